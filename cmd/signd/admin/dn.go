@@ -1,0 +1,162 @@
+package admin
+
+import (
+	"crypto/x509/pkix"
+	"encoding/asn1"
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// dnAttrs are the attribute types ParseDN accepts, by their RFC 4514 short
+// names (case-insensitive).
+var dnAttrs = map[string]asn1.ObjectIdentifier{
+	"CN":           {2, 5, 4, 3},
+	"SURNAME":      {2, 5, 4, 4},
+	"SN":           {2, 5, 4, 4},
+	"SERIALNUMBER": {2, 5, 4, 5},
+	"C":            {2, 5, 4, 6},
+	"L":            {2, 5, 4, 7},
+	"ST":           {2, 5, 4, 8},
+	"STREET":       {2, 5, 4, 9},
+	"O":            {2, 5, 4, 10},
+	"OU":           {2, 5, 4, 11},
+	"TITLE":        {2, 5, 4, 12},
+	"POSTALCODE":   {2, 5, 4, 17},
+	"GIVENNAME":    {2, 5, 4, 42},
+}
+
+const maxDNLen = 1024
+
+// ParseDN parses a distinguished name in RFC 4514 string form such as
+// "CN=Alice Jansen,O=Example B.V.,C=NL". Values may escape special
+// characters with a backslash. Multi-valued RDNs ("+") are not accepted.
+func ParseDN(s string) (pkix.Name, error) {
+	var name pkix.Name
+	if strings.TrimSpace(s) == "" {
+		return name, errors.New("empty distinguished name")
+	}
+	if len(s) > maxDNLen {
+		return name, fmt.Errorf("distinguished name longer than %d bytes", maxDNLen)
+	}
+	rdns, err := splitUnescaped(s, ',')
+	if err != nil {
+		return name, err
+	}
+	var seq pkix.RDNSequence
+	for _, rdn := range rdns {
+		if _, err := splitUnescaped(rdn, '+'); err != nil {
+			return name, err
+		}
+		if strings.Contains(unescapedOnly(rdn), "+") {
+			return name, fmt.Errorf("multi-valued RDN %q is not supported", rdn)
+		}
+		typ, val, ok := strings.Cut(rdn, "=")
+		if !ok {
+			return name, fmt.Errorf("%q is not TYPE=value", strings.TrimSpace(rdn))
+		}
+		typ = strings.ToUpper(strings.TrimSpace(typ))
+		oid, ok := dnAttrs[typ]
+		if !ok {
+			return name, fmt.Errorf("attribute type %q is not supported (use CN, O, OU, C, L, ST, STREET, POSTALCODE, SERIALNUMBER, GIVENNAME, SURNAME, TITLE)", typ)
+		}
+		v, err := unescapeDNValue(strings.TrimSpace(val))
+		if err != nil {
+			return name, err
+		}
+		if v == "" {
+			return name, fmt.Errorf("attribute %s has an empty value", typ)
+		}
+		if typ == "C" && (len(v) != 2 || strings.ToUpper(v) != v) {
+			return name, fmt.Errorf("C must be a two-letter upper-case country code, got %q", v)
+		}
+		seq = append(seq, pkix.RelativeDistinguishedNameSET{{Type: oid, Value: v}})
+	}
+	name.FillFromRDNSequence(&seq)
+	// FillFromRDNSequence leaves unknown attributes (GIVENNAME, SURNAME,
+	// TITLE) only in Names; carry them over so they are encoded.
+	for _, atv := range name.Names {
+		if !standardAttr(atv.Type) {
+			name.ExtraNames = append(name.ExtraNames, atv)
+		}
+	}
+	return name, nil
+}
+
+func standardAttr(oid asn1.ObjectIdentifier) bool {
+	if len(oid) != 4 || oid[0] != 2 || oid[1] != 5 || oid[2] != 4 {
+		return false
+	}
+	switch oid[3] {
+	case 3, 5, 6, 7, 8, 9, 10, 11, 17:
+		return true
+	}
+	return false
+}
+
+// splitUnescaped splits s on sep where sep is not escaped by a backslash.
+func splitUnescaped(s string, sep byte) ([]string, error) {
+	var parts []string
+	start := 0
+	for i := 0; i < len(s); i++ {
+		switch s[i] {
+		case '\\':
+			if i+1 >= len(s) {
+				return nil, errors.New("distinguished name ends in a lone backslash")
+			}
+			i++
+		case sep:
+			parts = append(parts, s[start:i])
+			start = i + 1
+		}
+	}
+	return append(parts, s[start:]), nil
+}
+
+// unescapedOnly drops escaped characters, leaving what is syntax.
+func unescapedOnly(s string) string {
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' {
+			i++
+			continue
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}
+
+func unescapeDNValue(v string) (string, error) {
+	var b strings.Builder
+	for i := 0; i < len(v); i++ {
+		c := v[i]
+		if c < 0x20 || c == 0x7f {
+			return "", errors.New("distinguished name contains a control character")
+		}
+		if c != '\\' {
+			b.WriteByte(c)
+			continue
+		}
+		i++
+		if i >= len(v) {
+			return "", errors.New("distinguished name ends in a lone backslash")
+		}
+		b.WriteByte(v[i])
+	}
+	return b.String(), nil
+}
+
+// escapeDNValue escapes the RFC 4514 special characters of a value.
+func escapeDNValue(v string) string {
+	var b strings.Builder
+	for i := 0; i < len(v); i++ {
+		switch c := v[i]; c {
+		case ',', '+', '"', '\\', '<', '>', ';', '=':
+			b.WriteByte('\\')
+			b.WriteByte(c)
+		default:
+			b.WriteByte(c)
+		}
+	}
+	return b.String()
+}

@@ -1,0 +1,20 @@
+// Package admin holds the administrative operations of signd: managing
+// users, OAuth clients and signing credentials (key generation in the HSM,
+// CSR, certificate import).
+//
+// The operations are defined once, by the Service interface, and exist in
+// two forms with the same behaviour and the same errors:
+//
+//   - Local performs them directly on the store and the token. The CLI uses
+//     it when no daemon runs, and the daemon uses it behind its admin socket.
+//   - Remote sends them to a running daemon over its admin socket (a Unix
+//     socket, mode 0600), see Handler for the server side.
+//
+// Errors that reach an operator are *Error values: a Kind that survives the
+// socket and a message written for a human. Secrets (passwords, PINs,
+// generated client secrets) travel only in request bodies over the socket
+// and never appear in errors or logs.
+//
+// The package knows nothing of OAuth, CSC or OIDC protocol handling; it only
+// prepares the records those services read.
+package admin

@@ -1,0 +1,277 @@
+package admin
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/labstack/echo/v4"
+)
+
+// The admin socket speaks JSON over HTTP: POST /admin/v1/<Method> with the
+// request as the body; a success is 200 with the result, a failure is the
+// *Error as JSON with a status derived from its Kind.
+
+const rpcPrefix = "/admin/v1/"
+
+// maxRPCBody bounds admin request bodies (a certificate chain is the
+// largest one).
+const maxRPCBody = 2 << 20
+
+type (
+	nameReq   struct{ Name string }
+	statusReq struct {
+		Name    string
+		Enabled bool
+	}
+	emptyResp struct{}
+)
+
+// endpoints maps method names to adapters over a Service. The same table
+// drives the Handler (server) and documents what Remote sends.
+func endpoints(s Service) map[string]func(context.Context, json.RawMessage) (any, error) {
+	return map[string]func(context.Context, json.RawMessage) (any, error){
+		"AddUser":   decode(func(ctx context.Context, r AddUserRequest) (any, error) { return s.AddUser(ctx, r) }),
+		"ListUsers": decode(func(ctx context.Context, _ struct{}) (any, error) { return s.ListUsers(ctx) }),
+		"ShowUser":  decode(func(ctx context.Context, r nameReq) (any, error) { return s.ShowUser(ctx, r.Name) }),
+		"SetUserStatus": decode(func(ctx context.Context, r statusReq) (any, error) {
+			return s.SetUserStatus(ctx, r.Name, r.Enabled)
+		}),
+		"UnlockUser":  decode(func(ctx context.Context, r nameReq) (any, error) { return s.UnlockUser(ctx, r.Name) }),
+		"SetPassword": decode(func(ctx context.Context, r SetSecretRequest) (any, error) { return s.SetPassword(ctx, r) }),
+		"SetPIN":      decode(func(ctx context.Context, r SetSecretRequest) (any, error) { return s.SetPIN(ctx, r) }),
+		"AddClient":   decode(func(ctx context.Context, r AddClientRequest) (any, error) { return s.AddClient(ctx, r) }),
+		"ListClients": decode(func(ctx context.Context, _ struct{}) (any, error) { return s.ListClients(ctx) }),
+		"ShowClient":  decode(func(ctx context.Context, r nameReq) (any, error) { return s.ShowClient(ctx, r.Name) }),
+		"RemoveClient": decode(func(ctx context.Context, r nameReq) (any, error) {
+			return emptyResp{}, s.RemoveClient(ctx, r.Name)
+		}),
+		"CreateCredential": decode(func(ctx context.Context, r CreateCredentialRequest) (any, error) {
+			return s.CreateCredential(ctx, r)
+		}),
+		"ImportCertificate": decode(func(ctx context.Context, r ImportCertificateRequest) (any, error) {
+			return s.ImportCertificate(ctx, r)
+		}),
+		"ListCredentials": decode(func(ctx context.Context, r nameReq) (any, error) { return s.ListCredentials(ctx, r.Name) }),
+		"ShowCredential":  decode(func(ctx context.Context, r nameReq) (any, error) { return s.ShowCredential(ctx, r.Name) }),
+		"SetCredentialStatus": decode(func(ctx context.Context, r statusReq) (any, error) {
+			return s.SetCredentialStatus(ctx, r.Name, r.Enabled)
+		}),
+	}
+}
+
+func decode[R any](fn func(context.Context, R) (any, error)) func(context.Context, json.RawMessage) (any, error) {
+	return func(ctx context.Context, raw json.RawMessage) (any, error) {
+		var r R
+		dec := json.NewDecoder(strings.NewReader(string(raw)))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&r); err != nil {
+			return nil, errorf(KindInvalid, "malformed admin request: %v", err)
+		}
+		return fn(ctx, r)
+	}
+}
+
+func kindStatus(k Kind) int {
+	switch k {
+	case KindInvalid:
+		return http.StatusBadRequest
+	case KindNotFound:
+		return http.StatusNotFound
+	case KindExists, KindConflict:
+		return http.StatusConflict
+	case KindUnavailable:
+		return http.StatusServiceUnavailable
+	}
+	return http.StatusInternalServerError
+}
+
+// Handler serves a Service on the admin socket.
+type Handler struct {
+	Service Service
+	Logger  *slog.Logger
+}
+
+// Mount registers the admin routes on e.
+func (h *Handler) Mount(e *echo.Echo) {
+	eps := endpoints(h.Service)
+	e.POST(rpcPrefix+":method", func(c echo.Context) error {
+		fn, ok := eps[c.Param("method")]
+		if !ok {
+			return c.JSON(http.StatusNotFound, errorf(KindInvalid, "unknown admin method %q", c.Param("method")))
+		}
+		body, err := io.ReadAll(io.LimitReader(c.Request().Body, maxRPCBody+1))
+		if err != nil || len(body) > maxRPCBody {
+			return c.JSON(http.StatusBadRequest, errorf(KindInvalid, "admin request body unreadable or larger than %d bytes", maxRPCBody))
+		}
+		res, err := fn(c.Request().Context(), body)
+		if err != nil {
+			var ae *Error
+			if !errors.As(err, &ae) {
+				if h.Logger != nil {
+					h.Logger.Error("admin method failed", "method", c.Param("method"), "err", err)
+				}
+				ae = errorf(KindInternal, "internal error (see the signd log)")
+			}
+			return c.JSON(kindStatus(ae.Kind), ae)
+		}
+		return c.JSON(http.StatusOK, res)
+	})
+}
+
+// Remote sends operations to a running daemon over its admin socket.
+type Remote struct {
+	Socket string
+	client *http.Client
+}
+
+var _ Service = (*Remote)(nil)
+
+// Dial returns a Remote when a daemon answers on socket. It returns
+// (nil, nil) when nothing listens there (no file, or a stale socket), so the
+// caller can fall back to Local.
+func Dial(socket string) (*Remote, error) {
+	conn, err := net.DialTimeout("unix", socket, 2*time.Second)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) || errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ENOENT) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("admin socket %s: %w", socket, err)
+	}
+	conn.Close()
+	r := &Remote{Socket: socket}
+	r.client = &http.Client{Transport: &http.Transport{
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			var d net.Dialer
+			return d.DialContext(ctx, "unix", socket)
+		},
+	}}
+	return r, nil
+}
+
+func (r *Remote) call(ctx context.Context, method string, req, resp any) error {
+	body, err := json.Marshal(req)
+	if err != nil {
+		return err
+	}
+	hr, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://signd"+rpcPrefix+method, strings.NewReader(string(body)))
+	if err != nil {
+		return err
+	}
+	hr.Header.Set("Content-Type", "application/json")
+	res, err := r.client.Do(hr)
+	if err != nil {
+		return &Error{Kind: KindUnavailable, Message: fmt.Sprintf("admin socket %s: %v", r.Socket, err)}
+	}
+	defer res.Body.Close()
+	data, err := io.ReadAll(io.LimitReader(res.Body, 64<<20))
+	if err != nil {
+		return &Error{Kind: KindUnavailable, Message: fmt.Sprintf("admin socket %s: %v", r.Socket, err)}
+	}
+	if res.StatusCode != http.StatusOK {
+		var ae Error
+		if json.Unmarshal(data, &ae) != nil || ae.Message == "" {
+			return &Error{Kind: KindInternal, Message: fmt.Sprintf("admin socket %s: HTTP %d", r.Socket, res.StatusCode)}
+		}
+		return &ae
+	}
+	if resp == nil {
+		return nil
+	}
+	return json.Unmarshal(data, resp)
+}
+
+func callT[T any](r *Remote, ctx context.Context, method string, req any) (T, error) {
+	var out T
+	err := r.call(ctx, method, req, &out)
+	return out, err
+}
+
+// AddUser implements Service.
+func (r *Remote) AddUser(ctx context.Context, req AddUserRequest) (*UserView, error) {
+	return callT[*UserView](r, ctx, "AddUser", req)
+}
+
+// ListUsers implements Service.
+func (r *Remote) ListUsers(ctx context.Context) ([]UserView, error) {
+	return callT[[]UserView](r, ctx, "ListUsers", struct{}{})
+}
+
+// ShowUser implements Service.
+func (r *Remote) ShowUser(ctx context.Context, username string) (*UserView, error) {
+	return callT[*UserView](r, ctx, "ShowUser", nameReq{username})
+}
+
+// SetUserStatus implements Service.
+func (r *Remote) SetUserStatus(ctx context.Context, username string, enabled bool) (*UserView, error) {
+	return callT[*UserView](r, ctx, "SetUserStatus", statusReq{username, enabled})
+}
+
+// UnlockUser implements Service.
+func (r *Remote) UnlockUser(ctx context.Context, username string) (*UserView, error) {
+	return callT[*UserView](r, ctx, "UnlockUser", nameReq{username})
+}
+
+// SetPassword implements Service.
+func (r *Remote) SetPassword(ctx context.Context, req SetSecretRequest) (*UserView, error) {
+	return callT[*UserView](r, ctx, "SetPassword", req)
+}
+
+// SetPIN implements Service.
+func (r *Remote) SetPIN(ctx context.Context, req SetSecretRequest) (*UserView, error) {
+	return callT[*UserView](r, ctx, "SetPIN", req)
+}
+
+// AddClient implements Service.
+func (r *Remote) AddClient(ctx context.Context, req AddClientRequest) (*AddClientResult, error) {
+	return callT[*AddClientResult](r, ctx, "AddClient", req)
+}
+
+// ListClients implements Service.
+func (r *Remote) ListClients(ctx context.Context) ([]ClientView, error) {
+	return callT[[]ClientView](r, ctx, "ListClients", struct{}{})
+}
+
+// ShowClient implements Service.
+func (r *Remote) ShowClient(ctx context.Context, id string) (*ClientView, error) {
+	return callT[*ClientView](r, ctx, "ShowClient", nameReq{id})
+}
+
+// RemoveClient implements Service.
+func (r *Remote) RemoveClient(ctx context.Context, id string) error {
+	return r.call(ctx, "RemoveClient", nameReq{id}, nil)
+}
+
+// CreateCredential implements Service.
+func (r *Remote) CreateCredential(ctx context.Context, req CreateCredentialRequest) (*CreateCredentialResult, error) {
+	return callT[*CreateCredentialResult](r, ctx, "CreateCredential", req)
+}
+
+// ImportCertificate implements Service.
+func (r *Remote) ImportCertificate(ctx context.Context, req ImportCertificateRequest) (*CredentialView, error) {
+	return callT[*CredentialView](r, ctx, "ImportCertificate", req)
+}
+
+// ListCredentials implements Service.
+func (r *Remote) ListCredentials(ctx context.Context, owner string) ([]CredentialView, error) {
+	return callT[[]CredentialView](r, ctx, "ListCredentials", nameReq{owner})
+}
+
+// ShowCredential implements Service.
+func (r *Remote) ShowCredential(ctx context.Context, id string) (*CredentialView, error) {
+	return callT[*CredentialView](r, ctx, "ShowCredential", nameReq{id})
+}
+
+// SetCredentialStatus implements Service.
+func (r *Remote) SetCredentialStatus(ctx context.Context, id string, enabled bool) (*CredentialView, error) {
+	return callT[*CredentialView](r, ctx, "SetCredentialStatus", statusReq{id, enabled})
+}

@@ -1,0 +1,171 @@
+package admin
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Service is the set of administrative operations. Local and Remote both
+// implement it, so the CLI behaves the same whether or not the daemon runs.
+type Service interface {
+	AddUser(ctx context.Context, req AddUserRequest) (*UserView, error)
+	ListUsers(ctx context.Context) ([]UserView, error)
+	ShowUser(ctx context.Context, username string) (*UserView, error)
+	SetUserStatus(ctx context.Context, username string, enabled bool) (*UserView, error)
+	UnlockUser(ctx context.Context, username string) (*UserView, error)
+	SetPassword(ctx context.Context, req SetSecretRequest) (*UserView, error)
+	SetPIN(ctx context.Context, req SetSecretRequest) (*UserView, error)
+
+	AddClient(ctx context.Context, req AddClientRequest) (*AddClientResult, error)
+	ListClients(ctx context.Context) ([]ClientView, error)
+	ShowClient(ctx context.Context, id string) (*ClientView, error)
+	RemoveClient(ctx context.Context, id string) error
+
+	CreateCredential(ctx context.Context, req CreateCredentialRequest) (*CreateCredentialResult, error)
+	ImportCertificate(ctx context.Context, req ImportCertificateRequest) (*CredentialView, error)
+	ListCredentials(ctx context.Context, owner string) ([]CredentialView, error)
+	ShowCredential(ctx context.Context, id string) (*CredentialView, error)
+	SetCredentialStatus(ctx context.Context, id string, enabled bool) (*CredentialView, error)
+}
+
+// Kind classifies an Error; it is what crosses the admin socket.
+type Kind string
+
+// Error kinds.
+const (
+	KindInvalid     Kind = "invalid"        // the request is wrong; fix it and retry
+	KindNotFound    Kind = "not_found"      // the named record does not exist
+	KindExists      Kind = "already_exists" // the record exists already
+	KindConflict    Kind = "conflict"       // the record is in a state that forbids the operation
+	KindUnavailable Kind = "unavailable"    // the HSM or store cannot be reached now
+	KindInternal    Kind = "internal"       // a fault of signd; details are in the daemon log
+)
+
+// Error is an operator-facing error. Message never holds a secret.
+type Error struct {
+	Kind    Kind   `json:"kind"`
+	Message string `json:"message"`
+}
+
+func (e *Error) Error() string { return e.Message }
+
+func errorf(kind Kind, format string, args ...any) *Error {
+	return &Error{Kind: kind, Message: fmt.Sprintf(format, args...)}
+}
+
+// KindOf returns the kind of err, KindInternal when err is not an *Error.
+func KindOf(err error) Kind {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Kind
+	}
+	return KindInternal
+}
+
+// AddUserRequest creates a user. Password and PIN are plain text here and
+// hashed with argon2id before they are stored.
+type AddUserRequest struct {
+	Username      string            `json:"username"`
+	Password      string            `json:"password"`
+	PIN           string            `json:"pin,omitempty"`
+	Email         string            `json:"email,omitempty"`
+	EmailVerified bool              `json:"email_verified,omitempty"`
+	Claims        map[string]string `json:"claims,omitempty"`
+}
+
+// SetSecretRequest replaces a user's password or signing PIN.
+type SetSecretRequest struct {
+	Username string `json:"username"`
+	Secret   string `json:"secret"`
+}
+
+// UserView is what operators see of a user: never a hash or a secret.
+type UserView struct {
+	Username        string            `json:"username"`
+	ID              string            `json:"id"`
+	Status          string            `json:"status"`
+	Email           string            `json:"email,omitempty"`
+	EmailVerified   bool              `json:"email_verified"`
+	HasPIN          bool              `json:"has_pin"`
+	HasTOTP         bool              `json:"has_totp"`
+	PasswordLocked  bool              `json:"password_locked"`
+	FailedPasswords int               `json:"failed_passwords"`
+	PINLocked       bool              `json:"pin_locked"`
+	FailedPINs      int               `json:"failed_pins"`
+	Claims          map[string]string `json:"claims,omitempty"`
+	Proofs          []string          `json:"proofs,omitempty"`
+	CreatedAt       time.Time         `json:"created_at"`
+	UpdatedAt       time.Time         `json:"updated_at"`
+}
+
+// AddClientRequest registers an OAuth client. When Secret is empty a secret
+// is generated and returned once in AddClientResult.
+type AddClientRequest struct {
+	ID               string   `json:"id"`
+	Name             string   `json:"name,omitempty"`
+	Secret           string   `json:"secret,omitempty"`
+	RedirectURIs     []string `json:"redirect_uris"`
+	Scopes           []string `json:"scopes,omitempty"`
+	SectorIdentifier string   `json:"sector_identifier,omitempty"`
+	RequirePKCE      bool     `json:"require_pkce,omitempty"`
+}
+
+// AddClientResult carries the generated secret, shown once.
+type AddClientResult struct {
+	Client          ClientView `json:"client"`
+	GeneratedSecret string     `json:"generated_secret,omitempty"`
+}
+
+// ClientView is what operators see of a client: never the secret hash.
+type ClientView struct {
+	ID               string    `json:"id"`
+	Name             string    `json:"name"`
+	RedirectURIs     []string  `json:"redirect_uris"`
+	Scopes           []string  `json:"scopes"`
+	SectorIdentifier string    `json:"sector_identifier,omitempty"`
+	RequirePKCE      bool      `json:"require_pkce"`
+	CreatedAt        time.Time `json:"created_at"`
+	UpdatedAt        time.Time `json:"updated_at"`
+}
+
+// CreateCredentialRequest generates a key pair in the token for a user.
+type CreateCredentialRequest struct {
+	User    string `json:"user"`
+	Algo    string `json:"algo,omitempty"`    // rsa-2048 (default), rsa-3072, rsa-4096
+	Label   string `json:"label,omitempty"`   // HSM label; default "signd-<credential ID>"
+	Subject string `json:"subject,omitempty"` // CSR subject DN; default "CN=<username>"
+}
+
+// CreateCredentialResult is the new, still pending credential and its CSR.
+type CreateCredentialResult struct {
+	Credential CredentialView `json:"credential"`
+	CSRPEM     string         `json:"csr_pem"`
+}
+
+// ImportCertificateRequest attaches a certificate chain (PEM, leaf first,
+// ending with the self-signed root) to a credential and enables it.
+type ImportCertificateRequest struct {
+	ID       string `json:"id"`
+	ChainPEM string `json:"chain_pem"`
+}
+
+// CredentialView is what operators see of a credential.
+type CredentialView struct {
+	ID          string     `json:"id"`
+	Owner       string     `json:"owner"`
+	Label       string     `json:"label"`
+	Algorithm   string     `json:"algorithm"`
+	KeyBits     int        `json:"key_bits"`
+	KeyID       string     `json:"key_id"` // hex CKA_ID
+	Status      string     `json:"status"`
+	Subject     string     `json:"subject,omitempty"`
+	Issuer      string     `json:"issuer,omitempty"`
+	Serial      string     `json:"serial,omitempty"` // hex
+	NotBefore   *time.Time `json:"not_before,omitempty"`
+	NotAfter    *time.Time `json:"not_after,omitempty"`
+	ChainLength int        `json:"chain_length"`
+	CreatedAt   time.Time  `json:"created_at"`
+	UpdatedAt   time.Time  `json:"updated_at"`
+}

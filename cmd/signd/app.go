@@ -1,0 +1,286 @@
+package main
+
+import (
+	"context"
+	"crypto/x509"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/signd/signd/cmd/signd/admin"
+	"github.com/signd/signd/config"
+	"github.com/signd/signd/hsm"
+	"github.com/signd/signd/store"
+	"github.com/signd/signd/store/bolt"
+)
+
+// app carries what every command shares: the standard streams and the
+// knobs tests turn. main builds one with the process's streams.
+type app struct {
+	stdin          io.Reader
+	stdout, stderr io.Writer
+
+	cfgFile string
+	jsonOut bool
+
+	// argon2 overrides the password hashing cost (tests); nil = defaults.
+	argon2 *store.Argon2Params
+	// now is the clock; nil = time.Now.
+	now func() time.Time
+	// ready, when set, is called by serve once both listeners accept.
+	ready func(httpAddr, socket string)
+}
+
+func newApp(stdin io.Reader, stdout, stderr io.Writer) *app {
+	return &app{stdin: stdin, stdout: stdout, stderr: stderr}
+}
+
+func (a *app) root() *cobra.Command {
+	root := &cobra.Command{
+		Use:           "signd",
+		Short:         "HSM-backed remote signing appliance (CSC API v1 + OpenID Connect)",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.SetIn(a.stdin)
+	root.SetOut(a.stdout)
+	root.SetErr(a.stderr)
+	pf := root.PersistentFlags()
+	pf.StringVar(&a.cfgFile, "config", "", "config file (default ./signd.yaml, then /etc/signd/signd.yaml)")
+	pf.BoolVar(&a.jsonOut, "json", false, "machine-readable JSON output")
+	config.BindFlags(pf)
+	root.AddCommand(a.serveCmd(), group(a.userCmd()), group(a.clientCmd()), group(a.credentialCmd()))
+	return root
+}
+
+// group makes a command that only holds subcommands refuse unknown ones
+// (cobra would print help and succeed).
+func group(cmd *cobra.Command) *cobra.Command {
+	cmd.Args = cobra.ArbitraryArgs
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		if len(args) > 0 {
+			return fmt.Errorf("unknown command %q for %q", args[0], cmd.CommandPath())
+		}
+		return cmd.Help()
+	}
+	return cmd
+}
+
+func (a *app) clock() time.Time {
+	if a.now != nil {
+		return a.now()
+	}
+	return time.Now()
+}
+
+func (a *app) loadConfig(cmd *cobra.Command) (*config.Config, error) {
+	return config.Load(config.Options{File: a.cfgFile, Flags: cmd.Flags()})
+}
+
+func (a *app) hasher() (*store.Hasher, error) {
+	p := store.DefaultArgon2Params()
+	if a.argon2 != nil {
+		p = *a.argon2
+	}
+	return store.NewHasher(p)
+}
+
+func newLogger(w io.Writer, cfg config.LogConfig) *slog.Logger {
+	var level slog.Level
+	_ = level.UnmarshalText([]byte(cfg.Level)) // validated by config
+	opts := &slog.HandlerOptions{Level: level}
+	if cfg.Format == "text" {
+		return slog.New(slog.NewTextHandler(w, opts))
+	}
+	return slog.New(slog.NewJSONHandler(w, opts))
+}
+
+// openStore opens the bbolt file, creating its directory (0700) if needed.
+func openStore(cfg *config.Config) (*bolt.DB, error) {
+	if err := os.MkdirAll(filepath.Dir(cfg.Store.Path), 0o700); err != nil {
+		return nil, fmt.Errorf("store directory: %w", err)
+	}
+	return bolt.Open(cfg.Store.Path, bolt.Options{Timeout: cfg.Store.OpenTimeout})
+}
+
+// openToken opens the PKCS#11 token named by the config.
+func openToken(cfg *config.Config, logger *slog.Logger) (*hsm.Token, error) {
+	pin, err := cfg.PKCS11.PINValue()
+	if err != nil {
+		return nil, err
+	}
+	return hsm.Open(hsm.Config{
+		Module:         cfg.PKCS11.Module,
+		TokenLabel:     cfg.PKCS11.TokenLabel,
+		PIN:            pin.Reveal(),
+		MaxSessions:    cfg.PKCS11.MaxSessions,
+		AcquireTimeout: cfg.PKCS11.AcquireTimeout,
+		Logger:         logger,
+	})
+}
+
+// lazyKeys opens the token on first use, so admin commands that never touch
+// a key never need the PIN or the HSM.
+type lazyKeys struct {
+	open  func() (*hsm.Token, error)
+	token *hsm.Token
+}
+
+func (l *lazyKeys) get() (*hsm.Token, error) {
+	if l.token == nil {
+		t, err := l.open()
+		if err != nil {
+			return nil, &admin.Error{Kind: admin.KindUnavailable, Message: err.Error()}
+		}
+		l.token = t
+	}
+	return l.token, nil
+}
+
+func (l *lazyKeys) GenerateRSA(ctx context.Context, label string, bits int) (*hsm.KeyInfo, error) {
+	t, err := l.get()
+	if err != nil {
+		return nil, err
+	}
+	return t.GenerateRSA(ctx, label, bits)
+}
+
+func (l *lazyKeys) Key(ctx context.Context, id []byte) (*hsm.Key, error) {
+	t, err := l.get()
+	if err != nil {
+		return nil, err
+	}
+	return t.Key(ctx, id)
+}
+
+func (l *lazyKeys) DestroyKey(ctx context.Context, id []byte) error {
+	t, err := l.get()
+	if err != nil {
+		return err
+	}
+	return t.DestroyKey(ctx, id)
+}
+
+func (l *lazyKeys) ImportCertificate(ctx context.Context, id []byte, label string, cert *x509.Certificate) error {
+	t, err := l.get()
+	if err != nil {
+		return err
+	}
+	return t.ImportCertificate(ctx, id, label, cert)
+}
+
+func (l *lazyKeys) close() {
+	if l.token != nil {
+		l.token.Close()
+	}
+}
+
+// adminService returns the daemon's admin API when it answers on the admin
+// socket, else a Local service over the store and (lazily) the token. The
+// returned function releases what was opened.
+func (a *app) adminService(cmd *cobra.Command) (admin.Service, func(), error) {
+	cfg, err := a.loadConfig(cmd)
+	if err != nil {
+		return nil, nil, err
+	}
+	remote, err := admin.Dial(cfg.Server.AdminSocket)
+	if err != nil {
+		return nil, nil, err
+	}
+	if remote != nil {
+		return remote, func() {}, nil
+	}
+	db, err := openStore(cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	h, err := a.hasher()
+	if err != nil {
+		db.Close()
+		return nil, nil, err
+	}
+	logger := newLogger(a.stderr, cfg.Log)
+	keys := &lazyKeys{open: func() (*hsm.Token, error) { return openToken(cfg, logger) }}
+	local := &admin.Local{Store: db, Keys: keys, Hasher: h, Now: a.now, Logger: logger}
+	return local, func() { keys.close(); db.Close() }, nil
+}
+
+// withAdmin runs fn with an admin service and releases it afterwards.
+func (a *app) withAdmin(cmd *cobra.Command, fn func(ctx context.Context, s admin.Service) error) error {
+	s, done, err := a.adminService(cmd)
+	if err != nil {
+		return err
+	}
+	defer done()
+	return fn(cmd.Context(), s)
+}
+
+// printJSON writes v as indented JSON.
+func (a *app) printJSON(v any) error {
+	enc := json.NewEncoder(a.stdout)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+// maxSecretFile bounds password, PIN and secret files.
+const maxSecretFile = 4096
+
+// readSecretFile reads a password, PIN or secret from path ("-" = stdin),
+// trimming one trailing newline. The value is never echoed.
+func (a *app) readSecretFile(what, path string) (string, error) {
+	data, err := a.readFile(what, path, maxSecretFile)
+	if err != nil {
+		return "", err
+	}
+	s := strings.TrimSuffix(string(data), "\n")
+	s = strings.TrimSuffix(s, "\r")
+	if s == "" {
+		return "", fmt.Errorf("%s file %s is empty", what, path)
+	}
+	return s, nil
+}
+
+// readFile reads at most limit bytes from path ("-" = stdin).
+func (a *app) readFile(what, path string, limit int64) ([]byte, error) {
+	var r io.Reader
+	if path == "-" {
+		r = a.stdin
+	} else {
+		f, err := os.Open(path)
+		if err != nil {
+			return nil, fmt.Errorf("%s file: %w", what, err)
+		}
+		defer f.Close()
+		r = f
+	}
+	data, err := io.ReadAll(io.LimitReader(r, limit+1))
+	if err != nil {
+		return nil, fmt.Errorf("%s file %s: %w", what, path, err)
+	}
+	if int64(len(data)) > limit {
+		return nil, fmt.Errorf("%s file %s is larger than %d bytes", what, path, limit)
+	}
+	return data, nil
+}
+
+// oneStdin refuses two flags that both read stdin.
+func oneStdin(paths ...string) error {
+	n := 0
+	for _, p := range paths {
+		if p == "-" {
+			n++
+		}
+	}
+	if n > 1 {
+		return errors.New("only one of the file flags can read stdin (-)")
+	}
+	return nil
+}

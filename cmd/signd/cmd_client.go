@@ -1,0 +1,132 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/signd/signd/cmd/signd/admin"
+)
+
+func (a *app) clientCmd() *cobra.Command {
+	cmd := &cobra.Command{Use: "client", Short: "Manage OAuth clients (signature applications, relying parties)"}
+
+	var add struct {
+		redirectURIs, scopes []string
+		name, secretFile     string
+		sector               string
+		requirePKCE          bool
+	}
+	addCmd := &cobra.Command{
+		Use:   "add CLIENT_ID --redirect-uri URI [--redirect-uri URI ...] [--name N] [--secret-file F] [--scope S ...] [--sector-identifier S] [--require-pkce]",
+		Short: "Register a client; prints a generated secret once when --secret-file is not given",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			req := admin.AddClientRequest{
+				ID: args[0], Name: add.name, RedirectURIs: add.redirectURIs, Scopes: add.scopes,
+				SectorIdentifier: add.sector, RequirePKCE: add.requirePKCE,
+			}
+			if add.secretFile != "" {
+				s, err := a.readSecretFile("client secret", add.secretFile)
+				if err != nil {
+					return err
+				}
+				req.Secret = s
+			}
+			return a.withAdmin(cmd, func(ctx context.Context, s admin.Service) error {
+				res, err := s.AddClient(ctx, req)
+				if err != nil {
+					return err
+				}
+				if a.jsonOut {
+					return a.printJSON(res)
+				}
+				if err := a.printClient(&res.Client); err != nil {
+					return err
+				}
+				if res.GeneratedSecret != "" {
+					fmt.Fprintf(a.stdout, "client_secret:     %s\n", res.GeneratedSecret)
+					fmt.Fprintln(a.stderr, "The client secret is shown once and stored only as a hash: keep it now.")
+				}
+				return nil
+			})
+		},
+	}
+	f := addCmd.Flags()
+	f.StringArrayVar(&add.redirectURIs, "redirect-uri", nil, "registered redirect URI, exact match (repeatable)")
+	f.StringVar(&add.name, "name", "", "display name shown on the consent page")
+	f.StringVar(&add.secretFile, "secret-file", "", "file holding the client secret, ≥32 bytes (- = stdin); default: generate one")
+	f.StringArrayVar(&add.scopes, "scope", nil, "allowed scope (repeatable; default service and credential)")
+	f.StringVar(&add.sector, "sector-identifier", "", "OIDC pairwise sector (default: host of the redirect URIs)")
+	f.BoolVar(&add.requirePKCE, "require-pkce", false, "refuse authorization requests without PKCE (S256)")
+	_ = addCmd.MarkFlagRequired("redirect-uri")
+
+	listCmd := &cobra.Command{
+		Use: "list", Short: "List clients", Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return a.withAdmin(cmd, func(ctx context.Context, s admin.Service) error {
+				cs, err := s.ListClients(ctx)
+				if err != nil {
+					return err
+				}
+				if a.jsonOut {
+					return a.printJSON(cs)
+				}
+				tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
+				fmt.Fprintln(tw, "CLIENT_ID\tNAME\tSCOPES\tPKCE\tREDIRECT_URIS")
+				for _, c := range cs {
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", c.ID, c.Name, strings.Join(c.Scopes, ","), yesNo(c.RequirePKCE), strings.Join(c.RedirectURIs, " "))
+				}
+				return tw.Flush()
+			})
+		},
+	}
+	showCmd := &cobra.Command{
+		Use: "show CLIENT_ID", Short: "Show a client", Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return a.withAdmin(cmd, func(ctx context.Context, s admin.Service) error {
+				c, err := s.ShowClient(ctx, args[0])
+				if err != nil {
+					return err
+				}
+				if a.jsonOut {
+					return a.printJSON(c)
+				}
+				return a.printClient(c)
+			})
+		},
+	}
+	removeCmd := &cobra.Command{
+		Use: "remove CLIENT_ID", Short: "Remove a client", Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return a.withAdmin(cmd, func(ctx context.Context, s admin.Service) error {
+				if err := s.RemoveClient(ctx, args[0]); err != nil {
+					return err
+				}
+				if a.jsonOut {
+					return a.printJSON(map[string]string{"removed": args[0]})
+				}
+				fmt.Fprintf(a.stdout, "removed client %s\n", args[0])
+				return nil
+			})
+		},
+	}
+	cmd.AddCommand(addCmd, listCmd, showCmd, removeCmd)
+	return cmd
+}
+
+func (a *app) printClient(c *admin.ClientView) error {
+	w := a.stdout
+	fmt.Fprintf(w, "client_id:         %s\n", c.ID)
+	fmt.Fprintf(w, "name:              %s\n", c.Name)
+	fmt.Fprintf(w, "scopes:            %s\n", strings.Join(c.Scopes, " "))
+	fmt.Fprintf(w, "require PKCE:      %s\n", yesNo(c.RequirePKCE))
+	fmt.Fprintf(w, "sector identifier: %s\n", dash(c.SectorIdentifier))
+	for _, u := range c.RedirectURIs {
+		fmt.Fprintf(w, "redirect_uri:      %s\n", u)
+	}
+	return nil
+}

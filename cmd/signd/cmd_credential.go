@@ -1,0 +1,150 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/signd/signd/cmd/signd/admin"
+)
+
+func (a *app) credentialCmd() *cobra.Command {
+	cmd := &cobra.Command{Use: "credential", Short: "Manage signing credentials (HSM key pairs and certificates)"}
+
+	var create struct{ user, algo, label, subject, csrOut string }
+	createCmd := &cobra.Command{
+		Use:   "create --user USERNAME [--algo rsa-2048|rsa-3072|rsa-4096] [--label L] [--subject DN] [--csr-out FILE]",
+		Short: "Generate a key pair in the token and a CSR; prints the credential ID as the last line",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			req := admin.CreateCredentialRequest{User: create.user, Algo: create.algo, Label: create.label, Subject: create.subject}
+			return a.withAdmin(cmd, func(ctx context.Context, s admin.Service) error {
+				res, err := s.CreateCredential(ctx, req)
+				if err != nil {
+					return err
+				}
+				switch create.csrOut {
+				case "":
+				case "-":
+					fmt.Fprint(a.stdout, res.CSRPEM)
+				default:
+					if err := os.WriteFile(create.csrOut, []byte(res.CSRPEM), 0o644); err != nil {
+						return fmt.Errorf("credential %s created (pending) but the CSR could not be written: %w", res.Credential.ID, err)
+					}
+				}
+				if a.jsonOut {
+					return a.printJSON(res)
+				}
+				c := res.Credential
+				fmt.Fprintf(a.stderr, "Created credential %s for %s (%s, HSM label %q), status %s until `signd credential import-cert %s --chain FILE.pem`.\n",
+					c.ID, c.Owner, c.Algorithm, c.Label, c.Status, c.ID)
+				fmt.Fprintln(a.stdout, c.ID)
+				return nil
+			})
+		},
+	}
+	f := createCmd.Flags()
+	f.StringVar(&create.user, "user", "", "owner of the credential")
+	f.StringVar(&create.algo, "algo", "rsa-2048", "key algorithm: rsa-2048, rsa-3072 or rsa-4096")
+	f.StringVar(&create.label, "label", "", "HSM key label (default signd-<credential ID>)")
+	f.StringVar(&create.subject, "subject", "", `CSR subject, RFC 4514 (default "CN=<username>")`)
+	f.StringVar(&create.csrOut, "csr-out", "", "write the CSR (PEM) to FILE (- = stdout)")
+	_ = createCmd.MarkFlagRequired("user")
+
+	var chainFile string
+	importCmd := &cobra.Command{
+		Use:   "import-cert ID --chain FILE.pem",
+		Short: "Attach a certificate chain (leaf first, root last) and enable the credential",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			data, err := a.readFile("chain", chainFile, 1<<20)
+			if err != nil {
+				return err
+			}
+			return a.withAdmin(cmd, func(ctx context.Context, s admin.Service) error {
+				c, err := s.ImportCertificate(ctx, admin.ImportCertificateRequest{ID: args[0], ChainPEM: string(data)})
+				if err != nil {
+					return err
+				}
+				return a.printCredential(c)
+			})
+		},
+	}
+	importCmd.Flags().StringVar(&chainFile, "chain", "", "PEM file: leaf certificate first, root last (- = stdin)")
+	_ = importCmd.MarkFlagRequired("chain")
+
+	var listUser string
+	listCmd := &cobra.Command{
+		Use: "list [--user U]", Short: "List credentials", Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return a.withAdmin(cmd, func(ctx context.Context, s admin.Service) error {
+				cs, err := s.ListCredentials(ctx, listUser)
+				if err != nil {
+					return err
+				}
+				if a.jsonOut {
+					return a.printJSON(cs)
+				}
+				tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
+				fmt.Fprintln(tw, "ID\tOWNER\tSTATUS\tALGORITHM\tLABEL\tSUBJECT")
+				for _, c := range cs {
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", c.ID, c.Owner, c.Status, c.Algorithm, c.Label, dash(c.Subject))
+				}
+				return tw.Flush()
+			})
+		},
+	}
+	listCmd.Flags().StringVar(&listUser, "user", "", "only this user's credentials")
+
+	byID := func(use, short string, fn func(ctx context.Context, s admin.Service, id string) (*admin.CredentialView, error)) *cobra.Command {
+		return &cobra.Command{
+			Use: use + " ID", Short: short, Args: cobra.ExactArgs(1),
+			RunE: func(cmd *cobra.Command, args []string) error {
+				return a.withAdmin(cmd, func(ctx context.Context, s admin.Service) error {
+					c, err := fn(ctx, s, args[0])
+					if err != nil {
+						return err
+					}
+					return a.printCredential(c)
+				})
+			},
+		}
+	}
+	showCmd := byID("show", "Show a credential", func(ctx context.Context, s admin.Service, id string) (*admin.CredentialView, error) {
+		return s.ShowCredential(ctx, id)
+	})
+	disableCmd := byID("disable", "Disable a credential (signHash refuses it)", func(ctx context.Context, s admin.Service, id string) (*admin.CredentialView, error) {
+		return s.SetCredentialStatus(ctx, id, false)
+	})
+	enableCmd := byID("enable", "Enable a credential that has a certificate", func(ctx context.Context, s admin.Service, id string) (*admin.CredentialView, error) {
+		return s.SetCredentialStatus(ctx, id, true)
+	})
+	cmd.AddCommand(createCmd, importCmd, listCmd, showCmd, disableCmd, enableCmd)
+	return cmd
+}
+
+func (a *app) printCredential(c *admin.CredentialView) error {
+	if a.jsonOut {
+		return a.printJSON(c)
+	}
+	w := a.stdout
+	fmt.Fprintf(w, "id:         %s\n", c.ID)
+	fmt.Fprintf(w, "owner:      %s\n", c.Owner)
+	fmt.Fprintf(w, "status:     %s\n", c.Status)
+	fmt.Fprintf(w, "algorithm:  %s (%d bits)\n", c.Algorithm, c.KeyBits)
+	fmt.Fprintf(w, "label:      %s\n", c.Label)
+	fmt.Fprintf(w, "key id:     %s\n", c.KeyID)
+	if c.ChainLength > 0 {
+		fmt.Fprintf(w, "subject:    %s\n", c.Subject)
+		fmt.Fprintf(w, "issuer:     %s\n", c.Issuer)
+		fmt.Fprintf(w, "serial:     %s\n", c.Serial)
+		fmt.Fprintf(w, "valid:      %s to %s\n", c.NotBefore.Format("2006-01-02T15:04:05Z"), c.NotAfter.Format("2006-01-02T15:04:05Z"))
+		fmt.Fprintf(w, "chain:      %d certificates\n", c.ChainLength)
+	} else {
+		fmt.Fprintln(w, "chain:      none (import one with signd credential import-cert)")
+	}
+	return nil
+}

@@ -1,0 +1,155 @@
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/labstack/echo/v4"
+	"github.com/spf13/cobra"
+
+	"github.com/signd/signd/cmd/signd/admin"
+	"github.com/signd/signd/config"
+)
+
+func (a *app) serveCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "serve",
+		Short: "Run the daemon: HTTP API on server.listen, admin API on server.admin_socket",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, err := a.loadConfig(cmd)
+			if err != nil {
+				return err
+			}
+			return a.serve(cmd.Context(), cfg)
+		},
+	}
+}
+
+// serve opens the store and the token, starts both listeners and blocks
+// until ctx is done; then it stops accepting, drains in-flight requests,
+// closes the store and finalizes the token (in that order).
+func (a *app) serve(ctx context.Context, cfg *config.Config) error {
+	logger := newLogger(a.stderr, cfg.Log)
+	logger.Info("starting signd", "config", cfg.Source(), "listen", cfg.Server.Listen,
+		"base_url", cfg.Server.BaseURL, "store", cfg.Store.Path,
+		"pkcs11_module", cfg.PKCS11.Module, "token_label", cfg.PKCS11.TokenLabel)
+
+	db, err := openStore(cfg)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	token, err := openToken(cfg, logger)
+	if err != nil {
+		return err
+	}
+	defer token.Close()
+	hasher, err := a.hasher()
+	if err != nil {
+		return err
+	}
+
+	srv := &server{Store: db, Token: token, Logger: logger, BodyLimit: cfg.Server.BodyLimitBytes, TLS: cfg.Server.TLS.CertFile != ""}
+	e := srv.echo()
+
+	httpLn, err := net.Listen("tcp", cfg.Server.Listen)
+	if err != nil {
+		return fmt.Errorf("server.listen %s: %w", cfg.Server.Listen, err)
+	}
+	httpSrv := &http.Server{
+		Handler:           e,
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       30 * time.Second,
+		WriteTimeout:      60 * time.Second,
+		IdleTimeout:       120 * time.Second,
+		MaxHeaderBytes:    32 << 10,
+		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
+	}
+	if srv.TLS {
+		cert, err := tls.LoadX509KeyPair(cfg.Server.TLS.CertFile, cfg.Server.TLS.KeyFile)
+		if err != nil {
+			httpLn.Close()
+			return fmt.Errorf("server.tls: %w", err)
+		}
+		httpSrv.TLSConfig = &tls.Config{MinVersion: tls.VersionTLS12, Certificates: []tls.Certificate{cert}}
+		httpLn = tls.NewListener(httpLn, httpSrv.TLSConfig)
+	}
+
+	adminLn, err := listenAdmin(cfg.Server.AdminSocket)
+	if err != nil {
+		httpLn.Close()
+		return err
+	}
+	defer os.Remove(cfg.Server.AdminSocket)
+	ae := echo.New()
+	ae.HideBanner, ae.HidePort = true, true
+	(&admin.Handler{
+		Service: &admin.Local{Store: db, Keys: token, Hasher: hasher, Now: a.now, Logger: logger},
+		Logger:  logger,
+	}).Mount(ae)
+	adminSrv := &http.Server{Handler: ae, ReadHeaderTimeout: 10 * time.Second}
+
+	errc := make(chan error, 2)
+	go func() { errc <- httpSrv.Serve(httpLn) }()
+	go func() { errc <- adminSrv.Serve(adminLn) }()
+	logger.Info("signd ready", "listen", httpLn.Addr().String(), "admin_socket", cfg.Server.AdminSocket, "tls", srv.TLS)
+	if a.ready != nil {
+		a.ready(httpLn.Addr().String(), cfg.Server.AdminSocket)
+	}
+
+	var serveErr error
+	select {
+	case <-ctx.Done():
+		logger.Info("shutting down", "reason", context.Cause(ctx).Error())
+	case serveErr = <-errc:
+		logger.Error("listener failed", "err", serveErr)
+	}
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cfg.Server.ShutdownTimeout)
+	defer cancel()
+	if err := httpSrv.Shutdown(sctx); err != nil {
+		logger.Warn("HTTP drain incomplete", "err", err)
+	}
+	if err := adminSrv.Shutdown(sctx); err != nil {
+		logger.Warn("admin drain incomplete", "err", err)
+	}
+	logger.Info("stopped")
+	if serveErr != nil && !errors.Is(serveErr, http.ErrServerClosed) {
+		return serveErr
+	}
+	return nil
+}
+
+// listenAdmin listens on the admin Unix socket with mode 0600. A socket file
+// nobody answers on is stale and replaced; one that answers means another
+// daemon runs.
+func listenAdmin(path string) (net.Listener, error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return nil, fmt.Errorf("server.admin_socket: %w", err)
+	}
+	if r, err := admin.Dial(path); err != nil {
+		return nil, err
+	} else if r != nil {
+		return nil, fmt.Errorf("server.admin_socket %s: another signd answers there", path)
+	}
+	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("server.admin_socket: %w", err)
+	}
+	ln, err := net.Listen("unix", path)
+	if err != nil {
+		return nil, fmt.Errorf("server.admin_socket %s: %w", path, err)
+	}
+	if err := os.Chmod(path, 0o600); err != nil {
+		ln.Close()
+		return nil, fmt.Errorf("server.admin_socket %s: %w", path, err)
+	}
+	return ln, nil
+}

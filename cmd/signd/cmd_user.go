@@ -1,0 +1,246 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/signd/signd/cmd/signd/admin"
+)
+
+func (a *app) userCmd() *cobra.Command {
+	cmd := &cobra.Command{Use: "user", Short: "Manage users (login password, signing PIN, identity attributes)"}
+
+	var add struct {
+		passwordFile, pinFile, email, claimsFile string
+		emailVerified                            bool
+	}
+	addCmd := &cobra.Command{
+		Use:   "add USERNAME --password-file F [--pin-file F] [--email E] [--email-verified] [--claims FILE.json]",
+		Short: "Create a user",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := oneStdin(add.passwordFile, add.pinFile, add.claimsFile); err != nil {
+				return err
+			}
+			req := admin.AddUserRequest{Username: args[0], Email: add.email, EmailVerified: add.emailVerified}
+			var err error
+			if req.Password, err = a.readSecretFile("password", add.passwordFile); err != nil {
+				return err
+			}
+			if add.pinFile != "" {
+				if req.PIN, err = a.readSecretFile("PIN", add.pinFile); err != nil {
+					return err
+				}
+			}
+			if add.claimsFile != "" {
+				data, err := a.readFile("claims", add.claimsFile, 64<<10)
+				if err != nil {
+					return err
+				}
+				if req.Claims, err = parseClaims(data); err != nil {
+					return fmt.Errorf("claims file %s: %w", add.claimsFile, err)
+				}
+			}
+			return a.withAdmin(cmd, func(ctx context.Context, s admin.Service) error {
+				u, err := s.AddUser(ctx, req)
+				if err != nil {
+					return err
+				}
+				return a.printUser(u)
+			})
+		},
+	}
+	f := addCmd.Flags()
+	f.StringVar(&add.passwordFile, "password-file", "", "file holding the login password (- = stdin)")
+	f.StringVar(&add.pinFile, "pin-file", "", "file holding the signing PIN (- = stdin)")
+	f.StringVar(&add.email, "email", "", "email address")
+	f.BoolVar(&add.emailVerified, "email-verified", false, "the email address has been verified")
+	f.StringVar(&add.claimsFile, "claims", "", "JSON file with identity attributes (see README)")
+	_ = addCmd.MarkFlagRequired("password-file")
+
+	listCmd := &cobra.Command{
+		Use: "list", Short: "List users", Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return a.withAdmin(cmd, func(ctx context.Context, s admin.Service) error {
+				us, err := s.ListUsers(ctx)
+				if err != nil {
+					return err
+				}
+				if a.jsonOut {
+					return a.printJSON(us)
+				}
+				tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
+				fmt.Fprintln(tw, "USERNAME\tSTATUS\tEMAIL\tPIN\tLOCKED")
+				for _, u := range us {
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", u.Username, u.Status, dash(u.Email), yesNo(u.HasPIN), lockState(&u))
+				}
+				return tw.Flush()
+			})
+		},
+	}
+
+	simple := func(use, short string, fn func(ctx context.Context, s admin.Service, name string) (*admin.UserView, error)) *cobra.Command {
+		return &cobra.Command{
+			Use: use + " USERNAME", Short: short, Args: cobra.ExactArgs(1),
+			RunE: func(cmd *cobra.Command, args []string) error {
+				return a.withAdmin(cmd, func(ctx context.Context, s admin.Service) error {
+					u, err := fn(ctx, s, args[0])
+					if err != nil {
+						return err
+					}
+					return a.printUser(u)
+				})
+			},
+		}
+	}
+	showCmd := simple("show", "Show a user", func(ctx context.Context, s admin.Service, n string) (*admin.UserView, error) {
+		return s.ShowUser(ctx, n)
+	})
+	disableCmd := simple("disable", "Disable a user (no login, no signing)", func(ctx context.Context, s admin.Service, n string) (*admin.UserView, error) {
+		return s.SetUserStatus(ctx, n, false)
+	})
+	enableCmd := simple("enable", "Enable a disabled user", func(ctx context.Context, s admin.Service, n string) (*admin.UserView, error) {
+		return s.SetUserStatus(ctx, n, true)
+	})
+	unlockCmd := simple("unlock", "Clear password and PIN lockouts and failure counters", func(ctx context.Context, s admin.Service, n string) (*admin.UserView, error) {
+		return s.UnlockUser(ctx, n)
+	})
+
+	secretCmd := func(use, what string, set func(ctx context.Context, s admin.Service, r admin.SetSecretRequest) (*admin.UserView, error)) *cobra.Command {
+		var file string
+		c := &cobra.Command{
+			Use: use + " USERNAME --" + what + "-file F", Short: "Replace a user's " + what + " (also clears its lockout)", Args: cobra.ExactArgs(1),
+			RunE: func(cmd *cobra.Command, args []string) error {
+				secret, err := a.readSecretFile(what, file)
+				if err != nil {
+					return err
+				}
+				return a.withAdmin(cmd, func(ctx context.Context, s admin.Service) error {
+					u, err := set(ctx, s, admin.SetSecretRequest{Username: args[0], Secret: secret})
+					if err != nil {
+						return err
+					}
+					return a.printUser(u)
+				})
+			},
+		}
+		c.Flags().StringVar(&file, what+"-file", "", "file holding the new "+what+" (- = stdin)")
+		_ = c.MarkFlagRequired(what + "-file")
+		return c
+	}
+	setPassword := secretCmd("set-password", "password", func(ctx context.Context, s admin.Service, r admin.SetSecretRequest) (*admin.UserView, error) {
+		return s.SetPassword(ctx, r)
+	})
+	setPIN := secretCmd("set-pin", "pin", func(ctx context.Context, s admin.Service, r admin.SetSecretRequest) (*admin.UserView, error) {
+		return s.SetPIN(ctx, r)
+	})
+
+	cmd.AddCommand(addCmd, listCmd, showCmd, disableCmd, enableCmd, unlockCmd, setPassword, setPIN)
+	return cmd
+}
+
+func (a *app) printUser(u *admin.UserView) error {
+	if a.jsonOut {
+		return a.printJSON(u)
+	}
+	w := a.stdout
+	fmt.Fprintf(w, "username:        %s\n", u.Username)
+	fmt.Fprintf(w, "id:              %s\n", u.ID)
+	fmt.Fprintf(w, "status:          %s\n", u.Status)
+	fmt.Fprintf(w, "email:           %s\n", dash(u.Email))
+	fmt.Fprintf(w, "email verified:  %s\n", yesNo(u.EmailVerified))
+	fmt.Fprintf(w, "signing PIN:     %s\n", yesNo(u.HasPIN))
+	fmt.Fprintf(w, "TOTP:            %s\n", yesNo(u.HasTOTP))
+	fmt.Fprintf(w, "locked:          %s\n", lockState(u))
+	fmt.Fprintf(w, "failed logins:   %d\n", u.FailedPasswords)
+	fmt.Fprintf(w, "failed PINs:     %d\n", u.FailedPINs)
+	keys := make([]string, 0, len(u.Claims))
+	for k := range u.Claims {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		fmt.Fprintf(w, "claim %-10s %s\n", k+":", u.Claims[k])
+	}
+	if len(u.Proofs) > 0 {
+		fmt.Fprintf(w, "proofs:          %s\n", strings.Join(u.Proofs, ", "))
+	}
+	fmt.Fprintf(w, "created:         %s\n", u.CreatedAt.UTC().Format("2006-01-02T15:04:05Z"))
+	return nil
+}
+
+func lockState(u *admin.UserView) string {
+	switch {
+	case u.PasswordLocked && u.PINLocked:
+		return "password, PIN"
+	case u.PasswordLocked:
+		return "password"
+	case u.PINLocked:
+		return "PIN"
+	}
+	return "no"
+}
+
+func dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func yesNo(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "no"
+}
+
+// parseClaims decodes a flat JSON object of strings, refusing duplicate
+// keys, non-string values and trailing data. Which keys are allowed is
+// checked by the admin service.
+func parseClaims(data []byte) (map[string]string, error) {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	tok, err := dec.Token()
+	if err != nil {
+		return nil, fmt.Errorf("not JSON: %v", err)
+	}
+	if d, ok := tok.(json.Delim); !ok || d != '{' {
+		return nil, errors.New("must be a JSON object")
+	}
+	out := map[string]string{}
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return nil, fmt.Errorf("not JSON: %v", err)
+		}
+		key := tok.(string) // object keys are always strings
+		tok, err = dec.Token()
+		if err != nil {
+			return nil, fmt.Errorf("not JSON: %v", err)
+		}
+		val, ok := tok.(string)
+		if !ok {
+			return nil, fmt.Errorf("value of %q must be a string", key)
+		}
+		if _, dup := out[key]; dup {
+			return nil, fmt.Errorf("key %q appears twice", key)
+		}
+		out[key] = val
+	}
+	if _, err := dec.Token(); err != nil {
+		return nil, fmt.Errorf("not JSON: %v", err)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, errors.New("trailing data after the JSON object")
+	}
+	return out, nil
+}

@@ -1,0 +1,25 @@
+// Command signd is the signd daemon and its admin CLI.
+//
+//	signd serve                     run the daemon (Echo HTTP server + admin socket)
+//	signd user|client|credential …  administer users, OAuth clients and credentials
+//
+// See README.md for the configuration keys and every subcommand.
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := newApp(os.Stdin, os.Stdout, os.Stderr).root().ExecuteContext(ctx)
+	stop()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "signd:", err)
+		os.Exit(1)
+	}
+}

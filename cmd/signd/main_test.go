@@ -1,0 +1,209 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"crypto/rsa"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"fmt"
+	"math/big"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	softhsmtest "github.com/signd/signd/softhsm-test"
+	"github.com/signd/signd/store"
+)
+
+// token is the SoftHSM2 token every test of this package uses.
+var token *softhsmtest.Token
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "signd-cmd-test-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	token, err = softhsmtest.Setup(dir, "signd-cmd-test")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// env is one signd installation in a temp dir: config, store, socket.
+type env struct {
+	t       *testing.T
+	dir     string
+	cfgPath string
+	pinFile string
+}
+
+func newEnv(t *testing.T, extra string) *env {
+	t.Helper()
+	// Unix socket paths are limited to 108 bytes: keep the dir short.
+	dir, err := os.MkdirTemp("", "sd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	e := &env{t: t, dir: dir, cfgPath: filepath.Join(dir, "signd.yaml"), pinFile: filepath.Join(dir, "pin")}
+	if err := os.WriteFile(e.pinFile, []byte(token.PIN+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg := fmt.Sprintf(`server:
+  listen: 127.0.0.1:0
+  base_url: http://127.0.0.1:8443
+  admin_socket: %s/s.sock
+store:
+  path: %s/signd.db
+  open_timeout: 1s
+pkcs11:
+  module: %s
+  token_label: %s
+  pin_file: %s
+%s`, dir, dir, token.Module, token.Label, e.pinFile, extra)
+	if err := os.WriteFile(e.cfgPath, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+// testArgon2 keeps password hashing cheap in tests.
+var testArgon2 = store.Argon2Params{Time: 1, MemoryKiB: 64, Threads: 1, KeyLen: 32, SaltLen: 16}
+
+// run executes one CLI command in-process and returns stdout and stderr.
+func (e *env) run(stdin string, args ...string) (string, string, error) {
+	var out, errb bytes.Buffer
+	a := newApp(strings.NewReader(stdin), &out, &errb)
+	a.argon2 = &testArgon2
+	cmd := a.root()
+	cmd.SetArgs(append([]string{"--config", e.cfgPath}, args...))
+	err := cmd.ExecuteContext(context.Background())
+	return out.String(), errb.String(), err
+}
+
+// must runs a command that must succeed and returns its stdout.
+func (e *env) must(stdin string, args ...string) string {
+	e.t.Helper()
+	out, errOut, err := e.run(stdin, args...)
+	if err != nil {
+		e.t.Fatalf("signd %s: %v\nstderr: %s", strings.Join(args, " "), err, errOut)
+	}
+	return out
+}
+
+// daemon runs `signd serve` in-process until the test ends; it returns the
+// HTTP address and the captured log.
+func (e *env) daemon() (string, *syncBuffer) {
+	e.t.Helper()
+	logs := &syncBuffer{}
+	a := newApp(strings.NewReader(""), &bytes.Buffer{}, logs)
+	a.argon2 = &testArgon2
+	ready := make(chan string, 1)
+	a.ready = func(addr, _ string) { ready <- addr }
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	cmd := a.root()
+	cmd.SetArgs([]string{"--config", e.cfgPath, "serve"})
+	go func() { done <- cmd.ExecuteContext(ctx) }()
+	select {
+	case addr := <-ready:
+		e.t.Cleanup(func() {
+			cancel()
+			if err := <-done; err != nil {
+				e.t.Errorf("serve returned %v", err)
+			}
+		})
+		return addr, logs
+	case err := <-done:
+		cancel()
+		e.t.Fatalf("serve failed: %v\nlog:\n%s", err, logs.String())
+	case <-time.After(30 * time.Second):
+		cancel()
+		e.t.Fatal("serve did not become ready")
+	}
+	return "", nil
+}
+
+// testCA is a throwaway CA for certificate tests.
+type testCA struct {
+	key  *rsa.PrivateKey
+	cert *x509.Certificate
+}
+
+func newTestCA(t *testing.T, cn string) *testCA {
+	t.Helper()
+	key, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: cn},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
+		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cert, _ := x509.ParseCertificate(der)
+	return &testCA{key: key, cert: cert}
+}
+
+// issue signs the CSR's key; it returns leaf PEM followed by the CA PEM.
+func (ca *testCA) issue(t *testing.T, csrPEM string) string {
+	t.Helper()
+	b, _ := pem.Decode([]byte(csrPEM))
+	if b == nil {
+		t.Fatalf("no PEM CSR in %q", csrPEM)
+	}
+	csr, err := x509.ParseCertificateRequest(b.Bytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := csr.CheckSignature(); err != nil {
+		t.Fatalf("CSR signature: %v", err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(time.Now().UnixNano()), Subject: csr.Subject,
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(12 * time.Hour),
+		KeyUsage: x509.KeyUsageDigitalSignature | x509.KeyUsageContentCommitment,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, csr.PublicKey, ca.key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})) + ca.pem()
+}
+
+func (ca *testCA) pem() string {
+	return string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: ca.cert.Raw}))
+}
+
+// syncBuffer is a goroutine-safe log sink.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}

@@ -1,0 +1,165 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/labstack/echo/v4"
+	"github.com/labstack/echo/v4/middleware"
+
+	"github.com/signd/signd/store"
+)
+
+// pinger is what readiness needs of the token; *hsm.Token satisfies it.
+type pinger interface {
+	Ping(ctx context.Context) error
+}
+
+// server builds the public Echo router: middleware, health endpoints and
+// (in later issues) the OAuth, CSC and OIDC handlers.
+type server struct {
+	Store     store.Store
+	Token     pinger
+	Logger    *slog.Logger
+	BodyLimit int64
+	TLS       bool
+}
+
+// errorBody is the JSON error shape of the non-protocol endpoints; it is
+// the same {error, error_description} shape OAuth and CSC use.
+type errorBody struct {
+	Error       string `json:"error"`
+	Description string `json:"error_description,omitempty"`
+}
+
+func (s *server) echo() *echo.Echo {
+	e := echo.New()
+	e.HideBanner, e.HidePort = true, true
+	e.HTTPErrorHandler = s.handleError
+	e.Use(
+		middleware.RequestIDWithConfig(middleware.RequestIDConfig{TargetHeader: echo.HeaderXRequestID}),
+		middleware.RequestLoggerWithConfig(middleware.RequestLoggerConfig{
+			LogURIPath: true, LogMethod: true, LogStatus: true, LogLatency: true,
+			LogRequestID: true, LogRemoteIP: true, LogError: true, HandleError: true,
+			LogValuesFunc: func(_ echo.Context, v middleware.RequestLoggerValues) error {
+				attrs := []slog.Attr{
+					slog.String("method", v.Method), slog.String("path", v.URIPath),
+					slog.Int("status", v.Status), slog.Duration("latency", v.Latency),
+					slog.String("request_id", v.RequestID), slog.String("remote_ip", v.RemoteIP),
+				}
+				level := slog.LevelInfo
+				if v.Status >= 500 {
+					level = slog.LevelError
+				}
+				s.Logger.LogAttrs(context.Background(), level, "request", attrs...)
+				return nil
+			},
+		}),
+		middleware.RecoverWithConfig(middleware.RecoverConfig{
+			DisableErrorHandler: true, // the panic becomes an error for handleError
+			LogErrorFunc: func(c echo.Context, err error, stack []byte) error {
+				s.Logger.Error("panic", "path", c.Request().URL.Path, "err", err, "stack", string(stack))
+				return err
+			},
+		}),
+		s.securityHeaders,
+		s.bodyLimit,
+	)
+	e.GET("/healthz", func(c echo.Context) error {
+		return c.JSON(http.StatusOK, map[string]string{"status": "ok"})
+	})
+	e.GET("/readyz", s.readyz)
+	return e
+}
+
+// readyz answers 200 when the token's persistent session and the store
+// answer, 503 naming the failing part otherwise.
+func (s *server) readyz(c echo.Context) error {
+	ctx, cancel := context.WithTimeout(c.Request().Context(), 2*time.Second)
+	defer cancel()
+	if err := s.Token.Ping(ctx); err != nil {
+		s.Logger.Warn("not ready: hsm", "err", err)
+		return c.JSON(http.StatusServiceUnavailable, map[string]string{"status": "unavailable", "component": "hsm"})
+	}
+	if err := s.Store.View(ctx, func(store.Tx) error { return nil }); err != nil {
+		s.Logger.Warn("not ready: store", "err", err)
+		return c.JSON(http.StatusServiceUnavailable, map[string]string{"status": "unavailable", "component": "store"})
+	}
+	return c.JSON(http.StatusOK, map[string]string{"status": "ready"})
+}
+
+func (s *server) securityHeaders(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		h := c.Response().Header()
+		h.Set("X-Content-Type-Options", "nosniff")
+		h.Set("X-Frame-Options", "DENY")
+		h.Set("Referrer-Policy", "no-referrer")
+		h.Set("Content-Security-Policy", "default-src 'none'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'")
+		h.Set("Cache-Control", "no-store")
+		if s.TLS {
+			h.Set("Strict-Transport-Security", "max-age=31536000")
+		}
+		return next(c)
+	}
+}
+
+// bodyLimit refuses bodies over BodyLimit bytes: early from Content-Length,
+// otherwise while reading.
+func (s *server) bodyLimit(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		r := c.Request()
+		if r.ContentLength > s.BodyLimit {
+			return echo.NewHTTPError(http.StatusRequestEntityTooLarge, fmt.Sprintf("request body larger than %d bytes", s.BodyLimit))
+		}
+		r.Body = http.MaxBytesReader(c.Response(), r.Body, s.BodyLimit)
+		return next(c)
+	}
+}
+
+// handleError is the error writer of the non-protocol endpoints: JSON
+// {error, error_description}; anything that is not an *echo.HTTPError below
+// 500 is logged and answered as a bare server_error.
+func (s *server) handleError(err error, c echo.Context) {
+	if c.Response().Committed {
+		return
+	}
+	status, body := http.StatusInternalServerError, errorBody{Error: "server_error", Description: "internal error"}
+	var he *echo.HTTPError
+	var mbe *http.MaxBytesError
+	switch {
+	case errors.As(err, &mbe):
+		status, body = http.StatusRequestEntityTooLarge, errorBody{Error: "invalid_request", Description: fmt.Sprintf("request body larger than %d bytes", mbe.Limit)}
+	case errors.As(err, &he) && he.Code < 500:
+		status = he.Code
+		body = errorBody{Error: errorCode(he.Code), Description: fmt.Sprint(he.Message)}
+	default:
+		s.Logger.Error("request failed", "path", c.Request().URL.Path, "err", err)
+	}
+	var werr error
+	if c.Request().Method == http.MethodHead {
+		werr = c.NoContent(status)
+	} else {
+		werr = c.JSON(status, body)
+	}
+	if werr != nil {
+		s.Logger.Warn("writing error response failed", "err", werr)
+	}
+}
+
+func errorCode(status int) string {
+	switch status {
+	case http.StatusNotFound:
+		return "not_found"
+	case http.StatusMethodNotAllowed:
+		return "method_not_allowed"
+	case http.StatusUnauthorized:
+		return "invalid_token"
+	case http.StatusServiceUnavailable:
+		return "temporarily_unavailable"
+	}
+	return "invalid_request"
+}

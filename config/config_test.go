@@ -1,0 +1,611 @@
+package config
+
+import (
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/spf13/pflag"
+)
+
+// isolate blanks every SIGND_* variable (viper treats empty as unset) so the
+// host environment cannot leak into a test.
+func isolate(t *testing.T) {
+	t.Helper()
+	for _, k := range Keys() {
+		t.Setenv(k.Env(), "")
+	}
+}
+
+// load runs Load on a testdata fixture ("" for no file) with no search path.
+func load(t *testing.T, fixture string, flags *pflag.FlagSet) (*Config, error) {
+	t.Helper()
+	opts := Options{Flags: flags, SearchPaths: []string{}}
+	if fixture != "" {
+		opts.File = filepath.Join("testdata", fixture)
+	}
+	return Load(opts)
+}
+
+func mustLoad(t *testing.T, fixture string, flags *pflag.FlagSet) *Config {
+	t.Helper()
+	c, err := load(t, fixture, flags)
+	if err != nil {
+		t.Fatalf("Load(%s): %v", fixture, err)
+	}
+	return c
+}
+
+// problemsOf returns the *Error inside err, failing the test if there is none.
+func problemsOf(t *testing.T, err error) *Error {
+	t.Helper()
+	var e *Error
+	if !errors.As(err, &e) {
+		t.Fatalf("error %v (%T) is not a *config.Error", err, err)
+	}
+	return e
+}
+
+func writeFile(t *testing.T, name, content string, mode os.FileMode) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(p, []byte(content), mode); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(p, mode); err != nil { // umask may have masked bits
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestDefaults(t *testing.T) {
+	isolate(t)
+	c := mustLoad(t, "minimal.yaml", nil)
+
+	want := Config{
+		Server: ServerConfig{
+			Listen:          "127.0.0.1:8443",
+			BaseURL:         "https://sign.example.org", // trailing slash stripped
+			AdminSocket:     "./var/signd.sock",
+			BodyLimitBytes:  1048576,
+			ShutdownTimeout: 30 * time.Second,
+		},
+		Store: StoreConfig{Path: "./var/signd.db", OpenTimeout: 5 * time.Second},
+		PKCS11: PKCS11Config{
+			Module:         "/usr/lib/softhsm/libsofthsm2.so",
+			TokenLabel:     "signd",
+			PIN:            "0123",
+			AcquireTimeout: 2 * time.Second,
+		},
+		Log: LogConfig{Level: "info", Format: "json"},
+	}
+	want.source = c.source
+	if !reflect.DeepEqual(*c, want) {
+		t.Errorf("defaults:\n got %#v\nwant %#v", *c, want)
+	}
+	abs, _ := filepath.Abs("testdata/minimal.yaml")
+	if c.Source() != abs {
+		t.Errorf("Source() = %q, want %q", c.Source(), abs)
+	}
+	if c.PKCS11.PIN.Reveal() != "0123" {
+		t.Errorf("quoted PIN lost its leading zero: %q", c.PKCS11.PIN.Reveal())
+	}
+}
+
+func TestEveryKeyFromFile(t *testing.T) {
+	isolate(t)
+	c := mustLoad(t, "full.yaml", nil)
+	want := Config{
+		Server: ServerConfig{
+			Listen:          "[::1]:9443",
+			BaseURL:         "http://127.0.0.1:9443/signd",
+			AdminSocket:     "/run/signd/admin.sock",
+			BodyLimitBytes:  2 << 20,
+			ShutdownTimeout: time.Minute,
+		},
+		Store: StoreConfig{Path: "/var/lib/signd/signd.db", OpenTimeout: 250 * time.Millisecond},
+		PKCS11: PKCS11Config{
+			Module:         "/usr/lib/x86_64-linux-gnu/softhsm/libsofthsm2.so",
+			TokenLabel:     "signd-prod",
+			PIN:            "987654",
+			MaxSessions:    16,
+			AcquireTimeout: 500 * time.Millisecond,
+		},
+		Log:    LogConfig{Level: "debug", Format: "text"},
+		source: c.source,
+	}
+	if !reflect.DeepEqual(*c, want) {
+		t.Errorf("full:\n got %#v\nwant %#v", *c, want)
+	}
+}
+
+// The table, the struct tags and the documented names must agree.
+func TestKeysTableMatchesStruct(t *testing.T) {
+	var names []string
+	for _, k := range Keys() {
+		names = append(names, k.Name)
+	}
+	var fields []string
+	for _, s := range (&Config{}).Settings() {
+		fields = append(fields, s.Key)
+	}
+	if !slices.Equal(names, fields) {
+		t.Errorf("Keys() and Config fields differ:\nkeys   %v\nfields %v", names, fields)
+	}
+	for _, k := range Keys() {
+		if k.Usage == "" {
+			t.Errorf("%s has no usage text", k.Name)
+		}
+	}
+	wantEnv := map[string]string{
+		"server.base_url":      "SIGND_SERVER_BASE_URL",
+		"pkcs11.pin":           "SIGND_PKCS11_PIN",
+		"server.tls.cert_file": "SIGND_SERVER_TLS_CERT_FILE",
+	}
+	for _, k := range Keys() {
+		if w, ok := wantEnv[k.Name]; ok && k.Env() != w {
+			t.Errorf("%s.Env() = %s, want %s", k.Name, k.Env(), w)
+		}
+	}
+}
+
+func TestSettings(t *testing.T) {
+	isolate(t)
+	c := mustLoad(t, "minimal.yaml", nil)
+	got := map[string]any{}
+	for _, s := range c.Settings() {
+		got[s.Key] = s.Value
+	}
+	if got["server.listen"] != "127.0.0.1:8443" || got["pkcs11.max_sessions"] != 0 ||
+		got["store.open_timeout"] != 5*time.Second || got["pkcs11.pin"] != Secret("0123") {
+		t.Errorf("Settings() = %v", got)
+	}
+}
+
+func TestEveryBadValueReported(t *testing.T) {
+	isolate(t)
+	_, err := load(t, "bad_values.yaml", nil)
+	e := problemsOf(t, err)
+	wantKeys := []string{
+		"server.listen", "server.base_url", "server.admin_socket",
+		"server.body_limit_bytes", "server.shutdown_timeout",
+		"store.path", "store.open_timeout",
+		"pkcs11.module", "pkcs11.token_label", "pkcs11.pin", "pkcs11.pin_file",
+		"pkcs11.max_sessions", "pkcs11.acquire_timeout",
+		"log.level", "log.format",
+	}
+	msg := err.Error()
+	for _, k := range wantKeys {
+		if !strings.Contains(msg, k+": ") {
+			t.Errorf("error does not report %s:\n%s", k, msg)
+		}
+	}
+	if got := e.Keys(); !slices.Equal(got, wantKeys) {
+		t.Errorf("reported keys\n got %v\nwant %v", got, wantKeys)
+	}
+	if lines := strings.Split(msg, "\n"); len(lines) != len(wantKeys) {
+		t.Errorf("want one line per bad key (%d), got %d:\n%s", len(wantKeys), len(lines), msg)
+	}
+	for _, frag := range []string{
+		`server.listen: "nope" is not host:port`,
+		`server.base_url: "ftp://x" must be an absolute http(s) URL`,
+		`pkcs11.module: "libsofthsm2.so" is not an absolute path`,
+		`pkcs11.max_sessions: must be between 0 and 1024, got -1`,
+		`log.level: "loud" is not one of debug, info, warn, error`,
+		`pkcs11.pin: set together with pkcs11.pin_file`,
+	} {
+		if !strings.Contains(msg, frag) {
+			t.Errorf("error lacks %q:\n%s", frag, msg)
+		}
+	}
+	if strings.Contains(msg, "1234") {
+		t.Errorf("error leaks the PIN:\n%s", msg)
+	}
+}
+
+func TestUnknownKeys(t *testing.T) {
+	isolate(t)
+	_, err := load(t, "unknown_keys.yaml", nil)
+	e := problemsOf(t, err)
+	msg := err.Error()
+	for _, want := range []string{
+		`unknown key "server.lisen" (did you mean "server.listen"?)`,
+		`unknown key "pkcs11.pin_fiel" (did you mean "pkcs11.pin_file"?)`,
+		`unknown key "oauth"`,
+		`unknown key "Log" (did you mean "log"? keys are lower case)`,
+	} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("error lacks %q:\n%s", want, msg)
+		}
+	}
+	for _, p := range e.Problems {
+		if !p.Unknown {
+			t.Errorf("unexpected problem %v", p)
+		}
+	}
+	// An unknown section is one problem, not one per key under it.
+	if strings.Contains(msg, "code_ttl") {
+		t.Errorf("unknown section reported key by key:\n%s", msg)
+	}
+}
+
+// Unknown keys and bad values come in the same report.
+func TestUnknownAndBadTogether(t *testing.T) {
+	isolate(t)
+	p := writeFile(t, "c.yaml", "server:\n  base_url: ftp://x\n  lisen: x\npkcs11:\n  pin: \"1\"\n", 0o600)
+	_, err := Load(Options{File: p, SearchPaths: []string{}})
+	e := problemsOf(t, err)
+	if got, want := e.Keys(), []string{"server.lisen", "server.base_url"}; !slices.Equal(got, want) {
+		t.Errorf("keys = %v, want %v\n%v", got, want, err)
+	}
+	if e.Source != p {
+		t.Errorf("Source = %q, want %q", e.Source, p)
+	}
+}
+
+func TestBadTypes(t *testing.T) {
+	isolate(t)
+	_, err := load(t, "bad_types.yaml", nil)
+	problemsOf(t, err)
+	msg := err.Error()
+	for _, want := range []string{
+		"server.listen: must be a string, not a number",
+		`server.shutdown_timeout: must be a duration with a unit, e.g. "30s", not a number`,
+		`server.body_limit_bytes: "1MiB" is not an integer`,
+		"server.tls: must be a mapping of keys",
+		"pkcs11.pin: must be a string, not a number (quote the value in YAML)",
+		"pkcs11.max_sessions: 1.5 is not an integer",
+		"pkcs11.acquire_timeout: must be a duration with a unit",
+		"log.level: must be a single value, not a mapping",
+	} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("error lacks %q:\n%s", want, msg)
+		}
+	}
+	// YAML reads 0123 as 83: neither may show up.
+	if strings.Contains(msg, "0123") || strings.Contains(msg, "83") {
+		t.Errorf("error echoes the PIN:\n%s", msg)
+	}
+}
+
+func TestEmptySectionsKeepDefaults(t *testing.T) {
+	isolate(t)
+	c := mustLoad(t, "empty_sections.yaml", nil)
+	if c.Server.Listen != "127.0.0.1:8443" || c.Store.Path != "./var/signd.db" || c.Log.Level != "info" {
+		t.Errorf("empty sections lost defaults: %+v", c)
+	}
+}
+
+func newFlags(t *testing.T, args ...string) *pflag.FlagSet {
+	t.Helper()
+	fs := pflag.NewFlagSet("signd", pflag.ContinueOnError)
+	BindFlags(fs)
+	fs.String("config", "", "registered by cmd, ignored by config")
+	if err := fs.Parse(args); err != nil {
+		t.Fatal(err)
+	}
+	return fs
+}
+
+func TestPrecedence(t *testing.T) {
+	tests := []struct {
+		name      string
+		env       map[string]string
+		args      []string
+		listen    string
+		label     string
+		level     string
+		maxSess   int
+		baseURL   string
+		adminSock string
+	}{
+		{
+			name:   "file over default",
+			listen: "127.0.0.1:1111", label: "from-file", level: "warn",
+			baseURL: "https://sign.example.org", adminSock: "./var/signd.sock",
+		},
+		{
+			name:   "env over file",
+			env:    map[string]string{"SIGND_SERVER_LISTEN": "127.0.0.1:2222", "SIGND_PKCS11_TOKEN_LABEL": "from-env", "SIGND_PKCS11_MAX_SESSIONS": "8"},
+			listen: "127.0.0.1:2222", label: "from-env", level: "warn", maxSess: 8,
+			baseURL: "https://sign.example.org", adminSock: "./var/signd.sock",
+		},
+		{
+			name:   "flag over env",
+			env:    map[string]string{"SIGND_SERVER_LISTEN": "127.0.0.1:2222", "SIGND_PKCS11_TOKEN_LABEL": "from-env", "SIGND_PKCS11_MAX_SESSIONS": "8"},
+			args:   []string{"--listen", "127.0.0.1:3333", "--token-label=from-flag", "--max-sessions=4", "--log-level", "error"},
+			listen: "127.0.0.1:3333", label: "from-flag", level: "error", maxSess: 4,
+			baseURL: "https://sign.example.org", adminSock: "./var/signd.sock",
+		},
+		{
+			name:   "unset flags do not override",
+			env:    map[string]string{"SIGND_SERVER_LISTEN": "127.0.0.1:2222"},
+			args:   []string{"--admin-socket", "/run/signd.sock"},
+			listen: "127.0.0.1:2222", label: "from-file", level: "warn",
+			baseURL: "https://sign.example.org", adminSock: "/run/signd.sock",
+		},
+		{
+			name:   "env over default, flag over file",
+			env:    map[string]string{"SIGND_SERVER_ADMIN_SOCKET": "/env.sock"},
+			args:   []string{"--base-url", "https://flag.example.org/"},
+			listen: "127.0.0.1:1111", label: "from-file", level: "warn",
+			baseURL: "https://flag.example.org", adminSock: "/env.sock",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			isolate(t)
+			for k, v := range tt.env {
+				t.Setenv(k, v)
+			}
+			c := mustLoad(t, "override.yaml", newFlags(t, tt.args...))
+			got := []any{c.Server.Listen, c.PKCS11.TokenLabel, c.Log.Level, c.PKCS11.MaxSessions, c.Server.BaseURL, c.Server.AdminSocket}
+			want := []any{tt.listen, tt.label, tt.level, tt.maxSess, tt.baseURL, tt.adminSock}
+			if !reflect.DeepEqual(got, want) {
+				t.Errorf("got  %v\nwant %v", got, want)
+			}
+		})
+	}
+}
+
+func TestNoFileRunsOnDefaultsEnvAndFlags(t *testing.T) {
+	isolate(t)
+	t.Setenv("SIGND_SERVER_BASE_URL", "http://localhost:8443")
+	t.Setenv("SIGND_PKCS11_PIN", "4321")
+	dir := t.TempDir()
+	c, err := Load(Options{
+		SearchPaths: []string{filepath.Join(dir, "signd.yaml"), filepath.Join(dir, "etc.yaml")},
+		Flags:       newFlags(t, "--store", "/tmp/x.db"),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Source() != "" || c.Server.BaseURL != "http://localhost:8443" || c.Store.Path != "/tmp/x.db" || c.PKCS11.PIN.Reveal() != "4321" {
+		t.Errorf("got %+v (source %q)", c, c.Source())
+	}
+}
+
+func TestSearchPathOrder(t *testing.T) {
+	isolate(t)
+	dir := t.TempDir()
+	second := filepath.Join(dir, "second.yaml")
+	data, err := os.ReadFile("testdata/override.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(second, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c, err := Load(Options{SearchPaths: []string{filepath.Join(dir, "first.yaml"), second, "testdata/minimal.yaml"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Source() != second || c.PKCS11.TokenLabel != "from-file" {
+		t.Errorf("used %q (label %q), want %q", c.Source(), c.PKCS11.TokenLabel, second)
+	}
+}
+
+func TestFileErrors(t *testing.T) {
+	isolate(t)
+	tests := []struct {
+		name, file string
+		want       []string
+		notExist   bool
+	}{
+		{name: "explicit missing", file: "testdata/does-not-exist.yaml", want: []string{"does-not-exist.yaml"}, notExist: true},
+		{name: "malformed", file: "testdata/malformed.yaml", want: []string{"malformed.yaml", "line 3"}},
+		{name: "duplicate key", file: "testdata/duplicate.yaml", want: []string{"duplicate.yaml", `mapping key "listen" already defined at line 3`}},
+		{name: "directory", file: "testdata", want: []string{"testdata"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := Load(Options{File: tt.file, SearchPaths: []string{}})
+			if err == nil {
+				t.Fatalf("Load succeeded: %+v", c)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not contain %q", err, w)
+				}
+			}
+			if tt.notExist && !errors.Is(err, fs.ErrNotExist) {
+				t.Errorf("error %v is not fs.ErrNotExist", err)
+			}
+		})
+	}
+}
+
+func TestPINSources(t *testing.T) {
+	tests := []struct {
+		name    string
+		env     string // SIGND_PKCS11_PIN
+		file    *string
+		mode    os.FileMode
+		want    string
+		wantErr string // in Load's error
+	}{
+		{name: "env", env: "0042", want: "0042"},
+		{name: "file trimmed", file: ptr("246810\n"), mode: 0o600, want: "246810"},
+		{name: "file crlf trimmed", file: ptr("13579\r\n"), mode: 0o400, want: "13579"},
+		{name: "file keeps inner spaces", file: ptr(" a b \n\n"), mode: 0o600, want: " a b "},
+		{name: "file world readable", file: ptr("1234\n"), mode: 0o644, wantErr: "pkcs11.pin_file: "},
+		{name: "file group readable", file: ptr("1234\n"), mode: 0o640, wantErr: "has mode 0640"},
+		{name: "env and file", env: "1", file: ptr("2"), mode: 0o600, wantErr: "pkcs11.pin: set together with pkcs11.pin_file"},
+		{name: "neither", wantErr: "pkcs11.pin: no PIN: set pkcs11.pin_file or SIGND_PKCS11_PIN"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			isolate(t)
+			t.Setenv("SIGND_PKCS11_PIN", tt.env)
+			var args []string
+			if tt.file != nil {
+				args = append(args, "--pkcs11-pin-file", writeFile(t, "pin", *tt.file, tt.mode))
+			}
+			c, err := load(t, "no_pin.yaml", newFlags(t, args...))
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("err = %v, want it to contain %q", err, tt.wantErr)
+				}
+				if strings.Contains(err.Error(), "1234") {
+					t.Errorf("error leaks the PIN: %v", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			pin, err := c.PKCS11.PINValue()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if pin.Reveal() != tt.want {
+				t.Errorf("PINValue() = %q, want %q", pin.Reveal(), tt.want)
+			}
+		})
+	}
+}
+
+func TestPINValueErrors(t *testing.T) {
+	empty := writeFile(t, "empty", "\n", 0o600)
+	big := writeFile(t, "big", strings.Repeat("9", maxPINFile+1), 0o600)
+	for _, tt := range []struct {
+		name string
+		cfg  PKCS11Config
+		want string
+	}{
+		{"none", PKCS11Config{}, "no PIN configured"},
+		{"missing", PKCS11Config{PINFile: "/nonexistent/pin"}, "/nonexistent/pin"},
+		{"empty", PKCS11Config{PINFile: empty}, "is empty"},
+		{"too big", PKCS11Config{PINFile: big}, "larger than"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := tt.cfg.PINValue()
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("err = %v, want %q", err, tt.want)
+			}
+			if err != nil && strings.Contains(err.Error(), "9999") {
+				t.Errorf("error leaks file contents: %v", err)
+			}
+		})
+	}
+}
+
+func TestBindFlags(t *testing.T) {
+	fs := newFlags(t)
+	for _, name := range []string{"listen", "base-url", "admin-socket", "store", "pkcs11-module", "token-label", "pkcs11-pin-file", "max-sessions", "log-level"} {
+		f := fs.Lookup(name)
+		if f == nil {
+			t.Errorf("flag --%s not registered", name)
+			continue
+		}
+		if !strings.Contains(f.Usage, "SIGND_") {
+			t.Errorf("--%s usage does not name its env variable: %q", name, f.Usage)
+		}
+	}
+	fs.VisitAll(func(f *pflag.Flag) {
+		if strings.Contains(f.Name, "pin") && f.Name != "pkcs11-pin-file" {
+			t.Errorf("flag --%s would put the PIN on argv", f.Name)
+		}
+	})
+	if got := fs.Lookup("listen").DefValue; got != "127.0.0.1:8443" {
+		t.Errorf("--listen default = %q", got)
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
+
+func TestEnvValues(t *testing.T) {
+	tests := []struct {
+		name, env, value string
+		check            func(c *Config) bool
+		wantErr          string
+	}{
+		{name: "duration", env: "SIGND_STORE_OPEN_TIMEOUT", value: "1m30s",
+			check: func(c *Config) bool { return c.Store.OpenTimeout == 90*time.Second }},
+		{name: "int64", env: "SIGND_SERVER_BODY_LIMIT_BYTES", value: "4096",
+			check: func(c *Config) bool { return c.Server.BodyLimitBytes == 4096 }},
+		{name: "nested", env: "SIGND_SERVER_TLS_CERT_FILE", value: "testdata/minimal.yaml",
+			wantErr: "server.tls.key_file: required when server.tls.cert_file is set"},
+		{name: "bad int", env: "SIGND_PKCS11_MAX_SESSIONS", value: "eight",
+			wantErr: `pkcs11.max_sessions: "eight" is not an integer`},
+		{name: "bare number duration", env: "SIGND_SERVER_SHUTDOWN_TIMEOUT", value: "30",
+			wantErr: `server.shutdown_timeout: "30" is not a duration (use a unit, e.g. "30s")`},
+		{name: "bad value", env: "SIGND_LOG_FORMAT", value: "yaml",
+			wantErr: `log.format: "yaml" is not one of json, text`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			isolate(t)
+			t.Setenv(tt.env, tt.value)
+			c, err := load(t, "minimal.yaml", nil)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("err = %v, want %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !tt.check(c) {
+				t.Errorf("%s=%s not applied: %+v", tt.env, tt.value, c)
+			}
+		})
+	}
+}
+
+func TestDefaultSearchPaths(t *testing.T) {
+	isolate(t)
+	dir := t.TempDir()
+	data, err := os.ReadFile("testdata/override.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "signd.yaml"), data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(dir)
+	c, err := Load(Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := filepath.Join(dir, "signd.yaml"); c.Source() != want {
+		t.Errorf("Source() = %q, want %q", c.Source(), want)
+	}
+}
+
+func TestSearchPathUnreadableDirIsAnError(t *testing.T) {
+	if os.Geteuid() == 0 {
+		t.Skip("root reads everything")
+	}
+	isolate(t)
+	dir := t.TempDir()
+	locked := filepath.Join(dir, "locked")
+	if err := os.Mkdir(locked, 0o000); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.Chmod(locked, 0o700) })
+	_, err := Load(Options{SearchPaths: []string{filepath.Join(locked, "signd.yaml")}})
+	if err == nil || !strings.Contains(err.Error(), "locked") {
+		t.Errorf("err = %v, want a permission error naming the path", err)
+	}
+}
+
+func TestSearchPathThroughAFileIsSkipped(t *testing.T) {
+	isolate(t)
+	t.Setenv("SIGND_SERVER_BASE_URL", "https://sign.example.org")
+	t.Setenv("SIGND_PKCS11_PIN", "1")
+	c, err := Load(Options{SearchPaths: []string{"testdata/minimal.yaml/signd.yaml"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Source() != "" {
+		t.Errorf("Source() = %q", c.Source())
+	}
+}

@@ -1,0 +1,425 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"net"
+	"net/url"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Problem is one bad key.
+type Problem struct {
+	Key     string // dotted key, e.g. "server.listen"; "" if no key applies
+	Msg     string // what is wrong; for an unknown key, an optional hint
+	Unknown bool   // the key is not a configuration key at all
+}
+
+// Error formats the problem as one line that starts with or quotes its key:
+//
+//	server.listen: "nope" is not host:port
+//	unknown key "server.lisen" (did you mean "server.listen"?)
+func (p Problem) Error() string {
+	switch {
+	case p.Unknown && p.Msg != "":
+		return fmt.Sprintf("unknown key %q (%s)", p.Key, p.Msg)
+	case p.Unknown:
+		return fmt.Sprintf("unknown key %q", p.Key)
+	case p.Key == "":
+		return p.Msg
+	}
+	return p.Key + ": " + p.Msg
+}
+
+// Error is returned by Load and Validate: every bad key, one per line.
+// Use errors.As to reach the individual problems.
+type Error struct {
+	Source   string // the file Load read, "" if none
+	Problems []Problem
+}
+
+func (e *Error) Error() string {
+	lines := make([]string, len(e.Problems))
+	for i, p := range e.Problems {
+		lines[i] = p.Error()
+	}
+	return strings.Join(lines, "\n")
+}
+
+// Unwrap exposes each problem to errors.Is and errors.As.
+func (e *Error) Unwrap() []error {
+	errs := make([]error, len(e.Problems))
+	for i, p := range e.Problems {
+		errs[i] = p
+	}
+	return errs
+}
+
+// Keys returns the names of the bad keys, in report order.
+func (e *Error) Keys() []string {
+	keys := make([]string, 0, len(e.Problems))
+	for _, p := range e.Problems {
+		keys = append(keys, p.Key)
+	}
+	return keys
+}
+
+// Validate checks every key and reports every bad one at once, as an *Error.
+// It reads the file system (pin_file, TLS files) but opens no resources.
+func (c *Config) Validate() error {
+	if ps := c.problems(); len(ps) > 0 {
+		return &Error{Source: c.source, Problems: ps}
+	}
+	return nil
+}
+
+// check is one row of a validation table: msg is "" when the key is fine.
+// Helpers below return "" or a message, so a table reads like dex's
+// {bad, msg} list without repeating each condition.
+type check struct {
+	key string
+	msg string
+}
+
+// problems runs every section's checks, keeping the first complaint per key.
+func (c *Config) problems() []Problem {
+	var checks []check
+	checks = append(checks, c.Server.checks()...)
+	checks = append(checks, c.Store.checks()...)
+	checks = append(checks, c.PKCS11.checks()...)
+	checks = append(checks, c.Log.checks()...)
+
+	var ps []Problem
+	seen := map[string]bool{}
+	for _, ch := range checks {
+		if ch.msg == "" || seen[ch.key] {
+			continue
+		}
+		seen[ch.key] = true
+		ps = append(ps, Problem{Key: ch.key, Msg: ch.msg})
+	}
+	return ps
+}
+
+func (s *ServerConfig) checks() []check {
+	return []check{
+		{"server.listen", hostPort(s.Listen)},
+		{"server.base_url", issuerURL(s.BaseURL)},
+		{"server.tls.cert_file", pairedWith(s.TLS.CertFile, s.TLS.KeyFile, "server.tls.key_file")},
+		{"server.tls.cert_file", readableFile(s.TLS.CertFile)},
+		{"server.tls.key_file", pairedWith(s.TLS.KeyFile, s.TLS.CertFile, "server.tls.cert_file")},
+		{"server.tls.key_file", readableFile(s.TLS.KeyFile)},
+		{"server.admin_socket", socketPath(s.AdminSocket)},
+		{"server.body_limit_bytes", between(s.BodyLimitBytes, 1, MaxBodyLimitBytes)},
+		{"server.shutdown_timeout", positive(s.ShutdownTimeout)},
+	}
+}
+
+func (s *StoreConfig) checks() []check {
+	return []check{
+		{"store.path", nonEmpty(s.Path)},
+		{"store.open_timeout", positive(s.OpenTimeout)},
+	}
+}
+
+func (p *PKCS11Config) checks() []check {
+	return []check{
+		{"pkcs11.module", absolute(p.Module)},
+		{"pkcs11.token_label", tokenLabel(p.TokenLabel)},
+		{"pkcs11.pin", pinSource(p.PIN, p.PINFile)},
+		{"pkcs11.pin_file", privateFile(p.PINFile)},
+		{"pkcs11.max_sessions", between(p.MaxSessions, 0, MaxSessions)},
+		{"pkcs11.acquire_timeout", positive(p.AcquireTimeout)},
+	}
+}
+
+func (l *LogConfig) checks() []check {
+	return []check{
+		{"log.level", oneOf(l.Level, "debug", "info", "warn", "error")},
+		{"log.format", oneOf(l.Format, "json", "text")},
+	}
+}
+
+// SlogLevel returns log.level as a slog.Level (info for an invalid level,
+// which Validate refuses anyway).
+func (l LogConfig) SlogLevel() slog.Level {
+	switch l.Level {
+	case "debug":
+		return slog.LevelDebug
+	case "warn":
+		return slog.LevelWarn
+	case "error":
+		return slog.LevelError
+	}
+	return slog.LevelInfo
+}
+
+// ---- rule helpers: each returns "" when the value is fine ----
+
+func nonEmpty(s string) string {
+	if s == "" {
+		return "must not be empty"
+	}
+	return ""
+}
+
+func positive(d time.Duration) string {
+	if d <= 0 {
+		return fmt.Sprintf("must be a positive duration, got %s", d)
+	}
+	return ""
+}
+
+func between[T int | int64](n, lo, hi T) string {
+	if n < lo || n > hi {
+		return fmt.Sprintf("must be between %d and %d, got %d", lo, hi, n)
+	}
+	return ""
+}
+
+func oneOf(s string, allowed ...string) string {
+	if !slices.Contains(allowed, s) {
+		return fmt.Sprintf("%q is not one of %s", s, strings.Join(allowed, ", "))
+	}
+	return ""
+}
+
+func absolute(p string) string {
+	if !filepath.IsAbs(p) {
+		return fmt.Sprintf("%q is not an absolute path", p)
+	}
+	return ""
+}
+
+func hostPort(s string) string {
+	_, port, err := net.SplitHostPort(s)
+	if err != nil {
+		return fmt.Sprintf("%q is not host:port", s)
+	}
+	if _, err := strconv.ParseUint(port, 10, 16); err != nil {
+		return fmt.Sprintf("%q is not host:port (port must be a number 0-65535)", s)
+	}
+	return ""
+}
+
+// issuerURL checks server.base_url, the OAuth/OIDC issuer: an absolute
+// http(s) URL without user info, query or fragment; https unless the host is
+// loopback. Load has already stripped a trailing slash.
+func issuerURL(s string) string {
+	if s == "" {
+		return "required (the public URL of signd, e.g. https://sign.example.org; env " + EnvName("server.base_url") + ", flag --base-url)"
+	}
+	u, err := url.Parse(s)
+	if err != nil {
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err // url.Error repeats the value
+		}
+		return fmt.Sprintf("is not a URL: %v", err)
+	}
+	switch {
+	case u.User != nil:
+		return "must not contain user info" // may be a password: do not echo
+	case u.Scheme != "https" && u.Scheme != "http":
+		return fmt.Sprintf("%q must be an absolute http(s) URL", s)
+	case u.Host == "" || u.Opaque != "":
+		return fmt.Sprintf("%q has no host", s)
+	case u.RawQuery != "" || u.ForceQuery:
+		return fmt.Sprintf("%q must not have a query", s)
+	case u.Fragment != "" || strings.Contains(s, "#"):
+		return fmt.Sprintf("%q must not have a fragment", s)
+	case strings.HasSuffix(s, "/"):
+		return fmt.Sprintf("%q must not end with a slash", s)
+	case u.Scheme == "http" && !isLoopback(u.Hostname()):
+		return fmt.Sprintf("%q must use https (plain http is only allowed for a loopback host)", s)
+	}
+	return ""
+}
+
+func isLoopback(host string) bool {
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// maxSocketPath is the longest path a Linux AF_UNIX address holds
+// (sun_path is 108 bytes including the terminating NUL).
+const maxSocketPath = 107
+
+func socketPath(p string) string {
+	switch {
+	case p == "":
+		return "must not be empty"
+	case len(p) > maxSocketPath:
+		return fmt.Sprintf("is %d bytes; a Unix socket path is at most %d", len(p), maxSocketPath)
+	}
+	return ""
+}
+
+func tokenLabel(l string) string {
+	switch {
+	case l == "":
+		return "must not be empty"
+	case len(l) > MaxTokenLabelLen:
+		return fmt.Sprintf("%q is %d bytes; PKCS#11 token labels are at most %d", l, len(l), MaxTokenLabelLen)
+	case strings.HasSuffix(l, " "):
+		return fmt.Sprintf("%q must not end with a space (PKCS#11 pads labels with spaces)", l)
+	}
+	return ""
+}
+
+// pairedWith reports when this half of a pair is empty but the other is set.
+func pairedWith(this, other, otherKey string) string {
+	if this == "" && other != "" {
+		return "required when " + otherKey + " is set"
+	}
+	return ""
+}
+
+// readableFile checks that a configured file (if any) is a regular file we
+// can open.
+func readableFile(p string) string {
+	if p == "" {
+		return ""
+	}
+	fi, err := os.Stat(p)
+	if err != nil {
+		return fileError(p, err)
+	}
+	if !fi.Mode().IsRegular() {
+		return fmt.Sprintf("%s is not a regular file", p)
+	}
+	f, err := os.Open(p)
+	if err != nil {
+		return fileError(p, err)
+	}
+	_ = f.Close()
+	return ""
+}
+
+// fileError words an os error as "<path>: <reason>", without the "stat" or
+// "open" operation name.
+func fileError(p string, err error) string {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		err = pe.Err
+	}
+	return fmt.Sprintf("%s: %v", p, err)
+}
+
+// privateFile is readableFile for files holding secrets: no permission bits
+// for group or others.
+func privateFile(p string) string {
+	if msg := readableFile(p); msg != "" || p == "" {
+		return msg
+	}
+	fi, err := os.Stat(p)
+	if err != nil {
+		return fileError(p, err)
+	}
+	if perm := fi.Mode().Perm(); perm&0o077 != 0 {
+		return fmt.Sprintf("%s has mode %#o; it must not be readable or writable by group or others (chmod 600)", p, perm)
+	}
+	return ""
+}
+
+func pinSource(pin Secret, pinFile string) string {
+	switch {
+	case pin != "" && pinFile != "":
+		return "set together with pkcs11.pin_file; set exactly one"
+	case pin == "" && pinFile == "":
+		return "no PIN: set pkcs11.pin_file or " + EnvName("pkcs11.pin") + " (or pkcs11.pin)"
+	}
+	return ""
+}
+
+// maxPINFile bounds how much of pin_file PINValue reads.
+const maxPINFile = 4096
+
+// PINValue returns the token PIN: pkcs11.pin if set, else the contents of
+// pkcs11.pin_file with trailing newlines ("\n", "\r\n") removed. Errors name
+// the key and the file, never the contents.
+func (c *PKCS11Config) PINValue() (Secret, error) {
+	if c.PIN != "" {
+		return c.PIN, nil
+	}
+	if c.PINFile == "" {
+		return "", errors.New("pkcs11: no PIN configured (pkcs11.pin_file or " + EnvName("pkcs11.pin") + ")")
+	}
+	f, err := os.Open(c.PINFile)
+	if err != nil {
+		return "", fmt.Errorf("pkcs11.pin_file: %w", err)
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, maxPINFile+1))
+	if err != nil {
+		return "", fmt.Errorf("pkcs11.pin_file: %w", err)
+	}
+	if len(b) > maxPINFile {
+		return "", fmt.Errorf("pkcs11.pin_file: %s is larger than %d bytes", c.PINFile, maxPINFile)
+	}
+	pin := strings.TrimRight(string(b), "\r\n")
+	if pin == "" {
+		return "", fmt.Errorf("pkcs11.pin_file: %s is empty", c.PINFile)
+	}
+	return Secret(pin), nil
+}
+
+// ---- unknown-key hints ----
+
+// suggest returns a "did you mean" hint for an unknown key, or "".
+func suggest(key string, known []string) string {
+	best, bestDist := "", 3 // suggest only within an edit distance of 2
+	for _, k := range known {
+		if strings.EqualFold(k, key) {
+			return fmt.Sprintf("did you mean %q? keys are lower case", k)
+		}
+		if d := editDistance(key, k); d < bestDist {
+			best, bestDist = k, d
+		}
+	}
+	if best == "" {
+		return ""
+	}
+	return fmt.Sprintf("did you mean %q?", best)
+}
+
+// editDistance is the Levenshtein distance between a and b.
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}
+
+func sortedKeys(m map[string]any) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}

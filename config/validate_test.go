@@ -1,0 +1,171 @@
+package config
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// validConfig is a Config that passes Validate, for tests that break one key.
+func validConfig(t *testing.T) *Config {
+	t.Helper()
+	return &Config{
+		Server: ServerConfig{
+			Listen: "127.0.0.1:8443", BaseURL: "https://sign.example.org",
+			AdminSocket: "./var/signd.sock", BodyLimitBytes: 1 << 20, ShutdownTimeout: 30 * time.Second,
+		},
+		Store: StoreConfig{Path: "./var/signd.db", OpenTimeout: 5 * time.Second},
+		PKCS11: PKCS11Config{
+			Module: "/usr/lib/softhsm/libsofthsm2.so", TokenLabel: "signd", PIN: "1234",
+			AcquireTimeout: 2 * time.Second,
+		},
+		Log: LogConfig{Level: "info", Format: "json"},
+	}
+}
+
+func TestValidate(t *testing.T) {
+	dir := t.TempDir()
+	cert := filepath.Join(dir, "cert.pem")
+	if err := os.WriteFile(cert, []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	key := filepath.Join(dir, "key.pem")
+	if err := os.WriteFile(key, []byte("x"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	tests := []struct {
+		name   string
+		mutate func(c *Config)
+		key    string // "" = valid
+		msg    string // substring of the problem
+	}{
+		{"valid", func(c *Config) {}, "", ""},
+
+		{"listen ipv6", func(c *Config) { c.Server.Listen = "[::1]:8443" }, "", ""},
+		{"listen all interfaces", func(c *Config) { c.Server.Listen = ":8443" }, "", ""},
+		{"listen port 0", func(c *Config) { c.Server.Listen = "127.0.0.1:0" }, "", ""},
+		{"listen no port", func(c *Config) { c.Server.Listen = "127.0.0.1" }, "server.listen", "is not host:port"},
+		{"listen named port", func(c *Config) { c.Server.Listen = "127.0.0.1:https" }, "server.listen", "port must be a number"},
+		{"listen port too big", func(c *Config) { c.Server.Listen = "127.0.0.1:65536" }, "server.listen", "port must be a number"},
+
+		{"base_url missing", func(c *Config) { c.Server.BaseURL = "" }, "server.base_url", "required"},
+		{"base_url with path", func(c *Config) { c.Server.BaseURL = "https://example.org/signd" }, "", ""},
+		{"base_url http loopback v4", func(c *Config) { c.Server.BaseURL = "http://127.0.0.1:8443" }, "", ""},
+		{"base_url http loopback 127/8", func(c *Config) { c.Server.BaseURL = "http://127.1.2.3" }, "", ""},
+		{"base_url http loopback v6", func(c *Config) { c.Server.BaseURL = "http://[::1]:8443" }, "", ""},
+		{"base_url http localhost", func(c *Config) { c.Server.BaseURL = "http://localhost:8443" }, "", ""},
+		{"base_url http public", func(c *Config) { c.Server.BaseURL = "http://sign.example.org" }, "server.base_url", "must use https"},
+		{"base_url http localhost lookalike", func(c *Config) { c.Server.BaseURL = "http://localhost.example.org" }, "server.base_url", "must use https"},
+		{"base_url ftp", func(c *Config) { c.Server.BaseURL = "ftp://x" }, "server.base_url", "http(s)"},
+		{"base_url relative", func(c *Config) { c.Server.BaseURL = "/signd" }, "server.base_url", "http(s)"},
+		{"base_url no host", func(c *Config) { c.Server.BaseURL = "https://" }, "server.base_url", "no host"},
+		{"base_url opaque", func(c *Config) { c.Server.BaseURL = "https:sign.example.org" }, "server.base_url", "no host"},
+		{"base_url query", func(c *Config) { c.Server.BaseURL = "https://x.org?a=b" }, "server.base_url", "query"},
+		{"base_url empty query", func(c *Config) { c.Server.BaseURL = "https://x.org?" }, "server.base_url", "query"},
+		{"base_url fragment", func(c *Config) { c.Server.BaseURL = "https://x.org#f" }, "server.base_url", "fragment"},
+		{"base_url trailing slash", func(c *Config) { c.Server.BaseURL = "https://x.org/" }, "server.base_url", "slash"},
+		{"base_url unparsable", func(c *Config) { c.Server.BaseURL = "https://x .org" }, "server.base_url", "not a URL"},
+		{"base_url user info", func(c *Config) { c.Server.BaseURL = "https://u:hunter2@x.org" }, "server.base_url", "user info"},
+
+		{"tls both", func(c *Config) { c.Server.TLS = TLSConfig{CertFile: cert, KeyFile: key} }, "", ""},
+		{"tls cert only", func(c *Config) { c.Server.TLS.CertFile = cert }, "server.tls.key_file", "required when server.tls.cert_file is set"},
+		{"tls key only", func(c *Config) { c.Server.TLS.KeyFile = key }, "server.tls.cert_file", "required when server.tls.key_file is set"},
+		{"tls cert missing", func(c *Config) { c.Server.TLS = TLSConfig{CertFile: filepath.Join(dir, "nope.pem"), KeyFile: key} }, "server.tls.cert_file", "nope.pem: no such file"},
+		{"tls key is a dir", func(c *Config) { c.Server.TLS = TLSConfig{CertFile: cert, KeyFile: dir} }, "server.tls.key_file", "not a regular file"},
+
+		{"admin socket empty", func(c *Config) { c.Server.AdminSocket = "" }, "server.admin_socket", "empty"},
+		{"admin socket too long", func(c *Config) { c.Server.AdminSocket = "/" + strings.Repeat("s", 107) }, "server.admin_socket", "at most 107"},
+		{"body limit max", func(c *Config) { c.Server.BodyLimitBytes = 64 << 20 }, "", ""},
+		{"body limit over", func(c *Config) { c.Server.BodyLimitBytes = 64<<20 + 1 }, "server.body_limit_bytes", "between 1 and"},
+		{"body limit zero", func(c *Config) { c.Server.BodyLimitBytes = 0 }, "server.body_limit_bytes", "between 1 and"},
+		{"shutdown zero", func(c *Config) { c.Server.ShutdownTimeout = 0 }, "server.shutdown_timeout", "positive"},
+
+		{"store path empty", func(c *Config) { c.Store.Path = "" }, "store.path", "empty"},
+		{"store timeout negative", func(c *Config) { c.Store.OpenTimeout = -time.Second }, "store.open_timeout", "positive"},
+
+		{"module relative", func(c *Config) { c.PKCS11.Module = "libsofthsm2.so" }, "pkcs11.module", "absolute"},
+		{"module empty", func(c *Config) { c.PKCS11.Module = "" }, "pkcs11.module", "absolute"},
+		{"label 32 bytes", func(c *Config) { c.PKCS11.TokenLabel = strings.Repeat("l", 32) }, "", ""},
+		{"label 33 bytes", func(c *Config) { c.PKCS11.TokenLabel = strings.Repeat("l", 33) }, "pkcs11.token_label", "at most 32"},
+		{"label multibyte", func(c *Config) { c.PKCS11.TokenLabel = strings.Repeat("é", 17) }, "pkcs11.token_label", "34 bytes"},
+		{"label empty", func(c *Config) { c.PKCS11.TokenLabel = "" }, "pkcs11.token_label", "empty"},
+		{"label trailing space", func(c *Config) { c.PKCS11.TokenLabel = "signd " }, "pkcs11.token_label", "space"},
+		{"no pin", func(c *Config) { c.PKCS11.PIN = "" }, "pkcs11.pin", "no PIN"},
+		{"pin and pin file", func(c *Config) { c.PKCS11.PINFile = key }, "pkcs11.pin", "set together with pkcs11.pin_file"},
+		{"pin file only", func(c *Config) { c.PKCS11.PIN, c.PKCS11.PINFile = "", key }, "", ""},
+		{"pin file world readable", func(c *Config) { c.PKCS11.PIN, c.PKCS11.PINFile = "", cert }, "pkcs11.pin_file", "has mode 0644"},
+		{"pin file missing", func(c *Config) { c.PKCS11.PIN, c.PKCS11.PINFile = "", filepath.Join(dir, "pin") }, "pkcs11.pin_file", "no such file"},
+		{"max sessions 1024", func(c *Config) { c.PKCS11.MaxSessions = 1024 }, "", ""},
+		{"max sessions 1025", func(c *Config) { c.PKCS11.MaxSessions = 1025 }, "pkcs11.max_sessions", "between 0 and 1024"},
+		{"acquire zero", func(c *Config) { c.PKCS11.AcquireTimeout = 0 }, "pkcs11.acquire_timeout", "positive"},
+
+		{"level warn", func(c *Config) { c.Log.Level = "warn" }, "", ""},
+		{"level upper case", func(c *Config) { c.Log.Level = "INFO" }, "log.level", "not one of"},
+		{"format text", func(c *Config) { c.Log.Format = "text" }, "", ""},
+		{"format xml", func(c *Config) { c.Log.Format = "xml" }, "log.format", "not one of"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := validConfig(t)
+			tt.mutate(c)
+			err := c.Validate()
+			if tt.key == "" {
+				if err != nil {
+					t.Fatalf("unexpected error: %v", err)
+				}
+				return
+			}
+			var e *Error
+			if !errors.As(err, &e) {
+				t.Fatalf("err = %v, want *Error", err)
+			}
+			if len(e.Problems) != 1 || e.Problems[0].Key != tt.key || !strings.Contains(e.Problems[0].Msg, tt.msg) {
+				t.Errorf("got %q, want one problem %s: ...%s...", err, tt.key, tt.msg)
+			}
+			if strings.Contains(err.Error(), "hunter2") || strings.Contains(err.Error(), "1234") {
+				t.Errorf("error leaks a secret: %v", err)
+			}
+		})
+	}
+}
+
+func TestErrorUnwrap(t *testing.T) {
+	c := validConfig(t)
+	c.Server.Listen, c.Log.Level = "x", "y"
+	err := c.Validate()
+	var p Problem
+	if !errors.As(err, &p) || p.Key != "server.listen" {
+		t.Errorf("errors.As(Problem) = %v, %+v", err, p)
+	}
+	if got := err.Error(); got != "server.listen: \"x\" is not host:port\nlog.level: \"y\" is not one of debug, info, warn, error" {
+		t.Errorf("Error() = %q", got)
+	}
+}
+
+func TestSlogLevel(t *testing.T) {
+	for level, want := range map[string]string{"debug": "DEBUG", "info": "INFO", "warn": "WARN", "error": "ERROR", "bogus": "INFO"} {
+		if got := (LogConfig{Level: level}).SlogLevel().String(); got != want {
+			t.Errorf("SlogLevel(%s) = %s, want %s", level, got, want)
+		}
+	}
+}
+
+func TestSuggest(t *testing.T) {
+	known := []string{"server", "server.listen", "pkcs11.pin_file", "pkcs11"}
+	for key, want := range map[string]string{
+		"server.lisen":    `did you mean "server.listen"?`,
+		"server.listen_":  `did you mean "server.listen"?`,
+		"SERVER":          `did you mean "server"? keys are lower case`,
+		"pkcs11.pin_fiel": `did you mean "pkcs11.pin_file"?`,
+		"oauth":           "",
+		"server.address":  "",
+	} {
+		if got := suggest(key, known); got != want {
+			t.Errorf("suggest(%q) = %q, want %q", key, got, want)
+		}
+	}
+}

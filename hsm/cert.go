@@ -1,0 +1,70 @@
+package hsm
+
+import (
+	"context"
+	"crypto/x509"
+	"encoding/asn1"
+	"fmt"
+
+	"github.com/miekg/pkcs11"
+)
+
+// ImportCertificate stores cert on the token as a CKO_CERTIFICATE object
+// (X.509, public, CKA_ID id) after checking that its public key is the HSM
+// key with CKA_ID id (ErrCertKeyMismatch otherwise). A certificate already
+// stored with that ID is replaced. label defaults to the key's label. The
+// key must satisfy the key policy (see Token.Key).
+func (t *Token) ImportCertificate(ctx context.Context, id []byte, label string, cert *x509.Certificate) error {
+	if cert == nil {
+		return fmt.Errorf("hsm: import certificate: nil certificate")
+	}
+	serial, err := asn1.Marshal(cert.SerialNumber)
+	if err != nil {
+		return fmt.Errorf("hsm: import certificate: serial number: %w", err)
+	}
+	t.genMu.Lock()
+	defer t.genMu.Unlock()
+	err = t.run(ctx, "import certificate", func(s pkcs11.SessionHandle) error {
+		k, err := t.keyFor(s, id)
+		if err != nil {
+			return err
+		}
+		if !k.pub.Equal(cert.PublicKey) {
+			return fmt.Errorf("%w: certificate %q, key %x", ErrCertKeyMismatch, cert.Subject, id)
+		}
+		lbl := label
+		if lbl == "" {
+			lbl = k.label
+		}
+		old, err := t.findAll(s, certTemplate(id))
+		if err != nil {
+			return err
+		}
+		// Create first, then destroy: a failure leaves the old one.
+		if _, err := t.lib.CreateObject(s, []*pkcs11.Attribute{
+			pkcs11.NewAttribute(pkcs11.CKA_CLASS, pkcs11.CKO_CERTIFICATE),
+			pkcs11.NewAttribute(pkcs11.CKA_CERTIFICATE_TYPE, pkcs11.CKC_X_509),
+			pkcs11.NewAttribute(pkcs11.CKA_TOKEN, true),
+			pkcs11.NewAttribute(pkcs11.CKA_PRIVATE, false),
+			pkcs11.NewAttribute(pkcs11.CKA_SUBJECT, cert.RawSubject),
+			pkcs11.NewAttribute(pkcs11.CKA_ISSUER, cert.RawIssuer),
+			pkcs11.NewAttribute(pkcs11.CKA_SERIAL_NUMBER, serial),
+			pkcs11.NewAttribute(pkcs11.CKA_VALUE, cert.Raw),
+			pkcs11.NewAttribute(pkcs11.CKA_ID, id),
+			pkcs11.NewAttribute(pkcs11.CKA_LABEL, lbl),
+		}); err != nil {
+			return ckr("C_CreateObject", err)
+		}
+		for _, h := range old {
+			if err := t.lib.DestroyObject(s, h); err != nil {
+				return ckr("C_DestroyObject", err)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	t.log.Info("hsm: stored certificate", "token", t.label, "id", fmt.Sprintf("%x", id), "subject", cert.Subject.String(), "serial", cert.SerialNumber.String())
+	return nil
+}

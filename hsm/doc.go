@@ -1,0 +1,45 @@
+// Package hsm owns signd's PKCS#11 side: it loads a PKCS#11 module, finds a
+// token by its label, logs in, keeps sessions, generates and finds RSA key
+// pairs, signs digests, builds CSRs through the token and stores issued
+// certificates on it.
+//
+// It knows nothing of users, credentials, OAuth or HTTP: callers refer to
+// keys by their CKA_ID (16 random bytes chosen at generation) and map
+// errors to responses themselves (ErrBadDigest is a client error, ErrBusy
+// and ErrTokenUnavailable are "try again later", everything else is a
+// server error).
+//
+// # Sessions
+//
+// A Token holds one persistent logged-in session that is never lent out. It
+// keeps the login state and every object handle alive: with SoftHSM2,
+// closing the last session or calling C_Logout invalidates all cached
+// handles. Operations borrow a session from a bounded pool
+// (Config.MaxSessions, default GOMAXPROCS); when none becomes free within
+// Config.AcquireTimeout or before the context ends, they fail with ErrBusy.
+// The package never calls C_Logout and never unloads (dlclose) the module.
+//
+// # Recovery
+//
+// Every operation is retried at most once per kind of failure: a closed or
+// invalid session is replaced; "user not logged in" or an invalid object
+// handle re-establishes the persistent session and the login, flushes the
+// key-handle cache and looks the key up again. Device-level errors
+// (CKR_DEVICE_ERROR, CKR_DEVICE_REMOVED, CKR_TOKEN_NOT_PRESENT,
+// CKR_GENERAL_ERROR, CKR_CRYPTOKI_NOT_INITIALIZED) mark the token
+// unavailable: calls fail fast with ErrTokenUnavailable while a background
+// goroutine re-initializes the module with exponential backoff. PIN errors
+// are fatal (ErrPIN) and never retried, so a wrong PIN cannot lock the token.
+//
+// # Package-level state
+//
+// The package keeps exactly one piece of package-level state: a registry of
+// loaded modules, one per resolved path, reference counted. C_Initialize and
+// C_Finalize act on the whole process, so two Tokens using the same module
+// must share one initialization, and re-initializing it (during recovery)
+// must be coordinated between them; see module.go.
+//
+// PKCS#11 return codes appear by name in errors and logs, for example
+// "CKR_PIN_INCORRECT (0xa0)"; ReturnCode extracts the name for metrics. The
+// PIN never appears in an error or a log line.
+package hsm

@@ -1,0 +1,517 @@
+package hsm
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"crypto/rsa"
+	"errors"
+	"fmt"
+	"math/big"
+	"slices"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/miekg/pkcs11"
+)
+
+// KeyInfo describes an RSA key pair on the token.
+type KeyInfo struct {
+	ID     []byte // CKA_ID, 16 random bytes for keys made by GenerateRSA
+	Label  string // CKA_LABEL, for humans; keys are found by ID
+	Bits   int
+	Public *rsa.PublicKey
+}
+
+// idLen is the length of the CKA_ID GenerateRSA chooses.
+const idLen = 16
+
+// maxLabelLen bounds labels; CKA_LABEL has no limit, but humans read them.
+const maxLabelLen = 128
+
+// cachedKey is a loaded, policy-checked private key.
+type cachedKey struct {
+	handle pkcs11.ObjectHandle
+	pub    *rsa.PublicKey
+	label  string
+	gen    uint64 // generation the handle belongs to
+}
+
+func (t *Token) flushCache() {
+	t.cacheMu.Lock()
+	clear(t.cache)
+	t.cacheMu.Unlock()
+}
+
+func (t *Token) forget(id []byte) {
+	t.cacheMu.Lock()
+	delete(t.cache, string(id))
+	t.cacheMu.Unlock()
+}
+
+// keyFor returns the private key with CKA_ID id, from the cache or else
+// found on s and checked against the policy. Called inside run.
+func (t *Token) keyFor(s pkcs11.SessionHandle, id []byte) (cachedKey, error) {
+	gen := t.gen.Load()
+	t.cacheMu.Lock()
+	ck, ok := t.cache[string(id)]
+	t.cacheMu.Unlock()
+	if ok && ck.gen == gen {
+		return ck, nil
+	}
+	h, err := t.findKey(s, pkcs11.CKO_PRIVATE_KEY, id)
+	if err != nil {
+		return cachedKey{}, err
+	}
+	a, err := t.readKeyAttrs(s, h)
+	if err != nil {
+		return cachedKey{}, err
+	}
+	if err := checkPolicy(a, t.minRSABits, t.allowImported); err != nil {
+		return cachedKey{}, fmt.Errorf("key %x: %w", id, err)
+	}
+	ck = cachedKey{handle: h, pub: a.pub, label: a.label, gen: gen}
+	t.cacheMu.Lock()
+	t.cache[string(id)] = ck
+	t.cacheMu.Unlock()
+	return ck, nil
+}
+
+// keyTemplate matches the RSA key of class with CKA_ID id. The class
+// matters: a certificate imported for the key shares its ID.
+func keyTemplate(class uint, id []byte) []*pkcs11.Attribute {
+	return []*pkcs11.Attribute{
+		pkcs11.NewAttribute(pkcs11.CKA_CLASS, class),
+		pkcs11.NewAttribute(pkcs11.CKA_KEY_TYPE, pkcs11.CKK_RSA),
+		pkcs11.NewAttribute(pkcs11.CKA_ID, id),
+	}
+}
+
+func certTemplate(id []byte) []*pkcs11.Attribute {
+	return []*pkcs11.Attribute{
+		pkcs11.NewAttribute(pkcs11.CKA_CLASS, pkcs11.CKO_CERTIFICATE),
+		pkcs11.NewAttribute(pkcs11.CKA_ID, id),
+	}
+}
+
+// findKey returns the one RSA key of class with CKA_ID id.
+func (t *Token) findKey(s pkcs11.SessionHandle, class uint, id []byte) (pkcs11.ObjectHandle, error) {
+	if len(id) == 0 {
+		return 0, fmt.Errorf("%w: empty key ID", ErrKeyNotFound)
+	}
+	hs, err := t.find(s, keyTemplate(class, id), 2)
+	switch {
+	case err != nil:
+		return 0, err
+	case len(hs) == 0:
+		if err := t.checkLoggedIn(s); err != nil {
+			return 0, err
+		}
+		return 0, fmt.Errorf("%w: no RSA key with ID %x on token %q", ErrKeyNotFound, id, t.label)
+	case len(hs) > 1:
+		return 0, fmt.Errorf("%w: ID %x on token %q", ErrAmbiguousKey, id, t.label)
+	}
+	return hs[0], nil
+}
+
+// checkLoggedIn fails with CKR_USER_NOT_LOGGED_IN (so that run logs in
+// again) when s is not in a user state. A find on a session that is not
+// logged in silently omits private objects: "no key" is only believable
+// from a logged-in session.
+func (t *Token) checkLoggedIn(s pkcs11.SessionHandle) error {
+	info, err := t.lib.GetSessionInfo(s)
+	if err != nil {
+		return ckr("C_GetSessionInfo", err)
+	}
+	if info.State != pkcs11.CKS_RW_USER_FUNCTIONS && info.State != pkcs11.CKS_RO_USER_FUNCTIONS {
+		return ckr("C_GetSessionInfo", pkcs11.Error(pkcs11.CKR_USER_NOT_LOGGED_IN))
+	}
+	return nil
+}
+
+// find returns up to limit objects matching tmpl. Every find scans the
+// whole token, so callers ask for as few as they need.
+func (t *Token) find(s pkcs11.SessionHandle, tmpl []*pkcs11.Attribute, limit int) ([]pkcs11.ObjectHandle, error) {
+	if err := t.lib.FindObjectsInit(s, tmpl); err != nil {
+		return nil, ckr("C_FindObjectsInit", err)
+	}
+	var out []pkcs11.ObjectHandle
+	var err error
+	for len(out) < limit {
+		var hs []pkcs11.ObjectHandle
+		hs, _, err = t.lib.FindObjects(s, min(limit-len(out), 64))
+		if err != nil || len(hs) == 0 {
+			break
+		}
+		out = append(out, hs...)
+	}
+	ferr := t.lib.FindObjectsFinal(s)
+	if err != nil {
+		return nil, ckr("C_FindObjects", err)
+	}
+	if ferr != nil {
+		return nil, ckr("C_FindObjectsFinal", ferr)
+	}
+	return out, nil
+}
+
+// findAll returns every object matching tmpl.
+func (t *Token) findAll(s pkcs11.SessionHandle, tmpl []*pkcs11.Attribute) ([]pkcs11.ObjectHandle, error) {
+	return t.find(s, tmpl, int(^uint(0)>>1))
+}
+
+// keyAttrs are the private-key attributes the policy looks at. None is
+// sensitive: miekg/pkcs11 drops the whole template when one attribute is
+// CKR_ATTRIBUTE_SENSITIVE.
+type keyAttrs struct {
+	sign, sensitive, extractable      bool
+	alwaysSensitive, neverExtractable bool
+	local                             bool
+	label                             string
+	pub                               *rsa.PublicKey
+}
+
+func (t *Token) readKeyAttrs(s pkcs11.SessionHandle, h pkcs11.ObjectHandle) (keyAttrs, error) {
+	types := []uint{
+		pkcs11.CKA_SIGN, pkcs11.CKA_SENSITIVE, pkcs11.CKA_EXTRACTABLE,
+		pkcs11.CKA_ALWAYS_SENSITIVE, pkcs11.CKA_NEVER_EXTRACTABLE, pkcs11.CKA_LOCAL,
+		pkcs11.CKA_LABEL, pkcs11.CKA_MODULUS, pkcs11.CKA_PUBLIC_EXPONENT,
+	}
+	v, err := t.attrs(s, h, types...)
+	if err != nil {
+		return keyAttrs{}, err
+	}
+	pub, err := rsaPublic(v[pkcs11.CKA_MODULUS], v[pkcs11.CKA_PUBLIC_EXPONENT])
+	if err != nil {
+		return keyAttrs{}, err
+	}
+	return keyAttrs{
+		sign:             attrBool(v[pkcs11.CKA_SIGN]),
+		sensitive:        attrBool(v[pkcs11.CKA_SENSITIVE]),
+		extractable:      attrBool(v[pkcs11.CKA_EXTRACTABLE]),
+		alwaysSensitive:  attrBool(v[pkcs11.CKA_ALWAYS_SENSITIVE]),
+		neverExtractable: attrBool(v[pkcs11.CKA_NEVER_EXTRACTABLE]),
+		local:            attrBool(v[pkcs11.CKA_LOCAL]),
+		label:            string(v[pkcs11.CKA_LABEL]),
+		pub:              pub,
+	}, nil
+}
+
+// attrs reads the attributes types of h. Attributes the token does not
+// return are absent from the map.
+func (t *Token) attrs(s pkcs11.SessionHandle, h pkcs11.ObjectHandle, types ...uint) (map[uint][]byte, error) {
+	tmpl := make([]*pkcs11.Attribute, len(types))
+	for i, typ := range types {
+		tmpl[i] = pkcs11.NewAttribute(typ, nil)
+	}
+	got, err := t.lib.GetAttributeValue(s, h, tmpl)
+	if err != nil {
+		return nil, ckr("C_GetAttributeValue", err)
+	}
+	v := make(map[uint][]byte, len(got))
+	for _, a := range got {
+		if a != nil && a.Value != nil {
+			v[a.Type] = a.Value
+		}
+	}
+	return v, nil
+}
+
+// checkPolicy decides whether a key may sign.
+func checkPolicy(a keyAttrs, minBits int, allowImported bool) error {
+	var bad []string
+	if !a.sign {
+		bad = append(bad, "CKA_SIGN is false")
+	}
+	if !a.sensitive {
+		bad = append(bad, "CKA_SENSITIVE is false")
+	}
+	if a.extractable {
+		bad = append(bad, "CKA_EXTRACTABLE is true")
+	}
+	if !allowImported {
+		if !a.alwaysSensitive {
+			bad = append(bad, "CKA_ALWAYS_SENSITIVE is false")
+		}
+		if !a.neverExtractable {
+			bad = append(bad, "CKA_NEVER_EXTRACTABLE is false")
+		}
+		if !a.local {
+			bad = append(bad, "CKA_LOCAL is false (not generated in the token)")
+		}
+	}
+	if len(bad) > 0 {
+		return fmt.Errorf("%w: %s", ErrKeyPolicy, strings.Join(bad, ", "))
+	}
+	if bits := a.pub.N.BitLen(); bits < minBits {
+		return fmt.Errorf("%w: %d bits, at least %d required", ErrWeakKey, bits, minBits)
+	}
+	return nil
+}
+
+func attrBool(v []byte) bool {
+	return len(v) > 0 && v[0] != 0
+}
+
+// rsaPublic builds a public key from CKA_MODULUS and CKA_PUBLIC_EXPONENT.
+func rsaPublic(modulus, exponent []byte) (*rsa.PublicKey, error) {
+	if len(modulus) == 0 || len(exponent) == 0 {
+		return nil, errors.New("hsm: RSA key without CKA_MODULUS or CKA_PUBLIC_EXPONENT")
+	}
+	e := new(big.Int).SetBytes(exponent)
+	if !e.IsInt64() || e.Int64() < 3 || e.Int64() > 1<<31-1 || e.Bit(0) == 0 {
+		return nil, fmt.Errorf("hsm: unusable RSA public exponent %v", e)
+	}
+	return &rsa.PublicKey{N: new(big.Int).SetBytes(modulus), E: int(e.Int64())}, nil
+}
+
+// GenerateRSA generates an RSA key pair of bits (2048, 3072 or 4096) inside
+// the token, labelled label, with a random 16-byte CKA_ID. The private key
+// is sensitive, never extractable and can only sign; the public key can
+// only verify. A label already on the token is refused (ErrLabelExists).
+// The public key is read back and checked.
+func (t *Token) GenerateRSA(ctx context.Context, label string, bits int) (*KeyInfo, error) {
+	switch bits {
+	case 2048, 3072, 4096:
+	default:
+		return nil, fmt.Errorf("%w: RSA-%d (2048, 3072 or 4096 bits)", ErrUnsupportedAlgorithm, bits)
+	}
+	if bits < t.minRSABits {
+		return nil, fmt.Errorf("%w: RSA-%d, at least %d bits required", ErrWeakKey, bits, t.minRSABits)
+	}
+	if err := checkLabel(label); err != nil {
+		return nil, err
+	}
+	id := make([]byte, idLen)
+	if _, err := rand.Read(id); err != nil {
+		return nil, fmt.Errorf("hsm: key ID: %w", err)
+	}
+
+	t.genMu.Lock()
+	defer t.genMu.Unlock()
+	var info *KeyInfo
+	err := t.run(ctx, "generate RSA key", func(s pkcs11.SessionHandle) error {
+		hs, err := t.find(s, []*pkcs11.Attribute{pkcs11.NewAttribute(pkcs11.CKA_LABEL, label)}, 1)
+		if err != nil {
+			return err
+		}
+		if len(hs) > 0 {
+			return fmt.Errorf("%w: %q on token %q", ErrLabelExists, label, t.label)
+		}
+		if err := t.checkLoggedIn(s); err != nil {
+			return err // private objects were invisible to the label check
+		}
+		hs, err = t.find(s, []*pkcs11.Attribute{pkcs11.NewAttribute(pkcs11.CKA_ID, id)}, 1)
+		if err != nil {
+			return err
+		}
+		if len(hs) > 0 {
+			return fmt.Errorf("hsm: random key ID %x already in use", id)
+		}
+		pubH, privH, err := t.lib.GenerateKeyPair(s,
+			[]*pkcs11.Mechanism{pkcs11.NewMechanism(pkcs11.CKM_RSA_PKCS_KEY_PAIR_GEN, nil)},
+			publicTemplate(id, label, bits), privateTemplate(id, label))
+		if err != nil {
+			return ckr("C_GenerateKeyPair", err)
+		}
+		pub, err := t.checkGenerated(s, pubH, privH, bits)
+		if err != nil {
+			// Best effort on this session; it may be the reason.
+			_ = t.lib.DestroyObject(s, privH)
+			_ = t.lib.DestroyObject(s, pubH)
+			return fmt.Errorf("generated key %x (destroyed): %w", id, err)
+		}
+		info = &KeyInfo{ID: id, Label: label, Bits: bits, Public: pub}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	t.log.Info("hsm: generated RSA key pair", "token", t.label, "label", label, "id", fmt.Sprintf("%x", id), "bits", bits)
+	return info, nil
+}
+
+// checkGenerated reads the new public key back and checks its size and
+// exponent, and checks that the private key got the template.
+func (t *Token) checkGenerated(s pkcs11.SessionHandle, pubH, privH pkcs11.ObjectHandle, bits int) (*rsa.PublicKey, error) {
+	v, err := t.attrs(s, pubH, pkcs11.CKA_MODULUS, pkcs11.CKA_PUBLIC_EXPONENT)
+	if err != nil {
+		return nil, err
+	}
+	pub, err := rsaPublic(v[pkcs11.CKA_MODULUS], v[pkcs11.CKA_PUBLIC_EXPONENT])
+	if err != nil {
+		return nil, err
+	}
+	if got := pub.N.BitLen(); got != bits || pub.E != 65537 {
+		return nil, fmt.Errorf("hsm: token generated RSA-%d with exponent %d, asked for RSA-%d with 65537", got, pub.E, bits)
+	}
+	a, err := t.readKeyAttrs(s, privH)
+	if err != nil {
+		return nil, err
+	}
+	if !a.pub.Equal(pub) {
+		return nil, errors.New("hsm: private and public key objects differ")
+	}
+	if err := checkPolicy(a, bits, false); err != nil {
+		return nil, err
+	}
+	return pub, nil
+}
+
+func publicTemplate(id []byte, label string, bits int) []*pkcs11.Attribute {
+	return []*pkcs11.Attribute{
+		pkcs11.NewAttribute(pkcs11.CKA_CLASS, pkcs11.CKO_PUBLIC_KEY),
+		pkcs11.NewAttribute(pkcs11.CKA_KEY_TYPE, pkcs11.CKK_RSA),
+		pkcs11.NewAttribute(pkcs11.CKA_TOKEN, true),
+		pkcs11.NewAttribute(pkcs11.CKA_VERIFY, true),
+		pkcs11.NewAttribute(pkcs11.CKA_ENCRYPT, false),
+		pkcs11.NewAttribute(pkcs11.CKA_WRAP, false),
+		pkcs11.NewAttribute(pkcs11.CKA_MODULUS_BITS, bits),
+		pkcs11.NewAttribute(pkcs11.CKA_PUBLIC_EXPONENT, []byte{1, 0, 1}),
+		pkcs11.NewAttribute(pkcs11.CKA_ID, id),
+		pkcs11.NewAttribute(pkcs11.CKA_LABEL, label),
+	}
+}
+
+// privateTemplate spells out every usage: SoftHSM2's defaults for a
+// private key are DECRYPT and UNWRAP true, SENSITIVE false.
+func privateTemplate(id []byte, label string) []*pkcs11.Attribute {
+	return []*pkcs11.Attribute{
+		pkcs11.NewAttribute(pkcs11.CKA_CLASS, pkcs11.CKO_PRIVATE_KEY),
+		pkcs11.NewAttribute(pkcs11.CKA_KEY_TYPE, pkcs11.CKK_RSA),
+		pkcs11.NewAttribute(pkcs11.CKA_TOKEN, true),
+		pkcs11.NewAttribute(pkcs11.CKA_PRIVATE, true),
+		pkcs11.NewAttribute(pkcs11.CKA_SENSITIVE, true),
+		pkcs11.NewAttribute(pkcs11.CKA_EXTRACTABLE, false),
+		pkcs11.NewAttribute(pkcs11.CKA_SIGN, true),
+		pkcs11.NewAttribute(pkcs11.CKA_DECRYPT, false),
+		pkcs11.NewAttribute(pkcs11.CKA_UNWRAP, false),
+		pkcs11.NewAttribute(pkcs11.CKA_SIGN_RECOVER, false),
+		pkcs11.NewAttribute(pkcs11.CKA_DERIVE, false),
+		pkcs11.NewAttribute(pkcs11.CKA_ID, id),
+		pkcs11.NewAttribute(pkcs11.CKA_LABEL, label),
+	}
+}
+
+func checkLabel(label string) error {
+	switch {
+	case label == "":
+		return errors.New("hsm: empty key label")
+	case len(label) > maxLabelLen:
+		return fmt.Errorf("hsm: key label longer than %d bytes", maxLabelLen)
+	case !utf8.ValidString(label):
+		return errors.New("hsm: key label is not UTF-8")
+	}
+	return nil
+}
+
+// Keys lists the RSA private keys on the token, by label then ID. It does
+// not apply the key policy; Key does.
+func (t *Token) Keys(ctx context.Context) ([]KeyInfo, error) {
+	var out []KeyInfo
+	err := t.run(ctx, "list keys", func(s pkcs11.SessionHandle) error {
+		out = out[:0]
+		hs, err := t.findAll(s, []*pkcs11.Attribute{
+			pkcs11.NewAttribute(pkcs11.CKA_CLASS, pkcs11.CKO_PRIVATE_KEY),
+			pkcs11.NewAttribute(pkcs11.CKA_KEY_TYPE, pkcs11.CKK_RSA),
+		})
+		if err != nil {
+			return err
+		}
+		if err := t.checkLoggedIn(s); err != nil {
+			return err // private keys were invisible
+		}
+		for _, h := range hs {
+			v, err := t.attrs(s, h, pkcs11.CKA_ID, pkcs11.CKA_LABEL, pkcs11.CKA_MODULUS, pkcs11.CKA_PUBLIC_EXPONENT)
+			if err != nil {
+				return err
+			}
+			pub, err := rsaPublic(v[pkcs11.CKA_MODULUS], v[pkcs11.CKA_PUBLIC_EXPONENT])
+			if err != nil {
+				return fmt.Errorf("key %x: %w", v[pkcs11.CKA_ID], err)
+			}
+			out = append(out, KeyInfo{ID: v[pkcs11.CKA_ID], Label: string(v[pkcs11.CKA_LABEL]), Bits: pub.N.BitLen(), Public: pub})
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	slices.SortFunc(out, compareKeyInfo)
+	return out, nil
+}
+
+// compareKeyInfo orders keys by label, then ID.
+func compareKeyInfo(a, b KeyInfo) int {
+	if c := strings.Compare(a.Label, b.Label); c != 0 {
+		return c
+	}
+	return bytes.Compare(a.ID, b.ID)
+}
+
+// DestroyKey destroys the key pair with CKA_ID id and any certificate
+// stored with that ID: it undoes an enrollment. It fails with
+// ErrKeyNotFound when neither key exists and ErrAmbiguousKey when the ID is
+// not unique.
+func (t *Token) DestroyKey(ctx context.Context, id []byte) error {
+	if len(id) == 0 {
+		return fmt.Errorf("hsm: destroy key: %w: empty key ID", ErrKeyNotFound)
+	}
+	t.genMu.Lock()
+	defer t.genMu.Unlock()
+	err := t.run(ctx, "destroy key", func(s pkcs11.SessionHandle) error {
+		priv, err := t.find(s, keyTemplate(pkcs11.CKO_PRIVATE_KEY, id), 2)
+		if err != nil {
+			return err
+		}
+		pub, err := t.find(s, keyTemplate(pkcs11.CKO_PUBLIC_KEY, id), 2)
+		if err != nil {
+			return err
+		}
+		if len(priv) == 0 {
+			if err := t.checkLoggedIn(s); err != nil {
+				return err
+			}
+		}
+		switch {
+		case len(priv) == 0 && len(pub) == 0:
+			return fmt.Errorf("%w: no RSA key with ID %x on token %q", ErrKeyNotFound, id, t.label)
+		case len(priv) > 1 || len(pub) > 1:
+			return fmt.Errorf("%w: ID %x on token %q", ErrAmbiguousKey, id, t.label)
+		}
+		certs, err := t.findAll(s, certTemplate(id))
+		if err != nil {
+			return err
+		}
+		for _, h := range slices.Concat(certs, priv, pub) {
+			if err := t.lib.DestroyObject(s, h); err != nil {
+				return ckr("C_DestroyObject", err)
+			}
+		}
+		return nil
+	})
+	t.forget(id)
+	if err != nil {
+		return err
+	}
+	t.log.Info("hsm: destroyed key pair", "token", t.label, "id", fmt.Sprintf("%x", id))
+	return nil
+}
+
+// Key returns the signer for the RSA key pair with CKA_ID id. The private
+// key must satisfy the key policy: CKA_SIGN, CKA_SENSITIVE, not
+// CKA_EXTRACTABLE, generated in the token (CKA_LOCAL, CKA_ALWAYS_SENSITIVE,
+// CKA_NEVER_EXTRACTABLE; waived by Config.AllowImportedKeys), and at least
+// Config.MinRSABits. Its handle is cached.
+func (t *Token) Key(ctx context.Context, id []byte) (*Key, error) {
+	var ck cachedKey
+	err := t.run(ctx, "load key", func(s pkcs11.SessionHandle) error {
+		var err error
+		ck, err = t.keyFor(s, id)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &Key{t: t, id: bytes.Clone(id), label: ck.label, pub: ck.pub}, nil
+}

@@ -1,0 +1,300 @@
+package hsm
+
+import (
+	"bytes"
+	"context"
+	"crypto"
+	"crypto/rsa"
+	"errors"
+	"math/big"
+	"slices"
+	"testing"
+
+	"github.com/miekg/pkcs11"
+)
+
+func TestGenerateRSA(t *testing.T) {
+	ctx := context.Background()
+	tests := []struct {
+		label string
+		bits  int
+	}{
+		{"gen-2048", 2048}, // sharedKey, generated in TestMain
+		{"gen-3072", 3072},
+		{"gen-4096", 4096},
+	}
+	for _, tt := range tests {
+		t.Run(tt.label, func(t *testing.T) {
+			info := sharedKey
+			if tt.bits != 2048 {
+				var err error
+				if info, err = shared.GenerateRSA(ctx, tt.label, tt.bits); err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { _ = shared.DestroyKey(ctx, info.ID) })
+				if info.Label != tt.label {
+					t.Errorf("label %q, want %q", info.Label, tt.label)
+				}
+			}
+			if len(info.ID) != 16 {
+				t.Errorf("ID is %d bytes, want 16", len(info.ID))
+			}
+			if info.Bits != tt.bits || info.Public.N.BitLen() != tt.bits || info.Public.E != 65537 {
+				t.Errorf("bits %d, modulus %d bits, e=%d; want %d bits, e=65537", info.Bits, info.Public.N.BitLen(), info.Public.E, tt.bits)
+			}
+
+			priv, err := rawAttrs(shared, pkcs11.CKO_PRIVATE_KEY, info.ID,
+				pkcs11.CKA_SENSITIVE, pkcs11.CKA_EXTRACTABLE, pkcs11.CKA_DECRYPT, pkcs11.CKA_UNWRAP,
+				pkcs11.CKA_SIGN_RECOVER, pkcs11.CKA_DERIVE, pkcs11.CKA_SIGN, pkcs11.CKA_PRIVATE,
+				pkcs11.CKA_TOKEN, pkcs11.CKA_LOCAL, pkcs11.CKA_ALWAYS_SENSITIVE, pkcs11.CKA_NEVER_EXTRACTABLE)
+			if err != nil {
+				t.Fatal(err)
+			}
+			wantPriv := map[uint]bool{
+				pkcs11.CKA_SENSITIVE: true, pkcs11.CKA_EXTRACTABLE: false, pkcs11.CKA_DECRYPT: false,
+				pkcs11.CKA_UNWRAP: false, pkcs11.CKA_SIGN_RECOVER: false, pkcs11.CKA_DERIVE: false,
+				pkcs11.CKA_SIGN: true, pkcs11.CKA_PRIVATE: true, pkcs11.CKA_TOKEN: true,
+				pkcs11.CKA_LOCAL: true, pkcs11.CKA_ALWAYS_SENSITIVE: true, pkcs11.CKA_NEVER_EXTRACTABLE: true,
+			}
+			checkBools(t, "private", priv, wantPriv)
+
+			pub, err := rawAttrs(shared, pkcs11.CKO_PUBLIC_KEY, info.ID,
+				pkcs11.CKA_VERIFY, pkcs11.CKA_ENCRYPT, pkcs11.CKA_WRAP, pkcs11.CKA_TOKEN)
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkBools(t, "public", pub, map[uint]bool{
+				pkcs11.CKA_VERIFY: true, pkcs11.CKA_ENCRYPT: false, pkcs11.CKA_WRAP: false, pkcs11.CKA_TOKEN: true,
+			})
+
+			// The private exponent cannot be read.
+			_, err = rawAttrs(shared, pkcs11.CKO_PRIVATE_KEY, info.ID, pkcs11.CKA_PRIVATE_EXPONENT)
+			if got := ReturnCode(err); got != "CKR_ATTRIBUTE_SENSITIVE" {
+				t.Errorf("reading CKA_PRIVATE_EXPONENT: %v (code %q), want CKR_ATTRIBUTE_SENSITIVE", err, got)
+			}
+
+			signAndVerify(t, shared, info.ID, info.Public)
+		})
+	}
+}
+
+func checkBools(t *testing.T, what string, got map[uint][]byte, want map[uint]bool) {
+	t.Helper()
+	for typ, w := range want {
+		v, ok := got[typ]
+		if !ok {
+			t.Errorf("%s key: attribute 0x%x missing", what, typ)
+			continue
+		}
+		if attrBool(v) != w {
+			t.Errorf("%s key: attribute 0x%x = %v, want %v", what, typ, attrBool(v), w)
+		}
+	}
+}
+
+func TestGenerateRSARefuses(t *testing.T) {
+	ctx := context.Background()
+	tests := []struct {
+		name  string
+		label string
+		bits  int
+		want  error
+	}{
+		{"duplicate label", sharedKey.Label, 2048, ErrLabelExists},
+		{"1024 bits", "refused-1024", 1024, ErrUnsupportedAlgorithm},
+		{"2047 bits", "refused-2047", 2047, ErrUnsupportedAlgorithm},
+		{"8192 bits", "refused-8192", 8192, ErrUnsupportedAlgorithm},
+		{"0 bits", "refused-0", 0, ErrUnsupportedAlgorithm},
+		{"empty label", "", 2048, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			before := len(mustKeys(t, shared))
+			info, err := shared.GenerateRSA(ctx, tt.label, tt.bits)
+			if err == nil {
+				_ = shared.DestroyKey(ctx, info.ID)
+				t.Fatalf("GenerateRSA(%q, %d) succeeded", tt.label, tt.bits)
+			}
+			if tt.want != nil && !errors.Is(err, tt.want) {
+				t.Fatalf("error %v, want %v", err, tt.want)
+			}
+			if after := len(mustKeys(t, shared)); after != before {
+				t.Errorf("%d keys before, %d after", before, after)
+			}
+		})
+	}
+}
+
+func TestGenerateRSABelowMinimum(t *testing.T) {
+	cfg := config(mainTok)
+	cfg.MinRSABits = 3072
+	tok := openTest(t, cfg, options{})
+	_, err := tok.GenerateRSA(context.Background(), "too-small", 2048)
+	if !errors.Is(err, ErrWeakKey) || !errors.Is(err, ErrKeyPolicy) {
+		t.Fatalf("error %v, want ErrWeakKey", err)
+	}
+	// An existing 2048-bit key is refused for signing too.
+	if _, err := tok.Key(context.Background(), sharedKey.ID); !errors.Is(err, ErrWeakKey) {
+		t.Fatalf("Key: %v, want ErrWeakKey", err)
+	}
+}
+
+func mustKeys(t *testing.T, tok *Token) []KeyInfo {
+	t.Helper()
+	keys, err := tok.Keys(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return keys
+}
+
+func TestKeys(t *testing.T) {
+	keys := mustKeys(t, shared)
+	i := slices.IndexFunc(keys, func(k KeyInfo) bool { return bytes.Equal(k.ID, sharedKey.ID) })
+	if i < 0 {
+		t.Fatalf("shared key %x not listed in %v", sharedKey.ID, keys)
+	}
+	k := keys[i]
+	if k.Label != sharedKey.Label || k.Bits != 2048 || !k.Public.Equal(sharedKey.Public) {
+		t.Errorf("listed %q %d bits, want %q 2048 bits with the generated public key", k.Label, k.Bits, sharedKey.Label)
+	}
+	if !slices.IsSortedFunc(keys, compareKeyInfo) {
+		t.Errorf("keys not sorted by label")
+	}
+}
+
+func TestKeyNotFound(t *testing.T) {
+	ctx := context.Background()
+	id := randomID(t)
+	if _, err := shared.Key(ctx, id); !errors.Is(err, ErrKeyNotFound) {
+		t.Errorf("Key: %v, want ErrKeyNotFound", err)
+	}
+	if _, err := shared.Key(ctx, nil); !errors.Is(err, ErrKeyNotFound) {
+		t.Errorf("Key(nil): %v, want ErrKeyNotFound", err)
+	}
+	d := digestOf(crypto.SHA256, []byte("x"))
+	if _, err := shared.SignDigest(ctx, id, crypto.SHA256, d); !errors.Is(err, ErrKeyNotFound) {
+		t.Errorf("SignDigest: %v, want ErrKeyNotFound", err)
+	}
+	if err := shared.DestroyKey(ctx, id); !errors.Is(err, ErrKeyNotFound) {
+		t.Errorf("DestroyKey: %v, want ErrKeyNotFound", err)
+	}
+}
+
+func TestDestroyKey(t *testing.T) {
+	ctx := context.Background()
+	info, err := shared.GenerateRSA(ctx, "destroy-me", 2048)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := shared.Key(ctx, info.ID); err != nil { // cached now
+		t.Fatal(err)
+	}
+	if err := shared.DestroyKey(ctx, info.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := shared.Key(ctx, info.ID); !errors.Is(err, ErrKeyNotFound) {
+		t.Errorf("Key after DestroyKey: %v, want ErrKeyNotFound", err)
+	}
+	if n := countObjects(t, shared, []*pkcs11.Attribute{pkcs11.NewAttribute(pkcs11.CKA_ID, info.ID)}); n != 0 {
+		t.Errorf("%d objects left with the ID", n)
+	}
+	// The label is free again.
+	again, err := shared.GenerateRSA(ctx, "destroy-me", 2048)
+	if err != nil {
+		t.Fatalf("label not freed: %v", err)
+	}
+	if err := shared.DestroyKey(ctx, again.ID); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestDestroyKeyWhileCachedElsewhere(t *testing.T) {
+	// Another Token (think: another process) destroys a key this one has
+	// cached: signing gets CKR_OBJECT_HANDLE_INVALID or
+	// CKR_KEY_HANDLE_INVALID, recovers, and reports ErrKeyNotFound.
+	ctx := context.Background()
+	other := openTest(t, config(mainTok), options{})
+	id := randomID(t)
+	importRSA(t, other, "destroyed-elsewhere", id, fixtureKey)
+	cfg := config(mainTok)
+	cfg.AllowImportedKeys = true
+	tok := openTest(t, cfg, options{})
+	signAndVerify(t, tok, id, &fixtureKey.PublicKey)
+	if err := other.DestroyKey(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	_, err := tok.SignDigest(ctx, id, crypto.SHA256, digestOf(crypto.SHA256, nil))
+	if !errors.Is(err, ErrKeyNotFound) {
+		t.Fatalf("sign with destroyed key: %v, want ErrKeyNotFound", err)
+	}
+}
+
+func TestKeyPolicy(t *testing.T) {
+	n2048 := new(big.Int).Lsh(big.NewInt(1), 2047)
+	n1024 := new(big.Int).Lsh(big.NewInt(1), 1023)
+	good := keyAttrs{
+		sign: true, sensitive: true, alwaysSensitive: true, neverExtractable: true, local: true,
+		pub: &rsa.PublicKey{N: n2048, E: 65537},
+	}
+	tests := []struct {
+		name          string
+		edit          func(*keyAttrs)
+		allowImported bool
+		want          error
+	}{
+		{"generated", func(*keyAttrs) {}, false, nil},
+		{"no sign", func(a *keyAttrs) { a.sign = false }, false, ErrKeyPolicy},
+		{"not sensitive", func(a *keyAttrs) { a.sensitive = false }, true, ErrKeyPolicy},
+		{"extractable", func(a *keyAttrs) { a.extractable = true }, true, ErrKeyPolicy},
+		{"imported", func(a *keyAttrs) { a.local, a.alwaysSensitive, a.neverExtractable = false, false, false }, false, ErrKeyPolicy},
+		{"imported allowed", func(a *keyAttrs) { a.local, a.alwaysSensitive, a.neverExtractable = false, false, false }, true, nil},
+		{"was extractable", func(a *keyAttrs) { a.neverExtractable = false }, false, ErrKeyPolicy},
+		{"1024 bits", func(a *keyAttrs) { a.pub = &rsa.PublicKey{N: n1024, E: 65537} }, false, ErrWeakKey},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			a := good
+			tt.edit(&a)
+			err := checkPolicy(a, 2048, tt.allowImported)
+			if (tt.want == nil) != (err == nil) || (tt.want != nil && !errors.Is(err, tt.want)) {
+				t.Fatalf("checkPolicy: %v, want %v", err, tt.want)
+			}
+		})
+	}
+}
+
+func TestImportedKeyRefusedByDefault(t *testing.T) {
+	id := randomID(t)
+	importRSA(t, shared, "imported-refused", id, fixtureKey)
+	t.Cleanup(func() { _ = shared.DestroyKey(context.Background(), id) })
+	_, err := shared.Key(context.Background(), id)
+	if !errors.Is(err, ErrKeyPolicy) {
+		t.Fatalf("Key: %v, want ErrKeyPolicy", err)
+	}
+	t.Log(err)
+}
+
+func TestAmbiguousKey(t *testing.T) {
+	cfg := config(mainTok)
+	cfg.AllowImportedKeys = true
+	tok := openTest(t, cfg, options{})
+	id := randomID(t)
+	importRSA(t, tok, "twin-1", id, fixtureKey)
+	importRSA(t, tok, "twin-2", id, fixtureKey)
+	t.Cleanup(func() {
+		_ = tok.run(context.Background(), "cleanup", func(s pkcs11.SessionHandle) error {
+			hs, err := tok.findAll(s, []*pkcs11.Attribute{pkcs11.NewAttribute(pkcs11.CKA_ID, id)})
+			for _, h := range hs {
+				_ = tok.lib.DestroyObject(s, h)
+			}
+			return err
+		})
+	})
+	if _, err := tok.Key(context.Background(), id); !errors.Is(err, ErrAmbiguousKey) {
+		t.Errorf("Key: %v, want ErrAmbiguousKey", err)
+	}
+	if err := tok.DestroyKey(context.Background(), id); !errors.Is(err, ErrAmbiguousKey) {
+		t.Errorf("DestroyKey: %v, want ErrAmbiguousKey", err)
+	}
+}

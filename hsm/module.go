@@ -1,0 +1,147 @@
+package hsm
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+
+	"github.com/miekg/pkcs11"
+)
+
+// modules is the package's only package-level state: the PKCS#11 modules
+// loaded so far, keyed by resolved path.
+//
+// It exists because C_Initialize and C_Finalize act on the whole process,
+// not on a handle: a second C_Initialize fails with
+// CKR_CRYPTOKI_ALREADY_INITIALIZED, and a C_Finalize by one user closes the
+// sessions of every other. So all Tokens on one module share one *pkcs11.Ctx
+// and one initialization, counted by references, and a re-initialization
+// during recovery is ordered against every Token's calls (module.mu).
+// Modules are never unloaded (no dlclose; see Token.Close).
+var modules = struct {
+	sync.Mutex
+	byPath map[string]*module
+}{byPath: make(map[string]*module)}
+
+// module is one loaded PKCS#11 library.
+type module struct {
+	path string // resolved absolute path
+	lib  p11    // the *pkcs11.Ctx; never Destroy()ed
+
+	// refs counts the open Tokens using the module; guarded by modules.
+	refs int
+
+	// mu orders PKCS#11 calls against C_Finalize: Tokens hold mu.RLock
+	// while they call into the module, reinit and release hold mu.Lock.
+	mu sync.RWMutex
+	// epoch is bumped by every C_Finalize. Sessions and object handles
+	// obtained in an earlier epoch are void (and their numbers may have
+	// been handed out again), so a Token compares it before every call.
+	epoch       uint64
+	initialized bool
+}
+
+// openModule loads (once) and initializes (once) the PKCS#11 module at path
+// and takes a reference on it. path must be absolute; symlinks are
+// resolved, so two spellings of one library share a module.
+func openModule(path string) (*module, error) {
+	if path == "" {
+		return nil, fmt.Errorf("%w: no module path configured", ErrModule)
+	}
+	if !filepath.IsAbs(path) {
+		return nil, fmt.Errorf("%w: module path %q is not absolute", ErrModule, path)
+	}
+	// pkcs11.New returns nil without a reason (no dlerror), so find the
+	// common reasons first.
+	fi, err := os.Stat(path)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrModule, err)
+	}
+	if fi.IsDir() {
+		return nil, fmt.Errorf("%w: module path %q is a directory", ErrModule, path)
+	}
+	resolved, err := filepath.EvalSymlinks(path)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrModule, err)
+	}
+
+	modules.Lock()
+	defer modules.Unlock()
+	m := modules.byPath[resolved]
+	if m == nil {
+		ctx := pkcs11.New(resolved)
+		if ctx == nil {
+			return nil, fmt.Errorf("%w: cannot load %q (not a shared library exporting C_GetFunctionList?)", ErrModule, resolved)
+		}
+		m = &module{path: resolved, lib: ctx}
+		modules.byPath[resolved] = m
+	}
+	m.mu.Lock()
+	err = m.initializeLocked()
+	m.mu.Unlock()
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: %w", ErrModule, resolved, err)
+	}
+	m.refs++
+	return m, nil
+}
+
+// initializeLocked calls C_Initialize (with CKF_OS_LOCKING_OK, miekg's
+// default: without it SoftHSM2 turns its own locking off) unless the module
+// is initialized. The caller holds m.mu.
+func (m *module) initializeLocked() error {
+	if m.initialized {
+		return nil
+	}
+	err := m.lib.Initialize()
+	if err != nil && rv(err) != pkcs11.CKR_CRYPTOKI_ALREADY_INITIALIZED {
+		return ckr("C_Initialize", err)
+	}
+	m.initialized = true
+	return nil
+}
+
+// finalizeLocked calls C_Finalize and starts a new epoch. The caller holds
+// m.mu, so no Token is inside a call.
+func (m *module) finalizeLocked() error {
+	if !m.initialized {
+		return nil
+	}
+	err := m.lib.Finalize()
+	m.initialized = false
+	m.epoch++
+	return ckr("C_Finalize", err)
+}
+
+// reinit finalizes and initializes the module again, as recovery from a
+// device error, unless that already happened after epoch seen. It returns
+// the C_Initialize error, if any.
+func (m *module) reinit(seen uint64) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.initialized && m.epoch == seen {
+		_ = m.finalizeLocked() // the device is failing: its answer says nothing
+	}
+	return m.initializeLocked()
+}
+
+// release drops a reference; the last one finalizes the module. The
+// library stays loaded: dlclose of PKCS#11 modules has crashed in the field
+// (SoftHSM2 destructors), and a later openModule reuses it.
+func (m *module) release() error {
+	modules.Lock()
+	defer modules.Unlock()
+	m.refs--
+	if m.refs > 0 {
+		return nil
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	err := m.finalizeLocked()
+	if err != nil && !errors.Is(err, pkcs11.Error(pkcs11.CKR_CRYPTOKI_NOT_INITIALIZED)) {
+		return err
+	}
+	return nil
+}

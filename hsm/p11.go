@@ -1,0 +1,28 @@
+package hsm
+
+import "github.com/miekg/pkcs11"
+
+// p11 is the subset of *pkcs11.Ctx this package calls. Keeping it narrow
+// lets fault-injection tests wrap the real module with a fake that fails
+// chosen calls (see letsencrypt/boulder pkcs11helpers.PKCtx).
+type p11 interface {
+	Initialize(opts ...pkcs11.InitializeOption) error
+	Finalize() error
+	GetSlotList(tokenPresent bool) ([]uint, error)
+	GetTokenInfo(slotID uint) (pkcs11.TokenInfo, error)
+	OpenSession(slotID uint, flags uint) (pkcs11.SessionHandle, error)
+	CloseSession(sh pkcs11.SessionHandle) error
+	GetSessionInfo(sh pkcs11.SessionHandle) (pkcs11.SessionInfo, error)
+	Login(sh pkcs11.SessionHandle, userType uint, pin string) error
+	FindObjectsInit(sh pkcs11.SessionHandle, temp []*pkcs11.Attribute) error
+	FindObjects(sh pkcs11.SessionHandle, max int) ([]pkcs11.ObjectHandle, bool, error)
+	FindObjectsFinal(sh pkcs11.SessionHandle) error
+	GetAttributeValue(sh pkcs11.SessionHandle, o pkcs11.ObjectHandle, a []*pkcs11.Attribute) ([]*pkcs11.Attribute, error)
+	GenerateKeyPair(sh pkcs11.SessionHandle, m []*pkcs11.Mechanism, public, private []*pkcs11.Attribute) (pkcs11.ObjectHandle, pkcs11.ObjectHandle, error)
+	CreateObject(sh pkcs11.SessionHandle, temp []*pkcs11.Attribute) (pkcs11.ObjectHandle, error)
+	DestroyObject(sh pkcs11.SessionHandle, oh pkcs11.ObjectHandle) error
+	SignInit(sh pkcs11.SessionHandle, m []*pkcs11.Mechanism, o pkcs11.ObjectHandle) error
+	Sign(sh pkcs11.SessionHandle, message []byte) ([]byte, error)
+}
+
+var _ p11 = (*pkcs11.Ctx)(nil)

@@ -1,0 +1,115 @@
+#!/usr/bin/env bash
+# demo.sh — `make demo`: a working signd on this machine in one command.
+#
+# Installs SoftHSM2 and OpenSSL when missing (apt-get; root or sudo), builds
+# bin/signd, creates under ./var a SoftHSM2 token, a config, a demo user, a
+# demo OAuth client and a signing credential enrolled with a development CA,
+# then starts the daemon in the foreground. Running it again reuses all of it.
+# Everything lives in ./var; `rm -rf var` starts over.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$(pwd)
+var=$root/var
+bin=$root/bin/signd
+
+say() { printf '\033[1m==> %s\033[0m\n' "$*" >&2; }
+randsecret() { openssl rand -base64 "$1" | tr -d '/+=\n' | cut -c1-"$2"; }
+
+# 1. Packages.
+need=()
+[ -e /usr/lib/softhsm/libsofthsm2.so ] && command -v softhsm2-util >/dev/null 2>&1 || need+=(softhsm2)
+command -v openssl >/dev/null 2>&1 || need+=(openssl)
+command -v gcc >/dev/null 2>&1 || need+=(gcc)
+if [ ${#need[@]} -gt 0 ]; then
+  say "installing ${need[*]}"
+  sudo=""
+  [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${need[@]}"
+fi
+command -v go >/dev/null 2>&1 || { echo "demo.sh: Go is not installed (https://go.dev/dl/)" >&2; exit 1; }
+
+# 2. Build.
+say "building bin/signd"
+make -s build
+
+# 3. Token and PINs (generated once, kept in ./var, mode 0600).
+mkdir -p "$var"
+chmod 0700 "$var"
+umask 077
+[ -s "$var/pkcs11.pin" ] || randsecret 24 16 >"$var/pkcs11.pin"
+[ -s "$var/pkcs11-so.pin" ] || randsecret 24 16 >"$var/pkcs11-so.pin"
+say "SoftHSM2 token 'signd' in var/softhsm"
+conf_line=$(SOFTHSM_USER_PIN=$(cat "$var/pkcs11.pin") SOFTHSM_SO_PIN=$(cat "$var/pkcs11-so.pin") \
+  softhsm-test/init-token.sh "$var/softhsm" signd)
+export "${conf_line?}"
+
+# 4. Config.
+cfg=$var/signd.yaml
+if [ ! -s "$cfg" ]; then
+  cat >"$cfg" <<YAML
+# signd demo configuration (made by make demo). See README for every key.
+server:
+  listen: 127.0.0.1:8443
+  base_url: http://127.0.0.1:8443
+  admin_socket: $var/signd.sock
+store:
+  path: $var/signd.db
+pkcs11:
+  module: /usr/lib/softhsm/libsofthsm2.so
+  token_label: signd
+  pin_file: $var/pkcs11.pin
+log:
+  format: text
+YAML
+fi
+signd() { "$bin" --config "$cfg" "$@"; }
+
+# 5. Demo user.
+[ -s "$var/demo-password" ] || randsecret 24 16 >"$var/demo-password"
+[ -s "$var/demo-pin" ] || printf '%06d\n' $(( $(od -An -N4 -tu4 /dev/urandom) % 1000000 )) >"$var/demo-pin"
+if ! signd user show demo >/dev/null 2>&1; then
+  say "creating user demo"
+  signd user add demo --password-file "$var/demo-password" --pin-file "$var/demo-pin" \
+    --email demo@example.test --email-verified >/dev/null
+fi
+
+# 6. Demo client.
+if ! signd client show demo-client >/dev/null 2>&1; then
+  say "registering client demo-client"
+  [ -s "$var/demo-client.secret" ] || randsecret 64 43 >"$var/demo-client.secret"
+  signd client add demo-client --name "signd demo client" \
+    --redirect-uri http://127.0.0.1:9000/callback --secret-file "$var/demo-client.secret" \
+    --scope service --scope credential --scope openid --scope email >/dev/null
+fi
+
+# 7. Credential.
+cred=$(signd credential list --user demo 2>/dev/null | awk '$3 == "enabled" {print $1; exit}')
+if [ -z "$cred" ]; then
+  say "enrolling a signing key for demo (development CA in var/dev-ca)"
+  cred=$(scripts/enroll-key.sh --config "$cfg" --signd "$bin" --user demo --dev-ca "$var/dev-ca" \
+    --subject "CN=Demo User,O=signd demo,C=NL" | tail -n 1)
+fi
+
+cat >&2 <<INFO
+
+signd demo is set up (everything under ./var; rm -rf var to start over).
+
+  user           demo
+  password       $(cat "$var/demo-password")
+  signing PIN    $(cat "$var/demo-pin")
+  client_id      demo-client
+  client_secret  $(cat "$var/demo-client.secret")
+  redirect_uri   http://127.0.0.1:9000/callback
+  credential     $cred
+
+Try, in another terminal (the CLI talks to the running daemon over var/signd.sock):
+  curl -s http://127.0.0.1:8443/healthz
+  curl -s http://127.0.0.1:8443/readyz
+  export SOFTHSM2_CONF=$SOFTHSM2_CONF
+  bin/signd --config var/signd.yaml credential show $cred
+  bin/signd --config var/signd.yaml user show demo
+
+Starting signd in the foreground (Ctrl-C stops it).
+INFO
+exec "$bin" --config "$cfg" serve

@@ -1,0 +1,182 @@
+package bolt
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"go.etcd.io/bbolt"
+	bberrors "go.etcd.io/bbolt/errors"
+
+	"github.com/signd/signd/store"
+)
+
+// schemaVersion is the version of the file layout described in doc.go.
+const schemaVersion = 1
+
+// DefaultTimeout is how long Open waits for another holder of the file to
+// let go when Options.Timeout is zero.
+const DefaultTimeout = 5 * time.Second
+
+// fileMode is the mode of a newly created database file.
+const fileMode = 0o600
+
+// Bucket names, one per kind of record.
+const (
+	bucketMeta         = "meta"
+	bucketUsers        = "users"
+	bucketProofs       = "proofs"
+	bucketClients      = "clients"
+	bucketCredentials  = "credentials"
+	bucketCredsByOwner = "credentials_by_owner"
+
+	metaSchemaVersion = "schema_version"
+)
+
+// bucketNames is the registry of buckets Open creates. A new kind of record
+// (auth codes, tokens, SAD, audit log) adds its bucket here; existing files
+// get it at their next Open, so a new bucket alone needs no schema bump.
+func bucketNames() []string {
+	return []string{
+		bucketMeta,
+		bucketUsers,
+		bucketProofs,
+		bucketClients,
+		bucketCredentials,
+		bucketCredsByOwner,
+	}
+}
+
+// migrate upgrades a file from version from to schemaVersion, one version at
+// a time. It runs after every bucket in bucketNames exists.
+func migrate(_ *bbolt.Tx, from int) error {
+	for v := from; v < schemaVersion; v++ {
+		switch v {
+		case 0: // a new, empty file: creating the buckets was all it needed
+		default:
+			return fmt.Errorf("no migration from schema version %d", v)
+		}
+	}
+	return nil
+}
+
+// Options configure Open.
+type Options struct {
+	// Timeout is how long to wait for the file lock; zero or negative means
+	// DefaultTimeout (bbolt's own zero would wait forever).
+	Timeout time.Duration
+	// Now is the clock for CreatedAt/UpdatedAt; nil means time.Now.
+	Now func() time.Time
+}
+
+// DB is a bbolt-backed store.Store. It is safe for concurrent use.
+type DB struct {
+	db   *bbolt.DB
+	path string
+	now  func() time.Time
+}
+
+var _ store.Store = (*DB)(nil)
+
+// Open opens or creates the database file at path (mode 0600 when created;
+// the mode of an existing file is left alone). The parent directory must
+// exist. If another process (or another DB in this one) holds the file, Open
+// fails after opts.Timeout with an error wrapping store.ErrLocked that names
+// the file; a file written by a newer signd fails with store.ErrSchemaTooNew.
+// A new or older file is brought to the current schema.
+func Open(path string, opts Options) (*DB, error) {
+	dir := filepath.Dir(path)
+	if fi, err := os.Stat(dir); err != nil {
+		return nil, fmt.Errorf("store: open %s: directory %s: %w", path, dir, err)
+	} else if !fi.IsDir() {
+		return nil, fmt.Errorf("store: open %s: %s is not a directory", path, dir)
+	}
+	timeout := opts.Timeout
+	if timeout <= 0 {
+		timeout = DefaultTimeout
+	}
+	now := opts.Now
+	if now == nil {
+		now = time.Now
+	}
+	bdb, err := bbolt.Open(path, fileMode, &bbolt.Options{Timeout: timeout})
+	if errors.Is(err, bberrors.ErrTimeout) {
+		return nil, fmt.Errorf("%w: %s is held by another process, waited %s (is signd serve running?)", store.ErrLocked, path, timeout)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("store: open %s: %w", path, err)
+	}
+	if err := bdb.Update(func(btx *bbolt.Tx) error { return upgrade(btx, path) }); err != nil {
+		_ = bdb.Close()
+		return nil, err
+	}
+	return &DB{db: bdb, path: path, now: now}, nil
+}
+
+// upgrade refuses a newer schema, creates missing buckets and migrates an
+// older file, all in the one write transaction of Open.
+func upgrade(btx *bbolt.Tx, path string) error {
+	version := 0
+	if meta := btx.Bucket([]byte(bucketMeta)); meta != nil {
+		if v := meta.Get([]byte(metaSchemaVersion)); v != nil {
+			n, err := strconv.Atoi(string(v))
+			if err != nil || n < 0 {
+				return fmt.Errorf("store: open %s: bad schema version %q", path, v)
+			}
+			version = n
+		}
+	}
+	if version > schemaVersion {
+		return fmt.Errorf("%w: %s has schema version %d, this signd supports up to %d (upgrade signd)",
+			store.ErrSchemaTooNew, path, version, schemaVersion)
+	}
+	for _, name := range bucketNames() {
+		if _, err := btx.CreateBucketIfNotExists([]byte(name)); err != nil {
+			return fmt.Errorf("store: open %s: bucket %s: %w", path, name, err)
+		}
+	}
+	if version == schemaVersion {
+		return nil
+	}
+	if err := migrate(btx, version); err != nil {
+		return fmt.Errorf("store: open %s: migrate schema %d to %d: %w", path, version, schemaVersion, err)
+	}
+	meta := btx.Bucket([]byte(bucketMeta))
+	return meta.Put([]byte(metaSchemaVersion), []byte(strconv.Itoa(schemaVersion)))
+}
+
+// Path returns the file the DB was opened on.
+func (db *DB) Path() string { return db.path }
+
+// View runs fn in a read-only transaction; see store.Store.
+func (db *DB) View(ctx context.Context, fn func(store.Tx) error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	return db.db.View(func(btx *bbolt.Tx) error {
+		return fn(&tx{btx: btx, now: db.now})
+	})
+}
+
+// Update runs fn in one write transaction; see store.Store. bbolt serializes
+// write transactions and rolls back on error or panic.
+func (db *DB) Update(ctx context.Context, fn func(store.Tx) error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	return db.db.Update(func(btx *bbolt.Tx) error {
+		return fn(&tx{btx: btx, now: db.now})
+	})
+}
+
+// Close closes the file, waiting for running transactions.
+func (db *DB) Close() error {
+	if err := db.db.Close(); err != nil {
+		return fmt.Errorf("store: close %s: %w", db.path, err)
+	}
+	return nil
+}

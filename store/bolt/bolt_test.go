@@ -1,0 +1,297 @@
+package bolt_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"go.etcd.io/bbolt"
+
+	"github.com/signd/signd/store"
+	"github.com/signd/signd/store/bolt"
+	"github.com/signd/signd/store/storetest"
+)
+
+// mustOpen opens a fresh database file in t.TempDir and closes it when the
+// test ends.
+func mustOpen(t testing.TB, opts bolt.Options) *bolt.DB {
+	t.Helper()
+	db, err := bolt.Open(filepath.Join(t.TempDir(), "signd.db"), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := db.Close(); err != nil {
+			t.Error(err)
+		}
+	})
+	return db
+}
+
+func TestConformance(t *testing.T) {
+	storetest.Run(t, func(t *testing.T) store.Store { return mustOpen(t, bolt.Options{}) })
+}
+
+func TestConformanceClock(t *testing.T) {
+	storetest.RunClock(t, func(t *testing.T, now func() time.Time) store.Store {
+		return mustOpen(t, bolt.Options{Now: now})
+	})
+}
+
+func TestFileMode(t *testing.T) {
+	db := mustOpen(t, bolt.Options{})
+	fi, err := os.Stat(db.Path())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := fi.Mode().Perm(); got != 0o600 {
+		t.Errorf("mode %v, want 0600", got)
+	}
+}
+
+func TestOpenLocked(t *testing.T) {
+	db := mustOpen(t, bolt.Options{})
+	// bbolt takes an exclusive flock(2) on its own open file description, so
+	// a second Open in the same process conflicts just as another process
+	// would.
+	const timeout = 200 * time.Millisecond
+	start := time.Now()
+	second, err := bolt.Open(db.Path(), bolt.Options{Timeout: timeout})
+	elapsed := time.Since(start)
+	if err == nil {
+		_ = second.Close()
+		t.Fatal("second Open of a held file succeeded")
+	}
+	if !errors.Is(err, store.ErrLocked) {
+		t.Errorf("error %v does not wrap ErrLocked", err)
+	}
+	if !strings.Contains(err.Error(), db.Path()) {
+		t.Errorf("error %q does not name %s", err, db.Path())
+	}
+	if elapsed < timeout/2 || elapsed > timeout+2*time.Second {
+		t.Errorf("second Open gave up after %v, timeout %v", elapsed, timeout)
+	}
+	t.Log(err)
+
+	// Once the first holder closes, the file opens again.
+	path := db.Path()
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	again, err := bolt.Open(path, bolt.Options{Timeout: timeout})
+	if err != nil {
+		t.Fatalf("Open after Close: %v", err)
+	}
+	// mustOpen's cleanup closes db a second time; bbolt allows that.
+	if err := again.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestOpenMissingDirectory(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "no-such-dir", "signd.db")
+	db, err := bolt.Open(path, bolt.Options{})
+	if err == nil {
+		_ = db.Close()
+		t.Fatal("Open in a missing directory succeeded")
+	}
+	if !strings.Contains(err.Error(), path) {
+		t.Errorf("error %q does not name %s", err, path)
+	}
+	if _, statErr := os.Stat(filepath.Dir(path)); !os.IsNotExist(statErr) {
+		t.Errorf("Open created the directory (stat: %v)", statErr)
+	}
+}
+
+func TestOpenNotABoltFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "signd.db")
+	if err := os.WriteFile(path, []byte(strings.Repeat("not a database ", 1000)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	db, err := bolt.Open(path, bolt.Options{})
+	if err == nil {
+		_ = db.Close()
+		t.Fatal("Open of a non-bbolt file succeeded")
+	}
+	if !strings.Contains(err.Error(), path) {
+		t.Errorf("error %q does not name %s", err, path)
+	}
+}
+
+// rawVersion reads meta/schema_version with bbolt directly.
+func rawVersion(t *testing.T, path string) string {
+	t.Helper()
+	raw, err := bbolt.Open(path, 0o600, &bbolt.Options{Timeout: time.Second, ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	var v string
+	if err := raw.View(func(tx *bbolt.Tx) error {
+		if b := tx.Bucket([]byte("meta")); b != nil {
+			v = string(b.Get([]byte("schema_version")))
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+// rawUpdate edits a closed database file with bbolt directly.
+func rawUpdate(t *testing.T, path string, fn func(tx *bbolt.Tx) error) {
+	t.Helper()
+	raw, err := bbolt.Open(path, 0o600, &bbolt.Options{Timeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	if err := raw.Update(fn); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestSchema(t *testing.T) {
+	setVersion := func(v string) func(tx *bbolt.Tx) error {
+		return func(tx *bbolt.Tx) error {
+			b, err := tx.CreateBucketIfNotExists([]byte("meta"))
+			if err != nil {
+				return err
+			}
+			return b.Put([]byte("schema_version"), []byte(v))
+		}
+	}
+	tests := []struct {
+		name        string
+		prepare     func(tx *bbolt.Tx) error // nil: no file before Open
+		wantErr     error                    // nil: Open succeeds
+		wantInError []string
+		wantVersion string // version on disk afterwards
+	}{
+		{name: "new file", wantVersion: "1"},
+		{name: "empty bbolt file (version 0)", prepare: func(*bbolt.Tx) error { return nil }, wantVersion: "1"},
+		{name: "explicit version 0", prepare: setVersion("0"), wantVersion: "1"},
+		{name: "current version", prepare: setVersion("1"), wantVersion: "1"},
+		{
+			name: "newer version", prepare: setVersion("99"), wantErr: store.ErrSchemaTooNew,
+			wantInError: []string{"99", "up to 1", "signd.db"}, wantVersion: "99",
+		},
+		{
+			name: "garbage version", prepare: setVersion("one"), wantErr: errors.New("any"),
+			wantInError: []string{"schema version", "signd.db"}, wantVersion: "one",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "signd.db")
+			if tt.prepare != nil {
+				rawUpdate(t, path, tt.prepare)
+			}
+			db, err := bolt.Open(path, bolt.Options{})
+			switch {
+			case tt.wantErr == nil && err != nil:
+				t.Fatalf("Open: %v", err)
+			case tt.wantErr == nil:
+				// Every registered bucket exists and the store works.
+				if err := db.Update(context.Background(), func(tx store.Tx) error {
+					_, err := tx.Credentials("", "", 0)
+					return err
+				}); err != nil {
+					t.Error(err)
+				}
+				if err := db.Close(); err != nil {
+					t.Fatal(err)
+				}
+			case err == nil:
+				_ = db.Close()
+				t.Fatal("Open succeeded")
+			default:
+				if tt.wantErr == store.ErrSchemaTooNew && !errors.Is(err, store.ErrSchemaTooNew) {
+					t.Errorf("error %v does not wrap ErrSchemaTooNew", err)
+				}
+				for _, s := range tt.wantInError {
+					if !strings.Contains(err.Error(), s) {
+						t.Errorf("error %q does not mention %q", err, s)
+					}
+				}
+				t.Log(err)
+			}
+			if got := rawVersion(t, path); got != tt.wantVersion {
+				t.Errorf("schema_version on disk = %q, want %q", got, tt.wantVersion)
+			}
+		})
+	}
+}
+
+func TestReopenPreservesData(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "signd.db")
+	db, err := bolt.Open(path, bolt.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hash, err := store.HashPassword(store.Argon2Params{Time: 1, MemoryKiB: 64, Threads: 1, KeyLen: 32, SaltLen: 16}, []byte("pw"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = db.Update(ctx, func(tx store.Tx) error {
+		if err := tx.CreateUser(&store.User{ID: "u1", Username: "alice", Status: store.UserActive, PasswordHash: hash}); err != nil {
+			return err
+		}
+		if err := tx.PutProof("alice", store.Proof{ProofRef: store.ProofRef{ID: "p", ContentType: store.ProofPNG}, Content: []byte("png")}); err != nil {
+			return err
+		}
+		if err := tx.CreateClient(&store.Client{ID: "rp", SecretHash: store.HashSecret("s"), RedirectURIs: []string{"https://rp/cb"}}); err != nil {
+			return err
+		}
+		return tx.CreateCredential(&store.Credential{
+			ID: "c1", Owner: "alice", KeyID: []byte{1, 2, 3}, Algorithm: store.AlgRSA3072, KeyBits: 3072,
+			Status: store.CredentialEnabled, Chain: [][]byte{{0x30, 0x82}},
+		})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	db = mustReopen(t, path)
+	err = db.View(ctx, func(tx store.Tx) error {
+		u, err := tx.User("alice")
+		if err != nil {
+			return err
+		}
+		if ok, err := store.CheckPassword(u.PasswordHash, []byte("pw")); !ok || err != nil {
+			t.Errorf("password after reopen: %v %v", ok, err)
+		}
+		if p, err := tx.Proof("alice", "p"); err != nil || string(p.Content) != "png" {
+			t.Errorf("proof after reopen: %v %v", p, err)
+		}
+		if c, err := tx.Client("rp"); err != nil || !store.CheckSecret(c.SecretHash, "s") {
+			t.Errorf("client after reopen: %v %v", c, err)
+		}
+		cs, err := tx.Credentials("alice", "", 0)
+		if err != nil || len(cs) != 1 || cs[0].ID != "c1" || cs[0].KeyBits != 3072 || string(cs[0].KeyID) != "\x01\x02\x03" {
+			t.Errorf("credentials after reopen: %+v %v", cs, err)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func mustReopen(t *testing.T, path string) *bolt.DB {
+	t.Helper()
+	db, err := bolt.Open(path, bolt.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = db.Close() })
+	return db
+}

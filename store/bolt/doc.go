@@ -1,0 +1,44 @@
+// Package bolt is the embedded store backend: a single bbolt file that
+// implements store.Store.
+//
+// It owns the on-disk format and nothing else: validation, hashing and the
+// record types belong to package store, and callers see only store.Tx.
+//
+// # File layout
+//
+// One bucket per kind of record, all created by Open (see bucketNames):
+//
+//	meta                  "schema_version" → decimal ASCII (schemaVersion)
+//	users                 username → JSON userRecord
+//	proofs                username 0x00 proof ID → raw proof content
+//	clients               client ID → JSON clientRecord
+//	credentials           credential ID → JSON credentialRecord
+//	credentials_by_owner  owner 0x00 credential ID → empty (owner index)
+//
+// Records are JSON so the file can be inspected with `bbolt get`; their
+// on-disk shape is the unexported *Record types in records.go, decoupled from
+// the store types so that changing a Go field never silently changes the file
+// format. Proof content is stored raw (up to 10 MiB; base64 in JSON would add
+// a third). Usernames and IDs cannot contain 0x00 (validation refuses it), so
+// composite keys are unambiguous, and listing one owner's credentials is a
+// cursor Seek to "owner 0x00 after" followed by Next while the prefix
+// matches: its cost depends on the page size, not on how many credentials
+// other users hold.
+//
+// # Schema
+//
+// meta/schema_version is the version of this layout. Open creates missing
+// buckets, upgrades an older file to schemaVersion in the same write
+// transaction, and refuses a newer file with store.ErrSchemaTooNew instead of
+// misreading it. A change to the layout that old code would misread bumps
+// schemaVersion and adds a migration.
+//
+// # Caveats
+//
+// bbolt's byte slices are valid only for the life of a transaction; every
+// record handed out is decoded (JSON) or copied, never aliased. bbolt holds
+// an exclusive flock on the file, so a second Open (by another process, or by
+// this one) waits Options.Timeout and then fails with store.ErrLocked. Only
+// one write transaction runs at a time; a View or Update must not call
+// Update on the same DB (it would deadlock).
+package bolt

@@ -1,0 +1,29 @@
+// Package store owns signd's persistence: the typed records (users, OAuth
+// clients, signing credentials, identity proofs), the transaction-shaped
+// [Store] and [Tx] contract every backend implements, the sentinel errors,
+// record validation, and the hashing of stored secrets (argon2id for
+// passwords and signing PINs, SHA-256 for high-entropy client secrets).
+//
+// It knows nothing of HTTP, OAuth, OIDC, CSC or PKCS#11, and imports no other
+// signd package. Backends live in subpackages (store/bolt is the embedded
+// default); store/storetest is the conformance suite every backend must pass.
+//
+// # Contract
+//
+//   - All reads and writes happen inside [Store.View] or [Store.Update]. An
+//     Update is one atomic, serialized write transaction: either every write
+//     made by its function is committed, or (on error or panic) none is. That
+//     is what later consumers rely on to consume single-use values (auth
+//     codes, SAD) exactly once.
+//   - Records returned by a [Tx] are copies owned by the caller; they stay
+//     valid after the transaction ends and mutating them changes nothing
+//     stored.
+//   - Create* fails with [ErrAlreadyExists] for an existing key; Put* and
+//     Delete* fail with [ErrNotFound] for a missing one; every write inside
+//     View fails with [ErrReadOnly]; records that fail validation are refused
+//     with an error wrapping [ErrInvalid].
+//   - The store sets CreatedAt (on create) and UpdatedAt (on every write) from
+//     its injected clock; values the caller puts there are ignored.
+//   - Secrets are never stored in the clear: only argon2id PHC strings
+//     ([HashPassword], [Hasher]) and SHA-256 fingerprints ([HashSecret]).
+package store

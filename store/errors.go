@@ -1,0 +1,30 @@
+package store
+
+import "errors"
+
+// Sentinel errors of every store backend. Backends wrap them with detail
+// (fmt.Errorf("%w: ...", ErrX)); callers test with errors.Is.
+var (
+	// ErrNotFound is returned when the record asked for (or the record a Put
+	// or Delete should replace) does not exist.
+	ErrNotFound = errors.New("store: not found")
+
+	// ErrAlreadyExists is returned by a Create of a key that is taken.
+	ErrAlreadyExists = errors.New("store: already exists")
+
+	// ErrReadOnly is returned by every write attempted inside View.
+	ErrReadOnly = errors.New("store: write in a read-only transaction")
+
+	// ErrInvalid is returned, wrapped with the reason, for a record that fails
+	// validation (empty username, unknown status, relative redirect URI, ...).
+	ErrInvalid = errors.New("store: invalid record")
+
+	// ErrLocked is returned by a backend's Open when another process holds the
+	// database file. The wrapping error names the file.
+	ErrLocked = errors.New("store: database file is locked")
+
+	// ErrSchemaTooNew is returned by a backend's Open when the database was
+	// written by a newer signd with a schema version this build does not
+	// know. The wrapping error names both versions.
+	ErrSchemaTooNew = errors.New("store: schema version too new")
+)

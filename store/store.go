@@ -1,0 +1,73 @@
+package store
+
+import "context"
+
+// Tx is one transaction. Inside View, every write returns ErrReadOnly.
+// Returned records are copies: safe to keep after the transaction ends (bbolt
+// bytes are not). A Tx must not be used after the function it was passed to
+// returns, nor from another goroutine.
+//
+// Later issues add methods for authorization codes, tokens, SAD and the audit
+// log here, so that consuming a code or SAD and writing its audit entry happen
+// in one write transaction.
+type Tx interface {
+	// User returns the user with that username, or ErrNotFound.
+	User(username string) (*User, error)
+	// Users returns every user, sorted by username.
+	Users() ([]User, error)
+	// CreateUser validates and stores a new user (ErrAlreadyExists if the
+	// username is taken). It sets u.CreatedAt and u.UpdatedAt.
+	CreateUser(u *User) error
+	// PutUser replaces an existing user (ErrNotFound if absent). ID and
+	// CreatedAt cannot change, and Proofs keeps the stored list; u is updated
+	// to what was stored.
+	PutUser(u *User) error
+	// PutProof stores a proof document of an existing user, replacing one with
+	// the same ID, and records its ProofRef in User.Proofs. The store computes
+	// Size and SHA256 (non-zero values given must match the content). Content
+	// must be 1 byte to MaxProofSize and of a Proof* content type.
+	PutProof(username string, p Proof) error
+	// Proof returns one proof document of a user, or ErrNotFound.
+	Proof(username, id string) (*Proof, error)
+
+	// Client returns the client with that ID, or ErrNotFound.
+	Client(id string) (*Client, error)
+	// Clients returns every client, sorted by ID.
+	Clients() ([]Client, error)
+	// CreateClient validates and stores a new client (ErrAlreadyExists if the
+	// ID is taken). It sets c.CreatedAt and c.UpdatedAt.
+	CreateClient(c *Client) error
+	// PutClient replaces an existing client (ErrNotFound if absent);
+	// CreatedAt is kept.
+	PutClient(c *Client) error
+	// DeleteClient removes a client, or returns ErrNotFound.
+	DeleteClient(id string) error
+
+	// Credential returns the credential with that ID, or ErrNotFound.
+	Credential(id string) (*Credential, error)
+	// CreateCredential validates and stores a new credential and its owner
+	// index entry. The owner must exist (ErrInvalid otherwise).
+	CreateCredential(c *Credential) error
+	// PutCredential replaces an existing credential (ErrNotFound if absent)
+	// and moves the owner index entry if Owner changed. KeyID, Algorithm,
+	// KeyBits and CreatedAt cannot change.
+	PutCredential(c *Credential) error
+	// Credentials lists credentials in credential-ID order. owner == "" lists all
+	// (full scan, admin only); otherwise a cursor range over the owner index.
+	// after: exclusive start ID ("" = from the beginning); limit <= 0 = no limit.
+	// An owner without credentials (or unknown) gives an empty list.
+	Credentials(owner, after string, limit int) ([]Credential, error)
+}
+
+// Store is a transactional record store.
+type Store interface {
+	// View runs fn in a read-only transaction. It returns ctx.Err() without
+	// calling fn if ctx is already done.
+	View(ctx context.Context, fn func(Tx) error) error
+	// Update runs fn in one write transaction; fn's error rolls everything back
+	// (and so does a panic, which Update re-panics). Updates are serialized.
+	// It returns ctx.Err() without calling fn if ctx is already done.
+	Update(ctx context.Context, fn func(Tx) error) error
+	// Close releases the store. Transactions in progress finish first.
+	Close() error
+}

@@ -1,0 +1,272 @@
+package storetest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"reflect"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/signd/signd/store"
+)
+
+// Run runs the conformance suite against a fresh store per subtest. open must
+// return a new, empty store that stamps records with the wall clock
+// (time.Now) and register its Close with t.Cleanup.
+func Run(t *testing.T, open func(t *testing.T) store.Store) {
+	tests := []struct {
+		name string
+		fn   func(t *testing.T, s store.Store)
+	}{
+		{"Users", testUsers},
+		{"Clients", testClients},
+		{"Credentials", testCredentials},
+		{"Proofs", testProofs},
+		{"ReadOnly", testReadOnly},
+		{"RollbackOnError", testRollbackOnError},
+		{"RollbackOnPanic", testRollbackOnPanic},
+		{"Copies", testCopies},
+		{"OwnerIndex", testOwnerIndex},
+		{"OwnerIndexPaging", testOwnerIndexPaging},
+		{"OwnerChange", testOwnerChange},
+		{"AllCredentialsPaging", testAllCredentialsPaging},
+		{"WallClockTimestamps", testWallClockTimestamps},
+		{"InvalidUsers", testInvalidUsers},
+		{"InvalidClients", testInvalidClients},
+		{"InvalidCredentials", testInvalidCredentials},
+		{"InvalidProofs", testInvalidProofs},
+		{"ConcurrentUpdates", testConcurrentUpdates},
+		{"CanceledContext", testCanceledContext},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) { tt.fn(t, open(t)) })
+	}
+}
+
+// RunClock runs the tests that need to control the store's clock. open must
+// return a fresh store whose CreatedAt/UpdatedAt come from now.
+func RunClock(t *testing.T, open func(t *testing.T, now func() time.Time) store.Store) {
+	tests := []struct {
+		name string
+		fn   func(t *testing.T, s store.Store, c *clock)
+	}{
+		{"Timestamps", testTimestamps},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := &clock{t: time.Date(2030, 1, 2, 3, 4, 5, 6, time.UTC)}
+			tt.fn(t, open(t, c.Now), c)
+		})
+	}
+}
+
+// clock is a settable clock, safe for concurrent use.
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *clock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = c.t.Add(d)
+}
+
+// Fixtures.
+
+// lowArgon2 keeps hashing cheap in tests; production uses
+// store.DefaultArgon2Params.
+func lowArgon2() store.Argon2Params {
+	return store.Argon2Params{Time: 1, MemoryKiB: 64, Threads: 1, KeyLen: 32, SaltLen: 16}
+}
+
+func mustHash(t *testing.T, secret string) string {
+	t.Helper()
+	h, err := store.HashPassword(lowArgon2(), []byte(secret))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
+func mustID(t *testing.T) string {
+	t.Helper()
+	id, err := store.NewID()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return id
+}
+
+func newUser(t *testing.T, username string) *store.User {
+	t.Helper()
+	return &store.User{
+		ID:            mustID(t),
+		Username:      username,
+		Status:        store.UserActive,
+		PasswordHash:  mustHash(t, "correct horse"),
+		PINHash:       mustHash(t, "123456"),
+		TOTPSecret:    "JBSWY3DPEHPK3PXP",
+		Email:         username + "@example.com",
+		EmailVerified: true,
+		Claims:        map[string]string{"given_name": "Ann", "birthdate": "1990-01-31"},
+	}
+}
+
+func newClient(id string) *store.Client {
+	return &store.Client{
+		ID:               id,
+		Name:             "Client " + id,
+		SecretHash:       store.HashSecret("secret-of-" + id),
+		RedirectURIs:     []string{"https://rp.example.com/cb", "com.example.app:/oauth"},
+		Scopes:           []string{"service", "credential", "openid"},
+		SectorIdentifier: "rp.example.com",
+		RequirePKCE:      true,
+	}
+}
+
+func newCredential(id, owner string) *store.Credential {
+	return &store.Credential{
+		ID:          id,
+		Owner:       owner,
+		KeyID:       []byte("key-" + id),
+		Label:       "label " + id,
+		Algorithm:   store.AlgRSA2048,
+		KeyBits:     2048,
+		Status:      store.CredentialPending,
+		Description: "test key",
+	}
+}
+
+// Helpers.
+
+func update(t *testing.T, s store.Store, fn func(tx store.Tx) error) {
+	t.Helper()
+	if err := s.Update(context.Background(), fn); err != nil {
+		t.Fatalf("Update: %v", err)
+	}
+}
+
+func view(t *testing.T, s store.Store, fn func(tx store.Tx) error) {
+	t.Helper()
+	if err := s.View(context.Background(), fn); err != nil {
+		t.Fatalf("View: %v", err)
+	}
+}
+
+func createUsers(t *testing.T, s store.Store, names ...string) {
+	t.Helper()
+	update(t, s, func(tx store.Tx) error {
+		for _, n := range names {
+			if err := tx.CreateUser(newUser(t, n)); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+func getUser(t *testing.T, s store.Store, username string) *store.User {
+	t.Helper()
+	var u *store.User
+	view(t, s, func(tx store.Tx) (err error) { u, err = tx.User(username); return err })
+	return u
+}
+
+func getCredential(t *testing.T, s store.Store, id string) *store.Credential {
+	t.Helper()
+	var c *store.Credential
+	view(t, s, func(tx store.Tx) (err error) { c, err = tx.Credential(id); return err })
+	return c
+}
+
+func listCredentials(t *testing.T, s store.Store, owner, after string, limit int) []store.Credential {
+	t.Helper()
+	var cs []store.Credential
+	view(t, s, func(tx store.Tx) (err error) { cs, err = tx.Credentials(owner, after, limit); return err })
+	return cs
+}
+
+func credentialIDs(cs []store.Credential) []string {
+	ids := make([]string, len(cs))
+	for i, c := range cs {
+		ids[i] = c.ID
+	}
+	return ids
+}
+
+func wantErr(t *testing.T, what string, err, want error) {
+	t.Helper()
+	if !errors.Is(err, want) {
+		t.Errorf("%s: got error %v, want %v", what, err, want)
+	}
+}
+
+// sameTimes reports whether two pairs of timestamps denote the same instants.
+func sameTimes(a1, a2, b1, b2 time.Time) bool { return a1.Equal(b1) && a2.Equal(b2) }
+
+// The equal* helpers compare records, treating times by instant and nil and
+// empty slices or maps alike; they return "" or a description of the
+// difference.
+
+func equalUser(got, want *store.User) string {
+	if !sameTimes(got.CreatedAt, got.UpdatedAt, want.CreatedAt, want.UpdatedAt) {
+		return fmt.Sprintf("timestamps %v/%v, want %v/%v", got.CreatedAt, got.UpdatedAt, want.CreatedAt, want.UpdatedAt)
+	}
+	g, w := *got, *want
+	for _, u := range []*store.User{&g, &w} {
+		u.CreatedAt, u.UpdatedAt = time.Time{}, time.Time{}
+		if len(u.Claims) == 0 {
+			u.Claims = nil
+		}
+		if len(u.Proofs) == 0 {
+			u.Proofs = nil
+		}
+	}
+	if !reflect.DeepEqual(g, w) {
+		return fmt.Sprintf("\n got %+v\nwant %+v", g, w)
+	}
+	return ""
+}
+
+func equalClient(got, want *store.Client) string {
+	if !sameTimes(got.CreatedAt, got.UpdatedAt, want.CreatedAt, want.UpdatedAt) {
+		return fmt.Sprintf("timestamps %v/%v, want %v/%v", got.CreatedAt, got.UpdatedAt, want.CreatedAt, want.UpdatedAt)
+	}
+	g, w := *got, *want
+	for _, c := range []*store.Client{&g, &w} {
+		c.CreatedAt, c.UpdatedAt = time.Time{}, time.Time{}
+		if len(c.Scopes) == 0 {
+			c.Scopes = nil
+		}
+	}
+	if !reflect.DeepEqual(g, w) {
+		return fmt.Sprintf("\n got %+v\nwant %+v", g, w)
+	}
+	return ""
+}
+
+func equalCredential(got, want *store.Credential) string {
+	if !sameTimes(got.CreatedAt, got.UpdatedAt, want.CreatedAt, want.UpdatedAt) {
+		return fmt.Sprintf("timestamps %v/%v, want %v/%v", got.CreatedAt, got.UpdatedAt, want.CreatedAt, want.UpdatedAt)
+	}
+	g, w := *got, *want
+	for _, c := range []*store.Credential{&g, &w} {
+		c.CreatedAt, c.UpdatedAt = time.Time{}, time.Time{}
+		if len(c.Chain) == 0 {
+			c.Chain = nil
+		}
+	}
+	if !reflect.DeepEqual(g, w) {
+		return fmt.Sprintf("\n got %+v\nwant %+v", g, w)
+	}
+	return ""
+}

@@ -1,0 +1,137 @@
+package store
+
+import "time"
+
+// UserStatus says whether a user may authenticate.
+type UserStatus string
+
+// User statuses.
+const (
+	UserActive   UserStatus = "active"
+	UserDisabled UserStatus = "disabled"
+)
+
+// User is a local account: login credentials, signing PIN, lockout state and
+// the identity attributes the OIDC provider releases.
+type User struct {
+	// ID is random and immutable (pairwise OIDC subjects derive from it); the
+	// caller sets it on create (see [NewID]). PutUser refuses to change it.
+	ID string
+	// Username is the primary key: 1–64 characters of [A-Za-z0-9._@-],
+	// compared byte for byte (case-sensitive).
+	Username string
+	Status   UserStatus
+	// PasswordHash is a PHC-encoded argon2id hash; "" means no password is
+	// set and password login is impossible.
+	PasswordHash string
+	// PINHash is a PHC-encoded argon2id hash; "" means no signing PIN.
+	PINHash string
+	// TOTPSecret is base32 (RFC 4648, padding optional); "" means no TOTP.
+	TOTPSecret      string
+	FailedPasswords int
+	PasswordLocked  bool
+	FailedPINs      int
+	PINLocked       bool
+	Email           string
+	EmailVerified   bool
+	// Claims holds identity attributes (given_name, birthdate, ...), keyed by
+	// claim name.
+	Claims map[string]string
+	// Proofs is metadata only and is maintained by Tx.PutProof: it must be
+	// empty on CreateUser, and PutUser keeps the stored list whatever the
+	// caller passes. Content is read with Tx.Proof.
+	Proofs []ProofRef
+	// CreatedAt and UpdatedAt are set by the store.
+	CreatedAt, UpdatedAt time.Time
+}
+
+// Proof content types accepted by Tx.PutProof; no other type is stored.
+const (
+	ProofJPEG = "image/jpeg"
+	ProofPNG  = "image/png"
+	ProofPDF  = "application/pdf"
+)
+
+// MaxProofSize is the largest proof document Tx.PutProof accepts, in bytes.
+const MaxProofSize = 10 << 20
+
+// ProofRef describes one proof document of a user.
+type ProofRef struct {
+	ID          string // 1–128 printable ASCII characters, no spaces
+	ContentType string // ProofJPEG, ProofPNG or ProofPDF
+	Size        int64  // content length in bytes; set by the store
+	SHA256      string // lowercase hex SHA-256 of the content; set by the store
+}
+
+// Proof is a proof document (scan of an identity document, ...) with its
+// content.
+type Proof struct {
+	ProofRef
+	Content []byte
+}
+
+// Client is a registered OAuth 2.0 / OIDC client.
+type Client struct {
+	ID           string   // 1–128 printable ASCII characters, no spaces
+	Name         string   // shown on the consent page
+	SecretHash   string   // HashSecret of the client secret; required
+	RedirectURIs []string // at least one; absolute, no fragment; matched exactly
+	Scopes       []string // scopes the client may request
+	// SectorIdentifier is the pairwise-subject sector; "" means the host of
+	// the redirect URIs.
+	SectorIdentifier string
+	RequirePKCE      bool
+	// CreatedAt and UpdatedAt are set by the store.
+	CreatedAt, UpdatedAt time.Time
+}
+
+// CredentialStatus is the life-cycle state of a signing credential.
+type CredentialStatus string
+
+// Credential statuses.
+const (
+	// CredentialPending: the key exists in the HSM but has no certificate yet
+	// (Chain must be empty).
+	CredentialPending CredentialStatus = "pending"
+	// CredentialEnabled: usable for signing (Chain must not be empty).
+	CredentialEnabled CredentialStatus = "enabled"
+	// CredentialDisabled: switched off by an admin.
+	CredentialDisabled CredentialStatus = "disabled"
+)
+
+// Credential algorithms and their key sizes.
+const (
+	AlgRSA2048 = "rsa-2048"
+	AlgRSA3072 = "rsa-3072"
+	AlgRSA4096 = "rsa-4096"
+)
+
+// AlgorithmKeyBits returns the key length in bits of a credential algorithm,
+// or 0 if alg is not one of AlgRSA2048, AlgRSA3072, AlgRSA4096.
+func AlgorithmKeyBits(alg string) int {
+	switch alg {
+	case AlgRSA2048:
+		return 2048
+	case AlgRSA3072:
+		return 3072
+	case AlgRSA4096:
+		return 4096
+	}
+	return 0
+}
+
+// Credential is a signing key pair held in the HSM plus its certificate chain.
+type Credential struct {
+	ID        string // 1–128 printable ASCII characters, no spaces (see NewID)
+	Owner     string // username of an existing user
+	KeyID     []byte // HSM CKA_ID, 1–64 bytes; immutable
+	Label     string // HSM CKA_LABEL
+	Algorithm string // AlgRSA2048, AlgRSA3072 or AlgRSA4096; immutable
+	KeyBits   int    // must match Algorithm
+	// Chain holds DER certificates, leaf first; empty while pending.
+	Chain       [][]byte
+	Status      CredentialStatus
+	Description string
+	// CreatedAt and UpdatedAt are set by the store.
+	CreatedAt, UpdatedAt time.Time
+}
