@@ -9,6 +9,17 @@
 // and ErrTokenUnavailable are "try again later", everything else is a
 // server error).
 //
+// # Keys
+//
+// GenerateRSA makes 2048-, 3072- or 4096-bit key pairs inside the token with
+// explicit templates: the private key is sensitive, never extractable and
+// can only sign. Key finds a private key by CKA_CLASS, CKA_KEY_TYPE and
+// CKA_ID (a certificate stored with ImportCertificate shares the ID), caches
+// its handle, and refuses keys that could not have been generated that way
+// (ErrKeyPolicy): keys imported from outside the token are accepted only
+// with Config.AllowImportedKeys, which exists for golden tests. Every
+// signature is verified with the public key before it is returned.
+//
 // # Sessions
 //
 // A Token holds one persistent logged-in session that is never lent out. It

@@ -153,6 +153,10 @@ func classify(err error) recovery {
 	return recoverNone
 }
 
+// errNotInitialized means the module is finalized: a re-initialization
+// failed. It is a device error, so the reconnect loop tries again.
+var errNotInitialized = &ckrError{fn: "module not initialized", code: pkcs11.CKR_CRYPTOKI_NOT_INITIALIZED}
+
 // errStaleModule means the module was finalized and initialized again (by
 // another Token's recovery) since this Token opened its sessions: every
 // session and object handle it holds is void and may even name another

@@ -473,3 +473,62 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 		time.Sleep(2 * time.Millisecond)
 	}
 }
+
+// TestRecoverDeviceCodes: every device-level code makes the token
+// unavailable and the reconnect brings it back.
+func TestRecoverDeviceCodes(t *testing.T) {
+	key := faultKey(t)
+	codes := []uint{
+		pkcs11.CKR_DEVICE_ERROR, pkcs11.CKR_DEVICE_REMOVED, pkcs11.CKR_TOKEN_NOT_PRESENT,
+		pkcs11.CKR_GENERAL_ERROR, pkcs11.CKR_CRYPTOKI_NOT_INITIALIZED,
+	}
+	for _, code := range codes {
+		name := ckrName(pkcs11.Error(code))
+		t.Run(name, func(t *testing.T) {
+			tok, fake := openFault(t, config(faultTok))
+			signAndVerify(t, tok, key.ID, key.Public)
+			fake.failOnce("SignInit", code)
+			_, err := tok.SignDigest(context.Background(), key.ID, crypto.SHA256, digestOf(crypto.SHA256, nil))
+			if !errors.Is(err, ErrTokenUnavailable) || ReturnCode(err) != name {
+				t.Fatalf("error %v, want ErrTokenUnavailable with %s", err, name)
+			}
+			waitFor(t, "reconnect", tok.Available)
+			signAndVerify(t, tok, key.ID, key.Public)
+		})
+	}
+}
+
+func TestClassify(t *testing.T) {
+	tests := []struct {
+		err  error
+		want recovery
+	}{
+		{nil, recoverNone},
+		{ErrKeyNotFound, recoverNone},
+		{errStaleModule, recoverLogin},
+		{errNotInitialized, recoverDevice},
+		{pkcs11.Error(pkcs11.CKR_SESSION_CLOSED), recoverSession},
+		{pkcs11.Error(pkcs11.CKR_SESSION_HANDLE_INVALID), recoverSession},
+		{pkcs11.Error(pkcs11.CKR_USER_NOT_LOGGED_IN), recoverLogin},
+		{pkcs11.Error(pkcs11.CKR_OBJECT_HANDLE_INVALID), recoverLogin},
+		{pkcs11.Error(pkcs11.CKR_KEY_HANDLE_INVALID), recoverLogin},
+		{pkcs11.Error(pkcs11.CKR_DEVICE_ERROR), recoverDevice},
+		{pkcs11.Error(pkcs11.CKR_DEVICE_REMOVED), recoverDevice},
+		{pkcs11.Error(pkcs11.CKR_TOKEN_NOT_PRESENT), recoverDevice},
+		{pkcs11.Error(pkcs11.CKR_GENERAL_ERROR), recoverDevice},
+		{pkcs11.Error(pkcs11.CKR_CRYPTOKI_NOT_INITIALIZED), recoverDevice},
+		{pkcs11.Error(pkcs11.CKR_PIN_INCORRECT), recoverPIN},
+		{pkcs11.Error(pkcs11.CKR_PIN_LOCKED), recoverPIN},
+		{pkcs11.Error(pkcs11.CKR_PIN_EXPIRED), recoverPIN},
+		{pkcs11.Error(pkcs11.CKR_PIN_INVALID), recoverPIN},
+		{pkcs11.Error(pkcs11.CKR_PIN_LEN_RANGE), recoverPIN},
+		{pkcs11.Error(pkcs11.CKR_FUNCTION_FAILED), recoverNone},
+		{discard(ckr("C_Sign", pkcs11.Error(pkcs11.CKR_SESSION_CLOSED))), recoverSession},
+		{fmt.Errorf("wrapped: %w", ckr("C_Sign", pkcs11.Error(pkcs11.CKR_KEY_HANDLE_INVALID))), recoverLogin},
+	}
+	for _, tt := range tests {
+		if got := classify(tt.err); got != tt.want {
+			t.Errorf("classify(%v) = %d, want %d", tt.err, got, tt.want)
+		}
+	}
+}

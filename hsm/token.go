@@ -28,6 +28,35 @@ type Config struct {
 	Metrics           Metrics       // nil = none
 }
 
+// String describes c with the PIN redacted.
+func (c Config) String() string {
+	return fmt.Sprintf("hsm.Config{Module:%q TokenLabel:%q PIN:%s MaxSessions:%d AcquireTimeout:%v MinRSABits:%d AllowImportedKeys:%v}",
+		c.Module, c.TokenLabel, redacted(c.PIN), c.MaxSessions, c.AcquireTimeout, c.MinRSABits, c.AllowImportedKeys)
+}
+
+// GoString is String, so %#v redacts too.
+func (c Config) GoString() string { return c.String() }
+
+// LogValue logs c with the PIN redacted.
+func (c Config) LogValue() slog.Value {
+	return slog.GroupValue(
+		slog.String("module", c.Module),
+		slog.String("token_label", c.TokenLabel),
+		slog.String("pin", redacted(c.PIN)),
+		slog.Int("max_sessions", c.MaxSessions),
+		slog.Duration("acquire_timeout", c.AcquireTimeout),
+		slog.Int("min_rsa_bits", c.MinRSABits),
+		slog.Bool("allow_imported_keys", c.AllowImportedKeys),
+	)
+}
+
+func redacted(pin string) string {
+	if pin == "" {
+		return `""`
+	}
+	return "[REDACTED]"
+}
+
 // Metrics receives measurements; cmd adapts it to Prometheus. All methods
 // must be safe for concurrent use and must not block.
 type Metrics interface {
@@ -109,6 +138,9 @@ func open(cfg Config, opt options) (*Token, error) {
 	if cfg.TokenLabel == "" {
 		return nil, fmt.Errorf("%w: no token label configured", ErrTokenNotFound)
 	}
+	if cfg.PIN == "" {
+		return nil, fmt.Errorf("hsm: token %q: no PIN configured: %w", cfg.TokenLabel, ErrPIN)
+	}
 	t := &Token{
 		label:          cfg.TokenLabel,
 		pin:            cfg.PIN,
@@ -171,7 +203,7 @@ func open(cfg Config, opt options) (*Token, error) {
 // the Token held before. The caller holds t.mu and t.mod.mu.RLock.
 func (t *Token) establishLocked() error {
 	if !t.mod.initialized {
-		return ckr("C_GetSlotList", pkcs11.Error(pkcs11.CKR_CRYPTOKI_NOT_INITIALIZED))
+		return errNotInitialized
 	}
 	slot, err := t.findSlot()
 	if err != nil {
@@ -235,6 +267,15 @@ func (t *Token) login(s pkcs11.SessionHandle) error {
 	}
 	return fmt.Errorf("hsm: log in to token %q: %w", t.label, ckr("C_Login", err))
 }
+
+// String names the token; it keeps the PIN out of %v and %+v.
+func (t *Token) String() string { return fmt.Sprintf("hsm.Token{%q}", t.label) }
+
+// GoString is String, for %#v.
+func (t *Token) GoString() string { return t.String() }
+
+// LogValue logs the token label.
+func (t *Token) LogValue() slog.Value { return slog.StringValue(t.label) }
 
 // Label returns the token label.
 func (t *Token) Label() string { return t.label }
@@ -311,7 +352,7 @@ func (t *Token) usableLocked() error {
 // t.mod.mu.RLock.
 func (t *Token) currentLocked() error {
 	if !t.mod.initialized {
-		return ckr("C_GetFunctionList", pkcs11.Error(pkcs11.CKR_CRYPTOKI_NOT_INITIALIZED))
+		return errNotInitialized
 	}
 	if t.mod.epoch != t.epoch {
 		return errStaleModule

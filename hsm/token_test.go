@@ -289,3 +289,30 @@ func TestPoolExhausted(t *testing.T) {
 	tok.pool.release(s)
 	signAndVerify(t, tok, sharedKey.ID, sharedKey.Public)
 }
+
+func TestPINNeverPrinted(t *testing.T) {
+	var logs logBuffer
+	cfg := config(mainTok)
+	cfg.Logger = logs.logger()
+	tok := openTest(t, cfg, options{})
+	cfg.Logger.Info("config", "config", cfg, "token", tok)
+	for _, s := range []string{
+		fmt.Sprintf("%v %+v %#v %s", cfg, cfg, cfg, cfg),
+		fmt.Sprintf("%v %+v %#v %s", tok, tok, tok, tok),
+		fmt.Sprintf("%v %+v", &cfg, &cfg),
+		logs.String(),
+	} {
+		if strings.Contains(s, mainTok.PIN) {
+			t.Errorf("PIN printed: %s", s)
+		}
+	}
+	if !strings.Contains(logs.String(), "[REDACTED]") {
+		t.Errorf("config not logged: %s", logs.String())
+	}
+
+	empty := config(mainTok)
+	empty.PIN = ""
+	if _, err := Open(empty); !errors.Is(err, ErrPIN) {
+		t.Errorf("Open without a PIN: %v, want ErrPIN", err)
+	}
+}
