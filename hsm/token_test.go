@@ -274,7 +274,8 @@ func TestPoolExhausted(t *testing.T) {
 	if !errors.Is(err, ErrBusy) {
 		t.Fatalf("SignDigest with the pool exhausted: %v, want ErrBusy", err)
 	}
-	if el := time.Since(start); el < 50*time.Millisecond || el > 2*time.Second {
+	// Only the lower bound is checked: it waited. Tests never fail on slowness.
+	if el := time.Since(start); el < 50*time.Millisecond {
 		t.Errorf("gave up after %v, AcquireTimeout is 50ms", el)
 	}
 

@@ -139,16 +139,12 @@ func TestCheckPasswordMalformed(t *testing.T) {
 		{"white space", " " + good},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			start := time.Now()
 			ok, err := store.CheckPassword(tc.enc, []byte("pw"))
 			if err == nil || ok {
 				t.Fatalf("CheckPassword(%q) = %v, %v; want an error", tc.enc, ok, err)
 			}
 			if !errors.Is(err, store.ErrInvalid) {
 				t.Errorf("error %v does not wrap ErrInvalid", err)
-			}
-			if d := time.Since(start); d > time.Second {
-				t.Errorf("rejecting took %v", d)
 			}
 		})
 	}
@@ -196,36 +192,6 @@ func TestHasher(t *testing.T) {
 	}
 	h.Dummy(nil)
 	h.Dummy([]byte("anything"))
-}
-
-// TestHasherDummyCost checks that Dummy does the work of a Check with the
-// Hasher's parameters (loosely: timing under -race and parallel tests is
-// noisy, so only an order of magnitude is asserted).
-func TestHasherDummyCost(t *testing.T) {
-	p := store.Argon2Params{Time: 1, MemoryKiB: 4096, Threads: 1, KeyLen: 32, SaltLen: 16}
-	h, err := store.NewHasher(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	enc, err := h.Hash([]byte("pw"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	fastest := func(fn func()) time.Duration {
-		best := time.Duration(1<<63 - 1)
-		for range 5 {
-			start := time.Now()
-			fn()
-			best = min(best, time.Since(start))
-		}
-		return best
-	}
-	check := fastest(func() { _, _ = h.Check(enc, []byte("pw")) })
-	dummy := fastest(func() { h.Dummy([]byte("pw")) })
-	t.Logf("Check %v, Dummy %v", check, dummy)
-	if dummy < check/4 || dummy > check*4 {
-		t.Errorf("Dummy took %v, Check %v: not the same work", dummy, check)
-	}
 }
 
 // TestDefaultArgon2Params hashes once with the production parameters and

@@ -207,7 +207,13 @@ func (a *app) adminService(cmd *cobra.Command) (admin.Service, func(), error) {
 		db.Close()
 		return nil, nil, err
 	}
-	logger := newLogger(a.stderr, cfg.Log)
+	// An admin command is not the daemon: only warnings and errors of the
+	// store and token reach the operator's terminal, unless debug is asked.
+	logCfg := cfg.Log
+	if logCfg.Level != "debug" && logCfg.Level != "error" {
+		logCfg.Level = "warn"
+	}
+	logger := newLogger(a.stderr, logCfg)
 	keys := &lazyKeys{open: func() (*hsm.Token, error) { return openToken(cfg, logger) }}
 	local := &admin.Local{Store: db, Keys: keys, Hasher: h, Now: a.now, Logger: logger}
 	return local, func() { keys.close(); db.Close() }, nil

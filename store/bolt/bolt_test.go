@@ -72,7 +72,8 @@ func TestOpenLocked(t *testing.T) {
 	if !strings.Contains(err.Error(), db.Path()) {
 		t.Errorf("error %q does not name %s", err, db.Path())
 	}
-	if elapsed < timeout/2 || elapsed > timeout+2*time.Second {
+	// Only the lower bound: it did wait. Tests never fail on slowness.
+	if elapsed < timeout/2 {
 		t.Errorf("second Open gave up after %v, timeout %v", elapsed, timeout)
 	}
 	t.Log(err)
