@@ -26,13 +26,12 @@ build: ## Build bin/signd (cgo, dynamic glibc binary).
 ##@ Test
 
 .PHONY: test
-test: ## Run every test against a real SoftHSM2 token and bbolt file; concurrency tests under -race.
-	CGO_ENABLED=1 $(GO) test $(TESTFLAGS) $(PKGS)
-	CGO_ENABLED=1 $(GO) test -race $(TESTFLAGS) -run 'Concurren|Parallel|Race' ./hsm/ ./store/...
+test: ## Run every test once under -race, against a real SoftHSM2 token and real bbolt files.
+	CGO_ENABLED=1 $(GO) test -race $(TESTFLAGS) $(PKGS)
 
 .PHONY: test-race
-test-race: ## Run the whole suite under the race detector.
-	CGO_ENABLED=1 $(GO) test -race $(TESTFLAGS) $(PKGS)
+test-race: ## Stress the concurrent parts (hsm pool and recovery, store) five times under -race.
+	CGO_ENABLED=1 $(GO) test -race -count=5 -timeout 15m ./hsm/ ./store/... ./cmd/signd/...
 
 .PHONY: bench
 bench: ## Benchmark HSM signing (1, 2, 4, 8 goroutines) beside `openssl speed rsa2048`.
