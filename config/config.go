@@ -26,6 +26,9 @@ type Config struct {
 	Store  StoreConfig  `mapstructure:"store"`
 	PKCS11 PKCS11Config `mapstructure:"pkcs11"`
 	Log    LogConfig    `mapstructure:"log"`
+	OAuth  OAuthConfig  `mapstructure:"oauth"`
+	CSC    CSCConfig    `mapstructure:"csc"`
+	OIDC   OIDCConfig   `mapstructure:"oidc"`
 
 	source string // file Load read, "" when none
 }

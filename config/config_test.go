@@ -83,7 +83,8 @@ func TestDefaults(t *testing.T) {
 			PIN:            "0123",
 			AcquireTimeout: 2 * time.Second,
 		},
-		Log: LogConfig{Level: "info", Format: "json"},
+		Log:   LogConfig{Level: "info", Format: "json"},
+		OAuth: defaultOAuth(), CSC: defaultCSC(), OIDC: defaultOIDC(),
 	}
 	want.source = c.source
 	if !reflect.DeepEqual(*c, want) {
@@ -117,7 +118,8 @@ func TestEveryKeyFromFile(t *testing.T) {
 			MaxSessions:    16,
 			AcquireTimeout: 500 * time.Millisecond,
 		},
-		Log:    LogConfig{Level: "debug", Format: "text"},
+		Log:   LogConfig{Level: "debug", Format: "text"},
+		OAuth: defaultOAuth(), CSC: defaultCSC(), OIDC: defaultOIDC(),
 		source: c.source,
 	}
 	if !reflect.DeepEqual(*c, want) {
@@ -217,7 +219,7 @@ func TestUnknownKeys(t *testing.T) {
 	for _, want := range []string{
 		`unknown key "server.lisen" (did you mean "server.listen"?)`,
 		`unknown key "pkcs11.pin_fiel" (did you mean "pkcs11.pin_file"?)`,
-		`unknown key "oauth"`,
+		`unknown key "oauht"`,
 		`unknown key "Log" (did you mean "log"? keys are lower case)`,
 	} {
 		if !strings.Contains(msg, want) {

@@ -53,7 +53,7 @@ const (
 // Config struct. Adding a key means adding a field to its section struct, a
 // row here and, if it needs one, a rule in that section's checks method.
 func Keys() []Key {
-	return []Key{
+	return append([]Key{
 		// server
 		{Name: "server.listen", Default: "127.0.0.1:8443", Flag: "listen",
 			Usage: "address the HTTPS/HTTP server listens on (host:port)"},
@@ -95,7 +95,7 @@ func Keys() []Key {
 			Usage: "log level: debug, info, warn or error"},
 		{Name: "log.format", Default: "json",
 			Usage: "log format: json or text"},
-	}
+	}, serviceKeys()...)
 }
 
 // BindFlags registers a flag on fs for every key that has one (see Keys):

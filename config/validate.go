@@ -96,6 +96,9 @@ func (c *Config) problems() []Problem {
 	checks = append(checks, c.Store.checks()...)
 	checks = append(checks, c.PKCS11.checks()...)
 	checks = append(checks, c.Log.checks()...)
+	checks = append(checks, c.OAuth.checks()...)
+	checks = append(checks, c.CSC.checks()...)
+	checks = append(checks, c.OIDC.checks()...)
 
 	var ps []Problem
 	seen := map[string]bool{}

@@ -22,8 +22,28 @@ func validConfig(t *testing.T) *Config {
 			Module: "/usr/lib/softhsm/libsofthsm2.so", TokenLabel: "signd", PIN: "1234",
 			AcquireTimeout: 2 * time.Second,
 		},
-		Log: LogConfig{Level: "info", Format: "json"},
+		Log:   LogConfig{Level: "info", Format: "json"},
+		OAuth: defaultOAuth(), CSC: defaultCSC(), OIDC: defaultOIDC(),
 	}
+}
+
+func defaultOAuth() OAuthConfig {
+	return OAuthConfig{
+		CodeTTL: time.Minute, AccessTokenTTL: time.Hour, SADTTL: 5 * time.Minute,
+		LoginTimeout: 10 * time.Minute, ConsentTimeout: 5 * time.Minute, ProcessTimeout: 10 * time.Minute,
+		SessionTTL: 8 * time.Hour, MaxFailures: 5, SweepInterval: time.Minute,
+	}
+}
+
+func defaultCSC() CSCConfig {
+	return CSCConfig{
+		Name: "signd", Region: "NL", Lang: "en-US", Description: "signd remote signing service",
+		MaxResultsDefault: 100, MaxResultsLimit: 1000,
+	}
+}
+
+func defaultOIDC() OIDCConfig {
+	return OIDCConfig{ClaimNamespace: "com.vendor", PairwiseSaltFile: "./var/pairwise.salt", IDTokenTTL: time.Hour}
 }
 
 func TestValidate(t *testing.T) {

@@ -57,6 +57,9 @@ type Tx interface {
 	// after: exclusive start ID ("" = from the beginning); limit <= 0 = no limit.
 	// An owner without credentials (or unknown) gives an empty list.
 	Credentials(owner, after string, limit int) ([]Credential, error)
+
+	OAuthTx
+	AuditTx
 }
 
 // Store is a transactional record store.

@@ -60,6 +60,15 @@ func (a *app) serve(ctx context.Context, cfg *config.Config) error {
 
 	srv := &server{Store: db, Token: token, Logger: logger, BodyLimit: cfg.Server.BodyLimitBytes, TLS: cfg.Server.TLS.CertFile != ""}
 	e := srv.echo()
+	svc := &services{cfg: cfg, store: db, token: token, hasher: hasher, logger: logger, now: a.clock}
+	defer func() {
+		for _, stop := range svc.onShutdown {
+			stop()
+		}
+	}()
+	if err := svc.mount(e); err != nil {
+		return err
+	}
 
 	httpLn, err := net.Listen("tcp", cfg.Server.Listen)
 	if err != nil {

@@ -33,6 +33,9 @@ const (
 	bucketClients      = "clients"
 	bucketCredentials  = "credentials"
 	bucketCredsByOwner = "credentials_by_owner"
+	bucketTokens       = "tokens"
+	bucketTokensByCode = "tokens_by_code"
+	bucketTokensByExp  = "tokens_by_expiry"
 
 	metaSchemaVersion = "schema_version"
 )
@@ -48,6 +51,9 @@ func bucketNames() []string {
 		bucketClients,
 		bucketCredentials,
 		bucketCredsByOwner,
+		bucketTokens,
+		bucketTokensByCode,
+		bucketTokensByExp,
 	}
 }
 

@@ -39,6 +39,10 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"InvalidProofs", testInvalidProofs},
 		{"ConcurrentUpdates", testConcurrentUpdates},
 		{"CanceledContext", testCanceledContext},
+		{"Tokens", testTokens},
+		{"TokensByCode", testTokensByCode},
+		{"ExpiredTokens", testExpiredTokens},
+		{"ConcurrentConsume", testConcurrentConsume},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) { tt.fn(t, open(t)) })

@@ -1,0 +1,151 @@
+package config
+
+import (
+	"fmt"
+	"regexp"
+	"time"
+)
+
+// The sections of the protocol services: oauth.* (the authorization server),
+// csc.* (the CSC API) and oidc.* (the OpenID Connect provider). Each has a
+// struct, a keys function that Keys() includes, and a checks method.
+
+// OAuthConfig is the oauth.* section.
+type OAuthConfig struct {
+	CodeTTL        time.Duration `mapstructure:"code_ttl"`
+	AccessTokenTTL time.Duration `mapstructure:"access_token_ttl"`
+	SADTTL         time.Duration `mapstructure:"sad_ttl"`
+	LoginTimeout   time.Duration `mapstructure:"login_timeout"`
+	ConsentTimeout time.Duration `mapstructure:"consent_timeout"`
+	ProcessTimeout time.Duration `mapstructure:"process_timeout"`
+	SessionTTL     time.Duration `mapstructure:"session_ttl"`
+	MaxFailures    int           `mapstructure:"max_failures"`
+	SweepInterval  time.Duration `mapstructure:"sweep_interval"`
+}
+
+// CSCConfig is the csc.* section: what /csc/v1/info reports, and paging.
+type CSCConfig struct {
+	Name              string `mapstructure:"name"`
+	Logo              string `mapstructure:"logo"`
+	Region            string `mapstructure:"region"`
+	Lang              string `mapstructure:"lang"`
+	Description       string `mapstructure:"description"`
+	MaxResultsDefault int    `mapstructure:"max_results_default"`
+	MaxResultsLimit   int    `mapstructure:"max_results_limit"`
+}
+
+// OIDCConfig is the oidc.* section.
+type OIDCConfig struct {
+	ClaimNamespace   string        `mapstructure:"claim_namespace"`
+	PairwiseSaltFile string        `mapstructure:"pairwise_salt_file"`
+	IDTokenTTL       time.Duration `mapstructure:"id_token_ttl"`
+}
+
+func serviceKeys() []Key {
+	return []Key{
+		// oauth
+		{Name: "oauth.code_ttl", Default: 60 * time.Second,
+			Usage: "lifetime of an authorization code (at most 10m)"},
+		{Name: "oauth.access_token_ttl", Default: time.Hour,
+			Usage: "lifetime of a service or OIDC access token (1m to 24h)"},
+		{Name: "oauth.sad_ttl", Default: 5 * time.Minute,
+			Usage: "lifetime of a SAD from a credential flow (10s to 1h)"},
+		{Name: "oauth.login_timeout", Default: 10 * time.Minute,
+			Usage: "time from the authorize request to a completed login"},
+		{Name: "oauth.consent_timeout", Default: 5 * time.Minute,
+			Usage: "time from showing the consent page to its answer"},
+		{Name: "oauth.process_timeout", Default: 10 * time.Minute,
+			Usage: "time from the authorize request to the redirect back"},
+		{Name: "oauth.session_ttl", Default: 8 * time.Hour,
+			Usage: "lifetime of the login session cookie (single sign-on)"},
+		{Name: "oauth.max_failures", Default: 5,
+			Usage: "wrong passwords (or PINs) in a row that lock the account (or PIN)"},
+		{Name: "oauth.sweep_interval", Default: time.Minute,
+			Usage: "how often expired codes, tokens, SAD and requests are removed"},
+
+		// csc
+		{Name: "csc.name", Default: "signd",
+			Usage: "service name reported by /csc/v1/info (at most 255 bytes)"},
+		{Name: "csc.logo", Default: "",
+			Usage: "URI of the service logo reported by /csc/v1/info"},
+		{Name: "csc.region", Default: "NL",
+			Usage: "ISO 3166-1 alpha-2 country code reported by /csc/v1/info"},
+		{Name: "csc.lang", Default: "en-US",
+			Usage: "language of /csc/v1/info texts (RFC 5646)"},
+		{Name: "csc.description", Default: "signd remote signing service",
+			Usage: "description reported by /csc/v1/info"},
+		{Name: "csc.max_results_default", Default: 100,
+			Usage: "credentials/list page size when maxResults is absent"},
+		{Name: "csc.max_results_limit", Default: 1000,
+			Usage: "largest credentials/list page size"},
+
+		// oidc
+		{Name: "oidc.claim_namespace", Default: "com.vendor",
+			Usage: "prefix of the namespaced OIDC scopes and claims"},
+		{Name: "oidc.pairwise_salt_file", Default: "./var/pairwise.salt",
+			Usage: "secret salt of pairwise subjects; created (0600) on first start, never rotate"},
+		{Name: "oidc.id_token_ttl", Default: time.Hour,
+			Usage: "lifetime of an ID token (1m to 24h)"},
+	}
+}
+
+func within(d, lo, hi time.Duration) string {
+	if d < lo || d > hi {
+		return fmt.Sprintf("%v is not between %v and %v", d, lo, hi)
+	}
+	return ""
+}
+
+func (o *OAuthConfig) checks() []check {
+	return []check{
+		{"oauth.code_ttl", within(o.CodeTTL, time.Second, 10*time.Minute)},
+		{"oauth.access_token_ttl", within(o.AccessTokenTTL, time.Minute, 24*time.Hour)},
+		{"oauth.sad_ttl", within(o.SADTTL, 10*time.Second, time.Hour)},
+		{"oauth.login_timeout", within(o.LoginTimeout, 10*time.Second, time.Hour)},
+		{"oauth.consent_timeout", within(o.ConsentTimeout, 10*time.Second, time.Hour)},
+		{"oauth.process_timeout", within(o.ProcessTimeout, 10*time.Second, time.Hour)},
+		{"oauth.session_ttl", within(o.SessionTTL, time.Minute, 30*24*time.Hour)},
+		{"oauth.max_failures", between(o.MaxFailures, 1, 100)},
+		{"oauth.sweep_interval", within(o.SweepInterval, time.Second, time.Hour)},
+	}
+}
+
+var (
+	regionRE    = regexp.MustCompile(`^[A-Z]{2}$`)
+	langTagRE   = regexp.MustCompile(`^[A-Za-z]{2,3}(-[A-Za-z0-9]{2,8})*$`)
+	namespaceRE = regexp.MustCompile(`^[a-z0-9]+(\.[a-z0-9_-]+)*$`)
+)
+
+func matches(re *regexp.Regexp, s, what string) string {
+	if !re.MatchString(s) {
+		return fmt.Sprintf("%q is not %s", s, what)
+	}
+	return ""
+}
+
+func (c *CSCConfig) checks() []check {
+	name := ""
+	if c.Name == "" || len(c.Name) > 255 {
+		name = "must be 1 to 255 bytes"
+	}
+	limit := between(c.MaxResultsLimit, 1, 10000)
+	def := between(c.MaxResultsDefault, 1, 10000)
+	if def == "" && limit == "" && c.MaxResultsDefault > c.MaxResultsLimit {
+		def = fmt.Sprintf("%d is larger than csc.max_results_limit (%d)", c.MaxResultsDefault, c.MaxResultsLimit)
+	}
+	return []check{
+		{"csc.name", name},
+		{"csc.region", matches(regionRE, c.Region, "an ISO 3166-1 alpha-2 code such as NL")},
+		{"csc.lang", matches(langTagRE, c.Lang, "a language tag such as en-US")},
+		{"csc.max_results_default", def},
+		{"csc.max_results_limit", limit},
+	}
+}
+
+func (o *OIDCConfig) checks() []check {
+	return []check{
+		{"oidc.claim_namespace", matches(namespaceRE, o.ClaimNamespace, "a dotted lower-case namespace such as com.vendor")},
+		{"oidc.pairwise_salt_file", nonEmpty(o.PairwiseSaltFile)},
+		{"oidc.id_token_ttl", within(o.IDTokenTTL, time.Minute, 24*time.Hour)},
+	}
+}

@@ -1,0 +1,88 @@
+package store
+
+import (
+	"crypto/sha256"
+	"fmt"
+	"time"
+)
+
+// TokenKind tells an access token from a SAD.
+type TokenKind string
+
+// Token kinds.
+const (
+	// TokenAccess is a Bearer access token (scope service, or an OIDC flow).
+	TokenAccess TokenKind = "access"
+	// TokenSAD is Signature Activation Data (scope credential): bound to
+	// one credential and its hashes, consumed by one signHash.
+	TokenSAD TokenKind = "sad"
+)
+
+// Fingerprint is the key under which a bearer value (token, SAD, code) is
+// stored: SHA-256 of the value. The value itself is never stored.
+func Fingerprint(value string) []byte {
+	sum := sha256.Sum256([]byte(value))
+	return sum[:]
+}
+
+// Token is an issued access token or SAD, stored under the fingerprint of
+// its value.
+type Token struct {
+	Hash         []byte    // Fingerprint(value); the key
+	Kind         TokenKind // access or sad
+	ClientID     string
+	Username     string
+	Scopes       []string
+	CodeHash     []byte    // fingerprint of the authorization code that issued it (reuse revokes)
+	CredentialID string    // SAD only
+	Hashes       [][]byte  // SAD only: the authorized digests (raw bytes)
+	AuthTime     time.Time // when the user authenticated
+	RequestedAt  time.Time // when the authorization request arrived (OIDC "rat")
+	ExpiresAt    time.Time
+	CreatedAt    time.Time // set by the store
+}
+
+// Validate checks the fields every backend requires.
+func (t *Token) Validate() error {
+	switch {
+	case len(t.Hash) != sha256.Size:
+		return fmt.Errorf("%w: token hash must be %d bytes", ErrInvalid, sha256.Size)
+	case t.Kind != TokenAccess && t.Kind != TokenSAD:
+		return fmt.Errorf("%w: token kind %q", ErrInvalid, t.Kind)
+	case t.ClientID == "" || t.Username == "":
+		return fmt.Errorf("%w: token needs a client and a user", ErrInvalid)
+	case t.ExpiresAt.IsZero():
+		return fmt.Errorf("%w: token needs an expiry", ErrInvalid)
+	case len(t.CodeHash) != 0 && len(t.CodeHash) != sha256.Size:
+		return fmt.Errorf("%w: code hash must be %d bytes", ErrInvalid, sha256.Size)
+	case t.Kind == TokenSAD && (t.CredentialID == "" || len(t.Hashes) == 0):
+		return fmt.Errorf("%w: a SAD needs a credential and at least one hash", ErrInvalid)
+	case t.Kind == TokenAccess && (t.CredentialID != "" || len(t.Hashes) != 0):
+		return fmt.Errorf("%w: an access token carries no credential or hashes", ErrInvalid)
+	}
+	return nil
+}
+
+// OAuthTx is the part of Tx that holds the authorization server's records.
+// Every method runs inside the caller's transaction, so a caller can, in one
+// Update, consume a SAD and append the audit entry of its use.
+type OAuthTx interface {
+	// CreateToken stores a new token; ErrAlreadyExists if the hash exists.
+	CreateToken(t *Token) error
+	// Token returns the token with this fingerprint, expired or not (the
+	// caller decides what expiry means); ErrNotFound if absent.
+	Token(hash []byte) (*Token, error)
+	// DeleteToken removes a token (revocation, SAD consumption);
+	// ErrNotFound if absent.
+	DeleteToken(hash []byte) error
+	// DeleteTokensByCode removes every token issued by the code with this
+	// fingerprint and returns how many there were (code reuse revokes them).
+	DeleteTokensByCode(codeHash []byte) (int, error)
+	// DeleteExpiredTokens removes tokens whose ExpiresAt is at or before now
+	// and returns how many; the cost follows the number removed (an expiry
+	// index), not the number stored.
+	DeleteExpiredTokens(now time.Time) (int, error)
+}
+
+// AuditTx is the part of Tx that holds the tamper-evident audit log.
+type AuditTx interface{}
