@@ -1,0 +1,179 @@
+package oauth
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/signd/signd/store"
+)
+
+// Grant is what a valid bearer access token stands for. RequireBearer puts
+// it on the echo.Context; GrantFrom reads it back.
+type Grant struct {
+	TokenHash   []byte // store.Fingerprint of the token
+	ClientID    string
+	Username    string
+	Scopes      []string
+	AuthTime    time.Time // when the user authenticated
+	RequestedAt time.Time // when the authorization request arrived
+	ExpiresAt   time.Time
+}
+
+const grantKey = "signd.oauth.grant"
+
+// GrantFrom returns the Grant RequireBearer stored, or nil.
+func GrantFrom(c echo.Context) *Grant {
+	g, _ := c.Get(grantKey).(*Grant)
+	return g
+}
+
+// BearerConfig configures RequireBearer.
+type BearerConfig struct {
+	Store store.Store
+	Now   func() time.Time // nil = time.Now
+	// Realm goes into WWW-Authenticate (the issuer, server.base_url).
+	Realm string
+	// Scope is the scope the token must carry ("service" for the CSC API,
+	// "openid" for /userinfo); a token without it gets 403
+	// insufficient_scope.
+	Scope string
+	// AllowFormBody also accepts the token as the access_token field of a
+	// POST application/x-www-form-urlencoded body (RFC 6750 §2.2).
+	AllowFormBody bool
+}
+
+// RequireBearer returns middleware that authenticates an RFC 6750 bearer
+// access token. On failure the handler chain gets an *Error:
+//   - no credentials: Code "" (RFC 6750 §3.1: no error code), status 401;
+//   - a malformed Authorization header or two credentials: invalid_request, 400;
+//   - unknown or revoked token, a SAD, or a disabled user: invalid_token, 401;
+//   - expired token: expired_token, 401;
+//   - a token without cfg.Scope: insufficient_scope, 403.
+//
+// Every failure carries WWW-Authenticate: Bearer realm="…"[, error="…"].
+// A SAD is never accepted as a bearer token.
+func RequireBearer(cfg BearerConfig) echo.MiddlewareFunc {
+	now := cfg.Now
+	if now == nil {
+		now = time.Now
+	}
+	fail := func(code, desc string, status int) *Error {
+		v := `Bearer realm="` + cfg.Realm + `"`
+		if code != "" {
+			v += `, error="` + code + `"`
+			if desc != "" {
+				v += `, error_description="` + desc + `"`
+			}
+		}
+		return &Error{Code: code, Description: desc, Status: status, Header: http.Header{"Www-Authenticate": {v}}}
+	}
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(c echo.Context) error {
+			token, perr := bearerToken(c.Request(), cfg.AllowFormBody)
+			if perr != nil {
+				return fail(CodeInvalidRequest, perr.Error(), http.StatusBadRequest)
+			}
+			if token == "" {
+				return fail("", "", http.StatusUnauthorized)
+			}
+			var tok *store.Token
+			var user *store.User
+			err := cfg.Store.View(c.Request().Context(), func(tx store.Tx) (err error) {
+				if tok, err = tx.Token(store.Fingerprint(token)); err != nil {
+					return err
+				}
+				user, err = tx.User(tok.Username)
+				return err
+			})
+			switch {
+			case errors.Is(err, store.ErrNotFound):
+				return fail(CodeInvalidToken, "The access token is invalid or revoked", http.StatusUnauthorized)
+			case errors.Is(err, context.Canceled):
+				return err
+			case err != nil:
+				return err // the protocol's writer turns it into server_error
+			case tok.Kind != store.TokenAccess:
+				return fail(CodeInvalidToken, "The access token is invalid or revoked", http.StatusUnauthorized)
+			case !now().Before(tok.ExpiresAt):
+				return fail(CodeExpiredToken, "The access token has expired", http.StatusUnauthorized)
+			case user.Status != store.UserActive:
+				return fail(CodeInvalidToken, "The access token is invalid or revoked", http.StatusUnauthorized)
+			case cfg.Scope != "" && !slices.Contains(tok.Scopes, cfg.Scope):
+				return fail(CodeInsufficientScope, "The access token does not grant scope "+cfg.Scope, http.StatusForbidden)
+			}
+			c.Set(grantKey, &Grant{
+				TokenHash: tok.Hash, ClientID: tok.ClientID, Username: tok.Username,
+				Scopes: tok.Scopes, AuthTime: tok.AuthTime, RequestedAt: tok.RequestedAt,
+				ExpiresAt: tok.ExpiresAt,
+			})
+			return next(c)
+		}
+	}
+}
+
+// errMalformed explains a malformed bearer request; its text is the
+// error_description, ASCII English.
+type errMalformed string
+
+func (e errMalformed) Error() string { return string(e) }
+
+// bearerToken extracts the token from the Authorization header or, when
+// allowed, the form body. It returns "" when there is none.
+func bearerToken(r *http.Request, allowForm bool) (string, error) {
+	hs := r.Header.Values("Authorization")
+	var header string
+	switch len(hs) {
+	case 0:
+	case 1:
+		scheme, value, ok := strings.Cut(hs[0], " ")
+		if !ok || !strings.EqualFold(scheme, "Bearer") {
+			return "", errMalformed("Authorization header is not a Bearer token")
+		}
+		header = strings.TrimSpace(value)
+		if header == "" || !token68(header) {
+			return "", errMalformed("Malformed Bearer token")
+		}
+	default:
+		return "", errMalformed("More than one Authorization header")
+	}
+	if !allowForm || r.Method != http.MethodPost ||
+		!strings.HasPrefix(r.Header.Get("Content-Type"), "application/x-www-form-urlencoded") {
+		return header, nil
+	}
+	if err := r.ParseForm(); err != nil {
+		return "", errMalformed("Malformed form body")
+	}
+	form := r.PostForm["access_token"]
+	switch {
+	case len(form) > 1:
+		return "", errMalformed("access_token given more than once")
+	case len(form) == 1 && header != "":
+		return "", errMalformed("Bearer token given in both the header and the body")
+	case len(form) == 1:
+		if form[0] == "" || !token68(form[0]) {
+			return "", errMalformed("Malformed Bearer token")
+		}
+		return form[0], nil
+	}
+	return header, nil
+}
+
+// token68 reports whether s has the b64token syntax of RFC 6750 §2.1.
+func token68(s string) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
+		case strings.IndexByte("-._~+/=", c) >= 0:
+		default:
+			return false
+		}
+	}
+	return len(s) <= 4096
+}

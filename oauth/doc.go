@@ -1,0 +1,14 @@
+// Package oauth is signd's OAuth 2.0 authorization server, shared by the CSC
+// API and the OpenID Connect provider: /oauth2/authorize with the login and
+// consent pages (Dutch and English), /oauth2/token, /oauth2/revoke,
+// authorization codes, access tokens and SAD, and the bearer middleware the
+// protocol endpoints use.
+//
+// oauth stays generic: the CSC scopes (service, credential) and OIDC (openid)
+// plug in as scope profiles that validate their own authorize parameters,
+// describe the consent and decide what a code turns into at the token
+// endpoint. oauth imports neither csc nor oidc.
+//
+// Protocol errors are *Error values; one writer per protocol renders them.
+// Codes, tokens and SAD are stored only as SHA-256 fingerprints.
+package oauth

@@ -1,0 +1,50 @@
+package oauth
+
+import (
+	"fmt"
+	"net/http"
+)
+
+// Error is an OAuth 2.0 protocol error (RFC 6749 §4.1.2.1, §5.2; RFC 6750
+// §3.1). Handlers and middleware return it as a value; exactly one writer per
+// protocol turns it into a response. Description is ASCII English without
+// '"' or '\' (it travels in redirects and WWW-Authenticate headers) and never
+// holds internal detail.
+type Error struct {
+	Code        string // e.g. "invalid_request"; "" for a bearer request without credentials
+	Description string
+	Status      int // HTTP status when the error is not a redirect
+	// Header holds response headers the writer must set, e.g.
+	// WWW-Authenticate.
+	Header http.Header
+}
+
+func (e *Error) Error() string {
+	if e.Description == "" {
+		return "oauth: " + e.Code
+	}
+	return "oauth: " + e.Code + ": " + e.Description
+}
+
+// Errorf returns an *Error with a formatted description.
+func Errorf(code string, status int, format string, args ...any) *Error {
+	return &Error{Code: code, Status: status, Description: fmt.Sprintf(format, args...)}
+}
+
+// Error codes of RFC 6749, RFC 6750 and CSC v1 used by signd.
+const (
+	CodeInvalidRequest          = "invalid_request"
+	CodeInvalidClient           = "invalid_client"
+	CodeInvalidGrant            = "invalid_grant"
+	CodeUnauthorizedClient      = "unauthorized_client"
+	CodeUnsupportedGrantType    = "unsupported_grant_type"
+	CodeUnsupportedResponseType = "unsupported_response_type"
+	CodeInvalidScope            = "invalid_scope"
+	CodeAccessDenied            = "access_denied"
+	CodeServerError             = "server_error"
+	CodeTemporarilyUnavailable  = "temporarily_unavailable"
+	CodeLoginRequired           = "login_required"
+	CodeInvalidToken            = "invalid_token"
+	CodeExpiredToken            = "expired_token"
+	CodeInsufficientScope       = "insufficient_scope"
+)
