@@ -44,6 +44,8 @@ const (
 	CodeServerError             = "server_error"
 	CodeTemporarilyUnavailable  = "temporarily_unavailable"
 	CodeLoginRequired           = "login_required"
+	CodeConsentRequired         = "consent_required"
+	CodeInteractionRequired     = "interaction_required"
 	CodeInvalidToken            = "invalid_token"
 	CodeExpiredToken            = "expired_token"
 	CodeInsufficientScope       = "insufficient_scope"

@@ -6,13 +6,23 @@
 # comparison), then `openssl speed rsa2048` single- and multi-process on the
 # same machine, and prints the figures side by side with their ratios.
 # BENCHTIME (default 2s) and OPENSSL_SECONDS (default 3) tune the run.
+#
+# Then the CSC signHash benchmark, on one fresh token in a temp directory:
+# (a) raw hsm.Token.SignDigest with the daemon's pool (signd-load hsm), then
+# (b) POST /csc/v1/signatures/signHash through `signd serve` on loopback,
+# load from a separate process (signd-load http), with SADs minted into the
+# store before the daemon starts, at concurrency 1, 2, 8 and 32; (c) b/a,
+# p50/p99 and the daemon's peak RSS (VmHWM). LOAD_SECONDS (default 5) is the
+# measuring time per concurrency; SKIP_HSM_BENCH=1 skips the first part.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 benchtime=${BENCHTIME:-2s}
 osecs=${OPENSSL_SECONDS:-3}
 cores=$(nproc)
 out=$(mktemp)
-trap 'rm -f "$out"' EXIT
+work=$(mktemp -d)
+trap 'rm -rf "$out" "$work"' EXIT
+if [ "${SKIP_HSM_BENCH:-}" != 1 ]; then
 
 echo "# go test -run '^\$' -bench 'SignRSA2048|GoCryptoRSA2048' -benchtime $benchtime ./hsm/"
 CGO_ENABLED=1 go test -run '^$' -bench 'SignRSA2048|GoCryptoRSA2048' -benchtime "$benchtime" ./hsm/ | tee "$out"
@@ -37,3 +47,6 @@ for g in 1 2 4 8; do
       (o1 > 0 ? sprintf("%.2f", h / o1) : "n/a"), (on > 0 ? sprintf("%.2f", h / on) : "n/a") }'
 done
 printf '%-12s %14s %14s %16s %16s\n' openssl "$ossl1 (1 proc)" "$osslN ($cores proc)" "" ""
+fi
+
+bash scripts/bench-signhash.sh "$work"

@@ -82,7 +82,8 @@ type OAuthTx interface {
 	// and returns how many; the cost follows the number removed (an expiry
 	// index), not the number stored.
 	DeleteExpiredTokens(now time.Time) (int, error)
-}
 
-// AuditTx is the part of Tx that holds the tamper-evident audit log.
-type AuditTx interface{}
+	// AuthFlowTx holds pending requests, codes and login sessions
+	// (authflow.go).
+	AuthFlowTx
+}

@@ -60,6 +60,7 @@ type Tx interface {
 
 	OAuthTx
 	AuditTx
+	OIDCTx
 }
 
 // Store is a transactional record store.

@@ -57,7 +57,7 @@ func (a *app) root() *cobra.Command {
 	pf.StringVar(&a.cfgFile, "config", "", "config file (default ./signd.yaml, then /etc/signd/signd.yaml)")
 	pf.BoolVar(&a.jsonOut, "json", false, "machine-readable JSON output")
 	config.BindFlags(pf)
-	root.AddCommand(a.serveCmd(), group(a.userCmd()), group(a.clientCmd()), group(a.credentialCmd()))
+	root.AddCommand(a.serveCmd(), group(a.userCmd()), group(a.clientCmd()), group(a.credentialCmd()), group(a.oidcCmd()), group(a.auditCmd()))
 	return root
 }
 
@@ -111,8 +111,9 @@ func openStore(cfg *config.Config) (*bolt.DB, error) {
 	return bolt.Open(cfg.Store.Path, bolt.Options{Timeout: cfg.Store.OpenTimeout})
 }
 
-// openToken opens the PKCS#11 token named by the config.
-func openToken(cfg *config.Config, logger *slog.Logger) (*hsm.Token, error) {
+// openToken opens the PKCS#11 token named by the config; m (nil for none)
+// receives the token's measurements.
+func openToken(cfg *config.Config, logger *slog.Logger, m hsm.Metrics) (*hsm.Token, error) {
 	pin, err := cfg.PKCS11.PINValue()
 	if err != nil {
 		return nil, err
@@ -124,6 +125,7 @@ func openToken(cfg *config.Config, logger *slog.Logger) (*hsm.Token, error) {
 		MaxSessions:    cfg.PKCS11.MaxSessions,
 		AcquireTimeout: cfg.PKCS11.AcquireTimeout,
 		Logger:         logger,
+		Metrics:        m,
 	})
 }
 
@@ -214,8 +216,9 @@ func (a *app) adminService(cmd *cobra.Command) (admin.Service, func(), error) {
 		logCfg.Level = "warn"
 	}
 	logger := newLogger(a.stderr, logCfg)
-	keys := &lazyKeys{open: func() (*hsm.Token, error) { return openToken(cfg, logger) }}
-	local := &admin.Local{Store: db, Keys: keys, Hasher: h, Now: a.now, Logger: logger}
+	keys := &lazyKeys{open: func() (*hsm.Token, error) { return openToken(cfg, logger, nil) }}
+	local := &admin.Local{Store: db, Keys: keys, Hasher: h, Now: a.now, Logger: logger,
+		OIDCKeys: newKeyRing(cfg, db, keys, a.now, logger)}
 	return local, func() { keys.close(); db.Close() }, nil
 }
 

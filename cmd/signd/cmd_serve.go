@@ -48,7 +48,8 @@ func (a *app) serve(ctx context.Context, cfg *config.Config) error {
 		return err
 	}
 	defer db.Close()
-	token, err := openToken(cfg, logger)
+	mx := newMetrics()
+	token, err := openToken(cfg, logger, mx)
 	if err != nil {
 		return err
 	}
@@ -60,7 +61,9 @@ func (a *app) serve(ctx context.Context, cfg *config.Config) error {
 
 	srv := &server{Store: db, Token: token, Logger: logger, BodyLimit: cfg.Server.BodyLimitBytes, TLS: cfg.Server.TLS.CertFile != ""}
 	e := srv.echo()
-	svc := &services{cfg: cfg, store: db, token: token, hasher: hasher, logger: logger, now: a.clock}
+	e.Pre(mx.middleware)
+	e.GET("/metrics", mx.handler())
+	svc := &services{cfg: cfg, store: db, token: token, hasher: hasher, logger: logger, now: a.clock, metrics: mx}
 	defer func() {
 		for _, stop := range svc.onShutdown {
 			stop()
@@ -102,9 +105,10 @@ func (a *app) serve(ctx context.Context, cfg *config.Config) error {
 	ae := echo.New()
 	ae.HideBanner, ae.HidePort = true, true
 	(&admin.Handler{
-		Service: &admin.Local{Store: db, Keys: token, Hasher: hasher, Now: a.now, Logger: logger},
+		Service: &admin.Local{Store: db, Keys: token, Hasher: hasher, Now: a.now, Logger: logger, OIDCKeys: newKeyRing(cfg, db, token, a.now, logger)},
 		Logger:  logger,
 	}).Mount(ae)
+	mountAuditAdmin(ae, db, logger)
 	adminSrv := &http.Server{Handler: ae, ReadHeaderTimeout: 10 * time.Second}
 
 	errc := make(chan error, 2)

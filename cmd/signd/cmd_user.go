@@ -144,7 +144,7 @@ func (a *app) userCmd() *cobra.Command {
 		return s.SetPIN(ctx, r)
 	})
 
-	cmd.AddCommand(addCmd, listCmd, showCmd, disableCmd, enableCmd, unlockCmd, setPassword, setPIN)
+	cmd.AddCommand(addCmd, listCmd, showCmd, disableCmd, enableCmd, unlockCmd, setPassword, setPIN, a.addProofCmd())
 	return cmd
 }
 

@@ -71,7 +71,9 @@ pkcs11:
   module: %s
   token_label: %s
   pin_file: %s
-%s`, dir, dir, token.Module, token.Label, e.pinFile, extra)
+oidc:
+  pairwise_salt_file: %s/pairwise.salt
+%s`, dir, dir, token.Module, token.Label, e.pinFile, dir, extra)
 	if err := os.WriteFile(e.cfgPath, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/signd/signd/config"
 	"github.com/signd/signd/hsm"
+	"github.com/signd/signd/oidc"
 	"github.com/signd/signd/store"
 )
 
@@ -23,6 +24,12 @@ type services struct {
 	// onShutdown collects what the services need to stop (background
 	// loops); serve runs them after the listeners drained.
 	onShutdown []func()
+	// metrics receives the CSC measurements (metrics.go); nil = none.
+	metrics *metrics
+
+	// oidc is the OpenID Connect provider, built once by oidcProvider
+	// (wire_oidc.go) for both its routes and its oauth scope profile.
+	oidc *oidc.Provider
 }
 
 // mount wires every protocol service onto e. Each service brings its own

@@ -1,8 +1,68 @@
 package main
 
-import "github.com/labstack/echo/v4"
+import (
+	"context"
+	"errors"
+	"fmt"
 
-// mountCSC wires the CSC service (issue 4) onto e.
+	"github.com/labstack/echo/v4"
+
+	"github.com/signd/signd/csc"
+	"github.com/signd/signd/hsm"
+	"github.com/signd/signd/store/bolt"
+)
+
+// The concrete types csc runs on.
+var (
+	_ csc.Store  = (*bolt.DB)(nil)
+	_ csc.Signer = (*hsm.Token)(nil)
+)
+
+// pageTokenSecret names the MAC key of credentials/list page tokens in the
+// store's secrets bucket: generated on first start, kept across restarts.
+const pageTokenSecret = "csc_page_token"
+
+// cscStore is what mountCSC needs of the store: csc.Store plus the named
+// secrets of store/bolt.
+type cscStore interface {
+	csc.Store
+	Secret(ctx context.Context, name string, size int) ([]byte, error)
+}
+
+// mountCSC wires the CSC service (issue 4) onto e under /csc/v1.
 func (s *services) mountCSC(e *echo.Echo) error {
-	return nil
+	db, ok := s.store.(cscStore)
+	if !ok {
+		return fmt.Errorf("csc: store %T has no Batch and Secret", s.store)
+	}
+	key, err := db.Secret(context.Background(), pageTokenSecret, 32)
+	if err != nil {
+		return fmt.Errorf("csc: page token key: %w", err)
+	}
+	var m csc.Metrics
+	if s.metrics != nil {
+		m = s.metrics
+	}
+	c := s.cfg.CSC
+	h := &csc.Handler{
+		Store:       db,
+		Signer:      s.token,
+		Unavailable: hsmUnavailable,
+		BaseURL:     s.cfg.Server.BaseURL,
+		Info: csc.InfoConfig{
+			Name: c.Name, Logo: c.Logo, Region: c.Region, Lang: c.Lang, Description: c.Description,
+		},
+		MaxResultsDefault: c.MaxResultsDefault,
+		MaxResultsLimit:   c.MaxResultsLimit,
+		PageTokenKey:      key,
+		Now:               s.now,
+		Logger:            s.logger,
+		Metrics:           m,
+	}
+	return h.Mount(e.Group("/csc/v1"))
+}
+
+// hsmUnavailable reports the token errors that mean "try again later".
+func hsmUnavailable(err error) bool {
+	return errors.Is(err, hsm.ErrBusy) || errors.Is(err, hsm.ErrTokenUnavailable)
 }

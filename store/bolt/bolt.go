@@ -36,6 +36,7 @@ const (
 	bucketTokens       = "tokens"
 	bucketTokensByCode = "tokens_by_code"
 	bucketTokensByExp  = "tokens_by_expiry"
+	bucketOIDCKeys     = "oidc_keys"
 
 	metaSchemaVersion = "schema_version"
 )
@@ -54,6 +55,15 @@ func bucketNames() []string {
 		bucketTokens,
 		bucketTokensByCode,
 		bucketTokensByExp,
+		bucketAudit,
+		bucketSecrets,
+		bucketAuthRequests, // pending requests, codes, sessions (authflow.go)
+		bucketAuthRequestsByExp,
+		bucketCodes,
+		bucketCodesByExp,
+		bucketSessions,
+		bucketSessionsByExp,
+		bucketOIDCKeys,
 	}
 }
 
@@ -81,9 +91,10 @@ type Options struct {
 
 // DB is a bbolt-backed store.Store. It is safe for concurrent use.
 type DB struct {
-	db   *bbolt.DB
-	path string
-	now  func() time.Time
+	db    *bbolt.DB
+	path  string
+	now   func() time.Time
+	batch batcher // group commit of Batch (batch.go)
 }
 
 var _ store.Store = (*DB)(nil)

@@ -14,6 +14,7 @@
 //	clients               client ID → JSON clientRecord
 //	credentials           credential ID → JSON credentialRecord
 //	credentials_by_owner  owner 0x00 credential ID → empty (owner index)
+//	oidc_keys             JWK key ID (kid) → JSON signingKeyRecord
 //
 // Records are JSON so the file can be inspected with `bbolt get`; their
 // on-disk shape is the unexported *Record types in records.go, decoupled from

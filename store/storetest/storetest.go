@@ -43,6 +43,18 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"TokensByCode", testTokensByCode},
 		{"ExpiredTokens", testExpiredTokens},
 		{"ConcurrentConsume", testConcurrentConsume},
+		{"AuditAppend", testAuditAppend},
+		{"AuditRollback", testAuditRollback},
+		{"AuditInvalid", testAuditInvalid},
+		{"AuditConcurrent", testAuditConcurrent},
+		{"AuditCanonical", testAuditCanonical},
+		{"AuthRequests", testAuthRequests},
+		{"Codes", testCodes},
+		{"Sessions", testSessions},
+		{"ExpiredFlows", testExpiredFlows},
+		{"ConcurrentRedeem", testConcurrentRedeem},
+		{"SigningKeys", testSigningKeys},
+		{"InvalidSigningKeys", testInvalidSigningKeys},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) { tt.fn(t, open(t)) })

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/signd/signd/hsm"
+	"github.com/signd/signd/oidc"
 	"github.com/signd/signd/store"
 )
 
@@ -37,6 +38,9 @@ type Local struct {
 	Hasher *store.Hasher
 	Now    func() time.Time // nil = time.Now
 	Logger *slog.Logger     // nil = discard
+	// OIDCKeys manages the OIDC signing keys (see oidc.go); nil: the
+	// OIDC key operations answer KindUnavailable.
+	OIDCKeys *oidc.KeyRing
 }
 
 var _ Service = (*Local)(nil)
@@ -397,6 +401,9 @@ func (l *Local) AddClient(ctx context.Context, req AddClientRequest) (*AddClient
 		RedirectURIs: req.RedirectURIs, Scopes: slices.Compact(slices.Sorted(slices.Values(scopes))),
 		SectorIdentifier: req.SectorIdentifier, RequirePKCE: req.RequirePKCE,
 	}
+	if err := checkSector(c); err != nil {
+		return nil, err
+	}
 	err := l.Store.Update(ctx, func(tx store.Tx) (err error) {
 		if err := tx.CreateClient(c); err != nil {
 			return err
@@ -553,6 +560,11 @@ func (l *Local) CreateCredential(ctx context.Context, req CreateCredentialReques
 		if err := tx.CreateCredential(c); err != nil {
 			return err
 		}
+		if err := tx.AppendAudit(&store.AuditEntry{Time: l.now(), Kind: store.AuditCredentialEnrolled,
+			User: req.User, Credential: id, Outcome: string(store.CredentialPending),
+			Reason: fmt.Sprintf("key pair %s generated in the token (label %q), CSR issued", algo, label)}); err != nil {
+			return err
+		}
 		c, err = tx.Credential(id)
 		return err
 	})
@@ -673,6 +685,11 @@ func (l *Local) ImportCertificate(ctx context.Context, req ImportCertificateRequ
 		if err := tx.PutCredential(c); err != nil {
 			return err
 		}
+		if err := tx.AppendAudit(&store.AuditEntry{Time: l.now(), Kind: store.AuditCredentialEnrolled,
+			User: c.Owner, Credential: c.ID, Outcome: string(store.CredentialEnabled),
+			Reason: "certificate chain imported: " + chain[0].Subject.String()}); err != nil {
+			return err
+		}
 		out, err = tx.Credential(req.ID)
 		return err
 	})
@@ -744,6 +761,14 @@ func (l *Local) SetCredentialStatus(ctx context.Context, id string, enabled bool
 			c.Status = store.CredentialDisabled
 		}
 		if err := tx.PutCredential(c); err != nil {
+			return err
+		}
+		kind := store.AuditCredentialDisabled
+		if enabled {
+			kind = store.AuditCredentialEnabled
+		}
+		if err := tx.AppendAudit(&store.AuditEntry{Time: l.now(), Kind: kind, User: c.Owner,
+			Credential: c.ID, Outcome: store.AuditOK, Reason: "by an admin"}); err != nil {
 			return err
 		}
 		out, err = tx.Credential(id)

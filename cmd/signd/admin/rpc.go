@@ -23,9 +23,9 @@ import (
 
 const rpcPrefix = "/admin/v1/"
 
-// maxRPCBody bounds admin request bodies (a certificate chain is the
-// largest one).
-const maxRPCBody = 2 << 20
+// maxRPCBody bounds admin request bodies (a proof document, 10 MiB in
+// base64, is the largest one).
+const maxRPCBody = 16 << 20
 
 type (
 	nameReq   struct{ Name string }
@@ -49,6 +49,7 @@ func endpoints(s Service) map[string]func(context.Context, json.RawMessage) (any
 		"UnlockUser":  decode(func(ctx context.Context, r nameReq) (any, error) { return s.UnlockUser(ctx, r.Name) }),
 		"SetPassword": decode(func(ctx context.Context, r SetSecretRequest) (any, error) { return s.SetPassword(ctx, r) }),
 		"SetPIN":      decode(func(ctx context.Context, r SetSecretRequest) (any, error) { return s.SetPIN(ctx, r) }),
+		"AddProof":    decode(func(ctx context.Context, r AddProofRequest) (any, error) { return s.AddProof(ctx, r) }),
 		"AddClient":   decode(func(ctx context.Context, r AddClientRequest) (any, error) { return s.AddClient(ctx, r) }),
 		"ListClients": decode(func(ctx context.Context, _ struct{}) (any, error) { return s.ListClients(ctx) }),
 		"ShowClient":  decode(func(ctx context.Context, r nameReq) (any, error) { return s.ShowClient(ctx, r.Name) }),
@@ -65,6 +66,11 @@ func endpoints(s Service) map[string]func(context.Context, json.RawMessage) (any
 		"ShowCredential":  decode(func(ctx context.Context, r nameReq) (any, error) { return s.ShowCredential(ctx, r.Name) }),
 		"SetCredentialStatus": decode(func(ctx context.Context, r statusReq) (any, error) {
 			return s.SetCredentialStatus(ctx, r.Name, r.Enabled)
+		}),
+		"CreateOIDCKey": decode(func(ctx context.Context, _ struct{}) (any, error) { return s.CreateOIDCKey(ctx) }),
+		"ListOIDCKeys":  decode(func(ctx context.Context, _ struct{}) (any, error) { return s.ListOIDCKeys(ctx) }),
+		"RotateOIDCKeys": decode(func(ctx context.Context, r RotateOIDCKeysRequest) (any, error) {
+			return s.RotateOIDCKeys(ctx, r)
 		}),
 	}
 }
@@ -274,4 +280,24 @@ func (r *Remote) ShowCredential(ctx context.Context, id string) (*CredentialView
 // SetCredentialStatus implements Service.
 func (r *Remote) SetCredentialStatus(ctx context.Context, id string, enabled bool) (*CredentialView, error) {
 	return callT[*CredentialView](r, ctx, "SetCredentialStatus", statusReq{id, enabled})
+}
+
+// AddProof implements Service.
+func (r *Remote) AddProof(ctx context.Context, req AddProofRequest) (*UserView, error) {
+	return callT[*UserView](r, ctx, "AddProof", req)
+}
+
+// CreateOIDCKey implements Service.
+func (r *Remote) CreateOIDCKey(ctx context.Context) (*OIDCKeyView, error) {
+	return callT[*OIDCKeyView](r, ctx, "CreateOIDCKey", struct{}{})
+}
+
+// ListOIDCKeys implements Service.
+func (r *Remote) ListOIDCKeys(ctx context.Context) ([]OIDCKeyView, error) {
+	return callT[[]OIDCKeyView](r, ctx, "ListOIDCKeys", struct{}{})
+}
+
+// RotateOIDCKeys implements Service.
+func (r *Remote) RotateOIDCKeys(ctx context.Context, req RotateOIDCKeysRequest) (*RotateOIDCKeysResult, error) {
+	return callT[*RotateOIDCKeysResult](r, ctx, "RotateOIDCKeys", req)
 }

@@ -17,6 +17,7 @@ type Service interface {
 	UnlockUser(ctx context.Context, username string) (*UserView, error)
 	SetPassword(ctx context.Context, req SetSecretRequest) (*UserView, error)
 	SetPIN(ctx context.Context, req SetSecretRequest) (*UserView, error)
+	AddProof(ctx context.Context, req AddProofRequest) (*UserView, error)
 
 	AddClient(ctx context.Context, req AddClientRequest) (*AddClientResult, error)
 	ListClients(ctx context.Context) ([]ClientView, error)
@@ -28,6 +29,10 @@ type Service interface {
 	ListCredentials(ctx context.Context, owner string) ([]CredentialView, error)
 	ShowCredential(ctx context.Context, id string) (*CredentialView, error)
 	SetCredentialStatus(ctx context.Context, id string, enabled bool) (*CredentialView, error)
+
+	CreateOIDCKey(ctx context.Context) (*OIDCKeyView, error)
+	ListOIDCKeys(ctx context.Context) ([]OIDCKeyView, error)
+	RotateOIDCKeys(ctx context.Context, req RotateOIDCKeysRequest) (*RotateOIDCKeysResult, error)
 }
 
 // Kind classifies an Error; it is what crosses the admin socket.
@@ -168,4 +173,43 @@ type CredentialView struct {
 	ChainLength int        `json:"chain_length"`
 	CreatedAt   time.Time  `json:"created_at"`
 	UpdatedAt   time.Time  `json:"updated_at"`
+}
+
+// AddProofRequest stores a proof document of a user (a scan of the identity
+// document), released as <ns>.proof. Content is at most 10 MiB and must be
+// of ContentType (image/jpeg, image/png or application/pdf), judged by its
+// first bytes.
+type AddProofRequest struct {
+	Username    string `json:"username"`
+	ID          string `json:"id"`
+	ContentType string `json:"content_type"`
+	Content     []byte `json:"content"`
+}
+
+// OIDCKeyView is what operators see of an OIDC ID-token signing key.
+type OIDCKeyView struct {
+	KID         string     `json:"kid"`
+	State       string     `json:"state"` // next, active or retired
+	Label       string     `json:"label"`
+	KeyID       string     `json:"key_id"` // hex CKA_ID
+	Algorithm   string     `json:"alg"`
+	CreatedAt   time.Time  `json:"created_at"`
+	ActivatedAt *time.Time `json:"activated_at,omitempty"`
+	RetiredAt   *time.Time `json:"retired_at,omitempty"`
+	// PublishedUntil is when a retired key leaves the JWKS (and the HSM):
+	// every ID token it signed has expired by then.
+	PublishedUntil *time.Time `json:"published_until,omitempty"`
+}
+
+// RotateOIDCKeysRequest promotes the next signing key. Force skips the wait
+// until relying parties have seen the next key in the JWKS.
+type RotateOIDCKeysRequest struct {
+	Force bool `json:"force,omitempty"`
+}
+
+// RotateOIDCKeysResult reports a rotation.
+type RotateOIDCKeysResult struct {
+	Active  OIDCKeyView  `json:"active"`
+	Retired *OIDCKeyView `json:"retired,omitempty"`
+	Purged  []string     `json:"purged,omitempty"` // kids of expired retired keys removed
 }

@@ -1,0 +1,86 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, "signd-load:", err)
+		os.Exit(1)
+	}
+}
+
+const usage = "usage: signd-load prepare|hsm|http [flags] (see go doc ./cmd/signd-load)"
+
+func run(ctx context.Context, args []string, out io.Writer) error {
+	if len(args) == 0 {
+		return errors.New(usage)
+	}
+	fs := flag.NewFlagSet("signd-load "+args[0], flag.ContinueOnError)
+	switch args[0] {
+	case "prepare":
+		var p prepareOpts
+		fs.StringVar(&p.config, "config", "", "signd config file (store.path is used)")
+		fs.StringVar(&p.user, "user", "", "username the tokens are issued to")
+		fs.StringVar(&p.client, "client", "", "client ID the tokens are issued to")
+		fs.StringVar(&p.credential, "credential", "", "credential the SADs are bound to")
+		fs.IntVar(&p.count, "count", 1000, "number of SADs (1 to 1000000)")
+		fs.StringVar(&p.out, "out", "", "file to write the bearer values to")
+		if err := fs.Parse(args[1:]); err != nil {
+			return err
+		}
+		return prepare(ctx, p, out)
+	case "hsm":
+		var h hsmOpts
+		var conc string
+		fs.StringVar(&h.config, "config", "", "signd config file (the pkcs11.* keys are used)")
+		fs.StringVar(&h.in, "in", "", "file written by prepare (for the key ID)")
+		fs.StringVar(&conc, "concurrency", "1,2,8,32", "comma-separated goroutine counts")
+		fs.DurationVar(&h.duration, "duration", defaultDuration, "measuring time per concurrency (at most 5m)")
+		fs.IntVar(&h.max, "max", 1000000, "most signatures per concurrency")
+		if err := fs.Parse(args[1:]); err != nil {
+			return err
+		}
+		var err error
+		if h.concurrency, err = parseList(conc); err != nil {
+			return err
+		}
+		return hsmBench(ctx, h, out)
+	case "http":
+		var h httpOpts
+		fs.StringVar(&h.url, "url", "", "base URL of the daemon (loopback only)")
+		fs.StringVar(&h.in, "in", "", "file written by prepare")
+		fs.IntVar(&h.concurrency, "concurrency", 1, "parallel requests (1 to 256)")
+		fs.DurationVar(&h.duration, "duration", defaultDuration, "measuring time (at most 5m)")
+		fs.IntVar(&h.warmup, "warmup", 50, "requests sent and not counted before measuring")
+		if err := fs.Parse(args[1:]); err != nil {
+			return err
+		}
+		return httpBench(ctx, h, out)
+	}
+	return errors.New(usage)
+}
+
+func parseList(s string) ([]int, error) {
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 1 || n > 256 {
+			return nil, fmt.Errorf("concurrency %q: want numbers from 1 to 256", f)
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}

@@ -1,0 +1,154 @@
+package admin
+
+import (
+	"context"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/signd/signd/oidc"
+	"github.com/signd/signd/store"
+)
+
+// The admin operations of the OpenID Connect provider (issue 5): proof
+// documents, the sector check of OIDC clients and the signing keys.
+
+// checkSector refuses an OIDC client whose pairwise sector cannot be
+// derived: redirect URIs on several hosts (or private-use schemes) and no
+// sector identifier.
+func checkSector(c *store.Client) error {
+	if !slices.Contains(c.Scopes, oidc.ScopeOpenID) || len(c.RedirectURIs) == 0 {
+		return nil // not OIDC, or the store refuses it anyway
+	}
+	if _, err := oidc.Sector(c); err != nil {
+		return errorf(KindInvalid, "client %q: its redirect URIs do not share one host, so pairwise subjects need --sector-identifier (for example the host name of the relying party)", c.ID)
+	}
+	return nil
+}
+
+// proofTypes are the content types of proof documents.
+var proofTypes = []string{store.ProofJPEG, store.ProofPNG, store.ProofPDF}
+
+// AddProof implements Service: the declared content type must be one of
+// proofTypes and match the content's first bytes (http.DetectContentType,
+// the WHATWG sniffing algorithm); the store limits the size to 10 MiB.
+func (l *Local) AddProof(ctx context.Context, req AddProofRequest) (*UserView, error) {
+	if !slices.Contains(proofTypes, req.ContentType) {
+		return nil, errorf(KindInvalid, "content type %q is not accepted (%s)", req.ContentType, strings.Join(proofTypes, ", "))
+	}
+	switch {
+	case len(req.Content) == 0:
+		return nil, errorf(KindInvalid, "proof %q is empty", req.ID)
+	case len(req.Content) > store.MaxProofSize:
+		return nil, errorf(KindInvalid, "proof %q is larger than %d bytes", req.ID, store.MaxProofSize)
+	}
+	if got, _, _ := strings.Cut(http.DetectContentType(req.Content), ";"); got != req.ContentType {
+		return nil, errorf(KindInvalid, "proof %q: the file is %s, not %s", req.ID, got, req.ContentType)
+	}
+	var u *store.User
+	err := l.Store.Update(ctx, func(tx store.Tx) (err error) {
+		p := store.Proof{ProofRef: store.ProofRef{ID: req.ID, ContentType: req.ContentType}, Content: req.Content}
+		if err := tx.PutProof(req.Username, p); err != nil {
+			return err
+		}
+		u, err = tx.User(req.Username)
+		return err
+	})
+	if err != nil {
+		return nil, l.fail(fmt.Sprintf("user %q", req.Username), err)
+	}
+	l.logger().Info("proof document stored", "user", req.Username, "proof_id", req.ID, "content_type", req.ContentType, "size", len(req.Content))
+	return userView(u), nil
+}
+
+func (l *Local) oidcKeys() (*oidc.KeyRing, error) {
+	if l.OIDCKeys == nil {
+		return nil, errorf(KindUnavailable, "the OIDC signing keys are not available in this process")
+	}
+	return l.OIDCKeys, nil
+}
+
+// failKeys maps the key life-cycle errors to conflicts with a hint.
+func (l *Local) failKeys(op string, err error) error {
+	switch {
+	case errors.Is(err, oidc.ErrNextKeyExists):
+		return errorf(KindConflict, "%v: rotate to it first (`signd oidc keys rotate`)", err)
+	case errors.Is(err, oidc.ErrNoNextKey):
+		return errorf(KindConflict, "%v: publish one with `signd oidc keys create`, and rotate once relying parties have fetched the JWKS", err)
+	case errors.Is(err, oidc.ErrNextKeyTooNew):
+		return errorf(KindConflict, "%v (relying parties cache the JWKS; --force rotates now)", err)
+	}
+	return l.fail(op, err)
+}
+
+func (l *Local) oidcKeyView(r *oidc.KeyRing, k *store.SigningKey) *OIDCKeyView {
+	v := &OIDCKeyView{
+		KID: k.KID, State: string(k.State), Label: k.Label, KeyID: hex.EncodeToString(k.KeyID),
+		Algorithm: k.Algorithm, CreatedAt: k.CreatedAt,
+	}
+	opt := func(t time.Time) *time.Time {
+		if t.IsZero() {
+			return nil
+		}
+		return &t
+	}
+	v.ActivatedAt, v.RetiredAt, v.PublishedUntil = opt(k.ActivatedAt), opt(k.RetiredAt), opt(r.PublishedUntil(k))
+	return v
+}
+
+// CreateOIDCKey implements Service: a new key pair in the HSM, published as
+// the next signing key (active at once when no key is active yet).
+func (l *Local) CreateOIDCKey(ctx context.Context) (*OIDCKeyView, error) {
+	r, err := l.oidcKeys()
+	if err != nil {
+		return nil, err
+	}
+	k, err := r.Create(ctx)
+	if err != nil {
+		return nil, l.failKeys("create OIDC signing key", err)
+	}
+	return l.oidcKeyView(r, k), nil
+}
+
+// ListOIDCKeys implements Service, oldest key first.
+func (l *Local) ListOIDCKeys(ctx context.Context) ([]OIDCKeyView, error) {
+	r, err := l.oidcKeys()
+	if err != nil {
+		return nil, err
+	}
+	ks, err := r.Keys(ctx)
+	if err != nil {
+		return nil, l.fail("list OIDC signing keys", err)
+	}
+	out := make([]OIDCKeyView, 0, len(ks))
+	for i := range ks {
+		out = append(out, *l.oidcKeyView(r, &ks[i]))
+	}
+	return out, nil
+}
+
+// RotateOIDCKeys implements Service: the next key signs from now on, the
+// active one is retired (published until its ID tokens expired), expired
+// retired keys are removed from the JWKS and the HSM.
+func (l *Local) RotateOIDCKeys(ctx context.Context, req RotateOIDCKeysRequest) (*RotateOIDCKeysResult, error) {
+	r, err := l.oidcKeys()
+	if err != nil {
+		return nil, err
+	}
+	rot, err := r.Rotate(ctx, req.Force)
+	if err != nil && rot == nil {
+		return nil, l.failKeys("rotate OIDC signing keys", err)
+	}
+	if err != nil {
+		l.logger().Warn("purging expired OIDC signing keys failed", "err", err)
+	}
+	res := &RotateOIDCKeysResult{Active: *l.oidcKeyView(r, &rot.Active), Purged: rot.Purged}
+	if rot.Retired != nil {
+		res.Retired = l.oidcKeyView(r, rot.Retired)
+	}
+	return res, nil
+}

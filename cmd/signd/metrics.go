@@ -1,0 +1,132 @@
+package main
+
+import (
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/labstack/echo/v4"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/signd/signd/csc"
+	"github.com/signd/signd/hsm"
+)
+
+// metrics holds the daemon's Prometheus collectors in a private registry
+// (no global state): HTTP requests, the CSC signHash path, the SAD
+// decisions and the HSM. It implements hsm.Metrics and csc.Metrics.
+type metrics struct {
+	reg *prometheus.Registry
+
+	requests   *prometheus.CounterVec   // route, method, status
+	requestDur *prometheus.HistogramVec // route
+	signHash   *prometheus.HistogramVec // outcome
+	sad        *prometheus.CounterVec   // outcome, reason
+	hsmSign    *prometheus.HistogramVec // result
+	poolWait   prometheus.Histogram
+	hsmErrors  *prometheus.CounterVec // code
+}
+
+var (
+	_ hsm.Metrics = (*metrics)(nil)
+	_ csc.Metrics = (*metrics)(nil)
+)
+
+// latencyBuckets spans 0.25 ms to about 4 s: an HSM signature takes about
+// 1 ms, a pool wait up to pkcs11.acquire_timeout.
+var latencyBuckets = prometheus.ExponentialBuckets(0.00025, 2, 15)
+
+func newMetrics() *metrics {
+	m := &metrics{
+		reg: prometheus.NewRegistry(),
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "signd_http_requests_total", Help: "HTTP requests by route template, method and status.",
+		}, []string{"route", "method", "status"}),
+		requestDur: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "signd_http_request_duration_seconds", Help: "HTTP request latency by route template.", Buckets: latencyBuckets,
+		}, []string{"route"}),
+		signHash: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "signd_csc_signhash_duration_seconds", Help: "CSC signatures/signHash latency by outcome (signed, refused, unavailable, error).", Buckets: latencyBuckets,
+		}, []string{"outcome"}),
+		sad: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "signd_csc_sad_total", Help: "SAD decisions of signHash: consumed, or refused with the reason.",
+		}, []string{"outcome", "reason"}),
+		hsmSign: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "signd_hsm_sign_duration_seconds", Help: "HSM signature latency, pool wait included, by result (ok, error).", Buckets: latencyBuckets,
+		}, []string{"result"}),
+		poolWait: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "signd_hsm_pool_wait_seconds", Help: "Wait for a PKCS#11 session from the pool.", Buckets: latencyBuckets,
+		}),
+		hsmErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "signd_hsm_errors_total", Help: "Failed PKCS#11 calls by return code name (recovered ones included).",
+		}, []string{"code"}),
+	}
+	m.reg.MustRegister(m.requests, m.requestDur, m.signHash, m.sad, m.hsmSign, m.poolWait, m.hsmErrors,
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return m
+}
+
+// ObserveSign implements hsm.Metrics.
+func (m *metrics) ObserveSign(d time.Duration, err error) {
+	result := "ok"
+	if err != nil {
+		result = "error"
+	}
+	m.hsmSign.WithLabelValues(result).Observe(d.Seconds())
+}
+
+// ObservePoolWait implements hsm.Metrics.
+func (m *metrics) ObservePoolWait(d time.Duration) { m.poolWait.Observe(d.Seconds()) }
+
+// ObserveError implements hsm.Metrics.
+func (m *metrics) ObserveError(code string) {
+	if code == "" {
+		code = "unknown"
+	}
+	m.hsmErrors.WithLabelValues(code).Inc()
+}
+
+// ObserveSignHash implements csc.Metrics.
+func (m *metrics) ObserveSignHash(d time.Duration, outcome string) {
+	m.signHash.WithLabelValues(outcome).Observe(d.Seconds())
+}
+
+// ObserveSAD implements csc.Metrics.
+func (m *metrics) ObserveSAD(outcome, reason string) {
+	m.sad.WithLabelValues(outcome, reason).Inc()
+}
+
+// middleware counts every request by route template (never the raw path,
+// which would let clients create label values), method and final status.
+// It is a Pre middleware, outside the router, the logger and the panic
+// recovery, so it sees the status every response really got.
+func (m *metrics) middleware(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		start := time.Now()
+		err := next(c)
+		if err != nil && !c.Response().Committed {
+			c.Error(err) // the server's error writer decides the status
+			err = nil
+		}
+		route := c.Path()
+		if route == "" || c.Response().Status == http.StatusNotFound && route != "/csc/v1/*" {
+			route = "unmatched"
+		}
+		method := c.Request().Method
+		switch method {
+		case http.MethodGet, http.MethodPost, http.MethodHead, http.MethodPut, http.MethodDelete, http.MethodOptions, http.MethodPatch:
+		default:
+			method = "other"
+		}
+		m.requests.WithLabelValues(route, method, strconv.Itoa(c.Response().Status)).Inc()
+		m.requestDur.WithLabelValues(route).Observe(time.Since(start).Seconds())
+		return err
+	}
+}
+
+// handler serves GET /metrics.
+func (m *metrics) handler() echo.HandlerFunc {
+	return echo.WrapHandler(promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{}))
+}

@@ -1,0 +1,124 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	gooidc "github.com/coreos/go-oidc/v3/oidc"
+	"golang.org/x/oauth2"
+
+	"github.com/signd/signd/config"
+	"github.com/signd/signd/oauth/oauthtest"
+)
+
+// The daemon's own router (middleware, global error handler) with every
+// service wired as serve wires it, on a listener whose URL is
+// server.base_url: a go-oidc relying party logs alice in through the HTML
+// forms and reads /userinfo.
+func TestOIDCThroughDaemonRouter(t *testing.T) {
+	e := newEnv(t, "")
+	secret := strings.Repeat("s", 40)
+	e.must("a password!\n", "user", "add", "alice", "--password-file", "-", "--email", "alice@example.com", "--email-verified")
+	e.must(secret+"\n", "client", "add", "rp", "--redirect-uri", "https://rp.example.com/cb", "--scope", "openid", "--scope", "email", "--secret-file", "-")
+
+	cfg, err := config.Load(config.Options{File: e.cfgPath})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Server.BaseURL = "http://" + ln.Addr().String()
+	db, err := openStore(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	logs := &syncBuffer{}
+	logger := slog.New(slog.NewJSONHandler(logs, nil))
+	tok, err := openToken(cfg, logger, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tok.Close()
+	a := newApp(strings.NewReader(""), &bytes.Buffer{}, logs)
+	a.argon2 = &testArgon2
+	hasher, err := a.hasher()
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &server{Store: db, Token: tok, Logger: logger, BodyLimit: cfg.Server.BodyLimitBytes}
+	router := srv.echo()
+	svc := &services{cfg: cfg, store: db, token: tok, hasher: hasher, logger: logger, now: a.clock}
+	defer func() {
+		for _, stop := range svc.onShutdown {
+			stop()
+		}
+	}()
+	if err := svc.mount(router); err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewUnstartedServer(router)
+	ts.Listener.Close()
+	ts.Listener = ln
+	ts.Start()
+	defer ts.Close()
+
+	ctx := gooidc.ClientContext(context.Background(), ts.Client())
+	provider, err := gooidc.NewProvider(ctx, cfg.Server.BaseURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conf := &oauth2.Config{ClientID: "rp", ClientSecret: secret, RedirectURL: "https://rp.example.com/cb",
+		Endpoint: provider.Endpoint(), Scopes: []string{"openid", "email"}}
+	b := oauthtest.NewBrowser(ts.Client().Transport)
+	s, err := b.Get(conf.AuthCodeURL("st-1", gooidc.Nonce("n-1")))
+	if err != nil || s.Form == nil {
+		t.Fatalf("authorize: %v %+v", err, s)
+	}
+	if s, err = b.Submit(s.Form, map[string]string{"username": "alice", "password": "a password!"}, "approve"); err != nil || s.Form == nil {
+		t.Fatalf("login: %v %.300s", err, s.Body)
+	}
+	if s, err = b.Submit(s.Form, nil, "approve"); err != nil || !s.Redirected() {
+		t.Fatalf("consent: %v %+v", err, s)
+	}
+	token, err := conf.Exchange(ctx, s.Query().Get("code"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	idt, err := provider.Verifier(&gooidc.Config{ClientID: "rp"}).Verify(ctx, token.Extra("id_token").(string))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if idt.Nonce != "n-1" || idt.VerifyAccessToken(token.AccessToken) != nil {
+		t.Errorf("nonce %q, at_hash %v", idt.Nonce, idt.VerifyAccessToken(token.AccessToken))
+	}
+	ui, err := provider.UserInfo(ctx, oauth2.StaticTokenSource(token))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ui.Subject != idt.Subject || ui.Email != "alice@example.com" || !ui.EmailVerified {
+		t.Errorf("userinfo %+v, ID token sub %s", ui, idt.Subject)
+	}
+	// The daemon's headers reach the OIDC answers, and /userinfo without
+	// a token is the bare RFC 6750 challenge.
+	res, err := ts.Client().Get(cfg.Server.BaseURL + "/userinfo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != http.StatusUnauthorized || res.Header.Get("WWW-Authenticate") != `Bearer realm="`+cfg.Server.BaseURL+`"` ||
+		res.Header.Get("Cache-Control") != "no-store" || res.Header.Get("X-Content-Type-Options") != "nosniff" {
+		t.Errorf("userinfo without token: %d %v", res.StatusCode, res.Header)
+	}
+	if strings.Contains(logs.String(), secret) || strings.Contains(logs.String(), token.AccessToken) {
+		t.Error("a secret or token reached the log")
+	}
+}

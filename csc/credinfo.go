@@ -1,0 +1,172 @@
+package csc
+
+import (
+	"crypto/x509"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/signd/signd/oauth"
+	"github.com/signd/signd/store"
+)
+
+// Algorithm OIDs.
+const (
+	oidRSAEncryption  = "1.2.840.113549.1.1.1"
+	oidSHA256WithRSA  = "1.2.840.113549.1.1.11"
+	oidSHA256         = "2.16.840.1.101.3.4.2.1"
+	derNullBase64     = "BQA=" // signAlgoParams of algorithms without parameters
+	generalizedLayout = "20060102150405Z"
+)
+
+type credentialInfoResponse struct {
+	Description string   `json:"description"`
+	Key         keyInfo  `json:"key"`
+	Cert        certInfo `json:"cert"`
+	AuthMode    string   `json:"authMode"`
+	SCAL        string   `json:"SCAL"`
+	Multisign   int      `json:"multisign"`
+	Lang        string   `json:"lang,omitempty"`
+}
+
+type keyInfo struct {
+	Status string   `json:"status"`
+	Algo   []string `json:"algo"`
+	Len    int      `json:"len"`
+}
+
+type certInfo struct {
+	Status       string   `json:"status"`
+	Certificates []string `json:"certificates,omitempty"`
+	IssuerDN     string   `json:"issuerDN,omitempty"`
+	SerialNumber string   `json:"serialNumber,omitempty"`
+	SubjectDN    string   `json:"subjectDN,omitempty"`
+	ValidFrom    string   `json:"validFrom,omitempty"`
+	ValidTo      string   `json:"validTo,omitempty"`
+}
+
+// credentialInfo is POST /csc/v1/credentials/info.
+func (h *Handler) credentialInfo(c echo.Context) error {
+	g := oauth.GrantFrom(c)
+	p, e := readParams(c.Request())
+	if e != nil {
+		return e
+	}
+	id, _, e := p.str("credentialID", true)
+	if e != nil {
+		return e
+	}
+	certs := "single"
+	if p.has("certificates") {
+		if certs, _, e = p.str("certificates", true); e != nil {
+			return e
+		}
+		if certs != "none" && certs != "single" && certs != "chain" {
+			return invalid("certificates")
+		}
+	}
+	withCertInfo, e := p.boolean("certInfo", false)
+	if e != nil {
+		return e
+	}
+	if _, e := p.boolean("authInfo", false); e != nil {
+		return e
+	}
+	if _, _, e := p.str("lang", false); e != nil {
+		return e
+	}
+	if _, _, e := p.str("clientData", false); e != nil {
+		return invalid("clientData")
+	}
+
+	var cred *store.Credential
+	err := h.Store.View(c.Request().Context(), func(tx store.Tx) (err error) {
+		cred, err = tx.Credential(id)
+		return err
+	})
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return invalid("credentialID")
+	case err != nil:
+		return err
+	case !usableBy(cred, g.Username):
+		return invalid("credentialID") // the same answer as an unknown ID
+	}
+	leaf, err := x509.ParseCertificate(cred.Chain[0])
+	if err != nil {
+		return fmt.Errorf("csc: credential %s: certificate: %w", cred.ID, err)
+	}
+
+	now := h.now()
+	res := credentialInfoResponse{
+		Description: cred.Description,
+		Key: keyInfo{
+			Status: "enabled",
+			Algo:   []string{oidRSAEncryption, oidSHA256WithRSA},
+			Len:    cred.KeyBits,
+		},
+		Cert:      certInfo{Status: "valid"},
+		AuthMode:  "oauth2code",
+		SCAL:      "2",
+		Multisign: 1,
+		Lang:      h.Info.Lang,
+	}
+	if res.Description == "" {
+		res.Description = strings.ToUpper(cred.Algorithm[:3]) + cred.Algorithm[3:] + " signing key"
+	}
+	if cred.Status != store.CredentialEnabled || certRefusal(leaf, now) != "" {
+		res.Key.Status = "disabled"
+	}
+	if now.After(leaf.NotAfter) {
+		res.Cert.Status = "expired"
+	}
+	switch certs {
+	case "single":
+		res.Cert.Certificates = []string{base64.StdEncoding.EncodeToString(cred.Chain[0])}
+	case "chain":
+		for _, der := range cred.Chain {
+			res.Cert.Certificates = append(res.Cert.Certificates, base64.StdEncoding.EncodeToString(der))
+		}
+	}
+	if withCertInfo {
+		res.Cert.IssuerDN = leaf.Issuer.String()
+		res.Cert.SubjectDN = leaf.Subject.String()
+		res.Cert.SerialNumber = fmt.Sprintf("%X", leaf.SerialNumber.Bytes())
+		res.Cert.ValidFrom = leaf.NotBefore.UTC().Format(generalizedLayout)
+		res.Cert.ValidTo = leaf.NotAfter.UTC().Format(generalizedLayout)
+	}
+	return c.JSON(http.StatusOK, res)
+}
+
+// usableBy reports whether the CSC API shows cred to username: it must be
+// theirs and have a certificate (pending credentials are not offered).
+func usableBy(cred *store.Credential, username string) bool {
+	return cred.Owner == username && cred.Status != store.CredentialPending && len(cred.Chain) > 0
+}
+
+// certRefusal returns the specification's refusal for signing with leaf at
+// now, or "" while it is valid.
+func certRefusal(leaf *x509.Certificate, now time.Time) string {
+	switch {
+	case now.After(leaf.NotAfter):
+		return "Signing certificate '" + certName(leaf) + "' is expired."
+	case now.Before(leaf.NotBefore):
+		return "Signing certificate '" + certName(leaf) + "' is not yet valid."
+	}
+	return ""
+}
+
+// certName is the "O=[organization],CN=[common_name]" of the
+// specification's message (O left out when the subject has none).
+func certName(leaf *x509.Certificate) string {
+	name := "CN=" + leaf.Subject.CommonName
+	if len(leaf.Subject.Organization) > 0 {
+		name = "O=" + leaf.Subject.Organization[0] + "," + name
+	}
+	return name
+}

@@ -1,0 +1,35 @@
+// Package csc serves the Cloud Signature Consortium API v1 (v1.0.4.0) under
+// /csc/v1: info, credentials/list, credentials/info and signatures/signHash,
+// with the SAD checks and the audit entries of every signHash attempt. It
+// also holds the "service" and "credential" scope profiles the
+// authorization server (package oauth) calls (profile.go).
+//
+// It owns the CSC rules and nothing below them: persistence is package
+// store (through Store), authentication of the Bearer is oauth's
+// RequireBearer, and signatures come from a Signer — *hsm.Token satisfies
+// it — so csc never talks PKCS#11 itself and does not import hsm.
+//
+// # Errors
+//
+// Every handler returns errors as values; one group middleware (the only
+// error writer of /csc/v1) renders them as JSON {"error",
+// "error_description"} with the CSC v1 §10 status and the exact
+// descriptions of the specification ("Invalid parameter SAD", "Missing (or
+// invalid type) string parameter credentialID", ...). Anything that is not a
+// protocol error is logged and answered as a bare 500 server_error; signer
+// errors the Unavailable hook recognizes (a busy or reconnecting HSM) are
+// 503 temporarily_unavailable.
+//
+// # signHash
+//
+// A request is parsed strictly (Content-Type application/json, at most 64
+// KiB, no duplicate keys, typed parameters) and then decided in one store
+// write transaction, grouped with concurrent ones (Store.Batch): the
+// credential must be the caller's, enabled, with a certificate valid now;
+// the SAD must exist, and once it does it is deleted in that same
+// transaction whatever follows — it must belong to the Bearer's user and
+// client, be bound to this credential, be unexpired, and cover exactly the
+// request's hashes. The audit entry of the decision is appended in the same
+// transaction, so a SAD is never consumed without its entry and no crash
+// can let it be used twice. Only after the commit does the HSM sign.
+package csc

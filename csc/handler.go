@@ -1,0 +1,162 @@
+package csc
+
+import (
+	"context"
+	"crypto"
+	"errors"
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/signd/signd/oauth"
+	"github.com/signd/signd/store"
+)
+
+// Store is what the CSC API needs of the store: read transactions (and the
+// whole store.Store for the bearer middleware), plus Batch — a write
+// transaction that may be grouped with concurrent ones and whose function
+// may run more than once (*bolt.DB implements it as group commit).
+type Store interface {
+	store.Store
+	Batch(ctx context.Context, fn func(store.Tx) error) error
+}
+
+// Signer makes RSA PKCS#1 v1.5 signatures over a DigestInfo with the key
+// whose HSM ID is keyID. *hsm.Token satisfies it.
+type Signer interface {
+	SignDigest(ctx context.Context, keyID []byte, hash crypto.Hash, digest []byte) ([]byte, error)
+}
+
+// Metrics receives measurements; cmd adapts it to Prometheus. Methods must
+// be safe for concurrent use and must not block.
+type Metrics interface {
+	// ObserveSignHash is called once per signHash request that reached the
+	// handler, with its duration and outcome: "signed", "refused" (a client
+	// error, SAD refusals included), "unavailable" or "error".
+	ObserveSignHash(d time.Duration, outcome string)
+	// ObserveSAD is called when a signHash decided about a SAD: outcome
+	// "consumed" (granted) or "refused", with a short fixed reason
+	// ("unknown", "user", "client", "credential", "expired", "hash").
+	ObserveSAD(outcome, reason string)
+}
+
+// InfoConfig is what /csc/v1/info reports besides the fixed fields.
+type InfoConfig struct {
+	Name        string
+	Logo        string
+	Region      string // ISO 3166-1 alpha-2
+	Lang        string // RFC 5646
+	Description string
+}
+
+// Handler serves /csc/v1. Fill the exported fields and call Mount.
+type Handler struct {
+	Store  Store  // required
+	Signer Signer // required
+	// Unavailable reports whether a Signer error means "try again later"
+	// (hsm.ErrBusy, hsm.ErrTokenUnavailable): 503 instead of 500. nil =
+	// never.
+	Unavailable func(error) bool
+	// BaseURL is the public base URL (server.base_url): info's oauth2 (the
+	// authorization server is at BaseURL/oauth2/...) and the bearer realm.
+	BaseURL string // required
+	Info    InfoConfig
+	// MaxResultsDefault and MaxResultsLimit bound credentials/list pages
+	// (csc.max_results_default, csc.max_results_limit).
+	MaxResultsDefault int
+	MaxResultsLimit   int
+	// PageTokenKey is the MAC key of credentials/list page tokens, at
+	// least 32 random bytes that survive restarts (kept in the store).
+	PageTokenKey []byte           // required
+	Now          func() time.Time // nil = time.Now
+	Logger       *slog.Logger     // nil = discard
+	Metrics      Metrics          // nil = none
+}
+
+// Methods signd implements, as /csc/v1/info lists them.
+var implemented = []string{"info", "credentials/list", "credentials/info", "signatures/signHash"}
+
+// Methods CSC v1.0.4.0 defines that signd does not offer: 501, so a client
+// can tell "not offered" from a typo (404).
+var notImplemented = []string{
+	"auth/login", "auth/revoke", "credentials/authorize", "credentials/extendTransaction",
+	"credentials/sendOTP", "signatures/timestamp",
+}
+
+// Mount registers the CSC routes on g, the /csc/v1 group. It fails when a
+// required field is missing.
+func (h *Handler) Mount(g *echo.Group) error {
+	switch {
+	case h.Store == nil:
+		return errors.New("csc: no Store")
+	case h.Signer == nil:
+		return errors.New("csc: no Signer")
+	case h.BaseURL == "":
+		return errors.New("csc: no BaseURL")
+	case len(h.PageTokenKey) < 32:
+		return errors.New("csc: PageTokenKey must be at least 32 bytes")
+	}
+	if h.MaxResultsLimit <= 0 {
+		h.MaxResultsLimit = 1000
+	}
+	if h.MaxResultsDefault <= 0 || h.MaxResultsDefault > h.MaxResultsLimit {
+		h.MaxResultsDefault = min(100, h.MaxResultsLimit)
+	}
+	bearer := oauth.RequireBearer(oauth.BearerConfig{
+		Store: h.Store, Now: h.Now, Realm: h.BaseURL, Scope: "service",
+	})
+	// Group middleware also runs for unknown paths under /csc/v1 (Echo adds
+	// catch-all routes for it), so their 404 is rendered here too.
+	g.Use(h.writeErrors)
+	g.Any("/info", h.info, postOnly)
+	g.Any("/credentials/list", h.list, postOnly, bearer)
+	g.Any("/credentials/info", h.credentialInfo, postOnly, bearer)
+	g.Any("/signatures/signHash", h.signHash, postOnly, bearer)
+	for _, m := range notImplemented {
+		g.Any("/"+m, notImplementedHandler(m))
+	}
+	return nil
+}
+
+// postOnly refuses every HTTP method but POST (CSC v1 §7.1) before the
+// bearer is looked at.
+func postOnly(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		if c.Request().Method != http.MethodPost {
+			return echo.ErrMethodNotAllowed
+		}
+		return next(c)
+	}
+}
+
+func notImplementedHandler(method string) echo.HandlerFunc {
+	return func(echo.Context) error {
+		return &oauth.Error{
+			Code: codeNotImplemented, Status: http.StatusNotImplemented,
+			Description: "Method " + method + " is not implemented by this service (see info methods)",
+		}
+	}
+}
+
+func (h *Handler) now() time.Time {
+	if h.Now != nil {
+		return h.Now()
+	}
+	return time.Now()
+}
+
+func (h *Handler) logger() *slog.Logger {
+	if h.Logger != nil {
+		return h.Logger
+	}
+	return slog.New(slog.DiscardHandler)
+}
+
+// oauth2Base is info's oauth2: the base URI the authorization server's
+// oauth2/authorize and oauth2/token hang off.
+func (h *Handler) oauth2Base() string {
+	return strings.TrimSuffix(h.BaseURL, "/")
+}

@@ -1,0 +1,46 @@
+package csc
+
+import (
+	"net/http"
+	"slices"
+
+	"github.com/labstack/echo/v4"
+)
+
+// specsVersion is the CSC API version signd implements.
+const specsVersion = "1.0.4.0"
+
+type infoResponse struct {
+	Specs       string   `json:"specs"`
+	Name        string   `json:"name"`
+	Logo        string   `json:"logo"`
+	Region      string   `json:"region"`
+	Lang        string   `json:"lang"`
+	Description string   `json:"description"`
+	AuthType    []string `json:"authType"`
+	OAuth2      string   `json:"oauth2"`
+	Methods     []string `json:"methods"`
+}
+
+// info is POST /csc/v1/info: no authentication; the optional lang is
+// checked for its type and otherwise ignored (one language is served).
+func (h *Handler) info(c echo.Context) error {
+	p, e := readParams(c.Request())
+	if e != nil {
+		return e
+	}
+	if _, _, e := p.str("lang", false); e != nil {
+		return e
+	}
+	return c.JSON(http.StatusOK, infoResponse{
+		Specs:       specsVersion,
+		Name:        h.Info.Name,
+		Logo:        h.Info.Logo,
+		Region:      h.Info.Region,
+		Lang:        h.Info.Lang,
+		Description: h.Info.Description,
+		AuthType:    []string{"oauth2code"},
+		OAuth2:      h.oauth2Base(),
+		Methods:     slices.Clone(implemented),
+	})
+}

@@ -1,0 +1,123 @@
+package csc
+
+import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base64"
+	"net/http"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/signd/signd/oauth"
+	"github.com/signd/signd/store"
+)
+
+type listResponse struct {
+	CredentialIDs []string `json:"credentialIDs"`
+	NextPageToken string   `json:"nextPageToken,omitempty"`
+}
+
+// list is POST /csc/v1/credentials/list: the caller's credentials that are
+// not pending (enabled and disabled ones: the client reads key.status from
+// credentials/info), in credential-ID order, a page at a time. The cost is
+// a cursor range over the owner index, proportional to the page.
+func (h *Handler) list(c echo.Context) error {
+	g := oauth.GrantFrom(c)
+	p, e := readParams(c.Request())
+	if e != nil {
+		return e
+	}
+	if p.has("userID") {
+		return badRequest(descUserIDNotNull)
+	}
+	size, ok, e := p.positiveInt("maxResults")
+	if e != nil {
+		return e
+	}
+	if !ok {
+		size = h.MaxResultsDefault
+	}
+	size = min(size, h.MaxResultsLimit)
+	token, _, e := p.str("pageToken", false)
+	if e != nil {
+		return e
+	}
+	if _, _, e := p.str("clientData", false); e != nil {
+		return invalid("clientData")
+	}
+	after := ""
+	if token != "" {
+		if after, ok = h.openPageToken(token, g.Username); !ok {
+			return invalid("pageToken")
+		}
+	}
+
+	ids := make([]string, 0, size)
+	more := false
+	err := h.Store.View(c.Request().Context(), func(tx store.Tx) error {
+		ids, more = ids[:0], false
+		cursor := after
+		for {
+			want := size + 1 - len(ids) // one more than the page: are there more?
+			cs, err := tx.Credentials(g.Username, cursor, want)
+			if err != nil {
+				return err
+			}
+			for _, cr := range cs {
+				if cr.Status == store.CredentialPending {
+					continue
+				}
+				if len(ids) == size {
+					more = true
+					return nil
+				}
+				ids = append(ids, cr.ID)
+			}
+			if len(cs) < want {
+				return nil
+			}
+			cursor = cs[len(cs)-1].ID
+		}
+	})
+	if err != nil {
+		return err
+	}
+	res := listResponse{CredentialIDs: ids}
+	if more && len(ids) > 0 {
+		res.NextPageToken = h.pageToken(ids[len(ids)-1], g.Username)
+	}
+	return c.JSON(http.StatusOK, res)
+}
+
+// Page tokens are base64url(after ‖ tag), after being the last credential
+// ID of the previous page and tag the first 16 bytes of
+// HMAC-SHA256(PageTokenKey, "signd csc list 1" 0 username 0 after). They
+// are opaque to clients, cannot be forged or altered, and are only good for
+// the user they were issued to. They do not expire: they grant nothing the
+// user's own listing would not.
+const pageTagLen = 16
+
+func (h *Handler) pageTag(after, username string) []byte {
+	m := hmac.New(sha256.New, h.PageTokenKey)
+	m.Write([]byte("signd csc list 1\x00"))
+	m.Write([]byte(username))
+	m.Write([]byte{0})
+	m.Write([]byte(after))
+	return m.Sum(nil)[:pageTagLen]
+}
+
+func (h *Handler) pageToken(after, username string) string {
+	return base64.RawURLEncoding.EncodeToString(append([]byte(after), h.pageTag(after, username)...))
+}
+
+func (h *Handler) openPageToken(token, username string) (string, bool) {
+	raw, err := base64.RawURLEncoding.DecodeString(token)
+	if err != nil || len(raw) <= pageTagLen || len(raw) > 512 {
+		return "", false
+	}
+	after, tag := string(raw[:len(raw)-pageTagLen]), raw[len(raw)-pageTagLen:]
+	if !hmac.Equal(tag, h.pageTag(after, username)) {
+		return "", false
+	}
+	return after, true
+}

@@ -1,0 +1,348 @@
+package csc
+
+import (
+	"bytes"
+	"context"
+	"crypto"
+	"crypto/x509"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/signd/signd/oauth"
+	"github.com/signd/signd/store"
+)
+
+// signHashRequest is a parsed, syntactically valid signHash request.
+type signHashRequest struct {
+	credentialID string
+	sad          string
+	hashes       [][]byte // 32-byte SHA-256 digests, request order
+}
+
+type signHashResponse struct {
+	Signatures []string `json:"signatures"`
+}
+
+// parseSignHash checks the parameters in a fixed order, returning the first
+// problem with the specification's description. hexes holds the hashes
+// decoded so far, for the audit entry of a refusal.
+func parseSignHash(p params) (req signHashRequest, e *oauth.Error) {
+	if req.credentialID, e = credentialIDParam(p); e != nil {
+		return req, e
+	}
+	if req.sad, _, e = p.str("SAD", true); e != nil {
+		return req, e
+	}
+	if p.kind("hash") != '[' {
+		return req, missing("array", "hash")
+	}
+	var elems []json.RawMessage
+	if err := json.Unmarshal(p["hash"], &elems); err != nil {
+		return req, missing("array", "hash")
+	}
+	if len(elems) == 0 {
+		return req, badRequest(descEmptyHash)
+	}
+	for _, el := range elems {
+		var s string
+		if len(el) == 0 || el[0] != '"' || json.Unmarshal(el, &s) != nil {
+			return req, badRequest(descBadBase64)
+		}
+		d, err := decodeBase64(s)
+		if err != nil {
+			return req, badRequest(descBadBase64)
+		}
+		if len(d) != 32 {
+			return req, badRequest(descDigestLength)
+		}
+		req.hashes = append(req.hashes, d)
+	}
+	signAlgo, _, e := p.str("signAlgo", true)
+	if e != nil {
+		return req, e
+	}
+	hashAlgo, hasHashAlgo, e := p.str("hashAlgo", signAlgo == oidRSAEncryption)
+	if e != nil {
+		return req, e
+	}
+	switch signAlgo {
+	case oidRSAEncryption, oidSHA256WithRSA:
+	default:
+		return req, invalid("signAlgo")
+	}
+	if hasHashAlgo && hashAlgo != oidSHA256 {
+		return req, invalid("hashAlgo")
+	}
+	if params, ok, e := p.str("signAlgoParams", false); e != nil {
+		return req, e
+	} else if ok && params != "" && params != derNullBase64 {
+		return req, invalid("signAlgoParams")
+	}
+	if _, _, e := p.str("clientData", false); e != nil {
+		return req, invalid("clientData")
+	}
+	return req, nil
+}
+
+// credentialIDParam reads credentialID or credentialIDs: the seed's table
+// names the latter, its sample the former, and both are accepted;
+// credentialIDs may be a string or an array of exactly one string. Both
+// present must agree.
+func credentialIDParam(p params) (string, *oauth.Error) {
+	id, hasID, e := p.str("credentialID", false)
+	if e != nil || hasID && id == "" {
+		return "", missing("string", "credentialID")
+	}
+	if !p.has("credentialIDs") {
+		if !hasID {
+			return "", missing("string", "credentialID")
+		}
+		return id, nil
+	}
+	var ids string
+	switch p.kind("credentialIDs") {
+	case '"':
+		ids, _, e = p.str("credentialIDs", true)
+		if e != nil {
+			return "", e
+		}
+	case '[':
+		var list []json.RawMessage
+		if err := json.Unmarshal(p["credentialIDs"], &list); err != nil || len(list) != 1 {
+			return "", invalid("credentialIDs")
+		}
+		if len(list[0]) == 0 || list[0][0] != '"' || json.Unmarshal(list[0], &ids) != nil || ids == "" {
+			return "", missing("string", "credentialIDs")
+		}
+	default:
+		return "", missing("string", "credentialIDs")
+	}
+	if hasID && id != ids {
+		return "", badRequest(descCredIDsConflict)
+	}
+	return ids, nil
+}
+
+// decodeBase64 decodes standard base64 (RFC 4648 §4), padded or not; the
+// URL-safe alphabet and line breaks are refused.
+func decodeBase64(s string) ([]byte, error) {
+	if len(s)%4 == 0 {
+		return base64.StdEncoding.Strict().DecodeString(s)
+	}
+	return base64.RawStdEncoding.Strict().DecodeString(s)
+}
+
+// decision is the outcome of the signHash transaction.
+type decision struct {
+	err       *oauth.Error // refusal; nil when granted
+	reason    string       // audit reason of a refusal
+	sadReason string       // metrics: "" when the SAD was not looked at
+	keyID     []byte       // granted: the HSM key
+	seq       uint64       // the audit entry's sequence number
+}
+
+func refuse(e *oauth.Error, reason, sadReason string) decision {
+	return decision{err: e, reason: reason, sadReason: sadReason}
+}
+
+// signHash is POST /csc/v1/signatures/signHash.
+func (h *Handler) signHash(c echo.Context) error {
+	start := time.Now()
+	g := oauth.GrantFrom(c)
+	ctx := c.Request().Context()
+	outcome := "error"
+	defer func() {
+		if h.Metrics != nil {
+			h.Metrics.ObserveSignHash(time.Since(start), outcome)
+		}
+	}()
+
+	req, perr := signHashParams(c.Request())
+	entry := func() *store.AuditEntry {
+		e := &store.AuditEntry{
+			Time: h.now(), Kind: store.AuditSignHash, User: g.Username, Client: g.ClientID,
+			Credential: req.credentialID, Hashes: make([]string, len(req.hashes)),
+		}
+		for i, d := range req.hashes {
+			e.Hashes[i] = hex.EncodeToString(d)
+		}
+		return e
+	}
+	if perr != nil {
+		// Malformed requests are audited too: they were made with a valid
+		// Bearer. Nothing was looked up, so no SAD is touched.
+		outcome = "refused"
+		err := h.Store.Batch(context.WithoutCancel(ctx), func(tx store.Tx) error {
+			e := entry()
+			e.Outcome, e.Reason = store.AuditRefused, perr.Description
+			return tx.AppendAudit(e)
+		})
+		if err != nil {
+			outcome = "error"
+			return err
+		}
+		return perr
+	}
+
+	var d decision
+	err := h.Store.Batch(context.WithoutCancel(ctx), func(tx store.Tx) error {
+		var err error
+		if d, err = h.decide(tx, g, req); err != nil {
+			return err
+		}
+		e := entry()
+		e.Outcome = store.AuditGranted
+		if d.err != nil {
+			e.Outcome, e.Reason = store.AuditRefused, d.reason
+		}
+		if err := tx.AppendAudit(e); err != nil {
+			return err
+		}
+		d.seq = e.Seq
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if h.Metrics != nil && d.sadReason != "" {
+		if d.err == nil {
+			h.Metrics.ObserveSAD("consumed", "")
+		} else {
+			h.Metrics.ObserveSAD("refused", d.sadReason)
+		}
+	}
+	if d.err != nil {
+		outcome = "refused"
+		h.logger().Info("csc: signHash refused", "user", g.Username, "client", g.ClientID,
+			"credential", req.credentialID, "reason", d.reason, "audit_seq", d.seq)
+		return d.err
+	}
+
+	// The SAD is gone and the grant is on record: sign. The client going
+	// away no longer cancels anything.
+	sctx := context.WithoutCancel(ctx)
+	res := signHashResponse{Signatures: make([]string, len(req.hashes))}
+	for i, digest := range req.hashes {
+		sig, err := h.Signer.SignDigest(sctx, d.keyID, crypto.SHA256, digest)
+		if err != nil {
+			outcome = "error"
+			if h.Unavailable != nil && h.Unavailable(err) {
+				outcome = "unavailable"
+			}
+			h.auditFailure(sctx, entry(), d.seq, err)
+			return err
+		}
+		res.Signatures[i] = base64.StdEncoding.EncodeToString(sig)
+	}
+	outcome = "signed"
+	return c.JSON(http.StatusOK, res)
+}
+
+// signHashParams reads and parses a signHash body.
+func signHashParams(r *http.Request) (signHashRequest, *oauth.Error) {
+	p, e := readParams(r)
+	if e != nil {
+		return signHashRequest{}, e
+	}
+	return parseSignHash(p)
+}
+
+// auditFailure records that the HSM failed after the grant seq. The SAD
+// stays consumed: the client needs a new one.
+func (h *Handler) auditFailure(ctx context.Context, e *store.AuditEntry, seq uint64, cause error) {
+	reason := "signing failed"
+	if h.Unavailable != nil && h.Unavailable(cause) {
+		reason = "signing device busy or unavailable"
+	}
+	err := h.Store.Batch(ctx, func(tx store.Tx) error {
+		f := *e
+		f.Outcome, f.Reason, f.Ref = store.AuditFailed, reason, seq
+		return tx.AppendAudit(&f)
+	})
+	if err != nil {
+		h.logger().Error("csc: audit entry of a failed signature lost", "audit_ref", seq, "err", err)
+	}
+}
+
+// decide runs inside the signHash write transaction. The credential is
+// checked first and leaves the SAD alone when it fails; once a SAD with the
+// presented value exists it is deleted, and every check after that refuses
+// with the SAD already gone. It returns an error only for store failures
+// (the transaction is rolled back and nothing is consumed).
+func (h *Handler) decide(tx store.Tx, g *oauth.Grant, req signHashRequest) (decision, error) {
+	now := h.now()
+	cred, err := tx.Credential(req.credentialID)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return refuse(invalid("credentialID"), "unknown credential", ""), nil
+	case err != nil:
+		return decision{}, err
+	case cred.Owner != g.Username:
+		return refuse(invalid("credentialID"), "credential of another user", ""), nil
+	case !usableBy(cred, g.Username):
+		return refuse(invalid("credentialID"), "credential pending (no certificate)", ""), nil
+	case cred.Status != store.CredentialEnabled:
+		return refuse(badRequest(descCredDisabled), "credential disabled", ""), nil
+	}
+	leaf, err := x509.ParseCertificate(cred.Chain[0])
+	if err != nil {
+		return decision{}, fmt.Errorf("csc: credential %s: certificate: %w", cred.ID, err)
+	}
+	if msg := certRefusal(leaf, now); msg != "" {
+		return refuse(badRequest(msg), "certificate not valid now", ""), nil
+	}
+
+	fp := store.Fingerprint(req.sad)
+	sad, err := tx.Token(fp)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return refuse(invalid("SAD"), "unknown SAD", "unknown"), nil
+	case err != nil:
+		return decision{}, err
+	case sad.Kind != store.TokenSAD:
+		// An access token is never a SAD, and is not consumed either.
+		return refuse(invalid("SAD"), "access token presented as SAD", "unknown"), nil
+	}
+	if err := tx.DeleteToken(fp); err != nil {
+		return decision{}, err
+	}
+	switch {
+	case sad.Username != g.Username:
+		return refuse(invalid("SAD"), "SAD of another user (burned)", "user"), nil
+	case sad.ClientID != g.ClientID:
+		return refuse(invalid("SAD"), "SAD of another client (burned)", "client"), nil
+	case sad.CredentialID != cred.ID:
+		return refuse(invalid("SAD"), "SAD for another credential (burned)", "credential"), nil
+	case !now.Before(sad.ExpiresAt):
+		return refuse(badRequest(descSADExpired), "SAD expired (burned)", "expired"), nil
+	case !sameHashes(sad.Hashes, req.hashes):
+		return refuse(badRequest(descHashNotAuth), "hashes differ from the SAD's (burned)", "hash"), nil
+	}
+	return decision{keyID: cred.KeyID, sadReason: "consumed"}, nil
+}
+
+// sameHashes reports whether a and b hold the same digests the same number
+// of times, in any order: a SAD covers exactly its hashes, no more, no
+// fewer (the authorize hash list is order-independent).
+func sameHashes(a, b [][]byte) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	sa, sb := slices.Clone(a), slices.Clone(b)
+	slices.SortFunc(sa, bytes.Compare)
+	slices.SortFunc(sb, bytes.Compare)
+	for i := range sa {
+		if !bytes.Equal(sa[i], sb[i]) {
+			return false
+		}
+	}
+	return true
+}

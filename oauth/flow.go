@@ -1,0 +1,310 @@
+package oauth
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/url"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/signd/signd/store"
+)
+
+// flow is one authorization request being answered.
+type flow struct {
+	req     *store.AuthRequest
+	stored  bool   // req exists in the store
+	handle  string // raw request handle (hidden input), "" when not stored yet
+	csrf    string // raw CSRF token (hidden input)
+	client  *store.Client
+	profile Profile
+	target  target
+}
+
+// writes is extra work for the write transaction that ends a step (reset
+// a failure counter, create a login session).
+type writes func(tx store.Tx) error
+
+func (w writes) run(tx store.Tx) error {
+	if w == nil {
+		return nil
+	}
+	return w(tx)
+}
+
+// Form field names of the login and consent pages.
+const (
+	fieldRequest  = "request"
+	fieldCSRF     = "csrf_token"
+	fieldUsername = "username"
+	fieldPassword = "password"
+	fieldOTP      = "otp"
+	fieldPIN      = "pin"
+	fieldDecision = "decision"
+)
+
+// loadFlow reads a posted login or consent form's request: the handle must
+// name a pending request and the CSRF token must be its own. Failures are
+// error pages (there is no trustworthy redirect URI).
+func (s *Server) loadFlow(c echo.Context) (*flow, error) {
+	r := c.Request()
+	if err := r.ParseForm(); err != nil {
+		return nil, newPageError(http.StatusBadRequest, langNL, "errorpage.request")
+	}
+	for _, k := range []string{fieldRequest, fieldCSRF, fieldUsername, fieldPassword, fieldOTP, fieldPIN, fieldDecision} {
+		if len(r.PostForm[k]) > 1 {
+			return nil, newPageError(http.StatusBadRequest, langNL, "errorpage.request")
+		}
+	}
+	handle, csrf := r.PostForm.Get(fieldRequest), r.PostForm.Get(fieldCSRF)
+	if handle == "" || csrf == "" {
+		return nil, newPageError(http.StatusBadRequest, langNL, "errorpage.request")
+	}
+	var req *store.AuthRequest
+	var client *store.Client
+	err := s.store.View(r.Context(), func(tx store.Tx) (err error) {
+		if req, err = tx.AuthRequest(store.Fingerprint(handle)); err != nil {
+			return err
+		}
+		client, err = tx.Client(req.ClientID)
+		return err
+	})
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, newPageError(http.StatusBadRequest, langNL, "errorpage.unknown")
+	}
+	if err != nil {
+		return nil, err
+	}
+	if !matchesFingerprint(csrf, req.CSRFHash) {
+		s.log.Warn("oauth form with a wrong CSRF token", "client_id", req.ClientID)
+		return nil, newPageError(http.StatusBadRequest, req.Lang, "errorpage.csrf")
+	}
+	profile, err := s.profileOf(req.Profile)
+	if err != nil {
+		return nil, err
+	}
+	return &flow{
+		req: req, stored: true, handle: handle, csrf: csrf, client: client, profile: profile,
+		target: target{redirectURI: req.RedirectURI, state: req.State, status: http.StatusSeeOther},
+	}, nil
+}
+
+// expired returns the timeout that ends f at now, or nil: the step's own
+// timeout first (login or consent), then the whole process.
+func (s *Server) expired(f *flow, now time.Time) *Error {
+	denied := func(desc string) *Error { return Errorf(CodeAccessDenied, http.StatusForbidden, "%s", desc) }
+	switch {
+	case f.req.Stage == store.StageLogin && now.Sub(f.req.RequestedAt) > s.cfg.LoginTimeout:
+		return denied("authentication challenge expired")
+	case f.req.Stage == store.StageConsent && now.Sub(f.req.ConsentShownAt) > s.cfg.ConsentTimeout:
+		return denied("consent request expired")
+	case now.Sub(f.req.RequestedAt) > s.cfg.ProcessTimeout:
+		return denied("process expired")
+	}
+	return nil
+}
+
+// finish ends f with err: one transaction runs w and deletes the stored
+// request, then the client gets the error redirect.
+func (s *Server) finish(c echo.Context, f *flow, err error, w writes) error {
+	var oe *Error
+	if errors.As(err, &oe) {
+		s.log.Info("authorization ended", "client_id", f.req.ClientID, "profile", f.req.Profile,
+			"error", oe.Code, "error_description", oe.Description)
+	}
+	if f.stored || w != nil {
+		uerr := s.store.Update(c.Request().Context(), func(tx store.Tx) error {
+			if err := w.run(tx); err != nil {
+				return err
+			}
+			if f.stored {
+				if err := tx.DeleteAuthRequest(f.req.Hash); err != nil && !errors.Is(err, store.ErrNotFound) {
+					return err
+				}
+			}
+			return nil
+		})
+		if uerr != nil {
+			return s.redirectError(c, f.target, uerr)
+		}
+	}
+	return s.redirectError(c, f.target, err)
+}
+
+// proceed continues f once user authenticated (f.req.Username and AuthTime
+// are set): the profile checks the user, then the consent page is shown or
+// the code issued. w runs in the step's final transaction.
+func (s *Server) proceed(c echo.Context, f *flow, user *store.User, w writes) error {
+	ctx := c.Request().Context()
+	pr := s.request(f.client, user, &f.req.Grant)
+	if err := f.profile.CheckUser(ctx, pr); err != nil {
+		return s.finish(c, f, err, w)
+	}
+	consent, err := f.profile.Consent(ctx, pr)
+	if err != nil {
+		return s.finish(c, f, err, w)
+	}
+	if consent == nil {
+		return s.issueCode(c, f, w)
+	}
+	if pr.Login.Prompt == PromptNone {
+		return s.finish(c, f, Errorf(CodeConsentRequired, http.StatusForbidden, "Consent is required"), w)
+	}
+	if consent.RequirePIN {
+		if err := pinUsable(user); err != nil {
+			return s.finish(c, f, err, w)
+		}
+	}
+	f.req.Stage, f.req.ConsentShownAt = store.StageConsent, s.now()
+	err = s.store.Update(ctx, func(tx store.Tx) error {
+		if err := w.run(tx); err != nil {
+			return err
+		}
+		if f.stored {
+			return tx.PutAuthRequest(f.req)
+		}
+		return tx.CreateAuthRequest(f.req)
+	})
+	if err != nil {
+		return s.redirectError(c, f.target, err)
+	}
+	f.stored = true
+	return s.renderConsent(c, f, consent, "")
+}
+
+// pinUsable refuses a consent that needs a PIN the user cannot give.
+func pinUsable(u *store.User) *Error {
+	switch {
+	case u.PINLocked:
+		return Errorf(CodeAccessDenied, http.StatusForbidden, "The signing PIN is locked")
+	case u.PINHash == "":
+		return Errorf(CodeAccessDenied, http.StatusForbidden, "No signing PIN is set")
+	}
+	return nil
+}
+
+// issueCode ends f with a code: one transaction runs w, deletes the
+// request and stores the code's fingerprint; then the client gets the code.
+func (s *Server) issueCode(c echo.Context, f *flow, w writes) error {
+	code, err := newSecret()
+	if err != nil {
+		return s.finish(c, f, err, w)
+	}
+	now := s.now()
+	ac := &store.AuthCode{Hash: store.Fingerprint(code), Grant: f.req.Grant, ExpiresAt: now.Add(s.cfg.CodeTTL)}
+	err = s.store.Update(c.Request().Context(), func(tx store.Tx) error {
+		if err := w.run(tx); err != nil {
+			return err
+		}
+		if f.stored {
+			if err := tx.DeleteAuthRequest(f.req.Hash); err != nil {
+				return err // ErrNotFound: answered concurrently
+			}
+		}
+		return tx.CreateCode(ac)
+	})
+	if errors.Is(err, store.ErrNotFound) {
+		return newPageError(http.StatusBadRequest, f.req.Lang, "errorpage.answered")
+	}
+	if err != nil {
+		return s.redirectError(c, f.target, err)
+	}
+	s.log.Info("authorization code issued", "client_id", f.req.ClientID, "profile", f.req.Profile, "username", f.req.Username)
+	return s.redirectTo(c, f.target, url.Values{"code": {code}})
+}
+
+// sessionUser returns the user of a valid login session cookie and the
+// time they logged in, or nil: the session must exist and be unexpired, the
+// user active and not locked.
+func (s *Server) sessionUser(c echo.Context, now time.Time) (*store.User, time.Time, error) {
+	ck, err := c.Cookie(sessionCookie)
+	if err != nil || ck.Value == "" {
+		return nil, time.Time{}, nil
+	}
+	var sess *store.Session
+	var user *store.User
+	err = s.store.View(c.Request().Context(), func(tx store.Tx) (err error) {
+		if sess, err = tx.Session(store.Fingerprint(ck.Value)); err != nil {
+			return err
+		}
+		user, err = tx.User(sess.Username)
+		return err
+	})
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return nil, time.Time{}, nil
+	case err != nil:
+		return nil, time.Time{}, err
+	case !now.Before(sess.ExpiresAt), user.Status != store.UserActive, user.PasswordLocked:
+		return nil, time.Time{}, nil
+	}
+	return user, sess.AuthTime, nil
+}
+
+// newSession returns the writes that store a new login session for
+// username and the cookie to set once they committed. A session the
+// browser already had is removed (no fixation).
+func (s *Server) newSession(c echo.Context, username string, now time.Time) (writes, *http.Cookie, error) {
+	value, err := newSecret()
+	if err != nil {
+		return nil, nil, err
+	}
+	var old []byte
+	if ck, err := c.Cookie(sessionCookie); err == nil && ck.Value != "" {
+		old = store.Fingerprint(ck.Value)
+	}
+	sess := &store.Session{Hash: store.Fingerprint(value), Username: username, AuthTime: now, ExpiresAt: now.Add(s.cfg.SessionTTL)}
+	w := func(tx store.Tx) error {
+		if old != nil {
+			if err := tx.DeleteSession(old); err != nil && !errors.Is(err, store.ErrNotFound) {
+				return err
+			}
+		}
+		return tx.CreateSession(sess)
+	}
+	cookie := &http.Cookie{
+		Name: sessionCookie, Value: value, Path: s.cookiePath,
+		MaxAge: int(s.cfg.SessionTTL / time.Second), Expires: now.Add(s.cfg.SessionTTL),
+		HttpOnly: true, Secure: s.cfg.SecureCookies, SameSite: http.SameSiteLaxMode,
+	}
+	return w, cookie, nil
+}
+
+// renderLogin shows the login page of f, with an error message key and the
+// username typed before.
+func (s *Server) renderLogin(c echo.Context, f *flow, errKey, username string) error {
+	return s.pages.render(c, pageStatus, "login", &pageData{
+		Lang: f.req.Lang, Client: clientName(f.client), Action: "login",
+		Request: f.handle, CSRF: f.csrf, Username: username, Error: errKey,
+	}, f.req.RedirectURI)
+}
+
+// renderConsent shows the consent page of f.
+func (s *Server) renderConsent(c echo.Context, f *flow, consent *Consent, errKey string) error {
+	return s.pages.render(c, pageStatus, "consent", &pageData{
+		Lang: f.req.Lang, TitleKey: "consent.title", Client: clientName(f.client), Action: "consent",
+		Request: f.handle, CSRF: f.csrf, Error: errKey, Consent: newConsentView(consent, f.req.Lang),
+	}, f.req.RedirectURI)
+}
+
+func clientName(c *store.Client) string {
+	if c.Name != "" {
+		return c.Name
+	}
+	return c.ID
+}
+
+// loadUser returns the user, or nil when there is none.
+func (s *Server) loadUser(ctx context.Context, username string) (*store.User, error) {
+	var u *store.User
+	err := s.store.View(ctx, func(tx store.Tx) (err error) {
+		u, err = tx.User(username)
+		return err
+	})
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, nil
+	}
+	return u, err
+}

@@ -1,0 +1,526 @@
+package oauth_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"crypto/rsa"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"fmt"
+	"log/slog"
+	"math/big"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/labstack/echo/v4"
+	"golang.org/x/oauth2"
+
+	"github.com/signd/signd/csc"
+	"github.com/signd/signd/hsm"
+	"github.com/signd/signd/oauth"
+	"github.com/signd/signd/oauth/oauthtest"
+	softhsmtest "github.com/signd/signd/softhsm-test"
+	"github.com/signd/signd/store"
+	"github.com/signd/signd/store/bolt"
+)
+
+// The signing key every test credential uses: generated inside a SoftHSM2
+// token in TestMain, with a certificate from a throwaway CA.
+var (
+	hsmKey   *hsm.KeyInfo
+	keyChain [][]byte // leaf, CA (DER)
+)
+
+func TestMain(m *testing.M) { os.Exit(testMain(m)) }
+
+func testMain(m *testing.M) int {
+	dir, err := os.MkdirTemp("", "signd-oauth-test-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	tok, err := softhsmtest.Setup(dir, "signd-oauth-test")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "oauth tests need SoftHSM2:", err)
+		return 1
+	}
+	token, err := hsm.Open(hsm.Config{Module: tok.Module, TokenLabel: tok.Label, PIN: tok.PIN})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer token.Close()
+	if err := makeKey(token); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	return m.Run()
+}
+
+// makeKey generates the HSM key and has a test CA certify it.
+func makeKey(token *hsm.Token) error {
+	ctx := context.Background()
+	info, err := token.GenerateRSA(ctx, "oauth-test", 2048)
+	if err != nil {
+		return err
+	}
+	key, err := token.Key(ctx, info.ID)
+	if err != nil {
+		return err
+	}
+	csrDER, err := hsm.CreateCSR(key, pkix.Name{CommonName: "Alice Example", Organization: []string{"Example BV"}})
+	if err != nil {
+		return err
+	}
+	csr, err := x509.ParseCertificateRequest(csrDER)
+	if err != nil {
+		return err
+	}
+	caKey, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		return err
+	}
+	now := time.Now()
+	caTmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "Test CA"},
+		NotBefore: now.Add(-48 * time.Hour), NotAfter: now.Add(48 * time.Hour),
+		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign,
+	}
+	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
+	if err != nil {
+		return err
+	}
+	ca, _ := x509.ParseCertificate(caDER)
+	leafTmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(2), Subject: csr.Subject,
+		NotBefore: now.Add(-24 * time.Hour), NotAfter: now.Add(24 * time.Hour),
+		KeyUsage: x509.KeyUsageDigitalSignature | x509.KeyUsageContentCommitment,
+	}
+	leafDER, err := x509.CreateCertificate(rand.Reader, leafTmpl, ca, csr.PublicKey, caKey)
+	if err != nil {
+		return err
+	}
+	hsmKey, keyChain = info, [][]byte{leafDER, caDER}
+	return nil
+}
+
+// Fixture secrets. The log test searches the logs for each.
+const (
+	alicePassword = "alice-Password-7f3a"
+	alicePIN      = "918273"
+	bobPassword   = "bob-Password-2c9d"
+	bobTOTP       = "JBSWY3DPEHPK3PXP"
+	carolPassword = "carol-Password-5e1b"
+	davePassword  = "dave-Password-8a4c"
+	rpSecret      = "rp-secret-0123456789abcdef0123456789abcdef"
+	rp2Secret     = "rp2-secret-0123456789abcdef0123456789abcdef"
+	pkceSecret    = "pkce-secret-0123456789abcdef0123456789abcdef"
+	rpRedirect    = "https://rp.example/cb"
+)
+
+// Fixture credentials of alice (and dave).
+const (
+	credAlice    = "cred-alice"
+	credDisabled = "cred-alice-disabled"
+	credPending  = "cred-alice-pending"
+	credDave     = "cred-dave"
+)
+
+// testHash is the digest the credential flows authorize.
+var testHash = bytes.Repeat([]byte{0xab}, 32)
+
+// lowArgon2 keeps hashing cheap.
+var lowArgon2 = store.Argon2Params{Time: 1, MemoryKiB: 64, Threads: 1, KeyLen: 32, SaltLen: 16}
+
+// clock is a settable clock, safe for concurrent use.
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *clock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = c.t.Add(d)
+}
+
+// syncBuffer is a goroutine-safe log sink.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// env is one authorization server on a real bbolt file behind a real Echo
+// router, with users, clients and credentials.
+type env struct {
+	t      *testing.T
+	db     *bolt.DB
+	srv    *oauth.Server
+	ts     *httptest.Server
+	clock  *clock
+	logs   *syncBuffer
+	hasher *store.Hasher
+
+	mu     sync.Mutex
+	strays []string // errors that reached the global error handler
+}
+
+// newEnv builds an env; mods adjust the server's Config.
+func newEnv(t *testing.T, mods ...func(*oauth.Config)) *env {
+	t.Helper()
+	db, err := bolt.Open(filepath.Join(t.TempDir(), "signd.db"), bolt.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	hasher, err := store.NewHasher(lowArgon2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev := &env{t: t, db: db, clock: &clock{t: time.Now().UTC().Round(0)}, logs: &syncBuffer{}, hasher: hasher}
+	ev.fixtures()
+	cfg := oauth.Config{
+		Store:  db,
+		Hasher: hasher,
+		Profiles: []oauth.Profile{
+			csc.ServiceProfile{},
+			&csc.CredentialProfile{Store: db, Now: ev.clock.Now},
+			&quietProfile{},
+		},
+		Issuer: "https://signd.example",
+		Logger: slog.New(slog.NewJSONHandler(ev.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
+		Now:    ev.clock.Now,
+	}
+	for _, m := range mods {
+		m(&cfg)
+	}
+	if ev.srv, err = oauth.New(cfg); err != nil {
+		t.Fatal(err)
+	}
+	e := echo.New()
+	e.HideBanner, e.HidePort = true, true
+	e.HTTPErrorHandler = func(err error, c echo.Context) {
+		ev.mu.Lock()
+		ev.strays = append(ev.strays, c.Request().URL.Path+": "+err.Error())
+		ev.mu.Unlock()
+		_ = c.JSON(http.StatusInternalServerError, map[string]string{"error": "global"})
+	}
+	e.Use(func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(c echo.Context) error {
+			// The daemon's default, which the pages override.
+			c.Response().Header().Set("Content-Security-Policy", "default-src 'none'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'")
+			return next(c)
+		}
+	})
+	ev.srv.Mount(e)
+	ev.ts = httptest.NewServer(e)
+	t.Cleanup(ev.ts.Close)
+	t.Cleanup(func() {
+		ev.mu.Lock()
+		defer ev.mu.Unlock()
+		for _, s := range ev.strays {
+			t.Errorf("an error reached the global error handler: %s", s)
+		}
+	})
+	return ev
+}
+
+func (ev *env) update(fn func(tx store.Tx) error) {
+	ev.t.Helper()
+	if err := ev.db.Update(context.Background(), fn); err != nil {
+		ev.t.Fatal(err)
+	}
+}
+
+func (ev *env) hash(secret string) string {
+	ev.t.Helper()
+	h, err := ev.hasher.Hash([]byte(secret))
+	if err != nil {
+		ev.t.Fatal(err)
+	}
+	return h
+}
+
+func (ev *env) fixtures() {
+	user := func(name, password string) *store.User {
+		id, _ := store.NewID()
+		return &store.User{
+			ID: id, Username: name, Status: store.UserActive, PasswordHash: ev.hash(password),
+			PINHash: ev.hash(alicePIN), Email: name + "@example.com", EmailVerified: true,
+		}
+	}
+	cred := func(id, owner string, status store.CredentialStatus) *store.Credential {
+		c := &store.Credential{
+			ID: id, Owner: owner, KeyID: hsmKey.ID, Label: "signd-" + id, Algorithm: store.AlgRSA2048,
+			KeyBits: 2048, Status: status, Chain: keyChain,
+		}
+		if status == store.CredentialPending {
+			c.Chain = nil
+		}
+		return c
+	}
+	ev.update(func(tx store.Tx) error {
+		bob := user("bob", bobPassword)
+		bob.TOTPSecret = bobTOTP
+		carol := user("carol", carolPassword)
+		carol.Status = store.UserDisabled
+		erin := user("erin", davePassword)
+		erin.PINHash = ""
+		for _, u := range []*store.User{user("alice", alicePassword), bob, carol, user("dave", davePassword), erin} {
+			if err := tx.CreateUser(u); err != nil {
+				return err
+			}
+		}
+		for _, c := range []*store.Client{
+			{ID: "rp", Name: "Relying Party", SecretHash: store.HashSecret(rpSecret), RedirectURIs: []string{rpRedirect, "https://rp.example/other?x=1"},
+				Scopes: []string{"service", "credential", "quiet"}},
+			{ID: "rp2", Name: "Other Party", SecretHash: store.HashSecret(rp2Secret), RedirectURIs: []string{"https://rp2.example/cb"},
+				Scopes: []string{"service", "credential", "quiet"}},
+			{ID: "pkce", Name: "PKCE Party", SecretHash: store.HashSecret(pkceSecret), RedirectURIs: []string{"https://pkce.example/cb"},
+				Scopes: []string{"service", "credential"}, RequirePKCE: true},
+			{ID: "svconly", Name: "Service Only", SecretHash: store.HashSecret(rpSecret), RedirectURIs: []string{rpRedirect},
+				Scopes: []string{"service"}},
+		} {
+			if err := tx.CreateClient(c); err != nil {
+				return err
+			}
+		}
+		for _, c := range []*store.Credential{
+			cred(credAlice, "alice", store.CredentialEnabled),
+			cred(credDisabled, "alice", store.CredentialDisabled),
+			cred(credPending, "alice", store.CredentialPending),
+			cred(credDave, "dave", store.CredentialEnabled),
+			cred("cred-bob", "bob", store.CredentialEnabled),
+			cred("cred-erin", "erin", store.CredentialEnabled),
+		} {
+			if err := tx.CreateCredential(c); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// user reads a user back.
+func (ev *env) user(name string) *store.User {
+	ev.t.Helper()
+	var u *store.User
+	ev.update(func(tx store.Tx) (err error) { u, err = tx.User(name); return err })
+	return u
+}
+
+// browser returns a fresh browser (no cookies).
+func (ev *env) browser() *oauthtest.Browser {
+	return oauthtest.NewBrowser(ev.ts.Client().Transport)
+}
+
+// authorizeURL builds an authorization request of client rp for scope.
+func (ev *env) authorizeURL(params url.Values) string {
+	return ev.ts.URL + "/oauth2/authorize?" + params.Encode()
+}
+
+// serviceParams are a valid service-scope request of rp.
+func serviceParams() url.Values {
+	return url.Values{
+		"response_type": {"code"}, "client_id": {"rp"}, "redirect_uri": {rpRedirect},
+		"scope": {"service"}, "state": {"state-123"},
+	}
+}
+
+// credentialParams are a valid credential-scope request of rp.
+func credentialParams(credID string) url.Values {
+	p := serviceParams()
+	p.Set("scope", "credential")
+	p.Set("credentialID", credID)
+	p.Set("numSignatures", "1")
+	p.Set("hash", b64url(testHash))
+	return p
+}
+
+// with returns a copy of p with the given name/value pairs set (an empty
+// value deletes).
+func with(p url.Values, kv ...string) url.Values {
+	q := url.Values{}
+	for k, v := range p {
+		q[k] = append([]string(nil), v...)
+	}
+	for i := 0; i+1 < len(kv); i += 2 {
+		if kv[i+1] == "" {
+			q.Del(kv[i])
+		} else {
+			q.Set(kv[i], kv[i+1])
+		}
+	}
+	return q
+}
+
+// must fails the test on err.
+func (ev *env) must(s *oauthtest.Step, err error) *oauthtest.Step {
+	ev.t.Helper()
+	if err != nil {
+		ev.t.Fatal(err)
+	}
+	return s
+}
+
+// page requires s to be a page with a form.
+func page(t *testing.T, s *oauthtest.Step) *oauthtest.Step {
+	t.Helper()
+	if s.Redirected() || s.Form == nil {
+		t.Fatalf("want a page with a form, got status %d location %v body %.300s", s.Status, s.Location, s.Body)
+	}
+	return s
+}
+
+// login fills the login page of s.
+func (ev *env) login(b *oauthtest.Browser, s *oauthtest.Step, username, password string) *oauthtest.Step {
+	ev.t.Helper()
+	page(ev.t, s)
+	if !s.Form.Has("username") || !s.Form.Has("password") {
+		ev.t.Fatalf("not the login page: %.300s", s.Body)
+	}
+	return ev.must(b.Submit(s.Form, map[string]string{"username": username, "password": password}, "approve"))
+}
+
+// approve answers the consent page of s, with pin when given.
+func (ev *env) approve(b *oauthtest.Browser, s *oauthtest.Step, pin string) *oauthtest.Step {
+	ev.t.Helper()
+	page(ev.t, s)
+	set := map[string]string{}
+	if pin != "" {
+		set["pin"] = pin
+	}
+	return ev.must(b.Submit(s.Form, set, "approve"))
+}
+
+// codeOf returns the code of a successful redirect to want (the redirect
+// URI), checking state and iss.
+func (ev *env) codeOf(s *oauthtest.Step, want, state string) string {
+	ev.t.Helper()
+	if !s.Redirected() {
+		ev.t.Fatalf("want a redirect with a code, got status %d: %.500s", s.Status, oauthtest.Text(s.Body))
+	}
+	q := s.Query()
+	base := *s.Location
+	base.RawQuery = ""
+	if base.String() != want {
+		ev.t.Fatalf("redirected to %s, want %s", base.String(), want)
+	}
+	if q.Get("error") != "" || q.Get("code") == "" {
+		ev.t.Fatalf("redirect without code: %v", q)
+	}
+	if q.Get("state") != state || q.Get("iss") != "https://signd.example" {
+		ev.t.Fatalf("redirect state %q iss %q", q.Get("state"), q.Get("iss"))
+	}
+	return q.Get("code")
+}
+
+// errorOf returns the error and description of an error redirect.
+func errorOf(t *testing.T, s *oauthtest.Step) (string, string) {
+	t.Helper()
+	if !s.Redirected() {
+		t.Fatalf("want an error redirect, got status %d: %.500s", s.Status, oauthtest.Text(s.Body))
+	}
+	q := s.Query()
+	if q.Get("code") != "" {
+		t.Fatalf("error redirect carries a code: %v", q)
+	}
+	for k := range q {
+		switch k {
+		case "error", "error_description", "state", "iss":
+		default:
+			t.Errorf("error redirect carries parameter %s", k)
+		}
+	}
+	return q.Get("error"), q.Get("error_description")
+}
+
+// serviceCode runs a full service flow for alice in a new browser and
+// returns the code (and the browser, logged in).
+func (ev *env) serviceCode(params url.Values) (string, *oauthtest.Browser) {
+	ev.t.Helper()
+	b := ev.browser()
+	s := ev.must(b.Get(ev.authorizeURL(params)))
+	s = ev.login(b, s, "alice", alicePassword)
+	s = ev.approve(b, s, "")
+	return ev.codeOf(s, params.Get("redirect_uri"), params.Get("state")), b
+}
+
+// credentialCode runs a full credential flow for alice.
+func (ev *env) credentialCode(params url.Values) string {
+	ev.t.Helper()
+	b := ev.browser()
+	s := ev.must(b.Get(ev.authorizeURL(params)))
+	s = ev.login(b, s, "alice", alicePassword)
+	s = ev.approve(b, s, alicePIN)
+	return ev.codeOf(s, params.Get("redirect_uri"), params.Get("state"))
+}
+
+// tokenRequest posts a token request; basic sends id/secret with Basic
+// (form-urlencoded, RFC 6749 §2.3.1), otherwise form holds them.
+func (ev *env) tokenRequest(form url.Values, basicID, basicSecret string) (*http.Response, map[string]any) {
+	ev.t.Helper()
+	return ev.post("/oauth2/token", form, basicID, basicSecret)
+}
+
+func (ev *env) post(path string, form url.Values, basicID, basicSecret string) (*http.Response, map[string]any) {
+	ev.t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, ev.ts.URL+path, strings.NewReader(form.Encode()))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	if basicID != "" {
+		req.SetBasicAuth(url.QueryEscape(basicID), url.QueryEscape(basicSecret))
+	}
+	resp, err := ev.ts.Client().Do(req)
+	if err != nil {
+		ev.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var body map[string]any
+	if resp.ContentLength != 0 {
+		_ = jsonDecode(resp, &body)
+	}
+	return resp, body
+}
+
+// oauth2Config is rp's x/oauth2 configuration (client_secret_basic).
+func (ev *env) oauth2Config(scopes ...string) *oauth2.Config {
+	return &oauth2.Config{
+		ClientID: "rp", ClientSecret: rpSecret, RedirectURL: rpRedirect, Scopes: scopes,
+		Endpoint: oauth2.Endpoint{
+			AuthURL: ev.ts.URL + "/oauth2/authorize", TokenURL: ev.ts.URL + "/oauth2/token",
+			AuthStyle: oauth2.AuthStyleInHeader,
+		},
+	}
+}
+
+// ctx is a context whose x/oauth2 HTTP client talks to the test server.
+func (ev *env) ctx() context.Context {
+	return context.WithValue(context.Background(), oauth2.HTTPClient, ev.ts.Client())
+}

@@ -1,0 +1,37 @@
+package oauth
+
+import (
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/base64"
+	"fmt"
+)
+
+// secretBytes is the entropy of every code, token, SAD, session cookie,
+// request handle and CSRF token: 256 bits.
+const secretBytes = 32
+
+// newSecret returns 256 random bits, base64url without padding (43
+// characters, all of the RFC 6750 b64token alphabet).
+func newSecret() (string, error) {
+	var b [secretBytes]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", fmt.Errorf("oauth: random: %w", err)
+	}
+	return base64.RawURLEncoding.EncodeToString(b[:]), nil
+}
+
+// sameSecret compares two secrets in constant time (the lengths may
+// differ: both are hashed first).
+func sameSecret(a, b string) bool {
+	ha, hb := sha256.Sum256([]byte(a)), sha256.Sum256([]byte(b))
+	return subtle.ConstantTimeCompare(ha[:], hb[:]) == 1
+}
+
+// matchesFingerprint reports whether value's SHA-256 is fp, in constant
+// time.
+func matchesFingerprint(value string, fp []byte) bool {
+	h := sha256.Sum256([]byte(value))
+	return subtle.ConstantTimeCompare(h[:], fp) == 1
+}

@@ -1,0 +1,247 @@
+package oauth
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"runtime"
+	"strings"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/signd/signd/store"
+)
+
+// Config holds the dependencies and settings of a Server. Zero durations
+// take the defaults of the oauth.* configuration keys.
+type Config struct {
+	Store  store.Store
+	Hasher *store.Hasher // passwords and signing PINs
+	// Profiles are the scope profiles; exactly one must match a request.
+	Profiles []Profile
+	// Issuer is server.base_url: the iss of every authorization response
+	// and the realm of WWW-Authenticate. Its path (if any) prefixes the
+	// session cookie's path.
+	Issuer string
+	// SecureCookies marks the session cookie Secure; set it when Issuer is
+	// https or TLS is configured.
+	SecureCookies bool
+
+	CodeTTL        time.Duration // default 60s
+	AccessTokenTTL time.Duration // default 1h
+	SADTTL         time.Duration // default 5m
+	LoginTimeout   time.Duration // default 10m, from the authorize request to a completed login
+	ConsentTimeout time.Duration // default 5m, from showing the consent page to its answer
+	ProcessTimeout time.Duration // default 10m, from the authorize request to the redirect back
+	SessionTTL     time.Duration // default 8h, login session (SSO)
+	MaxFailures    int           // default 5, wrong passwords or PINs in a row that lock
+
+	// MaxConcurrentHashes bounds concurrent argon2id checks (each holds
+	// 64 MiB by default); 0 means 2×GOMAXPROCS. HashWait is how long a
+	// login waits for a slot before the page says "busy"; 0 means 30s.
+	MaxConcurrentHashes int
+	HashWait            time.Duration
+
+	Logger *slog.Logger     // nil = discard
+	Now    func() time.Time // nil = time.Now
+}
+
+// Server is the authorization server. Build it with New and mount it with
+// Mount.
+type Server struct {
+	cfg        Config
+	store      store.Store
+	hasher     *store.Hasher
+	profiles   []Profile
+	byName     map[string]Profile
+	issuer     string
+	cookiePath string
+	limiter    *limiter
+	pages      *pages
+	log        *slog.Logger
+	now        func() time.Time
+	// dummySecret is compared when the client is unknown, so an unknown
+	// client costs what a wrong secret costs.
+	dummySecret string
+}
+
+// The routes, relative to the server root.
+const (
+	pathAuthorize = "/oauth2/authorize"
+	pathLogin     = "/oauth2/login"
+	pathConsent   = "/oauth2/consent"
+	pathToken     = "/oauth2/token"
+	pathRevoke    = "/oauth2/revoke"
+)
+
+// sessionCookie is the name of the login session cookie.
+const sessionCookie = "signd_session"
+
+// New validates cfg and builds the server.
+func New(cfg Config) (*Server, error) {
+	switch {
+	case cfg.Store == nil:
+		return nil, errors.New("oauth: Config.Store is required")
+	case cfg.Hasher == nil:
+		return nil, errors.New("oauth: Config.Hasher is required")
+	case len(cfg.Profiles) == 0:
+		return nil, errors.New("oauth: at least one profile is required")
+	}
+	iss, err := url.Parse(cfg.Issuer)
+	if err != nil || iss.Scheme == "" || iss.Host == "" {
+		return nil, fmt.Errorf("oauth: issuer %q is not an absolute URL", cfg.Issuer)
+	}
+	def := func(d *time.Duration, v time.Duration) {
+		if *d <= 0 {
+			*d = v
+		}
+	}
+	def(&cfg.CodeTTL, 60*time.Second)
+	def(&cfg.AccessTokenTTL, time.Hour)
+	def(&cfg.SADTTL, 5*time.Minute)
+	def(&cfg.LoginTimeout, 10*time.Minute)
+	def(&cfg.ConsentTimeout, 5*time.Minute)
+	def(&cfg.ProcessTimeout, 10*time.Minute)
+	def(&cfg.SessionTTL, 8*time.Hour)
+	def(&cfg.HashWait, 30*time.Second)
+	if cfg.MaxFailures <= 0 {
+		cfg.MaxFailures = 5
+	}
+	if cfg.MaxConcurrentHashes <= 0 {
+		cfg.MaxConcurrentHashes = 2 * runtime.GOMAXPROCS(0)
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	s := &Server{
+		cfg: cfg, store: cfg.Store, hasher: cfg.Hasher, profiles: cfg.Profiles,
+		byName:     map[string]Profile{},
+		issuer:     strings.TrimRight(cfg.Issuer, "/"),
+		cookiePath: strings.TrimRight(iss.Path, "/") + "/oauth2/",
+		limiter:    newLimiter(cfg.MaxConcurrentHashes, cfg.HashWait),
+		log:        cfg.Logger,
+		now:        cfg.Now,
+	}
+	for _, p := range cfg.Profiles {
+		name := p.Info().Name
+		if name == "" {
+			return nil, errors.New("oauth: a profile has no name")
+		}
+		if _, dup := s.byName[name]; dup {
+			return nil, fmt.Errorf("oauth: two profiles are named %q", name)
+		}
+		s.byName[name] = p
+	}
+	if s.pages, err = newPages(); err != nil {
+		return nil, err
+	}
+	if s.dummySecret, err = newSecret(); err != nil {
+		return nil, err
+	}
+	s.dummySecret = store.HashSecret(s.dummySecret)
+	return s, nil
+}
+
+// Mount registers the endpoints on e:
+//
+//	GET, POST /oauth2/authorize   start a flow (login or consent page, or a redirect)
+//	POST      /oauth2/login       answer the login page
+//	POST      /oauth2/consent     answer the consent page
+//	POST      /oauth2/token       redeem a code (JSON)
+//	POST      /oauth2/revoke      revoke an access token or SAD (RFC 7009)
+//
+// Each route carries this package's error writer, so the global error
+// handler never sees an OAuth error: the pages answer with an HTML page or
+// a redirect, the token and revocation endpoints with RFC 6749 §5.2 JSON.
+func (s *Server) Mount(e *echo.Echo) {
+	e.GET(pathAuthorize, s.authorize, s.pageErrors)
+	e.POST(pathAuthorize, s.authorize, s.pageErrors)
+	e.POST(pathLogin, s.login, s.pageErrors)
+	e.POST(pathConsent, s.consent, s.pageErrors)
+	e.POST(pathToken, s.token, s.jsonErrors)
+	e.POST(pathRevoke, s.revoke, s.jsonErrors)
+}
+
+// Issuer returns the issuer (server.base_url without a trailing slash).
+func (s *Server) Issuer() string { return s.issuer }
+
+// profileOf returns the profile a stored grant names.
+func (s *Server) profileOf(name string) (Profile, error) {
+	p, ok := s.byName[name]
+	if !ok {
+		return nil, fmt.Errorf("oauth: no profile %q (stored by another configuration?)", name)
+	}
+	return p, nil
+}
+
+// match returns the one profile that claims scopes, or invalid_scope.
+func (s *Server) match(scopes []string) (Profile, *Error) {
+	if len(scopes) == 0 {
+		return nil, Errorf(CodeInvalidScope, http.StatusBadRequest, "Missing parameter scope")
+	}
+	var found Profile
+	for _, p := range s.profiles {
+		if !p.Match(scopes) {
+			continue
+		}
+		if found != nil {
+			return nil, Errorf(CodeInvalidScope, http.StatusBadRequest, "The requested scopes cannot be combined")
+		}
+		found = p
+	}
+	if found == nil {
+		return nil, Errorf(CodeInvalidScope, http.StatusBadRequest, "Unsupported scope")
+	}
+	return found, nil
+}
+
+// request builds the profile's view of a grant.
+func (s *Server) request(client *store.Client, user *store.User, g *store.Grant) *Request {
+	return &Request{
+		Client: client, User: user, Scopes: g.Scopes, RedirectURI: g.RedirectURI,
+		Binding: Binding{CredentialID: g.CredentialID, Hashes: g.Hashes, Params: g.Params},
+		Nonce:   g.Nonce, Lang: g.Lang, RequestedAt: g.RequestedAt, AuthTime: g.AuthTime,
+		Login: loginPolicy(g),
+	}
+}
+
+func loginPolicy(g *store.Grant) LoginPolicy {
+	p := LoginPolicy{SSO: g.SSO, MaxAge: g.MaxAge, HasMaxAge: g.HasMaxAge}
+	switch g.Prompt {
+	case "none":
+		p.Prompt = PromptNone
+	case "login":
+		p.Prompt = PromptLogin
+	}
+	return p
+}
+
+func promptString(p Prompt) string {
+	switch p {
+	case PromptNone:
+		return "none"
+	case PromptLogin:
+		return "login"
+	}
+	return ""
+}
+
+// client returns the client with id, or nil when there is none.
+func (s *Server) client(ctx context.Context, id string) (*store.Client, error) {
+	var c *store.Client
+	err := s.store.View(ctx, func(tx store.Tx) (err error) {
+		c, err = tx.Client(id)
+		return err
+	})
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, nil
+	}
+	return c, err
+}

@@ -1,0 +1,206 @@
+package oauth
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/signd/signd/store"
+)
+
+// reservedMembers are the token response members a profile cannot set.
+var reservedMembers = []string{"access_token", "token_type", "expires_in", "refresh_token"}
+
+// token is POST /oauth2/token: grant_type=authorization_code only.
+func (s *Server) token(c echo.Context) error {
+	noStore(c.Response().Header())
+	form, err := readForm(c.Request())
+	if err != nil {
+		return err
+	}
+	client, err := s.authenticateClient(c, form)
+	if err != nil {
+		return err
+	}
+	invalid := func(desc string) error { return Errorf(CodeInvalidRequest, http.StatusBadRequest, "%s", desc) }
+	switch gt := form.Get("grant_type"); {
+	case gt == "":
+		return invalid("Missing parameter grant_type")
+	case gt != "authorization_code":
+		return Errorf(CodeUnsupportedGrantType, http.StatusBadRequest, "Only grant_type authorization_code is supported")
+	case form.Get("code") == "":
+		return invalid("Missing parameter code")
+	case form.Has("code_verifier") && !validVerifier(form.Get("code_verifier")):
+		return invalid("Invalid parameter code_verifier")
+	}
+	res, err := s.redeem(c, client, form.Get("code"), form.Get("redirect_uri"), form.Get("code_verifier"))
+	if err != nil {
+		return err
+	}
+	extra, err := res.profile.TokenResponse(c.Request().Context(), res.req, res.issued)
+	if err == nil {
+		for _, k := range reservedMembers {
+			if _, ok := extra[k]; ok {
+				err = fmt.Errorf("oauth: profile %s sets the token response member %s", res.name, k)
+			}
+		}
+	}
+	if err != nil {
+		// The client never sees the token: revoke it.
+		if derr := s.store.Update(c.Request().Context(), func(tx store.Tx) error {
+			return tx.DeleteToken(store.Fingerprint(res.issued.Value))
+		}); derr != nil {
+			s.log.Error("revoking a token after a failed response", "err", derr)
+		}
+		return err
+	}
+	body := make(map[string]any, len(extra)+3)
+	for k, v := range extra {
+		body[k] = v
+	}
+	body["access_token"] = res.issued.Value
+	body["token_type"] = res.issued.TokenType
+	body["expires_in"] = int64(res.issued.ExpiresAt.Sub(res.issued.IssuedAt) / time.Second)
+	out, err := json.Marshal(body)
+	if err != nil {
+		return err
+	}
+	return c.Blob(http.StatusOK, "application/json;charset=UTF-8", out)
+}
+
+// redeemed is the outcome of a successful redemption.
+type redeemed struct {
+	name    string // profile name
+	profile Profile
+	req     *Request
+	issued  *IssuedToken
+}
+
+// redeem redeems a code in one write transaction: look it up by
+// fingerprint, check it (client, expiry, redirect URI, PKCE, user), mint
+// the token and mark the code redeemed. A code redeemed before revokes
+// every token it issued (committed) and is invalid_grant.
+func (s *Server) redeem(c echo.Context, client *store.Client, code, redirectURI, verifier string) (*redeemed, error) {
+	grantErr := func(desc string) *Error { return Errorf(CodeInvalidGrant, http.StatusBadRequest, "%s", desc) }
+	value, err := newSecret()
+	if err != nil {
+		return nil, err
+	}
+	now := s.now()
+	h := store.Fingerprint(code)
+	var res *redeemed
+	var reuse *store.AuthCode
+	revoked := 0
+	err = s.store.Update(c.Request().Context(), func(tx store.Tx) error {
+		ac, err := tx.Code(h)
+		if errors.Is(err, store.ErrNotFound) {
+			return grantErr("Authorization code is invalid or expired")
+		}
+		if err != nil {
+			return err
+		}
+		if ac.ClientID != client.ID {
+			return grantErr("Authorization code is invalid or expired")
+		}
+		if !ac.RedeemedAt.IsZero() {
+			reuse = ac
+			revoked, err = tx.DeleteTokensByCode(h)
+			return err // commit the revocation
+		}
+		switch {
+		case !now.Before(ac.ExpiresAt):
+			return grantErr("Authorization code is invalid or expired")
+		case (ac.RedirectURISent || redirectURI != "") && redirectURI != ac.RedirectURI:
+			return grantErr("redirect_uri does not match the authorization request")
+		case ac.CodeChallenge == "" && verifier != "":
+			return grantErr("code_verifier sent but the authorization request had no code_challenge")
+		case ac.CodeChallenge != "" && verifier == "":
+			return grantErr("Missing parameter code_verifier")
+		case ac.CodeChallenge != "" && !verifyS256(verifier, ac.CodeChallenge):
+			return grantErr("code_verifier does not match the code_challenge")
+		}
+		user, err := tx.User(ac.Username)
+		if errors.Is(err, store.ErrNotFound) {
+			return grantErr("The user can no longer sign in")
+		}
+		if err != nil {
+			return err
+		}
+		if user.Status != store.UserActive || user.PasswordLocked {
+			return grantErr("The user can no longer sign in")
+		}
+		profile, err := s.profileOf(ac.Profile)
+		if err != nil {
+			return err
+		}
+		req := s.request(client, user, &ac.Grant)
+		iss, err := profile.Issue(req)
+		if err != nil {
+			return err
+		}
+		tok, issued, err := s.mint(iss, req, ac, value, now)
+		if err != nil {
+			return err
+		}
+		if err := tx.CreateToken(tok); err != nil {
+			return err
+		}
+		if err := tx.RedeemCode(h, now, tok.ExpiresAt); err != nil {
+			return err
+		}
+		res = &redeemed{name: ac.Profile, profile: profile, req: req, issued: issued}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if reuse != nil {
+		s.log.Warn("authorization code used twice: its tokens are revoked", "client_id", client.ID,
+			"username", reuse.Username, "revoked", revoked)
+		return nil, grantErr("Authorization code was already used")
+	}
+	s.log.Info("token issued", "client_id", client.ID, "username", res.req.User.Username,
+		"profile", res.name, "kind", string(res.issued.Kind))
+	return res, nil
+}
+
+// mint builds the token record for an issuance.
+func (s *Server) mint(iss *Issuance, req *Request, ac *store.AuthCode, value string, now time.Time) (*store.Token, *IssuedToken, error) {
+	if iss == nil || iss.TokenType == "" {
+		return nil, nil, fmt.Errorf("oauth: profile %s returned no token type", ac.Profile)
+	}
+	ttl := iss.TTL
+	tok := &store.Token{
+		Hash: store.Fingerprint(value), Kind: iss.Kind, ClientID: ac.ClientID, Username: ac.Username,
+		Scopes: iss.Scopes, CodeHash: ac.Hash, AuthTime: ac.AuthTime, RequestedAt: ac.RequestedAt,
+	}
+	if tok.Scopes == nil {
+		tok.Scopes = slices.Clone(req.Scopes)
+	}
+	switch iss.Kind {
+	case store.TokenAccess:
+		if ttl <= 0 {
+			ttl = s.cfg.AccessTokenTTL
+		}
+	case store.TokenSAD:
+		if ttl <= 0 {
+			ttl = s.cfg.SADTTL
+		}
+		if ac.CredentialID == "" || len(ac.Hashes) == 0 {
+			return nil, nil, fmt.Errorf("oauth: profile %s issues a SAD for a code without credential and hashes", ac.Profile)
+		}
+		tok.CredentialID, tok.Hashes = ac.CredentialID, ac.Hashes
+	default:
+		return nil, nil, fmt.Errorf("oauth: profile %s issues token kind %q", ac.Profile, iss.Kind)
+	}
+	tok.ExpiresAt = now.Add(ttl)
+	return tok, &IssuedToken{
+		Value: value, Kind: iss.Kind, TokenType: iss.TokenType, Scopes: tok.Scopes,
+		IssuedAt: now, ExpiresAt: tok.ExpiresAt,
+	}, nil
+}

@@ -1,0 +1,18 @@
+// Package oidc is signd's OpenID Connect provider. It owns:
+//
+//   - discovery (GET /.well-known/openid-configuration) and the JWKS
+//     (GET /.well-known/jwks.json);
+//   - the ID-token signing keys: RSA key pairs generated inside the HSM,
+//     their life cycle (next → active → retired, see KeyRing) and RS256
+//     signing through go-jose with the HSM key as an opaque signer;
+//   - GET and POST /userinfo with the claims of the granted scopes;
+//   - the claim mapping per scope under a configurable namespace (Claims);
+//   - pairwise subjects and their secret salt (Pairwise);
+//   - the `openid` scope profile that plugs into the authorization server of
+//     package oauth (Profile).
+//
+// It does not re-implement OAuth: /oauth2/authorize, /oauth2/token, the
+// login and consent pages, codes, sessions and bearer-token checks belong
+// to package oauth. oidc never talks PKCS#11; it uses the hsm key API
+// through the KeyStore interface.
+package oidc

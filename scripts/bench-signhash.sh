@@ -1,0 +1,108 @@
+#!/usr/bin/env bash
+# bench-signhash.sh — the CSC signHash part of `make bench` (scripts/bench.sh).
+#
+# Usage: scripts/bench-signhash.sh WORKDIR
+#
+# In WORKDIR (empty, removed by the caller): a SoftHSM2 token, a config, a
+# user, a client and an RSA-2048 credential enrolled with a development CA.
+# SADs are minted straight into the store while the daemon is stopped
+# (signd-load prepare). Then, on that one token:
+#   (a) signd-load hsm: hsm.Token.SignDigest with the daemon's pool size;
+#   (b) signd serve on 127.0.0.1, and signd-load http — a separate process —
+#       POSTing /csc/v1/signatures/signHash, one fresh SAD per request;
+#   (c) b/a per concurrency and at saturation, p50/p99, the daemon's VmHWM.
+# LOAD_SECONDS (default 5) is the measuring time per concurrency;
+# CONCURRENCY (default "1 2 8 32") the levels.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+work=${1:?usage: bench-signhash.sh WORKDIR}
+secs=${LOAD_SECONDS:-5}
+levels=${CONCURRENCY:-1 2 8 32}
+daemon=""
+trap '[ -z "$daemon" ] || kill "$daemon" 2>/dev/null || true' EXIT
+
+echo
+echo "# CSC signHash: raw HSM vs HTTP through signd serve, same token (scripts/bench-signhash.sh)"
+CGO_ENABLED=1 go build -o bin/signd ./cmd/signd
+CGO_ENABLED=1 go build -o bin/signd-load ./cmd/signd-load
+
+umask 077
+pin=$(openssl rand -hex 8)
+conf_line=$(SOFTHSM_USER_PIN=$pin SOFTHSM_SO_PIN=$(openssl rand -hex 8) softhsm-test/init-token.sh "$work/softhsm" signd-bench)
+export "${conf_line?}"
+printf '%s\n' "$pin" >"$work/pkcs11.pin"
+cfg=$work/signd.yaml
+cat >"$cfg" <<YAML
+server:
+  listen: 127.0.0.1:0
+  base_url: http://127.0.0.1:8443
+  admin_socket: $work/signd.sock
+store:
+  path: $work/signd.db
+pkcs11:
+  module: ${SIGND_TEST_PKCS11_MODULE:-/usr/lib/softhsm/libsofthsm2.so}
+  token_label: signd-bench
+  pin_file: $work/pkcs11.pin
+log:
+  level: info
+  format: json
+oidc:
+  pairwise_salt_file: $work/pairwise.salt
+YAML
+signd() { bin/signd --config "$cfg" "$@"; }
+openssl rand -hex 16 >"$work/password"
+signd user add bench --password-file "$work/password" >/dev/null
+signd client add bench-client --redirect-uri https://bench.invalid/cb >/dev/null 2>&1
+cred=$(scripts/enroll-key.sh --config "$cfg" --signd bin/signd --user bench --dev-ca "$work/ca" 2>/dev/null | tail -n 1)
+
+# Enough SADs for the fastest level to run the whole time, plus warm-up.
+count=$((secs * 2500 + 100))
+for c in $levels; do
+  bin/signd-load prepare --config "$cfg" --user bench --client bench-client --credential "$cred" \
+    --count "$count" --out "$work/sads-$c.json" >/dev/null
+done
+first=$(echo "$levels" | awk '{print $1}')
+
+echo "## (a) raw HSM: bin/signd-load hsm --concurrency $(echo $levels | tr ' ' ,) --duration ${secs}s"
+bin/signd-load hsm --config "$cfg" --in "$work/sads-$first.json" --concurrency "$(echo $levels | tr ' ' ,)" \
+  --duration "${secs}s" | tee "$work/hsm.txt"
+
+bin/signd --config "$cfg" serve 2>"$work/signd.log" &
+daemon=$!
+addr=""
+for _ in $(seq 1 100); do
+  addr=$(sed -n 's/.*"msg":"signd ready".*"listen":"\([^"]*\)".*/\1/p' "$work/signd.log" | head -n 1)
+  [ -n "$addr" ] && break
+  kill -0 "$daemon" 2>/dev/null || { cat "$work/signd.log" >&2; exit 1; }
+  sleep 0.1
+done
+[ -n "$addr" ] || { echo "signd did not start" >&2; cat "$work/signd.log" >&2; exit 1; }
+
+echo "## (b) HTTP signHash: bin/signd-load http --url http://$addr --concurrency C --duration ${secs}s"
+: >"$work/http.txt"
+for c in $levels; do
+  bin/signd-load http --url "http://$addr" --in "$work/sads-$c.json" --concurrency "$c" --duration "${secs}s" | tee -a "$work/http.txt"
+done
+rss=$(awk '/^VmHWM/ {print $2}' "/proc/$daemon/status")
+kill -TERM "$daemon"
+wait "$daemon" || true
+daemon=""
+bad=$(grep -c '"level":"ERROR"' "$work/signd.log" || true)
+
+# value of key k on the line of mode m and concurrency c.
+val() { awk -v m="$1" -v c="$2" -v k="$3" '{ split("", f); for (i = 1; i <= NF; i++) { split($i, kv, "="); f[kv[1]] = kv[2] } }
+  f["mode"] == m && f["c"] == c { print f[k] }' "$work/hsm.txt" "$work/http.txt"; }
+
+echo
+echo "## (c) signHash over HTTP ÷ raw HSM, $(date -u +%Y-%m-%d), $(nproc) cores, RSA-2048, one token"
+printf '%-5s %12s %12s %8s %10s %10s %10s %10s\n' c "hsm sigs/s" "http sigs/s" "b/a" "hsm p50" "hsm p99" "http p50" "http p99"
+best_a=0 best_b=0
+for c in $levels; do
+  a=$(val hsm "$c" rate) b=$(val http "$c" rate)
+  printf '%-5s %12s %12s %8s %9sms %9sms %9sms %9sms\n' "$c" "$a" "$b" "$(awk -v a="$a" -v b="$b" 'BEGIN { printf "%.2f", (a > 0 ? b / a : 0) }')" \
+    "$(val hsm "$c" p50_ms)" "$(val hsm "$c" p99_ms)" "$(val http "$c" p50_ms)" "$(val http "$c" p99_ms)"
+  best_a=$(awk -v x="$best_a" -v y="$a" 'BEGIN { print (y > x ? y : x) }')
+  best_b=$(awk -v x="$best_b" -v y="$b" 'BEGIN { print (y > x ? y : x) }')
+done
+awk -v a="$best_a" -v b="$best_b" 'BEGIN { printf "saturation: hsm %.0f/s, http %.0f/s, b/a %.2f\n", a, b, (a > 0 ? b / a : 0) }'
+echo "daemon peak RSS (VmHWM): $((rss / 1024)) MiB; errors logged by the daemon: $bad"

@@ -1,0 +1,311 @@
+package store
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// AuditKind is what an audit entry records.
+type AuditKind string
+
+// Audit entry kinds.
+const (
+	// AuditSignHash is one signatures/signHash request of an authenticated
+	// caller: granted (SAD consumed, signing asked of the HSM), refused
+	// (with the reason), or failed (the HSM failed after a grant; Ref names
+	// the granted entry).
+	AuditSignHash AuditKind = "signHash"
+	// AuditCredentialEnrolled is a key pair generated for a user (outcome
+	// "pending") or a certificate chain attached to it (outcome "enabled").
+	AuditCredentialEnrolled AuditKind = "credential_enrolled"
+	// AuditCredentialEnabled and AuditCredentialDisabled are an admin
+	// switching a credential on or off.
+	AuditCredentialEnabled  AuditKind = "credential_enabled"
+	AuditCredentialDisabled AuditKind = "credential_disabled"
+)
+
+// Audit outcomes. Credential entries may also use the credential status
+// they leave behind ("pending", "enabled", "disabled").
+const (
+	AuditGranted = "granted" // signHash: SAD consumed, signature requested from the HSM
+	AuditRefused = "refused" // signHash: refused; Reason says why
+	AuditFailed  = "failed"  // signHash: the HSM failed after the grant Ref
+	AuditOK      = "ok"
+)
+
+// AuditEntry is one entry of the tamper-evident audit log. The entries form
+// a hash chain: Digest = SHA-256(Prev ‖ canonical content), where Prev is
+// the Digest of the entry before (32 zero bytes for the first) and the
+// canonical content is the JSON encoding of every field except Prev and
+// Digest. Changing, removing or reordering a stored entry breaks the chain
+// at that entry (VerifyAudit); removing entries at the end is only visible
+// against a head digest kept elsewhere (signd audit verify prints it).
+//
+// An entry never holds a secret: no token, SAD, code, PIN or password, only
+// names, IDs and the digests that were (to be) signed.
+type AuditEntry struct {
+	Seq        uint64    // 1, 2, 3, ... set by AppendAudit
+	Time       time.Time // when it happened; the store's clock when zero
+	Kind       AuditKind
+	User       string   // username the entry concerns (the bearer's user for signHash)
+	Client     string   // OAuth client ID, "" for admin operations
+	Credential string   // credential ID, "" when the request named none
+	Hashes     []string // signHash: the digests, lowercase hex, in request order
+	Outcome    string
+	Reason     string // why (refusals, failures) or what (admin operations)
+	Ref        uint64 // Seq of an earlier entry this one follows up, 0 for none
+	Prev       []byte // Digest of the previous entry; set by AppendAudit
+	Digest     []byte // set by AppendAudit
+}
+
+// AuditTx is the part of Tx that holds the tamper-evident audit log. Append
+// inside the transaction that does what the entry records (for signHash,
+// the one that consumes the SAD), so either both or neither are committed.
+type AuditTx interface {
+	// AppendAudit appends e: it sets e.Seq to one more than the last
+	// entry, e.Time to the store clock when zero, e.Prev and e.Digest. The
+	// entry must have a known Kind and an Outcome (ErrInvalid otherwise).
+	// Inside View it returns ErrReadOnly.
+	AppendAudit(e *AuditEntry) error
+	// AuditRecords calls fn with the sequence number under which each
+	// entry from Seq from on is stored, in order, and its stored encoding
+	// (see EncodeAuditEntry). raw is valid only during the call. An error
+	// from fn stops the walk and is returned.
+	AuditRecords(from uint64, fn func(seq uint64, raw []byte) error) error
+}
+
+// auditContent is the canonical content of an entry, what its digest
+// covers. Field order and names are part of the file format.
+type auditContent struct {
+	Seq        uint64   `json:"seq"`
+	Time       string   `json:"time"` // RFC 3339, UTC, nanoseconds without trailing zeros
+	Kind       string   `json:"kind"`
+	User       string   `json:"user"`
+	Client     string   `json:"client"`
+	Credential string   `json:"credential"`
+	Hashes     []string `json:"hashes"`
+	Outcome    string   `json:"outcome"`
+	Reason     string   `json:"reason"`
+	Ref        uint64   `json:"ref"`
+}
+
+// auditRecord is the stored encoding: the content plus the chain.
+type auditRecord struct {
+	auditContent
+	Prev   string `json:"prev"`   // hex
+	Digest string `json:"digest"` // hex
+}
+
+// AuditGenesis is the Prev of the first entry: 32 zero bytes.
+var AuditGenesis = make([]byte, sha256.Size)
+
+func (e *AuditEntry) content() auditContent {
+	hashes := e.Hashes
+	if hashes == nil {
+		hashes = []string{}
+	}
+	return auditContent{
+		Seq: e.Seq, Time: e.Time.UTC().Format(time.RFC3339Nano), Kind: string(e.Kind),
+		User: e.User, Client: e.Client, Credential: e.Credential, Hashes: hashes,
+		Outcome: e.Outcome, Reason: e.Reason, Ref: e.Ref,
+	}
+}
+
+// Validate checks what AppendAudit requires of an entry before sealing.
+func (e *AuditEntry) Validate() error {
+	switch e.Kind {
+	case AuditSignHash, AuditCredentialEnrolled, AuditCredentialEnabled, AuditCredentialDisabled:
+	default:
+		return fmt.Errorf("%w: audit kind %q", ErrInvalid, e.Kind)
+	}
+	if e.Outcome == "" {
+		return fmt.Errorf("%w: audit entry without an outcome", ErrInvalid)
+	}
+	if e.Time.IsZero() {
+		return fmt.Errorf("%w: audit entry without a time", ErrInvalid)
+	}
+	return nil
+}
+
+// SealAudit sets e.Seq, e.Prev and e.Digest for an entry that follows an
+// entry with sequence number seq-1 and digest prev (AuditGenesis for the
+// first), and returns the encoding to store. Backends call it from
+// AppendAudit; e.Time must be set.
+func SealAudit(e *AuditEntry, seq uint64, prev []byte) ([]byte, error) {
+	if err := e.Validate(); err != nil {
+		return nil, err
+	}
+	if len(prev) != sha256.Size {
+		return nil, fmt.Errorf("%w: previous audit digest must be %d bytes", ErrInvalid, sha256.Size)
+	}
+	e.Seq = seq
+	e.Time = e.Time.UTC().Round(0)
+	c := e.content()
+	digest, err := auditDigest(prev, c)
+	if err != nil {
+		return nil, err
+	}
+	e.Prev = bytes.Clone(prev)
+	e.Digest = digest
+	return encodeAudit(c, e.Prev, e.Digest)
+}
+
+func auditDigest(prev []byte, c auditContent) ([]byte, error) {
+	data, err := json.Marshal(c)
+	if err != nil {
+		return nil, fmt.Errorf("store: encode audit entry: %w", err)
+	}
+	h := sha256.New()
+	h.Write(prev)
+	h.Write(data)
+	return h.Sum(nil), nil
+}
+
+func encodeAudit(c auditContent, prev, digest []byte) ([]byte, error) {
+	data, err := json.Marshal(auditRecord{auditContent: c, Prev: hex.EncodeToString(prev), Digest: hex.EncodeToString(digest)})
+	if err != nil {
+		return nil, fmt.Errorf("store: encode audit entry: %w", err)
+	}
+	return data, nil
+}
+
+// EncodeAuditEntry returns the stored encoding of a sealed entry: compact
+// JSON with the fields seq, time, kind, user, client, credential, hashes,
+// outcome, reason, ref, prev and digest in that order. Export writes it as
+// one JSON line.
+func EncodeAuditEntry(e *AuditEntry) ([]byte, error) {
+	return encodeAudit(e.content(), e.Prev, e.Digest)
+}
+
+// DecodeAuditEntry parses a stored entry. It refuses anything that is not
+// exactly the canonical encoding of some entry (unknown or missing fields,
+// other spellings of the same values), so that every change to the stored
+// bytes is either refused here or changes the entry's digest. It does not
+// check the digest; VerifyAudit does.
+func DecodeAuditEntry(raw []byte) (*AuditEntry, error) {
+	var r auditRecord
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&r); err != nil {
+		return nil, fmt.Errorf("undecodable: %v", err)
+	}
+	t, err := time.Parse(time.RFC3339Nano, r.Time)
+	if err != nil {
+		return nil, fmt.Errorf("bad time %q", r.Time)
+	}
+	prev, err1 := hex.DecodeString(r.Prev)
+	digest, err2 := hex.DecodeString(r.Digest)
+	if err1 != nil || err2 != nil || len(prev) != sha256.Size || len(digest) != sha256.Size {
+		return nil, errors.New("bad prev or digest")
+	}
+	e := &AuditEntry{
+		Seq: r.Seq, Time: t, Kind: AuditKind(r.Kind), User: r.User, Client: r.Client,
+		Credential: r.Credential, Hashes: r.Hashes, Outcome: r.Outcome, Reason: r.Reason,
+		Ref: r.Ref, Prev: prev, Digest: digest,
+	}
+	again, err := EncodeAuditEntry(e)
+	if err != nil {
+		return nil, err
+	}
+	if !bytes.Equal(again, raw) {
+		return nil, errors.New("not in canonical form")
+	}
+	return e, nil
+}
+
+// AuditBrokenError names the first entry at which the chain does not hold.
+type AuditBrokenError struct {
+	Seq    uint64 // sequence number (storage key) of the broken entry
+	Reason string
+}
+
+func (e *AuditBrokenError) Error() string {
+	return fmt.Sprintf("audit log broken at entry %d: %s", e.Seq, e.Reason)
+}
+
+// AuditVerifier checks entries one by one, in order, from the first. The
+// zero value expects entry 1.
+type AuditVerifier struct {
+	n    uint64 // entries checked
+	prev []byte // digest of the last entry checked
+}
+
+// Check verifies the entry stored under seq with encoding raw: the key is
+// the next sequence number, the encoding is canonical, Seq matches the key,
+// Prev is the previous entry's digest and Digest is right. It returns the
+// decoded entry, or an *AuditBrokenError.
+func (v *AuditVerifier) Check(seq uint64, raw []byte) (*AuditEntry, error) {
+	broken := func(format string, a ...any) error {
+		return &AuditBrokenError{Seq: seq, Reason: fmt.Sprintf(format, a...)}
+	}
+	prev := v.prev
+	if prev == nil {
+		prev = AuditGenesis
+	}
+	if seq != v.n+1 {
+		return nil, &AuditBrokenError{Seq: v.n + 1, Reason: fmt.Sprintf("missing (next stored entry is %d)", seq)}
+	}
+	e, err := DecodeAuditEntry(raw)
+	if err != nil {
+		return nil, broken("%v", err)
+	}
+	if e.Seq != seq {
+		return nil, broken("stored under %d but says seq %d", seq, e.Seq)
+	}
+	if !bytes.Equal(e.Prev, prev) {
+		return nil, broken("prev does not match the digest of entry %d", seq-1)
+	}
+	want, err := auditDigest(e.Prev, e.content())
+	if err != nil {
+		return nil, broken("%v", err)
+	}
+	if !bytes.Equal(want, e.Digest) {
+		return nil, broken("digest does not match its content")
+	}
+	v.n, v.prev = seq, e.Digest
+	return e, nil
+}
+
+// Count returns how many entries have been checked.
+func (v *AuditVerifier) Count() uint64 { return v.n }
+
+// Head returns the digest of the last entry checked (AuditGenesis if none).
+func (v *AuditVerifier) Head() []byte {
+	if v.prev == nil {
+		return bytes.Clone(AuditGenesis)
+	}
+	return bytes.Clone(v.prev)
+}
+
+// VerifyAudit checks the whole chain in tx. It returns the number of
+// entries and the digest of the last one, or an *AuditBrokenError naming
+// the first broken entry.
+func VerifyAudit(tx AuditTx) (count uint64, head []byte, err error) {
+	var v AuditVerifier
+	err = tx.AuditRecords(1, func(seq uint64, raw []byte) error {
+		_, err := v.Check(seq, raw)
+		return err
+	})
+	if err != nil {
+		return v.Count(), v.Head(), err
+	}
+	return v.Count(), v.Head(), nil
+}
+
+// AuditEntries calls fn with every entry from Seq from on, decoded. It
+// stops at an entry that does not decode (an *AuditBrokenError); it does not
+// check the chain (use VerifyAudit).
+func AuditEntries(tx AuditTx, from uint64, fn func(*AuditEntry) error) error {
+	return tx.AuditRecords(from, func(seq uint64, raw []byte) error {
+		e, err := DecodeAuditEntry(raw)
+		if err != nil {
+			return &AuditBrokenError{Seq: seq, Reason: err.Error()}
+		}
+		return fn(e)
+	})
+}

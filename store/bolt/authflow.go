@@ -1,0 +1,365 @@
+package bolt
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"maps"
+	"time"
+
+	"github.com/signd/signd/store"
+)
+
+// Pending authorization requests, authorization codes and login sessions
+// each live in their bucket under their 32-byte fingerprint, with an expiry
+// index beside it (expiry as 8-byte big-endian Unix nanoseconds ‖
+// fingerprint → empty), so the sweeper walks only what has expired:
+//
+//	auth_requests            request fingerprint → JSON authRequestRecord
+//	auth_requests_by_expiry  expiry ‖ fingerprint → empty
+//	codes                    code fingerprint → JSON authCodeRecord
+//	codes_by_expiry          expiry ‖ fingerprint → empty
+//	sessions                 session fingerprint → JSON sessionRecord
+//	sessions_by_expiry       expiry ‖ fingerprint → empty
+
+// The buckets of this file; bucketNames registers them.
+const (
+	bucketAuthRequests      = "auth_requests"
+	bucketAuthRequestsByExp = "auth_requests_by_expiry"
+	bucketCodes             = "codes"
+	bucketCodesByExp        = "codes_by_expiry"
+	bucketSessions          = "sessions"
+	bucketSessionsByExp     = "sessions_by_expiry"
+)
+
+type grantRecord struct {
+	ClientID            string            `json:"client_id"`
+	RedirectURI         string            `json:"redirect_uri"`
+	RedirectURISent     bool              `json:"redirect_uri_sent,omitempty"`
+	Scopes              []string          `json:"scopes,omitempty"`
+	Profile             string            `json:"profile"`
+	CredentialID        string            `json:"credential_id,omitempty"`
+	Hashes              [][]byte          `json:"hashes,omitempty"`
+	Params              map[string]string `json:"params,omitempty"`
+	CodeChallenge       string            `json:"code_challenge,omitempty"`
+	CodeChallengeMethod string            `json:"code_challenge_method,omitempty"`
+	Nonce               string            `json:"nonce,omitempty"`
+	Lang                string            `json:"lang,omitempty"`
+	SSO                 bool              `json:"sso,omitempty"`
+	Prompt              string            `json:"prompt,omitempty"`
+	MaxAge              time.Duration     `json:"max_age,omitempty"`
+	HasMaxAge           bool              `json:"has_max_age,omitempty"`
+	Username            string            `json:"username,omitempty"`
+	AuthTime            time.Time         `json:"auth_time"`
+	RequestedAt         time.Time         `json:"requested_at"`
+}
+
+func grantToRecord(g *store.Grant) grantRecord {
+	return grantRecord{
+		ClientID: g.ClientID, RedirectURI: g.RedirectURI, RedirectURISent: g.RedirectURISent,
+		Scopes: g.Scopes, Profile: g.Profile, CredentialID: g.CredentialID, Hashes: g.Hashes,
+		Params: g.Params, CodeChallenge: g.CodeChallenge, CodeChallengeMethod: g.CodeChallengeMethod,
+		Nonce: g.Nonce, Lang: g.Lang, SSO: g.SSO, Prompt: g.Prompt, MaxAge: g.MaxAge,
+		HasMaxAge: g.HasMaxAge, Username: g.Username, AuthTime: g.AuthTime.UTC(),
+		RequestedAt: g.RequestedAt.UTC(),
+	}
+}
+
+func (r *grantRecord) grant() store.Grant {
+	return store.Grant{
+		ClientID: r.ClientID, RedirectURI: r.RedirectURI, RedirectURISent: r.RedirectURISent,
+		Scopes: r.Scopes, Profile: r.Profile, CredentialID: r.CredentialID, Hashes: r.Hashes,
+		Params: maps.Clone(r.Params), CodeChallenge: r.CodeChallenge,
+		CodeChallengeMethod: r.CodeChallengeMethod, Nonce: r.Nonce, Lang: r.Lang, SSO: r.SSO,
+		Prompt: r.Prompt, MaxAge: r.MaxAge, HasMaxAge: r.HasMaxAge, Username: r.Username,
+		AuthTime: r.AuthTime, RequestedAt: r.RequestedAt,
+	}
+}
+
+type authRequestRecord struct {
+	grantRecord
+	State          string    `json:"state,omitempty"`
+	CSRFHash       []byte    `json:"csrf_hash"`
+	Stage          string    `json:"stage"`
+	ConsentShownAt time.Time `json:"consent_shown_at"`
+	ExpiresAt      time.Time `json:"expires_at"`
+	CreatedAt      time.Time `json:"created_at"`
+}
+
+type authCodeRecord struct {
+	grantRecord
+	ExpiresAt  time.Time `json:"expires_at"`
+	RedeemedAt time.Time `json:"redeemed_at"`
+	CreatedAt  time.Time `json:"created_at"`
+}
+
+type sessionRecord struct {
+	Username  string    `json:"username"`
+	AuthTime  time.Time `json:"auth_time"`
+	ExpiresAt time.Time `json:"expires_at"`
+	CreatedAt time.Time `json:"created_at"`
+}
+
+// expiring is one kind of record with an expiry index.
+type expiring struct {
+	bucket, index string
+}
+
+var (
+	requestsKind = expiring{bucketAuthRequests, bucketAuthRequestsByExp}
+	codesKind    = expiring{bucketCodes, bucketCodesByExp}
+	sessionsKind = expiring{bucketSessions, bucketSessionsByExp}
+)
+
+// createExpiring stores a new record under hash with its index entry.
+func (t *tx) createExpiring(k expiring, hash []byte, exp time.Time, rec any) error {
+	if ok, err := t.exists(k.bucket, string(hash)); err != nil {
+		return err
+	} else if ok {
+		return store.ErrAlreadyExists
+	}
+	if err := t.put(k.bucket, string(hash), rec); err != nil {
+		return err
+	}
+	return t.putRaw(k.index, expiryKey(exp, hash), []byte{})
+}
+
+// replaceExpiring overwrites a record and moves its index entry from oldExp
+// to newExp.
+func (t *tx) replaceExpiring(k expiring, hash []byte, oldExp, newExp time.Time, rec any) error {
+	if err := t.put(k.bucket, string(hash), rec); err != nil {
+		return err
+	}
+	if oldExp.Equal(newExp) {
+		return nil
+	}
+	if err := t.delete(k.index, expiryKey(oldExp, hash)); err != nil {
+		return err
+	}
+	return t.putRaw(k.index, expiryKey(newExp, hash), []byte{})
+}
+
+func (t *tx) deleteExpiring(k expiring, hash []byte, exp time.Time) error {
+	if err := t.delete(k.bucket, string(hash)); err != nil {
+		return err
+	}
+	return t.delete(k.index, expiryKey(exp, hash))
+}
+
+// deleteExpired removes every record of kind k whose index says it expired
+// at or before now.
+func (t *tx) deleteExpired(k expiring, now time.Time) (int, error) {
+	if err := t.writable(); err != nil {
+		return 0, err
+	}
+	idx, err := t.bucket(k.index)
+	if err != nil {
+		return 0, err
+	}
+	limit := expiryKey(now.Add(1), nil)
+	var keys [][]byte
+	c := idx.Cursor()
+	for key, _ := c.First(); key != nil && string(key) < limit; key, _ = c.Next() {
+		keys = append(keys, bytes.Clone(key))
+	}
+	for _, key := range keys {
+		if err := t.delete(k.bucket, string(key[8:])); err != nil {
+			return 0, err
+		}
+		if err := t.delete(k.index, string(key)); err != nil {
+			return 0, err
+		}
+	}
+	return len(keys), nil
+}
+
+// Pending authorization requests.
+
+func (r *authRequestRecord) request(hash []byte) *store.AuthRequest {
+	return &store.AuthRequest{
+		Hash: bytes.Clone(hash), Grant: r.grant(), State: r.State, CSRFHash: r.CSRFHash,
+		Stage: store.AuthStage(r.Stage), ConsentShownAt: r.ConsentShownAt,
+		ExpiresAt: r.ExpiresAt, CreatedAt: r.CreatedAt,
+	}
+}
+
+func requestToRecord(r *store.AuthRequest) *authRequestRecord {
+	return &authRequestRecord{
+		grantRecord: grantToRecord(&r.Grant), State: r.State, CSRFHash: r.CSRFHash,
+		Stage: string(r.Stage), ConsentShownAt: r.ConsentShownAt.UTC(),
+		ExpiresAt: r.ExpiresAt.UTC(), CreatedAt: r.CreatedAt,
+	}
+}
+
+// CreateAuthRequest implements store.AuthFlowTx.
+func (t *tx) CreateAuthRequest(r *store.AuthRequest) error {
+	if err := t.writable(); err != nil {
+		return err
+	}
+	if err := r.Validate(); err != nil {
+		return err
+	}
+	r.CreatedAt = t.stamp()
+	return t.createExpiring(requestsKind, r.Hash, r.ExpiresAt, requestToRecord(r))
+}
+
+// AuthRequest implements store.AuthFlowTx.
+func (t *tx) AuthRequest(hash []byte) (*store.AuthRequest, error) {
+	var rec authRequestRecord
+	ok, err := t.get(bucketAuthRequests, string(hash), &rec)
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return nil, fmt.Errorf("%w: authorization request", store.ErrNotFound)
+	}
+	return rec.request(hash), nil
+}
+
+// PutAuthRequest implements store.AuthFlowTx.
+func (t *tx) PutAuthRequest(r *store.AuthRequest) error {
+	if err := t.writable(); err != nil {
+		return err
+	}
+	if err := r.Validate(); err != nil {
+		return err
+	}
+	old, err := t.AuthRequest(r.Hash)
+	if err != nil {
+		return err
+	}
+	r.CreatedAt = old.CreatedAt
+	return t.replaceExpiring(requestsKind, r.Hash, old.ExpiresAt.UTC(), r.ExpiresAt.UTC(), requestToRecord(r))
+}
+
+// DeleteAuthRequest implements store.AuthFlowTx.
+func (t *tx) DeleteAuthRequest(hash []byte) error {
+	if err := t.writable(); err != nil {
+		return err
+	}
+	old, err := t.AuthRequest(hash)
+	if err != nil {
+		return err
+	}
+	return t.deleteExpiring(requestsKind, hash, old.ExpiresAt)
+}
+
+// DeleteExpiredAuthRequests implements store.AuthFlowTx.
+func (t *tx) DeleteExpiredAuthRequests(now time.Time) (int, error) {
+	return t.deleteExpired(requestsKind, now)
+}
+
+// Authorization codes.
+
+func (r *authCodeRecord) code(hash []byte) *store.AuthCode {
+	return &store.AuthCode{
+		Hash: bytes.Clone(hash), Grant: r.grant(), ExpiresAt: r.ExpiresAt,
+		RedeemedAt: r.RedeemedAt, CreatedAt: r.CreatedAt,
+	}
+}
+
+// CreateCode implements store.AuthFlowTx.
+func (t *tx) CreateCode(c *store.AuthCode) error {
+	if err := t.writable(); err != nil {
+		return err
+	}
+	if err := c.Validate(); err != nil {
+		return err
+	}
+	c.CreatedAt = t.stamp()
+	rec := &authCodeRecord{grantRecord: grantToRecord(&c.Grant), ExpiresAt: c.ExpiresAt.UTC(), CreatedAt: c.CreatedAt}
+	return t.createExpiring(codesKind, c.Hash, rec.ExpiresAt, rec)
+}
+
+// Code implements store.AuthFlowTx.
+func (t *tx) Code(hash []byte) (*store.AuthCode, error) {
+	var rec authCodeRecord
+	ok, err := t.get(bucketCodes, string(hash), &rec)
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return nil, fmt.Errorf("%w: authorization code", store.ErrNotFound)
+	}
+	return rec.code(hash), nil
+}
+
+// RedeemCode implements store.AuthFlowTx.
+func (t *tx) RedeemCode(hash []byte, at, keepUntil time.Time) error {
+	if err := t.writable(); err != nil {
+		return err
+	}
+	var rec authCodeRecord
+	ok, err := t.get(bucketCodes, string(hash), &rec)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return fmt.Errorf("%w: authorization code", store.ErrNotFound)
+	}
+	if !rec.RedeemedAt.IsZero() {
+		return store.ErrCodeRedeemed
+	}
+	if at.IsZero() {
+		return errors.New("store: RedeemCode needs the redemption time")
+	}
+	old := rec.ExpiresAt
+	rec.RedeemedAt = at.UTC()
+	if keepUntil.After(rec.ExpiresAt) {
+		rec.ExpiresAt = keepUntil.UTC()
+	}
+	return t.replaceExpiring(codesKind, hash, old, rec.ExpiresAt, &rec)
+}
+
+// DeleteExpiredCodes implements store.AuthFlowTx.
+func (t *tx) DeleteExpiredCodes(now time.Time) (int, error) {
+	return t.deleteExpired(codesKind, now)
+}
+
+// Login sessions.
+
+// CreateSession implements store.AuthFlowTx.
+func (t *tx) CreateSession(s *store.Session) error {
+	if err := t.writable(); err != nil {
+		return err
+	}
+	if err := s.Validate(); err != nil {
+		return err
+	}
+	s.CreatedAt = t.stamp()
+	rec := &sessionRecord{Username: s.Username, AuthTime: s.AuthTime.UTC(), ExpiresAt: s.ExpiresAt.UTC(), CreatedAt: s.CreatedAt}
+	return t.createExpiring(sessionsKind, s.Hash, rec.ExpiresAt, rec)
+}
+
+// Session implements store.AuthFlowTx.
+func (t *tx) Session(hash []byte) (*store.Session, error) {
+	var rec sessionRecord
+	ok, err := t.get(bucketSessions, string(hash), &rec)
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return nil, fmt.Errorf("%w: session", store.ErrNotFound)
+	}
+	return &store.Session{
+		Hash: bytes.Clone(hash), Username: rec.Username, AuthTime: rec.AuthTime,
+		ExpiresAt: rec.ExpiresAt, CreatedAt: rec.CreatedAt,
+	}, nil
+}
+
+// DeleteSession implements store.AuthFlowTx.
+func (t *tx) DeleteSession(hash []byte) error {
+	if err := t.writable(); err != nil {
+		return err
+	}
+	old, err := t.Session(hash)
+	if err != nil {
+		return err
+	}
+	return t.deleteExpiring(sessionsKind, hash, old.ExpiresAt)
+}
+
+// DeleteExpiredSessions implements store.AuthFlowTx.
+func (t *tx) DeleteExpiredSessions(now time.Time) (int, error) {
+	return t.deleteExpired(sessionsKind, now)
+}
