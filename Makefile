@@ -34,7 +34,7 @@ test-race: ## Stress the concurrent parts (hsm pool and recovery, store) five ti
 	CGO_ENABLED=1 $(GO) test -race -count=5 -timeout 15m ./hsm/ ./store/... ./cmd/signd/...
 
 .PHONY: bench
-bench: ## Benchmark HSM signing (1, 2, 4, 8 goroutines) beside `openssl speed rsa2048`.
+bench: ## Benchmark HSM signing beside `openssl speed`, then HTTP signHash vs raw HSM (docs/BENCHMARKS.md).
 	bash scripts/bench.sh
 
 .PHONY: lint

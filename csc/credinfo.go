@@ -97,7 +97,7 @@ func (h *Handler) credentialInfo(c echo.Context) error {
 	case !usableBy(cred, g.Username):
 		return invalid("credentialID") // the same answer as an unknown ID
 	}
-	leaf, err := x509.ParseCertificate(cred.Chain[0])
+	leaf, err := h.leaves.parse(cred.Chain[0])
 	if err != nil {
 		return fmt.Errorf("csc: credential %s: certificate: %w", cred.ID, err)
 	}
@@ -117,7 +117,7 @@ func (h *Handler) credentialInfo(c echo.Context) error {
 		Lang:      h.Info.Lang,
 	}
 	if res.Description == "" {
-		res.Description = strings.ToUpper(cred.Algorithm[:3]) + cred.Algorithm[3:] + " signing key"
+		res.Description = strings.ToUpper(cred.Algorithm) + " signing key"
 	}
 	if cred.Status != store.CredentialEnabled || certRefusal(leaf, now) != "" {
 		res.Key.Status = "disabled"

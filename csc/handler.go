@@ -74,6 +74,8 @@ type Handler struct {
 	Now          func() time.Time // nil = time.Now
 	Logger       *slog.Logger     // nil = discard
 	Metrics      Metrics          // nil = none
+
+	leaves leafCache
 }
 
 // Methods signd implements, as /csc/v1/info lists them.

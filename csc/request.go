@@ -50,17 +50,7 @@ func readParams(r *http.Request) (params, *oauth.Error) {
 	if empty {
 		return params{}, nil
 	}
-	if !utf8.Valid(body) {
-		return nil, badRequest(descMalformedJSON)
-	}
-	if e := checkJSON(body); e != nil {
-		return nil, e
-	}
-	var p params
-	if err := json.Unmarshal(body, &p); err != nil {
-		return nil, badRequest(descMalformedJSON)
-	}
-	return p, nil
+	return parseObject(body)
 }
 
 func isJSON(ct string) bool {
@@ -72,10 +62,112 @@ func isJSON(ct string) bool {
 	return !ok || strings.EqualFold(cs, "utf-8") || strings.EqualFold(cs, "utf8")
 }
 
-// checkJSON accepts exactly one JSON object, nested at most maxDepth deep,
-// in which no object repeats a key (compared after unescaping, so "a" and
-// "\u0061" are the same key).
-func checkJSON(body []byte) *oauth.Error {
+// parseObject splits a body that must be one JSON object into its members.
+// The body is validated first (json.Valid: UTF-8, syntax, a single value),
+// so the split below walks known-good JSON; only member values that hold an
+// object get the slower nested duplicate-key walk.
+func parseObject(body []byte) (params, *oauth.Error) {
+	if !utf8.Valid(body) || !json.Valid(body) {
+		return nil, badRequest(descMalformedJSON)
+	}
+	b := bytes.TrimSpace(body)
+	if b[0] != '{' {
+		return nil, badRequest(descNotObject)
+	}
+	p := make(params, 8)
+	i := skipSpace(b, 1)
+	for b[i] != '}' {
+		end := stringEnd(b, i)
+		key, err := unquote(b[i:end])
+		if err != nil {
+			return nil, badRequest(descMalformedJSON)
+		}
+		i = skipSpace(b, end)
+		i = skipSpace(b, i+1) // ':'
+		vend := valueEnd(b, i)
+		v := b[i:vend]
+		if _, dup := p[key]; dup {
+			return nil, badRequest("Duplicate parameter " + paramName(key))
+		}
+		if (v[0] == '{' || v[0] == '[') && bytes.IndexByte(v, '{') >= 0 {
+			if e := checkNested(v); e != nil {
+				return nil, e
+			}
+		}
+		p[key] = json.RawMessage(v)
+		i = skipSpace(b, vend)
+		if b[i] == ',' {
+			i = skipSpace(b, i+1)
+		}
+	}
+	return p, nil
+}
+
+func skipSpace(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+// stringEnd returns the index after the closing quote of the string that
+// starts at b[i].
+func stringEnd(b []byte, i int) int {
+	for i++; i < len(b); i++ {
+		switch b[i] {
+		case '\\':
+			i++
+		case '"':
+			return i + 1
+		}
+	}
+	return len(b)
+}
+
+// valueEnd returns the index after the value that starts at b[i].
+func valueEnd(b []byte, i int) int {
+	switch b[i] {
+	case '"':
+		return stringEnd(b, i)
+	case '{', '[':
+		depth := 0
+		for ; i < len(b); i++ {
+			switch b[i] {
+			case '"':
+				i = stringEnd(b, i) - 1
+			case '{', '[':
+				depth++
+			case '}', ']':
+				if depth--; depth == 0 {
+					return i + 1
+				}
+			}
+		}
+		return len(b)
+	}
+	for ; i < len(b); i++ {
+		switch b[i] {
+		case ',', '}', ']', ' ', '\t', '\n', '\r':
+			return i
+		}
+	}
+	return len(b)
+}
+
+// unquote decodes a JSON string literal.
+func unquote(lit []byte) (string, error) {
+	if bytes.IndexByte(lit, '\\') < 0 {
+		return string(lit[1 : len(lit)-1]), nil
+	}
+	var s string
+	err := json.Unmarshal(lit, &s)
+	return s, err
+}
+
+// checkNested refuses a JSON value (valid, an object or array) nested more
+// than maxDepth deep or in which an object repeats a key (compared after
+// unescaping, so "a" and "\u0061" are the same key).
+func checkNested(body []byte) *oauth.Error {
 	type frame struct {
 		obj       bool
 		expectKey bool
@@ -93,9 +185,6 @@ func checkJSON(body []byte) *oauth.Error {
 		tok, err := dec.Token()
 		if err != nil {
 			return badRequest(descMalformedJSON)
-		}
-		if first && tok != json.Delim('{') {
-			return badRequest(descNotObject)
 		}
 		if n := len(stack); n > 0 && stack[n-1].obj && stack[n-1].expectKey {
 			if tok == json.Delim('}') {

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"crypto"
-	"crypto/x509"
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
@@ -32,8 +31,8 @@ type signHashResponse struct {
 }
 
 // parseSignHash checks the parameters in a fixed order, returning the first
-// problem with the specification's description. hexes holds the hashes
-// decoded so far, for the audit entry of a refusal.
+// problem with the specification's description. On a refusal req holds
+// what was parsed before it (for the audit entry).
 func parseSignHash(p params) (req signHashRequest, e *oauth.Error) {
 	if req.credentialID, e = credentialIDParam(p); e != nil {
 		return req, e
@@ -292,7 +291,7 @@ func (h *Handler) decide(tx store.Tx, g *oauth.Grant, req signHashRequest) (deci
 	case cred.Status != store.CredentialEnabled:
 		return refuse(badRequest(descCredDisabled), "credential disabled", ""), nil
 	}
-	leaf, err := x509.ParseCertificate(cred.Chain[0])
+	leaf, err := h.leaves.parse(cred.Chain[0])
 	if err != nil {
 		return decision{}, fmt.Errorf("csc: credential %s: certificate: %w", cred.ID, err)
 	}

@@ -6,13 +6,14 @@
 # In WORKDIR (empty, removed by the caller): a SoftHSM2 token, a config, a
 # user, a client and an RSA-2048 credential enrolled with a development CA.
 # SADs are minted straight into the store while the daemon is stopped
-# (signd-load prepare). Then, on that one token:
+# (signd-load prepare). Then signd serve starts on 127.0.0.1 and, on that one
+# token, for each concurrency, ROUNDS (default 3) times in alternation:
 #   (a) signd-load hsm: hsm.Token.SignDigest with the daemon's pool size;
-#   (b) signd serve on 127.0.0.1, and signd-load http — a separate process —
-#       POSTing /csc/v1/signatures/signHash, one fresh SAD per request;
-#   (c) b/a per concurrency and at saturation, p50/p99, the daemon's VmHWM.
-# LOAD_SECONDS (default 5) is the measuring time per concurrency;
-# CONCURRENCY (default "1 2 8 32") the levels.
+#   (b) signd-load http — a separate process — POSTing
+#       /csc/v1/signatures/signHash, one fresh SAD per request;
+# (c) the medians: b/a per concurrency and at saturation, p50/p99, and the
+# daemon's peak RSS (VmHWM). LOAD_SECONDS (default 5) is the measuring time
+# of one run; CONCURRENCY (default "1 2 8 32") the levels.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 work=${1:?usage: bench-signhash.sh WORKDIR}
@@ -55,17 +56,17 @@ signd user add bench --password-file "$work/password" >/dev/null
 signd client add bench-client --redirect-uri https://bench.invalid/cb >/dev/null 2>&1
 cred=$(scripts/enroll-key.sh --config "$cfg" --signd bin/signd --user bench --dev-ca "$work/ca" 2>/dev/null | tail -n 1)
 
-# Enough SADs for the fastest level to run the whole time, plus warm-up.
-count=$((secs * 2500 + 100))
+# The two measurements alternate, ROUNDS times per concurrency, and the
+# medians are compared: the machine's other load drifts, so (a) and (b) are
+# taken side by side rather than minutes apart.
+rounds=${ROUNDS:-3}
+count=$((secs * 2000 + 100)) # per run: more than the fastest level signs
 for c in $levels; do
-  bin/signd-load prepare --config "$cfg" --user bench --client bench-client --credential "$cred" \
-    --count "$count" --out "$work/sads-$c.json" >/dev/null
+  for r in $(seq 1 "$rounds"); do
+    bin/signd-load prepare --config "$cfg" --user bench --client bench-client --credential "$cred" \
+      --count "$count" --out "$work/sads-$c-$r.json" >/dev/null
+  done
 done
-first=$(echo "$levels" | awk '{print $1}')
-
-echo "## (a) raw HSM: bin/signd-load hsm --concurrency $(echo $levels | tr ' ' ,) --duration ${secs}s"
-bin/signd-load hsm --config "$cfg" --in "$work/sads-$first.json" --concurrency "$(echo $levels | tr ' ' ,)" \
-  --duration "${secs}s" | tee "$work/hsm.txt"
 
 bin/signd --config "$cfg" serve 2>"$work/signd.log" &
 daemon=$!
@@ -77,11 +78,15 @@ for _ in $(seq 1 100); do
   sleep 0.1
 done
 [ -n "$addr" ] || { echo "signd did not start" >&2; cat "$work/signd.log" >&2; exit 1; }
+rss_start=$(awk '/^VmHWM/ {print $2}' "/proc/$daemon/status")
 
-echo "## (b) HTTP signHash: bin/signd-load http --url http://$addr --concurrency C --duration ${secs}s"
-: >"$work/http.txt"
+echo "## (a) bin/signd-load hsm --concurrency C --duration ${secs}s   (b) bin/signd-load http --url http://$addr --concurrency C --duration ${secs}s; $rounds rounds each, alternating"
+: >"$work/runs.txt"
 for c in $levels; do
-  bin/signd-load http --url "http://$addr" --in "$work/sads-$c.json" --concurrency "$c" --duration "${secs}s" | tee -a "$work/http.txt"
+  for r in $(seq 1 "$rounds"); do
+    bin/signd-load hsm --config "$cfg" --in "$work/sads-$c-$r.json" --concurrency "$c" --duration "${secs}s" | tee -a "$work/runs.txt"
+    bin/signd-load http --url "http://$addr" --in "$work/sads-$c-$r.json" --concurrency "$c" --duration "${secs}s" | tee -a "$work/runs.txt"
+  done
 done
 rss=$(awk '/^VmHWM/ {print $2}' "/proc/$daemon/status")
 kill -TERM "$daemon"
@@ -89,12 +94,12 @@ wait "$daemon" || true
 daemon=""
 bad=$(grep -c '"level":"ERROR"' "$work/signd.log" || true)
 
-# value of key k on the line of mode m and concurrency c.
+# median over the rounds of key k for mode m and concurrency c.
 val() { awk -v m="$1" -v c="$2" -v k="$3" '{ split("", f); for (i = 1; i <= NF; i++) { split($i, kv, "="); f[kv[1]] = kv[2] } }
-  f["mode"] == m && f["c"] == c { print f[k] }' "$work/hsm.txt" "$work/http.txt"; }
+  f["mode"] == m && f["c"] == c { print f[k] }' "$work/runs.txt" | sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
 
 echo
-echo "## (c) signHash over HTTP ÷ raw HSM, $(date -u +%Y-%m-%d), $(nproc) cores, RSA-2048, one token"
+echo "## (c) medians: signHash over HTTP ÷ raw HSM, $(date -u +%Y-%m-%d), $(nproc) cores, RSA-2048, one token"
 printf '%-5s %12s %12s %8s %10s %10s %10s %10s\n' c "hsm sigs/s" "http sigs/s" "b/a" "hsm p50" "hsm p99" "http p50" "http p99"
 best_a=0 best_b=0
 for c in $levels; do
@@ -105,4 +110,4 @@ for c in $levels; do
   best_b=$(awk -v x="$best_b" -v y="$b" 'BEGIN { print (y > x ? y : x) }')
 done
 awk -v a="$best_a" -v b="$best_b" 'BEGIN { printf "saturation: hsm %.0f/s, http %.0f/s, b/a %.2f\n", a, b, (a > 0 ? b / a : 0) }'
-echo "daemon peak RSS (VmHWM): $((rss / 1024)) MiB; errors logged by the daemon: $bad"
+echo "daemon peak RSS (VmHWM): $((rss / 1024)) MiB ($((rss_start / 1024)) MiB after start-up); errors logged by the daemon: $bad"

@@ -101,8 +101,8 @@ type auditRecord struct {
 	Digest string `json:"digest"` // hex
 }
 
-// AuditGenesis is the Prev of the first entry: 32 zero bytes.
-var AuditGenesis = make([]byte, sha256.Size)
+// AuditGenesis returns the Prev of the first entry: 32 zero bytes.
+func AuditGenesis() []byte { return make([]byte, sha256.Size) }
 
 func (e *AuditEntry) content() auditContent {
 	hashes := e.Hashes
@@ -245,7 +245,7 @@ func (v *AuditVerifier) Check(seq uint64, raw []byte) (*AuditEntry, error) {
 	}
 	prev := v.prev
 	if prev == nil {
-		prev = AuditGenesis
+		prev = AuditGenesis()
 	}
 	if seq != v.n+1 {
 		return nil, &AuditBrokenError{Seq: v.n + 1, Reason: fmt.Sprintf("missing (next stored entry is %d)", seq)}
@@ -277,7 +277,7 @@ func (v *AuditVerifier) Count() uint64 { return v.n }
 // Head returns the digest of the last entry checked (AuditGenesis if none).
 func (v *AuditVerifier) Head() []byte {
 	if v.prev == nil {
-		return bytes.Clone(AuditGenesis)
+		return AuditGenesis()
 	}
 	return bytes.Clone(v.prev)
 }

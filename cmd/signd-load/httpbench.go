@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/base64"
@@ -9,8 +10,9 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"net/http"
 	"net/url"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -66,29 +68,20 @@ func httpBench(ctx context.Context, o httpOpts, out io.Writer) error {
 			"hashAlgo": "2.16.840.1.101.3.4.2.1", "signAlgo": "1.2.840.113549.1.1.1",
 		})
 	}
-	endpoint := u.JoinPath("/csc/v1/signatures/signHash").String()
-	client := &http.Client{
-		Timeout:   30 * time.Second,
-		Transport: &http.Transport{MaxIdleConns: o.concurrency, MaxIdleConnsPerHost: o.concurrency, IdleConnTimeout: time.Minute},
+	path := "/" + strings.TrimPrefix(u.JoinPath("csc/v1/signatures/signHash").Path, "/")
+	for i, b := range bodies {
+		bodies[i] = rawRequest(path, u.Host, "Bearer "+f.Bearer, b)
 	}
-	auth := "Bearer " + f.Bearer
-	send := func(body []byte) error {
-		req, err := http.NewRequestWithContext(ctx, http.MethodPost, endpoint, bytes.NewReader(body))
-		if err != nil {
-			return err
-		}
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Authorization", auth)
-		res, err := client.Do(req)
-		if err != nil {
-			return err
-		}
-		data, _ := io.ReadAll(res.Body)
-		res.Body.Close()
-		if res.StatusCode != http.StatusOK {
-			return fmt.Errorf("%s: %s", res.Status, bytes.TrimSpace(data))
-		}
-		return nil
+	// Each worker owns one keep-alive connection (see rawConn): the client
+	// shares the machine with the daemon, so it is kept lean, like wrk.
+	conns := make(chan *rawConn, o.concurrency)
+	for range o.concurrency {
+		conns <- &rawConn{addr: u.Host}
+	}
+	send := func(req []byte) error {
+		c := <-conns
+		defer func() { conns <- c }()
+		return c.do(ctx, req)
 	}
 
 	var next atomic.Int64
@@ -157,4 +150,120 @@ func httpBench(ctx context.Context, o httpOpts, out io.Writer) error {
 		return errors.New("no request succeeded")
 	}
 	return ctx.Err()
+}
+
+// rawRequest serializes one HTTP/1.1 signHash request.
+func rawRequest(path, host, auth string, body []byte) []byte {
+	var b bytes.Buffer
+	fmt.Fprintf(&b, "POST %s HTTP/1.1\r\nHost: %s\r\nAuthorization: %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n", path, host, auth, len(body))
+	b.Write(body)
+	return b.Bytes()
+}
+
+// rawConn is a minimal HTTP/1.1 keep-alive client for pre-serialized
+// requests: it needs a Content-Length in the response (net/http sets one
+// for small bodies) and redials when the server closes.
+type rawConn struct {
+	addr string
+	conn net.Conn
+	r    *bufio.Reader
+}
+
+func (c *rawConn) do(ctx context.Context, req []byte) error {
+	if c.conn == nil {
+		var d net.Dialer
+		conn, err := d.DialContext(ctx, "tcp", c.addr)
+		if err != nil {
+			return err
+		}
+		c.conn, c.r = conn, bufio.NewReaderSize(conn, 4096)
+	}
+	_ = c.conn.SetDeadline(time.Now().Add(30 * time.Second))
+	err := c.roundTrip(req)
+	if err != nil && c.conn != nil {
+		c.conn.Close()
+		c.conn = nil
+	}
+	return err
+}
+
+func (c *rawConn) roundTrip(req []byte) error {
+	if _, err := c.conn.Write(req); err != nil {
+		return err
+	}
+	line, err := c.r.ReadSlice('\n')
+	if err != nil {
+		return err
+	}
+	status := string(bytes.TrimSpace(line))
+	length, chunked, closing := -1, false, false
+	for {
+		line, err := c.r.ReadSlice('\n')
+		if err != nil {
+			return err
+		}
+		if len(line) <= 2 {
+			break
+		}
+		k, v, _ := strings.Cut(strings.TrimSpace(string(line)), ":")
+		switch strings.ToLower(k) {
+		case "content-length":
+			length, _ = strconv.Atoi(strings.TrimSpace(v))
+		case "transfer-encoding":
+			chunked = strings.EqualFold(strings.TrimSpace(v), "chunked")
+		case "connection":
+			closing = strings.EqualFold(strings.TrimSpace(v), "close")
+		}
+	}
+	var body []byte
+	switch {
+	case chunked:
+		if body, err = readChunked(c.r); err != nil {
+			return err
+		}
+	case length >= 0:
+		body = make([]byte, length)
+		if _, err := io.ReadFull(c.r, body); err != nil {
+			return err
+		}
+	case closing:
+		body, _ = io.ReadAll(io.LimitReader(c.r, 4096))
+	default:
+		return fmt.Errorf("%s: response without Content-Length or chunked encoding", status)
+	}
+	if closing {
+		c.conn.Close()
+		c.conn = nil
+	}
+	if !strings.HasPrefix(status, "HTTP/1.1 200 ") {
+		return fmt.Errorf("%s: %s", status, bytes.TrimSpace(body))
+	}
+	if !bytes.Contains(body, []byte(`"signatures":["`)) {
+		return fmt.Errorf("200 without signatures: %s", body)
+	}
+	return nil
+}
+
+// readChunked reads a chunked body (RFC 9112 §7.1) without trailers.
+func readChunked(r *bufio.Reader) ([]byte, error) {
+	var body []byte
+	for {
+		line, err := r.ReadSlice('\n')
+		if err != nil {
+			return nil, err
+		}
+		size, err := strconv.ParseInt(strings.TrimSpace(strings.SplitN(string(line), ";", 2)[0]), 16, 32)
+		if err != nil || size < 0 {
+			return nil, fmt.Errorf("bad chunk size %q", line)
+		}
+		if size == 0 {
+			_, err := r.ReadSlice('\n') // the empty line after the last chunk
+			return body, err
+		}
+		chunk := make([]byte, size+2) // data and CRLF
+		if _, err := io.ReadFull(r, chunk); err != nil {
+			return nil, err
+		}
+		body = append(body, chunk[:size]...)
+	}
 }

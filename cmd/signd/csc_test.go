@@ -12,7 +12,6 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -34,14 +33,7 @@ type enrolled struct {
 func enroll(t *testing.T, e *env, user string) enrolled {
 	t.Helper()
 	e.must("a long password\n", "user", "add", user, "--password-file", "-")
-	csr := e.must("", "credential", "create", "--user", user, "--subject", "CN="+user+",O=Example", "--csr-out", "-")
-	lines := strings.Split(strings.TrimSpace(csr), "\n")
-	cred := lines[len(lines)-1]
-	chainFile := filepath.Join(e.dir, user+"-chain.pem")
-	if err := os.WriteFile(chainFile, []byte(newTestCA(t, "CSC test CA").issue(t, csr)), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	e.must("", "credential", "import-cert", cred, "--chain", chainFile)
+	cred := enrollKey(t, e, user, "CN="+user+",O=Example")
 	db := e.openStore()
 	defer db.Close()
 	var c *store.Credential

@@ -34,11 +34,10 @@ var (
 	_ csc.Metrics = (*metrics)(nil)
 )
 
-// latencyBuckets spans 0.25 ms to about 4 s: an HSM signature takes about
-// 1 ms, a pool wait up to pkcs11.acquire_timeout.
-var latencyBuckets = prometheus.ExponentialBuckets(0.00025, 2, 15)
-
 func newMetrics() *metrics {
+	// 0.25 ms to about 4 s: an HSM signature takes about 1 ms, a pool wait
+	// up to pkcs11.acquire_timeout.
+	latencyBuckets := prometheus.ExponentialBuckets(0.00025, 2, 15)
 	m := &metrics{
 		reg: prometheus.NewRegistry(),
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{

@@ -36,7 +36,7 @@ func (t *tx) AppendAudit(e *store.AuditEntry) error {
 	if e.Time.IsZero() {
 		e.Time = t.stamp()
 	}
-	seq, prev := uint64(1), store.AuditGenesis
+	seq, prev := uint64(1), store.AuditGenesis()
 	if k, v := b.Cursor().Last(); k != nil {
 		if len(k) != 8 {
 			return fmt.Errorf("store: audit log head has a malformed key %x", k)

@@ -15,6 +15,14 @@
 //	credentials           credential ID → JSON credentialRecord
 //	credentials_by_owner  owner 0x00 credential ID → empty (owner index)
 //	oidc_keys             JWK key ID (kid) → JSON signingKeyRecord
+//	audit                 sequence number (8 bytes big-endian) → canonical
+//	                      JSON of the audit entry (store.SealAudit), hash-chained
+//	secrets               name → random key bytes (DB.Secret), e.g. the CSC
+//	                      page-token MAC key
+//
+// DB.Batch is Update with group commit: concurrent calls share one write
+// transaction (one pair of fsyncs) and a failing function is rerun alone,
+// so its function may run more than once (batch.go).
 //
 // Records are JSON so the file can be inspected with `bbolt get`; their
 // on-disk shape is the unexported *Record types in records.go, decoupled from

@@ -35,7 +35,7 @@ func verifyAudit(t *testing.T, s store.Store) (uint64, []byte) {
 }
 
 func testAuditAppend(t *testing.T, s store.Store) {
-	if n, head := verifyAudit(t, s); n != 0 || !bytes.Equal(head, store.AuditGenesis) {
+	if n, head := verifyAudit(t, s); n != 0 || !bytes.Equal(head, store.AuditGenesis()) {
 		t.Errorf("empty log: %d entries, head %x", n, head)
 	}
 	var appended []*store.AuditEntry
@@ -55,7 +55,7 @@ func testAuditAppend(t *testing.T, s store.Store) {
 		if len(e.Digest) != 32 {
 			t.Errorf("entry %d: digest %x", i, e.Digest)
 		}
-		want := store.AuditGenesis
+		want := store.AuditGenesis()
 		if i > 0 {
 			want = appended[i-1].Digest
 		}

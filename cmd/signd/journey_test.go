@@ -1,0 +1,184 @@
+package main
+
+import (
+	"context"
+	"crypto"
+	"crypto/rsa"
+	"crypto/sha256"
+	"crypto/x509"
+	"encoding/base64"
+	"encoding/json"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"golang.org/x/oauth2"
+
+	"github.com/signd/signd/oauth/oauthtest"
+)
+
+// TestCSCJourney is the whole CSC journey against the real daemon and a
+// real SoftHSM2 key, driven the way a signing client and its user do:
+// service authorize → login → consent → token → credentials/list →
+// credentials/info → credential authorize (fresh login, signing PIN) →
+// SAD → signHash. The signature verifies with crypto/rsa against the
+// certificate credentials/info returned and with the openssl command line.
+func TestCSCJourney(t *testing.T) {
+	e := newEnv(t, "")
+	const password, pin, secret = "alice's long password", "482913", "rp-secret-0123456789abcdef0123456789abcdef"
+	pinFile, secretFile := filepath.Join(e.dir, "pin.txt"), filepath.Join(e.dir, "secret.txt")
+	os.WriteFile(pinFile, []byte(pin+"\n"), 0o600)
+	os.WriteFile(secretFile, []byte(secret+"\n"), 0o600)
+	e.must(password+"\n", "user", "add", "alice", "--password-file", "-", "--pin-file", pinFile)
+	e.must("", "client", "add", "rp", "--redirect-uri", "https://rp.example/cb", "--secret-file", secretFile,
+		"--scope", "service", "--scope", "credential")
+	cred := enrollKey(t, e, "alice", "CN=Alice Jansen,O=Example BV,C=NL")
+	addr, _ := e.startDaemon()
+	base := "http://" + addr
+
+	conf := oauth2.Config{
+		ClientID: "rp", ClientSecret: secret, RedirectURL: "https://rp.example/cb",
+		Endpoint: oauth2.Endpoint{AuthURL: base + "/oauth2/authorize", TokenURL: base + "/oauth2/token", AuthStyle: oauth2.AuthStyleInHeader},
+	}
+	ctx := context.WithValue(context.Background(), oauth2.HTTPClient, http.DefaultClient)
+	browser := oauthtest.NewBrowser(nil)
+	// flow runs one authorization code flow and returns the token.
+	flow := func(scope, state string, params ...oauth2.AuthCodeOption) *oauth2.Token {
+		t.Helper()
+		c := conf
+		c.Scopes = []string{scope}
+		s, err := browser.Get(c.AuthCodeURL(state, append(params, oauth2.SetAuthURLParam("lang", "en"))...))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.Form == nil || !s.Form.Has("password") {
+			t.Fatalf("%s: no login page: %d %s", scope, s.Status, oauthtest.Text(s.Body))
+		}
+		if s, err = browser.Submit(s.Form, map[string]string{"username": "alice", "password": password}, "approve"); err != nil {
+			t.Fatal(err)
+		}
+		if s.Form == nil {
+			t.Fatalf("%s: no consent page: %d %s", scope, s.Status, oauthtest.Text(s.Body))
+		}
+		set := map[string]string{}
+		if scope == "credential" {
+			if !s.Form.Has("pin") {
+				t.Fatalf("the credential consent page asks no PIN: %s", oauthtest.Text(s.Body))
+			}
+			set["pin"] = pin
+		}
+		if s, err = browser.Submit(s.Form, set, "approve"); err != nil {
+			t.Fatal(err)
+		}
+		q := s.Query()
+		if !s.Redirected() || q.Get("code") == "" || q.Get("state") != state {
+			t.Fatalf("%s: no code: %d %v %s", scope, s.Status, s.Location, oauthtest.Text(s.Body))
+		}
+		tok, err := c.Exchange(ctx, q.Get("code"))
+		if err != nil {
+			t.Fatalf("%s: token: %v", scope, err)
+		}
+		return tok
+	}
+
+	// Service authorization: a Bearer token.
+	service := flow("service", "state-service")
+	if service.Type() != "Bearer" {
+		t.Fatalf("service token_type %q", service.Type())
+	}
+	status, list := postJSON(t, base+"/csc/v1/credentials/list", service.AccessToken, `{}`)
+	if ids, _ := list["credentialIDs"].([]any); status != 200 || len(ids) != 1 || ids[0] != cred {
+		t.Fatalf("credentials/list: %d %v", status, list)
+	}
+	status, info := postJSON(t, base+"/csc/v1/credentials/info", service.AccessToken,
+		`{"credentialID":"`+cred+`","certificates":"chain","certInfo":true,"authInfo":true}`)
+	if status != 200 {
+		t.Fatalf("credentials/info: %d %v", status, info)
+	}
+	key := info["key"].(map[string]any)
+	certs := info["cert"].(map[string]any)["certificates"].([]any)
+	if key["status"] != "enabled" || info["SCAL"] != "2" || info["authMode"] != "oauth2code" || len(certs) != 2 {
+		t.Fatalf("credentials/info: %v", info)
+	}
+	leafDER, _ := base64.StdEncoding.DecodeString(certs[0].(string))
+	leaf, err := x509.ParseCertificate(leafDER)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// Credential authorization for one document hash: a SAD.
+	digest := sha256.Sum256([]byte("%PDF-1.7 the contract alice signs"))
+	sad := flow("credential", "state-credential",
+		oauth2.SetAuthURLParam("credentialID", cred), oauth2.SetAuthURLParam("numSignatures", "1"),
+		oauth2.SetAuthURLParam("hash", base64.RawURLEncoding.EncodeToString(digest[:])))
+	if sad.Type() != "SAD" {
+		t.Fatalf("credential token_type %q", sad.Type())
+	}
+
+	body, _ := json.Marshal(map[string]any{
+		"credentialID": cred, "SAD": sad.AccessToken, "hash": []string{base64.StdEncoding.EncodeToString(digest[:])},
+		"hashAlgo": "2.16.840.1.101.3.4.2.1", "signAlgo": "1.2.840.113549.1.1.1",
+	})
+	status, res := postJSON(t, base+"/csc/v1/signatures/signHash", service.AccessToken, string(body))
+	if status != 200 {
+		t.Fatalf("signHash: %d %v", status, res)
+	}
+	sig, err := base64.StdEncoding.DecodeString(res["signatures"].([]any)[0].(string))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rsa.VerifyPKCS1v15(leaf.PublicKey.(*rsa.PublicKey), crypto.SHA256, digest[:], sig); err != nil {
+		t.Errorf("crypto/rsa: %v", err)
+	}
+	opensslVerify(t, e.dir, leafDER, digest[:], sig)
+
+	// The SAD was for one signature.
+	status, res = postJSON(t, base+"/csc/v1/signatures/signHash", service.AccessToken, string(body))
+	if status != 400 || res["error_description"] != "Invalid parameter SAD" {
+		t.Errorf("second signHash with the SAD: %d %v", status, res)
+	}
+	if out := e.must("", "audit", "verify"); !strings.HasPrefix(out, "audit log intact: ") {
+		t.Errorf("audit verify: %q", out)
+	}
+}
+
+// enrollKey creates a credential for user with subject and imports a chain
+// from a throwaway CA; it returns the credential ID.
+func enrollKey(t *testing.T, e *env, user, subject string) string {
+	t.Helper()
+	csr := e.must("", "credential", "create", "--user", user, "--subject", subject, "--csr-out", "-")
+	lines := strings.Split(strings.TrimSpace(csr), "\n")
+	cred := lines[len(lines)-1]
+	chainFile := filepath.Join(e.dir, cred+"-chain.pem")
+	if err := os.WriteFile(chainFile, []byte(newTestCA(t, "Journey CA").issue(t, csr)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	e.must("", "credential", "import-cert", cred, "--chain", chainFile)
+	return cred
+}
+
+// opensslVerify checks an RSA PKCS#1 v1.5 signature over a SHA-256 digest
+// with the openssl command line and the certificate's public key.
+func opensslVerify(t *testing.T, dir string, certDER, digest, sig []byte) {
+	t.Helper()
+	write := func(name string, data []byte) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	cert, dg, sg := write("leaf.der", certDER), write("digest.bin", digest), write("sig.bin", sig)
+	pub := filepath.Join(dir, "leaf-pub.pem")
+	if out, err := exec.Command("openssl", "x509", "-inform", "DER", "-in", cert, "-pubkey", "-noout", "-out", pub).CombinedOutput(); err != nil {
+		t.Fatalf("openssl x509: %v: %s", err, out)
+	}
+	out, err := exec.Command("openssl", "pkeyutl", "-verify", "-pubin", "-inkey", pub,
+		"-in", dg, "-sigfile", sg, "-pkeyopt", "digest:sha256").CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "Signature Verified Successfully") {
+		t.Fatalf("openssl pkeyutl -verify: %v: %s", err, out)
+	}
+}
