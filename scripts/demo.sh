@@ -103,12 +103,27 @@ signd demo is set up (everything under ./var; rm -rf var to start over).
   redirect_uri   http://127.0.0.1:9000/callback
   credential     $cred
 
-Try, in another terminal (the CLI talks to the running daemon over var/signd.sock):
-  curl -s http://127.0.0.1:8443/healthz
+Try, in another terminal:
   curl -s http://127.0.0.1:8443/readyz
+  curl -s -X POST -H 'Content-Type: application/json' -d '{}' http://127.0.0.1:8443/csc/v1/info
+  curl -s http://127.0.0.1:8443/.well-known/openid-configuration
+
+A CSC service flow: open this in a browser and log in as demo (nothing
+listens on :9000, so copy the code from the address bar after the redirect):
+  http://127.0.0.1:8443/oauth2/authorize?response_type=code&client_id=demo-client&redirect_uri=http%3A%2F%2F127.0.0.1%3A9000%2Fcallback&scope=service&state=demo&ui_locales=en
+then
+  curl -s -u demo-client:$(cat "$var/demo-client.secret") -d grant_type=authorization_code \\
+    -d redirect_uri=http://127.0.0.1:9000/callback -d code=CODE http://127.0.0.1:8443/oauth2/token
+  curl -s -X POST -H "Authorization: Bearer ACCESS_TOKEN" -H 'Content-Type: application/json' \\
+    -d '{}' http://127.0.0.1:8443/csc/v1/credentials/list
+
+To start signd yourself later (the token's config must be in the environment):
   export SOFTHSM2_CONF=$SOFTHSM2_CONF
+  bin/signd --config var/signd.yaml serve
+
+The admin CLI talks to the running daemon over var/signd.sock:
   bin/signd --config var/signd.yaml credential show $cred
-  bin/signd --config var/signd.yaml user show demo
+  bin/signd --config var/signd.yaml audit verify
 
 Starting signd in the foreground (Ctrl-C stops it).
 INFO
