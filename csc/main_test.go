@@ -32,6 +32,7 @@ import (
 	softhsmtest "github.com/signd/signd/softhsm-test"
 	"github.com/signd/signd/store"
 	"github.com/signd/signd/store/bolt"
+	"github.com/signd/signd/store/storetest"
 )
 
 // The token and keys every test shares: SoftHSM2 in a temp directory, two
@@ -96,29 +97,8 @@ func testMain(m *testing.M) int {
 	return m.Run()
 }
 
-// clock is a settable clock shared by the handler and the bearer check.
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *clock) Set(t time.Time) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = t
-}
-
-func (c *clock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
-}
+// clock is the shared settable test clock.
+type clock = storetest.Clock
 
 // env is one CSC API over a fresh bbolt file, served by a real Echo router
 // on a loopback httptest server.
@@ -147,7 +127,7 @@ func newEnv(t testing.TB, opts ...envOption) *env {
 		t.Fatal(err)
 	}
 	e := &env{
-		t: t, db: db, clock: &clock{t: time.Now().UTC().Round(time.Second)},
+		t: t, db: db, clock: storetest.NewClock(time.Now().UTC().Round(time.Second)),
 		metrics: &recordingMetrics{}, creds: map[string]*store.Credential{},
 	}
 	e.h = &csc.Handler{

@@ -30,6 +30,7 @@ import (
 	softhsmtest "github.com/signd/signd/softhsm-test"
 	"github.com/signd/signd/store"
 	"github.com/signd/signd/store/bolt"
+	"github.com/signd/signd/store/storetest"
 )
 
 // The signing key every test credential uses: generated inside a SoftHSM2
@@ -141,23 +142,8 @@ var testHash = bytes.Repeat([]byte{0xab}, 32)
 // lowArgon2 keeps hashing cheap.
 var lowArgon2 = store.Argon2Params{Time: 1, MemoryKiB: 64, Threads: 1, KeyLen: 32, SaltLen: 16}
 
-// clock is a settable clock, safe for concurrent use.
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *clock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
-}
+// clock is the shared settable test clock.
+type clock = storetest.Clock
 
 // syncBuffer is a goroutine-safe log sink.
 type syncBuffer struct {
@@ -204,7 +190,7 @@ func newEnv(t *testing.T, mods ...func(*oauth.Config)) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ev := &env{t: t, db: db, clock: &clock{t: time.Now().UTC().Round(0)}, logs: &syncBuffer{}, hasher: hasher}
+	ev := &env{t: t, db: db, clock: storetest.NewClock(time.Now().UTC().Round(0)), logs: &syncBuffer{}, hasher: hasher}
 	ev.fixtures()
 	cfg := oauth.Config{
 		Store:  db,

@@ -66,31 +66,45 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 func RunClock(t *testing.T, open func(t *testing.T, now func() time.Time) store.Store) {
 	tests := []struct {
 		name string
-		fn   func(t *testing.T, s store.Store, c *clock)
+		fn   func(t *testing.T, s store.Store, c *Clock)
 	}{
 		{"Timestamps", testTimestamps},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c := &clock{t: time.Date(2030, 1, 2, 3, 4, 5, 6, time.UTC)}
+			c := NewClock(time.Date(2030, 1, 2, 3, 4, 5, 6, time.UTC))
 			tt.fn(t, open(t, c.Now), c)
 		})
 	}
 }
 
-// clock is a settable clock, safe for concurrent use.
-type clock struct {
+// Clock is a settable clock, safe for concurrent use. The conformance suite
+// drives store expiry with it; the service tests share it for their injected
+// clocks, so expiry tests never sleep.
+type Clock struct {
 	mu sync.Mutex
 	t  time.Time
 }
 
-func (c *clock) Now() time.Time {
+// NewClock returns a Clock reading t.
+func NewClock(t time.Time) *Clock { return &Clock{t: t} }
+
+// Now returns the clock's time.
+func (c *Clock) Now() time.Time {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.t
 }
 
-func (c *clock) Advance(d time.Duration) {
+// Set moves the clock to t.
+func (c *Clock) Set(t time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = t
+}
+
+// Advance moves the clock forward by d.
+func (c *Clock) Advance(d time.Duration) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.t = c.t.Add(d)

@@ -40,7 +40,7 @@ func testWallClockTimestamps(t *testing.T, s store.Store) {
 	}
 }
 
-func testTimestamps(t *testing.T, s store.Store, c *clock) {
+func testTimestamps(t *testing.T, s store.Store, c *Clock) {
 	t0 := c.Now()
 	u := newUser(t, "alice")
 	cl := newClient("rp")
