@@ -7,15 +7,13 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/signd/signd/hsm"
+	softhsmtest "github.com/signd/signd/softhsm-test"
 	"github.com/signd/signd/store"
 )
 
@@ -83,7 +81,7 @@ func TestSignHash(t *testing.T) {
 	t.Run("openssl verifies", func(t *testing.T) {
 		sad := e.sad("alice", "rp1", cred, 5*time.Minute, d)
 		sig := signatures(t, e.call("signatures/signHash", bearer, signHashBody(cred, sad, d)))[0]
-		opensslVerify(t, e.creds[cred].Chain[0], d, sig)
+		softhsmtest.VerifyWithOpenSSL(t, e.creds[cred].Chain[0], d, sig)
 	})
 
 	// The audit log has one granted entry per signature and no secret.
@@ -102,32 +100,6 @@ func TestSignHash(t *testing.T) {
 	}
 	if n := e.metrics.get("sad", "consumed/"); n != len(cases)+2 {
 		t.Errorf("metrics: %d SAD consumed", n)
-	}
-}
-
-// opensslVerify checks sig over digest d with the openssl command line.
-func opensslVerify(t *testing.T, certDER, d, sig []byte) {
-	t.Helper()
-	if _, err := exec.LookPath("openssl"); err != nil {
-		t.Fatal("openssl is required:", err)
-	}
-	dir := t.TempDir()
-	write := func(name string, data []byte) string {
-		p := filepath.Join(dir, name)
-		if err := os.WriteFile(p, data, 0o600); err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
-	cert, dg, sg := write("cert.der", certDER), write("digest", d), write("sig", sig)
-	pub := filepath.Join(dir, "pub.pem")
-	if out, err := exec.Command("openssl", "x509", "-inform", "DER", "-in", cert, "-pubkey", "-noout", "-out", pub).CombinedOutput(); err != nil {
-		t.Fatalf("openssl x509: %v: %s", err, out)
-	}
-	out, err := exec.Command("openssl", "pkeyutl", "-verify", "-pubin", "-inkey", pub,
-		"-in", dg, "-sigfile", sg, "-pkeyopt", "digest:sha256").CombinedOutput()
-	if err != nil || !strings.Contains(string(out), "Signature Verified Successfully") {
-		t.Fatalf("openssl pkeyutl -verify: %v: %s", err, out)
 	}
 }
 

@@ -10,7 +10,6 @@ import (
 	"encoding/json"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -18,6 +17,7 @@ import (
 	"golang.org/x/oauth2"
 
 	"github.com/signd/signd/oauth/oauthtest"
+	softhsmtest "github.com/signd/signd/softhsm-test"
 )
 
 // TestCSCJourney is the whole CSC journey against the real daemon and a
@@ -133,7 +133,7 @@ func TestCSCJourney(t *testing.T) {
 	if err := rsa.VerifyPKCS1v15(leaf.PublicKey.(*rsa.PublicKey), crypto.SHA256, digest[:], sig); err != nil {
 		t.Errorf("crypto/rsa: %v", err)
 	}
-	opensslVerify(t, e.dir, leafDER, digest[:], sig)
+	softhsmtest.VerifyWithOpenSSL(t, leafDER, digest[:], sig)
 
 	// The SAD was for one signature.
 	status, res = postJSON(t, base+"/csc/v1/signatures/signHash", service.AccessToken, string(body))
@@ -158,27 +158,4 @@ func enrollKey(t *testing.T, e *env, user, subject string) string {
 	}
 	e.must("", "credential", "import-cert", cred, "--chain", chainFile)
 	return cred
-}
-
-// opensslVerify checks an RSA PKCS#1 v1.5 signature over a SHA-256 digest
-// with the openssl command line and the certificate's public key.
-func opensslVerify(t *testing.T, dir string, certDER, digest, sig []byte) {
-	t.Helper()
-	write := func(name string, data []byte) string {
-		p := filepath.Join(dir, name)
-		if err := os.WriteFile(p, data, 0o600); err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
-	cert, dg, sg := write("leaf.der", certDER), write("digest.bin", digest), write("sig.bin", sig)
-	pub := filepath.Join(dir, "leaf-pub.pem")
-	if out, err := exec.Command("openssl", "x509", "-inform", "DER", "-in", cert, "-pubkey", "-noout", "-out", pub).CombinedOutput(); err != nil {
-		t.Fatalf("openssl x509: %v: %s", err, out)
-	}
-	out, err := exec.Command("openssl", "pkeyutl", "-verify", "-pubin", "-inkey", pub,
-		"-in", dg, "-sigfile", sg, "-pkeyopt", "digest:sha256").CombinedOutput()
-	if err != nil || !strings.Contains(string(out), "Signature Verified Successfully") {
-		t.Fatalf("openssl pkeyutl -verify: %v: %s", err, out)
-	}
 }
