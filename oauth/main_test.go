@@ -145,23 +145,8 @@ var lowArgon2 = store.Argon2Params{Time: 1, MemoryKiB: 64, Threads: 1, KeyLen: 3
 // clock is the shared settable test clock.
 type clock = storetest.Clock
 
-// syncBuffer is a goroutine-safe log sink.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
+// syncBuffer is the shared goroutine-safe log sink.
+type syncBuffer = oauthtest.LogBuffer
 
 // env is one authorization server on a real bbolt file behind a real Echo
 // router, with users, clients and credentials.
