@@ -49,7 +49,22 @@ func (s *Server) consent(c echo.Context) error {
 	if err != nil {
 		return s.finish(c, f, err, nil)
 	}
-	if cons == nil || !cons.RequirePIN {
+	if cons == nil {
+		// Nothing needs consent any more (the data the page showed is
+		// gone): the code records nothing approved.
+		f.req.Consented = nil
+		return s.issueCode(c, f, nil)
+	}
+	record, err := cons.Record()
+	if err != nil {
+		return s.finish(c, f, err, nil)
+	}
+	if !sameRecord(record, f.req.Consented) {
+		// The data changed after the page was shown: the user approves
+		// only what they saw, so show the new values and ask again.
+		return s.reshowConsent(c, f, cons, record)
+	}
+	if !cons.RequirePIN {
 		return s.issueCode(c, f, nil)
 	}
 	if err := pinUsable(user); err != nil {
@@ -78,6 +93,36 @@ func (s *Server) consent(c echo.Context) error {
 		}
 	}
 	return s.issueCode(c, f, reset)
+}
+
+// sameRecord reports whether two consent records name the same items with
+// the same digests.
+func sameRecord(a, b store.ConsentRecord) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for name, d := range a {
+		if !b.Equal(name, d) {
+			return false
+		}
+	}
+	return true
+}
+
+// reshowConsent stores the record of the consent page as it is now and
+// shows that page again with a notice that the details changed.
+func (s *Server) reshowConsent(c echo.Context, f *flow, cons *Consent, record store.ConsentRecord) error {
+	f.req.Consented = record
+	err := s.store.Update(c.Request().Context(), func(tx store.Tx) error { return tx.PutAuthRequest(f.req) })
+	if errors.Is(err, store.ErrNotFound) {
+		return newPageError(http.StatusBadRequest, f.req.Lang, "errorpage.answered")
+	}
+	if err != nil {
+		return s.finish(c, f, err, nil)
+	}
+	s.log.Info("consent page shown again: the details changed after it was shown",
+		"client_id", f.req.ClientID, "profile", f.req.Profile, "username", f.req.Username)
+	return s.renderConsent(c, f, cons, "error.changed")
 }
 
 // checkPIN checks the signing PIN of user. A wrong PIN counts a failure;

@@ -147,7 +147,13 @@ func (s *Server) proceed(c echo.Context, f *flow, user *store.User, w writes) er
 		return s.finish(c, f, err, w)
 	}
 	if consent == nil {
+		// No page, no consent: the code records nothing approved.
+		f.req.Consented = nil
 		return s.issueCode(c, f, w)
+	}
+	record, err := consent.Record()
+	if err != nil {
+		return s.finish(c, f, err, w)
 	}
 	if pr.Login.Prompt == PromptNone {
 		return s.finish(c, f, Errorf(CodeConsentRequired, http.StatusForbidden, "Consent is required"), w)
@@ -157,7 +163,9 @@ func (s *Server) proceed(c echo.Context, f *flow, user *store.User, w writes) er
 			return s.finish(c, f, err, w)
 		}
 	}
-	f.req.Stage, f.req.ConsentShownAt = store.StageConsent, s.now()
+	// What the page shows is what the user approves: the record is stored
+	// with the request and copied to the code and its tokens.
+	f.req.Stage, f.req.ConsentShownAt, f.req.Consented = store.StageConsent, s.now(), record
 	err = s.store.Update(ctx, func(tx store.Tx) error {
 		if err := w.run(tx); err != nil {
 			return err

@@ -2,7 +2,9 @@ package oauth
 
 import (
 	"context"
+	"fmt"
 	"net/url"
+	"slices"
 	"time"
 
 	"github.com/signd/signd/store"
@@ -37,7 +39,10 @@ import (
 //     returns nil when the profile needs none (the code is then issued
 //     right away). Both are called again when the consent page is answered,
 //     because the world may have changed meanwhile (an admin disabled the
-//     credential).
+//     credential). The named items of the page shown (ConsentItem.Name,
+//     Digest) are recorded with the request, the code and its tokens; if
+//     they differ when the page is answered, the page is shown again with
+//     the new values instead of issuing a code.
 //  5. At /oauth2/token, when a code is redeemed: Issue, inside the store's
 //     write transaction that redeems the code, decides what the code turns
 //     into (access token or SAD, token_type, lifetime, stored scopes).
@@ -82,7 +87,8 @@ type Profile interface {
 	// Consent describes the consent page for r (after CheckUser passed), or
 	// returns nil, nil when the profile shows no consent page. Under
 	// prompt=none (LoginPolicy.Prompt == PromptNone) a non-nil Consent ends
-	// the flow with consent_required.
+	// the flow with consent_required. Items with a Name are recorded (see
+	// ConsentItem.Name); a flow without a consent page records nothing.
 	Consent(ctx context.Context, r *Request) (*Consent, error)
 
 	// Issue decides what the redeemed code turns into. r is the code's
@@ -247,6 +253,44 @@ type ConsentItem struct {
 	// Code renders Value in a monospace font and lets it wrap anywhere
 	// (hashes, identifiers).
 	Code bool
+	// Name, when set, records the item: when the page is shown the server
+	// stores Name → Digest of every named item (Consent.Record) with the
+	// request, and the code and the tokens it turns into carry that record
+	// (store.Grant.Consented, store.Token.Consented). A resource server
+	// then releases only data whose current digest equals the recorded one:
+	// what the user saw is what the client gets. Names are unique within
+	// one Consent.
+	Name string
+	// Digest identifies the data behind the item as shown (the profile's
+	// choice, e.g. SHA-256 over a canonical encoding of the name and the
+	// value); required with Name, 1 to store.MaxConsentDigest bytes.
+	Digest []byte
+}
+
+// Record returns what c records in the grant: Name → Digest of each named
+// item, or nil when no item is named. Two items with one name, or a name
+// without a digest, are a profile bug (an error, answered server_error).
+func (c *Consent) Record() (store.ConsentRecord, error) {
+	if c == nil {
+		return nil, nil
+	}
+	var rec store.ConsentRecord
+	for _, it := range c.Items {
+		if it.Name == "" {
+			continue
+		}
+		if len(it.Digest) == 0 || len(it.Digest) > store.MaxConsentDigest {
+			return nil, fmt.Errorf("oauth: consent item %q has a digest of %d bytes", it.Name, len(it.Digest))
+		}
+		if _, dup := rec[it.Name]; dup {
+			return nil, fmt.Errorf("oauth: two consent items are named %q", it.Name)
+		}
+		if rec == nil {
+			rec = store.ConsentRecord{}
+		}
+		rec[it.Name] = slices.Clone(it.Digest)
+	}
+	return rec, nil
 }
 
 // Issuance is what a redeemed code turns into.

@@ -178,6 +178,7 @@ func (s *Server) mint(iss *Issuance, req *Request, ac *store.AuthCode, value str
 	tok := &store.Token{
 		Hash: store.Fingerprint(value), Kind: iss.Kind, ClientID: ac.ClientID, Username: ac.Username,
 		Scopes: iss.Scopes, CodeHash: ac.Hash, AuthTime: ac.AuthTime, RequestedAt: ac.RequestedAt,
+		Consented: ac.Consented.Clone(),
 	}
 	if tok.Scopes == nil {
 		tok.Scopes = slices.Clone(req.Scopes)

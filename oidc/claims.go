@@ -1,8 +1,11 @@
 package oidc
 
 import (
+	"crypto/sha256"
 	"encoding/base64"
+	"encoding/binary"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/signd/signd/oauth"
@@ -161,30 +164,130 @@ type proofClaim struct {
 // each claim's label in both page languages with the user's value, so the
 // user sees exactly what the client will receive. Claims the user lacks are
 // left out, as they are from /userinfo. The pseudonymous sub is not an
-// item; the consent page says it in a sentence.
+// item; the consent page says it in a sentence. Each item is named after
+// its claim and carries the digest of what it stands for (ConsentDigest),
+// so the grant records what the user approved.
 func (c Claims) Shared(u *store.User, scopes []string) []oauth.ConsentItem {
 	var out []oauth.ConsentItem
+	for _, r := range c.releases(u, u.Proofs, scopes) {
+		out = append(out, oauth.ConsentItem{Label: r.label, Value: r.shown, Code: r.code, Name: r.name, Digest: r.digest})
+	}
+	return out
+}
+
+// release is one consent-page item and the /userinfo members it stands
+// for: the email address (email and email_verified), one personal_info
+// attribute, the document number, or the list of proof documents.
+type release struct {
+	name    string // claim name; the key of the consent record
+	label   oauth.Text
+	shown   string // the value on the consent page
+	code    bool
+	digest  []byte   // ConsentDigest of the data released
+	members []string // the /userinfo members it releases
+}
+
+// releases lists what scopes release about u, in consent-page order.
+// proofs are the proof documents as digested: u.Proofs, or at /userinfo
+// the references of the loaded documents (see Release).
+func (c Claims) releases(u *store.User, proofs []store.ProofRef, scopes []string) []release {
+	var out []release
 	if slices.Contains(scopes, ScopeEmail) && u.Email != "" {
-		out = append(out, oauth.ConsentItem{Label: labelEmail, Value: u.Email})
+		out = append(out, release{
+			name: "email", label: labelEmail, shown: u.Email,
+			digest:  ConsentDigest("email", u.Email, strconv.FormatBool(u.EmailVerified)),
+			members: []string{"email", "email_verified"},
+		})
+	}
+	one := func(a attribute, code bool) {
+		if v := u.Claims[a.key]; v != "" {
+			n := c.name(a)
+			out = append(out, release{name: n, label: a.label, shown: v, code: code,
+				digest: ConsentDigest(n, v), members: []string{n}})
+		}
 	}
 	if slices.Contains(scopes, c.ScopePersonalInfo()) {
 		for _, a := range personalInfo {
-			if v := u.Claims[a.key]; v != "" {
-				out = append(out, oauth.ConsentItem{Label: a.label, Value: v})
-			}
+			one(a, false)
 		}
 	}
 	if slices.Contains(scopes, c.ScopeIDNumber()) {
-		if v := u.Claims[idNumber.key]; v != "" {
-			out = append(out, oauth.ConsentItem{Label: idNumber.label, Value: v, Code: true})
-		}
+		one(idNumber, true)
 	}
-	if c.WantsProofs(scopes) && len(u.Proofs) > 0 {
-		ids := make([]string, 0, len(u.Proofs))
-		for _, p := range u.Proofs {
+	if c.WantsProofs(scopes) && len(proofs) > 0 {
+		n := c.ns("proof")
+		ids := make([]string, 0, len(proofs))
+		var parts []string
+		for _, p := range proofs {
 			ids = append(ids, p.ID+" ("+p.ContentType+")")
+			parts = append(parts, p.ID, p.ContentType, p.SHA256)
 		}
-		out = append(out, oauth.ConsentItem{Label: labelProof, Value: strings.Join(ids, ", ")})
+		out = append(out, release{name: n, label: labelProof, shown: strings.Join(ids, ", "),
+			digest: ConsentDigest(n, parts...), members: []string{n}})
 	}
 	return out
+}
+
+// consentDomain separates consent digests from every other SHA-256 input.
+const consentDomain = "signd oidc consent v1"
+
+// ConsentDigest is the digest a consent record keeps for one claim:
+// SHA-256 over a domain label, the claim name and its value parts, each
+// prefixed with its length as 8 bytes big-endian, so no two different
+// (name, values) lists share an input. The values are, per claim:
+//
+//	email                         the address and email_verified ("true"/"false")
+//	a personal_info claim         its value
+//	<ns>.id_number                its value
+//	<ns>.proof                    per document, in order: id, content type and
+//	                              the lowercase hex SHA-256 of the content
+func ConsentDigest(name string, values ...string) []byte {
+	h := sha256.New()
+	var n [8]byte
+	for _, part := range append([]string{consentDomain, name}, values...) {
+		binary.BigEndian.PutUint64(n[:], uint64(len(part)))
+		h.Write(n[:])
+		h.Write([]byte(part))
+	}
+	return h.Sum(nil)
+}
+
+// Withheld names a claim /userinfo left out although the token's scopes
+// cover it and the user has it.
+type Withheld struct {
+	Claim string
+	// Changed: the claim was on the consent page with another value (or,
+	// for email, another verification state or, for proofs, other
+	// documents). Otherwise it was not on the page at all: the user had no
+	// value then, or no consent page was shown.
+	Changed bool
+}
+
+// Release returns the identity claims of the granted scopes that the user
+// approved as they are now: a claim is released only if consented records
+// its name with the digest of its current value. proofs are the user's
+// proof documents with content (loaded when WantsProofs); their digest is
+// computed over the content released, not over the stored references.
+// Everything else is withheld and listed, so the caller can log it.
+func (c Claims) Release(u *store.User, proofs []store.Proof, scopes []string, consented store.ConsentRecord) (map[string]any, []Withheld) {
+	all := c.Identity(u, proofs, scopes)
+	refs := make([]store.ProofRef, 0, len(proofs))
+	for _, p := range proofs {
+		refs = append(refs, store.ProofRef{ID: p.ID, ContentType: p.ContentType, SHA256: store.ProofDigest(p.Content)})
+	}
+	out := map[string]any{}
+	var withheld []Withheld
+	for _, r := range c.releases(u, refs, scopes) {
+		if !consented.Equal(r.name, r.digest) {
+			_, seen := consented[r.name]
+			withheld = append(withheld, Withheld{Claim: r.name, Changed: seen})
+			continue
+		}
+		for _, m := range r.members {
+			if v, ok := all[m]; ok {
+				out[m] = v
+			}
+		}
+	}
+	return out, withheld
 }

@@ -212,8 +212,12 @@ var (
 // omitted, as from /userinfo). A flow that releases only the pseudonymous
 // sub and the login's metadata (scope openid, or identity scopes for which
 // the user has no data) needs no consent page, so prompt=none works with a
-// login session; prompt=consent shows the page anyway. Consent is not
-// remembered: personal data leaves only with an approval in that flow.
+// login session; prompt=consent shows the page anyway. Each item records
+// its claim and the digest of its value in the grant, and /userinfo
+// releases a claim only while its value still has that digest. Consent is
+// not remembered: personal data leaves only with an approval in that flow,
+// so a claim that changed or appeared after a consent shows the page again
+// at the next authorization (and ends prompt=none with consent_required).
 func (p *Profile) Consent(_ context.Context, r *oauth.Request) (*oauth.Consent, error) {
 	items := p.Provider.Claims.Shared(r.User, r.Scopes)
 	if len(items) == 0 && r.Binding.Params[paramPromptConsent] == "" {

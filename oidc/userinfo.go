@@ -18,7 +18,10 @@ const jsonUTF8 = "application/json;charset=UTF-8"
 // userinfo answers GET and POST /userinfo (OpenID Connect Core §5.3) for a
 // bearer token that oauth.RequireBearer accepted with scope openid: the
 // protocol claims sub, aud (array), auth_time, iat (when the access token
-// was issued), iss and rat, plus the identity claims of the granted scopes.
+// was issued), iss and rat, plus the identity claims of the granted scopes
+// that the user approved as they are now (Claims.Release): what the user
+// saw on the consent page is what the client gets. A claim that is new or
+// changed since the consent is left out until the user consents again.
 func (p *Provider) userinfo(c echo.Context) error {
 	g := oauth.GrantFrom(c)
 	if g == nil {
@@ -63,7 +66,15 @@ func (p *Provider) userinfo(c echo.Context) error {
 	if err != nil {
 		return fmt.Errorf("oidc: userinfo: %w", err)
 	}
-	body := p.Claims.Identity(user, proofs, g.Scopes)
+	body, withheld := p.Claims.Release(user, proofs, g.Scopes, tok.Consented)
+	for _, w := range withheld {
+		// The claim's name only: its value is personal data.
+		msg := "userinfo: claim withheld: it was not on the consent page the user approved"
+		if w.Changed {
+			msg = "userinfo: claim withheld: it changed since the user consented"
+		}
+		p.log().Info(msg, "claim", w.Claim, "client_id", g.ClientID, "username", g.Username)
+	}
 	body["sub"] = sub
 	body["aud"] = []string{g.ClientID}
 	body["iss"] = p.Issuer

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/signd/signd/oauth"
 	"github.com/signd/signd/store"
 )
 
@@ -56,18 +57,31 @@ func (f *fixture) addClient(id string, scopes []string, uris ...string) *store.C
 	return c
 }
 
-// mint stores an access token as the token endpoint would and returns its
-// value.
+// mint stores an access token as the token endpoint would after the user
+// approved a consent page showing their current data for scopes.
 func (f *fixture) mint(value, client, user string, scopes []string, expires time.Duration) {
 	f.t.Helper()
-	now := f.clock.Now()
 	f.update(func(tx store.Tx) error {
-		return tx.CreateToken(&store.Token{
-			Hash: store.Fingerprint(value), Kind: store.TokenAccess, ClientID: client, Username: user,
-			Scopes: scopes, AuthTime: now.Add(-2 * time.Minute), RequestedAt: now.Add(-3 * time.Minute),
-			ExpiresAt: now.Add(expires),
-		})
+		u, err := tx.User(user)
+		if err != nil {
+			return err
+		}
+		record, err := (&oauth.Consent{Items: f.p.Claims.Shared(u, scopes)}).Record()
+		if err != nil {
+			return err
+		}
+		return tx.CreateToken(f.token(value, client, user, scopes, expires, record))
 	})
+}
+
+// token is an access token record with the given consent record.
+func (f *fixture) token(value, client, user string, scopes []string, expires time.Duration, record store.ConsentRecord) *store.Token {
+	now := f.clock.Now()
+	return &store.Token{
+		Hash: store.Fingerprint(value), Kind: store.TokenAccess, ClientID: client, Username: user,
+		Scopes: scopes, AuthTime: now.Add(-2 * time.Minute), RequestedAt: now.Add(-3 * time.Minute),
+		ExpiresAt: now.Add(expires), Consented: record,
+	}
 }
 
 func bearer(tok string) http.Header { return http.Header{"Authorization": {"Bearer " + tok}} }

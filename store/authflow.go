@@ -48,6 +48,12 @@ type Grant struct {
 	Username    string
 	AuthTime    time.Time
 	RequestedAt time.Time // when the authorization request arrived (OIDC "rat")
+	// Consented is what the user approved on the consent page: item name →
+	// digest of the value the page showed (see ConsentRecord). It is set
+	// when the page is shown and travels unchanged from the request to the
+	// code to the tokens. Nil when no consent page was shown: then nothing
+	// that needs consent was approved.
+	Consented ConsentRecord
 }
 
 func (g *Grant) validate(what string) error {
@@ -65,7 +71,7 @@ func (g *Grant) validate(what string) error {
 	case len(g.Hashes) != 0 && g.CredentialID == "":
 		return fmt.Errorf("%w: %s: hashes without a credential", ErrInvalid, what)
 	}
-	return nil
+	return g.Consented.validate(what)
 }
 
 // AuthStage is where a pending authorization request stands.

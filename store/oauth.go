@@ -38,8 +38,13 @@ type Token struct {
 	Hashes       [][]byte  // SAD only: the authorized digests (raw bytes)
 	AuthTime     time.Time // when the user authenticated
 	RequestedAt  time.Time // when the authorization request arrived (OIDC "rat")
-	ExpiresAt    time.Time
-	CreatedAt    time.Time // set by the store
+	// Consented is the code's Grant.Consented: what the user was shown and
+	// approved. A resource server releases data that needs consent only
+	// while it still matches this record. Nil (also in records written
+	// before the field existed) means nothing was approved.
+	Consented ConsentRecord
+	ExpiresAt time.Time
+	CreatedAt time.Time // set by the store
 }
 
 // Validate checks the fields every backend requires.
@@ -60,7 +65,7 @@ func (t *Token) Validate() error {
 	case t.Kind == TokenAccess && (t.CredentialID != "" || len(t.Hashes) != 0):
 		return fmt.Errorf("%w: an access token carries no credential or hashes", ErrInvalid)
 	}
-	return nil
+	return t.Consented.validate("token")
 }
 
 // OAuthTx is the part of Tx that holds the authorization server's records.

@@ -52,6 +52,9 @@ type grantRecord struct {
 	Username            string            `json:"username,omitempty"`
 	AuthTime            time.Time         `json:"auth_time"`
 	RequestedAt         time.Time         `json:"requested_at"`
+	// Consented is absent in records written before it existed: they
+	// read back as nothing consented.
+	Consented map[string][]byte `json:"consented,omitempty"`
 }
 
 func grantToRecord(g *store.Grant) grantRecord {
@@ -61,7 +64,7 @@ func grantToRecord(g *store.Grant) grantRecord {
 		Params: g.Params, CodeChallenge: g.CodeChallenge, CodeChallengeMethod: g.CodeChallengeMethod,
 		Nonce: g.Nonce, Lang: g.Lang, SSO: g.SSO, Prompt: g.Prompt, MaxAge: g.MaxAge,
 		HasMaxAge: g.HasMaxAge, Username: g.Username, AuthTime: g.AuthTime.UTC(),
-		RequestedAt: g.RequestedAt.UTC(),
+		RequestedAt: g.RequestedAt.UTC(), Consented: g.Consented.Clone(),
 	}
 }
 
@@ -73,6 +76,7 @@ func (r *grantRecord) grant() store.Grant {
 		CodeChallengeMethod: r.CodeChallengeMethod, Nonce: r.Nonce, Lang: r.Lang, SSO: r.SSO,
 		Prompt: r.Prompt, MaxAge: r.MaxAge, HasMaxAge: r.HasMaxAge, Username: r.Username,
 		AuthTime: r.AuthTime, RequestedAt: r.RequestedAt,
+		Consented: store.ConsentRecord(r.Consented).Clone(),
 	}
 }
 

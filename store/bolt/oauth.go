@@ -26,6 +26,9 @@ type tokenRecord struct {
 	RequestedAt  time.Time `json:"requested_at"`
 	ExpiresAt    time.Time `json:"expires_at"`
 	CreatedAt    time.Time `json:"created_at"`
+	// Consented is absent in records written before it existed: they
+	// read back as nothing consented.
+	Consented map[string][]byte `json:"consented,omitempty"`
 }
 
 func expiryKey(exp time.Time, hash []byte) string {
@@ -53,7 +56,7 @@ func (t *tx) CreateToken(tok *store.Token) error {
 		Kind: string(tok.Kind), ClientID: tok.ClientID, Username: tok.Username,
 		Scopes: tok.Scopes, CodeHash: tok.CodeHash, CredentialID: tok.CredentialID,
 		Hashes: tok.Hashes, AuthTime: tok.AuthTime.UTC(), RequestedAt: tok.RequestedAt.UTC(),
-		ExpiresAt: tok.ExpiresAt.UTC(), CreatedAt: tok.CreatedAt,
+		ExpiresAt: tok.ExpiresAt.UTC(), CreatedAt: tok.CreatedAt, Consented: tok.Consented.Clone(),
 	}
 	if err := t.put(bucketTokens, key, rec); err != nil {
 		return err
@@ -81,6 +84,7 @@ func (t *tx) Token(hash []byte) (*store.Token, error) {
 		Username: rec.Username, Scopes: rec.Scopes, CodeHash: rec.CodeHash,
 		CredentialID: rec.CredentialID, Hashes: rec.Hashes, AuthTime: rec.AuthTime,
 		RequestedAt: rec.RequestedAt, ExpiresAt: rec.ExpiresAt, CreatedAt: rec.CreatedAt,
+		Consented: store.ConsentRecord(rec.Consented).Clone(),
 	}, nil
 }
 

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"reflect"
 	"sync"
 	"testing"
@@ -22,6 +23,7 @@ func newGrant(now time.Time) store.Grant {
 		CodeChallenge: "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM", CodeChallengeMethod: "S256",
 		Nonce: "n-0S6_WzA2Mj", Lang: "en", SSO: true, Prompt: "login", MaxAge: 90 * time.Second,
 		HasMaxAge: true, RequestedAt: now.Add(-time.Minute),
+		Consented: store.ConsentRecord{"email": bytes.Repeat([]byte{1}, 32), "given_name": bytes.Repeat([]byte{2}, 32)},
 	}
 }
 
@@ -110,6 +112,15 @@ func testAuthRequests(t *testing.T, s store.Store) {
 		"no request time":      func(r *store.AuthRequest) { r.RequestedAt = time.Time{} },
 		"pkce plain":           func(r *store.AuthRequest) { r.CodeChallengeMethod = "plain" },
 		"hashes without cred":  func(r *store.AuthRequest) { r.CredentialID = "" },
+		"consent without name": func(r *store.AuthRequest) { r.Consented[""] = []byte{1} },
+		"consent no digest":    func(r *store.AuthRequest) { r.Consented["x"] = nil },
+		"consent long digest":  func(r *store.AuthRequest) { r.Consented["x"] = make([]byte, 65) },
+		"consent control char": func(r *store.AuthRequest) { r.Consented["a\nb"] = []byte{1} },
+		"consent too many": func(r *store.AuthRequest) {
+			for i := range store.MaxConsentItems {
+				r.Consented[fmt.Sprint("c", i)] = []byte{1}
+			}
+		},
 	}
 	for name, mutate := range bad {
 		r := newAuthRequest("bad "+name, now)
@@ -176,6 +187,7 @@ func testCodes(t *testing.T, s store.Store) {
 		"no expiry":    func(c *store.AuthCode) { c.ExpiresAt = time.Time{} },
 		"redeemed":     func(c *store.AuthCode) { c.RedeemedAt = now },
 		"no client":    func(c *store.AuthCode) { c.ClientID = "" },
+		"bad consent":  func(c *store.AuthCode) { c.Consented["x"] = nil },
 	}
 	for name, mutate := range bad {
 		c := newAuthCode("bad "+name, now)

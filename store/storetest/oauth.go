@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"reflect"
 	"sync"
 	"testing"
 	"time"
@@ -21,6 +22,9 @@ func newToken(value string, kind store.TokenKind, code string, exp time.Time) *s
 	}
 	if code != "" {
 		t.CodeHash = store.Fingerprint(code)
+	}
+	if kind == store.TokenAccess {
+		t.Consented = store.ConsentRecord{"email": bytes.Repeat([]byte{3}, 32)}
 	}
 	if kind == store.TokenSAD {
 		t.Scopes = []string{"credential"}
@@ -50,6 +54,16 @@ func testTokens(t *testing.T, s store.Store) {
 			!bytes.Equal(got.CodeHash, want.CodeHash) || got.CreatedAt.IsZero() {
 			t.Errorf("Token = %+v, want %+v", got, want)
 		}
+		if got.Consented != nil {
+			t.Errorf("SAD consent record %v, want none", got.Consented)
+		}
+		got, err = tx.Token(store.Fingerprint("at-1"))
+		if err != nil {
+			return err
+		}
+		if want := newToken("at-1", store.TokenAccess, "code-1", exp); !reflect.DeepEqual(got.Consented, want.Consented) {
+			t.Errorf("access token consent record %v, want %v", got.Consented, want.Consented)
+		}
 		if _, err := tx.Token(store.Fingerprint("nope")); !errors.Is(err, store.ErrNotFound) {
 			t.Errorf("Token(unknown) = %v, want ErrNotFound", err)
 		}
@@ -71,6 +85,8 @@ func testTokens(t *testing.T, s store.Store) {
 		"sad no hashes":    func(x *store.Token) { x.Kind = store.TokenSAD; x.CredentialID = "c" },
 		"access with cred": func(x *store.Token) { x.CredentialID = "c" },
 		"short code hash":  func(x *store.Token) { x.CodeHash = []byte{1} },
+		"consent digest":   func(x *store.Token) { x.Consented["x"] = nil },
+		"consent name":     func(x *store.Token) { x.Consented[""] = []byte{1} },
 	}
 	for name, mutate := range bad {
 		tok := newToken("bad-"+name, store.TokenAccess, "", exp)
