@@ -280,7 +280,11 @@ func (c Claims) Release(u *store.User, proofs []store.Proof, scopes []string, co
 	for _, r := range c.releases(u, refs, scopes) {
 		if !consented.Equal(r.name, r.digest) {
 			_, seen := consented[r.name]
-			withheld = append(withheld, Withheld{Claim: r.name, Changed: seen})
+			for _, m := range r.members {
+				if _, ok := all[m]; ok {
+					withheld = append(withheld, Withheld{Claim: m, Changed: seen})
+				}
+			}
 			continue
 		}
 		for _, m := range r.members {

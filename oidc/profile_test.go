@@ -1,8 +1,11 @@
 package oidc_test
 
 import (
+	"bytes"
 	"context"
+	"crypto/sha256"
 	"encoding/base64"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"net/url"
@@ -281,6 +284,23 @@ func TestConsent(t *testing.T) {
 	if len(c.Items) != 1+12+1+1 {
 		t.Errorf("%d items, want 15: %v", len(c.Items), items)
 	}
+	// Each item is recorded under its claim with the digest of the data
+	// behind it (email: also email_verified; proofs: id, type, content hash).
+	record, err := c.Record()
+	if err != nil || len(record) != len(c.Items) {
+		t.Fatalf("record %v, %v; want one entry per item", record, err)
+	}
+	for name, d := range map[string][]byte{
+		"email":                oidc.ConsentDigest("email", "anne@example.com", "true"),
+		"given_name":           oidc.ConsentDigest("given_name", "Anne"),
+		"com.vendor.last_name": oidc.ConsentDigest("com.vendor.last_name", "Jansen"),
+		"com.vendor.id_number": oidc.ConsentDigest("com.vendor.id_number", "NX1234567"),
+		"com.vendor.proof":     oidc.ConsentDigest("com.vendor.proof", "passport", "image/png", "", "letter", "application/pdf", ""),
+	} {
+		if !record.Equal(name, d) {
+			t.Errorf("record[%s] = %x, want %x", name, record[name], d)
+		}
+	}
 	// Only what the user has, and only for the granted scopes.
 	c, _ = p.Consent(context.Background(), userRequest(rp, partial, allScopes))
 	if len(c.Items) != 2 || c.Items[0].Value != "p@example.com" || c.Items[1].Value != "Piet" {
@@ -338,5 +358,38 @@ func TestItem16TokenResponse(t *testing.T) {
 	if c["sub"] != sub || c["nonce"] != "n-1" || c["at_hash"] != oidc.AtHash("access-token-value") ||
 		c["aud"] != "rp" || c["auth_time"] != float64(r.AuthTime.Unix()) {
 		t.Errorf("claims %v", c)
+	}
+}
+
+// ConsentDigest is SHA-256 over length-prefixed parts (8-byte big-endian
+// lengths) after a domain label, so that no two different claim/value
+// lists share a digest.
+func TestConsentDigest(t *testing.T) {
+	h := sha256.New()
+	for _, part := range []string{"signd oidc consent v1", "email", "a@x.example", "true"} {
+		var n [8]byte
+		binary.BigEndian.PutUint64(n[:], uint64(len(part)))
+		h.Write(n[:])
+		h.Write([]byte(part))
+	}
+	if got := oidc.ConsentDigest("email", "a@x.example", "true"); !bytes.Equal(got, h.Sum(nil)) {
+		t.Errorf("ConsentDigest = %x, want %x", got, h.Sum(nil))
+	}
+	distinct := [][]byte{
+		oidc.ConsentDigest("given_name", "Anne"),
+		oidc.ConsentDigest("given_nam", "eAnne"),
+		oidc.ConsentDigest("given_name", "Ann", "e"),
+		oidc.ConsentDigest("given_name", "Anne", ""),
+		oidc.ConsentDigest("com.vendor.nl_brp_voornaam", "Anne"),
+		oidc.ConsentDigest("email", "a@x.example", "true"),
+		oidc.ConsentDigest("email", "a@x.example", "false"),
+		oidc.ConsentDigest("email", "b@x.example", "true"),
+	}
+	for i := range distinct {
+		for j := range i {
+			if bytes.Equal(distinct[i], distinct[j]) {
+				t.Errorf("digests %d and %d collide", i, j)
+			}
+		}
 	}
 }
