@@ -5,7 +5,9 @@
 //   - the ID-token signing keys: RSA key pairs generated inside the HSM,
 //     their life cycle (next → active → retired, see KeyRing) and RS256
 //     signing through go-jose with the HSM key as an opaque signer;
-//   - GET and POST /userinfo with the claims of the granted scopes;
+//   - GET and POST /userinfo with the claims of the granted scopes that
+//     the user approved on the consent page as they are now (what the
+//     user saw is what the relying party gets);
 //   - the claim mapping per scope under a configurable namespace (Claims);
 //   - pairwise subjects and their secret salt (Pairwise);
 //   - the `openid` scope profile that plugs into the authorization server of

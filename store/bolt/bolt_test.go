@@ -1,7 +1,9 @@
 package bolt_test
 
 import (
+	"bytes"
 	"context"
+	"encoding/base64"
 	"errors"
 	"os"
 	"path/filepath"
@@ -295,4 +297,84 @@ func mustReopen(t *testing.T, path string) *bolt.DB {
 	}
 	t.Cleanup(func() { _ = db.Close() })
 	return db
+}
+
+// TestConsentRecordFormat: codes and tokens keep their consent record as
+// the JSON member "consented" (name → base64 digest); records written
+// before the member existed read back with no record (nothing consented).
+func TestConsentRecordFormat(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "signd.db")
+	db, err := bolt.Open(path, bolt.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now().UTC().Round(0)
+	digest := bytes.Repeat([]byte{0xaa}, 32)
+	err = db.Update(ctx, func(tx store.Tx) error {
+		return tx.CreateToken(&store.Token{
+			Hash: store.Fingerprint("new"), Kind: store.TokenAccess, ClientID: "rp", Username: "alice",
+			Scopes: []string{"openid", "email"}, ExpiresAt: now.Add(time.Hour),
+			Consented: store.ConsentRecord{"email": digest},
+		})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+
+	exp := now.Add(time.Hour).Format(time.RFC3339Nano)
+	oldToken := `{"kind":"access","client_id":"rp","username":"alice","scopes":["openid","email"],` +
+		`"auth_time":"0001-01-01T00:00:00Z","requested_at":"0001-01-01T00:00:00Z","expires_at":"` + exp + `","created_at":"` + exp + `"}`
+	oldCode := `{"client_id":"rp","redirect_uri":"https://rp/cb","scopes":["openid","email"],"profile":"openid",` +
+		`"username":"alice","auth_time":"` + exp + `","requested_at":"` + exp + `","expires_at":"` + exp + `",` +
+		`"redeemed_at":"0001-01-01T00:00:00Z","created_at":"` + exp + `"}`
+	raw, err := bbolt.Open(path, 0o600, &bbolt.Options{Timeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stored []byte
+	err = raw.Update(func(btx *bbolt.Tx) error {
+		stored = bytes.Clone(btx.Bucket([]byte("tokens")).Get(store.Fingerprint("new")))
+		if err := btx.Bucket([]byte("tokens")).Put(store.Fingerprint("old"), []byte(oldToken)); err != nil {
+			return err
+		}
+		return btx.Bucket([]byte("codes")).Put(store.Fingerprint("old-code"), []byte(oldCode))
+	})
+	raw.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := `"consented":{"email":"` + base64.StdEncoding.EncodeToString(digest) + `"}`; !bytes.Contains(stored, []byte(want)) {
+		t.Errorf("stored token %s lacks %s", stored, want)
+	}
+
+	db = mustReopen(t, path)
+	err = db.View(ctx, func(tx store.Tx) error {
+		tok, err := tx.Token(store.Fingerprint("new"))
+		if err != nil {
+			return err
+		}
+		if !tok.Consented.Equal("email", digest) || len(tok.Consented) != 1 {
+			t.Errorf("new token record %v", tok.Consented)
+		}
+		tok, err = tx.Token(store.Fingerprint("old"))
+		if err != nil {
+			return err
+		}
+		if tok.Consented != nil || tok.Username != "alice" || len(tok.Scopes) != 2 {
+			t.Errorf("old token %+v, want no consent record", tok)
+		}
+		code, err := tx.Code(store.Fingerprint("old-code"))
+		if err != nil {
+			return err
+		}
+		if code.Consented != nil || code.Profile != "openid" || code.Username != "alice" {
+			t.Errorf("old code %+v, want no consent record", code)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
 }
