@@ -46,6 +46,9 @@ const (
 	bindingCookiePlain  = "signd_flow"
 )
 
+// noBindingCookie is bindingValue's problem when the request has none.
+const noBindingCookie = "no binding cookie"
+
 // bindingCookieLen is the length of a well-formed binding value: newSecret's
 // 32 bytes in unpadded base64url.
 const bindingCookieLen = 43
@@ -59,7 +62,7 @@ func (s *Server) bindingValue(r *http.Request) (value, problem string) {
 	cks := r.CookiesNamed(s.bindingName)
 	switch {
 	case len(cks) == 0:
-		return "", "no binding cookie"
+		return "", noBindingCookie
 	case len(cks) > 1:
 		return "", "binding cookie sent more than once"
 	case !wellFormedSecret(cks[0].Value):
@@ -84,7 +87,7 @@ func wellFormedSecret(v string) bool {
 func (s *Server) bindBrowser(c echo.Context, f *flow, now time.Time) error {
 	value, problem := s.bindingValue(c.Request())
 	if problem != "" {
-		if problem != "no binding cookie" {
+		if problem != noBindingCookie {
 			s.log.Info("browser binding cookie replaced", "client_id", f.req.ClientID, "reason", problem)
 		}
 		var err error
