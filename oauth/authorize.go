@@ -192,6 +192,9 @@ func (s *Server) authorize(c echo.Context) error {
 		return s.redirectError(c, t, err)
 	}
 	f.req.Hash, f.req.CSRFHash = store.Fingerprint(f.handle), store.Fingerprint(f.csrf)
+	if err := s.bindBrowser(c, f, now); err != nil {
+		return s.redirectError(c, t, err)
+	}
 	s.log.Info("authorization request", "client_id", client.ID, "profile", f.req.Profile)
 
 	// Single sign-on, when the profile allows it and the session is fresh
@@ -214,6 +217,7 @@ func (s *Server) authorize(c echo.Context) error {
 	if err := s.store.Update(ctx, func(tx store.Tx) error { return tx.CreateAuthRequest(f.req) }); err != nil {
 		return s.redirectError(c, t, err)
 	}
+	sendBinding(c, f)
 	return s.renderLogin(c, f, "", "")
 }
 

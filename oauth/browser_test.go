@@ -53,7 +53,9 @@ func TestBrowser(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	ev := newEnv(t)
+	// The issuer is the test server's own URL: Chromium's Origin on the form
+	// posts must be the issuer's origin.
+	ev := newSameOriginEnv(t)
 	// The client: a page that shows what it received.
 	rp := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
@@ -141,7 +143,7 @@ func TestBrowser(t *testing.T) {
 					t.Fatalf("the browser is at %s, want the client's redirect URI (form-action blocked the redirect?); page: %s", loc, bodyText())
 				}
 				q := u.Query()
-				if q.Get("code") == "" || q.Get("state") != state || q.Get("iss") != "https://signd.example" {
+				if q.Get("code") == "" || q.Get("state") != state || q.Get("iss") != ev.srv.Issuer() {
 					t.Fatalf("callback query %v", q)
 				}
 				resp, body := ev.tokenRequest(url.Values{"grant_type": {"authorization_code"}, "code": {q.Get("code")}, "redirect_uri": {rp.URL + "/cb"}}, "browser-rp", rpSecret)
@@ -191,6 +193,21 @@ func TestBrowser(t *testing.T) {
 			shot("5-consent-service")
 			submit("approve", "approve")
 			landed("browser-" + lang + "-2")
+
+			// What Chromium sent with its form posts: the issuer's origin
+			// (the pages' Referrer-Policy must not turn it into "null"),
+			// Sec-Fetch-Site same-origin, and the browser binding cookie.
+			posts := ev.formPosts()
+			if len(posts) < 4 {
+				t.Fatalf("the server saw %d form posts, want at least 4", len(posts))
+			}
+			for i, h := range posts {
+				ck := (&http.Request{Header: h}).CookiesNamed("signd_flow")
+				if h.Get("Origin") != ev.srv.Issuer() || h.Get("Sec-Fetch-Site") != "same-origin" || len(ck) != 1 {
+					t.Errorf("form post %d: Origin %q (issuer %s), Sec-Fetch-Site %q, %d binding cookies",
+						i, h.Get("Origin"), ev.srv.Issuer(), h.Get("Sec-Fetch-Site"), len(ck))
+				}
+			}
 		})
 	}
 }

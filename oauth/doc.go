@@ -9,6 +9,10 @@
 // describe the consent and decide what a code turns into at the token
 // endpoint. oauth imports neither csc nor oidc.
 //
+// The login and consent forms answer only the browser that opened them (a
+// binding cookie) and refuse posts from other sites (Fetch Metadata,
+// Origin), against login CSRF.
+//
 // Protocol errors are *Error values; one writer per protocol renders them.
 // Codes, tokens and SAD are stored only as SHA-256 fingerprints.
 package oauth

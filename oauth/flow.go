@@ -21,6 +21,9 @@ type flow struct {
 	client  *store.Client
 	profile Profile
 	target  target
+	// binding is the browser binding cookie to set when a new request is
+	// stored (nil for a posted form: its browser has the cookie).
+	binding *http.Cookie
 }
 
 // writes is extra work for the write transaction that ends a step (reset
@@ -46,8 +49,11 @@ const (
 )
 
 // loadFlow reads a posted login or consent form's request: the handle must
-// name a pending request and the CSRF token must be its own. Failures are
-// error pages (there is no trustworthy redirect URI).
+// name a pending request, the browser must be the one the request is bound
+// to (binding.go) and the CSRF token must be the request's own (kept as
+// defence in depth: it also ties the post to the page the server rendered).
+// Failures are error pages (there is no trustworthy redirect URI) and
+// change nothing.
 func (s *Server) loadFlow(c echo.Context) (*flow, error) {
 	r := c.Request()
 	if err := r.ParseForm(); err != nil {
@@ -75,6 +81,9 @@ func (s *Server) loadFlow(c echo.Context) (*flow, error) {
 		return nil, newPageError(http.StatusBadRequest, langNL, "errorpage.unknown")
 	}
 	if err != nil {
+		return nil, err
+	}
+	if err := s.checkBinding(r, req); err != nil {
 		return nil, err
 	}
 	if !matchesFingerprint(csrf, req.CSRFHash) {
@@ -179,6 +188,7 @@ func (s *Server) proceed(c echo.Context, f *flow, user *store.User, w writes) er
 		return s.redirectError(c, f.target, err)
 	}
 	f.stored = true
+	sendBinding(c, f)
 	return s.renderConsent(c, f, consent, "")
 }
 

@@ -25,8 +25,18 @@ func TestNoSecretsInLogs(t *testing.T) {
 	s = ev.must(b.Submit(s.Form, map[string]string{"username": "alice", "password": wrongPassword}, "approve"))
 	s = ev.login(b, s, "alice", alicePassword)
 	for _, ck := range b.HTTP.Jar.Cookies(mustURL(ev.ts.URL + "/oauth2/")) {
-		secrets["session cookie"] = ck.Value
+		secrets["cookie "+ck.Name] = ck.Value // the session and the browser binding
 	}
+	for _, name := range []string{"signd_session", "signd_flow"} {
+		if secrets["cookie "+name] == "" {
+			t.Fatalf("the browser holds no %s cookie", name)
+		}
+	}
+	// Refused posts log warnings: from another browser, from another site.
+	other := ev.browser()
+	refusedPage := page(t, ev.must(b.Get(ev.authorizeURL(serviceParams()))))
+	ev.must(other.Submit(refusedPage.Form, map[string]string{"username": "alice", "password": alicePassword}, "approve"))
+	ev.submitWith(b, refusedPage.Form, map[string]string{"username": "alice", "password": alicePassword}, "approve", chromiumCrossSite())
 	code := ev.codeOf(ev.approve(b, s, ""), rpRedirect, "state-123")
 	secrets["code"] = code
 	_, body := ev.tokenRequest(tokenForm(code), "rp", rpSecret)
@@ -48,7 +58,8 @@ func TestNoSecretsInLogs(t *testing.T) {
 	ev.tokenRequest(tokenForm("x", "client_id", "rp", "client_secret", rp2Secret), "", "")
 
 	logs := ev.logs.String()
-	if !strings.Contains(logs, "token issued") || !strings.Contains(logs, "login failed") {
+	if !strings.Contains(logs, "token issued") || !strings.Contains(logs, "login failed") ||
+		!strings.Contains(logs, "not the browser the request is bound to") || !strings.Contains(logs, "posted from another site") {
 		t.Fatalf("the log does not show the flows:\n%s", logs)
 	}
 	for what, secret := range secrets {

@@ -15,6 +15,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -160,11 +161,38 @@ type env struct {
 	hasher *store.Hasher
 
 	mu     sync.Mutex
-	strays []string // errors that reached the global error handler
+	strays []string      // errors that reached the global error handler
+	posts  []http.Header // request headers of the login and consent posts, in order
 }
 
-// newEnv builds an env; mods adjust the server's Config.
+// formPosts returns the request headers of the login and consent posts the
+// server received so far.
+func (ev *env) formPosts() []http.Header {
+	ev.mu.Lock()
+	defer ev.mu.Unlock()
+	return slices.Clone(ev.posts)
+}
+
+// testIssuer is server.base_url of newEnv's server.
+const testIssuer = "https://signd.example"
+
+// newEnv builds an env whose issuer is testIssuer; mods adjust the
+// server's Config. With SecureCookies the test server speaks TLS, as a
+// browser keeps Secure cookies only for https.
 func newEnv(t *testing.T, mods ...func(*oauth.Config)) *env {
+	t.Helper()
+	return buildEnv(t, false, mods...)
+}
+
+// newSameOriginEnv is newEnv with the issuer set to the test server's own
+// URL, so a real browser's Origin header on the form posts is the issuer's
+// origin (the login and consent forms refuse any other Origin).
+func newSameOriginEnv(t *testing.T, mods ...func(*oauth.Config)) *env {
+	t.Helper()
+	return buildEnv(t, true, mods...)
+}
+
+func buildEnv(t *testing.T, issuerIsServer bool, mods ...func(*oauth.Config)) *env {
 	t.Helper()
 	db, err := bolt.Open(filepath.Join(t.TempDir(), "signd.db"), bolt.Options{})
 	if err != nil {
@@ -185,14 +213,23 @@ func newEnv(t *testing.T, mods ...func(*oauth.Config)) *env {
 			&csc.CredentialProfile{Store: db, Now: ev.clock.Now},
 			&quietProfile{},
 		},
-		Issuer: "https://signd.example",
+		Issuer: testIssuer,
 		Logger: slog.New(slog.NewJSONHandler(ev.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 		Now:    ev.clock.Now,
 	}
 	for _, m := range mods {
 		m(&cfg)
 	}
+	ev.ts = httptest.NewUnstartedServer(nil) // listens already: its address is known
+	if issuerIsServer {
+		scheme := "http://"
+		if cfg.SecureCookies {
+			scheme = "https://"
+		}
+		cfg.Issuer = scheme + ev.ts.Listener.Addr().String()
+	}
 	if ev.srv, err = oauth.New(cfg); err != nil {
+		ev.ts.Close()
 		t.Fatal(err)
 	}
 	e := echo.New()
@@ -205,13 +242,24 @@ func newEnv(t *testing.T, mods ...func(*oauth.Config)) *env {
 	}
 	e.Use(func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
-			// The daemon's default, which the pages override.
+			// The daemon's defaults, which the pages override.
 			c.Response().Header().Set("Content-Security-Policy", "default-src 'none'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'")
+			c.Response().Header().Set("Referrer-Policy", "no-referrer")
+			if r := c.Request(); r.Method == http.MethodPost && (r.URL.Path == "/oauth2/login" || r.URL.Path == "/oauth2/consent") {
+				ev.mu.Lock()
+				ev.posts = append(ev.posts, r.Header.Clone())
+				ev.mu.Unlock()
+			}
 			return next(c)
 		}
 	})
 	ev.srv.Mount(e)
-	ev.ts = httptest.NewServer(e)
+	ev.ts.Config.Handler = e
+	if cfg.SecureCookies {
+		ev.ts.StartTLS()
+	} else {
+		ev.ts.Start()
+	}
 	t.Cleanup(ev.ts.Close)
 	t.Cleanup(func() {
 		ev.mu.Lock()
@@ -407,7 +455,7 @@ func (ev *env) codeOf(s *oauthtest.Step, want, state string) string {
 	if q.Get("error") != "" || q.Get("code") == "" {
 		ev.t.Fatalf("redirect without code: %v", q)
 	}
-	if q.Get("state") != state || q.Get("iss") != "https://signd.example" {
+	if q.Get("state") != state || q.Get("iss") != ev.srv.Issuer() {
 		ev.t.Fatalf("redirect state %q iss %q", q.Get("state"), q.Get("iss"))
 	}
 	return q.Get("code")

@@ -105,6 +105,12 @@ func (p *pages) render(c echo.Context, status int, name string, d *pageData, for
 		formAction += " " + src
 	}
 	h.Set("Content-Security-Policy", p.csp+"; "+formAction)
+	// same-origin, not the daemon's no-referrer: under no-referrer a
+	// browser sends "Origin: null" on the page's own form post (Fetch
+	// Standard, "append a request Origin header"), which the forms refuse
+	// as an opaque origin. same-origin still sends no Referer to any other
+	// origin, the client's redirect URI included.
+	h.Set("Referrer-Policy", "same-origin")
 	h.Set("Cache-Control", "no-store")
 	h.Set("Pragma", "no-cache")
 	h.Set("Content-Language", d.Lang)

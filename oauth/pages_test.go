@@ -71,6 +71,11 @@ func TestPageSecurityHeaders(t *testing.T) {
 	if strings.Contains(csp, "script") || strings.Contains(csp, "unsafe") || strings.Contains(s.Body, "<script") {
 		t.Errorf("script or unsafe in %q", csp)
 	}
+	// same-origin, not no-referrer: under no-referrer browsers send
+	// "Origin: null" with the page's own form post, which is refused.
+	if s.Header.Get("Referrer-Policy") != "same-origin" || !strings.Contains(s.Body, `<meta name="referrer" content="same-origin">`) {
+		t.Errorf("Referrer-Policy %q", s.Header.Get("Referrer-Policy"))
+	}
 	if s.Header.Get("Cache-Control") != "no-store" {
 		t.Errorf("Cache-Control %q", s.Header.Get("Cache-Control"))
 	}

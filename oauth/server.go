@@ -27,8 +27,9 @@ type Config struct {
 	// and the realm of WWW-Authenticate. Its path (if any) prefixes the
 	// session cookie's path.
 	Issuer string
-	// SecureCookies marks the session cookie Secure; set it when Issuer is
-	// https or TLS is configured.
+	// SecureCookies marks the session and browser binding cookies Secure
+	// and names the binding cookie __Host-signd_flow (Path=/) instead of
+	// signd_flow; set it when Issuer is https or TLS is configured.
 	SecureCookies bool
 
 	CodeTTL        time.Duration // default 60s
@@ -59,6 +60,7 @@ type Server struct {
 	profiles   []Profile
 	byName     map[string]Profile
 	issuer     string
+	origin     string // serialized origin of issuer: the only Origin the forms accept
 	cookiePath string
 	limiter    *limiter
 	pages      *pages
@@ -67,6 +69,8 @@ type Server struct {
 	// dummySecret is compared when the client is unknown, so an unknown
 	// client costs what a wrong secret costs.
 	dummySecret string
+	// bindingName and bindingPath name the browser binding cookie.
+	bindingName, bindingPath string
 }
 
 // The routes, relative to the server root.
@@ -94,6 +98,10 @@ func New(cfg Config) (*Server, error) {
 	iss, err := url.Parse(cfg.Issuer)
 	if err != nil || iss.Scheme == "" || iss.Host == "" {
 		return nil, fmt.Errorf("oauth: issuer %q is not an absolute URL", cfg.Issuer)
+	}
+	origin, err := serializeOrigin(cfg.Issuer, false)
+	if err != nil {
+		return nil, fmt.Errorf("oauth: issuer %q is not an http(s) URL", cfg.Issuer)
 	}
 	def := func(d *time.Duration, v time.Duration) {
 		if *d <= 0 {
@@ -124,10 +132,15 @@ func New(cfg Config) (*Server, error) {
 		cfg: cfg, store: cfg.Store, hasher: cfg.Hasher, profiles: cfg.Profiles,
 		byName:     map[string]Profile{},
 		issuer:     strings.TrimRight(cfg.Issuer, "/"),
+		origin:     origin,
 		cookiePath: strings.TrimRight(iss.Path, "/") + "/oauth2/",
 		limiter:    newLimiter(cfg.MaxConcurrentHashes, cfg.HashWait),
 		log:        cfg.Logger,
 		now:        cfg.Now,
+	}
+	s.bindingName, s.bindingPath = bindingCookiePlain, s.cookiePath
+	if cfg.SecureCookies {
+		s.bindingName, s.bindingPath = bindingCookieSecure, "/" // a __Host- cookie must have Path=/
 	}
 	for _, p := range cfg.Profiles {
 		name := p.Info().Name
@@ -160,11 +173,13 @@ func New(cfg Config) (*Server, error) {
 // Each route carries this package's error writer, so the global error
 // handler never sees an OAuth error: the pages answer with an HTML page or
 // a redirect, the token and revocation endpoints with RFC 6749 §5.2 JSON.
+// The login and consent forms refuse posts from other sites
+// (sameOriginOnly); authorize does not, as a client may post to it.
 func (s *Server) Mount(e *echo.Echo) {
 	e.GET(pathAuthorize, s.authorize, s.pageErrors)
 	e.POST(pathAuthorize, s.authorize, s.pageErrors)
-	e.POST(pathLogin, s.login, s.pageErrors)
-	e.POST(pathConsent, s.consent, s.pageErrors)
+	e.POST(pathLogin, s.login, s.pageErrors, s.sameOriginOnly)
+	e.POST(pathConsent, s.consent, s.pageErrors, s.sameOriginOnly)
 	e.POST(pathToken, s.token, s.jsonErrors)
 	e.POST(pathRevoke, s.revoke, s.jsonErrors)
 }

@@ -90,7 +90,12 @@ type AuthRequest struct {
 	Grant
 	State    string
 	CSRFHash []byte // Fingerprint of the CSRF token of the request's forms
-	Stage    AuthStage
+	// BindingHash is the Fingerprint of the browser binding cookie set when
+	// the request's first page was shown: only a post from that browser
+	// may answer the request's forms (OWASP CSRF Prevention Cheat Sheet,
+	// login CSRF).
+	BindingHash []byte
+	Stage       AuthStage
 	// ConsentShownAt is when the consent page was first shown (the consent
 	// timeout runs from there); zero before.
 	ConsentShownAt time.Time
@@ -107,6 +112,8 @@ func (r *AuthRequest) Validate() error {
 		return fmt.Errorf("%w: request hash must be %d bytes", ErrInvalid, sha256.Size)
 	case len(r.CSRFHash) != sha256.Size:
 		return fmt.Errorf("%w: CSRF hash must be %d bytes", ErrInvalid, sha256.Size)
+	case len(r.BindingHash) != sha256.Size:
+		return fmt.Errorf("%w: browser binding hash must be %d bytes", ErrInvalid, sha256.Size)
 	case r.Stage != StageLogin && r.Stage != StageConsent:
 		return fmt.Errorf("%w: request stage %q", ErrInvalid, r.Stage)
 	case r.Stage == StageConsent && r.Username == "":

@@ -84,6 +84,7 @@ type authRequestRecord struct {
 	grantRecord
 	State          string    `json:"state,omitempty"`
 	CSRFHash       []byte    `json:"csrf_hash"`
+	BindingHash    []byte    `json:"binding_hash"`
 	Stage          string    `json:"stage"`
 	ConsentShownAt time.Time `json:"consent_shown_at"`
 	ExpiresAt      time.Time `json:"expires_at"`
@@ -182,7 +183,7 @@ func (t *tx) deleteExpired(k expiring, now time.Time) (int, error) {
 func (r *authRequestRecord) request(hash []byte) *store.AuthRequest {
 	return &store.AuthRequest{
 		Hash: bytes.Clone(hash), Grant: r.grant(), State: r.State, CSRFHash: r.CSRFHash,
-		Stage: store.AuthStage(r.Stage), ConsentShownAt: r.ConsentShownAt,
+		BindingHash: r.BindingHash, Stage: store.AuthStage(r.Stage), ConsentShownAt: r.ConsentShownAt,
 		ExpiresAt: r.ExpiresAt, CreatedAt: r.CreatedAt,
 	}
 }
@@ -190,7 +191,7 @@ func (r *authRequestRecord) request(hash []byte) *store.AuthRequest {
 func requestToRecord(r *store.AuthRequest) *authRequestRecord {
 	return &authRequestRecord{
 		grantRecord: grantToRecord(&r.Grant), State: r.State, CSRFHash: r.CSRFHash,
-		Stage: string(r.Stage), ConsentShownAt: r.ConsentShownAt.UTC(),
+		BindingHash: r.BindingHash, Stage: string(r.Stage), ConsentShownAt: r.ConsentShownAt.UTC(),
 		ExpiresAt: r.ExpiresAt.UTC(), CreatedAt: r.CreatedAt,
 	}
 }

@@ -30,8 +30,8 @@ func newGrant(now time.Time) store.Grant {
 func newAuthRequest(handle string, now time.Time) *store.AuthRequest {
 	return &store.AuthRequest{
 		Hash: store.Fingerprint(handle), Grant: newGrant(now), State: "af0ifjsldkj",
-		CSRFHash: store.Fingerprint("csrf-" + handle), Stage: store.StageLogin,
-		ExpiresAt: now.Add(time.Hour),
+		CSRFHash: store.Fingerprint("csrf-" + handle), BindingHash: store.Fingerprint("browser-" + handle),
+		Stage: store.StageLogin, ExpiresAt: now.Add(time.Hour),
 	}
 }
 
@@ -63,7 +63,8 @@ func testAuthRequests(t *testing.T, s store.Store) {
 	var got *store.AuthRequest
 	view(t, s, func(tx store.Tx) (err error) { got, err = tx.AuthRequest(store.Fingerprint("h1")); return err })
 	sameGrant(t, "AuthRequest", got.Grant, r.Grant)
-	if got.State != r.State || !bytes.Equal(got.CSRFHash, r.CSRFHash) || got.Stage != store.StageLogin ||
+	if got.State != r.State || !bytes.Equal(got.CSRFHash, r.CSRFHash) || !bytes.Equal(got.BindingHash, r.BindingHash) ||
+		got.Stage != store.StageLogin ||
 		!got.ExpiresAt.Equal(r.ExpiresAt) || !got.CreatedAt.Equal(r.CreatedAt) || !got.ConsentShownAt.IsZero() {
 		t.Errorf("AuthRequest = %+v, want %+v", got, r)
 	}
@@ -103,6 +104,8 @@ func testAuthRequests(t *testing.T, s store.Store) {
 	bad := map[string]func(*store.AuthRequest){
 		"short hash":           func(r *store.AuthRequest) { r.Hash = r.Hash[:4] },
 		"no csrf":              func(r *store.AuthRequest) { r.CSRFHash = nil },
+		"no browser binding":   func(r *store.AuthRequest) { r.BindingHash = nil },
+		"short binding":        func(r *store.AuthRequest) { r.BindingHash = r.BindingHash[:31] },
 		"unknown stage":        func(r *store.AuthRequest) { r.Stage = "done" },
 		"consent without user": func(r *store.AuthRequest) { r.Stage = store.StageConsent },
 		"no expiry":            func(r *store.AuthRequest) { r.ExpiresAt = time.Time{} },
