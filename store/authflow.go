@@ -48,6 +48,10 @@ type Grant struct {
 	Username    string
 	AuthTime    time.Time
 	RequestedAt time.Time // when the authorization request arrived (OIDC "rat")
+	// PINVerified is set when the consent page checked the user's signing
+	// PIN for this grant: the code is then refused at the token endpoint if
+	// the PIN has been locked since.
+	PINVerified bool
 }
 
 func (g *Grant) validate(what string) error {

@@ -52,6 +52,7 @@ type grantRecord struct {
 	Username            string            `json:"username,omitempty"`
 	AuthTime            time.Time         `json:"auth_time"`
 	RequestedAt         time.Time         `json:"requested_at"`
+	PINVerified         bool              `json:"pin_verified,omitempty"`
 }
 
 func grantToRecord(g *store.Grant) grantRecord {
@@ -61,7 +62,7 @@ func grantToRecord(g *store.Grant) grantRecord {
 		Params: g.Params, CodeChallenge: g.CodeChallenge, CodeChallengeMethod: g.CodeChallengeMethod,
 		Nonce: g.Nonce, Lang: g.Lang, SSO: g.SSO, Prompt: g.Prompt, MaxAge: g.MaxAge,
 		HasMaxAge: g.HasMaxAge, Username: g.Username, AuthTime: g.AuthTime.UTC(),
-		RequestedAt: g.RequestedAt.UTC(),
+		RequestedAt: g.RequestedAt.UTC(), PINVerified: g.PINVerified,
 	}
 }
 
@@ -72,7 +73,7 @@ func (r *grantRecord) grant() store.Grant {
 		Params: maps.Clone(r.Params), CodeChallenge: r.CodeChallenge,
 		CodeChallengeMethod: r.CodeChallengeMethod, Nonce: r.Nonce, Lang: r.Lang, SSO: r.SSO,
 		Prompt: r.Prompt, MaxAge: r.MaxAge, HasMaxAge: r.HasMaxAge, Username: r.Username,
-		AuthTime: r.AuthTime, RequestedAt: r.RequestedAt,
+		AuthTime: r.AuthTime, RequestedAt: r.RequestedAt, PINVerified: r.PINVerified,
 	}
 }
 
