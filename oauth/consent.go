@@ -52,7 +52,7 @@ func (s *Server) consent(c echo.Context) error {
 	if cons == nil || !cons.RequirePIN {
 		return s.issueCode(c, f, nil)
 	}
-	if err := pinUsable(user); err != nil {
+	if err := s.pinUsable(user); err != nil {
 		return s.finish(c, f, err, nil)
 	}
 	ok, refusal, err := s.checkPIN(ctx, user.Username, form.Get(fieldPIN))

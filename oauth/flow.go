@@ -232,7 +232,7 @@ func (s *Server) proceed(c echo.Context, f *flow, user *store.User, w writes) er
 		return s.finish(c, f, Errorf(CodeConsentRequired, http.StatusForbidden, "Consent is required"), w)
 	}
 	if consent.RequirePIN {
-		if err := pinUsable(user); err != nil {
+		if err := s.pinUsable(user); err != nil {
 			return s.finish(c, f, err, w)
 		}
 	}
@@ -261,7 +261,18 @@ func pinLocked() *Error {
 	return Errorf(CodeAccessDenied, http.StatusForbidden, "The signing PIN is locked")
 }
 
-// pinUsable refuses a consent that needs a PIN the user cannot give.
+// pinUsable refuses a consent that needs a PIN the user cannot give; a
+// locked PIN is logged.
+func (s *Server) pinUsable(u *store.User) *Error {
+	if err := pinUsable(u); err != nil {
+		if u.PINLocked {
+			s.log.Warn("signing PIN locked: consent refused", "username", u.Username)
+		}
+		return err
+	}
+	return nil
+}
+
 func pinUsable(u *store.User) *Error {
 	switch {
 	case u.PINLocked:
