@@ -48,8 +48,9 @@ type PasswordChecker interface {
 // MaxFailures 3:
 //
 //   - Three wrong guesses in flight (counter 3), a fourth arrives: it is
-//     "locked" without hashing, even before the lock is written. When the
-//     three finish, each sees counter 3 ≥ 3 and sets the lock.
+//     "locked" without hashing, even before the lock is written. The first
+//     of the three to finish sees counter 3 ≥ 3 and sets the lock; all
+//     three answer "locked".
 //   - The right PIN is reserved (counter 1), then two wrong ones (counter
 //     3); a further guess, even the right PIN, is "locked". If the wrong
 //     ones settle first they lock (the right guess in flight still counts
