@@ -67,32 +67,24 @@ func (s *Server) consent(c echo.Context) error {
 	if !cons.RequirePIN {
 		return s.issueCode(c, f, nil)
 	}
-	if err := pinUsable(user); err != nil {
+	if err := s.pinUsable(user); err != nil {
 		return s.finish(c, f, err, nil)
 	}
-	ok, locked, err := s.checkPIN(ctx, user, form.Get(fieldPIN))
+	ok, refusal, err := s.checkPIN(ctx, user.Username, form.Get(fieldPIN))
 	switch {
 	case errors.Is(err, errBusy):
 		return s.renderConsent(c, f, cons, "error.busy")
 	case err != nil:
 		return s.finish(c, f, err, nil)
-	case locked:
-		return s.finish(c, f, Errorf(CodeAccessDenied, http.StatusForbidden, "The signing PIN is locked"), nil)
+	case refusal != nil:
+		return s.finish(c, f, refusal, nil)
 	case !ok:
 		return s.renderConsent(c, f, cons, "error.pin")
 	}
-	var reset writes
-	if user.FailedPINs != 0 {
-		reset = func(tx store.Tx) error {
-			u, err := tx.User(user.Username)
-			if err != nil {
-				return err
-			}
-			u.FailedPINs = 0
-			return tx.PutUser(u)
-		}
-	}
-	return s.issueCode(c, f, reset)
+	// The code is refused if the PIN is locked by the time it is issued or
+	// redeemed.
+	f.req.PINVerified = true
+	return s.issueCode(c, f, nil)
 }
 
 // sameRecord reports whether two consent records name the same items with
@@ -125,43 +117,48 @@ func (s *Server) reshowConsent(c echo.Context, f *flow, cons *Consent, record st
 	return s.renderConsent(c, f, cons, "error.changed")
 }
 
-// checkPIN checks the signing PIN of user. A wrong PIN counts a failure;
-// MaxFailures in a row lock the PIN (locked is then true).
-func (s *Server) checkPIN(ctx context.Context, user *store.User, pin string) (ok, locked bool, err error) {
-	var herr error
-	if err := s.limiter.do(ctx, func() {
-		ok, herr = s.hasher.Check(user.PINHash, []byte(pin))
-	}); err != nil {
-		return false, false, err
-	}
-	if herr != nil {
-		return false, false, herr
-	}
-	if ok {
-		return true, false, nil
-	}
-	err = s.store.Update(ctx, func(tx store.Tx) error {
-		u, err := tx.User(user.Username)
-		if err != nil {
-			return err
-		}
-		if u.PINLocked {
-			locked = true
-			return nil
-		}
-		u.FailedPINs++
-		if u.FailedPINs >= s.cfg.MaxFailures {
-			u.PINLocked, locked = true, true
-		}
-		return tx.PutUser(u)
-	})
+// checkPIN checks the signing PIN of username. A failure is reserved before
+// the PIN is hashed (see reserve), so no more than MaxFailures wrong PINs in
+// a row are ever evaluated, however many arrive at once; reaching that
+// locks the PIN. A locked PIN, or one whose remaining guesses are all in
+// flight, is refused without hashing. refusal ends the flow
+// (access_denied); ok false without a refusal is a wrong PIN.
+func (s *Server) checkPIN(ctx context.Context, username, pin string) (ok bool, refusal *Error, err error) {
+	g, res, user, lockedNow, err := s.reserve(ctx, secretPIN, username)
 	if err != nil {
-		return false, false, err
+		return false, nil, err
 	}
-	if locked {
-		s.log.Warn("signing PIN locked after failed attempts", "username", user.Username, "failures", s.cfg.MaxFailures)
-	} else {
-		s.log.Info("wrong signing PIN", "username", user.Username)
+	defer g.release()
+	switch {
+	case lockedNow:
+		s.log.Warn("signing PIN locked after failed attempts", "username", username, "failures", s.cfg.MaxFailures)
+		return false, pinLocked(), nil
+	case res == refusedLocked:
+		s.log.Warn("signing PIN locked: consent refused without checking the PIN", "username", username)
+		return false, pinLocked(), nil
+	case res == refusedUnusable && user != nil && user.Status == store.UserActive && !user.PasswordLocked:
+		return false, pinUsable(user), nil // no PIN set (any more)
+	case res == refusedUnusable:
+		s.log.Warn("account locked or disabled: consent refused", "username", username)
+		return false, Errorf(CodeAccessDenied, http.StatusForbidden, "The account is locked or disabled"), nil
 	}
-	return false, locked, nil
+	ok, err = g.evaluate(ctx, []byte(pin))
+	if err != nil {
+		return false, nil, err
+	}
+	locked, lockedNow, err := g.settle(ctx, ok)
+	switch {
+	case err != nil:
+		return false, nil, err
+	case ok:
+		return true, nil, nil
+	case lockedNow:
+		s.log.Warn("signing PIN locked after failed attempts", "username", username, "failures", s.cfg.MaxFailures)
+		return false, pinLocked(), nil
+	case locked:
+		s.log.Info("wrong signing PIN; the PIN is locked", "username", username)
+		return false, pinLocked(), nil
+	}
+	s.log.Info("wrong signing PIN", "username", username)
+	return false, nil, nil
 }

@@ -24,6 +24,9 @@ type flow struct {
 	// binding is the browser binding cookie to set when a new request is
 	// stored (nil for a posted form: its browser has the cookie).
 	binding *http.Cookie
+	// cookie is the new login session's cookie: it goes out only once the
+	// step's final transaction (which stores the session) committed.
+	cookie *http.Cookie
 }
 
 // writes is extra work for the write transaction that ends a step (reset
@@ -135,11 +138,87 @@ func (s *Server) finish(c echo.Context, f *flow, err error, w writes) error {
 			}
 			return nil
 		})
+		if lr := asLockRefusal(uerr); lr != nil {
+			return s.refuse(c, f, lr)
+		}
 		if uerr != nil {
 			return s.redirectError(c, f.target, uerr)
 		}
+		s.setCookie(c, f)
 	}
 	return s.redirectError(c, f.target, err)
+}
+
+// lockRefusal is a step refused in its final write transaction: the
+// account or the signing PIN was locked (or the account disabled) after
+// the step's checks, while a password or PIN was being hashed.
+type lockRefusal struct {
+	err *Error
+	msg string // log message
+}
+
+func (r *lockRefusal) Error() string { return r.msg }
+
+func accountLocked(msg string) *lockRefusal {
+	return &lockRefusal{Errorf(CodeAccessDenied, http.StatusForbidden, "The account is locked or disabled"), msg}
+}
+
+func asLockRefusal(err error) *lockRefusal {
+	var lr *lockRefusal
+	if errors.As(err, &lr) {
+		return lr
+	}
+	return nil
+}
+
+// recheckAccount refuses, inside the step's final transaction, a user who
+// is gone, disabled or whose account is locked.
+func recheckAccount(tx store.Tx, username string) error {
+	u, err := tx.User(username)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return accountLocked("account locked or disabled: step refused")
+	case err != nil:
+		return err
+	case u.Status != store.UserActive || u.PasswordLocked:
+		return accountLocked("account locked or disabled: step refused")
+	}
+	return nil
+}
+
+// recheck is the lock check of the transaction that issues a code: the
+// account must still be usable and, when the consent checked the signing
+// PIN, the PIN must not have been locked since.
+func recheck(tx store.Tx, g *store.Grant) error {
+	u, err := tx.User(g.Username)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return accountLocked("account locked or disabled: no code issued")
+	case err != nil:
+		return err
+	case u.Status != store.UserActive || u.PasswordLocked:
+		return accountLocked("account locked or disabled: no code issued")
+	case g.PINVerified && u.PINLocked:
+		return &lockRefusal{pinLocked(), "signing PIN locked: no code issued"}
+	}
+	return nil
+}
+
+// refuse ends f after a lock refusal in the step's final transaction: no
+// login session, no code; the request is deleted and the client gets
+// access_denied.
+func (s *Server) refuse(c echo.Context, f *flow, lr *lockRefusal) error {
+	s.log.Warn(lr.msg, "username", f.req.Username, "client_id", f.req.ClientID, "profile", f.req.Profile)
+	f.cookie = nil
+	return s.finish(c, f, lr.err, nil)
+}
+
+// setCookie sets the login session cookie once its session is stored.
+func (s *Server) setCookie(c echo.Context, f *flow) {
+	if f.cookie != nil {
+		c.SetCookie(f.cookie)
+		f.cookie = nil
+	}
 }
 
 // proceed continues f once user authenticated (f.req.Username and AuthTime
@@ -168,7 +247,7 @@ func (s *Server) proceed(c echo.Context, f *flow, user *store.User, w writes) er
 		return s.finish(c, f, Errorf(CodeConsentRequired, http.StatusForbidden, "Consent is required"), w)
 	}
 	if consent.RequirePIN {
-		if err := pinUsable(user); err != nil {
+		if err := s.pinUsable(user); err != nil {
 			return s.finish(c, f, err, w)
 		}
 	}
@@ -184,27 +263,48 @@ func (s *Server) proceed(c echo.Context, f *flow, user *store.User, w writes) er
 		}
 		return tx.CreateAuthRequest(f.req)
 	})
+	if lr := asLockRefusal(err); lr != nil {
+		return s.refuse(c, f, lr)
+	}
 	if err != nil {
 		return s.redirectError(c, f.target, err)
 	}
 	f.stored = true
 	sendBinding(c, f)
+	s.setCookie(c, f)
 	return s.renderConsent(c, f, consent, "")
 }
 
-// pinUsable refuses a consent that needs a PIN the user cannot give.
+func pinLocked() *Error {
+	return Errorf(CodeAccessDenied, http.StatusForbidden, "The signing PIN is locked")
+}
+
+// pinUsable refuses a consent that needs a PIN the user cannot give; a
+// locked PIN is logged.
+func (s *Server) pinUsable(u *store.User) *Error {
+	if err := pinUsable(u); err != nil {
+		if u.PINLocked {
+			s.log.Warn("signing PIN locked: consent refused", "username", u.Username)
+		}
+		return err
+	}
+	return nil
+}
+
 func pinUsable(u *store.User) *Error {
 	switch {
 	case u.PINLocked:
-		return Errorf(CodeAccessDenied, http.StatusForbidden, "The signing PIN is locked")
+		return pinLocked()
 	case u.PINHash == "":
 		return Errorf(CodeAccessDenied, http.StatusForbidden, "No signing PIN is set")
 	}
 	return nil
 }
 
-// issueCode ends f with a code: one transaction runs w, deletes the
-// request and stores the code's fingerprint; then the client gets the code.
+// issueCode ends f with a code: one transaction re-checks the locks (see
+// recheck), runs w, deletes the request and stores the code's fingerprint;
+// then the client gets the code. A lock found there ends the flow with
+// access_denied instead.
 func (s *Server) issueCode(c echo.Context, f *flow, w writes) error {
 	code, err := newSecret()
 	if err != nil {
@@ -213,6 +313,9 @@ func (s *Server) issueCode(c echo.Context, f *flow, w writes) error {
 	now := s.now()
 	ac := &store.AuthCode{Hash: store.Fingerprint(code), Grant: f.req.Grant, ExpiresAt: now.Add(s.cfg.CodeTTL)}
 	err = s.store.Update(c.Request().Context(), func(tx store.Tx) error {
+		if err := recheck(tx, &f.req.Grant); err != nil {
+			return err
+		}
 		if err := w.run(tx); err != nil {
 			return err
 		}
@@ -223,12 +326,16 @@ func (s *Server) issueCode(c echo.Context, f *flow, w writes) error {
 		}
 		return tx.CreateCode(ac)
 	})
+	if lr := asLockRefusal(err); lr != nil {
+		return s.refuse(c, f, lr)
+	}
 	if errors.Is(err, store.ErrNotFound) {
 		return newPageError(http.StatusBadRequest, f.req.Lang, "errorpage.answered")
 	}
 	if err != nil {
 		return s.redirectError(c, f.target, err)
 	}
+	s.setCookie(c, f)
 	s.log.Info("authorization code issued", "client_id", f.req.ClientID, "profile", f.req.Profile, "username", f.req.Username)
 	return s.redirectTo(c, f.target, url.Values{"code": {code}})
 }

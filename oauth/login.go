@@ -54,60 +54,55 @@ func (s *Server) login(c echo.Context) error {
 		return s.finish(c, f, err, nil)
 	}
 	w := func(tx store.Tx) error {
-		u, err := tx.User(user.Username)
-		if err != nil {
+		// The account may have been locked or disabled since the password
+		// was checked.
+		if err := recheckAccount(tx, user.Username); err != nil {
 			return err
-		}
-		if u.PasswordLocked || u.Status != store.UserActive { // changed while the hash ran
-			return Errorf(CodeAccessDenied, http.StatusForbidden, "The account is locked or disabled")
-		}
-		if u.FailedPasswords != 0 {
-			u.FailedPasswords = 0
-			if err := tx.PutUser(u); err != nil {
-				return err
-			}
 		}
 		return session(tx)
 	}
 	f.req.Username, f.req.AuthTime = user.Username, now
-	c.SetCookie(cookie) // the header goes out with whatever page or redirect follows
+	f.cookie = cookie // set once w committed, with whatever page or redirect follows
 	return s.proceed(c, f, user, w)
 }
 
-// checkLogin checks a username, password and one-time code. An unknown,
-// disabled or locked user, or one without a password, costs a dummy hash
-// so the answer takes as long as for a wrong password, and all get the
-// same answer (ok false). A wrong password or code of an active user counts
-// a failure; MaxFailures in a row lock the account. The returned user is
-// set only when ok.
+// checkLogin checks a username, password and one-time code. A failure is
+// reserved before the password is hashed (see reserve), so no more than
+// MaxFailures wrong passwords or codes in a row are ever evaluated, however
+// many arrive at once; reaching that locks the account. An unknown,
+// disabled or locked user, one without a password, or one whose remaining
+// guesses are all in flight, costs the same (a write transaction, a dummy
+// hash, a write transaction) so that timing does not tell the cases apart,
+// and all get the same answer (ok false). The returned user is set only
+// when ok.
 func (s *Server) checkLogin(ctx context.Context, username, password, code string, now time.Time) (*store.User, bool, error) {
-	user, err := s.loadUser(ctx, username)
+	g, res, user, lockedNow, err := s.reserve(ctx, secretPassword, username)
 	if err != nil {
 		return nil, false, err
 	}
-	usable := user != nil && user.Status == store.UserActive && !user.PasswordLocked && user.PasswordHash != ""
-	ok := false
-	var herr error
-	if err := s.limiter.do(ctx, func() {
-		if !usable {
-			s.hasher.Dummy([]byte(password))
-			return
+	defer g.release()
+	if res != reserved {
+		if err := s.limiter.do(ctx, func() { s.hasher.Dummy([]byte(password)) }); err != nil {
+			return nil, false, err
 		}
-		ok, herr = s.hasher.Check(user.PasswordHash, []byte(password))
-	}); err != nil {
-		return nil, false, err
-	}
-	if herr != nil {
-		return nil, false, herr
-	}
-	if !usable {
-		// A counted failure costs a write transaction (an fsync): so does
-		// this answer, so that timing does not tell the cases apart.
+		// A settled guess costs a write transaction (an fsync): so does
+		// this answer.
 		if err := s.store.Update(ctx, func(store.Tx) error { return nil }); err != nil {
 			return nil, false, err
 		}
-		s.log.Info("login failed", "user_known", user != nil)
+		switch {
+		case lockedNow:
+			s.log.Warn("account locked after failed logins", "username", username, "failures", s.cfg.MaxFailures)
+		case res == refusedLocked:
+			s.log.Warn("account locked: login refused without checking the password", "username", username)
+		default:
+			s.log.Info("login failed", "user_known", user != nil)
+		}
 		return nil, false, nil
+	}
+	ok, err := g.evaluate(ctx, []byte(password))
+	if err != nil {
+		return nil, false, err
 	}
 	if ok && user.TOTPSecret != "" {
 		ok, err = totp.ValidateCustom(code, user.TOTPSecret, now, totp.ValidateOpts{
@@ -117,30 +112,18 @@ func (s *Server) checkLogin(ctx context.Context, username, password, code string
 			ok = false // a malformed code is a wrong code
 		}
 	}
-	if ok {
-		return user, true, nil
-	}
-	locked := false
-	err = s.store.Update(ctx, func(tx store.Tx) error {
-		u, err := tx.User(username)
-		if err != nil {
-			return err
-		}
-		if u.PasswordLocked {
-			return nil
-		}
-		u.FailedPasswords++
-		if u.FailedPasswords >= s.cfg.MaxFailures {
-			u.PasswordLocked, locked = true, true
-		}
-		return tx.PutUser(u)
-	})
+	locked, lockedNow, err := g.settle(ctx, ok)
 	if err != nil {
 		return nil, false, err
 	}
-	if locked {
+	switch {
+	case ok:
+		return user, true, nil
+	case lockedNow:
 		s.log.Warn("account locked after failed logins", "username", username, "failures", s.cfg.MaxFailures)
-	} else {
+	case locked:
+		s.log.Info("login failed; the account is locked", "username", username)
+	default:
 		s.log.Info("login failed", "user_known", true, "username", username)
 	}
 	return nil, false, nil

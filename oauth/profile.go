@@ -242,7 +242,10 @@ type Consent struct {
 	Items []ConsentItem
 	// RequirePIN adds the `pin` field: the user's signing PIN is checked
 	// (and wrong PINs counted toward the PIN lock) before the code is
-	// issued. A user whose PIN is locked gets access_denied.
+	// issued. A user whose PIN is locked gets access_denied; so does a
+	// right PIN when the lock is set before the code is issued, and such a
+	// code is invalid_grant at the token endpoint if the PIN is locked
+	// before it is redeemed.
 	RequirePIN bool
 }
 

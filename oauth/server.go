@@ -20,7 +20,7 @@ import (
 // take the defaults of the oauth.* configuration keys.
 type Config struct {
 	Store  store.Store
-	Hasher *store.Hasher // passwords and signing PINs
+	Hasher PasswordChecker // passwords and signing PINs (a *store.Hasher)
 	// Profiles are the scope profiles; exactly one must match a request.
 	Profiles []Profile
 	// Issuer is server.base_url: the iss of every authorization response
@@ -39,7 +39,10 @@ type Config struct {
 	ConsentTimeout time.Duration // default 5m, from showing the consent page to its answer
 	ProcessTimeout time.Duration // default 10m, from the authorize request to the redirect back
 	SessionTTL     time.Duration // default 8h, login session (SSO)
-	MaxFailures    int           // default 5, wrong passwords or PINs in a row that lock
+	// MaxFailures (default 5) is how many wrong passwords, or PINs, in a
+	// row lock the account, or the PIN; no more guesses than that are ever
+	// evaluated, concurrent ones included (see reserve).
+	MaxFailures int
 
 	// MaxConcurrentHashes bounds concurrent argon2id checks (each holds
 	// 64 MiB by default); 0 means 2×GOMAXPROCS. HashWait is how long a
@@ -56,7 +59,8 @@ type Config struct {
 type Server struct {
 	cfg        Config
 	store      store.Store
-	hasher     *store.Hasher
+	hasher     PasswordChecker
+	inflight   inflight // guesses reserved and not yet settled
 	profiles   []Profile
 	byName     map[string]Profile
 	issuer     string

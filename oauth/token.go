@@ -96,7 +96,9 @@ func (s *Server) redeem(c echo.Context, client *store.Client, code, redirectURI,
 	var res *redeemed
 	var reuse *store.AuthCode
 	revoked := 0
+	pinRefused := "" // the user whose locked PIN refused the code
 	err = s.store.Update(c.Request().Context(), func(tx store.Tx) error {
+		pinRefused = ""
 		ac, err := tx.Code(h)
 		if errors.Is(err, store.ErrNotFound) {
 			return grantErr("Authorization code is invalid or expired")
@@ -134,6 +136,13 @@ func (s *Server) redeem(c echo.Context, client *store.Client, code, redirectURI,
 		if user.Status != store.UserActive || user.PasswordLocked {
 			return grantErr("The user can no longer sign in")
 		}
+		if ac.PINVerified && user.PINLocked {
+			// Locked after the consent checked it (concurrent wrong PINs):
+			// the code must not turn into a SAD. It is used up (committed),
+			// so that an unlock before it expires does not revive it.
+			pinRefused = ac.Username
+			return tx.RedeemCode(h, now, ac.ExpiresAt)
+		}
 		profile, err := s.profileOf(ac.Profile)
 		if err != nil {
 			return err
@@ -158,6 +167,10 @@ func (s *Server) redeem(c echo.Context, client *store.Client, code, redirectURI,
 	})
 	if err != nil {
 		return nil, err
+	}
+	if pinRefused != "" {
+		s.log.Warn("signing PIN locked: code refused", "client_id", client.ID, "username", pinRefused)
+		return nil, grantErr("The signing PIN is locked")
 	}
 	if reuse != nil {
 		s.log.Warn("authorization code used twice: its tokens are revoked", "client_id", client.ID,

@@ -54,6 +54,10 @@ type Grant struct {
 	// code to the tokens. Nil when no consent page was shown: then nothing
 	// that needs consent was approved.
 	Consented ConsentRecord
+	// PINVerified is set when the consent page checked the user's signing
+	// PIN for this grant: the code is then refused at the token endpoint if
+	// the PIN has been locked since.
+	PINVerified bool
 }
 
 func (g *Grant) validate(what string) error {

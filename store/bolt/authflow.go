@@ -54,7 +54,8 @@ type grantRecord struct {
 	RequestedAt         time.Time         `json:"requested_at"`
 	// Consented is absent in records written before it existed: they
 	// read back as nothing consented.
-	Consented map[string][]byte `json:"consented,omitempty"`
+	Consented   map[string][]byte `json:"consented,omitempty"`
+	PINVerified bool              `json:"pin_verified,omitempty"`
 }
 
 func grantToRecord(g *store.Grant) grantRecord {
@@ -64,7 +65,7 @@ func grantToRecord(g *store.Grant) grantRecord {
 		Params: g.Params, CodeChallenge: g.CodeChallenge, CodeChallengeMethod: g.CodeChallengeMethod,
 		Nonce: g.Nonce, Lang: g.Lang, SSO: g.SSO, Prompt: g.Prompt, MaxAge: g.MaxAge,
 		HasMaxAge: g.HasMaxAge, Username: g.Username, AuthTime: g.AuthTime.UTC(),
-		RequestedAt: g.RequestedAt.UTC(), Consented: g.Consented.Clone(),
+		RequestedAt: g.RequestedAt.UTC(), Consented: g.Consented.Clone(), PINVerified: g.PINVerified,
 	}
 }
 
@@ -75,7 +76,7 @@ func (r *grantRecord) grant() store.Grant {
 		Params: maps.Clone(r.Params), CodeChallenge: r.CodeChallenge,
 		CodeChallengeMethod: r.CodeChallengeMethod, Nonce: r.Nonce, Lang: r.Lang, SSO: r.SSO,
 		Prompt: r.Prompt, MaxAge: r.MaxAge, HasMaxAge: r.HasMaxAge, Username: r.Username,
-		AuthTime: r.AuthTime, RequestedAt: r.RequestedAt,
+		AuthTime: r.AuthTime, RequestedAt: r.RequestedAt, PINVerified: r.PINVerified,
 		Consented: store.ConsentRecord(r.Consented).Clone(),
 	}
 }

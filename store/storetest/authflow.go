@@ -22,7 +22,7 @@ func newGrant(now time.Time) store.Grant {
 		Hashes: [][]byte{bytes.Repeat([]byte{9}, 32)}, Params: map[string]string{"description": "invoice"},
 		CodeChallenge: "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM", CodeChallengeMethod: "S256",
 		Nonce: "n-0S6_WzA2Mj", Lang: "en", SSO: true, Prompt: "login", MaxAge: 90 * time.Second,
-		HasMaxAge: true, RequestedAt: now.Add(-time.Minute),
+		HasMaxAge: true, RequestedAt: now.Add(-time.Minute), PINVerified: true,
 		Consented: store.ConsentRecord{"email": bytes.Repeat([]byte{1}, 32), "given_name": bytes.Repeat([]byte{2}, 32)},
 	}
 }

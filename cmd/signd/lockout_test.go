@@ -1,0 +1,155 @@
+package main
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+
+	"golang.org/x/oauth2"
+
+	"github.com/signd/signd/oauth/oauthtest"
+	"github.com/signd/signd/store"
+)
+
+// TestPINLockoutThroughDaemon locks alice's signing PIN with a burst of
+// wrong PINs fired at once against the real daemon (oauth.max_failures 3),
+// and shows that no signature is possible afterwards: a code her right PIN
+// obtained before the lock does not turn into a SAD, and the right PIN on a
+// consent page shown before the lock gets access_denied.
+func TestPINLockoutThroughDaemon(t *testing.T) {
+	e := newEnv(t, "oauth:\n  max_failures: 3\n")
+	const password, pin, secret = "alice's long password", "482913", "rp-secret-0123456789abcdef0123456789abcdef"
+	pinFile, secretFile := filepath.Join(e.dir, "pin.txt"), filepath.Join(e.dir, "secret.txt")
+	os.WriteFile(pinFile, []byte(pin+"\n"), 0o600)
+	os.WriteFile(secretFile, []byte(secret+"\n"), 0o600)
+	e.must(password+"\n", "user", "add", "alice", "--password-file", "-", "--pin-file", pinFile)
+	e.must("", "client", "add", "rp", "--redirect-uri", "https://rp.example/cb", "--secret-file", secretFile,
+		"--scope", "service", "--scope", "credential")
+	cred := enrollKey(t, e, "alice", "CN=Alice Jansen,O=Example BV,C=NL")
+	addr, stop := e.startDaemon()
+	base := "http://" + addr
+
+	conf := oauth2.Config{
+		ClientID: "rp", ClientSecret: secret, RedirectURL: "https://rp.example/cb",
+		Endpoint: oauth2.Endpoint{AuthURL: base + "/oauth2/authorize", TokenURL: base + "/oauth2/token", AuthStyle: oauth2.AuthStyleInHeader},
+	}
+	ctx := context.WithValue(context.Background(), oauth2.HTTPClient, http.DefaultClient)
+	digest := sha256.Sum256([]byte("%PDF-1.7 the contract alice signs"))
+	// consent logs in in a new browser and returns it at the consent page.
+	consent := func(scope string) (*oauthtest.Browser, *oauthtest.Step) {
+		t.Helper()
+		c := conf
+		c.Scopes = []string{scope}
+		opts := []oauth2.AuthCodeOption{oauth2.SetAuthURLParam("lang", "en")}
+		if scope == "credential" {
+			opts = append(opts, oauth2.SetAuthURLParam("credentialID", cred), oauth2.SetAuthURLParam("numSignatures", "1"),
+				oauth2.SetAuthURLParam("hash", base64.RawURLEncoding.EncodeToString(digest[:])))
+		}
+		b := oauthtest.NewBrowser(nil)
+		s, err := b.Get(c.AuthCodeURL("st", opts...))
+		if err == nil {
+			s, err = b.Submit(s.Form, map[string]string{"username": "alice", "password": password}, "approve")
+		}
+		if err != nil || s.Form == nil {
+			t.Fatalf("%s: no consent page: %v %+v", scope, err, s)
+		}
+		return b, s
+	}
+	codeOf := func(s *oauthtest.Step) string {
+		t.Helper()
+		if q := s.Query(); q.Get("code") != "" {
+			return q.Get("code")
+		}
+		t.Fatalf("no code: %d %v %s", s.Status, s.Location, oauthtest.Text(s.Body))
+		return ""
+	}
+
+	// A service token to call signHash with, and a code for one
+	// signature, obtained with the right PIN before the lock.
+	b, s := consent("service")
+	s, _ = b.Submit(s.Form, nil, "approve")
+	svcConf := conf
+	svcConf.Scopes = []string{"service"}
+	service, err := svcConf.Exchange(ctx, codeOf(s))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, s = consent("credential")
+	s, _ = b.Submit(s.Form, map[string]string{"pin": pin}, "approve")
+	earlyCode := codeOf(s)
+
+	// Thirteen consent pages; twelve get a wrong PIN at once.
+	const n = 12
+	browsers, pages := make([]*oauthtest.Browser, n+1), make([]*oauthtest.Step, n+1)
+	for i := range browsers {
+		browsers[i], pages[i] = consent("credential")
+	}
+	answers := make([]*oauthtest.Step, n)
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			<-start
+			var err error
+			if answers[i], err = browsers[i].Submit(pages[i].Form, map[string]string{"pin": fmt.Sprintf("wrong-%02d", i)}, "approve"); err != nil {
+				t.Error(err)
+				answers[i] = &oauthtest.Step{}
+			}
+		})
+	}
+	close(start)
+	wg.Wait()
+	// Evaluated guesses that settle before the third one see the page
+	// again ("wrong PIN"); every other answer ends the flow.
+	wrongPages := 0
+	for i, a := range answers {
+		switch q := a.Query(); {
+		case a.Form != nil && a.Form.Has("pin"):
+			wrongPages++
+		case q.Get("error") != "access_denied" || q.Get("error_description") != "The signing PIN is locked":
+			t.Errorf("wrong PIN %d: want access_denied or the PIN page, got %d %v %.200s", i, a.Status, a.Location, oauthtest.Text(a.Body))
+		}
+	}
+	if wrongPages > 2 {
+		t.Errorf("%d wrong PINs were answered \"wrong PIN\": more than max_failures-1 were evaluated", wrongPages)
+	}
+
+	// The code from before the lock: no SAD, so nothing to sign with.
+	credConf := conf
+	credConf.Scopes = []string{"credential"}
+	if sad, err := credConf.Exchange(ctx, earlyCode); err == nil {
+		body, _ := json.Marshal(map[string]any{
+			"credentialID": cred, "SAD": sad.AccessToken, "hash": []string{base64.StdEncoding.EncodeToString(digest[:])},
+			"hashAlgo": "2.16.840.1.101.3.4.2.1", "signAlgo": "1.2.840.113549.1.1.1",
+		})
+		status, res := postJSON(t, base+"/csc/v1/signatures/signHash", service.AccessToken, string(body))
+		t.Fatalf("a SAD was issued after the PIN locked; signHash answered %d %v", status, res)
+	} else if re := (*oauth2.RetrieveError)(nil); !errors.As(err, &re) || re.ErrorCode != "invalid_grant" || re.ErrorDescription != "The signing PIN is locked" {
+		t.Errorf("redeeming the early code: %v", err)
+	}
+
+	// The right PIN on a page shown before the lock.
+	s, _ = browsers[n].Submit(pages[n].Form, map[string]string{"pin": pin}, "approve")
+	if q := s.Query(); q.Get("code") != "" || q.Get("error") != "access_denied" || q.Get("error_description") != "The signing PIN is locked" {
+		t.Errorf("right PIN after the lock: %d %v", s.Status, s.Location)
+	}
+
+	stop()
+	db := e.openStore()
+	defer db.Close()
+	var u *store.User
+	if err := db.View(context.Background(), func(tx store.Tx) (err error) { u, err = tx.User("alice"); return err }); err != nil {
+		t.Fatal(err)
+	}
+	if u.FailedPINs != 3 || !u.PINLocked {
+		t.Errorf("alice after %d wrong PINs at once: %d failures counted, locked %v; want 3, true", n, u.FailedPINs, u.PINLocked)
+	}
+}

@@ -1,0 +1,283 @@
+package oauth
+
+import (
+	"context"
+	"errors"
+	"sync"
+
+	"github.com/signd/signd/store"
+)
+
+// PasswordChecker checks login passwords and signing PINs against their
+// stored argon2id hashes; *store.Hasher is one. Tests wrap it to count or
+// pace evaluations.
+type PasswordChecker interface {
+	// Check reports whether secret matches the encoded hash.
+	Check(encoded string, secret []byte) (bool, error)
+	// Dummy costs what a Check costs and checks nothing: it is spent when
+	// there is nothing to check, so that timing does not tell the cases
+	// apart.
+	Dummy(secret []byte)
+}
+
+// Lockout under concurrency (OWASP Authentication Cheat Sheet, "Account
+// Lockout"): at most oauth.max_failures guesses of a password or signing
+// PIN are ever evaluated between two successes, however many arrive at
+// once. Every guess first reserves a failure, in the same write transaction
+// that checks the lock, before its argon2id hash runs:
+//
+//  1. reserve (one write transaction): read the user; if the secret is
+//     locked, or the failure counter already reached MaxFailures (failures
+//     finished plus guesses in flight), answer "locked" without hashing.
+//     Otherwise count the guess as a failure now (counter+1) and register it
+//     as in flight.
+//  2. hash, outside any transaction (bounded by the limiter).
+//  3. settle (one write transaction): a wrong guess keeps its reservation —
+//     it is a counted failure — and sets the lock when the counter reached
+//     MaxFailures. A right guess releases its reservation and resets the
+//     counter to the guesses still in flight (they count as failures until
+//     they finish).
+//  4. the write transaction that ends the step (opens the login session,
+//     issues the code) re-checks the lock and refuses if it was set
+//     meanwhile; the token endpoint re-checks the PIN lock once more when a
+//     PIN-verified code is redeemed.
+//
+// Because reserve is one serialized write transaction, of N concurrent
+// guesses for a user at most MaxFailures−counter pass step 1; the rest are
+// answered "locked" without an evaluation. Interleavings, with
+// MaxFailures 3:
+//
+//   - Three wrong guesses in flight (counter 3), a fourth arrives: it is
+//     "locked" without hashing, even before the lock is written. The first
+//     of the three to finish sees counter 3 ≥ 3 and sets the lock; all
+//     three answer "locked".
+//   - The right PIN is reserved (counter 1), then two wrong ones (counter
+//     3); a further guess, even the right PIN, is "locked". If the wrong
+//     ones settle first they lock (the right guess in flight still counts
+//     as a failure), and the right PIN, settling later, is refused when
+//     the code would be issued: access_denied. If the right PIN settles
+//     first the counter becomes 2 (the two in flight); when they settle
+//     wrong, the counter stays 2 and nothing is locked: one more wrong
+//     guess locks.
+//   - The lock is set by another request (or an admin) after a guess was
+//     reserved: the right guess settles, and the step's final transaction
+//     sees the lock and refuses: no session, no code.
+//   - The process dies after a reservation: the guess stays counted as a
+//     failure (fail closed). The in-flight register lives in memory, so
+//     after a restart the counter holds finished failures only; if it
+//     reached MaxFailures without the lock being written, the next reserve
+//     writes the lock.
+//   - No hashing slot frees up in time (limiter busy) or the client went
+//     away before the hash ran: the guess was not evaluated and its
+//     reservation is returned.
+//
+// The in-flight register is per Server: one Server serves a store (bbolt
+// admits one process).
+type inflight struct {
+	mu sync.Mutex
+	n  map[inflightKey]int
+}
+
+type inflightKey struct {
+	kind     secretKind
+	username string
+}
+
+// add changes the number of guesses in flight for k by d and returns the
+// new number.
+func (in *inflight) add(k inflightKey, d int) int {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if in.n == nil {
+		in.n = map[inflightKey]int{}
+	}
+	n := in.n[k] + d
+	if n <= 0 {
+		delete(in.n, k)
+		return 0
+	}
+	in.n[k] = n
+	return n
+}
+
+// count returns the number of guesses in flight for k.
+func (in *inflight) count(k inflightKey) int { return in.add(k, 0) }
+
+// secretKind says which secret of a user a guess is for.
+type secretKind uint8
+
+const (
+	secretPassword secretKind = iota
+	secretPIN
+)
+
+// state returns the failure counter, the lock and the stored hash of the
+// secret of kind k of u.
+func (k secretKind) state(u *store.User) (failed *int, locked *bool, hash string) {
+	if k == secretPIN {
+		return &u.FailedPINs, &u.PINLocked, u.PINHash
+	}
+	return &u.FailedPasswords, &u.PasswordLocked, u.PasswordHash
+}
+
+// reservation is the outcome of reserve.
+type reservation int
+
+const (
+	// reserved: a failure is counted for the guess; evaluate it.
+	reserved reservation = iota
+	// refusedLocked: the secret is locked, or every guess left before the
+	// lock is in flight. Nothing is evaluated.
+	refusedLocked
+	// refusedUnusable: no such user, or one who cannot use the secret
+	// (disabled, account locked, no hash). Nothing is evaluated.
+	refusedUnusable
+)
+
+// guess is one reserved evaluation of a secret. Its methods are called
+// from the handling goroutine only.
+type guess struct {
+	s    *Server
+	key  inflightKey
+	user *store.User // as read by the reserving transaction
+	hash string      // the stored hash to check
+	// inFlight is true while the guess counts in s.inflight.
+	inFlight bool
+}
+
+// reserve runs step 1 for a guess of the secret kind of username. The
+// returned guess is nil unless the outcome is reserved; the user is the one
+// read (nil when unknown). lockedNow reports that this call wrote the lock
+// (a counter at MaxFailures with nothing in flight).
+func (s *Server) reserve(ctx context.Context, kind secretKind, username string) (g *guess, res reservation, user *store.User, lockedNow bool, err error) {
+	key := inflightKey{kind, username}
+	err = s.store.Update(ctx, func(tx store.Tx) error {
+		g.release() // in case fn runs again
+		g, res, user, lockedNow = nil, refusedUnusable, nil, false
+		u, err := tx.User(username)
+		if errors.Is(err, store.ErrNotFound) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		user = u
+		failed, locked, hash := kind.state(u)
+		switch {
+		case u.Status != store.UserActive, u.PasswordLocked && kind != secretPassword, hash == "":
+			return nil
+		case *locked:
+			res = refusedLocked
+			return nil
+		case *failed >= s.cfg.MaxFailures:
+			res = refusedLocked
+			if s.inflight.count(key) > 0 {
+				return nil // the guesses in flight decide
+			}
+			*locked, lockedNow = true, true
+			return tx.PutUser(u)
+		}
+		*failed++
+		if err := tx.PutUser(u); err != nil {
+			return err
+		}
+		g, res = &guess{s: s, key: key, user: u, hash: hash, inFlight: true}, reserved
+		s.inflight.add(key, 1)
+		return nil
+	})
+	if err != nil {
+		if g != nil {
+			g.release() // not committed: nothing is counted
+		}
+		return nil, 0, nil, false, err
+	}
+	return g, res, user, lockedNow, nil
+}
+
+// release drops g from the in-flight register without touching the store:
+// a reservation that was not settled stays counted as a failure. It is
+// safe to call more than once and on nil.
+func (g *guess) release() {
+	if g == nil || !g.inFlight {
+		return
+	}
+	g.inFlight = false
+	g.s.inflight.add(g.key, -1)
+}
+
+// settle runs step 3: it records the evaluated outcome of g and reports
+// whether the secret is locked afterwards, and whether this call locked it.
+// It runs even when the client has gone away, so that a finished
+// evaluation is always recorded.
+func (g *guess) settle(ctx context.Context, ok bool) (locked, lockedNow bool, err error) {
+	limit := g.s.cfg.MaxFailures
+	err = g.s.store.Update(context.WithoutCancel(ctx), func(tx store.Tx) error {
+		locked, lockedNow = false, false
+		g.release()
+		u, err := tx.User(g.key.username)
+		if errors.Is(err, store.ErrNotFound) {
+			return nil // deleted meanwhile
+		}
+		if err != nil {
+			return err
+		}
+		failed, lock, _ := g.key.kind.state(u)
+		if ok {
+			// Release this reservation; those still in flight keep theirs
+			// (never more than the counter holds: an admin may have reset it).
+			n := min(g.s.inflight.count(g.key), max(*failed-1, 0))
+			if n == *failed {
+				return nil
+			}
+			*failed = n
+			return tx.PutUser(u)
+		}
+		if *lock {
+			locked = true
+			return nil
+		}
+		if *failed < limit {
+			return nil
+		}
+		*lock, locked, lockedNow = true, true, true
+		return tx.PutUser(u)
+	})
+	return locked, lockedNow, err
+}
+
+// cancel returns the reservation of a guess that was not evaluated (no
+// hashing slot in time, or the client went away).
+func (g *guess) cancel(ctx context.Context) error {
+	return g.s.store.Update(context.WithoutCancel(ctx), func(tx store.Tx) error {
+		g.release()
+		u, err := tx.User(g.key.username)
+		if errors.Is(err, store.ErrNotFound) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		failed, _, _ := g.key.kind.state(u)
+		if *failed == 0 {
+			return nil
+		}
+		*failed--
+		return tx.PutUser(u)
+	})
+}
+
+// evaluate runs step 2 for g in a hashing slot. When no slot frees up in
+// time (errBusy) or ctx ends, the reservation is returned and the error is
+// passed on.
+func (g *guess) evaluate(ctx context.Context, secret []byte) (bool, error) {
+	var ok bool
+	var herr error
+	if err := g.s.limiter.do(ctx, func() { ok, herr = g.s.hasher.Check(g.hash, secret) }); err != nil {
+		if cerr := g.cancel(ctx); cerr != nil {
+			g.s.log.Error("returning a reservation", "username", g.key.username, "err", cerr)
+		}
+		return false, err
+	}
+	// A malformed stored hash is an error; the reservation stays counted.
+	return ok, herr
+}
