@@ -84,6 +84,7 @@ func (e *env) startDaemon() (addr string, stop func()) {
 	a.argon2 = &testArgon2
 	ready := make(chan string, 1)
 	a.ready = func(addr, _ string) { ready <- addr }
+	a.metricsReady = func(addr string) { e.metricsAddr = addr }
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	cmd := a.root()
@@ -180,8 +181,8 @@ func TestCSCDaemonAuditAndMetrics(t *testing.T) {
 		t.Errorf("unknown CSC method: %d", status)
 	}
 
-	// Metrics.
-	mres, err := http.Get("http://" + addr + "/metrics")
+	// Metrics, on their own listener.
+	mres, err := http.Get("http://" + e.metricsAddr + "/metrics")
 	if err != nil {
 		t.Fatal(err)
 	}
