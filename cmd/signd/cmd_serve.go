@@ -59,7 +59,8 @@ func (a *app) serve(ctx context.Context, cfg *config.Config) error {
 		return err
 	}
 
-	srv := &server{Store: db, Token: token, Logger: logger, BodyLimit: cfg.Server.BodyLimitBytes, TLS: cfg.Server.TLS.CertFile != ""}
+	srv := &server{Store: db, Token: token, Logger: logger, BodyLimit: cfg.Server.BodyLimitBytes, TLS: cfg.Server.TLS.CertFile != "",
+		TrustedProxies: cfg.Server.TrustedProxyNets()}
 	e := srv.echo()
 	e.Pre(mx.middleware)
 	svc := &services{cfg: cfg, store: db, token: token, hasher: hasher, logger: logger, now: a.clock, metrics: mx}
