@@ -148,6 +148,12 @@ func TestSignHashHashCount(t *testing.T) {
 			desc: "Hash is not authorized by the SAD.", reason: "3 hashes, the SAD authorizes 2 (burned)", count: 3, burned: true},
 		{name: "fewer hashes than the SAD's numSignatures", sadFor: ds[:2], request: func(sad string) string { return signHashBody(cred, sad, ds[0]) },
 			desc: "Hash is not authorized by the SAD.", reason: "1 hashes, the SAD authorizes 2 (burned)", count: 1, burned: true},
+		{name: "no hash array", sadFor: ds[:1], request: func(sad string) string {
+			return body("credentialID", cred, "SAD", sad, "signAlgo", sha256R)
+		}, desc: "Missing (or invalid type) array parameter hash", reason: "Missing (or invalid type) array parameter hash"},
+		{name: "hash not an array", sadFor: ds[:1], request: func(sad string) string {
+			return body("credentialID", cred, "SAD", sad, "hash", b64(ds[0]), "signAlgo", sha256R)
+		}, desc: "Missing (or invalid type) array parameter hash", reason: "Missing (or invalid type) array parameter hash"},
 		{name: "SAD's numSignatures, other hashes", sadFor: ds[:2], request: func(sad string) string { return signHashBody(cred, sad, ds[2:4]...) },
 			desc: "Hash is not authorized by the SAD.", reason: "hashes differ from the SAD's (burned)", count: 2, burned: true},
 	}
@@ -174,10 +180,14 @@ func TestSignHashHashCount(t *testing.T) {
 			if err := json.Unmarshal([]byte(req), &p); err != nil {
 				t.Fatal(err)
 			}
-			sum := sha256.Sum256(p["hash"])
+			wantSum := "" // no hash member, no digest
+			if raw, ok := p["hash"]; ok {
+				sum := sha256.Sum256(raw)
+				wantSum = hex.EncodeToString(sum[:])
+			}
 			if a.Outcome != store.AuditRefused || a.Reason != tc.reason || len(a.Hashes) != 0 ||
-				a.HashCount != tc.count || a.HashesSHA256 != hex.EncodeToString(sum[:]) {
-				t.Errorf("refusal entry %+v, want reason %q, count %d, digest %x", a, tc.reason, tc.count, sum)
+				a.HashCount != tc.count || a.HashesSHA256 != wantSum {
+				t.Errorf("refusal entry %+v, want reason %q, count %d, digest %q", a, tc.reason, tc.count, wantSum)
 			}
 			if e.sadExists(sad) == tc.burned {
 				t.Errorf("SAD stored after the refusal: %v, want %v", e.sadExists(sad), !tc.burned)

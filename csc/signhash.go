@@ -25,11 +25,12 @@ type signHashRequest struct {
 	credentialID string
 	sad          string
 	hashes       [][]byte // 32-byte SHA-256 digests, request order
-	// hashCount and hashesSum stand for the hash array in a refusal's
+	// hashCount and hashesRaw stand for the hash array in a refusal's
 	// audit entry: how many entries were read (at most one past the cap)
-	// and SHA-256 of its JSON text as received (nil when absent).
+	// and its JSON text as received (nil when absent), which the entry
+	// records as a SHA-256.
 	hashCount int
-	hashesSum []byte
+	hashesRaw []byte
 }
 
 type signHashResponse struct {
@@ -42,10 +43,7 @@ type signHashResponse struct {
 // than maxHashes entries is refused before any entry is decoded; entries
 // past maxHashes+1 are not even looked at.
 func parseSignHash(p params, maxHashes int) (req signHashRequest, e *oauth.Error) {
-	if v, ok := p["hash"]; ok {
-		sum := sha256.Sum256(v)
-		req.hashesSum = sum[:]
-	}
+	req.hashesRaw = p["hash"]
 	if req.credentialID, e = credentialIDParam(p); e != nil {
 		return req, e
 	}
@@ -190,7 +188,11 @@ func (h *Handler) signHash(c echo.Context) error {
 			Credential: auditCredential(req.credentialID), Outcome: outcome, Reason: reason,
 		}
 		if outcome == store.AuditRefused {
-			e.HashCount, e.HashesSHA256 = req.hashCount, hex.EncodeToString(req.hashesSum)
+			e.HashCount = req.hashCount
+			if req.hashesRaw != nil {
+				sum := sha256.Sum256(req.hashesRaw)
+				e.HashesSHA256 = hex.EncodeToString(sum[:])
+			}
 			return e
 		}
 		e.Hashes = make([]string, len(req.hashes))

@@ -223,6 +223,10 @@ func TestCSCDaemonAuditAndMetrics(t *testing.T) {
 	if strings.Join(kinds, " ") != want {
 		t.Errorf("exported entries %v, want %s", kinds, want)
 	}
+	// The refusal has the count and digest of its hash array, not the hashes.
+	if refused := lines[len(lines)-1]; !strings.Contains(refused, `"hashes":[],"hash_count":1,"hashes_sha256":"`) {
+		t.Errorf("refused entry %s", refused)
+	}
 	if strings.Contains(export, sad) || strings.Contains(export, bearer) {
 		t.Error("the export contains a SAD or a token")
 	}
