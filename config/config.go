@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -41,6 +42,8 @@ type ServerConfig struct {
 	AdminSocket     string        `mapstructure:"admin_socket"`
 	BodyLimitBytes  int64         `mapstructure:"body_limit_bytes"`
 	ShutdownTimeout time.Duration `mapstructure:"shutdown_timeout"`
+	MetricsListen   string        `mapstructure:"metrics_listen"`
+	TrustedProxies  []string      `mapstructure:"trusted_proxies"`
 }
 
 // TLSConfig is server.tls.*. Both empty means plain HTTP.
@@ -373,7 +376,15 @@ func decode(v *viper.Viper, c *Config) []Problem {
 	for _, e := range leafErrors(err) {
 		var de *mapstructure.DecodeError
 		if errors.As(e, &de) {
-			problems = append(problems, Problem{Key: strings.ToLower(de.Name()), Msg: errors.Unwrap(de).Error()})
+			key, msg := strings.ToLower(de.Name()), errors.Unwrap(de).Error()
+			// An element of a list is reported under the list's key, like
+			// the validation of its entries: "entry 2: ...".
+			if k, idx, ok := strings.Cut(strings.TrimSuffix(key, "]"), "["); ok {
+				if n, err := strconv.Atoi(idx); err == nil {
+					key, msg = k, fmt.Sprintf("entry %d: %s", n+1, msg)
+				}
+			}
+			problems = append(problems, Problem{Key: key, Msg: msg})
 			continue
 		}
 		problems = append(problems, Problem{Msg: e.Error()})
@@ -402,18 +413,34 @@ func leafErrors(err error) []error {
 }
 
 // strictTypes is a mapstructure decode hook that replaces viper's weak
-// typing for the three kinds of leaf we have:
+// typing for the four kinds of leaf we have:
 //   - strings (and Secrets) must come as strings: YAML turns an unquoted PIN
 //     0123 into the number 83, and a silently mangled PIN locks the token.
 //     The value is never echoed, since it may be the PIN;
 //   - integers may come as numbers or as decimal strings (environment);
 //   - durations must carry a unit ("30s"); a bare number would be taken as
-//     nanoseconds.
+//     nanoseconds;
+//   - lists of strings come as a YAML list of strings, or as one string of
+//     comma-separated items (how an environment variable carries a list).
 func strictTypes(from, to reflect.Type, data any) (any, error) {
 	if data == nil {
 		return data, nil
 	}
 	switch {
+	case to == reflect.TypeFor[[]string]():
+		switch from.Kind() {
+		case reflect.String:
+			var items []string
+			for item := range strings.SplitSeq(data.(string), ",") {
+				if item = strings.TrimSpace(item); item != "" {
+					items = append(items, item)
+				}
+			}
+			return items, nil
+		case reflect.Slice, reflect.Array:
+			return data, nil // each element goes through this hook as a string
+		}
+		return nil, fmt.Errorf("must be a list of strings, not a %s", kindName(from))
 	case to == reflect.TypeFor[time.Duration]():
 		switch d := data.(type) {
 		case time.Duration:

@@ -75,6 +75,7 @@ func TestDefaults(t *testing.T) {
 			AdminSocket:     "./var/signd.sock",
 			BodyLimitBytes:  1048576,
 			ShutdownTimeout: 30 * time.Second,
+			MetricsListen:   "127.0.0.1:9464",
 		},
 		Store: StoreConfig{Path: "./var/signd.db", OpenTimeout: 5 * time.Second},
 		PKCS11: PKCS11Config{
@@ -109,6 +110,8 @@ func TestEveryKeyFromFile(t *testing.T) {
 			AdminSocket:     "/run/signd/admin.sock",
 			BodyLimitBytes:  2 << 20,
 			ShutdownTimeout: time.Minute,
+			MetricsListen:   "[::1]:9465",
+			TrustedProxies:  []string{"10.0.0.0/8", "192.0.2.7", "2001:db8::/32"},
 		},
 		Store: StoreConfig{Path: "/var/lib/signd/signd.db", OpenTimeout: 250 * time.Millisecond},
 		PKCS11: PKCS11Config{
@@ -122,6 +125,7 @@ func TestEveryKeyFromFile(t *testing.T) {
 		OAuth: defaultOAuth(), CSC: defaultCSC(), OIDC: defaultOIDC(),
 		source: c.source,
 	}
+	want.CSC.MaxHashesPerRequest = 250
 	if !reflect.DeepEqual(*c, want) {
 		t.Errorf("full:\n got %#v\nwant %#v", *c, want)
 	}
@@ -177,10 +181,12 @@ func TestEveryBadValueReported(t *testing.T) {
 	wantKeys := []string{
 		"server.listen", "server.base_url", "server.admin_socket",
 		"server.body_limit_bytes", "server.shutdown_timeout",
+		"server.metrics_listen", "server.trusted_proxies",
 		"store.path", "store.open_timeout",
 		"pkcs11.module", "pkcs11.token_label", "pkcs11.pin", "pkcs11.pin_file",
 		"pkcs11.max_sessions", "pkcs11.acquire_timeout",
 		"log.level", "log.format",
+		"csc.max_hashes_per_request",
 	}
 	msg := err.Error()
 	for _, k := range wantKeys {
@@ -201,6 +207,9 @@ func TestEveryBadValueReported(t *testing.T) {
 		`pkcs11.max_sessions: must be between 0 and 1024, got -1`,
 		`log.level: "loud" is not one of debug, info, warn, error`,
 		`pkcs11.pin: set together with pkcs11.pin_file`,
+		`server.metrics_listen: "127.0.0.1" is not host:port; empty turns the metrics listener off`,
+		`server.trusted_proxies: entry 2: "10.0.0.0/33" is not a CIDR (such as 10.0.0.0/8) or an IP address; entry 3: "proxy.example.org" is not a CIDR`,
+		`csc.max_hashes_per_request: must be between 1 and 10000, got 0`,
 	} {
 		if !strings.Contains(msg, frag) {
 			t.Errorf("error lacks %q:\n%s", frag, msg)
@@ -265,6 +274,7 @@ func TestBadTypes(t *testing.T) {
 		"pkcs11.max_sessions: 1.5 is not an integer",
 		"pkcs11.acquire_timeout: must be a duration with a unit",
 		"log.level: must be a single value, not a mapping",
+		"server.trusted_proxies: must be a list of strings, not a number",
 	} {
 		if !strings.Contains(msg, want) {
 			t.Errorf("error lacks %q:\n%s", want, msg)
@@ -273,6 +283,32 @@ func TestBadTypes(t *testing.T) {
 	// YAML reads 0123 as 83: neither may show up.
 	if strings.Contains(msg, "0123") || strings.Contains(msg, "83") {
 		t.Errorf("error echoes the PIN:\n%s", msg)
+	}
+}
+
+// A list element of the wrong type is reported once, under the list's key.
+func TestBadListElement(t *testing.T) {
+	isolate(t)
+	p := writeFile(t, "c.yaml", "server:\n  base_url: https://x.org\n  trusted_proxies: [10.0.0.0/8, 443]\npkcs11:\n  pin: \"1\"\n", 0o600)
+	_, err := Load(Options{File: p, SearchPaths: []string{}})
+	e := problemsOf(t, err)
+	want := `server.trusted_proxies: entry 2: must be a string, not a number (quote the value in YAML)`
+	if len(e.Problems) != 1 || err.Error() != want {
+		t.Errorf("err = %q, want %q", err, want)
+	}
+}
+
+// An empty metrics_listen turns the listener off; an empty list trusts no
+// proxy.
+func TestEmptyNetworkKeys(t *testing.T) {
+	isolate(t)
+	p := writeFile(t, "c.yaml", "server:\n  base_url: https://x.org\n  metrics_listen: \"\"\n  trusted_proxies: []\npkcs11:\n  pin: \"1\"\n", 0o600)
+	c, err := Load(Options{File: p, SearchPaths: []string{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Server.MetricsListen != "" || len(c.Server.TrustedProxies) != 0 || len(c.Server.TrustedProxyNets()) != 0 {
+		t.Errorf("metrics_listen %q, trusted_proxies %v", c.Server.MetricsListen, c.Server.TrustedProxies)
 	}
 }
 
@@ -540,6 +576,16 @@ func TestEnvValues(t *testing.T) {
 			wantErr: `server.shutdown_timeout: "30" is not a duration (use a unit, e.g. "30s")`},
 		{name: "bad value", env: "SIGND_LOG_FORMAT", value: "yaml",
 			wantErr: `log.format: "yaml" is not one of json, text`},
+		{name: "list", env: "SIGND_SERVER_TRUSTED_PROXIES", value: " 10.0.0.0/8, 192.0.2.7 ,,fd00::/8",
+			check: func(c *Config) bool {
+				return slices.Equal(c.Server.TrustedProxies, []string{"10.0.0.0/8", "192.0.2.7", "fd00::/8"})
+			}},
+		{name: "bad list entry", env: "SIGND_SERVER_TRUSTED_PROXIES", value: "10.0.0.0/8,10.1.2.3/16",
+			wantErr: `server.trusted_proxies: entry 2: "10.1.2.3/16" has bits set past the prefix length (did you mean 10.1.0.0/16?)`},
+		{name: "metrics on the API port", env: "SIGND_SERVER_METRICS_LISTEN", value: ":8443",
+			wantErr: `server.metrics_listen: ":8443" uses the port of server.listen (127.0.0.1:8443)`},
+		{name: "hash cap", env: "SIGND_CSC_MAX_HASHES_PER_REQUEST", value: "10001",
+			wantErr: `csc.max_hashes_per_request: must be between 1 and 10000, got 10001`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

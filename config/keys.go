@@ -17,7 +17,7 @@ type Key struct {
 	// Name is the dotted key as written in the file, e.g. "server.listen".
 	Name string
 	// Default is the value used when no source sets the key. Its Go type is
-	// the key's type (string, int, int64, time.Duration, Secret).
+	// the key's type (string, int, int64, time.Duration, Secret, []string).
 	Default any
 	// Required is true when the default is only a placeholder and the key
 	// must be set by the file, the environment or a flag.
@@ -69,6 +69,10 @@ func Keys() []Key {
 			Usage: "maximum request body size in bytes (1 to 64 MiB)"},
 		{Name: "server.shutdown_timeout", Default: 30 * time.Second,
 			Usage: "how long a graceful shutdown waits for requests in flight"},
+		{Name: "server.metrics_listen", Default: "127.0.0.1:9464",
+			Usage: "host:port of the Prometheus /metrics listener, apart from server.listen; empty = none"},
+		{Name: "server.trusted_proxies", Default: []string(nil),
+			Usage: "CIDRs (or IPs) of reverse proxies whose X-Forwarded-For / X-Real-IP is believed; empty = none"},
 
 		// store
 		{Name: "store.path", Default: "./var/signd.db", Flag: "store",

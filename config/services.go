@@ -23,15 +23,17 @@ type OAuthConfig struct {
 	SweepInterval  time.Duration `mapstructure:"sweep_interval"`
 }
 
-// CSCConfig is the csc.* section: what /csc/v1/info reports, and paging.
+// CSCConfig is the csc.* section: what /csc/v1/info reports, paging, and
+// the size of a signHash request.
 type CSCConfig struct {
-	Name              string `mapstructure:"name"`
-	Logo              string `mapstructure:"logo"`
-	Region            string `mapstructure:"region"`
-	Lang              string `mapstructure:"lang"`
-	Description       string `mapstructure:"description"`
-	MaxResultsDefault int    `mapstructure:"max_results_default"`
-	MaxResultsLimit   int    `mapstructure:"max_results_limit"`
+	Name                string `mapstructure:"name"`
+	Logo                string `mapstructure:"logo"`
+	Region              string `mapstructure:"region"`
+	Lang                string `mapstructure:"lang"`
+	Description         string `mapstructure:"description"`
+	MaxResultsDefault   int    `mapstructure:"max_results_default"`
+	MaxResultsLimit     int    `mapstructure:"max_results_limit"`
+	MaxHashesPerRequest int    `mapstructure:"max_hashes_per_request"`
 }
 
 // OIDCConfig is the oidc.* section.
@@ -78,6 +80,8 @@ func serviceKeys() []Key {
 			Usage: "credentials/list page size when maxResults is absent"},
 		{Name: "csc.max_results_limit", Default: 1000,
 			Usage: "largest credentials/list page size"},
+		{Name: "csc.max_hashes_per_request", Default: 100,
+			Usage: "most hashes one signatures/signHash request may carry (1 to 10000)"},
 
 		// oidc
 		{Name: "oidc.claim_namespace", Default: "com.vendor",
@@ -123,6 +127,11 @@ func matches(re *regexp.Regexp, s, what string) string {
 	return ""
 }
 
+// MaxHashesPerRequest caps csc.max_hashes_per_request. Even at the cap the
+// hashes (47 bytes of JSON each) fit the 64 KiB CSC body only partly, so
+// it is the count, not the body size, that bounds the work of a request.
+const MaxHashesPerRequest = 10000
+
 func (c *CSCConfig) checks() []check {
 	name := ""
 	if c.Name == "" || len(c.Name) > 255 {
@@ -139,6 +148,7 @@ func (c *CSCConfig) checks() []check {
 		{"csc.lang", matches(langTagRE, c.Lang, "a language tag such as en-US")},
 		{"csc.max_results_default", def},
 		{"csc.max_results_limit", limit},
+		{"csc.max_hashes_per_request", between(c.MaxHashesPerRequest, 1, MaxHashesPerRequest)},
 	}
 }
 

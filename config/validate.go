@@ -123,6 +123,8 @@ func (s *ServerConfig) checks() []check {
 		{"server.admin_socket", socketPath(s.AdminSocket)},
 		{"server.body_limit_bytes", between(s.BodyLimitBytes, 1, MaxBodyLimitBytes)},
 		{"server.shutdown_timeout", positive(s.ShutdownTimeout)},
+		{"server.metrics_listen", metricsListen(s.MetricsListen, s.Listen)},
+		{"server.trusted_proxies", trustedProxies(s.TrustedProxies)},
 	}
 }
 

@@ -2,8 +2,10 @@ package config
 
 import (
 	"errors"
+	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -38,7 +40,7 @@ func defaultOAuth() OAuthConfig {
 func defaultCSC() CSCConfig {
 	return CSCConfig{
 		Name: "signd", Region: "NL", Lang: "en-US", Description: "signd remote signing service",
-		MaxResultsDefault: 100, MaxResultsLimit: 1000,
+		MaxResultsDefault: 100, MaxResultsLimit: 1000, MaxHashesPerRequest: 100,
 	}
 }
 
@@ -104,6 +106,31 @@ func TestValidate(t *testing.T) {
 		{"body limit zero", func(c *Config) { c.Server.BodyLimitBytes = 0 }, "server.body_limit_bytes", "between 1 and"},
 		{"shutdown zero", func(c *Config) { c.Server.ShutdownTimeout = 0 }, "server.shutdown_timeout", "positive"},
 
+		{"metrics off", func(c *Config) { c.Server.MetricsListen = "" }, "", ""},
+		{"metrics own port", func(c *Config) { c.Server.MetricsListen = "127.0.0.1:9464" }, "", ""},
+		{"metrics all interfaces, own port", func(c *Config) { c.Server.MetricsListen = ":9464" }, "", ""},
+		{"metrics same port, another address", func(c *Config) { c.Server.MetricsListen = "10.1.2.3:8443" }, "", ""},
+		{"metrics and listen both port 0", func(c *Config) { c.Server.Listen, c.Server.MetricsListen = "127.0.0.1:0", "127.0.0.1:0" }, "", ""},
+		{"metrics no port", func(c *Config) { c.Server.MetricsListen = "127.0.0.1" }, "server.metrics_listen", `"127.0.0.1" is not host:port; empty turns the metrics listener off`},
+		{"metrics garbage", func(c *Config) { c.Server.MetricsListen = "metrics please" }, "server.metrics_listen", "is not host:port"},
+		{"metrics named port", func(c *Config) { c.Server.MetricsListen = "127.0.0.1:prometheus" }, "server.metrics_listen", "port must be a number"},
+		{"metrics = listen", func(c *Config) { c.Server.MetricsListen = "127.0.0.1:8443" }, "server.metrics_listen", `"127.0.0.1:8443" uses the port of server.listen (127.0.0.1:8443)`},
+		{"metrics on all interfaces, API port", func(c *Config) { c.Server.MetricsListen = "0.0.0.0:8443" }, "server.metrics_listen", "uses the port of server.listen"},
+		{"metrics localhost, API port", func(c *Config) { c.Server.MetricsListen = "localhost:8443" }, "server.metrics_listen", "uses the port of server.listen"},
+		{"listen on all interfaces, metrics on its port", func(c *Config) { c.Server.Listen, c.Server.MetricsListen = "[::]:9000", "[::1]:9000" }, "server.metrics_listen", "uses the port of server.listen"},
+
+		{"proxies none", func(c *Config) { c.Server.TrustedProxies = nil }, "", ""},
+		{"proxies CIDRs and IPs", func(c *Config) {
+			c.Server.TrustedProxies = []string{"10.0.0.0/8", "192.0.2.7", "2001:db8::/32", "::1", "0.0.0.0/0"}
+		}, "", ""},
+		{"proxy prefix too long", func(c *Config) { c.Server.TrustedProxies = []string{"10.0.0.0/33"} }, "server.trusted_proxies", `entry 1: "10.0.0.0/33" is not a CIDR (such as 10.0.0.0/8) or an IP address`},
+		{"proxy host bits", func(c *Config) { c.Server.TrustedProxies = []string{"10.0.0.0/8", "192.168.1.10/24"} }, "server.trusted_proxies", `entry 2: "192.168.1.10/24" has bits set past the prefix length (did you mean 192.168.1.0/24?)`},
+		{"proxy host name", func(c *Config) { c.Server.TrustedProxies = []string{"proxy.example.org"} }, "server.trusted_proxies", `entry 1: "proxy.example.org" is not a CIDR`},
+		{"proxy empty entry", func(c *Config) { c.Server.TrustedProxies = []string{""} }, "server.trusted_proxies", `entry 1: "" is not a CIDR`},
+		{"proxy zone", func(c *Config) { c.Server.TrustedProxies = []string{"fe80::1%eth0"} }, "server.trusted_proxies", `entry 1: "fe80::1%eth0" is not a CIDR`},
+		{"proxy IPv4-mapped", func(c *Config) { c.Server.TrustedProxies = []string{"::ffff:10.0.0.1"} }, "server.trusted_proxies", "write the IPv4 form"},
+		{"proxies, two bad", func(c *Config) { c.Server.TrustedProxies = []string{"x", "10.0.0.0/8", "y/1"} }, "server.trusted_proxies", `entry 1: "x" is not a CIDR (such as 10.0.0.0/8) or an IP address; entry 3: "y/1" is not`},
+
 		{"store path empty", func(c *Config) { c.Store.Path = "" }, "store.path", "empty"},
 		{"store timeout negative", func(c *Config) { c.Store.OpenTimeout = -time.Second }, "store.open_timeout", "positive"},
 
@@ -127,6 +154,12 @@ func TestValidate(t *testing.T) {
 		{"level upper case", func(c *Config) { c.Log.Level = "INFO" }, "log.level", "not one of"},
 		{"format text", func(c *Config) { c.Log.Format = "text" }, "", ""},
 		{"format xml", func(c *Config) { c.Log.Format = "xml" }, "log.format", "not one of"},
+
+		{"hash cap 1", func(c *Config) { c.CSC.MaxHashesPerRequest = 1 }, "", ""},
+		{"hash cap 10000", func(c *Config) { c.CSC.MaxHashesPerRequest = 10000 }, "", ""},
+		{"hash cap 0", func(c *Config) { c.CSC.MaxHashesPerRequest = 0 }, "csc.max_hashes_per_request", "must be between 1 and 10000, got 0"},
+		{"hash cap negative", func(c *Config) { c.CSC.MaxHashesPerRequest = -5 }, "csc.max_hashes_per_request", "must be between 1 and 10000"},
+		{"hash cap 10001", func(c *Config) { c.CSC.MaxHashesPerRequest = 10001 }, "csc.max_hashes_per_request", "must be between 1 and 10000, got 10001"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -150,6 +183,24 @@ func TestValidate(t *testing.T) {
 				t.Errorf("error leaks a secret: %v", err)
 			}
 		})
+	}
+}
+
+func TestTrustedProxyNets(t *testing.T) {
+	s := ServerConfig{TrustedProxies: []string{"10.0.0.0/8", "192.0.2.7", "2001:db8::/32", "::1"}}
+	var got []string
+	for _, n := range s.TrustedProxyNets() {
+		got = append(got, n.String())
+	}
+	want := []string{"10.0.0.0/8", "192.0.2.7/32", "2001:db8::/32", "::1/128"}
+	if !slices.Equal(got, want) {
+		t.Errorf("TrustedProxyNets = %v, want %v", got, want)
+	}
+	nets := s.TrustedProxyNets()
+	for ip, in := range map[string]bool{"10.9.8.7": true, "11.0.0.1": false, "192.0.2.7": true, "192.0.2.8": false, "::1": true, "::2": false, "2001:db8:1::5": true} {
+		if got := nets[0].Contains(net.ParseIP(ip)) || nets[1].Contains(net.ParseIP(ip)) || nets[2].Contains(net.ParseIP(ip)) || nets[3].Contains(net.ParseIP(ip)); got != in {
+			t.Errorf("%s trusted = %v, want %v", ip, got, in)
+		}
 	}
 }
 

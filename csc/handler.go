@@ -68,6 +68,10 @@ type Handler struct {
 	// (csc.max_results_default, csc.max_results_limit).
 	MaxResultsDefault int
 	MaxResultsLimit   int
+	// MaxHashes caps the hash array of one signHash request
+	// (csc.max_hashes_per_request); 0 means DefaultMaxHashes. The parser
+	// stops reading the array one entry past it.
+	MaxHashes int
 	// PageTokenKey is the MAC key of credentials/list page tokens, at
 	// least 32 random bytes that survive restarts (kept in the store).
 	PageTokenKey []byte           // required
@@ -77,6 +81,10 @@ type Handler struct {
 
 	leaves leafCache
 }
+
+// DefaultMaxHashes is the hash cap of a signHash request when
+// Handler.MaxHashes is not set.
+const DefaultMaxHashes = 100
 
 // Methods signd implements, as /csc/v1/info lists them.
 var implemented = []string{"info", "credentials/list", "credentials/info", "signatures/signHash"}
@@ -106,6 +114,9 @@ func (h *Handler) Mount(g *echo.Group) error {
 	}
 	if h.MaxResultsDefault <= 0 || h.MaxResultsDefault > h.MaxResultsLimit {
 		h.MaxResultsDefault = min(100, h.MaxResultsLimit)
+	}
+	if h.MaxHashes <= 0 {
+		h.MaxHashes = DefaultMaxHashes
 	}
 	bearer := oauth.RequireBearer(oauth.BearerConfig{
 		Store: h.Store, Now: h.Now, Realm: h.BaseURL, Scope: "service",

@@ -105,6 +105,7 @@ type clock = storetest.Clock
 type env struct {
 	t       testing.TB
 	db      *bolt.DB
+	dbPath  string // the bbolt file
 	h       *csc.Handler
 	srv     *httptest.Server
 	clock   *clock
@@ -118,7 +119,8 @@ func withSigner(s csc.Signer) envOption { return func(h *csc.Handler) { h.Signer
 
 func newEnv(t testing.TB, opts ...envOption) *env {
 	t.Helper()
-	db, err := bolt.Open(filepath.Join(t.TempDir(), "signd.db"), bolt.Options{})
+	dbPath := filepath.Join(t.TempDir(), "signd.db")
+	db, err := bolt.Open(dbPath, bolt.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -127,7 +129,7 @@ func newEnv(t testing.TB, opts ...envOption) *env {
 		t.Fatal(err)
 	}
 	e := &env{
-		t: t, db: db, clock: storetest.NewClock(time.Now().UTC().Round(time.Second)),
+		t: t, db: db, dbPath: dbPath, clock: storetest.NewClock(time.Now().UTC().Round(time.Second)),
 		metrics: &recordingMetrics{}, creds: map[string]*store.Credential{},
 	}
 	e.h = &csc.Handler{

@@ -154,6 +154,25 @@ func valueEnd(b []byte, i int) int {
 	return len(b)
 }
 
+// arrayElems returns the elements of v, a valid JSON array, undecoded, but
+// at most limit of them: more reports that the array has another element,
+// and nothing past it is looked at.
+func arrayElems(v []byte, limit int) (elems [][]byte, more bool) {
+	i := skipSpace(v, 1)
+	for i < len(v) && v[i] != ']' {
+		if len(elems) == limit {
+			return elems, true
+		}
+		end := valueEnd(v, i)
+		elems = append(elems, v[i:end])
+		i = skipSpace(v, end)
+		if i < len(v) && v[i] == ',' {
+			i = skipSpace(v, i+1)
+		}
+	}
+	return elems, false
+}
+
 // unquote decodes a JSON string literal.
 func unquote(lit []byte) (string, error) {
 	if bytes.IndexByte(lit, '\\') < 0 {

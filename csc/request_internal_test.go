@@ -1,6 +1,7 @@
 package csc
 
 import (
+	"bytes"
 	"encoding/json"
 	"reflect"
 	"testing"
@@ -38,6 +39,43 @@ func FuzzParseObject(f *testing.F) {
 			_ = json.Unmarshal(p[k], &b)
 			if !reflect.DeepEqual(a, b) {
 				t.Fatalf("%q: member %q = %s, encoding/json %s", body, k, p[k], v)
+			}
+		}
+	})
+}
+
+// FuzzArrayElems checks the capped array walk against encoding/json: for
+// every valid array, the elements up to the cap are encoding/json's, and
+// more is set exactly when the array has more.
+func FuzzArrayElems(f *testing.F) {
+	for _, seed := range []string{
+		`[]`, `[ ]`, `[1]`, `["a","b","c"]`, ` [ "x\"]" , {"a":[1,"]"]} , [[]] , null , -1e5 ] `,
+		`["AAAA",1,"*",null,""]`, "[\n\"a\"\r\n,\t\"b\"]",
+	} {
+		for _, limit := range []int{0, 1, 2, 4} {
+			f.Add([]byte(seed), limit)
+		}
+	}
+	f.Fuzz(func(t *testing.T, body []byte, limit int) {
+		if limit < 0 || limit > 1000 {
+			return
+		}
+		var want []json.RawMessage
+		if json.Unmarshal(body, &want) != nil || want == nil {
+			return // arrayElems is only called on a valid array
+		}
+		got, more := arrayElems(bytes.TrimSpace(body), limit)
+		if more != (len(want) > limit) || len(got) != min(len(want), limit) {
+			t.Fatalf("%q limit %d: %d elements, more %v; encoding/json has %d", body, limit, len(got), more, len(want))
+		}
+		for i := range got {
+			var a, b any
+			if json.Unmarshal(got[i], &a) != nil {
+				t.Fatalf("%q: element %d %q is not a JSON value", body, i, got[i])
+			}
+			_ = json.Unmarshal(want[i], &b)
+			if !reflect.DeepEqual(a, b) {
+				t.Fatalf("%q: element %d = %s, encoding/json %s", body, i, got[i], want[i])
 			}
 		}
 	})

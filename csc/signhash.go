@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto"
+	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
@@ -24,6 +25,12 @@ type signHashRequest struct {
 	credentialID string
 	sad          string
 	hashes       [][]byte // 32-byte SHA-256 digests, request order
+	// hashCount and hashesRaw stand for the hash array in a refusal's
+	// audit entry: how many entries were read (at most one past the cap)
+	// and its JSON text as received (nil when absent), which the entry
+	// records as a SHA-256.
+	hashCount int
+	hashesRaw []byte
 }
 
 type signHashResponse struct {
@@ -32,8 +39,11 @@ type signHashResponse struct {
 
 // parseSignHash checks the parameters in a fixed order, returning the first
 // problem with the specification's description. On a refusal req holds
-// what was parsed before it (for the audit entry).
-func parseSignHash(p params) (req signHashRequest, e *oauth.Error) {
+// what was parsed before it (for the audit entry). A hash array of more
+// than maxHashes entries is refused before any entry is decoded; entries
+// past maxHashes+1 are not even looked at.
+func parseSignHash(p params, maxHashes int) (req signHashRequest, e *oauth.Error) {
+	req.hashesRaw = p["hash"]
 	if req.credentialID, e = credentialIDParam(p); e != nil {
 		return req, e
 	}
@@ -43,9 +53,11 @@ func parseSignHash(p params) (req signHashRequest, e *oauth.Error) {
 	if p.kind("hash") != '[' {
 		return req, missing("array", "hash")
 	}
-	var elems []json.RawMessage
-	if err := json.Unmarshal(p["hash"], &elems); err != nil {
-		return req, missing("array", "hash")
+	elems, more := arrayElems(p["hash"], maxHashes)
+	req.hashCount = len(elems)
+	if more {
+		req.hashCount++
+		return req, tooManyHashes(maxHashes)
 	}
 	if len(elems) == 0 {
 		return req, badRequest(descEmptyHash)
@@ -164,12 +176,26 @@ func (h *Handler) signHash(c echo.Context) error {
 		}
 	}()
 
-	req, perr := signHashParams(c.Request())
-	entry := func() *store.AuditEntry {
+	req, perr := h.signHashParams(c.Request())
+	// entry is the audit entry of this request. A grant lists its hashes
+	// (exactly the SAD's, so bounded by numSignatures). A refusal has a
+	// fixed size whatever the request held (CSC v1 §11.9 asks for the
+	// log, not for a copy of every rejected payload): the count and digest
+	// of the hash array, and an over-long credentialID only as a digest.
+	entry := func(outcome, reason string) *store.AuditEntry {
 		e := &store.AuditEntry{
 			Time: h.now(), Kind: store.AuditSignHash, User: g.Username, Client: g.ClientID,
-			Credential: req.credentialID, Hashes: make([]string, len(req.hashes)),
+			Credential: auditCredential(req.credentialID), Outcome: outcome, Reason: reason,
 		}
+		if outcome == store.AuditRefused {
+			e.HashCount = req.hashCount
+			if req.hashesRaw != nil {
+				sum := sha256.Sum256(req.hashesRaw)
+				e.HashesSHA256 = hex.EncodeToString(sum[:])
+			}
+			return e
+		}
+		e.Hashes = make([]string, len(req.hashes))
 		for i, d := range req.hashes {
 			e.Hashes[i] = hex.EncodeToString(d)
 		}
@@ -180,9 +206,7 @@ func (h *Handler) signHash(c echo.Context) error {
 		// Bearer. Nothing was looked up, so no SAD is touched.
 		outcome = "refused"
 		err := h.Store.Batch(context.WithoutCancel(ctx), func(tx store.Tx) error {
-			e := entry()
-			e.Outcome, e.Reason = store.AuditRefused, perr.Description
-			return tx.AppendAudit(e)
+			return tx.AppendAudit(entry(store.AuditRefused, perr.Description))
 		})
 		if err != nil {
 			outcome = "error"
@@ -197,10 +221,9 @@ func (h *Handler) signHash(c echo.Context) error {
 		if d, err = h.decide(tx, g, req); err != nil {
 			return err
 		}
-		e := entry()
-		e.Outcome = store.AuditGranted
+		e := entry(store.AuditGranted, "")
 		if d.err != nil {
-			e.Outcome, e.Reason = store.AuditRefused, d.reason
+			e = entry(store.AuditRefused, d.reason)
 		}
 		if err := tx.AppendAudit(e); err != nil {
 			return err
@@ -221,7 +244,7 @@ func (h *Handler) signHash(c echo.Context) error {
 	if d.err != nil {
 		outcome = "refused"
 		h.logger().Info("csc: signHash refused", "user", g.Username, "client", g.ClientID,
-			"credential", req.credentialID, "reason", d.reason, "audit_seq", d.seq)
+			"credential", auditCredential(req.credentialID), "reason", d.reason, "audit_seq", d.seq)
 		return d.err
 	}
 
@@ -236,7 +259,7 @@ func (h *Handler) signHash(c echo.Context) error {
 			if h.Unavailable != nil && h.Unavailable(err) {
 				outcome = "unavailable"
 			}
-			h.auditFailure(sctx, entry(), d.seq, err)
+			h.auditFailure(sctx, entry(store.AuditGranted, ""), d.seq, err)
 			return err
 		}
 		res.Signatures[i] = base64.StdEncoding.EncodeToString(sig)
@@ -246,12 +269,33 @@ func (h *Handler) signHash(c echo.Context) error {
 }
 
 // signHashParams reads and parses a signHash body.
-func signHashParams(r *http.Request) (signHashRequest, *oauth.Error) {
+func (h *Handler) signHashParams(r *http.Request) (signHashRequest, *oauth.Error) {
 	p, e := readParams(r)
 	if e != nil {
 		return signHashRequest{}, e
 	}
-	return parseSignHash(p)
+	return parseSignHash(p, h.MaxHashes)
+}
+
+// tooManyHashes refuses a hash array over the cap. CSC v1 has no row for
+// it; the description names the limit so that a client knows what to do.
+func tooManyHashes(limit int) *oauth.Error {
+	return badRequest(fmt.Sprintf("Too many hashes: at most %d per request", limit))
+}
+
+// maxCredentialIDLen is the longest credential ID the store accepts (its
+// database keys are at most 128 bytes).
+const maxCredentialIDLen = 128
+
+// auditCredential is how the audit log and the log name a requested
+// credential ID: as sent, or, when longer than any stored ID can be, as
+// "sha256:" and its hex digest, so that the client cannot grow entries.
+func auditCredential(id string) string {
+	if len(id) <= maxCredentialIDLen {
+		return id
+	}
+	sum := sha256.Sum256([]byte(id))
+	return "sha256:" + hex.EncodeToString(sum[:])
 }
 
 // auditFailure records that the HSM failed after the grant seq. The SAD
@@ -322,6 +366,8 @@ func (h *Handler) decide(tx store.Tx, g *oauth.Grant, req signHashRequest) (deci
 		return refuse(invalid("SAD"), "SAD for another credential (burned)", "credential"), nil
 	case !now.Before(sad.ExpiresAt):
 		return refuse(badRequest(descSADExpired), "SAD expired (burned)", "expired"), nil
+	case len(req.hashes) != len(sad.Hashes): // numSignatures
+		return refuse(badRequest(descHashNotAuth), fmt.Sprintf("%d hashes, the SAD authorizes %d (burned)", len(req.hashes), len(sad.Hashes)), "hash"), nil
 	case !sameHashes(sad.Hashes, req.hashes):
 		return refuse(badRequest(descHashNotAuth), "hashes differ from the SAD's (burned)", "hash"), nil
 	}

@@ -55,12 +55,19 @@ type AuditEntry struct {
 	User       string   // username the entry concerns (the bearer's user for signHash)
 	Client     string   // OAuth client ID, "" for admin operations
 	Credential string   // credential ID, "" when the request named none
-	Hashes     []string // signHash: the digests, lowercase hex, in request order
-	Outcome    string
-	Reason     string // why (refusals, failures) or what (admin operations)
-	Ref        uint64 // Seq of an earlier entry this one follows up, 0 for none
-	Prev       []byte // Digest of the previous entry; set by AppendAudit
-	Digest     []byte // set by AppendAudit
+	Hashes     []string // signHash granted or failed: the digests, lowercase hex, in request order
+	// HashCount and HashesSHA256 stand in for Hashes on a refused signHash,
+	// so that a refusal's size does not grow with the request: how many
+	// entries of the request's hash array were read (the parser stops one
+	// past its limit), and the lowercase hex SHA-256 of that array exactly
+	// as it appeared in the request body ("" when there was none).
+	HashCount    int
+	HashesSHA256 string
+	Outcome      string
+	Reason       string // why (refusals, failures) or what (admin operations)
+	Ref          uint64 // Seq of an earlier entry this one follows up, 0 for none
+	Prev         []byte // Digest of the previous entry; set by AppendAudit
+	Digest       []byte // set by AppendAudit
 }
 
 // AuditTx is the part of Tx that holds the tamper-evident audit log. Append
@@ -89,9 +96,13 @@ type auditContent struct {
 	Client     string   `json:"client"`
 	Credential string   `json:"credential"`
 	Hashes     []string `json:"hashes"`
-	Outcome    string   `json:"outcome"`
-	Reason     string   `json:"reason"`
-	Ref        uint64   `json:"ref"`
+	// Added later, left out when zero so that earlier entries keep their
+	// encoding and digest.
+	HashCount    int    `json:"hash_count,omitempty"`
+	HashesSHA256 string `json:"hashes_sha256,omitempty"`
+	Outcome      string `json:"outcome"`
+	Reason       string `json:"reason"`
+	Ref          uint64 `json:"ref"`
 }
 
 // auditRecord is the stored encoding: the content plus the chain.
@@ -112,7 +123,7 @@ func (e *AuditEntry) content() auditContent {
 	return auditContent{
 		Seq: e.Seq, Time: e.Time.UTC().Format(time.RFC3339Nano), Kind: string(e.Kind),
 		User: e.User, Client: e.Client, Credential: e.Credential, Hashes: hashes,
-		Outcome: e.Outcome, Reason: e.Reason, Ref: e.Ref,
+		HashCount: e.HashCount, HashesSHA256: e.HashesSHA256, Outcome: e.Outcome, Reason: e.Reason, Ref: e.Ref,
 	}
 }
 
@@ -128,6 +139,12 @@ func (e *AuditEntry) Validate() error {
 	}
 	if e.Time.IsZero() {
 		return fmt.Errorf("%w: audit entry without a time", ErrInvalid)
+	}
+	if e.HashCount < 0 {
+		return fmt.Errorf("%w: audit entry with a negative hash count", ErrInvalid)
+	}
+	if d, err := hex.DecodeString(e.HashesSHA256); e.HashesSHA256 != "" && (err != nil || len(d) != sha256.Size || hex.EncodeToString(d) != e.HashesSHA256) {
+		return fmt.Errorf("%w: audit entry hashes_sha256 is not a lowercase hex SHA-256", ErrInvalid)
 	}
 	return nil
 }
@@ -176,8 +193,8 @@ func encodeAudit(c auditContent, prev, digest []byte) ([]byte, error) {
 
 // EncodeAuditEntry returns the stored encoding of a sealed entry: compact
 // JSON with the fields seq, time, kind, user, client, credential, hashes,
-// outcome, reason, ref, prev and digest in that order. Export writes it as
-// one JSON line.
+// hash_count and hashes_sha256 (both only when set), outcome, reason, ref,
+// prev and digest in that order. Export writes it as one JSON line.
 func EncodeAuditEntry(e *AuditEntry) ([]byte, error) {
 	return encodeAudit(e.content(), e.Prev, e.Digest)
 }
@@ -205,7 +222,8 @@ func DecodeAuditEntry(raw []byte) (*AuditEntry, error) {
 	}
 	e := &AuditEntry{
 		Seq: r.Seq, Time: t, Kind: AuditKind(r.Kind), User: r.User, Client: r.Client,
-		Credential: r.Credential, Hashes: r.Hashes, Outcome: r.Outcome, Reason: r.Reason,
+		Credential: r.Credential, Hashes: r.Hashes, HashCount: r.HashCount, HashesSHA256: r.HashesSHA256,
+		Outcome: r.Outcome, Reason: r.Reason,
 		Ref: r.Ref, Prev: prev, Digest: digest,
 	}
 	again, err := EncodeAuditEntry(e)

@@ -37,6 +37,9 @@ type app struct {
 	now func() time.Time
 	// ready, when set, is called by serve once both listeners accept.
 	ready func(httpAddr, socket string)
+	// metricsReady, when set, is called by serve with the address of the
+	// metrics listener ("" when server.metrics_listen is empty).
+	metricsReady func(addr string)
 }
 
 func newApp(stdin io.Reader, stdout, stderr io.Writer) *app {

@@ -59,10 +59,10 @@ func (a *app) serve(ctx context.Context, cfg *config.Config) error {
 		return err
 	}
 
-	srv := &server{Store: db, Token: token, Logger: logger, BodyLimit: cfg.Server.BodyLimitBytes, TLS: cfg.Server.TLS.CertFile != ""}
+	srv := &server{Store: db, Token: token, Logger: logger, BodyLimit: cfg.Server.BodyLimitBytes, TLS: cfg.Server.TLS.CertFile != "",
+		TrustedProxies: cfg.Server.TrustedProxyNets()}
 	e := srv.echo()
 	e.Pre(mx.middleware)
-	e.GET("/metrics", mx.handler())
 	svc := &services{cfg: cfg, store: db, token: token, hasher: hasher, logger: logger, now: a.clock, metrics: mx}
 	defer func() {
 		for _, stop := range svc.onShutdown {
@@ -96,9 +96,15 @@ func (a *app) serve(ctx context.Context, cfg *config.Config) error {
 		httpLn = tls.NewListener(httpLn, httpSrv.TLSConfig)
 	}
 
+	metricsEP, err := listenMetrics(cfg.Server.MetricsListen, mx, logger)
+	if err != nil {
+		httpLn.Close()
+		return err
+	}
 	adminLn, err := listenAdmin(cfg.Server.AdminSocket)
 	if err != nil {
 		httpLn.Close()
+		metricsEP.close()
 		return err
 	}
 	defer os.Remove(cfg.Server.AdminSocket)
@@ -111,10 +117,15 @@ func (a *app) serve(ctx context.Context, cfg *config.Config) error {
 	mountAuditAdmin(ae, db, logger)
 	adminSrv := &http.Server{Handler: ae, ReadHeaderTimeout: 10 * time.Second}
 
-	errc := make(chan error, 2)
+	errc := make(chan error, 3)
 	go func() { errc <- httpSrv.Serve(httpLn) }()
 	go func() { errc <- adminSrv.Serve(adminLn) }()
-	logger.Info("signd ready", "listen", httpLn.Addr().String(), "admin_socket", cfg.Server.AdminSocket, "tls", srv.TLS)
+	metricsEP.serve(errc)
+	logger.Info("signd ready", "listen", httpLn.Addr().String(), "admin_socket", cfg.Server.AdminSocket, "tls", srv.TLS,
+		"metrics_listen", metricsEP.addr())
+	if a.metricsReady != nil {
+		a.metricsReady(metricsEP.addr())
+	}
 	if a.ready != nil {
 		a.ready(httpLn.Addr().String(), cfg.Server.AdminSocket)
 	}
@@ -133,6 +144,9 @@ func (a *app) serve(ctx context.Context, cfg *config.Config) error {
 	}
 	if err := adminSrv.Shutdown(sctx); err != nil {
 		logger.Warn("admin drain incomplete", "err", err)
+	}
+	if err := metricsEP.shutdown(sctx); err != nil {
+		logger.Warn("metrics drain incomplete", "err", err)
 	}
 	logger.Info("stopped")
 	if serveErr != nil && !errors.Is(serveErr, http.ErrServerClosed) {

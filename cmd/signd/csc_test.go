@@ -84,6 +84,7 @@ func (e *env) startDaemon() (addr string, stop func()) {
 	a.argon2 = &testArgon2
 	ready := make(chan string, 1)
 	a.ready = func(addr, _ string) { ready <- addr }
+	a.metricsReady = func(addr string) { e.metricsAddr = addr }
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	cmd := a.root()
@@ -180,8 +181,8 @@ func TestCSCDaemonAuditAndMetrics(t *testing.T) {
 		t.Errorf("unknown CSC method: %d", status)
 	}
 
-	// Metrics.
-	mres, err := http.Get("http://" + addr + "/metrics")
+	// Metrics, on their own listener.
+	mres, err := http.Get("http://" + e.metricsAddr + "/metrics")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -221,6 +222,10 @@ func TestCSCDaemonAuditAndMetrics(t *testing.T) {
 	want := "credential_enrolled/pending credential_enrolled/enabled credential_disabled/ok credential_enabled/ok signHash/granted signHash/refused"
 	if strings.Join(kinds, " ") != want {
 		t.Errorf("exported entries %v, want %s", kinds, want)
+	}
+	// The refusal has the count and digest of its hash array, not the hashes.
+	if refused := lines[len(lines)-1]; !strings.Contains(refused, `"hashes":[],"hash_count":1,"hashes_sha256":"`) {
+		t.Errorf("refused entry %s", refused)
 	}
 	if strings.Contains(export, sad) || strings.Contains(export, bearer) {
 		t.Error("the export contains a SAD or a token")

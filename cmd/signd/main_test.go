@@ -46,6 +46,9 @@ type env struct {
 	dir     string
 	cfgPath string
 	pinFile string
+	// metricsAddr is where the last daemon's metrics listener listens
+	// ("" when off).
+	metricsAddr string
 }
 
 func newEnv(t *testing.T, extra string) *env {
@@ -62,6 +65,7 @@ func newEnv(t *testing.T, extra string) *env {
 	}
 	cfg := fmt.Sprintf(`server:
   listen: 127.0.0.1:0
+  metrics_listen: 127.0.0.1:0
   base_url: http://127.0.0.1:8443
   admin_socket: %s/s.sock
 store:
@@ -78,6 +82,22 @@ oidc:
 		t.Fatal(err)
 	}
 	return e
+}
+
+// setConfig replaces old by new in the config file (the old text must be
+// there), for tests that change a key newEnv writes.
+func (e *env) setConfig(old, new string) {
+	e.t.Helper()
+	data, err := os.ReadFile(e.cfgPath)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	if !bytes.Contains(data, []byte(old)) {
+		e.t.Fatalf("config has no %q:\n%s", old, data)
+	}
+	if err := os.WriteFile(e.cfgPath, bytes.Replace(data, []byte(old), []byte(new), 1), 0o600); err != nil {
+		e.t.Fatal(err)
+	}
 }
 
 // testArgon2 keeps password hashing cheap in tests.
@@ -113,6 +133,7 @@ func (e *env) daemon() (string, *syncBuffer) {
 	a.argon2 = &testArgon2
 	ready := make(chan string, 1)
 	a.ready = func(addr, _ string) { ready <- addr }
+	a.metricsReady = func(addr string) { e.metricsAddr = addr }
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	cmd := a.root()

@@ -1,6 +1,10 @@
 package main
 
 import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net"
 	"net/http"
 	"strconv"
 	"time"
@@ -125,7 +129,64 @@ func (m *metrics) middleware(next echo.HandlerFunc) echo.HandlerFunc {
 	}
 }
 
-// handler serves GET /metrics.
-func (m *metrics) handler() echo.HandlerFunc {
-	return echo.WrapHandler(promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{}))
+// metricsEndpoint is the listener of server.metrics_listen: GET /metrics
+// and nothing else, apart from the public API, as node_exporter and Vault
+// keep theirs. Its methods do nothing on a nil endpoint (metrics off).
+type metricsEndpoint struct {
+	ln  net.Listener
+	srv *http.Server
+}
+
+// listenMetrics starts listening on addr for m's registry; "" means no
+// metrics listener (nil, nil).
+func listenMetrics(addr string, m *metrics, logger *slog.Logger) (*metricsEndpoint, error) {
+	if addr == "" {
+		return nil, nil
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("server.metrics_listen %s: %w", addr, err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{}))
+	return &metricsEndpoint{ln: ln, srv: &http.Server{
+		Handler:           mux,
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       10 * time.Second,
+		WriteTimeout:      30 * time.Second,
+		IdleTimeout:       120 * time.Second,
+		MaxHeaderBytes:    8 << 10,
+		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
+	}}, nil
+}
+
+// addr is the address it listens on, "" when off.
+func (me *metricsEndpoint) addr() string {
+	if me == nil {
+		return ""
+	}
+	return me.ln.Addr().String()
+}
+
+// serve serves until shutdown; its end is sent to errc.
+func (me *metricsEndpoint) serve(errc chan<- error) {
+	if me != nil {
+		go func() { errc <- me.srv.Serve(me.ln) }()
+	}
+}
+
+// shutdown stops accepting and drains scrapes in flight (Serve closes the
+// listener; close covers an endpoint that never served).
+func (me *metricsEndpoint) shutdown(ctx context.Context) error {
+	if me == nil {
+		return nil
+	}
+	return me.srv.Shutdown(ctx)
+}
+
+// close releases the listener of an endpoint that will not serve.
+func (me *metricsEndpoint) close() {
+	if me != nil {
+		me.ln.Close()
+	}
 }

@@ -41,7 +41,6 @@ func TestOpenAPIDescribesTheDaemon(t *testing.T) {
 	}{
 		{"GET", "/healthz", "", "", 200},
 		{"GET", "/readyz", "", "", 200},
-		{"GET", "/metrics", "", "", 200},
 		{"GET", "/.well-known/openid-configuration", "", "", 200},
 		{"GET", "/.well-known/jwks.json", "", "", 200},
 		{"GET", "/userinfo", "", "", 401},

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
 	"time"
 
@@ -27,6 +28,10 @@ type server struct {
 	Logger    *slog.Logger
 	BodyLimit int64
 	TLS       bool
+	// TrustedProxies are the reverse proxies (server.trusted_proxies)
+	// whose X-Forwarded-For and X-Real-IP are believed; none = the socket
+	// peer is the client.
+	TrustedProxies []*net.IPNet
 }
 
 // errorBody is the JSON error shape of the non-protocol endpoints; it is
@@ -40,6 +45,7 @@ func (s *server) echo() *echo.Echo {
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
 	e.HTTPErrorHandler = s.handleError
+	e.IPExtractor = clientIP(s.TrustedProxies)
 	e.Use(
 		middleware.RequestIDWithConfig(middleware.RequestIDConfig{TargetHeader: echo.HeaderXRequestID}),
 		middleware.RequestLoggerWithConfig(middleware.RequestLoggerConfig{
@@ -74,6 +80,32 @@ func (s *server) echo() *echo.Echo {
 	})
 	e.GET("/readyz", s.readyz)
 	return e
+}
+
+// clientIP is how c.RealIP (the logged remote_ip) finds the client. With
+// no trusted proxy it is the socket peer, whatever the headers say. With
+// trusted proxies, and only when the socket peer is one of them: the first
+// address of X-Forwarded-For, read from the right, that is not a trusted
+// proxy (a client can write the left part, never the right), or X-Real-IP
+// when the request has no X-Forwarded-For. Echo's own extractors do the
+// parsing; their default trust of loopback, link-local and private
+// addresses is turned off, so a sidecar or a neighbour on the LAN cannot
+// name itself someone else.
+func clientIP(trusted []*net.IPNet) echo.IPExtractor {
+	if len(trusted) == 0 {
+		return echo.ExtractIPDirect()
+	}
+	opts := []echo.TrustOption{echo.TrustLoopback(false), echo.TrustLinkLocal(false), echo.TrustPrivateNet(false)}
+	for _, n := range trusted {
+		opts = append(opts, echo.TrustIPRange(n))
+	}
+	xff, realIP := echo.ExtractIPFromXFFHeader(opts...), echo.ExtractIPFromRealIPHeader(opts...)
+	return func(r *http.Request) string {
+		if len(r.Header.Values(echo.HeaderXForwardedFor)) > 0 {
+			return xff(r)
+		}
+		return realIP(r)
+	}
 }
 
 // readyz answers 200 when the token's persistent session and the store

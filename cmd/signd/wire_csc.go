@@ -54,6 +54,7 @@ func (s *services) mountCSC(e *echo.Echo) error {
 		},
 		MaxResultsDefault: c.MaxResultsDefault,
 		MaxResultsLimit:   c.MaxResultsLimit,
+		MaxHashes:         c.MaxHashesPerRequest,
 		PageTokenKey:      key,
 		Now:               s.now,
 		Logger:            s.logger,
