@@ -107,6 +107,7 @@ func TestEveryKeyFromFile(t *testing.T) {
 			Listen:          "[::1]:9443",
 			BaseURL:         "http://127.0.0.1:9443/signd",
 			AdminSocket:     "/run/signd/admin.sock",
+			AdminGroup:      "root",
 			BodyLimitBytes:  2 << 20,
 			ShutdownTimeout: time.Minute,
 		},
@@ -175,7 +176,7 @@ func TestEveryBadValueReported(t *testing.T) {
 	_, err := load(t, "bad_values.yaml", nil)
 	e := problemsOf(t, err)
 	wantKeys := []string{
-		"server.listen", "server.base_url", "server.admin_socket",
+		"server.listen", "server.base_url", "server.admin_socket", "server.admin_group",
 		"server.body_limit_bytes", "server.shutdown_timeout",
 		"store.path", "store.open_timeout",
 		"pkcs11.module", "pkcs11.token_label", "pkcs11.pin", "pkcs11.pin_file",
@@ -201,6 +202,7 @@ func TestEveryBadValueReported(t *testing.T) {
 		`pkcs11.max_sessions: must be between 0 and 1024, got -1`,
 		`log.level: "loud" is not one of debug, info, warn, error`,
 		`pkcs11.pin: set together with pkcs11.pin_file`,
+		`server.admin_group: no group "no-such-group-signd" on this system`,
 	} {
 		if !strings.Contains(msg, frag) {
 			t.Errorf("error lacks %q:\n%s", frag, msg)
