@@ -40,6 +40,7 @@ type ServerConfig struct {
 	BaseURL         string        `mapstructure:"base_url"`
 	TLS             TLSConfig     `mapstructure:"tls"`
 	AdminSocket     string        `mapstructure:"admin_socket"`
+	AdminGroup      string        `mapstructure:"admin_group"`
 	BodyLimitBytes  int64         `mapstructure:"body_limit_bytes"`
 	ShutdownTimeout time.Duration `mapstructure:"shutdown_timeout"`
 	MetricsListen   string        `mapstructure:"metrics_listen"`

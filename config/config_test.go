@@ -108,6 +108,7 @@ func TestEveryKeyFromFile(t *testing.T) {
 			Listen:          "[::1]:9443",
 			BaseURL:         "http://127.0.0.1:9443/signd",
 			AdminSocket:     "/run/signd/admin.sock",
+			AdminGroup:      "root",
 			BodyLimitBytes:  2 << 20,
 			ShutdownTimeout: time.Minute,
 			MetricsListen:   "[::1]:9465",
@@ -179,7 +180,7 @@ func TestEveryBadValueReported(t *testing.T) {
 	_, err := load(t, "bad_values.yaml", nil)
 	e := problemsOf(t, err)
 	wantKeys := []string{
-		"server.listen", "server.base_url", "server.admin_socket",
+		"server.listen", "server.base_url", "server.admin_socket", "server.admin_group",
 		"server.body_limit_bytes", "server.shutdown_timeout",
 		"server.metrics_listen", "server.trusted_proxies",
 		"store.path", "store.open_timeout",
@@ -210,6 +211,7 @@ func TestEveryBadValueReported(t *testing.T) {
 		`server.metrics_listen: "127.0.0.1" is not host:port; empty turns the metrics listener off`,
 		`server.trusted_proxies: entry 2: "10.0.0.0/33" is not a CIDR (such as 10.0.0.0/8) or an IP address; entry 3: "proxy.example.org" is not a CIDR`,
 		`csc.max_hashes_per_request: must be between 1 and 10000, got 0`,
+		`server.admin_group: no group "no-such-group-signd" on this system`,
 	} {
 		if !strings.Contains(msg, frag) {
 			t.Errorf("error lacks %q:\n%s", frag, msg)

@@ -65,6 +65,8 @@ func Keys() []Key {
 			Usage: "PEM private key for server.tls.cert_file"},
 		{Name: "server.admin_socket", Default: "./var/signd.sock", Flag: "admin-socket",
 			Usage: "Unix socket of the admin API (created with mode 0600)"},
+		{Name: "server.admin_group", Default: "",
+			Usage: "group (name or numeric gid) whose members may use the admin socket besides root and signd's own user; empty = none"},
 		{Name: "server.body_limit_bytes", Default: int64(1 << 20),
 			Usage: "maximum request body size in bytes (1 to 64 MiB)"},
 		{Name: "server.shutdown_timeout", Default: 30 * time.Second,

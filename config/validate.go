@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/url"
 	"os"
+	"os/user"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -121,6 +122,7 @@ func (s *ServerConfig) checks() []check {
 		{"server.tls.key_file", pairedWith(s.TLS.KeyFile, s.TLS.CertFile, "server.tls.cert_file")},
 		{"server.tls.key_file", readableFile(s.TLS.KeyFile)},
 		{"server.admin_socket", socketPath(s.AdminSocket)},
+		{"server.admin_group", groupProblem(s.AdminGroup)},
 		{"server.body_limit_bytes", between(s.BodyLimitBytes, 1, MaxBodyLimitBytes)},
 		{"server.shutdown_timeout", positive(s.ShutdownTimeout)},
 		{"server.metrics_listen", metricsListen(s.MetricsListen, s.Listen)},
@@ -267,6 +269,47 @@ func socketPath(p string) string {
 		return "must not be empty"
 	case len(p) > maxSocketPath:
 		return fmt.Sprintf("is %d bytes; a Unix socket path is at most %d", len(p), maxSocketPath)
+	}
+	return ""
+}
+
+// NoAdminGroup is what ServerConfig.AdminGID returns when
+// server.admin_group is empty.
+const NoAdminGroup = -1
+
+// AdminGID resolves server.admin_group (a group name, or a numeric gid) to
+// a gid through the system's group database (os/user), or returns
+// NoAdminGroup when it is empty. An unknown group is an error naming the
+// key.
+func (s ServerConfig) AdminGID() (int, error) {
+	if s.AdminGroup == "" {
+		return NoAdminGroup, nil
+	}
+	var g *user.Group
+	var err error
+	if isDecimal(s.AdminGroup) && !strings.HasPrefix(s.AdminGroup, "-") {
+		g, err = user.LookupGroupId(s.AdminGroup)
+	} else {
+		g, err = user.LookupGroup(s.AdminGroup)
+	}
+	if err != nil {
+		var unknownName user.UnknownGroupError
+		var unknownID user.UnknownGroupIdError
+		if errors.As(err, &unknownName) || errors.As(err, &unknownID) {
+			return 0, fmt.Errorf("server.admin_group: no group %q on this system", s.AdminGroup)
+		}
+		return 0, fmt.Errorf("server.admin_group: looking up group %q: %w", s.AdminGroup, err)
+	}
+	gid, err := strconv.Atoi(g.Gid)
+	if err != nil || gid < 0 {
+		return 0, fmt.Errorf("server.admin_group: group %q has gid %q, not a number", s.AdminGroup, g.Gid)
+	}
+	return gid, nil
+}
+
+func groupProblem(name string) string {
+	if _, err := (ServerConfig{AdminGroup: name}).AdminGID(); err != nil {
+		return strings.TrimPrefix(err.Error(), "server.admin_group: ")
 	}
 	return ""
 }

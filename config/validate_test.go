@@ -101,6 +101,12 @@ func TestValidate(t *testing.T) {
 
 		{"admin socket empty", func(c *Config) { c.Server.AdminSocket = "" }, "server.admin_socket", "empty"},
 		{"admin socket too long", func(c *Config) { c.Server.AdminSocket = "/" + strings.Repeat("s", 107) }, "server.admin_socket", "at most 107"},
+		{"admin group by name", func(c *Config) { c.Server.AdminGroup = "root" }, "", ""},
+		{"admin group by gid", func(c *Config) { c.Server.AdminGroup = "0" }, "", ""},
+		{"admin group unknown name", func(c *Config) { c.Server.AdminGroup = "no-such-group-signd" }, "server.admin_group", `no group "no-such-group-signd" on this system`},
+		{"admin group unknown gid", func(c *Config) { c.Server.AdminGroup = "4000000000" }, "server.admin_group", `no group "4000000000" on this system`},
+		{"admin group negative", func(c *Config) { c.Server.AdminGroup = "-1" }, "server.admin_group", `no group "-1" on this system`},
+		{"admin group blank", func(c *Config) { c.Server.AdminGroup = " " }, "server.admin_group", `no group " " on this system`},
 		{"body limit max", func(c *Config) { c.Server.BodyLimitBytes = 64 << 20 }, "", ""},
 		{"body limit over", func(c *Config) { c.Server.BodyLimitBytes = 64<<20 + 1 }, "server.body_limit_bytes", "between 1 and"},
 		{"body limit zero", func(c *Config) { c.Server.BodyLimitBytes = 0 }, "server.body_limit_bytes", "between 1 and"},
@@ -201,6 +207,27 @@ func TestTrustedProxyNets(t *testing.T) {
 		if got := nets[0].Contains(net.ParseIP(ip)) || nets[1].Contains(net.ParseIP(ip)) || nets[2].Contains(net.ParseIP(ip)) || nets[3].Contains(net.ParseIP(ip)); got != in {
 			t.Errorf("%s trusted = %v, want %v", ip, got, in)
 		}
+	}
+}
+
+func TestAdminGID(t *testing.T) {
+	tests := []struct {
+		group string
+		want  int
+	}{
+		{"", NoAdminGroup},
+		{"root", 0},
+		{"0", 0},
+	}
+	for _, tt := range tests {
+		got, err := ServerConfig{AdminGroup: tt.group}.AdminGID()
+		if err != nil || got != tt.want {
+			t.Errorf("AdminGID(%q) = %d, %v; want %d", tt.group, got, err, tt.want)
+		}
+	}
+	if _, err := (ServerConfig{AdminGroup: "no-such-group-signd"}).AdminGID(); err == nil ||
+		err.Error() != `server.admin_group: no group "no-such-group-signd" on this system` {
+		t.Errorf("unknown group: %v", err)
 	}
 }
 

@@ -267,8 +267,9 @@ func rsaPublic(modulus, exponent []byte) (*rsa.PublicKey, error) {
 
 // GenerateRSA generates an RSA key pair of bits (2048, 3072 or 4096) inside
 // the token, labelled label, with a random 16-byte CKA_ID. The private key
-// is sensitive, never extractable and can only sign; the public key can
-// only verify. A label already on the token is refused (ErrLabelExists).
+// is sensitive, never extractable, can only sign and can be neither
+// modified nor copied; the public key can only verify and cannot be
+// modified. A label already on the token is refused (ErrLabelExists).
 // The public key is read back and checked.
 func (t *Token) GenerateRSA(ctx context.Context, label string, bits int) (*KeyInfo, error) {
 	switch bits {
@@ -355,6 +356,15 @@ func (t *Token) checkGenerated(s pkcs11.SessionHandle, pubH, privH pkcs11.Object
 	if err := checkPolicy(a, bits, false); err != nil {
 		return nil, err
 	}
+	// A token that silently ignores the freeze would leave a key anyone
+	// with the user PIN can relabel or clone.
+	v, err = t.attrs(s, privH, pkcs11.CKA_MODIFIABLE, pkcs11.CKA_COPYABLE)
+	if err != nil {
+		return nil, err
+	}
+	if attrBool(v[pkcs11.CKA_MODIFIABLE]) || attrBool(v[pkcs11.CKA_COPYABLE]) {
+		return nil, fmt.Errorf("%w: the token left the new private key modifiable or copyable", ErrKeyPolicy)
+	}
 	return pub, nil
 }
 
@@ -370,11 +380,17 @@ func publicTemplate(id []byte, label string, bits int) []*pkcs11.Attribute {
 		pkcs11.NewAttribute(pkcs11.CKA_PUBLIC_EXPONENT, []byte{1, 0, 1}),
 		pkcs11.NewAttribute(pkcs11.CKA_ID, id),
 		pkcs11.NewAttribute(pkcs11.CKA_LABEL, label),
+		pkcs11.NewAttribute(pkcs11.CKA_MODIFIABLE, false),
 	}
 }
 
 // privateTemplate spells out every usage: SoftHSM2's defaults for a
-// private key are DECRYPT and UNWRAP true, SENSITIVE false.
+// private key are DECRYPT and UNWRAP true, SENSITIVE false. The key is
+// frozen at creation (PKCS#11 v2.40 §4.4): CKA_MODIFIABLE false, so no
+// holder of the user PIN can relabel it, move its CKA_ID or switch a usage
+// back on, and CKA_COPYABLE false, so C_CopyObject cannot clone it into an
+// object with other attributes. ID and label are therefore set here, once;
+// nothing later edits a key (a certificate is a separate object).
 func privateTemplate(id []byte, label string) []*pkcs11.Attribute {
 	return []*pkcs11.Attribute{
 		pkcs11.NewAttribute(pkcs11.CKA_CLASS, pkcs11.CKO_PRIVATE_KEY),
@@ -388,6 +404,8 @@ func privateTemplate(id []byte, label string) []*pkcs11.Attribute {
 		pkcs11.NewAttribute(pkcs11.CKA_UNWRAP, false),
 		pkcs11.NewAttribute(pkcs11.CKA_SIGN_RECOVER, false),
 		pkcs11.NewAttribute(pkcs11.CKA_DERIVE, false),
+		pkcs11.NewAttribute(pkcs11.CKA_MODIFIABLE, false),
+		pkcs11.NewAttribute(pkcs11.CKA_COPYABLE, false),
 		pkcs11.NewAttribute(pkcs11.CKA_ID, id),
 		pkcs11.NewAttribute(pkcs11.CKA_LABEL, label),
 	}

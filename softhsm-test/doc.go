@@ -1,11 +1,13 @@
 // Package softhsmtest creates throwaway SoftHSM2 tokens for tests.
 //
 // Every token lives in a directory of its own with its own softhsm2.conf
-// (file backend); nothing touches /etc/softhsm or /var/lib/softhsm. The
-// shell script init-token.sh beside this file does the work, so tests, CI and
-// `make demo` set tokens up the same way.
+// (file backend); nothing touches /etc/softhsm or /var/lib/softhsm. Create
+// does the work over PKCS#11 (C_InitToken, C_InitPIN), so PINs are never on
+// a command line; the shell script init-token.sh beside this file runs the
+// same code (cmd/init-token) for the demo and the benchmarks, so tests, CI
+// and `make demo` set tokens up the same way.
 //
-// The package is imported only by tests (typically from TestMain). It sets
-// SOFTHSM2_CONF for the current process, because SoftHSM2 reads it during
-// C_Initialize.
+// The package is imported by tests (typically from TestMain) and by
+// cmd/init-token. Setup sets SOFTHSM2_CONF for the current process, because
+// SoftHSM2 reads it during C_Initialize.
 package softhsmtest

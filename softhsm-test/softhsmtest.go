@@ -1,16 +1,24 @@
 package softhsmtest
 
 import (
+	"bytes"
 	"crypto/rand"
+	_ "embed"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
+
+	"github.com/miekg/pkcs11"
 )
+
+// confTemplate is softhsm2.conf.tmpl; writeConf fills in @TOKENDIR@.
+//
+//go:embed softhsm2.conf.tmpl
+var confTemplate []byte
 
 // DefaultModule is where Debian and Ubuntu install the SoftHSM2 module.
 const DefaultModule = "/usr/lib/softhsm/libsofthsm2.so"
@@ -42,18 +50,33 @@ func Module() (string, error) {
 // Setup creates a token labelled label inside dir with random PINs, and
 // points SOFTHSM2_CONF of the current process at its config.
 func Setup(dir, label string) (*Token, error) {
-	module, err := Module()
+	tok, err := Create(dir, label, randomPIN(), randomPIN())
 	if err != nil {
-		return nil, err
-	}
-	tok := &Token{Dir: dir, Label: label, PIN: randomPIN(), SOPIN: randomPIN(), Module: module}
-	if err := tok.create(); err != nil {
 		return nil, err
 	}
 	if err := os.Setenv("SOFTHSM2_CONF", tok.Conf); err != nil {
 		return nil, err
 	}
 	return tok, nil
+}
+
+// Create makes sure a token labelled label exists inside dir: it writes
+// dir/softhsm2.conf (file backend, tokens in dir/tokens, from
+// softhsm2.conf.tmpl) and, unless a token with that label is already
+// there, initializes the first free slot with soPIN and userPIN. It talks
+// PKCS#11 to the module in this process (C_InitToken, C_Login as SO,
+// C_InitPIN), so the PINs are never on the command line of any process,
+// where every local user could read them (/proc/PID/cmdline); softhsm2-util
+// would need them there. The module must not be initialized elsewhere in
+// the process; Create leaves it finalized and points SOFTHSM2_CONF at the
+// config while it runs.
+func Create(dir, label, userPIN, soPIN string) (*Token, error) {
+	module, err := Module()
+	if err != nil {
+		return nil, err
+	}
+	tok := &Token{Dir: dir, Label: label, PIN: userPIN, SOPIN: soPIN, Module: module}
+	return tok, tok.create()
 }
 
 // AddToken creates another token with the same config directory and returns
@@ -63,37 +86,125 @@ func (t *Token) AddToken(label string) (*Token, error) {
 	return nt, nt.create()
 }
 
+// maxLabel is the size of CK_TOKEN_INFO.label.
+const maxLabel = 32
+
+// minPIN is SoftHSM2's shortest PIN.
+const minPIN = 4
+
 func (t *Token) create() error {
-	script, err := Script()
-	if err != nil {
+	switch {
+	case t.Label == "":
+		return errors.New("softhsmtest: empty token label")
+	case len(t.Label) > maxLabel:
+		return fmt.Errorf("softhsmtest: token label %q is longer than %d bytes", t.Label, maxLabel)
+	case len(t.PIN) < minPIN || len(t.SOPIN) < minPIN:
+		return fmt.Errorf("softhsmtest: PINs must be at least %d characters", minPIN)
+	}
+	if err := t.writeConf(); err != nil {
 		return err
 	}
-	cmd := exec.Command("bash", script, t.Dir, t.Label)
-	cmd.Env = append(os.Environ(), "SOFTHSM_USER_PIN="+t.PIN, "SOFTHSM_SO_PIN="+t.SOPIN)
-	out, err := cmd.Output()
-	if err != nil {
-		var ee *exec.ExitError
-		if errors.As(err, &ee) {
-			return fmt.Errorf("softhsmtest: init-token.sh %s: %v: %s", t.Label, err, strings.TrimSpace(string(ee.Stderr)))
+	// SoftHSM2 reads SOFTHSM2_CONF in C_Initialize.
+	prev, had := os.LookupEnv("SOFTHSM2_CONF")
+	if err := os.Setenv("SOFTHSM2_CONF", t.Conf); err != nil {
+		return err
+	}
+	defer func() {
+		if had {
+			_ = os.Setenv("SOFTHSM2_CONF", prev)
+		} else {
+			_ = os.Unsetenv("SOFTHSM2_CONF")
 		}
-		return fmt.Errorf("softhsmtest: init-token.sh %s: %w", t.Label, err)
+	}()
+	return t.initToken()
+}
+
+// writeConf writes Dir/softhsm2.conf (0600) and creates Dir/tokens (0700).
+func (t *Token) writeConf() error {
+	dir, err := filepath.Abs(t.Dir)
+	if err != nil {
+		return fmt.Errorf("softhsmtest: %w", err)
 	}
-	line := strings.TrimSpace(string(out))
-	conf, ok := strings.CutPrefix(line, "SOFTHSM2_CONF=")
-	if !ok {
-		return fmt.Errorf("softhsmtest: unexpected output of init-token.sh: %q", line)
+	tokens := filepath.Join(dir, "tokens")
+	if err := os.MkdirAll(tokens, 0o700); err != nil {
+		return fmt.Errorf("softhsmtest: %w", err)
 	}
-	t.Conf = conf
+	if err := os.Chmod(tokens, 0o700); err != nil {
+		return fmt.Errorf("softhsmtest: %w", err)
+	}
+	conf := filepath.Join(dir, "softhsm2.conf")
+	if err := os.WriteFile(conf, bytes.ReplaceAll(confTemplate, []byte("@TOKENDIR@"), []byte(tokens)), 0o600); err != nil {
+		return fmt.Errorf("softhsmtest: %w", err)
+	}
+	t.Dir, t.Conf = dir, conf
 	return nil
 }
 
-// Script returns the absolute path of init-token.sh.
-func Script() (string, error) {
-	_, file, _, ok := runtime.Caller(0)
-	if !ok {
-		return "", errors.New("softhsmtest: cannot locate init-token.sh")
+// initToken initializes a free slot as the token, unless it exists.
+func (t *Token) initToken() error {
+	// The module is never unloaded (no Destroy): the hsm package keeps its
+	// own handle to the same library, and SoftHSM2 is not meant to be
+	// dlclose()d and loaded again.
+	ctx := pkcs11.New(t.Module)
+	if ctx == nil {
+		return fmt.Errorf("softhsmtest: cannot load the PKCS#11 module %s", t.Module)
 	}
-	return filepath.Join(filepath.Dir(file), "init-token.sh"), nil
+	if err := ctx.Initialize(); err != nil {
+		return fmt.Errorf("softhsmtest: C_Initialize: %w (create tokens before anything in this process opens the module)", err)
+	}
+	defer ctx.Finalize()
+	slots, err := ctx.GetSlotList(true)
+	if err != nil {
+		return fmt.Errorf("softhsmtest: C_GetSlotList: %w", err)
+	}
+	free, found := uint(0), false
+	for _, slot := range slots {
+		info, err := ctx.GetTokenInfo(slot)
+		if err != nil {
+			return fmt.Errorf("softhsmtest: C_GetTokenInfo: %w", err)
+		}
+		initialized := info.Flags&pkcs11.CKF_TOKEN_INITIALIZED != 0
+		if initialized && strings.TrimRight(info.Label, " ") == t.Label {
+			return nil // made by an earlier run: reuse it as it is
+		}
+		if !initialized && !found {
+			free, found = slot, true
+		}
+	}
+	if !found {
+		return fmt.Errorf("softhsmtest: no free slot for token %q in %s", t.Label, t.Dir)
+	}
+	if err := ctx.InitToken(free, t.SOPIN, t.Label); err != nil {
+		return fmt.Errorf("softhsmtest: C_InitToken %q: %w", t.Label, err)
+	}
+	s, err := ctx.OpenSession(free, pkcs11.CKF_SERIAL_SESSION|pkcs11.CKF_RW_SESSION)
+	if err != nil {
+		return fmt.Errorf("softhsmtest: C_OpenSession: %w", err)
+	}
+	defer ctx.CloseSession(s)
+	if err := ctx.Login(s, pkcs11.CKU_SO, t.SOPIN); err != nil {
+		return fmt.Errorf("softhsmtest: C_Login as SO: %w", err)
+	}
+	if err := ctx.InitPIN(s, t.PIN); err != nil {
+		return fmt.Errorf("softhsmtest: C_InitPIN: %w", err)
+	}
+	if err := ctx.Logout(s); err != nil {
+		return fmt.Errorf("softhsmtest: C_Logout: %w", err)
+	}
+	return nil
+}
+
+// Script returns the absolute path of init-token.sh, the shell entry to
+// Create for the demo and the benchmarks.
+func Script() (string, error) {
+	return filepath.Join(sourceDir(), "init-token.sh"), nil
+}
+
+// sourceDir is the directory of this package's sources, which holds
+// init-token.sh.
+func sourceDir() string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Dir(file)
 }
 
 func randomPIN() string {

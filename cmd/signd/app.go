@@ -196,7 +196,7 @@ func (a *app) adminService(cmd *cobra.Command) (admin.Service, func(), error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	remote, err := admin.Dial(cfg.Server.AdminSocket)
+	remote, err := dialAdmin(cfg)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -223,6 +223,18 @@ func (a *app) adminService(cmd *cobra.Command) (admin.Service, func(), error) {
 	local := &admin.Local{Store: db, Keys: keys, Hasher: h, Now: a.now, Logger: logger,
 		OIDCKeys: newKeyRing(cfg, db, keys, a.now, logger)}
 	return local, func() { keys.close(); db.Close() }, nil
+}
+
+// dialAdmin returns the running daemon's admin API, or nil when no daemon
+// listens on server.admin_socket. It refuses a socket, or a process behind
+// it, that is not root's, the caller's own or (with server.admin_group)
+// the daemon's (admin.Trust).
+func dialAdmin(cfg *config.Config) (*admin.Remote, error) {
+	gid, err := cfg.Server.AdminGID()
+	if err != nil {
+		return nil, err
+	}
+	return admin.Dial(cfg.Server.AdminSocket, admin.TrustSelf(gid))
 }
 
 // withAdmin runs fn with an admin service and releases it afterwards.

@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"strings"
 	"time"
@@ -18,7 +17,6 @@ import (
 	"github.com/labstack/echo/v4"
 	"github.com/spf13/cobra"
 
-	"github.com/signd/signd/cmd/signd/admin"
 	"github.com/signd/signd/store"
 )
 
@@ -112,12 +110,12 @@ func (a *app) withAudit(cmd *cobra.Command, fn func(context.Context, auditSource
 	if err != nil {
 		return err
 	}
-	remote, err := admin.Dial(cfg.Server.AdminSocket)
+	remote, err := dialAdmin(cfg)
 	if err != nil {
 		return err
 	}
 	if remote != nil {
-		return fn(cmd.Context(), &socketAudit{client: socketClient(cfg.Server.AdminSocket)})
+		return fn(cmd.Context(), &socketAudit{client: remote.HTTPClient()})
 	}
 	db, err := openStore(cfg)
 	if err != nil {
@@ -182,15 +180,6 @@ func exportAuditLog(ctx context.Context, s store.Store, since time.Time, w io.Wr
 
 // socketAudit asks the running daemon over its admin socket.
 type socketAudit struct{ client *http.Client }
-
-func socketClient(path string) *http.Client {
-	return &http.Client{Transport: &http.Transport{
-		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-			var d net.Dialer
-			return d.DialContext(ctx, "unix", path)
-		},
-	}}
-}
 
 func (s *socketAudit) post(ctx context.Context, method string, body any) (*http.Response, error) {
 	data, _ := json.Marshal(body)

@@ -43,6 +43,16 @@ func (a *app) serve(ctx context.Context, cfg *config.Config) error {
 		"base_url", cfg.Server.BaseURL, "store", cfg.Store.Path,
 		"pkcs11_module", cfg.PKCS11.Module, "token_label", cfg.PKCS11.TokenLabel)
 
+	// The admin socket's directory is checked first: a daemon that cannot
+	// keep its socket to itself must not start.
+	adminGID, err := cfg.Server.AdminGID()
+	if err != nil {
+		return err
+	}
+	if err := prepareAdminDir(cfg.Server.AdminSocket); err != nil {
+		return err
+	}
+
 	db, err := openStore(cfg)
 	if err != nil {
 		return err
@@ -101,7 +111,7 @@ func (a *app) serve(ctx context.Context, cfg *config.Config) error {
 		httpLn.Close()
 		return err
 	}
-	adminLn, err := listenAdmin(cfg.Server.AdminSocket)
+	adminLn, err := listenAdmin(cfg.Server.AdminSocket, adminGID, logger)
 	if err != nil {
 		httpLn.Close()
 		metricsEP.close()
@@ -155,14 +165,24 @@ func (a *app) serve(ctx context.Context, cfg *config.Config) error {
 	return nil
 }
 
-// listenAdmin listens on the admin Unix socket with mode 0600. A socket file
-// nobody answers on is stale and replaced; one that answers means another
-// daemon runs.
-func listenAdmin(path string) (net.Listener, error) {
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return nil, fmt.Errorf("server.admin_socket: %w", err)
+// prepareAdminDir creates the admin socket's directory (0700) if it is
+// missing and refuses one that someone other than root or this process's
+// user could write (admin.CheckSocketDir).
+func prepareAdminDir(path string) error {
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("server.admin_socket: %w", err)
 	}
-	if r, err := admin.Dial(path); err != nil {
+	return admin.CheckSocketDir(dir, os.Geteuid())
+}
+
+// listenAdmin listens on the admin Unix socket: mode 0600, or 0660 with
+// group adminGID when server.admin_group is set. Connections are served
+// only to root, this process's user and adminGID's members (SO_PEERCRED,
+// admin.Listener). A socket file nobody answers on is stale and replaced;
+// one that answers means another daemon runs.
+func listenAdmin(path string, adminGID int, logger *slog.Logger) (net.Listener, error) {
+	if r, err := admin.Dial(path, admin.TrustSelf(adminGID)); err != nil {
 		return nil, err
 	} else if r != nil {
 		return nil, fmt.Errorf("server.admin_socket %s: another signd answers there", path)
@@ -174,9 +194,18 @@ func listenAdmin(path string) (net.Listener, error) {
 	if err != nil {
 		return nil, fmt.Errorf("server.admin_socket %s: %w", path, err)
 	}
-	if err := os.Chmod(path, 0o600); err != nil {
+	mode := os.FileMode(0o600)
+	if adminGID != admin.NoGroup {
+		mode = 0o660
+		if err := os.Chown(path, -1, adminGID); err != nil {
+			ln.Close()
+			return nil, fmt.Errorf("server.admin_socket %s: giving it to server.admin_group: %w", path, err)
+		}
+	}
+	if err := os.Chmod(path, mode); err != nil {
 		ln.Close()
 		return nil, fmt.Errorf("server.admin_socket %s: %w", path, err)
 	}
-	return ln, nil
+	access := admin.Access{UID: uint32(os.Geteuid()), AdminGID: adminGID}
+	return &admin.Listener{Listener: ln, Access: access, Logger: logger}, nil
 }

@@ -25,6 +25,11 @@ import (
 var token *softhsmtest.Token
 
 func TestMain(m *testing.M) {
+	// The test binary doubles as a helper process that other uids run
+	// (adminsock_test.go); it must not touch the token then.
+	if mode := os.Getenv(childEnv); mode != "" {
+		os.Exit(runChild(mode))
+	}
 	dir, err := os.MkdirTemp("", "signd-cmd-test-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -37,6 +42,7 @@ func TestMain(m *testing.M) {
 	}
 	code := m.Run()
 	os.RemoveAll(dir)
+	removeChildBinary()
 	os.Exit(code)
 }
 

@@ -4,9 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
+	"syscall"
 	"time"
 
 	"go.etcd.io/bbolt"
@@ -24,6 +27,12 @@ const DefaultTimeout = 5 * time.Second
 
 // fileMode is the mode of a newly created database file.
 const fileMode = 0o600
+
+// ErrUnsafeFile is returned by Open for an existing database file that
+// other local users could read or write: group or other permission bits,
+// or an owner other than the process's effective uid. The wrapping error
+// names the file and the chmod or chown that fixes it.
+var ErrUnsafeFile = errors.New("store: unsafe database file")
 
 // Bucket names, one per kind of record.
 const (
@@ -99,8 +108,10 @@ type DB struct {
 
 var _ store.Store = (*DB)(nil)
 
-// Open opens or creates the database file at path (mode 0600 when created;
-// the mode of an existing file is left alone). The parent directory must
+// Open opens or creates the database file at path (mode 0600 when created).
+// An existing file must be a regular file owned by the effective uid with
+// no permission bits for group or others, else Open fails with
+// ErrUnsafeFile and the command that fixes it. The parent directory must
 // exist. If another process (or another DB in this one) holds the file, Open
 // fails after opts.Timeout with an error wrapping store.ErrLocked that names
 // the file; a file written by a newer signd fails with store.ErrSchemaTooNew.
@@ -111,6 +122,9 @@ func Open(path string, opts Options) (*DB, error) {
 		return nil, fmt.Errorf("store: open %s: directory %s: %w", path, dir, err)
 	} else if !fi.IsDir() {
 		return nil, fmt.Errorf("store: open %s: %s is not a directory", path, dir)
+	}
+	if err := checkFile(path); err != nil {
+		return nil, err
 	}
 	timeout := opts.Timeout
 	if timeout <= 0 {
@@ -196,4 +210,42 @@ func (db *DB) Close() error {
 		return fmt.Errorf("store: close %s: %w", db.path, err)
 	}
 	return nil
+}
+
+// checkFile refuses an existing database file other local users could read
+// or write: it holds password, PIN and client secret hashes, MAC keys and
+// the audit chain. A missing file is fine (bbolt creates it with fileMode).
+// Stat follows a symlink: the file that counts is the one bbolt opens.
+func checkFile(path string) error {
+	fi, err := os.Stat(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("store: open %s: %w", path, err)
+	}
+	if !fi.Mode().IsRegular() {
+		return fmt.Errorf("%w: %s is not a regular file (%s)", ErrUnsafeFile, path, fi.Mode().Type())
+	}
+	if perm := fi.Mode().Perm(); perm&0o077 != 0 {
+		return fmt.Errorf("%w: %s has mode %#o; group and others must have no access (run: chmod 600 %s)",
+			ErrUnsafeFile, path, perm, shellQuote(path))
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return nil
+	}
+	if euid := os.Geteuid(); int(st.Uid) != euid {
+		return fmt.Errorf("%w: %s is owned by uid %d, not by uid %d of this process; run signd as uid %d, or hand the file over (run: chown %d %s)",
+			ErrUnsafeFile, path, st.Uid, euid, st.Uid, euid, shellQuote(path))
+	}
+	return nil
+}
+
+// shellQuote quotes p for a command line an operator pastes.
+func shellQuote(p string) string {
+	if p != "" && strings.Trim(p, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789/._-+,:=@%") == "" {
+		return p
+	}
+	return "'" + strings.ReplaceAll(p, "'", `'\''`) + "'"
 }

@@ -8,7 +8,10 @@
 //   - Local performs them directly on the store and the token. The CLI uses
 //     it when no daemon runs, and the daemon uses it behind its admin socket.
 //   - Remote sends them to a running daemon over its admin socket (a Unix
-//     socket, mode 0600), see Handler for the server side.
+//     socket, mode 0600), see Handler for the server side. Both ends check
+//     who is at the other end with SO_PEERCRED before anything is read or
+//     sent (socket.go: Listener, Trust), and the daemon only listens in a
+//     directory nobody else can write (CheckSocketDir).
 //
 // Errors that reach an operator are *Error values: a Kind that survives the
 // socket and a message written for a human. Secrets (passwords, PINs,

@@ -9,9 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"os"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -142,26 +140,40 @@ type Remote struct {
 
 var _ Service = (*Remote)(nil)
 
-// Dial returns a Remote when a daemon answers on socket. It returns
-// (nil, nil) when nothing listens there (no file, or a stale socket), so the
-// caller can fall back to Local.
-func Dial(socket string) (*Remote, error) {
-	conn, err := net.DialTimeout("unix", socket, 2*time.Second)
+// Dial returns a Remote when a daemon trust accepts answers on socket. It
+// returns (nil, nil) when nothing listens there (no file, or a stale
+// socket), so the caller can fall back to Local, and an error when the
+// socket or the process behind it is not trusted (see Trust). Every
+// connection the Remote opens later is checked the same way before
+// anything is sent on it.
+func Dial(socket string, trust Trust) (*Remote, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	conn, err := trust.dial(ctx, socket)
+	if errors.Is(err, errNoDaemon) {
+		return nil, nil
+	}
 	if err != nil {
-		if errors.Is(err, os.ErrNotExist) || errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ENOENT) {
-			return nil, nil
-		}
-		return nil, fmt.Errorf("admin socket %s: %w", socket, err)
+		return nil, err
 	}
 	conn.Close()
 	r := &Remote{Socket: socket}
 	r.client = &http.Client{Transport: &http.Transport{
 		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-			var d net.Dialer
-			return d.DialContext(ctx, "unix", socket)
+			c, err := trust.dial(ctx, socket)
+			if errors.Is(err, errNoDaemon) {
+				return nil, fmt.Errorf("admin socket %s: the daemon is gone", socket)
+			}
+			return c, err
 		},
 	}}
 	return r, nil
+}
+
+// HTTPClient returns the client r sends requests with; its connections
+// are checked like Dial's.
+func (r *Remote) HTTPClient() *http.Client {
+	return r.client
 }
 
 func (r *Remote) call(ctx context.Context, method string, req, resp any) error {

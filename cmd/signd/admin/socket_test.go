@@ -1,0 +1,292 @@
+package admin
+
+import (
+	"errors"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"golang.org/x/sys/unix"
+)
+
+func TestAccessAllows(t *testing.T) {
+	const daemon, admins = 990, 4242
+	groups := func(uid uint32) ([]uint32, error) {
+		switch uid {
+		case 1001: // alice: admins as a supplementary group
+			return []uint32{1001, 27, admins}, nil
+		case 1002: // bob: not an admin
+			return []uint32{1002, 27}, nil
+		}
+		return nil, errors.New("user: unknown userid")
+	}
+	tests := []struct {
+		name     string
+		adminGID int
+		peer     *unix.Ucred
+		want     bool
+	}{
+		{"root", NoGroup, &unix.Ucred{Uid: 0, Gid: 0}, true},
+		{"the daemon's user", NoGroup, &unix.Ucred{Uid: daemon, Gid: daemon}, true},
+		{"another user", NoGroup, &unix.Ucred{Uid: 1001, Gid: 1001}, false},
+		{"another user with the daemon's gid", NoGroup, &unix.Ucred{Uid: 1001, Gid: daemon}, false},
+		{"gid 0 is not root", NoGroup, &unix.Ucred{Uid: 1001, Gid: 0}, false},
+		{"no credentials", NoGroup, nil, false},
+		{"admin group: process gid", admins, &unix.Ucred{Uid: 1002, Gid: admins}, true},
+		{"admin group: member in the database", admins, &unix.Ucred{Uid: 1001, Gid: 1001}, true},
+		{"admin group: not a member", admins, &unix.Ucred{Uid: 1002, Gid: 1002}, false},
+		{"admin group: unknown user", admins, &unix.Ucred{Uid: 5555, Gid: 5555}, false},
+		{"admin group: root still", admins, &unix.Ucred{Uid: 0, Gid: 0}, true},
+		{"admin group: the daemon still", admins, &unix.Ucred{Uid: daemon, Gid: daemon}, true},
+		{"no admin group: a member is not special", NoGroup, &unix.Ucred{Uid: 1001, Gid: admins}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			a := Access{UID: daemon, AdminGID: tt.adminGID, GroupIDs: groups}
+			if got := a.Allows(tt.peer); got != tt.want {
+				t.Errorf("Allows(%+v) = %v, want %v", tt.peer, got, tt.want)
+			}
+		})
+	}
+}
+
+// The CLI trusts the owner of the socket's directory only with an admin
+// group, only when the directory belongs to that group and only its owner
+// can write it.
+func TestTrustUIDs(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to chown the directories")
+	}
+	const daemon, admins = 990, 4242
+	tests := []struct {
+		name     string
+		adminGID int
+		gid      int
+		mode     os.FileMode
+		want     bool // daemon's uid trusted
+	}{
+		{"admin group directory 0750", admins, admins, 0o750, true},
+		{"admin group directory 0710", admins, admins, 0o710, true},
+		{"no admin group configured", NoGroup, admins, 0o750, false},
+		{"directory of another group", admins, 100, 0o750, false},
+		{"group-writable directory", admins, admins, 0o770, false},
+		{"world-writable directory", admins, admins, 0o757, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "run")
+			if err := os.Mkdir(dir, 0o700); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Chown(dir, daemon, tt.gid); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Chmod(dir, tt.mode); err != nil {
+				t.Fatal(err)
+			}
+			uids := Trust{UID: 1001, AdminGID: tt.adminGID}.uids(filepath.Join(dir, "s.sock"))
+			got := false
+			for _, u := range uids {
+				if u == daemon {
+					got = true
+				}
+			}
+			if got != tt.want || uids[0] != 0 || uids[1] != 1001 {
+				t.Errorf("trusted uids %v; daemon %d trusted: %v, want %v", uids, daemon, got, tt.want)
+			}
+		})
+	}
+}
+
+// Dial refuses what is not a socket instead of treating it as stale (the
+// daemon would delete it to make room).
+func TestDialRefusesNonSocket(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "signd.db")
+	if err := os.WriteFile(file, []byte("data"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(file, filepath.Join(dir, "link")); err != nil {
+		t.Fatal(err)
+	}
+	for name, want := range map[string]string{"signd.db": "is a regular file, not a socket", "link": "is a symbolic link, not a socket"} {
+		r, err := Dial(filepath.Join(dir, name), TrustSelf(NoGroup))
+		if r != nil || err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("Dial(%s) = %v, %v; want %q", name, r, err, want)
+		}
+	}
+	if data, _ := os.ReadFile(file); string(data) != "data" {
+		t.Errorf("file changed: %q", data)
+	}
+}
+
+func TestDialNoDaemon(t *testing.T) {
+	dir := t.TempDir()
+	// No file.
+	if r, err := Dial(filepath.Join(dir, "none.sock"), TrustSelf(NoGroup)); r != nil || err != nil {
+		t.Errorf("Dial of a missing socket = %v, %v; want nil, nil", r, err)
+	}
+	// A stale socket: bound, then its listener closed without unlinking.
+	stale := filepath.Join(dir, "stale.sock")
+	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: stale, Net: "unix"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln.SetUnlinkOnClose(false)
+	ln.Close()
+	if r, err := Dial(stale, TrustSelf(NoGroup)); r != nil || err != nil {
+		t.Errorf("Dial of a stale socket = %v, %v; want nil, nil", r, err)
+	}
+}
+
+// PeerCred reports this process at both ends of a connection to itself.
+func TestPeerCred(t *testing.T) {
+	sock := filepath.Join(t.TempDir(), "s.sock")
+	ln, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	accepted := make(chan net.Conn, 1)
+	go func() {
+		c, _ := ln.Accept()
+		accepted <- c
+	}()
+	c, err := net.Dial("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	s := <-accepted
+	defer s.Close()
+	for _, conn := range []net.Conn{c, s} {
+		cred, err := PeerCred(conn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if int(cred.Uid) != os.Geteuid() || int(cred.Gid) != os.Getegid() || int(cred.Pid) != os.Getpid() {
+			t.Errorf("PeerCred = %+v, want uid %d gid %d pid %d", cred, os.Geteuid(), os.Getegid(), os.Getpid())
+		}
+	}
+	tcp, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tcp.Close()
+	tc, err := net.Dial("tcp", tcp.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tc.Close()
+	if _, err := PeerCred(tc); err == nil {
+		t.Error("PeerCred of a TCP connection succeeded")
+	}
+}
+
+func TestCheckSocketDir(t *testing.T) {
+	euid := os.Geteuid()
+	tests := []struct {
+		name  string
+		setup func(t *testing.T, base string) string
+		want  string // "" = accepted
+	}{
+		{"0700", func(t *testing.T, b string) string { return mkdirMode(t, b+"/d", 0o700) }, ""},
+		{"0750", func(t *testing.T, b string) string { return mkdirMode(t, b+"/d", 0o750) }, ""},
+		{"0755", func(t *testing.T, b string) string { return mkdirMode(t, b+"/d", 0o755) }, ""},
+		{"0770", func(t *testing.T, b string) string { return mkdirMode(t, b+"/d", 0o770) }, "is writable by group or others (mode 0770)"},
+		{"0702", func(t *testing.T, b string) string { return mkdirMode(t, b+"/d", 0o702) }, "is writable by group or others (mode 0702)"},
+		{"sticky 1777 itself", func(t *testing.T, b string) string { return mkdirMode(t, b+"/d", 0o777|os.ModeSticky) }, "is writable by group or others (mode 0777)"},
+		{"symbolic link", func(t *testing.T, b string) string {
+			mkdirMode(t, b+"/real", 0o700)
+			if err := os.Symlink(b+"/real", b+"/d"); err != nil {
+				t.Fatal(err)
+			}
+			return b + "/d"
+		}, "is a symbolic link (to "},
+		{"a file", func(t *testing.T, b string) string {
+			if err := os.WriteFile(b+"/d", nil, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			return b + "/d"
+		}, "is a regular file, not a directory"},
+		{"missing", func(t *testing.T, b string) string { return b + "/d" }, "no such file or directory"},
+		{"writable parent", func(t *testing.T, b string) string {
+			mkdirMode(t, b+"/p", 0o777)
+			return mkdirMode(t, b+"/p/d", 0o700)
+		}, "parent directory "},
+		{"sticky parent", func(t *testing.T, b string) string {
+			mkdirMode(t, b+"/p", 0o777|os.ModeSticky)
+			return mkdirMode(t, b+"/p/d", 0o700)
+		}, ""},
+		{"parent reached through a symbolic link", func(t *testing.T, b string) string {
+			mkdirMode(t, b+"/p", 0o755)
+			mkdirMode(t, b+"/p/d", 0o700)
+			if err := os.Symlink(b+"/p", b+"/alias"); err != nil {
+				t.Fatal(err)
+			}
+			return b + "/alias/d" // like /var/run/signd with /var/run -> /run
+		}, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			base := t.TempDir()
+			dir := tt.setup(t, base)
+			err := CheckSocketDir(dir, euid)
+			if tt.want == "" {
+				if err != nil {
+					t.Fatalf("CheckSocketDir(%s): %v", dir, err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("CheckSocketDir(%s) = %v, want %q", dir, err, tt.want)
+			}
+			if !strings.HasPrefix(err.Error(), "server.admin_socket: ") {
+				t.Errorf("error %q does not name the key", err)
+			}
+		})
+	}
+}
+
+func TestCheckSocketDirOwner(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to chown")
+	}
+	base := t.TempDir()
+	dir := mkdirMode(t, base+"/d", 0o700)
+	if err := os.Chown(dir, 65534, 65534); err != nil {
+		t.Fatal(err)
+	}
+	err := CheckSocketDir(dir, 0)
+	if err == nil || !strings.Contains(err.Error(), "directory "+dir+" is owned by uid 65534, not by root or uid 0") ||
+		!strings.Contains(err.Error(), "run: chown 0 "+dir) {
+		t.Fatalf("CheckSocketDir = %v", err)
+	}
+	// A daemon running as 65534 accepts its own directory.
+	if err := CheckSocketDir(dir, 65534); err != nil {
+		t.Fatalf("CheckSocketDir as the owner: %v", err)
+	}
+	// A parent owned by someone else can rename the directory away.
+	if err := os.Chown(base, 65534, 65534); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(dir, 0, 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := CheckSocketDir(dir, 0); err == nil || !strings.Contains(err.Error(), "parent directory "+base+" is owned by uid 65534") {
+		t.Fatalf("CheckSocketDir under a foreign parent = %v", err)
+	}
+}
+
+func mkdirMode(t *testing.T, dir string, mode os.FileMode) string {
+	t.Helper()
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(dir, mode); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
