@@ -42,6 +42,7 @@ const (
 	rvServicePending                  // pending request at consent, scope service: /oauth2/consent
 	rvCredentialPending               // pending request at consent, scope credential (PIN): /oauth2/consent
 	rvSession                         // login session cookie: SSO at /oauth2/authorize
+	rvCredentialLogin                 // pending request at login, scope credential: /oauth2/login
 	rvKinds
 )
 
@@ -49,12 +50,12 @@ var rvKindNames = [...]string{
 	"service token at /csc/v1/credentials/list", "openid token at /userinfo", "SAD at signHash",
 	"service code at /oauth2/token", "credential code at /oauth2/token",
 	"pending service request at /oauth2/consent", "pending credential request at /oauth2/consent",
-	"SSO session at /oauth2/authorize",
+	"SSO session at /oauth2/authorize", "pending credential request at /oauth2/login",
 }
 
 func (k rvKind) String() string { return rvKindNames[k] }
 func (k rvKind) credential() bool {
-	return k == rvSAD || k == rvCredentialCode || k == rvCredentialPending
+	return k == rvSAD || k == rvCredentialCode || k == rvCredentialPending || k == rvCredentialLogin
 }
 
 // rvSet is everything one browser obtained for one user, client and
@@ -66,6 +67,7 @@ type rvSet struct {
 	serviceToken, openIDToken, sad,
 	serviceCode, credentialCode string
 	servicePending, credentialPending *oauthtest.Form
+	credentialLogin                   *oauthtest.Form // no user yet: bound to client and credential only
 }
 
 // rvWorld is one daemon with users alice and bob, clients rp and rp2, and
@@ -238,6 +240,12 @@ func (w *rvWorld) obtain(name, user, client, cred string) *rvSet {
 		s.sad = w.token(s, "credential")
 		s.credentialCode = w.code(s, "credential")
 		s.credentialPending = w.toConsent(s, "credential")
+		// A credential flow asks for the password every time (no SSO).
+		st := w.authorize(s.browser, s.client, "credential", w.creds[s.cred], s.digest)
+		if st.Form == nil || !st.Form.Has("password") {
+			w.t.Fatalf("set %s: no login page for a credential flow: %d %s", name, st.Status, oauthtest.Text(st.Body))
+		}
+		s.credentialLogin = st.Form
 	}
 	s.servicePending = w.toConsent(s, "service")
 	w.sets = append(w.sets, s)
@@ -285,6 +293,8 @@ func (w *rvWorld) stored(tx store.Tx, s *rvSet, k rvKind) bool {
 		_, err = tx.AuthRequest(store.Fingerprint(s.servicePending.Fields.Get("request")))
 	case rvCredentialPending:
 		_, err = tx.AuthRequest(store.Fingerprint(s.credentialPending.Fields.Get("request")))
+	case rvCredentialLogin:
+		_, err = tx.AuthRequest(store.Fingerprint(s.credentialLogin.Fields.Get("request")))
 	case rvSession:
 		_, err = tx.Session(w.sessionHash(s))
 	}
@@ -340,6 +350,13 @@ func (w *rvWorld) works(s *rvSet, k rvKind) (ok bool, why string) {
 			w.t.Fatal(err)
 		}
 		return st.Redirected() && st.Query().Get("code") != "", fmt.Sprintf("%d %v %.200s", st.Status, st.Location, oauthtest.Text(st.Body))
+	case rvCredentialLogin:
+		st, err := s.browser.Submit(w.here(s.credentialLogin), map[string]string{"username": s.user, "password": w.pass[s.user]}, "approve")
+		if err != nil {
+			w.t.Fatal(err)
+		}
+		// Logged in: the consent page, which asks the PIN.
+		return st.Form != nil && st.Form.Has("pin"), fmt.Sprintf("%d %v %.200s", st.Status, st.Location, oauthtest.Text(st.Body))
 	case rvSession:
 		st := w.authorize(s.browser, "rp2", "service", "", nil)
 		return st.Form != nil && !st.Form.Has("password"), fmt.Sprintf("%d %v %.200s", st.Status, st.Location, oauthtest.Text(st.Body))
@@ -361,7 +378,7 @@ func (w *rvWorld) here(f *oauthtest.Form) *oauthtest.Form {
 // wantRevoked is the admin output's count of what dead must have removed.
 func (w *rvWorld) wantRevoked(dead func(*rvSet, rvKind) bool) map[string]int {
 	want := map[string]int{"access_tokens": 0, "sads": 0, "codes": 0, "pending_requests": 0, "sessions": 0}
-	field := [...]string{"access_tokens", "access_tokens", "sads", "codes", "codes", "pending_requests", "pending_requests", "sessions"}
+	field := [...]string{"access_tokens", "access_tokens", "sads", "codes", "codes", "pending_requests", "pending_requests", "sessions", "pending_requests"}
 	for _, s := range w.sets {
 		for k := range rvKinds {
 			if s.has(k) && dead(s, k) {
@@ -378,9 +395,14 @@ func TestRevocationMatrix(t *testing.T) {
 		aliceCreds  bool
 		args        []string // the admin command; {a1} is a1's credential ID
 		stdin       string
-		newPassword string // alice's password after the command
-		newPIN      string // alice's PIN after the command
-		dead        func(s *rvSet, k rvKind) bool
+		newPassword string                        // alice's password after the command
+		newPIN      string                        // alice's PIN after the command
+		dead        func(s *rvSet, k rvKind) bool // no longer works
+		// revoked is what the command removes from the store; nil = dead.
+		// A request still at the login step names no user: a user action
+		// leaves it, and the login refuses the user (or asks the new
+		// password).
+		revoked func(s *rvSet, k rvKind) bool
 	}{
 		{
 			name: "client_remove", aliceCreds: true, args: []string{"client", "remove", "rp"},
@@ -388,17 +410,18 @@ func TestRevocationMatrix(t *testing.T) {
 		},
 		{
 			name: "user_disable", aliceCreds: true, args: []string{"user", "disable", "alice"},
-			dead: func(s *rvSet, _ rvKind) bool { return s.user == "alice" },
+			dead:    func(s *rvSet, _ rvKind) bool { return s.user == "alice" },
+			revoked: func(s *rvSet, k rvKind) bool { return s.user == "alice" && k != rvCredentialLogin },
 		},
 		{
 			name: "password_reset", aliceCreds: true, args: []string{"user", "set-password", "alice", "--password-file", "-"},
 			stdin: "alice's new password\n", newPassword: "alice's new password",
-			dead: func(s *rvSet, _ rvKind) bool { return s.user == "alice" },
+			dead: func(s *rvSet, k rvKind) bool { return s.user == "alice" && k != rvCredentialLogin },
 		},
 		{
 			name: "pin_reset", aliceCreds: true, args: []string{"user", "set-pin", "alice", "--pin-file", "-"},
 			stdin: "999999\n", newPIN: "999999",
-			dead: func(s *rvSet, k rvKind) bool { return s.user == "alice" && k.credential() },
+			dead: func(s *rvSet, k rvKind) bool { return s.user == "alice" && k.credential() && k != rvCredentialLogin },
 		},
 		{
 			name: "credential_disable", aliceCreds: true, args: []string{"credential", "disable", "{a1}"},
@@ -416,6 +439,9 @@ func TestRevocationMatrix(t *testing.T) {
 		},
 	}
 	for _, row := range rows {
+		if row.revoked == nil {
+			row.revoked = row.dead
+		}
 		t.Run(row.name, func(t *testing.T) {
 			w := newRVWorld(t, row.aliceCreds)
 			if row.aliceCreds {
@@ -442,7 +468,7 @@ func TestRevocationMatrix(t *testing.T) {
 			if err := json.Unmarshal([]byte(out), &res); err != nil {
 				t.Fatalf("output %q: %v", out, err)
 			}
-			if want := w.wantRevoked(row.dead); fmt.Sprint(res.Revoked) != fmt.Sprint(want) {
+			if want := w.wantRevoked(row.revoked); fmt.Sprint(res.Revoked) != fmt.Sprint(want) {
 				t.Errorf("the command reports revoked %v, want %v", res.Revoked, want)
 			}
 			if row.newPassword != "" {
@@ -461,7 +487,7 @@ func TestRevocationMatrix(t *testing.T) {
 						if !s.has(k) {
 							continue
 						}
-						if got, want := w.stored(tx, s, k), !row.dead(s, k); got != want {
+						if got, want := w.stored(tx, s, k), !row.revoked(s, k); got != want {
 							t.Errorf("set %s (%s/%s/%s), %v: stored %v after the command, want %v",
 								s.name, s.user, s.client, s.cred, k, got, want)
 						}
