@@ -14,6 +14,7 @@ import (
 	"net/url"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -688,4 +689,92 @@ func unindex(t *testing.T, path string, values ...string) {
 	if err != nil {
 		t.Fatal(err)
 	}
+}
+
+// TestRevocationRacesRedemption: codes are redeemed at the token endpoint
+// while an admin disables their user, all released at once. Redemption and
+// revocation are serialized write transactions: a token minted before the
+// disable is revoked by it, a redemption after it is refused. No token of
+// the user survives, whatever the interleaving.
+func TestRevocationRacesRedemption(t *testing.T) {
+	w := newRVWorld(t, false)
+	s := &rvSet{name: "A", user: "alice", client: "rp", browser: oauthtest.NewBrowser(nil)}
+	codes := make([]string, 12)
+	for i := range codes {
+		codes[i] = w.code(s, "service")
+	}
+	tokens := make([]string, len(codes))
+	errs := make(chan error, len(codes)+1)
+	start := make(chan struct{})
+	var done sync.WaitGroup
+	for i, c := range codes {
+		done.Add(1)
+		go func() {
+			defer done.Done()
+			<-start
+			form := url.Values{"grant_type": {"authorization_code"}, "code": {c}, "redirect_uri": {"https://rp.example/cb"}}
+			req, _ := http.NewRequest(http.MethodPost, w.base+"/oauth2/token", strings.NewReader(form.Encode()))
+			req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+			req.SetBasicAuth("rp", w.secret)
+			res, err := http.DefaultClient.Do(req)
+			if err != nil {
+				errs <- err
+				return
+			}
+			defer res.Body.Close()
+			var body struct {
+				AccessToken string `json:"access_token"`
+				Error       string `json:"error"`
+			}
+			if err := json.NewDecoder(res.Body).Decode(&body); err != nil {
+				errs <- err
+				return
+			}
+			switch {
+			case res.StatusCode == http.StatusOK:
+				tokens[i] = body.AccessToken
+			case body.Error != "invalid_grant":
+				errs <- fmt.Errorf("token endpoint: %d %s", res.StatusCode, body.Error)
+			}
+		}()
+	}
+	done.Add(1)
+	go func() {
+		defer done.Done()
+		<-start
+		if _, errOut, err := w.e.run("", "user", "disable", "alice"); err != nil {
+			errs <- fmt.Errorf("user disable: %v %s", err, errOut)
+		}
+	}()
+	close(start)
+	done.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+
+	w.stop()
+	db := w.e.openStore()
+	defer db.Close()
+	minted := 0
+	err := db.Update(context.Background(), func(tx store.Tx) error {
+		for _, tok := range tokens {
+			if tok == "" {
+				continue
+			}
+			minted++
+			if _, err := tx.Token(store.Fingerprint(tok)); !errors.Is(err, store.ErrNotFound) {
+				t.Errorf("a token minted in the race survived the disable: %v", err)
+			}
+		}
+		r, err := tx.RevokeUser("alice")
+		if r.Total() != 0 {
+			t.Errorf("after the disable, alice still has %+v", r)
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%d of %d redemptions won the race", minted, len(codes))
 }
