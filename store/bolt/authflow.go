@@ -29,15 +29,12 @@ import (
 
 // The buckets of this file; bucketNames registers them.
 const (
-	bucketAuthRequests        = "auth_requests"
-	bucketAuthRequestsByExp   = "auth_requests_by_expiry"
-	bucketAuthRequestsByParty = "auth_requests_by_party"
-	bucketCodes               = "codes"
-	bucketCodesByExp          = "codes_by_expiry"
-	bucketCodesByParty        = "codes_by_party"
-	bucketSessions            = "sessions"
-	bucketSessionsByExp       = "sessions_by_expiry"
-	bucketSessionsByParty     = "sessions_by_party"
+	bucketAuthRequests      = "auth_requests"
+	bucketAuthRequestsByExp = "auth_requests_by_expiry"
+	bucketCodes             = "codes"
+	bucketCodesByExp        = "codes_by_expiry"
+	bucketSessions          = "sessions"
+	bucketSessionsByExp     = "sessions_by_expiry"
 )
 
 type grantRecord struct {

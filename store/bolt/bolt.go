@@ -56,19 +56,19 @@ func bucketNames() []string {
 		bucketTokens,
 		bucketTokensByCode,
 		bucketTokensByExp,
-		bucketTokensByParty, // revocation by user, client, credential (revoke.go)
 		bucketAudit,
 		bucketSecrets,
 		bucketAuthRequests, // pending requests, codes, sessions (authflow.go)
 		bucketAuthRequestsByExp,
-		bucketAuthRequestsByParty,
 		bucketCodes,
 		bucketCodesByExp,
-		bucketCodesByParty,
 		bucketSessions,
 		bucketSessionsByExp,
-		bucketSessionsByParty,
 		bucketOIDCKeys,
+		bucketTokensByParty, // revocation by user, client, credential (revoke.go)
+		bucketCodesByParty,
+		bucketAuthRequestsByParty,
+		bucketSessionsByParty,
 	}
 }
 

@@ -35,8 +35,13 @@ import (
 // transaction; files written before the index existed get it from the
 // schema 1 → 2 migration (buildPartyIndexes).
 
-// The party index buckets of tokens; the flow ones are in authflow.go.
-const bucketTokensByParty = "tokens_by_party"
+// The party index buckets; bucketNames registers them.
+const (
+	bucketTokensByParty       = "tokens_by_party"
+	bucketCodesByParty        = "codes_by_party"
+	bucketAuthRequestsByParty = "auth_requests_by_party"
+	bucketSessionsByParty     = "sessions_by_party"
+)
 
 // Party tags.
 const (
