@@ -254,14 +254,8 @@ func (l *Local) ShowUser(ctx context.Context, username string) (*UserView, error
 }
 
 // revoker revokes what hangs on a user, in the transaction of the action
-// that calls for it (store.RevokeTx).
+// that calls for it: store.Tx.RevokeUser or store.Tx.RevokeUserSigning.
 type revoker func(tx store.Tx, username string) (store.Revoked, error)
-
-func revokeUser(tx store.Tx, username string) (store.Revoked, error) { return tx.RevokeUser(username) }
-
-func revokeUserSigning(tx store.Tx, username string) (store.Revoked, error) {
-	return tx.RevokeUserSigning(username)
-}
 
 // updateUser runs fn on the user inside one write transaction, and revoke
 // (when not nil) in the same one; op names the action in the log.
@@ -306,7 +300,7 @@ func (l *Local) SetUserStatus(ctx context.Context, username string, enabled bool
 			return nil
 		})
 	}
-	return l.updateUser(ctx, "disabled", username, revokeUser, func(u *store.User) error {
+	return l.updateUser(ctx, "disabled", username, store.Tx.RevokeUser, func(u *store.User) error {
 		u.Status = store.UserDisabled
 		return nil
 	})
@@ -331,7 +325,7 @@ func (l *Local) SetPassword(ctx context.Context, req SetSecretRequest) (*UserVie
 	if err != nil {
 		return nil, l.fail("set password", err)
 	}
-	return l.updateUser(ctx, "password set", req.Username, revokeUser, func(u *store.User) error {
+	return l.updateUser(ctx, "password set", req.Username, store.Tx.RevokeUser, func(u *store.User) error {
 		u.PasswordHash, u.PasswordLocked, u.FailedPasswords = h, false, 0
 		return nil
 	})
@@ -348,7 +342,7 @@ func (l *Local) SetPIN(ctx context.Context, req SetSecretRequest) (*UserView, er
 	if err != nil {
 		return nil, l.fail("set PIN", err)
 	}
-	return l.updateUser(ctx, "PIN set", req.Username, revokeUserSigning, func(u *store.User) error {
+	return l.updateUser(ctx, "PIN set", req.Username, store.Tx.RevokeUserSigning, func(u *store.User) error {
 		u.PINHash, u.PINLocked, u.FailedPINs = h, false, 0
 		return nil
 	})
