@@ -39,7 +39,8 @@ type Metrics interface {
 	ObserveSignHash(d time.Duration, outcome string)
 	// ObserveSAD is called when a signHash decided about a SAD: outcome
 	// "consumed" (granted) or "refused", with a short fixed reason
-	// ("unknown", "user", "client", "credential", "expired", "hash").
+	// ("unknown", "user", "client", "credential", "expired", "hash",
+	// "revoked": the SAD's client or user was removed or disabled).
 	ObserveSAD(outcome, reason string)
 }
 

@@ -371,7 +371,33 @@ func (h *Handler) decide(tx store.Tx, g *oauth.Grant, req signHashRequest) (deci
 	case !sameHashes(sad.Hashes, req.hashes):
 		return refuse(badRequest(descHashNotAuth), "hashes differ from the SAD's (burned)", "hash"), nil
 	}
+	if why, err := revokedSAD(tx, sad); err != nil {
+		return decision{}, err
+	} else if why != "" {
+		return refuse(invalid("SAD"), why, "revoked"), nil
+	}
 	return decision{keyID: cred.KeyID, sadReason: "consumed"}, nil
+}
+
+// revokedSAD says why a SAD that passed every binding check may no longer
+// be used: its client was removed, or its user removed or disabled, since
+// it was issued. Those admin actions revoke the SAD in their own
+// transaction; checking here, in the transaction that consumes it, holds
+// even when one landed after the bearer check or missed the SAD.
+func revokedSAD(tx store.Tx, sad *store.Token) (string, error) {
+	if _, err := tx.Client(sad.ClientID); errors.Is(err, store.ErrNotFound) {
+		return "client removed (burned)", nil
+	} else if err != nil {
+		return "", err
+	}
+	u, err := tx.User(sad.Username)
+	switch {
+	case errors.Is(err, store.ErrNotFound) || err == nil && u.Status != store.UserActive:
+		return "user removed or disabled (burned)", nil
+	case err != nil:
+		return "", err
+	}
+	return "", nil
 }
 
 // sameHashes reports whether a and b hold the same digests the same number

@@ -52,7 +52,8 @@ type BearerConfig struct {
 // access token. On failure the handler chain gets an *Error:
 //   - no credentials: Code "" (RFC 6750 §3.1: no error code), status 401;
 //   - a malformed Authorization header or two credentials: invalid_request, 400;
-//   - unknown or revoked token, a SAD, or a disabled user: invalid_token, 401;
+//   - unknown or revoked token, a SAD, a removed client, or a missing or
+//     disabled user: invalid_token, 401;
 //   - expired token: expired_token, 401;
 //   - a token without cfg.Scope: insufficient_scope, 403.
 //
@@ -86,6 +87,11 @@ func RequireBearer(cfg BearerConfig) echo.MiddlewareFunc {
 			var user *store.User
 			err := cfg.Store.View(c.Request().Context(), func(tx store.Tx) (err error) {
 				if tok, err = tx.Token(store.Fingerprint(token)); err != nil {
+					return err
+				}
+				// A removed client's tokens are revoked with it; checking
+				// here too means a token the revocation missed still fails.
+				if _, err = tx.Client(tok.ClientID); err != nil {
 					return err
 				}
 				user, err = tx.User(tok.Username)

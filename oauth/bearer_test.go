@@ -46,6 +46,14 @@ func TestRequireBearer(t *testing.T) {
 				return err
 			}
 		}
+		if err := tx.CreateClient(&store.Client{ID: "rp", SecretHash: store.HashSecret("s"), RedirectURIs: []string{"https://rp.example/cb"}}); err != nil {
+			return err
+		}
+		orphan := tok("orphan", store.TokenAccess, "alice", now.Add(time.Hour), "service")
+		orphan.ClientID = "removed" // a client that no longer exists
+		if err := tx.CreateToken(orphan); err != nil {
+			return err
+		}
 		for _, tk := range []*store.Token{
 			tok("good", store.TokenAccess, "alice", now.Add(time.Hour), "service"),
 			tok("openid", store.TokenAccess, "alice", now.Add(time.Hour), "openid"),
@@ -112,6 +120,7 @@ func TestRequireBearer(t *testing.T) {
 		{name: "expired_token_is_expired_token", headers: []string{"Bearer expired"}, status: 401, code: "expired_token"},
 		{name: "disabled_users_token_is_invalid_token", headers: []string{"Bearer carols"}, status: 401, code: "invalid_token"},
 		{name: "deleted_users_token_is_invalid_token", headers: []string{"Bearer ghost"}, status: 401, code: "invalid_token"},
+		{name: "removed_clients_token_is_invalid_token", headers: []string{"Bearer orphan"}, status: 401, code: "invalid_token"},
 		{name: "token_without_the_scope_is_insufficient_scope", headers: []string{"Bearer openid"}, status: 403, code: "insufficient_scope"},
 		{name: "form_body_token_when_allowed", form: url.Values{"access_token": {"good"}}, allowForm: true, status: 200},
 		{name: "form_body_token_ignored_when_not_allowed", form: url.Values{"access_token": {"good"}}, status: 401},

@@ -27,6 +27,10 @@ const (
 	// switching a credential on or off.
 	AuditCredentialEnabled  AuditKind = "credential_enabled"
 	AuditCredentialDisabled AuditKind = "credential_disabled"
+	// AuditCredentialRemoved is an admin removing a credential: its key
+	// pair destroyed in the HSM, what was bound to it revoked, its record
+	// deleted.
+	AuditCredentialRemoved AuditKind = "credential_removed"
 )
 
 // Audit outcomes. Credential entries may also use the credential status
@@ -130,7 +134,7 @@ func (e *AuditEntry) content() auditContent {
 // Validate checks what AppendAudit requires of an entry before sealing.
 func (e *AuditEntry) Validate() error {
 	switch e.Kind {
-	case AuditSignHash, AuditCredentialEnrolled, AuditCredentialEnabled, AuditCredentialDisabled:
+	case AuditSignHash, AuditCredentialEnrolled, AuditCredentialEnabled, AuditCredentialDisabled, AuditCredentialRemoved:
 	default:
 		return fmt.Errorf("%w: audit kind %q", ErrInvalid, e.Kind)
 	}

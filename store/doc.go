@@ -24,6 +24,10 @@
 //     with an error wrapping [ErrInvalid].
 //   - The store sets CreatedAt (on create) and UpdatedAt (on every write) from
 //     its injected clock; values the caller puts there are ignored.
+//   - Revocation ([RevokeTx]) removes, inside the caller's transaction,
+//     every token, SAD, unredeemed code, pending request and session that
+//     hangs on a user, client or credential, at a cost that follows what it
+//     removes; admin actions call it in the transaction of the action.
 //   - Secrets are never stored in the clear: only argon2id PHC strings
 //     ([HashPassword], [Hasher]) and SHA-256 fingerprints ([HashSecret]).
 package store

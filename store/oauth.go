@@ -91,4 +91,7 @@ type OAuthTx interface {
 	// AuthFlowTx holds pending requests, codes and login sessions
 	// (authflow.go).
 	AuthFlowTx
+	// RevokeTx revokes what hangs on a user, client or credential
+	// (revoke.go).
+	RevokeTx
 }

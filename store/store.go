@@ -29,6 +29,10 @@ type Tx interface {
 	PutProof(username string, p Proof) error
 	// Proof returns one proof document of a user, or ErrNotFound.
 	Proof(username, id string) (*Proof, error)
+	// DeleteUser removes a user and their proof documents (ErrNotFound if
+	// absent). It refuses (ErrInvalid) while the user owns credentials. It
+	// does not revoke: call RevokeUser in the same transaction.
+	DeleteUser(username string) error
 
 	// Client returns the client with that ID, or ErrNotFound.
 	Client(id string) (*Client, error)
@@ -52,6 +56,10 @@ type Tx interface {
 	// and moves the owner index entry if Owner changed. KeyID, Algorithm,
 	// KeyBits and CreatedAt cannot change.
 	PutCredential(c *Credential) error
+	// DeleteCredential removes a credential and its owner index entry
+	// (ErrNotFound if absent). It does not revoke: call RevokeCredential in
+	// the same transaction.
+	DeleteCredential(id string) error
 	// Credentials lists credentials in credential-ID order. owner == "" lists all
 	// (full scan, admin only); otherwise a cursor range over the owner index.
 	// after: exclusive start ID ("" = from the beginning); limit <= 0 = no limit.

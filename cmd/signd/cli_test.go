@@ -98,6 +98,14 @@ func session(t *testing.T, e *env, ca *testCA) []string {
 		{args: []string{"credential", "disable", "{cred}"}},
 		{args: []string{"credential", "enable", "{cred}", "--json"}},
 		{args: []string{"credential", "show", "nope"}, fails: true},
+		{args: []string{"user", "remove", "alice"}, fails: true}, // owns {cred}
+		{args: []string{"credential", "remove", "{cred}"}},
+		{args: []string{"credential", "show", "{cred}"}, fails: true},
+		{args: []string{"credential", "remove", "{cred}", "--json"}, fails: true},
+		{args: []string{"user", "remove", "alice", "--json"}},
+		{args: []string{"user", "show", "alice"}, fails: true},
+		{args: []string{"user", "remove", "nobody"}, fails: true},
+		{args: []string{"user", "remove", "bob"}},
 	}
 	var transcript []string
 	var cred string
@@ -173,6 +181,11 @@ func TestAdminCLISameWithDaemonRunningAndStopped(t *testing.T) {
 		"status:     enabled", "subject:    CN=Alice Jansen,O=Example,C=NL",
 		`"status": "enabled"`,
 		"error: credential \"nope\": not found",
+		"revoked:         0 access tokens, 0 SADs, 0 authorization codes, 0 pending authorization requests, 0 login sessions",
+		"error: user \"alice\" still owns credentials <ID>: remove them first with `signd credential remove ID`",
+		"removed credential <ID> of alice\ndestroyed in the HSM: private key, public key, certificate (key id <HEX>, label \"signd-<ID>\")\nrevoked: 0 access tokens",
+		`"removed": "alice"`, `"access_tokens": 0`,
+		"removed user bob\nrevoked: 0 access tokens",
 	} {
 		if !strings.Contains(all, want) {
 			t.Errorf("transcript lacks %q", want)

@@ -100,17 +100,14 @@ func (a *app) clientCmd() *cobra.Command {
 		},
 	}
 	removeCmd := &cobra.Command{
-		Use: "remove CLIENT_ID", Short: "Remove a client", Args: cobra.ExactArgs(1),
+		Use: "remove CLIENT_ID", Short: "Remove a client and revoke its tokens, SADs, codes and pending requests", Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return a.withAdmin(cmd, func(ctx context.Context, s admin.Service) error {
-				if err := s.RemoveClient(ctx, args[0]); err != nil {
+				res, err := s.RemoveClient(ctx, args[0])
+				if err != nil {
 					return err
 				}
-				if a.jsonOut {
-					return a.printJSON(map[string]string{"removed": args[0]})
-				}
-				fmt.Fprintf(a.stdout, "removed client %s\n", args[0])
-				return nil
+				return a.printRemoved("client", res)
 			})
 		},
 	}

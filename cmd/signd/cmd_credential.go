@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
@@ -116,13 +117,37 @@ func (a *app) credentialCmd() *cobra.Command {
 	showCmd := byID("show", "Show a credential", func(ctx context.Context, s admin.Service, id string) (*admin.CredentialView, error) {
 		return s.ShowCredential(ctx, id)
 	})
-	disableCmd := byID("disable", "Disable a credential (signHash refuses it)", func(ctx context.Context, s admin.Service, id string) (*admin.CredentialView, error) {
+	disableCmd := byID("disable", "Disable a credential (signHash refuses it) and revoke its SADs, codes and pending requests", func(ctx context.Context, s admin.Service, id string) (*admin.CredentialView, error) {
 		return s.SetCredentialStatus(ctx, id, false)
 	})
 	enableCmd := byID("enable", "Enable a credential that has a certificate", func(ctx context.Context, s admin.Service, id string) (*admin.CredentialView, error) {
 		return s.SetCredentialStatus(ctx, id, true)
 	})
-	cmd.AddCommand(createCmd, importCmd, listCmd, showCmd, disableCmd, enableCmd)
+	removeCmd := &cobra.Command{
+		Use:   "remove ID",
+		Short: "Destroy a credential's key pair and certificate in the token, revoke its SADs, codes and pending requests, delete it",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return a.withAdmin(cmd, func(ctx context.Context, s admin.Service) error {
+				res, err := s.RemoveCredential(ctx, args[0])
+				if err != nil {
+					return err
+				}
+				if a.jsonOut {
+					return a.printJSON(res)
+				}
+				destroyed := "nothing (the key pair was already gone)"
+				if len(res.Destroyed) > 0 {
+					destroyed = strings.Join(res.Destroyed, ", ")
+				}
+				fmt.Fprintf(a.stdout, "removed credential %s of %s\n", res.Removed, res.Owner)
+				fmt.Fprintf(a.stdout, "destroyed in the HSM: %s (key id %s, label %q)\n", destroyed, res.KeyID, res.Label)
+				fmt.Fprintf(a.stdout, "revoked: %s\n", &res.Revoked)
+				return nil
+			})
+		},
+	}
+	cmd.AddCommand(createCmd, importCmd, listCmd, showCmd, disableCmd, enableCmd, removeCmd)
 	return cmd
 }
 
@@ -145,6 +170,9 @@ func (a *app) printCredential(c *admin.CredentialView) error {
 		fmt.Fprintf(w, "chain:      %d certificates\n", c.ChainLength)
 	} else {
 		fmt.Fprintln(w, "chain:      none (import one with signd credential import-cert)")
+	}
+	if c.Revoked != nil {
+		fmt.Fprintf(w, "revoked:    %s\n", c.Revoked)
 	}
 	return nil
 }

@@ -105,7 +105,7 @@ func (a *app) userCmd() *cobra.Command {
 	showCmd := simple("show", "Show a user", func(ctx context.Context, s admin.Service, n string) (*admin.UserView, error) {
 		return s.ShowUser(ctx, n)
 	})
-	disableCmd := simple("disable", "Disable a user (no login, no signing)", func(ctx context.Context, s admin.Service, n string) (*admin.UserView, error) {
+	disableCmd := simple("disable", "Disable a user (no login, no signing) and revoke everything issued to them", func(ctx context.Context, s admin.Service, n string) (*admin.UserView, error) {
 		return s.SetUserStatus(ctx, n, false)
 	})
 	enableCmd := simple("enable", "Enable a disabled user", func(ctx context.Context, s admin.Service, n string) (*admin.UserView, error) {
@@ -144,7 +144,20 @@ func (a *app) userCmd() *cobra.Command {
 		return s.SetPIN(ctx, r)
 	})
 
-	cmd.AddCommand(addCmd, listCmd, showCmd, disableCmd, enableCmd, unlockCmd, setPassword, setPIN, a.addProofCmd())
+	removeCmd := &cobra.Command{
+		Use: "remove USERNAME", Short: "Remove a user who owns no credentials, revoking everything issued to them", Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return a.withAdmin(cmd, func(ctx context.Context, s admin.Service) error {
+				res, err := s.RemoveUser(ctx, args[0])
+				if err != nil {
+					return err
+				}
+				return a.printRemoved("user", res)
+			})
+		},
+	}
+
+	cmd.AddCommand(addCmd, listCmd, showCmd, disableCmd, enableCmd, unlockCmd, setPassword, setPIN, removeCmd, a.addProofCmd())
 	return cmd
 }
 
@@ -175,6 +188,19 @@ func (a *app) printUser(u *admin.UserView) error {
 		fmt.Fprintf(w, "proofs:          %s\n", strings.Join(u.Proofs, ", "))
 	}
 	fmt.Fprintf(w, "created:         %s\n", u.CreatedAt.UTC().Format("2006-01-02T15:04:05Z"))
+	if u.Revoked != nil {
+		fmt.Fprintf(w, "revoked:         %s\n", u.Revoked)
+	}
+	return nil
+}
+
+// printRemoved reports a removed user or client and what was revoked.
+func (a *app) printRemoved(what string, res *admin.RemoveResult) error {
+	if a.jsonOut {
+		return a.printJSON(res)
+	}
+	fmt.Fprintf(a.stdout, "removed %s %s\n", what, res.Removed)
+	fmt.Fprintf(a.stdout, "revoked: %s\n", &res.Revoked)
 	return nil
 }
 

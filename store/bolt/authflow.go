@@ -2,6 +2,7 @@ package bolt
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -21,6 +22,10 @@ import (
 //	codes_by_expiry          expiry ‖ fingerprint → empty
 //	sessions                 session fingerprint → JSON sessionRecord
 //	sessions_by_expiry       expiry ‖ fingerprint → empty
+//
+// and a party index (revoke.go) for revocation by user, client and
+// credential: auth_requests_by_party, codes_by_party (unredeemed codes
+// only), sessions_by_party.
 
 // The buckets of this file; bucketNames registers them.
 const (
@@ -106,19 +111,57 @@ type sessionRecord struct {
 	CreatedAt time.Time `json:"created_at"`
 }
 
-// expiring is one kind of record with an expiry index.
+// expiring is one kind of record with an expiry index and a party index.
 type expiring struct {
-	bucket, index string
+	bucket, index, parties string
+	// decode returns the expiry and the parties (revoke.go) of a stored
+	// record.
+	decode func(raw []byte) (time.Time, []string, error)
 }
 
 var (
-	requestsKind = expiring{bucketAuthRequests, bucketAuthRequestsByExp}
-	codesKind    = expiring{bucketCodes, bucketCodesByExp}
-	sessionsKind = expiring{bucketSessions, bucketSessionsByExp}
+	requestsKind = expiring{bucketAuthRequests, bucketAuthRequestsByExp, bucketAuthRequestsByParty, decodeRequestMeta}
+	codesKind    = expiring{bucketCodes, bucketCodesByExp, bucketCodesByParty, decodeCodeMeta}
+	sessionsKind = expiring{bucketSessions, bucketSessionsByExp, bucketSessionsByParty, decodeSessionMeta}
 )
 
-// createExpiring stores a new record under hash with its index entry.
-func (t *tx) createExpiring(k expiring, hash []byte, exp time.Time, rec any) error {
+func decodeRequestMeta(raw []byte) (time.Time, []string, error) {
+	var r authRequestRecord
+	err := json.Unmarshal(raw, &r)
+	return r.ExpiresAt, requestParties(&r), err
+}
+
+func decodeCodeMeta(raw []byte) (time.Time, []string, error) {
+	var r authCodeRecord
+	err := json.Unmarshal(raw, &r)
+	return r.ExpiresAt, codeParties(&r), err
+}
+
+func decodeSessionMeta(raw []byte) (time.Time, []string, error) {
+	var r sessionRecord
+	err := json.Unmarshal(raw, &r)
+	return r.ExpiresAt, sessionParties(&r), err
+}
+
+func requestParties(r *authRequestRecord) []string {
+	return grantParties(r.ClientID, r.Username, r.CredentialID)
+}
+
+// codeParties: a redeemed code (a tombstone) hangs on nobody; revocation
+// leaves it alone.
+func codeParties(r *authCodeRecord) []string {
+	if !r.RedeemedAt.IsZero() {
+		return nil
+	}
+	return grantParties(r.ClientID, r.Username, r.CredentialID)
+}
+
+func sessionParties(r *sessionRecord) []string {
+	return []string{party(partyUser, r.Username)}
+}
+
+// createExpiring stores a new record under hash with its index entries.
+func (t *tx) createExpiring(k expiring, hash []byte, exp time.Time, parties []string, rec any) error {
 	if ok, err := t.exists(k.bucket, string(hash)); err != nil {
 		return err
 	} else if ok {
@@ -127,13 +170,19 @@ func (t *tx) createExpiring(k expiring, hash []byte, exp time.Time, rec any) err
 	if err := t.put(k.bucket, string(hash), rec); err != nil {
 		return err
 	}
+	if err := t.index(k.parties, parties, hash); err != nil {
+		return err
+	}
 	return t.putRaw(k.index, expiryKey(exp, hash), []byte{})
 }
 
-// replaceExpiring overwrites a record and moves its index entry from oldExp
-// to newExp.
-func (t *tx) replaceExpiring(k expiring, hash []byte, oldExp, newExp time.Time, rec any) error {
+// replaceExpiring overwrites a record and moves its index entries from
+// oldExp and oldParties to newExp and newParties.
+func (t *tx) replaceExpiring(k expiring, hash []byte, oldExp, newExp time.Time, oldParties, newParties []string, rec any) error {
 	if err := t.put(k.bucket, string(hash), rec); err != nil {
+		return err
+	}
+	if err := t.reindex(k.parties, oldParties, newParties, hash); err != nil {
 		return err
 	}
 	if oldExp.Equal(newExp) {
@@ -145,11 +194,28 @@ func (t *tx) replaceExpiring(k expiring, hash []byte, oldExp, newExp time.Time, 
 	return t.putRaw(k.index, expiryKey(newExp, hash), []byte{})
 }
 
-func (t *tx) deleteExpiring(k expiring, hash []byte, exp time.Time) error {
-	if err := t.delete(k.bucket, string(hash)); err != nil {
-		return err
+// removeExpiring deletes the record under hash with all its index
+// entries; it reports false when there is no such record.
+func (t *tx) removeExpiring(k expiring, hash []byte) (bool, error) {
+	b, err := t.bucket(k.bucket)
+	if err != nil {
+		return false, err
 	}
-	return t.delete(k.index, expiryKey(exp, hash))
+	raw := b.Get(hash)
+	if raw == nil {
+		return false, nil
+	}
+	exp, parties, err := k.decode(raw)
+	if err != nil {
+		return false, fmt.Errorf("store: decode %s/%x: %w", k.bucket, hash, err)
+	}
+	if err := t.delete(k.bucket, string(hash)); err != nil {
+		return false, err
+	}
+	if err := t.unindex(k.parties, parties, hash); err != nil {
+		return false, err
+	}
+	return true, t.delete(k.index, expiryKey(exp, hash))
 }
 
 // deleteExpired removes every record of kind k whose index says it expired
@@ -169,9 +235,11 @@ func (t *tx) deleteExpired(k expiring, now time.Time) (int, error) {
 		keys = append(keys, bytes.Clone(key))
 	}
 	for _, key := range keys {
-		if err := t.delete(k.bucket, string(key[8:])); err != nil {
+		if _, err := t.removeExpiring(k, key[8:]); err != nil {
 			return 0, err
 		}
+		// A record whose expiry moved has no entry here any more; a
+		// dangling entry goes too.
 		if err := t.delete(k.index, string(key)); err != nil {
 			return 0, err
 		}
@@ -206,7 +274,8 @@ func (t *tx) CreateAuthRequest(r *store.AuthRequest) error {
 		return err
 	}
 	r.CreatedAt = t.stamp()
-	return t.createExpiring(requestsKind, r.Hash, r.ExpiresAt, requestToRecord(r))
+	rec := requestToRecord(r)
+	return t.createExpiring(requestsKind, r.Hash, rec.ExpiresAt, requestParties(rec), rec)
 }
 
 // AuthRequest implements store.AuthFlowTx.
@@ -235,7 +304,9 @@ func (t *tx) PutAuthRequest(r *store.AuthRequest) error {
 		return err
 	}
 	r.CreatedAt = old.CreatedAt
-	return t.replaceExpiring(requestsKind, r.Hash, old.ExpiresAt.UTC(), r.ExpiresAt.UTC(), requestToRecord(r))
+	rec := requestToRecord(r)
+	return t.replaceExpiring(requestsKind, r.Hash, old.ExpiresAt.UTC(), rec.ExpiresAt,
+		requestParties(requestToRecord(old)), requestParties(rec), rec)
 }
 
 // DeleteAuthRequest implements store.AuthFlowTx.
@@ -243,11 +314,12 @@ func (t *tx) DeleteAuthRequest(hash []byte) error {
 	if err := t.writable(); err != nil {
 		return err
 	}
-	old, err := t.AuthRequest(hash)
-	if err != nil {
+	if ok, err := t.removeExpiring(requestsKind, hash); err != nil {
 		return err
+	} else if !ok {
+		return fmt.Errorf("%w: authorization request", store.ErrNotFound)
 	}
-	return t.deleteExpiring(requestsKind, hash, old.ExpiresAt)
+	return nil
 }
 
 // DeleteExpiredAuthRequests implements store.AuthFlowTx.
@@ -274,7 +346,7 @@ func (t *tx) CreateCode(c *store.AuthCode) error {
 	}
 	c.CreatedAt = t.stamp()
 	rec := &authCodeRecord{grantRecord: grantToRecord(&c.Grant), ExpiresAt: c.ExpiresAt.UTC(), CreatedAt: c.CreatedAt}
-	return t.createExpiring(codesKind, c.Hash, rec.ExpiresAt, rec)
+	return t.createExpiring(codesKind, c.Hash, rec.ExpiresAt, codeParties(rec), rec)
 }
 
 // Code implements store.AuthFlowTx.
@@ -309,12 +381,12 @@ func (t *tx) RedeemCode(hash []byte, at, keepUntil time.Time) error {
 	if at.IsZero() {
 		return errors.New("store: RedeemCode needs the redemption time")
 	}
-	old := rec.ExpiresAt
+	old, oldParties := rec.ExpiresAt, codeParties(&rec)
 	rec.RedeemedAt = at.UTC()
 	if keepUntil.After(rec.ExpiresAt) {
 		rec.ExpiresAt = keepUntil.UTC()
 	}
-	return t.replaceExpiring(codesKind, hash, old, rec.ExpiresAt, &rec)
+	return t.replaceExpiring(codesKind, hash, old, rec.ExpiresAt, oldParties, codeParties(&rec), &rec)
 }
 
 // DeleteExpiredCodes implements store.AuthFlowTx.
@@ -334,7 +406,7 @@ func (t *tx) CreateSession(s *store.Session) error {
 	}
 	s.CreatedAt = t.stamp()
 	rec := &sessionRecord{Username: s.Username, AuthTime: s.AuthTime.UTC(), ExpiresAt: s.ExpiresAt.UTC(), CreatedAt: s.CreatedAt}
-	return t.createExpiring(sessionsKind, s.Hash, rec.ExpiresAt, rec)
+	return t.createExpiring(sessionsKind, s.Hash, rec.ExpiresAt, sessionParties(rec), rec)
 }
 
 // Session implements store.AuthFlowTx.
@@ -358,11 +430,12 @@ func (t *tx) DeleteSession(hash []byte) error {
 	if err := t.writable(); err != nil {
 		return err
 	}
-	old, err := t.Session(hash)
-	if err != nil {
+	if ok, err := t.removeExpiring(sessionsKind, hash); err != nil {
 		return err
+	} else if !ok {
+		return fmt.Errorf("%w: session", store.ErrNotFound)
 	}
-	return t.deleteExpiring(sessionsKind, hash, old.ExpiresAt)
+	return nil
 }
 
 // DeleteExpiredSessions implements store.AuthFlowTx.

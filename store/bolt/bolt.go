@@ -19,7 +19,8 @@ import (
 )
 
 // schemaVersion is the version of the file layout described in doc.go.
-const schemaVersion = 1
+// Version 2 added the party indexes of revocation (revoke.go).
+const schemaVersion = 2
 
 // DefaultTimeout is how long Open waits for another holder of the file to
 // let go when Options.Timeout is zero.
@@ -73,15 +74,23 @@ func bucketNames() []string {
 		bucketSessions,
 		bucketSessionsByExp,
 		bucketOIDCKeys,
+		bucketTokensByParty, // revocation by user, client, credential (revoke.go)
+		bucketCodesByParty,
+		bucketAuthRequestsByParty,
+		bucketSessionsByParty,
 	}
 }
 
 // migrate upgrades a file from version from to schemaVersion, one version at
 // a time. It runs after every bucket in bucketNames exists.
-func migrate(_ *bbolt.Tx, from int) error {
+func migrate(btx *bbolt.Tx, from int) error {
 	for v := from; v < schemaVersion; v++ {
 		switch v {
 		case 0: // a new, empty file: creating the buckets was all it needed
+		case 1: // file the records of version 1 in the new party indexes
+			if err := buildPartyIndexes(btx); err != nil {
+				return err
+			}
 		default:
 			return fmt.Errorf("no migration from schema version %d", v)
 		}

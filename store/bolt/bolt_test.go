@@ -5,8 +5,10 @@ import (
 	"context"
 	"encoding/base64"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -376,5 +378,235 @@ func TestConsentRecordFormat(t *testing.T) {
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// partyBuckets are the revocation indexes schema 2 added.
+var partyBuckets = []string{"tokens_by_party", "codes_by_party", "auth_requests_by_party", "sessions_by_party"}
+
+// rawKeys returns every key of the named buckets, as bucket/hex lines.
+func rawKeys(t *testing.T, path string, buckets []string) []string {
+	t.Helper()
+	raw, err := bbolt.Open(path, 0o600, &bbolt.Options{Timeout: time.Second, ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	var keys []string
+	err = raw.View(func(tx *bbolt.Tx) error {
+		for _, name := range buckets {
+			b := tx.Bucket([]byte(name))
+			if b == nil {
+				keys = append(keys, name+" missing")
+				continue
+			}
+			if err := b.ForEach(func(k, _ []byte) error {
+				keys = append(keys, fmt.Sprintf("%s/%x", name, k))
+				return nil
+			}); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return keys
+}
+
+// TestMigrateSchema1BuildsPartyIndexes writes every kind of revocable
+// record, turns the file into a version 1 file (no party indexes), and
+// checks that Open rebuilds exactly the index the write path keeps and that
+// revocation then finds every record written before it existed.
+func TestMigrateSchema1BuildsPartyIndexes(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "signd.db")
+	db, err := bolt.Open(path, bolt.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeRevocable(t, db, time.Now().UTC().Round(0))
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	written := rawKeys(t, path, partyBuckets)
+	// tokens 2+4+2, codes 4+0 (tombstone)+2, requests 4+2 (no user yet), sessions 1+1.
+	if len(written) != 22 {
+		t.Fatalf("the write path filed %d entries, want 22: %v", len(written), written)
+	}
+
+	// Make it a version 1 file: no party indexes.
+	rawUpdate(t, path, func(tx *bbolt.Tx) error {
+		for _, name := range partyBuckets {
+			if err := tx.DeleteBucket([]byte(name)); err != nil {
+				return err
+			}
+		}
+		return tx.Bucket([]byte("meta")).Put([]byte("schema_version"), []byte("1"))
+	})
+	if got := rawKeys(t, path, partyBuckets[:1]); len(got) != 1 || !strings.HasSuffix(got[0], "missing") {
+		t.Fatalf("the index survived the downgrade: %v", got)
+	}
+
+	if err := mustReopen(t, path).Close(); err != nil {
+		t.Fatal(err)
+	}
+	if v := rawVersion(t, path); v != "2" {
+		t.Errorf("schema after migration %q, want 2", v)
+	}
+	if got := rawKeys(t, path, partyBuckets); !slices.Equal(got, written) {
+		t.Errorf("migrated index differs from the written one:\n got %v\nwant %v", got, written)
+	}
+	db = mustReopen(t, path)
+	var user, client, cred store.Revoked
+	err = db.Update(ctx, func(tx store.Tx) (err error) {
+		if cred, err = tx.RevokeCredential("c1"); err != nil {
+			return err
+		}
+		if user, err = tx.RevokeUser("alice"); err != nil {
+			return err
+		}
+		client, err = tx.RevokeClient("rp2")
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// c1: the SAD, alice's credential code, both credential requests.
+	if want := (store.Revoked{SADs: 1, Codes: 1, Requests: 2}); cred != want {
+		t.Errorf("RevokeCredential(c1) after migration = %+v, want %+v", cred, want)
+	}
+	// alice: what c1 left (her access token and session); the tombstone stays.
+	if want := (store.Revoked{AccessTokens: 1, Sessions: 1}); user != want {
+		t.Errorf("RevokeUser(alice) after migration = %+v, want %+v", user, want)
+	}
+	if want := (store.Revoked{AccessTokens: 1, Codes: 1}); client != want {
+		t.Errorf("RevokeClient(rp2) after migration = %+v, want %+v", client, want)
+	}
+	err = db.View(ctx, func(tx store.Tx) error {
+		if _, err := tx.Code(store.Fingerprint("code-redeemed")); err != nil {
+			t.Errorf("the tombstone was revoked: %v", err)
+		}
+		if _, err := tx.Session(store.Fingerprint("sess-bob")); err != nil {
+			t.Errorf("bob's session was revoked: %v", err)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// writeRevocable stores tokens, codes (one redeemed), pending requests (one
+// still at the login step) and sessions of alice (client rp, credential c1)
+// and bob (client rp2).
+func writeRevocable(t *testing.T, db *bolt.DB, now time.Time) {
+	t.Helper()
+	grant := func(client, user, cred string) store.Grant {
+		g := store.Grant{ClientID: client, RedirectURI: "https://rp.example/cb", Profile: "service",
+			Scopes: []string{"service"}, RequestedAt: now, Username: user}
+		if user != "" {
+			g.AuthTime = now
+		}
+		if cred != "" {
+			g.Profile, g.Scopes, g.CredentialID, g.Hashes = "credential", []string{"credential"}, cred, [][]byte{make([]byte, 32)}
+		}
+		return g
+	}
+	err := db.Update(context.Background(), func(tx store.Tx) error {
+		for _, tok := range []*store.Token{
+			{Hash: store.Fingerprint("at-alice"), Kind: store.TokenAccess, ClientID: "rp", Username: "alice", ExpiresAt: now.Add(time.Hour)},
+			{Hash: store.Fingerprint("sad-alice"), Kind: store.TokenSAD, ClientID: "rp", Username: "alice", CredentialID: "c1",
+				Hashes: [][]byte{make([]byte, 32)}, ExpiresAt: now.Add(time.Hour)},
+			{Hash: store.Fingerprint("at-bob"), Kind: store.TokenAccess, ClientID: "rp2", Username: "bob", ExpiresAt: now.Add(time.Hour)},
+		} {
+			if err := tx.CreateToken(tok); err != nil {
+				return err
+			}
+		}
+		for code, g := range map[string]store.Grant{
+			"code-alice": grant("rp", "alice", "c1"), "code-redeemed": grant("rp", "alice", ""), "code-bob": grant("rp2", "bob", ""),
+		} {
+			if err := tx.CreateCode(&store.AuthCode{Hash: store.Fingerprint(code), Grant: g, ExpiresAt: now.Add(time.Minute)}); err != nil {
+				return err
+			}
+		}
+		if err := tx.RedeemCode(store.Fingerprint("code-redeemed"), now, now.Add(time.Hour)); err != nil {
+			return err
+		}
+		for handle, r := range map[string]struct {
+			g     store.Grant
+			stage store.AuthStage
+		}{
+			"req-alice": {grant("rp", "alice", "c1"), store.StageConsent},
+			"req-login": {grant("rp", "", "c1"), store.StageLogin},
+		} {
+			if err := tx.CreateAuthRequest(&store.AuthRequest{Hash: store.Fingerprint(handle), Grant: r.g,
+				CSRFHash: store.Fingerprint("csrf"), Stage: r.stage, ExpiresAt: now.Add(time.Hour)}); err != nil {
+				return err
+			}
+		}
+		for _, u := range []string{"alice", "bob"} {
+			if err := tx.CreateSession(&store.Session{Hash: store.Fingerprint("sess-" + u), Username: u,
+				AuthTime: now, ExpiresAt: now.Add(time.Hour)}); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestPartyIndexFollowsDeletes: every ordinary way a record goes (delete,
+// redemption, the sweeper) takes its party index entries along.
+func TestPartyIndexFollowsDeletes(t *testing.T) {
+	db := mustOpen(t, bolt.Options{})
+	now := time.Now().UTC().Round(0)
+	writeRevocable(t, db, now)
+	err := db.Update(context.Background(), func(tx store.Tx) error {
+		if err := tx.DeleteToken(store.Fingerprint("at-alice")); err != nil {
+			return err
+		}
+		if err := tx.RedeemCode(store.Fingerprint("code-alice"), now, now.Add(time.Hour)); err != nil {
+			return err
+		}
+		if err := tx.DeleteAuthRequest(store.Fingerprint("req-login")); err != nil {
+			return err
+		}
+		return tx.DeleteSession(store.Fingerprint("sess-alice"))
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := db.Path()
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// Left: sad-alice (4) and at-bob (2); code-bob (2); req-alice (4); sess-bob (1).
+	if got := rawKeys(t, path, partyBuckets); len(got) != 13 {
+		t.Errorf("party index after the deletes has %d entries, want 13: %v", len(got), got)
+	}
+	db = mustReopen(t, path)
+	err = db.Update(context.Background(), func(tx store.Tx) error {
+		for _, sweep := range []func(time.Time) (int, error){
+			tx.DeleteExpiredTokens, tx.DeleteExpiredCodes, tx.DeleteExpiredAuthRequests, tx.DeleteExpiredSessions,
+		} {
+			if _, err := sweep(now.Add(24 * time.Hour)); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if got := rawKeys(t, path, partyBuckets); len(got) != 0 {
+		t.Errorf("party index after the sweep: %v", got)
 	}
 }

@@ -20,6 +20,13 @@
 //	secrets               name → random key bytes (DB.Secret), e.g. the CSC
 //	                      page-token MAC key
 //
+// Tokens, codes, pending requests and sessions (oauth.go, authflow.go) each
+// have an expiry index for the sweeper and a party index for revocation
+// (revoke.go): *_by_party, party ‖ fingerprint → empty, where the party is
+// a tag ('u' user, 's' the user's signing approvals, 'c' client, 'k'
+// credential), a name and 0x00. Revoking a user, client or credential is a
+// cursor range per bucket, so it costs what it removes.
+//
 // DB.Batch is Update with group commit: concurrent calls share one write
 // transaction (one pair of fsyncs) and a failing function is rerun alone,
 // so its function may run more than once (batch.go).
@@ -40,7 +47,8 @@
 // buckets, upgrades an older file to schemaVersion in the same write
 // transaction, and refuses a newer file with store.ErrSchemaTooNew instead of
 // misreading it. A change to the layout that old code would misread bumps
-// schemaVersion and adds a migration.
+// schemaVersion and adds a migration. Version 2 added the party indexes;
+// opening a version 1 file builds them once from the stored records.
 //
 // # Caveats
 //

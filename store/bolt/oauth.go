@@ -3,16 +3,19 @@ package bolt
 import (
 	"bytes"
 	"encoding/binary"
+	"encoding/json"
 	"time"
 
 	"github.com/signd/signd/store"
 )
 
-// Tokens live in bucketTokens under their 32-byte fingerprint. Two indexes
-// point back at them:
+// Tokens live in bucketTokens under their 32-byte fingerprint. Three
+// indexes point back at them:
 //   - bucketTokensByCode: codeHash ‖ tokenHash → empty (code reuse revokes);
 //   - bucketTokensByExp: expiry (8-byte big-endian Unix nanoseconds) ‖
-//     tokenHash → empty (the sweeper walks only what has expired).
+//     tokenHash → empty (the sweeper walks only what has expired);
+//   - bucketTokensByParty: party ‖ tokenHash → empty (revocation by user,
+//     client and credential; revoke.go).
 
 type tokenRecord struct {
 	Kind         string    `json:"kind"`
@@ -61,6 +64,9 @@ func (t *tx) CreateToken(tok *store.Token) error {
 	if err := t.put(bucketTokens, key, rec); err != nil {
 		return err
 	}
+	if err := t.index(bucketTokensByParty, rec.parties(), tok.Hash); err != nil {
+		return err
+	}
 	if len(tok.CodeHash) != 0 {
 		if err := t.putRaw(bucketTokensByCode, string(tok.CodeHash)+key, []byte{}); err != nil {
 			return err
@@ -69,14 +75,33 @@ func (t *tx) CreateToken(tok *store.Token) error {
 	return t.putRaw(bucketTokensByExp, expiryKey(rec.ExpiresAt, tok.Hash), []byte{})
 }
 
-// Token implements store.OAuthTx.
-func (t *tx) Token(hash []byte) (*store.Token, error) {
+func (r *tokenRecord) parties() []string {
+	return grantParties(r.ClientID, r.Username, r.CredentialID)
+}
+
+func decodeTokenParties(raw []byte) ([]string, error) {
+	var r tokenRecord
+	err := json.Unmarshal(raw, &r)
+	return r.parties(), err
+}
+
+// token returns the stored record, or nil if there is none.
+func (t *tx) token(hash []byte) (*tokenRecord, error) {
 	var rec tokenRecord
 	ok, err := t.get(bucketTokens, string(hash), &rec)
+	if !ok || err != nil {
+		return nil, err
+	}
+	return &rec, nil
+}
+
+// Token implements store.OAuthTx.
+func (t *tx) Token(hash []byte) (*store.Token, error) {
+	rec, err := t.token(hash)
 	if err != nil {
 		return nil, err
 	}
-	if !ok {
+	if rec == nil {
 		return nil, store.ErrNotFound
 	}
 	return &store.Token{
@@ -93,11 +118,17 @@ func (t *tx) DeleteToken(hash []byte) error {
 	if err := t.writable(); err != nil {
 		return err
 	}
-	tok, err := t.Token(hash)
+	tok, err := t.token(hash)
 	if err != nil {
 		return err
 	}
+	if tok == nil {
+		return store.ErrNotFound
+	}
 	if err := t.delete(bucketTokens, string(hash)); err != nil {
+		return err
+	}
+	if err := t.unindex(bucketTokensByParty, tok.parties(), hash); err != nil {
 		return err
 	}
 	if len(tok.CodeHash) != 0 {

@@ -221,6 +221,27 @@ func (t *tx) Proof(username, id string) (*store.Proof, error) {
 	return &store.Proof{ProofRef: u.Proofs[i], Content: bytes.Clone(content)}, nil
 }
 
+func (t *tx) DeleteUser(username string) error {
+	if err := t.writable(); err != nil {
+		return err
+	}
+	u, err := t.User(username)
+	if err != nil {
+		return err
+	}
+	if owned, err := t.Credentials(username, "", 1); err != nil {
+		return err
+	} else if len(owned) > 0 {
+		return fmt.Errorf("%w: user %q still owns credentials", store.ErrInvalid, username)
+	}
+	for _, p := range u.Proofs {
+		if err := t.delete(bucketProofs, compositeKey(username, p.ID)); err != nil {
+			return err
+		}
+	}
+	return t.delete(bucketUsers, username)
+}
+
 // Clients
 
 func (t *tx) Client(id string) (*store.Client, error) {
@@ -375,6 +396,20 @@ func (t *tx) PutCredential(c *store.Credential) error {
 	}
 	c.CreatedAt, c.UpdatedAt = old.CreatedAt, t.stamp()
 	return t.put(bucketCredentials, c.ID, credentialToRecord(c))
+}
+
+func (t *tx) DeleteCredential(id string) error {
+	if err := t.writable(); err != nil {
+		return err
+	}
+	c, err := t.Credential(id)
+	if err != nil {
+		return err
+	}
+	if err := t.delete(bucketCredsByOwner, compositeKey(c.Owner, id)); err != nil {
+		return err
+	}
+	return t.delete(bucketCredentials, id)
 }
 
 func (t *tx) Credentials(owner, after string, limit int) ([]store.Credential, error) {

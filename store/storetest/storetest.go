@@ -54,6 +54,10 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"ExpiredFlows", testExpiredFlows},
 		{"ConcurrentRedeem", testConcurrentRedeem},
 		{"SigningKeys", testSigningKeys},
+		{"Revoke", testRevoke},
+		{"RevokeAfterDelete", testRevokeAfterDelete},
+		{"RevokeInvalid", testRevokeInvalid},
+		{"DeleteUserAndCredential", testDeleteUserAndCredential},
 		{"InvalidSigningKeys", testInvalidSigningKeys},
 	}
 	for _, tt := range tests {

@@ -253,9 +253,15 @@ func (l *Local) ShowUser(ctx context.Context, username string) (*UserView, error
 	return userView(u), nil
 }
 
-// updateUser runs fn on the user inside one write transaction.
-func (l *Local) updateUser(ctx context.Context, username string, fn func(u *store.User) error) (*UserView, error) {
+// revoker revokes what hangs on a user, in the transaction of the action
+// that calls for it: store.Tx.RevokeUser or store.Tx.RevokeUserSigning.
+type revoker func(tx store.Tx, username string) (store.Revoked, error)
+
+// updateUser runs fn on the user inside one write transaction, and revoke
+// (when not nil) in the same one; op names the action in the log.
+func (l *Local) updateUser(ctx context.Context, op, username string, revoke revoker, fn func(u *store.User) error) (*UserView, error) {
 	var u *store.User
+	var r store.Revoked
 	err := l.Store.Update(ctx, func(tx store.Tx) (err error) {
 		if u, err = tx.User(username); err != nil {
 			return err
@@ -266,36 +272,51 @@ func (l *Local) updateUser(ctx context.Context, username string, fn func(u *stor
 		if err := tx.PutUser(u); err != nil {
 			return err
 		}
+		if revoke != nil {
+			if r, err = revoke(tx, username); err != nil {
+				return err
+			}
+		}
 		u, err = tx.User(username)
 		return err
 	})
 	if err != nil {
 		return nil, l.fail(fmt.Sprintf("user %q", username), err)
 	}
-	return userView(u), nil
+	v := userView(u)
+	if revoke != nil {
+		v.Revoked = revokedView(r)
+		l.logger().Info("user "+op, "username", username, "revoked", v.Revoked)
+	}
+	return v, nil
 }
 
-// SetUserStatus implements Service.
+// SetUserStatus implements Service. Disabling revokes everything of the
+// user.
 func (l *Local) SetUserStatus(ctx context.Context, username string, enabled bool) (*UserView, error) {
-	return l.updateUser(ctx, username, func(u *store.User) error {
-		u.Status = store.UserDisabled
-		if enabled {
+	if enabled {
+		return l.updateUser(ctx, "enabled", username, nil, func(u *store.User) error {
 			u.Status = store.UserActive
-		}
+			return nil
+		})
+	}
+	return l.updateUser(ctx, "disabled", username, store.Tx.RevokeUser, func(u *store.User) error {
+		u.Status = store.UserDisabled
 		return nil
 	})
 }
 
 // UnlockUser implements Service: it clears both lockouts and both counters.
 func (l *Local) UnlockUser(ctx context.Context, username string) (*UserView, error) {
-	return l.updateUser(ctx, username, func(u *store.User) error {
+	return l.updateUser(ctx, "unlocked", username, nil, func(u *store.User) error {
 		u.PasswordLocked, u.FailedPasswords = false, 0
 		u.PINLocked, u.FailedPINs = false, 0
 		return nil
 	})
 }
 
-// SetPassword implements Service; it also clears the password lockout.
+// SetPassword implements Service; it also clears the password lockout and
+// revokes everything of the user (whoever knew the old password is out).
 func (l *Local) SetPassword(ctx context.Context, req SetSecretRequest) (*UserView, error) {
 	if err := checkSecretLen("password", req.Secret, minPasswordLen, maxPasswordLen); err != nil {
 		return nil, err
@@ -304,13 +325,15 @@ func (l *Local) SetPassword(ctx context.Context, req SetSecretRequest) (*UserVie
 	if err != nil {
 		return nil, l.fail("set password", err)
 	}
-	return l.updateUser(ctx, req.Username, func(u *store.User) error {
+	return l.updateUser(ctx, "password set", req.Username, store.Tx.RevokeUser, func(u *store.User) error {
 		u.PasswordHash, u.PasswordLocked, u.FailedPasswords = h, false, 0
 		return nil
 	})
 }
 
-// SetPIN implements Service; it also clears the PIN lockout.
+// SetPIN implements Service; it also clears the PIN lockout and revokes
+// what the old PIN approved or is about to approve: the user's SADs and
+// credential-bound codes and pending requests.
 func (l *Local) SetPIN(ctx context.Context, req SetSecretRequest) (*UserView, error) {
 	if err := checkSecretLen("PIN", req.Secret, minPINLen, maxPINLen); err != nil {
 		return nil, err
@@ -319,7 +342,7 @@ func (l *Local) SetPIN(ctx context.Context, req SetSecretRequest) (*UserView, er
 	if err != nil {
 		return nil, l.fail("set PIN", err)
 	}
-	return l.updateUser(ctx, req.Username, func(u *store.User) error {
+	return l.updateUser(ctx, "PIN set", req.Username, store.Tx.RevokeUserSigning, func(u *store.User) error {
 		u.PINHash, u.PINLocked, u.FailedPINs = h, false, 0
 		return nil
 	})
@@ -459,10 +482,23 @@ func (l *Local) ShowClient(ctx context.Context, id string) (*ClientView, error) 
 	return clientView(c), nil
 }
 
-// RemoveClient implements Service.
-func (l *Local) RemoveClient(ctx context.Context, id string) error {
-	err := l.Store.Update(ctx, func(tx store.Tx) error { return tx.DeleteClient(id) })
-	return l.fail(fmt.Sprintf("client %q", id), err)
+// RemoveClient implements Service: it deletes the client and revokes its
+// access tokens, SADs, codes and pending requests in one transaction.
+func (l *Local) RemoveClient(ctx context.Context, id string) (*RemoveResult, error) {
+	var r store.Revoked
+	err := l.Store.Update(ctx, func(tx store.Tx) (err error) {
+		if err := tx.DeleteClient(id); err != nil {
+			return err
+		}
+		r, err = tx.RevokeClient(id)
+		return err
+	})
+	if err != nil {
+		return nil, l.fail(fmt.Sprintf("client %q", id), err)
+	}
+	res := &RemoveResult{Removed: id, Revoked: *revokedView(r)}
+	l.logger().Info("client removed", "client_id", id, "revoked", &res.Revoked)
+	return res, nil
 }
 
 // ---- credentials ----
@@ -744,9 +780,11 @@ func (l *Local) ShowCredential(ctx context.Context, id string) (*CredentialView,
 }
 
 // SetCredentialStatus implements Service. A pending credential (no
-// certificate yet) cannot be enabled.
+// certificate yet) cannot be enabled. Disabling revokes the SADs, codes and
+// pending requests bound to the credential.
 func (l *Local) SetCredentialStatus(ctx context.Context, id string, enabled bool) (*CredentialView, error) {
 	var out *store.Credential
+	var revoked *RevokedView
 	err := l.Store.Update(ctx, func(tx store.Tx) (err error) {
 		c, err := tx.Credential(id)
 		if err != nil {
@@ -763,12 +801,17 @@ func (l *Local) SetCredentialStatus(ctx context.Context, id string, enabled bool
 		if err := tx.PutCredential(c); err != nil {
 			return err
 		}
-		kind := store.AuditCredentialDisabled
-		if enabled {
-			kind = store.AuditCredentialEnabled
+		kind, reason := store.AuditCredentialEnabled, "by an admin"
+		if !enabled {
+			r, err := tx.RevokeCredential(id)
+			if err != nil {
+				return err
+			}
+			revoked = revokedView(r)
+			kind, reason = store.AuditCredentialDisabled, "by an admin; revoked "+revoked.String()
 		}
 		if err := tx.AppendAudit(&store.AuditEntry{Time: l.now(), Kind: kind, User: c.Owner,
-			Credential: c.ID, Outcome: store.AuditOK, Reason: "by an admin"}); err != nil {
+			Credential: c.ID, Outcome: store.AuditOK, Reason: reason}); err != nil {
 			return err
 		}
 		out, err = tx.Credential(id)
@@ -777,6 +820,12 @@ func (l *Local) SetCredentialStatus(ctx context.Context, id string, enabled bool
 	if err != nil {
 		return nil, l.fail(fmt.Sprintf("credential %q", id), err)
 	}
-	l.logger().Info("credential status changed", "credential_id", id, "status", out.Status)
-	return credentialView(out), nil
+	v := credentialView(out)
+	v.Revoked = revoked
+	if revoked != nil {
+		l.logger().Info("credential status changed", "credential_id", id, "status", out.Status, "revoked", revoked)
+	} else {
+		l.logger().Info("credential status changed", "credential_id", id, "status", out.Status)
+	}
+	return v, nil
 }

@@ -31,7 +31,6 @@ type (
 		Name    string
 		Enabled bool
 	}
-	emptyResp struct{}
 )
 
 // endpoints maps method names to adapters over a Service. The same table
@@ -52,7 +51,10 @@ func endpoints(s Service) map[string]func(context.Context, json.RawMessage) (any
 		"ListClients": decode(func(ctx context.Context, _ struct{}) (any, error) { return s.ListClients(ctx) }),
 		"ShowClient":  decode(func(ctx context.Context, r nameReq) (any, error) { return s.ShowClient(ctx, r.Name) }),
 		"RemoveClient": decode(func(ctx context.Context, r nameReq) (any, error) {
-			return emptyResp{}, s.RemoveClient(ctx, r.Name)
+			return s.RemoveClient(ctx, r.Name)
+		}),
+		"RemoveUser": decode(func(ctx context.Context, r nameReq) (any, error) {
+			return s.RemoveUser(ctx, r.Name)
 		}),
 		"CreateCredential": decode(func(ctx context.Context, r CreateCredentialRequest) (any, error) {
 			return s.CreateCredential(ctx, r)
@@ -64,6 +66,9 @@ func endpoints(s Service) map[string]func(context.Context, json.RawMessage) (any
 		"ShowCredential":  decode(func(ctx context.Context, r nameReq) (any, error) { return s.ShowCredential(ctx, r.Name) }),
 		"SetCredentialStatus": decode(func(ctx context.Context, r statusReq) (any, error) {
 			return s.SetCredentialStatus(ctx, r.Name, r.Enabled)
+		}),
+		"RemoveCredential": decode(func(ctx context.Context, r nameReq) (any, error) {
+			return s.RemoveCredential(ctx, r.Name)
 		}),
 		"CreateOIDCKey": decode(func(ctx context.Context, _ struct{}) (any, error) { return s.CreateOIDCKey(ctx) }),
 		"ListOIDCKeys":  decode(func(ctx context.Context, _ struct{}) (any, error) { return s.ListOIDCKeys(ctx) }),
@@ -265,8 +270,18 @@ func (r *Remote) ShowClient(ctx context.Context, id string) (*ClientView, error)
 }
 
 // RemoveClient implements Service.
-func (r *Remote) RemoveClient(ctx context.Context, id string) error {
-	return r.call(ctx, "RemoveClient", nameReq{id}, nil)
+func (r *Remote) RemoveClient(ctx context.Context, id string) (*RemoveResult, error) {
+	return callT[*RemoveResult](r, ctx, "RemoveClient", nameReq{id})
+}
+
+// RemoveUser implements Service.
+func (r *Remote) RemoveUser(ctx context.Context, username string) (*RemoveResult, error) {
+	return callT[*RemoveResult](r, ctx, "RemoveUser", nameReq{username})
+}
+
+// RemoveCredential implements Service.
+func (r *Remote) RemoveCredential(ctx context.Context, id string) (*RemoveCredentialResult, error) {
+	return callT[*RemoveCredentialResult](r, ctx, "RemoveCredential", nameReq{id})
 }
 
 // CreateCredential implements Service.

@@ -18,17 +18,19 @@ type Service interface {
 	SetPassword(ctx context.Context, req SetSecretRequest) (*UserView, error)
 	SetPIN(ctx context.Context, req SetSecretRequest) (*UserView, error)
 	AddProof(ctx context.Context, req AddProofRequest) (*UserView, error)
+	RemoveUser(ctx context.Context, username string) (*RemoveResult, error)
 
 	AddClient(ctx context.Context, req AddClientRequest) (*AddClientResult, error)
 	ListClients(ctx context.Context) ([]ClientView, error)
 	ShowClient(ctx context.Context, id string) (*ClientView, error)
-	RemoveClient(ctx context.Context, id string) error
+	RemoveClient(ctx context.Context, id string) (*RemoveResult, error)
 
 	CreateCredential(ctx context.Context, req CreateCredentialRequest) (*CreateCredentialResult, error)
 	ImportCertificate(ctx context.Context, req ImportCertificateRequest) (*CredentialView, error)
 	ListCredentials(ctx context.Context, owner string) ([]CredentialView, error)
 	ShowCredential(ctx context.Context, id string) (*CredentialView, error)
 	SetCredentialStatus(ctx context.Context, id string, enabled bool) (*CredentialView, error)
+	RemoveCredential(ctx context.Context, id string) (*RemoveCredentialResult, error)
 
 	CreateOIDCKey(ctx context.Context) (*OIDCKeyView, error)
 	ListOIDCKeys(ctx context.Context) ([]OIDCKeyView, error)
@@ -103,6 +105,9 @@ type UserView struct {
 	Proofs          []string          `json:"proofs,omitempty"`
 	CreatedAt       time.Time         `json:"created_at"`
 	UpdatedAt       time.Time         `json:"updated_at"`
+	// Revoked is what the operation revoked (disable, set-password,
+	// set-pin); nil when it revokes nothing.
+	Revoked *RevokedView `json:"revoked,omitempty"`
 }
 
 // AddClientRequest registers an OAuth client. When Secret is empty a secret
@@ -173,6 +178,9 @@ type CredentialView struct {
 	ChainLength int        `json:"chain_length"`
 	CreatedAt   time.Time  `json:"created_at"`
 	UpdatedAt   time.Time  `json:"updated_at"`
+	// Revoked is what the operation revoked (disable); nil when it revokes
+	// nothing.
+	Revoked *RevokedView `json:"revoked,omitempty"`
 }
 
 // AddProofRequest stores a proof document of a user (a scan of the identity

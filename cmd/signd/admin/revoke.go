@@ -1,0 +1,189 @@
+package admin
+
+import (
+	"context"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+
+	"github.com/signd/signd/hsm"
+	"github.com/signd/signd/store"
+)
+
+// Removing or disabling what a grant hangs on revokes, in the same write
+// transaction, everything issued on its strength (store.RevokeTx):
+//
+//	client remove          the client's access tokens, SADs, codes, pending requests
+//	user disable, set-password, user remove
+//	                       the user's access tokens, SADs, codes, pending requests, sessions
+//	user set-pin           the user's SADs and credential-bound codes and pending requests
+//	credential disable, credential remove
+//	                       the SADs, codes and pending requests bound to the credential
+//
+// The operator sees how many of each kind went; never a value.
+
+// RevokedView counts what an operation revoked.
+type RevokedView struct {
+	AccessTokens    int `json:"access_tokens"`
+	SADs            int `json:"sads"`
+	Codes           int `json:"codes"`
+	PendingRequests int `json:"pending_requests"`
+	Sessions        int `json:"sessions"`
+}
+
+func revokedView(r store.Revoked) *RevokedView {
+	return &RevokedView{
+		AccessTokens: r.AccessTokens, SADs: r.SADs, Codes: r.Codes,
+		PendingRequests: r.Requests, Sessions: r.Sessions,
+	}
+}
+
+// String is the CLI's line: "2 access tokens, 1 SAD, 0 codes, ...".
+func (r *RevokedView) String() string {
+	return strings.Join([]string{
+		plural(r.AccessTokens, "access token", "access tokens"),
+		plural(r.SADs, "SAD", "SADs"),
+		plural(r.Codes, "authorization code", "authorization codes"),
+		plural(r.PendingRequests, "pending authorization request", "pending authorization requests"),
+		plural(r.Sessions, "login session", "login sessions"),
+	}, ", ")
+}
+
+// LogValue logs the counts as a group.
+func (r *RevokedView) LogValue() slog.Value {
+	return slog.GroupValue(
+		slog.Int("access_tokens", r.AccessTokens), slog.Int("sads", r.SADs), slog.Int("codes", r.Codes),
+		slog.Int("pending_requests", r.PendingRequests), slog.Int("sessions", r.Sessions),
+	)
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprintf("%d %s", n, many)
+}
+
+// RemoveResult reports a removed user or client.
+type RemoveResult struct {
+	Removed string      `json:"removed"` // username or client ID
+	Revoked RevokedView `json:"revoked"`
+}
+
+// RemoveCredentialResult reports a removed credential.
+type RemoveCredentialResult struct {
+	Removed string `json:"removed"` // credential ID
+	Owner   string `json:"owner"`
+	KeyID   string `json:"key_id"` // hex CKA_ID
+	Label   string `json:"label"`
+	// Destroyed lists the HSM objects destroyed: "private key", "public
+	// key" and, once a certificate was imported, "certificate". Empty when
+	// the key pair was already gone (a removal that failed after
+	// destroying it, run again).
+	Destroyed []string    `json:"destroyed"`
+	Revoked   RevokedView `json:"revoked"`
+}
+
+// maxNamed bounds the credential IDs a refusal names.
+const maxNamed = 10
+
+// RemoveUser implements Service: it revokes everything of the user and
+// deletes the user and their proof documents, in one transaction. It
+// refuses while the user owns credentials (remove those first: their keys
+// live in the HSM).
+func (l *Local) RemoveUser(ctx context.Context, username string) (*RemoveResult, error) {
+	var r store.Revoked
+	err := l.Store.Update(ctx, func(tx store.Tx) error {
+		if _, err := tx.User(username); err != nil {
+			return err
+		}
+		owned, err := tx.Credentials(username, "", maxNamed+1)
+		if err != nil {
+			return err
+		}
+		if len(owned) > 0 {
+			ids := make([]string, 0, len(owned))
+			for _, c := range owned[:min(len(owned), maxNamed)] {
+				ids = append(ids, c.ID)
+			}
+			if len(owned) > maxNamed {
+				ids = append(ids, "...")
+			}
+			return errorf(KindConflict, "user %q still owns credentials %s: remove them first with `signd credential remove ID`",
+				username, strings.Join(ids, ", "))
+		}
+		if r, err = tx.RevokeUser(username); err != nil {
+			return err
+		}
+		return tx.DeleteUser(username)
+	})
+	if err != nil {
+		return nil, l.fail(fmt.Sprintf("user %q", username), err)
+	}
+	res := &RemoveResult{Removed: username, Revoked: *revokedView(r)}
+	l.logger().Info("user removed", "username", username, "revoked", &res.Revoked)
+	return res, nil
+}
+
+// RemoveCredential implements Service: it destroys the key pair and its
+// certificate object in the token, then — in one transaction — revokes
+// what is bound to the credential, deletes the record and appends an
+// audit entry. The token goes first: when it is unavailable nothing
+// changes; when the store fails after it, the credential can no longer
+// sign and running the removal again finishes it.
+func (l *Local) RemoveCredential(ctx context.Context, id string) (*RemoveCredentialResult, error) {
+	cred, err := l.getCredential(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	keys, err := l.keys()
+	if err != nil {
+		return nil, err
+	}
+	res := &RemoveCredentialResult{
+		Removed: id, Owner: cred.Owner, KeyID: hex.EncodeToString(cred.KeyID), Label: cred.Label,
+		Destroyed: []string{},
+	}
+	what := "key pair already absent from the HSM"
+	switch err := keys.DestroyKey(ctx, cred.KeyID); {
+	case errors.Is(err, hsm.ErrKeyNotFound):
+	case err != nil:
+		return nil, l.fail("destroy key", err)
+	default:
+		res.Destroyed = append(res.Destroyed, "private key", "public key")
+		what = "key pair destroyed in the HSM"
+		if len(cred.Chain) > 0 {
+			res.Destroyed = append(res.Destroyed, "certificate")
+			what = "key pair and certificate destroyed in the HSM"
+		}
+	}
+	var r store.Revoked
+	err = l.Store.Update(ctx, func(tx store.Tx) error {
+		c, err := tx.Credential(id)
+		if err != nil {
+			return err
+		}
+		if r, err = tx.RevokeCredential(id); err != nil {
+			return err
+		}
+		if err := tx.DeleteCredential(id); err != nil {
+			return err
+		}
+		return tx.AppendAudit(&store.AuditEntry{Time: l.now(), Kind: store.AuditCredentialRemoved, User: c.Owner,
+			Credential: id, Outcome: store.AuditOK,
+			Reason: fmt.Sprintf("by an admin: %s; revoked %s", what, revokedView(r))})
+	})
+	if err != nil {
+		ferr := l.fail(fmt.Sprintf("credential %q", id), err)
+		if len(res.Destroyed) == 0 {
+			return nil, ferr
+		}
+		return nil, errorf(KindOf(ferr), "%v (the key pair is already destroyed in the HSM: run `signd credential remove %s` again to finish)", ferr, id)
+	}
+	res.Revoked = *revokedView(r)
+	l.logger().Info("credential removed", "credential_id", id, "owner", cred.Owner,
+		"key_id", res.KeyID, "destroyed", strings.Join(res.Destroyed, ", "), "revoked", &res.Revoked)
+	return res, nil
+}
