@@ -177,13 +177,14 @@ func TestSchema(t *testing.T) {
 		wantInError []string
 		wantVersion string // version on disk afterwards
 	}{
-		{name: "new file", wantVersion: "1"},
-		{name: "empty bbolt file (version 0)", prepare: func(*bbolt.Tx) error { return nil }, wantVersion: "1"},
-		{name: "explicit version 0", prepare: setVersion("0"), wantVersion: "1"},
-		{name: "current version", prepare: setVersion("1"), wantVersion: "1"},
+		{name: "new file", wantVersion: "2"},
+		{name: "empty bbolt file (version 0)", prepare: func(*bbolt.Tx) error { return nil }, wantVersion: "2"},
+		{name: "explicit version 0", prepare: setVersion("0"), wantVersion: "2"},
+		{name: "version 1 (before the party indexes)", prepare: setVersion("1"), wantVersion: "2"},
+		{name: "current version", prepare: setVersion("2"), wantVersion: "2"},
 		{
 			name: "newer version", prepare: setVersion("99"), wantErr: store.ErrSchemaTooNew,
-			wantInError: []string{"99", "up to 1", "signd.db"}, wantVersion: "99",
+			wantInError: []string{"99", "up to 2", "signd.db"}, wantVersion: "99",
 		},
 		{
 			name: "garbage version", prepare: setVersion("one"), wantErr: errors.New("any"),
@@ -543,7 +544,7 @@ func writeRevocable(t *testing.T, db *bolt.DB, now time.Time) {
 			"req-login": {grant("rp", "", "c1"), store.StageLogin},
 		} {
 			if err := tx.CreateAuthRequest(&store.AuthRequest{Hash: store.Fingerprint(handle), Grant: r.g,
-				CSRFHash: store.Fingerprint("csrf"), Stage: r.stage, ExpiresAt: now.Add(time.Hour)}); err != nil {
+				CSRFHash: store.Fingerprint("csrf"), BindingHash: store.Fingerprint("browser"), Stage: r.stage, ExpiresAt: now.Add(time.Hour)}); err != nil {
 				return err
 			}
 		}

@@ -90,7 +90,7 @@ func (a artefact) create(tx store.Tx, now time.Time) error {
 		}
 		return nil
 	case "request":
-		r := &store.AuthRequest{Hash: a.hash, Grant: g, CSRFHash: store.Fingerprint("csrf"),
+		r := &store.AuthRequest{Hash: a.hash, Grant: g, CSRFHash: store.Fingerprint("csrf"), BindingHash: store.Fingerprint("browser"),
 			Stage: store.StageLogin, ExpiresAt: now.Add(time.Hour)}
 		if a.user == "" {
 			return tx.CreateAuthRequest(r)
