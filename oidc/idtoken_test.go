@@ -41,7 +41,7 @@ func TestItem16IDToken(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			jws, err := jose.ParseSigned(raw, []jose.SignatureAlgorithm{jose.RS256})
+			jws, err := jose.ParseSignedCompact(raw, []jose.SignatureAlgorithm{jose.RS256})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -53,7 +53,7 @@ func (f *fixture) signTest(nonce string) string {
 // verify checks an ID token's signature against the published JWKS, as a
 // relying party does: by kid, RS256 only.
 func (f *fixture) verify(idToken string) error {
-	jws, err := jose.ParseSigned(idToken, []jose.SignatureAlgorithm{jose.RS256})
+	jws, err := jose.ParseSignedCompact(idToken, []jose.SignatureAlgorithm{jose.RS256})
 	if err != nil {
 		return err
 	}
@@ -109,7 +109,7 @@ func TestItem02JWKS(t *testing.T) {
 	}
 	// The ID token names the active key, never the next one.
 	idToken := f.signTest("")
-	jws, err := jose.ParseSigned(idToken, []jose.SignatureAlgorithm{jose.RS256})
+	jws, err := jose.ParseSignedCompact(idToken, []jose.SignatureAlgorithm{jose.RS256})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -170,7 +170,7 @@ func TestItem02KeyRotation(t *testing.T) {
 	}
 	after := f.signTest("n-after")
 	hdrKid := func(tok string) string {
-		jws, err := jose.ParseSigned(tok, []jose.SignatureAlgorithm{jose.RS256})
+		jws, err := jose.ParseSignedCompact(tok, []jose.SignatureAlgorithm{jose.RS256})
 		if err != nil {
 			t.Fatal(err)
 		}

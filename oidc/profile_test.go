@@ -339,7 +339,7 @@ func TestItem16TokenResponse(t *testing.T) {
 		t.Errorf("extra = %v", extra)
 	}
 	raw, _ := extra["id_token"].(string)
-	jws, err := jose.ParseSigned(raw, []jose.SignatureAlgorithm{jose.RS256})
+	jws, err := jose.ParseSignedCompact(raw, []jose.SignatureAlgorithm{jose.RS256})
 	if err != nil {
 		t.Fatal(err)
 	}

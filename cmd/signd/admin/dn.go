@@ -68,7 +68,7 @@ func ParseDN(s string) (pkix.Name, error) {
 			return name, fmt.Errorf("attribute %s has an empty value", typ)
 		}
 		if typ == "C" && (len(v) != 2 || strings.ToUpper(v) != v) {
-			return name, fmt.Errorf("C must be a two-letter upper-case country code, got %q", v)
+			return name, fmt.Errorf("the country (C) must be a two-letter upper-case code, got %q", v)
 		}
 		seq = append(seq, pkix.RelativeDistinguishedNameSET{{Type: oid, Value: v}})
 	}
