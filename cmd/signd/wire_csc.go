@@ -29,7 +29,7 @@ type cscStore interface {
 	Secret(ctx context.Context, name string, size int) ([]byte, error)
 }
 
-// mountCSC wires the CSC service (issue 4) onto e under /csc/v1.
+// mountCSC wires the CSC service onto e under /csc/v1.
 func (s *services) mountCSC(e *echo.Echo) error {
 	db, ok := s.store.(cscStore)
 	if !ok {

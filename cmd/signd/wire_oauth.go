@@ -9,7 +9,7 @@ import (
 	"github.com/signd/signd/oauth"
 )
 
-// mountOAuth wires the authorization server (issue 3) onto e: /oauth2/*
+// mountOAuth wires the authorization server onto e: /oauth2/*
 // with the scope profiles service and credential (csc) and openid (oidc),
 // and the background sweep of expired tokens, SAD, codes, requests and
 // login sessions.

@@ -65,7 +65,7 @@ func (s *services) oidcProfile() (oauth.Profile, error) {
 	return &oidc.Profile{Provider: p}, nil
 }
 
-// mountOIDC wires the OIDC service (issue 5) onto e: discovery, JWKS and
+// mountOIDC wires the OIDC service onto e: discovery, JWKS and
 // /userinfo. The openid profile is registered with the authorization server
 // by mountOAuth (oidcProfile).
 func (s *services) mountOIDC(e *echo.Echo) error {

@@ -14,7 +14,7 @@ import (
 	"github.com/signd/signd/store"
 )
 
-// The admin operations of the OpenID Connect provider (issue 5): proof
+// The admin operations of the OpenID Connect provider: proof
 // documents, the sector check of OIDC clients and the signing keys.
 
 // checkSector refuses an OIDC client whose pairwise sector cannot be
