@@ -103,7 +103,7 @@ func parseSignHash(p params, maxHashes int) (req signHashRequest, e *oauth.Error
 	return req, nil
 }
 
-// credentialIDParam reads credentialID or credentialIDs: the seed's table
+// credentialIDParam reads credentialID or credentialIDs: the service specification's table
 // names the latter, its sample the former, and both are accepted;
 // credentialIDs may be a string or an array of exactly one string. Both
 // present must agree.

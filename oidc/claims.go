@@ -66,7 +66,7 @@ var (
 var protocolClaims = []string{"sub", "iss", "aud", "exp", "iat", "auth_time", "nonce", "at_hash", "rat"}
 
 // Claims maps scopes to claims under a namespace (oidc.claim_namespace,
-// com.vendor in the seed). Scope → claims (DESIGN.md "OIDC claims"):
+// com.vendor in the service specification). Scope → claims (DESIGN.md "OIDC claims"):
 //
 //	openid               sub, aud, auth_time, iat, iss, rat
 //	email                email, email_verified

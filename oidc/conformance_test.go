@@ -467,14 +467,14 @@ func newFlowEnvWithStore(t *testing.T, f *fixture) *flowEnv {
 	return newFlowEnvNoFixtures(t, g)
 }
 
-// Item 19 and the seed's error table (§7), mapped as DESIGN.md says:
+// Item 19 and the service specification's error table (§7), mapped as DESIGN.md says:
 // every access_denied case of our flow, each redirected with the exact
 // description (ASCII, checked by errorOf) and state. The server_error cases
-// of the seed (NonPkioCertificate, VerificationFailed, ConsentInvalidated,
+// of the service specification (NonPkioCertificate, VerificationFailed, ConsentInvalidated,
 // AuthenticationFailure, SystemError) collapse into one: an internal fault
 // is server_error without detail; SystemError is tested at the token
 // endpoint (no signing key). NonPkioCertificate and VerificationFailed
-// concern the seed's app-based identity check, which signd does not have.
+// concern the service specification's app-based identity check, which signd does not have.
 func TestItem19SeedErrors(t *testing.T) {
 	ev := newFlowEnv(t)
 	scope := "openid email com.vendor.personal_info"

@@ -35,7 +35,7 @@ type Profile struct {
 var _ oauth.Profile = (*Profile)(nil)
 
 // Info implements oauth.Profile: redirect_uri may be omitted when the
-// client has exactly one registered URI (the seed makes it optional).
+// client has exactly one registered URI (the service specification makes it optional).
 func (p *Profile) Info() oauth.ProfileInfo {
 	return oauth.ProfileInfo{Name: ProfileName, RedirectURIOptional: true}
 }
@@ -51,7 +51,7 @@ func protocolError(code, desc string) *oauth.Error {
 // Authorize implements oauth.Profile. It
 //   - refuses openid mixed with service or credential (invalid_scope);
 //   - grants openid plus the requested identity scopes the client is
-//     registered for, and ignores any other scope (the seed: "the request
+//     registered for, and ignores any other scope (the service specification: "the request
 //     may contain further scopes"; RFC 6749 §3.3 lets the server narrow);
 //   - reads prompt (none, login, consent; select_account is accepted and
 //     means nothing with one account per login) and max_age;

@@ -12,7 +12,7 @@ import (
 	"github.com/signd/signd/store"
 )
 
-// jsonUTF8 is the Content-Type of /userinfo answers (the seed's).
+// jsonUTF8 is the Content-Type of /userinfo answers (the service specification's).
 const jsonUTF8 = "application/json;charset=UTF-8"
 
 // userinfo answers GET and POST /userinfo (OpenID Connect Core §5.3) for a
