@@ -27,8 +27,12 @@ build: ## Build bin/signd (cgo, dynamic glibc binary).
 
 ##@ Test
 
+.PHONY: deps
+deps: ## Install what is missing (SoftHSM2, OpenSSL, gcc, Chromium) with apt-get; root or sudo.
+	bash scripts/install-deps.sh
+
 .PHONY: test
-test: ## Run every test once under -race, against a real SoftHSM2 token and real bbolt files.
+test: deps ## Run every test once under -race, against a real SoftHSM2 token and real bbolt files.
 	CGO_ENABLED=1 $(GO) test -race $(TESTFLAGS) $(PKGS)
 
 .PHONY: test-race

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # demo.sh — `make demo`: a working signd on this machine in one command.
 #
-# Installs SoftHSM2 and OpenSSL when missing (apt-get; root or sudo), builds
+# Installs SoftHSM2 and OpenSSL when missing (scripts/install-deps.sh: apt-get,
+# root or sudo), builds
 # bin/signd, creates under ./var a SoftHSM2 token, a config, a demo user, a
 # demo OAuth client and a signing credential enrolled with a development CA,
 # then starts the daemon in the foreground. Running it again reuses all of it.
@@ -15,18 +16,8 @@ bin=$root/bin/signd
 say() { printf '\033[1m==> %s\033[0m\n' "$*" >&2; }
 randsecret() { openssl rand -base64 "$1" | tr -d '/+=\n' | cut -c1-"$2"; }
 
-# 1. Packages.
-need=()
-[ -e /usr/lib/softhsm/libsofthsm2.so ] && command -v softhsm2-util >/dev/null 2>&1 || need+=(softhsm2)
-command -v openssl >/dev/null 2>&1 || need+=(openssl)
-command -v gcc >/dev/null 2>&1 || need+=(gcc)
-if [ ${#need[@]} -gt 0 ]; then
-  say "installing ${need[*]}"
-  sudo=""
-  [ "$(id -u)" -eq 0 ] || sudo="sudo"
-  $sudo apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${need[@]}"
-fi
+# 1. Packages (the same script `make test` and CI use).
+bash scripts/install-deps.sh --no-browser
 command -v go >/dev/null 2>&1 || { echo "demo.sh: Go is not installed (https://go.dev/dl/)" >&2; exit 1; }
 
 # 2. Build.

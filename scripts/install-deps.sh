@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# install-deps.sh — install what signd's build, tests and demo need on a
+# Debian or Ubuntu machine, when it is missing: SoftHSM2 (the PKCS#11 token
+# of tests and the demo), OpenSSL (test CA, signature checks), gcc and make
+# (cgo), curl, and Chromium with a font (the headless browser test).
+#
+# `make test`, `make demo` and CI (.ci/run) all call this one script. It uses
+# apt-get, as root or through sudo, and does nothing when everything is
+# there. Go itself is not installed here (https://go.dev/dl/).
+#
+#   scripts/install-deps.sh            everything
+#   scripts/install-deps.sh --no-browser   without Chromium (the demo)
+set -euo pipefail
+
+browser=1
+for arg in "$@"; do
+  case $arg in
+    --no-browser) browser=0 ;;
+    *) echo "install-deps.sh: unknown argument $arg" >&2; exit 2 ;;
+  esac
+done
+
+need=()
+{ [ -e /usr/lib/softhsm/libsofthsm2.so ] && command -v softhsm2-util >/dev/null 2>&1; } || need+=(softhsm2)
+command -v openssl >/dev/null 2>&1 || need+=(openssl)
+command -v gcc >/dev/null 2>&1 || need+=(gcc libc6-dev)
+command -v make >/dev/null 2>&1 || need+=(make)
+command -v curl >/dev/null 2>&1 || need+=(curl)
+if [ "$browser" = 1 ]; then
+  command -v chromium >/dev/null 2>&1 || need+=(chromium fonts-dejavu-core)
+fi
+
+if [ ${#need[@]} -eq 0 ]; then
+  exit 0
+fi
+if ! command -v apt-get >/dev/null 2>&1; then
+  echo "install-deps.sh: missing ${need[*]}, and this is not a Debian/Ubuntu machine: install them by hand" >&2
+  exit 1
+fi
+sudo=""
+if [ "$(id -u)" -ne 0 ]; then
+  command -v sudo >/dev/null 2>&1 || { echo "install-deps.sh: missing ${need[*]}: run as root or install sudo" >&2; exit 1; }
+  sudo="sudo"
+fi
+echo "install-deps.sh: installing ${need[*]}" >&2
+$sudo apt-get update -qq
+DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${need[@]}"
