@@ -10,4 +10,10 @@
 // The package is imported by tests (typically from TestMain) and by
 // cmd/init-token. Setup sets SOFTHSM2_CONF for the current process, because
 // SoftHSM2 reads it during C_Initialize.
+//
+// The folder is named softhsm-test (the repository's top level is fixed and
+// a hyphen cannot be in a Go package name), so the package is softhsmtest:
+// import it as
+//
+//	import softhsmtest "github.com/signd/signd/softhsm-test"
 package softhsmtest
