@@ -126,6 +126,13 @@ func TestSignHashFailureAfterConsumeRestoresSAD(t *testing.T) {
 			if e.metrics.get("sad", "restored/") != 1 || e.metrics.get("sad", "consumed/") != 1 {
 				t.Errorf("SAD metrics %v", e.metrics.sad)
 			}
+			e.view(func(tx store.Tx) error {
+				n, _, err := store.VerifyAudit(tx)
+				if err == nil && n != 2 {
+					err = fmt.Errorf("%d entries verified, want 2", n)
+				}
+				return err
+			})
 
 			waitAvailable(t, tok)
 			r = e.call("signatures/signHash", bearer, signHashBody(cred, sad, d))
