@@ -18,7 +18,9 @@
 // invalid type) string parameter credentialID", ...). Anything that is not a
 // protocol error is logged and answered as a bare 500 server_error; signer
 // errors the Unavailable hook recognizes (a busy or reconnecting HSM) are
-// 503 temporarily_unavailable.
+// 503 temporarily_unavailable with Retry-After, and those the KeyUnusable
+// hook recognizes (the credential's key is gone from a working HSM) are
+// 400 "The credential identified by credentialID is disabled".
 //
 // # signHash
 //
@@ -32,4 +34,16 @@
 // request's hashes. The audit entry of the decision is appended in the same
 // transaction, so a SAD is never consumed without its entry and no crash
 // can let it be used twice. Only after the commit does the HSM sign.
+//
+// # No SAD burned by a request that could not sign
+//
+// Before that transaction the Signer is asked whether the credential's key
+// could sign now (Signer.CheckKey: HSM available, a session free, the key
+// known); if not, the request is refused (and audited) with its SAD
+// untouched. If signing then fails and the NotSigned hook proves that no
+// signature was made, a compensating transaction stores the SAD again,
+// unchanged, with its original expiry, and appends a new audit entry
+// "restored" referring to the grant. A failure whose outcome is unknown,
+// or one after an earlier hash of the request was signed, leaves the SAD
+// spent: never a second signature for one SAD.
 package csc

@@ -109,14 +109,22 @@ func (h *Handler) classify(c echo.Context, err error) (int, errorBody, http.Head
 		return http.StatusBadRequest, errorBody{oauth.CodeInvalidRequest, "Bad request"}, nil
 	case h.Unavailable != nil && h.Unavailable(err):
 		h.logger().Warn("csc: signer unavailable", "path", c.Request().URL.Path, "err", err)
-		return http.StatusServiceUnavailable, errorBody{oauth.CodeTemporarilyUnavailable, descUnavailable}, nil
+		return http.StatusServiceUnavailable, errorBody{oauth.CodeTemporarilyUnavailable, descUnavailable}, retryLater()
 	case errors.Is(err, context.Canceled):
 		h.logger().Info("csc: request canceled", "path", c.Request().URL.Path)
-		return http.StatusServiceUnavailable, errorBody{oauth.CodeTemporarilyUnavailable, descUnavailable}, nil
+		return http.StatusServiceUnavailable, errorBody{oauth.CodeTemporarilyUnavailable, descUnavailable}, retryLater()
 	}
 	h.logger().Error("csc: request failed", "path", c.Request().URL.Path, "err", err)
 	return http.StatusInternalServerError, errorBody{oauth.CodeServerError, descInternal}, nil
 }
+
+// retryAfter is the Retry-After (RFC 9110 §10.2.3) of every 503, in
+// seconds: long enough for the HSM's reconnect loop (backoff capped at 2 s)
+// to have tried twice. A SAD presented during an outage is not consumed
+// (or is given back), so the client retries with the same SAD.
+const retryAfter = "5"
+
+func retryLater() http.Header { return http.Header{"Retry-After": {retryAfter}} }
 
 var plainName = regexp.MustCompile(`^[A-Za-z0-9_]{1,64}$`)
 

@@ -28,6 +28,9 @@ type Store interface {
 // whose HSM ID is keyID. *hsm.Token satisfies it.
 type Signer interface {
 	SignDigest(ctx context.Context, keyID []byte, hash crypto.Hash, digest []byte) ([]byte, error)
+	// CheckKey reports, cheaply and without signing, whether keyID could
+	// sign now. signHash asks it before it consumes a SAD.
+	CheckKey(ctx context.Context, keyID []byte) error
 }
 
 // Metrics receives measurements; cmd adapts it to Prometheus. Methods must
@@ -40,7 +43,9 @@ type Metrics interface {
 	// ObserveSAD is called when a signHash decided about a SAD: outcome
 	// "consumed" (granted) or "refused", with a short fixed reason
 	// ("unknown", "user", "client", "credential", "expired", "hash",
-	// "revoked": the SAD's client or user was removed or disabled).
+	// "revoked": the SAD's client or user was removed or disabled), and
+	// "restored" (reason "") when signing failed before any signature was
+	// made and the SAD was given back.
 	ObserveSAD(outcome, reason string)
 }
 
@@ -58,9 +63,19 @@ type Handler struct {
 	Store  Store  // required
 	Signer Signer // required
 	// Unavailable reports whether a Signer error means "try again later"
-	// (hsm.ErrBusy, hsm.ErrTokenUnavailable): 503 instead of 500. nil =
-	// never.
+	// (hsm.ErrBusy, hsm.ErrTokenUnavailable): 503 with Retry-After instead
+	// of 500. nil = never.
 	Unavailable func(error) bool
+	// KeyUnusable reports whether a Signer error means that the
+	// credential's key cannot sign while the HSM itself is fine (the key
+	// is gone from the token, ambiguous, or against the key policy): 400
+	// "The credential identified by credentialID is disabled". nil =
+	// never (500).
+	KeyUnusable func(error) bool
+	// NotSigned reports whether a SignDigest error proves that no
+	// signature was made (hsm.NotSigned). The SAD the request consumed is
+	// then given back. nil = never: the SAD stays spent.
+	NotSigned func(error) bool
 	// BaseURL is the public base URL (server.base_url): info's oauth2 (the
 	// authorization server is at BaseURL/oauth2/...) and the bearer realm.
 	BaseURL string // required

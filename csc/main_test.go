@@ -39,6 +39,7 @@ import (
 // RSA-2048 keys generated inside it, and a throwaway CA (crypto/rsa) that
 // issues certificates for them.
 var (
+	softTok    *softhsmtest.Token // the SoftHSM2 token behind token
 	token      *hsm.Token
 	keyA, keyB *hsm.KeyInfo
 	caKey      *rsa.PrivateKey
@@ -56,12 +57,11 @@ func testMain(m *testing.M) int {
 		return 1
 	}
 	defer os.RemoveAll(dir)
-	tok, err := softhsmtest.Setup(dir, "signd-csc-test")
-	if err != nil {
+	if softTok, err = softhsmtest.Setup(dir, "signd-csc-test"); err != nil {
 		fmt.Fprintln(os.Stderr, "csc tests need SoftHSM2:", err)
 		return 1
 	}
-	if token, err = hsm.Open(hsm.Config{Module: tok.Module, TokenLabel: tok.Label, PIN: tok.PIN}); err != nil {
+	if token, err = hsm.Open(hsm.Config{Module: softTok.Module, TokenLabel: softTok.Label, PIN: softTok.PIN}); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
@@ -137,7 +137,11 @@ func newEnv(t testing.TB, opts ...envOption) *env {
 		Unavailable: func(err error) bool {
 			return errors.Is(err, hsm.ErrBusy) || errors.Is(err, hsm.ErrTokenUnavailable)
 		},
-		BaseURL: "https://sign.example.com",
+		KeyUnusable: func(err error) bool {
+			return errors.Is(err, hsm.ErrKeyNotFound) || errors.Is(err, hsm.ErrKeyPolicy)
+		},
+		NotSigned: hsm.NotSigned,
+		BaseURL:   "https://sign.example.com",
 		Info: csc.InfoConfig{
 			Name: "signd test", Logo: "https://sign.example.com/logo.png", Region: "NL",
 			Lang: "en-US", Description: "test service",

@@ -157,6 +157,7 @@ type decision struct {
 	reason    string       // audit reason of a refusal
 	sadReason string       // metrics: "" when the SAD was not looked at
 	keyID     []byte       // granted: the HSM key
+	sad       *store.Token // granted: the SAD consumed, as it was stored
 	seq       uint64       // the audit entry's sequence number
 }
 
@@ -215,6 +216,12 @@ func (h *Handler) signHash(c echo.Context) error {
 		return perr
 	}
 
+	// Before any SAD is touched: can the HSM sign with this credential's
+	// key now? A request that cannot sign costs the user nothing.
+	if err := h.preflight(ctx, g, req.credentialID); err != nil {
+		return h.preflightRefused(ctx, g, req, entry, err, &outcome)
+	}
+
 	var d decision
 	err := h.Store.Batch(context.WithoutCancel(ctx), func(tx store.Tx) error {
 		var err error
@@ -255,12 +262,9 @@ func (h *Handler) signHash(c echo.Context) error {
 	for i, digest := range req.hashes {
 		sig, err := h.Signer.SignDigest(sctx, d.keyID, crypto.SHA256, digest)
 		if err != nil {
-			outcome = "error"
-			if h.Unavailable != nil && h.Unavailable(err) {
-				outcome = "unavailable"
-			}
-			h.auditFailure(sctx, entry(store.AuditGranted, ""), d.seq, err)
-			return err
+			// Only a failure before any signature was made may give the
+			// SAD back: with i > 0 signatures exist.
+			return h.signFailed(sctx, entry(store.AuditGranted, ""), d, i == 0, err, &outcome)
 		}
 		res.Signatures[i] = base64.StdEncoding.EncodeToString(sig)
 	}
@@ -301,10 +305,7 @@ func auditCredential(id string) string {
 // auditFailure records that the HSM failed after the grant seq. The SAD
 // stays consumed: the client needs a new one.
 func (h *Handler) auditFailure(ctx context.Context, e *store.AuditEntry, seq uint64, cause error) {
-	reason := "signing failed"
-	if h.Unavailable != nil && h.Unavailable(cause) {
-		reason = "signing device busy or unavailable"
-	}
+	reason := h.classifySigner(cause).auditReason()
 	err := h.Store.Batch(ctx, func(tx store.Tx) error {
 		f := *e
 		f.Outcome, f.Reason, f.Ref = store.AuditFailed, reason, seq
@@ -376,7 +377,7 @@ func (h *Handler) decide(tx store.Tx, g *oauth.Grant, req signHashRequest) (deci
 	} else if why != "" {
 		return refuse(invalid("SAD"), why, "revoked"), nil
 	}
-	return decision{keyID: cred.KeyID, sadReason: "consumed"}, nil
+	return decision{keyID: cred.KeyID, sad: sad, sadReason: "consumed"}, nil
 }
 
 // revokedSAD says why a SAD that passed every binding check may no longer

@@ -255,12 +255,14 @@ func TestSADBinding(t *testing.T) {
 	}
 }
 
-// faultySigner fails every signature with err.
+// faultySigner passes CheckKey and fails every signature with err.
 type faultySigner struct{ err error }
 
 func (f faultySigner) SignDigest(context.Context, []byte, crypto.Hash, []byte) ([]byte, error) {
 	return nil, f.err
 }
+
+func (f faultySigner) CheckKey(context.Context, []byte) error { return nil }
 
 func TestSignerFailures(t *testing.T) {
 	cases := []struct {
@@ -287,6 +289,9 @@ func TestSignerFailures(t *testing.T) {
 			sad := e.sad("alice", "rp1", cred, time.Minute, d)
 			r := e.call("signatures/signHash", bearer, signHashBody(cred, sad, d))
 			wantError(t, r, tc.status, tc.code, tc.desc)
+			if ra := r.header.Get("Retry-After"); (tc.status == http.StatusServiceUnavailable) != (ra == "5") {
+				t.Errorf("%d with Retry-After %q", tc.status, ra)
+			}
 			if bytes.Contains(r.raw, []byte("CKR")) || bytes.Contains(r.raw, []byte("hsm")) {
 				t.Errorf("internal detail in the response: %s", r.raw)
 			}

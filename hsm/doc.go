@@ -32,15 +32,31 @@
 //
 // # Recovery
 //
-// Every operation is retried at most once per kind of failure: a closed or
-// invalid session is replaced; "user not logged in" or an invalid object
-// handle re-establishes the persistent session and the login, flushes the
-// key-handle cache and looks the key up again. Device-level errors
-// (CKR_DEVICE_ERROR, CKR_DEVICE_REMOVED, CKR_TOKEN_NOT_PRESENT,
-// CKR_GENERAL_ERROR, CKR_CRYPTOKI_NOT_INITIALIZED) mark the token
-// unavailable: calls fail fast with ErrTokenUnavailable while a background
-// goroutine re-initializes the module with exponential backoff. PIN errors
-// are fatal (ErrPIN) and never retried, so a wrong PIN cannot lock the token.
+// Every PKCS#11 return value is classified once, in one table (ckrClass in
+// errors.go): caller/key class (the operation fails, the token is fine),
+// session class, login class, device class and PIN class. Every operation
+// is retried at most once per kind of failure: a closed or invalid session
+// is replaced; "user not logged in" or an invalid object handle
+// re-establishes the persistent session and the login, flushes the
+// key-handle cache and looks the key up again. A find that returns nothing
+// is believed only while the token answers C_GetTokenInfo: SoftHSM2 finds
+// nothing, without an error, on a token whose files vanished.
+//
+// A device-class error (CKR_DEVICE_ERROR, CKR_DEVICE_REMOVED,
+// CKR_TOKEN_NOT_PRESENT, CKR_GENERAL_ERROR, CKR_SLOT_ID_INVALID,
+// CKR_CRYPTOKI_NOT_INITIALIZED, ...) from any call on any path marks the
+// token unavailable at once: calls fail fast with ErrTokenUnavailable,
+// without waiting for a lock, while a background goroutine finalizes and
+// initializes the module again (a module lists only the tokens present at
+// C_Initialize), finds the token by label, logs in and starts a fresh
+// handle cache, with exponential backoff from 100 ms capped at 2 s. No
+// probe traffic is needed. Status reports availability and counts
+// outages. PIN errors are fatal (ErrPIN) and never retried, so a wrong PIN
+// cannot lock the token.
+//
+// NotSigned tells a caller whether a failed SignDigest provably made no
+// signature, so that it can give back what it spent on the attempt.
+// CheckKey is the cheap check before spending it.
 //
 // # Package-level state
 //

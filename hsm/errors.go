@@ -122,35 +122,182 @@ func rv(err error) uint {
 	return pkcs11.CKR_OK
 }
 
-// recovery is what an operation does after a PKCS#11 error.
+// recovery is what an operation does after a PKCS#11 error: the class of
+// the return value.
 type recovery int
 
 const (
-	recoverNone    recovery = iota // return the error
-	recoverSession                 // the session is dead: replace it, retry once
-	recoverLogin                   // login or handles lost: re-login, flush cache, retry once
-	recoverDevice                  // the token is gone: mark unavailable, reconnect in the background
-	recoverPIN                     // the PIN was refused: fatal
+	recoverNone    recovery = iota // caller or key class: return the error, the token is fine
+	recoverSession                 // session class: the session is dead; replace it, retry once
+	recoverLogin                   // login class: login or handles lost; re-login, flush the cache, retry once
+	recoverDevice                  // device class: the token is gone; mark it unavailable at once, reconnect in the background
+	recoverPIN                     // PIN class: the PIN was refused; fatal, never retried
 )
 
-// classify maps an error to its recovery.
+// String names the class, for logs and tests.
+func (r recovery) String() string {
+	switch r {
+	case recoverSession:
+		return "session"
+	case recoverLogin:
+		return "login"
+	case recoverDevice:
+		return "device"
+	case recoverPIN:
+		return "pin"
+	}
+	return "caller"
+}
+
+// ckrClass is the one table that classifies every PKCS#11 v2.40 return
+// value (PKCS#11 Base Specification v2.40 §5.1, in miekg/pkcs11's
+// spelling). Codes not listed (vendor-defined ones, and those newer than
+// the table) are caller class: they fail the one operation and leave the
+// token alone. The table follows letsencrypt/boulder#1003 (a device error
+// marks the HSM down) and the measured SoftHSM2 behaviour
+// (reference: closing the last session or a removed token object directory
+// turns handles into CKR_OBJECT_HANDLE_INVALID; a removed token answers
+// C_GetTokenInfo with CKR_GENERAL_ERROR).
+var ckrClass = map[uint]recovery{
+	pkcs11.CKR_OK:     recoverNone,
+	pkcs11.CKR_CANCEL: recoverNone,
+	// The host ran out of memory: this process's problem, not the token's.
+	pkcs11.CKR_HOST_MEMORY: recoverNone,
+	// The slot vanished or was renumbered (SoftHSM2 renumbers slots when
+	// tokens come and go): find the token by label again.
+	pkcs11.CKR_SLOT_ID_INVALID: recoverDevice,
+	// SoftHSM2 answers a token whose files vanished with
+	// CKR_GENERAL_ERROR; the standard calls it unrecoverable.
+	pkcs11.CKR_GENERAL_ERROR: recoverDevice,
+	// "Could not be performed, no detail": one operation failed; signd
+	// cannot tell a bad key from a bad token, so it fails the operation
+	// only. A device that is really gone fails the next call with a
+	// device code.
+	pkcs11.CKR_FUNCTION_FAILED:            recoverNone,
+	pkcs11.CKR_ARGUMENTS_BAD:              recoverNone,
+	pkcs11.CKR_NO_EVENT:                   recoverNone,
+	pkcs11.CKR_NEED_TO_CREATE_THREADS:     recoverDevice, // C_Initialize: the module cannot run here
+	pkcs11.CKR_CANT_LOCK:                  recoverDevice, // C_Initialize: no locking, as above
+	pkcs11.CKR_ATTRIBUTE_READ_ONLY:        recoverNone,
+	pkcs11.CKR_ATTRIBUTE_SENSITIVE:        recoverNone,
+	pkcs11.CKR_ATTRIBUTE_TYPE_INVALID:     recoverNone,
+	pkcs11.CKR_ATTRIBUTE_VALUE_INVALID:    recoverNone,
+	pkcs11.CKR_ACTION_PROHIBITED:          recoverNone,
+	pkcs11.CKR_DATA_INVALID:               recoverNone,
+	pkcs11.CKR_DATA_LEN_RANGE:             recoverNone,
+	pkcs11.CKR_DEVICE_ERROR:               recoverDevice,
+	pkcs11.CKR_DEVICE_MEMORY:              recoverDevice,
+	pkcs11.CKR_DEVICE_REMOVED:             recoverDevice,
+	pkcs11.CKR_ENCRYPTED_DATA_INVALID:     recoverNone,
+	pkcs11.CKR_ENCRYPTED_DATA_LEN_RANGE:   recoverNone,
+	pkcs11.CKR_FUNCTION_CANCELED:          recoverNone,
+	pkcs11.CKR_FUNCTION_NOT_PARALLEL:      recoverNone,
+	pkcs11.CKR_FUNCTION_NOT_SUPPORTED:     recoverNone,
+	pkcs11.CKR_KEY_HANDLE_INVALID:         recoverLogin,
+	pkcs11.CKR_KEY_SIZE_RANGE:             recoverNone,
+	pkcs11.CKR_KEY_TYPE_INCONSISTENT:      recoverNone,
+	pkcs11.CKR_KEY_NOT_NEEDED:             recoverNone,
+	pkcs11.CKR_KEY_CHANGED:                recoverNone,
+	pkcs11.CKR_KEY_NEEDED:                 recoverNone,
+	pkcs11.CKR_KEY_INDIGESTIBLE:           recoverNone,
+	pkcs11.CKR_KEY_FUNCTION_NOT_PERMITTED: recoverNone,
+	pkcs11.CKR_KEY_NOT_WRAPPABLE:          recoverNone,
+	pkcs11.CKR_KEY_UNEXTRACTABLE:          recoverNone,
+	pkcs11.CKR_MECHANISM_INVALID:          recoverNone,
+	pkcs11.CKR_MECHANISM_PARAM_INVALID:    recoverNone,
+	pkcs11.CKR_OBJECT_HANDLE_INVALID:      recoverLogin,
+	// An operation left active or never started on a session: the
+	// session's state is unknown, so it is replaced.
+	pkcs11.CKR_OPERATION_ACTIVE:          recoverSession,
+	pkcs11.CKR_OPERATION_NOT_INITIALIZED: recoverSession,
+	pkcs11.CKR_PIN_INCORRECT:             recoverPIN,
+	pkcs11.CKR_PIN_INVALID:               recoverPIN,
+	pkcs11.CKR_PIN_LEN_RANGE:             recoverPIN,
+	pkcs11.CKR_PIN_EXPIRED:               recoverPIN,
+	pkcs11.CKR_PIN_LOCKED:                recoverPIN,
+	pkcs11.CKR_SESSION_CLOSED:            recoverSession,
+	// Too many sessions: fail this operation; the pool bounds ours.
+	pkcs11.CKR_SESSION_COUNT:                    recoverNone,
+	pkcs11.CKR_SESSION_HANDLE_INVALID:           recoverSession,
+	pkcs11.CKR_SESSION_PARALLEL_NOT_SUPPORTED:   recoverNone,
+	pkcs11.CKR_SESSION_READ_ONLY:                recoverNone,
+	pkcs11.CKR_SESSION_EXISTS:                   recoverNone,
+	pkcs11.CKR_SESSION_READ_ONLY_EXISTS:         recoverNone,
+	pkcs11.CKR_SESSION_READ_WRITE_SO_EXISTS:     recoverNone,
+	pkcs11.CKR_SIGNATURE_INVALID:                recoverNone,
+	pkcs11.CKR_SIGNATURE_LEN_RANGE:              recoverNone,
+	pkcs11.CKR_TEMPLATE_INCOMPLETE:              recoverNone,
+	pkcs11.CKR_TEMPLATE_INCONSISTENT:            recoverNone,
+	pkcs11.CKR_TOKEN_NOT_PRESENT:                recoverDevice,
+	pkcs11.CKR_TOKEN_NOT_RECOGNIZED:             recoverDevice,
+	pkcs11.CKR_TOKEN_WRITE_PROTECTED:            recoverNone,
+	pkcs11.CKR_UNWRAPPING_KEY_HANDLE_INVALID:    recoverNone,
+	pkcs11.CKR_UNWRAPPING_KEY_SIZE_RANGE:        recoverNone,
+	pkcs11.CKR_UNWRAPPING_KEY_TYPE_INCONSISTENT: recoverNone,
+	// Login is per application and token: already logged in is success
+	// (Token.login); "not logged in" means the login was lost.
+	pkcs11.CKR_USER_ALREADY_LOGGED_IN: recoverNone,
+	pkcs11.CKR_USER_NOT_LOGGED_IN:     recoverLogin,
+	// No user PIN was ever set: no login can succeed.
+	pkcs11.CKR_USER_PIN_NOT_INITIALIZED:       recoverPIN,
+	pkcs11.CKR_USER_TYPE_INVALID:              recoverNone,
+	pkcs11.CKR_USER_ANOTHER_ALREADY_LOGGED_IN: recoverNone,
+	pkcs11.CKR_USER_TOO_MANY_TYPES:            recoverNone,
+	pkcs11.CKR_WRAPPED_KEY_INVALID:            recoverNone,
+	pkcs11.CKR_WRAPPED_KEY_LEN_RANGE:          recoverNone,
+	pkcs11.CKR_WRAPPING_KEY_HANDLE_INVALID:    recoverNone,
+	pkcs11.CKR_WRAPPING_KEY_SIZE_RANGE:        recoverNone,
+	pkcs11.CKR_WRAPPING_KEY_TYPE_INCONSISTENT: recoverNone,
+	pkcs11.CKR_RANDOM_SEED_NOT_SUPPORTED:      recoverNone,
+	pkcs11.CKR_RANDOM_NO_RNG:                  recoverNone,
+	pkcs11.CKR_DOMAIN_PARAMS_INVALID:          recoverNone,
+	pkcs11.CKR_CURVE_NOT_SUPPORTED:            recoverNone,
+	pkcs11.CKR_BUFFER_TOO_SMALL:               recoverNone,
+	pkcs11.CKR_SAVED_STATE_INVALID:            recoverNone,
+	pkcs11.CKR_INFORMATION_SENSITIVE:          recoverNone,
+	pkcs11.CKR_STATE_UNSAVEABLE:               recoverNone,
+	// The module was finalized under us: initialize it again.
+	pkcs11.CKR_CRYPTOKI_NOT_INITIALIZED:     recoverDevice,
+	pkcs11.CKR_CRYPTOKI_ALREADY_INITIALIZED: recoverNone, // tolerated by openModule
+	pkcs11.CKR_MUTEX_BAD:                    recoverDevice,
+	pkcs11.CKR_MUTEX_NOT_LOCKED:             recoverDevice,
+	pkcs11.CKR_NEW_PIN_MODE:                 recoverNone,
+	pkcs11.CKR_NEXT_OTP:                     recoverNone,
+	pkcs11.CKR_EXCEEDED_MAX_ITERATIONS:      recoverNone,
+	pkcs11.CKR_FIPS_SELF_TEST_FAILED:        recoverDevice,
+	pkcs11.CKR_LIBRARY_LOAD_FAILED:          recoverDevice,
+	pkcs11.CKR_PIN_TOO_WEAK:                 recoverPIN,
+	pkcs11.CKR_PUBLIC_KEY_INVALID:           recoverNone,
+	pkcs11.CKR_FUNCTION_REJECTED:            recoverNone,
+}
+
+// classify maps an error to its recovery: the class of the PKCS#11 return
+// value it carries (ckrClass), or, for the package's own conditions, the
+// class they stand for.
 func classify(err error) recovery {
-	if errors.Is(err, errStaleModule) {
+	switch {
+	case err == nil:
+		return recoverNone
+	case errors.Is(err, errStaleModule):
 		return recoverLogin
-	}
-	switch rv(err) {
-	case pkcs11.CKR_SESSION_CLOSED, pkcs11.CKR_SESSION_HANDLE_INVALID:
-		return recoverSession
-	case pkcs11.CKR_USER_NOT_LOGGED_IN, pkcs11.CKR_OBJECT_HANDLE_INVALID, pkcs11.CKR_KEY_HANDLE_INVALID:
-		return recoverLogin
-	case pkcs11.CKR_DEVICE_ERROR, pkcs11.CKR_DEVICE_REMOVED, pkcs11.CKR_TOKEN_NOT_PRESENT,
-		pkcs11.CKR_TOKEN_NOT_RECOGNIZED, pkcs11.CKR_GENERAL_ERROR, pkcs11.CKR_CRYPTOKI_NOT_INITIALIZED:
+	case errors.Is(err, errTokenGone):
 		return recoverDevice
-	case pkcs11.CKR_PIN_INCORRECT, pkcs11.CKR_PIN_LOCKED, pkcs11.CKR_PIN_EXPIRED,
-		pkcs11.CKR_PIN_INVALID, pkcs11.CKR_PIN_LEN_RANGE:
-		return recoverPIN
 	}
-	return recoverNone
+	return ckrClass[rv(err)]
+}
+
+// errTokenGone means the token did not answer C_GetTokenInfo where an
+// answer was needed to believe a result: a find that returned nothing is
+// "no such key" only while the token answers. It is device class.
+var errTokenGone = errors.New("hsm: token does not answer")
+
+// errorCode names the PKCS#11 return code in err for a message, or says
+// "a device error" when there is none.
+func errorCode(err error) string {
+	if c := ReturnCode(err); c != "" {
+		return c
+	}
+	return "a device error"
 }
 
 // errNotInitialized means the module is finalized: a re-initialization

@@ -119,7 +119,7 @@ func onKey(t *testing.T, class uint, id []byte, fn func(*pkcs11.Ctx, pkcs11.Sess
 // ignoreFreeze is a token that silently drops CKA_MODIFIABLE and
 // CKA_COPYABLE from key templates, as a module predating PKCS#11 v2.40
 // might.
-type ignoreFreeze struct{ p11 }
+type ignoreFreeze struct{ Ctx }
 
 func (f ignoreFreeze) GenerateKeyPair(sh pkcs11.SessionHandle, m []*pkcs11.Mechanism, public, private []*pkcs11.Attribute) (pkcs11.ObjectHandle, pkcs11.ObjectHandle, error) {
 	drop := func(tmpl []*pkcs11.Attribute) []*pkcs11.Attribute {
@@ -127,11 +127,13 @@ func (f ignoreFreeze) GenerateKeyPair(sh pkcs11.SessionHandle, m []*pkcs11.Mecha
 			return a.Type == pkcs11.CKA_MODIFIABLE || a.Type == pkcs11.CKA_COPYABLE
 		})
 	}
-	return f.p11.GenerateKeyPair(sh, m, drop(public), drop(private))
+	return f.Ctx.GenerateKeyPair(sh, m, drop(public), drop(private))
 }
 
 func TestGenerateRSARefusesUnfrozenKey(t *testing.T) {
-	tok := openTest(t, config(mainTok), options{wrap: func(l p11) p11 { return ignoreFreeze{l} }})
+	cfg := config(mainTok)
+	cfg.Wrap = func(c Ctx) Ctx { return ignoreFreeze{c} }
+	tok := openTest(t, cfg, options{})
 	info, err := tok.GenerateRSA(context.Background(), "unfrozen-2048", 2048)
 	if err == nil {
 		_ = tok.DestroyKey(context.Background(), info.ID)

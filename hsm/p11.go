@@ -2,10 +2,11 @@ package hsm
 
 import "github.com/miekg/pkcs11"
 
-// p11 is the subset of *pkcs11.Ctx this package calls. Keeping it narrow
-// lets fault-injection tests wrap the real module with a fake that fails
-// chosen calls (see letsencrypt/boulder pkcs11helpers.PKCtx).
-type p11 interface {
+// Ctx is the subset of *pkcs11.Ctx this package calls. Keeping it narrow
+// lets fault-injection tests wrap the real module with one that fails
+// chosen calls (Config.Wrap, package hsmtest; compare letsencrypt/boulder
+// pkcs11helpers.PKCtx).
+type Ctx interface {
 	Initialize(opts ...pkcs11.InitializeOption) error
 	Finalize() error
 	GetSlotList(tokenPresent bool) ([]uint, error)
@@ -25,4 +26,7 @@ type p11 interface {
 	Sign(sh pkcs11.SessionHandle, message []byte) ([]byte, error)
 }
 
-var _ p11 = (*pkcs11.Ctx)(nil)
+// p11 is the package's name for Ctx.
+type p11 = Ctx
+
+var _ Ctx = (*pkcs11.Ctx)(nil)

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/miekg/pkcs11"
+
+	"github.com/signd/signd/hsm/hsmtest"
 )
 
 // The recovery tests use their own token, faultTok, because they close
@@ -208,12 +210,12 @@ func checkLoggedIn(t *testing.T, raw *pkcs11.Ctx, s pkcs11.SessionHandle) {
 }
 
 // openFault opens a Token on faultTok whose module calls go through a
-// fault injector.
-func openFault(t *testing.T, cfg Config) (*Token, *faultP11) {
+// fault injector, with a fast reconnect backoff.
+func openFault(t *testing.T, cfg Config) (*Token, *hsmtest.Faults) {
 	t.Helper()
-	var fake *faultP11
+	var fake *hsmtest.Faults
+	cfg.Wrap = func(real Ctx) Ctx { fake = hsmtest.Wrap(real); return fake }
 	tok := openTest(t, cfg, options{
-		wrap:       func(real p11) p11 { fake = newFaultP11(real); return fake },
 		backoffMin: 5 * time.Millisecond,
 		backoffMax: 40 * time.Millisecond,
 	})
@@ -247,12 +249,12 @@ func TestRecoverInjected(t *testing.T) {
 			signAndVerify(t, tok, key.ID, key.Public) // opens the session, caches the key
 			before := map[string]int{}
 			for m := range tt.more {
-				before[m] = fake.count(m)
+				before[m] = fake.Calls(m)
 			}
 			// A plain signature: SignInit and Sign once each.
 			plain := map[string]int{"SignInit": 1}
 
-			fake.failOnce(tt.method, tt.code)
+			fake.FailOnce(tt.method, tt.code)
 			d := digestOf(crypto.SHA256, []byte(name))
 			_, err := tok.SignDigest(context.Background(), key.ID, crypto.SHA256, d)
 			if tt.ok && err != nil {
@@ -267,7 +269,7 @@ func TestRecoverInjected(t *testing.T) {
 				}
 			}
 			for m, want := range tt.more {
-				if got := fake.count(m) - before[m] - plain[m]; got != want {
+				if got := fake.Calls(m) - before[m] - plain[m]; got != want {
 					t.Errorf("%d more calls of %s, want %d", got, m, want)
 				}
 			}
@@ -292,18 +294,18 @@ func TestRecoverRetriesOnce(t *testing.T) {
 		t.Run(ckrName(pkcs11.Error(tt.code)), func(t *testing.T) {
 			tok, fake := openFault(t, config(faultTok))
 			signAndVerify(t, tok, key.ID, key.Public)
-			fake.setBefore(func(m string) error {
+			fake.Hook(func(m string) error {
 				if m == "SignInit" {
 					return pkcs11.Error(tt.code)
 				}
 				return nil
 			})
-			before := fake.count("SignInit")
+			before := fake.Calls("SignInit")
 			_, err := tok.SignDigest(context.Background(), key.ID, crypto.SHA256, digestOf(crypto.SHA256, nil))
 			if ReturnCode(err) != ckrName(pkcs11.Error(tt.code)) {
 				t.Fatalf("error %v", err)
 			}
-			if n := fake.count("SignInit") - before; n != tt.calls {
+			if n := fake.Calls("SignInit") - before; n != tt.calls {
 				t.Errorf("%d SignInit calls, want %d", n, tt.calls)
 			}
 		})
@@ -325,7 +327,7 @@ func TestRecoverDeviceError(t *testing.T) {
 	// be found either.
 	var down atomic.Bool
 	down.Store(true)
-	fake.setBefore(func(m string) error {
+	fake.Hook(func(m string) error {
 		if down.Load() && (m == "SignInit" || m == "GetSlotList") {
 			return pkcs11.Error(pkcs11.CKR_DEVICE_ERROR)
 		}
@@ -341,7 +343,7 @@ func TestRecoverDeviceError(t *testing.T) {
 		t.Fatal("Available after a device error")
 	}
 	// While down, calls fail fast without touching the module.
-	signInits := fake.count("SignInit")
+	signInits := fake.Calls("SignInit")
 	for range 3 {
 		if _, err := tok.SignDigest(context.Background(), key.ID, crypto.SHA256, d); !errors.Is(err, ErrTokenUnavailable) {
 			t.Fatalf("sign while down: %v", err)
@@ -350,11 +352,11 @@ func TestRecoverDeviceError(t *testing.T) {
 	if err := tok.Ping(context.Background()); !errors.Is(err, ErrTokenUnavailable) {
 		t.Fatalf("Ping while down: %v", err)
 	}
-	if fake.count("SignInit") != signInits {
+	if fake.Calls("SignInit") != signInits {
 		t.Error("module called while the token is unavailable")
 	}
 	// Let the reconnect loop fail a few times, then bring the device back.
-	waitFor(t, "reconnect attempts", func() bool { return fake.count("GetSlotList") >= 4 })
+	waitFor(t, "reconnect attempts", func() bool { return fake.Calls("GetSlotList") >= 4 })
 	down.Store(false)
 	waitFor(t, "reconnect", tok.Available)
 
@@ -390,7 +392,7 @@ func TestRecoverDeviceErrorConcurrent(t *testing.T) {
 	cfg.Logger = logs.logger()
 	tok, fake := openFault(t, cfg)
 	signAndVerify(t, tok, key.ID, key.Public)
-	fake.failOnce("Sign", pkcs11.CKR_DEVICE_REMOVED)
+	fake.FailOnce("Sign", pkcs11.CKR_DEVICE_REMOVED)
 
 	var wg sync.WaitGroup
 	var unavailable atomic.Int32
@@ -429,7 +431,7 @@ func TestPINErrorIsFatal(t *testing.T) {
 	cfg.Logger = logs.logger()
 	tok, fake := openFault(t, cfg)
 	signAndVerify(t, tok, key.ID, key.Public)
-	fake.setBefore(func(m string) error {
+	fake.Hook(func(m string) error {
 		switch m {
 		case "SignInit":
 			return pkcs11.Error(pkcs11.CKR_USER_NOT_LOGGED_IN)
@@ -443,7 +445,7 @@ func TestPINErrorIsFatal(t *testing.T) {
 	if !errors.Is(err, ErrPIN) || ReturnCode(err) != "CKR_PIN_LOCKED" {
 		t.Fatalf("error %v, want ErrPIN with CKR_PIN_LOCKED", err)
 	}
-	logins := fake.count("Login")
+	logins := fake.Calls("Login")
 	for range 5 {
 		if _, err := tok.SignDigest(context.Background(), key.ID, crypto.SHA256, d); !errors.Is(err, ErrPIN) {
 			t.Fatalf("later sign: %v, want ErrPIN", err)
@@ -452,7 +454,7 @@ func TestPINErrorIsFatal(t *testing.T) {
 			t.Fatalf("Ping: %v, want ErrPIN", err)
 		}
 	}
-	if n := fake.count("Login") - logins; n != 0 {
+	if n := fake.Calls("Login") - logins; n != 0 {
 		t.Errorf("%d more login attempts after a PIN error", n)
 	}
 	if tok.Available() {
@@ -487,7 +489,7 @@ func TestRecoverDeviceCodes(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			tok, fake := openFault(t, config(faultTok))
 			signAndVerify(t, tok, key.ID, key.Public)
-			fake.failOnce("SignInit", code)
+			fake.FailOnce("SignInit", code)
 			_, err := tok.SignDigest(context.Background(), key.ID, crypto.SHA256, digestOf(crypto.SHA256, nil))
 			if !errors.Is(err, ErrTokenUnavailable) || ReturnCode(err) != name {
 				t.Fatalf("error %v, want ErrTokenUnavailable with %s", err, name)
@@ -523,6 +525,13 @@ func TestClassify(t *testing.T) {
 		{pkcs11.Error(pkcs11.CKR_PIN_INVALID), recoverPIN},
 		{pkcs11.Error(pkcs11.CKR_PIN_LEN_RANGE), recoverPIN},
 		{pkcs11.Error(pkcs11.CKR_FUNCTION_FAILED), recoverNone},
+		{pkcs11.Error(pkcs11.CKR_SLOT_ID_INVALID), recoverDevice},
+		{pkcs11.Error(pkcs11.CKR_DEVICE_MEMORY), recoverDevice},
+		{pkcs11.Error(pkcs11.CKR_OPERATION_ACTIVE), recoverSession},
+		{pkcs11.Error(pkcs11.CKR_USER_PIN_NOT_INITIALIZED), recoverPIN},
+		{pkcs11.Error(pkcs11.CKR_USER_ALREADY_LOGGED_IN), recoverNone},
+		{pkcs11.Error(pkcs11.CKR_MECHANISM_INVALID), recoverNone},
+		{fmt.Errorf("%w: %w", errTokenGone, ckr("C_GetTokenInfo", pkcs11.Error(pkcs11.CKR_FUNCTION_FAILED))), recoverDevice},
 		{discard(ckr("C_Sign", pkcs11.Error(pkcs11.CKR_SESSION_CLOSED))), recoverSession},
 		{fmt.Errorf("wrapped: %w", ckr("C_Sign", pkcs11.Error(pkcs11.CKR_KEY_HANDLE_INVALID))), recoverLogin},
 	}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto"
 	"crypto/rsa"
+	"errors"
 	"fmt"
 	"io"
 	"time"
@@ -85,10 +86,10 @@ func (t *Token) SignDigest(ctx context.Context, id []byte, hash crypto.Hash, dig
 func (t *Token) signDigest(ctx context.Context, id []byte, hash crypto.Hash, digest []byte) ([]byte, error) {
 	prefix, ok := digestInfoPrefix[hash]
 	if !ok {
-		return nil, fmt.Errorf("hsm: sign: %w: hash %v (SHA-256, SHA-384 or SHA-512)", ErrUnsupportedAlgorithm, hash)
+		return nil, &notSignedError{fmt.Errorf("hsm: sign: %w: hash %v (SHA-256, SHA-384 or SHA-512)", ErrUnsupportedAlgorithm, hash)}
 	}
 	if len(digest) != hash.Size() {
-		return nil, fmt.Errorf("hsm: sign: %w: %d bytes for %v, want %d", ErrBadDigest, len(digest), hash, hash.Size())
+		return nil, &notSignedError{fmt.Errorf("hsm: sign: %w: %d bytes for %v, want %d", ErrBadDigest, len(digest), hash, hash.Size())}
 	}
 	data := make([]byte, 0, len(prefix)+len(digest))
 	data = append(append(data, prefix...), digest...)
@@ -96,6 +97,9 @@ func (t *Token) signDigest(ctx context.Context, id []byte, hash crypto.Hash, dig
 	mech := []*pkcs11.Mechanism{pkcs11.NewMechanism(pkcs11.CKM_RSA_PKCS, nil)}
 	var sig []byte
 	var pub *rsa.PublicKey
+	// returned: the token handed a signature back (C_Sign succeeded).
+	// Until then no signature exists outside the token, whatever failed.
+	returned := false
 	err := t.run(ctx, "sign", func(s pkcs11.SessionHandle) error {
 		k, err := t.keyFor(s, id)
 		if err != nil {
@@ -108,10 +112,14 @@ func (t *Token) signDigest(ctx context.Context, id []byte, hash crypto.Hash, dig
 		if err != nil {
 			return discard(ckr("C_Sign", err))
 		}
+		returned = true
 		pub = k.pub
 		return nil
 	})
 	if err != nil {
+		if !returned {
+			err = &notSignedError{err: err}
+		}
 		return nil, err
 	}
 	if err := rsa.VerifyPKCS1v15(pub, hash, digest, sig); err != nil {
@@ -119,4 +127,24 @@ func (t *Token) signDigest(ctx context.Context, id []byte, hash crypto.Hash, dig
 		return nil, fmt.Errorf("hsm: sign: token %q returned an invalid signature for key %x", t.label, id)
 	}
 	return sig, nil
+}
+
+// notSignedError marks a SignDigest error after which no signature exists
+// outside the token: the token never returned one.
+type notSignedError struct{ err error }
+
+func (e *notSignedError) Error() string { return e.err.Error() }
+func (e *notSignedError) Unwrap() error { return e.err }
+
+// NotSigned reports whether err, returned by SignDigest (or Key.Sign,
+// Key.SignDigest), proves that no signature was made: the call failed
+// before the token was asked to sign (token unavailable, no free session,
+// key not found) or the token's C_SignInit or C_Sign failed and returned
+// no signature. A caller may then give back what it spent on the attempt,
+// such as a SAD. It is false for nil, for a signature the token returned
+// that failed verification, and for any error it cannot vouch for: an
+// unknown outcome counts as signed.
+func NotSigned(err error) bool {
+	var ns *notSignedError
+	return errors.As(err, &ns)
 }

@@ -26,6 +26,9 @@ type Config struct {
 	AllowImportedKeys bool          // tests only: accept keys that were not generated inside the token
 	Logger            *slog.Logger  // nil = discard
 	Metrics           Metrics       // nil = none
+	// Wrap, tests only, wraps the loaded module for fault injection (see
+	// package hsmtest). nil = the module as it is.
+	Wrap func(Ctx) Ctx
 }
 
 // String describes c with the PIN redacted.
@@ -70,12 +73,14 @@ type Metrics interface {
 	ObserveError(code string)
 }
 
-// Defaults for zero Config fields, and the reconnect backoff.
+// Defaults for zero Config fields, and the reconnect backoff: 100 ms,
+// doubling up to 2 s, so a token that comes back is in use again within
+// about 2 s plus one reconnect, with no probe traffic.
 const (
 	defaultAcquireTimeout = 2 * time.Second
 	defaultMinRSABits     = 2048
 	defaultBackoffMin     = 100 * time.Millisecond
-	defaultBackoffMax     = 30 * time.Second
+	defaultBackoffMax     = 2 * time.Second
 )
 
 const sessionFlags = pkcs11.CKF_SERIAL_SESSION | pkcs11.CKF_RW_SESSION
@@ -108,6 +113,11 @@ type Token struct {
 	fatal      error         // a PIN error: nothing is tried any more
 	gen        atomic.Uint64 // bumped when handles may have become void; written under mu
 	available  atomic.Bool   // false while reconnecting, after a PIN error and after Close
+	// why is the error calls fail with while !available, so they can fail
+	// without taking mu (a reconnect holds it for as long as the module
+	// takes to answer).
+	why     atomic.Pointer[error]
+	outages atomic.Uint64 // device outages since Open
 
 	cacheMu sync.Mutex
 	cache   map[string]cachedKey // key ID → handle; flushed when gen changes
@@ -123,7 +133,6 @@ type Token struct {
 
 // options are test hooks that Config does not expose.
 type options struct {
-	wrap       func(p11) p11 // wraps the module for fault injection
 	backoffMin time.Duration
 	backoffMax time.Duration
 }
@@ -180,8 +189,8 @@ func open(cfg Config, opt options) (*Token, error) {
 	}
 	t.mod = mod
 	t.lib = mod.lib
-	if opt.wrap != nil {
-		t.lib = opt.wrap(mod.lib)
+	if cfg.Wrap != nil {
+		t.lib = cfg.Wrap(mod.lib)
 	}
 
 	t.mu.Lock()
@@ -284,6 +293,58 @@ func (t *Token) Label() string { return t.label }
 // reconnected after a device error, after a PIN error and after Close.
 func (t *Token) Available() bool { return t.available.Load() }
 
+// Status is the token's health as /readyz and the metrics report it
+// (compare Vault's seal status).
+type Status struct {
+	Available bool
+	// Reason says why the token is unavailable, for operators: "token
+	// unavailable, reconnecting", "PIN refused, restart needed", "token
+	// closed"; "" while available. It holds no PKCS#11 detail; the logs
+	// and signd_hsm_errors_total have the return codes.
+	Reason string
+	// Outages counts the times a device-class error made the token
+	// unavailable since Open.
+	Outages uint64
+}
+
+// Status reports the token's health without calling the module.
+func (t *Token) Status() Status {
+	st := Status{Available: t.available.Load(), Outages: t.outages.Load()}
+	if st.Available {
+		return st
+	}
+	err := t.unusable()
+	switch {
+	case errors.Is(err, ErrClosed):
+		st.Reason = "token closed"
+	case errors.Is(err, ErrPIN):
+		st.Reason = "PIN refused, restart needed"
+	default:
+		st.Reason = "token unavailable, reconnecting"
+	}
+	return st
+}
+
+// unusable returns why operations cannot start, nil when they can. It takes
+// no lock, so calls fail fast during an outage even while the reconnect
+// goroutine holds t.mu; usableLocked is the authoritative check.
+func (t *Token) unusable() error {
+	if t.available.Load() {
+		return nil
+	}
+	if p := t.why.Load(); p != nil {
+		return *p
+	}
+	return fmt.Errorf("%w: token %q", ErrTokenUnavailable, t.label)
+}
+
+// setUnavailable records why calls fail from now on and clears Available.
+// It reports whether the token was available until now.
+func (t *Token) setUnavailable(why error) bool {
+	t.why.Store(&why)
+	return t.available.Swap(false)
+}
+
 // Ping checks that the persistent session is alive and logged in
 // (C_GetSessionInfo) and that the token answers (C_GetTokenInfo). A lost
 // session or login is recovered once; a device error starts a reconnect.
@@ -313,6 +374,9 @@ func (t *Token) Ping(ctx context.Context) error {
 }
 
 func (t *Token) ping() (uint64, error) {
+	if err := t.unusable(); err != nil {
+		return 0, err
+	}
 	t.mu.RLock()
 	defer t.mu.RUnlock()
 	if err := t.usableLocked(); err != nil {
@@ -410,6 +474,9 @@ func (t *Token) failed(op string, gen uint64, err error) error {
 // check, a pooled session is first asked for its state and replaced if it
 // is dead. It returns the generation fn ran in, for recovery.
 func (t *Token) attempt(ctx context.Context, check bool, fn func(s pkcs11.SessionHandle) error) (uint64, error) {
+	if err := t.unusable(); err != nil {
+		return 0, err
+	}
 	t.mu.RLock()
 	defer t.mu.RUnlock()
 	if err := t.usableLocked(); err != nil {
@@ -536,7 +603,7 @@ func (t *Token) reloginLocked() error {
 // fatalLocked makes err, a PIN error, the answer to every later call.
 func (t *Token) fatalLocked(err error) {
 	t.fatal = err
-	t.available.Store(false)
+	t.setUnavailable(err)
 	t.log.Error("hsm: token unusable until restarted", "token", t.label, "error", err)
 }
 
@@ -554,7 +621,9 @@ func (t *Token) markUnavailable(op string, seen uint64, err error) {
 	if t.stopping {
 		return
 	}
-	if t.available.CompareAndSwap(true, false) {
+	why := fmt.Errorf("%w: reconnecting to token %q after %s", ErrTokenUnavailable, t.label, errorCode(err))
+	if t.setUnavailable(why) {
+		t.outages.Add(1)
 		t.log.Error("hsm: token unavailable; reconnecting in the background", "token", t.label, "op", op, "error", err)
 	}
 	if !t.reconnecting {
@@ -586,8 +655,8 @@ func (t *Token) reconnectLoop() {
 			t.log.Info("hsm: token available again", "token", t.label, "attempt", attempt)
 			return
 		}
-		t.log.Debug("hsm: reconnect failed", "token", t.label, "attempt", attempt, "retry_in", delay, "error", err)
 		delay = min(2*delay, t.backoffMax)
+		t.log.Debug("hsm: reconnect failed", "token", t.label, "attempt", attempt, "retry_in", delay, "error", err)
 		timer.Reset(delay)
 	}
 }
@@ -596,6 +665,11 @@ func (t *Token) reconnectLoop() {
 // initialize the module (no dlclose), find the slot by label, open and log
 // in the persistent session. done is true when there is nothing more to
 // try: success, Close, or a PIN error.
+//
+// Every attempt finalizes again: SoftHSM2 (and PKCS#11 modules generally)
+// list only the tokens present at C_Initialize, and a token that failed
+// stays failed in the process until then, so an attempt on the same
+// initialization could never see the token come back.
 func (t *Token) reconnect() (done bool, err error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -625,9 +699,13 @@ func (t *Token) reconnect() (done bool, err error) {
 			t.fatalLocked(err)
 			return true, err
 		}
+		// Nothing of this initialization is held; the next attempt
+		// finalizes it.
+		t.epoch, t.persistent = t.mod.epoch, 0
 		return false, err
 	}
 	t.bgMu.Lock()
+	t.why.Store(nil)
 	t.available.Store(true)
 	t.reconnecting = false
 	t.bgMu.Unlock()
@@ -653,7 +731,7 @@ func (t *Token) Close() error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.closed = true
-	t.available.Store(false)
+	t.setUnavailable(ErrClosed)
 	t.mod.mu.RLock()
 	if t.mod.initialized && t.mod.epoch == t.epoch {
 		for _, s := range t.pool.take() {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/signd/signd/hsm"
 	"github.com/signd/signd/oauth"
 )
 
@@ -14,6 +15,28 @@ import (
 type errorBody struct {
 	Error       string `json:"error"`
 	Description string `json:"error_description,omitempty"`
+}
+
+// signerUnavailable is the token endpoint's answer while the ID-token
+// signer (the HSM) cannot sign: 503 with Retry-After and the
+// temporarily_unavailable code. RFC 6749 §5.2 defines no such code for the
+// token endpoint; §4.1.2.1 defines it for the same condition at the
+// authorization endpoint ("temporarily unable to handle the request due to
+// a temporary overloading or maintenance"), and a client that does not
+// know it still sees a 503. Retry-After matches the CSC API's.
+func signerUnavailable() *oauth.Error {
+	return &oauth.Error{
+		Code: oauth.CodeTemporarilyUnavailable, Status: http.StatusServiceUnavailable,
+		Description: "The ID token signer is temporarily unavailable, try again later",
+		Header:      http.Header{"Retry-After": {"5"}},
+	}
+}
+
+// hsmUnavailable reports the HSM errors that mean "cannot sign now": busy,
+// reconnecting after a device error, PIN refused, closed.
+func hsmUnavailable(err error) bool {
+	return errors.Is(err, hsm.ErrTokenUnavailable) || errors.Is(err, hsm.ErrBusy) ||
+		errors.Is(err, hsm.ErrPIN) || errors.Is(err, hsm.ErrClosed)
 }
 
 // invalidToken is the RFC 6750 invalid_token error with its challenge.

@@ -367,6 +367,17 @@ func publicJWK(k *store.SigningKey) (*jose.JSONWebKey, error) {
 	return &jose.JSONWebKey{Key: pub, KeyID: k.KID, Algorithm: k.Algorithm, Use: "sig"}, nil
 }
 
+// available reports whether the HSM can be asked to sign: false while an
+// *hsm.Token reports itself unavailable (reconnecting, PIN refused,
+// closed). It calls nothing in the HSM, so it may run inside a store
+// transaction. A KeyStore that cannot tell is assumed available.
+func (r *KeyRing) available() bool {
+	if a, ok := r.HSM.(interface{ Available() bool }); ok {
+		return a.Available()
+	}
+	return true
+}
+
 // Sign signs claims (marshalled to JSON) as a compact JWS with the active
 // key: header alg RS256, typ JWT, kid. The signature is made in the HSM;
 // ctx bounds the wait for an HSM session.

@@ -22,8 +22,12 @@ import (
 	"github.com/signd/signd/store/storetest"
 )
 
-// token is the SoftHSM2 token every test of this package signs with.
-var token *hsm.Token
+// token is the SoftHSM2 token every test of this package signs with;
+// softTok describes it.
+var (
+	token   *hsm.Token
+	softTok *softhsmtest.Token
+)
 
 func TestMain(m *testing.M) {
 	os.Exit(testMain(m))
@@ -36,12 +40,11 @@ func testMain(m *testing.M) int {
 		return 1
 	}
 	defer os.RemoveAll(dir)
-	tok, err := softhsmtest.Setup(dir, "signd-oidc-test")
-	if err != nil {
+	if softTok, err = softhsmtest.Setup(dir, "signd-oidc-test"); err != nil {
 		fmt.Fprintln(os.Stderr, "oidc tests need SoftHSM2:", err)
 		return 1
 	}
-	if token, err = hsm.Open(hsm.Config{Module: tok.Module, TokenLabel: tok.Label, PIN: tok.PIN}); err != nil {
+	if token, err = hsm.Open(hsm.Config{Module: softTok.Module, TokenLabel: softTok.Label, PIN: softTok.PIN}); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}

@@ -231,8 +231,14 @@ func (p *Profile) Consent(_ context.Context, r *oauth.Request) (*oauth.Consent, 
 }
 
 // Issue implements oauth.Profile: the code becomes a Bearer access token
-// with the granted scopes and the server's access-token lifetime.
+// with the granted scopes and the server's access-token lifetime. While
+// the HSM is known to be unavailable it answers 503 instead: the redeeming
+// transaction rolls back, so the code is not spent and the client can
+// redeem it once the HSM is back (within the code's lifetime).
 func (p *Profile) Issue(*oauth.Request) (*oauth.Issuance, error) {
+	if p.Provider.Keys != nil && !p.Provider.Keys.available() {
+		return nil, signerUnavailable()
+	}
 	return &oauth.Issuance{Kind: store.TokenAccess, TokenType: "Bearer"}, nil
 }
 
@@ -247,6 +253,12 @@ func (p *Profile) TokenResponse(ctx context.Context, r *oauth.Request, tok *oaut
 	idToken, err := p.Provider.Sign(ctx, IDToken{
 		ClientID: r.Client.ID, Subject: sub, AuthTime: r.AuthTime, Nonce: r.Nonce, AccessToken: tok.Value,
 	})
+	if err != nil && hsmUnavailable(err) {
+		// The HSM failed after the code was redeemed: the server revokes
+		// the access token; the code is spent (a new login is needed).
+		p.Provider.log().Warn("oidc: ID token not signed: HSM unavailable", "client_id", r.Client.ID, "err", err)
+		return nil, signerUnavailable()
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -17,8 +17,9 @@ type AuditKind string
 const (
 	// AuditSignHash is one signatures/signHash request of an authenticated
 	// caller: granted (SAD consumed, signing asked of the HSM), refused
-	// (with the reason), or failed (the HSM failed after a grant; Ref names
-	// the granted entry).
+	// (with the reason), failed (the HSM failed after a grant; Ref names
+	// the granted entry) or restored (as failed, and the SAD was given
+	// back because no signature was made).
 	AuditSignHash AuditKind = "signHash"
 	// AuditCredentialEnrolled is a key pair generated for a user (outcome
 	// "pending") or a certificate chain attached to it (outcome "enabled").
@@ -39,7 +40,11 @@ const (
 	AuditGranted = "granted" // signHash: SAD consumed, signature requested from the HSM
 	AuditRefused = "refused" // signHash: refused; Reason says why
 	AuditFailed  = "failed"  // signHash: the HSM failed after the grant Ref
-	AuditOK      = "ok"
+	// AuditRestored: signHash: the HSM failed after the grant Ref before
+	// making any signature, and the SAD that grant consumed was stored
+	// again, unchanged (a compensating entry; the grant is not edited).
+	AuditRestored = "restored"
+	AuditOK       = "ok"
 )
 
 // AuditEntry is one entry of the tamper-evident audit log. The entries form

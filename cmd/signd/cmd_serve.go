@@ -64,6 +64,7 @@ func (a *app) serve(ctx context.Context, cfg *config.Config) error {
 		return err
 	}
 	defer token.Close()
+	mx.watchToken(token.Status)
 	hasher, err := a.hasher()
 	if err != nil {
 		return err

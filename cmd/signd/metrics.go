@@ -71,6 +71,26 @@ func newMetrics() *metrics {
 	return m
 }
 
+// watchToken publishes the token's health: signd_hsm_available (1 while
+// the token can sign, 0 during an outage, after a PIN error and at
+// shutdown) and signd_hsm_outages_total (times a device error made it
+// unavailable). Both are read from status at scrape time.
+func (m *metrics) watchToken(status func() hsm.Status) {
+	m.reg.MustRegister(
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "signd_hsm_available", Help: "1 while the HSM token can sign, 0 while it is unavailable (reconnecting, PIN refused, closed).",
+		}, func() float64 {
+			if status().Available {
+				return 1
+			}
+			return 0
+		}),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "signd_hsm_outages_total", Help: "Times a device-class PKCS#11 error made the HSM token unavailable.",
+		}, func() float64 { return float64(status().Outages) }),
+	)
+}
+
 // ObserveSign implements hsm.Metrics.
 func (m *metrics) ObserveSign(d time.Duration, err error) {
 	result := "ok"

@@ -12,12 +12,14 @@ import (
 	"github.com/labstack/echo/v4"
 	"github.com/labstack/echo/v4/middleware"
 
+	"github.com/signd/signd/hsm"
 	"github.com/signd/signd/store"
 )
 
 // pinger is what readiness needs of the token; *hsm.Token satisfies it.
 type pinger interface {
 	Ping(ctx context.Context) error
+	Status() hsm.Status
 }
 
 // server builds the public Echo router: middleware, health endpoints and
@@ -109,19 +111,36 @@ func clientIP(trusted []*net.IPNet) echo.IPExtractor {
 }
 
 // readyz answers 200 when the token's persistent session and the store
-// answer, 503 naming the failing part otherwise.
+// answer, 503 naming the failing part and the reason otherwise. Readiness
+// only reports: an outage is detected and healed without it.
 func (s *server) readyz(c echo.Context) error {
 	ctx, cancel := context.WithTimeout(c.Request().Context(), 2*time.Second)
 	defer cancel()
 	if err := s.Token.Ping(ctx); err != nil {
 		s.Logger.Warn("not ready: hsm", "err", err)
-		return c.JSON(http.StatusServiceUnavailable, map[string]string{"status": "unavailable", "component": "hsm"})
+		return c.JSON(http.StatusServiceUnavailable, map[string]string{
+			"status": "unavailable", "component": "hsm", "reason": hsmReason(s.Token.Status(), err),
+		})
 	}
 	if err := s.Store.View(ctx, func(store.Tx) error { return nil }); err != nil {
 		s.Logger.Warn("not ready: store", "err", err)
 		return c.JSON(http.StatusServiceUnavailable, map[string]string{"status": "unavailable", "component": "store"})
 	}
 	return c.JSON(http.StatusOK, map[string]string{"status": "ready"})
+}
+
+// hsmReason says why the token is not ready, without PKCS#11 detail (the
+// log has it).
+func hsmReason(st hsm.Status, err error) string {
+	switch {
+	case st.Reason != "":
+		return st.Reason
+	case errors.Is(err, hsm.ErrBusy):
+		return "all sessions busy"
+	case errors.Is(err, context.DeadlineExceeded):
+		return "token did not answer in time"
+	}
+	return "token check failed"
 }
 
 func (s *server) securityHeaders(next echo.HandlerFunc) echo.HandlerFunc {

@@ -48,6 +48,8 @@ func (s *services) mountCSC(e *echo.Echo) error {
 		Store:       db,
 		Signer:      s.token,
 		Unavailable: hsmUnavailable,
+		KeyUnusable: hsmKeyUnusable,
+		NotSigned:   hsm.NotSigned,
 		BaseURL:     s.cfg.Server.BaseURL,
 		Info: csc.InfoConfig{
 			Name: c.Name, Logo: c.Logo, Region: c.Region, Lang: c.Lang, Description: c.Description,
@@ -63,7 +65,17 @@ func (s *services) mountCSC(e *echo.Echo) error {
 	return h.Mount(e.Group("/csc/v1"))
 }
 
-// hsmUnavailable reports the token errors that mean "try again later".
+// hsmUnavailable reports the token errors that mean "the signing service
+// cannot sign now" (503): busy, reconnecting after a device error, the PIN
+// refused (until an operator restarts), closed (shutting down).
 func hsmUnavailable(err error) bool {
-	return errors.Is(err, hsm.ErrBusy) || errors.Is(err, hsm.ErrTokenUnavailable)
+	return errors.Is(err, hsm.ErrBusy) || errors.Is(err, hsm.ErrTokenUnavailable) ||
+		errors.Is(err, hsm.ErrPIN) || errors.Is(err, hsm.ErrClosed)
+}
+
+// hsmKeyUnusable reports the token errors that mean "this credential's key
+// cannot sign" while the token works: a 400 for that credential, not an
+// outage.
+func hsmKeyUnusable(err error) bool {
+	return errors.Is(err, hsm.ErrKeyNotFound) || errors.Is(err, hsm.ErrAmbiguousKey) || errors.Is(err, hsm.ErrKeyPolicy)
 }

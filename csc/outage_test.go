@@ -1,0 +1,368 @@
+package csc_test
+
+import (
+	"context"
+	"crypto"
+	"fmt"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/miekg/pkcs11"
+
+	"github.com/signd/signd/hsm"
+	"github.com/signd/signd/hsm/hsmtest"
+	"github.com/signd/signd/store"
+)
+
+// faultyToken opens a second Token on the test token, with one pooled
+// session, whose PKCS#11 calls go through a fault injector. Its reconnects
+// re-initialize the module under the shared token, which recovers by
+// itself.
+func faultyToken(t *testing.T) (*hsm.Token, *hsmtest.Faults) {
+	t.Helper()
+	var f *hsmtest.Faults
+	tok, err := hsm.Open(hsm.Config{
+		Module: softTok.Module, TokenLabel: softTok.Label, PIN: softTok.PIN, MaxSessions: 1,
+		Wrap: func(c hsm.Ctx) hsm.Ctx { f = hsmtest.Wrap(c); return f },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { tok.Close() })
+	return tok, f
+}
+
+func waitAvailable(t *testing.T, tok *hsm.Token) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !tok.Available() {
+		if time.Now().After(deadline) {
+			t.Fatal("token not available again within 5 s")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// sadExpiry returns the stored expiry of the SAD v.
+func (e *env) sadExpiry(v string) time.Time {
+	e.t.Helper()
+	var exp time.Time
+	e.view(func(tx store.Tx) error {
+		tok, err := tx.Token(store.Fingerprint(v))
+		if err != nil {
+			return err
+		}
+		exp = tok.ExpiresAt
+		return nil
+	})
+	return exp
+}
+
+// auditSummary renders entries as "outcome/ref/reason" in order, with refs
+// relative to the first entry given.
+func auditSummary(entries []*store.AuditEntry) []string {
+	out := make([]string, len(entries))
+	for i, a := range entries {
+		ref := "-"
+		if a.Ref != 0 {
+			ref = fmt.Sprint(a.Ref)
+		}
+		out[i] = a.Outcome + "/" + ref + "/" + a.Reason
+	}
+	return out
+}
+
+// TestSignHashFailureAfterConsumeRestoresSAD: the HSM fails after the SAD
+// was consumed, before any signature was made. The SAD is given back with
+// its original expiry in a compensating transaction (a new audit entry
+// "restored" referring to the grant), the client gets the right error,
+// and the same SAD signs once the HSM is back. The audit chain verifies
+// (newEnv's cleanup).
+func TestSignHashFailureAfterConsumeRestoresSAD(t *testing.T) {
+	cases := []struct {
+		name   string
+		method string
+		code   uint
+		status int
+		errc   string
+		reason string
+	}{
+		{"C_Sign device error", "Sign", pkcs11.CKR_DEVICE_ERROR, http.StatusServiceUnavailable, "temporarily_unavailable", "not signed: device error; SAD restored"},
+		{"C_SignInit token removed", "SignInit", pkcs11.CKR_DEVICE_REMOVED, http.StatusServiceUnavailable, "temporarily_unavailable", "not signed: device error; SAD restored"},
+		{"C_Sign function failed", "Sign", pkcs11.CKR_FUNCTION_FAILED, http.StatusInternalServerError, "server_error", "not signed: signing failed; SAD restored"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			tok, faults := faultyToken(t)
+			e := newEnv(t, withSigner(tok))
+			bearer := e.accessToken("alice", "rp1")
+			cred := e.credential(valid("alice", keyA))
+			d := digest(tc.name)
+			sad := e.sad("alice", "rp1", cred, 5*time.Minute, d)
+			expiry := e.sadExpiry(sad)
+
+			faults.FailOnce(tc.method, tc.code)
+			r := e.call("signatures/signHash", bearer, signHashBody(cred, sad, d))
+			if r.status != tc.status || r.str("error") != tc.errc {
+				t.Fatalf("signHash with an injected %s: %d %s", tc.name, r.status, r.raw)
+			}
+			if ra := r.header.Get("Retry-After"); (tc.status == http.StatusServiceUnavailable) != (ra == "5") {
+				t.Errorf("%d with Retry-After %q", r.status, ra)
+			}
+			if !e.sadExists(sad) {
+				t.Fatal("the SAD of a request that made no signature is gone")
+			}
+			if got := e.sadExpiry(sad); !got.Equal(expiry) {
+				t.Errorf("restored SAD expires %v, originally %v", got, expiry)
+			}
+			entries := e.auditEntries()
+			if len(entries) != 2 || entries[0].Outcome != store.AuditGranted || entries[1].Outcome != store.AuditRestored ||
+				entries[1].Ref != entries[0].Seq || entries[1].Reason != tc.reason || entries[1].Hashes[0] != hexOf(d) {
+				t.Fatalf("audit log %q, want granted then restored (%s) referring to it", auditSummary(entries), tc.reason)
+			}
+			if e.metrics.get("sad", "restored/") != 1 || e.metrics.get("sad", "consumed/") != 1 {
+				t.Errorf("SAD metrics %v", e.metrics.sad)
+			}
+			e.view(func(tx store.Tx) error {
+				n, _, err := store.VerifyAudit(tx)
+				if err == nil && n != 2 {
+					err = fmt.Errorf("%d entries verified, want 2", n)
+				}
+				return err
+			})
+
+			waitAvailable(t, tok)
+			r = e.call("signatures/signHash", bearer, signHashBody(cred, sad, d))
+			e.verify(cred, d, signatures(t, r)[0])
+			r = e.call("signatures/signHash", bearer, signHashBody(cred, sad, d))
+			wantError(t, r, http.StatusBadRequest, "invalid_request", "Invalid parameter SAD")
+			if got := auditSummary(e.auditEntries()); len(got) != 4 || got[2] != "granted/-/" {
+				t.Errorf("audit log after the retry: %q", got)
+			}
+		})
+	}
+}
+
+// TestSignHashOutageKeepsSAD: while the HSM is unavailable a signHash is
+// refused with 503 and Retry-After before its SAD is looked at, and the
+// same SAD signs once the token is back. No /readyz is involved.
+func TestSignHashOutageKeepsSAD(t *testing.T) {
+	tok, faults := faultyToken(t)
+	e := newEnv(t, withSigner(tok))
+	bearer := e.accessToken("alice", "rp1")
+	cred := e.credential(valid("alice", keyA))
+	if _, err := tok.SignDigest(context.Background(), keyA.ID, crypto.SHA256, digest("warm")); err != nil {
+		t.Fatal(err) // caches the key handle
+	}
+
+	faults.SetGone(true)
+	sads := map[string][]byte{}
+	for i := range 3 {
+		d := digest(fmt.Sprint("outage ", i))
+		sad := e.sad("alice", "rp1", cred, 5*time.Minute, d)
+		sads[sad] = d
+		r := e.call("signatures/signHash", bearer, signHashBody(cred, sad, d))
+		wantError(t, r, http.StatusServiceUnavailable, "temporarily_unavailable", "The signing service is temporarily unavailable, try again later")
+		if r.header.Get("Retry-After") != "5" {
+			t.Errorf("503 without Retry-After: %v", r.header)
+		}
+		if !e.sadExists(sad) {
+			t.Fatalf("request %d: the SAD presented during the outage is gone", i)
+		}
+	}
+	// The first request found out (its preflight passed on the cached
+	// handle and the open session; signing failed, the SAD was given
+	// back); the others were refused before consuming anything.
+	got := auditSummary(e.auditEntries())
+	want := []string{"granted/-/", "restored/1/not signed: device error; SAD restored",
+		"refused/-/signing device busy or unavailable (SAD not consumed)",
+		"refused/-/signing device busy or unavailable (SAD not consumed)"}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("audit log %q\nwant %q", got, want)
+	}
+	if n := e.metrics.get("signHash", "unavailable"); n != 3 {
+		t.Errorf("%d signHash counted unavailable, want 3", n)
+	}
+
+	faults.SetGone(false)
+	waitAvailable(t, tok)
+	for sad, d := range sads {
+		r := e.call("signatures/signHash", bearer, signHashBody(cred, sad, d))
+		e.verify(cred, d, signatures(t, r)[0])
+	}
+}
+
+// TestSignHashKeyGone: a credential whose key is not on the token (the HSM
+// is fine) is refused as disabled before its SAD is consumed; neither 500
+// nor an outage.
+func TestSignHashKeyGone(t *testing.T) {
+	e := newEnv(t)
+	bearer := e.accessToken("alice", "rp1")
+	lost := *keyA
+	lost.ID = []byte("not-on-the-token")
+	cred := e.credential(valid("alice", &lost))
+	d := digest("key gone")
+	sad := e.sad("alice", "rp1", cred, time.Minute, d)
+	r := e.call("signatures/signHash", bearer, signHashBody(cred, sad, d))
+	wantError(t, r, http.StatusBadRequest, "invalid_request", "The credential identified by credentialID is disabled")
+	if !e.sadExists(sad) {
+		t.Error("SAD consumed for a credential whose key is gone")
+	}
+	if got := auditSummary(e.auditEntries()); len(got) != 1 || got[0] != "refused/-/signing key unusable in the HSM (SAD not consumed)" {
+		t.Errorf("audit log %q", got)
+	}
+	if !token.Available() {
+		t.Error("a missing key made the token unavailable")
+	}
+}
+
+// TestSignHashPartialFailureKeepsSADSpent: with two hashes, the HSM fails
+// on the second after signing the first. A signature was made, so the SAD
+// stays spent.
+func TestSignHashPartialFailureKeepsSADSpent(t *testing.T) {
+	tok, faults := faultyToken(t)
+	e := newEnv(t, withSigner(tok))
+	bearer := e.accessToken("alice", "rp1")
+	cred := e.credential(valid("alice", keyA))
+	d1, d2 := digest("first"), digest("second")
+	sad := e.sad("alice", "rp1", cred, time.Minute, d1, d2)
+	var signs atomic.Int32
+	faults.Hook(func(m string) error {
+		if m == "Sign" && signs.Add(1) == 2 {
+			return pkcs11.Error(pkcs11.CKR_DEVICE_ERROR)
+		}
+		return nil
+	})
+	r := e.call("signatures/signHash", bearer, signHashBody(cred, sad, d1, d2))
+	wantError(t, r, http.StatusServiceUnavailable, "temporarily_unavailable", "The signing service is temporarily unavailable, try again later")
+	if e.sadExists(sad) {
+		t.Error("SAD given back although a signature was made")
+	}
+	if got := auditSummary(e.auditEntries()); len(got) != 2 || got[1] != "failed/1/signing device busy or unavailable" {
+		t.Errorf("audit log %q", got)
+	}
+}
+
+// TestSignHashRestoreNeverDoubleSpends: twelve requests present one SAD at
+// once while the HSM fails the first signature; they keep presenting it
+// until one signs. Exactly one signature is ever returned, and every grant
+// the audit log holds is either that signature or compensated by a
+// "restored" entry.
+func TestSignHashRestoreNeverDoubleSpends(t *testing.T) {
+	tok, faults := faultyToken(t)
+	e := newEnv(t, withSigner(tok))
+	bearer := e.accessToken("alice", "rp1")
+	cred := e.credential(valid("alice", keyA))
+	d := digest("one signature")
+	sad := e.sad("alice", "rp1", cred, 5*time.Minute, d)
+	faults.FailOnce("Sign", pkcs11.CKR_DEVICE_ERROR)
+
+	var signed atomic.Int32
+	var mu sync.Mutex
+	statuses := map[int]int{}
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	for range 12 {
+		wg.Go(func() {
+			<-start
+			deadline := time.Now().Add(10 * time.Second)
+			for time.Now().Before(deadline) && signed.Load() == 0 {
+				r := e.call("signatures/signHash", bearer, signHashBody(cred, sad, d))
+				mu.Lock()
+				statuses[r.status]++
+				mu.Unlock()
+				if r.status == http.StatusOK {
+					e.verify(cred, d, signatures(t, r)[0])
+					signed.Add(1)
+					return
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+		})
+	}
+	close(start)
+	wg.Wait()
+	if n := signed.Load(); n != 1 {
+		t.Fatalf("%d signatures for one SAD (statuses %v)", n, statuses)
+	}
+	granted, restored := 0, 0
+	for _, a := range e.auditEntries() {
+		switch a.Outcome {
+		case store.AuditGranted:
+			granted++
+		case store.AuditRestored:
+			restored++
+		}
+	}
+	if restored < 1 || granted-restored != 1 {
+		t.Errorf("%d grants, %d restored: want exactly one uncompensated grant (statuses %v)", granted, restored, statuses)
+	}
+	if e.sadExists(sad) {
+		t.Error("SAD still usable after it signed")
+	}
+}
+
+// TestSignHashRestoreRespectsRevocation: signing fails without a signature,
+// but while it ran an admin action revoked what the SAD hangs on. The SAD
+// is not given back: the failure is recorded with the reason, and the SAD
+// stays spent.
+func TestSignHashRestoreRespectsRevocation(t *testing.T) {
+	cases := []struct {
+		name   string
+		revoke func(tx store.Tx, cred string) error
+		reason string
+	}{
+		{"user disabled", func(tx store.Tx, _ string) error {
+			u, err := tx.User("alice")
+			if err != nil {
+				return err
+			}
+			u.Status = store.UserDisabled
+			return tx.PutUser(u)
+		}, "not signed: device error; SAD not restored: user removed or disabled (burned)"},
+		{"client removed", func(tx store.Tx, _ string) error { return tx.DeleteClient("rp1") },
+			"not signed: device error; SAD not restored: client removed (burned)"},
+		{"credential disabled", func(tx store.Tx, cred string) error {
+			c, err := tx.Credential(cred)
+			if err != nil {
+				return err
+			}
+			c.Status = store.CredentialDisabled
+			return tx.PutCredential(c)
+		}, "not signed: device error; SAD not restored: credential disabled"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			tok, faults := faultyToken(t)
+			e := newEnv(t, withSigner(tok))
+			bearer := e.accessToken("alice", "rp1")
+			cred := e.credential(valid("alice", keyA))
+			d := digest(tc.name)
+			sad := e.sad("alice", "rp1", cred, 5*time.Minute, d)
+			// The admin action lands while C_Sign runs, after the consume.
+			faults.Hook(func(method string) error {
+				if method != "Sign" {
+					return nil
+				}
+				faults.Hook(nil)
+				e.update(func(tx store.Tx) error { return tc.revoke(tx, cred) })
+				return pkcs11.Error(pkcs11.CKR_DEVICE_ERROR)
+			})
+			r := e.call("signatures/signHash", bearer, signHashBody(cred, sad, d))
+			if r.status != http.StatusServiceUnavailable {
+				t.Fatalf("signHash with a device error: %d %s", r.status, r.raw)
+			}
+			if e.sadExists(sad) {
+				t.Fatal("the SAD was given back although its " + tc.name)
+			}
+			entries := e.auditEntries()
+			if len(entries) != 2 || entries[1].Outcome != store.AuditFailed || entries[1].Reason != tc.reason ||
+				entries[1].Ref != entries[0].Seq {
+				t.Fatalf("audit log %q, want granted then failed (%s)", auditSummary(entries), tc.reason)
+			}
+		})
+	}
+}

@@ -1,0 +1,202 @@
+package csc
+
+import (
+	"context"
+	"errors"
+
+	"github.com/signd/signd/oauth"
+	"github.com/signd/signd/store"
+)
+
+// What a Signer failure means for the caller and the audit log.
+type signerFailure int
+
+const (
+	failureError       signerFailure = iota // anything else: 500
+	failureUnavailable                      // HSM busy or reconnecting: 503 with Retry-After
+	failureKey                              // the credential's key cannot sign, the HSM is fine: 400
+)
+
+// classifySigner sorts a Signer error with the Unavailable and KeyUnusable
+// hooks.
+func (h *Handler) classifySigner(err error) signerFailure {
+	switch {
+	case h.Unavailable != nil && h.Unavailable(err):
+		return failureUnavailable
+	case h.KeyUnusable != nil && h.KeyUnusable(err):
+		return failureKey
+	}
+	return failureError
+}
+
+// metricsOutcome is the signHash metrics outcome of a failure.
+func (f signerFailure) metricsOutcome() string {
+	switch f {
+	case failureUnavailable:
+		return "unavailable"
+	case failureKey:
+		return "refused"
+	}
+	return "error"
+}
+
+// auditReason is the audit reason of a failure; a fixed text, never the
+// HSM's error (that goes to the log).
+func (f signerFailure) auditReason() string {
+	switch f {
+	case failureUnavailable:
+		return "signing device busy or unavailable"
+	case failureKey:
+		return "signing key unusable in the HSM"
+	}
+	return "signing failed"
+}
+
+// response is what the client gets for a failure: the Signer error itself
+// for 503 and 500 (the error writer renders it without detail), the
+// specification's "disabled" refusal for an unusable key.
+func (f signerFailure) response(err error) error {
+	if f == failureKey {
+		return badRequest(descCredDisabled)
+	}
+	return err
+}
+
+// preflight asks the Signer, before any SAD is consumed, whether the key of
+// the caller's credential could sign now (Signer.CheckKey: HSM available, a
+// session free, the key known). A credential that is unknown, someone
+// else's, pending or disabled is not looked at: decide refuses it without
+// the HSM being asked anything.
+func (h *Handler) preflight(ctx context.Context, g *oauth.Grant, credentialID string) error {
+	var keyID []byte
+	err := h.Store.View(ctx, func(tx store.Tx) error {
+		cred, err := tx.Credential(credentialID)
+		switch {
+		case errors.Is(err, store.ErrNotFound):
+			return nil
+		case err != nil:
+			return err
+		case usableBy(cred, g.Username) && cred.Status == store.CredentialEnabled:
+			keyID = cred.KeyID
+		}
+		return nil
+	})
+	if err != nil || keyID == nil {
+		return err
+	}
+	return h.Signer.CheckKey(ctx, keyID)
+}
+
+// preflightRefused answers a request whose preflight failed. Its SAD was
+// not touched; the refusal is audited like any other.
+func (h *Handler) preflightRefused(ctx context.Context, g *oauth.Grant, req signHashRequest, entry func(outcome, reason string) *store.AuditEntry, cause error, outcome *string) error {
+	f := h.classifySigner(cause)
+	*outcome = f.metricsOutcome()
+	if f == failureKey {
+		h.logger().Error("csc: the credential's key cannot sign", "credential", auditCredential(req.credentialID), "err", cause)
+	}
+	err := h.Store.Batch(context.WithoutCancel(ctx), func(tx store.Tx) error {
+		return tx.AppendAudit(entry(store.AuditRefused, f.auditReason()+" (SAD not consumed)"))
+	})
+	if err != nil {
+		*outcome = "error"
+		return err
+	}
+	h.logger().Info("csc: signHash refused before the SAD was consumed", "user", g.Username, "client", g.ClientID,
+		"credential", auditCredential(req.credentialID), "reason", f.auditReason())
+	return f.response(cause)
+}
+
+// signFailed answers a granted request whose signing failed. When the
+// Signer proves that no signature was made (NotSigned) and first is set
+// (no earlier hash of the request was signed), the SAD is given back
+// (restoreSAD); otherwise it stays spent and a "failed" entry follows the
+// grant.
+func (h *Handler) signFailed(ctx context.Context, e *store.AuditEntry, d decision, first bool, cause error, outcome *string) error {
+	f := h.classifySigner(cause)
+	*outcome = f.metricsOutcome()
+	if f == failureKey {
+		h.logger().Error("csc: the credential's key cannot sign", "credential", e.Credential, "err", cause)
+	}
+	if first && d.sad != nil && h.NotSigned != nil && h.NotSigned(cause) && h.restoreSAD(ctx, e, d, f) {
+		return f.response(cause)
+	}
+	h.auditFailure(ctx, e, d.seq, cause)
+	return f.response(cause)
+}
+
+// restoreSAD gives back the SAD that grant d consumed, after signing failed
+// without making any signature. In one transaction it stores the SAD again
+// exactly as it was (same value, bindings and original expiry) and appends
+// a new audit entry "restored" whose ref is the grant: the log is append
+// only, the grant entry is never changed. A SAD that expired meanwhile is
+// not stored again; the entry is then "failed". It reports whether the
+// transaction committed; when it did not, the SAD stays spent, which is
+// safe, and the caller records the failure.
+//
+// No double spend: only the request that consumed a SAD restores it, once,
+// and only after the Signer proved no signature exists.
+func (h *Handler) restoreSAD(ctx context.Context, e *store.AuditEntry, d decision, f signerFailure) bool {
+	reason := "not signed: " + map[signerFailure]string{
+		failureUnavailable: "device error", failureKey: "signing key unusable", failureError: "signing failed",
+	}[f]
+	restored := false
+	err := h.Store.Batch(ctx, func(tx store.Tx) error {
+		restored = false // Batch may run this twice
+		a := *e
+		a.Ref = d.seq
+		if !h.now().Before(d.sad.ExpiresAt) {
+			a.Outcome, a.Reason = store.AuditFailed, reason+"; SAD expired meanwhile"
+			return tx.AppendAudit(&a)
+		}
+		// An admin action (client removed, user removed or disabled,
+		// credential disabled) between the consume and now revoked what
+		// the SAD hangs on: it is not given back.
+		why, err := revokedSAD(tx, d.sad)
+		if err == nil && why == "" {
+			why, err = credentialGone(tx, d.sad.CredentialID)
+		}
+		if err != nil {
+			return err
+		}
+		if why != "" {
+			a.Outcome, a.Reason = store.AuditFailed, reason+"; SAD not restored: "+why
+			return tx.AppendAudit(&a)
+		}
+		sad := *d.sad
+		if err := tx.CreateToken(&sad); err != nil {
+			return err
+		}
+		a.Outcome, a.Reason = store.AuditRestored, reason+"; SAD restored"
+		if err := tx.AppendAudit(&a); err != nil {
+			return err
+		}
+		restored = true
+		return nil
+	})
+	if err != nil {
+		h.logger().Error("csc: giving back the SAD of a failed signature failed; it stays consumed", "audit_ref", d.seq, "err", err)
+		return false
+	}
+	if restored && h.Metrics != nil {
+		h.Metrics.ObserveSAD("restored", "")
+	}
+	h.logger().Info("csc: signing failed before any signature was made", "credential", e.Credential,
+		"audit_ref", d.seq, "sad_restored", restored)
+	return true
+}
+
+// credentialGone says why the SAD's credential can no longer sign (removed
+// or not enabled), or "".
+func credentialGone(tx store.Tx, id string) (string, error) {
+	cred, err := tx.Credential(id)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return "credential removed", nil
+	case err != nil:
+		return "", err
+	case cred.Status != store.CredentialEnabled:
+		return "credential " + string(cred.Status), nil
+	}
+	return "", nil
+}

@@ -1,0 +1,17 @@
+// Package hsmtest injects PKCS#11 faults into an hsm.Token, for tests.
+//
+// Faults wraps the real module (SoftHSM2 in every test) in the style of
+// letsencrypt/boulder's pkcs11helpers MockCtx: before each PKCS#11 call it
+// may fail the call with any return value (CKR_*), add latency, or behave
+// as if the token were gone (removed, powered off), and it counts calls.
+// Everything it does not inject is the real module's behaviour. Hand it to
+// a Token through hsm.Config.Wrap:
+//
+//	var f *hsmtest.Faults
+//	tok, err := hsm.Open(hsm.Config{...,
+//		Wrap: func(c hsm.Ctx) hsm.Ctx { f = hsmtest.Wrap(c); return f }})
+//	f.FailOnce("Sign", pkcs11.CKR_DEVICE_ERROR)
+//
+// The package imports nothing of signd, so the hsm package's own tests use
+// it too.
+package hsmtest

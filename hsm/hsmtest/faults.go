@@ -1,0 +1,302 @@
+package hsmtest
+
+import (
+	"sync"
+	"time"
+
+	"github.com/miekg/pkcs11"
+)
+
+// Ctx is the PKCS#11 interface an hsm.Token calls: hsm.Ctx, repeated so
+// that this package does not import hsm. Values of either type convert to
+// the other.
+type Ctx interface {
+	Initialize(opts ...pkcs11.InitializeOption) error
+	Finalize() error
+	GetSlotList(tokenPresent bool) ([]uint, error)
+	GetTokenInfo(slotID uint) (pkcs11.TokenInfo, error)
+	OpenSession(slotID uint, flags uint) (pkcs11.SessionHandle, error)
+	CloseSession(sh pkcs11.SessionHandle) error
+	GetSessionInfo(sh pkcs11.SessionHandle) (pkcs11.SessionInfo, error)
+	Login(sh pkcs11.SessionHandle, userType uint, pin string) error
+	FindObjectsInit(sh pkcs11.SessionHandle, temp []*pkcs11.Attribute) error
+	FindObjects(sh pkcs11.SessionHandle, max int) ([]pkcs11.ObjectHandle, bool, error)
+	FindObjectsFinal(sh pkcs11.SessionHandle) error
+	GetAttributeValue(sh pkcs11.SessionHandle, o pkcs11.ObjectHandle, a []*pkcs11.Attribute) ([]*pkcs11.Attribute, error)
+	GenerateKeyPair(sh pkcs11.SessionHandle, m []*pkcs11.Mechanism, public, private []*pkcs11.Attribute) (pkcs11.ObjectHandle, pkcs11.ObjectHandle, error)
+	CreateObject(sh pkcs11.SessionHandle, temp []*pkcs11.Attribute) (pkcs11.ObjectHandle, error)
+	DestroyObject(sh pkcs11.SessionHandle, oh pkcs11.ObjectHandle) error
+	SignInit(sh pkcs11.SessionHandle, m []*pkcs11.Mechanism, o pkcs11.ObjectHandle) error
+	Sign(sh pkcs11.SessionHandle, message []byte) ([]byte, error)
+}
+
+var _ Ctx = (*pkcs11.Ctx)(nil)
+
+// Fault is what an injected call does.
+type Fault struct {
+	// Code is the PKCS#11 return value the call fails with; 0 (CKR_OK)
+	// lets the call through to the module (after Delay).
+	Code uint
+	// Delay is latency added before the call, or before the failure.
+	Delay time.Duration
+	// Times is how many calls the fault applies to; 0 means every call
+	// until Clear.
+	Times int
+}
+
+// Faults wraps a module and injects faults into its calls. Methods are
+// named as in Ctx ("Sign", "SignInit", "GetTokenInfo", ...). It is safe
+// for concurrent use.
+type Faults struct {
+	Ctx // the wrapped module
+
+	mu     sync.Mutex
+	faults map[string]*Fault
+	hook   func(method string) error
+	gone   bool
+	calls  map[string]int
+}
+
+// Wrap returns a Faults over c that injects nothing until told to.
+func Wrap(c Ctx) *Faults {
+	return &Faults{Ctx: c, faults: make(map[string]*Fault), calls: make(map[string]int)}
+}
+
+// Inject makes calls of method behave as flt, replacing an earlier fault
+// for method.
+func (f *Faults) Inject(method string, flt Fault) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.faults[method] = &flt
+}
+
+// FailOnce makes the next call of method fail with code.
+func (f *Faults) FailOnce(method string, code uint) {
+	f.Inject(method, Fault{Code: code, Times: 1})
+}
+
+// Hook installs fn, asked before every call (after the token-gone check,
+// before injected faults): a non-nil error is returned instead of calling
+// the module. nil removes it. fn runs under the Faults' lock, so it must
+// not call the Faults.
+func (f *Faults) Hook(fn func(method string) error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.hook = fn
+}
+
+// SetGone makes the token vanish (true) or come back (false), as a
+// removed token or a powered-off HSM does: C_GetSlotList(true) lists no
+// slot, C_GetTokenInfo and C_OpenSession answer CKR_TOKEN_NOT_PRESENT, and
+// every call on a session answers CKR_DEVICE_REMOVED. C_Initialize and
+// C_Finalize reach the module.
+func (f *Faults) SetGone(gone bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.gone = gone
+}
+
+// Clear removes every injected fault, the hook and the token-gone state.
+// Call counts stay.
+func (f *Faults) Clear() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	clear(f.faults)
+	f.hook = nil
+	f.gone = false
+}
+
+// Calls returns how many times method was called, injected failures
+// included.
+func (f *Faults) Calls(method string) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.calls[method]
+}
+
+// before decides a call of method: a non-nil error is the call's answer.
+// gone is the answer while the token is gone (0: not affected).
+func (f *Faults) before(method string, gone uint) error {
+	f.mu.Lock()
+	f.calls[method]++
+	if f.gone && gone != 0 {
+		f.mu.Unlock()
+		return pkcs11.Error(gone)
+	}
+	if hook := f.hook; hook != nil {
+		// The hook runs without the lock: it may change the faults.
+		f.mu.Unlock()
+		if err := hook(method); err != nil {
+			return err
+		}
+		f.mu.Lock()
+	}
+	var flt Fault
+	if p := f.faults[method]; p != nil {
+		flt = *p
+		if p.Times > 0 {
+			if p.Times--; p.Times == 0 {
+				delete(f.faults, method)
+			}
+		}
+	}
+	f.mu.Unlock()
+	if flt.Delay > 0 {
+		time.Sleep(flt.Delay)
+	}
+	if flt.Code != pkcs11.CKR_OK {
+		return pkcs11.Error(flt.Code)
+	}
+	return nil
+}
+
+// Answers of a gone token.
+const (
+	onSession = pkcs11.CKR_DEVICE_REMOVED
+	onToken   = pkcs11.CKR_TOKEN_NOT_PRESENT
+)
+
+func (f *Faults) isGone() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.gone
+}
+
+// Initialize implements Ctx.
+func (f *Faults) Initialize(opts ...pkcs11.InitializeOption) error {
+	if err := f.before("Initialize", 0); err != nil {
+		return err
+	}
+	return f.Ctx.Initialize(opts...)
+}
+
+// Finalize implements Ctx.
+func (f *Faults) Finalize() error {
+	if err := f.before("Finalize", 0); err != nil {
+		return err
+	}
+	return f.Ctx.Finalize()
+}
+
+// GetSlotList implements Ctx.
+func (f *Faults) GetSlotList(tokenPresent bool) ([]uint, error) {
+	if err := f.before("GetSlotList", 0); err != nil {
+		return nil, err
+	}
+	if tokenPresent && f.isGone() {
+		return []uint{}, nil
+	}
+	return f.Ctx.GetSlotList(tokenPresent)
+}
+
+// GetTokenInfo implements Ctx.
+func (f *Faults) GetTokenInfo(slotID uint) (pkcs11.TokenInfo, error) {
+	if err := f.before("GetTokenInfo", onToken); err != nil {
+		return pkcs11.TokenInfo{}, err
+	}
+	return f.Ctx.GetTokenInfo(slotID)
+}
+
+// OpenSession implements Ctx.
+func (f *Faults) OpenSession(slotID uint, flags uint) (pkcs11.SessionHandle, error) {
+	if err := f.before("OpenSession", onToken); err != nil {
+		return 0, err
+	}
+	return f.Ctx.OpenSession(slotID, flags)
+}
+
+// CloseSession implements Ctx.
+func (f *Faults) CloseSession(sh pkcs11.SessionHandle) error {
+	if err := f.before("CloseSession", onSession); err != nil {
+		return err
+	}
+	return f.Ctx.CloseSession(sh)
+}
+
+// GetSessionInfo implements Ctx.
+func (f *Faults) GetSessionInfo(sh pkcs11.SessionHandle) (pkcs11.SessionInfo, error) {
+	if err := f.before("GetSessionInfo", onSession); err != nil {
+		return pkcs11.SessionInfo{}, err
+	}
+	return f.Ctx.GetSessionInfo(sh)
+}
+
+// Login implements Ctx.
+func (f *Faults) Login(sh pkcs11.SessionHandle, userType uint, pin string) error {
+	if err := f.before("Login", onSession); err != nil {
+		return err
+	}
+	return f.Ctx.Login(sh, userType, pin)
+}
+
+// FindObjectsInit implements Ctx.
+func (f *Faults) FindObjectsInit(sh pkcs11.SessionHandle, temp []*pkcs11.Attribute) error {
+	if err := f.before("FindObjectsInit", onSession); err != nil {
+		return err
+	}
+	return f.Ctx.FindObjectsInit(sh, temp)
+}
+
+// FindObjects implements Ctx.
+func (f *Faults) FindObjects(sh pkcs11.SessionHandle, max int) ([]pkcs11.ObjectHandle, bool, error) {
+	if err := f.before("FindObjects", onSession); err != nil {
+		return nil, false, err
+	}
+	return f.Ctx.FindObjects(sh, max)
+}
+
+// FindObjectsFinal implements Ctx.
+func (f *Faults) FindObjectsFinal(sh pkcs11.SessionHandle) error {
+	if err := f.before("FindObjectsFinal", onSession); err != nil {
+		return err
+	}
+	return f.Ctx.FindObjectsFinal(sh)
+}
+
+// GetAttributeValue implements Ctx.
+func (f *Faults) GetAttributeValue(sh pkcs11.SessionHandle, o pkcs11.ObjectHandle, a []*pkcs11.Attribute) ([]*pkcs11.Attribute, error) {
+	if err := f.before("GetAttributeValue", onSession); err != nil {
+		return nil, err
+	}
+	return f.Ctx.GetAttributeValue(sh, o, a)
+}
+
+// GenerateKeyPair implements Ctx.
+func (f *Faults) GenerateKeyPair(sh pkcs11.SessionHandle, m []*pkcs11.Mechanism, public, private []*pkcs11.Attribute) (pkcs11.ObjectHandle, pkcs11.ObjectHandle, error) {
+	if err := f.before("GenerateKeyPair", onSession); err != nil {
+		return 0, 0, err
+	}
+	return f.Ctx.GenerateKeyPair(sh, m, public, private)
+}
+
+// CreateObject implements Ctx.
+func (f *Faults) CreateObject(sh pkcs11.SessionHandle, temp []*pkcs11.Attribute) (pkcs11.ObjectHandle, error) {
+	if err := f.before("CreateObject", onSession); err != nil {
+		return 0, err
+	}
+	return f.Ctx.CreateObject(sh, temp)
+}
+
+// DestroyObject implements Ctx.
+func (f *Faults) DestroyObject(sh pkcs11.SessionHandle, oh pkcs11.ObjectHandle) error {
+	if err := f.before("DestroyObject", onSession); err != nil {
+		return err
+	}
+	return f.Ctx.DestroyObject(sh, oh)
+}
+
+// SignInit implements Ctx.
+func (f *Faults) SignInit(sh pkcs11.SessionHandle, m []*pkcs11.Mechanism, o pkcs11.ObjectHandle) error {
+	if err := f.before("SignInit", onSession); err != nil {
+		return err
+	}
+	return f.Ctx.SignInit(sh, m, o)
+}
+
+// Sign implements Ctx.
+func (f *Faults) Sign(sh pkcs11.SessionHandle, message []byte) ([]byte, error) {
+	if err := f.before("Sign", onSession); err != nil {
+		return nil, err
+	}
+	return f.Ctx.Sign(sh, message)
+}
