@@ -55,6 +55,7 @@ func callSignHash(t *testing.T, base, bearer, cred, sad string, d []byte) signHa
 	return c
 }
 
+// metricsText scrapes the metrics listener at base.
 func metricsText(t *testing.T, base string) string {
 	t.Helper()
 	res, err := http.Get(base + "/metrics")
@@ -144,7 +145,7 @@ func TestHSMOutageThroughDaemon(t *testing.T) {
 	if statuses[http.StatusServiceUnavailable] != workers*perWorker {
 		t.Fatalf("statuses during the outage: %v", statuses)
 	}
-	m := metricsText(t, base)
+	m := metricsText(t, "http://"+e.metricsAddr)
 	for _, want := range []string{"signd_hsm_available 0", "signd_hsm_outages_total 1"} {
 		if !strings.Contains(m, want) {
 			t.Errorf("/metrics during the outage lacks %q", want)
@@ -181,7 +182,7 @@ func TestHSMOutageThroughDaemon(t *testing.T) {
 		signed++
 	}
 
-	m = metricsText(t, base)
+	m = metricsText(t, "http://"+e.metricsAddr)
 	for _, want := range []string{
 		"signd_hsm_available 1",
 		"signd_hsm_outages_total 1",
