@@ -28,21 +28,12 @@ import (
 // certificate credentials/info returned and with the openssl command line.
 func TestCSCJourney(t *testing.T) {
 	e := newEnv(t, "")
-	const password, pin, secret = "alice's long password", "482913", "rp-secret-0123456789abcdef0123456789abcdef"
-	pinFile, secretFile := filepath.Join(e.dir, "pin.txt"), filepath.Join(e.dir, "secret.txt")
-	os.WriteFile(pinFile, []byte(pin+"\n"), 0o600)
-	os.WriteFile(secretFile, []byte(secret+"\n"), 0o600)
-	e.must(password+"\n", "user", "add", "alice", "--password-file", "-", "--pin-file", pinFile)
-	e.must("", "client", "add", "rp", "--redirect-uri", "https://rp.example/cb", "--secret-file", secretFile,
-		"--scope", "service", "--scope", "credential")
-	cred := enrollKey(t, e, "alice", "CN=Alice Jansen,O=Example BV,C=NL")
+	const password, pin = journeyPassword, journeyPIN
+	cred := journeyAlice(t, e)
 	addr, _ := e.startDaemon()
 	base := "http://" + addr
 
-	conf := oauth2.Config{
-		ClientID: "rp", ClientSecret: secret, RedirectURL: "https://rp.example/cb",
-		Endpoint: oauth2.Endpoint{AuthURL: base + "/oauth2/authorize", TokenURL: base + "/oauth2/token", AuthStyle: oauth2.AuthStyleInHeader},
-	}
+	conf := journeyClient(base)
 	ctx := context.WithValue(context.Background(), oauth2.HTTPClient, http.DefaultClient)
 	browser := oauthtest.NewBrowser(nil)
 	// flow runs one authorization code flow and returns the token.
@@ -158,4 +149,34 @@ func enrollKey(t *testing.T, e *env, user, subject string) string {
 	}
 	e.must("", "credential", "import-cert", cred, "--chain", chainFile)
 	return cred
+}
+
+// The journeys' user and client: alice with a password, a signing PIN and
+// one enrolled credential; client rp for the service and credential scopes.
+const (
+	journeyPassword = "alice's long password"
+	journeyPIN      = "482913"
+	journeySecret   = "rp-secret-0123456789abcdef0123456789abcdef"
+)
+
+// journeyAlice adds alice and client rp through the CLI and enrolls a key
+// for alice; it returns the credential ID.
+func journeyAlice(t *testing.T, e *env) string {
+	t.Helper()
+	pinFile, secretFile := filepath.Join(e.dir, "pin.txt"), filepath.Join(e.dir, "secret.txt")
+	os.WriteFile(pinFile, []byte(journeyPIN+"\n"), 0o600)
+	os.WriteFile(secretFile, []byte(journeySecret+"\n"), 0o600)
+	e.must(journeyPassword+"\n", "user", "add", "alice", "--password-file", "-", "--pin-file", pinFile)
+	e.must("", "client", "add", "rp", "--redirect-uri", "https://rp.example/cb", "--secret-file", secretFile,
+		"--scope", "service", "--scope", "credential")
+	return enrollKey(t, e, "alice", "CN=Alice Jansen,O=Example BV,C=NL")
+}
+
+// journeyClient is client rp's x/oauth2 configuration against the daemon
+// at base.
+func journeyClient(base string) oauth2.Config {
+	return oauth2.Config{
+		ClientID: "rp", ClientSecret: journeySecret, RedirectURL: "https://rp.example/cb",
+		Endpoint: oauth2.Endpoint{AuthURL: base + "/oauth2/authorize", TokenURL: base + "/oauth2/token", AuthStyle: oauth2.AuthStyleInHeader},
+	}
 }

@@ -8,8 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"os"
-	"path/filepath"
 	"sync"
 	"testing"
 
@@ -26,21 +24,12 @@ import (
 // consent page shown before the lock gets access_denied.
 func TestPINLockoutThroughDaemon(t *testing.T) {
 	e := newEnv(t, "oauth:\n  max_failures: 3\n")
-	const password, pin, secret = "alice's long password", "482913", "rp-secret-0123456789abcdef0123456789abcdef"
-	pinFile, secretFile := filepath.Join(e.dir, "pin.txt"), filepath.Join(e.dir, "secret.txt")
-	os.WriteFile(pinFile, []byte(pin+"\n"), 0o600)
-	os.WriteFile(secretFile, []byte(secret+"\n"), 0o600)
-	e.must(password+"\n", "user", "add", "alice", "--password-file", "-", "--pin-file", pinFile)
-	e.must("", "client", "add", "rp", "--redirect-uri", "https://rp.example/cb", "--secret-file", secretFile,
-		"--scope", "service", "--scope", "credential")
-	cred := enrollKey(t, e, "alice", "CN=Alice Jansen,O=Example BV,C=NL")
+	const password, pin = journeyPassword, journeyPIN
+	cred := journeyAlice(t, e)
 	addr, stop := e.startDaemon()
 	base := "http://" + addr
 
-	conf := oauth2.Config{
-		ClientID: "rp", ClientSecret: secret, RedirectURL: "https://rp.example/cb",
-		Endpoint: oauth2.Endpoint{AuthURL: base + "/oauth2/authorize", TokenURL: base + "/oauth2/token", AuthStyle: oauth2.AuthStyleInHeader},
-	}
+	conf := journeyClient(base)
 	ctx := context.WithValue(context.Background(), oauth2.HTTPClient, http.DefaultClient)
 	digest := sha256.Sum256([]byte("%PDF-1.7 the contract alice signs"))
 	// consent logs in in a new browser and returns it at the consent page.
