@@ -56,8 +56,9 @@ func (t TLSConfig) Enabled() bool {
 
 // StoreConfig is the store.* section.
 type StoreConfig struct {
-	Path        string        `mapstructure:"path"`
-	OpenTimeout time.Duration `mapstructure:"open_timeout"`
+	Path         string        `mapstructure:"path"`
+	OpenTimeout  time.Duration `mapstructure:"open_timeout"`
+	VerifyOnOpen bool          `mapstructure:"verify_on_open"`
 }
 
 // PKCS11Config is the pkcs11.* section.
@@ -402,13 +403,15 @@ func leafErrors(err error) []error {
 }
 
 // strictTypes is a mapstructure decode hook that replaces viper's weak
-// typing for the three kinds of leaf we have:
+// typing for the four kinds of leaf we have:
 //   - strings (and Secrets) must come as strings: YAML turns an unquoted PIN
 //     0123 into the number 83, and a silently mangled PIN locks the token.
 //     The value is never echoed, since it may be the PIN;
 //   - integers may come as numbers or as decimal strings (environment);
 //   - durations must carry a unit ("30s"); a bare number would be taken as
-//     nanoseconds.
+//     nanoseconds;
+//   - booleans are YAML true/false or, from the environment, exactly
+//     "true"/"false" (not 1, yes or on).
 func strictTypes(from, to reflect.Type, data any) (any, error) {
 	if data == nil {
 		return data, nil
@@ -426,6 +429,20 @@ func strictTypes(from, to reflect.Type, data any) (any, error) {
 			return parsed, nil
 		}
 		return nil, fmt.Errorf("must be a duration with a unit, e.g. \"30s\", not a %s", kindName(from))
+	case to.Kind() == reflect.Bool:
+		switch d := data.(type) {
+		case bool:
+			return d, nil
+		case string: // environment variables
+			switch d {
+			case "true":
+				return true, nil
+			case "false":
+				return false, nil
+			}
+			return nil, fmt.Errorf("%q is not a boolean (true or false)", d)
+		}
+		return nil, fmt.Errorf("must be a boolean (true or false), not a %s", kindName(from))
 	case to.Kind() == reflect.String:
 		if from.Kind() != reflect.String {
 			return nil, fmt.Errorf("must be a string, not a %s (quote the value in YAML)", kindName(from))

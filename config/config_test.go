@@ -110,7 +110,7 @@ func TestEveryKeyFromFile(t *testing.T) {
 			BodyLimitBytes:  2 << 20,
 			ShutdownTimeout: time.Minute,
 		},
-		Store: StoreConfig{Path: "/var/lib/signd/signd.db", OpenTimeout: 250 * time.Millisecond},
+		Store: StoreConfig{Path: "/var/lib/signd/signd.db", OpenTimeout: 250 * time.Millisecond, VerifyOnOpen: true},
 		PKCS11: PKCS11Config{
 			Module:         "/usr/lib/x86_64-linux-gnu/softhsm/libsofthsm2.so",
 			TokenLabel:     "signd-prod",
@@ -265,6 +265,7 @@ func TestBadTypes(t *testing.T) {
 		"pkcs11.max_sessions: 1.5 is not an integer",
 		"pkcs11.acquire_timeout: must be a duration with a unit",
 		"log.level: must be a single value, not a mapping",
+		`store.verify_on_open: "yes" is not a boolean (true or false)`,
 	} {
 		if !strings.Contains(msg, want) {
 			t.Errorf("error lacks %q:\n%s", want, msg)
@@ -538,6 +539,10 @@ func TestEnvValues(t *testing.T) {
 			wantErr: `pkcs11.max_sessions: "eight" is not an integer`},
 		{name: "bare number duration", env: "SIGND_SERVER_SHUTDOWN_TIMEOUT", value: "30",
 			wantErr: `server.shutdown_timeout: "30" is not a duration (use a unit, e.g. "30s")`},
+		{name: "bool", env: "SIGND_STORE_VERIFY_ON_OPEN", value: "true",
+			check: func(c *Config) bool { return c.Store.VerifyOnOpen }},
+		{name: "bad bool", env: "SIGND_STORE_VERIFY_ON_OPEN", value: "1",
+			wantErr: `store.verify_on_open: "1" is not a boolean (true or false)`},
 		{name: "bad value", env: "SIGND_LOG_FORMAT", value: "yaml",
 			wantErr: `log.format: "yaml" is not one of json, text`},
 	}

@@ -46,6 +46,7 @@ type env struct {
 	dir     string
 	cfgPath string
 	pinFile string
+	store   string // store.path
 }
 
 func newEnv(t *testing.T, extra string) *env {
@@ -56,7 +57,7 @@ func newEnv(t *testing.T, extra string) *env {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(dir) })
-	e := &env{t: t, dir: dir, cfgPath: filepath.Join(dir, "signd.yaml"), pinFile: filepath.Join(dir, "pin")}
+	e := &env{t: t, dir: dir, cfgPath: filepath.Join(dir, "signd.yaml"), pinFile: filepath.Join(dir, "pin"), store: filepath.Join(dir, "signd.db")}
 	if err := os.WriteFile(e.pinFile, []byte(token.PIN+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}

@@ -99,32 +99,7 @@ func (db *DB) Check(ctx context.Context) (*CheckReport, error) {
 }
 
 func (db *DB) checkTx(ctx context.Context, btx *bbolt.Tx, rep *CheckReport) {
-	f, err := os.Open(db.path)
-	if err != nil {
-		rep.problem("file: %v", err)
-		return
-	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		rep.problem("file: %v", err)
-		return
-	}
-	ff, err := validateFormat(f, fi.Size())
-	if err != nil {
-		rep.problem("%v", err)
-		return
-	}
-	// Walk what this transaction sees (the same as the file's newest meta
-	// page, as no commit runs meanwhile).
-	ff.active.root = uint64(btx.Cursor().Bucket().RootPage())
-	ff.active.pgid = uint64(btx.Size()) / uint64(ff.pageSize)
-	rep.PageSize, rep.Pages, rep.TxID = ff.pageSize, ff.active.pgid, uint64(btx.ID())
-	if err := newWalker(f, ff).tree(ff.active.root, 0, "root"); err != nil {
-		rep.problem("structure: %v", err)
-		return
-	}
-	if ctx.Err() != nil {
+	if !db.checkStructure(btx, rep) || ctx.Err() != nil {
 		return
 	}
 	step(rep, "bbolt check", func() {
@@ -146,6 +121,63 @@ func (db *DB) checkTx(ctx context.Context, btx *bbolt.Tx, rep *CheckReport) {
 			rep.problem("%v", err)
 		}
 	})
+}
+
+// checkStructure is the first two steps of Check: the file, and the
+// structure of every page the transaction reaches.
+func (db *DB) checkStructure(btx *bbolt.Tx, rep *CheckReport) bool {
+	f, err := os.Open(db.path)
+	if err != nil {
+		rep.problem("file: %v", err)
+		return false
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		rep.problem("file: %v", err)
+		return false
+	}
+	ff, err := validateFormat(f, fi.Size())
+	if err != nil {
+		rep.problem("%v", err)
+		return false
+	}
+	// Walk what this transaction sees (the same as the file's newest meta
+	// page, as no commit runs meanwhile).
+	ff.active.root = uint64(btx.Cursor().Bucket().RootPage())
+	ff.active.pgid = uint64(btx.Size()) / uint64(ff.pageSize)
+	rep.PageSize, rep.Pages, rep.TxID = ff.pageSize, ff.active.pgid, uint64(btx.ID())
+	if err := newWalker(f, ff).tree(ff.active.root, 0, "root"); err != nil {
+		rep.problem("structure: %v", err)
+		return false
+	}
+	return true
+}
+
+// CheckStructure runs the first two steps of Check — the file, and the
+// structure of every page reachable from the root — and fails with
+// store.ErrCorrupt naming the first problem. After it, reading every
+// record cannot run off a page or loop: offline readers of the whole
+// store (audit verify and export) run it first. It runs in a read
+// transaction: the pages it reaches are not reused meanwhile, but a meta
+// page a concurrent commit is writing may read torn, so it is meant for a
+// store no other process writes.
+func (db *DB) CheckStructure(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	rep := &CheckReport{File: db.path}
+	err := db.view(func(btx *bbolt.Tx) error {
+		db.checkStructure(btx, rep)
+		return errCheckDone
+	})
+	if errors.Is(err, errCheckDone) {
+		err = nil
+	}
+	if err == nil && rep.Problem != "" {
+		err = corruptError(db.path, rep.Problem)
+	}
+	return err
 }
 
 // step runs one part of the check, turning a panic of bbolt on a damaged
