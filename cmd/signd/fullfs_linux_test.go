@@ -1,16 +1,8 @@
 package main
 
 import (
-	"context"
-	"crypto"
-	"crypto/rand"
-	"crypto/rsa"
-	"crypto/sha256"
-	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
-	"fmt"
-	"io"
 	"net/http"
 	"path/filepath"
 	"strings"
@@ -21,103 +13,6 @@ import (
 	"github.com/signd/signd/store"
 	"github.com/signd/signd/store/storetest"
 )
-
-// sadFixture is a SAD minted for one digest.
-type sadFixture struct {
-	sad    string
-	digest []byte
-}
-
-// mintSADs stores n SADs of user and client for cred, each for its own
-// random digest, in one transaction (the daemon must not run).
-func (e *env) mintSADs(user, client, cred string, n int) []sadFixture {
-	e.t.Helper()
-	out := make([]sadFixture, n)
-	db := e.openStore()
-	defer db.Close()
-	err := db.Update(context.Background(), func(tx store.Tx) error {
-		for i := range out {
-			b := make([]byte, 32)
-			_, _ = rand.Read(b)
-			d := sha256.Sum256(b)
-			out[i] = sadFixture{sad: base64.RawURLEncoding.EncodeToString(b), digest: d[:]}
-			if err := tx.CreateToken(&store.Token{
-				Hash: store.Fingerprint(out[i].sad), Kind: store.TokenSAD, ClientID: client, Username: user,
-				Scopes: []string{"credential"}, CredentialID: cred, Hashes: [][]byte{d[:]}, ExpiresAt: time.Now().Add(time.Hour),
-			}); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	return out
-}
-
-// signHash sends one signHash request; it returns the response (body
-// read) and the decoded JSON body.
-func signHash(client *http.Client, base, bearer, cred string, f sadFixture) (*http.Response, map[string]any, error) {
-	body := fmt.Sprintf(`{"credentialID":%q,"SAD":%q,"hash":[%q],"signAlgo":"1.2.840.113549.1.1.11"}`,
-		cred, f.sad, base64.StdEncoding.EncodeToString(f.digest))
-	req, _ := http.NewRequest(http.MethodPost, base+"/csc/v1/signatures/signHash", strings.NewReader(body))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Authorization", "Bearer "+bearer)
-	res, err := client.Do(req)
-	if err != nil {
-		return nil, nil, err
-	}
-	defer res.Body.Close()
-	data, err := io.ReadAll(res.Body)
-	if err != nil {
-		return res, nil, err
-	}
-	var m map[string]any
-	if err := json.Unmarshal(data, &m); err != nil {
-		return res, nil, fmt.Errorf("signHash answered %d with %q: %w", res.StatusCode, data, err)
-	}
-	return res, m, nil
-}
-
-// verifySig checks a signHash signature against the credential's
-// certificate.
-func verifySig(t *testing.T, who enrolled, f sadFixture, m map[string]any) {
-	t.Helper()
-	sigs, _ := m["signatures"].([]any)
-	if len(sigs) != 1 {
-		t.Fatalf("signatures %v", m)
-	}
-	sig, _ := base64.StdEncoding.DecodeString(sigs[0].(string))
-	if err := rsa.VerifyPKCS1v15(who.leaf.PublicKey.(*rsa.PublicKey), crypto.SHA256, f.digest, sig); err != nil {
-		t.Fatalf("signature does not verify: %v", err)
-	}
-}
-
-// grantedDigests returns, from the store's audit log (which must verify),
-// how often each digest was granted to signHash.
-func (e *env) grantedDigests() map[string]int {
-	e.t.Helper()
-	if out := e.must("", "audit", "verify"); !strings.HasPrefix(out, "audit log intact") {
-		e.t.Fatalf("audit verify: %q", out)
-	}
-	granted := map[string]int{}
-	for _, line := range strings.Split(strings.TrimSpace(e.must("", "audit", "export")), "\n") {
-		var ent struct {
-			Kind, Outcome string
-			Hashes        []string
-		}
-		if err := json.Unmarshal([]byte(line), &ent); err != nil {
-			e.t.Fatalf("export line %q: %v", line, err)
-		}
-		if ent.Kind == string(store.AuditSignHash) && ent.Outcome == store.AuditGranted {
-			for _, h := range ent.Hashes {
-				granted[h]++
-			}
-		}
-	}
-	return granted
-}
 
 // TestStoreOnAFullFilesystem serves signHash through the real router,
 // SoftHSM and bbolt while the filesystem under the store fills up: writes
