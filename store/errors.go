@@ -34,7 +34,7 @@ var (
 	// transaction is committed, reads may still work, and the same write may
 	// succeed later (space freed, disk back): protocol layers answer it with
 	// 503 and Retry-After, never 500.
-	ErrUnavailable = errors.New("store: not writable")
+	ErrUnavailable = errors.New("store: unavailable")
 
 	// ErrCorrupt is returned when the database file is damaged or is not a
 	// store at all (empty, truncated, foreign, a broken page). The wrapping

@@ -25,10 +25,10 @@ func (okPinger) Ping(context.Context) error { return nil }
 // page.
 type healthStore struct {
 	store.Store
-	health error
+	read, health error
 }
 
-func (s healthStore) View(context.Context, func(store.Tx) error) error { return nil }
+func (s healthStore) View(context.Context, func(store.Tx) error) error { return s.read }
 func (s healthStore) Health() error                                    { return s.health }
 
 // TestReadyzStoreReasons: /readyz answers 503 with the store's reason and
@@ -36,18 +36,19 @@ func (s healthStore) Health() error                                    { return 
 // a store write failure elsewhere is 503 temporarily_unavailable.
 func TestReadyzStoreReasons(t *testing.T) {
 	tests := []struct {
-		name   string
-		health error
-		status int
-		reason string
+		name         string
+		read, health error
+		status       int
+		reason       string
 	}{
-		{"healthy", nil, http.StatusOK, ""},
-		{"not writable", fmt.Errorf("%w: write to signd.db failed: %w", store.ErrUnavailable, syscall.ENOSPC), http.StatusServiceUnavailable, "store not writable"},
-		{"damaged", fmt.Errorf("%w: signd.db: page 7", store.ErrCorrupt), http.StatusServiceUnavailable, "store damaged"},
+		{"healthy", nil, nil, http.StatusOK, ""},
+		{"not writable", nil, fmt.Errorf("%w: write to signd.db failed: %w", store.ErrUnavailable, syscall.ENOSPC), http.StatusServiceUnavailable, "store not writable"},
+		{"damaged", nil, fmt.Errorf("%w: signd.db: page 7", store.ErrCorrupt), http.StatusServiceUnavailable, "store damaged"},
+		{"not readable", fmt.Errorf("%w: read from signd.db: %w", store.ErrUnavailable, syscall.EIO), nil, http.StatusServiceUnavailable, "store not readable"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			s := &server{Store: healthStore{health: tt.health}, Token: okPinger{}, Logger: slog.New(slog.DiscardHandler), BodyLimit: 1 << 20}
+			s := &server{Store: healthStore{read: tt.read, health: tt.health}, Token: okPinger{}, Logger: slog.New(slog.DiscardHandler), BodyLimit: 1 << 20}
 			rec := httptest.NewRecorder()
 			s.echo().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/readyz", nil))
 			var body map[string]string

@@ -94,28 +94,21 @@ func (s *server) readyz(c echo.Context) error {
 		s.Logger.Warn("not ready: hsm", "err", err)
 		return c.JSON(http.StatusServiceUnavailable, map[string]string{"status": "unavailable", "component": "hsm"})
 	}
+	reason := "store not readable"
 	err := s.Store.View(ctx, func(store.Tx) error { return nil })
 	if h, ok := s.Store.(storeHealth); ok && err == nil {
+		reason = "store not writable"
 		err = h.Health()
 	}
 	if err != nil {
-		reason := storeReason(err)
+		if errors.Is(err, store.ErrCorrupt) {
+			reason = "store damaged"
+		}
 		s.Logger.Warn("not ready: "+reason, "err", err)
 		c.Response().Header().Set("Retry-After", oauth.RetryAfter)
 		return c.JSON(http.StatusServiceUnavailable, map[string]string{"status": "unavailable", "component": "store", "reason": reason})
 	}
 	return c.JSON(http.StatusOK, map[string]string{"status": "ready"})
-}
-
-// storeReason is what /readyz says about a store that cannot serve.
-func storeReason(err error) string {
-	switch {
-	case errors.Is(err, store.ErrCorrupt):
-		return "store damaged"
-	case errors.Is(err, store.ErrUnavailable):
-		return "store not writable"
-	}
-	return "store not readable"
 }
 
 func (s *server) securityHeaders(next echo.HandlerFunc) echo.HandlerFunc {
