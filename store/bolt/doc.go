@@ -60,8 +60,8 @@
 //
 // A commit that cannot write (ENOSPC, EIO, ...) fails with
 // store.ErrUnavailable wrapping the cause and commits nothing; reads go on,
-// DB.Health reports the store not writable until a write succeeds again,
-// and a handle bbolt left unusable is reopened by the next transaction
+// DB.Health reports the store not writable until its own probe (free space,
+// then a small write) succeeds, and a handle bbolt left unusable is reopened by the next transaction
 // (handle.go says why that is the only case that needs it).
 //
 // # Caveats

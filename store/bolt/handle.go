@@ -39,8 +39,9 @@ import (
 //     never a signature without its entry.
 //
 // Every commit failure is reported as store.ErrUnavailable wrapping the
-// cause, and remembered until a write succeeds: Health reports it, and
-// probes with a small write of its own to notice when space is back.
+// cause, and remembered for Health until its own probe finds the store
+// writable again (not merely the next small write that happens to fit in
+// the file's free pages: readiness would flap).
 
 // probeInterval is the least time between two write probes of Health.
 const probeInterval = time.Second
@@ -56,7 +57,7 @@ const metaWriteProbe = "write_probe"
 // while reading.
 type health struct {
 	mu      sync.Mutex
-	failure error     // last failed commit, nil once a commit succeeded
+	failure error     // last failed commit, nil once Health's probe succeeded
 	since   time.Time // when failure began
 	probed  time.Time // last write probe
 	corrupt error     // a fault on the mapped file: sticky until restart
@@ -243,7 +244,6 @@ func (db *DB) update(fn func(*bbolt.Tx) error) error {
 		})
 		switch {
 		case err == nil:
-			db.health.writeOK()
 			return nil
 		case fnFailed || errors.Is(err, store.ErrCorrupt):
 			return err
@@ -292,7 +292,11 @@ func (db *DB) Health() error {
 			return fmt.Errorf("%w: %s: %d bytes free on its filesystem since a write failed", store.ErrUnavailable, db.path, free)
 		}
 	}
-	return db.probe()
+	if err := db.probe(); err != nil {
+		return err
+	}
+	db.health.writeOK()
+	return nil
 }
 
 // probe rewrites meta/write_probe: one small commit.
