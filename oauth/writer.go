@@ -52,7 +52,7 @@ func (s *Server) pageErrors(next echo.HandlerFunc) echo.HandlerFunc {
 		if oe := StoreUnavailable(err); oe != nil {
 			s.log.Warn("oauth page: store not writable", "path", c.Request().URL.Path, "err", err)
 			c.Response().Header().Set("Retry-After", RetryAfter)
-			return s.pages.renderError(c, oe.Status, langNL, "errorpage.unavailable")
+			return s.pages.renderError(c, oe.Status, langNL, "errorpage.later")
 		}
 		s.log.Error("oauth page failed", "path", c.Request().URL.Path, "err", err)
 		return s.pages.renderError(c, http.StatusInternalServerError, langNL, "errorpage.server")

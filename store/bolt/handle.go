@@ -58,23 +58,25 @@ const metaWriteProbe = "write_probe"
 type health struct {
 	mu      sync.Mutex
 	failure error     // last failed commit, nil once Health's probe succeeded
-	since   time.Time // when failure began
+	fails   uint64    // failed commits so far: a probe clears only what it saw
 	probed  time.Time // last write probe
-	corrupt error     // a fault on the mapped file: sticky until restart
+	corrupt error     // damage read (a fault, a bbolt panic): sticky until restart
 }
 
-func (h *health) writeOK() {
+// writeOK clears the failure, unless another write failed since the
+// probe that found the store writable began (seen is fails at its start).
+func (h *health) writeOK(seen uint64) {
 	h.mu.Lock()
-	h.failure = nil
+	if h.fails == seen {
+		h.failure = nil
+	}
 	h.mu.Unlock()
 }
 
-func (h *health) writeFailed(err error, now time.Time) {
+func (h *health) writeFailed(err error) {
 	h.mu.Lock()
-	if h.failure == nil {
-		h.since = now
-	}
 	h.failure = err
+	h.fails++
 	h.mu.Unlock()
 }
 
@@ -255,7 +257,7 @@ func (db *DB) update(fn func(*bbolt.Tx) error) error {
 		if !called && poisoned(err) {
 			db.markStale(h)
 		}
-		db.health.writeFailed(werr, db.now())
+		db.health.writeFailed(werr)
 		db.log().Error("store: write failed", "path", db.path, "err", err)
 		return werr
 	}
@@ -272,7 +274,7 @@ func (db *DB) update(fn func(*bbolt.Tx) error) error {
 // hold from declaring a full disk writable.
 func (db *DB) Health() error {
 	db.health.mu.Lock()
-	corrupt, failure := db.health.corrupt, db.health.failure
+	corrupt, failure, fails := db.health.corrupt, db.health.failure, db.health.fails
 	due := failure != nil && db.now().Sub(db.health.probed) >= probeInterval
 	if due {
 		db.health.probed = db.now()
@@ -295,7 +297,7 @@ func (db *DB) Health() error {
 	if err := db.probe(); err != nil {
 		return err
 	}
-	db.health.writeOK()
+	db.health.writeOK(fails)
 	return nil
 }
 
