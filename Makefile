@@ -39,6 +39,10 @@ test: deps ## Run every test once under -race, against a real SoftHSM2 token and
 test-race: ## Stress the concurrent parts (hsm pool and recovery, store) five times under -race.
 	CGO_ENABLED=1 $(GO) test -race -count=5 -timeout 15m ./hsm/ ./store/... ./cmd/signd/...
 
+.PHONY: crashtest
+crashtest: ## kill -9 the daemon under signHash load CRASH_ROUNDS times (default 50); checks SAD, audit and store.
+	CGO_ENABLED=1 SIGND_CRASH_ROUNDS=$(or $(CRASH_ROUNDS),50) $(GO) test -race -count=1 -timeout 30m -run 'TestCrashLoop' -v ./cmd/signd/
+
 .PHONY: bench
 bench: ## Benchmark HSM signing beside `openssl speed`, then HTTP signHash vs raw HSM (docs/BENCHMARKS.md).
 	bash scripts/bench.sh

@@ -60,8 +60,9 @@ func (t TLSConfig) Enabled() bool {
 
 // StoreConfig is the store.* section.
 type StoreConfig struct {
-	Path        string        `mapstructure:"path"`
-	OpenTimeout time.Duration `mapstructure:"open_timeout"`
+	Path         string        `mapstructure:"path"`
+	OpenTimeout  time.Duration `mapstructure:"open_timeout"`
+	VerifyOnOpen bool          `mapstructure:"verify_on_open"`
 }
 
 // PKCS11Config is the pkcs11.* section.
@@ -423,6 +424,8 @@ func leafErrors(err error) []error {
 //     nanoseconds;
 //   - lists of strings come as a YAML list of strings, or as one string of
 //     comma-separated items (how an environment variable carries a list).
+//   - booleans are YAML true/false or, from the environment, exactly
+//     "true"/"false" (not 1, yes or on).
 func strictTypes(from, to reflect.Type, data any) (any, error) {
 	if data == nil {
 		return data, nil
@@ -454,6 +457,20 @@ func strictTypes(from, to reflect.Type, data any) (any, error) {
 			return parsed, nil
 		}
 		return nil, fmt.Errorf("must be a duration with a unit, e.g. \"30s\", not a %s", kindName(from))
+	case to.Kind() == reflect.Bool:
+		switch d := data.(type) {
+		case bool:
+			return d, nil
+		case string: // environment variables
+			switch d {
+			case "true":
+				return true, nil
+			case "false":
+				return false, nil
+			}
+			return nil, fmt.Errorf("%q is not a boolean (true or false)", d)
+		}
+		return nil, fmt.Errorf("must be a boolean (true or false), not a %s", kindName(from))
 	case to.Kind() == reflect.String:
 		if from.Kind() != reflect.String {
 			return nil, fmt.Errorf("must be a string, not a %s (quote the value in YAML)", kindName(from))

@@ -114,7 +114,7 @@ func TestEveryKeyFromFile(t *testing.T) {
 			MetricsListen:   "[::1]:9465",
 			TrustedProxies:  []string{"10.0.0.0/8", "192.0.2.7", "2001:db8::/32"},
 		},
-		Store: StoreConfig{Path: "/var/lib/signd/signd.db", OpenTimeout: 250 * time.Millisecond},
+		Store: StoreConfig{Path: "/var/lib/signd/signd.db", OpenTimeout: 250 * time.Millisecond, VerifyOnOpen: true},
 		PKCS11: PKCS11Config{
 			Module:         "/usr/lib/x86_64-linux-gnu/softhsm/libsofthsm2.so",
 			TokenLabel:     "signd-prod",
@@ -277,6 +277,7 @@ func TestBadTypes(t *testing.T) {
 		"pkcs11.acquire_timeout: must be a duration with a unit",
 		"log.level: must be a single value, not a mapping",
 		"server.trusted_proxies: must be a list of strings, not a number",
+		`store.verify_on_open: "yes" is not a boolean (true or false)`,
 	} {
 		if !strings.Contains(msg, want) {
 			t.Errorf("error lacks %q:\n%s", want, msg)
@@ -576,6 +577,10 @@ func TestEnvValues(t *testing.T) {
 			wantErr: `pkcs11.max_sessions: "eight" is not an integer`},
 		{name: "bare number duration", env: "SIGND_SERVER_SHUTDOWN_TIMEOUT", value: "30",
 			wantErr: `server.shutdown_timeout: "30" is not a duration (use a unit, e.g. "30s")`},
+		{name: "bool", env: "SIGND_STORE_VERIFY_ON_OPEN", value: "true",
+			check: func(c *Config) bool { return c.Store.VerifyOnOpen }},
+		{name: "bad bool", env: "SIGND_STORE_VERIFY_ON_OPEN", value: "1",
+			wantErr: `store.verify_on_open: "1" is not a boolean (true or false)`},
 		{name: "bad value", env: "SIGND_LOG_FORMAT", value: "yaml",
 			wantErr: `log.format: "yaml" is not one of json, text`},
 		{name: "list", env: "SIGND_SERVER_TRUSTED_PROXIES", value: " 10.0.0.0/8, 192.0.2.7 ,,fd00::/8",

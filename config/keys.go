@@ -17,7 +17,7 @@ type Key struct {
 	// Name is the dotted key as written in the file, e.g. "server.listen".
 	Name string
 	// Default is the value used when no source sets the key. Its Go type is
-	// the key's type (string, int, int64, time.Duration, Secret, []string).
+	// the key's type (string, int, int64, bool, time.Duration, Secret, []string).
 	Default any
 	// Required is true when the default is only a placeholder and the key
 	// must be set by the file, the environment or a flag.
@@ -81,6 +81,8 @@ func Keys() []Key {
 			Usage: "bbolt database file"},
 		{Name: "store.open_timeout", Default: 5 * time.Second,
 			Usage: "how long to wait for the database file lock"},
+		{Name: "store.verify_on_open", Default: false,
+			Usage: "check the whole store (structure, records, audit chain) at start and refuse a damaged one"},
 
 		// pkcs11
 		{Name: "pkcs11.module", Default: "/usr/lib/softhsm/libsofthsm2.so", Flag: "pkcs11-module",

@@ -107,6 +107,12 @@ func (h *Handler) classify(c echo.Context, err error) (int, errorBody, http.Head
 		return http.StatusMethodNotAllowed, errorBody{oauth.CodeInvalidRequest, descPostOnly}, http.Header{"Allow": {http.MethodPost}}
 	case errors.As(err, &he) && he.Code < 500:
 		return http.StatusBadRequest, errorBody{oauth.CodeInvalidRequest, "Bad request"}, nil
+	case oauth.StoreUnavailable(err) != nil:
+		// The store could not commit: nothing of the request was recorded
+		// (a SAD is not consumed), so the same request may be retried.
+		h.logger().Warn("csc: store not writable", "path", c.Request().URL.Path, "err", err)
+		return http.StatusServiceUnavailable, errorBody{oauth.CodeTemporarilyUnavailable, descUnavailable},
+			http.Header{"Retry-After": {oauth.RetryAfter}}
 	case h.Unavailable != nil && h.Unavailable(err):
 		h.logger().Warn("csc: signer unavailable", "path", c.Request().URL.Path, "err", err)
 		return http.StatusServiceUnavailable, errorBody{oauth.CodeTemporarilyUnavailable, descUnavailable}, retryLater()

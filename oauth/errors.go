@@ -1,8 +1,11 @@
 package oauth
 
 import (
+	"errors"
 	"fmt"
 	"net/http"
+
+	"github.com/signd/signd/store"
 )
 
 // Error is an OAuth 2.0 protocol error (RFC 6749 §4.1.2.1, §5.2; RFC 6750
@@ -50,3 +53,26 @@ const (
 	CodeExpiredToken            = "expired_token"
 	CodeInsufficientScope       = "insufficient_scope"
 )
+
+// RetryAfter is the Retry-After (RFC 9110 §10.2.3), in seconds, of a 503
+// for a store that cannot write now: long enough for an operator's alert
+// to fire, short enough that a client retrying once a disk is freed does
+// not wait long.
+const RetryAfter = "10"
+
+// StoreUnavailable returns the error a protocol writer answers for err
+// when err is a store write that could not be committed
+// (store.ErrUnavailable: a full disk, an I/O error): 503
+// temporarily_unavailable (RFC 6749 §4.1.2.1 and §5.2) with Retry-After,
+// so clients retry instead of treating it as a server bug. It returns nil
+// for any other error.
+func StoreUnavailable(err error) *Error {
+	if !errors.Is(err, store.ErrUnavailable) {
+		return nil
+	}
+	return &Error{
+		Code: CodeTemporarilyUnavailable, Status: http.StatusServiceUnavailable,
+		Description: "The service cannot store the request now, try again later",
+		Header:      http.Header{"Retry-After": {RetryAfter}},
+	}
+}

@@ -49,6 +49,11 @@ func (s *Server) pageErrors(next echo.HandlerFunc) echo.HandlerFunc {
 		if errors.As(err, &he) && he.Code < 500 {
 			return s.pages.renderError(c, he.Code, langNL, "errorpage.request")
 		}
+		if oe := StoreUnavailable(err); oe != nil {
+			s.log.Warn("oauth page: store not writable", "path", c.Request().URL.Path, "err", err)
+			c.Response().Header().Set("Retry-After", RetryAfter)
+			return s.pages.renderError(c, oe.Status, langNL, "errorpage.later")
+		}
 		s.log.Error("oauth page failed", "path", c.Request().URL.Path, "err", err)
 		return s.pages.renderError(c, http.StatusInternalServerError, langNL, "errorpage.server")
 	}
@@ -85,6 +90,9 @@ func (s *Server) writeJSONError(c echo.Context, err error) error {
 		oe = Errorf(CodeInvalidRequest, http.StatusRequestEntityTooLarge, "Request body too large")
 	case errors.As(err, &he) && he.Code < 500:
 		oe = Errorf(CodeInvalidRequest, he.Code, "Invalid request")
+	case StoreUnavailable(err) != nil:
+		s.log.Warn("oauth request: store not writable", "path", c.Request().URL.Path, "err", err)
+		oe = StoreUnavailable(err)
 	default:
 		s.log.Error("oauth request failed", "path", c.Request().URL.Path, "err", err)
 		oe = Errorf(CodeServerError, http.StatusInternalServerError, "Internal error")
@@ -165,11 +173,17 @@ func (s *Server) redirectTo(c echo.Context, t target, params url.Values) error {
 	return c.Redirect(t.status, loc)
 }
 
-// redirectError redirects err to the client: an *Error as it is, anything
-// else logged and sent as server_error.
+// redirectError redirects err to the client: an *Error as it is, a store
+// that cannot write as temporarily_unavailable (RFC 6749 §4.1.2.1),
+// anything else logged and sent as server_error.
 func (s *Server) redirectError(c echo.Context, t target, err error) error {
 	var oe *Error
-	if !errors.As(err, &oe) {
+	switch {
+	case errors.As(err, &oe):
+	case StoreUnavailable(err) != nil:
+		s.log.Warn("oauth flow: store not writable", "path", c.Request().URL.Path, "err", err)
+		oe = StoreUnavailable(err)
+	default:
 		s.log.Error("oauth flow failed", "path", c.Request().URL.Path, "err", err)
 		oe = Errorf(CodeServerError, http.StatusInternalServerError, "Internal error")
 	}

@@ -55,6 +55,8 @@ func (p *Provider) invalidToken(desc string) *oauth.Error {
 //     error_description}. expired_token, which CSC uses, is invalid_token
 //     here as RFC 6750 defines it;
 //   - a client error of Echo (oversized body, ...): JSON invalid_request;
+//   - a store that cannot write (store.ErrUnavailable): 503
+//     temporarily_unavailable with Retry-After;
 //   - anything else is logged and answered 500 server_error without detail.
 func (p *Provider) writeErrors(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
@@ -95,6 +97,11 @@ func (p *Provider) writeError(c echo.Context, err error) {
 		status, body = http.StatusRequestEntityTooLarge, &errorBody{Error: oauth.CodeInvalidRequest, Description: "Request body too large"}
 	case errors.As(err, &he) && he.Code < 500:
 		status, body = he.Code, &errorBody{Error: oauth.CodeInvalidRequest, Description: http.StatusText(he.Code)}
+	case oauth.StoreUnavailable(err) != nil:
+		p.log().Warn("oidc request: store not writable", "path", c.Request().URL.Path, "err", err)
+		oe := oauth.StoreUnavailable(err)
+		c.Response().Header().Set("Retry-After", oauth.RetryAfter)
+		status, body = oe.Status, &errorBody{Error: oe.Code, Description: oe.Description}
 	default:
 		p.log().Error("oidc request failed", "path", c.Request().URL.Path, "err", err)
 	}

@@ -27,4 +27,18 @@ var (
 	// written by a newer signd with a schema version this build does not
 	// know. The wrapping error names both versions.
 	ErrSchemaTooNew = errors.New("store: schema version too new")
+
+	// ErrUnavailable is returned, wrapping the cause (ENOSPC, EDQUOT, EIO,
+	// EROFS from a write or fsync, a handle that must be reopened), when a
+	// backend could not commit a write transaction. Nothing of the
+	// transaction is committed, reads may still work, and the same write may
+	// succeed later (space freed, disk back): protocol layers answer it with
+	// 503 and Retry-After, never 500.
+	ErrUnavailable = errors.New("store: unavailable")
+
+	// ErrCorrupt is returned when the database file is damaged or is not a
+	// store at all (empty, truncated, foreign, a broken page). The wrapping
+	// error names the file and how to recover; a backend never re-creates a
+	// store over such a file.
+	ErrCorrupt = errors.New("store: database file is damaged")
 )

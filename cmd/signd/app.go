@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/labstack/echo/v4"
 	"github.com/spf13/cobra"
 
 	"github.com/signd/signd/cmd/signd/admin"
@@ -40,6 +41,9 @@ type app struct {
 	// metricsReady, when set, is called by serve with the address of the
 	// metrics listener ("" when server.metrics_listen is empty).
 	metricsReady func(addr string)
+	// adminHook, when set, is called by serve with the admin router after
+	// its routes are mounted: fault injection for tests.
+	adminHook func(*echo.Echo)
 }
 
 func newApp(stdin io.Reader, stdout, stderr io.Writer) *app {
@@ -60,7 +64,7 @@ func (a *app) root() *cobra.Command {
 	pf.StringVar(&a.cfgFile, "config", "", "config file (default ./signd.yaml, then /etc/signd/signd.yaml)")
 	pf.BoolVar(&a.jsonOut, "json", false, "machine-readable JSON output")
 	config.BindFlags(pf)
-	root.AddCommand(a.serveCmd(), group(a.userCmd()), group(a.clientCmd()), group(a.credentialCmd()), group(a.oidcCmd()), group(a.auditCmd()))
+	root.AddCommand(a.serveCmd(), group(a.userCmd()), group(a.clientCmd()), group(a.credentialCmd()), group(a.oidcCmd()), group(a.auditCmd()), group(a.storeCmd()))
 	return root
 }
 
@@ -106,12 +110,15 @@ func newLogger(w io.Writer, cfg config.LogConfig) *slog.Logger {
 	return slog.New(slog.NewJSONHandler(w, opts))
 }
 
-// openStore opens the bbolt file, creating its directory (0700) if needed.
-func openStore(cfg *config.Config) (*bolt.DB, error) {
+// openStore opens the bbolt file, creating its directory (0700) if needed;
+// logger (nil for none) hears what the store does on its own.
+func openStore(cfg *config.Config, logger *slog.Logger) (*bolt.DB, error) {
 	if err := os.MkdirAll(filepath.Dir(cfg.Store.Path), 0o700); err != nil {
 		return nil, fmt.Errorf("store directory: %w", err)
 	}
-	return bolt.Open(cfg.Store.Path, bolt.Options{Timeout: cfg.Store.OpenTimeout})
+	return bolt.Open(cfg.Store.Path, bolt.Options{
+		Timeout: cfg.Store.OpenTimeout, VerifyOnOpen: cfg.Store.VerifyOnOpen, Logger: logger,
+	})
 }
 
 // openToken opens the PKCS#11 token named by the config; m (nil for none)
@@ -203,7 +210,7 @@ func (a *app) adminService(cmd *cobra.Command) (admin.Service, func(), error) {
 	if remote != nil {
 		return remote, func() {}, nil
 	}
-	db, err := openStore(cfg)
+	db, err := openStore(cfg, nil)
 	if err != nil {
 		return nil, nil, err
 	}

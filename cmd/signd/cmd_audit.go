@@ -117,11 +117,16 @@ func (a *app) withAudit(cmd *cobra.Command, fn func(context.Context, auditSource
 	if remote != nil {
 		return fn(cmd.Context(), &socketAudit{client: remote.HTTPClient()})
 	}
-	db, err := openStore(cfg)
+	db, err := openStore(cfg, nil)
 	if err != nil {
 		return err
 	}
 	defer db.Close()
+	// Reading every entry of a file no daemon vouches for: judge every
+	// page first, so that a damaged one is named instead of read.
+	if err := db.CheckStructure(cmd.Context()); err != nil {
+		return err
+	}
 	return fn(cmd.Context(), storeAudit{db})
 }
 
@@ -136,10 +141,12 @@ func (l storeAudit) export(ctx context.Context, since time.Time, w io.Writer) er
 	return exportAuditLog(ctx, l.s, since, w)
 }
 
-// verifyAuditLog checks the chain in s.
-func verifyAuditLog(ctx context.Context, s store.Store) (*auditResult, error) {
-	res := &auditResult{}
-	err := s.View(ctx, func(tx store.Tx) error {
+// verifyAuditLog checks the chain in s. Whatever the stored bytes, it
+// returns an error rather than panic.
+func verifyAuditLog(ctx context.Context, s store.Store) (res *auditResult, err error) {
+	defer recoverRead("audit verify", &err)
+	res = &auditResult{}
+	err = s.View(ctx, func(tx store.Tx) error {
 		n, head, err := store.VerifyAudit(tx)
 		res.Entries, res.Head = n, hex.EncodeToString(head)
 		var be *store.AuditBrokenError
@@ -156,7 +163,8 @@ func verifyAuditLog(ctx context.Context, s store.Store) (*auditResult, error) {
 // exportAuditLog writes the entries at or after since as JSON lines, in
 // their stored (canonical) encoding. An entry that does not decode stops
 // the export with an error naming it.
-func exportAuditLog(ctx context.Context, s store.Store, since time.Time, w io.Writer) error {
+func exportAuditLog(ctx context.Context, s store.Store, since time.Time, w io.Writer) (err error) {
+	defer recoverRead("audit export", &err)
 	return s.View(ctx, func(tx store.Tx) error {
 		return tx.AuditRecords(1, func(seq uint64, raw []byte) error {
 			if err := ctx.Err(); err != nil {
@@ -178,17 +186,33 @@ func exportAuditLog(ctx context.Context, s store.Store, since time.Time, w io.Wr
 	})
 }
 
+// recoverRead turns a panic while reading the store into an error wrapping
+// store.ErrCorrupt: the last line of defence of the offline readers, after
+// the structure check and the store's own fault handling.
+func recoverRead(what string, err *error) {
+	if v := recover(); v != nil {
+		*err = fmt.Errorf("%s: %w: reading the store panicked: %v (run `signd store check`)", what, store.ErrCorrupt, v)
+	}
+}
+
 // socketAudit asks the running daemon over its admin socket.
 type socketAudit struct{ client *http.Client }
 
 func (s *socketAudit) post(ctx context.Context, method string, body any) (*http.Response, error) {
+	return postAdmin(ctx, s.client, method, body)
+}
+
+// postAdmin calls an admin socket method outside the admin.Service table
+// (the audit and store methods, whose answers may be streams). A status
+// other than 200 is an error carrying the daemon's message.
+func postAdmin(ctx context.Context, client *http.Client, method string, body any) (*http.Response, error) {
 	data, _ := json.Marshal(body)
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://signd/admin/v1/"+method, bytes.NewReader(data))
 	if err != nil {
 		return nil, err
 	}
 	req.Header.Set("Content-Type", "application/json")
-	res, err := s.client.Do(req)
+	res, err := client.Do(req)
 	if err != nil {
 		return nil, fmt.Errorf("admin socket: %w", err)
 	}

@@ -12,7 +12,6 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/labstack/echo/v4"
 	"github.com/spf13/cobra"
 
 	"github.com/signd/signd/cmd/signd/admin"
@@ -35,7 +34,8 @@ func (a *app) serveCmd() *cobra.Command {
 }
 
 // serve opens the store and the token, starts both listeners and blocks
-// until ctx is done; then it stops accepting, drains in-flight requests,
+// until ctx is done; then it stops accepting, drains in-flight requests of
+// both listeners within server.shutdown_timeout (cutting what is left),
 // closes the store and finalizes the token (in that order).
 func (a *app) serve(ctx context.Context, cfg *config.Config) error {
 	logger := newLogger(a.stderr, cfg.Log)
@@ -53,7 +53,7 @@ func (a *app) serve(ctx context.Context, cfg *config.Config) error {
 		return err
 	}
 
-	db, err := openStore(cfg)
+	db, err := openStore(cfg, logger)
 	if err != nil {
 		return err
 	}
@@ -119,13 +119,16 @@ func (a *app) serve(ctx context.Context, cfg *config.Config) error {
 		return err
 	}
 	defer os.Remove(cfg.Server.AdminSocket)
-	ae := echo.New()
-	ae.HideBanner, ae.HidePort = true, true
+	ae := newAdminEcho(logger)
 	(&admin.Handler{
 		Service: &admin.Local{Store: db, Keys: token, Hasher: hasher, Now: a.now, Logger: logger, OIDCKeys: newKeyRing(cfg, db, token, a.now, logger)},
 		Logger:  logger,
 	}).Mount(ae)
 	mountAuditAdmin(ae, db, logger)
+	mountStoreAdmin(ae, db, logger)
+	if a.adminHook != nil {
+		a.adminHook(ae)
+	}
 	adminSrv := &http.Server{Handler: ae, ReadHeaderTimeout: 10 * time.Second}
 
 	errc := make(chan error, 3)
@@ -148,17 +151,11 @@ func (a *app) serve(ctx context.Context, cfg *config.Config) error {
 	case serveErr = <-errc:
 		logger.Error("listener failed", "err", serveErr)
 	}
-	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cfg.Server.ShutdownTimeout)
-	defer cancel()
-	if err := httpSrv.Shutdown(sctx); err != nil {
-		logger.Warn("HTTP drain incomplete", "err", err)
+	servers := []namedServer{{"HTTP", httpSrv}, {"admin", adminSrv}}
+	if metricsEP != nil {
+		servers = append(servers, namedServer{"metrics", metricsEP.srv})
 	}
-	if err := adminSrv.Shutdown(sctx); err != nil {
-		logger.Warn("admin drain incomplete", "err", err)
-	}
-	if err := metricsEP.shutdown(sctx); err != nil {
-		logger.Warn("metrics drain incomplete", "err", err)
-	}
+	drain(ctx, cfg.Server.ShutdownTimeout, logger, servers...)
 	logger.Info("stopped")
 	if serveErr != nil && !errors.Is(serveErr, http.ErrServerClosed) {
 		return serveErr

@@ -49,7 +49,7 @@ func enroll(t *testing.T, e *env, user string) enrolled {
 
 func (e *env) openStore() *bolt.DB {
 	e.t.Helper()
-	db, err := bolt.Open(filepath.Join(e.dir, "signd.db"), bolt.Options{Timeout: time.Second})
+	db, err := bolt.Open(e.store, bolt.Options{Timeout: time.Second})
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -80,8 +80,18 @@ func (e *env) mint(kind store.TokenKind, user, client, cred string, digests ...[
 // startDaemon runs `signd serve` until stop is called (or the test ends).
 func (e *env) startDaemon() (addr string, stop func()) {
 	e.t.Helper()
+	return e.startDaemonWith(nil)
+}
+
+// startDaemonWith is startDaemon with configure (nil for none) applied to
+// the app before it runs: log capture, fault injection.
+func (e *env) startDaemonWith(configure func(*app)) (addr string, stop func()) {
+	e.t.Helper()
 	a := newApp(strings.NewReader(""), &bytes.Buffer{}, &syncBuffer{})
 	a.argon2 = &testArgon2
+	if configure != nil {
+		configure(a)
+	}
 	ready := make(chan string, 1)
 	a.ready = func(addr, _ string) { ready <- addr }
 	a.metricsReady = func(addr string) { e.metricsAddr = addr }

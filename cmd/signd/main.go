@@ -2,6 +2,7 @@
 //
 //	signd serve                     run the daemon (Echo HTTP server + admin socket)
 //	signd user|client|credential …  administer users, OAuth clients and credentials
+//	signd store check|backup FILE   check the store file, or snapshot it
 //
 // See README.md for the configuration keys and every subcommand.
 package main

@@ -30,6 +30,10 @@ func TestMain(m *testing.M) {
 	if mode := os.Getenv(childEnv); mode != "" {
 		os.Exit(runChild(mode))
 	}
+	if os.Getenv(runMainEnv) == "1" { // a test runs this binary as signd (crash_test.go)
+		main()
+		os.Exit(0)
+	}
 	dir, err := os.MkdirTemp("", "signd-cmd-test-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -55,6 +59,7 @@ type env struct {
 	// metricsAddr is where the last daemon's metrics listener listens
 	// ("" when off).
 	metricsAddr string
+	store       string // store.path
 }
 
 func newEnv(t *testing.T, extra string) *env {
@@ -65,7 +70,7 @@ func newEnv(t *testing.T, extra string) *env {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(dir) })
-	e := &env{t: t, dir: dir, cfgPath: filepath.Join(dir, "signd.yaml"), pinFile: filepath.Join(dir, "pin")}
+	e := &env{t: t, dir: dir, cfgPath: filepath.Join(dir, "signd.yaml"), pinFile: filepath.Join(dir, "pin"), store: filepath.Join(dir, "signd.db")}
 	if err := os.WriteFile(e.pinFile, []byte(token.PIN+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}

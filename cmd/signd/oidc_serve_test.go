@@ -36,7 +36,7 @@ func TestOIDCThroughDaemonRouter(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg.Server.BaseURL = "http://" + ln.Addr().String()
-	db, err := openStore(cfg)
+	db, err := openStore(cfg, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

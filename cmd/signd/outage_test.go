@@ -248,7 +248,7 @@ func TestReadyzReportsOutage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	db, err := openStore(cfg)
+	db, err := openStore(cfg, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/labstack/echo/v4/middleware"
 
 	"github.com/signd/signd/hsm"
+	"github.com/signd/signd/oauth"
 	"github.com/signd/signd/store"
 )
 
@@ -110,9 +111,16 @@ func clientIP(trusted []*net.IPNet) echo.IPExtractor {
 	}
 }
 
+// storeHealth is what readiness asks of the store beyond answering a read;
+// *bolt.DB satisfies it.
+type storeHealth interface {
+	// Health is nil, or wraps store.ErrCorrupt or store.ErrUnavailable.
+	Health() error
+}
+
 // readyz answers 200 when the token's persistent session and the store
-// answer, 503 naming the failing part and the reason otherwise. Readiness
-// only reports: an outage is detected and healed without it.
+// answer and the store can write, 503 naming the failing part (and for the
+// store the reason) otherwise.
 func (s *server) readyz(c echo.Context) error {
 	ctx, cancel := context.WithTimeout(c.Request().Context(), 2*time.Second)
 	defer cancel()
@@ -122,9 +130,19 @@ func (s *server) readyz(c echo.Context) error {
 			"status": "unavailable", "component": "hsm", "reason": hsmReason(s.Token.Status(), err),
 		})
 	}
-	if err := s.Store.View(ctx, func(store.Tx) error { return nil }); err != nil {
-		s.Logger.Warn("not ready: store", "err", err)
-		return c.JSON(http.StatusServiceUnavailable, map[string]string{"status": "unavailable", "component": "store"})
+	reason := "store not readable"
+	err := s.Store.View(ctx, func(store.Tx) error { return nil })
+	if h, ok := s.Store.(storeHealth); ok && err == nil {
+		reason = "store not writable"
+		err = h.Health()
+	}
+	if err != nil {
+		if errors.Is(err, store.ErrCorrupt) {
+			reason = "store damaged"
+		}
+		s.Logger.Warn("not ready: "+reason, "err", err)
+		c.Response().Header().Set("Retry-After", oauth.RetryAfter)
+		return c.JSON(http.StatusServiceUnavailable, map[string]string{"status": "unavailable", "component": "store", "reason": reason})
 	}
 	return c.JSON(http.StatusOK, map[string]string{"status": "ready"})
 }
@@ -187,6 +205,11 @@ func (s *server) handleError(err error, c echo.Context) {
 	case errors.As(err, &he) && he.Code < 500:
 		status = he.Code
 		body = errorBody{Error: errorCode(he.Code), Description: fmt.Sprint(he.Message)}
+	case oauth.StoreUnavailable(err) != nil:
+		s.Logger.Warn("request failed: store not writable", "path", c.Request().URL.Path, "err", err)
+		oe := oauth.StoreUnavailable(err)
+		c.Response().Header().Set("Retry-After", oauth.RetryAfter)
+		status, body = oe.Status, errorBody{Error: oe.Code, Description: oe.Description}
 	default:
 		s.Logger.Error("request failed", "path", c.Request().URL.Path, "err", err)
 	}

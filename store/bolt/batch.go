@@ -2,6 +2,7 @@ package bolt
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 
@@ -106,9 +107,11 @@ func (db *DB) commitBatch(calls []*batchCall) {
 		}
 		return nil
 	})
-	if err == nil {
+	if err == nil || errors.Is(err, store.ErrUnavailable) {
+		// Committed, or the store could not write at all: running each
+		// function alone would fail the same way, one commit at a time.
 		for _, c := range calls {
-			c.done <- nil
+			c.done <- err
 		}
 		return
 	}
@@ -125,7 +128,7 @@ func (db *DB) updateOne(fn func(store.Tx) error) (err error) {
 			err = batchPanic{v}
 		}
 	}()
-	return db.db.Update(func(btx *bbolt.Tx) error {
+	return db.update(func(btx *bbolt.Tx) error {
 		return fn(&tx{btx: btx, now: db.now})
 	})
 }

@@ -5,10 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -105,14 +108,29 @@ type Options struct {
 	Timeout time.Duration
 	// Now is the clock for CreatedAt/UpdatedAt; nil means time.Now.
 	Now func() time.Time
+	// ReadOnly opens an existing file for reading only (a shared lock, no
+	// schema upgrade): for checks and backups of a store no daemon holds.
+	ReadOnly bool
+	// VerifyOnOpen runs Check before Open returns and refuses a store with
+	// a problem (store.ErrCorrupt naming it). It reads the whole file.
+	VerifyOnOpen bool
+	// Logger receives what the store does on its own (reopening a
+	// handle, failed writes); nil discards it.
+	Logger *slog.Logger
 }
 
 // DB is a bbolt-backed store.Store. It is safe for concurrent use.
 type DB struct {
-	db    *bbolt.DB
-	path  string
-	now   func() time.Time
-	batch batcher // group commit of Batch (batch.go)
+	mu     sync.RWMutex // held for reading by every transaction, for writing to swap db
+	db     *bbolt.DB
+	stale  bool // db is poisoned: the next transaction reopens it (handle.go)
+	closed bool
+
+	path   string
+	now    func() time.Time
+	opts   Options
+	health health  // write failures and damage seen (handle.go)
+	batch  batcher // group commit of Batch (batch.go)
 }
 
 var _ store.Store = (*DB)(nil)
@@ -124,7 +142,12 @@ var _ store.Store = (*DB)(nil)
 // exist. If another process (or another DB in this one) holds the file, Open
 // fails after opts.Timeout with an error wrapping store.ErrLocked that names
 // the file; a file written by a newer signd fails with store.ErrSchemaTooNew.
-// A new or older file is brought to the current schema.
+// A new or older file is brought to the current schema (a write only when
+// something changes).
+//
+// An existing file is never re-initialised: an empty, truncated, foreign or
+// damaged file fails with store.ErrCorrupt naming the file and the recovery
+// (file.go), and opening it never panics.
 func Open(path string, opts Options) (*DB, error) {
 	dir := filepath.Dir(path)
 	if fi, err := os.Stat(dir); err != nil {
@@ -132,47 +155,127 @@ func Open(path string, opts Options) (*DB, error) {
 	} else if !fi.IsDir() {
 		return nil, fmt.Errorf("store: open %s: %s is not a directory", path, dir)
 	}
-	if err := checkFile(path); err != nil {
+	if err := checkOwnership(path); err != nil {
 		return nil, err
 	}
-	timeout := opts.Timeout
-	if timeout <= 0 {
-		timeout = DefaultTimeout
+	if opts.Timeout <= 0 {
+		opts.Timeout = DefaultTimeout
 	}
 	now := opts.Now
 	if now == nil {
 		now = time.Now
 	}
-	bdb, err := bbolt.Open(path, fileMode, &bbolt.Options{Timeout: timeout})
-	if errors.Is(err, bberrors.ErrTimeout) {
-		return nil, fmt.Errorf("%w: %s is held by another process, waited %s (is signd serve running?)", store.ErrLocked, path, timeout)
-	}
+	bdb, err := openFile(path, opts)
 	if err != nil {
-		return nil, fmt.Errorf("store: open %s: %w", path, err)
+		return nil, err
 	}
-	if err := bdb.Update(func(btx *bbolt.Tx) error { return upgrade(btx, path) }); err != nil {
+	db := &DB{db: bdb, path: path, now: now, opts: opts}
+	if err := db.prepare(); err != nil {
 		_ = bdb.Close()
 		return nil, err
 	}
-	return &DB{db: bdb, path: path, now: now}, nil
+	if opts.VerifyOnOpen {
+		rep, err := db.Check(context.Background())
+		if err == nil && !rep.OK {
+			err = corruptError(path, rep.Problem+" (store.verify_on_open)")
+		}
+		if err != nil {
+			_ = bdb.Close()
+			return nil, err
+		}
+	}
+	return db, nil
 }
 
-// upgrade refuses a newer schema, creates missing buckets and migrates an
-// older file, all in the one write transaction of Open.
-func upgrade(btx *bbolt.Tx, path string) error {
+// openFile judges the file (checkFile) and opens it with bbolt, turning a
+// panic of bbolt on a file that passed into store.ErrCorrupt.
+func openFile(path string, opts Options) (bdb *bbolt.DB, err error) {
+	if err := checkFile(path, opts.ReadOnly, opts.Timeout); err != nil {
+		return nil, err
+	}
+	err = recoverOpen(path, func() (err error) {
+		bdb, err = bbolt.Open(path, fileMode, &bbolt.Options{Timeout: opts.Timeout, ReadOnly: opts.ReadOnly})
+		return err
+	})
+	if errors.Is(err, bberrors.ErrTimeout) {
+		return nil, fmt.Errorf("%w: %s is held by another process, waited %s (is signd serve running?)", store.ErrLocked, path, opts.Timeout)
+	}
+	if err != nil && !errors.Is(err, store.ErrCorrupt) {
+		return nil, fmt.Errorf("store: open %s: %w", path, err)
+	}
+	return bdb, err
+}
+
+// recoverOpen runs fn, which reads a file that passed checkFile, with
+// faults turned into panics, and any panic into store.ErrCorrupt: at this
+// point every panic of bbolt is about the file.
+func recoverOpen(path string, fn func() error) (err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			err = corruptError(path, fmt.Sprintf("bbolt failed reading it: %v", v))
+		}
+	}()
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	return fn()
+}
+
+// prepare refuses a newer schema and upgrades an older one; a read-only
+// open only refuses.
+func (db *DB) prepare() error {
+	return recoverOpen(db.path, func() error {
+		var need bool
+		err := db.view(func(btx *bbolt.Tx) (err error) {
+			need, err = needsUpgrade(btx, db.path)
+			return err
+		})
+		if err != nil || !need || db.opts.ReadOnly {
+			return err
+		}
+		return db.update(func(btx *bbolt.Tx) error { return upgrade(btx, db.path) })
+	})
+}
+
+// needsUpgrade reports whether upgrade would change anything, without
+// writing: opening a store on a full disk must still work for reading.
+func needsUpgrade(btx *bbolt.Tx, path string) (bool, error) {
+	version, err := storedVersion(btx, path)
+	if err != nil {
+		return false, err
+	}
+	for _, name := range bucketNames() {
+		if btx.Bucket([]byte(name)) == nil {
+			return true, nil
+		}
+	}
+	return version != schemaVersion, nil
+}
+
+// storedVersion reads meta/schema_version (0 for a new file) and refuses a
+// version newer than this build's.
+func storedVersion(btx *bbolt.Tx, path string) (int, error) {
 	version := 0
 	if meta := btx.Bucket([]byte(bucketMeta)); meta != nil {
 		if v := meta.Get([]byte(metaSchemaVersion)); v != nil {
 			n, err := strconv.Atoi(string(v))
 			if err != nil || n < 0 {
-				return fmt.Errorf("store: open %s: bad schema version %q", path, v)
+				return 0, fmt.Errorf("store: open %s: bad schema version %q", path, v)
 			}
 			version = n
 		}
 	}
 	if version > schemaVersion {
-		return fmt.Errorf("%w: %s has schema version %d, this signd supports up to %d (upgrade signd)",
+		return 0, fmt.Errorf("%w: %s has schema version %d, this signd supports up to %d (upgrade signd)",
 			store.ErrSchemaTooNew, path, version, schemaVersion)
+	}
+	return version, nil
+}
+
+// upgrade refuses a newer schema, creates missing buckets and migrates an
+// older file, all in the one write transaction of Open.
+func upgrade(btx *bbolt.Tx, path string) error {
+	version, err := storedVersion(btx, path)
+	if err != nil {
+		return err
 	}
 	for _, name := range bucketNames() {
 		if _, err := btx.CreateBucketIfNotExists([]byte(name)); err != nil {
@@ -192,40 +295,53 @@ func upgrade(btx *bbolt.Tx, path string) error {
 // Path returns the file the DB was opened on.
 func (db *DB) Path() string { return db.path }
 
-// View runs fn in a read-only transaction; see store.Store.
+// View runs fn in a read-only transaction; see store.Store. A fault on a
+// damaged page of the mapped file fails with store.ErrCorrupt instead of
+// killing the process.
 func (db *DB) View(ctx context.Context, fn func(store.Tx) error) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	return db.db.View(func(btx *bbolt.Tx) error {
+	return db.view(func(btx *bbolt.Tx) error {
 		return fn(&tx{btx: btx, now: db.now})
 	})
 }
 
 // Update runs fn in one write transaction; see store.Store. bbolt serializes
-// write transactions and rolls back on error or panic.
+// write transactions and rolls back on error or panic. A failed commit
+// (disk full, I/O error) is an error wrapping store.ErrUnavailable and the
+// cause; nothing of fn is committed.
 func (db *DB) Update(ctx context.Context, fn func(store.Tx) error) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	return db.db.Update(func(btx *bbolt.Tx) error {
+	return db.update(func(btx *bbolt.Tx) error {
 		return fn(&tx{btx: btx, now: db.now})
 	})
 }
 
 // Close closes the file, waiting for running transactions.
 func (db *DB) Close() error {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	if db.closed {
+		return nil
+	}
+	db.closed = true
+	if db.db == nil {
+		return nil
+	}
 	if err := db.db.Close(); err != nil {
 		return fmt.Errorf("store: close %s: %w", db.path, err)
 	}
 	return nil
 }
 
-// checkFile refuses an existing database file other local users could read
+// checkOwnership refuses an existing database file other local users could read
 // or write: it holds password, PIN and client secret hashes, MAC keys and
 // the audit chain. A missing file is fine (bbolt creates it with fileMode).
 // Stat follows a symlink: the file that counts is the one bbolt opens.
-func checkFile(path string) error {
+func checkOwnership(path string) error {
 	fi, err := os.Stat(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil

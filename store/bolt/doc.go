@@ -8,7 +8,9 @@
 //
 // One bucket per kind of record, all created by Open (see bucketNames):
 //
-//	meta                  "schema_version" → decimal ASCII (schemaVersion)
+//	meta                  "schema_version" → decimal ASCII (schemaVersion);
+//	                      "write_probe" → RFC 3339 time of the last write
+//	                      probe of DB.Health
 //	users                 username → JSON userRecord
 //	proofs                username 0x00 proof ID → raw proof content
 //	clients               client ID → JSON clientRecord
@@ -49,6 +51,26 @@
 // misreading it. A change to the layout that old code would misread bumps
 // schemaVersion and adds a migration. Version 2 added the party indexes;
 // opening a version 1 file builds them once from the stored records.
+//
+// # Damaged files and failing disks
+//
+// Open never re-initialises an existing file and never hands bbolt a file
+// it has not judged (file.go): an empty, truncated or foreign file, or one
+// with a damaged meta page, freelist or root page, fails with
+// store.ErrCorrupt (a *DamageError naming the file and the recovery), and a
+// panic or fault of bbolt while opening becomes that error too. Later, a
+// fault on the mapped file or a panic raised inside bbolt while reading is
+// store.ErrCorrupt as well, and DB.Health reports it. DB.Check (and
+// Options.VerifyOnOpen) walks every page's structure before bbolt's own
+// consistency check reads them (walk.go), then decodes every record and
+// verifies the audit chain. DB.Backup writes a consistent snapshot (one read
+// transaction); SaveBackup stores it atomically and checks the copy.
+//
+// A commit that cannot write (ENOSPC, EIO, ...) fails with
+// store.ErrUnavailable wrapping the cause and commits nothing; reads go on,
+// DB.Health reports the store not writable until its own probe (free space,
+// then a small write) succeeds, and a handle bbolt left unusable is reopened by the next transaction
+// (handle.go says why that is the only case that needs it).
 //
 // # Caveats
 //

@@ -25,7 +25,7 @@ func (db *DB) Secret(ctx context.Context, name string, size int) ([]byte, error)
 		return nil, err
 	}
 	var key []byte
-	err := db.db.Update(func(btx *bbolt.Tx) error {
+	err := db.update(func(btx *bbolt.Tx) error {
 		b := btx.Bucket([]byte(bucketSecrets))
 		if b == nil {
 			return fmt.Errorf("store: bucket %s is missing", bucketSecrets)

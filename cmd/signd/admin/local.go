@@ -90,6 +90,10 @@ func (l *Local) fail(op string, err error) error {
 		return errorf(KindUnavailable, "%s: the HSM is unavailable, try again: %v", op, err)
 	case errors.Is(err, hsm.ErrLabelExists):
 		return errorf(KindExists, "%s: %v", op, err)
+	case errors.Is(err, store.ErrUnavailable):
+		return errorf(KindUnavailable, "%s: the store cannot write now (disk full or failing?), try again: %v", op, err)
+	case errors.Is(err, store.ErrCorrupt):
+		return errorf(KindInternal, "%s: %v", op, err)
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		return errorf(KindUnavailable, "%s: %v", op, err)
 	}
