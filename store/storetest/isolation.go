@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -615,17 +616,23 @@ func testClose(t *testing.T, s store.Store) {
 	}()
 	<-entered
 	go func() { closed <- s.Close() }()
+	var closeErr error
+	early := false
 	select {
-	case err := <-closed:
-		t.Errorf("Close returned (%v) while an Update was running", err)
+	case closeErr = <-closed:
+		t.Errorf("Close returned (%v) while an Update was running", closeErr)
+		early = true
 	case <-time.After(overlap):
 	}
 	close(release)
 	if err := <-updated; err != nil {
 		t.Errorf("the Update running at Close: %v", err)
 	}
-	if err := <-closed; err != nil {
-		t.Errorf("Close: %v", err)
+	if !early {
+		closeErr = <-closed
+	}
+	if closeErr != nil {
+		t.Errorf("Close: %v", closeErr)
 	}
 	called := false
 	fn := func(store.Tx) error { called = true; return nil }
@@ -637,5 +644,74 @@ func testClose(t *testing.T, s store.Store) {
 	}
 	if called {
 		t.Error("fn ran after Close")
+	}
+}
+
+// testConsistentReads: every Update creates a user and appends an audit
+// entry; Views running meanwhile, listing both, always see whole
+// transactions (as many users as entries) and an intact chain.
+func testConsistentReads(t *testing.T, s store.Store) {
+	const writers, updates, readers = 4, 10, 4
+	ctx := context.Background()
+	start, done := make(chan struct{}), make(chan struct{})
+	users := make([][]*store.User, writers)
+	for w := range writers {
+		for i := range updates {
+			users[w] = append(users[w], newUser(t, fmt.Sprintf("user%d-%d", w, i)))
+		}
+	}
+	var writing, reading sync.WaitGroup
+	for w := range writers {
+		writing.Go(func() {
+			<-start
+			for i, u := range users[w] {
+				err := s.Update(ctx, func(tx store.Tx) error {
+					if err := tx.CreateUser(u); err != nil {
+						return err
+					}
+					return tx.AppendAudit(auditEntry(u.Username, i))
+				})
+				if err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		})
+	}
+	for range readers {
+		reading.Go(func() {
+			<-start
+			for {
+				err := s.View(ctx, func(tx store.Tx) error {
+					us, err := tx.Users()
+					if err != nil {
+						return err
+					}
+					n, _, err := store.VerifyAudit(tx)
+					if err != nil {
+						return err
+					}
+					if uint64(len(us)) != n {
+						t.Errorf("a View saw %d users and %d audit entries: part of a transaction", len(us), n)
+					}
+					return nil
+				})
+				if err != nil {
+					t.Error(err)
+				}
+				select {
+				case <-done:
+					return
+				default:
+				}
+			}
+		})
+	}
+	close(start)
+	writing.Wait()
+	close(done)
+	reading.Wait()
+	if n, _ := verifyAudit(t, s); n != writers*updates {
+		t.Errorf("%d audit entries, want %d", n, writers*updates)
 	}
 }

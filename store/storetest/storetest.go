@@ -60,6 +60,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"DeleteUserAndCredential", testDeleteUserAndCredential},
 		{"InvalidSigningKeys", testInvalidSigningKeys},
 		{"Isolation", testIsolation},
+		{"ConsistentReads", testConsistentReads},
 		{"RollbackIndexes", testRollbackIndexes},
 		{"CopiesOAuth", testCopiesOAuth},
 		{"ReadOnlyAll", testReadOnlyAll},
