@@ -8,6 +8,7 @@ require (
 	github.com/getkin/kin-openapi v0.152.0
 	github.com/go-jose/go-jose/v4 v4.1.8
 	github.com/go-viper/mapstructure/v2 v2.4.0
+	github.com/google/btree v1.1.3
 	github.com/labstack/echo/v4 v4.16.0
 	github.com/miekg/pkcs11 v1.1.2
 	github.com/pquerna/otp v1.5.0

@@ -80,6 +80,8 @@ type Store interface {
 	// (and so does a panic, which Update re-panics). Updates are serialized.
 	// It returns ctx.Err() without calling fn if ctx is already done.
 	Update(ctx context.Context, fn func(Tx) error) error
-	// Close releases the store. Transactions in progress finish first.
+	// Close releases the store. Transactions in progress finish first;
+	// View and Update after Close fail without calling fn, and closing
+	// again does nothing.
 	Close() error
 }

@@ -6,8 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -15,151 +13,22 @@ import (
 
 	"github.com/signd/signd/store"
 	"github.com/signd/signd/store/bolt"
+	"github.com/signd/signd/store/storetest"
 )
 
-// TestBatchConsumeOnce is the SAD pattern through Batch: of many
-// concurrent consumers of one token, each appending an audit entry in the
-// same transaction whatever happens, exactly one wins, every attempt is
-// audited once, and the chain holds.
-func TestBatchConsumeOnce(t *testing.T) {
-	db := mustOpen(t, bolt.Options{})
-	ctx := context.Background()
-	err := db.Update(ctx, func(tx store.Tx) error {
-		return tx.CreateToken(&store.Token{
-			Hash: store.Fingerprint("sad"), Kind: store.TokenSAD, ClientID: "rp", Username: "alice",
-			CredentialID: "c", Hashes: [][]byte{make([]byte, 32)}, ExpiresAt: time.Now().Add(time.Hour),
-		})
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	const n = 50
-	var wins atomic.Int32
-	var wg sync.WaitGroup
-	for range n {
-		wg.Go(func() {
-			var won bool
-			err := db.Batch(ctx, func(tx store.Tx) error {
-				won = false // fn may run more than once
-				outcome := store.AuditRefused
-				if _, err := tx.Token(store.Fingerprint("sad")); err == nil {
-					if err := tx.DeleteToken(store.Fingerprint("sad")); err != nil {
-						return err
-					}
-					won, outcome = true, store.AuditGranted
-				}
-				return tx.AppendAudit(&store.AuditEntry{Kind: store.AuditSignHash, User: "alice", Outcome: outcome})
-			})
-			if err != nil {
-				t.Error(err)
-			}
-			if won {
-				wins.Add(1)
-			}
-		})
-	}
-	wg.Wait()
-	if wins.Load() != 1 {
-		t.Errorf("%d winners, want 1", wins.Load())
-	}
-	var count uint64
-	granted := 0
-	err = db.View(ctx, func(tx store.Tx) (err error) {
-		if count, _, err = store.VerifyAudit(tx); err != nil {
-			return err
-		}
-		return store.AuditEntries(tx, 1, func(e *store.AuditEntry) error {
-			if e.Outcome == store.AuditGranted {
-				granted++
-			}
-			return nil
-		})
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if count != n || granted != 1 {
-		t.Errorf("%d entries (%d granted), want %d (1 granted)", count, granted, n)
-	}
+// The Batch tests and the generic Secret tests are storetest's RunBatch and
+// RunSecrets, which memory passes too; what is bolt's own stays here.
+
+func TestBatchConformance(t *testing.T) {
+	storetest.RunBatch(t, func(t *testing.T) storetest.Batcher { return mustOpen(t, bolt.Options{}) })
 }
 
-// TestBatchIsolatesFailures: a function that fails does not fail the
-// others it shared a transaction with, and none of its writes stay.
-func TestBatchIsolatesFailures(t *testing.T) {
-	db := mustOpen(t, bolt.Options{})
-	ctx := context.Background()
-	boom := errors.New("boom")
-	const n = 40
-	var wg sync.WaitGroup
-	errs := make([]error, n)
-	for i := range n {
-		wg.Go(func() {
-			errs[i] = db.Batch(ctx, func(tx store.Tx) error {
-				if err := tx.AppendAudit(&store.AuditEntry{Kind: store.AuditSignHash, User: fmt.Sprint(i), Outcome: store.AuditOK}); err != nil {
-					return err
-				}
-				if i%4 == 0 {
-					return boom
-				}
-				return nil
-			})
-		})
-	}
-	wg.Wait()
-	users := map[string]bool{}
-	err := db.View(ctx, func(tx store.Tx) error {
-		if _, _, err := store.VerifyAudit(tx); err != nil {
-			return err
-		}
-		return store.AuditEntries(tx, 1, func(e *store.AuditEntry) error {
-			if users[e.User] {
-				t.Errorf("user %s appended twice", e.User)
-			}
-			users[e.User] = true
-			return nil
-		})
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i, err := range errs {
-		failing := i%4 == 0
-		if failing != errors.Is(err, boom) || (!failing && err != nil) {
-			t.Errorf("call %d: %v", i, err)
-		}
-		if users[fmt.Sprint(i)] == failing {
-			t.Errorf("call %d (failing %v): entry stored %v", i, failing, users[fmt.Sprint(i)])
-		}
-	}
+func TestSecretConformance(t *testing.T) {
+	storetest.RunSecrets(t, func(t *testing.T) storetest.Secrets { return mustOpen(t, bolt.Options{}) })
 }
 
-func TestBatchPanicReachesCaller(t *testing.T) {
-	db := mustOpen(t, bolt.Options{})
-	defer func() {
-		if v := recover(); v != "kaboom" {
-			t.Errorf("recovered %v, want kaboom", v)
-		}
-		// The batcher is usable afterwards.
-		if err := db.Batch(context.Background(), func(store.Tx) error { return nil }); err != nil {
-			t.Error(err)
-		}
-	}()
-	_ = db.Batch(context.Background(), func(store.Tx) error { panic("kaboom") })
-	t.Error("Batch returned after a panic")
-}
-
-func TestBatchCanceledContext(t *testing.T) {
-	db := mustOpen(t, bolt.Options{})
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
-	called := false
-	err := db.Batch(ctx, func(store.Tx) error { called = true; return nil })
-	if !errors.Is(err, context.Canceled) || called {
-		t.Errorf("Batch = %v, called %v", err, called)
-	}
-}
-
-func TestSecret(t *testing.T) {
+// TestSecretSurvivesReopen: a key is kept in the file.
+func TestSecretSurvivesReopen(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "signd.db")
 	db, err := bolt.Open(path, bolt.Options{})
 	if err != nil {
@@ -170,18 +39,7 @@ func TestSecret(t *testing.T) {
 	if err != nil || len(k1) != 32 || bytes.Equal(k1, make([]byte, 32)) {
 		t.Fatalf("Secret = %x, %v", k1, err)
 	}
-	k2, _ := db.Secret(ctx, "other", 32)
-	if bytes.Equal(k1, k2) {
-		t.Error("two names gave the same key")
-	}
-	if _, err := db.Secret(ctx, "page", 64); err == nil {
-		t.Error("size change accepted")
-	}
-	if _, err := db.Secret(ctx, "tiny", 8); err == nil {
-		t.Error("8-byte secret accepted")
-	}
 	db.Close()
-	// It survives a restart.
 	db, err = bolt.Open(path, bolt.Options{})
 	if err != nil {
 		t.Fatal(err)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/signd/signd/store"
 	"github.com/signd/signd/store/bolt"
+	"github.com/signd/signd/store/storetest"
 )
 
 // BenchmarkCredentialsByOwner lists one page (10) of one owner's 20
@@ -85,4 +86,10 @@ func BenchmarkCredentialsByOwner(b *testing.B) {
 			}
 		})
 	}
+}
+
+// BenchmarkConsumeSAD: one SAD consumed with its audit entry in one
+// Update (two fsyncs); store/memory has the same benchmark in memory.
+func BenchmarkConsumeSAD(b *testing.B) {
+	storetest.BenchConsume(b, mustOpen(b, bolt.Options{}))
 }

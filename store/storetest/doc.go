@@ -1,9 +1,21 @@
 // Package storetest is the conformance suite of store.Store: every backend
-// (bbolt today, a distributed one later, any fake a test uses) must pass it.
+// (store/bolt on a file, store/memory in memory, a distributed one later)
+// must pass it.
 //
 // A backend's test calls [Run] with a function that opens a fresh, empty
 // store per subtest (and registers its Close with t.Cleanup), and [RunClock]
 // with one that also injects the suite's clock, for the tests that need
 // exact times. The suite only uses the store.Store API, so what it checks is
-// the contract documented in package store.
+// the contract documented in package store: CRUD and validation of every
+// record kind, the indexes (owner, by code, expiry, party), single use under
+// concurrency, the audit chain, and the transactions themselves — a View
+// never sees an Update that has not committed and reads the same values
+// while one commits, a failed Update leaves every record and index as it
+// was, records never alias the caller's values, every write is refused in
+// View, and Close waits for running transactions.
+//
+// A backend that also offers what the CSC service asks of a store passes
+// [RunBatch] (Batch, csc.Store) and [RunSecrets] (named random keys).
+// [BenchConsume] measures a SAD consumption with its audit entry, so that
+// backends can be compared.
 package storetest

@@ -59,6 +59,12 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"RevokeInvalid", testRevokeInvalid},
 		{"DeleteUserAndCredential", testDeleteUserAndCredential},
 		{"InvalidSigningKeys", testInvalidSigningKeys},
+		{"Isolation", testIsolation},
+		{"ConsistentReads", testConsistentReads},
+		{"RollbackIndexes", testRollbackIndexes},
+		{"CopiesOAuth", testCopiesOAuth},
+		{"ReadOnlyAll", testReadOnlyAll},
+		{"Close", testClose},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) { tt.fn(t, open(t)) })
