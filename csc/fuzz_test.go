@@ -264,7 +264,7 @@ func (fe *fuzzEnv) checkOK(t *testing.T, method string, body []byte, out map[str
 			t.Fatalf("%q: credentialIDs %s", body, out["credentialIDs"])
 		}
 		listed := []string{fzDisabled, fzEnabled} // alice's, not pending, in ID order
-		limit := int64(100) // csc.max_results_default
+		limit := int64(100)                       // csc.max_results_default
 		var req map[string]json.RawMessage
 		_ = json.Unmarshal(body, &req)
 		var n json.Number
