@@ -157,7 +157,11 @@ func recordKinds() []recordKind {
 		},
 		{
 			bucket: bucketClients, key: []byte("rp"),
-			decode: func(raw []byte) (any, error) { var r clientRecord; err := json.Unmarshal(raw, &r); return r.client(), err },
+			decode: func(raw []byte) (any, error) {
+				var r clientRecord
+				err := json.Unmarshal(raw, &r)
+				return r.client(), err
+			},
 			read: func(t *tx) (any, error) {
 				c, err := t.Client("rp")
 				if err != nil {
@@ -271,8 +275,12 @@ func recordKinds() []recordKind {
 		},
 		{
 			bucket: bucketCodes, key: hash,
-			decode: func(raw []byte) (any, error) { var r authCodeRecord; err := json.Unmarshal(raw, &r); return r.code(hash), err },
-			read:   func(t *tx) (any, error) { return t.Code(hash) },
+			decode: func(raw []byte) (any, error) {
+				var r authCodeRecord
+				err := json.Unmarshal(raw, &r)
+				return r.code(hash), err
+			},
+			read: func(t *tx) (any, error) { return t.Code(hash) },
 			rewrite: func(t *tx, v any) (bool, error) {
 				c := v.(*store.AuthCode)
 				at := time.Date(2026, 3, 4, 5, 6, 8, 0, time.UTC)
