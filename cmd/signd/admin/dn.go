@@ -78,7 +78,7 @@ func ParseDN(s string) (pkix.Name, error) {
 			return name, fmt.Errorf("attribute %s is given twice; a subject here has at most one", typ)
 		}
 		seen[typ] = true
-		if typ == "C" && (len(v) != 2 || strings.ToUpper(v) != v) {
+		if typ == "C" && (len(v) != 2 || strings.Trim(v, "ABCDEFGHIJKLMNOPQRSTUVWXYZ") != "") { // ISO 3166-1 alpha-2
 			return name, fmt.Errorf("C must be a two-letter upper-case country code, got %q", v)
 		}
 		seq = append(seq, pkix.RelativeDistinguishedNameSET{{Type: oid, Value: v}})

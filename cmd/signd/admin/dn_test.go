@@ -29,6 +29,7 @@ func TestParseDN(t *testing.T) {
 		{"empty_value", "CN=", "", "empty value"},
 		{"bad_country", "CN=A,C=Netherlands", "", "two-letter"},
 		{"lower_country", "CN=A,C=nl", "", "two-letter"},
+		{"country_not_letters", "CN=A,C=1!", "", "two-letter"},
 		{"multi_valued", "CN=A+O=B", "", "multi-valued RDN"},
 		{"lone_backslash", `CN=A\`, "", "lone backslash"},
 		{"control_char", "CN=A\x00B", "", "control character"},

@@ -98,6 +98,9 @@ func FuzzParseDN(f *testing.F) {
 			if v == "" || strings.ContainsFunc(v, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
 				t.Fatalf("%q: value %q", s, v)
 			}
+			if atv.Type.Equal(dnAttrs["C"]) && (len(v) != 2 || v[0] < 'A' || v[0] > 'Z' || v[1] < 'A' || v[1] > 'Z') {
+				t.Fatalf("%q: country %q is not two upper-case letters (ISO 3166-1 alpha-2)", s, v)
+			}
 			parts[i] = dnNames[atv.Type.String()] + "=" + escapeDNValue(v)
 		}
 		written := strings.Join(parts, ",")
