@@ -6,6 +6,7 @@ BIN       ?= bin/signd
 PKGS      ?= ./...
 GOFLAGS   ?=
 TESTFLAGS ?= -count=1 -timeout 15m
+FUZZTIME  ?= 30s
 
 .DEFAULT_GOAL := help
 
@@ -32,6 +33,10 @@ test: ## Run every test once under -race, against a real SoftHSM2 token and real
 .PHONY: test-race
 test-race: ## Stress the concurrent parts (hsm pool and recovery, store) five times under -race.
 	CGO_ENABLED=1 $(GO) test -race -count=5 -timeout 15m ./hsm/ ./store/... ./cmd/signd/...
+
+.PHONY: fuzz
+fuzz: ## Run every fuzz target for FUZZTIME (default 30s) each, one after another; prints execs per target (docs/FUZZING.md).
+	FUZZTIME=$(FUZZTIME) GO=$(GO) bash scripts/fuzz.sh
 
 .PHONY: bench
 bench: ## Benchmark HSM signing beside `openssl speed`, then HTTP signHash vs raw HSM (docs/BENCHMARKS.md).
