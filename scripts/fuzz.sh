@@ -40,17 +40,30 @@ trap 'rm -rf "$log"' EXIT
 results=()
 total=0
 failed=0
+flaked=0
 start=$SECONDS
 for pkg in "${pkgs[@]}"; do
   targets=$("$GO" test -list '^Fuzz' "$pkg" | grep '^Fuzz' | grep -E -- "$FUZZ_MATCH" || true)
   for t in $targets; do
     out="$log/$t.log"
+    corpus="$pkg/testdata/fuzz/$t"
+    before=$(ls "$corpus" 2>/dev/null | sort || true)
     printf '%-22s %-24s ' "$pkg" "$t"
     status=ok
     if ! "$GO" test -run "^$t\$" -fuzz "^$t\$" -fuzztime "$FUZZTIME" -fuzzminimizetime "$FUZZ_MINIMIZE" \
       -parallel "$FUZZ_PARALLEL" "$pkg" >"$out" 2>&1; then
       status=FAIL
-      failed=$((failed + 1))
+      # Go before 1.27 may end a duration -fuzztime with a bare "context
+      # deadline exceeded" (golang/go#75804, a race in the coordinator):
+      # no input failed and none was written. Reported, not failed.
+      after=$(ls "$corpus" 2>/dev/null | sort || true)
+      if [ "$before" = "$after" ] && grep -q '^    context deadline exceeded$' "$out" &&
+        ! grep -qE 'panic:|Failing input|_test\.go:[0-9]+:' "$out"; then
+        status="ok (deadline race golang/go#75804, no failing input)"
+        flaked=$((flaked + 1))
+      else
+        failed=$((failed + 1))
+      fi
     fi
     execs=$(sed -n 's/^fuzz: elapsed: .*, execs: \([0-9]*\) .*/\1/p' "$out" | tail -1)
     execs=${execs:-0}
@@ -62,6 +75,6 @@ for pkg in "${pkgs[@]}"; do
     fi
   done
 done
-printf '%d targets, %d execs in total, %d failed, %ds (FUZZTIME=%s, -parallel %s)\n' \
-  "${#results[@]}" "$total" "$failed" $((SECONDS - start)) "$FUZZTIME" "$FUZZ_PARALLEL"
+printf '%d targets, %d execs in total, %d failed, %d ended by the deadline race, %ds (FUZZTIME=%s, -parallel %s)\n' \
+  "${#results[@]}" "$total" "$failed" "$flaked" $((SECONDS - start)) "$FUZZTIME" "$FUZZ_PARALLEL"
 [ "$failed" -eq 0 ]
