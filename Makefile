@@ -8,6 +8,7 @@ GOFLAGS   ?=
 TESTFLAGS ?= -count=1 -timeout 15m
 # staticcheck, pinned; fetched through the Go module proxy on first use.
 STATICCHECK ?= $(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2
+FUZZTIME  ?= 30s
 
 .DEFAULT_GOAL := help
 
@@ -42,6 +43,10 @@ test-race: ## Stress the concurrent parts (hsm pool and recovery, store) five ti
 .PHONY: crashtest
 crashtest: ## kill -9 the daemon under signHash load CRASH_ROUNDS times (default 50); checks SAD, audit and store.
 	CGO_ENABLED=1 SIGND_CRASH_ROUNDS=$(or $(CRASH_ROUNDS),50) $(GO) test -race -count=1 -timeout 30m -run 'TestCrashLoop' -v ./cmd/signd/
+
+.PHONY: fuzz
+fuzz: ## Run every fuzz target for FUZZTIME (default 30s) each, one after another; prints execs per target (docs/FUZZING.md).
+	FUZZTIME=$(FUZZTIME) GO=$(GO) bash scripts/fuzz.sh
 
 .PHONY: bench
 bench: ## Benchmark HSM signing beside `openssl speed`, then HTTP signHash vs raw HSM (docs/BENCHMARKS.md).

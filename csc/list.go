@@ -112,7 +112,10 @@ func (h *Handler) pageToken(after, username string) string {
 
 func (h *Handler) openPageToken(token, username string) (string, bool) {
 	raw, err := base64.RawURLEncoding.DecodeString(token)
-	if err != nil || len(raw) <= pageTagLen || len(raw) > 512 {
+	// One spelling per token: the decoder skips line breaks and non-zero
+	// pad bits (RFC 4648 §3.5), so only the canonical encoding is taken.
+	if err != nil || base64.RawURLEncoding.EncodeToString(raw) != token ||
+		len(raw) <= pageTagLen || len(raw) > 512 {
 		return "", false
 	}
 	after, tag := string(raw[:len(raw)-pageTagLen]), raw[len(raw)-pageTagLen:]

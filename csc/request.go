@@ -28,8 +28,9 @@ type params map[string]json.RawMessage
 
 // readParams reads and checks the body of a CSC request. The Content-Type
 // must be application/json (a charset parameter, if any, must be UTF-8).
-// An empty body stands for {} — nothing in it can be misread — whatever the
-// Content-Type, unless one other than JSON is declared.
+// An empty body (no bytes at all) stands for {} — nothing in it can be
+// misread — whatever the Content-Type, unless one other than JSON is
+// declared. White space alone is a body, and not JSON.
 func readParams(r *http.Request) (params, *oauth.Error) {
 	body, err := io.ReadAll(io.LimitReader(r.Body, maxBody+1))
 	if err != nil {
@@ -42,7 +43,7 @@ func readParams(r *http.Request) (params, *oauth.Error) {
 	if len(body) > maxBody {
 		return nil, badRequest(descBodyTooLarge)
 	}
-	empty := len(bytes.TrimSpace(body)) == 0
+	empty := len(body) == 0
 	ct := r.Header.Get("Content-Type")
 	if ct == "" && !empty || ct != "" && !isJSON(ct) {
 		return nil, badRequest(descContentType)

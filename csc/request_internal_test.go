@@ -20,6 +20,9 @@ func FuzzParseObject(f *testing.F) {
 	} {
 		f.Add([]byte(seed))
 	}
+	for _, b := range realBodies {
+		f.Add([]byte(b))
+	}
 	f.Fuzz(func(t *testing.T, body []byte) {
 		p, e := parseObject(body)
 		var want map[string]json.RawMessage

@@ -156,22 +156,22 @@ func hintSubject(token, clientID string) (string, bool) {
 	if err != nil {
 		return "", false
 	}
-	var c struct {
-		Sub string          `json:"sub"`
-		Aud json.RawMessage `json:"aud"`
-	}
-	if json.Unmarshal(payload, &c) != nil || c.Sub == "" {
+	// Claim names are case-sensitive (RFC 7519 §4), which encoding/json's
+	// struct fields are not: read the members by their exact names.
+	var claims map[string]json.RawMessage
+	var sub string
+	if json.Unmarshal(payload, &claims) != nil || json.Unmarshal(claims["sub"], &sub) != nil || sub == "" {
 		return "", false
 	}
 	var one string
 	var many []string
-	switch {
-	case json.Unmarshal(c.Aud, &one) == nil && one == clientID:
-	case json.Unmarshal(c.Aud, &many) == nil && slices.Contains(many, clientID):
+	switch aud := claims["aud"]; {
+	case json.Unmarshal(aud, &one) == nil && one == clientID:
+	case json.Unmarshal(aud, &many) == nil && slices.Contains(many, clientID):
 	default:
 		return "", false
 	}
-	return c.Sub, true
+	return sub, true
 }
 
 // CheckUser implements oauth.Profile: a user whose email is not verified

@@ -126,6 +126,10 @@ func TestItem09ProfileAuthorize(t *testing.T) {
 			scopes: []string{"openid"}, login: oauth.LoginPolicy{SSO: true}, hintSub: true},
 		{name: "id_token_hint of another client", client: rp, scope: "openid", params: url.Values{"id_token_hint": {fakeIDToken(map[string]any{"sub": "s1", "aud": "other"})}}, code: "invalid_request"},
 		{name: "id_token_hint garbage", client: rp, scope: "openid", params: url.Values{"id_token_hint": {"garbage"}}, code: "invalid_request"},
+		// Claim names are case-sensitive (RFC 7519 §4): "SUB" and "Aud"
+		// are not sub and aud (found by FuzzHintSubject).
+		{name: "id_token_hint claim names in another case", client: rp, scope: "openid", params: url.Values{"id_token_hint": {fakeIDToken(map[string]any{"SUB": "s1", "aud": "rp"})}}, code: "invalid_request"},
+		{name: "id_token_hint audience in another case", client: rp, scope: "openid", params: url.Values{"id_token_hint": {fakeIDToken(map[string]any{"sub": "s1", "Aud": "rp"})}}, code: "invalid_request"},
 		{name: "client without a sector", client: spread, scope: "openid", code: "unauthorized_client"},
 	}
 	for _, tt := range tests {

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"time"
+	"unicode/utf8"
 )
 
 // AuditKind is what an audit entry records.
@@ -151,6 +152,13 @@ func (e *AuditEntry) Validate() error {
 	}
 	if e.HashCount < 0 {
 		return fmt.Errorf("%w: audit entry with a negative hash count", ErrInvalid)
+	}
+	// JSON would store invalid UTF-8 as U+FFFD: the entry would no longer
+	// decode to what was sealed, and verification would call it tampered.
+	for _, s := range append([]string{e.User, e.Client, e.Credential, e.Outcome, e.Reason}, e.Hashes...) {
+		if !utf8.ValidString(s) {
+			return fmt.Errorf("%w: audit entry text is not valid UTF-8", ErrInvalid)
+		}
 	}
 	if d, err := hex.DecodeString(e.HashesSHA256); e.HashesSHA256 != "" && (err != nil || len(d) != sha256.Size || hex.EncodeToString(d) != e.HashesSHA256) {
 		return fmt.Errorf("%w: audit entry hashes_sha256 is not a lowercase hex SHA-256", ErrInvalid)

@@ -92,3 +92,20 @@ func mustSeal(t *testing.T, e *store.AuditEntry, prev []byte) []byte {
 	}
 	return c.Digest
 }
+
+// TestAuditRefusesInvalidUTF8: an entry with invalid UTF-8 would be stored
+// with U+FFFD in its place and then fail verification as if tampered with
+// (found by FuzzAuditChain); SealAudit refuses it instead.
+func TestAuditRefusesInvalidUTF8(t *testing.T) {
+	for _, e := range []store.AuditEntry{
+		{Credential: "cred-\xff"}, {User: "\xc3"}, {Reason: "ok \xed\xa0\x80"}, {Hashes: []string{"\xfe"}},
+	} {
+		e.Time, e.Kind, e.Outcome = time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC), store.AuditSignHash, store.AuditRefused
+		raw, err := store.SealAudit(&e, 1, store.AuditGenesis())
+		if !errors.Is(err, store.ErrInvalid) {
+			var v store.AuditVerifier
+			_, verr := v.Check(1, raw)
+			t.Errorf("%+v: sealed (%v); verification says %v", e, err, verr)
+		}
+	}
+}

@@ -232,6 +232,9 @@ func (t *tx) deleteExpired(k expiring, now time.Time) (int, error) {
 	var keys [][]byte
 	c := idx.Cursor()
 	for key, _ := c.First(); key != nil && string(key) < limit; key, _ = c.Next() {
+		if len(key) < 8 { // not written by createExpiring: expiry ‖ hash
+			return 0, fmt.Errorf("store: %s has a malformed key %x", k.index, key)
+		}
 		keys = append(keys, bytes.Clone(key))
 	}
 	for _, key := range keys {

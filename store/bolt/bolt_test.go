@@ -611,3 +611,37 @@ func TestPartyIndexFollowsDeletes(t *testing.T) {
 		t.Errorf("party index after the sweep: %v", got)
 	}
 }
+
+// TestSweepMalformedIndexKey: an expiry index key shorter than its 8-byte
+// expiry (a damaged or edited file) made every sweep slice it and panic
+// (found by FuzzIndexes). The sweep now reports the key as an error.
+func TestSweepMalformedIndexKey(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "signd.db")
+	db, err := bolt.Open(path, bolt.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	indexes := []string{"tokens_by_expiry", "auth_requests_by_expiry", "codes_by_expiry", "sessions_by_expiry"}
+	rawUpdate(t, path, func(tx *bbolt.Tx) error {
+		for _, name := range indexes {
+			if err := tx.Bucket([]byte(name)).Put([]byte{0}, []byte{}); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	db = mustReopen(t, path)
+	sweeps := map[string]func(store.Tx) (int, error){
+		"tokens_by_expiry":        func(tx store.Tx) (int, error) { return tx.DeleteExpiredTokens(time.Now()) },
+		"auth_requests_by_expiry": func(tx store.Tx) (int, error) { return tx.DeleteExpiredAuthRequests(time.Now()) },
+		"codes_by_expiry":         func(tx store.Tx) (int, error) { return tx.DeleteExpiredCodes(time.Now()) },
+		"sessions_by_expiry":      func(tx store.Tx) (int, error) { return tx.DeleteExpiredSessions(time.Now()) },
+	}
+	for name, sweep := range sweeps {
+		err := db.Update(context.Background(), func(tx store.Tx) error { _, err := sweep(tx); return err })
+		if err == nil || !strings.Contains(err.Error(), name+" has a malformed key 00") {
+			t.Errorf("sweep of %s: %v", name, err)
+		}
+	}
+}

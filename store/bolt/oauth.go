@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"encoding/json"
+	"fmt"
 	"time"
 
 	"github.com/signd/signd/store"
@@ -174,6 +175,9 @@ func (t *tx) DeleteExpiredTokens(now time.Time) (int, error) {
 	var hashes [][]byte
 	c := b.Cursor()
 	for k, _ := c.First(); k != nil && string(k) < limit; k, _ = c.Next() {
+		if len(k) < 8 { // not written by CreateToken: expiry ‖ hash
+			return 0, fmt.Errorf("store: %s has a malformed key %x", bucketTokensByExp, k)
+		}
 		hashes = append(hashes, bytes.Clone(k[8:]))
 	}
 	for _, h := range hashes {

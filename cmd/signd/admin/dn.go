@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"unicode/utf8"
 )
 
 // dnAttrs are the attribute types ParseDN accepts, by their RFC 4514 short
@@ -39,11 +40,15 @@ func ParseDN(s string) (pkix.Name, error) {
 	if len(s) > maxDNLen {
 		return name, fmt.Errorf("distinguished name longer than %d bytes", maxDNLen)
 	}
+	if !utf8.ValidString(s) { // a subject's strings are UTF8String or PrintableString
+		return name, errors.New("distinguished name is not valid UTF-8")
+	}
 	rdns, err := splitUnescaped(s, ',')
 	if err != nil {
 		return name, err
 	}
 	var seq pkix.RDNSequence
+	seen := map[string]bool{}
 	for _, rdn := range rdns {
 		if _, err := splitUnescaped(rdn, '+'); err != nil {
 			return name, err
@@ -60,14 +65,20 @@ func ParseDN(s string) (pkix.Name, error) {
 		if !ok {
 			return name, fmt.Errorf("attribute type %q is not supported (use CN, O, OU, C, L, ST, STREET, POSTALCODE, SERIALNUMBER, GIVENNAME, SURNAME, TITLE)", typ)
 		}
-		v, err := unescapeDNValue(strings.TrimSpace(val))
+		v, err := unescapeDNValue(trimDNSpace(val))
 		if err != nil {
 			return name, err
 		}
 		if v == "" {
 			return name, fmt.Errorf("attribute %s has an empty value", typ)
 		}
-		if typ == "C" && (len(v) != 2 || strings.ToUpper(v) != v) {
+		// pkix.Name holds one CN and one serial number: a second one would
+		// silently replace the first in the certificate subject.
+		if (typ == "CN" || typ == "SERIALNUMBER") && seen[typ] {
+			return name, fmt.Errorf("attribute %s is given twice; a subject here has at most one", typ)
+		}
+		seen[typ] = true
+		if typ == "C" && (len(v) != 2 || strings.Trim(v, "ABCDEFGHIJKLMNOPQRSTUVWXYZ") != "") { // ISO 3166-1 alpha-2
 			return name, fmt.Errorf("the country (C) must be a two-letter upper-case code, got %q", v)
 		}
 		seq = append(seq, pkix.RelativeDistinguishedNameSET{{Type: oid, Value: v}})
@@ -126,6 +137,20 @@ func unescapedOnly(s string) string {
 	return b.String()
 }
 
+// trimDNSpace removes the spaces around a value (RFC 4514 §3 allows them
+// around '=' and ','), but not an escaped space ("\ ") at its end.
+func trimDNSpace(v string) string {
+	v = strings.TrimLeft(v, " ")
+	for strings.HasSuffix(v, " ") {
+		backslashes := len(v) - 1 - len(strings.TrimRight(v[:len(v)-1], `\`))
+		if backslashes%2 == 1 {
+			break
+		}
+		v = v[:len(v)-1]
+	}
+	return v
+}
+
 func unescapeDNValue(v string) (string, error) {
 	var b strings.Builder
 	for i := 0; i < len(v); i++ {
@@ -141,22 +166,27 @@ func unescapeDNValue(v string) (string, error) {
 		if i >= len(v) {
 			return "", errors.New("distinguished name ends in a lone backslash")
 		}
+		if v[i] < 0x20 || v[i] == 0x7f { // escaping does not make it printable
+			return "", errors.New("distinguished name contains a control character")
+		}
 		b.WriteByte(v[i])
 	}
 	return b.String(), nil
 }
 
-// escapeDNValue escapes the RFC 4514 special characters of a value.
+// escapeDNValue escapes the RFC 4514 §2.4 special characters of a value:
+// ParseDN reads what it writes back to the same value.
 func escapeDNValue(v string) string {
 	var b strings.Builder
 	for i := 0; i < len(v); i++ {
-		switch c := v[i]; c {
-		case ',', '+', '"', '\\', '<', '>', ';', '=':
+		c := v[i]
+		switch {
+		case strings.IndexByte(`,+"\<>;=`, c) >= 0,
+			i == 0 && (c == ' ' || c == '#'),
+			i == len(v)-1 && c == ' ':
 			b.WriteByte('\\')
-			b.WriteByte(c)
-		default:
-			b.WriteByte(c)
 		}
+		b.WriteByte(c)
 	}
 	return b.String()
 }

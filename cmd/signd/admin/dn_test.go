@@ -1,8 +1,15 @@
 package admin
 
 import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"math/big"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestParseDN(t *testing.T) {
@@ -22,10 +29,20 @@ func TestParseDN(t *testing.T) {
 		{"empty_value", "CN=", "", "empty value"},
 		{"bad_country", "CN=A,C=Netherlands", "", "two-letter"},
 		{"lower_country", "CN=A,C=nl", "", "two-letter"},
+		{"country_not_letters", "CN=A,C=1!", "", "two-letter"},
 		{"multi_valued", "CN=A+O=B", "", "multi-valued RDN"},
 		{"lone_backslash", `CN=A\`, "", "lone backslash"},
 		{"control_char", "CN=A\x00B", "", "control character"},
 		{"oversized", "CN=" + strings.Repeat("a", 2000), "", "longer than"},
+		// Found by FuzzParseDN:
+		{"repeated_cn", "CN=a,CN=b", "", "CN is given twice"},
+		{"repeated_serial", "SERIALNUMBER=1,CN=a,serialNumber=2", "", "SERIALNUMBER is given twice"},
+		{"repeated_ou_kept", "CN=a,OU=x,OU=y", "CN=a,OU=x+OU=y", ""},
+		{"invalid_utf8", "CN=Ali\xffce", "", "not valid UTF-8"},
+		{"escaped_control_char", "CN=A\\\x01B", "", "control character"},
+		{"escaped_leading_space", `CN=\ lead`, `CN=\ lead`, ""},
+		{"escaped_trailing_space", `CN=trail\ `, `CN=trail\ `, ""},
+		{"tab_is_not_a_space", "CN=\tAlice", "", "control character"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -47,7 +64,7 @@ func TestParseDN(t *testing.T) {
 }
 
 func TestEscapeDNValueRoundTrip(t *testing.T) {
-	for _, v := range []string{"plain", "Jansen, Alice", `a+b="c"\d<e>;f`, "x=y"} {
+	for _, v := range []string{"plain", "Jansen, Alice", `a+b="c"\d<e>;f`, "x=y", " lead", "trail ", "#hash", "  both  ", `\ `} {
 		n, err := ParseDN("CN=" + escapeDNValue(v))
 		if err != nil {
 			t.Fatalf("%q: %v", v, err)
@@ -87,5 +104,36 @@ func TestValidateClaims(t *testing.T) {
 				t.Fatalf("err = %v (kind %s), want invalid %q", err, KindOf(err), tc.err)
 			}
 		})
+	}
+}
+
+// TestVerifyChainLoneSelfSigned: a chain of one self-signed certificate (a
+// credential certified by itself) is its own root. verifyChain used to
+// slice its intermediates as chain[1:0] and panicked (found by
+// FuzzParseChainPEM); a lone certificate that is not self-signed is
+// refused.
+func TestVerifyChainLoneSelfSigned(t *testing.T) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	self := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "self"},
+		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(time.Hour), IsCA: true, BasicConstraintsValid: true}
+	der, err := x509.CreateCertificate(rand.Reader, self, self, key.Public(), key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cert, _ := x509.ParseCertificate(der)
+	if err := verifyChain([]*x509.Certificate{cert}, now); err != nil {
+		t.Fatalf("lone self-signed certificate: %v", err)
+	}
+	other, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	leafTmpl := &x509.Certificate{SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: "leaf"},
+		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(time.Hour)}
+	der, _ = x509.CreateCertificate(rand.Reader, leafTmpl, cert, other.Public(), key)
+	leaf, _ := x509.ParseCertificate(der)
+	if err := verifyChain([]*x509.Certificate{leaf}, now); err == nil || !strings.Contains(err.Error(), "not a self-signed root") {
+		t.Fatalf("lone leaf: %v", err)
 	}
 }

@@ -661,8 +661,10 @@ func verifyChain(chain []*x509.Certificate, now time.Time) error {
 	}
 	roots, inter := x509.NewCertPool(), x509.NewCertPool()
 	roots.AddCert(root)
-	for _, c := range chain[1 : len(chain)-1] {
-		inter.AddCert(c)
+	if len(chain) > 2 { // a lone self-signed certificate has no intermediates
+		for _, c := range chain[1 : len(chain)-1] {
+			inter.AddCert(c)
+		}
 	}
 	_, err := chain[0].Verify(x509.VerifyOptions{
 		Roots: roots, Intermediates: inter, CurrentTime: now,

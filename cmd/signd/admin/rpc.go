@@ -86,6 +86,11 @@ func decode[R any](fn func(context.Context, R) (any, error)) func(context.Contex
 		if err := dec.Decode(&r); err != nil {
 			return nil, errorf(KindInvalid, "malformed admin request: %v", err)
 		}
+		// One JSON value, nothing after it: a second value would be
+		// silently ignored.
+		if _, err := dec.Token(); err != io.EOF {
+			return nil, errorf(KindInvalid, "malformed admin request: data after the JSON value")
+		}
 		return fn(ctx, r)
 	}
 }
