@@ -9,6 +9,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -248,4 +249,17 @@ func NewID() (string, error) {
 func ProofDigest(content []byte) string {
 	sum := sha256.Sum256(content)
 	return hex.EncodeToString(sum[:])
+}
+
+// RecordProof records the ProofRef of p in u.Proofs, replacing one with the
+// same ID, and returns it: the bookkeeping every backend's Tx.PutProof does
+// before it stores the content.
+func RecordProof(u *User, p Proof) ProofRef {
+	ref := ProofRef{ID: p.ID, ContentType: p.ContentType, Size: int64(len(p.Content)), SHA256: ProofDigest(p.Content)}
+	if i := slices.IndexFunc(u.Proofs, func(r ProofRef) bool { return r.ID == ref.ID }); i >= 0 {
+		u.Proofs[i] = ref
+	} else {
+		u.Proofs = append(u.Proofs, ref)
+	}
+	return ref
 }

@@ -181,17 +181,7 @@ func (t *tx) PutProof(username string, p store.Proof) error {
 	if err != nil {
 		return err
 	}
-	ref := store.ProofRef{
-		ID:          p.ID,
-		ContentType: p.ContentType,
-		Size:        int64(len(p.Content)),
-		SHA256:      store.ProofDigest(p.Content),
-	}
-	if i := slices.IndexFunc(u.Proofs, func(r store.ProofRef) bool { return r.ID == ref.ID }); i >= 0 {
-		u.Proofs[i] = ref
-	} else {
-		u.Proofs = append(u.Proofs, ref)
-	}
+	store.RecordProof(u, p)
 	// bbolt keeps a reference to the value until commit: store a copy so the
 	// caller may reuse p.Content.
 	if err := t.putRaw(bucketProofs, compositeKey(username, p.ID), bytes.Clone(p.Content)); err != nil {

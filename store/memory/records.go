@@ -85,17 +85,7 @@ func (t *tx) PutProof(username string, p store.Proof) error {
 	if err != nil {
 		return err
 	}
-	ref := store.ProofRef{
-		ID:          p.ID,
-		ContentType: p.ContentType,
-		Size:        int64(len(p.Content)),
-		SHA256:      store.ProofDigest(p.Content),
-	}
-	if i := slices.IndexFunc(u.Proofs, func(r store.ProofRef) bool { return r.ID == ref.ID }); i >= 0 {
-		u.Proofs[i] = ref
-	} else {
-		u.Proofs = append(u.Proofs, ref)
-	}
+	store.RecordProof(u, p)
 	t.s.proofs.put(compositeKey(username, p.ID), bytes.Clone(p.Content))
 	u.UpdatedAt = t.stamp()
 	t.s.users.put(username, u) // u is this transaction's own copy
