@@ -1,14 +1,12 @@
 package admin
 
 import (
-	"bytes"
 	"context"
+	"crypto"
 	"crypto/rand"
-	"crypto/rsa"
 	"crypto/x509"
 	"encoding/base64"
 	"encoding/hex"
-	"encoding/pem"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -18,6 +16,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/signd/signd/csc/enroll"
 	"github.com/signd/signd/hsm"
 	"github.com/signd/signd/oidc"
 	"github.com/signd/signd/store"
@@ -53,8 +52,6 @@ const (
 	maxPINLen      = 64
 	maxNameLen     = 200
 	maxClaimLen    = 256
-	maxChainPEM    = 1 << 20
-	maxChainCerts  = 10
 )
 
 func (l *Local) now() time.Time {
@@ -507,8 +504,6 @@ func (l *Local) RemoveClient(ctx context.Context, id string) (*RemoveResult, err
 
 // ---- credentials ----
 
-var algoBits = map[string]int{"rsa-2048": 2048, "rsa-3072": 3072, "rsa-4096": 4096}
-
 func credentialView(c *store.Credential) *CredentialView {
 	v := &CredentialView{
 		ID: c.ID, Owner: c.Owner, Label: c.Label, Algorithm: c.Algorithm,
@@ -527,6 +522,25 @@ func credentialView(c *store.Credential) *CredentialView {
 	return v
 }
 
+// enrollKeys gives enrollment the token's keys.
+type enrollKeys struct{ keys KeyStore }
+
+func (k enrollKeys) GenerateKey(ctx context.Context, label string, bits int) ([]byte, int, error) {
+	info, err := k.keys.GenerateRSA(ctx, label, bits)
+	if err != nil {
+		return nil, 0, err
+	}
+	return info.ID, info.Bits, nil
+}
+
+func (k enrollKeys) Signer(ctx context.Context, id []byte) (crypto.Signer, error) {
+	key, err := k.keys.Key(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	return key, nil
+}
+
 func (l *Local) keys() (KeyStore, error) {
 	if l.Keys == nil {
 		return nil, errorf(KindUnavailable, "the HSM is not open in this process")
@@ -538,21 +552,9 @@ func (l *Local) keys() (KeyStore, error) {
 // token, a CSR is signed by it, and the credential is stored as pending
 // (unusable) until ImportCertificate attaches a chain.
 func (l *Local) CreateCredential(ctx context.Context, req CreateCredentialRequest) (*CreateCredentialResult, error) {
-	algo := req.Algo
-	if algo == "" {
-		algo = "rsa-2048"
-	}
-	bits, ok := algoBits[algo]
-	if !ok {
-		return nil, errorf(KindInvalid, "algorithm %q is not supported (rsa-2048, rsa-3072, rsa-4096)", algo)
-	}
-	subject := req.Subject
-	if subject == "" {
-		subject = "CN=" + escapeDNValue(req.User)
-	}
-	name, err := ParseDN(subject)
+	spec, err := enroll.Request{Owner: req.User, Algorithm: req.Algo, Subject: req.Subject}.Check()
 	if err != nil {
-		return nil, errorf(KindInvalid, "subject: %v", err)
+		return nil, errorf(KindInvalid, "%v", err)
 	}
 	// Check the owner first, so a typo costs no key generation.
 	if _, err := l.ShowUser(ctx, req.User); err != nil {
@@ -573,28 +575,23 @@ func (l *Local) CreateCredential(ctx context.Context, req CreateCredentialReques
 	if len(label) > 128 || !printable(label) {
 		return nil, errorf(KindInvalid, "label must be 1 to 128 printable characters")
 	}
-	info, err := keys.GenerateRSA(ctx, label, bits)
-	if err != nil {
+	key, csrDER, err := enroll.Generate(ctx, enrollKeys{keys}, label, spec)
+	if key == nil {
 		return nil, l.fail("generate key", err)
 	}
 	rollback := func(cause error) error {
-		if derr := keys.DestroyKey(context.WithoutCancel(ctx), info.ID); derr != nil {
-			l.logger().Error("rollback: destroying key failed", "key_id", hex.EncodeToString(info.ID), "err", derr)
-			return errorf(KindInternal, "credential creation failed (%v) and key %x with label %q is left in the token: remove it with pkcs11-tool", l.fail("create credential", cause), info.ID, label)
+		if derr := keys.DestroyKey(context.WithoutCancel(ctx), key.ID); derr != nil {
+			l.logger().Error("rollback: destroying key failed", "key_id", hex.EncodeToString(key.ID), "err", derr)
+			return errorf(KindInternal, "credential creation failed (%v) and key %x with label %q is left in the token: remove it with pkcs11-tool", l.fail("create credential", cause), key.ID, label)
 		}
 		return l.fail("create credential", cause)
 	}
-	key, err := keys.Key(ctx, info.ID)
-	if err != nil {
-		return nil, rollback(err)
-	}
-	csrDER, err := hsm.CreateCSR(key, name)
 	if err != nil {
 		return nil, rollback(err)
 	}
 	c := &store.Credential{
-		ID: id, Owner: req.User, KeyID: info.ID, Label: label, Algorithm: algo,
-		KeyBits: info.Bits, Status: store.CredentialPending,
+		ID: id, Owner: req.User, KeyID: key.ID, Label: label, Algorithm: spec.Algorithm,
+		KeyBits: key.Bits, Status: store.CredentialPending,
 	}
 	err = l.Store.Update(ctx, func(tx store.Tx) (err error) {
 		if err := tx.CreateCredential(c); err != nil {
@@ -602,7 +599,7 @@ func (l *Local) CreateCredential(ctx context.Context, req CreateCredentialReques
 		}
 		if err := tx.AppendAudit(&store.AuditEntry{Time: l.now(), Kind: store.AuditCredentialEnrolled,
 			User: req.User, Credential: id, Outcome: string(store.CredentialPending),
-			Reason: fmt.Sprintf("key pair %s generated in the token (label %q), CSR issued", algo, label)}); err != nil {
+			Reason: fmt.Sprintf("key pair %s generated in the token (label %q), CSR issued", spec.Algorithm, label)}); err != nil {
 			return err
 		}
 		c, err = tx.Credential(id)
@@ -611,79 +608,16 @@ func (l *Local) CreateCredential(ctx context.Context, req CreateCredentialReques
 	if err != nil {
 		return nil, rollback(err)
 	}
-	l.logger().Info("credential created", "credential_id", id, "owner", req.User, "algorithm", algo)
+	l.logger().Info("credential created", "credential_id", id, "owner", req.User, "algorithm", spec.Algorithm)
 	return &CreateCredentialResult{
 		Credential: *credentialView(c),
-		CSRPEM:     string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE REQUEST", Bytes: csrDER})),
+		CSRPEM:     enroll.CSRPEM(csrDER),
 	}, nil
-}
-
-// ParseChainPEM parses PEM certificates, leaf first.
-func ParseChainPEM(data []byte) ([]*x509.Certificate, error) {
-	if len(data) > maxChainPEM {
-		return nil, fmt.Errorf("chain is larger than %d bytes", maxChainPEM)
-	}
-	var certs []*x509.Certificate
-	rest := data
-	for {
-		var b *pem.Block
-		b, rest = pem.Decode(rest)
-		if b == nil {
-			break
-		}
-		if b.Type != "CERTIFICATE" {
-			return nil, fmt.Errorf("PEM block %d is %q, want CERTIFICATE", len(certs)+1, b.Type)
-		}
-		c, err := x509.ParseCertificate(b.Bytes)
-		if err != nil {
-			return nil, fmt.Errorf("certificate %d: %v", len(certs)+1, err)
-		}
-		certs = append(certs, c)
-		if len(certs) > maxChainCerts {
-			return nil, fmt.Errorf("chain has more than %d certificates", maxChainCerts)
-		}
-	}
-	if len(certs) == 0 {
-		return nil, errors.New("no PEM certificate found")
-	}
-	if len(bytes.TrimSpace(rest)) != 0 {
-		return nil, errors.New("chain has trailing data that is not PEM")
-	}
-	return certs, nil
-}
-
-// verifyChain checks that chain (leaf first) ends in a self-signed root and
-// verifies at now.
-func verifyChain(chain []*x509.Certificate, now time.Time) error {
-	root := chain[len(chain)-1]
-	if !bytes.Equal(root.RawIssuer, root.RawSubject) || root.CheckSignatureFrom(root) != nil {
-		return fmt.Errorf("the last certificate (%s) is not a self-signed root: give the whole chain, leaf first, root last", root.Subject)
-	}
-	roots, inter := x509.NewCertPool(), x509.NewCertPool()
-	roots.AddCert(root)
-	if len(chain) > 2 { // a lone self-signed certificate has no intermediates
-		for _, c := range chain[1 : len(chain)-1] {
-			inter.AddCert(c)
-		}
-	}
-	_, err := chain[0].Verify(x509.VerifyOptions{
-		Roots: roots, Intermediates: inter, CurrentTime: now,
-		KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageAny},
-	})
-	if err != nil {
-		return fmt.Errorf("chain does not verify: %v", err)
-	}
-	for i := 0; i+1 < len(chain); i++ {
-		if err := chain[i].CheckSignatureFrom(chain[i+1]); err != nil {
-			return fmt.Errorf("certificate %d is not signed by certificate %d: %v", i+1, i+2, err)
-		}
-	}
-	return nil
 }
 
 // ImportCertificate implements Service.
 func (l *Local) ImportCertificate(ctx context.Context, req ImportCertificateRequest) (*CredentialView, error) {
-	chain, err := ParseChainPEM([]byte(req.ChainPEM))
+	chain, err := enroll.ParseChainPEM([]byte(req.ChainPEM))
 	if err != nil {
 		return nil, errorf(KindInvalid, "chain: %v", err)
 	}
@@ -702,11 +636,10 @@ func (l *Local) ImportCertificate(ctx context.Context, req ImportCertificateRequ
 	if err != nil {
 		return nil, l.fail("credential key", err)
 	}
-	leafKey, ok := chain[0].PublicKey.(*rsa.PublicKey)
-	if !ok || !leafKey.Equal(key.Public()) {
+	switch err := enroll.CheckChain(chain, key.Public(), l.now()); {
+	case errors.Is(err, enroll.ErrLeafKey):
 		return nil, errorf(KindInvalid, "the leaf certificate's public key is not the key of credential %q", req.ID)
-	}
-	if err := verifyChain(chain, l.now()); err != nil {
+	case err != nil:
 		return nil, errorf(KindInvalid, "%v", err)
 	}
 	if err := keys.ImportCertificate(ctx, cred.KeyID, cred.Label, chain[0]); err != nil {
