@@ -22,8 +22,9 @@ type KeyStore interface {
 }
 
 // Local performs the operations directly on a store and a token: users.go,
-// clients.go, credentials.go, oidc.go (OIDC keys and proofs) and revoke.go
-// (removals) hold them by subject; this file holds what they share.
+// clients.go, credentials.go, oidc.go (OIDC keys and proofs), revoke.go
+// (removals) and audit.go hold them by subject; this file holds what they
+// share. The audit operations need only Store.
 type Local struct {
 	Store  store.Store
 	Keys   KeyStore // nil: credential operations answer KindUnavailable
