@@ -124,7 +124,6 @@ func (a *app) serve(ctx context.Context, cfg *config.Config) error {
 		Service: &admin.Local{Store: db, Keys: token, Hasher: hasher, Now: a.now, Logger: logger, OIDCKeys: newKeyRing(cfg, db, token, a.now, logger)},
 		Logger:  logger,
 	}).Mount(ae)
-	mountAuditAdmin(ae, db, logger)
 	mountStoreAdmin(ae, db, logger)
 	if a.adminHook != nil {
 		a.adminHook(ae)

@@ -1,6 +1,7 @@
 // Package admin holds the administrative operations of signd: managing
 // users, OAuth clients and signing credentials (key generation in the HSM,
-// CSR, certificate import).
+// CSR, certificate import; the key material and chain checks are package
+// csc/enroll's, the records and audit entries are made here).
 //
 // The operations are defined once, by the Service interface, and exist in
 // two forms with the same behaviour and the same errors:

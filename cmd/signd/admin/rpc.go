@@ -1,6 +1,8 @@
 package admin
 
 import (
+	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -17,7 +19,10 @@ import (
 
 // The admin socket speaks JSON over HTTP: POST /admin/v1/<Method> with the
 // request as the body; a success is 200 with the result, a failure is the
-// *Error as JSON with a status derived from its Kind.
+// *Error as JSON with a status derived from its Kind. A method whose answer
+// is a stream (AuditExport) answers 200 with JSON lines
+// (application/x-ndjson); when it fails after the answer started, its last
+// line is {"error": message}.
 
 const rpcPrefix = "/admin/v1/"
 
@@ -75,8 +80,24 @@ func endpoints(s Service) map[string]func(context.Context, json.RawMessage) (any
 		"RotateOIDCKeys": decode(func(ctx context.Context, r RotateOIDCKeysRequest) (any, error) {
 			return s.RotateOIDCKeys(ctx, r)
 		}),
+		"AuditVerify": decode(func(ctx context.Context, _ struct{}) (any, error) { return s.AuditVerify(ctx) }),
+		"AuditExport": decode(func(ctx context.Context, r AuditExportRequest) (any, error) {
+			return stream(func(w io.Writer) error { return s.AuditExport(ctx, r, w) }), nil
+		}),
 	}
 }
+
+// stream is an endpoint's answer that is written as JSON lines rather than
+// encoded as one JSON value.
+type stream func(w io.Writer) error
+
+// streamTrailer is the last line of a stream that failed; a stream's lines
+// are JSON objects that never start like it.
+type streamTrailer struct {
+	Error string `json:"error"`
+}
+
+var streamTrailerPrefix = []byte(`{"error":`)
 
 func decode[R any](fn func(context.Context, R) (any, error)) func(context.Context, json.RawMessage) (any, error) {
 	return func(ctx context.Context, raw json.RawMessage) (any, error) {
@@ -138,8 +159,26 @@ func (h *Handler) Mount(e *echo.Echo) {
 			}
 			return c.JSON(kindStatus(ae.Kind), ae)
 		}
+		if st, ok := res.(stream); ok {
+			h.writeStream(c, st)
+			return nil
+		}
 		return c.JSON(http.StatusOK, res)
 	})
+}
+
+// writeStream answers 200 with what st writes and, when st fails, ends
+// the answer with a streamTrailer line.
+func (h *Handler) writeStream(c echo.Context, st stream) {
+	c.Response().Header().Set(echo.HeaderContentType, "application/x-ndjson")
+	c.Response().WriteHeader(http.StatusOK)
+	if err := st(c.Response()); err != nil {
+		if h.Logger != nil {
+			h.Logger.Warn("admin stream stopped", "method", c.Param("method"), "err", err)
+		}
+		line, _ := json.Marshal(streamTrailer{Error: err.Error()})
+		_, _ = c.Response().Write(append(line, '\n'))
+	}
 }
 
 // Remote sends operations to a running daemon over its admin socket.
@@ -186,36 +225,82 @@ func (r *Remote) HTTPClient() *http.Client {
 	return r.client
 }
 
-func (r *Remote) call(ctx context.Context, method string, req, resp any) error {
+// post sends req to method and returns the answer when it is a success;
+// any other answer becomes the *Error the daemon sent.
+func (r *Remote) post(ctx context.Context, method string, req any) (*http.Response, error) {
 	body, err := json.Marshal(req)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	hr, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://signd"+rpcPrefix+method, strings.NewReader(string(body)))
 	if err != nil {
-		return err
+		return nil, err
 	}
 	hr.Header.Set("Content-Type", "application/json")
 	res, err := r.client.Do(hr)
 	if err != nil {
-		return &Error{Kind: KindUnavailable, Message: fmt.Sprintf("admin socket %s: %v", r.Socket, err)}
+		return nil, r.unavailable(err)
+	}
+	if res.StatusCode == http.StatusOK {
+		return res, nil
 	}
 	defer res.Body.Close()
 	data, err := io.ReadAll(io.LimitReader(res.Body, 64<<20))
 	if err != nil {
-		return &Error{Kind: KindUnavailable, Message: fmt.Sprintf("admin socket %s: %v", r.Socket, err)}
+		return nil, r.unavailable(err)
 	}
-	if res.StatusCode != http.StatusOK {
-		var ae Error
-		if json.Unmarshal(data, &ae) != nil || ae.Message == "" {
-			return &Error{Kind: KindInternal, Message: fmt.Sprintf("admin socket %s: HTTP %d", r.Socket, res.StatusCode)}
-		}
-		return &ae
+	var ae Error
+	if json.Unmarshal(data, &ae) != nil || ae.Message == "" {
+		return nil, &Error{Kind: KindInternal, Message: fmt.Sprintf("admin socket %s: HTTP %d", r.Socket, res.StatusCode)}
+	}
+	return nil, &ae
+}
+
+func (r *Remote) unavailable(err error) *Error {
+	return &Error{Kind: KindUnavailable, Message: fmt.Sprintf("admin socket %s: %v", r.Socket, err)}
+}
+
+func (r *Remote) call(ctx context.Context, method string, req, resp any) error {
+	res, err := r.post(ctx, method, req)
+	if err != nil {
+		return err
+	}
+	defer res.Body.Close()
+	data, err := io.ReadAll(io.LimitReader(res.Body, 64<<20))
+	if err != nil {
+		return r.unavailable(err)
 	}
 	if resp == nil {
 		return nil
 	}
 	return json.Unmarshal(data, resp)
+}
+
+// stream copies the lines of method's streamed answer to w. A trailer line
+// ends it with the daemon's error.
+func (r *Remote) stream(ctx context.Context, method string, req any, w io.Writer) error {
+	res, err := r.post(ctx, method, req)
+	if err != nil {
+		return err
+	}
+	defer res.Body.Close()
+	sc := bufio.NewScanner(res.Body)
+	sc.Buffer(make([]byte, 64<<10), 16<<20)
+	for sc.Scan() {
+		line := sc.Bytes()
+		if bytes.HasPrefix(line, streamTrailerPrefix) {
+			var t streamTrailer
+			_ = json.Unmarshal(line, &t)
+			return errors.New(t.Error)
+		}
+		if _, err := w.Write(append(line, '\n')); err != nil {
+			return err
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return fmt.Errorf("admin socket: %w", err)
+	}
+	return nil
 }
 
 func callT[T any](r *Remote, ctx context.Context, method string, req any) (T, error) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"time"
 )
 
@@ -35,6 +36,9 @@ type Service interface {
 	CreateOIDCKey(ctx context.Context) (*OIDCKeyView, error)
 	ListOIDCKeys(ctx context.Context) ([]OIDCKeyView, error)
 	RotateOIDCKeys(ctx context.Context, req RotateOIDCKeysRequest) (*RotateOIDCKeysResult, error)
+
+	AuditVerify(ctx context.Context) (*AuditReport, error)
+	AuditExport(ctx context.Context, req AuditExportRequest, w io.Writer) error
 }
 
 // Kind classifies an Error; it is what crosses the admin socket.

@@ -1,4 +1,4 @@
-package admin
+package enroll
 
 import (
 	"crypto/x509/pkix"

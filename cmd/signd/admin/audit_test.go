@@ -1,0 +1,126 @@
+package admin
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/signd/signd/store"
+	"github.com/signd/signd/store/bolt"
+)
+
+// serveAdmin serves svc on a Unix socket as the daemon does and returns a
+// Remote dialled to it.
+func serveAdmin(t *testing.T, svc Service) *Remote {
+	t.Helper()
+	sock := filepath.Join(t.TempDir(), "admin.sock")
+	ln, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := echo.New()
+	(&Handler{Service: svc}).Mount(e)
+	srv := &http.Server{Handler: e}
+	go func() { _ = srv.Serve(ln) }()
+	t.Cleanup(func() { _ = srv.Close() })
+	r, err := Dial(sock, TrustSelf(NoGroup))
+	if err != nil || r == nil {
+		t.Fatalf("Dial: %v, %v", r, err)
+	}
+	return r
+}
+
+// TestAuditLocalRemote: the audit operations give the same report and the
+// same lines whether they run on the store or through the admin socket.
+func TestAuditLocalRemote(t *testing.T) {
+	db, err := bolt.Open(filepath.Join(t.TempDir(), "signd.db"), bolt.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	t0 := time.Date(2026, 1, 2, 10, 0, 0, 0, time.UTC)
+	for i, kind := range []store.AuditKind{store.AuditCredentialEnrolled, store.AuditCredentialEnabled, store.AuditCredentialDisabled} {
+		err := db.Update(context.Background(), func(tx store.Tx) error {
+			return tx.AppendAudit(&store.AuditEntry{Time: t0.Add(time.Duration(i) * time.Hour), Kind: kind,
+				User: "alice", Credential: "c1", Outcome: store.AuditOK, Reason: "by an admin"})
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	local := &Local{Store: db}
+	remote := serveAdmin(t, local)
+	ctx := context.Background()
+	want, err := local.AuditVerify(ctx)
+	if err != nil || !want.OK || want.Entries != 3 || len(want.Head) != 64 {
+		t.Fatalf("local verify: %+v, %v", want, err)
+	}
+	if got, err := remote.AuditVerify(ctx); err != nil || *got != *want {
+		t.Fatalf("remote verify: %+v, %v; local %+v", got, err, want)
+	}
+	cases := []struct {
+		name  string
+		since time.Time
+		lines int
+	}{
+		{"all", time.Time{}, 3},
+		{"since_second", t0.Add(time.Hour), 2},
+		{"since_later", t0.Add(24 * time.Hour), 0},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var lw, rw bytes.Buffer
+			if err := local.AuditExport(ctx, AuditExportRequest{Since: tc.since}, &lw); err != nil {
+				t.Fatal(err)
+			}
+			if err := remote.AuditExport(ctx, AuditExportRequest{Since: tc.since}, &rw); err != nil {
+				t.Fatal(err)
+			}
+			if n := strings.Count(lw.String(), "\n"); n != tc.lines {
+				t.Fatalf("local export: %d lines, want %d:\n%s", n, tc.lines, lw.String())
+			}
+			if rw.String() != lw.String() {
+				t.Fatalf("remote export differs:\n%s\nlocal:\n%s", rw.String(), lw.String())
+			}
+		})
+	}
+}
+
+// brokenExport streams one line and then fails, as an export that meets a
+// damaged entry does.
+type brokenExport struct{ recordingService }
+
+func (brokenExport) AuditExport(_ context.Context, _ AuditExportRequest, w io.Writer) error {
+	_, _ = io.WriteString(w, `{"seq":1}`+"\n")
+	return &store.AuditBrokenError{Seq: 2, Reason: "digest does not match its content"}
+}
+
+// TestAuditExportRemoteFailure: a stream that fails after it started ends
+// with the error, which Remote returns after copying the lines before it.
+func TestAuditExportRemoteFailure(t *testing.T) {
+	remote := serveAdmin(t, &brokenExport{})
+	var w bytes.Buffer
+	err := remote.AuditExport(context.Background(), AuditExportRequest{}, &w)
+	want := (&store.AuditBrokenError{Seq: 2, Reason: "digest does not match its content"}).Error()
+	if err == nil || err.Error() != want {
+		t.Fatalf("err = %v, want %q", err, want)
+	}
+	if w.String() != `{"seq":1}`+"\n" {
+		t.Fatalf("lines before the failure: %q", w.String())
+	}
+	// A malformed request is refused before the stream starts.
+	_, err = remote.post(context.Background(), "AuditExport", map[string]any{"since": 1})
+	var ae *Error
+	if !errors.As(err, &ae) || ae.Kind != KindInvalid {
+		t.Fatalf("malformed export request: %v", err)
+	}
+}

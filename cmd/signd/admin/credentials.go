@@ -1,0 +1,278 @@
+package admin
+
+import (
+	"context"
+	"crypto"
+	"crypto/x509"
+	"encoding/hex"
+	"errors"
+	"fmt"
+
+	"github.com/signd/signd/csc/enroll"
+	"github.com/signd/signd/store"
+)
+
+func credentialView(c *store.Credential) *CredentialView {
+	v := &CredentialView{
+		ID: c.ID, Owner: c.Owner, Label: c.Label, Algorithm: c.Algorithm,
+		KeyBits: c.KeyBits, KeyID: hex.EncodeToString(c.KeyID), Status: string(c.Status),
+		ChainLength: len(c.Chain), CreatedAt: c.CreatedAt, UpdatedAt: c.UpdatedAt,
+	}
+	if len(c.Chain) > 0 {
+		if leaf, err := x509.ParseCertificate(c.Chain[0]); err == nil {
+			v.Subject = leaf.Subject.String()
+			v.Issuer = leaf.Issuer.String()
+			v.Serial = hex.EncodeToString(leaf.SerialNumber.Bytes())
+			nb, na := leaf.NotBefore.UTC(), leaf.NotAfter.UTC()
+			v.NotBefore, v.NotAfter = &nb, &na
+		}
+	}
+	return v
+}
+
+// enrollKeys gives enrollment the token's keys.
+type enrollKeys struct{ keys KeyStore }
+
+func (k enrollKeys) GenerateKey(ctx context.Context, label string, bits int) ([]byte, int, error) {
+	info, err := k.keys.GenerateRSA(ctx, label, bits)
+	if err != nil {
+		return nil, 0, err
+	}
+	return info.ID, info.Bits, nil
+}
+
+func (k enrollKeys) Signer(ctx context.Context, id []byte) (crypto.Signer, error) {
+	key, err := k.keys.Key(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	return key, nil
+}
+
+func (l *Local) keys() (KeyStore, error) {
+	if l.Keys == nil {
+		return nil, errorf(KindUnavailable, "the HSM is not open in this process")
+	}
+	return l.Keys, nil
+}
+
+// CreateCredential implements Service: the key pair is generated in the
+// token, a CSR is signed by it, and the credential is stored as pending
+// (unusable) until ImportCertificate attaches a chain.
+func (l *Local) CreateCredential(ctx context.Context, req CreateCredentialRequest) (*CreateCredentialResult, error) {
+	spec, err := enroll.Request{Owner: req.User, Algorithm: req.Algo, Subject: req.Subject}.Check()
+	if err != nil {
+		return nil, errorf(KindInvalid, "%v", err)
+	}
+	// Check the owner first, so a typo costs no key generation.
+	if _, err := l.ShowUser(ctx, req.User); err != nil {
+		return nil, err
+	}
+	keys, err := l.keys()
+	if err != nil {
+		return nil, err
+	}
+	id, err := store.NewID()
+	if err != nil {
+		return nil, l.fail("credential", err)
+	}
+	label := req.Label
+	if label == "" {
+		label = "signd-" + id
+	}
+	if len(label) > 128 || !printable(label) {
+		return nil, errorf(KindInvalid, "label must be 1 to 128 printable characters")
+	}
+	key, csrDER, err := enroll.Generate(ctx, enrollKeys{keys}, label, spec)
+	if key == nil {
+		return nil, l.fail("generate key", err)
+	}
+	rollback := func(cause error) error {
+		if derr := keys.DestroyKey(context.WithoutCancel(ctx), key.ID); derr != nil {
+			l.logger().Error("rollback: destroying key failed", "key_id", hex.EncodeToString(key.ID), "err", derr)
+			return errorf(KindInternal, "credential creation failed (%v) and key %x with label %q is left in the token: remove it with pkcs11-tool", l.fail("create credential", cause), key.ID, label)
+		}
+		return l.fail("create credential", cause)
+	}
+	if err != nil {
+		return nil, rollback(err)
+	}
+	c := &store.Credential{
+		ID: id, Owner: req.User, KeyID: key.ID, Label: label, Algorithm: spec.Algorithm,
+		KeyBits: key.Bits, Status: store.CredentialPending,
+	}
+	err = l.Store.Update(ctx, func(tx store.Tx) (err error) {
+		if err := tx.CreateCredential(c); err != nil {
+			return err
+		}
+		if err := tx.AppendAudit(&store.AuditEntry{Time: l.now(), Kind: store.AuditCredentialEnrolled,
+			User: req.User, Credential: id, Outcome: string(store.CredentialPending),
+			Reason: fmt.Sprintf("key pair %s generated in the token (label %q), CSR issued", spec.Algorithm, label)}); err != nil {
+			return err
+		}
+		c, err = tx.Credential(id)
+		return err
+	})
+	if err != nil {
+		return nil, rollback(err)
+	}
+	l.logger().Info("credential created", "credential_id", id, "owner", req.User, "algorithm", spec.Algorithm)
+	return &CreateCredentialResult{
+		Credential: *credentialView(c),
+		CSRPEM:     enroll.CSRPEM(csrDER),
+	}, nil
+}
+
+// ImportCertificate implements Service.
+func (l *Local) ImportCertificate(ctx context.Context, req ImportCertificateRequest) (*CredentialView, error) {
+	chain, err := enroll.ParseChainPEM([]byte(req.ChainPEM))
+	if err != nil {
+		return nil, errorf(KindInvalid, "chain: %v", err)
+	}
+	cred, err := l.getCredential(ctx, req.ID)
+	if err != nil {
+		return nil, err
+	}
+	if cred.Status == store.CredentialDisabled {
+		return nil, errorf(KindConflict, "credential %q is disabled; enable it before importing a certificate", req.ID)
+	}
+	keys, err := l.keys()
+	if err != nil {
+		return nil, err
+	}
+	key, err := keys.Key(ctx, cred.KeyID)
+	if err != nil {
+		return nil, l.fail("credential key", err)
+	}
+	switch err := enroll.CheckChain(chain, key.Public(), l.now()); {
+	case errors.Is(err, enroll.ErrLeafKey):
+		return nil, errorf(KindInvalid, "the leaf certificate's public key is not the key of credential %q", req.ID)
+	case err != nil:
+		return nil, errorf(KindInvalid, "%v", err)
+	}
+	if err := keys.ImportCertificate(ctx, cred.KeyID, cred.Label, chain[0]); err != nil {
+		return nil, l.fail("import certificate", err)
+	}
+	ders := make([][]byte, len(chain))
+	for i, c := range chain {
+		ders[i] = c.Raw
+	}
+	var out *store.Credential
+	err = l.Store.Update(ctx, func(tx store.Tx) (err error) {
+		c, err := tx.Credential(req.ID)
+		if err != nil {
+			return err
+		}
+		c.Chain = ders
+		c.Status = store.CredentialEnabled
+		if err := tx.PutCredential(c); err != nil {
+			return err
+		}
+		if err := tx.AppendAudit(&store.AuditEntry{Time: l.now(), Kind: store.AuditCredentialEnrolled,
+			User: c.Owner, Credential: c.ID, Outcome: string(store.CredentialEnabled),
+			Reason: "certificate chain imported: " + chain[0].Subject.String()}); err != nil {
+			return err
+		}
+		out, err = tx.Credential(req.ID)
+		return err
+	})
+	if err != nil {
+		return nil, l.fail(fmt.Sprintf("credential %q", req.ID), err)
+	}
+	l.logger().Info("certificate imported", "credential_id", req.ID, "subject", chain[0].Subject.String())
+	return credentialView(out), nil
+}
+
+func (l *Local) getCredential(ctx context.Context, id string) (*store.Credential, error) {
+	var c *store.Credential
+	err := l.Store.View(ctx, func(tx store.Tx) (err error) {
+		c, err = tx.Credential(id)
+		return err
+	})
+	if err != nil {
+		return nil, l.fail(fmt.Sprintf("credential %q", id), err)
+	}
+	return c, nil
+}
+
+// ListCredentials implements Service. owner "" lists every credential.
+func (l *Local) ListCredentials(ctx context.Context, owner string) ([]CredentialView, error) {
+	var cs []store.Credential
+	err := l.Store.View(ctx, func(tx store.Tx) (err error) {
+		if owner != "" {
+			if _, err := tx.User(owner); err != nil {
+				return err
+			}
+		}
+		cs, err = tx.Credentials(owner, "", 0)
+		return err
+	})
+	if err != nil {
+		return nil, l.fail(fmt.Sprintf("user %q", owner), err)
+	}
+	out := make([]CredentialView, 0, len(cs))
+	for i := range cs {
+		out = append(out, *credentialView(&cs[i]))
+	}
+	return out, nil
+}
+
+// ShowCredential implements Service.
+func (l *Local) ShowCredential(ctx context.Context, id string) (*CredentialView, error) {
+	c, err := l.getCredential(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	return credentialView(c), nil
+}
+
+// SetCredentialStatus implements Service. A pending credential (no
+// certificate yet) cannot be enabled. Disabling revokes the SADs, codes and
+// pending requests bound to the credential.
+func (l *Local) SetCredentialStatus(ctx context.Context, id string, enabled bool) (*CredentialView, error) {
+	var out *store.Credential
+	var revoked *RevokedView
+	err := l.Store.Update(ctx, func(tx store.Tx) (err error) {
+		c, err := tx.Credential(id)
+		if err != nil {
+			return err
+		}
+		switch {
+		case enabled && len(c.Chain) == 0:
+			return errorf(KindConflict, "credential %q has no certificate yet: import one with `signd credential import-cert %s --chain FILE.pem`", id, id)
+		case enabled:
+			c.Status = store.CredentialEnabled
+		default:
+			c.Status = store.CredentialDisabled
+		}
+		if err := tx.PutCredential(c); err != nil {
+			return err
+		}
+		kind, reason := store.AuditCredentialEnabled, "by an admin"
+		if !enabled {
+			r, err := tx.RevokeCredential(id)
+			if err != nil {
+				return err
+			}
+			revoked = revokedView(r)
+			kind, reason = store.AuditCredentialDisabled, "by an admin; revoked "+revoked.String()
+		}
+		if err := tx.AppendAudit(&store.AuditEntry{Time: l.now(), Kind: kind, User: c.Owner,
+			Credential: c.ID, Outcome: store.AuditOK, Reason: reason}); err != nil {
+			return err
+		}
+		out, err = tx.Credential(id)
+		return err
+	})
+	if err != nil {
+		return nil, l.fail(fmt.Sprintf("credential %q", id), err)
+	}
+	v := credentialView(out)
+	v.Revoked = revoked
+	if revoked != nil {
+		l.logger().Info("credential status changed", "credential_id", id, "status", out.Status, "revoked", revoked)
+	} else {
+		l.logger().Info("credential status changed", "credential_id", id, "status", out.Status)
+	}
+	return v, nil
+}

@@ -1,0 +1,253 @@
+package admin
+
+import (
+	"context"
+	"fmt"
+	"net/mail"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/signd/signd/store"
+)
+
+var claimKeys = []string{
+	"given_name", "last_name", "birthdate", "birthplace", "nationality",
+	"document_type", "id_number",
+	"nl_brp_voornaam", "nl_brp_voorvoegsel", "nl_brp_geslachtsnaam",
+	"nl_brp_geslachtsnaam_zonder_voorvoegsel",
+	"id_document_issuance_date", "id_document_issuance_place",
+}
+
+// ClaimKeys lists the identity attribute names `signd user add --claims`
+// accepts.
+func ClaimKeys() []string { return slices.Clone(claimKeys) }
+
+var dateRE = regexp.MustCompile(`^\d{4}-\d{2}-\d{2}$`)
+
+func validateClaims(claims map[string]string) error {
+	for k, v := range claims {
+		if !slices.Contains(claimKeys, k) {
+			return errorf(KindInvalid, "claims: unknown key %q (allowed: %s)", k, strings.Join(claimKeys, ", "))
+		}
+		if v == "" || len(v) > maxClaimLen || !printable(v) {
+			return errorf(KindInvalid, "claims: %s must be 1-%d printable characters", k, maxClaimLen)
+		}
+		if k == "birthdate" || k == "id_document_issuance_date" {
+			if _, err := time.Parse(time.DateOnly, v); err != nil || !dateRE.MatchString(v) {
+				return errorf(KindInvalid, "claims: %s must be a date YYYY-MM-DD", k)
+			}
+		}
+	}
+	return nil
+}
+
+func validateEmail(e string) error {
+	if e == "" {
+		return nil
+	}
+	a, err := mail.ParseAddress(e)
+	if err != nil || a.Address != e || a.Name != "" {
+		return errorf(KindInvalid, "email: %q is not a plain email address", e)
+	}
+	return nil
+}
+
+func checkSecretLen(what, s string, lo, hi int) error {
+	if len(s) < lo || len(s) > hi {
+		return errorf(KindInvalid, "%s must be %d to %d bytes long", what, lo, hi)
+	}
+	if !printable(s) {
+		return errorf(KindInvalid, "%s contains control characters", what)
+	}
+	return nil
+}
+
+func userView(u *store.User) *UserView {
+	v := &UserView{
+		Username: u.Username, ID: u.ID, Status: string(u.Status),
+		Email: u.Email, EmailVerified: u.EmailVerified,
+		HasPIN: u.PINHash != "", HasTOTP: u.TOTPSecret != "",
+		PasswordLocked: u.PasswordLocked, FailedPasswords: u.FailedPasswords,
+		PINLocked: u.PINLocked, FailedPINs: u.FailedPINs,
+		Claims: u.Claims, CreatedAt: u.CreatedAt, UpdatedAt: u.UpdatedAt,
+	}
+	for _, p := range u.Proofs {
+		v.Proofs = append(v.Proofs, p.ID)
+	}
+	return v
+}
+
+// AddUser implements Service.
+func (l *Local) AddUser(ctx context.Context, req AddUserRequest) (*UserView, error) {
+	if err := checkSecretLen("password", req.Password, minPasswordLen, maxPasswordLen); err != nil {
+		return nil, err
+	}
+	if req.PIN != "" {
+		if err := checkSecretLen("PIN", req.PIN, minPINLen, maxPINLen); err != nil {
+			return nil, err
+		}
+	}
+	if err := validateEmail(req.Email); err != nil {
+		return nil, err
+	}
+	if req.EmailVerified && req.Email == "" {
+		return nil, errorf(KindInvalid, "--email-verified needs --email")
+	}
+	if err := validateClaims(req.Claims); err != nil {
+		return nil, err
+	}
+	id, err := store.NewID()
+	if err != nil {
+		return nil, l.fail("user "+req.Username, err)
+	}
+	u := &store.User{
+		ID: id, Username: req.Username, Status: store.UserActive,
+		Email: req.Email, EmailVerified: req.EmailVerified, Claims: req.Claims,
+	}
+	if u.PasswordHash, err = l.Hasher.Hash([]byte(req.Password)); err != nil {
+		return nil, l.fail("user "+req.Username, err)
+	}
+	if req.PIN != "" {
+		if u.PINHash, err = l.Hasher.Hash([]byte(req.PIN)); err != nil {
+			return nil, l.fail("user "+req.Username, err)
+		}
+	}
+	err = l.Store.Update(ctx, func(tx store.Tx) error {
+		if err := tx.CreateUser(u); err != nil {
+			return err
+		}
+		u, err = tx.User(req.Username)
+		return err
+	})
+	if err != nil {
+		return nil, l.fail(fmt.Sprintf("user %q", req.Username), err)
+	}
+	return userView(u), nil
+}
+
+// ListUsers implements Service.
+func (l *Local) ListUsers(ctx context.Context) ([]UserView, error) {
+	var users []store.User
+	err := l.Store.View(ctx, func(tx store.Tx) (err error) {
+		users, err = tx.Users()
+		return err
+	})
+	if err != nil {
+		return nil, l.fail("list users", err)
+	}
+	out := make([]UserView, 0, len(users))
+	for i := range users {
+		out = append(out, *userView(&users[i]))
+	}
+	return out, nil
+}
+
+// ShowUser implements Service.
+func (l *Local) ShowUser(ctx context.Context, username string) (*UserView, error) {
+	var u *store.User
+	err := l.Store.View(ctx, func(tx store.Tx) (err error) {
+		u, err = tx.User(username)
+		return err
+	})
+	if err != nil {
+		return nil, l.fail(fmt.Sprintf("user %q", username), err)
+	}
+	return userView(u), nil
+}
+
+// revoker revokes what hangs on a user, in the transaction of the action
+// that calls for it: store.Tx.RevokeUser or store.Tx.RevokeUserSigning.
+type revoker func(tx store.Tx, username string) (store.Revoked, error)
+
+// updateUser runs fn on the user inside one write transaction, and revoke
+// (when not nil) in the same one; op names the action in the log.
+func (l *Local) updateUser(ctx context.Context, op, username string, revoke revoker, fn func(u *store.User) error) (*UserView, error) {
+	var u *store.User
+	var r store.Revoked
+	err := l.Store.Update(ctx, func(tx store.Tx) (err error) {
+		if u, err = tx.User(username); err != nil {
+			return err
+		}
+		if err := fn(u); err != nil {
+			return err
+		}
+		if err := tx.PutUser(u); err != nil {
+			return err
+		}
+		if revoke != nil {
+			if r, err = revoke(tx, username); err != nil {
+				return err
+			}
+		}
+		u, err = tx.User(username)
+		return err
+	})
+	if err != nil {
+		return nil, l.fail(fmt.Sprintf("user %q", username), err)
+	}
+	v := userView(u)
+	if revoke != nil {
+		v.Revoked = revokedView(r)
+		l.logger().Info("user "+op, "username", username, "revoked", v.Revoked)
+	}
+	return v, nil
+}
+
+// SetUserStatus implements Service. Disabling revokes everything of the
+// user.
+func (l *Local) SetUserStatus(ctx context.Context, username string, enabled bool) (*UserView, error) {
+	if enabled {
+		return l.updateUser(ctx, "enabled", username, nil, func(u *store.User) error {
+			u.Status = store.UserActive
+			return nil
+		})
+	}
+	return l.updateUser(ctx, "disabled", username, store.Tx.RevokeUser, func(u *store.User) error {
+		u.Status = store.UserDisabled
+		return nil
+	})
+}
+
+// UnlockUser implements Service: it clears both lockouts and both counters.
+func (l *Local) UnlockUser(ctx context.Context, username string) (*UserView, error) {
+	return l.updateUser(ctx, "unlocked", username, nil, func(u *store.User) error {
+		u.PasswordLocked, u.FailedPasswords = false, 0
+		u.PINLocked, u.FailedPINs = false, 0
+		return nil
+	})
+}
+
+// SetPassword implements Service; it also clears the password lockout and
+// revokes everything of the user (whoever knew the old password is out).
+func (l *Local) SetPassword(ctx context.Context, req SetSecretRequest) (*UserView, error) {
+	if err := checkSecretLen("password", req.Secret, minPasswordLen, maxPasswordLen); err != nil {
+		return nil, err
+	}
+	h, err := l.Hasher.Hash([]byte(req.Secret))
+	if err != nil {
+		return nil, l.fail("set password", err)
+	}
+	return l.updateUser(ctx, "password set", req.Username, store.Tx.RevokeUser, func(u *store.User) error {
+		u.PasswordHash, u.PasswordLocked, u.FailedPasswords = h, false, 0
+		return nil
+	})
+}
+
+// SetPIN implements Service; it also clears the PIN lockout and revokes
+// what the old PIN approved or is about to approve: the user's SADs and
+// credential-bound codes and pending requests.
+func (l *Local) SetPIN(ctx context.Context, req SetSecretRequest) (*UserView, error) {
+	if err := checkSecretLen("PIN", req.Secret, minPINLen, maxPINLen); err != nil {
+		return nil, err
+	}
+	h, err := l.Hasher.Hash([]byte(req.Secret))
+	if err != nil {
+		return nil, l.fail("set PIN", err)
+	}
+	return l.updateUser(ctx, "PIN set", req.Username, store.Tx.RevokeUserSigning, func(u *store.User) error {
+		u.PINHash, u.PINLocked, u.FailedPINs = h, false, 0
+		return nil
+	})
+}

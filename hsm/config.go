@@ -1,0 +1,76 @@
+package hsm
+
+import (
+	"fmt"
+	"log/slog"
+	"time"
+)
+
+// Config says which token to open and how. cmd fills it from the
+// configuration file.
+type Config struct {
+	Module            string        // absolute path of the PKCS#11 module
+	TokenLabel        string        // CKA_LABEL of the token; slots are never configured by number
+	PIN               string        // user PIN; never logged, never in an error
+	MaxSessions       int           // pool size; 0 = runtime.GOMAXPROCS(0)
+	AcquireTimeout    time.Duration // longest wait for a pool session; 0 = 2s
+	MinRSABits        int           // smallest RSA key accepted for signing; 0 = 2048
+	AllowImportedKeys bool          // tests only: accept keys that were not generated inside the token
+	Logger            *slog.Logger  // nil = discard
+	Metrics           Metrics       // nil = none
+	// Wrap, tests only, wraps the loaded module for fault injection (see
+	// package hsmtest). nil = the module as it is.
+	Wrap func(Ctx) Ctx
+}
+
+// String describes c with the PIN redacted.
+func (c Config) String() string {
+	return fmt.Sprintf("hsm.Config{Module:%q TokenLabel:%q PIN:%s MaxSessions:%d AcquireTimeout:%v MinRSABits:%d AllowImportedKeys:%v}",
+		c.Module, c.TokenLabel, redacted(c.PIN), c.MaxSessions, c.AcquireTimeout, c.MinRSABits, c.AllowImportedKeys)
+}
+
+// GoString is String, so %#v redacts too.
+func (c Config) GoString() string { return c.String() }
+
+// LogValue logs c with the PIN redacted.
+func (c Config) LogValue() slog.Value {
+	return slog.GroupValue(
+		slog.String("module", c.Module),
+		slog.String("token_label", c.TokenLabel),
+		slog.String("pin", redacted(c.PIN)),
+		slog.Int("max_sessions", c.MaxSessions),
+		slog.Duration("acquire_timeout", c.AcquireTimeout),
+		slog.Int("min_rsa_bits", c.MinRSABits),
+		slog.Bool("allow_imported_keys", c.AllowImportedKeys),
+	)
+}
+
+func redacted(pin string) string {
+	if pin == "" {
+		return `""`
+	}
+	return "[REDACTED]"
+}
+
+// Metrics receives measurements; cmd adapts it to Prometheus. All methods
+// must be safe for concurrent use and must not block.
+type Metrics interface {
+	// ObserveSign is called after every SignDigest (and Key.Sign) with
+	// its total duration, pool wait included, and its error.
+	ObserveSign(d time.Duration, err error)
+	// ObservePoolWait is called after every wait for a pool session.
+	ObservePoolWait(d time.Duration)
+	// ObserveError is called with the CKR name (see ReturnCode) of every
+	// failed PKCS#11 call, including those recovered from.
+	ObserveError(code string)
+}
+
+// Defaults for zero Config fields, and the reconnect backoff: 100 ms,
+// doubling up to 2 s, so a token that comes back is in use again within
+// about 2 s plus one reconnect, with no probe traffic.
+const (
+	defaultAcquireTimeout = 2 * time.Second
+	defaultMinRSABits     = 2048
+	defaultBackoffMin     = 100 * time.Millisecond
+	defaultBackoffMax     = 2 * time.Second
+)

@@ -1,0 +1,175 @@
+package hsm
+
+import (
+	"errors"
+	"fmt"
+	"time"
+)
+
+// recoverLogin re-establishes the persistent session and the login after
+// an operation in generation seen lost them, then flushes the handle cache.
+// Concurrent callers collapse: only the first one of a generation works.
+func (t *Token) recoverLogin(seen uint64) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if err := t.usableLocked(); err != nil {
+		return err
+	}
+	if t.gen.Load() != seen {
+		return nil // recovered meanwhile
+	}
+	t.mod.mu.RLock()
+	defer t.mod.mu.RUnlock()
+	err := t.currentLocked()
+	switch {
+	case errors.Is(err, errStaleModule):
+		// Another Token re-initialized the module: every handle is void,
+		// and its number may be reused, so nothing is closed.
+		t.log.Info("hsm: module was re-initialized; opening sessions again", "token", t.label)
+		err = t.establishLocked()
+	case err == nil:
+		err = t.reloginLocked()
+	}
+	if errors.Is(err, ErrPIN) {
+		t.fatalLocked(err)
+	}
+	return err
+}
+
+// reloginLocked reopens the persistent session if it died, logs in, drops
+// dead pool sessions and starts a new generation. The caller holds t.mu and
+// t.mod.mu.RLock.
+func (t *Token) reloginLocked() error {
+	if _, err := t.lib.GetSessionInfo(t.persistent); err != nil {
+		if classify(err) != recoverSession {
+			return ckr("C_GetSessionInfo", err)
+		}
+		s, err := t.lib.OpenSession(t.slot, sessionFlags)
+		if err != nil {
+			return fmt.Errorf("hsm: open session on token %q: %w", t.label, ckr("C_OpenSession", err))
+		}
+		t.persistent = s
+	}
+	if err := t.login(t.persistent); err != nil {
+		return err
+	}
+	handles := t.pool.take()
+	for i, s := range handles {
+		if s == 0 {
+			continue
+		}
+		if _, err := t.lib.GetSessionInfo(s); err != nil {
+			handles[i] = 0
+		}
+	}
+	t.pool.put(handles)
+	t.gen.Add(1)
+	t.flushCache()
+	return nil
+}
+
+// fatalLocked makes err, a PIN error, the answer to every later call.
+func (t *Token) fatalLocked(err error) {
+	t.fatal = err
+	t.setUnavailable(err)
+	t.log.Error("hsm: token unusable until restarted", "token", t.label, "error", err)
+}
+
+// markUnavailable marks the token unavailable after a device error in
+// generation seen and starts the reconnect goroutine. Only the first error
+// of an outage is logged.
+func (t *Token) markUnavailable(op string, seen uint64, err error) {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	if t.closed || t.fatal != nil || t.gen.Load() != seen {
+		return // closed, hopeless, or reconnected since
+	}
+	t.bgMu.Lock()
+	defer t.bgMu.Unlock()
+	if t.stopping {
+		return
+	}
+	why := fmt.Errorf("%w: reconnecting to token %q after %s", ErrTokenUnavailable, t.label, errorCode(err))
+	if t.setUnavailable(why) {
+		t.outages.Add(1)
+		t.log.Error("hsm: token unavailable; reconnecting in the background", "token", t.label, "op", op, "error", err)
+	}
+	if !t.reconnecting {
+		t.reconnecting = true
+		t.bgWG.Add(1)
+		go t.reconnectLoop()
+	}
+}
+
+// reconnectLoop calls reconnect with exponential backoff until it
+// succeeds, fails for good or the Token is closed.
+func (t *Token) reconnectLoop() {
+	defer t.bgWG.Done()
+	delay := t.backoffMin
+	timer := time.NewTimer(delay)
+	defer timer.Stop()
+	for attempt := 1; ; attempt++ {
+		select {
+		case <-t.bgDone:
+			return
+		case <-timer.C:
+		}
+		done, err := t.reconnect()
+		switch {
+		case done && err != nil:
+			t.log.Error("hsm: reconnect gave up", "token", t.label, "attempt", attempt, "error", err)
+			return
+		case done:
+			t.log.Info("hsm: token available again", "token", t.label, "attempt", attempt)
+			return
+		}
+		delay = min(2*delay, t.backoffMax)
+		t.log.Debug("hsm: reconnect failed", "token", t.label, "attempt", attempt, "retry_in", delay, "error", err)
+		timer.Reset(delay)
+	}
+}
+
+// reconnect makes one attempt: close the pool sessions, finalize and
+// initialize the module (no dlclose), find the slot by label, open and log
+// in the persistent session. done is true when there is nothing more to
+// try: success, Close, or a PIN error.
+//
+// Every attempt finalizes again: SoftHSM2 (and PKCS#11 modules generally)
+// list only the tokens present at C_Initialize, and a token that failed
+// stays failed in the process until then, so an attempt on the same
+// initialization could never see the token come back.
+func (t *Token) reconnect() (done bool, err error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.closed {
+		return true, nil
+	}
+	t.mod.mu.RLock()
+	if t.mod.initialized && t.mod.epoch == t.epoch {
+		t.closePoolLocked()
+	}
+	seen := t.epoch
+	t.mod.mu.RUnlock()
+
+	if err := t.mod.reinit(seen); err != nil {
+		return false, err
+	}
+	t.mod.mu.RLock()
+	defer t.mod.mu.RUnlock()
+	if err := t.establishLocked(); err != nil {
+		if errors.Is(err, ErrPIN) {
+			t.fatalLocked(err)
+			return true, err
+		}
+		// Nothing of this initialization is held; the next attempt
+		// finalizes it.
+		t.epoch, t.persistent = t.mod.epoch, 0
+		return false, err
+	}
+	t.bgMu.Lock()
+	t.why.Store(nil)
+	t.available.Store(true)
+	t.reconnecting = false
+	t.bgMu.Unlock()
+	return true, nil
+}

@@ -1,0 +1,124 @@
+package hsm
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/miekg/pkcs11"
+)
+
+// run calls fn with a pooled session and recovers from session, login and
+// device failures (see the package documentation). op names the operation
+// in errors and logs. fn may run twice or three times.
+func (t *Token) run(ctx context.Context, op string, fn func(s pkcs11.SessionHandle) error) error {
+	var retriedSession, retriedLogin bool
+	for {
+		// After a dead session, the pool may hold more (CloseAllSessions):
+		// the retry checks the session it draws.
+		gen, err := t.attempt(ctx, retriedSession, fn)
+		if err == nil {
+			return nil
+		}
+		t.observeError(err)
+		switch classify(err) {
+		case recoverSession:
+			if !retriedSession {
+				retriedSession = true
+				t.log.Warn("hsm: session lost; replaced it, retrying", "token", t.label, "op", op, "error", err)
+				continue
+			}
+		case recoverLogin:
+			if !retriedLogin {
+				retriedLogin = true
+				t.log.Warn("hsm: login or object handles lost; logging in again, retrying", "token", t.label, "op", op, "error", err)
+				if rerr := t.recoverLogin(gen); rerr != nil {
+					return t.failed(op, gen, rerr)
+				}
+				continue
+			}
+		}
+		return t.failed(op, gen, err)
+	}
+}
+
+// failed wraps the final error of op, starting a reconnect when it is a
+// device error.
+func (t *Token) failed(op string, gen uint64, err error) error {
+	if classify(err) == recoverDevice {
+		t.markUnavailable(op, gen, err)
+		if !errors.Is(err, ErrTokenUnavailable) {
+			return fmt.Errorf("hsm: %s: %w: %w", op, ErrTokenUnavailable, err)
+		}
+	}
+	return fmt.Errorf("hsm: %s: %w", op, err)
+}
+
+// attempt runs fn once on a pooled session, under the read lock. With
+// check, a pooled session is first asked for its state and replaced if it
+// is dead. It returns the generation fn ran in, for recovery.
+func (t *Token) attempt(ctx context.Context, check bool, fn func(s pkcs11.SessionHandle) error) (uint64, error) {
+	if err := t.unusable(); err != nil {
+		return 0, err
+	}
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	if err := t.usableLocked(); err != nil {
+		return 0, err
+	}
+	gen := t.gen.Load()
+	start := time.Now()
+	s, err := t.pool.acquire(ctx, t.acquireTimeout)
+	if t.metrics != nil {
+		t.metrics.ObservePoolWait(time.Since(start))
+	}
+	if err != nil {
+		return gen, err
+	}
+	t.mod.mu.RLock()
+	defer t.mod.mu.RUnlock()
+	if err := t.currentLocked(); err != nil {
+		t.pool.release(s) // recovery resets the pool
+		return gen, err
+	}
+	if s != 0 && check {
+		if _, err := t.lib.GetSessionInfo(s); classify(err) == recoverSession {
+			s = 0
+		}
+	}
+	if s == 0 {
+		s, err = t.lib.OpenSession(t.slot, sessionFlags)
+		if err != nil {
+			t.pool.release(0)
+			return gen, ckr("C_OpenSession", err)
+		}
+	}
+	err = fn(s)
+	var d *discardError
+	if classify(err) == recoverSession || errors.As(err, &d) {
+		// Dead, or in an unknown state. The handle is ours (same epoch),
+		// so closing it is safe; for a dead session it is a no-op.
+		_ = t.lib.CloseSession(s)
+		s = 0
+	}
+	t.pool.release(s)
+	return gen, err
+}
+
+// discardError marks an error after which the session must not be reused,
+// for example a failed C_Sign after a successful C_SignInit: the standard
+// says the operation ended, but a module that disagrees would answer the
+// next C_SignInit with CKR_OPERATION_ACTIVE.
+type discardError struct{ err error }
+
+func (e *discardError) Error() string { return e.err.Error() }
+func (e *discardError) Unwrap() error { return e.err }
+
+// discard wraps err in a discardError.
+func discard(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &discardError{err: err}
+}
