@@ -65,14 +65,7 @@ func RequireBearer(cfg BearerConfig) echo.MiddlewareFunc {
 		now = time.Now
 	}
 	fail := func(code, desc string, status int) *Error {
-		v := `Bearer realm="` + cfg.Realm + `"`
-		if code != "" {
-			v += `, error="` + code + `"`
-			if desc != "" {
-				v += `, error_description="` + desc + `"`
-			}
-		}
-		return &Error{Code: code, Description: desc, Status: status, Header: http.Header{"Www-Authenticate": {v}}}
+		return BearerError(cfg.Realm, code, desc, status)
 	}
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
