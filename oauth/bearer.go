@@ -96,7 +96,7 @@ func RequireBearer(cfg BearerConfig) echo.MiddlewareFunc {
 			case errors.Is(err, context.Canceled):
 				return err
 			case err != nil:
-				return err // the protocol's writer turns it into server_error
+				return err // the renderer turns it into server_error
 			case tok.Kind != store.TokenAccess:
 				return fail(CodeInvalidToken, "The access token is invalid or revoked", http.StatusUnauthorized)
 			case !now().Before(tok.ExpiresAt):
