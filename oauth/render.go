@@ -344,7 +344,10 @@ type redirectError struct {
 	err    error
 }
 
-func (e *redirectError) Error() string { return fmt.Sprintf("oauth: redirect to the client: %v", e.err) }
+func (e *redirectError) Error() string {
+	return fmt.Sprintf("oauth: redirect to the client: %v", e.err)
+}
+
 func (e *redirectError) Unwrap() error { return e.err }
 
 // redirectError returns err as the redirect to t the renderer sends.
