@@ -11,9 +11,10 @@
 //
 // # Errors
 //
-// Every handler returns errors as values; one group middleware (the only
-// error writer of /csc/v1) renders them as JSON {"error",
-// "error_description"} with the CSC v1 §10 status and the exact
+// Every handler returns errors as values. The /csc/v1 group is tagged with
+// the CSC error dialect, and the daemon's one error renderer
+// (oauth.Renderer) writes them through its mapping (errors.go) as JSON
+// {"error", "error_description"} with the CSC v1 §10 status and the exact
 // descriptions of the specification ("Invalid parameter SAD", "Missing (or
 // invalid type) string parameter credentialID", ...). Anything that is not a
 // protocol error is logged and answered as a bare 500 server_error; signer

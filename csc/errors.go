@@ -11,12 +11,6 @@ import (
 	"github.com/signd/signd/oauth"
 )
 
-// errorBody is the CSC v1 §10 error response.
-type errorBody struct {
-	Error       string `json:"error"`
-	Description string `json:"error_description,omitempty"`
-}
-
 // Codes CSC uses beyond oauth's.
 const (
 	codeNotFound       = "not_found"
@@ -60,68 +54,47 @@ const (
 	descCredIDsConflict = "Parameters credentialID and credentialIDs differ"
 )
 
-// writeErrors is the group middleware that makes this the one error writer
-// of /csc/v1: whatever a handler, the bearer middleware or the router
-// (unknown method) returns is rendered here and never reaches the server's
-// generic handler.
-func (h *Handler) writeErrors(next echo.HandlerFunc) echo.HandlerFunc {
-	return func(c echo.Context) error {
-		err := next(c)
-		if err == nil {
-			return nil
-		}
-		if c.Response().Committed {
-			h.logger().Warn("csc: error after the response was sent", "path", c.Request().URL.Path, "err", err)
-			return nil
-		}
-		status, body, header := h.classify(c, err)
-		for k, vs := range header {
-			for _, v := range vs {
-				c.Response().Header().Add(k, v)
-			}
-		}
-		if werr := c.JSON(status, body); werr != nil {
-			h.logger().Warn("csc: writing error response failed", "err", werr)
-		}
-		return nil
-	}
+// dialect is how /csc/v1 writes its errors: CSC v1 §10 JSON {error,
+// error_description}, mapped by protocolError; an internal error is
+// server_error "Internal error".
+func (h *Handler) dialect() *oauth.Dialect {
+	return &oauth.Dialect{Name: "csc", Format: oauth.FormatJSON, Internal: descInternal, Map: h.protocolError}
 }
 
-// classify maps an error to status, body and extra headers.
-func (h *Handler) classify(c echo.Context, err error) (int, errorBody, http.Header) {
+// protocolError maps what a handler, the bearer middleware or the router
+// (unknown method) returns to the CSC error response; nil leaves it to
+// the renderer (500 server_error, logged).
+func (h *Handler) protocolError(err error) *oauth.Error {
 	var oe *oauth.Error
 	var he *echo.HTTPError
 	switch {
 	case errors.As(err, &oe):
 		if oe.Code == "" { // RFC 6750 §3.1: no credentials; CSC wants a code
-			return http.StatusUnauthorized, errorBody{oauth.CodeInvalidToken, descMissingToken}, oe.Header
+			return &oauth.Error{Code: oauth.CodeInvalidToken, Description: descMissingToken, Status: http.StatusUnauthorized, Header: oe.Header}
 		}
-		status := oe.Status
-		if status == 0 {
-			status = http.StatusBadRequest
-		}
-		return status, errorBody{oe.Code, oe.Description}, oe.Header
+		return oe
 	case errors.As(err, &he) && he.Code == http.StatusNotFound:
-		return http.StatusNotFound, errorBody{codeNotFound, descUnknownMethod}, nil
+		return &oauth.Error{Code: codeNotFound, Description: descUnknownMethod, Status: http.StatusNotFound}
 	case errors.As(err, &he) && he.Code == http.StatusMethodNotAllowed:
-		return http.StatusMethodNotAllowed, errorBody{oauth.CodeInvalidRequest, descPostOnly}, http.Header{"Allow": {http.MethodPost}}
+		return &oauth.Error{Code: oauth.CodeInvalidRequest, Description: descPostOnly, Status: http.StatusMethodNotAllowed,
+			Header: http.Header{"Allow": {http.MethodPost}}}
 	case errors.As(err, &he) && he.Code < 500:
-		return http.StatusBadRequest, errorBody{oauth.CodeInvalidRequest, "Bad request"}, nil
+		return badRequest("Bad request")
 	case oauth.StoreUnavailable(err) != nil:
 		// The store could not commit: nothing of the request was recorded
 		// (a SAD is not consumed), so the same request may be retried.
-		h.logger().Warn("csc: store not writable", "path", c.Request().URL.Path, "err", err)
-		return http.StatusServiceUnavailable, errorBody{oauth.CodeTemporarilyUnavailable, descUnavailable},
-			http.Header{"Retry-After": {oauth.RetryAfter}}
-	case h.Unavailable != nil && h.Unavailable(err):
-		h.logger().Warn("csc: signer unavailable", "path", c.Request().URL.Path, "err", err)
-		return http.StatusServiceUnavailable, errorBody{oauth.CodeTemporarilyUnavailable, descUnavailable}, retryLater()
-	case errors.Is(err, context.Canceled):
-		h.logger().Info("csc: request canceled", "path", c.Request().URL.Path)
-		return http.StatusServiceUnavailable, errorBody{oauth.CodeTemporarilyUnavailable, descUnavailable}, retryLater()
+		return unavailable(http.Header{"Retry-After": {oauth.RetryAfter}})
+	case h.Unavailable != nil && h.Unavailable(err), errors.Is(err, context.Canceled):
+		return unavailable(retryLater())
 	}
-	h.logger().Error("csc: request failed", "path", c.Request().URL.Path, "err", err)
-	return http.StatusInternalServerError, errorBody{oauth.CodeServerError, descInternal}, nil
+	return nil
+}
+
+// unavailable is the CSC answer while the store or the signer cannot
+// serve: 503 temporarily_unavailable with Retry-After.
+func unavailable(h http.Header) *oauth.Error {
+	return &oauth.Error{Code: oauth.CodeTemporarilyUnavailable, Description: descUnavailable,
+		Status: http.StatusServiceUnavailable, Header: h}
 }
 
 // retryAfter is the Retry-After (RFC 9110 §10.2.3) of every 503, in

@@ -138,8 +138,8 @@ func (h *Handler) Mount(g *echo.Group) error {
 		Store: h.Store, Now: h.Now, Realm: h.BaseURL, Scope: "service",
 	})
 	// Group middleware also runs for unknown paths under /csc/v1 (Echo adds
-	// catch-all routes for it), so their 404 is rendered here too.
-	g.Use(h.writeErrors)
+	// catch-all routes for it), so their 404 is in the CSC dialect too.
+	g.Use(oauth.WithDialect(h.dialect()))
 	g.Any("/info", h.info, postOnly)
 	g.Any("/credentials/list", h.list, postOnly, bearer)
 	g.Any("/credentials/info", h.credentialInfo, postOnly, bearer)

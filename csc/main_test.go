@@ -29,6 +29,7 @@ import (
 
 	"github.com/signd/signd/csc"
 	"github.com/signd/signd/hsm"
+	"github.com/signd/signd/oauth"
 	softhsmtest "github.com/signd/signd/softhsm-test"
 	"github.com/signd/signd/store"
 	"github.com/signd/signd/store/bolt"
@@ -156,6 +157,7 @@ func newEnv(t testing.TB, opts ...envOption) *env {
 		o(e.h)
 	}
 	ec := echo.New()
+	ec.HTTPErrorHandler = oauth.NewRenderer(nil).Handle
 	if err := e.h.Mount(ec.Group("/csc/v1")); err != nil {
 		t.Fatal(err)
 	}

@@ -284,6 +284,7 @@ func TestProfilesThroughTheServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	e := echo.New()
+	e.HTTPErrorHandler = oauth.NewRenderer(nil).Handle
 	srv.Mount(e)
 	ts := httptest.NewServer(e)
 	t.Cleanup(ts.Close)

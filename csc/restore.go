@@ -53,7 +53,7 @@ func (f signerFailure) auditReason() string {
 }
 
 // response is what the client gets for a failure: the Signer error itself
-// for 503 and 500 (the error writer renders it without detail), the
+// for 503 and 500 (the error renderer writes it without detail), the
 // specification's "disabled" refusal for an unusable key.
 func (f signerFailure) response(err error) error {
 	if f == failureKey {

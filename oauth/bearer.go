@@ -65,14 +65,7 @@ func RequireBearer(cfg BearerConfig) echo.MiddlewareFunc {
 		now = time.Now
 	}
 	fail := func(code, desc string, status int) *Error {
-		v := `Bearer realm="` + cfg.Realm + `"`
-		if code != "" {
-			v += `, error="` + code + `"`
-			if desc != "" {
-				v += `, error_description="` + desc + `"`
-			}
-		}
-		return &Error{Code: code, Description: desc, Status: status, Header: http.Header{"Www-Authenticate": {v}}}
+		return BearerError(cfg.Realm, code, desc, status)
 	}
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
@@ -103,7 +96,7 @@ func RequireBearer(cfg BearerConfig) echo.MiddlewareFunc {
 			case errors.Is(err, context.Canceled):
 				return err
 			case err != nil:
-				return err // the protocol's writer turns it into server_error
+				return err // the renderer turns it into server_error
 			case tok.Kind != store.TokenAccess:
 				return fail(CodeInvalidToken, "The access token is invalid or revoked", http.StatusUnauthorized)
 			case !now().Before(tok.ExpiresAt):

@@ -13,6 +13,9 @@
 // binding cookie) and refuse posts from other sites (Fetch Metadata,
 // Origin), against login CSRF.
 //
-// Protocol errors are *Error values; one writer per protocol renders them.
+// Handlers return errors, protocol errors as *Error values; one Renderer,
+// the public server's Echo error handler, writes them in the dialect of
+// their route (RFC 6749 §5.2 JSON, the HTML error page, a redirect to the
+// client, CSC v1 §10, OIDC) or of the error itself (render.go).
 // Codes, tokens and SAD are stored only as SHA-256 fingerprints.
 package oauth

@@ -9,15 +9,15 @@ import (
 )
 
 // Error is an OAuth 2.0 protocol error (RFC 6749 §4.1.2.1, §5.2; RFC 6750
-// §3.1). Handlers and middleware return it as a value; exactly one writer per
-// protocol turns it into a response. Description is ASCII English without
+// §3.1). Handlers and middleware return it as a value; the Renderer turns
+// it into a response in the route's dialect. Description is ASCII English without
 // '"' or '\' (it travels in redirects and WWW-Authenticate headers) and never
 // holds internal detail.
 type Error struct {
 	Code        string // e.g. "invalid_request"; "" for a bearer request without credentials
 	Description string
 	Status      int // HTTP status when the error is not a redirect
-	// Header holds response headers the writer must set, e.g.
+	// Header holds response headers the renderer must set, e.g.
 	// WWW-Authenticate.
 	Header http.Header
 }
@@ -60,7 +60,7 @@ const (
 // not wait long.
 const RetryAfter = "10"
 
-// StoreUnavailable returns the error a protocol writer answers for err
+// StoreUnavailable returns the error the renderer answers for err
 // when err is a store write that could not be committed
 // (store.ErrUnavailable: a full disk, an I/O error): 503
 // temporarily_unavailable (RFC 6749 §4.1.2.1 and §5.2) with Retry-After,

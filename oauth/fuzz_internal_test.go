@@ -312,6 +312,7 @@ func FuzzTokenEndpoint(f *testing.F) {
 		f.Fatal(err)
 	}
 	e := echo.New()
+	e.HTTPErrorHandler = NewRenderer(nil).Handle
 	srv.Mount(e)
 
 	basic := func(id, secret string) string {

@@ -164,7 +164,7 @@ type env struct {
 	hasher *store.Hasher
 
 	mu     sync.Mutex
-	strays []string      // errors that reached the global error handler
+	strays []string      // errors of no OAuth route that reached the error handler
 	posts  []http.Header // request headers of the login and consent posts, in order
 }
 
@@ -237,7 +237,12 @@ func buildEnv(t *testing.T, issuerIsServer bool, mods ...func(*oauth.Config)) *e
 	}
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
+	render := oauth.NewRenderer(cfg.Logger)
 	e.HTTPErrorHandler = func(err error, c echo.Context) {
+		if oauth.DialectOf(c) != nil { // an OAuth route's error, in its dialect
+			render.Handle(err, c)
+			return
+		}
 		ev.mu.Lock()
 		ev.strays = append(ev.strays, c.Request().URL.Path+": "+err.Error())
 		ev.mu.Unlock()
@@ -268,7 +273,7 @@ func buildEnv(t *testing.T, issuerIsServer bool, mods ...func(*oauth.Config)) *e
 		ev.mu.Lock()
 		defer ev.mu.Unlock()
 		for _, s := range ev.strays {
-			t.Errorf("an error reached the global error handler: %s", s)
+			t.Errorf("an error of no OAuth route reached the error handler: %s", s)
 		}
 	})
 	return ev

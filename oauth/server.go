@@ -174,18 +174,19 @@ func New(cfg Config) (*Server, error) {
 //	POST      /oauth2/token       redeem a code (JSON)
 //	POST      /oauth2/revoke      revoke an access token or SAD (RFC 7009)
 //
-// Each route carries this package's error writer, so the global error
-// handler never sees an OAuth error: the pages answer with an HTML page or
-// a redirect, the token and revocation endpoints with RFC 6749 §5.2 JSON.
+// Each route is tagged with its error dialect, which the Renderer (Echo's
+// error handler) writes: the pages answer with an HTML page or a redirect,
+// the token and revocation endpoints with RFC 6749 §5.2 JSON.
 // The login and consent forms refuse posts from other sites
 // (sameOriginOnly); authorize does not, as a client may post to it.
 func (s *Server) Mount(e *echo.Echo) {
-	e.GET(pathAuthorize, s.authorize, s.pageErrors)
-	e.POST(pathAuthorize, s.authorize, s.pageErrors)
-	e.POST(pathLogin, s.login, s.pageErrors, s.sameOriginOnly)
-	e.POST(pathConsent, s.consent, s.pageErrors, s.sameOriginOnly)
-	e.POST(pathToken, s.token, s.jsonErrors)
-	e.POST(pathRevoke, s.revoke, s.jsonErrors)
+	page, token := WithDialect(pageDialect()), WithDialect(tokenDialect())
+	e.GET(pathAuthorize, s.authorize, page)
+	e.POST(pathAuthorize, s.authorize, page)
+	e.POST(pathLogin, s.login, page, s.sameOriginOnly)
+	e.POST(pathConsent, s.consent, page, s.sameOriginOnly)
+	e.POST(pathToken, s.token, token)
+	e.POST(pathRevoke, s.revoke, token)
 }
 
 // Issuer returns the issuer (server.base_url without a trailing slash).

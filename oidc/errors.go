@@ -1,7 +1,6 @@
 package oidc
 
 import (
-	"encoding/json"
 	"errors"
 	"net/http"
 
@@ -10,12 +9,6 @@ import (
 	"github.com/signd/signd/hsm"
 	"github.com/signd/signd/oauth"
 )
-
-// errorBody is the JSON error shape: {error, error_description}.
-type errorBody struct {
-	Error       string `json:"error"`
-	Description string `json:"error_description,omitempty"`
-}
 
 // signerUnavailable is the token endpoint's answer while the ID-token
 // signer (the HSM) cannot sign: 503 with Retry-After and the
@@ -41,78 +34,34 @@ func hsmUnavailable(err error) bool {
 
 // invalidToken is the RFC 6750 invalid_token error with its challenge.
 func (p *Provider) invalidToken(desc string) *oauth.Error {
-	return &oauth.Error{
-		Code: oauth.CodeInvalidToken, Description: desc, Status: http.StatusUnauthorized,
-		Header: http.Header{"Www-Authenticate": {`Bearer realm="` + p.Issuer + `", error="invalid_token", error_description="` + desc + `"`}},
-	}
+	return oauth.BearerError(p.Issuer, oauth.CodeInvalidToken, desc, http.StatusUnauthorized)
 }
 
-// writeErrors is the provider's one error writer, as middleware around
-// each route:
-//   - *oauth.Error (from RequireBearer or the handlers): its status and
-//     headers (WWW-Authenticate); no body when it has no code (a request
-//     without credentials, RFC 6750 §3.1), else JSON {error,
-//     error_description}. expired_token, which CSC uses, is invalid_token
-//     here as RFC 6750 defines it;
-//   - a client error of Echo (oversized body, ...): JSON invalid_request;
-//   - a store that cannot write (store.ErrUnavailable): 503
-//     temporarily_unavailable with Retry-After;
-//   - anything else is logged and answered 500 server_error without detail.
-func (p *Provider) writeErrors(next echo.HandlerFunc) echo.HandlerFunc {
-	return func(c echo.Context) error {
-		err := next(c)
-		if err == nil || c.Response().Committed {
-			return err
-		}
-		p.writeError(c, err)
-		return nil
-	}
+// dialect is how the provider's endpoints write their errors, through the
+// daemon's one renderer (oauth.Renderer): JSON {error, error_description}
+// as application/json;charset=UTF-8, a request without credentials (RFC
+// 6750 §3.1) without a body, an internal error as a bare server_error.
+func (p *Provider) dialect() *oauth.Dialect {
+	return &oauth.Dialect{Name: "oidc", Format: oauth.FormatJSONUTF8, Map: p.protocolError}
 }
 
-func (p *Provider) writeError(c echo.Context, err error) {
-	status, body := http.StatusInternalServerError, &errorBody{Error: oauth.CodeServerError}
+// protocolError is the provider's mapping; nil leaves err to the
+// renderer's defaults (an *oauth.Error as it is, a store that cannot write
+// as 503 temporarily_unavailable with Retry-After):
+//   - expired_token, which CSC uses, is invalid_token here as RFC 6750
+//     defines it;
+//   - an oversized body or a client error of Echo is invalid_request.
+func (p *Provider) protocolError(err error) *oauth.Error {
 	var oe *oauth.Error
 	var he *echo.HTTPError
 	var mbe *http.MaxBytesError
 	switch {
-	case errors.As(err, &oe):
-		if oe.Code == oauth.CodeExpiredToken {
-			oe = p.invalidToken("The access token has expired")
-		}
-		for k, vs := range oe.Header {
-			for _, v := range vs {
-				c.Response().Header().Add(k, v)
-			}
-		}
-		status = oe.Status
-		if status == 0 {
-			status = http.StatusBadRequest
-		}
-		if oe.Code == "" {
-			body = nil
-		} else {
-			body = &errorBody{Error: oe.Code, Description: oe.Description}
-		}
+	case errors.As(err, &oe) && oe.Code == oauth.CodeExpiredToken:
+		return p.invalidToken("The access token has expired")
 	case errors.As(err, &mbe):
-		status, body = http.StatusRequestEntityTooLarge, &errorBody{Error: oauth.CodeInvalidRequest, Description: "Request body too large"}
+		return &oauth.Error{Code: oauth.CodeInvalidRequest, Status: http.StatusRequestEntityTooLarge, Description: "Request body too large"}
 	case errors.As(err, &he) && he.Code < 500:
-		status, body = he.Code, &errorBody{Error: oauth.CodeInvalidRequest, Description: http.StatusText(he.Code)}
-	case oauth.StoreUnavailable(err) != nil:
-		p.log().Warn("oidc request: store not writable", "path", c.Request().URL.Path, "err", err)
-		oe := oauth.StoreUnavailable(err)
-		c.Response().Header().Set("Retry-After", oauth.RetryAfter)
-		status, body = oe.Status, &errorBody{Error: oe.Code, Description: oe.Description}
-	default:
-		p.log().Error("oidc request failed", "path", c.Request().URL.Path, "err", err)
+		return &oauth.Error{Code: oauth.CodeInvalidRequest, Status: he.Code, Description: http.StatusText(he.Code)}
 	}
-	var werr error
-	if body == nil || c.Request().Method == http.MethodHead {
-		werr = c.NoContent(status)
-	} else {
-		data, _ := json.Marshal(body)
-		werr = c.Blob(status, jsonUTF8, data)
-	}
-	if werr != nil {
-		p.log().Warn("writing the error response failed", "err", werr)
-	}
+	return nil
 }

@@ -79,15 +79,20 @@ func newFlowEnvNoFixtures(t *testing.T, f *fixture) *flowEnv {
 	}
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
-	// The daemon's global error handler answers the router's own errors
-	// (404, 405); every protocol error must be written by its service.
+	// The router's own errors (404, 405) are no route's; every protocol
+	// error must come from a route tagged with its service's dialect.
+	render := oauth.NewRenderer(nil)
 	e.HTTPErrorHandler = func(err error, c echo.Context) {
+		if oauth.DialectOf(c) != nil {
+			render.Handle(err, c)
+			return
+		}
 		var he *echo.HTTPError
 		if errors.As(err, &he) && (he.Code == http.StatusNotFound || he.Code == http.StatusMethodNotAllowed) {
 			_ = c.NoContent(he.Code)
 			return
 		}
-		t.Errorf("an error reached the global error handler: %s: %v", c.Request().URL.Path, err)
+		t.Errorf("an error of no protocol route reached the error handler: %s: %v", c.Request().URL.Path, err)
 		_ = c.NoContent(http.StatusInternalServerError)
 	}
 	ev.srv.Mount(e)

@@ -15,6 +15,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/signd/signd/hsm"
+	"github.com/signd/signd/oauth"
 	"github.com/signd/signd/oidc"
 	softhsmtest "github.com/signd/signd/softhsm-test"
 	"github.com/signd/signd/store"
@@ -113,6 +114,7 @@ func newFixtureWith(t *testing.T, db store.Store, salt []byte, c *clock) *fixtur
 		Subjects: pw, IDTokenTTL: idTokenTTL, Now: c.Now,
 	}
 	e := echo.New()
+	e.HTTPErrorHandler = oauth.NewRenderer(nil).Handle
 	p.Mount(e)
 	return &fixture{t: t, clock: c, db: db, keys: keys, p: p, e: e, salt: salt}
 }

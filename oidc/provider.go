@@ -52,14 +52,15 @@ func (p *Provider) log() *slog.Logger {
 	return slog.New(slog.DiscardHandler)
 }
 
-// Mount registers the provider's routes on e. Each route brings its own
-// error writer, so the daemon's generic one never sees OIDC errors.
+// Mount registers the provider's routes on e. Each route is tagged with
+// the provider's error dialect, which the daemon's renderer writes.
 func (p *Provider) Mount(e *echo.Echo) {
-	e.GET(PathDiscovery, p.discovery, p.writeErrors)
-	e.GET(PathJWKS, p.jwks, p.writeErrors)
+	errs := oauth.WithDialect(p.dialect())
+	e.GET(PathDiscovery, p.discovery, errs)
+	e.GET(PathJWKS, p.jwks, errs)
 	bearer := oauth.RequireBearer(oauth.BearerConfig{
 		Store: p.Store, Now: p.Now, Realm: p.Issuer, Scope: ScopeOpenID, AllowFormBody: true,
 	})
-	e.GET(PathUserinfo, p.userinfo, p.writeErrors, bearer)
-	e.POST(PathUserinfo, p.userinfo, p.writeErrors, bearer)
+	e.GET(PathUserinfo, p.userinfo, errs, bearer)
+	e.POST(PathUserinfo, p.userinfo, errs, bearer)
 }

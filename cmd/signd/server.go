@@ -37,17 +37,13 @@ type server struct {
 	TrustedProxies []*net.IPNet
 }
 
-// errorBody is the JSON error shape of the non-protocol endpoints; it is
-// the same {error, error_description} shape OAuth and CSC use.
-type errorBody struct {
-	Error       string `json:"error"`
-	Description string `json:"error_description,omitempty"`
-}
-
 func (s *server) echo() *echo.Echo {
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
-	e.HTTPErrorHandler = s.handleError
+	// The one error renderer: each protocol route tagged its dialect; the
+	// health endpoints, unknown paths and the body limit answer in the
+	// daemon's own JSON.
+	e.HTTPErrorHandler = oauth.NewRenderer(s.Logger).Handle
 	e.IPExtractor = clientIP(s.TrustedProxies)
 	e.Use(
 		middleware.RequestIDWithConfig(middleware.RequestIDConfig{TargetHeader: echo.HeaderXRequestID}),
@@ -69,7 +65,7 @@ func (s *server) echo() *echo.Echo {
 			},
 		}),
 		middleware.RecoverWithConfig(middleware.RecoverConfig{
-			DisableErrorHandler: true, // the panic becomes an error for handleError
+			DisableErrorHandler: true, // the panic becomes an error for the renderer: a bare 500
 			LogErrorFunc: func(c echo.Context, err error, stack []byte) error {
 				s.Logger.Error("panic", "path", c.Request().URL.Path, "err", err, "stack", string(stack))
 				return err
@@ -187,53 +183,4 @@ func (s *server) bodyLimit(next echo.HandlerFunc) echo.HandlerFunc {
 		r.Body = http.MaxBytesReader(c.Response(), r.Body, s.BodyLimit)
 		return next(c)
 	}
-}
-
-// handleError is the error writer of the non-protocol endpoints: JSON
-// {error, error_description}; anything that is not an *echo.HTTPError below
-// 500 is logged and answered as a bare server_error.
-func (s *server) handleError(err error, c echo.Context) {
-	if c.Response().Committed {
-		return
-	}
-	status, body := http.StatusInternalServerError, errorBody{Error: "server_error", Description: "internal error"}
-	var he *echo.HTTPError
-	var mbe *http.MaxBytesError
-	switch {
-	case errors.As(err, &mbe):
-		status, body = http.StatusRequestEntityTooLarge, errorBody{Error: "invalid_request", Description: fmt.Sprintf("request body larger than %d bytes", mbe.Limit)}
-	case errors.As(err, &he) && he.Code < 500:
-		status = he.Code
-		body = errorBody{Error: errorCode(he.Code), Description: fmt.Sprint(he.Message)}
-	case oauth.StoreUnavailable(err) != nil:
-		s.Logger.Warn("request failed: store not writable", "path", c.Request().URL.Path, "err", err)
-		oe := oauth.StoreUnavailable(err)
-		c.Response().Header().Set("Retry-After", oauth.RetryAfter)
-		status, body = oe.Status, errorBody{Error: oe.Code, Description: oe.Description}
-	default:
-		s.Logger.Error("request failed", "path", c.Request().URL.Path, "err", err)
-	}
-	var werr error
-	if c.Request().Method == http.MethodHead {
-		werr = c.NoContent(status)
-	} else {
-		werr = c.JSON(status, body)
-	}
-	if werr != nil {
-		s.Logger.Warn("writing error response failed", "err", werr)
-	}
-}
-
-func errorCode(status int) string {
-	switch status {
-	case http.StatusNotFound:
-		return "not_found"
-	case http.StatusMethodNotAllowed:
-		return "method_not_allowed"
-	case http.StatusUnauthorized:
-		return "invalid_token"
-	case http.StatusServiceUnavailable:
-		return "temporarily_unavailable"
-	}
-	return "invalid_request"
 }

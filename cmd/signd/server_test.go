@@ -22,6 +22,8 @@ import (
 	"time"
 
 	"github.com/labstack/echo/v4"
+
+	"github.com/signd/signd/oauth"
 )
 
 func TestPanicBecomesBareJSON500(t *testing.T) {
@@ -55,6 +57,20 @@ func TestPanicBecomesBareJSON500(t *testing.T) {
 	// The cause is in the log, for the operator.
 	if !strings.Contains(logs.String(), "kaboom") {
 		t.Errorf("panic not logged:\n%s", logs.String())
+	}
+}
+
+// A panic in a protocol route is a bare 500 in the route's dialect.
+func TestPanicInProtocolRoute(t *testing.T) {
+	s := &server{Logger: slog.New(slog.DiscardHandler), BodyLimit: 1 << 20}
+	e := s.echo()
+	d := &oauth.Dialect{Name: "test", Format: oauth.FormatOAuth, Internal: "Internal error"}
+	e.POST("/boom", func(echo.Context) error { panic("kaboom: internal detail") }, oauth.WithDialect(d))
+	rec := httptest.NewRecorder()
+	e.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/boom", nil))
+	if rec.Code != http.StatusInternalServerError || rec.Header().Get("Pragma") != "no-cache" ||
+		rec.Body.String() != `{"error":"server_error","error_description":"Internal error"}` {
+		t.Fatalf("%d %v %s", rec.Code, rec.Header(), rec.Body)
 	}
 }
 
