@@ -23,12 +23,33 @@ import (
 // credentials/info; "credential" turns into a SAD bound to one credential
 // and one hash, for one signHash. The two are never combined with each
 // other or with other scopes.
+//
+// The credential scope states what it authorizes as an RFC 9396
+// authorization detail, which the server stores with the request and the
+// code and binds the SAD to; the meaning is this package's.
 
 // Profile names, which are also the scopes.
 const (
 	ScopeService    = "service"
 	ScopeCredential = "credential"
 )
+
+// detailCredential is the authorization details type of the credential
+// scope, as CSC v2 §8 names it: the detail's Identifier is the credential
+// ID, its Digests the hashes to sign (raw SHA-256 digests, in request
+// order). A SAD is bound to exactly these.
+const detailCredential = "credential"
+
+// credentialDetail returns the credential detail of b; its Identifier is
+// "" when b has none.
+func credentialDetail(b oauth.Binding) oauth.AuthorizationDetail {
+	for _, d := range b.Details {
+		if d.Type == detailCredential {
+			return d
+		}
+	}
+	return oauth.AuthorizationDetail{}
+}
 
 // Limits of the credential scope's authorize parameters.
 const (
@@ -100,7 +121,7 @@ func (ServiceProfile) TokenResponse(context.Context, *oauth.Request, *oauth.Issu
 // numSignatures=1 and one SHA-256 hash; after a fresh login (no single
 // sign-on) and the signing PIN on the consent page, a SAD
 // (oauth.sad_ttl) bound to the user, the client, the credential and the
-// hash.
+// hash (its credential authorization detail).
 type CredentialProfile struct {
 	Store store.Store
 	Now   func() time.Time // nil = time.Now
@@ -109,7 +130,9 @@ type CredentialProfile struct {
 var _ oauth.Profile = (*CredentialProfile)(nil)
 
 // Info implements oauth.Profile. CSC requires redirect_uri.
-func (p *CredentialProfile) Info() oauth.ProfileInfo { return oauth.ProfileInfo{Name: ScopeCredential} }
+func (p *CredentialProfile) Info() oauth.ProfileInfo {
+	return oauth.ProfileInfo{Name: ScopeCredential, DetailType: detailCredential}
+}
 
 // Match implements oauth.Profile.
 func (p *CredentialProfile) Match(scopes []string) bool {
@@ -163,8 +186,11 @@ func (p *CredentialProfile) Authorize(_ context.Context, r *oauth.AuthorizeReque
 		params = nil
 	}
 	return &oauth.Authorization{
-		Binding: oauth.Binding{CredentialID: credID, Hashes: [][]byte{digest}, Params: params},
-		Login:   oauth.LoginPolicy{SSO: false},
+		Binding: oauth.Binding{
+			Details: []oauth.AuthorizationDetail{{Type: detailCredential, Identifier: credID, Digests: [][]byte{digest}}},
+			Params:  params,
+		},
+		Login: oauth.LoginPolicy{SSO: false},
 	}, nil
 }
 
@@ -191,7 +217,7 @@ var errCredentialRefused = &oauth.Error{
 func (p *CredentialProfile) credential(ctx context.Context, r *oauth.Request) (*store.Credential, *x509.Certificate, error) {
 	var cred *store.Credential
 	err := p.Store.View(ctx, func(tx store.Tx) (err error) {
-		cred, err = tx.Credential(r.Binding.CredentialID)
+		cred, err = tx.Credential(credentialDetail(r.Binding).Identifier)
 		return err
 	})
 	if errors.Is(err, store.ErrNotFound) {
@@ -249,7 +275,7 @@ func (p *CredentialProfile) Consent(ctx context.Context, r *oauth.Request) (*oau
 		},
 		RequirePIN: true,
 	}
-	for _, h := range r.Binding.Hashes {
+	for _, h := range credentialDetail(r.Binding).Digests {
 		c.Items = append(c.Items, oauth.ConsentItem{
 			Label: oauth.Text{NL: "Hash (SHA-256, hex)", EN: "Hash (SHA-256, hex)"},
 			Value: hex.EncodeToString(h), Code: true,
@@ -262,7 +288,7 @@ func (p *CredentialProfile) Consent(ctx context.Context, r *oauth.Request) (*oau
 }
 
 // Issue implements oauth.Profile: a SAD, bound by the server to the
-// code's credential and hash.
+// code's credential detail (the credential and the hash).
 func (p *CredentialProfile) Issue(*oauth.Request) (*oauth.Issuance, error) {
 	return &oauth.Issuance{Kind: store.TokenSAD, TokenType: "SAD"}, nil
 }

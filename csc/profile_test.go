@@ -168,7 +168,8 @@ func TestCredentialProfileAuthorize(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if a.Binding.CredentialID != "c-alice" || len(a.Binding.Hashes) != 1 || !bytes.Equal(a.Binding.Hashes[0], profileDigest) || a.Login.SSO {
+				ds := a.Binding.Details
+				if len(ds) != 1 || ds[0].Type != "credential" || ds[0].Identifier != "c-alice" || len(ds[0].Digests) != 1 || !bytes.Equal(ds[0].Digests[0], profileDigest) || a.Login.SSO {
 					t.Errorf("authorization %+v", a)
 				}
 				return
@@ -219,7 +220,10 @@ func TestCredentialProfileUser(t *testing.T) {
 	p := &csc.CredentialProfile{Store: f.db, Now: func() time.Time { return f.now }}
 	alice := &store.User{Username: "alice"}
 	req := func(cred string) *oauth.Request {
-		return &oauth.Request{User: alice, Binding: oauth.Binding{CredentialID: cred, Hashes: [][]byte{profileDigest}, Params: map[string]string{"description": "Contract 7"}}}
+		return &oauth.Request{User: alice, Binding: oauth.Binding{
+			Details: []oauth.AuthorizationDetail{{Type: "credential", Identifier: cred, Digests: [][]byte{profileDigest}}},
+			Params:  map[string]string{"description": "Contract 7"},
+		}}
 	}
 	if err := p.CheckUser(context.Background(), req("c-alice")); err != nil {
 		t.Fatalf("own enabled credential: %v", err)

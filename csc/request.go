@@ -9,7 +9,10 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"unicode/utf8"
+
+	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/signd/signd/oauth"
 )
@@ -18,7 +21,8 @@ import (
 // signHash with a few hashes, is well under 1 KiB.
 const maxBody = 64 << 10
 
-// maxDepth bounds JSON nesting; CSC requests nest two levels at most.
+// maxDepth bounds JSON nesting inside a member of the body; CSC requests
+// nest two levels at most.
 const maxDepth = 16
 
 // params is a parsed request body: each top-level member, undecoded. It is
@@ -64,187 +68,140 @@ func isJSON(ct string) bool {
 }
 
 // parseObject splits a body that must be one JSON object into its members.
-// The body is validated first (json.Valid: UTF-8, syntax, a single value),
-// so the split below walks known-good JSON; only member values that hold an
-// object get the slower nested duplicate-key walk.
+// jsontext reads it in one pass and refuses a repeated name in any object
+// at any depth (names compared after unescaping, so "a" and "\u0061" are
+// the same); nesting deeper than maxDepth inside a member is malformed.
+// Refusals keep the order of a full validation first: a body that is not
+// JSON at all is malformed, even when a repeated name or a value other
+// than an object comes before its syntax error.
 func parseObject(body []byte) (params, *oauth.Error) {
-	if !utf8.Valid(body) || !json.Valid(body) {
+	// Invalid UTF-8 is refused here; the decoder then accepts an escaped
+	// lone surrogate ("\ud800", read as U+FFFD) as encoding/json does.
+	if !utf8.Valid(body) {
 		return nil, badRequest(descMalformedJSON)
 	}
-	b := bytes.TrimSpace(body)
-	if b[0] != '{' {
-		return nil, badRequest(descNotObject)
+	dec := getDecoder(body, jsontext.AllowInvalidUTF8(true))
+	defer putDecoder(dec)
+	tok, err := dec.ReadToken()
+	if err != nil {
+		return nil, badRequest(descMalformedJSON)
+	}
+	if tok.Kind() != '{' {
+		return nil, refusal(body, descNotObject)
 	}
 	p := make(params, 8)
-	i := skipSpace(b, 1)
-	for b[i] != '}' {
-		end := stringEnd(b, i)
-		key, err := unquote(b[i:end])
+	for {
+		tok, err := dec.ReadToken() // a name or the object's '}'
 		if err != nil {
-			return nil, badRequest(descMalformedJSON)
+			return nil, syntaxRefusal(body, err)
 		}
-		i = skipSpace(b, end)
-		i = skipSpace(b, i+1) // ':'
-		vend := valueEnd(b, i)
-		v := b[i:vend]
-		if _, dup := p[key]; dup {
-			return nil, badRequest("Duplicate parameter " + paramName(key))
+		if tok.Kind() == '}' {
+			break
 		}
-		if (v[0] == '{' || v[0] == '[') && bytes.IndexByte(v, '{') >= 0 {
-			if e := checkNested(v); e != nil {
-				return nil, e
-			}
+		key := tok.String()
+		v, e := memberValue(dec, body)
+		if e != nil {
+			return nil, e
 		}
-		p[key] = json.RawMessage(v)
-		i = skipSpace(b, vend)
-		if b[i] == ',' {
-			i = skipSpace(b, i+1)
-		}
+		p[key] = v
+	}
+	if _, err := dec.ReadToken(); err != io.EOF {
+		return nil, badRequest(descMalformedJSON)
 	}
 	return p, nil
 }
 
-func skipSpace(b []byte, i int) int {
-	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
-		i++
+// memberValue reads the value of a member of the body's object and returns
+// its text, a slice of body. An object or array is read token by token to
+// bound its nesting (jsontext's own bound is 10 000 levels).
+func memberValue(dec *decoder, body []byte) (json.RawMessage, *oauth.Error) {
+	if k := dec.PeekKind(); k != '{' && k != '[' {
+		v, err := dec.ReadValue()
+		if err != nil {
+			return nil, syntaxRefusal(body, err)
+		}
+		end := int(dec.InputOffset())
+		return json.RawMessage(body[end-len(v) : end : end]), nil
 	}
-	return i
+	start := int(dec.InputOffset()) // after the name; white space and ':' follow
+	for {
+		if _, err := dec.ReadToken(); err != nil {
+			return nil, syntaxRefusal(body, err)
+		}
+		switch d := dec.StackDepth(); {
+		case d > maxDepth+1:
+			return nil, badRequest(descMalformedJSON)
+		case d == 1: // back in the body's object
+			end := int(dec.InputOffset())
+			return json.RawMessage(bytes.TrimLeft(body[start:end:end], " \t\r\n:")), nil
+		}
+	}
 }
 
-// stringEnd returns the index after the closing quote of the string that
-// starts at b[i].
-func stringEnd(b []byte, i int) int {
-	for i++; i < len(b); i++ {
-		switch b[i] {
-		case '\\':
-			i++
-		case '"':
-			return i + 1
-		}
+// syntaxRefusal is the refusal for a decoder error: a repeated name, or a
+// malformed body.
+func syntaxRefusal(body []byte, err error) *oauth.Error {
+	var se *jsontext.SyntacticError
+	if errors.As(err, &se) && se.Err == jsontext.ErrDuplicateName {
+		return refusal(body, "Duplicate parameter "+paramName(se.JSONPointer.LastToken()))
 	}
-	return len(b)
+	return badRequest(descMalformedJSON)
 }
 
-// valueEnd returns the index after the value that starts at b[i].
-func valueEnd(b []byte, i int) int {
-	switch b[i] {
-	case '"':
-		return stringEnd(b, i)
-	case '{', '[':
-		depth := 0
-		for ; i < len(b); i++ {
-			switch b[i] {
-			case '"':
-				i = stringEnd(b, i) - 1
-			case '{', '[':
-				depth++
-			case '}', ']':
-				if depth--; depth == 0 {
-					return i + 1
-				}
-			}
-		}
-		return len(b)
+// refusal is a refusal found before the end of the body: it stands if the
+// whole body is JSON (repeated names allowed), else the body is malformed.
+func refusal(body []byte, desc string) *oauth.Error {
+	if !json.Valid(body) {
+		return badRequest(descMalformedJSON)
 	}
-	for ; i < len(b); i++ {
-		switch b[i] {
-		case ',', '}', ']', ' ', '\t', '\n', '\r':
-			return i
-		}
-	}
-	return len(b)
+	return badRequest(desc)
 }
 
 // arrayElems returns the elements of v, a valid JSON array, undecoded, but
 // at most limit of them: more reports that the array has another element,
 // and nothing past it is looked at.
 func arrayElems(v []byte, limit int) (elems [][]byte, more bool) {
-	i := skipSpace(v, 1)
-	for i < len(v) && v[i] != ']' {
+	dec := getDecoder(v, jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true))
+	defer putDecoder(dec)
+	if tok, err := dec.ReadToken(); err != nil || tok.Kind() != '[' {
+		return nil, false
+	}
+	for dec.PeekKind() != ']' {
 		if len(elems) == limit {
 			return elems, true
 		}
-		end := valueEnd(v, i)
-		elems = append(elems, v[i:end])
-		i = skipSpace(v, end)
-		if i < len(v) && v[i] == ',' {
-			i = skipSpace(v, i+1)
+		el, err := dec.ReadValue()
+		if err != nil {
+			return elems, false
 		}
+		end := int(dec.InputOffset())
+		elems = append(elems, v[end-len(el):end:end])
 	}
 	return elems, false
 }
 
-// unquote decodes a JSON string literal.
-func unquote(lit []byte) (string, error) {
-	if bytes.IndexByte(lit, '\\') < 0 {
-		return string(lit[1 : len(lit)-1]), nil
-	}
-	var s string
-	err := json.Unmarshal(lit, &s)
-	return s, err
+// decoder is a jsontext.Decoder reading a byte slice in place.
+type decoder struct {
+	jsontext.Decoder
+	src bytes.Buffer
 }
 
-// checkNested refuses a JSON value (valid, an object or array) nested more
-// than maxDepth deep or in which an object repeats a key (compared after
-// unescaping, so "a" and "\u0061" are the same key).
-func checkNested(body []byte) *oauth.Error {
-	type frame struct {
-		obj       bool
-		expectKey bool
-		keys      map[string]struct{}
-	}
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.UseNumber()
-	var stack []frame
-	valueDone := func() {
-		if n := len(stack); n > 0 && stack[n-1].obj {
-			stack[n-1].expectKey = true
-		}
-	}
-	for first := true; first || len(stack) > 0; first = false {
-		tok, err := dec.Token()
-		if err != nil {
-			return badRequest(descMalformedJSON)
-		}
-		if n := len(stack); n > 0 && stack[n-1].obj && stack[n-1].expectKey {
-			if tok == json.Delim('}') {
-				stack = stack[:n-1]
-				valueDone()
-				continue
-			}
-			key, ok := tok.(string)
-			if !ok {
-				return badRequest(descMalformedJSON)
-			}
-			if _, dup := stack[n-1].keys[key]; dup {
-				return badRequest("Duplicate parameter " + paramName(key))
-			}
-			stack[n-1].keys[key] = struct{}{}
-			stack[n-1].expectKey = false
-			continue
-		}
-		switch tok {
-		case json.Delim('{'), json.Delim('['):
-			if len(stack) >= maxDepth {
-				return badRequest(descMalformedJSON)
-			}
-			obj := tok == json.Delim('{')
-			f := frame{obj: obj, expectKey: obj}
-			if obj {
-				f.keys = map[string]struct{}{}
-			}
-			stack = append(stack, f)
-		case json.Delim(']'):
-			stack = stack[:len(stack)-1]
-			valueDone()
-		default:
-			valueDone()
-		}
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		return badRequest(descMalformedJSON)
-	}
-	return nil
+// decoders keeps decoders between requests: a new one costs more
+// allocations than all the rest of reading a body.
+var decoders = sync.Pool{New: func() any { return new(decoder) }}
+
+func getDecoder(b []byte, opts ...jsontext.Options) *decoder {
+	d := decoders.Get().(*decoder)
+	d.src = *bytes.NewBuffer(b)
+	d.Reset(&d.src, opts...)
+	return d
+}
+
+// putDecoder returns d to the pool, without the body it read.
+func putDecoder(d *decoder) {
+	d.src = bytes.Buffer{}
+	d.Reset(&d.src)
+	decoders.Put(d)
 }
 
 // has reports whether name is present and not null.

@@ -3,6 +3,7 @@ package csc
 import (
 	"bytes"
 	"encoding/json"
+	"strings"
 	"testing"
 )
 
@@ -76,4 +77,60 @@ func FuzzArrayElems(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestParseObject pins what the body splitter refuses and with which
+// description, where the order of checks decides it: a body that is not
+// JSON at all is malformed before it is "not an object" or has a
+// duplicate; keys are compared after unescaping; nesting is bounded.
+func TestParseObject(t *testing.T) {
+	nest := func(n int) string {
+		return `{"a":` + strings.Repeat(`{"b":`, n) + "1" + strings.Repeat(`}`, n) + `}`
+	}
+	for _, c := range []struct {
+		name, body string
+		members    int    // when accepted
+		desc       string // when refused
+	}{
+		{"empty object", `{}`, 0, ""},
+		{"white space around", " {\"a\":1}\r\n\t", 1, ""},
+		{"members", `{"a":"x","b":[1,{"c":null}],"d":{"e":"}"},"f":-1.5e3,"g":true}`, 5, ""},
+		{"nested to the bound", nest(maxDepth), 1, ""},
+		{"nested past the bound", nest(maxDepth + 1), 0, descMalformedJSON},
+		{"arrays nested to the bound", `{"a":` + strings.Repeat("[", maxDepth) + strings.Repeat("]", maxDepth) + `}`, 1, ""},
+		{"arrays nested past the bound", `{"a":` + strings.Repeat("[", maxDepth+1) + strings.Repeat("]", maxDepth+1) + `}`, 0, descMalformedJSON},
+		{"nested past the bound, then a duplicate", `{"a":` + strings.Repeat("[", maxDepth+1) + strings.Repeat("]", maxDepth+1) + `,"a":1}`, 0, descMalformedJSON},
+		{"duplicate, then nested past the bound", `{"a":1,"a":` + strings.Repeat("[", maxDepth+1) + strings.Repeat("]", maxDepth+1) + `}`, 0, "Duplicate parameter a"},
+		{"lone surrogate escape", `{"a":"\ud800"}`, 1, ""},
+		{"white space only", " ", 0, descMalformedJSON},
+		{"invalid UTF-8", "{\"a\":\"\xff\"}", 0, descMalformedJSON},
+		{"truncated", `{"credentialID":`, 0, descMalformedJSON},
+		{"trailing value", `{} {}`, 0, descMalformedJSON},
+		{"trailing garbage", `{"a":1} x`, 0, descMalformedJSON},
+		{"array", `[1]`, 0, descNotObject},
+		{"string", `"x"`, 0, descNotObject},
+		{"array then garbage", `[1] x`, 0, descMalformedJSON},
+		{"truncated array", `[1,`, 0, descMalformedJSON},
+		{"duplicate", `{"a":1,"a":2}`, 0, "Duplicate parameter a"},
+		{"duplicate escaped", `{"SAD":"x","\u0053AD":"y"}`, 0, "Duplicate parameter SAD"},
+		{"duplicate nested", `{"a":{"b":1,"b":2}}`, 0, "Duplicate parameter b"},
+		{"duplicate in an array", `{"a":[{"x":1,"x":2}]}`, 0, "Duplicate parameter x"},
+		{"duplicate then malformed", `{"a":1,"a":2,}`, 0, descMalformedJSON},
+		{"nested duplicate then malformed", `{"a":{"b":1,"b":2},"c":}`, 0, descMalformedJSON},
+		{"duplicate unprintable", `{"a~1b/":1,"a~1b/":2}`, 0, "Duplicate parameter (unprintable name)"},
+		{"duplicate empty name", `{"":1,"":2}`, 0, "Duplicate parameter (unprintable name)"},
+		{"duplicate lone surrogates", `{"\ud800":1,"\udc00":2}`, 0, "Duplicate parameter (unprintable name)"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			p, e := parseObject([]byte(c.body))
+			switch {
+			case e != nil && e.Description != c.desc:
+				t.Fatalf("%q refused with %q, want %q", c.body, e.Description, c.desc)
+			case e == nil && c.desc != "":
+				t.Fatalf("%q accepted, want %q", c.body, c.desc)
+			case e == nil && len(p) != c.members:
+				t.Fatalf("%q: %d members, want %d", c.body, len(p), c.members)
+			}
+		})
+	}
 }

@@ -172,8 +172,7 @@ func (s *Server) authorize(c echo.Context) error {
 		req: &store.AuthRequest{
 			Grant: store.Grant{
 				ClientID: client.ID, RedirectURI: redirectURI, RedirectURISent: sent,
-				Scopes: granted, Profile: profile.Info().Name,
-				CredentialID: az.Binding.CredentialID, Hashes: az.Binding.Hashes, Params: az.Binding.Params,
+				Scopes: granted, Profile: profile.Info().Name, Params: az.Binding.Params,
 				Nonce: nonce, Lang: lang, SSO: az.Login.SSO, Prompt: promptString(az.Login.Prompt),
 				MaxAge: az.Login.MaxAge, HasMaxAge: az.Login.HasMaxAge, RequestedAt: now,
 			},
@@ -181,6 +180,9 @@ func (s *Server) authorize(c echo.Context) error {
 			Stage:     store.StageLogin,
 			ExpiresAt: now.Add(s.requestLifetime()),
 		},
+	}
+	if err := storeDetails(&f.req.Grant, s.detailTypes[f.req.Profile], az.Binding.Details); err != nil {
+		return s.redirectError(c, t, err)
 	}
 	if challenge != "" {
 		f.req.CodeChallenge, f.req.CodeChallengeMethod = challenge, "S256"

@@ -29,9 +29,9 @@ import (
 //  2. Info, to learn whether redirect_uri may be omitted.
 //  3. Authorize, before any login, with the request's parameters. It
 //     validates the profile's own parameters and returns what the request
-//     binds (credential, hashes, profile parameters), the granted scopes
-//     and how the login must behave (LoginPolicy). A returned *Error is
-//     redirected to the client.
+//     binds (authorization details, profile parameters), the granted
+//     scopes and how the login must behave (LoginPolicy). A returned *Error
+//     is redirected to the client.
 //  4. After the user authenticated (by password, or by a login session when
 //     LoginPolicy.SSO allows it): CheckUser, then Consent. CheckUser refuses
 //     a user who may not continue (an *Error, normally access_denied,
@@ -116,6 +116,9 @@ type ProfileInfo struct {
 	// exactly one registered URI (OpenID Connect); otherwise a missing
 	// redirect_uri is the HTML error page (CSC requires it).
 	RedirectURIOptional bool
+	// DetailType is the RFC 9396 §2 type of the authorization details the
+	// profile binds (AuthorizationDetail.Type); "" when it binds none.
+	DetailType string
 }
 
 // AuthorizeRequest is what Profile.Authorize sees of an authorization
@@ -152,10 +155,11 @@ type Authorization struct {
 // Binding is what a request and its code are bound to beyond the generic
 // parts (client, redirect URI, user, scope, PKCE, nonce).
 type Binding struct {
-	// CredentialID and Hashes are the credential profile's: the SAD the
-	// code turns into is bound to them (Hashes are raw digests).
-	CredentialID string
-	Hashes       [][]byte
+	// Details are the authorization details (RFC 9396) the request binds:
+	// at most one, of the profile's DetailType (the store keeps one per
+	// grant). A token of kind store.TokenSAD is bound to it, and it must
+	// then carry digests.
+	Details []AuthorizationDetail
 	// Params holds any other profile value (claims asked for, max_age,
 	// description shown on the consent page). Keys and values are opaque
 	// to the server; keep them small, they are stored with every request
@@ -240,12 +244,13 @@ type Consent struct {
 	// Items are labelled values shown in a definition list: the credential
 	// label, the certificate subject, the hash in hex.
 	Items []ConsentItem
-	// RequirePIN adds the `pin` field: the user's signing PIN is checked
-	// (and wrong PINs counted toward the PIN lock) before the code is
-	// issued. A user whose PIN is locked gets access_denied; so does a
-	// right PIN when the lock is set before the code is issued, and such a
-	// code is invalid_grant at the token endpoint if the PIN is locked
-	// before it is redeemed.
+	// RequirePIN asks the user to confirm with their signing PIN, a second
+	// secret beside the password, on the consent page (the `pin` field):
+	// it is checked, and wrong PINs counted toward the PIN lock, before the
+	// code is issued. A user whose PIN is locked gets access_denied; so
+	// does a right PIN when the lock is set before the code is issued, and
+	// such a code is invalid_grant at the token endpoint if the PIN is
+	// locked before it is redeemed.
 	RequirePIN bool
 }
 
@@ -299,7 +304,8 @@ func (c *Consent) Record() (store.ConsentRecord, error) {
 // Issuance is what a redeemed code turns into.
 type Issuance struct {
 	// Kind is store.TokenAccess (a Bearer access token) or store.TokenSAD
-	// (bound to Request.Binding's credential and hashes, which must be set).
+	// (bound to the authorization detail of Request.Binding, which must be
+	// set, with digests).
 	Kind store.TokenKind
 	// TokenType is the token_type of the response: "Bearer" or "SAD".
 	TokenType string

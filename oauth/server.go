@@ -57,19 +57,21 @@ type Config struct {
 // Server is the authorization server. Build it with New and mount it with
 // Mount.
 type Server struct {
-	cfg        Config
-	store      store.Store
-	hasher     PasswordChecker
-	inflight   inflight // guesses reserved and not yet settled
-	profiles   []Profile
-	byName     map[string]Profile
-	issuer     string
-	origin     string // serialized origin of issuer: the only Origin the forms accept
-	cookiePath string
-	limiter    *limiter
-	pages      *pages
-	log        *slog.Logger
-	now        func() time.Time
+	cfg      Config
+	store    store.Store
+	hasher   PasswordChecker
+	inflight inflight // guesses reserved and not yet settled
+	profiles []Profile
+	byName   map[string]Profile
+	// detailTypes maps a profile's name to its ProfileInfo.DetailType.
+	detailTypes map[string]string
+	issuer      string
+	origin      string // serialized origin of issuer: the only Origin the forms accept
+	cookiePath  string
+	limiter     *limiter
+	pages       *pages
+	log         *slog.Logger
+	now         func() time.Time
 	// dummySecret is compared when the client is unknown, so an unknown
 	// client costs what a wrong secret costs.
 	dummySecret string
@@ -134,20 +136,22 @@ func New(cfg Config) (*Server, error) {
 	}
 	s := &Server{
 		cfg: cfg, store: cfg.Store, hasher: cfg.Hasher, profiles: cfg.Profiles,
-		byName:     map[string]Profile{},
-		issuer:     strings.TrimRight(cfg.Issuer, "/"),
-		origin:     origin,
-		cookiePath: strings.TrimRight(iss.Path, "/") + "/oauth2/",
-		limiter:    newLimiter(cfg.MaxConcurrentHashes, cfg.HashWait),
-		log:        cfg.Logger,
-		now:        cfg.Now,
+		byName:      map[string]Profile{},
+		detailTypes: map[string]string{},
+		issuer:      strings.TrimRight(cfg.Issuer, "/"),
+		origin:      origin,
+		cookiePath:  strings.TrimRight(iss.Path, "/") + "/oauth2/",
+		limiter:     newLimiter(cfg.MaxConcurrentHashes, cfg.HashWait),
+		log:         cfg.Logger,
+		now:         cfg.Now,
 	}
 	s.bindingName, s.bindingPath = bindingCookiePlain, s.cookiePath
 	if cfg.SecureCookies {
 		s.bindingName, s.bindingPath = bindingCookieSecure, "/" // a __Host- cookie must have Path=/
 	}
 	for _, p := range cfg.Profiles {
-		name := p.Info().Name
+		info := p.Info()
+		name := info.Name
 		if name == "" {
 			return nil, errors.New("oauth: a profile has no name")
 		}
@@ -155,6 +159,7 @@ func New(cfg Config) (*Server, error) {
 			return nil, fmt.Errorf("oauth: two profiles are named %q", name)
 		}
 		s.byName[name] = p
+		s.detailTypes[name] = info.DetailType
 	}
 	if s.pages, err = newPages(); err != nil {
 		return nil, err
@@ -226,7 +231,7 @@ func (s *Server) match(scopes []string) (Profile, *Error) {
 func (s *Server) request(client *store.Client, user *store.User, g *store.Grant) *Request {
 	return &Request{
 		Client: client, User: user, Scopes: g.Scopes, RedirectURI: g.RedirectURI,
-		Binding: Binding{CredentialID: g.CredentialID, Hashes: g.Hashes, Params: g.Params},
+		Binding: Binding{Details: grantDetails(g, s.detailTypes[g.Profile]), Params: g.Params},
 		Nonce:   g.Nonce, Lang: g.Lang, RequestedAt: g.RequestedAt, AuthTime: g.AuthTime,
 		Login: loginPolicy(g),
 	}

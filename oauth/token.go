@@ -205,10 +205,9 @@ func (s *Server) mint(iss *Issuance, req *Request, ac *store.AuthCode, value str
 		if ttl <= 0 {
 			ttl = s.cfg.SADTTL
 		}
-		if ac.CredentialID == "" || len(ac.Hashes) == 0 {
-			return nil, nil, fmt.Errorf("oauth: profile %s issues a SAD for a code without credential and hashes", ac.Profile)
+		if err := bindToken(tok, &ac.Grant); err != nil {
+			return nil, nil, err
 		}
-		tok.CredentialID, tok.Hashes = ac.CredentialID, ac.Hashes
 	default:
 		return nil, nil, fmt.Errorf("oauth: profile %s issues token kind %q", ac.Profile, iss.Kind)
 	}

@@ -155,7 +155,7 @@ func TestItem09ProfileAuthorize(t *testing.T) {
 			if got := a.Binding.Params["prompt_consent"] != ""; got != tt.promptCon {
 				t.Errorf("prompt=consent bound = %v", got)
 			}
-			if a.Binding.CredentialID != "" || a.Binding.Hashes != nil {
+			if a.Binding.Details != nil {
 				t.Errorf("binding %+v", a.Binding)
 			}
 		})
