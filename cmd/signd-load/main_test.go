@@ -48,8 +48,8 @@ func TestRawConn(t *testing.T) {
 		}
 	}))
 	defer srv.Close()
-	c := &rawConn{addr: strings.TrimPrefix(srv.URL, "http://")}
-	req := rawRequest("/csc/v1/signatures/signHash", c.addr, "Bearer b", []byte(`{"n":1}`))
+	c := &rawConn{addr: strings.TrimPrefix(srv.URL, "http://"), want: []byte(`"signatures":["`)}
+	req := rawRequest("/csc/v1/signatures/signHash", c.addr, "Bearer b", "application/json", []byte(`{"n":1}`))
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	for i, wantErr := range []bool{false, false, true, false, false} {
