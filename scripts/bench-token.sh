@@ -12,9 +12,10 @@
 # client with the same ID, secret and redirect URI, in-memory models, an
 # RS256 key, the library's built-in login and consent pages; `npm ci` installs
 # the pinned version into the temp directory (npm cache: NPM_CACHE, default
-# ./var/npm-cache). Then ROUNDS (default 3) times, signd and the peer in
-# alternation (the first one swaps each round):
-#   (a) signd-load codes: N (default 1000) authorization code flows, scope
+# ./var/npm-cache). Then, after one uncounted warm-up round, ROUNDS
+# (default 3) times, signd and the peer in alternation (the first one swaps
+# each round):
+#   (a) signd-load codes: N (default 2000) authorization code flows, scope
 #       openid, PKCE S256, through the real authorization endpoint and its
 #       login/consent pages, as a browser would; codes and verifiers to a
 #       0600 file;
@@ -27,7 +28,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 rounds=${ROUNDS:-3}
 conc=${C:-16}
-count=${N:-1000}
+count=${N:-2000}
 secs=${LOAD_SECONDS:-10}
 mint_secs=${MINT_SECONDS:-60}
 npm_cache=${NPM_CACHE:-$PWD/var/npm-cache}
@@ -116,18 +117,23 @@ done
 [ -n "$peer_url" ] || { echo "node-oidc-provider did not start" >&2; cat "$work/peer.log" >&2; exit 1; }
 peer_version=$(node -p 'require(process.argv[1]).version' "$work/peer/node_modules/oidc-provider/package.json")
 
-# one NAME URL: mint the codes, then redeem them; the result line goes to
-# runs-NAME.txt.
+# one NAME URL [RUNS]: mint the codes, then redeem them; the result line
+# goes to RUNS (default runs-NAME.txt).
 one() {
   bin/signd-load codes --url "$2" --client "$client" --redirect-uri "$redirect" --user bench \
     --password-file "$work/password" --count "$count" --duration "${mint_secs}s" --out "$work/codes-$1.json" >/dev/null
   printf '%-6s ' "$1"
   bin/signd-load token --in "$work/codes-$1.json" --secret-file "$work/client.secret" \
-    --concurrency "$conc" --duration "${secs}s" | tee -a "$work/runs-$1.txt"
+    --concurrency "$conc" --duration "${secs}s" | tee -a "${3:-$work/runs-$1.txt}"
   rm -f "$work/codes-$1.json"
 }
 echo "## signd at http://127.0.0.1:$port, node-oidc-provider $peer_version (node $(node --version)) at $peer_url"
 echo "## per round: bin/signd-load codes --count $count, then bin/signd-load token --concurrency $conc --duration ${secs}s; $rounds rounds, alternating"
+# An uncounted round first: node's JIT compiler and both servers' caches
+# warm up on the same flows.
+echo "# warm-up round, not counted"
+one signd "http://127.0.0.1:$port" /dev/null
+one peer "$peer_url" /dev/null
 for r in $(seq 1 "$rounds"); do
   if [ $((r % 2)) = 1 ]; then
     one signd "http://127.0.0.1:$port"; one peer "$peer_url"
