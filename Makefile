@@ -49,8 +49,13 @@ fuzz: ## Run every fuzz target for FUZZTIME (default 30s) each, one after anothe
 	FUZZTIME=$(FUZZTIME) GO=$(GO) bash scripts/fuzz.sh
 
 .PHONY: bench
-bench: ## Benchmark HSM signing beside `openssl speed`, then HTTP signHash vs raw HSM (docs/BENCHMARKS.md).
+bench: ## Benchmark HSM signing beside `openssl speed`, HTTP signHash vs raw HSM, then bench-token (docs/BENCHMARKS.md).
 	bash scripts/bench.sh
+	bash scripts/bench-token.sh
+
+.PHONY: bench-token
+bench-token: ## Code→token exchanges/s of signd vs node-oidc-provider 9.x (needs node, npm; ROUNDS, C, N, LOAD_SECONDS).
+	bash scripts/bench-token.sh
 
 .PHONY: lint
 lint: ## gofmt, go vet and staticcheck.

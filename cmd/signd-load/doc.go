@@ -1,6 +1,8 @@
-// Command signd-load is the load generator of `make bench` (scripts/bench.sh):
-// it measures signd's signing throughput in the HSM alone and through the
-// HTTP signHash path of a running daemon, from a separate process.
+// Command signd-load is the load generator of `make bench` (scripts/bench.sh,
+// scripts/bench-token.sh): it measures signd's signing throughput in the HSM
+// alone and through the HTTP signHash path of a running daemon, and the
+// token endpoint of signd or of any other OpenID provider, from a separate
+// process.
 //
 //	signd-load prepare --config F --user U --client C --credential ID --count N --out FILE
 //	    writes an access token and N SADs (each bound to its own random
@@ -11,10 +13,20 @@
 //	    same token and pool size as the daemon: the raw throughput;
 //	signd-load http --url http://127.0.0.1:PORT --in FILE --concurrency C --duration 5s
 //	    POSTs signatures/signHash with one fresh SAD per request until the
-//	    SADs or the time run out, and reports throughput and latency.
+//	    SADs or the time run out, and reports throughput and latency;
+//	signd-load codes --url http://127.0.0.1:PORT --client ID --redirect-uri URI --user U --password-file F --count N --out FILE
+//	    runs N authorization code flows (scope openid, PKCE S256) through
+//	    the provider's discovery, authorization endpoint and login and
+//	    consent pages, as a browser would, and writes the codes with their
+//	    code_verifiers to FILE (mode 0600);
+//	signd-load token --in FILE --secret-file F --concurrency C --duration 5s
+//	    redeems each code once at the token endpoint (client_secret_basic,
+//	    or client_secret_post with --auth post) until the codes or the time
+//	    run out; a 200 with an id_token counts.
 //
-// Each measurement prints one line of key=value pairs. The HTTP mode only
-// talks to loopback addresses; every run is bounded by a count and a
-// duration. It is a benchmark tool: it holds bearer values in memory and in
-// FILE, which must stay on the test machine.
+// Each measurement prints one line of key=value pairs. The http, codes and
+// token modes only talk to loopback addresses (codes reads the code off the
+// redirect to URI, never visits it); every run is bounded by a count and a
+// duration. It is a benchmark tool: it holds bearer values and codes in
+// memory and in FILE, which must stay on the test machine.
 package main

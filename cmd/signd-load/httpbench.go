@@ -70,13 +70,33 @@ func httpBench(ctx context.Context, o httpOpts, out io.Writer) error {
 	}
 	path := "/" + strings.TrimPrefix(u.JoinPath("csc/v1/signatures/signHash").Path, "/")
 	for i, b := range bodies {
-		bodies[i] = rawRequest(path, u.Host, "Bearer "+f.Bearer, b)
+		bodies[i] = rawRequest(path, u.Host, "Bearer "+f.Bearer, "application/json", b)
 	}
+	return drive(ctx, driveOpts{
+		mode: "http", addr: u.Host, want: []byte(`"signatures":["`), requests: bodies,
+		concurrency: o.concurrency, duration: o.duration, warmup: o.warmup,
+	}, out)
+}
+
+// driveOpts is one measurement of pre-serialized requests, each sent once.
+type driveOpts struct {
+	mode        string   // the mode= of the result line
+	addr        string   // host:port, loopback
+	want        []byte   // a 200 response's body must contain it
+	requests    [][]byte // serialized requests; the first warmup are not counted
+	concurrency int
+	duration    time.Duration
+	warmup      int
+}
+
+// drive sends o.requests from o.concurrency goroutines until the requests
+// or o.duration run out, and prints the result line.
+func drive(ctx context.Context, o driveOpts, out io.Writer) error {
 	// Each worker owns one keep-alive connection (see rawConn): the client
 	// shares the machine with the daemon, so it is kept lean, like wrk.
 	conns := make(chan *rawConn, o.concurrency)
 	for range o.concurrency {
-		conns <- &rawConn{addr: u.Host}
+		conns <- &rawConn{addr: o.addr, want: o.want}
 	}
 	send := func(req []byte) error {
 		c := <-conns
@@ -87,12 +107,12 @@ func httpBench(ctx context.Context, o httpOpts, out io.Writer) error {
 	var next atomic.Int64
 	take := func() ([]byte, bool) {
 		i := next.Add(1) - 1
-		if i >= int64(len(bodies)) {
+		if i >= int64(len(o.requests)) {
 			return nil, false
 		}
-		return bodies[i], true
+		return o.requests[i], true
 	}
-	r := &result{mode: "http", concurrency: o.concurrency}
+	r := &result{mode: o.mode, concurrency: o.concurrency}
 	var mu sync.Mutex
 	worker := func(deadline time.Time, count bool) {
 		var lat []time.Duration
@@ -152,10 +172,15 @@ func httpBench(ctx context.Context, o httpOpts, out io.Writer) error {
 	return ctx.Err()
 }
 
-// rawRequest serializes one HTTP/1.1 signHash request.
-func rawRequest(path, host, auth string, body []byte) []byte {
+// rawRequest serializes one HTTP/1.1 POST request; auth "" sends no
+// Authorization header.
+func rawRequest(path, host, auth, contentType string, body []byte) []byte {
 	var b bytes.Buffer
-	fmt.Fprintf(&b, "POST %s HTTP/1.1\r\nHost: %s\r\nAuthorization: %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n", path, host, auth, len(body))
+	fmt.Fprintf(&b, "POST %s HTTP/1.1\r\nHost: %s\r\n", path, host)
+	if auth != "" {
+		fmt.Fprintf(&b, "Authorization: %s\r\n", auth)
+	}
+	fmt.Fprintf(&b, "Content-Type: %s\r\nContent-Length: %d\r\n\r\n", contentType, len(body))
 	b.Write(body)
 	return b.Bytes()
 }
@@ -165,6 +190,7 @@ func rawRequest(path, host, auth string, body []byte) []byte {
 // for small bodies) and redials when the server closes.
 type rawConn struct {
 	addr string
+	want []byte // a 200 response's body must contain it
 	conn net.Conn
 	r    *bufio.Reader
 }
@@ -238,8 +264,9 @@ func (c *rawConn) roundTrip(req []byte) error {
 	if !strings.HasPrefix(status, "HTTP/1.1 200 ") {
 		return fmt.Errorf("%s: %s", status, bytes.TrimSpace(body))
 	}
-	if !bytes.Contains(body, []byte(`"signatures":["`)) {
-		return fmt.Errorf("200 without signatures: %s", body)
+	if !bytes.Contains(body, c.want) {
+		// The body is not echoed: a token response carries bearer values.
+		return fmt.Errorf("200 without %s (%d bytes)", c.want, len(body))
 	}
 	return nil
 }

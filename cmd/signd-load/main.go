@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 )
 
 func main() {
@@ -22,7 +23,7 @@ func main() {
 	}
 }
 
-const usage = "usage: signd-load prepare|hsm|http [flags] (see go doc ./cmd/signd-load)"
+const usage = "usage: signd-load prepare|hsm|http|codes|token [flags] (see go doc ./cmd/signd-load)"
 
 func run(ctx context.Context, args []string, out io.Writer) error {
 	if len(args) == 0 {
@@ -69,6 +70,33 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 			return err
 		}
 		return httpBench(ctx, h, out)
+	case "codes":
+		var c codesOpts
+		fs.StringVar(&c.url, "url", "", "issuer URL of the OpenID provider (loopback only)")
+		fs.StringVar(&c.client, "client", "", "client ID")
+		fs.StringVar(&c.redirectURI, "redirect-uri", "", "registered redirect URI (read from the redirect, never visited)")
+		fs.StringVar(&c.user, "user", "", "username for the login form")
+		fs.StringVar(&c.passwordFile, "password-file", "", "file holding the user's password (first line)")
+		fs.IntVar(&c.count, "count", 1000, "number of codes (1 to 100000)")
+		fs.IntVar(&c.concurrency, "concurrency", 4, "browsers minting in parallel, each with its own login session (1 to 64)")
+		fs.DurationVar(&c.duration, "duration", time.Minute, "time bound (at most 5m); the codes minted by then are written")
+		fs.StringVar(&c.out, "out", "", "file to write the codes and PKCE verifiers to (mode 0600)")
+		if err := fs.Parse(args[1:]); err != nil {
+			return err
+		}
+		return mintCodes(ctx, c, out)
+	case "token":
+		var t tokenOpts
+		fs.StringVar(&t.in, "in", "", "file written by codes")
+		fs.StringVar(&t.secretFile, "secret-file", "", "file holding the client secret (first line)")
+		fs.StringVar(&t.auth, "auth", "basic", "client authentication: basic (client_secret_basic) or post (client_secret_post)")
+		fs.IntVar(&t.concurrency, "concurrency", 16, "parallel requests (1 to 256)")
+		fs.DurationVar(&t.duration, "duration", defaultDuration, "measuring time (at most 5m)")
+		fs.IntVar(&t.warmup, "warmup", 50, "codes exchanged and not counted before measuring")
+		if err := fs.Parse(args[1:]); err != nil {
+			return err
+		}
+		return tokenBench(ctx, t, out)
 	}
 	return errors.New(usage)
 }

@@ -1,0 +1,156 @@
+#!/usr/bin/env bash
+# bench-token.sh — the token-endpoint part of `make bench`: signd's
+# authorization code → token exchange (RS256 ID token signed in the HSM,
+# bbolt store) beside node-oidc-provider 9.x (in-memory), same load generator.
+#
+# Usage: scripts/bench-token.sh
+#
+# In a temp directory (removed on exit, with both servers): a SoftHSM2 token,
+# a config, a user with a verified email and an OIDC client (scope openid,
+# PKCE required); `signd serve` on 127.0.0.1 generates its RS256 signing key
+# in the token on start. Beside it, scripts/bench-token/provider.js: one
+# client with the same ID, secret and redirect URI, in-memory models, an
+# RS256 key, the library's built-in login and consent pages; `npm ci` installs
+# the pinned version into the temp directory (npm cache: NPM_CACHE, default
+# ./var/npm-cache). Then, after one uncounted warm-up round, ROUNDS
+# (default 3) times, signd and the peer in alternation (the first one swaps
+# each round):
+#   (a) signd-load codes: N (default 2000) authorization code flows, scope
+#       openid, PKCE S256, through the real authorization endpoint and its
+#       login/consent pages, as a browser would; codes and verifiers to a
+#       0600 file;
+#   (b) signd-load token: the codes redeemed at the token endpoint with
+#       client_secret_basic from C (default 16) keep-alive connections, for
+#       at most LOAD_SECONDS (default 10) seconds.
+# Printed: the medians of exchanges/s, p50 and p99 of both, and signd ÷ peer.
+# Loopback only; MINT_SECONDS (default 60) bounds one minting run.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+rounds=${ROUNDS:-3}
+conc=${C:-16}
+count=${N:-2000}
+secs=${LOAD_SECONDS:-10}
+mint_secs=${MINT_SECONDS:-60}
+npm_cache=${NPM_CACHE:-$PWD/var/npm-cache}
+work=$(mktemp -d)
+daemon="" peer=""
+cleanup() {
+  [ -z "$daemon" ] || kill "$daemon" 2>/dev/null || true
+  [ -z "$peer" ] || kill "$peer" 2>/dev/null || true
+  [ -z "$daemon" ] || wait "$daemon" 2>/dev/null || true
+  [ -z "$peer" ] || wait "$peer" 2>/dev/null || true
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+echo
+echo "# Token endpoint: signd vs node-oidc-provider 9.x, code → token exchanges (scripts/bench-token.sh)"
+command -v node >/dev/null && command -v npm >/dev/null || { echo "bench-token.sh needs node and npm" >&2; exit 1; }
+CGO_ENABLED=1 go build -o bin/signd ./cmd/signd
+CGO_ENABLED=1 go build -o bin/signd-load ./cmd/signd-load
+
+umask 077
+# The peer, installed from the lock file into the temp directory.
+mkdir -p "$work/peer" "$npm_cache"
+cp scripts/bench-token/package.json scripts/bench-token/package-lock.json scripts/bench-token/provider.js "$work/peer/"
+(cd "$work/peer" && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error --cache "$npm_cache" >/dev/null)
+
+# The shared client: same ID, secret and redirect URI on both servers; the
+# redirect URI is never visited (signd-load reads the code off the redirect).
+client=bench-rp
+redirect=https://bench.invalid/cb
+openssl rand -hex 24 >"$work/client.secret"
+openssl rand -hex 16 >"$work/password"
+
+pin=$(openssl rand -hex 8)
+conf_line=$(SOFTHSM_USER_PIN=$pin SOFTHSM_SO_PIN=$(openssl rand -hex 8) softhsm-test/init-token.sh "$work/softhsm" signd-bench)
+export "${conf_line?}"
+printf '%s\n' "$pin" >"$work/pkcs11.pin"
+# base_url is the issuer and must name the port, so a free one is picked
+# first (node, as it is needed anyway).
+port=$(node -e 'const s = require("net").createServer().listen(0, "127.0.0.1", () => { console.log(s.address().port); s.close(); })')
+cfg=$work/signd.yaml
+cat >"$cfg" <<YAML
+server:
+  listen: 127.0.0.1:$port
+  base_url: http://127.0.0.1:$port
+  admin_socket: $work/signd.sock
+  metrics_listen: ""
+store:
+  path: $work/signd.db
+pkcs11:
+  module: ${SIGND_TEST_PKCS11_MODULE:-/usr/lib/softhsm/libsofthsm2.so}
+  token_label: signd-bench
+  pin_file: $work/pkcs11.pin
+log:
+  level: warn
+  format: json
+oauth:
+  code_ttl: 10m
+oidc:
+  pairwise_salt_file: $work/pairwise.salt
+YAML
+signd() { bin/signd --config "$cfg" "$@"; }
+signd user add bench --password-file "$work/password" --email bench@bench.invalid --email-verified >/dev/null
+signd client add "$client" --redirect-uri "$redirect" --scope openid --require-pkce --secret-file "$work/client.secret" >/dev/null
+
+bin/signd --config "$cfg" serve 2>"$work/signd.log" &
+daemon=$!
+ready=""
+for _ in $(seq 1 100); do
+  if curl -fsS -o /dev/null "http://127.0.0.1:$port/.well-known/openid-configuration" 2>/dev/null; then ready=1; break; fi
+  kill -0 "$daemon" 2>/dev/null || break
+  sleep 0.1
+done
+[ -n "$ready" ] || { echo "signd did not start" >&2; cat "$work/signd.log" >&2; exit 1; }
+
+PEER_CLIENT_ID=$client PEER_CLIENT_SECRET_FILE=$work/client.secret PEER_REDIRECT_URI=$redirect PEER_CODE_TTL=600 \
+  node "$work/peer/provider.js" >"$work/peer.out" 2>"$work/peer.log" &
+peer=$!
+peer_url=""
+for _ in $(seq 1 100); do
+  peer_url=$(sed -n 's/^ready \(http:[^ ]*\)$/\1/p' "$work/peer.out" | head -n 1)
+  [ -n "$peer_url" ] && break
+  kill -0 "$peer" 2>/dev/null || break
+  sleep 0.1
+done
+[ -n "$peer_url" ] || { echo "node-oidc-provider did not start" >&2; cat "$work/peer.log" >&2; exit 1; }
+peer_version=$(node -p 'require(process.argv[1]).version' "$work/peer/node_modules/oidc-provider/package.json")
+
+# one NAME URL [RUNS]: mint the codes, then redeem them; the result line
+# goes to RUNS (default runs-NAME.txt).
+one() {
+  bin/signd-load codes --url "$2" --client "$client" --redirect-uri "$redirect" --user bench \
+    --password-file "$work/password" --count "$count" --duration "${mint_secs}s" --out "$work/codes-$1.json" >/dev/null
+  printf '%-6s ' "$1"
+  bin/signd-load token --in "$work/codes-$1.json" --secret-file "$work/client.secret" \
+    --concurrency "$conc" --duration "${secs}s" | tee -a "${3:-$work/runs-$1.txt}"
+  rm -f "$work/codes-$1.json"
+}
+echo "## signd at http://127.0.0.1:$port, node-oidc-provider $peer_version (node $(node --version)) at $peer_url"
+echo "## per round: bin/signd-load codes --count $count, then bin/signd-load token --concurrency $conc --duration ${secs}s; $rounds rounds, alternating"
+# An uncounted round first: node's JIT compiler and both servers' caches
+# warm up on the same flows.
+echo "# warm-up round, not counted"
+one signd "http://127.0.0.1:$port" /dev/null
+one peer "$peer_url" /dev/null
+for r in $(seq 1 "$rounds"); do
+  if [ $((r % 2)) = 1 ]; then
+    one signd "http://127.0.0.1:$port"; one peer "$peer_url"
+  else
+    one peer "$peer_url"; one signd "http://127.0.0.1:$port"
+  fi
+done
+bad=$(grep -c '"level":"ERROR"' "$work/signd.log" || true)
+
+# median over the rounds of key k in runs-NAME.txt.
+val() { awk -v k="$2" '{ for (i = 1; i <= NF; i++) { split($i, kv, "="); if (kv[1] == k) print kv[2] } }' "$work/runs-$1.txt" |
+  sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
+
+echo
+echo "## medians of $rounds rounds, $(date -u +%Y-%m-%d), $(nproc) cores, c=$conc, $count codes per round"
+printf '%-26s %14s %10s %10s\n' server "exchanges/s" p50 p99
+printf '%-26s %14s %8sms %8sms\n' "signd (HSM RS256, bbolt)" "$(val signd rate)" "$(val signd p50_ms)" "$(val signd p99_ms)"
+printf '%-26s %14s %8sms %8sms\n' "node-oidc-provider $peer_version" "$(val peer rate)" "$(val peer p50_ms)" "$(val peer p99_ms)"
+awk -v a="$(val signd rate)" -v b="$(val peer rate)" 'BEGIN { printf "signd ÷ peer: %.2f\n", (b > 0 ? a / b : 0) }'
+echo "errors logged by signd: $bad"
