@@ -86,3 +86,26 @@ func TestScoped(t *testing.T) {
 		}
 	})
 }
+
+// BenchmarkScoped compares a read transaction through a Scoped view with
+// one on the backend itself: the cost of the seam.
+func BenchmarkScoped(b *testing.B) {
+	ctx := context.Background()
+	db := memory.New(memory.Options{})
+	defer db.Close()
+	lookup := func(tx store.ClientReader) error {
+		_, err := tx.Client("rp")
+		return err
+	}
+	b.Run("backend", func(b *testing.B) {
+		for b.Loop() {
+			_ = db.View(ctx, func(tx store.Tx) error { return lookup(tx) })
+		}
+	})
+	b.Run("scoped", func(b *testing.B) {
+		s := store.Scope(db, func(tx store.Tx) store.ClientReader { return tx })
+		for b.Loop() {
+			_ = s.View(ctx, lookup)
+		}
+	})
+}
