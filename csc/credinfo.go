@@ -85,7 +85,7 @@ func (h *Handler) credentialInfo(c echo.Context) error {
 	}
 
 	var cred *store.Credential
-	err := h.Store.View(c.Request().Context(), func(tx store.Tx) (err error) {
+	err := h.Store.View(c.Request().Context(), func(tx Tx) (err error) {
 		cred, err = tx.Credential(id)
 		return err
 	})

@@ -15,14 +15,41 @@ import (
 	"github.com/signd/signd/store"
 )
 
-// Store is what the CSC API needs of the store: read transactions (and the
-// whole store.Store for the bearer middleware), plus Batch — a write
-// transaction that may be grouped with concurrent ones and whose function
-// may run more than once (*bolt.DB implements it as group commit).
-type Store interface {
-	store.Store
-	Batch(ctx context.Context, fn func(store.Tx) error) error
+// Tx is what the CSC API uses of a store transaction: the credentials, the
+// SAD with its client and user, the SAD's consumption (and its return when
+// no signature was made) together with its audit entry.
+type Tx interface {
+	// CredentialReader: credentials/list, credentials/info and the SAD's
+	// credential.
+	store.CredentialReader
+	// TokenReader, ClientReader, UserReader: the SAD and whether its
+	// client and user still may sign (and the bearer check).
+	store.TokenReader
+	store.ClientReader
+	store.UserReader
+	// DeleteToken consumes a SAD (store.TokenTx).
+	DeleteToken(hash []byte) error
+	// CreateToken gives a SAD back when signing failed before any
+	// signature was made (store.TokenTx).
+	CreateToken(t *store.Token) error
+	// AuditAppender: the signHash entry, in the SAD's transaction.
+	store.AuditAppender
 }
+
+// Store is the CSC API's view of the store (store.Scope makes one): read
+// transactions, and Batch — a write transaction that may be grouped with
+// concurrent ones and whose function may run more than once (store/bolt
+// implements it as group commit).
+type Store interface {
+	View(ctx context.Context, fn func(Tx) error) error
+	Batch(ctx context.Context, fn func(Tx) error) error
+}
+
+var (
+	_ Store           = (*store.Scoped[Tx])(nil)
+	_ oauth.BearerTx  = Tx(nil)
+	_ CredentialStore = (*store.Scoped[store.CredentialReader])(nil)
+)
 
 // Signer makes RSA PKCS#1 v1.5 signatures over a DigestInfo with the key
 // whose HSM ID is keyID. *hsm.Token satisfies it.
@@ -135,7 +162,8 @@ func (h *Handler) Mount(g *echo.Group) error {
 		h.MaxHashes = DefaultMaxHashes
 	}
 	bearer := oauth.RequireBearer(oauth.BearerConfig{
-		Store: h.Store, Now: h.Now, Realm: h.BaseURL, Scope: "service",
+		Store: store.ViewAs(h.Store, func(tx Tx) oauth.BearerTx { return tx }),
+		Now:   h.Now, Realm: h.BaseURL, Scope: "service",
 	})
 	// Group middleware also runs for unknown paths under /csc/v1 (Echo adds
 	// catch-all routes for it), so their 404 is in the CSC dialect too.

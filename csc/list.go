@@ -54,7 +54,7 @@ func (h *Handler) list(c echo.Context) error {
 
 	ids := make([]string, 0, size)
 	more := false
-	err := h.Store.View(c.Request().Context(), func(tx store.Tx) error {
+	err := h.Store.View(c.Request().Context(), func(tx Tx) error {
 		ids, more = ids[:0], false
 		cursor := after
 		for {

@@ -137,7 +137,7 @@ func newEnv(t testing.TB, opts ...envOption) *env {
 		metrics: &recordingMetrics{}, creds: map[string]*store.Credential{},
 	}
 	e.h = &csc.Handler{
-		Store: db, Signer: token,
+		Store: cscStore(db), Signer: token,
 		Unavailable: func(err error) bool {
 			return errors.Is(err, hsm.ErrBusy) || errors.Is(err, hsm.ErrTokenUnavailable)
 		},

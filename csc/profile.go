@@ -123,11 +123,17 @@ func (ServiceProfile) TokenResponse(context.Context, *oauth.Request, *oauth.Issu
 // (oauth.sad_ttl) bound to the user, the client, the credential and the
 // hash (its credential authorization detail).
 type CredentialProfile struct {
-	Store store.Store
+	Store CredentialStore
 	Now   func() time.Time // nil = time.Now
 }
 
 var _ oauth.Profile = (*CredentialProfile)(nil)
+
+// CredentialStore is the credential profile's view of the store: it reads
+// credentials (store.Scope makes one).
+type CredentialStore interface {
+	View(ctx context.Context, fn func(store.CredentialReader) error) error
+}
 
 // Info implements oauth.Profile. CSC requires redirect_uri.
 func (p *CredentialProfile) Info() oauth.ProfileInfo {
@@ -216,7 +222,7 @@ var errCredentialRefused = &oauth.Error{
 // the user may sign with it now, else errCredentialRefused.
 func (p *CredentialProfile) credential(ctx context.Context, r *oauth.Request) (*store.Credential, *x509.Certificate, error) {
 	var cred *store.Credential
-	err := p.Store.View(ctx, func(tx store.Tx) (err error) {
+	err := p.Store.View(ctx, func(tx store.CredentialReader) (err error) {
 		cred, err = tx.Credential(credentialDetail(r.Binding).Identifier)
 		return err
 	})

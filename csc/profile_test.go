@@ -217,7 +217,7 @@ func profileIsCode(err error, code string) bool {
 // not.
 func TestCredentialProfileUser(t *testing.T) {
 	f := newProfileFixture(t)
-	p := &csc.CredentialProfile{Store: f.db, Now: func() time.Time { return f.now }}
+	p := &csc.CredentialProfile{Store: credentialStore(f.db), Now: func() time.Time { return f.now }}
 	alice := &store.User{Username: "alice"}
 	req := func(cred string) *oauth.Request {
 		return &oauth.Request{User: alice, Binding: oauth.Binding{
@@ -280,8 +280,8 @@ func TestProfilesThroughTheServer(t *testing.T) {
 	f := newProfileFixture(t)
 	hasher, _ := store.NewHasher(store.Argon2Params{Time: 1, MemoryKiB: 64, Threads: 1, KeyLen: 32, SaltLen: 16})
 	srv, err := oauth.New(oauth.Config{
-		Store: f.db, Hasher: hasher, Issuer: "https://signd.example",
-		Profiles: []oauth.Profile{csc.ServiceProfile{}, &csc.CredentialProfile{Store: f.db}},
+		Store: oauthStore(f.db), Hasher: hasher, Issuer: "https://signd.example",
+		Profiles: []oauth.Profile{csc.ServiceProfile{}, &csc.CredentialProfile{Store: credentialStore(f.db)}},
 		Logger:   slog.New(slog.DiscardHandler),
 	})
 	if err != nil {

@@ -69,7 +69,7 @@ func (f signerFailure) response(err error) error {
 // the HSM being asked anything.
 func (h *Handler) preflight(ctx context.Context, g *oauth.Grant, credentialID string) error {
 	var keyID []byte
-	err := h.Store.View(ctx, func(tx store.Tx) error {
+	err := h.Store.View(ctx, func(tx Tx) error {
 		cred, err := tx.Credential(credentialID)
 		switch {
 		case errors.Is(err, store.ErrNotFound):
@@ -95,7 +95,7 @@ func (h *Handler) preflightRefused(ctx context.Context, g *oauth.Grant, req sign
 	if f == failureKey {
 		h.logger().Error("csc: the credential's key cannot sign", "credential", auditCredential(req.credentialID), "err", cause)
 	}
-	err := h.Store.Batch(context.WithoutCancel(ctx), func(tx store.Tx) error {
+	err := h.Store.Batch(context.WithoutCancel(ctx), func(tx Tx) error {
 		return tx.AppendAudit(entry(store.AuditRefused, f.auditReason()+" (SAD not consumed)"))
 	})
 	if err != nil {
@@ -141,7 +141,7 @@ func (h *Handler) restoreSAD(ctx context.Context, e *store.AuditEntry, d decisio
 		failureUnavailable: "device error", failureKey: "signing key unusable", failureError: "signing failed",
 	}[f]
 	restored := false
-	err := h.Store.Batch(ctx, func(tx store.Tx) error {
+	err := h.Store.Batch(ctx, func(tx Tx) error {
 		restored = false // Batch may run this twice
 		a := *e
 		a.Ref = d.seq
@@ -188,7 +188,7 @@ func (h *Handler) restoreSAD(ctx context.Context, e *store.AuditEntry, d decisio
 
 // credentialGone says why the SAD's credential can no longer sign (removed
 // or not enabled), or "".
-func credentialGone(tx store.Tx, id string) (string, error) {
+func credentialGone(tx Tx, id string) (string, error) {
 	cred, err := tx.Credential(id)
 	switch {
 	case errors.Is(err, store.ErrNotFound):

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/signd/signd/csc"
 	"github.com/signd/signd/store"
 )
 
@@ -19,7 +20,7 @@ type adminBetween struct {
 	action func()
 }
 
-func (s *adminBetween) Batch(ctx context.Context, fn func(store.Tx) error) error {
+func (s *adminBetween) Batch(ctx context.Context, fn func(csc.Tx) error) error {
 	s.once.Do(s.action)
 	return s.envStore.Batch(ctx, fn)
 }
@@ -73,7 +74,7 @@ func TestSADRefusedAfterAdminAction(t *testing.T) {
 			cred := e.credential(valid("alice", keyA))
 			d := digest("signed after the admin acted")
 			sad := e.sad("alice", "rp1", cred, time.Minute, d)
-			e.h.Store = &adminBetween{envStore: e.db, action: func() {
+			e.h.Store = &adminBetween{envStore: cscStore(e.db), action: func() {
 				e.update(func(tx store.Tx) error { return tc.action(tx, cred) })
 			}}
 			wantError(t, e.call("signatures/signHash", bearer, signHashBody(cred, sad, d)),

@@ -206,7 +206,7 @@ func (h *Handler) signHash(c echo.Context) error {
 		// Malformed requests are audited too: they were made with a valid
 		// Bearer. Nothing was looked up, so no SAD is touched.
 		outcome = "refused"
-		err := h.Store.Batch(context.WithoutCancel(ctx), func(tx store.Tx) error {
+		err := h.Store.Batch(context.WithoutCancel(ctx), func(tx Tx) error {
 			return tx.AppendAudit(entry(store.AuditRefused, perr.Description))
 		})
 		if err != nil {
@@ -223,7 +223,7 @@ func (h *Handler) signHash(c echo.Context) error {
 	}
 
 	var d decision
-	err := h.Store.Batch(context.WithoutCancel(ctx), func(tx store.Tx) error {
+	err := h.Store.Batch(context.WithoutCancel(ctx), func(tx Tx) error {
 		var err error
 		if d, err = h.decide(tx, g, req); err != nil {
 			return err
@@ -306,7 +306,7 @@ func auditCredential(id string) string {
 // stays consumed: the client needs a new one.
 func (h *Handler) auditFailure(ctx context.Context, e *store.AuditEntry, seq uint64, cause error) {
 	reason := h.classifySigner(cause).auditReason()
-	err := h.Store.Batch(ctx, func(tx store.Tx) error {
+	err := h.Store.Batch(ctx, func(tx Tx) error {
 		f := *e
 		f.Outcome, f.Reason, f.Ref = store.AuditFailed, reason, seq
 		return tx.AppendAudit(&f)
@@ -321,7 +321,7 @@ func (h *Handler) auditFailure(ctx context.Context, e *store.AuditEntry, seq uin
 // presented value exists it is deleted, and every check after that refuses
 // with the SAD already gone. It returns an error only for store failures
 // (the transaction is rolled back and nothing is consumed).
-func (h *Handler) decide(tx store.Tx, g *oauth.Grant, req signHashRequest) (decision, error) {
+func (h *Handler) decide(tx Tx, g *oauth.Grant, req signHashRequest) (decision, error) {
 	now := h.now()
 	cred, err := tx.Credential(req.credentialID)
 	switch {
@@ -385,7 +385,7 @@ func (h *Handler) decide(tx store.Tx, g *oauth.Grant, req signHashRequest) (deci
 // it was issued. Those admin actions revoke the SAD in their own
 // transaction; checking here, in the transaction that consumes it, holds
 // even when one landed after the bearer check or missed the SAD.
-func revokedSAD(tx store.Tx, sad *store.Token) (string, error) {
+func revokedSAD(tx Tx, sad *store.Token) (string, error) {
 	if _, err := tx.Client(sad.ClientID); errors.Is(err, store.ErrNotFound) {
 		return "client removed (burned)", nil
 	} else if err != nil {

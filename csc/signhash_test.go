@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/signd/signd/csc"
 	"github.com/signd/signd/hsm"
 	softhsmtest "github.com/signd/signd/softhsm-test"
 	"github.com/signd/signd/store"
@@ -314,10 +315,7 @@ func TestSignerFailures(t *testing.T) {
 	}
 }
 
-type envStore = interface {
-	store.Store
-	Batch(context.Context, func(store.Tx) error) error
-}
+type envStore = csc.Store
 
 func TestStoreFailureIsServerError(t *testing.T) {
 	e := newEnv(t)
@@ -325,7 +323,7 @@ func TestStoreFailureIsServerError(t *testing.T) {
 	cred := e.credential(valid("alice", keyA))
 	d := digest("disk full")
 	sad := e.sad("alice", "rp1", cred, time.Minute, d)
-	e.h.Store = brokenBatch{e.db}
+	e.h.Store = brokenBatch{cscStore(e.db)}
 	wantError(t, e.call("signatures/signHash", bearer, signHashBody(cred, sad, d)), http.StatusInternalServerError, "server_error", "Internal error")
 	if !e.sadExists(sad) {
 		t.Error("SAD consumed although the transaction failed")
@@ -335,6 +333,6 @@ func TestStoreFailureIsServerError(t *testing.T) {
 // brokenBatch fails every Batch, as a full disk would.
 type brokenBatch struct{ envStore }
 
-func (brokenBatch) Batch(context.Context, func(store.Tx) error) error {
+func (brokenBatch) Batch(context.Context, func(csc.Tx) error) error {
 	return errors.New("store: write /var/lib/signd/signd.db: no space left on device")
 }

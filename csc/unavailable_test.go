@@ -24,11 +24,11 @@ type fullDisk struct {
 
 var errENOSPC = fmt.Errorf("%w: write to signd.db failed: %w", store.ErrUnavailable, syscall.ENOSPC)
 
-func (d *fullDisk) Batch(ctx context.Context, fn func(store.Tx) error) error {
+func (d *fullDisk) Batch(ctx context.Context, fn func(csc.Tx) error) error {
 	if !d.full.Load() {
 		return d.Store.Batch(ctx, fn)
 	}
-	return d.Store.Batch(ctx, func(tx store.Tx) error {
+	return d.Store.Batch(ctx, func(tx csc.Tx) error {
 		if err := fn(tx); err != nil {
 			return err
 		}

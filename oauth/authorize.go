@@ -216,7 +216,7 @@ func (s *Server) authorize(c echo.Context) error {
 	if policy.Prompt == PromptNone {
 		return fail(CodeLoginRequired, "The user is not logged in")
 	}
-	if err := s.store.Update(ctx, func(tx store.Tx) error { return tx.CreateAuthRequest(f.req) }); err != nil {
+	if err := s.store.Update(ctx, func(tx Tx) error { return tx.CreateAuthRequest(f.req) }); err != nil {
 		return s.redirectError(c, t, err)
 	}
 	sendBinding(c, f)

@@ -35,7 +35,7 @@ func GrantFrom(c echo.Context) *Grant {
 
 // BearerConfig configures RequireBearer.
 type BearerConfig struct {
-	Store store.Store
+	Store BearerStore
 	Now   func() time.Time // nil = time.Now
 	// Realm goes into WWW-Authenticate (the issuer, server.base_url).
 	Realm string
@@ -78,7 +78,7 @@ func RequireBearer(cfg BearerConfig) echo.MiddlewareFunc {
 			}
 			var tok *store.Token
 			var user *store.User
-			err := cfg.Store.View(c.Request().Context(), func(tx store.Tx) (err error) {
+			err := cfg.Store.View(c.Request().Context(), func(tx BearerTx) (err error) {
 				if tok, err = tx.Token(store.Fingerprint(token)); err != nil {
 					return err
 				}

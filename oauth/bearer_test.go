@@ -83,7 +83,7 @@ func TestRequireBearer(t *testing.T) {
 			}
 			return c.String(http.StatusOK, "ok")
 		}
-		mw := oauth.RequireBearer(oauth.BearerConfig{Store: db, Now: func() time.Time { return now }, Realm: "https://signd.example", Scope: "service", AllowFormBody: allowForm})
+		mw := oauth.RequireBearer(oauth.BearerConfig{Store: bearerStore(db), Now: func() time.Time { return now }, Realm: "https://signd.example", Scope: "service", AllowFormBody: allowForm})
 		e.GET("/r", h, mw)
 		e.POST("/r", h, mw)
 		e.HTTPErrorHandler = func(err error, c echo.Context) {

@@ -105,7 +105,7 @@ func sameRecord(a, b store.ConsentRecord) bool {
 // shows that page again with a notice that the details changed.
 func (s *Server) reshowConsent(c echo.Context, f *flow, cons *Consent, record store.ConsentRecord) error {
 	f.req.Consented = record
-	err := s.store.Update(c.Request().Context(), func(tx store.Tx) error { return tx.PutAuthRequest(f.req) })
+	err := s.store.Update(c.Request().Context(), func(tx Tx) error { return tx.PutAuthRequest(f.req) })
 	if errors.Is(err, store.ErrNotFound) {
 		return newPageError(http.StatusBadRequest, f.req.Lang, "errorpage.answered")
 	}

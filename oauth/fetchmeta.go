@@ -108,7 +108,7 @@ func (s *Server) postedRequest(r *http.Request) *store.AuthRequest {
 		return nil
 	}
 	var req *store.AuthRequest
-	if err := s.store.View(r.Context(), func(tx store.Tx) (err error) {
+	if err := s.store.View(r.Context(), func(tx Tx) (err error) {
 		req, err = tx.AuthRequest(store.Fingerprint(handles[0]))
 		return err
 	}); err != nil {

@@ -31,9 +31,9 @@ type flow struct {
 
 // writes is extra work for the write transaction that ends a step (reset
 // a failure counter, create a login session).
-type writes func(tx store.Tx) error
+type writes func(tx Tx) error
 
-func (w writes) run(tx store.Tx) error {
+func (w writes) run(tx Tx) error {
 	if w == nil {
 		return nil
 	}
@@ -73,7 +73,7 @@ func (s *Server) loadFlow(c echo.Context) (*flow, error) {
 	}
 	var req *store.AuthRequest
 	var client *store.Client
-	err := s.store.View(r.Context(), func(tx store.Tx) (err error) {
+	err := s.store.View(r.Context(), func(tx Tx) (err error) {
 		if req, err = tx.AuthRequest(store.Fingerprint(handle)); err != nil {
 			return err
 		}
@@ -127,7 +127,7 @@ func (s *Server) finish(c echo.Context, f *flow, err error, w writes) error {
 			"error", oe.Code, "error_description", oe.Description)
 	}
 	if f.stored || w != nil {
-		uerr := s.store.Update(c.Request().Context(), func(tx store.Tx) error {
+		uerr := s.store.Update(c.Request().Context(), func(tx Tx) error {
 			if err := w.run(tx); err != nil {
 				return err
 			}
@@ -173,7 +173,7 @@ func asLockRefusal(err error) *lockRefusal {
 
 // recheckAccount refuses, inside the step's final transaction, a user who
 // is gone, disabled or whose account is locked.
-func recheckAccount(tx store.Tx, username string) error {
+func recheckAccount(tx Tx, username string) error {
 	u, err := tx.User(username)
 	switch {
 	case errors.Is(err, store.ErrNotFound):
@@ -189,7 +189,7 @@ func recheckAccount(tx store.Tx, username string) error {
 // recheck is the lock check of the transaction that issues a code: the
 // account must still be usable and, when the consent checked the signing
 // PIN, the PIN must not have been locked since.
-func recheck(tx store.Tx, g *store.Grant) error {
+func recheck(tx Tx, g *store.Grant) error {
 	u, err := tx.User(g.Username)
 	switch {
 	case errors.Is(err, store.ErrNotFound):
@@ -254,7 +254,7 @@ func (s *Server) proceed(c echo.Context, f *flow, user *store.User, w writes) er
 	// What the page shows is what the user approves: the record is stored
 	// with the request and copied to the code and its tokens.
 	f.req.Stage, f.req.ConsentShownAt, f.req.Consented = store.StageConsent, s.now(), record
-	err = s.store.Update(ctx, func(tx store.Tx) error {
+	err = s.store.Update(ctx, func(tx Tx) error {
 		if err := w.run(tx); err != nil {
 			return err
 		}
@@ -312,7 +312,7 @@ func (s *Server) issueCode(c echo.Context, f *flow, w writes) error {
 	}
 	now := s.now()
 	ac := &store.AuthCode{Hash: store.Fingerprint(code), Grant: f.req.Grant, ExpiresAt: now.Add(s.cfg.CodeTTL)}
-	err = s.store.Update(c.Request().Context(), func(tx store.Tx) error {
+	err = s.store.Update(c.Request().Context(), func(tx Tx) error {
 		if err := recheck(tx, &f.req.Grant); err != nil {
 			return err
 		}
@@ -350,7 +350,7 @@ func (s *Server) sessionUser(c echo.Context, now time.Time) (*store.User, time.T
 	}
 	var sess *store.Session
 	var user *store.User
-	err = s.store.View(c.Request().Context(), func(tx store.Tx) (err error) {
+	err = s.store.View(c.Request().Context(), func(tx Tx) (err error) {
 		if sess, err = tx.Session(store.Fingerprint(ck.Value)); err != nil {
 			return err
 		}
@@ -381,7 +381,7 @@ func (s *Server) newSession(c echo.Context, username string, now time.Time) (wri
 		old = store.Fingerprint(ck.Value)
 	}
 	sess := &store.Session{Hash: store.Fingerprint(value), Username: username, AuthTime: now, ExpiresAt: now.Add(s.cfg.SessionTTL)}
-	w := func(tx store.Tx) error {
+	w := func(tx Tx) error {
 		if old != nil {
 			if err := tx.DeleteSession(old); err != nil && !errors.Is(err, store.ErrNotFound) {
 				return err
@@ -424,7 +424,7 @@ func clientName(c *store.Client) string {
 // loadUser returns the user, or nil when there is none.
 func (s *Server) loadUser(ctx context.Context, username string) (*store.User, error) {
 	var u *store.User
-	err := s.store.View(ctx, func(tx store.Tx) (err error) {
+	err := s.store.View(ctx, func(tx Tx) (err error) {
 		u, err = tx.User(username)
 		return err
 	})

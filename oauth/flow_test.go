@@ -263,7 +263,7 @@ func bearerStatus(t *testing.T, ev *env, scope, token string) int {
 			t.Error("no grant")
 		}
 		return c.NoContent(http.StatusOK)
-	}, oauth.RequireBearer(oauth.BearerConfig{Store: ev.db, Now: ev.clock.Now, Realm: "r", Scope: scope}))
+	}, oauth.RequireBearer(oauth.BearerConfig{Store: bearerStore(ev.db), Now: ev.clock.Now, Realm: "r", Scope: scope}))
 	e.HTTPErrorHandler = func(err error, c echo.Context) {
 		if oe, ok := err.(*oauth.Error); ok {
 			_ = c.NoContent(oe.Status)

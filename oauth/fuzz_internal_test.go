@@ -307,7 +307,7 @@ func FuzzTokenEndpoint(f *testing.F) {
 	if err != nil {
 		f.Fatal(err)
 	}
-	srv, err := New(Config{Store: db, Hasher: hasher, Profiles: []Profile{fuzzProfile{}}, Issuer: fuzzIssuer})
+	srv, err := New(Config{Store: store.Scope(db, func(tx store.Tx) Tx { return tx }), Hasher: hasher, Profiles: []Profile{fuzzProfile{}}, Issuer: fuzzIssuer})
 	if err != nil {
 		f.Fatal(err)
 	}

@@ -151,7 +151,7 @@ type guess struct {
 // (a counter at MaxFailures with nothing in flight).
 func (s *Server) reserve(ctx context.Context, kind secretKind, username string) (g *guess, res reservation, user *store.User, lockedNow bool, err error) {
 	key := inflightKey{kind, username}
-	err = s.store.Update(ctx, func(tx store.Tx) error {
+	err = s.store.Update(ctx, func(tx Tx) error {
 		g.release() // in case fn runs again
 		g, res, user, lockedNow = nil, refusedUnusable, nil, false
 		u, err := tx.User(username)
@@ -211,7 +211,7 @@ func (g *guess) release() {
 // evaluation is always recorded.
 func (g *guess) settle(ctx context.Context, ok bool) (locked, lockedNow bool, err error) {
 	limit := g.s.cfg.MaxFailures
-	err = g.s.store.Update(context.WithoutCancel(ctx), func(tx store.Tx) error {
+	err = g.s.store.Update(context.WithoutCancel(ctx), func(tx Tx) error {
 		locked, lockedNow = false, false
 		g.release()
 		u, err := tx.User(g.key.username)
@@ -248,7 +248,7 @@ func (g *guess) settle(ctx context.Context, ok bool) (locked, lockedNow bool, er
 // cancel returns the reservation of a guess that was not evaluated (no
 // hashing slot in time, or the client went away).
 func (g *guess) cancel(ctx context.Context) error {
-	return g.s.store.Update(context.WithoutCancel(ctx), func(tx store.Tx) error {
+	return g.s.store.Update(context.WithoutCancel(ctx), func(tx Tx) error {
 		g.release()
 		u, err := tx.User(g.key.username)
 		if errors.Is(err, store.ErrNotFound) {

@@ -53,7 +53,7 @@ func (s *Server) login(c echo.Context) error {
 	if err != nil {
 		return s.finish(c, f, err, nil)
 	}
-	w := func(tx store.Tx) error {
+	w := func(tx Tx) error {
 		// The account may have been locked or disabled since the password
 		// was checked.
 		if err := recheckAccount(tx, user.Username); err != nil {
@@ -87,7 +87,7 @@ func (s *Server) checkLogin(ctx context.Context, username, password, code string
 		}
 		// A settled guess costs a write transaction (an fsync): so does
 		// this answer.
-		if err := s.store.Update(ctx, func(store.Tx) error { return nil }); err != nil {
+		if err := s.store.Update(ctx, func(Tx) error { return nil }); err != nil {
 			return nil, false, err
 		}
 		switch {

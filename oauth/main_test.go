@@ -209,11 +209,11 @@ func buildEnv(t *testing.T, issuerIsServer bool, mods ...func(*oauth.Config)) *e
 	ev := &env{t: t, db: db, clock: storetest.NewClock(time.Now().UTC().Round(0)), logs: &syncBuffer{}, hasher: hasher}
 	ev.fixtures()
 	cfg := oauth.Config{
-		Store:  db,
+		Store:  oauthStore(db),
 		Hasher: hasher,
 		Profiles: []oauth.Profile{
 			csc.ServiceProfile{},
-			&csc.CredentialProfile{Store: db, Now: ev.clock.Now},
+			&csc.CredentialProfile{Store: credentialStore(db), Now: ev.clock.Now},
 			&quietProfile{},
 		},
 		Issuer: testIssuer,

@@ -28,7 +28,7 @@ func (s *Server) revoke(c echo.Context) error {
 		return Errorf(CodeInvalidRequest, http.StatusBadRequest, "Missing parameter token")
 	}
 	revoked := false
-	err = s.store.Update(c.Request().Context(), func(tx store.Tx) error {
+	err = s.store.Update(c.Request().Context(), func(tx Tx) error {
 		tok, err := tx.Token(store.Fingerprint(value))
 		if errors.Is(err, store.ErrNotFound) {
 			return nil

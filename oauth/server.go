@@ -19,7 +19,7 @@ import (
 // Config holds the dependencies and settings of a Server. Zero durations
 // take the defaults of the oauth.* configuration keys.
 type Config struct {
-	Store  store.Store
+	Store  Store
 	Hasher PasswordChecker // passwords and signing PINs (a *store.Hasher)
 	// Profiles are the scope profiles; exactly one must match a request.
 	Profiles []Profile
@@ -58,7 +58,7 @@ type Config struct {
 // Mount.
 type Server struct {
 	cfg      Config
-	store    store.Store
+	store    Store
 	hasher   PasswordChecker
 	inflight inflight // guesses reserved and not yet settled
 	profiles []Profile
@@ -261,7 +261,7 @@ func promptString(p Prompt) string {
 // client returns the client with id, or nil when there is none.
 func (s *Server) client(ctx context.Context, id string) (*store.Client, error) {
 	var c *store.Client
-	err := s.store.View(ctx, func(tx store.Tx) (err error) {
+	err := s.store.View(ctx, func(tx Tx) (err error) {
 		c, err = tx.Client(id)
 		return err
 	})

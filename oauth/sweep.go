@@ -3,8 +3,6 @@ package oauth
 import (
 	"context"
 	"time"
-
-	"github.com/signd/signd/store"
 )
 
 // Swept counts what one Sweep removed.
@@ -18,7 +16,7 @@ type Swept struct {
 func (s *Server) Sweep(ctx context.Context) (Swept, error) {
 	var n Swept
 	now := s.now()
-	err := s.store.Update(ctx, func(tx store.Tx) (err error) {
+	err := s.store.Update(ctx, func(tx Tx) (err error) {
 		if n.Tokens, err = tx.DeleteExpiredTokens(now); err != nil {
 			return err
 		}

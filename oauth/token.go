@@ -52,7 +52,7 @@ func (s *Server) token(c echo.Context) error {
 	}
 	if err != nil {
 		// The client never sees the token: revoke it.
-		if derr := s.store.Update(c.Request().Context(), func(tx store.Tx) error {
+		if derr := s.store.Update(c.Request().Context(), func(tx Tx) error {
 			return tx.DeleteToken(store.Fingerprint(res.issued.Value))
 		}); derr != nil {
 			s.log.Error("revoking a token after a failed response", "err", derr)
@@ -97,7 +97,7 @@ func (s *Server) redeem(c echo.Context, client *store.Client, code, redirectURI,
 	var reuse *store.AuthCode
 	revoked := 0
 	pinRefused := "" // the user whose locked PIN refused the code
-	err = s.store.Update(c.Request().Context(), func(tx store.Tx) error {
+	err = s.store.Update(c.Request().Context(), func(tx Tx) error {
 		pinRefused = ""
 		ac, err := tx.Code(h)
 		if errors.Is(err, store.ErrNotFound) {

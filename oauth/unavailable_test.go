@@ -20,17 +20,17 @@ import (
 // (store.ErrUnavailable wrapping ENOSPC, nothing committed), as bbolt's
 // commit does; with reads set, View fails too.
 type faultStore struct {
-	store.Store
+	oauth.Store
 	writes, reads atomic.Bool
 }
 
 var errDiskFull = fmt.Errorf("%w: write to signd.db failed: %w", store.ErrUnavailable, syscall.ENOSPC)
 
-func (f *faultStore) Update(ctx context.Context, fn func(store.Tx) error) error {
+func (f *faultStore) Update(ctx context.Context, fn func(oauth.Tx) error) error {
 	if !f.writes.Load() {
 		return f.Store.Update(ctx, fn)
 	}
-	return f.Store.Update(ctx, func(tx store.Tx) error {
+	return f.Store.Update(ctx, func(tx oauth.Tx) error {
 		if err := fn(tx); err != nil {
 			return err
 		}
@@ -38,7 +38,7 @@ func (f *faultStore) Update(ctx context.Context, fn func(store.Tx) error) error 
 	})
 }
 
-func (f *faultStore) View(ctx context.Context, fn func(store.Tx) error) error {
+func (f *faultStore) View(ctx context.Context, fn func(oauth.Tx) error) error {
 	if f.reads.Load() {
 		return fmt.Errorf("%w: read from signd.db: %w", store.ErrUnavailable, syscall.EIO)
 	}

@@ -66,7 +66,7 @@ var (
 // first key of a provider is active at once: there is nothing a relying
 // party could have cached.
 type KeyRing struct {
-	Store store.Store
+	Store KeyRingStore
 	HSM   KeyStore
 	// IDTokenTTL is the ID-token lifetime (oidc.id_token_ttl).
 	IDTokenTTL time.Duration
@@ -137,7 +137,7 @@ func Thumbprint(pub crypto.PublicKey) (string, error) {
 // Keys returns every key record, oldest first.
 func (r *KeyRing) Keys(ctx context.Context) ([]store.SigningKey, error) {
 	var ks []store.SigningKey
-	err := r.Store.View(ctx, func(tx store.Tx) (err error) {
+	err := r.Store.View(ctx, func(tx store.OIDCTx) (err error) {
 		ks, err = tx.SigningKeys()
 		return err
 	})
@@ -192,7 +192,7 @@ func (r *KeyRing) Create(ctx context.Context) (*store.SigningKey, error) {
 	}
 	k, err := newSigningKey(info, r.now())
 	if err == nil {
-		err = r.Store.Update(ctx, func(tx store.Tx) error {
+		err = r.Store.Update(ctx, func(tx store.OIDCTx) error {
 			cur, err := tx.SigningKeys()
 			if err != nil {
 				return err
@@ -275,7 +275,7 @@ func (r *KeyRing) Rotate(ctx context.Context, force bool) (*Rotation, error) {
 func (r *KeyRing) promote(ctx context.Context, kid string, force bool) (*store.SigningKey, error) {
 	now := r.now()
 	var out *store.SigningKey
-	err := r.Store.Update(ctx, func(tx store.Tx) error {
+	err := r.Store.Update(ctx, func(tx store.OIDCTx) error {
 		ks, err := tx.SigningKeys()
 		if err != nil {
 			return err
@@ -324,7 +324,7 @@ func (r *KeyRing) Purge(ctx context.Context) ([]string, error) {
 		if err := r.HSM.DestroyKey(ctx, k.KeyID); err != nil && !errors.Is(err, hsm.ErrKeyNotFound) {
 			return purged, fmt.Errorf("oidc: destroy retired signing key %s: %w", k.KID, err)
 		}
-		err := r.Store.Update(ctx, func(tx store.Tx) error { return tx.DeleteSigningKey(k.KID) })
+		err := r.Store.Update(ctx, func(tx store.OIDCTx) error { return tx.DeleteSigningKey(k.KID) })
 		if err != nil && !errors.Is(err, store.ErrNotFound) {
 			return purged, err
 		}

@@ -107,10 +107,10 @@ func newFixtureWith(t *testing.T, db store.Store, salt []byte, c *clock) *fixtur
 	if err != nil {
 		t.Fatal(err)
 	}
-	keys := &oidc.KeyRing{Store: db, HSM: token, IDTokenTTL: idTokenTTL, Now: c.Now}
+	keys := &oidc.KeyRing{Store: keyRingStore(db), HSM: token, IDTokenTTL: idTokenTTL, Now: c.Now}
 	t.Cleanup(func() { destroyKeys(t, keys) })
 	p := &oidc.Provider{
-		Issuer: testIssuer, Claims: oidc.Claims{Namespace: testNamespace}, Store: db, Keys: keys,
+		Issuer: testIssuer, Claims: oidc.Claims{Namespace: testNamespace}, Store: providerStore(db), Keys: keys,
 		Subjects: pw, IDTokenTTL: idTokenTTL, Now: c.Now,
 	}
 	e := echo.New()

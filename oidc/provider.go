@@ -29,7 +29,7 @@ type Provider struct {
 	// the base of every endpoint URL.
 	Issuer   string
 	Claims   Claims
-	Store    store.Store
+	Store    Store
 	Keys     *KeyRing
 	Subjects *Pairwise
 	// IDTokenTTL is the ID-token lifetime (oidc.id_token_ttl).
@@ -59,7 +59,8 @@ func (p *Provider) Mount(e *echo.Echo) {
 	e.GET(PathDiscovery, p.discovery, errs)
 	e.GET(PathJWKS, p.jwks, errs)
 	bearer := oauth.RequireBearer(oauth.BearerConfig{
-		Store: p.Store, Now: p.Now, Realm: p.Issuer, Scope: ScopeOpenID, AllowFormBody: true,
+		Store: store.ViewAs(p.Store, func(tx Tx) oauth.BearerTx { return tx }),
+		Now:   p.Now, Realm: p.Issuer, Scope: ScopeOpenID, AllowFormBody: true,
 	})
 	e.GET(PathUserinfo, p.userinfo, errs, bearer)
 	e.POST(PathUserinfo, p.userinfo, errs, bearer)

@@ -33,7 +33,7 @@ func (p *Provider) userinfo(c echo.Context) error {
 		client *store.Client
 		proofs []store.Proof
 	)
-	err := p.Store.View(c.Request().Context(), func(tx store.Tx) (err error) {
+	err := p.Store.View(c.Request().Context(), func(tx Tx) (err error) {
 		if tok, err = tx.Token(g.TokenHash); err != nil {
 			return err
 		}

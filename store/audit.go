@@ -80,15 +80,20 @@ type AuditEntry struct {
 	Digest       []byte // set by AppendAudit
 }
 
-// AuditTx is the part of Tx that holds the tamper-evident audit log. Append
-// inside the transaction that does what the entry records (for signHash,
-// the one that consumes the SAD), so either both or neither are committed.
-type AuditTx interface {
+// AuditAppender appends to the audit log; see AuditTx for where to call it.
+type AuditAppender interface {
 	// AppendAudit appends e: it sets e.Seq to one more than the last
 	// entry, e.Time to the store clock when zero, e.Prev and e.Digest. The
 	// entry must have a known Kind and an Outcome (ErrInvalid otherwise).
 	// Inside View it returns ErrReadOnly.
 	AppendAudit(e *AuditEntry) error
+}
+
+// AuditTx is the part of Tx that holds the tamper-evident audit log. Append
+// inside the transaction that does what the entry records (for signHash,
+// the one that consumes the SAD), so either both or neither are committed.
+type AuditTx interface {
+	AuditAppender
 	// AuditRecords calls fn with the sequence number under which each
 	// entry from Seq from on is stored, in order, and its stored encoding
 	// (see EncodeAuditEntry). raw is valid only during the call. An error

@@ -8,6 +8,11 @@
 // signd package. Backends live in subpackages (store/bolt is the embedded
 // default); store/storetest is the conformance suite every backend must pass.
 //
+// [Tx] is composed of small role interfaces ([UserTx], [ClientTx],
+// [CredentialTx], [OAuthTx], [AuditTx], [OIDCTx] and their read-only parts).
+// A consumer declares the transaction interface it uses, composed of those
+// roles, and sees a backend through [Scope], typed on that interface.
+//
 // # Contract
 //
 //   - All reads and writes happen inside [Store.View] or [Store.Update]. An

@@ -68,15 +68,18 @@ func (t *Token) Validate() error {
 	return t.Consented.validate("token")
 }
 
-// OAuthTx is the part of Tx that holds the authorization server's records.
-// Every method runs inside the caller's transaction, so a caller can, in one
-// Update, consume a SAD and append the audit entry of its use.
-type OAuthTx interface {
-	// CreateToken stores a new token; ErrAlreadyExists if the hash exists.
-	CreateToken(t *Token) error
+// TokenReader looks up one access token or SAD.
+type TokenReader interface {
 	// Token returns the token with this fingerprint, expired or not (the
 	// caller decides what expiry means); ErrNotFound if absent.
 	Token(hash []byte) (*Token, error)
+}
+
+// TokenTx holds access tokens and SADs.
+type TokenTx interface {
+	TokenReader
+	// CreateToken stores a new token; ErrAlreadyExists if the hash exists.
+	CreateToken(t *Token) error
 	// DeleteToken removes a token (revocation, SAD consumption);
 	// ErrNotFound if absent.
 	DeleteToken(hash []byte) error
@@ -87,7 +90,14 @@ type OAuthTx interface {
 	// and returns how many; the cost follows the number removed (an expiry
 	// index), not the number stored.
 	DeleteExpiredTokens(now time.Time) (int, error)
+}
 
+// OAuthTx is the part of Tx that holds the authorization server's records.
+// Every method runs inside the caller's transaction, so a caller can, in one
+// Update, consume a SAD and append the audit entry of its use.
+type OAuthTx interface {
+	// TokenTx holds access tokens and SADs.
+	TokenTx
 	// AuthFlowTx holds pending requests, codes and login sessions
 	// (authflow.go).
 	AuthFlowTx

@@ -16,7 +16,7 @@ import (
 // the store and token are open; each wire_*.go mounts one service on it.
 type services struct {
 	cfg    *config.Config
-	store  store.Store
+	store  backend
 	token  *hsm.Token
 	hasher *store.Hasher
 	logger *slog.Logger
@@ -30,11 +30,16 @@ type services struct {
 	// oidc is the OpenID Connect provider, built once by oidcProvider
 	// (wire_oidc.go) for both its routes and its oauth scope profile.
 	oidc *oidc.Provider
+
+	// views is the store typed once for every service (wire_store.go);
+	// mount sets it.
+	views *storeViews
 }
 
 // mount wires every protocol service onto e. Each service brings its own
 // routes, error writer and background work.
 func (s *services) mount(e *echo.Echo) error {
+	s.views = newStoreViews(s.store)
 	for _, m := range []func(*echo.Echo) error{s.mountOAuth, s.mountCSC, s.mountOIDC} {
 		if err := m(e); err != nil {
 			return err

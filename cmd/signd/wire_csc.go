@@ -9,12 +9,12 @@ import (
 
 	"github.com/signd/signd/csc"
 	"github.com/signd/signd/hsm"
-	"github.com/signd/signd/store/bolt"
+	"github.com/signd/signd/store"
 )
 
 // The concrete types csc runs on.
 var (
-	_ csc.Store  = (*bolt.DB)(nil)
+	_ csc.Store  = (*store.Scoped[csc.Tx])(nil)
 	_ csc.Signer = (*hsm.Token)(nil)
 )
 
@@ -22,20 +22,9 @@ var (
 // store's secrets bucket: generated on first start, kept across restarts.
 const pageTokenSecret = "csc_page_token"
 
-// cscStore is what mountCSC needs of the store: csc.Store plus the named
-// secrets of store/bolt.
-type cscStore interface {
-	csc.Store
-	Secret(ctx context.Context, name string, size int) ([]byte, error)
-}
-
 // mountCSC wires the CSC service onto e under /csc/v1.
 func (s *services) mountCSC(e *echo.Echo) error {
-	db, ok := s.store.(cscStore)
-	if !ok {
-		return fmt.Errorf("csc: store %T has no Batch and Secret", s.store)
-	}
-	key, err := db.Secret(context.Background(), pageTokenSecret, 32)
+	key, err := s.store.Secret(context.Background(), pageTokenSecret, 32)
 	if err != nil {
 		return fmt.Errorf("csc: page token key: %w", err)
 	}
@@ -45,7 +34,7 @@ func (s *services) mountCSC(e *echo.Echo) error {
 	}
 	c := s.cfg.CSC
 	h := &csc.Handler{
-		Store:       db,
+		Store:       s.views.csc,
 		Signer:      s.token,
 		Unavailable: hsmUnavailable,
 		KeyUnusable: hsmKeyUnusable,

@@ -20,11 +20,11 @@ func (s *services) mountOAuth(e *echo.Echo) error {
 	}
 	o := s.cfg.OAuth
 	srv, err := oauth.New(oauth.Config{
-		Store:  s.store,
+		Store:  s.views.oauth,
 		Hasher: s.hasher,
 		Profiles: []oauth.Profile{
 			csc.ServiceProfile{},
-			&csc.CredentialProfile{Store: s.store, Now: s.now},
+			&csc.CredentialProfile{Store: s.views.credential, Now: s.now},
 			openid,
 		},
 		Issuer:         s.cfg.Server.BaseURL,

@@ -18,7 +18,7 @@ import (
 // (the daemon's token, or the admin CLI's lazily opened one). now may be
 // nil (time.Now).
 func newKeyRing(cfg *config.Config, st store.Store, keys oidc.KeyStore, now func() time.Time, logger *slog.Logger) *oidc.KeyRing {
-	return &oidc.KeyRing{Store: st, HSM: keys, IDTokenTTL: cfg.OIDC.IDTokenTTL, Now: now, Logger: logger}
+	return &oidc.KeyRing{Store: keyRingView(st), HSM: keys, IDTokenTTL: cfg.OIDC.IDTokenTTL, Now: now, Logger: logger}
 }
 
 // oidcProvider builds the OpenID Connect provider once: it reads (or
@@ -49,7 +49,7 @@ func (s *services) oidcProvider() (*oidc.Provider, error) {
 	s.logger.Info("oidc signing key", "kid", active.KID)
 	s.oidc = &oidc.Provider{
 		Issuer: s.cfg.Server.BaseURL, Claims: oidc.Claims{Namespace: c.ClaimNamespace},
-		Store: s.store, Keys: keys, Subjects: subjects, IDTokenTTL: c.IDTokenTTL,
+		Store: s.views.oidc, Keys: keys, Subjects: subjects, IDTokenTTL: c.IDTokenTTL,
 		Now: s.now, Logger: s.logger,
 	}
 	return s.oidc, nil

@@ -133,7 +133,10 @@ type DB struct {
 	batch  batcher // group commit of Batch (batch.go)
 }
 
-var _ store.Store = (*DB)(nil)
+var (
+	_ store.Store   = (*DB)(nil)
+	_ store.Batcher = (*DB)(nil)
+)
 
 // Open opens or creates the database file at path (mode 0600 when created).
 // An existing file must be a regular file owned by the effective uid with

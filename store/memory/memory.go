@@ -46,7 +46,10 @@ type DB struct {
 	running int
 }
 
-var _ store.Store = (*DB)(nil)
+var (
+	_ store.Store   = (*DB)(nil)
+	_ store.Batcher = (*DB)(nil)
+)
 
 // New returns an empty store.
 func New(opts Options) *DB {

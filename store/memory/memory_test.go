@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/signd/signd/csc"
 	"github.com/signd/signd/store"
 	"github.com/signd/signd/store/memory"
 	"github.com/signd/signd/store/storetest"
@@ -44,7 +43,6 @@ func TestSecretConformance(t *testing.T) {
 
 // The interfaces the CSC service and its wiring ask of a store.
 var (
-	_ csc.Store         = (*memory.DB)(nil)
 	_ storetest.Batcher = (*memory.DB)(nil)
 	_ storetest.Secrets = (*memory.DB)(nil)
 )

@@ -1,0 +1,51 @@
+package main
+
+import (
+	"context"
+
+	"github.com/signd/signd/csc"
+	"github.com/signd/signd/oauth"
+	"github.com/signd/signd/oidc"
+	"github.com/signd/signd/store"
+	"github.com/signd/signd/store/bolt"
+)
+
+// backend is the store the daemon opened: the transactional store (with
+// group commit where it has Batch, see store.Batcher) and the named secrets
+// that outlive restarts (the CSC page-token key).
+type backend interface {
+	store.Store
+	Secret(ctx context.Context, name string, size int) ([]byte, error)
+}
+
+// store/bolt is the daemon's backend, and signHash's SAD transactions share
+// its commits (group commit).
+var (
+	_ backend       = (*bolt.DB)(nil)
+	_ store.Batcher = (*bolt.DB)(nil)
+)
+
+// storeViews is the store as each service sees it: one view per consumer,
+// typed on the transaction interface the consumer declares.
+type storeViews struct {
+	oauth      *store.Scoped[oauth.Tx]
+	credential *store.Scoped[store.CredentialReader] // csc.CredentialProfile
+	csc        *store.Scoped[csc.Tx]
+	oidc       *store.Scoped[oidc.Tx]
+}
+
+// newStoreViews types the backend once for every service.
+func newStoreViews(b store.Store) *storeViews {
+	return &storeViews{
+		oauth:      store.Scope(b, func(tx store.Tx) oauth.Tx { return tx }),
+		credential: store.Scope(b, func(tx store.Tx) store.CredentialReader { return tx }),
+		csc:        store.Scope(b, func(tx store.Tx) csc.Tx { return tx }),
+		oidc:       store.Scope(b, func(tx store.Tx) oidc.Tx { return tx }),
+	}
+}
+
+// keyRingView is the OIDC key ring's view of the store (the daemon's and
+// the admin commands' key ring).
+func keyRingView(b store.Store) *store.Scoped[store.OIDCTx] {
+	return store.Scope(b, func(tx store.Tx) store.OIDCTx { return tx })
+}

@@ -1,0 +1,50 @@
+package oauth
+
+import (
+	"context"
+
+	"github.com/signd/signd/store"
+)
+
+// Tx is what the authorization server uses of a store transaction: the
+// running flows and the tokens they issue, the client and user they are for,
+// and the failed-login counters on the user.
+type Tx interface {
+	// TokenTx: access tokens and SADs (issue, revoke, sweep, code reuse).
+	store.TokenTx
+	// AuthFlowTx: pending requests, codes and login sessions.
+	store.AuthFlowTx
+	// ClientReader: the client of each request.
+	store.ClientReader
+	// UserReader: the user logging in, and the user of a redeemed code.
+	store.UserReader
+	// PutUser records failed logins and the lockout (store.UserTx).
+	PutUser(u *store.User) error
+}
+
+// Store is the authorization server's view of the store; store.Scope makes
+// one from any backend.
+type Store interface {
+	View(ctx context.Context, fn func(Tx) error) error
+	Update(ctx context.Context, fn func(Tx) error) error
+}
+
+// BearerTx is what RequireBearer reads of a store transaction: the token,
+// its client and its user.
+type BearerTx interface {
+	store.TokenReader
+	store.ClientReader
+	store.UserReader
+}
+
+// BearerStore is RequireBearer's view of the store: store.Scope makes one
+// from a backend, store.ViewAs from a consumer's wider view.
+type BearerStore interface {
+	View(ctx context.Context, fn func(BearerTx) error) error
+}
+
+var (
+	_ Store       = (*store.Scoped[Tx])(nil)
+	_ BearerStore = (*store.Scoped[BearerTx])(nil)
+	_ BearerTx    = Tx(nil) // the authorization server's view covers the bearer check
+)

@@ -1,0 +1,36 @@
+package oidc
+
+import (
+	"context"
+
+	"github.com/signd/signd/oauth"
+	"github.com/signd/signd/store"
+)
+
+// Tx is what the provider's endpoints read of a store transaction: the
+// access token of a /userinfo request, its client, its user and the user's
+// identity proofs (the profile claims), and what the bearer check reads.
+type Tx interface {
+	store.TokenReader
+	store.ClientReader
+	store.UserReader
+	store.ProofReader
+}
+
+// Store is the provider's view of the store (store.Scope makes one).
+type Store interface {
+	View(ctx context.Context, fn func(Tx) error) error
+}
+
+// KeyRingStore is the KeyRing's view of the store: the signing keys
+// (store.OIDCTx), read and rotated as a set in one transaction.
+type KeyRingStore interface {
+	View(ctx context.Context, fn func(store.OIDCTx) error) error
+	Update(ctx context.Context, fn func(store.OIDCTx) error) error
+}
+
+var (
+	_ Store          = (*store.Scoped[Tx])(nil)
+	_ KeyRingStore   = (*store.Scoped[store.OIDCTx])(nil)
+	_ oauth.BearerTx = Tx(nil)
+)
