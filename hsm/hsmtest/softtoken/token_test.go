@@ -117,7 +117,9 @@ func TestSignErrors(t *testing.T) {
 		{"long digest", func() ([]byte, error) {
 			return tok.SignDigest(context.Background(), info.ID, crypto.SHA256, append(d[:], 0))
 		}, hsm.ErrBadDigest},
-		{"unknown key", func() ([]byte, error) { return tok.SignDigest(context.Background(), []byte("nope"), crypto.SHA256, d[:]) }, hsm.ErrKeyNotFound},
+		{"unknown key", func() ([]byte, error) {
+			return tok.SignDigest(context.Background(), []byte("nope"), crypto.SHA256, d[:])
+		}, hsm.ErrKeyNotFound},
 		{"PSS", func() ([]byte, error) { return key.Sign(nil, d[:], &rsa.PSSOptions{Hash: crypto.SHA256}) }, hsm.ErrUnsupportedAlgorithm},
 		{"no hash", func() ([]byte, error) { return key.Sign(nil, d[:], nil) }, hsm.ErrUnsupportedAlgorithm},
 	}
