@@ -14,6 +14,7 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -29,6 +30,7 @@ import (
 	"github.com/signd/signd/oauth"
 	"github.com/signd/signd/oauth/oauthtest"
 	"github.com/signd/signd/store"
+	"github.com/signd/signd/store/bolt"
 	"github.com/signd/signd/store/memory"
 	"github.com/signd/signd/store/storetest"
 )
@@ -132,11 +134,12 @@ type clock = storetest.Clock
 // syncBuffer is the shared goroutine-safe log sink.
 type syncBuffer = oauthtest.LogBuffer
 
-// env is one authorization server on an in-memory store (store/memory)
-// behind a real Echo router, with users, clients and credentials.
+// env is one authorization server on an in-memory store (store/memory;
+// the browser test: a bbolt file) behind a real Echo router, with users,
+// clients and credentials.
 type env struct {
 	t      *testing.T
-	db     *memory.DB
+	db     store.Store
 	srv    *oauth.Server
 	ts     *httptest.Server
 	clock  *clock
@@ -164,7 +167,7 @@ const testIssuer = "https://signd.example"
 // browser keeps Secure cookies only for https.
 func newEnv(t *testing.T, mods ...func(*oauth.Config)) *env {
 	t.Helper()
-	return buildEnv(t, false, mods...)
+	return buildEnv(t, memoryStore(t), false, mods...)
 }
 
 // newSameOriginEnv is newEnv with the issuer set to the test server's own
@@ -172,13 +175,31 @@ func newEnv(t *testing.T, mods ...func(*oauth.Config)) *env {
 // origin (the login and consent forms refuse any other Origin).
 func newSameOriginEnv(t *testing.T, mods ...func(*oauth.Config)) *env {
 	t.Helper()
-	return buildEnv(t, true, mods...)
+	return buildEnv(t, memoryStore(t), true, mods...)
 }
 
-func buildEnv(t *testing.T, issuerIsServer bool, mods ...func(*oauth.Config)) *env {
+// newBrowserEnv is newSameOriginEnv over a bbolt file: the browser test is
+// a journey through the product's own storage.
+func newBrowserEnv(t *testing.T, mods ...func(*oauth.Config)) *env {
+	t.Helper()
+	db, err := bolt.Open(filepath.Join(t.TempDir(), "signd.db"), bolt.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return buildEnv(t, db, true, mods...)
+}
+
+// memoryStore returns an empty in-memory store.
+func memoryStore(t *testing.T) *memory.DB {
 	t.Helper()
 	db := memory.New(memory.Options{})
 	t.Cleanup(func() { db.Close() })
+	return db
+}
+
+func buildEnv(t *testing.T, db store.Store, issuerIsServer bool, mods ...func(*oauth.Config)) *env {
+	t.Helper()
 	hasher, err := store.NewHasher(lowArgon2)
 	if err != nil {
 		t.Fatal(err)
