@@ -71,13 +71,6 @@ type fuzzEnv struct {
 
 func newFuzzEnv(f *testing.F) *fuzzEnv {
 	f.Helper()
-	if apiRouter == nil { // TestMain skips its set-up when fuzzing
-		r, err := loadOpenAPI()
-		if err != nil {
-			f.Fatal(err)
-		}
-		apiRouter = r
-	}
 	key, err := rsa.GenerateKey(rand.Reader, 2048)
 	if err != nil {
 		f.Fatal(err)
