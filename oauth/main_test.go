@@ -170,16 +170,11 @@ func newEnv(t *testing.T, mods ...func(*oauth.Config)) *env {
 	return buildEnv(t, memoryStore(t), false, mods...)
 }
 
-// newSameOriginEnv is newEnv with the issuer set to the test server's own
-// URL, so a real browser's Origin header on the form posts is the issuer's
-// origin (the login and consent forms refuse any other Origin).
-func newSameOriginEnv(t *testing.T, mods ...func(*oauth.Config)) *env {
-	t.Helper()
-	return buildEnv(t, memoryStore(t), true, mods...)
-}
-
-// newBrowserEnv is newSameOriginEnv over a bbolt file: the browser test is
-// a journey through the product's own storage.
+// newBrowserEnv is newEnv with the issuer set to the test server's own URL,
+// so a real browser's Origin header on the form posts is the issuer's
+// origin (the login and consent forms refuse any other Origin), over a
+// bbolt file: the browser test is a journey through the product's own
+// storage.
 func newBrowserEnv(t *testing.T, mods ...func(*oauth.Config)) *env {
 	t.Helper()
 	db, err := bolt.Open(filepath.Join(t.TempDir(), "signd.db"), bolt.Options{})
