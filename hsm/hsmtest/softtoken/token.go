@@ -26,8 +26,6 @@ type Options struct {
 	// AcquireTimeout is the longest wait for a free session; 0 means 2 s,
 	// the default of hsm.Config.
 	AcquireTimeout time.Duration
-	// Rand is the source of key IDs and key pairs; nil means crypto/rand.
-	Rand io.Reader
 }
 
 // Operation names, for Inject, FailOnce, FailAlways, Hook and Calls.
@@ -50,7 +48,6 @@ const (
 
 // Token is an in-memory RSA signing token. It is safe for concurrent use.
 type Token struct {
-	rand           io.Reader
 	sessions       chan struct{} // nil: no bound
 	acquireTimeout time.Duration
 
@@ -64,14 +61,10 @@ type Token struct {
 // New returns an empty token that injects nothing until told to.
 func New(opts Options) *Token {
 	t := &Token{
-		rand:           opts.Rand,
 		acquireTimeout: opts.AcquireTimeout,
 		keys:           make(map[string]*rsa.PrivateKey),
 		labels:         make(map[string]string),
 		faults:         newFaults(),
-	}
-	if t.rand == nil {
-		t.rand = rand.Reader
 	}
 	if t.acquireTimeout <= 0 {
 		t.acquireTimeout = defaultAcquireTimeout
@@ -119,10 +112,10 @@ func (t *Token) GenerateRSA(ctx context.Context, label string, bits int) (*hsm.K
 		return nil, fmt.Errorf("softtoken: generate key: %w: %q", hsm.ErrLabelExists, label)
 	}
 	id := make([]byte, idLen)
-	if _, err := io.ReadFull(t.rand, id); err != nil {
+	if _, err := rand.Read(id); err != nil {
 		return nil, fmt.Errorf("softtoken: generate key: %w", err)
 	}
-	priv, err := rsa.GenerateKey(t.rand, bits)
+	priv, err := rsa.GenerateKey(rand.Reader, bits)
 	if err != nil {
 		return nil, fmt.Errorf("softtoken: generate key: %w", err)
 	}
