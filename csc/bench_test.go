@@ -16,7 +16,8 @@ import (
 )
 
 // BenchmarkSignHashHTTP is the signHash request path in one process (real
-// router, bbolt, token, HTTP over loopback), for profiling:
+// router, a bbolt file, the software token, HTTP over loopback), for
+// profiling:
 //
 //	go test -run '^$' -bench SignHashHTTP -cpuprofile cpu.out ./csc/
 //
@@ -24,7 +25,7 @@ import (
 func BenchmarkSignHashHTTP(b *testing.B) {
 	for _, c := range []int{1, 8} {
 		b.Run(fmt.Sprintf("concurrency-%d", c), func(b *testing.B) {
-			e := newEnv(b)
+			e := newBoltEnv(b)
 			bearer := e.accessToken("alice", "rp1")
 			cred := e.credential(valid("alice", keyA))
 			bodies := make([]string, b.N)
@@ -78,7 +79,8 @@ func BenchmarkSignHashHTTP(b *testing.B) {
 	}
 }
 
-// BenchmarkSignDigest is the HSM alone with the same pool, for comparison.
+// BenchmarkSignDigest is the software token alone, for comparison; hsm's
+// BenchmarkSignRSA2048 measures SoftHSM2.
 func BenchmarkSignDigest(b *testing.B) {
 	d := digest("bench")
 	for _, c := range []int{1, 8} {

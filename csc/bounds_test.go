@@ -55,7 +55,7 @@ func fileSize(t *testing.T, path string) int64 {
 // and each refusal's audit entry has a fixed size: 50 of them grow the
 // bbolt file by less than 1 MB, not by 50 times the hashes.
 func TestSignHashHashFlood(t *testing.T) {
-	e := newEnv(t)
+	e := newBoltEnv(t)
 	bearer := e.accessToken("alice", "rp1")
 	cred := e.credential(valid("alice", keyA))
 

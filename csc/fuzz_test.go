@@ -58,7 +58,7 @@ const (
 	fzRSAEnc   = "1.2.840.113549.1.1.1"
 )
 
-// fuzzEnv is a CSC API over a bbolt file with alice's credentials (one
+// fuzzEnv is a CSC API over an in-memory store with alice's credentials (one
 // enabled, one disabled, one pending), one of bob's, alice's service
 // token and a SAD for her enabled credential and fzDigest.
 type fuzzEnv struct {
@@ -71,13 +71,6 @@ type fuzzEnv struct {
 
 func newFuzzEnv(f *testing.F) *fuzzEnv {
 	f.Helper()
-	if apiRouter == nil { // TestMain skips its set-up when fuzzing
-		r, err := loadOpenAPI()
-		if err != nil {
-			f.Fatal(err)
-		}
-		apiRouter = r
-	}
 	key, err := rsa.GenerateKey(rand.Reader, 2048)
 	if err != nil {
 		f.Fatal(err)
@@ -180,7 +173,7 @@ func printableDesc(s string) bool {
 var fzMethods = []string{"credentials/list", "credentials/info", "signatures/signHash", "info"}
 
 // FuzzCSCRequest sends any body under any Content-Type to each CSC method
-// through the real Echo router and a real bbolt file, with alice's valid
+// through the real Echo router and an in-memory store, with alice's valid
 // Bearer. Whatever the body, the answer is 200 or a 400 invalid_request
 // with a printable description, never 401 (the Bearer is never used up)
 // and never a 5xx; every answer matches docs/openapi.yaml; a listing shows

@@ -29,19 +29,20 @@ import (
 
 	"github.com/signd/signd/csc"
 	"github.com/signd/signd/hsm"
+	"github.com/signd/signd/hsm/hsmtest/softtoken"
 	"github.com/signd/signd/oauth"
-	softhsmtest "github.com/signd/signd/softhsm-test"
 	"github.com/signd/signd/store"
 	"github.com/signd/signd/store/bolt"
+	"github.com/signd/signd/store/memory"
 	"github.com/signd/signd/store/storetest"
 )
 
-// The token and keys every test shares: SoftHSM2 in a temp directory, two
-// RSA-2048 keys generated inside it, and a throwaway CA (crypto/rsa) that
-// issues certificates for them.
+// The token and keys every test shares: a software token
+// (hsm/hsmtest/softtoken), two RSA-2048 keys generated inside it, and a
+// throwaway CA (crypto/rsa) that issues certificates for them. The real
+// token signing through signHash is cmd/signd's concern.
 var (
-	softTok    *softhsmtest.Token // the SoftHSM2 token behind token
-	token      *hsm.Token
+	token      = softtoken.New(softtoken.Options{})
 	keyA, keyB *hsm.KeyInfo
 	caKey      *rsa.PrivateKey
 	caCert     *x509.Certificate
@@ -52,25 +53,8 @@ func TestMain(m *testing.M) {
 }
 
 func testMain(m *testing.M) int {
-	if softhsmtest.FuzzOnly() { // the fuzz targets need no token
-		return m.Run()
-	}
-	dir, err := os.MkdirTemp("", "signd-csc-test-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer os.RemoveAll(dir)
-	if softTok, err = softhsmtest.Setup(dir, "signd-csc-test"); err != nil {
-		fmt.Fprintln(os.Stderr, "csc tests need SoftHSM2:", err)
-		return 1
-	}
-	if token, err = hsm.Open(hsm.Config{Module: softTok.Module, TokenLabel: softTok.Label, PIN: softTok.PIN}); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer token.Close()
 	ctx := context.Background()
+	var err error
 	if keyA, err = token.GenerateRSA(ctx, "csc-a", 2048); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
@@ -104,12 +88,12 @@ func testMain(m *testing.M) int {
 // clock is the shared settable test clock.
 type clock = storetest.Clock
 
-// env is one CSC API over a fresh bbolt file, served by a real Echo router
-// on a loopback httptest server.
+// env is one CSC API over a fresh store (store/memory; newBoltEnv: a bbolt
+// file), served by a real Echo router on a loopback httptest server.
 type env struct {
 	t       testing.TB
-	db      *bolt.DB
-	dbPath  string // the bbolt file
+	db      fixtureStore
+	dbPath  string // the bbolt file of newBoltEnv
 	h       *csc.Handler
 	srv     *httptest.Server
 	clock   *clock
@@ -121,13 +105,33 @@ type envOption func(*csc.Handler)
 
 func withSigner(s csc.Signer) envOption { return func(h *csc.Handler) { h.Signer = s } }
 
+// fixtureStore is what env needs of its store.
+type fixtureStore interface {
+	store.Store
+	store.Batcher
+	Secret(ctx context.Context, name string, size int) ([]byte, error)
+}
+
+// newEnv is an env over an empty in-memory store.
 func newEnv(t testing.TB, opts ...envOption) *env {
+	t.Helper()
+	return newEnvWith(t, memory.New(memory.Options{}), "", opts...)
+}
+
+// newBoltEnv is an env over a fresh bbolt file, for the tests whose subject
+// is what the file holds.
+func newBoltEnv(t testing.TB, opts ...envOption) *env {
 	t.Helper()
 	dbPath := filepath.Join(t.TempDir(), "signd.db")
 	db, err := bolt.Open(dbPath, bolt.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
+	return newEnvWith(t, db, dbPath, opts...)
+}
+
+func newEnvWith(t testing.TB, db fixtureStore, dbPath string, opts ...envOption) *env {
+	t.Helper()
 	key, err := db.Secret(context.Background(), "csc_page_token", 32)
 	if err != nil {
 		t.Fatal(err)

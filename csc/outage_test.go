@@ -3,6 +3,7 @@ package csc_test
 import (
 	"context"
 	"crypto"
+	"errors"
 	"fmt"
 	"net/http"
 	"sync"
@@ -10,32 +11,29 @@ import (
 	"testing"
 	"time"
 
-	"github.com/miekg/pkcs11"
-
 	"github.com/signd/signd/hsm"
-	"github.com/signd/signd/hsm/hsmtest"
+	"github.com/signd/signd/hsm/hsmtest/softtoken"
 	"github.com/signd/signd/store"
 )
 
-// faultyToken opens a second Token on the test token, with one pooled
-// session, whose PKCS#11 calls go through a fault injector. Its reconnects
-// re-initialize the module under the shared token, which recovers by
-// itself.
-func faultyToken(t *testing.T) (*hsm.Token, *hsmtest.Faults) {
+// Faults of the software token, named after the PKCS#11 failures of the
+// real token they stand for; hsm maps each return code to these errors
+// (hsm's outage and recovery tests).
+var (
+	errDeviceError    = fmt.Errorf("C_Sign: CKR_DEVICE_ERROR: %w", hsm.ErrTokenUnavailable)
+	errFunctionFailed = errors.New("C_Sign: CKR_FUNCTION_FAILED")
+)
+
+// faultyToken returns the shared software token for a test that injects
+// faults into it; they are cleared when the test ends. The real token's
+// failures through the daemon are cmd/signd's TestHSMOutageThroughDaemon.
+func faultyToken(t *testing.T) *softtoken.Token {
 	t.Helper()
-	var f *hsmtest.Faults
-	tok, err := hsm.Open(hsm.Config{
-		Module: softTok.Module, TokenLabel: softTok.Label, PIN: softTok.PIN, MaxSessions: 1,
-		Wrap: func(c hsm.Ctx) hsm.Ctx { f = hsmtest.Wrap(c); return f },
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { tok.Close() })
-	return tok, f
+	t.Cleanup(token.Clear)
+	return token
 }
 
-func waitAvailable(t *testing.T, tok *hsm.Token) {
+func waitAvailable(t *testing.T, tok *softtoken.Token) {
 	t.Helper()
 	deadline := time.Now().Add(5 * time.Second)
 	for !tok.Available() {
@@ -84,19 +82,23 @@ func auditSummary(entries []*store.AuditEntry) []string {
 func TestSignHashFailureAfterConsumeRestoresSAD(t *testing.T) {
 	cases := []struct {
 		name   string
-		method string
-		code   uint
+		inject func(tok *softtoken.Token)
 		status int
 		errc   string
 		reason string
 	}{
-		{"C_Sign device error", "Sign", pkcs11.CKR_DEVICE_ERROR, http.StatusServiceUnavailable, "temporarily_unavailable", "not signed: device error; SAD restored"},
-		{"C_SignInit token removed", "SignInit", pkcs11.CKR_DEVICE_REMOVED, http.StatusServiceUnavailable, "temporarily_unavailable", "not signed: device error; SAD restored"},
-		{"C_Sign function failed", "Sign", pkcs11.CKR_FUNCTION_FAILED, http.StatusInternalServerError, "server_error", "not signed: signing failed; SAD restored"},
+		{"C_Sign device error", func(tok *softtoken.Token) { tok.FailOnce(softtoken.OpSignDigest, errDeviceError) },
+			http.StatusServiceUnavailable, "temporarily_unavailable", "not signed: device error; SAD restored"},
+		// The key is known, so the check before the consume passes; the
+		// signature finds the token gone.
+		{"token removed", func(tok *softtoken.Token) { tok.SetGone(true) },
+			http.StatusServiceUnavailable, "temporarily_unavailable", "not signed: device error; SAD restored"},
+		{"C_Sign function failed", func(tok *softtoken.Token) { tok.FailOnce(softtoken.OpSignDigest, errFunctionFailed) },
+			http.StatusInternalServerError, "server_error", "not signed: signing failed; SAD restored"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			tok, faults := faultyToken(t)
+			tok := faultyToken(t)
 			e := newEnv(t, withSigner(tok))
 			bearer := e.accessToken("alice", "rp1")
 			cred := e.credential(valid("alice", keyA))
@@ -104,7 +106,7 @@ func TestSignHashFailureAfterConsumeRestoresSAD(t *testing.T) {
 			sad := e.sad("alice", "rp1", cred, 5*time.Minute, d)
 			expiry := e.sadExpiry(sad)
 
-			faults.FailOnce(tc.method, tc.code)
+			tc.inject(tok)
 			r := e.call("signatures/signHash", bearer, signHashBody(cred, sad, d))
 			if r.status != tc.status || r.str("error") != tc.errc {
 				t.Fatalf("signHash with an injected %s: %d %s", tc.name, r.status, r.raw)
@@ -134,6 +136,7 @@ func TestSignHashFailureAfterConsumeRestoresSAD(t *testing.T) {
 				return err
 			})
 
+			tok.SetGone(false) // the token is back (the real one reconnects)
 			waitAvailable(t, tok)
 			r = e.call("signatures/signHash", bearer, signHashBody(cred, sad, d))
 			e.verify(cred, d, signatures(t, r)[0])
@@ -150,15 +153,15 @@ func TestSignHashFailureAfterConsumeRestoresSAD(t *testing.T) {
 // refused with 503 and Retry-After before its SAD is looked at, and the
 // same SAD signs once the token is back. No /readyz is involved.
 func TestSignHashOutageKeepsSAD(t *testing.T) {
-	tok, faults := faultyToken(t)
+	tok := faultyToken(t)
 	e := newEnv(t, withSigner(tok))
 	bearer := e.accessToken("alice", "rp1")
 	cred := e.credential(valid("alice", keyA))
 	if _, err := tok.SignDigest(context.Background(), keyA.ID, crypto.SHA256, digest("warm")); err != nil {
-		t.Fatal(err) // caches the key handle
+		t.Fatal(err) // the real token caches the key handle here
 	}
 
-	faults.SetGone(true)
+	tok.SetGone(true)
 	sads := map[string][]byte{}
 	for i := range 3 {
 		d := digest(fmt.Sprint("outage ", i))
@@ -187,7 +190,7 @@ func TestSignHashOutageKeepsSAD(t *testing.T) {
 		t.Errorf("%d signHash counted unavailable, want 3", n)
 	}
 
-	faults.SetGone(false)
+	tok.SetGone(false)
 	waitAvailable(t, tok)
 	for sad, d := range sads {
 		r := e.call("signatures/signHash", bearer, signHashBody(cred, sad, d))
@@ -223,16 +226,16 @@ func TestSignHashKeyGone(t *testing.T) {
 // on the second after signing the first. A signature was made, so the SAD
 // stays spent.
 func TestSignHashPartialFailureKeepsSADSpent(t *testing.T) {
-	tok, faults := faultyToken(t)
+	tok := faultyToken(t)
 	e := newEnv(t, withSigner(tok))
 	bearer := e.accessToken("alice", "rp1")
 	cred := e.credential(valid("alice", keyA))
 	d1, d2 := digest("first"), digest("second")
 	sad := e.sad("alice", "rp1", cred, time.Minute, d1, d2)
 	var signs atomic.Int32
-	faults.Hook(func(m string) error {
-		if m == "Sign" && signs.Add(1) == 2 {
-			return pkcs11.Error(pkcs11.CKR_DEVICE_ERROR)
+	tok.Hook(func(op string) error {
+		if op == softtoken.OpSignDigest && signs.Add(1) == 2 {
+			return errDeviceError
 		}
 		return nil
 	})
@@ -252,13 +255,13 @@ func TestSignHashPartialFailureKeepsSADSpent(t *testing.T) {
 // the audit log holds is either that signature or compensated by a
 // "restored" entry.
 func TestSignHashRestoreNeverDoubleSpends(t *testing.T) {
-	tok, faults := faultyToken(t)
+	tok := faultyToken(t)
 	e := newEnv(t, withSigner(tok))
 	bearer := e.accessToken("alice", "rp1")
 	cred := e.credential(valid("alice", keyA))
 	d := digest("one signature")
 	sad := e.sad("alice", "rp1", cred, 5*time.Minute, d)
-	faults.FailOnce("Sign", pkcs11.CKR_DEVICE_ERROR)
+	tok.FailOnce(softtoken.OpSignDigest, errDeviceError)
 
 	var signed atomic.Int32
 	var mu sync.Mutex
@@ -336,20 +339,21 @@ func TestSignHashRestoreRespectsRevocation(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			tok, faults := faultyToken(t)
+			tok := faultyToken(t)
 			e := newEnv(t, withSigner(tok))
 			bearer := e.accessToken("alice", "rp1")
 			cred := e.credential(valid("alice", keyA))
 			d := digest(tc.name)
 			sad := e.sad("alice", "rp1", cred, 5*time.Minute, d)
-			// The admin action lands while C_Sign runs, after the consume.
-			faults.Hook(func(method string) error {
-				if method != "Sign" {
+			// The admin action lands while the signature is made, after
+			// the consume.
+			tok.Hook(func(op string) error {
+				if op != softtoken.OpSignDigest {
 					return nil
 				}
-				faults.Hook(nil)
+				tok.Hook(nil)
 				e.update(func(tx store.Tx) error { return tc.revoke(tx, cred) })
-				return pkcs11.Error(pkcs11.CKR_DEVICE_ERROR)
+				return errDeviceError
 			})
 			r := e.call("signatures/signHash", bearer, signHashBody(cred, sad, d))
 			if r.status != http.StatusServiceUnavailable {

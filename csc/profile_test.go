@@ -13,7 +13,6 @@ import (
 	"math/big"
 	"net/http/httptest"
 	"net/url"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -25,7 +24,7 @@ import (
 	"github.com/signd/signd/oauth"
 	"github.com/signd/signd/oauth/oauthtest"
 	"github.com/signd/signd/store"
-	"github.com/signd/signd/store/bolt"
+	"github.com/signd/signd/store/memory"
 )
 
 // profileFixture is a store with alice (who owns an enabled, a disabled and
@@ -34,17 +33,14 @@ import (
 // throwaway CA over software keys: the profiles only read them (signing
 // with the HSM key is the signHash tests' part).
 type profileFixture struct {
-	db   *bolt.DB
+	db   *memory.DB
 	now  time.Time
 	leaf *x509.Certificate
 }
 
 func newProfileFixture(t *testing.T) *profileFixture {
 	t.Helper()
-	db, err := bolt.Open(filepath.Join(t.TempDir(), "p.db"), bolt.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	db := memory.New(memory.Options{})
 	t.Cleanup(func() { db.Close() })
 	now := time.Now().UTC().Round(0)
 	caKey, err := rsa.GenerateKey(rand.Reader, 2048)

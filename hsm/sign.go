@@ -136,6 +136,16 @@ type notSignedError struct{ err error }
 func (e *notSignedError) Error() string { return e.err.Error() }
 func (e *notSignedError) Unwrap() error { return e.err }
 
+// MarkNotSigned returns err marked so that NotSigned reports true: for a
+// signer other than Token, such as a software token, whose call failed
+// before any signature was made. nil stays nil.
+func MarkNotSigned(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &notSignedError{err: err}
+}
+
 // NotSigned reports whether err, returned by SignDigest (or Key.Sign,
 // Key.SignDigest), proves that no signature was made: the call failed
 // before the token was asked to sign (token unavailable, no free session,

@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -15,16 +14,13 @@ import (
 
 	"github.com/signd/signd/oauth"
 	"github.com/signd/signd/store"
-	"github.com/signd/signd/store/bolt"
+	"github.com/signd/signd/store/memory"
 )
 
 // TestRequireBearer checks the bearer middleware (RFC 6750, CSC v1 §10),
 // one case per rule.
 func TestRequireBearer(t *testing.T) {
-	db, err := bolt.Open(filepath.Join(t.TempDir(), "b.db"), bolt.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	db := memory.New(memory.Options{})
 	t.Cleanup(func() { db.Close() })
 	now := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
 	tok := func(value string, kind store.TokenKind, user string, exp time.Time, scopes ...string) *store.Token {
@@ -37,7 +33,7 @@ func TestRequireBearer(t *testing.T) {
 		}
 		return t
 	}
-	err = db.Update(context.Background(), func(tx store.Tx) error {
+	err := db.Update(context.Background(), func(tx store.Tx) error {
 		for _, u := range []*store.User{
 			{ID: "id-alice", Username: "alice", Status: store.UserActive},
 			{ID: "id-carol", Username: "carol", Status: store.UserDisabled},

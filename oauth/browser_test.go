@@ -55,7 +55,7 @@ func TestBrowser(t *testing.T) {
 
 	// The issuer is the test server's own URL: Chromium's Origin on the form
 	// posts must be the issuer's origin.
-	ev := newSameOriginEnv(t)
+	ev := newBrowserEnv(t)
 	// The client: a page that shows what it received.
 	rp := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")

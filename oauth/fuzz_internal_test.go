@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -18,7 +17,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/signd/signd/store"
-	"github.com/signd/signd/store/bolt"
+	"github.com/signd/signd/store/memory"
 )
 
 // Real authorize requests (CSC service and credential scope, OIDC), as the
@@ -277,7 +276,7 @@ const (
 )
 
 // FuzzTokenEndpoint posts any Authorization header and body to the real
-// /oauth2/token over a bbolt file with two registered clients. Whatever
+// /oauth2/token over an in-memory store with two registered clients. Whatever
 // arrives, the answer is RFC 6749 §5.2 JSON with no-store, 400 or 401
 // (never 5xx: no code exists); invalid_client is exactly the 401s, with
 // WWW-Authenticate: Basic when the client tried Basic and only then. The
@@ -286,12 +285,9 @@ const (
 // net/http's BasicAuth and form-decoded, or the form body) gets past it,
 // and one that gets past it carried the secret.
 func FuzzTokenEndpoint(f *testing.F) {
-	db, err := bolt.Open(filepath.Join(f.TempDir(), "signd.db"), bolt.Options{})
-	if err != nil {
-		f.Fatal(err)
-	}
+	db := memory.New(memory.Options{})
 	f.Cleanup(func() { db.Close() })
-	err = db.Update(context.Background(), func(tx store.Tx) error {
+	err := db.Update(context.Background(), func(tx store.Tx) error {
 		for id, secret := range map[string]string{fuzzClient: fuzzClientSecret, fuzzOddClient: fuzzOddSecret} {
 			if err := tx.CreateClient(&store.Client{ID: id, SecretHash: store.HashSecret(secret),
 				RedirectURIs: []string{"https://rp.example/cb"}, Scopes: []string{"fuzz"}}); err != nil {

@@ -29,6 +29,7 @@ type probeHasher struct {
 		hash    string
 		n       int
 		reached chan struct{}
+		while   func() bool // keeps a reached quorum waiting while true
 	}
 }
 
@@ -49,8 +50,9 @@ func (h *probeHasher) Check(encoded string, secret []byte) (bool, error) {
 	h.checks[encoded]++
 	g := h.gates[string(secret)]
 	var quorum chan struct{}
+	var while func() bool
 	if q := &h.quorum; q.hash == encoded {
-		quorum = q.reached
+		quorum, while = q.reached, q.while
 		if h.checks[encoded] >= q.n && q.n > 0 {
 			q.n = 0
 			close(q.reached)
@@ -61,6 +63,9 @@ func (h *probeHasher) Check(encoded string, secret []byte) (bool, error) {
 		select {
 		case <-quorum:
 		case <-time.After(20 * time.Second): // never hang the test
+		}
+		for deadline := time.Now().Add(20 * time.Second); while != nil && while() && time.Now().Before(deadline); {
+			time.Sleep(time.Millisecond)
 		}
 	}
 	if g != nil {
@@ -90,6 +95,15 @@ func (h *probeHasher) holdUntil(encoded string, n int) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.quorum.hash, h.quorum.n, h.quorum.reached = encoded, h.checks[encoded]+n, make(chan struct{})
+}
+
+// holdWhile keeps the quorum of holdUntil waiting, once reached, while
+// cond reports true: the guesses stay in flight until the test has seen
+// what must happen meanwhile.
+func (h *probeHasher) holdWhile(cond func() bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.quorum.while = cond
 }
 
 // releaseAll lets every held evaluation run (at the end of a test, so
@@ -202,14 +216,24 @@ const pinLockedDesc = "The signing PIN is locked"
 // logged reports whether the server logged msg for username (a JSON line
 // with both).
 func (ev *env) logged(msg, username string) bool {
+	return ev.loggedCount(msg, username) > 0
+}
+
+// loggedCount counts the log records with msg about username.
+func (ev *env) loggedCount(msg, username string) int {
+	n := 0
 	for _, line := range strings.Split(ev.logs.String(), "\n") {
 		var rec map[string]any
 		if json.Unmarshal([]byte(line), &rec) == nil && rec["msg"] == msg && rec["username"] == username {
-			return true
+			n++
 		}
 	}
-	return false
+	return n
 }
+
+// pinRefusedInFlight is logged for a PIN refused because the guesses left
+// are all in flight.
+const pinRefusedInFlight = "signing PIN locked: consent refused without checking the PIN"
 
 // deniedWith requires s to end the flow with access_denied and desc.
 func deniedWith(t *testing.T, what string, s *oauthtest.Step, desc string) {
@@ -239,8 +263,11 @@ func TestPINLockoutUnderConcurrency(t *testing.T) {
 	}
 	pinHash := ev.user("alice").PINHash
 	// The evaluations wait for each other, so that all three are in
-	// flight together (the unfixed server lets every guess through).
+	// flight together (the unfixed server lets every guess through), and
+	// stay in flight until every other wrong PIN has met them (and not a
+	// lock already written).
 	ph.holdUntil(pinHash, 3)
+	ph.holdWhile(func() bool { return ev.loggedCount(pinRefusedInFlight, "alice") < n-3 })
 
 	answers := burst(n, func(i int) (*oauthtest.Step, error) {
 		return flows[i].b.Submit(flows[i].s.Form, map[string]string{"pin": fmt.Sprintf("wrong-pin-%02d", i)}, "approve")
@@ -271,7 +298,7 @@ func TestPINLockoutUnderConcurrency(t *testing.T) {
 
 	logs := ev.logs.String()
 	if !ev.logged("signing PIN locked after failed attempts", "alice") ||
-		!ev.logged("signing PIN locked: consent refused without checking the PIN", "alice") {
+		!ev.logged(pinRefusedInFlight, "alice") {
 		t.Errorf("the log does not show the lock and the refusals")
 	}
 	if strings.Contains(logs, "wrong-pin-") || strings.Contains(logs, alicePIN) {

@@ -26,16 +26,18 @@ import (
 
 	"github.com/signd/signd/csc"
 	"github.com/signd/signd/hsm"
+	"github.com/signd/signd/hsm/hsmtest/softtoken"
 	"github.com/signd/signd/oauth"
 	"github.com/signd/signd/oauth/oauthtest"
-	softhsmtest "github.com/signd/signd/softhsm-test"
 	"github.com/signd/signd/store"
 	"github.com/signd/signd/store/bolt"
+	"github.com/signd/signd/store/memory"
 	"github.com/signd/signd/store/storetest"
 )
 
-// The signing key every test credential uses: generated inside a SoftHSM2
-// token in TestMain, with a certificate from a throwaway CA.
+// The signing key every test credential uses: generated inside a software
+// token (hsm/hsmtest/softtoken) in TestMain, with a certificate from a
+// throwaway CA. The authorization server never signs with it.
 var (
 	hsmKey   *hsm.KeyInfo
 	keyChain [][]byte // leaf, CA (DER)
@@ -44,27 +46,7 @@ var (
 func TestMain(m *testing.M) { os.Exit(testMain(m)) }
 
 func testMain(m *testing.M) int {
-	if softhsmtest.FuzzOnly() { // the fuzz targets need no token
-		return m.Run()
-	}
-	dir, err := os.MkdirTemp("", "signd-oauth-test-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer os.RemoveAll(dir)
-	tok, err := softhsmtest.Setup(dir, "signd-oauth-test")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "oauth tests need SoftHSM2:", err)
-		return 1
-	}
-	token, err := hsm.Open(hsm.Config{Module: tok.Module, TokenLabel: tok.Label, PIN: tok.PIN})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer token.Close()
-	if err := makeKey(token); err != nil {
+	if err := makeKey(softtoken.New(softtoken.Options{})); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
@@ -72,7 +54,7 @@ func testMain(m *testing.M) int {
 }
 
 // makeKey generates the HSM key and has a test CA certify it.
-func makeKey(token *hsm.Token) error {
+func makeKey(token *softtoken.Token) error {
 	ctx := context.Background()
 	info, err := token.GenerateRSA(ctx, "oauth-test", 2048)
 	if err != nil {
@@ -152,11 +134,12 @@ type clock = storetest.Clock
 // syncBuffer is the shared goroutine-safe log sink.
 type syncBuffer = oauthtest.LogBuffer
 
-// env is one authorization server on a real bbolt file behind a real Echo
-// router, with users, clients and credentials.
+// env is one authorization server on an in-memory store (store/memory;
+// the browser test: a bbolt file) behind a real Echo router, with users,
+// clients and credentials.
 type env struct {
 	t      *testing.T
-	db     *bolt.DB
+	db     store.Store
 	srv    *oauth.Server
 	ts     *httptest.Server
 	clock  *clock
@@ -184,24 +167,34 @@ const testIssuer = "https://signd.example"
 // browser keeps Secure cookies only for https.
 func newEnv(t *testing.T, mods ...func(*oauth.Config)) *env {
 	t.Helper()
-	return buildEnv(t, false, mods...)
+	return buildEnv(t, memoryStore(t), false, mods...)
 }
 
-// newSameOriginEnv is newEnv with the issuer set to the test server's own
-// URL, so a real browser's Origin header on the form posts is the issuer's
-// origin (the login and consent forms refuse any other Origin).
-func newSameOriginEnv(t *testing.T, mods ...func(*oauth.Config)) *env {
-	t.Helper()
-	return buildEnv(t, true, mods...)
-}
-
-func buildEnv(t *testing.T, issuerIsServer bool, mods ...func(*oauth.Config)) *env {
+// newBrowserEnv is newEnv with the issuer set to the test server's own URL,
+// so a real browser's Origin header on the form posts is the issuer's
+// origin (the login and consent forms refuse any other Origin), over a
+// bbolt file: the browser test is a journey through the product's own
+// storage.
+func newBrowserEnv(t *testing.T, mods ...func(*oauth.Config)) *env {
 	t.Helper()
 	db, err := bolt.Open(filepath.Join(t.TempDir(), "signd.db"), bolt.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
+	return buildEnv(t, db, true, mods...)
+}
+
+// memoryStore returns an empty in-memory store.
+func memoryStore(t *testing.T) *memory.DB {
+	t.Helper()
+	db := memory.New(memory.Options{})
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
+func buildEnv(t *testing.T, db store.Store, issuerIsServer bool, mods ...func(*oauth.Config)) *env {
+	t.Helper()
 	hasher, err := store.NewHasher(lowArgon2)
 	if err != nil {
 		t.Fatal(err)

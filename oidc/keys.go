@@ -17,10 +17,14 @@ import (
 	"github.com/signd/signd/store"
 )
 
-// KeyStore is what the KeyRing needs of the HSM; *hsm.Token satisfies it.
+// KeyStore is what the KeyRing needs of the HSM: generate, sign with and
+// destroy RSA keys named by their HSM ID. *hsm.Token satisfies it, and so
+// does the software token of the unit tests (hsm/hsmtest/softtoken).
 type KeyStore interface {
 	GenerateRSA(ctx context.Context, label string, bits int) (*hsm.KeyInfo, error)
-	Key(ctx context.Context, id []byte) (*hsm.Key, error)
+	// SignDigest makes an RSA PKCS#1 v1.5 signature over a DigestInfo of
+	// digest with the key whose HSM ID is id.
+	SignDigest(ctx context.Context, id []byte, hash crypto.Hash, digest []byte) ([]byte, error)
 	DestroyKey(ctx context.Context, id []byte) error
 }
 
@@ -394,12 +398,5 @@ func (r *KeyRing) Sign(ctx context.Context, claims any) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	key, err := r.HSM.Key(ctx, active.KeyID)
-	if err != nil {
-		return "", fmt.Errorf("oidc: signing key %s: %w", active.KID, err)
-	}
-	if !key.Public().(*rsa.PublicKey).Equal(jwk.Key) {
-		return "", fmt.Errorf("oidc: signing key %s: the HSM key %x is not the published key", active.KID, active.KeyID)
-	}
-	return signJWT(&hsmSigner{ctx: ctx, key: key, jwk: jwk}, claims)
+	return signJWT(&hsmSigner{ctx: ctx, hsm: r.HSM, kid: active.KID, keyID: active.KeyID, jwk: jwk}, claims)
 }

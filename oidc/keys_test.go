@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -253,5 +254,35 @@ func TestSignWithoutKey(t *testing.T) {
 	_, err := f.p.Sign(context.Background(), oidc.IDToken{ClientID: "rp", Subject: "s", AuthTime: time.Now()})
 	if !errors.Is(err, oidc.ErrNoSigningKey) {
 		t.Errorf("Sign = %v, want ErrNoSigningKey", err)
+	}
+}
+
+// TestSignRefusesAnotherHSMKey: when the HSM ID of the active key names
+// another key pair, no token is signed under the published kid.
+func TestSignRefusesAnotherHSMKey(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	active, err := f.keys.Ensure(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := token.GenerateRSA(ctx, "oidc-test-other-"+active.KID, 2048)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = token.DestroyKey(ctx, other.ID) })
+	if jws, err := f.keys.Sign(ctx, map[string]any{"sub": "a"}); err != nil || jws == "" {
+		t.Fatalf("Sign with the right key: %q, %v", jws, err)
+	}
+	f.update(func(tx store.Tx) error { // a record the store would refuse to change
+		if err := tx.DeleteSigningKey(active.KID); err != nil {
+			return err
+		}
+		active.KeyID = other.ID
+		return tx.CreateSigningKey(active)
+	})
+	jws, err := f.keys.Sign(ctx, map[string]any{"sub": "a"})
+	if err == nil || jws != "" || !strings.Contains(err.Error(), "is not the published key") {
+		t.Errorf("Sign with another HSM key under the published kid: %q, %v", jws, err)
 	}
 }

@@ -3,10 +3,8 @@ package oidc_test
 import (
 	"context"
 	"crypto/rand"
-	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -14,47 +12,18 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/signd/signd/hsm"
+	"github.com/signd/signd/hsm/hsmtest/softtoken"
 	"github.com/signd/signd/oauth"
 	"github.com/signd/signd/oidc"
-	softhsmtest "github.com/signd/signd/softhsm-test"
 	"github.com/signd/signd/store"
 	"github.com/signd/signd/store/bolt"
+	"github.com/signd/signd/store/memory"
 	"github.com/signd/signd/store/storetest"
 )
 
-// token is the SoftHSM2 token every test of this package signs with;
-// softTok describes it.
-var (
-	token   *hsm.Token
-	softTok *softhsmtest.Token
-)
-
-func TestMain(m *testing.M) {
-	os.Exit(testMain(m))
-}
-
-func testMain(m *testing.M) int {
-	if softhsmtest.FuzzOnly() { // the fuzz targets need no token
-		return m.Run()
-	}
-	dir, err := os.MkdirTemp("", "signd-oidc-test-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer os.RemoveAll(dir)
-	if softTok, err = softhsmtest.Setup(dir, "signd-oidc-test"); err != nil {
-		fmt.Fprintln(os.Stderr, "oidc tests need SoftHSM2:", err)
-		return 1
-	}
-	if token, err = hsm.Open(hsm.Config{Module: softTok.Module, TokenLabel: softTok.Label, PIN: softTok.PIN}); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer token.Close()
-	return m.Run()
-}
+// token is the software token every test of this package signs with
+// (hsm/hsmtest/softtoken): the protocol is under test here, not the device.
+var token = softtoken.New(softtoken.Options{})
 
 // clock is the shared settable test clock.
 type clock = storetest.Clock
@@ -67,12 +36,18 @@ const (
 	idTokenTTL    = time.Hour
 )
 
-// openStore opens a bbolt file in dir (t.TempDir() when dir is "").
+// memoryStore returns an empty in-memory store (store/memory).
+func memoryStore(t *testing.T) *memory.DB {
+	t.Helper()
+	db := memory.New(memory.Options{})
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
+// openStore opens a bbolt file in dir, for the tests whose subject is what
+// bbolt holds on disk.
 func openStore(t *testing.T, dir string) *bolt.DB {
 	t.Helper()
-	if dir == "" {
-		dir = t.TempDir()
-	}
 	db, err := bolt.Open(filepath.Join(dir, "signd.db"), bolt.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -98,7 +73,7 @@ func newFixture(t *testing.T) *fixture {
 	if _, err := rand.Read(salt); err != nil {
 		t.Fatal(err)
 	}
-	return newFixtureWith(t, openStore(t, ""), salt, newClock())
+	return newFixtureWith(t, memoryStore(t), salt, newClock())
 }
 
 func newFixtureWith(t *testing.T, db store.Store, salt []byte, c *clock) *fixture {

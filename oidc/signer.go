@@ -3,6 +3,7 @@ package oidc
 import (
 	"context"
 	"crypto"
+	"crypto/rsa"
 	"crypto/sha256"
 	"fmt"
 
@@ -10,18 +11,15 @@ import (
 	"github.com/go-jose/go-jose/v4/jwt"
 )
 
-// digestSigner is the part of *hsm.Key hsmSigner uses.
-type digestSigner interface {
-	SignDigest(ctx context.Context, hash crypto.Hash, digest []byte) ([]byte, error)
-}
-
 // hsmSigner is a go-jose OpaqueSigner over an HSM key: go-jose builds the
 // JWS, the HSM makes the RS256 signature. It lives for one signature, so
 // it can carry the request's context to the HSM.
 type hsmSigner struct {
-	ctx context.Context
-	key digestSigner
-	jwk *jose.JSONWebKey // public key with kid, alg and use
+	ctx   context.Context
+	hsm   KeyStore
+	kid   string           // the signing key's kid, for errors
+	keyID []byte           // the HSM ID of the key
+	jwk   *jose.JSONWebKey // public key with kid, alg and use
 }
 
 var _ jose.OpaqueSigner = (*hsmSigner)(nil)
@@ -38,7 +36,16 @@ func (s *hsmSigner) SignPayload(payload []byte, alg jose.SignatureAlgorithm) ([]
 		return nil, fmt.Errorf("oidc: algorithm %s is not supported", alg)
 	}
 	digest := sha256.Sum256(payload)
-	return s.key.SignDigest(s.ctx, crypto.SHA256, digest[:])
+	sig, err := s.hsm.SignDigest(s.ctx, s.keyID, crypto.SHA256, digest[:])
+	if err != nil {
+		return nil, fmt.Errorf("oidc: signing key %s: %w", s.kid, err)
+	}
+	// A signature the published key does not verify never leaves: the HSM
+	// key under this ID is not the one relying parties know.
+	if pub, ok := s.jwk.Key.(*rsa.PublicKey); !ok || rsa.VerifyPKCS1v15(pub, crypto.SHA256, digest[:], sig) != nil {
+		return nil, fmt.Errorf("oidc: signing key %s: the HSM key %x is not the published key", s.kid, s.keyID)
+	}
+	return sig, nil
 }
 
 // signJWT serializes claims as a compact JWS signed by s with typ JWT.

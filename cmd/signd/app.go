@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto"
 	"crypto/x509"
 	"encoding/json"
 	"errors"
@@ -171,6 +172,14 @@ func (l *lazyKeys) Key(ctx context.Context, id []byte) (*hsm.Key, error) {
 		return nil, err
 	}
 	return t.Key(ctx, id)
+}
+
+func (l *lazyKeys) SignDigest(ctx context.Context, id []byte, hash crypto.Hash, digest []byte) ([]byte, error) {
+	t, err := l.get()
+	if err != nil {
+		return nil, err
+	}
+	return t.SignDigest(ctx, id, hash, digest)
 }
 
 func (l *lazyKeys) DestroyKey(ctx context.Context, id []byte) error {

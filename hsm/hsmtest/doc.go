@@ -13,5 +13,7 @@
 //	f.FailOnce("Sign", pkcs11.CKR_DEVICE_ERROR)
 //
 // The package imports nothing of signd, so the hsm package's own tests use
-// it too.
+// it too. Its sub-package softtoken replaces the token altogether for the
+// protocol packages' unit tests: a software token with the same errors and
+// faults injected by operation.
 package hsmtest

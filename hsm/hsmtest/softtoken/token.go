@@ -1,0 +1,315 @@
+package softtoken
+
+import (
+	"bytes"
+	"context"
+	"crypto"
+	"crypto/rand"
+	"crypto/rsa"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/signd/signd/hsm"
+)
+
+// Options configure New.
+type Options struct {
+	// Sessions bounds how many calls run at once (the session pool of
+	// *hsm.Token); 0 means no bound.
+	Sessions int
+	// AcquireTimeout is the longest wait for a free session; 0 means 2 s,
+	// the default of hsm.Config.
+	AcquireTimeout time.Duration
+}
+
+// Operation names, for Inject, FailOnce, FailAlways, Hook and Calls.
+const (
+	OpGenerateRSA = "GenerateRSA"
+	OpKeys        = "Keys"
+	OpKey         = "Key"
+	OpCheckKey    = "CheckKey"
+	OpDestroyKey  = "DestroyKey"
+	OpSignDigest  = "SignDigest"
+)
+
+var operations = []string{OpGenerateRSA, OpKeys, OpKey, OpCheckKey, OpDestroyKey, OpSignDigest}
+
+const (
+	idLen                 = 16  // CKA_ID length GenerateRSA chooses, as hsm does
+	maxLabelLen           = 128 // label bound, as hsm has
+	defaultAcquireTimeout = 2 * time.Second
+)
+
+// Token is an in-memory RSA signing token. It is safe for concurrent use.
+type Token struct {
+	sessions       chan struct{} // nil: no bound
+	acquireTimeout time.Duration
+
+	mu     sync.Mutex
+	keys   map[string]*rsa.PrivateKey // by string(ID)
+	labels map[string]string          // by string(ID)
+	closed bool
+	faults
+}
+
+// New returns an empty token that injects nothing until told to.
+func New(opts Options) *Token {
+	t := &Token{
+		acquireTimeout: opts.AcquireTimeout,
+		keys:           make(map[string]*rsa.PrivateKey),
+		labels:         make(map[string]string),
+		faults:         newFaults(),
+	}
+	if t.acquireTimeout <= 0 {
+		t.acquireTimeout = defaultAcquireTimeout
+	}
+	if opts.Sessions > 0 {
+		t.sessions = make(chan struct{}, opts.Sessions)
+	}
+	return t
+}
+
+// Available reports whether calls can start: false after Close and from
+// the first call that found the token gone until SetGone(false).
+func (t *Token) Available() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return !t.closed && !t.down
+}
+
+// Close makes every later call fail with hsm.ErrClosed.
+func (t *Token) Close() error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.closed = true
+	return nil
+}
+
+// GenerateRSA generates an RSA key pair of bits (2048, 3072 or 4096)
+// labelled label, with a random 16-byte ID. A label already in use is
+// refused with hsm.ErrLabelExists.
+func (t *Token) GenerateRSA(ctx context.Context, label string, bits int) (*hsm.KeyInfo, error) {
+	switch bits {
+	case 2048, 3072, 4096:
+	default:
+		return nil, fmt.Errorf("softtoken: generate key: %w: RSA-%d (2048, 3072 or 4096 bits)", hsm.ErrUnsupportedAlgorithm, bits)
+	}
+	if err := checkLabel(label); err != nil {
+		return nil, err
+	}
+	done, err := t.begin(ctx, OpGenerateRSA, nil)
+	if err != nil {
+		return nil, err
+	}
+	defer done()
+	if t.labelInUse(label) {
+		return nil, fmt.Errorf("softtoken: generate key: %w: %q", hsm.ErrLabelExists, label)
+	}
+	id := make([]byte, idLen)
+	if _, err := rand.Read(id); err != nil {
+		return nil, fmt.Errorf("softtoken: generate key: %w", err)
+	}
+	priv, err := rsa.GenerateKey(rand.Reader, bits)
+	if err != nil {
+		return nil, fmt.Errorf("softtoken: generate key: %w", err)
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.labelInUseLocked(label) { // a concurrent call took it meanwhile
+		return nil, fmt.Errorf("softtoken: generate key: %w: %q", hsm.ErrLabelExists, label)
+	}
+	t.keys[string(id)], t.labels[string(id)] = priv, label
+	return &hsm.KeyInfo{ID: id, Label: label, Bits: bits, Public: &priv.PublicKey}, nil
+}
+
+func checkLabel(label string) error {
+	switch {
+	case label == "":
+		return errors.New("softtoken: empty key label")
+	case len(label) > maxLabelLen:
+		return fmt.Errorf("softtoken: key label longer than %d bytes", maxLabelLen)
+	case !utf8.ValidString(label):
+		return errors.New("softtoken: key label is not UTF-8")
+	}
+	return nil
+}
+
+func (t *Token) labelInUse(label string) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.labelInUseLocked(label)
+}
+
+func (t *Token) labelInUseLocked(label string) bool {
+	for _, l := range t.labels {
+		if l == label {
+			return true
+		}
+	}
+	return false
+}
+
+// Keys lists the keys by label, then ID.
+func (t *Token) Keys(ctx context.Context) ([]hsm.KeyInfo, error) {
+	done, err := t.begin(ctx, OpKeys, nil)
+	if err != nil {
+		return nil, err
+	}
+	defer done()
+	t.mu.Lock()
+	out := make([]hsm.KeyInfo, 0, len(t.keys))
+	for id, k := range t.keys {
+		out = append(out, hsm.KeyInfo{ID: []byte(id), Label: t.labels[id], Bits: k.N.BitLen(), Public: &k.PublicKey})
+	}
+	t.mu.Unlock()
+	slices.SortFunc(out, func(a, b hsm.KeyInfo) int {
+		if c := strings.Compare(a.Label, b.Label); c != 0 {
+			return c
+		}
+		return bytes.Compare(a.ID, b.ID)
+	})
+	return out, nil
+}
+
+// lookup returns the key with ID id, or hsm.ErrKeyNotFound.
+func (t *Token) lookup(id []byte) (*rsa.PrivateKey, string, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if k, ok := t.keys[string(id)]; ok {
+		return k, t.labels[string(id)], nil
+	}
+	return nil, "", fmt.Errorf("%w: no RSA key with ID %x on the software token", hsm.ErrKeyNotFound, id)
+}
+
+// DestroyKey destroys the key pair with ID id, or fails with
+// hsm.ErrKeyNotFound.
+func (t *Token) DestroyKey(ctx context.Context, id []byte) error {
+	if len(id) == 0 {
+		return fmt.Errorf("softtoken: destroy key: %w: empty key ID", hsm.ErrKeyNotFound)
+	}
+	done, err := t.begin(ctx, OpDestroyKey, nil)
+	if err != nil {
+		return err
+	}
+	defer done()
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if _, ok := t.keys[string(id)]; !ok {
+		return fmt.Errorf("softtoken: destroy key: %w: no RSA key with ID %x", hsm.ErrKeyNotFound, id)
+	}
+	delete(t.keys, string(id))
+	delete(t.labels, string(id))
+	return nil
+}
+
+// CheckKey reports whether a signature with key id could be made now,
+// without making one: the token is available, a session is free (else
+// hsm.ErrBusy) and the key exists (else hsm.ErrKeyNotFound).
+func (t *Token) CheckKey(ctx context.Context, id []byte) error {
+	done, err := t.begin(ctx, OpCheckKey, id)
+	if err != nil {
+		return err
+	}
+	defer done()
+	_, _, err = t.lookup(id)
+	if err != nil {
+		return fmt.Errorf("softtoken: check key: %w", err)
+	}
+	return nil
+}
+
+// Key returns the signer for the key with ID id.
+func (t *Token) Key(ctx context.Context, id []byte) (*Key, error) {
+	done, err := t.begin(ctx, OpKey, id)
+	if err != nil {
+		return nil, err
+	}
+	defer done()
+	priv, label, err := t.lookup(id)
+	if err != nil {
+		return nil, fmt.Errorf("softtoken: load key: %w", err)
+	}
+	return &Key{t: t, id: bytes.Clone(id), label: label, pub: &priv.PublicKey}, nil
+}
+
+// supportedHashes are the hashes SignDigest accepts, as hsm's. crypto/rsa
+// builds the DigestInfo (RFC 8017 §9.2) for each of them.
+var supportedHashes = []crypto.Hash{crypto.SHA256, crypto.SHA384, crypto.SHA512}
+
+// SignDigest signs digest, a hash of hash, with the key whose ID is id:
+// RSA PKCS#1 v1.5 over a DigestInfo. hash must be SHA-256, SHA-384 or
+// SHA-512 (else hsm.ErrUnsupportedAlgorithm) and digest exactly its size
+// (else hsm.ErrBadDigest). Every error satisfies hsm.NotSigned unless an
+// injected fault says otherwise (Fault.Signed).
+func (t *Token) SignDigest(ctx context.Context, id []byte, hash crypto.Hash, digest []byte) ([]byte, error) {
+	if !slices.Contains(supportedHashes, hash) {
+		return nil, hsm.MarkNotSigned(fmt.Errorf("softtoken: sign: %w: hash %v (SHA-256, SHA-384 or SHA-512)", hsm.ErrUnsupportedAlgorithm, hash))
+	}
+	if len(digest) != hash.Size() {
+		return nil, hsm.MarkNotSigned(fmt.Errorf("softtoken: sign: %w: %d bytes for %v, want %d", hsm.ErrBadDigest, len(digest), hash, hash.Size()))
+	}
+	done, err := t.begin(ctx, OpSignDigest, nil)
+	if err != nil {
+		var s *signedError
+		if errors.As(err, &s) {
+			return nil, s.err
+		}
+		return nil, hsm.MarkNotSigned(err)
+	}
+	defer done()
+	priv, _, err := t.lookup(id)
+	if err != nil {
+		return nil, hsm.MarkNotSigned(fmt.Errorf("softtoken: sign: %w", err))
+	}
+	sig, err := rsa.SignPKCS1v15(nil, priv, hash, digest)
+	if err != nil {
+		return nil, fmt.Errorf("softtoken: sign: %w", err)
+	}
+	return sig, nil
+}
+
+// Key is an RSA key of a Token. It implements crypto.Signer with PKCS#1
+// v1.5 signatures over SHA-256, SHA-384 or SHA-512 digests, as *hsm.Key.
+type Key struct {
+	t     *Token
+	id    []byte
+	label string
+	pub   *rsa.PublicKey
+}
+
+var _ crypto.Signer = (*Key)(nil)
+
+// ID returns the key's ID.
+func (k *Key) ID() []byte { return bytes.Clone(k.id) }
+
+// Label returns the key's label.
+func (k *Key) Label() string { return k.label }
+
+// Public returns the *rsa.PublicKey.
+func (k *Key) Public() crypto.PublicKey { return k.pub }
+
+// Bits returns the modulus size.
+func (k *Key) Bits() int { return k.pub.N.BitLen() }
+
+// Sign signs digest, a hash of opts.HashFunc(), with RSA PKCS#1 v1.5. rand
+// is ignored; *rsa.PSSOptions are refused.
+func (k *Key) Sign(_ io.Reader, digest []byte, opts crypto.SignerOpts) ([]byte, error) {
+	if opts == nil {
+		return nil, fmt.Errorf("%w: no hash given", hsm.ErrUnsupportedAlgorithm)
+	}
+	if _, ok := opts.(*rsa.PSSOptions); ok {
+		return nil, fmt.Errorf("%w: RSA-PSS", hsm.ErrUnsupportedAlgorithm)
+	}
+	return k.SignDigest(context.Background(), opts.HashFunc(), digest)
+}
+
+// SignDigest is Sign with a context bounding the wait for a session.
+func (k *Key) SignDigest(ctx context.Context, hash crypto.Hash, digest []byte) ([]byte, error) {
+	return k.t.SignDigest(ctx, k.id, hash, digest)
+}
