@@ -8,7 +8,6 @@ import (
 	"crypto/rsa"
 	"crypto/sha256"
 	"crypto/sha512"
-	"fmt"
 	"log/slog"
 	"math/big"
 	"os"
@@ -37,43 +36,30 @@ var (
 )
 
 func TestMain(m *testing.M) {
-	os.Exit(testMain(m))
+	os.Exit(softhsmtest.Main(m, "signd-test", setupTokens))
 }
 
-func testMain(m *testing.M) int {
-	dir, err := os.MkdirTemp("", "signd-hsm-test-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer os.RemoveAll(dir)
-	// Missing SoftHSM2 is a failure, not a skip.
-	if mainTok, err = softhsmtest.Setup(dir, "signd-test"); err != nil {
-		fmt.Fprintln(os.Stderr, "hsm tests need SoftHSM2:", err)
-		return 1
-	}
+// setupTokens creates the other tokens (before anything opens the module),
+// the fixture key and the shared Token with its key.
+func setupTokens(tok *softhsmtest.Token) (teardown func(), err error) {
+	mainTok = tok
 	if pinTok, err = mainTok.AddToken("signd-pin"); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
+		return nil, err
 	}
 	if faultTok, err = mainTok.AddToken("signd-faults"); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
+		return nil, err
 	}
 	if fixtureKey, err = rsa.GenerateKey(rand.Reader, 2048); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
+		return nil, err
 	}
 	if shared, err = Open(config(mainTok)); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
+		return nil, err
 	}
-	defer shared.Close()
+	teardown = func() { shared.Close() }
 	if sharedKey, err = shared.GenerateRSA(context.Background(), "shared-2048", 2048); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
+		return teardown, err
 	}
-	return m.Run()
+	return teardown, nil
 }
 
 // config returns the Config for tok with the default policy.

@@ -34,21 +34,10 @@ func TestMain(m *testing.M) {
 		main()
 		os.Exit(0)
 	}
-	if softhsmtest.FuzzOnly() { // the fuzz targets need no token
-		os.Exit(m.Run())
-	}
-	dir, err := os.MkdirTemp("", "signd-cmd-test-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	token, err = softhsmtest.Setup(dir, "signd-cmd-test")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	code := m.Run()
-	os.RemoveAll(dir)
+	code := softhsmtest.Main(m, "signd-cmd-test", func(tok *softhsmtest.Token) (func(), error) {
+		token = tok
+		return nil, nil
+	})
 	removeChildBinary()
 	os.Exit(code)
 }
