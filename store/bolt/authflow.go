@@ -144,7 +144,7 @@ func decodeSessionMeta(raw []byte) (time.Time, []string, error) {
 }
 
 func requestParties(r *authRequestRecord) []string {
-	return grantParties(r.ClientID, r.Username, r.CredentialID)
+	return store.GrantParties(r.ClientID, r.Username, r.CredentialID)
 }
 
 // codeParties: a redeemed code (a tombstone) hangs on nobody; revocation
@@ -153,11 +153,11 @@ func codeParties(r *authCodeRecord) []string {
 	if !r.RedeemedAt.IsZero() {
 		return nil
 	}
-	return grantParties(r.ClientID, r.Username, r.CredentialID)
+	return store.GrantParties(r.ClientID, r.Username, r.CredentialID)
 }
 
 func sessionParties(r *sessionRecord) []string {
-	return []string{party(partyUser, r.Username)}
+	return store.SessionParties(r.Username)
 }
 
 // createExpiring stores a new record under hash with its index entries.

@@ -77,7 +77,7 @@ func (t *tx) CreateToken(tok *store.Token) error {
 }
 
 func (r *tokenRecord) parties() []string {
-	return grantParties(r.ClientID, r.Username, r.CredentialID)
+	return store.GrantParties(r.ClientID, r.Username, r.CredentialID)
 }
 
 func decodeTokenParties(raw []byte) ([]string, error) {

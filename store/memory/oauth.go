@@ -14,11 +14,11 @@ import (
 // the by-code index.
 
 func tokenMeta(t *store.Token) (time.Time, []string) {
-	return t.ExpiresAt, grantParties(t.ClientID, t.Username, t.CredentialID)
+	return t.ExpiresAt, store.GrantParties(t.ClientID, t.Username, t.CredentialID)
 }
 
 func requestMeta(r *store.AuthRequest) (time.Time, []string) {
-	return r.ExpiresAt, grantParties(r.ClientID, r.Username, r.CredentialID)
+	return r.ExpiresAt, store.GrantParties(r.ClientID, r.Username, r.CredentialID)
 }
 
 // codeMeta: a redeemed code (a tombstone) hangs on nobody; revocation
@@ -27,11 +27,11 @@ func codeMeta(c *store.AuthCode) (time.Time, []string) {
 	if !c.RedeemedAt.IsZero() {
 		return c.ExpiresAt, nil
 	}
-	return c.ExpiresAt, grantParties(c.ClientID, c.Username, c.CredentialID)
+	return c.ExpiresAt, store.GrantParties(c.ClientID, c.Username, c.CredentialID)
 }
 
 func sessionMeta(s *store.Session) (time.Time, []string) {
-	return s.ExpiresAt, []string{party(partyUser, s.Username)}
+	return s.ExpiresAt, store.SessionParties(s.Username)
 }
 
 // CreateToken implements store.OAuthTx.
