@@ -257,5 +257,17 @@ func (t *tx) writes() error {
 	return nil
 }
 
+// validator is a record that checks itself (store.User, store.Token, …).
+type validator interface{ Validate() error }
+
+// checkWrite refuses the write of r: ErrTxDone after the transaction,
+// store.ErrReadOnly inside View, else r's own Validate error.
+func (t *tx) checkWrite(r validator) error {
+	if err := t.writes(); err != nil {
+		return err
+	}
+	return r.Validate()
+}
+
 // stamp returns the store clock in UTC, without a monotonic reading.
 func (t *tx) stamp() time.Time { return t.now().UTC().Round(0) }

@@ -36,10 +36,7 @@ func sessionMeta(s *store.Session) (time.Time, []string) {
 
 // CreateToken implements store.OAuthTx.
 func (t *tx) CreateToken(tok *store.Token) error {
-	if err := t.writes(); err != nil {
-		return err
-	}
-	if err := tok.Validate(); err != nil {
+	if err := t.checkWrite(tok); err != nil {
 		return err
 	}
 	if t.s.tokens.has(tok.Hash) {
@@ -128,10 +125,7 @@ func deleteExpired[R any](t *tx, x expiring[R], now time.Time) (int, error) {
 
 // CreateAuthRequest implements store.AuthFlowTx.
 func (t *tx) CreateAuthRequest(r *store.AuthRequest) error {
-	if err := t.writes(); err != nil {
-		return err
-	}
-	if err := r.Validate(); err != nil {
+	if err := t.checkWrite(r); err != nil {
 		return err
 	}
 	r.CreatedAt = t.stamp()
@@ -154,10 +148,7 @@ func (t *tx) AuthRequest(hash []byte) (*store.AuthRequest, error) {
 
 // PutAuthRequest implements store.AuthFlowTx.
 func (t *tx) PutAuthRequest(r *store.AuthRequest) error {
-	if err := t.writes(); err != nil {
-		return err
-	}
-	if err := r.Validate(); err != nil {
+	if err := t.checkWrite(r); err != nil {
 		return err
 	}
 	old, ok := t.s.requests.get(r.Hash)
@@ -188,10 +179,7 @@ func (t *tx) DeleteExpiredAuthRequests(now time.Time) (int, error) {
 
 // CreateCode implements store.AuthFlowTx.
 func (t *tx) CreateCode(c *store.AuthCode) error {
-	if err := t.writes(); err != nil {
-		return err
-	}
-	if err := c.Validate(); err != nil {
+	if err := t.checkWrite(c); err != nil {
 		return err
 	}
 	c.CreatedAt = t.stamp()
@@ -244,10 +232,7 @@ func (t *tx) DeleteExpiredCodes(now time.Time) (int, error) {
 
 // CreateSession implements store.AuthFlowTx.
 func (t *tx) CreateSession(s *store.Session) error {
-	if err := t.writes(); err != nil {
-		return err
-	}
-	if err := s.Validate(); err != nil {
+	if err := t.checkWrite(s); err != nil {
 		return err
 	}
 	s.CreatedAt = t.stamp()
