@@ -284,7 +284,9 @@ func TestProfilesThroughTheServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	e := echo.New()
-	srv.Mount(e)
+	if err := srv.Mount(e.Group("")); err != nil {
+		t.Fatal(err)
+	}
 	ts := httptest.NewServer(e)
 	t.Cleanup(ts.Close)
 	conf := &oauth2.Config{

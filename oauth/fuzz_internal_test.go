@@ -312,7 +312,9 @@ func FuzzTokenEndpoint(f *testing.F) {
 		f.Fatal(err)
 	}
 	e := echo.New()
-	srv.Mount(e)
+	if err := srv.Mount(e.Group("")); err != nil {
+		f.Fatal(err)
+	}
 
 	basic := func(id, secret string) string {
 		return "Basic " + base64.StdEncoding.EncodeToString([]byte(url.QueryEscape(id)+":"+url.QueryEscape(secret)))

@@ -256,7 +256,9 @@ func buildEnv(t *testing.T, issuerIsServer bool, mods ...func(*oauth.Config)) *e
 			return next(c)
 		}
 	})
-	ev.srv.Mount(e)
+	if err := ev.srv.Mount(e.Group("")); err != nil {
+		t.Fatal(err)
+	}
 	ev.ts.Config.Handler = e
 	if cfg.SecureCookies {
 		ev.ts.StartTLS()

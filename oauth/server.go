@@ -166,7 +166,8 @@ func New(cfg Config) (*Server, error) {
 	return s, nil
 }
 
-// Mount registers the endpoints on e:
+// Mount registers the endpoints on g at the paths below (the daemon passes
+// its root group):
 //
 //	GET, POST /oauth2/authorize   start a flow (login or consent page, or a redirect)
 //	POST      /oauth2/login       answer the login page
@@ -179,13 +180,14 @@ func New(cfg Config) (*Server, error) {
 // a redirect, the token and revocation endpoints with RFC 6749 §5.2 JSON.
 // The login and consent forms refuse posts from other sites
 // (sameOriginOnly); authorize does not, as a client may post to it.
-func (s *Server) Mount(e *echo.Echo) {
-	e.GET(pathAuthorize, s.authorize, s.pageErrors)
-	e.POST(pathAuthorize, s.authorize, s.pageErrors)
-	e.POST(pathLogin, s.login, s.pageErrors, s.sameOriginOnly)
-	e.POST(pathConsent, s.consent, s.pageErrors, s.sameOriginOnly)
-	e.POST(pathToken, s.token, s.jsonErrors)
-	e.POST(pathRevoke, s.revoke, s.jsonErrors)
+func (s *Server) Mount(g *echo.Group) error {
+	g.GET(pathAuthorize, s.authorize, s.pageErrors)
+	g.POST(pathAuthorize, s.authorize, s.pageErrors)
+	g.POST(pathLogin, s.login, s.pageErrors, s.sameOriginOnly)
+	g.POST(pathConsent, s.consent, s.pageErrors, s.sameOriginOnly)
+	g.POST(pathToken, s.token, s.jsonErrors)
+	g.POST(pathRevoke, s.revoke, s.jsonErrors)
+	return nil
 }
 
 // Issuer returns the issuer (server.base_url without a trailing slash).

@@ -113,7 +113,9 @@ func newFixtureWith(t *testing.T, db store.Store, salt []byte, c *clock) *fixtur
 		Subjects: pw, IDTokenTTL: idTokenTTL, Now: c.Now,
 	}
 	e := echo.New()
-	p.Mount(e)
+	if err := p.Mount(e.Group("")); err != nil {
+		t.Fatal(err)
+	}
 	return &fixture{t: t, clock: c, db: db, keys: keys, p: p, e: e, salt: salt}
 }
 

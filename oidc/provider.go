@@ -52,14 +52,17 @@ func (p *Provider) log() *slog.Logger {
 	return slog.New(slog.DiscardHandler)
 }
 
-// Mount registers the provider's routes on e. Each route brings its own
-// error writer, so the daemon's generic one never sees OIDC errors.
-func (p *Provider) Mount(e *echo.Echo) {
-	e.GET(PathDiscovery, p.discovery, p.writeErrors)
-	e.GET(PathJWKS, p.jwks, p.writeErrors)
+// Mount registers the provider's routes on g at their paths (PathDiscovery,
+// PathJWKS, PathUserinfo; the daemon passes its root group). Each route
+// brings its own error writer, so the daemon's generic one never sees OIDC
+// errors.
+func (p *Provider) Mount(g *echo.Group) error {
+	g.GET(PathDiscovery, p.discovery, p.writeErrors)
+	g.GET(PathJWKS, p.jwks, p.writeErrors)
 	bearer := oauth.RequireBearer(oauth.BearerConfig{
 		Store: p.Store, Now: p.Now, Realm: p.Issuer, Scope: ScopeOpenID, AllowFormBody: true,
 	})
-	e.GET(PathUserinfo, p.userinfo, p.writeErrors, bearer)
-	e.POST(PathUserinfo, p.userinfo, p.writeErrors, bearer)
+	g.GET(PathUserinfo, p.userinfo, p.writeErrors, bearer)
+	g.POST(PathUserinfo, p.userinfo, p.writeErrors, bearer)
+	return nil
 }

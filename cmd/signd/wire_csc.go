@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/labstack/echo/v4"
-
 	"github.com/signd/signd/csc"
 	"github.com/signd/signd/hsm"
 	"github.com/signd/signd/store/bolt"
@@ -29,15 +27,15 @@ type cscStore interface {
 	Secret(ctx context.Context, name string, size int) ([]byte, error)
 }
 
-// mountCSC wires the CSC service onto e under /csc/v1.
-func (s *services) mountCSC(e *echo.Echo) error {
+// cscHandler builds the CSC service (mounted under /csc/v1).
+func (s *services) cscHandler() (*csc.Handler, error) {
 	db, ok := s.store.(cscStore)
 	if !ok {
-		return fmt.Errorf("csc: store %T has no Batch and Secret", s.store)
+		return nil, fmt.Errorf("csc: store %T has no Batch and Secret", s.store)
 	}
 	key, err := db.Secret(context.Background(), pageTokenSecret, 32)
 	if err != nil {
-		return fmt.Errorf("csc: page token key: %w", err)
+		return nil, fmt.Errorf("csc: page token key: %w", err)
 	}
 	var m csc.Metrics
 	if s.metrics != nil {
@@ -62,7 +60,7 @@ func (s *services) mountCSC(e *echo.Echo) error {
 		Logger:            s.logger,
 		Metrics:           m,
 	}
-	return h.Mount(e.Group("/csc/v1"))
+	return h, nil
 }
 
 // hsmUnavailable reports the token errors that mean "the signing service
