@@ -106,11 +106,7 @@ type auditSource interface {
 }
 
 func (a *app) withAudit(cmd *cobra.Command, fn func(context.Context, auditSource) error) error {
-	cfg, err := a.loadConfig(cmd)
-	if err != nil {
-		return err
-	}
-	remote, err := dialAdmin(cfg)
+	cfg, remote, err := a.dialAdmin(cmd)
 	if err != nil {
 		return err
 	}

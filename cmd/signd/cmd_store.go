@@ -85,11 +85,7 @@ type storeSource interface {
 }
 
 func (a *app) withStore(cmd *cobra.Command, fn func(context.Context, storeSource) error) error {
-	cfg, err := a.loadConfig(cmd)
-	if err != nil {
-		return err
-	}
-	remote, err := dialAdmin(cfg)
+	cfg, remote, err := a.dialAdmin(cmd)
 	if err != nil {
 		return err
 	}
