@@ -128,39 +128,35 @@ func importRSA(t testing.TB, tok *Token, label string, id []byte, priv *rsa.Priv
 	t.Helper()
 	priv.Precompute()
 	e := big.NewInt(int64(priv.E)).Bytes()
-	err := tok.run(context.Background(), "import fixture key", func(s pkcs11.SessionHandle) error {
-		if _, err := tok.lib.CreateObject(s, []*pkcs11.Attribute{
-			pkcs11.NewAttribute(pkcs11.CKA_CLASS, pkcs11.CKO_PRIVATE_KEY),
+	// rsaKey is what both halves of the pair carry.
+	rsaKey := func(class uint, more ...*pkcs11.Attribute) []*pkcs11.Attribute {
+		return append([]*pkcs11.Attribute{
+			pkcs11.NewAttribute(pkcs11.CKA_CLASS, class),
 			pkcs11.NewAttribute(pkcs11.CKA_KEY_TYPE, pkcs11.CKK_RSA),
 			pkcs11.NewAttribute(pkcs11.CKA_TOKEN, true),
+			pkcs11.NewAttribute(pkcs11.CKA_ID, id),
+			pkcs11.NewAttribute(pkcs11.CKA_LABEL, label),
+			pkcs11.NewAttribute(pkcs11.CKA_MODULUS, priv.N.Bytes()),
+			pkcs11.NewAttribute(pkcs11.CKA_PUBLIC_EXPONENT, e),
+		}, more...)
+	}
+	err := tok.run(context.Background(), "import fixture key", func(s pkcs11.SessionHandle) error {
+		if _, err := tok.lib.CreateObject(s, rsaKey(pkcs11.CKO_PRIVATE_KEY,
 			pkcs11.NewAttribute(pkcs11.CKA_PRIVATE, true),
 			pkcs11.NewAttribute(pkcs11.CKA_SENSITIVE, true),
 			pkcs11.NewAttribute(pkcs11.CKA_EXTRACTABLE, false),
 			pkcs11.NewAttribute(pkcs11.CKA_SIGN, true),
 			pkcs11.NewAttribute(pkcs11.CKA_DECRYPT, false),
-			pkcs11.NewAttribute(pkcs11.CKA_ID, id),
-			pkcs11.NewAttribute(pkcs11.CKA_LABEL, label),
-			pkcs11.NewAttribute(pkcs11.CKA_MODULUS, priv.N.Bytes()),
-			pkcs11.NewAttribute(pkcs11.CKA_PUBLIC_EXPONENT, e),
 			pkcs11.NewAttribute(pkcs11.CKA_PRIVATE_EXPONENT, priv.D.Bytes()),
 			pkcs11.NewAttribute(pkcs11.CKA_PRIME_1, priv.Primes[0].Bytes()),
 			pkcs11.NewAttribute(pkcs11.CKA_PRIME_2, priv.Primes[1].Bytes()),
 			pkcs11.NewAttribute(pkcs11.CKA_EXPONENT_1, priv.Precomputed.Dp.Bytes()),
 			pkcs11.NewAttribute(pkcs11.CKA_EXPONENT_2, priv.Precomputed.Dq.Bytes()),
 			pkcs11.NewAttribute(pkcs11.CKA_COEFFICIENT, priv.Precomputed.Qinv.Bytes()),
-		}); err != nil {
+		)); err != nil {
 			return ckr("C_CreateObject", err)
 		}
-		_, err := tok.lib.CreateObject(s, []*pkcs11.Attribute{
-			pkcs11.NewAttribute(pkcs11.CKA_CLASS, pkcs11.CKO_PUBLIC_KEY),
-			pkcs11.NewAttribute(pkcs11.CKA_KEY_TYPE, pkcs11.CKK_RSA),
-			pkcs11.NewAttribute(pkcs11.CKA_TOKEN, true),
-			pkcs11.NewAttribute(pkcs11.CKA_VERIFY, true),
-			pkcs11.NewAttribute(pkcs11.CKA_ID, id),
-			pkcs11.NewAttribute(pkcs11.CKA_LABEL, label),
-			pkcs11.NewAttribute(pkcs11.CKA_MODULUS, priv.N.Bytes()),
-			pkcs11.NewAttribute(pkcs11.CKA_PUBLIC_EXPONENT, e),
-		})
+		_, err := tok.lib.CreateObject(s, rsaKey(pkcs11.CKO_PUBLIC_KEY, pkcs11.NewAttribute(pkcs11.CKA_VERIFY, true)))
 		return ckr("C_CreateObject", err)
 	})
 	if err != nil {
