@@ -10,6 +10,7 @@ import (
 	"crypto/x509"
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"path/filepath"
@@ -117,7 +118,11 @@ func (e *env) startDaemonWith(configure func(*app)) (addr string, stop func()) {
 		return addr, stop
 	case err := <-done:
 		stopped = true
-		e.t.Fatalf("serve failed: %v", err)
+		log := ""
+		if b, ok := a.stderr.(fmt.Stringer); ok {
+			log = b.String()
+		}
+		e.t.Fatalf("serve failed: %v\nlog:\n%s", err, log)
 	case <-time.After(30 * time.Second):
 		e.t.Fatal("serve did not become ready")
 	}
