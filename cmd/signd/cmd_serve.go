@@ -121,17 +121,21 @@ func (a *app) serve(ctx context.Context, cfg *config.Config) error {
 	}
 	defer os.Remove(cfg.Server.AdminSocket)
 	ae := newAdminEcho(logger)
-	if err := (&admin.Handler{
-		Service: &admin.Local{Store: db, Keys: token, Hasher: hasher, Now: a.now, Logger: logger, OIDCKeys: keys},
-		Logger:  logger,
-	}).Mount(ae.Group("")); err != nil {
-		httpLn.Close()
-		metricsEP.close()
-		adminLn.Close()
-		return err
+	for _, m := range []mounter{
+		&admin.Handler{
+			Service: &admin.Local{Store: db, Keys: token, Hasher: hasher, Now: a.now, Logger: logger, OIDCKeys: keys},
+			Logger:  logger,
+		},
+		storeAdminHandler{DB: db, Logger: logger},
+	} {
+		if err := m.Mount(ae.Group("")); err != nil {
+			httpLn.Close()
+			metricsEP.close()
+			adminLn.Close()
+			return err
+		}
 	}
 	mountAuditAdmin(ae, db, logger)
-	mountStoreAdmin(ae, db, logger)
 	if a.adminHook != nil {
 		a.adminHook(ae)
 	}

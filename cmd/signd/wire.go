@@ -36,7 +36,8 @@ type services struct {
 }
 
 // mounter is what every HTTP service of the daemon is (oauth.Server,
-// csc.Handler, oidc.Provider, admin.Handler): it registers its routes on a
+// csc.Handler, oidc.Provider on the public router; admin.Handler and
+// storeAdminHandler on the admin socket's): it registers its routes on a
 // group of the router and fails when it lacks a dependency.
 type mounter interface {
 	Mount(g *echo.Group) error
@@ -47,6 +48,7 @@ var (
 	_ mounter = (*csc.Handler)(nil)
 	_ mounter = (*oidc.Provider)(nil)
 	_ mounter = (*admin.Handler)(nil)
+	_ mounter = storeAdminHandler{}
 )
 
 // mount builds every protocol service and mounts it onto e, each with its
