@@ -16,7 +16,7 @@ import (
 )
 
 // services is what the protocol services are built from. serve fills it once
-// the store and token are open; each wire_*.go mounts one service on it.
+// the store and token are open; each wire_*.go builds one service from it.
 type services struct {
 	cfg    *config.Config
 	store  store.Store
