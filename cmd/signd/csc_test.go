@@ -78,7 +78,8 @@ func (e *env) mint(kind store.TokenKind, user, client, cred string, digests ...[
 	return v
 }
 
-// startDaemon runs `signd serve` until stop is called (or the test ends).
+// startDaemon runs `signd serve` until stop is called (or the test ends);
+// stop fails the test unless serve returns nil within 20 s.
 func (e *env) startDaemon() (addr string, stop func()) {
 	e.t.Helper()
 	return e.startDaemonWith(nil)
@@ -108,8 +109,13 @@ func (e *env) startDaemonWith(configure func(*app)) (addr string, stop func()) {
 		}
 		stopped = true
 		cancel()
-		if err := <-done; err != nil {
-			e.t.Errorf("serve returned %v", err)
+		select {
+		case err := <-done:
+			if err != nil {
+				e.t.Errorf("serve returned %v", err)
+			}
+		case <-time.After(20 * time.Second):
+			e.t.Error("serve did not stop")
 		}
 	}
 	e.t.Cleanup(stop)
