@@ -285,7 +285,9 @@ func TestProfilesThroughTheServer(t *testing.T) {
 	}
 	e := echo.New()
 	e.HTTPErrorHandler = oauth.NewRenderer(nil).Handle
-	srv.Mount(e)
+	if err := srv.Mount(e.Group("")); err != nil {
+		t.Fatal(err)
+	}
 	ts := httptest.NewServer(e)
 	t.Cleanup(ts.Close)
 	conf := &oauth2.Config{

@@ -8,7 +8,6 @@ import (
 	"crypto/rsa"
 	"crypto/sha256"
 	"crypto/sha512"
-	"fmt"
 	"log/slog"
 	"math/big"
 	"os"
@@ -37,43 +36,30 @@ var (
 )
 
 func TestMain(m *testing.M) {
-	os.Exit(testMain(m))
+	os.Exit(softhsmtest.Main(m, "signd-test", setupTokens))
 }
 
-func testMain(m *testing.M) int {
-	dir, err := os.MkdirTemp("", "signd-hsm-test-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer os.RemoveAll(dir)
-	// Missing SoftHSM2 is a failure, not a skip.
-	if mainTok, err = softhsmtest.Setup(dir, "signd-test"); err != nil {
-		fmt.Fprintln(os.Stderr, "hsm tests need SoftHSM2:", err)
-		return 1
-	}
+// setupTokens creates the other tokens (before anything opens the module),
+// the fixture key and the shared Token with its key.
+func setupTokens(tok *softhsmtest.Token) (teardown func(), err error) {
+	mainTok = tok
 	if pinTok, err = mainTok.AddToken("signd-pin"); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
+		return nil, err
 	}
 	if faultTok, err = mainTok.AddToken("signd-faults"); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
+		return nil, err
 	}
 	if fixtureKey, err = rsa.GenerateKey(rand.Reader, 2048); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
+		return nil, err
 	}
 	if shared, err = Open(config(mainTok)); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
+		return nil, err
 	}
-	defer shared.Close()
+	teardown = func() { shared.Close() }
 	if sharedKey, err = shared.GenerateRSA(context.Background(), "shared-2048", 2048); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
+		return teardown, err
 	}
-	return m.Run()
+	return teardown, nil
 }
 
 // config returns the Config for tok with the default policy.
@@ -142,39 +128,35 @@ func importRSA(t testing.TB, tok *Token, label string, id []byte, priv *rsa.Priv
 	t.Helper()
 	priv.Precompute()
 	e := big.NewInt(int64(priv.E)).Bytes()
-	err := tok.run(context.Background(), "import fixture key", func(s pkcs11.SessionHandle) error {
-		if _, err := tok.lib.CreateObject(s, []*pkcs11.Attribute{
-			pkcs11.NewAttribute(pkcs11.CKA_CLASS, pkcs11.CKO_PRIVATE_KEY),
+	// rsaKey is what both halves of the pair carry.
+	rsaKey := func(class uint, more ...*pkcs11.Attribute) []*pkcs11.Attribute {
+		return append([]*pkcs11.Attribute{
+			pkcs11.NewAttribute(pkcs11.CKA_CLASS, class),
 			pkcs11.NewAttribute(pkcs11.CKA_KEY_TYPE, pkcs11.CKK_RSA),
 			pkcs11.NewAttribute(pkcs11.CKA_TOKEN, true),
+			pkcs11.NewAttribute(pkcs11.CKA_ID, id),
+			pkcs11.NewAttribute(pkcs11.CKA_LABEL, label),
+			pkcs11.NewAttribute(pkcs11.CKA_MODULUS, priv.N.Bytes()),
+			pkcs11.NewAttribute(pkcs11.CKA_PUBLIC_EXPONENT, e),
+		}, more...)
+	}
+	err := tok.run(context.Background(), "import fixture key", func(s pkcs11.SessionHandle) error {
+		if _, err := tok.lib.CreateObject(s, rsaKey(pkcs11.CKO_PRIVATE_KEY,
 			pkcs11.NewAttribute(pkcs11.CKA_PRIVATE, true),
 			pkcs11.NewAttribute(pkcs11.CKA_SENSITIVE, true),
 			pkcs11.NewAttribute(pkcs11.CKA_EXTRACTABLE, false),
 			pkcs11.NewAttribute(pkcs11.CKA_SIGN, true),
 			pkcs11.NewAttribute(pkcs11.CKA_DECRYPT, false),
-			pkcs11.NewAttribute(pkcs11.CKA_ID, id),
-			pkcs11.NewAttribute(pkcs11.CKA_LABEL, label),
-			pkcs11.NewAttribute(pkcs11.CKA_MODULUS, priv.N.Bytes()),
-			pkcs11.NewAttribute(pkcs11.CKA_PUBLIC_EXPONENT, e),
 			pkcs11.NewAttribute(pkcs11.CKA_PRIVATE_EXPONENT, priv.D.Bytes()),
 			pkcs11.NewAttribute(pkcs11.CKA_PRIME_1, priv.Primes[0].Bytes()),
 			pkcs11.NewAttribute(pkcs11.CKA_PRIME_2, priv.Primes[1].Bytes()),
 			pkcs11.NewAttribute(pkcs11.CKA_EXPONENT_1, priv.Precomputed.Dp.Bytes()),
 			pkcs11.NewAttribute(pkcs11.CKA_EXPONENT_2, priv.Precomputed.Dq.Bytes()),
 			pkcs11.NewAttribute(pkcs11.CKA_COEFFICIENT, priv.Precomputed.Qinv.Bytes()),
-		}); err != nil {
+		)); err != nil {
 			return ckr("C_CreateObject", err)
 		}
-		_, err := tok.lib.CreateObject(s, []*pkcs11.Attribute{
-			pkcs11.NewAttribute(pkcs11.CKA_CLASS, pkcs11.CKO_PUBLIC_KEY),
-			pkcs11.NewAttribute(pkcs11.CKA_KEY_TYPE, pkcs11.CKK_RSA),
-			pkcs11.NewAttribute(pkcs11.CKA_TOKEN, true),
-			pkcs11.NewAttribute(pkcs11.CKA_VERIFY, true),
-			pkcs11.NewAttribute(pkcs11.CKA_ID, id),
-			pkcs11.NewAttribute(pkcs11.CKA_LABEL, label),
-			pkcs11.NewAttribute(pkcs11.CKA_MODULUS, priv.N.Bytes()),
-			pkcs11.NewAttribute(pkcs11.CKA_PUBLIC_EXPONENT, e),
-		})
+		_, err := tok.lib.CreateObject(s, rsaKey(pkcs11.CKO_PUBLIC_KEY, pkcs11.NewAttribute(pkcs11.CKA_VERIFY, true)))
 		return ckr("C_CreateObject", err)
 	})
 	if err != nil {

@@ -254,7 +254,9 @@ func buildEnv(t *testing.T, db store.Store, issuerIsServer bool, mods ...func(*o
 			return next(c)
 		}
 	})
-	ev.srv.Mount(e)
+	if err := ev.srv.Mount(e.Group("")); err != nil {
+		t.Fatal(err)
+	}
 	ev.ts.Config.Handler = e
 	if cfg.SecureCookies {
 		ev.ts.StartTLS()

@@ -171,7 +171,8 @@ func New(cfg Config) (*Server, error) {
 	return s, nil
 }
 
-// Mount registers the endpoints on e:
+// Mount registers the endpoints on g at the paths below (the daemon passes
+// its root group):
 //
 //	GET, POST /oauth2/authorize   start a flow (login or consent page, or a redirect)
 //	POST      /oauth2/login       answer the login page
@@ -184,14 +185,15 @@ func New(cfg Config) (*Server, error) {
 // the token and revocation endpoints with RFC 6749 §5.2 JSON.
 // The login and consent forms refuse posts from other sites
 // (sameOriginOnly); authorize does not, as a client may post to it.
-func (s *Server) Mount(e *echo.Echo) {
+func (s *Server) Mount(g *echo.Group) error {
 	page, token := WithDialect(pageDialect()), WithDialect(tokenDialect())
-	e.GET(pathAuthorize, s.authorize, page)
-	e.POST(pathAuthorize, s.authorize, page)
-	e.POST(pathLogin, s.login, page, s.sameOriginOnly)
-	e.POST(pathConsent, s.consent, page, s.sameOriginOnly)
-	e.POST(pathToken, s.token, token)
-	e.POST(pathRevoke, s.revoke, token)
+	g.GET(pathAuthorize, s.authorize, page)
+	g.POST(pathAuthorize, s.authorize, page)
+	g.POST(pathLogin, s.login, page, s.sameOriginOnly)
+	g.POST(pathConsent, s.consent, page, s.sameOriginOnly)
+	g.POST(pathToken, s.token, token)
+	g.POST(pathRevoke, s.revoke, token)
+	return nil
 }
 
 // Issuer returns the issuer (server.base_url without a trailing slash).

@@ -95,8 +95,12 @@ func newFlowEnvNoFixtures(t *testing.T, f *fixture) *flowEnv {
 		t.Errorf("an error of no protocol route reached the error handler: %s: %v", c.Request().URL.Path, err)
 		_ = c.NoContent(http.StatusInternalServerError)
 	}
-	ev.srv.Mount(e)
-	f.p.Mount(e)
+	if err := ev.srv.Mount(e.Group("")); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.p.Mount(e.Group("")); err != nil {
+		t.Fatal(err)
+	}
 	ev.ts = httptest.NewUnstartedServer(e)
 	ev.ts.Listener.Close()
 	ev.ts.Listener = ln

@@ -90,7 +90,9 @@ func newFixtureWith(t *testing.T, db store.Store, salt []byte, c *clock) *fixtur
 	}
 	e := echo.New()
 	e.HTTPErrorHandler = oauth.NewRenderer(nil).Handle
-	p.Mount(e)
+	if err := p.Mount(e.Group("")); err != nil {
+		t.Fatal(err)
+	}
 	return &fixture{t: t, clock: c, db: db, keys: keys, p: p, e: e, salt: salt}
 }
 

@@ -52,16 +52,19 @@ func (p *Provider) log() *slog.Logger {
 	return slog.New(slog.DiscardHandler)
 }
 
-// Mount registers the provider's routes on e. Each route is tagged with
-// the provider's error dialect, which the daemon's renderer writes.
-func (p *Provider) Mount(e *echo.Echo) {
+// Mount registers the provider's routes on g at their paths (PathDiscovery,
+// PathJWKS, PathUserinfo; the daemon passes its root group). Each route is
+// tagged with the provider's error dialect, which the daemon's renderer
+// writes.
+func (p *Provider) Mount(g *echo.Group) error {
 	errs := oauth.WithDialect(p.dialect())
-	e.GET(PathDiscovery, p.discovery, errs)
-	e.GET(PathJWKS, p.jwks, errs)
+	g.GET(PathDiscovery, p.discovery, errs)
+	g.GET(PathJWKS, p.jwks, errs)
 	bearer := oauth.RequireBearer(oauth.BearerConfig{
 		Store: store.ViewAs(p.Store, func(tx Tx) oauth.BearerTx { return tx }),
 		Now:   p.Now, Realm: p.Issuer, Scope: ScopeOpenID, AllowFormBody: true,
 	})
-	e.GET(PathUserinfo, p.userinfo, errs, bearer)
-	e.POST(PathUserinfo, p.userinfo, errs, bearer)
+	g.GET(PathUserinfo, p.userinfo, errs, bearer)
+	g.POST(PathUserinfo, p.userinfo, errs, bearer)
+	return nil
 }

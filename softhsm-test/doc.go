@@ -7,8 +7,10 @@
 // same code (cmd/init-token) for the demo and the benchmarks, so tests, CI
 // and `make demo` set tokens up the same way.
 //
-// The package is imported by tests (typically from TestMain) and by
-// cmd/init-token. Setup sets SOFTHSM2_CONF for the current process, because
+// The package is imported by tests and by cmd/init-token. A package whose
+// tests use a real token runs them through Main from its TestMain: one
+// token in a temporary directory, the package's own set-up, and a clear
+// failure naming SoftHSM2 when it is missing. Setup sets SOFTHSM2_CONF for the current process, because
 // SoftHSM2 reads it during C_Initialize.
 //
 // The folder is named softhsm-test (the repository's top level is fixed and

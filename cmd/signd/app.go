@@ -208,11 +208,7 @@ func (l *lazyKeys) close() {
 // socket, else a Local service over the store and (lazily) the token. The
 // returned function releases what was opened.
 func (a *app) adminService(cmd *cobra.Command) (admin.Service, func(), error) {
-	cfg, err := a.loadConfig(cmd)
-	if err != nil {
-		return nil, nil, err
-	}
-	remote, err := dialAdmin(cfg)
+	cfg, remote, err := a.dialAdmin(cmd)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -241,16 +237,23 @@ func (a *app) adminService(cmd *cobra.Command) (admin.Service, func(), error) {
 	return local, func() { keys.close(); db.Close() }, nil
 }
 
-// dialAdmin returns the running daemon's admin API, or nil when no daemon
-// listens on server.admin_socket. It refuses a socket, or a process behind
-// it, that is not root's, the caller's own or (with server.admin_group)
-// the daemon's (admin.Trust).
-func dialAdmin(cfg *config.Config) (*admin.Remote, error) {
+// dialAdmin loads the configuration and returns it with the running
+// daemon's admin API, or a nil API when no daemon listens on
+// server.admin_socket: the commands that work where the store is ask the
+// daemon first. It refuses a socket, or a process behind it, that is not
+// root's, the caller's own or (with server.admin_group) the daemon's
+// (admin.Trust).
+func (a *app) dialAdmin(cmd *cobra.Command) (*config.Config, *admin.Remote, error) {
+	cfg, err := a.loadConfig(cmd)
+	if err != nil {
+		return nil, nil, err
+	}
 	gid, err := cfg.Server.AdminGID()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return admin.Dial(cfg.Server.AdminSocket, admin.TrustSelf(gid))
+	remote, err := admin.Dial(cfg.Server.AdminSocket, admin.TrustSelf(gid))
+	return cfg, remote, err
 }
 
 // withAdmin runs fn with an admin service and releases it afterwards.

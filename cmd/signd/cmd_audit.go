@@ -94,11 +94,7 @@ type auditor interface {
 }
 
 func (a *app) withAudit(cmd *cobra.Command, fn func(context.Context, auditor) error) error {
-	cfg, err := a.loadConfig(cmd)
-	if err != nil {
-		return err
-	}
-	remote, err := dialAdmin(cfg)
+	cfg, remote, err := a.dialAdmin(cmd)
 	if err != nil {
 		return err
 	}

@@ -74,7 +74,8 @@ func (a *app) serve(ctx context.Context, cfg *config.Config) error {
 		TrustedProxies: cfg.Server.TrustedProxyNets()}
 	e := srv.echo()
 	e.Pre(mx.middleware)
-	svc := &services{cfg: cfg, store: db, token: token, hasher: hasher, logger: logger, now: a.clock, metrics: mx}
+	keys := newKeyRing(cfg, db, token, a.clock, logger) // one ring: the provider's and the admin service's
+	svc := &services{cfg: cfg, store: db, token: token, hasher: hasher, logger: logger, now: a.clock, metrics: mx, keys: keys}
 	defer func() {
 		for _, stop := range svc.onShutdown {
 			stop()
@@ -120,11 +121,20 @@ func (a *app) serve(ctx context.Context, cfg *config.Config) error {
 	}
 	defer os.Remove(cfg.Server.AdminSocket)
 	ae := newAdminEcho(logger)
-	(&admin.Handler{
-		Service: &admin.Local{Store: db, Keys: token, Hasher: hasher, Now: a.now, Logger: logger, OIDCKeys: newKeyRing(cfg, db, token, a.now, logger)},
-		Logger:  logger,
-	}).Mount(ae)
-	mountStoreAdmin(ae, db, logger)
+	for _, m := range []mounter{
+		&admin.Handler{
+			Service: &admin.Local{Store: db, Keys: token, Hasher: hasher, Now: a.now, Logger: logger, OIDCKeys: keys},
+			Logger:  logger,
+		},
+		storeAdminHandler{DB: db, Logger: logger},
+	} {
+		if err := m.Mount(ae.Group("")); err != nil {
+			httpLn.Close()
+			metricsEP.close()
+			adminLn.Close()
+			return err
+		}
+	}
 	if a.adminHook != nil {
 		a.adminHook(ae)
 	}

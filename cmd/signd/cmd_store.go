@@ -85,11 +85,7 @@ type storeSource interface {
 }
 
 func (a *app) withStore(cmd *cobra.Command, fn func(context.Context, storeSource) error) error {
-	cfg, err := a.loadConfig(cmd)
-	if err != nil {
-		return err
-	}
-	remote, err := dialAdmin(cfg)
+	cfg, remote, err := a.dialAdmin(cmd)
 	if err != nil {
 		return err
 	}
@@ -155,11 +151,18 @@ type storeAdmin interface {
 	Backup(ctx context.Context, w io.Writer) (int64, error)
 }
 
-// mountStoreAdmin adds the store methods to the daemon's admin socket. The
-// backup is streamed as it is written (one read transaction); a stream cut
-// short does not check as a store, so the CLI refuses it.
-func mountStoreAdmin(e *echo.Echo, db storeAdmin, logger *slog.Logger) {
-	e.POST("/admin/v1/StoreCheck", func(c echo.Context) error {
+// storeAdminHandler serves the store methods on the daemon's admin socket.
+type storeAdminHandler struct {
+	DB     storeAdmin
+	Logger *slog.Logger
+}
+
+// Mount adds the store methods to the admin socket's group g. The backup
+// is streamed as it is written (one read transaction); a stream cut short
+// does not check as a store, so the CLI refuses it.
+func (h storeAdminHandler) Mount(g *echo.Group) error {
+	db, logger := h.DB, h.Logger
+	g.POST("/admin/v1/StoreCheck", func(c echo.Context) error {
 		rep, err := db.Check(c.Request().Context())
 		if err != nil {
 			logger.Error("store check failed", "err", err)
@@ -170,7 +173,7 @@ func mountStoreAdmin(e *echo.Echo, db storeAdmin, logger *slog.Logger) {
 		}
 		return c.JSON(http.StatusOK, rep)
 	})
-	e.POST("/admin/v1/StoreBackup", func(c echo.Context) error {
+	g.POST("/admin/v1/StoreBackup", func(c echo.Context) error {
 		c.Response().Header().Set(echo.HeaderContentType, "application/octet-stream")
 		c.Response().WriteHeader(http.StatusOK)
 		n, err := db.Backup(c.Request().Context(), c.Response())
@@ -181,4 +184,5 @@ func mountStoreAdmin(e *echo.Echo, db storeAdmin, logger *slog.Logger) {
 		logger.Info("store backup streamed", "bytes", n)
 		return nil
 	})
+	return nil
 }

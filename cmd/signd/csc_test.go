@@ -10,6 +10,7 @@ import (
 	"crypto/x509"
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"path/filepath"
@@ -77,7 +78,8 @@ func (e *env) mint(kind store.TokenKind, user, client, cred string, digests ...[
 	return v
 }
 
-// startDaemon runs `signd serve` until stop is called (or the test ends).
+// startDaemon runs `signd serve` until stop is called (or the test ends);
+// stop fails the test unless serve returns nil within 20 s.
 func (e *env) startDaemon() (addr string, stop func()) {
 	e.t.Helper()
 	return e.startDaemonWith(nil)
@@ -107,8 +109,13 @@ func (e *env) startDaemonWith(configure func(*app)) (addr string, stop func()) {
 		}
 		stopped = true
 		cancel()
-		if err := <-done; err != nil {
-			e.t.Errorf("serve returned %v", err)
+		select {
+		case err := <-done:
+			if err != nil {
+				e.t.Errorf("serve returned %v", err)
+			}
+		case <-time.After(20 * time.Second):
+			e.t.Error("serve did not stop")
 		}
 	}
 	e.t.Cleanup(stop)
@@ -117,7 +124,11 @@ func (e *env) startDaemonWith(configure func(*app)) (addr string, stop func()) {
 		return addr, stop
 	case err := <-done:
 		stopped = true
-		e.t.Fatalf("serve failed: %v", err)
+		log := ""
+		if b, ok := a.stderr.(fmt.Stringer); ok {
+			log = b.String()
+		}
+		e.t.Fatalf("serve failed: %v\nlog:\n%s", err, log)
 	case <-time.After(30 * time.Second):
 		e.t.Fatal("serve did not become ready")
 	}

@@ -34,21 +34,10 @@ func TestMain(m *testing.M) {
 		main()
 		os.Exit(0)
 	}
-	if softhsmtest.FuzzOnly() { // the fuzz targets need no token
-		os.Exit(m.Run())
-	}
-	dir, err := os.MkdirTemp("", "signd-cmd-test-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	token, err = softhsmtest.Setup(dir, "signd-cmd-test")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	code := m.Run()
-	os.RemoveAll(dir)
+	code := softhsmtest.Main(m, "signd-cmd-test", func(tok *softhsmtest.Token) (func(), error) {
+		token = tok
+		return nil, nil
+	})
 	removeChildBinary()
 	os.Exit(code)
 }
@@ -143,33 +132,8 @@ func (e *env) must(stdin string, args ...string) string {
 func (e *env) daemon() (string, *syncBuffer) {
 	e.t.Helper()
 	logs := &syncBuffer{}
-	a := newApp(strings.NewReader(""), &bytes.Buffer{}, logs)
-	a.argon2 = &testArgon2
-	ready := make(chan string, 1)
-	a.ready = func(addr, _ string) { ready <- addr }
-	a.metricsReady = func(addr string) { e.metricsAddr = addr }
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	cmd := a.root()
-	cmd.SetArgs([]string{"--config", e.cfgPath, "serve"})
-	go func() { done <- cmd.ExecuteContext(ctx) }()
-	select {
-	case addr := <-ready:
-		e.t.Cleanup(func() {
-			cancel()
-			if err := <-done; err != nil {
-				e.t.Errorf("serve returned %v", err)
-			}
-		})
-		return addr, logs
-	case err := <-done:
-		cancel()
-		e.t.Fatalf("serve failed: %v\nlog:\n%s", err, logs.String())
-	case <-time.After(30 * time.Second):
-		cancel()
-		e.t.Fatal("serve did not become ready")
-	}
-	return "", nil
+	addr, _ := e.startDaemonWith(func(a *app) { a.stderr = logs })
+	return addr, logs
 }
 
 // testCA is a throwaway CA for certificate tests.

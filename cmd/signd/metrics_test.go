@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -284,34 +283,13 @@ func TestMetricsEndpointDrains(t *testing.T) {
 // listener down with the others.
 func TestMetricsListenerStopsWithServe(t *testing.T) {
 	e := newEnv(t, "")
-	a := newApp(strings.NewReader(""), &bytes.Buffer{}, &syncBuffer{})
-	a.argon2 = &testArgon2
-	ready := make(chan string, 1)
-	a.ready = func(addr, _ string) { ready <- addr }
-	var metricsAddr string
-	a.metricsReady = func(addr string) { metricsAddr = addr }
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	cmd := a.root()
-	cmd.SetArgs([]string{"--config", e.cfgPath, "serve"})
-	done := make(chan error, 1)
-	go func() { done <- cmd.ExecuteContext(ctx) }()
-	select {
-	case <-ready:
-	case err := <-done:
-		t.Fatalf("serve: %v", err)
-	}
+	_, stop := e.startDaemon()
+	metricsAddr := e.metricsAddr
 	if status, _, _ := httpGet(t, "GET", "http://"+metricsAddr+"/metrics"); status != http.StatusOK {
 		t.Fatalf("metrics: %d", status)
 	}
-	cancel()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("serve returned %v", err)
-		}
-	case <-time.After(20 * time.Second):
-		t.Fatal("serve did not stop")
+	if stop(); t.Failed() { // serve returned an error or did not stop
+		t.FailNow()
 	}
 	if c, err := net.DialTimeout("tcp", metricsAddr, time.Second); err == nil {
 		c.Close()

@@ -56,7 +56,8 @@ func TestOIDCThroughDaemonRouter(t *testing.T) {
 	}
 	srv := &server{Store: db, Token: tok, Logger: logger, BodyLimit: cfg.Server.BodyLimitBytes}
 	router := srv.echo()
-	svc := &services{cfg: cfg, store: db, token: tok, hasher: hasher, logger: logger, now: a.clock}
+	svc := &services{cfg: cfg, store: db, token: tok, hasher: hasher, logger: logger, now: a.clock,
+		keys: newKeyRing(cfg, db, tok, a.clock, logger)}
 	defer func() {
 		for _, stop := range svc.onShutdown {
 			stop()

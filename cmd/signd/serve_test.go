@@ -144,27 +144,12 @@ func TestSecondDaemonAndLockedStore(t *testing.T) {
 func TestGracefulShutdown(t *testing.T) {
 	e := newEnv(t, "")
 	logs := &syncBuffer{}
-	a := newApp(strings.NewReader(""), &bytes.Buffer{}, logs)
-	a.argon2 = &testArgon2
-	ready := make(chan string, 1)
-	a.ready = func(addr, _ string) { ready <- addr }
-	ctx, cancel := context.WithCancel(context.Background())
-	cmd := a.root()
-	cmd.SetArgs([]string{"--config", e.cfgPath, "serve"})
-	done := make(chan error, 1)
-	go func() { done <- cmd.ExecuteContext(ctx) }()
-	addr := <-ready
+	addr, stop := e.startDaemonWith(func(a *app) { a.stderr = logs })
 	if res, err := http.Get("http://" + addr + "/healthz"); err != nil || res.StatusCode != 200 {
 		t.Fatalf("healthz: %v", err)
 	}
-	cancel()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("serve returned %v", err)
-		}
-	case <-time.After(20 * time.Second):
-		t.Fatal("serve did not stop")
+	if stop(); t.Failed() { // serve returned an error or did not stop
+		t.FailNow()
 	}
 	if _, err := http.Get("http://" + addr + "/healthz"); err == nil {
 		t.Error("still accepting after shutdown")

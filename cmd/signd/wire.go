@@ -6,14 +6,17 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/signd/signd/cmd/signd/admin"
 	"github.com/signd/signd/config"
+	"github.com/signd/signd/csc"
 	"github.com/signd/signd/hsm"
+	"github.com/signd/signd/oauth"
 	"github.com/signd/signd/oidc"
 	"github.com/signd/signd/store"
 )
 
 // services is what the protocol services are built from. serve fills it once
-// the store and token are open; each wire_*.go mounts one service on it.
+// the store and token are open; each wire_*.go builds one service from it.
 type services struct {
 	cfg    *config.Config
 	store  backend
@@ -27,21 +30,55 @@ type services struct {
 	// metrics receives the CSC measurements (metrics.go); nil = none.
 	metrics *metrics
 
-	// oidc is the OpenID Connect provider, built once by oidcProvider
-	// (wire_oidc.go) for both its routes and its oauth scope profile.
-	oidc *oidc.Provider
+	// keys is the OIDC signing-key ring; serve builds it once and shares it
+	// with the admin service.
+	keys *oidc.KeyRing
 
 	// views is the store typed once for every service (wire_store.go);
 	// mount sets it.
 	views *storeViews
 }
 
-// mount wires every protocol service onto e. Each service brings its own
-// routes, error writer and background work.
+// mounter is what every HTTP service of the daemon is (oauth.Server,
+// csc.Handler, oidc.Provider on the public router; admin.Handler and
+// storeAdminHandler on the admin socket's): it registers its routes on a
+// group of the router and fails when it lacks a dependency.
+type mounter interface {
+	Mount(g *echo.Group) error
+}
+
+var (
+	_ mounter = (*oauth.Server)(nil)
+	_ mounter = (*csc.Handler)(nil)
+	_ mounter = (*oidc.Provider)(nil)
+	_ mounter = (*admin.Handler)(nil)
+	_ mounter = storeAdminHandler{}
+)
+
+// mount builds every protocol service and mounts it onto e, each with its
+// own routes, error dialect and background work. The store is typed once
+// for all of them (newStoreViews). The OpenID provider is built once: it
+// serves its own routes and is the authorization server's openid scope
+// profile.
 func (s *services) mount(e *echo.Echo) error {
 	s.views = newStoreViews(s.store)
-	for _, m := range []func(*echo.Echo) error{s.mountOAuth, s.mountCSC, s.mountOIDC} {
-		if err := m(e); err != nil {
+	provider, err := s.oidcProvider()
+	if err != nil {
+		return err
+	}
+	authz, err := s.oauthServer(provider)
+	if err != nil {
+		return err
+	}
+	signer, err := s.cscHandler()
+	if err != nil {
+		return err
+	}
+	for _, m := range []struct {
+		prefix string
+		svc    mounter
+	}{{"", authz}, {"/csc/v1", signer}, {"", provider}} {
+		if err := m.svc.Mount(e.Group(m.prefix)); err != nil {
 			return err
 		}
 	}

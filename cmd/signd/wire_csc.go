@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/labstack/echo/v4"
-
 	"github.com/signd/signd/csc"
 	"github.com/signd/signd/hsm"
 	"github.com/signd/signd/store"
@@ -22,11 +20,11 @@ var (
 // store's secrets bucket: generated on first start, kept across restarts.
 const pageTokenSecret = "csc_page_token"
 
-// mountCSC wires the CSC service onto e under /csc/v1.
-func (s *services) mountCSC(e *echo.Echo) error {
+// cscHandler builds the CSC service (mounted under /csc/v1).
+func (s *services) cscHandler() (*csc.Handler, error) {
 	key, err := s.store.Secret(context.Background(), pageTokenSecret, 32)
 	if err != nil {
-		return fmt.Errorf("csc: page token key: %w", err)
+		return nil, fmt.Errorf("csc: page token key: %w", err)
 	}
 	var m csc.Metrics
 	if s.metrics != nil {
@@ -51,7 +49,7 @@ func (s *services) mountCSC(e *echo.Echo) error {
 		Logger:            s.logger,
 		Metrics:           m,
 	}
-	return h.Mount(e.Group("/csc/v1"))
+	return h, nil
 }
 
 // hsmUnavailable reports the token errors that mean "the signing service

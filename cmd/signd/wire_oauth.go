@@ -3,21 +3,16 @@ package main
 import (
 	"net/url"
 
-	"github.com/labstack/echo/v4"
-
 	"github.com/signd/signd/csc"
 	"github.com/signd/signd/oauth"
+	"github.com/signd/signd/oidc"
 )
 
-// mountOAuth wires the authorization server onto e: /oauth2/*
-// with the scope profiles service and credential (csc) and openid (oidc),
-// and the background sweep of expired tokens, SAD, codes, requests and
+// oauthServer builds the authorization server (/oauth2/*) with the scope
+// profiles service and credential (csc) and openid (the provider), and
+// starts the background sweep of expired tokens, SAD, codes, requests and
 // login sessions.
-func (s *services) mountOAuth(e *echo.Echo) error {
-	openid, err := s.oidcProfile()
-	if err != nil {
-		return err
-	}
+func (s *services) oauthServer(provider *oidc.Provider) (*oauth.Server, error) {
 	o := s.cfg.OAuth
 	srv, err := oauth.New(oauth.Config{
 		Store:  s.views.oauth,
@@ -25,7 +20,7 @@ func (s *services) mountOAuth(e *echo.Echo) error {
 		Profiles: []oauth.Profile{
 			csc.ServiceProfile{},
 			&csc.CredentialProfile{Store: s.views.credential, Now: s.now},
-			openid,
+			&oidc.Profile{Provider: provider},
 		},
 		Issuer:         s.cfg.Server.BaseURL,
 		SecureCookies:  s.cfg.Server.TLS.CertFile != "" || isHTTPS(s.cfg.Server.BaseURL),
@@ -41,11 +36,10 @@ func (s *services) mountOAuth(e *echo.Echo) error {
 		Now:            s.now,
 	})
 	if err != nil {
-		return err
+		return nil, err
 	}
-	srv.Mount(e)
 	s.onShutdown = append(s.onShutdown, srv.StartSweeper(o.SweepInterval))
-	return nil
+	return srv, nil
 }
 
 func isHTTPS(baseURL string) bool {

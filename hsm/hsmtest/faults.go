@@ -7,9 +7,9 @@ import (
 	"github.com/miekg/pkcs11"
 )
 
-// Ctx is the PKCS#11 interface an hsm.Token calls: hsm.Ctx, repeated so
-// that this package does not import hsm. Values of either type convert to
-// the other.
+// Ctx is the PKCS#11 interface an hsm.Token calls: hsm.Ctx, repeated
+// because hsm's internal tests import this package (importing hsm here
+// would be a cycle). Values of either type convert to the other.
 type Ctx interface {
 	Initialize(opts ...pkcs11.InitializeOption) error
 	Finalize() error

@@ -144,7 +144,7 @@ func decodeSessionMeta(raw []byte) (time.Time, []string, error) {
 }
 
 func requestParties(r *authRequestRecord) []string {
-	return grantParties(r.ClientID, r.Username, r.CredentialID)
+	return store.GrantParties(r.ClientID, r.Username, r.CredentialID)
 }
 
 // codeParties: a redeemed code (a tombstone) hangs on nobody; revocation
@@ -153,11 +153,11 @@ func codeParties(r *authCodeRecord) []string {
 	if !r.RedeemedAt.IsZero() {
 		return nil
 	}
-	return grantParties(r.ClientID, r.Username, r.CredentialID)
+	return store.GrantParties(r.ClientID, r.Username, r.CredentialID)
 }
 
 func sessionParties(r *sessionRecord) []string {
-	return []string{party(partyUser, r.Username)}
+	return store.SessionParties(r.Username)
 }
 
 // createExpiring stores a new record under hash with its index entries.
@@ -270,10 +270,7 @@ func requestToRecord(r *store.AuthRequest) *authRequestRecord {
 
 // CreateAuthRequest implements store.AuthFlowTx.
 func (t *tx) CreateAuthRequest(r *store.AuthRequest) error {
-	if err := t.writable(); err != nil {
-		return err
-	}
-	if err := r.Validate(); err != nil {
+	if err := t.checkWrite(r); err != nil {
 		return err
 	}
 	r.CreatedAt = t.stamp()
@@ -296,10 +293,7 @@ func (t *tx) AuthRequest(hash []byte) (*store.AuthRequest, error) {
 
 // PutAuthRequest implements store.AuthFlowTx.
 func (t *tx) PutAuthRequest(r *store.AuthRequest) error {
-	if err := t.writable(); err != nil {
-		return err
-	}
-	if err := r.Validate(); err != nil {
+	if err := t.checkWrite(r); err != nil {
 		return err
 	}
 	old, err := t.AuthRequest(r.Hash)
@@ -341,10 +335,7 @@ func (r *authCodeRecord) code(hash []byte) *store.AuthCode {
 
 // CreateCode implements store.AuthFlowTx.
 func (t *tx) CreateCode(c *store.AuthCode) error {
-	if err := t.writable(); err != nil {
-		return err
-	}
-	if err := c.Validate(); err != nil {
+	if err := t.checkWrite(c); err != nil {
 		return err
 	}
 	c.CreatedAt = t.stamp()
@@ -401,10 +392,7 @@ func (t *tx) DeleteExpiredCodes(now time.Time) (int, error) {
 
 // CreateSession implements store.AuthFlowTx.
 func (t *tx) CreateSession(s *store.Session) error {
-	if err := t.writable(); err != nil {
-		return err
-	}
-	if err := s.Validate(); err != nil {
+	if err := t.checkWrite(s); err != nil {
 		return err
 	}
 	s.CreatedAt = t.stamp()

@@ -43,10 +43,7 @@ func expiryKey(exp time.Time, hash []byte) string {
 
 // CreateToken implements store.OAuthTx.
 func (t *tx) CreateToken(tok *store.Token) error {
-	if err := t.writable(); err != nil {
-		return err
-	}
-	if err := tok.Validate(); err != nil {
+	if err := t.checkWrite(tok); err != nil {
 		return err
 	}
 	key := string(tok.Hash)
@@ -77,7 +74,7 @@ func (t *tx) CreateToken(tok *store.Token) error {
 }
 
 func (r *tokenRecord) parties() []string {
-	return grantParties(r.ClientID, r.Username, r.CredentialID)
+	return store.GrantParties(r.ClientID, r.Username, r.CredentialID)
 }
 
 func decodeTokenParties(raw []byte) ([]string, error) {

@@ -76,10 +76,7 @@ func (t *tx) signingKey(kid string) (*store.SigningKey, error) {
 
 // CreateSigningKey implements store.OIDCTx.
 func (t *tx) CreateSigningKey(k *store.SigningKey) error {
-	if err := t.writable(); err != nil {
-		return err
-	}
-	if err := k.Validate(); err != nil {
+	if err := t.checkWrite(k); err != nil {
 		return err
 	}
 	if ok, err := t.exists(bucketOIDCKeys, k.KID); err != nil {
@@ -92,10 +89,7 @@ func (t *tx) CreateSigningKey(k *store.SigningKey) error {
 
 // PutSigningKey implements store.OIDCTx.
 func (t *tx) PutSigningKey(k *store.SigningKey) error {
-	if err := t.writable(); err != nil {
-		return err
-	}
-	if err := k.Validate(); err != nil {
+	if err := t.checkWrite(k); err != nil {
 		return err
 	}
 	old, err := t.signingKey(k.KID)

@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"fmt"
 	"slices"
-	"strings"
 	"time"
 
 	"go.etcd.io/bbolt"
@@ -21,14 +20,8 @@ import (
 //	auth_requests_by_party   party ‖ request fingerprint → empty
 //	sessions_by_party        party ‖ session fingerprint → empty
 //
-// A party is one tag byte, a name and 0x00 (which names cannot hold):
-//
-//	'u' username     everything of the user (tokens, SADs, codes, requests
-//	                 past the login step, sessions)
-//	's' username     what the user's signing PIN approved: SADs, and codes
-//	                 and requests bound to a credential
-//	'c' client ID    everything of the client
-//	'k' credential   SADs, codes and requests bound to the credential
+// A party (store.Party) is one tag byte, a name and 0x00; store.GrantParties
+// says which parties a record hangs on.
 //
 // So one revocation is one cursor range per bucket, costing what it
 // removes. Every write of a record maintains its entries in the same
@@ -42,37 +35,6 @@ const (
 	bucketAuthRequestsByParty = "auth_requests_by_party"
 	bucketSessionsByParty     = "sessions_by_party"
 )
-
-// Party tags.
-const (
-	partyUser       = 'u'
-	partySigning    = 's'
-	partyClient     = 'c'
-	partyCredential = 'k'
-)
-
-// party is the key prefix of a party: tag, name, 0x00.
-func party(tag byte, name string) string { return string(tag) + name + "\x00" }
-
-// grantParties are the parties of a token, an unredeemed code or a pending
-// request: its client, its user (once known), its credential, and the
-// user's signing party when both are known. Empty names are left out.
-func grantParties(client, user, credential string) []string {
-	var ps []string
-	if client != "" {
-		ps = append(ps, party(partyClient, client))
-	}
-	if user != "" {
-		ps = append(ps, party(partyUser, user))
-	}
-	if credential != "" {
-		ps = append(ps, party(partyCredential, credential))
-		if user != "" {
-			ps = append(ps, party(partySigning, user))
-		}
-	}
-	return ps
-}
 
 // index adds the entries of hash under each party.
 func (t *tx) index(bucket string, parties []string, hash []byte) error {
@@ -133,36 +95,34 @@ func (t *tx) indexed(bucket, p string) ([][]byte, error) {
 	return out, nil
 }
 
-// RevokeUser implements store.RevokeTx.
+// The RevokeTx methods: each revokes one party.
+
 func (t *tx) RevokeUser(username string) (store.Revoked, error) {
-	return t.revoke(partyUser, username)
+	return t.revoke(store.PartyUser, username)
 }
 
-// RevokeUserSigning implements store.RevokeTx.
 func (t *tx) RevokeUserSigning(username string) (store.Revoked, error) {
-	return t.revoke(partySigning, username)
+	return t.revoke(store.PartySigning, username)
 }
 
-// RevokeClient implements store.RevokeTx.
 func (t *tx) RevokeClient(clientID string) (store.Revoked, error) {
-	return t.revoke(partyClient, clientID)
+	return t.revoke(store.PartyClient, clientID)
 }
 
-// RevokeCredential implements store.RevokeTx.
 func (t *tx) RevokeCredential(credentialID string) (store.Revoked, error) {
-	return t.revoke(partyCredential, credentialID)
+	return t.revoke(store.PartyCredential, credentialID)
 }
 
-// revoke removes every record filed under the party (tag, name).
-func (t *tx) revoke(tag byte, name string) (store.Revoked, error) {
+// revoke removes every record filed under the party (kind, name).
+func (t *tx) revoke(kind store.PartyKind, name string) (store.Revoked, error) {
 	var r store.Revoked
 	if err := t.writable(); err != nil {
 		return r, err
 	}
-	if name == "" || strings.IndexByte(name, 0) >= 0 {
-		return r, fmt.Errorf("%w: revoke needs a name without NUL bytes", store.ErrInvalid)
+	if err := store.CheckRevokeName(name); err != nil {
+		return r, err
 	}
-	p := party(tag, name)
+	p := store.Party(kind, name)
 
 	hashes, err := t.indexed(bucketTokensByParty, p)
 	if err != nil {

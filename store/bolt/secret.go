@@ -3,10 +3,11 @@ package bolt
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
 	"fmt"
 
 	"go.etcd.io/bbolt"
+
+	"github.com/signd/signd/store"
 )
 
 // bucketSecrets holds named random keys the services need across restarts
@@ -18,10 +19,7 @@ const bucketSecrets = "secrets"
 // bytes from crypto/rand on first use. A stored key of another size is an
 // error (the name is reused for something else).
 func (db *DB) Secret(ctx context.Context, name string, size int) ([]byte, error) {
-	if name == "" || size < 16 || size > 1024 {
-		return nil, fmt.Errorf("store: secret %q: size %d (name required, 16 to 1024 bytes)", name, size)
-	}
-	if err := ctx.Err(); err != nil {
+	if err := store.CheckSecretRequest(ctx, name, size); err != nil {
 		return nil, err
 	}
 	var key []byte
@@ -30,16 +28,11 @@ func (db *DB) Secret(ctx context.Context, name string, size int) ([]byte, error)
 		if b == nil {
 			return fmt.Errorf("store: bucket %s is missing", bucketSecrets)
 		}
-		if v := b.Get([]byte(name)); v != nil {
-			if len(v) != size {
-				return fmt.Errorf("store: secret %q is %d bytes, want %d", name, len(v), size)
-			}
-			key = bytes.Clone(v)
-			return nil
-		}
-		key = make([]byte, size)
-		if _, err := rand.Read(key); err != nil {
-			return fmt.Errorf("store: secret %q: %w", name, err)
+		v := b.Get([]byte(name))
+		var created bool
+		var err error
+		if key, created, err = store.SecretKey(name, size, v, v != nil); err != nil || !created {
+			return err
 		}
 		return b.Put([]byte(name), bytes.Clone(key))
 	})

@@ -28,6 +28,18 @@ func (t *tx) writable() error {
 	return nil
 }
 
+// validator is a record that checks itself (store.User, store.Token, …).
+type validator interface{ Validate() error }
+
+// checkWrite refuses the write of r: store.ErrReadOnly inside View, else
+// r's own Validate error.
+func (t *tx) checkWrite(r validator) error {
+	if err := t.writable(); err != nil {
+		return err
+	}
+	return r.Validate()
+}
+
 // stamp returns the store clock in UTC, without a monotonic reading.
 func (t *tx) stamp() time.Time { return t.now().UTC().Round(0) }
 
@@ -132,14 +144,11 @@ func (t *tx) Users() ([]store.User, error) {
 }
 
 func (t *tx) CreateUser(u *store.User) error {
-	if err := t.writable(); err != nil {
+	if err := t.checkWrite(u); err != nil {
 		return err
 	}
-	if err := u.Validate(); err != nil {
+	if err := store.CheckNewUser(u); err != nil {
 		return err
-	}
-	if len(u.Proofs) != 0 {
-		return fmt.Errorf("%w: user %q: proofs are added with PutProof, not CreateUser", store.ErrInvalid, u.Username)
 	}
 	if ok, err := t.exists(bucketUsers, u.Username); err != nil {
 		return err
@@ -152,29 +161,21 @@ func (t *tx) CreateUser(u *store.User) error {
 }
 
 func (t *tx) PutUser(u *store.User) error {
-	if err := t.writable(); err != nil {
-		return err
-	}
-	if err := u.Validate(); err != nil {
+	if err := t.checkWrite(u); err != nil {
 		return err
 	}
 	old, err := t.User(u.Username)
 	if err != nil {
 		return err
 	}
-	if old.ID != u.ID {
-		return fmt.Errorf("%w: user %q: the user ID cannot change", store.ErrInvalid, u.Username)
+	if err := store.ReplaceUser(old, u, t.stamp()); err != nil { // old is already a copy
+		return err
 	}
-	u.CreatedAt, u.UpdatedAt = old.CreatedAt, t.stamp()
-	u.Proofs = old.Proofs // already a copy
 	return t.put(bucketUsers, u.Username, userToRecord(u))
 }
 
 func (t *tx) PutProof(username string, p store.Proof) error {
-	if err := t.writable(); err != nil {
-		return err
-	}
-	if err := p.Validate(); err != nil {
+	if err := t.checkWrite(&p); err != nil {
 		return err
 	}
 	u, err := t.User(username)
@@ -264,10 +265,7 @@ func (t *tx) Clients() ([]store.Client, error) {
 }
 
 func (t *tx) CreateClient(c *store.Client) error {
-	if err := t.writable(); err != nil {
-		return err
-	}
-	if err := c.Validate(); err != nil {
+	if err := t.checkWrite(c); err != nil {
 		return err
 	}
 	if ok, err := t.exists(bucketClients, c.ID); err != nil {
@@ -281,10 +279,7 @@ func (t *tx) CreateClient(c *store.Client) error {
 }
 
 func (t *tx) PutClient(c *store.Client) error {
-	if err := t.writable(); err != nil {
-		return err
-	}
-	if err := c.Validate(); err != nil {
+	if err := t.checkWrite(c); err != nil {
 		return err
 	}
 	old, err := t.Client(c.ID)
@@ -334,10 +329,7 @@ func (t *tx) checkOwner(c *store.Credential) error {
 }
 
 func (t *tx) CreateCredential(c *store.Credential) error {
-	if err := t.writable(); err != nil {
-		return err
-	}
-	if err := c.Validate(); err != nil {
+	if err := t.checkWrite(c); err != nil {
 		return err
 	}
 	if err := t.checkOwner(c); err != nil {
@@ -357,21 +349,15 @@ func (t *tx) CreateCredential(c *store.Credential) error {
 }
 
 func (t *tx) PutCredential(c *store.Credential) error {
-	if err := t.writable(); err != nil {
-		return err
-	}
-	if err := c.Validate(); err != nil {
+	if err := t.checkWrite(c); err != nil {
 		return err
 	}
 	old, err := t.Credential(c.ID)
 	if err != nil {
 		return err
 	}
-	switch {
-	case !bytes.Equal(old.KeyID, c.KeyID):
-		return fmt.Errorf("%w: credential %q: the key ID cannot change", store.ErrInvalid, c.ID)
-	case old.Algorithm != c.Algorithm || old.KeyBits != c.KeyBits:
-		return fmt.Errorf("%w: credential %q: the algorithm cannot change", store.ErrInvalid, c.ID)
+	if err := store.CheckCredentialChange(old, c); err != nil {
+		return err
 	}
 	if err := t.checkOwner(c); err != nil {
 		return err

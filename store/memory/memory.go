@@ -3,9 +3,7 @@ package memory
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
 	"errors"
-	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -205,25 +203,17 @@ func (db *DB) Close() error {
 // error (the name is reused for something else). The same contract as
 // bolt's DB.Secret, except that the key lives as long as the DB.
 func (db *DB) Secret(ctx context.Context, name string, size int) ([]byte, error) {
-	if name == "" || size < 16 || size > 1024 {
-		return nil, fmt.Errorf("store: secret %q: size %d (name required, 16 to 1024 bytes)", name, size)
-	}
-	if err := ctx.Err(); err != nil {
+	if err := store.CheckSecretRequest(ctx, name, size); err != nil {
 		return nil, err
 	}
 	var key []byte
 	err := db.update(func(stx store.Tx) error {
 		secrets := stx.(*tx).s.secrets
-		if v, ok := secrets.get(name); ok {
-			if len(v) != size {
-				return fmt.Errorf("store: secret %q is %d bytes, want %d", name, len(v), size)
-			}
-			key = bytes.Clone(v)
-			return nil
-		}
-		key = make([]byte, size)
-		if _, err := rand.Read(key); err != nil {
-			return fmt.Errorf("store: secret %q: %w", name, err)
+		v, ok := secrets.get(name)
+		var created bool
+		var err error
+		if key, created, err = store.SecretKey(name, size, v, ok); err != nil || !created {
+			return err
 		}
 		secrets.put(name, bytes.Clone(key))
 		return nil
@@ -258,6 +248,18 @@ func (t *tx) writes() error {
 		return store.ErrReadOnly
 	}
 	return nil
+}
+
+// validator is a record that checks itself (store.User, store.Token, …).
+type validator interface{ Validate() error }
+
+// checkWrite refuses the write of r: ErrTxDone after the transaction,
+// store.ErrReadOnly inside View, else r's own Validate error.
+func (t *tx) checkWrite(r validator) error {
+	if err := t.writes(); err != nil {
+		return err
+	}
+	return r.Validate()
 }
 
 // stamp returns the store clock in UTC, without a monotonic reading.

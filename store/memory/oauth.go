@@ -14,11 +14,11 @@ import (
 // the by-code index.
 
 func tokenMeta(t *store.Token) (time.Time, []string) {
-	return t.ExpiresAt, grantParties(t.ClientID, t.Username, t.CredentialID)
+	return t.ExpiresAt, store.GrantParties(t.ClientID, t.Username, t.CredentialID)
 }
 
 func requestMeta(r *store.AuthRequest) (time.Time, []string) {
-	return r.ExpiresAt, grantParties(r.ClientID, r.Username, r.CredentialID)
+	return r.ExpiresAt, store.GrantParties(r.ClientID, r.Username, r.CredentialID)
 }
 
 // codeMeta: a redeemed code (a tombstone) hangs on nobody; revocation
@@ -27,19 +27,16 @@ func codeMeta(c *store.AuthCode) (time.Time, []string) {
 	if !c.RedeemedAt.IsZero() {
 		return c.ExpiresAt, nil
 	}
-	return c.ExpiresAt, grantParties(c.ClientID, c.Username, c.CredentialID)
+	return c.ExpiresAt, store.GrantParties(c.ClientID, c.Username, c.CredentialID)
 }
 
 func sessionMeta(s *store.Session) (time.Time, []string) {
-	return s.ExpiresAt, []string{party(partyUser, s.Username)}
+	return s.ExpiresAt, store.SessionParties(s.Username)
 }
 
 // CreateToken implements store.OAuthTx.
 func (t *tx) CreateToken(tok *store.Token) error {
-	if err := t.writes(); err != nil {
-		return err
-	}
-	if err := tok.Validate(); err != nil {
+	if err := t.checkWrite(tok); err != nil {
 		return err
 	}
 	if t.s.tokens.has(tok.Hash) {
@@ -128,10 +125,7 @@ func deleteExpired[R any](t *tx, x expiring[R], now time.Time) (int, error) {
 
 // CreateAuthRequest implements store.AuthFlowTx.
 func (t *tx) CreateAuthRequest(r *store.AuthRequest) error {
-	if err := t.writes(); err != nil {
-		return err
-	}
-	if err := r.Validate(); err != nil {
+	if err := t.checkWrite(r); err != nil {
 		return err
 	}
 	r.CreatedAt = t.stamp()
@@ -154,10 +148,7 @@ func (t *tx) AuthRequest(hash []byte) (*store.AuthRequest, error) {
 
 // PutAuthRequest implements store.AuthFlowTx.
 func (t *tx) PutAuthRequest(r *store.AuthRequest) error {
-	if err := t.writes(); err != nil {
-		return err
-	}
-	if err := r.Validate(); err != nil {
+	if err := t.checkWrite(r); err != nil {
 		return err
 	}
 	old, ok := t.s.requests.get(r.Hash)
@@ -188,10 +179,7 @@ func (t *tx) DeleteExpiredAuthRequests(now time.Time) (int, error) {
 
 // CreateCode implements store.AuthFlowTx.
 func (t *tx) CreateCode(c *store.AuthCode) error {
-	if err := t.writes(); err != nil {
-		return err
-	}
-	if err := c.Validate(); err != nil {
+	if err := t.checkWrite(c); err != nil {
 		return err
 	}
 	c.CreatedAt = t.stamp()
@@ -244,10 +232,7 @@ func (t *tx) DeleteExpiredCodes(now time.Time) (int, error) {
 
 // CreateSession implements store.AuthFlowTx.
 func (t *tx) CreateSession(s *store.Session) error {
-	if err := t.writes(); err != nil {
-		return err
-	}
-	if err := s.Validate(); err != nil {
+	if err := t.checkWrite(s); err != nil {
 		return err
 	}
 	s.CreatedAt = t.stamp()

@@ -26,10 +26,7 @@ func (t *tx) SigningKeys() ([]store.SigningKey, error) {
 
 // CreateSigningKey implements store.OIDCTx.
 func (t *tx) CreateSigningKey(k *store.SigningKey) error {
-	if err := t.writes(); err != nil {
-		return err
-	}
-	if err := k.Validate(); err != nil {
+	if err := t.checkWrite(k); err != nil {
 		return err
 	}
 	if t.s.signingKeys.has(k.KID) {
@@ -41,10 +38,7 @@ func (t *tx) CreateSigningKey(k *store.SigningKey) error {
 
 // PutSigningKey implements store.OIDCTx.
 func (t *tx) PutSigningKey(k *store.SigningKey) error {
-	if err := t.writes(); err != nil {
-		return err
-	}
-	if err := k.Validate(); err != nil {
+	if err := t.checkWrite(k); err != nil {
 		return err
 	}
 	old, ok := t.s.signingKeys.get(k.KID)

@@ -34,14 +34,11 @@ func (t *tx) Users() ([]store.User, error) {
 
 // CreateUser implements store.Tx.
 func (t *tx) CreateUser(u *store.User) error {
-	if err := t.writes(); err != nil {
+	if err := t.checkWrite(u); err != nil {
 		return err
 	}
-	if err := u.Validate(); err != nil {
+	if err := store.CheckNewUser(u); err != nil {
 		return err
-	}
-	if len(u.Proofs) != 0 {
-		return fmt.Errorf("%w: user %q: proofs are added with PutProof, not CreateUser", store.ErrInvalid, u.Username)
 	}
 	if t.s.users.has(u.Username) {
 		return fmt.Errorf("%w: user %q", store.ErrAlreadyExists, u.Username)
@@ -54,31 +51,23 @@ func (t *tx) CreateUser(u *store.User) error {
 
 // PutUser implements store.Tx.
 func (t *tx) PutUser(u *store.User) error {
-	if err := t.writes(); err != nil {
-		return err
-	}
-	if err := u.Validate(); err != nil {
+	if err := t.checkWrite(u); err != nil {
 		return err
 	}
 	old, err := t.User(u.Username)
 	if err != nil {
 		return err
 	}
-	if old.ID != u.ID {
-		return fmt.Errorf("%w: user %q: the user ID cannot change", store.ErrInvalid, u.Username)
+	if err := store.ReplaceUser(old, u, t.stamp()); err != nil { // old is already a copy
+		return err
 	}
-	u.CreatedAt, u.UpdatedAt = old.CreatedAt, t.stamp()
-	u.Proofs = old.Proofs // already a copy
 	t.s.users.put(u.Username, cloneUser(u))
 	return nil
 }
 
 // PutProof implements store.Tx.
 func (t *tx) PutProof(username string, p store.Proof) error {
-	if err := t.writes(); err != nil {
-		return err
-	}
-	if err := p.Validate(); err != nil {
+	if err := t.checkWrite(&p); err != nil {
 		return err
 	}
 	u, err := t.User(username)
@@ -160,10 +149,7 @@ func (t *tx) Clients() ([]store.Client, error) {
 
 // CreateClient implements store.Tx.
 func (t *tx) CreateClient(c *store.Client) error {
-	if err := t.writes(); err != nil {
-		return err
-	}
-	if err := c.Validate(); err != nil {
+	if err := t.checkWrite(c); err != nil {
 		return err
 	}
 	if t.s.clients.has(c.ID) {
@@ -177,10 +163,7 @@ func (t *tx) CreateClient(c *store.Client) error {
 
 // PutClient implements store.Tx.
 func (t *tx) PutClient(c *store.Client) error {
-	if err := t.writes(); err != nil {
-		return err
-	}
-	if err := c.Validate(); err != nil {
+	if err := t.checkWrite(c); err != nil {
 		return err
 	}
 	old, ok := t.s.clients.get(c.ID)
@@ -223,10 +206,7 @@ func (t *tx) checkOwner(c *store.Credential) error {
 
 // CreateCredential implements store.Tx.
 func (t *tx) CreateCredential(c *store.Credential) error {
-	if err := t.writes(); err != nil {
-		return err
-	}
-	if err := c.Validate(); err != nil {
+	if err := t.checkWrite(c); err != nil {
 		return err
 	}
 	if err := t.checkOwner(c); err != nil {
@@ -244,21 +224,15 @@ func (t *tx) CreateCredential(c *store.Credential) error {
 
 // PutCredential implements store.Tx.
 func (t *tx) PutCredential(c *store.Credential) error {
-	if err := t.writes(); err != nil {
-		return err
-	}
-	if err := c.Validate(); err != nil {
+	if err := t.checkWrite(c); err != nil {
 		return err
 	}
 	old, ok := t.s.credentials.get(c.ID)
 	if !ok {
 		return fmt.Errorf("%w: credential %q", store.ErrNotFound, c.ID)
 	}
-	switch {
-	case !bytes.Equal(old.KeyID, c.KeyID):
-		return fmt.Errorf("%w: credential %q: the key ID cannot change", store.ErrInvalid, c.ID)
-	case old.Algorithm != c.Algorithm || old.KeyBits != c.KeyBits:
-		return fmt.Errorf("%w: credential %q: the algorithm cannot change", store.ErrInvalid, c.ID)
+	if err := store.CheckCredentialChange(old, c); err != nil {
+		return err
 	}
 	if err := t.checkOwner(c); err != nil {
 		return err

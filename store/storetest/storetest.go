@@ -258,55 +258,51 @@ func sameTimes(a1, a2, b1, b2 time.Time) bool { return a1.Equal(b1) && a2.Equal(
 // difference.
 
 func equalUser(got, want *store.User) string {
-	if !sameTimes(got.CreatedAt, got.UpdatedAt, want.CreatedAt, want.UpdatedAt) {
-		return fmt.Sprintf("timestamps %v/%v, want %v/%v", got.CreatedAt, got.UpdatedAt, want.CreatedAt, want.UpdatedAt)
-	}
-	g, w := *got, *want
-	for _, u := range []*store.User{&g, &w} {
-		u.CreatedAt, u.UpdatedAt = time.Time{}, time.Time{}
-		if len(u.Claims) == 0 {
-			u.Claims = nil
-		}
-		if len(u.Proofs) == 0 {
-			u.Proofs = nil
-		}
-	}
-	if !reflect.DeepEqual(g, w) {
-		return fmt.Sprintf("\n got %+v\nwant %+v", g, w)
-	}
-	return ""
+	return equalStamped(*got, *want, func(u *store.User) (*time.Time, *time.Time) { return &u.CreatedAt, &u.UpdatedAt },
+		func(u *store.User) {
+			if len(u.Claims) == 0 {
+				u.Claims = nil
+			}
+			if len(u.Proofs) == 0 {
+				u.Proofs = nil
+			}
+		})
 }
 
 func equalClient(got, want *store.Client) string {
-	if !sameTimes(got.CreatedAt, got.UpdatedAt, want.CreatedAt, want.UpdatedAt) {
-		return fmt.Sprintf("timestamps %v/%v, want %v/%v", got.CreatedAt, got.UpdatedAt, want.CreatedAt, want.UpdatedAt)
-	}
-	g, w := *got, *want
-	for _, c := range []*store.Client{&g, &w} {
-		c.CreatedAt, c.UpdatedAt = time.Time{}, time.Time{}
-		if len(c.Scopes) == 0 {
-			c.Scopes = nil
-		}
-	}
-	if !reflect.DeepEqual(g, w) {
-		return fmt.Sprintf("\n got %+v\nwant %+v", g, w)
-	}
-	return ""
+	return equalStamped(*got, *want, func(c *store.Client) (*time.Time, *time.Time) { return &c.CreatedAt, &c.UpdatedAt },
+		func(c *store.Client) {
+			if len(c.Scopes) == 0 {
+				c.Scopes = nil
+			}
+		})
 }
 
 func equalCredential(got, want *store.Credential) string {
-	if !sameTimes(got.CreatedAt, got.UpdatedAt, want.CreatedAt, want.UpdatedAt) {
-		return fmt.Sprintf("timestamps %v/%v, want %v/%v", got.CreatedAt, got.UpdatedAt, want.CreatedAt, want.UpdatedAt)
+	return equalStamped(*got, *want, func(c *store.Credential) (*time.Time, *time.Time) { return &c.CreatedAt, &c.UpdatedAt },
+		func(c *store.Credential) {
+			if len(c.Chain) == 0 {
+				c.Chain = nil
+			}
+		})
+}
+
+// equalStamped compares two copies of a record: the timestamps stamps
+// points at by instant, the rest with reflect.DeepEqual after empty resets
+// the slices and maps that may be nil or empty alike.
+func equalStamped[R any](got, want R, stamps func(*R) (created, updated *time.Time), empty func(*R)) string {
+	gc, gu := stamps(&got)
+	wc, wu := stamps(&want)
+	if !sameTimes(*gc, *gu, *wc, *wu) {
+		return fmt.Sprintf("timestamps %v/%v, want %v/%v", *gc, *gu, *wc, *wu)
 	}
-	g, w := *got, *want
-	for _, c := range []*store.Credential{&g, &w} {
-		c.CreatedAt, c.UpdatedAt = time.Time{}, time.Time{}
-		if len(c.Chain) == 0 {
-			c.Chain = nil
-		}
+	for _, r := range []*R{&got, &want} {
+		c, u := stamps(r)
+		*c, *u = time.Time{}, time.Time{}
+		empty(r)
 	}
-	if !reflect.DeepEqual(g, w) {
-		return fmt.Sprintf("\n got %+v\nwant %+v", g, w)
+	if !reflect.DeepEqual(got, want) {
+		return fmt.Sprintf("\n got %+v\nwant %+v", got, want)
 	}
 	return ""
 }

@@ -28,7 +28,9 @@ func serveAdmin(t *testing.T, svc Service) *Remote {
 		t.Fatal(err)
 	}
 	e := echo.New()
-	(&Handler{Service: svc}).Mount(e)
+	if err := (&Handler{Service: svc}).Mount(e.Group("")); err != nil {
+		t.Fatal(err)
+	}
 	srv := &http.Server{Handler: e}
 	go func() { _ = srv.Serve(ln) }()
 	t.Cleanup(func() { _ = srv.Close() })

@@ -202,7 +202,9 @@ func sameRequest(a, b any) bool {
 func FuzzRPC(f *testing.F) {
 	svc := &recordingService{}
 	e := echo.New()
-	(&Handler{Service: svc}).Mount(e)
+	if err := (&Handler{Service: svc}).Mount(e.Group("")); err != nil {
+		f.Fatal(err)
+	}
 	types := map[string]reflect.Type{}
 	for name, v := range map[string]any{
 		"AddUser": AddUserRequest{}, "ListUsers": struct{}{}, "ShowUser": nameReq{}, "SetUserStatus": statusReq{},

@@ -136,10 +136,11 @@ type Handler struct {
 	Logger  *slog.Logger
 }
 
-// Mount registers the admin routes on e.
-func (h *Handler) Mount(e *echo.Echo) {
+// Mount registers the admin routes on g at their paths (the daemon passes
+// the admin socket's root group).
+func (h *Handler) Mount(g *echo.Group) error {
 	eps := endpoints(h.Service)
-	e.POST(rpcPrefix+":method", func(c echo.Context) error {
+	g.POST(rpcPrefix+":method", func(c echo.Context) error {
 		fn, ok := eps[c.Param("method")]
 		if !ok {
 			return c.JSON(http.StatusNotFound, errorf(KindInvalid, "unknown admin method %q", c.Param("method")))
@@ -165,6 +166,7 @@ func (h *Handler) Mount(e *echo.Echo) {
 		}
 		return c.JSON(http.StatusOK, res)
 	})
+	return nil
 }
 
 // writeStream answers 200 with what st writes and, when st fails, ends
