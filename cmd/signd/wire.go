@@ -31,7 +31,7 @@ type services struct {
 	metrics *metrics
 
 	// keys is the OIDC signing-key ring; serve builds it once and shares it
-	// with the admin service.
+	// with the admin service. mount builds one when it is nil.
 	keys *oidc.KeyRing
 
 	// views is the store typed once for every service (wire_store.go);
@@ -62,6 +62,9 @@ var (
 // profile.
 func (s *services) mount(e *echo.Echo) error {
 	s.views = newStoreViews(s.store)
+	if s.keys == nil {
+		s.keys = newKeyRing(s.cfg, s.store, s.token, s.now, s.logger)
+	}
 	provider, err := s.oidcProvider()
 	if err != nil {
 		return err
