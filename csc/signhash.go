@@ -62,8 +62,8 @@ func parseSignHash(p params, maxHashes int) (req signHashRequest, e *oauth.Error
 		return req, badRequest(descEmptyHash)
 	}
 	for _, el := range elems {
-		var s string
-		if len(el) == 0 || el[0] != '"' || json.Unmarshal(el, &s) != nil {
+		s, ok := jsonString(el)
+		if !ok {
 			return req, badRequest(descBadBase64)
 		}
 		d, err := decodeBase64(s)
@@ -129,7 +129,8 @@ func credentialIDParam(p params) (string, *oauth.Error) {
 		if err := json.Unmarshal(p["credentialIDs"], &list); err != nil || len(list) != 1 {
 			return "", invalid("credentialIDs")
 		}
-		if len(list[0]) == 0 || list[0][0] != '"' || json.Unmarshal(list[0], &ids) != nil || ids == "" {
+		var ok bool
+		if ids, ok = jsonString(list[0]); !ok || ids == "" {
 			return "", missing("string", "credentialIDs")
 		}
 	default:
