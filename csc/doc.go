@@ -34,7 +34,9 @@
 // client, be bound to this credential, be unexpired, and cover exactly the
 // request's hashes. The audit entry of the decision is appended in the same
 // transaction, so a SAD is never consumed without its entry and no crash
-// can let it be used twice. Only after the commit does the HSM sign.
+// can let it be used twice. As soon as the transaction has granted, the HSM
+// signs while it commits (signing.go); the signatures leave only when the
+// commit succeeded with that grant, and are dropped otherwise.
 //
 // # No SAD burned by a request that could not sign
 //

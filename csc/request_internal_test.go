@@ -134,3 +134,26 @@ func TestParseObject(t *testing.T) {
 		})
 	}
 }
+
+// FuzzJSONString checks jsonString against encoding/json: the same string
+// and the same verdict for any JSON value that starts with a quote (its
+// callers refuse every other kind, null included, before decoding).
+func FuzzJSONString(f *testing.F) {
+	for _, seed := range []string{
+		`"abc"`, `""`, `"AAAA+/=="`, `"a\"b"`, `"\u0041"`, `"\ud800"`, `"é"`, "\"a\tb\"",
+		`"a\\"`, `"`, `x`, `1`, `null`, `["a"]`, `"a"b"`, `"a`,
+	} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, v []byte) {
+		if !json.Valid(v) {
+			return
+		}
+		got, ok := jsonString(v)
+		var want string
+		err := json.Unmarshal(v, &want)
+		if ok != (err == nil && v[0] == '"') || ok && got != want {
+			t.Errorf("jsonString(%q) = %q, %v; encoding/json: %q, %v", v, got, ok, want, err)
+		}
+	})
+}

@@ -3,7 +3,6 @@ package csc
 import (
 	"bytes"
 	"context"
-	"crypto"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
@@ -63,8 +62,8 @@ func parseSignHash(p params, maxHashes int) (req signHashRequest, e *oauth.Error
 		return req, badRequest(descEmptyHash)
 	}
 	for _, el := range elems {
-		var s string
-		if len(el) == 0 || el[0] != '"' || json.Unmarshal(el, &s) != nil {
+		s, ok := jsonString(el)
+		if !ok {
 			return req, badRequest(descBadBase64)
 		}
 		d, err := decodeBase64(s)
@@ -130,7 +129,8 @@ func credentialIDParam(p params) (string, *oauth.Error) {
 		if err := json.Unmarshal(p["credentialIDs"], &list); err != nil || len(list) != 1 {
 			return "", invalid("credentialIDs")
 		}
-		if len(list[0]) == 0 || list[0][0] != '"' || json.Unmarshal(list[0], &ids) != nil || ids == "" {
+		var ok bool
+		if ids, ok = jsonString(list[0]); !ok || ids == "" {
 			return "", missing("string", "credentialIDs")
 		}
 	default:
@@ -222,8 +222,14 @@ func (h *Handler) signHash(c echo.Context) error {
 		return h.preflightRefused(ctx, g, req, entry, err, &outcome)
 	}
 
+	// The consuming transaction decides; once it has granted, the HSM
+	// signs while the transaction commits (fsync), and the signatures
+	// leave only when both succeeded (signing.go). The client going away
+	// no longer cancels anything.
+	sctx := context.WithoutCancel(ctx)
 	var d decision
-	err := h.Store.Batch(context.WithoutCancel(ctx), func(tx Tx) error {
+	var inFlight *signing
+	err := h.Store.Batch(sctx, func(tx Tx) error {
 		var err error
 		if d, err = h.decide(tx, g, req); err != nil {
 			return err
@@ -231,6 +237,11 @@ func (h *Handler) signHash(c echo.Context) error {
 		e := entry(store.AuditGranted, "")
 		if d.err != nil {
 			e = entry(store.AuditRefused, d.reason)
+		} else if inFlight == nil {
+			// Batch may run this function again; the first grant
+			// starts the signing, and only what the committed run
+			// decided counts.
+			inFlight = h.startSigning(sctx, d.keyID, req.hashes)
 		}
 		if err := tx.AppendAudit(e); err != nil {
 			return err
@@ -239,6 +250,13 @@ func (h *Handler) signHash(c echo.Context) error {
 		return nil
 	})
 	if err != nil {
+		// Nothing was consumed and nothing recorded: whatever the HSM
+		// made is discarded.
+		if inFlight != nil {
+			if res := inFlight.wait(); res.err != nil {
+				h.logger().Error("csc: signing failed while the SAD's consumption failed to commit", "err", res.err)
+			}
+		}
 		return err
 	}
 	if h.Metrics != nil && d.sadReason != "" {
@@ -249,27 +267,28 @@ func (h *Handler) signHash(c echo.Context) error {
 		}
 	}
 	if d.err != nil {
+		if inFlight != nil {
+			inFlight.wait() // an earlier run granted, the committed one did not: discarded
+		}
 		outcome = "refused"
 		h.logger().Info("csc: signHash refused", "user", g.Username, "client", g.ClientID,
 			"credential", auditCredential(req.credentialID), "reason", d.reason, "audit_seq", d.seq)
 		return d.err
 	}
 
-	// The SAD is gone and the grant is on record: sign. The client going
-	// away no longer cancels anything.
-	sctx := context.WithoutCancel(ctx)
-	res := signHashResponse{Signatures: make([]string, len(req.hashes))}
-	for i, digest := range req.hashes {
-		sig, err := h.Signer.SignDigest(sctx, d.keyID, crypto.SHA256, digest)
-		if err != nil {
-			// Only a failure before any signature was made may give the
-			// SAD back: with i > 0 signatures exist.
-			return h.signFailed(sctx, entry(store.AuditGranted, ""), d, i == 0, err, &outcome)
-		}
-		res.Signatures[i] = base64.StdEncoding.EncodeToString(sig)
+	// The SAD is gone and the grant is on record: the signatures may leave.
+	res := h.signed(sctx, inFlight, d.keyID, req.hashes)
+	if res.err != nil {
+		// Only a failure before any signature was made may give the SAD
+		// back: with failed > 0 signatures exist.
+		return h.signFailed(sctx, entry(store.AuditGranted, ""), d, res.failed == 0, res.err, &outcome)
+	}
+	out := signHashResponse{Signatures: make([]string, len(res.sigs))}
+	for i, sig := range res.sigs {
+		out.Signatures[i] = base64.StdEncoding.EncodeToString(sig)
 	}
 	outcome = "signed"
-	return c.JSON(http.StatusOK, res)
+	return c.JSON(http.StatusOK, out)
 }
 
 // signHashParams reads and parses a signHash body.

@@ -1,0 +1,81 @@
+package csc
+
+import (
+	"bytes"
+	"context"
+	"crypto"
+)
+
+// signing is the HSM work of one granted signHash request. It starts in
+// the consuming transaction, as soon as that transaction has granted, and
+// runs while the transaction commits: the request then takes the longer of
+// the two rather than their sum. Its signatures are released only when the
+// transaction committed with a grant for the same key (signed); when the
+// commit fails or the committed run refused, they are dropped unseen.
+//
+// Everything the daemon guarantees holds: a signature leaves only after its
+// SAD's consumption and its audit entry are durable; a request that loses
+// the race for a SAD never gets one; the SAD is given back only after its
+// consumption committed and only when no signature was made (signFailed).
+type signing struct {
+	keyID []byte
+	done  chan struct{}
+	res   signResult
+	panic any // a panic of the Signer, raised again in the handler
+}
+
+// signResult is the outcome of signing a request's hashes in order.
+type signResult struct {
+	sigs   [][]byte // one per hash, request order; nil on failure
+	failed int      // on failure: how many hashes were signed before it
+	err    error
+}
+
+// startSigning signs hashes with keyID in a goroutine. keyID is copied:
+// the transaction that read it may end first.
+func (h *Handler) startSigning(ctx context.Context, keyID []byte, hashes [][]byte) *signing {
+	s := &signing{keyID: bytes.Clone(keyID), done: make(chan struct{})}
+	go func() {
+		defer close(s.done)
+		defer func() { s.panic = recover() }()
+		s.res = h.sign(ctx, s.keyID, hashes)
+	}()
+	return s
+}
+
+// wait returns the outcome once the signing ended. Every started signing
+// is waited for, so none outlives its request (nor the HSM's shutdown).
+func (s *signing) wait() signResult {
+	<-s.done
+	if s.panic != nil {
+		panic(s.panic)
+	}
+	return s.res
+}
+
+// signed returns the signatures of a committed grant for keyID: those of
+// the signing in flight when it used the same key, else (an earlier run
+// of the transaction granted with another key, which only a concurrent
+// change of the credential can cause) made now.
+func (h *Handler) signed(ctx context.Context, s *signing, keyID []byte, hashes [][]byte) signResult {
+	if s != nil {
+		res := s.wait()
+		if bytes.Equal(s.keyID, keyID) {
+			return res
+		}
+	}
+	return h.sign(ctx, keyID, hashes)
+}
+
+// sign signs each digest in turn and stops at the first failure.
+func (h *Handler) sign(ctx context.Context, keyID []byte, hashes [][]byte) signResult {
+	sigs := make([][]byte, len(hashes))
+	for i, digest := range hashes {
+		sig, err := h.Signer.SignDigest(ctx, keyID, crypto.SHA256, digest)
+		if err != nil {
+			return signResult{failed: i, err: err}
+		}
+		sigs[i] = sig
+	}
+	return signResult{sigs: sigs}
+}
