@@ -25,9 +25,7 @@ import (
 // TestTokenEndpointHSMOutage.
 func TestIDTokenHSMOutageThroughDaemonRouter(t *testing.T) {
 	e := newEnv(t, "")
-	secret := strings.Repeat("s", 40)
-	e.must("a password!\n", "user", "add", "alice", "--password-file", "-", "--email", "alice@example.com", "--email-verified")
-	e.must(secret+"\n", "client", "add", "rp", "--redirect-uri", "https://rp.example.com/cb", "--scope", "openid", "--secret-file", "-")
+	secret := addAliceAndRP(e, "openid")
 
 	var faults *hsmtest.Faults
 	d := serveRouter(t, e, func(_ *config.Config, logger *slog.Logger) (*hsm.Token, error) {

@@ -24,9 +24,7 @@ import (
 // forms and reads /userinfo.
 func TestOIDCThroughDaemonRouter(t *testing.T) {
 	e := newEnv(t, "")
-	secret := strings.Repeat("s", 40)
-	e.must("a password!\n", "user", "add", "alice", "--password-file", "-", "--email", "alice@example.com", "--email-verified")
-	e.must(secret+"\n", "client", "add", "rp", "--redirect-uri", "https://rp.example.com/cb", "--scope", "openid", "--scope", "email", "--secret-file", "-")
+	secret := addAliceAndRP(e, "openid", "email")
 
 	d := serveRouter(t, e, func(cfg *config.Config, logger *slog.Logger) (*hsm.Token, error) { return openToken(cfg, logger, nil) })
 	ts, cfg, logs := d.ts, d.cfg, d.logs
@@ -143,4 +141,19 @@ func serveRouter(t *testing.T, e *env, open func(cfg *config.Config, logger *slo
 	ts.Start()
 	t.Cleanup(ts.Close)
 	return &routedDaemon{ts: ts, cfg: cfg, tok: tok, logs: logs}
+}
+
+// addAliceAndRP adds alice (password "a password!", a verified e-mail
+// address) and the confidential client rp (redirect URI
+// https://rp.example.com/cb) allowed scopes; it returns rp's secret.
+func addAliceAndRP(e *env, scopes ...string) string {
+	e.t.Helper()
+	secret := strings.Repeat("s", 40)
+	e.must("a password!\n", "user", "add", "alice", "--password-file", "-", "--email", "alice@example.com", "--email-verified")
+	args := []string{"client", "add", "rp", "--redirect-uri", "https://rp.example.com/cb", "--secret-file", "-"}
+	for _, s := range scopes {
+		args = append(args, "--scope", s)
+	}
+	e.must(secret+"\n", args...)
+	return secret
 }
