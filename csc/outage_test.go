@@ -33,6 +33,15 @@ func faultyToken(t *testing.T) *softtoken.Token {
 	return token
 }
 
+// outageEnv is an environment on faultyToken with a bearer token of alice
+// from rp1 and an enabled credential of hers on keyA.
+func outageEnv(t *testing.T) (tok *softtoken.Token, e *env, bearer, cred string) {
+	t.Helper()
+	tok = faultyToken(t)
+	e = newEnv(t, withSigner(tok))
+	return tok, e, e.accessToken("alice", "rp1"), e.credential(valid("alice", keyA))
+}
+
 func waitAvailable(t *testing.T, tok *softtoken.Token) {
 	t.Helper()
 	deadline := time.Now().Add(5 * time.Second)
@@ -98,10 +107,7 @@ func TestSignHashFailureAfterConsumeRestoresSAD(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			tok := faultyToken(t)
-			e := newEnv(t, withSigner(tok))
-			bearer := e.accessToken("alice", "rp1")
-			cred := e.credential(valid("alice", keyA))
+			tok, e, bearer, cred := outageEnv(t)
 			d := digest(tc.name)
 			sad := e.sad("alice", "rp1", cred, 5*time.Minute, d)
 			expiry := e.sadExpiry(sad)
@@ -153,10 +159,7 @@ func TestSignHashFailureAfterConsumeRestoresSAD(t *testing.T) {
 // refused with 503 and Retry-After before its SAD is looked at, and the
 // same SAD signs once the token is back. No /readyz is involved.
 func TestSignHashOutageKeepsSAD(t *testing.T) {
-	tok := faultyToken(t)
-	e := newEnv(t, withSigner(tok))
-	bearer := e.accessToken("alice", "rp1")
-	cred := e.credential(valid("alice", keyA))
+	tok, e, bearer, cred := outageEnv(t)
 	if _, err := tok.SignDigest(context.Background(), keyA.ID, crypto.SHA256, digest("warm")); err != nil {
 		t.Fatal(err) // the real token caches the key handle here
 	}
@@ -226,10 +229,7 @@ func TestSignHashKeyGone(t *testing.T) {
 // on the second after signing the first. A signature was made, so the SAD
 // stays spent.
 func TestSignHashPartialFailureKeepsSADSpent(t *testing.T) {
-	tok := faultyToken(t)
-	e := newEnv(t, withSigner(tok))
-	bearer := e.accessToken("alice", "rp1")
-	cred := e.credential(valid("alice", keyA))
+	tok, e, bearer, cred := outageEnv(t)
 	d1, d2 := digest("first"), digest("second")
 	sad := e.sad("alice", "rp1", cred, time.Minute, d1, d2)
 	var signs atomic.Int32
@@ -255,10 +255,7 @@ func TestSignHashPartialFailureKeepsSADSpent(t *testing.T) {
 // the audit log holds is either that signature or compensated by a
 // "restored" entry.
 func TestSignHashRestoreNeverDoubleSpends(t *testing.T) {
-	tok := faultyToken(t)
-	e := newEnv(t, withSigner(tok))
-	bearer := e.accessToken("alice", "rp1")
-	cred := e.credential(valid("alice", keyA))
+	tok, e, bearer, cred := outageEnv(t)
 	d := digest("one signature")
 	sad := e.sad("alice", "rp1", cred, 5*time.Minute, d)
 	tok.FailOnce(softtoken.OpSignDigest, errDeviceError)
@@ -339,10 +336,7 @@ func TestSignHashRestoreRespectsRevocation(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			tok := faultyToken(t)
-			e := newEnv(t, withSigner(tok))
-			bearer := e.accessToken("alice", "rp1")
-			cred := e.credential(valid("alice", keyA))
+			tok, e, bearer, cred := outageEnv(t)
 			d := digest(tc.name)
 			sad := e.sad("alice", "rp1", cred, 5*time.Minute, d)
 			// The admin action lands while the signature is made, after
