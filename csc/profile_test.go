@@ -111,15 +111,7 @@ func newProfileFixture(t *testing.T) *profileFixture {
 var profileDigest = bytes.Repeat([]byte{0x5a}, 32)
 
 func profileCredParams(kv ...string) url.Values {
-	p := url.Values{"credentialID": {"c-alice"}, "numSignatures": {"1"}, "hash": {base64.RawURLEncoding.EncodeToString(profileDigest)}}
-	for i := 0; i+1 < len(kv); i += 2 {
-		if kv[i+1] == "" {
-			p.Del(kv[i])
-		} else {
-			p.Set(kv[i], kv[i+1])
-		}
-	}
-	return p
+	return oauthtest.With(url.Values{"credentialID": {"c-alice"}, "numSignatures": {"1"}, "hash": {base64.RawURLEncoding.EncodeToString(profileDigest)}}, kv...)
 }
 
 // TestCredentialProfileAuthorize checks the credential scope's authorize

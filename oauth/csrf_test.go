@@ -58,13 +58,7 @@ func chromiumSameOrigin() http.Header {
 // through browser b with the extra headers h, as a browser would.
 func (ev *env) submitWith(b *oauthtest.Browser, f *oauthtest.Form, set map[string]string, decision string, h http.Header) *oauthtest.Step {
 	ev.t.Helper()
-	v := url.Values{}
-	for k, vs := range f.Fields {
-		v[k] = append([]string(nil), vs...)
-	}
-	for k, val := range set {
-		v.Set(k, val)
-	}
+	v := f.Values(set)
 	if decision != "" {
 		v.Set("decision", decision)
 	}

@@ -16,7 +16,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -386,22 +385,9 @@ func credentialParams(credID string) url.Values {
 	return p
 }
 
-// with returns a copy of p with the given name/value pairs set (an empty
+// with is oauthtest.With: a copy of p with the pairs kv set (an empty
 // value deletes).
-func with(p url.Values, kv ...string) url.Values {
-	q := url.Values{}
-	for k, v := range p {
-		q[k] = append([]string(nil), v...)
-	}
-	for i := 0; i+1 < len(kv); i += 2 {
-		if kv[i+1] == "" {
-			q.Del(kv[i])
-		} else {
-			q.Set(kv[i], kv[i+1])
-		}
-	}
-	return q
-}
+func with(p url.Values, kv ...string) url.Values { return oauthtest.With(p, kv...) }
 
 // must fails the test on err.
 func (ev *env) must(s *oauthtest.Step, err error) *oauthtest.Step {
@@ -514,12 +500,7 @@ func (ev *env) tokenRequest(form url.Values, basicID, basicSecret string) (*http
 
 func (ev *env) post(path string, form url.Values, basicID, basicSecret string) (*http.Response, map[string]any) {
 	ev.t.Helper()
-	req, _ := http.NewRequest(http.MethodPost, ev.ts.URL+path, strings.NewReader(form.Encode()))
-	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	if basicID != "" {
-		req.SetBasicAuth(url.QueryEscape(basicID), url.QueryEscape(basicSecret))
-	}
-	resp, err := ev.ts.Client().Do(req)
+	resp, err := oauthtest.PostClientForm(ev.ts.Client(), ev.ts.URL+path, form, basicID, basicSecret)
 	if err != nil {
 		ev.t.Fatal(err)
 	}

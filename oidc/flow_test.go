@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
-	"strings"
 	"testing"
 
 	gooidc "github.com/coreos/go-oidc/v3/oidc"
@@ -176,18 +175,10 @@ func redirectOf(client string) string {
 
 // params are a valid openid request of client.
 func params(client string, scope string, kv ...string) url.Values {
-	p := url.Values{
+	return oauthtest.With(url.Values{
 		"response_type": {"code"}, "client_id": {client}, "redirect_uri": {redirectOf(client)},
 		"scope": {scope}, "state": {"state-" + client}, "nonce": {"nonce-" + client},
-	}
-	for i := 0; i+1 < len(kv); i += 2 {
-		if kv[i+1] == "" {
-			p.Del(kv[i])
-		} else {
-			p.Set(kv[i], kv[i+1])
-		}
-	}
-	return p
+	}, kv...)
 }
 
 func (ev *flowEnv) browser() *oauthtest.Browser {
@@ -316,12 +307,7 @@ func (ev *flowEnv) redeem(client, code string, extra ...string) *tokenResponse {
 
 func (ev *flowEnv) postToken(form url.Values, basicID, basicSecret string) *tokenResponse {
 	ev.t.Helper()
-	req, _ := http.NewRequest(http.MethodPost, ev.issuer+"/oauth2/token", strings.NewReader(form.Encode()))
-	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	if basicID != "" {
-		req.SetBasicAuth(url.QueryEscape(basicID), url.QueryEscape(basicSecret))
-	}
-	resp, err := ev.ts.Client().Do(req)
+	resp, err := oauthtest.PostClientForm(ev.ts.Client(), ev.issuer+"/oauth2/token", form, basicID, basicSecret)
 	if err != nil {
 		ev.t.Fatal(err)
 	}

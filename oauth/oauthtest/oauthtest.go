@@ -66,6 +66,18 @@ type Button struct {
 	Name, Value string
 }
 
+// Values returns a copy of the form's inputs with set over them.
+func (f *Form) Values(set map[string]string) url.Values {
+	v := url.Values{}
+	for k, vs := range f.Fields {
+		v[k] = append([]string(nil), vs...)
+	}
+	for k, val := range set {
+		v.Set(k, val)
+	}
+	return v
+}
+
 // Has reports whether the form has an input named name.
 func (f *Form) Has(name string) bool {
 	_, ok := f.Types[name]
@@ -98,13 +110,7 @@ func (b *Browser) Submit(f *Form, set map[string]string, decision string) (*Step
 	if f == nil {
 		return nil, fmt.Errorf("oauthtest: no form to submit")
 	}
-	v := url.Values{}
-	for k, vs := range f.Fields {
-		v[k] = append([]string(nil), vs...)
-	}
-	for k, val := range set {
-		v.Set(k, val)
-	}
+	v := f.Values(set)
 	if decision != "" {
 		found := false
 		for _, bt := range f.Buttons {
@@ -256,4 +262,37 @@ func (b *LogBuffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf.String()
+}
+
+// With returns a copy of p with the name/value pairs kv set; an empty
+// value deletes the name.
+func With(p url.Values, kv ...string) url.Values {
+	q := url.Values{}
+	for k, v := range p {
+		q[k] = append([]string(nil), v...)
+	}
+	for i := 0; i+1 < len(kv); i += 2 {
+		if kv[i+1] == "" {
+			q.Del(kv[i])
+		} else {
+			q.Set(kv[i], kv[i+1])
+		}
+	}
+	return q
+}
+
+// PostClientForm posts form to u with c as a client does at the token or
+// revocation endpoint: form-urlencoded, and authenticated with HTTP Basic
+// (client ID and secret form-urlencoded, RFC 6749 §2.3.1) when basicID is
+// not empty. The caller closes the response body.
+func PostClientForm(c *http.Client, u string, form url.Values, basicID, basicSecret string) (*http.Response, error) {
+	req, err := http.NewRequest(http.MethodPost, u, strings.NewReader(form.Encode()))
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	if basicID != "" {
+		req.SetBasicAuth(url.QueryEscape(basicID), url.QueryEscape(basicSecret))
+	}
+	return c.Do(req)
 }
