@@ -432,22 +432,11 @@ func (ev *env) approve(b *oauthtest.Browser, s *oauthtest.Step, pin string) *oau
 // URI), checking state and iss.
 func (ev *env) codeOf(s *oauthtest.Step, want, state string) string {
 	ev.t.Helper()
-	if !s.Redirected() {
-		ev.t.Fatalf("want a redirect with a code, got status %d: %.500s", s.Status, oauthtest.Text(s.Body))
+	code, err := s.Code(want, state, ev.srv.Issuer())
+	if err != nil {
+		ev.t.Fatal(err)
 	}
-	q := s.Query()
-	base := *s.Location
-	base.RawQuery = ""
-	if base.String() != want {
-		ev.t.Fatalf("redirected to %s, want %s", base.String(), want)
-	}
-	if q.Get("error") != "" || q.Get("code") == "" {
-		ev.t.Fatalf("redirect without code: %v", q)
-	}
-	if q.Get("state") != state || q.Get("iss") != ev.srv.Issuer() {
-		ev.t.Fatalf("redirect state %q iss %q", q.Get("state"), q.Get("iss"))
-	}
-	return q.Get("code")
+	return code
 }
 
 // errorOf returns the error and description of an error redirect.

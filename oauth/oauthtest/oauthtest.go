@@ -51,6 +51,28 @@ func (s *Step) Query() url.Values {
 	return s.Location.Query()
 }
 
+// Code returns the code of a successful authorization response (RFC 6749
+// §4.1.2): a redirect to redirectURI with a code, no error, the request's
+// state and the issuer iss (RFC 9207).
+func (s *Step) Code(redirectURI, state, iss string) (string, error) {
+	if !s.Redirected() {
+		return "", fmt.Errorf("want a redirect with a code, got status %d: %.500s", s.Status, Text(s.Body))
+	}
+	q := s.Query()
+	base := *s.Location
+	base.RawQuery = ""
+	if base.String() != redirectURI {
+		return "", fmt.Errorf("redirected to %s, want %s", base.String(), redirectURI)
+	}
+	if q.Get("error") != "" || q.Get("code") == "" {
+		return "", fmt.Errorf("redirect without code: %v", q)
+	}
+	if q.Get("state") != state || q.Get("iss") != iss {
+		return "", fmt.Errorf("redirect state %q iss %q", q.Get("state"), q.Get("iss"))
+	}
+	return q.Get("code"), nil
+}
+
 // Form is an HTML form: its resolved action, its inputs with their
 // values (hidden inputs included) and its submit buttons.
 type Form struct {
