@@ -195,6 +195,22 @@ func update(t *testing.T, s store.Store, fn func(tx store.Tx) error) {
 	}
 }
 
+// updateRolledBack runs fn in an Update that then fails, so that all fn
+// wrote must be rolled back; an error of fn fails the test.
+func updateRolledBack(t *testing.T, s store.Store, fn func(tx store.Tx) error) {
+	t.Helper()
+	errRollback := errors.New("roll back")
+	err := s.Update(context.Background(), func(tx store.Tx) error {
+		if err := fn(tx); err != nil {
+			return err
+		}
+		return errRollback
+	})
+	if !errors.Is(err, errRollback) {
+		t.Fatalf("Update = %v", err)
+	}
+}
+
 func view(t *testing.T, s store.Store, fn func(tx store.Tx) error) {
 	t.Helper()
 	if err := s.View(context.Background(), fn); err != nil {
