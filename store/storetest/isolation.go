@@ -340,14 +340,7 @@ func testRollbackIndexes(t *testing.T, s store.Store) {
 		}
 		return nil
 	})
-	e := auditEntry("alice", 3)
-	update(t, s, func(tx store.Tx) error { return tx.AppendAudit(e) })
-	if e.Seq != 2 {
-		t.Errorf("audit Seq after a rolled back append = %d, want 2", e.Seq)
-	}
-	if n, _ := verifyAudit(t, s); n != 2 {
-		t.Errorf("%d audit entries, want 2", n)
-	}
+	appendAfterRollback(t, s)
 }
 
 // testCopiesOAuth is testCopies for tokens, pending requests, codes,
