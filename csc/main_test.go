@@ -279,6 +279,13 @@ func (e *env) accessToken(user, client string) string {
 	return v
 }
 
+// alice mints a service-scope access token of alice from rp1 and stores an
+// enabled credential of hers on keyA: where most signHash tests start.
+func (e *env) alice() (bearer, cred string) {
+	e.t.Helper()
+	return e.accessToken("alice", "rp1"), e.credential(valid("alice", keyA))
+}
+
 // sad mints a SAD for credential and digests, valid for ttl.
 func (e *env) sad(user, client, credential string, ttl time.Duration, digests ...[]byte) string {
 	e.t.Helper()

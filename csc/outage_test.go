@@ -39,7 +39,8 @@ func outageEnv(t *testing.T) (tok *softtoken.Token, e *env, bearer, cred string)
 	t.Helper()
 	tok = faultyToken(t)
 	e = newEnv(t, withSigner(tok))
-	return tok, e, e.accessToken("alice", "rp1"), e.credential(valid("alice", keyA))
+	bearer, cred = e.alice()
+	return tok, e, bearer, cred
 }
 
 func waitAvailable(t *testing.T, tok *softtoken.Token) {
