@@ -433,6 +433,16 @@ func (e *env) auditEntries() []*store.AuditEntry {
 	return out
 }
 
+// auditOutcomes counts the audit log's entries by outcome.
+func (e *env) auditOutcomes() map[string]int {
+	e.t.Helper()
+	n := map[string]int{}
+	for _, a := range e.auditEntries() {
+		n[a.Outcome]++
+	}
+	return n
+}
+
 // auditRaw returns the stored encoding of the whole log.
 func (e *env) auditRaw() []byte {
 	e.t.Helper()

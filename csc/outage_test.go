@@ -289,15 +289,8 @@ func TestSignHashRestoreNeverDoubleSpends(t *testing.T) {
 	if n := signed.Load(); n != 1 {
 		t.Fatalf("%d signatures for one SAD (statuses %v)", n, statuses)
 	}
-	granted, restored := 0, 0
-	for _, a := range e.auditEntries() {
-		switch a.Outcome {
-		case store.AuditGranted:
-			granted++
-		case store.AuditRestored:
-			restored++
-		}
-	}
+	outcomes := e.auditOutcomes()
+	granted, restored := outcomes[store.AuditGranted], outcomes[store.AuditRestored]
 	if restored < 1 || granted-restored != 1 {
 		t.Errorf("%d grants, %d restored: want exactly one uncompensated grant (statuses %v)", granted, restored, statuses)
 	}

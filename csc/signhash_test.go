@@ -142,15 +142,8 @@ func TestSADTenParallelUses(t *testing.T) {
 	if ok != 1 {
 		t.Errorf("%d signatures from one SAD, want exactly 1", ok)
 	}
-	granted, refused := 0, 0
-	for _, a := range e.auditEntries() {
-		switch a.Outcome {
-		case store.AuditGranted:
-			granted++
-		case store.AuditRefused:
-			refused++
-		}
-	}
+	outcomes := e.auditOutcomes()
+	granted, refused := outcomes[store.AuditGranted], outcomes[store.AuditRefused]
 	if granted != 1 || refused != n-1 {
 		t.Errorf("audit: %d granted, %d refused; want 1 and %d", granted, refused, n-1)
 	}
