@@ -266,6 +266,19 @@ func wantErr(t *testing.T, what string, err, want error) {
 	}
 }
 
+// wantInvalid creates, for each entry of bad, a fresh record (fresh(name))
+// changed by the entry's mutation, and wants create to refuse it with
+// store.ErrInvalid.
+func wantInvalid[R any](t *testing.T, s store.Store, bad map[string]func(R), fresh func(name string) R, create func(tx store.Tx, r R) error) {
+	t.Helper()
+	for name, mutate := range bad {
+		r := fresh(name)
+		mutate(r)
+		err := s.Update(context.Background(), func(tx store.Tx) error { return create(tx, r) })
+		wantErr(t, name, err, store.ErrInvalid)
+	}
+}
+
 // sameTimes reports whether two pairs of timestamps denote the same instants.
 func sameTimes(a1, a2, b1, b2 time.Time) bool { return a1.Equal(b1) && a2.Equal(b2) }
 
