@@ -268,7 +268,7 @@ func TestProfilesThroughTheServer(t *testing.T) {
 	f := newProfileFixture(t)
 	hasher, _ := store.NewHasher(store.Argon2Params{Time: 1, MemoryKiB: 64, Threads: 1, KeyLen: 32, SaltLen: 16})
 	srv, err := oauth.New(oauth.Config{
-		Store: oauthStore(f.db), Hasher: hasher, Issuer: "https://signd.example",
+		Store: oauthtest.Store(f.db), Hasher: hasher, Issuer: "https://signd.example",
 		Profiles: []oauth.Profile{csc.ServiceProfile{}, &csc.CredentialProfile{Store: credentialStore(f.db)}},
 		Logger:   slog.New(slog.DiscardHandler),
 	})

@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	"github.com/signd/signd/csc"
-	"github.com/signd/signd/oauth"
 	"github.com/signd/signd/store"
 	"github.com/signd/signd/store/storetest/backends"
 )
@@ -19,11 +18,6 @@ func cscStore(s store.Store) *store.Scoped[csc.Tx] {
 // credentialStore is s as csc.CredentialProfile sees it.
 func credentialStore(s store.Store) *store.Scoped[store.CredentialReader] {
 	return store.Scope(s, func(tx store.Tx) store.CredentialReader { return tx })
-}
-
-// oauthStore is s as the authorization server sees it.
-func oauthStore(s store.Store) *store.Scoped[oauth.Tx] {
-	return store.Scope(s, func(tx store.Tx) oauth.Tx { return tx })
 }
 
 // TestStoreSeam: both backends serve the CSC API and the credential

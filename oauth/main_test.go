@@ -201,7 +201,7 @@ func buildEnv(t *testing.T, db store.Store, issuerIsServer bool, mods ...func(*o
 	ev := &env{t: t, db: db, clock: storetest.NewClock(time.Now().UTC().Round(0)), logs: &syncBuffer{}, hasher: hasher}
 	ev.fixtures()
 	cfg := oauth.Config{
-		Store:  oauthStore(db),
+		Store:  oauthtest.Store(db),
 		Hasher: hasher,
 		Profiles: []oauth.Profile{
 			csc.ServiceProfile{},

@@ -6,14 +6,10 @@ import (
 	"testing"
 
 	"github.com/signd/signd/oauth"
+	"github.com/signd/signd/oauth/oauthtest"
 	"github.com/signd/signd/store"
 	"github.com/signd/signd/store/storetest/backends"
 )
-
-// oauthStore is s as the authorization server sees it.
-func oauthStore(s store.Store) *store.Scoped[oauth.Tx] {
-	return store.Scope(s, func(tx store.Tx) oauth.Tx { return tx })
-}
 
 // bearerStore is s as RequireBearer sees it.
 func bearerStore(s store.Store) *store.Scoped[oauth.BearerTx] {
@@ -24,7 +20,7 @@ func bearerStore(s store.Store) *store.Scoped[oauth.BearerTx] {
 // bearer middleware through store.Scope.
 func TestStoreSeam(t *testing.T) {
 	backends.Each(t, func(t *testing.T, db store.Store) {
-		var s oauth.Store = oauthStore(db)
+		var s oauth.Store = oauthtest.Store(db)
 		err := s.Update(context.Background(), func(tx oauth.Tx) error {
 			_, err := tx.Code(make([]byte, 32))
 			return err

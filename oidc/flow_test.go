@@ -70,7 +70,7 @@ func newFlowEnvNoFixtures(t *testing.T, f *fixture) *flowEnv {
 		t.Fatal(err)
 	}
 	ev.srv, err = oauth.New(oauth.Config{
-		Store: oauthStore(f.db), Hasher: hasher, Profiles: []oauth.Profile{&oidc.Profile{Provider: f.p}},
+		Store: oauthtest.Store(f.db), Hasher: hasher, Profiles: []oauth.Profile{&oidc.Profile{Provider: f.p}},
 		Issuer: ev.issuer, Now: f.clock.Now,
 	})
 	if err != nil {

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/signd/signd/oauth"
 	"github.com/signd/signd/oidc"
 	"github.com/signd/signd/store"
 	"github.com/signd/signd/store/storetest/backends"
@@ -19,11 +18,6 @@ func providerStore(s store.Store) *store.Scoped[oidc.Tx] {
 // keyRingStore is s as the KeyRing sees it.
 func keyRingStore(s store.Store) *store.Scoped[store.OIDCTx] {
 	return store.Scope(s, func(tx store.Tx) store.OIDCTx { return tx })
-}
-
-// oauthStore is s as the authorization server sees it.
-func oauthStore(s store.Store) *store.Scoped[oauth.Tx] {
-	return store.Scope(s, func(tx store.Tx) oauth.Tx { return tx })
 }
 
 // TestStoreSeam: both backends serve the provider and the key ring through

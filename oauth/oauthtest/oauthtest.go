@@ -11,7 +11,15 @@ import (
 	"sync"
 
 	"golang.org/x/net/html"
+
+	"github.com/signd/signd/oauth"
+	"github.com/signd/signd/store"
 )
+
+// Store is s as the authorization server sees it, for oauth.Config.Store.
+func Store(s store.Store) *store.Scoped[oauth.Tx] {
+	return store.Scope(s, func(tx store.Tx) oauth.Tx { return tx })
+}
 
 // Browser is a cookie-keeping HTTP client that never follows redirects.
 type Browser struct {
