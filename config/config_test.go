@@ -33,6 +33,15 @@ func load(t *testing.T, fixture string, flags *pflag.FlagSet) (*Config, error) {
 	return Load(opts)
 }
 
+// loadYAML writes yaml to a file of mode 0600 and loads that file alone;
+// it returns the file's path too.
+func loadYAML(t *testing.T, yaml string) (string, *Config, error) {
+	t.Helper()
+	p := writeFile(t, "c.yaml", yaml, 0o600)
+	c, err := Load(Options{File: p, SearchPaths: []string{}})
+	return p, c, err
+}
+
 func mustLoad(t *testing.T, fixture string, flags *pflag.FlagSet) *Config {
 	t.Helper()
 	c, err := load(t, fixture, flags)
@@ -251,8 +260,7 @@ func TestUnknownKeys(t *testing.T) {
 // Unknown keys and bad values come in the same report.
 func TestUnknownAndBadTogether(t *testing.T) {
 	isolate(t)
-	p := writeFile(t, "c.yaml", "server:\n  base_url: ftp://x\n  lisen: x\npkcs11:\n  pin: \"1\"\n", 0o600)
-	_, err := Load(Options{File: p, SearchPaths: []string{}})
+	p, _, err := loadYAML(t, "server:\n  base_url: ftp://x\n  lisen: x\npkcs11:\n  pin: \"1\"\n")
 	e := problemsOf(t, err)
 	if got, want := e.Keys(), []string{"server.lisen", "server.base_url"}; !slices.Equal(got, want) {
 		t.Errorf("keys = %v, want %v\n%v", got, want, err)
@@ -292,8 +300,7 @@ func TestBadTypes(t *testing.T) {
 // A list element of the wrong type is reported once, under the list's key.
 func TestBadListElement(t *testing.T) {
 	isolate(t)
-	p := writeFile(t, "c.yaml", "server:\n  base_url: https://x.org\n  trusted_proxies: [10.0.0.0/8, 443]\npkcs11:\n  pin: \"1\"\n", 0o600)
-	_, err := Load(Options{File: p, SearchPaths: []string{}})
+	_, _, err := loadYAML(t, "server:\n  base_url: https://x.org\n  trusted_proxies: [10.0.0.0/8, 443]\npkcs11:\n  pin: \"1\"\n")
 	e := problemsOf(t, err)
 	want := `server.trusted_proxies: entry 2: must be a string, not a number (quote the value in YAML)`
 	if len(e.Problems) != 1 || err.Error() != want {
@@ -305,8 +312,7 @@ func TestBadListElement(t *testing.T) {
 // proxy.
 func TestEmptyNetworkKeys(t *testing.T) {
 	isolate(t)
-	p := writeFile(t, "c.yaml", "server:\n  base_url: https://x.org\n  metrics_listen: \"\"\n  trusted_proxies: []\npkcs11:\n  pin: \"1\"\n", 0o600)
-	c, err := Load(Options{File: p, SearchPaths: []string{}})
+	_, c, err := loadYAML(t, "server:\n  base_url: https://x.org\n  metrics_listen: \"\"\n  trusted_proxies: []\npkcs11:\n  pin: \"1\"\n")
 	if err != nil {
 		t.Fatal(err)
 	}

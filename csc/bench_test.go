@@ -26,8 +26,7 @@ func BenchmarkSignHashHTTP(b *testing.B) {
 	for _, c := range []int{1, 8} {
 		b.Run(fmt.Sprintf("concurrency-%d", c), func(b *testing.B) {
 			e := newBoltEnv(b)
-			bearer := e.accessToken("alice", "rp1")
-			cred := e.credential(valid("alice", keyA))
+			bearer, cred := e.alice()
 			bodies := make([]string, b.N)
 			d := digest("bench")
 			e.update(func(tx store.Tx) error {

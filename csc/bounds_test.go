@@ -56,8 +56,7 @@ func fileSize(t *testing.T, path string) int64 {
 // bbolt file by less than 1 MB, not by 50 times the hashes.
 func TestSignHashHashFlood(t *testing.T) {
 	e := newBoltEnv(t)
-	bearer := e.accessToken("alice", "rp1")
-	cred := e.credential(valid("alice", keyA))
+	bearer, cred := e.alice()
 
 	// 100 000 hashes are 4.7 MB of JSON: the body limit refuses it unread.
 	huge := fmt.Sprintf(`{"credentialID":%q,"SAD":"no-such-sad","hash":%s,"signAlgo":%q}`, cred, hashArray(100_000), sha256R)
@@ -120,8 +119,7 @@ func TestSignHashCredentialIDBounded(t *testing.T) {
 func TestSignHashHashCount(t *testing.T) {
 	const limit = 4
 	e := newEnv(t, func(h *csc.Handler) { h.MaxHashes = limit })
-	bearer := e.accessToken("alice", "rp1")
-	cred := e.credential(valid("alice", keyA))
+	bearer, cred := e.alice()
 	ds := make([][]byte, limit+1)
 	for i := range ds {
 		ds[i] = digest(fmt.Sprint("count ", i))
@@ -197,8 +195,7 @@ func TestSignHashHashCount(t *testing.T) {
 
 	t.Run("default limit is 100", func(t *testing.T) {
 		e := newEnv(t)
-		bearer := e.accessToken("alice", "rp1")
-		cred := e.credential(valid("alice", keyA))
+		bearer, cred := e.alice()
 		many := make([][]byte, 101)
 		for i := range many {
 			many[i] = digest(fmt.Sprint("default ", i))

@@ -127,19 +127,26 @@ func FuzzReadParams(f *testing.F) {
 		if !jsonCT {
 			t.Fatalf("body accepted with Content-Type %q", ct)
 		}
-		var want map[string]json.RawMessage
-		if err := json.Unmarshal(body, &want); err != nil {
-			t.Fatalf("%q accepted, encoding/json refuses it: %v", body, err)
-		}
-		if len(want) != len(p) {
-			t.Fatalf("%q: %d members, encoding/json %d", body, len(p), len(want))
-		}
-		for k, v := range want {
-			if !jsonEqual(v, p[k]) {
-				t.Fatalf("%q: member %q = %s, encoding/json %s", body, k, p[k], v)
-			}
-		}
+		wantJSONMembers(t, body, p)
 	})
+}
+
+// wantJSONMembers fails the test unless encoding/json reads the accepted
+// body as the object p: the same members, each with the same value.
+func wantJSONMembers(t *testing.T, body []byte, p params) {
+	t.Helper()
+	var want map[string]json.RawMessage
+	if err := json.Unmarshal(body, &want); err != nil {
+		t.Fatalf("%q accepted, encoding/json refuses it: %v", body, err)
+	}
+	if len(want) != len(p) {
+		t.Fatalf("%q: %d members, encoding/json %d", body, len(p), len(want))
+	}
+	for k, v := range want {
+		if !jsonEqual(v, p[k]) {
+			t.Fatalf("%q: member %q = %s, encoding/json %s", body, k, p[k], v)
+		}
+	}
 }
 
 // jsonEqual reports whether two JSON texts are the same value written the

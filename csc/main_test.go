@@ -279,6 +279,13 @@ func (e *env) accessToken(user, client string) string {
 	return v
 }
 
+// alice mints a service-scope access token of alice from rp1 and stores an
+// enabled credential of hers on keyA: where most signHash tests start.
+func (e *env) alice() (bearer, cred string) {
+	e.t.Helper()
+	return e.accessToken("alice", "rp1"), e.credential(valid("alice", keyA))
+}
+
 // sad mints a SAD for credential and digests, valid for ttl.
 func (e *env) sad(user, client, credential string, ttl time.Duration, digests ...[]byte) string {
 	e.t.Helper()
@@ -424,6 +431,16 @@ func (e *env) auditEntries() []*store.AuditEntry {
 		return store.AuditEntries(tx, 1, func(a *store.AuditEntry) error { out = append(out, a); return nil })
 	})
 	return out
+}
+
+// auditOutcomes counts the audit log's entries by outcome.
+func (e *env) auditOutcomes() map[string]int {
+	e.t.Helper()
+	n := map[string]int{}
+	for _, a := range e.auditEntries() {
+		n[a.Outcome]++
+	}
+	return n
 }
 
 // auditRaw returns the stored encoding of the whole log.

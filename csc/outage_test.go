@@ -33,6 +33,16 @@ func faultyToken(t *testing.T) *softtoken.Token {
 	return token
 }
 
+// outageEnv is an environment on faultyToken with a bearer token of alice
+// from rp1 and an enabled credential of hers on keyA.
+func outageEnv(t *testing.T) (tok *softtoken.Token, e *env, bearer, cred string) {
+	t.Helper()
+	tok = faultyToken(t)
+	e = newEnv(t, withSigner(tok))
+	bearer, cred = e.alice()
+	return tok, e, bearer, cred
+}
+
 func waitAvailable(t *testing.T, tok *softtoken.Token) {
 	t.Helper()
 	deadline := time.Now().Add(5 * time.Second)
@@ -98,10 +108,7 @@ func TestSignHashFailureAfterConsumeRestoresSAD(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			tok := faultyToken(t)
-			e := newEnv(t, withSigner(tok))
-			bearer := e.accessToken("alice", "rp1")
-			cred := e.credential(valid("alice", keyA))
+			tok, e, bearer, cred := outageEnv(t)
 			d := digest(tc.name)
 			sad := e.sad("alice", "rp1", cred, 5*time.Minute, d)
 			expiry := e.sadExpiry(sad)
@@ -153,10 +160,7 @@ func TestSignHashFailureAfterConsumeRestoresSAD(t *testing.T) {
 // refused with 503 and Retry-After before its SAD is looked at, and the
 // same SAD signs once the token is back. No /readyz is involved.
 func TestSignHashOutageKeepsSAD(t *testing.T) {
-	tok := faultyToken(t)
-	e := newEnv(t, withSigner(tok))
-	bearer := e.accessToken("alice", "rp1")
-	cred := e.credential(valid("alice", keyA))
+	tok, e, bearer, cred := outageEnv(t)
 	if _, err := tok.SignDigest(context.Background(), keyA.ID, crypto.SHA256, digest("warm")); err != nil {
 		t.Fatal(err) // the real token caches the key handle here
 	}
@@ -226,10 +230,7 @@ func TestSignHashKeyGone(t *testing.T) {
 // on the second after signing the first. A signature was made, so the SAD
 // stays spent.
 func TestSignHashPartialFailureKeepsSADSpent(t *testing.T) {
-	tok := faultyToken(t)
-	e := newEnv(t, withSigner(tok))
-	bearer := e.accessToken("alice", "rp1")
-	cred := e.credential(valid("alice", keyA))
+	tok, e, bearer, cred := outageEnv(t)
 	d1, d2 := digest("first"), digest("second")
 	sad := e.sad("alice", "rp1", cred, time.Minute, d1, d2)
 	var signs atomic.Int32
@@ -255,10 +256,7 @@ func TestSignHashPartialFailureKeepsSADSpent(t *testing.T) {
 // the audit log holds is either that signature or compensated by a
 // "restored" entry.
 func TestSignHashRestoreNeverDoubleSpends(t *testing.T) {
-	tok := faultyToken(t)
-	e := newEnv(t, withSigner(tok))
-	bearer := e.accessToken("alice", "rp1")
-	cred := e.credential(valid("alice", keyA))
+	tok, e, bearer, cred := outageEnv(t)
 	d := digest("one signature")
 	sad := e.sad("alice", "rp1", cred, 5*time.Minute, d)
 	tok.FailOnce(softtoken.OpSignDigest, errDeviceError)
@@ -291,15 +289,8 @@ func TestSignHashRestoreNeverDoubleSpends(t *testing.T) {
 	if n := signed.Load(); n != 1 {
 		t.Fatalf("%d signatures for one SAD (statuses %v)", n, statuses)
 	}
-	granted, restored := 0, 0
-	for _, a := range e.auditEntries() {
-		switch a.Outcome {
-		case store.AuditGranted:
-			granted++
-		case store.AuditRestored:
-			restored++
-		}
-	}
+	outcomes := e.auditOutcomes()
+	granted, restored := outcomes[store.AuditGranted], outcomes[store.AuditRestored]
 	if restored < 1 || granted-restored != 1 {
 		t.Errorf("%d grants, %d restored: want exactly one uncompensated grant (statuses %v)", granted, restored, statuses)
 	}
@@ -339,10 +330,7 @@ func TestSignHashRestoreRespectsRevocation(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			tok := faultyToken(t)
-			e := newEnv(t, withSigner(tok))
-			bearer := e.accessToken("alice", "rp1")
-			cred := e.credential(valid("alice", keyA))
+			tok, e, bearer, cred := outageEnv(t)
 			d := digest(tc.name)
 			sad := e.sad("alice", "rp1", cred, 5*time.Minute, d)
 			// The admin action lands while the signature is made, after

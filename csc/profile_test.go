@@ -111,15 +111,7 @@ func newProfileFixture(t *testing.T) *profileFixture {
 var profileDigest = bytes.Repeat([]byte{0x5a}, 32)
 
 func profileCredParams(kv ...string) url.Values {
-	p := url.Values{"credentialID": {"c-alice"}, "numSignatures": {"1"}, "hash": {base64.RawURLEncoding.EncodeToString(profileDigest)}}
-	for i := 0; i+1 < len(kv); i += 2 {
-		if kv[i+1] == "" {
-			p.Del(kv[i])
-		} else {
-			p.Set(kv[i], kv[i+1])
-		}
-	}
-	return p
+	return oauthtest.With(url.Values{"credentialID": {"c-alice"}, "numSignatures": {"1"}, "hash": {base64.RawURLEncoding.EncodeToString(profileDigest)}}, kv...)
 }
 
 // TestCredentialProfileAuthorize checks the credential scope's authorize
@@ -276,7 +268,7 @@ func TestProfilesThroughTheServer(t *testing.T) {
 	f := newProfileFixture(t)
 	hasher, _ := store.NewHasher(store.Argon2Params{Time: 1, MemoryKiB: 64, Threads: 1, KeyLen: 32, SaltLen: 16})
 	srv, err := oauth.New(oauth.Config{
-		Store: oauthStore(f.db), Hasher: hasher, Issuer: "https://signd.example",
+		Store: oauthtest.Store(f.db), Hasher: hasher, Issuer: "https://signd.example",
 		Profiles: []oauth.Profile{csc.ServiceProfile{}, &csc.CredentialProfile{Store: credentialStore(f.db)}},
 		Logger:   slog.New(slog.DiscardHandler),
 	})

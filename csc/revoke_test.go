@@ -70,8 +70,7 @@ func TestSADRefusedAfterAdminAction(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newEnv(t)
-			bearer := e.accessToken("alice", "rp1")
-			cred := e.credential(valid("alice", keyA))
+			bearer, cred := e.alice()
 			d := digest("signed after the admin acted")
 			sad := e.sad("alice", "rp1", cred, time.Minute, d)
 			e.h.Store = &adminBetween{envStore: cscStore(e.db), action: func() {

@@ -20,8 +20,7 @@ import (
 
 func TestSignHash(t *testing.T) {
 	e := newEnv(t)
-	bearer := e.accessToken("alice", "rp1")
-	cred := e.credential(valid("alice", keyA))
+	bearer, cred := e.alice()
 	d := digest("contract.pdf")
 
 	cases := []struct {
@@ -106,8 +105,7 @@ func TestSignHash(t *testing.T) {
 
 func TestSADUsedTwice(t *testing.T) {
 	e := newEnv(t)
-	bearer := e.accessToken("alice", "rp1")
-	cred := e.credential(valid("alice", keyA))
+	bearer, cred := e.alice()
 	d := digest("twice")
 	sad := e.sad("alice", "rp1", cred, 5*time.Minute, d)
 	signatures(t, e.call("signatures/signHash", bearer, signHashBody(cred, sad, d)))
@@ -116,8 +114,7 @@ func TestSADUsedTwice(t *testing.T) {
 
 func TestSADTenParallelUses(t *testing.T) {
 	e := newEnv(t)
-	bearer := e.accessToken("alice", "rp1")
-	cred := e.credential(valid("alice", keyA))
+	bearer, cred := e.alice()
 	d := digest("parallel")
 	sad := e.sad("alice", "rp1", cred, 5*time.Minute, d)
 	const n = 10
@@ -145,15 +142,8 @@ func TestSADTenParallelUses(t *testing.T) {
 	if ok != 1 {
 		t.Errorf("%d signatures from one SAD, want exactly 1", ok)
 	}
-	granted, refused := 0, 0
-	for _, a := range e.auditEntries() {
-		switch a.Outcome {
-		case store.AuditGranted:
-			granted++
-		case store.AuditRefused:
-			refused++
-		}
-	}
+	outcomes := e.auditOutcomes()
+	granted, refused := outcomes[store.AuditGranted], outcomes[store.AuditRefused]
 	if granted != 1 || refused != n-1 {
 		t.Errorf("audit: %d granted, %d refused; want 1 and %d", granted, refused, n-1)
 	}
@@ -284,8 +274,7 @@ func TestSignerFailures(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newEnv(t, withSigner(faultySigner{tc.err}))
-			bearer := e.accessToken("alice", "rp1")
-			cred := e.credential(valid("alice", keyA))
+			bearer, cred := e.alice()
 			d := digest(tc.name)
 			sad := e.sad("alice", "rp1", cred, time.Minute, d)
 			r := e.call("signatures/signHash", bearer, signHashBody(cred, sad, d))
@@ -319,8 +308,7 @@ type envStore = csc.Store
 
 func TestStoreFailureIsServerError(t *testing.T) {
 	e := newEnv(t)
-	bearer := e.accessToken("alice", "rp1")
-	cred := e.credential(valid("alice", keyA))
+	bearer, cred := e.alice()
 	d := digest("disk full")
 	sad := e.sad("alice", "rp1", cred, time.Minute, d)
 	e.h.Store = brokenBatch{cscStore(e.db)}

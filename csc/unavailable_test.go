@@ -42,8 +42,7 @@ func (d *fullDisk) Batch(ctx context.Context, fn func(csc.Tx) error) error {
 func TestSignHashStoreUnavailable(t *testing.T) {
 	disk := &fullDisk{}
 	e := newEnv(t, func(h *csc.Handler) { disk.Store = h.Store; h.Store = disk })
-	bearer := e.accessToken("alice", "rp1")
-	cred := e.credential(valid("alice", keyA))
+	bearer, cred := e.alice()
 	d := digest("during the outage")
 	sad := e.sad("alice", "rp1", cred, 5*time.Minute, d)
 

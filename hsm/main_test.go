@@ -212,6 +212,15 @@ func (l *logBuffer) String() string {
 	return l.b.String()
 }
 
+// loggedConfig is config(tok) logging at debug level into the returned
+// buffer.
+func loggedConfig(tok *softhsmtest.Token) (Config, *logBuffer) {
+	logs := &logBuffer{}
+	cfg := config(tok)
+	cfg.Logger = logs.logger()
+	return cfg, logs
+}
+
 func (l *logBuffer) logger() *slog.Logger {
 	return slog.New(slog.NewTextHandler(l, &slog.HandlerOptions{Level: slog.LevelDebug}))
 }

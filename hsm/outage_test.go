@@ -62,9 +62,7 @@ func TestClassifyTable(t *testing.T) {
 // return, found again by label with its key.
 func TestTokenRemovedNoProbes(t *testing.T) {
 	key := faultKey(t)
-	var logs logBuffer
-	cfg := config(faultTok)
-	cfg.Logger = logs.logger()
+	cfg, logs := loggedConfig(faultTok)
 	// The injector only watches: it records when reconnect attempts list
 	// the slots.
 	var mu sync.Mutex
@@ -258,9 +256,7 @@ func TestDeviceErrorFromAnyCall(t *testing.T) {
 // re-initializes the module (a module lists only the tokens present at
 // C_Initialize), so the token is found as soon as it is back.
 func TestTokenGoneInjected(t *testing.T) {
-	key := faultKey(t)
-	tok, fake := openFault(t, config(faultTok))
-	signAndVerify(t, tok, key.ID, key.Public)
+	key, tok, fake := openFaultSigned(t, config(faultTok))
 	epoch := func() uint64 {
 		tok.mod.mu.RLock()
 		defer tok.mod.mu.RUnlock()
@@ -285,9 +281,7 @@ func TestTokenGoneInjected(t *testing.T) {
 // module (a slow C_GetSlotList) does not hold up callers: they get
 // ErrTokenUnavailable at once instead of queueing behind the reconnect.
 func TestFailFastDuringReconnect(t *testing.T) {
-	key := faultKey(t)
-	tok, fake := openFault(t, config(faultTok))
-	signAndVerify(t, tok, key.ID, key.Public)
+	key, tok, fake := openFaultSigned(t, config(faultTok))
 	slotLists := fake.Calls("GetSlotList")
 	fake.Inject("GetSlotList", hsmtest.Fault{Delay: 700 * time.Millisecond, Times: 1})
 	fake.FailOnce("SignInit", pkcs11.CKR_DEVICE_ERROR)
@@ -325,11 +319,9 @@ func (b badSigner) Sign(sh pkcs11.SessionHandle, msg []byte) ([]byte, error) {
 // TestNotSigned: NotSigned vouches only for failures after which no
 // signature exists outside the token.
 func TestNotSigned(t *testing.T) {
-	key := faultKey(t)
 	ctx := context.Background()
 	d := digestOf(crypto.SHA256, []byte("not signed"))
-	tok, fake := openFault(t, config(faultTok))
-	signAndVerify(t, tok, key.ID, key.Public)
+	key, tok, fake := openFaultSigned(t, config(faultTok))
 
 	tests := []struct {
 		name   string

@@ -39,6 +39,13 @@ func faultKey(t *testing.T) *KeyInfo {
 	return k
 }
 
+// openTwoSessions opens a Token of cfg with a pool of two sessions.
+func openTwoSessions(t *testing.T, cfg Config) *Token {
+	t.Helper()
+	cfg.MaxSessions = 2
+	return openTest(t, cfg, options{})
+}
+
 // rawCtx is the real module, for acting behind a Token's back.
 func rawCtx(t *testing.T, tok *Token) *pkcs11.Ctx {
 	t.Helper()
@@ -93,9 +100,7 @@ func TestRecoverClosedPoolSessions(t *testing.T) {
 
 func TestRecoverClosedPersistentSession(t *testing.T) {
 	key := faultKey(t)
-	cfg := config(faultTok)
-	cfg.MaxSessions = 2
-	tok := openTest(t, cfg, options{})
+	tok := openTwoSessions(t, config(faultTok))
 	signAndVerify(t, tok, key.ID, key.Public)
 	raw := rawCtx(t, tok)
 
@@ -123,11 +128,8 @@ func TestRecoverClosedPersistentSession(t *testing.T) {
 
 func TestRecoverCloseAllSessions(t *testing.T) {
 	key := faultKey(t)
-	var logs logBuffer
-	cfg := config(faultTok)
-	cfg.MaxSessions = 2
-	cfg.Logger = logs.logger()
-	tok := openTest(t, cfg, options{})
+	cfg, logs := loggedConfig(faultTok)
+	tok := openTwoSessions(t, cfg)
 	signAndVerify(t, tok, key.ID, key.Public)
 	signAndVerify(t, tok, key.ID, key.Public)
 	raw := rawCtx(t, tok)
@@ -165,9 +167,7 @@ func TestRecoverCloseAllSessions(t *testing.T) {
 // never closes a session another goroutine is using.
 func TestRecoverCloseAllSessionsConcurrent(t *testing.T) {
 	key := faultKey(t)
-	cfg := config(faultTok)
-	cfg.MaxSessions = 2
-	tok := openTest(t, cfg, options{})
+	tok := openTwoSessions(t, config(faultTok))
 	raw := rawCtx(t, tok)
 	for round := range 3 {
 		var wg sync.WaitGroup
@@ -207,6 +207,16 @@ func checkLoggedIn(t *testing.T, raw *pkcs11.Ctx, s pkcs11.SessionHandle) {
 	if info.State != pkcs11.CKS_RW_USER_FUNCTIONS {
 		t.Fatalf("persistent session in state %d, want CKS_RW_USER_FUNCTIONS", info.State)
 	}
+}
+
+// openFaultSigned is openFault after a first signature with faultKey,
+// which it returns.
+func openFaultSigned(t *testing.T, cfg Config) (*KeyInfo, *Token, *hsmtest.Faults) {
+	t.Helper()
+	key := faultKey(t)
+	tok, fake := openFault(t, cfg)
+	signAndVerify(t, tok, key.ID, key.Public)
+	return key, tok, fake
 }
 
 // openFault opens a Token on faultTok whose module calls go through a
@@ -316,12 +326,8 @@ func TestRecoverRetriesOnce(t *testing.T) {
 // the background reconnect (C_Finalize, C_Initialize, find by label, login)
 // brings it back. Other Tokens on the module survive the re-initialization.
 func TestRecoverDeviceError(t *testing.T) {
-	key := faultKey(t)
-	var logs logBuffer
-	cfg := config(faultTok)
-	cfg.Logger = logs.logger()
-	tok, fake := openFault(t, cfg)
-	signAndVerify(t, tok, key.ID, key.Public)
+	cfg, logs := loggedConfig(faultTok)
+	key, tok, fake := openFaultSigned(t, cfg)
 
 	// The device fails signatures, and while it is down the token cannot
 	// be found either.
@@ -385,13 +391,9 @@ func TestRecoverDeviceError(t *testing.T) {
 // TestRecoverDeviceErrorConcurrent: many signers hit the outage at once;
 // only one reconnect runs and the token comes back.
 func TestRecoverDeviceErrorConcurrent(t *testing.T) {
-	key := faultKey(t)
-	var logs logBuffer
-	cfg := config(faultTok)
+	cfg, logs := loggedConfig(faultTok)
 	cfg.MaxSessions = 2
-	cfg.Logger = logs.logger()
-	tok, fake := openFault(t, cfg)
-	signAndVerify(t, tok, key.ID, key.Public)
+	key, tok, fake := openFaultSigned(t, cfg)
 	fake.FailOnce("Sign", pkcs11.CKR_DEVICE_REMOVED)
 
 	var wg sync.WaitGroup
@@ -425,12 +427,8 @@ func TestRecoverDeviceErrorConcurrent(t *testing.T) {
 
 // TestPINErrorIsFatal: a PIN error during re-login is never retried.
 func TestPINErrorIsFatal(t *testing.T) {
-	key := faultKey(t)
-	var logs logBuffer
-	cfg := config(faultTok)
-	cfg.Logger = logs.logger()
-	tok, fake := openFault(t, cfg)
-	signAndVerify(t, tok, key.ID, key.Public)
+	cfg, logs := loggedConfig(faultTok)
+	key, tok, fake := openFaultSigned(t, cfg)
 	fake.Hook(func(m string) error {
 		switch m {
 		case "SignInit":

@@ -55,10 +55,10 @@ func (t *Token) failed(op string, gen uint64, err error) error {
 	return fmt.Errorf("hsm: %s: %w", op, err)
 }
 
-// attempt runs fn once on a pooled session, under the read lock. With
-// check, a pooled session is first asked for its state and replaced if it
-// is dead. It returns the generation fn ran in, for recovery.
-func (t *Token) attempt(ctx context.Context, check bool, fn func(s pkcs11.SessionHandle) error) (uint64, error) {
+// readLocked runs fn under the read lock once the token is usable, and
+// returns the generation fn ran in (0 when the token is not usable) and
+// fn's error.
+func (t *Token) readLocked(fn func() error) (uint64, error) {
 	if err := t.unusable(); err != nil {
 		return 0, err
 	}
@@ -68,42 +68,51 @@ func (t *Token) attempt(ctx context.Context, check bool, fn func(s pkcs11.Sessio
 		return 0, err
 	}
 	gen := t.gen.Load()
-	start := time.Now()
-	s, err := t.pool.acquire(ctx, t.acquireTimeout)
-	if t.metrics != nil {
-		t.metrics.ObservePoolWait(time.Since(start))
-	}
-	if err != nil {
-		return gen, err
-	}
-	t.mod.mu.RLock()
-	defer t.mod.mu.RUnlock()
-	if err := t.currentLocked(); err != nil {
-		t.pool.release(s) // recovery resets the pool
-		return gen, err
-	}
-	if s != 0 && check {
-		if _, err := t.lib.GetSessionInfo(s); classify(err) == recoverSession {
+	return gen, fn()
+}
+
+// attempt runs fn once on a pooled session, under the read lock. With
+// check, a pooled session is first asked for its state and replaced if it
+// is dead. It returns the generation fn ran in, for recovery.
+func (t *Token) attempt(ctx context.Context, check bool, fn func(s pkcs11.SessionHandle) error) (uint64, error) {
+	return t.readLocked(func() error {
+		start := time.Now()
+		s, err := t.pool.acquire(ctx, t.acquireTimeout)
+		if t.metrics != nil {
+			t.metrics.ObservePoolWait(time.Since(start))
+		}
+		if err != nil {
+			return err
+		}
+		t.mod.mu.RLock()
+		defer t.mod.mu.RUnlock()
+		if err := t.currentLocked(); err != nil {
+			t.pool.release(s) // recovery resets the pool
+			return err
+		}
+		if s != 0 && check {
+			if _, err := t.lib.GetSessionInfo(s); classify(err) == recoverSession {
+				s = 0
+			}
+		}
+		if s == 0 {
+			s, err = t.lib.OpenSession(t.slot, sessionFlags)
+			if err != nil {
+				t.pool.release(0)
+				return ckr("C_OpenSession", err)
+			}
+		}
+		err = fn(s)
+		var d *discardError
+		if classify(err) == recoverSession || errors.As(err, &d) {
+			// Dead, or in an unknown state. The handle is ours (same epoch),
+			// so closing it is safe; for a dead session it is a no-op.
+			_ = t.lib.CloseSession(s)
 			s = 0
 		}
-	}
-	if s == 0 {
-		s, err = t.lib.OpenSession(t.slot, sessionFlags)
-		if err != nil {
-			t.pool.release(0)
-			return gen, ckr("C_OpenSession", err)
-		}
-	}
-	err = fn(s)
-	var d *discardError
-	if classify(err) == recoverSession || errors.As(err, &d) {
-		// Dead, or in an unknown state. The handle is ours (same epoch),
-		// so closing it is safe; for a dead session it is a no-op.
-		_ = t.lib.CloseSession(s)
-		s = 0
-	}
-	t.pool.release(s)
-	return gen, err
+		t.pool.release(s)
+		return err
+	})
 }
 
 // discardError marks an error after which the session must not be reused,

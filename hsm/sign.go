@@ -18,10 +18,23 @@ import (
 // safe for concurrent use and survives recovery: the token handle is
 // looked up again when needed.
 type Key struct {
-	t     *Token
+	t     DigestSigner
 	id    []byte
 	label string
 	pub   *rsa.PublicKey
+}
+
+// DigestSigner signs a digest with the key whose ID is id, as
+// Token.SignDigest does: what a Key signs with.
+type DigestSigner interface {
+	SignDigest(ctx context.Context, id []byte, hash crypto.Hash, digest []byte) ([]byte, error)
+}
+
+// NewKey returns the Key with ID id, label and public key pub that s signs
+// with. Token.Key finds its keys itself; NewKey serves another DigestSigner
+// that keeps the same contract, such as a software token in tests.
+func NewKey(s DigestSigner, id []byte, label string, pub *rsa.PublicKey) *Key {
+	return &Key{t: s, id: bytes.Clone(id), label: label, pub: pub}
 }
 
 var _ crypto.Signer = (*Key)(nil)

@@ -91,27 +91,20 @@ func (t *Token) Ping(ctx context.Context) error {
 }
 
 func (t *Token) ping() (uint64, error) {
-	if err := t.unusable(); err != nil {
-		return 0, err
-	}
-	t.mu.RLock()
-	defer t.mu.RUnlock()
-	if err := t.usableLocked(); err != nil {
-		return 0, err
-	}
-	gen := t.gen.Load()
-	t.mod.mu.RLock()
-	defer t.mod.mu.RUnlock()
-	if err := t.currentLocked(); err != nil {
-		return gen, err
-	}
-	if err := t.checkLoggedIn(t.persistent); err != nil {
-		return gen, err
-	}
-	if _, err := t.lib.GetTokenInfo(t.slot); err != nil {
-		return gen, ckr("C_GetTokenInfo", err)
-	}
-	return gen, nil
+	return t.readLocked(func() error {
+		t.mod.mu.RLock()
+		defer t.mod.mu.RUnlock()
+		if err := t.currentLocked(); err != nil {
+			return err
+		}
+		if err := t.checkLoggedIn(t.persistent); err != nil {
+			return err
+		}
+		if _, err := t.lib.GetTokenInfo(t.slot); err != nil {
+			return ckr("C_GetTokenInfo", err)
+		}
+		return nil
+	})
 }
 
 // usableLocked returns why operations cannot start, if they cannot. The

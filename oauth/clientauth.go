@@ -12,6 +12,22 @@ import (
 	"github.com/signd/signd/store"
 )
 
+// clientRequest begins a request of a client at the token or revocation
+// endpoint: the answer is marked not to be cached (RFC 6749 §5.1), the form
+// body read (readForm) and the client authenticated (authenticateClient).
+func (s *Server) clientRequest(c echo.Context) (url.Values, *store.Client, error) {
+	noStore(c.Response().Header())
+	form, err := readForm(c.Request())
+	if err != nil {
+		return nil, nil, err
+	}
+	client, err := s.authenticateClient(c, form)
+	if err != nil {
+		return nil, nil, err
+	}
+	return form, client, nil
+}
+
 // authenticateClient authenticates the client of a token or revocation
 // request (RFC 6749 §2.3.1):
 //   - client_secret_basic: id and secret form-urlencoded, joined by ':',

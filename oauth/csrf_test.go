@@ -58,13 +58,7 @@ func chromiumSameOrigin() http.Header {
 // through browser b with the extra headers h, as a browser would.
 func (ev *env) submitWith(b *oauthtest.Browser, f *oauthtest.Form, set map[string]string, decision string, h http.Header) *oauthtest.Step {
 	ev.t.Helper()
-	v := url.Values{}
-	for k, vs := range f.Fields {
-		v[k] = append([]string(nil), vs...)
-	}
-	for k, val := range set {
-		v.Set(k, val)
-	}
+	v := f.Values(set)
 	if decision != "" {
 		v.Set("decision", decision)
 	}
@@ -503,7 +497,7 @@ func TestNewRefusesAnIssuerWithoutOrigin(t *testing.T) {
 		"ftp://signd.example": false, "urn:signd:issuer": false, "https://": false,
 		"https://signd.example/prefix": true, "http://127.0.0.1:8443": true,
 	} {
-		_, err := oauth.New(oauth.Config{Store: oauthStore(ev.db), Hasher: ev.hasher, Profiles: []oauth.Profile{csc.ServiceProfile{}}, Issuer: iss})
+		_, err := oauth.New(oauth.Config{Store: oauthtest.Store(ev.db), Hasher: ev.hasher, Profiles: []oauth.Profile{csc.ServiceProfile{}}, Issuer: iss})
 		if (err == nil) != ok {
 			t.Errorf("oauth.New(issuer %q): %v", iss, err)
 		}

@@ -177,6 +177,26 @@ type answer struct {
 	err error
 }
 
+// shownForm is a form page one browser was shown and has not submitted.
+type shownForm struct {
+	b *oauthtest.Browser
+	s *oauthtest.Step
+}
+
+// openForms shows n form pages, each in its own browser, with open.
+func openForms(n int, open func() (*oauthtest.Browser, *oauthtest.Step)) []shownForm {
+	out := make([]shownForm, n)
+	for i := range out {
+		out[i].b, out[i].s = open()
+	}
+	return out
+}
+
+// submit submits the form with fields, approving.
+func (f shownForm) submit(fields map[string]string) (*oauthtest.Step, error) {
+	return f.b.Submit(f.s.Form, fields, "approve")
+}
+
 // burst submits every form at once: each goroutine waits at a closed
 // start barrier, then posts its form with its own values.
 func burst(n int, submit func(i int) (*oauthtest.Step, error)) []answer {
@@ -253,14 +273,7 @@ func deniedWith(t *testing.T, what string, s *oauthtest.Step, desc string) {
 func TestPINLockoutUnderConcurrency(t *testing.T) {
 	const n = 24
 	ev, ph := lockoutEnv(t)
-	type pending struct {
-		b *oauthtest.Browser
-		s *oauthtest.Step
-	}
-	flows := make([]pending, n+1)
-	for i := range flows {
-		flows[i].b, flows[i].s = ev.consentPage()
-	}
+	flows := openForms(n+1, ev.consentPage)
 	pinHash := ev.user("alice").PINHash
 	// The evaluations wait for each other, so that all three are in
 	// flight together (the unfixed server lets every guess through), and
@@ -270,7 +283,7 @@ func TestPINLockoutUnderConcurrency(t *testing.T) {
 	ph.holdWhile(func() bool { return ev.loggedCount(pinRefusedInFlight, "alice") < n-3 })
 
 	answers := burst(n, func(i int) (*oauthtest.Step, error) {
-		return flows[i].b.Submit(flows[i].s.Form, map[string]string{"pin": fmt.Sprintf("wrong-pin-%02d", i)}, "approve")
+		return flows[i].submit(map[string]string{"pin": fmt.Sprintf("wrong-pin-%02d", i)})
 	})
 
 	if got := ph.evaluations(pinHash); got != 3 {
@@ -289,8 +302,7 @@ func TestPINLockoutUnderConcurrency(t *testing.T) {
 
 	// The right PIN, on a consent page shown before the lock: no code, no
 	// evaluation.
-	last := flows[n]
-	s := ev.must(last.b.Submit(last.s.Form, map[string]string{"pin": alicePIN}, "approve"))
+	s := ev.must(flows[n].submit(map[string]string{"pin": alicePIN}))
 	deniedWith(t, "right PIN after the lock", s, pinLockedDesc)
 	if got := ph.evaluations(pinHash); got != 3 {
 		t.Errorf("the right PIN after the lock was evaluated (%d evaluations)", got)
@@ -312,20 +324,15 @@ func TestPINLockoutUnderConcurrency(t *testing.T) {
 func TestLoginLockoutUnderConcurrency(t *testing.T) {
 	const n = 24
 	ev, ph := lockoutEnv(t)
-	type pending struct {
-		b *oauthtest.Browser
-		s *oauthtest.Step
-	}
-	flows := make([]pending, n+1)
-	for i := range flows {
-		flows[i].b = ev.browser()
-		flows[i].s = page(t, ev.must(flows[i].b.Get(ev.authorizeURL(serviceParams()))))
-	}
+	flows := openForms(n+1, func() (*oauthtest.Browser, *oauthtest.Step) {
+		b := ev.browser()
+		return b, page(t, ev.must(b.Get(ev.authorizeURL(serviceParams()))))
+	})
 	pwHash := ev.user("dave").PasswordHash
 	ph.holdUntil(pwHash, 3)
 
 	answers := burst(n, func(i int) (*oauthtest.Step, error) {
-		return flows[i].b.Submit(flows[i].s.Form, map[string]string{"username": "dave", "password": fmt.Sprintf("wrong-password-%02d", i)}, "approve")
+		return flows[i].submit(map[string]string{"username": "dave", "password": fmt.Sprintf("wrong-password-%02d", i)})
 	})
 
 	if got := ph.evaluations(pwHash); got != 3 {
@@ -348,8 +355,7 @@ func TestLoginLockoutUnderConcurrency(t *testing.T) {
 	}
 
 	// The right password: the same generic answer, no session, no code.
-	last := flows[n]
-	s := ev.must(last.b.Submit(last.s.Form, map[string]string{"username": "dave", "password": davePassword}, "approve"))
+	s := ev.must(flows[n].submit(map[string]string{"username": "dave", "password": davePassword}))
 	if s.Redirected() || !strings.Contains(s.Body, genericLoginError) {
 		t.Errorf("right password after the lock: %d %v %.300s", s.Status, s.Location, oauthtest.Text(s.Body))
 	}

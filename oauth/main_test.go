@@ -16,7 +16,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -202,7 +201,7 @@ func buildEnv(t *testing.T, db store.Store, issuerIsServer bool, mods ...func(*o
 	ev := &env{t: t, db: db, clock: storetest.NewClock(time.Now().UTC().Round(0)), logs: &syncBuffer{}, hasher: hasher}
 	ev.fixtures()
 	cfg := oauth.Config{
-		Store:  oauthStore(db),
+		Store:  oauthtest.Store(db),
 		Hasher: hasher,
 		Profiles: []oauth.Profile{
 			csc.ServiceProfile{},
@@ -386,22 +385,9 @@ func credentialParams(credID string) url.Values {
 	return p
 }
 
-// with returns a copy of p with the given name/value pairs set (an empty
+// with is oauthtest.With: a copy of p with the pairs kv set (an empty
 // value deletes).
-func with(p url.Values, kv ...string) url.Values {
-	q := url.Values{}
-	for k, v := range p {
-		q[k] = append([]string(nil), v...)
-	}
-	for i := 0; i+1 < len(kv); i += 2 {
-		if kv[i+1] == "" {
-			q.Del(kv[i])
-		} else {
-			q.Set(kv[i], kv[i+1])
-		}
-	}
-	return q
-}
+func with(p url.Values, kv ...string) url.Values { return oauthtest.With(p, kv...) }
 
 // must fails the test on err.
 func (ev *env) must(s *oauthtest.Step, err error) *oauthtest.Step {
@@ -446,22 +432,11 @@ func (ev *env) approve(b *oauthtest.Browser, s *oauthtest.Step, pin string) *oau
 // URI), checking state and iss.
 func (ev *env) codeOf(s *oauthtest.Step, want, state string) string {
 	ev.t.Helper()
-	if !s.Redirected() {
-		ev.t.Fatalf("want a redirect with a code, got status %d: %.500s", s.Status, oauthtest.Text(s.Body))
+	code, err := s.Code(want, state, ev.srv.Issuer())
+	if err != nil {
+		ev.t.Fatal(err)
 	}
-	q := s.Query()
-	base := *s.Location
-	base.RawQuery = ""
-	if base.String() != want {
-		ev.t.Fatalf("redirected to %s, want %s", base.String(), want)
-	}
-	if q.Get("error") != "" || q.Get("code") == "" {
-		ev.t.Fatalf("redirect without code: %v", q)
-	}
-	if q.Get("state") != state || q.Get("iss") != ev.srv.Issuer() {
-		ev.t.Fatalf("redirect state %q iss %q", q.Get("state"), q.Get("iss"))
-	}
-	return q.Get("code")
+	return code
 }
 
 // errorOf returns the error and description of an error redirect.
@@ -514,12 +489,7 @@ func (ev *env) tokenRequest(form url.Values, basicID, basicSecret string) (*http
 
 func (ev *env) post(path string, form url.Values, basicID, basicSecret string) (*http.Response, map[string]any) {
 	ev.t.Helper()
-	req, _ := http.NewRequest(http.MethodPost, ev.ts.URL+path, strings.NewReader(form.Encode()))
-	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	if basicID != "" {
-		req.SetBasicAuth(url.QueryEscape(basicID), url.QueryEscape(basicSecret))
-	}
-	resp, err := ev.ts.Client().Do(req)
+	resp, err := oauthtest.PostClientForm(ev.ts.Client(), ev.ts.URL+path, form, basicID, basicSecret)
 	if err != nil {
 		ev.t.Fatal(err)
 	}

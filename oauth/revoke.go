@@ -14,12 +14,7 @@ import (
 // client's, is answered 200 like a revoked one (nothing tells the caller
 // whether it existed); token_type_hint is accepted and not needed.
 func (s *Server) revoke(c echo.Context) error {
-	noStore(c.Response().Header())
-	form, err := readForm(c.Request())
-	if err != nil {
-		return err
-	}
-	client, err := s.authenticateClient(c, form)
+	form, client, err := s.clientRequest(c)
 	if err != nil {
 		return err
 	}

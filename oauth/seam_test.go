@@ -3,19 +3,13 @@ package oauth_test
 import (
 	"context"
 	"errors"
-	"path/filepath"
 	"testing"
 
 	"github.com/signd/signd/oauth"
+	"github.com/signd/signd/oauth/oauthtest"
 	"github.com/signd/signd/store"
-	"github.com/signd/signd/store/bolt"
-	"github.com/signd/signd/store/memory"
+	"github.com/signd/signd/store/storetest/backends"
 )
-
-// oauthStore is s as the authorization server sees it.
-func oauthStore(s store.Store) *store.Scoped[oauth.Tx] {
-	return store.Scope(s, func(tx store.Tx) oauth.Tx { return tx })
-}
 
 // bearerStore is s as RequireBearer sees it.
 func bearerStore(s store.Store) *store.Scoped[oauth.BearerTx] {
@@ -25,40 +19,24 @@ func bearerStore(s store.Store) *store.Scoped[oauth.BearerTx] {
 // TestStoreSeam: both backends serve the authorization server and the
 // bearer middleware through store.Scope.
 func TestStoreSeam(t *testing.T) {
-	for _, tc := range []struct {
-		name string
-		open func(t *testing.T) store.Store
-	}{
-		{"bolt", func(t *testing.T) store.Store {
-			db, err := bolt.Open(filepath.Join(t.TempDir(), "signd.db"), bolt.Options{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			return db
-		}},
-		{"memory", func(*testing.T) store.Store { return memory.New(memory.Options{}) }},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			db := tc.open(t)
-			t.Cleanup(func() { db.Close() })
-			var s oauth.Store = oauthStore(db)
-			err := s.Update(context.Background(), func(tx oauth.Tx) error {
-				_, err := tx.Code(make([]byte, 32))
-				return err
-			})
-			if !errors.Is(err, store.ErrNotFound) {
-				t.Errorf("Update through oauth.Tx: %v, want ErrNotFound", err)
-			}
-			var b oauth.BearerStore = bearerStore(db)
-			err = b.View(context.Background(), func(tx oauth.BearerTx) error {
-				_, err := tx.Token(make([]byte, 32))
-				return err
-			})
-			if !errors.Is(err, store.ErrNotFound) {
-				t.Errorf("View through oauth.BearerTx: %v, want ErrNotFound", err)
-			}
+	backends.Each(t, func(t *testing.T, db store.Store) {
+		var s oauth.Store = oauthtest.Store(db)
+		err := s.Update(context.Background(), func(tx oauth.Tx) error {
+			_, err := tx.Code(make([]byte, 32))
+			return err
 		})
-	}
+		if !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("Update through oauth.Tx: %v, want ErrNotFound", err)
+		}
+		var b oauth.BearerStore = bearerStore(db)
+		err = b.View(context.Background(), func(tx oauth.BearerTx) error {
+			_, err := tx.Token(make([]byte, 32))
+			return err
+		})
+		if !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("View through oauth.BearerTx: %v, want ErrNotFound", err)
+		}
+	})
 }
 
 // credentialStore is s as csc.CredentialProfile sees it.

@@ -18,12 +18,7 @@ var reservedMembers = []string{"access_token", "token_type", "expires_in", "refr
 
 // token is POST /oauth2/token: grant_type=authorization_code only.
 func (s *Server) token(c echo.Context) error {
-	noStore(c.Response().Header())
-	form, err := readForm(c.Request())
-	if err != nil {
-		return err
-	}
-	client, err := s.authenticateClient(c, form)
+	form, client, err := s.clientRequest(c)
 	if err != nil {
 		return err
 	}

@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
-	"strings"
 	"testing"
 
 	gooidc "github.com/coreos/go-oidc/v3/oidc"
@@ -71,7 +70,7 @@ func newFlowEnvNoFixtures(t *testing.T, f *fixture) *flowEnv {
 		t.Fatal(err)
 	}
 	ev.srv, err = oauth.New(oauth.Config{
-		Store: oauthStore(f.db), Hasher: hasher, Profiles: []oauth.Profile{&oidc.Profile{Provider: f.p}},
+		Store: oauthtest.Store(f.db), Hasher: hasher, Profiles: []oauth.Profile{&oidc.Profile{Provider: f.p}},
 		Issuer: ev.issuer, Now: f.clock.Now,
 	})
 	if err != nil {
@@ -176,18 +175,10 @@ func redirectOf(client string) string {
 
 // params are a valid openid request of client.
 func params(client string, scope string, kv ...string) url.Values {
-	p := url.Values{
+	return oauthtest.With(url.Values{
 		"response_type": {"code"}, "client_id": {client}, "redirect_uri": {redirectOf(client)},
 		"scope": {scope}, "state": {"state-" + client}, "nonce": {"nonce-" + client},
-	}
-	for i := 0; i+1 < len(kv); i += 2 {
-		if kv[i+1] == "" {
-			p.Del(kv[i])
-		} else {
-			p.Set(kv[i], kv[i+1])
-		}
-	}
-	return p
+	}, kv...)
 }
 
 func (ev *flowEnv) browser() *oauthtest.Browser {
@@ -247,26 +238,15 @@ func (ev *flowEnv) flow(b *oauthtest.Browser, p url.Values, username, password s
 // state and iss.
 func (ev *flowEnv) codeOf(s *oauthtest.Step, p url.Values) string {
 	ev.t.Helper()
-	if !s.Redirected() {
-		ev.t.Fatalf("want a redirect with a code, got %d: %.500s", s.Status, oauthtest.Text(s.Body))
-	}
-	q := s.Query()
-	base := *s.Location
-	base.RawQuery = ""
 	want := p.Get("redirect_uri")
 	if want == "" {
 		want = redirectOf(p.Get("client_id"))
 	}
-	if base.String() != want {
-		ev.t.Fatalf("redirected to %s, want %s", base.String(), want)
+	code, err := s.Code(want, p.Get("state"), ev.issuer)
+	if err != nil {
+		ev.t.Fatal(err)
 	}
-	if q.Get("code") == "" || q.Get("error") != "" {
-		ev.t.Fatalf("redirect without code: %v", q)
-	}
-	if q.Get("state") != p.Get("state") || q.Get("iss") != ev.issuer {
-		ev.t.Fatalf("redirect state %q iss %q", q.Get("state"), q.Get("iss"))
-	}
-	return q.Get("code")
+	return code
 }
 
 // errorOf returns the error and description of an error redirect, checking
@@ -316,12 +296,7 @@ func (ev *flowEnv) redeem(client, code string, extra ...string) *tokenResponse {
 
 func (ev *flowEnv) postToken(form url.Values, basicID, basicSecret string) *tokenResponse {
 	ev.t.Helper()
-	req, _ := http.NewRequest(http.MethodPost, ev.issuer+"/oauth2/token", strings.NewReader(form.Encode()))
-	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	if basicID != "" {
-		req.SetBasicAuth(url.QueryEscape(basicID), url.QueryEscape(basicSecret))
-	}
-	resp, err := ev.ts.Client().Do(req)
+	resp, err := oauthtest.PostClientForm(ev.ts.Client(), ev.issuer+"/oauth2/token", form, basicID, basicSecret)
 	if err != nil {
 		ev.t.Fatal(err)
 	}

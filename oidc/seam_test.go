@@ -3,14 +3,11 @@ package oidc_test
 import (
 	"context"
 	"errors"
-	"path/filepath"
 	"testing"
 
-	"github.com/signd/signd/oauth"
 	"github.com/signd/signd/oidc"
 	"github.com/signd/signd/store"
-	"github.com/signd/signd/store/bolt"
-	"github.com/signd/signd/store/memory"
+	"github.com/signd/signd/store/storetest/backends"
 )
 
 // providerStore is s as the provider's endpoints see it.
@@ -23,45 +20,24 @@ func keyRingStore(s store.Store) *store.Scoped[store.OIDCTx] {
 	return store.Scope(s, func(tx store.Tx) store.OIDCTx { return tx })
 }
 
-// oauthStore is s as the authorization server sees it.
-func oauthStore(s store.Store) *store.Scoped[oauth.Tx] {
-	return store.Scope(s, func(tx store.Tx) oauth.Tx { return tx })
-}
-
 // TestStoreSeam: both backends serve the provider and the key ring through
 // store.Scope.
 func TestStoreSeam(t *testing.T) {
-	for _, tc := range []struct {
-		name string
-		open func(t *testing.T) store.Store
-	}{
-		{"bolt", func(t *testing.T) store.Store {
-			db, err := bolt.Open(filepath.Join(t.TempDir(), "signd.db"), bolt.Options{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			return db
-		}},
-		{"memory", func(*testing.T) store.Store { return memory.New(memory.Options{}) }},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			db := tc.open(t)
-			t.Cleanup(func() { db.Close() })
-			var s oidc.Store = providerStore(db)
-			err := s.View(context.Background(), func(tx oidc.Tx) error {
-				_, err := tx.Proof("alice", "nope")
-				return err
-			})
-			if !errors.Is(err, store.ErrNotFound) {
-				t.Errorf("View through oidc.Tx: %v, want ErrNotFound", err)
-			}
-			var k oidc.KeyRingStore = keyRingStore(db)
-			err = k.Update(context.Background(), func(tx store.OIDCTx) error {
-				return tx.DeleteSigningKey("nope")
-			})
-			if !errors.Is(err, store.ErrNotFound) {
-				t.Errorf("Update through store.OIDCTx: %v, want ErrNotFound", err)
-			}
+	backends.Each(t, func(t *testing.T, db store.Store) {
+		var s oidc.Store = providerStore(db)
+		err := s.View(context.Background(), func(tx oidc.Tx) error {
+			_, err := tx.Proof("alice", "nope")
+			return err
 		})
-	}
+		if !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("View through oidc.Tx: %v, want ErrNotFound", err)
+		}
+		var k oidc.KeyRingStore = keyRingStore(db)
+		err = k.Update(context.Background(), func(tx store.OIDCTx) error {
+			return tx.DeleteSigningKey("nope")
+		})
+		if !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("Update through store.OIDCTx: %v, want ErrNotFound", err)
+		}
+	})
 }

@@ -27,29 +27,9 @@ echo "# CSC signHash: raw HSM vs HTTP through signd serve, same token (scripts/b
 CGO_ENABLED=1 go build -o bin/signd ./cmd/signd
 CGO_ENABLED=1 go build -o bin/signd-load ./cmd/signd-load
 
-umask 077
-pin=$(openssl rand -hex 8)
-conf_line=$(SOFTHSM_USER_PIN=$pin SOFTHSM_SO_PIN=$(openssl rand -hex 8) softhsm-test/init-token.sh "$work/softhsm" signd-bench)
-export "${conf_line?}"
-printf '%s\n' "$pin" >"$work/pkcs11.pin"
-cfg=$work/signd.yaml
-cat >"$cfg" <<YAML
-server:
-  listen: 127.0.0.1:0
-  base_url: http://127.0.0.1:8443
-  admin_socket: $work/signd.sock
-store:
-  path: $work/signd.db
-pkcs11:
-  module: ${SIGND_TEST_PKCS11_MODULE:-/usr/lib/softhsm/libsofthsm2.so}
-  token_label: signd-bench
-  pin_file: $work/pkcs11.pin
-log:
-  level: info
-  format: json
-oidc:
-  pairwise_salt_file: $work/pairwise.salt
-YAML
+# shellcheck source=scripts/lib-bench.sh
+. scripts/lib-bench.sh
+bench_config "$work" 127.0.0.1:0 http://127.0.0.1:8443 127.0.0.1:9464 info
 signd() { bin/signd --config "$cfg" "$@"; }
 openssl rand -hex 16 >"$work/password"
 signd user add bench --password-file "$work/password" >/dev/null

@@ -62,34 +62,13 @@ redirect=https://bench.invalid/cb
 openssl rand -hex 24 >"$work/client.secret"
 openssl rand -hex 16 >"$work/password"
 
-pin=$(openssl rand -hex 8)
-conf_line=$(SOFTHSM_USER_PIN=$pin SOFTHSM_SO_PIN=$(openssl rand -hex 8) softhsm-test/init-token.sh "$work/softhsm" signd-bench)
-export "${conf_line?}"
-printf '%s\n' "$pin" >"$work/pkcs11.pin"
 # base_url is the issuer and must name the port, so a free one is picked
 # first (node, as it is needed anyway).
 port=$(node -e 'const s = require("net").createServer().listen(0, "127.0.0.1", () => { console.log(s.address().port); s.close(); })')
-cfg=$work/signd.yaml
-cat >"$cfg" <<YAML
-server:
-  listen: 127.0.0.1:$port
-  base_url: http://127.0.0.1:$port
-  admin_socket: $work/signd.sock
-  metrics_listen: ""
-store:
-  path: $work/signd.db
-pkcs11:
-  module: ${SIGND_TEST_PKCS11_MODULE:-/usr/lib/softhsm/libsofthsm2.so}
-  token_label: signd-bench
-  pin_file: $work/pkcs11.pin
-log:
-  level: warn
-  format: json
-oauth:
-  code_ttl: 10m
-oidc:
-  pairwise_salt_file: $work/pairwise.salt
-YAML
+# shellcheck source=scripts/lib-bench.sh
+. scripts/lib-bench.sh
+bench_config "$work" "127.0.0.1:$port" "http://127.0.0.1:$port" '""' warn "oauth:
+  code_ttl: 10m"
 signd() { bin/signd --config "$cfg" "$@"; }
 signd user add bench --password-file "$work/password" --email bench@bench.invalid --email-verified >/dev/null
 signd client add "$client" --redirect-uri "$redirect" --scope openid --require-pkce --secret-file "$work/client.secret" >/dev/null

@@ -29,12 +29,9 @@ import (
 func TestCSCJourney(t *testing.T) {
 	e := newEnv(t, "")
 	const password, pin = journeyPassword, journeyPIN
-	cred := journeyAlice(t, e)
-	addr, _ := e.startDaemon()
-	base := "http://" + addr
+	cred, base, _ := startJourney(t, e)
 
-	conf := journeyClient(base)
-	ctx := context.WithValue(context.Background(), oauth2.HTTPClient, http.DefaultClient)
+	conf, ctx := journeyClient(base)
 	browser := oauthtest.NewBrowser(nil)
 	// flow runs one authorization code flow and returns the token.
 	flow := func(scope, state string, params ...oauth2.AuthCodeOption) *oauth2.Token {
@@ -172,11 +169,20 @@ func journeyAlice(t *testing.T, e *env) string {
 	return enrollKey(t, e, "alice", "CN=Alice Jansen,O=Example BV,C=NL")
 }
 
+// startJourney adds alice and rp (journeyAlice) and starts the daemon; it
+// returns alice's credential, the daemon's URL and its stop.
+func startJourney(t *testing.T, e *env) (cred, base string, stop func()) {
+	t.Helper()
+	cred = journeyAlice(t, e)
+	addr, stop := e.startDaemon()
+	return cred, "http://" + addr, stop
+}
+
 // journeyClient is client rp's x/oauth2 configuration against the daemon
-// at base.
-func journeyClient(base string) oauth2.Config {
+// at base, and the context its exchanges run in.
+func journeyClient(base string) (oauth2.Config, context.Context) {
 	return oauth2.Config{
 		ClientID: "rp", ClientSecret: journeySecret, RedirectURL: "https://rp.example/cb",
 		Endpoint: oauth2.Endpoint{AuthURL: base + "/oauth2/authorize", TokenURL: base + "/oauth2/token", AuthStyle: oauth2.AuthStyleInHeader},
-	}
+	}, context.WithValue(context.Background(), oauth2.HTTPClient, http.DefaultClient)
 }

@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/http"
 	"sync"
 	"testing"
 
@@ -25,12 +24,9 @@ import (
 func TestPINLockoutThroughDaemon(t *testing.T) {
 	e := newEnv(t, "oauth:\n  max_failures: 3\n")
 	const password, pin = journeyPassword, journeyPIN
-	cred := journeyAlice(t, e)
-	addr, stop := e.startDaemon()
-	base := "http://" + addr
+	cred, base, stop := startJourney(t, e)
 
-	conf := journeyClient(base)
-	ctx := context.WithValue(context.Background(), oauth2.HTTPClient, http.DefaultClient)
+	conf, ctx := journeyClient(base)
 	digest := sha256.Sum256([]byte("%PDF-1.7 the contract alice signs"))
 	// consent logs in in a new browser and returns it at the consent page.
 	consent := func(scope string) (*oauthtest.Browser, *oauthtest.Step) {

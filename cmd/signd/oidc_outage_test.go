@@ -1,12 +1,9 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
 	"log/slog"
-	"net"
 	"net/http"
-	"net/http/httptest"
 	"net/url"
 	"strings"
 	"testing"
@@ -28,57 +25,16 @@ import (
 // TestTokenEndpointHSMOutage.
 func TestIDTokenHSMOutageThroughDaemonRouter(t *testing.T) {
 	e := newEnv(t, "")
-	secret := strings.Repeat("s", 40)
-	e.must("a password!\n", "user", "add", "alice", "--password-file", "-", "--email", "alice@example.com", "--email-verified")
-	e.must(secret+"\n", "client", "add", "rp", "--redirect-uri", "https://rp.example.com/cb", "--scope", "openid", "--secret-file", "-")
+	secret := addAliceAndRP(e, "openid")
 
-	cfg, err := config.Load(config.Options{File: e.cfgPath})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.Server.BaseURL = "http://" + ln.Addr().String()
-	db, err := openStore(cfg, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	logs := &syncBuffer{}
-	logger := slog.New(slog.NewJSONHandler(logs, nil))
 	var faults *hsmtest.Faults
-	tok, err := hsm.Open(hsm.Config{
-		Module: token.Module, TokenLabel: token.Label, PIN: token.PIN, Logger: logger,
-		Wrap: func(c hsm.Ctx) hsm.Ctx { faults = hsmtest.Wrap(c); return faults },
+	d := serveRouter(t, e, func(_ *config.Config, logger *slog.Logger) (*hsm.Token, error) {
+		return hsm.Open(hsm.Config{
+			Module: token.Module, TokenLabel: token.Label, PIN: token.PIN, Logger: logger,
+			Wrap: func(c hsm.Ctx) hsm.Ctx { faults = hsmtest.Wrap(c); return faults },
+		})
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tok.Close()
-	a := newApp(strings.NewReader(""), &bytes.Buffer{}, logs)
-	a.argon2 = &testArgon2
-	hasher, err := a.hasher()
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := &server{Store: db, Token: tok, Logger: logger, BodyLimit: cfg.Server.BodyLimitBytes}
-	router := srv.echo()
-	svc := &services{cfg: cfg, store: db, token: tok, hasher: hasher, logger: logger, now: a.clock}
-	defer func() {
-		for _, stop := range svc.onShutdown {
-			stop()
-		}
-	}()
-	if err := svc.mount(router); err != nil {
-		t.Fatal(err)
-	}
-	ts := httptest.NewUnstartedServer(router)
-	ts.Listener.Close()
-	ts.Listener = ln
-	ts.Start()
-	defer ts.Close()
+	ts, cfg, tok, logs := d.ts, d.cfg, d.tok, d.logs
 
 	// code runs one authorization (login, consent) in a fresh browser.
 	code := func(state string) string {

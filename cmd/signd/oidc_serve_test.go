@@ -14,6 +14,7 @@ import (
 	"golang.org/x/oauth2"
 
 	"github.com/signd/signd/config"
+	"github.com/signd/signd/hsm"
 	"github.com/signd/signd/oauth/oauthtest"
 )
 
@@ -23,54 +24,10 @@ import (
 // forms and reads /userinfo.
 func TestOIDCThroughDaemonRouter(t *testing.T) {
 	e := newEnv(t, "")
-	secret := strings.Repeat("s", 40)
-	e.must("a password!\n", "user", "add", "alice", "--password-file", "-", "--email", "alice@example.com", "--email-verified")
-	e.must(secret+"\n", "client", "add", "rp", "--redirect-uri", "https://rp.example.com/cb", "--scope", "openid", "--scope", "email", "--secret-file", "-")
+	secret := addAliceAndRP(e, "openid", "email")
 
-	cfg, err := config.Load(config.Options{File: e.cfgPath})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.Server.BaseURL = "http://" + ln.Addr().String()
-	db, err := openStore(cfg, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	logs := &syncBuffer{}
-	logger := slog.New(slog.NewJSONHandler(logs, nil))
-	tok, err := openToken(cfg, logger, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tok.Close()
-	a := newApp(strings.NewReader(""), &bytes.Buffer{}, logs)
-	a.argon2 = &testArgon2
-	hasher, err := a.hasher()
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := &server{Store: db, Token: tok, Logger: logger, BodyLimit: cfg.Server.BodyLimitBytes}
-	router := srv.echo()
-	svc := &services{cfg: cfg, store: db, token: tok, hasher: hasher, logger: logger, now: a.clock,
-		keys: newKeyRing(cfg, db, tok, a.clock, logger)}
-	defer func() {
-		for _, stop := range svc.onShutdown {
-			stop()
-		}
-	}()
-	if err := svc.mount(router); err != nil {
-		t.Fatal(err)
-	}
-	ts := httptest.NewUnstartedServer(router)
-	ts.Listener.Close()
-	ts.Listener = ln
-	ts.Start()
-	defer ts.Close()
+	d := serveRouter(t, e, func(cfg *config.Config, logger *slog.Logger) (*hsm.Token, error) { return openToken(cfg, logger, nil) })
+	ts, cfg, logs := d.ts, d.cfg, d.logs
 
 	ctx := gooidc.ClientContext(context.Background(), ts.Client())
 	provider, err := gooidc.NewProvider(ctx, cfg.Server.BaseURL)
@@ -122,4 +79,81 @@ func TestOIDCThroughDaemonRouter(t *testing.T) {
 	if strings.Contains(logs.String(), secret) || strings.Contains(logs.String(), token.AccessToken) {
 		t.Error("a secret or token reached the log")
 	}
+}
+
+// routedDaemon is the daemon's own router (middleware, global error
+// handler) with every service wired as serve wires it, served on a
+// listener whose URL is server.base_url.
+type routedDaemon struct {
+	ts   *httptest.Server
+	cfg  *config.Config
+	tok  *hsm.Token
+	logs *syncBuffer
+}
+
+// serveRouter starts a routedDaemon on e's configuration and store, with
+// the token open returns; everything is closed with t.Cleanup, the server
+// first.
+func serveRouter(t *testing.T, e *env, open func(cfg *config.Config, logger *slog.Logger) (*hsm.Token, error)) *routedDaemon {
+	t.Helper()
+	cfg, err := config.Load(config.Options{File: e.cfgPath})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Server.BaseURL = "http://" + ln.Addr().String()
+	db, err := openStore(cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	logs := &syncBuffer{}
+	logger := slog.New(slog.NewJSONHandler(logs, nil))
+	tok, err := open(cfg, logger)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { tok.Close() })
+	a := newApp(strings.NewReader(""), &bytes.Buffer{}, logs)
+	a.argon2 = &testArgon2
+	hasher, err := a.hasher()
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &server{Store: db, Token: tok, Logger: logger, BodyLimit: cfg.Server.BodyLimitBytes}
+	router := srv.echo()
+	svc := &services{cfg: cfg, store: db, token: tok, hasher: hasher, logger: logger, now: a.clock,
+		keys: newKeyRing(cfg, db, tok, a.clock, logger)}
+	t.Cleanup(func() {
+		for _, stop := range svc.onShutdown {
+			stop()
+		}
+	})
+	if err := svc.mount(router); err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewUnstartedServer(router)
+	ts.Listener.Close()
+	ts.Listener = ln
+	ts.Start()
+	t.Cleanup(ts.Close)
+	return &routedDaemon{ts: ts, cfg: cfg, tok: tok, logs: logs}
+}
+
+// addAliceAndRP adds alice (password "a password!", a verified e-mail
+// address) and the confidential client rp (redirect URI
+// https://rp.example.com/cb) allowed scopes; it returns rp's secret.
+func addAliceAndRP(e *env, scopes ...string) string {
+	e.t.Helper()
+	secret := strings.Repeat("s", 40)
+	e.must("a password!\n", "user", "add", "alice", "--password-file", "-", "--email", "alice@example.com", "--email-verified")
+	args := []string{"client", "add", "rp", "--redirect-uri", "https://rp.example.com/cb", "--secret-file", "-"}
+	for _, s := range scopes {
+		args = append(args, "--scope", s)
+	}
+	e.must(secret+"\n", args...)
+	return secret
 }

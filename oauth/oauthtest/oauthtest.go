@@ -11,7 +11,15 @@ import (
 	"sync"
 
 	"golang.org/x/net/html"
+
+	"github.com/signd/signd/oauth"
+	"github.com/signd/signd/store"
 )
+
+// Store is s as the authorization server sees it, for oauth.Config.Store.
+func Store(s store.Store) *store.Scoped[oauth.Tx] {
+	return store.Scope(s, func(tx store.Tx) oauth.Tx { return tx })
+}
 
 // Browser is a cookie-keeping HTTP client that never follows redirects.
 type Browser struct {
@@ -51,6 +59,28 @@ func (s *Step) Query() url.Values {
 	return s.Location.Query()
 }
 
+// Code returns the code of a successful authorization response (RFC 6749
+// §4.1.2): a redirect to redirectURI with a code, no error, the request's
+// state and the issuer iss (RFC 9207).
+func (s *Step) Code(redirectURI, state, iss string) (string, error) {
+	if !s.Redirected() {
+		return "", fmt.Errorf("want a redirect with a code, got status %d: %.500s", s.Status, Text(s.Body))
+	}
+	q := s.Query()
+	base := *s.Location
+	base.RawQuery = ""
+	if base.String() != redirectURI {
+		return "", fmt.Errorf("redirected to %s, want %s", base.String(), redirectURI)
+	}
+	if q.Get("error") != "" || q.Get("code") == "" {
+		return "", fmt.Errorf("redirect without code: %v", q)
+	}
+	if q.Get("state") != state || q.Get("iss") != iss {
+		return "", fmt.Errorf("redirect state %q iss %q", q.Get("state"), q.Get("iss"))
+	}
+	return q.Get("code"), nil
+}
+
 // Form is an HTML form: its resolved action, its inputs with their
 // values (hidden inputs included) and its submit buttons.
 type Form struct {
@@ -64,6 +94,18 @@ type Form struct {
 // Button is a submit button.
 type Button struct {
 	Name, Value string
+}
+
+// Values returns a copy of the form's inputs with set over them.
+func (f *Form) Values(set map[string]string) url.Values {
+	v := url.Values{}
+	for k, vs := range f.Fields {
+		v[k] = append([]string(nil), vs...)
+	}
+	for k, val := range set {
+		v.Set(k, val)
+	}
+	return v
 }
 
 // Has reports whether the form has an input named name.
@@ -98,13 +140,7 @@ func (b *Browser) Submit(f *Form, set map[string]string, decision string) (*Step
 	if f == nil {
 		return nil, fmt.Errorf("oauthtest: no form to submit")
 	}
-	v := url.Values{}
-	for k, vs := range f.Fields {
-		v[k] = append([]string(nil), vs...)
-	}
-	for k, val := range set {
-		v.Set(k, val)
-	}
+	v := f.Values(set)
 	if decision != "" {
 		found := false
 		for _, bt := range f.Buttons {
@@ -256,4 +292,37 @@ func (b *LogBuffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf.String()
+}
+
+// With returns a copy of p with the name/value pairs kv set; an empty
+// value deletes the name.
+func With(p url.Values, kv ...string) url.Values {
+	q := url.Values{}
+	for k, v := range p {
+		q[k] = append([]string(nil), v...)
+	}
+	for i := 0; i+1 < len(kv); i += 2 {
+		if kv[i+1] == "" {
+			q.Del(kv[i])
+		} else {
+			q.Set(kv[i], kv[i+1])
+		}
+	}
+	return q
+}
+
+// PostClientForm posts form to u with c as a client does at the token or
+// revocation endpoint: form-urlencoded, and authenticated with HTTP Basic
+// (client ID and secret form-urlencoded, RFC 6749 §2.3.1) when basicID is
+// not empty. The caller closes the response body.
+func PostClientForm(c *http.Client, u string, form url.Values, basicID, basicSecret string) (*http.Response, error) {
+	req, err := http.NewRequest(http.MethodPost, u, strings.NewReader(form.Encode()))
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	if basicID != "" {
+		req.SetBasicAuth(url.QueryEscape(basicID), url.QueryEscape(basicSecret))
+	}
+	return c.Do(req)
 }

@@ -125,12 +125,7 @@ func testAuthRequests(t *testing.T, s store.Store) {
 			}
 		},
 	}
-	for name, mutate := range bad {
-		r := newAuthRequest("bad "+name, now)
-		mutate(r)
-		err := s.Update(ctx, func(tx store.Tx) error { return tx.CreateAuthRequest(r) })
-		wantErr(t, name, err, store.ErrInvalid)
-	}
+	wantInvalid(t, s, bad, func(name string) *store.AuthRequest { return newAuthRequest("bad "+name, now) }, store.Tx.CreateAuthRequest)
 }
 
 func testCodes(t *testing.T, s store.Store) {
@@ -192,12 +187,7 @@ func testCodes(t *testing.T, s store.Store) {
 		"no client":    func(c *store.AuthCode) { c.ClientID = "" },
 		"bad consent":  func(c *store.AuthCode) { c.Consented["x"] = nil },
 	}
-	for name, mutate := range bad {
-		c := newAuthCode("bad "+name, now)
-		mutate(c)
-		err := s.Update(ctx, func(tx store.Tx) error { return tx.CreateCode(c) })
-		wantErr(t, name, err, store.ErrInvalid)
-	}
+	wantInvalid(t, s, bad, func(name string) *store.AuthCode { return newAuthCode("bad "+name, now) }, store.Tx.CreateCode)
 }
 
 func testSessions(t *testing.T, s store.Store) {

@@ -88,14 +88,7 @@ func testTokens(t *testing.T, s store.Store) {
 		"consent digest":   func(x *store.Token) { x.Consented["x"] = nil },
 		"consent name":     func(x *store.Token) { x.Consented[""] = []byte{1} },
 	}
-	for name, mutate := range bad {
-		tok := newToken("bad-"+name, store.TokenAccess, "", exp)
-		mutate(tok)
-		err := s.Update(context.Background(), func(tx store.Tx) error { return tx.CreateToken(tok) })
-		if !errors.Is(err, store.ErrInvalid) {
-			t.Errorf("%s: CreateToken = %v, want ErrInvalid", name, err)
-		}
-	}
+	wantInvalid(t, s, bad, func(name string) *store.Token { return newToken("bad-"+name, store.TokenAccess, "", exp) }, store.Tx.CreateToken)
 	// Delete, then the token is gone and a second delete is ErrNotFound.
 	update(t, s, func(tx store.Tx) error { return tx.DeleteToken(store.Fingerprint("at-1")) })
 	err = s.Update(context.Background(), func(tx store.Tx) error { return tx.DeleteToken(store.Fingerprint("at-1")) })

@@ -195,6 +195,22 @@ func update(t *testing.T, s store.Store, fn func(tx store.Tx) error) {
 	}
 }
 
+// updateRolledBack runs fn in an Update that then fails, so that all fn
+// wrote must be rolled back; an error of fn fails the test.
+func updateRolledBack(t *testing.T, s store.Store, fn func(tx store.Tx) error) {
+	t.Helper()
+	errRollback := errors.New("roll back")
+	err := s.Update(context.Background(), func(tx store.Tx) error {
+		if err := fn(tx); err != nil {
+			return err
+		}
+		return errRollback
+	})
+	if !errors.Is(err, errRollback) {
+		t.Fatalf("Update = %v", err)
+	}
+}
+
 func view(t *testing.T, s store.Store, fn func(tx store.Tx) error) {
 	t.Helper()
 	if err := s.View(context.Background(), fn); err != nil {
@@ -247,6 +263,19 @@ func wantErr(t *testing.T, what string, err, want error) {
 	t.Helper()
 	if !errors.Is(err, want) {
 		t.Errorf("%s: got error %v, want %v", what, err, want)
+	}
+}
+
+// wantInvalid creates, for each entry of bad, a fresh record (fresh(name))
+// changed by the entry's mutation, and wants create to refuse it with
+// store.ErrInvalid.
+func wantInvalid[R any](t *testing.T, s store.Store, bad map[string]func(R), fresh func(name string) R, create func(tx store.Tx, r R) error) {
+	t.Helper()
+	for name, mutate := range bad {
+		r := fresh(name)
+		mutate(r)
+		err := s.Update(context.Background(), func(tx store.Tx) error { return create(tx, r) })
+		wantErr(t, name, err, store.ErrInvalid)
 	}
 }
 

@@ -61,9 +61,15 @@ func testTimestamps(t *testing.T, s store.Store, c *Clock) {
 			t.Errorf("%s: CreatedAt %v, UpdatedAt %v; want %v, %v", what, created, updated, wantCreated, wantUpdated)
 		}
 	}
-	check("user set by CreateUser", u.CreatedAt, u.UpdatedAt, t0, t0)
-	check("client set by CreateClient", cl.CreatedAt, cl.UpdatedAt, t0, t0)
-	check("credential set by CreateCredential", cr.CreatedAt, cr.UpdatedAt, t0, t0)
+	// checkSet checks the times op (Create or Put) set on the three
+	// records passed to it.
+	checkSet := func(op string, wantCreated, wantUpdated time.Time) {
+		t.Helper()
+		check("user set by "+op+"User", u.CreatedAt, u.UpdatedAt, wantCreated, wantUpdated)
+		check("client set by "+op+"Client", cl.CreatedAt, cl.UpdatedAt, wantCreated, wantUpdated)
+		check("credential set by "+op+"Credential", cr.CreatedAt, cr.UpdatedAt, wantCreated, wantUpdated)
+	}
+	checkSet("Create", t0, t0)
 
 	c.Advance(time.Hour)
 	t1 := c.Now()
@@ -80,9 +86,7 @@ func testTimestamps(t *testing.T, s store.Store, c *Clock) {
 		cr.Description = "renamed"
 		return tx.PutCredential(cr)
 	})
-	check("user set by PutUser", u.CreatedAt, u.UpdatedAt, t0, t1)
-	check("client set by PutClient", cl.CreatedAt, cl.UpdatedAt, t0, t1)
-	check("credential set by PutCredential", cr.CreatedAt, cr.UpdatedAt, t0, t1)
+	checkSet("Put", t0, t1)
 
 	c.Advance(time.Minute)
 	t2 := c.Now()

@@ -4,8 +4,9 @@
 //
 // A Token keeps RSA keys in memory (crypto/rsa) and offers what the
 // consumers use of *hsm.Token, with the same errors: GenerateRSA (2048, 3072
-// or 4096 bits; a label in use is hsm.ErrLabelExists), Keys, Key, CheckKey,
-// DestroyKey (hsm.ErrKeyNotFound) and SignDigest, PKCS#1 v1.5 over a
+// or 4096 bits; a label in use is hsm.ErrLabelExists), Keys, Key (an
+// *hsm.Key that signs through the Token, hsm.NewKey), CheckKey, DestroyKey
+// (hsm.ErrKeyNotFound) and SignDigest, PKCS#1 v1.5 over a
 // DigestInfo (RFC 8017 §9.2) with hsm.ErrUnsupportedAlgorithm and
 // hsm.ErrBadDigest. An error after which no signature exists satisfies
 // hsm.NotSigned, as the real token's does. Keys it generates pass the key

@@ -8,7 +8,6 @@ import (
 	"crypto/rsa"
 	"errors"
 	"fmt"
-	"io"
 	"slices"
 	"strings"
 	"sync"
@@ -225,7 +224,7 @@ func (t *Token) CheckKey(ctx context.Context, id []byte) error {
 }
 
 // Key returns the signer for the key with ID id.
-func (t *Token) Key(ctx context.Context, id []byte) (*Key, error) {
+func (t *Token) Key(ctx context.Context, id []byte) (*hsm.Key, error) {
 	done, err := t.begin(ctx, OpKey, id)
 	if err != nil {
 		return nil, err
@@ -235,7 +234,7 @@ func (t *Token) Key(ctx context.Context, id []byte) (*Key, error) {
 	if err != nil {
 		return nil, fmt.Errorf("softtoken: load key: %w", err)
 	}
-	return &Key{t: t, id: bytes.Clone(id), label: label, pub: &priv.PublicKey}, nil
+	return hsm.NewKey(t, id, label, &priv.PublicKey), nil
 }
 
 // supportedHashes are the hashes SignDigest accepts, as hsm's. crypto/rsa
@@ -272,44 +271,4 @@ func (t *Token) SignDigest(ctx context.Context, id []byte, hash crypto.Hash, dig
 		return nil, fmt.Errorf("softtoken: sign: %w", err)
 	}
 	return sig, nil
-}
-
-// Key is an RSA key of a Token. It implements crypto.Signer with PKCS#1
-// v1.5 signatures over SHA-256, SHA-384 or SHA-512 digests, as *hsm.Key.
-type Key struct {
-	t     *Token
-	id    []byte
-	label string
-	pub   *rsa.PublicKey
-}
-
-var _ crypto.Signer = (*Key)(nil)
-
-// ID returns the key's ID.
-func (k *Key) ID() []byte { return bytes.Clone(k.id) }
-
-// Label returns the key's label.
-func (k *Key) Label() string { return k.label }
-
-// Public returns the *rsa.PublicKey.
-func (k *Key) Public() crypto.PublicKey { return k.pub }
-
-// Bits returns the modulus size.
-func (k *Key) Bits() int { return k.pub.N.BitLen() }
-
-// Sign signs digest, a hash of opts.HashFunc(), with RSA PKCS#1 v1.5. rand
-// is ignored; *rsa.PSSOptions are refused.
-func (k *Key) Sign(_ io.Reader, digest []byte, opts crypto.SignerOpts) ([]byte, error) {
-	if opts == nil {
-		return nil, fmt.Errorf("%w: no hash given", hsm.ErrUnsupportedAlgorithm)
-	}
-	if _, ok := opts.(*rsa.PSSOptions); ok {
-		return nil, fmt.Errorf("%w: RSA-PSS", hsm.ErrUnsupportedAlgorithm)
-	}
-	return k.SignDigest(context.Background(), opts.HashFunc(), digest)
-}
-
-// SignDigest is Sign with a context bounding the wait for a session.
-func (k *Key) SignDigest(ctx context.Context, hash crypto.Hash, digest []byte) ([]byte, error) {
-	return k.t.SignDigest(ctx, k.id, hash, digest)
 }
