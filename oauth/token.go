@@ -85,6 +85,13 @@ type redeemed struct {
 // fingerprint, check it (client, expiry, redirect URI, PKCE, user), mint
 // the token and mark the code redeemed. A code redeemed before revokes
 // every token it issued (committed) and is invalid_grant.
+//
+// The transaction is a Batch: concurrent redemptions share one commit (one
+// fsync for the group instead of one each). Batch may run the function
+// more than once, so it resets every outcome when it starts; only the last
+// run counts. A redemption refused before it wrote anything records the
+// refusal and returns nil rather than failing the shared transaction, so an
+// invalid code does not make its neighbours commit one by one.
 func (s *Server) redeem(c echo.Context, client *store.Client, code, redirectURI, verifier string) (*redeemed, error) {
 	grantErr := func(desc string) *Error { return Errorf(CodeInvalidGrant, http.StatusBadRequest, "%s", desc) }
 	value, err := newSecret()
@@ -93,21 +100,27 @@ func (s *Server) redeem(c echo.Context, client *store.Client, code, redirectURI,
 	}
 	now := s.now()
 	h := store.Fingerprint(code)
-	var res *redeemed
-	var reuse *store.AuthCode
-	revoked := 0
-	pinRefused := "" // the user whose locked PIN refused the code
-	err = s.store.Update(c.Request().Context(), func(tx Tx) error {
-		pinRefused = ""
+	var (
+		res        *redeemed
+		reuse      *store.AuthCode
+		revoked    int
+		pinRefused string // the user whose locked PIN refused the code
+		refused    error  // the refusal of a run that wrote nothing
+	)
+	err = s.store.Batch(c.Request().Context(), func(tx Tx) error {
+		res, reuse, revoked, pinRefused, refused = nil, nil, 0, "", nil
+		// refuse ends a run that has written nothing: the refusal is the
+		// outcome, the shared transaction goes on.
+		refuse := func(err error) error { refused = err; return nil }
 		ac, err := tx.Code(h)
 		if errors.Is(err, store.ErrNotFound) {
-			return grantErr("Authorization code is invalid or expired")
+			return refuse(grantErr("Authorization code is invalid or expired"))
 		}
 		if err != nil {
 			return err
 		}
 		if ac.ClientID != client.ID {
-			return grantErr("Authorization code is invalid or expired")
+			return refuse(grantErr("Authorization code is invalid or expired"))
 		}
 		if !ac.RedeemedAt.IsZero() {
 			reuse = ac
@@ -116,25 +129,25 @@ func (s *Server) redeem(c echo.Context, client *store.Client, code, redirectURI,
 		}
 		switch {
 		case !now.Before(ac.ExpiresAt):
-			return grantErr("Authorization code is invalid or expired")
+			return refuse(grantErr("Authorization code is invalid or expired"))
 		case (ac.RedirectURISent || redirectURI != "") && redirectURI != ac.RedirectURI:
-			return grantErr("redirect_uri does not match the authorization request")
+			return refuse(grantErr("redirect_uri does not match the authorization request"))
 		case ac.CodeChallenge == "" && verifier != "":
-			return grantErr("code_verifier sent but the authorization request had no code_challenge")
+			return refuse(grantErr("code_verifier sent but the authorization request had no code_challenge"))
 		case ac.CodeChallenge != "" && verifier == "":
-			return grantErr("Missing parameter code_verifier")
+			return refuse(grantErr("Missing parameter code_verifier"))
 		case ac.CodeChallenge != "" && !verifyS256(verifier, ac.CodeChallenge):
-			return grantErr("code_verifier does not match the code_challenge")
+			return refuse(grantErr("code_verifier does not match the code_challenge"))
 		}
 		user, err := tx.User(ac.Username)
 		if errors.Is(err, store.ErrNotFound) {
-			return grantErr("The user can no longer sign in")
+			return refuse(grantErr("The user can no longer sign in"))
 		}
 		if err != nil {
 			return err
 		}
 		if user.Status != store.UserActive || user.PasswordLocked {
-			return grantErr("The user can no longer sign in")
+			return refuse(grantErr("The user can no longer sign in"))
 		}
 		if ac.PINVerified && user.PINLocked {
 			// Locked after the consent checked it (concurrent wrong PINs):
@@ -145,16 +158,17 @@ func (s *Server) redeem(c echo.Context, client *store.Client, code, redirectURI,
 		}
 		profile, err := s.profileOf(ac.Profile)
 		if err != nil {
-			return err
+			return refuse(err)
 		}
 		req := s.request(client, user, &ac.Grant)
 		iss, err := profile.Issue(req)
 		if err != nil {
-			return err
+			// The code stays unspent (an HSM known to be down: 503).
+			return refuse(err)
 		}
 		tok, issued, err := s.mint(iss, req, ac, value, now)
 		if err != nil {
-			return err
+			return refuse(err)
 		}
 		if err := tx.CreateToken(tok); err != nil {
 			return err
@@ -165,6 +179,9 @@ func (s *Server) redeem(c echo.Context, client *store.Client, code, redirectURI,
 		res = &redeemed{name: ac.Profile, profile: profile, req: req, issued: issued}
 		return nil
 	})
+	if err == nil {
+		err = refused
+	}
 	if err != nil {
 		return nil, err
 	}
