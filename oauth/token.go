@@ -1,6 +1,7 @@
 package oauth
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -42,7 +43,11 @@ func (s *Server) token(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	extra, err := res.profile.TokenResponse(c.Request().Context(), res.req, res.issued)
+	// The profile's members (the OpenID profile signs the ID token) were
+	// computed while the redemption committed; they leave only now that it
+	// has.
+	answer := <-res.response
+	extra, err := answer.extra, answer.err
 	if err == nil {
 		for _, k := range reservedMembers {
 			if _, ok := extra[k]; ok {
@@ -79,6 +84,36 @@ type redeemed struct {
 	profile Profile
 	req     *Request
 	issued  *IssuedToken
+	// response delivers the profile's TokenResponse, started as soon as
+	// the token was minted, before the transaction committed.
+	response <-chan profileResponse
+}
+
+// profileResponse is what Profile.TokenResponse returned.
+type profileResponse struct {
+	extra map[string]any
+	err   error
+}
+
+// startResponse runs p.TokenResponse for an issued token in its own
+// goroutine: the ID-token signature in the HSM overlaps the commit of the
+// redemption, so a token response costs the longer of the two rather than
+// their sum. The caller reads the result only once the commit succeeded;
+// otherwise it is dropped and never leaves. A panic in the profile becomes
+// its error.
+func startResponse(ctx context.Context, p Profile, req *Request, issued *IssuedToken) <-chan profileResponse {
+	ch := make(chan profileResponse, 1)
+	go func() {
+		var r profileResponse
+		defer func() {
+			if v := recover(); v != nil {
+				r = profileResponse{err: fmt.Errorf("oauth: profile panicked in TokenResponse: %v", v)}
+			}
+			ch <- r
+		}()
+		r.extra, r.err = p.TokenResponse(ctx, req, issued)
+	}()
+	return ch
 }
 
 // redeem redeems a code in one write transaction: look it up by
@@ -91,7 +126,9 @@ type redeemed struct {
 // more than once, so it resets every outcome when it starts; only the last
 // run counts. A redemption refused before it wrote anything records the
 // refusal and returns nil rather than failing the shared transaction, so an
-// invalid code does not make its neighbours commit one by one.
+// invalid code does not make its neighbours commit one by one. The profile's
+// token response starts with each run (startResponse); the run that
+// committed provides it.
 func (s *Server) redeem(c echo.Context, client *store.Client, code, redirectURI, verifier string) (*redeemed, error) {
 	grantErr := func(desc string) *Error { return Errorf(CodeInvalidGrant, http.StatusBadRequest, "%s", desc) }
 	value, err := newSecret()
@@ -107,7 +144,8 @@ func (s *Server) redeem(c echo.Context, client *store.Client, code, redirectURI,
 		pinRefused string // the user whose locked PIN refused the code
 		refused    error  // the refusal of a run that wrote nothing
 	)
-	err = s.store.Batch(c.Request().Context(), func(tx Tx) error {
+	ctx := c.Request().Context()
+	err = s.store.Batch(ctx, func(tx Tx) error {
 		res, reuse, revoked, pinRefused, refused = nil, nil, 0, "", nil
 		// refuse ends a run that has written nothing: the refusal is the
 		// outcome, the shared transaction goes on.
@@ -176,7 +214,8 @@ func (s *Server) redeem(c echo.Context, client *store.Client, code, redirectURI,
 		if err := tx.RedeemCode(h, now, tok.ExpiresAt); err != nil {
 			return err
 		}
-		res = &redeemed{name: ac.Profile, profile: profile, req: req, issued: issued}
+		res = &redeemed{name: ac.Profile, profile: profile, req: req, issued: issued,
+			response: startResponse(ctx, profile, req, issued)}
 		return nil
 	})
 	if err == nil {

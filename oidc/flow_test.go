@@ -70,8 +70,12 @@ func newFlowEnvNoFixtures(t *testing.T, f *fixture) *flowEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
+	var st oauth.Store = oauthStore(f.db)
+	if f.wrapOAuth != nil {
+		st = f.wrapOAuth(st)
+	}
 	ev.srv, err = oauth.New(oauth.Config{
-		Store: oauthStore(f.db), Hasher: hasher, Profiles: []oauth.Profile{&oidc.Profile{Provider: f.p}},
+		Store: st, Hasher: hasher, Profiles: []oauth.Profile{&oidc.Profile{Provider: f.p}},
 		Issuer: ev.issuer, Now: f.clock.Now,
 	})
 	if err != nil {
