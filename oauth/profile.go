@@ -46,10 +46,11 @@ import (
 //  5. At /oauth2/token, when a code is redeemed: Issue, inside the store's
 //     write transaction that redeems the code, decides what the code turns
 //     into (access token or SAD, token_type, lifetime, stored scopes).
-//  6. TokenResponse, after that transaction committed, with the raw value
-//     of the minted token: it returns extra members of the JSON response
+//  6. TokenResponse, with the raw value of the minted token, while that
+//     transaction commits: it returns extra members of the JSON response
 //     (the OIDC profile returns id_token, computed over the raw access token
-//     for at_hash, and scope).
+//     for at_hash, and scope), which are sent only if the transaction
+//     committed.
 //
 // Every method must be safe for concurrent use. Errors: a *Error is a
 // protocol answer and is sent to the client as it is (its Description must
@@ -98,8 +99,10 @@ type Profile interface {
 	Issue(r *Request) (*Issuance, error)
 
 	// TokenResponse returns extra members for the token response, computed
-	// after the token was stored: tok.Value is the raw access token (or
-	// SAD). It may return nil. The members access_token, token_type,
+	// while the token is being stored, in a goroutine of its own: tok.Value
+	// is the raw access token (or SAD). The members are sent only once the
+	// token is stored, and dropped if storing it failed; TokenResponse must
+	// have no other effect. It may return nil. The members access_token, token_type,
 	// expires_in and refresh_token are the server's and are refused. An
 	// error here revokes the just-minted token and answers server_error (or
 	// the *Error returned).

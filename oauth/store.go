@@ -27,6 +27,10 @@ type Tx interface {
 type Store interface {
 	View(ctx context.Context, fn func(Tx) error) error
 	Update(ctx context.Context, fn func(Tx) error) error
+	// Batch is Update in a transaction the backend may share with
+	// concurrent Batch calls (group commit, store.Batcher); fn may run more
+	// than once. The token endpoint redeems codes with it.
+	Batch(ctx context.Context, fn func(Tx) error) error
 }
 
 // BearerTx is what RequireBearer reads of a store transaction: the token,

@@ -1,6 +1,7 @@
 package oauth
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -37,7 +38,11 @@ func (s *Server) token(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	extra, err := res.profile.TokenResponse(c.Request().Context(), res.req, res.issued)
+	// The profile's members (the OpenID profile signs the ID token) were
+	// computed while the redemption committed; they leave only now that it
+	// has.
+	answer := <-res.response
+	extra, err := answer.extra, answer.err
 	if err == nil {
 		for _, k := range reservedMembers {
 			if _, ok := extra[k]; ok {
@@ -74,12 +79,51 @@ type redeemed struct {
 	profile Profile
 	req     *Request
 	issued  *IssuedToken
+	// response delivers the profile's TokenResponse, started as soon as
+	// the token was minted, before the transaction committed.
+	response <-chan profileResponse
+}
+
+// profileResponse is what Profile.TokenResponse returned.
+type profileResponse struct {
+	extra map[string]any
+	err   error
+}
+
+// startResponse runs p.TokenResponse for an issued token in its own
+// goroutine: the ID-token signature in the HSM overlaps the commit of the
+// redemption, so a token response costs the longer of the two rather than
+// their sum. The caller reads the result only once the commit succeeded;
+// otherwise it is dropped and never leaves. A panic in the profile becomes
+// its error.
+func startResponse(ctx context.Context, p Profile, req *Request, issued *IssuedToken) <-chan profileResponse {
+	ch := make(chan profileResponse, 1)
+	go func() {
+		var r profileResponse
+		defer func() {
+			if v := recover(); v != nil {
+				r = profileResponse{err: fmt.Errorf("oauth: profile panicked in TokenResponse: %v", v)}
+			}
+			ch <- r
+		}()
+		r.extra, r.err = p.TokenResponse(ctx, req, issued)
+	}()
+	return ch
 }
 
 // redeem redeems a code in one write transaction: look it up by
 // fingerprint, check it (client, expiry, redirect URI, PKCE, user), mint
 // the token and mark the code redeemed. A code redeemed before revokes
 // every token it issued (committed) and is invalid_grant.
+//
+// The transaction is a Batch: concurrent redemptions share one commit (one
+// fsync for the group instead of one each). Batch may run the function
+// more than once, so it resets every outcome when it starts; only the last
+// run counts. A redemption refused before it wrote anything records the
+// refusal and returns nil rather than failing the shared transaction, so an
+// invalid code does not make its neighbours commit one by one. The profile's
+// token response starts with each run (startResponse); the run that
+// committed provides it.
 func (s *Server) redeem(c echo.Context, client *store.Client, code, redirectURI, verifier string) (*redeemed, error) {
 	grantErr := func(desc string) *Error { return Errorf(CodeInvalidGrant, http.StatusBadRequest, "%s", desc) }
 	value, err := newSecret()
@@ -88,21 +132,28 @@ func (s *Server) redeem(c echo.Context, client *store.Client, code, redirectURI,
 	}
 	now := s.now()
 	h := store.Fingerprint(code)
-	var res *redeemed
-	var reuse *store.AuthCode
-	revoked := 0
-	pinRefused := "" // the user whose locked PIN refused the code
-	err = s.store.Update(c.Request().Context(), func(tx Tx) error {
-		pinRefused = ""
+	var (
+		res        *redeemed
+		reuse      *store.AuthCode
+		revoked    int
+		pinRefused string // the user whose locked PIN refused the code
+		refused    error  // the refusal of a run that wrote nothing
+	)
+	ctx := c.Request().Context()
+	err = s.store.Batch(ctx, func(tx Tx) error {
+		res, reuse, revoked, pinRefused, refused = nil, nil, 0, "", nil
+		// refuse ends a run that has written nothing: the refusal is the
+		// outcome, the shared transaction goes on.
+		refuse := func(err error) error { refused = err; return nil }
 		ac, err := tx.Code(h)
 		if errors.Is(err, store.ErrNotFound) {
-			return grantErr("Authorization code is invalid or expired")
+			return refuse(grantErr("Authorization code is invalid or expired"))
 		}
 		if err != nil {
 			return err
 		}
 		if ac.ClientID != client.ID {
-			return grantErr("Authorization code is invalid or expired")
+			return refuse(grantErr("Authorization code is invalid or expired"))
 		}
 		if !ac.RedeemedAt.IsZero() {
 			reuse = ac
@@ -111,25 +162,25 @@ func (s *Server) redeem(c echo.Context, client *store.Client, code, redirectURI,
 		}
 		switch {
 		case !now.Before(ac.ExpiresAt):
-			return grantErr("Authorization code is invalid or expired")
+			return refuse(grantErr("Authorization code is invalid or expired"))
 		case (ac.RedirectURISent || redirectURI != "") && redirectURI != ac.RedirectURI:
-			return grantErr("redirect_uri does not match the authorization request")
+			return refuse(grantErr("redirect_uri does not match the authorization request"))
 		case ac.CodeChallenge == "" && verifier != "":
-			return grantErr("code_verifier sent but the authorization request had no code_challenge")
+			return refuse(grantErr("code_verifier sent but the authorization request had no code_challenge"))
 		case ac.CodeChallenge != "" && verifier == "":
-			return grantErr("Missing parameter code_verifier")
+			return refuse(grantErr("Missing parameter code_verifier"))
 		case ac.CodeChallenge != "" && !verifyS256(verifier, ac.CodeChallenge):
-			return grantErr("code_verifier does not match the code_challenge")
+			return refuse(grantErr("code_verifier does not match the code_challenge"))
 		}
 		user, err := tx.User(ac.Username)
 		if errors.Is(err, store.ErrNotFound) {
-			return grantErr("The user can no longer sign in")
+			return refuse(grantErr("The user can no longer sign in"))
 		}
 		if err != nil {
 			return err
 		}
 		if user.Status != store.UserActive || user.PasswordLocked {
-			return grantErr("The user can no longer sign in")
+			return refuse(grantErr("The user can no longer sign in"))
 		}
 		if ac.PINVerified && user.PINLocked {
 			// Locked after the consent checked it (concurrent wrong PINs):
@@ -140,16 +191,17 @@ func (s *Server) redeem(c echo.Context, client *store.Client, code, redirectURI,
 		}
 		profile, err := s.profileOf(ac.Profile)
 		if err != nil {
-			return err
+			return refuse(err)
 		}
 		req := s.request(client, user, &ac.Grant)
 		iss, err := profile.Issue(req)
 		if err != nil {
-			return err
+			// The code stays unspent (an HSM known to be down: 503).
+			return refuse(err)
 		}
 		tok, issued, err := s.mint(iss, req, ac, value, now)
 		if err != nil {
-			return err
+			return refuse(err)
 		}
 		if err := tx.CreateToken(tok); err != nil {
 			return err
@@ -157,9 +209,13 @@ func (s *Server) redeem(c echo.Context, client *store.Client, code, redirectURI,
 		if err := tx.RedeemCode(h, now, tok.ExpiresAt); err != nil {
 			return err
 		}
-		res = &redeemed{name: ac.Profile, profile: profile, req: req, issued: issued}
+		res = &redeemed{name: ac.Profile, profile: profile, req: req, issued: issued,
+			response: startResponse(ctx, profile, req, issued)}
 		return nil
 	})
+	if err == nil {
+		err = refused
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -16,7 +16,7 @@ import (
 )
 
 // faultStore injects the failures of a full or failing disk: with writes
-// set, every Update runs its function and then fails to commit
+// set, every Update and Batch runs its function and then fails to commit
 // (store.ErrUnavailable wrapping ENOSPC, nothing committed), as bbolt's
 // commit does; with reads set, View fails too.
 type faultStore struct {
@@ -31,6 +31,19 @@ func (f *faultStore) Update(ctx context.Context, fn func(oauth.Tx) error) error 
 		return f.Store.Update(ctx, fn)
 	}
 	return f.Store.Update(ctx, func(tx oauth.Tx) error {
+		if err := fn(tx); err != nil {
+			return err
+		}
+		return errDiskFull // roll back what fn did
+	})
+}
+
+// Batch fails as Update does: the token endpoint redeems codes in a Batch.
+func (f *faultStore) Batch(ctx context.Context, fn func(oauth.Tx) error) error {
+	if !f.writes.Load() {
+		return f.Store.Batch(ctx, fn)
+	}
+	return f.Store.Batch(ctx, func(tx oauth.Tx) error {
 		if err := fn(tx); err != nil {
 			return err
 		}

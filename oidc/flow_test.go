@@ -69,8 +69,12 @@ func newFlowEnvNoFixtures(t *testing.T, f *fixture) *flowEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
+	var st oauth.Store = oauthtest.Store(f.db)
+	if f.wrapOAuth != nil {
+		st = f.wrapOAuth(st)
+	}
 	ev.srv, err = oauth.New(oauth.Config{
-		Store: oauthtest.Store(f.db), Hasher: hasher, Profiles: []oauth.Profile{&oidc.Profile{Provider: f.p}},
+		Store: st, Hasher: hasher, Profiles: []oauth.Profile{&oidc.Profile{Provider: f.p}},
 		Issuer: ev.issuer, Now: f.clock.Now,
 	})
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-jose/go-jose/v4"
@@ -82,6 +83,10 @@ type KeyRing struct {
 	RetireLeeway time.Duration
 	Now          func() time.Time // nil = time.Now
 	Logger       *slog.Logger     // nil = discard
+
+	// active is the active key prepared for signing, rebuilt when Sign
+	// finds another active record in the store.
+	active atomic.Pointer[signingKey]
 }
 
 func (r *KeyRing) now() time.Time {
@@ -384,7 +389,9 @@ func (r *KeyRing) available() bool {
 
 // Sign signs claims (marshalled to JSON) as a compact JWS with the active
 // key: header alg RS256, typ JWT, kid. The signature is made in the HSM;
-// ctx bounds the wait for an HSM session.
+// ctx bounds the wait for an HSM session. The key records are read on
+// every call (the store decides which key signs); the parsed public key
+// and the header are built once per active record.
 func (r *KeyRing) Sign(ctx context.Context, claims any) (string, error) {
 	ks, err := r.Keys(ctx)
 	if err != nil {
@@ -394,9 +401,12 @@ func (r *KeyRing) Sign(ctx context.Context, claims any) (string, error) {
 	if active == nil {
 		return "", ErrNoSigningKey
 	}
-	jwk, err := publicJWK(active)
-	if err != nil {
-		return "", err
+	sk := r.active.Load()
+	if sk == nil || !sk.matches(active) {
+		if sk, err = newSigningKeyFor(active); err != nil {
+			return "", err
+		}
+		r.active.Store(sk)
 	}
-	return signJWT(&hsmSigner{ctx: ctx, hsm: r.HSM, kid: active.KID, keyID: active.KeyID, jwk: jwk}, claims)
+	return sk.sign(ctx, r.HSM, claims)
 }

@@ -65,6 +65,9 @@ type fixture struct {
 	p     *oidc.Provider
 	e     *echo.Echo
 	salt  []byte
+	// wrapOAuth, when set, wraps the authorization server's store (fault
+	// injection) in newFlowEnvWith.
+	wrapOAuth func(oauth.Store) oauth.Store
 }
 
 func newFixture(t *testing.T) *fixture {

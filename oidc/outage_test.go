@@ -1,10 +1,16 @@
 package oidc_test
 
 import (
+	"context"
+	"fmt"
 	"net/http"
+	"sync/atomic"
+	"syscall"
 	"testing"
 
 	"github.com/signd/signd/hsm/hsmtest/softtoken"
+	"github.com/signd/signd/oauth"
+	"github.com/signd/signd/store"
 )
 
 // TestTokenEndpointHSMOutage: while the HSM cannot sign the ID token the
@@ -51,6 +57,51 @@ func TestTokenEndpointHSMOutage(t *testing.T) {
 	tr := ev.redeem("rp", kept)
 	if tr.Status != http.StatusOK || tr.Body["id_token"] == nil {
 		t.Fatalf("the code presented during the outage, after it: %d %v", tr.Status, tr.Body)
+	}
+	ev.idToken(tr, "rp") // verifies against the JWKS
+}
+
+// failingCommits is the authorization server's store whose Batch commits
+// fail while fail is set (the disk is full): the function runs, then
+// everything it wrote is rolled back.
+type failingCommits struct {
+	oauth.Store
+	fail atomic.Bool
+}
+
+func (f *failingCommits) Batch(ctx context.Context, fn func(oauth.Tx) error) error {
+	if !f.fail.Load() {
+		return f.Store.Batch(ctx, fn)
+	}
+	return f.Store.Batch(ctx, func(tx oauth.Tx) error {
+		if err := fn(tx); err != nil {
+			return err
+		}
+		return fmt.Errorf("%w: write to signd.db failed: %w", store.ErrUnavailable, syscall.ENOSPC)
+	})
+}
+
+// TestTokenCommitFailure: the ID token is signed while the redemption
+// commits; when the commit fails, the answer is 503 and carries neither the
+// ID token nor the access token, and the code is still good.
+func TestTokenCommitFailure(t *testing.T) {
+	fc := &failingCommits{}
+	f := newFixture(t)
+	f.wrapOAuth = func(s oauth.Store) oauth.Store { fc.Store = s; return fc }
+	ev := newFlowEnvWith(t, f)
+	code := ev.code("rp", "openid")
+	fc.fail.Store(true)
+	tr := ev.redeem("rp", code)
+	if tr.Status != http.StatusServiceUnavailable || tr.Body["error"] != "temporarily_unavailable" {
+		t.Errorf("redeem while commits fail: %d %v", tr.Status, tr.Body)
+	}
+	if tr.Body["id_token"] != nil || tr.Body["access_token"] != nil {
+		t.Errorf("a token left without its commit: %v", tr.Body)
+	}
+	fc.fail.Store(false)
+	tr = ev.redeem("rp", code)
+	if tr.Status != http.StatusOK || tr.Body["id_token"] == nil {
+		t.Fatalf("the code after the failed commit: %d %v", tr.Status, tr.Body)
 	}
 	ev.idToken(tr, "rp") // verifies against the JWKS
 }

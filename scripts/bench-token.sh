@@ -24,6 +24,12 @@
 #       at most LOAD_SECONDS (default 10) seconds.
 # Printed: the medians of exchanges/s, p50 and p99 of both, and signd ÷ peer.
 # Loopback only; MINT_SECONDS (default 60) bounds one minting run.
+#
+# SIGND_BIN names the signd binary to measure (default: bin/signd, built
+# from this tree). SIGND_BASE_BIN names a second one, typically built from
+# main: it runs beside the first with a token, store and port of its own,
+# takes its turn in each round ("base"), and the summary adds signd ÷ base,
+# so a change is measured against its base within one run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 rounds=${ROUNDS:-3}
@@ -33,12 +39,11 @@ secs=${LOAD_SECONDS:-10}
 mint_secs=${MINT_SECONDS:-60}
 npm_cache=${NPM_CACHE:-$PWD/var/npm-cache}
 work=$(mktemp -d)
-daemon="" peer=""
+daemons=() peer=""
 cleanup() {
-  [ -z "$daemon" ] || kill "$daemon" 2>/dev/null || true
-  [ -z "$peer" ] || kill "$peer" 2>/dev/null || true
-  [ -z "$daemon" ] || wait "$daemon" 2>/dev/null || true
-  [ -z "$peer" ] || wait "$peer" 2>/dev/null || true
+  local p
+  for p in "${daemons[@]}" $peer; do kill "$p" 2>/dev/null || true; done
+  for p in "${daemons[@]}" $peer; do wait "$p" 2>/dev/null || true; done
   rm -rf "$work"
 }
 trap cleanup EXIT
@@ -46,7 +51,12 @@ trap cleanup EXIT
 echo
 echo "# Token endpoint: signd vs node-oidc-provider 9.x, code → token exchanges (scripts/bench-token.sh)"
 command -v node >/dev/null && command -v npm >/dev/null || { echo "bench-token.sh needs node and npm" >&2; exit 1; }
-CGO_ENABLED=1 go build -o bin/signd ./cmd/signd
+signd_bin=${SIGND_BIN:-}
+base_bin=${SIGND_BASE_BIN:-}
+if [ -z "$signd_bin" ]; then
+  CGO_ENABLED=1 go build -o bin/signd ./cmd/signd
+  signd_bin=bin/signd
+fi
 CGO_ENABLED=1 go build -o bin/signd-load ./cmd/signd-load
 
 umask 077
@@ -55,33 +65,43 @@ mkdir -p "$work/peer" "$npm_cache"
 cp scripts/bench-token/package.json scripts/bench-token/package-lock.json scripts/bench-token/provider.js "$work/peer/"
 (cd "$work/peer" && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error --cache "$npm_cache" >/dev/null)
 
-# The shared client: same ID, secret and redirect URI on both servers; the
+# The shared client: same ID, secret and redirect URI on every server; the
 # redirect URI is never visited (signd-load reads the code off the redirect).
 client=bench-rp
 redirect=https://bench.invalid/cb
 openssl rand -hex 24 >"$work/client.secret"
 openssl rand -hex 16 >"$work/password"
 
-# base_url is the issuer and must name the port, so a free one is picked
-# first (node, as it is needed anyway).
-port=$(node -e 'const s = require("net").createServer().listen(0, "127.0.0.1", () => { console.log(s.address().port); s.close(); })')
 # shellcheck source=scripts/lib-bench.sh
 . scripts/lib-bench.sh
-bench_config "$work" "127.0.0.1:$port" "http://127.0.0.1:$port" '""' warn "oauth:
+# start_signd NAME BIN: in $work/NAME a SoftHSM2 token and a config
+# (bench_config; base_url is the issuer and must name the port, so a free
+# one is picked first), the user and the client; then `BIN serve`. Sets
+# url_NAME.
+start_signd() {
+  local name=$1 bin=$2 dir=$work/$1 port cfg ready=""
+  mkdir -p "$dir"
+  port=$(node -e 'const s = require("net").createServer().listen(0, "127.0.0.1", () => { console.log(s.address().port); s.close(); })')
+  bench_config "$dir" "127.0.0.1:$port" "http://127.0.0.1:$port" '""' warn "oauth:
   code_ttl: 10m"
-signd() { bin/signd --config "$cfg" "$@"; }
-signd user add bench --password-file "$work/password" --email bench@bench.invalid --email-verified >/dev/null
-signd client add "$client" --redirect-uri "$redirect" --scope openid --require-pkce --secret-file "$work/client.secret" >/dev/null
-
-bin/signd --config "$cfg" serve 2>"$work/signd.log" &
-daemon=$!
-ready=""
-for _ in $(seq 1 100); do
-  if curl -fsS -o /dev/null "http://127.0.0.1:$port/.well-known/openid-configuration" 2>/dev/null; then ready=1; break; fi
-  kill -0 "$daemon" 2>/dev/null || break
-  sleep 0.1
-done
-[ -n "$ready" ] || { echo "signd did not start" >&2; cat "$work/signd.log" >&2; exit 1; }
+  "$bin" --config "$cfg" user add bench --password-file "$work/password" --email bench@bench.invalid --email-verified >/dev/null
+  "$bin" --config "$cfg" client add "$client" --redirect-uri "$redirect" --scope openid --require-pkce --secret-file "$work/client.secret" >/dev/null
+  "$bin" --config "$cfg" serve 2>"$dir/signd.log" &
+  daemons+=("$!")
+  for _ in $(seq 1 100); do
+    if curl -fsS -o /dev/null "http://127.0.0.1:$port/.well-known/openid-configuration" 2>/dev/null; then ready=1; break; fi
+    kill -0 "$!" 2>/dev/null || break
+    sleep 0.1
+  done
+  [ -n "$ready" ] || { echo "$name did not start" >&2; cat "$dir/signd.log" >&2; exit 1; }
+  printf -v "url_$name" '%s' "http://127.0.0.1:$port"
+}
+names=(signd)
+start_signd signd "$signd_bin"
+if [ -n "$base_bin" ]; then
+  names+=(base)
+  start_signd base "$base_bin"
+fi
 
 PEER_CLIENT_ID=$client PEER_CLIENT_SECRET_FILE=$work/client.secret PEER_REDIRECT_URI=$redirect PEER_CODE_TTL=600 \
   node "$work/peer/provider.js" >"$work/peer.out" 2>"$work/peer.log" &
@@ -106,21 +126,23 @@ one() {
     --concurrency "$conc" --duration "${secs}s" | tee -a "${3:-$work/runs-$1.txt}"
   rm -f "$work/codes-$1.json"
 }
-echo "## signd at http://127.0.0.1:$port, node-oidc-provider $peer_version (node $(node --version)) at $peer_url"
+names+=(peer)
+url_peer=$peer_url
+echo "## signd ($signd_bin) at $url_signd${base_bin:+, base ($base_bin) at ${url_base:-}}, node-oidc-provider $peer_version (node $(node --version)) at $peer_url"
 echo "## per round: bin/signd-load codes --count $count, then bin/signd-load token --concurrency $conc --duration ${secs}s; $rounds rounds, alternating"
-# An uncounted round first: node's JIT compiler and both servers' caches
+# An uncounted round first: node's JIT compiler and the servers' caches
 # warm up on the same flows.
 echo "# warm-up round, not counted"
-one signd "http://127.0.0.1:$port" /dev/null
-one peer "$peer_url" /dev/null
+for n in "${names[@]}"; do u=url_$n; one "$n" "${!u}" /dev/null; done
+# Each round starts one server later than the previous one.
+k=${#names[@]}
 for r in $(seq 1 "$rounds"); do
-  if [ $((r % 2)) = 1 ]; then
-    one signd "http://127.0.0.1:$port"; one peer "$peer_url"
-  else
-    one peer "$peer_url"; one signd "http://127.0.0.1:$port"
-  fi
+  for i in $(seq 0 $((k - 1))); do
+    n=${names[$(((r - 1 + i) % k))]}; u=url_$n
+    one "$n" "${!u}"
+  done
 done
-bad=$(grep -c '"level":"ERROR"' "$work/signd.log" || true)
+bad=$(cat "$work"/signd/signd.log "$work"/base/signd.log 2>/dev/null | grep -c '"level":"ERROR"' || true)
 
 # median over the rounds of key k in runs-NAME.txt.
 val() { awk -v k="$2" '{ for (i = 1; i <= NF; i++) { split($i, kv, "="); if (kv[1] == k) print kv[2] } }' "$work/runs-$1.txt" |
@@ -130,6 +152,9 @@ echo
 echo "## medians of $rounds rounds, $(date -u +%Y-%m-%d), $(nproc) cores, c=$conc, $count codes per round"
 printf '%-26s %14s %10s %10s\n' server "exchanges/s" p50 p99
 printf '%-26s %14s %8sms %8sms\n' "signd (HSM RS256, bbolt)" "$(val signd rate)" "$(val signd p50_ms)" "$(val signd p99_ms)"
+[ -z "$base_bin" ] || printf '%-26s %14s %8sms %8sms\n' "base signd" "$(val base rate)" "$(val base p50_ms)" "$(val base p99_ms)"
 printf '%-26s %14s %8sms %8sms\n' "node-oidc-provider $peer_version" "$(val peer rate)" "$(val peer p50_ms)" "$(val peer p99_ms)"
 awk -v a="$(val signd rate)" -v b="$(val peer rate)" 'BEGIN { printf "signd ÷ peer: %.2f\n", (b > 0 ? a / b : 0) }'
+[ -z "$base_bin" ] || awk -v a="$(val base rate)" -v b="$(val peer rate)" 'BEGIN { printf "base ÷ peer: %.2f\n", (b > 0 ? a / b : 0) }'
+[ -z "$base_bin" ] || awk -v a="$(val signd rate)" -v b="$(val base rate)" 'BEGIN { printf "signd ÷ base: %.2f\n", (b > 0 ? a / b : 0) }'
 echo "errors logged by signd: $bad"
