@@ -10,10 +10,11 @@ import (
 // Swept counts what one Sweep removed.
 type Swept = store.Swept
 
-// defaultSweepBatch bounds one sweep transaction: removing a token with its
-// index entries costs bbolt a few µs, so 500 of them hold the write lock
-// for a few ms besides the commit (docs/BENCHMARKS.md, "Sweeping").
-const defaultSweepBatch = 500
+// defaultSweepBatch bounds one sweep transaction: removing an expired token
+// with its index entries costs bbolt about 12 µs on a busy 2-core machine,
+// so 250 of them hold the write lock about 3 ms besides the commit, the
+// same order as the commit itself (docs/BENCHMARKS.md, "Store at scale").
+const defaultSweepBatch = 250
 
 // Sweep removes expired access tokens, SAD, pending requests, codes (and
 // code tombstones) and login sessions. It works in write transactions of
