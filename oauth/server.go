@@ -50,7 +50,7 @@ type Config struct {
 	MaxConcurrentHashes int
 	HashWait            time.Duration
 
-	// SweepBatch (default 250) is the most expired records Sweep removes
+	// SweepBatch (default 32) is the most expired records Sweep removes
 	// in one write transaction.
 	SweepBatch int
 

@@ -10,11 +10,12 @@ import (
 // Swept counts what one Sweep removed.
 type Swept = store.Swept
 
-// defaultSweepBatch bounds one sweep transaction: removing an expired token
-// with its index entries costs bbolt about 12 µs on a busy 2-core machine,
-// so 250 of them hold the write lock about 3 ms besides the commit, the
-// same order as the commit itself (docs/BENCHMARKS.md, "Store at scale").
-const defaultSweepBatch = 250
+// defaultSweepBatch bounds one sweep transaction. Its cost is mostly the
+// commit: token fingerprints are random, so every removed token dirties
+// its own leaf pages (record, party and expiry indexes). 32 keep a sweep
+// transaction near the cost of one signHash commit (docs/BENCHMARKS.md,
+// "Sweeping").
+const defaultSweepBatch = 32
 
 // Sweep removes expired access tokens, SAD, pending requests, codes (and
 // code tombstones) and login sessions. It works in write transactions of

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"testing"
 	"time"
@@ -25,8 +26,9 @@ import (
 //   - token: one live token by fingerprint (the bearer check);
 //   - consume: one SAD read, deleted and its audit entry appended in one
 //     Update (signHash's transaction; storetest.BenchConsume);
-//   - sweep: one bounded sweep transaction removing 250 expired tokens
-//     (oauth.Sweep's batch) while the N live ones stay.
+//   - sweep: one bounded sweep transaction removing sweepBatch expired
+//     SADs (random fingerprints, as issued) while the N live ones stay;
+//     ms-in-tx/op is its time before the commit.
 //
 // The files grow from N to the next N in the same run, so every size is
 // measured on the same files. Keys are loaded in ascending order (credential
@@ -148,14 +150,16 @@ func BenchmarkScale(b *testing.B) {
 			storetest.BenchConsume(b, db)
 		})
 		b.Run(fmt.Sprintf("N=%d/sweep", n), func(b *testing.B) {
-			const batch = 250
+			const batch = sweepBatch
 			var inTx time.Duration
 			defer func() { b.ReportMetric(float64(inTx.Microseconds())/float64(b.N)/1000, "ms-in-tx/op") }()
 			for b.Loop() {
 				b.StopTimer()
 				err := db.Update(ctx, func(tx store.Tx) error {
 					for i := range batch {
-						if err := tx.CreateToken(newSAD(now.Add(-time.Hour + time.Duration(i)))); err != nil {
+						sad := newSAD(now.Add(-time.Hour + time.Duration(i)))
+						sad.Hash = store.Fingerprint(fmt.Sprint("expired ", seq)) // random, as issued
+						if err := tx.CreateToken(sad); err != nil {
 							return err
 						}
 					}
@@ -178,5 +182,89 @@ func BenchmarkScale(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// sweepBatch is oauth's default Config.SweepBatch.
+const sweepBatch = 32
+
+// BenchmarkSweepHold compares, for M = 1 k, 10 k and 100 k expired SADs
+// (random fingerprints, as issued) in a bbolt file, a sweep that removes
+// all of them in one write transaction (DeleteExpiredTokens: oauth.Sweep
+// before it worked in batches) with the batched sweep (SweepExpired of
+// sweepBatch until fewer are left). ms-lock-p50 and ms-lock-max are the
+// median and the longest time one transaction held the store's write lock,
+// commit included; tx/op the transactions per sweep. -short skips it.
+func BenchmarkSweepHold(b *testing.B) {
+	if testing.Short() {
+		b.Skip("fills stores with up to 100 k expired SADs")
+	}
+	ctx := context.Background()
+	now := time.Now()
+	digest := make([]byte, 32)
+	for _, m := range []int{1_000, 10_000, 100_000} {
+		fill := func(b *testing.B, db *bolt.DB) {
+			for lo := 0; lo < m; lo += 20_000 {
+				err := db.Update(ctx, func(tx store.Tx) error {
+					for i := lo; i < min(lo+20_000, m); i++ {
+						err := tx.CreateToken(&store.Token{Hash: store.Fingerprint(fmt.Sprint("sad-", i)), Kind: store.TokenSAD,
+							ClientID: "rp", Username: "alice", CredentialID: "cred-1", Hashes: [][]byte{digest},
+							ExpiresAt: now.Add(-time.Hour + time.Duration(i)*time.Millisecond)})
+						if err != nil {
+							return err
+						}
+					}
+					return nil
+				})
+				if err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+		for _, batched := range []bool{false, true} {
+			name := fmt.Sprintf("M=%d/one-transaction", m)
+			if batched {
+				name = fmt.Sprintf("M=%d/batches-of-%d", m, sweepBatch)
+			}
+			b.Run(name, func(b *testing.B) {
+				var durs []time.Duration
+				for b.Loop() {
+					b.StopTimer()
+					db := mustOpen(b, bolt.Options{})
+					fill(b, db)
+					b.StartTimer()
+					removed := 0
+					for {
+						start := time.Now()
+						var n int
+						err := db.Update(ctx, func(tx store.Tx) (err error) {
+							if !batched {
+								n, err = tx.DeleteExpiredTokens(now)
+								return err
+							}
+							s, err := tx.SweepExpired(now, sweepBatch)
+							n = s.Total()
+							return err
+						})
+						if err != nil {
+							b.Fatal(err)
+						}
+						durs = append(durs, time.Since(start))
+						removed += n
+						if !batched || n < sweepBatch {
+							break
+						}
+					}
+					if removed != m {
+						b.Fatalf("removed %d of %d", removed, m)
+					}
+				}
+				slices.Sort(durs)
+				ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+				b.ReportMetric(ms(durs[len(durs)/2]), "ms-lock-p50")
+				b.ReportMetric(ms(durs[len(durs)-1]), "ms-lock-max")
+				b.ReportMetric(float64(len(durs))/float64(b.N), "tx/op")
+			})
+		}
 	}
 }
