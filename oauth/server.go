@@ -50,6 +50,10 @@ type Config struct {
 	MaxConcurrentHashes int
 	HashWait            time.Duration
 
+	// SweepBatch (default 32) is the most expired records Sweep removes
+	// in one write transaction.
+	SweepBatch int
+
 	Logger *slog.Logger     // nil = discard
 	Now    func() time.Time // nil = time.Now
 }
@@ -124,6 +128,9 @@ func New(cfg Config) (*Server, error) {
 	def(&cfg.HashWait, 30*time.Second)
 	if cfg.MaxFailures <= 0 {
 		cfg.MaxFailures = 5
+	}
+	if cfg.SweepBatch <= 0 {
+		cfg.SweepBatch = defaultSweepBatch
 	}
 	if cfg.MaxConcurrentHashes <= 0 {
 		cfg.MaxConcurrentHashes = 2 * runtime.GOMAXPROCS(0)

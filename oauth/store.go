@@ -14,6 +14,8 @@ type Tx interface {
 	store.TokenTx
 	// AuthFlowTx: pending requests, codes and login sessions.
 	store.AuthFlowTx
+	// SweepTx: the sweeper's bounded removal of expired records.
+	store.SweepTx
 	// ClientReader: the client of each request.
 	store.ClientReader
 	// UserReader: the user logging in, and the user of a redeemed code.

@@ -3,36 +3,54 @@ package oauth
 import (
 	"context"
 	"time"
+
+	"github.com/signd/signd/store"
 )
 
 // Swept counts what one Sweep removed.
-type Swept struct {
-	Tokens, Requests, Codes, Sessions int
-}
+type Swept = store.Swept
+
+// defaultSweepBatch bounds one sweep transaction. Its cost is mostly the
+// commit: token fingerprints are random, so every removed token dirties
+// its own leaf pages (record, party and expiry indexes). 32 keep a sweep
+// transaction near the cost of one signHash commit (docs/BENCHMARKS.md,
+// "Sweeping").
+const defaultSweepBatch = 32
 
 // Sweep removes expired access tokens, SAD, pending requests, codes (and
-// code tombstones) and login sessions, in one write transaction. Its cost
-// follows what it removes, not what is stored.
+// code tombstones) and login sessions. It works in write transactions of
+// at most Config.SweepBatch records (store.SweepTx) until a transaction
+// finds fewer, so it never holds the store's write lock for long however
+// much has expired; between two transactions it waits as long as the last
+// one took, so the writes of requests (signHash, token issue) waiting for
+// the lock get it. Its cost follows what it removes, not what is stored.
+// On an error, what earlier transactions removed stays removed and is
+// counted.
 func (s *Server) Sweep(ctx context.Context) (Swept, error) {
-	var n Swept
+	var total Swept
 	now := s.now()
-	err := s.store.Update(ctx, func(tx Tx) (err error) {
-		if n.Tokens, err = tx.DeleteExpiredTokens(now); err != nil {
+	for {
+		var n Swept
+		start := time.Now() // the pause measures the lock's real hold time, not the store clock
+		err := s.store.Update(ctx, func(tx Tx) (err error) {
+			n, err = tx.SweepExpired(now, s.cfg.SweepBatch)
 			return err
+		})
+		if err != nil {
+			return total, err
 		}
-		if n.Requests, err = tx.DeleteExpiredAuthRequests(now); err != nil {
-			return err
+		total.Add(n)
+		if n.Total() < s.cfg.SweepBatch {
+			return total, nil
 		}
-		if n.Codes, err = tx.DeleteExpiredCodes(now); err != nil {
-			return err
+		pause := time.NewTimer(time.Since(start))
+		select {
+		case <-ctx.Done():
+			pause.Stop()
+			return total, ctx.Err()
+		case <-pause.C:
 		}
-		n.Sessions, err = tx.DeleteExpiredSessions(now)
-		return err
-	})
-	if err != nil {
-		return Swept{}, err
 	}
-	return n, nil
 }
 
 // StartSweeper runs Sweep every interval in the background until the

@@ -104,4 +104,6 @@ type OAuthTx interface {
 	// RevokeTx revokes what hangs on a user, client or credential
 	// (revoke.go).
 	RevokeTx
+	// SweepTx removes expired records in bounded portions (sweep.go).
+	SweepTx
 }

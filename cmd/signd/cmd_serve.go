@@ -10,12 +10,14 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/signd/signd/cmd/signd/admin"
 	"github.com/signd/signd/config"
+	"github.com/signd/signd/store"
 )
 
 func (a *app) serveCmd() *cobra.Command {
@@ -65,7 +67,7 @@ func (a *app) serve(ctx context.Context, cfg *config.Config) error {
 	}
 	defer token.Close()
 	mx.watchToken(token.Status)
-	hasher, err := a.hasher()
+	hasher, err := a.startupHasher()
 	if err != nil {
 		return err
 	}
@@ -215,4 +217,23 @@ func listenAdmin(path string, adminGID int, logger *slog.Logger) (net.Listener, 
 	}
 	access := admin.Access{UID: uint32(os.Geteuid()), AdminGID: adminGID}
 	return &admin.Listener{Listener: ln, Access: access, Logger: logger}, nil
+}
+
+// startupHasher builds the password hasher, which checks the argon2id cost
+// at start-up by hashing once with it (store.NewHasher: a refused or
+// failing configuration stops the daemon here, not at the first login).
+// That hash's working memory (store.DefaultArgon2Params: 64 MiB) is garbage
+// once NewHasher returns, but the Go runtime would keep it mapped, and the
+// collection that ran during the hash sets the next heap goal to twice
+// that: the daemon would idle at about 90 MiB resident and grow to about
+// 170 MiB before its next collection. debug.FreeOSMemory collects at once
+// and returns the free pages to the kernel (docs/BENCHMARKS.md, "Idle
+// memory"); it runs once, before the listeners accept.
+func (a *app) startupHasher() (*store.Hasher, error) {
+	h, err := a.hasher()
+	if err != nil {
+		return nil, err
+	}
+	debug.FreeOSMemory()
+	return h, nil
 }

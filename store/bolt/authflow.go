@@ -218,9 +218,10 @@ func (t *tx) removeExpiring(k expiring, hash []byte) (bool, error) {
 	return true, t.delete(k.index, expiryKey(exp, hash))
 }
 
-// deleteExpired removes every record of kind k whose index says it expired
-// at or before now.
-func (t *tx) deleteExpired(k expiring, now time.Time) (int, error) {
+// deleteExpired removes the records of kind k whose index says they expired
+// at or before now, at most limit of them (all when limit is 0), earliest
+// expiry first.
+func (t *tx) deleteExpired(k expiring, now time.Time, limit int) (int, error) {
 	if err := t.writable(); err != nil {
 		return 0, err
 	}
@@ -228,10 +229,10 @@ func (t *tx) deleteExpired(k expiring, now time.Time) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	limit := expiryKey(now.Add(1), nil)
+	end := expiryKey(now.Add(1), nil)
 	var keys [][]byte
 	c := idx.Cursor()
-	for key, _ := c.First(); key != nil && string(key) < limit; key, _ = c.Next() {
+	for key, _ := c.First(); key != nil && string(key) < end && (limit == 0 || len(keys) < limit); key, _ = c.Next() {
 		if len(key) < 8 { // not written by createExpiring: expiry ‖ hash
 			return 0, fmt.Errorf("store: %s has a malformed key %x", k.index, key)
 		}
@@ -321,7 +322,7 @@ func (t *tx) DeleteAuthRequest(hash []byte) error {
 
 // DeleteExpiredAuthRequests implements store.AuthFlowTx.
 func (t *tx) DeleteExpiredAuthRequests(now time.Time) (int, error) {
-	return t.deleteExpired(requestsKind, now)
+	return t.deleteExpired(requestsKind, now, 0)
 }
 
 // Authorization codes.
@@ -385,7 +386,7 @@ func (t *tx) RedeemCode(hash []byte, at, keepUntil time.Time) error {
 
 // DeleteExpiredCodes implements store.AuthFlowTx.
 func (t *tx) DeleteExpiredCodes(now time.Time) (int, error) {
-	return t.deleteExpired(codesKind, now)
+	return t.deleteExpired(codesKind, now, 0)
 }
 
 // Login sessions.
@@ -431,5 +432,17 @@ func (t *tx) DeleteSession(hash []byte) error {
 
 // DeleteExpiredSessions implements store.AuthFlowTx.
 func (t *tx) DeleteExpiredSessions(now time.Time) (int, error) {
-	return t.deleteExpired(sessionsKind, now)
+	return t.deleteExpired(sessionsKind, now, 0)
+}
+
+// SweepExpired implements store.SweepTx.
+func (t *tx) SweepExpired(now time.Time, limit int) (store.Swept, error) {
+	if err := t.writable(); err != nil {
+		return store.Swept{}, err
+	}
+	kind := func(k expiring) func(int) (int, error) {
+		return func(n int) (int, error) { return t.deleteExpired(k, now, n) }
+	}
+	return store.SweepKinds(limit, func(n int) (int, error) { return t.deleteExpiredTokens(now, n) },
+		kind(requestsKind), kind(codesKind), kind(sessionsKind))
 }

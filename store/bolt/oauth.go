@@ -161,6 +161,12 @@ func (t *tx) DeleteTokensByCode(codeHash []byte) (int, error) {
 
 // DeleteExpiredTokens implements store.OAuthTx.
 func (t *tx) DeleteExpiredTokens(now time.Time) (int, error) {
+	return t.deleteExpiredTokens(now, 0)
+}
+
+// deleteExpiredTokens removes tokens that expired at or before now, at
+// most limit of them (all when limit is 0), earliest expiry first.
+func (t *tx) deleteExpiredTokens(now time.Time, limit int) (int, error) {
 	if err := t.writable(); err != nil {
 		return 0, err
 	}
@@ -168,10 +174,10 @@ func (t *tx) DeleteExpiredTokens(now time.Time) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	limit := expiryKey(now.Add(1), nil) // every key below this has expired
+	end := expiryKey(now.Add(1), nil) // every key below this has expired
 	var hashes [][]byte
 	c := b.Cursor()
-	for k, _ := c.First(); k != nil && string(k) < limit; k, _ = c.Next() {
+	for k, _ := c.First(); k != nil && string(k) < end && (limit == 0 || len(hashes) < limit); k, _ = c.Next() {
 		if len(k) < 8 { // not written by CreateToken: expiry ‖ hash
 			return 0, fmt.Errorf("store: %s has a malformed key %x", bucketTokensByExp, k)
 		}

@@ -42,8 +42,9 @@
 //	expiry indexes         expiry (8-byte big-endian Unix ns, clamped at 0) ‖ fingerprint
 //	party indexes          tag, name, 0x00 ‖ fingerprint (tags 'u', 's', 'c', 'k')
 //
-// Sweeping (Delete*Expired) walks the expiry index up to now and revocation
-// walks one party range, so each costs what it removes, not what is stored.
+// Sweeping (Delete*Expired, SweepExpired) walks the expiry index up to now
+// (SweepExpired stops at its limit) and revocation walks one party range,
+// so each costs what it removes, not what is stored.
 //
 // # Beyond store.Store
 //

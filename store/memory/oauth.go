@@ -104,19 +104,26 @@ func (t *tx) DeleteExpiredTokens(now time.Time) (int, error) {
 	if err := t.writes(); err != nil {
 		return 0, err
 	}
-	hashes := t.s.tokens.expired(now)
+	return t.deleteExpiredTokens(now, 0), nil
+}
+
+// deleteExpiredTokens removes tokens that expired at or before now, at
+// most limit of them (all when limit is 0).
+func (t *tx) deleteExpiredTokens(now time.Time, limit int) int {
+	hashes := t.s.tokens.expired(now, limit)
 	for _, h := range hashes {
 		t.removeToken(h)
 	}
-	return len(hashes), nil
+	return len(hashes)
 }
 
-// deleteExpired removes the records of x that expired at or before now.
-func deleteExpired[R any](t *tx, x expiring[R], now time.Time) (int, error) {
+// deleteExpired removes the records of x that expired at or before now, at
+// most limit of them (all when limit is 0).
+func deleteExpired[R any](t *tx, x expiring[R], now time.Time, limit int) (int, error) {
 	if err := t.writes(); err != nil {
 		return 0, err
 	}
-	hashes := x.expired(now)
+	hashes := x.expired(now, limit)
 	for _, h := range hashes {
 		x.remove(h)
 	}
@@ -174,7 +181,7 @@ func (t *tx) DeleteAuthRequest(hash []byte) error {
 
 // DeleteExpiredAuthRequests implements store.AuthFlowTx.
 func (t *tx) DeleteExpiredAuthRequests(now time.Time) (int, error) {
-	return deleteExpired(t, t.s.requests, now)
+	return deleteExpired(t, t.s.requests, now, 0)
 }
 
 // CreateCode implements store.AuthFlowTx.
@@ -227,7 +234,7 @@ func (t *tx) RedeemCode(hash []byte, at, keepUntil time.Time) error {
 
 // DeleteExpiredCodes implements store.AuthFlowTx.
 func (t *tx) DeleteExpiredCodes(now time.Time) (int, error) {
-	return deleteExpired(t, t.s.codes, now)
+	return deleteExpired(t, t.s.codes, now, 0)
 }
 
 // CreateSession implements store.AuthFlowTx.
@@ -266,5 +273,16 @@ func (t *tx) DeleteSession(hash []byte) error {
 
 // DeleteExpiredSessions implements store.AuthFlowTx.
 func (t *tx) DeleteExpiredSessions(now time.Time) (int, error) {
-	return deleteExpired(t, t.s.sessions, now)
+	return deleteExpired(t, t.s.sessions, now, 0)
+}
+
+// SweepExpired implements store.SweepTx.
+func (t *tx) SweepExpired(now time.Time, limit int) (store.Swept, error) {
+	if err := t.writes(); err != nil {
+		return store.Swept{}, err
+	}
+	return store.SweepKinds(limit, func(n int) (int, error) { return t.deleteExpiredTokens(now, n), nil },
+		func(n int) (int, error) { return deleteExpired(t, t.s.requests, now, n) },
+		func(n int) (int, error) { return deleteExpired(t, t.s.codes, now, n) },
+		func(n int) (int, error) { return deleteExpired(t, t.s.sessions, now, n) })
 }

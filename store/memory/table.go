@@ -165,13 +165,14 @@ func (x expiring[R]) unindex(h string, r R) {
 }
 
 // expired returns the fingerprints of the records that expired at or before
-// now: a walk of the expiry index up to now, costing what it returns.
-func (x expiring[R]) expired(now time.Time) [][]byte {
-	limit := expiryKey(now.Add(1), "") // every key below this has expired
+// now, at most limit of them (all when limit is 0), earliest first: a walk
+// of the expiry index up to now, costing what it returns.
+func (x expiring[R]) expired(now time.Time, limit int) [][]byte {
+	end := expiryKey(now.Add(1), "") // every key below this has expired
 	var out [][]byte
-	x.byExpiry.below(limit, func(k string, _ struct{}) bool {
+	x.byExpiry.below(end, func(k string, _ struct{}) bool {
 		out = append(out, []byte(k[8:]))
-		return true
+		return limit == 0 || len(out) < limit
 	})
 	return out
 }

@@ -517,6 +517,7 @@ func testReadOnlyAll(t *testing.T, s store.Store) {
 		}},
 		{"DeleteSession", func(tx store.Tx) error { return tx.DeleteSession(store.Fingerprint("session")) }},
 		{"DeleteExpiredSessions", func(tx store.Tx) error { return n(tx.DeleteExpiredSessions) }},
+		{"SweepExpired", func(tx store.Tx) error { _, err := tx.SweepExpired(exp, 10); return err }},
 		{"CreateSigningKey", func(tx store.Tx) error { return tx.CreateSigningKey(newSigningKey("other", now)) }},
 		{"PutSigningKey", func(tx store.Tx) error {
 			k := *key

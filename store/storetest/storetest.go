@@ -52,6 +52,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"Codes", testCodes},
 		{"Sessions", testSessions},
 		{"ExpiredFlows", testExpiredFlows},
+		{"SweepExpired", testSweepExpired},
 		{"ConcurrentRedeem", testConcurrentRedeem},
 		{"SigningKeys", testSigningKeys},
 		{"Revoke", testRevoke},
