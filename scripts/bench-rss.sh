@@ -32,33 +32,10 @@ echo "# signd resident memory: idle, under signHash load, after (scripts/bench-r
 CGO_ENABLED=1 go build -o bin/signd ./cmd/signd
 CGO_ENABLED=1 go build -o bin/signd-load ./cmd/signd-load
 
-umask 077
-pin=$(openssl rand -hex 8)
-conf_line=$(SOFTHSM_USER_PIN=$pin SOFTHSM_SO_PIN=$(openssl rand -hex 8) softhsm-test/init-token.sh "$work/softhsm" signd-rss)
-export "${conf_line?}"
-printf '%s\n' "$pin" >"$work/pkcs11.pin"
-cfg=$work/signd.yaml
-cat >"$cfg" <<YAML
-server:
-  listen: 127.0.0.1:0
-  base_url: http://127.0.0.1:8443
-  admin_socket: $work/signd.sock
-store:
-  path: $work/signd.db
-pkcs11:
-  module: ${SIGND_TEST_PKCS11_MODULE:-/usr/lib/softhsm/libsofthsm2.so}
-  token_label: signd-rss
-  pin_file: $work/pkcs11.pin
-log:
-  level: info
-  format: json
-oidc:
-  pairwise_salt_file: $work/pairwise.salt
-YAML
-openssl rand -hex 16 >"$work/password"
-bin/signd --config "$cfg" user add bench --password-file "$work/password" >/dev/null
-bin/signd --config "$cfg" client add bench-client --redirect-uri https://bench.invalid/cb >/dev/null 2>&1
-cred=$(scripts/enroll-key.sh --config "$cfg" --signd bin/signd --user bench --dev-ca "$work/ca" 2>/dev/null | tail -n 1)
+# shellcheck source=scripts/lib-bench.sh
+. scripts/lib-bench.sh
+bench_config "$work" 127.0.0.1:0 http://127.0.0.1:8443 127.0.0.1:9464 info
+bench_signer "$work"
 
 bins="bin/signd"
 [ -z "$base" ] || bins="$base bin/signd"
@@ -75,17 +52,7 @@ kib() { awk -v k="$2" '$1 == k":" {print $2}' "/proc/$1/status"; }
 echo "## each run: signd serve; sleep ${settle}s; VmRSS (idle); signd-load http -c $conc ${secs}s; VmHWM (peak), VmRSS (load); sleep ${after}s; VmRSS (after)"
 for r in $(seq 1 "$rounds"); do
   for b in $bins; do
-    : >"$work/signd.log"
-    "$b" --config "$cfg" serve 2>"$work/signd.log" &
-    daemon=$!
-    addr=""
-    for _ in $(seq 1 100); do
-      addr=$(sed -n 's/.*"msg":"signd ready".*"listen":"\([^"]*\)".*/\1/p' "$work/signd.log" | head -n 1)
-      [ -n "$addr" ] && break
-      kill -0 "$daemon" 2>/dev/null || { cat "$work/signd.log" >&2; exit 1; }
-      sleep 0.1
-    done
-    [ -n "$addr" ] || { echo "signd did not start" >&2; cat "$work/signd.log" >&2; exit 1; }
+    bench_start "$b" "$work/signd.log"
     sleep "$settle"
     idle=$(kib "$daemon" VmRSS) idle_anon=$(kib "$daemon" RssAnon)
     rate=$(bin/signd-load http --url "http://$addr" --in "$work/sads-$r-$(basename "$b").json" --concurrency "$conc" --duration "${secs}s" |

@@ -30,11 +30,7 @@ CGO_ENABLED=1 go build -o bin/signd-load ./cmd/signd-load
 # shellcheck source=scripts/lib-bench.sh
 . scripts/lib-bench.sh
 bench_config "$work" 127.0.0.1:0 http://127.0.0.1:8443 127.0.0.1:9464 info
-signd() { bin/signd --config "$cfg" "$@"; }
-openssl rand -hex 16 >"$work/password"
-signd user add bench --password-file "$work/password" >/dev/null
-signd client add bench-client --redirect-uri https://bench.invalid/cb >/dev/null 2>&1
-cred=$(scripts/enroll-key.sh --config "$cfg" --signd bin/signd --user bench --dev-ca "$work/ca" 2>/dev/null | tail -n 1)
+bench_signer "$work"
 
 # The two measurements alternate, ROUNDS times per concurrency, and the
 # medians are compared: the machine's other load drifts, so (a) and (b) are
@@ -48,16 +44,7 @@ for c in $levels; do
   done
 done
 
-bin/signd --config "$cfg" serve 2>"$work/signd.log" &
-daemon=$!
-addr=""
-for _ in $(seq 1 100); do
-  addr=$(sed -n 's/.*"msg":"signd ready".*"listen":"\([^"]*\)".*/\1/p' "$work/signd.log" | head -n 1)
-  [ -n "$addr" ] && break
-  kill -0 "$daemon" 2>/dev/null || { cat "$work/signd.log" >&2; exit 1; }
-  sleep 0.1
-done
-[ -n "$addr" ] || { echo "signd did not start" >&2; cat "$work/signd.log" >&2; exit 1; }
+bench_start bin/signd "$work/signd.log"
 rss_start=$(awk '/^VmHWM/ {print $2}' "/proc/$daemon/status")
 
 echo "## (a) bin/signd-load hsm --concurrency C --duration ${secs}s   (b) bin/signd-load http --url http://$addr --concurrency C --duration ${secs}s; $rounds rounds each, alternating"

@@ -36,3 +36,35 @@ oidc:
 ${extra}
 YAML
 }
+
+# bench_signer WORK: the user bench (password in WORK/password), the client
+# bench-client and an RSA-2048 credential enrolled with a development CA in
+# WORK/ca, on the configuration bench_config wrote. Sets cred to the
+# credential's ID.
+bench_signer() {
+  local work=$1
+  openssl rand -hex 16 >"$work/password"
+  bin/signd --config "$cfg" user add bench --password-file "$work/password" >/dev/null
+  bin/signd --config "$cfg" client add bench-client --redirect-uri https://bench.invalid/cb >/dev/null 2>&1
+  cred=$(scripts/enroll-key.sh --config "$cfg" --signd bin/signd --user bench --dev-ca "$work/ca" 2>/dev/null | tail -n 1)
+}
+
+# bench_start BIN LOG: starts `BIN --config $cfg serve` with its log in LOG
+# and waits until it says it is ready (log level info). Sets daemon to its
+# PID and addr to the address it listens on; exits with the log when it
+# does not start.
+bench_start() {
+  local bin=$1 log=$2
+  "$bin" --config "$cfg" serve 2>"$log" &
+  daemon=$!
+  addr=""
+  for _ in $(seq 1 100); do
+    addr=$(sed -n 's/.*"msg":"signd ready".*"listen":"\([^"]*\)".*/\1/p' "$log" | head -n 1)
+    [ -n "$addr" ] && return 0
+    kill -0 "$daemon" 2>/dev/null || { cat "$log" >&2; exit 1; }
+    sleep 0.1
+  done
+  echo "signd did not start" >&2
+  cat "$log" >&2
+  exit 1
+}
