@@ -245,26 +245,7 @@ func TestSADParallelUsesGroupCommit(t *testing.T) {
 	d := digest("group commit race")
 	sad := e.sad("alice", "rp1", cred, 5*time.Minute, d)
 	const n = 24
-	results := make([]response, n)
-	var wg sync.WaitGroup
-	start := make(chan struct{})
-	for i := range n {
-		wg.Go(func() {
-			<-start
-			results[i] = e.call("signatures/signHash", bearer, signHashBody(cred, sad, d))
-		})
-	}
-	close(start)
-	wg.Wait()
-	ok := 0
-	for _, r := range results {
-		if r.status == http.StatusOK {
-			ok++
-			e.verify(cred, d, signatures(t, r)[0])
-			continue
-		}
-		wantError(t, r, http.StatusBadRequest, "invalid_request", "Invalid parameter SAD")
-	}
+	ok := e.raceSAD(t, n, bearer, cred, sad, d)
 	if ok != 1 {
 		t.Errorf("%d signatures from one SAD, want exactly 1", ok)
 	}

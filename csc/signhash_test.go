@@ -118,27 +118,7 @@ func TestSADTenParallelUses(t *testing.T) {
 	d := digest("parallel")
 	sad := e.sad("alice", "rp1", cred, 5*time.Minute, d)
 	const n = 10
-	results := make([]response, n)
-	var wg sync.WaitGroup
-	start := make(chan struct{})
-	for i := range n {
-		wg.Go(func() {
-			<-start
-			results[i] = e.call("signatures/signHash", bearer, signHashBody(cred, sad, d))
-		})
-	}
-	close(start)
-	wg.Wait()
-	ok := 0
-	for _, r := range results {
-		switch {
-		case r.status == http.StatusOK:
-			ok++
-			e.verify(cred, d, signatures(t, r)[0])
-		default:
-			wantError(t, r, http.StatusBadRequest, "invalid_request", "Invalid parameter SAD")
-		}
-	}
+	ok := e.raceSAD(t, n, bearer, cred, sad, d)
 	if ok != 1 {
 		t.Errorf("%d signatures from one SAD, want exactly 1", ok)
 	}
@@ -323,4 +303,31 @@ type brokenBatch struct{ envStore }
 
 func (brokenBatch) Batch(context.Context, func(csc.Tx) error) error {
 	return errors.New("store: write /var/lib/signd/signd.db: no space left on device")
+}
+
+// raceSAD presents one SAD in n signHash requests released at once and
+// returns how many got a signature. Every signature must verify over d and
+// every other answer must be the spent-SAD refusal.
+func (e *env) raceSAD(t *testing.T, n int, bearer, cred, sad string, d []byte) (ok int) {
+	t.Helper()
+	results := make([]response, n)
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for i := range n {
+		wg.Go(func() {
+			<-start
+			results[i] = e.call("signatures/signHash", bearer, signHashBody(cred, sad, d))
+		})
+	}
+	close(start)
+	wg.Wait()
+	for _, r := range results {
+		if r.status == http.StatusOK {
+			ok++
+			e.verify(cred, d, signatures(t, r)[0])
+			continue
+		}
+		wantError(t, r, http.StatusBadRequest, "invalid_request", "Invalid parameter SAD")
+	}
+	return ok
 }
