@@ -599,6 +599,14 @@ func TestEnvValues(t *testing.T) {
 			wantErr: `server.metrics_listen: ":8443" uses the port of server.listen (127.0.0.1:8443)`},
 		{name: "hash cap", env: "SIGND_CSC_MAX_HASHES_PER_REQUEST", value: "10001",
 			wantErr: `csc.max_hashes_per_request: must be between 1 and 10000, got 10001`},
+		{name: "sweep batch", env: "SIGND_OAUTH_SWEEP_BATCH", value: "500",
+			check: func(c *Config) bool { return c.OAuth.SweepBatch == 500 }},
+		{name: "sweep batch zero", env: "SIGND_OAUTH_SWEEP_BATCH", value: "0",
+			wantErr: `oauth.sweep_batch: must be between 1 and 10000, got 0`},
+		{name: "sweep batch too large", env: "SIGND_OAUTH_SWEEP_BATCH", value: "10001",
+			wantErr: `oauth.sweep_batch: must be between 1 and 10000, got 10001`},
+		{name: "sweep batch not a number", env: "SIGND_OAUTH_SWEEP_BATCH", value: "many",
+			wantErr: `oauth.sweep_batch`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -21,6 +21,7 @@ type OAuthConfig struct {
 	SessionTTL     time.Duration `mapstructure:"session_ttl"`
 	MaxFailures    int           `mapstructure:"max_failures"`
 	SweepInterval  time.Duration `mapstructure:"sweep_interval"`
+	SweepBatch     int           `mapstructure:"sweep_batch"`
 }
 
 // CSCConfig is the csc.* section: what /csc/v1/info reports, paging, and
@@ -64,6 +65,8 @@ func serviceKeys() []Key {
 			Usage: "wrong passwords (or PINs) in a row that lock the account (or PIN)"},
 		{Name: "oauth.sweep_interval", Default: time.Minute,
 			Usage: "how often expired codes, tokens, SAD and requests are removed"},
+		{Name: "oauth.sweep_batch", Default: 32,
+			Usage: "most expired records one sweep transaction removes (bounds how long it holds the write lock)"},
 
 		// csc
 		{Name: "csc.name", Default: "signd",
@@ -111,6 +114,7 @@ func (o *OAuthConfig) checks() []check {
 		{"oauth.session_ttl", within(o.SessionTTL, time.Minute, 30*24*time.Hour)},
 		{"oauth.max_failures", between(o.MaxFailures, 1, 100)},
 		{"oauth.sweep_interval", within(o.SweepInterval, time.Second, time.Hour)},
+		{"oauth.sweep_batch", between(o.SweepBatch, 1, 10000)},
 	}
 }
 

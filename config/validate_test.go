@@ -33,7 +33,7 @@ func defaultOAuth() OAuthConfig {
 	return OAuthConfig{
 		CodeTTL: time.Minute, AccessTokenTTL: time.Hour, SADTTL: 5 * time.Minute,
 		LoginTimeout: 10 * time.Minute, ConsentTimeout: 5 * time.Minute, ProcessTimeout: 10 * time.Minute,
-		SessionTTL: 8 * time.Hour, MaxFailures: 5, SweepInterval: time.Minute,
+		SessionTTL: 8 * time.Hour, MaxFailures: 5, SweepInterval: time.Minute, SweepBatch: 32,
 	}
 }
 

@@ -32,6 +32,7 @@ func (s *services) oauthServer(provider *oidc.Provider) (*oauth.Server, error) {
 		ProcessTimeout: o.ProcessTimeout,
 		SessionTTL:     o.SessionTTL,
 		MaxFailures:    o.MaxFailures,
+		SweepBatch:     o.SweepBatch,
 		Logger:         s.logger.With("service", "oauth"),
 		Now:            s.now,
 	})
