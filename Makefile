@@ -49,9 +49,14 @@ fuzz: ## Run every fuzz target for FUZZTIME (default 30s) each, one after anothe
 	FUZZTIME=$(FUZZTIME) GO=$(GO) bash scripts/fuzz.sh
 
 .PHONY: bench
-bench: ## Benchmark HSM signing beside `openssl speed`, HTTP signHash vs raw HSM, then bench-token (docs/BENCHMARKS.md).
+bench: ## Benchmark HSM signing beside `openssl speed`, HTTP signHash vs raw HSM, then bench-rss and bench-token (docs/BENCHMARKS.md).
 	bash scripts/bench.sh
+	$(MAKE) bench-rss
 	bash scripts/bench-token.sh
+
+.PHONY: bench-rss
+bench-rss: ## The daemon's RSS idle, under signHash load and after (BASELINE=path/to/old/signd compares; ROUNDS, LOAD_SECONDS).
+	@w=$$(mktemp -d); trap 'rm -rf "$$w"' EXIT; bash scripts/bench-rss.sh "$$w" $(BASELINE)
 
 .PHONY: bench-token
 bench-token: ## Code→token exchanges/s of signd vs node-oidc-provider 9.x (needs node, npm; ROUNDS, C, N, LOAD_SECONDS).

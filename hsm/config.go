@@ -16,8 +16,12 @@ type Config struct {
 	AcquireTimeout    time.Duration // longest wait for a pool session; 0 = 2s
 	MinRSABits        int           // smallest RSA key accepted for signing; 0 = 2048
 	AllowImportedKeys bool          // tests only: accept keys that were not generated inside the token
-	Logger            *slog.Logger  // nil = discard
-	Metrics           Metrics       // nil = none
+	// KeyCacheSize bounds the cache of loaded private-key handles (one
+	// entry per key ID signed with); 0 = DefaultKeyCacheSize. A key that
+	// was evicted is found again on its next use.
+	KeyCacheSize int
+	Logger       *slog.Logger // nil = discard
+	Metrics      Metrics      // nil = none
 	// Wrap, tests only, wraps the loaded module for fault injection (see
 	// package hsmtest). nil = the module as it is.
 	Wrap func(Ctx) Ctx

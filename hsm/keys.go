@@ -72,9 +72,35 @@ func (t *Token) keyFor(s pkcs11.SessionHandle, id []byte) (cachedKey, error) {
 	}
 	ck = cachedKey{handle: h, pub: a.pub, label: a.label, gen: gen}
 	t.cacheMu.Lock()
+	if _, ok := t.cache[string(id)]; !ok && len(t.cache) >= t.cacheMax {
+		t.evictLocked(gen)
+	}
 	t.cache[string(id)] = ck
 	t.cacheMu.Unlock()
 	return ck, nil
+}
+
+// DefaultKeyCacheSize is the number of private-key handles a Token keeps
+// when Config.KeyCacheSize is not set: a few hundred KiB of memory.
+const DefaultKeyCacheSize = 4096
+
+// evictLocked makes room for one entry in the full key cache: it drops
+// every handle of an earlier generation (useless after a reconnect) and,
+// when that frees nothing, one entry chosen at random (Go's map iteration
+// order), which costs the evicted key one C_FindObjects on its next use.
+// The caller holds cacheMu.
+func (t *Token) evictLocked(gen uint64) {
+	for id, ck := range t.cache {
+		if ck.gen != gen {
+			delete(t.cache, id)
+		}
+	}
+	for id := range t.cache {
+		if len(t.cache) < t.cacheMax {
+			return
+		}
+		delete(t.cache, id)
+	}
 }
 
 // keyTemplate matches the RSA key of class with CKA_ID id. The class

@@ -50,6 +50,8 @@ type Token struct {
 
 	cacheMu sync.Mutex
 	cache   map[string]cachedKey // key ID → handle; flushed when gen changes
+	// cacheMax bounds len(cache) (Config.KeyCacheSize).
+	cacheMax int
 
 	genMu sync.Mutex // serializes GenerateRSA and ImportCertificate
 
@@ -91,6 +93,7 @@ func open(cfg Config, opt options) (*Token, error) {
 		backoffMin:     opt.backoffMin,
 		backoffMax:     opt.backoffMax,
 		cache:          make(map[string]cachedKey),
+		cacheMax:       cfg.KeyCacheSize,
 		bgDone:         make(chan struct{}),
 	}
 	if t.log == nil {
@@ -98,6 +101,9 @@ func open(cfg Config, opt options) (*Token, error) {
 	}
 	if t.poolSize <= 0 {
 		t.poolSize = runtime.GOMAXPROCS(0)
+	}
+	if t.cacheMax <= 0 {
+		t.cacheMax = DefaultKeyCacheSize
 	}
 	if t.acquireTimeout <= 0 {
 		t.acquireTimeout = defaultAcquireTimeout
