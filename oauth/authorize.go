@@ -91,13 +91,13 @@ func (s *Server) authorize(c echo.Context) error {
 		return newPageError(http.StatusBadRequest, lang, "errorpage.client")
 	}
 	scopes := splitScopes(params.Get("scope"))
-	profile, scopeErr := s.match(scopes)
+	profile, info, scopeErr := s.match(scopes)
 	redirectURI, sent := params.Get("redirect_uri"), params.Has("redirect_uri")
 	switch {
 	case sent && !slices.Contains(client.RedirectURIs, redirectURI):
 		s.log.Info("authorize: redirect_uri not registered", "client_id", client.ID)
 		return newPageError(http.StatusBadRequest, lang, "errorpage.redirect")
-	case !sent && profile != nil && profile.Info().RedirectURIOptional && len(client.RedirectURIs) == 1:
+	case !sent && profile != nil && info.RedirectURIOptional && len(client.RedirectURIs) == 1:
 		redirectURI = client.RedirectURIs[0]
 	case !sent:
 		return newPageError(http.StatusBadRequest, lang, "errorpage.redirect")
@@ -153,7 +153,7 @@ func (s *Server) authorize(c echo.Context) error {
 		return s.redirectError(c, t, err)
 	}
 	if az == nil {
-		return s.redirectError(c, t, fmt.Errorf("oauth: profile %s returned no authorization", profile.Info().Name))
+		return s.redirectError(c, t, fmt.Errorf("oauth: profile %s returned no authorization", info.Name))
 	}
 	granted := az.Scopes
 	if granted == nil {
@@ -172,7 +172,7 @@ func (s *Server) authorize(c echo.Context) error {
 		req: &store.AuthRequest{
 			Grant: store.Grant{
 				ClientID: client.ID, RedirectURI: redirectURI, RedirectURISent: sent,
-				Scopes: granted, Profile: profile.Info().Name, Params: az.Binding.Params,
+				Scopes: granted, Profile: info.Name, Params: az.Binding.Params,
 				Nonce: nonce, Lang: lang, SSO: az.Login.SSO, Prompt: promptString(az.Login.Prompt),
 				MaxAge: az.Login.MaxAge, HasMaxAge: az.Login.HasMaxAge, RequestedAt: now,
 			},
@@ -181,7 +181,7 @@ func (s *Server) authorize(c echo.Context) error {
 			ExpiresAt: now.Add(s.requestLifetime()),
 		},
 	}
-	if err := storeDetails(&f.req.Grant, s.detailTypes[f.req.Profile], az.Binding.Details); err != nil {
+	if err := storeDetails(&f.req.Grant, info.DetailType, az.Binding.Details); err != nil {
 		return s.redirectError(c, t, err)
 	}
 	if challenge != "" {

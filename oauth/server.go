@@ -66,6 +66,8 @@ type Server struct {
 	hasher   PasswordChecker
 	inflight inflight // guesses reserved and not yet settled
 	profiles []Profile
+	// infos[i] is profiles[i].Info(), read once by New.
+	infos []ProfileInfo
 	byName   map[string]Profile
 	// detailTypes maps a profile's name to its ProfileInfo.DetailType.
 	detailTypes map[string]string
@@ -167,6 +169,7 @@ func New(cfg Config) (*Server, error) {
 		}
 		s.byName[name] = p
 		s.detailTypes[name] = info.DetailType
+		s.infos = append(s.infos, info)
 	}
 	if s.pages, err = newPages(); err != nil {
 		return nil, err
@@ -215,25 +218,26 @@ func (s *Server) profileOf(name string) (Profile, error) {
 	return p, nil
 }
 
-// match returns the one profile that claims scopes, or invalid_scope.
-func (s *Server) match(scopes []string) (Profile, *Error) {
+// match returns the one profile that claims scopes and its ProfileInfo,
+// or invalid_scope.
+func (s *Server) match(scopes []string) (Profile, ProfileInfo, *Error) {
 	if len(scopes) == 0 {
-		return nil, Errorf(CodeInvalidScope, http.StatusBadRequest, "Missing parameter scope")
+		return nil, ProfileInfo{}, Errorf(CodeInvalidScope, http.StatusBadRequest, "Missing parameter scope")
 	}
-	var found Profile
-	for _, p := range s.profiles {
+	found := -1
+	for i, p := range s.profiles {
 		if !p.Match(scopes) {
 			continue
 		}
-		if found != nil {
-			return nil, Errorf(CodeInvalidScope, http.StatusBadRequest, "The requested scopes cannot be combined")
+		if found >= 0 {
+			return nil, ProfileInfo{}, Errorf(CodeInvalidScope, http.StatusBadRequest, "The requested scopes cannot be combined")
 		}
-		found = p
+		found = i
 	}
-	if found == nil {
-		return nil, Errorf(CodeInvalidScope, http.StatusBadRequest, "Unsupported scope")
+	if found < 0 {
+		return nil, ProfileInfo{}, Errorf(CodeInvalidScope, http.StatusBadRequest, "Unsupported scope")
 	}
-	return found, nil
+	return s.profiles[found], s.infos[found], nil
 }
 
 // request builds the profile's view of a grant.
