@@ -67,8 +67,8 @@ type Server struct {
 	inflight inflight // guesses reserved and not yet settled
 	profiles []Profile
 	// infos[i] is profiles[i].Info(), read once by New.
-	infos []ProfileInfo
-	byName   map[string]Profile
+	infos  []ProfileInfo
+	byName map[string]Profile
 	// detailTypes maps a profile's name to its ProfileInfo.DetailType.
 	detailTypes map[string]string
 	issuer      string
