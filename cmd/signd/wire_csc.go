@@ -7,21 +7,26 @@ import (
 
 	"github.com/signd/signd/csc"
 	"github.com/signd/signd/hsm"
+	"github.com/signd/signd/oauth"
 	"github.com/signd/signd/store"
 )
 
 // The concrete types csc runs on.
 var (
-	_ csc.Store  = (*store.Scoped[csc.Tx])(nil)
-	_ csc.Signer = (*hsm.Token)(nil)
+	_ csc.Store         = (*store.Scoped[csc.Tx])(nil)
+	_ csc.Signer        = (*hsm.Token)(nil)
+	_ csc.PasswordLogin = (*oauth.PasswordLogin)(nil)
+	_ csc.TokenRevoker  = (*oauth.Server)(nil)
 )
 
 // pageTokenSecret names the MAC key of credentials/list page tokens in the
 // store's secrets bucket: generated on first start, kept across restarts.
 const pageTokenSecret = "csc_page_token"
 
-// cscHandler builds the CSC service (mounted under /csc/v1).
-func (s *services) cscHandler() (*csc.Handler, error) {
+// cscHandler builds the CSC service (mounted under /csc/v1). auth/revoke
+// and, with csc.auth_login, auth/login are served by the authorization
+// server authz.
+func (s *services) cscHandler(authz *oauth.Server) (*csc.Handler, error) {
 	key, err := s.store.Secret(context.Background(), pageTokenSecret, 32)
 	if err != nil {
 		return nil, fmt.Errorf("csc: page token key: %w", err)
@@ -48,6 +53,16 @@ func (s *services) cscHandler() (*csc.Handler, error) {
 		Now:               s.now,
 		Logger:            s.logger,
 		Metrics:           m,
+		Revoker:           authz,
+	}
+	if c.AuthLogin {
+		login, err := authz.PasswordLogin(oauth.PasswordLoginConfig{
+			ClientID: c.AuthLoginClient, Scope: "service", RefreshTTL: c.RefreshTokenTTL,
+		})
+		if err != nil {
+			return nil, err
+		}
+		h.Login = login
 	}
 	return h, nil
 }
