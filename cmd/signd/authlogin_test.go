@@ -382,3 +382,21 @@ func TestTOTPEnrollCLI(t *testing.T) {
 		t.Errorf("second remove: %v %s", err, errOut)
 	}
 }
+
+// TestAuthLoginClientMissing: a csc.auth_login_client that is not
+// registered is warned about at startup, and auth/login answers
+// server_error (a configuration fault, not the caller's) without issuing
+// anything.
+func TestAuthLoginClientMissing(t *testing.T) {
+	e := newEnv(t, "csc:\n  auth_login: true\n  auth_login_client: nobody\n")
+	e.must("a long password\n", "user", "add", "alice", "--password-file", "-")
+	addr, logs := e.daemon()
+	status, _, m := cscCall(t, "http://"+addr, "auth/login", basic("alice", "a long password"), "")
+	wantCSCError(t, "missing client", status, m, 500, "server_error", "Internal error")
+	if !strings.Contains(logs.String(), "csc.auth_login_client cannot receive tokens") {
+		t.Errorf("no startup warning in the log:\n%s", logs.String())
+	}
+	if strings.Contains(logs.String(), "a long password") {
+		t.Error("the log holds the password")
+	}
+}

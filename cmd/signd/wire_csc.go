@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/signd/signd/csc"
 	"github.com/signd/signd/hsm"
@@ -63,6 +64,7 @@ func (s *services) cscHandler(authz *oauth.Server) (*csc.Handler, error) {
 			return nil, err
 		}
 		h.Login = login
+		s.checkAuthLoginClient(c.AuthLoginClient)
 	}
 	return h, nil
 }
@@ -80,4 +82,23 @@ func hsmUnavailable(err error) bool {
 // outage.
 func hsmKeyUnusable(err error) bool {
 	return errors.Is(err, hsm.ErrKeyNotFound) || errors.Is(err, hsm.ErrAmbiguousKey) || errors.Is(err, hsm.ErrKeyPolicy)
+}
+
+// checkAuthLoginClient warns at startup when csc.auth_login_client is not
+// a registered client with scope service: auth/login then answers
+// server_error until an operator adds it (which needs no restart).
+func (s *services) checkAuthLoginClient(id string) {
+	err := s.store.View(context.Background(), func(tx store.Tx) error {
+		c, err := tx.Client(id)
+		if err != nil {
+			return err
+		}
+		if !slices.Contains(c.Scopes, "service") {
+			return errors.New("not registered for scope service")
+		}
+		return nil
+	})
+	if err != nil {
+		s.logger.Warn("csc.auth_login_client cannot receive tokens: auth/login will fail", "client_id", id, "err", err)
+	}
 }
