@@ -10,6 +10,7 @@ import (
 	"github.com/labstack/echo/v4"
 	"github.com/pquerna/otp"
 	"github.com/pquerna/otp/totp"
+
 	"github.com/signd/signd/store"
 )
 
@@ -74,7 +75,8 @@ func (s *Server) login(c echo.Context) error {
 // guesses are all in flight, costs the same (a write transaction, a dummy
 // hash, a write transaction) so that timing does not tell the cases apart,
 // and all get the same answer (ok false). The returned user is set only
-// when ok.
+// when ok. A TOTP code is accepted once per user (settleStep): a replayed
+// code is a wrong code.
 func (s *Server) checkLogin(ctx context.Context, username, password, code string, now time.Time) (*store.User, bool, error) {
 	return s.checkCredentials(ctx, username, password, code, now, false)
 }
