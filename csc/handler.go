@@ -6,6 +6,7 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -121,20 +122,25 @@ type Handler struct {
 	Now          func() time.Time // nil = time.Now
 	Logger       *slog.Logger     // nil = discard
 	Metrics      Metrics          // nil = none
+	// Login serves auth/login (csc.auth_login); nil = the method answers
+	// 501 and info does not list it nor authType basic.
+	Login PasswordLogin
+	// Revoker serves auth/revoke; nil = 501.
+	Revoker TokenRevoker
 
 	leaves leafCache
+	// methods are the methods Mount registered, in order: info lists
+	// them.
+	methods []string
 }
 
 // DefaultMaxHashes is the hash cap of a signHash request when
 // Handler.MaxHashes is not set.
 const DefaultMaxHashes = 100
 
-// Methods signd implements, as /csc/v1/info lists them.
-var implemented = []string{"info", "credentials/list", "credentials/info", "signatures/signHash"}
-
-// Methods CSC v1.0.4.0 defines that signd does not offer: 501, so a client
-// can tell "not offered" from a typo (404).
-var notImplemented = []string{
+// Methods CSC v1.0.4.0 defines: those Mount does not register answer 501,
+// so a client can tell "not offered" from a typo (404).
+var specMethods = []string{
 	"auth/login", "auth/revoke", "credentials/authorize", "credentials/extendTransaction",
 	"credentials/sendOTP", "signatures/timestamp",
 }
@@ -168,14 +174,29 @@ func (h *Handler) Mount(g *echo.Group) error {
 	// Group middleware also runs for unknown paths under /csc/v1 (Echo adds
 	// catch-all routes for it), so their 404 is in the CSC dialect too.
 	g.Use(oauth.WithDialect(h.dialect()))
-	g.Any("/info", h.info, postOnly)
-	g.Any("/credentials/list", h.list, postOnly, bearer)
-	g.Any("/credentials/info", h.credentialInfo, postOnly, bearer)
-	g.Any("/signatures/signHash", h.signHash, postOnly, bearer)
-	for _, m := range notImplemented {
-		g.Any("/"+m, notImplementedHandler(m))
+	h.methods = nil
+	h.route(g, "info", h.info, postOnly)
+	h.route(g, "credentials/list", h.list, postOnly, bearer)
+	h.route(g, "credentials/info", h.credentialInfo, postOnly, bearer)
+	h.route(g, "signatures/signHash", h.signHash, postOnly, bearer)
+	if h.Login != nil {
+		h.route(g, "auth/login", h.authLogin, postOnly)
+	}
+	if h.Revoker != nil {
+		h.route(g, "auth/revoke", h.authRevoke, postOnly, bearer)
+	}
+	for _, m := range specMethods {
+		if !slices.Contains(h.methods, m) {
+			g.Any("/"+m, notImplementedHandler(m))
+		}
 	}
 	return nil
+}
+
+// route registers the CSC method name on g and lists it in info.
+func (h *Handler) route(g *echo.Group, name string, fn echo.HandlerFunc, mw ...echo.MiddlewareFunc) {
+	g.Any("/"+name, fn, mw...)
+	h.methods = append(h.methods, name)
 }
 
 // postOnly refuses every HTTP method but POST (CSC v1 §7.1) before the
