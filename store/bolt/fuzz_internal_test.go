@@ -54,6 +54,7 @@ func (d *fuzzDB) rollback(t testing.TB, fn func(t *tx)) {
 }
 
 func (t *tx) putRawBytes(bucket string, key, value []byte) error {
+	t.lastToken = decodedToken{}
 	b, err := t.bucket(bucket)
 	if err != nil {
 		return err
