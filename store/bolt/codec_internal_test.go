@@ -168,3 +168,66 @@ func FuzzTokenCodec(f *testing.F) {
 		}
 	})
 }
+
+// TestTokenCodecCarriesEveryField fills every field of tokenRecord with a
+// value that is not its zero and checks that the binary form carries it:
+// a field added to the record without its place in encodeToken and
+// decodeToken fails here instead of being dropped on the next write.
+func TestTokenCodecCarriesEveryField(t *testing.T) {
+	var rec tokenRecord
+	v := reflect.ValueOf(&rec).Elem()
+	for i := range v.NumField() {
+		f := v.Field(i)
+		switch f.Interface().(type) {
+		case string:
+			f.SetString(v.Type().Field(i).Name)
+		case []string:
+			f.Set(reflect.ValueOf([]string{"a", "b"}))
+		case []byte:
+			f.Set(reflect.ValueOf([]byte{1, 2, byte(i)}))
+		case [][]byte:
+			f.Set(reflect.ValueOf([][]byte{{3}, {4, byte(i)}}))
+		case time.Time:
+			f.Set(reflect.ValueOf(time.Unix(int64(1e9+i), int64(i)).UTC()))
+		case map[string][]byte:
+			f.Set(reflect.ValueOf(map[string][]byte{"k": {byte(i)}}))
+		default:
+			t.Fatalf("tokenRecord.%s has type %s, which the binary form has no encoding for", v.Type().Field(i).Name, f.Type())
+		}
+	}
+	got, err := decodeToken(encodeToken(&rec))
+	if err != nil {
+		t.Fatal(err)
+	}
+	gv := reflect.ValueOf(got).Elem()
+	for i := range v.NumField() {
+		if !reflect.DeepEqual(gv.Field(i).Interface(), v.Field(i).Interface()) {
+			t.Errorf("tokenRecord.%s: wrote %v, read %v: encodeToken/decodeToken do not carry it",
+				v.Type().Field(i).Name, v.Field(i).Interface(), gv.Field(i).Interface())
+		}
+	}
+}
+
+// BenchmarkTokenDecode decodes a SAD record in its JSON and binary forms.
+func BenchmarkTokenDecode(b *testing.B) {
+	t0 := time.Date(2026, 11, 23, 14, 0, 0, 123456789, time.UTC)
+	rec := tokenRecord{Kind: "sad", ClientID: "rp", Username: "alice", CredentialID: "cred-1",
+		Hashes: [][]byte{fuzzHash}, AuthTime: t0, RequestedAt: t0, ExpiresAt: t0.Add(5 * time.Minute), CreatedAt: t0}
+	js, err := json.Marshal(&rec)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, form := range []struct {
+		name string
+		raw  []byte
+	}{{"json", js}, {"binary", encodeToken(&rec)}} {
+		b.Run(form.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := decodeToken(form.raw); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
