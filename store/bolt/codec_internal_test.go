@@ -2,11 +2,16 @@ package bolt
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"errors"
 	"math"
+	"path/filepath"
 	"reflect"
 	"testing"
 	"time"
+
+	"github.com/signd/signd/store"
 )
 
 // sameToken compares two token records field by field; times compare
@@ -229,5 +234,64 @@ func BenchmarkTokenDecode(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// TestTokenDecodedOnce: a transaction that reads a token and then deletes
+// it decodes the record once; what Token handed out is a copy (changing it
+// does not change what DeleteToken removes), and any write to the tokens
+// bucket forgets the kept record.
+func TestTokenDecodedOnce(t *testing.T) {
+	db, err := Open(filepath.Join(t.TempDir(), "signd.db"), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	h, code := store.Fingerprint("sad"), store.Fingerprint("code")
+	newSAD := func(user string) *store.Token {
+		return &store.Token{Hash: h, Kind: store.TokenSAD, ClientID: "rp", Username: user, CredentialID: "c1",
+			CodeHash: code, Hashes: [][]byte{fuzzHash}, ExpiresAt: time.Now().Add(time.Hour)}
+	}
+	err = db.Update(context.Background(), func(st store.Tx) error {
+		tx := st.(*tx)
+		if err := tx.CreateToken(newSAD("alice")); err != nil {
+			return err
+		}
+		first, err := tx.token(h)
+		if err != nil {
+			return err
+		}
+		if again, _ := tx.token(h); again != first {
+			t.Error("the second read of the same token decoded it again")
+		}
+		tok, err := tx.Token(h)
+		if err != nil {
+			return err
+		}
+		tok.CodeHash[0] ^= 0xff
+		tok.Hashes[0][0] ^= 0xff
+		if first.CodeHash[0] != code[0] || first.Hashes[0][0] != fuzzHash[0] {
+			t.Error("Token handed out the kept record's slices")
+		}
+		if err := tx.DeleteToken(h); err != nil {
+			return err
+		}
+		if n := tx.btx.Bucket([]byte(bucketTokensByCode)).Stats().KeyN; n != 0 {
+			t.Errorf("the code index kept %d entries", n)
+		}
+		if _, err := tx.Token(h); !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("Token after DeleteToken: %v", err)
+		}
+		// Written again under the same fingerprint: read afresh.
+		if err := tx.CreateToken(newSAD("bob")); err != nil {
+			return err
+		}
+		if tok, err := tx.Token(h); err != nil || tok.Username != "bob" {
+			t.Errorf("Token after re-creating it: %+v, %v", tok, err)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 }
