@@ -22,8 +22,10 @@ import (
 )
 
 // schemaVersion is the version of the file layout described in doc.go.
-// Version 2 added the party indexes of revocation (revoke.go).
-const schemaVersion = 2
+// Version 2 added the party indexes of revocation (revoke.go); version 3
+// the binary form of token records (codec.go), which older builds cannot
+// read, so they refuse the file instead of failing on each token.
+const schemaVersion = 3
 
 // DefaultTimeout is how long Open waits for another holder of the file to
 // let go when Options.Timeout is zero.
@@ -94,6 +96,7 @@ func migrate(btx *bbolt.Tx, from int) error {
 			if err := buildPartyIndexes(btx); err != nil {
 				return err
 			}
+		case 2: // JSON token records stay readable; new ones are binary
 		default:
 			return fmt.Errorf("no migration from schema version %d", v)
 		}
@@ -117,6 +120,10 @@ type Options struct {
 	// Logger receives what the store does on its own (reopening a
 	// handle, failed writes); nil discards it.
 	Logger *slog.Logger
+
+	// tune adjusts bbolt's options before the file is opened (benchmarks
+	// comparing bbolt settings).
+	tune func(*bbolt.Options)
 }
 
 // DB is a bbolt-backed store.Store. It is safe for concurrent use.
@@ -197,7 +204,11 @@ func openFile(path string, opts Options) (bdb *bbolt.DB, err error) {
 		return nil, err
 	}
 	err = recoverOpen(path, func() (err error) {
-		bdb, err = bbolt.Open(path, fileMode, &bbolt.Options{Timeout: opts.Timeout, ReadOnly: opts.ReadOnly})
+		bo := &bbolt.Options{Timeout: opts.Timeout, ReadOnly: opts.ReadOnly}
+		if opts.tune != nil {
+			opts.tune(bo)
+		}
+		bdb, err = bbolt.Open(path, fileMode, bo)
 		return err
 	})
 	if errors.Is(err, bberrors.ErrTimeout) {

@@ -177,14 +177,15 @@ func TestSchema(t *testing.T) {
 		wantInError []string
 		wantVersion string // version on disk afterwards
 	}{
-		{name: "new file", wantVersion: "2"},
-		{name: "empty bbolt file (version 0)", prepare: func(*bbolt.Tx) error { return nil }, wantVersion: "2"},
-		{name: "explicit version 0", prepare: setVersion("0"), wantVersion: "2"},
-		{name: "version 1 (before the party indexes)", prepare: setVersion("1"), wantVersion: "2"},
-		{name: "current version", prepare: setVersion("2"), wantVersion: "2"},
+		{name: "new file", wantVersion: "3"},
+		{name: "empty bbolt file (version 0)", prepare: func(*bbolt.Tx) error { return nil }, wantVersion: "3"},
+		{name: "explicit version 0", prepare: setVersion("0"), wantVersion: "3"},
+		{name: "version 1 (before the party indexes)", prepare: setVersion("1"), wantVersion: "3"},
+		{name: "version 2 (JSON token records)", prepare: setVersion("2"), wantVersion: "3"},
+		{name: "current version", prepare: setVersion("3"), wantVersion: "3"},
 		{
 			name: "newer version", prepare: setVersion("99"), wantErr: store.ErrSchemaTooNew,
-			wantInError: []string{"99", "up to 2", "signd.db"}, wantVersion: "99",
+			wantInError: []string{"99", "up to 3", "signd.db"}, wantVersion: "99",
 		},
 		{
 			name: "garbage version", prepare: setVersion("one"), wantErr: errors.New("any"),
@@ -302,9 +303,12 @@ func mustReopen(t *testing.T, path string) *bolt.DB {
 	return db
 }
 
-// TestConsentRecordFormat: codes and tokens keep their consent record as
-// the JSON member "consented" (name → base64 digest); records written
-// before the member existed read back with no record (nothing consented).
+// TestConsentRecordFormat: codes keep their consent record as the JSON
+// member "consented" (name → base64 digest), tokens as the last field of
+// their binary record (format 1: count, then name and digest, each
+// length-prefixed); JSON token records (written before the binary form)
+// and records written before the member existed read back with no record
+// (nothing consented).
 func TestConsentRecordFormat(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "signd.db")
@@ -332,6 +336,8 @@ func TestConsentRecordFormat(t *testing.T) {
 	oldCode := `{"client_id":"rp","redirect_uri":"https://rp/cb","scopes":["openid","email"],"profile":"openid",` +
 		`"username":"alice","auth_time":"` + exp + `","requested_at":"` + exp + `","expires_at":"` + exp + `",` +
 		`"redeemed_at":"0001-01-01T00:00:00Z","created_at":"` + exp + `"}`
+	// As the JSON form wrote a token with a consent record.
+	jsonToken := strings.Replace(oldToken, `"expires_at"`, `"consented":{"email":"`+base64.StdEncoding.EncodeToString(digest)+`"},"expires_at"`, 1)
 	raw, err := bbolt.Open(path, 0o600, &bbolt.Options{Timeout: time.Second})
 	if err != nil {
 		t.Fatal(err)
@@ -342,14 +348,17 @@ func TestConsentRecordFormat(t *testing.T) {
 		if err := btx.Bucket([]byte("tokens")).Put(store.Fingerprint("old"), []byte(oldToken)); err != nil {
 			return err
 		}
+		if err := btx.Bucket([]byte("tokens")).Put(store.Fingerprint("json"), []byte(jsonToken)); err != nil {
+			return err
+		}
 		return btx.Bucket([]byte("codes")).Put(store.Fingerprint("old-code"), []byte(oldCode))
 	})
 	raw.Close()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := `"consented":{"email":"` + base64.StdEncoding.EncodeToString(digest) + `"}`; !bytes.Contains(stored, []byte(want)) {
-		t.Errorf("stored token %s lacks %s", stored, want)
+	if want := append([]byte("\x01\x05email\x20"), digest...); len(stored) == 0 || stored[0] != 0x01 || !bytes.HasSuffix(stored, want) {
+		t.Errorf("stored token %x does not end in the consent record %x", stored, want)
 	}
 
 	db = mustReopen(t, path)
@@ -367,6 +376,13 @@ func TestConsentRecordFormat(t *testing.T) {
 		}
 		if tok.Consented != nil || tok.Username != "alice" || len(tok.Scopes) != 2 {
 			t.Errorf("old token %+v, want no consent record", tok)
+		}
+		tok, err = tx.Token(store.Fingerprint("json"))
+		if err != nil {
+			return err
+		}
+		if !tok.Consented.Equal("email", digest) || len(tok.Consented) != 1 || tok.Username != "alice" || len(tok.Scopes) != 2 {
+			t.Errorf("JSON token record %+v, want its consent record", tok)
 		}
 		code, err := tx.Code(store.Fingerprint("old-code"))
 		if err != nil {
@@ -453,8 +469,8 @@ func TestMigrateSchema1BuildsPartyIndexes(t *testing.T) {
 	if err := mustReopen(t, path).Close(); err != nil {
 		t.Fatal(err)
 	}
-	if v := rawVersion(t, path); v != "2" {
-		t.Errorf("schema after migration %q, want 2", v)
+	if v := rawVersion(t, path); v != "3" {
+		t.Errorf("schema after migration %q, want 3", v)
 	}
 	if got := rawKeys(t, path, partyBuckets); !slices.Equal(got, written) {
 		t.Errorf("migrated index differs from the written one:\n got %v\nwant %v", got, written)

@@ -45,20 +45,22 @@ func (r *CheckReport) problem(format string, args ...any) {
 // errCheckDone ends the transaction Check runs in, rolling it back.
 var errCheckDone = errors.New("store: check done")
 
-// recordBuckets are the buckets of JSON records and what each decodes to.
+// recordBuckets are the buckets of records and how each decodes.
 var recordBuckets = []struct {
-	name string
-	rec  func() any
+	name   string
+	decode func([]byte) error
 }{
-	{bucketUsers, func() any { return new(userRecord) }},
-	{bucketClients, func() any { return new(clientRecord) }},
-	{bucketCredentials, func() any { return new(credentialRecord) }},
-	{bucketTokens, func() any { return new(tokenRecord) }},
-	{bucketAuthRequests, func() any { return new(authRequestRecord) }},
-	{bucketCodes, func() any { return new(authCodeRecord) }},
-	{bucketSessions, func() any { return new(sessionRecord) }},
-	{bucketOIDCKeys, func() any { return new(signingKeyRecord) }},
+	{bucketUsers, decodeJSON[userRecord]},
+	{bucketClients, decodeJSON[clientRecord]},
+	{bucketCredentials, decodeJSON[credentialRecord]},
+	{bucketTokens, func(v []byte) error { _, err := decodeToken(v); return err }}, // binary or JSON (codec.go)
+	{bucketAuthRequests, decodeJSON[authRequestRecord]},
+	{bucketCodes, decodeJSON[authCodeRecord]},
+	{bucketSessions, decodeJSON[sessionRecord]},
+	{bucketOIDCKeys, decodeJSON[signingKeyRecord]},
 }
+
+func decodeJSON[T any](v []byte) error { return json.Unmarshal(v, new(T)) }
 
 // Check examines the whole store, in order, stopping where going on could
 // not be trusted:
@@ -67,7 +69,7 @@ var recordBuckets = []struct {
 //  2. the structure of every page reachable from the root (walk.go);
 //  3. bbolt's own consistency check (Tx.Check: pages freed twice,
 //     unreachable or doubly referenced pages, key order);
-//  4. every bucket exists and every JSON record decodes;
+//  4. every bucket exists and every record decodes;
 //  5. the audit log's hash chain (store.VerifyAudit).
 //
 // A damaged store is a report with OK false, not an error; the error is
@@ -206,7 +208,7 @@ func (db *DB) checkRecords(ctx context.Context, btx *bbolt.Tx, rep *CheckReport)
 			if err := ctx.Err(); err != nil {
 				return err
 			}
-			if err := json.Unmarshal(v, rb.rec()); err != nil {
+			if err := rb.decode(v); err != nil {
 				rep.problem("%s/%s: record does not decode: %v", rb.name, printable(k), err)
 				return nil
 			}

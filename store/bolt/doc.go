@@ -17,6 +17,8 @@
 //	credentials           credential ID → JSON credentialRecord
 //	credentials_by_owner  owner 0x00 credential ID → empty (owner index)
 //	oidc_keys             JWK key ID (kid) → JSON signingKeyRecord
+//	tokens                token fingerprint → binary tokenRecord (codec.go;
+//	                      JSON in files written before schema 3)
 //	audit                 sequence number (8 bytes big-endian) → canonical
 //	                      JSON of the audit entry (store.SealAudit), hash-chained
 //	secrets               name → random key bytes (DB.Secret), e.g. the CSC
@@ -33,10 +35,15 @@
 // transaction (one pair of fsyncs) and a failing function is rerun alone,
 // so its function may run more than once (batch.go).
 //
-// Records are JSON so the file can be inspected with `bbolt get`; their
-// on-disk shape is the unexported *Record types in records.go, decoupled from
-// the store types so that changing a Go field never silently changes the file
-// format. Proof content is stored raw (up to 10 MiB; base64 in JSON would add
+// Records are JSON so the file can be inspected with `bbolt get`, except
+// tokens (access tokens and SADs, the records of the signing and token hot
+// paths): they are written in a compact binary form that starts with a
+// format byte (codec.go), about a third of the JSON's size and a quarter of
+// its decoding time, and a JSON token written by an older build still
+// reads. Their on-disk shape is the unexported *Record types in records.go,
+// oauth.go and authflow.go, decoupled from the store types so that changing
+// a Go field never silently changes the file format (a token field the
+// binary form does not carry fails a test). Proof content is stored raw (up to 10 MiB; base64 in JSON would add
 // a third). Usernames and IDs cannot contain 0x00 (validation refuses it), so
 // composite keys are unambiguous, and listing one owner's credentials is a
 // cursor Seek to "owner 0x00 after" followed by Next while the prefix
@@ -51,6 +58,10 @@
 // misreading it. A change to the layout that old code would misread bumps
 // schemaVersion and adds a migration. Version 2 added the party indexes;
 // opening a version 1 file builds them once from the stored records.
+// Version 3 added the binary token form: the upgrade rewrites nothing (JSON
+// tokens stay readable until they expire), it only makes older builds
+// refuse the file (store.ErrSchemaTooNew) instead of failing on each
+// binary token.
 //
 // # Damaged files and failing disks
 //
@@ -75,7 +86,7 @@
 // # Caveats
 //
 // bbolt's byte slices are valid only for the life of a transaction; every
-// record handed out is decoded (JSON) or copied, never aliased. bbolt holds
+// record handed out is decoded (JSON or binary) or copied, never aliased. bbolt holds
 // an exclusive flock on the file, so a second Open (by another process, or by
 // this one) waits Options.Timeout and then fails with store.ErrLocked. Only
 // one write transaction runs at a time; a View or Update must not call

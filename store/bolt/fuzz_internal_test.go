@@ -54,6 +54,7 @@ func (d *fuzzDB) rollback(t testing.TB, fn func(t *tx)) {
 }
 
 func (t *tx) putRawBytes(bucket string, key, value []byte) error {
+	t.lastToken = decodedToken{}
 	b, err := t.bucket(bucket)
 	if err != nil {
 		return err
@@ -227,8 +228,10 @@ func recordKinds() []recordKind {
 		{
 			bucket: bucketTokens, key: hash,
 			decode: func(raw []byte) (any, error) {
-				var r tokenRecord
-				err := json.Unmarshal(raw, &r)
+				r, err := decodeToken(raw) // binary or JSON
+				if err != nil {
+					return nil, err
+				}
 				return &store.Token{Hash: hash, Kind: store.TokenKind(r.Kind), ClientID: r.ClientID, Username: r.Username,
 					Scopes: r.Scopes, CodeHash: r.CodeHash, CredentialID: r.CredentialID, Hashes: r.Hashes,
 					AuthTime: r.AuthTime, RequestedAt: r.RequestedAt, ExpiresAt: r.ExpiresAt, CreatedAt: r.CreatedAt,
@@ -381,12 +384,21 @@ func seedRecords(f *testing.F) [][]byte {
 	return out
 }
 
+// binaryTokenSeed is a token record in the binary form the store writes
+// (codec.go).
+func binaryTokenSeed() []byte {
+	t0 := time.Date(2026, 3, 4, 5, 6, 7, 8, time.UTC)
+	return encodeToken(&tokenRecord{Kind: "sad", ClientID: "rp", Username: "alice", Scopes: []string{"credential"},
+		CodeHash: fuzzHash, CredentialID: "cred", Hashes: [][]byte{fuzzHash, {}, nil}, AuthTime: t0, RequestedAt: t0,
+		ExpiresAt: t0.Add(5 * time.Minute), CreatedAt: t0, Consented: map[string][]byte{"email": fuzzHash}})
+}
+
 // FuzzRecords stores any bytes as each kind of record (user, client,
 // credential, token, authorization request, code, session, OIDC signing
 // key) and reads them through the store. Reading never panics; it fails
-// exactly when the JSON does not decode, with an error naming the record,
-// and otherwise agrees with a direct decode, in every listing that shows
-// the record. A record that then passes its Validate is written back
+// exactly when the record (JSON, or a token's binary form) does not
+// decode, with an error naming the record, and otherwise agrees with a
+// direct decode, in every listing that shows the record. A record that then passes its Validate is written back
 // through the store and reads back the same (decode → validate → write
 // round trip); tokens can always be revoked, codes redeemed once.
 func FuzzRecords(f *testing.F) {
@@ -398,6 +410,7 @@ func FuzzRecords(f *testing.F) {
 	f.Add(uint8(0), []byte(`{"username":"alice","claims":null,"proofs":[null]}`))
 	f.Add(uint8(3), []byte(`{"kind":"access","consented":{"":""}}`))
 	f.Add(uint8(7), []byte(`{"state":"retired","created_at":"9999-12-31T23:59:59-23:59"}`))
+	f.Add(uint8(3), binaryTokenSeed())
 	f.Fuzz(func(t *testing.T, kind uint8, raw []byte) {
 		k := kinds[int(kind)%len(kinds)]
 		d.rollback(t, func(tx *tx) {

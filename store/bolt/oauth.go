@@ -3,8 +3,8 @@ package bolt
 import (
 	"bytes"
 	"encoding/binary"
-	"encoding/json"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/signd/signd/store"
@@ -66,7 +66,7 @@ func (t *tx) CreateToken(tok *store.Token) error {
 		at := tok.RotatedAt.UTC()
 		rec.RotatedAt = &at
 	}
-	if err := t.put(bucketTokens, key, rec); err != nil {
+	if err := t.putRaw(bucketTokens, key, encodeToken(rec)); err != nil {
 		return err
 	}
 	if err := t.index(bucketTokensByParty, rec.parties(), tok.Hash); err != nil {
@@ -85,19 +85,39 @@ func (r *tokenRecord) parties() []string {
 }
 
 func decodeTokenParties(raw []byte) ([]string, error) {
-	var r tokenRecord
-	err := json.Unmarshal(raw, &r)
+	r, err := decodeToken(raw)
 	return r.parties(), err
 }
 
-// token returns the stored record, or nil if there is none.
+// decodedToken is the token record a transaction decoded last: reading a
+// SAD and then deleting it (signHash) decodes it once. Every write to the
+// tokens bucket (putRaw, delete) forgets it.
+type decodedToken struct {
+	hash string
+	rec  *tokenRecord
+}
+
+// token returns the stored record, or nil if there is none. The record
+// may be shared with later calls of the same transaction: callers must
+// not modify it or hand out its slices.
 func (t *tx) token(hash []byte) (*tokenRecord, error) {
-	var rec tokenRecord
-	ok, err := t.get(bucketTokens, string(hash), &rec)
-	if !ok || err != nil {
+	if t.lastToken.rec != nil && t.lastToken.hash == string(hash) {
+		return t.lastToken.rec, nil
+	}
+	b, err := t.bucket(bucketTokens)
+	if err != nil {
 		return nil, err
 	}
-	return &rec, nil
+	raw := b.Get(hash)
+	if raw == nil {
+		return nil, nil
+	}
+	rec, err := decodeToken(raw)
+	if err != nil {
+		return nil, fmt.Errorf("store: decode %s/%q: %w", bucketTokens, hash, err)
+	}
+	t.lastToken = decodedToken{hash: string(hash), rec: rec}
+	return rec, nil
 }
 
 // Token implements store.OAuthTx.
@@ -111,8 +131,8 @@ func (t *tx) Token(hash []byte) (*store.Token, error) {
 	}
 	tok := &store.Token{
 		Hash: bytes.Clone(hash), Kind: store.TokenKind(rec.Kind), ClientID: rec.ClientID,
-		Username: rec.Username, Scopes: rec.Scopes, CodeHash: rec.CodeHash,
-		CredentialID: rec.CredentialID, Hashes: rec.Hashes, AuthTime: rec.AuthTime,
+		Username: rec.Username, Scopes: slices.Clone(rec.Scopes), CodeHash: bytes.Clone(rec.CodeHash),
+		CredentialID: rec.CredentialID, Hashes: cloneChain(rec.Hashes), AuthTime: rec.AuthTime,
 		RequestedAt: rec.RequestedAt, ExpiresAt: rec.ExpiresAt, CreatedAt: rec.CreatedAt,
 		Consented: store.ConsentRecord(rec.Consented).Clone(),
 	}

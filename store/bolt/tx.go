@@ -16,6 +16,8 @@ import (
 type tx struct {
 	btx *bbolt.Tx
 	now func() time.Time
+	// lastToken is the token record decoded last (oauth.go).
+	lastToken decodedToken
 }
 
 var _ store.Tx = (*tx)(nil)
@@ -91,6 +93,9 @@ func (t *tx) putRaw(bucket, key string, value []byte) error {
 	if err != nil {
 		return err
 	}
+	if bucket == bucketTokens {
+		t.lastToken = decodedToken{}
+	}
 	if err := b.Put([]byte(key), value); err != nil {
 		return fmt.Errorf("store: put %s/%q: %w", bucket, key, err)
 	}
@@ -101,6 +106,9 @@ func (t *tx) delete(bucket, key string) error {
 	b, err := t.bucket(bucket)
 	if err != nil {
 		return err
+	}
+	if bucket == bucketTokens {
+		t.lastToken = decodedToken{}
 	}
 	if err := b.Delete([]byte(key)); err != nil {
 		return fmt.Errorf("store: delete %s/%q: %w", bucket, key, err)
