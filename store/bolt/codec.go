@@ -236,8 +236,8 @@ func (d *decoder) end() error {
 
 // Tokens (oauth.go). Format 1 holds, in order: kind, client ID, username,
 // scopes, code hash, credential ID, hashes, auth time, requested at,
-// expires at, created at, consented, rotated at (uvarint 0 for absent,
-// 1 followed by the time).
+// expires at, created at, rotated at (uvarint 0 for absent, 1 followed by
+// the time), consented.
 
 func encodeToken(r *tokenRecord) []byte {
 	e := newEncoder(160 + 33*len(r.Hashes))
@@ -252,13 +252,13 @@ func encodeToken(r *tokenRecord) []byte {
 	e.time(r.RequestedAt)
 	e.time(r.ExpiresAt)
 	e.time(r.CreatedAt)
-	e.bytesMap(r.Consented)
 	if r.RotatedAt == nil {
 		e.uvarint(0)
 	} else {
 		e.uvarint(1)
 		e.time(*r.RotatedAt)
 	}
+	e.bytesMap(r.Consented)
 	return e.buf
 }
 
@@ -281,7 +281,6 @@ func decodeToken(raw []byte) (*tokenRecord, error) {
 	r.RequestedAt = d.time()
 	r.ExpiresAt = d.time()
 	r.CreatedAt = d.time()
-	r.Consented = d.bytesMap()
 	switch d.uvarint() {
 	case 0:
 	case 1:
@@ -290,5 +289,6 @@ func decodeToken(raw []byte) (*tokenRecord, error) {
 	default:
 		d.fail(errors.New("binary record: rotated at: bad presence flag"))
 	}
+	r.Consented = d.bytesMap()
 	return r, d.end()
 }

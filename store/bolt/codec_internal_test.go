@@ -124,6 +124,7 @@ func encodeWithNanos(nsec uint64) []byte {
 	for range 3 {
 		e.time(time.Time{})
 	}
+	e.uvarint(0) // not rotated
 	e.bytesMap(nil)
 	return e.buf
 }
