@@ -35,6 +35,16 @@ type CSCConfig struct {
 	MaxResultsDefault   int    `mapstructure:"max_results_default"`
 	MaxResultsLimit     int    `mapstructure:"max_results_limit"`
 	MaxHashesPerRequest int    `mapstructure:"max_hashes_per_request"`
+
+	Timestamp TimestampConfig `mapstructure:"timestamp"`
+}
+
+// TimestampConfig is csc.timestamp.*: signatures/timestamp (CSC v1 §11.10),
+// RFC 3161 tokens signed by the TSA key in the HSM.
+type TimestampConfig struct {
+	Enabled  bool          `mapstructure:"enabled"`
+	Policy   string        `mapstructure:"policy"`   // TSA policy OID, dotted
+	Accuracy time.Duration `mapstructure:"accuracy"` // claimed accuracy; 0 omits it
 }
 
 // OIDCConfig is the oidc.* section.
@@ -85,6 +95,12 @@ func serviceKeys() []Key {
 			Usage: "largest credentials/list page size"},
 		{Name: "csc.max_hashes_per_request", Default: 100,
 			Usage: "most hashes one signatures/signHash request may carry (1 to 10000)"},
+		{Name: "csc.timestamp.enabled", Default: false,
+			Usage: "serve signatures/timestamp (RFC 3161 tokens signed by the TSA key in the HSM)"},
+		{Name: "csc.timestamp.policy", Default: "",
+			Usage: "TSA policy OID of the tokens, dotted (required when csc.timestamp.enabled)"},
+		{Name: "csc.timestamp.accuracy", Default: time.Second,
+			Usage: "accuracy the tokens claim (0 to 1m; 0 omits it)"},
 
 		// oidc
 		{Name: "oidc.claim_namespace", Default: "com.vendor",
@@ -153,7 +169,25 @@ func (c *CSCConfig) checks() []check {
 		{"csc.max_results_default", def},
 		{"csc.max_results_limit", limit},
 		{"csc.max_hashes_per_request", between(c.MaxHashesPerRequest, 1, MaxHashesPerRequest)},
+		{"csc.timestamp.policy", c.Timestamp.policyProblem()},
+		{"csc.timestamp.accuracy", within(c.Timestamp.Accuracy, 0, time.Minute)},
 	}
+}
+
+// oidRE is a dotted object identifier (X.660): first arc 0, 1 or 2, no
+// leading zeros.
+var oidRE = regexp.MustCompile(`^[0-2](\.(0|[1-9][0-9]{0,8}))+$`)
+
+func (t *TimestampConfig) policyProblem() string {
+	switch {
+	case t.Policy == "" && t.Enabled:
+		return "must be set when csc.timestamp.enabled is true"
+	case t.Policy == "":
+		return ""
+	case len(t.Policy) > 200 || !oidRE.MatchString(t.Policy):
+		return fmt.Sprintf("%q is not a dotted object identifier such as 1.3.6.1.4.1.99999.1", t.Policy)
+	}
+	return ""
 }
 
 func (o *OIDCConfig) checks() []check {

@@ -115,6 +115,10 @@ type Handler struct {
 	// (csc.max_hashes_per_request); 0 means DefaultMaxHashes. The parser
 	// stops reading the array one entry past it.
 	MaxHashes int
+	// TimeStamper serves signatures/timestamp (csc.timestamp.enabled);
+	// nil: the method answers 501 and info does not list it.
+	TimeStamper TimeStamper
+
 	// PageTokenKey is the MAC key of credentials/list page tokens, at
 	// least 32 random bytes that survive restarts (kept in the store).
 	PageTokenKey []byte           // required
@@ -172,7 +176,13 @@ func (h *Handler) Mount(g *echo.Group) error {
 	g.Any("/credentials/list", h.list, postOnly, bearer)
 	g.Any("/credentials/info", h.credentialInfo, postOnly, bearer)
 	g.Any("/signatures/signHash", h.signHash, postOnly, bearer)
+	if h.TimeStamper != nil {
+		g.Any("/signatures/timestamp", h.timestamp, postOnly, bearer)
+	}
 	for _, m := range notImplemented {
+		if m == "signatures/timestamp" && h.TimeStamper != nil {
+			continue
+		}
 		g.Any("/"+m, notImplementedHandler(m))
 	}
 	return nil

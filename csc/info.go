@@ -41,6 +41,16 @@ func (h *Handler) info(c echo.Context) error {
 		Description: h.Info.Description,
 		AuthType:    []string{"oauth2code"},
 		OAuth2:      h.oauth2Base(),
-		Methods:     slices.Clone(implemented),
+		Methods:     h.methods(),
 	})
+}
+
+// methods is info's method list: the methods always served and the
+// optional ones that are enabled.
+func (h *Handler) methods() []string {
+	m := slices.Clone(implemented)
+	if h.TimeStamper != nil {
+		m = append(m, "signatures/timestamp")
+	}
+	return m
 }
