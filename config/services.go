@@ -45,6 +45,7 @@ type TimestampConfig struct {
 	Enabled  bool          `mapstructure:"enabled"`
 	Policy   string        `mapstructure:"policy"`   // TSA policy OID, dotted
 	Accuracy time.Duration `mapstructure:"accuracy"` // claimed accuracy; 0 omits it
+	Label    string        `mapstructure:"label"`    // token label of the TSA certificate
 }
 
 // OIDCConfig is the oidc.* section.
@@ -101,6 +102,8 @@ func serviceKeys() []Key {
 			Usage: "TSA policy OID of the tokens, dotted (required when csc.timestamp.enabled)"},
 		{Name: "csc.timestamp.accuracy", Default: time.Second,
 			Usage: "accuracy the tokens claim (0 to 1m; 0 omits it)"},
+		{Name: "csc.timestamp.label", Default: "signd-tsa",
+			Usage: "token label of the TSA certificate (signd tsa enroll labels its keys <label>-<id>)"},
 
 		// oidc
 		{Name: "oidc.claim_namespace", Default: "com.vendor",
@@ -171,11 +174,14 @@ func (c *CSCConfig) checks() []check {
 		{"csc.max_hashes_per_request", between(c.MaxHashesPerRequest, 1, MaxHashesPerRequest)},
 		{"csc.timestamp.policy", c.Timestamp.policyProblem()},
 		{"csc.timestamp.accuracy", within(c.Timestamp.Accuracy, 0, time.Minute)},
+		{"csc.timestamp.label", matches(tsaLabelRE, c.Timestamp.Label, "1 to 64 letters, digits, '.', '_' or '-'")},
 	}
 }
 
 // oidRE is a dotted object identifier (X.660): first arc 0, 1 or 2, no
 // leading zeros.
+var tsaLabelRE = regexp.MustCompile(`^[A-Za-z0-9._-]{1,64}$`)
+
 var oidRE = regexp.MustCompile(`^[0-2](\.(0|[1-9][0-9]{0,8}))+$`)
 
 func (t *TimestampConfig) policyProblem() string {

@@ -5,8 +5,8 @@
 // signatures/timestamp serves them.
 //
 // The TSA's identity lives in the token only: a key pair generated there
-// (label "signd-tsa-<id>") and its certificate stored next to it under the
-// label CertLabel. Source finds the newest such certificate on each call
+// (label "<label>-<id>") and its certificate stored next to it under the
+// label (csc.timestamp.label, DefaultLabel "signd-tsa"). Source finds the newest such certificate on each call
 // (cached briefly), so an operator enrols a new key and imports its
 // certificate while the daemon serves; the next token uses it.
 package tsa

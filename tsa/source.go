@@ -12,8 +12,10 @@ import (
 	"github.com/signd/signd/hsm"
 )
 
-// CertLabel is the CKA_LABEL of the TSA certificate on the token.
-const CertLabel = "signd-tsa"
+// DefaultLabel is the CKA_LABEL of the TSA certificate on the token when
+// csc.timestamp.label is not set; the key pairs are labelled
+// "<label>-<id>".
+const DefaultLabel = "signd-tsa"
 
 // Token is what Source needs of the HSM; *hsm.Token satisfies it.
 type Token interface {
@@ -26,10 +28,11 @@ type Token interface {
 const cacheTTL = time.Minute
 
 // HSMSource finds the TSA key and certificate on the token: of the
-// certificates labelled CertLabel whose key pair is on the token and that
+// certificates labelled Label whose key pair is on the token and that
 // pass CheckCertificate now, the one issued last.
 type HSMSource struct {
 	Token Token            // required
+	Label string           // "" = DefaultLabel
 	Now   func() time.Time // nil = time.Now
 
 	mu      sync.Mutex
@@ -51,7 +54,11 @@ func (s *HSMSource) Current(ctx context.Context) (crypto.Signer, *x509.Certifica
 	if s.key != nil && now.Sub(s.fetched) < cacheTTL && now.Before(s.cert.NotAfter) {
 		return s.key, s.cert, nil
 	}
-	certs, err := s.Token.Certificates(ctx, CertLabel)
+	label := s.Label
+	if label == "" {
+		label = DefaultLabel
+	}
+	certs, err := s.Token.Certificates(ctx, label)
 	if err != nil {
 		return nil, nil, err
 	}
