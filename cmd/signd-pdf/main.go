@@ -32,7 +32,7 @@ func main() {
 
 type options struct {
 	url, clientID, secretFile, redirect, credential, tokenFile string
-	in, out, name, reason, location                             string
+	in, out, name, reason, location                            string
 }
 
 func run(ctx context.Context, args []string, stderr io.Writer) error {

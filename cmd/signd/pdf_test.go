@@ -265,4 +265,3 @@ func cmsSignatureValue(t *testing.T, cms []byte) []byte { return cmsSignerInfo(t
 func cmsSignerUnsignedAttrs(t *testing.T, cms []byte) []cmsAttribute {
 	return cmsSignerInfo(t, cms).UnsignedAttrs
 }
-
