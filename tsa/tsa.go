@@ -91,7 +91,7 @@ func (a *Authority) Stamp(ctx context.Context, r Request) (*Issued, error) {
 	ts := timestamp.Timestamp{
 		HashAlgorithm:     r.Hash,
 		HashedMessage:     r.Digest,
-		Time:              now().UTC().Truncate(time.Millisecond),
+		Time:              now().UTC().Truncate(time.Second), // GeneralizedTime without fractions
 		Accuracy:          a.Accuracy,
 		Policy:            a.Policy,
 		Nonce:             r.Nonce,

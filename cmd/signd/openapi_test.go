@@ -52,6 +52,7 @@ func TestOpenAPIDescribesTheDaemon(t *testing.T) {
 		{"POST", "/csc/v1/credentials/info", "application/json", "{}", 401},
 		{"POST", "/csc/v1/signatures/signHash", "application/json", "{}", 401},
 		{"POST", "/csc/v1/credentials/authorize", "application/json", "{}", 501},
+		{"POST", "/csc/v1/signatures/timestamp", "application/json", "{}", 501}, // csc.timestamp.enabled is false
 		{"POST", "/csc/v1/credentials/nope", "application/json", "{}", 404},
 	}
 	for _, tc := range cases {
