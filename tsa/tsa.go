@@ -25,9 +25,6 @@ var ErrNotEnrolled = errors.New("tsa: no time-stamping certificate in the token 
 // and keeps the token small.
 const MaxNonceLen = 64
 
-// oidTimeStamping is id-kp-timeStamping (RFC 5280 §4.2.1.12).
-var oidTimeStamping = asn1.ObjectIdentifier{1, 3, 6, 1, 5, 5, 7, 3, 8}
-
 // oidExtKeyUsage is the extended key usage extension (RFC 5280 §4.2.1.12).
 var oidExtKeyUsage = asn1.ObjectIdentifier{2, 5, 29, 37}
 
