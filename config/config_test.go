@@ -136,6 +136,7 @@ func TestEveryKeyFromFile(t *testing.T) {
 		source: c.source,
 	}
 	want.CSC.MaxHashesPerRequest = 250
+	want.CSC.Timestamp = TimestampConfig{Enabled: true, Policy: "1.3.6.1.4.1.99999.1.2", Accuracy: 500 * time.Millisecond, Label: "tsa-prod"}
 	if !reflect.DeepEqual(*c, want) {
 		t.Errorf("full:\n got %#v\nwant %#v", *c, want)
 	}

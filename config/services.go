@@ -44,6 +44,17 @@ type CSCConfig struct {
 	// RefreshTokenTTL is the lifetime of auth/login's refresh tokens
 	// (rememberMe), from the password login; rotation does not extend it.
 	RefreshTokenTTL time.Duration `mapstructure:"refresh_token_ttl"`
+
+	Timestamp TimestampConfig `mapstructure:"timestamp"`
+}
+
+// TimestampConfig is csc.timestamp.*: signatures/timestamp (CSC v1 §11.10),
+// RFC 3161 tokens signed by the TSA key in the HSM.
+type TimestampConfig struct {
+	Enabled  bool          `mapstructure:"enabled"`
+	Policy   string        `mapstructure:"policy"`   // TSA policy OID, dotted
+	Accuracy time.Duration `mapstructure:"accuracy"` // claimed accuracy; 0 omits it
+	Label    string        `mapstructure:"label"`    // token label of the TSA certificate
 }
 
 // OIDCConfig is the oidc.* section.
@@ -100,6 +111,14 @@ func serviceKeys() []Key {
 			Usage: "registered client (scope service) that auth/login's tokens are issued to; required with csc.auth_login"},
 		{Name: "csc.refresh_token_ttl", Default: 24 * time.Hour,
 			Usage: "lifetime of auth/login's refresh tokens from the password login (1m to 90 days)"},
+		{Name: "csc.timestamp.enabled", Default: false,
+			Usage: "serve signatures/timestamp (RFC 3161 tokens signed by the TSA key in the HSM)"},
+		{Name: "csc.timestamp.policy", Default: "",
+			Usage: "TSA policy OID of the tokens, dotted (required when csc.timestamp.enabled)"},
+		{Name: "csc.timestamp.accuracy", Default: time.Second,
+			Usage: "accuracy the tokens claim (0 to 1m; 0 omits it)"},
+		{Name: "csc.timestamp.label", Default: "signd-tsa",
+			Usage: "token label of the TSA certificate (signd tsa enroll labels its keys <label>-<id>)"},
 
 		// oidc
 		{Name: "oidc.claim_namespace", Default: "com.vendor",
@@ -171,6 +190,9 @@ func (c *CSCConfig) checks() []check {
 		{"csc.max_hashes_per_request", between(c.MaxHashesPerRequest, 1, MaxHashesPerRequest)},
 		{"csc.auth_login_client", c.authLoginClient()},
 		{"csc.refresh_token_ttl", within(c.RefreshTokenTTL, time.Minute, 90*24*time.Hour)},
+		{"csc.timestamp.policy", c.Timestamp.policyProblem()},
+		{"csc.timestamp.accuracy", within(c.Timestamp.Accuracy, 0, time.Minute)},
+		{"csc.timestamp.label", matches(tsaLabelRE, c.Timestamp.Label, "1 to 64 letters, digits, '.', '_' or '-'")},
 	}
 }
 
@@ -184,6 +206,26 @@ func (c *CSCConfig) authLoginClient() string {
 		return ""
 	case len(c.AuthLoginClient) > 128 || !clientIDRE.MatchString(c.AuthLoginClient):
 		return fmt.Sprintf("%q is not a client ID (1 to 128 printable ASCII characters, no space)", c.AuthLoginClient)
+	}
+	return ""
+}
+
+// tsaLabelRE is csc.timestamp.label: a PKCS#11 label signd can extend with
+// "-<id>".
+var tsaLabelRE = regexp.MustCompile(`^[A-Za-z0-9._-]{1,64}$`)
+
+// oidRE is a dotted object identifier (X.660): first arc 0, 1 or 2, no
+// leading zeros.
+var oidRE = regexp.MustCompile(`^[0-2](\.(0|[1-9][0-9]{0,8}))+$`)
+
+func (t *TimestampConfig) policyProblem() string {
+	switch {
+	case t.Policy == "" && t.Enabled:
+		return "must be set when csc.timestamp.enabled is true"
+	case t.Policy == "":
+		return ""
+	case len(t.Policy) > 200 || !oidRE.MatchString(t.Policy):
+		return fmt.Sprintf("%q is not a dotted object identifier such as 1.3.6.1.4.1.99999.1", t.Policy)
 	}
 	return ""
 }

@@ -42,6 +42,7 @@ func defaultCSC() CSCConfig {
 		Name: "signd", Region: "NL", Lang: "en-US", Description: "signd remote signing service",
 		MaxResultsDefault: 100, MaxResultsLimit: 1000, MaxHashesPerRequest: 100,
 		RefreshTokenTTL: 24 * time.Hour,
+		Timestamp:       TimestampConfig{Accuracy: time.Second, Label: "signd-tsa"},
 	}
 }
 
@@ -166,6 +167,16 @@ func TestValidate(t *testing.T) {
 		{"hash cap 10000", func(c *Config) { c.CSC.MaxHashesPerRequest = 10000 }, "", ""},
 		{"hash cap 0", func(c *Config) { c.CSC.MaxHashesPerRequest = 0 }, "csc.max_hashes_per_request", "must be between 1 and 10000, got 0"},
 		{"hash cap negative", func(c *Config) { c.CSC.MaxHashesPerRequest = -5 }, "csc.max_hashes_per_request", "must be between 1 and 10000"},
+		{"timestamp without policy", func(c *Config) { c.CSC.Timestamp.Enabled = true }, "csc.timestamp.policy", "must be set when csc.timestamp.enabled is true"},
+		{"timestamp policy not an OID", func(c *Config) { c.CSC.Timestamp.Policy = "1.2.x" }, "csc.timestamp.policy", `"1.2.x" is not a dotted object identifier`},
+		{"timestamp policy first arc 3", func(c *Config) { c.CSC.Timestamp.Policy = "3.1" }, "csc.timestamp.policy", "is not a dotted object identifier"},
+		{"timestamp policy leading zero", func(c *Config) { c.CSC.Timestamp.Policy = "1.03" }, "csc.timestamp.policy", "is not a dotted object identifier"},
+		{"timestamp policy one arc", func(c *Config) { c.CSC.Timestamp.Policy = "1" }, "csc.timestamp.policy", "is not a dotted object identifier"},
+		{"timestamp policy oversized", func(c *Config) { c.CSC.Timestamp.Policy = "1" + strings.Repeat(".1", 150) }, "csc.timestamp.policy", "is not a dotted object identifier"},
+		{"timestamp label empty", func(c *Config) { c.CSC.Timestamp.Label = "" }, "csc.timestamp.label", `"" is not 1 to 64 letters`},
+		{"timestamp label with a space", func(c *Config) { c.CSC.Timestamp.Label = "my tsa" }, "csc.timestamp.label", `"my tsa" is not 1 to 64 letters`},
+		{"timestamp accuracy negative", func(c *Config) { c.CSC.Timestamp.Accuracy = -time.Second }, "csc.timestamp.accuracy", "is not between 0s and 1m0s"},
+		{"timestamp accuracy 2m", func(c *Config) { c.CSC.Timestamp.Accuracy = 2 * time.Minute }, "csc.timestamp.accuracy", "is not between 0s and 1m0s"},
 		{"hash cap 10001", func(c *Config) { c.CSC.MaxHashesPerRequest = 10001 }, "csc.max_hashes_per_request", "must be between 1 and 10000, got 10001"},
 
 		{"auth login with client", func(c *Config) { c.CSC.AuthLogin, c.CSC.AuthLoginClient = true, "laverca" }, "", ""},

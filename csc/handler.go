@@ -116,6 +116,10 @@ type Handler struct {
 	// (csc.max_hashes_per_request); 0 means DefaultMaxHashes. The parser
 	// stops reading the array one entry past it.
 	MaxHashes int
+	// TimeStamper serves signatures/timestamp (csc.timestamp.enabled);
+	// nil: the method answers 501 and info does not list it.
+	TimeStamper TimeStamper
+
 	// PageTokenKey is the MAC key of credentials/list page tokens, at
 	// least 32 random bytes that survive restarts (kept in the store).
 	PageTokenKey []byte           // required
@@ -184,6 +188,9 @@ func (h *Handler) Mount(g *echo.Group) error {
 	}
 	if h.Revoker != nil {
 		h.route(g, "auth/revoke", h.authRevoke, postOnly, bearer)
+	}
+	if h.TimeStamper != nil {
+		h.route(g, "signatures/timestamp", h.timestamp, postOnly, bearer)
 	}
 	for _, m := range specMethods {
 		if !slices.Contains(h.methods, m) {

@@ -68,3 +68,46 @@ func (t *Token) ImportCertificate(ctx context.Context, id []byte, label string, 
 	t.log.Info("hsm: stored certificate", "token", t.label, "id", fmt.Sprintf("%x", id), "subject", cert.Subject.String(), "serial", cert.SerialNumber.String())
 	return nil
 }
+
+// Certificate is an X.509 certificate stored on the token and the CKA_ID
+// it shares with its key pair.
+type Certificate struct {
+	ID   []byte
+	Cert *x509.Certificate
+}
+
+// maxLabelledCerts bounds how many certificates Certificates reads.
+const maxLabelledCerts = 16
+
+// Certificates returns the X.509 certificates stored under label (at most
+// 16), in token order. A stored value that does not parse is an error.
+func (t *Token) Certificates(ctx context.Context, label string) ([]Certificate, error) {
+	var out []Certificate
+	err := t.run(ctx, "find certificates", func(s pkcs11.SessionHandle) error {
+		out = out[:0]
+		hs, err := t.find(s, []*pkcs11.Attribute{
+			pkcs11.NewAttribute(pkcs11.CKA_CLASS, pkcs11.CKO_CERTIFICATE),
+			pkcs11.NewAttribute(pkcs11.CKA_CERTIFICATE_TYPE, pkcs11.CKC_X_509),
+			pkcs11.NewAttribute(pkcs11.CKA_LABEL, label),
+		}, maxLabelledCerts)
+		if err != nil {
+			return err
+		}
+		for _, h := range hs {
+			v, err := t.attrs(s, h, pkcs11.CKA_ID, pkcs11.CKA_VALUE)
+			if err != nil {
+				return err
+			}
+			c, err := x509.ParseCertificate(v[pkcs11.CKA_VALUE])
+			if err != nil {
+				return fmt.Errorf("hsm: certificate %q (id %x): %w", label, v[pkcs11.CKA_ID], err)
+			}
+			out = append(out, Certificate{ID: v[pkcs11.CKA_ID], Cert: c})
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}

@@ -21,8 +21,9 @@ bash scripts/install-deps.sh --no-browser
 command -v go >/dev/null 2>&1 || { echo "demo.sh: Go is not installed (https://go.dev/dl/)" >&2; exit 1; }
 
 # 2. Build.
-say "building bin/signd"
+say "building bin/signd and bin/signd-pdf"
 make -s build
+go build -o "$root/bin/signd-pdf" ./cmd/signd-pdf
 
 # 3. Token and PINs (generated once, kept in ./var, mode 0600).
 mkdir -p "$var"
@@ -52,6 +53,10 @@ pkcs11:
   pin_file: $var/pkcs11.pin
 log:
   format: text
+csc:
+  timestamp:
+    enabled: true
+    policy: 1.3.6.1.4.1.99999.1.1
 YAML
 fi
 signd() { "$bin" --config "$cfg" "$@"; }
@@ -82,6 +87,22 @@ if [ -z "$cred" ]; then
     --subject "CN=Demo User,O=signd demo,C=NL" | tail -n 1)
 fi
 
+# 8. Time-stamping key (signatures/timestamp), certified by the same
+# development CA with the critical id-kp-timeStamping RFC 3161 asks for.
+if [ ! -s "$var/tsa.pem" ]; then
+  say "enrolling the time-stamping key (development CA in var/dev-ca)"
+  tsa_csr=$(signd tsa enroll --subject "CN=signd demo TSA,O=signd demo,C=NL" --csr-out -)
+  tsa_key=$(printf '%s\n' "$tsa_csr" | tail -n 1)
+  printf '%s\n' "$tsa_csr" | sed -n '/BEGIN CERTIFICATE REQUEST/,/END CERTIFICATE REQUEST/p' >"$var/tsa.csr"
+  printf 'basicConstraints=critical,CA:FALSE\nkeyUsage=critical,digitalSignature\nextendedKeyUsage=critical,timeStamping\n' >"$var/tsa-ext.cnf"
+  openssl x509 -req -in "$var/tsa.csr" -CA "$var/dev-ca/ca.pem" -CAkey "$var/dev-ca/ca.key" -sha256 -days 365 \
+    -set_serial "0x$(openssl rand -hex 16)" -extfile "$var/tsa-ext.cnf" -out "$var/tsa.pem.tmp" 2>/dev/null
+  signd tsa import-cert --key-id "$tsa_key" --cert "$var/tsa.pem.tmp" >/dev/null
+  mv "$var/tsa.pem.tmp" "$var/tsa.pem"
+  rm -f "$var/tsa.csr" "$var/tsa-ext.cnf"
+fi
+[ -s "$var/demo.pdf" ] || cp cmd/signd/testdata/contract.pdf "$var/demo.pdf"
+
 cat >&2 <<INFO
 
 signd demo is set up (everything under ./var; rm -rf var to start over).
@@ -111,6 +132,14 @@ then
 To start signd yourself later (the token's config must be in the environment):
   export SOFTHSM2_CONF=$SOFTHSM2_CONF
   bin/signd --config var/signd.yaml serve
+
+Sign a PDF through signd (PDF signature with a signature time-stamp from
+signd's TSA; the tool prints two URLs to open in a browser, log in as demo,
+and enter the signing PIN on the second):
+  bin/signd-pdf --url http://127.0.0.1:8443 --client-id demo-client \\
+    --client-secret-file var/demo-client.secret --redirect-uri http://127.0.0.1:9000/callback \\
+    --credential $cred --in var/demo.pdf --out var/demo-signed.pdf --name "Demo User" --reason "I agree"
+  pdfsig var/demo-signed.pdf   # trusts the signature once var/dev-ca/ca.pem is in an NSS database (-nssdir)
 
 The admin CLI talks to the running daemon over var/signd.sock:
   bin/signd --config var/signd.yaml credential show $cred

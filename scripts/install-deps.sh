@@ -26,6 +26,10 @@ command -v openssl >/dev/null 2>&1 || need+=(openssl)
 command -v gcc >/dev/null 2>&1 || need+=(gcc libc6-dev)
 command -v make >/dev/null 2>&1 || need+=(make)
 command -v curl >/dev/null 2>&1 || need+=(curl)
+# pdfsig validates the PDF signatures of cmd/signd-pdf's test; certutil
+# makes the NSS database that holds the test CA it trusts.
+command -v pdfsig >/dev/null 2>&1 || need+=(poppler-utils)
+command -v certutil >/dev/null 2>&1 || need+=(libnss3-tools)
 if [ "$browser" = 1 ]; then
   command -v chromium >/dev/null 2>&1 || need+=(chromium fonts-dejavu-core)
 fi

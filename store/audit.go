@@ -33,6 +33,10 @@ const (
 	// pair destroyed in the HSM, what was bound to it revoked, its record
 	// deleted.
 	AuditCredentialRemoved AuditKind = "credential_removed"
+	// AuditTimestamp is a time-stamp token issued by signatures/timestamp
+	// (outcome granted): Hashes holds the digest it covers, Reason its
+	// serial number in hex.
+	AuditTimestamp AuditKind = "timestamp"
 )
 
 // Audit outcomes. Credential entries may also use the credential status
@@ -145,7 +149,8 @@ func (e *AuditEntry) content() auditContent {
 // Validate checks what AppendAudit requires of an entry before sealing.
 func (e *AuditEntry) Validate() error {
 	switch e.Kind {
-	case AuditSignHash, AuditCredentialEnrolled, AuditCredentialEnabled, AuditCredentialDisabled, AuditCredentialRemoved:
+	case AuditSignHash, AuditCredentialEnrolled, AuditCredentialEnabled, AuditCredentialDisabled, AuditCredentialRemoved,
+		AuditTimestamp:
 	default:
 		return fmt.Errorf("%w: audit kind %q", ErrInvalid, e.Kind)
 	}

@@ -65,7 +65,7 @@ func (a *app) root() *cobra.Command {
 	pf.StringVar(&a.cfgFile, "config", "", "config file (default ./signd.yaml, then /etc/signd/signd.yaml)")
 	pf.BoolVar(&a.jsonOut, "json", false, "machine-readable JSON output")
 	config.BindFlags(pf)
-	root.AddCommand(a.serveCmd(), group(a.userCmd()), group(a.clientCmd()), group(a.credentialCmd()), group(a.oidcCmd()), group(a.auditCmd()), group(a.storeCmd()))
+	root.AddCommand(a.serveCmd(), group(a.userCmd()), group(a.clientCmd()), group(a.credentialCmd()), group(a.oidcCmd()), group(a.tsaCmd()), group(a.auditCmd()), group(a.storeCmd()))
 	return root
 }
 
@@ -233,7 +233,7 @@ func (a *app) adminService(cmd *cobra.Command) (admin.Service, func(), error) {
 	logger := newLogger(a.stderr, logCfg)
 	keys := &lazyKeys{open: func() (*hsm.Token, error) { return openToken(cfg, logger, nil) }}
 	local := &admin.Local{Store: db, Keys: keys, Hasher: h, Now: a.now, Logger: logger,
-		OIDCKeys: newKeyRing(cfg, db, keys, a.now, logger)}
+		OIDCKeys: newKeyRing(cfg, db, keys, a.now, logger), TSALabel: cfg.CSC.Timestamp.Label}
 	return local, func() { keys.close(); db.Close() }, nil
 }
 

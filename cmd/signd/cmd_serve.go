@@ -125,8 +125,9 @@ func (a *app) serve(ctx context.Context, cfg *config.Config) error {
 	ae := newAdminEcho(logger)
 	for _, m := range []mounter{
 		&admin.Handler{
-			Service: &admin.Local{Store: db, Keys: token, Hasher: hasher, Now: a.now, Logger: logger, OIDCKeys: keys},
-			Logger:  logger,
+			Service: &admin.Local{Store: db, Keys: token, Hasher: hasher, Now: a.now, Logger: logger, OIDCKeys: keys,
+				TSALabel: cfg.CSC.Timestamp.Label},
+			Logger: logger,
 		},
 		storeAdminHandler{DB: db, Logger: logger},
 	} {

@@ -54,6 +54,7 @@ func TestOpenAPIDescribesTheDaemon(t *testing.T) {
 		{"POST", "/csc/v1/credentials/authorize", "application/json", "{}", 501},
 		{"POST", "/csc/v1/auth/login", "application/json", "{}", 501}, // csc.auth_login is off by default
 		{"POST", "/csc/v1/auth/revoke", "application/json", `{"token":"x"}`, 401},
+		{"POST", "/csc/v1/signatures/timestamp", "application/json", "{}", 501}, // csc.timestamp.enabled is false
 		{"POST", "/csc/v1/credentials/nope", "application/json", "{}", 404},
 	}
 	for _, tc := range cases {

@@ -2,14 +2,17 @@ package main
 
 import (
 	"context"
+	"crypto"
 	"errors"
 	"fmt"
+	"math/big"
 	"slices"
 
 	"github.com/signd/signd/csc"
 	"github.com/signd/signd/hsm"
 	"github.com/signd/signd/oauth"
 	"github.com/signd/signd/store"
+	"github.com/signd/signd/tsa"
 )
 
 // The concrete types csc runs on.
@@ -66,7 +69,46 @@ func (s *services) cscHandler(authz *oauth.Server) (*csc.Handler, error) {
 		h.Login = login
 		s.checkAuthLoginClient(c.AuthLoginClient)
 	}
+	if c.Timestamp.Enabled {
+		ts, err := s.timeStamper()
+		if err != nil {
+			return nil, err
+		}
+		h.TimeStamper = ts
+	}
 	return h, nil
+}
+
+// timeStamper builds the TSA of signatures/timestamp: tokens signed by the
+// newest key on the token whose certificate is labelled csc.timestamp.label.
+func (s *services) timeStamper() (csc.TimeStamper, error) {
+	c := s.cfg.CSC.Timestamp
+	policy, err := tsa.ParsePolicy(c.Policy)
+	if err != nil {
+		return nil, fmt.Errorf("csc.timestamp.policy: %w", err)
+	}
+	a := &tsa.Authority{
+		Source: &tsa.HSMSource{Token: s.token, Label: c.Label, Now: s.now}, Policy: policy,
+		Accuracy: c.Accuracy, Now: s.now,
+	}
+	if _, _, err := a.Source.Current(context.Background()); err != nil {
+		s.logger.Warn("csc: signatures/timestamp is enabled but cannot sign yet; it answers server_error until a TSA certificate is imported (signd tsa enroll, signd tsa import-cert)", "err", err)
+	}
+	return tsaStamper{a}, nil
+}
+
+// tsaStamper adapts tsa.Authority to csc.TimeStamper.
+type tsaStamper struct{ a *tsa.Authority }
+
+func (t tsaStamper) TimeStamp(ctx context.Context, hash crypto.Hash, digest []byte, nonce *big.Int) ([]byte, *big.Int, error) {
+	tok, err := t.a.Stamp(ctx, tsa.Request{Hash: hash, Digest: digest, Nonce: nonce})
+	if errors.Is(err, tsa.ErrNotEnrolled) {
+		return nil, nil, fmt.Errorf("%w: %w", csc.ErrTimeStampNotEnrolled, err)
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	return tok.DER, tok.Serial, nil
 }
 
 // hsmUnavailable reports the token errors that mean "the signing service

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -155,6 +156,30 @@ func testAuditInvalid(t *testing.T, s store.Store) {
 	}
 	if n, _ := verifyAudit(t, s); n != 0 {
 		t.Errorf("%d entries after refused appends", n)
+	}
+}
+
+// testAuditTimestamp: a time-stamp entry (kind timestamp) is kept with its
+// digest and serial number, and the chain holds.
+func testAuditTimestamp(t *testing.T, s store.Store) {
+	e := &store.AuditEntry{
+		Time: time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC), Kind: store.AuditTimestamp, User: "alice", Client: "rp",
+		Hashes: []string{strings.Repeat("ab", 32)}, Outcome: store.AuditGranted, Reason: "serial 1f",
+	}
+	update(t, s, func(tx store.Tx) error { return tx.AppendAudit(e) })
+	var got []*store.AuditEntry
+	err := s.View(context.Background(), func(tx store.Tx) error {
+		return store.AuditEntries(tx, 1, func(e *store.AuditEntry) error { got = append(got, e); return nil })
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1 || got[0].Kind != store.AuditTimestamp || got[0].Reason != "serial 1f" ||
+		len(got[0].Hashes) != 1 || got[0].Hashes[0] != e.Hashes[0] {
+		t.Errorf("timestamp entry read back as %+v", got)
+	}
+	if n, _ := verifyAudit(t, s); n != 1 {
+		t.Errorf("%d audit entries, want 1", n)
 	}
 }
 

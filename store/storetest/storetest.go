@@ -48,6 +48,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"AuditAppend", testAuditAppend},
 		{"AuditRollback", testAuditRollback},
 		{"AuditInvalid", testAuditInvalid},
+		{"AuditTimestamp", testAuditTimestamp},
 		{"AuditConcurrent", testAuditConcurrent},
 		{"AuditCanonical", testAuditCanonical},
 		{"AuthRequests", testAuthRequests},

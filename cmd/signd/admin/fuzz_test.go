@@ -181,6 +181,14 @@ func (s *recordingService) RotateOIDCKeys(_ context.Context, r RotateOIDCKeysReq
 	s.rec(r)
 	return &RotateOIDCKeysResult{}, nil
 }
+func (s *recordingService) EnrollTSA(_ context.Context, r EnrollTSARequest) (*EnrollTSAResult, error) {
+	s.rec(r)
+	return &EnrollTSAResult{}, nil
+}
+func (s *recordingService) ImportTSACertificate(_ context.Context, r ImportTSACertificateRequest) (*TSACertificateView, error) {
+	s.rec(r)
+	return &TSACertificateView{}, nil
+}
 func (s *recordingService) AuditVerify(context.Context) (*AuditReport, error) {
 	s.rec(struct{}{})
 	return &AuditReport{}, nil
@@ -223,6 +231,7 @@ func FuzzRPC(f *testing.F) {
 		"CreateOIDCKey": struct{}{}, "ListOIDCKeys": struct{}{}, "RotateOIDCKeys": RotateOIDCKeysRequest{},
 		"RemoveUser": nameReq{}, "RemoveCredential": nameReq{},
 		"EnrollTOTP": EnrollTOTPRequest{}, "RemoveTOTP": nameReq{},
+		"EnrollTSA": EnrollTSARequest{}, "ImportTSACertificate": ImportTSACertificateRequest{},
 		"AuditVerify": struct{}{}, "AuditExport": AuditExportRequest{},
 	} {
 		types[name] = reflect.TypeOf(v)
@@ -243,6 +252,8 @@ func FuzzRPC(f *testing.F) {
 		{"ImportCertificate", ImportCertificateRequest{ID: "kr3e3rdpe6muvlifxu2m3wpecu", ChainPEM: "-----BEGIN CERTIFICATE-----\nMAA=\n-----END CERTIFICATE-----\n"}},
 		{"SetCredentialStatus", statusReq{"kr3e3rdpe6muvlifxu2m3wpecu", false}}, {"RotateOIDCKeys", RotateOIDCKeysRequest{Force: true}},
 		{"EnrollTOTP", EnrollTOTPRequest{"alice", "signd"}}, {"RemoveTOTP", nameReq{"alice"}},
+		{"EnrollTSA", EnrollTSARequest{Algo: "rsa-3072", Subject: "CN=signd TSA,O=Example B.V.,C=NL"}},
+		{"ImportTSACertificate", ImportTSACertificateRequest{KeyID: "00ff", CertPEM: "-----BEGIN CERTIFICATE-----\nMAA=\n-----END CERTIFICATE-----\n"}},
 		{"AuditVerify", struct{}{}}, {"AuditExport", AuditExportRequest{Since: time.Date(2026, 1, 2, 15, 4, 5, 0, time.FixedZone("", 3600))}},
 	} {
 		body, _ := json.Marshal(s.req)

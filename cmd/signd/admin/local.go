@@ -34,6 +34,9 @@ type Local struct {
 	// OIDCKeys manages the OIDC signing keys (see oidc.go); nil: the
 	// OIDC key operations answer KindUnavailable.
 	OIDCKeys *oidc.KeyRing
+	// TSALabel is the token label of the time-stamping certificate
+	// (csc.timestamp.label); "" = tsa.DefaultLabel.
+	TSALabel string
 }
 
 var _ Service = (*Local)(nil)

@@ -82,6 +82,10 @@ func endpoints(s Service) map[string]func(context.Context, json.RawMessage) (any
 		"RotateOIDCKeys": decode(func(ctx context.Context, r RotateOIDCKeysRequest) (any, error) {
 			return s.RotateOIDCKeys(ctx, r)
 		}),
+		"EnrollTSA": decode(func(ctx context.Context, r EnrollTSARequest) (any, error) { return s.EnrollTSA(ctx, r) }),
+		"ImportTSACertificate": decode(func(ctx context.Context, r ImportTSACertificateRequest) (any, error) {
+			return s.ImportTSACertificate(ctx, r)
+		}),
 		"AuditVerify": decode(func(ctx context.Context, _ struct{}) (any, error) { return s.AuditVerify(ctx) }),
 		"AuditExport": decode(func(ctx context.Context, r AuditExportRequest) (any, error) {
 			return stream(func(w io.Writer) error { return s.AuditExport(ctx, r, w) }), nil

@@ -39,6 +39,9 @@ type Service interface {
 	ListOIDCKeys(ctx context.Context) ([]OIDCKeyView, error)
 	RotateOIDCKeys(ctx context.Context, req RotateOIDCKeysRequest) (*RotateOIDCKeysResult, error)
 
+	EnrollTSA(ctx context.Context, req EnrollTSARequest) (*EnrollTSAResult, error)
+	ImportTSACertificate(ctx context.Context, req ImportTSACertificateRequest) (*TSACertificateView, error)
+
 	AuditVerify(ctx context.Context) (*AuditReport, error)
 	AuditExport(ctx context.Context, req AuditExportRequest, w io.Writer) error
 }

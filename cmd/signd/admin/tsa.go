@@ -1,0 +1,139 @@
+package admin
+
+import (
+	"context"
+	"encoding/hex"
+	"fmt"
+
+	"github.com/signd/signd/csc/enroll"
+	"github.com/signd/signd/store"
+	"github.com/signd/signd/tsa"
+)
+
+// EnrollTSARequest generates a time-stamping key pair in the token.
+type EnrollTSARequest struct {
+	Algo    string `json:"algo,omitempty"`    // rsa-2048, rsa-3072 (default), rsa-4096
+	Subject string `json:"subject,omitempty"` // CSR subject DN; default "CN=signd TSA"
+}
+
+// EnrollTSAResult is the new key and its CSR; the certificate the CA
+// issues for it (with only a critical id-kp-timeStamping extended key
+// usage) is imported with ImportTSACertificate.
+type EnrollTSAResult struct {
+	KeyID  string `json:"key_id"` // CKA_ID, hex
+	Label  string `json:"label"`
+	CSRPEM string `json:"csr_pem"`
+}
+
+// ImportTSACertificateRequest stores the TSA certificate (PEM; the first
+// certificate is the TSA's, any others are its chain and are checked, not
+// stored) next to the key KeyID.
+type ImportTSACertificateRequest struct {
+	KeyID   string `json:"key_id"`
+	CertPEM string `json:"cert_pem"`
+}
+
+// TSACertificateView is the imported TSA certificate.
+type TSACertificateView struct {
+	KeyID    string `json:"key_id"`
+	Subject  string `json:"subject"`
+	Serial   string `json:"serial"`
+	NotAfter string `json:"not_after"`
+}
+
+// defaultTSAAlgo is the TSA key size: tokens outlive signatures' keys, so
+// one step above the credential default.
+const defaultTSAAlgo = "rsa-3072"
+
+// EnrollTSA implements Service.
+func (l *Local) EnrollTSA(ctx context.Context, req EnrollTSARequest) (*EnrollTSAResult, error) {
+	algo := req.Algo
+	if algo == "" {
+		algo = defaultTSAAlgo
+	}
+	subject := req.Subject
+	if subject == "" {
+		subject = "CN=signd TSA"
+	}
+	spec, err := enroll.Request{Algorithm: algo, Subject: subject}.Check()
+	if err != nil {
+		return nil, errorf(KindInvalid, "%v", err)
+	}
+	keys, err := l.keys()
+	if err != nil {
+		return nil, err
+	}
+	id, err := store.NewID()
+	if err != nil {
+		return nil, l.fail("tsa", err)
+	}
+	label := l.tsaLabel() + "-" + id
+	key, csrDER, err := enroll.Generate(ctx, enrollKeys{keys}, label, spec)
+	if key == nil {
+		return nil, l.fail("generate key", err)
+	}
+	if err != nil {
+		if derr := keys.DestroyKey(context.WithoutCancel(ctx), key.ID); derr != nil {
+			l.logger().Error("rollback: destroying key failed", "key_id", hex.EncodeToString(key.ID), "err", derr)
+		}
+		return nil, l.fail("tsa certificate request", err)
+	}
+	l.logger().Info("tsa key generated", "key_id", hex.EncodeToString(key.ID), "label", label, "algorithm", spec.Algorithm)
+	return &EnrollTSAResult{KeyID: hex.EncodeToString(key.ID), Label: label, CSRPEM: enroll.CSRPEM(csrDER)}, nil
+}
+
+// ImportTSACertificate implements Service. The certificate must be fit
+// for time-stamping (tsa.CheckCertificate: only a critical
+// id-kp-timeStamping, valid now, the key's public key) and chain to its
+// issuers when they are given.
+func (l *Local) ImportTSACertificate(ctx context.Context, req ImportTSACertificateRequest) (*TSACertificateView, error) {
+	id, err := hex.DecodeString(req.KeyID)
+	if err != nil || len(id) == 0 || len(id) > 64 {
+		return nil, errorf(KindInvalid, "key id must be the hex CKA_ID printed by signd tsa enroll")
+	}
+	chain, err := enroll.ParseChainPEM([]byte(req.CertPEM))
+	if err != nil {
+		return nil, errorf(KindInvalid, "certificate: %v", err)
+	}
+	keys, err := l.keys()
+	if err != nil {
+		return nil, err
+	}
+	key, err := keys.Key(ctx, id)
+	if err != nil {
+		return nil, l.fail(fmt.Sprintf("tsa key %s", req.KeyID), err)
+	}
+	if err := tsa.CheckCertificate(chain[0], key.Public(), l.now()); err != nil {
+		return nil, errorf(KindInvalid, "not a TSA certificate for key %s: %v", req.KeyID, err)
+	}
+	if len(chain) > 1 {
+		if err := enroll.VerifyChain(chain, l.now()); err != nil {
+			return nil, errorf(KindInvalid, "%v", err)
+		}
+	}
+	if err := keys.ImportCertificate(ctx, id, l.tsaLabel(), chain[0]); err != nil {
+		return nil, l.fail("import certificate", err)
+	}
+	l.logger().Info("tsa certificate imported", "key_id", req.KeyID, "subject", chain[0].Subject.String())
+	return &TSACertificateView{
+		KeyID: req.KeyID, Subject: chain[0].Subject.String(), Serial: chain[0].SerialNumber.Text(16),
+		NotAfter: chain[0].NotAfter.UTC().Format("2006-01-02T15:04:05Z"),
+	}, nil
+}
+
+// EnrollTSA implements Service.
+func (r *Remote) EnrollTSA(ctx context.Context, req EnrollTSARequest) (*EnrollTSAResult, error) {
+	return callT[*EnrollTSAResult](r, ctx, "EnrollTSA", req)
+}
+
+// ImportTSACertificate implements Service.
+func (r *Remote) ImportTSACertificate(ctx context.Context, req ImportTSACertificateRequest) (*TSACertificateView, error) {
+	return callT[*TSACertificateView](r, ctx, "ImportTSACertificate", req)
+}
+
+func (l *Local) tsaLabel() string {
+	if l.TSALabel != "" {
+		return l.TSALabel
+	}
+	return tsa.DefaultLabel
+}

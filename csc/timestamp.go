@@ -1,0 +1,112 @@
+package csc
+
+import (
+	"context"
+	"crypto"
+	"encoding/base64"
+	"encoding/hex"
+	"errors"
+	"math/big"
+	"net/http"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/signd/signd/oauth"
+	"github.com/signd/signd/store"
+)
+
+// TimeStamper makes RFC 3161 time-stamp tokens for signatures/timestamp;
+// cmd/signd adapts package tsa to it.
+type TimeStamper interface {
+	// TimeStamp returns a DER TimeStampToken over digest (a hash of hash)
+	// carrying nonce when it is not nil, and the token's serial number.
+	// ErrTimeStampNotEnrolled when no time-stamping key is ready.
+	TimeStamp(ctx context.Context, hash crypto.Hash, digest []byte, nonce *big.Int) (token []byte, serial *big.Int, err error)
+}
+
+// ErrTimeStampNotEnrolled is what a TimeStamper returns while the
+// time-stamping authority has no key with a usable certificate.
+var ErrTimeStampNotEnrolled = errors.New("csc: no time-stamping key")
+
+// maxNonceHex bounds the hex nonce of signatures/timestamp: 64 bytes.
+const maxNonceHex = 128
+
+// timestampHashes are the hashAlgo values signatures/timestamp accepts
+// (NIST SHA-2 OIDs; SHA-1 is refused).
+var timestampHashes = map[string]crypto.Hash{
+	"2.16.840.1.101.3.4.2.1": crypto.SHA256,
+	"2.16.840.1.101.3.4.2.2": crypto.SHA384,
+	"2.16.840.1.101.3.4.2.3": crypto.SHA512,
+}
+
+const descTSANotEnrolled = "The time-stamping authority has no usable key and certificate"
+
+type timestampResponse struct {
+	Timestamp string `json:"timestamp"`
+}
+
+// timestamp is POST /csc/v1/signatures/timestamp (CSC v1 §11.10): a
+// service bearer (as every other method but info), hash (base64),
+// hashAlgo (OID), optional nonce (hex) and clientData. The token is
+// audited before it leaves: no audit entry, no token.
+func (h *Handler) timestamp(c echo.Context) error {
+	g := oauth.GrantFrom(c)
+	p, e := readParams(c.Request())
+	if e != nil {
+		return e
+	}
+	hashB64, _, e := p.str("hash", true)
+	if e != nil {
+		return e
+	}
+	hashAlgo, _, e := p.str("hashAlgo", true)
+	if e != nil {
+		return e
+	}
+	hash, ok := timestampHashes[hashAlgo]
+	if !ok {
+		return invalid("hashAlgo")
+	}
+	digest, err := decodeBase64(hashB64)
+	if err != nil {
+		return badRequest(descBadBase64)
+	}
+	if len(digest) != hash.Size() {
+		return badRequest(descDigestLength)
+	}
+	var nonce *big.Int
+	if s, present, e := p.str("nonce", false); e != nil {
+		return e
+	} else if present {
+		b, err := hex.DecodeString(s)
+		if err != nil || len(s) == 0 || len(s) > maxNonceHex {
+			return invalid("nonce")
+		}
+		nonce = new(big.Int).SetBytes(b)
+	}
+	if _, _, e := p.str("clientData", false); e != nil {
+		return invalid("clientData")
+	}
+
+	ctx := c.Request().Context()
+	token, serial, err := h.TimeStamper.TimeStamp(ctx, hash, digest, nonce)
+	switch {
+	case errors.Is(err, ErrTimeStampNotEnrolled):
+		h.logger().Error("csc: signatures/timestamp: no time-stamping key", "err", err)
+		return &oauth.Error{Code: oauth.CodeServerError, Description: descTSANotEnrolled, Status: http.StatusInternalServerError}
+	case err != nil:
+		return err
+	}
+	entry := &store.AuditEntry{
+		Time: h.now(), Kind: store.AuditTimestamp, User: g.Username, Client: g.ClientID,
+		Hashes: []string{hex.EncodeToString(digest)}, Outcome: store.AuditGranted,
+		Reason: "serial " + serial.Text(16),
+	}
+	if err := h.Store.Batch(ctx, func(tx Tx) error { return tx.AppendAudit(entry) }); err != nil {
+		return err
+	}
+	h.logger().Info("csc: time-stamp token issued", "user", g.Username, "client", g.ClientID,
+		"serial", serial.Text(16), "audit_seq", entry.Seq)
+	c.Response().Header().Set("Cache-Control", "no-store")
+	return c.JSON(http.StatusOK, timestampResponse{Timestamp: base64.StdEncoding.EncodeToString(token)})
+}
