@@ -5,6 +5,8 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
@@ -260,9 +262,9 @@ func (w *swapStore) View(ctx context.Context, fn func(oauth.BearerTx) error) err
 	return bearerStore(s).View(ctx, fn)
 }
 
-// TestBearerCacheSeesAnotherHandle: a revocation written by another handle
-// on the same bbolt file (the admin CLI while the daemon's handle is
-// closed) is seen, because the generation lives in the file, not in the
+// TestBearerCacheSeesAnotherHandle: a revocation written by another
+// process on the same bbolt file (the admin CLI while the daemon's handle
+// is closed) is seen, because the generation lives in the file, not in the
 // process.
 func TestBearerCacheSeesAnotherHandle(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "signd.db")
@@ -283,11 +285,12 @@ func TestBearerCacheSeesAnotherHandle(t *testing.T) {
 	}
 	daemon.Close()
 
-	cli := open()
-	if err := cli.Update(context.Background(), func(tx store.Tx) error { return tx.DeleteToken(store.Fingerprint("tok")) }); err != nil {
-		t.Fatal(err)
+	// The admin CLI: another process opens the file and revokes.
+	cmd := exec.Command(os.Args[0], "-test.run", "^TestBearerCacheRevokeInAnotherProcess$")
+	cmd.Env = append(os.Environ(), revokeFileEnv+"="+path)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("the other process: %v\n%s", err, out)
 	}
-	cli.Close()
 
 	daemon = open()
 	t.Cleanup(func() { daemon.Close() })
@@ -295,6 +298,27 @@ func TestBearerCacheSeesAnotherHandle(t *testing.T) {
 	w.s = daemon
 	w.mu.Unlock()
 	if got := bearerGet(e, "tok"); got != http.StatusUnauthorized {
-		t.Errorf("after the other handle revoked: status %d, want 401", got)
+		t.Errorf("after the other process revoked: status %d, want 401", got)
+	}
+}
+
+// revokeFileEnv names the bbolt file TestBearerCacheRevokeInAnotherProcess
+// revokes the token "tok" in.
+const revokeFileEnv = "SIGND_TEST_REVOKE_FILE"
+
+// TestBearerCacheRevokeInAnotherProcess is the other process of
+// TestBearerCacheSeesAnotherHandle; alone it does nothing.
+func TestBearerCacheRevokeInAnotherProcess(t *testing.T) {
+	path := os.Getenv(revokeFileEnv)
+	if path == "" {
+		return
+	}
+	db, err := bolt.Open(path, bolt.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if err := db.Update(context.Background(), func(tx store.Tx) error { return tx.DeleteToken(store.Fingerprint("tok")) }); err != nil {
+		t.Fatal(err)
 	}
 }
