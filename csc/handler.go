@@ -28,6 +28,8 @@ type Tx interface {
 	store.TokenReader
 	store.ClientReader
 	store.UserReader
+	// RevocationReader: the bearer check's cache of accepted tokens.
+	store.RevocationReader
 	// DeleteToken consumes a SAD (store.TokenTx).
 	DeleteToken(hash []byte) error
 	// CreateToken gives a SAD back when signing failed before any

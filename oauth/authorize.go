@@ -105,7 +105,8 @@ func (s *Server) authorize(c echo.Context) error {
 
 	// From here on errors go back to the client.
 	state := params.Get("state")
-	t := target{redirectURI: redirectURI, status: http.StatusFound}
+	t := target{redirectURI: redirectURI, status: http.StatusFound, lang: lang,
+		page: info.ErrorPage && !slices.Contains(strings.Fields(params.Get("prompt")), "none")}
 	if c.Request().Method == http.MethodPost {
 		t.status = http.StatusSeeOther
 	}

@@ -2,6 +2,7 @@ package oauth
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"net/http"
 	"slices"
@@ -46,6 +47,12 @@ type BearerConfig struct {
 	// AllowFormBody also accepts the token as the access_token field of a
 	// POST application/x-www-form-urlencoded body (RFC 6750 §2.2).
 	AllowFormBody bool
+	// CacheSize bounds the cache of accepted tokens (bearercache.go): 0 is
+	// DefaultBearerCacheSize, negative turns the cache off. A cached
+	// verdict is used only while the store's revocation generation is the
+	// one it was read at, so the cache never accepts what the store would
+	// refuse.
+	CacheSize int
 }
 
 // RequireBearer returns middleware that authenticates an RFC 6750 bearer
@@ -67,6 +74,7 @@ func RequireBearer(cfg BearerConfig) echo.MiddlewareFunc {
 	fail := func(code, desc string, status int) *Error {
 		return BearerError(cfg.Realm, code, desc, status)
 	}
+	cache := newBearerCache(cfg.CacheSize)
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
 			token, perr := bearerToken(c.Request(), cfg.AllowFormBody)
@@ -76,10 +84,23 @@ func RequireBearer(cfg BearerConfig) echo.MiddlewareFunc {
 			if token == "" {
 				return fail("", "", http.StatusUnauthorized)
 			}
-			var tok *store.Token
-			var user *store.User
+			key := sha256.Sum256([]byte(token)) // store.Fingerprint, without the allocation
+			t := now()
+			var (
+				e    bearerEntry
+				hit  bool
+				tok  *store.Token
+				user *store.User
+			)
 			err := cfg.Store.View(c.Request().Context(), func(tx BearerTx) (err error) {
-				if tok, err = tx.Token(store.Fingerprint(token)); err != nil {
+				gen, err := tx.RevocationGeneration()
+				if err != nil {
+					return err
+				}
+				if e, hit = cache.get(key, gen, t); hit {
+					return nil
+				}
+				if tok, err = tx.Token(key[:]); err != nil {
 					return err
 				}
 				// A removed client's tokens are revoked with it; checking
@@ -87,8 +108,11 @@ func RequireBearer(cfg BearerConfig) echo.MiddlewareFunc {
 				if _, err = tx.Client(tok.ClientID); err != nil {
 					return err
 				}
-				user, err = tx.User(tok.Username)
-				return err
+				if user, err = tx.User(tok.Username); err != nil {
+					return err
+				}
+				e.gen = gen
+				return nil
 			})
 			switch {
 			case errors.Is(err, store.ErrNotFound):
@@ -97,20 +121,27 @@ func RequireBearer(cfg BearerConfig) echo.MiddlewareFunc {
 				return err
 			case err != nil:
 				return err // the renderer turns it into server_error
+			case hit:
 			case tok.Kind != store.TokenAccess:
 				return fail(CodeInvalidToken, "The access token is invalid or revoked", http.StatusUnauthorized)
-			case !now().Before(tok.ExpiresAt):
+			case !t.Before(tok.ExpiresAt):
 				return fail(CodeExpiredToken, "The access token has expired", http.StatusUnauthorized)
 			case user.Status != store.UserActive:
 				return fail(CodeInvalidToken, "The access token is invalid or revoked", http.StatusUnauthorized)
-			case cfg.Scope != "" && !slices.Contains(tok.Scopes, cfg.Scope):
+			default:
+				e.grant = Grant{
+					TokenHash: tok.Hash, ClientID: tok.ClientID, Username: tok.Username,
+					Scopes: tok.Scopes, AuthTime: tok.AuthTime, RequestedAt: tok.RequestedAt,
+					ExpiresAt: tok.ExpiresAt,
+				}
+				cache.put(key, e)
+			}
+			if cfg.Scope != "" && !slices.Contains(e.grant.Scopes, cfg.Scope) {
 				return fail(CodeInsufficientScope, "The access token does not grant scope "+cfg.Scope, http.StatusForbidden)
 			}
-			c.Set(grantKey, &Grant{
-				TokenHash: tok.Hash, ClientID: tok.ClientID, Username: tok.Username,
-				Scopes: tok.Scopes, AuthTime: tok.AuthTime, RequestedAt: tok.RequestedAt,
-				ExpiresAt: tok.ExpiresAt,
-			})
+			g := e.grant // the handler gets its own copy
+			g.TokenHash, g.Scopes = slices.Clone(g.TokenHash), slices.Clone(g.Scopes)
+			c.Set(grantKey, &g)
 			return next(c)
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"time"
 
 	"github.com/labstack/echo/v4"
 
@@ -32,6 +33,16 @@ func (s *Server) consent(c echo.Context) error {
 	case decisionApprove:
 	default:
 		return newPageError(http.StatusBadRequest, f.req.Lang, "errorpage.request")
+	}
+	// AuthenticationFailure: the login this consent continues must still
+	// be the browser's.
+	if ok, err := s.sameLogin(c, f, now); err != nil || !ok {
+		if err == nil {
+			s.log.Warn("consent refused: the login session is gone or another user's",
+				"client_id", f.req.ClientID, "profile", f.req.Profile, "username", f.req.Username)
+			err = authenticationFailure()
+		}
+		return s.finish(c, f, err, nil)
 	}
 	user, err := s.loadUser(ctx, f.req.Username)
 	if err != nil {
@@ -81,10 +92,87 @@ func (s *Server) consent(c echo.Context) error {
 	case !ok:
 		return s.renderConsent(c, f, cons, "error.pin")
 	}
+	// ConsentInvalidated: the PIN check takes a while; what the page showed
+	// must still be what is approved when the code is issued.
+	if err := s.consentStands(ctx, f); err != nil {
+		return s.finish(c, f, err, nil)
+	}
 	// The code is refused if the PIN is locked by the time it is issued or
 	// redeemed.
 	f.req.PINVerified = true
 	return s.issueCode(c, f, nil)
+}
+
+// consentInvalidated is the error of a consent whose data or credential
+// changed between the page and the code (server_error, the OpenID
+// profile's ConsentInvalidated).
+func consentInvalidated() *Error {
+	return Errorf(CodeServerError, http.StatusInternalServerError, "consent invalidated")
+}
+
+// authenticationFailure is the error of a consent whose login session was
+// invalidated or could not be verified (server_error, the OpenID profile's
+// AuthenticationFailure).
+func authenticationFailure() *Error {
+	return Errorf(CodeServerError, http.StatusInternalServerError, "authentication failure")
+}
+
+// consentStands asks the profile again, after the PIN was checked, whether
+// the user may still sign and what the consent page would show now:
+// anything the profile refuses, or a record other than the one the user
+// approved, is consentInvalidated. Errors that are not the profile's
+// answer (an unavailable store) are returned as they are.
+func (s *Server) consentStands(ctx context.Context, f *flow) error {
+	user, err := s.loadUser(ctx, f.req.Username)
+	if err != nil {
+		return err
+	}
+	if user == nil {
+		return consentInvalidated()
+	}
+	pr := s.request(f.client, user, &f.req.Grant)
+	err = f.profile.CheckUser(ctx, pr)
+	var cons *Consent
+	if err == nil {
+		cons, err = f.profile.Consent(ctx, pr)
+	}
+	var record store.ConsentRecord
+	if err == nil {
+		record, err = cons.Record()
+	}
+	switch {
+	case errors.As(err, new(*Error)):
+	case err != nil:
+		return err
+	case cons != nil && sameRecord(record, f.req.Consented):
+		return nil
+	}
+	s.log.Warn("consent refused: the data or credential changed after the page was shown",
+		"client_id", f.req.ClientID, "profile", f.req.Profile, "username", f.req.Username)
+	return consentInvalidated()
+}
+
+// sameLogin reports whether the browser's login session cookie names a
+// live session of the request's user from the same login (the flow's
+// AuthTime): a session that was removed, expired, replaced by another
+// login or is missing cannot vouch for the consent.
+func (s *Server) sameLogin(c echo.Context, f *flow, now time.Time) (bool, error) {
+	ck, err := c.Cookie(sessionCookie)
+	if err != nil || ck.Value == "" {
+		return false, nil
+	}
+	var sess *store.Session
+	err = s.store.View(c.Request().Context(), func(tx Tx) (err error) {
+		sess, err = tx.Session(store.Fingerprint(ck.Value))
+		return err
+	})
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return false, nil
+	case err != nil:
+		return false, err
+	}
+	return now.Before(sess.ExpiresAt) && sess.Username == f.req.Username && sess.AuthTime.Equal(f.req.AuthTime), nil
 }
 
 // sameRecord reports whether two consent records name the same items with

@@ -99,7 +99,10 @@ func (s *Server) loadFlow(c echo.Context) (*flow, error) {
 	}
 	return &flow{
 		req: req, stored: true, handle: handle, csrf: csrf, client: client, profile: profile,
-		target: target{redirectURI: req.RedirectURI, state: req.State, status: http.StatusSeeOther},
+		target: target{
+			redirectURI: req.RedirectURI, state: req.State, status: http.StatusSeeOther,
+			lang: req.Lang, page: s.infoOf(req.Profile).ErrorPage,
+		},
 	}, nil
 }
 

@@ -48,11 +48,12 @@ func jsonDecode(resp *http.Response, v any) error { return json.NewDecoder(resp.
 
 // quietProfile is a test profile for what the CSC profiles do not use: no
 // consent page, prompt and max_age, redirect_uri omission, extra token
-// response members and a failing TokenResponse.
+// response members, a failing TokenResponse, and the error page before
+// an error redirect (ProfileInfo.ErrorPage, as the OpenID profile).
 type quietProfile struct{}
 
 func (quietProfile) Info() oauth.ProfileInfo {
-	return oauth.ProfileInfo{Name: "quiet", RedirectURIOptional: true}
+	return oauth.ProfileInfo{Name: "quiet", RedirectURIOptional: true, ErrorPage: true}
 }
 
 func (quietProfile) Match(scopes []string) bool { return slices.Contains(scopes, "quiet") }

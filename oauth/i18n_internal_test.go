@@ -31,7 +31,7 @@ func TestMessages(t *testing.T) {
 		used[m[1]] = true
 	}
 	files, _ := filepath.Glob("*.go")
-	keyRE := regexp.MustCompile(`"((?:errorpage|error|login|consent|field)\.[a-z.]+)"`)
+	keyRE := regexp.MustCompile(`"((?:errorpage|error|login|consent|field|redirect)\.[a-z.]+)"`)
 	for _, f := range files {
 		src, err := os.ReadFile(f)
 		if err != nil {

@@ -58,6 +58,11 @@ type pageData struct {
 	Username string // echoed into the login form after a failure
 	Error    string // message key of an error shown on the page
 	Consent  *consentView
+
+	// The error page shown before an error redirect (errorpage.go): its
+	// link back to the application and its meta refresh content attribute.
+	Back    template.URL
+	Refresh template.HTMLAttr
 }
 
 // T translates a message key into the page language.

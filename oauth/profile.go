@@ -122,6 +122,12 @@ type ProfileInfo struct {
 	// DetailType is the RFC 9396 §2 type of the authorization details the
 	// profile binds (AuthorizationDetail.Type); "" when it binds none.
 	DetailType string
+	// ErrorPage shows an error the flow sends back to the client first as
+	// a page in the request's language, with a button back to the
+	// application and the same redirect after a short delay (errorpage.go).
+	// Only a browser's top-level navigation gets the page; every other
+	// request, and a request with prompt=none, gets the redirect itself.
+	ErrorPage bool
 }
 
 // AuthorizeRequest is what Profile.Authorize sees of an authorization

@@ -252,6 +252,9 @@ func (r *Renderer) redirect(c echo.Context, re *redirectError) error {
 	if d := safeDescription(oe.Description); d != "" {
 		p.Set("error_description", d)
 	}
+	if re.to.page && navigation(c.Request()) {
+		return r.pages.renderRedirect(c, re.to.lang, redirectMessage(oe), location(re.to, re.issuer, p))
+	}
 	return redirectTo(c, re.to, re.issuer, p)
 }
 
@@ -394,6 +397,8 @@ type target struct {
 	redirectURI string
 	state       string // echoed when non-empty
 	status      int    // 302 answering a GET, 303 answering a POST (RFC 9700 §4.12)
+	lang        string // page language of an error page
+	page        bool   // an error is shown as a page first (ProfileInfo.ErrorPage)
 }
 
 // redirectTo sends params plus state and iss (RFC 9207) to the redirect
@@ -403,6 +408,12 @@ func (s *Server) redirectTo(c echo.Context, t target, params url.Values) error {
 }
 
 func redirectTo(c echo.Context, t target, issuer string, params url.Values) error {
+	noStore(c.Response().Header())
+	return c.Redirect(t.status, location(t, issuer, params))
+}
+
+// location is the redirect URI with params plus state and iss.
+func location(t target, issuer string, params url.Values) string {
 	if t.state != "" {
 		params.Set("state", t.state)
 	}
@@ -413,6 +424,5 @@ func redirectTo(c echo.Context, t target, issuer string, params url.Values) erro
 	} else {
 		loc += "?" + params.Encode()
 	}
-	noStore(c.Response().Header())
-	return c.Redirect(t.status, loc)
+	return loc
 }

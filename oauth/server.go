@@ -218,6 +218,16 @@ func (s *Server) profileOf(name string) (Profile, error) {
 	return p, nil
 }
 
+// infoOf returns the ProfileInfo of the profile named name (zero if none).
+func (s *Server) infoOf(name string) ProfileInfo {
+	for _, info := range s.infos {
+		if info.Name == name {
+			return info
+		}
+	}
+	return ProfileInfo{}
+}
+
 // match returns the one profile that claims scopes and its ProfileInfo,
 // or invalid_scope.
 func (s *Server) match(scopes []string) (Profile, ProfileInfo, *Error) {

@@ -20,6 +20,8 @@ type Tx interface {
 	store.ClientReader
 	// UserReader: the user logging in, and the user of a redeemed code.
 	store.UserReader
+	// RevocationReader: the bearer check's cache (BearerTx).
+	store.RevocationReader
 	// PutUser records failed logins and the lockout (store.UserTx).
 	PutUser(u *store.User) error
 }
@@ -36,11 +38,13 @@ type Store interface {
 }
 
 // BearerTx is what RequireBearer reads of a store transaction: the token,
-// its client and its user.
+// its client and its user, and the revocation generation its cache of
+// accepted tokens is checked against.
 type BearerTx interface {
 	store.TokenReader
 	store.ClientReader
 	store.UserReader
+	store.RevocationReader
 }
 
 // BearerStore is RequireBearer's view of the store: store.Scope makes one

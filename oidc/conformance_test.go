@@ -469,11 +469,11 @@ func newFlowEnvWithStore(t *testing.T, f *fixture) *flowEnv {
 
 // Item 19 and the service specification's error table (§7), mapped as DESIGN.md says:
 // every access_denied case of our flow, each redirected with the exact
-// description (ASCII, checked by errorOf) and state. The server_error cases
-// of the service specification (NonPkioCertificate, VerificationFailed, ConsentInvalidated,
-// AuthenticationFailure, SystemError) collapse into one: an internal fault
-// is server_error without detail; SystemError is tested at the token
-// endpoint (no signing key). NonPkioCertificate and VerificationFailed
+// description (ASCII, checked by errorOf) and state. Of the server_error
+// cases of the service specification, SystemError is an internal fault
+// without detail, tested at the token endpoint (no signing key);
+// AuthenticationFailure is in TestItem19ErrorPages and, with
+// ConsentInvalidated, in oauth/errorpage_test.go. NonPkioCertificate and VerificationFailed
 // concern the service specification's app-based identity check, which signd does not have.
 func TestItem19SeedErrors(t *testing.T) {
 	ev := newFlowEnv(t)

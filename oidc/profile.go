@@ -37,7 +37,7 @@ var _ oauth.Profile = (*Profile)(nil)
 // Info implements oauth.Profile: redirect_uri may be omitted when the
 // client has exactly one registered URI (the service specification makes it optional).
 func (p *Profile) Info() oauth.ProfileInfo {
-	return oauth.ProfileInfo{Name: ProfileName, RedirectURIOptional: true}
+	return oauth.ProfileInfo{Name: ProfileName, RedirectURIOptional: true, ErrorPage: true}
 }
 
 // Match implements oauth.Profile: the request is OpenID Connect when its

@@ -15,6 +15,7 @@ type Tx interface {
 	store.ClientReader
 	store.UserReader
 	store.ProofReader
+	store.RevocationReader // the bearer check's cache of accepted tokens
 }
 
 // Store is the provider's view of the store (store.Scope makes one).

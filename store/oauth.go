@@ -118,6 +118,8 @@ type OAuthTx interface {
 	// RevokeTx revokes what hangs on a user, client or credential
 	// (revoke.go).
 	RevokeTx
+	// RevocationReader reads the generation those writes raise (revoke.go).
+	RevocationReader
 	// SweepTx removes expired records in bounded portions (sweep.go).
 	SweepTx
 }

@@ -58,3 +58,24 @@ type RevokeTx interface {
 	// credential.
 	RevokeCredential(credentialID string) (Revoked, error)
 }
+
+// RevocationReader reads the revocation generation: a counter, stored with
+// the records, that every committed write which could make a working
+// access token stop working raises in its own transaction. Those writes
+// are the removal of an access token (DeleteToken, DeleteTokensByCode,
+// every Revoke* that removes one), a client changed or removed
+// (PutClient, DeleteClient) and a user whose Status changed or who was
+// removed (PutUser, DeleteUser). Consuming a SAD, sweeping expired tokens
+// and counting failed logins leave it alone, so a cache of bearer
+// verdicts survives the signing traffic.
+//
+// A reader that saw generation g together with a token, its client and
+// its user may keep that verdict while the generation reads g: nothing
+// that could refuse the token has committed since. The counter never goes
+// down (a new store starts at 0) and is shared by every process and node
+// that writes the store, so another process's revocation is seen by the
+// next transaction that reads it.
+type RevocationReader interface {
+	// RevocationGeneration returns the current generation.
+	RevocationGeneration() (uint64, error)
+}

@@ -10,7 +10,9 @@
 //
 //	meta                  "schema_version" → decimal ASCII (schemaVersion);
 //	                      "write_probe" → RFC 3339 time of the last write
-//	                      probe of DB.Health
+//	                      probe of DB.Health;
+//	                      "revocations" → 8 bytes big-endian, the
+//	                      revocation generation (store.RevocationReader)
 //	users                 username → JSON userRecord
 //	proofs                username 0x00 proof ID → raw proof content
 //	clients               client ID → JSON clientRecord

@@ -142,30 +142,42 @@ func (t *tx) Token(hash []byte) (*store.Token, error) {
 	return tok, nil
 }
 
-// DeleteToken implements store.OAuthTx.
+// DeleteToken implements store.OAuthTx. Removing an access token raises
+// the revocation generation; consuming a SAD does not.
 func (t *tx) DeleteToken(hash []byte) error {
-	if err := t.writable(); err != nil {
+	kind, err := t.deleteToken(hash)
+	if err != nil || kind != store.TokenAccess {
 		return err
+	}
+	return t.raiseRevocations()
+}
+
+// deleteToken removes a token and its index entries and returns its kind;
+// the sweeper calls it directly (an expired token is refused anyway).
+func (t *tx) deleteToken(hash []byte) (store.TokenKind, error) {
+	if err := t.writable(); err != nil {
+		return "", err
 	}
 	tok, err := t.token(hash)
 	if err != nil {
-		return err
+		return "", err
 	}
 	if tok == nil {
-		return store.ErrNotFound
+		return "", store.ErrNotFound
 	}
+	kind := store.TokenKind(tok.Kind)
 	if err := t.delete(bucketTokens, string(hash)); err != nil {
-		return err
+		return kind, err
 	}
 	if err := t.unindex(bucketTokensByParty, tok.parties(), hash); err != nil {
-		return err
+		return kind, err
 	}
 	if len(tok.CodeHash) != 0 {
 		if err := t.delete(bucketTokensByCode, string(tok.CodeHash)+string(hash)); err != nil {
-			return err
+			return kind, err
 		}
 	}
-	return t.delete(bucketTokensByExp, expiryKey(tok.ExpiresAt, hash))
+	return kind, t.delete(bucketTokensByExp, expiryKey(tok.ExpiresAt, hash))
 }
 
 // DeleteTokensByCode implements store.OAuthTx.
@@ -215,7 +227,7 @@ func (t *tx) deleteExpiredTokens(now time.Time, limit int) (int, error) {
 		hashes = append(hashes, bytes.Clone(k[8:]))
 	}
 	for _, h := range hashes {
-		if err := t.DeleteToken(h); err != nil {
+		if _, err := t.deleteToken(h); err != nil {
 			return 0, err
 		}
 	}

@@ -3,6 +3,7 @@ package bolt
 import (
 	"bytes"
 	"crypto/sha256"
+	"encoding/binary"
 	"fmt"
 	"slices"
 	"time"
@@ -237,4 +238,36 @@ func dropExpiry(decode func([]byte) (time.Time, []string, error)) func([]byte) (
 		_, ps, err := decode(raw)
 		return ps, err
 	}
+}
+
+// metaRevocations is the meta key of the revocation generation
+// (store.RevocationReader): 8 bytes big-endian, absent = 0.
+const metaRevocations = "revocations"
+
+// RevocationGeneration implements store.RevocationReader.
+func (t *tx) RevocationGeneration() (uint64, error) {
+	b, err := t.bucket(bucketMeta)
+	if err != nil {
+		return 0, err
+	}
+	v := b.Get([]byte(metaRevocations))
+	switch len(v) {
+	case 0:
+		return 0, nil
+	case 8:
+		return binary.BigEndian.Uint64(v), nil
+	}
+	return 0, fmt.Errorf("store: %s/%s is %d bytes, want 8", bucketMeta, metaRevocations, len(v))
+}
+
+// raiseRevocations adds one to the revocation generation in this write
+// transaction.
+func (t *tx) raiseRevocations() error {
+	g, err := t.RevocationGeneration()
+	if err != nil {
+		return err
+	}
+	v := make([]byte, 8)
+	binary.BigEndian.PutUint64(v, g+1)
+	return t.putRaw(bucketMeta, metaRevocations, v)
 }

@@ -179,6 +179,11 @@ func (t *tx) PutUser(u *store.User) error {
 	if err := store.ReplaceUser(old, u, t.stamp()); err != nil { // old is already a copy
 		return err
 	}
+	if old.Status != u.Status {
+		if err := t.raiseRevocations(); err != nil {
+			return err
+		}
+	}
 	return t.put(bucketUsers, u.Username, userToRecord(u))
 }
 
@@ -238,6 +243,9 @@ func (t *tx) DeleteUser(username string) error {
 			return err
 		}
 	}
+	if err := t.raiseRevocations(); err != nil {
+		return err
+	}
 	return t.delete(bucketUsers, username)
 }
 
@@ -295,6 +303,9 @@ func (t *tx) PutClient(c *store.Client) error {
 		return err
 	}
 	c.CreatedAt, c.UpdatedAt = old.CreatedAt, t.stamp()
+	if err := t.raiseRevocations(); err != nil {
+		return err
+	}
 	return t.put(bucketClients, c.ID, clientToRecord(c))
 }
 
@@ -306,6 +317,9 @@ func (t *tx) DeleteClient(id string) error {
 		return err
 	} else if !ok {
 		return fmt.Errorf("%w: client %q", store.ErrNotFound, id)
+	}
+	if err := t.raiseRevocations(); err != nil {
+		return err
 	}
 	return t.delete(bucketClients, id)
 }

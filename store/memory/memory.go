@@ -76,6 +76,7 @@ type state struct {
 	signingKeys  table[string, *store.SigningKey]
 	audit        table[uint64, auditRecord]
 	secrets      table[string, []byte]
+	revocations  uint64 // store.RevocationReader
 }
 
 func newState() *state {
@@ -113,6 +114,7 @@ func (s *state) clone() *state {
 		signingKeys:  s.signingKeys.clone(),
 		audit:        s.audit.clone(),
 		secrets:      s.secrets.clone(),
+		revocations:  s.revocations,
 	}
 }
 

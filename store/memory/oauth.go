@@ -77,10 +77,25 @@ func (t *tx) DeleteToken(hash []byte) error {
 	if err := t.writes(); err != nil {
 		return err
 	}
-	if t.removeToken(hash) == nil {
+	tok := t.removeToken(hash)
+	if tok == nil {
 		return store.ErrNotFound
 	}
+	t.revoked(tok)
 	return nil
+}
+
+// revoked raises the revocation generation if tok, just removed, was an
+// access token (store.RevocationReader).
+func (t *tx) revoked(tok *store.Token) {
+	if tok.Kind == store.TokenAccess {
+		t.s.revocations++
+	}
+}
+
+// RevocationGeneration implements store.RevocationReader.
+func (t *tx) RevocationGeneration() (uint64, error) {
+	return t.s.revocations, nil
 }
 
 // DeleteTokensByCode implements store.OAuthTx.
@@ -92,9 +107,11 @@ func (t *tx) DeleteTokensByCode(codeHash []byte) (int, error) {
 	for _, h := range hashes {
 		// A codeHash shorter than a fingerprint matches keys whose rest
 		// names no token: ErrNotFound, as from bolt.
-		if t.removeToken([]byte(h)) == nil {
+		tok := t.removeToken([]byte(h))
+		if tok == nil {
 			return 0, store.ErrNotFound
 		}
+		t.revoked(tok)
 	}
 	return len(hashes), nil
 }

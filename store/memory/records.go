@@ -61,6 +61,9 @@ func (t *tx) PutUser(u *store.User) error {
 	if err := store.ReplaceUser(old, u, t.stamp()); err != nil { // old is already a copy
 		return err
 	}
+	if old.Status != u.Status {
+		t.s.revocations++
+	}
 	t.s.users.put(u.Username, cloneUser(u))
 	return nil
 }
@@ -113,6 +116,7 @@ func (t *tx) DeleteUser(username string) error {
 	for _, p := range u.Proofs {
 		t.s.proofs.delete(compositeKey(username, p.ID))
 	}
+	t.s.revocations++
 	t.s.users.delete(username)
 	return nil
 }
@@ -171,6 +175,7 @@ func (t *tx) PutClient(c *store.Client) error {
 		return fmt.Errorf("%w: client %q", store.ErrNotFound, c.ID)
 	}
 	c.CreatedAt, c.UpdatedAt = old.CreatedAt, t.stamp()
+	t.s.revocations++
 	t.s.clients.put(c.ID, cloneClient(c))
 	return nil
 }
@@ -183,6 +188,7 @@ func (t *tx) DeleteClient(id string) error {
 	if !t.s.clients.has(id) {
 		return fmt.Errorf("%w: client %q", store.ErrNotFound, id)
 	}
+	t.s.revocations++
 	t.s.clients.delete(id)
 	return nil
 }

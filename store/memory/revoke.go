@@ -41,6 +41,7 @@ func (t *tx) revoke(kind store.PartyKind, name string) (store.Revoked, error) {
 			r.SADs++
 		} else if tok != nil {
 			r.AccessTokens++
+			t.revoked(tok)
 		}
 	}
 	r.Codes = revokeFiled(t.s.codes, p)

@@ -61,6 +61,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"Revoke", testRevoke},
 		{"RevokeAfterDelete", testRevokeAfterDelete},
 		{"RevokeInvalid", testRevokeInvalid},
+		{"RevocationGeneration", testRevocationGeneration},
 		{"DeleteUserAndCredential", testDeleteUserAndCredential},
 		{"InvalidSigningKeys", testInvalidSigningKeys},
 		{"Isolation", testIsolation},
