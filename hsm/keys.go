@@ -18,9 +18,9 @@ import (
 
 // KeyInfo describes a key pair on the token: RSA or EC.
 type KeyInfo struct {
-	ID     []byte // CKA_ID, 16 random bytes for keys made by GenerateRSA or GenerateEC
-	Label  string // CKA_LABEL, for humans; keys are found by ID
-	Bits   int    // RSA modulus size or EC curve size
+	ID     []byte           // CKA_ID, 16 random bytes for keys made by GenerateRSA or GenerateEC
+	Label  string           // CKA_LABEL, for humans; keys are found by ID
+	Bits   int              // RSA modulus size or EC curve size
 	Public crypto.PublicKey // *rsa.PublicKey or *ecdsa.PublicKey
 }
 

@@ -56,7 +56,7 @@ type Token struct {
 
 	mu     sync.Mutex
 	keys   map[string]crypto.Signer // *rsa.PrivateKey or *ecdsa.PrivateKey, by string(ID)
-	labels map[string]string          // by string(ID)
+	labels map[string]string        // by string(ID)
 	closed bool
 	faults
 }
