@@ -148,8 +148,9 @@ func (p *CredentialProfile) Match(scopes []string) bool {
 
 // Authorize implements oauth.Profile. It requires credentialID,
 // numSignatures (exactly 1) and hash: base64url, padded or not, of 32, 48
-// or 64 bytes (a SHA-256, SHA-384 or SHA-512 digest); CSC allows a comma-separated list, whose length must then be
-// numSignatures, so exactly one. description (at most 500 characters) is
+// or 64 bytes (a SHA-256, SHA-384 or SHA-512 digest); CSC allows a
+// comma-separated list, whose length must then be numSignatures, so
+// exactly one. description (at most 500 characters) is
 // shown on the consent page; account_token, clientData and lang are
 // accepted and not needed.
 func (p *CredentialProfile) Authorize(_ context.Context, r *oauth.AuthorizeRequest) (*oauth.Authorization, error) {
