@@ -15,14 +15,7 @@ import (
 	"github.com/signd/signd/store"
 )
 
-// Algorithm OIDs.
-const (
-	oidRSAEncryption  = "1.2.840.113549.1.1.1"
-	oidSHA256WithRSA  = "1.2.840.113549.1.1.11"
-	oidSHA256         = "2.16.840.1.101.3.4.2.1"
-	derNullBase64     = "BQA=" // signAlgoParams of algorithms without parameters
-	generalizedLayout = "20060102150405Z"
-)
+const generalizedLayout = "20060102150405Z"
 
 type credentialInfoResponse struct {
 	Description string   `json:"description"`
@@ -38,6 +31,7 @@ type keyInfo struct {
 	Status string   `json:"status"`
 	Algo   []string `json:"algo"`
 	Len    int      `json:"len"`
+	Curve  string   `json:"curve,omitempty"` // EC keys: the named curve's OID
 }
 
 type certInfo struct {
@@ -103,12 +97,14 @@ func (h *Handler) credentialInfo(c echo.Context) error {
 	}
 
 	now := h.now()
+	algos, curve := keyAlgoInfo(cred.Algorithm)
 	res := credentialInfoResponse{
 		Description: cred.Description,
 		Key: keyInfo{
 			Status: "enabled",
-			Algo:   []string{oidRSAEncryption, oidSHA256WithRSA},
+			Algo:   algos,
 			Len:    cred.KeyBits,
+			Curve:  curve,
 		},
 		Cert:      certInfo{Status: "valid"},
 		AuthMode:  "oauth2code",

@@ -1,6 +1,8 @@
 package csc_test
 
 import (
+	"crypto"
+	"encoding/base64"
 	"encoding/json"
 	"net/http"
 	"strings"
@@ -83,6 +85,10 @@ func TestErrorRows(t *testing.T) {
 	f := newFixture(t)
 	h := digest("document")
 	h64 := b64(h)
+	h384 := hashOf(crypto.SHA384, "document")
+	// pssTrailing is valid SHA-256 RSASSA-PSS-params followed by a byte.
+	pssDER, _ := base64.StdEncoding.DecodeString(pssParams(t, sha256O, mgf1O, sha256O, 32, 0))
+	pssTrailing := base64.StdEncoding.EncodeToString(append(pssDER, 0))
 	// sad mints a SAD of alice/rp1 for credential f.ok and digest h.
 	sad := func() string { return f.sad("alice", "rp1", f.ok, 5*time.Minute, h) }
 	signHash := func(kv ...any) func() (string, string) {
@@ -136,7 +142,37 @@ func TestErrorRows(t *testing.T) {
 		{"hashAlgo SHA-1", "signatures/signHash", signHash("credentialID", f.ok, "SAD", "x", "hash", []string{h64}, "signAlgo", rsaEnc, "hashAlgo", sha1O), bad, ir, "Invalid parameter hashAlgo"},
 		{"hashAlgo SHA-1 with sha256WithRSA", "signatures/signHash", signHash("credentialID", f.ok, "SAD", "x", "hash", []string{h64}, "signAlgo", sha256R, "hashAlgo", sha1O), bad, ir, "Invalid parameter hashAlgo"},
 		{"signAlgo invalid", "signatures/signHash", signHash("credentialID", f.ok, "SAD", "x", "hash", []string{h64}, "signAlgo", "1.2.840.113549.1.1.5", "hashAlgo", sha256O), bad, ir, "Invalid parameter signAlgo"},
-		{"signAlgo PSS", "signatures/signHash", signHash("credentialID", f.ok, "SAD", "x", "hash", []string{h64}, "signAlgo", "1.2.840.113549.1.1.10", "hashAlgo", sha256O), bad, ir, "Invalid parameter signAlgo"},
+		{"signAlgo PSS without signAlgoParams", "signatures/signHash", signHash("credentialID", f.ok, "SAD", "x", "hash", []string{h64}, "signAlgo", pssO, "hashAlgo", sha256O), bad, ir, "Missing (or invalid type) string parameter signAlgoParams"},
+		{"signAlgo PSS, signAlgoParams not base64", "signatures/signHash", signHash("credentialID", f.ok, "SAD", "x", "hash", []string{h64}, "signAlgo", pssO, "signAlgoParams", "not*base64"), bad, ir, "Invalid parameter signAlgoParams: not a base64 DER RSASSA-PSS-params"},
+		{"signAlgo PSS, signAlgoParams garbage DER", "signatures/signHash", signHash("credentialID", f.ok, "SAD", "x", "hash", []string{h64}, "signAlgo", pssO, "signAlgoParams", "AAAA"), bad, ir, "Invalid parameter signAlgoParams: not a base64 DER RSASSA-PSS-params"},
+		{"signAlgo PSS, signAlgoParams empty", "signatures/signHash", signHash("credentialID", f.ok, "SAD", "x", "hash", []string{h64}, "signAlgo", pssO, "signAlgoParams", ""), bad, ir, "Missing (or invalid type) string parameter signAlgoParams"},
+		{"signAlgo PSS, signAlgoParams NULL", "signatures/signHash", signHash("credentialID", f.ok, "SAD", "x", "hash", []string{h64}, "signAlgo", pssO, "signAlgoParams", derNull64), bad, ir, "Invalid parameter signAlgoParams: not a base64 DER RSASSA-PSS-params"},
+		{"signAlgo PSS, trailing bytes", "signatures/signHash", signHash("credentialID", f.ok, "SAD", "x", "hash", []string{h64}, "signAlgo", pssO, "signAlgoParams", pssTrailing), bad, ir, "Invalid parameter signAlgoParams: not a base64 DER RSASSA-PSS-params"},
+		{"signAlgo PSS, default (SHA-1) params", "signatures/signHash", signHash("credentialID", f.ok, "SAD", "x", "hash", []string{h64}, "signAlgo", pssO, "signAlgoParams", "MAA="), bad, ir, "Invalid parameter signAlgoParams: the hash must be SHA-256, SHA-384 or SHA-512"},
+		{"signAlgo PSS, SHA-1", "signatures/signHash", signHash("credentialID", f.ok, "SAD", "x", "hash", []string{h64}, "signAlgo", pssO, "signAlgoParams", pssParams(t, sha1O, mgf1O, sha1O, 20, 0)), bad, ir, "Invalid parameter signAlgoParams: the hash must be SHA-256, SHA-384 or SHA-512"},
+		{"signAlgo PSS, MGF1 with another hash", "signatures/signHash", signHash("credentialID", f.ok, "SAD", "x", "hash", []string{h64}, "signAlgo", pssO, "signAlgoParams", pssParams(t, sha256O, mgf1O, sha384O, 32, 0)), bad, ir, "Invalid parameter signAlgoParams: the mask generation function must be MGF1 with the signature's hash"},
+		{"signAlgo PSS, another MGF", "signatures/signHash", signHash("credentialID", f.ok, "SAD", "x", "hash", []string{h64}, "signAlgo", pssO, "signAlgoParams", pssParams(t, sha256O, "1.2.840.113549.1.1.9", sha256O, 32, 0)), bad, ir, "Invalid parameter signAlgoParams: the mask generation function must be MGF1 with the signature's hash"},
+		{"signAlgo PSS, salt 20", "signatures/signHash", signHash("credentialID", f.ok, "SAD", "x", "hash", []string{h64}, "signAlgo", pssO, "signAlgoParams", pssParams(t, sha256O, mgf1O, sha256O, 20, 0)), bad, ir, "Invalid parameter signAlgoParams: the salt length must equal the hash length"},
+		{"signAlgo PSS, salt 0", "signatures/signHash", signHash("credentialID", f.ok, "SAD", "x", "hash", []string{h64}, "signAlgo", pssO, "signAlgoParams", pssParams(t, sha256O, mgf1O, sha256O, 0, 0)), bad, ir, "Invalid parameter signAlgoParams: the salt length must equal the hash length"},
+		{"signAlgo PSS, salt 64 with SHA-256", "signatures/signHash", signHash("credentialID", f.ok, "SAD", "x", "hash", []string{h64}, "signAlgo", pssO, "signAlgoParams", pssParams(t, sha256O, mgf1O, sha256O, 64, 0)), bad, ir, "Invalid parameter signAlgoParams: the salt length must equal the hash length"},
+		{"signAlgo PSS, trailer 2", "signatures/signHash", signHash("credentialID", f.ok, "SAD", "x", "hash", []string{h64}, "signAlgo", pssO, "signAlgoParams", pssParams(t, sha256O, mgf1O, sha256O, 32, 2)), bad, ir, "Invalid parameter signAlgoParams: the trailer field must be 1"},
+		{"signAlgo PSS, hashAlgo of another hash", "signatures/signHash", signHash("credentialID", f.ok, "SAD", "x", "hash", []string{h64}, "signAlgo", pssO, "signAlgoParams", pssParams(t, sha256O, mgf1O, sha256O, 32, 0), "hashAlgo", sha384O), bad, ir, "Invalid parameter hashAlgo"},
+		{"signAlgo PSS SHA-384, SHA-256 digest", "signatures/signHash", signHash("credentialID", f.ok, "SAD", "x", "hash", []string{h64}, "signAlgo", pssO, "signAlgoParams", pssParams(t, sha384O, mgf1O, sha384O, 48, 0)), bad, ir, "Invalid digest value length"},
+		{"PSS params on sha256WithRSA", "signatures/signHash", signHash("credentialID", f.ok, "SAD", "x", "hash", []string{h64}, "signAlgo", sha256R, "signAlgoParams", pssParams(t, sha256O, mgf1O, sha256O, 32, 0)), bad, ir, "Invalid parameter signAlgoParams"},
+		{"NULL params on ECDSA", "signatures/signHash", signHash("credentialID", f.ok, "SAD", "x", "hash", []string{h64}, "signAlgo", ecdsa256, "signAlgoParams", derNull64), bad, ir, "Invalid parameter signAlgoParams"},
+		{"PSS params on ECDSA", "signatures/signHash", signHash("credentialID", f.ok, "SAD", "x", "hash", []string{h64}, "signAlgo", ecdsa256, "signAlgoParams", pssParams(t, sha256O, mgf1O, sha256O, 32, 0)), bad, ir, "Invalid parameter signAlgoParams"},
+		{"ECDSA OID on an RSA key", "signatures/signHash", signHash("credentialID", f.ok, "SAD", "x", "hash", []string{h64}, "signAlgo", ecdsa256), bad, ir, "Invalid parameter signAlgo: the credential's key is RSA"},
+		{"sha1WithRSA", "signatures/signHash", signHash("credentialID", f.ok, "SAD", "x", "hash", []string{b64(h[:20])}, "signAlgo", "1.2.840.113549.1.1.5"), bad, ir, "Invalid digest value length"},
+		{"ecdsa-with-SHA1", "signatures/signHash", signHash("credentialID", f.ok, "SAD", "x", "hash", []string{h64}, "signAlgo", "1.2.840.10045.4.1"), bad, ir, "Invalid parameter signAlgo"},
+		{"ecdsa-with-SHA224", "signatures/signHash", signHash("credentialID", f.ok, "SAD", "x", "hash", []string{h64}, "signAlgo", "1.2.840.10045.4.3.1"), bad, ir, "Invalid parameter signAlgo"},
+		{"signAlgo a hash OID", "signatures/signHash", signHash("credentialID", f.ok, "SAD", "x", "hash", []string{h64}, "signAlgo", sha256O), bad, ir, "Invalid parameter signAlgo"},
+		{"signAlgo not an OID", "signatures/signHash", signHash("credentialID", f.ok, "SAD", "x", "hash", []string{h64}, "signAlgo", "RS256"), bad, ir, "Invalid parameter signAlgo"},
+		{"sha384WithRSA, SHA-256 digest", "signatures/signHash", signHash("credentialID", f.ok, "SAD", "x", "hash", []string{h64}, "signAlgo", sha384R), bad, ir, "Invalid digest value length"},
+		{"sha256WithRSA, SHA-384 digest", "signatures/signHash", signHash("credentialID", f.ok, "SAD", "x", "hash", []string{b64(h384)}, "signAlgo", sha256R), bad, ir, "Invalid digest value length"},
+		{"rsaEncryption SHA-512, SHA-384 digest", "signatures/signHash", signHash("credentialID", f.ok, "SAD", "x", "hash", []string{b64(h384)}, "signAlgo", rsaEnc, "hashAlgo", sha512O), bad, ir, "Invalid digest value length"},
+		{"mixed digest lengths", "signatures/signHash", signHash("credentialID", f.ok, "SAD", "x", "hash", []string{b64(h384), h64}, "signAlgo", ecdsa384), bad, ir, "Invalid digest value length"},
+		{"sha384WithRSA, hashAlgo SHA-256", "signatures/signHash", signHash("credentialID", f.ok, "SAD", "x", "hash", []string{b64(h384)}, "signAlgo", sha384R, "hashAlgo", sha256O), bad, ir, "Invalid parameter hashAlgo"},
+		{"ecdsa-with-SHA256, hashAlgo SHA-512", "signatures/signHash", signHash("credentialID", f.ok, "SAD", "x", "hash", []string{h64}, "signAlgo", ecdsa256, "hashAlgo", sha512O), bad, ir, "Invalid parameter hashAlgo"},
 		{"clientData numeric", "signatures/signHash", signHash("credentialID", f.ok, "SAD", "x", "hash", []string{h64}, "signAlgo", rsaEnc, "hashAlgo", sha256O, "clientData", 42), bad, ir, "Invalid parameter clientData"},
 		{"digest of 31 bytes", "signatures/signHash", signHash("credentialID", f.ok, "SAD", "x", "hash", []string{b64(h[:31])}, "signAlgo", rsaEnc, "hashAlgo", sha256O), bad, ir, "Invalid digest value length"},
 		{"digest of 33 bytes", "signatures/signHash", signHash("credentialID", f.ok, "SAD", "x", "hash", []string{b64(append(h, 1))}, "signAlgo", rsaEnc, "hashAlgo", sha256O), bad, ir, "Invalid digest value length"},

@@ -2,6 +2,8 @@ package csc
 
 import (
 	"bytes"
+	"crypto"
+	"crypto/rsa"
 	"encoding/base64"
 	"encoding/json"
 	"net/http"
@@ -21,6 +23,9 @@ import (
 const (
 	seedDigest = "k4ULcHWF5ATklRo93B8Fo0s9T1/AgdYW9G2KLo8cjmg="
 	seedCred   = "kr3e3rdpe6muvlifxu2m3wpecu"
+	// pssSHA256Params is base64 DER RSASSA-PSS-params: SHA-256, MGF1 with
+	// SHA-256, salt 32.
+	pssSHA256Params = "MDSgDzANBglghkgBZQMEAgEFAKEcMBoGCSqGSIb3DQEBCDANBglghkgBZQMEAgEFAKIDAgEg"
 )
 
 var realBodies = []string{
@@ -31,6 +36,10 @@ var realBodies = []string{
 	`{"credentialIDs":"` + seedCred + `","SAD":"s","hash":["` + seedDigest + `"],"signAlgo":"1.2.840.113549.1.1.1","hashAlgo":"2.16.840.1.101.3.4.2.1"}`,
 	`{"credentialID":"` + seedCred + `","credentialIDs":["` + seedCred + `"],"SAD":"s","hash":["` + seedDigest + `"],"signAlgo":"1.2.840.113549.1.1.1","hashAlgo":"2.16.840.1.101.3.4.2.1"}`,
 	`{"credentialID":"` + seedCred + `","SAD":"s","hash":["` + strings.TrimRight(seedDigest, "=") + `","` + seedDigest + `"],"signAlgo":"1.2.840.113549.1.1.1","hashAlgo":"2.16.840.1.101.3.4.2.1"}`,
+	`{"credentialID":"` + seedCred + `","SAD":"s","hash":["` + seedDigest + `"],"signAlgo":"1.2.840.113549.1.1.10","signAlgoParams":"` + pssSHA256Params + `"}`,
+	`{"credentialID":"` + seedCred + `","SAD":"s","hash":["` + strings.Repeat("A", 64) + `"],"signAlgo":"1.2.840.10045.4.3.3","hashAlgo":"2.16.840.1.101.3.4.2.2"}`,
+	`{"credentialID":"` + seedCred + `","SAD":"s","hash":["` + strings.Repeat("A", 86) + `=="],"signAlgo":"1.2.840.113549.1.1.13"}`,
+	`{"credentialID":"` + seedCred + `","SAD":"s","hash":["` + seedDigest + `"],"signAlgo":"1.2.840.113549.1.1.10","signAlgoParams":"MDSgDzANBglghkgBZQMEAgEFAKEcMBoGCSqGSIb3DQEBCDANBglghkgBZQMEAgEFAKIDAgEU"}`,
 	`{"credentialID":"a","SAD":"x","SAD":"y","hash":[],"signAlgo":"1.2.840.113549.1.1.1"}`,
 	`{"credentialID":"a","SAD":"x","\u0053AD":"y"}`,
 	`{"clientData":"x","ext":{"a":1,"a":2}}`,
@@ -61,6 +70,11 @@ var descRE = regexp.MustCompile(`^(` +
 	`|` + regexp.QuoteMeta(descBadBase64) +
 	`|` + regexp.QuoteMeta(descDigestLength) +
 	`|` + regexp.QuoteMeta(descCredIDsConflict) +
+	`|` + regexp.QuoteMeta(descPSSParamsDER) +
+	`|` + regexp.QuoteMeta(descPSSParamsHash) +
+	`|` + regexp.QuoteMeta(descPSSParamsMGF) +
+	`|` + regexp.QuoteMeta(descPSSParamsSalt) +
+	`|` + regexp.QuoteMeta(descPSSParamsTrailer) +
 	`|` + regexp.QuoteMeta(descUserIDNotNull) +
 	`|` + regexp.QuoteMeta(descContentType) +
 	`|` + regexp.QuoteMeta(descMalformedJSON) +
@@ -160,9 +174,10 @@ func jsonEqual(a, b []byte) bool {
 // FuzzParseSignHash parses signHash bodies against a reference reading of
 // CSC v1 §11.9 over encoding/json: an accepted request has the credential
 // and SAD the body names, 1 to maxHashes digests that are the standard
-// base64 of 32 bytes, a supported signAlgo (with hashAlgo SHA-256 where
-// rsaEncryption needs it); it survives a round trip through a canonical
-// body unchanged. A refusal is a 400 with a known description, and the
+// base64 of digests of the signature's hash, a supported signAlgo (with a
+// supported hashAlgo where rsaEncryption needs it, a hashAlgo that names
+// the signature's hash when present, RSASSA-PSS-params where PSS needs
+// them); it survives a round trip through a canonical body unchanged. A refusal is a 400 with a known description, and the
 // count its audit entry records never exceeds maxHashes+1.
 func FuzzParseSignHash(f *testing.F) {
 	for _, b := range realBodies {
@@ -221,19 +236,37 @@ func FuzzParseSignHash(f *testing.F) {
 			if err != nil {
 				d, err = base64.RawStdEncoding.Strict().DecodeString(h)
 			}
-			if err != nil || len(d) != 32 || !bytes.Equal(d, req.hashes[i]) {
+			if err != nil || len(d) != req.algo.opts.HashFunc().Size() || !bytes.Equal(d, req.hashes[i]) {
 				t.Fatalf("%q: hash %d %q read as %x (%v)", body, i, h, req.hashes[i], err)
 			}
 		}
 		signAlgo, _ := refString("signAlgo")
 		hashAlgo, hasHashAlgo := refString("hashAlgo")
-		switch {
-		case signAlgo != oidRSAEncryption && signAlgo != oidSHA256WithRSA:
-			t.Fatalf("%q: signAlgo %q accepted", body, signAlgo)
-		case signAlgo == oidRSAEncryption && hashAlgo != oidSHA256, hasHashAlgo && hashAlgo != oidSHA256:
-			t.Fatalf("%q: hashAlgo %q accepted with %s", body, hashAlgo, signAlgo)
+		params, hasParams := refString("signAlgoParams")
+		refHash := map[string]crypto.Hash{oidSHA256: crypto.SHA256, oidSHA384: crypto.SHA384, oidSHA512: crypto.SHA512}
+		implied := map[string]crypto.Hash{
+			oidSHA256WithRSA: crypto.SHA256, oidSHA384WithRSA: crypto.SHA384, oidSHA512WithRSA: crypto.SHA512,
+			oidECDSAWithSHA256: crypto.SHA256, oidECDSAWithSHA384: crypto.SHA384, oidECDSAWithSHA512: crypto.SHA512,
 		}
-		if params, ok := refString("signAlgoParams"); ok && params != "" && params != derNullBase64 {
+		got := req.algo.opts.HashFunc()
+		switch {
+		case signAlgo != req.algo.oid:
+			t.Fatalf("%q: signAlgo %q read as %q", body, signAlgo, req.algo.oid)
+		case signAlgo == oidRSAEncryption && refHash[hashAlgo] != got:
+			t.Fatalf("%q: rsaEncryption with hashAlgo %q signs %v", body, hashAlgo, got)
+		case signAlgo == oidRSASSAPSS:
+			if _, ok := req.algo.opts.(*rsa.PSSOptions); !ok || !hasParams {
+				t.Fatalf("%q: PSS accepted as %T", body, req.algo.opts)
+			}
+		case signAlgo != oidRSAEncryption && implied[signAlgo] == 0:
+			t.Fatalf("%q: signAlgo %q accepted", body, signAlgo)
+		case signAlgo != oidRSAEncryption && implied[signAlgo] != got:
+			t.Fatalf("%q: %s signs %v", body, signAlgo, got)
+		}
+		if hasHashAlgo && refHash[hashAlgo] != got {
+			t.Fatalf("%q: hashAlgo %q accepted with %s (%v)", body, hashAlgo, signAlgo, got)
+		}
+		if signAlgo != oidRSASSAPSS && hasParams && params != "" && (params != derNullBase64 || req.algo.ec) {
 			t.Fatalf("%q: signAlgoParams %q accepted", body, params)
 		}
 
@@ -242,15 +275,24 @@ func FuzzParseSignHash(f *testing.F) {
 		for i, d := range req.hashes {
 			enc[i] = base64.StdEncoding.EncodeToString(d)
 		}
-		canon, _ := json.Marshal(map[string]any{
-			"credentialID": req.credentialID, "SAD": req.sad, "hash": enc, "signAlgo": signAlgo, "hashAlgo": oidSHA256,
-		})
+		canonBody := map[string]any{
+			"credentialID": req.credentialID, "SAD": req.sad, "hash": enc, "signAlgo": signAlgo,
+		}
+		for oid, h := range refHash {
+			if h == got {
+				canonBody["hashAlgo"] = oid
+			}
+		}
+		if signAlgo == oidRSASSAPSS {
+			canonBody["signAlgoParams"] = params
+		}
+		canon, _ := json.Marshal(canonBody)
 		p2, pe := parseObject(canon)
 		if pe != nil {
 			t.Fatalf("canonical %s: %v", canon, pe)
 		}
 		again, e := parseSignHash(p2, maxHashes)
-		if e != nil || again.credentialID != req.credentialID || again.sad != req.sad || !reflect.DeepEqual(again.hashes, req.hashes) {
+		if e != nil || again.credentialID != req.credentialID || again.sad != req.sad || !reflect.DeepEqual(again.hashes, req.hashes) || !reflect.DeepEqual(again.algo, req.algo) {
 			t.Fatalf("round trip of %q through %s: %+v, %v", body, canon, again, e)
 		}
 	})

@@ -29,12 +29,15 @@ import (
 // targets run without SoftHSM2.
 type softSigner map[string]*rsa.PrivateKey
 
-func (s softSigner) SignDigest(_ context.Context, keyID []byte, h crypto.Hash, digest []byte) ([]byte, error) {
+func (s softSigner) SignDigestOpts(_ context.Context, keyID []byte, opts crypto.SignerOpts, digest []byte) ([]byte, error) {
 	k, ok := s[string(keyID)]
 	if !ok {
 		return nil, hsm.ErrKeyNotFound
 	}
-	return rsa.SignPKCS1v15(nil, k, h, digest)
+	if _, ok := opts.(*rsa.PSSOptions); ok {
+		return rsa.SignPSS(rand.Reader, k, opts.HashFunc(), digest, &rsa.PSSOptions{SaltLength: rsa.PSSSaltLengthEqualsHash})
+	}
+	return rsa.SignPKCS1v15(nil, k, opts.HashFunc(), digest)
 }
 
 func (s softSigner) CheckKey(_ context.Context, keyID []byte) error {

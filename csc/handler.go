@@ -54,10 +54,15 @@ var (
 	_ CredentialStore = (*store.Scoped[store.CredentialReader])(nil)
 )
 
-// Signer makes RSA PKCS#1 v1.5 signatures over a DigestInfo with the key
-// whose HSM ID is keyID. *hsm.Token satisfies it.
+// Signer makes signatures with the key whose HSM ID is keyID. *hsm.Token
+// satisfies it.
 type Signer interface {
-	SignDigest(ctx context.Context, keyID []byte, hash crypto.Hash, digest []byte) ([]byte, error)
+	// SignDigestOpts signs digest, a hash of opts.HashFunc(): RSA PKCS#1
+	// v1.5 over a DigestInfo (opts a crypto.Hash) or RSASSA-PSS with a
+	// salt of the hash's length (opts *rsa.PSSOptions) with an RSA key,
+	// ECDSA returned as a DER ECDSA-Sig-Value with an EC key. The
+	// signature is verified against the public key before it is returned.
+	SignDigestOpts(ctx context.Context, keyID []byte, opts crypto.SignerOpts, digest []byte) ([]byte, error)
 	// CheckKey reports, cheaply and without signing, whether keyID could
 	// sign now. signHash asks it before it consumes a SAD.
 	CheckKey(ctx context.Context, keyID []byte) error

@@ -212,7 +212,7 @@ func TestCredentialInfo(t *testing.T) {
 			if key["status"] != tc.keyStatus || cert["status"] != tc.certStatus {
 				t.Errorf("key.status %v cert.status %v, want %s %s", key["status"], cert["status"], tc.keyStatus, tc.certStatus)
 			}
-			if fmt.Sprint(key["algo"]) != "[1.2.840.113549.1.1.1 1.2.840.113549.1.1.11]" || key["len"] != float64(2048) {
+			if fmt.Sprint(key["algo"]) != "[1.2.840.113549.1.1.1 1.2.840.113549.1.1.11 1.2.840.113549.1.1.12 1.2.840.113549.1.1.13 1.2.840.113549.1.1.10]" || key["len"] != float64(2048) || key["curve"] != nil {
 				t.Errorf("key = %v", key)
 			}
 			if !strings.Contains(string(r.raw), `"len":2048`) || !strings.Contains(string(r.raw), `"multisign":1`) || !strings.Contains(string(r.raw), `"SCAL":"2"`) {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto"
+	"crypto/ecdsa"
 	"crypto/rand"
 	"crypto/rsa"
 	"crypto/sha256"
@@ -20,6 +21,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -248,6 +250,9 @@ func (e *env) credential(s credSpec) string {
 	c := &store.Credential{
 		ID: id, Owner: s.owner, KeyID: s.key.ID, Label: "label-" + id, Algorithm: store.AlgRSA2048,
 		KeyBits: 2048, Status: s.status, Description: s.desc,
+	}
+	if pub, ok := s.key.Public.(*ecdsa.PublicKey); ok {
+		c.Algorithm, c.KeyBits = "ec-p"+strconv.Itoa(pub.Curve.Params().BitSize), pub.Curve.Params().BitSize
 	}
 	if s.status != store.CredentialPending {
 		now := e.clock.Now()

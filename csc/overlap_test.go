@@ -28,10 +28,10 @@ func newWatchedSigner() *watchedSigner {
 	return &watchedSigner{Signer: token, madeOne: make(chan struct{})}
 }
 
-func (s *watchedSigner) SignDigest(ctx context.Context, keyID []byte, hash crypto.Hash, digest []byte) ([]byte, error) {
+func (s *watchedSigner) SignDigestOpts(ctx context.Context, keyID []byte, opts crypto.SignerOpts, digest []byte) ([]byte, error) {
 	s.calls.Add(1)
 	defer s.once.Do(func() { close(s.madeOne) })
-	return s.Signer.SignDigest(ctx, keyID, hash, digest)
+	return s.Signer.SignDigestOpts(ctx, keyID, opts, digest)
 }
 
 // slowCommit is a csc.Store whose signHash transactions, once armed, end

@@ -3,6 +3,7 @@ package csc
 import (
 	"context"
 	"crypto/sha256"
+	"crypto/sha512"
 	"crypto/x509"
 	"encoding/base64"
 	"encoding/hex"
@@ -146,9 +147,10 @@ func (p *CredentialProfile) Match(scopes []string) bool {
 }
 
 // Authorize implements oauth.Profile. It requires credentialID,
-// numSignatures (exactly 1) and hash: base64url, padded or not, of exactly
-// 32 bytes; CSC allows a comma-separated list, whose length must then be
-// numSignatures, so exactly one. description (at most 500 characters) is
+// numSignatures (exactly 1) and hash: base64url, padded or not, of 32, 48
+// or 64 bytes (a SHA-256, SHA-384 or SHA-512 digest); CSC allows a
+// comma-separated list, whose length must then be numSignatures, so
+// exactly one. description (at most 500 characters) is
 // shown on the consent page; account_token, clientData and lang are
 // accepted and not needed.
 func (p *CredentialProfile) Authorize(_ context.Context, r *oauth.AuthorizeRequest) (*oauth.Authorization, error) {
@@ -180,7 +182,7 @@ func (p *CredentialProfile) Authorize(_ context.Context, r *oauth.AuthorizeReque
 	}
 	digest, ok := decodeHashParam(parts[0])
 	if !ok {
-		return nil, bad("Invalid parameter hash, it must be a base64url SHA-256 digest of 32 bytes")
+		return nil, bad("Invalid parameter hash, it must be a base64url SHA-256, SHA-384 or SHA-512 digest (32, 48 or 64 bytes)")
 	}
 	params := map[string]string{}
 	if d := r.Params.Get(profileParamDesc); d != "" {
@@ -201,10 +203,11 @@ func (p *CredentialProfile) Authorize(_ context.Context, r *oauth.AuthorizeReque
 }
 
 // decodeHashParam decodes one base64url hash of the authorize request,
-// with or without padding, and requires 32 bytes.
+// with or without padding, and requires the size of a SHA-256, SHA-384 or
+// SHA-512 digest (signHash checks it against the signature's hash).
 func decodeHashParam(s string) ([]byte, bool) {
 	b, err := base64.RawURLEncoding.DecodeString(strings.TrimRight(s, "="))
-	if err != nil || len(b) != sha256.Size {
+	if err != nil || len(b) != sha256.Size && len(b) != sha512.Size384 && len(b) != sha512.Size {
 		return nil, false
 	}
 	return b, true

@@ -138,6 +138,11 @@ func TestCredentialProfileAuthorize(t *testing.T) {
 		{"missing_hash_is_invalid_request", nil, profileCredParams("hash", ""), "invalid_request", "hash"},
 		{"hash_of_31_bytes_is_invalid_request", nil, profileCredParams("hash", base64.RawURLEncoding.EncodeToString(profileDigest[:31])), "invalid_request", "hash"},
 		{"hash_of_33_bytes_is_invalid_request", nil, profileCredParams("hash", base64.RawURLEncoding.EncodeToString(append(profileDigest, 1))), "invalid_request", "hash"},
+		{"sha384_hash_is_accepted", nil, profileCredParams("hash", base64.RawURLEncoding.EncodeToString(bytes.Repeat([]byte{7}, 48))), "", ""},
+		{"sha512_hash_is_accepted", nil, profileCredParams("hash", base64.RawURLEncoding.EncodeToString(bytes.Repeat([]byte{7}, 64))), "", ""},
+		{"hash_of_47_bytes_is_invalid_request", nil, profileCredParams("hash", base64.RawURLEncoding.EncodeToString(bytes.Repeat([]byte{7}, 47))), "invalid_request", "hash"},
+		{"hash_of_65_bytes_is_invalid_request", nil, profileCredParams("hash", base64.RawURLEncoding.EncodeToString(bytes.Repeat([]byte{7}, 65))), "invalid_request", "hash"},
+		{"hash_of_20_bytes_is_invalid_request", nil, profileCredParams("hash", base64.RawURLEncoding.EncodeToString(bytes.Repeat([]byte{7}, 20))), "invalid_request", "hash"},
 		{"two_hashes_for_one_signature_is_invalid_request", nil, profileCredParams("hash", base64.RawURLEncoding.EncodeToString(profileDigest)+","+base64.RawURLEncoding.EncodeToString(profileDigest)), "invalid_request", "numSignatures"},
 		{"standard_base64_hash_is_invalid_request", nil, profileCredParams("hash", strings.Repeat("+/", 21)+"+A"), "invalid_request", "hash"},
 		{"long_description_is_invalid_request", nil, profileCredParams("description", strings.Repeat("d", 501)), "invalid_request", "description"},
@@ -157,7 +162,8 @@ func TestCredentialProfileAuthorize(t *testing.T) {
 					t.Fatal(err)
 				}
 				ds := a.Binding.Details
-				if len(ds) != 1 || ds[0].Type != "credential" || ds[0].Identifier != "c-alice" || len(ds[0].Digests) != 1 || !bytes.Equal(ds[0].Digests[0], profileDigest) || a.Login.SSO {
+				want, _ := base64.RawURLEncoding.DecodeString(strings.TrimRight(tt.params.Get("hash"), "="))
+				if len(ds) != 1 || ds[0].Type != "credential" || ds[0].Identifier != "c-alice" || len(ds[0].Digests) != 1 || !bytes.Equal(ds[0].Digests[0], want) || len(want) < 32 || a.Login.SSO {
 					t.Errorf("authorization %+v", a)
 				}
 				return

@@ -23,7 +23,8 @@ import (
 type signHashRequest struct {
 	credentialID string
 	sad          string
-	hashes       [][]byte // 32-byte SHA-256 digests, request order
+	hashes       [][]byte // digests of algo's hash, request order
+	algo         signAlgo
 	// hashCount and hashesRaw stand for the hash array in a refusal's
 	// audit entry: how many entries were read (at most one past the cap)
 	// and its JSON text as received (nil when absent), which the entry
@@ -70,31 +71,18 @@ func parseSignHash(p params, maxHashes int) (req signHashRequest, e *oauth.Error
 		if err != nil {
 			return req, badRequest(descBadBase64)
 		}
-		if len(d) != 32 {
+		if len(d) != 32 && len(d) != 48 && len(d) != 64 { // SHA-256, -384, -512
 			return req, badRequest(descDigestLength)
 		}
 		req.hashes = append(req.hashes, d)
 	}
-	signAlgo, _, e := p.str("signAlgo", true)
-	if e != nil {
+	if req.algo, e = parseSignAlgo(p); e != nil {
 		return req, e
 	}
-	hashAlgo, hasHashAlgo, e := p.str("hashAlgo", signAlgo == oidRSAEncryption)
-	if e != nil {
-		return req, e
-	}
-	switch signAlgo {
-	case oidRSAEncryption, oidSHA256WithRSA:
-	default:
-		return req, invalid("signAlgo")
-	}
-	if hasHashAlgo && hashAlgo != oidSHA256 {
-		return req, invalid("hashAlgo")
-	}
-	if params, ok, e := p.str("signAlgoParams", false); e != nil {
-		return req, e
-	} else if ok && params != "" && params != derNullBase64 {
-		return req, invalid("signAlgoParams")
+	for _, d := range req.hashes {
+		if len(d) != req.algo.opts.HashFunc().Size() {
+			return req, badRequest(descDigestLength)
+		}
 	}
 	if _, _, e := p.str("clientData", false); e != nil {
 		return req, invalid("clientData")
@@ -241,7 +229,7 @@ func (h *Handler) signHash(c echo.Context) error {
 			// Batch may run this function again; the first grant
 			// starts the signing, and only what the committed run
 			// decided counts.
-			inFlight = h.startSigning(sctx, d.keyID, req.hashes)
+			inFlight = h.startSigning(sctx, d.keyID, req.algo.opts, req.hashes)
 		}
 		if err := tx.AppendAudit(e); err != nil {
 			return err
@@ -277,7 +265,7 @@ func (h *Handler) signHash(c echo.Context) error {
 	}
 
 	// The SAD is gone and the grant is on record: the signatures may leave.
-	res := h.signed(sctx, inFlight, d.keyID, req.hashes)
+	res := h.signed(sctx, inFlight, d.keyID, req.algo.opts, req.hashes)
 	if res.err != nil {
 		// Only a failure before any signature was made may give the SAD
 		// back: with failed > 0 signatures exist.
@@ -361,6 +349,9 @@ func (h *Handler) decide(tx Tx, g *oauth.Grant, req signHashRequest) (decision, 
 	}
 	if msg := certRefusal(leaf, now); msg != "" {
 		return refuse(badRequest(msg), "certificate not valid now", ""), nil
+	}
+	if !req.algo.fits(cred.Algorithm) {
+		return refuse(wrongKeyAlgo(cred.Algorithm), "signAlgo "+req.algo.oid+" for a "+cred.Algorithm+" key", ""), nil
 	}
 
 	fp := store.Fingerprint(req.sad)

@@ -229,7 +229,7 @@ func TestSADBinding(t *testing.T) {
 // faultySigner passes CheckKey and fails every signature with err.
 type faultySigner struct{ err error }
 
-func (f faultySigner) SignDigest(context.Context, []byte, crypto.Hash, []byte) ([]byte, error) {
+func (f faultySigner) SignDigestOpts(context.Context, []byte, crypto.SignerOpts, []byte) ([]byte, error) {
 	return nil, f.err
 }
 

@@ -33,12 +33,12 @@ type signResult struct {
 
 // startSigning signs hashes with keyID in a goroutine. keyID is copied:
 // the transaction that read it may end first.
-func (h *Handler) startSigning(ctx context.Context, keyID []byte, hashes [][]byte) *signing {
+func (h *Handler) startSigning(ctx context.Context, keyID []byte, opts crypto.SignerOpts, hashes [][]byte) *signing {
 	s := &signing{keyID: bytes.Clone(keyID), done: make(chan struct{})}
 	go func() {
 		defer close(s.done)
 		defer func() { s.panic = recover() }()
-		s.res = h.sign(ctx, s.keyID, hashes)
+		s.res = h.sign(ctx, s.keyID, opts, hashes)
 	}()
 	return s
 }
@@ -57,21 +57,22 @@ func (s *signing) wait() signResult {
 // the signing in flight when it used the same key, else (an earlier run
 // of the transaction granted with another key, which only a concurrent
 // change of the credential can cause) made now.
-func (h *Handler) signed(ctx context.Context, s *signing, keyID []byte, hashes [][]byte) signResult {
+func (h *Handler) signed(ctx context.Context, s *signing, keyID []byte, opts crypto.SignerOpts, hashes [][]byte) signResult {
 	if s != nil {
 		res := s.wait()
 		if bytes.Equal(s.keyID, keyID) {
 			return res
 		}
 	}
-	return h.sign(ctx, keyID, hashes)
+	return h.sign(ctx, keyID, opts, hashes)
 }
 
-// sign signs each digest in turn and stops at the first failure.
-func (h *Handler) sign(ctx context.Context, keyID []byte, hashes [][]byte) signResult {
+// sign signs each digest in turn with opts (the request's signAlgo) and
+// stops at the first failure.
+func (h *Handler) sign(ctx context.Context, keyID []byte, opts crypto.SignerOpts, hashes [][]byte) signResult {
 	sigs := make([][]byte, len(hashes))
 	for i, digest := range hashes {
-		sig, err := h.Signer.SignDigest(ctx, keyID, crypto.SHA256, digest)
+		sig, err := h.Signer.SignDigestOpts(ctx, keyID, opts, digest)
 		if err != nil {
 			return signResult{failed: i, err: err}
 		}

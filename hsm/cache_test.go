@@ -33,7 +33,7 @@ func TestKeyCacheBounded(t *testing.T) {
 			if err != nil {
 				t.Fatalf("round %d, key %s: %v", round, k.Label, err)
 			}
-			if err := rsa.VerifyPKCS1v15(k.Public, crypto.SHA256, d[:], sig); err != nil {
+			if err := rsa.VerifyPKCS1v15(k.Public.(*rsa.PublicKey), crypto.SHA256, d[:], sig); err != nil {
 				t.Fatalf("round %d, key %s: signature does not verify: %v", round, k.Label, err)
 			}
 			tok.cacheMu.Lock()

@@ -29,7 +29,7 @@ func (t *Token) ImportCertificate(ctx context.Context, id []byte, label string, 
 		if err != nil {
 			return err
 		}
-		if !k.pub.Equal(cert.PublicKey) {
+		if !publicEqual(k.pub, cert.PublicKey) {
 			return fmt.Errorf("%w: certificate %q, key %x", ErrCertKeyMismatch, cert.Subject, id)
 		}
 		lbl := label

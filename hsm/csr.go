@@ -2,6 +2,8 @@ package hsm
 
 import (
 	"crypto"
+	"crypto/ecdsa"
+	"crypto/elliptic"
 	"crypto/rsa"
 	"crypto/x509"
 	"crypto/x509/pkix"
@@ -10,7 +12,8 @@ import (
 )
 
 // CreateCSR returns a DER PKCS#10 request for subject, signed by signer
-// (normally a *Key) with SHA-256 and RSA PKCS#1 v1.5. The random source
+// (normally a *Key): RSA PKCS#1 v1.5 with SHA-256 for an RSA key, ECDSA
+// with SHA-256 (P-256) or SHA-384 (P-384) for an EC key. The random source
 // handed to the signer always fails, so the signature cannot silently
 // depend on local randomness. The request's signature is checked before
 // it is returned.
@@ -18,12 +21,25 @@ func CreateCSR(signer crypto.Signer, subject pkix.Name) ([]byte, error) {
 	if signer == nil {
 		return nil, errors.New("hsm: create CSR: nil signer")
 	}
-	if _, ok := signer.Public().(*rsa.PublicKey); !ok {
+	var alg x509.SignatureAlgorithm
+	switch pub := signer.Public().(type) {
+	case *rsa.PublicKey:
+		alg = x509.SHA256WithRSA
+	case *ecdsa.PublicKey:
+		switch pub.Curve {
+		case elliptic.P256():
+			alg = x509.ECDSAWithSHA256
+		case elliptic.P384():
+			alg = x509.ECDSAWithSHA384
+		default:
+			return nil, fmt.Errorf("hsm: create CSR: %w: curve %s", ErrUnsupportedAlgorithm, pub.Curve.Params().Name)
+		}
+	default:
 		return nil, fmt.Errorf("hsm: create CSR: %w: %T key", ErrUnsupportedAlgorithm, signer.Public())
 	}
 	tmpl := &x509.CertificateRequest{
 		Subject:            subject,
-		SignatureAlgorithm: x509.SHA256WithRSA,
+		SignatureAlgorithm: alg,
 	}
 	der, err := x509.CreateCertificateRequest(failingReader{}, tmpl, signer)
 	if err != nil {

@@ -1,7 +1,7 @@
 // Package hsm owns signd's PKCS#11 side: it loads a PKCS#11 module, finds a
-// token by its label, logs in, keeps sessions, generates and finds RSA key
-// pairs, signs digests, builds CSRs through the token and stores issued
-// certificates on it.
+// token by its label, logs in, keeps sessions, generates and finds RSA and
+// EC key pairs, signs digests, builds CSRs through the token and stores
+// issued certificates on it.
 //
 // It knows nothing of users, credentials, OAuth or HTTP: callers refer to
 // keys by their CKA_ID (16 random bytes chosen at generation) and map
@@ -11,14 +11,27 @@
 //
 // # Keys
 //
-// GenerateRSA makes 2048-, 3072- or 4096-bit key pairs inside the token with
-// explicit templates: the private key is sensitive, never extractable and
-// can only sign. Key finds a private key by CKA_CLASS, CKA_KEY_TYPE and
-// CKA_ID (a certificate stored with ImportCertificate shares the ID), caches
-// its handle, and refuses keys that could not have been generated that way
-// (ErrKeyPolicy): keys imported from outside the token are accepted only
-// with Config.AllowImportedKeys, which exists for golden tests. Every
-// signature is verified with the public key before it is returned.
+// GenerateRSA makes 2048-, 3072- or 4096-bit key pairs and GenerateEC ECDSA
+// key pairs on P-256 or P-384 (CKM_EC_KEY_PAIR_GEN, CKA_EC_PARAMS) inside
+// the token with explicit templates: the private key is sensitive, never
+// extractable and can only sign. Key finds a private key by CKA_CLASS and
+// CKA_ID (a certificate stored with ImportCertificate shares the ID), reads
+// its CKA_KEY_TYPE (RSA or EC; an EC key's point comes from its public key
+// object), caches its handle, and refuses keys that could not have been
+// generated that way (ErrKeyPolicy): keys imported from outside the token
+// are accepted only with Config.AllowImportedKeys, which exists for golden
+// tests.
+//
+// # Signatures
+//
+// SignDigestOpts signs a SHA-256, SHA-384 or SHA-512 digest: RSA PKCS#1
+// v1.5 through CKM_RSA_PKCS over a DigestInfo built per call, RSASSA-PSS
+// through CKM_RSA_PKCS_PSS (MGF1 with the same hash, salt = hash length;
+// opts *rsa.PSSOptions), ECDSA through CKM_ECDSA, whose r‖s is returned as
+// a DER ECDSA-Sig-Value. Every signature is verified with the public key
+// before it is returned (a fault attack on RSA-CRT or on an ECDSA nonce
+// never leaves the package); a failure before the token returned a
+// signature is NotSigned.
 //
 // # Sessions
 //

@@ -3,8 +3,9 @@ package hsm
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
+	"crypto"
 	"crypto/rsa"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"math/big"
@@ -15,12 +16,12 @@ import (
 	"github.com/miekg/pkcs11"
 )
 
-// KeyInfo describes an RSA key pair on the token.
+// KeyInfo describes a key pair on the token: RSA or EC.
 type KeyInfo struct {
-	ID     []byte // CKA_ID, 16 random bytes for keys made by GenerateRSA
-	Label  string // CKA_LABEL, for humans; keys are found by ID
-	Bits   int
-	Public *rsa.PublicKey
+	ID     []byte           // CKA_ID, 16 random bytes for keys made by GenerateRSA or GenerateEC
+	Label  string           // CKA_LABEL, for humans; keys are found by ID
+	Bits   int              // RSA modulus size or EC curve size
+	Public crypto.PublicKey // *rsa.PublicKey or *ecdsa.PublicKey
 }
 
 // idLen is the length of the CKA_ID GenerateRSA chooses.
@@ -32,7 +33,7 @@ const maxLabelLen = 128
 // cachedKey is a loaded, policy-checked private key.
 type cachedKey struct {
 	handle pkcs11.ObjectHandle
-	pub    *rsa.PublicKey
+	pub    crypto.PublicKey // *rsa.PublicKey or *ecdsa.PublicKey
 	label  string
 	gen    uint64 // generation the handle belongs to
 }
@@ -103,12 +104,12 @@ func (t *Token) evictLocked(gen uint64) {
 	}
 }
 
-// keyTemplate matches the RSA key of class with CKA_ID id. The class
-// matters: a certificate imported for the key shares its ID.
+// keyTemplate matches the key of class with CKA_ID id, RSA or EC (the
+// type is read and checked once found). The class matters: a certificate
+// imported for the key shares its ID.
 func keyTemplate(class uint, id []byte) []*pkcs11.Attribute {
 	return []*pkcs11.Attribute{
 		pkcs11.NewAttribute(pkcs11.CKA_CLASS, class),
-		pkcs11.NewAttribute(pkcs11.CKA_KEY_TYPE, pkcs11.CKK_RSA),
 		pkcs11.NewAttribute(pkcs11.CKA_ID, id),
 	}
 }
@@ -120,7 +121,7 @@ func certTemplate(id []byte) []*pkcs11.Attribute {
 	}
 }
 
-// findKey returns the one RSA key of class with CKA_ID id.
+// findKey returns the one key of class with CKA_ID id.
 func (t *Token) findKey(s pkcs11.SessionHandle, class uint, id []byte) (pkcs11.ObjectHandle, error) {
 	if len(id) == 0 {
 		return 0, fmt.Errorf("%w: empty key ID", ErrKeyNotFound)
@@ -133,7 +134,7 @@ func (t *Token) findKey(s pkcs11.SessionHandle, class uint, id []byte) (pkcs11.O
 		if err := t.checkNotFound(s); err != nil {
 			return 0, err
 		}
-		return 0, fmt.Errorf("%w: no RSA key with ID %x on token %q", ErrKeyNotFound, id, t.label)
+		return 0, fmt.Errorf("%w: no key with ID %x on token %q", ErrKeyNotFound, id, t.label)
 	case len(hs) > 1:
 		return 0, fmt.Errorf("%w: ID %x on token %q", ErrAmbiguousKey, id, t.label)
 	}
@@ -212,20 +213,20 @@ type keyAttrs struct {
 	alwaysSensitive, neverExtractable bool
 	local                             bool
 	label                             string
-	pub                               *rsa.PublicKey
+	pub                               crypto.PublicKey // *rsa.PublicKey or *ecdsa.PublicKey
 }
 
 func (t *Token) readKeyAttrs(s pkcs11.SessionHandle, h pkcs11.ObjectHandle) (keyAttrs, error) {
 	types := []uint{
 		pkcs11.CKA_SIGN, pkcs11.CKA_SENSITIVE, pkcs11.CKA_EXTRACTABLE,
 		pkcs11.CKA_ALWAYS_SENSITIVE, pkcs11.CKA_NEVER_EXTRACTABLE, pkcs11.CKA_LOCAL,
-		pkcs11.CKA_LABEL, pkcs11.CKA_MODULUS, pkcs11.CKA_PUBLIC_EXPONENT,
+		pkcs11.CKA_LABEL, pkcs11.CKA_KEY_TYPE, pkcs11.CKA_ID,
 	}
 	v, err := t.attrs(s, h, types...)
 	if err != nil {
 		return keyAttrs{}, err
 	}
-	pub, err := rsaPublic(v[pkcs11.CKA_MODULUS], v[pkcs11.CKA_PUBLIC_EXPONENT])
+	pub, err := t.readPublic(s, h, v[pkcs11.CKA_KEY_TYPE], v[pkcs11.CKA_ID])
 	if err != nil {
 		return keyAttrs{}, err
 	}
@@ -239,6 +240,47 @@ func (t *Token) readKeyAttrs(s pkcs11.SessionHandle, h pkcs11.ObjectHandle) (key
 		label:            string(v[pkcs11.CKA_LABEL]),
 		pub:              pub,
 	}, nil
+}
+
+// readPublic reads the public key of the private key h, whose CKA_KEY_TYPE
+// and CKA_ID are keyType and id: an RSA private key carries its modulus and
+// exponent; for an EC key the point is read from the public key object
+// with the same ID (a private EC key has no CKA_EC_POINT).
+func (t *Token) readPublic(s pkcs11.SessionHandle, h pkcs11.ObjectHandle, keyType, id []byte) (crypto.PublicKey, error) {
+	switch attrUint(keyType) {
+	case pkcs11.CKK_RSA:
+		v, err := t.attrs(s, h, pkcs11.CKA_MODULUS, pkcs11.CKA_PUBLIC_EXPONENT)
+		if err != nil {
+			return nil, err
+		}
+		return rsaPublic(v[pkcs11.CKA_MODULUS], v[pkcs11.CKA_PUBLIC_EXPONENT])
+	case pkcs11.CKK_EC:
+		hs, err := t.find(s, keyTemplate(pkcs11.CKO_PUBLIC_KEY, id), 2)
+		if err != nil {
+			return nil, err
+		}
+		if len(hs) != 1 {
+			return nil, fmt.Errorf("%w: EC key %x has %d public key objects, want 1", ErrKeyPolicy, id, len(hs))
+		}
+		v, err := t.attrs(s, hs[0], pkcs11.CKA_EC_PARAMS, pkcs11.CKA_EC_POINT)
+		if err != nil {
+			return nil, err
+		}
+		return ecPublic(v[pkcs11.CKA_EC_PARAMS], v[pkcs11.CKA_EC_POINT])
+	}
+	return nil, fmt.Errorf("%w: key %x of CKA_KEY_TYPE %#x (RSA or EC)", ErrKeyPolicy, id, attrUint(keyType))
+}
+
+// attrUint decodes a CK_ULONG attribute (native byte order, as the module
+// and miekg/pkcs11 encode it); a malformed value reads as all ones.
+func attrUint(v []byte) uint {
+	switch len(v) {
+	case 8:
+		return uint(binary.NativeEndian.Uint64(v))
+	case 4:
+		return uint(binary.NativeEndian.Uint32(v))
+	}
+	return ^uint(0)
 }
 
 // attrs reads the attributes types of h. Attributes the token does not
@@ -287,7 +329,8 @@ func checkPolicy(a keyAttrs, minBits int, allowImported bool) error {
 	if len(bad) > 0 {
 		return fmt.Errorf("%w: %s", ErrKeyPolicy, strings.Join(bad, ", "))
 	}
-	if bits := a.pub.N.BitLen(); bits < minBits {
+	if rsaPub, ok := a.pub.(*rsa.PublicKey); ok && rsaPub.N.BitLen() < minBits {
+		bits := rsaPub.N.BitLen()
 		return fmt.Errorf("%w: %d bits, at least %d required", ErrWeakKey, bits, minBits)
 	}
 	return nil
@@ -324,18 +367,43 @@ func (t *Token) GenerateRSA(ctx context.Context, label string, bits int) (*KeyIn
 	if bits < t.minRSABits {
 		return nil, fmt.Errorf("%w: RSA-%d, at least %d bits required", ErrWeakKey, bits, t.minRSABits)
 	}
+	mech := pkcs11.NewMechanism(pkcs11.CKM_RSA_PKCS_KEY_PAIR_GEN, nil)
+	return t.generate(ctx, "RSA", label, mech, publicTemplate(bits), pkcs11.CKK_RSA, func(pub crypto.PublicKey) error {
+		p, ok := pub.(*rsa.PublicKey)
+		if !ok || p.N.BitLen() != bits || p.E != 65537 {
+			return fmt.Errorf("hsm: token generated RSA-%d with exponent %d, asked for RSA-%d with 65537", keyBits(pub), rsaExponent(pub), bits)
+		}
+		return nil
+	})
+}
+
+func rsaExponent(pub crypto.PublicKey) int {
+	if p, ok := pub.(*rsa.PublicKey); ok {
+		return p.E
+	}
+	return 0
+}
+
+// generate generates a key pair of keyType with mech, the public key
+// template pubT (CKA_ID and CKA_LABEL are added) and the fixed private key
+// template; want checks the public key read back. kind names the key type
+// in logs and errors.
+func (t *Token) generate(ctx context.Context, kind, label string, mech *pkcs11.Mechanism, pubT []*pkcs11.Attribute, keyType uint, want func(crypto.PublicKey) error) (*KeyInfo, error) {
 	if err := checkLabel(label); err != nil {
 		return nil, err
 	}
-	id := make([]byte, idLen)
-	if _, err := rand.Read(id); err != nil {
-		return nil, fmt.Errorf("hsm: key ID: %w", err)
+	id, err := newKeyID()
+	if err != nil {
+		return nil, err
 	}
+	pubT = append(slices.Clip(pubT),
+		pkcs11.NewAttribute(pkcs11.CKA_ID, id),
+		pkcs11.NewAttribute(pkcs11.CKA_LABEL, label))
 
 	t.genMu.Lock()
 	defer t.genMu.Unlock()
 	var info *KeyInfo
-	err := t.run(ctx, "generate RSA key", func(s pkcs11.SessionHandle) error {
+	err = t.run(ctx, "generate "+kind+" key", func(s pkcs11.SessionHandle) error {
 		hs, err := t.find(s, []*pkcs11.Attribute{pkcs11.NewAttribute(pkcs11.CKA_LABEL, label)}, 1)
 		if err != nil {
 			return err
@@ -353,66 +421,55 @@ func (t *Token) GenerateRSA(ctx context.Context, label string, bits int) (*KeyIn
 		if len(hs) > 0 {
 			return fmt.Errorf("hsm: random key ID %x already in use", id)
 		}
-		pubH, privH, err := t.lib.GenerateKeyPair(s,
-			[]*pkcs11.Mechanism{pkcs11.NewMechanism(pkcs11.CKM_RSA_PKCS_KEY_PAIR_GEN, nil)},
-			publicTemplate(id, label, bits), privateTemplate(id, label))
+		pubH, privH, err := t.lib.GenerateKeyPair(s, []*pkcs11.Mechanism{mech}, pubT, privateTemplate(id, label, keyType))
 		if err != nil {
 			return ckr("C_GenerateKeyPair", err)
 		}
-		pub, err := t.checkGenerated(s, pubH, privH, bits)
+		pub, err := t.checkGenerated(s, privH, want)
 		if err != nil {
 			// Best effort on this session; it may be the reason.
 			_ = t.lib.DestroyObject(s, privH)
 			_ = t.lib.DestroyObject(s, pubH)
 			return fmt.Errorf("generated key %x (destroyed): %w", id, err)
 		}
-		info = &KeyInfo{ID: id, Label: label, Bits: bits, Public: pub}
+		info = &KeyInfo{ID: id, Label: label, Bits: keyBits(pub), Public: pub}
 		return nil
 	})
 	if err != nil {
 		return nil, err
 	}
-	t.log.Info("hsm: generated RSA key pair", "token", t.label, "label", label, "id", fmt.Sprintf("%x", id), "bits", bits)
+	t.log.Info("hsm: generated key pair", "type", kind, "token", t.label, "label", label, "id", fmt.Sprintf("%x", id), "bits", info.Bits)
 	return info, nil
 }
 
-// checkGenerated reads the new public key back and checks its size and
-// exponent, and checks that the private key got the template.
-func (t *Token) checkGenerated(s pkcs11.SessionHandle, pubH, privH pkcs11.ObjectHandle, bits int) (*rsa.PublicKey, error) {
-	v, err := t.attrs(s, pubH, pkcs11.CKA_MODULUS, pkcs11.CKA_PUBLIC_EXPONENT)
-	if err != nil {
-		return nil, err
-	}
-	pub, err := rsaPublic(v[pkcs11.CKA_MODULUS], v[pkcs11.CKA_PUBLIC_EXPONENT])
-	if err != nil {
-		return nil, err
-	}
-	if got := pub.N.BitLen(); got != bits || pub.E != 65537 {
-		return nil, fmt.Errorf("hsm: token generated RSA-%d with exponent %d, asked for RSA-%d with 65537", got, pub.E, bits)
-	}
+// checkGenerated reads the new key pair back (the private key's public
+// half, from the private object for RSA, from the public object for EC),
+// checks it with want, and checks that the private key got the template.
+func (t *Token) checkGenerated(s pkcs11.SessionHandle, privH pkcs11.ObjectHandle, want func(crypto.PublicKey) error) (crypto.PublicKey, error) {
 	a, err := t.readKeyAttrs(s, privH)
 	if err != nil {
 		return nil, err
 	}
-	if !a.pub.Equal(pub) {
-		return nil, errors.New("hsm: private and public key objects differ")
+	if err := want(a.pub); err != nil {
+		return nil, err
 	}
-	if err := checkPolicy(a, bits, false); err != nil {
+	if err := checkPolicy(a, keyBits(a.pub), false); err != nil {
 		return nil, err
 	}
 	// A token that silently ignores the freeze would leave a key anyone
 	// with the user PIN can relabel or clone.
-	v, err = t.attrs(s, privH, pkcs11.CKA_MODIFIABLE, pkcs11.CKA_COPYABLE)
+	v, err := t.attrs(s, privH, pkcs11.CKA_MODIFIABLE, pkcs11.CKA_COPYABLE)
 	if err != nil {
 		return nil, err
 	}
 	if attrBool(v[pkcs11.CKA_MODIFIABLE]) || attrBool(v[pkcs11.CKA_COPYABLE]) {
 		return nil, fmt.Errorf("%w: the token left the new private key modifiable or copyable", ErrKeyPolicy)
 	}
-	return pub, nil
+	return a.pub, nil
 }
 
-func publicTemplate(id []byte, label string, bits int) []*pkcs11.Attribute {
+// publicTemplate is the RSA public key template, less ID and label.
+func publicTemplate(bits int) []*pkcs11.Attribute {
 	return []*pkcs11.Attribute{
 		pkcs11.NewAttribute(pkcs11.CKA_CLASS, pkcs11.CKO_PUBLIC_KEY),
 		pkcs11.NewAttribute(pkcs11.CKA_KEY_TYPE, pkcs11.CKK_RSA),
@@ -422,8 +479,6 @@ func publicTemplate(id []byte, label string, bits int) []*pkcs11.Attribute {
 		pkcs11.NewAttribute(pkcs11.CKA_WRAP, false),
 		pkcs11.NewAttribute(pkcs11.CKA_MODULUS_BITS, bits),
 		pkcs11.NewAttribute(pkcs11.CKA_PUBLIC_EXPONENT, []byte{1, 0, 1}),
-		pkcs11.NewAttribute(pkcs11.CKA_ID, id),
-		pkcs11.NewAttribute(pkcs11.CKA_LABEL, label),
 		pkcs11.NewAttribute(pkcs11.CKA_MODIFIABLE, false),
 	}
 }
@@ -434,18 +489,18 @@ func publicTemplate(id []byte, label string, bits int) []*pkcs11.Attribute {
 // holder of the user PIN can relabel it, move its CKA_ID or switch a usage
 // back on, and CKA_COPYABLE false, so C_CopyObject cannot clone it into an
 // object with other attributes. ID and label are therefore set here, once;
-// nothing later edits a key (a certificate is a separate object).
-func privateTemplate(id []byte, label string) []*pkcs11.Attribute {
-	return []*pkcs11.Attribute{
+// nothing later edits a key (a certificate is a separate object). An EC
+// key gets no CKA_DECRYPT/CKA_UNWRAP (not EC usages) but no CKA_DERIVE
+// either, so it cannot do ECDH.
+func privateTemplate(id []byte, label string, keyType uint) []*pkcs11.Attribute {
+	tmpl := []*pkcs11.Attribute{
 		pkcs11.NewAttribute(pkcs11.CKA_CLASS, pkcs11.CKO_PRIVATE_KEY),
-		pkcs11.NewAttribute(pkcs11.CKA_KEY_TYPE, pkcs11.CKK_RSA),
+		pkcs11.NewAttribute(pkcs11.CKA_KEY_TYPE, keyType),
 		pkcs11.NewAttribute(pkcs11.CKA_TOKEN, true),
 		pkcs11.NewAttribute(pkcs11.CKA_PRIVATE, true),
 		pkcs11.NewAttribute(pkcs11.CKA_SENSITIVE, true),
 		pkcs11.NewAttribute(pkcs11.CKA_EXTRACTABLE, false),
 		pkcs11.NewAttribute(pkcs11.CKA_SIGN, true),
-		pkcs11.NewAttribute(pkcs11.CKA_DECRYPT, false),
-		pkcs11.NewAttribute(pkcs11.CKA_UNWRAP, false),
 		pkcs11.NewAttribute(pkcs11.CKA_SIGN_RECOVER, false),
 		pkcs11.NewAttribute(pkcs11.CKA_DERIVE, false),
 		pkcs11.NewAttribute(pkcs11.CKA_MODIFIABLE, false),
@@ -453,6 +508,12 @@ func privateTemplate(id []byte, label string) []*pkcs11.Attribute {
 		pkcs11.NewAttribute(pkcs11.CKA_ID, id),
 		pkcs11.NewAttribute(pkcs11.CKA_LABEL, label),
 	}
+	if keyType == pkcs11.CKK_RSA {
+		tmpl = append(tmpl,
+			pkcs11.NewAttribute(pkcs11.CKA_DECRYPT, false),
+			pkcs11.NewAttribute(pkcs11.CKA_UNWRAP, false))
+	}
+	return tmpl
 }
 
 func checkLabel(label string) error {
@@ -467,7 +528,7 @@ func checkLabel(label string) error {
 	return nil
 }
 
-// Keys lists the RSA private keys on the token, by label then ID. It does
+// Keys lists the RSA and EC private keys on the token, by label then ID. It does
 // not apply the key policy; Key does.
 func (t *Token) Keys(ctx context.Context) ([]KeyInfo, error) {
 	var out []KeyInfo
@@ -475,7 +536,6 @@ func (t *Token) Keys(ctx context.Context) ([]KeyInfo, error) {
 		out = out[:0]
 		hs, err := t.findAll(s, []*pkcs11.Attribute{
 			pkcs11.NewAttribute(pkcs11.CKA_CLASS, pkcs11.CKO_PRIVATE_KEY),
-			pkcs11.NewAttribute(pkcs11.CKA_KEY_TYPE, pkcs11.CKK_RSA),
 		})
 		if err != nil {
 			return err
@@ -486,15 +546,18 @@ func (t *Token) Keys(ctx context.Context) ([]KeyInfo, error) {
 			}
 		}
 		for _, h := range hs {
-			v, err := t.attrs(s, h, pkcs11.CKA_ID, pkcs11.CKA_LABEL, pkcs11.CKA_MODULUS, pkcs11.CKA_PUBLIC_EXPONENT)
+			v, err := t.attrs(s, h, pkcs11.CKA_ID, pkcs11.CKA_LABEL, pkcs11.CKA_KEY_TYPE)
 			if err != nil {
 				return err
 			}
-			pub, err := rsaPublic(v[pkcs11.CKA_MODULUS], v[pkcs11.CKA_PUBLIC_EXPONENT])
+			if kt := attrUint(v[pkcs11.CKA_KEY_TYPE]); kt != pkcs11.CKK_RSA && kt != pkcs11.CKK_EC {
+				continue // not a signing key this package makes
+			}
+			pub, err := t.readPublic(s, h, v[pkcs11.CKA_KEY_TYPE], v[pkcs11.CKA_ID])
 			if err != nil {
 				return fmt.Errorf("key %x: %w", v[pkcs11.CKA_ID], err)
 			}
-			out = append(out, KeyInfo{ID: v[pkcs11.CKA_ID], Label: string(v[pkcs11.CKA_LABEL]), Bits: pub.N.BitLen(), Public: pub})
+			out = append(out, KeyInfo{ID: v[pkcs11.CKA_ID], Label: string(v[pkcs11.CKA_LABEL]), Bits: keyBits(pub), Public: pub})
 		}
 		return nil
 	})
@@ -539,7 +602,7 @@ func (t *Token) DestroyKey(ctx context.Context, id []byte) error {
 		}
 		switch {
 		case len(priv) == 0 && len(pub) == 0:
-			return fmt.Errorf("%w: no RSA key with ID %x on token %q", ErrKeyNotFound, id, t.label)
+			return fmt.Errorf("%w: no key with ID %x on token %q", ErrKeyNotFound, id, t.label)
 		case len(priv) > 1 || len(pub) > 1:
 			return fmt.Errorf("%w: ID %x on token %q", ErrAmbiguousKey, id, t.label)
 		}
@@ -578,7 +641,7 @@ func (t *Token) CheckKey(ctx context.Context, id []byte) error {
 	})
 }
 
-// Key returns the signer for the RSA key pair with CKA_ID id. The private
+// Key returns the signer for the RSA or EC key pair with CKA_ID id. The private
 // key must satisfy the key policy: CKA_SIGN, CKA_SENSITIVE, not
 // CKA_EXTRACTABLE, generated in the token (CKA_LOCAL, CKA_ALWAYS_SENSITIVE,
 // CKA_NEVER_EXTRACTABLE; waived by Config.AllowImportedKeys), and at least

@@ -39,8 +39,9 @@ func TestGenerateRSA(t *testing.T) {
 			if len(info.ID) != 16 {
 				t.Errorf("ID is %d bytes, want 16", len(info.ID))
 			}
-			if info.Bits != tt.bits || info.Public.N.BitLen() != tt.bits || info.Public.E != 65537 {
-				t.Errorf("bits %d, modulus %d bits, e=%d; want %d bits, e=65537", info.Bits, info.Public.N.BitLen(), info.Public.E, tt.bits)
+			rsaPub := info.Public.(*rsa.PublicKey)
+			if info.Bits != tt.bits || rsaPub.N.BitLen() != tt.bits || rsaPub.E != 65537 {
+				t.Errorf("bits %d, modulus %d bits, e=%d; want %d bits, e=65537", info.Bits, rsaPub.N.BitLen(), rsaPub.E, tt.bits)
 			}
 
 			priv, err := rawAttrs(shared, pkcs11.CKO_PRIVATE_KEY, info.ID,
@@ -155,7 +156,7 @@ func TestKeys(t *testing.T) {
 		t.Fatalf("shared key %x not listed in %v", sharedKey.ID, keys)
 	}
 	k := keys[i]
-	if k.Label != sharedKey.Label || k.Bits != 2048 || !k.Public.Equal(sharedKey.Public) {
+	if k.Label != sharedKey.Label || k.Bits != 2048 || !k.Public.(*rsa.PublicKey).Equal(sharedKey.Public) {
 		t.Errorf("listed %q %d bits, want %q 2048 bits with the generated public key", k.Label, k.Bits, sharedKey.Label)
 	}
 	if !slices.IsSortedFunc(keys, compareKeyInfo) {

@@ -100,8 +100,12 @@ func digestOf(h crypto.Hash, msg []byte) []byte {
 
 // signAndVerify signs a digest with id on tok and verifies it with
 // crypto/rsa.
-func signAndVerify(t testing.TB, tok *Token, id []byte, pub *rsa.PublicKey) {
+func signAndVerify(t testing.TB, tok *Token, id []byte, key crypto.PublicKey) {
 	t.Helper()
+	pub, ok := key.(*rsa.PublicKey)
+	if !ok {
+		t.Fatalf("public key %T, want RSA", key)
+	}
 	d := digestOf(crypto.SHA256, []byte(t.Name()))
 	sig, err := tok.SignDigest(context.Background(), id, crypto.SHA256, d)
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto"
+	"crypto/ecdsa"
 	"crypto/rsa"
 	"errors"
 	"fmt"
@@ -13,27 +14,30 @@ import (
 	"github.com/miekg/pkcs11"
 )
 
-// Key is an RSA private key on the token. It implements crypto.Signer with
-// PKCS#1 v1.5 signatures over SHA-256, SHA-384 or SHA-512 digests. It is
-// safe for concurrent use and survives recovery: the token handle is
-// looked up again when needed.
+// Key is an RSA or EC private key on the token. It implements
+// crypto.Signer: RSA PKCS#1 v1.5 (opts a crypto.Hash) or RSASSA-PSS (opts
+// *rsa.PSSOptions) for an RSA key, ECDSA with a DER ECDSA-Sig-Value for an
+// EC key, over SHA-256, SHA-384 or SHA-512 digests. It is safe for
+// concurrent use and survives recovery: the token handle is looked up
+// again when needed.
 type Key struct {
 	t     DigestSigner
 	id    []byte
 	label string
-	pub   *rsa.PublicKey
+	pub   crypto.PublicKey
 }
 
 // DigestSigner signs a digest with the key whose ID is id, as
-// Token.SignDigest does: what a Key signs with.
+// Token.SignDigestOpts does: what a Key signs with.
 type DigestSigner interface {
-	SignDigest(ctx context.Context, id []byte, hash crypto.Hash, digest []byte) ([]byte, error)
+	SignDigestOpts(ctx context.Context, id []byte, opts crypto.SignerOpts, digest []byte) ([]byte, error)
 }
 
-// NewKey returns the Key with ID id, label and public key pub that s signs
-// with. Token.Key finds its keys itself; NewKey serves another DigestSigner
-// that keeps the same contract, such as a software token in tests.
-func NewKey(s DigestSigner, id []byte, label string, pub *rsa.PublicKey) *Key {
+// NewKey returns the Key with ID id, label and public key pub (an
+// *rsa.PublicKey or *ecdsa.PublicKey) that s signs with. Token.Key finds
+// its keys itself; NewKey serves another DigestSigner that keeps the same
+// contract, such as a software token in tests.
+func NewKey(s DigestSigner, id []byte, label string, pub crypto.PublicKey) *Key {
 	return &Key{t: s, id: bytes.Clone(id), label: label, pub: pub}
 }
 
@@ -45,29 +49,25 @@ func (k *Key) ID() []byte { return bytes.Clone(k.id) }
 // Label returns the key's CKA_LABEL.
 func (k *Key) Label() string { return k.label }
 
-// Public returns the *rsa.PublicKey.
+// Public returns the *rsa.PublicKey or *ecdsa.PublicKey.
 func (k *Key) Public() crypto.PublicKey { return k.pub }
 
-// Bits returns the modulus size.
-func (k *Key) Bits() int { return k.pub.N.BitLen() }
+// Bits returns the modulus size (RSA) or the curve size (EC).
+func (k *Key) Bits() int { return keyBits(k.pub) }
 
-// Sign signs digest, a hash of opts.HashFunc(), with RSA PKCS#1 v1.5. rand
-// is ignored: the token supplies any randomness. *rsa.PSSOptions are
-// refused. The wait for a session is bounded by Config.AcquireTimeout
-// only; use SignDigest to bound it by a context.
+// Sign signs digest, a hash of opts.HashFunc(): see Key. rand is ignored:
+// the token supplies any randomness. The wait for a session is bounded by
+// Config.AcquireTimeout only; use SignDigest to bound it by a context.
 func (k *Key) Sign(_ io.Reader, digest []byte, opts crypto.SignerOpts) ([]byte, error) {
 	if opts == nil {
 		return nil, fmt.Errorf("%w: no hash given", ErrUnsupportedAlgorithm)
 	}
-	if _, ok := opts.(*rsa.PSSOptions); ok {
-		return nil, fmt.Errorf("%w: RSA-PSS", ErrUnsupportedAlgorithm)
-	}
-	return k.SignDigest(context.Background(), opts.HashFunc(), digest)
+	return k.t.SignDigestOpts(context.Background(), k.id, opts, digest)
 }
 
 // SignDigest is Sign with a context bounding the wait for a session.
 func (k *Key) SignDigest(ctx context.Context, hash crypto.Hash, digest []byte) ([]byte, error) {
-	return k.t.SignDigest(ctx, k.id, hash, digest)
+	return k.t.SignDigestOpts(ctx, k.id, hash, digest)
 }
 
 // digestInfoPrefix is the DER of DigestInfo{AlgorithmIdentifier{hash,
@@ -79,46 +79,132 @@ var digestInfoPrefix = map[crypto.Hash][]byte{
 	crypto.SHA512: {0x30, 0x51, 0x30, 0x0d, 0x06, 0x09, 0x60, 0x86, 0x48, 0x01, 0x65, 0x03, 0x04, 0x02, 0x03, 0x05, 0x00, 0x04, 0x40},
 }
 
-// SignDigest signs digest, a hash of hash, with the key whose CKA_ID is id:
-// RSA PKCS#1 v1.5 through CKM_RSA_PKCS over a DigestInfo built for this
-// call. hash must be SHA-256, SHA-384 or SHA-512 (else
-// ErrUnsupportedAlgorithm) and digest exactly its size (else ErrBadDigest).
-// ctx bounds the wait for a session (ErrBusy); the PKCS#11 calls
-// themselves cannot be cancelled. The signature is verified against the
-// public key before it is returned, so a faulty token cannot leak the key
-// through a bad RSA-CRT result.
+// pssParams are the CK_RSA_PKCS_PSS_PARAMS hash and MGF of each hash.
+var pssParams = map[crypto.Hash][2]uint{
+	crypto.SHA256: {pkcs11.CKM_SHA256, pkcs11.CKG_MGF1_SHA256},
+	crypto.SHA384: {pkcs11.CKM_SHA384, pkcs11.CKG_MGF1_SHA384},
+	crypto.SHA512: {pkcs11.CKM_SHA512, pkcs11.CKG_MGF1_SHA512},
+}
+
+// SignDigest signs digest, a hash of hash, with the key whose CKA_ID is id,
+// in the key's plain scheme: RSA PKCS#1 v1.5 for an RSA key, ECDSA for an
+// EC key. It is SignDigestOpts with opts hash.
 func (t *Token) SignDigest(ctx context.Context, id []byte, hash crypto.Hash, digest []byte) ([]byte, error) {
+	return t.SignDigestOpts(ctx, id, hash, digest)
+}
+
+// SignDigestOpts signs digest, a hash of opts.HashFunc(), with the key
+// whose CKA_ID is id:
+//
+//   - RSA key, opts a crypto.Hash: PKCS#1 v1.5 through CKM_RSA_PKCS over a
+//     DigestInfo built for this call (RFC 8017 §9.2);
+//   - RSA key, opts *rsa.PSSOptions: RSASSA-PSS through CKM_RSA_PKCS_PSS,
+//     MGF1 with the same hash and a salt as long as the hash (RFC 8017
+//     §9.1; SaltLength rsa.PSSSaltLengthEqualsHash or the hash size);
+//   - EC key (P-256, P-384), opts a crypto.Hash: ECDSA through CKM_ECDSA;
+//     the token's r‖s is returned as a DER ECDSA-Sig-Value (RFC 5480).
+//
+// The hash must be SHA-256, SHA-384 or SHA-512 and PSS only on an RSA key
+// (else ErrUnsupportedAlgorithm), digest exactly the hash's size (else
+// ErrBadDigest). ctx bounds the wait for a session (ErrBusy); the PKCS#11
+// calls themselves cannot be cancelled. Every signature is verified
+// against the public key before it is returned, so a faulty token cannot
+// leak the key through a bad RSA-CRT result or a broken ECDSA nonce.
+func (t *Token) SignDigestOpts(ctx context.Context, id []byte, opts crypto.SignerOpts, digest []byte) ([]byte, error) {
 	start := time.Now()
-	sig, err := t.signDigest(ctx, id, hash, digest)
+	sig, err := t.signDigest(ctx, id, opts, digest)
 	if t.metrics != nil {
 		t.metrics.ObserveSign(time.Since(start), err)
 	}
 	return sig, err
 }
 
-func (t *Token) signDigest(ctx context.Context, id []byte, hash crypto.Hash, digest []byte) ([]byte, error) {
-	prefix, ok := digestInfoPrefix[hash]
-	if !ok {
-		return nil, &notSignedError{fmt.Errorf("hsm: sign: %w: hash %v (SHA-256, SHA-384 or SHA-512)", ErrUnsupportedAlgorithm, hash)}
-	}
-	if len(digest) != hash.Size() {
-		return nil, &notSignedError{fmt.Errorf("hsm: sign: %w: %d bytes for %v, want %d", ErrBadDigest, len(digest), hash, hash.Size())}
-	}
-	data := make([]byte, 0, len(prefix)+len(digest))
-	data = append(append(data, prefix...), digest...)
+// signScheme is what checkSignOpts made of a SignerOpts.
+type signScheme struct {
+	hash crypto.Hash
+	pss  bool
+}
 
-	mech := []*pkcs11.Mechanism{pkcs11.NewMechanism(pkcs11.CKM_RSA_PKCS, nil)}
+// checkSignOpts checks opts and digest before anything is asked of the
+// token. Its errors mean nothing was signed.
+func checkSignOpts(opts crypto.SignerOpts, digest []byte) (signScheme, error) {
+	if opts == nil {
+		return signScheme{}, fmt.Errorf("%w: no hash given", ErrUnsupportedAlgorithm)
+	}
+	sc := signScheme{hash: opts.HashFunc()}
+	if _, ok := digestInfoPrefix[sc.hash]; !ok {
+		return sc, fmt.Errorf("%w: hash %v (SHA-256, SHA-384 or SHA-512)", ErrUnsupportedAlgorithm, sc.hash)
+	}
+	if p, ok := opts.(*rsa.PSSOptions); ok {
+		if p.SaltLength != rsa.PSSSaltLengthEqualsHash && p.SaltLength != sc.hash.Size() {
+			return sc, fmt.Errorf("%w: RSA-PSS salt length %d (only the hash length, %d)", ErrUnsupportedAlgorithm, p.SaltLength, sc.hash.Size())
+		}
+		sc.pss = true
+	}
+	if len(digest) != sc.hash.Size() {
+		return sc, fmt.Errorf("%w: %d bytes for %v, want %d", ErrBadDigest, len(digest), sc.hash, sc.hash.Size())
+	}
+	return sc, nil
+}
+
+// mechanism returns the signing mechanism and the data to sign for sc on
+// a key with public key pub.
+func (sc signScheme) mechanism(pub crypto.PublicKey, digest []byte) (*pkcs11.Mechanism, []byte, error) {
+	switch pub.(type) {
+	case *rsa.PublicKey:
+		if sc.pss {
+			p := pssParams[sc.hash]
+			return pkcs11.NewMechanism(pkcs11.CKM_RSA_PKCS_PSS, pkcs11.NewPSSParams(p[0], p[1], uint(sc.hash.Size()))), digest, nil
+		}
+		prefix := digestInfoPrefix[sc.hash]
+		data := make([]byte, 0, len(prefix)+len(digest))
+		return pkcs11.NewMechanism(pkcs11.CKM_RSA_PKCS, nil), append(append(data, prefix...), digest...), nil
+	case *ecdsa.PublicKey:
+		if sc.pss {
+			return nil, nil, fmt.Errorf("%w: RSA-PSS with an EC key", ErrUnsupportedAlgorithm)
+		}
+		return pkcs11.NewMechanism(pkcs11.CKM_ECDSA, nil), digest, nil
+	}
+	return nil, nil, fmt.Errorf("%w: key type %T", ErrUnsupportedAlgorithm, pub)
+}
+
+// verify checks sig, as returned to the caller, against pub.
+func (sc signScheme) verify(pub crypto.PublicKey, digest, sig []byte) error {
+	switch p := pub.(type) {
+	case *rsa.PublicKey:
+		if sc.pss {
+			return rsa.VerifyPSS(p, sc.hash, digest, sig, &rsa.PSSOptions{SaltLength: sc.hash.Size(), Hash: sc.hash})
+		}
+		return rsa.VerifyPKCS1v15(p, sc.hash, digest, sig)
+	case *ecdsa.PublicKey:
+		if !ecdsa.VerifyASN1(p, digest, sig) {
+			return errors.New("ECDSA verification failed")
+		}
+		return nil
+	}
+	return fmt.Errorf("key type %T", pub)
+}
+
+func (t *Token) signDigest(ctx context.Context, id []byte, opts crypto.SignerOpts, digest []byte) ([]byte, error) {
+	sc, err := checkSignOpts(opts, digest)
+	if err != nil {
+		return nil, &notSignedError{fmt.Errorf("hsm: sign: %w", err)}
+	}
 	var sig []byte
-	var pub *rsa.PublicKey
+	var pub crypto.PublicKey
 	// returned: the token handed a signature back (C_Sign succeeded).
 	// Until then no signature exists outside the token, whatever failed.
 	returned := false
-	err := t.run(ctx, "sign", func(s pkcs11.SessionHandle) error {
+	err = t.run(ctx, "sign", func(s pkcs11.SessionHandle) error {
 		k, err := t.keyFor(s, id)
 		if err != nil {
 			return err
 		}
-		if err := t.lib.SignInit(s, mech, k.handle); err != nil {
+		mech, data, err := sc.mechanism(k.pub, digest)
+		if err != nil {
+			return err
+		}
+		if err := t.lib.SignInit(s, []*pkcs11.Mechanism{mech}, k.handle); err != nil {
 			return ckr("C_SignInit", err)
 		}
 		sig, err = t.lib.Sign(s, data)
@@ -135,7 +221,13 @@ func (t *Token) signDigest(ctx context.Context, id []byte, hash crypto.Hash, dig
 		}
 		return nil, err
 	}
-	if err := rsa.VerifyPKCS1v15(pub, hash, digest, sig); err != nil {
+	if ec, ok := pub.(*ecdsa.PublicKey); ok {
+		if sig, err = ecdsaDER(ec, sig); err != nil {
+			t.log.Error("hsm: token returned a malformed signature", "token", t.label, "id", fmt.Sprintf("%x", id))
+			return nil, fmt.Errorf("hsm: sign: token %q returned a malformed signature for key %x: %w", t.label, id, err)
+		}
+	}
+	if err := sc.verify(pub, digest, sig); err != nil {
 		t.log.Error("hsm: token returned an invalid signature", "token", t.label, "id", fmt.Sprintf("%x", id))
 		return nil, fmt.Errorf("hsm: sign: token %q returned an invalid signature for key %x", t.label, id)
 	}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto"
 	"crypto/ecdsa"
+	"crypto/ed25519"
 	"crypto/elliptic"
 	"crypto/rand"
 	"crypto/rsa"
@@ -157,7 +158,7 @@ func TestCreateCSR(t *testing.T) {
 	if csr.SignatureAlgorithm != x509.SHA256WithRSA {
 		t.Errorf("signature algorithm %v", csr.SignatureAlgorithm)
 	}
-	if csr.Subject.CommonName != "Alice Example" || !sharedKey.Public.Equal(csr.PublicKey) {
+	if csr.Subject.CommonName != "Alice Example" || !sharedKey.Public.(*rsa.PublicKey).Equal(csr.PublicKey) {
 		t.Errorf("CSR subject %v / public key not the HSM key", csr.Subject)
 	}
 	file := filepath.Join(t.TempDir(), "csr.pem")
@@ -167,13 +168,20 @@ func TestCreateCSR(t *testing.T) {
 		t.Fatalf("openssl req -verify: %v: %s", err, out)
 	}
 
-	// Only RSA signers.
-	ec, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	// Only RSA signers and EC signers on P-256 or P-384.
+	ec, err := ecdsa.GenerateKey(elliptic.P224(), rand.Reader)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if _, err := CreateCSR(ec, subject); !errors.Is(err, ErrUnsupportedAlgorithm) {
-		t.Errorf("ECDSA signer: %v, want ErrUnsupportedAlgorithm", err)
+		t.Errorf("ECDSA P-224 signer: %v, want ErrUnsupportedAlgorithm", err)
+	}
+	_, ed, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := CreateCSR(ed, subject); !errors.Is(err, ErrUnsupportedAlgorithm) {
+		t.Errorf("Ed25519 signer: %v, want ErrUnsupportedAlgorithm", err)
 	}
 }
 

@@ -217,7 +217,7 @@ func TestConcurrentSign(t *testing.T) {
 				d := digestOf(crypto.SHA256, fmt.Appendf(nil, "%d/%d", g, i))
 				sig, err := key.SignDigest(context.Background(), crypto.SHA256, d)
 				if err == nil {
-					err = rsa.VerifyPKCS1v15(sharedKey.Public, crypto.SHA256, d, sig)
+					err = rsa.VerifyPKCS1v15(sharedKey.Public.(*rsa.PublicKey), crypto.SHA256, d, sig)
 				}
 				if err != nil {
 					errs <- err

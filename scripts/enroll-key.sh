@@ -18,7 +18,8 @@
 #                       a self-signed root add --ca-chain F with the rest of
 #                       the chain up to the root (PEM, issuer first).
 # Options:
-#   --algo A            rsa-2048 (default), rsa-3072, rsa-4096
+#   --key-type T        rsa-2048 (default), rsa-3072, rsa-4096, ec-p256, ec-p384
+#   --algo T            the same as --key-type
 #   --label L           HSM key label (default signd-<credential ID>)
 #   --subject DN        certificate subject (default CN=<username>)
 #   --days N            certificate validity in days (default 365)
@@ -38,11 +39,11 @@ bad() { echo "enroll-key.sh: $*" >&2; echo "Run with --help for usage." >&2; exi
 user="" devca="" cacert="" cakey="" cachain="" algo="rsa-2048" label="" subject="" days=365 config="" signd=""
 while [ $# -gt 0 ]; do
   case $1 in
-    --user|--dev-ca|--ca-cert|--ca-key|--ca-chain|--algo|--label|--subject|--days|--config|--signd)
+    --user|--dev-ca|--ca-cert|--ca-key|--ca-chain|--algo|--key-type|--label|--subject|--days|--config|--signd)
       [ $# -ge 2 ] || bad "$1 needs a value"
       case $1 in
         --user) user=$2 ;; --dev-ca) devca=$2 ;; --ca-cert) cacert=$2 ;; --ca-key) cakey=$2 ;;
-        --ca-chain) cachain=$2 ;; --algo) algo=$2 ;; --label) label=$2 ;; --subject) subject=$2 ;;
+        --ca-chain) cachain=$2 ;; --algo|--key-type) algo=$2 ;; --label) label=$2 ;; --subject) subject=$2 ;;
         --days) days=$2 ;; --config) config=$2 ;; --signd) signd=$2 ;;
       esac
       shift 2 ;;

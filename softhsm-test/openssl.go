@@ -15,6 +15,16 @@ import (
 // signature does not verify.
 func VerifyWithOpenSSL(t testing.TB, certDER, digest, sig []byte) {
 	t.Helper()
+	VerifyWithOpenSSLOpts(t, certDER, digest, sig, "digest:sha256")
+}
+
+// VerifyWithOpenSSLOpts is VerifyWithOpenSSL for any algorithm the
+// certificate's key can verify: pkeyopts are passed to `openssl pkeyutl
+// -verify` as -pkeyopt options, e.g. "digest:sha384" for PKCS#1 v1.5 or
+// ECDSA over a SHA-384 digest, plus "rsa_padding_mode:pss",
+// "rsa_pss_saltlen:digest" and "rsa_mgf1_md:sha384" for RSASSA-PSS.
+func VerifyWithOpenSSLOpts(t testing.TB, certDER, digest, sig []byte, pkeyopts ...string) {
+	t.Helper()
 	if _, err := exec.LookPath("openssl"); err != nil {
 		t.Fatal("openssl is required (apt-get install openssl):", err)
 	}
@@ -31,8 +41,11 @@ func VerifyWithOpenSSL(t testing.TB, certDER, digest, sig []byte) {
 	if out, err := exec.Command("openssl", "x509", "-inform", "DER", "-in", cert, "-pubkey", "-noout", "-out", pub).CombinedOutput(); err != nil {
 		t.Fatalf("openssl x509: %v: %s", err, out)
 	}
-	out, err := exec.Command("openssl", "pkeyutl", "-verify", "-pubin", "-inkey", pub,
-		"-in", dg, "-sigfile", sg, "-pkeyopt", "digest:sha256").CombinedOutput()
+	args := []string{"pkeyutl", "-verify", "-pubin", "-inkey", pub, "-in", dg, "-sigfile", sg}
+	for _, o := range pkeyopts {
+		args = append(args, "-pkeyopt", o)
+	}
+	out, err := exec.Command("openssl", args...).CombinedOutput()
 	if err != nil || !strings.Contains(string(out), "Signature Verified Successfully") {
 		t.Fatalf("openssl pkeyutl -verify: %v: %s", err, out)
 	}

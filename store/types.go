@@ -104,15 +104,25 @@ const (
 	CredentialDisabled CredentialStatus = "disabled"
 )
 
-// Credential algorithms and their key sizes.
+// Credential algorithms (the key type and size of the credential's key
+// pair, as enrollment's --key-type names them) and their key sizes.
 const (
 	AlgRSA2048 = "rsa-2048"
 	AlgRSA3072 = "rsa-3072"
 	AlgRSA4096 = "rsa-4096"
+	AlgECP256  = "ec-p256" // ECDSA on NIST P-256 (secp256r1)
+	AlgECP384  = "ec-p384" // ECDSA on NIST P-384 (secp384r1)
 )
 
-// AlgorithmKeyBits returns the key length in bits of a credential algorithm,
-// or 0 if alg is not one of AlgRSA2048, AlgRSA3072, AlgRSA4096.
+// Algorithms lists the credential algorithms, in the order operators see
+// them.
+func Algorithms() []string {
+	return []string{AlgRSA2048, AlgRSA3072, AlgRSA4096, AlgECP256, AlgECP384}
+}
+
+// AlgorithmKeyBits returns the key length in bits of a credential algorithm
+// (the RSA modulus or the EC curve size), or 0 if alg is not one of
+// Algorithms().
 func AlgorithmKeyBits(alg string) int {
 	switch alg {
 	case AlgRSA2048:
@@ -121,9 +131,16 @@ func AlgorithmKeyBits(alg string) int {
 		return 3072
 	case AlgRSA4096:
 		return 4096
+	case AlgECP256:
+		return 256
+	case AlgECP384:
+		return 384
 	}
 	return 0
 }
+
+// AlgorithmIsEC reports whether alg is an ECDSA credential algorithm.
+func AlgorithmIsEC(alg string) bool { return alg == AlgECP256 || alg == AlgECP384 }
 
 // Credential is a signing key pair held in the HSM plus its certificate chain.
 type Credential struct {
@@ -131,7 +148,7 @@ type Credential struct {
 	Owner     string // username of an existing user
 	KeyID     []byte // HSM CKA_ID, 1–64 bytes; immutable
 	Label     string // HSM CKA_LABEL
-	Algorithm string // AlgRSA2048, AlgRSA3072 or AlgRSA4096; immutable
+	Algorithm string // one of Algorithms() (AlgRSA2048 …, AlgECP256, AlgECP384); immutable
 	KeyBits   int    // must match Algorithm
 	// Chain holds DER certificates, leaf first; empty while pending.
 	Chain       [][]byte

@@ -267,7 +267,7 @@ func (c *Credential) Validate() error {
 	}
 	bits := AlgorithmKeyBits(c.Algorithm)
 	if bits == 0 {
-		return invalid("credential %q algorithm %q is not %s, %s or %s", c.ID, c.Algorithm, AlgRSA2048, AlgRSA3072, AlgRSA4096)
+		return invalid("credential %q algorithm %q is not one of %s", c.ID, c.Algorithm, strings.Join(Algorithms(), ", "))
 	}
 	if c.KeyBits != bits {
 		return invalid("credential %q has %d key bits, algorithm %s needs %d", c.ID, c.KeyBits, c.Algorithm, bits)

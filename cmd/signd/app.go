@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"crypto"
+	"crypto/elliptic"
 	"crypto/x509"
 	"encoding/json"
 	"errors"
@@ -164,6 +165,14 @@ func (l *lazyKeys) GenerateRSA(ctx context.Context, label string, bits int) (*hs
 		return nil, err
 	}
 	return t.GenerateRSA(ctx, label, bits)
+}
+
+func (l *lazyKeys) GenerateEC(ctx context.Context, label string, curve elliptic.Curve) (*hsm.KeyInfo, error) {
+	t, err := l.get()
+	if err != nil {
+		return nil, err
+	}
+	return t.GenerateEC(ctx, label, curve)
 }
 
 func (l *lazyKeys) Key(ctx context.Context, id []byte) (*hsm.Key, error) {

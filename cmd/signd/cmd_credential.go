@@ -15,13 +15,17 @@ import (
 func (a *app) credentialCmd() *cobra.Command {
 	cmd := &cobra.Command{Use: "credential", Short: "Manage signing credentials (HSM key pairs and certificates)"}
 
-	var create struct{ user, algo, label, subject, csrOut string }
+	var create struct{ user, algo, keyType, label, subject, csrOut string }
 	createCmd := &cobra.Command{
-		Use:   "create --user USERNAME [--algo rsa-2048|rsa-3072|rsa-4096] [--label L] [--subject DN] [--csr-out FILE]",
+		Use:   "create --user USERNAME [--key-type ec-p256|ec-p384|rsa-2048|rsa-3072|rsa-4096] [--label L] [--subject DN] [--csr-out FILE]",
 		Short: "Generate a key pair in the token and a CSR; prints the credential ID as the last line",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			req := admin.CreateCredentialRequest{User: create.user, Algo: create.algo, Label: create.label, Subject: create.subject}
+			algo, err := keyTypeFlag(cmd, create.algo, create.keyType)
+			if err != nil {
+				return err
+			}
+			req := admin.CreateCredentialRequest{User: create.user, Algo: algo, Label: create.label, Subject: create.subject}
 			return a.withAdmin(cmd, func(ctx context.Context, s admin.Service) error {
 				res, err := s.CreateCredential(ctx, req)
 				if err != nil {
@@ -49,7 +53,8 @@ func (a *app) credentialCmd() *cobra.Command {
 	}
 	f := createCmd.Flags()
 	f.StringVar(&create.user, "user", "", "owner of the credential")
-	f.StringVar(&create.algo, "algo", "rsa-2048", "key algorithm: rsa-2048, rsa-3072 or rsa-4096")
+	f.StringVar(&create.keyType, "key-type", "rsa-2048", "key type: ec-p256, ec-p384, rsa-2048, rsa-3072 or rsa-4096")
+	f.StringVar(&create.algo, "algo", "rsa-2048", "the same as --key-type")
 	f.StringVar(&create.label, "label", "", "HSM key label (default signd-<credential ID>)")
 	f.StringVar(&create.subject, "subject", "", `CSR subject, RFC 4514 (default "CN=<username>")`)
 	f.StringVar(&create.csrOut, "csr-out", "", "write the CSR (PEM) to FILE (- = stdout)")
@@ -175,4 +180,17 @@ func (a *app) printCredential(c *admin.CredentialView) error {
 		fmt.Fprintf(w, "revoked:    %s\n", c.Revoked)
 	}
 	return nil
+}
+
+// keyTypeFlag returns the key type of credential create: --key-type, or
+// --algo, its older name. Both given must agree.
+func keyTypeFlag(cmd *cobra.Command, algo, keyType string) (string, error) {
+	f := cmd.Flags()
+	switch {
+	case f.Changed("key-type") && f.Changed("algo") && algo != keyType:
+		return "", fmt.Errorf("--key-type %q and --algo %q disagree; give one", keyType, algo)
+	case f.Changed("algo"):
+		return algo, nil
+	}
+	return keyType, nil
 }

@@ -215,6 +215,21 @@ func TestEnrollKeyScript(t *testing.T) {
 		}
 	})
 
+	t.Run("ec_key_type", func(t *testing.T) {
+		for _, flag := range []string{"--key-type", "--algo"} {
+			out, errOut, err := run("--user", "dave", "--dev-ca", devCA, flag, "ec-p384")
+			if err != nil {
+				t.Fatalf("enroll %s ec-p384: %v\n%s", flag, err, errOut)
+			}
+			lines := strings.Split(strings.TrimSpace(out), "\n")
+			var v struct{ Status, Algorithm string }
+			json.Unmarshal([]byte(e.must("", "credential", "show", lines[len(lines)-1], "--json")), &v)
+			if v.Status != "enabled" || v.Algorithm != "ec-p384" {
+				t.Fatalf("credential after %s ec-p384: %+v", flag, v)
+			}
+		}
+	})
+
 	t.Run("ca_key_mismatch_leaves_credential_disabled", func(t *testing.T) {
 		otherKey := filepath.Join(e.dir, "other.key")
 		if out, err := exec.Command("openssl", "genpkey", "-algorithm", "RSA", "-pkeyopt", "rsa_keygen_bits:2048", "-out", otherKey).CombinedOutput(); err != nil {

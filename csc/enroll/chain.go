@@ -3,7 +3,6 @@ package enroll
 import (
 	"bytes"
 	"crypto"
-	"crypto/rsa"
 	"crypto/x509"
 	"encoding/pem"
 	"errors"
@@ -59,7 +58,7 @@ func ParseChainPEM(data []byte) ([]*x509.Certificate, error) {
 // the leaf certifies pub (ErrLeafKey otherwise) and the chain verifies
 // (VerifyChain).
 func CheckChain(chain []*x509.Certificate, pub crypto.PublicKey, now time.Time) error {
-	leafKey, ok := chain[0].PublicKey.(*rsa.PublicKey)
+	leafKey, ok := chain[0].PublicKey.(interface{ Equal(crypto.PublicKey) bool })
 	if !ok || !leafKey.Equal(pub) {
 		return ErrLeafKey
 	}

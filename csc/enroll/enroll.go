@@ -3,11 +3,14 @@ package enroll
 import (
 	"context"
 	"crypto"
+	"crypto/elliptic"
 	"crypto/x509/pkix"
 	"encoding/pem"
 	"fmt"
+	"strings"
 
 	"github.com/signd/signd/hsm"
+	"github.com/signd/signd/store"
 )
 
 // Keys is what enrollment needs of the token.
@@ -16,21 +19,31 @@ type Keys interface {
 	// under label and returns the new key's ID (CKA_ID) and its modulus
 	// size.
 	GenerateKey(ctx context.Context, label string, bits int) (id []byte, size int, err error)
+	// GenerateECKey generates an ECDSA key pair on curve inside the
+	// token under label and returns the new key's ID and the curve size.
+	GenerateECKey(ctx context.Context, label string, curve elliptic.Curve) (id []byte, size int, err error)
 	// Signer returns the private key with id; it signs inside the token.
 	Signer(ctx context.Context, id []byte) (crypto.Signer, error)
 }
 
 // DefaultAlgorithm is the key algorithm of a Request that names none.
-const DefaultAlgorithm = "rsa-2048"
+const DefaultAlgorithm = store.AlgRSA2048
 
-// algorithmBits are the key algorithms a credential may have, by their
-// names in the store and on the command line.
-var algorithmBits = map[string]int{"rsa-2048": 2048, "rsa-3072": 3072, "rsa-4096": 4096}
+// curveOf returns the curve of an EC credential algorithm, nil for RSA.
+func curveOf(algo string) elliptic.Curve {
+	switch algo {
+	case store.AlgECP256:
+		return elliptic.P256()
+	case store.AlgECP384:
+		return elliptic.P384()
+	}
+	return nil
+}
 
 // Request is what an operator asks for when creating a credential.
 type Request struct {
 	Owner     string // username; the subject is CN=<Owner> when Subject is ""
-	Algorithm string // rsa-2048 (the default), rsa-3072 or rsa-4096
+	Algorithm string // a store credential algorithm: rsa-2048 (the default), rsa-3072, rsa-4096, ec-p256 or ec-p384
 	Subject   string // RFC 4514 distinguished name of the CSR, see ParseDN
 }
 
@@ -38,7 +51,8 @@ type Request struct {
 // its certificate request.
 type Spec struct {
 	Algorithm string
-	Bits      int
+	Bits      int            // RSA modulus or EC curve size
+	Curve     elliptic.Curve // the EC curve; nil for RSA
 	Subject   pkix.Name
 }
 
@@ -49,9 +63,9 @@ func (r Request) Check() (*Spec, error) {
 	if algo == "" {
 		algo = DefaultAlgorithm
 	}
-	bits, ok := algorithmBits[algo]
-	if !ok {
-		return nil, fmt.Errorf("algorithm %q is not supported (rsa-2048, rsa-3072, rsa-4096)", algo)
+	bits := store.AlgorithmKeyBits(algo)
+	if bits == 0 {
+		return nil, fmt.Errorf("algorithm %q is not supported (%s)", algo, strings.Join(store.Algorithms(), ", "))
 	}
 	subject := r.Subject
 	if subject == "" {
@@ -61,13 +75,13 @@ func (r Request) Check() (*Spec, error) {
 	if err != nil {
 		return nil, fmt.Errorf("subject: %w", err)
 	}
-	return &Spec{Algorithm: algo, Bits: bits, Subject: name}, nil
+	return &Spec{Algorithm: algo, Bits: bits, Curve: curveOf(algo), Subject: name}, nil
 }
 
 // Key is a key pair generated in the token for a credential.
 type Key struct {
 	ID   []byte // CKA_ID
-	Bits int    // modulus size
+	Bits int    // RSA modulus or EC curve size
 }
 
 // Generate generates s's key pair in the token under label and a DER
@@ -75,7 +89,14 @@ type Key struct {
 // it was generated, also together with an error: the caller then destroys
 // it, or reports that it is left in the token.
 func Generate(ctx context.Context, keys Keys, label string, s *Spec) (*Key, []byte, error) {
-	id, size, err := keys.GenerateKey(ctx, label, s.Bits)
+	var id []byte
+	var size int
+	var err error
+	if s.Curve != nil {
+		id, size, err = keys.GenerateECKey(ctx, label, s.Curve)
+	} else {
+		id, size, err = keys.GenerateKey(ctx, label, s.Bits)
+	}
 	if err != nil {
 		return nil, nil, err
 	}

@@ -3,6 +3,8 @@ package enroll
 import (
 	"context"
 	"crypto"
+	"crypto/ecdsa"
+	"crypto/elliptic"
 	"crypto/rand"
 	"crypto/rsa"
 	"crypto/x509"
@@ -14,6 +16,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/signd/signd/hsm/hsmtest/softtoken"
 )
 
 func TestRequestCheck(t *testing.T) {
@@ -30,7 +34,10 @@ func TestRequestCheck(t *testing.T) {
 		{"rsa_4096", Request{Owner: "alice", Algorithm: "rsa-4096"}, "rsa-4096", 4096, "CN=alice", ""},
 		{"subject", Request{Owner: "alice", Subject: "CN=Alice Jansen,C=NL"}, "rsa-2048", 2048, "CN=Alice Jansen,C=NL", ""},
 		{"owner_escaped", Request{Owner: "jansen, alice"}, "rsa-2048", 2048, `CN=jansen\, alice`, ""},
-		{"unknown_algorithm", Request{Owner: "alice", Algorithm: "ec-p256"}, "", 0, "", `algorithm "ec-p256" is not supported (rsa-2048, rsa-3072, rsa-4096)`},
+		{"ec_p256", Request{Owner: "alice", Algorithm: "ec-p256"}, "ec-p256", 256, "CN=alice", ""},
+		{"ec_p384", Request{Owner: "alice", Algorithm: "ec-p384"}, "ec-p384", 384, "CN=alice", ""},
+		{"unknown_algorithm", Request{Owner: "alice", Algorithm: "ec-p521"}, "", 0, "", `algorithm "ec-p521" is not supported (rsa-2048, rsa-3072, rsa-4096, ec-p256, ec-p384)`},
+		{"algorithm_case", Request{Owner: "alice", Algorithm: "RSA-2048"}, "", 0, "", `algorithm "RSA-2048" is not supported`},
 		{"bad_subject", Request{Owner: "alice", Subject: "XX=1"}, "", 0, "", `subject: attribute type "XX" is not supported`},
 		{"unusable_owner", Request{Owner: "a\x00"}, "", 0, "", "subject: distinguished name contains a control character"},
 	}
@@ -70,6 +77,11 @@ func (k *softKeys) GenerateKey(_ context.Context, label string, bits int) ([]byt
 	}
 	k.label, k.bits = label, bits
 	return []byte{1, 2, 3}, k.key.N.BitLen(), nil
+}
+
+func (k *softKeys) GenerateECKey(context.Context, string, elliptic.Curve) ([]byte, int, error) {
+	k.t.Error("GenerateECKey called for an RSA request")
+	return nil, 0, errors.New("not an EC request")
 }
 
 func (k *softKeys) Signer(_ context.Context, id []byte) (crypto.Signer, error) {
@@ -209,4 +221,86 @@ func selfSigned(t *testing.T, cn string, now time.Time) (*x509.Certificate, *rsa
 		t.Fatal(err)
 	}
 	return cert, key
+}
+
+// tokenKeys is Keys on a software token.
+type tokenKeys struct{ *softtoken.Token }
+
+func (k tokenKeys) GenerateKey(ctx context.Context, label string, bits int) ([]byte, int, error) {
+	info, err := k.GenerateRSA(ctx, label, bits)
+	if err != nil {
+		return nil, 0, err
+	}
+	return info.ID, info.Bits, nil
+}
+
+func (k tokenKeys) GenerateECKey(ctx context.Context, label string, curve elliptic.Curve) ([]byte, int, error) {
+	info, err := k.GenerateEC(ctx, label, curve)
+	if err != nil {
+		return nil, 0, err
+	}
+	return info.ID, info.Bits, nil
+}
+
+func (k tokenKeys) Signer(ctx context.Context, id []byte) (crypto.Signer, error) {
+	return k.Key(ctx, id)
+}
+
+// TestGenerateEC: an EC request generates an EC key on its curve and a
+// CSR signed by it with the curve's hash.
+func TestGenerateEC(t *testing.T) {
+	for _, tc := range []struct {
+		algo  string
+		curve elliptic.Curve
+		sig   x509.SignatureAlgorithm
+	}{
+		{"ec-p256", elliptic.P256(), x509.ECDSAWithSHA256},
+		{"ec-p384", elliptic.P384(), x509.ECDSAWithSHA384},
+	} {
+		t.Run(tc.algo, func(t *testing.T) {
+			spec, err := Request{Owner: "alice", Algorithm: tc.algo}.Check()
+			if err != nil {
+				t.Fatal(err)
+			}
+			keys := tokenKeys{softtoken.New(softtoken.Options{})}
+			key, der, err := Generate(context.Background(), keys, "signd-"+tc.algo, spec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			csr, err := x509.ParseCertificateRequest(der)
+			if err != nil {
+				t.Fatal(err)
+			}
+			pub, ok := csr.PublicKey.(*ecdsa.PublicKey)
+			if !ok || pub.Curve != tc.curve || csr.SignatureAlgorithm != tc.sig || csr.CheckSignature() != nil {
+				t.Fatalf("CSR: key %T, algorithm %v, signature %v", csr.PublicKey, csr.SignatureAlgorithm, csr.CheckSignature())
+			}
+			if key.Bits != tc.curve.Params().BitSize || keys.Calls(softtoken.OpGenerateRSA) != 0 {
+				t.Fatalf("key %d bits, %d RSA generations", key.Bits, keys.Calls(softtoken.OpGenerateRSA))
+			}
+			signer, _ := keys.Signer(context.Background(), key.ID)
+			if err := CheckChain([]*x509.Certificate{selfSignedBy(t, signer)}, signer.Public(), time.Now()); err != nil {
+				t.Fatalf("CheckChain of an EC leaf: %v", err)
+			}
+		})
+	}
+}
+
+// selfSignedBy is a self-signed certificate of signer's key.
+func selfSignedBy(t *testing.T, signer crypto.Signer) *x509.Certificate {
+	t.Helper()
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "EC"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		BasicConstraintsValid: true, IsCA: true, KeyUsage: x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, signer.Public(), signer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cert, err := x509.ParseCertificate(der)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cert
 }

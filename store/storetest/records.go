@@ -173,6 +173,38 @@ func testClients(t *testing.T, s store.Store) {
 	}
 }
 
+// testCredentialAlgorithms: every credential algorithm is stored and
+// read back as written, and stays immutable (an EC key does not turn into
+// an RSA one).
+func testCredentialAlgorithms(t *testing.T, s store.Store) {
+	ctx := context.Background()
+	createUsers(t, s, "alice")
+	for _, alg := range store.Algorithms() {
+		t.Run(alg, func(t *testing.T) {
+			c := newCredential("alg-"+alg, "alice")
+			c.Algorithm, c.KeyBits = alg, store.AlgorithmKeyBits(alg)
+			update(t, s, func(tx store.Tx) error { return tx.CreateCredential(c) })
+			got := getCredential(t, s, c.ID)
+			if d := equalCredential(got, c); d != "" || got.Algorithm != alg || got.KeyBits != c.KeyBits {
+				t.Fatalf("Credential(%s): %s (algorithm %q, %d bits)", c.ID, d, got.Algorithm, got.KeyBits)
+			}
+			other, bits := store.AlgECP256, 256
+			if alg == other {
+				other, bits = store.AlgRSA2048, 2048
+			}
+			err := s.Update(ctx, func(tx store.Tx) error {
+				c, err := tx.Credential("alg-" + alg)
+				if err != nil {
+					return err
+				}
+				c.Algorithm, c.KeyBits = other, bits
+				return tx.PutCredential(c)
+			})
+			wantErr(t, "algorithm changes to "+other, err, store.ErrInvalid)
+		})
+	}
+}
+
 func testCredentials(t *testing.T, s store.Store) {
 	ctx := context.Background()
 	createUsers(t, s, "alice")

@@ -23,6 +23,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"Users", testUsers},
 		{"Clients", testClients},
 		{"Credentials", testCredentials},
+		{"CredentialAlgorithms", testCredentialAlgorithms},
 		{"Proofs", testProofs},
 		{"ReadOnly", testReadOnly},
 		{"RollbackOnError", testRollbackOnError},

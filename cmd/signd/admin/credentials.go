@@ -3,6 +3,7 @@ package admin
 import (
 	"context"
 	"crypto"
+	"crypto/elliptic"
 	"crypto/x509"
 	"encoding/hex"
 	"errors"
@@ -35,6 +36,14 @@ type enrollKeys struct{ keys KeyStore }
 
 func (k enrollKeys) GenerateKey(ctx context.Context, label string, bits int) ([]byte, int, error) {
 	info, err := k.keys.GenerateRSA(ctx, label, bits)
+	if err != nil {
+		return nil, 0, err
+	}
+	return info.ID, info.Bits, nil
+}
+
+func (k enrollKeys) GenerateECKey(ctx context.Context, label string, curve elliptic.Curve) ([]byte, int, error) {
+	info, err := k.keys.GenerateEC(ctx, label, curve)
 	if err != nil {
 		return nil, 0, err
 	}

@@ -2,6 +2,7 @@ package admin
 
 import (
 	"context"
+	"crypto/elliptic"
 	"crypto/x509"
 	"errors"
 	"log/slog"
@@ -16,6 +17,7 @@ import (
 // KeyStore is what Local needs of the token; *hsm.Token satisfies it.
 type KeyStore interface {
 	GenerateRSA(ctx context.Context, label string, bits int) (*hsm.KeyInfo, error)
+	GenerateEC(ctx context.Context, label string, curve elliptic.Curve) (*hsm.KeyInfo, error)
 	Key(ctx context.Context, id []byte) (*hsm.Key, error)
 	DestroyKey(ctx context.Context, id []byte) error
 	ImportCertificate(ctx context.Context, id []byte, label string, cert *x509.Certificate) error

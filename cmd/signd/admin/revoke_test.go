@@ -2,6 +2,7 @@ package admin
 
 import (
 	"context"
+	"crypto/elliptic"
 	"crypto/x509"
 	"errors"
 	"fmt"
@@ -23,6 +24,10 @@ type destroyOnly struct {
 }
 
 func (k *destroyOnly) DestroyKey(context.Context, []byte) error { k.calls++; return k.err }
+func (*destroyOnly) GenerateEC(context.Context, string, elliptic.Curve) (*hsm.KeyInfo, error) {
+	return nil, errors.New("not in this test")
+}
+
 func (*destroyOnly) GenerateRSA(context.Context, string, int) (*hsm.KeyInfo, error) {
 	return nil, errors.New("not in this test")
 }

@@ -2,20 +2,23 @@
 // *hsm.Token, for the unit tests of the protocol packages (csc, oidc, oauth),
 // which then run without SoftHSM2.
 //
-// A Token keeps RSA keys in memory (crypto/rsa) and offers what the
-// consumers use of *hsm.Token, with the same errors: GenerateRSA (2048, 3072
-// or 4096 bits; a label in use is hsm.ErrLabelExists), Keys, Key (an
-// *hsm.Key that signs through the Token, hsm.NewKey), CheckKey, DestroyKey
-// (hsm.ErrKeyNotFound) and SignDigest, PKCS#1 v1.5 over a
-// DigestInfo (RFC 8017 §9.2) with hsm.ErrUnsupportedAlgorithm and
-// hsm.ErrBadDigest. An error after which no signature exists satisfies
+// A Token keeps RSA and ECDSA keys in memory (crypto/rsa, crypto/ecdsa)
+// and offers what the consumers use of *hsm.Token, with the same errors:
+// GenerateRSA (2048, 3072 or 4096 bits; a label in use is
+// hsm.ErrLabelExists), GenerateEC (P-256, P-384), Keys, Key (an *hsm.Key
+// that signs through the Token, hsm.NewKey), CheckKey, DestroyKey
+// (hsm.ErrKeyNotFound), SignDigest and SignDigestOpts: PKCS#1 v1.5 over a
+// DigestInfo (RFC 8017 §9.2), RSASSA-PSS with a salt of the hash's length,
+// or ECDSA as DER, verified before they are returned, with
+// hsm.ErrUnsupportedAlgorithm and hsm.ErrBadDigest. An error after which no signature exists satisfies
 // hsm.NotSigned, as the real token's does. Keys it generates pass the key
 // policy of hsm (never extractable, generated in the token).
 //
 // Faults are injected in the style of letsencrypt/boulder's pkcs11helpers
 // MockCtx and of hsm/hsmtest.Faults, by operation name ("GenerateRSA",
-// "Keys", "Key", "CheckKey", "DestroyKey", "SignDigest"): fail a call once
-// or always with a given error, add latency, run a hook before each call,
+// "GenerateEC", "Keys", "Key", "CheckKey", "DestroyKey", "SignDigest" for
+// SignDigest and SignDigestOpts alike): fail a call once or always with a
+// given error, add latency, run a hook before each call,
 // or make the token vanish (SetGone) so that calls answer
 // hsm.ErrTokenUnavailable until it is back. Calls are counted.
 //

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"crypto"
+	"crypto/ecdsa"
+	"crypto/elliptic"
 	"crypto/rand"
 	"crypto/rsa"
 	"errors"
@@ -30,6 +32,7 @@ type Options struct {
 // Operation names, for Inject, FailOnce, FailAlways, Hook and Calls.
 const (
 	OpGenerateRSA = "GenerateRSA"
+	OpGenerateEC  = "GenerateEC"
 	OpKeys        = "Keys"
 	OpKey         = "Key"
 	OpCheckKey    = "CheckKey"
@@ -37,7 +40,7 @@ const (
 	OpSignDigest  = "SignDigest"
 )
 
-var operations = []string{OpGenerateRSA, OpKeys, OpKey, OpCheckKey, OpDestroyKey, OpSignDigest}
+var operations = []string{OpGenerateRSA, OpGenerateEC, OpKeys, OpKey, OpCheckKey, OpDestroyKey, OpSignDigest}
 
 const (
 	idLen                 = 16  // CKA_ID length GenerateRSA chooses, as hsm does
@@ -45,14 +48,15 @@ const (
 	defaultAcquireTimeout = 2 * time.Second
 )
 
-// Token is an in-memory RSA signing token. It is safe for concurrent use.
+// Token is an in-memory RSA and ECDSA signing token. It is safe for
+// concurrent use.
 type Token struct {
 	sessions       chan struct{} // nil: no bound
 	acquireTimeout time.Duration
 
 	mu     sync.Mutex
-	keys   map[string]*rsa.PrivateKey // by string(ID)
-	labels map[string]string          // by string(ID)
+	keys   map[string]crypto.Signer // *rsa.PrivateKey or *ecdsa.PrivateKey, by string(ID)
+	labels map[string]string        // by string(ID)
 	closed bool
 	faults
 }
@@ -61,7 +65,7 @@ type Token struct {
 func New(opts Options) *Token {
 	t := &Token{
 		acquireTimeout: opts.AcquireTimeout,
-		keys:           make(map[string]*rsa.PrivateKey),
+		keys:           make(map[string]crypto.Signer),
 		labels:         make(map[string]string),
 		faults:         newFaults(),
 	}
@@ -99,10 +103,23 @@ func (t *Token) GenerateRSA(ctx context.Context, label string, bits int) (*hsm.K
 	default:
 		return nil, fmt.Errorf("softtoken: generate key: %w: RSA-%d (2048, 3072 or 4096 bits)", hsm.ErrUnsupportedAlgorithm, bits)
 	}
+	return t.generate(ctx, OpGenerateRSA, label, func() (crypto.Signer, error) { return rsa.GenerateKey(rand.Reader, bits) })
+}
+
+// GenerateEC generates an ECDSA key pair on curve (P-256 or P-384) as
+// GenerateRSA does.
+func (t *Token) GenerateEC(ctx context.Context, label string, curve elliptic.Curve) (*hsm.KeyInfo, error) {
+	if curve != elliptic.P256() && curve != elliptic.P384() {
+		return nil, fmt.Errorf("softtoken: generate key: %w: curve %v (P-256 or P-384)", hsm.ErrUnsupportedAlgorithm, curve)
+	}
+	return t.generate(ctx, OpGenerateEC, label, func() (crypto.Signer, error) { return ecdsa.GenerateKey(curve, rand.Reader) })
+}
+
+func (t *Token) generate(ctx context.Context, op, label string, gen func() (crypto.Signer, error)) (*hsm.KeyInfo, error) {
 	if err := checkLabel(label); err != nil {
 		return nil, err
 	}
-	done, err := t.begin(ctx, OpGenerateRSA, nil)
+	done, err := t.begin(ctx, op, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -114,7 +131,7 @@ func (t *Token) GenerateRSA(ctx context.Context, label string, bits int) (*hsm.K
 	if _, err := rand.Read(id); err != nil {
 		return nil, fmt.Errorf("softtoken: generate key: %w", err)
 	}
-	priv, err := rsa.GenerateKey(rand.Reader, bits)
+	priv, err := gen()
 	if err != nil {
 		return nil, fmt.Errorf("softtoken: generate key: %w", err)
 	}
@@ -124,7 +141,18 @@ func (t *Token) GenerateRSA(ctx context.Context, label string, bits int) (*hsm.K
 		return nil, fmt.Errorf("softtoken: generate key: %w: %q", hsm.ErrLabelExists, label)
 	}
 	t.keys[string(id)], t.labels[string(id)] = priv, label
-	return &hsm.KeyInfo{ID: id, Label: label, Bits: bits, Public: &priv.PublicKey}, nil
+	return &hsm.KeyInfo{ID: id, Label: label, Bits: bitsOf(priv.Public()), Public: priv.Public()}, nil
+}
+
+// bitsOf is the RSA modulus or EC curve size of pub.
+func bitsOf(pub crypto.PublicKey) int {
+	switch p := pub.(type) {
+	case *rsa.PublicKey:
+		return p.N.BitLen()
+	case *ecdsa.PublicKey:
+		return p.Curve.Params().BitSize
+	}
+	return 0
 }
 
 func checkLabel(label string) error {
@@ -164,7 +192,7 @@ func (t *Token) Keys(ctx context.Context) ([]hsm.KeyInfo, error) {
 	t.mu.Lock()
 	out := make([]hsm.KeyInfo, 0, len(t.keys))
 	for id, k := range t.keys {
-		out = append(out, hsm.KeyInfo{ID: []byte(id), Label: t.labels[id], Bits: k.N.BitLen(), Public: &k.PublicKey})
+		out = append(out, hsm.KeyInfo{ID: []byte(id), Label: t.labels[id], Bits: bitsOf(k.Public()), Public: k.Public()})
 	}
 	t.mu.Unlock()
 	slices.SortFunc(out, func(a, b hsm.KeyInfo) int {
@@ -177,13 +205,13 @@ func (t *Token) Keys(ctx context.Context) ([]hsm.KeyInfo, error) {
 }
 
 // lookup returns the key with ID id, or hsm.ErrKeyNotFound.
-func (t *Token) lookup(id []byte) (*rsa.PrivateKey, string, error) {
+func (t *Token) lookup(id []byte) (crypto.Signer, string, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if k, ok := t.keys[string(id)]; ok {
 		return k, t.labels[string(id)], nil
 	}
-	return nil, "", fmt.Errorf("%w: no RSA key with ID %x on the software token", hsm.ErrKeyNotFound, id)
+	return nil, "", fmt.Errorf("%w: no key with ID %x on the software token", hsm.ErrKeyNotFound, id)
 }
 
 // DestroyKey destroys the key pair with ID id, or fails with
@@ -200,7 +228,7 @@ func (t *Token) DestroyKey(ctx context.Context, id []byte) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if _, ok := t.keys[string(id)]; !ok {
-		return fmt.Errorf("softtoken: destroy key: %w: no RSA key with ID %x", hsm.ErrKeyNotFound, id)
+		return fmt.Errorf("softtoken: destroy key: %w: no key with ID %x", hsm.ErrKeyNotFound, id)
 	}
 	delete(t.keys, string(id))
 	delete(t.labels, string(id))
@@ -234,21 +262,39 @@ func (t *Token) Key(ctx context.Context, id []byte) (*hsm.Key, error) {
 	if err != nil {
 		return nil, fmt.Errorf("softtoken: load key: %w", err)
 	}
-	return hsm.NewKey(t, id, label, &priv.PublicKey), nil
+	return hsm.NewKey(t, id, label, priv.Public()), nil
 }
 
 // supportedHashes are the hashes SignDigest accepts, as hsm's. crypto/rsa
 // builds the DigestInfo (RFC 8017 §9.2) for each of them.
 var supportedHashes = []crypto.Hash{crypto.SHA256, crypto.SHA384, crypto.SHA512}
 
-// SignDigest signs digest, a hash of hash, with the key whose ID is id:
-// RSA PKCS#1 v1.5 over a DigestInfo. hash must be SHA-256, SHA-384 or
-// SHA-512 (else hsm.ErrUnsupportedAlgorithm) and digest exactly its size
-// (else hsm.ErrBadDigest). Every error satisfies hsm.NotSigned unless an
-// injected fault says otherwise (Fault.Signed).
+// SignDigest signs digest, a hash of hash, with the key whose ID is id in
+// the key's plain scheme: RSA PKCS#1 v1.5 over a DigestInfo, or ECDSA
+// (DER). It is SignDigestOpts with opts hash.
 func (t *Token) SignDigest(ctx context.Context, id []byte, hash crypto.Hash, digest []byte) ([]byte, error) {
+	return t.SignDigestOpts(ctx, id, hash, digest)
+}
+
+// SignDigestOpts signs as hsm.Token.SignDigestOpts does: RSA PKCS#1 v1.5
+// (opts a crypto.Hash) or RSASSA-PSS with a salt of the hash's length
+// (opts *rsa.PSSOptions) for an RSA key, ECDSA with a DER signature for an
+// EC key. The hash must be SHA-256, SHA-384 or SHA-512 and PSS only on an
+// RSA key (else hsm.ErrUnsupportedAlgorithm), digest exactly the hash's
+// size (else hsm.ErrBadDigest). Every signature is verified before it is
+// returned. Every error satisfies hsm.NotSigned unless an injected fault
+// says otherwise (Fault.Signed) or the signature failed verification.
+func (t *Token) SignDigestOpts(ctx context.Context, id []byte, opts crypto.SignerOpts, digest []byte) ([]byte, error) {
+	if opts == nil {
+		return nil, hsm.MarkNotSigned(fmt.Errorf("softtoken: sign: %w: no hash given", hsm.ErrUnsupportedAlgorithm))
+	}
+	hash := opts.HashFunc()
 	if !slices.Contains(supportedHashes, hash) {
 		return nil, hsm.MarkNotSigned(fmt.Errorf("softtoken: sign: %w: hash %v (SHA-256, SHA-384 or SHA-512)", hsm.ErrUnsupportedAlgorithm, hash))
+	}
+	pss, isPSS := opts.(*rsa.PSSOptions)
+	if isPSS && pss.SaltLength != rsa.PSSSaltLengthEqualsHash && pss.SaltLength != hash.Size() {
+		return nil, hsm.MarkNotSigned(fmt.Errorf("softtoken: sign: %w: RSA-PSS salt length %d (only the hash length, %d)", hsm.ErrUnsupportedAlgorithm, pss.SaltLength, hash.Size()))
 	}
 	if len(digest) != hash.Size() {
 		return nil, hsm.MarkNotSigned(fmt.Errorf("softtoken: sign: %w: %d bytes for %v, want %d", hsm.ErrBadDigest, len(digest), hash, hash.Size()))
@@ -266,7 +312,27 @@ func (t *Token) SignDigest(ctx context.Context, id []byte, hash crypto.Hash, dig
 	if err != nil {
 		return nil, hsm.MarkNotSigned(fmt.Errorf("softtoken: sign: %w", err))
 	}
-	sig, err := rsa.SignPKCS1v15(nil, priv, hash, digest)
+	var sig []byte
+	switch k := priv.(type) {
+	case *rsa.PrivateKey:
+		if isPSS {
+			pssOpts := &rsa.PSSOptions{SaltLength: hash.Size(), Hash: hash}
+			if sig, err = rsa.SignPSS(rand.Reader, k, hash, digest, pssOpts); err == nil {
+				err = rsa.VerifyPSS(&k.PublicKey, hash, digest, sig, pssOpts)
+			}
+			break
+		}
+		if sig, err = rsa.SignPKCS1v15(nil, k, hash, digest); err == nil {
+			err = rsa.VerifyPKCS1v15(&k.PublicKey, hash, digest, sig)
+		}
+	case *ecdsa.PrivateKey:
+		if isPSS {
+			return nil, hsm.MarkNotSigned(fmt.Errorf("softtoken: sign: %w: RSA-PSS with an EC key", hsm.ErrUnsupportedAlgorithm))
+		}
+		if sig, err = ecdsa.SignASN1(rand.Reader, k, digest); err == nil && !ecdsa.VerifyASN1(&k.PublicKey, digest, sig) {
+			err = errors.New("ECDSA verification failed")
+		}
+	}
 	if err != nil {
 		return nil, fmt.Errorf("softtoken: sign: %w", err)
 	}

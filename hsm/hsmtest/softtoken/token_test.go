@@ -30,7 +30,7 @@ func newKey(t *testing.T, opts softtoken.Options) (*softtoken.Token, *hsm.KeyInf
 
 func TestGenerateRSA(t *testing.T) {
 	tok, first := newKey(t, softtoken.Options{})
-	if first.Bits != 2048 || first.Public.N.BitLen() != 2048 || len(first.ID) != 16 || first.Label != "test-key" {
+	if first.Bits != 2048 || first.Public.(*rsa.PublicKey).N.BitLen() != 2048 || len(first.ID) != 16 || first.Label != "test-key" {
 		t.Fatalf("key info %d bits, ID %x, label %q", first.Bits, first.ID, first.Label)
 	}
 	cases := []struct {
@@ -86,14 +86,14 @@ func TestSignaturesVerify(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := rsa.VerifyPKCS1v15(info.Public, tc.hash, tc.digest, sig); err != nil {
+			if err := rsa.VerifyPKCS1v15(info.Public.(*rsa.PublicKey), tc.hash, tc.digest, sig); err != nil {
 				t.Errorf("SignDigest: %v", err)
 			}
 			sig, err = key.Sign(rand.Reader, tc.digest, tc.hash) // crypto.Signer
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := rsa.VerifyPKCS1v15(info.Public, tc.hash, tc.digest, sig); err != nil {
+			if err := rsa.VerifyPKCS1v15(info.Public.(*rsa.PublicKey), tc.hash, tc.digest, sig); err != nil {
 				t.Errorf("Key.Sign: %v", err)
 			}
 		})
@@ -216,7 +216,7 @@ func TestFaults(t *testing.T) {
 				case want == nil && err != nil:
 					t.Fatalf("call %d: %v", i, err)
 				case want == nil:
-					if verr := rsa.VerifyPKCS1v15(info.Public, crypto.SHA256, d[:], sig); verr != nil {
+					if verr := rsa.VerifyPKCS1v15(info.Public.(*rsa.PublicKey), crypto.SHA256, d[:], sig); verr != nil {
 						t.Fatalf("call %d: %v", i, verr)
 					}
 				case !errors.Is(err, want):
