@@ -362,6 +362,9 @@ func (h *Handler) decide(tx Tx, g *oauth.Grant, req signHashRequest) (decision, 
 	if msg := certRefusal(leaf, now); msg != "" {
 		return refuse(badRequest(msg), "certificate not valid now", ""), nil
 	}
+	if msg, reason := revocationRefusal(h.Revocation, cred.Chain, leaf); msg != "" {
+		return refuse(badRequest(msg), reason, ""), nil
+	}
 
 	fp := store.Fingerprint(req.sad)
 	sad, err := tx.Token(fp)
