@@ -129,15 +129,15 @@ type Handler struct {
 	MaxHashes int
 	// PageTokenKey is the MAC key of credentials/list page tokens, at
 	// least 32 random bytes that survive restarts (kept in the store).
-	PageTokenKey []byte           // required
+	PageTokenKey []byte // required
 	// Revocation reports what the background status job last learned
 	// about a credential's chain (*certstatus.Checker, csc.cert_status.*):
 	// revoked, suspended or of unknown status, the key is disabled for
 	// signing. nil = the validity dates only.
 	Revocation Revocation
-	Now          func() time.Time // nil = time.Now
-	Logger       *slog.Logger     // nil = discard
-	Metrics      Metrics          // nil = none
+	Now        func() time.Time // nil = time.Now
+	Logger     *slog.Logger     // nil = discard
+	Metrics    Metrics          // nil = none
 
 	leaves leafCache
 }
