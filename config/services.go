@@ -35,6 +35,16 @@ type CSCConfig struct {
 	MaxResultsDefault   int    `mapstructure:"max_results_default"`
 	MaxResultsLimit     int    `mapstructure:"max_results_limit"`
 	MaxHashesPerRequest int    `mapstructure:"max_hashes_per_request"`
+	// CertStatus is csc.cert_status.*: the background job that fetches
+	// the OCSP and CRL status of the credentials' certificates.
+	CertStatus CertStatusConfig `mapstructure:"cert_status"`
+}
+
+// CertStatusConfig is csc.cert_status.*.
+type CertStatusConfig struct {
+	Enabled bool          `mapstructure:"enabled"`
+	Refresh time.Duration `mapstructure:"refresh"`
+	Timeout time.Duration `mapstructure:"timeout"`
 }
 
 // OIDCConfig is the oidc.* section.
@@ -85,6 +95,12 @@ func serviceKeys() []Key {
 			Usage: "largest credentials/list page size"},
 		{Name: "csc.max_hashes_per_request", Default: 100,
 			Usage: "most hashes one signatures/signHash request may carry (1 to 10000)"},
+		{Name: "csc.cert_status.enabled", Default: true,
+			Usage: "check the credentials' certificates against their OCSP responders and CRLs; revoked, suspended or unverifiable ones cannot sign"},
+		{Name: "csc.cert_status.refresh", Default: time.Hour,
+			Usage: "how often the OCSP and CRL answers are fetched again (1s to 24h)"},
+		{Name: "csc.cert_status.timeout", Default: 10 * time.Second,
+			Usage: "time limit of one OCSP or CRL fetch (1s to 1m)"},
 
 		// oidc
 		{Name: "oidc.claim_namespace", Default: "com.vendor",
@@ -153,6 +169,8 @@ func (c *CSCConfig) checks() []check {
 		{"csc.max_results_default", def},
 		{"csc.max_results_limit", limit},
 		{"csc.max_hashes_per_request", between(c.MaxHashesPerRequest, 1, MaxHashesPerRequest)},
+		{"csc.cert_status.refresh", within(c.CertStatus.Refresh, time.Second, 24*time.Hour)},
+		{"csc.cert_status.timeout", within(c.CertStatus.Timeout, time.Second, time.Minute)},
 	}
 }
 

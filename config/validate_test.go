@@ -41,6 +41,7 @@ func defaultCSC() CSCConfig {
 	return CSCConfig{
 		Name: "signd", Region: "NL", Lang: "en-US", Description: "signd remote signing service",
 		MaxResultsDefault: 100, MaxResultsLimit: 1000, MaxHashesPerRequest: 100,
+		CertStatus: CertStatusConfig{Enabled: true, Refresh: time.Hour, Timeout: 10 * time.Second},
 	}
 }
 
@@ -165,6 +166,14 @@ func TestValidate(t *testing.T) {
 		{"hash cap 10000", func(c *Config) { c.CSC.MaxHashesPerRequest = 10000 }, "", ""},
 		{"hash cap 0", func(c *Config) { c.CSC.MaxHashesPerRequest = 0 }, "csc.max_hashes_per_request", "must be between 1 and 10000, got 0"},
 		{"hash cap negative", func(c *Config) { c.CSC.MaxHashesPerRequest = -5 }, "csc.max_hashes_per_request", "must be between 1 and 10000"},
+		{"cert status refresh 1s", func(c *Config) { c.CSC.CertStatus.Refresh = time.Second }, "", ""},
+		{"cert status refresh 24h", func(c *Config) { c.CSC.CertStatus.Refresh = 24 * time.Hour }, "", ""},
+		{"cert status refresh 0", func(c *Config) { c.CSC.CertStatus.Refresh = 0 }, "csc.cert_status.refresh", "0s is not between 1s and 24h0m0s"},
+		{"cert status refresh too long", func(c *Config) { c.CSC.CertStatus.Refresh = 25 * time.Hour }, "csc.cert_status.refresh", "is not between 1s and 24h0m0s"},
+		{"cert status refresh negative", func(c *Config) { c.CSC.CertStatus.Refresh = -time.Minute }, "csc.cert_status.refresh", "is not between"},
+		{"cert status timeout 0", func(c *Config) { c.CSC.CertStatus.Timeout = 0 }, "csc.cert_status.timeout", "0s is not between 1s and 1m0s"},
+		{"cert status timeout 2m", func(c *Config) { c.CSC.CertStatus.Timeout = 2 * time.Minute }, "csc.cert_status.timeout", "is not between 1s and 1m0s"},
+		{"cert status off", func(c *Config) { c.CSC.CertStatus.Enabled = false }, "", ""},
 		{"hash cap 10001", func(c *Config) { c.CSC.MaxHashesPerRequest = 10001 }, "csc.max_hashes_per_request", "must be between 1 and 10000, got 10001"},
 	}
 	for _, tt := range tests {

@@ -48,6 +48,7 @@ func (s *services) cscHandler() (*csc.Handler, error) {
 		Now:               s.now,
 		Logger:            s.logger,
 		Metrics:           m,
+		Revocation:        s.revocation,
 	}
 	return h, nil
 }

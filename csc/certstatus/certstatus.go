@@ -39,6 +39,8 @@ const (
 	// maxEntries bounds the cache for chains Status meets that Refresh
 	// has not seen.
 	maxEntries = 1 << 16
+	// kickGap spaces the refreshes Status asks for.
+	kickGap = 2 * time.Second
 	// skew is the clock difference tolerated on thisUpdate.
 	skew = 5 * time.Minute
 )
@@ -66,6 +68,10 @@ type Checker struct {
 
 	mu      sync.RWMutex
 	entries map[[32]byte]entry
+	// kick asks Run for a refresh before the next tick: Status met a
+	// chain to check that no refresh has seen (a certificate imported or
+	// a credential enabled since).
+	kick chan struct{}
 }
 
 // entry is what is known of one chain.
@@ -96,7 +102,7 @@ func New(cfg Config) *Checker {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Checker{cfg: cfg, entries: map[[32]byte]entry{}}
+	return &Checker{cfg: cfg, entries: map[[32]byte]entry{}, kick: make(chan struct{}, 1)}
 }
 
 func key(chain [][]byte) [32]byte {
@@ -115,7 +121,8 @@ func key(chain [][]byte) [32]byte {
 // responder or distribution point and no answer was fetched yet, or the
 // last one is past its nextUpdate. A chain never answered is Valid and
 // not current. Status only reads the cache (it parses a chain it has not
-// seen once, to learn whether it has anything to check).
+// seen once, to learn whether it has anything to check, and then asks Run
+// for a refresh).
 func (c *Checker) Status(chain [][]byte) (Status, bool) {
 	k := key(chain)
 	c.mu.RLock()
@@ -125,6 +132,10 @@ func (c *Checker) Status(chain [][]byte) (Status, bool) {
 		e = entry{status: Valid}
 		if checkable(chain) {
 			e.until = time.Unix(0, 0) // never answered: not current
+			select {
+			case c.kick <- struct{}{}:
+			default:
+			}
 		}
 		c.mu.Lock()
 		if len(c.entries) < maxEntries {
@@ -157,8 +168,9 @@ func names(cert *x509.Certificate) bool {
 	return len(cert.OCSPServer) > 0 || len(cert.CRLDistributionPoints) > 0
 }
 
-// Run calls Refresh with the chains list returns, at once and then every
-// Config.Refresh, until ctx is done.
+// Run calls Refresh with the chains list returns, at once, then every
+// Config.Refresh and whenever Status met a chain to check that no refresh
+// has seen, until ctx is done.
 func (c *Checker) Run(ctx context.Context, list func(context.Context) ([][][]byte, error)) {
 	t := time.NewTicker(c.cfg.Refresh)
 	defer t.Stop()
@@ -176,6 +188,14 @@ func (c *Checker) Run(ctx context.Context, list func(context.Context) ([][][]byt
 		case <-ctx.Done():
 			return
 		case <-t.C:
+		case <-c.kick:
+			// At most one extra refresh per kickGap, however often
+			// Status meets chains the store does not list.
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(kickGap):
+			}
 		}
 	}
 }

@@ -238,3 +238,37 @@ func TestRun(t *testing.T) {
 	cancel()
 	<-done
 }
+
+// A chain Status meets after Run's first refresh (a certificate imported
+// since) is fetched without waiting for the next tick.
+func TestRunKickedByNewChain(t *testing.T) {
+	f := newFixture(t) // refresh every 10 minutes
+	_, first := f.leaf(t, true, false)
+	leaf, later := f.leaf(t, true, false)
+	f.ca.Revoke(leaf.SerialNumber, ocsp.KeyCompromise)
+	var mu sync.Mutex
+	chains := [][][]byte{first}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go f.checker.Run(ctx, func(context.Context) ([][][]byte, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		return chains, nil
+	})
+	waitFor(t, func() bool { _, cur := f.checker.Status(first); return cur })
+	mu.Lock()
+	chains = append(chains, later)
+	mu.Unlock()
+	waitFor(t, func() bool { s, cur := f.checker.Status(later); return s == certstatus.Revoked && cur })
+}
+
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not met within 5s")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
