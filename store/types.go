@@ -95,8 +95,20 @@ const (
 	CredentialPending CredentialStatus = "pending"
 	// CredentialEnabled: usable for signing (Chain must not be empty).
 	CredentialEnabled CredentialStatus = "enabled"
-	// CredentialDisabled: switched off by an admin.
+	// CredentialDisabled: switched off by an admin or by its owner
+	// (Credential.DisabledBy).
 	CredentialDisabled CredentialStatus = "disabled"
+)
+
+// Who disabled a credential (Credential.DisabledBy).
+const (
+	// DisabledByAdmin: an operator (`signd credential disable`). The
+	// owner cannot enable it again. A disabled credential stored before
+	// DisabledBy existed reads as "" and counts as this.
+	DisabledByAdmin = "admin"
+	// DisabledByOwner: the owner, on the account page; the owner (or an
+	// admin) may enable it again.
+	DisabledByOwner = "owner"
 )
 
 // Credential algorithms and their key sizes.
@@ -131,6 +143,10 @@ type Credential struct {
 	// Chain holds DER certificates, leaf first; empty while pending.
 	Chain       [][]byte
 	Status      CredentialStatus
+	// DisabledBy says who disabled the credential: DisabledByAdmin,
+	// DisabledByOwner, or "" (an admin, before this field existed). It
+	// must be "" unless Status is CredentialDisabled.
+	DisabledBy  string
 	Description string
 	// CreatedAt and UpdatedAt are set by the store.
 	CreatedAt, UpdatedAt time.Time
