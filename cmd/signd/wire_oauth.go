@@ -33,6 +33,7 @@ func (s *services) oauthServer(provider *oidc.Provider) (*oauth.Server, error) {
 		SessionTTL:     o.SessionTTL,
 		MaxFailures:    o.MaxFailures,
 		SweepBatch:     o.SweepBatch,
+		Account:        &csc.Account{Store: s.views.account, Revocation: s.revocation, Now: s.now},
 		Logger:         s.logger.With("service", "oauth"),
 		Now:            s.now,
 	})
