@@ -91,8 +91,23 @@ func (s *Server) mountAccount(g *echo.Group) {
 	}
 	page := WithDialect(pageDialect())
 	g.GET(pathAccount, s.accountPage, page)
-	g.POST(pathAccount, s.accountChange, page, s.sameOriginOnly)
-	g.POST(pathAccountLogin, s.accountLogin, page, s.sameOriginOnly)
+	g.POST(pathAccount, s.accountChange, page, s.accountSameOrigin)
+	g.POST(pathAccountLogin, s.accountLogin, page, s.accountSameOrigin)
+}
+
+// accountSameOrigin is sameOriginOnly for the account forms: the same
+// rules (fetchmeta.go), the refusal in the page's language.
+func (s *Server) accountSameOrigin(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		r := c.Request()
+		reason := s.crossSite(r.Header)
+		if reason == "" {
+			return next(c)
+		}
+		s.log.Warn("account form refused: posted from another site", "path", r.URL.Path, "reason", reason,
+			"origin", clip(r.Header.Get(headerOrigin)), "sec_fetch_site", clip(r.Header.Get(headerSecFetchSite)))
+		return newPageError(http.StatusForbidden, s.accountLang(r), "errorpage.crosssite")
+	}
 }
 
 // accountLang is the page language: the lang form or query parameter (nl
@@ -180,13 +195,13 @@ func (s *Server) renderAccount(c echo.Context, lang string, user *store.User, er
 
 // accountForm parses a posted account form; a field sent twice is a bad
 // request.
-func accountForm(r *http.Request, fields ...string) error {
+func (s *Server) accountForm(r *http.Request, fields ...string) error {
 	if err := r.ParseForm(); err != nil {
 		return newPageError(http.StatusBadRequest, langNL, "errorpage.request")
 	}
 	for _, k := range fields {
 		if len(r.PostForm[k]) > 1 {
-			return newPageError(http.StatusBadRequest, langNL, "errorpage.request")
+			return newPageError(http.StatusBadRequest, s.accountLang(r), "errorpage.request")
 		}
 	}
 	return nil
@@ -196,7 +211,7 @@ func accountForm(r *http.Request, fields ...string) error {
 // must match, then the login is checked like the authorization flow's.
 func (s *Server) accountLogin(c echo.Context) error {
 	r := c.Request()
-	if err := accountForm(r, fieldCSRF, fieldUsername, fieldPassword, fieldOTP, fieldLang); err != nil {
+	if err := s.accountForm(r, fieldCSRF, fieldUsername, fieldPassword, fieldOTP, fieldLang); err != nil {
 		return err
 	}
 	lang := s.accountLang(r)
@@ -244,7 +259,7 @@ func (s *Server) accountLogin(c echo.Context) error {
 // signed-in user's credentials, then show the page again (303).
 func (s *Server) accountChange(c echo.Context) error {
 	r := c.Request()
-	if err := accountForm(r, fieldCSRF, fieldCredential, fieldDecision, fieldLang); err != nil {
+	if err := s.accountForm(r, fieldCSRF, fieldCredential, fieldDecision, fieldLang); err != nil {
 		return err
 	}
 	lang := s.accountLang(r)
