@@ -148,20 +148,51 @@ func (c *Checker) Status(chain [][]byte) (Status, bool) {
 	return e.status, e.until.IsZero() || c.cfg.Now().Before(e.until)
 }
 
-// checkable reports whether some certificate of chain (but a self-signed
-// last one) names an OCSP responder or CRL distribution point. An unparsable chain is
-// checkable (and so never current).
+// checkable reports whether chain has something to check (see linkOf).
+// An unparsable chain is checkable (and so never current).
 func checkable(chain [][]byte) bool {
+	certs := make([]*x509.Certificate, len(chain))
 	for i, der := range chain {
 		cert, err := x509.ParseCertificate(der)
 		if err != nil {
 			return true
 		}
-		if names(cert) && (i+1 < len(chain) || !isSelfSigned(cert)) {
+		certs[i] = cert
+	}
+	for i := range certs {
+		if linkOf(certs, i) != skip {
 			return true
 		}
 	}
 	return false
+}
+
+// link says what to do with certificate i of a chain.
+type link int
+
+const (
+	skip       link = iota // nothing to check
+	check                  // check against certificate i+1, its issuer
+	unverified             // names a source, but its issuer is not in the chain
+)
+
+// linkOf decides for certificate i of certs: a certificate that names no
+// OCSP responder and no CRL has nothing to check; one whose issuer is the
+// next in the chain is checked against it. The last certificate of a
+// longer chain is where the chain ends (a root, or an intermediate whose
+// root the relying party holds) and is not checked; a leaf alone that
+// names a source cannot be verified without its issuer.
+func linkOf(certs []*x509.Certificate, i int) link {
+	cert := certs[i]
+	switch {
+	case !names(cert):
+		return skip
+	case i+1 < len(certs):
+		return check
+	case i == 0 && !isSelfSigned(cert):
+		return unverified
+	}
+	return skip
 }
 
 func names(cert *x509.Certificate) bool {
@@ -259,10 +290,10 @@ func (c *Checker) check(ctx context.Context, chain [][]byte, crls map[string]crl
 	}
 	status, until := Valid, time.Time{}
 	for i, cert := range certs {
-		if !names(cert) || i+1 == len(certs) && isSelfSigned(cert) {
+		switch linkOf(certs, i) {
+		case skip:
 			continue
-		}
-		if i+1 == len(certs) {
+		case unverified:
 			return "", time.Time{}, fmt.Errorf("%s names a revocation source but its issuer is not in the chain", cert.Subject)
 		}
 		s, u, err := c.checkOne(ctx, cert, certs[i+1], crls)

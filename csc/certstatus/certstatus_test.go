@@ -272,3 +272,19 @@ func waitFor(t *testing.T, cond func() bool) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// A chain that ends at an intermediate naming a CRL (its root left out,
+// as chains often are) is checked up to the intermediate, which is where
+// the chain ends.
+func TestChainEndsAtIntermediate(t *testing.T) {
+	f := newFixture(t)
+	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	inter := f.ca.Issue(t, key.Public(), certstatustest.Leaf{Subject: pkix.Name{CommonName: "Intermediate"}, CRL: true,
+		KeyUsage: x509.KeyUsageCertSign})
+	f.ca.SetDown(true, true) // the root's CRL is never fetched
+	leaf, _ := f.leaf(t, false, false)
+	chain := [][]byte{leaf.Raw, inter.Raw}
+	if s, cur := f.checker.Status(chain); s != certstatus.Valid || !cur {
+		t.Fatalf("Status = %s, %v; want valid, current", s, cur)
+	}
+}

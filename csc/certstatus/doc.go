@@ -6,7 +6,10 @@
 // A Checker keeps the last good answer per chain in memory; Refresh
 // (called by Run on a fixed interval) fetches fresh answers, and Status,
 // on the signing path, only reads the cache. Every certificate of a chain
-// but the last is checked against the next one (its issuer): OCSP first,
+// but the last is checked against the next one (its issuer; the last is
+// where the chain ends, a root or an intermediate under a root the relying
+// party holds; a leaf alone that names a source cannot be verified and is
+// never current): OCSP first,
 // then the CRL when no responder gave a usable answer. Every answer is
 // verified against the issuer (an OCSP response signed by the issuer or by
 // a responder certificate the issuer signed for id-kp-OCSPSigning; a CRL
