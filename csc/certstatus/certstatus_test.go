@@ -7,6 +7,10 @@ import (
 	"crypto/rand"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -287,4 +291,64 @@ func TestChainEndsAtIntermediate(t *testing.T) {
 	if s, cur := f.checker.Status(chain); s != certstatus.Valid || !cur {
 		t.Fatalf("Status = %s, %v; want valid, current", s, cur)
 	}
+}
+
+// Answers the checker must not take: a delegated OCSP responder without
+// id-kp-OCSPSigning, a CRL over the size cap, a distribution point that is
+// not http(s). With a proper delegated responder the answer counts.
+func TestRefusedSources(t *testing.T) {
+	t.Run("delegated responder with id-kp-OCSPSigning", func(t *testing.T) {
+		f := newFixture(t)
+		leaf, chain := f.leaf(t, true, false)
+		f.ca.SetResponder(t, true)
+		f.ca.Revoke(leaf.SerialNumber, ocsp.KeyCompromise)
+		f.refresh(chain)
+		if s, cur := f.checker.Status(chain); s != certstatus.Revoked || !cur {
+			t.Fatalf("Status = %s, %v; want revoked, current", s, cur)
+		}
+	})
+	t.Run("delegated responder without id-kp-OCSPSigning", func(t *testing.T) {
+		f := newFixture(t)
+		_, chain := f.leaf(t, true, false)
+		f.ca.SetResponder(t, false)
+		f.refresh(chain)
+		if s, cur := f.checker.Status(chain); cur {
+			t.Fatalf("Status = %s, current; want not current", s)
+		}
+	})
+	t.Run("CRL over the size cap", func(t *testing.T) {
+		f := newFixture(t)
+		f.checker = certstatus.New(certstatus.Config{Now: f.clk.Now, MaxCRLSize: 64})
+		_, chain := f.leaf(t, false, true)
+		f.refresh(chain)
+		if s, cur := f.checker.Status(chain); cur {
+			t.Fatalf("Status = %s, current; want not current", s)
+		}
+	})
+	t.Run("ldap and file distribution points", func(t *testing.T) {
+		f := newFixture(t)
+		// A client that could read file: URLs, and a good CRL in a
+		// file: only the checker's own rule keeps it from being used.
+		tr := &http.Transport{}
+		tr.RegisterProtocol("file", http.NewFileTransport(http.Dir("/")))
+		f.checker = certstatus.New(certstatus.Config{Now: f.clk.Now, Client: &http.Client{Transport: tr}})
+		res, err := http.Get(f.ca.URL + "/crl")
+		if err != nil {
+			t.Fatal(err)
+		}
+		crl, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		file := filepath.Join(t.TempDir(), "ca.crl")
+		if err := os.WriteFile(file, crl, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+		leaf := f.ca.Issue(t, key.Public(), certstatustest.Leaf{Subject: pkix.Name{CommonName: "Signer"},
+			CRLURLs: []string{"ldap://ldap.example/cn=CA?certificateRevocationList", "file://" + file}})
+		chain := [][]byte{leaf.Raw, f.ca.Cert.Raw}
+		f.refresh(chain)
+		if s, cur := f.checker.Status(chain); cur {
+			t.Fatalf("Status = %s, current; want not current", s)
+		}
+	})
 }

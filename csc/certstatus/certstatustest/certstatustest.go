@@ -41,6 +41,13 @@ type CA struct {
 	// another key under the CA's name.
 	ocspDown, crlDown, badSig bool
 	fetches                   map[string]int
+	// responder, when set, signs the OCSP answers instead of the CA.
+	responder *responder
+}
+
+type responder struct {
+	cert *x509.Certificate
+	key  crypto.Signer
 }
 
 // New starts a CA named cn whose server stops when the test ends. now is
@@ -77,8 +84,10 @@ type Leaf struct {
 	Subject             pkix.Name
 	NotBefore, NotAfter time.Time // zero: an hour ago, a day from now
 	OCSP, CRL           bool      // name the CA's responder, its CRL
-	KeyUsage            x509.KeyUsage
-	ExtKeyUsage         []x509.ExtKeyUsage
+	// CRLURLs, when set, are the CRL distribution points instead.
+	CRLURLs     []string
+	KeyUsage    x509.KeyUsage
+	ExtKeyUsage []x509.ExtKeyUsage
 }
 
 // Issue certifies pub.
@@ -107,6 +116,9 @@ func (ca *CA) Issue(t testing.TB, pub crypto.PublicKey, l Leaf) *x509.Certificat
 	}
 	if l.CRL {
 		tmpl.CRLDistributionPoints = []string{ca.URL + "/crl"}
+	}
+	if l.CRLURLs != nil {
+		tmpl.CRLDistributionPoints = l.CRLURLs
 	}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.Cert, pub, ca.Key)
 	if err != nil {
@@ -144,6 +156,25 @@ func (ca *CA) SetBadSignature(bad bool) {
 	ca.mu.Lock()
 	defer ca.mu.Unlock()
 	ca.badSig = bad
+}
+
+// SetResponder makes a delegated responder certificate, issued by the CA
+// with id-kp-OCSPSigning when eku is true (without it otherwise), sign the
+// OCSP answers.
+func (ca *CA) SetResponder(t testing.TB, eku bool) {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := Leaf{Subject: pkix.Name{CommonName: "OCSP responder"}, KeyUsage: x509.KeyUsageDigitalSignature}
+	if eku {
+		l.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageOCSPSigning}
+	}
+	cert := ca.Issue(t, key.Public(), l)
+	ca.mu.Lock()
+	defer ca.mu.Unlock()
+	ca.responder = &responder{cert: cert, key: key}
 }
 
 // SetNextUpdate sets how far after now nextUpdate lies (default an hour).
@@ -203,7 +234,12 @@ func (ca *CA) serve(w http.ResponseWriter, r *http.Request) {
 		if reason, ok := ca.revoked[req.SerialNumber.String()]; ok {
 			tmpl.Status, tmpl.RevokedAt, tmpl.RevocationReason = ocsp.Revoked, now.Add(-time.Minute), reason
 		}
-		der, err := ocsp.CreateResponse(ca.Cert, ca.Cert, tmpl, ca.signer())
+		respCert, signer := ca.Cert, ca.signer()
+		if ca.responder != nil {
+			respCert, signer = ca.responder.cert, ca.responder.key
+			tmpl.Certificate = respCert
+		}
+		der, err := ocsp.CreateResponse(ca.Cert, respCert, tmpl, signer)
 		if err != nil {
 			http.Error(w, err.Error(), http.StatusInternalServerError)
 			return
