@@ -173,6 +173,7 @@ func TestAccountPageRefusals(t *testing.T) {
 		{"someone else's credential", b, edit(func(v url.Values) { v.Set("credential", credDave) }), chromiumSameOrigin(), http.StatusOK, "This key cannot be changed by you."},
 		{"unknown credential", b, edit(func(v url.Values) { v.Set("credential", "nope\x00<script>") }), chromiumSameOrigin(), http.StatusOK, "This key cannot be changed by you."},
 		{"enable what an admin disabled", b, edit(func(v url.Values) { v.Set("credential", credDisabled); v.Set("decision", "enable") }), chromiumSameOrigin(), http.StatusOK, "This key cannot be changed by you."},
+		{"oversized credential ID", b, edit(func(v url.Values) { v.Set("credential", strings.Repeat("c", 20000)) }), chromiumSameOrigin(), http.StatusOK, "This key cannot be changed by you."},
 		{"pending credential", b, edit(func(v url.Values) { v.Set("credential", credPending) }), chromiumSameOrigin(), http.StatusOK, "This key cannot be changed by you."},
 		{"no session (another browser with alice's token)", ev.browser(), good(), chromiumSameOrigin(), http.StatusSeeOther, ""},
 	}
