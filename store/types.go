@@ -141,8 +141,8 @@ type Credential struct {
 	Algorithm string // AlgRSA2048, AlgRSA3072 or AlgRSA4096; immutable
 	KeyBits   int    // must match Algorithm
 	// Chain holds DER certificates, leaf first; empty while pending.
-	Chain       [][]byte
-	Status      CredentialStatus
+	Chain  [][]byte
+	Status CredentialStatus
 	// DisabledBy says who disabled the credential: DisabledByAdmin,
 	// DisabledByOwner, or "" (an admin, before this field existed). It
 	// must be "" unless Status is CredentialDisabled.
