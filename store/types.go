@@ -141,12 +141,9 @@ type Credential struct {
 	Algorithm string // AlgRSA2048, AlgRSA3072 or AlgRSA4096; immutable
 	KeyBits   int    // must match Algorithm
 	// Chain holds DER certificates, leaf first; empty while pending.
-	Chain  [][]byte
-	Status CredentialStatus
-	// DisabledBy says who disabled the credential: DisabledByAdmin,
-	// DisabledByOwner, or "" (an admin, before this field existed). It
-	// must be "" unless Status is CredentialDisabled.
-	DisabledBy  string
+	Chain       [][]byte
+	Status      CredentialStatus
+	DisabledBy  string // DisabledByAdmin, DisabledByOwner, or "" (enabled, pending, or disabled by an admin before this field existed)
 	Description string
 	// CreatedAt and UpdatedAt are set by the store.
 	CreatedAt, UpdatedAt time.Time
