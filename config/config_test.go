@@ -137,6 +137,7 @@ func TestEveryKeyFromFile(t *testing.T) {
 	}
 	want.CSC.MaxHashesPerRequest = 250
 	want.CSC.Timestamp = TimestampConfig{Enabled: true, Policy: "1.3.6.1.4.1.99999.1.2", Accuracy: 500 * time.Millisecond, Label: "tsa-prod"}
+	want.CSC.CertStatus = CertStatusConfig{Enabled: false, Refresh: 15 * time.Minute, Timeout: 5 * time.Second}
 	if !reflect.DeepEqual(*c, want) {
 		t.Errorf("full:\n got %#v\nwant %#v", *c, want)
 	}
@@ -197,7 +198,7 @@ func TestEveryBadValueReported(t *testing.T) {
 		"pkcs11.module", "pkcs11.token_label", "pkcs11.pin", "pkcs11.pin_file",
 		"pkcs11.max_sessions", "pkcs11.acquire_timeout",
 		"log.level", "log.format",
-		"csc.max_hashes_per_request",
+		"csc.max_hashes_per_request", "csc.cert_status.refresh", "csc.cert_status.timeout",
 	}
 	msg := err.Error()
 	for _, k := range wantKeys {
@@ -221,6 +222,8 @@ func TestEveryBadValueReported(t *testing.T) {
 		`server.metrics_listen: "127.0.0.1" is not host:port; empty turns the metrics listener off`,
 		`server.trusted_proxies: entry 2: "10.0.0.0/33" is not a CIDR (such as 10.0.0.0/8) or an IP address; entry 3: "proxy.example.org" is not a CIDR`,
 		`csc.max_hashes_per_request: must be between 1 and 10000, got 0`,
+		`csc.cert_status.refresh: 0s is not between 1s and 24h0m0s`,
+		`csc.cert_status.timeout: 5m0s is not between 1s and 1m0s`,
 		`server.admin_group: no group "no-such-group-signd" on this system`,
 	} {
 		if !strings.Contains(msg, frag) {
@@ -287,6 +290,7 @@ func TestBadTypes(t *testing.T) {
 		"log.level: must be a single value, not a mapping",
 		"server.trusted_proxies: must be a list of strings, not a number",
 		`store.verify_on_open: "yes" is not a boolean (true or false)`,
+		`csc.cert_status.enabled: "on" is not a boolean (true or false)`,
 	} {
 		if !strings.Contains(msg, want) {
 			t.Errorf("error lacks %q:\n%s", want, msg)

@@ -46,6 +46,9 @@ type CSCConfig struct {
 	RefreshTokenTTL time.Duration `mapstructure:"refresh_token_ttl"`
 
 	Timestamp TimestampConfig `mapstructure:"timestamp"`
+	// CertStatus is csc.cert_status.*: the background job that fetches
+	// the OCSP and CRL status of the credentials' certificates.
+	CertStatus CertStatusConfig `mapstructure:"cert_status"`
 }
 
 // TimestampConfig is csc.timestamp.*: signatures/timestamp (CSC v1 §11.10),
@@ -55,6 +58,13 @@ type TimestampConfig struct {
 	Policy   string        `mapstructure:"policy"`   // TSA policy OID, dotted
 	Accuracy time.Duration `mapstructure:"accuracy"` // claimed accuracy; 0 omits it
 	Label    string        `mapstructure:"label"`    // token label of the TSA certificate
+}
+
+// CertStatusConfig is csc.cert_status.*.
+type CertStatusConfig struct {
+	Enabled bool          `mapstructure:"enabled"`
+	Refresh time.Duration `mapstructure:"refresh"`
+	Timeout time.Duration `mapstructure:"timeout"`
 }
 
 // OIDCConfig is the oidc.* section.
@@ -119,6 +129,12 @@ func serviceKeys() []Key {
 			Usage: "accuracy the tokens claim (0 to 1m; 0 omits it)"},
 		{Name: "csc.timestamp.label", Default: "signd-tsa",
 			Usage: "token label of the TSA certificate (signd tsa enroll labels its keys <label>-<id>)"},
+		{Name: "csc.cert_status.enabled", Default: true,
+			Usage: "check the credentials' certificates against their OCSP responders and CRLs; revoked, suspended or unverifiable ones cannot sign"},
+		{Name: "csc.cert_status.refresh", Default: time.Hour,
+			Usage: "how often the OCSP and CRL answers are fetched again (1s to 24h)"},
+		{Name: "csc.cert_status.timeout", Default: 10 * time.Second,
+			Usage: "time limit of one OCSP or CRL fetch (1s to 1m)"},
 
 		// oidc
 		{Name: "oidc.claim_namespace", Default: "com.vendor",
@@ -193,6 +209,8 @@ func (c *CSCConfig) checks() []check {
 		{"csc.timestamp.policy", c.Timestamp.policyProblem()},
 		{"csc.timestamp.accuracy", within(c.Timestamp.Accuracy, 0, time.Minute)},
 		{"csc.timestamp.label", matches(tsaLabelRE, c.Timestamp.Label, "1 to 64 letters, digits, '.', '_' or '-'")},
+		{"csc.cert_status.refresh", within(c.CertStatus.Refresh, time.Second, 24*time.Hour)},
+		{"csc.cert_status.timeout", within(c.CertStatus.Timeout, time.Second, time.Minute)},
 	}
 }
 

@@ -43,6 +43,7 @@ func defaultCSC() CSCConfig {
 		MaxResultsDefault: 100, MaxResultsLimit: 1000, MaxHashesPerRequest: 100,
 		RefreshTokenTTL: 24 * time.Hour,
 		Timestamp:       TimestampConfig{Accuracy: time.Second, Label: "signd-tsa"},
+		CertStatus:      CertStatusConfig{Enabled: true, Refresh: time.Hour, Timeout: 10 * time.Second},
 	}
 }
 
@@ -177,6 +178,14 @@ func TestValidate(t *testing.T) {
 		{"timestamp label with a space", func(c *Config) { c.CSC.Timestamp.Label = "my tsa" }, "csc.timestamp.label", `"my tsa" is not 1 to 64 letters`},
 		{"timestamp accuracy negative", func(c *Config) { c.CSC.Timestamp.Accuracy = -time.Second }, "csc.timestamp.accuracy", "is not between 0s and 1m0s"},
 		{"timestamp accuracy 2m", func(c *Config) { c.CSC.Timestamp.Accuracy = 2 * time.Minute }, "csc.timestamp.accuracy", "is not between 0s and 1m0s"},
+		{"cert status refresh 1s", func(c *Config) { c.CSC.CertStatus.Refresh = time.Second }, "", ""},
+		{"cert status refresh 24h", func(c *Config) { c.CSC.CertStatus.Refresh = 24 * time.Hour }, "", ""},
+		{"cert status refresh 0", func(c *Config) { c.CSC.CertStatus.Refresh = 0 }, "csc.cert_status.refresh", "0s is not between 1s and 24h0m0s"},
+		{"cert status refresh too long", func(c *Config) { c.CSC.CertStatus.Refresh = 25 * time.Hour }, "csc.cert_status.refresh", "is not between 1s and 24h0m0s"},
+		{"cert status refresh negative", func(c *Config) { c.CSC.CertStatus.Refresh = -time.Minute }, "csc.cert_status.refresh", "is not between"},
+		{"cert status timeout 0", func(c *Config) { c.CSC.CertStatus.Timeout = 0 }, "csc.cert_status.timeout", "0s is not between 1s and 1m0s"},
+		{"cert status timeout 2m", func(c *Config) { c.CSC.CertStatus.Timeout = 2 * time.Minute }, "csc.cert_status.timeout", "is not between 1s and 1m0s"},
+		{"cert status off", func(c *Config) { c.CSC.CertStatus.Enabled = false }, "", ""},
 		{"hash cap 10001", func(c *Config) { c.CSC.MaxHashesPerRequest = 10001 }, "csc.max_hashes_per_request", "must be between 1 and 10000, got 10001"},
 
 		{"auth login with client", func(c *Config) { c.CSC.AuthLogin, c.CSC.AuthLoginClient = true, "laverca" }, "", ""},

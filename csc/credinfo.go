@@ -11,6 +11,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/signd/signd/csc/certstatus"
 	"github.com/signd/signd/oauth"
 	"github.com/signd/signd/store"
 )
@@ -115,8 +116,16 @@ func (h *Handler) credentialInfo(c echo.Context) error {
 	if res.Description == "" {
 		res.Description = strings.ToUpper(cred.Algorithm) + " signing key"
 	}
-	if cred.Status != store.CredentialEnabled || certRefusal(leaf, now) != "" {
+	if cred.Status != store.CredentialEnabled || certRefusal(leaf, now) != "" ||
+		revoked(h.Revocation, cred.Chain, leaf) {
 		res.Key.Status = "disabled"
+	}
+	if h.Revocation != nil {
+		// The last known answer, also while it is not current (then the
+		// key is disabled above).
+		if s, _ := h.Revocation.Status(cred.Chain); s != certstatus.Valid {
+			res.Cert.Status = string(s)
+		}
 	}
 	if now.After(leaf.NotAfter) {
 		res.Cert.Status = "expired"
@@ -155,6 +164,32 @@ func certRefusal(leaf *x509.Certificate, now time.Time) string {
 		return "Signing certificate '" + certName(leaf) + "' is not yet valid."
 	}
 	return ""
+}
+
+func revoked(rev Revocation, chain [][]byte, leaf *x509.Certificate) bool {
+	msg, _ := revocationRefusal(rev, chain, leaf)
+	return msg != ""
+}
+
+// revocationRefusal returns the refusal for signing with chain while rev
+// reports it revoked, suspended or without a current answer (hard fail,
+// see package certstatus), or "" (also when rev is nil).
+// The second result is the audit reason.
+func revocationRefusal(rev Revocation, chain [][]byte, leaf *x509.Certificate) (string, string) {
+	if rev == nil {
+		return "", ""
+	}
+	status, current := rev.Status(chain)
+	switch {
+	case status == certstatus.Revoked:
+		return "Signing certificate '" + certName(leaf) + "' is revoked.", "certificate revoked"
+	case status == certstatus.Suspended:
+		return "Signing certificate '" + certName(leaf) + "' is suspended.", "certificate suspended"
+	case !current:
+		return "The revocation status of signing certificate '" + certName(leaf) + "' could not be verified.",
+			"certificate status unknown (no current OCSP or CRL answer)"
+	}
+	return "", ""
 }
 
 // certName is the "O=[organization],CN=[common_name]" of the

@@ -12,6 +12,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/signd/signd/csc/certstatus"
 	"github.com/signd/signd/oauth"
 	"github.com/signd/signd/store"
 )
@@ -66,6 +67,17 @@ type Signer interface {
 	// CheckKey reports, cheaply and without signing, whether keyID could
 	// sign now. signHash asks it before it consumes a SAD.
 	CheckKey(ctx context.Context, keyID []byte) error
+}
+
+// Revocation is the cached revocation status of certificate chains
+// (*certstatus.Checker satisfies it). Status only reads a cache: it is
+// called on the signing path.
+type Revocation interface {
+	// Status returns the chain's last known status (certstatus.Valid,
+	// Revoked or Suspended) and whether that answer is current; a chain
+	// whose certificates name no OCSP responder or CRL is Valid and
+	// current.
+	Status(chain [][]byte) (certstatus.Status, bool)
 }
 
 // Metrics receives measurements; cmd adapts it to Prometheus. Methods must
@@ -129,10 +141,15 @@ type Handler struct {
 
 	// PageTokenKey is the MAC key of credentials/list page tokens, at
 	// least 32 random bytes that survive restarts (kept in the store).
-	PageTokenKey []byte           // required
-	Now          func() time.Time // nil = time.Now
-	Logger       *slog.Logger     // nil = discard
-	Metrics      Metrics          // nil = none
+	PageTokenKey []byte // required
+	// Revocation reports what the background status job last learned
+	// about a credential's chain (*certstatus.Checker, csc.cert_status.*):
+	// revoked, suspended or of unknown status, the key is disabled for
+	// signing. nil = the validity dates only.
+	Revocation Revocation
+	Now        func() time.Time // nil = time.Now
+	Logger     *slog.Logger     // nil = discard
+	Metrics    Metrics          // nil = none
 	// Login serves auth/login (csc.auth_login); nil = the method answers
 	// 501 and info does not list it nor authType basic.
 	Login PasswordLogin

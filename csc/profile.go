@@ -126,6 +126,10 @@ func (ServiceProfile) TokenResponse(context.Context, *oauth.Request, *oauth.Issu
 type CredentialProfile struct {
 	Store CredentialStore
 	Now   func() time.Time // nil = time.Now
+	// Revocation refuses credentials whose certificate is revoked,
+	// suspended or of unknown status (see Handler.Revocation). nil =
+	// validity dates only.
+	Revocation Revocation
 }
 
 var _ oauth.Profile = (*CredentialProfile)(nil)
@@ -247,6 +251,9 @@ func (p *CredentialProfile) credential(ctx context.Context, r *oauth.Request) (*
 		now = p.Now
 	}
 	if t := now(); t.Before(leaf.NotBefore) || t.After(leaf.NotAfter) {
+		return nil, nil, errCredentialRefused
+	}
+	if revoked(p.Revocation, cred.Chain, leaf) {
 		return nil, nil, errCredentialRefused
 	}
 	return cred, leaf, nil

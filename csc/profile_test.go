@@ -21,6 +21,7 @@ import (
 	"golang.org/x/oauth2"
 
 	"github.com/signd/signd/csc"
+	"github.com/signd/signd/csc/certstatus"
 	"github.com/signd/signd/oauth"
 	"github.com/signd/signd/oauth/oauthtest"
 	"github.com/signd/signd/store"
@@ -255,6 +256,22 @@ func TestCredentialProfileUser(t *testing.T) {
 				t.Errorf("%s: %q differs from %q", cred, err, first)
 			}
 		}
+	}
+	// The certificate is revoked, suspended, or its status unknown.
+	rev := &fakeRevocation{}
+	p.Revocation = rev
+	for _, st := range []struct {
+		s       certstatus.Status
+		current bool
+	}{{certstatus.Revoked, true}, {certstatus.Suspended, true}, {certstatus.Valid, false}} {
+		rev.set(st.s, st.current)
+		if err := p.CheckUser(context.Background(), req("c-alice")); !profileIsCode(err, "access_denied") || err.Error() != first {
+			t.Errorf("%s (current %v): %v, want the one refusal", st.s, st.current, err)
+		}
+	}
+	rev.set(certstatus.Valid, true)
+	if err := p.CheckUser(context.Background(), req("c-alice")); err != nil {
+		t.Fatalf("valid again: %v", err)
 	}
 	// The certificate expires.
 	p.Now = func() time.Time { return f.now.Add(24 * time.Hour) }

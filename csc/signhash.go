@@ -350,6 +350,9 @@ func (h *Handler) decide(tx Tx, g *oauth.Grant, req signHashRequest) (decision, 
 	if msg := certRefusal(leaf, now); msg != "" {
 		return refuse(badRequest(msg), "certificate not valid now", ""), nil
 	}
+	if msg, reason := revocationRefusal(h.Revocation, cred.Chain, leaf); msg != "" {
+		return refuse(badRequest(msg), reason, ""), nil
+	}
 	if !req.algo.fits(cred.Algorithm) {
 		return refuse(wrongKeyAlgo(cred.Algorithm), "signAlgo "+req.algo.oid+" for a "+cred.Algorithm+" key", ""), nil
 	}

@@ -154,5 +154,8 @@ func msg(lang, key string) string {
 	if s, ok := messages[lang][key]; ok {
 		return s
 	}
+	if s, ok := accountMessages[lang][key]; ok {
+		return s
+	}
 	return key
 }

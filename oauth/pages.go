@@ -15,7 +15,7 @@ import (
 	"golang.org/x/text/language"
 )
 
-//go:embed templates/pages.html templates/style.css
+//go:embed templates/pages.html templates/account.html templates/style.css
 var templateFS embed.FS
 
 // pages renders the login, consent and error pages.
@@ -27,7 +27,7 @@ type pages struct {
 }
 
 func newPages() (*pages, error) {
-	tmpl, err := template.ParseFS(templateFS, "templates/pages.html")
+	tmpl, err := template.ParseFS(templateFS, "templates/pages.html", "templates/account.html")
 	if err != nil {
 		return nil, fmt.Errorf("oauth: templates: %w", err)
 	}
@@ -63,6 +63,7 @@ type pageData struct {
 	// link back to the application and its meta refresh content attribute.
 	Back    template.URL
 	Refresh template.HTMLAttr
+	Account *accountView
 }
 
 // T translates a message key into the page language.

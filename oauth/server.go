@@ -54,6 +54,10 @@ type Config struct {
 	// in one write transaction.
 	SweepBatch int
 
+	// Account, when set, serves the account page (/oauth2/account) where
+	// a signed-in user disables or enables their own credentials.
+	Account Account
+
 	Logger *slog.Logger     // nil = discard
 	Now    func() time.Time // nil = time.Now
 }
@@ -203,6 +207,7 @@ func (s *Server) Mount(g *echo.Group) error {
 	g.POST(pathConsent, s.consent, page, s.sameOriginOnly)
 	g.POST(pathToken, s.token, token)
 	g.POST(pathRevoke, s.revoke, token)
+	s.mountAccount(g)
 	return nil
 }
 

@@ -100,8 +100,20 @@ const (
 	CredentialPending CredentialStatus = "pending"
 	// CredentialEnabled: usable for signing (Chain must not be empty).
 	CredentialEnabled CredentialStatus = "enabled"
-	// CredentialDisabled: switched off by an admin.
+	// CredentialDisabled: switched off by an admin or by its owner
+	// (Credential.DisabledBy).
 	CredentialDisabled CredentialStatus = "disabled"
+)
+
+// Who disabled a credential (Credential.DisabledBy).
+const (
+	// DisabledByAdmin: an operator (`signd credential disable`). The
+	// owner cannot enable it again. A disabled credential stored before
+	// DisabledBy existed reads as "" and counts as this.
+	DisabledByAdmin = "admin"
+	// DisabledByOwner: the owner, on the account page; the owner (or an
+	// admin) may enable it again.
+	DisabledByOwner = "owner"
 )
 
 // Credential algorithms (the key type and size of the credential's key
@@ -153,6 +165,7 @@ type Credential struct {
 	// Chain holds DER certificates, leaf first; empty while pending.
 	Chain       [][]byte
 	Status      CredentialStatus
+	DisabledBy  string // DisabledByAdmin, DisabledByOwner, or "" (enabled, pending, or disabled by an admin before this field existed)
 	Description string
 	// CreatedAt and UpdatedAt are set by the store.
 	CreatedAt, UpdatedAt time.Time

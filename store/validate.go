@@ -290,5 +290,11 @@ func (c *Credential) Validate() error {
 	default:
 		return invalid("credential status %q is not %q, %q or %q", c.Status, CredentialPending, CredentialEnabled, CredentialDisabled)
 	}
+	switch {
+	case c.DisabledBy != "" && c.Status != CredentialDisabled:
+		return invalid("%s credential %q names who disabled it", c.Status, c.ID)
+	case c.DisabledBy != "" && c.DisabledBy != DisabledByAdmin && c.DisabledBy != DisabledByOwner:
+		return invalid("credential %q disabled by %q, not %q or %q", c.ID, c.DisabledBy, DisabledByAdmin, DisabledByOwner)
+	}
 	return validateText("credential description", c.Description, maxTextLen)
 }

@@ -37,6 +37,10 @@ type services struct {
 	// views is the store typed once for every service (wire_store.go);
 	// mount sets it.
 	views *storeViews
+
+	// revocation is the certificate status checker (wire_certstatus.go);
+	// mount sets it, nil when csc.cert_status is off.
+	revocation csc.Revocation
 }
 
 // mounter is what every HTTP service of the daemon is (oauth.Server,
@@ -62,6 +66,7 @@ var (
 // profile.
 func (s *services) mount(e *echo.Echo) error {
 	s.views = newStoreViews(s.store)
+	s.revocation = s.certStatus()
 	if s.keys == nil {
 		s.keys = newKeyRing(s.cfg, s.store, s.token, s.now, s.logger)
 	}

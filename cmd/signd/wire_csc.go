@@ -58,6 +58,7 @@ func (s *services) cscHandler(authz *oauth.Server) (*csc.Handler, error) {
 		Logger:            s.logger,
 		Metrics:           m,
 		Revoker:           authz,
+		Revocation:        s.revocation,
 	}
 	if c.AuthLogin {
 		login, err := authz.PasswordLogin(oauth.PasswordLoginConfig{

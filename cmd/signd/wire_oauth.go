@@ -19,7 +19,7 @@ func (s *services) oauthServer(provider *oidc.Provider) (*oauth.Server, error) {
 		Hasher: s.hasher,
 		Profiles: []oauth.Profile{
 			csc.ServiceProfile{},
-			&csc.CredentialProfile{Store: s.views.credential, Now: s.now},
+			&csc.CredentialProfile{Store: s.views.credential, Now: s.now, Revocation: s.revocation},
 			&oidc.Profile{Provider: provider},
 		},
 		Issuer:         s.cfg.Server.BaseURL,
@@ -33,6 +33,7 @@ func (s *services) oauthServer(provider *oidc.Provider) (*oauth.Server, error) {
 		SessionTTL:     o.SessionTTL,
 		MaxFailures:    o.MaxFailures,
 		SweepBatch:     o.SweepBatch,
+		Account:        &csc.Account{Store: s.views.account, Revocation: s.revocation, Now: s.now},
 		Logger:         s.logger.With("service", "oauth"),
 		Now:            s.now,
 	})

@@ -32,6 +32,7 @@ type storeViews struct {
 	credential *store.Scoped[store.CredentialReader] // csc.CredentialProfile
 	csc        *store.Scoped[csc.Tx]
 	oidc       *store.Scoped[oidc.Tx]
+	account    *store.Scoped[csc.AccountTx] // csc.Account (the account page)
 }
 
 // newStoreViews types the backend once for every service.
@@ -41,6 +42,7 @@ func newStoreViews(b store.Store) *storeViews {
 		credential: store.Scope(b, func(tx store.Tx) store.CredentialReader { return tx }),
 		csc:        store.Scope(b, func(tx store.Tx) csc.Tx { return tx }),
 		oidc:       store.Scope(b, func(tx store.Tx) oidc.Tx { return tx }),
+		account:    store.Scope(b, func(tx store.Tx) csc.AccountTx { return tx }),
 	}
 }
 

@@ -59,6 +59,7 @@ type credentialRecord struct {
 	KeyBits     int       `json:"key_bits"`
 	Chain       [][]byte  `json:"chain,omitempty"`
 	Status      string    `json:"status"`
+	DisabledBy  string    `json:"disabled_by,omitempty"`
 	Description string    `json:"description,omitempty"`
 	CreatedAt   time.Time `json:"created_at"`
 	UpdatedAt   time.Time `json:"updated_at"`
@@ -121,7 +122,7 @@ func credentialToRecord(c *store.Credential) *credentialRecord {
 	return &credentialRecord{
 		ID: c.ID, Owner: c.Owner, KeyID: slices.Clone(c.KeyID), Label: c.Label,
 		Algorithm: c.Algorithm, KeyBits: c.KeyBits, Chain: cloneChain(c.Chain),
-		Status: string(c.Status), Description: c.Description,
+		Status: string(c.Status), DisabledBy: c.DisabledBy, Description: c.Description,
 		CreatedAt: c.CreatedAt, UpdatedAt: c.UpdatedAt,
 	}
 }
@@ -130,7 +131,7 @@ func (r *credentialRecord) credential() *store.Credential {
 	return &store.Credential{
 		ID: r.ID, Owner: r.Owner, KeyID: slices.Clone(r.KeyID), Label: r.Label,
 		Algorithm: r.Algorithm, KeyBits: r.KeyBits, Chain: cloneChain(r.Chain),
-		Status: store.CredentialStatus(r.Status), Description: r.Description,
+		Status: store.CredentialStatus(r.Status), DisabledBy: r.DisabledBy, Description: r.Description,
 		CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt,
 	}
 }

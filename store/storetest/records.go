@@ -238,6 +238,28 @@ func testCredentials(t *testing.T, s store.Store) {
 	if d := equalCredential(getCredential(t, s, "c1"), cred); d != "" {
 		t.Errorf("Credential(c1) after PutCredential: %s", d)
 	}
+	// Disabled by its owner, then enabled again: DisabledBy round-trips
+	// and is cleared.
+	for _, by := range []string{store.DisabledByOwner, ""} {
+		update(t, s, func(tx store.Tx) error {
+			c, err := tx.Credential("c1")
+			if err != nil {
+				return err
+			}
+			c.Status, c.DisabledBy = store.CredentialDisabled, by
+			if by == "" {
+				c.Status = store.CredentialEnabled
+			}
+			if err := tx.PutCredential(c); err != nil {
+				return err
+			}
+			cred = c
+			return nil
+		})
+		if d := equalCredential(getCredential(t, s, "c1"), cred); d != "" {
+			t.Errorf("Credential(c1) with DisabledBy %q: %s", by, d)
+		}
+	}
 
 	for _, tc := range []struct {
 		name string

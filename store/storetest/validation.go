@@ -201,6 +201,10 @@ func testInvalidCredentials(t *testing.T, s store.Store) {
 			c.Status, c.Chain = store.CredentialEnabled, [][]byte{[]byte("leaf")}
 		}},
 		{"disabled without chain", func(c *store.Credential) { c.Status = store.CredentialDisabled }},
+		{"disabled by the owner", func(c *store.Credential) {
+			c.Status, c.DisabledBy, c.Chain = store.CredentialDisabled, store.DisabledByOwner, [][]byte{[]byte("leaf")}
+		}},
+		{"disabled by an admin", func(c *store.Credential) { c.Status, c.DisabledBy = store.CredentialDisabled, store.DisabledByAdmin }},
 	}
 	for i, tc := range valid {
 		t.Run("valid/"+tc.name, func(t *testing.T) {
@@ -234,6 +238,11 @@ func testInvalidCredentials(t *testing.T, s store.Store) {
 		{"unknown status", func(c *store.Credential) { c.Status = "active" }},
 		{"empty status", func(c *store.Credential) { c.Status = "" }},
 		{"pending with chain", func(c *store.Credential) { c.Chain = [][]byte{[]byte("leaf")} }},
+		{"enabled names who disabled it", func(c *store.Credential) {
+			c.Status, c.Chain, c.DisabledBy = store.CredentialEnabled, [][]byte{[]byte("leaf")}, store.DisabledByOwner
+		}},
+		{"pending names who disabled it", func(c *store.Credential) { c.DisabledBy = store.DisabledByAdmin }},
+		{"disabled by someone unknown", func(c *store.Credential) { c.Status, c.DisabledBy = store.CredentialDisabled, "mallory" }},
 		{"enabled without chain", func(c *store.Credential) { c.Status = store.CredentialEnabled }},
 		{"empty certificate", func(c *store.Credential) {
 			c.Status, c.Chain = store.CredentialEnabled, [][]byte{[]byte("leaf"), {}}

@@ -250,9 +250,9 @@ func (l *Local) SetCredentialStatus(ctx context.Context, id string, enabled bool
 		case enabled && len(c.Chain) == 0:
 			return errorf(KindConflict, "credential %q has no certificate yet: import one with `signd credential import-cert %s --chain FILE.pem`", id, id)
 		case enabled:
-			c.Status = store.CredentialEnabled
+			c.Status, c.DisabledBy = store.CredentialEnabled, ""
 		default:
-			c.Status = store.CredentialDisabled
+			c.Status, c.DisabledBy = store.CredentialDisabled, store.DisabledByAdmin
 		}
 		if err := tx.PutCredential(c); err != nil {
 			return err

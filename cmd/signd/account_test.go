@@ -1,0 +1,136 @@
+package main
+
+import (
+	"crypto/sha256"
+	"encoding/base64"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/signd/signd/oauth/oauthtest"
+	"github.com/signd/signd/store"
+)
+
+// browserHeaders are what Chromium sends with signd's own form (the
+// origin of server.base_url, which newEnv sets to http://127.0.0.1:8443).
+func browserHeaders() http.Header {
+	return http.Header{
+		"Origin":         {"http://127.0.0.1:8443"},
+		"Sec-Fetch-Site": {"same-origin"},
+		"Sec-Fetch-Mode": {"navigate"},
+		"Sec-Fetch-Dest": {"document"},
+		"Sec-Fetch-User": {"?1"},
+	}
+}
+
+func crossSiteHeaders() http.Header {
+	h := browserHeaders()
+	h.Set("Origin", "https://evil.example")
+	h.Set("Sec-Fetch-Site", "cross-site")
+	return h
+}
+
+func postPage(t *testing.T, b *oauthtest.Browser, u string, v url.Values, h http.Header) *oauthtest.Step {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, u, strings.NewReader(v.Encode()))
+	for k, vs := range h {
+		req.Header[k] = vs
+	}
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	s, err := b.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// TestAccountPageDaemon: alice disables her credential on the account
+// page of the real daemon (real router, bbolt file, SoftHSM2 key) after
+// forged posts failed; signHash then refuses with the CSC error and the
+// SAD issued before is gone. The admin enables it again with the CLI and
+// it signs; after the admin disables it, the page cannot enable it.
+func TestAccountPageDaemon(t *testing.T) {
+	e := newEnv(t, "")
+	cred := journeyAlice(t, e)
+	d := sha256.Sum256([]byte("account page"))
+	bearer := e.mint(store.TokenAccess, "alice", "rp", "")
+	sad1 := e.mint(store.TokenSAD, "alice", "rp", cred, d[:])
+	addr, _ := e.startDaemon()
+	base := "http://" + addr
+	sign := func(sad string) (int, map[string]any) {
+		return postJSON(t, base+"/csc/v1/signatures/signHash", bearer, `{"credentialID":"`+cred+`","SAD":"`+sad+
+			`","hash":["`+base64.StdEncoding.EncodeToString(d[:])+`"],"signAlgo":"1.2.840.113549.1.1.11"}`)
+	}
+
+	b := oauthtest.NewBrowser(nil)
+	s, err := b.Get(base + "/oauth2/account?lang=en")
+	if err != nil || s.Form == nil || s.Form.Action.Path != "/oauth2/account/login" {
+		t.Fatalf("account login page: %v %+v", err, s)
+	}
+	s = postPage(t, b, s.Form.Action.String(), s.Form.Values(map[string]string{"username": "alice", "password": journeyPassword}), browserHeaders())
+	if s.Status != http.StatusSeeOther {
+		t.Fatalf("login: %d %s", s.Status, oauthtest.Text(s.Body))
+	}
+	page := func() *oauthtest.Step {
+		s, err := b.Get(base + "/oauth2/account?lang=en")
+		if err != nil || s.Status != 200 {
+			t.Fatalf("account page: %v %+v", err, s)
+		}
+		return s
+	}
+	s = page()
+	if text := oauthtest.Text(s.Body); !strings.Contains(text, cred) || !strings.Contains(text, "CN=Alice Jansen") || !strings.Contains(text, "Disable") {
+		t.Fatalf("account page: %s", text)
+	}
+	csrf := s.Form.Fields.Get("csrf_token")
+	form := func(decision string) url.Values {
+		return url.Values{"csrf_token": {csrf}, "credential": {cred}, "decision": {decision}, "lang": {"en"}}
+	}
+
+	// Forged posts change nothing.
+	if s := postPage(t, b, base+"/oauth2/account", form("disable"), crossSiteHeaders()); s.Status != http.StatusForbidden {
+		t.Errorf("cross-site post: %d", s.Status)
+	}
+	noToken := form("disable")
+	noToken.Del("csrf_token")
+	if s := postPage(t, b, base+"/oauth2/account", noToken, browserHeaders()); s.Status != http.StatusBadRequest {
+		t.Errorf("post without CSRF token: %d", s.Status)
+	}
+	if k, _ := keyAndCert(t, base+"/csc/v1/", bearer, cred); k != "enabled" {
+		t.Fatalf("a forged post disabled the key: %s", k)
+	}
+
+	// The owner disables it.
+	if s := postPage(t, b, base+"/oauth2/account", form("disable"), browserHeaders()); s.Status != http.StatusSeeOther {
+		t.Fatalf("disable: %d %s", s.Status, oauthtest.Text(s.Body))
+	}
+	if k, c := keyAndCert(t, base+"/csc/v1/", bearer, cred); k != "disabled" || c != "valid" {
+		t.Errorf("credentials/info after disable: key %s cert %s", k, c)
+	}
+	if status, res := sign(sad1); status != 400 || res["error_description"] != "The credential identified by credentialID is disabled" {
+		t.Errorf("signHash on the disabled key: %d %v", status, res)
+	}
+
+	// The admin enables it; the SAD issued before the disable was revoked.
+	e.must("", "credential", "enable", cred)
+	if k, _ := keyAndCert(t, base+"/csc/v1/", bearer, cred); k != "enabled" {
+		t.Errorf("after the admin's enable: key %s", k)
+	}
+	if status, res := sign(sad1); status != 400 || res["error_description"] != "Invalid parameter SAD" {
+		t.Errorf("the SAD from before the disable: %d %v", status, res)
+	}
+
+	// What the admin disabled, the owner cannot enable.
+	e.must("", "credential", "disable", cred)
+	s = page()
+	if text := oauthtest.Text(s.Body); !strings.Contains(text, "disabled by the administrator") || strings.Contains(text, "Re-enable") {
+		t.Errorf("page after the admin's disable: %s", text)
+	}
+	if s := postPage(t, b, base+"/oauth2/account", form("enable"), browserHeaders()); s.Status != 200 || !strings.Contains(oauthtest.Text(s.Body), "This key cannot be changed by you.") {
+		t.Errorf("owner enabling the admin's disable: %d %s", s.Status, oauthtest.Text(s.Body))
+	}
+	if k, _ := keyAndCert(t, base+"/csc/v1/", bearer, cred); k != "disabled" {
+		t.Errorf("key %s after the refused enable", k)
+	}
+}

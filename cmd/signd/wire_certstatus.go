@@ -1,0 +1,50 @@
+package main
+
+import (
+	"context"
+	"net/http"
+
+	"github.com/signd/signd/csc"
+	"github.com/signd/signd/csc/certstatus"
+	"github.com/signd/signd/store"
+)
+
+var _ csc.Revocation = (*certstatus.Checker)(nil)
+
+// certStatus builds the revocation checker of csc.cert_status and starts
+// its background job, which lists every credential with a certificate
+// (enabled and disabled: credentials/info reports cert.status for both);
+// nil when csc.cert_status.enabled is false.
+func (s *services) certStatus() csc.Revocation {
+	c := s.cfg.CSC.CertStatus
+	if !c.Enabled {
+		return nil
+	}
+	checker := certstatus.New(certstatus.Config{
+		Client:  &http.Client{Timeout: c.Timeout},
+		Timeout: c.Timeout,
+		Refresh: c.Refresh,
+		Now:     s.now,
+		Logger:  s.logger.With("service", "certstatus"),
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		checker.Run(ctx, func(ctx context.Context) ([][][]byte, error) {
+			var chains [][][]byte
+			err := s.views.credential.View(ctx, func(tx store.CredentialReader) error {
+				cs, err := tx.Credentials("", "", 0)
+				for _, c := range cs {
+					if len(c.Chain) > 0 {
+						chains = append(chains, c.Chain)
+					}
+				}
+				return err
+			})
+			return chains, err
+		})
+	}()
+	s.onShutdown = append(s.onShutdown, func() { cancel(); <-done })
+	return checker
+}

@@ -1,0 +1,499 @@
+package certstatus
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"crypto/x509"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"sync"
+	"time"
+
+	"golang.org/x/crypto/ocsp"
+)
+
+// Status is a certificate chain's revocation status, as CSC v1 §11.5
+// credentials/info reports it in cert.status (besides "expired", which
+// the validity dates decide).
+type Status string
+
+// Statuses.
+const (
+	Valid     Status = "valid"
+	Revoked   Status = "revoked"
+	Suspended Status = "suspended" // revoked with reason certificateHold (RFC 5280 §5.3.1)
+)
+
+// Defaults of the Config fields.
+const (
+	DefaultRefresh    = time.Hour
+	DefaultTimeout    = 10 * time.Second
+	DefaultMaxCRLSize = 16 << 20
+	maxOCSPSize       = 1 << 20
+	// maxEntries bounds the cache for chains Status meets that Refresh
+	// has not seen.
+	maxEntries = 1 << 16
+	// kickGap spaces the refreshes Status asks for.
+	kickGap = 2 * time.Second
+	// skew is the clock difference tolerated on thisUpdate.
+	skew = 5 * time.Minute
+)
+
+// Config holds a Checker's dependencies and settings.
+type Config struct {
+	// Client fetches CRLs and OCSP responses; nil = a client without
+	// proxy settings beyond the environment's (http.DefaultTransport).
+	Client *http.Client
+	// Timeout bounds each fetch (csc.cert_status.timeout); 0 = DefaultTimeout.
+	Timeout time.Duration
+	// Refresh is the interval of Run (csc.cert_status.refresh); 0 =
+	// DefaultRefresh. An answer without nextUpdate is good for two.
+	Refresh time.Duration
+	// MaxCRLSize caps a CRL's size in bytes; 0 = DefaultMaxCRLSize.
+	MaxCRLSize int64
+	Now        func() time.Time // nil = time.Now
+	Logger     *slog.Logger     // nil = discard
+}
+
+// Checker caches the revocation status of certificate chains. It is safe
+// for concurrent use.
+type Checker struct {
+	cfg Config
+
+	mu      sync.RWMutex
+	entries map[[32]byte]entry
+	// kick asks Run for a refresh before the next tick: Status met a
+	// chain to check that no refresh has seen (a certificate imported or
+	// a credential enabled since).
+	kick chan struct{}
+}
+
+// entry is what is known of one chain.
+type entry struct {
+	status Status
+	// until is when the answer stops being current; zero for a chain
+	// with nothing to check (always current).
+	until time.Time
+}
+
+// New returns a Checker with cfg's defaults filled in.
+func New(cfg Config) *Checker {
+	if cfg.Client == nil {
+		cfg.Client = &http.Client{}
+	}
+	if cfg.Timeout <= 0 {
+		cfg.Timeout = DefaultTimeout
+	}
+	if cfg.Refresh <= 0 {
+		cfg.Refresh = DefaultRefresh
+	}
+	if cfg.MaxCRLSize <= 0 {
+		cfg.MaxCRLSize = DefaultMaxCRLSize
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	return &Checker{cfg: cfg, entries: map[[32]byte]entry{}, kick: make(chan struct{}, 1)}
+}
+
+func key(chain [][]byte) [32]byte {
+	h := sha256.New()
+	for _, der := range chain {
+		fmt.Fprintf(h, "%d:", len(der))
+		h.Write(der)
+	}
+	var k [32]byte
+	h.Sum(k[:0])
+	return k
+}
+
+// Status returns the last good answer for chain (DER certificates, leaf
+// first) and whether it is current: false when the chain names a
+// responder or distribution point and no answer was fetched yet, or the
+// last one is past its nextUpdate. A chain never answered is Valid and
+// not current. Status only reads the cache (it parses a chain it has not
+// seen once, to learn whether it has anything to check, and then asks Run
+// for a refresh).
+func (c *Checker) Status(chain [][]byte) (Status, bool) {
+	k := key(chain)
+	c.mu.RLock()
+	e, ok := c.entries[k]
+	c.mu.RUnlock()
+	if !ok {
+		e = entry{status: Valid}
+		if checkable(chain) {
+			e.until = time.Unix(0, 0) // never answered: not current
+			select {
+			case c.kick <- struct{}{}:
+			default:
+			}
+		}
+		c.mu.Lock()
+		if len(c.entries) < maxEntries {
+			if _, raced := c.entries[k]; !raced {
+				c.entries[k] = e
+			}
+		}
+		c.mu.Unlock()
+	}
+	return e.status, e.until.IsZero() || c.cfg.Now().Before(e.until)
+}
+
+// checkable reports whether chain has something to check (see linkOf).
+// An unparsable chain is checkable (and so never current).
+func checkable(chain [][]byte) bool {
+	certs := make([]*x509.Certificate, len(chain))
+	for i, der := range chain {
+		cert, err := x509.ParseCertificate(der)
+		if err != nil {
+			return true
+		}
+		certs[i] = cert
+	}
+	for i := range certs {
+		if linkOf(certs, i) != skip {
+			return true
+		}
+	}
+	return false
+}
+
+// link says what to do with certificate i of a chain.
+type link int
+
+const (
+	skip       link = iota // nothing to check
+	check                  // check against certificate i+1, its issuer
+	unverified             // names a source, but its issuer is not in the chain
+)
+
+// linkOf decides for certificate i of certs: a certificate that names no
+// OCSP responder and no CRL has nothing to check; one whose issuer is the
+// next in the chain is checked against it. The last certificate of a
+// longer chain is where the chain ends (a root, or an intermediate whose
+// root the relying party holds) and is not checked; a leaf alone that
+// names a source cannot be verified without its issuer.
+func linkOf(certs []*x509.Certificate, i int) link {
+	cert := certs[i]
+	switch {
+	case !names(cert):
+		return skip
+	case i+1 < len(certs):
+		return check
+	case i == 0 && !isSelfSigned(cert):
+		return unverified
+	}
+	return skip
+}
+
+func names(cert *x509.Certificate) bool {
+	return len(cert.OCSPServer) > 0 || len(cert.CRLDistributionPoints) > 0
+}
+
+// Run calls Refresh with the chains list returns, at once, then every
+// Config.Refresh and whenever Status met a chain to check that no refresh
+// has seen, until ctx is done.
+func (c *Checker) Run(ctx context.Context, list func(context.Context) ([][][]byte, error)) {
+	t := time.NewTicker(c.cfg.Refresh)
+	defer t.Stop()
+	for {
+		chains, err := list(ctx)
+		if err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			c.cfg.Logger.Error("certificate status: listing the credentials failed", "err", err)
+		} else {
+			c.Refresh(ctx, chains)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		case <-c.kick:
+			// At most one extra refresh per kickGap, however often
+			// Status meets chains the store does not list.
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(kickGap):
+			}
+		}
+	}
+}
+
+// Refresh fetches fresh answers for chains and replaces the cache with
+// them: a chain whose fetch fails keeps its last good answer, chains not
+// in the list are forgotten. Each CRL is fetched once per call.
+func (c *Checker) Refresh(ctx context.Context, chains [][][]byte) {
+	crls := map[string]crlResult{}
+	next := make(map[[32]byte]entry, len(chains))
+	for _, chain := range chains {
+		k := key(chain)
+		if _, done := next[k]; done {
+			continue
+		}
+		status, until, err := c.check(ctx, chain, crls)
+		c.mu.RLock()
+		old, had := c.entries[k]
+		c.mu.RUnlock()
+		switch {
+		case err == nil:
+			next[k] = entry{status: status, until: until}
+		case had:
+			next[k] = old
+		default:
+			next[k] = entry{status: Valid, until: time.Unix(0, 0)}
+		}
+		if err != nil {
+			c.cfg.Logger.Warn("certificate status: no fresh answer", "subject", subject(chain), "err", err,
+				"last_answer_until", next[k].until)
+		} else if status != Valid {
+			c.cfg.Logger.Warn("certificate status: signing certificate "+string(status), "subject", subject(chain))
+		}
+	}
+	c.mu.Lock()
+	c.entries = next
+	c.mu.Unlock()
+}
+
+func subject(chain [][]byte) string {
+	if len(chain) == 0 {
+		return ""
+	}
+	cert, err := x509.ParseCertificate(chain[0])
+	if err != nil {
+		return "(unparsable)"
+	}
+	return cert.Subject.String()
+}
+
+// check fetches the status of every link of chain. until is when the
+// combined answer stops being current (zero: nothing to check).
+func (c *Checker) check(ctx context.Context, chain [][]byte, crls map[string]crlResult) (Status, time.Time, error) {
+	certs := make([]*x509.Certificate, len(chain))
+	for i, der := range chain {
+		cert, err := x509.ParseCertificate(der)
+		if err != nil {
+			return "", time.Time{}, fmt.Errorf("certificate %d: %w", i, err)
+		}
+		certs[i] = cert
+	}
+	status, until := Valid, time.Time{}
+	for i, cert := range certs {
+		switch linkOf(certs, i) {
+		case skip:
+			continue
+		case unverified:
+			return "", time.Time{}, fmt.Errorf("%s names a revocation source but its issuer is not in the chain", cert.Subject)
+		}
+		s, u, err := c.checkOne(ctx, cert, certs[i+1], crls)
+		if err != nil {
+			return "", time.Time{}, err
+		}
+		status = worse(status, s)
+		if until.IsZero() || u.Before(until) {
+			until = u
+		}
+	}
+	return status, until, nil
+}
+
+func isSelfSigned(cert *x509.Certificate) bool {
+	return bytes.Equal(cert.RawIssuer, cert.RawSubject) && cert.CheckSignatureFrom(cert) == nil
+}
+
+func worse(a, b Status) Status {
+	rank := map[Status]int{Valid: 0, Suspended: 1, Revoked: 2}
+	if rank[b] > rank[a] {
+		return b
+	}
+	return a
+}
+
+// checkOne asks cert's OCSP responders, then its CRL distribution points,
+// and returns the first usable answer.
+func (c *Checker) checkOne(ctx context.Context, cert, issuer *x509.Certificate, crls map[string]crlResult) (Status, time.Time, error) {
+	var errs []error
+	for _, u := range cert.OCSPServer {
+		s, until, err := c.ocsp(ctx, u, cert, issuer)
+		if err == nil {
+			return s, until, nil
+		}
+		errs = append(errs, fmt.Errorf("OCSP %s: %w", u, err))
+	}
+	for _, u := range cert.CRLDistributionPoints {
+		r, ok := crls[u]
+		if !ok {
+			r.crl, r.err = c.fetchCRL(ctx, u)
+			crls[u] = r
+		}
+		if r.err != nil {
+			errs = append(errs, fmt.Errorf("CRL %s: %w", u, r.err))
+			continue
+		}
+		s, until, err := c.crlStatus(r.crl, cert, issuer)
+		if err == nil {
+			return s, until, nil
+		}
+		errs = append(errs, fmt.Errorf("CRL %s: %w", u, err))
+	}
+	return "", time.Time{}, errors.Join(errs...)
+}
+
+// untilOf is how long an answer with nextUpdate next, fetched now, is good.
+func (c *Checker) untilOf(now, next time.Time) time.Time {
+	if next.IsZero() {
+		return now.Add(2 * c.cfg.Refresh)
+	}
+	return next
+}
+
+// fresh checks an answer's thisUpdate and nextUpdate against now.
+func fresh(now, this, next time.Time) error {
+	switch {
+	case this.After(now.Add(skew)):
+		return fmt.Errorf("thisUpdate %s is in the future", this.UTC().Format(time.RFC3339))
+	case !next.IsZero() && !now.Before(next):
+		return fmt.Errorf("stale: nextUpdate %s has passed", next.UTC().Format(time.RFC3339))
+	}
+	return nil
+}
+
+func (c *Checker) ocsp(ctx context.Context, u string, cert, issuer *x509.Certificate) (Status, time.Time, error) {
+	req, err := ocsp.CreateRequest(cert, issuer, nil)
+	if err != nil {
+		return "", time.Time{}, err
+	}
+	body, err := c.fetch(ctx, http.MethodPost, u, req, maxOCSPSize)
+	if err != nil {
+		return "", time.Time{}, err
+	}
+	resp, err := ocsp.ParseResponseForCert(body, cert, issuer)
+	if err != nil {
+		return "", time.Time{}, err
+	}
+	// A delegated responder must be certified by the issuer for
+	// id-kp-OCSPSigning (RFC 6960 §4.2.2.2); the library checked the
+	// issuer's signature on it.
+	if rc := resp.Certificate; rc != nil && !bytes.Equal(rc.Raw, issuer.Raw) {
+		if !hasEKU(rc, x509.ExtKeyUsageOCSPSigning) {
+			return "", time.Time{}, errors.New("responder certificate lacks id-kp-OCSPSigning")
+		}
+		now := c.cfg.Now()
+		if now.Before(rc.NotBefore) || now.After(rc.NotAfter) {
+			return "", time.Time{}, errors.New("responder certificate is not valid now")
+		}
+	}
+	now := c.cfg.Now()
+	if err := fresh(now, resp.ThisUpdate, resp.NextUpdate); err != nil {
+		return "", time.Time{}, err
+	}
+	until := c.untilOf(now, resp.NextUpdate)
+	switch resp.Status {
+	case ocsp.Good:
+		return Valid, until, nil
+	case ocsp.Revoked:
+		if resp.RevocationReason == ocsp.CertificateHold {
+			return Suspended, until, nil
+		}
+		return Revoked, until, nil
+	}
+	return "", time.Time{}, errors.New("responder does not know the certificate")
+}
+
+func hasEKU(cert *x509.Certificate, want x509.ExtKeyUsage) bool {
+	for _, u := range cert.ExtKeyUsage {
+		if u == want {
+			return true
+		}
+	}
+	return false
+}
+
+type crlResult struct {
+	crl *x509.RevocationList
+	err error
+}
+
+func (c *Checker) fetchCRL(ctx context.Context, u string) (*x509.RevocationList, error) {
+	body, err := c.fetch(ctx, http.MethodGet, u, nil, c.cfg.MaxCRLSize)
+	if err != nil {
+		return nil, err
+	}
+	if b, _ := pem.Decode(body); b != nil && b.Type == "X509 CRL" {
+		body = b.Bytes
+	}
+	return x509.ParseRevocationList(body)
+}
+
+func (c *Checker) crlStatus(crl *x509.RevocationList, cert, issuer *x509.Certificate) (Status, time.Time, error) {
+	if !bytes.Equal(crl.RawIssuer, issuer.RawSubject) {
+		return "", time.Time{}, errors.New("issued by another CA")
+	}
+	if err := crl.CheckSignatureFrom(issuer); err != nil {
+		return "", time.Time{}, fmt.Errorf("signature: %w", err)
+	}
+	now := c.cfg.Now()
+	if err := fresh(now, crl.ThisUpdate, crl.NextUpdate); err != nil {
+		return "", time.Time{}, err
+	}
+	until := c.untilOf(now, crl.NextUpdate)
+	for _, e := range crl.RevokedCertificateEntries {
+		if e.SerialNumber.Cmp(cert.SerialNumber) != 0 {
+			continue
+		}
+		if e.ReasonCode == ocsp.CertificateHold {
+			return Suspended, until, nil
+		}
+		return Revoked, until, nil
+	}
+	return Valid, until, nil
+}
+
+// fetch does one request of at most max response bytes, over http or
+// https only.
+func (c *Checker) fetch(ctx context.Context, method, rawURL string, body []byte, max int64) ([]byte, error) {
+	u, err := url.Parse(rawURL)
+	if err != nil || u.Scheme != "http" && u.Scheme != "https" || u.Host == "" {
+		return nil, errors.New("not an http(s) URL")
+	}
+	ctx, cancel := context.WithTimeout(ctx, c.cfg.Timeout)
+	defer cancel()
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, u.String(), rd)
+	if err != nil {
+		return nil, err
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/ocsp-request")
+	}
+	resp, err := c.cfg.Client.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("HTTP %d", resp.StatusCode)
+	}
+	data, err := io.ReadAll(io.LimitReader(resp.Body, max+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(data)) > max {
+		return nil, fmt.Errorf("response larger than %d bytes", max)
+	}
+	return data, nil
+}

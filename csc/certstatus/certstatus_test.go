@@ -1,0 +1,354 @@
+package certstatus_test
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"golang.org/x/crypto/ocsp"
+
+	"github.com/signd/signd/csc/certstatus"
+	"github.com/signd/signd/csc/certstatus/certstatustest"
+)
+
+// clock is a settable test clock.
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
+func (c *clock) Add(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = c.t.Add(d)
+}
+
+type fixture struct {
+	clk     *clock
+	ca      *certstatustest.CA
+	checker *certstatus.Checker
+}
+
+func newFixture(t *testing.T) *fixture {
+	clk := &clock{t: time.Now()}
+	ca := certstatustest.New(t, "Status CA", clk.Now)
+	return &fixture{clk: clk, ca: ca, checker: certstatus.New(certstatus.Config{
+		Now: clk.Now, Refresh: 10 * time.Minute, Timeout: 2 * time.Second,
+	})}
+}
+
+func (f *fixture) leaf(t *testing.T, ocspOn, crlOn bool) (*x509.Certificate, [][]byte) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cert := f.ca.Issue(t, key.Public(), certstatustest.Leaf{Subject: pkix.Name{CommonName: "Signer"}, OCSP: ocspOn, CRL: crlOn})
+	return cert, [][]byte{cert.Raw, f.ca.Cert.Raw}
+}
+
+func (f *fixture) refresh(chains ...[][]byte) {
+	f.checker.Refresh(context.Background(), chains)
+}
+
+func TestStatus(t *testing.T) {
+	tests := []struct {
+		name          string
+		ocsp, crl     bool
+		setup         func(ca *certstatustest.CA, leaf *x509.Certificate)
+		want          certstatus.Status
+		wantCurrent   bool
+		wantOCSPFetch bool
+	}{
+		{name: "OCSP good", ocsp: true, want: certstatus.Valid, wantCurrent: true},
+		{name: "OCSP revoked", ocsp: true, want: certstatus.Revoked, wantCurrent: true,
+			setup: func(ca *certstatustest.CA, l *x509.Certificate) { ca.Revoke(l.SerialNumber, ocsp.KeyCompromise) }},
+		{name: "OCSP on hold", ocsp: true, want: certstatus.Suspended, wantCurrent: true,
+			setup: func(ca *certstatustest.CA, l *x509.Certificate) { ca.Revoke(l.SerialNumber, ocsp.CertificateHold) }},
+		{name: "CRL good", crl: true, want: certstatus.Valid, wantCurrent: true},
+		{name: "CRL revoked", crl: true, want: certstatus.Revoked, wantCurrent: true,
+			setup: func(ca *certstatustest.CA, l *x509.Certificate) { ca.Revoke(l.SerialNumber, ocsp.Unspecified) }},
+		{name: "CRL on hold", crl: true, want: certstatus.Suspended, wantCurrent: true,
+			setup: func(ca *certstatustest.CA, l *x509.Certificate) { ca.Revoke(l.SerialNumber, ocsp.CertificateHold) }},
+		{name: "OCSP down, CRL answers", ocsp: true, crl: true, want: certstatus.Revoked, wantCurrent: true,
+			setup: func(ca *certstatustest.CA, l *x509.Certificate) {
+				ca.SetDown(true, false)
+				ca.Revoke(l.SerialNumber, ocsp.Superseded)
+			}},
+		{name: "both down: never answered", ocsp: true, crl: true, want: certstatus.Valid, wantCurrent: false,
+			setup: func(ca *certstatustest.CA, _ *x509.Certificate) { ca.SetDown(true, true) }},
+		{name: "bad CRL signature", crl: true, want: certstatus.Valid, wantCurrent: false,
+			setup: func(ca *certstatustest.CA, _ *x509.Certificate) { ca.SetBadSignature(true) }},
+		{name: "bad OCSP signature", ocsp: true, want: certstatus.Valid, wantCurrent: false,
+			setup: func(ca *certstatustest.CA, _ *x509.Certificate) { ca.SetBadSignature(true) }},
+		{name: "stale answers", ocsp: true, crl: true, want: certstatus.Valid, wantCurrent: false,
+			setup: func(ca *certstatustest.CA, _ *x509.Certificate) { ca.SetNextUpdate(-time.Second) }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFixture(t)
+			leaf, chain := f.leaf(t, tt.ocsp, tt.crl)
+			if tt.setup != nil {
+				tt.setup(f.ca, leaf)
+			}
+			if s, cur := f.checker.Status(chain); s != certstatus.Valid || cur {
+				t.Fatalf("before the first refresh: %s, current %v; want valid, not current", s, cur)
+			}
+			f.refresh(chain)
+			s, cur := f.checker.Status(chain)
+			if s != tt.want || cur != tt.wantCurrent {
+				t.Fatalf("Status = %s, current %v; want %s, current %v", s, cur, tt.want, tt.wantCurrent)
+			}
+		})
+	}
+}
+
+// A chain that names no revocation source has nothing to check: valid
+// and current without any refresh.
+func TestNothingToCheck(t *testing.T) {
+	f := newFixture(t)
+	_, chain := f.leaf(t, false, false)
+	if s, cur := f.checker.Status(chain); s != certstatus.Valid || !cur {
+		t.Fatalf("Status = %s, %v; want valid, current", s, cur)
+	}
+	f.refresh(chain)
+	if s, cur := f.checker.Status(chain); s != certstatus.Valid || !cur {
+		t.Fatalf("after refresh: %s, %v; want valid, current", s, cur)
+	}
+}
+
+// A leaf that names a CRL without its issuer in the chain cannot be
+// verified: never current.
+func TestIssuerMissing(t *testing.T) {
+	f := newFixture(t)
+	_, chain := f.leaf(t, false, true)
+	chain = chain[:1]
+	f.refresh(chain)
+	if s, cur := f.checker.Status(chain); cur {
+		t.Fatalf("Status = %s, current; want not current", s)
+	}
+}
+
+// Fetch failures keep the last good answer until its nextUpdate, then the
+// answer is no longer current (hard fail); a fresh answer restores it.
+func TestOutageKeepsLastGoodUntilNextUpdate(t *testing.T) {
+	f := newFixture(t)
+	leaf, chain := f.leaf(t, true, true)
+	f.refresh(chain)
+	f.ca.Revoke(leaf.SerialNumber, ocsp.CertificateHold)
+	f.refresh(chain)
+	if s, cur := f.checker.Status(chain); s != certstatus.Suspended || !cur {
+		t.Fatalf("Status = %s, %v; want suspended, current", s, cur)
+	}
+	f.ca.SetDown(true, true)
+	f.clk.Add(30 * time.Minute)
+	f.refresh(chain)
+	if s, cur := f.checker.Status(chain); s != certstatus.Suspended || !cur {
+		t.Fatalf("down, before nextUpdate: %s, %v; want suspended, current", s, cur)
+	}
+	f.clk.Add(31 * time.Minute) // past the hour of nextUpdate
+	f.refresh(chain)
+	if s, cur := f.checker.Status(chain); s != certstatus.Suspended || cur {
+		t.Fatalf("down, past nextUpdate: %s, %v; want suspended (last known), not current", s, cur)
+	}
+	f.ca.SetDown(false, false)
+	f.ca.Unrevoke(leaf.SerialNumber)
+	f.refresh(chain)
+	if s, cur := f.checker.Status(chain); s != certstatus.Valid || !cur {
+		t.Fatalf("back up: %s, %v; want valid, current", s, cur)
+	}
+}
+
+// One refresh fetches a shared CRL once.
+func TestCRLFetchedOncePerRefresh(t *testing.T) {
+	f := newFixture(t)
+	_, a := f.leaf(t, false, true)
+	_, b := f.leaf(t, false, true)
+	f.refresh(a, b, a)
+	if n := f.ca.Fetches("/crl"); n != 1 {
+		t.Fatalf("CRL fetched %d times, want 1", n)
+	}
+}
+
+// Chains no longer listed are forgotten; an intermediate's revocation
+// revokes the chain.
+func TestChainRules(t *testing.T) {
+	f := newFixture(t)
+	_, chain := f.leaf(t, true, false)
+	f.refresh(chain)
+	f.refresh()
+	if _, cur := f.checker.Status(chain); cur {
+		t.Fatal("a forgotten chain is still current")
+	}
+
+	// An intermediate CA under f.ca, revoked on f.ca's CRL.
+	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	inter := f.ca.Issue(t, key.Public(), certstatustest.Leaf{Subject: pkix.Name{CommonName: "Intermediate"}, CRL: true,
+		KeyUsage: x509.KeyUsageCertSign})
+	leaf, _ := f.leaf(t, false, false)
+	full := [][]byte{leaf.Raw, inter.Raw, f.ca.Cert.Raw}
+	f.refresh(full)
+	if s, cur := f.checker.Status(full); s != certstatus.Valid || !cur {
+		t.Fatalf("intermediate good: %s, %v", s, cur)
+	}
+	f.ca.Revoke(inter.SerialNumber, ocsp.CACompromise)
+	f.refresh(full)
+	if s, cur := f.checker.Status(full); s != certstatus.Revoked || !cur {
+		t.Fatalf("intermediate revoked: %s, %v; want revoked", s, cur)
+	}
+}
+
+// Run refreshes at once and stops with its context.
+func TestRun(t *testing.T) {
+	f := newFixture(t)
+	leaf, chain := f.leaf(t, true, false)
+	f.ca.Revoke(leaf.SerialNumber, ocsp.KeyCompromise)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	listed := make(chan struct{}, 1)
+	go func() {
+		f.checker.Run(ctx, func(context.Context) ([][][]byte, error) {
+			defer func() {
+				select {
+				case listed <- struct{}{}:
+				default:
+				}
+			}()
+			return [][][]byte{chain}, nil
+		})
+		close(done)
+	}()
+	<-listed
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		if s, _ := f.checker.Status(chain); s == certstatus.Revoked {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("Run did not refresh")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	cancel()
+	<-done
+}
+
+// A chain Status meets after Run's first refresh (a certificate imported
+// since) is fetched without waiting for the next tick.
+func TestRunKickedByNewChain(t *testing.T) {
+	f := newFixture(t) // refresh every 10 minutes
+	_, first := f.leaf(t, true, false)
+	leaf, later := f.leaf(t, true, false)
+	f.ca.Revoke(leaf.SerialNumber, ocsp.KeyCompromise)
+	var mu sync.Mutex
+	chains := [][][]byte{first}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go f.checker.Run(ctx, func(context.Context) ([][][]byte, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		return chains, nil
+	})
+	waitFor(t, func() bool { _, cur := f.checker.Status(first); return cur })
+	mu.Lock()
+	chains = append(chains, later)
+	mu.Unlock()
+	waitFor(t, func() bool { s, cur := f.checker.Status(later); return s == certstatus.Revoked && cur })
+}
+
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not met within 5s")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// A chain that ends at an intermediate naming a CRL (its root left out,
+// as chains often are) is checked up to the intermediate, which is where
+// the chain ends.
+func TestChainEndsAtIntermediate(t *testing.T) {
+	f := newFixture(t)
+	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	inter := f.ca.Issue(t, key.Public(), certstatustest.Leaf{Subject: pkix.Name{CommonName: "Intermediate"}, CRL: true,
+		KeyUsage: x509.KeyUsageCertSign})
+	f.ca.SetDown(true, true) // the root's CRL is never fetched
+	leaf, _ := f.leaf(t, false, false)
+	chain := [][]byte{leaf.Raw, inter.Raw}
+	if s, cur := f.checker.Status(chain); s != certstatus.Valid || !cur {
+		t.Fatalf("Status = %s, %v; want valid, current", s, cur)
+	}
+}
+
+// Answers the checker must not take: a delegated OCSP responder without
+// id-kp-OCSPSigning, a CRL over the size cap, a distribution point that is
+// not http(s). With a proper delegated responder the answer counts.
+func TestRefusedSources(t *testing.T) {
+	t.Run("delegated responder with id-kp-OCSPSigning", func(t *testing.T) {
+		f := newFixture(t)
+		leaf, chain := f.leaf(t, true, false)
+		f.ca.SetResponder(t, true)
+		f.ca.Revoke(leaf.SerialNumber, ocsp.KeyCompromise)
+		f.refresh(chain)
+		if s, cur := f.checker.Status(chain); s != certstatus.Revoked || !cur {
+			t.Fatalf("Status = %s, %v; want revoked, current", s, cur)
+		}
+	})
+	t.Run("delegated responder without id-kp-OCSPSigning", func(t *testing.T) {
+		f := newFixture(t)
+		_, chain := f.leaf(t, true, false)
+		f.ca.SetResponder(t, false)
+		f.refresh(chain)
+		if s, cur := f.checker.Status(chain); cur {
+			t.Fatalf("Status = %s, current; want not current", s)
+		}
+	})
+	t.Run("CRL over the size cap", func(t *testing.T) {
+		f := newFixture(t)
+		f.checker = certstatus.New(certstatus.Config{Now: f.clk.Now, MaxCRLSize: 64})
+		_, chain := f.leaf(t, false, true)
+		f.refresh(chain)
+		if s, cur := f.checker.Status(chain); cur {
+			t.Fatalf("Status = %s, current; want not current", s)
+		}
+	})
+	t.Run("ldap and file distribution points", func(t *testing.T) {
+		f := newFixture(t)
+		// A client that could read file: URLs, and a good CRL in a
+		// file: only the checker's own rule keeps it from being used.
+		tr := &http.Transport{}
+		tr.RegisterProtocol("file", http.NewFileTransport(http.Dir("/")))
+		f.checker = certstatus.New(certstatus.Config{Now: f.clk.Now, Client: &http.Client{Transport: tr}})
+		res, err := http.Get(f.ca.URL + "/crl")
+		if err != nil {
+			t.Fatal(err)
+		}
+		crl, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		file := filepath.Join(t.TempDir(), "ca.crl")
+		if err := os.WriteFile(file, crl, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+		leaf := f.ca.Issue(t, key.Public(), certstatustest.Leaf{Subject: pkix.Name{CommonName: "Signer"},
+			CRLURLs: []string{"ldap://ldap.example/cn=CA?certificateRevocationList", "file://" + file}})
+		chain := [][]byte{leaf.Raw, f.ca.Cert.Raw}
+		f.refresh(chain)
+		if s, cur := f.checker.Status(chain); cur {
+			t.Fatalf("Status = %s, current; want not current", s)
+		}
+	})
+}

@@ -1,0 +1,25 @@
+// Package certstatus finds out whether the certificates of signing
+// credentials are revoked or suspended, from the OCSP responders
+// (authority information access, RFC 6960) and CRL distribution points
+// (RFC 5280 §4.2.1.13, §5) the certificates name.
+//
+// A Checker keeps the last good answer per chain in memory; Refresh
+// (called by Run on a fixed interval) fetches fresh answers, and Status,
+// on the signing path, only reads the cache. Every certificate of a chain
+// but the last is checked against the next one (its issuer; the last is
+// where the chain ends, a root or an intermediate under a root the relying
+// party holds; a leaf alone that names a source cannot be verified and is
+// never current): OCSP first,
+// then the CRL when no responder gave a usable answer. Every answer is
+// verified against the issuer (an OCSP response signed by the issuer or by
+// a responder certificate the issuer signed for id-kp-OCSPSigning; a CRL
+// signed by the issuer, naming it), and must be current (thisUpdate not in
+// the future, nextUpdate not passed).
+//
+// Failure policy (hard fail): a fetch that fails keeps the last good answer
+// until its nextUpdate (an answer without nextUpdate is good for two
+// refresh intervals). From then on, and for a chain never answered at all,
+// Status reports the answer as not current and the signing service
+// refuses to sign with it. A chain whose certificates name no responder
+// and no distribution point has nothing to check and is always current.
+package certstatus

@@ -1,0 +1,36 @@
+package bolt
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/signd/signd/store"
+)
+
+// A credential record written before DisabledBy existed (no disabled_by
+// member) reads as disabled by an admin ("") and is valid; one written now
+// keeps the owner.
+func TestCredentialRecordDisabledBy(t *testing.T) {
+	old := `{"id":"c1","owner":"alice","key_id":"AQID","label":"l","algorithm":"rsa-2048","key_bits":2048,` +
+		`"chain":["MAMCAQE="],"status":"disabled","created_at":"2026-01-02T03:04:05Z","updated_at":"2026-01-02T03:04:05Z"}`
+	var r credentialRecord
+	if err := json.Unmarshal([]byte(old), &r); err != nil {
+		t.Fatal(err)
+	}
+	c := r.credential()
+	if c.Status != store.CredentialDisabled || c.DisabledBy != "" {
+		t.Fatalf("old record: %s by %q", c.Status, c.DisabledBy)
+	}
+	if err := c.Validate(); err != nil {
+		t.Fatalf("old record: %v", err)
+	}
+	c.DisabledBy = store.DisabledByOwner
+	raw, err := json.Marshal(credentialToRecord(c))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back credentialRecord
+	if err := json.Unmarshal(raw, &back); err != nil || back.credential().DisabledBy != store.DisabledByOwner {
+		t.Fatalf("round trip: %s, %v", raw, err)
+	}
+}
