@@ -1,0 +1,276 @@
+package main
+
+import (
+	"crypto"
+	"crypto/rsa"
+	"crypto/sha256"
+	"crypto/x509"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"golang.org/x/oauth2"
+
+	"github.com/signd/signd/oauth/oauthtest"
+	softhsmtest "github.com/signd/signd/softhsm-test"
+	"github.com/signd/signd/store/etcd/etcdtest"
+)
+
+// The embedded etcd of this package's tests: started by the first test
+// that needs it, stopped by TestMain (stopEtcd).
+var (
+	etcdOnce   sync.Once
+	etcdServer *etcdtest.Server
+	etcdDir    string
+	etcdErr    error
+)
+
+// sharedEtcd returns the package's embedded etcd server, starting it once.
+func sharedEtcd(t *testing.T) *etcdtest.Server {
+	t.Helper()
+	etcdOnce.Do(func() {
+		if etcdDir, etcdErr = os.MkdirTemp("", "signd-etcd-"); etcdErr != nil {
+			return
+		}
+		etcdServer, etcdErr = etcdtest.Start(etcdDir)
+	})
+	if etcdErr != nil {
+		t.Fatal(etcdErr)
+	}
+	return etcdServer
+}
+
+// stopEtcd stops the embedded etcd if a test started it.
+func stopEtcd() {
+	if etcdServer != nil {
+		etcdServer.Close()
+	}
+	if etcdDir != "" {
+		os.RemoveAll(etcdDir)
+	}
+}
+
+// newEtcdEnv is newEnv on the embedded etcd under prefix (a fresh one when
+// empty): store.backend etcd. Nodes of one installation share the prefix.
+func newEtcdEnv(t *testing.T, prefix string) *env {
+	t.Helper()
+	srv := sharedEtcd(t)
+	if prefix == "" {
+		prefix = srv.Prefix()
+	}
+	e := newEnv(t, "")
+	e.setConfig("store:\n", fmt.Sprintf("store:\n  backend: etcd\n  etcd:\n    endpoints: [%s]\n    prefix: %s\n",
+		strings.Join(srv.Endpoints, ", "), prefix))
+	return e
+}
+
+// codeFlow runs the browser part of an authorization code flow for alice
+// at conf's authorization endpoint (logging in unless the browser's login
+// session still holds) and returns the code (not redeemed).
+func codeFlow(t *testing.T, browser *oauthtest.Browser, conf oauth2.Config, scope, state string, params ...oauth2.AuthCodeOption) string {
+	t.Helper()
+	c := conf
+	c.Scopes = []string{scope}
+	s, err := browser.Get(c.AuthCodeURL(state, append(params, oauth2.SetAuthURLParam("lang", "en"))...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Form != nil && s.Form.Has("password") { // else the login session is reused
+		if s, err = browser.Submit(s.Form, map[string]string{"username": "alice", "password": journeyPassword}, "approve"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if s.Form == nil {
+		t.Fatalf("%s: no consent page: %d %s", scope, s.Status, oauthtest.Text(s.Body))
+	}
+	set := map[string]string{}
+	if scope == "credential" {
+		set["pin"] = journeyPIN
+	}
+	if s, err = browser.Submit(s.Form, set, "approve"); err != nil {
+		t.Fatal(err)
+	}
+	q := s.Query()
+	if !s.Redirected() || q.Get("code") == "" || q.Get("state") != state {
+		t.Fatalf("%s: no code: %d %v %s", scope, s.Status, s.Location, oauthtest.Text(s.Body))
+	}
+	return q.Get("code")
+}
+
+// signHashBody is the signHash request for one SHA-256 digest.
+func signHashBody(cred, sad string, digest []byte) string {
+	body, _ := json.Marshal(map[string]any{
+		"credentialID": cred, "SAD": sad, "hash": []string{base64.StdEncoding.EncodeToString(digest)},
+		"hashAlgo": "2.16.840.1.101.3.4.2.1", "signAlgo": "1.2.840.113549.1.1.1",
+	})
+	return string(body)
+}
+
+// TestCSCJourneyEtcd: `signd serve` on etcd (store.backend etcd) with the
+// real token: enrolment through the CLI, the service and credential flows,
+// a signHash whose signature verifies with the certificate, the SAD spent
+// once, and `signd audit verify` reading the chain from etcd.
+func TestCSCJourneyEtcd(t *testing.T) {
+	e := newEtcdEnv(t, "")
+	cred, base, _ := startJourney(t, e)
+	conf, ctx := journeyClient(base)
+	browser := oauthtest.NewBrowser(nil)
+
+	service, err := conf.Exchange(ctx, codeFlow(t, browser, conf, "service", "state-service"))
+	if err != nil {
+		t.Fatalf("service token: %v", err)
+	}
+	status, info := postJSON(t, base+"/csc/v1/credentials/info", service.AccessToken,
+		`{"credentialID":"`+cred+`","certificates":"chain"}`)
+	if status != 200 {
+		t.Fatalf("credentials/info: %d %v", status, info)
+	}
+	leafDER, _ := base64.StdEncoding.DecodeString(info["cert"].(map[string]any)["certificates"].([]any)[0].(string))
+	leaf, err := x509.ParseCertificate(leafDER)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	digest := sha256.Sum256([]byte("%PDF-1.7 signed on etcd"))
+	sad, err := conf.Exchange(ctx, codeFlow(t, browser, conf, "credential", "state-credential",
+		oauth2.SetAuthURLParam("credentialID", cred), oauth2.SetAuthURLParam("numSignatures", "1"),
+		oauth2.SetAuthURLParam("hash", base64.RawURLEncoding.EncodeToString(digest[:]))))
+	if err != nil {
+		t.Fatalf("SAD: %v", err)
+	}
+	body := signHashBody(cred, sad.AccessToken, digest[:])
+	status, res := postJSON(t, base+"/csc/v1/signatures/signHash", service.AccessToken, body)
+	if status != 200 {
+		t.Fatalf("signHash: %d %v", status, res)
+	}
+	sig, _ := base64.StdEncoding.DecodeString(res["signatures"].([]any)[0].(string))
+	if err := rsa.VerifyPKCS1v15(leaf.PublicKey.(*rsa.PublicKey), crypto.SHA256, digest[:], sig); err != nil {
+		t.Errorf("crypto/rsa: %v", err)
+	}
+	softhsmtest.VerifyWithOpenSSL(t, leafDER, digest[:], sig)
+
+	status, res = postJSON(t, base+"/csc/v1/signatures/signHash", service.AccessToken, body)
+	if status != 400 || res["error_description"] != "Invalid parameter SAD" {
+		t.Errorf("second signHash with the SAD: %d %v", status, res)
+	}
+	if out := e.must("", "audit", "verify"); !strings.HasPrefix(out, "audit log intact: ") {
+		t.Errorf("audit verify: %q", out)
+	}
+	if _, _, err := e.run("", "store", "check"); err == nil || !strings.Contains(err.Error(), "etcdctl snapshot save") {
+		t.Errorf("store check on etcd: %v", err)
+	}
+}
+
+// TestEtcdCluster: three signd nodes on one etcd prefix and one token.
+// A code redeemed at two nodes at once gives one token; a SAD presented at
+// all three at once gives exactly one signature; the audit chain is one,
+// intact, and verifiable from every node.
+func TestEtcdCluster(t *testing.T) {
+	prefix := sharedEtcd(t).Prefix()
+	var nodes []*env
+	for range 3 {
+		nodes = append(nodes, newEtcdEnv(t, prefix))
+	}
+	// One installation: the nodes share the pairwise salt (a file every
+	// node of a real deployment gets from the same secret).
+	salt := filepath.Join(nodes[0].dir, "pairwise.salt")
+	for _, n := range nodes[1:] {
+		n.setConfig("pairwise_salt_file: "+n.dir+"/pairwise.salt", "pairwise_salt_file: "+salt)
+	}
+	cred := journeyAlice(t, nodes[0])
+	var bases []string
+	for _, n := range nodes {
+		addr, _ := n.startDaemon()
+		bases = append(bases, "http://"+addr)
+	}
+	conf, ctx := journeyClient(bases[0])
+	browser := oauthtest.NewBrowser(nil)
+
+	// The same code at two nodes at once: one token.
+	code := codeFlow(t, browser, conf, "service", "state-service")
+	type result struct {
+		tok *oauth2.Token
+		err error
+	}
+	results := make([]result, 2)
+	var wg sync.WaitGroup
+	for i := range results {
+		wg.Go(func() {
+			c, _ := journeyClient(bases[i+1])
+			tok, err := c.Exchange(ctx, code)
+			results[i] = result{tok, err}
+		})
+	}
+	wg.Wait()
+	var service *oauth2.Token
+	for i, r := range results {
+		var re *oauth2.RetrieveError
+		switch {
+		case r.err == nil:
+			if service != nil {
+				t.Fatalf("the code gave two tokens")
+			}
+			service = r.tok
+		case !errors.As(r.err, &re) || re.ErrorCode != "invalid_grant":
+			t.Errorf("node %d: exchange: %v", i+2, r.err)
+		}
+	}
+	if service == nil {
+		t.Fatal("the code gave no token")
+	}
+	// The loser saw the code redeemed: reuse revokes the token issued for
+	// it (RFC 6749 §4.1.2), on every node.
+	for i, base := range bases {
+		if st, res := postJSON(t, base+"/csc/v1/credentials/list", service.AccessToken, `{}`); st != http.StatusUnauthorized {
+			t.Errorf("node %d: the token of a reused code still works: %d %v", i+1, st, res)
+		}
+	}
+	service, err := conf.Exchange(ctx, codeFlow(t, browser, conf, "service", "state-service-2"))
+	if err != nil {
+		t.Fatalf("service token: %v", err)
+	}
+
+	// The same SAD at three nodes at once: one signature.
+	digest := sha256.Sum256([]byte("%PDF-1.7 one signature for three nodes"))
+	sad, err := conf.Exchange(ctx, codeFlow(t, browser, conf, "credential", "state-credential",
+		oauth2.SetAuthURLParam("credentialID", cred), oauth2.SetAuthURLParam("numSignatures", "1"),
+		oauth2.SetAuthURLParam("hash", base64.RawURLEncoding.EncodeToString(digest[:]))))
+	if err != nil {
+		t.Fatalf("SAD: %v", err)
+	}
+	body := signHashBody(cred, sad.AccessToken, digest[:])
+	statuses := make([]int, len(bases))
+	descs := make([]any, len(bases))
+	for i, base := range bases {
+		wg.Go(func() {
+			var res map[string]any
+			statuses[i], res = postJSON(t, base+"/csc/v1/signatures/signHash", service.AccessToken, body)
+			descs[i] = res["error_description"]
+		})
+	}
+	wg.Wait()
+	signed := 0
+	for i, st := range statuses {
+		switch {
+		case st == http.StatusOK:
+			signed++
+		case st != http.StatusBadRequest || descs[i] != "Invalid parameter SAD":
+			t.Errorf("node %d: signHash %d %v", i+1, st, descs[i])
+		}
+	}
+	if signed != 1 {
+		t.Fatalf("%d signatures from one SAD at three nodes, want 1", signed)
+	}
+	for i, n := range nodes {
+		if out := n.must("", "audit", "verify"); !strings.HasPrefix(out, "audit log intact: ") {
+			t.Errorf("node %d: audit verify: %q", i+1, out)
+		}
+	}
+}
