@@ -187,7 +187,7 @@ func (db *DB) Health() error {
 	ctx, cancel := db.requestContext(context.Background())
 	defer cancel()
 	if _, err := db.kv.Get(ctx, db.versionKey("health")); err != nil {
-		return db.unavailable(ctx, err)
+		return db.unavailable(context.Background(), err)
 	}
 	return nil
 }
