@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"crypto"
 	"crypto/rsa"
 	"crypto/sha256"
@@ -20,6 +21,8 @@ import (
 
 	"github.com/signd/signd/oauth/oauthtest"
 	softhsmtest "github.com/signd/signd/softhsm-test"
+	"github.com/signd/signd/store"
+	"github.com/signd/signd/store/etcd"
 	"github.com/signd/signd/store/etcd/etcdtest"
 )
 
@@ -59,13 +62,14 @@ func stopEtcd() {
 
 // newEtcdEnv is newEnv on the embedded etcd under prefix (a fresh one when
 // empty): store.backend etcd. Nodes of one installation share the prefix.
-func newEtcdEnv(t *testing.T, prefix string) *env {
+// extra is appended to the config, as for newEnv.
+func newEtcdEnv(t *testing.T, prefix, extra string) *env {
 	t.Helper()
 	srv := sharedEtcd(t)
 	if prefix == "" {
 		prefix = srv.Prefix()
 	}
-	e := newEnv(t, "")
+	e := newEnv(t, extra)
 	e.setConfig("store:\n", fmt.Sprintf("store:\n  backend: etcd\n  etcd:\n    endpoints: [%s]\n    prefix: %s\n",
 		strings.Join(srv.Endpoints, ", "), prefix))
 	return e
@@ -118,7 +122,7 @@ func signHashBody(cred, sad string, digest []byte) string {
 // a signHash whose signature verifies with the certificate, the SAD spent
 // once, and `signd audit verify` reading the chain from etcd.
 func TestCSCJourneyEtcd(t *testing.T) {
-	e := newEtcdEnv(t, "")
+	e := newEtcdEnv(t, "", "")
 	cred, base, _ := startJourney(t, e)
 	conf, ctx := journeyClient(base)
 	browser := oauthtest.NewBrowser(nil)
@@ -173,23 +177,7 @@ func TestCSCJourneyEtcd(t *testing.T) {
 // all three at once gives exactly one signature; the audit chain is one,
 // intact, and verifiable from every node.
 func TestEtcdCluster(t *testing.T) {
-	prefix := sharedEtcd(t).Prefix()
-	var nodes []*env
-	for range 3 {
-		nodes = append(nodes, newEtcdEnv(t, prefix))
-	}
-	// One installation: the nodes share the pairwise salt (a file every
-	// node of a real deployment gets from the same secret).
-	salt := filepath.Join(nodes[0].dir, "pairwise.salt")
-	for _, n := range nodes[1:] {
-		n.setConfig("pairwise_salt_file: "+n.dir+"/pairwise.salt", "pairwise_salt_file: "+salt)
-	}
-	cred := journeyAlice(t, nodes[0])
-	var bases []string
-	for _, n := range nodes {
-		addr, _ := n.startDaemon()
-		bases = append(bases, "http://"+addr)
-	}
+	nodes, bases, cred := startCluster(t, "")
 	conf, ctx := journeyClient(bases[0])
 	browser := oauthtest.NewBrowser(nil)
 
@@ -273,4 +261,108 @@ func TestEtcdCluster(t *testing.T) {
 			t.Errorf("node %d: audit verify: %q", i+1, out)
 		}
 	}
+}
+
+// startCluster starts three nodes on one fresh etcd prefix with extra
+// config (as for newEnv), after adding alice and rp through the first; it
+// returns the nodes, their URLs and alice's credential.
+func startCluster(t *testing.T, extra string) (nodes []*env, bases []string, cred string) {
+	t.Helper()
+	prefix := sharedEtcd(t).Prefix()
+	for range 3 {
+		nodes = append(nodes, newEtcdEnv(t, prefix, extra))
+	}
+	// One installation: the nodes share the pairwise salt (a file every
+	// node of a real deployment gets from the same secret).
+	salt := filepath.Join(nodes[0].dir, "pairwise.salt")
+	for _, n := range nodes[1:] {
+		n.setConfig("pairwise_salt_file: "+n.dir+"/pairwise.salt", "pairwise_salt_file: "+salt)
+	}
+	cred = journeyAlice(t, nodes[0])
+	for _, n := range nodes {
+		addr, _ := n.startDaemon()
+		bases = append(bases, "http://"+addr)
+	}
+	return nodes, bases, cred
+}
+
+// TestEtcdClusterPINLockout: twenty-one wrong PINs fired at once, spread
+// over three nodes (oauth.max_failures 3): at most max_failures-1 are
+// answered "wrong PIN", the rest find the PIN locked, and the store
+// counted exactly 3 failures and locked the PIN.
+func TestEtcdClusterPINLockout(t *testing.T) {
+	nodes, bases, cred := startCluster(t, "oauth:\n  max_failures: 3\n")
+	digest := sha256.Sum256([]byte("%PDF-1.7 guessed at three nodes"))
+	const n = 21
+	browsers, pages := make([]*oauthtest.Browser, n), make([]*oauthtest.Step, n)
+	for i := range n {
+		conf, _ := journeyClient(bases[i%len(bases)])
+		conf.Scopes = []string{"credential"}
+		b := oauthtest.NewBrowser(nil)
+		s, err := b.Get(conf.AuthCodeURL("st", oauth2.SetAuthURLParam("lang", "en"),
+			oauth2.SetAuthURLParam("credentialID", cred), oauth2.SetAuthURLParam("numSignatures", "1"),
+			oauth2.SetAuthURLParam("hash", base64.RawURLEncoding.EncodeToString(digest[:]))))
+		if err == nil {
+			s, err = b.Submit(s.Form, map[string]string{"username": "alice", "password": journeyPassword}, "approve")
+		}
+		if err != nil || s.Form == nil || !s.Form.Has("pin") {
+			t.Fatalf("node %d: no PIN page: %v %+v", i%len(bases)+1, err, s)
+		}
+		browsers[i], pages[i] = b, s
+	}
+	answers := make([]*oauthtest.Step, n)
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			<-start
+			var err error
+			if answers[i], err = browsers[i].Submit(pages[i].Form, map[string]string{"pin": fmt.Sprintf("wrong-%02d", i)}, "approve"); err != nil {
+				t.Error(err)
+				answers[i] = &oauthtest.Step{}
+			}
+		})
+	}
+	close(start)
+	wg.Wait()
+	wrongPages := 0
+	for i, a := range answers {
+		switch q := a.Query(); {
+		case a.Form != nil && a.Form.Has("pin"):
+			wrongPages++
+		case q.Get("error") != "access_denied" || q.Get("error_description") != "The signing PIN is locked":
+			t.Errorf("wrong PIN %d (node %d): want access_denied or the PIN page, got %d %v %.200s", i, i%len(bases)+1, a.Status, a.Location, oauthtest.Text(a.Body))
+		}
+	}
+	if wrongPages > 2 {
+		t.Errorf("%d wrong PINs were answered \"wrong PIN\": more than max_failures-1 were evaluated", wrongPages)
+	}
+	db, err := etcdServer.Open(etcd.Options{Prefix: nodePrefix(t, nodes[0])})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var u *store.User
+	if err := db.View(context.Background(), func(tx store.Tx) (err error) { u, err = tx.User("alice"); return err }); err != nil {
+		t.Fatal(err)
+	}
+	if u.FailedPINs != 3 || !u.PINLocked {
+		t.Errorf("alice after %d wrong PINs at three nodes: %d failures counted, locked %v; want 3, true", n, u.FailedPINs, u.PINLocked)
+	}
+}
+
+// nodePrefix reads store.etcd.prefix back from a node's config file.
+func nodePrefix(t *testing.T, e *env) string {
+	t.Helper()
+	data, err := os.ReadFile(e.cfgPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for line := range strings.Lines(string(data)) {
+		if p, ok := strings.CutPrefix(strings.TrimSpace(line), "prefix: "); ok {
+			return p
+		}
+	}
+	t.Fatal("no store.etcd.prefix in the config")
+	return ""
 }
