@@ -16,6 +16,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"golang.org/x/oauth2"
 
@@ -365,4 +366,60 @@ func nodePrefix(t *testing.T, e *env) string {
 	}
 	t.Fatal("no store.etcd.prefix in the config")
 	return ""
+}
+
+// TestEtcdQuorumLost: a node whose etcd is gone answers 503 within
+// store.etcd.request_timeout, on the API and on /readyz, instead of
+// hanging or answering a client error.
+func TestEtcdQuorumLost(t *testing.T) {
+	srv, err := etcdtest.Start(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	stopped := false
+	defer func() {
+		if !stopped {
+			srv.Close()
+		}
+	}()
+	e := newEnv(t, "")
+	e.setConfig("store:\n", fmt.Sprintf("store:\n  backend: etcd\n  etcd:\n    endpoints: [%s]\n    dial_timeout: 1s\n    request_timeout: 1s\n",
+		strings.Join(srv.Endpoints, ", ")))
+	_, base, stopDaemon := startJourney(t, e)
+	conf, ctx := journeyClient(base)
+	service, err := conf.Exchange(ctx, codeFlow(t, oauthtest.NewBrowser(nil), conf, "service", "state-service"))
+	if err != nil {
+		t.Fatalf("service token: %v", err)
+	}
+	if st, res := postJSON(t, base+"/csc/v1/credentials/list", service.AccessToken, `{}`); st != http.StatusOK {
+		t.Fatalf("credentials/list: %d %v", st, res)
+	}
+	ready := func() int {
+		res, err := http.Get(base + "/readyz")
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		return res.StatusCode
+	}
+	if st := ready(); st != http.StatusOK {
+		t.Fatalf("/readyz with etcd: %d", st)
+	}
+
+	srv.Close()
+	stopped = true
+	start := time.Now()
+	if st, res := postJSON(t, base+"/csc/v1/credentials/list", service.AccessToken, `{}`); st != http.StatusServiceUnavailable {
+		t.Errorf("credentials/list without etcd: %d %v, want 503", st, res)
+	}
+	if st := ready(); st != http.StatusServiceUnavailable {
+		t.Errorf("/readyz without etcd: %d, want 503", st)
+	}
+	if d := time.Since(start); d > 10*time.Second {
+		t.Errorf("answering took %s without etcd", d)
+	}
+	t.Logf("answered in %s", time.Since(start))
+	start = time.Now()
+	stopDaemon()
+	t.Logf("stopped in %s", time.Since(start))
 }
