@@ -16,6 +16,7 @@
 //
 //	prefix "r/" bucket "/" key   a record or an index entry
 //	prefix "v/" bucket           the bucket's version key (below)
+//	prefix "e/sweeper"           the sweeper election (cmd/signd)
 //
 // The buckets, their keys and the JSON records are store/bolt's (see its
 // doc.go): users, proofs, clients, credentials, credentials_by_owner,
@@ -67,6 +68,10 @@
 // call is one etcd Txn), so its function may run more than once, as the
 // store.Batcher contract allows; so may Update's, so its function must not
 // have effects outside the transaction.
+//
+// As with bbolt, a View or Update must not call Update on the same DB
+// (the node's mutex would deadlock), and a Tx must not be used after its
+// function returned (writes then fail with ErrTxDone).
 //
 // A read that fails (no quorum, timeout) poisons the transaction: it reads
 // as absent, and View or Update returns store.ErrUnavailable wrapping the
