@@ -60,9 +60,39 @@ func (t TLSConfig) Enabled() bool {
 
 // StoreConfig is the store.* section.
 type StoreConfig struct {
+	// Backend is "bolt" (the embedded file, store.path) or "etcd" (a
+	// cluster shared by several nodes, store.etcd.*).
+	Backend      string        `mapstructure:"backend"`
 	Path         string        `mapstructure:"path"`
 	OpenTimeout  time.Duration `mapstructure:"open_timeout"`
 	VerifyOnOpen bool          `mapstructure:"verify_on_open"`
+	Etcd         EtcdConfig    `mapstructure:"etcd"`
+}
+
+// Store backends (store.backend).
+const (
+	BackendBolt = "bolt"
+	BackendEtcd = "etcd"
+)
+
+// BackendName returns store.backend, BackendBolt when it is empty (a
+// Config built in code rather than loaded).
+func (s StoreConfig) BackendName() string {
+	if s.Backend == "" {
+		return BackendBolt
+	}
+	return s.Backend
+}
+
+// EtcdConfig is the store.etcd.* section, read when store.backend is etcd.
+type EtcdConfig struct {
+	Endpoints      []string      `mapstructure:"endpoints"`
+	Prefix         string        `mapstructure:"prefix"`
+	CertFile       string        `mapstructure:"cert_file"`
+	KeyFile        string        `mapstructure:"key_file"`
+	CAFile         string        `mapstructure:"ca_file"`
+	DialTimeout    time.Duration `mapstructure:"dial_timeout"`
+	RequestTimeout time.Duration `mapstructure:"request_timeout"`
 }
 
 // PKCS11Config is the pkcs11.* section.

@@ -86,7 +86,7 @@ func TestDefaults(t *testing.T) {
 			ShutdownTimeout: 30 * time.Second,
 			MetricsListen:   "127.0.0.1:9464",
 		},
-		Store: StoreConfig{Path: "./var/signd.db", OpenTimeout: 5 * time.Second},
+		Store: StoreConfig{Backend: BackendBolt, Path: "./var/signd.db", OpenTimeout: 5 * time.Second, Etcd: defaultEtcd()},
 		PKCS11: PKCS11Config{
 			Module:         "/usr/lib/softhsm/libsofthsm2.so",
 			TokenLabel:     "signd",
@@ -123,7 +123,7 @@ func TestEveryKeyFromFile(t *testing.T) {
 			MetricsListen:   "[::1]:9465",
 			TrustedProxies:  []string{"10.0.0.0/8", "192.0.2.7", "2001:db8::/32"},
 		},
-		Store: StoreConfig{Path: "/var/lib/signd/signd.db", OpenTimeout: 250 * time.Millisecond, VerifyOnOpen: true},
+		Store: StoreConfig{Backend: BackendBolt, Path: "/var/lib/signd/signd.db", OpenTimeout: 250 * time.Millisecond, VerifyOnOpen: true, Etcd: defaultEtcd()},
 		PKCS11: PKCS11Config{
 			Module:         "/usr/lib/x86_64-linux-gnu/softhsm/libsofthsm2.so",
 			TokenLabel:     "signd-prod",
@@ -681,5 +681,20 @@ func TestSearchPathThroughAFileIsSkipped(t *testing.T) {
 	}
 	if c.Source() != "" {
 		t.Errorf("Source() = %q", c.Source())
+	}
+}
+
+func TestEtcdFromFile(t *testing.T) {
+	isolate(t)
+	c := mustLoad(t, "etcd.yaml", nil)
+	want := StoreConfig{
+		Backend: BackendEtcd, Path: "./var/signd.db", OpenTimeout: 5 * time.Second,
+		Etcd: EtcdConfig{
+			Endpoints: []string{"http://127.0.0.1:2379", "http://[::1]:2379"}, Prefix: "/signd-prod/",
+			DialTimeout: 2 * time.Second, RequestTimeout: 750 * time.Millisecond,
+		},
+	}
+	if !reflect.DeepEqual(c.Store, want) {
+		t.Errorf("store:\n got %#v\nwant %#v", c.Store, want)
 	}
 }

@@ -47,6 +47,12 @@ const (
 	MaxSessions = 1024
 	// MaxTokenLabelLen is the size of CK_TOKEN_INFO.label in PKCS#11.
 	MaxTokenLabelLen = 32
+	// MaxEtcdEndpoints caps store.etcd.endpoints.
+	MaxEtcdEndpoints = 64
+	// MaxEtcdPrefixLen caps store.etcd.prefix.
+	MaxEtcdPrefixLen = 256
+	// MaxEtcdTimeout caps store.etcd.dial_timeout and request_timeout.
+	MaxEtcdTimeout = 5 * time.Minute
 )
 
 // Keys returns every configuration key with its default, in the order of the
@@ -77,12 +83,28 @@ func Keys() []Key {
 			Usage: "CIDRs (or IPs) of reverse proxies whose X-Forwarded-For / X-Real-IP is believed; empty = none"},
 
 		// store
+		{Name: "store.backend", Default: BackendBolt,
+			Usage: "store backend: bolt (the embedded file store.path) or etcd (a cluster shared by several nodes, store.etcd.*)"},
 		{Name: "store.path", Default: "./var/signd.db", Flag: "store",
 			Usage: "bbolt database file"},
 		{Name: "store.open_timeout", Default: 5 * time.Second,
 			Usage: "how long to wait for the database file lock"},
 		{Name: "store.verify_on_open", Default: false,
 			Usage: "check the whole store (structure, records, audit chain) at start and refuse a damaged one"},
+		{Name: "store.etcd.endpoints", Default: []string(nil),
+			Usage: "etcd client URLs (http:// or https://host:port), required when store.backend is etcd"},
+		{Name: "store.etcd.prefix", Default: "/signd/",
+			Usage: "prefix of every etcd key of the store; the nodes of one installation share it"},
+		{Name: "store.etcd.cert_file", Default: "",
+			Usage: "PEM client certificate for etcd (with store.etcd.key_file)"},
+		{Name: "store.etcd.key_file", Default: "",
+			Usage: "PEM private key of store.etcd.cert_file"},
+		{Name: "store.etcd.ca_file", Default: "",
+			Usage: "PEM CA bundle that signs the etcd servers' certificates; empty = the system roots"},
+		{Name: "store.etcd.dial_timeout", Default: 5 * time.Second,
+			Usage: "how long connecting to etcd may take"},
+		{Name: "store.etcd.request_timeout", Default: 5 * time.Second,
+			Usage: "how long one etcd request (a read, a commit) may take before the store answers unavailable"},
 
 		// pkcs11
 		{Name: "pkcs11.module", Default: "/usr/lib/softhsm/libsofthsm2.so", Flag: "pkcs11-module",

@@ -131,10 +131,26 @@ func (s *ServerConfig) checks() []check {
 }
 
 func (s *StoreConfig) checks() []check {
-	return []check{
+	checks := []check{
+		{"store.backend", oneOf(s.BackendName(), BackendBolt, BackendEtcd)},
 		{"store.path", nonEmpty(s.Path)},
 		{"store.open_timeout", positive(s.OpenTimeout)},
 	}
+	if s.BackendName() != BackendEtcd {
+		return checks
+	}
+	e := &s.Etcd
+	return append(checks,
+		check{"store.etcd.endpoints", etcdEndpoints(e.Endpoints)},
+		check{"store.etcd.prefix", etcdPrefix(e.Prefix)},
+		check{"store.etcd.cert_file", pairedWith(e.CertFile, e.KeyFile, "store.etcd.key_file")},
+		check{"store.etcd.cert_file", readableFile(e.CertFile)},
+		check{"store.etcd.key_file", pairedWith(e.KeyFile, e.CertFile, "store.etcd.cert_file")},
+		check{"store.etcd.key_file", readableFile(e.KeyFile)},
+		check{"store.etcd.ca_file", readableFile(e.CAFile)},
+		check{"store.etcd.dial_timeout", boundedDuration(e.DialTimeout, MaxEtcdTimeout)},
+		check{"store.etcd.request_timeout", boundedDuration(e.RequestTimeout, MaxEtcdTimeout)},
+	)
 }
 
 func (p *PKCS11Config) checks() []check {

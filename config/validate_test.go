@@ -2,6 +2,7 @@ package config
 
 import (
 	"errors"
+	"fmt"
 	"net"
 	"os"
 	"path/filepath"
@@ -45,6 +46,17 @@ func defaultCSC() CSCConfig {
 		Timestamp:       TimestampConfig{Accuracy: time.Second, Label: "signd-tsa"},
 		CertStatus:      CertStatusConfig{Enabled: true, Refresh: time.Hour, Timeout: 10 * time.Second},
 	}
+}
+
+func defaultEtcd() EtcdConfig {
+	return EtcdConfig{Prefix: "/signd/", DialTimeout: 5 * time.Second, RequestTimeout: 5 * time.Second}
+}
+
+// onEtcd switches c to the etcd backend with valid settings.
+func onEtcd(c *Config) {
+	c.Store.Backend = BackendEtcd
+	c.Store.Etcd = defaultEtcd()
+	c.Store.Etcd.Endpoints = []string{"https://etcd1.example.org:2379", "http://127.0.0.1:2379"}
 }
 
 func defaultOIDC() OIDCConfig {
@@ -142,6 +154,49 @@ func TestValidate(t *testing.T) {
 
 		{"store path empty", func(c *Config) { c.Store.Path = "" }, "store.path", "empty"},
 		{"store timeout negative", func(c *Config) { c.Store.OpenTimeout = -time.Second }, "store.open_timeout", "positive"},
+		{"backend bolt", func(c *Config) { c.Store.Backend = BackendBolt }, "", ""},
+		{"backend unknown", func(c *Config) { c.Store.Backend = "postgres" }, "store.backend", `"postgres" is not one of bolt, etcd`},
+		{"backend upper case", func(c *Config) { c.Store.Backend = "ETCD" }, "store.backend", "not one of"},
+		{"bolt ignores etcd keys", func(c *Config) { c.Store.Etcd.Endpoints = []string{"nonsense"} }, "", ""},
+		{"etcd", onEtcd, "", ""},
+		{"etcd with TLS", func(c *Config) {
+			onEtcd(c)
+			c.Store.Etcd.CertFile, c.Store.Etcd.KeyFile, c.Store.Etcd.CAFile = cert, key, cert
+		}, "", ""},
+		{"etcd no endpoints", func(c *Config) { onEtcd(c); c.Store.Etcd.Endpoints = nil }, "store.etcd.endpoints", "required when store.backend is etcd"},
+		{"etcd endpoint without scheme", func(c *Config) { onEtcd(c); c.Store.Etcd.Endpoints = []string{"127.0.0.1:2379"} }, "store.etcd.endpoints", `"127.0.0.1:2379" is not a URL such as https://host:2379`},
+		{"etcd endpoint unix", func(c *Config) { onEtcd(c); c.Store.Etcd.Endpoints = []string{"unix:///run/etcd.sock"} }, "store.etcd.endpoints", "scheme must be http or https"},
+		{"etcd endpoint without port", func(c *Config) { onEtcd(c); c.Store.Etcd.Endpoints = []string{"https://etcd1"} }, "store.etcd.endpoints", "must name a host and a port"},
+		{"etcd endpoint with path", func(c *Config) { onEtcd(c); c.Store.Etcd.Endpoints = []string{"https://etcd1:2379/v3"} }, "store.etcd.endpoints", "only a scheme, a host and a port"},
+		{"etcd endpoint with credentials", func(c *Config) {
+			onEtcd(c)
+			c.Store.Etcd.Endpoints = []string{"https://root:hunter2@etcd1:2379"}
+		}, "store.etcd.endpoints", "must not hold credentials"},
+		{"etcd endpoint empty", func(c *Config) { onEtcd(c); c.Store.Etcd.Endpoints = []string{""} }, "store.etcd.endpoints", "scheme must be http or https"},
+		{"etcd endpoint twice", func(c *Config) {
+			onEtcd(c)
+			c.Store.Etcd.Endpoints = []string{"https://etcd1:2379", "https://etcd1:2379"}
+		}, "store.etcd.endpoints", `"https://etcd1:2379" is listed twice`},
+		{"etcd endpoint oversized", func(c *Config) {
+			onEtcd(c)
+			c.Store.Etcd.Endpoints = []string{"https://" + strings.Repeat("e", 600) + ":2379"}
+		}, "store.etcd.endpoints", "too long"},
+		{"etcd too many endpoints", func(c *Config) {
+			onEtcd(c)
+			c.Store.Etcd.Endpoints = nil
+			for i := range 65 {
+				c.Store.Etcd.Endpoints = append(c.Store.Etcd.Endpoints, fmt.Sprintf("http://10.0.0.%d:2379", i))
+			}
+		}, "store.etcd.endpoints", "at most 64 endpoints, got 65"},
+		{"etcd prefix empty", func(c *Config) { onEtcd(c); c.Store.Etcd.Prefix = "" }, "store.etcd.prefix", "must not be empty"},
+		{"etcd prefix with space", func(c *Config) { onEtcd(c); c.Store.Etcd.Prefix = "/signd prod/" }, "store.etcd.prefix", "space or a control character"},
+		{"etcd prefix with NUL", func(c *Config) { onEtcd(c); c.Store.Etcd.Prefix = "/signd\x00/" }, "store.etcd.prefix", "control character"},
+		{"etcd prefix oversized", func(c *Config) { onEtcd(c); c.Store.Etcd.Prefix = strings.Repeat("p", 257) }, "store.etcd.prefix", "at most 256 bytes, got 257"},
+		{"etcd cert without key", func(c *Config) { onEtcd(c); c.Store.Etcd.CertFile = cert }, "store.etcd.key_file", "required when store.etcd.cert_file is set"},
+		{"etcd key without cert", func(c *Config) { onEtcd(c); c.Store.Etcd.KeyFile = key }, "store.etcd.cert_file", "required when store.etcd.key_file is set"},
+		{"etcd CA missing", func(c *Config) { onEtcd(c); c.Store.Etcd.CAFile = filepath.Join(dir, "ca.pem") }, "store.etcd.ca_file", "no such file"},
+		{"etcd dial timeout zero", func(c *Config) { onEtcd(c); c.Store.Etcd.DialTimeout = 0 }, "store.etcd.dial_timeout", "positive"},
+		{"etcd request timeout huge", func(c *Config) { onEtcd(c); c.Store.Etcd.RequestTimeout = time.Hour }, "store.etcd.request_timeout", "at most 5m0s, got 1h0m0s"},
 
 		{"module relative", func(c *Config) { c.PKCS11.Module = "libsofthsm2.so" }, "pkcs11.module", "absolute"},
 		{"module empty", func(c *Config) { c.PKCS11.Module = "" }, "pkcs11.module", "absolute"},

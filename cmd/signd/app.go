@@ -112,9 +112,14 @@ func newLogger(w io.Writer, cfg config.LogConfig) *slog.Logger {
 	return slog.New(slog.NewJSONHandler(w, opts))
 }
 
-// openStore opens the bbolt file, creating its directory (0700) if needed;
-// logger (nil for none) hears what the store does on its own.
-func openStore(cfg *config.Config, logger *slog.Logger) (*bolt.DB, error) {
+// openStore opens the configured backend: the etcd cluster
+// (store.backend etcd, see openEtcd), or the bbolt file, creating its
+// directory (0700) if needed; logger (nil for none) hears what the store
+// does on its own.
+func openStore(cfg *config.Config, logger *slog.Logger) (backend, error) {
+	if cfg.Store.BackendName() == config.BackendEtcd {
+		return openEtcd(cfg)
+	}
 	if err := os.MkdirAll(filepath.Dir(cfg.Store.Path), 0o700); err != nil {
 		return nil, fmt.Errorf("store directory: %w", err)
 	}

@@ -42,7 +42,7 @@ func (a *app) serveCmd() *cobra.Command {
 func (a *app) serve(ctx context.Context, cfg *config.Config) error {
 	logger := newLogger(a.stderr, cfg.Log)
 	logger.Info("starting signd", "config", cfg.Source(), "listen", cfg.Server.Listen,
-		"base_url", cfg.Server.BaseURL, "store", cfg.Store.Path,
+		"base_url", cfg.Server.BaseURL, "store", storeName(cfg),
 		"pkcs11_module", cfg.PKCS11.Module, "token_label", cfg.PKCS11.TokenLabel)
 
 	// The admin socket's directory is checked first: a daemon that cannot
@@ -123,14 +123,17 @@ func (a *app) serve(ctx context.Context, cfg *config.Config) error {
 	}
 	defer os.Remove(cfg.Server.AdminSocket)
 	ae := newAdminEcho(logger)
-	for _, m := range []mounter{
+	mounters := []mounter{
 		&admin.Handler{
 			Service: &admin.Local{Store: db, Keys: token, Hasher: hasher, Now: a.now, Logger: logger, OIDCKeys: keys,
 				TSALabel: cfg.CSC.Timestamp.Label},
 			Logger: logger,
 		},
-		storeAdminHandler{DB: db, Logger: logger},
-	} {
+	}
+	if sa, ok := db.(storeAdmin); ok { // the bbolt file; etcd has etcdctl
+		mounters = append(mounters, storeAdminHandler{DB: sa, Logger: logger})
+	}
+	for _, m := range mounters {
 		if err := m.Mount(ae.Group("")); err != nil {
 			httpLn.Close()
 			metricsEP.close()

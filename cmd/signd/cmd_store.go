@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -13,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/signd/signd/cmd/signd/admin"
+	"github.com/signd/signd/config"
 	"github.com/signd/signd/store/bolt"
 )
 
@@ -78,6 +80,11 @@ func (a *app) storeCmd() *cobra.Command {
 	return cmd
 }
 
+// errEtcdStoreCommands refuses store check and backup on etcd: they work on
+// the bbolt file.
+var errEtcdStoreCommands = errors.New("store check and backup work on the bbolt file (store.backend bolt); " +
+	"on etcd, back up with `etcdctl snapshot save` and check the audit chain with `signd audit verify`")
+
 // storeSource is where check and backup run: the store file or the daemon.
 type storeSource interface {
 	check(ctx context.Context) (*bolt.CheckReport, error)
@@ -88,6 +95,9 @@ func (a *app) withStore(cmd *cobra.Command, fn func(context.Context, storeSource
 	cfg, remote, err := a.dialAdmin(cmd)
 	if err != nil {
 		return err
+	}
+	if cfg.Store.BackendName() == config.BackendEtcd {
+		return errEtcdStoreCommands
 	}
 	if remote != nil {
 		return fn(cmd.Context(), socketStore{client: remote.HTTPClient()})

@@ -39,6 +39,7 @@ func TestMain(m *testing.M) {
 		return nil, nil
 	})
 	removeChildBinary()
+	stopEtcd()
 	os.Exit(code)
 }
 

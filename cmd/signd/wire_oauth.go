@@ -40,7 +40,7 @@ func (s *services) oauthServer(provider *oidc.Provider) (*oauth.Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s.onShutdown = append(s.onShutdown, srv.StartSweeper(o.SweepInterval))
+	s.onShutdown = append(s.onShutdown, s.startSweeper(srv, o.SweepInterval))
 	return srv, nil
 }
 

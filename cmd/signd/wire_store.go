@@ -8,6 +8,7 @@ import (
 	"github.com/signd/signd/oidc"
 	"github.com/signd/signd/store"
 	"github.com/signd/signd/store/bolt"
+	"github.com/signd/signd/store/etcd"
 )
 
 // backend is the store the daemon opened: the transactional store (with
@@ -19,10 +20,13 @@ type backend interface {
 }
 
 // store/bolt is the daemon's backend, and signHash's SAD transactions share
-// its commits (group commit).
+// its commits (group commit); store/etcd is the backend of several nodes
+// (store.backend etcd).
 var (
 	_ backend       = (*bolt.DB)(nil)
 	_ store.Batcher = (*bolt.DB)(nil)
+	_ backend       = (*etcd.DB)(nil)
+	_ store.Batcher = (*etcd.DB)(nil)
 )
 
 // storeViews is the store as each service sees it: one view per consumer,

@@ -1,0 +1,425 @@
+package main
+
+import (
+	"context"
+	"crypto"
+	"crypto/rsa"
+	"crypto/sha256"
+	"crypto/x509"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"golang.org/x/oauth2"
+
+	"github.com/signd/signd/oauth/oauthtest"
+	softhsmtest "github.com/signd/signd/softhsm-test"
+	"github.com/signd/signd/store"
+	"github.com/signd/signd/store/etcd"
+	"github.com/signd/signd/store/etcd/etcdtest"
+)
+
+// The embedded etcd of this package's tests: started by the first test
+// that needs it, stopped by TestMain (stopEtcd).
+var (
+	etcdOnce   sync.Once
+	etcdServer *etcdtest.Server
+	etcdDir    string
+	etcdErr    error
+)
+
+// sharedEtcd returns the package's embedded etcd server, starting it once.
+func sharedEtcd(t *testing.T) *etcdtest.Server {
+	t.Helper()
+	etcdOnce.Do(func() {
+		if etcdDir, etcdErr = os.MkdirTemp("", "signd-etcd-"); etcdErr != nil {
+			return
+		}
+		etcdServer, etcdErr = etcdtest.Start(etcdDir)
+	})
+	if etcdErr != nil {
+		t.Fatal(etcdErr)
+	}
+	return etcdServer
+}
+
+// stopEtcd stops the embedded etcd if a test started it.
+func stopEtcd() {
+	if etcdServer != nil {
+		etcdServer.Close()
+	}
+	if etcdDir != "" {
+		os.RemoveAll(etcdDir)
+	}
+}
+
+// newEtcdEnv is newEnv on the embedded etcd under prefix (a fresh one when
+// empty): store.backend etcd. Nodes of one installation share the prefix.
+// extra is appended to the config, as for newEnv.
+func newEtcdEnv(t *testing.T, prefix, extra string) *env {
+	t.Helper()
+	srv := sharedEtcd(t)
+	if prefix == "" {
+		prefix = srv.Prefix()
+	}
+	e := newEnv(t, extra)
+	e.setConfig("store:\n", fmt.Sprintf("store:\n  backend: etcd\n  etcd:\n    endpoints: [%s]\n    prefix: %s\n",
+		strings.Join(srv.Endpoints, ", "), prefix))
+	return e
+}
+
+// codeFlow runs the browser part of an authorization code flow for alice
+// at conf's authorization endpoint (logging in unless the browser's login
+// session still holds) and returns the code (not redeemed).
+func codeFlow(t *testing.T, browser *oauthtest.Browser, conf oauth2.Config, scope, state string, params ...oauth2.AuthCodeOption) string {
+	t.Helper()
+	c := conf
+	c.Scopes = []string{scope}
+	s, err := browser.Get(c.AuthCodeURL(state, append(params, oauth2.SetAuthURLParam("lang", "en"))...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Form != nil && s.Form.Has("password") { // else the login session is reused
+		if s, err = browser.Submit(s.Form, map[string]string{"username": "alice", "password": journeyPassword}, "approve"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if s.Form == nil {
+		t.Fatalf("%s: no consent page: %d %s", scope, s.Status, oauthtest.Text(s.Body))
+	}
+	set := map[string]string{}
+	if scope == "credential" {
+		set["pin"] = journeyPIN
+	}
+	if s, err = browser.Submit(s.Form, set, "approve"); err != nil {
+		t.Fatal(err)
+	}
+	q := s.Query()
+	if !s.Redirected() || q.Get("code") == "" || q.Get("state") != state {
+		t.Fatalf("%s: no code: %d %v %s", scope, s.Status, s.Location, oauthtest.Text(s.Body))
+	}
+	return q.Get("code")
+}
+
+// signHashBody is the signHash request for one SHA-256 digest.
+func signHashBody(cred, sad string, digest []byte) string {
+	body, _ := json.Marshal(map[string]any{
+		"credentialID": cred, "SAD": sad, "hash": []string{base64.StdEncoding.EncodeToString(digest)},
+		"hashAlgo": "2.16.840.1.101.3.4.2.1", "signAlgo": "1.2.840.113549.1.1.1",
+	})
+	return string(body)
+}
+
+// TestCSCJourneyEtcd: `signd serve` on etcd (store.backend etcd) with the
+// real token: enrolment through the CLI, the service and credential flows,
+// a signHash whose signature verifies with the certificate, the SAD spent
+// once, and `signd audit verify` reading the chain from etcd.
+func TestCSCJourneyEtcd(t *testing.T) {
+	e := newEtcdEnv(t, "", "")
+	cred, base, _ := startJourney(t, e)
+	conf, ctx := journeyClient(base)
+	browser := oauthtest.NewBrowser(nil)
+
+	service, err := conf.Exchange(ctx, codeFlow(t, browser, conf, "service", "state-service"))
+	if err != nil {
+		t.Fatalf("service token: %v", err)
+	}
+	status, info := postJSON(t, base+"/csc/v1/credentials/info", service.AccessToken,
+		`{"credentialID":"`+cred+`","certificates":"chain"}`)
+	if status != 200 {
+		t.Fatalf("credentials/info: %d %v", status, info)
+	}
+	leafDER, _ := base64.StdEncoding.DecodeString(info["cert"].(map[string]any)["certificates"].([]any)[0].(string))
+	leaf, err := x509.ParseCertificate(leafDER)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	digest := sha256.Sum256([]byte("%PDF-1.7 signed on etcd"))
+	sad, err := conf.Exchange(ctx, codeFlow(t, browser, conf, "credential", "state-credential",
+		oauth2.SetAuthURLParam("credentialID", cred), oauth2.SetAuthURLParam("numSignatures", "1"),
+		oauth2.SetAuthURLParam("hash", base64.RawURLEncoding.EncodeToString(digest[:]))))
+	if err != nil {
+		t.Fatalf("SAD: %v", err)
+	}
+	body := signHashBody(cred, sad.AccessToken, digest[:])
+	status, res := postJSON(t, base+"/csc/v1/signatures/signHash", service.AccessToken, body)
+	if status != 200 {
+		t.Fatalf("signHash: %d %v", status, res)
+	}
+	sig, _ := base64.StdEncoding.DecodeString(res["signatures"].([]any)[0].(string))
+	if err := rsa.VerifyPKCS1v15(leaf.PublicKey.(*rsa.PublicKey), crypto.SHA256, digest[:], sig); err != nil {
+		t.Errorf("crypto/rsa: %v", err)
+	}
+	softhsmtest.VerifyWithOpenSSL(t, leafDER, digest[:], sig)
+
+	status, res = postJSON(t, base+"/csc/v1/signatures/signHash", service.AccessToken, body)
+	if status != 400 || res["error_description"] != "Invalid parameter SAD" {
+		t.Errorf("second signHash with the SAD: %d %v", status, res)
+	}
+	if out := e.must("", "audit", "verify"); !strings.HasPrefix(out, "audit log intact: ") {
+		t.Errorf("audit verify: %q", out)
+	}
+	if _, _, err := e.run("", "store", "check"); err == nil || !strings.Contains(err.Error(), "etcdctl snapshot save") {
+		t.Errorf("store check on etcd: %v", err)
+	}
+}
+
+// TestEtcdCluster: three signd nodes on one etcd prefix and one token.
+// A code redeemed at two nodes at once gives one token; a SAD presented at
+// all three at once gives exactly one signature; the audit chain is one,
+// intact, and verifiable from every node.
+func TestEtcdCluster(t *testing.T) {
+	nodes, bases, cred := startCluster(t, "")
+	conf, ctx := journeyClient(bases[0])
+	browser := oauthtest.NewBrowser(nil)
+
+	// The same code at two nodes at once: one token.
+	code := codeFlow(t, browser, conf, "service", "state-service")
+	type result struct {
+		tok *oauth2.Token
+		err error
+	}
+	results := make([]result, 2)
+	var wg sync.WaitGroup
+	for i := range results {
+		wg.Go(func() {
+			c, _ := journeyClient(bases[i+1])
+			tok, err := c.Exchange(ctx, code)
+			results[i] = result{tok, err}
+		})
+	}
+	wg.Wait()
+	var service *oauth2.Token
+	for i, r := range results {
+		var re *oauth2.RetrieveError
+		switch {
+		case r.err == nil:
+			if service != nil {
+				t.Fatalf("the code gave two tokens")
+			}
+			service = r.tok
+		case !errors.As(r.err, &re) || re.ErrorCode != "invalid_grant":
+			t.Errorf("node %d: exchange: %v", i+2, r.err)
+		}
+	}
+	if service == nil {
+		t.Fatal("the code gave no token")
+	}
+	// The loser saw the code redeemed: reuse revokes the token issued for
+	// it (RFC 6749 §4.1.2), on every node.
+	for i, base := range bases {
+		if st, res := postJSON(t, base+"/csc/v1/credentials/list", service.AccessToken, `{}`); st != http.StatusUnauthorized {
+			t.Errorf("node %d: the token of a reused code still works: %d %v", i+1, st, res)
+		}
+	}
+	service, err := conf.Exchange(ctx, codeFlow(t, browser, conf, "service", "state-service-2"))
+	if err != nil {
+		t.Fatalf("service token: %v", err)
+	}
+
+	// The same SAD at three nodes at once: one signature.
+	digest := sha256.Sum256([]byte("%PDF-1.7 one signature for three nodes"))
+	sad, err := conf.Exchange(ctx, codeFlow(t, browser, conf, "credential", "state-credential",
+		oauth2.SetAuthURLParam("credentialID", cred), oauth2.SetAuthURLParam("numSignatures", "1"),
+		oauth2.SetAuthURLParam("hash", base64.RawURLEncoding.EncodeToString(digest[:]))))
+	if err != nil {
+		t.Fatalf("SAD: %v", err)
+	}
+	body := signHashBody(cred, sad.AccessToken, digest[:])
+	statuses := make([]int, len(bases))
+	descs := make([]any, len(bases))
+	for i, base := range bases {
+		wg.Go(func() {
+			var res map[string]any
+			statuses[i], res = postJSON(t, base+"/csc/v1/signatures/signHash", service.AccessToken, body)
+			descs[i] = res["error_description"]
+		})
+	}
+	wg.Wait()
+	signed := 0
+	for i, st := range statuses {
+		switch {
+		case st == http.StatusOK:
+			signed++
+		case st != http.StatusBadRequest || descs[i] != "Invalid parameter SAD":
+			t.Errorf("node %d: signHash %d %v", i+1, st, descs[i])
+		}
+	}
+	if signed != 1 {
+		t.Fatalf("%d signatures from one SAD at three nodes, want 1", signed)
+	}
+	for i, n := range nodes {
+		if out := n.must("", "audit", "verify"); !strings.HasPrefix(out, "audit log intact: ") {
+			t.Errorf("node %d: audit verify: %q", i+1, out)
+		}
+	}
+}
+
+// startCluster starts three nodes on one fresh etcd prefix with extra
+// config (as for newEnv), after adding alice and rp through the first; it
+// returns the nodes, their URLs and alice's credential.
+func startCluster(t *testing.T, extra string) (nodes []*env, bases []string, cred string) {
+	t.Helper()
+	prefix := sharedEtcd(t).Prefix()
+	for range 3 {
+		nodes = append(nodes, newEtcdEnv(t, prefix, extra))
+	}
+	// One installation: the nodes share the pairwise salt (a file every
+	// node of a real deployment gets from the same secret).
+	salt := filepath.Join(nodes[0].dir, "pairwise.salt")
+	for _, n := range nodes[1:] {
+		n.setConfig("pairwise_salt_file: "+n.dir+"/pairwise.salt", "pairwise_salt_file: "+salt)
+	}
+	cred = journeyAlice(t, nodes[0])
+	for _, n := range nodes {
+		addr, _ := n.startDaemon()
+		bases = append(bases, "http://"+addr)
+	}
+	return nodes, bases, cred
+}
+
+// TestEtcdClusterPINLockout: twenty-one wrong PINs fired at once, spread
+// over three nodes (oauth.max_failures 3): at most max_failures-1 are
+// answered "wrong PIN", the rest find the PIN locked, and the store
+// counted exactly 3 failures and locked the PIN.
+func TestEtcdClusterPINLockout(t *testing.T) {
+	nodes, bases, cred := startCluster(t, "oauth:\n  max_failures: 3\n")
+	digest := sha256.Sum256([]byte("%PDF-1.7 guessed at three nodes"))
+	const n = 21
+	browsers, pages := make([]*oauthtest.Browser, n), make([]*oauthtest.Step, n)
+	for i := range n {
+		conf, _ := journeyClient(bases[i%len(bases)])
+		conf.Scopes = []string{"credential"}
+		b := oauthtest.NewBrowser(nil)
+		s, err := b.Get(conf.AuthCodeURL("st", oauth2.SetAuthURLParam("lang", "en"),
+			oauth2.SetAuthURLParam("credentialID", cred), oauth2.SetAuthURLParam("numSignatures", "1"),
+			oauth2.SetAuthURLParam("hash", base64.RawURLEncoding.EncodeToString(digest[:]))))
+		if err == nil {
+			s, err = b.Submit(s.Form, map[string]string{"username": "alice", "password": journeyPassword}, "approve")
+		}
+		if err != nil || s.Form == nil || !s.Form.Has("pin") {
+			t.Fatalf("node %d: no PIN page: %v %+v", i%len(bases)+1, err, s)
+		}
+		browsers[i], pages[i] = b, s
+	}
+	answers := make([]*oauthtest.Step, n)
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			<-start
+			var err error
+			if answers[i], err = browsers[i].Submit(pages[i].Form, map[string]string{"pin": fmt.Sprintf("wrong-%02d", i)}, "approve"); err != nil {
+				t.Error(err)
+				answers[i] = &oauthtest.Step{}
+			}
+		})
+	}
+	close(start)
+	wg.Wait()
+	wrongPages := 0
+	for i, a := range answers {
+		switch q := a.Query(); {
+		case a.Form != nil && a.Form.Has("pin"):
+			wrongPages++
+		case q.Get("error") != "access_denied" || q.Get("error_description") != "The signing PIN is locked":
+			t.Errorf("wrong PIN %d (node %d): want access_denied or the PIN page, got %d %v %.200s", i, i%len(bases)+1, a.Status, a.Location, oauthtest.Text(a.Body))
+		}
+	}
+	if wrongPages > 2 {
+		t.Errorf("%d wrong PINs were answered \"wrong PIN\": more than max_failures-1 were evaluated", wrongPages)
+	}
+	db, err := etcdServer.Open(etcd.Options{Prefix: nodePrefix(t, nodes[0])})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var u *store.User
+	if err := db.View(context.Background(), func(tx store.Tx) (err error) { u, err = tx.User("alice"); return err }); err != nil {
+		t.Fatal(err)
+	}
+	if u.FailedPINs != 3 || !u.PINLocked {
+		t.Errorf("alice after %d wrong PINs at three nodes: %d failures counted, locked %v; want 3, true", n, u.FailedPINs, u.PINLocked)
+	}
+}
+
+// nodePrefix reads store.etcd.prefix back from a node's config file.
+func nodePrefix(t *testing.T, e *env) string {
+	t.Helper()
+	data, err := os.ReadFile(e.cfgPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for line := range strings.Lines(string(data)) {
+		if p, ok := strings.CutPrefix(strings.TrimSpace(line), "prefix: "); ok {
+			return p
+		}
+	}
+	t.Fatal("no store.etcd.prefix in the config")
+	return ""
+}
+
+// TestEtcdQuorumLost: a node whose etcd is gone answers 503 within
+// store.etcd.request_timeout, on the API and on /readyz, instead of
+// hanging or answering a client error.
+func TestEtcdQuorumLost(t *testing.T) {
+	srv, err := etcdtest.Start(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	stopped := false
+	defer func() {
+		if !stopped {
+			srv.Close()
+		}
+	}()
+	e := newEnv(t, "")
+	e.setConfig("store:\n", fmt.Sprintf("store:\n  backend: etcd\n  etcd:\n    endpoints: [%s]\n    dial_timeout: 1s\n    request_timeout: 1s\n",
+		strings.Join(srv.Endpoints, ", ")))
+	_, base, stopDaemon := startJourney(t, e)
+	conf, ctx := journeyClient(base)
+	service, err := conf.Exchange(ctx, codeFlow(t, oauthtest.NewBrowser(nil), conf, "service", "state-service"))
+	if err != nil {
+		t.Fatalf("service token: %v", err)
+	}
+	if st, res := postJSON(t, base+"/csc/v1/credentials/list", service.AccessToken, `{}`); st != http.StatusOK {
+		t.Fatalf("credentials/list: %d %v", st, res)
+	}
+	ready := func() int {
+		res, err := http.Get(base + "/readyz")
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		return res.StatusCode
+	}
+	if st := ready(); st != http.StatusOK {
+		t.Fatalf("/readyz with etcd: %d", st)
+	}
+
+	srv.Close()
+	stopped = true
+	start := time.Now()
+	if st, res := postJSON(t, base+"/csc/v1/credentials/list", service.AccessToken, `{}`); st != http.StatusServiceUnavailable {
+		t.Errorf("credentials/list without etcd: %d %v, want 503", st, res)
+	}
+	if st := ready(); st != http.StatusServiceUnavailable {
+		t.Errorf("/readyz without etcd: %d, want 503", st)
+	}
+	if d := time.Since(start); d > 10*time.Second {
+		t.Errorf("answering took %s without etcd", d)
+	}
+	t.Logf("answered in %s", time.Since(start))
+	start = time.Now()
+	stopDaemon()
+	t.Logf("stopped in %s", time.Since(start))
+}

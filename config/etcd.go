@@ -1,0 +1,88 @@
+package config
+
+import (
+	"fmt"
+	"net"
+	"net/url"
+	"strings"
+	"time"
+	"unicode"
+)
+
+// etcdEndpoints checks store.etcd.endpoints: 1 to MaxEtcdEndpoints
+// distinct http or https URLs of a host and port, with nothing else (no
+// credentials, path, query or fragment).
+func etcdEndpoints(eps []string) string {
+	switch {
+	case len(eps) == 0:
+		return "required when store.backend is etcd"
+	case len(eps) > MaxEtcdEndpoints:
+		return fmt.Sprintf("at most %d endpoints, got %d", MaxEtcdEndpoints, len(eps))
+	}
+	seen := map[string]bool{}
+	for _, ep := range eps {
+		if msg := etcdEndpoint(ep); msg != "" {
+			return msg
+		}
+		if seen[ep] {
+			return fmt.Sprintf("%q is listed twice", ep)
+		}
+		seen[ep] = true
+	}
+	return ""
+}
+
+func etcdEndpoint(ep string) string {
+	if len(ep) > 512 {
+		return fmt.Sprintf("an endpoint of %d bytes is too long (at most 512)", len(ep))
+	}
+	u, err := url.Parse(ep)
+	if err != nil {
+		return fmt.Sprintf("%q is not a URL such as https://host:2379", ep)
+	}
+	switch {
+	case u.Scheme != "http" && u.Scheme != "https":
+		return fmt.Sprintf("%q: the scheme must be http or https", ep)
+	case u.User != nil:
+		return fmt.Sprintf("%q must not hold credentials (use store.etcd.cert_file)", redactUser(u))
+	case u.Path != "" && u.Path != "/", u.RawQuery != "", u.Fragment != "":
+		return fmt.Sprintf("%q must be only a scheme, a host and a port", ep)
+	}
+	host, port, err := net.SplitHostPort(u.Host)
+	if err != nil || host == "" || port == "" {
+		return fmt.Sprintf("%q must name a host and a port", ep)
+	}
+	return ""
+}
+
+// redactUser returns u without its password, for the message.
+func redactUser(u *url.URL) string {
+	c := *u
+	c.User = url.User("redacted")
+	return c.String()
+}
+
+// etcdPrefix checks store.etcd.prefix: 1 to MaxEtcdPrefixLen printable
+// characters without spaces.
+func etcdPrefix(p string) string {
+	switch {
+	case p == "":
+		return "must not be empty"
+	case len(p) > MaxEtcdPrefixLen:
+		return fmt.Sprintf("at most %d bytes, got %d", MaxEtcdPrefixLen, len(p))
+	case strings.ContainsFunc(p, func(r rune) bool { return !unicode.IsPrint(r) || unicode.IsSpace(r) }):
+		return fmt.Sprintf("%q holds a space or a control character", p)
+	}
+	return ""
+}
+
+// boundedDuration checks 0 < d ≤ maxD.
+func boundedDuration(d, maxD time.Duration) string {
+	if msg := positive(d); msg != "" {
+		return msg
+	}
+	if d > maxD {
+		return fmt.Sprintf("at most %s, got %s", maxD, d)
+	}
+	return ""
+}

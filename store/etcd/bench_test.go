@@ -1,0 +1,81 @@
+package etcd_test
+
+import (
+	"context"
+	"encoding/hex"
+	"fmt"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/signd/signd/store"
+	"github.com/signd/signd/store/etcd"
+	"github.com/signd/signd/store/storetest"
+)
+
+// BenchmarkConsumeSAD: one SAD consumed with its audit entry, on one node
+// (sequential); store/bolt and store/memory have the same benchmark.
+func BenchmarkConsumeSAD(b *testing.B) {
+	storetest.BenchConsume(b, open(b, etcd.Options{}))
+}
+
+// BenchmarkConsumeSADNodes: SADs consumed in parallel through three nodes
+// of one store. Every consumption appends to the one audit chain, so the
+// nodes contend for its head: runs/op is how often a transaction's
+// function ran per committed consumption (1 = no conflict).
+func BenchmarkConsumeSADNodes(b *testing.B) {
+	prefix := server.Prefix()
+	var dbs []*etcd.DB
+	for range 3 {
+		dbs = append(dbs, open(b, etcd.Options{Prefix: prefix}))
+	}
+	ctx := context.Background()
+	exp := time.Now().Add(time.Hour)
+	digest := make([]byte, 32)
+	sads := make([][]byte, b.N)
+	for lo := 0; lo < b.N; lo += 100 {
+		err := dbs[0].Update(ctx, func(tx store.Tx) error {
+			for i := lo; i < min(lo+100, b.N); i++ {
+				sads[i] = store.Fingerprint(fmt.Sprint("sad-", i))
+				if err := tx.CreateToken(&store.Token{
+					Hash: sads[i], Kind: store.TokenSAD, ClientID: "rp", Username: "alice",
+					CredentialID: "cred-1", Hashes: [][]byte{digest}, ExpiresAt: exp,
+				}); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+	var next, runs atomic.Int64
+	b.SetParallelism(2) // 2×GOMAXPROCS goroutines spread over the nodes
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			i := next.Add(1) - 1
+			db := dbs[i%3]
+			err := db.Update(ctx, func(tx store.Tx) error {
+				runs.Add(1)
+				sad, err := tx.Token(sads[i])
+				if err != nil {
+					return err
+				}
+				if err := tx.DeleteToken(sads[i]); err != nil {
+					return err
+				}
+				return tx.AppendAudit(&store.AuditEntry{
+					Kind: store.AuditSignHash, User: sad.Username, Client: sad.ClientID, Credential: sad.CredentialID,
+					Hashes: []string{hex.EncodeToString(sad.Hashes[0])}, Outcome: store.AuditGranted,
+				})
+			})
+			if err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+	b.ReportMetric(float64(runs.Load())/float64(b.N), "runs/op")
+}

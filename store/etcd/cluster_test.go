@@ -1,0 +1,86 @@
+package etcd_test
+
+import (
+	"context"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/signd/signd/store"
+	"github.com/signd/signd/store/etcd"
+	"github.com/signd/signd/store/storetest"
+)
+
+// nodes is one store seen through several DBs on the same prefix, each
+// with its own client, as several signd nodes see it: every call goes to
+// the next DB in turn. Concurrent calls land on different DBs, so the
+// conformance suite's races (single spend, lockout counters, audit
+// appends) are decided by the commit guard, not by a DB's local mutex.
+type nodes struct {
+	dbs  []*etcd.DB
+	next atomic.Uint64
+}
+
+func (n *nodes) pick() *etcd.DB { return n.dbs[(n.next.Add(1)-1)%uint64(len(n.dbs))] }
+
+func (n *nodes) View(ctx context.Context, fn func(store.Tx) error) error {
+	return n.pick().View(ctx, fn)
+}
+
+func (n *nodes) Update(ctx context.Context, fn func(store.Tx) error) error {
+	return n.pick().Update(ctx, fn)
+}
+
+func (n *nodes) Batch(ctx context.Context, fn func(store.Tx) error) error {
+	return n.pick().Batch(ctx, fn)
+}
+
+func (n *nodes) Secret(ctx context.Context, name string, size int) ([]byte, error) {
+	return n.pick().Secret(ctx, name, size)
+}
+
+func (n *nodes) Close() error {
+	for _, db := range n.dbs {
+		if err := db.Close(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// openNodes opens three DBs on one fresh prefix.
+func openNodes(t *testing.T, now func() time.Time) *nodes {
+	t.Helper()
+	prefix := server.Prefix()
+	n := &nodes{}
+	for range 3 {
+		db, err := server.Open(etcd.Options{Prefix: prefix, Now: now})
+		if err != nil {
+			t.Fatal(err)
+		}
+		n.dbs = append(n.dbs, db)
+	}
+	t.Cleanup(func() {
+		if err := n.Close(); err != nil {
+			t.Error(err)
+		}
+	})
+	return n
+}
+
+// TestConformanceNodes runs the whole suite on three nodes of one store.
+func TestConformanceNodes(t *testing.T) {
+	storetest.Run(t, func(t *testing.T) store.Store { return openNodes(t, nil) })
+}
+
+func TestConformanceClockNodes(t *testing.T) {
+	storetest.RunClock(t, func(t *testing.T, now func() time.Time) store.Store { return openNodes(t, now) })
+}
+
+func TestBatchConformanceNodes(t *testing.T) {
+	storetest.RunBatch(t, func(t *testing.T) storetest.Batcher { return openNodes(t, nil) })
+}
+
+func TestSecretConformanceNodes(t *testing.T) {
+	storetest.RunSecrets(t, func(t *testing.T) storetest.Secrets { return openNodes(t, nil) })
+}

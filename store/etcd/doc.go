@@ -1,0 +1,101 @@
+// Package etcd is the distributed store backend: it implements store.Store
+// on an etcd cluster (go.etcd.io/etcd/client/v3), with the same contract as
+// store/bolt and store/memory, certified by the same conformance suite
+// (store/storetest) against a real embedded etcd server (etcdtest). Several
+// signd nodes open the same prefix of one cluster and see one store: a code,
+// a refresh token and a SAD are consumed once across all of them, lockout
+// counters are exact, and the audit log is one hash chain.
+//
+// It owns the key layout and the transaction protocol and nothing else:
+// validation, hashing, the audit encoding and chain (store.SealAudit) and
+// the record types belong to package store.
+//
+// # Key layout
+//
+// Every key starts with Options.Prefix (default "/signd/"):
+//
+//	prefix "r/" bucket "/" key   a record or an index entry
+//	prefix "v/" bucket           the bucket's version key (below)
+//	prefix "e/sweeper"           the sweeper election (cmd/signd)
+//
+// The buckets, their keys and the JSON records are store/bolt's (see its
+// doc.go): users, proofs, clients, credentials, credentials_by_owner,
+// tokens with tokens_by_code, tokens_by_expiry and tokens_by_party,
+// auth_requests, codes and sessions each with *_by_expiry and *_by_party,
+// oidc_keys, audit (8-byte big-endian sequence number → canonical entry),
+// secrets. Keys are bytes: fingerprints and big-endian numbers sort as in
+// bbolt, so cursors, sweeps and revocation walk the same ranges.
+//
+// # Transactions: optimistic, guarded by mod revisions
+//
+// A transaction reads etcd at one revision, the snapshot: the first read
+// is linearizable and fixes it (rev), every later read asks for rev. So a
+// View sees one consistent state however long it runs, and never blocks a
+// writer. An Update buffers its writes in an overlay (one sorted tree per
+// bucket) that its own reads and cursors see, and commits them as ONE etcd
+// Txn whose guard is:
+//
+//   - for every key it read: ModRevision(key) is the one it read (0 for a
+//     key read as absent), so nobody wrote, deleted or created it since the
+//     snapshot (a "≤ rev" comparison would miss deletions: a deleted key
+//     compares as 0);
+//   - for every bucket it read as a range (a cursor or ForEach: listings,
+//     index scans, sweeps, revocation, the audit head):
+//     ModRevision(prefix "v/" bucket) ≤ rev. Every commit that writes a
+//     bucket also puts its version key, so a range read is invalidated by
+//     any write to its bucket, including inserts and deletes of keys it did
+//     not return.
+//
+// If the guard holds, every write and the version bumps apply atomically;
+// if not, the function runs again on a fresh snapshot (with a short random
+// backoff), up to Options.MaxAttempts times, then Update fails with
+// store.ErrUnavailable wrapping ErrConflict. This is serializable: a
+// committed transaction read exactly the state it writes over. Two nodes
+// consuming the same SAD both read its key; the first commit deletes it,
+// the second's guard fails and its rerun finds the SAD gone. Two wrong
+// PINs on two nodes both read the user; the second rerun counts from the
+// first's result. Appends to the audit log read its head with a cursor,
+// so every append is a compare-and-swap on the chain head: the chain
+// stays one line of sequence numbers across the cluster, verifiable from
+// any node (signd audit verify).
+//
+// Within one node, Update takes a mutex, so local writers never conflict
+// with each other (they queue, as with bbolt); the guard only has to
+// arbitrate between nodes. The version keys make range readers conflict
+// with any writer of the bucket — coarse, but bounded: a transaction's
+// guard has one comparison per key read plus one per bucket ranged, and
+// only transactions that scan a bucket pay for it. Batch is Update (each
+// call is one etcd Txn), so its function may run more than once, as the
+// store.Batcher contract allows; so may Update's, so its function must not
+// have effects outside the transaction.
+//
+// As with bbolt, a View or Update must not call Update on the same DB
+// (the node's mutex would deadlock), and a Tx must not be used after its
+// function returned (writes then fail with ErrTxDone).
+//
+// A read that fails (no quorum, timeout) poisons the transaction: it reads
+// as absent, and View or Update returns store.ErrUnavailable wrapping the
+// cause instead of the function's result; nothing commits. A commit that
+// fails the same way is store.ErrUnavailable too: the daemon answers 503.
+//
+// # Limits of the cluster
+//
+// One transaction is one etcd request: the etcd server must accept
+// requests of MaxRequestBytes (--max-request-bytes; a proof document is up
+// to store.MaxProofSize) and transactions of many operations
+// (--max-txn-ops: revoking a user deletes each of their tokens, codes and
+// sessions with every index entry in one transaction). Compaction of old
+// revisions must leave a transaction's snapshot alive while it runs (the
+// default hourly compaction does).
+//
+// # Expiry
+//
+// Expired tokens, codes, requests and sessions are removed by the sweeper
+// (store.SweepExpired through the expiry indexes), as with bbolt. Records
+// carry no etcd leases: expiry is decided by the store's clock and the
+// records must stay readable until swept (a redeemed code stays a
+// tombstone until its expiry, so reuse is detected). Running the sweeper
+// on every node is correct — a sweep is an ordinary transaction, and
+// concurrent sweeps of the same records conflict and rerun — but wasteful;
+// cmd/signd runs it on one node at a time (an etcd election).
+package etcd

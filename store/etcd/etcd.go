@@ -1,0 +1,354 @@
+package etcd
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"sync"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/signd/signd/store"
+)
+
+// Errors of this backend besides the store sentinels.
+var (
+	// ErrClosed is returned by View, Update, Batch and Secret after Close.
+	ErrClosed = errors.New("store: etcd store is closed")
+	// ErrTxDone is returned by a write on a Tx whose function has returned.
+	ErrTxDone = errors.New("store: transaction has ended")
+	// ErrConflict is returned (wrapped in store.ErrUnavailable) by an Update
+	// whose commit lost to other writers MaxAttempts times in a row.
+	ErrConflict = errors.New("store: etcd transaction conflicted too often")
+)
+
+// Defaults of Options.
+const (
+	DefaultPrefix         = "/signd/"
+	DefaultDialTimeout    = 5 * time.Second
+	DefaultRequestTimeout = 5 * time.Second
+	DefaultMaxAttempts    = 64
+	// MaxRequestBytes is the gRPC message size the client allows: a proof
+	// document (store.MaxProofSize) with its transaction. The etcd server
+	// must accept requests this large (--max-request-bytes).
+	MaxRequestBytes = store.MaxProofSize + 1<<20
+)
+
+// Options configure Open.
+type Options struct {
+	// Endpoints are the etcd client URLs (https://host:2379, …). Ignored
+	// when Client is set.
+	Endpoints []string
+	// TLS is the client TLS configuration (client certificate and CA);
+	// nil dials without TLS. Ignored when Client is set.
+	TLS *tls.Config
+	// Client is an open client to use instead of dialing Endpoints; Close
+	// leaves it open.
+	Client *clientv3.Client
+	// Prefix is prepended to every key; DefaultPrefix when empty. Several
+	// stores may share a cluster under distinct prefixes.
+	Prefix string
+	// DialTimeout bounds connecting; DefaultDialTimeout when zero.
+	DialTimeout time.Duration
+	// RequestTimeout bounds each etcd request (one read, one commit);
+	// DefaultRequestTimeout when zero.
+	RequestTimeout time.Duration
+	// MaxAttempts bounds how often Update runs its function when commits
+	// conflict; DefaultMaxAttempts when zero.
+	MaxAttempts int
+	// Now is the clock for CreatedAt/UpdatedAt; nil means time.Now.
+	Now func() time.Time
+}
+
+// DB is an etcd-backed store.Store. It is safe for concurrent use, and
+// several DBs (on several nodes) may share one prefix of one cluster.
+type DB struct {
+	client     *clientv3.Client
+	ownsClient bool
+	kv         clientv3.KV
+	prefix     string
+	timeout    time.Duration
+	attempts   int
+	now        func() time.Time
+
+	// writer serializes this node's write transactions: they would only
+	// conflict with each other. Other nodes are kept out by the commit
+	// guard.
+	writer sync.Mutex
+
+	// mu guards closed and running; idle is signalled when running drops
+	// to zero, for Close.
+	mu      sync.Mutex
+	idle    sync.Cond
+	closed  bool
+	running int
+}
+
+var (
+	_ store.Store   = (*DB)(nil)
+	_ store.Batcher = (*DB)(nil)
+	_ store.Tx      = (*tx)(nil)
+)
+
+// Open connects to etcd (or uses opts.Client) and checks that the cluster
+// answers within the request timeout.
+func Open(ctx context.Context, opts Options) (*DB, error) {
+	db := &DB{
+		prefix:   opts.Prefix,
+		timeout:  opts.RequestTimeout,
+		attempts: opts.MaxAttempts,
+		now:      opts.Now,
+	}
+	db.idle.L = &db.mu
+	if db.prefix == "" {
+		db.prefix = DefaultPrefix
+	}
+	if err := checkPrefix(db.prefix); err != nil {
+		return nil, err
+	}
+	if db.timeout <= 0 {
+		db.timeout = DefaultRequestTimeout
+	}
+	if db.attempts <= 0 {
+		db.attempts = DefaultMaxAttempts
+	}
+	if db.now == nil {
+		db.now = time.Now
+	}
+	db.client = opts.Client
+	if db.client == nil {
+		if len(opts.Endpoints) == 0 {
+			return nil, fmt.Errorf("%w: etcd: no endpoints", store.ErrInvalid)
+		}
+		dial := opts.DialTimeout
+		if dial <= 0 {
+			dial = DefaultDialTimeout
+		}
+		c, err := clientv3.New(clientv3.Config{
+			Endpoints:          opts.Endpoints,
+			TLS:                opts.TLS,
+			DialTimeout:        dial,
+			MaxCallSendMsgSize: MaxRequestBytes,
+			MaxCallRecvMsgSize: MaxRequestBytes,
+			Context:            context.WithoutCancel(ctx),
+		})
+		if err != nil {
+			return nil, fmt.Errorf("%w: etcd: %v", store.ErrUnavailable, err)
+		}
+		db.client, db.ownsClient = c, true
+	}
+	db.kv = clientv3.NewKV(db.client)
+	if err := db.Health(); err != nil {
+		db.closeClient()
+		return nil, err
+	}
+	return db, nil
+}
+
+// Client returns the etcd client (for elections and leases beside the
+// store).
+func (db *DB) Client() *clientv3.Client { return db.client }
+
+// Prefix returns the key prefix of the store.
+func (db *DB) Prefix() string { return db.prefix }
+
+// recordKey is the etcd key of key in bucket: prefix "r/" bucket "/" key.
+func (db *DB) recordKey(bucket, key string) string {
+	return db.prefix + "r/" + bucket + "/" + key
+}
+
+// versionKey is the key every commit that writes bucket puts: its
+// ModRevision is the revision of the bucket's last change.
+func (db *DB) versionKey(bucket string) string { return db.prefix + "v/" + bucket }
+
+// requestContext bounds one etcd request.
+func (db *DB) requestContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, db.timeout)
+}
+
+// unavailable maps a failed etcd request: the caller's own cancellation
+// stays ctx.Err(), anything else (no quorum, timeout, connection refused)
+// is store.ErrUnavailable wrapping the cause.
+func (db *DB) unavailable(ctx context.Context, err error) error {
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	return fmt.Errorf("%w: etcd: %w", store.ErrUnavailable, err)
+}
+
+// Health reports whether the cluster serves a linearizable read (which
+// needs a quorum) within the request timeout.
+func (db *DB) Health() error {
+	ctx, cancel := db.requestContext(context.Background())
+	defer cancel()
+	if _, err := db.kv.Get(ctx, db.versionKey("health")); err != nil {
+		return db.unavailable(context.Background(), err)
+	}
+	return nil
+}
+
+// begin registers a running transaction, or returns ErrClosed.
+func (db *DB) begin() error {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	if db.closed {
+		return ErrClosed
+	}
+	db.running++
+	return nil
+}
+
+func (db *DB) end() {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	if db.running--; db.running == 0 {
+		db.idle.Broadcast()
+	}
+}
+
+// View runs fn in a read-only transaction: every read at the revision of
+// the first one.
+func (db *DB) View(ctx context.Context, fn func(store.Tx) error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if err := db.begin(); err != nil {
+		return err
+	}
+	defer db.end()
+	t := newTxn(ctx, db, false)
+	defer func() { t.done = true }()
+	err := fn(&tx{kv: t, now: db.now})
+	if t.err != nil {
+		return t.err
+	}
+	return err
+}
+
+// Update runs fn in one write transaction; see store.Store. fn runs again
+// (on a fresh snapshot) when the commit finds that another writer changed
+// what it read, up to Options.MaxAttempts times: like Batch, fn must have
+// no effects outside the transaction.
+func (db *DB) Update(ctx context.Context, fn func(store.Tx) error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if err := db.begin(); err != nil {
+		return err
+	}
+	defer db.end()
+	db.writer.Lock()
+	defer db.writer.Unlock()
+	for attempt := range db.attempts {
+		if attempt > 0 {
+			if err := backoff(ctx, attempt); err != nil {
+				return err
+			}
+		}
+		ok, err := db.attempt(ctx, fn)
+		if err != nil || ok {
+			return err
+		}
+	}
+	return fmt.Errorf("%w: %w (%d attempts)", store.ErrUnavailable, ErrConflict, db.attempts)
+}
+
+// attempt runs fn once and commits; false means the guard failed.
+func (db *DB) attempt(ctx context.Context, fn func(store.Tx) error) (bool, error) {
+	t := newTxn(ctx, db, true)
+	defer func() { t.done = true }() // also when fn panics: the overlay is dropped
+	err := fn(&tx{kv: t, now: db.now})
+	if t.err != nil {
+		return false, t.err
+	}
+	if err != nil {
+		return false, err
+	}
+	return t.commit()
+}
+
+// backoff waits a random time that grows with attempt (capped at 50 ms),
+// so that nodes that conflicted do not retry in lockstep.
+func backoff(ctx context.Context, attempt int) error {
+	d := time.Duration(rand.Int64N(int64(min(attempt, 50)) * int64(time.Millisecond)))
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-timer.C:
+		return nil
+	}
+}
+
+// Batch runs fn in a write transaction: csc.Store's group commit. Each
+// call is its own etcd Txn (Update); fn may run more than once.
+func (db *DB) Batch(ctx context.Context, fn func(store.Tx) error) error {
+	return db.Update(ctx, fn)
+}
+
+// Close waits for running transactions and closes the client it opened.
+// Later calls fail with ErrClosed; closing again does nothing. The data
+// stays in etcd.
+func (db *DB) Close() error {
+	db.mu.Lock()
+	if db.closed {
+		db.mu.Unlock()
+		return nil
+	}
+	db.closed = true
+	for db.running > 0 {
+		db.idle.Wait()
+	}
+	db.mu.Unlock()
+	return db.closeClient()
+}
+
+func (db *DB) closeClient() error {
+	if !db.ownsClient {
+		return nil
+	}
+	return db.client.Close()
+}
+
+// bucketSecrets holds named random keys the services need across restarts
+// (the CSC page-token MAC key): name → raw key bytes. Every node reads the
+// same key.
+const bucketSecrets = "secrets"
+
+// Secret returns the random key stored under name, creating it with size
+// bytes from crypto/rand on first use (the first node to commit wins; the
+// others read its key). A stored key of another size is an error.
+func (db *DB) Secret(ctx context.Context, name string, size int) ([]byte, error) {
+	if err := store.CheckSecretRequest(ctx, name, size); err != nil {
+		return nil, err
+	}
+	var key []byte
+	err := db.Update(ctx, func(stx store.Tx) error {
+		b, _ := stx.(*tx).bucket(bucketSecrets)
+		v := b.Get([]byte(name))
+		var created bool
+		var err error
+		if key, created, err = store.SecretKey(name, size, v, v != nil); err != nil || !created {
+			return err
+		}
+		return b.Put([]byte(name), bytes.Clone(key))
+	})
+	if err != nil {
+		return nil, err
+	}
+	return key, nil
+}
+
+// checkPrefix refuses a prefix that would make keys ambiguous.
+func checkPrefix(p string) error {
+	if strings.ContainsRune(p, 0) {
+		return fmt.Errorf("%w: etcd prefix holds 0x00", store.ErrInvalid)
+	}
+	return nil
+}

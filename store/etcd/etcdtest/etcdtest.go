@@ -1,0 +1,113 @@
+package etcdtest
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/url"
+	"sync/atomic"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.etcd.io/etcd/server/v3/embed"
+
+	"github.com/signd/signd/store/etcd"
+)
+
+// Server is one embedded etcd member.
+type Server struct {
+	e *embed.Etcd
+	// Endpoints are its client URLs.
+	Endpoints []string
+	prefixes  atomic.Int64
+}
+
+// Start starts a single-member cluster with its data in dir and waits
+// until it serves (at most a minute). It accepts the transactions store/etcd
+// sends: up to etcd.MaxRequestBytes and many operations per transaction.
+// Writes are not fsynced: the tests check the store's semantics, not
+// etcd's durability.
+func Start(dir string) (*Server, error) {
+	ports, err := freePorts(2)
+	if err != nil {
+		return nil, err
+	}
+	cfg := embed.NewConfig()
+	cfg.Name = "signd-test"
+	cfg.Dir = dir
+	client := url.URL{Scheme: "http", Host: fmt.Sprintf("127.0.0.1:%d", ports[0])}
+	peer := url.URL{Scheme: "http", Host: fmt.Sprintf("127.0.0.1:%d", ports[1])}
+	cfg.ListenClientUrls, cfg.AdvertiseClientUrls = []url.URL{client}, []url.URL{client}
+	cfg.ListenPeerUrls, cfg.AdvertisePeerUrls = []url.URL{peer}, []url.URL{peer}
+	cfg.InitialCluster = cfg.InitialClusterFromName(cfg.Name)
+	cfg.LogLevel = "error"
+	cfg.MaxTxnOps = 1 << 16
+	cfg.MaxRequestBytes = etcd.MaxRequestBytes
+	cfg.UnsafeNoFsync = true
+	e, err := embed.StartEtcd(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("etcdtest: start: %w", err)
+	}
+	select {
+	case <-e.Server.ReadyNotify():
+	case err := <-e.Err():
+		e.Close()
+		return nil, fmt.Errorf("etcdtest: start: %w", err)
+	case <-time.After(time.Minute):
+		e.Close()
+		return nil, fmt.Errorf("etcdtest: the server did not become ready in a minute")
+	}
+	return &Server{e: e, Endpoints: []string{client.String()}}, nil
+}
+
+// Close stops the server.
+func (s *Server) Close() { s.e.Close() }
+
+// Client returns a new client of the server; the caller closes it.
+func (s *Server) Client() (*clientv3.Client, error) {
+	return clientv3.New(clientv3.Config{
+		Endpoints:          s.Endpoints,
+		DialTimeout:        5 * time.Second,
+		MaxCallSendMsgSize: etcd.MaxRequestBytes,
+		MaxCallRecvMsgSize: etcd.MaxRequestBytes,
+	})
+}
+
+// Prefix returns a key prefix no other caller of this Server got: a fresh,
+// empty store on the shared server.
+func (s *Server) Prefix() string { return fmt.Sprintf("/signd-test/%d/", s.prefixes.Add(1)) }
+
+// Open opens a fresh store (a new prefix, unless opts has one) on the
+// server with its own client. Without a RequestTimeout it allows 30 s per
+// request: a 10 MiB proof under the race detector on a busy machine takes
+// longer than the product's default.
+func (s *Server) Open(opts etcd.Options) (*etcd.DB, error) {
+	opts.Endpoints = s.Endpoints
+	if opts.RequestTimeout == 0 {
+		opts.RequestTimeout = 30 * time.Second
+	}
+	if opts.Prefix == "" {
+		opts.Prefix = s.Prefix()
+	}
+	return etcd.Open(context.Background(), opts)
+}
+
+// freePorts returns n loopback ports that were free a moment ago.
+func freePorts(n int) ([]int, error) {
+	var ports []int
+	var ls []net.Listener
+	defer func() {
+		for _, l := range ls {
+			l.Close()
+		}
+	}()
+	for range n {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, fmt.Errorf("etcdtest: %w", err)
+		}
+		ls = append(ls, l)
+		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+	}
+	return ports, nil
+}

@@ -1,0 +1,373 @@
+package etcd
+
+import (
+	"context"
+	"sort"
+
+	"github.com/google/btree"
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+// pageSize is how many keys a cursor fetches from etcd at a time.
+const pageSize = 128
+
+// txn is one store transaction's view of etcd: every read is served at one
+// revision (the snapshot, fixed by the first read), every write is buffered
+// in an overlay that reads see, and commit sends the overlay as one etcd Txn
+// guarded by the reads (see doc.go, "Transactions").
+type txn struct {
+	ctx      context.Context
+	db       *DB
+	writable bool
+	done     bool
+
+	// rev is the snapshot revision; 0 until the first read.
+	rev int64
+	// err is the first read error: it poisons the transaction, whose
+	// function's result it replaces (nothing commits).
+	err error
+
+	// cache holds the values read at rev (nil: absent), by etcd key.
+	cache map[string][]byte
+	// reads are the etcd keys read by point reads, with the ModRevision
+	// they had at rev (0: absent); ranged the buckets read by cursors and
+	// ForEach.
+	reads  map[string]int64
+	ranged map[string]struct{}
+	// writes is the overlay, one sorted tree per bucket.
+	writes map[string]*btree.BTreeG[write]
+}
+
+// write is one buffered write: a value, or a deletion.
+type write struct {
+	key string // key within the bucket
+	val []byte
+	del bool
+}
+
+func lessWrite(a, b write) bool { return a.key < b.key }
+
+func newTxn(ctx context.Context, db *DB, writable bool) *txn {
+	return &txn{
+		ctx: ctx, db: db, writable: writable,
+		cache: map[string][]byte{}, reads: map[string]int64{}, ranged: map[string]struct{}{},
+		writes: map[string]*btree.BTreeG[write]{},
+	}
+}
+
+// fail records the first read error and returns it.
+func (t *txn) fail(err error) error {
+	if t.err == nil {
+		t.err = t.db.unavailable(t.ctx, err)
+	}
+	return t.err
+}
+
+// get runs one etcd range read at the snapshot revision, fixing it on the
+// first read.
+func (t *txn) get(key string, opts ...clientv3.OpOption) (*clientv3.GetResponse, error) {
+	if t.err != nil {
+		return nil, t.err
+	}
+	if t.rev != 0 {
+		opts = append(opts, clientv3.WithRev(t.rev))
+	}
+	ctx, cancel := t.db.requestContext(t.ctx)
+	defer cancel()
+	resp, err := t.db.kv.Get(ctx, key, opts...)
+	if err != nil {
+		return nil, t.fail(err)
+	}
+	if t.rev == 0 {
+		t.rev = resp.Header.Revision
+	}
+	return resp, nil
+}
+
+// overlay returns the buffered writes of a bucket, creating the tree if
+// create is set.
+func (t *txn) overlay(bucket string, create bool) *btree.BTreeG[write] {
+	o := t.writes[bucket]
+	if o == nil && create {
+		o = btree.NewG(16, lessWrite)
+		t.writes[bucket] = o
+	}
+	return o
+}
+
+// bucket is one kind of record within a transaction: the subset of a bbolt
+// bucket's methods the record code uses. Keys are stored in etcd as
+// prefix "r/" bucket "/" key.
+type bucket struct {
+	t    *txn
+	name string
+}
+
+func (b *bucket) etcdKey(key string) string { return b.t.db.recordKey(b.name, key) }
+
+// Get returns the value of key (non-nil, maybe empty), or nil if it is
+// absent or the read failed (the transaction then fails).
+func (b *bucket) Get(key []byte) []byte {
+	k := string(key)
+	if o := b.t.overlay(b.name, false); o != nil {
+		if w, ok := o.Get(write{key: k}); ok {
+			if w.del {
+				return nil
+			}
+			return w.val
+		}
+	}
+	ek := b.etcdKey(k)
+	if v, ok := b.t.cache[ek]; ok {
+		return v
+	}
+	resp, err := b.t.get(ek)
+	if err != nil {
+		return nil
+	}
+	var v []byte
+	var mod int64
+	if len(resp.Kvs) == 1 {
+		v, mod = resp.Kvs[0].Value, resp.Kvs[0].ModRevision
+		if v == nil {
+			v = []byte{}
+		}
+	}
+	b.t.cache[ek] = v
+	if b.t.writable {
+		b.t.reads[ek] = mod
+	}
+	return v
+}
+
+// Put buffers key → value; value must not change until the transaction
+// ends.
+func (b *bucket) Put(key, value []byte) error {
+	if b.t.done {
+		return ErrTxDone
+	}
+	if value == nil {
+		value = []byte{}
+	}
+	b.t.overlay(b.name, true).ReplaceOrInsert(write{key: string(key), val: value})
+	return nil
+}
+
+// Delete buffers the deletion of key.
+func (b *bucket) Delete(key []byte) error {
+	if b.t.done {
+		return ErrTxDone
+	}
+	b.t.overlay(b.name, true).ReplaceOrInsert(write{key: string(key), del: true})
+	return nil
+}
+
+// ForEach calls fn with every entry of the bucket in key order.
+func (b *bucket) ForEach(fn func(k, v []byte) error) error {
+	c := b.Cursor()
+	for k, v := c.First(); k != nil; k, v = c.Next() {
+		if err := fn(k, v); err != nil {
+			return err
+		}
+	}
+	return b.t.err
+}
+
+// Cursor returns a cursor over the bucket. Reading a range guards the
+// commit with the bucket's version key (doc.go).
+func (b *bucket) Cursor() *cursor {
+	b.t.ranged[b.name] = struct{}{}
+	return &cursor{b: b}
+}
+
+// kv is one entry a cursor yields.
+type kv struct {
+	key string
+	val []byte
+}
+
+// cursor walks a bucket forward in pages of etcd keys merged with the
+// overlay. A failed read ends the walk and fails the transaction.
+type cursor struct {
+	b     *bucket
+	items []kv
+	i     int
+	// more: etcd has keys from next on that are not in items yet.
+	more bool
+	next string
+}
+
+// load fills the window from the key from on: one page of etcd keys and
+// the overlay entries up to the last of them (to the end of the bucket
+// when etcd has no more).
+func (c *cursor) load(from string) {
+	for {
+		t := c.b.t
+		prefix := t.db.recordKey(c.b.name, "")
+		resp, err := t.get(prefix+from, clientv3.WithRange(clientv3.GetPrefixRangeEnd(prefix)), clientv3.WithLimit(pageSize))
+		if err != nil {
+			c.items, c.more = nil, false
+			return
+		}
+		merged := map[string][]byte{}
+		var last string
+		for _, e := range resp.Kvs {
+			last = string(e.Key[len(prefix):])
+			v := e.Value
+			if v == nil {
+				v = []byte{}
+			}
+			merged[last] = v
+		}
+		c.more = resp.More
+		c.next = last + "\x00"
+		if o := t.overlay(c.b.name, false); o != nil {
+			o.AscendGreaterOrEqual(write{key: from}, func(w write) bool {
+				if c.more && w.key > last {
+					return false
+				}
+				if w.del {
+					delete(merged, w.key)
+				} else {
+					merged[w.key] = w.val
+				}
+				return true
+			})
+		}
+		c.items = c.items[:0]
+		for k, v := range merged {
+			c.items = append(c.items, kv{k, v})
+		}
+		sort.Slice(c.items, func(i, j int) bool { return c.items[i].key < c.items[j].key })
+		c.i = 0
+		if len(c.items) > 0 || !c.more {
+			return
+		}
+		from = c.next
+	}
+}
+
+func (c *cursor) current() ([]byte, []byte) {
+	if c.i >= len(c.items) {
+		return nil, nil
+	}
+	e := c.items[c.i]
+	return []byte(e.key), e.val
+}
+
+// First moves to the first entry of the bucket.
+func (c *cursor) First() ([]byte, []byte) {
+	c.load("")
+	return c.current()
+}
+
+// Seek moves to the first entry whose key is at least key.
+func (c *cursor) Seek(key []byte) ([]byte, []byte) {
+	c.load(string(key))
+	return c.current()
+}
+
+// Next moves to the next entry; nil at the end.
+func (c *cursor) Next() ([]byte, []byte) {
+	c.i++
+	if c.i >= len(c.items) && c.more {
+		c.load(c.next)
+	}
+	return c.current()
+}
+
+// Last moves to the last entry of the bucket (the audit head): the greatest
+// key of etcd not deleted in the overlay, or of the overlay, whichever is
+// greater.
+func (c *cursor) Last() ([]byte, []byte) {
+	t := c.b.t
+	prefix := t.db.recordKey(c.b.name, "")
+	o := t.overlay(c.b.name, false)
+	var best *kv
+	if o != nil {
+		o.Descend(func(w write) bool {
+			if w.del {
+				return true
+			}
+			best = &kv{w.key, w.val}
+			return false
+		})
+	}
+	end := clientv3.GetPrefixRangeEnd(prefix)
+	for {
+		resp, err := t.get(prefix, clientv3.WithRange(end), clientv3.WithLimit(pageSize),
+			clientv3.WithSort(clientv3.SortByKey, clientv3.SortDescend))
+		if err != nil {
+			return nil, nil
+		}
+		for _, e := range resp.Kvs {
+			k := string(e.Key[len(prefix):])
+			if best != nil && best.key >= k {
+				break
+			}
+			if o != nil {
+				if w, ok := o.Get(write{key: k}); ok && w.del {
+					continue
+				}
+			}
+			v := e.Value
+			if v == nil {
+				v = []byte{}
+			}
+			return []byte(k), v
+		}
+		if !resp.More || len(resp.Kvs) == 0 || (best != nil && string(resp.Kvs[len(resp.Kvs)-1].Key[len(prefix):]) <= best.key) {
+			break
+		}
+		end = string(resp.Kvs[len(resp.Kvs)-1].Key)
+	}
+	if best == nil {
+		return nil, nil
+	}
+	return []byte(best.key), best.val
+}
+
+// commit sends the overlay as one etcd Txn: if every key read still has
+// the ModRevision it had at the snapshot (0 for a key read as absent, and
+// for a key deleted since: equality, not "≤ rev", sees deletions) and the
+// version key of every bucket read as a range is unchanged since the
+// snapshot, then every buffered write and a bump of the version key of
+// every bucket written. It reports
+// false when the guard failed (another node or transaction wrote first).
+func (t *txn) commit() (bool, error) {
+	if len(t.writes) == 0 {
+		return true, nil
+	}
+	var cmps []clientv3.Cmp
+	if t.rev != 0 {
+		for k, mod := range t.reads {
+			cmps = append(cmps, clientv3.Compare(clientv3.ModRevision(k), "=", mod))
+		}
+		for b := range t.ranged {
+			cmps = append(cmps, clientv3.Compare(clientv3.ModRevision(t.db.versionKey(b)), "<", t.rev+1))
+		}
+	}
+	var ops []clientv3.Op
+	for name, o := range t.writes {
+		if o.Len() == 0 {
+			continue
+		}
+		o.Ascend(func(w write) bool {
+			k := t.db.recordKey(name, w.key)
+			if w.del {
+				ops = append(ops, clientv3.OpDelete(k))
+			} else {
+				ops = append(ops, clientv3.OpPut(k, string(w.val)))
+			}
+			return true
+		})
+		ops = append(ops, clientv3.OpPut(t.db.versionKey(name), ""))
+	}
+	ctx, cancel := t.db.requestContext(t.ctx)
+	defer cancel()
+	resp, err := t.db.kv.Txn(ctx).If(cmps...).Then(ops...).Commit()
+	if err != nil {
+		return false, t.db.unavailable(t.ctx, err)
+	}
+	return resp.Succeeded, nil
+}

@@ -1,0 +1,149 @@
+package etcd
+
+import (
+	"maps"
+	"slices"
+	"time"
+
+	"github.com/signd/signd/store"
+)
+
+// The stored JSON shape of each record kind: store/bolt's, so a record
+// reads the same in both backends. Field names are part of the format:
+// renaming one needs a migration of the stored keys.
+
+type userRecord struct {
+	ID              string            `json:"id"`
+	Username        string            `json:"username"`
+	Status          string            `json:"status"`
+	PasswordHash    string            `json:"password_hash,omitempty"`
+	PINHash         string            `json:"pin_hash,omitempty"`
+	TOTPSecret      string            `json:"totp_secret,omitempty"`
+	TOTPLastStep    int64             `json:"totp_last_step,omitempty"`
+	FailedPasswords int               `json:"failed_passwords,omitempty"`
+	PasswordLocked  bool              `json:"password_locked,omitempty"`
+	FailedPINs      int               `json:"failed_pins,omitempty"`
+	PINLocked       bool              `json:"pin_locked,omitempty"`
+	Email           string            `json:"email,omitempty"`
+	EmailVerified   bool              `json:"email_verified,omitempty"`
+	Claims          map[string]string `json:"claims,omitempty"`
+	Proofs          []proofRefRecord  `json:"proofs,omitempty"`
+	CreatedAt       time.Time         `json:"created_at"`
+	UpdatedAt       time.Time         `json:"updated_at"`
+}
+
+type proofRefRecord struct {
+	ID          string `json:"id"`
+	ContentType string `json:"content_type"`
+	Size        int64  `json:"size"`
+	SHA256      string `json:"sha256"`
+}
+
+type clientRecord struct {
+	ID               string    `json:"id"`
+	Name             string    `json:"name,omitempty"`
+	SecretHash       string    `json:"secret_hash"`
+	RedirectURIs     []string  `json:"redirect_uris"`
+	Scopes           []string  `json:"scopes,omitempty"`
+	SectorIdentifier string    `json:"sector_identifier,omitempty"`
+	RequirePKCE      bool      `json:"require_pkce,omitempty"`
+	CreatedAt        time.Time `json:"created_at"`
+	UpdatedAt        time.Time `json:"updated_at"`
+}
+
+type credentialRecord struct {
+	ID          string    `json:"id"`
+	Owner       string    `json:"owner"`
+	KeyID       []byte    `json:"key_id"`
+	Label       string    `json:"label,omitempty"`
+	Algorithm   string    `json:"algorithm"`
+	KeyBits     int       `json:"key_bits"`
+	Chain       [][]byte  `json:"chain,omitempty"`
+	Status      string    `json:"status"`
+	DisabledBy  string    `json:"disabled_by,omitempty"`
+	Description string    `json:"description,omitempty"`
+	CreatedAt   time.Time `json:"created_at"`
+	UpdatedAt   time.Time `json:"updated_at"`
+}
+
+// The conversions copy every slice and map so that neither side aliases the
+// other.
+
+func userToRecord(u *store.User) *userRecord {
+	r := &userRecord{
+		ID: u.ID, Username: u.Username, Status: string(u.Status),
+		PasswordHash: u.PasswordHash, PINHash: u.PINHash, TOTPSecret: u.TOTPSecret, TOTPLastStep: u.TOTPLastStep,
+		FailedPasswords: u.FailedPasswords, PasswordLocked: u.PasswordLocked,
+		FailedPINs: u.FailedPINs, PINLocked: u.PINLocked,
+		Email: u.Email, EmailVerified: u.EmailVerified,
+		Claims:    maps.Clone(u.Claims),
+		CreatedAt: u.CreatedAt, UpdatedAt: u.UpdatedAt,
+	}
+	for _, p := range u.Proofs {
+		r.Proofs = append(r.Proofs, proofRefRecord(p))
+	}
+	return r
+}
+
+func (r *userRecord) user() *store.User {
+	u := &store.User{
+		ID: r.ID, Username: r.Username, Status: store.UserStatus(r.Status),
+		PasswordHash: r.PasswordHash, PINHash: r.PINHash, TOTPSecret: r.TOTPSecret, TOTPLastStep: r.TOTPLastStep,
+		FailedPasswords: r.FailedPasswords, PasswordLocked: r.PasswordLocked,
+		FailedPINs: r.FailedPINs, PINLocked: r.PINLocked,
+		Email: r.Email, EmailVerified: r.EmailVerified,
+		Claims:    maps.Clone(r.Claims),
+		CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt,
+	}
+	for _, p := range r.Proofs {
+		u.Proofs = append(u.Proofs, store.ProofRef(p))
+	}
+	return u
+}
+
+func clientToRecord(c *store.Client) *clientRecord {
+	return &clientRecord{
+		ID: c.ID, Name: c.Name, SecretHash: c.SecretHash,
+		RedirectURIs: slices.Clone(c.RedirectURIs), Scopes: slices.Clone(c.Scopes),
+		SectorIdentifier: c.SectorIdentifier, RequirePKCE: c.RequirePKCE,
+		CreatedAt: c.CreatedAt, UpdatedAt: c.UpdatedAt,
+	}
+}
+
+func (r *clientRecord) client() *store.Client {
+	return &store.Client{
+		ID: r.ID, Name: r.Name, SecretHash: r.SecretHash,
+		RedirectURIs: slices.Clone(r.RedirectURIs), Scopes: slices.Clone(r.Scopes),
+		SectorIdentifier: r.SectorIdentifier, RequirePKCE: r.RequirePKCE,
+		CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt,
+	}
+}
+
+func credentialToRecord(c *store.Credential) *credentialRecord {
+	return &credentialRecord{
+		ID: c.ID, Owner: c.Owner, KeyID: slices.Clone(c.KeyID), Label: c.Label,
+		Algorithm: c.Algorithm, KeyBits: c.KeyBits, Chain: cloneChain(c.Chain),
+		Status: string(c.Status), DisabledBy: c.DisabledBy, Description: c.Description,
+		CreatedAt: c.CreatedAt, UpdatedAt: c.UpdatedAt,
+	}
+}
+
+func (r *credentialRecord) credential() *store.Credential {
+	return &store.Credential{
+		ID: r.ID, Owner: r.Owner, KeyID: slices.Clone(r.KeyID), Label: r.Label,
+		Algorithm: r.Algorithm, KeyBits: r.KeyBits, Chain: cloneChain(r.Chain),
+		Status: store.CredentialStatus(r.Status), DisabledBy: r.DisabledBy, Description: r.Description,
+		CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt,
+	}
+}
+
+func cloneChain(chain [][]byte) [][]byte {
+	if chain == nil {
+		return nil
+	}
+	out := make([][]byte, len(chain))
+	for i, der := range chain {
+		out[i] = slices.Clone(der)
+	}
+	return out
+}

@@ -1,0 +1,222 @@
+package etcd
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/binary"
+	"fmt"
+	"slices"
+
+	"github.com/signd/signd/store"
+)
+
+// Revocation (store.RevokeTx) walks a party index beside each kind of
+// revocable record:
+//
+//	tokens_by_party          party ‖ token fingerprint → empty
+//	codes_by_party           party ‖ code fingerprint → empty (unredeemed codes)
+//	auth_requests_by_party   party ‖ request fingerprint → empty
+//	sessions_by_party        party ‖ session fingerprint → empty
+//
+// A party (store.Party) is one tag byte, a name and 0x00; store.GrantParties
+// says which parties a record hangs on.
+//
+// So one revocation is one cursor range per bucket, costing what it
+// removes. Every write of a record maintains its entries in the same
+// transaction.
+
+// The party index buckets.
+const (
+	bucketTokensByParty       = "tokens_by_party"
+	bucketCodesByParty        = "codes_by_party"
+	bucketAuthRequestsByParty = "auth_requests_by_party"
+	bucketSessionsByParty     = "sessions_by_party"
+)
+
+// index adds the entries of hash under each party.
+func (t *tx) index(bucket string, parties []string, hash []byte) error {
+	for _, p := range parties {
+		if err := t.putRaw(bucket, p+string(hash), []byte{}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// unindex removes the entries of hash under each party.
+func (t *tx) unindex(bucket string, parties []string, hash []byte) error {
+	for _, p := range parties {
+		if err := t.delete(bucket, p+string(hash)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// reindex moves the entries of hash from the parties in old to those in
+// new.
+func (t *tx) reindex(bucket string, old, new []string, hash []byte) error {
+	for _, p := range old {
+		if !slices.Contains(new, p) {
+			if err := t.delete(bucket, p+string(hash)); err != nil {
+				return err
+			}
+		}
+	}
+	for _, p := range new {
+		if !slices.Contains(old, p) {
+			if err := t.putRaw(bucket, p+string(hash), []byte{}); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// indexed returns the fingerprints filed under party p in bucket. Only
+// keys of exactly p ‖ 32 bytes count, so a name that is a prefix of
+// another never matches the other's entries.
+func (t *tx) indexed(bucket, p string) ([][]byte, error) {
+	b, err := t.bucket(bucket)
+	if err != nil {
+		return nil, err
+	}
+	prefix := []byte(p)
+	var out [][]byte
+	c := b.Cursor()
+	for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
+		if len(k) == len(prefix)+sha256.Size {
+			out = append(out, bytes.Clone(k[len(prefix):]))
+		}
+	}
+	return out, nil
+}
+
+// The RevokeTx methods: each revokes one party.
+
+func (t *tx) RevokeUser(username string) (store.Revoked, error) {
+	return t.revoke(store.PartyUser, username)
+}
+
+func (t *tx) RevokeUserSigning(username string) (store.Revoked, error) {
+	return t.revoke(store.PartySigning, username)
+}
+
+func (t *tx) RevokeClient(clientID string) (store.Revoked, error) {
+	return t.revoke(store.PartyClient, clientID)
+}
+
+func (t *tx) RevokeCredential(credentialID string) (store.Revoked, error) {
+	return t.revoke(store.PartyCredential, credentialID)
+}
+
+// revoke removes every record filed under the party (kind, name).
+func (t *tx) revoke(kind store.PartyKind, name string) (store.Revoked, error) {
+	var r store.Revoked
+	if err := t.writable(); err != nil {
+		return r, err
+	}
+	if err := store.CheckRevokeName(name); err != nil {
+		return r, err
+	}
+	p := store.Party(kind, name)
+
+	hashes, err := t.indexed(bucketTokensByParty, p)
+	if err != nil {
+		return r, err
+	}
+	for _, h := range hashes {
+		tok, err := t.token(h)
+		if err != nil {
+			return r, err
+		}
+		if tok == nil || !slices.Contains(tok.parties(), p) {
+			// A dangling entry: drop it, count nothing.
+			if err := t.delete(bucketTokensByParty, p+string(h)); err != nil {
+				return r, err
+			}
+			continue
+		}
+		if err := t.DeleteToken(h); err != nil {
+			return r, err
+		}
+		if store.TokenKind(tok.Kind) == store.TokenSAD {
+			r.SADs++
+		} else {
+			r.AccessTokens++
+		}
+	}
+	for _, f := range []struct {
+		k expiring
+		n *int
+	}{{codesKind, &r.Codes}, {requestsKind, &r.Requests}, {sessionsKind, &r.Sessions}} {
+		hashes, err := t.indexed(f.k.parties, p)
+		if err != nil {
+			return r, err
+		}
+		for _, h := range hashes {
+			n, err := t.revokeFlow(f.k, p, h)
+			if err != nil {
+				return r, err
+			}
+			*f.n += n
+		}
+	}
+	return r, nil
+}
+
+// revokeFlow removes the flow record h that is filed under party p and
+// returns 1, or drops a dangling entry (no record, or a record that no
+// longer hangs on p: a redeemed code) and returns 0.
+func (t *tx) revokeFlow(k expiring, p string, h []byte) (int, error) {
+	b, err := t.bucket(k.bucket)
+	if err != nil {
+		return 0, err
+	}
+	if raw := b.Get(h); raw != nil {
+		_, parties, err := k.decode(raw)
+		if err != nil {
+			return 0, fmt.Errorf("store: decode %s/%x: %w", k.bucket, h, err)
+		}
+		if slices.Contains(parties, p) {
+			_, err := t.removeExpiring(k, h)
+			return 1, err
+		}
+	}
+	return 0, t.delete(k.parties, p+string(h))
+}
+
+// metaRevocations is the meta key of the revocation generation
+// (store.RevocationReader): 8 bytes big-endian, absent = 0. Every node
+// reads it at the revision of its transaction, so a revocation committed
+// on one node refuses a cached bearer token on every node at its next
+// request.
+const metaRevocations = "revocations"
+
+// RevocationGeneration implements store.RevocationReader.
+func (t *tx) RevocationGeneration() (uint64, error) {
+	b, err := t.bucket(bucketMeta)
+	if err != nil {
+		return 0, err
+	}
+	v := b.Get([]byte(metaRevocations))
+	switch len(v) {
+	case 0:
+		return 0, nil
+	case 8:
+		return binary.BigEndian.Uint64(v), nil
+	}
+	return 0, fmt.Errorf("store: %s/%s is %d bytes, want 8", bucketMeta, metaRevocations, len(v))
+}
+
+// raiseRevocations adds one to the revocation generation in this write
+// transaction.
+func (t *tx) raiseRevocations() error {
+	g, err := t.RevocationGeneration()
+	if err != nil {
+		return err
+	}
+	v := make([]byte, 8)
+	binary.BigEndian.PutUint64(v, g+1)
+	return t.putRaw(bucketMeta, metaRevocations, v)
+}
