@@ -290,5 +290,13 @@ func (c *Credential) Validate() error {
 	default:
 		return invalid("credential status %q is not %q, %q or %q", c.Status, CredentialPending, CredentialEnabled, CredentialDisabled)
 	}
+	if c.Multisign < 0 || c.Multisign > MaxMultisign {
+		return invalid("credential %q multisign %d is not 1–%d", c.ID, c.Multisign, MaxMultisign)
+	}
+	switch c.AuthMode {
+	case "", AuthOAuth2Code, AuthExplicit:
+	default:
+		return invalid("credential %q authMode %q is not %q or %q", c.ID, c.AuthMode, AuthOAuth2Code, AuthExplicit)
+	}
 	return validateText("credential description", c.Description, maxTextLen)
 }

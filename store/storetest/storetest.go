@@ -23,6 +23,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"Users", testUsers},
 		{"Clients", testClients},
 		{"Credentials", testCredentials},
+		{"CredentialModes", testCredentialModes},
 		{"Proofs", testProofs},
 		{"ReadOnly", testReadOnly},
 		{"RollbackOnError", testRollbackOnError},
@@ -314,6 +315,7 @@ func equalCredential(got, want *store.Credential) string {
 			if len(c.Chain) == 0 {
 				c.Chain = nil
 			}
+			c.SetDefaults() // testCredentialModes checks the defaults themselves
 		})
 }
 
