@@ -33,6 +33,13 @@ const (
 	// pair destroyed in the HSM, what was bound to it revoked, its record
 	// deleted.
 	AuditCredentialRemoved AuditKind = "credential_removed"
+	// AuditCredentialAuth is an admin changing a credential's multisign or
+	// authMode (which revokes what was authorized under the old values).
+	AuditCredentialAuth AuditKind = "credential_auth"
+	// AuditAuthorize is one credentials/authorize (CSC v1 §11.6) or
+	// credentials/extendTransaction (§11.7) request: granted (a SAD issued
+	// for the hashes listed) or refused (with the reason).
+	AuditAuthorize AuditKind = "authorize"
 )
 
 // Audit outcomes. Credential entries may also use the credential status
@@ -145,7 +152,8 @@ func (e *AuditEntry) content() auditContent {
 // Validate checks what AppendAudit requires of an entry before sealing.
 func (e *AuditEntry) Validate() error {
 	switch e.Kind {
-	case AuditSignHash, AuditCredentialEnrolled, AuditCredentialEnabled, AuditCredentialDisabled, AuditCredentialRemoved:
+	case AuditSignHash, AuditCredentialEnrolled, AuditCredentialEnabled, AuditCredentialDisabled, AuditCredentialRemoved,
+		AuditCredentialAuth, AuditAuthorize:
 	default:
 		return fmt.Errorf("%w: audit kind %q", ErrInvalid, e.Kind)
 	}

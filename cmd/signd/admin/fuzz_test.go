@@ -161,6 +161,10 @@ func (s *recordingService) SetCredentialStatus(_ context.Context, n string, e bo
 	s.rec(statusReq{n, e})
 	return &CredentialView{}, nil
 }
+func (s *recordingService) SetCredentialAuth(_ context.Context, r SetCredentialAuthRequest) (*CredentialView, error) {
+	s.rec(r)
+	return &CredentialView{}, nil
+}
 func (s *recordingService) CreateOIDCKey(context.Context) (*OIDCKeyView, error) {
 	s.rec(struct{}{})
 	return &OIDCKeyView{}, nil
