@@ -6,6 +6,7 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -117,26 +118,34 @@ type Handler struct {
 	MaxHashes int
 	// PageTokenKey is the MAC key of credentials/list page tokens, at
 	// least 32 random bytes that survive restarts (kept in the store).
-	PageTokenKey []byte           // required
-	Now          func() time.Time // nil = time.Now
-	Logger       *slog.Logger     // nil = discard
-	Metrics      Metrics          // nil = none
+	PageTokenKey []byte // required
+	// PIN checks signing PINs for credentials/authorize with the consent
+	// page's lockout (*oauth.Server). nil: credentials/authorize is not
+	// offered (501) and info does not list it.
+	PIN PINChecker
+	// SADTTL is the lifetime of a SAD that credentials/authorize or
+	// credentials/extendTransaction issues (oauth.sad_ttl); 0 means
+	// DefaultSADTTL.
+	SADTTL  time.Duration
+	Now     func() time.Time // nil = time.Now
+	Logger  *slog.Logger     // nil = discard
+	Metrics Metrics          // nil = none
 
-	leaves leafCache
+	leaves  leafCache
+	methods []string // mounted methods, as info lists them
 }
 
 // DefaultMaxHashes is the hash cap of a signHash request when
 // Handler.MaxHashes is not set.
 const DefaultMaxHashes = 100
 
-// Methods signd implements, as /csc/v1/info lists them.
-var implemented = []string{"info", "credentials/list", "credentials/info", "signatures/signHash"}
-
-// Methods CSC v1.0.4.0 defines that signd does not offer: 501, so a client
-// can tell "not offered" from a typo (404).
-var notImplemented = []string{
-	"auth/login", "auth/revoke", "credentials/authorize", "credentials/extendTransaction",
-	"credentials/sendOTP", "signatures/timestamp",
+// cscMethods are the methods CSC v1.0.4.0 defines. Those a Handler does
+// not mount answer 501, so a client can tell "not offered" from a typo
+// (404).
+var cscMethods = []string{
+	"info", "auth/login", "auth/revoke", "credentials/list", "credentials/info",
+	"credentials/authorize", "credentials/extendTransaction", "credentials/sendOTP",
+	"signatures/signHash", "signatures/timestamp",
 }
 
 // Mount registers the CSC routes on g, the /csc/v1 group. It fails when a
@@ -168,12 +177,25 @@ func (h *Handler) Mount(g *echo.Group) error {
 	// Group middleware also runs for unknown paths under /csc/v1 (Echo adds
 	// catch-all routes for it), so their 404 is in the CSC dialect too.
 	g.Use(oauth.WithDialect(h.dialect()))
-	g.Any("/info", h.info, postOnly)
-	g.Any("/credentials/list", h.list, postOnly, bearer)
-	g.Any("/credentials/info", h.credentialInfo, postOnly, bearer)
-	g.Any("/signatures/signHash", h.signHash, postOnly, bearer)
-	for _, m := range notImplemented {
-		g.Any("/"+m, notImplementedHandler(m))
+	// info lists exactly what is mounted here.
+	h.methods = nil
+	route := func(method string, fn echo.HandlerFunc, mw ...echo.MiddlewareFunc) {
+		g.Any("/"+method, fn, mw...)
+		h.methods = append(h.methods, method)
+	}
+	route("info", h.info, postOnly)
+	route("credentials/list", h.list, postOnly, bearer)
+	route("credentials/info", h.credentialInfo, postOnly, bearer)
+	if h.PIN != nil {
+		route("credentials/authorize", h.authorize, postOnly, bearer)
+	}
+	route("credentials/extendTransaction", h.extendTransaction, postOnly, bearer)
+	route("credentials/sendOTP", h.sendOTP, postOnly, bearer)
+	route("signatures/signHash", h.signHash, postOnly, bearer)
+	for _, m := range cscMethods {
+		if !slices.Contains(h.methods, m) {
+			g.Any("/"+m, notImplementedHandler(m))
+		}
 	}
 	return nil
 }

@@ -41,6 +41,6 @@ func (h *Handler) info(c echo.Context) error {
 		Description: h.Info.Description,
 		AuthType:    []string{"oauth2code"},
 		OAuth2:      h.oauth2Base(),
-		Methods:     slices.Clone(implemented),
+		Methods:     slices.Clone(h.methods),
 	})
 }

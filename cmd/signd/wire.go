@@ -73,7 +73,7 @@ func (s *services) mount(e *echo.Echo) error {
 	if err != nil {
 		return err
 	}
-	signer, err := s.cscHandler()
+	signer, err := s.cscHandler(authz)
 	if err != nil {
 		return err
 	}

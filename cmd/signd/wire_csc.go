@@ -7,21 +7,25 @@ import (
 
 	"github.com/signd/signd/csc"
 	"github.com/signd/signd/hsm"
+	"github.com/signd/signd/oauth"
 	"github.com/signd/signd/store"
 )
 
 // The concrete types csc runs on.
 var (
 	_ csc.Store  = (*store.Scoped[csc.Tx])(nil)
-	_ csc.Signer = (*hsm.Token)(nil)
+	_ csc.Signer     = (*hsm.Token)(nil)
+	_ csc.PINChecker = (*oauth.Server)(nil)
 )
 
 // pageTokenSecret names the MAC key of credentials/list page tokens in the
 // store's secrets bucket: generated on first start, kept across restarts.
 const pageTokenSecret = "csc_page_token"
 
-// cscHandler builds the CSC service (mounted under /csc/v1).
-func (s *services) cscHandler() (*csc.Handler, error) {
+// cscHandler builds the CSC service (mounted under /csc/v1); pins checks
+// the signing PINs of credentials/authorize with the consent page's
+// lockout.
+func (s *services) cscHandler(pins csc.PINChecker) (*csc.Handler, error) {
 	key, err := s.store.Secret(context.Background(), pageTokenSecret, 32)
 	if err != nil {
 		return nil, fmt.Errorf("csc: page token key: %w", err)
@@ -45,6 +49,8 @@ func (s *services) cscHandler() (*csc.Handler, error) {
 		MaxResultsLimit:   c.MaxResultsLimit,
 		MaxHashes:         c.MaxHashesPerRequest,
 		PageTokenKey:      key,
+		PIN:               pins,
+		SADTTL:            s.cfg.OAuth.SADTTL,
 		Now:               s.now,
 		Logger:            s.logger,
 		Metrics:           m,
