@@ -17,7 +17,7 @@ func (a *app) credentialCmd() *cobra.Command {
 
 	var create struct {
 		user, algo, label, subject, csrOut, authMode string
-		multisign                                int
+		multisign                                    int
 	}
 	createCmd := &cobra.Command{
 		Use:   "create --user USERNAME [--algo rsa-2048|rsa-3072|rsa-4096] [--label L] [--subject DN] [--csr-out FILE] [--multisign N] [--auth-mode oauth2code|explicit]",

@@ -13,7 +13,7 @@ import (
 
 // The concrete types csc runs on.
 var (
-	_ csc.Store  = (*store.Scoped[csc.Tx])(nil)
+	_ csc.Store      = (*store.Scoped[csc.Tx])(nil)
 	_ csc.Signer     = (*hsm.Token)(nil)
 	_ csc.PINChecker = (*oauth.Server)(nil)
 )
