@@ -195,3 +195,81 @@ func TestExplicitBatchJourney(t *testing.T) {
 		t.Errorf("audit verify: %q", out)
 	}
 }
+
+// TestOAuthBatchJourney: the OAuth 2.0 credential scope with a batch, as
+// SetaPDF and the Cleverbase SDK ask for it: numSignatures 3 and three
+// comma-separated base64url hashes (one twice) on a credential the admin
+// set to multisign 3; consent with the PIN; one signHash with the hashes
+// in another order returns the signatures in that order, each verified.
+func TestOAuthBatchJourney(t *testing.T) {
+	e := newEnv(t, "")
+	cred, base, _ := startJourney(t, e)
+	e.must("", "credential", "set-auth", cred, "--multisign", "3")
+	bearer := serviceToken(t, base)
+
+	digests := make([][]byte, 3)
+	for i := range 2 {
+		d := sha256.Sum256([]byte(fmt.Sprintf("page %d", i)))
+		digests[i] = d[:]
+	}
+	digests[2] = digests[0]
+	var param []string
+	for _, d := range digests {
+		param = append(param, base64.RawURLEncoding.EncodeToString(d))
+	}
+	conf, ctx := journeyClient(base)
+	conf.Scopes = []string{"credential"}
+	browser := oauthtest.NewBrowser(nil)
+	s, err := browser.Get(conf.AuthCodeURL("state-batch", oauth2.SetAuthURLParam("lang", "en"),
+		oauth2.SetAuthURLParam("credentialID", cred), oauth2.SetAuthURLParam("numSignatures", "3"),
+		oauth2.SetAuthURLParam("hash", strings.Join(param, ","))))
+	if err != nil || s.Form == nil {
+		t.Fatalf("login page: %v %d %s", err, s.Status, oauthtest.Text(s.Body))
+	}
+	if s, err = browser.Submit(s.Form, map[string]string{"username": "alice", "password": journeyPassword}, "approve"); err != nil || s.Form == nil {
+		t.Fatalf("consent page: %v %d %s", err, s.Status, oauthtest.Text(s.Body))
+	}
+	if !strings.Contains(oauthtest.Text(s.Body), "3 signatures") {
+		t.Errorf("the consent page does not say 3 signatures: %s", oauthtest.Text(s.Body))
+	}
+	if s, err = browser.Submit(s.Form, map[string]string{"pin": journeyPIN}, "approve"); err != nil {
+		t.Fatal(err)
+	}
+	tok, err := conf.Exchange(ctx, s.Query().Get("code"))
+	if err != nil {
+		t.Fatalf("token: %v", err)
+	}
+	order := [][]byte{digests[1], digests[0], digests[2]}
+	hs := make([]string, len(order))
+	for i, d := range order {
+		hs[i] = base64.StdEncoding.EncodeToString(d)
+	}
+	body, _ := json.Marshal(map[string]any{"credentialID": cred, "SAD": tok.AccessToken, "hash": hs,
+		"signAlgo": "1.2.840.113549.1.1.11"})
+	status, res := postJSON(t, base+"/csc/v1/signatures/signHash", bearer, string(body))
+	sigs, _ := res["signatures"].([]any)
+	if status != 200 || len(sigs) != 3 {
+		t.Fatalf("signHash: %d %v", status, res)
+	}
+	_, info := postJSON(t, base+"/csc/v1/credentials/info", bearer, `{"credentialID":"`+cred+`"}`)
+	if info["multisign"] != float64(3) || info["authMode"] != "oauth2code" {
+		t.Errorf("credentials/info: %v", info)
+	}
+	leafDER, _ := base64.StdEncoding.DecodeString(info["cert"].(map[string]any)["certificates"].([]any)[0].(string))
+	leaf, _ := x509.ParseCertificate(leafDER)
+	for i, s := range sigs {
+		sig, _ := base64.StdEncoding.DecodeString(s.(string))
+		if err := rsa.VerifyPKCS1v15(leaf.PublicKey.(*rsa.PublicKey), crypto.SHA256, order[i], sig); err != nil {
+			t.Errorf("signature %d: %v", i, err)
+		}
+	}
+	// numSignatures 4 over multisign 3: refused after login, on the redirect.
+	s, _ = browser.Get(conf.AuthCodeURL("state-4", oauth2.SetAuthURLParam("credentialID", cred),
+		oauth2.SetAuthURLParam("numSignatures", "4"), oauth2.SetAuthURLParam("hash", strings.Join(append(param, param[0]), ","))))
+	if s.Form != nil {
+		s, _ = browser.Submit(s.Form, map[string]string{"username": "alice", "password": journeyPassword}, "approve")
+	}
+	if q := s.Query(); q.Get("error") != "invalid_request" || !strings.Contains(q.Get("error_description"), "Numbers of signatures is too high") {
+		t.Errorf("numSignatures over multisign: %d %v", s.Status, s.Location)
+	}
+}

@@ -51,7 +51,10 @@ func TestOpenAPIDescribesTheDaemon(t *testing.T) {
 		{"POST", "/csc/v1/credentials/list", "application/json", "{}", 401},
 		{"POST", "/csc/v1/credentials/info", "application/json", "{}", 401},
 		{"POST", "/csc/v1/signatures/signHash", "application/json", "{}", 401},
-		{"POST", "/csc/v1/credentials/authorize", "application/json", "{}", 501},
+		{"POST", "/csc/v1/credentials/authorize", "application/json", "{}", 401},
+		{"POST", "/csc/v1/credentials/extendTransaction", "application/json", "{}", 401},
+		{"POST", "/csc/v1/credentials/sendOTP", "application/json", "{}", 401},
+		{"POST", "/csc/v1/auth/revoke", "application/json", "{}", 501},
 		{"POST", "/csc/v1/credentials/nope", "application/json", "{}", 404},
 	}
 	for _, tc := range cases {
