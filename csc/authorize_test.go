@@ -3,6 +3,7 @@ package csc_test
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"slices"
 	"strings"
@@ -49,7 +50,7 @@ type explicitEnv struct {
 	checker *countingChecker
 }
 
-func newExplicitEnv(t *testing.T) *explicitEnv {
+func newExplicitEnv(t testing.TB) *explicitEnv {
 	t.Helper()
 	db := memory.New(memory.Options{})
 	hasher, err := store.NewHasher(lowArgon2)
@@ -461,4 +462,72 @@ func TestSendOTPAndInfo(t *testing.T) {
 		t.Errorf("info methods %v list credentials/authorize without a PIN checker", got)
 	}
 	wantError(t, plain.call("credentials/authorize", "", "{}"), 501, "not_implemented", "Method credentials/authorize is not implemented by this service (see info methods)")
+}
+
+// FuzzExplicitRequest sends any body to credentials/authorize,
+// extendTransaction and sendOTP with alice's Bearer: the answer is 200
+// (a SAD) or a 400 with a printable description, never another status,
+// and always matches docs/openapi.yaml; a SAD is only ever issued for
+// alice's explicit credential.
+func FuzzExplicitRequest(f *testing.F) {
+	e := newExplicitEnv(f)
+	bearer := e.accessToken("alice", "rp1")
+	e.update(func(tx store.Tx) error { // the bearer stays valid however long the fuzzing runs
+		tok, _ := tx.Token(store.Fingerprint(bearer))
+		_ = tx.DeleteToken(tok.Hash)
+		tok.ExpiresAt = e.clock.Now().Add(1000 * time.Hour)
+		return tx.CreateToken(tok)
+	})
+	cred := e.explicitCredential("alice", 3, store.AuthExplicit)
+	h := b64(digest("fuzz"))
+	methods := []string{"credentials/authorize", "credentials/extendTransaction", "credentials/sendOTP"}
+	for _, s := range []struct {
+		m    uint8
+		body string
+	}{
+		{0, authorizeBody(cred, 1, testPIN, digest("fuzz"))},
+		{0, authorizeBody(cred, "2", testPIN, digest("a"), digest("b"))},
+		{0, `{"credentialID":"` + cred + `","numSignatures":1e3,"hash":["` + h + `"],"PIN":"1"}`},
+		{0, `{"credentialID":"` + cred + `","numSignatures":99999999999,"hash":["` + h + `"],"PIN":"1"}`},
+		{1, `{"credentialID":"` + cred + `","SAD":"x","hash":["` + h + `"]}`},
+		{2, `{"credentialID":"` + cred + `"}`},
+		{2, `{"credentialID":null}`},
+	} {
+		f.Add(s.m, []byte(s.body))
+	}
+	f.Fuzz(func(t *testing.T, m uint8, body []byte) {
+		method := methods[int(m)%len(methods)]
+		req, _ := http.NewRequest(http.MethodPost, e.srv.URL+"/csc/v1/"+method, strings.NewReader(string(body)))
+		req.Header.Set("Authorization", "Bearer "+bearer)
+		req.Header.Set("Content-Type", "application/json")
+		res, err := e.srv.Client().Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		var raw []byte
+		raw, _ = io.ReadAll(res.Body)
+		if err := validateResponse(req, body, res, raw); err != nil {
+			t.Fatalf("%s %q: response does not match docs/openapi.yaml: %v\n%d %s", method, body, err, res.StatusCode, raw)
+		}
+		var out map[string]any
+		if err := json.Unmarshal(raw, &out); err != nil {
+			t.Fatalf("%s %q: %d %q", method, body, res.StatusCode, raw)
+		}
+		switch res.StatusCode {
+		case http.StatusOK:
+			var req map[string]any
+			_ = json.Unmarshal(body, &req)
+			if req["credentialID"] != cred || out["SAD"] == "" {
+				t.Fatalf("%s %q: %s", method, body, raw)
+			}
+		case http.StatusBadRequest:
+			desc, _ := out["error_description"].(string)
+			if (out["error"] != "invalid_request" && out["error"] != "invalid_pin") || !printableDesc(desc) {
+				t.Fatalf("%s %q: 400 %s", method, body, raw)
+			}
+		default:
+			t.Fatalf("%s %q: status %d %s", method, body, res.StatusCode, raw)
+		}
+	})
 }
