@@ -74,6 +74,28 @@ func TestExplicitBatchJourney(t *testing.T) {
 	if out := e.must("", "credential", "show", cred); !strings.Contains(out, "auth mode:  explicit (multisign 10)") {
 		t.Errorf("credential show: %s", out)
 	}
+	// Bad flags are refused before any key is generated.
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"credential", "create", "--user", "alice", "--multisign", "0"}, "--multisign must be 1 to 1000"},
+		{[]string{"credential", "create", "--user", "alice", "--multisign", "1001"}, "multisign must be 1 to 1000"},
+		{[]string{"credential", "create", "--user", "alice", "--multisign", "-3"}, "--multisign must be 1 to 1000"},
+		{[]string{"credential", "create", "--user", "alice", "--auth-mode", "implicit"}, "auth mode must be oauth2code or explicit"},
+		{[]string{"credential", "set-auth", cred}, "nothing to change"},
+		{[]string{"credential", "set-auth", cred, "--multisign", "0"}, "--multisign must be 1 to 1000"},
+		{[]string{"credential", "set-auth", cred, "--auth-mode", "EXPLICIT"}, "auth mode must be oauth2code or explicit"},
+		{[]string{"credential", "set-auth", "no-such-credential", "--multisign", "2"}, "no-such-credential"},
+	} {
+		out, errOut, err := e.run("", tc.args...)
+		if err == nil || !strings.Contains(err.Error()+errOut, tc.want) {
+			t.Errorf("%v: %v %q %q, want an error with %q", tc.args, err, out, errOut, tc.want)
+		}
+	}
+	if out := e.must("", "credential", "list", "--user", "alice"); strings.Count(strings.TrimSpace(out), "\n") != 2 {
+		t.Errorf("refused creates left credentials:\n%s", out)
+	}
 	bearer := serviceToken(t, base)
 	call := func(method, body string) (int, map[string]any) {
 		t.Helper()
