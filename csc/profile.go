@@ -22,7 +22,8 @@ import (
 // The two CSC scope profiles of the authorization server (package oauth):
 // "service" turns into a Bearer access token for credentials/list and
 // credentials/info; "credential" turns into a SAD bound to one credential
-// and one hash, for one signHash. The two are never combined with each
+// and its numSignatures hashes (up to the credential's multisign), for one
+// signHash. The two are never combined with each
 // other or with other scopes.
 //
 // The credential scope states what it authorizes as an RFC 9396
