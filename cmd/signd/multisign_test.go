@@ -213,6 +213,44 @@ func TestExplicitBatchJourney(t *testing.T) {
 	status, res = authorize(cred, 1, journeyPIN, hashes[:1])
 	wantCSC("right PIN after the flood", status, res, "PIN locked")
 
+	// The lock is the consent page's too: the OAuth credential flow of the
+	// other credential is refused with the right PIN.
+	conf, _ := journeyClient(base)
+	conf.Scopes = []string{"credential"}
+	browser := oauthtest.NewBrowser(nil)
+	s, err := browser.Get(conf.AuthCodeURL("state-locked", oauth2.SetAuthURLParam("credentialID", seedCred),
+		oauth2.SetAuthURLParam("numSignatures", "1"), oauth2.SetAuthURLParam("hash", base64.RawURLEncoding.EncodeToString(digests[0]))))
+	if err == nil && s.Form != nil {
+		s, err = browser.Submit(s.Form, map[string]string{"username": "alice", "password": journeyPassword}, "approve")
+	}
+	if err == nil && s.Form != nil && s.Form.Has("pin") {
+		s, err = browser.Submit(s.Form, map[string]string{"pin": journeyPIN}, "approve")
+	}
+	if err != nil || s.Query().Get("error") != "access_denied" {
+		t.Errorf("consent after the flood: %v %d %v %s", err, s.Status, s.Location, oauthtest.Text(s.Body))
+	}
+
+	// One signHash entry lists the whole batch.
+	batches := 0
+	for _, line := range strings.Split(strings.TrimSpace(e.must("", "audit", "export")), "\n") {
+		var ent struct {
+			Kind, Outcome string
+			Hashes        []string
+		}
+		if err := json.Unmarshal([]byte(line), &ent); err != nil {
+			t.Fatalf("export line %q: %v", line, err)
+		}
+		if ent.Kind == "signHash" && ent.Outcome == "granted" {
+			batches++
+			if len(ent.Hashes) != 5 {
+				t.Errorf("signHash entry lists %d hashes, want 5", len(ent.Hashes))
+			}
+		}
+	}
+	if batches != 1 {
+		t.Errorf("%d granted signHash entries, want 1", batches)
+	}
+
 	if out := e.must("", "audit", "verify"); !strings.HasPrefix(out, "audit log intact: ") {
 		t.Errorf("audit verify: %q", out)
 	}
