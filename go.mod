@@ -11,6 +11,7 @@ require (
 	github.com/go-viper/mapstructure/v2 v2.4.0
 	github.com/google/btree v1.1.3
 	github.com/labstack/echo/v4 v4.16.0
+	github.com/mdp/qrterminal/v3 v3.2.1
 	github.com/miekg/pkcs11 v1.1.2
 	github.com/pquerna/otp v1.5.0
 	github.com/prometheus/client_golang v1.25.0
@@ -53,6 +54,8 @@ require (
 	github.com/subosito/gotenv v1.6.0 // indirect
 	github.com/valyala/bytebufferpool v1.0.0 // indirect
 	github.com/valyala/fasttemplate v1.2.2 // indirect
+	golang.org/x/term v0.47.0 // indirect
 	golang.org/x/time v0.15.0 // indirect
 	google.golang.org/protobuf v1.36.12 // indirect
+	rsc.io/qr v0.2.0 // indirect
 )

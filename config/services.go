@@ -35,6 +35,15 @@ type CSCConfig struct {
 	MaxResultsDefault   int    `mapstructure:"max_results_default"`
 	MaxResultsLimit     int    `mapstructure:"max_results_limit"`
 	MaxHashesPerRequest int    `mapstructure:"max_hashes_per_request"`
+	// AuthLogin mounts auth/login (HTTP Basic with the user's password; it
+	// bypasses the consent page, hence off by default).
+	AuthLogin bool `mapstructure:"auth_login"`
+	// AuthLoginClient is the registered client auth/login's tokens are
+	// issued to; required with AuthLogin.
+	AuthLoginClient string `mapstructure:"auth_login_client"`
+	// RefreshTokenTTL is the lifetime of auth/login's refresh tokens
+	// (rememberMe), from the password login; rotation does not extend it.
+	RefreshTokenTTL time.Duration `mapstructure:"refresh_token_ttl"`
 }
 
 // OIDCConfig is the oidc.* section.
@@ -85,6 +94,12 @@ func serviceKeys() []Key {
 			Usage: "largest credentials/list page size"},
 		{Name: "csc.max_hashes_per_request", Default: 100,
 			Usage: "most hashes one signatures/signHash request may carry (1 to 10000)"},
+		{Name: "csc.auth_login", Default: false,
+			Usage: "serve auth/login (HTTP Basic with the user's password, no consent page)"},
+		{Name: "csc.auth_login_client", Default: "",
+			Usage: "registered client (scope service) that auth/login's tokens are issued to; required with csc.auth_login"},
+		{Name: "csc.refresh_token_ttl", Default: 24 * time.Hour,
+			Usage: "lifetime of auth/login's refresh tokens from the password login (1m to 90 days)"},
 
 		// oidc
 		{Name: "oidc.claim_namespace", Default: "com.vendor",
@@ -122,6 +137,7 @@ var (
 	regionRE    = regexp.MustCompile(`^[A-Z]{2}$`)
 	langTagRE   = regexp.MustCompile(`^[A-Za-z]{2,3}(-[A-Za-z0-9]{2,8})*$`)
 	namespaceRE = regexp.MustCompile(`^[a-z0-9]+(\.[a-z0-9_-]+)*$`)
+	clientIDRE  = regexp.MustCompile(`^[!-~]+$`)
 )
 
 func matches(re *regexp.Regexp, s, what string) string {
@@ -153,7 +169,23 @@ func (c *CSCConfig) checks() []check {
 		{"csc.max_results_default", def},
 		{"csc.max_results_limit", limit},
 		{"csc.max_hashes_per_request", between(c.MaxHashesPerRequest, 1, MaxHashesPerRequest)},
+		{"csc.auth_login_client", c.authLoginClient()},
+		{"csc.refresh_token_ttl", within(c.RefreshTokenTTL, time.Minute, 90*24*time.Hour)},
 	}
+}
+
+// authLoginClient checks csc.auth_login_client: required with
+// csc.auth_login, and a client ID as the store accepts one.
+func (c *CSCConfig) authLoginClient() string {
+	switch {
+	case c.AuthLoginClient == "" && c.AuthLogin:
+		return "required when csc.auth_login is true"
+	case c.AuthLoginClient == "":
+		return ""
+	case len(c.AuthLoginClient) > 128 || !clientIDRE.MatchString(c.AuthLoginClient):
+		return fmt.Sprintf("%q is not a client ID (1 to 128 printable ASCII characters, no space)", c.AuthLoginClient)
+	}
+	return ""
 }
 
 func (o *OIDCConfig) checks() []check {

@@ -41,6 +41,7 @@ func defaultCSC() CSCConfig {
 	return CSCConfig{
 		Name: "signd", Region: "NL", Lang: "en-US", Description: "signd remote signing service",
 		MaxResultsDefault: 100, MaxResultsLimit: 1000, MaxHashesPerRequest: 100,
+		RefreshTokenTTL: 24 * time.Hour,
 	}
 }
 
@@ -166,6 +167,14 @@ func TestValidate(t *testing.T) {
 		{"hash cap 0", func(c *Config) { c.CSC.MaxHashesPerRequest = 0 }, "csc.max_hashes_per_request", "must be between 1 and 10000, got 0"},
 		{"hash cap negative", func(c *Config) { c.CSC.MaxHashesPerRequest = -5 }, "csc.max_hashes_per_request", "must be between 1 and 10000"},
 		{"hash cap 10001", func(c *Config) { c.CSC.MaxHashesPerRequest = 10001 }, "csc.max_hashes_per_request", "must be between 1 and 10000, got 10001"},
+
+		{"auth login with client", func(c *Config) { c.CSC.AuthLogin, c.CSC.AuthLoginClient = true, "laverca" }, "", ""},
+		{"auth login without client", func(c *Config) { c.CSC.AuthLogin = true }, "csc.auth_login_client", "required when csc.auth_login is true"},
+		{"auth login client malformed", func(c *Config) { c.CSC.AuthLogin, c.CSC.AuthLoginClient = true, "a b" }, "csc.auth_login_client", "is not a client ID"},
+		{"auth login client too long", func(c *Config) { c.CSC.AuthLoginClient = strings.Repeat("a", 129) }, "csc.auth_login_client", "is not a client ID"},
+		{"refresh ttl 90 days", func(c *Config) { c.CSC.RefreshTokenTTL = 90 * 24 * time.Hour }, "", ""},
+		{"refresh ttl zero", func(c *Config) { c.CSC.RefreshTokenTTL = 0 }, "csc.refresh_token_ttl", "is not between 1m0s and 2160h0m0s"},
+		{"refresh ttl too long", func(c *Config) { c.CSC.RefreshTokenTTL = 91 * 24 * time.Hour }, "csc.refresh_token_ttl", "is not between"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -118,7 +118,15 @@ type Handler struct {
 	MaxHashes int
 	// PageTokenKey is the MAC key of credentials/list page tokens, at
 	// least 32 random bytes that survive restarts (kept in the store).
-	PageTokenKey []byte // required
+	PageTokenKey []byte           // required
+	Now          func() time.Time // nil = time.Now
+	Logger       *slog.Logger     // nil = discard
+	Metrics      Metrics          // nil = none
+	// Login serves auth/login (csc.auth_login); nil = the method answers
+	// 501 and info does not list it nor authType basic.
+	Login PasswordLogin
+	// Revoker serves auth/revoke; nil = 501.
+	Revoker TokenRevoker
 	// PIN checks signing PINs for credentials/authorize with the consent
 	// page's lockout (*oauth.Server). nil: credentials/authorize is not
 	// offered (501) and info does not list it.
@@ -126,26 +134,23 @@ type Handler struct {
 	// SADTTL is the lifetime of a SAD that credentials/authorize or
 	// credentials/extendTransaction issues (oauth.sad_ttl); 0 means
 	// DefaultSADTTL.
-	SADTTL  time.Duration
-	Now     func() time.Time // nil = time.Now
-	Logger  *slog.Logger     // nil = discard
-	Metrics Metrics          // nil = none
+	SADTTL time.Duration
 
-	leaves  leafCache
-	methods []string // mounted methods, as info lists them
+	leaves leafCache
+	// methods are the methods Mount registered, in order: info lists
+	// them.
+	methods []string
 }
 
 // DefaultMaxHashes is the hash cap of a signHash request when
 // Handler.MaxHashes is not set.
 const DefaultMaxHashes = 100
 
-// cscMethods are the methods CSC v1.0.4.0 defines. Those a Handler does
-// not mount answer 501, so a client can tell "not offered" from a typo
-// (404).
-var cscMethods = []string{
-	"info", "auth/login", "auth/revoke", "credentials/list", "credentials/info",
-	"credentials/authorize", "credentials/extendTransaction", "credentials/sendOTP",
-	"signatures/signHash", "signatures/timestamp",
+// Methods CSC v1.0.4.0 defines: those Mount does not register answer 501,
+// so a client can tell "not offered" from a typo (404).
+var specMethods = []string{
+	"auth/login", "auth/revoke", "credentials/authorize", "credentials/extendTransaction",
+	"credentials/sendOTP", "signatures/timestamp",
 }
 
 // Mount registers the CSC routes on g, the /csc/v1 group. It fails when a
@@ -177,27 +182,34 @@ func (h *Handler) Mount(g *echo.Group) error {
 	// Group middleware also runs for unknown paths under /csc/v1 (Echo adds
 	// catch-all routes for it), so their 404 is in the CSC dialect too.
 	g.Use(oauth.WithDialect(h.dialect()))
-	// info lists exactly what is mounted here.
 	h.methods = nil
-	route := func(method string, fn echo.HandlerFunc, mw ...echo.MiddlewareFunc) {
-		g.Any("/"+method, fn, mw...)
-		h.methods = append(h.methods, method)
-	}
-	route("info", h.info, postOnly)
-	route("credentials/list", h.list, postOnly, bearer)
-	route("credentials/info", h.credentialInfo, postOnly, bearer)
+	h.route(g, "info", h.info, postOnly)
+	h.route(g, "credentials/list", h.list, postOnly, bearer)
+	h.route(g, "credentials/info", h.credentialInfo, postOnly, bearer)
 	if h.PIN != nil {
-		route("credentials/authorize", h.authorize, postOnly, bearer)
+		h.route(g, "credentials/authorize", h.authorize, postOnly, bearer)
 	}
-	route("credentials/extendTransaction", h.extendTransaction, postOnly, bearer)
-	route("credentials/sendOTP", h.sendOTP, postOnly, bearer)
-	route("signatures/signHash", h.signHash, postOnly, bearer)
-	for _, m := range cscMethods {
+	h.route(g, "credentials/extendTransaction", h.extendTransaction, postOnly, bearer)
+	h.route(g, "credentials/sendOTP", h.sendOTP, postOnly, bearer)
+	h.route(g, "signatures/signHash", h.signHash, postOnly, bearer)
+	if h.Login != nil {
+		h.route(g, "auth/login", h.authLogin, postOnly)
+	}
+	if h.Revoker != nil {
+		h.route(g, "auth/revoke", h.authRevoke, postOnly, bearer)
+	}
+	for _, m := range specMethods {
 		if !slices.Contains(h.methods, m) {
 			g.Any("/"+m, notImplementedHandler(m))
 		}
 	}
 	return nil
+}
+
+// route registers the CSC method name on g and lists it in info.
+func (h *Handler) route(g *echo.Group, name string, fn echo.HandlerFunc, mw ...echo.MiddlewareFunc) {
+	g.Any("/"+name, fn, mw...)
+	h.methods = append(h.methods, name)
 }
 
 // postOnly refuses every HTTP method but POST (CSC v1 §7.1) before the

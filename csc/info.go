@@ -39,8 +39,17 @@ func (h *Handler) info(c echo.Context) error {
 		Region:      h.Info.Region,
 		Lang:        h.Info.Lang,
 		Description: h.Info.Description,
-		AuthType:    []string{"oauth2code"},
+		AuthType:    h.authTypes(),
 		OAuth2:      h.oauth2Base(),
 		Methods:     slices.Clone(h.methods),
 	})
+}
+
+// authTypes are info's authType: oauth2code always, basic when auth/login
+// is mounted.
+func (h *Handler) authTypes() []string {
+	if slices.Contains(h.methods, "auth/login") {
+		return []string{"basic", "oauth2code"}
+	}
+	return []string{"oauth2code"}
 }

@@ -210,9 +210,20 @@ func (g *guess) release() {
 // It runs even when the client has gone away, so that a finished
 // evaluation is always recorded.
 func (g *guess) settle(ctx context.Context, ok bool) (locked, lockedNow bool, err error) {
+	_, locked, lockedNow, err = g.settleStep(ctx, ok, 0)
+	return locked, lockedNow, err
+}
+
+// settleStep is settle for a guess that includes a one-time code of RFC
+// 6238 time step totpStep (0: none). A right guess whose step is not after
+// the user's TOTPLastStep is a replayed code: it is settled as a wrong
+// guess. Otherwise the step is recorded in the same write transaction, so
+// of concurrent guesses with one code exactly one is accepted. accepted is
+// the outcome after that check.
+func (g *guess) settleStep(ctx context.Context, ok bool, totpStep int64) (accepted, locked, lockedNow bool, err error) {
 	limit := g.s.cfg.MaxFailures
 	err = g.s.store.Update(context.WithoutCancel(ctx), func(tx Tx) error {
-		locked, lockedNow = false, false
+		accepted, locked, lockedNow = ok, false, false
 		g.release()
 		u, err := tx.User(g.key.username)
 		if errors.Is(err, store.ErrNotFound) {
@@ -222,11 +233,18 @@ func (g *guess) settle(ctx context.Context, ok bool) (locked, lockedNow bool, er
 			return err
 		}
 		failed, lock, _ := g.key.kind.state(u)
-		if ok {
+		if accepted && totpStep != 0 {
+			if u.TOTPLastStep >= totpStep {
+				accepted = false // replayed: a wrong code
+			} else {
+				u.TOTPLastStep = totpStep
+			}
+		}
+		if accepted {
 			// Release this reservation; those still in flight keep theirs
 			// (never more than the counter holds: an admin may have reset it).
 			n := min(g.s.inflight.count(g.key), max(*failed-1, 0))
-			if n == *failed {
+			if n == *failed && totpStep == 0 {
 				return nil
 			}
 			*failed = n
@@ -242,7 +260,7 @@ func (g *guess) settle(ctx context.Context, ok bool) (locked, lockedNow bool, er
 		*lock, locked, lockedNow = true, true, true
 		return tx.PutUser(u)
 	})
-	return locked, lockedNow, err
+	return accepted, locked, lockedNow, err
 }
 
 // cancel returns the reservation of a guess that was not evaluated (no

@@ -2,6 +2,7 @@ package oauth
 
 import (
 	"context"
+	"crypto/subtle"
 	"errors"
 	"net/http"
 	"time"
@@ -74,8 +75,21 @@ func (s *Server) login(c echo.Context) error {
 // guesses are all in flight, costs the same (a write transaction, a dummy
 // hash, a write transaction) so that timing does not tell the cases apart,
 // and all get the same answer (ok false). The returned user is set only
-// when ok.
+// when ok. A TOTP code is accepted once per user (settleStep): a replayed
+// code is a wrong code.
 func (s *Server) checkLogin(ctx context.Context, username, password, code string, now time.Time) (*store.User, bool, error) {
+	return s.checkCredentials(ctx, username, password, code, now, false)
+}
+
+// errSecondFactor is returned by checkCredentials without a code field
+// (pageless) when the password was right and the user has TOTP: the guess
+// is settled as right (the password was), and no login happens.
+var errSecondFactor = errors.New("oauth: the account requires a one-time code")
+
+// checkCredentials is checkLogin; pageless is a login that cannot carry a
+// one-time code (CSC auth/login): a TOTP user's right password answers
+// errSecondFactor instead of counting as a wrong code.
+func (s *Server) checkCredentials(ctx context.Context, username, password, code string, now time.Time, pageless bool) (*store.User, bool, error) {
 	g, res, user, lockedNow, err := s.reserve(ctx, secretPassword, username)
 	if err != nil {
 		return nil, false, err
@@ -104,17 +118,18 @@ func (s *Server) checkLogin(ctx context.Context, username, password, code string
 	if err != nil {
 		return nil, false, err
 	}
-	if ok && user.TOTPSecret != "" {
-		ok, err = totp.ValidateCustom(code, user.TOTPSecret, now, totp.ValidateOpts{
-			Period: 30, Skew: 1, Digits: otp.DigitsSix, Algorithm: otp.AlgorithmSHA1,
-		})
-		if err != nil {
-			ok = false // a malformed code is a wrong code
-		}
+	var step int64
+	secondFactor := ok && user.TOTPSecret != "" && pageless
+	if ok && user.TOTPSecret != "" && !pageless {
+		step, ok = totpStep(code, user.TOTPSecret, now)
 	}
-	locked, lockedNow, err := g.settle(ctx, ok)
+	ok, locked, lockedNow, err := g.settleStep(ctx, ok, step)
 	if err != nil {
 		return nil, false, err
+	}
+	if ok && secondFactor {
+		s.log.Info("password login refused: the account requires a one-time code", "username", username)
+		return nil, false, errSecondFactor
 	}
 	switch {
 	case ok:
@@ -127,4 +142,33 @@ func (s *Server) checkLogin(ctx context.Context, username, password, code string
 		s.log.Info("login failed", "user_known", true, "username", username)
 	}
 	return nil, false, nil
+}
+
+// TOTP parameters (RFC 6238 with the defaults authenticator apps use).
+const (
+	totpPeriod = 30 // seconds
+	totpSkew   = 1  // steps accepted either side of now
+)
+
+var totpOpts = totp.ValidateOpts{Period: totpPeriod, Skew: totpSkew, Digits: otp.DigitsSix, Algorithm: otp.AlgorithmSHA1}
+
+// totpStep reports whether code is the one-time code of secret for a time
+// step within the skew of now, and which step (Unix time / period) it is:
+// settleStep accepts each step once per user. A malformed code is a wrong
+// code.
+func totpStep(code, secret string, now time.Time) (int64, bool) {
+	if len(code) != 6 {
+		return 0, false
+	}
+	for d := -totpSkew; d <= totpSkew; d++ {
+		at := now.Add(time.Duration(d*totpPeriod) * time.Second)
+		want, err := totp.GenerateCodeCustom(secret, at, totpOpts)
+		if err != nil {
+			return 0, false
+		}
+		if subtle.ConstantTimeCompare([]byte(want), []byte(code)) == 1 {
+			return at.Unix() / totpPeriod, true
+		}
+	}
+	return 0, false
 }

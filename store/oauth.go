@@ -16,6 +16,13 @@ const (
 	// TokenSAD is Signature Activation Data (scope credential): bound to
 	// one credential and its hashes, consumed by one signHash.
 	TokenSAD TokenKind = "sad"
+	// TokenRefresh is a refresh token (RFC 6749 §6) issued by CSC
+	// auth/login with rememberMe. It is never a bearer credential. Every
+	// token of one login carries the login's family in CodeHash, so that
+	// DeleteTokensByCode revokes the family; a rotated refresh token stays
+	// stored with RotatedAt set, so that its reuse is recognised (RFC 9700
+	// §4.14.2).
+	TokenRefresh TokenKind = "refresh"
 )
 
 // Fingerprint is the key under which a bearer value (token, SAD, code) is
@@ -44,6 +51,11 @@ type Token struct {
 	// before the field existed) means nothing was approved.
 	Consented ConsentRecord
 	ExpiresAt time.Time
+	// RotatedAt is set on a refresh token that was exchanged for a new one
+	// (zero otherwise, and in records written before the field existed):
+	// it stays stored until it expires, and presenting it again revokes its
+	// family.
+	RotatedAt time.Time
 	CreatedAt time.Time // set by the store
 }
 
@@ -52,7 +64,7 @@ func (t *Token) Validate() error {
 	switch {
 	case len(t.Hash) != sha256.Size:
 		return fmt.Errorf("%w: token hash must be %d bytes", ErrInvalid, sha256.Size)
-	case t.Kind != TokenAccess && t.Kind != TokenSAD:
+	case t.Kind != TokenAccess && t.Kind != TokenSAD && t.Kind != TokenRefresh:
 		return fmt.Errorf("%w: token kind %q", ErrInvalid, t.Kind)
 	case t.ClientID == "" || t.Username == "":
 		return fmt.Errorf("%w: token needs a client and a user", ErrInvalid)
@@ -62,8 +74,10 @@ func (t *Token) Validate() error {
 		return fmt.Errorf("%w: code hash must be %d bytes", ErrInvalid, sha256.Size)
 	case t.Kind == TokenSAD && (t.CredentialID == "" || len(t.Hashes) == 0):
 		return fmt.Errorf("%w: a SAD needs a credential and at least one hash", ErrInvalid)
-	case t.Kind == TokenAccess && (t.CredentialID != "" || len(t.Hashes) != 0):
-		return fmt.Errorf("%w: an access token carries no credential or hashes", ErrInvalid)
+	case t.Kind != TokenSAD && (t.CredentialID != "" || len(t.Hashes) != 0):
+		return fmt.Errorf("%w: an access or refresh token carries no credential or hashes", ErrInvalid)
+	case t.Kind != TokenRefresh && !t.RotatedAt.IsZero():
+		return fmt.Errorf("%w: only a refresh token is rotated", ErrInvalid)
 	}
 	return t.Consented.validate("token")
 }

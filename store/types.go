@@ -27,7 +27,12 @@ type User struct {
 	// PINHash is a PHC-encoded argon2id hash; "" means no signing PIN.
 	PINHash string
 	// TOTPSecret is base32 (RFC 4648, padding optional); "" means no TOTP.
-	TOTPSecret      string
+	TOTPSecret string
+	// TOTPLastStep is the RFC 6238 time step (Unix time / 30 s) of the last
+	// one-time code accepted for the user; a code of that step or an
+	// earlier one is refused (a code is accepted once). 0 when none was
+	// accepted, also in records written before the field existed.
+	TOTPLastStep    int64
 	FailedPasswords int
 	PasswordLocked  bool
 	FailedPINs      int

@@ -157,7 +157,8 @@ func (a *app) userCmd() *cobra.Command {
 		},
 	}
 
-	cmd.AddCommand(addCmd, listCmd, showCmd, disableCmd, enableCmd, unlockCmd, setPassword, setPIN, removeCmd, a.addProofCmd())
+	cmd.AddCommand(addCmd, listCmd, showCmd, disableCmd, enableCmd, unlockCmd, setPassword, setPIN, removeCmd, a.addProofCmd(),
+		a.userTOTPCmd())
 	return cmd
 }
 

@@ -54,7 +54,8 @@ func TestOpenAPIDescribesTheDaemon(t *testing.T) {
 		{"POST", "/csc/v1/credentials/authorize", "application/json", "{}", 401},
 		{"POST", "/csc/v1/credentials/extendTransaction", "application/json", "{}", 401},
 		{"POST", "/csc/v1/credentials/sendOTP", "application/json", "{}", 401},
-		{"POST", "/csc/v1/auth/revoke", "application/json", "{}", 501},
+		{"POST", "/csc/v1/auth/login", "application/json", "{}", 501}, // csc.auth_login is off by default
+		{"POST", "/csc/v1/auth/revoke", "application/json", `{"token":"x"}`, 401},
 		{"POST", "/csc/v1/credentials/nope", "application/json", "{}", 404},
 	}
 	for _, tc := range cases {

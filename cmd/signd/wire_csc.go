@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/signd/signd/csc"
 	"github.com/signd/signd/hsm"
@@ -13,19 +14,22 @@ import (
 
 // The concrete types csc runs on.
 var (
-	_ csc.Store      = (*store.Scoped[csc.Tx])(nil)
-	_ csc.Signer     = (*hsm.Token)(nil)
-	_ csc.PINChecker = (*oauth.Server)(nil)
+	_ csc.Store         = (*store.Scoped[csc.Tx])(nil)
+	_ csc.Signer        = (*hsm.Token)(nil)
+	_ csc.PasswordLogin = (*oauth.PasswordLogin)(nil)
+	_ csc.TokenRevoker  = (*oauth.Server)(nil)
+	_ csc.PINChecker    = (*oauth.Server)(nil)
 )
 
 // pageTokenSecret names the MAC key of credentials/list page tokens in the
 // store's secrets bucket: generated on first start, kept across restarts.
 const pageTokenSecret = "csc_page_token"
 
-// cscHandler builds the CSC service (mounted under /csc/v1); pins checks
-// the signing PINs of credentials/authorize with the consent page's
-// lockout.
-func (s *services) cscHandler(pins csc.PINChecker) (*csc.Handler, error) {
+// cscHandler builds the CSC service (mounted under /csc/v1). auth/revoke
+// and, with csc.auth_login, auth/login are served by the authorization
+// server authz, which also checks the signing PINs of
+// credentials/authorize with the consent page's lockout.
+func (s *services) cscHandler(authz *oauth.Server) (*csc.Handler, error) {
 	key, err := s.store.Secret(context.Background(), pageTokenSecret, 32)
 	if err != nil {
 		return nil, fmt.Errorf("csc: page token key: %w", err)
@@ -49,11 +53,22 @@ func (s *services) cscHandler(pins csc.PINChecker) (*csc.Handler, error) {
 		MaxResultsLimit:   c.MaxResultsLimit,
 		MaxHashes:         c.MaxHashesPerRequest,
 		PageTokenKey:      key,
-		PIN:               pins,
+		PIN:               authz,
 		SADTTL:            s.cfg.OAuth.SADTTL,
 		Now:               s.now,
 		Logger:            s.logger,
 		Metrics:           m,
+		Revoker:           authz,
+	}
+	if c.AuthLogin {
+		login, err := authz.PasswordLogin(oauth.PasswordLoginConfig{
+			ClientID: c.AuthLoginClient, Scope: "service", RefreshTTL: c.RefreshTokenTTL,
+		})
+		if err != nil {
+			return nil, err
+		}
+		h.Login = login
+		s.checkAuthLoginClient(c.AuthLoginClient)
 	}
 	return h, nil
 }
@@ -71,4 +86,23 @@ func hsmUnavailable(err error) bool {
 // outage.
 func hsmKeyUnusable(err error) bool {
 	return errors.Is(err, hsm.ErrKeyNotFound) || errors.Is(err, hsm.ErrAmbiguousKey) || errors.Is(err, hsm.ErrKeyPolicy)
+}
+
+// checkAuthLoginClient warns at startup when csc.auth_login_client is not
+// a registered client with scope service: auth/login then answers
+// server_error until an operator adds it (which needs no restart).
+func (s *services) checkAuthLoginClient(id string) {
+	err := s.store.View(context.Background(), func(tx store.Tx) error {
+		c, err := tx.Client(id)
+		if err != nil {
+			return err
+		}
+		if !slices.Contains(c.Scopes, "service") {
+			return errors.New("not registered for scope service")
+		}
+		return nil
+	})
+	if err != nil {
+		s.logger.Warn("csc.auth_login_client cannot receive tokens: auth/login will fail", "client_id", id, "err", err)
+	}
 }

@@ -232,7 +232,7 @@ func recordKinds() []recordKind {
 				return &store.Token{Hash: hash, Kind: store.TokenKind(r.Kind), ClientID: r.ClientID, Username: r.Username,
 					Scopes: r.Scopes, CodeHash: r.CodeHash, CredentialID: r.CredentialID, Hashes: r.Hashes,
 					AuthTime: r.AuthTime, RequestedAt: r.RequestedAt, ExpiresAt: r.ExpiresAt, CreatedAt: r.CreatedAt,
-					Consented: store.ConsentRecord(r.Consented).Clone()}, err
+					Consented: store.ConsentRecord(r.Consented).Clone(), RotatedAt: derefTime(r.RotatedAt)}, err
 			},
 			read: func(t *tx) (any, error) { return t.Token(hash) },
 			rewrite: func(t *tx, v any) (bool, error) {
@@ -537,4 +537,11 @@ func fuzzAuditEntries() []store.AuditEntry {
 			Hashes: []string{"00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff"}, Outcome: store.AuditGranted},
 		{Kind: store.AuditSignHash, User: "alice", Client: "rp", Credential: "cred", HashCount: 2, Outcome: store.AuditRefused, Reason: "unknown SAD"},
 	}
+}
+
+func derefTime(t *time.Time) time.Time {
+	if t == nil {
+		return time.Time{}
+	}
+	return *t
 }

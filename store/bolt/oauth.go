@@ -33,6 +33,9 @@ type tokenRecord struct {
 	// Consented is absent in records written before it existed: they
 	// read back as nothing consented.
 	Consented map[string][]byte `json:"consented,omitempty"`
+	// RotatedAt (refresh tokens only) is absent in records written before
+	// it existed: not rotated.
+	RotatedAt *time.Time `json:"rotated_at,omitempty"`
 }
 
 func expiryKey(exp time.Time, hash []byte) string {
@@ -58,6 +61,10 @@ func (t *tx) CreateToken(tok *store.Token) error {
 		Scopes: tok.Scopes, CodeHash: tok.CodeHash, CredentialID: tok.CredentialID,
 		Hashes: tok.Hashes, AuthTime: tok.AuthTime.UTC(), RequestedAt: tok.RequestedAt.UTC(),
 		ExpiresAt: tok.ExpiresAt.UTC(), CreatedAt: tok.CreatedAt, Consented: tok.Consented.Clone(),
+	}
+	if !tok.RotatedAt.IsZero() {
+		at := tok.RotatedAt.UTC()
+		rec.RotatedAt = &at
 	}
 	if err := t.put(bucketTokens, key, rec); err != nil {
 		return err
@@ -102,13 +109,17 @@ func (t *tx) Token(hash []byte) (*store.Token, error) {
 	if rec == nil {
 		return nil, store.ErrNotFound
 	}
-	return &store.Token{
+	tok := &store.Token{
 		Hash: bytes.Clone(hash), Kind: store.TokenKind(rec.Kind), ClientID: rec.ClientID,
 		Username: rec.Username, Scopes: rec.Scopes, CodeHash: rec.CodeHash,
 		CredentialID: rec.CredentialID, Hashes: rec.Hashes, AuthTime: rec.AuthTime,
 		RequestedAt: rec.RequestedAt, ExpiresAt: rec.ExpiresAt, CreatedAt: rec.CreatedAt,
 		Consented: store.ConsentRecord(rec.Consented).Clone(),
-	}, nil
+	}
+	if rec.RotatedAt != nil {
+		tok.RotatedAt = *rec.RotatedAt
+	}
+	return tok, nil
 }
 
 // DeleteToken implements store.OAuthTx.

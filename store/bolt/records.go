@@ -18,6 +18,7 @@ type userRecord struct {
 	PasswordHash    string            `json:"password_hash,omitempty"`
 	PINHash         string            `json:"pin_hash,omitempty"`
 	TOTPSecret      string            `json:"totp_secret,omitempty"`
+	TOTPLastStep    int64             `json:"totp_last_step,omitempty"`
 	FailedPasswords int               `json:"failed_passwords,omitempty"`
 	PasswordLocked  bool              `json:"password_locked,omitempty"`
 	FailedPINs      int               `json:"failed_pins,omitempty"`
@@ -73,7 +74,7 @@ type credentialRecord struct {
 func userToRecord(u *store.User) *userRecord {
 	r := &userRecord{
 		ID: u.ID, Username: u.Username, Status: string(u.Status),
-		PasswordHash: u.PasswordHash, PINHash: u.PINHash, TOTPSecret: u.TOTPSecret,
+		PasswordHash: u.PasswordHash, PINHash: u.PINHash, TOTPSecret: u.TOTPSecret, TOTPLastStep: u.TOTPLastStep,
 		FailedPasswords: u.FailedPasswords, PasswordLocked: u.PasswordLocked,
 		FailedPINs: u.FailedPINs, PINLocked: u.PINLocked,
 		Email: u.Email, EmailVerified: u.EmailVerified,
@@ -89,7 +90,7 @@ func userToRecord(u *store.User) *userRecord {
 func (r *userRecord) user() *store.User {
 	u := &store.User{
 		ID: r.ID, Username: r.Username, Status: store.UserStatus(r.Status),
-		PasswordHash: r.PasswordHash, PINHash: r.PINHash, TOTPSecret: r.TOTPSecret,
+		PasswordHash: r.PasswordHash, PINHash: r.PINHash, TOTPSecret: r.TOTPSecret, TOTPLastStep: r.TOTPLastStep,
 		FailedPasswords: r.FailedPasswords, PasswordLocked: r.PasswordLocked,
 		FailedPINs: r.FailedPINs, PINLocked: r.PINLocked,
 		Email: r.Email, EmailVerified: r.EmailVerified,

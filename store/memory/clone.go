@@ -84,6 +84,7 @@ func cloneToken(t *store.Token) *store.Token {
 	c.CodeHash = cloneBytes(t.CodeHash)
 	c.Hashes = cloneBytesList(t.Hashes)
 	c.AuthTime, c.RequestedAt, c.ExpiresAt = utc(t.AuthTime), utc(t.RequestedAt), utc(t.ExpiresAt)
+	c.RotatedAt = utc(t.RotatedAt)
 	c.Consented = t.Consented.Clone()
 	return &c
 }

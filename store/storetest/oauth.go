@@ -78,7 +78,7 @@ func testTokens(t *testing.T, s store.Store) {
 	}
 	bad := map[string]func(*store.Token){
 		"short hash":       func(x *store.Token) { x.Hash = x.Hash[:8] },
-		"unknown kind":     func(x *store.Token) { x.Kind = "refresh" },
+		"unknown kind":     func(x *store.Token) { x.Kind = "id_token" },
 		"no client":        func(x *store.Token) { x.ClientID = "" },
 		"no user":          func(x *store.Token) { x.Username = "" },
 		"no expiry":        func(x *store.Token) { x.ExpiresAt = time.Time{} },

@@ -42,6 +42,8 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"CanceledContext", testCanceledContext},
 		{"Tokens", testTokens},
 		{"TokensByCode", testTokensByCode},
+		{"RefreshTokens", testRefreshTokens},
+		{"TOTPLastStep", testTOTPLastStep},
 		{"ExpiredTokens", testExpiredTokens},
 		{"ConcurrentConsume", testConcurrentConsume},
 		{"AuditAppend", testAuditAppend},

@@ -111,6 +111,14 @@ func (s *recordingService) SetPIN(_ context.Context, r SetSecretRequest) (*UserV
 	s.rec(r)
 	return &UserView{}, nil
 }
+func (s *recordingService) EnrollTOTP(_ context.Context, r EnrollTOTPRequest) (*TOTPEnrollment, error) {
+	s.rec(r)
+	return &TOTPEnrollment{}, nil
+}
+func (s *recordingService) RemoveTOTP(_ context.Context, n string) (*UserView, error) {
+	s.rec(nameReq{n})
+	return &UserView{}, nil
+}
 func (s *recordingService) AddProof(_ context.Context, r AddProofRequest) (*UserView, error) {
 	s.rec(r)
 	return &UserView{}, nil
@@ -219,6 +227,7 @@ func FuzzRPC(f *testing.F) {
 		"SetCredentialAuth": SetCredentialAuthRequest{},
 		"CreateOIDCKey":     struct{}{}, "ListOIDCKeys": struct{}{}, "RotateOIDCKeys": RotateOIDCKeysRequest{},
 		"RemoveUser": nameReq{}, "RemoveCredential": nameReq{},
+		"EnrollTOTP": EnrollTOTPRequest{}, "RemoveTOTP": nameReq{},
 		"AuditVerify": struct{}{}, "AuditExport": AuditExportRequest{},
 	} {
 		types[name] = reflect.TypeOf(v)
@@ -239,6 +248,7 @@ func FuzzRPC(f *testing.F) {
 		{"SetCredentialAuth", SetCredentialAuthRequest{ID: "kr3e3rdpe6muvlifxu2m3wpecu", Multisign: 5, AuthMode: "oauth2code"}},
 		{"ImportCertificate", ImportCertificateRequest{ID: "kr3e3rdpe6muvlifxu2m3wpecu", ChainPEM: "-----BEGIN CERTIFICATE-----\nMAA=\n-----END CERTIFICATE-----\n"}},
 		{"SetCredentialStatus", statusReq{"kr3e3rdpe6muvlifxu2m3wpecu", false}}, {"RotateOIDCKeys", RotateOIDCKeysRequest{Force: true}},
+		{"EnrollTOTP", EnrollTOTPRequest{"alice", "signd"}}, {"RemoveTOTP", nameReq{"alice"}},
 		{"AuditVerify", struct{}{}}, {"AuditExport", AuditExportRequest{Since: time.Date(2026, 1, 2, 15, 4, 5, 0, time.FixedZone("", 3600))}},
 	} {
 		body, _ := json.Marshal(s.req)

@@ -51,6 +51,8 @@ func endpoints(s Service) map[string]func(context.Context, json.RawMessage) (any
 		"UnlockUser":  decode(func(ctx context.Context, r nameReq) (any, error) { return s.UnlockUser(ctx, r.Name) }),
 		"SetPassword": decode(func(ctx context.Context, r SetSecretRequest) (any, error) { return s.SetPassword(ctx, r) }),
 		"SetPIN":      decode(func(ctx context.Context, r SetSecretRequest) (any, error) { return s.SetPIN(ctx, r) }),
+		"EnrollTOTP":  decode(func(ctx context.Context, r EnrollTOTPRequest) (any, error) { return s.EnrollTOTP(ctx, r) }),
+		"RemoveTOTP":  decode(func(ctx context.Context, r nameReq) (any, error) { return s.RemoveTOTP(ctx, r.Name) }),
 		"AddProof":    decode(func(ctx context.Context, r AddProofRequest) (any, error) { return s.AddProof(ctx, r) }),
 		"AddClient":   decode(func(ctx context.Context, r AddClientRequest) (any, error) { return s.AddClient(ctx, r) }),
 		"ListClients": decode(func(ctx context.Context, _ struct{}) (any, error) { return s.ListClients(ctx) }),
@@ -342,6 +344,16 @@ func (r *Remote) UnlockUser(ctx context.Context, username string) (*UserView, er
 // SetPassword implements Service.
 func (r *Remote) SetPassword(ctx context.Context, req SetSecretRequest) (*UserView, error) {
 	return callT[*UserView](r, ctx, "SetPassword", req)
+}
+
+// EnrollTOTP implements Service.
+func (r *Remote) EnrollTOTP(ctx context.Context, req EnrollTOTPRequest) (*TOTPEnrollment, error) {
+	return callT[*TOTPEnrollment](r, ctx, "EnrollTOTP", req)
+}
+
+// RemoveTOTP implements Service.
+func (r *Remote) RemoveTOTP(ctx context.Context, username string) (*UserView, error) {
+	return callT[*UserView](r, ctx, "RemoveTOTP", nameReq{username})
 }
 
 // SetPIN implements Service.

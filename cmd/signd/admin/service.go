@@ -18,6 +18,8 @@ type Service interface {
 	UnlockUser(ctx context.Context, username string) (*UserView, error)
 	SetPassword(ctx context.Context, req SetSecretRequest) (*UserView, error)
 	SetPIN(ctx context.Context, req SetSecretRequest) (*UserView, error)
+	EnrollTOTP(ctx context.Context, req EnrollTOTPRequest) (*TOTPEnrollment, error)
+	RemoveTOTP(ctx context.Context, username string) (*UserView, error)
 	AddProof(ctx context.Context, req AddProofRequest) (*UserView, error)
 	RemoveUser(ctx context.Context, username string) (*RemoveResult, error)
 

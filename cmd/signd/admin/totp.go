@@ -1,0 +1,83 @@
+package admin
+
+import (
+	"context"
+	"strings"
+
+	"github.com/pquerna/otp"
+	"github.com/pquerna/otp/totp"
+
+	"github.com/signd/signd/store"
+)
+
+// EnrollTOTPRequest enrolls a TOTP second factor (RFC 6238) for a user.
+type EnrollTOTPRequest struct {
+	Username string `json:"username"`
+	// Issuer names the service in the authenticator app; "" = "signd".
+	Issuer string `json:"issuer,omitempty"`
+}
+
+// TOTPEnrollment is a new TOTP secret, returned once so that the user can
+// put it in an authenticator app; it is not shown again.
+type TOTPEnrollment struct {
+	Username string `json:"username"`
+	// Secret is the base32 shared secret (160 bits).
+	Secret string `json:"secret"`
+	// URI is the otpauth:// key URI authenticator apps read from a QR code.
+	URI       string `json:"uri"`
+	Period    int    `json:"period"`
+	Digits    int    `json:"digits"`
+	Algorithm string `json:"algorithm"`
+	// Revoked is what the enrollment revoked: everything issued to the
+	// user before the second factor existed.
+	Revoked *RevokedView `json:"revoked,omitempty"`
+}
+
+const maxIssuerLen = 64
+
+// EnrollTOTP implements Service: it generates a secret (SHA-1, 6 digits,
+// 30 s: what authenticator apps support), stores it and revokes what was
+// issued without the second factor. A user who has TOTP already is a
+// conflict (remove it first).
+func (l *Local) EnrollTOTP(ctx context.Context, req EnrollTOTPRequest) (*TOTPEnrollment, error) {
+	issuer := req.Issuer
+	if issuer == "" {
+		issuer = "signd"
+	}
+	if len(issuer) > maxIssuerLen || strings.ContainsFunc(issuer, func(r rune) bool { return r < ' ' || r == ':' || r == 0x7f }) {
+		return nil, errorf(KindInvalid, "issuer must be at most %d bytes without ':' or control characters", maxIssuerLen)
+	}
+	key, err := totp.Generate(totp.GenerateOpts{
+		Issuer: issuer, AccountName: req.Username, Period: 30, SecretSize: 20,
+		Digits: otp.DigitsSix, Algorithm: otp.AlgorithmSHA1,
+	})
+	if err != nil {
+		return nil, l.fail("enroll TOTP", err)
+	}
+	v, err := l.updateUser(ctx, "TOTP enrolled", req.Username, store.Tx.RevokeUser, func(u *store.User) error {
+		if u.TOTPSecret != "" {
+			return errorf(KindConflict, "user %q has TOTP already: remove it first with `signd user totp remove %s`", u.Username, u.Username)
+		}
+		u.TOTPSecret, u.TOTPLastStep = key.Secret(), 0
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &TOTPEnrollment{
+		Username: v.Username, Secret: key.Secret(), URI: key.URL(),
+		Period: 30, Digits: 6, Algorithm: "SHA1", Revoked: v.Revoked,
+	}, nil
+}
+
+// RemoveTOTP implements Service: the user logs in with the password alone
+// again. Removing it from a user without TOTP is a conflict.
+func (l *Local) RemoveTOTP(ctx context.Context, username string) (*UserView, error) {
+	return l.updateUser(ctx, "TOTP removed", username, nil, func(u *store.User) error {
+		if u.TOTPSecret == "" {
+			return errorf(KindConflict, "user %q has no TOTP", u.Username)
+		}
+		u.TOTPSecret, u.TOTPLastStep = "", 0
+		return nil
+	})
+}
