@@ -11,8 +11,6 @@ import (
 	"time"
 
 	"github.com/labstack/echo/v4"
-	"github.com/pquerna/otp"
-	"github.com/pquerna/otp/totp"
 
 	"github.com/signd/signd/oauth"
 	"github.com/signd/signd/store"
@@ -38,7 +36,7 @@ import (
 // PINChecker checks a user's signing PIN (and second factor) with the
 // consent page's lockout; *oauth.Server is one.
 type PINChecker interface {
-	CheckSigningPIN(ctx context.Context, username, pin string, second func(*store.User) bool) (oauth.PINResult, error)
+	CheckSigningPIN(ctx context.Context, username, pin, otp string) (oauth.PINResult, error)
 }
 
 // DefaultSADTTL is the lifetime of a SAD credentials/authorize issues when
@@ -258,12 +256,7 @@ func (h *Handler) authorize(c echo.Context) error {
 	case withOTP && !req.hasOTP:
 		return missing("string", "OTP")
 	}
-	var second func(*store.User) bool
-	if withOTP {
-		code, now := req.otp, h.now()
-		second = func(u *store.User) bool { return validTOTP(code, u.TOTPSecret, now) }
-	}
-	res, err := h.PIN.CheckSigningPIN(ctx, g.Username, req.pin, second)
+	res, err := h.PIN.CheckSigningPIN(ctx, g.Username, req.pin, req.otp)
 	if err != nil {
 		return err
 	}
@@ -343,15 +336,6 @@ func (h *Handler) refuseAuthorize(ctx context.Context, entry *store.AuditEntry, 
 	h.logger().Info("csc: authorization refused", "user", entry.User, "client", entry.Client,
 		"credential", entry.Credential, "reason", entry.Reason)
 	return e
-}
-
-// validTOTP checks a TOTP code (RFC 6238: 6 digits, 30 s, SHA-1, one step
-// of skew) as the login page does; a malformed code is a wrong code.
-func validTOTP(code, secret string, now time.Time) bool {
-	ok, err := totp.ValidateCustom(code, secret, now, totp.ValidateOpts{
-		Period: 30, Skew: 1, Digits: otp.DigitsSix, Algorithm: otp.AlgorithmSHA1,
-	})
-	return err == nil && ok
 }
 
 // newSAD returns a fresh SAD value: 32 random bytes, base64url.

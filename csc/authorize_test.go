@@ -327,7 +327,7 @@ func TestAuthorizePINFlood(t *testing.T) {
 }
 
 // TestAuthorizeTOTP: a user with TOTP gives PIN and OTP; a wrong code with
-// the right PIN is one failure, like a wrong PIN.
+// the right PIN is one failure, like a wrong PIN; a code is accepted once.
 func TestAuthorizeTOTP(t *testing.T) {
 	e := newExplicitEnv(t)
 	bearer := e.accessToken("alice", "rp1")
@@ -360,6 +360,8 @@ func TestAuthorizeTOTP(t *testing.T) {
 	if r := e.call("credentials/authorize", bearer, with(code)); r.status != http.StatusOK || r.str("SAD") == "" {
 		t.Fatalf("right PIN and OTP: %d %s", r.status, r.raw)
 	}
+	// The same code again is a replay: refused, and counted.
+	wantError(t, e.call("credentials/authorize", bearer, with(code)), 400, "invalid_pin", "The PIN or the OTP is invalid")
 	// credentials/info with authInfo tells the client what to ask for.
 	r := e.call("credentials/info", bearer, `{"credentialID":"`+cred+`","authInfo":true}`)
 	if r.str("authMode") != "explicit" || r.body["PIN"] == nil || r.body["OTP"] == nil {

@@ -142,9 +142,11 @@ func (s *Server) checkPIN(ctx context.Context, username, pin string) (ok bool, r
 
 // verifyPIN is checkPIN's evaluation, shared with CheckSigningPIN: the
 // outcome and the user as the reservation read it (nil when unknown).
-// second, when not nil, is evaluated on that user after a right PIN; the
-// guess is right only when both are, and counts as one failure otherwise.
-func (s *Server) verifyPIN(ctx context.Context, username, pin string, second func(*store.User) bool) (PINResult, *store.User, error) {
+// otp, when not nil, is the user's one-time code, checked after a right
+// PIN when the user (as reserved) has TOTP: the guess is right only when
+// both are, counts as one failure otherwise, and a code's time step is
+// accepted once (settleStep).
+func (s *Server) verifyPIN(ctx context.Context, username, pin string, otp *string) (PINResult, *store.User, error) {
 	g, res, user, lockedNow, err := s.reserve(ctx, secretPIN, username)
 	if err != nil {
 		return 0, nil, err
@@ -167,10 +169,16 @@ func (s *Server) verifyPIN(ctx context.Context, username, pin string, second fun
 	if err != nil {
 		return 0, user, err
 	}
-	if ok && second != nil {
-		ok = second(g.user)
+	var locked bool
+	if otp != nil && g.user.TOTPSecret != "" {
+		var step int64
+		if ok {
+			step, ok = totpStep(*otp, g.user.TOTPSecret, s.now())
+		}
+		ok, locked, lockedNow, err = g.settleStep(ctx, ok, step)
+	} else {
+		locked, lockedNow, err = g.settle(ctx, ok)
 	}
-	locked, lockedNow, err := g.settle(ctx, ok)
 	switch {
 	case err != nil:
 		return 0, user, err

@@ -3,8 +3,6 @@ package oauth
 import (
 	"context"
 	"errors"
-
-	"github.com/signd/signd/store"
 )
 
 // PINResult is the outcome of Server.CheckSigningPIN.
@@ -32,15 +30,16 @@ const (
 // many guesses arrive at once, through either, at most
 // Config.MaxFailures wrong ones are evaluated between two successes.
 //
-// second, when not nil, is checked on the user as the reservation read
-// it, after a right PIN (a TOTP code); the guess is right only when both
-// are, and a wrong pair counts as one failure of the PIN. It must be
-// cheap and must not block.
+// otp is the current TOTP code (RFC 6238), checked after a right PIN when
+// the user has TOTP: the guess is right only when both are, a wrong pair
+// counts as one failure of the PIN, and a code is accepted once (the
+// login page's replay rule: its time step must be after the last one
+// accepted). It is ignored for a user without TOTP.
 //
 // The caller's final write (the SAD) must re-check store.User.PINLocked:
 // a lock set by a parallel guess after this one was reserved wins.
-func (s *Server) CheckSigningPIN(ctx context.Context, username, pin string, second func(*store.User) bool) (PINResult, error) {
-	res, _, err := s.verifyPIN(ctx, username, pin, second)
+func (s *Server) CheckSigningPIN(ctx context.Context, username, pin, otp string) (PINResult, error) {
+	res, _, err := s.verifyPIN(ctx, username, pin, &otp)
 	if errors.Is(err, errBusy) {
 		return PINBusy, nil
 	}
