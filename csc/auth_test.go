@@ -60,7 +60,7 @@ func TestAuthLoginHandler(t *testing.T) {
 	}
 
 	r := e.call("info", "", "{}")
-	if fmt.Sprint(r.body["methods"]) != "[info credentials/list credentials/info signatures/signHash auth/login]" ||
+	if fmt.Sprint(r.body["methods"]) != "[info credentials/list credentials/info credentials/extendTransaction credentials/sendOTP signatures/signHash auth/login]" ||
 		fmt.Sprint(r.body["authType"]) != "[basic oauth2code]" {
 		t.Errorf("info with a login: %v", r.body)
 	}

@@ -25,7 +25,28 @@ type credentialInfoResponse struct {
 	AuthMode    string   `json:"authMode"`
 	SCAL        string   `json:"SCAL"`
 	Multisign   int      `json:"multisign"`
+	PIN         *pinInfo `json:"PIN,omitempty"`
+	OTP         *otpInfo `json:"OTP,omitempty"`
 	Lang        string   `json:"lang,omitempty"`
+}
+
+// pinInfo and otpInfo are credentials/info's PIN and OTP (CSC v1 §11.5),
+// given with authInfo for explicit credentials only.
+type pinInfo struct {
+	Presence    string `json:"presence"`
+	Format      string `json:"format"`
+	Label       string `json:"label"`
+	Description string `json:"description"`
+}
+
+type otpInfo struct {
+	Presence    string `json:"presence"`
+	Type        string `json:"type"`
+	Format      string `json:"format"`
+	Label       string `json:"label"`
+	Description string `json:"description"`
+	ID          string `json:"ID"`
+	Provider    string `json:"provider"`
 }
 
 type keyInfo struct {
@@ -69,7 +90,8 @@ func (h *Handler) credentialInfo(c echo.Context) error {
 	if e != nil {
 		return e
 	}
-	if _, e := p.boolean("authInfo", false); e != nil {
+	withAuthInfo, e := p.boolean("authInfo", false)
+	if e != nil {
 		return e
 	}
 	if _, _, e := p.str("lang", false); e != nil {
@@ -80,8 +102,15 @@ func (h *Handler) credentialInfo(c echo.Context) error {
 	}
 
 	var cred *store.Credential
+	withOTP := false
 	err := h.Store.View(c.Request().Context(), func(tx Tx) (err error) {
-		cred, err = tx.Credential(id)
+		if cred, err = tx.Credential(id); err != nil || !withAuthInfo || cred.AuthMode != store.AuthExplicit || cred.Owner != g.Username {
+			return err
+		}
+		u, err := tx.User(g.Username)
+		if err == nil {
+			withOTP = u.TOTPSecret != ""
+		}
 		return err
 	})
 	switch {
@@ -108,10 +137,17 @@ func (h *Handler) credentialInfo(c echo.Context) error {
 			Curve:  curve,
 		},
 		Cert:      certInfo{Status: "valid"},
-		AuthMode:  "oauth2code",
+		AuthMode:  string(cred.AuthMode),
 		SCAL:      "2",
-		Multisign: 1,
+		Multisign: cred.Multisign,
 		Lang:      h.Info.Lang,
+	}
+	if withAuthInfo && cred.AuthMode == store.AuthExplicit {
+		res.PIN = &pinInfo{Presence: "true", Format: "A", Label: "PIN", Description: "Your signing PIN"}
+		if withOTP {
+			res.OTP = &otpInfo{Presence: "true", Type: "offline", Format: "N", Label: "OTP",
+				Description: "The code of your authenticator app", ID: "totp", Provider: "totp"}
+		}
 	}
 	if res.Description == "" {
 		res.Description = strings.ToUpper(cred.Algorithm) + " signing key"

@@ -1,7 +1,10 @@
 // Package csc serves the Cloud Signature Consortium API v1 (v1.0.4.0) under
-// /csc/v1: info, credentials/list, credentials/info and signatures/signHash,
-// with the SAD checks and the audit entries of every signHash attempt. It
-// also holds the "service" and "credential" scope profiles the
+// /csc/v1: info, credentials/list, credentials/info, credentials/authorize,
+// credentials/extendTransaction, credentials/sendOTP and
+// signatures/signHash, with the SAD checks and the audit entries of every
+// signHash and authorization attempt (authorize.go: explicit
+// authorization, its PIN checked by the authorization server's lockout).
+// It also holds the "service" and "credential" scope profiles the
 // authorization server (package oauth) calls (profile.go).
 //
 // It owns the CSC rules and nothing below them: persistence is package

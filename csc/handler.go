@@ -155,6 +155,14 @@ type Handler struct {
 	Login PasswordLogin
 	// Revoker serves auth/revoke; nil = 501.
 	Revoker TokenRevoker
+	// PIN checks signing PINs for credentials/authorize with the consent
+	// page's lockout (*oauth.Server). nil: credentials/authorize is not
+	// offered (501) and info does not list it.
+	PIN PINChecker
+	// SADTTL is the lifetime of a SAD that credentials/authorize or
+	// credentials/extendTransaction issues (oauth.sad_ttl); 0 means
+	// DefaultSADTTL.
+	SADTTL time.Duration
 
 	leaves leafCache
 	// methods are the methods Mount registered, in order: info lists
@@ -206,6 +214,11 @@ func (h *Handler) Mount(g *echo.Group) error {
 	h.route(g, "info", h.info, postOnly)
 	h.route(g, "credentials/list", h.list, postOnly, bearer)
 	h.route(g, "credentials/info", h.credentialInfo, postOnly, bearer)
+	if h.PIN != nil {
+		h.route(g, "credentials/authorize", h.authorize, postOnly, bearer)
+	}
+	h.route(g, "credentials/extendTransaction", h.extendTransaction, postOnly, bearer)
+	h.route(g, "credentials/sendOTP", h.sendOTP, postOnly, bearer)
 	h.route(g, "signatures/signHash", h.signHash, postOnly, bearer)
 	if h.Login != nil {
 		h.route(g, "auth/login", h.authLogin, postOnly)

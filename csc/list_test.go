@@ -26,7 +26,7 @@ func TestInfo(t *testing.T) {
 				"specs": "1.0.4.0", "name": "signd test", "logo": "https://sign.example.com/logo.png",
 				"region": "NL", "lang": "en-US", "description": "test service",
 				"authType": []any{"oauth2code"}, "oauth2": "https://sign.example.com",
-				"methods": []any{"info", "credentials/list", "credentials/info", "signatures/signHash"},
+				"methods": []any{"info", "credentials/list", "credentials/info", "credentials/extendTransaction", "credentials/sendOTP", "signatures/signHash"},
 			}
 			if fmt.Sprint(r.body) != fmt.Sprint(want) {
 				t.Errorf("info =\n%v\nwant\n%v", r.body, want)

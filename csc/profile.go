@@ -8,6 +8,7 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"net/http"
 	"slices"
 	"strconv"
@@ -22,7 +23,8 @@ import (
 // The two CSC scope profiles of the authorization server (package oauth):
 // "service" turns into a Bearer access token for credentials/list and
 // credentials/info; "credential" turns into a SAD bound to one credential
-// and one hash, for one signHash. The two are never combined with each
+// and its numSignatures hashes (up to the credential's multisign), for one
+// signHash. The two are never combined with each
 // other or with other scopes.
 //
 // The credential scope states what it authorizes as an RFC 9396
@@ -119,10 +121,12 @@ func (ServiceProfile) TokenResponse(context.Context, *oauth.Request, *oauth.Issu
 }
 
 // CredentialProfile is the "credential" scope: credentialID,
-// numSignatures=1 and one SHA-256 hash; after a fresh login (no single
-// sign-on) and the signing PIN on the consent page, a SAD
-// (oauth.sad_ttl) bound to the user, the client, the credential and the
-// hash (its credential authorization detail).
+// numSignatures and as many SHA-256 hashes (up to the credential's
+// multisign); after a fresh login (no single sign-on) and the signing PIN
+// on the consent page, a SAD (oauth.sad_ttl) bound to the user, the
+// client, the credential and the multiset of hashes (its credential
+// authorization detail). Credentials whose authMode is explicit are
+// authorized with credentials/authorize instead.
 type CredentialProfile struct {
 	Store CredentialStore
 	Now   func() time.Time // nil = time.Now
@@ -130,6 +134,10 @@ type CredentialProfile struct {
 	// suspended or of unknown status (see Handler.Revocation). nil =
 	// validity dates only.
 	Revocation Revocation
+	// MaxSignatures caps numSignatures whatever a credential's multisign
+	// (csc.max_hashes_per_request: a SAD must fit one signHash request);
+	// 0 means DefaultMaxHashes.
+	MaxSignatures int
 }
 
 var _ oauth.Profile = (*CredentialProfile)(nil)
@@ -151,12 +159,13 @@ func (p *CredentialProfile) Match(scopes []string) bool {
 }
 
 // Authorize implements oauth.Profile. It requires credentialID,
-// numSignatures (exactly 1) and hash: base64url, padded or not, of 32, 48
-// or 64 bytes (a SHA-256, SHA-384 or SHA-512 digest); CSC allows a
-// comma-separated list, whose length must then be numSignatures, so
-// exactly one. description (at most 500 characters) is
-// shown on the consent page; account_token, clientData and lang are
-// accepted and not needed.
+// numSignatures (1 up to MaxSignatures; CheckUser holds it to the
+// credential's multisign) and hash: a comma-separated list of exactly
+// numSignatures base64url SHA-256, SHA-384 or SHA-512 digests (32, 48
+// or 64 bytes), padded or not, in any order and
+// duplicates counted (CSC v1 §8.3.2). description (at most 500
+// characters) is shown on the consent page; account_token, clientData and
+// lang are accepted and not needed.
 func (p *CredentialProfile) Authorize(_ context.Context, r *oauth.AuthorizeRequest) (*oauth.Authorization, error) {
 	if err := onlyScope(r.Scopes, ScopeCredential); err != nil {
 		return nil, err
@@ -173,20 +182,30 @@ func (p *CredentialProfile) Authorize(_ context.Context, r *oauth.AuthorizeReque
 	if num == "" {
 		return nil, bad("Missing parameter numSignatures")
 	}
-	if n, err := strconv.Atoi(num); err != nil || n != 1 {
-		return nil, bad("Invalid value for parameter numSignatures, it must be 1")
+	limit := p.maxSignatures()
+	n, err := strconv.Atoi(num)
+	if err != nil || n < 1 || n > limit {
+		if limit == 1 {
+			return nil, bad("Invalid value for parameter numSignatures, it must be 1")
+		}
+		return nil, bad(fmt.Sprintf("Invalid value for parameter numSignatures, it must be 1 to %d", limit))
 	}
 	raw := r.Params.Get("hash")
 	if raw == "" {
 		return nil, bad("Missing parameter hash")
 	}
-	parts := strings.Split(raw, ",")
-	if len(parts) != 1 {
+	// Count the commas first: a list longer than numSignatures is refused
+	// before it is split or decoded.
+	if strings.Count(raw, ",")+1 != n {
 		return nil, bad("The number of hashes must equal numSignatures")
 	}
-	digest, ok := decodeHashParam(parts[0])
-	if !ok {
-		return nil, bad("Invalid parameter hash, it must be a base64url SHA-256, SHA-384 or SHA-512 digest (32, 48 or 64 bytes)")
+	digests := make([][]byte, 0, n)
+	for part := range strings.SplitSeq(raw, ",") {
+		digest, ok := decodeHashParam(part)
+		if !ok {
+			return nil, bad("Invalid parameter hash, it must be a base64url SHA-256, SHA-384 or SHA-512 digest (32, 48 or 64 bytes)")
+		}
+		digests = append(digests, digest)
 	}
 	params := map[string]string{}
 	if d := r.Params.Get(profileParamDesc); d != "" {
@@ -199,11 +218,20 @@ func (p *CredentialProfile) Authorize(_ context.Context, r *oauth.AuthorizeReque
 	}
 	return &oauth.Authorization{
 		Binding: oauth.Binding{
-			Details: []oauth.AuthorizationDetail{{Type: detailCredential, Identifier: credID, Digests: [][]byte{digest}}},
+			Details: []oauth.AuthorizationDetail{{Type: detailCredential, Identifier: credID, Digests: digests}},
 			Params:  params,
 		},
 		Login: oauth.LoginPolicy{SSO: false},
 	}, nil
+}
+
+// maxSignatures is the largest numSignatures of any authorization: what
+// one signHash request may carry.
+func (p *CredentialProfile) maxSignatures() int {
+	if p.MaxSignatures > 0 {
+		return p.MaxSignatures
+	}
+	return DefaultMaxHashes
 }
 
 // decodeHashParam decodes one base64url hash of the authorize request,
@@ -256,12 +284,29 @@ func (p *CredentialProfile) credential(ctx context.Context, r *oauth.Request) (*
 	if revoked(p.Revocation, cred.Chain, leaf) {
 		return nil, nil, errCredentialRefused
 	}
+	// The user may sign with it; now the request must fit it.
+	if cred.AuthMode == store.AuthExplicit {
+		return nil, nil, errExplicitOnly
+	}
+	if n := len(credentialDetail(r.Binding).Digests); n > cred.Multisign {
+		return nil, nil, profileError(oauth.CodeInvalidRequest,
+			fmt.Sprintf("Numbers of signatures is too high: this credential allows %d per authorization", cred.Multisign))
+	}
 	return cred, leaf, nil
+}
+
+// errExplicitOnly refuses the OAuth 2.0 code flow for a credential whose
+// signatures are authorized with credentials/authorize (authMode explicit).
+var errExplicitOnly = &oauth.Error{
+	Code: oauth.CodeAccessDenied, Status: http.StatusForbidden,
+	Description: "The credential is authorized with credentials/authorize (authMode explicit), not with scope credential",
 }
 
 // CheckUser implements oauth.Profile: the credential must be the user's,
 // enabled, with a certificate valid now (access_denied otherwise, the same
-// answer whether the ID exists or not).
+// answer whether the ID exists or not); then its authMode must be
+// oauth2code (access_denied) and numSignatures at most its multisign
+// (invalid_request).
 func (p *CredentialProfile) CheckUser(ctx context.Context, r *oauth.Request) error {
 	_, _, err := p.credential(ctx, r)
 	return err
@@ -279,12 +324,19 @@ func (p *CredentialProfile) Consent(ctx context.Context, r *oauth.Request) (*oau
 	if cred.Description != "" {
 		label = cred.Description + " (" + cred.Label + ")"
 	}
+	perm := oauth.Text{
+		NL: "één handtekening zetten met de sleutel hieronder, over de getoonde hash",
+		EN: "create one signature with the key below, over the hash shown",
+	}
+	if n := len(credentialDetail(r.Binding).Digests); n > 1 {
+		perm = oauth.Text{
+			NL: fmt.Sprintf("%d handtekeningen zetten met de sleutel hieronder, één over elke getoonde hash", n),
+			EN: fmt.Sprintf("create %d signatures with the key below, one over each hash shown", n),
+		}
+	}
 	c := &oauth.Consent{
-		Title: oauth.Text{NL: "Ondertekenen met uw sleutel", EN: "Sign with your key"},
-		Permissions: []oauth.Text{{
-			NL: "één handtekening zetten met de sleutel hieronder, over de getoonde hash",
-			EN: "create one signature with the key below, over the hash shown",
-		}},
+		Title:       oauth.Text{NL: "Ondertekenen met uw sleutel", EN: "Sign with your key"},
+		Permissions: []oauth.Text{perm},
 		Items: []oauth.ConsentItem{
 			{Label: oauth.Text{NL: "Sleutel", EN: "Key"}, Value: label},
 			{Label: oauth.Text{NL: "Certificaathouder", EN: "Certificate subject"}, Value: leaf.Subject.String()},

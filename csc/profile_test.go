@@ -366,3 +366,67 @@ func TestProfilesThroughTheServer(t *testing.T) {
 		t.Errorf("SAD lifetime %v", d)
 	}
 }
+
+// TestCredentialProfileBatch: numSignatures N with N comma-separated
+// hashes (any order, duplicates counted) is accepted up to the request
+// cap; after login it must fit the credential's multisign, and an explicit
+// credential refuses the scope.
+func TestCredentialProfileBatch(t *testing.T) {
+	d := func(b byte) string { return base64.RawURLEncoding.EncodeToString(bytes.Repeat([]byte{b}, 32)) }
+	three := d(1) + "," + d(2) + "," + d(1)
+	p := &csc.CredentialProfile{MaxSignatures: 3}
+	a, err := p.Authorize(context.Background(), &oauth.AuthorizeRequest{Scopes: []string{"credential"},
+		Params: profileCredParams("numSignatures", "3", "hash", three)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ds := a.Binding.Details[0].Digests; len(ds) != 3 || ds[0][0] != 1 || ds[1][0] != 2 || ds[2][0] != 1 {
+		t.Errorf("digests %x", ds)
+	}
+	for _, tc := range []struct{ num, hash string }{
+		{"4", three + "," + d(3)}, // over the request cap
+		{"3", d(1) + "," + d(2)},  // fewer hashes
+		{"2", three},              // more hashes
+		{"3", three + ","},        // an empty entry
+	} {
+		_, err := p.Authorize(context.Background(), &oauth.AuthorizeRequest{Scopes: []string{"credential"},
+			Params: profileCredParams("numSignatures", tc.num, "hash", tc.hash)})
+		if !profileIsCode(err, "invalid_request") {
+			t.Errorf("numSignatures %s, hash %s: %v", tc.num, tc.hash, err)
+		}
+	}
+
+	f := newProfileFixture(t)
+	cp := &csc.CredentialProfile{Store: credentialStore(f.db), Now: func() time.Time { return f.now }}
+	req := &oauth.Request{User: &store.User{Username: "alice"}, Binding: oauth.Binding{
+		Details: []oauth.AuthorizationDetail{{Type: "credential", Identifier: "c-alice", Digests: [][]byte{profileDigest, profileDigest}}},
+	}}
+	if err := cp.CheckUser(context.Background(), req); !profileIsCode(err, "invalid_request") || !strings.Contains(err.Error(), "Numbers of signatures is too high") {
+		t.Errorf("two hashes, multisign 1: %v", err)
+	}
+	setCred := func(n int, mode store.AuthMode) {
+		err := f.db.Update(context.Background(), func(tx store.Tx) error {
+			c, err := tx.Credential("c-alice")
+			if err != nil {
+				return err
+			}
+			c.Multisign, c.AuthMode = n, mode
+			return tx.PutCredential(c)
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	setCred(2, store.AuthOAuth2Code)
+	if err := cp.CheckUser(context.Background(), req); err != nil {
+		t.Errorf("two hashes, multisign 2: %v", err)
+	}
+	c, err := cp.Consent(context.Background(), req)
+	if err != nil || !strings.Contains(c.Permissions[0].EN, "2 signatures") {
+		t.Errorf("consent %+v, %v", c, err)
+	}
+	setCred(2, store.AuthExplicit)
+	if err := cp.CheckUser(context.Background(), req); !profileIsCode(err, "access_denied") {
+		t.Errorf("explicit credential: %v", err)
+	}
+}

@@ -73,7 +73,7 @@ type Profile interface {
 	// runs once per authorization request, after the generic checks
 	// (client, redirect_uri, response_type, state, PKCE, duplicated
 	// parameters). Examples: the credential profile requires credentialID,
-	// numSignatures=1 and one 32-byte hash; the openid profile reads
+	// numSignatures and as many 32-byte hashes; the openid profile reads
 	// prompt, max_age and the identity scopes. It must not consult the user
 	// (there is none yet) and should not touch the store.
 	Authorize(ctx context.Context, r *AuthorizeRequest) (*Authorization, error)

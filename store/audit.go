@@ -37,6 +37,13 @@ const (
 	// (outcome granted): Hashes holds the digest it covers, Reason its
 	// serial number in hex.
 	AuditTimestamp AuditKind = "timestamp"
+	// AuditCredentialAuth is an admin changing a credential's multisign or
+	// authMode (which revokes what was authorized under the old values).
+	AuditCredentialAuth AuditKind = "credential_auth"
+	// AuditAuthorize is one credentials/authorize (CSC v1 §11.6) or
+	// credentials/extendTransaction (§11.7) request: granted (a SAD issued
+	// for the hashes listed) or refused (with the reason).
+	AuditAuthorize AuditKind = "authorize"
 )
 
 // Audit outcomes. Credential entries may also use the credential status
@@ -150,7 +157,7 @@ func (e *AuditEntry) content() auditContent {
 func (e *AuditEntry) Validate() error {
 	switch e.Kind {
 	case AuditSignHash, AuditCredentialEnrolled, AuditCredentialEnabled, AuditCredentialDisabled, AuditCredentialRemoved,
-		AuditTimestamp:
+		AuditTimestamp, AuditCredentialAuth, AuditAuthorize:
 	default:
 		return fmt.Errorf("%w: audit kind %q", ErrInvalid, e.Kind)
 	}

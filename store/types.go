@@ -167,6 +167,42 @@ type Credential struct {
 	Status      CredentialStatus
 	DisabledBy  string // DisabledByAdmin, DisabledByOwner, or "" (enabled, pending, or disabled by an admin before this field existed)
 	Description string
+	// Multisign caps numSignatures, the hashes one authorization (SAD)
+	// covers (CSC v1 §11.5 multisign): 1–MaxMultisign. 0, as in records
+	// written before the field existed, reads as 1.
+	Multisign int
+	// AuthMode is how a SAD for the credential is obtained (CSC v1 §11.5
+	// authMode): AuthOAuth2Code or AuthExplicit. "", as in records written
+	// before the field existed, reads as AuthOAuth2Code.
+	AuthMode AuthMode
 	// CreatedAt and UpdatedAt are set by the store.
 	CreatedAt, UpdatedAt time.Time
+}
+
+// AuthMode is how a credential's signatures are authorized (CSC v1 §11.5).
+type AuthMode string
+
+// Authorization modes.
+const (
+	// AuthOAuth2Code: the OAuth 2.0 code flow with scope "credential"
+	// (consent page and signing PIN) issues the SAD.
+	AuthOAuth2Code AuthMode = "oauth2code"
+	// AuthExplicit: credentials/authorize (CSC v1 §11.6) issues the SAD
+	// against the signing PIN (and the TOTP code where the user has one).
+	AuthExplicit AuthMode = "explicit"
+)
+
+// MaxMultisign is the largest Multisign a credential may have.
+const MaxMultisign = 1000
+
+// SetDefaults gives the fields that records written before they existed
+// lack their defaults: Multisign 1 and AuthMode AuthOAuth2Code. Backends
+// call it on every credential they return.
+func (c *Credential) SetDefaults() {
+	if c.Multisign == 0 {
+		c.Multisign = 1
+	}
+	if c.AuthMode == "" {
+		c.AuthMode = AuthOAuth2Code
+	}
 }

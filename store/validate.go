@@ -296,5 +296,13 @@ func (c *Credential) Validate() error {
 	case c.DisabledBy != "" && c.DisabledBy != DisabledByAdmin && c.DisabledBy != DisabledByOwner:
 		return invalid("credential %q disabled by %q, not %q or %q", c.ID, c.DisabledBy, DisabledByAdmin, DisabledByOwner)
 	}
+	if c.Multisign < 0 || c.Multisign > MaxMultisign {
+		return invalid("credential %q multisign %d is not 1–%d", c.ID, c.Multisign, MaxMultisign)
+	}
+	switch c.AuthMode {
+	case "", AuthOAuth2Code, AuthExplicit:
+	default:
+		return invalid("credential %q authMode %q is not %q or %q", c.ID, c.AuthMode, AuthOAuth2Code, AuthExplicit)
+	}
 	return validateText("credential description", c.Description, maxTextLen)
 }

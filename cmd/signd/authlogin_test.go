@@ -306,7 +306,7 @@ func TestAuthLoginOff(t *testing.T) {
 	status, _, m := cscCall(t, base, "auth/login", basic("alice", journeyPassword), `{"rememberMe":true}`)
 	wantCSCError(t, "auth/login off", status, m, 501, "not_implemented", "Method auth/login is not implemented by this service (see info methods)")
 	_, _, info := cscCall(t, base, "info", "", "{}")
-	if fmt.Sprint(info["methods"]) != "[info credentials/list credentials/info signatures/signHash auth/revoke]" ||
+	if fmt.Sprint(info["methods"]) != "[info credentials/list credentials/info credentials/authorize credentials/extendTransaction credentials/sendOTP signatures/signHash auth/revoke]" ||
 		fmt.Sprint(info["authType"]) != "[oauth2code]" {
 		t.Errorf("info with auth_login off: %v", info)
 	}

@@ -15,9 +15,12 @@ import (
 func (a *app) credentialCmd() *cobra.Command {
 	cmd := &cobra.Command{Use: "credential", Short: "Manage signing credentials (HSM key pairs and certificates)"}
 
-	var create struct{ user, algo, keyType, label, subject, csrOut string }
+	var create struct {
+		user, algo, keyType, label, subject, csrOut, authMode string
+		multisign                                             int
+	}
 	createCmd := &cobra.Command{
-		Use:   "create --user USERNAME [--key-type ec-p256|ec-p384|rsa-2048|rsa-3072|rsa-4096] [--label L] [--subject DN] [--csr-out FILE]",
+		Use:   "create --user USERNAME [--key-type ec-p256|ec-p384|rsa-2048|rsa-3072|rsa-4096] [--label L] [--subject DN] [--csr-out FILE] [--multisign N] [--auth-mode oauth2code|explicit]",
 		Short: "Generate a key pair in the token and a CSR; prints the credential ID as the last line",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -25,7 +28,11 @@ func (a *app) credentialCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			req := admin.CreateCredentialRequest{User: create.user, Algo: algo, Label: create.label, Subject: create.subject}
+			if create.multisign < 1 {
+				return fmt.Errorf("--multisign must be 1 to 1000")
+			}
+			req := admin.CreateCredentialRequest{User: create.user, Algo: algo, Label: create.label, Subject: create.subject,
+				Multisign: create.multisign, AuthMode: create.authMode}
 			return a.withAdmin(cmd, func(ctx context.Context, s admin.Service) error {
 				res, err := s.CreateCredential(ctx, req)
 				if err != nil {
@@ -58,6 +65,8 @@ func (a *app) credentialCmd() *cobra.Command {
 	f.StringVar(&create.label, "label", "", "HSM key label (default signd-<credential ID>)")
 	f.StringVar(&create.subject, "subject", "", `CSR subject, RFC 4514 (default "CN=<username>")`)
 	f.StringVar(&create.csrOut, "csr-out", "", "write the CSR (PEM) to FILE (- = stdout)")
+	f.IntVar(&create.multisign, "multisign", 1, "signatures one authorization (SAD) may cover, 1–1000 (CSC multisign)")
+	f.StringVar(&create.authMode, "auth-mode", "oauth2code", "how signatures are authorized: oauth2code (consent page) or explicit (credentials/authorize with the PIN)")
 	_ = createCmd.MarkFlagRequired("user")
 
 	var chainFile string
@@ -128,6 +137,29 @@ func (a *app) credentialCmd() *cobra.Command {
 	enableCmd := byID("enable", "Enable a credential that has a certificate", func(ctx context.Context, s admin.Service, id string) (*admin.CredentialView, error) {
 		return s.SetCredentialStatus(ctx, id, true)
 	})
+	var auth struct {
+		multisign int
+		authMode  string
+	}
+	authCmd := &cobra.Command{
+		Use:   "set-auth ID [--multisign N] [--auth-mode oauth2code|explicit]",
+		Short: "Change how a credential's signatures are authorized; revokes its outstanding SADs, codes and pending requests",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if auth.multisign == 0 && cmd.Flags().Changed("multisign") {
+				return fmt.Errorf("--multisign must be 1 to 1000")
+			}
+			return a.withAdmin(cmd, func(ctx context.Context, s admin.Service) error {
+				c, err := s.SetCredentialAuth(ctx, admin.SetCredentialAuthRequest{ID: args[0], Multisign: auth.multisign, AuthMode: auth.authMode})
+				if err != nil {
+					return err
+				}
+				return a.printCredential(c)
+			})
+		},
+	}
+	authCmd.Flags().IntVar(&auth.multisign, "multisign", 0, "signatures one authorization (SAD) may cover, 1–1000")
+	authCmd.Flags().StringVar(&auth.authMode, "auth-mode", "", "oauth2code or explicit")
 	removeCmd := &cobra.Command{
 		Use:   "remove ID",
 		Short: "Destroy a credential's key pair and certificate in the token, revoke its SADs, codes and pending requests, delete it",
@@ -152,7 +184,7 @@ func (a *app) credentialCmd() *cobra.Command {
 			})
 		},
 	}
-	cmd.AddCommand(createCmd, importCmd, listCmd, showCmd, disableCmd, enableCmd, removeCmd)
+	cmd.AddCommand(createCmd, importCmd, listCmd, showCmd, disableCmd, enableCmd, authCmd, removeCmd)
 	return cmd
 }
 
@@ -167,6 +199,7 @@ func (a *app) printCredential(c *admin.CredentialView) error {
 	fmt.Fprintf(w, "algorithm:  %s (%d bits)\n", c.Algorithm, c.KeyBits)
 	fmt.Fprintf(w, "label:      %s\n", c.Label)
 	fmt.Fprintf(w, "key id:     %s\n", c.KeyID)
+	fmt.Fprintf(w, "auth mode:  %s (multisign %d)\n", c.AuthMode, c.Multisign)
 	if c.ChainLength > 0 {
 		fmt.Fprintf(w, "subject:    %s\n", c.Subject)
 		fmt.Fprintf(w, "issuer:     %s\n", c.Issuer)

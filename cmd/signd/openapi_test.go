@@ -51,7 +51,9 @@ func TestOpenAPIDescribesTheDaemon(t *testing.T) {
 		{"POST", "/csc/v1/credentials/list", "application/json", "{}", 401},
 		{"POST", "/csc/v1/credentials/info", "application/json", "{}", 401},
 		{"POST", "/csc/v1/signatures/signHash", "application/json", "{}", 401},
-		{"POST", "/csc/v1/credentials/authorize", "application/json", "{}", 501},
+		{"POST", "/csc/v1/credentials/authorize", "application/json", "{}", 401},
+		{"POST", "/csc/v1/credentials/extendTransaction", "application/json", "{}", 401},
+		{"POST", "/csc/v1/credentials/sendOTP", "application/json", "{}", 401},
 		{"POST", "/csc/v1/auth/login", "application/json", "{}", 501}, // csc.auth_login is off by default
 		{"POST", "/csc/v1/auth/revoke", "application/json", `{"token":"x"}`, 401},
 		{"POST", "/csc/v1/signatures/timestamp", "application/json", "{}", 501}, // csc.timestamp.enabled is false

@@ -21,6 +21,7 @@ var (
 	_ csc.Signer        = (*hsm.Token)(nil)
 	_ csc.PasswordLogin = (*oauth.PasswordLogin)(nil)
 	_ csc.TokenRevoker  = (*oauth.Server)(nil)
+	_ csc.PINChecker    = (*oauth.Server)(nil)
 )
 
 // pageTokenSecret names the MAC key of credentials/list page tokens in the
@@ -29,7 +30,8 @@ const pageTokenSecret = "csc_page_token"
 
 // cscHandler builds the CSC service (mounted under /csc/v1). auth/revoke
 // and, with csc.auth_login, auth/login are served by the authorization
-// server authz.
+// server authz, which also checks the signing PINs of
+// credentials/authorize with the consent page's lockout.
 func (s *services) cscHandler(authz *oauth.Server) (*csc.Handler, error) {
 	key, err := s.store.Secret(context.Background(), pageTokenSecret, 32)
 	if err != nil {
@@ -54,6 +56,8 @@ func (s *services) cscHandler(authz *oauth.Server) (*csc.Handler, error) {
 		MaxResultsLimit:   c.MaxResultsLimit,
 		MaxHashes:         c.MaxHashesPerRequest,
 		PageTokenKey:      key,
+		PIN:               authz,
+		SADTTL:            s.cfg.OAuth.SADTTL,
 		Now:               s.now,
 		Logger:            s.logger,
 		Metrics:           m,

@@ -19,7 +19,8 @@ func (s *services) oauthServer(provider *oidc.Provider) (*oauth.Server, error) {
 		Hasher: s.hasher,
 		Profiles: []oauth.Profile{
 			csc.ServiceProfile{},
-			&csc.CredentialProfile{Store: s.views.credential, Now: s.now, Revocation: s.revocation},
+			&csc.CredentialProfile{Store: s.views.credential, Now: s.now, Revocation: s.revocation,
+				MaxSignatures: s.cfg.CSC.MaxHashesPerRequest},
 			&oidc.Profile{Provider: provider},
 		},
 		Issuer:         s.cfg.Server.BaseURL,

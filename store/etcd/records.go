@@ -52,18 +52,21 @@ type clientRecord struct {
 }
 
 type credentialRecord struct {
-	ID          string    `json:"id"`
-	Owner       string    `json:"owner"`
-	KeyID       []byte    `json:"key_id"`
-	Label       string    `json:"label,omitempty"`
-	Algorithm   string    `json:"algorithm"`
-	KeyBits     int       `json:"key_bits"`
-	Chain       [][]byte  `json:"chain,omitempty"`
-	Status      string    `json:"status"`
-	DisabledBy  string    `json:"disabled_by,omitempty"`
-	Description string    `json:"description,omitempty"`
-	CreatedAt   time.Time `json:"created_at"`
-	UpdatedAt   time.Time `json:"updated_at"`
+	ID          string   `json:"id"`
+	Owner       string   `json:"owner"`
+	KeyID       []byte   `json:"key_id"`
+	Label       string   `json:"label,omitempty"`
+	Algorithm   string   `json:"algorithm"`
+	KeyBits     int      `json:"key_bits"`
+	Chain       [][]byte `json:"chain,omitempty"`
+	Status      string   `json:"status"`
+	DisabledBy  string   `json:"disabled_by,omitempty"`
+	Description string   `json:"description,omitempty"`
+	// Multisign and AuthMode: absent reads as 1 and oauth2code.
+	Multisign int       `json:"multisign,omitempty"`
+	AuthMode  string    `json:"auth_mode,omitempty"`
+	CreatedAt time.Time `json:"created_at"`
+	UpdatedAt time.Time `json:"updated_at"`
 }
 
 // The conversions copy every slice and map so that neither side aliases the
@@ -124,17 +127,21 @@ func credentialToRecord(c *store.Credential) *credentialRecord {
 		ID: c.ID, Owner: c.Owner, KeyID: slices.Clone(c.KeyID), Label: c.Label,
 		Algorithm: c.Algorithm, KeyBits: c.KeyBits, Chain: cloneChain(c.Chain),
 		Status: string(c.Status), DisabledBy: c.DisabledBy, Description: c.Description,
+		Multisign: c.Multisign, AuthMode: string(c.AuthMode),
 		CreatedAt: c.CreatedAt, UpdatedAt: c.UpdatedAt,
 	}
 }
 
 func (r *credentialRecord) credential() *store.Credential {
-	return &store.Credential{
+	c := &store.Credential{
 		ID: r.ID, Owner: r.Owner, KeyID: slices.Clone(r.KeyID), Label: r.Label,
 		Algorithm: r.Algorithm, KeyBits: r.KeyBits, Chain: cloneChain(r.Chain),
 		Status: store.CredentialStatus(r.Status), DisabledBy: r.DisabledBy, Description: r.Description,
+		Multisign: r.Multisign, AuthMode: store.AuthMode(r.AuthMode),
 		CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt,
 	}
+	c.SetDefaults()
+	return c
 }
 
 func cloneChain(chain [][]byte) [][]byte {

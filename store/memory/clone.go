@@ -73,6 +73,7 @@ func cloneCredential(cr *store.Credential) *store.Credential {
 	c := *cr
 	c.KeyID = bytes.Clone(cr.KeyID)
 	c.Chain = cloneBytesList(cr.Chain)
+	c.SetDefaults()
 	return &c
 }
 

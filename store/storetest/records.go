@@ -394,3 +394,74 @@ func testProofs(t *testing.T, s store.Store) {
 		})
 	}
 }
+
+// testCredentialModes: a credential's multisign and authMode are stored
+// and read back; a credential written without them (as every record
+// written before they existed) reads as multisign 1 and oauth2code; values
+// out of range are refused.
+func testCredentialModes(t *testing.T, s store.Store) {
+	ctx := context.Background()
+	createUsers(t, s, "alice")
+	plain := newCredential("plain", "alice")
+	batch := newCredential("batch", "alice")
+	batch.Multisign, batch.AuthMode = 10, store.AuthExplicit
+	update(t, s, func(tx store.Tx) error {
+		if err := tx.CreateCredential(plain); err != nil {
+			return err
+		}
+		return tx.CreateCredential(batch)
+	})
+	for _, tc := range []struct {
+		id   string
+		n    int
+		mode store.AuthMode
+	}{{"plain", 1, store.AuthOAuth2Code}, {"batch", 10, store.AuthExplicit}} {
+		got := getCredential(t, s, tc.id)
+		if got.Multisign != tc.n || got.AuthMode != tc.mode {
+			t.Errorf("Credential(%s): multisign %d, authMode %q; want %d, %q", tc.id, got.Multisign, got.AuthMode, tc.n, tc.mode)
+		}
+	}
+	var listed []store.Credential
+	view(t, s, func(tx store.Tx) (err error) { listed, err = tx.Credentials("alice", "", 10); return err })
+	for _, c := range listed {
+		if c.Multisign < 1 || c.AuthMode == "" {
+			t.Errorf("Credentials: %s has multisign %d, authMode %q", c.ID, c.Multisign, c.AuthMode)
+		}
+	}
+	// Changing both later (the admin's set-mode) is a plain PutCredential.
+	update(t, s, func(tx store.Tx) error {
+		c, err := tx.Credential("plain")
+		if err != nil {
+			return err
+		}
+		c.Multisign, c.AuthMode = store.MaxMultisign, store.AuthExplicit
+		return tx.PutCredential(c)
+	})
+	if got := getCredential(t, s, "plain"); got.Multisign != store.MaxMultisign || got.AuthMode != store.AuthExplicit {
+		t.Errorf("after PutCredential: multisign %d, authMode %q", got.Multisign, got.AuthMode)
+	}
+	for _, tc := range []struct {
+		name string
+		n    int
+		mode store.AuthMode
+	}{
+		{"negative multisign", -1, ""},
+		{"multisign over the cap", store.MaxMultisign + 1, ""},
+		{"implicit authMode", 1, "implicit"},
+		{"unknown authMode", 1, "OAUTH2CODE"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := newCredential("bad", "alice")
+			c.Multisign, c.AuthMode = tc.n, tc.mode
+			wantErr(t, "CreateCredential", s.Update(ctx, func(tx store.Tx) error { return tx.CreateCredential(c) }), store.ErrInvalid)
+			wantErr(t, "PutCredential", s.Update(ctx, func(tx store.Tx) error {
+				c.ID = "batch"
+				c.KeyID = []byte("key-batch")
+				return tx.PutCredential(c)
+			}), store.ErrInvalid)
+		})
+	}
+	if got := getCredential(t, s, "batch"); got.Multisign != 10 || got.AuthMode != store.AuthExplicit {
+		t.Errorf("after refused writes: multisign %d, authMode %q", got.Multisign, got.AuthMode)
+	}
+}

@@ -24,6 +24,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"Clients", testClients},
 		{"Credentials", testCredentials},
 		{"CredentialAlgorithms", testCredentialAlgorithms},
+		{"CredentialModes", testCredentialModes},
 		{"Proofs", testProofs},
 		{"ReadOnly", testReadOnly},
 		{"RollbackOnError", testRollbackOnError},
@@ -319,6 +320,7 @@ func equalCredential(got, want *store.Credential) string {
 			if len(c.Chain) == 0 {
 				c.Chain = nil
 			}
+			c.SetDefaults() // testCredentialModes checks the defaults themselves
 		})
 }
 

@@ -17,7 +17,8 @@ func credentialView(c *store.Credential) *CredentialView {
 	v := &CredentialView{
 		ID: c.ID, Owner: c.Owner, Label: c.Label, Algorithm: c.Algorithm,
 		KeyBits: c.KeyBits, KeyID: hex.EncodeToString(c.KeyID), Status: string(c.Status),
-		ChainLength: len(c.Chain), CreatedAt: c.CreatedAt, UpdatedAt: c.UpdatedAt,
+		ChainLength: len(c.Chain), Multisign: c.Multisign, AuthMode: string(c.AuthMode),
+		CreatedAt: c.CreatedAt, UpdatedAt: c.UpdatedAt,
 	}
 	if len(c.Chain) > 0 {
 		if leaf, err := x509.ParseCertificate(c.Chain[0]); err == nil {
@@ -73,6 +74,10 @@ func (l *Local) CreateCredential(ctx context.Context, req CreateCredentialReques
 	if err != nil {
 		return nil, errorf(KindInvalid, "%v", err)
 	}
+	mode, err := checkAuth(req.Multisign, req.AuthMode)
+	if err != nil {
+		return nil, err
+	}
 	// Check the owner first, so a typo costs no key generation.
 	if _, err := l.ShowUser(ctx, req.User); err != nil {
 		return nil, err
@@ -109,6 +114,7 @@ func (l *Local) CreateCredential(ctx context.Context, req CreateCredentialReques
 	c := &store.Credential{
 		ID: id, Owner: req.User, KeyID: key.ID, Label: label, Algorithm: spec.Algorithm,
 		KeyBits: key.Bits, Status: store.CredentialPending,
+		Multisign: max(req.Multisign, 1), AuthMode: mode,
 	}
 	err = l.Store.Update(ctx, func(tx store.Tx) (err error) {
 		if err := tx.CreateCredential(c); err != nil {
@@ -233,6 +239,69 @@ func (l *Local) ShowCredential(ctx context.Context, id string) (*CredentialView,
 		return nil, err
 	}
 	return credentialView(c), nil
+}
+
+// checkAuth checks the multisign and authMode of a request; 0 and "" are
+// the defaults (1, oauth2code).
+func checkAuth(multisign int, mode string) (store.AuthMode, error) {
+	if multisign < 0 || multisign > store.MaxMultisign {
+		return "", errorf(KindInvalid, "multisign must be 1 to %d", store.MaxMultisign)
+	}
+	switch m := store.AuthMode(mode); m {
+	case "":
+		return store.AuthOAuth2Code, nil
+	case store.AuthOAuth2Code, store.AuthExplicit:
+		return m, nil
+	}
+	return "", errorf(KindInvalid, "auth mode must be %s or %s", store.AuthOAuth2Code, store.AuthExplicit)
+}
+
+// SetCredentialAuth implements Service.
+func (l *Local) SetCredentialAuth(ctx context.Context, req SetCredentialAuthRequest) (*CredentialView, error) {
+	mode, err := checkAuth(req.Multisign, req.AuthMode)
+	if err != nil {
+		return nil, err
+	}
+	if req.Multisign == 0 && req.AuthMode == "" {
+		return nil, errorf(KindInvalid, "nothing to change: give --multisign or --auth-mode")
+	}
+	var out *store.Credential
+	var revoked *RevokedView
+	err = l.Store.Update(ctx, func(tx store.Tx) error {
+		c, err := tx.Credential(req.ID)
+		if err != nil {
+			return err
+		}
+		if req.Multisign != 0 {
+			c.Multisign = req.Multisign
+		}
+		if req.AuthMode != "" {
+			c.AuthMode = mode
+		}
+		if err := tx.PutCredential(c); err != nil {
+			return err
+		}
+		r, err := tx.RevokeCredential(c.ID)
+		if err != nil {
+			return err
+		}
+		revoked = revokedView(r)
+		if err := tx.AppendAudit(&store.AuditEntry{Time: l.now(), Kind: store.AuditCredentialAuth, User: c.Owner,
+			Credential: c.ID, Outcome: store.AuditOK,
+			Reason: fmt.Sprintf("authorization set by an admin: multisign %d, authMode %s; revoked %s", c.Multisign, c.AuthMode, revoked)}); err != nil {
+			return err
+		}
+		out, err = tx.Credential(c.ID)
+		return err
+	})
+	if err != nil {
+		return nil, l.fail(fmt.Sprintf("credential %q", req.ID), err)
+	}
+	l.logger().Info("credential authorization changed", "credential_id", out.ID,
+		"multisign", out.Multisign, "auth_mode", out.AuthMode, "revoked", revoked)
+	v := credentialView(out)
+	v.Revoked = revoked
+	return v, nil
 }
 
 // SetCredentialStatus implements Service. A pending credential (no

@@ -169,6 +169,10 @@ func (s *recordingService) SetCredentialStatus(_ context.Context, n string, e bo
 	s.rec(statusReq{n, e})
 	return &CredentialView{}, nil
 }
+func (s *recordingService) SetCredentialAuth(_ context.Context, r SetCredentialAuthRequest) (*CredentialView, error) {
+	s.rec(r)
+	return &CredentialView{}, nil
+}
 func (s *recordingService) CreateOIDCKey(context.Context) (*OIDCKeyView, error) {
 	s.rec(struct{}{})
 	return &OIDCKeyView{}, nil
@@ -228,7 +232,8 @@ func FuzzRPC(f *testing.F) {
 		"AddClient": AddClientRequest{}, "ListClients": struct{}{}, "ShowClient": nameReq{}, "RemoveClient": nameReq{},
 		"CreateCredential": CreateCredentialRequest{}, "ImportCertificate": ImportCertificateRequest{},
 		"ListCredentials": nameReq{}, "ShowCredential": nameReq{}, "SetCredentialStatus": statusReq{},
-		"CreateOIDCKey": struct{}{}, "ListOIDCKeys": struct{}{}, "RotateOIDCKeys": RotateOIDCKeysRequest{},
+		"SetCredentialAuth": SetCredentialAuthRequest{},
+		"CreateOIDCKey":     struct{}{}, "ListOIDCKeys": struct{}{}, "RotateOIDCKeys": RotateOIDCKeysRequest{},
 		"RemoveUser": nameReq{}, "RemoveCredential": nameReq{},
 		"EnrollTOTP": EnrollTOTPRequest{}, "RemoveTOTP": nameReq{},
 		"EnrollTSA": EnrollTSARequest{}, "ImportTSACertificate": ImportTSACertificateRequest{},
@@ -248,7 +253,8 @@ func FuzzRPC(f *testing.F) {
 		{"ListUsers", struct{}{}}, {"ShowUser", nameReq{"alice"}}, {"SetUserStatus", statusReq{"alice", true}},
 		{"SetPIN", SetSecretRequest{"alice", "4321"}}, {"AddProof", AddProofRequest{"alice", "passport", "application/pdf", []byte("%PDF-1.7")}},
 		{"AddClient", AddClientRequest{ID: "rp", Name: "RP", RedirectURIs: []string{"https://rp.example/cb"}, Scopes: []string{"service", "credential"}, RequirePKCE: true}},
-		{"CreateCredential", CreateCredentialRequest{User: "alice", Algo: "rsa-3072", Subject: "CN=Alice,O=Example B.V.,C=NL"}},
+		{"CreateCredential", CreateCredentialRequest{User: "alice", Algo: "rsa-3072", Subject: "CN=Alice,O=Example B.V.,C=NL", Multisign: 10, AuthMode: "explicit"}},
+		{"SetCredentialAuth", SetCredentialAuthRequest{ID: "kr3e3rdpe6muvlifxu2m3wpecu", Multisign: 5, AuthMode: "oauth2code"}},
 		{"ImportCertificate", ImportCertificateRequest{ID: "kr3e3rdpe6muvlifxu2m3wpecu", ChainPEM: "-----BEGIN CERTIFICATE-----\nMAA=\n-----END CERTIFICATE-----\n"}},
 		{"SetCredentialStatus", statusReq{"kr3e3rdpe6muvlifxu2m3wpecu", false}}, {"RotateOIDCKeys", RotateOIDCKeysRequest{Force: true}},
 		{"EnrollTOTP", EnrollTOTPRequest{"alice", "signd"}}, {"RemoveTOTP", nameReq{"alice"}},

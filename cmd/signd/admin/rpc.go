@@ -74,6 +74,9 @@ func endpoints(s Service) map[string]func(context.Context, json.RawMessage) (any
 		"SetCredentialStatus": decode(func(ctx context.Context, r statusReq) (any, error) {
 			return s.SetCredentialStatus(ctx, r.Name, r.Enabled)
 		}),
+		"SetCredentialAuth": decode(func(ctx context.Context, r SetCredentialAuthRequest) (any, error) {
+			return s.SetCredentialAuth(ctx, r)
+		}),
 		"RemoveCredential": decode(func(ctx context.Context, r nameReq) (any, error) {
 			return s.RemoveCredential(ctx, r.Name)
 		}),
@@ -410,6 +413,11 @@ func (r *Remote) ListCredentials(ctx context.Context, owner string) ([]Credentia
 // ShowCredential implements Service.
 func (r *Remote) ShowCredential(ctx context.Context, id string) (*CredentialView, error) {
 	return callT[*CredentialView](r, ctx, "ShowCredential", nameReq{id})
+}
+
+// SetCredentialAuth implements Service.
+func (r *Remote) SetCredentialAuth(ctx context.Context, req SetCredentialAuthRequest) (*CredentialView, error) {
+	return callT[*CredentialView](r, ctx, "SetCredentialAuth", req)
 }
 
 // SetCredentialStatus implements Service.

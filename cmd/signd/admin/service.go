@@ -33,6 +33,7 @@ type Service interface {
 	ListCredentials(ctx context.Context, owner string) ([]CredentialView, error)
 	ShowCredential(ctx context.Context, id string) (*CredentialView, error)
 	SetCredentialStatus(ctx context.Context, id string, enabled bool) (*CredentialView, error)
+	SetCredentialAuth(ctx context.Context, req SetCredentialAuthRequest) (*CredentialView, error)
 	RemoveCredential(ctx context.Context, id string) (*RemoveCredentialResult, error)
 
 	CreateOIDCKey(ctx context.Context) (*OIDCKeyView, error)
@@ -155,6 +156,21 @@ type CreateCredentialRequest struct {
 	Algo    string `json:"algo,omitempty"`    // rsa-2048 (default), rsa-3072, rsa-4096, ec-p256, ec-p384
 	Label   string `json:"label,omitempty"`   // HSM label; default "signd-<credential ID>"
 	Subject string `json:"subject,omitempty"` // CSR subject DN; default "CN=<username>"
+	// Multisign caps numSignatures of one authorization (CSC v1 §11.5),
+	// 1–1000; 0 means 1.
+	Multisign int `json:"multisign,omitempty"`
+	// AuthMode is oauth2code (default) or explicit (credentials/authorize).
+	AuthMode string `json:"auth_mode,omitempty"`
+}
+
+// SetCredentialAuthRequest changes how a credential's signatures are
+// authorized; a zero field keeps the current value. The change revokes
+// the credential's outstanding SADs, codes and pending requests, which
+// were issued under the old rules.
+type SetCredentialAuthRequest struct {
+	ID        string `json:"id"`
+	Multisign int    `json:"multisign,omitempty"`
+	AuthMode  string `json:"auth_mode,omitempty"`
 }
 
 // CreateCredentialResult is the new, still pending credential and its CSR.
@@ -185,6 +201,8 @@ type CredentialView struct {
 	NotBefore   *time.Time `json:"not_before,omitempty"`
 	NotAfter    *time.Time `json:"not_after,omitempty"`
 	ChainLength int        `json:"chain_length"`
+	Multisign   int        `json:"multisign"`
+	AuthMode    string     `json:"auth_mode"`
 	CreatedAt   time.Time  `json:"created_at"`
 	UpdatedAt   time.Time  `json:"updated_at"`
 	// Revoked is what the operation revoked (disable); nil when it revokes

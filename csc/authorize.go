@@ -1,0 +1,524 @@
+package csc
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/signd/signd/oauth"
+	"github.com/signd/signd/store"
+)
+
+// Explicit authorization (CSC v1 §11.6–11.8): a credential whose authMode
+// is explicit gets its SAD from credentials/authorize, called with the
+// user's service access token and the signing PIN (and the TOTP code when
+// the user has one), instead of from the OAuth 2.0 credential scope. The
+// PIN is checked by the authorization server with the consent page's
+// reservation and lockout (oauth.Server.CheckSigningPIN), so a PIN guess
+// costs the same through either door. The SAD is the same record the
+// token endpoint writes: bound to the credential, the multiset of hashes,
+// the user and the client, single use, oauth.sad_ttl.
+//
+// credentials/extendTransaction trades an unexpired SAD of a credential
+// with multisign > 1 for a new one with the same binding and a fresh
+// expiry; the old value is gone in the same transaction, so there is
+// still one usable SAD for one signHash. An authorization is never
+// extended past maxSADExtensions × oauth.sad_ttl after the user
+// authenticated.
+
+// PINChecker checks a user's signing PIN (and second factor) with the
+// consent page's lockout; *oauth.Server is one.
+type PINChecker interface {
+	CheckSigningPIN(ctx context.Context, username, pin, otp string) (oauth.PINResult, error)
+}
+
+// DefaultSADTTL is the lifetime of a SAD credentials/authorize issues when
+// Handler.SADTTL is not set (oauth.sad_ttl's default).
+const DefaultSADTTL = 5 * time.Minute
+
+// maxSADExtensions bounds extendTransaction: a SAD never expires later
+// than this many SAD lifetimes after the user authenticated.
+const maxSADExtensions = 12
+
+// Limits of credentials/authorize parameters.
+const (
+	maxPINLen = 256 // longer cannot be a PIN; refused before hashing
+	maxOTPLen = 16
+)
+
+// Descriptions of explicit authorization (CSC v1 §11.6 and reference/csc.md).
+const (
+	descNumSignatures   = "Invalid value for parameter numSignatures"
+	descTooMany         = "Numbers of signatures is too high"
+	descHashCount       = "The number of hashes must equal numSignatures"
+	descPINInvalid      = "The PIN is invalid"
+	descPINOTPInvalid   = "The PIN or the OTP is invalid"
+	descPINLocked       = "PIN locked"
+	descPINUnusable     = "No signing PIN is set for this account"
+	descNotExplicit     = "The credential's authMode is oauth2code: obtain the SAD with the OAuth 2.0 scope credential"
+	descNoExtension     = "The credential's multisign is 1: its SAD cannot be extended"
+	descExtensionLimit  = "The SAD cannot be extended any further: authorize again"
+	descNoOnlineOTP     = "The credential has no online OTP: use the code of the authenticator app"
+	codeInvalidPIN      = "invalid_pin"
+	auditReasonExtended = "extendTransaction"
+)
+
+type sadResponse struct {
+	SAD       string `json:"SAD"`
+	ExpiresIn int64  `json:"expiresIn"`
+}
+
+// authorizeRequest is a parsed credentials/authorize request.
+type authorizeRequest struct {
+	credentialID string
+	hashes       [][]byte
+	pin, otp     string
+	hasOTP       bool
+}
+
+// parseHashArray reads the required hash array: at most maxHashes standard
+// base64 SHA-256 digests.
+func parseHashArray(p params, maxHashes int) ([][]byte, *oauth.Error) {
+	if p.kind("hash") != '[' {
+		return nil, missing("array", "hash")
+	}
+	elems, more := arrayElems(p["hash"], maxHashes)
+	if more {
+		return nil, tooManyHashes(maxHashes)
+	}
+	if len(elems) == 0 {
+		return nil, badRequest(descEmptyHash)
+	}
+	hashes := make([][]byte, 0, len(elems))
+	for _, el := range elems {
+		s, ok := jsonString(el)
+		if !ok {
+			return nil, badRequest(descBadBase64)
+		}
+		d, err := decodeBase64(s)
+		if err != nil {
+			return nil, badRequest(descBadBase64)
+		}
+		if len(d) != 32 {
+			return nil, badRequest(descDigestLength)
+		}
+		hashes = append(hashes, d)
+	}
+	return hashes, nil
+}
+
+// parseAuthorize checks the parameters of credentials/authorize in a fixed
+// order. hash is required: every SAD of signd is bound to its hashes
+// (SCAL 2).
+func parseAuthorize(p params, maxHashes int) (req authorizeRequest, e *oauth.Error) {
+	if req.credentialID, _, e = p.str("credentialID", true); e != nil {
+		return req, e
+	}
+	n, ok, e := p.positiveInt("numSignatures")
+	switch {
+	case e != nil && e.Description == missing("integer", "numSignatures").Description:
+		return req, e
+	case e != nil:
+		return req, badRequest(descNumSignatures)
+	case !ok:
+		return req, missing("integer", "numSignatures")
+	}
+	if n > maxHashes {
+		return req, badRequest(descTooMany)
+	}
+	if req.hashes, e = parseHashArray(p, maxHashes); e != nil {
+		return req, e
+	}
+	if len(req.hashes) != n {
+		return req, badRequest(descHashCount)
+	}
+	if req.pin, _, e = p.str("PIN", false); e != nil {
+		return req, e
+	}
+	if len(req.pin) > maxPINLen {
+		return req, invalid("PIN")
+	}
+	if req.otp, req.hasOTP, e = p.str("OTP", false); e != nil {
+		return req, e
+	}
+	if len(req.otp) > maxOTPLen {
+		return req, invalid("OTP")
+	}
+	if d, _, e := p.str("description", false); e != nil {
+		return req, e
+	} else if len(d) > profileMaxDescription {
+		return req, invalid("description")
+	}
+	if _, _, e := p.str("clientData", false); e != nil {
+		return req, invalid("clientData")
+	}
+	return req, nil
+}
+
+// signable checks that username may sign with cred now: it is theirs,
+// enabled, with a certificate valid at now. The refusals are signHash's.
+func (h *Handler) signable(cred *store.Credential, username string, now time.Time) (*oauth.Error, string, error) {
+	switch {
+	case cred.Owner != username:
+		return invalid("credentialID"), "credential of another user", nil
+	case !usableBy(cred, username):
+		return invalid("credentialID"), "credential pending (no certificate)", nil
+	case cred.Status != store.CredentialEnabled:
+		return badRequest(descCredDisabled), "credential disabled", nil
+	}
+	leaf, err := h.leaves.parse(cred.Chain[0])
+	if err != nil {
+		return nil, "", fmt.Errorf("csc: credential %s: certificate: %w", cred.ID, err)
+	}
+	if msg := certRefusal(leaf, now); msg != "" {
+		return badRequest(msg), "certificate not valid now", nil
+	}
+	return nil, "", nil
+}
+
+// explicitCredential reads the credential and the user of an authorize
+// request in tx and checks that the user may authorize n signatures with
+// it.
+func (h *Handler) explicitCredential(tx Tx, username, id string, n int) (*store.User, *oauth.Error, string, error) {
+	cred, err := tx.Credential(id)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return nil, invalid("credentialID"), "unknown credential", nil
+	case err != nil:
+		return nil, nil, "", err
+	}
+	if e, why, err := h.signable(cred, username, h.now()); e != nil || err != nil {
+		return nil, e, why, err
+	}
+	switch {
+	case cred.AuthMode != store.AuthExplicit:
+		return nil, badRequest(descNotExplicit), "authMode oauth2code", nil
+	case n > cred.Multisign:
+		return nil, badRequest(descTooMany), fmt.Sprintf("%d signatures, multisign %d", n, cred.Multisign), nil
+	}
+	u, err := tx.User(username)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return nil, invalid("credentialID"), "user removed", nil
+	case err != nil:
+		return nil, nil, "", err
+	case u.Status != store.UserActive:
+		return nil, invalid("credentialID"), "user disabled", nil
+	}
+	return u, nil, "", nil
+}
+
+// authorize is POST /csc/v1/credentials/authorize (CSC v1 §11.6).
+func (h *Handler) authorize(c echo.Context) error {
+	g := oauth.GrantFrom(c)
+	ctx := c.Request().Context()
+	p, e := readParams(c.Request())
+	if e != nil {
+		return e
+	}
+	req, e := parseAuthorize(p, h.MaxHashes)
+	if e != nil {
+		return e
+	}
+	var user *store.User
+	var why string
+	err := h.Store.View(ctx, func(tx Tx) (err error) {
+		user, e, why, err = h.explicitCredential(tx, g.Username, req.credentialID, len(req.hashes))
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	audit := func(outcome, reason string) *store.AuditEntry {
+		a := &store.AuditEntry{Time: h.now(), Kind: store.AuditAuthorize, User: g.Username, Client: g.ClientID,
+			Credential: auditCredential(req.credentialID), Outcome: outcome, Reason: reason}
+		if outcome == store.AuditGranted {
+			a.Hashes = hexHashes(req.hashes)
+		} else {
+			a.HashCount = len(req.hashes)
+		}
+		return a
+	}
+	if e != nil {
+		return h.refuseAuthorize(ctx, audit(store.AuditRefused, why), e)
+	}
+	withOTP := user.TOTPSecret != ""
+	switch {
+	case req.pin == "":
+		return missing("string", "PIN")
+	case withOTP && !req.hasOTP:
+		return missing("string", "OTP")
+	}
+	res, err := h.PIN.CheckSigningPIN(ctx, g.Username, req.pin, req.otp)
+	if err != nil {
+		return err
+	}
+	switch res {
+	case oauth.PINValid:
+	case oauth.PINInvalid:
+		desc := descPINInvalid
+		if withOTP {
+			desc = descPINOTPInvalid
+		}
+		return h.refuseAuthorize(ctx, audit(store.AuditRefused, "wrong PIN or OTP"),
+			&oauth.Error{Code: codeInvalidPIN, Description: desc, Status: http.StatusBadRequest})
+	case oauth.PINLocked:
+		return h.refuseAuthorize(ctx, audit(store.AuditRefused, "PIN locked"), badRequest(descPINLocked))
+	case oauth.PINUnusable:
+		return h.refuseAuthorize(ctx, audit(store.AuditRefused, "no usable PIN"), badRequest(descPINUnusable))
+	default: // oauth.PINBusy: nothing was evaluated or counted
+		return unavailable(retryLater())
+	}
+
+	value, err := newSAD()
+	if err != nil {
+		return err
+	}
+	now := h.now()
+	var expires time.Time
+	// The world may have changed while the PIN was hashed: the credential,
+	// the user and the PIN lock are checked again where the SAD is written.
+	err = h.Store.Batch(context.WithoutCancel(ctx), func(tx Tx) error {
+		e, why = nil, ""
+		u, e2, why2, err := h.explicitCredential(tx, g.Username, req.credentialID, len(req.hashes))
+		if err != nil {
+			return err
+		}
+		switch {
+		case e2 != nil:
+			e, why = e2, why2
+		case u.PINLocked:
+			e, why = badRequest(descPINLocked), "PIN locked meanwhile"
+		default:
+			if _, err := tx.Client(g.ClientID); errors.Is(err, store.ErrNotFound) {
+				e, why = invalid("credentialID"), "client removed"
+			} else if err != nil {
+				return err
+			}
+		}
+		if e != nil {
+			return tx.AppendAudit(audit(store.AuditRefused, why))
+		}
+		expires = now.Add(h.sadTTL())
+		if err := tx.CreateToken(&store.Token{
+			Hash: store.Fingerprint(value), Kind: store.TokenSAD, ClientID: g.ClientID, Username: g.Username,
+			Scopes: []string{ScopeCredential}, CredentialID: req.credentialID, Hashes: req.hashes,
+			AuthTime: now, RequestedAt: now, ExpiresAt: expires,
+		}); err != nil {
+			return err
+		}
+		return tx.AppendAudit(audit(store.AuditGranted, ""))
+	})
+	if err != nil {
+		return err
+	}
+	if e != nil {
+		return e
+	}
+	h.logger().Info("csc: SAD issued by credentials/authorize", "user", g.Username, "client", g.ClientID,
+		"credential", req.credentialID, "signatures", len(req.hashes))
+	return c.JSON(http.StatusOK, sadResponse{SAD: value, ExpiresIn: int64(expires.Sub(now) / time.Second)})
+}
+
+// refuseAuthorize records a refused authorization and returns its error.
+func (h *Handler) refuseAuthorize(ctx context.Context, entry *store.AuditEntry, e *oauth.Error) error {
+	err := h.Store.Batch(context.WithoutCancel(ctx), func(tx Tx) error { return tx.AppendAudit(entry) })
+	if err != nil {
+		return err
+	}
+	h.logger().Info("csc: authorization refused", "user", entry.User, "client", entry.Client,
+		"credential", entry.Credential, "reason", entry.Reason)
+	return e
+}
+
+// newSAD returns a fresh SAD value: 32 random bytes, base64url.
+func newSAD() (string, error) {
+	var b [32]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", fmt.Errorf("csc: random: %w", err)
+	}
+	return base64.RawURLEncoding.EncodeToString(b[:]), nil
+}
+
+func hexHashes(hashes [][]byte) []string {
+	out := make([]string, len(hashes))
+	for i, d := range hashes {
+		out[i] = hex.EncodeToString(d)
+	}
+	return out
+}
+
+func (h *Handler) sadTTL() time.Duration {
+	if h.SADTTL > 0 {
+		return h.SADTTL
+	}
+	return DefaultSADTTL
+}
+
+// extendTransaction is POST /csc/v1/credentials/extendTransaction (CSC v1
+// §11.7).
+func (h *Handler) extendTransaction(c echo.Context) error {
+	g := oauth.GrantFrom(c)
+	ctx := c.Request().Context()
+	p, e := readParams(c.Request())
+	if e != nil {
+		return e
+	}
+	id, _, e := p.str("credentialID", true)
+	if e != nil {
+		return e
+	}
+	sadValue, _, e := p.str("SAD", true)
+	if e != nil {
+		return e
+	}
+	hashes, e := parseHashArray(p, h.MaxHashes)
+	if e != nil {
+		return e
+	}
+	if _, _, e := p.str("clientData", false); e != nil {
+		return invalid("clientData")
+	}
+	value, err := newSAD()
+	if err != nil {
+		return err
+	}
+	now := h.now()
+	var expires time.Time
+	var why string
+	err = h.Store.Batch(context.WithoutCancel(ctx), func(tx Tx) error {
+		var err error
+		e, why, expires, err = h.extend(tx, g, id, sadValue, hashes, value, now)
+		if err != nil {
+			return err
+		}
+		entry := &store.AuditEntry{Time: now, Kind: store.AuditAuthorize, User: g.Username, Client: g.ClientID,
+			Credential: auditCredential(id), Outcome: store.AuditGranted, Reason: auditReasonExtended}
+		if e != nil {
+			entry.Outcome, entry.Reason, entry.HashCount = store.AuditRefused, auditReasonExtended+": "+why, len(hashes)
+		} else {
+			entry.Hashes = hexHashes(hashes)
+		}
+		return tx.AppendAudit(entry)
+	})
+	if err != nil {
+		return err
+	}
+	if e != nil {
+		h.logger().Info("csc: extendTransaction refused", "user", g.Username, "client", g.ClientID,
+			"credential", auditCredential(id), "reason", why)
+		return e
+	}
+	return c.JSON(http.StatusOK, sadResponse{SAD: value, ExpiresIn: int64(expires.Sub(now) / time.Second)})
+}
+
+// extend runs in extendTransaction's write transaction. Checks that fail
+// before the SAD is found leave it alone; a SAD presented for another
+// user, client, credential or other hashes, or expired, is burned (as
+// signHash does); the extension limit leaves it usable until it expires.
+func (h *Handler) extend(tx Tx, g *oauth.Grant, id, sadValue string, hashes [][]byte, value string, now time.Time) (*oauth.Error, string, time.Time, error) {
+	cred, err := tx.Credential(id)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return invalid("credentialID"), "unknown credential", time.Time{}, nil
+	case err != nil:
+		return nil, "", time.Time{}, err
+	}
+	if e, why, err := h.signable(cred, g.Username, now); e != nil || err != nil {
+		return e, why, time.Time{}, err
+	}
+	if cred.Multisign < 2 {
+		return badRequest(descNoExtension), "multisign 1", time.Time{}, nil
+	}
+	fp := store.Fingerprint(sadValue)
+	sad, err := tx.Token(fp)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return invalid("SAD"), "unknown SAD", time.Time{}, nil
+	case err != nil:
+		return nil, "", time.Time{}, err
+	case sad.Kind != store.TokenSAD:
+		return invalid("SAD"), "access token presented as SAD", time.Time{}, nil
+	}
+	limit := sad.AuthTime.Add(maxSADExtensions * h.sadTTL())
+	expires := now.Add(h.sadTTL())
+	if limit.Before(expires) {
+		expires = limit
+	}
+	burned := ""
+	switch {
+	case sad.Username != g.Username:
+		burned = "SAD of another user (burned)"
+	case sad.ClientID != g.ClientID:
+		burned = "SAD of another client (burned)"
+	case sad.CredentialID != cred.ID:
+		burned = "SAD for another credential (burned)"
+	case !now.Before(sad.ExpiresAt):
+		if err := tx.DeleteToken(fp); err != nil {
+			return nil, "", time.Time{}, err
+		}
+		return badRequest(descSADExpired), "SAD expired (burned)", time.Time{}, nil
+	case !sameHashes(sad.Hashes, hashes):
+		burned = "hashes differ from the SAD's (burned)"
+	case !expires.After(sad.ExpiresAt):
+		return badRequest(descExtensionLimit), "extension limit reached", time.Time{}, nil
+	}
+	if err := tx.DeleteToken(fp); err != nil {
+		return nil, "", time.Time{}, err
+	}
+	if burned != "" {
+		e := invalid("SAD")
+		if burned == "hashes differ from the SAD's (burned)" {
+			e = badRequest(descHashNotAuth)
+		}
+		return e, burned, time.Time{}, nil
+	}
+	if why, err := revokedSAD(tx, sad); err != nil || why != "" {
+		return invalid("SAD"), why, time.Time{}, err
+	}
+	next := *sad
+	next.Hash, next.ExpiresAt, next.CreatedAt = store.Fingerprint(value), expires, time.Time{}
+	if err := tx.CreateToken(&next); err != nil {
+		return nil, "", time.Time{}, err
+	}
+	return nil, "", expires, nil
+}
+
+// sendOTP is POST /csc/v1/credentials/sendOTP (CSC v1 §11.8). signd has no
+// online OTP (the second factor is an authenticator app, OTP type
+// offline), so every credential the user can see gets the same refusal.
+func (h *Handler) sendOTP(c echo.Context) error {
+	g := oauth.GrantFrom(c)
+	p, e := readParams(c.Request())
+	if e != nil {
+		return e
+	}
+	id, _, e := p.str("credentialID", true)
+	if e != nil {
+		return e
+	}
+	if _, _, e := p.str("clientData", false); e != nil {
+		return invalid("clientData")
+	}
+	var cred *store.Credential
+	err := h.Store.View(c.Request().Context(), func(tx Tx) (err error) {
+		cred, err = tx.Credential(id)
+		return err
+	})
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return invalid("credentialID")
+	case err != nil:
+		return err
+	case !usableBy(cred, g.Username):
+		return invalid("credentialID")
+	}
+	return badRequest(descNoOnlineOTP)
+}
