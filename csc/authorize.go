@@ -163,7 +163,8 @@ func parseAuthorize(p params, maxHashes int) (req authorizeRequest, e *oauth.Err
 }
 
 // signable checks that username may sign with cred now: it is theirs,
-// enabled, with a certificate valid at now. The refusals are signHash's.
+// enabled, with a certificate valid at now and not revoked, suspended or
+// of unknown status (Handler.Revocation). The refusals are signHash's.
 func (h *Handler) signable(cred *store.Credential, username string, now time.Time) (*oauth.Error, string, error) {
 	switch {
 	case cred.Owner != username:
@@ -179,6 +180,9 @@ func (h *Handler) signable(cred *store.Credential, username string, now time.Tim
 	}
 	if msg := certRefusal(leaf, now); msg != "" {
 		return badRequest(msg), "certificate not valid now", nil
+	}
+	if msg, reason := revocationRefusal(h.Revocation, cred.Chain, leaf); msg != "" {
+		return badRequest(msg), reason, nil
 	}
 	return nil, "", nil
 }

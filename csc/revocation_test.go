@@ -2,12 +2,14 @@ package csc_test
 
 import (
 	"net/http"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/signd/signd/csc"
 	"github.com/signd/signd/csc/certstatus"
+	"github.com/signd/signd/store"
 )
 
 // fakeRevocation answers Status from a settable value (the real checker,
@@ -76,5 +78,45 @@ func TestRevocationDisablesKey(t *testing.T) {
 			sigs := signatures(t, e.call("signatures/signHash", bearer, signHashBody(cred, sad, d)))
 			e.verify(cred, d, sigs[0])
 		})
+	}
+}
+
+// TestAuthorizeRefusesRevokedCertificate: credentials/authorize issues no
+// SAD, and evaluates no PIN, for a credential whose certificate is
+// revoked, suspended or of unknown status; once it is valid again the
+// same request succeeds.
+func TestAuthorizeRefusesRevokedCertificate(t *testing.T) {
+	e := newExplicitEnv(t)
+	rev := &fakeRevocation{}
+	e.h.Revocation = rev
+	bearer := e.accessToken("alice", "rp1")
+	cred := e.explicitCredential("alice", 2, store.AuthExplicit)
+	ds := batch(2)
+	for _, tt := range []struct {
+		status  certstatus.Status
+		current bool
+		reason  string
+	}{
+		{certstatus.Revoked, true, "is revoked."},
+		{certstatus.Suspended, true, "is suspended."},
+		{certstatus.Valid, false, "could not be verified."},
+	} {
+		rev.set(tt.status, tt.current)
+		before := e.checker.checks.Load()
+		r := e.call("credentials/authorize", bearer, authorizeBody(cred, 2, testPIN, ds...))
+		if r.status != http.StatusBadRequest || r.str("error") != "invalid_request" || !strings.HasSuffix(r.str("error_description"), tt.reason) {
+			t.Fatalf("%s: %d %s, want 400 invalid_request ending %q", tt.reason, r.status, r.raw, tt.reason)
+		}
+		if r.str("SAD") != "" {
+			t.Fatalf("%s: a SAD was issued", tt.reason)
+		}
+		if n := e.checker.checks.Load() - before; n != 0 {
+			t.Fatalf("%s: %d PIN evaluations, want none", tt.reason, n)
+		}
+	}
+	rev.set(certstatus.Valid, true)
+	r := e.call("credentials/authorize", bearer, authorizeBody(cred, 2, testPIN, ds...))
+	if r.status != http.StatusOK || r.str("SAD") == "" {
+		t.Fatalf("valid again: %d %s", r.status, r.raw)
 	}
 }
