@@ -269,7 +269,7 @@ func (h *Handler) signHash(c echo.Context) error {
 	if res.err != nil {
 		// Only a failure before any signature was made may give the SAD
 		// back: with failed > 0 signatures exist.
-		return h.signFailed(sctx, entry(store.AuditGranted, ""), d, res.failed == 0, res.err, &outcome)
+		return h.signFailed(sctx, entry(store.AuditGranted, ""), d, res.err, &outcome)
 	}
 	out := signHashResponse{Signatures: make([]string, len(res.sigs))}
 	for i, sig := range res.sigs {

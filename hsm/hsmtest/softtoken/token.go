@@ -285,19 +285,9 @@ func (t *Token) SignDigest(ctx context.Context, id []byte, hash crypto.Hash, dig
 // returned. Every error satisfies hsm.NotSigned unless an injected fault
 // says otherwise (Fault.Signed) or the signature failed verification.
 func (t *Token) SignDigestOpts(ctx context.Context, id []byte, opts crypto.SignerOpts, digest []byte) ([]byte, error) {
-	if opts == nil {
-		return nil, hsm.MarkNotSigned(fmt.Errorf("softtoken: sign: %w: no hash given", hsm.ErrUnsupportedAlgorithm))
-	}
-	hash := opts.HashFunc()
-	if !slices.Contains(supportedHashes, hash) {
-		return nil, hsm.MarkNotSigned(fmt.Errorf("softtoken: sign: %w: hash %v (SHA-256, SHA-384 or SHA-512)", hsm.ErrUnsupportedAlgorithm, hash))
-	}
-	pss, isPSS := opts.(*rsa.PSSOptions)
-	if isPSS && pss.SaltLength != rsa.PSSSaltLengthEqualsHash && pss.SaltLength != hash.Size() {
-		return nil, hsm.MarkNotSigned(fmt.Errorf("softtoken: sign: %w: RSA-PSS salt length %d (only the hash length, %d)", hsm.ErrUnsupportedAlgorithm, pss.SaltLength, hash.Size()))
-	}
-	if len(digest) != hash.Size() {
-		return nil, hsm.MarkNotSigned(fmt.Errorf("softtoken: sign: %w: %d bytes for %v, want %d", hsm.ErrBadDigest, len(digest), hash, hash.Size()))
+	hash, isPSS, err := checkSign(opts, digest)
+	if err != nil {
+		return nil, hsm.MarkNotSigned(err)
 	}
 	done, err := t.begin(ctx, OpSignDigest, nil)
 	if err != nil {
@@ -308,6 +298,84 @@ func (t *Token) SignDigestOpts(ctx context.Context, id []byte, opts crypto.Signe
 		return nil, hsm.MarkNotSigned(err)
 	}
 	defer done()
+	return t.sign(id, hash, isPSS, digest)
+}
+
+// SignDigests signs as hsm.Token.SignDigests does: each of digests in
+// turn, as SignDigestOpts, while holding one session. Each signature is one
+// SignDigest call for Inject, Hook and Calls, so a fault can hit signature
+// k of N. An error satisfies hsm.NotSigned only when no signature of the
+// batch was made.
+func (t *Token) SignDigests(ctx context.Context, id []byte, opts crypto.SignerOpts, digests [][]byte) ([][]byte, error) {
+	if len(digests) == 0 {
+		return nil, hsm.MarkNotSigned(fmt.Errorf("softtoken: sign: %w: no digest given", hsm.ErrBadDigest))
+	}
+	var hash crypto.Hash
+	var isPSS bool
+	for i, digest := range digests {
+		var err error
+		if hash, isPSS, err = checkSign(opts, digest); err != nil {
+			return nil, hsm.MarkNotSigned(fmt.Errorf("digest %d: %w", i, err))
+		}
+	}
+	done, err := t.begin(ctx, OpSignDigest, nil)
+	if err != nil {
+		var s *signedError
+		if errors.As(err, &s) {
+			return nil, s.err
+		}
+		return nil, hsm.MarkNotSigned(err)
+	}
+	defer done()
+	sigs := make([][]byte, 0, len(digests))
+	for i, digest := range digests {
+		if i > 0 {
+			if err := t.next(OpSignDigest); err != nil {
+				var s *signedError
+				if errors.As(err, &s) {
+					err = s.err
+				}
+				return nil, fmt.Errorf("%w (after %d of %d signatures)", err, i, len(digests))
+			}
+		}
+		sig, err := t.sign(id, hash, isPSS, digest)
+		if err != nil {
+			if i == 0 {
+				return nil, err
+			}
+			if hsm.NotSigned(err) {
+				err = errors.Unwrap(err) // signatures of the batch exist
+			}
+			return nil, fmt.Errorf("%w (after %d of %d signatures)", err, i, len(digests))
+		}
+		sigs = append(sigs, sig)
+	}
+	return sigs, nil
+}
+
+// checkSign checks opts and digest as hsm does before the token is asked
+// anything.
+func checkSign(opts crypto.SignerOpts, digest []byte) (crypto.Hash, bool, error) {
+	if opts == nil {
+		return 0, false, fmt.Errorf("softtoken: sign: %w: no hash given", hsm.ErrUnsupportedAlgorithm)
+	}
+	hash := opts.HashFunc()
+	if !slices.Contains(supportedHashes, hash) {
+		return 0, false, fmt.Errorf("softtoken: sign: %w: hash %v (SHA-256, SHA-384 or SHA-512)", hsm.ErrUnsupportedAlgorithm, hash)
+	}
+	pss, isPSS := opts.(*rsa.PSSOptions)
+	if isPSS && pss.SaltLength != rsa.PSSSaltLengthEqualsHash && pss.SaltLength != hash.Size() {
+		return 0, false, fmt.Errorf("softtoken: sign: %w: RSA-PSS salt length %d (only the hash length, %d)", hsm.ErrUnsupportedAlgorithm, pss.SaltLength, hash.Size())
+	}
+	if len(digest) != hash.Size() {
+		return 0, false, fmt.Errorf("softtoken: sign: %w: %d bytes for %v, want %d", hsm.ErrBadDigest, len(digest), hash, hash.Size())
+	}
+	return hash, isPSS, nil
+}
+
+// sign signs digest with the key id on a session already held. Its
+// errors satisfy hsm.NotSigned unless the signature failed verification.
+func (t *Token) sign(id []byte, hash crypto.Hash, isPSS bool, digest []byte) ([]byte, error) {
 	priv, _, err := t.lookup(id)
 	if err != nil {
 		return nil, hsm.MarkNotSigned(fmt.Errorf("softtoken: sign: %w", err))
