@@ -356,6 +356,9 @@ func (h *Handler) decide(tx Tx, g *oauth.Grant, req signHashRequest) (decision, 
 	if !req.algo.fits(cred.Algorithm) {
 		return refuse(wrongKeyAlgo(cred.Algorithm), "signAlgo "+req.algo.oid+" for a "+cred.Algorithm+" key", ""), nil
 	}
+	if e := req.algo.saltRefusal(cred.KeyBits); e != nil {
+		return refuse(e, "RSASSA-PSS salt length for a "+cred.Algorithm+" key", ""), nil
+	}
 
 	fp := store.Fingerprint(req.sad)
 	sad, err := tx.Token(fp)

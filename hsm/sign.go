@@ -100,7 +100,9 @@ func (t *Token) SignDigest(ctx context.Context, id []byte, hash crypto.Hash, dig
 //     DigestInfo built for this call (RFC 8017 §9.2);
 //   - RSA key, opts *rsa.PSSOptions: RSASSA-PSS through CKM_RSA_PKCS_PSS,
 //     MGF1 with the same hash and a salt as long as the hash (RFC 8017
-//     §9.1; SaltLength rsa.PSSSaltLengthEqualsHash or the hash size);
+//     §9.1; SaltLength rsa.PSSSaltLengthEqualsHash or the hash size) or
+//     the longest the key allows (SaltLength the modulus bytes minus the
+//     hash size minus 2, as PDF signers such as pyHanko ask);
 //   - EC key (P-256, P-384), opts a crypto.Hash: ECDSA through CKM_ECDSA;
 //     the token's r‖s is returned as a DER ECDSA-Sig-Value (RFC 5480).
 //
@@ -123,6 +125,7 @@ func (t *Token) SignDigestOpts(ctx context.Context, id []byte, opts crypto.Signe
 type signScheme struct {
 	hash crypto.Hash
 	pss  bool
+	salt int // RSASSA-PSS salt length in bytes
 }
 
 // checkSignOpts checks opts and digest before anything is asked of the
@@ -136,8 +139,12 @@ func checkSignOpts(opts crypto.SignerOpts, digest []byte) (signScheme, error) {
 		return sc, fmt.Errorf("%w: hash %v (SHA-256, SHA-384 or SHA-512)", ErrUnsupportedAlgorithm, sc.hash)
 	}
 	if p, ok := opts.(*rsa.PSSOptions); ok {
-		if p.SaltLength != rsa.PSSSaltLengthEqualsHash && p.SaltLength != sc.hash.Size() {
-			return sc, fmt.Errorf("%w: RSA-PSS salt length %d (only the hash length, %d)", ErrUnsupportedAlgorithm, p.SaltLength, sc.hash.Size())
+		sc.salt = p.SaltLength
+		if sc.salt == rsa.PSSSaltLengthEqualsHash {
+			sc.salt = sc.hash.Size()
+		}
+		if sc.salt < sc.hash.Size() {
+			return sc, fmt.Errorf("%w: RSA-PSS salt length %d (only the hash length, %d, or the key's maximum)", ErrUnsupportedAlgorithm, p.SaltLength, sc.hash.Size())
 		}
 		sc.pss = true
 	}
@@ -150,11 +157,14 @@ func checkSignOpts(opts crypto.SignerOpts, digest []byte) (signScheme, error) {
 // mechanism returns the signing mechanism and the data to sign for sc on
 // a key with public key pub.
 func (sc signScheme) mechanism(pub crypto.PublicKey, digest []byte) (*pkcs11.Mechanism, []byte, error) {
-	switch pub.(type) {
+	switch k := pub.(type) {
 	case *rsa.PublicKey:
 		if sc.pss {
+			if maxSalt := MaxPSSSaltLength(k, sc.hash); sc.salt != sc.hash.Size() && sc.salt != maxSalt {
+				return nil, nil, fmt.Errorf("%w: RSA-PSS salt length %d (only the hash length, %d, or the key's maximum, %d)", ErrUnsupportedAlgorithm, sc.salt, sc.hash.Size(), maxSalt)
+			}
 			p := pssParams[sc.hash]
-			return pkcs11.NewMechanism(pkcs11.CKM_RSA_PKCS_PSS, pkcs11.NewPSSParams(p[0], p[1], uint(sc.hash.Size()))), digest, nil
+			return pkcs11.NewMechanism(pkcs11.CKM_RSA_PKCS_PSS, pkcs11.NewPSSParams(p[0], p[1], uint(sc.salt))), digest, nil
 		}
 		prefix := digestInfoPrefix[sc.hash]
 		data := make([]byte, 0, len(prefix)+len(digest))
@@ -173,7 +183,7 @@ func (sc signScheme) verify(pub crypto.PublicKey, digest, sig []byte) error {
 	switch p := pub.(type) {
 	case *rsa.PublicKey:
 		if sc.pss {
-			return rsa.VerifyPSS(p, sc.hash, digest, sig, &rsa.PSSOptions{SaltLength: sc.hash.Size(), Hash: sc.hash})
+			return rsa.VerifyPSS(p, sc.hash, digest, sig, &rsa.PSSOptions{SaltLength: sc.salt, Hash: sc.hash})
 		}
 		return rsa.VerifyPKCS1v15(p, sc.hash, digest, sig)
 	case *ecdsa.PublicKey:
@@ -314,6 +324,13 @@ func (t *Token) signDigests(ctx context.Context, id []byte, opts crypto.SignerOp
 		}
 	}
 	return sigs, nil
+}
+
+// MaxPSSSaltLength is the longest RSASSA-PSS salt a signature with pub
+// over a hash of h can carry: the encoded message length minus the hash
+// length minus 2 (RFC 8017 §9.1.1).
+func MaxPSSSaltLength(pub *rsa.PublicKey, h crypto.Hash) int {
+	return (pub.N.BitLen()-1+7)/8 - h.Size() - 2
 }
 
 // notSignedError marks a SignDigest error after which no signature exists

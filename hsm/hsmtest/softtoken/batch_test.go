@@ -7,6 +7,7 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -48,14 +49,18 @@ func TestSignDigests(t *testing.T) {
 		// of it and then times out.
 		tok, info := newKey(t, softtoken.Options{Sessions: 1, AcquireTimeout: 50 * time.Millisecond})
 		tok.Inject(softtoken.OpSignDigest, softtoken.Fault{Delay: 40 * time.Millisecond})
+		holding := make(chan struct{})
+		var once sync.Once
+		tok.Hook(func(string) error { // runs with the session taken
+			once.Do(func() { close(holding) })
+			return nil
+		})
 		done := make(chan error, 1)
 		go func() {
 			_, err := tok.SignDigests(ctx, info.ID, crypto.SHA256, digests)
 			done <- err
 		}()
-		for tok.Calls(softtoken.OpSignDigest) == 0 {
-			time.Sleep(time.Millisecond)
-		}
+		<-holding
 		if _, err := tok.SignDigest(ctx, info.ID, crypto.SHA256, digests[0]); !errors.Is(err, hsm.ErrBusy) {
 			t.Errorf("a call during the batch: %v, want busy", err)
 		}

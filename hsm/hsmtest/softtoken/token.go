@@ -285,7 +285,7 @@ func (t *Token) SignDigest(ctx context.Context, id []byte, hash crypto.Hash, dig
 // returned. Every error satisfies hsm.NotSigned unless an injected fault
 // says otherwise (Fault.Signed) or the signature failed verification.
 func (t *Token) SignDigestOpts(ctx context.Context, id []byte, opts crypto.SignerOpts, digest []byte) ([]byte, error) {
-	hash, isPSS, err := checkSign(opts, digest)
+	hash, salt, err := checkSign(opts, digest)
 	if err != nil {
 		return nil, hsm.MarkNotSigned(err)
 	}
@@ -298,7 +298,7 @@ func (t *Token) SignDigestOpts(ctx context.Context, id []byte, opts crypto.Signe
 		return nil, hsm.MarkNotSigned(err)
 	}
 	defer done()
-	return t.sign(id, hash, isPSS, digest)
+	return t.sign(id, hash, salt, digest)
 }
 
 // SignDigests signs as hsm.Token.SignDigests does: each of digests in
@@ -311,10 +311,10 @@ func (t *Token) SignDigests(ctx context.Context, id []byte, opts crypto.SignerOp
 		return nil, hsm.MarkNotSigned(fmt.Errorf("softtoken: sign: %w: no digest given", hsm.ErrBadDigest))
 	}
 	var hash crypto.Hash
-	var isPSS bool
+	var salt int
 	for i, digest := range digests {
 		var err error
-		if hash, isPSS, err = checkSign(opts, digest); err != nil {
+		if hash, salt, err = checkSign(opts, digest); err != nil {
 			return nil, hsm.MarkNotSigned(fmt.Errorf("digest %d: %w", i, err))
 		}
 	}
@@ -338,7 +338,7 @@ func (t *Token) SignDigests(ctx context.Context, id []byte, opts crypto.SignerOp
 				return nil, fmt.Errorf("%w (after %d of %d signatures)", err, i, len(digests))
 			}
 		}
-		sig, err := t.sign(id, hash, isPSS, digest)
+		sig, err := t.sign(id, hash, salt, digest)
 		if err != nil {
 			if i == 0 {
 				return nil, err
@@ -354,28 +354,36 @@ func (t *Token) SignDigests(ctx context.Context, id []byte, opts crypto.SignerOp
 }
 
 // checkSign checks opts and digest as hsm does before the token is asked
-// anything.
-func checkSign(opts crypto.SignerOpts, digest []byte) (crypto.Hash, bool, error) {
+// anything. It returns the hash and, for RSASSA-PSS, the salt length (0
+// otherwise).
+func checkSign(opts crypto.SignerOpts, digest []byte) (crypto.Hash, int, error) {
 	if opts == nil {
-		return 0, false, fmt.Errorf("softtoken: sign: %w: no hash given", hsm.ErrUnsupportedAlgorithm)
+		return 0, 0, fmt.Errorf("softtoken: sign: %w: no hash given", hsm.ErrUnsupportedAlgorithm)
 	}
 	hash := opts.HashFunc()
 	if !slices.Contains(supportedHashes, hash) {
-		return 0, false, fmt.Errorf("softtoken: sign: %w: hash %v (SHA-256, SHA-384 or SHA-512)", hsm.ErrUnsupportedAlgorithm, hash)
+		return 0, 0, fmt.Errorf("softtoken: sign: %w: hash %v (SHA-256, SHA-384 or SHA-512)", hsm.ErrUnsupportedAlgorithm, hash)
 	}
-	pss, isPSS := opts.(*rsa.PSSOptions)
-	if isPSS && pss.SaltLength != rsa.PSSSaltLengthEqualsHash && pss.SaltLength != hash.Size() {
-		return 0, false, fmt.Errorf("softtoken: sign: %w: RSA-PSS salt length %d (only the hash length, %d)", hsm.ErrUnsupportedAlgorithm, pss.SaltLength, hash.Size())
+	salt := 0
+	if pss, isPSS := opts.(*rsa.PSSOptions); isPSS {
+		if salt = pss.SaltLength; salt == rsa.PSSSaltLengthEqualsHash {
+			salt = hash.Size()
+		}
+		if salt < hash.Size() {
+			return 0, 0, fmt.Errorf("softtoken: sign: %w: RSA-PSS salt length %d (only the hash length, %d, or the key's maximum)", hsm.ErrUnsupportedAlgorithm, pss.SaltLength, hash.Size())
+		}
 	}
 	if len(digest) != hash.Size() {
-		return 0, false, fmt.Errorf("softtoken: sign: %w: %d bytes for %v, want %d", hsm.ErrBadDigest, len(digest), hash, hash.Size())
+		return 0, 0, fmt.Errorf("softtoken: sign: %w: %d bytes for %v, want %d", hsm.ErrBadDigest, len(digest), hash, hash.Size())
 	}
-	return hash, isPSS, nil
+	return hash, salt, nil
 }
 
-// sign signs digest with the key id on a session already held. Its
-// errors satisfy hsm.NotSigned unless the signature failed verification.
-func (t *Token) sign(id []byte, hash crypto.Hash, isPSS bool, digest []byte) ([]byte, error) {
+// sign signs digest with the key id on a session already held, with
+// RSASSA-PSS when salt is not 0. Its errors satisfy hsm.NotSigned unless
+// the signature failed verification.
+func (t *Token) sign(id []byte, hash crypto.Hash, salt int, digest []byte) ([]byte, error) {
+	isPSS := salt != 0
 	priv, _, err := t.lookup(id)
 	if err != nil {
 		return nil, hsm.MarkNotSigned(fmt.Errorf("softtoken: sign: %w", err))
@@ -384,7 +392,10 @@ func (t *Token) sign(id []byte, hash crypto.Hash, isPSS bool, digest []byte) ([]
 	switch k := priv.(type) {
 	case *rsa.PrivateKey:
 		if isPSS {
-			pssOpts := &rsa.PSSOptions{SaltLength: hash.Size(), Hash: hash}
+			if maxSalt := hsm.MaxPSSSaltLength(&k.PublicKey, hash); salt != hash.Size() && salt != maxSalt {
+				return nil, hsm.MarkNotSigned(fmt.Errorf("softtoken: sign: %w: RSA-PSS salt length %d (only the hash length, %d, or the key's maximum, %d)", hsm.ErrUnsupportedAlgorithm, salt, hash.Size(), maxSalt))
+			}
+			pssOpts := &rsa.PSSOptions{SaltLength: salt, Hash: hash}
 			if sig, err = rsa.SignPSS(rand.Reader, k, hash, digest, pssOpts); err == nil {
 				err = rsa.VerifyPSS(&k.PublicKey, hash, digest, sig, pssOpts)
 			}
