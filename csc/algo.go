@@ -98,9 +98,9 @@ const (
 // signAlgo must be one of signAlgos; hashAlgo is required with
 // rsaEncryption and, when present, must name the hash the signature uses;
 // signAlgoParams is required with RSASSA-PSS (RFC 8017 A.2.3: SHA-256, -384
-// or -512, MGF1 with the same hash, a salt of the hash's length, trailer
-// 1), may be DER NULL with the RSA PKCS#1 v1.5 OIDs and is refused
-// otherwise.
+// or -512, MGF1 with the same hash, a salt of the hash's length or of the
+// key's maximum (checked by fitsKey), trailer 1), may be DER NULL with
+// the RSA PKCS#1 v1.5 OIDs and is refused otherwise.
 func parseSignAlgo(p params) (signAlgo, *oauth.Error) {
 	oid, _, e := p.str("signAlgo", true)
 	if e != nil {
@@ -131,9 +131,10 @@ func parseSignAlgo(p params) (signAlgo, *oauth.Error) {
 	if e != nil {
 		return signAlgo{}, e
 	}
+	salt := 0
 	switch {
 	case def.pss:
-		if hash, e = parsePSSParams(params); e != nil {
+		if hash, salt, e = parsePSSParams(params); e != nil {
 			return signAlgo{}, e
 		}
 		if hasHashAlgo && named != hash {
@@ -144,7 +145,7 @@ func parseSignAlgo(p params) (signAlgo, *oauth.Error) {
 	}
 	a := signAlgo{oid: oid, ec: def.ec, opts: hash}
 	if def.pss {
-		a.opts = &rsa.PSSOptions{SaltLength: rsa.PSSSaltLengthEqualsHash, Hash: hash}
+		a.opts = &rsa.PSSOptions{SaltLength: salt, Hash: hash}
 	}
 	return a, nil
 }
@@ -159,36 +160,56 @@ type pssParameters struct {
 	TrailerField int                      `asn1:"optional,explicit,tag:3,default:1"`
 }
 
-// parsePSSParams checks base64 DER RSASSA-PSS-params and returns its hash.
-// The hash identifiers may carry NULL parameters or none (RFC 4055 §2.1).
-func parsePSSParams(b64 string) (crypto.Hash, *oauth.Error) {
+// parsePSSParams checks base64 DER RSASSA-PSS-params and returns its hash
+// and salt length. The hash identifiers may carry NULL parameters or none
+// (RFC 4055 §2.1). A salt longer than the hash is the key's maximum or
+// nothing: fitsKey decides once the key is known.
+func parsePSSParams(b64 string) (crypto.Hash, int, *oauth.Error) {
 	der, err := base64.StdEncoding.Strict().DecodeString(b64)
 	if err != nil || len(der) == 0 || len(der) > 256 {
-		return 0, badRequest(descPSSParamsDER)
+		return 0, 0, badRequest(descPSSParamsDER)
 	}
 	var p pssParameters
 	if rest, err := asn1.Unmarshal(der, &p); err != nil || len(rest) != 0 {
-		return 0, badRequest(descPSSParamsDER)
+		return 0, 0, badRequest(descPSSParamsDER)
 	}
 	hash, ok := hashByOID[p.Hash.Algorithm.String()]
 	if !ok || !nullOrAbsent(p.Hash.Parameters) {
-		return 0, badRequest(descPSSParamsHash)
+		return 0, 0, badRequest(descPSSParamsHash)
 	}
 	if p.MGF.Algorithm.String() != oidMGF1 {
-		return 0, badRequest(descPSSParamsMGF)
+		return 0, 0, badRequest(descPSSParamsMGF)
 	}
 	var mgfHash pkix.AlgorithmIdentifier
 	if rest, err := asn1.Unmarshal(p.MGF.Parameters.FullBytes, &mgfHash); err != nil || len(rest) != 0 ||
 		mgfHash.Algorithm.String() != p.Hash.Algorithm.String() || !nullOrAbsent(mgfHash.Parameters) {
-		return 0, badRequest(descPSSParamsMGF)
+		return 0, 0, badRequest(descPSSParamsMGF)
 	}
-	if p.SaltLength != hash.Size() {
-		return 0, badRequest(descPSSParamsSalt)
+	if p.SaltLength < hash.Size() {
+		return 0, 0, badRequest(descPSSParamsSalt)
 	}
 	if p.TrailerField != 1 {
-		return 0, badRequest(descPSSParamsTrailer)
+		return 0, 0, badRequest(descPSSParamsTrailer)
 	}
-	return hash, nil
+	return hash, p.SaltLength, nil
+}
+
+// saltRefusal refuses an RSASSA-PSS salt that is neither the hash length
+// nor the longest a key of bits allows (RFC 8017 §9.1.1: the encoded
+// message length minus the hash length minus 2, what pyHanko asks), or
+// returns nil. The refusal names the hash length only, the salt every
+// client can choose.
+func (a signAlgo) saltRefusal(bits int) *oauth.Error {
+	p, ok := a.opts.(*rsa.PSSOptions)
+	if !ok {
+		return nil
+	}
+	h := p.Hash.Size()
+	maxSalt := (bits-1+7)/8 - h - 2
+	if p.SaltLength == h || p.SaltLength == maxSalt {
+		return nil
+	}
+	return badRequest(descPSSParamsSalt)
 }
 
 // nullOrAbsent reports whether AlgorithmIdentifier parameters are absent

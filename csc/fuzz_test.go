@@ -29,15 +29,24 @@ import (
 // targets run without SoftHSM2.
 type softSigner map[string]*rsa.PrivateKey
 
-func (s softSigner) SignDigestOpts(_ context.Context, keyID []byte, opts crypto.SignerOpts, digest []byte) ([]byte, error) {
+func (s softSigner) SignDigests(_ context.Context, keyID []byte, opts crypto.SignerOpts, digests [][]byte) ([][]byte, error) {
 	k, ok := s[string(keyID)]
 	if !ok {
 		return nil, hsm.ErrKeyNotFound
 	}
-	if _, ok := opts.(*rsa.PSSOptions); ok {
-		return rsa.SignPSS(rand.Reader, k, opts.HashFunc(), digest, &rsa.PSSOptions{SaltLength: rsa.PSSSaltLengthEqualsHash})
+	sigs := make([][]byte, len(digests))
+	for i, digest := range digests {
+		var err error
+		if _, ok := opts.(*rsa.PSSOptions); ok {
+			sigs[i], err = rsa.SignPSS(rand.Reader, k, opts.HashFunc(), digest, &rsa.PSSOptions{SaltLength: rsa.PSSSaltLengthEqualsHash})
+		} else {
+			sigs[i], err = rsa.SignPKCS1v15(nil, k, opts.HashFunc(), digest)
+		}
+		if err != nil {
+			return nil, err
+		}
 	}
-	return rsa.SignPKCS1v15(nil, k, opts.HashFunc(), digest)
+	return sigs, nil
 }
 
 func (s softSigner) CheckKey(_ context.Context, keyID []byte) error {

@@ -58,12 +58,16 @@ var (
 // Signer makes signatures with the key whose HSM ID is keyID. *hsm.Token
 // satisfies it.
 type Signer interface {
-	// SignDigestOpts signs digest, a hash of opts.HashFunc(): RSA PKCS#1
-	// v1.5 over a DigestInfo (opts a crypto.Hash) or RSASSA-PSS with a
-	// salt of the hash's length (opts *rsa.PSSOptions) with an RSA key,
-	// ECDSA returned as a DER ECDSA-Sig-Value with an EC key. The
-	// signature is verified against the public key before it is returned.
-	SignDigestOpts(ctx context.Context, keyID []byte, opts crypto.SignerOpts, digest []byte) ([]byte, error)
+	// SignDigests signs each of digests, hashes of opts.HashFunc(), in
+	// turn on one HSM session and returns the signatures in the same
+	// order: RSA PKCS#1 v1.5 over a DigestInfo (opts a crypto.Hash) or
+	// RSASSA-PSS with a salt of the hash's length (opts *rsa.PSSOptions)
+	// with an RSA key, ECDSA returned as a DER ECDSA-Sig-Value with an EC
+	// key. Every signature is verified against the public key before it
+	// is returned. On failure it returns no signature; the error proves
+	// that none was made (NotSigned) only when the HSM made none of the
+	// batch.
+	SignDigests(ctx context.Context, keyID []byte, opts crypto.SignerOpts, digests [][]byte) ([][]byte, error)
 	// CheckKey reports, cheaply and without signing, whether keyID could
 	// sign now. signHash asks it before it consumes a SAD.
 	CheckKey(ctx context.Context, keyID []byte) error
@@ -119,7 +123,7 @@ type Handler struct {
 	// "The credential identified by credentialID is disabled". nil =
 	// never (500).
 	KeyUnusable func(error) bool
-	// NotSigned reports whether a SignDigest error proves that no
+	// NotSigned reports whether a SignDigests error proves that no
 	// signature was made (hsm.NotSigned). The SAD the request consumed is
 	// then given back. nil = never: the SAD stays spent.
 	NotSigned func(error) bool

@@ -16,7 +16,7 @@ import (
 )
 
 // watchedSigner is the shared software token, counting signatures and
-// closing madeOne when the first SignDigest call has returned.
+// closing madeOne when the first SignDigests call has returned.
 type watchedSigner struct {
 	csc.Signer
 	calls   atomic.Int32
@@ -28,10 +28,10 @@ func newWatchedSigner() *watchedSigner {
 	return &watchedSigner{Signer: token, madeOne: make(chan struct{})}
 }
 
-func (s *watchedSigner) SignDigestOpts(ctx context.Context, keyID []byte, opts crypto.SignerOpts, digest []byte) ([]byte, error) {
+func (s *watchedSigner) SignDigests(ctx context.Context, keyID []byte, opts crypto.SignerOpts, digests [][]byte) ([][]byte, error) {
 	s.calls.Add(1)
 	defer s.once.Do(func() { close(s.madeOne) })
-	return s.Signer.SignDigestOpts(ctx, keyID, opts, digest)
+	return s.Signer.SignDigests(ctx, keyID, opts, digests)
 }
 
 // slowCommit is a csc.Store whose signHash transactions, once armed, end

@@ -108,17 +108,16 @@ func (h *Handler) preflightRefused(ctx context.Context, g *oauth.Grant, req sign
 }
 
 // signFailed answers a granted request whose signing failed. When the
-// Signer proves that no signature was made (NotSigned) and first is set
-// (no earlier hash of the request was signed), the SAD is given back
-// (restoreSAD); otherwise it stays spent and a "failed" entry follows the
-// grant.
-func (h *Handler) signFailed(ctx context.Context, e *store.AuditEntry, d decision, first bool, cause error, outcome *string) error {
+// Signer proves that no signature was made (NotSigned: none of the
+// request's hashes was signed), the SAD is given back (restoreSAD);
+// otherwise it stays spent and a "failed" entry follows the grant.
+func (h *Handler) signFailed(ctx context.Context, e *store.AuditEntry, d decision, cause error, outcome *string) error {
 	f := h.classifySigner(cause)
 	*outcome = f.metricsOutcome()
 	if f == failureKey {
 		h.logger().Error("csc: the credential's key cannot sign", "credential", e.Credential, "err", cause)
 	}
-	if first && d.sad != nil && h.NotSigned != nil && h.NotSigned(cause) && h.restoreSAD(ctx, e, d, f) {
+	if d.sad != nil && h.NotSigned != nil && h.NotSigned(cause) && h.restoreSAD(ctx, e, d, f) {
 		return f.response(cause)
 	}
 	h.auditFailure(ctx, e, d.seq, cause)

@@ -269,7 +269,7 @@ func (h *Handler) signHash(c echo.Context) error {
 	if res.err != nil {
 		// Only a failure before any signature was made may give the SAD
 		// back: with failed > 0 signatures exist.
-		return h.signFailed(sctx, entry(store.AuditGranted, ""), d, res.failed == 0, res.err, &outcome)
+		return h.signFailed(sctx, entry(store.AuditGranted, ""), d, res.err, &outcome)
 	}
 	out := signHashResponse{Signatures: make([]string, len(res.sigs))}
 	for i, sig := range res.sigs {
@@ -355,6 +355,9 @@ func (h *Handler) decide(tx Tx, g *oauth.Grant, req signHashRequest) (decision, 
 	}
 	if !req.algo.fits(cred.Algorithm) {
 		return refuse(wrongKeyAlgo(cred.Algorithm), "signAlgo "+req.algo.oid+" for a "+cred.Algorithm+" key", ""), nil
+	}
+	if e := req.algo.saltRefusal(cred.KeyBits); e != nil {
+		return refuse(e, "RSASSA-PSS salt length for a "+cred.Algorithm+" key", ""), nil
 	}
 
 	fp := store.Fingerprint(req.sad)

@@ -229,7 +229,7 @@ func TestSADBinding(t *testing.T) {
 // faultySigner passes CheckKey and fails every signature with err.
 type faultySigner struct{ err error }
 
-func (f faultySigner) SignDigestOpts(context.Context, []byte, crypto.SignerOpts, []byte) ([]byte, error) {
+func (f faultySigner) SignDigests(context.Context, []byte, crypto.SignerOpts, [][]byte) ([][]byte, error) {
 	return nil, f.err
 }
 

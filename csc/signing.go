@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto"
+	"fmt"
 )
 
 // signing is the HSM work of one granted signHash request. It starts in
@@ -24,11 +25,10 @@ type signing struct {
 	panic any // a panic of the Signer, raised again in the handler
 }
 
-// signResult is the outcome of signing a request's hashes in order.
+// signResult is the outcome of signing a request's hashes.
 type signResult struct {
-	sigs   [][]byte // one per hash, request order; nil on failure
-	failed int      // on failure: how many hashes were signed before it
-	err    error
+	sigs [][]byte // one per hash, request order; nil on failure
+	err  error
 }
 
 // startSigning signs hashes with keyID in a goroutine. keyID is copied:
@@ -67,16 +67,15 @@ func (h *Handler) signed(ctx context.Context, s *signing, keyID []byte, opts cry
 	return h.sign(ctx, keyID, opts, hashes)
 }
 
-// sign signs each digest in turn with opts (the request's signAlgo) and
-// stops at the first failure.
+// sign signs the digests with opts (the request's signAlgo) in one
+// Signer call: one pooled HSM session for the whole request.
 func (h *Handler) sign(ctx context.Context, keyID []byte, opts crypto.SignerOpts, hashes [][]byte) signResult {
-	sigs := make([][]byte, len(hashes))
-	for i, digest := range hashes {
-		sig, err := h.Signer.SignDigestOpts(ctx, keyID, opts, digest)
-		if err != nil {
-			return signResult{failed: i, err: err}
-		}
-		sigs[i] = sig
+	sigs, err := h.Signer.SignDigests(ctx, keyID, opts, hashes)
+	if err == nil && len(sigs) != len(hashes) {
+		err = fmt.Errorf("csc: the signer returned %d signatures for %d hashes", len(sigs), len(hashes))
+	}
+	if err != nil {
+		return signResult{err: err}
 	}
 	return signResult{sigs: sigs}
 }

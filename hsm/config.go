@@ -59,8 +59,9 @@ func redacted(pin string) string {
 // Metrics receives measurements; cmd adapts it to Prometheus. All methods
 // must be safe for concurrent use and must not block.
 type Metrics interface {
-	// ObserveSign is called after every SignDigest (and Key.Sign) with
-	// its total duration, pool wait included, and its error.
+	// ObserveSign is called after every SignDigest (and Key.Sign) and
+	// every SignDigests batch with its total duration, pool wait
+	// included, and its error.
 	ObserveSign(d time.Duration, err error)
 	// ObservePoolWait is called after every wait for a pool session.
 	ObservePoolWait(d time.Duration)

@@ -100,7 +100,9 @@ func (t *Token) SignDigest(ctx context.Context, id []byte, hash crypto.Hash, dig
 //     DigestInfo built for this call (RFC 8017 §9.2);
 //   - RSA key, opts *rsa.PSSOptions: RSASSA-PSS through CKM_RSA_PKCS_PSS,
 //     MGF1 with the same hash and a salt as long as the hash (RFC 8017
-//     §9.1; SaltLength rsa.PSSSaltLengthEqualsHash or the hash size);
+//     §9.1; SaltLength rsa.PSSSaltLengthEqualsHash or the hash size) or
+//     the longest the key allows (SaltLength the modulus bytes minus the
+//     hash size minus 2, as PDF signers such as pyHanko ask);
 //   - EC key (P-256, P-384), opts a crypto.Hash: ECDSA through CKM_ECDSA;
 //     the token's r‖s is returned as a DER ECDSA-Sig-Value (RFC 5480).
 //
@@ -123,6 +125,7 @@ func (t *Token) SignDigestOpts(ctx context.Context, id []byte, opts crypto.Signe
 type signScheme struct {
 	hash crypto.Hash
 	pss  bool
+	salt int // RSASSA-PSS salt length in bytes
 }
 
 // checkSignOpts checks opts and digest before anything is asked of the
@@ -136,8 +139,12 @@ func checkSignOpts(opts crypto.SignerOpts, digest []byte) (signScheme, error) {
 		return sc, fmt.Errorf("%w: hash %v (SHA-256, SHA-384 or SHA-512)", ErrUnsupportedAlgorithm, sc.hash)
 	}
 	if p, ok := opts.(*rsa.PSSOptions); ok {
-		if p.SaltLength != rsa.PSSSaltLengthEqualsHash && p.SaltLength != sc.hash.Size() {
-			return sc, fmt.Errorf("%w: RSA-PSS salt length %d (only the hash length, %d)", ErrUnsupportedAlgorithm, p.SaltLength, sc.hash.Size())
+		sc.salt = p.SaltLength
+		if sc.salt == rsa.PSSSaltLengthEqualsHash {
+			sc.salt = sc.hash.Size()
+		}
+		if sc.salt < sc.hash.Size() {
+			return sc, fmt.Errorf("%w: RSA-PSS salt length %d (only the hash length, %d, or the key's maximum)", ErrUnsupportedAlgorithm, p.SaltLength, sc.hash.Size())
 		}
 		sc.pss = true
 	}
@@ -150,11 +157,14 @@ func checkSignOpts(opts crypto.SignerOpts, digest []byte) (signScheme, error) {
 // mechanism returns the signing mechanism and the data to sign for sc on
 // a key with public key pub.
 func (sc signScheme) mechanism(pub crypto.PublicKey, digest []byte) (*pkcs11.Mechanism, []byte, error) {
-	switch pub.(type) {
+	switch k := pub.(type) {
 	case *rsa.PublicKey:
 		if sc.pss {
+			if maxSalt := MaxPSSSaltLength(k, sc.hash); sc.salt != sc.hash.Size() && sc.salt != maxSalt {
+				return nil, nil, fmt.Errorf("%w: RSA-PSS salt length %d (only the hash length, %d, or the key's maximum, %d)", ErrUnsupportedAlgorithm, sc.salt, sc.hash.Size(), maxSalt)
+			}
 			p := pssParams[sc.hash]
-			return pkcs11.NewMechanism(pkcs11.CKM_RSA_PKCS_PSS, pkcs11.NewPSSParams(p[0], p[1], uint(sc.hash.Size()))), digest, nil
+			return pkcs11.NewMechanism(pkcs11.CKM_RSA_PKCS_PSS, pkcs11.NewPSSParams(p[0], p[1], uint(sc.salt))), digest, nil
 		}
 		prefix := digestInfoPrefix[sc.hash]
 		data := make([]byte, 0, len(prefix)+len(digest))
@@ -173,7 +183,7 @@ func (sc signScheme) verify(pub crypto.PublicKey, digest, sig []byte) error {
 	switch p := pub.(type) {
 	case *rsa.PublicKey:
 		if sc.pss {
-			return rsa.VerifyPSS(p, sc.hash, digest, sig, &rsa.PSSOptions{SaltLength: sc.hash.Size(), Hash: sc.hash})
+			return rsa.VerifyPSS(p, sc.hash, digest, sig, &rsa.PSSOptions{SaltLength: sc.salt, Hash: sc.hash})
 		}
 		return rsa.VerifyPKCS1v15(p, sc.hash, digest, sig)
 	case *ecdsa.PublicKey:
@@ -234,6 +244,95 @@ func (t *Token) signDigest(ctx context.Context, id []byte, opts crypto.SignerOpt
 	return sig, nil
 }
 
+// SignDigests signs each of digests, hashes of opts.HashFunc(), with the
+// key whose CKA_ID is id, as SignDigestOpts does, one after the other on
+// one pooled session: the key is looked up once and the session taken from
+// the pool once for the whole batch. It returns the signatures in the
+// order of digests, each verified against the public key, or an error and
+// no signature at all.
+//
+// An error satisfies NotSigned only when the token returned no signature
+// of the batch: every digest is checked before the token is asked
+// anything, and a failure of the first C_SignInit or C_Sign is NotSigned as
+// in SignDigestOpts. A failure after the token returned a signature is not
+// NotSigned, even when the failing call itself made none: signatures of
+// the batch exist. When the session is lost midway and replaced, the batch
+// goes on with the first digest not yet signed; no digest is signed twice.
+func (t *Token) SignDigests(ctx context.Context, id []byte, opts crypto.SignerOpts, digests [][]byte) ([][]byte, error) {
+	start := time.Now()
+	sigs, err := t.signDigests(ctx, id, opts, digests)
+	if t.metrics != nil {
+		t.metrics.ObserveSign(time.Since(start), err)
+	}
+	return sigs, err
+}
+
+func (t *Token) signDigests(ctx context.Context, id []byte, opts crypto.SignerOpts, digests [][]byte) ([][]byte, error) {
+	if len(digests) == 0 {
+		return nil, &notSignedError{fmt.Errorf("hsm: sign: %w: no digest given", ErrBadDigest)}
+	}
+	var sc signScheme
+	for i, digest := range digests {
+		var err error
+		if sc, err = checkSignOpts(opts, digest); err != nil {
+			return nil, &notSignedError{fmt.Errorf("hsm: sign: digest %d: %w", i, err)}
+		}
+	}
+	// sigs holds what the token returned so far; a retry of the closure
+	// on a fresh session goes on after them.
+	sigs := make([][]byte, 0, len(digests))
+	var pub crypto.PublicKey
+	err := t.run(ctx, "sign", func(s pkcs11.SessionHandle) error {
+		k, err := t.keyFor(s, id)
+		if err != nil {
+			return err
+		}
+		pub = k.pub
+		for len(sigs) < len(digests) {
+			mech, data, err := sc.mechanism(k.pub, digests[len(sigs)])
+			if err != nil {
+				return err
+			}
+			if err := t.lib.SignInit(s, []*pkcs11.Mechanism{mech}, k.handle); err != nil {
+				return ckr("C_SignInit", err)
+			}
+			sig, err := t.lib.Sign(s, data)
+			if err != nil {
+				return discard(ckr("C_Sign", err))
+			}
+			sigs = append(sigs, sig)
+		}
+		return nil
+	})
+	if err != nil {
+		if len(sigs) == 0 {
+			return nil, &notSignedError{err: err}
+		}
+		return nil, fmt.Errorf("%w (after %d of %d signatures)", err, len(sigs), len(digests))
+	}
+	for i, sig := range sigs {
+		if ec, ok := pub.(*ecdsa.PublicKey); ok {
+			if sig, err = ecdsaDER(ec, sig); err != nil {
+				t.log.Error("hsm: token returned a malformed signature", "token", t.label, "id", fmt.Sprintf("%x", id))
+				return nil, fmt.Errorf("hsm: sign: token %q returned a malformed signature for key %x: %w", t.label, id, err)
+			}
+			sigs[i] = sig
+		}
+		if err := sc.verify(pub, digests[i], sig); err != nil {
+			t.log.Error("hsm: token returned an invalid signature", "token", t.label, "id", fmt.Sprintf("%x", id))
+			return nil, fmt.Errorf("hsm: sign: token %q returned an invalid signature for key %x", t.label, id)
+		}
+	}
+	return sigs, nil
+}
+
+// MaxPSSSaltLength is the longest RSASSA-PSS salt a signature with pub
+// over a hash of h can carry: the encoded message length minus the hash
+// length minus 2 (RFC 8017 §9.1.1).
+func MaxPSSSaltLength(pub *rsa.PublicKey, h crypto.Hash) int {
+	return (pub.N.BitLen()-1+7)/8 - h.Size() - 2
+}
+
 // notSignedError marks a SignDigest error after which no signature exists
 // outside the token: the token never returned one.
 type notSignedError struct{ err error }
@@ -251,8 +350,9 @@ func MarkNotSigned(err error) error {
 	return &notSignedError{err: err}
 }
 
-// NotSigned reports whether err, returned by SignDigest (or Key.Sign,
-// Key.SignDigest), proves that no signature was made: the call failed
+// NotSigned reports whether err, returned by SignDigest, SignDigestOpts,
+// SignDigests (or Key.Sign, Key.SignDigest), proves that no signature was
+// made: the call failed
 // before the token was asked to sign (token unavailable, no free session,
 // key not found) or the token's C_SignInit or C_Sign failed and returned
 // no signature. A caller may then give back what it spent on the attempt,

@@ -140,6 +140,24 @@ func (t *Token) begin(ctx context.Context, op string, cached []byte) (func(), er
 	return release, nil
 }
 
+// next goes on with another call of op on the session a begun call
+// holds: it counts it, fails it when the token was closed or found
+// unavailable meanwhile, and applies the outage, the hook and an injected
+// fault.
+func (t *Token) next(op string) error {
+	t.mu.Lock()
+	t.calls[op]++
+	closed, down := t.closed, t.down
+	t.mu.Unlock()
+	switch {
+	case closed:
+		return fmt.Errorf("softtoken: %s: %w", op, hsm.ErrClosed)
+	case down:
+		return unavailable(op)
+	}
+	return t.inject(op, nil)
+}
+
 // inject applies the outage, the hook and the fault of op.
 func (t *Token) inject(op string, cached []byte) error {
 	t.mu.Lock()

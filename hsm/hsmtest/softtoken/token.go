@@ -285,19 +285,9 @@ func (t *Token) SignDigest(ctx context.Context, id []byte, hash crypto.Hash, dig
 // returned. Every error satisfies hsm.NotSigned unless an injected fault
 // says otherwise (Fault.Signed) or the signature failed verification.
 func (t *Token) SignDigestOpts(ctx context.Context, id []byte, opts crypto.SignerOpts, digest []byte) ([]byte, error) {
-	if opts == nil {
-		return nil, hsm.MarkNotSigned(fmt.Errorf("softtoken: sign: %w: no hash given", hsm.ErrUnsupportedAlgorithm))
-	}
-	hash := opts.HashFunc()
-	if !slices.Contains(supportedHashes, hash) {
-		return nil, hsm.MarkNotSigned(fmt.Errorf("softtoken: sign: %w: hash %v (SHA-256, SHA-384 or SHA-512)", hsm.ErrUnsupportedAlgorithm, hash))
-	}
-	pss, isPSS := opts.(*rsa.PSSOptions)
-	if isPSS && pss.SaltLength != rsa.PSSSaltLengthEqualsHash && pss.SaltLength != hash.Size() {
-		return nil, hsm.MarkNotSigned(fmt.Errorf("softtoken: sign: %w: RSA-PSS salt length %d (only the hash length, %d)", hsm.ErrUnsupportedAlgorithm, pss.SaltLength, hash.Size()))
-	}
-	if len(digest) != hash.Size() {
-		return nil, hsm.MarkNotSigned(fmt.Errorf("softtoken: sign: %w: %d bytes for %v, want %d", hsm.ErrBadDigest, len(digest), hash, hash.Size()))
+	hash, salt, err := checkSign(opts, digest)
+	if err != nil {
+		return nil, hsm.MarkNotSigned(err)
 	}
 	done, err := t.begin(ctx, OpSignDigest, nil)
 	if err != nil {
@@ -308,6 +298,92 @@ func (t *Token) SignDigestOpts(ctx context.Context, id []byte, opts crypto.Signe
 		return nil, hsm.MarkNotSigned(err)
 	}
 	defer done()
+	return t.sign(id, hash, salt, digest)
+}
+
+// SignDigests signs as hsm.Token.SignDigests does: each of digests in
+// turn, as SignDigestOpts, while holding one session. Each signature is one
+// SignDigest call for Inject, Hook and Calls, so a fault can hit signature
+// k of N. An error satisfies hsm.NotSigned only when no signature of the
+// batch was made.
+func (t *Token) SignDigests(ctx context.Context, id []byte, opts crypto.SignerOpts, digests [][]byte) ([][]byte, error) {
+	if len(digests) == 0 {
+		return nil, hsm.MarkNotSigned(fmt.Errorf("softtoken: sign: %w: no digest given", hsm.ErrBadDigest))
+	}
+	var hash crypto.Hash
+	var salt int
+	for i, digest := range digests {
+		var err error
+		if hash, salt, err = checkSign(opts, digest); err != nil {
+			return nil, hsm.MarkNotSigned(fmt.Errorf("digest %d: %w", i, err))
+		}
+	}
+	done, err := t.begin(ctx, OpSignDigest, nil)
+	if err != nil {
+		var s *signedError
+		if errors.As(err, &s) {
+			return nil, s.err
+		}
+		return nil, hsm.MarkNotSigned(err)
+	}
+	defer done()
+	sigs := make([][]byte, 0, len(digests))
+	for i, digest := range digests {
+		if i > 0 {
+			if err := t.next(OpSignDigest); err != nil {
+				var s *signedError
+				if errors.As(err, &s) {
+					err = s.err
+				}
+				return nil, fmt.Errorf("%w (after %d of %d signatures)", err, i, len(digests))
+			}
+		}
+		sig, err := t.sign(id, hash, salt, digest)
+		if err != nil {
+			if i == 0 {
+				return nil, err
+			}
+			if hsm.NotSigned(err) {
+				err = errors.Unwrap(err) // signatures of the batch exist
+			}
+			return nil, fmt.Errorf("%w (after %d of %d signatures)", err, i, len(digests))
+		}
+		sigs = append(sigs, sig)
+	}
+	return sigs, nil
+}
+
+// checkSign checks opts and digest as hsm does before the token is asked
+// anything. It returns the hash and, for RSASSA-PSS, the salt length (0
+// otherwise).
+func checkSign(opts crypto.SignerOpts, digest []byte) (crypto.Hash, int, error) {
+	if opts == nil {
+		return 0, 0, fmt.Errorf("softtoken: sign: %w: no hash given", hsm.ErrUnsupportedAlgorithm)
+	}
+	hash := opts.HashFunc()
+	if !slices.Contains(supportedHashes, hash) {
+		return 0, 0, fmt.Errorf("softtoken: sign: %w: hash %v (SHA-256, SHA-384 or SHA-512)", hsm.ErrUnsupportedAlgorithm, hash)
+	}
+	salt := 0
+	if pss, isPSS := opts.(*rsa.PSSOptions); isPSS {
+		if salt = pss.SaltLength; salt == rsa.PSSSaltLengthEqualsHash {
+			salt = hash.Size()
+		}
+		if salt < hash.Size() {
+			return 0, 0, fmt.Errorf("softtoken: sign: %w: RSA-PSS salt length %d (only the hash length, %d, or the key's maximum)", hsm.ErrUnsupportedAlgorithm, pss.SaltLength, hash.Size())
+		}
+	}
+	if len(digest) != hash.Size() {
+		return 0, 0, fmt.Errorf("softtoken: sign: %w: %d bytes for %v, want %d", hsm.ErrBadDigest, len(digest), hash, hash.Size())
+	}
+	return hash, salt, nil
+}
+
+// sign signs digest with the key id on a session already held, with
+// RSASSA-PSS when salt is not 0. Its errors satisfy hsm.NotSigned unless
+// the signature failed verification.
+func (t *Token) sign(id []byte, hash crypto.Hash, salt int, digest []byte) ([]byte, error) {
+	isPSS := salt != 0
 	priv, _, err := t.lookup(id)
 	if err != nil {
 		return nil, hsm.MarkNotSigned(fmt.Errorf("softtoken: sign: %w", err))
@@ -316,7 +392,10 @@ func (t *Token) SignDigestOpts(ctx context.Context, id []byte, opts crypto.Signe
 	switch k := priv.(type) {
 	case *rsa.PrivateKey:
 		if isPSS {
-			pssOpts := &rsa.PSSOptions{SaltLength: hash.Size(), Hash: hash}
+			if maxSalt := hsm.MaxPSSSaltLength(&k.PublicKey, hash); salt != hash.Size() && salt != maxSalt {
+				return nil, hsm.MarkNotSigned(fmt.Errorf("softtoken: sign: %w: RSA-PSS salt length %d (only the hash length, %d, or the key's maximum, %d)", hsm.ErrUnsupportedAlgorithm, salt, hash.Size(), maxSalt))
+			}
+			pssOpts := &rsa.PSSOptions{SaltLength: salt, Hash: hash}
 			if sig, err = rsa.SignPSS(rand.Reader, k, hash, digest, pssOpts); err == nil {
 				err = rsa.VerifyPSS(&k.PublicKey, hash, digest, sig, pssOpts)
 			}
