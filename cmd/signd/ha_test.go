@@ -1,0 +1,340 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/x509"
+	"encoding/base64"
+	"encoding/hex"
+	"fmt"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/signd/signd/store"
+	"github.com/signd/signd/store/etcd"
+	"github.com/signd/signd/store/etcd/etcdtest"
+)
+
+// haNodes makes n signd installations on one prefix of cluster cl (every
+// member's endpoint in each config, short etcd timeouts so that a lost
+// quorum is answered 503 quickly), sharing the pairwise salt as the nodes
+// of one deployment do. It returns the nodes and a store opened on their
+// prefix, for fixtures and checks (closed when the test ends).
+func haNodes(t *testing.T, cl *etcdtest.Cluster, n int) ([]*env, *etcd.DB) {
+	t.Helper()
+	prefix := cl.Prefix()
+	var nodes []*env
+	for range n {
+		e := newEnv(t, "")
+		e.setConfig("store:\n", fmt.Sprintf("store:\n  backend: etcd\n  etcd:\n    endpoints: [%s]\n    prefix: %s\n    dial_timeout: 1s\n    request_timeout: 2s\n",
+			strings.Join(cl.Endpoints, ", "), prefix))
+		nodes = append(nodes, e)
+	}
+	salt := filepath.Join(nodes[0].dir, "pairwise.salt")
+	for _, e := range nodes[1:] {
+		e.setConfig("pairwise_salt_file: "+e.dir+"/pairwise.salt", "pairwise_salt_file: "+salt)
+	}
+	db, err := cl.Open(etcd.Options{Prefix: prefix})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return nodes, db
+}
+
+// haEnroll adds user with client rp and an enabled credential through the
+// CLI of e (the test process opens the token, as an operator's shell
+// does), and reads the certificate back from db.
+func haEnroll(t *testing.T, e *env, db store.Store, user string) enrolled {
+	t.Helper()
+	e.must("a long password\n", "user", "add", user, "--password-file", "-")
+	return haCredential(t, e, db, user)
+}
+
+// haCredential enrolls one more credential for user through e's CLI.
+func haCredential(t *testing.T, e *env, db store.Store, user string) enrolled {
+	t.Helper()
+	cred := enrollKey(t, e, user, "CN="+user+",O=Example")
+	var c *store.Credential
+	if err := db.View(context.Background(), func(tx store.Tx) (err error) { c, err = tx.Credential(cred); return err }); err != nil {
+		t.Fatal(err)
+	}
+	leaf, err := x509.ParseCertificate(c.Chain[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return enrolled{cred: cred, leaf: leaf}
+}
+
+// haMint stores a service access token of user and client and n SADs for
+// cred, each for its own random digest; it returns the token.
+func haMint(t *testing.T, db store.Store, user, client, cred string, n int) (string, []sadFixture) {
+	t.Helper()
+	b := make([]byte, 32)
+	_, _ = rand.Read(b)
+	bearer := base64.RawURLEncoding.EncodeToString(b)
+	sads := make([]sadFixture, n)
+	err := db.Update(context.Background(), func(tx store.Tx) error {
+		if err := tx.CreateToken(&store.Token{Hash: store.Fingerprint(bearer), Kind: store.TokenAccess, ClientID: client,
+			Username: user, Scopes: []string{"service"}, ExpiresAt: time.Now().Add(time.Hour)}); err != nil {
+			return err
+		}
+		for i := range sads {
+			b := make([]byte, 32)
+			_, _ = rand.Read(b)
+			d := sha256.Sum256(b)
+			sads[i] = sadFixture{sad: base64.RawURLEncoding.EncodeToString(b), digest: d[:]}
+			if err := tx.CreateToken(&store.Token{
+				Hash: store.Fingerprint(sads[i].sad), Kind: store.TokenSAD, ClientID: client, Username: user,
+				Scopes: []string{"credential"}, CredentialID: cred, Hashes: [][]byte{d[:]}, ExpiresAt: time.Now().Add(time.Hour),
+			}); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return bearer, sads
+}
+
+// loadGen sends signHash requests to a set of nodes. A request that gets
+// no answer, or a 503, is sent again with the same SAD to the next node,
+// as a client behind a round-robin front does. It counts the signatures
+// received per digest.
+type loadGen struct {
+	t      *testing.T
+	who    enrolled
+	bearer string
+	bases  []string
+	client *http.Client
+
+	mu       sync.Mutex
+	signed   map[string]int // hex digest → signatures received
+	settled  int            // SADs found spent by a race or an attempt in doubt
+	refused  int            // 503 answers
+	failover int            // attempts sent again to another node
+	ok       atomic.Int64
+}
+
+func newLoadGen(t *testing.T, who enrolled, bearer string, bases []string) *loadGen {
+	return &loadGen{t: t, who: who, bearer: bearer, bases: bases, signed: map[string]int{},
+		client: &http.Client{Timeout: 10 * time.Second}}
+}
+
+// spend sends f, starting at node first, until a node answers other than
+// 503 or deadline passes; it reports whether f was settled (signed, or
+// found spent). raced says that another request holds f at the same time:
+// then, as after an attempt whose answer was lost, "Invalid parameter
+// SAD" is an answer the SAD may get.
+func (g *loadGen) spend(f sadFixture, first int, deadline time.Time, raced bool) bool {
+	doubt := raced
+	for i := first; time.Now().Before(deadline); i++ {
+		res, m, err := signHash(g.client, g.bases[i%len(g.bases)], g.bearer, g.who.cred, f)
+		switch {
+		case err != nil || res.StatusCode == http.StatusServiceUnavailable:
+			g.mu.Lock()
+			g.failover++
+			if err == nil {
+				g.refused++
+			}
+			g.mu.Unlock()
+			doubt = true
+			time.Sleep(50 * time.Millisecond)
+			continue
+		case res.StatusCode == http.StatusOK:
+			verifySig(g.t, g.who, f, m)
+			d := hex.EncodeToString(f.digest)
+			g.mu.Lock()
+			g.signed[d]++
+			if g.signed[d] == 2 {
+				g.t.Errorf("the SAD for %s signed twice (the second at %s)", d, g.bases[i%len(g.bases)])
+			}
+			g.mu.Unlock()
+			g.ok.Add(1)
+		case res.StatusCode == http.StatusBadRequest && m["error_description"] == "Invalid parameter SAD" && doubt:
+			// Spent by the racing request, or by the attempt whose answer
+			// was lost (no signature reached a client for it then).
+			g.mu.Lock()
+			g.settled++
+			g.mu.Unlock()
+		default:
+			g.t.Errorf("signHash at %s (in doubt %v): %d %v", g.bases[i%len(g.bases)], doubt, res.StatusCode, m)
+		}
+		return true
+	}
+	return false
+}
+
+// TestEtcdFailoverUnderLoad: three signd processes on a 3-member etcd
+// cluster and one SoftHSM2 token. During signHash load (fresh SADs, each
+// sent to two nodes at once; a failed request sent again with the same SAD
+// to the next node) one node
+// is killed with SIGKILL and the etcd leader is killed. No SAD yields two
+// signatures, the cluster keeps serving with 2 of 3 members, and every
+// signature received has exactly one "granted" entry in the audit chain,
+// which verifies. With a second member stopped (no quorum) signHash is
+// refused with 503; once quorum is back nothing acknowledged is lost and
+// the SADs refused are settled.
+func TestEtcdFailoverUnderLoad(t *testing.T) {
+	cl, err := etcdtest.StartCluster(t.TempDir(), 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	nodes, db := haNodes(t, cl, 3)
+	nodes[0].must("", "client", "add", "rp", "--redirect-uri", "https://rp.example/cb")
+	alice := haEnroll(t, nodes[0], db, "alice")
+	// The load runs until stopped: it needs SADs for some seconds.
+	const pool, workers = 1000, 6
+	bearer, sads := haMint(t, db, "alice", "rp", alice.cred, pool+2)
+	sads, late := sads[:pool], sads[pool:]
+
+	children := make([]*child, len(nodes))
+	var bases []string
+	begin := time.Now()
+	for i, e := range nodes {
+		children[i], _ = e.startChild()
+		bases = append(bases, "http://"+children[i].addr)
+	}
+	t.Logf("three nodes ready in %s", time.Since(begin).Round(time.Millisecond))
+	alive := []bool{true, true, true}
+	defer func() {
+		for i, c := range children {
+			if alive[i] {
+				c.kill(t)
+			}
+		}
+	}()
+
+	g := newLoadGen(t, alice, bearer, bases)
+	work := make(chan int, pool)
+	for i := range sads {
+		work <- i
+	}
+	close(work)
+	stop := make(chan struct{})
+	deadline := time.Now().Add(40 * time.Second)
+	var unsettled atomic.Int64
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for i := range work {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				// Every SAD is sent to two nodes at once: a double
+				// spend across nodes during the failover.
+				var pair sync.WaitGroup
+				for k := range 2 {
+					pair.Go(func() {
+						if !g.spend(sads[i], i+k, deadline, true) {
+							unsettled.Add(1)
+						}
+					})
+				}
+				pair.Wait()
+			}
+		})
+	}
+	// The faults, while the load runs: kill -9 node 2 after 30
+	// signatures, kill the etcd leader after 30 more; stop the load 60
+	// signatures later.
+	waitFor := func(n int64) bool {
+		for g.ok.Load() < n {
+			if time.Now().After(deadline) {
+				return false
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		return true
+	}
+	begin = time.Now()
+	waitFor(30)
+	children[1].kill(t)
+	alive[1] = false
+	waitFor(g.ok.Load() + 30)
+	lead := cl.Leader()
+	if lead < 0 {
+		t.Fatal("the etcd cluster has no leader")
+	}
+	cl.Kill(lead)
+	atKill := g.ok.Load()
+	killedAt := time.Now()
+	served := waitFor(atKill + 60)
+	close(stop)
+	wg.Wait()
+	after := g.ok.Load() - atKill
+	t.Logf("%d signatures in %s, %d after the etcd leader was killed (in %s), %d retried on another node (%d 503s), %d settled as spent",
+		g.ok.Load(), time.Since(begin).Round(time.Millisecond), after, time.Since(killedAt).Round(time.Millisecond), g.failover, g.refused, g.settled)
+	if n := unsettled.Load(); n > 0 {
+		t.Fatalf("%d SADs were not settled within the deadline", n)
+	}
+	if !served {
+		t.Fatalf("only %d signatures with 2 of 3 etcd members and 2 of 3 nodes", after)
+	}
+
+	// No quorum: stop a second member. Writes are refused with 503.
+	other := (lead + 1) % 3
+	cl.Stop(other)
+	refused := late[0]
+	for _, i := range []int{0, 2} {
+		res, m, err := signHash(g.client, bases[i], bearer, alice.cred, refused)
+		if err != nil {
+			t.Fatalf("node %d without quorum: %v", i+1, err)
+		}
+		if res.StatusCode != http.StatusServiceUnavailable {
+			t.Errorf("node %d signHash without quorum: %d %v, want 503", i+1, res.StatusCode, m)
+		}
+	}
+	// Quorum back: the refused SAD signs (or was spent by a commit that
+	// went through after all, never twice), a fresh one signs.
+	for _, i := range []int{lead, other} {
+		if err := cl.Restart(i); err != nil {
+			t.Fatal(err)
+		}
+	}
+	back := time.Now().Add(30 * time.Second)
+	if !g.spend(refused, 0, back, true) || !g.spend(late[1], 2, back, false) {
+		t.Fatal("the cluster did not serve again once quorum was back")
+	}
+	if g.signed[hex.EncodeToString(late[1].digest)] != 1 {
+		t.Errorf("a fresh SAD after quorum came back did not sign")
+	}
+	for _, i := range []int{0, 2} {
+		children[i].stop(t)
+		alive[i] = false
+	}
+
+	// The audit chain, exported by a surviving node, verifies and holds
+	// every signature received exactly once.
+	if t.Failed() {
+		t.FailNow()
+	}
+	granted := nodes[2].grantedDigests()
+	for d := range g.signed {
+		if granted[d] != 1 {
+			t.Errorf("digest %s: a signature was received, %d granted audit entries", d, granted[d])
+		}
+	}
+	for d, n := range granted {
+		if n > 1 {
+			t.Errorf("digest %s granted %d times", d, n)
+		}
+	}
+	if len(g.signed) == 0 {
+		t.Fatal("no signature was received")
+	}
+	if out := nodes[0].must("", "audit", "verify"); !strings.HasPrefix(out, "audit log intact") {
+		t.Errorf("audit verify at node 1: %q", out)
+	}
+}
