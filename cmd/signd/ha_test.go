@@ -7,15 +7,23 @@ import (
 	"crypto/x509"
 	"encoding/base64"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"net/http"
+	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/go-jose/go-jose/v4"
+	"golang.org/x/oauth2"
+
+	"github.com/signd/signd/oauth/oauthtest"
+	"github.com/signd/signd/oidc"
 	"github.com/signd/signd/store"
 	"github.com/signd/signd/store/etcd"
 	"github.com/signd/signd/store/etcd/etcdtest"
@@ -336,5 +344,145 @@ func TestEtcdFailoverUnderLoad(t *testing.T) {
 	}
 	if out := nodes[0].must("", "audit", "verify"); !strings.HasPrefix(out, "audit log intact") {
 		t.Errorf("audit verify at node 1: %q", out)
+	}
+}
+
+// The embedded 3-member etcd cluster of this package's cluster tests:
+// started by the first test that needs it, stopped by TestMain (stopEtcd).
+// Tests that stop or kill members start their own.
+var (
+	clusterOnce sync.Once
+	cluster     *etcdtest.Cluster
+	clusterDir  string
+	clusterErr  error
+)
+
+// sharedCluster returns the package's 3-member etcd cluster, starting it
+// once.
+func sharedCluster(t *testing.T) *etcdtest.Cluster {
+	t.Helper()
+	clusterOnce.Do(func() {
+		if clusterDir, clusterErr = os.MkdirTemp("", "signd-etcd-cluster-"); clusterErr != nil {
+			return
+		}
+		cluster, clusterErr = etcdtest.StartCluster(clusterDir, 3)
+	})
+	if clusterErr != nil {
+		t.Fatal(clusterErr)
+	}
+	return cluster
+}
+
+// stopCluster stops the shared cluster if a test started it.
+func stopCluster() {
+	if cluster != nil {
+		cluster.Close()
+	}
+	if clusterDir != "" {
+		os.RemoveAll(clusterDir)
+	}
+}
+
+// jwksKIDs returns the key IDs of the JWKS a node serves, and the set.
+func jwksKIDs(t *testing.T, base string) ([]string, *jose.JSONWebKeySet) {
+	t.Helper()
+	res, err := http.Get(base + oidc.PathJWKS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	var set jose.JSONWebKeySet
+	if err := json.NewDecoder(res.Body).Decode(&set); err != nil {
+		t.Fatal(err)
+	}
+	var kids []string
+	for _, k := range set.Keys {
+		kids = append(kids, k.KeyID)
+	}
+	slices.Sort(kids)
+	return kids, &set
+}
+
+// TestEtcdKeysAcrossNodes: two signd processes on one etcd prefix and one
+// SoftHSM2 token directory. A credential enrolled through node A after
+// node B started signs through node B (B finds the key handle it has never
+// seen). An ID-token key created and rotated in on node A is in the JWKS
+// of both nodes at once, and node B signs ID tokens with it, verifiable
+// with node A's JWKS.
+func TestEtcdKeysAcrossNodes(t *testing.T) {
+	nodes, db := haNodes(t, sharedCluster(t), 2)
+	secret := addAliceAndRP(nodes[0], "openid", "service", "credential")
+	b, _ := nodes[1].startChild() // B first: it makes the first ID-token key
+	defer b.stop(t)
+	a, _ := nodes[0].startChild()
+	defer a.stop(t)
+	baseA, baseB := "http://"+a.addr, "http://"+b.addr
+
+	// The credential is made by node A's process (the CLI goes through
+	// its admin socket), after node B opened the token.
+	alice := haCredential(t, nodes[0], db, "alice")
+	bearer, sads := haMint(t, db, "alice", "rp", alice.cred, 1)
+	res, m, err := signHash(http.DefaultClient, baseB, bearer, alice.cred, sads[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.StatusCode != http.StatusOK {
+		t.Fatalf("node B signHash with a key made at node A: %d %v\nnode B log:\n%s", res.StatusCode, m, b.logs.String())
+	}
+	verifySig(t, alice, sads[0], m)
+
+	// ID-token keys: create and rotate at node A; both JWKS follow.
+	first, _ := jwksKIDs(t, baseB)
+	if got, _ := jwksKIDs(t, baseA); len(first) != 1 || !slices.Equal(got, first) {
+		t.Fatalf("JWKS at start: A %v, B %v; want the one key B made", got, first)
+	}
+	nodes[0].must("", "oidc", "keys", "create")
+	nodes[0].must("", "oidc", "keys", "rotate", "--force")
+	var active string
+	for _, k := range nodes[0].oidcKeys() {
+		if k.State == "active" {
+			active = k.KID
+		}
+	}
+	kidsA, setA := jwksKIDs(t, baseA)
+	kidsB, _ := jwksKIDs(t, baseB)
+	if len(kidsA) != 2 || !slices.Equal(kidsA, kidsB) || !slices.Contains(kidsA, active) || !slices.Contains(kidsA, first[0]) {
+		t.Fatalf("JWKS after a rotation at node A: A %v, B %v; want both of %s (retired) and %s (active)", kidsA, kidsB, first[0], active)
+	}
+
+	// An ID token from node B: signed with the key node A made, verified
+	// with node A's JWKS.
+	conf := oauth2.Config{ClientID: "rp", ClientSecret: secret, RedirectURL: "https://rp.example.com/cb", Scopes: []string{"openid"},
+		Endpoint: oauth2.Endpoint{AuthURL: baseB + oidc.PathAuthorize, TokenURL: baseB + oidc.PathToken, AuthStyle: oauth2.AuthStyleInHeader}}
+	browser := oauthtest.NewBrowser(nil)
+	s, err := browser.Get(conf.AuthCodeURL("st", oauth2.SetAuthURLParam("nonce", "n-1")))
+	if err == nil && s.Form != nil {
+		s, err = browser.Submit(s.Form, map[string]string{"username": "alice", "password": "a password!"}, "approve")
+	}
+	if err == nil && s.Form != nil {
+		s, err = browser.Submit(s.Form, nil, "approve")
+	}
+	if err != nil || !s.Redirected() {
+		t.Fatalf("authorize at node B: %v %+v", err, s)
+	}
+	tok, err := conf.Exchange(context.Background(), s.Query().Get("code"))
+	if err != nil {
+		t.Fatalf("token at node B: %v", err)
+	}
+	raw, _ := tok.Extra("id_token").(string)
+	jws, err := jose.ParseSigned(raw, []jose.SignatureAlgorithm{jose.RS256})
+	if err != nil {
+		t.Fatalf("ID token %q: %v", raw, err)
+	}
+	kid := jws.Signatures[0].Header.KeyID
+	if kid != active {
+		t.Errorf("node B signed the ID token with %s, want the active key %s", kid, active)
+	}
+	keys := setA.Key(kid)
+	if len(keys) != 1 {
+		t.Fatalf("node A's JWKS has no key %s", kid)
+	}
+	if _, err := jws.Verify(keys[0]); err != nil {
+		t.Errorf("the ID token of node B does not verify with node A's JWKS: %v", err)
 	}
 }
