@@ -477,7 +477,7 @@ func TestEtcdKeysAcrossNodes(t *testing.T) {
 		t.Fatalf("token at node B: %v", err)
 	}
 	raw, _ := tok.Extra("id_token").(string)
-	jws, err := jose.ParseSigned(raw, []jose.SignatureAlgorithm{jose.RS256})
+	jws, err := jose.ParseSignedCompact(raw, []jose.SignatureAlgorithm{jose.RS256})
 	if err != nil {
 		t.Fatalf("ID token %q: %v", raw, err)
 	}
