@@ -70,9 +70,15 @@ func newEtcdEnv(t *testing.T, prefix, extra string) *env {
 	if prefix == "" {
 		prefix = srv.Prefix()
 	}
+	return newEtcdEnvOn(t, srv.Endpoints, prefix, extra)
+}
+
+// newEtcdEnvOn is newEnv on the etcd at endpoints under prefix.
+func newEtcdEnvOn(t *testing.T, endpoints []string, prefix, extra string) *env {
+	t.Helper()
 	e := newEnv(t, extra)
 	e.setConfig("store:\n", fmt.Sprintf("store:\n  backend: etcd\n  etcd:\n    endpoints: [%s]\n    prefix: %s\n",
-		strings.Join(srv.Endpoints, ", "), prefix))
+		strings.Join(endpoints, ", "), prefix))
 	return e
 }
 
@@ -173,7 +179,8 @@ func TestCSCJourneyEtcd(t *testing.T) {
 	}
 }
 
-// TestEtcdCluster: three signd nodes on one etcd prefix and one token.
+// TestEtcdCluster: three signd nodes on one prefix of a 3-member etcd
+// cluster and one token.
 // A code redeemed at two nodes at once gives one token; a SAD presented at
 // all three at once gives exactly one signature; the audit chain is one,
 // intact, and verifiable from every node.
@@ -264,14 +271,16 @@ func TestEtcdCluster(t *testing.T) {
 	}
 }
 
-// startCluster starts three nodes on one fresh etcd prefix with extra
-// config (as for newEnv), after adding alice and rp through the first; it
-// returns the nodes, their URLs and alice's credential.
+// startCluster starts three nodes on one fresh prefix of the 3-member etcd
+// cluster (every member's endpoint in each config) with extra config (as
+// for newEnv), after adding alice and rp through the first; it returns the
+// nodes, their URLs and alice's credential.
 func startCluster(t *testing.T, extra string) (nodes []*env, bases []string, cred string) {
 	t.Helper()
-	prefix := sharedEtcd(t).Prefix()
+	cl := sharedCluster(t)
+	prefix := cl.Prefix()
 	for range 3 {
-		nodes = append(nodes, newEtcdEnv(t, prefix, extra))
+		nodes = append(nodes, newEtcdEnvOn(t, cl.Endpoints, prefix, extra))
 	}
 	// One installation: the nodes share the pairwise salt (a file every
 	// node of a real deployment gets from the same secret).
@@ -338,7 +347,7 @@ func TestEtcdClusterPINLockout(t *testing.T) {
 	if wrongPages > 2 {
 		t.Errorf("%d wrong PINs were answered \"wrong PIN\": more than max_failures-1 were evaluated", wrongPages)
 	}
-	db, err := etcdServer.Open(etcd.Options{Prefix: nodePrefix(t, nodes[0])})
+	db, err := sharedCluster(t).Open(etcd.Options{Prefix: nodePrefix(t, nodes[0])})
 	if err != nil {
 		t.Fatal(err)
 	}

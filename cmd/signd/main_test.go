@@ -40,6 +40,7 @@ func TestMain(m *testing.M) {
 	})
 	removeChildBinary()
 	stopEtcd()
+	stopCluster()
 	os.Exit(code)
 }
 

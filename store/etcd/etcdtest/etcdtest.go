@@ -1,7 +1,6 @@
 package etcdtest
 
 import (
-	"context"
 	"fmt"
 	"net"
 	"net/url"
@@ -64,14 +63,7 @@ func Start(dir string) (*Server, error) {
 func (s *Server) Close() { s.e.Close() }
 
 // Client returns a new client of the server; the caller closes it.
-func (s *Server) Client() (*clientv3.Client, error) {
-	return clientv3.New(clientv3.Config{
-		Endpoints:          s.Endpoints,
-		DialTimeout:        5 * time.Second,
-		MaxCallSendMsgSize: etcd.MaxRequestBytes,
-		MaxCallRecvMsgSize: etcd.MaxRequestBytes,
-	})
-}
+func (s *Server) Client() (*clientv3.Client, error) { return newClient(s.Endpoints) }
 
 // Prefix returns a key prefix no other caller of this Server got: a fresh,
 // empty store on the shared server.
@@ -82,14 +74,10 @@ func (s *Server) Prefix() string { return fmt.Sprintf("/signd-test/%d/", s.prefi
 // request: a 10 MiB proof under the race detector on a busy machine takes
 // longer than the product's default.
 func (s *Server) Open(opts etcd.Options) (*etcd.DB, error) {
-	opts.Endpoints = s.Endpoints
-	if opts.RequestTimeout == 0 {
-		opts.RequestTimeout = 30 * time.Second
-	}
 	if opts.Prefix == "" {
 		opts.Prefix = s.Prefix()
 	}
-	return etcd.Open(context.Background(), opts)
+	return open(s.Endpoints, opts)
 }
 
 // freePorts returns n loopback ports that were free a moment ago.
