@@ -8,12 +8,8 @@ import (
 	"go.etcd.io/bbolt"
 
 	"github.com/signd/signd/store"
+	"github.com/signd/signd/store/kv"
 )
-
-// bucketSecrets holds named random keys the services need across restarts
-// (the CSC page-token MAC key): name → raw key bytes. They are as safe as
-// the file, which is 0600 and already holds everything else.
-const bucketSecrets = "secrets"
 
 // Secret returns the random key stored under name, creating it with size
 // bytes from crypto/rand on first use. A stored key of another size is an
@@ -24,9 +20,9 @@ func (db *DB) Secret(ctx context.Context, name string, size int) ([]byte, error)
 	}
 	var key []byte
 	err := db.update(func(btx *bbolt.Tx) error {
-		b := btx.Bucket([]byte(bucketSecrets))
+		b := btx.Bucket([]byte(kv.BucketSecrets))
 		if b == nil {
-			return fmt.Errorf("store: bucket %s is missing", bucketSecrets)
+			return fmt.Errorf("store: bucket %s is missing", kv.BucketSecrets)
 		}
 		v := b.Get([]byte(name))
 		var created bool
