@@ -1,9 +1,7 @@
 package bolt
 
 import (
-	"bytes"
 	"context"
-	"fmt"
 
 	"go.etcd.io/bbolt"
 
@@ -13,24 +11,17 @@ import (
 
 // Secret returns the random key stored under name, creating it with size
 // bytes from crypto/rand on first use. A stored key of another size is an
-// error (the name is reused for something else).
+// error (the name is reused for something else). The keys are as safe as
+// the file, which is 0600 and already holds everything else.
 func (db *DB) Secret(ctx context.Context, name string, size int) ([]byte, error) {
 	if err := store.CheckSecretRequest(ctx, name, size); err != nil {
 		return nil, err
 	}
 	var key []byte
 	err := db.update(func(btx *bbolt.Tx) error {
-		b := btx.Bucket([]byte(kv.BucketSecrets))
-		if b == nil {
-			return fmt.Errorf("store: bucket %s is missing", kv.BucketSecrets)
-		}
-		v := b.Get([]byte(name))
-		var created bool
 		var err error
-		if key, created, err = store.SecretKey(name, size, v, v != nil); err != nil || !created {
-			return err
-		}
-		return b.Put([]byte(name), bytes.Clone(key))
+		key, err = kv.NewTx(boltTx{btx}, db.now).Secret(name, size)
+		return err
 	})
 	if err != nil {
 		return nil, err

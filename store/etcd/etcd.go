@@ -1,7 +1,6 @@
 package etcd
 
 import (
-	"bytes"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -316,26 +315,19 @@ func (db *DB) closeClient() error {
 	return db.client.Close()
 }
 
-// The secrets bucket (kv.BucketSecrets) holds named random keys the
-// services need across restarts (the CSC page-token MAC key): name → raw
-// key bytes. Every node reads the same key.
-// Secret returns the random key stored under name, creating it with size
-// bytes from crypto/rand on first use (the first node to commit wins; the
-// others read its key). A stored key of another size is an error.
+// Secret returns the random key stored under name (kv.Tx.Secret),
+// creating it with size bytes from crypto/rand on first use (the first node
+// to commit wins; the others read its key). Every node reads the same key.
+// A stored key of another size is an error.
 func (db *DB) Secret(ctx context.Context, name string, size int) ([]byte, error) {
 	if err := store.CheckSecretRequest(ctx, name, size); err != nil {
 		return nil, err
 	}
 	var key []byte
 	err := db.Update(ctx, func(stx store.Tx) error {
-		b, _ := stx.(*kv.Tx).Bucket(kv.BucketSecrets)
-		v := b.Get([]byte(name))
-		var created bool
 		var err error
-		if key, created, err = store.SecretKey(name, size, v, v != nil); err != nil || !created {
-			return err
-		}
-		return b.Put([]byte(name), bytes.Clone(key))
+		key, err = stx.(*kv.Tx).Secret(name, size)
+		return err
 	})
 	if err != nil {
 		return nil, err

@@ -119,8 +119,4 @@ func decodeJSON[T any](v []byte) error { return json.Unmarshal(v, new(T)) }
 // NewTx returns the store transaction over b; now is the store clock.
 func NewTx(b Backend, now func() time.Time) *Tx { return &Tx{kv: b, now: now} }
 
-// Bucket returns the named bucket of the transaction: for what a backend
-// keeps beside the records (secrets, its meta values).
-func (t *Tx) Bucket(name string) (Bucket, error) { return t.bucket(name) }
-
 var _ store.Tx = (*Tx)(nil)
