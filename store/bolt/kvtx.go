@@ -34,3 +34,6 @@ type boltBucket struct{ *bbolt.Bucket }
 
 // Cursor returns bbolt's cursor, which is a kv.Cursor as it is.
 func (b boltBucket) Cursor() kv.Cursor { return b.Bucket.Cursor() }
+
+// Last returns the last entry through a cursor that stays on the stack.
+func (b boltBucket) Last() ([]byte, []byte) { return b.Bucket.Cursor().Last() }

@@ -197,6 +197,10 @@ func (b *bucket) Cursor() kv.Cursor {
 	return &cursor{b: b}
 }
 
+// Last returns the last entry of the bucket (cursor.Last; it guards the
+// commit as a range read does).
+func (b *bucket) Last() ([]byte, []byte) { return b.Cursor().Last() }
+
 // item is one entry a cursor yields.
 type item struct {
 	key string

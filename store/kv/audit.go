@@ -37,7 +37,7 @@ func (t *Tx) AppendAudit(e *store.AuditEntry) error {
 		e.Time = t.stamp()
 	}
 	seq, prev := uint64(1), store.AuditGenesis()
-	if k, v := b.Cursor().Last(); k != nil {
+	if k, v := b.Last(); k != nil {
 		if len(k) != 8 {
 			return fmt.Errorf("store: audit log head has a malformed key %x", k)
 		}

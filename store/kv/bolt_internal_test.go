@@ -67,3 +67,5 @@ func (t testBolt) Bucket(name string) Bucket {
 type testBucket struct{ *bbolt.Bucket }
 
 func (b testBucket) Cursor() Cursor { return b.Bucket.Cursor() }
+
+func (b testBucket) Last() ([]byte, []byte) { return b.Bucket.Cursor().Last() }

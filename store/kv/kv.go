@@ -18,7 +18,8 @@ type Backend interface {
 	Bucket(name string) Bucket
 }
 
-// Bucket is one kind of record within a transaction.
+// Bucket is one kind of record within a transaction. A key passed to any
+// method is only read during the call: the backend copies what it keeps.
 type Bucket interface {
 	// Get returns the value of key, or nil if it is absent. The value is
 	// valid until the transaction ends and must not be modified.
@@ -30,6 +31,10 @@ type Bucket interface {
 	// ForEach calls fn with every entry in key order.
 	ForEach(fn func(k, v []byte) error) error
 	Cursor() Cursor
+	// Last returns the last entry (the audit log's head), or a nil key
+	// when the bucket is empty: Cursor().Last() without handing a cursor
+	// out through an interface (which costs bbolt an allocation).
+	Last() (key, value []byte)
 }
 
 // Cursor walks a bucket in key order; a nil key is the end. bbolt's

@@ -83,7 +83,7 @@ func (t *Tx) indexed(bucket, p string) ([][]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	prefix := []byte(p)
+	prefix := t.scratchKey(p)
 	var out [][]byte
 	c := b.Cursor()
 	for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
@@ -248,7 +248,7 @@ func (t *Tx) RevocationGeneration() (uint64, error) {
 	if err != nil {
 		return 0, err
 	}
-	v := b.Get([]byte(metaRevocations))
+	v := b.Get(t.scratchKey(metaRevocations))
 	switch len(v) {
 	case 0:
 		return 0, nil

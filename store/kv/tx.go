@@ -16,7 +16,15 @@ type Tx struct {
 	now func() time.Time
 	// lastToken is the token record decoded last (oauth.go).
 	lastToken decodedToken
+	// keyBuf backs scratchKey.
+	keyBuf [64]byte
 }
+
+// scratchKey returns s as bytes in a buffer of the transaction, for a key
+// only read during one Bucket call (Get, Seek): a conversion passed to an
+// interface method would escape and allocate on every call. The next
+// scratchKey overwrites it.
+func (t *Tx) scratchKey(s string) []byte { return append(t.keyBuf[:0], s...) }
 
 // writable returns store.ErrReadOnly inside View (Backend.Writable).
 func (t *Tx) writable() error {
@@ -54,7 +62,7 @@ func (t *Tx) get(bucket, key string, dst any) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	v := b.Get([]byte(key))
+	v := b.Get(t.scratchKey(key))
 	if v == nil {
 		return false, nil
 	}
@@ -69,7 +77,7 @@ func (t *Tx) exists(bucket, key string) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	return b.Get([]byte(key)) != nil, nil
+	return b.Get(t.scratchKey(key)) != nil, nil
 }
 
 func (t *Tx) put(bucket, key string, v any) error {
@@ -211,7 +219,7 @@ func (t *Tx) Proof(username, id string) (*store.Proof, error) {
 	if err != nil {
 		return nil, err
 	}
-	content := b.Get([]byte(compositeKey(username, id)))
+	content := b.Get(t.scratchKey(compositeKey(username, id)))
 	if content == nil {
 		return nil, fmt.Errorf("store: proof %q of user %q is listed but its content is missing", id, username)
 	}
@@ -419,7 +427,7 @@ func (t *Tx) Credentials(owner, after string, limit int) ([]store.Credential, er
 		return nil, err
 	}
 	prefix := []byte(compositeKey(owner, ""))
-	start := []byte(compositeKey(owner, after))
+	start := t.scratchKey(compositeKey(owner, after))
 	out := []store.Credential{}
 	c := index.Cursor()
 	k, _ := c.Seek(start)
@@ -456,7 +464,7 @@ func (t *Tx) allCredentials(after string, limit int) ([]store.Credential, error)
 	if after == "" {
 		k, v = c.First()
 	} else {
-		k, v = c.Seek([]byte(after))
+		k, v = c.Seek(t.scratchKey(after))
 		if bytes.Equal(k, []byte(after)) {
 			k, v = c.Next()
 		}
