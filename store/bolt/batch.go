@@ -9,6 +9,7 @@ import (
 	"go.etcd.io/bbolt"
 
 	"github.com/signd/signd/store"
+	"github.com/signd/signd/store/kv"
 )
 
 // batcher groups concurrent Batch calls into shared write transactions
@@ -129,6 +130,6 @@ func (db *DB) updateOne(fn func(store.Tx) error) (err error) {
 		}
 	}()
 	return db.update(func(btx *bbolt.Tx) error {
-		return fn(&tx{btx: btx, now: db.now})
+		return fn(kv.NewTx(boltTx{btx}, db.now))
 	})
 }

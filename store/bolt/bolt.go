@@ -19,11 +19,12 @@ import (
 	bberrors "go.etcd.io/bbolt/errors"
 
 	"github.com/signd/signd/store"
+	"github.com/signd/signd/store/kv"
 )
 
 // schemaVersion is the version of the file layout described in doc.go.
-// Version 2 added the party indexes of revocation (revoke.go); version 3
-// the binary form of token records (codec.go), which older builds cannot
+// Version 2 added the party indexes of revocation (store/kv); version 3
+// the binary form of token records (store/kv), which older builds cannot
 // read, so they refuse the file instead of failing on each token.
 const schemaVersion = 3
 
@@ -40,51 +41,12 @@ const fileMode = 0o600
 // names the file and the chmod or chown that fixes it.
 var ErrUnsafeFile = errors.New("store: unsafe database file")
 
-// Bucket names, one per kind of record.
-const (
-	bucketMeta         = "meta"
-	bucketUsers        = "users"
-	bucketProofs       = "proofs"
-	bucketClients      = "clients"
-	bucketCredentials  = "credentials"
-	bucketCredsByOwner = "credentials_by_owner"
-	bucketTokens       = "tokens"
-	bucketTokensByCode = "tokens_by_code"
-	bucketTokensByExp  = "tokens_by_expiry"
-	bucketOIDCKeys     = "oidc_keys"
+// metaSchemaVersion is the meta key of the schema version.
+const metaSchemaVersion = "schema_version"
 
-	metaSchemaVersion = "schema_version"
-)
-
-// bucketNames is the registry of buckets Open creates. A new kind of record
-// (auth codes, tokens, SAD, audit log) adds its bucket here; existing files
-// get it at their next Open, so a new bucket alone needs no schema bump.
-func bucketNames() []string {
-	return []string{
-		bucketMeta,
-		bucketUsers,
-		bucketProofs,
-		bucketClients,
-		bucketCredentials,
-		bucketCredsByOwner,
-		bucketTokens,
-		bucketTokensByCode,
-		bucketTokensByExp,
-		bucketAudit,
-		bucketSecrets,
-		bucketAuthRequests, // pending requests, codes, sessions (authflow.go)
-		bucketAuthRequestsByExp,
-		bucketCodes,
-		bucketCodesByExp,
-		bucketSessions,
-		bucketSessionsByExp,
-		bucketOIDCKeys,
-		bucketTokensByParty, // revocation by user, client, credential (revoke.go)
-		bucketCodesByParty,
-		bucketAuthRequestsByParty,
-		bucketSessionsByParty,
-	}
-}
+// bucketNames is the registry of buckets Open creates (kv.BucketNames);
+// existing files get a new one at their next Open.
+func bucketNames() []string { return kv.BucketNames() }
 
 // migrate upgrades a file from version from to schemaVersion, one version at
 // a time. It runs after every bucket in bucketNames exists.
@@ -93,7 +55,7 @@ func migrate(btx *bbolt.Tx, from int) error {
 		switch v {
 		case 0: // a new, empty file: creating the buckets was all it needed
 		case 1: // file the records of version 1 in the new party indexes
-			if err := buildPartyIndexes(btx); err != nil {
+			if err := kv.BuildPartyIndexes(boltTx{btx}); err != nil {
 				return err
 			}
 		case 2: // JSON token records stay readable; new ones are binary
@@ -268,7 +230,7 @@ func needsUpgrade(btx *bbolt.Tx, path string) (bool, error) {
 // version newer than this build's.
 func storedVersion(btx *bbolt.Tx, path string) (int, error) {
 	version := 0
-	if meta := btx.Bucket([]byte(bucketMeta)); meta != nil {
+	if meta := btx.Bucket([]byte(kv.BucketMeta)); meta != nil {
 		if v := meta.Get([]byte(metaSchemaVersion)); v != nil {
 			n, err := strconv.Atoi(string(v))
 			if err != nil || n < 0 {
@@ -302,7 +264,7 @@ func upgrade(btx *bbolt.Tx, path string) error {
 	if err := migrate(btx, version); err != nil {
 		return fmt.Errorf("store: open %s: migrate schema %d to %d: %w", path, version, schemaVersion, err)
 	}
-	meta := btx.Bucket([]byte(bucketMeta))
+	meta := btx.Bucket([]byte(kv.BucketMeta))
 	return meta.Put([]byte(metaSchemaVersion), []byte(strconv.Itoa(schemaVersion)))
 }
 
@@ -317,7 +279,7 @@ func (db *DB) View(ctx context.Context, fn func(store.Tx) error) error {
 		return err
 	}
 	return db.view(func(btx *bbolt.Tx) error {
-		return fn(&tx{btx: btx, now: db.now})
+		return fn(kv.NewTx(boltTx{btx}, db.now))
 	})
 }
 
@@ -330,7 +292,7 @@ func (db *DB) Update(ctx context.Context, fn func(store.Tx) error) error {
 		return err
 	}
 	return db.update(func(btx *bbolt.Tx) error {
-		return fn(&tx{btx: btx, now: db.now})
+		return fn(kv.NewTx(boltTx{btx}, db.now))
 	})
 }
 

@@ -3,7 +3,6 @@ package bolt
 import (
 	"context"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -12,6 +11,7 @@ import (
 	"go.etcd.io/bbolt"
 
 	"github.com/signd/signd/store"
+	"github.com/signd/signd/store/kv"
 )
 
 // maxProblems bounds the problems a report lists.
@@ -44,23 +44,6 @@ func (r *CheckReport) problem(format string, args ...any) {
 
 // errCheckDone ends the transaction Check runs in, rolling it back.
 var errCheckDone = errors.New("store: check done")
-
-// recordBuckets are the buckets of records and how each decodes.
-var recordBuckets = []struct {
-	name   string
-	decode func([]byte) error
-}{
-	{bucketUsers, decodeJSON[userRecord]},
-	{bucketClients, decodeJSON[clientRecord]},
-	{bucketCredentials, decodeJSON[credentialRecord]},
-	{bucketTokens, func(v []byte) error { _, err := decodeToken(v); return err }}, // binary or JSON (codec.go)
-	{bucketAuthRequests, decodeJSON[authRequestRecord]},
-	{bucketCodes, decodeJSON[authCodeRecord]},
-	{bucketSessions, decodeJSON[sessionRecord]},
-	{bucketOIDCKeys, decodeJSON[signingKeyRecord]},
-}
-
-func decodeJSON[T any](v []byte) error { return json.Unmarshal(v, new(T)) }
 
 // Check examines the whole store, in order, stopping where going on could
 // not be trusted:
@@ -117,7 +100,7 @@ func (db *DB) checkTx(ctx context.Context, btx *bbolt.Tx, rep *CheckReport) {
 		return
 	}
 	step(rep, "audit log", func() {
-		n, head, err := store.VerifyAudit(&tx{btx: btx, now: db.now})
+		n, head, err := store.VerifyAudit(kv.NewTx(boltTx{btx}, db.now))
 		rep.AuditEntries, rep.AuditHead = n, hex.EncodeToString(head)
 		if err != nil {
 			rep.problem("%v", err)
@@ -199,8 +182,8 @@ func (db *DB) checkRecords(ctx context.Context, btx *bbolt.Tx, rep *CheckReport)
 			rep.problem("bucket %s is missing", name)
 		}
 	}
-	for _, rb := range recordBuckets {
-		b := btx.Bucket([]byte(rb.name))
+	for _, rb := range kv.RecordKinds() {
+		b := btx.Bucket([]byte(rb.Bucket))
 		if b == nil {
 			continue
 		}
@@ -208,8 +191,8 @@ func (db *DB) checkRecords(ctx context.Context, btx *bbolt.Tx, rep *CheckReport)
 			if err := ctx.Err(); err != nil {
 				return err
 			}
-			if err := rb.decode(v); err != nil {
-				rep.problem("%s/%s: record does not decode: %v", rb.name, printable(k), err)
+			if err := rb.Decode(v); err != nil {
+				rep.problem("%s/%s: record does not decode: %v", rb.Bucket, printable(k), err)
 				return nil
 			}
 			rep.Records++

@@ -1,8 +1,13 @@
 // Package bolt is the embedded store backend: a single bbolt file that
 // implements store.Store.
 //
-// It owns the on-disk format and nothing else: validation, hashing and the
-// record types belong to package store, and callers see only store.Tx.
+// It owns the file and nothing else: validation, hashing and the record
+// types belong to package store; the stored records, their indexes and the
+// record code are store/kv's, shared with store/etcd (a transaction is a
+// kv.Tx over the bbolt transaction, kvtx.go); callers see only store.Tx.
+// What is bbolt's own stays here: the file (open, permissions, judging a
+// damaged one), the schema and its migrations, Check and the page walk,
+// Backup, group commit (Batch) and the bbolt options.
 //
 // # File layout
 //
@@ -19,16 +24,16 @@
 //	credentials           credential ID → JSON credentialRecord
 //	credentials_by_owner  owner 0x00 credential ID → empty (owner index)
 //	oidc_keys             JWK key ID (kid) → JSON signingKeyRecord
-//	tokens                token fingerprint → binary tokenRecord (codec.go;
+//	tokens                token fingerprint → binary tokenRecord (store/kv;
 //	                      JSON in files written before schema 3)
 //	audit                 sequence number (8 bytes big-endian) → canonical
 //	                      JSON of the audit entry (store.SealAudit), hash-chained
 //	secrets               name → random key bytes (DB.Secret), e.g. the CSC
 //	                      page-token MAC key
 //
-// Tokens, codes, pending requests and sessions (oauth.go, authflow.go) each
+// Tokens, codes, pending requests and sessions (store/kv) each
 // have an expiry index for the sweeper and a party index for revocation
-// (revoke.go): *_by_party, party ‖ fingerprint → empty, where the party is
+// (store/kv's revoke.go): *_by_party, party ‖ fingerprint → empty, where the party is
 // a tag ('u' user, 's' the user's signing approvals, 'c' client, 'k'
 // credential), a name and 0x00. Revoking a user, client or credential is a
 // cursor range per bucket, so it costs what it removes.
@@ -40,10 +45,10 @@
 // Records are JSON so the file can be inspected with `bbolt get`, except
 // tokens (access tokens and SADs, the records of the signing and token hot
 // paths): they are written in a compact binary form that starts with a
-// format byte (codec.go), about a third of the JSON's size and a quarter of
+// format byte (store/kv's codec.go), about a third of the JSON's size and a quarter of
 // its decoding time, and a JSON token written by an older build still
-// reads. Their on-disk shape is the unexported *Record types in records.go,
-// oauth.go and authflow.go, decoupled from the store types so that changing
+// reads. Their on-disk shape is the unexported *Record types of store/kv,
+// decoupled from the store types so that changing
 // a Go field never silently changes the file format (a token field the
 // binary form does not carry fails a test). Proof content is stored raw (up to 10 MiB; base64 in JSON would add
 // a third). Usernames and IDs cannot contain 0x00 (validation refuses it), so

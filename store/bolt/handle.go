@@ -16,6 +16,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/signd/signd/store"
+	"github.com/signd/signd/store/kv"
 )
 
 // What a failed write leaves behind (bbolt v1.5, tx.go Commit): bbolt
@@ -305,9 +306,9 @@ func (db *DB) Health() error {
 func (db *DB) probe() error {
 	stamp := []byte(db.now().UTC().Format(time.RFC3339Nano))
 	return db.update(func(btx *bbolt.Tx) error {
-		b := btx.Bucket([]byte(bucketMeta))
+		b := btx.Bucket([]byte(kv.BucketMeta))
 		if b == nil {
-			return fmt.Errorf("store: bucket %s is missing", bucketMeta)
+			return fmt.Errorf("store: bucket %s is missing", kv.BucketMeta)
 		}
 		return b.Put([]byte(metaWriteProbe), stamp)
 	})

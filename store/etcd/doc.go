@@ -8,7 +8,10 @@
 //
 // It owns the key layout and the transaction protocol and nothing else:
 // validation, hashing, the audit encoding and chain (store.SealAudit) and
-// the record types belong to package store.
+// the record types belong to package store; the stored records, indexes and
+// the record code are store/kv's, the same code store/bolt runs: a
+// transaction is a kv.Tx over txn (kv.go), a kv.Backend whose buckets read
+// etcd at the snapshot through the write overlay.
 //
 // # Key layout
 //
@@ -18,8 +21,8 @@
 //	prefix "v/" bucket           the bucket's version key (below)
 //	prefix "e/sweeper"           the sweeper election (cmd/signd)
 //
-// The buckets, their keys and the JSON records are store/bolt's (see its
-// doc.go): users, proofs, clients, credentials, credentials_by_owner,
+// The buckets, their keys and the records are store/kv's (see its doc.go;
+// tokens in its binary form): users, proofs, clients, credentials, credentials_by_owner,
 // tokens with tokens_by_code, tokens_by_expiry and tokens_by_party,
 // auth_requests, codes and sessions each with *_by_expiry and *_by_party,
 // oidc_keys, audit (8-byte big-endian sequence number → canonical entry),

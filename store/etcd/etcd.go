@@ -1,7 +1,6 @@
 package etcd
 
 import (
-	"bytes"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -14,6 +13,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/signd/signd/store"
+	"github.com/signd/signd/store/kv"
 )
 
 // Errors of this backend besides the store sentinels.
@@ -92,7 +92,6 @@ type DB struct {
 var (
 	_ store.Store   = (*DB)(nil)
 	_ store.Batcher = (*DB)(nil)
-	_ store.Tx      = (*tx)(nil)
 )
 
 // Open connects to etcd (or uses opts.Client) and checks that the cluster
@@ -223,7 +222,7 @@ func (db *DB) View(ctx context.Context, fn func(store.Tx) error) error {
 	defer db.end()
 	t := newTxn(ctx, db, false)
 	defer func() { t.done = true }()
-	err := fn(&tx{kv: t, now: db.now})
+	err := fn(kv.NewTx(t, db.now))
 	if t.err != nil {
 		return t.err
 	}
@@ -262,7 +261,7 @@ func (db *DB) Update(ctx context.Context, fn func(store.Tx) error) error {
 func (db *DB) attempt(ctx context.Context, fn func(store.Tx) error) (bool, error) {
 	t := newTxn(ctx, db, true)
 	defer func() { t.done = true }() // also when fn panics: the overlay is dropped
-	err := fn(&tx{kv: t, now: db.now})
+	err := fn(kv.NewTx(t, db.now))
 	if t.err != nil {
 		return false, t.err
 	}
@@ -316,28 +315,19 @@ func (db *DB) closeClient() error {
 	return db.client.Close()
 }
 
-// bucketSecrets holds named random keys the services need across restarts
-// (the CSC page-token MAC key): name → raw key bytes. Every node reads the
-// same key.
-const bucketSecrets = "secrets"
-
-// Secret returns the random key stored under name, creating it with size
-// bytes from crypto/rand on first use (the first node to commit wins; the
-// others read its key). A stored key of another size is an error.
+// Secret returns the random key stored under name (kv.Tx.Secret),
+// creating it with size bytes from crypto/rand on first use (the first node
+// to commit wins; the others read its key). Every node reads the same key.
+// A stored key of another size is an error.
 func (db *DB) Secret(ctx context.Context, name string, size int) ([]byte, error) {
 	if err := store.CheckSecretRequest(ctx, name, size); err != nil {
 		return nil, err
 	}
 	var key []byte
 	err := db.Update(ctx, func(stx store.Tx) error {
-		b, _ := stx.(*tx).bucket(bucketSecrets)
-		v := b.Get([]byte(name))
-		var created bool
 		var err error
-		if key, created, err = store.SecretKey(name, size, v, v != nil); err != nil || !created {
-			return err
-		}
-		return b.Put([]byte(name), bytes.Clone(key))
+		key, err = stx.(*kv.Tx).Secret(name, size)
+		return err
 	})
 	if err != nil {
 		return nil, err

@@ -6,6 +6,9 @@ import (
 
 	"github.com/google/btree"
 	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/signd/signd/store"
+	"github.com/signd/signd/store/kv"
 )
 
 // pageSize is how many keys a cursor fetches from etcd at a time.
@@ -55,6 +58,21 @@ func newTxn(ctx context.Context, db *DB, writable bool) *txn {
 	}
 }
 
+// Writable returns ErrTxDone once the transaction has ended, else
+// store.ErrReadOnly inside View (kv.Backend).
+func (t *txn) Writable() error {
+	if t.done {
+		return ErrTxDone
+	}
+	if !t.writable {
+		return store.ErrReadOnly
+	}
+	return nil
+}
+
+// Bucket returns the named bucket (kv.Backend); every bucket exists.
+func (t *txn) Bucket(name string) kv.Bucket { return &bucket{t: t, name: name} }
+
 // fail records the first read error and returns it.
 func (t *txn) fail(err error) error {
 	if t.err == nil {
@@ -95,8 +113,7 @@ func (t *txn) overlay(bucket string, create bool) *btree.BTreeG[write] {
 	return o
 }
 
-// bucket is one kind of record within a transaction: the subset of a bbolt
-// bucket's methods the record code uses. Keys are stored in etcd as
+// bucket is one kind of record within a transaction (kv.Bucket). Keys are stored in etcd as
 // prefix "r/" bucket "/" key.
 type bucket struct {
 	t    *txn
@@ -175,13 +192,17 @@ func (b *bucket) ForEach(fn func(k, v []byte) error) error {
 
 // Cursor returns a cursor over the bucket. Reading a range guards the
 // commit with the bucket's version key (doc.go).
-func (b *bucket) Cursor() *cursor {
+func (b *bucket) Cursor() kv.Cursor {
 	b.t.ranged[b.name] = struct{}{}
 	return &cursor{b: b}
 }
 
-// kv is one entry a cursor yields.
-type kv struct {
+// Last returns the last entry of the bucket (cursor.Last; it guards the
+// commit as a range read does).
+func (b *bucket) Last() ([]byte, []byte) { return b.Cursor().Last() }
+
+// item is one entry a cursor yields.
+type item struct {
 	key string
 	val []byte
 }
@@ -190,7 +211,7 @@ type kv struct {
 // overlay. A failed read ends the walk and fails the transaction.
 type cursor struct {
 	b     *bucket
-	items []kv
+	items []item
 	i     int
 	// more: etcd has keys from next on that are not in items yet.
 	more bool
@@ -236,7 +257,7 @@ func (c *cursor) load(from string) {
 		}
 		c.items = c.items[:0]
 		for k, v := range merged {
-			c.items = append(c.items, kv{k, v})
+			c.items = append(c.items, item{k, v})
 		}
 		sort.Slice(c.items, func(i, j int) bool { return c.items[i].key < c.items[j].key })
 		c.i = 0
@@ -283,13 +304,13 @@ func (c *cursor) Last() ([]byte, []byte) {
 	t := c.b.t
 	prefix := t.db.recordKey(c.b.name, "")
 	o := t.overlay(c.b.name, false)
-	var best *kv
+	var best *item
 	if o != nil {
 		o.Descend(func(w write) bool {
 			if w.del {
 				return true
 			}
-			best = &kv{w.key, w.val}
+			best = &item{w.key, w.val}
 			return false
 		})
 	}

@@ -1,4 +1,4 @@
-package bolt
+package kv
 
 import (
 	"bytes"
@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"math"
-	"path/filepath"
 	"reflect"
 	"testing"
 	"time"
@@ -248,18 +247,14 @@ func BenchmarkTokenDecode(b *testing.B) {
 // does not change what DeleteToken removes), and any write to the tokens
 // bucket forgets the kept record.
 func TestTokenDecodedOnce(t *testing.T) {
-	db, err := Open(filepath.Join(t.TempDir(), "signd.db"), Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db := openTestDB(t, nil)
 	h, code := store.Fingerprint("sad"), store.Fingerprint("code")
 	newSAD := func(user string) *store.Token {
 		return &store.Token{Hash: h, Kind: store.TokenSAD, ClientID: "rp", Username: user, CredentialID: "c1",
 			CodeHash: code, Hashes: [][]byte{fuzzHash}, ExpiresAt: time.Now().Add(time.Hour)}
 	}
-	err = db.Update(context.Background(), func(st store.Tx) error {
-		tx := st.(*tx)
+	err := db.Update(context.Background(), func(st store.Tx) error {
+		tx := st.(*Tx)
 		if err := tx.CreateToken(newSAD("alice")); err != nil {
 			return err
 		}
@@ -282,7 +277,7 @@ func TestTokenDecodedOnce(t *testing.T) {
 		if err := tx.DeleteToken(h); err != nil {
 			return err
 		}
-		if n := tx.btx.Bucket([]byte(bucketTokensByCode)).Stats().KeyN; n != 0 {
+		if n := tx.kv.(testBolt).Bucket(bucketTokensByCode).(testBucket).Stats().KeyN; n != 0 {
 			t.Errorf("the code index kept %d entries", n)
 		}
 		if _, err := tx.Token(h); !errors.Is(err, store.ErrNotFound) {

@@ -1,9 +1,10 @@
-package etcd
+package kv
 
 import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/signd/signd/store"
@@ -32,7 +33,8 @@ type tokenRecord struct {
 	// Consented is absent in records written before it existed: they
 	// read back as nothing consented.
 	Consented map[string][]byte `json:"consented,omitempty"`
-	// RotatedAt is set on refresh tokens only: absent = not rotated.
+	// RotatedAt (refresh tokens only) is absent in records written before
+	// it existed: not rotated.
 	RotatedAt *time.Time `json:"rotated_at,omitempty"`
 }
 
@@ -43,7 +45,7 @@ func expiryKey(exp time.Time, hash []byte) string {
 }
 
 // CreateToken implements store.OAuthTx.
-func (t *tx) CreateToken(tok *store.Token) error {
+func (t *Tx) CreateToken(tok *store.Token) error {
 	if err := t.checkWrite(tok); err != nil {
 		return err
 	}
@@ -64,7 +66,7 @@ func (t *tx) CreateToken(tok *store.Token) error {
 		at := tok.RotatedAt.UTC()
 		rec.RotatedAt = &at
 	}
-	if err := t.put(bucketTokens, key, rec); err != nil {
+	if err := t.putRaw(bucketTokens, key, encodeToken(rec)); err != nil {
 		return err
 	}
 	if err := t.index(bucketTokensByParty, rec.parties(), tok.Hash); err != nil {
@@ -82,18 +84,44 @@ func (r *tokenRecord) parties() []string {
 	return store.GrantParties(r.ClientID, r.Username, r.CredentialID)
 }
 
-// token returns the stored record, or nil if there is none.
-func (t *tx) token(hash []byte) (*tokenRecord, error) {
-	var rec tokenRecord
-	ok, err := t.get(bucketTokens, string(hash), &rec)
-	if !ok || err != nil {
+func decodeTokenParties(raw []byte) ([]string, error) {
+	r, err := decodeToken(raw)
+	return r.parties(), err
+}
+
+// decodedToken is the token record a transaction decoded last: reading a
+// SAD and then deleting it (signHash) decodes it once. Every write to the
+// tokens bucket (putRaw, delete) forgets it.
+type decodedToken struct {
+	hash string
+	rec  *tokenRecord
+}
+
+// token returns the stored record, or nil if there is none. The record
+// may be shared with later calls of the same transaction: callers must
+// not modify it or hand out its slices.
+func (t *Tx) token(hash []byte) (*tokenRecord, error) {
+	if t.lastToken.rec != nil && t.lastToken.hash == string(hash) {
+		return t.lastToken.rec, nil
+	}
+	b, err := t.bucket(bucketTokens)
+	if err != nil {
 		return nil, err
 	}
-	return &rec, nil
+	raw := b.Get(hash)
+	if raw == nil {
+		return nil, nil
+	}
+	rec, err := decodeToken(raw)
+	if err != nil {
+		return nil, fmt.Errorf("store: decode %s/%q: %w", bucketTokens, hash, err)
+	}
+	t.lastToken = decodedToken{hash: string(hash), rec: rec}
+	return rec, nil
 }
 
 // Token implements store.OAuthTx.
-func (t *tx) Token(hash []byte) (*store.Token, error) {
+func (t *Tx) Token(hash []byte) (*store.Token, error) {
 	rec, err := t.token(hash)
 	if err != nil {
 		return nil, err
@@ -103,8 +131,8 @@ func (t *tx) Token(hash []byte) (*store.Token, error) {
 	}
 	tok := &store.Token{
 		Hash: bytes.Clone(hash), Kind: store.TokenKind(rec.Kind), ClientID: rec.ClientID,
-		Username: rec.Username, Scopes: rec.Scopes, CodeHash: rec.CodeHash,
-		CredentialID: rec.CredentialID, Hashes: rec.Hashes, AuthTime: rec.AuthTime,
+		Username: rec.Username, Scopes: slices.Clone(rec.Scopes), CodeHash: bytes.Clone(rec.CodeHash),
+		CredentialID: rec.CredentialID, Hashes: cloneChain(rec.Hashes), AuthTime: rec.AuthTime,
 		RequestedAt: rec.RequestedAt, ExpiresAt: rec.ExpiresAt, CreatedAt: rec.CreatedAt,
 		Consented: store.ConsentRecord(rec.Consented).Clone(),
 	}
@@ -114,8 +142,9 @@ func (t *tx) Token(hash []byte) (*store.Token, error) {
 	return tok, nil
 }
 
-// DeleteToken implements store.OAuthTx.
-func (t *tx) DeleteToken(hash []byte) error {
+// DeleteToken implements store.OAuthTx. Removing an access token raises
+// the revocation generation; consuming a SAD does not.
+func (t *Tx) DeleteToken(hash []byte) error {
 	kind, err := t.deleteToken(hash)
 	if err != nil || kind != store.TokenAccess {
 		return err
@@ -125,7 +154,7 @@ func (t *tx) DeleteToken(hash []byte) error {
 
 // deleteToken removes a token and its index entries and returns its kind;
 // the sweeper calls it directly (an expired token is refused anyway).
-func (t *tx) deleteToken(hash []byte) (store.TokenKind, error) {
+func (t *Tx) deleteToken(hash []byte) (store.TokenKind, error) {
 	if err := t.writable(); err != nil {
 		return "", err
 	}
@@ -152,7 +181,7 @@ func (t *tx) deleteToken(hash []byte) (store.TokenKind, error) {
 }
 
 // DeleteTokensByCode implements store.OAuthTx.
-func (t *tx) DeleteTokensByCode(codeHash []byte) (int, error) {
+func (t *Tx) DeleteTokensByCode(codeHash []byte) (int, error) {
 	if err := t.writable(); err != nil {
 		return 0, err
 	}
@@ -174,13 +203,13 @@ func (t *tx) DeleteTokensByCode(codeHash []byte) (int, error) {
 }
 
 // DeleteExpiredTokens implements store.OAuthTx.
-func (t *tx) DeleteExpiredTokens(now time.Time) (int, error) {
+func (t *Tx) DeleteExpiredTokens(now time.Time) (int, error) {
 	return t.deleteExpiredTokens(now, 0)
 }
 
 // deleteExpiredTokens removes tokens that expired at or before now, at
 // most limit of them (all when limit is 0), earliest expiry first.
-func (t *tx) deleteExpiredTokens(now time.Time, limit int) (int, error) {
+func (t *Tx) deleteExpiredTokens(now time.Time, limit int) (int, error) {
 	if err := t.writable(); err != nil {
 		return 0, err
 	}

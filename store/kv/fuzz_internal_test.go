@@ -1,4 +1,4 @@
-package bolt
+package kv
 
 import (
 	"bytes"
@@ -10,7 +10,6 @@ import (
 	"crypto/x509"
 	"encoding/json"
 	"errors"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -22,19 +21,15 @@ import (
 // runs in a write transaction that is rolled back: the file never changes
 // and no execution sees another's records.
 type fuzzDB struct {
-	db  *DB
+	db  *testDB
 	now time.Time
 }
 
 func newFuzzDB(f *testing.F) *fuzzDB {
 	f.Helper()
 	now := time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC)
-	db, err := Open(filepath.Join(f.TempDir(), "signd.db"), Options{Now: func() time.Time { return now }})
-	if err != nil {
-		f.Fatal(err)
-	}
-	f.Cleanup(func() { db.Close() })
-	err = db.Update(context.Background(), func(tx store.Tx) error {
+	db := openTestDB(f, func() time.Time { return now })
+	err := db.Update(context.Background(), func(tx store.Tx) error {
 		return tx.CreateUser(&store.User{ID: "u1", Username: "alice", Status: store.UserActive})
 	})
 	if err != nil {
@@ -44,16 +39,16 @@ func newFuzzDB(f *testing.F) *fuzzDB {
 }
 
 // rollback runs fn in a write transaction and discards whatever it wrote.
-func (d *fuzzDB) rollback(t testing.TB, fn func(t *tx)) {
+func (d *fuzzDB) rollback(t testing.TB, fn func(t *Tx)) {
 	btx, err := d.db.db.Begin(true)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer func() { _ = btx.Rollback() }()
-	fn(&tx{btx: btx, now: func() time.Time { return d.now }})
+	fn(NewTx(testBolt{btx}, func() time.Time { return d.now }))
 }
 
-func (t *tx) putRawBytes(bucket string, key, value []byte) error {
+func (t *Tx) putRawBytes(bucket string, key, value []byte) error {
 	t.lastToken = decodedToken{}
 	b, err := t.bucket(bucket)
 	if err != nil {
@@ -118,10 +113,10 @@ type recordKind struct {
 	decode func(raw []byte) (any, error)
 	// read reads the record (and every listing that shows it) through the
 	// store; it returns the record as the store's type.
-	read func(t *tx) (any, error)
+	read func(t *Tx) (any, error)
 	// rewrite validates the record and, when valid, writes it back through
 	// the store; it reports whether it was valid.
-	rewrite func(t *tx, v any) (bool, error)
+	rewrite func(t *Tx, v any) (bool, error)
 	// settle clears what the store sets itself on a write, for comparing.
 	settle func(before, after any) any
 }
@@ -132,7 +127,7 @@ func recordKinds() []recordKind {
 		{
 			bucket: bucketUsers, key: []byte("alice"),
 			decode: func(raw []byte) (any, error) { var r userRecord; err := json.Unmarshal(raw, &r); return r.user(), err },
-			read: func(t *tx) (any, error) {
+			read: func(t *Tx) (any, error) {
 				u, err := t.User("alice")
 				if err != nil {
 					return nil, err
@@ -143,7 +138,7 @@ func recordKinds() []recordKind {
 				}
 				return u, nil
 			},
-			rewrite: func(t *tx, v any) (bool, error) {
+			rewrite: func(t *Tx, v any) (bool, error) {
 				u := v.(*store.User)
 				if u.Validate() != nil || u.Username != "alice" || u.ID != "u1" {
 					return false, nil
@@ -163,7 +158,7 @@ func recordKinds() []recordKind {
 				err := json.Unmarshal(raw, &r)
 				return r.client(), err
 			},
-			read: func(t *tx) (any, error) {
+			read: func(t *Tx) (any, error) {
 				c, err := t.Client("rp")
 				if err != nil {
 					return nil, err
@@ -174,7 +169,7 @@ func recordKinds() []recordKind {
 				}
 				return c, nil
 			},
-			rewrite: func(t *tx, v any) (bool, error) {
+			rewrite: func(t *Tx, v any) (bool, error) {
 				c := v.(*store.Client)
 				if c.Validate() != nil || c.ID != "rp" {
 					return false, nil
@@ -194,7 +189,7 @@ func recordKinds() []recordKind {
 				err := json.Unmarshal(raw, &r)
 				return r.credential(), err
 			},
-			read: func(t *tx) (any, error) {
+			read: func(t *Tx) (any, error) {
 				if err := t.putRaw(bucketCredsByOwner, compositeKey("alice", "cred"), []byte{}); err != nil {
 					return nil, err
 				}
@@ -212,7 +207,7 @@ func recordKinds() []recordKind {
 				}
 				return c, nil
 			},
-			rewrite: func(t *tx, v any) (bool, error) {
+			rewrite: func(t *Tx, v any) (bool, error) {
 				c := v.(*store.Credential)
 				if c.Validate() != nil || c.ID != "cred" || c.Owner != "alice" {
 					return false, nil
@@ -237,8 +232,8 @@ func recordKinds() []recordKind {
 					AuthTime: r.AuthTime, RequestedAt: r.RequestedAt, ExpiresAt: r.ExpiresAt, CreatedAt: r.CreatedAt,
 					Consented: store.ConsentRecord(r.Consented).Clone(), RotatedAt: derefTime(r.RotatedAt)}, err
 			},
-			read: func(t *tx) (any, error) { return t.Token(hash) },
-			rewrite: func(t *tx, v any) (bool, error) {
+			read: func(t *Tx) (any, error) { return t.Token(hash) },
+			rewrite: func(t *Tx, v any) (bool, error) {
 				tok := v.(*store.Token)
 				// Whatever it holds, a token can be revoked (DeleteToken
 				// walks its indexes).
@@ -266,8 +261,8 @@ func recordKinds() []recordKind {
 				err := json.Unmarshal(raw, &r)
 				return r.request(hash), err
 			},
-			read: func(t *tx) (any, error) { return t.AuthRequest(hash) },
-			rewrite: func(t *tx, v any) (bool, error) {
+			read: func(t *Tx) (any, error) { return t.AuthRequest(hash) },
+			rewrite: func(t *Tx, v any) (bool, error) {
 				r := v.(*store.AuthRequest)
 				if r.Validate() != nil {
 					return false, nil
@@ -283,8 +278,8 @@ func recordKinds() []recordKind {
 				err := json.Unmarshal(raw, &r)
 				return r.code(hash), err
 			},
-			read: func(t *tx) (any, error) { return t.Code(hash) },
-			rewrite: func(t *tx, v any) (bool, error) {
+			read: func(t *Tx) (any, error) { return t.Code(hash) },
+			rewrite: func(t *Tx, v any) (bool, error) {
 				c := v.(*store.AuthCode)
 				at := time.Date(2026, 3, 4, 5, 6, 8, 0, time.UTC)
 				err := t.RedeemCode(hash, at, at.Add(time.Hour))
@@ -309,8 +304,8 @@ func recordKinds() []recordKind {
 				err := json.Unmarshal(raw, &r)
 				return &store.Session{Hash: hash, Username: r.Username, AuthTime: r.AuthTime, ExpiresAt: r.ExpiresAt, CreatedAt: r.CreatedAt}, err
 			},
-			read: func(t *tx) (any, error) { return t.Session(hash) },
-			rewrite: func(t *tx, _ any) (bool, error) {
+			read: func(t *Tx) (any, error) { return t.Session(hash) },
+			rewrite: func(t *Tx, _ any) (bool, error) {
 				if err := t.DeleteSession(hash); err != nil {
 					return false, err
 				}
@@ -324,7 +319,7 @@ func recordKinds() []recordKind {
 				err := json.Unmarshal(raw, &r)
 				return r.signingKey(), err
 			},
-			read: func(t *tx) (any, error) {
+			read: func(t *Tx) (any, error) {
 				k, err := t.signingKey("kid")
 				if err != nil {
 					return nil, err
@@ -335,7 +330,7 @@ func recordKinds() []recordKind {
 				}
 				return k, nil
 			},
-			rewrite: func(t *tx, v any) (bool, error) {
+			rewrite: func(t *Tx, v any) (bool, error) {
 				k := v.(*store.SigningKey)
 				if k.Validate() != nil || k.KID != "kid" {
 					return false, nil
@@ -413,7 +408,7 @@ func FuzzRecords(f *testing.F) {
 	f.Add(uint8(3), binaryTokenSeed())
 	f.Fuzz(func(t *testing.T, kind uint8, raw []byte) {
 		k := kinds[int(kind)%len(kinds)]
-		d.rollback(t, func(tx *tx) {
+		d.rollback(t, func(tx *Tx) {
 			if err := tx.putRawBytes(k.bucket, k.key, raw); err != nil {
 				t.Fatal(err)
 			}
@@ -467,7 +462,7 @@ func FuzzIndexes(f *testing.F) {
 	f.Fuzz(func(t *testing.T, which uint8, key []byte, offset int64) {
 		bucket := indexBuckets[int(which)%len(indexBuckets)]
 		now := d.now.Add(time.Duration(offset%(1<<40)) * time.Second)
-		d.rollback(t, func(tx *tx) {
+		d.rollback(t, func(tx *Tx) {
 			if err := tx.putRawBytes(bucket, key, []byte{}); err != nil {
 				return // bbolt refuses the key (empty, too long)
 			}
@@ -497,7 +492,7 @@ func FuzzIndexes(f *testing.F) {
 func FuzzAuditBucket(f *testing.F) {
 	d := newFuzzDB(f)
 	var sealed [][]byte
-	d.rollback(f, func(tx *tx) {
+	d.rollback(f, func(tx *Tx) {
 		for _, e := range fuzzAuditEntries() {
 			if err := tx.AppendAudit(&e); err != nil {
 				f.Fatal(err)
@@ -511,7 +506,7 @@ func FuzzAuditBucket(f *testing.F) {
 	f.Add([]byte{0, 0, 0, 3}, sealed[1])
 	f.Add(auditKey(1<<63), []byte(`{}`))
 	f.Fuzz(func(t *testing.T, key, value []byte) {
-		d.rollback(t, func(tx *tx) {
+		d.rollback(t, func(tx *Tx) {
 			for _, e := range fuzzAuditEntries() {
 				if err := tx.AppendAudit(&e); err != nil {
 					t.Fatal(err)

@@ -1,4 +1,4 @@
-package etcd
+package kv
 
 import (
 	"bytes"
@@ -25,7 +25,7 @@ func auditKey(seq uint64) []byte {
 // AppendAudit implements store.AuditTx. It chains the entry to the stored
 // head; a head whose digest cannot be read stops every append (the log
 // fails closed: signd audit verify names the entry).
-func (t *tx) AppendAudit(e *store.AuditEntry) error {
+func (t *Tx) AppendAudit(e *store.AuditEntry) error {
 	if err := t.writable(); err != nil {
 		return err
 	}
@@ -37,7 +37,7 @@ func (t *tx) AppendAudit(e *store.AuditEntry) error {
 		e.Time = t.stamp()
 	}
 	seq, prev := uint64(1), store.AuditGenesis()
-	if k, v := b.Cursor().Last(); k != nil {
+	if k, v := b.Last(); k != nil {
 		if len(k) != 8 {
 			return fmt.Errorf("store: audit log head has a malformed key %x", k)
 		}
@@ -73,7 +73,7 @@ func headDigest(raw []byte) ([]byte, error) {
 }
 
 // AuditRecords implements store.AuditTx.
-func (t *tx) AuditRecords(from uint64, fn func(seq uint64, raw []byte) error) error {
+func (t *Tx) AuditRecords(from uint64, fn func(seq uint64, raw []byte) error) error {
 	b, err := t.bucket(bucketAudit)
 	if err != nil {
 		return err

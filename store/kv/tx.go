@@ -1,4 +1,4 @@
-package bolt
+package kv
 
 import (
 	"bytes"
@@ -7,27 +7,28 @@ import (
 	"slices"
 	"time"
 
-	"go.etcd.io/bbolt"
-
 	"github.com/signd/signd/store"
 )
 
-// tx implements store.Tx over one bbolt transaction.
-type tx struct {
-	btx *bbolt.Tx
+// Tx implements store.Tx over one transaction of a Backend.
+type Tx struct {
+	kv  Backend
 	now func() time.Time
 	// lastToken is the token record decoded last (oauth.go).
 	lastToken decodedToken
+	// keyBuf backs scratchKey.
+	keyBuf [64]byte
 }
 
-var _ store.Tx = (*tx)(nil)
+// scratchKey returns s as bytes in a buffer of the transaction, for a key
+// only read during one Bucket call (Get, Seek): a conversion passed to an
+// interface method would escape and allocate on every call. The next
+// scratchKey overwrites it.
+func (t *Tx) scratchKey(s string) []byte { return append(t.keyBuf[:0], s...) }
 
-// writable returns store.ErrReadOnly inside View.
-func (t *tx) writable() error {
-	if !t.btx.Writable() {
-		return store.ErrReadOnly
-	}
-	return nil
+// writable returns store.ErrReadOnly inside View (Backend.Writable).
+func (t *Tx) writable() error {
+	return t.kv.Writable()
 }
 
 // validator is a record that checks itself (store.User, store.Token, …).
@@ -35,7 +36,7 @@ type validator interface{ Validate() error }
 
 // checkWrite refuses the write of r: store.ErrReadOnly inside View, else
 // r's own Validate error.
-func (t *tx) checkWrite(r validator) error {
+func (t *Tx) checkWrite(r validator) error {
 	if err := t.writable(); err != nil {
 		return err
 	}
@@ -43,11 +44,11 @@ func (t *tx) checkWrite(r validator) error {
 }
 
 // stamp returns the store clock in UTC, without a monotonic reading.
-func (t *tx) stamp() time.Time { return t.now().UTC().Round(0) }
+func (t *Tx) stamp() time.Time { return t.now().UTC().Round(0) }
 
-// bucket returns a bucket Open created; a missing one means a corrupt file.
-func (t *tx) bucket(name string) (*bbolt.Bucket, error) {
-	b := t.btx.Bucket([]byte(name))
+// bucket returns the named bucket; a missing one means a damaged store.
+func (t *Tx) bucket(name string) (Bucket, error) {
+	b := t.kv.Bucket(name)
 	if b == nil {
 		return nil, fmt.Errorf("store: bucket %s is missing", name)
 	}
@@ -55,13 +56,13 @@ func (t *tx) bucket(name string) (*bbolt.Bucket, error) {
 }
 
 // get decodes the JSON record at key into dst; it reports false if absent.
-// json.Unmarshal copies everything out of bbolt's memory.
-func (t *tx) get(bucket, key string, dst any) (bool, error) {
+// json.Unmarshal copies everything out of the backend's memory.
+func (t *Tx) get(bucket, key string, dst any) (bool, error) {
 	b, err := t.bucket(bucket)
 	if err != nil {
 		return false, err
 	}
-	v := b.Get([]byte(key))
+	v := b.Get(t.scratchKey(key))
 	if v == nil {
 		return false, nil
 	}
@@ -71,15 +72,15 @@ func (t *tx) get(bucket, key string, dst any) (bool, error) {
 	return true, nil
 }
 
-func (t *tx) exists(bucket, key string) (bool, error) {
+func (t *Tx) exists(bucket, key string) (bool, error) {
 	b, err := t.bucket(bucket)
 	if err != nil {
 		return false, err
 	}
-	return b.Get([]byte(key)) != nil, nil
+	return b.Get(t.scratchKey(key)) != nil, nil
 }
 
-func (t *tx) put(bucket, key string, v any) error {
+func (t *Tx) put(bucket, key string, v any) error {
 	data, err := json.Marshal(v)
 	if err != nil {
 		return fmt.Errorf("store: encode %s/%q: %w", bucket, key, err)
@@ -88,7 +89,7 @@ func (t *tx) put(bucket, key string, v any) error {
 }
 
 // putRaw stores value, which must not be modified until the transaction ends.
-func (t *tx) putRaw(bucket, key string, value []byte) error {
+func (t *Tx) putRaw(bucket, key string, value []byte) error {
 	b, err := t.bucket(bucket)
 	if err != nil {
 		return err
@@ -102,7 +103,7 @@ func (t *tx) putRaw(bucket, key string, value []byte) error {
 	return nil
 }
 
-func (t *tx) delete(bucket, key string) error {
+func (t *Tx) delete(bucket, key string) error {
 	b, err := t.bucket(bucket)
 	if err != nil {
 		return err
@@ -122,7 +123,7 @@ func compositeKey(a, b string) string { return a + "\x00" + b }
 
 // Users
 
-func (t *tx) User(username string) (*store.User, error) {
+func (t *Tx) User(username string) (*store.User, error) {
 	var r userRecord
 	ok, err := t.get(bucketUsers, username, &r)
 	if err != nil {
@@ -134,7 +135,7 @@ func (t *tx) User(username string) (*store.User, error) {
 	return r.user(), nil
 }
 
-func (t *tx) Users() ([]store.User, error) {
+func (t *Tx) Users() ([]store.User, error) {
 	b, err := t.bucket(bucketUsers)
 	if err != nil {
 		return nil, err
@@ -151,7 +152,7 @@ func (t *tx) Users() ([]store.User, error) {
 	return users, err
 }
 
-func (t *tx) CreateUser(u *store.User) error {
+func (t *Tx) CreateUser(u *store.User) error {
 	if err := t.checkWrite(u); err != nil {
 		return err
 	}
@@ -168,7 +169,7 @@ func (t *tx) CreateUser(u *store.User) error {
 	return t.put(bucketUsers, u.Username, userToRecord(u))
 }
 
-func (t *tx) PutUser(u *store.User) error {
+func (t *Tx) PutUser(u *store.User) error {
 	if err := t.checkWrite(u); err != nil {
 		return err
 	}
@@ -187,7 +188,7 @@ func (t *tx) PutUser(u *store.User) error {
 	return t.put(bucketUsers, u.Username, userToRecord(u))
 }
 
-func (t *tx) PutProof(username string, p store.Proof) error {
+func (t *Tx) PutProof(username string, p store.Proof) error {
 	if err := t.checkWrite(&p); err != nil {
 		return err
 	}
@@ -196,8 +197,8 @@ func (t *tx) PutProof(username string, p store.Proof) error {
 		return err
 	}
 	store.RecordProof(u, p)
-	// bbolt keeps a reference to the value until commit: store a copy so the
-	// caller may reuse p.Content.
+	// The backend keeps a reference to the value until commit: store a copy
+	// so the caller may reuse p.Content.
 	if err := t.putRaw(bucketProofs, compositeKey(username, p.ID), bytes.Clone(p.Content)); err != nil {
 		return err
 	}
@@ -205,7 +206,7 @@ func (t *tx) PutProof(username string, p store.Proof) error {
 	return t.put(bucketUsers, username, userToRecord(u))
 }
 
-func (t *tx) Proof(username, id string) (*store.Proof, error) {
+func (t *Tx) Proof(username, id string) (*store.Proof, error) {
 	u, err := t.User(username)
 	if err != nil {
 		return nil, err
@@ -218,14 +219,14 @@ func (t *tx) Proof(username, id string) (*store.Proof, error) {
 	if err != nil {
 		return nil, err
 	}
-	content := b.Get([]byte(compositeKey(username, id)))
+	content := b.Get(t.scratchKey(compositeKey(username, id)))
 	if content == nil {
 		return nil, fmt.Errorf("store: proof %q of user %q is listed but its content is missing", id, username)
 	}
 	return &store.Proof{ProofRef: u.Proofs[i], Content: bytes.Clone(content)}, nil
 }
 
-func (t *tx) DeleteUser(username string) error {
+func (t *Tx) DeleteUser(username string) error {
 	if err := t.writable(); err != nil {
 		return err
 	}
@@ -251,7 +252,7 @@ func (t *tx) DeleteUser(username string) error {
 
 // Clients
 
-func (t *tx) Client(id string) (*store.Client, error) {
+func (t *Tx) Client(id string) (*store.Client, error) {
 	var r clientRecord
 	ok, err := t.get(bucketClients, id, &r)
 	if err != nil {
@@ -263,7 +264,7 @@ func (t *tx) Client(id string) (*store.Client, error) {
 	return r.client(), nil
 }
 
-func (t *tx) Clients() ([]store.Client, error) {
+func (t *Tx) Clients() ([]store.Client, error) {
 	b, err := t.bucket(bucketClients)
 	if err != nil {
 		return nil, err
@@ -280,7 +281,7 @@ func (t *tx) Clients() ([]store.Client, error) {
 	return clients, err
 }
 
-func (t *tx) CreateClient(c *store.Client) error {
+func (t *Tx) CreateClient(c *store.Client) error {
 	if err := t.checkWrite(c); err != nil {
 		return err
 	}
@@ -294,7 +295,7 @@ func (t *tx) CreateClient(c *store.Client) error {
 	return t.put(bucketClients, c.ID, clientToRecord(c))
 }
 
-func (t *tx) PutClient(c *store.Client) error {
+func (t *Tx) PutClient(c *store.Client) error {
 	if err := t.checkWrite(c); err != nil {
 		return err
 	}
@@ -309,7 +310,7 @@ func (t *tx) PutClient(c *store.Client) error {
 	return t.put(bucketClients, c.ID, clientToRecord(c))
 }
 
-func (t *tx) DeleteClient(id string) error {
+func (t *Tx) DeleteClient(id string) error {
 	if err := t.writable(); err != nil {
 		return err
 	}
@@ -326,7 +327,7 @@ func (t *tx) DeleteClient(id string) error {
 
 // Credentials
 
-func (t *tx) Credential(id string) (*store.Credential, error) {
+func (t *Tx) Credential(id string) (*store.Credential, error) {
 	var r credentialRecord
 	ok, err := t.get(bucketCredentials, id, &r)
 	if err != nil {
@@ -339,7 +340,7 @@ func (t *tx) Credential(id string) (*store.Credential, error) {
 }
 
 // checkOwner refuses a credential whose owner is not a user.
-func (t *tx) checkOwner(c *store.Credential) error {
+func (t *Tx) checkOwner(c *store.Credential) error {
 	ok, err := t.exists(bucketUsers, c.Owner)
 	if err != nil {
 		return err
@@ -350,7 +351,7 @@ func (t *tx) checkOwner(c *store.Credential) error {
 	return nil
 }
 
-func (t *tx) CreateCredential(c *store.Credential) error {
+func (t *Tx) CreateCredential(c *store.Credential) error {
 	if err := t.checkWrite(c); err != nil {
 		return err
 	}
@@ -370,7 +371,7 @@ func (t *tx) CreateCredential(c *store.Credential) error {
 	return t.putRaw(bucketCredsByOwner, compositeKey(c.Owner, c.ID), []byte{})
 }
 
-func (t *tx) PutCredential(c *store.Credential) error {
+func (t *Tx) PutCredential(c *store.Credential) error {
 	if err := t.checkWrite(c); err != nil {
 		return err
 	}
@@ -396,7 +397,7 @@ func (t *tx) PutCredential(c *store.Credential) error {
 	return t.put(bucketCredentials, c.ID, credentialToRecord(c))
 }
 
-func (t *tx) DeleteCredential(id string) error {
+func (t *Tx) DeleteCredential(id string) error {
 	if err := t.writable(); err != nil {
 		return err
 	}
@@ -410,7 +411,7 @@ func (t *tx) DeleteCredential(id string) error {
 	return t.delete(bucketCredentials, id)
 }
 
-func (t *tx) Credentials(owner, after string, limit int) ([]store.Credential, error) {
+func (t *Tx) Credentials(owner, after string, limit int) ([]store.Credential, error) {
 	if owner == "" {
 		return t.allCredentials(after, limit)
 	}
@@ -426,7 +427,7 @@ func (t *tx) Credentials(owner, after string, limit int) ([]store.Credential, er
 		return nil, err
 	}
 	prefix := []byte(compositeKey(owner, ""))
-	start := []byte(compositeKey(owner, after))
+	start := t.scratchKey(compositeKey(owner, after))
 	out := []store.Credential{}
 	c := index.Cursor()
 	k, _ := c.Seek(start)
@@ -452,7 +453,7 @@ func (t *tx) Credentials(owner, after string, limit int) ([]store.Credential, er
 }
 
 // allCredentials is the admin listing: a scan of the credentials bucket.
-func (t *tx) allCredentials(after string, limit int) ([]store.Credential, error) {
+func (t *Tx) allCredentials(after string, limit int) ([]store.Credential, error) {
 	creds, err := t.bucket(bucketCredentials)
 	if err != nil {
 		return nil, err
@@ -463,7 +464,7 @@ func (t *tx) allCredentials(after string, limit int) ([]store.Credential, error)
 	if after == "" {
 		k, v = c.First()
 	} else {
-		k, v = c.Seek([]byte(after))
+		k, v = c.Seek(t.scratchKey(after))
 		if bytes.Equal(k, []byte(after)) {
 			k, v = c.Next()
 		}

@@ -1,4 +1,4 @@
-package etcd
+package kv
 
 import (
 	"maps"
@@ -8,9 +8,8 @@ import (
 	"github.com/signd/signd/store"
 )
 
-// The stored JSON shape of each record kind: store/bolt's, so a record
-// reads the same in both backends. Field names are part of the format:
-// renaming one needs a migration of the stored keys.
+// The on-disk JSON shape of each record kind. Field names are part of the
+// file format: renaming one needs a schema migration.
 
 type userRecord struct {
 	ID              string            `json:"id"`
@@ -62,7 +61,8 @@ type credentialRecord struct {
 	Status      string   `json:"status"`
 	DisabledBy  string   `json:"disabled_by,omitempty"`
 	Description string   `json:"description,omitempty"`
-	// Multisign and AuthMode: absent reads as 1 and oauth2code.
+	// Multisign and AuthMode are absent in records written before they
+	// existed; credential() reads them as 1 and oauth2code.
 	Multisign int       `json:"multisign,omitempty"`
 	AuthMode  string    `json:"auth_mode,omitempty"`
 	CreatedAt time.Time `json:"created_at"`

@@ -1,4 +1,4 @@
-package etcd
+package kv
 
 import (
 	"bytes"
@@ -27,7 +27,7 @@ import (
 // credential: auth_requests_by_party, codes_by_party (unredeemed codes
 // only), sessions_by_party.
 
-// The buckets of this file.
+// The buckets of this file; BucketNames registers them.
 const (
 	bucketAuthRequests      = "auth_requests"
 	bucketAuthRequestsByExp = "auth_requests_by_expiry"
@@ -161,7 +161,7 @@ func sessionParties(r *sessionRecord) []string {
 }
 
 // createExpiring stores a new record under hash with its index entries.
-func (t *tx) createExpiring(k expiring, hash []byte, exp time.Time, parties []string, rec any) error {
+func (t *Tx) createExpiring(k expiring, hash []byte, exp time.Time, parties []string, rec any) error {
 	if ok, err := t.exists(k.bucket, string(hash)); err != nil {
 		return err
 	} else if ok {
@@ -178,7 +178,7 @@ func (t *tx) createExpiring(k expiring, hash []byte, exp time.Time, parties []st
 
 // replaceExpiring overwrites a record and moves its index entries from
 // oldExp and oldParties to newExp and newParties.
-func (t *tx) replaceExpiring(k expiring, hash []byte, oldExp, newExp time.Time, oldParties, newParties []string, rec any) error {
+func (t *Tx) replaceExpiring(k expiring, hash []byte, oldExp, newExp time.Time, oldParties, newParties []string, rec any) error {
 	if err := t.put(k.bucket, string(hash), rec); err != nil {
 		return err
 	}
@@ -196,7 +196,7 @@ func (t *tx) replaceExpiring(k expiring, hash []byte, oldExp, newExp time.Time, 
 
 // removeExpiring deletes the record under hash with all its index
 // entries; it reports false when there is no such record.
-func (t *tx) removeExpiring(k expiring, hash []byte) (bool, error) {
+func (t *Tx) removeExpiring(k expiring, hash []byte) (bool, error) {
 	b, err := t.bucket(k.bucket)
 	if err != nil {
 		return false, err
@@ -221,7 +221,7 @@ func (t *tx) removeExpiring(k expiring, hash []byte) (bool, error) {
 // deleteExpired removes the records of kind k whose index says they expired
 // at or before now, at most limit of them (all when limit is 0), earliest
 // expiry first.
-func (t *tx) deleteExpired(k expiring, now time.Time, limit int) (int, error) {
+func (t *Tx) deleteExpired(k expiring, now time.Time, limit int) (int, error) {
 	if err := t.writable(); err != nil {
 		return 0, err
 	}
@@ -270,7 +270,7 @@ func requestToRecord(r *store.AuthRequest) *authRequestRecord {
 }
 
 // CreateAuthRequest implements store.AuthFlowTx.
-func (t *tx) CreateAuthRequest(r *store.AuthRequest) error {
+func (t *Tx) CreateAuthRequest(r *store.AuthRequest) error {
 	if err := t.checkWrite(r); err != nil {
 		return err
 	}
@@ -280,7 +280,7 @@ func (t *tx) CreateAuthRequest(r *store.AuthRequest) error {
 }
 
 // AuthRequest implements store.AuthFlowTx.
-func (t *tx) AuthRequest(hash []byte) (*store.AuthRequest, error) {
+func (t *Tx) AuthRequest(hash []byte) (*store.AuthRequest, error) {
 	var rec authRequestRecord
 	ok, err := t.get(bucketAuthRequests, string(hash), &rec)
 	if err != nil {
@@ -293,7 +293,7 @@ func (t *tx) AuthRequest(hash []byte) (*store.AuthRequest, error) {
 }
 
 // PutAuthRequest implements store.AuthFlowTx.
-func (t *tx) PutAuthRequest(r *store.AuthRequest) error {
+func (t *Tx) PutAuthRequest(r *store.AuthRequest) error {
 	if err := t.checkWrite(r); err != nil {
 		return err
 	}
@@ -308,7 +308,7 @@ func (t *tx) PutAuthRequest(r *store.AuthRequest) error {
 }
 
 // DeleteAuthRequest implements store.AuthFlowTx.
-func (t *tx) DeleteAuthRequest(hash []byte) error {
+func (t *Tx) DeleteAuthRequest(hash []byte) error {
 	if err := t.writable(); err != nil {
 		return err
 	}
@@ -321,7 +321,7 @@ func (t *tx) DeleteAuthRequest(hash []byte) error {
 }
 
 // DeleteExpiredAuthRequests implements store.AuthFlowTx.
-func (t *tx) DeleteExpiredAuthRequests(now time.Time) (int, error) {
+func (t *Tx) DeleteExpiredAuthRequests(now time.Time) (int, error) {
 	return t.deleteExpired(requestsKind, now, 0)
 }
 
@@ -335,7 +335,7 @@ func (r *authCodeRecord) code(hash []byte) *store.AuthCode {
 }
 
 // CreateCode implements store.AuthFlowTx.
-func (t *tx) CreateCode(c *store.AuthCode) error {
+func (t *Tx) CreateCode(c *store.AuthCode) error {
 	if err := t.checkWrite(c); err != nil {
 		return err
 	}
@@ -345,7 +345,7 @@ func (t *tx) CreateCode(c *store.AuthCode) error {
 }
 
 // Code implements store.AuthFlowTx.
-func (t *tx) Code(hash []byte) (*store.AuthCode, error) {
+func (t *Tx) Code(hash []byte) (*store.AuthCode, error) {
 	var rec authCodeRecord
 	ok, err := t.get(bucketCodes, string(hash), &rec)
 	if err != nil {
@@ -358,7 +358,7 @@ func (t *tx) Code(hash []byte) (*store.AuthCode, error) {
 }
 
 // RedeemCode implements store.AuthFlowTx.
-func (t *tx) RedeemCode(hash []byte, at, keepUntil time.Time) error {
+func (t *Tx) RedeemCode(hash []byte, at, keepUntil time.Time) error {
 	if err := t.writable(); err != nil {
 		return err
 	}
@@ -385,14 +385,14 @@ func (t *tx) RedeemCode(hash []byte, at, keepUntil time.Time) error {
 }
 
 // DeleteExpiredCodes implements store.AuthFlowTx.
-func (t *tx) DeleteExpiredCodes(now time.Time) (int, error) {
+func (t *Tx) DeleteExpiredCodes(now time.Time) (int, error) {
 	return t.deleteExpired(codesKind, now, 0)
 }
 
 // Login sessions.
 
 // CreateSession implements store.AuthFlowTx.
-func (t *tx) CreateSession(s *store.Session) error {
+func (t *Tx) CreateSession(s *store.Session) error {
 	if err := t.checkWrite(s); err != nil {
 		return err
 	}
@@ -402,7 +402,7 @@ func (t *tx) CreateSession(s *store.Session) error {
 }
 
 // Session implements store.AuthFlowTx.
-func (t *tx) Session(hash []byte) (*store.Session, error) {
+func (t *Tx) Session(hash []byte) (*store.Session, error) {
 	var rec sessionRecord
 	ok, err := t.get(bucketSessions, string(hash), &rec)
 	if err != nil {
@@ -418,7 +418,7 @@ func (t *tx) Session(hash []byte) (*store.Session, error) {
 }
 
 // DeleteSession implements store.AuthFlowTx.
-func (t *tx) DeleteSession(hash []byte) error {
+func (t *Tx) DeleteSession(hash []byte) error {
 	if err := t.writable(); err != nil {
 		return err
 	}
@@ -431,12 +431,12 @@ func (t *tx) DeleteSession(hash []byte) error {
 }
 
 // DeleteExpiredSessions implements store.AuthFlowTx.
-func (t *tx) DeleteExpiredSessions(now time.Time) (int, error) {
+func (t *Tx) DeleteExpiredSessions(now time.Time) (int, error) {
 	return t.deleteExpired(sessionsKind, now, 0)
 }
 
 // SweepExpired implements store.SweepTx.
-func (t *tx) SweepExpired(now time.Time, limit int) (store.Swept, error) {
+func (t *Tx) SweepExpired(now time.Time, limit int) (store.Swept, error) {
 	if err := t.writable(); err != nil {
 		return store.Swept{}, err
 	}

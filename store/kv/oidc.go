@@ -1,4 +1,4 @@
-package etcd
+package kv
 
 import (
 	"bytes"
@@ -42,7 +42,7 @@ func (r *signingKeyRecord) signingKey() *store.SigningKey {
 }
 
 // SigningKeys implements store.OIDCTx.
-func (t *tx) SigningKeys() ([]store.SigningKey, error) {
+func (t *Tx) SigningKeys() ([]store.SigningKey, error) {
 	b, err := t.bucket(bucketOIDCKeys)
 	if err != nil {
 		return nil, err
@@ -62,7 +62,7 @@ func (t *tx) SigningKeys() ([]store.SigningKey, error) {
 	return keys, err
 }
 
-func (t *tx) signingKey(kid string) (*store.SigningKey, error) {
+func (t *Tx) signingKey(kid string) (*store.SigningKey, error) {
 	var r signingKeyRecord
 	ok, err := t.get(bucketOIDCKeys, kid, &r)
 	if err != nil {
@@ -75,7 +75,7 @@ func (t *tx) signingKey(kid string) (*store.SigningKey, error) {
 }
 
 // CreateSigningKey implements store.OIDCTx.
-func (t *tx) CreateSigningKey(k *store.SigningKey) error {
+func (t *Tx) CreateSigningKey(k *store.SigningKey) error {
 	if err := t.checkWrite(k); err != nil {
 		return err
 	}
@@ -88,7 +88,7 @@ func (t *tx) CreateSigningKey(k *store.SigningKey) error {
 }
 
 // PutSigningKey implements store.OIDCTx.
-func (t *tx) PutSigningKey(k *store.SigningKey) error {
+func (t *Tx) PutSigningKey(k *store.SigningKey) error {
 	if err := t.checkWrite(k); err != nil {
 		return err
 	}
@@ -106,7 +106,7 @@ func (t *tx) PutSigningKey(k *store.SigningKey) error {
 }
 
 // DeleteSigningKey implements store.OIDCTx.
-func (t *tx) DeleteSigningKey(kid string) error {
+func (t *Tx) DeleteSigningKey(kid string) error {
 	if err := t.writable(); err != nil {
 		return err
 	}

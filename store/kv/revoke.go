@@ -1,4 +1,4 @@
-package bolt
+package kv
 
 import (
 	"bytes"
@@ -7,8 +7,6 @@ import (
 	"fmt"
 	"slices"
 	"time"
-
-	"go.etcd.io/bbolt"
 
 	"github.com/signd/signd/store"
 )
@@ -27,9 +25,9 @@ import (
 // So one revocation is one cursor range per bucket, costing what it
 // removes. Every write of a record maintains its entries in the same
 // transaction; files written before the index existed get it from the
-// schema 1 → 2 migration (buildPartyIndexes).
+// schema 1 → 2 migration of a bbolt file (BuildPartyIndexes).
 
-// The party index buckets; bucketNames registers them.
+// The party index buckets; BucketNames registers them.
 const (
 	bucketTokensByParty       = "tokens_by_party"
 	bucketCodesByParty        = "codes_by_party"
@@ -38,7 +36,7 @@ const (
 )
 
 // index adds the entries of hash under each party.
-func (t *tx) index(bucket string, parties []string, hash []byte) error {
+func (t *Tx) index(bucket string, parties []string, hash []byte) error {
 	for _, p := range parties {
 		if err := t.putRaw(bucket, p+string(hash), []byte{}); err != nil {
 			return err
@@ -48,7 +46,7 @@ func (t *tx) index(bucket string, parties []string, hash []byte) error {
 }
 
 // unindex removes the entries of hash under each party.
-func (t *tx) unindex(bucket string, parties []string, hash []byte) error {
+func (t *Tx) unindex(bucket string, parties []string, hash []byte) error {
 	for _, p := range parties {
 		if err := t.delete(bucket, p+string(hash)); err != nil {
 			return err
@@ -59,7 +57,7 @@ func (t *tx) unindex(bucket string, parties []string, hash []byte) error {
 
 // reindex moves the entries of hash from the parties in old to those in
 // new.
-func (t *tx) reindex(bucket string, old, new []string, hash []byte) error {
+func (t *Tx) reindex(bucket string, old, new []string, hash []byte) error {
 	for _, p := range old {
 		if !slices.Contains(new, p) {
 			if err := t.delete(bucket, p+string(hash)); err != nil {
@@ -80,12 +78,12 @@ func (t *tx) reindex(bucket string, old, new []string, hash []byte) error {
 // indexed returns the fingerprints filed under party p in bucket. Only
 // keys of exactly p ‖ 32 bytes count, so a name that is a prefix of
 // another never matches the other's entries.
-func (t *tx) indexed(bucket, p string) ([][]byte, error) {
+func (t *Tx) indexed(bucket, p string) ([][]byte, error) {
 	b, err := t.bucket(bucket)
 	if err != nil {
 		return nil, err
 	}
-	prefix := []byte(p)
+	prefix := t.scratchKey(p)
 	var out [][]byte
 	c := b.Cursor()
 	for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
@@ -98,24 +96,24 @@ func (t *tx) indexed(bucket, p string) ([][]byte, error) {
 
 // The RevokeTx methods: each revokes one party.
 
-func (t *tx) RevokeUser(username string) (store.Revoked, error) {
+func (t *Tx) RevokeUser(username string) (store.Revoked, error) {
 	return t.revoke(store.PartyUser, username)
 }
 
-func (t *tx) RevokeUserSigning(username string) (store.Revoked, error) {
+func (t *Tx) RevokeUserSigning(username string) (store.Revoked, error) {
 	return t.revoke(store.PartySigning, username)
 }
 
-func (t *tx) RevokeClient(clientID string) (store.Revoked, error) {
+func (t *Tx) RevokeClient(clientID string) (store.Revoked, error) {
 	return t.revoke(store.PartyClient, clientID)
 }
 
-func (t *tx) RevokeCredential(credentialID string) (store.Revoked, error) {
+func (t *Tx) RevokeCredential(credentialID string) (store.Revoked, error) {
 	return t.revoke(store.PartyCredential, credentialID)
 }
 
 // revoke removes every record filed under the party (kind, name).
-func (t *tx) revoke(kind store.PartyKind, name string) (store.Revoked, error) {
+func (t *Tx) revoke(kind store.PartyKind, name string) (store.Revoked, error) {
 	var r store.Revoked
 	if err := t.writable(); err != nil {
 		return r, err
@@ -172,7 +170,7 @@ func (t *tx) revoke(kind store.PartyKind, name string) (store.Revoked, error) {
 // revokeFlow removes the flow record h that is filed under party p and
 // returns 1, or drops a dangling entry (no record, or a record that no
 // longer hangs on p: a redeemed code) and returns 0.
-func (t *tx) revokeFlow(k expiring, p string, h []byte) (int, error) {
+func (t *Tx) revokeFlow(k expiring, p string, h []byte) (int, error) {
 	b, err := t.bucket(k.bucket)
 	if err != nil {
 		return 0, err
@@ -190,11 +188,11 @@ func (t *tx) revokeFlow(k expiring, p string, h []byte) (int, error) {
 	return 0, t.delete(k.parties, p+string(h))
 }
 
-// buildPartyIndexes files every stored token, unredeemed code, pending
-// request and session under its parties: the migration of a file written
-// before the party index existed. It is idempotent.
-func buildPartyIndexes(btx *bbolt.Tx) error {
-	t := &tx{btx: btx}
+// BuildPartyIndexes files every stored token, unredeemed code, pending
+// request and session under its parties: the migration of a bbolt file
+// written before the party index existed. It is idempotent.
+func BuildPartyIndexes(b Backend) error {
+	t := &Tx{kv: b}
 	type entry struct {
 		hash    []byte
 		parties []string
@@ -245,29 +243,29 @@ func dropExpiry(decode func([]byte) (time.Time, []string, error)) func([]byte) (
 const metaRevocations = "revocations"
 
 // RevocationGeneration implements store.RevocationReader.
-func (t *tx) RevocationGeneration() (uint64, error) {
-	b, err := t.bucket(bucketMeta)
+func (t *Tx) RevocationGeneration() (uint64, error) {
+	b, err := t.bucket(BucketMeta)
 	if err != nil {
 		return 0, err
 	}
-	v := b.Get([]byte(metaRevocations))
+	v := b.Get(t.scratchKey(metaRevocations))
 	switch len(v) {
 	case 0:
 		return 0, nil
 	case 8:
 		return binary.BigEndian.Uint64(v), nil
 	}
-	return 0, fmt.Errorf("store: %s/%s is %d bytes, want 8", bucketMeta, metaRevocations, len(v))
+	return 0, fmt.Errorf("store: %s/%s is %d bytes, want 8", BucketMeta, metaRevocations, len(v))
 }
 
 // raiseRevocations adds one to the revocation generation in this write
 // transaction.
-func (t *tx) raiseRevocations() error {
+func (t *Tx) raiseRevocations() error {
 	g, err := t.RevocationGeneration()
 	if err != nil {
 		return err
 	}
 	v := make([]byte, 8)
 	binary.BigEndian.PutUint64(v, g+1)
-	return t.putRaw(bucketMeta, metaRevocations, v)
+	return t.putRaw(BucketMeta, metaRevocations, v)
 }
