@@ -251,6 +251,9 @@ func oauthFlow(t *testing.T, base string) func(scope, state string, params ...oa
 		}
 		set := map[string]string{}
 		if scope == "credential" {
+			if !s.Form.Has("pin") {
+				t.Fatalf("the credential consent page asks no PIN: %s", oauthtest.Text(s.Body))
+			}
 			set["pin"] = journeyPIN
 		}
 		if s, err = browser.Submit(s.Form, set, "approve"); err != nil {

@@ -16,7 +16,6 @@ import (
 
 	"golang.org/x/oauth2"
 
-	"github.com/signd/signd/oauth/oauthtest"
 	softhsmtest "github.com/signd/signd/softhsm-test"
 )
 
@@ -28,49 +27,10 @@ import (
 // certificate credentials/info returned and with the openssl command line.
 func TestCSCJourney(t *testing.T) {
 	e := newEnv(t, "")
-	const password, pin = journeyPassword, journeyPIN
 	cred, base, _ := startJourney(t, e)
 
-	conf, ctx := journeyClient(base)
-	browser := oauthtest.NewBrowser(nil)
 	// flow runs one authorization code flow and returns the token.
-	flow := func(scope, state string, params ...oauth2.AuthCodeOption) *oauth2.Token {
-		t.Helper()
-		c := conf
-		c.Scopes = []string{scope}
-		s, err := browser.Get(c.AuthCodeURL(state, append(params, oauth2.SetAuthURLParam("lang", "en"))...))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if s.Form == nil || !s.Form.Has("password") {
-			t.Fatalf("%s: no login page: %d %s", scope, s.Status, oauthtest.Text(s.Body))
-		}
-		if s, err = browser.Submit(s.Form, map[string]string{"username": "alice", "password": password}, "approve"); err != nil {
-			t.Fatal(err)
-		}
-		if s.Form == nil {
-			t.Fatalf("%s: no consent page: %d %s", scope, s.Status, oauthtest.Text(s.Body))
-		}
-		set := map[string]string{}
-		if scope == "credential" {
-			if !s.Form.Has("pin") {
-				t.Fatalf("the credential consent page asks no PIN: %s", oauthtest.Text(s.Body))
-			}
-			set["pin"] = pin
-		}
-		if s, err = browser.Submit(s.Form, set, "approve"); err != nil {
-			t.Fatal(err)
-		}
-		q := s.Query()
-		if !s.Redirected() || q.Get("code") == "" || q.Get("state") != state {
-			t.Fatalf("%s: no code: %d %v %s", scope, s.Status, s.Location, oauthtest.Text(s.Body))
-		}
-		tok, err := c.Exchange(ctx, q.Get("code"))
-		if err != nil {
-			t.Fatalf("%s: token: %v", scope, err)
-		}
-		return tok
-	}
+	flow := oauthFlow(t, base)
 
 	// Service authorization: a Bearer token.
 	service := flow("service", "state-service")
