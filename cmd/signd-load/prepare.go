@@ -13,7 +13,6 @@ import (
 
 	"github.com/signd/signd/config"
 	"github.com/signd/signd/store"
-	"github.com/signd/signd/store/bolt"
 )
 
 type prepareOpts struct {
@@ -54,9 +53,9 @@ func prepare(ctx context.Context, p prepareOpts, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	db, err := bolt.Open(cfg.Store.Path, bolt.Options{Timeout: time.Second})
+	db, err := openStore(ctx, cfg)
 	if err != nil {
-		return fmt.Errorf("%w (prepare writes the store directly: stop the daemon first)", err)
+		return err
 	}
 	defer db.Close()
 
