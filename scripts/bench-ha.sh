@@ -143,8 +143,8 @@ names=(bolt etcd1 etcd3)
 
 # SADs, minted straight into each store while no daemon runs (bbolt's file
 # is locked by its daemon). One run signs at most sads of them.
-sads=$((secs * 600 + 200))
-[ "$sads" -le 9000 ] || sads=9000 # one etcd transaction: --max-txn-ops 10000
+sads=$((secs * 400 + 100))
+[ "$sads" -le 2000 ] || sads=2000
 for r in $(seq 1 "$rounds"); do
   for n in "${names[@]}"; do
     c=cred_$n

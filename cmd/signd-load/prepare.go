@@ -33,6 +33,9 @@ type loadItem struct {
 	Hash []byte `json:"hash"` // 32 random bytes standing for a SHA-256 digest
 }
 
+// prepareChunk is how many SADs prepare writes per transaction.
+const prepareChunk = 100
+
 // tokenLife outlives any benchmark run.
 const tokenLife = 2 * time.Hour
 
@@ -76,22 +79,32 @@ func prepare(ctx context.Context, p prepareOpts, out io.Writer) error {
 		}); err != nil {
 			return err
 		}
-		f.Items = make([]loadItem, p.count)
-		for i := range f.Items {
-			it := loadItem{SAD: base64.RawURLEncoding.EncodeToString(random32()), Hash: random32()}
-			if err := tx.CreateToken(&store.Token{
-				Hash: store.Fingerprint(it.SAD), Kind: store.TokenSAD, ClientID: p.client, Username: p.user,
-				Scopes: []string{"credential"}, CredentialID: p.credential, Hashes: [][]byte{it.Hash},
-				AuthTime: now, RequestedAt: now, ExpiresAt: now.Add(tokenLife),
-			}); err != nil {
-				return err
-			}
-			f.Items[i] = it
-		}
 		return nil
 	})
 	if err != nil {
 		return err
+	}
+	// The SADs in transactions of prepareChunk: an etcd transaction is
+	// bounded in operations (--max-txn-ops).
+	f.Items = make([]loadItem, p.count)
+	for lo := 0; lo < p.count; lo += prepareChunk {
+		err := db.Update(ctx, func(tx store.Tx) error {
+			for i := lo; i < min(lo+prepareChunk, p.count); i++ {
+				it := loadItem{SAD: base64.RawURLEncoding.EncodeToString(random32()), Hash: random32()}
+				if err := tx.CreateToken(&store.Token{
+					Hash: store.Fingerprint(it.SAD), Kind: store.TokenSAD, ClientID: p.client, Username: p.user,
+					Scopes: []string{"credential"}, CredentialID: p.credential, Hashes: [][]byte{it.Hash},
+					AuthTime: now, RequestedAt: now, ExpiresAt: now.Add(tokenLife),
+				}); err != nil {
+					return err
+				}
+				f.Items[i] = it
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
 	}
 	data, err := json.Marshal(f)
 	if err != nil {

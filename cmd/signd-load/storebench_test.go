@@ -53,19 +53,19 @@ func TestPrepareAndStore(t *testing.T) {
 			in := filepath.Join(dir, name+".json")
 			var out bytes.Buffer
 			if err := run(context.Background(), []string{"prepare", "--config", cfgPath, "--user", "bench", "--client", "rp",
-				"--credential", "c1", "--count", "20", "--out", in}, &out); err != nil {
+				"--credential", "c1", "--count", "250", "--out", in}, &out); err != nil {
 				t.Fatal(err)
 			}
 			out.Reset()
 			if err := run(context.Background(), []string{"store", "--config", cfgPath, "--in", in, "--concurrency", "4"}, &out); err != nil {
 				t.Fatalf("store: %v\n%s", err, out.String())
 			}
-			if !strings.HasPrefix(out.String(), "mode=store c=4 n=20 errors=0 ") {
-				t.Fatalf("store: %q, want 20 commits without error", out.String())
+			if !strings.HasPrefix(out.String(), "mode=store c=4 n=250 errors=0 ") {
+				t.Fatalf("store: %q, want 250 commits without error", out.String())
 			}
 			out.Reset()
 			if err := run(context.Background(), []string{"store", "--config", cfgPath, "--in", in}, &out); err == nil ||
-				!strings.Contains(out.String(), "n=0 errors=20 ") {
+				!strings.Contains(out.String(), "n=0 errors=250 ") {
 				t.Fatalf("second run: %v %q, want every SAD refused as spent", err, out.String())
 			}
 		})
