@@ -120,7 +120,8 @@ setup() {
     bench_yaml "$work/$name-$k.yaml" "$work" "127.0.0.1:$p" "http://127.0.0.1:$front" '""' warn "$store" "$extra"
   done
   cfg=$work/$name-1.yaml
-  bench_signer "$work" # user bench, client bench-client, credential $cred
+  bench_signer "$work" --email bench@bench.invalid --email-verified # user bench (password in $work/password), client bench-client, credential $cred
+  mv "$work/password" "$work/password-$name"
   bin/signd --config "$cfg" client add bench-rp --redirect-uri https://bench.invalid/cb --scope openid \
     --require-pkce --secret-file "$work/client.secret" >/dev/null
   printf -v "url_$name" '%s' "http://127.0.0.1:$front"
@@ -205,7 +206,7 @@ for r in $(seq 1 "$rounds"); do
   for i in 0 1 2; do
     n=${names[$(((r - 1 + i) % 3))]} u=url_$n
     bin/signd-load codes --url "${!u}" --client bench-rp --redirect-uri https://bench.invalid/cb --user bench \
-      --password-file "$work/password" --count "$count" --duration 60s --out "$work/codes.json" >/dev/null
+      --password-file "$work/password-$n" --count "$count" --duration 60s --out "$work/codes.json" >/dev/null
     printf 'setup=%s ' "$n" | tee -a "$work/runs.txt"
     bin/signd-load token --in "$work/codes.json" --secret-file "$work/client.secret" --concurrency "$conc" \
       --duration "${secs}s" | tee -a "$work/runs.txt"

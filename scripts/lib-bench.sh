@@ -55,14 +55,15 @@ ${extra}
 YAML
 }
 
-# bench_signer WORK: the user bench (password in WORK/password), the client
-# bench-client and an RSA-2048 credential enrolled with a development CA in
-# WORK/ca, on the configuration bench_config wrote. Sets cred to the
-# credential's ID.
+# bench_signer WORK [FLAG...]: the user bench (password in WORK/password;
+# FLAGs go to `signd user add`), the client bench-client and an RSA-2048
+# credential enrolled with a development CA in WORK/ca, on the
+# configuration $cfg. Sets cred to the credential's ID.
 bench_signer() {
   local work=$1
+  shift
   openssl rand -hex 16 >"$work/password"
-  bin/signd --config "$cfg" user add bench --password-file "$work/password" >/dev/null
+  bin/signd --config "$cfg" user add bench --password-file "$work/password" "$@" >/dev/null
   bin/signd --config "$cfg" client add bench-client --redirect-uri https://bench.invalid/cb >/dev/null 2>&1
   cred=$(scripts/enroll-key.sh --config "$cfg" --signd bin/signd --user bench --dev-ca "$work/ca" 2>/dev/null | tail -n 1)
 }
