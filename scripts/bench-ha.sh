@@ -174,16 +174,16 @@ for r in $(seq 1 "$rounds"); do
   done
 done
 
-# The daemons and their fronts. The first node of each set-up starts
-# alone and creates the store's OIDC signing key; the others start after it
-# is ready.
+# The daemons and their fronts, one after the other: the first node of a
+# set-up creates the store's OIDC signing key, and SoftHSM2 processes
+# opening one token directory at the same moment may miss the token.
 for n in "${names[@]}"; do
   k=nodes_$n backends=()
   for i in $(seq 1 "${!k}"); do
     started "$n-$i" "$work/$n-$i.log" bin/signd --config "$work/$n-$i.yaml" serve
     addr=$(sed -n 's/^  listen: //p' "$work/$n-$i.yaml")
     backends+=(--backend "http://$addr")
-    [ "$i" -gt 1 ] || ready "http://$addr/readyz" "$work/$n-$i.log"
+    ready "http://$addr/readyz" "$work/$n-$i.log"
   done
   u=url_$n
   started "front-$n" "$work/front-$n.log" bin/signd-cluster front --listen "${!u#http://}" "${backends[@]}" --check 500ms

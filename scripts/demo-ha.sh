@@ -162,12 +162,13 @@ demo_enroll "$var" "$var/node1.yaml"
 
 # 6. The nodes and the front.
 say "signd nodes on 127.0.0.1:8451-8453, front on 127.0.0.1:8440"
-# Node 1 starts alone (on a fresh store it creates the OIDC signing key),
-# then the others.
-start node1 "$bin" --config "$var/node1.yaml" serve
-wait_http node1 http://127.0.0.1:8451/readyz
-for i in 2 3; do start "node$i" "$bin" --config "$var/node$i.yaml" serve; done
-for i in 2 3; do wait_http "node$i" "http://127.0.0.1:845$i/readyz"; done
+# One node after the other: the first creates the OIDC signing key on a
+# fresh store, and SoftHSM2 processes opening one token directory at the
+# same moment may miss the token.
+for i in 1 2 3; do
+  start "node$i" "$bin" --config "$var/node$i.yaml" serve
+  wait_http "node$i" "http://127.0.0.1:845$i/readyz"
+done
 start front "$cluster" front --listen 127.0.0.1:8440 \
   --backend http://127.0.0.1:8451 --backend http://127.0.0.1:8452 --backend http://127.0.0.1:8453 --check 500ms
 wait_http front http://127.0.0.1:8440/readyz
