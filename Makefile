@@ -62,6 +62,10 @@ bench-rss: ## The daemon's RSS idle, under signHash load and after (BASELINE=pat
 bench-token: ## Code→token exchanges/s of signd vs node-oidc-provider 9.x (needs node, npm; ROUNDS, C, N, LOAD_SECONDS).
 	bash scripts/bench-token.sh
 
+.PHONY: bench-ha
+bench-ha: ## signHash and token throughput: 1 and 3 nodes on etcd vs 1 node on bbolt, and store commit latency (ROUNDS, LOAD_SECONDS, C).
+	bash scripts/bench-ha.sh
+
 .PHONY: lint
 lint: ## gofmt, go vet and staticcheck.
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
@@ -74,6 +78,14 @@ lint: ## gofmt, go vet and staticcheck.
 .PHONY: demo
 demo: ## Install SoftHSM2 if missing, set up a token, demo user, client and key under ./var, start the daemon.
 	bash scripts/demo.sh
+
+.PHONY: demo-ha
+demo-ha: ## Three nodes on a 3-member etcd cluster behind a round-robin front on :8440, demo enrolled once (var/ha; DETACH=1 returns).
+	bash scripts/demo-ha.sh $(if $(DETACH),--detach)
+
+.PHONY: demo-ha-stop
+demo-ha-stop: ## Stop what `make demo-ha DETACH=1` left running.
+	bash scripts/demo-ha.sh --stop
 
 .PHONY: clean
 clean: ## Remove build output (keeps ./var, the demo's token and store).

@@ -1,29 +1,47 @@
-# lib-bench.sh — sourced by scripts/bench-signhash.sh and scripts/bench-token.sh:
-# the fresh SoftHSM2 token and the daemon configuration both benchmarks run on.
+# lib-bench.sh — sourced by scripts/bench-signhash.sh, bench-token.sh, bench-rss.sh
+# and bench-ha.sh:
+# the fresh SoftHSM2 token and the daemon configurations the benchmarks run on.
 
 # bench_config WORK LISTEN BASE_URL METRICS_LISTEN LOG_LEVEL [YAML]
 # Creates the SoftHSM2 token signd-bench with random PINs in WORK/softhsm
-# (SOFTHSM2_CONF exported, the user PIN in WORK/pkcs11.pin, 0600) and writes
-# the daemon's configuration for it to WORK/signd.yaml: the server on LISTEN
-# with BASE_URL, the metrics listener on METRICS_LISTEN ('""' = none), the
-# store and admin socket in WORK, JSON logs at LOG_LEVEL; YAML (top-level
-# sections) is appended as is. Sets cfg to the file's path.
+# (bench_token) and writes the daemon's configuration for it to
+# WORK/signd.yaml (bench_yaml) with the store WORK/signd.db. Sets cfg to the
+# file's path.
 bench_config() {
-  local work=$1 listen=$2 base_url=$3 metrics=$4 level=$5 extra=${6:-} pin conf_line
+  local work=$1
+  bench_token "$work"
+  cfg=$work/signd.yaml
+  bench_yaml "$cfg" "$work" "$2" "$3" "$4" "$5" "store:
+  path: $work/signd.db" "${6:-}"
+}
+
+# bench_token WORK: the SoftHSM2 token signd-bench with random PINs in
+# WORK/softhsm (SOFTHSM2_CONF exported, the user PIN in WORK/pkcs11.pin,
+# 0600).
+bench_token() {
+  local work=$1 pin conf_line
   umask 077
   pin=$(openssl rand -hex 8)
   conf_line=$(SOFTHSM_USER_PIN=$pin SOFTHSM_SO_PIN=$(openssl rand -hex 8) softhsm-test/init-token.sh "$work/softhsm" signd-bench)
   export "${conf_line?}"
   printf '%s\n' "$pin" >"$work/pkcs11.pin"
-  cfg=$work/signd.yaml
-  cat >"$cfg" <<YAML
+}
+
+# bench_yaml FILE WORK LISTEN BASE_URL METRICS_LISTEN LOG_LEVEL STORE [YAML]
+# writes a daemon configuration to FILE for the token of bench_token WORK:
+# the server on LISTEN with BASE_URL, the metrics listener on
+# METRICS_LISTEN ('""' = none), the admin socket FILE's name with .sock,
+# JSON logs at LOG_LEVEL, the pairwise salt in WORK; STORE (the store:
+# section) and YAML (top-level sections) are written as they are.
+bench_yaml() {
+  local file=$1 work=$2 listen=$3 base_url=$4 metrics=$5 level=$6 store=$7 extra=${8:-}
+  cat >"$file" <<YAML
 server:
   listen: $listen
   base_url: $base_url
-  admin_socket: $work/signd.sock
+  admin_socket: ${file%.yaml}.sock
   metrics_listen: $metrics
-store:
-  path: $work/signd.db
+${store}
 pkcs11:
   module: ${SIGND_TEST_PKCS11_MODULE:-/usr/lib/softhsm/libsofthsm2.so}
   token_label: signd-bench
@@ -37,14 +55,15 @@ ${extra}
 YAML
 }
 
-# bench_signer WORK: the user bench (password in WORK/password), the client
-# bench-client and an RSA-2048 credential enrolled with a development CA in
-# WORK/ca, on the configuration bench_config wrote. Sets cred to the
-# credential's ID.
+# bench_signer WORK [FLAG...]: the user bench (password in WORK/password;
+# FLAGs go to `signd user add`), the client bench-client and an RSA-2048
+# credential enrolled with a development CA in WORK/ca, on the
+# configuration $cfg. Sets cred to the credential's ID.
 bench_signer() {
   local work=$1
+  shift
   openssl rand -hex 16 >"$work/password"
-  bin/signd --config "$cfg" user add bench --password-file "$work/password" >/dev/null
+  bin/signd --config "$cfg" user add bench --password-file "$work/password" "$@" >/dev/null
   bin/signd --config "$cfg" client add bench-client --redirect-uri https://bench.invalid/cb >/dev/null 2>&1
   cred=$(scripts/enroll-key.sh --config "$cfg" --signd bin/signd --user bench --dev-ca "$work/ca" 2>/dev/null | tail -n 1)
 }

@@ -6,14 +6,19 @@
 //
 //	signd-load prepare --config F --user U --client C --credential ID --count N --out FILE
 //	    writes an access token and N SADs (each bound to its own random
-//	    digest) straight into the store, while the daemon is stopped, and
-//	    the bearer values to FILE (mode 0600);
+//	    digest) straight into the store (the bbolt file while the daemon
+//	    is stopped, or the loopback etcd cluster of store.backend: etcd),
+//	    and the bearer values to FILE (mode 0600);
 //	signd-load hsm --config F --in FILE --concurrency 1,2,8,32 --duration 5s
 //	    signs with the credential's key through hsm.Token.SignDigest on the
 //	    same token and pool size as the daemon: the raw throughput;
 //	signd-load http --url http://127.0.0.1:PORT --in FILE --concurrency C --duration 5s
 //	    POSTs signatures/signHash with one fresh SAD per request until the
 //	    SADs or the time run out, and reports throughput and latency;
+//	signd-load store --config F --in FILE --concurrency C --duration 5s
+//	    consumes the SADs of FILE straight in the store, one transaction
+//	    each as signHash commits it (SAD read and deleted, audit entry
+//	    appended), and reports the commit latency without HTTP and HSM;
 //	signd-load codes --url http://127.0.0.1:PORT --client ID --redirect-uri URI --user U --password-file F --count N --out FILE
 //	    runs N authorization code flows (scope openid, PKCE S256) through
 //	    the provider's discovery, authorization endpoint and login and

@@ -23,7 +23,7 @@ func main() {
 	}
 }
 
-const usage = "usage: signd-load prepare|hsm|http|codes|token [flags] (see go doc ./cmd/signd-load)"
+const usage = "usage: signd-load prepare|hsm|http|store|codes|token [flags] (see go doc ./cmd/signd-load)"
 
 func run(ctx context.Context, args []string, out io.Writer) error {
 	if len(args) == 0 {
@@ -70,6 +70,16 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 			return err
 		}
 		return httpBench(ctx, h, out)
+	case "store":
+		var s storeOpts
+		fs.StringVar(&s.config, "config", "", "signd config file (the store.* keys are used)")
+		fs.StringVar(&s.in, "in", "", "file written by prepare")
+		fs.IntVar(&s.concurrency, "concurrency", 1, "parallel transactions (1 to 256)")
+		fs.DurationVar(&s.duration, "duration", defaultDuration, "measuring time (at most 5m)")
+		if err := fs.Parse(args[1:]); err != nil {
+			return err
+		}
+		return storeBench(ctx, s, out)
 	case "codes":
 		var c codesOpts
 		fs.StringVar(&c.url, "url", "", "issuer URL of the OpenID provider (loopback only)")

@@ -13,7 +13,6 @@ import (
 
 	"github.com/signd/signd/config"
 	"github.com/signd/signd/store"
-	"github.com/signd/signd/store/bolt"
 )
 
 type prepareOpts struct {
@@ -33,6 +32,9 @@ type loadItem struct {
 	SAD  string `json:"sad"`
 	Hash []byte `json:"hash"` // 32 random bytes standing for a SHA-256 digest
 }
+
+// prepareChunk is how many SADs prepare writes per transaction.
+const prepareChunk = 100
 
 // tokenLife outlives any benchmark run.
 const tokenLife = 2 * time.Hour
@@ -54,9 +56,9 @@ func prepare(ctx context.Context, p prepareOpts, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	db, err := bolt.Open(cfg.Store.Path, bolt.Options{Timeout: time.Second})
+	db, err := openStore(ctx, cfg)
 	if err != nil {
-		return fmt.Errorf("%w (prepare writes the store directly: stop the daemon first)", err)
+		return err
 	}
 	defer db.Close()
 
@@ -77,22 +79,32 @@ func prepare(ctx context.Context, p prepareOpts, out io.Writer) error {
 		}); err != nil {
 			return err
 		}
-		f.Items = make([]loadItem, p.count)
-		for i := range f.Items {
-			it := loadItem{SAD: base64.RawURLEncoding.EncodeToString(random32()), Hash: random32()}
-			if err := tx.CreateToken(&store.Token{
-				Hash: store.Fingerprint(it.SAD), Kind: store.TokenSAD, ClientID: p.client, Username: p.user,
-				Scopes: []string{"credential"}, CredentialID: p.credential, Hashes: [][]byte{it.Hash},
-				AuthTime: now, RequestedAt: now, ExpiresAt: now.Add(tokenLife),
-			}); err != nil {
-				return err
-			}
-			f.Items[i] = it
-		}
 		return nil
 	})
 	if err != nil {
 		return err
+	}
+	// The SADs in transactions of prepareChunk: an etcd transaction is
+	// bounded in operations (--max-txn-ops).
+	f.Items = make([]loadItem, p.count)
+	for lo := 0; lo < p.count; lo += prepareChunk {
+		err := db.Update(ctx, func(tx store.Tx) error {
+			for i := lo; i < min(lo+prepareChunk, p.count); i++ {
+				it := loadItem{SAD: base64.RawURLEncoding.EncodeToString(random32()), Hash: random32()}
+				if err := tx.CreateToken(&store.Token{
+					Hash: store.Fingerprint(it.SAD), Kind: store.TokenSAD, ClientID: p.client, Username: p.user,
+					Scopes: []string{"credential"}, CredentialID: p.credential, Hashes: [][]byte{it.Hash},
+					AuthTime: now, RequestedAt: now, ExpiresAt: now.Add(tokenLife),
+				}); err != nil {
+					return err
+				}
+				f.Items[i] = it
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
 	}
 	data, err := json.Marshal(f)
 	if err != nil {

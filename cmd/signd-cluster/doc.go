@@ -1,0 +1,22 @@
+// Command signd-cluster runs the pieces of a several-node signd on one
+// machine, for `make demo-ha` and `make bench-ha` (scripts/demo-ha.sh,
+// scripts/bench-ha.sh): etcd members and a round-robin front. It is a
+// development tool: everything listens on loopback only.
+//
+//	signd-cluster etcd --name m1 --dir DIR --client URL --peer URL --cluster m1=URL,m2=URL,m3=URL
+//	    runs one etcd member (go.etcd.io/etcd/server/v3/embed, the server
+//	    store/etcd is tested against) of a static cluster, with the limits
+//	    signd's transactions need (--max-request-bytes, --max-txn-ops), its
+//	    data fsynced in DIR, until SIGINT or SIGTERM;
+//	signd-cluster front --listen ADDR --backend URL [--backend URL ...]
+//	    a reverse proxy that sends each request to the next healthy
+//	    backend in turn; a backend is healthy while its /readyz answers
+//	    200 (checked every --check interval) and no request to it failed
+//	    to connect since the last check;
+//	signd-cluster ports N
+//	    prints N loopback TCP ports that were free a moment ago.
+//
+// A production deployment uses etcd's own packaged server and a standard
+// proxy (HAProxy, nginx, a cloud load balancer) with the same health check
+// on /readyz; see README "Running several nodes".
+package main

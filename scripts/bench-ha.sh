@@ -1,0 +1,238 @@
+#!/usr/bin/env bash
+# bench-ha.sh — `make bench-ha`: signd on several nodes. signHash and token
+# throughput of one node on bbolt, one node on etcd and three nodes on etcd,
+# and the store's commit latency (bbolt vs etcd), on this machine, in one
+# run, alternating.
+#
+# Usage: scripts/bench-ha.sh          (no arguments; settings in the environment)
+#   ROUNDS        rounds, each measures every set-up once (default 3, 1 to 20)
+#   LOAD_SECONDS  measuring time of one run (default 5, 1 to 60)
+#   C             concurrency of signHash, token and the parallel store run (default 8, 1 to 64)
+#   N             codes minted per token run (default 1000, 50 to 20000)
+#
+# In a temp directory (removed on exit, with every process it started), on
+# loopback ports picked at start: a three-member etcd cluster
+# (bin/signd-cluster etcd, fsynced, --max-txn-ops 10000), one SoftHSM2 token,
+# and three set-ups, each with its user, clients and RSA-2048 credential:
+#   bolt    one node, store.backend bolt
+#   etcd-1  one node, store.backend etcd (prefix /b1/)
+#   etcd-3  three nodes, store.backend etcd (prefix /b3/), one token
+# each behind its own round-robin front (bin/signd-cluster front; the
+# one-node set-ups too, so that all three pay the same proxy hop).
+#   (a) store: before any daemon starts, signd-load store consumes SADs
+#       straight in the store (read, delete, audit append; one commit each)
+#       at concurrency 1 and C: bbolt vs etcd, p50/p99 of the commit;
+#   (b) signHash: signd-load http through each front, one fresh SAD per
+#       request (SADs minted by signd-load prepare), concurrency C;
+#   (c) token: signd-load codes mints N codes through the front (login and
+#       consent pages), signd-load token redeems them at concurrency C.
+# Each round runs the set-ups in another order. Printed: the medians.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+bad() { echo "bench-ha.sh: $*" >&2; echo "usage: scripts/bench-ha.sh (settings: ROUNDS, LOAD_SECONDS, C, N; see the header)" >&2; exit 2; }
+[ $# -eq 0 ] || { [ "$1" = -h ] || [ "$1" = --help ]; } && [ $# -le 1 ] || bad "no arguments expected, got: $*"
+if [ $# -eq 1 ]; then sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0; fi
+# num NAME VALUE LO HI: VALUE is a whole number from LO to HI.
+num() {
+  case $2 in ''|*[!0-9]*) bad "$1=$2: want a whole number from $3 to $4" ;; esac
+  [ "${#2}" -le 6 ] && [ "$2" -ge "$3" ] && [ "$2" -le "$4" ] || bad "$1=$2: want a whole number from $3 to $4"
+}
+rounds=${ROUNDS:-3} secs=${LOAD_SECONDS:-5} conc=${C:-8} count=${N:-1000}
+num ROUNDS "$rounds" 1 20
+num LOAD_SECONDS "$secs" 1 60
+num C "$conc" 1 64
+num N "$count" 50 20000
+
+work=$(mktemp -d)
+pids=() etcd_pids=()
+# stop PID...: SIGTERM, up to 10 s, then SIGKILL.
+stop() {
+  local p
+  for p in "$@"; do kill -TERM "$p" 2>/dev/null || true; done
+  for p in "$@"; do
+    for _ in $(seq 1 100); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
+    kill -KILL "$p" 2>/dev/null || true
+    wait "$p" 2>/dev/null || true
+  done
+}
+# The nodes and fronts first: a node shutting down still talks to etcd.
+cleanup() {
+  stop "${pids[@]}"
+  stop "${etcd_pids[@]}"
+  rm -rf "$work"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+echo
+echo "# Several nodes: bbolt vs etcd, one and three nodes (scripts/bench-ha.sh)"
+CGO_ENABLED=1 go build -o bin/signd ./cmd/signd
+go build -o bin/signd-load ./cmd/signd-load
+go build -o bin/signd-cluster ./cmd/signd-cluster
+
+# started NAME LOG CMD...: CMD in the background, its PID in pids.
+started() {
+  local log=$2
+  shift 2
+  "$@" >"$log" 2>&1 &
+  pids+=("$!")
+}
+# ready URL LOG: until URL answers 200 (at most 60 s).
+ready() {
+  for _ in $(seq 1 600); do
+    curl -fsS -o /dev/null "$1" 2>/dev/null && return 0
+    sleep 0.1
+  done
+  echo "bench-ha.sh: $1 did not answer in 60 s" >&2
+  tail -n 20 "$2" >&2
+  exit 1
+}
+
+mapfile -t port < <(bin/signd-cluster ports 14)
+# 0-2 etcd clients, 3-5 etcd peers, 6 bolt node, 7 etcd-1 node, 8-10 etcd-3
+# nodes, 11-13 the fronts of bolt, etcd-1, etcd-3.
+members=""
+for i in 0 1 2; do members+="${members:+,}m$i=http://127.0.0.1:${port[3 + i]}"; done
+for i in 0 1 2; do
+  started "etcd$i" "$work/etcd$i.log" bin/signd-cluster etcd --name "m$i" --dir "$work/etcd/m$i" \
+    --client "http://127.0.0.1:${port[i]}" --peer "http://127.0.0.1:${port[3 + i]}" --cluster "$members"
+done
+etcd_pids=("${pids[@]}") pids=()
+for i in 0 1 2; do ready "http://127.0.0.1:${port[i]}/health" "$work/etcd$i.log"; done
+endpoints="[http://127.0.0.1:${port[0]}, http://127.0.0.1:${port[1]}, http://127.0.0.1:${port[2]}]"
+
+# shellcheck source=scripts/lib-bench.sh
+. scripts/lib-bench.sh
+bench_token "$work"
+openssl rand 32 >"$work/pairwise.salt"
+openssl rand -hex 24 >"$work/client.secret"
+extra="oauth:
+  code_ttl: 10m"
+# setup NAME STORE NODE_PORT...: configs $work/NAME-K.yaml, the bench user,
+# clients and credential (bench_signer), the front's URL in url_NAME and
+# the credential in cred_NAME.
+setup() {
+  local name=$1 store=$2 front=$3 k=0 p
+  shift 3
+  for p in "$@"; do
+    k=$((k + 1))
+    bench_yaml "$work/$name-$k.yaml" "$work" "127.0.0.1:$p" "http://127.0.0.1:$front" '""' warn "$store" "$extra"
+  done
+  cfg=$work/$name-1.yaml
+  bench_signer "$work" --email bench@bench.invalid --email-verified # user bench (password in $work/password), client bench-client, credential $cred
+  mv "$work/password" "$work/password-$name"
+  bin/signd --config "$cfg" client add bench-rp --redirect-uri https://bench.invalid/cb --scope openid \
+    --require-pkce --secret-file "$work/client.secret" >/dev/null
+  printf -v "url_$name" '%s' "http://127.0.0.1:$front"
+  printf -v "cred_$name" '%s' "$cred"
+  printf -v "nodes_$name" '%s' "$k"
+}
+setup bolt "store:
+  path: $work/signd.db" "${port[11]}" "${port[6]}"
+setup etcd1 "store:
+  backend: etcd
+  etcd:
+    endpoints: $endpoints
+    prefix: /b1/" "${port[12]}" "${port[7]}"
+setup etcd3 "store:
+  backend: etcd
+  etcd:
+    endpoints: $endpoints
+    prefix: /b3/" "${port[13]}" "${port[8]}" "${port[9]}" "${port[10]}"
+names=(bolt etcd1 etcd3)
+
+# SADs, minted straight into each store while no daemon runs (bbolt's file
+# is locked by its daemon). One run signs at most sads of them.
+sads=$((secs * 400 + 100))
+[ "$sads" -le 2000 ] || sads=2000
+for r in $(seq 1 "$rounds"); do
+  for n in "${names[@]}"; do
+    c=cred_$n
+    bin/signd-load prepare --config "$work/$n-1.yaml" --user bench --client bench-client --credential "${!c}" \
+      --count "$sads" --out "$work/sads-$n-$r.json" >/dev/null
+  done
+  for n in bolt etcd1; do
+    for c in 1 "$conc"; do
+      cr=cred_$n
+      bin/signd-load prepare --config "$work/$n-1.yaml" --user bench --client bench-client --credential "${!cr}" \
+        --count "$sads" --out "$work/store-$n-$c-$r.json" >/dev/null
+    done
+  done
+done
+
+# (a) the store alone.
+echo "## (a) bin/signd-load store --concurrency 1 and $conc --duration ${secs}s: bbolt vs etcd (3 members), $rounds rounds, alternating"
+: >"$work/runs.txt"
+for r in $(seq 1 "$rounds"); do
+  for c in 1 "$conc"; do
+    for n in bolt etcd1; do
+      printf 'setup=%s-store ' "$n" | tee -a "$work/runs.txt"
+      bin/signd-load store --config "$work/$n-1.yaml" --in "$work/store-$n-$c-$r.json" --concurrency "$c" --duration "${secs}s" |
+        tee -a "$work/runs.txt"
+    done
+  done
+done
+
+# The daemons and their fronts, one after the other: the first node of a
+# set-up creates the store's OIDC signing key, and SoftHSM2 processes
+# opening one token directory at the same moment may miss the token.
+for n in "${names[@]}"; do
+  k=nodes_$n backends=()
+  for i in $(seq 1 "${!k}"); do
+    started "$n-$i" "$work/$n-$i.log" bin/signd --config "$work/$n-$i.yaml" serve
+    addr=$(sed -n 's/^  listen: //p' "$work/$n-$i.yaml")
+    backends+=(--backend "http://$addr")
+    ready "http://$addr/readyz" "$work/$n-$i.log"
+  done
+  u=url_$n
+  started "front-$n" "$work/front-$n.log" bin/signd-cluster front --listen "${!u#http://}" "${backends[@]}" --check 500ms
+done
+for n in "${names[@]}"; do
+  k=nodes_$n
+  for i in $(seq 1 "${!k}"); do ready "http://$(sed -n 's/^  listen: //p' "$work/$n-$i.yaml")/readyz" "$work/$n-$i.log"; done
+  u=url_$n
+  ready "${!u}/readyz" "$work/front-$n.log"
+done
+
+# (b) signHash and (c) token, each round in another order.
+echo "## (b) bin/signd-load http --concurrency $conc --duration ${secs}s  (c) bin/signd-load codes --count $count, then bin/signd-load token --concurrency $conc --duration ${secs}s; through each front, $rounds rounds, alternating"
+for r in $(seq 1 "$rounds"); do
+  for i in 0 1 2; do
+    n=${names[$(((r - 1 + i) % 3))]} u=url_$n
+    printf 'setup=%s ' "$n" | tee -a "$work/runs.txt"
+    bin/signd-load http --url "${!u}" --in "$work/sads-$n-$r.json" --concurrency "$conc" --duration "${secs}s" | tee -a "$work/runs.txt"
+  done
+  for i in 0 1 2; do
+    n=${names[$(((r - 1 + i) % 3))]} u=url_$n
+    bin/signd-load codes --url "${!u}" --client bench-rp --redirect-uri https://bench.invalid/cb --user bench \
+      --password-file "$work/password-$n" --count "$count" --duration 60s --out "$work/codes.json" >/dev/null
+    printf 'setup=%s ' "$n" | tee -a "$work/runs.txt"
+    bin/signd-load token --in "$work/codes.json" --secret-file "$work/client.secret" --concurrency "$conc" \
+      --duration "${secs}s" | tee -a "$work/runs.txt"
+    rm -f "$work/codes.json"
+  done
+done
+errors=$(cat "$work"/bolt-*.log "$work"/etcd1-*.log "$work"/etcd3-*.log | grep -c '"level":"ERROR"' || true)
+audit=$(bin/signd --config "$work/etcd3-2.yaml" audit verify 2>&1 | tail -n 1)
+
+# median over the rounds of key k for set-up s, mode m and concurrency c.
+val() { awk -v s="$1" -v m="$2" -v c="$3" -v k="$4" '{ split("", f); for (i = 1; i <= NF; i++) { split($i, kv, "="); f[kv[1]] = kv[2] } }
+  f["setup"] == s && f["mode"] == m && f["c"] == c { print f[k] }' "$work/runs.txt" | sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
+
+echo
+echo "## medians of $rounds rounds, $(date -u +%Y-%m-%d), $(nproc) cores, RSA-2048, one SoftHSM2 token, etcd: 3 members on this machine"
+printf '%-34s %10s %10s %10s\n' "store commit (signd-load store)" "commits/s" p50 p99
+for c in 1 "$conc"; do
+  for n in bolt etcd1; do
+    label=$([ "$n" = bolt ] && echo "bbolt" || echo "etcd")
+    printf '%-34s %10s %8sms %8sms\n' "$label, c=$c" "$(val "$n-store" store "$c" rate)" "$(val "$n-store" store "$c" p50_ms)" "$(val "$n-store" store "$c" p99_ms)"
+  done
+done
+printf '\n%-34s %10s %10s %10s %14s %10s %10s\n' "set-up (through a front), c=$conc" "sigs/s" p50 p99 "exchanges/s" p50 p99
+for n in "${names[@]}"; do
+  label=$(case $n in bolt) echo "1 node, bbolt" ;; etcd1) echo "1 node, etcd" ;; etcd3) echo "3 nodes, etcd" ;; esac)
+  printf '%-34s %10s %8sms %8sms %14s %8sms %8sms\n' "$label" "$(val "$n" http "$conc" rate)" "$(val "$n" http "$conc" p50_ms)" "$(val "$n" http "$conc" p99_ms)" \
+    "$(val "$n" token "$conc" rate)" "$(val "$n" token "$conc" p50_ms)" "$(val "$n" token "$conc" p99_ms)"
+done
+echo "errors logged by the daemons: $errors; audit verify (etcd-3, from node 2): $audit"
