@@ -155,8 +155,29 @@ func (r *KeyRing) Keys(ctx context.Context) ([]store.SigningKey, error) {
 
 // Ensure makes sure a key is active: on a fresh provider it generates the
 // first key and activates it at once; when only a next key exists it
-// promotes that one. It reports the active key.
+// promotes that one. It reports the active key. Several daemons on one
+// shared store may start at once: when another one publishes or promotes
+// a key first, Ensure destroys the key it generated itself and reports
+// the key that won, instead of publishing a second one.
 func (r *KeyRing) Ensure(ctx context.Context) (*store.SigningKey, error) {
+	for attempt := 1; ; attempt++ {
+		k, err := r.ensureOnce(ctx)
+		if attempt < ensureAttempts && (errors.Is(err, errKeyAppeared) || errors.Is(err, ErrNoNextKey)) {
+			continue
+		}
+		return k, err
+	}
+}
+
+// ensureAttempts bounds Ensure's rereads after losing a race to another
+// daemon: each lost race means a key now exists, so the next read finds it.
+const ensureAttempts = 4
+
+// errKeyAppeared: Ensure's first key lost the race to a key another daemon
+// published meanwhile.
+var errKeyAppeared = errors.New("oidc: another daemon published a signing key first")
+
+func (r *KeyRing) ensureOnce(ctx context.Context) (*store.SigningKey, error) {
 	ks, err := r.Keys(ctx)
 	if err != nil {
 		return nil, err
@@ -167,7 +188,7 @@ func (r *KeyRing) Ensure(ctx context.Context) (*store.SigningKey, error) {
 	if k := find(ks, store.SigningKeyNext); k != nil {
 		return r.promote(ctx, k.KID, true)
 	}
-	return r.Create(ctx)
+	return r.create(ctx, true)
 }
 
 func find(ks []store.SigningKey, state store.SigningKeyState) *store.SigningKey {
@@ -184,6 +205,12 @@ func find(ks []store.SigningKey, state store.SigningKeyState) *store.SigningKey 
 // key is refused (ErrNextKeyExists): rotate first. If the store write fails
 // the HSM key is destroyed again.
 func (r *KeyRing) Create(ctx context.Context) (*store.SigningKey, error) {
+	return r.create(ctx, false)
+}
+
+// create is Create; first (Ensure) publishes the key only while the store
+// holds no active and no next key, and otherwise gives errKeyAppeared.
+func (r *KeyRing) create(ctx context.Context, first bool) (*store.SigningKey, error) {
 	ks, err := r.Keys(ctx)
 	if err != nil {
 		return nil, err
@@ -205,6 +232,9 @@ func (r *KeyRing) Create(ctx context.Context) (*store.SigningKey, error) {
 			cur, err := tx.SigningKeys()
 			if err != nil {
 				return err
+			}
+			if first && (find(cur, store.SigningKeyActive) != nil || find(cur, store.SigningKeyNext) != nil) {
+				return errKeyAppeared
 			}
 			if n := find(cur, store.SigningKeyNext); n != nil {
 				return fmt.Errorf("%w: %s", ErrNextKeyExists, n.KID)

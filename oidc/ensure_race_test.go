@@ -1,0 +1,95 @@
+package oidc_test
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/signd/signd/hsm"
+	"github.com/signd/signd/oidc"
+	"github.com/signd/signd/store"
+	"github.com/signd/signd/store/memory"
+)
+
+// gatedHSM holds every GenerateRSA until n of them have generated their
+// key, so n daemons all find the store empty before any of them commits.
+type gatedHSM struct {
+	oidc.KeyStore
+	wg *sync.WaitGroup
+}
+
+func (g gatedHSM) GenerateRSA(ctx context.Context, label string, bits int) (*hsm.KeyInfo, error) {
+	info, err := g.KeyStore.GenerateRSA(ctx, label, bits)
+	g.wg.Done()
+	g.wg.Wait()
+	return info, err
+}
+
+// TestEnsureRaceOnSharedStore: daemons sharing one store (several nodes on
+// etcd) start at once on a fresh provider. Every Ensure succeeds with the
+// same active key, exactly one key is published, and the losers' HSM keys
+// are destroyed again.
+func TestEnsureRaceOnSharedStore(t *testing.T) {
+	const nodes = 5
+	db := memory.New(memory.Options{})
+	t.Cleanup(func() { db.Close() })
+	ctx := context.Background()
+	before := oidcKeyLabels(t, ctx)
+
+	var gate sync.WaitGroup
+	gate.Add(nodes)
+	kids := make([]string, nodes)
+	errs := make([]error, nodes)
+	var wg sync.WaitGroup
+	for i := range nodes {
+		ring := &oidc.KeyRing{Store: keyRingStore(db), HSM: gatedHSM{KeyStore: token, wg: &gate}, IDTokenTTL: idTokenTTL}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			k, err := ring.Ensure(ctx)
+			if err == nil {
+				kids[i] = k.KID
+			}
+			errs[i] = err
+		}()
+	}
+	wg.Wait()
+
+	ring := &oidc.KeyRing{Store: keyRingStore(db), HSM: token, IDTokenTTL: idTokenTTL}
+	t.Cleanup(func() { destroyKeys(t, ring) })
+	ks, err := ring.Keys(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ks) != 1 || ks[0].State != store.SigningKeyActive {
+		var got []string
+		for _, k := range ks {
+			got = append(got, k.KID+" "+string(k.State))
+		}
+		t.Fatalf("published keys %v, want exactly one active key", got)
+	}
+	for i := range nodes {
+		if errs[i] != nil || kids[i] != ks[0].KID {
+			t.Errorf("node %d: Ensure = %q, %v; want the active key %s", i, kids[i], errs[i], ks[0].KID)
+		}
+	}
+	if added := len(oidcKeyLabels(t, ctx)) - len(before); added != 1 {
+		t.Errorf("%d new ID-token key pairs left in the HSM, want 1 (the losers' keys destroyed)", added)
+	}
+}
+
+func oidcKeyLabels(t *testing.T, ctx context.Context) []string {
+	t.Helper()
+	infos, err := token.Keys(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var labels []string
+	for _, k := range infos {
+		if strings.HasPrefix(k.Label, "signd-oidc-") {
+			labels = append(labels, k.Label)
+		}
+	}
+	return labels
+}
