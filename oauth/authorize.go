@@ -114,7 +114,7 @@ func (s *Server) authorize(c echo.Context) error {
 		t.state = state
 	}
 	fail := func(code, format string, args ...any) error {
-		return s.redirectError(c, t, Errorf(code, http.StatusBadRequest, format, args...))
+		return s.redirectError(t, Errorf(code, http.StatusBadRequest, format, args...))
 	}
 	switch rt := params.Get("response_type"); {
 	case len(dups) > 0:
@@ -128,7 +128,7 @@ func (s *Server) authorize(c echo.Context) error {
 	case len(state) > 255:
 		return fail(CodeInvalidRequest, "Parameter state is longer than 255 bytes")
 	case scopeErr != nil:
-		return s.redirectError(c, t, scopeErr)
+		return s.redirectError(t, scopeErr)
 	}
 	challenge, method := params.Get("code_challenge"), params.Get("code_challenge_method")
 	switch {
@@ -151,10 +151,10 @@ func (s *Server) authorize(c echo.Context) error {
 		Lang: lang, RequestedAt: now,
 	})
 	if err != nil {
-		return s.redirectError(c, t, err)
+		return s.redirectError(t, err)
 	}
 	if az == nil {
-		return s.redirectError(c, t, fmt.Errorf("oauth: profile %s returned no authorization", info.Name))
+		return s.redirectError(t, fmt.Errorf("oauth: profile %s returned no authorization", info.Name))
 	}
 	granted := az.Scopes
 	if granted == nil {
@@ -183,20 +183,20 @@ func (s *Server) authorize(c echo.Context) error {
 		},
 	}
 	if err := storeDetails(&f.req.Grant, info.DetailType, az.Binding.Details); err != nil {
-		return s.redirectError(c, t, err)
+		return s.redirectError(t, err)
 	}
 	if challenge != "" {
 		f.req.CodeChallenge, f.req.CodeChallengeMethod = challenge, "S256"
 	}
 	if f.handle, err = newSecret(); err != nil {
-		return s.redirectError(c, t, err)
+		return s.redirectError(t, err)
 	}
 	if f.csrf, err = newSecret(); err != nil {
-		return s.redirectError(c, t, err)
+		return s.redirectError(t, err)
 	}
 	f.req.Hash, f.req.CSRFHash = store.Fingerprint(f.handle), store.Fingerprint(f.csrf)
 	if err := s.bindBrowser(c, f, now); err != nil {
-		return s.redirectError(c, t, err)
+		return s.redirectError(t, err)
 	}
 	s.log.Info("authorization request", "client_id", client.ID, "profile", f.req.Profile)
 
@@ -206,7 +206,7 @@ func (s *Server) authorize(c echo.Context) error {
 	if policy.SSO && policy.Prompt != PromptLogin {
 		user, authTime, err := s.sessionUser(c, now)
 		if err != nil {
-			return s.redirectError(c, t, err)
+			return s.redirectError(t, err)
 		}
 		if user != nil && !(policy.HasMaxAge && (policy.MaxAge == 0 || now.Sub(authTime) > policy.MaxAge)) {
 			f.req.Username, f.req.AuthTime = user.Username, authTime
@@ -218,7 +218,7 @@ func (s *Server) authorize(c echo.Context) error {
 		return fail(CodeLoginRequired, "The user is not logged in")
 	}
 	if err := s.store.Update(ctx, func(tx Tx) error { return tx.CreateAuthRequest(f.req) }); err != nil {
-		return s.redirectError(c, t, err)
+		return s.redirectError(t, err)
 	}
 	sendBinding(c, f)
 	return s.renderLogin(c, f, "", "")

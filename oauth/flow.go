@@ -145,11 +145,11 @@ func (s *Server) finish(c echo.Context, f *flow, err error, w writes) error {
 			return s.refuse(c, f, lr)
 		}
 		if uerr != nil {
-			return s.redirectError(c, f.target, uerr)
+			return s.redirectError(f.target, uerr)
 		}
 		s.setCookie(c, f)
 	}
-	return s.redirectError(c, f.target, err)
+	return s.redirectError(f.target, err)
 }
 
 // lockRefusal is a step refused in its final write transaction: the
@@ -270,7 +270,7 @@ func (s *Server) proceed(c echo.Context, f *flow, user *store.User, w writes) er
 		return s.refuse(c, f, lr)
 	}
 	if err != nil {
-		return s.redirectError(c, f.target, err)
+		return s.redirectError(f.target, err)
 	}
 	f.stored = true
 	sendBinding(c, f)
@@ -336,7 +336,7 @@ func (s *Server) issueCode(c echo.Context, f *flow, w writes) error {
 		return newPageError(http.StatusBadRequest, f.req.Lang, "errorpage.answered")
 	}
 	if err != nil {
-		return s.redirectError(c, f.target, err)
+		return s.redirectError(f.target, err)
 	}
 	s.setCookie(c, f)
 	s.log.Info("authorization code issued", "client_id", f.req.ClientID, "profile", f.req.Profile, "username", f.req.Username)

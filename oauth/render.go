@@ -354,7 +354,7 @@ func (e *redirectError) Error() string {
 func (e *redirectError) Unwrap() error { return e.err }
 
 // redirectError returns err as the redirect to t the renderer sends.
-func (s *Server) redirectError(_ echo.Context, t target, err error) error {
+func (s *Server) redirectError(t target, err error) error {
 	return &redirectError{to: t, issuer: s.issuer, err: err}
 }
 
