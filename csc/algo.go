@@ -56,7 +56,7 @@ var signAlgos = map[string]signAlgoDef{
 }
 
 // keyAlgos are credentials/info's key.algo: the signAlgo OIDs a key can
-// do, the seed's two first for an RSA key.
+// do, rsaEncryption and sha256WithRSAEncryption first for an RSA key.
 var (
 	rsaKeyAlgos = []string{oidRSAEncryption, oidSHA256WithRSA, oidSHA384WithRSA, oidSHA512WithRSA, oidRSASSAPSS}
 	ecKeyAlgos  = []string{oidECDSAWithSHA256, oidECDSAWithSHA384, oidECDSAWithSHA512}

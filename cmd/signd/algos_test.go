@@ -95,7 +95,7 @@ func TestSignAlgorithmsEndToEnd(t *testing.T) {
 		pss  bool
 		ossl string // openssl digest name
 	}{
-		{"rsaEncryption SHA-256 (the seed's)", rsaCred, crypto.SHA256, map[string]any{"signAlgo": "1.2.840.113549.1.1.1", "hashAlgo": "2.16.840.1.101.3.4.2.1"}, false, "sha256"},
+		{"rsaEncryption SHA-256", rsaCred, crypto.SHA256, map[string]any{"signAlgo": "1.2.840.113549.1.1.1", "hashAlgo": "2.16.840.1.101.3.4.2.1"}, false, "sha256"},
 		{"rsaEncryption SHA-512", rsaCred, crypto.SHA512, map[string]any{"signAlgo": "1.2.840.113549.1.1.1", "hashAlgo": "2.16.840.1.101.3.4.2.3"}, false, "sha512"},
 		{"sha256WithRSA", rsaCred, crypto.SHA256, map[string]any{"signAlgo": "1.2.840.113549.1.1.11"}, false, "sha256"},
 		{"sha384WithRSA", rsaCred, crypto.SHA384, map[string]any{"signAlgo": "1.2.840.113549.1.1.12", "hashAlgo": "2.16.840.1.101.3.4.2.2"}, false, "sha384"},
