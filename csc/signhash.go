@@ -31,6 +31,10 @@ type signHashRequest struct {
 	// records as a SHA-256.
 	hashCount int
 	hashesRaw []byte
+	// signAlgoOID and hashAlgoOID are the request's signAlgo and hashAlgo
+	// as sent, for the audit entry ("" when absent or not strings); read
+	// first, so that a refusal for any parameter still records them.
+	signAlgoOID, hashAlgoOID string
 }
 
 type signHashResponse struct {
@@ -44,6 +48,8 @@ type signHashResponse struct {
 // past maxHashes+1 are not even looked at.
 func parseSignHash(p params, maxHashes int) (req signHashRequest, e *oauth.Error) {
 	req.hashesRaw = p["hash"]
+	req.signAlgoOID, _, _ = p.str("signAlgo", false)
+	req.hashAlgoOID, _, _ = p.str("hashAlgo", false)
 	if req.credentialID, e = credentialIDParam(p); e != nil {
 		return req, e
 	}
@@ -175,6 +181,7 @@ func (h *Handler) signHash(c echo.Context) error {
 		e := &store.AuditEntry{
 			Time: h.now(), Kind: store.AuditSignHash, User: g.Username, Client: g.ClientID,
 			Credential: auditCredential(req.credentialID), Outcome: outcome, Reason: reason,
+			SignAlgo: auditOID(req.signAlgoOID), HashAlgo: auditOID(req.hashAlgoOID),
 		}
 		if outcome == store.AuditRefused {
 			e.HashCount = req.hashCount
@@ -307,6 +314,17 @@ func auditCredential(id string) string {
 	}
 	sum := sha256.Sum256([]byte(id))
 	return "sha256:" + hex.EncodeToString(sum[:])
+}
+
+// auditOID is how the audit entry records a signAlgo or hashAlgo: as sent
+// when it is an OID in dotted-decimal form (also one signd does not sign
+// with, so that the log shows what was asked), else "" so that the client
+// cannot put arbitrary text into entries.
+func auditOID(s string) string {
+	if !store.IsAuditOID(s) {
+		return ""
+	}
+	return s
 }
 
 // auditFailure records that the HSM failed after the grant seq. The SAD

@@ -331,3 +331,65 @@ func (e *env) raceSAD(t *testing.T, n int, bearer, cred, sad string, d []byte) (
 	}
 	return ok
 }
+
+// TestSignHashAuditsAlgorithm: every signHash entry, granted or refused,
+// records the request's signAlgo and its hashAlgo where it gave one, as
+// sent when it is a dotted-decimal OID (one signd does not sign with
+// too), and nothing of any other value.
+func TestSignHashAuditsAlgorithm(t *testing.T) {
+	e := newEnv(t)
+	bearer, cred := e.alice()
+	d := digest("audited algorithm")
+	const sha1WithRSA = "1.2.840.113549.1.1.5"
+	cases := []struct {
+		name               string
+		body               func(sad string) string
+		outcome            string
+		signAlgo, hashAlgo string
+	}{
+		{"rsaEncryption with hashAlgo", func(sad string) string { return signHashBody(cred, sad, d) }, store.AuditGranted, rsaEnc, sha256O},
+		{"sha256WithRSA without hashAlgo", func(sad string) string {
+			return body("credentialID", cred, "SAD", sad, "hash", []string{b64(d)}, "signAlgo", sha256R)
+		}, store.AuditGranted, sha256R, ""},
+		{"an OID signd does not sign with", func(sad string) string {
+			return body("credentialID", cred, "SAD", sad, "hash", []string{b64(d)}, "signAlgo", sha1WithRSA)
+		}, store.AuditRefused, sha1WithRSA, ""},
+		{"hashAlgo of another hash", func(sad string) string {
+			return body("credentialID", cred, "SAD", sad, "hash", []string{b64(d)}, "signAlgo", sha256R, "hashAlgo", "2.16.840.1.101.3.4.2.3")
+		}, store.AuditRefused, sha256R, "2.16.840.1.101.3.4.2.3"},
+		{"a refusal before the algorithm is looked at", func(sad string) string {
+			return body("credentialID", cred, "SAD", sad, "hash", []string{"not base64!"}, "signAlgo", rsaEnc, "hashAlgo", sha256O)
+		}, store.AuditRefused, rsaEnc, sha256O},
+		{"unknown SAD", func(string) string { return signHashBody(cred, "no such SAD", d) }, store.AuditRefused, rsaEnc, sha256O},
+		{"text that is no OID", func(sad string) string {
+			return body("credentialID", cred, "SAD", sad, "hash", []string{b64(d)}, "signAlgo", "<sha256WithRSA>", "hashAlgo", "2.16.840.1.101.3.4.2.01")
+		}, store.AuditRefused, "", ""},
+		{"an over-long OID", func(sad string) string {
+			return body("credentialID", cred, "SAD", sad, "hash", []string{b64(d)}, "signAlgo", "1.2."+strings.Repeat("9", 80))
+		}, store.AuditRefused, "", ""},
+		{"signAlgo not a string", func(sad string) string {
+			return body("credentialID", cred, "SAD", sad, "hash", []string{b64(d)}, "signAlgo", []string{rsaEnc})
+		}, store.AuditRefused, "", ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			sad := e.sad("alice", "rp1", cred, 5*time.Minute, d)
+			r := e.call("signatures/signHash", bearer, tc.body(sad))
+			if (r.status == http.StatusOK) != (tc.outcome == store.AuditGranted) {
+				t.Fatalf("signHash: %d %s", r.status, r.raw)
+			}
+			entries := e.auditEntries()
+			last := entries[len(entries)-1]
+			if last.Kind != store.AuditSignHash || last.Outcome != tc.outcome || last.SignAlgo != tc.signAlgo || last.HashAlgo != tc.hashAlgo {
+				t.Errorf("audit entry %s %s sign_algo %q hash_algo %q; want %s %q %q",
+					last.Kind, last.Outcome, last.SignAlgo, last.HashAlgo, tc.outcome, tc.signAlgo, tc.hashAlgo)
+			}
+		})
+	}
+	e.view(func(tx store.Tx) error {
+		if _, _, err := store.VerifyAudit(tx); err != nil {
+			t.Errorf("audit chain: %v", err)
+		}
+		return nil
+	})
+}

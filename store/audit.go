@@ -3,6 +3,7 @@ package store
 import (
 	"bytes"
 	"crypto/sha256"
+	"crypto/x509"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -84,11 +85,18 @@ type AuditEntry struct {
 	// as it appeared in the request body ("" when there was none).
 	HashCount    int
 	HashesSHA256 string
-	Outcome      string
-	Reason       string // why (refusals, failures) or what (admin operations)
-	Ref          uint64 // Seq of an earlier entry this one follows up, 0 for none
-	Prev         []byte // Digest of the previous entry; set by AppendAudit
-	Digest       []byte // set by AppendAudit
+	// SignAlgo and HashAlgo are the algorithm of a signHash (granted,
+	// refused, failed or restored): the signAlgo OID of the request and
+	// the hashAlgo OID where the request gave one (CSC v1 §11.9), each in
+	// dotted-decimal form, "" when the request had none (or something
+	// that is not an OID).
+	SignAlgo string
+	HashAlgo string
+	Outcome  string
+	Reason   string // why (refusals, failures) or what (admin operations)
+	Ref      uint64 // Seq of an earlier entry this one follows up, 0 for none
+	Prev     []byte // Digest of the previous entry; set by AppendAudit
+	Digest   []byte // set by AppendAudit
 }
 
 // AuditAppender appends to the audit log; see AuditTx for where to call it.
@@ -126,6 +134,8 @@ type auditContent struct {
 	// encoding and digest.
 	HashCount    int    `json:"hash_count,omitempty"`
 	HashesSHA256 string `json:"hashes_sha256,omitempty"`
+	SignAlgo     string `json:"sign_algo,omitempty"`
+	HashAlgo     string `json:"hash_algo,omitempty"`
 	Outcome      string `json:"outcome"`
 	Reason       string `json:"reason"`
 	Ref          uint64 `json:"ref"`
@@ -149,7 +159,8 @@ func (e *AuditEntry) content() auditContent {
 	return auditContent{
 		Seq: e.Seq, Time: e.Time.UTC().Format(time.RFC3339Nano), Kind: string(e.Kind),
 		User: e.User, Client: e.Client, Credential: e.Credential, Hashes: hashes,
-		HashCount: e.HashCount, HashesSHA256: e.HashesSHA256, Outcome: e.Outcome, Reason: e.Reason, Ref: e.Ref,
+		HashCount: e.HashCount, HashesSHA256: e.HashesSHA256, SignAlgo: e.SignAlgo, HashAlgo: e.HashAlgo,
+		Outcome: e.Outcome, Reason: e.Reason, Ref: e.Ref,
 	}
 }
 
@@ -180,7 +191,28 @@ func (e *AuditEntry) Validate() error {
 	if d, err := hex.DecodeString(e.HashesSHA256); e.HashesSHA256 != "" && (err != nil || len(d) != sha256.Size || hex.EncodeToString(d) != e.HashesSHA256) {
 		return fmt.Errorf("%w: audit entry hashes_sha256 is not a lowercase hex SHA-256", ErrInvalid)
 	}
+	for _, oid := range []string{e.SignAlgo, e.HashAlgo} {
+		if oid != "" && !IsAuditOID(oid) {
+			return fmt.Errorf("%w: audit entry algorithm %q is not a dotted-decimal OID", ErrInvalid, oid)
+		}
+	}
 	return nil
+}
+
+// maxAuditOID bounds an algorithm OID in an audit entry; the longest one
+// signd knows has 22 characters.
+const maxAuditOID = 64
+
+// IsAuditOID reports whether s may stand as an algorithm in an audit
+// entry: an object identifier in its dotted-decimal form (x509.ParseOID),
+// at most 64 characters, spelt canonically (no leading zeros), so that
+// what the entry records is exactly the OID that was sent.
+func IsAuditOID(s string) bool {
+	if len(s) > maxAuditOID {
+		return false
+	}
+	oid, err := x509.ParseOID(s)
+	return err == nil && oid.String() == s
 }
 
 // SealAudit sets e.Seq, e.Prev and e.Digest for an entry that follows an
@@ -227,8 +259,8 @@ func encodeAudit(c auditContent, prev, digest []byte) ([]byte, error) {
 
 // EncodeAuditEntry returns the stored encoding of a sealed entry: compact
 // JSON with the fields seq, time, kind, user, client, credential, hashes,
-// hash_count and hashes_sha256 (both only when set), outcome, reason, ref,
-// prev and digest in that order. Export writes it as one JSON line.
+// hash_count, hashes_sha256, sign_algo and hash_algo (each only when set),
+// outcome, reason, ref, prev and digest in that order. Export writes it as one JSON line.
 func EncodeAuditEntry(e *AuditEntry) ([]byte, error) {
 	return encodeAudit(e.content(), e.Prev, e.Digest)
 }
@@ -257,7 +289,7 @@ func DecodeAuditEntry(raw []byte) (*AuditEntry, error) {
 	e := &AuditEntry{
 		Seq: r.Seq, Time: t, Kind: AuditKind(r.Kind), User: r.User, Client: r.Client,
 		Credential: r.Credential, Hashes: r.Hashes, HashCount: r.HashCount, HashesSHA256: r.HashesSHA256,
-		Outcome: r.Outcome, Reason: r.Reason,
+		SignAlgo: r.SignAlgo, HashAlgo: r.HashAlgo, Outcome: r.Outcome, Reason: r.Reason,
 		Ref: r.Ref, Prev: prev, Digest: digest,
 	}
 	again, err := EncodeAuditEntry(e)

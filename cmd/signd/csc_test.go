@@ -244,6 +244,10 @@ func TestCSCDaemonAuditAndMetrics(t *testing.T) {
 	if strings.Join(kinds, " ") != want {
 		t.Errorf("exported entries %v, want %s", kinds, want)
 	}
+	// The grant records the algorithm the request named.
+	if granted := lines[len(lines)-2]; !strings.Contains(granted, `"sign_algo":"1.2.840.113549.1.1.1","hash_algo":"2.16.840.1.101.3.4.2.1","outcome":"granted"`) {
+		t.Errorf("granted entry %s", granted)
+	}
 	// The refusal has the count and digest of its hash array, not the hashes.
 	if refused := lines[len(lines)-1]; !strings.Contains(refused, `"hashes":[],"hash_count":1,"hashes_sha256":"`) {
 		t.Errorf("refused entry %s", refused)
