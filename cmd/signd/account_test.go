@@ -3,8 +3,10 @@ package main
 import (
 	"crypto/sha256"
 	"encoding/base64"
+	"encoding/json"
 	"net/http"
 	"net/url"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -111,18 +113,21 @@ func TestAccountPageDaemon(t *testing.T) {
 	if status, res := sign(sad1); status != 400 || res["error_description"] != "The credential identified by credentialID is disabled" {
 		t.Errorf("signHash on the disabled key: %d %v", status, res)
 	}
+	wantDisabledBy(t, e, cred, "owner")
 
 	// The admin enables it; the SAD issued before the disable was revoked.
 	e.must("", "credential", "enable", cred)
 	if k, _ := keyAndCert(t, base+"/csc/v1/", bearer, cred); k != "enabled" {
 		t.Errorf("after the admin's enable: key %s", k)
 	}
+	wantDisabledBy(t, e, cred, "")
 	if status, res := sign(sad1); status != 400 || res["error_description"] != "Invalid parameter SAD" {
 		t.Errorf("the SAD from before the disable: %d %v", status, res)
 	}
 
 	// What the admin disabled, the owner cannot enable.
 	e.must("", "credential", "disable", cred)
+	wantDisabledBy(t, e, cred, "admin")
 	s = page()
 	if text := oauthtest.Text(s.Body); !strings.Contains(text, "disabled by the administrator") || strings.Contains(text, "Re-enable") {
 		t.Errorf("page after the admin's disable: %s", text)
@@ -132,5 +137,27 @@ func TestAccountPageDaemon(t *testing.T) {
 	}
 	if k, _ := keyAndCert(t, base+"/csc/v1/", bearer, cred); k != "disabled" {
 		t.Errorf("key %s after the refused enable", k)
+	}
+}
+
+// wantDisabledBy checks who `signd credential show` (text and --json)
+// says disabled cred: "admin", "owner", or "" for a credential that is
+// not disabled.
+func wantDisabledBy(t *testing.T, e *env, cred, by string) {
+	t.Helper()
+	line := ""
+	if by != "" {
+		line = "disabled:   by " + by + "\n"
+	}
+	text := e.must("", "credential", "show", cred)
+	if got := regexp.MustCompile(`(?m)^disabled:.*\n`).FindString(text); got != line || !strings.Contains(text, "auth mode:  oauth2code (multisign 1)\n") {
+		t.Errorf("credential show:\n%s\nwant the line %q", text, line)
+	}
+	var v map[string]any
+	if err := json.Unmarshal([]byte(e.must("", "--json", "credential", "show", cred)), &v); err != nil {
+		t.Fatal(err)
+	}
+	if got, has := v["disabled_by"]; by == "" && has || by != "" && got != by || v["multisign"] != 1.0 || v["auth_mode"] != "oauth2code" {
+		t.Errorf("credential show --json: %v, want disabled_by %q", v, by)
 	}
 }

@@ -196,6 +196,9 @@ func (a *app) printCredential(c *admin.CredentialView) error {
 	fmt.Fprintf(w, "id:         %s\n", c.ID)
 	fmt.Fprintf(w, "owner:      %s\n", c.Owner)
 	fmt.Fprintf(w, "status:     %s\n", c.Status)
+	if c.DisabledBy != "" {
+		fmt.Fprintf(w, "disabled:   by %s\n", c.DisabledBy)
+	}
 	fmt.Fprintf(w, "algorithm:  %s (%d bits)\n", c.Algorithm, c.KeyBits)
 	fmt.Fprintf(w, "label:      %s\n", c.Label)
 	fmt.Fprintf(w, "key id:     %s\n", c.KeyID)

@@ -20,6 +20,12 @@ func credentialView(c *store.Credential) *CredentialView {
 		ChainLength: len(c.Chain), Multisign: c.Multisign, AuthMode: string(c.AuthMode),
 		CreatedAt: c.CreatedAt, UpdatedAt: c.UpdatedAt,
 	}
+	if c.Status == store.CredentialDisabled {
+		v.DisabledBy = c.DisabledBy
+		if v.DisabledBy == "" {
+			v.DisabledBy = store.DisabledByAdmin
+		}
+	}
 	if len(c.Chain) > 0 {
 		if leaf, err := x509.ParseCertificate(c.Chain[0]); err == nil {
 			v.Subject = leaf.Subject.String()

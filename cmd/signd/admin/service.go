@@ -208,6 +208,10 @@ type CredentialView struct {
 	// Revoked is what the operation revoked (disable); nil when it revokes
 	// nothing.
 	Revoked *RevokedView `json:"revoked,omitempty"`
+	// DisabledBy says who disabled a disabled credential: "admin" (signd
+	// credential disable, or a credential disabled before the store kept
+	// who) or "owner" (the account page); "" when not disabled.
+	DisabledBy string `json:"disabled_by,omitempty"`
 }
 
 // AddProofRequest stores a proof document of a user (a scan of the identity
