@@ -220,7 +220,8 @@ func (h *Handler) explicitCredential(tx Tx, username, id string, n int) (*store.
 }
 
 // authorize is POST /csc/v1/credentials/authorize (CSC v1 §11.6).
-func (h *Handler) authorize(c echo.Context) error {
+func (h *Handler) authorize(c echo.Context) (err error) {
+	defer h.observeAuthorize("authorize", &err)
 	g := oauth.GrantFrom(c)
 	ctx := c.Request().Context()
 	p, e := readParams(c.Request())
@@ -233,7 +234,7 @@ func (h *Handler) authorize(c echo.Context) error {
 	}
 	var user *store.User
 	var why string
-	err := h.Store.View(ctx, func(tx Tx) (err error) {
+	err = h.Store.View(ctx, func(tx Tx) (err error) {
 		user, e, why, err = h.explicitCredential(tx, g.Username, req.credentialID, len(req.hashes))
 		return err
 	})
@@ -331,6 +332,28 @@ func (h *Handler) authorize(c echo.Context) error {
 	return c.JSON(http.StatusOK, sadResponse{SAD: value, ExpiresIn: int64(expires.Sub(now) / time.Second)})
 }
 
+// observeAuthorize reports the result of an authorize or
+// extendTransaction request, judged by the error it returns (*errp).
+func (h *Handler) observeAuthorize(method string, errp *error) {
+	if h.Metrics == nil {
+		return
+	}
+	result := "granted"
+	var oe *oauth.Error
+	switch err := *errp; {
+	case err == nil:
+	case !errors.As(err, &oe) || oe.Status >= http.StatusInternalServerError:
+		result = "error"
+	case oe.Code == codeInvalidPIN:
+		result = "wrong_pin"
+	case oe.Description == descPINLocked:
+		result = "locked"
+	default:
+		result = "refused"
+	}
+	h.Metrics.ObserveAuthorize(method, result)
+}
+
 // refuseAuthorize records a refused authorization and returns its error.
 func (h *Handler) refuseAuthorize(ctx context.Context, entry *store.AuditEntry, e *oauth.Error) error {
 	err := h.Store.Batch(context.WithoutCancel(ctx), func(tx Tx) error { return tx.AppendAudit(entry) })
@@ -368,7 +391,8 @@ func (h *Handler) sadTTL() time.Duration {
 
 // extendTransaction is POST /csc/v1/credentials/extendTransaction (CSC v1
 // §11.7).
-func (h *Handler) extendTransaction(c echo.Context) error {
+func (h *Handler) extendTransaction(c echo.Context) (err error) {
+	defer h.observeAuthorize("extendTransaction", &err)
 	g := oauth.GrantFrom(c)
 	ctx := c.Request().Context()
 	p, e := readParams(c.Request())

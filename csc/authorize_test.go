@@ -438,6 +438,60 @@ func TestExtendTransaction(t *testing.T) {
 	wantError(t, e.call("credentials/extendTransaction", bearer, `{"credentialID":"`+cred+`","SAD":"x"}`), 400, "invalid_request", "Missing (or invalid type) array parameter hash")
 }
 
+// TestAuthorizeMetrics: every credentials/authorize and extendTransaction
+// request is counted once by its result.
+func TestAuthorizeMetrics(t *testing.T) {
+	e := newExplicitEnv(t)
+	bearer := e.accessToken("alice", "rp1")
+	cred := e.explicitCredential("alice", 3, store.AuthExplicit)
+	ds := batch(2)
+	extend := func(sad string, digests ...[]byte) response {
+		hs := make([]string, len(digests))
+		for i, d := range digests {
+			hs[i] = b64(d)
+		}
+		return e.call("credentials/extendTransaction", bearer, body("credentialID", cred, "SAD", sad, "hash", hs))
+	}
+	sad := e.call("credentials/authorize", bearer, authorizeBody(cred, 2, testPIN, ds...)).str("SAD")
+	if sad == "" {
+		t.Fatal("no SAD")
+	}
+	e.clock.Advance(time.Minute)
+	sad = extend(sad, ds...).str("SAD")
+	if sad == "" {
+		t.Fatal("no extended SAD")
+	}
+	wantError(t, extend("no such SAD", ds...), 400, "invalid_request", "Invalid parameter SAD")
+	wantError(t, extend(sad, ds[0]), 400, "invalid_request", "Hash is not authorized by the SAD.")
+	wantError(t, e.call("credentials/authorize", bearer, authorizeBody(cred, 4, testPIN, batch(4)...)), 400, "invalid_request", "Numbers of signatures is too high")
+	wantError(t, e.call("credentials/authorize", bearer, "{"), 400, "invalid_request", "Malformed JSON body")
+	for range maxFailures - 1 {
+		wantError(t, e.call("credentials/authorize", bearer, authorizeBody(cred, 1, "13579", ds[0])), 400, "invalid_pin", "The PIN is invalid")
+	}
+	r := e.call("credentials/authorize", bearer, authorizeBody(cred, 1, "13579", ds[0])) // the last failure locks
+	if r.status != 400 {
+		t.Fatalf("third wrong PIN: %d %s", r.status, r.raw)
+	}
+	last := "locked"
+	if r.str("error") == "invalid_pin" {
+		last = "wrong_pin"
+	}
+	wantError(t, e.call("credentials/authorize", bearer, authorizeBody(cred, 1, testPIN, ds[0])), 400, "invalid_request", "PIN locked")
+	want := map[string]int{
+		"authorize/granted": 1, "authorize/refused": 2, "authorize/wrong_pin": maxFailures - 1, "authorize/locked": 1,
+		"extendTransaction/granted": 1, "extendTransaction/refused": 2,
+	}
+	want["authorize/"+last]++
+	for k, n := range want {
+		if got := e.metrics.get("authorize", k); got != n {
+			t.Errorf("%s counted %d, want %d", k, got, n)
+		}
+	}
+	if got := e.metrics.get("authorize", "authorize/error") + e.metrics.get("authorize", "extendTransaction/error"); got != 0 {
+		t.Errorf("%d errors counted", got)
+	}
+}
+
 // TestSendOTPAndInfo: sendOTP answers the CSC error (no online OTP);
 // info lists credentials/authorize only when PINs can be checked.
 func TestSendOTPAndInfo(t *testing.T) {

@@ -98,6 +98,13 @@ type Metrics interface {
 	// "restored" (reason "") when signing failed before any signature was
 	// made and the SAD was given back.
 	ObserveSAD(outcome, reason string)
+	// ObserveAuthorize is called once per credentials/authorize (method
+	// "authorize") and credentials/extendTransaction ("extendTransaction")
+	// request that reached the handler, with its result: "granted" (a SAD
+	// issued), "wrong_pin" (the PIN or OTP was wrong), "locked" (the PIN
+	// is locked), "refused" (any other client error) or "error" (the
+	// server could not answer: store or HSM unavailable, internal error).
+	ObserveAuthorize(method, result string)
 }
 
 // InfoConfig is what /csc/v1/info reports besides the fixed fields.

@@ -472,9 +472,10 @@ func (e *env) sadExists(v string) bool {
 
 // recordingMetrics counts what csc reports.
 type recordingMetrics struct {
-	mu       sync.Mutex
-	signHash map[string]int
-	sad      map[string]int
+	mu        sync.Mutex
+	signHash  map[string]int
+	sad       map[string]int
+	authorize map[string]int // method/result
 }
 
 func (m *recordingMetrics) ObserveSignHash(_ time.Duration, outcome string) {
@@ -495,11 +496,23 @@ func (m *recordingMetrics) ObserveSAD(outcome, reason string) {
 	m.sad[outcome+"/"+reason]++
 }
 
+func (m *recordingMetrics) ObserveAuthorize(method, result string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.authorize == nil {
+		m.authorize = map[string]int{}
+	}
+	m.authorize[method+"/"+result]++
+}
+
 func (m *recordingMetrics) get(kind, key string) int {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if kind == "sad" {
+	switch kind {
+	case "sad":
 		return m.sad[key]
+	case "authorize":
+		return m.authorize[key]
 	}
 	return m.signHash[key]
 }

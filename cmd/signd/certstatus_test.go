@@ -8,6 +8,7 @@ import (
 	"crypto/x509"
 	"encoding/base64"
 	"encoding/pem"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -125,22 +126,31 @@ func TestCertificateStatus(t *testing.T) {
 		wantKey   string
 		wantCert  string
 		wantDesc  string // "" = SAD 2 signs
+		// wantUnfit is the status the credential is counted under in
+		// signd_certstatus_disabled_credentials ("" = none); wantChecks
+		// are signd_certstatus_checks_total series that must be there.
+		wantUnfit  string
+		wantChecks []string
 	}{
 		{name: "revoked via CRL", crl: true, signFirst: true,
 			after:   func(ca *certstatustest.CA, l *x509.Certificate) { ca.Revoke(l.SerialNumber, ocsp.KeyCompromise) },
-			wantKey: "disabled", wantCert: "revoked", wantDesc: "Signing certificate '" + name + "' is revoked."},
+			wantKey: "disabled", wantCert: "revoked", wantDesc: "Signing certificate '" + name + "' is revoked.",
+			wantUnfit: "revoked", wantChecks: []string{`{result="ok",source="crl"} `}},
 		{name: "revoked via OCSP", ocsp: true, signFirst: true,
 			after:   func(ca *certstatustest.CA, l *x509.Certificate) { ca.Revoke(l.SerialNumber, ocsp.Superseded) },
-			wantKey: "disabled", wantCert: "revoked", wantDesc: "Signing certificate '" + name + "' is revoked."},
+			wantKey: "disabled", wantCert: "revoked", wantDesc: "Signing certificate '" + name + "' is revoked.",
+			wantUnfit: "revoked", wantChecks: []string{`{result="ok",source="ocsp"} `}},
 		{name: "suspended via OCSP", ocsp: true, signFirst: true,
 			after:   func(ca *certstatustest.CA, l *x509.Certificate) { ca.Revoke(l.SerialNumber, ocsp.CertificateHold) },
-			wantKey: "disabled", wantCert: "suspended", wantDesc: "Signing certificate '" + name + "' is suspended."},
+			wantKey: "disabled", wantCert: "suspended", wantDesc: "Signing certificate '" + name + "' is suspended.",
+			wantUnfit: "suspended"},
 		{name: "OCSP responder down, CRL revokes", ocsp: true, crl: true, signFirst: true,
 			after: func(ca *certstatustest.CA, l *x509.Certificate) {
 				ca.SetDown(true, false)
 				ca.Revoke(l.SerialNumber, ocsp.KeyCompromise)
 			},
-			wantKey: "disabled", wantCert: "revoked", wantDesc: "Signing certificate '" + name + "' is revoked."},
+			wantKey: "disabled", wantCert: "revoked", wantDesc: "Signing certificate '" + name + "' is revoked.",
+			wantUnfit: "revoked", wantChecks: []string{`{result="failed",source="ocsp"} `, `{result="ok",source="crl"} `}},
 		{name: "responders down after a good answer: last good kept until nextUpdate", ocsp: true, crl: true, signFirst: true,
 			after: func(ca *certstatustest.CA, _ *x509.Certificate) {
 				ca.SetDown(true, true)
@@ -149,15 +159,16 @@ func TestCertificateStatus(t *testing.T) {
 					time.Sleep(50 * time.Millisecond)
 				}
 			},
-			wantKey: "enabled", wantCert: "valid"},
+			wantKey: "enabled", wantCert: "valid", wantChecks: []string{`{result="failed",source="crl"} `}},
 		{name: "OCSP responder down from the start", ocsp: true,
 			before:  func(ca *certstatustest.CA, _ *x509.Certificate) { ca.SetDown(true, true) },
-			wantKey: "disabled", wantCert: "valid", wantDesc: unverified},
+			wantKey: "disabled", wantCert: "valid", wantDesc: unverified, wantUnfit: "unknown"},
 		{name: "bad signature on the CRL", crl: true,
 			before:  func(ca *certstatustest.CA, _ *x509.Certificate) { ca.SetBadSignature(true) },
-			wantKey: "disabled", wantCert: "valid", wantDesc: unverified},
+			wantKey: "disabled", wantCert: "valid", wantDesc: unverified, wantUnfit: "unknown",
+			wantChecks: []string{`{result="failed",source="crl"} `}},
 		{name: "expired by the clock", clock: 48 * time.Hour,
-			wantKey: "disabled", wantCert: "expired", wantDesc: "Signing certificate '" + name + "' is expired."},
+			wantKey: "disabled", wantCert: "expired", wantDesc: "Signing certificate '" + name + "' is expired.", wantUnfit: "expired"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -210,6 +221,21 @@ func TestCertificateStatus(t *testing.T) {
 				tt.after(ca, leaf)
 			}
 			waitStatus(t, base, bearer, cred, tt.wantKey, tt.wantCert)
+			var gauge []string
+			for _, s := range []string{"expired", "revoked", "suspended", "unknown"} {
+				n := 0
+				if s == tt.wantUnfit {
+					n = 1
+				}
+				gauge = append(gauge, fmt.Sprintf(`signd_certstatus_disabled_credentials{status="%s"} %d`, s, n))
+			}
+			waitMetrics(t, e, gauge...)
+			checks := metricLines(t, e, "signd_certstatus_checks_total")
+			for _, w := range tt.wantChecks {
+				if !strings.Contains(checks, w) {
+					t.Errorf("checks lack %q:\n%s", w, checks)
+				}
+			}
 			status, res := sign(sad2, d2)
 			if tt.wantDesc == "" {
 				if status != 200 {

@@ -15,12 +15,14 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/signd/signd/csc"
+	"github.com/signd/signd/csc/certstatus"
 	"github.com/signd/signd/hsm"
 )
 
 // metrics holds the daemon's Prometheus collectors in a private registry
 // (no global state): HTTP requests, the CSC signHash path, the SAD
-// decisions and the HSM. It implements hsm.Metrics and csc.Metrics.
+// decisions, explicit authorization, certificate status and the HSM. It
+// implements hsm.Metrics, csc.Metrics and certstatus.Metrics.
 type metrics struct {
 	reg *prometheus.Registry
 
@@ -31,11 +33,16 @@ type metrics struct {
 	hsmSign    *prometheus.HistogramVec // result
 	poolWait   prometheus.Histogram
 	hsmErrors  *prometheus.CounterVec // code
+	authorize  *prometheus.CounterVec // result
+	extend     *prometheus.CounterVec // result
+	certChecks *prometheus.CounterVec // source, result
+	certUnfit  *prometheus.GaugeVec   // status
 }
 
 var (
-	_ hsm.Metrics = (*metrics)(nil)
-	_ csc.Metrics = (*metrics)(nil)
+	_ hsm.Metrics        = (*metrics)(nil)
+	_ csc.Metrics        = (*metrics)(nil)
+	_ certstatus.Metrics = (*metrics)(nil)
 )
 
 func newMetrics() *metrics {
@@ -65,8 +72,21 @@ func newMetrics() *metrics {
 		hsmErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "signd_hsm_errors_total", Help: "Failed PKCS#11 calls by return code name (recovered ones included).",
 		}, []string{"code"}),
+		authorize: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "signd_csc_authorize_total", Help: "CSC credentials/authorize requests by result (granted, wrong_pin, locked, refused, error).",
+		}, []string{"result"}),
+		extend: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "signd_csc_extend_transaction_total", Help: "CSC credentials/extendTransaction requests by result (granted, refused, error).",
+		}, []string{"result"}),
+		certChecks: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "signd_certstatus_checks_total", Help: "Certificate status answers asked of a source about one certificate, by source (ocsp, crl) and result (ok, failed).",
+		}, []string{"source", "result"}),
+		certUnfit: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "signd_certstatus_disabled_credentials", Help: "Credentials whose certificate keeps them from signing at the last status refresh, by status (expired, revoked, suspended, unknown).",
+		}, []string{"status"}),
 	}
 	m.reg.MustRegister(m.requests, m.requestDur, m.signHash, m.sad, m.hsmSign, m.poolWait, m.hsmErrors,
+		m.authorize, m.extend, m.certChecks, m.certUnfit,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -119,6 +139,27 @@ func (m *metrics) ObserveSignHash(d time.Duration, outcome string) {
 // ObserveSAD implements csc.Metrics.
 func (m *metrics) ObserveSAD(outcome, reason string) {
 	m.sad.WithLabelValues(outcome, reason).Inc()
+}
+
+// ObserveAuthorize implements csc.Metrics.
+func (m *metrics) ObserveAuthorize(method, result string) {
+	if method == "extendTransaction" {
+		m.extend.WithLabelValues(result).Inc()
+		return
+	}
+	m.authorize.WithLabelValues(result).Inc()
+}
+
+// ObserveCheck implements certstatus.Metrics.
+func (m *metrics) ObserveCheck(source, result string) {
+	m.certChecks.WithLabelValues(source, result).Inc()
+}
+
+// SetUnusable implements certstatus.Metrics.
+func (m *metrics) SetUnusable(counts map[string]int) {
+	for status, n := range counts {
+		m.certUnfit.WithLabelValues(status).Set(float64(n))
+	}
 }
 
 // middleware counts every request by route template (never the raw path,

@@ -296,3 +296,42 @@ func TestMetricsListenerStopsWithServe(t *testing.T) {
 		t.Error("the metrics listener still accepts after serve returned")
 	}
 }
+
+// waitMetrics scrapes the daemon's /metrics until it has every line of
+// want (a metric with its labels and value), for up to 10 s; metrics the
+// daemon sets in the background (certificate status) may lag what the API
+// already answers.
+func waitMetrics(t *testing.T, e *env, want ...string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		_, _, text := httpGet(t, "GET", "http://"+e.metricsAddr+"/metrics")
+		var missing []string
+		for _, w := range want {
+			if !strings.Contains(text, "\n"+w+"\n") {
+				missing = append(missing, w)
+			}
+		}
+		if len(missing) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("/metrics lacks %q", missing)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// metricLines returns the lines of the daemon's /metrics that start with
+// name.
+func metricLines(t *testing.T, e *env, name string) string {
+	t.Helper()
+	_, _, text := httpGet(t, "GET", "http://"+e.metricsAddr+"/metrics")
+	var out []string
+	for l := range strings.Lines(text) {
+		if strings.HasPrefix(l, name) {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "")
+}

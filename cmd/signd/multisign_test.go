@@ -212,6 +212,21 @@ func TestExplicitBatchJourney(t *testing.T) {
 	}
 	status, res = authorize(cred, 1, journeyPIN, hashes[:1])
 	wantCSC("right PIN after the flood", status, res, "PIN locked")
+	b, _ := json.Marshal(map[string]any{"credentialID": cred, "SAD": "no such SAD", "hash": hashes[:1]})
+	status, res = call("credentials/extendTransaction", string(b))
+	wantCSC("extendTransaction of an unknown SAD", status, res, "Invalid parameter SAD")
+
+	// Each authorize and extendTransaction is counted by its result.
+	counted := []string{
+		`signd_csc_authorize_total{result="granted"} 3`,
+		`signd_csc_authorize_total{result="refused"} 3`,
+		fmt.Sprintf(`signd_csc_authorize_total{result="locked"} %d`, len(answers)-invalid+1),
+		`signd_csc_extend_transaction_total{result="refused"} 1`,
+	}
+	if invalid > 0 {
+		counted = append(counted, fmt.Sprintf(`signd_csc_authorize_total{result="wrong_pin"} %d`, invalid))
+	}
+	waitMetrics(t, e, counted...)
 
 	// The lock is the consent page's too: the OAuth credential flow of the
 	// other credential is refused with the right PIN.

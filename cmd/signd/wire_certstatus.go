@@ -20,13 +20,17 @@ func (s *services) certStatus() csc.Revocation {
 	if !c.Enabled {
 		return nil
 	}
-	checker := certstatus.New(certstatus.Config{
+	cfg := certstatus.Config{
 		Client:  &http.Client{Timeout: c.Timeout},
 		Timeout: c.Timeout,
 		Refresh: c.Refresh,
 		Now:     s.now,
 		Logger:  s.logger.With("service", "certstatus"),
-	})
+	}
+	if s.metrics != nil {
+		cfg.Metrics = s.metrics
+	}
+	checker := certstatus.New(cfg)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {

@@ -59,7 +59,26 @@ type Config struct {
 	MaxCRLSize int64
 	Now        func() time.Time // nil = time.Now
 	Logger     *slog.Logger     // nil = discard
+	Metrics    Metrics          // nil = none
 }
+
+// Metrics receives what a Checker's refreshes find; cmd adapts it to
+// Prometheus. Methods must be safe for concurrent use and must not block.
+type Metrics interface {
+	// ObserveCheck is called once per source asked about one certificate
+	// in a refresh: source "ocsp" (a responder) or "crl" (a distribution
+	// point), result "ok" (a usable answer) or "failed".
+	ObserveCheck(source, result string)
+	// SetUnusable is called after every refresh with how many of the
+	// chains it was given cannot sign because of their certificate, by
+	// why (each key of UnusableReasons, zero included): "expired"
+	// (outside the leaf's validity), "revoked", "suspended" or "unknown"
+	// (no current answer).
+	SetUnusable(counts map[string]int)
+}
+
+// UnusableReasons are the keys of Metrics.SetUnusable.
+var UnusableReasons = []string{"expired", "revoked", "suspended", "unknown"}
 
 // Checker caches the revocation status of certificate chains. It is safe
 // for concurrent use.
@@ -237,9 +256,14 @@ func (c *Checker) Run(ctx context.Context, list func(context.Context) ([][][]byt
 func (c *Checker) Refresh(ctx context.Context, chains [][][]byte) {
 	crls := map[string]crlResult{}
 	next := make(map[[32]byte]entry, len(chains))
+	unusable := make(map[string]int, len(UnusableReasons))
+	for _, r := range UnusableReasons {
+		unusable[r] = 0
+	}
 	for _, chain := range chains {
 		k := key(chain)
-		if _, done := next[k]; done {
+		if e, done := next[k]; done {
+			c.countUnusable(unusable, chain, e)
 			continue
 		}
 		status, until, err := c.check(ctx, chain, crls)
@@ -260,10 +284,37 @@ func (c *Checker) Refresh(ctx context.Context, chains [][][]byte) {
 		} else if status != Valid {
 			c.cfg.Logger.Warn("certificate status: signing certificate "+string(status), "subject", subject(chain))
 		}
+		c.countUnusable(unusable, chain, next[k])
 	}
 	c.mu.Lock()
 	c.entries = next
 	c.mu.Unlock()
+	if c.cfg.Metrics != nil {
+		c.cfg.Metrics.SetUnusable(unusable)
+	}
+}
+
+// countUnusable adds chain, whose answer is e, to counts when its
+// certificate keeps it from signing: the leaf's validity first, then the
+// answer, as signHash refuses it.
+func (c *Checker) countUnusable(counts map[string]int, chain [][]byte, e entry) {
+	if c.cfg.Metrics == nil {
+		return
+	}
+	now := c.cfg.Now()
+	if len(chain) == 0 {
+		return
+	}
+	if leaf, err := x509.ParseCertificate(chain[0]); err == nil && (now.Before(leaf.NotBefore) || now.After(leaf.NotAfter)) {
+		counts["expired"]++
+		return
+	}
+	switch {
+	case e.status != Valid:
+		counts[string(e.status)]++
+	case !e.until.IsZero() && !now.Before(e.until):
+		counts["unknown"]++
+	}
 }
 
 func subject(chain [][]byte) string {
@@ -326,6 +377,7 @@ func (c *Checker) checkOne(ctx context.Context, cert, issuer *x509.Certificate, 
 	var errs []error
 	for _, u := range cert.OCSPServer {
 		s, until, err := c.ocsp(ctx, u, cert, issuer)
+		c.observeCheck("ocsp", err)
 		if err == nil {
 			return s, until, nil
 		}
@@ -338,16 +390,29 @@ func (c *Checker) checkOne(ctx context.Context, cert, issuer *x509.Certificate, 
 			crls[u] = r
 		}
 		if r.err != nil {
+			c.observeCheck("crl", r.err)
 			errs = append(errs, fmt.Errorf("CRL %s: %w", u, r.err))
 			continue
 		}
 		s, until, err := c.crlStatus(r.crl, cert, issuer)
+		c.observeCheck("crl", err)
 		if err == nil {
 			return s, until, nil
 		}
 		errs = append(errs, fmt.Errorf("CRL %s: %w", u, err))
 	}
 	return "", time.Time{}, errors.Join(errs...)
+}
+
+func (c *Checker) observeCheck(source string, err error) {
+	if c.cfg.Metrics == nil {
+		return
+	}
+	result := "ok"
+	if err != nil {
+		result = "failed"
+	}
+	c.cfg.Metrics.ObserveCheck(source, result)
 }
 
 // untilOf is how long an answer with nextUpdate next, fetched now, is good.

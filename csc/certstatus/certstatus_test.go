@@ -8,6 +8,7 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"io"
+	"maps"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -351,4 +352,81 @@ func TestRefusedSources(t *testing.T) {
 			t.Fatalf("Status = %s, current; want not current", s)
 		}
 	})
+}
+
+// recordingMetrics keeps what a Checker reports.
+type recordingMetrics struct {
+	mu       sync.Mutex
+	checks   map[string]int // source/result
+	unusable map[string]int
+}
+
+func (m *recordingMetrics) ObserveCheck(source, result string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.checks[source+"/"+result]++
+}
+
+func (m *recordingMetrics) SetUnusable(counts map[string]int) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.unusable = maps.Clone(counts)
+}
+
+// TestMetrics: each source asked about a certificate is counted as ok or
+// failed, and after each refresh the chains that cannot sign are counted
+// by why, the same way signHash refuses them.
+func TestMetrics(t *testing.T) {
+	f := newFixture(t)
+	m := &recordingMetrics{checks: map[string]int{}}
+	f.checker = certstatus.New(certstatus.Config{Now: f.clk.Now, Refresh: 10 * time.Minute, Timeout: 2 * time.Second, Metrics: m})
+	good, goodChain := f.leaf(t, true, true)
+	revoked, revokedChain := f.leaf(t, false, true)
+	held, heldChain := f.leaf(t, true, false)
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := f.ca.Issue(t, key.Public(), certstatustest.Leaf{Subject: pkix.Name{CommonName: "Expired"}, CRL: true,
+		NotBefore: f.clk.Now().Add(-48 * time.Hour), NotAfter: f.clk.Now().Add(-time.Hour)})
+	expiredChain := [][]byte{old.Raw, f.ca.Cert.Raw}
+	_, quiet := f.leaf(t, false, false) // nothing to check: never counted
+	f.ca.Revoke(revoked.SerialNumber, ocsp.KeyCompromise)
+	f.ca.Revoke(held.SerialNumber, ocsp.CertificateHold)
+	_ = good
+
+	f.refresh(goodChain, revokedChain, heldChain, expiredChain, quiet, revokedChain) // one chain twice: two credentials
+	wantChecks := map[string]int{"ocsp/ok": 2, "crl/ok": 2}
+	wantUnusable := map[string]int{"expired": 1, "revoked": 2, "suspended": 1, "unknown": 0}
+	check := func(step string) {
+		t.Helper()
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		if !maps.Equal(m.checks, wantChecks) {
+			t.Errorf("%s: checks %v, want %v", step, m.checks, wantChecks)
+		}
+		if !maps.Equal(m.unusable, wantUnusable) {
+			t.Errorf("%s: unusable %v, want %v", step, m.unusable, wantUnusable)
+		}
+	}
+	check("first refresh")
+
+	// OCSP down: the good chain falls back to the CRL (one failure, one
+	// answer); then both down and past nextUpdate: every answer fails and
+	// what had none current is unknown.
+	f.ca.SetDown(true, false)
+	f.refresh(goodChain, heldChain)
+	wantChecks["ocsp/failed"] += 2 // the held chain names OCSP only: its last answer stays
+	wantChecks["crl/ok"]++
+	wantUnusable = map[string]int{"expired": 0, "revoked": 0, "suspended": 1, "unknown": 0}
+	check("OCSP down")
+	f.ca.SetDown(true, true)
+	f.clk.Add(2 * time.Hour)
+	f.refresh(goodChain, heldChain)
+	wantChecks["ocsp/failed"] += 2
+	wantChecks["crl/failed"]++
+	// The held chain keeps its last answer (suspended), no longer current:
+	// suspended counts first, as signHash refuses it for that.
+	wantUnusable = map[string]int{"expired": 0, "revoked": 0, "suspended": 1, "unknown": 1}
+	check("all down")
 }
