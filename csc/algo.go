@@ -29,6 +29,7 @@ const (
 	oidSHA512          = "2.16.840.1.101.3.4.2.3"
 	oidP256            = "1.2.840.10045.3.1.7" // RFC 5480 §2.1.1.1 secp256r1
 	oidP384            = "1.3.132.0.34"        // secp384r1
+	oidP521            = "1.3.132.0.35"        // secp521r1
 	oidMGF1            = "1.2.840.113549.1.1.8"
 	derNullBase64      = "BQA=" // signAlgoParams of algorithms without parameters
 )
@@ -69,6 +70,8 @@ func keyAlgoInfo(algorithm string) (algos []string, curve string) {
 		return slices.Clone(ecKeyAlgos), oidP256
 	case store.AlgECP384:
 		return slices.Clone(ecKeyAlgos), oidP384
+	case store.AlgECP521:
+		return slices.Clone(ecKeyAlgos), oidP521
 	}
 	return slices.Clone(rsaKeyAlgos), ""
 }

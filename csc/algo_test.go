@@ -35,13 +35,16 @@ const (
 )
 
 // ecKeys are EC keys in the shared software token, made once.
-var ecKeys = sync.OnceValues(func() ([2]*hsm.KeyInfo, error) {
-	var out [2]*hsm.KeyInfo
+var ecKeys = sync.OnceValues(func() ([3]*hsm.KeyInfo, error) {
+	var out [3]*hsm.KeyInfo
 	var err error
 	if out[0], err = token.GenerateEC(context.Background(), "csc-ec256", elliptic.P256()); err != nil {
 		return out, err
 	}
-	out[1], err = token.GenerateEC(context.Background(), "csc-ec384", elliptic.P384())
+	if out[1], err = token.GenerateEC(context.Background(), "csc-ec384", elliptic.P384()); err != nil {
+		return out, err
+	}
+	out[2], err = token.GenerateEC(context.Background(), "csc-ec521", elliptic.P521())
 	return out, err
 })
 
@@ -51,8 +54,11 @@ func ecKey(t testing.TB, bits int) *hsm.KeyInfo {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if bits == 384 {
+	switch bits {
+	case 384:
 		return keys[1]
+	case 521:
+		return keys[2]
 	}
 	return keys[0]
 }
@@ -115,9 +121,9 @@ func pssParams(t testing.TB, hash, mgf, mgfHash string, salt, trailer int) strin
 func TestSignHashAlgorithms(t *testing.T) {
 	e := newEnv(t)
 	bearer := e.accessToken("alice", "rp1")
-	ec256, ec384 := ecKey(t, 256), ecKey(t, 384)
+	ec256, ec384, ec521 := ecKey(t, 256), ecKey(t, 384), ecKey(t, 521)
 	creds := map[*hsm.KeyInfo]string{}
-	for _, k := range []*hsm.KeyInfo{keyA, ec256, ec384} {
+	for _, k := range []*hsm.KeyInfo{keyA, ec256, ec384, ec521} {
 		creds[k] = e.credential(valid("alice", k))
 	}
 	pss256 := pssParams(t, sha256O, mgf1O, sha256O, 32, 0)
@@ -142,6 +148,8 @@ func TestSignHashAlgorithms(t *testing.T) {
 		{"ECDSA P-256 SHA-384", ec256, crypto.SHA384, []any{"signAlgo", ecdsa384, "hashAlgo", sha384O}, false},
 		{"ECDSA P-384 SHA-384", ec384, crypto.SHA384, []any{"signAlgo", ecdsa384, "signAlgoParams", ""}, false},
 		{"ECDSA P-384 SHA-512", ec384, crypto.SHA512, []any{"signAlgo", ecdsa512}, false},
+		{"ECDSA P-521 SHA-512", ec521, crypto.SHA512, []any{"signAlgo", ecdsa512, "hashAlgo", sha512O}, false},
+		{"ECDSA P-521 SHA-256", ec521, crypto.SHA256, []any{"signAlgo", ecdsa256}, false},
 	}
 	for _, row := range rows {
 		t.Run(row.name, func(t *testing.T) {
@@ -220,6 +228,7 @@ func TestCredentialInfoKeyAlgos(t *testing.T) {
 		{keyA, "[" + rsaEnc + " " + sha256R + " " + sha384R + " " + sha512R + " " + pssO + "]", 2048, nil},
 		{ecKey(t, 256), "[" + ecdsa256 + " " + ecdsa384 + " " + ecdsa512 + "]", 256, "1.2.840.10045.3.1.7"},
 		{ecKey(t, 384), "[" + ecdsa256 + " " + ecdsa384 + " " + ecdsa512 + "]", 384, "1.3.132.0.34"},
+		{ecKey(t, 521), "[" + ecdsa256 + " " + ecdsa384 + " " + ecdsa512 + "]", 521, "1.3.132.0.35"},
 	} {
 		cred := e.credential(valid("alice", tc.key))
 		r := e.call("credentials/info", bearer, body("credentialID", cred))

@@ -27,7 +27,7 @@ import (
 // ecKeys generates one EC key per curve in shared, once.
 var ecKeys = sync.OnceValues(func() (map[string]*KeyInfo, error) {
 	out := map[string]*KeyInfo{}
-	for name, c := range map[string]elliptic.Curve{"P-256": elliptic.P256(), "P-384": elliptic.P384()} {
+	for name, c := range map[string]elliptic.Curve{"P-256": elliptic.P256(), "P-384": elliptic.P384(), "P-521": elliptic.P521()} {
 		info, err := shared.GenerateEC(context.Background(), "ec-"+name, c)
 		if err != nil {
 			return nil, err
@@ -80,7 +80,7 @@ func TestGenerateEC(t *testing.T) {
 		curve string
 		c     elliptic.Curve
 		bits  int
-	}{{"P-256", elliptic.P256(), 256}, {"P-384", elliptic.P384(), 384}} {
+	}{{"P-256", elliptic.P256(), 256}, {"P-384", elliptic.P384(), 384}, {"P-521", elliptic.P521(), 521}} {
 		t.Run(tt.curve, func(t *testing.T) {
 			info := ecKey(t, tt.curve)
 			pub, ok := info.Public.(*ecdsa.PublicKey)
@@ -112,7 +112,7 @@ func TestGenerateEC(t *testing.T) {
 			}
 		})
 	}
-	for _, c := range []elliptic.Curve{elliptic.P224(), elliptic.P521(), nil} {
+	for _, c := range []elliptic.Curve{elliptic.P224(), nil} {
 		if _, err := shared.GenerateEC(context.Background(), "ec-refused", c); !errors.Is(err, ErrUnsupportedAlgorithm) {
 			t.Errorf("GenerateEC(%v): %v, want ErrUnsupportedAlgorithm", c, err)
 		}
@@ -122,10 +122,10 @@ func TestGenerateEC(t *testing.T) {
 	}
 }
 
-// TestSignECDSA: every hash on both curves, returned as DER and verified
+// TestSignECDSA: every hash on every curve, returned as DER and verified
 // by Go and OpenSSL.
 func TestSignECDSA(t *testing.T) {
-	for _, curve := range []string{"P-256", "P-384"} {
+	for _, curve := range []string{"P-256", "P-384", "P-521"} {
 		info := ecKey(t, curve)
 		pub := info.Public.(*ecdsa.PublicKey)
 		for _, h := range hashes {
@@ -236,7 +236,7 @@ func (b shortSigner) Sign(sh pkcs11.SessionHandle, msg []byte) ([]byte, error) {
 // TestVerifyAfterSignAlgorithms: a signature the token corrupted never
 // leaves, whatever the algorithm, and it counts as made (not NotSigned).
 func TestVerifyAfterSignAlgorithms(t *testing.T) {
-	ec256, ec384 := ecKey(t, "P-256"), ecKey(t, "P-384")
+	ec256, ec384, ec521 := ecKey(t, "P-256"), ecKey(t, "P-384"), ecKey(t, "P-521")
 	pss := &rsa.PSSOptions{SaltLength: rsa.PSSSaltLengthEqualsHash, Hash: crypto.SHA384}
 	cases := []struct {
 		name string
@@ -247,6 +247,7 @@ func TestVerifyAfterSignAlgorithms(t *testing.T) {
 		{"PSS", sharedKey.ID, pss},
 		{"ECDSA P-256", ec256.ID, crypto.SHA256},
 		{"ECDSA P-384", ec384.ID, crypto.SHA512},
+		{"ECDSA P-521", ec521.ID, crypto.SHA256},
 	}
 	for _, w := range []struct {
 		name, want string

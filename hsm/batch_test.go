@@ -78,7 +78,7 @@ func batchDigests(h crypto.Hash, name string, n int) [][]byte {
 // session, each signature verified by Go's crypto and OpenSSL.
 func TestSignDigestsOneSession(t *testing.T) {
 	tok, rec := openRecorded(t)
-	ec256, ec384 := ecKey(t, "P-256"), ecKey(t, "P-384")
+	ec256, ec384, ec521 := ecKey(t, "P-256"), ecKey(t, "P-384"), ecKey(t, "P-521")
 	pss := &rsa.PSSOptions{SaltLength: rsa.PSSSaltLengthEqualsHash, Hash: crypto.SHA256}
 	// The longest salt the key allows, as pyHanko asks: 222 bytes for
 	// RSA-2048 and SHA-256.
@@ -94,6 +94,7 @@ func TestSignDigestsOneSession(t *testing.T) {
 		{"PSS SHA-256 longest salt", "sha256", sharedKey, pssMax},
 		{"ECDSA P-256", "sha256", ec256, crypto.SHA256},
 		{"ECDSA P-384 SHA-384", "sha384", ec384, crypto.SHA384},
+		{"ECDSA P-521 SHA-512", "sha512", ec521, crypto.SHA512},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

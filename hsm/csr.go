@@ -13,7 +13,7 @@ import (
 
 // CreateCSR returns a DER PKCS#10 request for subject, signed by signer
 // (normally a *Key): RSA PKCS#1 v1.5 with SHA-256 for an RSA key, ECDSA
-// with SHA-256 (P-256) or SHA-384 (P-384) for an EC key. The random source
+// with SHA-256 (P-256), SHA-384 (P-384) or SHA-512 (P-521) for an EC key. The random source
 // handed to the signer always fails, so the signature cannot silently
 // depend on local randomness. The request's signature is checked before
 // it is returned.
@@ -31,6 +31,8 @@ func CreateCSR(signer crypto.Signer, subject pkix.Name) ([]byte, error) {
 			alg = x509.ECDSAWithSHA256
 		case elliptic.P384():
 			alg = x509.ECDSAWithSHA384
+		case elliptic.P521():
+			alg = x509.ECDSAWithSHA512
 		default:
 			return nil, fmt.Errorf("hsm: create CSR: %w: curve %s", ErrUnsupportedAlgorithm, pub.Curve.Params().Name)
 		}

@@ -12,7 +12,7 @@
 // # Keys
 //
 // GenerateRSA makes 2048-, 3072- or 4096-bit key pairs and GenerateEC ECDSA
-// key pairs on P-256 or P-384 (CKM_EC_KEY_PAIR_GEN, CKA_EC_PARAMS) inside
+// key pairs on P-256, P-384 or P-521 (CKM_EC_KEY_PAIR_GEN, CKA_EC_PARAMS) inside
 // the token with explicit templates: the private key is sensitive, never
 // extractable and can only sign. Key finds a private key by CKA_CLASS and
 // CKA_ID (a certificate stored with ImportCertificate shares the ID), reads

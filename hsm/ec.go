@@ -19,25 +19,29 @@ import (
 var (
 	oidP256 = asn1.ObjectIdentifier{1, 2, 840, 10045, 3, 1, 7}
 	oidP384 = asn1.ObjectIdentifier{1, 3, 132, 0, 34}
+	oidP521 = asn1.ObjectIdentifier{1, 3, 132, 0, 35}
 )
 
 // curveParams returns the DER CKA_EC_PARAMS (a namedCurve OID) of a
-// supported curve: P-256 or P-384.
+// supported curve: P-256, P-384 or P-521.
 func curveParams(c elliptic.Curve) ([]byte, error) {
 	switch c {
 	case elliptic.P256():
 		return asn1.Marshal(oidP256)
 	case elliptic.P384():
 		return asn1.Marshal(oidP384)
+	case elliptic.P521():
+		return asn1.Marshal(oidP521)
 	}
 	name := "nil"
 	if c != nil {
 		name = c.Params().Name
 	}
-	return nil, fmt.Errorf("%w: curve %s (P-256 or P-384)", ErrUnsupportedAlgorithm, name)
+	return nil, fmt.Errorf("%w: curve %s (P-256, P-384 or P-521)", ErrUnsupportedAlgorithm, name)
 }
 
-// curveOf parses CKA_EC_PARAMS: only the named curves P-256 and P-384.
+// curveOf parses CKA_EC_PARAMS: only the named curves P-256, P-384 and
+// P-521.
 func curveOf(params []byte) (elliptic.Curve, error) {
 	var oid asn1.ObjectIdentifier
 	if rest, err := asn1.Unmarshal(params, &oid); err != nil || len(rest) != 0 {
@@ -48,8 +52,10 @@ func curveOf(params []byte) (elliptic.Curve, error) {
 		return elliptic.P256(), nil
 	case oid.Equal(oidP384):
 		return elliptic.P384(), nil
+	case oid.Equal(oidP521):
+		return elliptic.P521(), nil
 	}
-	return nil, fmt.Errorf("%w: EC key on curve %v (P-256 or P-384)", ErrKeyPolicy, oid)
+	return nil, fmt.Errorf("%w: EC key on curve %v (P-256, P-384 or P-521)", ErrKeyPolicy, oid)
 }
 
 // ecPublic builds a public key from CKA_EC_PARAMS and CKA_EC_POINT. The
@@ -104,7 +110,7 @@ func ecdsaDER(pub *ecdsa.PublicKey, rs []byte) ([]byte, error) {
 	})
 }
 
-// GenerateEC generates an ECDSA key pair on curve (P-256 or P-384) inside
+// GenerateEC generates an ECDSA key pair on curve (P-256, P-384 or P-521) inside
 // the token, labelled label, with a random 16-byte CKA_ID, under the same
 // template rules as GenerateRSA (CKM_EC_KEY_PAIR_GEN with CKA_EC_PARAMS).
 // The public key is read back and checked.

@@ -103,7 +103,7 @@ func (t *Token) SignDigest(ctx context.Context, id []byte, hash crypto.Hash, dig
 //     §9.1; SaltLength rsa.PSSSaltLengthEqualsHash or the hash size) or
 //     the longest the key allows (SaltLength the modulus bytes minus the
 //     hash size minus 2, as PDF signers such as pyHanko ask);
-//   - EC key (P-256, P-384), opts a crypto.Hash: ECDSA through CKM_ECDSA;
+//   - EC key (P-256, P-384, P-521), opts a crypto.Hash: ECDSA through CKM_ECDSA;
 //     the token's r‖s is returned as a DER ECDSA-Sig-Value (RFC 5480).
 //
 // The hash must be SHA-256, SHA-384 or SHA-512 and PSS only on an RSA key

@@ -124,12 +124,13 @@ const (
 	AlgRSA4096 = "rsa-4096"
 	AlgECP256  = "ec-p256" // ECDSA on NIST P-256 (secp256r1)
 	AlgECP384  = "ec-p384" // ECDSA on NIST P-384 (secp384r1)
+	AlgECP521  = "ec-p521" // ECDSA on NIST P-521 (secp521r1)
 )
 
 // Algorithms lists the credential algorithms, in the order operators see
 // them.
 func Algorithms() []string {
-	return []string{AlgRSA2048, AlgRSA3072, AlgRSA4096, AlgECP256, AlgECP384}
+	return []string{AlgRSA2048, AlgRSA3072, AlgRSA4096, AlgECP256, AlgECP384, AlgECP521}
 }
 
 // AlgorithmKeyBits returns the key length in bits of a credential algorithm
@@ -147,12 +148,14 @@ func AlgorithmKeyBits(alg string) int {
 		return 256
 	case AlgECP384:
 		return 384
+	case AlgECP521:
+		return 521
 	}
 	return 0
 }
 
 // AlgorithmIsEC reports whether alg is an ECDSA credential algorithm.
-func AlgorithmIsEC(alg string) bool { return alg == AlgECP256 || alg == AlgECP384 }
+func AlgorithmIsEC(alg string) bool { return alg == AlgECP256 || alg == AlgECP384 || alg == AlgECP521 }
 
 // Credential is a signing key pair held in the HSM plus its certificate chain.
 type Credential struct {

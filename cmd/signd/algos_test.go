@@ -59,7 +59,11 @@ func TestSignAlgorithmsEndToEnd(t *testing.T) {
 	ec256 := enrollKeyType(t, e, "alice", "--key-type", "ec-p256")
 	ec384 := enrollKeyType(t, e, "alice", "--algo", "ec-p384") // the older flag name
 	rsa3072 := enrollKeyType(t, e, "alice", "--key-type", "rsa-3072")
+	ec521 := enrollKeyType(t, e, "alice", "--key-type", "ec-p521")
 	if out := e.must("", "credential", "show", ec384); !strings.Contains(out, "ec-p384 (384 bits)") {
+		t.Errorf("credential show: %s", out)
+	}
+	if out := e.must("", "credential", "show", ec521); !strings.Contains(out, "ec-p521 (521 bits)") {
 		t.Errorf("credential show: %s", out)
 	}
 	addr, _ := e.startDaemon()
@@ -77,6 +81,7 @@ func TestSignAlgorithmsEndToEnd(t *testing.T) {
 		{rsa3072, "[1.2.840.113549.1.1.1 1.2.840.113549.1.1.11 1.2.840.113549.1.1.12 1.2.840.113549.1.1.13 1.2.840.113549.1.1.10]", 3072, nil},
 		{ec256, "[1.2.840.10045.4.3.2 1.2.840.10045.4.3.3 1.2.840.10045.4.3.4]", 256, "1.2.840.10045.3.1.7"},
 		{ec384, "[1.2.840.10045.4.3.2 1.2.840.10045.4.3.3 1.2.840.10045.4.3.4]", 384, "1.3.132.0.34"},
+		{ec521, "[1.2.840.10045.4.3.2 1.2.840.10045.4.3.3 1.2.840.10045.4.3.4]", 521, "1.3.132.0.35"},
 	} {
 		status, info := postJSON(t, base+"/csc/v1/credentials/info", service.AccessToken, `{"credentialID":"`+tc.cred+`"}`)
 		key, _ := info["key"].(map[string]any)
@@ -107,6 +112,9 @@ func TestSignAlgorithmsEndToEnd(t *testing.T) {
 		{"ECDSA P-256 SHA-512", ec256, crypto.SHA512, map[string]any{"signAlgo": "1.2.840.10045.4.3.4", "hashAlgo": "2.16.840.1.101.3.4.2.3"}, false, "sha512"},
 		{"ECDSA P-384 SHA-384", ec384, crypto.SHA384, map[string]any{"signAlgo": "1.2.840.10045.4.3.3"}, false, "sha384"},
 		{"ECDSA P-384 SHA-256", ec384, crypto.SHA256, map[string]any{"signAlgo": "1.2.840.10045.4.3.2"}, false, "sha256"},
+		{"ECDSA P-521 SHA-512", ec521, crypto.SHA512, map[string]any{"signAlgo": "1.2.840.10045.4.3.4"}, false, "sha512"},
+		{"ECDSA P-521 SHA-384", ec521, crypto.SHA384, map[string]any{"signAlgo": "1.2.840.10045.4.3.3", "hashAlgo": "2.16.840.1.101.3.4.2.2"}, false, "sha384"},
+		{"ECDSA P-521 SHA-256", ec521, crypto.SHA256, map[string]any{"signAlgo": "1.2.840.10045.4.3.2"}, false, "sha256"},
 	}
 	for _, row := range rows {
 		t.Run(row.name, func(t *testing.T) {
@@ -170,6 +178,11 @@ func TestSignAlgorithmsEndToEnd(t *testing.T) {
 		{"PSS garbage params", rsaCred, crypto.SHA256, map[string]any{"signAlgo": "1.2.840.113549.1.1.10", "signAlgoParams": "MIIBAAAA"}, "Invalid parameter signAlgoParams: not a base64 DER RSASSA-PSS-params"},
 		{"PSS params on sha256WithRSA", rsaCred, crypto.SHA256, map[string]any{"signAlgo": "1.2.840.113549.1.1.11", "signAlgoParams": pssSHA256}, "Invalid parameter signAlgoParams"},
 		{"SHA-384 digest for ecdsa-with-SHA256", ec256, crypto.SHA384, map[string]any{"signAlgo": "1.2.840.10045.4.3.2"}, "Invalid digest value length"},
+		{"SHA-512 digest for ecdsa-with-SHA256 on P-521", ec521, crypto.SHA512, map[string]any{"signAlgo": "1.2.840.10045.4.3.2"}, "Invalid digest value length"},
+		{"SHA-256 digest for ecdsa-with-SHA512 on P-521", ec521, crypto.SHA256, map[string]any{"signAlgo": "1.2.840.10045.4.3.4"}, "Invalid digest value length"},
+		{"hashAlgo SHA-256 for ecdsa-with-SHA512 on P-521", ec521, crypto.SHA512, map[string]any{"signAlgo": "1.2.840.10045.4.3.4", "hashAlgo": "2.16.840.1.101.3.4.2.1"}, "Invalid parameter hashAlgo"},
+		{"RSA OID on a P-521 key", ec521, crypto.SHA512, map[string]any{"signAlgo": "1.2.840.113549.1.1.13"}, "Invalid parameter signAlgo: the credential's key is EC"},
+		{"PSS on a P-521 key", ec521, crypto.SHA512, map[string]any{"signAlgo": "1.2.840.113549.1.1.10", "signAlgoParams": pssSHA512}, "Invalid parameter signAlgo: the credential's key is EC"},
 		{"hashAlgo SHA-256 for sha512WithRSA", rsaCred, crypto.SHA512, map[string]any{"signAlgo": "1.2.840.113549.1.1.13", "hashAlgo": "2.16.840.1.101.3.4.2.1"}, "Invalid parameter hashAlgo"},
 		{"unknown signAlgo", rsaCred, crypto.SHA256, map[string]any{"signAlgo": "1.2.840.113549.1.1.14"}, "Invalid parameter signAlgo"},
 	}
@@ -189,7 +202,7 @@ func TestSignAlgorithmsEndToEnd(t *testing.T) {
 			// The SAD is intact: the right algorithm still signs with it.
 			right := map[string]any{"credentialID": h.cred, "SAD": sad, "hash": req["hash"], "signAlgo": "1.2.840.113549.1.1.1",
 				"hashAlgo": map[crypto.Hash]string{crypto.SHA256: "2.16.840.1.101.3.4.2.1", crypto.SHA384: "2.16.840.1.101.3.4.2.2", crypto.SHA512: "2.16.840.1.101.3.4.2.3"}[h.hash]}
-			if h.cred == ec256 || h.cred == ec384 {
+			if h.cred == ec256 || h.cred == ec384 || h.cred == ec521 {
 				right["signAlgo"] = map[crypto.Hash]string{crypto.SHA256: "1.2.840.10045.4.3.2", crypto.SHA384: "1.2.840.10045.4.3.3", crypto.SHA512: "1.2.840.10045.4.3.4"}[h.hash]
 			}
 			body, _ = json.Marshal(right)
@@ -211,7 +224,7 @@ func TestCredentialCreateKeyTypeFlags(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"--key-type", "ec-p521"}, `algorithm "ec-p521" is not supported (rsa-2048, rsa-3072, rsa-4096, ec-p256, ec-p384)`},
+		{[]string{"--key-type", "ec-p224"}, `algorithm "ec-p224" is not supported (rsa-2048, rsa-3072, rsa-4096, ec-p256, ec-p384, ec-p521)`},
 		{[]string{"--key-type", "EC-P256"}, `algorithm "EC-P256" is not supported`},
 		{[]string{"--key-type", "ec-p256", "--algo", "rsa-2048"}, `--key-type "ec-p256" and --algo "rsa-2048" disagree; give one`},
 	} {

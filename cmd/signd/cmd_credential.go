@@ -20,7 +20,7 @@ func (a *app) credentialCmd() *cobra.Command {
 		multisign                                             int
 	}
 	createCmd := &cobra.Command{
-		Use:   "create --user USERNAME [--key-type ec-p256|ec-p384|rsa-2048|rsa-3072|rsa-4096] [--label L] [--subject DN] [--csr-out FILE] [--multisign N] [--auth-mode oauth2code|explicit]",
+		Use:   "create --user USERNAME [--key-type ec-p256|ec-p384|ec-p521|rsa-2048|rsa-3072|rsa-4096] [--label L] [--subject DN] [--csr-out FILE] [--multisign N] [--auth-mode oauth2code|explicit]",
 		Short: "Generate a key pair in the token and a CSR; prints the credential ID as the last line",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -60,7 +60,7 @@ func (a *app) credentialCmd() *cobra.Command {
 	}
 	f := createCmd.Flags()
 	f.StringVar(&create.user, "user", "", "owner of the credential")
-	f.StringVar(&create.keyType, "key-type", "rsa-2048", "key type: ec-p256, ec-p384, rsa-2048, rsa-3072 or rsa-4096")
+	f.StringVar(&create.keyType, "key-type", "rsa-2048", "key type: ec-p256, ec-p384, ec-p521, rsa-2048, rsa-3072 or rsa-4096")
 	f.StringVar(&create.algo, "algo", "rsa-2048", "the same as --key-type")
 	f.StringVar(&create.label, "label", "", "HSM key label (default signd-<credential ID>)")
 	f.StringVar(&create.subject, "subject", "", `CSR subject, RFC 4514 (default "CN=<username>")`)

@@ -1,6 +1,6 @@
 // Package enroll prepares the key material of a CSC credential (CSC v1
 // §8.3, credentials/info: key and cert): it generates the credential's key
-// pair inside the token (RSA 2048/3072/4096 or ECDSA on P-256/P-384),
+// pair inside the token (RSA 2048/3072/4096 or ECDSA on P-256/P-384/P-521),
 // writes the PKCS#10 certificate request for the operator's subject
 // distinguished name (RFC 4514 strings, ParseDN), and
 // checks the certificate chain a CA returns before it is attached to the
@@ -10,7 +10,8 @@
 // generation and a crypto.Signer for a key ID — so it needs neither
 // *hsm.Token nor *hsm.Key, and its tests run on software keys. The request
 // is signed with hsm.CreateCSR (RSA PKCS#1 v1.5 with SHA-256, or ECDSA with
-// SHA-256 on P-256 and SHA-384 on P-384), whose random source always fails:
+// SHA-256 on P-256, SHA-384 on P-384 and SHA-512 on P-521), whose random
+// source always fails:
 // the token supplies any randomness an ECDSA signature needs, and nothing
 // in a request may depend on local randomness.
 //

@@ -36,6 +36,8 @@ func curveOf(algo string) elliptic.Curve {
 		return elliptic.P256()
 	case store.AlgECP384:
 		return elliptic.P384()
+	case store.AlgECP521:
+		return elliptic.P521()
 	}
 	return nil
 }
@@ -43,7 +45,7 @@ func curveOf(algo string) elliptic.Curve {
 // Request is what an operator asks for when creating a credential.
 type Request struct {
 	Owner     string // username; the subject is CN=<Owner> when Subject is ""
-	Algorithm string // a store credential algorithm: rsa-2048 (the default), rsa-3072, rsa-4096, ec-p256 or ec-p384
+	Algorithm string // a store credential algorithm: rsa-2048 (the default), rsa-3072, rsa-4096, ec-p256, ec-p384 or ec-p521
 	Subject   string // RFC 4514 distinguished name of the CSR, see ParseDN
 }
 

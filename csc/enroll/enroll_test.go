@@ -36,7 +36,8 @@ func TestRequestCheck(t *testing.T) {
 		{"owner_escaped", Request{Owner: "jansen, alice"}, "rsa-2048", 2048, `CN=jansen\, alice`, ""},
 		{"ec_p256", Request{Owner: "alice", Algorithm: "ec-p256"}, "ec-p256", 256, "CN=alice", ""},
 		{"ec_p384", Request{Owner: "alice", Algorithm: "ec-p384"}, "ec-p384", 384, "CN=alice", ""},
-		{"unknown_algorithm", Request{Owner: "alice", Algorithm: "ec-p521"}, "", 0, "", `algorithm "ec-p521" is not supported (rsa-2048, rsa-3072, rsa-4096, ec-p256, ec-p384)`},
+		{"ec_p521", Request{Owner: "alice", Algorithm: "ec-p521"}, "ec-p521", 521, "CN=alice", ""},
+		{"unknown_algorithm", Request{Owner: "alice", Algorithm: "ec-p224"}, "", 0, "", `algorithm "ec-p224" is not supported (rsa-2048, rsa-3072, rsa-4096, ec-p256, ec-p384, ec-p521)`},
 		{"algorithm_case", Request{Owner: "alice", Algorithm: "RSA-2048"}, "", 0, "", `algorithm "RSA-2048" is not supported`},
 		{"bad_subject", Request{Owner: "alice", Subject: "XX=1"}, "", 0, "", `subject: attribute type "XX" is not supported`},
 		{"unusable_owner", Request{Owner: "a\x00"}, "", 0, "", "subject: distinguished name contains a control character"},
@@ -256,6 +257,7 @@ func TestGenerateEC(t *testing.T) {
 	}{
 		{"ec-p256", elliptic.P256(), x509.ECDSAWithSHA256},
 		{"ec-p384", elliptic.P384(), x509.ECDSAWithSHA384},
+		{"ec-p521", elliptic.P521(), x509.ECDSAWithSHA512},
 	} {
 		t.Run(tc.algo, func(t *testing.T) {
 			spec, err := Request{Owner: "alice", Algorithm: tc.algo}.Check()

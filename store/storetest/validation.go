@@ -196,6 +196,7 @@ func testInvalidCredentials(t *testing.T, s store.Store) {
 		{"rsa-4096", func(c *store.Credential) { c.Algorithm, c.KeyBits = store.AlgRSA4096, 4096 }},
 		{"ec-p256", func(c *store.Credential) { c.Algorithm, c.KeyBits = store.AlgECP256, 256 }},
 		{"ec-p384", func(c *store.Credential) { c.Algorithm, c.KeyBits = store.AlgECP384, 384 }},
+		{"ec-p521", func(c *store.Credential) { c.Algorithm, c.KeyBits = store.AlgECP521, 521 }},
 		{"64-byte key ID", func(c *store.Credential) { c.KeyID = bytes.Repeat([]byte{0}, 64) }},
 		{"enabled with chain", func(c *store.Credential) {
 			c.Status, c.Chain = store.CredentialEnabled, [][]byte{[]byte("leaf")}
@@ -227,7 +228,8 @@ func testInvalidCredentials(t *testing.T, s store.Store) {
 		{"ID with NUL", func(c *store.Credential) { c.ID = "a\x00b" }},
 		{"unknown algorithm", func(c *store.Credential) { c.Algorithm, c.KeyBits = "ec-256", 256 }},
 		{"empty algorithm", func(c *store.Credential) { c.Algorithm = "" }},
-		{"ec-p521", func(c *store.Credential) { c.Algorithm, c.KeyBits = "ec-p521", 521 }},
+		{"ec-p224", func(c *store.Credential) { c.Algorithm, c.KeyBits = "ec-p224", 224 }},
+		{"ec-p521 with 512 bits", func(c *store.Credential) { c.Algorithm, c.KeyBits = store.AlgECP521, 512 }},
 		{"ec-p256 with 384 bits", func(c *store.Credential) { c.Algorithm, c.KeyBits = store.AlgECP256, 384 }},
 		{"ec-p384 with RSA bits", func(c *store.Credential) { c.Algorithm, c.KeyBits = store.AlgECP384, 2048 }},
 		{"algorithm in capitals", func(c *store.Credential) { c.Algorithm, c.KeyBits = "EC-P256", 256 }},

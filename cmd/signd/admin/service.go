@@ -153,7 +153,7 @@ type ClientView struct {
 // CreateCredentialRequest generates a key pair in the token for a user.
 type CreateCredentialRequest struct {
 	User    string `json:"user"`
-	Algo    string `json:"algo,omitempty"`    // rsa-2048 (default), rsa-3072, rsa-4096, ec-p256, ec-p384
+	Algo    string `json:"algo,omitempty"`    // rsa-2048 (default), rsa-3072, rsa-4096, ec-p256, ec-p384, ec-p521
 	Label   string `json:"label,omitempty"`   // HSM label; default "signd-<credential ID>"
 	Subject string `json:"subject,omitempty"` // CSR subject DN; default "CN=<username>"
 	// Multisign caps numSignatures of one authorization (CSC v1 §11.5),

@@ -30,8 +30,12 @@ func TestAlgorithms(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if ec256.Bits != 256 || ec384.Bits != 384 {
-		t.Fatalf("EC key sizes %d, %d", ec256.Bits, ec384.Bits)
+	ec521, err := tok.GenerateEC(ctx, "ec-521", elliptic.P521())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ec256.Bits != 256 || ec384.Bits != 384 || ec521.Bits != 521 {
+		t.Fatalf("EC key sizes %d, %d, %d", ec256.Bits, ec384.Bits, ec521.Bits)
 	}
 	if _, err := tok.GenerateEC(ctx, "ec-224", elliptic.P224()); !errors.Is(err, hsm.ErrUnsupportedAlgorithm) {
 		t.Errorf("P-224: %v", err)
@@ -49,7 +53,7 @@ func TestAlgorithms(t *testing.T) {
 	if err := rsa.VerifyPSS(rsaKey.Public.(*rsa.PublicKey), crypto.SHA384, d384[:], sig, &rsa.PSSOptions{SaltLength: 48, Hash: crypto.SHA384}); err != nil {
 		t.Errorf("PSS: %v", err)
 	}
-	for _, k := range []*hsm.KeyInfo{ec256, ec384} {
+	for _, k := range []*hsm.KeyInfo{ec256, ec384, ec521} {
 		sig, err := tok.SignDigest(ctx, k.ID, crypto.SHA384, d384[:])
 		if err != nil || !ecdsa.VerifyASN1(k.Public.(*ecdsa.PublicKey), d384[:], sig) {
 			t.Errorf("ECDSA P-%d: %v", k.Bits, err)
@@ -86,7 +90,7 @@ func TestAlgorithms(t *testing.T) {
 		t.Errorf("Key.Sign PSS on EC: %v", err)
 	}
 	keys, err := tok.Keys(ctx)
-	if err != nil || len(keys) != 3 {
+	if err != nil || len(keys) != 4 {
 		t.Fatalf("Keys: %d, %v", len(keys), err)
 	}
 }

@@ -5,7 +5,7 @@
 // A Token keeps RSA and ECDSA keys in memory (crypto/rsa, crypto/ecdsa)
 // and offers what the consumers use of *hsm.Token, with the same errors:
 // GenerateRSA (2048, 3072 or 4096 bits; a label in use is
-// hsm.ErrLabelExists), GenerateEC (P-256, P-384), Keys, Key (an *hsm.Key
+// hsm.ErrLabelExists), GenerateEC (P-256, P-384, P-521), Keys, Key (an *hsm.Key
 // that signs through the Token, hsm.NewKey), CheckKey, DestroyKey
 // (hsm.ErrKeyNotFound), SignDigest and SignDigestOpts: PKCS#1 v1.5 over a
 // DigestInfo (RFC 8017 §9.2), RSASSA-PSS with a salt of the hash's length,

@@ -106,11 +106,11 @@ func (t *Token) GenerateRSA(ctx context.Context, label string, bits int) (*hsm.K
 	return t.generate(ctx, OpGenerateRSA, label, func() (crypto.Signer, error) { return rsa.GenerateKey(rand.Reader, bits) })
 }
 
-// GenerateEC generates an ECDSA key pair on curve (P-256 or P-384) as
-// GenerateRSA does.
+// GenerateEC generates an ECDSA key pair on curve (P-256, P-384 or P-521)
+// as GenerateRSA does.
 func (t *Token) GenerateEC(ctx context.Context, label string, curve elliptic.Curve) (*hsm.KeyInfo, error) {
-	if curve != elliptic.P256() && curve != elliptic.P384() {
-		return nil, fmt.Errorf("softtoken: generate key: %w: curve %v (P-256 or P-384)", hsm.ErrUnsupportedAlgorithm, curve)
+	if curve != elliptic.P256() && curve != elliptic.P384() && curve != elliptic.P521() {
+		return nil, fmt.Errorf("softtoken: generate key: %w: curve %v (P-256, P-384 or P-521)", hsm.ErrUnsupportedAlgorithm, curve)
 	}
 	return t.generate(ctx, OpGenerateEC, label, func() (crypto.Signer, error) { return ecdsa.GenerateKey(curve, rand.Reader) })
 }
