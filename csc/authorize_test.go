@@ -490,6 +490,15 @@ func TestAuthorizeMetrics(t *testing.T) {
 	if got := e.metrics.get("authorize", "authorize/error") + e.metrics.get("authorize", "extendTransaction/error"); got != 0 {
 		t.Errorf("%d errors counted", got)
 	}
+
+	// A store that cannot write the audit entry: the server's failure,
+	// not the client's.
+	e.h.Store = brokenBatch{cscStore(e.db)}
+	wantError(t, e.call("credentials/authorize", bearer, authorizeBody(cred, 1, testPIN, ds[0])), http.StatusInternalServerError, "server_error", "Internal error")
+	wantError(t, extend("no such SAD", ds...), http.StatusInternalServerError, "server_error", "Internal error")
+	if a, x := e.metrics.get("authorize", "authorize/error"), e.metrics.get("authorize", "extendTransaction/error"); a != 1 || x != 1 {
+		t.Errorf("errors counted: authorize %d, extendTransaction %d; want 1 each", a, x)
+	}
 }
 
 // TestSendOTPAndInfo: sendOTP answers the CSC error (no online OTP);
