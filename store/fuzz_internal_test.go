@@ -89,12 +89,13 @@ type sealedEntry struct {
 	raw []byte
 }
 
-// seedAuditEntries are real entries: a granted signHash, a refusal with
+// seedAuditEntries are real entries: a granted signHash with its algorithm, a refusal with
 // its hash summary, an HSM failure referring to its grant, and admin
 // operations.
 var seedAuditEntries = []AuditEntry{
 	{Time: time.Date(2026, 3, 4, 5, 6, 7, 8, time.UTC), Kind: AuditSignHash, User: "alice", Client: "rp1", Credential: "kr3e3rdpe6muvlifxu2m3wpecu",
-		Hashes: []string{"00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff"}, Outcome: AuditGranted},
+		Hashes: []string{"00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff"}, SignAlgo: "1.2.840.113549.1.1.1",
+		HashAlgo: "2.16.840.1.101.3.4.2.1", Outcome: AuditGranted},
 	{Time: time.Date(2026, 3, 4, 5, 6, 8, 0, time.UTC), Kind: AuditSignHash, User: "alice", Client: "rp1", Credential: "kr3e3rdpe6muvlifxu2m3wpecu",
 		HashCount: 101, HashesSHA256: "5f70bf18a086007016e948b04aed3b82103a36bea41755b6cddfaf10ace3c6ef", Outcome: AuditRefused,
 		Reason: "Too many hashes: at most 100 per request"},
