@@ -35,9 +35,10 @@ type regionSpan struct {
 }
 
 type taskSpan struct {
-	g        trace.GoID
-	from, to trace.Time
-	spawn    trace.Time // the csc "sign.spawn" log, 0 when none
+	g                  trace.GoID
+	from, to           trace.Time
+	spawn              trace.Time // the csc "sign.spawn" log, 0 when none
+	prevEnd, nextBegin trace.Time // of the goroutine's tasks before and after, 0 when none
 }
 
 // phases reads an execution trace and prints, for the tasks of type
@@ -48,7 +49,8 @@ type taskSpan struct {
 // them: http.in (from the connection's goroutine waking on the network to
 // the task's start: scheduling, request line and headers, routing),
 // http.out (from the task's end to the goroutine blocking on the network
-// again: the response's flush), sign.spawn (from starting the signing
+// again, or to its next task when the next request was already there: the
+// response's flush and the request log), sign.spawn (from starting the signing
 // goroutine to its first region) and gaps (the task's own goroutine outside
 // any top-level region).
 func phases(o phasesOpts, out io.Writer) error {
@@ -160,6 +162,26 @@ func phases(o phasesOpts, out io.Writer) error {
 			byTask[rg.task] = append(byTask[rg.task], rg)
 		}
 	}
+	// The tasks of each goroutine in order: a keep-alive connection's
+	// goroutine serves one request after the other, and when the next
+	// request is already there it does not block in between.
+	perG := map[trace.GoID][]*taskSpan{}
+	for _, ts := range tasks {
+		if ts.to != 0 {
+			perG[ts.g] = append(perG[ts.g], ts)
+		}
+	}
+	for _, l := range perG {
+		slices.SortFunc(l, func(a, b *taskSpan) int { return int(a.from - b.from) })
+		for i, ts := range l {
+			if i > 0 {
+				ts.prevEnd = l[i-1].to
+			}
+			if i+1 < len(l) {
+				ts.nextBegin = l[i+1].from
+			}
+		}
+	}
 	n := 0
 	for id, ts := range tasks {
 		if ts.to == 0 {
@@ -168,11 +190,19 @@ func phases(o phasesOpts, out io.Writer) error {
 		n++
 		spans := gos[ts.g]
 		row("task").add(breakdown(spans, ts.from, ts.to))
-		// http.in: since the goroutine last woke from blocking.
+		// http.in: since the goroutine last woke from blocking on the
+		// network; when it did not block since the previous request, that
+		// stretch is the previous request's http.out.
 		if w, ok := lastWake(spans, ts.from); ok {
+			if w < ts.prevEnd {
+				w = ts.from
+			}
 			row("http.in").add(breakdown(spans, w, ts.from))
 		}
 		if b, ok := nextBlock(spans, ts.to); ok {
+			if ts.nextBegin != 0 && ts.nextBegin < b {
+				b = ts.nextBegin
+			}
 			row("http.out").add(breakdown(spans, ts.to, b))
 		}
 		var top []regionSpan
