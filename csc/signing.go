@@ -36,7 +36,9 @@ type signResult struct {
 // the transaction that read it may end first.
 func (h *Handler) startSigning(ctx context.Context, keyID []byte, opts crypto.SignerOpts, hashes [][]byte) *signing {
 	s := &signing{keyID: bytes.Clone(keyID), done: make(chan struct{})}
-	trace.Log(ctx, "csc", "sign.spawn")
+	if trace.IsEnabled() {
+		trace.Log(ctx, "csc", "sign.spawn") // for the phase table: when the signing was started
+	}
 	go func() {
 		defer close(s.done)
 		defer func() { s.panic = recover() }()
