@@ -18,7 +18,8 @@
 # BASE_BIN (optional): a second signd binary, e.g. built from main in a
 # detached worktree, to compare with in the same run. It serves a copy of
 # the same store (WORKDIR/base.db, its own SADs) on the same token, and
-# takes its turn in every round: raw HSM, base, this tree's signd. The table
+# takes its turn in every round: raw HSM, then base and this tree's signd,
+# which of the two goes first alternating from round to round. The table
 # then gives each one's ratio to the raw HSM and new ÷ base.
 #
 # TRACE=1 (optional): afterwards, for each level, this tree's signd runs
@@ -82,11 +83,15 @@ echo "## (a) bin/signd-load hsm --concurrency C --duration ${secs}s   (b) bin/si
 for c in $levels; do
   for r in $(seq 1 "$rounds"); do
     bin/signd-load hsm --config "$cfg" --in "$work/sads-$c-$r.json" --concurrency "$c" --duration "${secs}s" | tee -a "$work/runs.txt"
-    if [ -n "$base_bin" ]; then
-      bin/signd-load http --url "http://$base_addr" --in "$work/base-sads-$c-$r.json" --concurrency "$c" --duration "${secs}s" |
-        sed 's/^mode=http /mode=base /' | tee -a "$work/runs.txt"
-    fi
-    bin/signd-load http --url "http://$addr" --in "$work/sads-$c-$r.json" --concurrency "$c" --duration "${secs}s" | tee -a "$work/runs.txt"
+    # base and new take turns going first (odd rounds base, even rounds new).
+    for side in $([ $((r % 2)) = 1 ] && echo base new || echo new base); do
+      if [ "$side" = new ]; then
+        bin/signd-load http --url "http://$addr" --in "$work/sads-$c-$r.json" --concurrency "$c" --duration "${secs}s" | tee -a "$work/runs.txt"
+      elif [ -n "$base_bin" ]; then
+        bin/signd-load http --url "http://$base_addr" --in "$work/base-sads-$c-$r.json" --concurrency "$c" --duration "${secs}s" |
+          sed 's/^mode=http /mode=base /' | tee -a "$work/runs.txt"
+      fi
+    done
   done
 done
 rss=$(awk '/^VmHWM/ {print $2}' "/proc/$daemon/status")
@@ -137,7 +142,8 @@ if [ -n "$base_bin" ]; then
   for c in $levels; do
     printf '%s:' "$c"
     awk -v c="$c" '{ split("", f); for (i = 1; i <= NF; i++) { split($i, kv, "="); f[kv[1]] = kv[2] } }
-      f["c"] == c && f["mode"] == "base" { o = f["rate"] } f["c"] == c && f["mode"] == "http" && o > 0 { printf " %.2f", f["rate"] / o; o = 0 }' "$work/runs.txt"
+      f["c"] == c && f["mode"] == "base" { o[++nb] = f["rate"] } f["c"] == c && f["mode"] == "http" { h[++nh] = f["rate"] }
+      END { for (i = 1; i <= nb && i <= nh; i++) printf " %.2f", (o[i] > 0 ? h[i] / o[i] : 0) }' "$work/runs.txt"
     echo
   done
 fi
