@@ -230,7 +230,7 @@ func (h *Handler) Mount(g *echo.Group) error {
 	}
 	h.route(g, "credentials/extendTransaction", h.extendTransaction, postOnly, bearer)
 	h.route(g, "credentials/sendOTP", h.sendOTP, postOnly, bearer)
-	h.route(g, "signatures/signHash", h.signHash, postOnly, bearer)
+	h.route(g, "signatures/signHash", h.signHash, postOnly, traceTask("signHash", bearer))
 	if h.Login != nil {
 		h.route(g, "auth/login", h.authLogin, postOnly)
 	}

@@ -3,6 +3,7 @@ package csc
 import (
 	"context"
 	"errors"
+	"runtime/trace"
 
 	"github.com/signd/signd/oauth"
 	"github.com/signd/signd/store"
@@ -69,6 +70,7 @@ func (f signerFailure) response(err error) error {
 // the HSM being asked anything.
 func (h *Handler) preflight(ctx context.Context, g *oauth.Grant, credentialID string) error {
 	var keyID []byte
+	reg := trace.StartRegion(ctx, "preflight.view")
 	err := h.Store.View(ctx, func(tx Tx) error {
 		cred, err := tx.Credential(credentialID)
 		switch {
@@ -81,9 +83,11 @@ func (h *Handler) preflight(ctx context.Context, g *oauth.Grant, credentialID st
 		}
 		return nil
 	})
+	reg.End()
 	if err != nil || keyID == nil {
 		return err
 	}
+	defer trace.StartRegion(ctx, "preflight.checkkey").End()
 	return h.Signer.CheckKey(ctx, keyID)
 }
 

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"runtime/trace"
 	"slices"
 	"time"
 
@@ -171,7 +172,9 @@ func (h *Handler) signHash(c echo.Context) error {
 		}
 	}()
 
+	reg := trace.StartRegion(ctx, "params")
 	req, perr := h.signHashParams(c.Request())
+	reg.End()
 	// entry is the audit entry of this request. A grant lists its hashes
 	// (exactly the SAD's, so bounded by numSignatures). A refusal has a
 	// fixed size whatever the request held (CSC v1 §11.9 asks for the
@@ -213,7 +216,10 @@ func (h *Handler) signHash(c echo.Context) error {
 
 	// Before any SAD is touched: can the HSM sign with this credential's
 	// key now? A request that cannot sign costs the user nothing.
-	if err := h.preflight(ctx, g, req.credentialID); err != nil {
+	reg = trace.StartRegion(ctx, "preflight")
+	err := h.preflight(ctx, g, req.credentialID)
+	reg.End()
+	if err != nil {
 		return h.preflightRefused(ctx, g, req, entry, err, &outcome)
 	}
 
@@ -224,7 +230,9 @@ func (h *Handler) signHash(c echo.Context) error {
 	sctx := context.WithoutCancel(ctx)
 	var d decision
 	var inFlight *signing
-	err := h.Store.Batch(sctx, func(tx Tx) error {
+	reg = trace.StartRegion(ctx, "batch")
+	err = h.Store.Batch(sctx, func(tx Tx) error {
+		defer trace.StartRegion(sctx, "tx").End()
 		var err error
 		if d, err = h.decide(tx, g, req); err != nil {
 			return err
@@ -244,6 +252,7 @@ func (h *Handler) signHash(c echo.Context) error {
 		d.seq = e.Seq
 		return nil
 	})
+	reg.End()
 	if err != nil {
 		// Nothing was consumed and nothing recorded: whatever the HSM
 		// made is discarded.
@@ -272,7 +281,9 @@ func (h *Handler) signHash(c echo.Context) error {
 	}
 
 	// The SAD is gone and the grant is on record: the signatures may leave.
+	reg = trace.StartRegion(ctx, "join")
 	res := h.signed(sctx, inFlight, d.keyID, req.algo.opts, req.hashes)
+	reg.End()
 	if res.err != nil {
 		// Only a failure before any signature was made may give the SAD
 		// back: with failed > 0 signatures exist.
@@ -283,6 +294,7 @@ func (h *Handler) signHash(c echo.Context) error {
 		out.Signatures[i] = base64.StdEncoding.EncodeToString(sig)
 	}
 	outcome = "signed"
+	defer trace.StartRegion(ctx, "respond").End()
 	return c.JSON(http.StatusOK, out)
 }
 

@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto"
 	"fmt"
+	"runtime/trace"
 )
 
 // signing is the HSM work of one granted signHash request. It starts in
@@ -35,9 +36,13 @@ type signResult struct {
 // the transaction that read it may end first.
 func (h *Handler) startSigning(ctx context.Context, keyID []byte, opts crypto.SignerOpts, hashes [][]byte) *signing {
 	s := &signing{keyID: bytes.Clone(keyID), done: make(chan struct{})}
+	if trace.IsEnabled() {
+		trace.Log(ctx, "csc", "sign.spawn") // for the phase table: when the signing was started
+	}
 	go func() {
 		defer close(s.done)
 		defer func() { s.panic = recover() }()
+		defer trace.StartRegion(ctx, "sign").End()
 		s.res = h.sign(ctx, s.keyID, opts, hashes)
 	}()
 	return s

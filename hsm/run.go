@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime/trace"
 	"time"
 
 	"github.com/miekg/pkcs11"
@@ -77,7 +78,9 @@ func (t *Token) readLocked(fn func() error) (uint64, error) {
 func (t *Token) attempt(ctx context.Context, check bool, fn func(s pkcs11.SessionHandle) error) (uint64, error) {
 	return t.readLocked(func() error {
 		start := time.Now()
+		reg := trace.StartRegion(ctx, "hsm.acquire") // runtime/trace; a no-op without a trace
 		s, err := t.pool.acquire(ctx, t.acquireTimeout)
+		reg.End()
 		if t.metrics != nil {
 			t.metrics.ObservePoolWait(time.Since(start))
 		}

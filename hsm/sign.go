@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"runtime/trace"
 	"time"
 
 	"github.com/miekg/pkcs11"
@@ -310,6 +311,7 @@ func (t *Token) signDigests(ctx context.Context, id []byte, opts crypto.SignerOp
 		}
 		return nil, fmt.Errorf("%w (after %d of %d signatures)", err, len(sigs), len(digests))
 	}
+	defer trace.StartRegion(ctx, "hsm.verify").End()
 	for i, sig := range sigs {
 		if ec, ok := pub.(*ecdsa.PublicKey); ok {
 			if sig, err = ecdsaDER(ec, sig); err != nil {

@@ -68,13 +68,13 @@ bench_signer() {
   cred=$(scripts/enroll-key.sh --config "$cfg" --signd bin/signd --user bench --dev-ca "$work/ca" 2>/dev/null | tail -n 1)
 }
 
-# bench_start BIN LOG: starts `BIN --config $cfg serve` with its log in LOG
+# bench_start BIN LOG [FLAG...]: starts `BIN --config $cfg serve FLAG...` with its log in LOG
 # and waits until it says it is ready (log level info). Sets daemon to its
 # PID and addr to the address it listens on; exits with the log when it
 # does not start.
 bench_start() {
   local bin=$1 log=$2
-  "$bin" --config "$cfg" serve 2>"$log" &
+  "$bin" --config "$cfg" serve "${@:3}" 2>"$log" &
   daemon=$!
   addr=""
   for _ in $(seq 1 100); do

@@ -27,7 +27,14 @@
 //	signd-load token --in FILE --secret-file F --concurrency C --duration 5s
 //	    redeems each code once at the token endpoint (client_secret_basic,
 //	    or client_secret_post with --auth post) until the codes or the time
-//	    run out; a 200 with an id_token counts.
+//	    run out; a 200 with an id_token counts;
+//	signd-load phases --trace FILE [--task signHash]
+//	    reads an execution trace (runtime/trace) taken while requests ran —
+//	    `signd serve --trace FILE`, or `go test -trace FILE -bench
+//	    SignHashHTTPSoftHSM ./csc/` — and prints a Markdown table: per
+//	    phase of the task (its regions, and the HTTP read and write around
+//	    it), p50 and p99 of the wall time and of where it went (running,
+//	    waiting for a CPU, fsync, write, cgo, other syscalls, blocked).
 //
 // Each measurement prints one line of key=value pairs. The http, codes and
 // token modes only talk to loopback addresses (codes reads the code off the

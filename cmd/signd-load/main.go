@@ -23,7 +23,7 @@ func main() {
 	}
 }
 
-const usage = "usage: signd-load prepare|hsm|http|store|codes|token [flags] (see go doc ./cmd/signd-load)"
+const usage = "usage: signd-load prepare|hsm|http|store|codes|token|phases [flags] (see go doc ./cmd/signd-load)"
 
 func run(ctx context.Context, args []string, out io.Writer) error {
 	if len(args) == 0 {
@@ -95,6 +95,14 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 			return err
 		}
 		return mintCodes(ctx, c, out)
+	case "phases":
+		var p phasesOpts
+		fs.StringVar(&p.trace, "trace", "", "execution trace file (runtime/trace: go test -trace, signd serve --trace)")
+		fs.StringVar(&p.task, "task", "signHash", "trace task type to tabulate")
+		if err := fs.Parse(args[1:]); err != nil {
+			return err
+		}
+		return phases(p, out)
 	case "token":
 		var t tokenOpts
 		fs.StringVar(&t.in, "in", "", "file written by codes")

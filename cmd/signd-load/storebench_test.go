@@ -57,7 +57,9 @@ func TestPrepareAndStore(t *testing.T) {
 				t.Fatal(err)
 			}
 			out.Reset()
-			if err := run(context.Background(), []string{"store", "--config", cfgPath, "--in", in, "--concurrency", "4"}, &out); err != nil {
+			// Bounded by the 250 SADs, not by the clock: a loaded machine
+			// (or -race) may take longer than the default 5 s.
+			if err := run(context.Background(), []string{"store", "--config", cfgPath, "--in", in, "--concurrency", "4", "--duration", "2m"}, &out); err != nil {
 				t.Fatalf("store: %v\n%s", err, out.String())
 			}
 			if !strings.HasPrefix(out.String(), "mode=store c=4 n=250 errors=0 ") {

@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/debug"
+	"runtime/trace"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -21,7 +22,8 @@ import (
 )
 
 func (a *app) serveCmd() *cobra.Command {
-	return &cobra.Command{
+	var traceFile string
+	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Run the daemon: HTTP API on server.listen, admin API on server.admin_socket",
 		Args:  cobra.NoArgs,
@@ -30,9 +32,39 @@ func (a *app) serveCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			if traceFile != "" {
+				stop, err := startTrace(traceFile)
+				if err != nil {
+					return err
+				}
+				defer stop()
+			}
 			return a.serve(cmd.Context(), cfg)
 		},
 	}
+	// For profiling only (the signHash benchmark's phase table): not
+	// listed in the help.
+	cmd.Flags().StringVar(&traceFile, "trace", "", "write a runtime execution trace to this new file until the daemon stops")
+	_ = cmd.Flags().MarkHidden("trace")
+	return cmd
+}
+
+// startTrace writes a runtime execution trace (runtime/trace) to path, a
+// new file (0600), until stop is called. Requests are trace tasks with
+// their phases as regions; `signd-load phases` tabulates them.
+func startTrace(path string) (stop func(), err error) {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("--trace: %w", err)
+	}
+	if err := trace.Start(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("--trace: %w", err)
+	}
+	return func() {
+		trace.Stop()
+		f.Close()
+	}, nil
 }
 
 // serve opens the store and the token, starts both listeners and blocks

@@ -284,3 +284,42 @@ func TestEnrollKeyScript(t *testing.T) {
 		}
 	})
 }
+
+// serve --trace writes a new file only: an existing one is refused before
+// anything starts, and left as it was.
+func TestServeTraceRefusesExistingFile(t *testing.T) {
+	e := newEnv(t, "")
+	path := filepath.Join(t.TempDir(), "trace.out")
+	if err := os.WriteFile(path, []byte("keep"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	a := newApp(strings.NewReader(""), io.Discard, io.Discard)
+	cmd := a.root()
+	cmd.SetArgs([]string{"--config", e.cfgPath, "serve", "--trace", path})
+	err := cmd.ExecuteContext(context.Background())
+	if err == nil || !strings.Contains(err.Error(), "--trace") || !strings.Contains(err.Error(), "file exists") {
+		t.Fatalf("serve --trace on an existing file: %v", err)
+	}
+	if b, _ := os.ReadFile(path); string(b) != "keep" {
+		t.Errorf("the existing file was changed: %q", b)
+	}
+}
+
+func TestStartTrace(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "trace.out")
+	stop, err := startTrace(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.HasPrefix(b, []byte("go 1.")) || len(b) < 100 {
+		t.Errorf("not an execution trace: %q", b[:min(len(b), 40)])
+	}
+	if fi, _ := os.Stat(path); fi.Mode().Perm() != 0o600 {
+		t.Errorf("trace file mode %v, want 0600", fi.Mode().Perm())
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime/trace"
 	"sync"
 
 	"go.etcd.io/bbolt"
@@ -63,11 +64,17 @@ func (db *DB) Batch(ctx context.Context, fn func(store.Tx) error) error {
 	}
 	b.mu.Unlock()
 
+	// Regions for an execution trace (runtime/trace; no-ops without one):
+	// the wait for a shared commit, and this call's commit as the leader.
+	queued := trace.StartRegion(ctx, "store.queue")
 	select {
 	case err := <-c.done:
+		queued.End()
 		return rethrow(err)
 	case <-c.lead:
 	}
+	queued.End()
+	defer trace.StartRegion(ctx, "store.commit").End()
 	// This call leads: commit everything queued so far (itself included),
 	// then hand the lead to the first call that queued meanwhile.
 	b.mu.Lock()
