@@ -4,33 +4,42 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
+	"net/url"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"go.etcd.io/etcd/server/v3/embed"
+
 	"github.com/signd/signd/store"
 	"github.com/signd/signd/store/etcd"
+	"github.com/signd/signd/store/etcd/etcdtest"
 )
 
 // sadHash is the fingerprint of SAD i.
 func sadHash(i int) []byte { return store.Fingerprint(fmt.Sprint("sad-", i)) }
 
-// createSADs stores SADs 0 … n-1 of alice.
+// createSADs stores SADs 0 … n-1 of alice, 10 per transaction (within
+// etcd's default --max-txn-ops).
 func createSADs(t *testing.T, db store.Store, n int) {
 	t.Helper()
-	err := db.Update(context.Background(), func(tx store.Tx) error {
-		for i := range n {
-			if err := tx.CreateToken(&store.Token{
-				Hash: sadHash(i), Kind: store.TokenSAD, ClientID: "rp", Username: "alice",
-				CredentialID: "cred-1", Hashes: [][]byte{make([]byte, 32)}, ExpiresAt: time.Now().Add(time.Hour),
-			}); err != nil {
-				return err
+	for lo := 0; lo < n; lo += 10 {
+		err := db.Update(context.Background(), func(tx store.Tx) error {
+			for i := lo; i < min(lo+10, n); i++ {
+				if err := tx.CreateToken(&store.Token{
+					Hash: sadHash(i), Kind: store.TokenSAD, ClientID: "rp", Username: "alice",
+					CredentialID: "cred-1", Hashes: [][]byte{make([]byte, 32)}, ExpiresAt: time.Now().Add(time.Hour),
+				}); err != nil {
+					return err
+				}
 			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
 		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
 	}
 }
 
@@ -253,4 +262,184 @@ func TestBatchDefaultFits(t *testing.T) {
 		t.Errorf("%d consumptions: %d operations, %d comparisons, %d bytes; want at most %d, %d, 1 MiB",
 			n, ops, cmps, size, etcd.DefaultMaxTxnOps, etcd.DefaultMaxTxnOps)
 	}
+}
+
+// TestBatchConflictReruns: another node appends to the audit chain while
+// a shared transaction of this node runs; its commit fails the guard on
+// the chain head, every function of it runs again on a fresh snapshot,
+// and each effect lands exactly once: every SAD consumed, every audit
+// entry once, the other node's entry too, in one intact chain.
+func TestBatchConflictReruns(t *testing.T) {
+	prefix := server.Prefix()
+	a := open(t, etcd.Options{Prefix: prefix, MaxBatch: 64, MaxTxnOps: 1 << 16})
+	b := open(t, etcd.Options{Prefix: prefix})
+	const n = 10
+	createSADs(t, a, n+1)
+	runs := make([]atomic.Int32, n+1)
+	var other sync.Once
+	before := a.Stats()
+	errs := queued(t, a, n, func(tx store.Tx, i int) error {
+		runs[i].Add(1)
+		if err := consume(tx, i); err != nil {
+			return err
+		}
+		if i != n {
+			return nil
+		}
+		var err error
+		other.Do(func() {
+			err = b.Update(context.Background(), func(tx store.Tx) error {
+				return tx.AppendAudit(&store.AuditEntry{Kind: store.AuditSignHash, User: "other", Outcome: store.AuditGranted})
+			})
+		})
+		return err
+	})
+	for i, err := range errs {
+		if err != nil {
+			t.Errorf("call %d: %v", i, err)
+		}
+	}
+	st := a.Stats()
+	if got := st.Conflicts - before.Conflicts; got != 1 {
+		t.Errorf("%d conflicts, want 1", got)
+	}
+	for i := 1; i <= n; i++ {
+		if got := runs[i].Load(); got != 2 {
+			t.Errorf("call %d ran %d times, want 2 (the conflict reruns the whole shared transaction)", i, got)
+		}
+	}
+	users := auditUsers(t, a)
+	if users["other"] != 1 {
+		t.Errorf("the other node's entry: %d times", users["other"])
+	}
+	for i := range n + 1 {
+		if users[fmt.Sprint(i)] != 1 || sadExists(t, a, i) {
+			t.Errorf("call %d: %d audit entries, SAD left %v", i, users[fmt.Sprint(i)], sadExists(t, a, i))
+		}
+	}
+}
+
+// TestBatchSplit: on a cluster with etcd's default --max-txn-ops (128),
+// 30 consumptions queued at once (8 operations each, plus 5 shared) are
+// committed in as many Txns as the limits need, each within them, and
+// all succeed. A DB told the cluster takes more sees its shared commit
+// refused (the limit is real): every caller gets store.ErrUnavailable.
+func TestBatchSplit(t *testing.T) {
+	srv := startDefaultEtcd(t)
+	const n = 30
+	for _, tc := range []struct {
+		name    string
+		opts    etcd.Options
+		txns    uint64 // etcd Txns for 1 + n calls
+		refused bool
+	}{
+		{"defaults: DefaultMaxBatch per Txn", etcd.Options{}, 1 + 3, false},
+		{"64 per batch: split at 128 operations", etcd.Options{MaxBatch: 64}, 1 + 2, false},
+		{"64 per batch, limit unknown: refused", etcd.Options{MaxBatch: 64, MaxTxnOps: 1 << 16}, 1 + 1, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.opts.Endpoints = srv
+			tc.opts.Prefix = fmt.Sprintf("/split-%d/", time.Now().UnixNano())
+			db, err := etcd.Open(context.Background(), tc.opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { db.Close() })
+			createSADs(t, db, n+1)
+			before := db.Stats()
+			errs := queued(t, db, n, consume)
+			for i, err := range errs {
+				if refused := i > 0 && tc.refused; refused != errors.Is(err, store.ErrUnavailable) || !refused && err != nil {
+					t.Errorf("call %d: %v", i, err)
+				}
+			}
+			if got := db.Stats().Commits - before.Commits; got != tc.txns {
+				t.Errorf("%d etcd Txns, want %d", got, tc.txns)
+			}
+			users := auditUsers(t, db)
+			for i := range n + 1 {
+				done := i == 0 || !tc.refused
+				if (users[fmt.Sprint(i)] == 1) != done || sadExists(t, db, i) == done {
+					t.Errorf("call %d (committed %v): %d audit entries, SAD left %v", i, done, users[fmt.Sprint(i)], sadExists(t, db, i))
+				}
+			}
+		})
+	}
+}
+
+// TestBatchUnavailable: when the commit of a shared transaction fails
+// (the cluster went away: its outcome is unknown), every caller of that
+// transaction gets store.ErrUnavailable, none a success.
+func TestBatchUnavailable(t *testing.T) {
+	srv, err := etcdtest.Start(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stop sync.Once
+	defer stop.Do(srv.Close)
+	db, err := srv.Open(etcd.Options{MaxBatch: 64, MaxTxnOps: 1 << 16, RequestTimeout: 500 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	const n = 8
+	createSADs(t, db, n+1)
+	errs := queued(t, db, n, func(tx store.Tx, i int) error {
+		if err := consume(tx, i); err != nil {
+			return err
+		}
+		if i == n {
+			stop.Do(srv.Close) // after the last read, before the commit
+		}
+		return nil
+	})
+	if errs[0] != nil {
+		t.Errorf("call 0 (committed alone before): %v", errs[0])
+	}
+	for i, err := range errs[1:] {
+		if !errors.Is(err, store.ErrUnavailable) {
+			t.Errorf("call %d: %v, want store.ErrUnavailable", i+1, err)
+		}
+	}
+}
+
+// startDefaultEtcd starts a one-member etcd with the server's defaults
+// (--max-txn-ops 128, --max-request-bytes 1.5 MiB) and returns its client
+// URL.
+func startDefaultEtcd(t *testing.T) []string {
+	t.Helper()
+	var ls []net.Listener
+	for range 2 {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		ls = append(ls, l)
+	}
+	client := url.URL{Scheme: "http", Host: ls[0].Addr().String()}
+	peer := url.URL{Scheme: "http", Host: ls[1].Addr().String()}
+	for _, l := range ls {
+		l.Close()
+	}
+	cfg := embed.NewConfig()
+	cfg.Name = "defaults"
+	cfg.Dir = t.TempDir()
+	cfg.ListenClientUrls, cfg.AdvertiseClientUrls = []url.URL{client}, []url.URL{client}
+	cfg.ListenPeerUrls, cfg.AdvertisePeerUrls = []url.URL{peer}, []url.URL{peer}
+	cfg.InitialCluster = cfg.InitialClusterFromName(cfg.Name)
+	cfg.LogLevel = "error"
+	cfg.UnsafeNoFsync = true
+	e, err := embed.StartEtcd(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(e.Close)
+	select {
+	case <-e.Server.ReadyNotify():
+	case err := <-e.Err():
+		t.Fatal(err)
+	case <-time.After(time.Minute):
+		t.Fatal("etcd did not become ready in a minute")
+	}
+	return []string{client.String()}
 }
