@@ -4,14 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
-	"net/url"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
-
-	"go.etcd.io/etcd/server/v3/embed"
 
 	"github.com/signd/signd/store"
 	"github.com/signd/signd/store/etcd"
@@ -325,7 +321,7 @@ func TestBatchConflictReruns(t *testing.T) {
 // all succeed. A DB told the cluster takes more sees its shared commit
 // refused (the limit is real): every caller gets store.ErrUnavailable.
 func TestBatchSplit(t *testing.T) {
-	srv := startDefaultEtcd(t)
+	srv := etcd.StartEmbedded(t)
 	const n = 30
 	for _, tc := range []struct {
 		name    string
@@ -401,45 +397,4 @@ func TestBatchUnavailable(t *testing.T) {
 			t.Errorf("call %d: %v, want store.ErrUnavailable", i+1, err)
 		}
 	}
-}
-
-// startDefaultEtcd starts a one-member etcd with the server's defaults
-// (--max-txn-ops 128, --max-request-bytes 1.5 MiB) and returns its client
-// URL.
-func startDefaultEtcd(t *testing.T) []string {
-	t.Helper()
-	var ls []net.Listener
-	for range 2 {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		ls = append(ls, l)
-	}
-	client := url.URL{Scheme: "http", Host: ls[0].Addr().String()}
-	peer := url.URL{Scheme: "http", Host: ls[1].Addr().String()}
-	for _, l := range ls {
-		l.Close()
-	}
-	cfg := embed.NewConfig()
-	cfg.Name = "defaults"
-	cfg.Dir = t.TempDir()
-	cfg.ListenClientUrls, cfg.AdvertiseClientUrls = []url.URL{client}, []url.URL{client}
-	cfg.ListenPeerUrls, cfg.AdvertisePeerUrls = []url.URL{peer}, []url.URL{peer}
-	cfg.InitialCluster = cfg.InitialClusterFromName(cfg.Name)
-	cfg.LogLevel = "error"
-	cfg.UnsafeNoFsync = true
-	e, err := embed.StartEtcd(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(e.Close)
-	select {
-	case <-e.Server.ReadyNotify():
-	case err := <-e.Err():
-		t.Fatal(err)
-	case <-time.After(time.Minute):
-		t.Fatal("etcd did not become ready in a minute")
-	}
-	return []string{client.String()}
 }

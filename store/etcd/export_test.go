@@ -7,6 +7,10 @@ import (
 	"github.com/signd/signd/store/kv"
 )
 
+// StartEmbedded starts a one-member etcd with the server's defaults for
+// the test and returns its client URL.
+var StartEmbedded = startEmbedded
+
 // QueuedBatch returns how many Batch calls wait for the next shared
 // transaction.
 func (db *DB) QueuedBatch() int {

@@ -2,9 +2,11 @@ package etcd
 
 import (
 	"context"
+	"errors"
 	"sort"
 
 	"github.com/google/btree"
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/signd/signd/store"
@@ -108,17 +110,30 @@ func (t *txn) fail(err error) error {
 }
 
 // get runs one etcd range read at the snapshot revision, fixing it on the
-// first read.
+// first read (linearizable: it needs the quorum, so a transaction never
+// starts from a stale state). Later reads are serializable at the
+// snapshot: any member that has applied that revision answers exactly
+// what the leader would (etcd keeps every revision until compaction), and
+// is spared the quorum round of a linearizable read; a member that has not
+// applied it yet says so (ErrFutureRev), and the read is made
+// linearizable.
 func (t *txn) get(key string, opts ...clientv3.OpOption) (*clientv3.GetResponse, error) {
 	if t.err != nil {
 		return nil, t.err
 	}
-	if t.rev != 0 {
-		opts = append(opts, clientv3.WithRev(t.rev))
-	}
 	ctx, cancel := t.db.requestContext(t.ctx)
 	defer cancel()
-	resp, err := t.db.kv.Get(ctx, key, opts...)
+	var resp *clientv3.GetResponse
+	var err error
+	if t.rev == 0 {
+		resp, err = t.db.kv.Get(ctx, key, opts...)
+	} else {
+		at := append(opts, clientv3.WithRev(t.rev))
+		resp, err = t.db.kv.Get(ctx, key, append(at[:len(at):len(at)], clientv3.WithSerializable())...)
+		if errors.Is(err, rpctypes.ErrFutureRev) {
+			resp, err = t.db.kv.Get(ctx, key, at...)
+		}
+	}
 	if err != nil {
 		return nil, t.fail(err)
 	}
