@@ -32,9 +32,11 @@
 // # Transactions: optimistic, guarded by mod revisions
 //
 // A transaction reads etcd at one revision, the snapshot: the first read
-// is linearizable and fixes it (rev), every later read asks for rev. So a
-// View sees one consistent state however long it runs, and never blocks a
-// writer. An Update buffers its writes in an overlay (one sorted tree per
+// is linearizable and fixes it (rev), every later read asks for rev,
+// serializable (any member that has applied rev answers it exactly, with
+// no quorum round; a member behind answers ErrFutureRev and the read is
+// made linearizable). So a View sees one consistent state however long it
+// runs, and never blocks a writer. An Update buffers its writes in an overlay (one sorted tree per
 // bucket) that its own reads and cursors see, and commits them as ONE etcd
 // Txn whose guard is:
 //
