@@ -29,7 +29,11 @@
 #       request (SADs minted by signd-load prepare), concurrency C;
 #   (c) token: signd-load codes mints N codes through the front (login and
 #       consent pages), signd-load token redeems them at concurrency C.
-# Each round runs the set-ups in another order. Printed: the medians.
+# Each round runs the set-ups in another order. Printed: the medians, and
+# the etcd set-ups' commit counters (signd_store_etcd_*_total on their
+# metrics listeners) summed over the (b) and (c) runs: commits, conflicts
+# (another node wrote what a commit read), Batch calls per commit (group
+# commit) and runs per call (conflicts rerun them).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -221,28 +225,9 @@ for n in "${names[@]}"; do
   ready "${!u}/readyz" "$work/front-$n.log"
 done
 
-# (b) signHash and (c) token, each round in another order.
-echo "## (b) bin/signd-load http --concurrency $conc --duration ${secs}s  (c) bin/signd-load codes --count $count, then bin/signd-load token --concurrency $conc --duration ${secs}s; through each front, $rounds rounds, alternating"
-for r in $(seq 1 "$rounds"); do
-  for i in "${!names[@]}"; do
-    n=${names[$(((r - 1 + i) % ${#names[@]}))]} u=url_$n
-    printf 'setup=%s ' "$n" | tee -a "$work/runs.txt"
-    bin/signd-load http --url "${!u}" --in "$work/sads-$n-$r.json" --concurrency "$conc" --duration "${secs}s" | tee -a "$work/runs.txt"
-  done
-  for i in "${!names[@]}"; do
-    n=${names[$(((r - 1 + i) % ${#names[@]}))]} u=url_$n
-    bin/signd-load codes --url "${!u}" --client bench-rp --redirect-uri https://bench.invalid/cb --user bench \
-      --password-file "$work/password-$n" --count "$count" --duration 60s --out "$work/codes.json" >/dev/null
-    printf 'setup=%s ' "$n" | tee -a "$work/runs.txt"
-    bin/signd-load token --in "$work/codes.json" --secret-file "$work/client.secret" --concurrency "$conc" \
-      --duration "${secs}s" | tee -a "$work/runs.txt"
-    rm -f "$work/codes.json"
-  done
-done
-errors=$(for n in "${names[@]}"; do cat "$work/$n"-*.log; done | grep -c '"level":"ERROR"' || true)
-audit=$(bin/signd --config "$work/etcd3-2.yaml" audit verify 2>&1 | tail -n 1)
 # counters NAME: the store commit counters summed over the set-up's nodes
-# (commits conflicts batch_calls batch_runs), since their start.
+# (commits conflicts batch_calls batch_runs), since their start; zeros for
+# a set-up without metrics.
 counters() {
   local m=metrics_$1 a
   for a in ${!m}; do curl -fsS "http://$a/metrics"; done | awk '
@@ -250,6 +235,38 @@ counters() {
     /^signd_store_etcd_batch_calls_total / { b += $2 } /^signd_store_etcd_batch_runs_total / { r += $2 }
     END { printf "%d %d %d %d\n", c, x, b, r }'
 }
+# measured NAME MODE CMD...: runs CMD, and adds the counters' growth
+# meanwhile to contention.txt.
+measured() {
+  local n=$1 mode=$2 c0 x0 b0 r0 c1 x1 b1 r1
+  shift 2
+  read -r c0 x0 b0 r0 < <(counters "$n")
+  "$@"
+  read -r c1 x1 b1 r1 < <(counters "$n")
+  echo "$n $mode $((c1 - c0)) $((x1 - x0)) $((b1 - b0)) $((r1 - r0))" >>"$work/contention.txt"
+}
+
+# (b) signHash and (c) token, each round in another order.
+: >"$work/contention.txt"
+echo "## (b) bin/signd-load http --concurrency $conc --duration ${secs}s  (c) bin/signd-load codes --count $count, then bin/signd-load token --concurrency $conc --duration ${secs}s; through each front, $rounds rounds, alternating"
+for r in $(seq 1 "$rounds"); do
+  for i in "${!names[@]}"; do
+    n=${names[$(((r - 1 + i) % ${#names[@]}))]} u=url_$n
+    printf 'setup=%s ' "$n" | tee -a "$work/runs.txt"
+    measured "$n" http bin/signd-load http --url "${!u}" --in "$work/sads-$n-$r.json" --concurrency "$conc" --duration "${secs}s" | tee -a "$work/runs.txt"
+  done
+  for i in "${!names[@]}"; do
+    n=${names[$(((r - 1 + i) % ${#names[@]}))]} u=url_$n
+    bin/signd-load codes --url "${!u}" --client bench-rp --redirect-uri https://bench.invalid/cb --user bench \
+      --password-file "$work/password-$n" --count "$count" --duration 60s --out "$work/codes.json" >/dev/null
+    printf 'setup=%s ' "$n" | tee -a "$work/runs.txt"
+    measured "$n" token bin/signd-load token --in "$work/codes.json" --secret-file "$work/client.secret" --concurrency "$conc" \
+      --duration "${secs}s" | tee -a "$work/runs.txt"
+    rm -f "$work/codes.json"
+  done
+done
+errors=$(for n in "${names[@]}"; do cat "$work/$n"-*.log; done | grep -c '"level":"ERROR"' || true)
+audit=$(bin/signd --config "$work/etcd3-2.yaml" audit verify 2>&1 | tail -n 1)
 
 # median over the rounds of key k for set-up s, mode m and concurrency c.
 val() { awk -v s="$1" -v m="$2" -v c="$3" -v k="$4" '{ split("", f); for (i = 1; i <= NF; i++) { split($i, kv, "="); f[kv[1]] = kv[2] } }
@@ -272,11 +289,12 @@ for n in "${names[@]}"; do
     "$(val "$n" token "$conc" rate)" "$(val "$n" token "$conc" p50_ms)" "$(val "$n" token "$conc" p99_ms)"
 done
 echo "errors logged by the daemons: $errors; audit verify (etcd-3, from node 2): $audit"
-for n in "${names[@]}"; do grep -H '"level":"ERROR"' "$work/$n"-*.log; done | sed "s|^$work/||" | head -n 5 | cut -c 1-400
-printf '\n%-34s %10s %10s %12s %12s %14s\n' "etcd commits, whole run" commits conflicts "batch calls" "calls/commit" "runs/call"
+for n in "${names[@]}"; do grep -H '"level":"ERROR"' "$work/$n"-*.log || true; done | sed "s|^$work/||" | head -n 5 | cut -c 1-400
+printf '\n%-34s %10s %10s %12s %14s %12s\n' "etcd commits while measuring" commits conflicts "batch calls" "calls/commit" "runs/call"
 for n in etcd1 etcd3; do
-  read -r c x b r < <(counters "$n")
-  label=$([ "$n" = etcd1 ] && echo "1 node, etcd" || echo "3 nodes, etcd")
-  printf '%-34s %10s %10s %12s %12s %14s\n' "$label" "$c" "$x" "$b" \
-    "$(awk -v b="$b" -v c="$c" 'BEGIN { if (c > 0) printf "%.2f", b / c }')" "$(awk -v b="$b" -v r="$r" 'BEGIN { if (b > 0) printf "%.2f", r / b }')"
+  for mode in http token; do
+    label="$([ "$n" = etcd1 ] && echo "1 node" || echo "3 nodes"), $([ "$mode" = http ] && echo signHash || echo token)"
+    awk -v n="$n" -v m="$mode" -v l="$label" '$1 == n && $2 == m { c += $3; x += $4; b += $5; r += $6 }
+      END { printf "%-34s %10d %10d %12d %14s %12s\n", l, c, x, b, (c ? sprintf("%.2f", b / c) : "-"), (b ? sprintf("%.2f", r / b) : "-") }' "$work/contention.txt"
+  done
 done
