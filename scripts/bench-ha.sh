@@ -9,6 +9,9 @@
 #   LOAD_SECONDS  measuring time of one run (default 5, 1 to 60)
 #   C             concurrency of signHash, token and the parallel store run (default 8, 1 to 64)
 #   N             codes minted per token run (default 1000, 50 to 20000)
+#   BASE_SIGND    optional: a signd binary built from another revision (say
+#                 main, to measure a change before and after); its set-ups
+#                 etcd-1 and etcd-3 (etcd1base, etcd3base) join the rounds
 #
 # In a temp directory (removed on exit, with every process it started), on
 # loopback ports picked at start: a three-member etcd cluster
@@ -26,7 +29,11 @@
 #       request (SADs minted by signd-load prepare), concurrency C;
 #   (c) token: signd-load codes mints N codes through the front (login and
 #       consent pages), signd-load token redeems them at concurrency C.
-# Each round runs the set-ups in another order. Printed: the medians.
+# Each round runs the set-ups in another order. Printed: the medians, and
+# the etcd set-ups' commit counters (signd_store_etcd_*_total on their
+# metrics listeners) summed over the (b) and (c) runs: commits, conflicts
+# (another node wrote what a commit read), Batch calls per commit (group
+# commit) and runs per call (conflicts rerun them).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -38,11 +45,15 @@ num() {
   case $2 in ''|*[!0-9]*) bad "$1=$2: want a whole number from $3 to $4" ;; esac
   [ "${#2}" -le 6 ] && [ "$2" -ge "$3" ] && [ "$2" -le "$4" ] || bad "$1=$2: want a whole number from $3 to $4"
 }
-rounds=${ROUNDS:-3} secs=${LOAD_SECONDS:-5} conc=${C:-8} count=${N:-1000}
+rounds=${ROUNDS:-3} secs=${LOAD_SECONDS:-5} conc=${C:-8} count=${N:-1000} base=${BASE_SIGND:-}
 num ROUNDS "$rounds" 1 20
 num LOAD_SECONDS "$secs" 1 60
 num C "$conc" 1 64
 num N "$count" 50 20000
+if [ -n "$base" ]; then
+  [ -f "$base" ] && [ -x "$base" ] || bad "BASE_SIGND=$base: not an executable file"
+  base=$(cd "$(dirname "$base")" && pwd)/$(basename "$base")
+fi
 
 work=$(mktemp -d)
 pids=() etcd_pids=()
@@ -89,9 +100,12 @@ ready() {
   exit 1
 }
 
-mapfile -t port < <(bin/signd-cluster ports 14)
+mapfile -t port < <(bin/signd-cluster ports 24)
 # 0-2 etcd clients, 3-5 etcd peers, 6 bolt node, 7 etcd-1 node, 8-10 etcd-3
-# nodes, 11-13 the fronts of bolt, etcd-1, etcd-3.
+# nodes, 11-13 the fronts of bolt, etcd-1, etcd-3; with BASE_SIGND 14
+# etcd-1 node, 15-17 etcd-3 nodes, 18-19 their fronts; 20-23 the metrics
+# listeners of the etcd-1 and etcd-3 nodes (their store's commit counters).
+mport=20
 members=""
 for i in 0 1 2; do members+="${members:+,}m$i=http://127.0.0.1:${port[3 + i]}"; done
 for i in 0 1 2; do
@@ -113,12 +127,14 @@ extra="oauth:
 # clients and credential (bench_signer), the front's URL in url_NAME and
 # the credential in cred_NAME.
 setup() {
-  local name=$1 store=$2 front=$3 k=0 p
+  local name=$1 store=$2 front=$3 k=0 p m metrics=""
   shift 3
   for p in "$@"; do
-    k=$((k + 1))
-    bench_yaml "$work/$name-$k.yaml" "$work" "127.0.0.1:$p" "http://127.0.0.1:$front" '""' warn "$store" "$extra"
+    k=$((k + 1)) m='""'
+    case $name in etcd1 | etcd3) m=127.0.0.1:${port[mport]} mport=$((mport + 1)) metrics+=" $m" ;; esac
+    bench_yaml "$work/$name-$k.yaml" "$work" "127.0.0.1:$p" "http://127.0.0.1:$front" "$m" warn "$store" "$extra"
   done
+  printf -v "metrics_$name" '%s' "$metrics"
   cfg=$work/$name-1.yaml
   bench_signer "$work" --email bench@bench.invalid --email-verified # user bench (password in $work/password), client bench-client, credential $cred
   mv "$work/password" "$work/password-$name"
@@ -141,6 +157,19 @@ setup etcd3 "store:
     endpoints: $endpoints
     prefix: /b3/" "${port[13]}" "${port[8]}" "${port[9]}" "${port[10]}"
 names=(bolt etcd1 etcd3)
+if [ -n "$base" ]; then
+  setup etcd1base "store:
+  backend: etcd
+  etcd:
+    endpoints: $endpoints
+    prefix: /c1/" "${port[18]}" "${port[14]}"
+  setup etcd3base "store:
+  backend: etcd
+  etcd:
+    endpoints: $endpoints
+    prefix: /c3/" "${port[19]}" "${port[15]}" "${port[16]}" "${port[17]}"
+  names+=(etcd1base etcd3base)
+fi
 
 # SADs, minted straight into each store while no daemon runs (bbolt's file
 # is locked by its daemon). One run signs at most sads of them.
@@ -178,9 +207,10 @@ done
 # set-up creates the store's OIDC signing key, and SoftHSM2 processes
 # opening one token directory at the same moment may miss the token.
 for n in "${names[@]}"; do
-  k=nodes_$n backends=()
+  k=nodes_$n backends=() signd=bin/signd
+  case $n in *base) signd=$base ;; esac
   for i in $(seq 1 "${!k}"); do
-    started "$n-$i" "$work/$n-$i.log" bin/signd --config "$work/$n-$i.yaml" serve
+    started "$n-$i" "$work/$n-$i.log" "$signd" --config "$work/$n-$i.yaml" serve
     addr=$(sed -n 's/^  listen: //p' "$work/$n-$i.yaml")
     backends+=(--backend "http://$addr")
     ready "http://$addr/readyz" "$work/$n-$i.log"
@@ -195,25 +225,47 @@ for n in "${names[@]}"; do
   ready "${!u}/readyz" "$work/front-$n.log"
 done
 
+# counters NAME: the store commit counters summed over the set-up's nodes
+# (commits conflicts batch_calls batch_runs), since their start; zeros for
+# a set-up without metrics.
+counters() {
+  local m=metrics_$1 a
+  for a in ${!m}; do curl -fsS "http://$a/metrics"; done | awk '
+    /^signd_store_etcd_commits_total / { c += $2 } /^signd_store_etcd_conflicts_total / { x += $2 }
+    /^signd_store_etcd_batch_calls_total / { b += $2 } /^signd_store_etcd_batch_runs_total / { r += $2 }
+    END { printf "%d %d %d %d\n", c, x, b, r }'
+}
+# measured NAME MODE CMD...: runs CMD, and adds the counters' growth
+# meanwhile to contention.txt.
+measured() {
+  local n=$1 mode=$2 c0 x0 b0 r0 c1 x1 b1 r1
+  shift 2
+  read -r c0 x0 b0 r0 < <(counters "$n")
+  "$@"
+  read -r c1 x1 b1 r1 < <(counters "$n")
+  echo "$n $mode $((c1 - c0)) $((x1 - x0)) $((b1 - b0)) $((r1 - r0))" >>"$work/contention.txt"
+}
+
 # (b) signHash and (c) token, each round in another order.
+: >"$work/contention.txt"
 echo "## (b) bin/signd-load http --concurrency $conc --duration ${secs}s  (c) bin/signd-load codes --count $count, then bin/signd-load token --concurrency $conc --duration ${secs}s; through each front, $rounds rounds, alternating"
 for r in $(seq 1 "$rounds"); do
-  for i in 0 1 2; do
-    n=${names[$(((r - 1 + i) % 3))]} u=url_$n
+  for i in "${!names[@]}"; do
+    n=${names[$(((r - 1 + i) % ${#names[@]}))]} u=url_$n
     printf 'setup=%s ' "$n" | tee -a "$work/runs.txt"
-    bin/signd-load http --url "${!u}" --in "$work/sads-$n-$r.json" --concurrency "$conc" --duration "${secs}s" | tee -a "$work/runs.txt"
+    measured "$n" http bin/signd-load http --url "${!u}" --in "$work/sads-$n-$r.json" --concurrency "$conc" --duration "${secs}s" | tee -a "$work/runs.txt"
   done
-  for i in 0 1 2; do
-    n=${names[$(((r - 1 + i) % 3))]} u=url_$n
+  for i in "${!names[@]}"; do
+    n=${names[$(((r - 1 + i) % ${#names[@]}))]} u=url_$n
     bin/signd-load codes --url "${!u}" --client bench-rp --redirect-uri https://bench.invalid/cb --user bench \
       --password-file "$work/password-$n" --count "$count" --duration 60s --out "$work/codes.json" >/dev/null
     printf 'setup=%s ' "$n" | tee -a "$work/runs.txt"
-    bin/signd-load token --in "$work/codes.json" --secret-file "$work/client.secret" --concurrency "$conc" \
+    measured "$n" token bin/signd-load token --in "$work/codes.json" --secret-file "$work/client.secret" --concurrency "$conc" \
       --duration "${secs}s" | tee -a "$work/runs.txt"
     rm -f "$work/codes.json"
   done
 done
-errors=$(cat "$work"/bolt-*.log "$work"/etcd1-*.log "$work"/etcd3-*.log | grep -c '"level":"ERROR"' || true)
+errors=$(for n in "${names[@]}"; do cat "$work/$n"-*.log; done | grep -c '"level":"ERROR"' || true)
 audit=$(bin/signd --config "$work/etcd3-2.yaml" audit verify 2>&1 | tail -n 1)
 
 # median over the rounds of key k for set-up s, mode m and concurrency c.
@@ -231,8 +283,18 @@ for c in 1 "$conc"; do
 done
 printf '\n%-34s %10s %10s %10s %14s %10s %10s\n' "set-up (through a front), c=$conc" "sigs/s" p50 p99 "exchanges/s" p50 p99
 for n in "${names[@]}"; do
-  label=$(case $n in bolt) echo "1 node, bbolt" ;; etcd1) echo "1 node, etcd" ;; etcd3) echo "3 nodes, etcd" ;; esac)
+  label=$(case $n in bolt) echo "1 node, bbolt" ;; etcd1) echo "1 node, etcd" ;; etcd3) echo "3 nodes, etcd" ;;
+    etcd1base) echo "1 node, etcd, BASE_SIGND" ;; etcd3base) echo "3 nodes, etcd, BASE_SIGND" ;; esac)
   printf '%-34s %10s %8sms %8sms %14s %8sms %8sms\n' "$label" "$(val "$n" http "$conc" rate)" "$(val "$n" http "$conc" p50_ms)" "$(val "$n" http "$conc" p99_ms)" \
     "$(val "$n" token "$conc" rate)" "$(val "$n" token "$conc" p50_ms)" "$(val "$n" token "$conc" p99_ms)"
 done
 echo "errors logged by the daemons: $errors; audit verify (etcd-3, from node 2): $audit"
+for n in "${names[@]}"; do grep -H '"level":"ERROR"' "$work/$n"-*.log || true; done | sed "s|^$work/||" | head -n 5 | cut -c 1-400
+printf '\n%-34s %10s %10s %12s %14s %12s\n' "etcd commits while measuring" commits conflicts "batch calls" "calls/commit" "runs/call"
+for n in etcd1 etcd3; do
+  for mode in http token; do
+    label="$([ "$n" = etcd1 ] && echo "1 node" || echo "3 nodes"), $([ "$mode" = http ] && echo signHash || echo token)"
+    awk -v n="$n" -v m="$mode" -v l="$label" '$1 == n && $2 == m { c += $3; x += $4; b += $5; r += $6 }
+      END { printf "%-34s %10d %10d %12d %14s %12s\n", l, c, x, b, (c ? sprintf("%.2f", b / c) : "-"), (b ? sprintf("%.2f", r / b) : "-") }' "$work/contention.txt"
+  done
+done

@@ -99,6 +99,9 @@ func (a *app) serve(ctx context.Context, cfg *config.Config) error {
 	}
 	defer token.Close()
 	mx.watchToken(token.Status)
+	if st, ok := db.(commitStats); ok {
+		mx.watchStore(st.Stats)
+	}
 	hasher, err := a.startupHasher()
 	if err != nil {
 		return err

@@ -8,6 +8,7 @@ import (
 
 	"github.com/signd/signd/store"
 	"github.com/signd/signd/store/etcd"
+	"github.com/signd/signd/store/etcd/etcdtest"
 	"github.com/signd/signd/store/storetest"
 )
 
@@ -83,4 +84,40 @@ func TestBatchConformanceNodes(t *testing.T) {
 
 func TestSecretConformanceNodes(t *testing.T) {
 	storetest.RunSecrets(t, func(t *testing.T) storetest.Secrets { return openNodes(t, nil) })
+}
+
+// TestConformanceCluster runs the suite, Batch's included, on three nodes
+// of one store on a three-member cluster, each node's client spread over
+// every member: a transaction's reads after its first are served by
+// whichever member answers, at the snapshot (a follower that has not
+// applied it yet makes the read linearizable).
+func TestConformanceCluster(t *testing.T) {
+	cluster, err := etcdtest.StartCluster(t.TempDir(), 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cluster.Close)
+	open := func(t *testing.T) *nodes {
+		prefix := cluster.Prefix()
+		n := &nodes{}
+		for range 3 {
+			db, err := cluster.Open(etcd.Options{Prefix: prefix})
+			if err != nil {
+				t.Fatal(err)
+			}
+			n.dbs = append(n.dbs, db)
+		}
+		t.Cleanup(func() {
+			if err := n.Close(); err != nil {
+				t.Error(err)
+			}
+		})
+		return n
+	}
+	t.Run("Store", func(t *testing.T) {
+		storetest.Run(t, func(t *testing.T) store.Store { return open(t) })
+	})
+	t.Run("Batch", func(t *testing.T) {
+		storetest.RunBatch(t, func(t *testing.T) storetest.Batcher { return open(t) })
+	})
 }

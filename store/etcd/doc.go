@@ -32,9 +32,11 @@
 // # Transactions: optimistic, guarded by mod revisions
 //
 // A transaction reads etcd at one revision, the snapshot: the first read
-// is linearizable and fixes it (rev), every later read asks for rev. So a
-// View sees one consistent state however long it runs, and never blocks a
-// writer. An Update buffers its writes in an overlay (one sorted tree per
+// is linearizable and fixes it (rev), every later read asks for rev,
+// serializable (any member that has applied rev answers it exactly, with
+// no quorum round; a member behind answers ErrFutureRev and the read is
+// made linearizable). So a View sees one consistent state however long it
+// runs, and never blocks a writer. An Update buffers its writes in an overlay (one sorted tree per
 // bucket) that its own reads and cursors see, and commits them as ONE etcd
 // Txn whose guard is:
 //
@@ -67,10 +69,30 @@
 // arbitrate between nodes. The version keys make range readers conflict
 // with any writer of the bucket — coarse, but bounded: a transaction's
 // guard has one comparison per key read plus one per bucket ranged, and
-// only transactions that scan a bucket pay for it. Batch is Update (each
-// call is one etcd Txn), so its function may run more than once, as the
-// store.Batcher contract allows; so may Update's, so its function must not
-// have effects outside the transaction.
+// only transactions that scan a bucket pay for it. Update's function may
+// run more than once, so it must not have effects outside the transaction.
+//
+// # Group commit
+//
+// Batch (batch.go) is the node's group commit, shaped like store/bolt's:
+// no timer; the first caller commits at once, and the calls that queue
+// while a commit is in flight go, in order, into the next transaction —
+// one snapshot, one guarded etcd Txn, one raft commit. Every signHash
+// appends to the one audit chain, whose head each commit guards: shared,
+// the calls of a node pay one compare-and-swap of the head between them
+// instead of one each, and their entries follow each other in the chain in
+// the order the functions ran. Each function runs after a savepoint (the
+// overlay's undo journal): a function that fails or panics is rolled back
+// to it alone — its writes dropped, its error or panic returned to its
+// caller — and the others commit. A conflict reruns every function of the
+// transaction on a fresh snapshot (with backoff, up to MaxAttempts, then
+// ErrConflict to every caller); a failed read or a commit whose outcome is
+// unknown reaches every caller as store.ErrUnavailable. A shared
+// transaction holds at most Options.MaxBatch calls and stays within
+// Options.MaxTxnOps operations and comparisons (etcd's default
+// --max-txn-ops, 128) and 1 MiB: a function that would exceed them is
+// rolled back and leads the next transaction. Stats counts commits,
+// conflicts and batched calls (cmd/signd publishes them as metrics).
 //
 // As with bbolt, a View or Update must not call Update on the same DB
 // (the node's mutex would deadlock), and a Tx must not be used after its

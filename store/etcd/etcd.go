@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -33,6 +34,17 @@ const (
 	DefaultDialTimeout    = 5 * time.Second
 	DefaultRequestTimeout = 5 * time.Second
 	DefaultMaxAttempts    = 64
+	// DefaultMaxBatch is how many Batch calls share one transaction at
+	// most. A signHash consumption sends 8 etcd operations of its own
+	// (deleting the SAD, its four party index entries, its code and expiry
+	// index entries; the audit entry) plus 5 version keys shared by all,
+	// and 1 comparison of its own plus 4 shared (credential, client, user,
+	// the audit head): 12 of them (101 operations) stay within
+	// DefaultMaxTxnOps with room to spare (TestBatchDefaultFits).
+	DefaultMaxBatch = 12
+	// DefaultMaxTxnOps is etcd's default --max-txn-ops: a shared commit
+	// stays within it (and within 1 MiB), whatever the cluster allows.
+	DefaultMaxTxnOps = 128
 	// MaxRequestBytes is the gRPC message size the client allows: a proof
 	// document (store.MaxProofSize) with its transaction. The etcd server
 	// must accept requests this large (--max-request-bytes).
@@ -61,6 +73,14 @@ type Options struct {
 	// MaxAttempts bounds how often Update runs its function when commits
 	// conflict; DefaultMaxAttempts when zero.
 	MaxAttempts int
+	// MaxBatch bounds how many Batch calls share one transaction;
+	// DefaultMaxBatch when zero, 1 turns group commit off.
+	MaxBatch int
+	// MaxTxnOps bounds the operations (and the comparisons) of a shared
+	// commit: the calls that would exceed it are committed in the next
+	// one. DefaultMaxTxnOps when zero; at most the cluster's
+	// --max-txn-ops. A single call's transaction is sent whatever its size.
+	MaxTxnOps int
 	// Now is the clock for CreatedAt/UpdatedAt; nil means time.Now.
 	Now func() time.Time
 }
@@ -74,12 +94,17 @@ type DB struct {
 	prefix     string
 	timeout    time.Duration
 	attempts   int
+	maxBatch   int
+	maxTxnOps  int
 	now        func() time.Time
 
 	// writer serializes this node's write transactions: they would only
 	// conflict with each other. Other nodes are kept out by the commit
 	// guard.
 	writer sync.Mutex
+	// batch queues Batch calls for the next shared transaction (batch.go).
+	batch batcher
+	stats counters
 
 	// mu guards closed and running; idle is signalled when running drops
 	// to zero, for Close.
@@ -98,10 +123,12 @@ var (
 // answers within the request timeout.
 func Open(ctx context.Context, opts Options) (*DB, error) {
 	db := &DB{
-		prefix:   opts.Prefix,
-		timeout:  opts.RequestTimeout,
-		attempts: opts.MaxAttempts,
-		now:      opts.Now,
+		prefix:    opts.Prefix,
+		timeout:   opts.RequestTimeout,
+		attempts:  opts.MaxAttempts,
+		maxBatch:  opts.MaxBatch,
+		maxTxnOps: opts.MaxTxnOps,
+		now:       opts.Now,
 	}
 	db.idle.L = &db.mu
 	if db.prefix == "" {
@@ -115,6 +142,12 @@ func Open(ctx context.Context, opts Options) (*DB, error) {
 	}
 	if db.attempts <= 0 {
 		db.attempts = DefaultMaxAttempts
+	}
+	if db.maxBatch <= 0 {
+		db.maxBatch = DefaultMaxBatch
+	}
+	if db.maxTxnOps <= 0 {
+		db.maxTxnOps = DefaultMaxTxnOps
 	}
 	if db.now == nil {
 		db.now = time.Now
@@ -285,10 +318,32 @@ func backoff(ctx context.Context, attempt int) error {
 	}
 }
 
-// Batch runs fn in a write transaction: csc.Store's group commit. Each
-// call is its own etcd Txn (Update); fn may run more than once.
-func (db *DB) Batch(ctx context.Context, fn func(store.Tx) error) error {
-	return db.Update(ctx, fn)
+// Stats are counters of a DB's write transactions since Open: how much
+// the nodes contend (Conflicts per Commits) and how much group commit
+// shares (BatchCalls per Commits).
+type Stats struct {
+	// Commits counts the etcd Txns sent (Update, Batch, Secret), the
+	// conflicting ones included.
+	Commits uint64
+	// Conflicts counts the Txns whose guard failed: another writer
+	// changed what the transaction read; it ran again.
+	Conflicts uint64
+	// BatchCalls counts the Batch calls answered by a committed shared
+	// transaction, and BatchRuns the runs of their functions (a conflict
+	// runs them all again).
+	BatchCalls, BatchRuns uint64
+}
+
+type counters struct {
+	commits, conflicts, calls, runs atomic.Uint64
+}
+
+// Stats returns the counters of the DB's write transactions.
+func (db *DB) Stats() Stats {
+	return Stats{
+		Commits: db.stats.commits.Load(), Conflicts: db.stats.conflicts.Load(),
+		BatchCalls: db.stats.calls.Load(), BatchRuns: db.stats.runs.Load(),
+	}
 }
 
 // Close waits for running transactions and closes the client it opened.

@@ -2,9 +2,11 @@ package etcd
 
 import (
 	"context"
+	"errors"
 	"sort"
 
 	"github.com/google/btree"
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/signd/signd/store"
@@ -30,8 +32,9 @@ type txn struct {
 	// function's result it replaces (nothing commits).
 	err error
 
-	// cache holds the values read at rev (nil: absent), by etcd key.
-	cache map[string][]byte
+	// cache holds the values read at rev (nil: absent) with their
+	// ModRevision, by etcd key.
+	cache map[string]cached
 	// reads are the etcd keys read by point reads, with the ModRevision
 	// they had at rev (0: absent); ranged the buckets read by cursors and
 	// ForEach.
@@ -39,6 +42,31 @@ type txn struct {
 	ranged map[string]struct{}
 	// writes is the overlay, one sorted tree per bucket.
 	writes map[string]*btree.BTreeG[write]
+	// tops are the greatest entry of a bucket at rev (nil: empty), once a
+	// cursor's Last has read it.
+	tops map[string]*item
+
+	// The journals of a savepoint (batch.go): undo holds the overlay entry
+	// each write replaced, readLog and rangedLog the keys and buckets in
+	// the order they joined reads and ranged.
+	undo      []undo
+	readLog   []string
+	rangedLog []string
+}
+
+// cached is a value read at the snapshot (nil: absent) and its ModRevision
+// (0: absent).
+type cached struct {
+	val []byte
+	mod int64
+}
+
+// undo is what one buffered write replaced: prev if had, else nothing.
+type undo struct {
+	bucket string
+	key    string
+	prev   write
+	had    bool
 }
 
 // write is one buffered write: a value, or a deletion.
@@ -53,8 +81,8 @@ func lessWrite(a, b write) bool { return a.key < b.key }
 func newTxn(ctx context.Context, db *DB, writable bool) *txn {
 	return &txn{
 		ctx: ctx, db: db, writable: writable,
-		cache: map[string][]byte{}, reads: map[string]int64{}, ranged: map[string]struct{}{},
-		writes: map[string]*btree.BTreeG[write]{},
+		cache: map[string]cached{}, reads: map[string]int64{}, ranged: map[string]struct{}{},
+		writes: map[string]*btree.BTreeG[write]{}, tops: map[string]*item{},
 	}
 }
 
@@ -82,17 +110,30 @@ func (t *txn) fail(err error) error {
 }
 
 // get runs one etcd range read at the snapshot revision, fixing it on the
-// first read.
+// first read (linearizable: it needs the quorum, so a transaction never
+// starts from a stale state). Later reads are serializable at the
+// snapshot: any member that has applied that revision answers exactly
+// what the leader would (etcd keeps every revision until compaction), and
+// is spared the quorum round of a linearizable read; a member that has not
+// applied it yet says so (ErrFutureRev), and the read is made
+// linearizable.
 func (t *txn) get(key string, opts ...clientv3.OpOption) (*clientv3.GetResponse, error) {
 	if t.err != nil {
 		return nil, t.err
 	}
-	if t.rev != 0 {
-		opts = append(opts, clientv3.WithRev(t.rev))
-	}
 	ctx, cancel := t.db.requestContext(t.ctx)
 	defer cancel()
-	resp, err := t.db.kv.Get(ctx, key, opts...)
+	var resp *clientv3.GetResponse
+	var err error
+	if t.rev == 0 {
+		resp, err = t.db.kv.Get(ctx, key, opts...)
+	} else {
+		at := append(opts, clientv3.WithRev(t.rev))
+		resp, err = t.db.kv.Get(ctx, key, append(at[:len(at):len(at)], clientv3.WithSerializable())...)
+		if errors.Is(err, rpctypes.ErrFutureRev) {
+			resp, err = t.db.kv.Get(ctx, key, at...)
+		}
+	}
 	if err != nil {
 		return nil, t.fail(err)
 	}
@@ -135,26 +176,48 @@ func (b *bucket) Get(key []byte) []byte {
 		}
 	}
 	ek := b.etcdKey(k)
-	if v, ok := b.t.cache[ek]; ok {
-		return v
-	}
-	resp, err := b.t.get(ek)
-	if err != nil {
-		return nil
-	}
-	var v []byte
-	var mod int64
-	if len(resp.Kvs) == 1 {
-		v, mod = resp.Kvs[0].Value, resp.Kvs[0].ModRevision
-		if v == nil {
-			v = []byte{}
+	c, ok := b.t.cache[ek]
+	if !ok {
+		resp, err := b.t.get(ek)
+		if err != nil {
+			return nil
 		}
+		if len(resp.Kvs) == 1 {
+			c = cached{val: resp.Kvs[0].Value, mod: resp.Kvs[0].ModRevision}
+			if c.val == nil {
+				c.val = []byte{}
+			}
+		}
+		b.t.cache[ek] = c
 	}
-	b.t.cache[ek] = v
-	if b.t.writable {
-		b.t.reads[ek] = mod
+	b.t.read(ek, c.mod)
+	return c.val
+}
+
+// read adds a point read to the guard of a write transaction (once per
+// key: a savepoint may have taken it out again).
+func (t *txn) read(ek string, mod int64) {
+	if !t.writable {
+		return
 	}
-	return v
+	if _, ok := t.reads[ek]; !ok {
+		t.reads[ek] = mod
+		t.readLog = append(t.readLog, ek)
+	}
+}
+
+// rangeRead adds a range read of bucket to the guard (its version key).
+func (t *txn) rangeRead(bucket string) {
+	if _, ok := t.ranged[bucket]; !ok {
+		t.ranged[bucket] = struct{}{}
+		t.rangedLog = append(t.rangedLog, bucket)
+	}
+}
+
+// buffer puts w into the overlay of bucket, journaling what it replaced.
+func (t *txn) buffer(bucket string, w write) {
+	prev, had := t.overlay(bucket, true).ReplaceOrInsert(w)
+	t.undo = append(t.undo, undo{bucket: bucket, key: w.key, prev: prev, had: had})
 }
 
 // Put buffers key → value; value must not change until the transaction
@@ -166,7 +229,7 @@ func (b *bucket) Put(key, value []byte) error {
 	if value == nil {
 		value = []byte{}
 	}
-	b.t.overlay(b.name, true).ReplaceOrInsert(write{key: string(key), val: value})
+	b.t.buffer(b.name, write{key: string(key), val: value})
 	return nil
 }
 
@@ -175,7 +238,7 @@ func (b *bucket) Delete(key []byte) error {
 	if b.t.done {
 		return ErrTxDone
 	}
-	b.t.overlay(b.name, true).ReplaceOrInsert(write{key: string(key), del: true})
+	b.t.buffer(b.name, write{key: string(key), del: true})
 	return nil
 }
 
@@ -193,7 +256,7 @@ func (b *bucket) ForEach(fn func(k, v []byte) error) error {
 // Cursor returns a cursor over the bucket. Reading a range guards the
 // commit with the bucket's version key (doc.go).
 func (b *bucket) Cursor() kv.Cursor {
-	b.t.ranged[b.name] = struct{}{}
+	b.t.rangeRead(b.name)
 	return &cursor{b: b}
 }
 
@@ -314,12 +377,40 @@ func (c *cursor) Last() ([]byte, []byte) {
 			return false
 		})
 	}
+	if top, ok := t.tops[c.b.name]; ok {
+		// etcd's greatest key at the snapshot is known: no read when the
+		// overlay's is greater or it was not deleted (the usual case: an
+		// audit append after another in the same transaction).
+		switch {
+		case top == nil || best != nil && best.key >= top.key:
+			return best.pair()
+		case o == nil:
+			return top.pair()
+		}
+		if w, ok := o.Get(write{key: top.key}); !ok || !w.del {
+			return top.pair()
+		}
+	}
 	end := clientv3.GetPrefixRangeEnd(prefix)
-	for {
-		resp, err := t.get(prefix, clientv3.WithRange(end), clientv3.WithLimit(pageSize),
+	// The first page is one key: the head is rarely deleted in the overlay.
+	limit := int64(1)
+	for first := true; ; first = false {
+		resp, err := t.get(prefix, clientv3.WithRange(end), clientv3.WithLimit(limit),
 			clientv3.WithSort(clientv3.SortByKey, clientv3.SortDescend))
 		if err != nil {
 			return nil, nil
+		}
+		limit = pageSize
+		if first {
+			var top *item
+			if len(resp.Kvs) > 0 {
+				e := resp.Kvs[0]
+				top = &item{string(e.Key[len(prefix):]), e.Value}
+				if top.val == nil {
+					top.val = []byte{}
+				}
+			}
+			t.tops[c.b.name] = top
 		}
 		for _, e := range resp.Kvs {
 			k := string(e.Key[len(prefix):])
@@ -342,10 +433,15 @@ func (c *cursor) Last() ([]byte, []byte) {
 		}
 		end = string(resp.Kvs[len(resp.Kvs)-1].Key)
 	}
-	if best == nil {
+	return best.pair()
+}
+
+// pair returns the entry as a cursor does; nil, nil for none.
+func (e *item) pair() ([]byte, []byte) {
+	if e == nil {
 		return nil, nil
 	}
-	return []byte(best.key), best.val
+	return []byte(e.key), e.val
 }
 
 // commit sends the overlay as one etcd Txn: if every key read still has
@@ -356,7 +452,9 @@ func (c *cursor) Last() ([]byte, []byte) {
 // every bucket written. It reports
 // false when the guard failed (another node or transaction wrote first).
 func (t *txn) commit() (bool, error) {
-	if len(t.writes) == 0 {
+	if ops, _ := t.size(); ops == 0 {
+		// Nothing to write (or every write rolled back): what was read is
+		// the snapshot's, a consistent state.
 		return true, nil
 	}
 	var cmps []clientv3.Cmp
@@ -386,9 +484,13 @@ func (t *txn) commit() (bool, error) {
 	}
 	ctx, cancel := t.db.requestContext(t.ctx)
 	defer cancel()
+	t.db.stats.commits.Add(1)
 	resp, err := t.db.kv.Txn(ctx).If(cmps...).Then(ops...).Commit()
 	if err != nil {
 		return false, t.db.unavailable(t.ctx, err)
+	}
+	if !resp.Succeeded {
+		t.db.stats.conflicts.Add(1)
 	}
 	return resp.Succeeded, nil
 }

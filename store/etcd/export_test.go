@@ -1,0 +1,38 @@
+package etcd
+
+import (
+	"context"
+
+	"github.com/signd/signd/store"
+	"github.com/signd/signd/store/kv"
+)
+
+// StartEmbedded starts a one-member etcd with the server's defaults for
+// the test and returns its client URL.
+var StartEmbedded = startEmbedded
+
+// QueuedBatch returns how many Batch calls wait for the next shared
+// transaction.
+func (db *DB) QueuedBatch() int {
+	db.batch.mu.Lock()
+	defer db.batch.mu.Unlock()
+	return len(db.batch.pending)
+}
+
+// TxnSize runs fns in one write transaction, as a shared commit does, and
+// returns the operations, comparisons and bytes its commit would send;
+// nothing commits.
+func (db *DB) TxnSize(fns ...func(store.Tx) error) (ops, cmps, bytes int, err error) {
+	t := newTxn(context.Background(), db, true)
+	defer func() { t.done = true }()
+	for _, fn := range fns {
+		if err := fn(kv.NewTx(t, db.now)); err != nil {
+			return 0, 0, 0, err
+		}
+	}
+	if t.err != nil {
+		return 0, 0, 0, t.err
+	}
+	ops, bytes = t.size()
+	return ops, len(t.reads) + len(t.ranged), bytes, nil
+}
