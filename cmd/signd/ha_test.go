@@ -332,7 +332,10 @@ func TestEtcdFailoverUnderLoad(t *testing.T) {
 
 	// Stopping without quorum: node 3 gets SIGTERM while a signHash is in
 	// flight. The request is answered 503 (its SAD untouched) and the
-	// process exits cleanly, without waiting for etcd.
+	// process exits cleanly, without waiting for etcd. Node 3 campaigns
+	// for the sweeper (node 1, started first, was elected): the campaign
+	// etcd's client would resign with its own context, waiting many
+	// seconds for a quorum, is abandoned.
 	type answer struct {
 		status int
 		body   map[string]any
