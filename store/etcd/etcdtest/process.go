@@ -216,11 +216,13 @@ func (c *ProcessCluster) Leader() int {
 // Log returns what member i's processes wrote, for a failing test.
 func (c *ProcessCluster) Log(i int) string { return c.members[i].log.String() }
 
-// Close stops every member (SIGTERM) and closes the cluster's client.
+// Close kills every member (SIGKILL: a member without quorum would take
+// seconds to stop gracefully, and its data is thrown away) and closes the
+// cluster's client.
 func (c *ProcessCluster) Close() {
 	var wg sync.WaitGroup
 	for i := range c.members {
-		wg.Go(func() { c.Stop(i) })
+		wg.Go(func() { c.Kill(i) })
 	}
 	wg.Wait()
 	if c.client != nil {
