@@ -154,7 +154,7 @@ const sweepStopTimeout = 2 * time.Second
 // campaign is e.Campaign(ctx, name) that returns as soon as ctx ends.
 // etcd's Campaign, cancelled while it waits for the leader to go, resigns
 // with the client's own context: without a quorum that request waits until
-// etcd gives up, many seconds, and a stopping node would wait with it.
+// the quorum is back, and a stopping node would wait with it.
 // The abandoned call ends when that request fails or the client closes
 // (the store's Close, right after the services stop); the lease it
 // campaigned with is revoked by endSession, so it can never lead.
