@@ -350,7 +350,7 @@ func TestEtcdFailoverUnderLoad(t *testing.T) {
 		}
 		answered <- answer{status: res.StatusCode, body: m}
 	}()
-	time.Sleep(300 * time.Millisecond) // the request waits for etcd (store.etcd.request_timeout 2s)
+	time.Sleep(800 * time.Millisecond) // the request waits for etcd (store.etcd.request_timeout 2s)
 	stopAt := time.Now()
 	_ = children[2].cmd.Process.Signal(syscall.SIGTERM)
 	select {
