@@ -24,7 +24,11 @@
 // errors the Unavailable hook recognizes (a busy or reconnecting HSM) are
 // 503 temporarily_unavailable with Retry-After, and those the KeyUnusable
 // hook recognizes (the credential's key is gone from a working HSM) are
-// 400 "The credential identified by credentialID is disabled".
+// 400 "The credential identified by credentialID is disabled". On a node
+// of a cluster, a key that is missing from this node's HSM only (the
+// KeyMissing hook) is this node's fault, not the client's: 503
+// temporarily_unavailable "The signing key is not available on this node,
+// try again later" with Retry-After, the SAD untouched.
 //
 // # signHash
 //

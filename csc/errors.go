@@ -43,6 +43,7 @@ const (
 	descCredDisabled    = "The credential identified by credentialID is disabled"
 	descUserIDNotNull   = "userID parameter MUST be null"
 	descUnavailable     = "The signing service is temporarily unavailable, try again later"
+	descKeyMissing      = "The signing key is not available on this node, try again later"
 	descInternal        = "Internal error"
 	descMissingToken    = "Missing access token"
 	descUnknownMethod   = "Unknown CSC method"

@@ -130,6 +130,14 @@ type Handler struct {
 	// "The credential identified by credentialID is disabled". nil =
 	// never (500).
 	KeyUnusable func(error) bool
+	// KeyMissing reports whether a Signer error means that this node's
+	// HSM does not hold the credential's key while other nodes of the
+	// cluster may (a node whose HSM has not received the key yet): 503
+	// temporarily_unavailable "The signing key is not available on this
+	// node, try again later" with Retry-After, the SAD not consumed (or
+	// given back), so that the client's retry reaches another node.
+	// Checked before KeyUnusable. nil = never.
+	KeyMissing func(error) bool
 	// NotSigned reports whether a SignDigests error proves that no
 	// signature was made (hsm.NotSigned). The SAD the request consumed is
 	// then given back. nil = never: the SAD stays spent.

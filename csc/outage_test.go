@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/signd/signd/csc"
 	"github.com/signd/signd/hsm"
 	"github.com/signd/signd/hsm/hsmtest/softtoken"
 	"github.com/signd/signd/store"
@@ -224,6 +225,40 @@ func TestSignHashKeyGone(t *testing.T) {
 	if !token.Available() {
 		t.Error("a missing key made the token unavailable")
 	}
+}
+
+// TestSignHashKeyMissingOnNode: on a node of a cluster (the KeyMissing
+// hook set), a credential whose key is not on this node's token is this
+// node's fault: 503 temporarily_unavailable naming the node, with
+// Retry-After, the SAD untouched for the client's retry at another node,
+// the refusal audited; other credentials still sign.
+func TestSignHashKeyMissingOnNode(t *testing.T) {
+	e := newEnv(t, func(h *csc.Handler) {
+		h.KeyMissing = func(err error) bool { return errors.Is(err, hsm.ErrKeyNotFound) }
+	})
+	bearer, here := e.alice()
+	lost := *keyA
+	lost.ID = []byte("on-another-node")
+	cred := e.credential(valid("alice", &lost))
+	d := digest("key on another node")
+	sad := e.sad("alice", "rp1", cred, time.Minute, d)
+	r := e.call("signatures/signHash", bearer, signHashBody(cred, sad, d))
+	wantError(t, r, http.StatusServiceUnavailable, "temporarily_unavailable", "The signing key is not available on this node, try again later")
+	if ra := r.header.Get("Retry-After"); ra != "5" {
+		t.Errorf("Retry-After %q, want 5", ra)
+	}
+	if !e.sadExists(sad) {
+		t.Error("SAD consumed for a credential whose key is on another node")
+	}
+	if got := auditSummary(e.auditEntries()); len(got) != 1 || got[0] != "refused/-/signing key not available on this node (SAD not consumed)" {
+		t.Errorf("audit log %q", got)
+	}
+	if n := e.metrics.get("signHash", "unavailable"); n != 1 {
+		t.Errorf("%d signHash counted unavailable, want 1", n)
+	}
+	d2 := digest("key on this node")
+	r = e.call("signatures/signHash", bearer, signHashBody(here, e.sad("alice", "rp1", here, time.Minute, d2), d2))
+	e.verify(here, d2, signatures(t, r)[0])
 }
 
 // TestSignHashPartialFailureKeepsSADSpent: with two hashes, the HSM fails

@@ -3,6 +3,7 @@ package csc
 import (
 	"context"
 	"errors"
+	"net/http"
 	"runtime/trace"
 
 	"github.com/signd/signd/oauth"
@@ -16,14 +17,17 @@ const (
 	failureError       signerFailure = iota // anything else: 500
 	failureUnavailable                      // HSM busy or reconnecting: 503 with Retry-After
 	failureKey                              // the credential's key cannot sign, the HSM is fine: 400
+	failureKeyMissing                       // this node's HSM lacks the key (another node's may have it): 503
 )
 
-// classifySigner sorts a Signer error with the Unavailable and KeyUnusable
-// hooks.
+// classifySigner sorts a Signer error with the Unavailable, KeyMissing and
+// KeyUnusable hooks.
 func (h *Handler) classifySigner(err error) signerFailure {
 	switch {
 	case h.Unavailable != nil && h.Unavailable(err):
 		return failureUnavailable
+	case h.KeyMissing != nil && h.KeyMissing(err):
+		return failureKeyMissing
 	case h.KeyUnusable != nil && h.KeyUnusable(err):
 		return failureKey
 	}
@@ -33,7 +37,7 @@ func (h *Handler) classifySigner(err error) signerFailure {
 // metricsOutcome is the signHash metrics outcome of a failure.
 func (f signerFailure) metricsOutcome() string {
 	switch f {
-	case failureUnavailable:
+	case failureUnavailable, failureKeyMissing:
 		return "unavailable"
 	case failureKey:
 		return "refused"
@@ -49,18 +53,37 @@ func (f signerFailure) auditReason() string {
 		return "signing device busy or unavailable"
 	case failureKey:
 		return "signing key unusable in the HSM"
+	case failureKeyMissing:
+		return "signing key not available on this node"
 	}
 	return "signing failed"
 }
 
 // response is what the client gets for a failure: the Signer error itself
 // for 503 and 500 (the error renderer writes it without detail), the
-// specification's "disabled" refusal for an unusable key.
+// specification's "disabled" refusal for an unusable key, and 503 naming
+// the node for a key this node's HSM lacks (the client tries another).
 func (f signerFailure) response(err error) error {
-	if f == failureKey {
+	switch f {
+	case failureKey:
 		return badRequest(descCredDisabled)
+	case failureKeyMissing:
+		return &oauth.Error{Code: oauth.CodeTemporarilyUnavailable, Description: descKeyMissing,
+			Status: http.StatusServiceUnavailable, Header: retryLater()}
 	}
 	return err
+}
+
+// logKeyFailure logs, with the credential ID, a key failure: a key that
+// cannot sign is an error of that credential; a key missing on this node
+// is a warning (the node's HSM lags or lacks a key other nodes hold).
+func (h *Handler) logKeyFailure(f signerFailure, credential string, err error) {
+	switch f {
+	case failureKey:
+		h.logger().Error("csc: the credential's key cannot sign", "credential", credential, "err", err)
+	case failureKeyMissing:
+		h.logger().Warn("csc: the credential's key is not on this node's HSM; another node may sign", "credential", credential, "err", err)
+	}
 }
 
 // preflight asks the Signer, before any SAD is consumed, whether the key of
@@ -96,9 +119,7 @@ func (h *Handler) preflight(ctx context.Context, g *oauth.Grant, credentialID st
 func (h *Handler) preflightRefused(ctx context.Context, g *oauth.Grant, req signHashRequest, entry func(outcome, reason string) *store.AuditEntry, cause error, outcome *string) error {
 	f := h.classifySigner(cause)
 	*outcome = f.metricsOutcome()
-	if f == failureKey {
-		h.logger().Error("csc: the credential's key cannot sign", "credential", auditCredential(req.credentialID), "err", cause)
-	}
+	h.logKeyFailure(f, auditCredential(req.credentialID), cause)
 	err := h.Store.Batch(context.WithoutCancel(ctx), func(tx Tx) error {
 		return tx.AppendAudit(entry(store.AuditRefused, f.auditReason()+" (SAD not consumed)"))
 	})
@@ -118,9 +139,7 @@ func (h *Handler) preflightRefused(ctx context.Context, g *oauth.Grant, req sign
 func (h *Handler) signFailed(ctx context.Context, e *store.AuditEntry, d decision, cause error, outcome *string) error {
 	f := h.classifySigner(cause)
 	*outcome = f.metricsOutcome()
-	if f == failureKey {
-		h.logger().Error("csc: the credential's key cannot sign", "credential", e.Credential, "err", cause)
-	}
+	h.logKeyFailure(f, e.Credential, cause)
 	if d.sad != nil && h.NotSigned != nil && h.NotSigned(cause) && h.restoreSAD(ctx, e, d, f) {
 		return f.response(cause)
 	}
@@ -142,6 +161,7 @@ func (h *Handler) signFailed(ctx context.Context, e *store.AuditEntry, d decisio
 func (h *Handler) restoreSAD(ctx context.Context, e *store.AuditEntry, d decision, f signerFailure) bool {
 	reason := "not signed: " + map[signerFailure]string{
 		failureUnavailable: "device error", failureKey: "signing key unusable", failureError: "signing failed",
+		failureKeyMissing: "signing key not available on this node",
 	}[f]
 	restored := false
 	err := h.Store.Batch(ctx, func(tx Tx) error {

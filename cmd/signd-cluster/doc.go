@@ -7,7 +7,8 @@
 //	    runs one etcd member (go.etcd.io/etcd/server/v3/embed, the server
 //	    store/etcd is tested against) of a static cluster, with the limits
 //	    signd's transactions need (--max-request-bytes, --max-txn-ops), its
-//	    data fsynced in DIR, until SIGINT or SIGTERM;
+//	    data fsynced in DIR, until SIGINT or SIGTERM (the daemon's failover
+//	    test runs its members this way: etcdtest.StartProcessCluster);
 //	signd-cluster front --listen ADDR --backend URL [--backend URL ...]
 //	    a reverse proxy that sends each request to the next healthy
 //	    backend in turn; a backend is healthy while its /readyz answers

@@ -135,13 +135,14 @@ type child struct {
 	done chan error
 }
 
-// startChild starts `signd serve` as a process and waits until it
-// accepts, returning how long that took.
-func (e *env) startChild() (*child, time.Duration) {
+// startChild starts `signd serve` as a process (with extraEnv, NAME=VALUE,
+// added to its environment) and waits until it accepts, returning how long
+// that took.
+func (e *env) startChild(extraEnv ...string) (*child, time.Duration) {
 	e.t.Helper()
 	begin := time.Now()
 	cmd := exec.Command(os.Args[0], "--config", e.cfgPath, "serve")
-	cmd.Env = append(os.Environ(), runMainEnv+"=1")
+	cmd.Env = append(append(os.Environ(), runMainEnv+"=1"), extraEnv...)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		e.t.Fatal(err)

@@ -1,12 +1,14 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"crypto"
 	"crypto/rsa"
 	"crypto/sha256"
 	"crypto/x509"
 	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -431,4 +433,128 @@ func TestEtcdQuorumLost(t *testing.T) {
 	start = time.Now()
 	stopDaemon()
 	t.Logf("stopped in %s", time.Since(start))
+}
+
+// copyToken copies the package's SoftHSM2 token directory into dir (the
+// token as it is now: same label and PIN, the keys made so far, none made
+// later) and returns the path of a softhsm2.conf that points at the copy:
+// the HSM of a node that has not received the keys made since.
+func copyToken(t *testing.T, dir string) string {
+	t.Helper()
+	src, dst := filepath.Join(token.Dir, "tokens"), filepath.Join(dir, "hsm", "tokens")
+	if err := os.CopyFS(dst, os.DirFS(src)); err != nil {
+		t.Fatal(err)
+	}
+	conf, err := os.ReadFile(token.Conf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(conf, []byte(src)) {
+		t.Fatalf("%s does not name %s", token.Conf, src)
+	}
+	path := filepath.Join(dir, "hsm", "softhsm2.conf")
+	if err := os.WriteFile(path, bytes.ReplaceAll(conf, []byte(src), []byte(dst)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// TestEtcdKeyMissingOnNode: two signd processes on one etcd prefix, each
+// with its own SoftHSM2 token directory: node B's is a copy of node A's
+// made before a credential was enrolled through A (an HSM that has not
+// received that key). signHash at B with that credential is B's fault,
+// not the client's: 503 temporarily_unavailable naming the node, with
+// Retry-After, the SAD not spent, a warning with the credential ID (and
+// not the SAD) in B's log. B stays ready, answers credentials/info for the
+// credential and signs with one whose key it holds. The same SAD then
+// signs at A, once.
+func TestEtcdKeyMissingOnNode(t *testing.T) {
+	srv := sharedEtcd(t)
+	nodes, db := haNodes(t, srv, srv.Endpoints, 2)
+	nodeA, nodeB := nodes[0], nodes[1]
+	nodeA.must("", "client", "add", "rp", "--redirect-uri", "https://rp.example/cb")
+	both := haEnroll(t, nodeA, db, "alice") // on A's token before the copy
+	a, _ := nodeA.startChild()
+	defer a.stop(t)
+	b, _ := nodeB.startChild("SOFTHSM2_CONF=" + copyToken(t, nodeB.dir))
+	defer b.stop(t)
+	baseA, baseB := "http://"+a.addr, "http://"+b.addr
+	onlyA := haCredential(t, nodeA, db, "alice") // by A's process: A's token only
+	bearer, sads := haMint(t, db, "alice", "rp", onlyA.cred, 1)
+	_, bothSADs := haMint(t, db, "alice", "rp", both.cred, 1)
+
+	res, m, err := signHash(http.DefaultClient, baseB, bearer, onlyA.cred, sads[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.StatusCode != http.StatusServiceUnavailable || m["error"] != "temporarily_unavailable" ||
+		m["error_description"] != "The signing key is not available on this node, try again later" || len(m) != 2 {
+		t.Errorf("signHash at the node without the key: %d %v", res.StatusCode, m)
+	}
+	if ra := res.Header.Get("Retry-After"); ra == "" {
+		t.Error("503 without Retry-After")
+	}
+	err = db.View(context.Background(), func(tx store.Tx) error {
+		_, err := tx.Token(store.Fingerprint(sads[0].sad))
+		return err
+	})
+	if err != nil {
+		t.Errorf("the SAD after the 503: %v, want it unspent", err)
+	}
+	warned := false
+	for line := range strings.Lines(b.logs.String()) {
+		if strings.Contains(line, sads[0].sad) || strings.Contains(line, bearer) {
+			t.Errorf("node B logged a secret: %s", line)
+		}
+		var l struct{ Level, Msg, Credential string }
+		if json.Unmarshal([]byte(line), &l) == nil && l.Level == "WARN" && l.Credential == onlyA.cred &&
+			strings.Contains(l.Msg, "not on this node") {
+			warned = true
+		}
+	}
+	if !warned {
+		t.Errorf("node B logged no warning naming credential %s:\n%s", onlyA.cred, b.logs.String())
+	}
+
+	// Node B stays ready: its token works, and so do its other keys.
+	if res, err := http.Get(baseB + "/readyz"); err != nil || res.StatusCode != http.StatusOK {
+		t.Errorf("/readyz at node B: %v %v", res, err)
+	} else {
+		res.Body.Close()
+	}
+	if st, info := postJSON(t, baseB+"/csc/v1/credentials/info", bearer, `{"credentialID":"`+onlyA.cred+`"}`); st != http.StatusOK {
+		t.Errorf("credentials/info at node B: %d %v", st, info)
+	}
+	res, m, err = signHash(http.DefaultClient, baseB, bearer, both.cred, bothSADs[0])
+	if err != nil || res.StatusCode != http.StatusOK {
+		t.Fatalf("signHash at node B with a key on its token: %v %v", err, m)
+	}
+	verifySig(t, both, bothSADs[0], m)
+
+	// The client's retry at node A signs, once.
+	res, m, err = signHash(http.DefaultClient, baseA, bearer, onlyA.cred, sads[0])
+	if err != nil || res.StatusCode != http.StatusOK {
+		t.Fatalf("signHash at node A with the SAD refused at B: %v %v", err, m)
+	}
+	verifySig(t, onlyA, sads[0], m)
+	if res, m, err = signHash(http.DefaultClient, baseA, bearer, onlyA.cred, sads[0]); err != nil ||
+		res.StatusCode != http.StatusBadRequest || m["error_description"] != "Invalid parameter SAD" {
+		t.Errorf("the SAD again at node A: %v %v", err, m)
+	}
+	reasons := map[string]int{}
+	for _, line := range strings.Split(strings.TrimSpace(nodeB.must("", "audit", "export")), "\n") {
+		var ent struct{ Kind, Outcome, Reason string }
+		if err := json.Unmarshal([]byte(line), &ent); err != nil {
+			t.Fatalf("export line %q: %v", line, err)
+		}
+		if ent.Kind == string(store.AuditSignHash) {
+			reasons[ent.Outcome+": "+ent.Reason]++
+		}
+	}
+	if reasons["refused: signing key not available on this node (SAD not consumed)"] != 1 {
+		t.Errorf("signHash audit entries: %v", reasons)
+	}
+	if granted := nodeB.grantedDigests()[hex.EncodeToString(sads[0].digest)]; granted != 1 {
+		t.Errorf("the SAD refused at B and signed at A: %d granted entries, want 1", granted)
+	}
 }

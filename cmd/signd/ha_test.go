@@ -11,11 +11,13 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -29,19 +31,27 @@ import (
 	"github.com/signd/signd/store/etcd/etcdtest"
 )
 
-// haNodes makes n signd installations on one prefix of cluster cl (every
-// member's endpoint in each config, short etcd timeouts so that a lost
-// quorum is answered 503 quickly), sharing the pairwise salt as the nodes
-// of one deployment do. It returns the nodes and a store opened on their
-// prefix, for fixtures and checks (closed when the test ends).
-func haNodes(t *testing.T, cl *etcdtest.Cluster, n int) ([]*env, *etcd.DB) {
+// etcdCluster is an etcd cluster of this package's tests: in this process
+// (etcdtest.Cluster) or as member processes (etcdtest.ProcessCluster).
+type etcdCluster interface {
+	Prefix() string
+	Open(etcd.Options) (*etcd.DB, error)
+}
+
+// haNodes makes n signd installations on one prefix of cluster cl, whose
+// members serve at endpoints (every member's endpoint in each config,
+// short etcd timeouts so that a lost quorum is answered 503 quickly),
+// sharing the pairwise salt as the nodes of one deployment do. It returns
+// the nodes and a store opened on their prefix, for fixtures and checks
+// (closed when the test ends).
+func haNodes(t *testing.T, cl etcdCluster, endpoints []string, n int) ([]*env, *etcd.DB) {
 	t.Helper()
 	prefix := cl.Prefix()
 	var nodes []*env
 	for range n {
 		e := newEnv(t, "")
 		e.setConfig("store:\n", fmt.Sprintf("store:\n  backend: etcd\n  etcd:\n    endpoints: [%s]\n    prefix: %s\n    dial_timeout: 1s\n    request_timeout: 2s\n",
-			strings.Join(cl.Endpoints, ", "), prefix))
+			strings.Join(endpoints, ", "), prefix))
 		nodes = append(nodes, e)
 	}
 	salt := filepath.Join(nodes[0].dir, "pairwise.salt")
@@ -181,29 +191,35 @@ func (g *loadGen) spend(f sadFixture, first int, deadline time.Time, raced bool)
 	return false
 }
 
-// TestEtcdFailoverUnderLoad: three signd processes on a 3-member etcd
-// cluster and one SoftHSM2 token. During signHash load (fresh SADs, each
-// sent to two nodes at once; a failed request sent again with the same SAD
-// to the next node) one node
-// is killed with SIGKILL and the etcd leader is killed. No SAD yields two
-// signatures, the cluster keeps serving with 2 of 3 members, and every
-// signature received has exactly one "granted" entry in the audit chain,
-// which verifies. With a second member stopped (no quorum) signHash is
-// refused with 503; once quorum is back nothing acknowledged is lost and
-// the SADs refused are settled.
+// TestEtcdFailoverUnderLoad: three signd processes and a 3-member etcd
+// cluster whose members are processes too (signd-cluster etcd: embedded
+// etcd, data fsynced), on one SoftHSM2 token. During signHash load (fresh
+// SADs, each sent to two nodes at once; a failed request sent again with
+// the same SAD to the next node) one signd node is killed with SIGKILL,
+// then the process of the etcd leader (found with etcd's Status API). No
+// SAD yields two signatures and the cluster keeps serving with 2 of 3
+// members. With a second member killed (no quorum) both surviving nodes
+// refuse signHash with 503, and one of them, stopped with SIGTERM while a
+// signHash is in flight, answers it 503 and exits cleanly within seconds.
+// Once the members are restarted from their data directories nothing
+// acknowledged is lost: the SADs refused are settled (the one answered 503
+// during the stop signs, once), a fresh one signs, and every signature
+// received has exactly one "granted" entry in the audit chain, which
+// verifies from two nodes.
 func TestEtcdFailoverUnderLoad(t *testing.T) {
 	t0 := time.Now()
-	cl, err := etcdtest.StartCluster(t.TempDir(), 3)
+	cl, err := etcdtest.StartProcessCluster(signdClusterBinary(t), t.TempDir(), 3)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer cl.Close()
-	nodes, db := haNodes(t, cl, 3)
+	t.Logf("etcd members (processes) ready in %s", time.Since(t0).Round(time.Millisecond))
+	nodes, db := haNodes(t, cl, cl.Endpoints, 3)
 	nodes[0].must("", "client", "add", "rp", "--redirect-uri", "https://rp.example/cb")
 	alice := haEnroll(t, nodes[0], db, "alice")
 	// The load runs until stopped: it needs SADs for some seconds.
 	const pool, workers = 400, 6
-	bearer, sads := haMint(t, db, "alice", "rp", alice.cred, pool+2)
+	bearer, sads := haMint(t, db, "alice", "rp", alice.cred, pool+3)
 	sads, late := sads[:pool], sads[pool:]
 
 	children := make([]*child, len(nodes))
@@ -256,7 +272,7 @@ func TestEtcdFailoverUnderLoad(t *testing.T) {
 		})
 	}
 	// The faults, while the load runs: kill -9 node 2 after 30
-	// signatures, kill the etcd leader after 30 more; stop the load 60
+	// signatures, kill -9 the etcd leader after 30 more; stop the load 60
 	// signatures later.
 	waitFor := func(n int64) bool {
 		for g.ok.Load() < n {
@@ -283,8 +299,8 @@ func TestEtcdFailoverUnderLoad(t *testing.T) {
 	close(stop)
 	wg.Wait()
 	after := g.ok.Load() - atKill
-	t.Logf("%d signatures in %s, %d after the etcd leader was killed (in %s), %d retried on another node (%d 503s), %d settled as spent",
-		g.ok.Load(), time.Since(begin).Round(time.Millisecond), after, time.Since(killedAt).Round(time.Millisecond), g.failover, g.refused, g.settled)
+	t.Logf("%d signatures in %s, %d after the etcd leader (member %d) was killed (in %s), %d retried on another node (%d 503s), %d settled as spent",
+		g.ok.Load(), time.Since(begin).Round(time.Millisecond), after, lead, time.Since(killedAt).Round(time.Millisecond), g.failover, g.refused, g.settled)
 	if n := unsettled.Load(); n > 0 {
 		t.Fatalf("%d SADs were not settled within the deadline", n)
 	}
@@ -292,46 +308,92 @@ func TestEtcdFailoverUnderLoad(t *testing.T) {
 		t.Fatalf("only %d signatures with 2 of 3 etcd members and 2 of 3 nodes", after)
 	}
 
-	// No quorum: stop a second member. Writes are refused with 503.
+	// No quorum: kill a second member. Writes are refused with 503.
 	other := (lead + 1) % 3
 	begin = time.Now()
-	cl.Stop(other)
-	refused := late[0]
+	cl.Kill(other)
+	refused, inFlight, fresh := late[0], late[1], late[2]
 	var quorumless sync.WaitGroup
 	for _, i := range []int{0, 2} {
 		quorumless.Go(func() {
+			start := time.Now()
 			res, m, err := signHash(g.client, bases[i], bearer, alice.cred, refused)
 			switch {
 			case err != nil:
 				t.Errorf("node %d without quorum: %v", i+1, err)
 			case res.StatusCode != http.StatusServiceUnavailable:
 				t.Errorf("node %d signHash without quorum: %d %v, want 503", i+1, res.StatusCode, m)
+			default:
+				t.Logf("node %d without quorum: 503 in %s", i+1, time.Since(start).Round(time.Millisecond))
 			}
 		})
 	}
 	quorumless.Wait()
-	// Quorum back: the refused SAD signs (or was spent by a commit that
-	// went through after all, never twice), a fresh one signs.
+
+	// Stopping without quorum: node 3 gets SIGTERM while a signHash is in
+	// flight. The request is answered 503 (its SAD untouched) and the
+	// process exits cleanly, without waiting for etcd. Node 3 campaigns
+	// for the sweeper (node 1, started first, was elected): the campaign
+	// etcd's client would resign with its own context, waiting many
+	// seconds for a quorum, is abandoned.
+	type answer struct {
+		status int
+		body   map[string]any
+		err    error
+	}
+	answered := make(chan answer, 1)
+	go func() {
+		res, m, err := signHash(g.client, bases[2], bearer, alice.cred, inFlight)
+		if err != nil {
+			answered <- answer{err: err}
+			return
+		}
+		answered <- answer{status: res.StatusCode, body: m}
+	}()
+	time.Sleep(800 * time.Millisecond) // the request waits for etcd (store.etcd.request_timeout 2s)
+	stopAt := time.Now()
+	_ = children[2].cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case err := <-children[2].done:
+		alive[2] = false
+		if err != nil {
+			t.Errorf("node 3 stopped without quorum: %v\n%s", err, children[2].logs.String())
+		}
+		t.Logf("node 3 stopped without quorum in %s", time.Since(stopAt).Round(time.Millisecond))
+	case <-time.After(8 * time.Second):
+		t.Errorf("node 3 did not exit within 8 s of SIGTERM without quorum\n%s", children[2].logs.String())
+		<-children[2].done
+		alive[2] = false
+	}
+	if a := <-answered; a.err != nil || a.status != http.StatusServiceUnavailable {
+		t.Errorf("signHash in flight while node 3 stopped: %d %v %v, want 503", a.status, a.body, a.err)
+	}
+
+	// Quorum back: the members restart from their data. The SAD refused
+	// by both nodes signs (or was spent by a commit that went through
+	// after all, never twice); the one answered 503 during the stop and
+	// a fresh one sign.
 	for _, i := range []int{lead, other} {
 		if err := cl.Restart(i); err != nil {
 			t.Fatal(err)
 		}
 	}
 	back := time.Now().Add(30 * time.Second)
-	if !g.spend(refused, 0, back, true) || !g.spend(late[1], 2, back, false) {
+	if !g.spend(refused, 0, back, true) || !g.spend(inFlight, 0, back, false) || !g.spend(fresh, 0, back, false) {
 		t.Fatal("the cluster did not serve again once quorum was back")
 	}
 	t.Logf("quorum lost and back in %s", time.Since(begin).Round(time.Millisecond))
-	if g.signed[hex.EncodeToString(late[1].digest)] != 1 {
-		t.Errorf("a fresh SAD after quorum came back did not sign")
+	for _, f := range []sadFixture{inFlight, fresh} {
+		if n := g.signed[hex.EncodeToString(f.digest)]; n != 1 {
+			t.Errorf("a SAD answered 503 or fresh after quorum came back signed %d times, want 1", n)
+		}
 	}
-	for _, i := range []int{0, 2} {
-		children[i].stop(t)
-		alive[i] = false
-	}
+	children[0].stop(t)
+	alive[0] = false
 
-	// The audit chain, exported by a surviving node, verifies and holds
-	// every signature received exactly once.
+	// The audit chain, exported through a node whose daemon stopped
+	// without quorum, verifies and holds every signature received exactly
+	// once; it verifies at node 1 too.
 	if t.Failed() {
 		t.FailNow()
 	}
@@ -352,6 +414,36 @@ func TestEtcdFailoverUnderLoad(t *testing.T) {
 	if out := nodes[0].must("", "audit", "verify"); !strings.HasPrefix(out, "audit log intact") {
 		t.Errorf("audit verify at node 1: %q", out)
 	}
+}
+
+// signd-cluster, built once for the package's tests (its etcd subcommand
+// runs one etcd member as a process); removed by stopCluster.
+var clusterBin struct {
+	once      sync.Once
+	dir, path string
+	err       error
+}
+
+// signdClusterBinary builds cmd/signd-cluster (go build) and returns its
+// path.
+func signdClusterBinary(t *testing.T) string {
+	t.Helper()
+	clusterBin.once.Do(func() {
+		if clusterBin.dir, clusterBin.err = os.MkdirTemp("", "sd-cluster-"); clusterBin.err != nil {
+			return
+		}
+		path := filepath.Join(clusterBin.dir, "signd-cluster")
+		out, err := exec.Command("go", "build", "-o", path, "github.com/signd/signd/cmd/signd-cluster").CombinedOutput()
+		if err != nil {
+			clusterBin.err = fmt.Errorf("go build ./cmd/signd-cluster: %v\n%s", err, out)
+			return
+		}
+		clusterBin.path = path
+	})
+	if clusterBin.err != nil {
+		t.Fatal(clusterBin.err)
+	}
+	return clusterBin.path
 }
 
 // The embedded 3-member etcd cluster of this package's cluster tests:
@@ -380,8 +472,12 @@ func sharedCluster(t *testing.T) *etcdtest.Cluster {
 	return cluster
 }
 
-// stopCluster stops the shared cluster if a test started it.
+// stopCluster stops the shared cluster if a test started it, and removes
+// the signd-cluster binary if a test built it.
 func stopCluster() {
+	if clusterBin.dir != "" {
+		os.RemoveAll(clusterBin.dir)
+	}
 	if cluster != nil {
 		cluster.Close()
 	}
@@ -417,7 +513,8 @@ func jwksKIDs(t *testing.T, base string) ([]string, *jose.JSONWebKeySet) {
 // of both nodes at once, and node B signs ID tokens with it, verifiable
 // with node A's JWKS.
 func TestEtcdKeysAcrossNodes(t *testing.T) {
-	nodes, db := haNodes(t, sharedCluster(t), 2)
+	cl := sharedCluster(t)
+	nodes, db := haNodes(t, cl, cl.Endpoints, 2)
 	secret := addAliceAndRP(nodes[0], "openid", "service", "credential")
 	b, _ := nodes[1].startChild() // B first: it makes the first ID-token key
 	defer b.stop(t)

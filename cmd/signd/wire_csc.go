@@ -8,6 +8,7 @@ import (
 	"math/big"
 	"slices"
 
+	"github.com/signd/signd/config"
 	"github.com/signd/signd/csc"
 	"github.com/signd/signd/hsm"
 	"github.com/signd/signd/oauth"
@@ -63,6 +64,10 @@ func (s *services) cscHandler(authz *oauth.Server) (*csc.Handler, error) {
 		Metrics:           m,
 		Revoker:           authz,
 		Revocation:        s.revocation,
+	}
+	if s.cfg.Store.BackendName() == config.BackendEtcd {
+		// A node of a cluster: a key its HSM lacks may be on the others'.
+		h.KeyMissing = hsmKeyMissing
 	}
 	if c.AuthLogin {
 		login, err := authz.PasswordLogin(oauth.PasswordLoginConfig{
@@ -130,6 +135,11 @@ func hsmUnavailable(err error) bool {
 func hsmKeyUnusable(err error) bool {
 	return errors.Is(err, hsm.ErrKeyNotFound) || errors.Is(err, hsm.ErrAmbiguousKey) || errors.Is(err, hsm.ErrKeyPolicy)
 }
+
+// hsmKeyMissing reports the token error that means "this node's HSM does
+// not hold the key": on a node of a cluster a 503 (another node may sign),
+// on a single node the 400 of hsmKeyUnusable.
+func hsmKeyMissing(err error) bool { return errors.Is(err, hsm.ErrKeyNotFound) }
 
 // checkAuthLoginClient warns at startup when csc.auth_login_client is not
 // a registered client with scope service: auth/login then answers

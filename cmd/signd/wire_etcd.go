@@ -139,6 +139,10 @@ const sweepLeaseTTL = 10
 // session (etcd unreachable beyond the lease) stops the sweeper and
 // campaigns again. A sweep run by two nodes at once would still be correct
 // (it is an ordinary transaction); the election only saves the work.
+//
+// It returns within sweepStopTimeout of ctx ending, quorum or not: the
+// campaign is abandoned (campaign), and the resignation and the lease's
+// revocation, which let another node take over at once, get that long.
 func leadSweeps(ctx context.Context, el sweepElector, interval time.Duration, start func(time.Duration) func(), logger *slog.Logger) {
 	name, _ := os.Hostname()
 	name = fmt.Sprintf("%s/%d", name, os.Getpid())
@@ -152,7 +156,8 @@ func leadSweeps(ctx context.Context, el sweepElector, interval time.Duration, st
 			continue
 		}
 		e := concurrency.NewElection(sess, el.Prefix()+"e/sweeper")
-		if err := e.Campaign(ctx, name); err == nil {
+		elected := campaign(ctx, e, name) == nil
+		if elected {
 			logger.Info("this node sweeps expired records (elected)")
 			stop := start(interval)
 			select {
@@ -161,12 +166,45 @@ func leadSweeps(ctx context.Context, el sweepElector, interval time.Duration, st
 				logger.Warn("sweeper election: etcd session lost; campaigning again")
 			}
 			stop()
-			rctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-			_ = e.Resign(rctx) // the lease ends it anyway
-			cancel()
 		}
-		sess.Close()
+		endSession(ctx, el.Client(), sess, e, elected)
 	}
+}
+
+// sweepStopTimeout bounds the resignation and the lease revocation of a
+// node that stops leading or campaigning.
+const sweepStopTimeout = 2 * time.Second
+
+// campaign is e.Campaign(ctx, name) that returns as soon as ctx ends.
+// etcd's Campaign, cancelled while it waits for the leader to go, resigns
+// with the client's own context: without a quorum that request waits until
+// the quorum is back, and a stopping node would wait with it.
+// The abandoned call ends when that request fails or the client closes
+// (the store's Close, right after the services stop); the lease it
+// campaigned with is revoked by endSession, so it can never lead.
+func campaign(ctx context.Context, e *concurrency.Election, name string) error {
+	done := make(chan error, 1)
+	go func() { done <- e.Campaign(ctx, name) }()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// endSession resigns (when elected) and revokes the session's lease, so
+// that another node is elected at once; both within sweepStopTimeout, also
+// after ctx ended (a node shutting down hands over) and without a quorum
+// (the lease then expires on its own after sweepLeaseTTL).
+func endSession(ctx context.Context, c *clientv3.Client, sess *concurrency.Session, e *concurrency.Election, elected bool) {
+	sess.Orphan() // stop the keep-alives
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), sweepStopTimeout)
+	defer cancel()
+	if elected {
+		_ = e.Resign(rctx) // the revocation below ends it anyway
+	}
+	_, _ = c.Revoke(rctx, sess.Lease())
 }
 
 // wait sleeps d or until ctx ends.

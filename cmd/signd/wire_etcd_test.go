@@ -9,6 +9,8 @@ import (
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/signd/signd/store/etcd/etcdtest"
 )
 
 // elector is a sweepElector over a client of the embedded etcd.
@@ -92,5 +94,61 @@ func waitFor(t *testing.T, cond func() bool) {
 			t.Fatal("condition not reached in 20 s")
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestSweeperElectionStopsWithoutQuorum: a node that campaigns (another
+// leads) and the node that leads both stop within seconds after the etcd
+// cluster lost its quorum. (etcd's Campaign, cancelled, resigns with the
+// client's own context: the campaigning node waited until the quorum was
+// back.)
+func TestSweeperElectionStopsWithoutQuorum(t *testing.T) {
+	cl, err := etcdtest.StartProcessCluster(signdClusterBinary(t), t.TempDir(), 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	prefix := cl.Prefix()
+	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	var started atomic.Int32
+	start := func(time.Duration) func() { started.Add(1); return func() {} }
+	type node struct {
+		cancel context.CancelFunc
+		done   chan struct{}
+	}
+	run := func() *node {
+		c, err := cl.Client()
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		n := &node{cancel: cancel, done: make(chan struct{})}
+		go func() {
+			defer close(n.done)
+			leadSweeps(ctx, elector{c, prefix}, time.Minute, start, logger)
+		}()
+		t.Cleanup(func() { c.Close() }) // ends an abandoned campaign
+		return n
+	}
+	leading := run()
+	waitFor(t, func() bool { return started.Load() == 1 })
+	campaigning := run()
+	time.Sleep(200 * time.Millisecond) // it campaigns
+	lead := cl.Leader()
+	cl.Kill(lead)
+	cl.Kill((lead + 1) % 3)
+	begin := time.Now()
+	leading.cancel()
+	campaigning.cancel()
+	for name, n := range map[string]*node{"campaigning": campaigning, "leading": leading} {
+		select {
+		case <-n.done:
+			t.Logf("the %s node stopped without quorum in %s", name, time.Since(begin).Round(time.Millisecond))
+		case <-time.After(time.Until(begin.Add(6 * time.Second))):
+			t.Errorf("the %s node did not stop within 6 s without quorum", name)
+		}
+	}
+	if started.Load() != 1 {
+		t.Errorf("%d sweepers started, want 1", started.Load())
 	}
 }

@@ -3,5 +3,8 @@
 // in a directory the caller owns (Start), or a cluster of several members
 // whose members can be stopped, killed and restarted (StartCluster). The
 // store/etcd conformance tests and the daemon's tests that run signd on etcd
-// start them per test package.
+// start them per test package. StartProcessCluster runs the members as
+// processes of their own instead (cmd/signd-cluster's etcd member, data
+// fsynced), for tests where killing a member must be a real crash
+// (SIGKILL); it finds the leader with etcd's maintenance Status API.
 package etcdtest
