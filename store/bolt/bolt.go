@@ -98,8 +98,8 @@ type DB struct {
 	path   string
 	now    func() time.Time
 	opts   Options
-	health health  // write failures and damage seen (handle.go)
-	batch  batcher // group commit of Batch (batch.go)
+	health health     // write failures and damage seen (handle.go)
+	batch  kv.Batcher // group commit of Batch (batch.go)
 }
 
 var (

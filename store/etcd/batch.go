@@ -3,37 +3,10 @@ package etcd
 import (
 	"context"
 	"fmt"
-	"sync"
 
 	"github.com/signd/signd/store"
 	"github.com/signd/signd/store/kv"
 )
-
-// batcher groups concurrent Batch calls of one node into shared
-// transactions (group commit), as store/bolt does: no timer; the first
-// caller commits at once, callers that arrive while a commit is in flight
-// queue, and the first of them commits the queue (up to Options.MaxBatch
-// calls and what fits in one etcd Txn) in one transaction: one snapshot,
-// one etcd Txn, one raft commit and, for signHash, one compare-and-swap of
-// the audit head for all of them.
-type batcher struct {
-	mu      sync.Mutex
-	busy    bool // a leader is committing
-	pending []*batchCall
-}
-
-type batchCall struct {
-	fn   func(store.Tx) error
-	done chan error    // buffered; receives the outcome
-	lead chan struct{} // closed when this call must commit the queue
-}
-
-// batchPanic carries a panic of fn to the goroutine that called Batch.
-type batchPanic struct{ v any }
-
-func (p batchPanic) Error() string {
-	return fmt.Sprintf("store: panic in batched transaction: %v", p.v)
-}
 
 // Batch runs fn in a write transaction that it may share with concurrent
 // Batch calls of this DB: store.Batcher, with Update's guarantees for fn —
@@ -58,54 +31,14 @@ func (db *DB) Batch(ctx context.Context, fn func(store.Tx) error) error {
 		return err
 	}
 	defer db.end()
-	c := &batchCall{fn: fn, done: make(chan error, 1), lead: make(chan struct{})}
-	b := &db.batch
-	b.mu.Lock()
-	b.pending = append(b.pending, c)
-	if !b.busy {
-		b.busy = true
-		close(c.lead)
-	}
-	b.mu.Unlock()
-
-	select {
-	case err := <-c.done:
-		return rethrow(err)
-	case <-c.lead:
-	}
-	// This call leads: commit the head of the queue (itself first), put
-	// back what did not fit, and hand the lead to the first call waiting.
-	b.mu.Lock()
-	n := min(len(b.pending), db.maxBatch)
-	calls := b.pending[:n:n]
-	b.pending = b.pending[n:]
-	b.mu.Unlock()
-	rest := db.commitBatch(calls)
-	b.mu.Lock()
-	if len(rest) > 0 {
-		b.pending = append(rest, b.pending...)
-	}
-	if len(b.pending) > 0 {
-		close(b.pending[0].lead)
-	} else {
-		b.busy = false
-	}
-	b.mu.Unlock()
-	return rethrow(<-c.done)
-}
-
-func rethrow(err error) error {
-	if p, ok := err.(batchPanic); ok {
-		panic(p.v)
-	}
-	return err
+	return db.batch.Run(ctx, fn, db.commitBatch)
 }
 
 // commitBatch runs calls in one transaction, retried on conflict, and
 // delivers the outcome of those that committed; it returns the calls that
 // did not fit into the etcd Txn (calls[0] always fits), to be committed
 // next.
-func (db *DB) commitBatch(calls []*batchCall) []*batchCall {
+func (db *DB) commitBatch(calls []*kv.BatchCall) []*kv.BatchCall {
 	db.writer.Lock()
 	defer db.writer.Unlock()
 	for attempt := range db.attempts {
@@ -117,33 +50,33 @@ func (db *DB) commitBatch(calls []*batchCall) []*batchCall {
 			// Unknown outcome or a failed read: nothing is known to have
 			// committed, and no caller may act as if it had.
 			for _, c := range calls {
-				c.done <- err
+				c.Deliver(err)
 			}
 			return nil
 		}
 		if ok {
 			db.stats.calls.Add(uint64(n))
 			for i, c := range calls[:n] {
-				c.done <- errs[i]
+				c.Deliver(errs[i])
 			}
 			return calls[n:]
 		}
 	}
 	err := fmt.Errorf("%w: %w (%d attempts)", store.ErrUnavailable, ErrConflict, db.attempts)
 	for _, c := range calls {
-		c.done <- err
+		c.Deliver(err)
 	}
 	return nil
 }
 
 // attemptBatch runs the functions of calls in order in one transaction,
 // each after a savepoint, and commits. errs holds each function's own
-// outcome (nil, its error or a batchPanic; the failed ones rolled back); n
+// outcome (nil, its error or a kv.BatchPanic; the failed ones rolled back); n
 // is how many ran and commit: a function after the first whose writes
 // would make the Txn exceed the etcd limits is rolled back and ends the
 // batch there. ok is false when the guard failed; err is a failed read or
 // commit (store.ErrUnavailable).
-func (db *DB) attemptBatch(calls []*batchCall) (errs []error, n int, ok bool, err error) {
+func (db *DB) attemptBatch(calls []*kv.BatchCall) (errs []error, n int, ok bool, err error) {
 	t := newTxn(context.Background(), db, true)
 	defer func() { t.done = true }()
 	errs = make([]error, len(calls))
@@ -151,7 +84,7 @@ func (db *DB) attemptBatch(calls []*batchCall) (errs []error, n int, ok bool, er
 	for i, c := range calls {
 		sp := t.savepoint()
 		db.stats.runs.Add(1)
-		errs[i] = runBatched(c.fn, kv.NewTx(t, db.now))
+		errs[i] = kv.Recovered(c.Fn, kv.NewTx(t, db.now))
 		if t.err != nil {
 			return nil, 0, false, t.err
 		}
@@ -168,16 +101,6 @@ func (db *DB) attemptBatch(calls []*batchCall) (errs []error, n int, ok bool, er
 	}
 	ok, err = t.commit()
 	return errs[:n], n, ok, err
-}
-
-// runBatched runs fn, turning a panic into a batchPanic for its caller.
-func runBatched(fn func(store.Tx) error, tx store.Tx) (err error) {
-	defer func() {
-		if v := recover(); v != nil {
-			err = batchPanic{v}
-		}
-	}()
-	return fn(tx)
 }
 
 // savepoint marks the lengths of the transaction's journals.

@@ -94,7 +94,6 @@ type DB struct {
 	prefix     string
 	timeout    time.Duration
 	attempts   int
-	maxBatch   int
 	maxTxnOps  int
 	now        func() time.Time
 
@@ -103,7 +102,7 @@ type DB struct {
 	// guard.
 	writer sync.Mutex
 	// batch queues Batch calls for the next shared transaction (batch.go).
-	batch batcher
+	batch kv.Batcher
 	stats counters
 
 	// mu guards closed and running; idle is signalled when running drops
@@ -126,7 +125,6 @@ func Open(ctx context.Context, opts Options) (*DB, error) {
 		prefix:    opts.Prefix,
 		timeout:   opts.RequestTimeout,
 		attempts:  opts.MaxAttempts,
-		maxBatch:  opts.MaxBatch,
 		maxTxnOps: opts.MaxTxnOps,
 		now:       opts.Now,
 	}
@@ -143,8 +141,9 @@ func Open(ctx context.Context, opts Options) (*DB, error) {
 	if db.attempts <= 0 {
 		db.attempts = DefaultMaxAttempts
 	}
-	if db.maxBatch <= 0 {
-		db.maxBatch = DefaultMaxBatch
+	db.batch.Max = opts.MaxBatch
+	if db.batch.Max <= 0 {
+		db.batch.Max = DefaultMaxBatch
 	}
 	if db.maxTxnOps <= 0 {
 		db.maxTxnOps = DefaultMaxTxnOps

@@ -14,9 +14,7 @@ var StartEmbedded = startEmbedded
 // QueuedBatch returns how many Batch calls wait for the next shared
 // transaction.
 func (db *DB) QueuedBatch() int {
-	db.batch.mu.Lock()
-	defer db.batch.mu.Unlock()
-	return len(db.batch.pending)
+	return db.batch.Queued()
 }
 
 // TxnSize runs fns in one write transaction, as a shared commit does, and

@@ -63,8 +63,12 @@ func StartCluster(dir string, n int) (*Cluster, error) {
 		cfg.MaxTxnOps = 1 << 16
 		cfg.MaxRequestBytes = etcd.MaxRequestBytes
 		cfg.UnsafeNoFsync = true
-		// Short heartbeats and elections: a test waits for a new leader.
-		cfg.TickMs, cfg.ElectionMs = 50, 500
+		// A 2 s election timeout: shorter ones (500 ms was tried) let the
+		// members of a test machine loaded by -race and parallel packages
+		// miss heartbeats and elect again and again, and proposals failed
+		// with "request timed out". A test that kills the leader waits
+		// a few seconds for the next one.
+		cfg.TickMs, cfg.ElectionMs = 100, 2000
 		initial = append(initial, cfg.Name+"="+peer.String())
 		c.Endpoints = append(c.Endpoints, client.String())
 		c.members = append(c.members, &member{cfg: cfg})
