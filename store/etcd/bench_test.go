@@ -2,12 +2,10 @@ package etcd_test
 
 import (
 	"context"
-	"encoding/hex"
 	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/signd/signd/store"
 	"github.com/signd/signd/store/etcd"
@@ -31,26 +29,7 @@ func BenchmarkConsumeSADNodes(b *testing.B) {
 		dbs = append(dbs, open(b, etcd.Options{Prefix: prefix}))
 	}
 	ctx := context.Background()
-	exp := time.Now().Add(time.Hour)
-	digest := make([]byte, 32)
-	sads := make([][]byte, b.N)
-	for lo := 0; lo < b.N; lo += 100 {
-		err := dbs[0].Update(ctx, func(tx store.Tx) error {
-			for i := lo; i < min(lo+100, b.N); i++ {
-				sads[i] = store.Fingerprint(fmt.Sprint("sad-", i))
-				if err := tx.CreateToken(&store.Token{
-					Hash: sads[i], Kind: store.TokenSAD, ClientID: "rp", Username: "alice",
-					CredentialID: "cred-1", Hashes: [][]byte{digest}, ExpiresAt: exp,
-				}); err != nil {
-					return err
-				}
-			}
-			return nil
-		})
-		if err != nil {
-			b.Fatal(err)
-		}
-	}
+	sads := storetest.PrepareSADs(b, dbs[0], b.N, 100)
 	var next, runs atomic.Int64
 	b.SetParallelism(2) // 2×GOMAXPROCS goroutines spread over the nodes
 	b.ResetTimer()
@@ -60,17 +39,7 @@ func BenchmarkConsumeSADNodes(b *testing.B) {
 			db := dbs[i%3]
 			err := db.Update(ctx, func(tx store.Tx) error {
 				runs.Add(1)
-				sad, err := tx.Token(sads[i])
-				if err != nil {
-					return err
-				}
-				if err := tx.DeleteToken(sads[i]); err != nil {
-					return err
-				}
-				return tx.AppendAudit(&store.AuditEntry{
-					Kind: store.AuditSignHash, User: sad.Username, Client: sad.ClientID, Credential: sad.CredentialID,
-					Hashes: []string{hex.EncodeToString(sad.Hashes[0])}, Outcome: store.AuditGranted,
-				})
+				return storetest.ConsumeSAD(tx, sads[i])
 			})
 			if err != nil {
 				b.Error(err)
@@ -108,26 +77,7 @@ func benchBatchConsume(b *testing.B, nodes, c int) {
 	}
 	defer cli.Close()
 	ctx := context.Background()
-	exp := time.Now().Add(time.Hour)
-	digest := make([]byte, 32)
-	sads := make([][]byte, b.N)
-	for lo := 0; lo < b.N; lo += 100 {
-		err := dbs[0].Update(ctx, func(tx store.Tx) error {
-			for i := lo; i < min(lo+100, b.N); i++ {
-				sads[i] = store.Fingerprint(fmt.Sprint("sad-", i))
-				if err := tx.CreateToken(&store.Token{
-					Hash: sads[i], Kind: store.TokenSAD, ClientID: "rp", Username: "alice",
-					CredentialID: "cred-1", Hashes: [][]byte{digest}, ExpiresAt: exp,
-				}); err != nil {
-					return err
-				}
-			}
-			return nil
-		})
-		if err != nil {
-			b.Fatal(err)
-		}
-	}
+	sads := storetest.PrepareSADs(b, dbs[0], b.N, 100)
 	revision := func() int64 {
 		resp, err := cli.Get(ctx, prefix+"v/audit")
 		if err != nil {
@@ -149,17 +99,7 @@ func benchBatchConsume(b *testing.B, nodes, c int) {
 				db := dbs[i%nodes] // round robin, as a front spreads requests
 				err := db.Batch(ctx, func(tx store.Tx) error {
 					runs.Add(1)
-					sad, err := tx.Token(sads[i])
-					if err != nil {
-						return err
-					}
-					if err := tx.DeleteToken(sads[i]); err != nil {
-						return err
-					}
-					return tx.AppendAudit(&store.AuditEntry{
-						Kind: store.AuditSignHash, User: sad.Username, Client: sad.ClientID, Credential: sad.CredentialID,
-						Hashes: []string{hex.EncodeToString(sad.Hashes[0])}, Outcome: store.AuditGranted,
-					})
+					return storetest.ConsumeSAD(tx, sads[i])
 				})
 				if err != nil {
 					b.Error(err)
