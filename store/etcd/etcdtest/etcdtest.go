@@ -2,8 +2,12 @@ package etcdtest
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"net/url"
+	"os"
+	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -80,7 +84,12 @@ func (s *Server) Open(opts etcd.Options) (*etcd.DB, error) {
 	return open(s.Endpoints, opts)
 }
 
-// freePorts returns n loopback ports that were free a moment ago.
+// freePorts returns n loopback ports that were free a moment ago. They are
+// taken below the kernel's ephemeral range (ip_local_port_range) when
+// there is room: a member restarted on its ports after a kill must find
+// them free, and a port of the ephemeral range may meanwhile have become
+// the local end of some outgoing connection (bind: address already in
+// use). Otherwise the kernel picks them.
 func freePorts(n int) ([]int, error) {
 	var ports []int
 	var ls []net.Listener
@@ -89,13 +98,42 @@ func freePorts(n int) ([]int, error) {
 			l.Close()
 		}
 	}()
+	lo := ephemeralLow()
 	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, fmt.Errorf("etcdtest: %w", err)
+		var l net.Listener
+		for try := 0; l == nil && lo > minPort+1000 && try < 50; try++ {
+			l, _ = net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", minPort+rand.IntN(lo-minPort)))
+		}
+		if l == nil {
+			var err error
+			if l, err = net.Listen("tcp", "127.0.0.1:0"); err != nil {
+				return nil, fmt.Errorf("etcdtest: %w", err)
+			}
 		}
 		ls = append(ls, l)
 		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
 	}
 	return ports, nil
+}
+
+// minPort is the lowest port freePorts picks: above the well-known and
+// most registered service ports.
+const minPort = 20000
+
+// ephemeralLow is the first port of the kernel's ephemeral range, or 0 if
+// it cannot be read (then freePorts lets the kernel pick).
+func ephemeralLow() int {
+	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
+	if err != nil {
+		return 0
+	}
+	f := strings.Fields(string(b))
+	if len(f) != 2 {
+		return 0
+	}
+	lo, err := strconv.Atoi(f[0])
+	if err != nil {
+		return 0
+	}
+	return lo
 }
