@@ -24,6 +24,7 @@ import (
 //	GET  /oauth2/account        the credentials, or the login form
 //	POST /oauth2/account/login  answer the login form
 //	POST /oauth2/account        disable or enable one credential
+//	POST /oauth2/account/logout end the login session (sign out)
 //
 // The login form's CSRF token is a double-submit cookie (no session exists
 // yet); once signed in the token is derived from the session cookie's value
@@ -65,6 +66,7 @@ type AccountCredential struct {
 const (
 	pathAccount       = "/oauth2/account"
 	pathAccountLogin  = "/oauth2/account/login"
+	pathAccountLogout = "/oauth2/account/logout"
 	fieldCredential   = "credential"
 	fieldLang         = "lang"
 	accountCSRFCookie = "signd_account_csrf"
@@ -93,6 +95,7 @@ func (s *Server) mountAccount(g *echo.Group) {
 	g.GET(pathAccount, s.accountPage, page)
 	g.POST(pathAccount, s.accountChange, page, s.accountSameOrigin)
 	g.POST(pathAccountLogin, s.accountLogin, page, s.accountSameOrigin)
+	g.POST(pathAccountLogout, s.accountLogout, page, s.accountSameOrigin)
 }
 
 // accountSameOrigin is sameOriginOnly for the account forms: the same
@@ -297,5 +300,45 @@ func (s *Server) accountChange(c echo.Context) error {
 		return err
 	}
 	s.log.Info("credential status changed by its owner", "username", user.Username, "credential_id", id, "enabled", enable)
+	return c.Redirect(http.StatusSeeOther, s.accountURL(lang))
+}
+
+// accountLogout is POST /oauth2/account/logout: the signed-in page's CSRF
+// token must match the session cookie, then the login session is deleted
+// from the store (the flows' single sign-on ends with it) and its cookie
+// expired, and the page shows the login form again (303). Without a
+// session cookie there is nothing to end: the same redirect.
+func (s *Server) accountLogout(c echo.Context) error {
+	r := c.Request()
+	if err := s.accountForm(r, fieldCSRF, fieldLang); err != nil {
+		return err
+	}
+	lang := s.accountLang(r)
+	ck, err := c.Cookie(sessionCookie)
+	if err != nil || ck.Value == "" {
+		return c.Redirect(http.StatusSeeOther, s.accountURL(lang))
+	}
+	if !sameToken(accountToken(ck.Value), r.PostForm.Get(fieldCSRF)) {
+		s.log.Warn("account logout with a wrong or missing CSRF token")
+		return newPageError(http.StatusBadRequest, lang, "errorpage.csrf")
+	}
+	hash := store.Fingerprint(ck.Value)
+	username := ""
+	err = s.store.Update(r.Context(), func(tx Tx) error {
+		sess, err := tx.Session(hash)
+		if err != nil {
+			return err
+		}
+		username = sess.Username
+		return tx.DeleteSession(hash)
+	})
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
+		return err
+	}
+	if username != "" {
+		s.log.Info("account page logout", "username", username)
+	}
+	c.SetCookie(&http.Cookie{Name: sessionCookie, Path: s.cookiePath, MaxAge: -1,
+		HttpOnly: true, Secure: s.cfg.SecureCookies, SameSite: http.SameSiteLaxMode})
 	return c.Redirect(http.StatusSeeOther, s.accountURL(lang))
 }

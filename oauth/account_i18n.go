@@ -29,6 +29,7 @@ var accountMessages = map[string]map[string]string{
 		"account.disable":               "Uitzetten",
 		"account.enable":                "Weer aanzetten",
 		"account.refused":               "Deze sleutel kan niet door u worden gewijzigd.",
+		"account.logout":                "Uitloggen",
 	},
 	langEN: {
 		"account.title":                 "My signing keys",
@@ -55,5 +56,6 @@ var accountMessages = map[string]map[string]string{
 		"account.disable":               "Disable",
 		"account.enable":                "Re-enable",
 		"account.refused":               "This key cannot be changed by you.",
+		"account.logout":                "Sign out",
 	},
 }

@@ -1,6 +1,8 @@
 package oauth_test
 
 import (
+	"errors"
+	"fmt"
 	"net/http"
 	"net/url"
 	"strings"
@@ -14,12 +16,12 @@ import (
 )
 
 // newAccountEnv is newEnv with the account page over csc.Account.
-func newAccountEnv(t *testing.T) *env {
+func newAccountEnv(t *testing.T, mods ...func(*oauth.Config)) *env {
 	t.Helper()
 	db := memoryStore(t)
-	return buildEnv(t, db, false, func(c *oauth.Config) {
+	return buildEnv(t, db, false, append(mods, func(c *oauth.Config) {
 		c.Account = &csc.Account{Store: store.Scope(db, func(tx store.Tx) csc.AccountTx { return tx }), Now: c.Now}
-	})
+	})...)
 }
 
 // accountPost posts form values to path with headers h (nil: none).
@@ -242,5 +244,195 @@ func TestAccountLoginRefusals(t *testing.T) {
 	}
 	if u := ev.user("alice"); u.FailedPasswords != 1 {
 		t.Errorf("FailedPasswords = %d, want 1 (only the wrong password counts)", u.FailedPasswords)
+	}
+}
+
+// sessionValue is the login session cookie browser b holds for the test
+// server ("" if none).
+func (ev *env) sessionValue(b *oauthtest.Browser) string {
+	ev.t.Helper()
+	u, err := url.Parse(ev.ts.URL + "/oauth2/account")
+	if err != nil {
+		ev.t.Fatal(err)
+	}
+	for _, ck := range b.HTTP.Jar.Cookies(u) {
+		if ck.Name == "signd_session" {
+			return ck.Value
+		}
+	}
+	return ""
+}
+
+// sessionStored reports whether the login session of cookie value exists
+// in the store.
+func (ev *env) sessionStored(value string) bool {
+	ev.t.Helper()
+	found := false
+	ev.update(func(tx store.Tx) error {
+		_, err := tx.Session(store.Fingerprint(value))
+		if err != nil && !errors.Is(err, store.ErrNotFound) {
+			return err
+		}
+		found = err == nil
+		return nil
+	})
+	return found
+}
+
+// replaySession is a fresh browser that holds only the session cookie
+// value (a copy taken from another browser).
+func (ev *env) replaySession(value string) *oauthtest.Browser {
+	ev.t.Helper()
+	b := ev.browser()
+	u, err := url.Parse(ev.ts.URL + "/oauth2/")
+	if err != nil {
+		ev.t.Fatal(err)
+	}
+	b.HTTP.Jar.SetCookies(u, []*http.Cookie{{Name: "signd_session", Value: value, Path: "/oauth2/"}})
+	return b
+}
+
+// wantAccountLogin requires s to be the account page's login form in lang.
+func wantAccountLogin(t *testing.T, s *oauthtest.Step, lang string) {
+	t.Helper()
+	want := map[string]string{"en": "Sign in to see your signing keys", "nl": "Log in om uw ondertekeningssleutels"}[lang]
+	if s.Status != http.StatusOK || s.Form == nil || s.Form.Action.Path != "/oauth2/account/login" || !s.Form.Has("password") ||
+		!strings.Contains(oauthtest.Text(s.Body), want) || s.Header.Get("Content-Language") != lang {
+		t.Fatalf("want the account login form in %s, got %d: %.300s", lang, s.Status, oauthtest.Text(s.Body))
+	}
+}
+
+// TestAccountLogout: alice signs out on the account page (in both
+// languages, with Secure cookies and without): the session record is
+// deleted, the cookie expired with the attributes it was set with, and
+// the page shows the login form in her language. Her old cookie, replayed,
+// opened the page before the logout; afterwards it opens neither the
+// account page nor an authorization request without a login.
+func TestAccountLogout(t *testing.T) {
+	for _, tt := range []struct {
+		lang   string
+		secure bool
+	}{{"en", false}, {"nl", false}, {"en", true}} {
+		t.Run(fmt.Sprintf("%s-secure=%v", tt.lang, tt.secure), func(t *testing.T) {
+			ev := newAccountEnv(t, func(c *oauth.Config) { c.SecureCookies = tt.secure })
+			b := ev.browser()
+			s := ev.must(b.Get(ev.ts.URL + "/oauth2/account?lang=" + tt.lang))
+			s = ev.accountPost(b, "/oauth2/account/login", s.Form.Values(map[string]string{"username": "alice", "password": alicePassword}), chromiumSameOrigin())
+			set := sessionSetCookie(t, s)
+			value := ev.sessionValue(b)
+			if s.Status != http.StatusSeeOther || set == nil || value == "" || set.Value != value {
+				t.Fatalf("login: %d, session cookie %v", s.Status, set)
+			}
+			s = ev.must(b.Get(s.Location.String()))
+			logout := s.Form
+			if logout == nil || logout.Action.Path != "/oauth2/account/logout" || logout.Fields.Get("lang") != tt.lang ||
+				!strings.Contains(oauthtest.Text(s.Body), map[string]string{"en": "Sign out", "nl": "Uitloggen"}[tt.lang]) {
+				t.Fatalf("the signed-in page has no logout form: %.500s", s.Body)
+			}
+			// The replayed cookie is a login session before the logout.
+			if s := ev.must(ev.replaySession(value).Get(ev.ts.URL + "/oauth2/account?lang=en")); !strings.Contains(oauthtest.Text(s.Body), "You are signed in as") {
+				t.Fatalf("the replayed cookie before the logout: %d %.300s", s.Status, oauthtest.Text(s.Body))
+			}
+
+			s = ev.accountPost(b, logout.Action.Path, logout.Values(nil), chromiumSameOrigin())
+			if s.Status != http.StatusSeeOther || s.Location.Path != "/oauth2/account" || s.Location.Query().Get("lang") != tt.lang {
+				t.Fatalf("logout: %d %v %.300s", s.Status, s.Location, oauthtest.Text(s.Body))
+			}
+			gone := sessionSetCookie(t, s)
+			if gone == nil || gone.MaxAge >= 0 || gone.Value != "" || gone.Path != set.Path || gone.Domain != set.Domain ||
+				gone.Secure != tt.secure || gone.Secure != set.Secure || !gone.HttpOnly || gone.SameSite != set.SameSite {
+				t.Errorf("logout's cookie %+v, want %+v expired (Max-Age=0)", gone, set)
+			}
+			if ev.sessionStored(value) {
+				t.Error("the session record survived the logout")
+			}
+			if ev.sessionValue(b) != "" {
+				t.Error("the browser still holds the session cookie")
+			}
+			wantAccountLogin(t, ev.must(b.Get(s.Location.String())), tt.lang)
+
+			// The old cookie, replayed: the login form, on the account page
+			// and in an authorization request.
+			old := ev.replaySession(value)
+			wantAccountLogin(t, ev.must(old.Get(ev.ts.URL+"/oauth2/account?lang="+tt.lang)), tt.lang)
+			s = ev.must(old.Get(ev.authorizeURL(serviceParams())))
+			if s.Redirected() || s.Form == nil || !s.Form.Has("password") || s.Form.Action.Path != "/oauth2/login" {
+				t.Errorf("authorize with the replayed cookie: %d %v %.300s", s.Status, s.Location, oauthtest.Text(s.Body))
+			}
+			if !strings.Contains(ev.logs.String(), `"msg":"account page logout","username":"alice"`) || strings.Contains(ev.logs.String(), value) {
+				t.Errorf("logs: want the logout, never the cookie: %s", ev.logs.String())
+			}
+		})
+	}
+}
+
+// sessionSetCookie is the signd_session cookie s sets (nil if none).
+func sessionSetCookie(t *testing.T, s *oauthtest.Step) *http.Cookie {
+	t.Helper()
+	for _, line := range s.Header.Values("Set-Cookie") {
+		ck, err := http.ParseSetCookie(line)
+		if err != nil {
+			t.Fatalf("Set-Cookie %q: %v", line, err)
+		}
+		if ck.Name == "signd_session" {
+			return ck
+		}
+	}
+	return nil
+}
+
+// TestAccountLogoutRefusals: a logout post that is not from alice's own
+// signed-in page ends nothing; without a session cookie it is just the
+// login page.
+func TestAccountLogoutRefusals(t *testing.T) {
+	ev := newAccountEnv(t)
+	b := ev.browser()
+	csrf := ev.accountLogin(b, "alice", alicePassword, "en")
+	value := ev.sessionValue(b)
+	daveCSRF := ev.accountLogin(ev.browser(), "dave", davePassword, "en")
+	good := func() url.Values { return url.Values{"csrf_token": {csrf}, "lang": {"en"}} }
+	edit := func(f func(v url.Values)) url.Values { v := good(); f(v); return v }
+	for _, tt := range []struct {
+		name       string
+		browser    *oauthtest.Browser
+		form       url.Values
+		h          http.Header
+		wantStatus int
+		wantText   string
+	}{
+		{"cross-site", b, good(), chromiumCrossSite(), http.StatusForbidden, "sent from another website"},
+		{"foreign Origin, no Fetch Metadata", b, good(), http.Header{"Origin": {"https://evil.example"}}, http.StatusForbidden, "sent from another website"},
+		{"cross-site Fetch Metadata, no Origin", b, good(), http.Header{"Sec-Fetch-Site": {"cross-site"}}, http.StatusForbidden, "sent from another website"},
+		{"missing CSRF token", b, edit(func(v url.Values) { v.Del("csrf_token") }), chromiumSameOrigin(), http.StatusBadRequest, "The form has expired or is invalid."},
+		{"empty CSRF token", b, edit(func(v url.Values) { v.Set("csrf_token", "") }), chromiumSameOrigin(), http.StatusBadRequest, "The form has expired or is invalid."},
+		{"wrong CSRF token", b, edit(func(v url.Values) { v.Set("csrf_token", csrf[:len(csrf)-2]+"AA") }), chromiumSameOrigin(), http.StatusBadRequest, "The form has expired or is invalid."},
+		{"the session cookie as the token", b, edit(func(v url.Values) { v.Set("csrf_token", value) }), chromiumSameOrigin(), http.StatusBadRequest, "The form has expired or is invalid."},
+		{"token of another session", b, edit(func(v url.Values) { v.Set("csrf_token", daveCSRF) }), chromiumSameOrigin(), http.StatusBadRequest, "The form has expired or is invalid."},
+		{"oversized token", b, edit(func(v url.Values) { v.Set("csrf_token", strings.Repeat("A", 20000)) }), chromiumSameOrigin(), http.StatusBadRequest, "The form has expired or is invalid."},
+		{"CSRF token twice", b, edit(func(v url.Values) { v.Add("csrf_token", csrf) }), chromiumSameOrigin(), http.StatusBadRequest, "The request is invalid."},
+		{"no session cookie (another browser with alice's token)", ev.browser(), good(), chromiumSameOrigin(), http.StatusSeeOther, ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			s := ev.accountPost(tt.browser, "/oauth2/account/logout", tt.form, tt.h)
+			text := oauthtest.Text(s.Body)
+			if s.Status != tt.wantStatus || !strings.Contains(text, tt.wantText) || strings.Contains(text, csrf) || strings.Contains(text, value) {
+				t.Errorf("%d %.300s, want %d %q", s.Status, text, tt.wantStatus, tt.wantText)
+			}
+			if tt.wantStatus == http.StatusSeeOther {
+				if s.Location.Path != "/oauth2/account" || s.Location.Query().Get("lang") != "en" {
+					t.Fatalf("redirect to %v", s.Location)
+				}
+				wantAccountLogin(t, ev.must(tt.browser.Get(s.Location.String())), "en")
+			}
+			if sessionSetCookie(t, s) != nil {
+				t.Errorf("a refused logout touched the session cookie: %q", s.Header.Values("Set-Cookie"))
+			}
+			if !ev.sessionStored(value) {
+				t.Fatal("a refused logout deleted alice's session")
+			}
+			if s := ev.must(b.Get(ev.ts.URL + "/oauth2/account?lang=en")); !strings.Contains(oauthtest.Text(s.Body), "You are signed in as alice") {
+				t.Fatalf("alice is signed out: %.300s", oauthtest.Text(s.Body))
+			}
+		})
 	}
 }
