@@ -26,7 +26,9 @@ import (
 // testdata-artifacts/oauth-browser (or $SIGND_TEST_ARTIFACTS). It checks
 // what only a browser shows: the pages work without JavaScript under their
 // CSP, the session cookie is kept, and the redirect after the form post is
-// not blocked by form-action.
+// not blocked by form-action. Then the account page, signed in on the same
+// session, signs out: the login form follows, on the account page and in
+// the next authorization request.
 //
 // Chromium is required (CI installs Debian's chromium); set
 // SIGND_SKIP_BROWSER=1 to skip the test on a machine without it.
@@ -73,8 +75,10 @@ func TestBrowser(t *testing.T) {
 	for _, lang := range []string{"nl", "en"} {
 		t.Run(lang, func(t *testing.T) {
 			words := map[string]map[string]string{
-				"nl": {"login": "Inloggen", "error": "De inloggegevens zijn onjuist", "consent": "Ondertekenen met uw sleutel", "service": "Toegang tot uw ondertekeningssleutels"},
-				"en": {"login": "Sign in", "error": "The sign-in details are wrong", "consent": "Sign with your key", "service": "Access to your signing keys"},
+				"nl": {"login": "Inloggen", "error": "De inloggegevens zijn onjuist", "consent": "Ondertekenen met uw sleutel", "service": "Toegang tot uw ondertekeningssleutels",
+					"logout": "Uitloggen", "account-login": "Log in om uw ondertekeningssleutels te bekijken"},
+				"en": {"login": "Sign in", "error": "The sign-in details are wrong", "consent": "Sign with your key", "service": "Access to your signing keys",
+					"logout": "Sign out", "account-login": "Sign in to see your signing keys"},
 			}[lang]
 			ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 			defer cancel()
@@ -193,6 +197,25 @@ func TestBrowser(t *testing.T) {
 			shot("5-consent-service")
 			submit("approve", "approve")
 			landed("browser-" + lang + "-2")
+
+			// The account page on the same login session: signed in
+			// already; Sign out ends the session and shows the login form.
+			do("open the account page", chromedp.Navigate(ev.ts.URL+"/oauth2/account?lang="+lang), chromedp.WaitVisible(chromedp.ID("logout")))
+			if s := bodyText(); !strings.Contains(s, "alice") || !strings.Contains(s, credAlice) || !strings.Contains(s, words["logout"]) {
+				t.Fatalf("account page: %s", s)
+			}
+			shot("6-account")
+			if _, err := chromedp.RunResponse(bctx, chromedp.Click(chromedp.ID("logout"))); err != nil {
+				t.Fatalf("sign out: %v", err)
+			}
+			do("wait for the account login form", chromedp.WaitVisible(chromedp.ID("password")))
+			if s := bodyText(); !strings.Contains(s, words["account-login"]) || strings.Contains(s, credAlice) {
+				t.Fatalf("account page after the logout: %s", s)
+			}
+			shot("7-account-signed-out")
+			p = serviceParams()
+			p.Set("state", "browser-"+lang+"-3")
+			do("open a request after the logout", chromedp.Navigate(authorize(p)), chromedp.WaitVisible(chromedp.ID("password")))
 
 			// What Chromium sent with its form posts: the issuer's origin
 			// (the pages' Referrer-Policy must not turn it into "null"),

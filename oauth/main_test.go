@@ -173,7 +173,7 @@ func newEnv(t *testing.T, mods ...func(*oauth.Config)) *env {
 // so a real browser's Origin header on the form posts is the issuer's
 // origin (the login and consent forms refuse any other Origin), over a
 // bbolt file: the browser test is a journey through the product's own
-// storage.
+// storage, with the account page.
 func newBrowserEnv(t *testing.T, mods ...func(*oauth.Config)) *env {
 	t.Helper()
 	db, err := bolt.Open(filepath.Join(t.TempDir(), "signd.db"), bolt.Options{})
@@ -181,7 +181,9 @@ func newBrowserEnv(t *testing.T, mods ...func(*oauth.Config)) *env {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
-	return buildEnv(t, db, true, mods...)
+	return buildEnv(t, db, true, append(mods, func(c *oauth.Config) {
+		c.Account = &csc.Account{Store: store.Scope(db, func(tx store.Tx) csc.AccountTx { return tx }), Now: c.Now}
+	})...)
 }
 
 // memoryStore returns an empty in-memory store.
