@@ -161,3 +161,88 @@ func wantDisabledBy(t *testing.T, e *env, cred, by string) {
 		t.Errorf("credential show --json: %v, want disabled_by %q", v, by)
 	}
 }
+
+// TestAccountLogoutDaemon: on the real daemon (router, bbolt file), a GET
+// and a cross-site post do not sign alice out; her page's Sign out does:
+// the cookie is expired, and the cookie copied before opens neither the
+// account page nor an authorization request without the login form.
+func TestAccountLogoutDaemon(t *testing.T) {
+	e := newEnv(t, "")
+	journeyAlice(t, e)
+	addr, _ := e.startDaemon()
+	base := "http://" + addr
+
+	b := oauthtest.NewBrowser(nil)
+	s, err := b.Get(base + "/oauth2/account?lang=nl")
+	if err != nil || s.Form == nil || s.Form.Action.Path != "/oauth2/account/login" {
+		t.Fatalf("account login page: %v %+v", err, s)
+	}
+	s = postPage(t, b, s.Form.Action.String(), s.Form.Values(map[string]string{"username": "alice", "password": journeyPassword}), browserHeaders())
+	if s.Status != http.StatusSeeOther {
+		t.Fatalf("login: %d %s", s.Status, oauthtest.Text(s.Body))
+	}
+	u, _ := url.Parse(base + "/oauth2/")
+	var session *http.Cookie
+	for _, ck := range b.HTTP.Jar.Cookies(u) {
+		if ck.Name == "signd_session" {
+			session = ck
+		}
+	}
+	if session == nil {
+		t.Fatal("no session cookie after the login")
+	}
+	page := func(b *oauthtest.Browser) *oauthtest.Step {
+		t.Helper()
+		s, err := b.Get(base + "/oauth2/account?lang=nl")
+		if err != nil || s.Status != http.StatusOK || s.Form == nil {
+			t.Fatalf("account page: %v %+v", err, s)
+		}
+		return s
+	}
+	s = page(b)
+	if s.Form.Action.Path != "/oauth2/account/logout" || !strings.Contains(oauthtest.Text(s.Body), "Uitloggen") {
+		t.Fatalf("the signed-in page has no logout form: %s", oauthtest.Text(s.Body))
+	}
+	logout := s.Form
+
+	// A GET is not a logout (405, as the daemon answers a wrong method);
+	// nor is a post from another site.
+	if s, err := b.Get(base + "/oauth2/account/logout?lang=nl&csrf_token=" + url.QueryEscape(logout.Fields.Get("csrf_token"))); err != nil || s.Status != http.StatusMethodNotAllowed {
+		t.Errorf("GET logout: %v %+v", err, s)
+	}
+	if s := postPage(t, b, logout.Action.String(), logout.Values(nil), crossSiteHeaders()); s.Status != http.StatusForbidden {
+		t.Errorf("cross-site logout: %d", s.Status)
+	}
+	if s := page(b); s.Form.Action.Path != "/oauth2/account/logout" {
+		t.Fatalf("signed out by a refused logout: %s", oauthtest.Text(s.Body))
+	}
+
+	s = postPage(t, b, logout.Action.String(), logout.Values(nil), browserHeaders())
+	if s.Status != http.StatusSeeOther || s.Location.Path != "/oauth2/account" || s.Location.Query().Get("lang") != "nl" {
+		t.Fatalf("logout: %d %v %s", s.Status, s.Location, oauthtest.Text(s.Body))
+	}
+	if got := strings.Join(s.Header.Values("Set-Cookie"), "\n"); !strings.Contains(got, "signd_session=; Path=/oauth2/; Max-Age=0; HttpOnly; SameSite=Lax") {
+		t.Errorf("logout's Set-Cookie %q", got)
+	}
+	for _, b := range []*oauthtest.Browser{b, replay(u, session)} {
+		if s := page(b); s.Form.Action.Path != "/oauth2/account/login" || !s.Form.Has("password") {
+			t.Errorf("account page after the logout: %s", oauthtest.Text(s.Body))
+		}
+	}
+	conf, _ := journeyClient(base)
+	conf.Scopes = []string{"service"}
+	s, err = replay(u, session).Get(conf.AuthCodeURL("st"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Redirected() || s.Form == nil || !s.Form.Has("password") {
+		t.Errorf("authorize with the old session cookie: %d %v %.300s", s.Status, s.Location, oauthtest.Text(s.Body))
+	}
+}
+
+// replay is a fresh browser holding only cookie ck for u.
+func replay(u *url.URL, ck *http.Cookie) *oauthtest.Browser {
+	b := oauthtest.NewBrowser(nil)
+	b.HTTP.Jar.SetCookies(u, []*http.Cookie{{Name: ck.Name, Value: ck.Value, Path: "/oauth2/"}})
+	return b
+}
