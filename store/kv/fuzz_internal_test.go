@@ -10,6 +10,7 @@ import (
 	"crypto/x509"
 	"encoding/json"
 	"errors"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -58,7 +59,8 @@ func (t *Tx) putRawBytes(bucket string, key, value []byte) error {
 }
 
 // sameInstants compares two values by their JSON encodings with every
-// time in UTC: the store writes times in UTC, the instant is what counts.
+// time in UTC (the store writes times in UTC, the instant is what counts)
+// and an empty list read as none.
 func sameInstants(a, b any) bool {
 	norm := func(v any) []byte {
 		data, err := json.Marshal(v)
@@ -81,6 +83,11 @@ func sameInstants(a, b any) bool {
 					x[k] = walk(e)
 				}
 			case []any:
+				if len(x) == 0 {
+					// An empty list and none are one thing to the store
+					// (a record written back omits an empty list).
+					return nil
+				}
 				for i, e := range x {
 					x[i] = walk(e)
 				}
@@ -91,7 +98,12 @@ func sameInstants(a, b any) bool {
 		return out
 	}
 	x, y := norm(a), norm(b)
-	return x != nil && bytes.Equal(x, y)
+	if x == nil || y == nil {
+		// A time JSON cannot write (binary tokens hold any year): equal
+		// as values, then.
+		return reflect.DeepEqual(a, b)
+	}
+	return bytes.Equal(x, y)
 }
 
 // sameJSON compares two values by their JSON encodings (time.Time values
@@ -99,7 +111,12 @@ func sameInstants(a, b any) bool {
 func sameJSON(a, b any) bool {
 	x, err1 := json.Marshal(a)
 	y, err2 := json.Marshal(b)
-	return err1 == nil && err2 == nil && bytes.Equal(x, y)
+	if err1 != nil || err2 != nil {
+		// A binary token can hold a time JSON cannot write (a year before
+		// 0 or past 9999): then the two must be equal as values.
+		return reflect.DeepEqual(a, b)
+	}
+	return bytes.Equal(x, y)
 }
 
 var fuzzHash = bytes.Repeat([]byte{0xab}, sha256.Size)
