@@ -105,12 +105,8 @@ type DB struct {
 	batch kv.Batcher
 	stats counters
 
-	// mu guards closed and running; idle is signalled when running drops
-	// to zero, for Close.
-	mu      sync.Mutex
-	idle    sync.Cond
-	closed  bool
-	running int
+	// gate counts running transactions for Close.
+	gate store.Gate
 }
 
 var (
@@ -128,7 +124,6 @@ func Open(ctx context.Context, opts Options) (*DB, error) {
 		maxTxnOps: opts.MaxTxnOps,
 		now:       opts.Now,
 	}
-	db.idle.L = &db.mu
 	if db.prefix == "" {
 		db.prefix = DefaultPrefix
 	}
@@ -224,23 +219,9 @@ func (db *DB) Health() error {
 }
 
 // begin registers a running transaction, or returns ErrClosed.
-func (db *DB) begin() error {
-	db.mu.Lock()
-	defer db.mu.Unlock()
-	if db.closed {
-		return ErrClosed
-	}
-	db.running++
-	return nil
-}
+func (db *DB) begin() error { return db.gate.Enter(ErrClosed) }
 
-func (db *DB) end() {
-	db.mu.Lock()
-	defer db.mu.Unlock()
-	if db.running--; db.running == 0 {
-		db.idle.Broadcast()
-	}
-}
+func (db *DB) end() { db.gate.Leave() }
 
 // View runs fn in a read-only transaction: every read at the revision of
 // the first one.
@@ -349,16 +330,9 @@ func (db *DB) Stats() Stats {
 // Later calls fail with ErrClosed; closing again does nothing. The data
 // stays in etcd.
 func (db *DB) Close() error {
-	db.mu.Lock()
-	if db.closed {
-		db.mu.Unlock()
+	if !db.gate.Close() {
 		return nil
 	}
-	db.closed = true
-	for db.running > 0 {
-		db.idle.Wait()
-	}
-	db.mu.Unlock()
 	return db.closeClient()
 }
 

@@ -36,12 +36,8 @@ type DB struct {
 	// writer serializes write transactions.
 	writer sync.Mutex
 
-	// mu guards closed and running; idle is signalled when running drops
-	// to zero, for Close.
-	mu      sync.Mutex
-	idle    sync.Cond
-	closed  bool
-	running int
+	// gate counts running transactions for Close.
+	gate store.Gate
 }
 
 var (
@@ -56,7 +52,6 @@ func New(opts Options) *DB {
 		now = time.Now
 	}
 	db := &DB{now: now}
-	db.idle.L = &db.mu
 	db.committed.Store(newState())
 	return db
 }
@@ -119,23 +114,9 @@ func (s *state) clone() *state {
 }
 
 // begin registers a running transaction, or returns ErrClosed.
-func (db *DB) begin() error {
-	db.mu.Lock()
-	defer db.mu.Unlock()
-	if db.closed {
-		return ErrClosed
-	}
-	db.running++
-	return nil
-}
+func (db *DB) begin() error { return db.gate.Enter(ErrClosed) }
 
-func (db *DB) end() {
-	db.mu.Lock()
-	defer db.mu.Unlock()
-	if db.running--; db.running == 0 {
-		db.idle.Broadcast()
-	}
-}
+func (db *DB) end() { db.gate.Leave() }
 
 // View runs fn in a read-only transaction on the committed snapshot; see
 // store.Store.
@@ -190,12 +171,7 @@ func (db *DB) Batch(ctx context.Context, fn func(store.Tx) error) error {
 // Close waits for running transactions, then drops every record. Later
 // calls fail with ErrClosed; closing again does nothing.
 func (db *DB) Close() error {
-	db.mu.Lock()
-	defer db.mu.Unlock()
-	db.closed = true
-	for db.running > 0 {
-		db.idle.Wait()
-	}
+	db.gate.Close()
 	db.committed.Store(nil)
 	return nil
 }
