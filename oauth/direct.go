@@ -239,7 +239,7 @@ func (p *PasswordLogin) issue(tx Tx, username string, family []byte, authTime, n
 // RevokeOwn revokes the token value on behalf of the bearer g (CSC v1
 // §11.3 auth/revoke, RFC 7009 §2.1): an access token or SAD is removed; a
 // refresh token is removed with its whole family (the access tokens issued
-// with it included). A token of another user or client, or an unknown one,
+// with it included; revokeStored). A token of another user or client, or an unknown one,
 // is left alone and answered like a revoked one: nil.
 func (s *Server) RevokeOwn(ctx context.Context, g *Grant, value string) error {
 	if g == nil {
@@ -259,12 +259,8 @@ func (s *Server) RevokeOwn(ctx context.Context, g *Grant, value string) error {
 			return nil
 		}
 		kind = tok.Kind
-		if tok.Kind == store.TokenRefresh && len(tok.CodeHash) != 0 {
-			n, err = tx.DeleteTokensByCode(tok.CodeHash)
-			return err
-		}
-		n = 1
-		return tx.DeleteToken(tok.Hash)
+		n, err = revokeStored(tx, tok)
+		return err
 	})
 	if err != nil {
 		return err

@@ -192,7 +192,7 @@ func New(cfg Config) (*Server, error) {
 //	POST      /oauth2/login       answer the login page
 //	POST      /oauth2/consent     answer the consent page
 //	POST      /oauth2/token       redeem a code (JSON)
-//	POST      /oauth2/revoke      revoke an access token or SAD (RFC 7009)
+//	POST      /oauth2/revoke      revoke an access token, SAD or refresh token (RFC 7009)
 //
 // Each route is tagged with its error dialect, which the Renderer (Echo's
 // error handler) writes: the pages answer with an HTML page or a redirect,
