@@ -287,8 +287,9 @@ func (p *CredentialProfile) credential(ctx context.Context, r *oauth.Request) (*
 		return nil, nil, errExplicitOnly
 	}
 	if n := len(credentialDetail(r.Binding).Digests); n > cred.Multisign {
-		return nil, nil, profileError(oauth.CodeInvalidRequest,
-			fmt.Sprintf("Numbers of signatures is too high: this credential allows %d per authorization", cred.Multisign))
+		// The CSC v1 description, word for word, as credentials/authorize
+		// answers it; the limit is credentials/info's multisign.
+		return nil, nil, profileError(oauth.CodeInvalidRequest, descTooMany)
 	}
 	return cred, leaf, nil
 }
