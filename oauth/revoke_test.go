@@ -6,11 +6,13 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"path/filepath"
 	"sync"
 	"testing"
 
 	"github.com/signd/signd/oauth"
 	"github.com/signd/signd/oauth/oauthtest"
+	"github.com/signd/signd/store/bolt"
 )
 
 // revokeEndpoints are the two ways alice's client rp revokes a token:
@@ -99,59 +101,76 @@ func TestRevokeRefreshEndsItsGrant(t *testing.T) {
 }
 
 // TestRevokeRacesRefresh: a refresh token is exchanged and revoked at
-// the same moment, again and again. Whichever transaction commits first,
-// no access or refresh token of the grant is alive afterwards: a refresh
-// that lost sees no refresh token, one that won minted tokens of the
-// family the revocation then removes.
+// the same moment, again and again, over the memory store and a bbolt
+// file. Whichever transaction commits first, no access or refresh token
+// of the grant is alive afterwards: a refresh that lost sees no refresh
+// token, one that won minted tokens of the family the revocation then
+// removes.
 func TestRevokeRacesRefresh(t *testing.T) {
 	const rounds = 25
-	for _, ep := range revokeEndpoints {
-		t.Run(ep.name, func(t *testing.T) {
-			ev := newEnv(t)
-			pl := passwordLogin(t, ev, "rp")
-			won := 0
-			for range rounds {
-				login, err := pl.Login(context.Background(), "alice", alicePassword, true)
-				if err != nil {
-					t.Fatal(err)
-				}
-				var (
-					refreshed          *oauth.LoginTokens
-					refreshErr, revErr error
-					wg                 sync.WaitGroup
-				)
-				start := make(chan struct{})
-				wg.Go(func() {
-					<-start
-					refreshed, refreshErr = pl.Refresh(context.Background(), login.RefreshToken)
-				})
-				wg.Go(func() {
-					<-start
-					revErr = ep.revoke(ev, login.RefreshToken)
-				})
-				close(start)
-				wg.Wait()
-				if revErr != nil {
-					t.Fatal(revErr)
-				}
-				live := map[string]string{"the login's access token": login.AccessToken}
-				switch {
-				case refreshErr == nil:
-					won++
-					live["the access token the refresh minted"] = refreshed.AccessToken
-					if _, err := pl.Refresh(context.Background(), refreshed.RefreshToken); !errors.Is(err, oauth.ErrRefreshInvalid) {
-						t.Errorf("the refresh token minted in the race still refreshes: %v", err)
-					}
-				case !errors.Is(refreshErr, oauth.ErrRefreshInvalid):
-					t.Fatalf("refresh: %v", refreshErr)
-				}
-				for name, v := range live {
-					if st := bearerStatus(t, ev, "service", v); st != http.StatusUnauthorized {
-						t.Errorf("%s after the race: %d, want 401", name, st)
-					}
-				}
+	stores := map[string]func(t *testing.T) *env{
+		"memory": func(t *testing.T) *env { return newEnv(t) },
+		"bolt": func(t *testing.T) *env {
+			db, err := bolt.Open(filepath.Join(t.TempDir(), "signd.db"), bolt.Options{})
+			if err != nil {
+				t.Fatal(err)
 			}
-			t.Logf("%d of %d refreshes committed before the revocation", won, rounds)
-		})
+			t.Cleanup(func() { db.Close() })
+			return buildEnv(t, db, false)
+		},
 	}
+	for storeName, newStoreEnv := range stores {
+		for _, ep := range revokeEndpoints {
+			t.Run(storeName+"/"+ep.name, func(t *testing.T) {
+				testRevokeRacesRefresh(t, newStoreEnv(t), ep.revoke, rounds)
+			})
+		}
+	}
+}
+
+func testRevokeRacesRefresh(t *testing.T, ev *env, revoke func(ev *env, token string) error, rounds int) {
+	pl := passwordLogin(t, ev, "rp")
+	won := 0
+	for range rounds {
+		login, err := pl.Login(context.Background(), "alice", alicePassword, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var (
+			refreshed          *oauth.LoginTokens
+			refreshErr, revErr error
+			wg                 sync.WaitGroup
+		)
+		start := make(chan struct{})
+		wg.Go(func() {
+			<-start
+			refreshed, refreshErr = pl.Refresh(context.Background(), login.RefreshToken)
+		})
+		wg.Go(func() {
+			<-start
+			revErr = revoke(ev, login.RefreshToken)
+		})
+		close(start)
+		wg.Wait()
+		if revErr != nil {
+			t.Fatal(revErr)
+		}
+		live := map[string]string{"the login's access token": login.AccessToken}
+		switch {
+		case refreshErr == nil:
+			won++
+			live["the access token the refresh minted"] = refreshed.AccessToken
+			if _, err := pl.Refresh(context.Background(), refreshed.RefreshToken); !errors.Is(err, oauth.ErrRefreshInvalid) {
+				t.Errorf("the refresh token minted in the race still refreshes: %v", err)
+			}
+		case !errors.Is(refreshErr, oauth.ErrRefreshInvalid):
+			t.Fatalf("refresh: %v", refreshErr)
+		}
+		for name, v := range live {
+			if st := bearerStatus(t, ev, "service", v); st != http.StatusUnauthorized {
+				t.Errorf("%s after the race: %d, want 401", name, st)
+			}
+		}
+	}
+	t.Logf("%d of %d refreshes committed before the revocation", won, rounds)
 }
