@@ -23,25 +23,31 @@ type PasswordChecker interface {
 
 // Lockout under concurrency (OWASP Authentication Cheat Sheet, "Account
 // Lockout"): at most oauth.max_failures guesses of a password or signing
-// PIN are ever evaluated between two successes, however many arrive at
-// once. Every guess first reserves a failure, in the same write transaction
-// that checks the lock, before its argon2id hash runs:
+// PIN are ever evaluated between two successes (or, for a password,
+// between a success or the end of a timed lock and the next lock), however
+// many arrive at once. Every guess first reserves a failure, in the same
+// write transaction that checks the lock, before its argon2id hash runs:
 //
-//  1. reserve (one write transaction): read the user; if the secret is
-//     locked, or the failure counter already reached MaxFailures (failures
+//  1. reserve (one write transaction): read the user; a timed password
+//     lock that is over at the injected clock's now is cleared, and the
+//     counter set to the guesses still in flight. If the secret is locked,
+//     or the failure counter already reached MaxFailures (failures
 //     finished plus guesses in flight), answer "locked" without hashing.
 //     Otherwise count the guess as a failure now (counter+1) and register it
 //     as in flight.
 //  2. hash, outside any transaction (bounded by the limiter).
 //  3. settle (one write transaction): a wrong guess keeps its reservation —
-//     it is a counted failure — and sets the lock when the counter reached
-//     MaxFailures. A right guess releases its reservation and resets the
-//     counter to the guesses still in flight (they count as failures until
-//     they finish).
+//     it is a counted failure — and sets the lock (Server.lock: timed for a
+//     password, permanent for a PIN) when the counter reached MaxFailures.
+//     A right guess releases its reservation and resets the counter to the
+//     guesses still in flight (they count as failures until they finish);
+//     a right password while the account is locked is settled as wrong.
 //  4. the write transaction that ends the step (opens the login session,
-//     issues the code) re-checks the lock and refuses if it was set
-//     meanwhile; the token endpoint re-checks the PIN lock once more when a
-//     PIN-verified code is redeemed.
+//     issues the code) re-checks the account's permanent lock and the PIN
+//     lock and refuses if one was set meanwhile; the token endpoint
+//     re-checks the PIN lock once more when a PIN-verified code is
+//     redeemed. A timed lock set after a right password settled does not
+//     undo that login: the password was checked before the lock.
 //
 // Because reserve is one serialized write transaction, of N concurrent
 // guesses for a user at most MaxFailures−counter pass step 1; the rest are
@@ -61,8 +67,13 @@ type PasswordChecker interface {
 //     wrong, the counter stays 2 and nothing is locked: one more wrong
 //     guess locks.
 //   - The lock is set by another request (or an admin) after a guess was
-//     reserved: the right guess settles, and the step's final transaction
-//     sees the lock and refuses: no session, no code.
+//     reserved: a right password settles as a wrong one (the login page's
+//     answer to a wrong password); a right PIN settles, and the step's
+//     final transaction sees the lock and refuses: no code.
+//   - A timed password lock ends (the clock reaches PasswordLockedUntil)
+//     while N guesses arrive at once: the first to reserve clears it, and
+//     as above at most MaxFailures of the N are evaluated; reaching the
+//     limit locks again, for twice as long.
 //   - The process dies after a reservation: the guess stays counted as a
 //     failure (fail closed). The in-flight register lives in memory, so
 //     after a restart the counter holds finished failures only; if it

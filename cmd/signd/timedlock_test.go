@@ -171,7 +171,7 @@ func TestTimedLockoutDaemon(t *testing.T) {
 
 	// The lock is in the store: a restarted daemon keeps it.
 	stop()
-	base, stop = start()
+	base, _ = start() // stopped at cleanup
 	sameAnswer(t, "the right password after a restart", authLoginRaw(t, base, "alice", journeyPassword), wrong)
 
 	// The lock ends on the clock; the second one lasts longer (at most
@@ -207,5 +207,17 @@ func TestTimedLockoutDaemon(t *testing.T) {
 	}
 	if u := e.showUser("alice"); u.PasswordLocked || u.LockedUntil != nil || u.FailedPasswords != 0 {
 		t.Errorf("after the unlock and a login: %+v", u)
+	}
+	// The login forgot the locks before: the next one is a minute again,
+	// and user unlock lifts a timed lock as well.
+	for i := range 3 {
+		authLoginRaw(t, base, "alice", "wrong-last-"+string(rune('0'+i)))
+	}
+	if u := e.showUser("alice"); u.LockedUntil == nil || u.LockedUntil.Sub(clock()) <= 50*time.Second || u.LockedUntil.Sub(clock()) > time.Minute {
+		t.Errorf("the first lock after a login: %+v, want a minute", u)
+	}
+	e.must("", "user", "unlock", "alice")
+	if ok := authLoginRaw(t, base, "alice", journeyPassword); ok.status != http.StatusOK {
+		t.Errorf("the right password after user unlock of a timed lock: %d %s", ok.status, ok.body)
 	}
 }
