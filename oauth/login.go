@@ -70,8 +70,8 @@ func (s *Server) login(c echo.Context) error {
 // checkLogin checks a username, password and one-time code. A failure is
 // reserved before the password is hashed (see reserve), so no more than
 // MaxFailures wrong passwords or codes in a row are ever evaluated, however
-// many arrive at once; reaching that locks the account. An unknown,
-// disabled or locked user, one without a password, or one whose remaining
+// many arrive at once; reaching that locks the account (for a while, see
+// Server.lock). An unknown, disabled or locked user, one without a password, or one whose remaining
 // guesses are all in flight, costs the same (a write transaction, a dummy
 // hash, a write transaction) so that timing does not tell the cases apart,
 // and all get the same answer (ok false). The returned user is set only
