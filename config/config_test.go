@@ -612,6 +612,22 @@ func TestEnvValues(t *testing.T) {
 			wantErr: `oauth.sweep_batch: must be between 1 and 10000, got 10001`},
 		{name: "sweep batch not a number", env: "SIGND_OAUTH_SWEEP_BATCH", value: "many",
 			wantErr: `oauth.sweep_batch`},
+		{name: "lockout defaults", env: "SIGND_OAUTH_SWEEP_BATCH", value: "32",
+			check: func(c *Config) bool {
+				return c.OAuth.Lockout == LockoutConfig{Base: time.Minute, Max: time.Hour, PermanentAfter: 0}
+			}},
+		{name: "lockout base", env: "SIGND_OAUTH_LOCKOUT_BASE", value: "30s",
+			check: func(c *Config) bool { return c.OAuth.Lockout.Base == 30*time.Second }},
+		{name: "lockout base bare number", env: "SIGND_OAUTH_LOCKOUT_BASE", value: "60",
+			wantErr: `oauth.lockout.base: "60" is not a duration (use a unit, e.g. "30s")`},
+		{name: "lockout max malformed", env: "SIGND_OAUTH_LOCKOUT_MAX", value: "an hour",
+			wantErr: `oauth.lockout.max: "an hour" is not a duration`},
+		{name: "lockout max below base", env: "SIGND_OAUTH_LOCKOUT_MAX", value: "30s",
+			wantErr: `oauth.lockout.max: 30s is shorter than oauth.lockout.base (1m0s)`},
+		{name: "lockout permanent after", env: "SIGND_OAUTH_LOCKOUT_PERMANENT_AFTER", value: "3",
+			check: func(c *Config) bool { return c.OAuth.Lockout.PermanentAfter == 3 }},
+		{name: "lockout permanent after not a number", env: "SIGND_OAUTH_LOCKOUT_PERMANENT_AFTER", value: "never",
+			wantErr: `oauth.lockout.permanent_after: "never" is not an integer`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
