@@ -35,13 +35,15 @@ const (
 	DefaultRefresh    = time.Hour
 	DefaultTimeout    = 10 * time.Second
 	DefaultMaxCRLSize = 16 << 20
+	DefaultOCSPMaxAge = time.Hour
 	maxOCSPSize       = 1 << 20
 	// maxEntries bounds the cache for chains Status meets that Refresh
 	// has not seen.
 	maxEntries = 1 << 16
 	// kickGap spaces the refreshes Status asks for.
 	kickGap = 2 * time.Second
-	// skew is the clock difference tolerated on thisUpdate.
+	// skew is the clock difference tolerated on thisUpdate (an answer
+	// whose thisUpdate is further in the future is refused).
 	skew = 5 * time.Minute
 )
 
@@ -57,6 +59,10 @@ type Config struct {
 	Refresh time.Duration
 	// MaxCRLSize caps a CRL's size in bytes; 0 = DefaultMaxCRLSize.
 	MaxCRLSize int64
+	// OCSPMaxAge is how long after its thisUpdate an OCSP response
+	// without nextUpdate is current (csc.cert_status.ocsp_max_age,
+	// RFC 6960 §4.2.2.1); 0 = DefaultOCSPMaxAge.
+	OCSPMaxAge time.Duration
 	Now        func() time.Time // nil = time.Now
 	Logger     *slog.Logger     // nil = discard
 	Metrics    Metrics          // nil = none
@@ -91,6 +97,11 @@ type Checker struct {
 	// chain to check that no refresh has seen (a certificate imported or
 	// a credential enabled since).
 	kick chan struct{}
+
+	// hmu guards history: per certificate (certKey), what Refresh has
+	// taken from its answers (history.go).
+	hmu     sync.Mutex
+	history map[[32]byte]*history
 }
 
 // entry is what is known of one chain.
@@ -115,13 +126,17 @@ func New(cfg Config) *Checker {
 	if cfg.MaxCRLSize <= 0 {
 		cfg.MaxCRLSize = DefaultMaxCRLSize
 	}
+	if cfg.OCSPMaxAge <= 0 {
+		cfg.OCSPMaxAge = DefaultOCSPMaxAge
+	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Checker{cfg: cfg, entries: map[[32]byte]entry{}, kick: make(chan struct{}, 1)}
+	return &Checker{cfg: cfg, entries: map[[32]byte]entry{}, kick: make(chan struct{}, 1),
+		history: map[[32]byte]*history{}}
 }
 
 func key(chain [][]byte) [32]byte {
@@ -252,9 +267,11 @@ func (c *Checker) Run(ctx context.Context, list func(context.Context) ([][][]byt
 
 // Refresh fetches fresh answers for chains and replaces the cache with
 // them: a chain whose fetch fails keeps its last good answer, chains not
-// in the list are forgotten. Each CRL is fetched once per call.
+// in the list are forgotten, and so is the history of certificates no
+// listed chain holds. Each CRL is fetched once per call.
 func (c *Checker) Refresh(ctx context.Context, chains [][][]byte) {
 	crls := map[string]crlResult{}
+	seen := map[[32]byte]bool{}
 	next := make(map[[32]byte]entry, len(chains))
 	unusable := make(map[string]int, len(UnusableReasons))
 	for _, r := range UnusableReasons {
@@ -266,7 +283,7 @@ func (c *Checker) Refresh(ctx context.Context, chains [][][]byte) {
 			c.countUnusable(unusable, chain, e)
 			continue
 		}
-		status, until, err := c.check(ctx, chain, crls)
+		status, until, err := c.check(ctx, chain, crls, seen)
 		c.mu.RLock()
 		old, had := c.entries[k]
 		c.mu.RUnlock()
@@ -289,6 +306,7 @@ func (c *Checker) Refresh(ctx context.Context, chains [][][]byte) {
 	c.mu.Lock()
 	c.entries = next
 	c.mu.Unlock()
+	c.forget(seen)
 	if c.cfg.Metrics != nil {
 		c.cfg.Metrics.SetUnusable(unusable)
 	}
@@ -329,8 +347,9 @@ func subject(chain [][]byte) string {
 }
 
 // check fetches the status of every link of chain. until is when the
-// combined answer stops being current (zero: nothing to check).
-func (c *Checker) check(ctx context.Context, chain [][]byte, crls map[string]crlResult) (Status, time.Time, error) {
+// combined answer stops being current (zero: nothing to check). The
+// certificates it checks are added to seen.
+func (c *Checker) check(ctx context.Context, chain [][]byte, crls map[string]crlResult, seen map[[32]byte]bool) (Status, time.Time, error) {
 	certs := make([]*x509.Certificate, len(chain))
 	for i, der := range chain {
 		cert, err := x509.ParseCertificate(der)
@@ -347,6 +366,7 @@ func (c *Checker) check(ctx context.Context, chain [][]byte, crls map[string]crl
 		case unverified:
 			return "", time.Time{}, fmt.Errorf("%s names a revocation source but its issuer is not in the chain", cert.Subject)
 		}
+		seen[certKey(cert)] = true
 		s, u, err := c.checkOne(ctx, cert, certs[i+1], crls)
 		if err != nil {
 			return "", time.Time{}, err
@@ -372,14 +392,19 @@ func worse(a, b Status) Status {
 }
 
 // checkOne asks cert's OCSP responders, then its CRL distribution points,
-// and returns the first usable answer.
+// and returns the first usable answer that its history takes.
 func (c *Checker) checkOne(ctx context.Context, cert, issuer *x509.Certificate, crls map[string]crlResult) (Status, time.Time, error) {
 	var errs []error
+	k := certKey(cert)
 	for _, u := range cert.OCSPServer {
-		s, until, err := c.ocsp(ctx, u, cert, issuer)
+		a, err := c.ocsp(ctx, u, cert, issuer)
+		var s Status
+		if err == nil {
+			s, err = c.take(k, "ocsp", a)
+		}
 		c.observeCheck("ocsp", err)
 		if err == nil {
-			return s, until, nil
+			return s, a.until, nil
 		}
 		errs = append(errs, fmt.Errorf("OCSP %s: %w", u, err))
 	}
@@ -394,10 +419,14 @@ func (c *Checker) checkOne(ctx context.Context, cert, issuer *x509.Certificate, 
 			errs = append(errs, fmt.Errorf("CRL %s: %w", u, r.err))
 			continue
 		}
-		s, until, err := c.crlStatus(r.crl, cert, issuer)
+		a, err := c.crlStatus(r.crl, cert, issuer)
+		var s Status
+		if err == nil {
+			s, err = c.take(k, "crl", a)
+		}
 		c.observeCheck("crl", err)
 		if err == nil {
-			return s, until, nil
+			return s, a.until, nil
 		}
 		errs = append(errs, fmt.Errorf("CRL %s: %w", u, err))
 	}
@@ -434,46 +463,61 @@ func fresh(now, this, next time.Time) error {
 	return nil
 }
 
-func (c *Checker) ocsp(ctx context.Context, u string, cert, issuer *x509.Certificate) (Status, time.Time, error) {
+// ocsp asks the responder u about cert. A response without nextUpdate
+// ("newer information is available all the time", RFC 6960 §4.2.2.1) is
+// current for OCSPMaxAge after its thisUpdate.
+func (c *Checker) ocsp(ctx context.Context, u string, cert, issuer *x509.Certificate) (answer, error) {
 	req, err := ocsp.CreateRequest(cert, issuer, nil)
 	if err != nil {
-		return "", time.Time{}, err
+		return answer{}, err
 	}
 	body, err := c.fetch(ctx, http.MethodPost, u, req, maxOCSPSize)
 	if err != nil {
-		return "", time.Time{}, err
+		return answer{}, err
 	}
 	resp, err := ocsp.ParseResponseForCert(body, cert, issuer)
 	if err != nil {
-		return "", time.Time{}, err
+		return answer{}, err
 	}
 	// A delegated responder must be certified by the issuer for
 	// id-kp-OCSPSigning (RFC 6960 §4.2.2.2); the library checked the
 	// issuer's signature on it.
 	if rc := resp.Certificate; rc != nil && !bytes.Equal(rc.Raw, issuer.Raw) {
 		if !hasEKU(rc, x509.ExtKeyUsageOCSPSigning) {
-			return "", time.Time{}, errors.New("responder certificate lacks id-kp-OCSPSigning")
+			return answer{}, errors.New("responder certificate lacks id-kp-OCSPSigning")
 		}
 		now := c.cfg.Now()
 		if now.Before(rc.NotBefore) || now.After(rc.NotAfter) {
-			return "", time.Time{}, errors.New("responder certificate is not valid now")
+			return answer{}, errors.New("responder certificate is not valid now")
 		}
 	}
 	now := c.cfg.Now()
 	if err := fresh(now, resp.ThisUpdate, resp.NextUpdate); err != nil {
-		return "", time.Time{}, err
+		return answer{}, err
 	}
-	until := c.untilOf(now, resp.NextUpdate)
+	a := answer{this: resp.ThisUpdate, until: c.untilOf(now, resp.NextUpdate)}
+	if resp.NextUpdate.IsZero() {
+		end := resp.ThisUpdate.Add(c.cfg.OCSPMaxAge)
+		if !now.Before(end) {
+			return answer{}, fmt.Errorf("stale: no nextUpdate, and thisUpdate %s is more than %s ago",
+				resp.ThisUpdate.UTC().Format(time.RFC3339), c.cfg.OCSPMaxAge)
+		}
+		if end.Before(a.until) {
+			a.until = end
+		}
+	}
 	switch resp.Status {
 	case ocsp.Good:
-		return Valid, until, nil
+		a.status = Valid
 	case ocsp.Revoked:
+		a.status = Revoked
 		if resp.RevocationReason == ocsp.CertificateHold {
-			return Suspended, until, nil
+			a.status = Suspended
 		}
-		return Revoked, until, nil
+	default:
+		return answer{}, errors.New("responder does not know the certificate")
 	}
-	return "", time.Time{}, errors.New("responder does not know the certificate")
+	return a, nil
 }
 
 func hasEKU(cert *x509.Certificate, want x509.ExtKeyUsage) bool {
@@ -501,28 +545,34 @@ func (c *Checker) fetchCRL(ctx context.Context, u string) (*x509.RevocationList,
 	return x509.ParseRevocationList(body)
 }
 
-func (c *Checker) crlStatus(crl *x509.RevocationList, cert, issuer *x509.Certificate) (Status, time.Time, error) {
+// crlStatus reads cert's status from crl, which must be signed by issuer,
+// current, and a complete CRL for cert (crlCovers).
+func (c *Checker) crlStatus(crl *x509.RevocationList, cert, issuer *x509.Certificate) (answer, error) {
 	if !bytes.Equal(crl.RawIssuer, issuer.RawSubject) {
-		return "", time.Time{}, errors.New("issued by another CA")
+		return answer{}, errors.New("issued by another CA")
 	}
 	if err := crl.CheckSignatureFrom(issuer); err != nil {
-		return "", time.Time{}, fmt.Errorf("signature: %w", err)
+		return answer{}, fmt.Errorf("signature: %w", err)
+	}
+	if err := crlCovers(crl, cert); err != nil {
+		return answer{}, err
 	}
 	now := c.cfg.Now()
 	if err := fresh(now, crl.ThisUpdate, crl.NextUpdate); err != nil {
-		return "", time.Time{}, err
+		return answer{}, err
 	}
-	until := c.untilOf(now, crl.NextUpdate)
+	a := answer{status: Valid, this: crl.ThisUpdate, until: c.untilOf(now, crl.NextUpdate), number: crl.Number}
 	for _, e := range crl.RevokedCertificateEntries {
 		if e.SerialNumber.Cmp(cert.SerialNumber) != 0 {
 			continue
 		}
+		a.status = Revoked
 		if e.ReasonCode == ocsp.CertificateHold {
-			return Suspended, until, nil
+			a.status = Suspended
 		}
-		return Revoked, until, nil
+		break
 	}
-	return Valid, until, nil
+	return a, nil
 }
 
 // fetch does one request of at most max response bytes, over http or

@@ -12,6 +12,7 @@ import (
 	"crypto/rand"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"encoding/asn1"
 	"io"
 	"math/big"
 	"net/http"
@@ -35,8 +36,17 @@ type CA struct {
 	now     func() time.Time
 	revoked map[string]int // serial (decimal) → RFC 5280 reason code
 	serial  int64
-	// next is how far after now the answers' nextUpdate lies.
-	next time.Duration
+	// age is how far before now the answers' thisUpdate lies (negative:
+	// in the future); next how far after now their nextUpdate lies, and
+	// noNext leaves it out of the OCSP responses.
+	age, next time.Duration
+	noNext    bool
+	// crlExts and entryExts are added to the CRL and to each of its
+	// entries.
+	crlExts, entryExts []pkix.Extension
+	// crlNumber, when not 0, is the CRL's cRLNumber instead of its
+	// thisUpdate in Unix seconds.
+	crlNumber int64
 	// down: the endpoint answers 503; badSig: the answer is signed by
 	// another key under the CA's name.
 	ocspDown, crlDown, badSig bool
@@ -72,7 +82,7 @@ func New(t testing.TB, cn string, now func() time.Time) *CA {
 	}
 	cert, _ := x509.ParseCertificate(der)
 	ca := &CA{Cert: cert, Key: key, now: now, revoked: map[string]int{}, serial: 100,
-		next: time.Hour, fetches: map[string]int{}}
+		age: time.Minute, next: time.Hour, fetches: map[string]int{}}
 	srv := httptest.NewServer(http.HandlerFunc(ca.serve))
 	t.Cleanup(srv.Close)
 	ca.URL = srv.URL
@@ -88,6 +98,8 @@ type Leaf struct {
 	CRLURLs     []string
 	KeyUsage    x509.KeyUsage
 	ExtKeyUsage []x509.ExtKeyUsage
+	// CA asserts cA in basicConstraints.
+	CA bool
 }
 
 // Issue certifies pub.
@@ -110,6 +122,7 @@ func (ca *CA) Issue(t testing.TB, pub crypto.PublicKey, l Leaf) *x509.Certificat
 	tmpl := &x509.Certificate{
 		SerialNumber: big.NewInt(serial), Subject: l.Subject,
 		NotBefore: l.NotBefore, NotAfter: l.NotAfter, KeyUsage: l.KeyUsage, ExtKeyUsage: l.ExtKeyUsage,
+		IsCA: l.CA, BasicConstraintsValid: l.CA,
 	}
 	if l.OCSP {
 		tmpl.OCSPServer = []string{ca.URL + "/ocsp"}
@@ -184,6 +197,45 @@ func (ca *CA) SetNextUpdate(d time.Duration) {
 	ca.next = d
 }
 
+// SetThisUpdate sets how far before now the answers' thisUpdate lies
+// (default a minute; negative: in the future).
+func (ca *CA) SetThisUpdate(age time.Duration) {
+	ca.mu.Lock()
+	defer ca.mu.Unlock()
+	ca.age = age
+}
+
+// OmitNextUpdate makes the OCSP responses carry no nextUpdate ("newer
+// information is available all the time", RFC 6960 §4.2.2.1). A CRL
+// always has one (x509.CreateRevocationList requires it).
+func (ca *CA) OmitNextUpdate(omit bool) {
+	ca.mu.Lock()
+	defer ca.mu.Unlock()
+	ca.noNext = omit
+}
+
+// SetCRLNumber makes n the CRL's cRLNumber (0: its thisUpdate in Unix
+// seconds, the default).
+func (ca *CA) SetCRLNumber(n int64) {
+	ca.mu.Lock()
+	defer ca.mu.Unlock()
+	ca.crlNumber = n
+}
+
+// SetCRLExtensions adds exts to the CRL (none: the CRL's own only).
+func (ca *CA) SetCRLExtensions(exts ...pkix.Extension) {
+	ca.mu.Lock()
+	defer ca.mu.Unlock()
+	ca.crlExts = exts
+}
+
+// SetCRLEntryExtensions adds exts to every entry of the CRL.
+func (ca *CA) SetCRLEntryExtensions(exts ...pkix.Extension) {
+	ca.mu.Lock()
+	defer ca.mu.Unlock()
+	ca.entryExts = exts
+}
+
 // Fetches returns how often path ("/crl", "/ocsp") was requested.
 func (ca *CA) Fetches(path string) int {
 	ca.mu.Lock()
@@ -209,11 +261,16 @@ func (ca *CA) serve(w http.ResponseWriter, r *http.Request) {
 	now := ca.now()
 	switch {
 	case r.URL.Path == "/crl" && r.Method == http.MethodGet && !ca.crlDown:
-		tmpl := &x509.RevocationList{Number: big.NewInt(now.Unix()), ThisUpdate: now.Add(-time.Minute), NextUpdate: now.Add(ca.next)}
+		tmpl := &x509.RevocationList{Number: big.NewInt(now.Add(-ca.age).Unix()), ThisUpdate: now.Add(-ca.age),
+			NextUpdate: now.Add(ca.next), ExtraExtensions: ca.crlExts}
+		if ca.crlNumber != 0 {
+			tmpl.Number = big.NewInt(ca.crlNumber)
+		}
 		for s, reason := range ca.revoked {
 			n, _ := new(big.Int).SetString(s, 10)
 			tmpl.RevokedCertificateEntries = append(tmpl.RevokedCertificateEntries,
-				x509.RevocationListEntry{SerialNumber: n, RevocationTime: now.Add(-time.Minute), ReasonCode: reason})
+				x509.RevocationListEntry{SerialNumber: n, RevocationTime: now.Add(-time.Minute), ReasonCode: reason,
+					ExtraExtensions: ca.entryExts})
 		}
 		der, err := x509.CreateRevocationList(rand.Reader, tmpl, ca.Cert, ca.signer())
 		if err != nil {
@@ -230,7 +287,10 @@ func (ca *CA) serve(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		tmpl := ocsp.Response{Status: ocsp.Good, SerialNumber: req.SerialNumber,
-			ThisUpdate: now.Add(-time.Minute), NextUpdate: now.Add(ca.next)}
+			ThisUpdate: now.Add(-ca.age), NextUpdate: now.Add(ca.next)}
+		if ca.noNext {
+			tmpl.NextUpdate = time.Time{}
+		}
 		if reason, ok := ca.revoked[req.SerialNumber.String()]; ok {
 			tmpl.Status, tmpl.RevokedAt, tmpl.RevocationReason = ocsp.Revoked, now.Add(-time.Minute), reason
 		}
@@ -249,4 +309,63 @@ func (ca *CA) serve(w http.ResponseWriter, r *http.Request) {
 	default:
 		http.Error(w, "unavailable", http.StatusServiceUnavailable)
 	}
+}
+
+// IDP is an issuingDistributionPoint CRL extension (RFC 5280 §5.2.5).
+type IDP struct {
+	// URIs are the uniformResourceIdentifier names of its
+	// distributionPoint's fullName (none: no distributionPoint).
+	URIs []string
+	// OnlyUser, OnlyCA, OnlyAttribute, Indirect: the BOOLEANs
+	// onlyContainsUserCerts, onlyContainsCACerts,
+	// onlyContainsAttributeCerts, indirectCRL.
+	OnlyUser, OnlyCA, OnlyAttribute, Indirect bool
+	// SomeReasons, when not empty, is onlySomeReasons.
+	SomeReasons asn1.BitString
+}
+
+// DistributionPointName is DistributionPointName (RFC 5280 §4.2.1.13),
+// tagged [0] in an issuingDistributionPoint (which the CHOICE makes
+// explicit, the same bytes as this SEQUENCE implicitly tagged).
+type DistributionPointName struct {
+	FullName     []asn1.RawValue `asn1:"optional,tag:0"`
+	RelativeName asn1.RawValue   `asn1:"optional,tag:1"`
+}
+
+// IssuingDistributionPoint is the ASN.1 of an issuingDistributionPoint
+// for encoding/asn1 (RFC 5280 §5.2.5, implicit tags).
+type IssuingDistributionPoint struct {
+	DistributionPoint          DistributionPointName `asn1:"optional,tag:0"`
+	OnlyContainsUserCerts      bool                  `asn1:"optional,tag:1"`
+	OnlyContainsCACerts        bool                  `asn1:"optional,tag:2"`
+	OnlySomeReasons            asn1.BitString        `asn1:"optional,tag:3"`
+	IndirectCRL                bool                  `asn1:"optional,tag:4"`
+	OnlyContainsAttributeCerts bool                  `asn1:"optional,tag:5"`
+}
+
+// Extension encodes p as a critical extension, as RFC 5280 §5.2.5 has it.
+func (p IDP) Extension() pkix.Extension {
+	v := IssuingDistributionPoint{
+		OnlyContainsUserCerts: p.OnlyUser, OnlyContainsCACerts: p.OnlyCA, OnlySomeReasons: p.SomeReasons,
+		IndirectCRL: p.Indirect, OnlyContainsAttributeCerts: p.OnlyAttribute,
+	}
+	for _, u := range p.URIs {
+		v.DistributionPoint.FullName = append(v.DistributionPoint.FullName,
+			asn1.RawValue{Class: asn1.ClassContextSpecific, Tag: 6, Bytes: []byte(u)})
+	}
+	der, err := asn1.Marshal(v)
+	if err != nil {
+		panic(err) // only a programming error: the types above always encode
+	}
+	return pkix.Extension{Id: asn1.ObjectIdentifier{2, 5, 29, 28}, Critical: true, Value: der}
+}
+
+// DeltaCRLIndicator is the critical deltaCRLIndicator extension of a
+// delta CRL whose base is the CRL numbered base (RFC 5280 §5.2.4).
+func DeltaCRLIndicator(base int64) pkix.Extension {
+	der, err := asn1.Marshal(big.NewInt(base))
+	if err != nil {
+		panic(err)
+	}
+	return pkix.Extension{Id: asn1.ObjectIdentifier{2, 5, 29, 27}, Critical: true, Value: der}
 }
