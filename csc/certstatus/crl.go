@@ -109,8 +109,8 @@ type idp struct {
 
 // parseIDP reads the DER of an issuingDistributionPoint extension's
 // value. It refuses anything but one well-formed SEQUENCE of the fields
-// above, in order, with nothing after them: an empty one (§5.2.5 forbids
-// it), a distributionPoint with no name or with both alternatives,
+// above, in order, with nothing after them: one with nothing but default
+// values (empty, §5.2.5 forbids it), a distributionPoint with no name or with both alternatives,
 // booleans other than DER's 0x00 and 0xFF, more than one onlyContains*
 // asserted, a malformed BIT STRING, a URI that is not IA5 (ASCII).
 func parseIDP(der []byte) (idp, error) {
@@ -119,9 +119,6 @@ func parseIDP(der []byte) (idp, error) {
 	var seq cryptobyte.String
 	if !in.ReadASN1(&seq, cbasn1.SEQUENCE) || !in.Empty() {
 		return p, errors.New("not one DER SEQUENCE")
-	}
-	if seq.Empty() {
-		return p, errors.New("an empty SEQUENCE")
 	}
 	var dp cryptobyte.String
 	if !seq.ReadOptionalASN1(&dp, &p.hasName, cbasn1.Tag(0).Constructed().ContextSpecific()) {
@@ -153,6 +150,9 @@ func parseIDP(der []byte) (idp, error) {
 	}
 	if n := btoi(p.onlyUser) + btoi(p.onlyCA) + btoi(p.onlyAttr); n > 1 {
 		return p, errors.New("more than one of onlyContainsUserCerts, onlyContainsCACerts, onlyContainsAttributeCerts")
+	}
+	if !p.hasName && !p.reasons && !p.onlyUser && !p.onlyCA && !p.onlyAttr && !p.indirect {
+		return p, errors.New("no field but defaults (RFC 5280 §5.2.5 forbids it)")
 	}
 	return p, nil
 }

@@ -333,12 +333,13 @@ type DistributionPointName struct {
 }
 
 // IssuingDistributionPoint is the ASN.1 of an issuingDistributionPoint
-// for encoding/asn1 (RFC 5280 §5.2.5, implicit tags).
+// for encoding/asn1 (RFC 5280 §5.2.5, implicit tags). OnlySomeReasons is
+// kept whole, so that an empty BIT STRING is told from none.
 type IssuingDistributionPoint struct {
 	DistributionPoint          DistributionPointName `asn1:"optional,tag:0"`
 	OnlyContainsUserCerts      bool                  `asn1:"optional,tag:1"`
 	OnlyContainsCACerts        bool                  `asn1:"optional,tag:2"`
-	OnlySomeReasons            asn1.BitString        `asn1:"optional,tag:3"`
+	OnlySomeReasons            asn1.RawValue         `asn1:"optional,tag:3"`
 	IndirectCRL                bool                  `asn1:"optional,tag:4"`
 	OnlyContainsAttributeCerts bool                  `asn1:"optional,tag:5"`
 }
@@ -346,8 +347,15 @@ type IssuingDistributionPoint struct {
 // Extension encodes p as a critical extension, as RFC 5280 §5.2.5 has it.
 func (p IDP) Extension() pkix.Extension {
 	v := IssuingDistributionPoint{
-		OnlyContainsUserCerts: p.OnlyUser, OnlyContainsCACerts: p.OnlyCA, OnlySomeReasons: p.SomeReasons,
+		OnlyContainsUserCerts: p.OnlyUser, OnlyContainsCACerts: p.OnlyCA,
 		IndirectCRL: p.Indirect, OnlyContainsAttributeCerts: p.OnlyAttribute,
+	}
+	if p.SomeReasons.BitLength > 0 {
+		der, err := asn1.MarshalWithParams(p.SomeReasons, "tag:3")
+		if err != nil {
+			panic(err)
+		}
+		v.OnlySomeReasons = asn1.RawValue{FullBytes: der}
 	}
 	for _, u := range p.URIs {
 		v.DistributionPoint.FullName = append(v.DistributionPoint.FullName,
