@@ -137,7 +137,7 @@ func TestEveryKeyFromFile(t *testing.T) {
 	}
 	want.CSC.MaxHashesPerRequest = 250
 	want.CSC.Timestamp = TimestampConfig{Enabled: true, Policy: "1.3.6.1.4.1.99999.1.2", Accuracy: 500 * time.Millisecond, Label: "tsa-prod"}
-	want.CSC.CertStatus = CertStatusConfig{Enabled: false, Refresh: 15 * time.Minute, Timeout: 5 * time.Second}
+	want.CSC.CertStatus = CertStatusConfig{Enabled: false, Refresh: 15 * time.Minute, Timeout: 5 * time.Second, OCSPMaxAge: 30 * time.Minute}
 	if !reflect.DeepEqual(*c, want) {
 		t.Errorf("full:\n got %#v\nwant %#v", *c, want)
 	}
@@ -199,6 +199,7 @@ func TestEveryBadValueReported(t *testing.T) {
 		"pkcs11.max_sessions", "pkcs11.acquire_timeout",
 		"log.level", "log.format",
 		"csc.max_hashes_per_request", "csc.cert_status.refresh", "csc.cert_status.timeout",
+		"csc.cert_status.ocsp_max_age",
 	}
 	msg := err.Error()
 	for _, k := range wantKeys {
@@ -224,6 +225,7 @@ func TestEveryBadValueReported(t *testing.T) {
 		`csc.max_hashes_per_request: must be between 1 and 10000, got 0`,
 		`csc.cert_status.refresh: 0s is not between 1s and 24h0m0s`,
 		`csc.cert_status.timeout: 5m0s is not between 1s and 1m0s`,
+		`csc.cert_status.ocsp_max_age: 720h0m0s is not between 1m0s and 24h0m0s`,
 		`server.admin_group: no group "no-such-group-signd" on this system`,
 	} {
 		if !strings.Contains(msg, frag) {
@@ -291,6 +293,7 @@ func TestBadTypes(t *testing.T) {
 		"server.trusted_proxies: must be a list of strings, not a number",
 		`store.verify_on_open: "yes" is not a boolean (true or false)`,
 		`csc.cert_status.enabled: "on" is not a boolean (true or false)`,
+		`csc.cert_status.ocsp_max_age: must be a duration with a unit`,
 	} {
 		if !strings.Contains(msg, want) {
 			t.Errorf("error lacks %q:\n%s", want, msg)

@@ -79,6 +79,9 @@ type CertStatusConfig struct {
 	Enabled bool          `mapstructure:"enabled"`
 	Refresh time.Duration `mapstructure:"refresh"`
 	Timeout time.Duration `mapstructure:"timeout"`
+	// OCSPMaxAge is how long after its thisUpdate an OCSP response
+	// without nextUpdate is current (RFC 6960 §4.2.2.1).
+	OCSPMaxAge time.Duration `mapstructure:"ocsp_max_age"`
 }
 
 // OIDCConfig is the oidc.* section.
@@ -155,6 +158,8 @@ func serviceKeys() []Key {
 			Usage: "how often the OCSP and CRL answers are fetched again (1s to 24h)"},
 		{Name: "csc.cert_status.timeout", Default: 10 * time.Second,
 			Usage: "time limit of one OCSP or CRL fetch (1s to 1m)"},
+		{Name: "csc.cert_status.ocsp_max_age", Default: time.Hour,
+			Usage: "how long after its thisUpdate an OCSP response without nextUpdate is current (1m to 24h)"},
 
 		// oidc
 		{Name: "oidc.claim_namespace", Default: "com.vendor",
@@ -246,6 +251,7 @@ func (c *CSCConfig) checks() []check {
 		{"csc.timestamp.label", matches(tsaLabelRE, c.Timestamp.Label, "1 to 64 letters, digits, '.', '_' or '-'")},
 		{"csc.cert_status.refresh", within(c.CertStatus.Refresh, time.Second, 24*time.Hour)},
 		{"csc.cert_status.timeout", within(c.CertStatus.Timeout, time.Second, time.Minute)},
+		{"csc.cert_status.ocsp_max_age", within(c.CertStatus.OCSPMaxAge, time.Minute, 24*time.Hour)},
 	}
 }
 

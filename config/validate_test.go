@@ -45,7 +45,7 @@ func defaultCSC() CSCConfig {
 		MaxResultsDefault: 100, MaxResultsLimit: 1000, MaxHashesPerRequest: 100,
 		RefreshTokenTTL: 24 * time.Hour,
 		Timestamp:       TimestampConfig{Accuracy: time.Second, Label: "signd-tsa"},
-		CertStatus:      CertStatusConfig{Enabled: true, Refresh: time.Hour, Timeout: 10 * time.Second},
+		CertStatus:      CertStatusConfig{Enabled: true, Refresh: time.Hour, Timeout: 10 * time.Second, OCSPMaxAge: time.Hour},
 	}
 }
 
@@ -242,6 +242,12 @@ func TestValidate(t *testing.T) {
 		{"cert status timeout 0", func(c *Config) { c.CSC.CertStatus.Timeout = 0 }, "csc.cert_status.timeout", "0s is not between 1s and 1m0s"},
 		{"cert status timeout 2m", func(c *Config) { c.CSC.CertStatus.Timeout = 2 * time.Minute }, "csc.cert_status.timeout", "is not between 1s and 1m0s"},
 		{"cert status off", func(c *Config) { c.CSC.CertStatus.Enabled = false }, "", ""},
+		{"OCSP max age 1m", func(c *Config) { c.CSC.CertStatus.OCSPMaxAge = time.Minute }, "", ""},
+		{"OCSP max age 24h", func(c *Config) { c.CSC.CertStatus.OCSPMaxAge = 24 * time.Hour }, "", ""},
+		{"OCSP max age 0", func(c *Config) { c.CSC.CertStatus.OCSPMaxAge = 0 }, "csc.cert_status.ocsp_max_age", "0s is not between 1m0s and 24h0m0s"},
+		{"OCSP max age 59s", func(c *Config) { c.CSC.CertStatus.OCSPMaxAge = 59 * time.Second }, "csc.cert_status.ocsp_max_age", "59s is not between 1m0s and 24h0m0s"},
+		{"OCSP max age over a day", func(c *Config) { c.CSC.CertStatus.OCSPMaxAge = 25 * time.Hour }, "csc.cert_status.ocsp_max_age", "is not between 1m0s and 24h0m0s"},
+		{"OCSP max age negative", func(c *Config) { c.CSC.CertStatus.OCSPMaxAge = -time.Hour }, "csc.cert_status.ocsp_max_age", "is not between"},
 		{"hash cap 10001", func(c *Config) { c.CSC.MaxHashesPerRequest = 10001 }, "csc.max_hashes_per_request", "must be between 1 and 10000, got 10001"},
 
 		{"auth login with client", func(c *Config) { c.CSC.AuthLogin, c.CSC.AuthLoginClient = true, "laverca" }, "", ""},

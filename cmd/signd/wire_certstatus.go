@@ -21,11 +21,12 @@ func (s *services) certStatus() csc.Revocation {
 		return nil
 	}
 	cfg := certstatus.Config{
-		Client:  &http.Client{Timeout: c.Timeout},
-		Timeout: c.Timeout,
-		Refresh: c.Refresh,
-		Now:     s.now,
-		Logger:  s.logger.With("service", "certstatus"),
+		Client:     &http.Client{Timeout: c.Timeout},
+		Timeout:    c.Timeout,
+		Refresh:    c.Refresh,
+		OCSPMaxAge: c.OCSPMaxAge,
+		Now:        s.now,
+		Logger:     s.logger.With("service", "certstatus"),
 	}
 	if s.metrics != nil {
 		cfg.Metrics = s.metrics
