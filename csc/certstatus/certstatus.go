@@ -234,10 +234,11 @@ func names(cert *x509.Certificate) bool {
 }
 
 // Run calls Refresh with the chains list returns, at once, then every
-// Config.Refresh and whenever Status met a chain to check that no refresh
-// has seen, until ctx is done.
+// Config.Refresh — sooner when an answer would stop being current before
+// then (see wait) — and whenever Status met a chain to check that no
+// refresh has seen, until ctx is done.
 func (c *Checker) Run(ctx context.Context, list func(context.Context) ([][][]byte, error)) {
-	t := time.NewTicker(c.cfg.Refresh)
+	t := time.NewTimer(c.cfg.Refresh)
 	defer t.Stop()
 	for {
 		chains, err := list(ctx)
@@ -249,6 +250,7 @@ func (c *Checker) Run(ctx context.Context, list func(context.Context) ([][][]byt
 		} else {
 			c.Refresh(ctx, chains)
 		}
+		t.Reset(c.wait())
 		select {
 		case <-ctx.Done():
 			return
@@ -263,6 +265,28 @@ func (c *Checker) Run(ctx context.Context, list func(context.Context) ([][][]byt
 			}
 		}
 	}
+}
+
+// wait is how long Run waits for the next refresh: Config.Refresh, or
+// until a tenth of it before the first current answer stops being
+// current (an OCSP response with a near nextUpdate, or without one and
+// so OCSPMaxAge after its thisUpdate), so that its successor is fetched
+// before signing has to stop; but at least a tenth of Refresh (at most a
+// minute, at least kickGap), so that an answer published close to its own
+// end is not fetched again and again.
+func (c *Checker) wait() time.Duration {
+	margin := c.cfg.Refresh / 10
+	floor := min(c.cfg.Refresh, max(kickGap, min(margin, time.Minute)))
+	now := c.cfg.Now()
+	d := c.cfg.Refresh
+	c.mu.RLock()
+	for _, e := range c.entries {
+		if !e.until.IsZero() && now.Before(e.until) {
+			d = min(d, e.until.Sub(now)-margin)
+		}
+	}
+	c.mu.RUnlock()
+	return max(d, floor)
 }
 
 // Refresh fetches fresh answers for chains and replaces the cache with

@@ -267,6 +267,31 @@ func TestRunKickedByNewChain(t *testing.T) {
 	waitFor(t, func() bool { s, cur := f.checker.Status(later); return s == certstatus.Revoked && cur })
 }
 
+// TestRunRefreshesBeforeAnswersEnd: an answer that stops being current
+// before the next tick (here a nextUpdate 4 s ahead, with a 20 s refresh
+// interval; an OCSP response without nextUpdate is the same, its end
+// being thisUpdate + ocsp_max_age) is fetched again before it ends, a
+// tenth of the interval ahead, and not more often than that.
+func TestRunRefreshesBeforeAnswersEnd(t *testing.T) {
+	f := newFixture(t)
+	f.checker = certstatus.New(certstatus.Config{Now: f.clk.Now, Refresh: 20 * time.Second, Timeout: 2 * time.Second})
+	_, chain := f.leaf(t, true, false)
+	f.ca.SetNextUpdate(4 * time.Second) // the test clock stands still: always 4 s ahead
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		f.checker.Run(ctx, func(context.Context) ([][][]byte, error) { return [][][]byte{chain}, nil })
+	}()
+	start := time.Now()
+	waitFor(t, func() bool { return f.ca.Fetches("/ocsp") >= 2 })
+	if d := time.Since(start); d < 1500*time.Millisecond {
+		t.Errorf("second fetch after %v; want about 2 s (4 s to the end, less a tenth of 20 s)", d)
+	}
+	cancel()
+	<-done
+}
+
 func waitFor(t *testing.T, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(5 * time.Second)
