@@ -237,6 +237,9 @@ type credSpec struct {
 	status store.CredentialStatus
 	nb, na time.Duration // validity relative to the env clock
 	desc   string
+	// chain, when set, is the credential's chain instead of a leaf from
+	// the test CA (certFor).
+	chain [][]byte
 }
 
 func valid(owner string, key *hsm.KeyInfo) credSpec {
@@ -254,7 +257,10 @@ func (e *env) credential(s credSpec) string {
 	if pub, ok := s.key.Public.(*ecdsa.PublicKey); ok {
 		c.Algorithm, c.KeyBits = "ec-p"+strconv.Itoa(pub.Curve.Params().BitSize), pub.Curve.Params().BitSize
 	}
-	if s.status != store.CredentialPending {
+	switch {
+	case s.chain != nil:
+		c.Chain = s.chain
+	case s.status != store.CredentialPending:
 		now := e.clock.Now()
 		c.Chain = [][]byte{certFor(e.t, s.key, s.owner+" signer", now.Add(s.nb), now.Add(s.na)), caCert.Raw}
 	}

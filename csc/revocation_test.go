@@ -1,14 +1,19 @@
 package csc_test
 
 import (
+	"context"
+	"crypto/x509/pkix"
 	"net/http"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"golang.org/x/crypto/ocsp"
+
 	"github.com/signd/signd/csc"
 	"github.com/signd/signd/csc/certstatus"
+	"github.com/signd/signd/csc/certstatus/certstatustest"
 	"github.com/signd/signd/store"
 )
 
@@ -121,5 +126,77 @@ func TestAuthorizeRefusesRevokedCertificate(t *testing.T) {
 	r := e.call("credentials/authorize", bearer, authorizeBody(cred, 2, testPIN, ds...))
 	if r.status != http.StatusOK || r.str("SAD") == "" {
 		t.Fatalf("valid again: %d %s", r.status, r.raw)
+	}
+}
+
+// TestRevokedCertificateStaysRevoked runs the real status checker against
+// a test CA: after the CA revoked alice's certificate, an answer signed
+// by the same CA that is not a complete, current answer for it — a CRL
+// of another partition, a delta CRL, a CRL with an unknown critical
+// extension, an old OCSP "good" without nextUpdate — does not make it
+// valid again: credentials/info says revoked and signHash refuses.
+func TestRevokedCertificateStaysRevoked(t *testing.T) {
+	tests := []struct {
+		name      string
+		ocsp, crl bool
+		attack    func(ca *certstatustest.CA)
+	}{
+		{name: "CRL of another distribution point", crl: true, attack: func(ca *certstatustest.CA) {
+			ca.SetCRLExtensions(certstatustest.IDP{URIs: []string{"http://crl.example/partition-2.crl"}}.Extension())
+		}},
+		{name: "delta CRL", crl: true, attack: func(ca *certstatustest.CA) {
+			ca.SetCRLExtensions(certstatustest.DeltaCRLIndicator(1))
+		}},
+		{name: "unknown critical CRL extension", crl: true, attack: func(ca *certstatustest.CA) {
+			ca.SetCRLExtensions(pkix.Extension{Id: []int{1, 3, 6, 1, 4, 1, 99999, 7, 1}, Critical: true, Value: []byte{5, 0}})
+		}},
+		{name: "OCSP good from 48 hours ago without nextUpdate", ocsp: true, attack: func(ca *certstatustest.CA) {
+			ca.SetThisUpdate(48 * time.Hour)
+			ca.OmitNextUpdate(true)
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := newEnv(t)
+			ca := certstatustest.New(t, "Status CA", e.clock.Now)
+			checker := certstatus.New(certstatus.Config{Now: e.clock.Now, Refresh: 10 * time.Minute, Timeout: 2 * time.Second})
+			e.h.Revocation = checker
+			leaf := ca.Issue(t, keyA.Public, certstatustest.Leaf{
+				Subject: pkix.Name{CommonName: "alice signer", Organization: []string{"Example Org"}}, OCSP: tt.ocsp, CRL: tt.crl})
+			spec := valid("alice", keyA)
+			spec.chain = [][]byte{leaf.Raw, ca.Cert.Raw}
+			bearer, cred := e.accessToken("alice", "rp1"), e.credential(spec)
+			refresh := func() { checker.Refresh(context.Background(), [][][]byte{spec.chain}) }
+			status := func() (string, string) {
+				t.Helper()
+				r := e.call("credentials/info", bearer, `{"credentialID":"`+cred+`"}`)
+				key, _ := r.body["key"].(map[string]any)
+				cert, _ := r.body["cert"].(map[string]any)
+				k, _ := key["status"].(string)
+				c, _ := cert["status"].(string)
+				return k, c
+			}
+			d1, d2 := digest("before"), digest("after")
+			sad1, sad2 := e.sad("alice", "rp1", cred, time.Hour, d1), e.sad("alice", "rp1", cred, time.Hour, d2)
+
+			refresh()
+			sigs := signatures(t, e.call("signatures/signHash", bearer, signHashBody(cred, sad1, d1)))
+			e.verify(cred, d1, sigs[0])
+			ca.Revoke(leaf.SerialNumber, ocsp.KeyCompromise)
+			refresh()
+			if k, c := status(); k != "disabled" || c != "revoked" {
+				t.Fatalf("revoked: key %s cert %s", k, c)
+			}
+
+			e.clock.Advance(10 * time.Minute)
+			tt.attack(ca)
+			ca.Unrevoke(leaf.SerialNumber)
+			refresh()
+			if k, c := status(); k != "disabled" || c != "revoked" {
+				t.Fatalf("after the %s: key %s cert %s; want disabled, revoked", tt.name, k, c)
+			}
+			r := e.call("signatures/signHash", bearer, signHashBody(cred, sad2, d2))
+			wantError(t, r, http.StatusBadRequest, "invalid_request", "Signing certificate 'O=Example Org,CN=alice signer' is revoked.")
+		})
 	}
 }
