@@ -78,6 +78,16 @@ func (e *env) postpone(d time.Duration, values ...string) {
 	}
 }
 
+// waitFetches waits (at most 10 s) until path of ca has been requested n
+// more times: the daemon, which refreshes every second, has then taken
+// what ca served before the call.
+func waitFetches(ca *certstatustest.CA, path string, n int) {
+	want := ca.Fetches(path) + n
+	for deadline := time.Now().Add(10 * time.Second); ca.Fetches(path) < want && time.Now().Before(deadline); {
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
 // keyAndCert returns credentials/info's key.status and cert.status.
 func keyAndCert(t *testing.T, base, bearer, cred string) (string, string) {
 	t.Helper()
@@ -154,12 +164,19 @@ func TestCertificateStatus(t *testing.T) {
 		{name: "responders down after a good answer: last good kept until nextUpdate", ocsp: true, crl: true, signFirst: true,
 			after: func(ca *certstatustest.CA, _ *x509.Certificate) {
 				ca.SetDown(true, true)
-				n := ca.Fetches("/ocsp")
-				for deadline := time.Now().Add(10 * time.Second); ca.Fetches("/ocsp") < n+2 && time.Now().Before(deadline); {
-					time.Sleep(50 * time.Millisecond)
-				}
+				waitFetches(ca, "/ocsp", 2)
 			},
 			wantKey: "enabled", wantCert: "valid", wantChecks: []string{`{result="failed",source="crl"} `}},
+		{name: "revoked, then a CRL of another distribution point", crl: true, signFirst: true,
+			after: func(ca *certstatustest.CA, l *x509.Certificate) {
+				ca.Revoke(l.SerialNumber, ocsp.KeyCompromise)
+				waitFetches(ca, "/crl", 2) // the daemon has taken the revocation
+				ca.SetCRLExtensions(certstatustest.IDP{URIs: []string{"http://crl.example/partition-2.crl"}}.Extension())
+				ca.Unrevoke(l.SerialNumber)
+				waitFetches(ca, "/crl", 2) // and the partition CRL, twice
+			},
+			wantKey: "disabled", wantCert: "revoked", wantDesc: "Signing certificate '" + name + "' is revoked.",
+			wantUnfit: "revoked", wantChecks: []string{`{result="failed",source="crl"} `}},
 		{name: "OCSP responder down from the start", ocsp: true,
 			before:  func(ca *certstatustest.CA, _ *x509.Certificate) { ca.SetDown(true, true) },
 			wantKey: "disabled", wantCert: "valid", wantDesc: unverified, wantUnfit: "unknown"},
