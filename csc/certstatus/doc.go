@@ -4,7 +4,7 @@
 // (RFC 5280 §4.2.1.13, §5) the certificates name.
 //
 // A Checker keeps the last good answer per chain in memory; Refresh
-// (called by Run on a fixed interval) fetches fresh answers, and Status,
+// (called by Run on an interval) fetches fresh answers, and Status,
 // on the signing path, only reads the cache. Every certificate of a chain
 // but the last is checked against the next one (its issuer; the last is
 // where the chain ends, a root or an intermediate under a root the relying
@@ -14,12 +14,19 @@
 // verified against the issuer (an OCSP response signed by the issuer or by
 // a responder certificate the issuer signed for id-kp-OCSPSigning; a CRL
 // signed by the issuer, naming it), and must be current (thisUpdate not in
-// the future, nextUpdate not passed).
+// the future, nextUpdate not passed; an OCSP response without nextUpdate
+// only for Config.OCSPMaxAge after its thisUpdate). A CRL counts only when
+// it is a complete CRL for the certificate (crl.go: its
+// issuingDistributionPoint scope, no delta CRL, no critical extension
+// that is not processed). Per certificate, answers only move forward
+// (history.go): an older answer than the last taken is refused, a
+// revocation is final, and only a newer answer lifts a hold.
 //
 // Failure policy (hard fail): a fetch that fails keeps the last good answer
 // until its nextUpdate (an answer without nextUpdate is good for two
-// refresh intervals). From then on, and for a chain never answered at all,
-// Status reports the answer as not current and the signing service
-// refuses to sign with it. A chain whose certificates name no responder
+// refresh intervals, an OCSP one at most OCSPMaxAge after its
+// thisUpdate; Run fetches again before an answer ends). From then on, and
+// for a chain never answered at all, Status reports the answer as not
+// current and the signing service refuses to sign with it. A chain whose certificates name no responder
 // and no distribution point has nothing to check and is always current.
 package certstatus
