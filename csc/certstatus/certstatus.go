@@ -372,7 +372,7 @@ func subject(chain [][]byte) string {
 
 // check fetches the status of every link of chain. until is when the
 // combined answer stops being current (zero: nothing to check). The
-// certificates it checks are added to seen.
+// certificates of chain are added to seen.
 func (c *Checker) check(ctx context.Context, chain [][]byte, crls map[string]crlResult, seen map[[32]byte]bool) (Status, time.Time, error) {
 	certs := make([]*x509.Certificate, len(chain))
 	for i, der := range chain {
@@ -381,6 +381,9 @@ func (c *Checker) check(ctx context.Context, chain [][]byte, crls map[string]crl
 			return "", time.Time{}, fmt.Errorf("certificate %d: %w", i, err)
 		}
 		certs[i] = cert
+		// Before any check, which may fail: the history of a link
+		// is kept while another link of its chain has no answer.
+		seen[certKey(cert)] = true
 	}
 	status, until := Valid, time.Time{}
 	for i, cert := range certs {
@@ -390,7 +393,6 @@ func (c *Checker) check(ctx context.Context, chain [][]byte, crls map[string]crl
 		case unverified:
 			return "", time.Time{}, fmt.Errorf("%s names a revocation source but its issuer is not in the chain", cert.Subject)
 		}
-		seen[certKey(cert)] = true
 		s, u, err := c.checkOne(ctx, cert, certs[i+1], crls)
 		if err != nil {
 			return "", time.Time{}, err

@@ -89,6 +89,16 @@ func New(t testing.TB, cn string, now func() time.Time) *CA {
 	return ca
 }
 
+// Intermediate starts a CA named cn, with ca's clock, whose certificate
+// ca issues: a CA certificate that names ca's CRL.
+func (ca *CA) Intermediate(t testing.TB, cn string) *CA {
+	t.Helper()
+	sub := New(t, cn, ca.now)
+	sub.Cert = ca.Issue(t, sub.Key.Public(), Leaf{Subject: sub.Cert.Subject, CRL: true,
+		KeyUsage: x509.KeyUsageCertSign | x509.KeyUsageCRLSign, CA: true})
+	return sub
+}
+
 // Leaf describes a certificate Issue makes.
 type Leaf struct {
 	Subject             pkix.Name
