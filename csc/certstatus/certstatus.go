@@ -55,7 +55,8 @@ type Config struct {
 	// Timeout bounds each fetch (csc.cert_status.timeout); 0 = DefaultTimeout.
 	Timeout time.Duration
 	// Refresh is the interval of Run (csc.cert_status.refresh); 0 =
-	// DefaultRefresh. An answer without nextUpdate is good for two.
+	// DefaultRefresh. An OCSP response without nextUpdate is good for
+	// two (and at most OCSPMaxAge after its thisUpdate).
 	Refresh time.Duration
 	// MaxCRLSize caps a CRL's size in bytes; 0 = DefaultMaxCRLSize.
 	MaxCRLSize int64
@@ -572,7 +573,8 @@ func (c *Checker) fetchCRL(ctx context.Context, u string) (*x509.RevocationList,
 }
 
 // crlStatus reads cert's status from crl, which must be signed by issuer,
-// current, and a complete CRL for cert (crlCovers).
+// a complete CRL for cert (crlCovers), current, and say when it is
+// superseded (nextUpdate).
 func (c *Checker) crlStatus(crl *x509.RevocationList, cert, issuer *x509.Certificate) (answer, error) {
 	if !bytes.Equal(crl.RawIssuer, issuer.RawSubject) {
 		return answer{}, errors.New("issued by another CA")
@@ -582,6 +584,10 @@ func (c *Checker) crlStatus(crl *x509.RevocationList, cert, issuer *x509.Certifi
 	}
 	if err := crlCovers(crl, cert); err != nil {
 		return answer{}, err
+	}
+	if crl.NextUpdate.IsZero() {
+		// RFC 5280 §5.1.2.5: conforming CRL issuers MUST include it.
+		return answer{}, errors.New("no nextUpdate: the CRL never says it is superseded")
 	}
 	now := c.cfg.Now()
 	if err := fresh(now, crl.ThisUpdate, crl.NextUpdate); err != nil {

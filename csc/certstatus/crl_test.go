@@ -214,3 +214,22 @@ func TestCRLNeverReplacedByOlder(t *testing.T) {
 		})
 	}
 }
+
+// TestCRLWithoutNextUpdate: a CRL must say when it is superseded (RFC
+// 5280 §5.1.2.5); one that does not could be served for ever after a
+// revocation, and is no answer. A CRL that says so counts.
+func TestCRLWithoutNextUpdate(t *testing.T) {
+	f := newFixture(t)
+	leaf, chain := f.leaf(t, false, true)
+	f.ca.OmitNextUpdate(true)
+	f.refresh(chain)
+	if s, cur := f.checker.Status(chain); cur {
+		t.Fatalf("Status = %s, current; want not current", s)
+	}
+	f.ca.OmitNextUpdate(false)
+	f.ca.Revoke(leaf.SerialNumber, ocsp.KeyCompromise)
+	f.refresh(chain)
+	if s, cur := f.checker.Status(chain); s != certstatus.Revoked || !cur {
+		t.Fatalf("with nextUpdate: %s, %v; want revoked, current", s, cur)
+	}
+}

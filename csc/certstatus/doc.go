@@ -23,10 +23,11 @@
 // revocation is final, and only a newer answer lifts a hold.
 //
 // Failure policy (hard fail): a fetch that fails keeps the last good answer
-// until its nextUpdate (an answer without nextUpdate is good for two
-// refresh intervals, an OCSP one at most OCSPMaxAge after its
-// thisUpdate; Run fetches again before an answer ends). From then on, and
-// for a chain never answered at all, Status reports the answer as not
-// current and the signing service refuses to sign with it. A chain whose certificates name no responder
-// and no distribution point has nothing to check and is always current.
+// until its nextUpdate (an OCSP response without nextUpdate is good for
+// two refresh intervals, and at most OCSPMaxAge after its thisUpdate; a
+// CRL without one is refused; Run fetches again before an answer ends).
+// From then on, and for a chain never answered at all, Status reports the
+// answer as not current and the signing service refuses to sign with it.
+// A chain whose certificates name no responder and no distribution point
+// has nothing to check and is always current.
 package certstatus

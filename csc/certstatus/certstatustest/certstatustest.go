@@ -10,9 +10,11 @@ import (
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
+	"crypto/sha256"
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/asn1"
+	"errors"
 	"io"
 	"math/big"
 	"net/http"
@@ -21,6 +23,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/crypto/cryptobyte"
+	cbasn1 "golang.org/x/crypto/cryptobyte/asn1"
 	"golang.org/x/crypto/ocsp"
 )
 
@@ -38,7 +42,7 @@ type CA struct {
 	serial  int64
 	// age is how far before now the answers' thisUpdate lies (negative:
 	// in the future); next how far after now their nextUpdate lies, and
-	// noNext leaves it out of the OCSP responses.
+	// noNext leaves it out.
 	age, next time.Duration
 	noNext    bool
 	// crlExts and entryExts are added to the CRL and to each of its
@@ -216,8 +220,8 @@ func (ca *CA) SetThisUpdate(age time.Duration) {
 }
 
 // OmitNextUpdate makes the OCSP responses carry no nextUpdate ("newer
-// information is available all the time", RFC 6960 §4.2.2.1). A CRL
-// always has one (x509.CreateRevocationList requires it).
+// information is available all the time", RFC 6960 §4.2.2.1), and the
+// CRL too (which RFC 5280 §5.1.2.5 forbids).
 func (ca *CA) OmitNextUpdate(omit bool) {
 	ca.mu.Lock()
 	defer ca.mu.Unlock()
@@ -282,7 +286,11 @@ func (ca *CA) serve(w http.ResponseWriter, r *http.Request) {
 				x509.RevocationListEntry{SerialNumber: n, RevocationTime: now.Add(-time.Minute), ReasonCode: reason,
 					ExtraExtensions: ca.entryExts})
 		}
-		der, err := x509.CreateRevocationList(rand.Reader, tmpl, ca.Cert, ca.signer())
+		signer := ca.signer()
+		der, err := x509.CreateRevocationList(rand.Reader, tmpl, ca.Cert, signer)
+		if err == nil && ca.noNext {
+			der, err = withoutNextUpdate(der, signer)
+		}
 		if err != nil {
 			http.Error(w, err.Error(), http.StatusInternalServerError)
 			return
@@ -386,4 +394,41 @@ func DeltaCRLIndicator(base int64) pkix.Extension {
 		panic(err)
 	}
 	return pkix.Extension{Id: asn1.ObjectIdentifier{2, 5, 29, 27}, Critical: true, Value: der}
+}
+
+// withoutNextUpdate re-signs the CRL der without its nextUpdate, which
+// x509.CreateRevocationList always writes (RFC 5280 §5.1: TBSCertList is
+// version, signature, issuer, thisUpdate, nextUpdate OPTIONAL, then the
+// entries and extensions).
+func withoutNextUpdate(der []byte, key crypto.Signer) ([]byte, error) {
+	in := cryptobyte.String(der)
+	var list, tbs, sigAlg, version, alg, issuer, this, next cryptobyte.String
+	if !in.ReadASN1(&list, cbasn1.SEQUENCE) || !list.ReadASN1(&tbs, cbasn1.SEQUENCE) ||
+		!list.ReadASN1Element(&sigAlg, cbasn1.SEQUENCE) || !tbs.ReadASN1Element(&version, cbasn1.INTEGER) ||
+		!tbs.ReadASN1Element(&alg, cbasn1.SEQUENCE) || !tbs.ReadASN1Element(&issuer, cbasn1.SEQUENCE) ||
+		!tbs.ReadAnyASN1Element(&this, nil) || !tbs.ReadAnyASN1Element(&next, nil) {
+		return nil, errors.New("certstatustest: cannot read the CRL it made")
+	}
+	b := cryptobyte.NewBuilder(nil)
+	b.AddASN1(cbasn1.SEQUENCE, func(b *cryptobyte.Builder) {
+		for _, part := range [][]byte{version, alg, issuer, this, tbs} {
+			b.AddBytes(part)
+		}
+	})
+	newTBS, err := b.Bytes()
+	if err != nil {
+		return nil, err
+	}
+	digest := sha256.Sum256(newTBS)
+	sig, err := key.Sign(rand.Reader, digest[:], crypto.SHA256)
+	if err != nil {
+		return nil, err
+	}
+	b = cryptobyte.NewBuilder(nil)
+	b.AddASN1(cbasn1.SEQUENCE, func(b *cryptobyte.Builder) {
+		b.AddBytes(newTBS)
+		b.AddBytes(sigAlg)
+		b.AddASN1BitString(sig)
+	})
+	return b.Bytes()
 }
