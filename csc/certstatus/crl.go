@@ -73,12 +73,16 @@ func crlCovers(crl *x509.RevocationList, cert *x509.Certificate) error {
 // distinct refuses an extension given twice (RFC 5280 §4.2, which §5.2
 // and §5.3 follow): which of the two counts would be a guess.
 func distinct(exts []pkix.Extension) error {
-	for i, ext := range exts {
-		for _, other := range exts[:i] {
-			if ext.Id.Equal(other.Id) {
-				return fmt.Errorf("extension %s given twice", ext.Id)
-			}
+	if len(exts) < 2 {
+		return nil
+	}
+	seen := make(map[string]bool, len(exts))
+	for _, ext := range exts {
+		id := ext.Id.String()
+		if seen[id] {
+			return fmt.Errorf("extension %s given twice", id)
 		}
+		seen[id] = true
 	}
 	return nil
 }
