@@ -269,15 +269,15 @@ func (c *Checker) Run(ctx context.Context, list func(context.Context) ([][][]byt
 }
 
 // wait is how long Run waits for the next refresh: Config.Refresh, or
-// until a tenth of it before the first current answer stops being
-// current (an OCSP response with a near nextUpdate, or without one and
-// so OCSPMaxAge after its thisUpdate), so that its successor is fetched
-// before signing has to stop; but at least a tenth of Refresh (at most a
-// minute, at least kickGap), so that an answer published close to its own
+// until a margin (a minute, or a tenth of Refresh if shorter) before the
+// first current answer stops being current (an OCSP response with a near
+// nextUpdate, or without one and so OCSPMaxAge after its thisUpdate), so
+// that its successor is fetched before signing has to stop; but at least
+// that margin (and kickGap), so that an answer published close to its own
 // end is not fetched again and again.
 func (c *Checker) wait() time.Duration {
-	margin := c.cfg.Refresh / 10
-	floor := min(c.cfg.Refresh, max(kickGap, min(margin, time.Minute)))
+	margin := min(c.cfg.Refresh/10, time.Minute)
+	floor := min(c.cfg.Refresh, max(kickGap, margin))
 	now := c.cfg.Now()
 	d := c.cfg.Refresh
 	c.mu.RLock()

@@ -271,7 +271,8 @@ func TestRunKickedByNewChain(t *testing.T) {
 // before the next tick (here a nextUpdate 4 s ahead, with a 20 s refresh
 // interval; an OCSP response without nextUpdate is the same, its end
 // being thisUpdate + ocsp_max_age) is fetched again before it ends, a
-// tenth of the interval ahead, and not more often than that.
+// tenth of the interval (at most a minute) ahead, and not more often than
+// that.
 func TestRunRefreshesBeforeAnswersEnd(t *testing.T) {
 	f := newFixture(t)
 	f.checker = certstatus.New(certstatus.Config{Now: f.clk.Now, Refresh: 20 * time.Second, Timeout: 2 * time.Second})
