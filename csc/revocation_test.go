@@ -196,7 +196,7 @@ func TestRevokedCertificateStaysRevoked(t *testing.T) {
 				t.Fatalf("after the %s: key %s cert %s; want disabled, revoked", tt.name, k, c)
 			}
 			r := e.call("signatures/signHash", bearer, signHashBody(cred, sad2, d2))
-			wantError(t, r, http.StatusBadRequest, "invalid_request", "Signing certificate 'O=Example Org,CN=alice signer' is revoked.")
+			wantError(t, r, http.StatusBadRequest, "invalid_request", "Signing certificate 'CN=alice signer,O=Example Org' is revoked.")
 		})
 	}
 }
