@@ -60,7 +60,7 @@ func onEtcd(c *Config) {
 }
 
 func defaultOIDC() OIDCConfig {
-	return OIDCConfig{ClaimNamespace: "com.vendor", PairwiseSaltFile: "./var/pairwise.salt", IDTokenTTL: time.Hour}
+	return OIDCConfig{ClaimNamespace: "com.vendor", PairwiseSaltFile: "./var/pairwise.salt", IDTokenTTL: time.Hour, SigningAlg: "RS256"}
 }
 
 func TestValidate(t *testing.T) {
@@ -250,6 +250,16 @@ func TestValidate(t *testing.T) {
 		{"refresh ttl 90 days", func(c *Config) { c.CSC.RefreshTokenTTL = 90 * 24 * time.Hour }, "", ""},
 		{"refresh ttl zero", func(c *Config) { c.CSC.RefreshTokenTTL = 0 }, "csc.refresh_token_ttl", "is not between 1m0s and 2160h0m0s"},
 		{"refresh ttl too long", func(c *Config) { c.CSC.RefreshTokenTTL = 91 * 24 * time.Hour }, "csc.refresh_token_ttl", "is not between"},
+
+		{"signing alg PS256", func(c *Config) { c.OIDC.SigningAlg = "PS256" }, "", ""},
+		{"signing alg ES256", func(c *Config) { c.OIDC.SigningAlg = "ES256" }, "", ""},
+		{"signing alg missing", func(c *Config) { c.OIDC.SigningAlg = "" }, "oidc.signing_alg", `"" is not one of RS256, PS256, ES256`},
+		{"signing alg none", func(c *Config) { c.OIDC.SigningAlg = "none" }, "oidc.signing_alg", `"none" is not one of RS256, PS256, ES256 (case-sensitive; none and HMAC algorithms are never allowed)`},
+		{"signing alg HS256", func(c *Config) { c.OIDC.SigningAlg = "HS256" }, "oidc.signing_alg", `"HS256" is not one of`},
+		{"signing alg lower case", func(c *Config) { c.OIDC.SigningAlg = "es256" }, "oidc.signing_alg", `"es256" is not one of`},
+		{"signing alg with space", func(c *Config) { c.OIDC.SigningAlg = "ES256 " }, "oidc.signing_alg", `"ES256 " is not one of`},
+		{"signing alg ES384", func(c *Config) { c.OIDC.SigningAlg = "ES384" }, "oidc.signing_alg", `"ES384" is not one of`},
+		{"signing alg 1000 bytes", func(c *Config) { c.OIDC.SigningAlg = strings.Repeat("R", 1000) }, "oidc.signing_alg", `"RRRRRRRRRRRRRRRRRRRR" is not one of`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

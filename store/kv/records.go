@@ -39,13 +39,13 @@ type proofRefRecord struct {
 }
 
 type clientRecord struct {
-	ID               string    `json:"id"`
-	Name             string    `json:"name,omitempty"`
-	SecretHash       string    `json:"secret_hash"`
-	RedirectURIs     []string  `json:"redirect_uris"`
-	Scopes           []string  `json:"scopes,omitempty"`
-	SectorIdentifier string    `json:"sector_identifier,omitempty"`
-	RequirePKCE      bool      `json:"require_pkce,omitempty"`
+	ID               string   `json:"id"`
+	Name             string   `json:"name,omitempty"`
+	SecretHash       string   `json:"secret_hash"`
+	RedirectURIs     []string `json:"redirect_uris"`
+	Scopes           []string `json:"scopes,omitempty"`
+	SectorIdentifier string   `json:"sector_identifier,omitempty"`
+	RequirePKCE      bool     `json:"require_pkce,omitempty"`
 	// IDTokenAlg is absent in records written before it existed: the
 	// provider's default algorithm.
 	IDTokenAlg string    `json:"id_token_signed_response_alg,omitempty"`
