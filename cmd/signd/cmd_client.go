@@ -29,6 +29,9 @@ func (a *app) clientCmd() *cobra.Command {
 				ID: args[0], Name: add.name, RedirectURIs: add.redirectURIs, Scopes: add.scopes,
 				SectorIdentifier: add.sector, RequirePKCE: add.requirePKCE, IDTokenAlg: add.idTokenAlg,
 			}
+			if cmd.Flags().Changed("id-token-alg") && add.idTokenAlg == "" {
+				return fmt.Errorf("--id-token-alg is empty: give RS256, PS256 or ES256, or leave the flag out for oidc.signing_alg")
+			}
 			if add.secretFile != "" {
 				s, err := a.readSecretFile("client secret", add.secretFile)
 				if err != nil {
