@@ -14,6 +14,7 @@ import (
 	"github.com/go-jose/go-jose/v4"
 	"github.com/miekg/pkcs11"
 
+	"github.com/signd/signd/hsm"
 	"github.com/signd/signd/hsm/hsmtest/softtoken"
 	"github.com/signd/signd/oidc"
 	"github.com/signd/signd/store"
@@ -299,17 +300,25 @@ func TestHostileAlgorithms(t *testing.T) {
 // algorithms to choose instead, and leaves no key record behind.
 func TestUnsupportedAlgorithm(t *testing.T) {
 	mechInvalid := fmt.Errorf("C_GenerateKeyPair: %w", pkcs11.Error(pkcs11.CKR_MECHANISM_INVALID))
+	// What hsm answers once it refuses a key type the token lacks by name.
+	byName := fmt.Errorf("%w: EC keys (the token has no CKM_EC_KEY_PAIR_GEN)", hsm.ErrUnsupportedAlgorithm)
 	tests := []struct {
 		alg, op, mech, want string
+		err                 error
 	}{
-		{"ES256", softtoken.OpGenerateEC, "CKM_EC_KEY_PAIR_GEN", "ES256 needs CKM_EC_KEY_PAIR_GEN, which the token lacks; choose RS256 or PS256"},
-		{"PS256", softtoken.OpSignDigest, "CKM_RSA_PKCS_PSS", "PS256 needs CKM_RSA_PKCS_PSS, which the token lacks; choose RS256 or ES256"},
-		{"RS256", softtoken.OpGenerateRSA, "CKM_RSA_PKCS_KEY_PAIR_GEN", "RS256 needs CKM_RSA_PKCS_KEY_PAIR_GEN, which the token lacks; choose ES256"},
+		{"ES256", softtoken.OpGenerateEC, "CKM_EC_KEY_PAIR_GEN", "ES256 needs CKM_EC_KEY_PAIR_GEN, which the token lacks; choose RS256 or PS256", mechInvalid},
+		{"ES256", softtoken.OpGenerateEC, "CKM_EC_KEY_PAIR_GEN", "ES256 needs CKM_EC_KEY_PAIR_GEN, which the token lacks; choose RS256 or PS256", byName},
+		{"PS256", softtoken.OpSignDigest, "CKM_RSA_PKCS_PSS", "PS256 needs CKM_RSA_PKCS_PSS, which the token lacks; choose RS256 or ES256", mechInvalid},
+		{"RS256", softtoken.OpGenerateRSA, "CKM_RSA_PKCS_KEY_PAIR_GEN", "RS256 needs CKM_RSA_PKCS_KEY_PAIR_GEN, which the token lacks; choose ES256", mechInvalid},
 	}
 	for _, tt := range tests {
-		t.Run(tt.alg, func(t *testing.T) {
+		how := "CKR_MECHANISM_INVALID"
+		if tt.err == byName {
+			how = "refused by hsm"
+		}
+		t.Run(tt.alg+" "+how, func(t *testing.T) {
 			tok := softtoken.New(softtoken.Options{})
-			tok.FailAlways(tt.op, mechInvalid)
+			tok.FailAlways(tt.op, tt.err)
 			ring := &oidc.KeyRing{Store: keyRingStore(memoryStore(t)), HSM: tok, Algorithm: tt.alg, IDTokenTTL: idTokenTTL}
 			_, err := ring.EnsureAlg(context.Background(), "")
 			if err == nil {
@@ -319,7 +328,7 @@ func TestUnsupportedAlgorithm(t *testing.T) {
 			if !errors.As(err, &u) || u.Algorithm != tt.alg || u.Mechanism != tt.mech {
 				t.Fatalf("err = %v, want an UnsupportedAlgorithmError for %s", err, tt.mech)
 			}
-			if !strings.Contains(err.Error(), tt.want) || !strings.Contains(err.Error(), "CKR_MECHANISM_INVALID") {
+			if !strings.Contains(err.Error(), tt.want) || !strings.Contains(err.Error(), tt.err.Error()) {
 				t.Errorf("message %q lacks %q", err, tt.want)
 			}
 			if tt.op != softtoken.OpSignDigest {

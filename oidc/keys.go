@@ -73,7 +73,8 @@ var (
 
 // UnsupportedAlgorithmError means the token cannot make or use a key of
 // Algorithm: it answered CKR_MECHANISM_INVALID (or refused the curve) for
-// Mechanism. Instead lists the algorithms that need other mechanisms.
+// Mechanism, or hsm refused the key type as one the token lacks
+// (hsm.ErrUnsupportedAlgorithm). Instead lists the algorithms that need other mechanisms.
 type UnsupportedAlgorithmError struct {
 	Algorithm string
 	Mechanism string // the PKCS#11 mechanism the token lacks
@@ -95,7 +96,8 @@ func (e *UnsupportedAlgorithmError) Unwrap() error { return e.Err }
 
 // unsupported turns a generation or signing error for alg into an
 // *UnsupportedAlgorithmError when the token said it lacks the mechanism
-// (CKR_MECHANISM_INVALID) or the curve; other errors pass unchanged.
+// (CKR_MECHANISM_INVALID) or the curve, or hsm refused the key type
+// (hsm.ErrUnsupportedAlgorithm); other errors pass unchanged.
 func (r *KeyRing) unsupported(alg string, generating bool, err error) error {
 	step := 1 // signing
 	if generating {
@@ -108,7 +110,14 @@ func (r *KeyRing) unsupported(alg string, generating bool, err error) error {
 	case "CKR_CURVE_NOT_SUPPORTED", "CKR_DOMAIN_PARAMS_INVALID":
 		mech = "the P-256 curve"
 	default:
-		return err
+		// An hsm that knows the token's mechanisms refuses by name
+		// before asking it; the key ring's own parameters (RSA-2048,
+		// P-256, SHA-256, a 32-byte PSS salt) are ones hsm supports, so
+		// the refusal is the token's.
+		if !errors.Is(err, hsm.ErrUnsupportedAlgorithm) {
+			return err
+		}
+		mech = mechanisms[alg][step]
 	}
 	e := &UnsupportedAlgorithmError{Algorithm: alg, Mechanism: mech, Err: err}
 	if l, ok := r.HSM.(interface{ Label() string }); ok {

@@ -34,8 +34,9 @@ func (s *services) ensureSigningKeys(ctx context.Context) (*store.SigningKey, er
 	// Where the token's capabilities are known before any key is made
 	// (the mechanism list of C_GetMechanismList), a missing
 	// CKM_EC_KEY_PAIR_GEN or CKM_RSA_PKCS_PSS could be refused here
-	// without the generation attempt; until then the token's answer to
-	// the generation or the probe signature says it.
+	// without the generation attempt; until then the token's answer (or
+	// hsm's ErrUnsupportedAlgorithm) to the generation or the probe
+	// signature says it.
 	active, err := s.keys.Ensure(ctx)
 	if err == nil {
 		err = s.probeSigningKeys(ctx, s.keys.Required())
