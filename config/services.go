@@ -3,6 +3,8 @@ package config
 import (
 	"fmt"
 	"regexp"
+	"slices"
+	"strings"
 	"time"
 )
 
@@ -89,7 +91,15 @@ type OIDCConfig struct {
 	ClaimNamespace   string        `mapstructure:"claim_namespace"`
 	PairwiseSaltFile string        `mapstructure:"pairwise_salt_file"`
 	IDTokenTTL       time.Duration `mapstructure:"id_token_ttl"`
+	// SigningAlg is the JWS algorithm of the ID tokens of clients that
+	// registered none: RS256, PS256 or ES256.
+	SigningAlg string `mapstructure:"signing_alg"`
 }
+
+// SigningAlgs returns the values of oidc.signing_alg (the store's
+// JWSAlgorithms): asymmetric algorithms with a key in the HSM, never none
+// or an HMAC algorithm.
+func SigningAlgs() []string { return []string{"RS256", "PS256", "ES256"} }
 
 func serviceKeys() []Key {
 	return []Key{
@@ -168,6 +178,8 @@ func serviceKeys() []Key {
 			Usage: "secret salt of pairwise subjects; created (0600) on first start, never rotate"},
 		{Name: "oidc.id_token_ttl", Default: time.Hour,
 			Usage: "lifetime of an ID token (1m to 24h)"},
+		{Name: "oidc.signing_alg", Default: "RS256",
+			Usage: "ID-token signature of clients that registered none: RS256, PS256 or ES256 (an RS256 key is kept as well)"},
 	}
 }
 
@@ -294,5 +306,15 @@ func (o *OIDCConfig) checks() []check {
 		{"oidc.claim_namespace", matches(namespaceRE, o.ClaimNamespace, "a dotted lower-case namespace such as com.vendor")},
 		{"oidc.pairwise_salt_file", nonEmpty(o.PairwiseSaltFile)},
 		{"oidc.id_token_ttl", within(o.IDTokenTTL, time.Minute, 24*time.Hour)},
+		{"oidc.signing_alg", signingAlgProblem(o.SigningAlg)},
 	}
+}
+
+// signingAlgProblem checks oidc.signing_alg: exactly one of SigningAlgs
+// (JWS alg values are case-sensitive, RFC 7515 §4.1.1).
+func signingAlgProblem(alg string) string {
+	if slices.Contains(SigningAlgs(), alg) {
+		return ""
+	}
+	return fmt.Sprintf("%.20q is not one of %s (case-sensitive; none and HMAC algorithms are never allowed)", alg, strings.Join(SigningAlgs(), ", "))
 }

@@ -61,7 +61,7 @@ func onEtcd(c *Config) {
 }
 
 func defaultOIDC() OIDCConfig {
-	return OIDCConfig{ClaimNamespace: "com.vendor", PairwiseSaltFile: "./var/pairwise.salt", IDTokenTTL: time.Hour}
+	return OIDCConfig{ClaimNamespace: "com.vendor", PairwiseSaltFile: "./var/pairwise.salt", IDTokenTTL: time.Hour, SigningAlg: "RS256"}
 }
 
 func TestValidate(t *testing.T) {
@@ -269,6 +269,15 @@ func TestValidate(t *testing.T) {
 		{"lockout base over max", func(c *Config) { c.OAuth.Lockout.Base = 2 * time.Hour }, "oauth.lockout.max", "1h0m0s is shorter than oauth.lockout.base (2h0m0s)"},
 		{"lockout permanent after negative", func(c *Config) { c.OAuth.Lockout.PermanentAfter = -1 }, "oauth.lockout.permanent_after", "must be between 0 and 100, got -1"},
 		{"lockout permanent after too many", func(c *Config) { c.OAuth.Lockout.PermanentAfter = 101 }, "oauth.lockout.permanent_after", "must be between 0 and 100, got 101"},
+		{"signing alg PS256", func(c *Config) { c.OIDC.SigningAlg = "PS256" }, "", ""},
+		{"signing alg ES256", func(c *Config) { c.OIDC.SigningAlg = "ES256" }, "", ""},
+		{"signing alg missing", func(c *Config) { c.OIDC.SigningAlg = "" }, "oidc.signing_alg", `"" is not one of RS256, PS256, ES256`},
+		{"signing alg none", func(c *Config) { c.OIDC.SigningAlg = "none" }, "oidc.signing_alg", `"none" is not one of RS256, PS256, ES256 (case-sensitive; none and HMAC algorithms are never allowed)`},
+		{"signing alg HS256", func(c *Config) { c.OIDC.SigningAlg = "HS256" }, "oidc.signing_alg", `"HS256" is not one of`},
+		{"signing alg lower case", func(c *Config) { c.OIDC.SigningAlg = "es256" }, "oidc.signing_alg", `"es256" is not one of`},
+		{"signing alg with space", func(c *Config) { c.OIDC.SigningAlg = "ES256 " }, "oidc.signing_alg", `"ES256 " is not one of`},
+		{"signing alg ES384", func(c *Config) { c.OIDC.SigningAlg = "ES384" }, "oidc.signing_alg", `"ES384" is not one of`},
+		{"signing alg 1000 bytes", func(c *Config) { c.OIDC.SigningAlg = strings.Repeat("R", 1000) }, "oidc.signing_alg", `"RRRRRRRRRRRRRRRRRRRR" is not one of`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -1,6 +1,7 @@
 package oidc
 
 import (
+	"context"
 	"net/http"
 
 	"github.com/labstack/echo/v4"
@@ -34,8 +35,14 @@ type Discovery struct {
 }
 
 // Metadata returns the discovery document. Every endpoint is the issuer
-// (server.base_url) plus its path.
-func (p *Provider) Metadata() *Discovery {
+// (server.base_url) plus its path. id_token_signing_alg_values_supported
+// lists the algorithms with an active key, the default (oidc.signing_alg)
+// first; RS256 is always among them (Discovery §3).
+func (p *Provider) Metadata(ctx context.Context) (*Discovery, error) {
+	algs, err := p.Keys.Algorithms(ctx)
+	if err != nil {
+		return nil, err
+	}
 	clientAuth := []string{"client_secret_basic", "client_secret_post"}
 	return &Discovery{
 		Issuer:                                     p.Issuer,
@@ -49,7 +56,7 @@ func (p *Provider) Metadata() *Discovery {
 		ResponseModesSupported:                     []string{"query"},
 		GrantTypesSupported:                        []string{"authorization_code"},
 		SubjectTypesSupported:                      []string{"pairwise"},
-		IDTokenSigningAlgValuesSupported:           []string{Algorithm},
+		IDTokenSigningAlgValuesSupported:           algs,
 		TokenEndpointAuthMethodsSupported:          clientAuth,
 		RevocationEndpointAuthMethodsSupported:     clientAuth,
 		CodeChallengeMethodsSupported:              []string{"S256"},
@@ -57,11 +64,15 @@ func (p *Provider) Metadata() *Discovery {
 		UILocalesSupported:                         []string{"nl", "en"},
 		DisplayValuesSupported:                     []string{"page"},
 		AuthorizationResponseISSParameterSupported: true,
-	}
+	}, nil
 }
 
 func (p *Provider) discovery(c echo.Context) error {
-	return c.JSON(http.StatusOK, p.Metadata())
+	md, err := p.Metadata(c.Request().Context())
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, md)
 }
 
 func (p *Provider) jwks(c echo.Context) error {

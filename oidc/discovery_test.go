@@ -1,6 +1,7 @@
 package oidc_test
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"reflect"
@@ -85,7 +86,10 @@ func TestItem01Discovery(t *testing.T) {
 func TestDiscoveryNamespace(t *testing.T) {
 	f := newFixture(t)
 	f.p.Claims.Namespace = "nl.example"
-	md := f.p.Metadata()
+	md, err := f.p.Metadata(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
 	if want := []string{"openid", "email", "nl.example.personal_info", "nl.example.id_number", "nl.example.proof"}; !reflect.DeepEqual(md.ScopesSupported, want) {
 		t.Errorf("scopes_supported = %v", md.ScopesSupported)
 	}

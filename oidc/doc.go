@@ -2,9 +2,10 @@
 //
 //   - discovery (GET /.well-known/openid-configuration) and the JWKS
 //     (GET /.well-known/jwks.json);
-//   - the ID-token signing keys: RSA key pairs generated inside the HSM,
-//     their life cycle (next → active → retired, see KeyRing) and RS256
-//     signing through go-jose with the HSM key as an opaque signer;
+//   - the ID-token signing keys: RSA (RS256, PS256) and EC P-256 (ES256)
+//     key pairs generated inside the HSM, one life cycle per algorithm
+//     (next → active → retired, see KeyRing), and the compact JWS signed
+//     by the HSM in each algorithm (signer.go);
 //   - GET and POST /userinfo with the claims of the granted scopes that
 //     the user approved on the consent page as they are now (what the
 //     user saw is what the relying party gets);

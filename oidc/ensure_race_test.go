@@ -2,6 +2,9 @@ package oidc_test
 
 import (
 	"context"
+	"crypto/elliptic"
+	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -13,16 +16,26 @@ import (
 )
 
 // gatedHSM holds every GenerateRSA until n of them have generated their
-// key, so n daemons all find the store empty before any of them commits.
+// key, so n daemons all find the store empty before any of them commits;
+// ec, when set, does the same for GenerateEC.
 type gatedHSM struct {
 	oidc.KeyStore
-	wg *sync.WaitGroup
+	wg, ec *sync.WaitGroup
 }
 
 func (g gatedHSM) GenerateRSA(ctx context.Context, label string, bits int) (*hsm.KeyInfo, error) {
 	info, err := g.KeyStore.GenerateRSA(ctx, label, bits)
 	g.wg.Done()
 	g.wg.Wait()
+	return info, err
+}
+
+func (g gatedHSM) GenerateEC(ctx context.Context, label string, curve elliptic.Curve) (*hsm.KeyInfo, error) {
+	info, err := g.KeyStore.GenerateEC(ctx, label, curve)
+	if g.ec != nil {
+		g.ec.Done()
+		g.ec.Wait()
+	}
 	return info, err
 }
 
@@ -92,4 +105,63 @@ func oidcKeyLabels(t *testing.T, ctx context.Context) []string {
 		}
 	}
 	return labels
+}
+
+// TestEnsureRaceTwoAlgorithms: daemons configured for ES256 start at once
+// on a fresh provider and each generates an ES256 and an RS256 key. Every
+// Ensure reports the same ES256 key; exactly one active key per algorithm
+// is published and the losers' key pairs of both kinds are destroyed.
+func TestEnsureRaceTwoAlgorithms(t *testing.T) {
+	const nodes = 4
+	db := memory.New(memory.Options{})
+	t.Cleanup(func() { db.Close() })
+	ctx := context.Background()
+	before := oidcKeyLabels(t, ctx)
+
+	var rsaGate, ecGate sync.WaitGroup
+	rsaGate.Add(nodes)
+	ecGate.Add(nodes)
+	kids := make([]string, nodes)
+	errs := make([]error, nodes)
+	var wg sync.WaitGroup
+	for i := range nodes {
+		ring := &oidc.KeyRing{Store: keyRingStore(db), HSM: gatedHSM{KeyStore: token, wg: &rsaGate, ec: &ecGate}, Algorithm: "ES256", IDTokenTTL: idTokenTTL}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			k, err := ring.Ensure(ctx)
+			if err == nil {
+				kids[i] = k.KID
+			}
+			errs[i] = err
+		}()
+	}
+	wg.Wait()
+
+	ring := &oidc.KeyRing{Store: keyRingStore(db), HSM: token, IDTokenTTL: idTokenTTL}
+	t.Cleanup(func() { destroyKeys(t, ring) })
+	ks, err := ring.Keys(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	es := ""
+	for _, k := range ks {
+		got = append(got, fmt.Sprintf("%s %s", k.Algorithm, k.State))
+		if k.Algorithm == "ES256" {
+			es = k.KID
+		}
+	}
+	slices.Sort(got)
+	if !slices.Equal(got, []string{"ES256 active", "RS256 active"}) {
+		t.Fatalf("published keys %v, want one active ES256 and one active RS256 key", got)
+	}
+	for i := range nodes {
+		if errs[i] != nil || kids[i] != es {
+			t.Errorf("node %d: Ensure = %q, %v; want the ES256 key %s", i, kids[i], errs[i], es)
+		}
+	}
+	if added := len(oidcKeyLabels(t, ctx)) - len(before); added != 2 {
+		t.Errorf("%d new ID-token key pairs left in the HSM, want 2 (the losers' keys destroyed)", added)
+	}
 }

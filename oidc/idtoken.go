@@ -18,6 +18,9 @@ type IDToken struct {
 	// AccessToken is the access token issued beside the ID token; at_hash
 	// is computed from it.
 	AccessToken string
+	// Alg is the client's id_token_signed_response_alg; "" is the
+	// provider's default (oidc.signing_alg).
+	Alg string
 }
 
 // idTokenClaims is the ID token payload. Times are NumericDate seconds.
@@ -32,9 +35,9 @@ type idTokenClaims struct {
 	AtHash   string `json:"at_hash,omitempty"`
 }
 
-// AtHash returns the at_hash of an access token for RS256 (OpenID Connect
-// Core §3.1.3.6): base64url of the left half of SHA-256 of its ASCII
-// octets.
+// AtHash returns the at_hash of an access token (OpenID Connect Core
+// §3.1.3.6): base64url of the left half of SHA-256 of its ASCII octets,
+// SHA-256 being the hash of each of RS256, PS256 and ES256.
 func AtHash(accessToken string) string {
 	sum := sha256.Sum256([]byte(accessToken))
 	return base64.RawURLEncoding.EncodeToString(sum[:len(sum)/2])
@@ -42,8 +45,9 @@ func AtHash(accessToken string) string {
 
 // Sign issues an ID token: iss, sub, aud (the client ID, one audience, so
 // no azp), exp = now + TTL, iat, auth_time (always: max_age and strict
-// relying parties need it), nonce when sent and at_hash, signed RS256 in the
-// HSM with header kid.
+// relying parties need it), nonce when sent and at_hash, signed in the HSM
+// by t.Alg's active key (the default algorithm's when t.Alg is "") with
+// header kid.
 func (p *Provider) Sign(ctx context.Context, t IDToken) (string, error) {
 	if t.ClientID == "" || t.Subject == "" || t.AuthTime.IsZero() {
 		return "", errors.New("oidc: ID token needs a client, a subject and an authentication time")
@@ -57,5 +61,5 @@ func (p *Provider) Sign(ctx context.Context, t IDToken) (string, error) {
 	if t.AccessToken != "" {
 		c.AtHash = AtHash(t.AccessToken)
 	}
-	return p.Keys.Sign(ctx, c)
+	return p.Keys.Sign(ctx, t.Alg, c)
 }

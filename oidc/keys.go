@@ -3,13 +3,17 @@ package oidc
 import (
 	"context"
 	"crypto"
+	"crypto/ecdsa"
+	"crypto/elliptic"
 	"crypto/rsa"
 	"crypto/x509"
 	"encoding/base64"
 	"errors"
 	"fmt"
 	"log/slog"
-	"sync/atomic"
+	"slices"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/go-jose/go-jose/v4"
@@ -19,13 +23,16 @@ import (
 )
 
 // KeyStore is what the KeyRing needs of the HSM: generate, sign with and
-// destroy RSA keys named by their HSM ID. *hsm.Token satisfies it, and so
-// does the software token of the unit tests (hsm/hsmtest/softtoken).
+// destroy RSA and EC keys named by their HSM ID. *hsm.Token satisfies it,
+// and so does the software token of the unit tests
+// (hsm/hsmtest/softtoken).
 type KeyStore interface {
 	GenerateRSA(ctx context.Context, label string, bits int) (*hsm.KeyInfo, error)
-	// SignDigest makes an RSA PKCS#1 v1.5 signature over a DigestInfo of
-	// digest with the key whose HSM ID is id.
-	SignDigest(ctx context.Context, id []byte, hash crypto.Hash, digest []byte) ([]byte, error)
+	GenerateEC(ctx context.Context, label string, curve elliptic.Curve) (*hsm.KeyInfo, error)
+	// SignDigestOpts signs digest with the key whose HSM ID is id: RSA
+	// PKCS#1 v1.5 (opts a crypto.Hash), RSASSA-PSS (opts *rsa.PSSOptions)
+	// or ECDSA with a DER ECDSA-Sig-Value (an EC key).
+	SignDigestOpts(ctx context.Context, id []byte, opts crypto.SignerOpts, digest []byte) ([]byte, error)
 	DestroyKey(ctx context.Context, id []byte) error
 }
 
@@ -41,8 +48,10 @@ const (
 	// retired key leaves the JWKS: relying parties tolerate some clock
 	// skew on exp.
 	DefaultRetireLeeway = 5 * time.Minute
-	// Algorithm is the one JWS algorithm signd signs ID tokens with.
-	Algorithm = "RS256"
+	// DefaultAlgorithm is the JWS algorithm of ID tokens when
+	// oidc.signing_alg is not set, and the one a provider always offers
+	// (OpenID Connect Core §15.1, Discovery §3).
+	DefaultAlgorithm = store.JWSRS256
 )
 
 // Errors of the key life cycle. The admin layer turns them into operator
@@ -57,22 +66,99 @@ var (
 	// ErrNextKeyTooNew: Rotate found the next key published for less than
 	// the pre-publication time.
 	ErrNextKeyTooNew = errors.New("oidc: the next signing key was published too recently")
+	// ErrUnknownAlgorithm: an algorithm that is not one of
+	// store.JWSAlgorithms (never "none" or an HMAC algorithm).
+	ErrUnknownAlgorithm = errors.New("oidc: not an ID-token signing algorithm (RS256, PS256 or ES256)")
 )
+
+// UnsupportedAlgorithmError means the token cannot make or use a key of
+// Algorithm: it answered CKR_MECHANISM_INVALID (or refused the curve) for
+// Mechanism, or hsm refused the key type as one the token lacks
+// (hsm.ErrUnsupportedAlgorithm). Instead lists the algorithms that need other mechanisms.
+type UnsupportedAlgorithmError struct {
+	Algorithm string
+	Mechanism string // the PKCS#11 mechanism the token lacks
+	Token     string // the token's label, "" if the KeyStore does not tell
+	Instead   []string
+	Err       error
+}
+
+func (e *UnsupportedAlgorithmError) Error() string {
+	tok := "the token"
+	if e.Token != "" {
+		tok = fmt.Sprintf("token %q", e.Token)
+	}
+	return fmt.Sprintf("%s needs %s, which %s lacks; choose %s (%v)",
+		e.Algorithm, e.Mechanism, tok, strings.Join(e.Instead, " or "), e.Err)
+}
+
+func (e *UnsupportedAlgorithmError) Unwrap() error { return e.Err }
+
+// unsupported turns a generation or signing error for alg into an
+// *UnsupportedAlgorithmError when the token said it lacks the mechanism
+// (CKR_MECHANISM_INVALID) or the curve, or hsm refused the key type
+// (hsm.ErrUnsupportedAlgorithm); other errors pass unchanged.
+func (r *KeyRing) unsupported(alg string, generating bool, err error) error {
+	step := 1 // signing
+	if generating {
+		step = 0
+	}
+	var mech string
+	switch hsm.ReturnCode(err) {
+	case "CKR_MECHANISM_INVALID":
+		mech = mechanisms[alg][step]
+	case "CKR_CURVE_NOT_SUPPORTED", "CKR_DOMAIN_PARAMS_INVALID":
+		mech = "the P-256 curve"
+	default:
+		// An hsm that knows the token's mechanisms refuses by name
+		// before asking it; the key ring's own parameters (RSA-2048,
+		// P-256, SHA-256, a 32-byte PSS salt) are ones hsm supports, so
+		// the refusal is the token's.
+		if !errors.Is(err, hsm.ErrUnsupportedAlgorithm) {
+			return err
+		}
+		mech = mechanisms[alg][step]
+	}
+	e := &UnsupportedAlgorithmError{Algorithm: alg, Mechanism: mech, Err: err}
+	if l, ok := r.HSM.(interface{ Label() string }); ok {
+		e.Token = l.Label()
+	}
+	for _, a := range store.JWSAlgorithms() {
+		if mechanisms[a][step] != mechanisms[alg][step] {
+			e.Instead = append(e.Instead, a)
+		}
+	}
+	return e
+}
+
+// mechanisms are the PKCS#11 mechanisms each algorithm needs: key-pair
+// generation and signing.
+var mechanisms = map[string][2]string{
+	store.JWSRS256: {"CKM_RSA_PKCS_KEY_PAIR_GEN", "CKM_RSA_PKCS"},
+	store.JWSPS256: {"CKM_RSA_PKCS_KEY_PAIR_GEN", "CKM_RSA_PKCS_PSS"},
+	store.JWSES256: {"CKM_EC_KEY_PAIR_GEN", "CKM_ECDSA"},
+}
 
 // KeyRing manages the ID-token signing keys. The key records (state, times,
 // public key) live in the store, so every process agrees on which key signs
 // and which are only published; the private keys live in the HSM.
 //
-// Life cycle: a key is created "next" (published in the JWKS, not signing),
-// Rotate promotes it to "active" (signing) once it has been published for
-// PrePublish and retires the previously active key; a retired key stays in
-// the JWKS until RetiredAt + IDTokenTTL + RetireLeeway (every ID token it
-// signed has expired by then) and is then destroyed by Purge. The very
-// first key of a provider is active at once: there is nothing a relying
-// party could have cached.
+// Each algorithm (RS256, PS256, ES256) has its own keys and life cycle: a
+// key is created "next" (published in the JWKS, not signing), Rotate
+// promotes it to "active" (signing) once it has been published for
+// PrePublish and retires the previously active key of its algorithm; a
+// retired key stays in the JWKS until RetiredAt + IDTokenTTL + RetireLeeway
+// (every ID token it signed has expired by then) and is then destroyed by
+// Purge. The first key of an algorithm is active at once: no ID token of
+// that algorithm exists that a relying party could verify with a cached
+// JWKS. The provider holds an active key for RS256 (every provider must
+// offer it), for Algorithm and for each algorithm a client registered.
 type KeyRing struct {
 	Store KeyRingStore
 	HSM   KeyStore
+	// Algorithm is oidc.signing_alg: the algorithm of the ID tokens of
+	// clients that registered none; "" means DefaultAlgorithm (RS256).
+	Algorithm string
 	// IDTokenTTL is the ID-token lifetime (oidc.id_token_ttl).
 	IDTokenTTL time.Duration
 	// PrePublish is how long a next key is published before it may sign;
@@ -84,9 +170,36 @@ type KeyRing struct {
 	Now          func() time.Time // nil = time.Now
 	Logger       *slog.Logger     // nil = discard
 
-	// active is the active key prepared for signing, rebuilt when Sign
-	// finds another active record in the store.
-	active atomic.Pointer[signingKey]
+	// active holds, per algorithm, the active key prepared for signing
+	// (*signingKey), rebuilt when Sign finds another active record in the
+	// store.
+	active sync.Map
+}
+
+// DefaultAlg returns the algorithm of clients that registered none.
+func (r *KeyRing) DefaultAlg() string {
+	if r.Algorithm != "" {
+		return r.Algorithm
+	}
+	return DefaultAlgorithm
+}
+
+// Required returns the algorithms the provider always holds an active key
+// for: the default and RS256, the default first.
+func (r *KeyRing) Required() []string {
+	return slices.Compact([]string{r.DefaultAlg(), DefaultAlgorithm})
+}
+
+// alg resolves an algorithm argument: "" is the default; anything but
+// store.JWSAlgorithms is ErrUnknownAlgorithm.
+func (r *KeyRing) alg(alg string) (string, error) {
+	if alg == "" {
+		alg = r.DefaultAlg()
+	}
+	if !store.ValidJWSAlgorithm(alg) {
+		return "", fmt.Errorf("%w: %.20q", ErrUnknownAlgorithm, alg)
+	}
+	return alg, nil
 }
 
 func (r *KeyRing) now() time.Time {
@@ -153,15 +266,37 @@ func (r *KeyRing) Keys(ctx context.Context) ([]store.SigningKey, error) {
 	return ks, err
 }
 
-// Ensure makes sure a key is active: on a fresh provider it generates the
-// first key and activates it at once; when only a next key exists it
-// promotes that one. It reports the active key. Several daemons on one
-// shared store may start at once: when another one publishes or promotes
-// a key first, Ensure destroys the key it generated itself and reports
-// the key that won, instead of publishing a second one.
+// Ensure makes sure a key of each Required algorithm is active (see
+// EnsureAlg) and reports the active key of the default algorithm.
 func (r *KeyRing) Ensure(ctx context.Context) (*store.SigningKey, error) {
+	var def *store.SigningKey
+	for _, alg := range r.Required() {
+		k, err := r.EnsureAlg(ctx, alg)
+		if err != nil {
+			return nil, err
+		}
+		if def == nil {
+			def = k
+		}
+	}
+	return def, nil
+}
+
+// EnsureAlg makes sure a key of alg ("" = the default) is active: without
+// any it generates the first key of alg and activates it at once; when
+// only a next key exists it promotes that one. It reports the active key.
+// Several daemons on one shared store may start at once: when another one
+// publishes or promotes a key first, EnsureAlg destroys the key it
+// generated itself and reports the key that won, instead of publishing a
+// second one. A token that lacks the mechanism gives an
+// *UnsupportedAlgorithmError.
+func (r *KeyRing) EnsureAlg(ctx context.Context, alg string) (*store.SigningKey, error) {
+	alg, err := r.alg(alg)
+	if err != nil {
+		return nil, err
+	}
 	for attempt := 1; ; attempt++ {
-		k, err := r.ensureOnce(ctx)
+		k, err := r.ensureOnce(ctx, alg)
 		if attempt < ensureAttempts && (errors.Is(err, errKeyAppeared) || errors.Is(err, ErrNoNextKey)) {
 			continue
 		}
@@ -177,69 +312,110 @@ const ensureAttempts = 4
 // published meanwhile.
 var errKeyAppeared = errors.New("oidc: another daemon published a signing key first")
 
-func (r *KeyRing) ensureOnce(ctx context.Context) (*store.SigningKey, error) {
+func (r *KeyRing) ensureOnce(ctx context.Context, alg string) (*store.SigningKey, error) {
 	ks, err := r.Keys(ctx)
 	if err != nil {
 		return nil, err
 	}
-	if k := find(ks, store.SigningKeyActive); k != nil {
+	if k := find(ks, alg, store.SigningKeyActive); k != nil {
 		return k, nil
 	}
-	if k := find(ks, store.SigningKeyNext); k != nil {
-		return r.promote(ctx, k.KID, true)
+	if k := find(ks, alg, store.SigningKeyNext); k != nil {
+		return r.promote(ctx, alg, k.KID, true)
 	}
-	return r.create(ctx, true)
+	return r.create(ctx, alg, true)
 }
 
-func find(ks []store.SigningKey, state store.SigningKeyState) *store.SigningKey {
+// find returns the newest key of alg in state, or nil.
+func find(ks []store.SigningKey, alg string, state store.SigningKeyState) *store.SigningKey {
 	for i := len(ks) - 1; i >= 0; i-- {
-		if ks[i].State == state {
+		if ks[i].State == state && ks[i].Algorithm == alg {
 			return &ks[i]
 		}
 	}
 	return nil
 }
 
-// Create generates a key pair in the HSM and publishes it as the next key;
-// when no key is active yet, the new key is active at once. A second next
-// key is refused (ErrNextKeyExists): rotate first. If the store write fails
-// the HSM key is destroyed again.
-func (r *KeyRing) Create(ctx context.Context) (*store.SigningKey, error) {
-	return r.create(ctx, false)
-}
-
-// create is Create; first (Ensure) publishes the key only while the store
-// holds no active and no next key, and otherwise gives errKeyAppeared.
-func (r *KeyRing) create(ctx context.Context, first bool) (*store.SigningKey, error) {
+// Algorithms returns what discovery offers: the Required algorithms (the
+// daemon makes their keys at start) and those another key is active for (a
+// client registered them), the default first, then in the order of
+// store.JWSAlgorithms.
+func (r *KeyRing) Algorithms(ctx context.Context) ([]string, error) {
 	ks, err := r.Keys(ctx)
 	if err != nil {
 		return nil, err
 	}
-	if k := find(ks, store.SigningKeyNext); k != nil {
-		return nil, fmt.Errorf("%w: %s (published %s)", ErrNextKeyExists, k.KID, k.CreatedAt.Format(time.RFC3339))
+	out := r.Required()
+	for _, alg := range store.JWSAlgorithms() {
+		if find(ks, alg, store.SigningKeyActive) != nil && !slices.Contains(out, alg) {
+			out = append(out, alg)
+		}
+	}
+	return out, nil
+}
+
+// Create generates a key pair for alg ("" = the default) in the HSM and
+// publishes it as the next key of alg; when no key of alg is active yet,
+// the new key is active at once. A second next key of one algorithm is
+// refused (ErrNextKeyExists): rotate first. If the store write fails the
+// HSM key is destroyed again.
+func (r *KeyRing) Create(ctx context.Context, alg string) (*store.SigningKey, error) {
+	alg, err := r.alg(alg)
+	if err != nil {
+		return nil, err
+	}
+	return r.create(ctx, alg, false)
+}
+
+// generate makes a key pair for alg in the HSM: RSA 2048 for RS256 and
+// PS256, EC P-256 for ES256.
+func (r *KeyRing) generate(ctx context.Context, alg, label string) (*hsm.KeyInfo, error) {
+	var info *hsm.KeyInfo
+	var err error
+	if alg == store.JWSES256 {
+		info, err = r.HSM.GenerateEC(ctx, label, elliptic.P256())
+	} else {
+		info, err = r.HSM.GenerateRSA(ctx, label, KeyBits)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("oidc: generate %s signing key: %w", alg, r.unsupported(alg, true, err))
+	}
+	return info, nil
+}
+
+// create is Create; first (EnsureAlg) publishes the key only while the
+// store holds no active and no next key of alg, and otherwise gives
+// errKeyAppeared.
+func (r *KeyRing) create(ctx context.Context, alg string, first bool) (*store.SigningKey, error) {
+	ks, err := r.Keys(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if k := find(ks, alg, store.SigningKeyNext); k != nil {
+		return nil, fmt.Errorf("%w: %s %s (published %s)", ErrNextKeyExists, alg, k.KID, k.CreatedAt.Format(time.RFC3339))
 	}
 	id, err := store.NewID()
 	if err != nil {
 		return nil, err
 	}
-	info, err := r.HSM.GenerateRSA(ctx, "signd-oidc-"+id, KeyBits)
+	info, err := r.generate(ctx, alg, "signd-oidc-"+id)
 	if err != nil {
-		return nil, fmt.Errorf("oidc: generate signing key: %w", err)
+		return nil, err
 	}
-	k, err := newSigningKey(info, r.now())
+	k, err := newSigningKey(info, alg, r.now())
 	if err == nil {
 		err = r.Store.Update(ctx, func(tx store.OIDCTx) error {
 			cur, err := tx.SigningKeys()
 			if err != nil {
 				return err
 			}
-			if first && (find(cur, store.SigningKeyActive) != nil || find(cur, store.SigningKeyNext) != nil) {
+			if first && (find(cur, alg, store.SigningKeyActive) != nil || find(cur, alg, store.SigningKeyNext) != nil) {
 				return errKeyAppeared
 			}
-			if n := find(cur, store.SigningKeyNext); n != nil {
-				return fmt.Errorf("%w: %s", ErrNextKeyExists, n.KID)
+			if n := find(cur, alg, store.SigningKeyNext); n != nil {
+				return fmt.Errorf("%w: %s %s", ErrNextKeyExists, alg, n.KID)
 			}
-			if find(cur, store.SigningKeyActive) == nil {
+			if find(cur, alg, store.SigningKeyActive) == nil {
 				k.State, k.ActivatedAt = store.SigningKeyActive, k.CreatedAt
 			}
 			return tx.CreateSigningKey(k)
@@ -251,11 +427,11 @@ func (r *KeyRing) create(ctx context.Context, first bool) (*store.SigningKey, er
 		}
 		return nil, err
 	}
-	r.log().Info("oidc: signing key created", "kid", k.KID, "state", k.State, "label", k.Label)
+	r.log().Info("oidc: signing key created", "kid", k.KID, "alg", alg, "state", k.State, "label", k.Label)
 	return k, nil
 }
 
-func newSigningKey(info *hsm.KeyInfo, now time.Time) (*store.SigningKey, error) {
+func newSigningKey(info *hsm.KeyInfo, alg string, now time.Time) (*store.SigningKey, error) {
 	kid, err := Thumbprint(info.Public)
 	if err != nil {
 		return nil, err
@@ -265,7 +441,7 @@ func newSigningKey(info *hsm.KeyInfo, now time.Time) (*store.SigningKey, error) 
 		return nil, err
 	}
 	return &store.SigningKey{
-		KID: kid, KeyID: info.ID, Label: info.Label, Algorithm: Algorithm,
+		KID: kid, KeyID: info.ID, Label: info.Label, Algorithm: alg,
 		PublicKey: der, State: store.SigningKeyNext, CreatedAt: now,
 	}, nil
 }
@@ -277,24 +453,30 @@ type Rotation struct {
 	Purged  []string          // KIDs of retired keys removed because their tokens expired
 }
 
-// Rotate promotes the next key to active and retires the active one. The
-// next key must have been published for PrePublish (ErrNextKeyTooNew)
-// unless force is set; without a next key it fails with ErrNoNextKey.
-// Afterwards it purges retired keys whose tokens have all expired.
-func (r *KeyRing) Rotate(ctx context.Context, force bool) (*Rotation, error) {
+// Rotate promotes the next key of alg ("" = the default) to active and
+// retires the active key of alg; keys of other algorithms are left as
+// they are. The next key must have been published for PrePublish
+// (ErrNextKeyTooNew) unless force is set; without a next key it fails with
+// ErrNoNextKey. Afterwards it purges retired keys whose tokens have all
+// expired.
+func (r *KeyRing) Rotate(ctx context.Context, alg string, force bool) (*Rotation, error) {
+	alg, err := r.alg(alg)
+	if err != nil {
+		return nil, err
+	}
 	ks, err := r.Keys(ctx)
 	if err != nil {
 		return nil, err
 	}
-	next := find(ks, store.SigningKeyNext)
+	next := find(ks, alg, store.SigningKeyNext)
 	if next == nil {
-		return nil, ErrNoNextKey
+		return nil, fmt.Errorf("%w (%s)", ErrNoNextKey, alg)
 	}
 	if ready := next.CreatedAt.Add(r.prePublish()); !force && r.now().Before(ready) {
 		return nil, fmt.Errorf("%w: %s signs from %s on", ErrNextKeyTooNew, next.KID, ready.Format(time.RFC3339))
 	}
-	old := find(ks, store.SigningKeyActive)
-	active, err := r.promote(ctx, next.KID, force)
+	old := find(ks, alg, store.SigningKeyActive)
+	active, err := r.promote(ctx, alg, next.KID, force)
 	if err != nil {
 		return nil, err
 	}
@@ -309,9 +491,9 @@ func (r *KeyRing) Rotate(ctx context.Context, force bool) (*Rotation, error) {
 	return rot, nil
 }
 
-// promote makes the next key kid active and retires the active key, in one
-// transaction.
-func (r *KeyRing) promote(ctx context.Context, kid string, force bool) (*store.SigningKey, error) {
+// promote makes the next key kid of alg active and retires the active key
+// of alg, in one transaction.
+func (r *KeyRing) promote(ctx context.Context, alg, kid string, force bool) (*store.SigningKey, error) {
 	now := r.now()
 	var out *store.SigningKey
 	err := r.Store.Update(ctx, func(tx store.OIDCTx) error {
@@ -319,15 +501,15 @@ func (r *KeyRing) promote(ctx context.Context, kid string, force bool) (*store.S
 		if err != nil {
 			return err
 		}
-		next := find(ks, store.SigningKeyNext)
+		next := find(ks, alg, store.SigningKeyNext)
 		if next == nil || next.KID != kid {
 			return ErrNoNextKey // another rotation won the race
 		}
-		if !force && now.Before(next.CreatedAt.Add(r.prePublish())) && find(ks, store.SigningKeyActive) != nil {
+		if !force && now.Before(next.CreatedAt.Add(r.prePublish())) && find(ks, alg, store.SigningKeyActive) != nil {
 			return fmt.Errorf("%w: %s", ErrNextKeyTooNew, kid)
 		}
 		for i := range ks {
-			if ks[i].State == store.SigningKeyActive {
+			if ks[i].State == store.SigningKeyActive && ks[i].Algorithm == alg {
 				ks[i].State, ks[i].RetiredAt = store.SigningKeyRetired, now
 				if err := tx.PutSigningKey(&ks[i]); err != nil {
 					return err
@@ -341,7 +523,7 @@ func (r *KeyRing) promote(ctx context.Context, kid string, force bool) (*store.S
 	if err != nil {
 		return nil, err
 	}
-	r.log().Info("oidc: signing key activated", "kid", out.KID)
+	r.log().Info("oidc: signing key activated", "kid", out.KID, "alg", alg)
 	return out, nil
 }
 
@@ -374,7 +556,9 @@ func (r *KeyRing) Purge(ctx context.Context) ([]string, error) {
 }
 
 // JWKS returns the published public keys: next, active and retired keys
-// whose tokens may still be valid, each with kid, use "sig" and alg RS256.
+// whose tokens may still be valid, of every algorithm, each with kid, use
+// "sig" and its alg (an RSA key for RS256 and PS256, an EC P-256 key for
+// ES256).
 func (r *KeyRing) JWKS(ctx context.Context) (*jose.JSONWebKeySet, error) {
 	ks, err := r.Keys(ctx)
 	if err != nil {
@@ -400,8 +584,15 @@ func publicJWK(k *store.SigningKey) (*jose.JSONWebKey, error) {
 	if err != nil {
 		return nil, fmt.Errorf("oidc: signing key %s: %w", k.KID, err)
 	}
-	if _, ok := pub.(*rsa.PublicKey); !ok {
-		return nil, fmt.Errorf("oidc: signing key %s is not RSA", k.KID)
+	ok := false
+	switch p := pub.(type) {
+	case *rsa.PublicKey:
+		ok = k.Algorithm == store.JWSRS256 || k.Algorithm == store.JWSPS256
+	case *ecdsa.PublicKey:
+		ok = k.Algorithm == store.JWSES256 && p.Curve == elliptic.P256()
+	}
+	if !ok {
+		return nil, fmt.Errorf("oidc: signing key %s: a %T is not a %s key", k.KID, pub, k.Algorithm)
 	}
 	return &jose.JSONWebKey{Key: pub, KeyID: k.KID, Algorithm: k.Algorithm, Use: "sig"}, nil
 }
@@ -418,25 +609,34 @@ func (r *KeyRing) available() bool {
 }
 
 // Sign signs claims (marshalled to JSON) as a compact JWS with the active
-// key: header alg RS256, typ JWT, kid. The signature is made in the HSM;
-// ctx bounds the wait for an HSM session. The key records are read on
-// every call (the store decides which key signs); the parsed public key
-// and the header are built once per active record.
-func (r *KeyRing) Sign(ctx context.Context, claims any) (string, error) {
+// key of alg ("" = the default): header alg, typ JWT, kid. The signature
+// is made in the HSM; ctx bounds the wait for an HSM session. The key
+// records are read on every call (the store decides which key signs); the
+// parsed public key and the header are built once per active record.
+func (r *KeyRing) Sign(ctx context.Context, alg string, claims any) (string, error) {
+	alg, err := r.alg(alg)
+	if err != nil {
+		return "", err
+	}
 	ks, err := r.Keys(ctx)
 	if err != nil {
 		return "", err
 	}
-	active := find(ks, store.SigningKeyActive)
+	active := find(ks, alg, store.SigningKeyActive)
 	if active == nil {
-		return "", ErrNoSigningKey
+		return "", fmt.Errorf("%w (%s)", ErrNoSigningKey, alg)
 	}
-	sk := r.active.Load()
-	if sk == nil || !sk.matches(active) {
-		if sk, err = newSigningKeyFor(active); err != nil {
+	sk, _ := r.active.Load(alg)
+	cur, _ := sk.(*signingKey)
+	if cur == nil || !cur.matches(active) {
+		if cur, err = newSigningKeyFor(active); err != nil {
 			return "", err
 		}
-		r.active.Store(sk)
+		r.active.Store(alg, cur)
 	}
-	return sk.sign(ctx, r.HSM, claims)
+	jws, err := cur.sign(ctx, r.HSM, claims)
+	if err != nil {
+		return "", r.unsupported(alg, false, err)
+	}
+	return jws, nil
 }

@@ -83,7 +83,7 @@ func TestItem02JWKS(t *testing.T) {
 		t.Fatalf("first key is %s, want active", active.State)
 	}
 	f.clock.Advance(time.Minute)
-	if _, err := f.keys.Create(context.Background()); err != nil {
+	if _, err := f.keys.Create(context.Background(), ""); err != nil {
 		t.Fatal(err)
 	}
 	set := f.fetchJWKS()
@@ -139,17 +139,17 @@ func TestItem02KeyRotation(t *testing.T) {
 	if again, err := f.keys.Ensure(ctx); err != nil || again.KID != first.KID {
 		t.Fatalf("second Ensure = %v, %v; want the same key", again, err)
 	}
-	if _, err := f.keys.Rotate(ctx, false); !errors.Is(err, oidc.ErrNoNextKey) {
+	if _, err := f.keys.Rotate(ctx, "", false); !errors.Is(err, oidc.ErrNoNextKey) {
 		t.Fatalf("Rotate without next key = %v, want ErrNoNextKey", err)
 	}
-	next, err := f.keys.Create(ctx)
+	next, err := f.keys.Create(ctx, "")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if next.State != store.SigningKeyNext {
 		t.Fatalf("created key is %s, want next", next.State)
 	}
-	if _, err := f.keys.Create(ctx); !errors.Is(err, oidc.ErrNextKeyExists) {
+	if _, err := f.keys.Create(ctx, ""); !errors.Is(err, oidc.ErrNextKeyExists) {
 		t.Fatalf("second Create = %v, want ErrNextKeyExists", err)
 	}
 	// Published, but not yet signing.
@@ -157,12 +157,12 @@ func TestItem02KeyRotation(t *testing.T) {
 		t.Fatalf("JWKS = %v, want both keys", got)
 	}
 	before := f.signTest("n-before")
-	if _, err := f.keys.Rotate(ctx, false); !errors.Is(err, oidc.ErrNextKeyTooNew) {
+	if _, err := f.keys.Rotate(ctx, "", false); !errors.Is(err, oidc.ErrNextKeyTooNew) {
 		t.Fatalf("Rotate right away = %v, want ErrNextKeyTooNew", err)
 	}
 
 	f.clock.Advance(oidc.DefaultPrePublish)
-	rot, err := f.keys.Rotate(ctx, false)
+	rot, err := f.keys.Rotate(ctx, "", false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -216,11 +216,11 @@ func TestRotateForce(t *testing.T) {
 	if _, err := f.keys.Ensure(ctx); err != nil {
 		t.Fatal(err)
 	}
-	next, err := f.keys.Create(ctx)
+	next, err := f.keys.Create(ctx, "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	rot, err := f.keys.Rotate(ctx, true)
+	rot, err := f.keys.Rotate(ctx, "", true)
 	if err != nil || rot.Active.KID != next.KID {
 		t.Fatalf("forced Rotate = %+v, %v", rot, err)
 	}
@@ -231,13 +231,13 @@ func TestRotateForce(t *testing.T) {
 func TestFirstKeyActive(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
-	k, err := f.keys.Create(ctx)
+	k, err := f.keys.Create(ctx, "")
 	if err != nil || k.State != store.SigningKeyActive || !k.ActivatedAt.Equal(k.CreatedAt) {
 		t.Fatalf("first Create = %+v, %v", k, err)
 	}
 	// A next key whose active key vanished (admin deleted the record) is
 	// promoted by Ensure.
-	n, err := f.keys.Create(ctx)
+	n, err := f.keys.Create(ctx, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -271,7 +271,7 @@ func TestSignRefusesAnotherHSMKey(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = token.DestroyKey(ctx, other.ID) })
-	if jws, err := f.keys.Sign(ctx, map[string]any{"sub": "a"}); err != nil || jws == "" {
+	if jws, err := f.keys.Sign(ctx, "", map[string]any{"sub": "a"}); err != nil || jws == "" {
 		t.Fatalf("Sign with the right key: %q, %v", jws, err)
 	}
 	f.update(func(tx store.Tx) error { // a record the store would refuse to change
@@ -281,7 +281,7 @@ func TestSignRefusesAnotherHSMKey(t *testing.T) {
 		active.KeyID = other.ID
 		return tx.CreateSigningKey(active)
 	})
-	jws, err := f.keys.Sign(ctx, map[string]any{"sub": "a"})
+	jws, err := f.keys.Sign(ctx, "", map[string]any{"sub": "a"})
 	if err == nil || jws != "" || !strings.Contains(err.Error(), "is not the published key") {
 		t.Errorf("Sign with another HSM key under the published kid: %q, %v", jws, err)
 	}

@@ -252,6 +252,7 @@ func (p *Profile) TokenResponse(ctx context.Context, r *oauth.Request, tok *oaut
 	}
 	idToken, err := p.Provider.Sign(ctx, IDToken{
 		ClientID: r.Client.ID, Subject: sub, AuthTime: r.AuthTime, Nonce: r.Nonce, AccessToken: tok.Value,
+		Alg: r.Client.IDTokenSignedResponseAlg,
 	})
 	if err != nil && hsmUnavailable(err) {
 		// The HSM failed after the code was redeemed: the server revokes

@@ -1,16 +1,20 @@
 #!/usr/bin/env bash
 # bench-token.sh — the token-endpoint part of `make bench`: signd's
-# authorization code → token exchange (RS256 ID token signed in the HSM,
-# bbolt store) beside node-oidc-provider 9.x (in-memory), same load generator.
+# authorization code → token exchange (ID token signed in the HSM, bbolt
+# store) beside node-oidc-provider 9.x (in-memory), same load generator.
 #
-# Usage: scripts/bench-token.sh
+# Usage: [ALG=RS256|PS256|ES256] scripts/bench-token.sh
+#
+# ALG (default RS256) is the ID-token algorithm of both servers: signd's
+# oidc.signing_alg (an RSA-2048 or EC P-256 key in the token), the peer's
+# key and client; only exchanges whose ID token carries it are counted.
 #
 # In a temp directory (removed on exit, with both servers): a SoftHSM2 token,
 # a config, a user with a verified email and an OIDC client (scope openid,
-# PKCE required); `signd serve` on 127.0.0.1 generates its RS256 signing key
+# PKCE required); `signd serve` on 127.0.0.1 generates its ALG signing key
 # in the token on start. Beside it, scripts/bench-token/provider.js: one
 # client with the same ID, secret and redirect URI, in-memory models, an
-# RS256 key, the library's built-in login and consent pages; `npm ci` installs
+# ALG key, the library's built-in login and consent pages; `npm ci` installs
 # the pinned version into the temp directory (npm cache: NPM_CACHE, default
 # ./var/npm-cache). Then, after one uncounted warm-up round, ROUNDS
 # (default 3) times, signd and the peer in alternation (the first one swaps
@@ -29,7 +33,8 @@
 # from this tree). SIGND_BASE_BIN names a second one, typically built from
 # main: it runs beside the first with a token, store and port of its own,
 # takes its turn in each round ("base"), and the summary adds signd ÷ base,
-# so a change is measured against its base within one run.
+# so a change is measured against its base within one run (a base built
+# before oidc.signing_alg existed runs only with ALG=RS256).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 rounds=${ROUNDS:-3}
@@ -37,6 +42,8 @@ conc=${C:-16}
 count=${N:-2000}
 secs=${LOAD_SECONDS:-10}
 mint_secs=${MINT_SECONDS:-60}
+alg=${ALG:-RS256}
+case $alg in RS256 | PS256 | ES256) ;; *) echo "ALG=$alg: want RS256, PS256 or ES256" >&2; exit 2 ;; esac
 npm_cache=${NPM_CACHE:-$PWD/var/npm-cache}
 work=$(mktemp -d)
 daemons=() peer=""
@@ -49,7 +56,7 @@ cleanup() {
 trap cleanup EXIT
 
 echo
-echo "# Token endpoint: signd vs node-oidc-provider 9.x, code → token exchanges (scripts/bench-token.sh)"
+echo "# Token endpoint: signd vs node-oidc-provider 9.x, code → token exchanges, $alg ID tokens (ALG=$alg scripts/bench-token.sh)"
 command -v node >/dev/null && command -v npm >/dev/null || { echo "bench-token.sh needs node and npm" >&2; exit 1; }
 signd_bin=${SIGND_BIN:-}
 base_bin=${SIGND_BASE_BIN:-}
@@ -82,7 +89,13 @@ start_signd() {
   local name=$1 bin=$2 dir=$work/$1 port cfg ready=""
   mkdir -p "$dir"
   port=$(node -e 'const s = require("net").createServer().listen(0, "127.0.0.1", () => { console.log(s.address().port); s.close(); })')
-  bench_config "$dir" "127.0.0.1:$port" "http://127.0.0.1:$port" '""' warn "oauth:
+  # The YAML goes on after bench_yaml's oidc: section, so its first line
+  # is oidc.signing_alg; with RS256 it is left out (a base built before
+  # the key existed accepts the file).
+  local sig=""
+  [ "$alg" = RS256 ] || sig="  signing_alg: $alg"
+  bench_config "$dir" "127.0.0.1:$port" "http://127.0.0.1:$port" '""' warn "$sig
+oauth:
   code_ttl: 10m"
   "$bin" --config "$cfg" user add bench --password-file "$work/password" --email bench@bench.invalid --email-verified >/dev/null
   "$bin" --config "$cfg" client add "$client" --redirect-uri "$redirect" --scope openid --require-pkce --secret-file "$work/client.secret" >/dev/null
@@ -103,7 +116,7 @@ if [ -n "$base_bin" ]; then
   start_signd base "$base_bin"
 fi
 
-PEER_CLIENT_ID=$client PEER_CLIENT_SECRET_FILE=$work/client.secret PEER_REDIRECT_URI=$redirect PEER_CODE_TTL=600 \
+PEER_CLIENT_ID=$client PEER_CLIENT_SECRET_FILE=$work/client.secret PEER_REDIRECT_URI=$redirect PEER_CODE_TTL=600 PEER_ALG=$alg \
   node "$work/peer/provider.js" >"$work/peer.out" 2>"$work/peer.log" &
 peer=$!
 peer_url=""
@@ -123,7 +136,7 @@ one() {
     --password-file "$work/password" --count "$count" --duration "${mint_secs}s" --out "$work/codes-$1.json" >/dev/null
   printf '%-6s ' "$1"
   bin/signd-load token --in "$work/codes-$1.json" --secret-file "$work/client.secret" \
-    --concurrency "$conc" --duration "${secs}s" | tee -a "${3:-$work/runs-$1.txt}"
+    --concurrency "$conc" --duration "${secs}s" --alg "$alg" | tee -a "${3:-$work/runs-$1.txt}"
   rm -f "$work/codes-$1.json"
 }
 names+=(peer)
@@ -151,7 +164,7 @@ val() { awk -v k="$2" '{ for (i = 1; i <= NF; i++) { split($i, kv, "="); if (kv[
 echo
 echo "## medians of $rounds rounds, $(date -u +%Y-%m-%d), $(nproc) cores, c=$conc, $count codes per round"
 printf '%-26s %14s %10s %10s\n' server "exchanges/s" p50 p99
-printf '%-26s %14s %8sms %8sms\n' "signd (HSM RS256, bbolt)" "$(val signd rate)" "$(val signd p50_ms)" "$(val signd p99_ms)"
+printf '%-26s %14s %8sms %8sms\n' "signd (HSM $alg, bbolt)" "$(val signd rate)" "$(val signd p50_ms)" "$(val signd p99_ms)"
 [ -z "$base_bin" ] || printf '%-26s %14s %8sms %8sms\n' "base signd" "$(val base rate)" "$(val base p50_ms)" "$(val base p99_ms)"
 printf '%-26s %14s %8sms %8sms\n' "node-oidc-provider $peer_version" "$(val peer rate)" "$(val peer p50_ms)" "$(val peer p99_ms)"
 awk -v a="$(val signd rate)" -v b="$(val peer rate)" 'BEGIN { printf "signd ÷ peer: %.2f\n", (b > 0 ? a / b : 0) }'

@@ -103,6 +103,12 @@ type Client struct {
 	// the redirect URIs.
 	SectorIdentifier string
 	RequirePKCE      bool
+	// IDTokenSignedResponseAlg is the JWS algorithm of the client's ID
+	// tokens (OpenID Connect Dynamic Client Registration §2,
+	// id_token_signed_response_alg): one of JWSAlgorithms, or "" for the
+	// provider's default (oidc.signing_alg). Records written before it
+	// existed read as "".
+	IDTokenSignedResponseAlg string
 	// CreatedAt and UpdatedAt are set by the store.
 	CreatedAt, UpdatedAt time.Time
 }

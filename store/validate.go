@@ -194,6 +194,9 @@ func (c *Client) Validate() error {
 			return err
 		}
 	}
+	if c.IDTokenSignedResponseAlg != "" && !ValidJWSAlgorithm(c.IDTokenSignedResponseAlg) {
+		return invalid("client %q: ID-token algorithm %.20q is not RS256, PS256 or ES256", c.ID, c.IDTokenSignedResponseAlg)
+	}
 	return nil
 }
 

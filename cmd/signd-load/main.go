@@ -111,6 +111,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		fs.IntVar(&t.concurrency, "concurrency", 16, "parallel requests (1 to 256)")
 		fs.DurationVar(&t.duration, "duration", defaultDuration, "measuring time (at most 5m)")
 		fs.IntVar(&t.warmup, "warmup", 50, "codes exchanged and not counted before measuring")
+		fs.StringVar(&t.alg, "alg", "", "count only ID tokens whose header starts {\"alg\":\"ALG\", (RS256, PS256, ES256); empty: any")
 		if err := fs.Parse(args[1:]); err != nil {
 			return err
 		}

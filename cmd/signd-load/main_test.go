@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/base64"
@@ -126,6 +127,8 @@ func TestCodesTokenArgs(t *testing.T) {
 		{"token endpoint not loopback", append(exchange, "--in", codes("far.json", "https://192.0.2.1/token", 100)), "only loopback"},
 		{"token endpoint malformed", append(exchange, "--in", codes("bad.json", "127.0.0.1/token", 100)), "want http(s)://127.0.0.1:PORT"},
 		{"token not a codes file", append(exchange, "--in", pw), "invalid character"},
+		{"token alg with a quote", append(exchange, "--in", good, "--alg", `ES256"`), "want a JWS algorithm name"},
+		{"token alg oversized", append(exchange, "--in", good, "--alg", strings.Repeat("A", 1000)), "want a JWS algorithm name"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := run(context.Background(), tc.args, io.Discard)
@@ -185,7 +188,8 @@ func TestCodesAndToken(t *testing.T) {
 				w.Write([]byte(`{"error":"invalid_grant"}`))
 				return
 			}
-			w.Write([]byte(`{"access_token":"a","token_type":"Bearer","id_token":"h.p.s"}`))
+			// The header of an ES256 token: {"alg":"ES256","typ":"JWT"}.
+			w.Write([]byte(`{"access_token":"a","token_type":"Bearer","id_token":"eyJhbGciOiJFUzI1NiIsInR5cCI6IkpXVCJ9.p.s"}`))
 		default:
 			http.NotFound(w, r)
 		}
@@ -206,7 +210,7 @@ func TestCodesAndToken(t *testing.T) {
 		t.Fatalf("codes: %v %v %q", st, err, out.String())
 	}
 	out.Reset()
-	if err := run(ctx, []string{"token", "--in", file, "--secret-file", secret, "--concurrency", "4", "--warmup", "8"}, &out); err != nil {
+	if err := run(ctx, []string{"token", "--in", file, "--secret-file", secret, "--concurrency", "4", "--warmup", "8", "--alg", "ES256"}, &out); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.HasPrefix(out.String(), "mode=token c=4 n=52 errors=0 ") { // 8 warm-up, 2 per worker
@@ -225,5 +229,23 @@ func writeFile(t *testing.T, path, data string) {
 	t.Helper()
 	if err := os.WriteFile(path, []byte(data), 0o600); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// idTokenWant finds an ID token of its algorithm in a token response,
+// whatever follows "alg" in the header, and not one of another algorithm.
+func TestIDTokenWant(t *testing.T) {
+	enc := base64.RawURLEncoding.EncodeToString
+	for _, alg := range []string{"RS256", "PS256", "ES256", "EdDSA", "ES512", "Ed25519"} {
+		for _, other := range []string{"RS256", "PS256", "ES256", "EdDSA"} {
+			hdr := enc([]byte(`{"alg":"` + other + `","kid":"k1","typ":"JWT"}`))
+			body := []byte(`{"access_token":"a","id_token":"` + hdr + `.cA.cw","token_type":"Bearer"}`)
+			if got := bytes.Contains(body, idTokenWant(alg)); got != (alg == other) {
+				t.Errorf("want %s, body of %s: counted %v", alg, other, got)
+			}
+		}
+	}
+	if string(idTokenWant("")) != `"id_token":"` {
+		t.Errorf("no alg: %q", idTokenWant(""))
 	}
 }

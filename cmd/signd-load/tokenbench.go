@@ -8,14 +8,37 @@ import (
 	"io"
 	"net/url"
 	"os"
+	"regexp"
 	"time"
 )
 
 // tokenOpts exchanges minted codes at the token endpoint.
 type tokenOpts struct {
 	in, secretFile, auth string
-	concurrency, warmup  int
-	duration             time.Duration
+	// alg, when set, is the JWS alg every ID token must carry: its
+	// protected header must start with {"alg":"<alg>", as signd's and
+	// node-oidc-provider's do.
+	alg                 string
+	concurrency, warmup int
+	duration            time.Duration
+}
+
+// jwsAlgRE is a JWS alg value as --alg takes it.
+var jwsAlgRE = regexp.MustCompile(`^[A-Za-z0-9]{1,16}$`)
+
+// idTokenWant is what a counted response's body must contain: the
+// id_token member, and with alg the start of its protected header.
+func idTokenWant(alg string) []byte {
+	want := `"id_token":"`
+	if alg != "" {
+		// {"alg":"ES256", is 15 bytes: a whole number of base64 groups
+		// for the 5-character names; longer or shorter names end
+		// mid-group, so only the complete groups are compared.
+		hdr := `{"alg":"` + alg + `",`
+		enc := base64.RawURLEncoding.EncodeToString([]byte(hdr))
+		want += enc[:len(hdr)/3*4]
+	}
+	return []byte(want)
 }
 
 func (o *tokenOpts) check() error {
@@ -28,6 +51,8 @@ func (o *tokenOpts) check() error {
 		return fmt.Errorf("--concurrency must be 1 to 256 and --warmup not negative")
 	case o.duration <= 0 || o.duration > maxDuration:
 		return fmt.Errorf("--duration must be positive and at most %v", maxDuration)
+	case o.alg != "" && !jwsAlgRE.MatchString(o.alg):
+		return fmt.Errorf("--alg %.20q: want a JWS algorithm name such as RS256 or ES256", o.alg)
 	}
 	return nil
 }
@@ -35,7 +60,8 @@ func (o *tokenOpts) check() error {
 // tokenBench redeems each code of o.in once at its token endpoint
 // (RFC 6749 §4.1.3 with the PKCE code_verifier, RFC 7636 §4.5), from
 // o.concurrency keep-alive connections, until the codes or o.duration run
-// out. A response counts when it is a 200 with an id_token.
+// out. A response counts when it is a 200 with an id_token (of o.alg, when
+// set).
 func tokenBench(ctx context.Context, o tokenOpts, out io.Writer) error {
 	if err := o.check(); err != nil {
 		return err
@@ -75,7 +101,7 @@ func tokenBench(ctx context.Context, o tokenOpts, out io.Writer) error {
 		reqs[i] = rawRequest(path, u.Host, a, "application/x-www-form-urlencoded", []byte(form.Encode()))
 	}
 	return drive(ctx, driveOpts{
-		mode: "token", addr: u.Host, want: []byte(`"id_token":"`), requests: reqs,
+		mode: "token", addr: u.Host, want: idTokenWant(o.alg), requests: reqs,
 		concurrency: o.concurrency, duration: o.duration, warmup: o.warmup,
 	}, out)
 }

@@ -150,8 +150,12 @@ func openToken(cfg *config.Config, logger *slog.Logger, m hsm.Metrics) (*hsm.Tok
 // a key never need the PIN or the HSM.
 type lazyKeys struct {
 	open  func() (*hsm.Token, error)
+	label string // the configured token label, for errors naming the token
 	token *hsm.Token
 }
+
+// Label returns the configured token label (pkcs11.token_label).
+func (l *lazyKeys) Label() string { return l.label }
 
 func (l *lazyKeys) get() (*hsm.Token, error) {
 	if l.token == nil {
@@ -188,12 +192,12 @@ func (l *lazyKeys) Key(ctx context.Context, id []byte) (*hsm.Key, error) {
 	return t.Key(ctx, id)
 }
 
-func (l *lazyKeys) SignDigest(ctx context.Context, id []byte, hash crypto.Hash, digest []byte) ([]byte, error) {
+func (l *lazyKeys) SignDigestOpts(ctx context.Context, id []byte, opts crypto.SignerOpts, digest []byte) ([]byte, error) {
 	t, err := l.get()
 	if err != nil {
 		return nil, err
 	}
-	return t.SignDigest(ctx, id, hash, digest)
+	return t.SignDigestOpts(ctx, id, opts, digest)
 }
 
 func (l *lazyKeys) DestroyKey(ctx context.Context, id []byte) error {
@@ -245,7 +249,7 @@ func (a *app) adminService(cmd *cobra.Command) (admin.Service, func(), error) {
 		logCfg.Level = "warn"
 	}
 	logger := newLogger(a.stderr, logCfg)
-	keys := &lazyKeys{open: func() (*hsm.Token, error) { return openToken(cfg, logger, nil) }}
+	keys := &lazyKeys{open: func() (*hsm.Token, error) { return openToken(cfg, logger, nil) }, label: cfg.PKCS11.TokenLabel}
 	local := &admin.Local{Store: db, Keys: keys, Hasher: h, Now: a.now, Logger: logger,
 		OIDCKeys: newKeyRing(cfg, db, keys, a.now, logger), TSALabel: cfg.CSC.Timestamp.Label}
 	return local, func() { keys.close(); db.Close() }, nil

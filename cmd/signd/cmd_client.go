@@ -17,17 +17,20 @@ func (a *app) clientCmd() *cobra.Command {
 	var add struct {
 		redirectURIs, scopes []string
 		name, secretFile     string
-		sector               string
+		sector, idTokenAlg   string
 		requirePKCE          bool
 	}
 	addCmd := &cobra.Command{
-		Use:   "add CLIENT_ID --redirect-uri URI [--redirect-uri URI ...] [--name N] [--secret-file F] [--scope S ...] [--sector-identifier S] [--require-pkce]",
+		Use:   "add CLIENT_ID --redirect-uri URI [--redirect-uri URI ...] [--name N] [--secret-file F] [--scope S ...] [--sector-identifier S] [--require-pkce] [--id-token-alg RS256|PS256|ES256]",
 		Short: "Register a client; prints a generated secret once when --secret-file is not given",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			req := admin.AddClientRequest{
 				ID: args[0], Name: add.name, RedirectURIs: add.redirectURIs, Scopes: add.scopes,
-				SectorIdentifier: add.sector, RequirePKCE: add.requirePKCE,
+				SectorIdentifier: add.sector, RequirePKCE: add.requirePKCE, IDTokenAlg: add.idTokenAlg,
+			}
+			if cmd.Flags().Changed("id-token-alg") && add.idTokenAlg == "" {
+				return fmt.Errorf("--id-token-alg is empty: give RS256, PS256 or ES256, or leave the flag out for oidc.signing_alg")
 			}
 			if add.secretFile != "" {
 				s, err := a.readSecretFile("client secret", add.secretFile)
@@ -62,6 +65,7 @@ func (a *app) clientCmd() *cobra.Command {
 	f.StringArrayVar(&add.scopes, "scope", nil, "allowed scope (repeatable; default service and credential)")
 	f.StringVar(&add.sector, "sector-identifier", "", "OIDC pairwise sector (default: host of the redirect URIs)")
 	f.BoolVar(&add.requirePKCE, "require-pkce", false, "refuse authorization requests without PKCE (S256)")
+	f.StringVar(&add.idTokenAlg, "id-token-alg", "", "id_token_signed_response_alg: RS256, PS256 or ES256 (default oidc.signing_alg); makes the provider's first key of it")
 	_ = addCmd.MarkFlagRequired("redirect-uri")
 
 	listCmd := &cobra.Command{
@@ -122,6 +126,9 @@ func (a *app) printClient(c *admin.ClientView) error {
 	fmt.Fprintf(w, "scopes:            %s\n", strings.Join(c.Scopes, " "))
 	fmt.Fprintf(w, "require PKCE:      %s\n", yesNo(c.RequirePKCE))
 	fmt.Fprintf(w, "sector identifier: %s\n", dash(c.SectorIdentifier))
+	if c.IDTokenAlg != "" {
+		fmt.Fprintf(w, "ID-token alg:      %s\n", c.IDTokenAlg)
+	}
 	for _, u := range c.RedirectURIs {
 		fmt.Fprintf(w, "redirect_uri:      %s\n", u)
 	}

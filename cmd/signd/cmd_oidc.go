@@ -17,22 +17,30 @@ func (a *app) oidcCmd() *cobra.Command {
 	keys := group(&cobra.Command{
 		Use:   "keys",
 		Short: "Manage the ID-token signing keys (in the HSM)",
-		Long: `ID tokens are signed RS256 by a key pair generated inside the HSM.
+		Long: `ID tokens are signed by key pairs generated inside the HSM, in the
+algorithm oidc.signing_alg names (RS256, PS256 or ES256), or in the one a
+client registered (signd client add --id-token-alg). Each algorithm has its
+own keys:
 
   create   publish a new key as the "next" key (in the JWKS, not yet signing)
   rotate   let the next key sign and retire the active one; the retired key
            stays in the JWKS until every ID token it signed has expired
-  list     show every key with its state
+  list     show every key with its algorithm and state
 
-Create, wait until relying parties have fetched the JWKS (10 minutes), then
-rotate. The daemon creates the first key on start.`,
+--alg picks the algorithm (default oidc.signing_alg). Create, wait until
+relying parties have fetched the JWKS (10 minutes), then rotate. The daemon
+creates the first key of RS256 and of oidc.signing_alg on start. To change
+oidc.signing_alg without a minute in which relying parties may not know the
+new key: create --alg NEW, wait, change the setting and restart; the keys of
+the old algorithm stay published.`,
 	})
 
+	var createAlg string
 	createCmd := &cobra.Command{
-		Use: "create", Short: "Generate a key in the HSM and publish it as the next signing key", Args: cobra.NoArgs,
+		Use: "create [--alg RS256|PS256|ES256]", Short: "Generate a key in the HSM and publish it as the next signing key", Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return a.withAdmin(cmd, func(ctx context.Context, s admin.Service) error {
-				k, err := s.CreateOIDCKey(ctx)
+				k, err := s.CreateOIDCKey(ctx, admin.CreateOIDCKeyRequest{Alg: createAlg})
 				if err != nil {
 					return err
 				}
@@ -52,9 +60,9 @@ rotate. The daemon creates the first key on start.`,
 					return a.printJSON(ks)
 				}
 				tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
-				fmt.Fprintln(tw, "KID\tSTATE\tCREATED\tACTIVATED\tRETIRED\tPUBLISHED UNTIL\tLABEL")
+				fmt.Fprintln(tw, "KID\tALG\tSTATE\tCREATED\tACTIVATED\tRETIRED\tPUBLISHED UNTIL\tLABEL")
 				for _, k := range ks {
-					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", k.KID, k.State, stamp(&k.CreatedAt),
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", k.KID, k.Algorithm, k.State, stamp(&k.CreatedAt),
 						stamp(k.ActivatedAt), stamp(k.RetiredAt), stamp(k.PublishedUntil), k.Label)
 				}
 				return tw.Flush()
@@ -62,11 +70,12 @@ rotate. The daemon creates the first key on start.`,
 		},
 	}
 	var force bool
+	var rotateAlg string
 	rotateCmd := &cobra.Command{
-		Use: "rotate [--force]", Short: "Let the next key sign and retire the active key", Args: cobra.NoArgs,
+		Use: "rotate [--alg RS256|PS256|ES256] [--force]", Short: "Let the next key sign and retire the active key of its algorithm", Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return a.withAdmin(cmd, func(ctx context.Context, s admin.Service) error {
-				r, err := s.RotateOIDCKeys(ctx, admin.RotateOIDCKeysRequest{Force: force})
+				r, err := s.RotateOIDCKeys(ctx, admin.RotateOIDCKeysRequest{Alg: rotateAlg, Force: force})
 				if err != nil {
 					return err
 				}
@@ -80,12 +89,14 @@ rotate. The daemon creates the first key on start.`,
 				for _, kid := range r.Purged {
 					fmt.Fprintf(a.stdout, "removed:  %s (its ID tokens have expired)\n", kid)
 				}
-				fmt.Fprintln(a.stdout, "publish the next key with `signd oidc keys create`")
+				fmt.Fprintf(a.stdout, "publish the next key with `signd oidc keys create --alg %s`\n", r.Active.Algorithm)
 				return nil
 			})
 		},
 	}
 	rotateCmd.Flags().BoolVar(&force, "force", false, "rotate even if the next key was published less than 10 minutes ago")
+	rotateCmd.Flags().StringVar(&rotateAlg, "alg", "", "algorithm whose keys rotate (default oidc.signing_alg)")
+	createCmd.Flags().StringVar(&createAlg, "alg", "", "algorithm of the new key: RS256, PS256 or ES256 (default oidc.signing_alg)")
 
 	keys.AddCommand(createCmd, listCmd, rotateCmd)
 	cmd.AddCommand(keys)

@@ -31,7 +31,9 @@ func TestOpenAPIDescribesTheDaemon(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := newEnv(t, "")
+	// ES256 as the default: the JWKS then holds an EC and an RSA key
+	// (RS256 is always kept), so both JWK shapes are checked.
+	e := newEnv(t, "  signing_alg: ES256\n")
 	addr, _ := e.startDaemon()
 	client := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 

@@ -2,14 +2,16 @@
 //
 // A minimal OpenID provider on 127.0.0.1: one confidential client
 // (client_secret_basic or client_secret_post, PKCE S256 required, response
-// type code, scope openid), RS256 ID tokens signed with an RSA-2048 key
-// generated at start, every model kept in process memory, and the
+// type code, scope openid), ID tokens signed in PEER_ALG (RS256 or PS256
+// with an RSA-2048 key, ES256 with a P-256 key) generated at start, every
+// model kept in process memory, and the
 // library's built-in login and consent pages (devInteractions: any login
 // with any password), driven over HTTP by `signd-load codes`.
 //
 // Environment: PEER_CLIENT_ID, PEER_CLIENT_SECRET_FILE (first line),
 // PEER_REDIRECT_URI, PEER_CODE_TTL (seconds, default 600), PEER_PORT
-// (default 0: any free port). Prints "ready ISSUER" once listening.
+// (default 0: any free port), PEER_ALG (default RS256). Prints "ready
+// ISSUER" once listening.
 import { generateKeyPairSync, randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { createServer } from 'node:http';
@@ -77,8 +79,12 @@ class MapAdapter {
 }
 
 const clientSecret = readFileSync(env('PEER_CLIENT_SECRET_FILE'), 'utf8').split('\n')[0].trim();
-const { privateKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
-const jwk = { ...privateKey.export({ format: 'jwk' }), use: 'sig', alg: 'RS256', kid: 'peer-rs256' };
+const alg = env('PEER_ALG', 'RS256');
+if (!['RS256', 'PS256', 'ES256'].includes(alg)) throw new Error(`PEER_ALG ${alg}: want RS256, PS256 or ES256`);
+const { privateKey } = alg === 'ES256'
+  ? generateKeyPairSync('ec', { namedCurve: 'P-256' })
+  : generateKeyPairSync('rsa', { modulusLength: 2048 });
+const jwk = { ...privateKey.export({ format: 'jwk' }), use: 'sig', alg, kid: `peer-${alg.toLowerCase()}` };
 const codeTTL = Number(env('PEER_CODE_TTL', '600'));
 
 const server = createServer();
@@ -94,7 +100,7 @@ server.listen(Number(env('PEER_PORT', '0')), '127.0.0.1', () => {
       response_types: ['code'],
       grant_types: ['authorization_code'],
       token_endpoint_auth_method: 'client_secret_basic',
-      id_token_signed_response_alg: 'RS256',
+      id_token_signed_response_alg: alg,
     }],
     clientAuthMethods: ['client_secret_basic', 'client_secret_post'],
     jwks: { keys: [jwk] },

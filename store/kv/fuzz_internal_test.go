@@ -374,7 +374,7 @@ func seedRecords(f *testing.F) [][]byte {
 			Email: "alice@example.com", EmailVerified: true, Claims: map[string]string{"given_name": "Alice"},
 			Proofs: []proofRefRecord{{ID: "p1", ContentType: "application/pdf", Size: 3, SHA256: "ab"}}, CreatedAt: t0, UpdatedAt: t0},
 		clientRecord{ID: "rp", Name: "RP", SecretHash: store.HashSecret("s"), RedirectURIs: []string{"https://rp.example/cb"},
-			Scopes: []string{"service", "credential"}, SectorIdentifier: "rp.example", RequirePKCE: true, CreatedAt: t0, UpdatedAt: t0},
+			Scopes: []string{"service", "credential"}, SectorIdentifier: "rp.example", RequirePKCE: true, IDTokenAlg: "ES256", CreatedAt: t0, UpdatedAt: t0},
 		credentialRecord{ID: "cred", Owner: "alice", KeyID: []byte("0123456789abcdef"), Label: "l", Algorithm: store.AlgRSA2048, KeyBits: 2048,
 			Chain: [][]byte{{0x30, 0x03, 0x02, 0x01, 0x01}}, Status: "enabled", CreatedAt: t0, UpdatedAt: t0},
 		tokenRecord{Kind: "sad", ClientID: "rp", Username: "alice", Scopes: []string{"credential"}, CodeHash: fuzzHash, CredentialID: "cred",
@@ -383,7 +383,7 @@ func seedRecords(f *testing.F) [][]byte {
 			ConsentShownAt: t0, ExpiresAt: t0.Add(time.Hour), CreatedAt: t0},
 		authCodeRecord{grantRecord: grant, ExpiresAt: t0.Add(time.Minute), CreatedAt: t0},
 		sessionRecord{Username: "alice", AuthTime: t0, ExpiresAt: t0.Add(8 * time.Hour), CreatedAt: t0},
-		signingKeyRecord{KID: "kid", KeyID: []byte("oidc-key"), Label: "oidc", Algorithm: "RS256", PublicKey: pub, State: "active",
+		signingKeyRecord{KID: "kid", KeyID: []byte("oidc-key"), Label: "oidc", Algorithm: "ES256", PublicKey: pub, State: "active",
 			CreatedAt: t0, ActivatedAt: t0},
 	}
 	out := make([][]byte, len(recs))

@@ -43,15 +43,18 @@ type proofRefRecord struct {
 }
 
 type clientRecord struct {
-	ID               string    `json:"id"`
-	Name             string    `json:"name,omitempty"`
-	SecretHash       string    `json:"secret_hash"`
-	RedirectURIs     []string  `json:"redirect_uris"`
-	Scopes           []string  `json:"scopes,omitempty"`
-	SectorIdentifier string    `json:"sector_identifier,omitempty"`
-	RequirePKCE      bool      `json:"require_pkce,omitempty"`
-	CreatedAt        time.Time `json:"created_at"`
-	UpdatedAt        time.Time `json:"updated_at"`
+	ID               string   `json:"id"`
+	Name             string   `json:"name,omitempty"`
+	SecretHash       string   `json:"secret_hash"`
+	RedirectURIs     []string `json:"redirect_uris"`
+	Scopes           []string `json:"scopes,omitempty"`
+	SectorIdentifier string   `json:"sector_identifier,omitempty"`
+	RequirePKCE      bool     `json:"require_pkce,omitempty"`
+	// IDTokenAlg is absent in records written before it existed: the
+	// provider's default algorithm.
+	IDTokenAlg string    `json:"id_token_signed_response_alg,omitempty"`
+	CreatedAt  time.Time `json:"created_at"`
+	UpdatedAt  time.Time `json:"updated_at"`
 }
 
 type credentialRecord struct {
@@ -119,7 +122,7 @@ func clientToRecord(c *store.Client) *clientRecord {
 	return &clientRecord{
 		ID: c.ID, Name: c.Name, SecretHash: c.SecretHash,
 		RedirectURIs: slices.Clone(c.RedirectURIs), Scopes: slices.Clone(c.Scopes),
-		SectorIdentifier: c.SectorIdentifier, RequirePKCE: c.RequirePKCE,
+		SectorIdentifier: c.SectorIdentifier, RequirePKCE: c.RequirePKCE, IDTokenAlg: c.IDTokenSignedResponseAlg,
 		CreatedAt: c.CreatedAt, UpdatedAt: c.UpdatedAt,
 	}
 }
@@ -128,7 +131,7 @@ func (r *clientRecord) client() *store.Client {
 	return &store.Client{
 		ID: r.ID, Name: r.Name, SecretHash: r.SecretHash,
 		RedirectURIs: slices.Clone(r.RedirectURIs), Scopes: slices.Clone(r.Scopes),
-		SectorIdentifier: r.SectorIdentifier, RequirePKCE: r.RequirePKCE,
+		SectorIdentifier: r.SectorIdentifier, RequirePKCE: r.RequirePKCE, IDTokenSignedResponseAlg: r.IDTokenAlg,
 		CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt,
 	}
 }

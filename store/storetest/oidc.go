@@ -31,7 +31,7 @@ func publicKeyDER() []byte {
 
 func newSigningKey(kid string, created time.Time) *store.SigningKey {
 	return &store.SigningKey{
-		KID: kid, KeyID: []byte("hsm-" + kid), Label: "signd-oidc-" + kid, Algorithm: "RS256",
+		KID: kid, KeyID: []byte("hsm-" + kid), Label: "signd-oidc-" + kid, Algorithm: store.JWSES256,
 		PublicKey: publicKeyDER(), State: store.SigningKeyNext, CreatedAt: created,
 	}
 }
@@ -131,6 +131,10 @@ func testInvalidSigningKeys(t *testing.T, s store.Store) {
 		{"no HSM key ID", func(k *store.SigningKey) { k.KeyID = nil }},
 		{"long HSM key ID", func(k *store.SigningKey) { k.KeyID = make([]byte, 65) }},
 		{"algorithm", func(k *store.SigningKey) { k.Algorithm = "HS256" }},
+		{"algorithm none", func(k *store.SigningKey) { k.Algorithm = "none" }},
+		{"algorithm lower case", func(k *store.SigningKey) { k.Algorithm = "es256" }},
+		{"EC key for RS256", func(k *store.SigningKey) { k.Algorithm = store.JWSRS256 }},
+		{"EC key for PS256", func(k *store.SigningKey) { k.Algorithm = store.JWSPS256 }},
 		{"public key", func(k *store.SigningKey) { k.PublicKey = []byte("nope") }},
 		{"no creation time", func(k *store.SigningKey) { k.CreatedAt = time.Time{} }},
 		{"unknown state", func(k *store.SigningKey) { k.State = "old" }},

@@ -132,6 +132,7 @@ func testClients(t *testing.T, s store.Store) {
 		c.Scopes = []string{"openid", "email"}
 		c.SectorIdentifier = ""
 		c.RequirePKCE = false
+		c.IDTokenSignedResponseAlg = store.JWSPS256
 		c.SecretHash = store.HashSecret("rotated")
 		if err := tx.PutClient(c); err != nil {
 			return err

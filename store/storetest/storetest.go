@@ -177,6 +177,9 @@ func newClient(id string) *store.Client {
 		Scopes:           []string{"service", "credential", "openid"},
 		SectorIdentifier: "rp.example.com",
 		RequirePKCE:      true,
+		// Not the default: a backend that drops the field fails the
+		// round trip.
+		IDTokenSignedResponseAlg: store.JWSES256,
 	}
 }
 

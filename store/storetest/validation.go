@@ -154,6 +154,10 @@ func testInvalidClients(t *testing.T, s store.Store) {
 		{"scope with space", func(c *store.Client) { c.Scopes = []string{"openid email"} }},
 		{"sector with space", func(c *store.Client) { c.SectorIdentifier = "rp example" }},
 		{"name with control character", func(c *store.Client) { c.Name = "a\x07" }},
+		{"ID-token alg none", func(c *store.Client) { c.IDTokenSignedResponseAlg = "none" }},
+		{"ID-token alg HS256", func(c *store.Client) { c.IDTokenSignedResponseAlg = "HS256" }},
+		{"ID-token alg lower case", func(c *store.Client) { c.IDTokenSignedResponseAlg = "es256" }},
+		{"ID-token alg 1000 bytes", func(c *store.Client) { c.IDTokenSignedResponseAlg = strings.Repeat("R", 1000) }},
 	}
 	for _, tc := range invalid {
 		t.Run("invalid/"+tc.name, func(t *testing.T) {

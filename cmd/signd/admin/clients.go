@@ -32,7 +32,7 @@ func validScope(s string) bool {
 func clientView(c *store.Client) *ClientView {
 	return &ClientView{
 		ID: c.ID, Name: c.Name, RedirectURIs: c.RedirectURIs, Scopes: c.Scopes,
-		SectorIdentifier: c.SectorIdentifier, RequirePKCE: c.RequirePKCE,
+		SectorIdentifier: c.SectorIdentifier, RequirePKCE: c.RequirePKCE, IDTokenAlg: c.IDTokenSignedResponseAlg,
 		CreatedAt: c.CreatedAt, UpdatedAt: c.UpdatedAt,
 	}
 }
@@ -84,8 +84,12 @@ func (l *Local) AddClient(ctx context.Context, req AddClientRequest) (*AddClient
 		ID: req.ID, Name: name, SecretHash: store.HashSecret(secret),
 		RedirectURIs: req.RedirectURIs, Scopes: slices.Compact(slices.Sorted(slices.Values(scopes))),
 		SectorIdentifier: req.SectorIdentifier, RequirePKCE: req.RequirePKCE,
+		IDTokenSignedResponseAlg: req.IDTokenAlg,
 	}
 	if err := checkSector(c); err != nil {
+		return nil, err
+	}
+	if err := l.checkIDTokenAlg(ctx, c); err != nil {
 		return nil, err
 	}
 	err := l.Store.Update(ctx, func(tx store.Tx) (err error) {

@@ -173,8 +173,8 @@ func (s *recordingService) SetCredentialAuth(_ context.Context, r SetCredentialA
 	s.rec(r)
 	return &CredentialView{}, nil
 }
-func (s *recordingService) CreateOIDCKey(context.Context) (*OIDCKeyView, error) {
-	s.rec(struct{}{})
+func (s *recordingService) CreateOIDCKey(_ context.Context, r CreateOIDCKeyRequest) (*OIDCKeyView, error) {
+	s.rec(r)
 	return &OIDCKeyView{}, nil
 }
 func (s *recordingService) ListOIDCKeys(context.Context) ([]OIDCKeyView, error) {
@@ -233,7 +233,7 @@ func FuzzRPC(f *testing.F) {
 		"CreateCredential": CreateCredentialRequest{}, "ImportCertificate": ImportCertificateRequest{},
 		"ListCredentials": nameReq{}, "ShowCredential": nameReq{}, "SetCredentialStatus": statusReq{},
 		"SetCredentialAuth": SetCredentialAuthRequest{},
-		"CreateOIDCKey":     struct{}{}, "ListOIDCKeys": struct{}{}, "RotateOIDCKeys": RotateOIDCKeysRequest{},
+		"CreateOIDCKey":     CreateOIDCKeyRequest{}, "ListOIDCKeys": struct{}{}, "RotateOIDCKeys": RotateOIDCKeysRequest{},
 		"RemoveUser": nameReq{}, "RemoveCredential": nameReq{},
 		"EnrollTOTP": EnrollTOTPRequest{}, "RemoveTOTP": nameReq{},
 		"EnrollTSA": EnrollTSARequest{}, "ImportTSACertificate": ImportTSACertificateRequest{},
@@ -252,11 +252,11 @@ func FuzzRPC(f *testing.F) {
 		{"AddUser", AddUserRequest{Username: "alice", Password: "correct horse", PIN: "1234", Email: "alice@example.com", EmailVerified: true, Claims: map[string]string{"given_name": "Alice"}}},
 		{"ListUsers", struct{}{}}, {"ShowUser", nameReq{"alice"}}, {"SetUserStatus", statusReq{"alice", true}},
 		{"SetPIN", SetSecretRequest{"alice", "4321"}}, {"AddProof", AddProofRequest{"alice", "passport", "application/pdf", []byte("%PDF-1.7")}},
-		{"AddClient", AddClientRequest{ID: "rp", Name: "RP", RedirectURIs: []string{"https://rp.example/cb"}, Scopes: []string{"service", "credential"}, RequirePKCE: true}},
+		{"AddClient", AddClientRequest{ID: "rp", Name: "RP", RedirectURIs: []string{"https://rp.example/cb"}, Scopes: []string{"service", "credential"}, RequirePKCE: true, IDTokenAlg: "ES256"}},
 		{"CreateCredential", CreateCredentialRequest{User: "alice", Algo: "rsa-3072", Subject: "CN=Alice,O=Example B.V.,C=NL", Multisign: 10, AuthMode: "explicit"}},
 		{"SetCredentialAuth", SetCredentialAuthRequest{ID: "kr3e3rdpe6muvlifxu2m3wpecu", Multisign: 5, AuthMode: "oauth2code"}},
 		{"ImportCertificate", ImportCertificateRequest{ID: "kr3e3rdpe6muvlifxu2m3wpecu", ChainPEM: "-----BEGIN CERTIFICATE-----\nMAA=\n-----END CERTIFICATE-----\n"}},
-		{"SetCredentialStatus", statusReq{"kr3e3rdpe6muvlifxu2m3wpecu", false}}, {"RotateOIDCKeys", RotateOIDCKeysRequest{Force: true}},
+		{"SetCredentialStatus", statusReq{"kr3e3rdpe6muvlifxu2m3wpecu", false}}, {"RotateOIDCKeys", RotateOIDCKeysRequest{Alg: "PS256", Force: true}}, {"CreateOIDCKey", CreateOIDCKeyRequest{Alg: "ES256"}},
 		{"EnrollTOTP", EnrollTOTPRequest{"alice", "signd"}}, {"RemoveTOTP", nameReq{"alice"}},
 		{"EnrollTSA", EnrollTSARequest{Algo: "rsa-3072", Subject: "CN=signd TSA,O=Example B.V.,C=NL"}},
 		{"ImportTSACertificate", ImportTSACertificateRequest{KeyID: "00ff", CertPEM: "-----BEGIN CERTIFICATE-----\nMAA=\n-----END CERTIFICATE-----\n"}},

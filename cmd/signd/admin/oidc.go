@@ -75,6 +75,10 @@ func (l *Local) oidcKeys() (*oidc.KeyRing, error) {
 // failKeys maps the key life-cycle errors to conflicts with a hint.
 func (l *Local) failKeys(op string, err error) error {
 	switch {
+	case errors.Is(err, oidc.ErrUnknownAlgorithm):
+		return errorf(KindInvalid, "%v", err)
+	case errors.As(err, new(*oidc.UnsupportedAlgorithmError)):
+		return errorf(KindInvalid, "%v", err)
 	case errors.Is(err, oidc.ErrNextKeyExists):
 		return errorf(KindConflict, "%v: rotate to it first (`signd oidc keys rotate`)", err)
 	case errors.Is(err, oidc.ErrNoNextKey):
@@ -100,14 +104,15 @@ func (l *Local) oidcKeyView(r *oidc.KeyRing, k *store.SigningKey) *OIDCKeyView {
 	return v
 }
 
-// CreateOIDCKey implements Service: a new key pair in the HSM, published as
-// the next signing key (active at once when no key is active yet).
-func (l *Local) CreateOIDCKey(ctx context.Context) (*OIDCKeyView, error) {
+// CreateOIDCKey implements Service: a new key pair of req.Alg in the HSM,
+// published as the next signing key of that algorithm (active at once when
+// no key of it is active yet).
+func (l *Local) CreateOIDCKey(ctx context.Context, req CreateOIDCKeyRequest) (*OIDCKeyView, error) {
 	r, err := l.oidcKeys()
 	if err != nil {
 		return nil, err
 	}
-	k, err := r.Create(ctx)
+	k, err := r.Create(ctx, req.Alg)
 	if err != nil {
 		return nil, l.failKeys("create OIDC signing key", err)
 	}
@@ -139,7 +144,7 @@ func (l *Local) RotateOIDCKeys(ctx context.Context, req RotateOIDCKeysRequest) (
 	if err != nil {
 		return nil, err
 	}
-	rot, err := r.Rotate(ctx, req.Force)
+	rot, err := r.Rotate(ctx, req.Alg, req.Force)
 	if err != nil && rot == nil {
 		return nil, l.failKeys("rotate OIDC signing keys", err)
 	}
@@ -151,4 +156,35 @@ func (l *Local) RotateOIDCKeys(ctx context.Context, req RotateOIDCKeysRequest) (
 		res.Retired = l.oidcKeyView(r, rot.Retired)
 	}
 	return res, nil
+}
+
+// checkIDTokenAlg checks a client's id_token_signed_response_alg and makes
+// sure the provider can sign with it: the algorithm must be one of
+// RS256, PS256 and ES256, spelt exactly (never none or an HMAC
+// algorithm), the client must have scope openid, and a key of it must be
+// active — the first key of an algorithm is generated now, active at once
+// (no relying party can hold an ID token of it yet). A token that cannot
+// make the key refuses the client with the mechanism it lacks.
+func (l *Local) checkIDTokenAlg(ctx context.Context, c *store.Client) error {
+	alg := c.IDTokenSignedResponseAlg
+	if alg == "" {
+		return nil
+	}
+	if !store.ValidJWSAlgorithm(alg) {
+		return errorf(KindInvalid, "client %q: ID-token algorithm %.20q is not one signd signs with (%s; case-sensitive)", c.ID, alg, strings.Join(store.JWSAlgorithms(), ", "))
+	}
+	if !slices.Contains(c.Scopes, oidc.ScopeOpenID) {
+		return errorf(KindInvalid, "client %q: an ID-token algorithm needs scope openid", c.ID)
+	}
+	r, err := l.oidcKeys()
+	if err != nil {
+		return err
+	}
+	if _, err := r.EnsureAlg(ctx, alg); err != nil {
+		if u := (*oidc.UnsupportedAlgorithmError)(nil); errors.As(err, &u) {
+			return errorf(KindInvalid, "client %q: id_token_signed_response_alg %v", c.ID, u)
+		}
+		return l.fail(fmt.Sprintf("%s signing key for client %q", alg, c.ID), err)
+	}
+	return nil
 }

@@ -80,7 +80,7 @@ func endpoints(s Service) map[string]func(context.Context, json.RawMessage) (any
 		"RemoveCredential": decode(func(ctx context.Context, r nameReq) (any, error) {
 			return s.RemoveCredential(ctx, r.Name)
 		}),
-		"CreateOIDCKey": decode(func(ctx context.Context, _ struct{}) (any, error) { return s.CreateOIDCKey(ctx) }),
+		"CreateOIDCKey": decode(func(ctx context.Context, r CreateOIDCKeyRequest) (any, error) { return s.CreateOIDCKey(ctx, r) }),
 		"ListOIDCKeys":  decode(func(ctx context.Context, _ struct{}) (any, error) { return s.ListOIDCKeys(ctx) }),
 		"RotateOIDCKeys": decode(func(ctx context.Context, r RotateOIDCKeysRequest) (any, error) {
 			return s.RotateOIDCKeys(ctx, r)
@@ -431,8 +431,8 @@ func (r *Remote) AddProof(ctx context.Context, req AddProofRequest) (*UserView, 
 }
 
 // CreateOIDCKey implements Service.
-func (r *Remote) CreateOIDCKey(ctx context.Context) (*OIDCKeyView, error) {
-	return callT[*OIDCKeyView](r, ctx, "CreateOIDCKey", struct{}{})
+func (r *Remote) CreateOIDCKey(ctx context.Context, req CreateOIDCKeyRequest) (*OIDCKeyView, error) {
+	return callT[*OIDCKeyView](r, ctx, "CreateOIDCKey", req)
 }
 
 // ListOIDCKeys implements Service.

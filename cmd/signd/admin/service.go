@@ -36,7 +36,7 @@ type Service interface {
 	SetCredentialAuth(ctx context.Context, req SetCredentialAuthRequest) (*CredentialView, error)
 	RemoveCredential(ctx context.Context, id string) (*RemoveCredentialResult, error)
 
-	CreateOIDCKey(ctx context.Context) (*OIDCKeyView, error)
+	CreateOIDCKey(ctx context.Context, req CreateOIDCKeyRequest) (*OIDCKeyView, error)
 	ListOIDCKeys(ctx context.Context) ([]OIDCKeyView, error)
 	RotateOIDCKeys(ctx context.Context, req RotateOIDCKeysRequest) (*RotateOIDCKeysResult, error)
 
@@ -133,6 +133,10 @@ type AddClientRequest struct {
 	Scopes           []string `json:"scopes,omitempty"`
 	SectorIdentifier string   `json:"sector_identifier,omitempty"`
 	RequirePKCE      bool     `json:"require_pkce,omitempty"`
+	// IDTokenAlg is the client's id_token_signed_response_alg (OpenID
+	// Connect Dynamic Client Registration §2): RS256, PS256 or ES256; ""
+	// is oidc.signing_alg.
+	IDTokenAlg string `json:"id_token_signed_response_alg,omitempty"`
 }
 
 // AddClientResult carries the generated secret, shown once.
@@ -149,6 +153,7 @@ type ClientView struct {
 	Scopes           []string  `json:"scopes"`
 	SectorIdentifier string    `json:"sector_identifier,omitempty"`
 	RequirePKCE      bool      `json:"require_pkce"`
+	IDTokenAlg       string    `json:"id_token_signed_response_alg,omitempty"`
 	CreatedAt        time.Time `json:"created_at"`
 	UpdatedAt        time.Time `json:"updated_at"`
 }
@@ -246,7 +251,15 @@ type OIDCKeyView struct {
 // RotateOIDCKeysRequest promotes the next signing key. Force skips the wait
 // until relying parties have seen the next key in the JWKS.
 type RotateOIDCKeysRequest struct {
-	Force bool `json:"force,omitempty"`
+	// Alg is the algorithm whose keys rotate; "" is oidc.signing_alg.
+	Alg   string `json:"alg,omitempty"`
+	Force bool   `json:"force,omitempty"`
+}
+
+// CreateOIDCKeyRequest publishes a next key of Alg; "" is
+// oidc.signing_alg.
+type CreateOIDCKeyRequest struct {
+	Alg string `json:"alg,omitempty"`
 }
 
 // RotateOIDCKeysResult reports a rotation.
