@@ -35,6 +35,8 @@ func (s *services) oauthServer(provider *oidc.Provider) (*oauth.Server, error) {
 		MaxFailures:    o.MaxFailures,
 		SweepBatch:     o.SweepBatch,
 		Account:        &csc.Account{Store: s.views.account, Revocation: s.revocation, Now: s.now},
+		TokenLimit:     s.limits.token,
+		FormLimit:      s.limits.forms,
 		Logger:         s.logger.With("service", "oauth"),
 		Now:            s.now,
 	})
