@@ -202,3 +202,29 @@ func TestRemoteKey(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkAllow: the cost a limited request pays, one key and 10 000
+// keys in turn (the LRU full and churning).
+func BenchmarkAllow(b *testing.B) {
+	now := time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC)
+	l, err := ratelimit.New(ratelimit.Config{Name: "bench", Rate: 1e6, Burst: 1000000, MaxKeys: 1000, Now: func() time.Time { return now }})
+	if err != nil {
+		b.Fatal(err)
+	}
+	keys := make([]string, 10000)
+	for i := range keys {
+		keys[i] = fmt.Sprintf("10.0.%d.%d", i>>8, i&255)
+	}
+	b.Run("one key", func(b *testing.B) {
+		for b.Loop() {
+			_ = l.Allow("203.0.113.9")
+		}
+	})
+	b.Run("churning keys", func(b *testing.B) {
+		i := 0
+		for b.Loop() {
+			_ = l.Allow(keys[i%len(keys)])
+			i++
+		}
+	})
+}
