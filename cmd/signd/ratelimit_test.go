@@ -72,8 +72,12 @@ func TestRateLimitDaemon(t *testing.T) {
 			t.Fatalf("login post %d: %d %.200s", i+1, s.Status, oauthtest.Text(s.Body))
 		}
 	}
+	router := openAPIRouter(t)
 	for _, xff := range []string{"203.0.113.2", "198.51.100.7, 203.0.113.3", "2001:db8::1"} {
-		wantTooManyPage(t, "spoofed X-Forwarded-For "+xff, post(xff), "10")
+		s := post(xff)
+		wantTooManyPage(t, "spoofed X-Forwarded-For "+xff, s, "10")
+		checkOpenAPI(t, router, http.MethodPost, "/oauth2/login", http.Header{"Content-Type": {"application/x-www-form-urlencoded"}}, "",
+			s.Status, s.Header, []byte(s.Body))
 	}
 
 	bogus := url.Values{"grant_type": {"authorization_code"}, "code": {"not-a-code"}, "redirect_uri": {"https://rp.example/cb"}}
@@ -85,6 +89,8 @@ func TestRateLimitDaemon(t *testing.T) {
 		}
 		defer res.Body.Close()
 		raw, _ := io.ReadAll(res.Body)
+		checkOpenAPI(t, router, http.MethodPost, "/oauth2/token", http.Header{"Content-Type": {"application/x-www-form-urlencoded"}},
+			bogus.Encode(), res.StatusCode, res.Header, raw)
 		var m map[string]any
 		if err := json.Unmarshal(raw, &m); err != nil {
 			t.Fatalf("token endpoint: %d %q", res.StatusCode, raw)
