@@ -10,10 +10,10 @@
 //
 // The buckets live in memory, per daemon, in a map bounded by MaxKeys
 // (hashicorp/golang-lru: the least recently used key is dropped first), so
-// a flood of distinct keys — spoofed nothing, but many addresses — cannot
-// grow it. A dropped key starts again with a full bucket, as a new address
-// would. RemoteKey folds an IPv6 address into its /64, which one host
-// usually holds whole.
+// a flood of distinct keys (a client with many addresses) cannot grow it.
+// A dropped key starts again with a full bucket, as a new address would.
+// RemoteKey folds an IPv6 address into its /64, which one host usually
+// holds whole.
 //
 // It knows nothing of OAuth, CSC or HTTP routes: the callers choose the
 // key and the dialect of the refusal.
