@@ -22,6 +22,20 @@ type OAuthConfig struct {
 	MaxFailures    int           `mapstructure:"max_failures"`
 	SweepInterval  time.Duration `mapstructure:"sweep_interval"`
 	SweepBatch     int           `mapstructure:"sweep_batch"`
+	// Lockout is oauth.lockout.*: how long max_failures wrong passwords
+	// in a row lock an account.
+	Lockout LockoutConfig `mapstructure:"lockout"`
+}
+
+// LockoutConfig is oauth.lockout.* (NIST SP 800-63B §5.2.2): the first
+// lock lasts Base, each further one without a successful login between
+// twice as long as the one before, at most Max; after PermanentAfter timed
+// locks (0: never) the next one is permanent. Signing PINs are not
+// affected: they stay locked until an admin unlocks them.
+type LockoutConfig struct {
+	Base           time.Duration `mapstructure:"base"`
+	Max            time.Duration `mapstructure:"max"`
+	PermanentAfter int           `mapstructure:"permanent_after"`
 }
 
 // CSCConfig is the csc.* section: what /csc/v1/info reports, paging, and
@@ -92,11 +106,17 @@ func serviceKeys() []Key {
 		{Name: "oauth.session_ttl", Default: 8 * time.Hour,
 			Usage: "lifetime of the login session cookie (single sign-on)"},
 		{Name: "oauth.max_failures", Default: 5,
-			Usage: "wrong passwords (or PINs) in a row that lock the account (or PIN)"},
+			Usage: "wrong passwords (or PINs) in a row that lock the account for a while (or the PIN until an admin unlocks it)"},
 		{Name: "oauth.sweep_interval", Default: time.Minute,
 			Usage: "how often expired codes, tokens, SAD and requests are removed"},
 		{Name: "oauth.sweep_batch", Default: 32,
 			Usage: "most expired records one sweep transaction removes (bounds how long it holds the write lock)"},
+		{Name: "oauth.lockout.base", Default: time.Minute,
+			Usage: "how long the first lock after max_failures wrong passwords lasts; each further one twice as long (1s to 24h)"},
+		{Name: "oauth.lockout.max", Default: time.Hour,
+			Usage: "the longest a lock lasts (oauth.lockout.base to 30 days)"},
+		{Name: "oauth.lockout.permanent_after", Default: 0,
+			Usage: "timed locks in a row after which the next lock lasts until an admin unlocks (0 = never, up to 100)"},
 
 		// csc
 		{Name: "csc.name", Default: "signd",
@@ -165,7 +185,22 @@ func (o *OAuthConfig) checks() []check {
 		{"oauth.max_failures", between(o.MaxFailures, 1, 100)},
 		{"oauth.sweep_interval", within(o.SweepInterval, time.Second, time.Hour)},
 		{"oauth.sweep_batch", between(o.SweepBatch, 1, 10000)},
+		{"oauth.lockout.base", within(o.Lockout.Base, time.Second, 24*time.Hour)},
+		{"oauth.lockout.max", o.Lockout.maxProblem()},
+		{"oauth.lockout.permanent_after", between(o.Lockout.PermanentAfter, 0, 100)},
 	}
+}
+
+// maxProblem checks oauth.lockout.max: at most 30 days, and not shorter
+// than oauth.lockout.base.
+func (l *LockoutConfig) maxProblem() string {
+	if p := within(l.Max, time.Second, 30*24*time.Hour); p != "" {
+		return p
+	}
+	if l.Max < l.Base {
+		return fmt.Sprintf("%v is shorter than oauth.lockout.base (%v)", l.Max, l.Base)
+	}
+	return ""
 }
 
 var (

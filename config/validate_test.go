@@ -36,6 +36,7 @@ func defaultOAuth() OAuthConfig {
 		CodeTTL: time.Minute, AccessTokenTTL: time.Hour, SADTTL: 5 * time.Minute,
 		LoginTimeout: 10 * time.Minute, ConsentTimeout: 5 * time.Minute, ProcessTimeout: 10 * time.Minute,
 		SessionTTL: 8 * time.Hour, MaxFailures: 5, SweepInterval: time.Minute, SweepBatch: 32,
+		Lockout: LockoutConfig{Base: time.Minute, Max: time.Hour},
 	}
 }
 
@@ -259,6 +260,17 @@ func TestValidate(t *testing.T) {
 		{"refresh ttl zero", func(c *Config) { c.CSC.RefreshTokenTTL = 0 }, "csc.refresh_token_ttl", "is not between 1m0s and 2160h0m0s"},
 		{"refresh ttl too long", func(c *Config) { c.CSC.RefreshTokenTTL = 91 * 24 * time.Hour }, "csc.refresh_token_ttl", "is not between"},
 
+		{"lockout base equal to max", func(c *Config) { c.OAuth.Lockout.Base = time.Hour }, "", ""},
+		{"lockout permanent after 3", func(c *Config) { c.OAuth.Lockout.PermanentAfter = 3 }, "", ""},
+		{"lockout base zero", func(c *Config) { c.OAuth.Lockout.Base = 0 }, "oauth.lockout.base", "0s is not between 1s and 24h0m0s"},
+		{"lockout base negative", func(c *Config) { c.OAuth.Lockout.Base = -time.Minute }, "oauth.lockout.base", "-1m0s is not between 1s and 24h0m0s"},
+		{"lockout base too long", func(c *Config) { c.OAuth.Lockout.Base, c.OAuth.Lockout.Max = 25*time.Hour, 48*time.Hour }, "oauth.lockout.base", "25h0m0s is not between 1s and 24h0m0s"},
+		{"lockout max zero", func(c *Config) { c.OAuth.Lockout.Max = 0 }, "oauth.lockout.max", "0s is not between 1s and 720h0m0s"},
+		{"lockout max negative", func(c *Config) { c.OAuth.Lockout.Max = -time.Hour }, "oauth.lockout.max", "-1h0m0s is not between 1s and 720h0m0s"},
+		{"lockout max too long", func(c *Config) { c.OAuth.Lockout.Max = 31 * 24 * time.Hour }, "oauth.lockout.max", "is not between 1s and 720h0m0s"},
+		{"lockout base over max", func(c *Config) { c.OAuth.Lockout.Base = 2 * time.Hour }, "oauth.lockout.max", "1h0m0s is shorter than oauth.lockout.base (2h0m0s)"},
+		{"lockout permanent after negative", func(c *Config) { c.OAuth.Lockout.PermanentAfter = -1 }, "oauth.lockout.permanent_after", "must be between 0 and 100, got -1"},
+		{"lockout permanent after too many", func(c *Config) { c.OAuth.Lockout.PermanentAfter = 101 }, "oauth.lockout.permanent_after", "must be between 0 and 100, got 101"},
 		{"rate limit off", func(c *Config) { c.RateLimit.Token.Rate = 0 }, "", ""},
 		{"rate limit fraction", func(c *Config) { c.RateLimit.Forms.Rate = 0.05 }, "", ""},
 		{"rate limit smallest", func(c *Config) { c.RateLimit.AuthLogin.Rate = MinRate }, "", ""},

@@ -37,6 +37,14 @@ const (
 // hashByOID are the hashes signd signs: nothing weaker than SHA-256.
 var hashByOID = map[string]crypto.Hash{oidSHA256: crypto.SHA256, oidSHA384: crypto.SHA384, oidSHA512: crypto.SHA512}
 
+// digestSize reports whether n bytes is the size of a digest of one of
+// the hashes signd signs (32, 48 or 64: SHA-256, SHA-384, SHA-512). A SAD
+// is bound to digests of these sizes, whichever way it is authorized;
+// signHash then requires the size of its signature algorithm's hash.
+func digestSize(n int) bool {
+	return n == crypto.SHA256.Size() || n == crypto.SHA384.Size() || n == crypto.SHA512.Size()
+}
+
 // signAlgoDef is what a signAlgo OID means.
 type signAlgoDef struct {
 	ec     bool        // ECDSA (an EC key); else RSA

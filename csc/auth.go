@@ -28,7 +28,6 @@ type TokenRevoker interface {
 // Descriptions of auth/login and auth/revoke.
 const (
 	descLoginFailed   = "Invalid username or password"
-	descSecondFactor  = "The account requires a one-time code: sign in through oauth2/authorize"
 	descBasicOrToken  = "Send either HTTP Basic credentials or refresh_token, not both"
 	descMissingBasic  = "Missing HTTP Basic credentials or refresh_token"
 	descMalformedAuth = "Malformed HTTP Basic credentials"
@@ -93,8 +92,6 @@ func (h *Handler) authLogin(c echo.Context) error {
 	switch {
 	case errors.Is(err, oauth.ErrLoginFailed):
 		return h.basicChallenge(http.StatusUnauthorized, codeAuthentication, descLoginFailed)
-	case errors.Is(err, oauth.ErrSecondFactor):
-		return h.basicChallenge(http.StatusUnauthorized, codeAuthentication, descSecondFactor)
 	case errors.Is(err, oauth.ErrRefreshInvalid):
 		return badRequest(descBadRefresh)
 	case err != nil:

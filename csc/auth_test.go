@@ -28,8 +28,6 @@ func (f *fakeLogin) record(s string) {
 func (f *fakeLogin) Login(_ context.Context, user, password string, rememberMe bool) (*oauth.LoginTokens, error) {
 	f.record(fmt.Sprintf("login %s %v", user, rememberMe))
 	switch {
-	case user == "bob":
-		return nil, oauth.ErrSecondFactor
 	case user != "alice" || password != "pw":
 		return nil, oauth.ErrLoginFailed
 	case rememberMe:
@@ -80,7 +78,6 @@ func TestAuthLoginHandler(t *testing.T) {
 	}
 	wantError(t, login("", `{"refresh_token":"rt-0"}`), 400, "invalid_request", "Invalid parameter refresh_token")
 	wantError(t, login(basic("alice", "nope"), ""), 401, "authentication_error", "Invalid username or password")
-	wantError(t, login(basic("bob", "pw"), ""), 401, "authentication_error", "The account requires a one-time code: sign in through oauth2/authorize")
 	wantError(t, login(basic("alice:x", ""), ""), 401, "authentication_error", "Invalid username or password")
 	if r := login(basic("alice", "nope"), ""); r.header.Get("WWW-Authenticate") != `Basic realm="https://sign.example.com", charset="UTF-8"` {
 		t.Errorf("WWW-Authenticate %q", r.header.Get("WWW-Authenticate"))

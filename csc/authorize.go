@@ -83,8 +83,10 @@ type authorizeRequest struct {
 	hasOTP       bool
 }
 
-// parseHashArray reads the required hash array: at most maxHashes standard
-// base64 SHA-256 digests.
+// parseHashArray reads the required hash array of credentials/authorize
+// and extendTransaction: at most maxHashes standard base64 SHA-256,
+// SHA-384 or SHA-512 digests (digestSize), as the OAuth credential flow
+// takes; signHash checks them against its signature algorithm.
 func parseHashArray(p params, maxHashes int) ([][]byte, *oauth.Error) {
 	if p.kind("hash") != '[' {
 		return nil, missing("array", "hash")
@@ -106,7 +108,7 @@ func parseHashArray(p params, maxHashes int) ([][]byte, *oauth.Error) {
 		if err != nil {
 			return nil, badRequest(descBadBase64)
 		}
-		if len(d) != 32 {
+		if !digestSize(len(d)) {
 			return nil, badRequest(descDigestLength)
 		}
 		hashes = append(hashes, d)

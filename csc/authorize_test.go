@@ -1,6 +1,9 @@
 package csc_test
 
 import (
+	"crypto"
+	"crypto/rsa"
+	"crypto/x509"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -172,6 +175,47 @@ func TestAuthorizeBatch(t *testing.T) {
 	}
 }
 
+// TestAuthorizeDigestSizes: credentials/authorize and extendTransaction
+// take SHA-384 and SHA-512 digests as the OAuth credential flow does; the
+// SAD signs them with the signature algorithm of their hash, and the
+// signature verifies.
+func TestAuthorizeDigestSizes(t *testing.T) {
+	e := newExplicitEnv(t)
+	bearer := e.accessToken("alice", "rp1")
+	cred := e.explicitCredential("alice", 2, store.AuthExplicit)
+	for _, tc := range []struct {
+		hash     crypto.Hash
+		signAlgo string
+	}{
+		{crypto.SHA384, "1.2.840.113549.1.1.12"}, {crypto.SHA512, "1.2.840.113549.1.1.13"},
+	} {
+		t.Run(tc.hash.String(), func(t *testing.T) {
+			h := tc.hash.New()
+			h.Write([]byte("%PDF-1.7 signed with " + tc.hash.String()))
+			d := h.Sum(nil)
+			r := e.call("credentials/authorize", bearer, authorizeBody(cred, 1, testPIN, d))
+			if r.status != http.StatusOK || r.str("SAD") == "" {
+				t.Fatalf("authorize with a %d-byte digest: %d %s", len(d), r.status, r.raw)
+			}
+			e.clock.Advance(time.Minute) // an extension must give a later expiry
+			ext, _ := json.Marshal(map[string]any{"credentialID": cred, "SAD": r.str("SAD"), "hash": []string{b64(d)}})
+			r = e.call("credentials/extendTransaction", bearer, string(ext))
+			if r.status != http.StatusOK || r.str("SAD") == "" {
+				t.Fatalf("extendTransaction with a %d-byte digest: %d %s", len(d), r.status, r.raw)
+			}
+			body, _ := json.Marshal(map[string]any{"credentialID": cred, "SAD": r.str("SAD"), "hash": []string{b64(d)}, "signAlgo": tc.signAlgo})
+			sigs := signatures(t, e.call("signatures/signHash", bearer, string(body)))
+			leaf, err := x509.ParseCertificate(e.creds[cred].Chain[0])
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := rsa.VerifyPKCS1v15(leaf.PublicKey.(*rsa.PublicKey), tc.hash, d, sigs[0]); err != nil {
+				t.Errorf("crypto/rsa: %v", err)
+			}
+		})
+	}
+}
+
 // TestAuthorizeRefusals: one case per rule of credentials/authorize.
 func TestAuthorizeRefusals(t *testing.T) {
 	e := newExplicitEnv(t)
@@ -202,6 +246,8 @@ func TestAuthorizeRefusals(t *testing.T) {
 		{"hash empty", authorizeBody(explicit, 1, testPIN), "invalid_request", "Empty hash array"},
 		{"hash not base64", `{"credentialID":"` + explicit + `","numSignatures":1,"hash":["%%%"],"PIN":"1"}`, "invalid_request", "Invalid Base64 hash string parameter"},
 		{"hash of 31 bytes", authorizeBody(explicit, 1, testPIN, ds[0][:31]), "invalid_request", "Invalid digest value length"},
+		{"hash of 20 bytes (SHA-1)", authorizeBody(explicit, 1, testPIN, ds[0][:20]), "invalid_request", "Invalid digest value length"},
+		{"hash of 49 bytes", authorizeBody(explicit, 1, testPIN, append(slices.Clone(ds[0]), ds[1][:17]...)), "invalid_request", "Invalid digest value length"},
 		{"hash array over the cap", authorizeBody(explicit, 1, testPIN, slices.Repeat([][]byte{ds[0]}, 101)...), "invalid_request", "Too many hashes: at most 100 per request"},
 		{"credentialID missing", `{"numSignatures":1,"hash":["` + b64(ds[0]) + `"],"PIN":"1"}`, "invalid_request", "Missing (or invalid type) string parameter credentialID"},
 		{"unknown credential", authorizeBody("nope", 1, testPIN, ds[0]), "invalid_request", "Invalid parameter credentialID"},
@@ -436,6 +482,7 @@ func TestExtendTransaction(t *testing.T) {
 	}
 	wantError(t, e.call("credentials/extendTransaction", bearer, `{"credentialID":"`+cred+`","hash":["`+b64(ds[0])+`"]}`), 400, "invalid_request", "Missing (or invalid type) string parameter SAD")
 	wantError(t, e.call("credentials/extendTransaction", bearer, `{"credentialID":"`+cred+`","SAD":"x"}`), 400, "invalid_request", "Missing (or invalid type) array parameter hash")
+	wantError(t, e.call("credentials/extendTransaction", bearer, `{"credentialID":"`+cred+`","SAD":"x","hash":["`+b64(ds[0][:31])+`"]}`), 400, "invalid_request", "Invalid digest value length")
 }
 
 // TestAuthorizeMetrics: every credentials/authorize and extendTransaction

@@ -191,13 +191,16 @@ func usableBy(cred *store.Credential, username string) bool {
 }
 
 // certRefusal returns the specification's refusal for signing with leaf at
-// now, or "" while it is valid.
+// now, or "" while it is valid. Every refusal names the certificate by its
+// subject DN in RFC 4514 form (pkix.Name.String), the very string
+// credentials/info reports as subjectDN, rather than the specification's
+// "O=…,CN=…" sketch.
 func certRefusal(leaf *x509.Certificate, now time.Time) string {
 	switch {
 	case now.After(leaf.NotAfter):
-		return "Signing certificate '" + certName(leaf) + "' is expired."
+		return "Signing certificate '" + leaf.Subject.String() + "' is expired."
 	case now.Before(leaf.NotBefore):
-		return "Signing certificate '" + certName(leaf) + "' is not yet valid."
+		return "Signing certificate '" + leaf.Subject.String() + "' is not yet valid."
 	}
 	return ""
 }
@@ -218,22 +221,12 @@ func revocationRefusal(rev Revocation, chain [][]byte, leaf *x509.Certificate) (
 	status, current := rev.Status(chain)
 	switch {
 	case status == certstatus.Revoked:
-		return "Signing certificate '" + certName(leaf) + "' is revoked.", "certificate revoked"
+		return "Signing certificate '" + leaf.Subject.String() + "' is revoked.", "certificate revoked"
 	case status == certstatus.Suspended:
-		return "Signing certificate '" + certName(leaf) + "' is suspended.", "certificate suspended"
+		return "Signing certificate '" + leaf.Subject.String() + "' is suspended.", "certificate suspended"
 	case !current:
-		return "The revocation status of signing certificate '" + certName(leaf) + "' could not be verified.",
+		return "The revocation status of signing certificate '" + leaf.Subject.String() + "' could not be verified.",
 			"certificate status unknown (no current OCSP or CRL answer)"
 	}
 	return "", ""
-}
-
-// certName is the "O=[organization],CN=[common_name]" of the
-// specification's message (O left out when the subject has none).
-func certName(leaf *x509.Certificate) string {
-	name := "CN=" + leaf.Subject.CommonName
-	if len(leaf.Subject.Organization) > 0 {
-		name = "O=" + leaf.Subject.Organization[0] + "," + name
-	}
-	return name
 }

@@ -182,8 +182,8 @@ func TestErrorRows(t *testing.T) {
 			f.clock.Advance(2 * time.Second)
 			return f.alice, body("credentialID", f.ok, "SAD", s, "hash", []string{h64}, "hashAlgo", sha256O, "signAlgo", rsaEnc)
 		}, bad, ir, "SAD expired"},
-		{"certificate expired", "signatures/signHash", std(f.expired), bad, ir, "Signing certificate 'O=Example Org,CN=alice signer' is expired."},
-		{"certificate not yet valid", "signatures/signHash", std(f.notYet), bad, ir, "Signing certificate 'O=Example Org,CN=alice signer' is not yet valid."},
+		{"certificate expired", "signatures/signHash", std(f.expired), bad, ir, "Signing certificate 'CN=alice signer,O=Example Org,C=NL' is expired."},
+		{"certificate not yet valid", "signatures/signHash", std(f.notYet), bad, ir, "Signing certificate 'CN=alice signer,O=Example Org,C=NL' is not yet valid."},
 		{"credential disabled", "signatures/signHash", std(f.disabled), bad, ir, "The credential identified by credentialID is disabled"},
 
 		// Transport: one writer for every client mistake.

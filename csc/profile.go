@@ -2,8 +2,6 @@ package csc
 
 import (
 	"context"
-	"crypto/sha256"
-	"crypto/sha512"
 	"crypto/x509"
 	"encoding/base64"
 	"encoding/hex"
@@ -239,7 +237,7 @@ func (p *CredentialProfile) maxSignatures() int {
 // SHA-512 digest (signHash checks it against the signature's hash).
 func decodeHashParam(s string) ([]byte, bool) {
 	b, err := base64.RawURLEncoding.DecodeString(strings.TrimRight(s, "="))
-	if err != nil || len(b) != sha256.Size && len(b) != sha512.Size384 && len(b) != sha512.Size {
+	if err != nil || !digestSize(len(b)) {
 		return nil, false
 	}
 	return b, true
@@ -289,8 +287,9 @@ func (p *CredentialProfile) credential(ctx context.Context, r *oauth.Request) (*
 		return nil, nil, errExplicitOnly
 	}
 	if n := len(credentialDetail(r.Binding).Digests); n > cred.Multisign {
-		return nil, nil, profileError(oauth.CodeInvalidRequest,
-			fmt.Sprintf("Numbers of signatures is too high: this credential allows %d per authorization", cred.Multisign))
+		// The CSC v1 description, word for word, as credentials/authorize
+		// answers it; the limit is credentials/info's multisign.
+		return nil, nil, profileError(oauth.CodeInvalidRequest, descTooMany)
 	}
 	return cred, leaf, nil
 }

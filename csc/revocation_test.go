@@ -39,7 +39,7 @@ func withRevocation(r csc.Revocation) envOption { return func(h *csc.Handler) { 
 // and leaves the SAD alone, and once the status is valid again the same
 // SAD signs.
 func TestRevocationDisablesKey(t *testing.T) {
-	const name = "O=Example Org,CN=alice signer"
+	const name = "CN=alice signer,O=Example Org,C=NL" // credentials/info's subjectDN
 	tests := []struct {
 		status             certstatus.Status
 		current            bool
@@ -59,11 +59,14 @@ func TestRevocationDisablesKey(t *testing.T) {
 			sad := e.sad("alice", "rp1", cred, time.Minute, d)
 
 			rev.set(tt.status, tt.current)
-			info := e.call("credentials/info", bearer, `{"credentialID":"`+cred+`"}`)
+			info := e.call("credentials/info", bearer, `{"credentialID":"`+cred+`","certInfo":true}`)
 			key, _ := info.body["key"].(map[string]any)
 			cert, _ := info.body["cert"].(map[string]any)
 			if info.status != http.StatusOK || key["status"] != "disabled" || cert["status"] != tt.wantCert {
 				t.Fatalf("credentials/info: %d key %v cert %v; want disabled, %s", info.status, key["status"], cert["status"], tt.wantCert)
+			}
+			if cert["subjectDN"] != name {
+				t.Errorf("credentials/info subjectDN %q, the refusal names %q", cert["subjectDN"], name)
 			}
 			r := e.call("signatures/signHash", bearer, signHashBody(cred, sad, d))
 			wantError(t, r, http.StatusBadRequest, "invalid_request", tt.wantDesc)

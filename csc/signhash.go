@@ -78,7 +78,7 @@ func parseSignHash(p params, maxHashes int) (req signHashRequest, e *oauth.Error
 		if err != nil {
 			return req, badRequest(descBadBase64)
 		}
-		if len(d) != 32 && len(d) != 48 && len(d) != 64 { // SHA-256, -384, -512
+		if !digestSize(len(d)) {
 			return req, badRequest(descDigestLength)
 		}
 		req.hashes = append(req.hashes, d)

@@ -17,8 +17,10 @@ import (
 // bypasses the consent page, so the daemon mounts it only when configured.
 // The password goes through the same reservation, hashing slots and lockout
 // as the login page (checkCredentials); a user with TOTP cannot log in this
-// way (the method has no field for the code) and is refused once the
-// password was right.
+// way (the method has no field for the code): a right password is answered
+// like a wrong one and leaves the failure counter as it was, so that this
+// door neither confirms a password nor resets the count of wrong one-time
+// codes.
 //
 // Refresh tokens rotate (RFC 9700 §4.14.2): every token of one password
 // login — access tokens and refresh tokens — carries the login's random
@@ -31,10 +33,8 @@ import (
 // Errors of PasswordLogin, for the caller to put in its dialect.
 var (
 	// ErrLoginFailed: unknown user, wrong password, a locked or disabled
-	// account — one answer for all.
+	// account, a user with TOTP — one answer for all.
 	ErrLoginFailed = errors.New("oauth: invalid username or password")
-	// ErrSecondFactor: the password was right but the account has TOTP.
-	ErrSecondFactor = errors.New("oauth: the account requires a one-time code")
 	// ErrRefreshInvalid: the refresh token is unknown, expired, revoked,
 	// another client's, already used (its family is now revoked), or its
 	// user can no longer sign in.
@@ -92,8 +92,6 @@ func (p *PasswordLogin) Login(ctx context.Context, username, password string, re
 	switch {
 	case errors.Is(err, errBusy):
 		return nil, busy()
-	case errors.Is(err, errSecondFactor):
-		return nil, ErrSecondFactor
 	case err != nil:
 		return nil, err
 	case !ok:
@@ -239,7 +237,7 @@ func (p *PasswordLogin) issue(tx Tx, username string, family []byte, authTime, n
 // RevokeOwn revokes the token value on behalf of the bearer g (CSC v1
 // §11.3 auth/revoke, RFC 7009 §2.1): an access token or SAD is removed; a
 // refresh token is removed with its whole family (the access tokens issued
-// with it included). A token of another user or client, or an unknown one,
+// with it included; revokeStored). A token of another user or client, or an unknown one,
 // is left alone and answered like a revoked one: nil.
 func (s *Server) RevokeOwn(ctx context.Context, g *Grant, value string) error {
 	if g == nil {
@@ -259,12 +257,8 @@ func (s *Server) RevokeOwn(ctx context.Context, g *Grant, value string) error {
 			return nil
 		}
 		kind = tok.Kind
-		if tok.Kind == store.TokenRefresh && len(tok.CodeHash) != 0 {
-			n, err = tx.DeleteTokensByCode(tok.CodeHash)
-			return err
-		}
-		n = 1
-		return tx.DeleteToken(tok.Hash)
+		n, err = revokeStored(tx, tok)
+		return err
 	})
 	if err != nil {
 		return err

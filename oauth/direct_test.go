@@ -159,12 +159,13 @@ func TestPasswordLoginRefusals(t *testing.T) {
 			t.Errorf("Login(%s, %s) = %v, want ErrLoginFailed", tc.user, tc.password, err)
 		}
 	}
-	// bob has TOTP: the right password is told so, and counts as right.
-	if _, err := pl.Login(ctx, "bob", bobPassword, false); !errors.Is(err, oauth.ErrSecondFactor) {
-		t.Errorf("TOTP user with the right password = %v, want ErrSecondFactor", err)
+	// bob has TOTP: the right password is answered like a wrong one and
+	// leaves the counter (one wrong password above) as it was.
+	if _, err := pl.Login(ctx, "bob", bobPassword, false); !errors.Is(err, oauth.ErrLoginFailed) {
+		t.Errorf("TOTP user with the right password = %v, want ErrLoginFailed", err)
 	}
-	if u := ev.user("bob"); u.FailedPasswords != 0 {
-		t.Errorf("bob has %d failures after the right password, want 0", u.FailedPasswords)
+	if u := ev.user("bob"); u.FailedPasswords != 1 {
+		t.Errorf("bob has %d failures after the right password, want the 1 from before", u.FailedPasswords)
 	}
 	for _, client := range []string{"nope"} {
 		if _, err := passwordLogin(t, ev, client).Login(ctx, "alice", alicePassword, false); err == nil ||
@@ -219,8 +220,8 @@ func TestPasswordLoginLockoutUnderConcurrency(t *testing.T) {
 	if got := ph.evaluations(pwHash); got != 3 {
 		t.Errorf("%d wrong passwords at once: %d evaluated, want exactly max_failures = 3", n, got)
 	}
-	if u := ev.user("dave"); u.FailedPasswords != 3 || !u.PasswordLocked {
-		t.Errorf("after the burst: %d failures, locked %v; want 3, true", u.FailedPasswords, u.PasswordLocked)
+	if u := ev.user("dave"); u.FailedPasswords != 3 || !ev.timedLock(u, time.Minute) {
+		t.Errorf("after the burst: %d failures, locked until %v; want 3, a minute from now", u.FailedPasswords, u.PasswordLockedUntil)
 	}
 	if _, err := pl.Login(context.Background(), "dave", davePassword, false); !errors.Is(err, oauth.ErrLoginFailed) {
 		t.Errorf("right password after the lock = %v, want ErrLoginFailed", err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"time"
 
 	"github.com/signd/signd/store"
 )
@@ -22,25 +23,31 @@ type PasswordChecker interface {
 
 // Lockout under concurrency (OWASP Authentication Cheat Sheet, "Account
 // Lockout"): at most oauth.max_failures guesses of a password or signing
-// PIN are ever evaluated between two successes, however many arrive at
-// once. Every guess first reserves a failure, in the same write transaction
-// that checks the lock, before its argon2id hash runs:
+// PIN are ever evaluated between two successes (or, for a password,
+// between a success or the end of a timed lock and the next lock), however
+// many arrive at once. Every guess first reserves a failure, in the same
+// write transaction that checks the lock, before its argon2id hash runs:
 //
-//  1. reserve (one write transaction): read the user; if the secret is
-//     locked, or the failure counter already reached MaxFailures (failures
+//  1. reserve (one write transaction): read the user; a timed password
+//     lock that is over at the injected clock's now is cleared, and the
+//     counter set to the guesses still in flight. If the secret is locked,
+//     or the failure counter already reached MaxFailures (failures
 //     finished plus guesses in flight), answer "locked" without hashing.
 //     Otherwise count the guess as a failure now (counter+1) and register it
 //     as in flight.
 //  2. hash, outside any transaction (bounded by the limiter).
 //  3. settle (one write transaction): a wrong guess keeps its reservation —
-//     it is a counted failure — and sets the lock when the counter reached
-//     MaxFailures. A right guess releases its reservation and resets the
-//     counter to the guesses still in flight (they count as failures until
-//     they finish).
+//     it is a counted failure — and sets the lock (Server.lock: timed for a
+//     password, permanent for a PIN) when the counter reached MaxFailures.
+//     A right guess releases its reservation and resets the counter to the
+//     guesses still in flight (they count as failures until they finish);
+//     a right password while the account is locked is settled as wrong.
 //  4. the write transaction that ends the step (opens the login session,
-//     issues the code) re-checks the lock and refuses if it was set
-//     meanwhile; the token endpoint re-checks the PIN lock once more when a
-//     PIN-verified code is redeemed.
+//     issues the code) re-checks the account's permanent lock and the PIN
+//     lock and refuses if one was set meanwhile; the token endpoint
+//     re-checks the PIN lock once more when a PIN-verified code is
+//     redeemed. A timed lock set after a right password settled does not
+//     undo that login: the password was checked before the lock.
 //
 // Because reserve is one serialized write transaction, of N concurrent
 // guesses for a user at most MaxFailures−counter pass step 1; the rest are
@@ -60,8 +67,13 @@ type PasswordChecker interface {
 //     wrong, the counter stays 2 and nothing is locked: one more wrong
 //     guess locks.
 //   - The lock is set by another request (or an admin) after a guess was
-//     reserved: the right guess settles, and the step's final transaction
-//     sees the lock and refuses: no session, no code.
+//     reserved: a right password settles as a wrong one (the login page's
+//     answer to a wrong password); a right PIN settles, and the step's
+//     final transaction sees the lock and refuses: no code.
+//   - A timed password lock ends (the clock reaches PasswordLockedUntil)
+//     while N guesses arrive at once: the first to reserve clears it, and
+//     as above at most MaxFailures of the N are evaluated; reaching the
+//     limit locks again, for twice as long.
 //   - The process dies after a reservation: the guess stays counted as a
 //     failure (fail closed). The in-flight register lives in memory, so
 //     after a restart the counter holds finished failures only; if it
@@ -111,13 +123,63 @@ const (
 	secretPIN
 )
 
-// state returns the failure counter, the lock and the stored hash of the
-// secret of kind k of u.
-func (k secretKind) state(u *store.User) (failed *int, locked *bool, hash string) {
+// state returns the failure counter and the stored hash of the secret of
+// kind k of u.
+func (k secretKind) state(u *store.User) (failed *int, hash string) {
 	if k == secretPIN {
-		return &u.FailedPINs, &u.PINLocked, u.PINHash
+		return &u.FailedPINs, u.PINHash
 	}
-	return &u.FailedPasswords, &u.PasswordLocked, u.PasswordHash
+	return &u.FailedPasswords, u.PasswordHash
+}
+
+// lockedAt reports whether the secret of kind k of u is locked at now: the
+// PIN's lock and the permanent password lock hold until an admin lifts
+// them, a timed password lock until its end.
+func (k secretKind) lockedAt(u *store.User, now time.Time) bool {
+	if k == secretPIN {
+		return u.PINLocked
+	}
+	return u.PasswordLocked || now.Before(u.PasswordLockedUntil)
+}
+
+// lockEnded reports whether u's password has a timed lock that is over at
+// now (and not yet cleared).
+func lockEnded(u *store.User, now time.Time) bool {
+	return !u.PasswordLockedUntil.IsZero() && !now.Before(u.PasswordLockedUntil)
+}
+
+// lock locks the secret of kind k of u at now, after MaxFailures failures.
+// A signing PIN locks until an admin unlocks it (a smart card's rule: sole
+// control). A password locks for a while (NIST SP 800-63B §5.2.2):
+// Lockout.Base the first time, twice as long each further time without a
+// successful login between, at most Lockout.Max; after
+// Lockout.PermanentAfter timed locks in a row (0: never) the next lock is
+// permanent.
+func (s *Server) lock(k secretKind, u *store.User, now time.Time) {
+	if k == secretPIN {
+		u.PINLocked = true
+		return
+	}
+	if p := s.cfg.Lockout.PermanentAfter; p > 0 && u.PasswordLockouts >= p {
+		u.PasswordLocked, u.PasswordLockedUntil = true, time.Time{}
+		return
+	}
+	u.PasswordLockouts++
+	u.PasswordLockedUntil = now.Add(s.lockDuration(u.PasswordLockouts))
+}
+
+// lockDuration is how long the nth timed lock in a row lasts:
+// Lockout.Base·2^(n−1), at most Lockout.Max.
+func (s *Server) lockDuration(n int) time.Duration {
+	d, limit := s.cfg.Lockout.Base, s.cfg.Lockout.Max
+	for i := 1; i < n && d < limit; i++ {
+		if d > limit/2 {
+			d = limit
+		} else {
+			d *= 2
+		}
+	}
+	return min(d, limit)
 }
 
 // reservation is the outcome of reserve.
@@ -151,6 +213,7 @@ type guess struct {
 // (a counter at MaxFailures with nothing in flight).
 func (s *Server) reserve(ctx context.Context, kind secretKind, username string) (g *guess, res reservation, user *store.User, lockedNow bool, err error) {
 	key := inflightKey{kind, username}
+	now := s.now()
 	err = s.store.Update(ctx, func(tx Tx) error {
 		g.release() // in case fn runs again
 		g, res, user, lockedNow = nil, refusedUnusable, nil, false
@@ -162,11 +225,18 @@ func (s *Server) reserve(ctx context.Context, kind secretKind, username string) 
 			return err
 		}
 		user = u
-		failed, locked, hash := kind.state(u)
+		failed, hash := kind.state(u)
+		if kind == secretPassword && lockEnded(u, now) {
+			// The timed lock is over: MaxFailures guesses again, less
+			// those still in flight (reserved before the lock, they
+			// count). Written with this guess's reservation.
+			u.PasswordLockedUntil = time.Time{}
+			*failed = min(*failed, s.inflight.count(key))
+		}
 		switch {
 		case u.Status != store.UserActive, u.PasswordLocked && kind != secretPassword, hash == "":
 			return nil
-		case *locked:
+		case kind.lockedAt(u, now):
 			res = refusedLocked
 			return nil
 		case *failed >= s.cfg.MaxFailures:
@@ -174,7 +244,8 @@ func (s *Server) reserve(ctx context.Context, kind secretKind, username string) 
 			if s.inflight.count(key) > 0 {
 				return nil // the guesses in flight decide
 			}
-			*locked, lockedNow = true, true
+			s.lock(kind, u, now)
+			lockedNow = true
 			return tx.PutUser(u)
 		}
 		*failed++
@@ -220,8 +291,19 @@ func (g *guess) settle(ctx context.Context, ok bool) (locked, lockedNow bool, er
 // guess. Otherwise the step is recorded in the same write transaction, so
 // of concurrent guesses with one code exactly one is accepted. accepted is
 // the outcome after that check.
+//
+// A right password that settles while the account is locked (by guesses
+// that settled first, or by an admin) is no success: it is settled as a
+// wrong guess, and answered like one. A right PIN is settled as right and
+// refused by the step's final transaction (recheck), whose answer names
+// the PIN lock: the user has logged in.
+//
+// A success resets the counter and, for a password, forgets the timed
+// locks before it (the next lock lasts Lockout.Base again).
 func (g *guess) settleStep(ctx context.Context, ok bool, totpStep int64) (accepted, locked, lockedNow bool, err error) {
 	limit := g.s.cfg.MaxFailures
+	kind := g.key.kind
+	now := g.s.now()
 	err = g.s.store.Update(context.WithoutCancel(ctx), func(tx Tx) error {
 		accepted, locked, lockedNow = ok, false, false
 		g.release()
@@ -232,7 +314,10 @@ func (g *guess) settleStep(ctx context.Context, ok bool, totpStep int64) (accept
 		if err != nil {
 			return err
 		}
-		failed, lock, _ := g.key.kind.state(u)
+		failed, _ := kind.state(u)
+		if accepted && kind == secretPassword && kind.lockedAt(u, now) {
+			accepted = false
+		}
 		if accepted && totpStep != 0 {
 			if u.TOTPLastStep >= totpStep {
 				accepted = false // replayed: a wrong code
@@ -244,20 +329,25 @@ func (g *guess) settleStep(ctx context.Context, ok bool, totpStep int64) (accept
 			// Release this reservation; those still in flight keep theirs
 			// (never more than the counter holds: an admin may have reset it).
 			n := min(g.s.inflight.count(g.key), max(*failed-1, 0))
-			if n == *failed && totpStep == 0 {
+			forget := kind == secretPassword && (u.PasswordLockouts != 0 || !u.PasswordLockedUntil.IsZero())
+			if n == *failed && totpStep == 0 && !forget {
 				return nil
 			}
 			*failed = n
+			if forget {
+				u.PasswordLockouts, u.PasswordLockedUntil = 0, time.Time{}
+			}
 			return tx.PutUser(u)
 		}
-		if *lock {
+		if kind.lockedAt(u, now) {
 			locked = true
 			return nil
 		}
 		if *failed < limit {
 			return nil
 		}
-		*lock, locked, lockedNow = true, true, true
+		g.s.lock(kind, u, now)
+		locked, lockedNow = true, true
 		return tx.PutUser(u)
 	})
 	return accepted, locked, lockedNow, err
@@ -275,7 +365,7 @@ func (g *guess) cancel(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		failed, _, _ := g.key.kind.state(u)
+		failed, _ := g.key.kind.state(u)
 		if *failed == 0 {
 			return nil
 		}

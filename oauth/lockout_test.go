@@ -342,8 +342,8 @@ func TestLoginLockoutUnderConcurrency(t *testing.T) {
 		t.Errorf("%d dummy hashes, want %d (the refused guesses cost one each)", got, n-3)
 	}
 	u := ev.user("dave")
-	if u.FailedPasswords != 3 || !u.PasswordLocked {
-		t.Errorf("after the burst: %d failures, locked %v; want 3, true", u.FailedPasswords, u.PasswordLocked)
+	if u.FailedPasswords != 3 || !ev.timedLock(u, time.Minute) {
+		t.Errorf("after the burst: %d failures, locked until %v; want 3, a minute from now", u.FailedPasswords, u.PasswordLockedUntil)
 	}
 	for i, a := range answers {
 		if a.err != nil {
@@ -491,11 +491,52 @@ func TestLockedWhileHashing(t *testing.T) {
 			t.Errorf("the refusal is not logged")
 		}
 	})
+	// A password locked while the right one is hashed: no success, and
+	// the answer of a wrong password (settleStep).
+	for _, tc := range []struct {
+		name string
+		lock func(u *store.User, now time.Time)
+	}{
+		{"password_locked", func(u *store.User, _ time.Time) { u.PasswordLocked = true }},
+		{"password_locked_for_a_while", func(u *store.User, now time.Time) { u.PasswordLockedUntil = now.Add(time.Second) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ev, ph := lockoutEnv(t)
+			b := ev.browser()
+			s := page(t, ev.must(b.Get(ev.authorizeURL(serviceParams()))))
+			g := ph.hold(davePassword)
+			wait := async(func() (*oauthtest.Step, error) {
+				return b.Submit(s.Form, map[string]string{"username": "dave", "password": davePassword}, "approve")
+			})
+			<-g.entered
+			ev.update(func(tx store.Tx) error {
+				u, err := tx.User("dave")
+				if err != nil {
+					return err
+				}
+				tc.lock(u, ev.clock.Now())
+				return tx.PutUser(u)
+			})
+			close(g.release)
+			got := ev.must(wait())
+			if got.Redirected() || !strings.Contains(got.Body, genericLoginError) {
+				t.Errorf("right password locked while hashing: want the generic login error, got %d %v", got.Status, got.Location)
+			}
+			if ck := got.Header.Values("Set-Cookie"); len(ck) != 0 {
+				t.Errorf("a session cookie was set: %v", ck)
+			}
+			if u := ev.user("dave"); u.FailedPasswords != 1 {
+				t.Errorf("%d failures counted, want 1: a right password refused by a lock is no success", u.FailedPasswords)
+			}
+			if !ev.logged("login failed; the account is locked", "dave") {
+				t.Errorf("the refusal is not logged")
+			}
+		})
+	}
 	for _, tc := range []struct {
 		name string
 		lock func(u *store.User)
 	}{
-		{"password_locked", func(u *store.User) { u.PasswordLocked = true }},
 		{"account_disabled", func(u *store.User) { u.Status = store.UserDisabled }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -635,8 +676,8 @@ func TestReservationFaults(t *testing.T) {
 			t.Errorf("right password with 3 failures left over: %d %v %v", s.Status, s.Location, s.Header.Values("Set-Cookie"))
 		}
 		u := ev.user("dave")
-		if !u.PasswordLocked || u.FailedPasswords != 3 {
-			t.Errorf("left-over failures: locked %v, %d failures; want true, 3", u.PasswordLocked, u.FailedPasswords)
+		if !ev.timedLock(u, time.Minute) || u.FailedPasswords != 3 {
+			t.Errorf("left-over failures: locked until %v, %d failures; want a minute from now, 3", u.PasswordLockedUntil, u.FailedPasswords)
 		}
 		if n, d := ph.evaluations(u.PasswordHash), ph.dummyCount(); n != 0 || d != 1 {
 			t.Errorf("%d password evaluations and %d dummy hashes, want 0 and 1", n, d)

@@ -70,8 +70,8 @@ func (s *Server) login(c echo.Context) error {
 // checkLogin checks a username, password and one-time code. A failure is
 // reserved before the password is hashed (see reserve), so no more than
 // MaxFailures wrong passwords or codes in a row are ever evaluated, however
-// many arrive at once; reaching that locks the account. An unknown,
-// disabled or locked user, one without a password, or one whose remaining
+// many arrive at once; reaching that locks the account (for a while, see
+// Server.lock). An unknown, disabled or locked user, one without a password, or one whose remaining
 // guesses are all in flight, costs the same (a write transaction, a dummy
 // hash, a write transaction) so that timing does not tell the cases apart,
 // and all get the same answer (ok false). The returned user is set only
@@ -81,14 +81,13 @@ func (s *Server) checkLogin(ctx context.Context, username, password, code string
 	return s.checkCredentials(ctx, username, password, code, now, false)
 }
 
-// errSecondFactor is returned by checkCredentials without a code field
-// (pageless) when the password was right and the user has TOTP: the guess
-// is settled as right (the password was), and no login happens.
-var errSecondFactor = errors.New("oauth: the account requires a one-time code")
-
 // checkCredentials is checkLogin; pageless is a login that cannot carry a
-// one-time code (CSC auth/login): a TOTP user's right password answers
-// errSecondFactor instead of counting as a wrong code.
+// one-time code (CSC auth/login). A user with TOTP cannot log in that way,
+// and the refusal is a success of nothing: a right password returns its
+// reservation (the counter stays as it was, neither reset nor raised) and
+// is answered like a wrong one, after the same argon2id work and a write
+// transaction, so that neither the answer nor its timing tells that the
+// password was right. A wrong password counts as on the login page.
 func (s *Server) checkCredentials(ctx context.Context, username, password, code string, now time.Time, pageless bool) (*store.User, bool, error) {
 	g, res, user, lockedNow, err := s.reserve(ctx, secretPassword, username)
 	if err != nil {
@@ -118,18 +117,20 @@ func (s *Server) checkCredentials(ctx context.Context, username, password, code 
 	if err != nil {
 		return nil, false, err
 	}
+	if ok && user.TOTPSecret != "" && pageless {
+		if err := g.cancel(ctx); err != nil {
+			return nil, false, err
+		}
+		s.log.Info("password login refused: the account requires a one-time code", "username", username)
+		return nil, false, nil
+	}
 	var step int64
-	secondFactor := ok && user.TOTPSecret != "" && pageless
-	if ok && user.TOTPSecret != "" && !pageless {
+	if ok && user.TOTPSecret != "" {
 		step, ok = totpStep(code, user.TOTPSecret, now)
 	}
 	ok, locked, lockedNow, err := g.settleStep(ctx, ok, step)
 	if err != nil {
 		return nil, false, err
-	}
-	if ok && secondFactor {
-		s.log.Info("password login refused: the account requires a one-time code", "username", username)
-		return nil, false, errSecondFactor
 	}
 	switch {
 	case ok:

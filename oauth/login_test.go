@@ -79,8 +79,8 @@ func TestLogin(t *testing.T) {
 			s = submit(b, s, map[string]string{"username": "dave", "password": "wrong"})
 			failsGenerically(t, s)
 			u := ev.user("dave")
-			if u.FailedPasswords != i+1 || u.PasswordLocked != (i == 4) {
-				t.Fatalf("after %d failures: %d counted, locked %v", i+1, u.FailedPasswords, u.PasswordLocked)
+			if locked := ev.clock.Now().Before(u.PasswordLockedUntil); u.FailedPasswords != i+1 || locked != (i == 4) || u.PasswordLocked {
+				t.Fatalf("after %d failures: %d counted, locked until %v, permanently %v", i+1, u.FailedPasswords, u.PasswordLockedUntil, u.PasswordLocked)
 			}
 		}
 		// Locked: the right password gets the same answer.
@@ -88,7 +88,7 @@ func TestLogin(t *testing.T) {
 		// An admin unlocks (signd user unlock), and the right password works.
 		ev.update(func(tx store.Tx) error {
 			u, _ := tx.User("dave")
-			u.FailedPasswords, u.PasswordLocked = 0, false
+			u.FailedPasswords, u.PasswordLockedUntil = 0, time.Time{}
 			return tx.PutUser(u)
 		})
 		s = submit(b, s, map[string]string{"username": "dave", "password": davePassword})

@@ -10,9 +10,11 @@ import (
 )
 
 // revoke is POST /oauth2/revoke (RFC 7009): an authenticated client
-// revokes one of its access tokens or SAD. An unknown token, or another
-// client's, is answered 200 like a revoked one (nothing tells the caller
-// whether it existed); token_type_hint is accepted and not needed.
+// revokes one of its access tokens, SAD or refresh tokens; a refresh
+// token goes with every token of its grant (revokeStored). An unknown
+// token, or another client's, is answered 200 like a revoked one (nothing
+// tells the caller whether it existed); token_type_hint is accepted and
+// not needed.
 func (s *Server) revoke(c echo.Context) error {
 	form, client, err := s.clientRequest(c)
 	if err != nil {
@@ -22,8 +24,10 @@ func (s *Server) revoke(c echo.Context) error {
 	if value == "" {
 		return Errorf(CodeInvalidRequest, http.StatusBadRequest, "Missing parameter token")
 	}
-	revoked := false
+	var kind store.TokenKind
+	n := 0
 	err = s.store.Update(c.Request().Context(), func(tx Tx) error {
+		kind, n = "", 0
 		tok, err := tx.Token(store.Fingerprint(value))
 		if errors.Is(err, store.ErrNotFound) {
 			return nil
@@ -34,14 +38,29 @@ func (s *Server) revoke(c echo.Context) error {
 		if tok.ClientID != client.ID {
 			return nil
 		}
-		revoked = true
-		return tx.DeleteToken(tok.Hash)
+		kind = tok.Kind
+		n, err = revokeStored(tx, tok)
+		return err
 	})
 	if err != nil {
 		return err
 	}
-	if revoked {
-		s.log.Info("token revoked", "client_id", client.ID)
+	if n > 0 {
+		s.log.Info("token revoked", "client_id", client.ID, "kind", string(kind), "revoked", n)
 	}
 	return c.NoContent(http.StatusOK)
+}
+
+// revokeStored removes tok in the caller's write transaction and returns
+// how many tokens went. An access token or SAD goes alone. A refresh token
+// goes with its whole grant (RFC 7009 §2.1): every token that carries its
+// family — the access tokens of every rotation, the rotated refresh tokens
+// and the current one — so that neither a refresh in flight nor an access
+// token it minted outlives the revocation. Both revocation endpoints
+// (/oauth2/revoke, CSC auth/revoke) come through here.
+func revokeStored(tx Tx, tok *store.Token) (int, error) {
+	if tok.Kind == store.TokenRefresh && len(tok.CodeHash) != 0 {
+		return tx.DeleteTokensByCode(tok.CodeHash)
+	}
+	return 1, tx.DeleteToken(tok.Hash)
 }

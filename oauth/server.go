@@ -44,6 +44,9 @@ type Config struct {
 	// row lock the account, or the PIN; no more guesses than that are ever
 	// evaluated, concurrent ones included (see reserve).
 	MaxFailures int
+	// Lockout times the password lock that MaxFailures wrong passwords
+	// set; a PIN lock lasts until an admin lifts it.
+	Lockout Lockout
 
 	// MaxConcurrentHashes bounds concurrent argon2id checks (each holds
 	// 64 MiB by default); 0 means 2×GOMAXPROCS. HashWait is how long a
@@ -67,6 +70,16 @@ type Config struct {
 
 	Logger *slog.Logger     // nil = discard
 	Now    func() time.Time // nil = time.Now
+}
+
+// Lockout is how long a password lock lasts (NIST SP 800-63B §5.2.2): Base
+// (default 1m) the first time, twice as long each further time without a
+// successful login between, at most Max (default 1h, not less than Base).
+// After PermanentAfter timed locks in a row the next lock is permanent
+// (0: never). See Server.lock.
+type Lockout struct {
+	Base, Max      time.Duration
+	PermanentAfter int
 }
 
 // Server is the authorization server. Build it with New and mount it with
@@ -139,9 +152,15 @@ func New(cfg Config) (*Server, error) {
 	def(&cfg.ProcessTimeout, 10*time.Minute)
 	def(&cfg.SessionTTL, 8*time.Hour)
 	def(&cfg.HashWait, 30*time.Second)
+	def(&cfg.Lockout.Base, time.Minute)
+	def(&cfg.Lockout.Max, time.Hour)
+	if cfg.Lockout.Max < cfg.Lockout.Base {
+		return nil, fmt.Errorf("oauth: Lockout.Max %v is shorter than Lockout.Base %v", cfg.Lockout.Max, cfg.Lockout.Base)
+	}
 	if cfg.MaxFailures <= 0 {
 		cfg.MaxFailures = 5
 	}
+	cfg.Lockout.PermanentAfter = max(cfg.Lockout.PermanentAfter, 0)
 	if cfg.SweepBatch <= 0 {
 		cfg.SweepBatch = defaultSweepBatch
 	}
@@ -199,7 +218,7 @@ func New(cfg Config) (*Server, error) {
 //	POST      /oauth2/login       answer the login page
 //	POST      /oauth2/consent     answer the consent page
 //	POST      /oauth2/token       redeem a code (JSON)
-//	POST      /oauth2/revoke      revoke an access token or SAD (RFC 7009)
+//	POST      /oauth2/revoke      revoke an access token, SAD or refresh token (RFC 7009)
 //
 // Each route is tagged with its error dialect, which the Renderer (Echo's
 // error handler) writes: the pages answer with an HTML page or a redirect,

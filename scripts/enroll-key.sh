@@ -19,7 +19,7 @@
 #                       the chain up to the root (PEM, issuer first).
 # Options:
 #   --key-type T        rsa-2048 (default), rsa-3072, rsa-4096, ec-p256, ec-p384
-#   --algo T            the same as --key-type
+#   --algo T            the older name of --key-type (deprecated)
 #   --label L           HSM key label (default signd-<credential ID>)
 #   --subject DN        certificate subject (default CN=<username>)
 #   --days N            certificate validity in days (default 365)
@@ -93,7 +93,7 @@ if [ -n "$devca" ]; then
 fi
 
 # 2. Key pair and CSR in the HSM.
-cargs=(credential create --user "$user" --algo "$algo" --csr-out "$work/csr.pem")
+cargs=(credential create --user "$user" --key-type "$algo" --csr-out "$work/csr.pem")
 [ -z "$label" ] || cargs+=(--label "$label")
 [ -z "$subject" ] || cargs+=(--subject "$subject")
 out=$("$signd" "${sargs[@]}" "${cargs[@]}") || die "signd credential create failed; nothing was enrolled"

@@ -32,13 +32,30 @@ type User struct {
 	// one-time code accepted for the user; a code of that step or an
 	// earlier one is refused (a code is accepted once). 0 when none was
 	// accepted, also in records written before the field existed.
-	TOTPLastStep    int64
+	TOTPLastStep int64
+	// FailedPasswords counts wrong passwords (and one-time codes) since the
+	// last successful login or the end of the last timed lock.
 	FailedPasswords int
-	PasswordLocked  bool
-	FailedPINs      int
-	PINLocked       bool
-	Email           string
-	EmailVerified   bool
+	// PasswordLocked is the permanent lock of password login: only an admin
+	// lifts it (user unlock, set-password). It is set when a lock follows
+	// oauth.lockout.permanent_after timed ones, and it is what records
+	// written by a signd without timed locks carry.
+	PasswordLocked bool
+	// PasswordLockedUntil is the end of a timed lock (NIST SP 800-63B
+	// §5.2.2): until then no password is checked. The zero time means none;
+	// a time in the past is a lock that has ended. Zero in records written
+	// before the field existed.
+	PasswordLockedUntil time.Time
+	// PasswordLockouts counts the timed locks since the last successful
+	// login: each lasts twice as long as the one before (up to
+	// oauth.lockout.max). 0 in records written before the field existed.
+	PasswordLockouts int
+	// FailedPINs and PINLocked are the signing PIN's counter and lock (a
+	// smart card's rule: the lock holds until an admin lifts it).
+	FailedPINs    int
+	PINLocked     bool
+	Email         string
+	EmailVerified bool
 	// Claims holds identity attributes (given_name, birthdate, ...), keyed by
 	// claim name.
 	Claims map[string]string

@@ -102,7 +102,7 @@ func (u *User) Validate() error {
 			return invalid("TOTP secret is not base32")
 		}
 	}
-	if u.FailedPasswords < 0 || u.FailedPINs < 0 {
+	if u.FailedPasswords < 0 || u.FailedPINs < 0 || u.PasswordLockouts < 0 {
 		return invalid("failure counters are negative")
 	}
 	if u.Email != "" {

@@ -10,10 +10,12 @@ import (
 	"encoding/asn1"
 	"encoding/base64"
 	"encoding/json"
+	"encoding/pem"
 	"fmt"
 	"math/big"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -216,27 +218,69 @@ func TestSignAlgorithmsEndToEnd(t *testing.T) {
 	}
 }
 
-// TestCredentialCreateKeyTypeFlags: the key type flags and their refusals.
-func TestCredentialCreateKeyTypeFlags(t *testing.T) {
+// TestKeyTypeFlags: credential create and tsa enroll name the key type
+// --key-type; --algo, the older name, still works, hidden from the help
+// and with a note on stderr; both given must agree; an unknown type is
+// refused with the types there are.
+func TestKeyTypeFlags(t *testing.T) {
 	e := newEnv(t, "")
 	e.must("a long password\n", "user", "add", "bob", "--password-file", "-")
-	for _, tc := range []struct {
-		args []string
-		want string
-	}{
-		{[]string{"--key-type", "ec-p224"}, `algorithm "ec-p224" is not supported (rsa-2048, rsa-3072, rsa-4096, ec-p256, ec-p384, ec-p521)`},
-		{[]string{"--key-type", "EC-P256"}, `algorithm "EC-P256" is not supported`},
-		{[]string{"--key-type", "ec-p256", "--algo", "rsa-2048"}, `--key-type "ec-p256" and --algo "rsa-2048" disagree; give one`},
-	} {
-		_, stderr, err := e.run("", append([]string{"credential", "create", "--user", "bob"}, tc.args...)...)
-		if err == nil || !strings.Contains(stderr+err.Error(), tc.want) {
-			t.Errorf("%v: %v %q, want %q", tc.args, err, stderr, tc.want)
-		}
-	}
-	// Both flags naming the same type are fine.
-	out := e.must("", "credential", "create", "--user", "bob", "--key-type", "ec-p256", "--algo", "ec-p256", "--csr-out", "-")
-	if !strings.Contains(out, "BEGIN CERTIFICATE REQUEST") {
-		t.Fatalf("create: %s", out)
+	const note = "signd: --algo is deprecated; use --key-type"
+	for _, command := range [][]string{{"credential", "create", "--user", "bob"}, {"tsa", "enroll"}} {
+		name := strings.Join(command[:2], " ")
+		t.Run(name, func(t *testing.T) {
+			for _, tc := range []struct {
+				name  string
+				args  []string
+				bits  int    // the CSR's RSA key size when accepted
+				want  string // the refusal; "" = accepted
+				noted bool   // the deprecation note is due on stderr
+			}{
+				{name: "new name", args: []string{"--key-type", "rsa-2048"}, bits: 2048},
+				{name: "old name", args: []string{"--algo", "rsa-2048"}, bits: 2048, noted: true},
+				{name: "both agreeing", args: []string{"--key-type", "rsa-2048", "--algo", "rsa-2048"}, bits: 2048, noted: true},
+				{name: "both disagreeing", args: []string{"--key-type", "rsa-2048", "--algo", "rsa-4096"},
+					want: `--key-type "rsa-2048" and --algo "rsa-4096" disagree; give one`},
+				{name: "old name disagreeing", args: []string{"--algo", "rsa-4096", "--key-type", "rsa-2048"},
+					want: `--key-type "rsa-2048" and --algo "rsa-4096" disagree; give one`},
+				{name: "unknown", args: []string{"--key-type", "rsa-1024"},
+					want: `algorithm "rsa-1024" is not supported (rsa-2048, rsa-3072, rsa-4096, ec-p256, ec-p384, ec-p521)`},
+				{name: "unknown by the old name", args: []string{"--algo", "EC-P256"}, want: `algorithm "EC-P256" is not supported`},
+				{name: "empty", args: []string{"--key-type", ""}, want: "--key-type is empty: give a key type"},
+				{name: "empty by the old name", args: []string{"--algo", ""}, want: "--algo is empty: give a key type"},
+			} {
+				t.Run(tc.name, func(t *testing.T) {
+					out, stderr, err := e.run("", append(append(slices.Clone(command), tc.args...), "--csr-out", "-")...)
+					if tc.want != "" {
+						if err == nil || !strings.Contains(err.Error(), tc.want) {
+							t.Fatalf("%v: %v, want %q", tc.args, err, tc.want)
+						}
+						return
+					}
+					if err != nil {
+						t.Fatalf("%v: %v\n%s", tc.args, err, stderr)
+					}
+					block, _ := pem.Decode([]byte(out))
+					if block == nil || strings.Contains(out[:strings.Index(out, "-----BEGIN")], "deprecated") {
+						t.Fatalf("stdout is not the CSR and the ID: %q", out)
+					}
+					csr, err := x509.ParseCertificateRequest(block.Bytes)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if k, ok := csr.PublicKey.(*rsa.PublicKey); !ok || k.N.BitLen() != tc.bits {
+						t.Errorf("%v: key %T, want RSA-%d", tc.args, csr.PublicKey, tc.bits)
+					}
+					if got := strings.Contains(stderr, note); got != tc.noted {
+						t.Errorf("%v: the deprecation note on stderr is %v, want %v: %q", tc.args, got, tc.noted, stderr)
+					}
+				})
+			}
+			help := e.must("", append(slices.Clone(command[:2]), "--help")...)
+			if !strings.Contains(help, "--key-type") || strings.Contains(help, "--algo") {
+				t.Errorf("%s --help: want --key-type and no --algo:\n%s", name, help)
+			}
+		})
 	}
 }
 

@@ -253,7 +253,7 @@ func TestAuthLoginHostile(t *testing.T) {
 		t.Fatalf("totp enroll --json: %v %+v", err, en)
 	}
 	status, _, m = cscCall(t, base, "auth/login", basic("bob", "bob's long password"), "")
-	wantCSCError(t, "TOTP user", status, m, 401, "authentication_error", "The account requires a one-time code: sign in through oauth2/authorize")
+	wantCSCError(t, "TOTP user", status, m, 401, "authentication_error", "Invalid username or password")
 	status, _, m = cscCall(t, base, "auth/login", basic("bob", "wrong password"), "")
 	wantCSCError(t, "TOTP user, wrong password", status, m, 401, "authentication_error", "Invalid username or password")
 

@@ -114,7 +114,7 @@ func waitStatus(t *testing.T, base, bearer, cred, wantKey, wantCert string) {
 // suspends, or cannot vouch for; credentials/info reports it and
 // signHash refuses with the exact description, through the real router.
 func TestCertificateStatus(t *testing.T) {
-	const name = "O=Example BV,CN=Alice Jansen"
+	const name = "CN=Alice Jansen,O=Example BV,C=NL" // credentials/info's subjectDN
 	unverified := "The revocation status of signing certificate '" + name + "' could not be verified."
 	tests := []struct {
 		name      string
@@ -246,6 +246,11 @@ func TestCertificateStatus(t *testing.T) {
 			}
 			if status != 400 || res["error"] != "invalid_request" || res["error_description"] != tt.wantDesc {
 				t.Fatalf("signHash: %d %v, want 400 invalid_request %q", status, res, tt.wantDesc)
+			}
+			// The refusal names the certificate as credentials/info does.
+			status, info := postJSON(t, base+"credentials/info", bearer, `{"credentialID":"`+cred+`","certInfo":true}`)
+			if dn, _ := info["cert"].(map[string]any)["subjectDN"].(string); status != 200 || !strings.Contains(tt.wantDesc, "'"+dn+"'") {
+				t.Errorf("credentials/info subjectDN %q (%d) is not the name in %q", dn, status, tt.wantDesc)
 			}
 		})
 	}

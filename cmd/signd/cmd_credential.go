@@ -8,6 +8,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/signd/signd/cmd/signd/admin"
 )
@@ -24,7 +25,7 @@ func (a *app) credentialCmd() *cobra.Command {
 		Short: "Generate a key pair in the token and a CSR; prints the credential ID as the last line",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			algo, err := keyTypeFlag(cmd, create.algo, create.keyType)
+			algo, err := a.keyTypeFlag(cmd, create.algo, create.keyType)
 			if err != nil {
 				return err
 			}
@@ -60,8 +61,7 @@ func (a *app) credentialCmd() *cobra.Command {
 	}
 	f := createCmd.Flags()
 	f.StringVar(&create.user, "user", "", "owner of the credential")
-	f.StringVar(&create.keyType, "key-type", "rsa-2048", "key type: ec-p256, ec-p384, ec-p521, rsa-2048, rsa-3072 or rsa-4096")
-	f.StringVar(&create.algo, "algo", "rsa-2048", "the same as --key-type")
+	addKeyTypeFlags(f, &create.keyType, &create.algo, "rsa-2048", "ec-p256, ec-p384, ec-p521, rsa-2048, rsa-3072 or rsa-4096")
 	f.StringVar(&create.label, "label", "", "HSM key label (default signd-<credential ID>)")
 	f.StringVar(&create.subject, "subject", "", `CSR subject, RFC 4514 (default "CN=<username>")`)
 	f.StringVar(&create.csrOut, "csr-out", "", "write the CSR (PEM) to FILE (- = stdout)")
@@ -218,15 +218,32 @@ func (a *app) printCredential(c *admin.CredentialView) error {
 	return nil
 }
 
-// keyTypeFlag returns the key type of credential create: --key-type, or
-// --algo, its older name. Both given must agree.
-func keyTypeFlag(cmd *cobra.Command, algo, keyType string) (string, error) {
+// addKeyTypeFlags registers the key type flag of credential create and
+// tsa enroll: --key-type, and --algo, its older name, hidden from the help
+// and still accepted (keyTypeFlag).
+func addKeyTypeFlags(f *pflag.FlagSet, keyType, algo *string, def, values string) {
+	f.StringVar(keyType, "key-type", def, "key type: "+values)
+	f.StringVar(algo, "algo", def, "deprecated: the older name of --key-type")
+	_ = f.MarkHidden("algo")
+}
+
+// keyTypeFlag returns the key type of credential create and tsa enroll:
+// --key-type, or --algo, its older name, with a note on stderr (stdout
+// carries the CSR, the ID and --json). Both given must agree; an empty
+// value is refused rather than taken for the default.
+func (a *app) keyTypeFlag(cmd *cobra.Command, algo, keyType string) (string, error) {
 	f := cmd.Flags()
-	switch {
-	case f.Changed("key-type") && f.Changed("algo") && algo != keyType:
-		return "", fmt.Errorf("--key-type %q and --algo %q disagree; give one", keyType, algo)
-	case f.Changed("algo"):
-		return algo, nil
+	for name, v := range map[string]string{"key-type": keyType, "algo": algo} {
+		if f.Changed(name) && v == "" {
+			return "", fmt.Errorf("--%s is empty: give a key type", name)
+		}
 	}
-	return keyType, nil
+	if !f.Changed("algo") {
+		return keyType, nil
+	}
+	if f.Changed("key-type") && algo != keyType {
+		return "", fmt.Errorf("--key-type %q and --algo %q disagree; give one", keyType, algo)
+	}
+	fmt.Fprintln(a.stderr, "signd: --algo is deprecated; use --key-type")
+	return algo, nil
 }

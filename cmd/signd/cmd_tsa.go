@@ -25,13 +25,17 @@ The certificate must carry exactly one extended key usage, id-kp-timeStamping,
 marked critical (RFC 3161 §2.3); anything else is refused. The newest valid
 certificate signs; the daemon picks up a new one within a minute.`,
 	}
-	var enroll struct{ algo, subject, csrOut string }
+	var enroll struct{ algo, keyType, subject, csrOut string }
 	enrollCmd := &cobra.Command{
-		Use:   "enroll [--algo rsa-3072] [--subject DN] [--csr-out FILE]",
+		Use:   "enroll [--key-type rsa-2048|rsa-3072|rsa-4096] [--subject DN] [--csr-out FILE]",
 		Short: "Generate the time-stamping key pair in the token and a CSR; prints the key ID as the last line",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			req := admin.EnrollTSARequest{Algo: enroll.algo, Subject: enroll.subject}
+			algo, err := a.keyTypeFlag(cmd, enroll.algo, enroll.keyType)
+			if err != nil {
+				return err
+			}
+			req := admin.EnrollTSARequest{Algo: algo, Subject: enroll.subject}
 			return a.withAdmin(cmd, func(ctx context.Context, s admin.Service) error {
 				res, err := s.EnrollTSA(ctx, req)
 				if err != nil {
@@ -57,7 +61,7 @@ certificate signs; the daemon picks up a new one within a minute.`,
 		},
 	}
 	f := enrollCmd.Flags()
-	f.StringVar(&enroll.algo, "algo", "rsa-3072", "key algorithm: rsa-2048, rsa-3072 or rsa-4096")
+	addKeyTypeFlags(f, &enroll.keyType, &enroll.algo, "rsa-3072", "rsa-2048, rsa-3072 or rsa-4096")
 	f.StringVar(&enroll.subject, "subject", "CN=signd TSA", "CSR subject, RFC 4514")
 	f.StringVar(&enroll.csrOut, "csr-out", "", "write the CSR (PEM) to FILE (- = stdout)")
 

@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -205,16 +206,24 @@ func (a *app) printRemoved(what string, res *admin.RemoveResult) error {
 	return nil
 }
 
+// lockState says what is locked: the password for a while ("password
+// until 2026-11-27T18:31:00Z") or until an admin unlocks it ("password
+// (permanent)"), and the signing PIN (always until an admin unlocks it).
 func lockState(u *admin.UserView) string {
+	var locks []string
 	switch {
-	case u.PasswordLocked && u.PINLocked:
-		return "password, PIN"
+	case u.PasswordLocked && u.LockedUntil != nil:
+		locks = append(locks, "password until "+u.LockedUntil.UTC().Format(time.RFC3339))
 	case u.PasswordLocked:
-		return "password"
-	case u.PINLocked:
-		return "PIN"
+		locks = append(locks, "password (permanent)")
 	}
-	return "no"
+	if u.PINLocked {
+		locks = append(locks, "PIN")
+	}
+	if len(locks) == 0 {
+		return "no"
+	}
+	return strings.Join(locks, ", ")
 }
 
 func dash(s string) string {

@@ -344,7 +344,7 @@ func TestOAuthBatchJourney(t *testing.T) {
 	if s.Form != nil {
 		s, _ = browser.Submit(s.Form, map[string]string{"username": "alice", "password": journeyPassword}, "approve")
 	}
-	if q := s.Query(); q.Get("error") != "invalid_request" || !strings.Contains(q.Get("error_description"), "Numbers of signatures is too high") {
+	if q := s.Query(); q.Get("error") != "invalid_request" || q.Get("error_description") != "Numbers of signatures is too high" {
 		t.Errorf("numSignatures over multisign: %d %v", s.Status, s.Location)
 	}
 }

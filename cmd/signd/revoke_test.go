@@ -778,3 +778,86 @@ func TestRevocationRacesRedemption(t *testing.T) {
 	}
 	t.Logf("%d of %d redemptions won the race", minted, len(codes))
 }
+
+// TestRevokeRefreshTokenDaemon: through the real daemon (auth/login on,
+// bbolt file, SoftHSM2), a refresh token is rotated once and then revoked
+// — at /oauth2/revoke by its client, or at CSC auth/revoke by its bearer;
+// the current refresh token or the rotated one. Every access token of that
+// login, of both generations, is then refused by credentials/list with 401
+// invalid_token and its refresh tokens refresh nothing (RFC 7009 §2.1);
+// another auth/login of the same user and client, and a code flow's token,
+// keep working.
+func TestRevokeRefreshTokenDaemon(t *testing.T) {
+	e := newEnv(t, authLoginConfig)
+	_, base, _ := startJourney(t, e)
+	coded := oauthFlow(t, base)("service", "st-code-flow").AccessToken
+
+	login := func(t *testing.T) (access, refresh string) {
+		t.Helper()
+		status, _, m := cscCall(t, base, "auth/login", basic("alice", journeyPassword), `{"rememberMe":true}`)
+		access, _ = m["access_token"].(string)
+		refresh, _ = m["refresh_token"].(string)
+		if status != 200 || access == "" || refresh == "" {
+			t.Fatalf("auth/login: %d %v", status, m)
+		}
+		return access, refresh
+	}
+	refresh := func(t *testing.T, token string) (status int, access, next string, m map[string]any) {
+		t.Helper()
+		status, _, m = cscCall(t, base, "auth/login", "", `{"refresh_token":"`+token+`"}`)
+		access, _ = m["access_token"].(string)
+		next, _ = m["refresh_token"].(string)
+		return status, access, next, m
+	}
+	endpoints := map[string]func(t *testing.T, bearer, token string){
+		"oauth2/revoke": func(t *testing.T, _, token string) {
+			res, err := oauthtest.PostClientForm(http.DefaultClient, base+"/oauth2/revoke", url.Values{"token": {token}}, "rp", journeySecret)
+			if err != nil {
+				t.Fatal(err)
+			}
+			res.Body.Close()
+			if res.StatusCode != 200 {
+				t.Fatalf("oauth2/revoke: %d", res.StatusCode)
+			}
+		},
+		"auth/revoke": func(t *testing.T, bearer, token string) {
+			status, _, m := cscCall(t, base, "auth/revoke", "Bearer "+bearer, `{"token":"`+token+`","token_type_hint":"refresh_token"}`)
+			if status != 204 {
+				t.Fatalf("auth/revoke: %d %v", status, m)
+			}
+		},
+	}
+	for name, revoke := range endpoints {
+		for _, which := range []string{"current", "rotated"} {
+			t.Run(name+"/"+which, func(t *testing.T) {
+				access1, refresh1 := login(t)
+				status, access2, refresh2, m := refresh(t, refresh1)
+				if status != 200 || access2 == "" || refresh2 == "" {
+					t.Fatalf("refresh: %d %v", status, m)
+				}
+				otherAccess, otherRefresh := login(t)
+
+				victim := refresh2
+				if which == "rotated" {
+					victim = refresh1
+				}
+				revoke(t, access2, victim)
+
+				for what, tok := range map[string]string{"first access token": access1, "refreshed access token": access2} {
+					status, m := postJSON(t, base+"/csc/v1/credentials/list", tok, `{}`)
+					wantCSCError(t, what+" of the revoked login", status, m, 401, "invalid_token", "The access token is invalid or revoked")
+				}
+				status, _, _, m = refresh(t, refresh2)
+				wantCSCError(t, "refresh of the revoked login", status, m, 400, "invalid_request", "Invalid parameter refresh_token")
+				for what, tok := range map[string]string{"another login's access token": otherAccess, "a code flow's access token": coded} {
+					if status, m := postJSON(t, base+"/csc/v1/credentials/list", tok, `{}`); status != 200 {
+						t.Errorf("%s after the revocation: %d %v", what, status, m)
+					}
+				}
+				if status, _, _, m := refresh(t, otherRefresh); status != 200 {
+					t.Errorf("another login's refresh after the revocation: %d %v", status, m)
+				}
+			})
+		}
+	}
+}

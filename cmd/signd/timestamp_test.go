@@ -88,7 +88,7 @@ func enrollTSA(t *testing.T, e *env, ca *testCA) string {
 func TestTSAImportRefusesWrongUsage(t *testing.T) {
 	e := newEnv(t, "csc:\n  timestamp:\n    label: tsa-refuse\n")
 	ca := newTestCA(t, "TSA CA")
-	csr := e.must("", "tsa", "enroll", "--algo", "rsa-2048", "--csr-out", "-")
+	csr := e.must("", "tsa", "enroll", "--key-type", "rsa-2048", "--csr-out", "-")
 	lines := strings.Split(strings.TrimSpace(csr), "\n")
 	keyID := lines[len(lines)-1]
 	for _, tc := range []struct {
@@ -111,7 +111,7 @@ func TestTSAImportRefusesWrongUsage(t *testing.T) {
 		})
 	}
 	// Another key's certificate, and a key that does not exist.
-	other := e.must("", "tsa", "enroll", "--algo", "rsa-2048", "--csr-out", "-")
+	other := e.must("", "tsa", "enroll", "--key-type", "rsa-2048", "--csr-out", "-")
 	f := filepath.Join(e.dir, "other.pem")
 	os.WriteFile(f, []byte(ca.issueTSA(t, other, ekuExt(t, true, oidTimeStamping))), 0o600)
 	if _, _, err := e.run("", "tsa", "import-cert", "--key-id", keyID, "--cert", f); err == nil ||
@@ -271,7 +271,7 @@ func TestTimestampNotEnrolledOrDisabled(t *testing.T) {
 		e.must("", "client", "add", "rp", "--redirect-uri", "https://rp.example/cb")
 		bearer := e.mint(store.TokenAccess, "alice", "rp", "")
 		// A key without a certificate is not enough.
-		e.must("", "tsa", "enroll", "--algo", "rsa-2048")
+		e.must("", "tsa", "enroll", "--key-type", "rsa-2048")
 		addr, logs := e.daemon()
 		status, res := postJSON(t, "http://"+addr+"/csc/v1/signatures/timestamp", bearer, body)
 		if status != 500 || res["error"] != "server_error" || res["error_description"] != "The time-stamping authority has no usable key and certificate" {

@@ -33,6 +33,7 @@ func (s *services) oauthServer(provider *oidc.Provider) (*oauth.Server, error) {
 		ProcessTimeout: o.ProcessTimeout,
 		SessionTTL:     o.SessionTTL,
 		MaxFailures:    o.MaxFailures,
+		Lockout:        oauth.Lockout{Base: o.Lockout.Base, Max: o.Lockout.Max, PermanentAfter: o.Lockout.PermanentAfter},
 		SweepBatch:     o.SweepBatch,
 		Account:        &csc.Account{Store: s.views.account, Revocation: s.revocation, Now: s.now},
 		TokenLimit:     s.limits.token,

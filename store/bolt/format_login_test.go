@@ -101,3 +101,87 @@ func TestRefreshAndTOTPFormat(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestTimedLockFormat: the end of a timed password lock is the JSON member
+// "password_locked_until" (RFC 3339, UTC) and the number of timed locks
+// "password_lockouts"; a user record written before the members existed
+// (a file of an older signd, whose only lock was the permanent one) reads
+// back with its permanent lock and counter as they were, no timed lock and
+// no lockouts, and is written back with neither member.
+func TestTimedLockFormat(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "signd.db")
+	db, err := bolt.Open(path, bolt.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	until := time.Date(2026, 11, 27, 19, 30, 0, 7, time.UTC)
+	err = db.Update(ctx, func(tx store.Tx) error {
+		id, _ := store.NewID()
+		return tx.CreateUser(&store.User{ID: id, Username: "alice", Status: store.UserActive,
+			FailedPasswords: 3, PasswordLockedUntil: until, PasswordLockouts: 2})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+
+	stamp := time.Date(2026, 11, 20, 12, 0, 0, 0, time.UTC).Format(time.RFC3339Nano)
+	oldUser := `{"id":"u-dave","username":"dave","status":"active","failed_passwords":5,"password_locked":true,` +
+		`"failed_pins":1,"created_at":"` + stamp + `","updated_at":"` + stamp + `"}`
+	raw, err := bbolt.Open(path, 0o600, &bbolt.Options{Timeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stored []byte
+	err = raw.Update(func(btx *bbolt.Tx) error {
+		stored = bytes.Clone(btx.Bucket([]byte("users")).Get([]byte("alice")))
+		return btx.Bucket([]byte("users")).Put([]byte("dave"), []byte(oldUser))
+	})
+	raw.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, member := range []string{`"password_locked_until":"2026-11-27T19:30:00.000000007Z"`, `"password_lockouts":2`} {
+		if !bytes.Contains(stored, []byte(member)) {
+			t.Errorf("stored user %s lacks %s", stored, member)
+		}
+	}
+
+	db = mustReopen(t, path)
+	err = db.Update(ctx, func(tx store.Tx) error {
+		u, err := tx.User("alice")
+		if err != nil {
+			return err
+		}
+		if !u.PasswordLockedUntil.Equal(until) || u.PasswordLockouts != 2 || u.PasswordLocked {
+			t.Errorf("alice reads locked until %v, %d lockouts, permanent %v", u.PasswordLockedUntil, u.PasswordLockouts, u.PasswordLocked)
+		}
+		d, err := tx.User("dave")
+		if err != nil {
+			return err
+		}
+		if !d.PasswordLocked || d.FailedPasswords != 5 || !d.PasswordLockedUntil.IsZero() || d.PasswordLockouts != 0 || d.FailedPINs != 1 {
+			t.Errorf("an older record reads %+v; want the permanent lock, 5 failures, no timed lock", d)
+		}
+		d.FailedPINs = 0
+		return tx.PutUser(d)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	raw, err = bbolt.Open(path, 0o600, &bbolt.Options{Timeout: time.Second, ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	raw.View(func(btx *bbolt.Tx) error {
+		stored = btx.Bucket([]byte("users")).Get([]byte("dave"))
+		if bytes.Contains(stored, []byte("password_locked_until")) || bytes.Contains(stored, []byte("password_lockouts")) ||
+			!bytes.Contains(stored, []byte(`"password_locked":true`)) {
+			t.Errorf("the older record written back: %s", stored)
+		}
+		return nil
+	})
+}

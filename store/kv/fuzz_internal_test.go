@@ -370,7 +370,8 @@ func seedRecords(f *testing.F) [][]byte {
 		Username: "alice", AuthTime: t0, RequestedAt: t0, Consented: map[string][]byte{"email": fuzzHash}, PINVerified: true}
 	recs := []any{
 		userRecord{ID: "u1", Username: "alice", Status: "active", PasswordHash: "$argon2id$v=19$m=8,t=1,p=1$c2FsdHNhbHQ$MTIzNDU2Nzg5MDEyMzQ1Ng",
-			TOTPSecret: "JBSWY3DPEHPK3PXP", Email: "alice@example.com", EmailVerified: true, Claims: map[string]string{"given_name": "Alice"},
+			TOTPSecret: "JBSWY3DPEHPK3PXP", FailedPasswords: 2, LockedUntil: &t0, Lockouts: 1,
+			Email: "alice@example.com", EmailVerified: true, Claims: map[string]string{"given_name": "Alice"},
 			Proofs: []proofRefRecord{{ID: "p1", ContentType: "application/pdf", Size: 3, SHA256: "ab"}}, CreatedAt: t0, UpdatedAt: t0},
 		clientRecord{ID: "rp", Name: "RP", SecretHash: store.HashSecret("s"), RedirectURIs: []string{"https://rp.example/cb"},
 			Scopes: []string{"service", "credential"}, SectorIdentifier: "rp.example", RequirePKCE: true, CreatedAt: t0, UpdatedAt: t0},
@@ -420,6 +421,7 @@ func FuzzRecords(f *testing.F) {
 		f.Add(uint8(i), raw)
 	}
 	f.Add(uint8(0), []byte(`{"username":"alice","claims":null,"proofs":[null]}`))
+	f.Add(uint8(0), []byte(`{"id":"u1","username":"alice","status":"active","password_locked_until":"9999-12-31T23:59:59-01:00","password_lockouts":-1}`))
 	f.Add(uint8(3), []byte(`{"kind":"access","consented":{"":""}}`))
 	f.Add(uint8(7), []byte(`{"state":"retired","created_at":"9999-12-31T23:59:59-23:59"}`))
 	f.Add(uint8(3), binaryTokenSeed())

@@ -9,7 +9,9 @@ import (
 )
 
 // The on-disk JSON shape of each record kind. Field names are part of the
-// file format: renaming one needs a schema migration.
+// file format: renaming one needs a schema migration. A user record
+// written before timed locks existed has no password_locked_until and no
+// password_lockouts: no timed lock, none before.
 
 type userRecord struct {
 	ID              string            `json:"id"`
@@ -21,6 +23,8 @@ type userRecord struct {
 	TOTPLastStep    int64             `json:"totp_last_step,omitempty"`
 	FailedPasswords int               `json:"failed_passwords,omitempty"`
 	PasswordLocked  bool              `json:"password_locked,omitempty"`
+	LockedUntil     *time.Time        `json:"password_locked_until,omitempty"`
+	Lockouts        int               `json:"password_lockouts,omitempty"`
 	FailedPINs      int               `json:"failed_pins,omitempty"`
 	PINLocked       bool              `json:"pin_locked,omitempty"`
 	Email           string            `json:"email,omitempty"`
@@ -76,11 +80,15 @@ func userToRecord(u *store.User) *userRecord {
 	r := &userRecord{
 		ID: u.ID, Username: u.Username, Status: string(u.Status),
 		PasswordHash: u.PasswordHash, PINHash: u.PINHash, TOTPSecret: u.TOTPSecret, TOTPLastStep: u.TOTPLastStep,
-		FailedPasswords: u.FailedPasswords, PasswordLocked: u.PasswordLocked,
+		FailedPasswords: u.FailedPasswords, PasswordLocked: u.PasswordLocked, Lockouts: u.PasswordLockouts,
 		FailedPINs: u.FailedPINs, PINLocked: u.PINLocked,
 		Email: u.Email, EmailVerified: u.EmailVerified,
 		Claims:    maps.Clone(u.Claims),
 		CreatedAt: u.CreatedAt, UpdatedAt: u.UpdatedAt,
+	}
+	if !u.PasswordLockedUntil.IsZero() {
+		until := u.PasswordLockedUntil.UTC()
+		r.LockedUntil = &until
 	}
 	for _, p := range u.Proofs {
 		r.Proofs = append(r.Proofs, proofRefRecord(p))
@@ -92,11 +100,14 @@ func (r *userRecord) user() *store.User {
 	u := &store.User{
 		ID: r.ID, Username: r.Username, Status: store.UserStatus(r.Status),
 		PasswordHash: r.PasswordHash, PINHash: r.PINHash, TOTPSecret: r.TOTPSecret, TOTPLastStep: r.TOTPLastStep,
-		FailedPasswords: r.FailedPasswords, PasswordLocked: r.PasswordLocked,
+		FailedPasswords: r.FailedPasswords, PasswordLocked: r.PasswordLocked, PasswordLockouts: r.Lockouts,
 		FailedPINs: r.FailedPINs, PINLocked: r.PINLocked,
 		Email: r.Email, EmailVerified: r.EmailVerified,
 		Claims:    maps.Clone(r.Claims),
 		CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt,
+	}
+	if r.LockedUntil != nil {
+		u.PasswordLockedUntil = *r.LockedUntil
 	}
 	for _, p := range r.Proofs {
 		u.Proofs = append(u.Proofs, store.ProofRef(p))

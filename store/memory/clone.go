@@ -53,6 +53,7 @@ func utc(t time.Time) time.Time { return t.UTC() }
 
 func cloneUser(u *store.User) *store.User {
 	c := *u
+	c.PasswordLockedUntil = utc(u.PasswordLockedUntil)
 	c.Claims = cloneMap(u.Claims)
 	if len(u.Proofs) == 0 {
 		c.Proofs = nil

@@ -52,6 +52,9 @@ func testUsers(t *testing.T, s store.Store) {
 		}
 		u.Status = store.UserDisabled
 		u.FailedPasswords, u.PasswordLocked = 5, true
+		// A timed lock is read back in UTC, as every time is.
+		u.PasswordLockedUntil = time.Date(2026, 11, 27, 19, 30, 0, 5, time.FixedZone("CET", 3600))
+		u.PasswordLockouts = 3
 		u.FailedPINs, u.PINLocked = 2, false
 		u.PINHash = ""
 		u.TOTPSecret = ""
@@ -63,6 +66,7 @@ func testUsers(t *testing.T, s store.Store) {
 		}
 		alice.Status = store.UserDisabled
 		alice.FailedPasswords, alice.PasswordLocked = 5, true
+		alice.PasswordLockedUntil, alice.PasswordLockouts = time.Date(2026, 11, 27, 18, 30, 0, 5, time.UTC), 3
 		alice.FailedPINs = 2
 		alice.PINHash, alice.TOTPSecret = "", ""
 		alice.Email, alice.EmailVerified = "ann@example.org", false

@@ -57,6 +57,7 @@ func testInvalidUsers(t *testing.T, s store.Store) {
 		{"TOTP not base32", func(u *store.User) { u.TOTPSecret = "not base32!" }},
 		{"negative password failures", func(u *store.User) { u.FailedPasswords = -1 }},
 		{"negative PIN failures", func(u *store.User) { u.FailedPINs = -1 }},
+		{"negative password lockouts", func(u *store.User) { u.PasswordLockouts = -1 }},
 		{"email without @", func(u *store.User) { u.Email = "not-an-email" }},
 		{"email with display name", func(u *store.User) { u.Email = "Bob <bob@example.com>" }},
 		{"verified empty email", func(u *store.User) { u.Email, u.EmailVerified = "", true }},

@@ -62,7 +62,7 @@ func (l *Local) AddProof(ctx context.Context, req AddProofRequest) (*UserView, e
 		return nil, l.fail(fmt.Sprintf("user %q", req.Username), err)
 	}
 	l.logger().Info("proof document stored", "user", req.Username, "proof_id", req.ID, "content_type", req.ContentType, "size", len(req.Content))
-	return userView(u), nil
+	return l.userView(u), nil
 }
 
 func (l *Local) oidcKeys() (*oidc.KeyRing, error) {

@@ -99,6 +99,8 @@ type SetSecretRequest struct {
 }
 
 // UserView is what operators see of a user: never a hash or a secret.
+// PasswordLocked says that password login is locked now: for a while, until
+// LockedUntil, or until an admin unlocks it when LockedUntil is nil.
 type UserView struct {
 	Username        string            `json:"username"`
 	ID              string            `json:"id"`
@@ -108,6 +110,7 @@ type UserView struct {
 	HasPIN          bool              `json:"has_pin"`
 	HasTOTP         bool              `json:"has_totp"`
 	PasswordLocked  bool              `json:"password_locked"`
+	LockedUntil     *time.Time        `json:"password_locked_until,omitempty"`
 	FailedPasswords int               `json:"failed_passwords"`
 	PINLocked       bool              `json:"pin_locked"`
 	FailedPINs      int               `json:"failed_pins"`

@@ -64,7 +64,9 @@ func checkSecretLen(what, s string, lo, hi int) error {
 	return nil
 }
 
-func userView(u *store.User) *UserView {
+// userView is what operators see of u now: a timed password lock that has
+// ended is no lock.
+func (l *Local) userView(u *store.User) *UserView {
 	v := &UserView{
 		Username: u.Username, ID: u.ID, Status: string(u.Status),
 		Email: u.Email, EmailVerified: u.EmailVerified,
@@ -72,6 +74,9 @@ func userView(u *store.User) *UserView {
 		PasswordLocked: u.PasswordLocked, FailedPasswords: u.FailedPasswords,
 		PINLocked: u.PINLocked, FailedPINs: u.FailedPINs,
 		Claims: u.Claims, CreatedAt: u.CreatedAt, UpdatedAt: u.UpdatedAt,
+	}
+	if until := u.PasswordLockedUntil; !u.PasswordLocked && l.now().Before(until) {
+		v.PasswordLocked, v.LockedUntil = true, &until
 	}
 	for _, p := range u.Proofs {
 		v.Proofs = append(v.Proofs, p.ID)
@@ -124,7 +129,7 @@ func (l *Local) AddUser(ctx context.Context, req AddUserRequest) (*UserView, err
 	if err != nil {
 		return nil, l.fail(fmt.Sprintf("user %q", req.Username), err)
 	}
-	return userView(u), nil
+	return l.userView(u), nil
 }
 
 // ListUsers implements Service.
@@ -139,7 +144,7 @@ func (l *Local) ListUsers(ctx context.Context) ([]UserView, error) {
 	}
 	out := make([]UserView, 0, len(users))
 	for i := range users {
-		out = append(out, *userView(&users[i]))
+		out = append(out, *l.userView(&users[i]))
 	}
 	return out, nil
 }
@@ -154,7 +159,7 @@ func (l *Local) ShowUser(ctx context.Context, username string) (*UserView, error
 	if err != nil {
 		return nil, l.fail(fmt.Sprintf("user %q", username), err)
 	}
-	return userView(u), nil
+	return l.userView(u), nil
 }
 
 // revoker revokes what hangs on a user, in the transaction of the action
@@ -187,7 +192,7 @@ func (l *Local) updateUser(ctx context.Context, op, username string, revoke revo
 	if err != nil {
 		return nil, l.fail(fmt.Sprintf("user %q", username), err)
 	}
-	v := userView(u)
+	v := l.userView(u)
 	if revoke != nil {
 		v.Revoked = revokedView(r)
 		l.logger().Info("user "+op, "username", username, "revoked", v.Revoked)
@@ -210,13 +215,21 @@ func (l *Local) SetUserStatus(ctx context.Context, username string, enabled bool
 	})
 }
 
-// UnlockUser implements Service: it clears both lockouts and both counters.
+// UnlockUser implements Service: it clears both lockouts (a timed password
+// lock and the permanent one, and the count of timed locks before) and
+// both counters.
 func (l *Local) UnlockUser(ctx context.Context, username string) (*UserView, error) {
 	return l.updateUser(ctx, "unlocked", username, nil, func(u *store.User) error {
-		u.PasswordLocked, u.FailedPasswords = false, 0
+		clearPasswordLock(u)
 		u.PINLocked, u.FailedPINs = false, 0
 		return nil
 	})
+}
+
+// clearPasswordLock lifts every password lock of u and forgets the
+// failures and the timed locks before it.
+func clearPasswordLock(u *store.User) {
+	u.PasswordLocked, u.PasswordLockedUntil, u.PasswordLockouts, u.FailedPasswords = false, time.Time{}, 0, 0
 }
 
 // SetPassword implements Service; it also clears the password lockout and
@@ -230,7 +243,8 @@ func (l *Local) SetPassword(ctx context.Context, req SetSecretRequest) (*UserVie
 		return nil, l.fail("set password", err)
 	}
 	return l.updateUser(ctx, "password set", req.Username, store.Tx.RevokeUser, func(u *store.User) error {
-		u.PasswordHash, u.PasswordLocked, u.FailedPasswords = h, false, 0
+		u.PasswordHash = h
+		clearPasswordLock(u)
 		return nil
 	})
 }
