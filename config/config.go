@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"math"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -30,6 +31,8 @@ type Config struct {
 	OAuth  OAuthConfig  `mapstructure:"oauth"`
 	CSC    CSCConfig    `mapstructure:"csc"`
 	OIDC   OIDCConfig   `mapstructure:"oidc"`
+	// RateLimit is ratelimit.*: requests per client or remote address.
+	RateLimit RateLimitConfig `mapstructure:"ratelimit"`
 
 	source string // file Load read, "" when none
 }
@@ -450,6 +453,7 @@ func leafErrors(err error) []error {
 //     0123 into the number 83, and a silently mangled PIN locks the token.
 //     The value is never echoed, since it may be the PIN;
 //   - integers may come as numbers or as decimal strings (environment);
+//   - numbers (float64: the rates) likewise, fractions allowed;
 //   - durations must carry a unit ("30s"); a bare number would be taken as
 //     nanoseconds;
 //   - lists of strings come as a YAML list of strings, or as one string of
@@ -505,6 +509,20 @@ func strictTypes(from, to reflect.Type, data any) (any, error) {
 		if from.Kind() != reflect.String {
 			return nil, fmt.Errorf("must be a string, not a %s (quote the value in YAML)", kindName(from))
 		}
+	case to.Kind() == reflect.Float64:
+		switch from.Kind() {
+		case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+			reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64,
+			reflect.Float32, reflect.Float64:
+			return data, nil // NaN and infinities are left to validation
+		case reflect.String:
+			f, err := strconv.ParseFloat(data.(string), 64)
+			if err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
+				return nil, fmt.Errorf("%q is not a number", data)
+			}
+			return f, nil
+		}
+		return nil, fmt.Errorf("must be a number, not a %s", kindName(from))
 	case to.Kind() == reflect.Int || to.Kind() == reflect.Int64:
 		switch from.Kind() {
 		case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,

@@ -94,7 +94,7 @@ func TestDefaults(t *testing.T) {
 			AcquireTimeout: 2 * time.Second,
 		},
 		Log:   LogConfig{Level: "info", Format: "json"},
-		OAuth: defaultOAuth(), CSC: defaultCSC(), OIDC: defaultOIDC(),
+		OAuth: defaultOAuth(), CSC: defaultCSC(), OIDC: defaultOIDC(), RateLimit: defaultRateLimit(),
 	}
 	want.source = c.source
 	if !reflect.DeepEqual(*c, want) {
@@ -133,6 +133,10 @@ func TestEveryKeyFromFile(t *testing.T) {
 		},
 		Log:   LogConfig{Level: "debug", Format: "text"},
 		OAuth: defaultOAuth(), CSC: defaultCSC(), OIDC: defaultOIDC(),
+		RateLimit: RateLimitConfig{
+			Timestamp: LimitConfig{Rate: 2.5, Burst: 5}, AuthLogin: LimitConfig{Rate: 0.2, Burst: 10},
+			Token: LimitConfig{Rate: 0, Burst: 1}, Forms: LimitConfig{Rate: 3, Burst: 30}, MaxKeys: 500,
+		},
 		source: c.source,
 	}
 	want.CSC.MaxHashesPerRequest = 250
@@ -200,6 +204,7 @@ func TestEveryBadValueReported(t *testing.T) {
 		"log.level", "log.format",
 		"csc.max_hashes_per_request", "csc.cert_status.refresh", "csc.cert_status.timeout",
 		"csc.cert_status.ocsp_max_age",
+		"ratelimit.timestamp.rate", "ratelimit.auth_login.burst", "ratelimit.token.rate", "ratelimit.max_keys",
 	}
 	msg := err.Error()
 	for _, k := range wantKeys {
@@ -227,6 +232,10 @@ func TestEveryBadValueReported(t *testing.T) {
 		`csc.cert_status.timeout: 5m0s is not between 1s and 1m0s`,
 		`csc.cert_status.ocsp_max_age: 720h0m0s is not between 1m0s and 24h0m0s`,
 		`server.admin_group: no group "no-such-group-signd" on this system`,
+		`ratelimit.timestamp.rate: -1 is not 0 (no limit) or between 0.001 and 1e+06 requests a second`,
+		`ratelimit.auth_login.burst: must be between 1 and 1000000, got 0`,
+		`ratelimit.token.rate: 1e+12 is not 0 (no limit) or between`,
+		`ratelimit.max_keys: must be between 1 and 1000000, got 99999999`,
 	} {
 		if !strings.Contains(msg, frag) {
 			t.Errorf("error lacks %q:\n%s", frag, msg)
@@ -294,6 +303,9 @@ func TestBadTypes(t *testing.T) {
 		`store.verify_on_open: "yes" is not a boolean (true or false)`,
 		`csc.cert_status.enabled: "on" is not a boolean (true or false)`,
 		`csc.cert_status.ocsp_max_age: must be a duration with a unit`,
+		`ratelimit.timestamp.rate: "ten" is not a number`,
+		"ratelimit.forms.rate: must be a number, not a list",
+		"ratelimit.token.burst: 2.5 is not an integer",
 	} {
 		if !strings.Contains(msg, want) {
 			t.Errorf("error lacks %q:\n%s", want, msg)
@@ -631,6 +643,22 @@ func TestEnvValues(t *testing.T) {
 			check: func(c *Config) bool { return c.OAuth.Lockout.PermanentAfter == 3 }},
 		{name: "lockout permanent after not a number", env: "SIGND_OAUTH_LOCKOUT_PERMANENT_AFTER", value: "never",
 			wantErr: `oauth.lockout.permanent_after: "never" is not an integer`},
+		{name: "rate", env: "SIGND_RATELIMIT_FORMS_RATE", value: "0.25",
+			check: func(c *Config) bool { return c.RateLimit.Forms.Rate == 0.25 }},
+		{name: "rate off", env: "SIGND_RATELIMIT_TOKEN_RATE", value: "0",
+			check: func(c *Config) bool { return c.RateLimit.Token.Rate == 0 }},
+		{name: "rate not a number", env: "SIGND_RATELIMIT_TOKEN_RATE", value: "fast",
+			wantErr: `ratelimit.token.rate: "fast" is not a number`},
+		{name: "rate NaN", env: "SIGND_RATELIMIT_TOKEN_RATE", value: "NaN",
+			wantErr: `ratelimit.token.rate: "NaN" is not a number`},
+		{name: "rate infinite", env: "SIGND_RATELIMIT_TOKEN_RATE", value: "+Inf",
+			wantErr: `ratelimit.token.rate: "+Inf" is not a number`},
+		{name: "rate with a unit", env: "SIGND_RATELIMIT_TOKEN_RATE", value: "10/s",
+			wantErr: `ratelimit.token.rate: "10/s" is not a number`},
+		{name: "burst", env: "SIGND_RATELIMIT_AUTH_LOGIN_BURST", value: "7",
+			check: func(c *Config) bool { return c.RateLimit.AuthLogin.Burst == 7 }},
+		{name: "burst negative", env: "SIGND_RATELIMIT_AUTH_LOGIN_BURST", value: "-7",
+			wantErr: `ratelimit.auth_login.burst: must be between 1 and 1000000, got -7`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

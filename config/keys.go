@@ -17,7 +17,8 @@ type Key struct {
 	// Name is the dotted key as written in the file, e.g. "server.listen".
 	Name string
 	// Default is the value used when no source sets the key. Its Go type is
-	// the key's type (string, int, int64, bool, time.Duration, Secret, []string).
+	// the key's type (string, int, int64, float64, bool, time.Duration, Secret,
+	// []string).
 	Default any
 	// Required is true when the default is only a placeholder and the key
 	// must be set by the file, the environment or a flag.
@@ -125,7 +126,7 @@ func Keys() []Key {
 			Usage: "log level: debug, info, warn or error"},
 		{Name: "log.format", Default: "json",
 			Usage: "log format: json or text"},
-	}, serviceKeys()...)
+	}, append(serviceKeys(), rateLimitKeys()...)...)
 }
 
 // BindFlags registers a flag on fs for every key that has one (see Keys):

@@ -100,6 +100,7 @@ func (c *Config) problems() []Problem {
 	checks = append(checks, c.OAuth.checks()...)
 	checks = append(checks, c.CSC.checks()...)
 	checks = append(checks, c.OIDC.checks()...)
+	checks = append(checks, c.RateLimit.checks()...)
 
 	var ps []Problem
 	seen := map[string]bool{}

@@ -3,6 +3,7 @@ package config
 import (
 	"errors"
 	"fmt"
+	"math"
 	"net"
 	"os"
 	"path/filepath"
@@ -26,7 +27,7 @@ func validConfig(t *testing.T) *Config {
 			AcquireTimeout: 2 * time.Second,
 		},
 		Log:   LogConfig{Level: "info", Format: "json"},
-		OAuth: defaultOAuth(), CSC: defaultCSC(), OIDC: defaultOIDC(),
+		OAuth: defaultOAuth(), CSC: defaultCSC(), OIDC: defaultOIDC(), RateLimit: defaultRateLimit(),
 	}
 }
 
@@ -58,6 +59,13 @@ func onEtcd(c *Config) {
 	c.Store.Backend = BackendEtcd
 	c.Store.Etcd = defaultEtcd()
 	c.Store.Etcd.Endpoints = []string{"https://etcd1.example.org:2379", "http://127.0.0.1:2379"}
+}
+
+func defaultRateLimit() RateLimitConfig {
+	return RateLimitConfig{
+		Timestamp: LimitConfig{Rate: 10, Burst: 50}, AuthLogin: LimitConfig{Rate: 1, Burst: 50},
+		Token: LimitConfig{Rate: 100, Burst: 200}, Forms: LimitConfig{Rate: 1, Burst: 50}, MaxKeys: 10000,
+	}
 }
 
 func defaultOIDC() OIDCConfig {
@@ -278,6 +286,21 @@ func TestValidate(t *testing.T) {
 		{"signing alg with space", func(c *Config) { c.OIDC.SigningAlg = "ES256 " }, "oidc.signing_alg", `"ES256 " is not one of`},
 		{"signing alg ES384", func(c *Config) { c.OIDC.SigningAlg = "ES384" }, "oidc.signing_alg", `"ES384" is not one of`},
 		{"signing alg 1000 bytes", func(c *Config) { c.OIDC.SigningAlg = strings.Repeat("R", 1000) }, "oidc.signing_alg", `"RRRRRRRRRRRRRRRRRRRR" is not one of`},
+		{"rate limit off", func(c *Config) { c.RateLimit.Token.Rate = 0 }, "", ""},
+		{"rate limit fraction", func(c *Config) { c.RateLimit.Forms.Rate = 0.05 }, "", ""},
+		{"rate limit smallest", func(c *Config) { c.RateLimit.AuthLogin.Rate = MinRate }, "", ""},
+		{"rate limit largest", func(c *Config) { c.RateLimit.Timestamp = LimitConfig{Rate: MaxRate, Burst: MaxBurst} }, "", ""},
+		{"rate negative", func(c *Config) { c.RateLimit.Token.Rate = -1 }, "ratelimit.token.rate", "-1 is not 0 (no limit) or between 0.001 and 1e+06 requests a second"},
+		{"rate too small", func(c *Config) { c.RateLimit.Forms.Rate = 0.0001 }, "ratelimit.forms.rate", "0.0001 is not 0 (no limit) or between"},
+		{"rate absurd", func(c *Config) { c.RateLimit.Timestamp.Rate = 1e9 }, "ratelimit.timestamp.rate", "1e+09 is not 0 (no limit) or between"},
+		{"rate NaN", func(c *Config) { c.RateLimit.AuthLogin.Rate = math.NaN() }, "ratelimit.auth_login.rate", "NaN is not 0"},
+		{"rate infinite", func(c *Config) { c.RateLimit.AuthLogin.Rate = math.Inf(1) }, "ratelimit.auth_login.rate", "+Inf is not 0"},
+		{"burst 0", func(c *Config) { c.RateLimit.Token.Burst = 0 }, "ratelimit.token.burst", "must be between 1 and 1000000, got 0"},
+		{"burst 0 with the limit off", func(c *Config) { c.RateLimit.Token = LimitConfig{} }, "ratelimit.token.burst", "must be between 1 and 1000000, got 0"},
+		{"burst negative", func(c *Config) { c.RateLimit.Forms.Burst = -5 }, "ratelimit.forms.burst", "must be between 1 and 1000000, got -5"},
+		{"burst absurd", func(c *Config) { c.RateLimit.Timestamp.Burst = MaxBurst + 1 }, "ratelimit.timestamp.burst", "must be between 1 and 1000000, got 1000001"},
+		{"max keys 0", func(c *Config) { c.RateLimit.MaxKeys = 0 }, "ratelimit.max_keys", "must be between 1 and 1000000, got 0"},
+		{"max keys absurd", func(c *Config) { c.RateLimit.MaxKeys = 1 << 40 }, "ratelimit.max_keys", "must be between 1 and 1000000"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

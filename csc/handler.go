@@ -14,6 +14,7 @@ import (
 
 	"github.com/signd/signd/csc/certstatus"
 	"github.com/signd/signd/oauth"
+	"github.com/signd/signd/oauth/ratelimit"
 	"github.com/signd/signd/store"
 )
 
@@ -178,6 +179,14 @@ type Handler struct {
 	// page's lockout (*oauth.Server). nil: credentials/authorize is not
 	// offered (501) and info does not list it.
 	PIN PINChecker
+	// TimestampLimit throttles signatures/timestamp per client (the
+	// bearer's client_id, ratelimit.timestamp); AuthLoginLimit throttles
+	// auth/login per remote address (ratelimit.auth_login: the method has
+	// no client authentication, its tokens all go to one configured
+	// client, so a bucket per client would be one bucket that anybody
+	// could empty for everybody). nil = no limit. A refusal is 429 with
+	// Retry-After (oauth.RateLimited), before the body is read.
+	TimestampLimit, AuthLoginLimit *ratelimit.Limiter
 	// SADTTL is the lifetime of a SAD that credentials/authorize or
 	// credentials/extendTransaction issues (oauth.sad_ttl); 0 means
 	// DefaultSADTTL.
@@ -240,13 +249,13 @@ func (h *Handler) Mount(g *echo.Group) error {
 	h.route(g, "credentials/sendOTP", h.sendOTP, postOnly, bearer)
 	h.route(g, "signatures/signHash", h.signHash, postOnly, traceTask("signHash", bearer))
 	if h.Login != nil {
-		h.route(g, "auth/login", h.authLogin, postOnly)
+		h.route(g, "auth/login", h.authLogin, postOnly, limit(h.AuthLoginLimit, remoteAddress))
 	}
 	if h.Revoker != nil {
 		h.route(g, "auth/revoke", h.authRevoke, postOnly, bearer)
 	}
 	if h.TimeStamper != nil {
-		h.route(g, "signatures/timestamp", h.timestamp, postOnly, bearer)
+		h.route(g, "signatures/timestamp", h.timestamp, postOnly, bearer, limit(h.TimestampLimit, bearerClient))
 	}
 	for _, m := range specMethods {
 		if !slices.Contains(h.methods, m) {
@@ -272,6 +281,26 @@ func postOnly(next echo.HandlerFunc) echo.HandlerFunc {
 		return next(c)
 	}
 }
+
+// limit is the route middleware of a rate-limited method: key names the
+// request's bucket of l.
+func limit(l *ratelimit.Limiter, key func(echo.Context) string) echo.MiddlewareFunc {
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(c echo.Context) error {
+			if err := l.Allow(key(c)); err != nil {
+				return err
+			}
+			return next(c)
+		}
+	}
+}
+
+// remoteAddress is the bucket of the request's remote address (RealIP:
+// forwarding headers only from server.trusted_proxies).
+func remoteAddress(c echo.Context) string { return ratelimit.RemoteKey(c.RealIP()) }
+
+// bearerClient is the bucket of the bearer's client.
+func bearerClient(c echo.Context) string { return oauth.GrantFrom(c).ClientID }
 
 func notImplementedHandler(method string) echo.HandlerFunc {
 	return func(echo.Context) error {

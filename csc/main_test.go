@@ -164,6 +164,10 @@ func newEnvWith(t testing.TB, db fixtureStore, dbPath string, opts ...envOption)
 	}
 	ec := echo.New()
 	ec.HTTPErrorHandler = oauth.NewRenderer(nil).Handle
+	// The test client is its own trusted proxy: a test names the remote
+	// address with X-Forwarded-For (the daemon believes it only from
+	// server.trusted_proxies: cmd/signd's tests).
+	ec.IPExtractor = echo.ExtractIPFromXFFHeader(echo.TrustLoopback(true))
 	if err := e.h.Mount(ec.Group("/csc/v1")); err != nil {
 		t.Fatal(err)
 	}

@@ -93,8 +93,9 @@ func (s *Server) mountAccount(g *echo.Group) {
 	}
 	page := WithDialect(pageDialect())
 	g.GET(pathAccount, s.accountPage, page)
-	g.POST(pathAccount, s.accountChange, page, s.accountSameOrigin)
-	g.POST(pathAccountLogin, s.accountLogin, page, s.accountSameOrigin)
+	limit := s.formLimit(s.accountLang)
+	g.POST(pathAccount, s.accountChange, page, s.accountSameOrigin, limit)
+	g.POST(pathAccountLogin, s.accountLogin, page, s.accountSameOrigin, limit)
 	g.POST(pathAccountLogout, s.accountLogout, page, s.accountSameOrigin)
 }
 

@@ -231,6 +231,10 @@ func buildEnv(t *testing.T, db store.Store, issuerIsServer bool, mods ...func(*o
 	}
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
+	// The test client is its own trusted proxy: a test names the remote
+	// address with X-Forwarded-For (the daemon believes it only from
+	// server.trusted_proxies: cmd/signd's tests).
+	e.IPExtractor = echo.ExtractIPFromXFFHeader(echo.TrustLoopback(true))
 	render := oauth.NewRenderer(cfg.Logger)
 	e.HTTPErrorHandler = func(err error, c echo.Context) {
 		if oauth.DialectOf(c) != nil { // an OAuth route's error, in its dialect

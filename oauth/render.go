@@ -22,7 +22,8 @@ import (
 //     with a message key (pageError);
 //   - otherwise the route says: it tags its requests with a Dialect
 //     (WithDialect) and the dialect's Map turns the error into the
-//     protocol's *Error;
+//     protocol's *Error (a request over its rate limit, a store that
+//     cannot write: the renderer's defaults, 429 and 503);
 //   - otherwise (health endpoints, unknown paths, the body limit) the
 //     daemon's own JSON {error, error_description}.
 //
@@ -132,6 +133,9 @@ func (r *Renderer) Handle(err error, c echo.Context) {
 	case errors.As(err, &re):
 		werr = r.redirect(c, re)
 	case errors.As(err, &pe):
+		for k, vs := range pe.header {
+			c.Response().Header()[k] = vs
+		}
 		werr = r.pages.renderError(c, pe.status, pe.lang, pe.key)
 	case d.Format == FormatPage:
 		werr = r.page(c, d, err)
@@ -158,6 +162,8 @@ func (r *Renderer) resolve(c echo.Context, d *Dialect, err error) *Error {
 		case errors.As(err, &oe):
 		case StoreUnavailable(err) != nil:
 			oe = StoreUnavailable(err)
+		case RateLimited(err) != nil:
+			oe = RateLimited(err)
 		default:
 			oe = &Error{Code: CodeServerError, Status: http.StatusInternalServerError, Description: d.Internal}
 		}
@@ -331,6 +337,7 @@ type pageError struct {
 	status int
 	key    string // message key
 	lang   string
+	header http.Header // set on the response (Retry-After of a 429)
 }
 
 func (e *pageError) Error() string { return "oauth: error page " + e.key }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/signd/signd/oauth/ratelimit"
 	"github.com/signd/signd/store"
 )
 
@@ -60,6 +61,12 @@ type Config struct {
 	// Account, when set, serves the account page (/oauth2/account) where
 	// a signed-in user disables or enables their own credentials.
 	Account Account
+
+	// TokenLimit throttles POST /oauth2/token per authenticated client
+	// (ratelimit.token); FormLimit the login form and the account page's
+	// login and change forms per remote address (ratelimit.forms). nil =
+	// no limit (throttle.go).
+	TokenLimit, FormLimit *ratelimit.Limiter
 
 	Logger *slog.Logger     // nil = discard
 	Now    func() time.Time // nil = time.Now
@@ -217,12 +224,13 @@ func New(cfg Config) (*Server, error) {
 // error handler) writes: the pages answer with an HTML page or a redirect,
 // the token and revocation endpoints with RFC 6749 §5.2 JSON.
 // The login and consent forms refuse posts from other sites
-// (sameOriginOnly); authorize does not, as a client may post to it.
+// (sameOriginOnly); authorize does not, as a client may post to it. The
+// login form and the token endpoint are rate limited (throttle.go).
 func (s *Server) Mount(g *echo.Group) error {
 	page, token := WithDialect(pageDialect()), WithDialect(tokenDialect())
 	g.GET(pathAuthorize, s.authorize, page)
 	g.POST(pathAuthorize, s.authorize, page)
-	g.POST(pathLogin, s.login, page, s.sameOriginOnly)
+	g.POST(pathLogin, s.login, page, s.sameOriginOnly, s.formLimit(s.loginLang))
 	g.POST(pathConsent, s.consent, page, s.sameOriginOnly)
 	g.POST(pathToken, s.token, token)
 	g.POST(pathRevoke, s.revoke, token)

@@ -23,6 +23,9 @@ func (s *Server) token(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	if err := s.cfg.TokenLimit.Allow(client.ID); err != nil {
+		return err
+	}
 	invalid := func(desc string) error { return Errorf(CodeInvalidRequest, http.StatusBadRequest, "%s", desc) }
 	switch gt := form.Get("grant_type"); {
 	case gt == "":

@@ -2,6 +2,14 @@
 # and bench-ha.sh:
 # the fresh SoftHSM2 token and the daemon configurations the benchmarks run on.
 
+# The benchmarks measure throughput from one client and one address (each
+# code is minted through the login form, every exchange is rp's): the rate
+# limits (ratelimit.*, README "Rate limits") are off for every daemon they
+# start. A binary older than the limits (SIGND_BASE_BIN) ignores the
+# variables.
+export SIGND_RATELIMIT_TIMESTAMP_RATE=0 SIGND_RATELIMIT_AUTH_LOGIN_RATE=0 \
+  SIGND_RATELIMIT_TOKEN_RATE=0 SIGND_RATELIMIT_FORMS_RATE=0
+
 # bench_config WORK LISTEN BASE_URL METRICS_LISTEN LOG_LEVEL [YAML]
 # Creates the SoftHSM2 token signd-bench with random PINs in WORK/softhsm
 # (bench_token) and writes the daemon's configuration for it to

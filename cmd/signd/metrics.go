@@ -21,8 +21,9 @@ import (
 
 // metrics holds the daemon's Prometheus collectors in a private registry
 // (no global state): HTTP requests, the CSC signHash path, the SAD
-// decisions, explicit authorization, certificate status and the HSM. It
-// implements hsm.Metrics, csc.Metrics and certstatus.Metrics.
+// decisions, explicit authorization, certificate status, rate-limit
+// refusals and the HSM. It implements hsm.Metrics, csc.Metrics,
+// certstatus.Metrics and ratelimit.Metrics.
 type metrics struct {
 	reg *prometheus.Registry
 
@@ -37,6 +38,7 @@ type metrics struct {
 	extend     *prometheus.CounterVec // result
 	certChecks *prometheus.CounterVec // source, result
 	certUnfit  *prometheus.GaugeVec   // status
+	rateLimit  *prometheus.CounterVec // limit
 }
 
 var (
@@ -84,9 +86,15 @@ func newMetrics() *metrics {
 		certUnfit: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "signd_certstatus_disabled_credentials", Help: "Credentials whose certificate keeps them from signing at the last status refresh, by status (expired, revoked, suspended, unknown).",
 		}, []string{"status"}),
+		rateLimit: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "signd_ratelimit_refused_total", Help: "Requests refused (429) by a rate limit of ratelimit.*, by limit (timestamp, auth_login, token, forms).",
+		}, []string{"limit"}),
+	}
+	for _, l := range []string{"timestamp", "auth_login", "token", "forms"} {
+		m.rateLimit.WithLabelValues(l) // every limit's series from the start, at 0
 	}
 	m.reg.MustRegister(m.requests, m.requestDur, m.signHash, m.sad, m.hsmSign, m.poolWait, m.hsmErrors,
-		m.authorize, m.extend, m.certChecks, m.certUnfit,
+		m.authorize, m.extend, m.certChecks, m.certUnfit, m.rateLimit,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -149,6 +157,9 @@ func (m *metrics) ObserveAuthorize(method, result string) {
 	}
 	m.authorize.WithLabelValues(result).Inc()
 }
+
+// ObserveRateLimited implements ratelimit.Metrics.
+func (m *metrics) ObserveRateLimited(limit string) { m.rateLimit.WithLabelValues(limit).Inc() }
 
 // ObserveCheck implements certstatus.Metrics.
 func (m *metrics) ObserveCheck(source, result string) {

@@ -41,6 +41,9 @@ type services struct {
 	// revocation is the certificate status checker (wire_certstatus.go);
 	// mount sets it, nil when csc.cert_status is off.
 	revocation csc.Revocation
+
+	// limits are the rate limits (wire_ratelimit.go); mount sets them.
+	limits rateLimits
 }
 
 // mounter is what every HTTP service of the daemon is (oauth.Server,
@@ -67,6 +70,10 @@ var (
 func (s *services) mount(e *echo.Echo) error {
 	s.views = newStoreViews(s.store)
 	s.revocation = s.certStatus()
+	var err error
+	if s.limits, err = s.newRateLimits(); err != nil {
+		return err
+	}
 	if s.keys == nil {
 		s.keys = newKeyRing(s.cfg, s.store, s.token, s.now, s.logger)
 	}

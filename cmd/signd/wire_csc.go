@@ -64,6 +64,8 @@ func (s *services) cscHandler(authz *oauth.Server) (*csc.Handler, error) {
 		Metrics:           m,
 		Revoker:           authz,
 		Revocation:        s.revocation,
+		TimestampLimit:    s.limits.timestamp,
+		AuthLoginLimit:    s.limits.authLogin,
 	}
 	if s.cfg.Store.BackendName() == config.BackendEtcd {
 		// A node of a cluster: a key its HSM lacks may be on the others'.

@@ -36,6 +36,8 @@ func (s *services) oauthServer(provider *oidc.Provider) (*oauth.Server, error) {
 		Lockout:        oauth.Lockout{Base: o.Lockout.Base, Max: o.Lockout.Max, PermanentAfter: o.Lockout.PermanentAfter},
 		SweepBatch:     o.SweepBatch,
 		Account:        &csc.Account{Store: s.views.account, Revocation: s.revocation, Now: s.now},
+		TokenLimit:     s.limits.token,
+		FormLimit:      s.limits.forms,
 		Logger:         s.logger.With("service", "oauth"),
 		Now:            s.now,
 	})

@@ -1,0 +1,69 @@
+package oauth
+
+import (
+	"errors"
+	"net/http"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/signd/signd/oauth/ratelimit"
+)
+
+// Rate limits (ratelimit.*): the token endpoint per authenticated client
+// (Config.TokenLimit, checked once the client is authenticated), the login
+// form and the account page's login and change forms per remote address
+// (Config.FormLimit, one bucket for all of them, checked after the
+// cross-site check and before anything is read or hashed). The remote
+// address is echo's RealIP, which believes X-Forwarded-For and X-Real-IP
+// only from server.trusted_proxies (cmd/signd's IPExtractor). The consent
+// form is not limited: it needs a pending request, which only a login
+// makes, and its PIN guesses have their own lockout. Refusals are counted
+// in the limiter's metric; nothing is written to the audit log.
+
+// descTooMany is the error_description of a request over its rate limit.
+const descTooMany = "Too many requests, try again later"
+
+// RateLimited returns the error the renderer answers for err when err is a
+// request over its rate limit (*ratelimit.Refused): 429
+// temporarily_unavailable with Retry-After in whole seconds (at least 1).
+// RFC 6749 §5.2 has no code for it; the §4.1.2.1 one that the token
+// endpoint already answers a 503 with is used, so a client retries later
+// instead of giving up on its grant. CSC v1 §10 names 429 without a code;
+// the CSC dialect answers the same. It returns nil for any other error.
+func RateLimited(err error) *Error {
+	var r *ratelimit.Refused
+	if !errors.As(err, &r) {
+		return nil
+	}
+	return &Error{
+		Code: CodeTemporarilyUnavailable, Status: http.StatusTooManyRequests, Description: descTooMany,
+		Header: http.Header{"Retry-After": {r.Seconds()}},
+	}
+}
+
+// formLimit is the route middleware of the form endpoints: a post over
+// FormLimit's bucket of its remote address gets the 429 error page, in the
+// language lang finds, with Retry-After.
+func (s *Server) formLimit(lang func(*http.Request) string) echo.MiddlewareFunc {
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(c echo.Context) error {
+			err := s.cfg.FormLimit.Allow(ratelimit.RemoteKey(c.RealIP()))
+			var r *ratelimit.Refused
+			if !errors.As(err, &r) {
+				return next(c)
+			}
+			pe := newPageError(http.StatusTooManyRequests, lang(c.Request()), "errorpage.ratelimit")
+			pe.header = http.Header{"Retry-After": {r.Seconds()}}
+			return pe
+		}
+	}
+}
+
+// loginLang is the language of a login form post's error page: its pending
+// request's, Dutch when it names none.
+func (s *Server) loginLang(r *http.Request) string {
+	if req := s.postedRequest(r); req != nil {
+		return req.Lang
+	}
+	return langNL
+}
