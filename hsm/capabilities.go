@@ -105,9 +105,9 @@ func probe(lib p11, path string, slot uint) (*Capabilities, error) {
 	c := &Capabilities{
 		Module:          path,
 		Label:           ti.Label,
-		Manufacturer:    strings.TrimSpace(ti.ManufacturerID),
-		Model:           strings.TrimSpace(ti.Model),
-		Serial:          strings.TrimSpace(ti.SerialNumber),
+		Manufacturer:    trimField(ti.ManufacturerID),
+		Model:           trimField(ti.Model),
+		Serial:          trimField(ti.SerialNumber),
 		HardwareVersion: version(ti.HardwareVersion),
 		FirmwareVersion: version(ti.FirmwareVersion),
 		MinPINLen:       ti.MinPinLen,
@@ -123,8 +123,8 @@ func probe(lib p11, path string, slot uint) (*Capabilities, error) {
 	if info, err := lib.GetInfo(); err == nil {
 		c.major, c.minor = info.CryptokiVersion.Major, info.CryptokiVersion.Minor
 		c.CryptokiVersion = version(info.CryptokiVersion)
-		c.LibraryVendor = strings.TrimSpace(info.ManufacturerID)
-		c.LibraryDescription = strings.TrimSpace(info.LibraryDescription)
+		c.LibraryVendor = trimField(info.ManufacturerID)
+		c.LibraryDescription = trimField(info.LibraryDescription)
 		c.LibraryVersion = version(info.LibraryVersion)
 	}
 	listed := map[uint]bool{}
@@ -258,3 +258,7 @@ func (c *Capabilities) LogValue() slog.Value {
 		slog.String("profile", c.Profile),
 	)
 }
+
+// trimField trims the blank (and NUL) padding of a fixed-size PKCS#11
+// text field.
+func trimField(s string) string { return strings.Trim(s, " \x00") }

@@ -665,7 +665,7 @@ func (t *Token) checkGenerated(s pkcs11.SessionHandle, privH pkcs11.ObjectHandle
 func (t *Token) freezeDefects(s pkcs11.SessionHandle, h pkcs11.ObjectHandle, label string) ([]string, error) {
 	var defects []string
 	if err := t.lib.SetAttributeValue(s, h, []*pkcs11.Attribute{pkcs11.NewAttribute(pkcs11.CKA_LABEL, label)}); err == nil {
-		defects = append(defects, "CKA_LABEL can be changed although CKA_MODIFIABLE is false")
+		defects = append(defects, "CKA_LABEL can be changed (C_SetAttributeValue accepted)")
 	} else if c := classify(err); c == recoverSession || c == recoverLogin || c == recoverDevice {
 		return nil, ckr("C_SetAttributeValue", err)
 	}
@@ -711,8 +711,9 @@ func publicTemplate(bits int) []*pkcs11.Attribute {
 // back on, and CKA_COPYABLE false, so C_CopyObject cannot clone it into an
 // object with other attributes. ID and label are therefore set here, once;
 // nothing later edits a key (a certificate is a separate object). An EC
-// key gets no CKA_DECRYPT/CKA_UNWRAP (not EC usages) but no CKA_DERIVE
-// either, so it cannot do ECDH. templateOptions.apply takes out what the
+// key gets CKA_DECRYPT/CKA_UNWRAP false too (SoftHSM2 would otherwise
+// report both true, its defaults for any private key) and no CKA_DERIVE,
+// so it cannot do ECDH. templateOptions.apply takes out what the
 // token does not know or fixes itself.
 func privateTemplate(id []byte, label string, keyType uint) []*pkcs11.Attribute {
 	tmpl := []*pkcs11.Attribute{
@@ -729,12 +730,10 @@ func privateTemplate(id []byte, label string, keyType uint) []*pkcs11.Attribute 
 		pkcs11.NewAttribute(pkcs11.CKA_COPYABLE, false),
 		pkcs11.NewAttribute(pkcs11.CKA_ID, id),
 		pkcs11.NewAttribute(pkcs11.CKA_LABEL, label),
+		pkcs11.NewAttribute(pkcs11.CKA_DECRYPT, false),
+		pkcs11.NewAttribute(pkcs11.CKA_UNWRAP, false),
 	}
-	if keyType == pkcs11.CKK_RSA {
-		tmpl = append(tmpl,
-			pkcs11.NewAttribute(pkcs11.CKA_DECRYPT, false),
-			pkcs11.NewAttribute(pkcs11.CKA_UNWRAP, false))
-	}
+	_ = keyType
 	return tmpl
 }
 
@@ -753,6 +752,27 @@ func checkLabel(label string) error {
 // Keys lists the RSA and EC private keys on the token, by label then ID. It does
 // not apply the key policy; Key does.
 func (t *Token) Keys(ctx context.Context) ([]KeyInfo, error) {
+	return t.keys(ctx, false)
+}
+
+// CheckKeys is Keys with each key's freeze tested as at generation
+// (KeyInfo.Defects: a same-value C_SetAttributeValue of CKA_LABEL, the
+// usages beyond signing) and a warning logged for every key the token
+// does not freeze. signd calls it at start.
+func (t *Token) CheckKeys(ctx context.Context) ([]KeyInfo, error) {
+	keys, err := t.keys(ctx, true)
+	if err != nil {
+		return nil, err
+	}
+	for i := range keys {
+		if len(keys[i].Defects) > 0 {
+			t.warnDefects(&keys[i])
+		}
+	}
+	return keys, nil
+}
+
+func (t *Token) keys(ctx context.Context, defects bool) ([]KeyInfo, error) {
 	var out []KeyInfo
 	err := t.run(ctx, "list keys", func(s pkcs11.SessionHandle) error {
 		out = out[:0]
@@ -779,7 +799,13 @@ func (t *Token) Keys(ctx context.Context) ([]KeyInfo, error) {
 			if err != nil {
 				return fmt.Errorf("key %x: %w", v[pkcs11.CKA_ID], err)
 			}
-			out = append(out, KeyInfo{ID: v[pkcs11.CKA_ID], Label: string(v[pkcs11.CKA_LABEL]), Bits: keyBits(pub), Public: pub})
+			k := KeyInfo{ID: v[pkcs11.CKA_ID], Label: string(v[pkcs11.CKA_LABEL]), Bits: keyBits(pub), Public: pub}
+			if defects {
+				if k.Defects, err = t.freezeDefects(s, h, k.Label); err != nil {
+					return fmt.Errorf("key %x: %w", k.ID, err)
+				}
+			}
+			out = append(out, k)
 		}
 		return nil
 	})
