@@ -161,6 +161,7 @@ func (p *PKCS11Config) checks() []check {
 		{"pkcs11.pin_file", privateFile(p.PINFile)},
 		{"pkcs11.max_sessions", between(p.MaxSessions, 0, MaxSessions)},
 		{"pkcs11.acquire_timeout", positive(p.AcquireTimeout)},
+		{"pkcs11.profile", oneOf(p.Profile, "auto", "strict", "token-fixed-usage")},
 	}
 }
 
