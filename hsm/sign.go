@@ -407,6 +407,10 @@ func (t *Token) CheckSign(ctx context.Context, id []byte, opts crypto.SignerOpts
 	return err
 }
 
+// SignsPSS reports whether the token signs RSASSA-PSS (CKM_RSA_PKCS_PSS
+// with CKF_SIGN): credentials/info lists RSASSA-PSS only then.
+func (t *Token) SignsPSS() bool { return t.caps.CanPSS() }
+
 // errProbed ends a CheckSign probe whose C_SignInit succeeded.
 var errProbed = errors.New("hsm: scheme accepted by C_SignInit")
 
