@@ -88,4 +88,3 @@ func TestTokenAlgorithms(t *testing.T) {
 		}
 	})
 }
-
