@@ -2,7 +2,9 @@ package hsm
 
 import (
 	"context"
+	"crypto"
 	"crypto/elliptic"
+	"crypto/rsa"
 	"errors"
 	"slices"
 	"strings"
@@ -207,5 +209,70 @@ func TestOpenRefusesUnknownProfile(t *testing.T) {
 		t.Fatal("opened with an unknown profile")
 	} else if !strings.Contains(err.Error(), `"lenient"`) {
 		t.Errorf("error %v does not name the profile", err)
+	}
+}
+
+// longSaltRefused is SoftHSM2 refusing RSASSA-PSS with a salt longer than
+// the hash at C_SignInit, as tpm2-pkcs11 1.9 refuses the longest salt.
+type longSaltRefused struct {
+	Ctx
+	signInits, signs atomic.Int32
+}
+
+func (c *longSaltRefused) SignInit(sh pkcs11.SessionHandle, m []*pkcs11.Mechanism, o pkcs11.ObjectHandle) error {
+	c.signInits.Add(1)
+	if m[0].Mechanism == pkcs11.CKM_RSA_PKCS_PSS && attrUint(m[0].Parameter[len(m[0].Parameter)-8:]) > 64 {
+		return pkcs11.Error(pkcs11.CKR_MECHANISM_PARAM_INVALID)
+	}
+	return c.Ctx.SignInit(sh, m, o)
+}
+
+func (c *longSaltRefused) Sign(sh pkcs11.SessionHandle, msg []byte) ([]byte, error) {
+	c.signs.Add(1)
+	return c.Ctx.Sign(sh, msg)
+}
+
+// TestCheckSignPSSSalt: CheckSign finds out, with C_SignInit alone, which
+// PSS salts the token takes on a key of this size, and remembers it: a
+// refused salt is ErrUnsupportedAlgorithm without a signature made, the
+// next check refuses without asking the token, and signing with it is a
+// NotSigned ErrUnsupportedAlgorithm that leaves the token available.
+func TestCheckSignPSSSalt(t *testing.T) {
+	ctx := context.Background()
+	c := &longSaltRefused{}
+	cfg := config(mainTok)
+	cfg.Wrap = func(real Ctx) Ctx { c.Ctx = real; return c }
+	tok := openTest(t, cfg, options{})
+	key := sharedKey
+	pub := key.Public.(*rsa.PublicKey)
+	short := &rsa.PSSOptions{Hash: crypto.SHA256, SaltLength: rsa.PSSSaltLengthEqualsHash}
+	long := &rsa.PSSOptions{Hash: crypto.SHA256, SaltLength: MaxPSSSaltLength(pub, crypto.SHA256)}
+
+	for i := range 2 {
+		inits := c.signInits.Load()
+		if err := tok.CheckSign(ctx, key.ID, short); err != nil {
+			t.Fatalf("hash-length salt: %v", err)
+		}
+		err := tok.CheckSign(ctx, key.ID, long)
+		if !errors.Is(err, ErrUnsupportedAlgorithm) || ReturnCode(err) != "CKR_MECHANISM_PARAM_INVALID" || !strings.Contains(err.Error(), "222-byte salt") {
+			t.Fatalf("longest salt: %v", err)
+		}
+		if got, want := c.signInits.Load()-inits, int32(2-2*i); got != want {
+			t.Errorf("check %d: %d C_SignInit calls, want %d (the answers are remembered)", i, got, want)
+		}
+	}
+	if c.signs.Load() != 0 {
+		t.Errorf("CheckSign made %d signatures", c.signs.Load())
+	}
+	_, err := tok.SignDigestOpts(ctx, key.ID, long, digestOf(crypto.SHA256, nil))
+	if !errors.Is(err, ErrUnsupportedAlgorithm) || !NotSigned(err) || !tok.Available() {
+		t.Fatalf("sign with the longest salt: %v (available %v)", err, tok.Available())
+	}
+	sig, err := tok.SignDigestOpts(ctx, key.ID, short, digestOf(crypto.SHA256, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rsa.VerifyPSS(pub, crypto.SHA256, digestOf(crypto.SHA256, nil), sig, short); err != nil {
+		t.Fatal(err)
 	}
 }
