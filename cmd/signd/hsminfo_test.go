@@ -61,7 +61,7 @@ func TestHSMInfo(t *testing.T) {
 // TestPKCS11ProfileConfig: pkcs11.profile takes auto, strict or
 // token-fixed-usage; anything else is refused at start naming the key.
 func TestPKCS11ProfileConfig(t *testing.T) {
-	for _, bad := range []string{"lenient", "AUTO", `""`} {
+	for _, bad := range []string{"lenient", "AUTO", "strict,auto", `"token-fixed-usage "`} {
 		e := newEnv(t, "")
 		e.setConfig("  pin_file:", "  profile: "+bad+"\n  pin_file:")
 		_, errOut, err := e.run("", "hsm", "info")

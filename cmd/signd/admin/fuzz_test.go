@@ -240,6 +240,7 @@ func FuzzRPC(f *testing.F) {
 		"CreateOIDCKey":     struct{}{}, "ListOIDCKeys": struct{}{}, "RotateOIDCKeys": RotateOIDCKeysRequest{},
 		"RemoveUser": nameReq{}, "RemoveCredential": nameReq{},
 		"EnrollTOTP": EnrollTOTPRequest{}, "RemoveTOTP": nameReq{},
+		"HSMInfo":   struct{}{},
 		"EnrollTSA": EnrollTSARequest{}, "ImportTSACertificate": ImportTSACertificateRequest{},
 		"AuditVerify": struct{}{}, "AuditExport": AuditExportRequest{},
 	} {
