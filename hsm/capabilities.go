@@ -42,8 +42,8 @@ type Capabilities struct {
 	// with what the token said of it (Present false: not in its list).
 	Mechanisms []Mechanism `json:"mechanisms"`
 
-	// Profile is the key-template profile in effect: ProfileStrict or
-	// ProfileTokenFixedUsage (see Config.Profile).
+	// Profile is the configured key-template profile: ProfileAuto,
+	// ProfileStrict or ProfileTokenFixedUsage (see Config.Profile).
 	Profile string `json:"profile"`
 
 	major, minor byte // Cryptoki version
