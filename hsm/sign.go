@@ -366,7 +366,10 @@ func (t *Token) signRefused(sc signScheme, pub crypto.PublicKey, err error) erro
 // (CKM_RSA_PKCS_PSS for PSS), and the token has not refused the scheme on
 // a key of this size before. A PSS scheme not yet tried on this key size
 // is tried with C_SignInit alone on a session that is then closed, so no
-// signature is made. Its refusals are ErrUnsupportedAlgorithm.
+// signature is made. Its refusals are ErrUnsupportedAlgorithm. Options
+// that do not fit the key (PSS for an EC key, a salt the key cannot
+// carry) are not its business: it answers as CheckKey, and SignDigestOpts
+// refuses them.
 func (t *Token) CheckSign(ctx context.Context, id []byte, opts crypto.SignerOpts) error {
 	if opts == nil {
 		return t.CheckKey(ctx, id)
@@ -382,7 +385,7 @@ func (t *Token) CheckSign(ctx context.Context, id []byte, opts crypto.SignerOpts
 		}
 		mech, _, err := sc.mechanism(k.pub, make([]byte, sc.hash.Size()))
 		if err != nil {
-			return err
+			return nil // a scheme for another key type: the caller's to refuse, as SignDigestOpts does
 		}
 		if sc.pss && !t.caps.CanPSS() {
 			return fmt.Errorf("%w: %s has no CKM_RSA_PKCS_PSS: RSASSA-PSS cannot be signed on it", ErrUnsupportedAlgorithm, t.caps.token())
