@@ -14,6 +14,16 @@ import (
 	"github.com/miekg/pkcs11"
 )
 
+// simulatedOnSoftHSM2 skips a test that makes SoftHSM2 behave as another
+// token: on another token the behaviour under the simulation is that
+// token's, not SoftHSM2's, and its own tests (TestExternal*) cover it.
+func simulatedOnSoftHSM2(t *testing.T) {
+	t.Helper()
+	if m := shared.Capabilities().Manufacturer; m != "SoftHSM project" {
+		t.Skipf("simulates another token over SoftHSM2; this run's token is %q", m)
+	}
+}
+
 // like220 is SoftHSM2 behaving as opencryptoki 3.8's soft token does: it
 // reports Cryptoki 2.20, lists no EC mechanism, and refuses CKA_COPYABLE
 // (a 2.40 attribute) in a generation template and in a C_GetAttributeValue
@@ -61,6 +71,7 @@ func (c *like220) GetAttributeValue(sh pkcs11.SessionHandle, o pkcs11.ObjectHand
 // key is refused before the token is asked, naming the missing mechanism
 // and what the token can make instead.
 func TestCapabilitiesCryptoki220(t *testing.T) {
+	simulatedOnSoftHSM2(t)
 	ctx := context.Background()
 	c := &like220{}
 	cfg := config(mainTok)
@@ -101,6 +112,7 @@ func TestCapabilitiesCryptoki220(t *testing.T) {
 // TestCapabilitiesCopyableRefused: a token that claims 2.40 but refuses
 // CKA_COPYABLE is retried without it, once, and later keys leave it out.
 func TestCapabilitiesCopyableRefused(t *testing.T) {
+	simulatedOnSoftHSM2(t)
 	ctx := context.Background()
 	c := &like220{}
 	cfg := config(mainTok)
@@ -154,6 +166,7 @@ func (c *fixedUsage) GenerateKeyPair(sh pkcs11.SessionHandle, m []*pkcs11.Mechan
 // ProfileStrict the refusal is ErrUnsupportedAlgorithm; under
 // ProfileTokenFixedUsage the first template is the right one.
 func TestProfileTokenFixedUsage(t *testing.T) {
+	simulatedOnSoftHSM2(t)
 	ctx := context.Background()
 	tests := []struct {
 		profile string
@@ -238,6 +251,7 @@ func (c *longSaltRefused) Sign(sh pkcs11.SessionHandle, msg []byte) ([]byte, err
 // next check refuses without asking the token, and signing with it is a
 // NotSigned ErrUnsupportedAlgorithm that leaves the token available.
 func TestCheckSignPSSSalt(t *testing.T) {
+	simulatedOnSoftHSM2(t)
 	ctx := context.Background()
 	c := &longSaltRefused{}
 	cfg := config(mainTok)
