@@ -291,6 +291,8 @@ func TestBadTypes(t *testing.T) {
 		"pkcs11.pin: must be a string, not a number (quote the value in YAML)",
 		"pkcs11.max_sessions: 1.5 is not an integer",
 		"pkcs11.acquire_timeout: must be a duration with a unit",
+		"pkcs11.profile: must be a string, not a list",
+		`pkcs11.require_immutable_keys: "maybe" is not a boolean (true or false)`,
 		"log.level: must be a single value, not a mapping",
 		"server.trusted_proxies: must be a list of strings, not a number",
 		`store.verify_on_open: "yes" is not a boolean (true or false)`,
