@@ -654,7 +654,8 @@ func (t *Token) checkGenerated(s pkcs11.SessionHandle, privH pkcs11.ObjectHandle
 
 // freezeDefects tests the freeze of the private key h, labelled label:
 // a C_SetAttributeValue of CKA_LABEL with its own value must be refused
-// (tpm2-pkcs11 accepts it while CKA_MODIFIABLE reads false), and the
+// (tpm2-pkcs11 accepts it while CKA_MODIFIABLE reads false), so must a
+// C_CopyObject into a session object (opencryptoki accepts it), and the
 // token must not have given the key a usage beyond signing (CKA_DECRYPT,
 // CKA_UNWRAP, CKA_DERIVE, CKA_SIGN_RECOVER; a TPM signs PKCS#1 v1.5 as a
 // raw RSA decrypt, so it gives RSA keys decrypt). The same-value write
@@ -665,6 +666,17 @@ func (t *Token) freezeDefects(s pkcs11.SessionHandle, h pkcs11.ObjectHandle, lab
 		defects = append(defects, "CKA_LABEL can be changed (C_SetAttributeValue accepted)")
 	} else if c := classify(err); c == recoverSession || c == recoverLogin || c == recoverDevice {
 		return nil, ckr("C_SetAttributeValue", err)
+	}
+	// A copy into a session object (gone with the session, destroyed at
+	// once) must be refused too: opencryptoki 3.8 does not know
+	// CKA_COPYABLE and copies any key.
+	if cp, err := t.lib.CopyObject(s, h, []*pkcs11.Attribute{pkcs11.NewAttribute(pkcs11.CKA_TOKEN, false)}); err == nil {
+		if err := t.lib.DestroyObject(s, cp); err != nil {
+			return nil, ckr("C_DestroyObject", err)
+		}
+		defects = append(defects, "can be copied (C_CopyObject accepted)")
+	} else if c := classify(err); c == recoverSession || c == recoverLogin || c == recoverDevice {
+		return nil, ckr("C_CopyObject", err)
 	}
 	v, err := t.attrs(s, h, pkcs11.CKA_DECRYPT, pkcs11.CKA_UNWRAP, pkcs11.CKA_DERIVE, pkcs11.CKA_SIGN_RECOVER)
 	if err != nil {

@@ -29,6 +29,7 @@ type Ctx interface {
 	SetAttributeValue(sh pkcs11.SessionHandle, o pkcs11.ObjectHandle, a []*pkcs11.Attribute) error
 	GenerateKeyPair(sh pkcs11.SessionHandle, m []*pkcs11.Mechanism, public, private []*pkcs11.Attribute) (pkcs11.ObjectHandle, pkcs11.ObjectHandle, error)
 	CreateObject(sh pkcs11.SessionHandle, temp []*pkcs11.Attribute) (pkcs11.ObjectHandle, error)
+	CopyObject(sh pkcs11.SessionHandle, o pkcs11.ObjectHandle, temp []*pkcs11.Attribute) (pkcs11.ObjectHandle, error)
 	DestroyObject(sh pkcs11.SessionHandle, oh pkcs11.ObjectHandle) error
 	SignInit(sh pkcs11.SessionHandle, m []*pkcs11.Mechanism, o pkcs11.ObjectHandle) error
 	Sign(sh pkcs11.SessionHandle, message []byte) ([]byte, error)
@@ -416,6 +417,18 @@ func (f *Faults) CreateObject(sh pkcs11.SessionHandle, temp []*pkcs11.Attribute)
 		return 0, err
 	}
 	return f.Ctx.CreateObject(sh, temp)
+}
+
+// CopyObject implements Ctx.
+func (f *Faults) CopyObject(sh pkcs11.SessionHandle, o pkcs11.ObjectHandle, temp []*pkcs11.Attribute) (pkcs11.ObjectHandle, error) {
+	if err := f.before("CopyObject", onSession); err != nil {
+		return 0, err
+	}
+	sh, err := f.session(sh)
+	if err != nil {
+		return 0, err
+	}
+	return f.Ctx.CopyObject(sh, o, temp)
 }
 
 // DestroyObject implements Ctx.
