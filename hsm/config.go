@@ -26,7 +26,8 @@ type Config struct {
 	Profile string
 	// RequireImmutableKeys refuses to keep a key the token did not
 	// freeze: one whose CKA_LABEL a same-value C_SetAttributeValue could
-	// change, or to which the token gave decrypt, unwrap or derive. The
+	// change, which C_CopyObject could copy, or to which the token gave
+	// decrypt, unwrap or derive. The
 	// half-made key is destroyed (ErrKeyNotFrozen). Without it such a key
 	// is kept and its defects are reported (KeyInfo.Defects, a warning).
 	RequireImmutableKeys bool

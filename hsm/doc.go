@@ -58,7 +58,10 @@
 // The freeze is tested, not read back: after generation the package
 // writes the key's own CKA_LABEL back with C_SetAttributeValue, which a
 // frozen key refuses (tpm2-pkcs11 accepts it although CKA_MODIFIABLE
-// reads false), and reads the usages the token really gave it
+// reads false), tries a C_CopyObject into a session object, which it must
+// refuse as well (opencryptoki 3.8 does not know CKA_COPYABLE and copies
+// any key; the copy is destroyed at once), and reads the usages the
+// token really gave it
 // (CKA_DECRYPT, CKA_UNWRAP, CKA_DERIVE, CKA_SIGN_RECOVER). What the token
 // does not keep is KeyInfo.Defects and a warning naming the token and the
 // key; CheckKeys repeats the test for every key on the token (signd runs
