@@ -243,16 +243,18 @@ func TestRecoverCloseAllSessions(t *testing.T) {
 	slot, gen := tok.slot, tok.gen.Load()
 	tok.mu.RUnlock()
 	// Every session of the application on the slot goes, and with the
-	// last one the login and every object handle.
+	// last one, on SoftHSM2, the login and every object handle
+	// (tpm2-pkcs11 keeps both: only the sessions are replaced there).
 	if err := raw.CloseAllSessions(slot); err != nil {
 		t.Fatal(err)
 	}
 	signAndVerify(t, tok, key.ID, key.Public)
-	if tok.gen.Load() == gen {
-		t.Error("generation not bumped: handles were not looked up again")
-	}
-	if !regexp.MustCompile(`CKR_(OBJECT_HANDLE_INVALID|KEY_HANDLE_INVALID|USER_NOT_LOGGED_IN)`).MatchString(logs.String()) {
+	lostLogin := regexp.MustCompile(`CKR_(OBJECT_HANDLE_INVALID|KEY_HANDLE_INVALID|USER_NOT_LOGGED_IN)`).MatchString(logs.String())
+	if softHSM2 := tok.Capabilities().Manufacturer == "SoftHSM project"; softHSM2 && !lostLogin {
 		t.Errorf("no lost-login error logged:\n%s", logs.String())
+	}
+	if lostLogin && tok.gen.Load() == gen {
+		t.Error("generation not bumped after a lost login: handles were not looked up again")
 	}
 	if err := tok.Ping(context.Background()); err != nil {
 		t.Fatal(err)
