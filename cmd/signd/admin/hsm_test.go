@@ -88,3 +88,25 @@ func TestCreateCredentialAuditsFreeze(t *testing.T) {
 		})
 	}
 }
+
+// frozenRequired is a token that refuses to keep a key it does not
+// freeze (pkcs11.require_immutable_keys), as hsm.Token answers then.
+type frozenRequired struct{ tokenLike }
+
+func (frozenRequired) GenerateRSA(context.Context, string, int) (*hsm.KeyInfo, error) {
+	return nil, fmt.Errorf("hsm: generate RSA key: generated key 0a0b (destroyed): %w: token \"tpm\" (IBM SW TPM): CKA_LABEL can be changed (C_SetAttributeValue accepted) (pkcs11.require_immutable_keys)", hsm.ErrKeyNotFrozen)
+}
+
+// TestCreateCredentialKeyNotFrozen: with pkcs11.require_immutable_keys a
+// key the token does not freeze is a conflict the operator can act on,
+// naming the defect and the setting, and no credential is stored.
+func TestCreateCredentialKeyNotFrozen(t *testing.T) {
+	l, _ := removalWorld(t, frozenRequired{tokenLike{Token: softtoken.New(softtoken.Options{})}})
+	_, err := l.CreateCredential(context.Background(), CreateCredentialRequest{User: "alice", Algo: store.AlgRSA2048, Subject: "CN=Alice"})
+	if KindOf(err) != KindConflict || !strings.Contains(err.Error(), "CKA_LABEL can be changed") || !strings.Contains(err.Error(), "pkcs11.require_immutable_keys") {
+		t.Fatalf("error %v (kind %s), want KindConflict naming the defect and the setting", err, KindOf(err))
+	}
+	if creds, err := l.ListCredentials(context.Background(), "alice"); err != nil || len(creds) != 1 {
+		t.Fatalf("credentials %v, %v", creds, err)
+	}
+}
