@@ -767,7 +767,8 @@ func (t *Token) Keys(ctx context.Context) ([]KeyInfo, error) {
 // CheckKeys is Keys with each key's freeze tested as at generation
 // (KeyInfo.Defects: a same-value C_SetAttributeValue of CKA_LABEL, the
 // usages beyond signing) and a warning logged for every key the token
-// does not freeze. signd calls it at start.
+// does not freeze. signd calls it at start. It stops between keys when
+// ctx ends.
 func (t *Token) CheckKeys(ctx context.Context) ([]KeyInfo, error) {
 	keys, err := t.keys(ctx, true)
 	if err != nil {
@@ -797,6 +798,9 @@ func (t *Token) keys(ctx context.Context, defects bool) ([]KeyInfo, error) {
 			}
 		}
 		for _, h := range hs {
+			if err := ctx.Err(); err != nil {
+				return err // a long list is given up when the caller goes
+			}
 			v, err := t.attrs(s, h, pkcs11.CKA_ID, pkcs11.CKA_LABEL, pkcs11.CKA_KEY_TYPE)
 			if err != nil {
 				return err
