@@ -45,7 +45,7 @@ type module struct {
 	// sessMu guards sessions and serial: every session number the module
 	// handed out in this epoch and still counts as open, with the serial
 	// of the C_OpenSession that returned it (see session).
-	sessMu   sync.Mutex
+	sessMu   sync.RWMutex // ours, on every operation, takes the read lock
 	sessions map[pkcs11.SessionHandle]uint64
 	serial   uint64
 }
@@ -83,8 +83,8 @@ func (m *module) ours(s session) bool {
 	if s.h == 0 {
 		return false
 	}
-	m.sessMu.Lock()
-	defer m.sessMu.Unlock()
+	m.sessMu.RLock()
+	defer m.sessMu.RUnlock()
 	return m.sessions[s.h] == s.serial
 }
 
