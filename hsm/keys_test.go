@@ -73,8 +73,8 @@ func TestGenerateRSA(t *testing.T) {
 
 			// The private exponent cannot be read.
 			_, err = rawAttrs(shared, pkcs11.CKO_PRIVATE_KEY, info.ID, pkcs11.CKA_PRIVATE_EXPONENT)
-			if got := ReturnCode(err); got != "CKR_ATTRIBUTE_SENSITIVE" {
-				t.Errorf("reading CKA_PRIVATE_EXPONENT: %v (code %q), want CKR_ATTRIBUTE_SENSITIVE", err, got)
+			if !unreadable(err) {
+				t.Errorf("reading CKA_PRIVATE_EXPONENT: %v, want CKR_ATTRIBUTE_SENSITIVE or CKR_ATTRIBUTE_TYPE_INVALID", err)
 			}
 
 			signAndVerify(t, shared, info.ID, info.Public)

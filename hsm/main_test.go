@@ -69,11 +69,36 @@ func setupTokens(tok *softhsmtest.Token) (teardown func(), err error) {
 	if shared, err = Open(config(mainTok)); err != nil {
 		return nil, err
 	}
-	teardown = func() { shared.Close() }
+	teardown = func() {
+		// An existing token outlives the run: the shared keys go, so that
+		// the next run on it can make them again.
+		if mainTok.External {
+			destroyFixtures()
+		}
+		shared.Close()
+	}
 	if sharedKey, err = shared.GenerateRSA(context.Background(), "shared-2048", 2048); err != nil {
 		return teardown, err
 	}
 	return teardown, nil
+}
+
+// destroyFixtures destroys the shared keys the run made on mainTok.
+func destroyFixtures() {
+	ids := [][]byte{}
+	if sharedKey != nil {
+		ids = append(ids, sharedKey.ID)
+	}
+	for _, curve := range []string{"P-256", "P-384", "P-521"} {
+		if k := ecMade(curve); k != nil {
+			ids = append(ids, k.ID)
+		}
+	}
+	for _, id := range ids {
+		if err := shared.DestroyKey(context.Background(), id); err != nil {
+			fmt.Fprintf(os.Stderr, "destroy shared key %x: %v\n", id, err)
+		}
+	}
 }
 
 // config returns the Config for tok with the default policy.
@@ -268,6 +293,17 @@ func rawAttrs(tok *Token, class uint, id []byte, types ...uint) (map[uint][]byte
 		return err
 	})
 	return v, err
+}
+
+// unreadable reports whether err is the token's refusal to reveal a
+// private key's secret: CKR_ATTRIBUTE_SENSITIVE (SoftHSM2, opencryptoki),
+// or CKR_ATTRIBUTE_TYPE_INVALID from a token whose private key object has
+// no such attribute because the secret never leaves the chip
+// (tpm2-pkcs11). PKCS#11 v2.40 §5.7 C_GetAttributeValue: either way no
+// value is returned.
+func unreadable(err error) bool {
+	code := ReturnCode(err)
+	return code == "CKR_ATTRIBUTE_SENSITIVE" || code == "CKR_ATTRIBUTE_TYPE_INVALID"
 }
 
 // countObjects counts the objects matching tmpl.
