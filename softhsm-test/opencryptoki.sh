@@ -55,6 +55,8 @@ up() {
   dir=$(cd "$dir" && pwd)
   [ ! -e "$dir/pids" ] || die "$dir is in use: run $prog down $dir first"
 
+  # From here a failure undoes what up did (down).
+  trap 'echo "$prog: up failed; tearing down" >&2; down' EXIT
   # The lock is held by a sleep started under flock until down kills it.
   rm -f "$dir/lock-holder"
   flock "$lock" sh -c 'echo $$ >"$1"; exec sleep 86400' sh "$dir/lock-holder" &
@@ -92,6 +94,7 @@ up() {
   pin=$(random_pin 8)
   init_token "$module" "$slot" "$label" "$pin" 87654321 || die "initializing the token failed"
   write_env SIGND_TEST_PKCS11_MODULE="$module" SIGND_TEST_PKCS11_LABEL="$label" SIGND_TEST_PKCS11_PIN="$pin"
+  trap - EXIT
   echo "$prog: token $label in slot $slot; source $dir/token.env" >&2
 }
 
