@@ -223,8 +223,12 @@ func TestDeviceErrorFromAnyCall(t *testing.T) {
 		{"sign", "SignInit", pkcs11.CKR_DEVICE_ERROR, false},
 		{"sign", "Sign", pkcs11.CKR_DEVICE_REMOVED, false},
 		{"sign", "OpenSession", pkcs11.CKR_TOKEN_NOT_PRESENT, true},
-		{"sign", "FindObjectsInit", pkcs11.CKR_GENERAL_ERROR, true},
-		{"check key", "FindObjects", pkcs11.CKR_DEVICE_MEMORY, true},
+		{"sign", "FindObjectsInit", pkcs11.CKR_DEVICE_ERROR, true},
+		{"check key", "FindObjects", pkcs11.CKR_DEVICE_REMOVED, true},
+		// Ambiguous codes are device errors only when C_GetTokenInfo
+		// fails too (TestRecoverAmbiguousCodes); from C_GetTokenInfo
+		// itself they are.
+		{"load unknown key", "GetTokenInfo", pkcs11.CKR_GENERAL_ERROR, false},
 		{"check key", "GetAttributeValue", pkcs11.CKR_SLOT_ID_INVALID, true},
 		{"load unknown key", "GetSessionInfo", pkcs11.CKR_TOKEN_NOT_RECOGNIZED, false},
 		// A find that found nothing is believed only if the token answers

@@ -256,7 +256,7 @@ func countOpen(tok *Token) int {
 	defer tok.pool.put(hs)
 	n := 0
 	for _, s := range hs {
-		if s != 0 {
+		if s.h != 0 {
 			n++
 		}
 	}
