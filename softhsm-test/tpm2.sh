@@ -29,15 +29,15 @@ spares="signd-tpm-pin signd-tpm-faults"
 cmd=$1
 dir=$2
 
-# wait_for WHAT CMD... retries CMD for 10 s.
+# wait_for WHAT CMD... retries CMD for 30 s (the machine may be busy).
 wait_for() {
   local what=$1 i
   shift
-  for i in $(seq 100); do
+  for i in $(seq 300); do
     "$@" >/dev/null 2>&1 && return 0
     sleep 0.1
   done
-  die "$what did not come up (logs in $dir)"
+  die "$what did not come up: $(tail -n 5 "$dir"/*.log 2>/dev/null)"
 }
 
 up() {
@@ -77,7 +77,11 @@ up() {
   wait_for "dbus-daemon" test -s "$dir/bus.address"
   export DBUS_SESSION_BUS_ADDRESS="unix:path=$dir/bus"
 
-  tpm2-abrmd --session --allow-root --tcti="swtpm:host=127.0.0.1,port=$port" >"$dir/tpm2-abrmd.log" 2>&1 &
+  # tpm2-pkcs11 keeps every key it has used loaded; the tests use dozens
+  # of keys through one connection, more than tpm2-abrmd's default of 27
+  # transient objects per client ("out of memory for object contexts"); 100
+  # is its maximum.
+  tpm2-abrmd --session --allow-root --max-transients=100 --tcti="swtpm:host=127.0.0.1,port=$port" >"$dir/tpm2-abrmd.log" 2>&1 &
   started tpm2-abrmd $!
   export TPM2_PKCS11_TCTI=tabrmd:bus_type=session TPM2TOOLS_TCTI=tabrmd:bus_type=session TPM2_PKCS11_STORE="$dir/store"
   wait_for "tpm2-abrmd" dbus-send --session --print-reply --dest=com.intel.tss2.Tabrmd /com/intel/tss2/Tabrmd/Tcti org.freedesktop.DBus.Peer.Ping
