@@ -92,6 +92,7 @@ func TestDefaults(t *testing.T) {
 			TokenLabel:     "signd",
 			PIN:            "0123",
 			AcquireTimeout: 2 * time.Second,
+			Profile:        "auto",
 		},
 		Log:   LogConfig{Level: "info", Format: "json"},
 		OAuth: defaultOAuth(), CSC: defaultCSC(), OIDC: defaultOIDC(),
@@ -130,6 +131,9 @@ func TestEveryKeyFromFile(t *testing.T) {
 			PIN:            "987654",
 			MaxSessions:    16,
 			AcquireTimeout: 500 * time.Millisecond,
+			Profile:        "token-fixed-usage",
+
+			RequireImmutableKeys: true,
 		},
 		Log:   LogConfig{Level: "debug", Format: "text"},
 		OAuth: defaultOAuth(), CSC: defaultCSC(), OIDC: defaultOIDC(),
@@ -196,7 +200,7 @@ func TestEveryBadValueReported(t *testing.T) {
 		"server.metrics_listen", "server.trusted_proxies",
 		"store.path", "store.open_timeout",
 		"pkcs11.module", "pkcs11.token_label", "pkcs11.pin", "pkcs11.pin_file",
-		"pkcs11.max_sessions", "pkcs11.acquire_timeout",
+		"pkcs11.max_sessions", "pkcs11.acquire_timeout", "pkcs11.profile",
 		"log.level", "log.format",
 		"csc.max_hashes_per_request", "csc.cert_status.refresh", "csc.cert_status.timeout",
 	}

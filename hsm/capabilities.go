@@ -42,8 +42,8 @@ type Capabilities struct {
 	// with what the token said of it (Present false: not in its list).
 	Mechanisms []Mechanism `json:"mechanisms"`
 
-	// Profile is the key-template profile in effect: ProfileStrict or
-	// ProfileTokenFixedUsage (see Config.Profile).
+	// Profile is the configured key-template profile: ProfileAuto,
+	// ProfileStrict or ProfileTokenFixedUsage (see Config.Profile).
 	Profile string `json:"profile"`
 
 	major, minor byte // Cryptoki version
@@ -202,14 +202,22 @@ func (c *Capabilities) token() string {
 // key sizes) and sign with them (CKM_RSA_PKCS with CKF_SIGN), and an
 // ErrUnsupportedAlgorithm naming what is missing otherwise.
 func (c *Capabilities) CheckRSA(bits int) error {
+	return c.checkRSA(bits, true)
+}
+
+func (c *Capabilities) checkRSA(bits int, suggest bool) error {
+	instead := c.instead
+	if !suggest {
+		instead = func() string { return "" }
+	}
 	gen := c.Mechanism("CKM_RSA_PKCS_KEY_PAIR_GEN")
 	switch {
 	case !gen.Present || !gen.GenerateKeyPair:
-		return fmt.Errorf("%w: %s has no CKM_RSA_PKCS_KEY_PAIR_GEN: RSA keys cannot be made on it", ErrUnsupportedAlgorithm, c.token())
+		return fmt.Errorf("%w: %s has no CKM_RSA_PKCS_KEY_PAIR_GEN: RSA keys cannot be made on it%s", ErrUnsupportedAlgorithm, c.token(), instead())
 	case !c.CanSign("CKM_RSA_PKCS"):
-		return fmt.Errorf("%w: %s has no CKM_RSA_PKCS for signing: RSA keys cannot sign on it", ErrUnsupportedAlgorithm, c.token())
+		return fmt.Errorf("%w: %s has no CKM_RSA_PKCS for signing: RSA keys cannot sign on it%s", ErrUnsupportedAlgorithm, c.token(), instead())
 	case !gen.fits(bits):
-		return fmt.Errorf("%w: %s makes RSA keys of %d to %d bits, not %d bits", ErrUnsupportedAlgorithm, c.token(), gen.MinKeySize, gen.MaxKeySize, bits)
+		return fmt.Errorf("%w: %s makes RSA keys of %d to %d bits, not %d bits%s", ErrUnsupportedAlgorithm, c.token(), gen.MinKeySize, gen.MaxKeySize, bits, instead())
 	}
 	return nil
 }
@@ -217,17 +225,50 @@ func (c *Capabilities) CheckRSA(bits int) error {
 // CheckEC is CheckRSA for ECDSA keys on curve: CKM_EC_KEY_PAIR_GEN and
 // CKM_ECDSA, the curve's size within their key sizes.
 func (c *Capabilities) CheckEC(curve elliptic.Curve) error {
+	return c.checkEC(curve, true)
+}
+
+func (c *Capabilities) checkEC(curve elliptic.Curve, suggest bool) error {
+	instead := c.instead
+	if !suggest {
+		instead = func() string { return "" }
+	}
 	bits := curve.Params().BitSize
 	gen := c.Mechanism("CKM_EC_KEY_PAIR_GEN")
 	switch {
 	case !gen.Present || !gen.GenerateKeyPair:
-		return fmt.Errorf("%w: %s has no CKM_EC_KEY_PAIR_GEN: EC keys cannot be made on it", ErrUnsupportedAlgorithm, c.token())
+		return fmt.Errorf("%w: %s has no CKM_EC_KEY_PAIR_GEN: EC keys cannot be made on it%s", ErrUnsupportedAlgorithm, c.token(), instead())
 	case !c.CanSign("CKM_ECDSA"):
-		return fmt.Errorf("%w: %s has no CKM_ECDSA: EC keys cannot sign on it", ErrUnsupportedAlgorithm, c.token())
+		return fmt.Errorf("%w: %s has no CKM_ECDSA: EC keys cannot sign on it%s", ErrUnsupportedAlgorithm, c.token(), instead())
 	case !gen.fits(bits):
-		return fmt.Errorf("%w: %s makes EC keys of %d to %d bits, not %s (%d bits)", ErrUnsupportedAlgorithm, c.token(), gen.MinKeySize, gen.MaxKeySize, curve.Params().Name, bits)
+		return fmt.Errorf("%w: %s makes EC keys of %d to %d bits, not %s (%d bits)%s", ErrUnsupportedAlgorithm, c.token(), gen.MinKeySize, gen.MaxKeySize, curve.Params().Name, bits, instead())
 	}
 	return nil
+}
+
+// KeyTypes names the key types signd makes that the token's mechanisms
+// allow, as credential algorithms: "rsa-2048", ..., "ec-p521".
+func (c *Capabilities) KeyTypes() []string {
+	var out []string
+	for _, bits := range []int{2048, 3072, 4096} {
+		if c.checkRSA(bits, false) == nil {
+			out = append(out, fmt.Sprintf("rsa-%d", bits))
+		}
+	}
+	for _, curve := range []elliptic.Curve{elliptic.P256(), elliptic.P384(), elliptic.P521()} {
+		if c.checkEC(curve, false) == nil {
+			out = append(out, fmt.Sprintf("ec-p%d", curve.Params().BitSize))
+		}
+	}
+	return out
+}
+
+// instead suggests the key types the token can make, for a refusal.
+func (c *Capabilities) instead() string {
+	if kt := c.KeyTypes(); len(kt) > 0 {
+		return "; use one of " + strings.Join(kt, ", ")
+	}
+	return ""
 }
 
 // CanPSS reports whether the token signs RSASSA-PSS (CKM_RSA_PKCS_PSS

@@ -84,6 +84,12 @@ func ecPublic(params, point []byte) (*ecdsa.PublicKey, error) {
 // parse (tpm2-pkcs11 1.9 returns a malformed CKA_EC_POINT for P-521).
 var errUnusablePublic = errors.New("hsm: unusable public key")
 
+// IsEC reports whether pub is an ECDSA public key.
+func IsEC(pub crypto.PublicKey) bool {
+	_, ok := pub.(*ecdsa.PublicKey)
+	return ok
+}
+
 // keyBits is the size of a public key: the RSA modulus or the EC curve.
 func keyBits(pub crypto.PublicKey) int {
 	switch p := pub.(type) {

@@ -121,7 +121,19 @@ func TestExternalSignPSS(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = tok.DestroyKey(ctx, info.ID) })
+	refused := false
+	t.Cleanup(func() {
+		err := tok.DestroyKey(ctx, info.ID)
+		switch {
+		case err != nil && refused && ReturnCode(err) == "CKR_FUNCTION_FAILED":
+			// tpm2-pkcs11 1.9 leaves the key in use after a C_SignInit
+			// it refused (the object's user count is never decremented)
+			// and refuses to destroy it until the module is finalized.
+			t.Logf("destroy after a refused C_SignInit: %v", err)
+		case err != nil:
+			t.Errorf("destroy: %v", err)
+		}
+	})
 	pub := info.Public.(*rsa.PublicKey)
 	d := digestOf(crypto.SHA256, []byte(t.Name()))
 	for _, salt := range []int{rsa.PSSSaltLengthEqualsHash, MaxPSSSaltLength(pub, crypto.SHA256)} {
@@ -132,6 +144,7 @@ func TestExternalSignPSS(t *testing.T) {
 				t.Fatalf("PSS salt %d: %v: want a NotSigned ErrUnsupportedAlgorithm naming the salt", salt, err)
 			}
 			t.Logf("PSS salt %d refused: %v", salt, err)
+			refused = true
 			continue
 		}
 		if err := rsa.VerifyPSS(pub, crypto.SHA256, d, sig, opts); err != nil {

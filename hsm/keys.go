@@ -607,10 +607,7 @@ func (t *Token) adaptTemplates() {
 	if t.profile == ProfileTokenFixedUsage {
 		t.fixedUsage.Store(true)
 	}
-	t.caps.Profile = ProfileStrict
-	if t.fixedUsage.Load() {
-		t.caps.Profile = ProfileTokenFixedUsage
-	}
+	t.caps.Profile = t.profile
 }
 
 // apply returns tmpl without the attributes o leaves out.

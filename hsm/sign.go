@@ -216,7 +216,7 @@ func (t *Token) signDigest(ctx context.Context, id []byte, opts crypto.SignerOpt
 			return err
 		}
 		if err := t.lib.SignInit(s, []*pkcs11.Mechanism{mech}, k.handle); err != nil {
-			return t.signRefused(sc, k.pub, ckr("C_SignInit", err))
+			return discard(t.signRefused(sc, k.pub, ckr("C_SignInit", err)))
 		}
 		sig, err = t.lib.Sign(s, data)
 		if err != nil {
@@ -295,7 +295,7 @@ func (t *Token) signDigests(ctx context.Context, id []byte, opts crypto.SignerOp
 				return err
 			}
 			if err := t.lib.SignInit(s, []*pkcs11.Mechanism{mech}, k.handle); err != nil {
-				return t.signRefused(sc, k.pub, ckr("C_SignInit", err))
+				return discard(t.signRefused(sc, k.pub, ckr("C_SignInit", err)))
 			}
 			sig, err := t.lib.Sign(s, data)
 			if err != nil {
@@ -347,7 +347,10 @@ func (sc signScheme) key(pub crypto.PublicKey) string {
 // parameter the token does not take: tpm2-pkcs11 refuses the longest PSS
 // salt with CKR_MECHANISM_PARAM_INVALID) into ErrUnsupportedAlgorithm and
 // remembers it, so that CheckSign refuses the scheme on keys of that size
-// before anything is spent. Other errors pass through.
+// before anything is spent. Other errors pass through. Callers discard
+// the session: tpm2-pkcs11 keeps a half-started operation on it after a
+// refused C_SignInit, and then refuses to destroy the key
+// (CKR_FUNCTION_FAILED) while that session lives.
 func (t *Token) signRefused(sc signScheme, pub crypto.PublicKey, err error) error {
 	rerr := t.refused(sc.String()+" with a "+fmt.Sprint(keyBits(pub))+"-bit key", err)
 	var refused *refusedError
@@ -394,7 +397,7 @@ func (t *Token) CheckSign(ctx context.Context, id []byte, opts crypto.SignerOpts
 			return nil
 		}
 		if err := t.lib.SignInit(s, []*pkcs11.Mechanism{mech}, k.handle); err != nil {
-			return t.signRefused(sc, k.pub, ckr("C_SignInit", err))
+			return discard(t.signRefused(sc, k.pub, ckr("C_SignInit", err)))
 		}
 		t.schemeAccepted.Store(sc.key(k.pub), true)
 		// The session now has a signature operation that nothing will
@@ -406,6 +409,10 @@ func (t *Token) CheckSign(ctx context.Context, id []byte, opts crypto.SignerOpts
 	}
 	return err
 }
+
+// SignsPSS reports whether the token signs RSASSA-PSS (CKM_RSA_PKCS_PSS
+// with CKF_SIGN): credentials/info lists RSASSA-PSS only then.
+func (t *Token) SignsPSS() bool { return t.caps.CanPSS() }
 
 // errProbed ends a CheckSign probe whose C_SignInit succeeded.
 var errProbed = errors.New("hsm: scheme accepted by C_SignInit")

@@ -98,6 +98,12 @@ func (a *app) serve(ctx context.Context, cfg *config.Config) error {
 		return err
 	}
 	defer token.Close()
+	// Every start says which keys the token does not freeze (a warning
+	// per key); a token that cannot list them now is not a reason to stay
+	// down.
+	if _, err := token.CheckKeys(ctx); err != nil {
+		logger.Warn("hsm: could not check the keys' freeze at start", "err", err)
+	}
 	mx.watchToken(token.Status)
 	if st, ok := db.(commitStats); ok {
 		mx.watchStore(st.Stats)
