@@ -45,8 +45,8 @@ test-tokens: ## The hsm tests and the daemon journey on opencryptoki's soft toke
 	bash scripts/install-deps.sh --tokens --no-browser
 	@failed=""; for tok in opencryptoki tpm2; do \
 	  echo "== $$tok"; \
-	  softhsm-test/with-token.sh $$tok sh -c 'CGO_ENABLED=1 $(GO) test -race $(TESTFLAGS) $(TOKEN_TESTS) && \
-	    CGO_ENABLED=1 $(GO) test -race $(TESTFLAGS) -run "$(TOKEN_JOURNEY)" ./cmd/signd/' || failed="$$failed $$tok"; \
+	  softhsm-test/with-token.sh $$tok sh -c 'CGO_ENABLED=1 $(GO) test -race $(TESTFLAGS) $(TOKEN_TESTS); s=$$?; \
+	    CGO_ENABLED=1 $(GO) test -race $(TESTFLAGS) -run "$(TOKEN_JOURNEY)" ./cmd/signd/ && exit $$s' || failed="$$failed $$tok"; \
 	done; \
 	if [ -n "$$failed" ]; then echo "test-tokens failed on:$$failed"; exit 1; fi
 
