@@ -62,48 +62,26 @@ func New(opts Options) *DB {
 	return db
 }
 
-// begin registers a running transaction, or returns ErrClosed.
-func (db *DB) begin() error { return db.gate.Enter(ErrClosed) }
-
-func (db *DB) end() { db.gate.Leave() }
-
 // View runs fn in a read-only transaction on the committed snapshot; see
 // store.Store.
 func (db *DB) View(ctx context.Context, fn func(store.Tx) error) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	if err := db.begin(); err != nil {
-		return err
-	}
-	defer db.end()
-	return db.run(*db.committed.Load(), false, fn)
+	return db.gate.Run(ctx, ErrClosed, func() error { return db.run(*db.committed.Load(), false, fn) })
 }
 
 // Update runs fn in one write transaction; see store.Store. Write
 // transactions are serialized; fn works on a copy-on-write clone of the
 // committed snapshot, which replaces it only if fn returns nil.
 func (db *DB) Update(ctx context.Context, fn func(store.Tx) error) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	return db.update(fn)
-}
-
-// update is Update without the context check.
-func (db *DB) update(fn func(store.Tx) error) error {
-	if err := db.begin(); err != nil {
-		return err
-	}
-	defer db.end()
-	db.writer.Lock()
-	defer db.writer.Unlock()
-	work := db.committed.Load().clone()
-	if err := db.run(work, true, fn); err != nil {
-		return err // also when fn panics: the clone is dropped
-	}
-	db.committed.Store(&work)
-	return nil
+	return db.gate.Run(ctx, ErrClosed, func() error {
+		db.writer.Lock()
+		defer db.writer.Unlock()
+		work := db.committed.Load().clone()
+		if err := db.run(work, true, fn); err != nil {
+			return err // also when fn panics: the clone is dropped
+		}
+		db.committed.Store(&work)
+		return nil
+	})
 }
 
 // run runs fn in a store transaction over s; the transaction ends with fn.
@@ -133,17 +111,5 @@ func (db *DB) Close() error {
 // error (the name is reused for something else). The same contract as
 // bolt's DB.Secret, except that the key lives as long as the DB.
 func (db *DB) Secret(ctx context.Context, name string, size int) ([]byte, error) {
-	if err := store.CheckSecretRequest(ctx, name, size); err != nil {
-		return nil, err
-	}
-	var key []byte
-	err := db.update(func(tx store.Tx) error {
-		var err error
-		key, err = tx.(*kv.Tx).Secret(name, size)
-		return err
-	})
-	if err != nil {
-		return nil, err
-	}
-	return key, nil
+	return kv.Secret(ctx, db, name, size)
 }
