@@ -22,17 +22,47 @@ const (
 	failureUnsupported                      // the HSM cannot make the requested algorithm with the key: 400
 )
 
-// classifySigner sorts a Signer error with the Unavailable, KeyMissing and
-// KeyUnusable hooks.
+// What a Signer error answers about itself. The errors of package hsm
+// (and of its software token) implement these methods; csc asks them with
+// errors.As and does not import hsm. An error that answers none is an
+// internal failure (500).
+type (
+	// unavailableError: the HSM cannot serve now, a retry later may
+	// succeed (busy, reconnecting, closed, its PIN refused): 503.
+	unavailableError interface{ Unavailable() bool }
+	// keyMissingError: this node's HSM does not hold the key; another
+	// node's may (Handler.Clustered).
+	keyMissingError interface{ KeyMissing() bool }
+	// unsupportedError: the HSM cannot make the requested algorithm with
+	// the key while it works: 400 naming signAlgo.
+	unsupportedError interface{ Unsupported() bool }
+	// keyUnusableError: the key cannot sign while the HSM works (gone,
+	// ambiguous, against the key policy): 400 "disabled".
+	keyUnusableError interface{ KeyUnusable() bool }
+	// notSignedError: no signature was made, so a SAD the request
+	// consumed may be given back.
+	notSignedError interface{ NotSigned() bool }
+)
+
+// answers reports whether err, or an error it wraps, implements T and
+// answers true.
+func answers[T any](err error, ask func(T) bool) bool {
+	var t T
+	return errors.As(err, &t) && ask(t)
+}
+
+// classifySigner sorts a Signer error by what it answers: unavailable,
+// then (on a node of a cluster) missing on this node, unsupported,
+// unusable.
 func (h *Handler) classifySigner(err error) signerFailure {
 	switch {
-	case h.Unavailable != nil && h.Unavailable(err):
+	case answers(err, unavailableError.Unavailable):
 		return failureUnavailable
-	case h.KeyMissing != nil && h.KeyMissing(err):
+	case h.Clustered && answers(err, keyMissingError.KeyMissing):
 		return failureKeyMissing
-	case h.Unsupported != nil && h.Unsupported(err):
+	case answers(err, unsupportedError.Unsupported):
 		return failureUnsupported
-	case h.KeyUnusable != nil && h.KeyUnusable(err):
+	case answers(err, keyUnusableError.KeyUnusable):
 		return failureKey
 	}
 	return failureError
@@ -154,7 +184,7 @@ func (h *Handler) signFailed(ctx context.Context, e *store.AuditEntry, d decisio
 	f := h.classifySigner(cause)
 	*outcome = f.metricsOutcome()
 	h.logKeyFailure(f, e.Credential, cause)
-	if d.sad != nil && h.NotSigned != nil && h.NotSigned(cause) && h.restoreSAD(ctx, e, d, f) {
+	if d.sad != nil && answers(cause, notSignedError.NotSigned) && h.restoreSAD(ctx, e, d, f) {
 		return f.response(cause)
 	}
 	h.auditFailure(ctx, e, d.seq, cause)
