@@ -117,9 +117,10 @@ func parseHashArray(p params, maxHashes int) ([][]byte, *oauth.Error) {
 }
 
 // parseAuthorize checks the parameters of credentials/authorize in a fixed
-// order. hash is required: every SAD of signd is bound to its hashes
-// (SCAL 2).
-func parseAuthorize(p params, maxHashes int) (req authorizeRequest, e *oauth.Error) {
+// order, at most MaxHashes hashes. hash is required: every SAD of signd is
+// bound to its hashes (SCAL 2).
+func (h *Handler) parseAuthorize(p params) (req authorizeRequest, e *oauth.Error) {
+	maxHashes := h.MaxHashes
 	if req.credentialID, _, e = p.str("credentialID", true); e != nil {
 		return req, e
 	}
@@ -224,15 +225,7 @@ func (h *Handler) explicitCredential(tx Tx, username, id string, n int) (*store.
 // authorize is POST /csc/v1/credentials/authorize (CSC v1 §11.6).
 func (h *Handler) authorize(c echo.Context) (err error) {
 	defer h.observeAuthorize("authorize", &err)
-	g, req, e := parseRequest(c, func(p params) (authorizeRequest, *oauth.Error) { return parseAuthorize(p, h.MaxHashes) })
-	if e != nil {
-		return e
-	}
-	res, err := h.authorizeSAD(c.Request().Context(), g, req)
-	if err != nil {
-		return err
-	}
-	return c.JSON(http.StatusOK, res)
+	return jsonMethod(h.parseAuthorize, h.authorizeSAD)(c)
 }
 
 // authorizeSAD runs the phases of credentials/authorize: the credential
@@ -433,15 +426,16 @@ type extendRequest struct {
 	hashes       [][]byte
 }
 
-// parseExtend checks the parameters of extendTransaction in a fixed order.
-func parseExtend(p params, maxHashes int) (req extendRequest, e *oauth.Error) {
+// parseExtend checks the parameters of extendTransaction in a fixed order,
+// at most MaxHashes hashes.
+func (h *Handler) parseExtend(p params) (req extendRequest, e *oauth.Error) {
 	if req.credentialID, _, e = p.str("credentialID", true); e != nil {
 		return req, e
 	}
 	if req.sad, _, e = p.str("SAD", true); e != nil {
 		return req, e
 	}
-	if req.hashes, e = parseHashArray(p, maxHashes); e != nil {
+	if req.hashes, e = parseHashArray(p, h.MaxHashes); e != nil {
 		return req, e
 	}
 	if _, _, e := p.str("clientData", false); e != nil {
@@ -454,15 +448,7 @@ func parseExtend(p params, maxHashes int) (req extendRequest, e *oauth.Error) {
 // §11.7).
 func (h *Handler) extendTransaction(c echo.Context) (err error) {
 	defer h.observeAuthorize("extendTransaction", &err)
-	g, req, e := parseRequest(c, func(p params) (extendRequest, *oauth.Error) { return parseExtend(p, h.MaxHashes) })
-	if e != nil {
-		return e
-	}
-	res, err := h.extendSAD(c.Request().Context(), g, req)
-	if err != nil {
-		return err
-	}
-	return c.JSON(http.StatusOK, res)
+	return jsonMethod(h.parseExtend, h.extendSAD)(c)
 }
 
 // extendSAD trades the request's SAD for a new one (extend) and audits

@@ -6,7 +6,6 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
-	"net/http"
 	"slices"
 	"strings"
 	"time"
@@ -109,15 +108,7 @@ func parseCredentialInfo(p params) (req credentialInfoRequest, e *oauth.Error) {
 
 // credentialInfo is POST /csc/v1/credentials/info.
 func (h *Handler) credentialInfo(c echo.Context) error {
-	g, req, e := parseRequest(c, parseCredentialInfo)
-	if e != nil {
-		return e
-	}
-	res, err := h.describeCredential(c.Request().Context(), g, req)
-	if err != nil {
-		return err
-	}
-	return c.JSON(http.StatusOK, res)
+	return jsonMethod(parseCredentialInfo, h.describeCredential)(c)
 }
 
 // describeCredential answers credentials/info: the credential (the user's

@@ -5,7 +5,6 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/base64"
-	"net/http"
 
 	"github.com/labstack/echo/v4"
 
@@ -23,15 +22,7 @@ type listResponse struct {
 // credentials/info), in credential-ID order, a page at a time. The cost is
 // a cursor range over the owner index, proportional to the page.
 func (h *Handler) list(c echo.Context) error {
-	g, req, e := parseRequest(c, h.parseList)
-	if e != nil {
-		return e
-	}
-	res, err := h.listCredentials(c.Request().Context(), g, req)
-	if err != nil {
-		return err
-	}
-	return c.JSON(http.StatusOK, res)
+	return jsonMethod(h.parseList, h.listCredentials)(c)
 }
 
 // listRequest is a parsed credentials/list request.

@@ -2,6 +2,7 @@ package csc
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"io"
@@ -43,6 +44,23 @@ func parseRequest[R any](c echo.Context, parse func(params) (R, *oauth.Error)) (
 	}
 	req, e = parse(p)
 	return g, req, e
+}
+
+// jsonMethod is a CSC method made of its parse and its phases: the body
+// parsed into a request value (parseRequest), then serve, a method
+// without HTTP in it, whose result is the 200 JSON response.
+func jsonMethod[R, S any](parse func(params) (R, *oauth.Error), serve func(context.Context, *oauth.Grant, R) (S, error)) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		g, req, e := parseRequest(c, parse)
+		if e != nil {
+			return e
+		}
+		res, err := serve(c.Request().Context(), g, req)
+		if err != nil {
+			return err
+		}
+		return c.JSON(http.StatusOK, res)
+	}
 }
 
 // readParams reads and checks the body of a CSC request. The Content-Type
