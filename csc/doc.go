@@ -12,6 +12,20 @@
 // RequireBearer, and signatures come from a Signer — *hsm.Token satisfies
 // it — so csc never talks PKCS#11 itself and does not import hsm.
 //
+// # Handlers
+//
+// Every bearer-authenticated method has one shape: parseRequest (the
+// bearer's grant and the body read once by readParams) runs the method's
+// parse, which checks the parameters in the order the specification's
+// refusals need and returns a request value (signHashRequest,
+// authorizeRequest, ...); then a method with no HTTP in it runs the
+// phases and returns the response or an error; jsonMethod writes it.
+// Parsing and validating are one step on purpose: CSC names the first
+// problem of a request, and type and value checks interleave in that
+// order. signHash's phases (signHashes) return a signHashOutcome that one
+// observer, observeSignHash, turns into metrics; audit entries are written
+// inside the transactions they belong to, never after them.
+//
 // # Errors
 //
 // Every handler returns errors as values. The /csc/v1 group is tagged with
