@@ -9,6 +9,12 @@ TESTFLAGS ?= -count=1 -timeout 15m
 # staticcheck, pinned; fetched through the Go module proxy on first use.
 STATICCHECK ?= $(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2
 FUZZTIME  ?= 30s
+# What `signd version` reports: VERSION, the commit (-dirty with uncommitted
+# changes) and the commit's date, so that two builds of one commit agree.
+VERSION   ?= $(shell cat VERSION)
+COMMIT    ?= $(shell git rev-parse HEAD 2>/dev/null)$(shell git diff --quiet HEAD 2>/dev/null || echo -dirty)
+DATE      ?= $(shell git log -1 --format=%cI 2>/dev/null)
+LDFLAGS   ?= -X main.version=$(VERSION) -X main.commit=$(COMMIT) -X main.date=$(DATE)
 
 .DEFAULT_GOAL := help
 
@@ -23,8 +29,8 @@ help: ## Show this help.
 ##@ Build
 
 .PHONY: build
-build: ## Build bin/signd (cgo, dynamic glibc binary).
-	CGO_ENABLED=1 $(GO) build $(GOFLAGS) -o $(BIN) ./cmd/signd
+build: ## Build bin/signd (cgo, dynamic glibc binary), stamped with VERSION, the commit and its date.
+	CGO_ENABLED=1 $(GO) build $(GOFLAGS) -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/signd
 
 ##@ Test
 

@@ -93,7 +93,12 @@ func newMetrics() *metrics {
 	for _, l := range []string{"timestamp", "auth_login", "token", "forms"} {
 		m.rateLimit.WithLabelValues(l) // every limit's series from the start, at 0
 	}
-	m.reg.MustRegister(m.requests, m.requestDur, m.signHash, m.sad, m.hsmSign, m.poolWait, m.hsmErrors,
+	b := buildInfo()
+	buildGauge := prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "signd_build_info", Help: "Always 1; the labels say which build of signd runs (version, commit, Go version).",
+	}, []string{"version", "commit", "goversion"})
+	buildGauge.WithLabelValues(b.Version, b.Commit, b.GoVersion).Set(1)
+	m.reg.MustRegister(buildGauge, m.requests, m.requestDur, m.signHash, m.sad, m.hsmSign, m.poolWait, m.hsmErrors,
 		m.authorize, m.extend, m.certChecks, m.certUnfit, m.rateLimit,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -112,6 +113,7 @@ func TestMetricsOwnListener(t *testing.T) {
 	for _, want := range []string{
 		`signd_http_requests_total{method="GET",route="unmatched",status="404"} 2`,
 		"go_goroutines", "process_resident_memory_bytes",
+		`goversion="` + runtime.Version() + `",version="` + buildInfo().Version + `"} 1`, // signd_build_info
 	} {
 		if !strings.Contains(text, want) {
 			t.Errorf("metrics lack %s", want)
