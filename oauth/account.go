@@ -12,6 +12,7 @@ import (
 	"github.com/labstack/echo/v4"
 	"golang.org/x/text/language"
 
+	"github.com/signd/signd/oauth/passwords"
 	"github.com/signd/signd/store"
 )
 
@@ -226,9 +227,9 @@ func (s *Server) accountLogin(c echo.Context) error {
 	}
 	now := s.now()
 	username := r.PostForm.Get(fieldUsername)
-	user, ok, err := s.checkLogin(r.Context(), username, r.PostForm.Get(fieldPassword), r.PostForm.Get(fieldOTP), now)
+	user, ok, err := s.passwords.Login(r.Context(), username, r.PostForm.Get(fieldPassword), r.PostForm.Get(fieldOTP), now)
 	switch {
-	case errors.Is(err, errBusy):
+	case errors.Is(err, passwords.ErrBusy):
 		return s.renderAccountLogin(c, lang, "error.busy", username)
 	case err != nil:
 		return err

@@ -8,6 +8,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/signd/signd/oauth/passwords"
 	"github.com/signd/signd/store"
 )
 
@@ -83,7 +84,7 @@ func (s *Server) consent(c echo.Context) error {
 	}
 	ok, refusal, err := s.checkPIN(ctx, user.Username, form.Get(fieldPIN))
 	switch {
-	case errors.Is(err, errBusy):
+	case errors.Is(err, passwords.ErrBusy):
 		return s.renderConsent(c, f, cons, "error.busy")
 	case err != nil:
 		return s.finish(c, f, err, nil)
@@ -205,80 +206,25 @@ func (s *Server) reshowConsent(c echo.Context, f *flow, cons *Consent, record st
 	return s.renderConsent(c, f, cons, "error.changed")
 }
 
-// checkPIN checks the signing PIN of username. A failure is reserved before
-// the PIN is hashed (see reserve), so no more than MaxFailures wrong PINs in
-// a row are ever evaluated, however many arrive at once; reaching that
-// locks the PIN. A locked PIN, or one whose remaining guesses are all in
-// flight, is refused without hashing. refusal ends the flow
+// checkPIN checks the signing PIN of username (passwords.Checker.CheckPIN:
+// a failure is reserved before the PIN is hashed, so no more than
+// MaxFailures wrong PINs in a row are ever evaluated, however many arrive
+// at once; reaching that locks the PIN. A locked PIN, or one whose
+// remaining guesses are all in flight, is refused without hashing). refusal ends the flow
 // (access_denied); ok false without a refusal is a wrong PIN.
 func (s *Server) checkPIN(ctx context.Context, username, pin string) (ok bool, refusal *Error, err error) {
-	res, user, err := s.verifyPIN(ctx, username, pin, nil)
+	res, user, err := s.passwords.CheckPIN(ctx, username, pin, nil)
 	switch {
 	case err != nil:
 		return false, nil, err
-	case res == PINValid:
+	case res == passwords.PINValid:
 		return true, nil, nil
-	case res == PINInvalid:
+	case res == passwords.PINInvalid:
 		return false, nil, nil
-	case res == PINLocked:
+	case res == passwords.PINLocked:
 		return false, pinLocked(), nil
 	case user != nil && user.Status == store.UserActive && !user.PasswordLocked:
 		return false, pinUsable(user), nil // no PIN set (any more)
 	}
 	return false, Errorf(CodeAccessDenied, http.StatusForbidden, "The account is locked or disabled"), nil
-}
-
-// verifyPIN is checkPIN's evaluation, shared with CheckSigningPIN: the
-// outcome and the user as the reservation read it (nil when unknown).
-// otp, when not nil, is the user's one-time code, checked after a right
-// PIN when the user (as reserved) has TOTP: the guess is right only when
-// both are, counts as one failure otherwise, and a code's time step is
-// accepted once (settleStep).
-func (s *Server) verifyPIN(ctx context.Context, username, pin string, otp *string) (PINResult, *store.User, error) {
-	g, res, user, lockedNow, err := s.reserve(ctx, secretPIN, username)
-	if err != nil {
-		return 0, nil, err
-	}
-	defer g.release()
-	switch {
-	case lockedNow:
-		s.log.Warn("signing PIN locked after failed attempts", "username", username, "failures", s.cfg.MaxFailures)
-		return PINLocked, user, nil
-	case res == refusedLocked:
-		s.log.Warn("signing PIN locked: consent refused without checking the PIN", "username", username)
-		return PINLocked, user, nil
-	case res == refusedUnusable && user != nil && user.Status == store.UserActive && !user.PasswordLocked:
-		return PINUnusable, user, nil // no PIN set (any more)
-	case res == refusedUnusable:
-		s.log.Warn("account locked or disabled: consent refused", "username", username)
-		return PINUnusable, user, nil
-	}
-	ok, err := g.evaluate(ctx, []byte(pin))
-	if err != nil {
-		return 0, user, err
-	}
-	var locked bool
-	if otp != nil && g.user.TOTPSecret != "" {
-		var step int64
-		if ok {
-			step, ok = totpStep(*otp, g.user.TOTPSecret, s.now())
-		}
-		ok, locked, lockedNow, err = g.settleStep(ctx, ok, step)
-	} else {
-		locked, lockedNow, err = g.settle(ctx, ok)
-	}
-	switch {
-	case err != nil:
-		return 0, user, err
-	case ok:
-		return PINValid, user, nil
-	case lockedNow:
-		s.log.Warn("signing PIN locked after failed attempts", "username", username, "failures", s.cfg.MaxFailures)
-		return PINLocked, user, nil
-	case locked:
-		s.log.Info("wrong signing PIN; the PIN is locked", "username", username)
-		return PINLocked, user, nil
-	}
-	s.log.Info("wrong signing PIN", "username", username)
-	return PINInvalid, user, nil
 }

@@ -497,7 +497,7 @@ func TestNewRefusesAnIssuerWithoutOrigin(t *testing.T) {
 		"ftp://signd.example": false, "urn:signd:issuer": false, "https://": false,
 		"https://signd.example/prefix": true, "http://127.0.0.1:8443": true,
 	} {
-		_, err := oauth.New(oauth.Config{Store: oauthtest.Store(ev.db), Hasher: ev.hasher, Profiles: []oauth.Profile{csc.ServiceProfile{}}, Issuer: iss})
+		_, err := oauth.New(oauth.Config{Store: oauthtest.Store(ev.db), Passwords: ev.passwords, Profiles: []oauth.Profile{csc.ServiceProfile{}}, Issuer: iss})
 		if (err == nil) != ok {
 			t.Errorf("oauth.New(issuer %q): %v", iss, err)
 		}

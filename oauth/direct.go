@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/signd/signd/oauth/passwords"
 	"github.com/signd/signd/store"
 )
 
@@ -16,8 +17,9 @@ import (
 // service access token, with a refresh token (RFC 6749 §6) when asked. It
 // bypasses the consent page, so the daemon mounts it only when configured.
 // The password goes through the same reservation, hashing slots and lockout
-// as the login page (checkCredentials); a user with TOTP cannot log in this
-// way (the method has no field for the code): a right password is answered
+// as the login page (passwords.Checker.LoginWithoutCode); a user with TOTP
+// cannot log in this way (the method has no field for the code): a right
+// password is answered
 // like a wrong one and leaves the failure counter as it was, so that this
 // door neither confirms a password nor resets the count of wrong one-time
 // codes.
@@ -88,9 +90,9 @@ func (s *Server) PasswordLogin(cfg PasswordLoginConfig) (*PasswordLogin, error) 
 func (p *PasswordLogin) Login(ctx context.Context, username, password string, rememberMe bool) (*LoginTokens, error) {
 	s := p.s
 	now := s.now()
-	user, ok, err := s.checkCredentials(ctx, username, password, "", now, true)
+	user, ok, err := s.passwords.LoginWithoutCode(ctx, username, password, now)
 	switch {
-	case errors.Is(err, errBusy):
+	case errors.Is(err, passwords.ErrBusy):
 		return nil, busy()
 	case err != nil:
 		return nil, err

@@ -16,6 +16,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/signd/signd/oauth/passwords"
 	"github.com/signd/signd/store"
 	"github.com/signd/signd/store/memory"
 )
@@ -303,7 +304,11 @@ func FuzzTokenEndpoint(f *testing.F) {
 	if err != nil {
 		f.Fatal(err)
 	}
-	srv, err := New(Config{Store: store.Scope(db, func(tx store.Tx) Tx { return tx }), Hasher: hasher, Profiles: []Profile{fuzzProfile{}}, Issuer: fuzzIssuer})
+	pw, err := passwords.New(passwords.Config{Store: store.Scope(db, func(tx store.Tx) passwords.Tx { return tx }), Hasher: hasher})
+	if err != nil {
+		f.Fatal(err)
+	}
+	srv, err := New(Config{Store: store.Scope(db, func(tx store.Tx) Tx { return tx }), Passwords: pw, Profiles: []Profile{fuzzProfile{}}, Issuer: fuzzIssuer})
 	if err != nil {
 		f.Fatal(err)
 	}

@@ -28,6 +28,7 @@ import (
 	"github.com/signd/signd/hsm/hsmtest/softtoken"
 	"github.com/signd/signd/oauth"
 	"github.com/signd/signd/oauth/oauthtest"
+	"github.com/signd/signd/oauth/passwords"
 	"github.com/signd/signd/store"
 	"github.com/signd/signd/store/bolt"
 	"github.com/signd/signd/store/memory"
@@ -144,6 +145,8 @@ type env struct {
 	clock  *clock
 	logs   *syncBuffer
 	hasher *store.Hasher
+	// passwords is the server's password checker.
+	passwords *passwords.Checker
 
 	mu     sync.Mutex
 	strays []string      // errors of no OAuth route that reached the error handler
@@ -196,6 +199,13 @@ func memoryStore(t *testing.T) *memory.DB {
 
 func buildEnv(t *testing.T, db store.Store, issuerIsServer bool, mods ...func(*oauth.Config)) *env {
 	t.Helper()
+	return buildEnvPasswords(t, db, issuerIsServer, nil, mods...)
+}
+
+// buildEnvPasswords is buildEnv whose password checker's Config pmod
+// adjusts (nil: the defaults).
+func buildEnvPasswords(t *testing.T, db store.Store, issuerIsServer bool, pmod func(*passwords.Config), mods ...func(*oauth.Config)) *env {
+	t.Helper()
 	hasher, err := store.NewHasher(lowArgon2)
 	if err != nil {
 		t.Fatal(err)
@@ -203,8 +213,7 @@ func buildEnv(t *testing.T, db store.Store, issuerIsServer bool, mods ...func(*o
 	ev := &env{t: t, db: db, clock: storetest.NewClock(time.Now().UTC().Round(0)), logs: &syncBuffer{}, hasher: hasher}
 	ev.fixtures()
 	cfg := oauth.Config{
-		Store:  oauthtest.Store(db),
-		Hasher: hasher,
+		Store: oauthtest.Store(db),
 		Profiles: []oauth.Profile{
 			csc.ServiceProfile{},
 			&csc.CredentialProfile{Store: credentialStore(db), Now: ev.clock.Now},
@@ -217,6 +226,14 @@ func buildEnv(t *testing.T, db store.Store, issuerIsServer bool, mods ...func(*o
 	for _, m := range mods {
 		m(&cfg)
 	}
+	pcfg := passwords.Config{Store: oauthtest.PasswordStore(cfg.Store), Hasher: hasher, Logger: cfg.Logger, Now: cfg.Now}
+	if pmod != nil {
+		pmod(&pcfg)
+	}
+	if ev.passwords, err = passwords.New(pcfg); err != nil {
+		t.Fatal(err)
+	}
+	cfg.Passwords = ev.passwords
 	ev.ts = httptest.NewUnstartedServer(nil) // listens already: its address is known
 	if issuerIsServer {
 		scheme := "http://"

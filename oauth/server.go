@@ -7,12 +7,12 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
-	"runtime"
 	"strings"
 	"time"
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/signd/signd/oauth/passwords"
 	"github.com/signd/signd/oauth/ratelimit"
 	"github.com/signd/signd/store"
 )
@@ -20,8 +20,11 @@ import (
 // Config holds the dependencies and settings of a Server. Zero durations
 // take the defaults of the oauth.* configuration keys.
 type Config struct {
-	Store  Store
-	Hasher PasswordChecker // passwords and signing PINs (a *store.Hasher)
+	Store Store
+	// Passwords checks passwords, one-time codes and signing PINs with the
+	// lockout (a *passwords.Checker, shared with the CSC API's
+	// auth/login and credentials/authorize).
+	Passwords Passwords
 	// Profiles are the scope profiles; exactly one must match a request.
 	Profiles []Profile
 	// Issuer is server.base_url: the iss of every authorization response
@@ -40,20 +43,6 @@ type Config struct {
 	ConsentTimeout time.Duration // default 5m, from showing the consent page to its answer
 	ProcessTimeout time.Duration // default 10m, from the authorize request to the redirect back
 	SessionTTL     time.Duration // default 8h, login session (SSO)
-	// MaxFailures (default 5) is how many wrong passwords, or PINs, in a
-	// row lock the account, or the PIN; no more guesses than that are ever
-	// evaluated, concurrent ones included (see reserve).
-	MaxFailures int
-	// Lockout times the password lock that MaxFailures wrong passwords
-	// set; a PIN lock lasts until an admin lifts it.
-	Lockout Lockout
-
-	// MaxConcurrentHashes bounds concurrent argon2id checks (each holds
-	// 64 MiB by default); 0 means 2×GOMAXPROCS. HashWait is how long a
-	// login waits for a slot before the page says "busy"; 0 means 30s.
-	MaxConcurrentHashes int
-	HashWait            time.Duration
-
 	// SweepBatch (default 32) is the most expired records Sweep removes
 	// in one write transaction.
 	SweepBatch int
@@ -72,24 +61,23 @@ type Config struct {
 	Now    func() time.Time // nil = time.Now
 }
 
-// Lockout is how long a password lock lasts (NIST SP 800-63B §5.2.2): Base
-// (default 1m) the first time, twice as long each further time without a
-// successful login between, at most Max (default 1h, not less than Base).
-// After PermanentAfter timed locks in a row the next lock is permanent
-// (0: never). See Server.lock.
-type Lockout struct {
-	Base, Max      time.Duration
-	PermanentAfter int
+// Passwords is what the authorization server asks of the password
+// checker: the login page's and the account page's password and one-time
+// code, auth/login's password, the consent page's signing PIN. Every door
+// shares one lockout; *passwords.Checker is one.
+type Passwords interface {
+	Login(ctx context.Context, username, password, code string, now time.Time) (*store.User, bool, error)
+	LoginWithoutCode(ctx context.Context, username, password string, now time.Time) (*store.User, bool, error)
+	CheckPIN(ctx context.Context, username, pin string, otp *string) (passwords.PINResult, *store.User, error)
 }
 
 // Server is the authorization server. Build it with New and mount it with
 // Mount.
 type Server struct {
-	cfg      Config
-	store    Store
-	hasher   PasswordChecker
-	inflight inflight // guesses reserved and not yet settled
-	profiles []Profile
+	cfg       Config
+	store     Store
+	passwords Passwords
+	profiles  []Profile
 	// infos[i] is profiles[i].Info(), read once by New.
 	infos  []ProfileInfo
 	byName map[string]Profile
@@ -98,7 +86,6 @@ type Server struct {
 	issuer      string
 	origin      string // serialized origin of issuer: the only Origin the forms accept
 	cookiePath  string
-	limiter     *limiter
 	pages       *pages
 	log         *slog.Logger
 	now         func() time.Time
@@ -126,8 +113,8 @@ func New(cfg Config) (*Server, error) {
 	switch {
 	case cfg.Store == nil:
 		return nil, errors.New("oauth: Config.Store is required")
-	case cfg.Hasher == nil:
-		return nil, errors.New("oauth: Config.Hasher is required")
+	case cfg.Passwords == nil:
+		return nil, errors.New("oauth: Config.Passwords is required")
 	case len(cfg.Profiles) == 0:
 		return nil, errors.New("oauth: at least one profile is required")
 	}
@@ -151,21 +138,8 @@ func New(cfg Config) (*Server, error) {
 	def(&cfg.ConsentTimeout, 5*time.Minute)
 	def(&cfg.ProcessTimeout, 10*time.Minute)
 	def(&cfg.SessionTTL, 8*time.Hour)
-	def(&cfg.HashWait, 30*time.Second)
-	def(&cfg.Lockout.Base, time.Minute)
-	def(&cfg.Lockout.Max, time.Hour)
-	if cfg.Lockout.Max < cfg.Lockout.Base {
-		return nil, fmt.Errorf("oauth: Lockout.Max %v is shorter than Lockout.Base %v", cfg.Lockout.Max, cfg.Lockout.Base)
-	}
-	if cfg.MaxFailures <= 0 {
-		cfg.MaxFailures = 5
-	}
-	cfg.Lockout.PermanentAfter = max(cfg.Lockout.PermanentAfter, 0)
 	if cfg.SweepBatch <= 0 {
 		cfg.SweepBatch = defaultSweepBatch
-	}
-	if cfg.MaxConcurrentHashes <= 0 {
-		cfg.MaxConcurrentHashes = 2 * runtime.GOMAXPROCS(0)
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
@@ -174,13 +148,12 @@ func New(cfg Config) (*Server, error) {
 		cfg.Now = time.Now
 	}
 	s := &Server{
-		cfg: cfg, store: cfg.Store, hasher: cfg.Hasher, profiles: cfg.Profiles,
+		cfg: cfg, store: cfg.Store, passwords: cfg.Passwords, profiles: cfg.Profiles,
 		byName:      map[string]Profile{},
 		detailTypes: map[string]string{},
 		issuer:      strings.TrimRight(cfg.Issuer, "/"),
 		origin:      origin,
 		cookiePath:  strings.TrimRight(iss.Path, "/") + "/oauth2/",
-		limiter:     newLimiter(cfg.MaxConcurrentHashes, cfg.HashWait),
 		log:         cfg.Logger,
 		now:         cfg.Now,
 	}

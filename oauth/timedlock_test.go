@@ -12,6 +12,7 @@ import (
 
 	"github.com/signd/signd/oauth"
 	"github.com/signd/signd/oauth/oauthtest"
+	"github.com/signd/signd/oauth/passwords"
 	"github.com/signd/signd/store"
 )
 
@@ -108,7 +109,7 @@ func TestTOTPGuessesThroughPasswordLogin(t *testing.T) {
 // unevaluated; the lock ends on the clock, to the nanosecond; a successful
 // login forgets the locks before it.
 func TestTimedLockout(t *testing.T) {
-	ev, ph := lockoutEnv(t, func(c *oauth.Config) { c.Lockout = oauth.Lockout{Base: time.Minute, Max: 4 * time.Minute} })
+	ev, ph := lockoutEnv(t, func(c *passwords.Config) { c.Lockout = passwords.Lockout{Base: time.Minute, Max: 4 * time.Minute} })
 	pl := passwordLogin(t, ev, "rp")
 	ctx := context.Background()
 	pwHash := ev.user("dave").PasswordHash
@@ -166,8 +167,8 @@ func TestTimedLockout(t *testing.T) {
 // locks in a row are followed by a permanent one, which no clock ends and
 // the right password does not lift; only an admin does.
 func TestPermanentLockAfter(t *testing.T) {
-	ev, ph := lockoutEnv(t, func(c *oauth.Config) {
-		c.Lockout = oauth.Lockout{Base: time.Minute, Max: time.Hour, PermanentAfter: 2}
+	ev, ph := lockoutEnv(t, func(c *passwords.Config) {
+		c.Lockout = passwords.Lockout{Base: time.Minute, Max: time.Hour, PermanentAfter: 2}
 	})
 	pl := passwordLogin(t, ev, "rp")
 	ctx := context.Background()

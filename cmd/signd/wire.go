@@ -11,6 +11,7 @@ import (
 	"github.com/signd/signd/csc"
 	"github.com/signd/signd/hsm"
 	"github.com/signd/signd/oauth"
+	"github.com/signd/signd/oauth/passwords"
 	"github.com/signd/signd/oidc"
 	"github.com/signd/signd/store"
 )
@@ -41,6 +42,11 @@ type services struct {
 	// revocation is the certificate status checker (wire_certstatus.go);
 	// mount sets it, nil when csc.cert_status is off.
 	revocation csc.Revocation
+
+	// passwords checks passwords, one-time codes and signing PINs with
+	// one lockout for the login, consent and account pages, auth/login
+	// and credentials/authorize (wire_oauth.go); mount sets it.
+	passwords *passwords.Checker
 
 	// limits are the rate limits (wire_ratelimit.go); mount sets them.
 	limits rateLimits
@@ -79,6 +85,9 @@ func (s *services) mount(e *echo.Echo) error {
 	}
 	provider, err := s.oidcProvider()
 	if err != nil {
+		return err
+	}
+	if s.passwords, err = s.passwordChecker(); err != nil {
 		return err
 	}
 	authz, err := s.oauthServer(provider)

@@ -12,6 +12,7 @@ import (
 	"github.com/signd/signd/csc"
 	"github.com/signd/signd/hsm"
 	"github.com/signd/signd/oauth"
+	"github.com/signd/signd/oauth/passwords"
 	"github.com/signd/signd/store"
 	"github.com/signd/signd/tsa"
 )
@@ -22,7 +23,7 @@ var (
 	_ csc.Signer        = (*hsm.Token)(nil)
 	_ csc.PasswordLogin = (*oauth.PasswordLogin)(nil)
 	_ csc.TokenRevoker  = (*oauth.Server)(nil)
-	_ csc.PINChecker    = (*oauth.Server)(nil)
+	_ csc.PINChecker    = (*passwords.Checker)(nil)
 )
 
 // pageTokenSecret names the MAC key of credentials/list page tokens in the
@@ -31,8 +32,8 @@ const pageTokenSecret = "csc_page_token"
 
 // cscHandler builds the CSC service (mounted under /csc/v1). auth/revoke
 // and, with csc.auth_login, auth/login are served by the authorization
-// server authz, which also checks the signing PINs of
-// credentials/authorize with the consent page's lockout.
+// server authz; the signing PINs of credentials/authorize are checked by
+// the password checker, with the consent page's lockout.
 func (s *services) cscHandler(authz *oauth.Server) (*csc.Handler, error) {
 	key, err := s.store.Secret(context.Background(), pageTokenSecret, 32)
 	if err != nil {
@@ -57,7 +58,7 @@ func (s *services) cscHandler(authz *oauth.Server) (*csc.Handler, error) {
 		MaxResultsLimit:   c.MaxResultsLimit,
 		MaxHashes:         c.MaxHashesPerRequest,
 		PageTokenKey:      key,
-		PIN:               authz,
+		PIN:               s.passwords,
 		SADTTL:            s.cfg.OAuth.SADTTL,
 		Now:               s.now,
 		Logger:            s.logger,

@@ -5,6 +5,7 @@ import (
 
 	"github.com/signd/signd/csc"
 	"github.com/signd/signd/oauth"
+	"github.com/signd/signd/oauth/passwords"
 	"github.com/signd/signd/oidc"
 )
 
@@ -15,8 +16,8 @@ import (
 func (s *services) oauthServer(provider *oidc.Provider) (*oauth.Server, error) {
 	o := s.cfg.OAuth
 	srv, err := oauth.New(oauth.Config{
-		Store:  s.views.oauth,
-		Hasher: s.hasher,
+		Store:     s.views.oauth,
+		Passwords: s.passwords,
 		Profiles: []oauth.Profile{
 			csc.ServiceProfile{},
 			&csc.CredentialProfile{Store: s.views.credential, Now: s.now, Revocation: s.revocation,
@@ -32,8 +33,6 @@ func (s *services) oauthServer(provider *oidc.Provider) (*oauth.Server, error) {
 		ConsentTimeout: o.ConsentTimeout,
 		ProcessTimeout: o.ProcessTimeout,
 		SessionTTL:     o.SessionTTL,
-		MaxFailures:    o.MaxFailures,
-		Lockout:        oauth.Lockout{Base: o.Lockout.Base, Max: o.Lockout.Max, PermanentAfter: o.Lockout.PermanentAfter},
 		SweepBatch:     o.SweepBatch,
 		Account:        &csc.Account{Store: s.views.account, Revocation: s.revocation, Now: s.now},
 		TokenLimit:     s.limits.token,
@@ -46,6 +45,25 @@ func (s *services) oauthServer(provider *oidc.Provider) (*oauth.Server, error) {
 	}
 	s.onShutdown = append(s.onShutdown, s.startSweeper(srv, o.SweepInterval))
 	return srv, nil
+}
+
+// The checker the authorization server asks about passwords and PINs.
+var _ oauth.Passwords = (*passwords.Checker)(nil)
+
+// passwordChecker builds the checker of passwords, one-time codes and
+// signing PINs, with the lockout of oauth.max_failures and oauth.lockout.*,
+// which the authorization server's pages and the CSC API share. It logs
+// as the authorization server.
+func (s *services) passwordChecker() (*passwords.Checker, error) {
+	o := s.cfg.OAuth
+	return passwords.New(passwords.Config{
+		Store:       s.views.passwords,
+		Hasher:      s.hasher,
+		MaxFailures: o.MaxFailures,
+		Lockout:     passwords.Lockout{Base: o.Lockout.Base, Max: o.Lockout.Max, PermanentAfter: o.Lockout.PermanentAfter},
+		Logger:      s.logger.With("service", "oauth"),
+		Now:         s.now,
+	})
 }
 
 func isHTTPS(baseURL string) bool {

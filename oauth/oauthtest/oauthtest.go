@@ -2,6 +2,7 @@ package oauthtest
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"io"
 	"net/http"
@@ -13,12 +14,25 @@ import (
 	"golang.org/x/net/html"
 
 	"github.com/signd/signd/oauth"
+	"github.com/signd/signd/oauth/passwords"
 	"github.com/signd/signd/store"
 )
 
 // Store is s as the authorization server sees it, for oauth.Config.Store.
 func Store(s store.Store) *store.Scoped[oauth.Tx] {
 	return store.Scope(s, func(tx store.Tx) oauth.Tx { return tx })
+}
+
+// PasswordStore returns s, the authorization server's view of a store, as
+// the password checker sees it (passwords.Config.Store): a test that wraps
+// the server's store to inject faults wraps the checker's writes too, as
+// the daemon's one store does.
+func PasswordStore(s oauth.Store) passwords.Store { return passwordStore{s} }
+
+type passwordStore struct{ s oauth.Store }
+
+func (p passwordStore) Update(ctx context.Context, fn func(passwords.Tx) error) error {
+	return p.s.Update(ctx, func(tx oauth.Tx) error { return fn(tx) })
 }
 
 // Browser is a cookie-keeping HTTP client that never follows redirects.
