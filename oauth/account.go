@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/labstack/echo/v4"
-	"golang.org/x/text/language"
 
+	"github.com/signd/signd/oauth/pages"
 	"github.com/signd/signd/oauth/passwords"
 	"github.com/signd/signd/store"
 )
@@ -118,16 +118,10 @@ func (s *Server) accountSameOrigin(next echo.HandlerFunc) echo.HandlerFunc {
 // accountLang is the page language: the lang form or query parameter (nl
 // or en), else Accept-Language, else Dutch.
 func (s *Server) accountLang(r *http.Request) string {
-	if l := r.FormValue(fieldLang); l == langEN || l == langNL {
+	if l := r.FormValue(fieldLang); l == pages.EN || l == pages.NL {
 		return l
 	}
-	tags, _, err := language.ParseAcceptLanguage(r.Header.Get("Accept-Language"))
-	if err == nil && len(tags) > 0 {
-		if _, i, conf := s.pages.matcher.Match(tags...); conf != language.No {
-			return supportedLangs[i]
-		}
-	}
-	return langNL
+	return s.pages.AcceptLanguage(r.Header.Get("Accept-Language"))
 }
 
 // accountURL is the page's absolute path, for redirects.
@@ -170,7 +164,7 @@ func (s *Server) renderAccountLogin(c echo.Context, lang, errKey, username strin
 		Name: accountCSRFCookie, Value: token, Path: s.cookiePath + "account",
 		HttpOnly: true, Secure: s.cfg.SecureCookies, SameSite: http.SameSiteStrictMode,
 	})
-	return s.pages.render(c, pageStatus, "account-login", &pageData{
+	return s.pages.Render(c, pages.Status, "account-login", &pages.Data{
 		Lang: lang, TitleKey: "account.title", Action: "account/login", CSRF: token, Error: errKey, Username: username,
 	}, "")
 }
@@ -193,7 +187,7 @@ func (s *Server) renderAccount(c echo.Context, lang string, user *store.User, er
 		}
 		v.Credentials = append(v.Credentials, row)
 	}
-	return s.pages.render(c, pageStatus, "account", &pageData{
+	return s.pages.Render(c, pages.Status, "account", &pages.Data{
 		Lang: lang, TitleKey: "account.title", Action: "account", CSRF: accountToken(ck.Value), Error: errKey, Account: v,
 	}, "")
 }
@@ -202,7 +196,7 @@ func (s *Server) renderAccount(c echo.Context, lang string, user *store.User, er
 // request.
 func (s *Server) accountForm(r *http.Request, fields ...string) error {
 	if err := r.ParseForm(); err != nil {
-		return newPageError(http.StatusBadRequest, langNL, "errorpage.request")
+		return newPageError(http.StatusBadRequest, pages.NL, "errorpage.request")
 	}
 	for _, k := range fields {
 		if len(r.PostForm[k]) > 1 {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/signd/signd/oauth/pages"
 	"github.com/signd/signd/store"
 )
 
@@ -67,9 +68,9 @@ func (s *Server) authorize(c echo.Context) error {
 	now := s.now()
 	params, dups, err := readParams(c.Request())
 	if err != nil {
-		return newPageError(http.StatusBadRequest, langNL, "errorpage.request")
+		return newPageError(http.StatusBadRequest, pages.NL, "errorpage.request")
 	}
-	lang := pickLang(s.pages.matcher, params.Get("ui_locales"), params.Get("lang"))
+	lang := s.pages.PickLang(params.Get("ui_locales"), params.Get("lang"))
 
 	// Until the redirect URI is validated, errors are pages.
 	if slices.Contains(dups, "client_id") {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/signd/signd/oauth/pages"
 	"github.com/signd/signd/store"
 )
 
@@ -56,7 +57,7 @@ func (s *Server) sameOriginOnly(next echo.HandlerFunc) echo.HandlerFunc {
 			return next(c)
 		}
 		req := s.postedRequest(r)
-		lang, clientID := langNL, ""
+		lang, clientID := pages.NL, ""
 		if req != nil {
 			lang, clientID = req.Lang, req.ClientID
 		}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/signd/signd/oauth/pages"
 	"github.com/signd/signd/store"
 )
 
@@ -60,16 +61,16 @@ const (
 func (s *Server) loadFlow(c echo.Context) (*flow, error) {
 	r := c.Request()
 	if err := r.ParseForm(); err != nil {
-		return nil, newPageError(http.StatusBadRequest, langNL, "errorpage.request")
+		return nil, newPageError(http.StatusBadRequest, pages.NL, "errorpage.request")
 	}
 	for _, k := range []string{fieldRequest, fieldCSRF, fieldUsername, fieldPassword, fieldOTP, fieldPIN, fieldDecision} {
 		if len(r.PostForm[k]) > 1 {
-			return nil, newPageError(http.StatusBadRequest, langNL, "errorpage.request")
+			return nil, newPageError(http.StatusBadRequest, pages.NL, "errorpage.request")
 		}
 	}
 	handle, csrf := r.PostForm.Get(fieldRequest), r.PostForm.Get(fieldCSRF)
 	if handle == "" || csrf == "" {
-		return nil, newPageError(http.StatusBadRequest, langNL, "errorpage.request")
+		return nil, newPageError(http.StatusBadRequest, pages.NL, "errorpage.request")
 	}
 	var req *store.AuthRequest
 	var client *store.Client
@@ -81,7 +82,7 @@ func (s *Server) loadFlow(c echo.Context) (*flow, error) {
 		return err
 	})
 	if errors.Is(err, store.ErrNotFound) {
-		return nil, newPageError(http.StatusBadRequest, langNL, "errorpage.unknown")
+		return nil, newPageError(http.StatusBadRequest, pages.NL, "errorpage.unknown")
 	}
 	if err != nil {
 		return nil, err
@@ -403,7 +404,7 @@ func (s *Server) newSession(c echo.Context, username string, now time.Time) (wri
 // renderLogin shows the login page of f, with an error message key and the
 // username typed before.
 func (s *Server) renderLogin(c echo.Context, f *flow, errKey, username string) error {
-	return s.pages.render(c, pageStatus, "login", &pageData{
+	return s.pages.Render(c, pages.Status, "login", &pages.Data{
 		Lang: f.req.Lang, Client: clientName(f.client), Action: "login",
 		Request: f.handle, CSRF: f.csrf, Username: username, Error: errKey,
 	}, f.req.RedirectURI)
@@ -411,9 +412,9 @@ func (s *Server) renderLogin(c echo.Context, f *flow, errKey, username string) e
 
 // renderConsent shows the consent page of f.
 func (s *Server) renderConsent(c echo.Context, f *flow, consent *Consent, errKey string) error {
-	return s.pages.render(c, pageStatus, "consent", &pageData{
+	return s.pages.Render(c, pages.Status, "consent", &pages.Data{
 		Lang: f.req.Lang, TitleKey: "consent.title", Client: clientName(f.client), Action: "consent",
-		Request: f.handle, CSRF: f.csrf, Error: errKey, Consent: newConsentView(consent, f.req.Lang),
+		Request: f.handle, CSRF: f.csrf, Error: errKey, Consent: consentView(consent, f.req.Lang),
 	}, f.req.RedirectURI)
 }
 
@@ -435,4 +436,16 @@ func (s *Server) loadUser(ctx context.Context, username string) (*store.User, er
 		return nil, nil
 	}
 	return u, err
+}
+
+// consentView is the consent page's view of c in lang.
+func consentView(c *Consent, lang string) *pages.ConsentView {
+	v := &pages.ConsentView{Title: c.Title.In(lang), RequirePIN: c.RequirePIN}
+	for _, p := range c.Permissions {
+		v.Permissions = append(v.Permissions, p.In(lang))
+	}
+	for _, it := range c.Items {
+		v.Items = append(v.Items, pages.ConsentItem{Label: it.Label.In(lang), Value: it.Value, Code: it.Code})
+	}
+	return v
 }

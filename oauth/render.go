@@ -11,6 +11,8 @@ import (
 	"strings"
 
 	"github.com/labstack/echo/v4"
+
+	"github.com/signd/signd/oauth/pages"
 )
 
 // This file is the one error renderer of the public HTTP server. Handlers
@@ -88,7 +90,7 @@ func DialectOf(c echo.Context) *Dialect {
 // Handle as Echo's HTTPErrorHandler. Build it with NewRenderer.
 type Renderer struct {
 	log    *slog.Logger
-	pages  *pages
+	pages  *pages.Pages
 	daemon *Dialect // of requests no route tagged
 }
 
@@ -98,7 +100,7 @@ func NewRenderer(log *slog.Logger) *Renderer {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	p, err := newPages()
+	p, err := pages.New()
 	if err != nil {
 		panic(err) // the templates are embedded: every test would fail
 	}
@@ -136,7 +138,7 @@ func (r *Renderer) Handle(err error, c echo.Context) {
 		for k, vs := range pe.header {
 			c.Response().Header()[k] = vs
 		}
-		werr = r.pages.renderError(c, pe.status, pe.lang, pe.key)
+		werr = r.pages.RenderError(c, pe.status, pe.lang, pe.key)
 	case d.Format == FormatPage:
 		werr = r.page(c, d, err)
 	default:
@@ -239,14 +241,14 @@ func (r *Renderer) page(c echo.Context, d *Dialect, err error) error {
 	var he *echo.HTTPError
 	switch {
 	case errors.As(err, &he) && he.Code < 500:
-		return r.pages.renderError(c, he.Code, langNL, "errorpage.request")
+		return r.pages.RenderError(c, he.Code, pages.NL, "errorpage.request")
 	case StoreUnavailable(err) != nil:
 		r.logCause(c, d, err, http.StatusServiceUnavailable)
 		c.Response().Header().Set("Retry-After", RetryAfter)
-		return r.pages.renderError(c, http.StatusServiceUnavailable, langNL, "errorpage.later")
+		return r.pages.RenderError(c, http.StatusServiceUnavailable, pages.NL, "errorpage.later")
 	}
 	r.logCause(c, d, err, http.StatusInternalServerError)
-	return r.pages.renderError(c, http.StatusInternalServerError, langNL, "errorpage.server")
+	return r.pages.RenderError(c, http.StatusInternalServerError, pages.NL, "errorpage.server")
 }
 
 // redirect sends re to the client: an *Error as it is, a store that cannot
@@ -259,7 +261,7 @@ func (r *Renderer) redirect(c echo.Context, re *redirectError) error {
 		p.Set("error_description", d)
 	}
 	if re.to.page && navigation(c.Request()) {
-		return r.pages.renderRedirect(c, re.to.lang, redirectMessage(oe), location(re.to, re.issuer, p))
+		return r.pages.RenderRedirect(c, re.to.lang, redirectMessage(oe), location(re.to, re.issuer, p))
 	}
 	return redirectTo(c, re.to, re.issuer, p)
 }

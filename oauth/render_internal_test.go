@@ -13,6 +13,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/signd/signd/oauth/pages"
 	"github.com/signd/signd/store"
 )
 
@@ -147,7 +148,7 @@ func TestRenderer(t *testing.T) {
 			}
 			switch tt.dialect {
 			case "page":
-				if !strings.Contains(rec.Body.String(), template.HTMLEscapeString(msg(langNL, tt.want.body))) {
+				if !strings.Contains(rec.Body.String(), template.HTMLEscapeString(pages.Msg(pages.NL, tt.want.body))) {
 					t.Errorf("the page does not say %s:\n%s", tt.want.body, rec.Body)
 				}
 			case "redirect":

@@ -12,6 +12,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/signd/signd/oauth/pages"
 	"github.com/signd/signd/oauth/passwords"
 	"github.com/signd/signd/oauth/ratelimit"
 	"github.com/signd/signd/store"
@@ -86,7 +87,7 @@ type Server struct {
 	issuer      string
 	origin      string // serialized origin of issuer: the only Origin the forms accept
 	cookiePath  string
-	pages       *pages
+	pages       *pages.Pages
 	log         *slog.Logger
 	now         func() time.Time
 	// dummySecret is compared when the client is unknown, so an unknown
@@ -174,7 +175,7 @@ func New(cfg Config) (*Server, error) {
 		s.detailTypes[name] = info.DetailType
 		s.infos = append(s.infos, info)
 	}
-	if s.pages, err = newPages(); err != nil {
+	if s.pages, err = pages.New(); err != nil {
 		return nil, err
 	}
 	if s.dummySecret, err = newSecret(); err != nil {

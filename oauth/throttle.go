@@ -6,6 +6,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/signd/signd/oauth/pages"
 	"github.com/signd/signd/oauth/ratelimit"
 )
 
@@ -65,5 +66,5 @@ func (s *Server) loginLang(r *http.Request) string {
 	if req := s.postedRequest(r); req != nil {
 		return req.Lang
 	}
-	return langNL
+	return pages.NL
 }

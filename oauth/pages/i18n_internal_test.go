@@ -1,4 +1,4 @@
-package oauth
+package pages
 
 import (
 	"os"
@@ -30,7 +30,10 @@ func TestMessages(t *testing.T) {
 	for _, m := range regexp.MustCompile(`\.T "([a-z.]+)"`).FindAllStringSubmatch(string(tmpl), -1) {
 		used[m[1]] = true
 	}
+	// The keys this package and its users name (the authorization server).
 	files, _ := filepath.Glob("*.go")
+	users, _ := filepath.Glob("../*.go")
+	files = append(files, users...)
 	keyRE := regexp.MustCompile(`"((?:errorpage|error|login|consent|field|redirect)\.[a-z.]+)"`)
 	for _, f := range files {
 		src, err := os.ReadFile(f)
@@ -51,7 +54,7 @@ func TestMessages(t *testing.T) {
 			}
 		}
 	}
-	for key := range messages[langNL] {
+	for key := range messages[NL] {
 		if !used[key] {
 			t.Errorf("key %s is never used", key)
 		}
