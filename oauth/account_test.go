@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/signd/signd/csc"
 	"github.com/signd/signd/oauth"
 	"github.com/signd/signd/oauth/oauthtest"
 	"github.com/signd/signd/store"
@@ -18,10 +17,7 @@ import (
 // newAccountEnv is newEnv with the account page over csc.Account.
 func newAccountEnv(t *testing.T, mods ...func(*oauth.Config)) *env {
 	t.Helper()
-	db := memoryStore(t)
-	return buildEnv(t, db, false, append(mods, func(c *oauth.Config) {
-		c.Account = &csc.Account{Store: store.Scope(db, func(tx store.Tx) csc.AccountTx { return tx }), Now: c.Now}
-	})...)
+	return buildEnvWith(t, memoryStore(t), false, envOptions{account: true}, mods...)
 }
 
 // accountPost posts form values to path with headers h (nil: none).

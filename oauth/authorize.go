@@ -68,20 +68,20 @@ func (s *Server) authorize(c echo.Context) error {
 	now := s.now()
 	params, dups, err := readParams(c.Request())
 	if err != nil {
-		return newPageError(http.StatusBadRequest, pages.NL, "errorpage.request")
+		return NewPageError(http.StatusBadRequest, pages.NL, "errorpage.request")
 	}
 	lang := s.pages.PickLang(params.Get("ui_locales"), params.Get("lang"))
 
 	// Until the redirect URI is validated, errors are pages.
 	if slices.Contains(dups, "client_id") {
-		return newPageError(http.StatusBadRequest, lang, "errorpage.client")
+		return NewPageError(http.StatusBadRequest, lang, "errorpage.client")
 	}
 	if slices.Contains(dups, "redirect_uri") {
-		return newPageError(http.StatusBadRequest, lang, "errorpage.redirect")
+		return NewPageError(http.StatusBadRequest, lang, "errorpage.redirect")
 	}
 	clientID := params.Get("client_id")
 	if clientID == "" {
-		return newPageError(http.StatusBadRequest, lang, "errorpage.client")
+		return NewPageError(http.StatusBadRequest, lang, "errorpage.client")
 	}
 	client, err := s.client(ctx, clientID)
 	if err != nil {
@@ -89,7 +89,7 @@ func (s *Server) authorize(c echo.Context) error {
 	}
 	if client == nil {
 		s.log.Info("authorize: unknown client")
-		return newPageError(http.StatusBadRequest, lang, "errorpage.client")
+		return NewPageError(http.StatusBadRequest, lang, "errorpage.client")
 	}
 	scopes := splitScopes(params.Get("scope"))
 	profile, info, scopeErr := s.match(scopes)
@@ -97,11 +97,11 @@ func (s *Server) authorize(c echo.Context) error {
 	switch {
 	case sent && !slices.Contains(client.RedirectURIs, redirectURI):
 		s.log.Info("authorize: redirect_uri not registered", "client_id", client.ID)
-		return newPageError(http.StatusBadRequest, lang, "errorpage.redirect")
+		return NewPageError(http.StatusBadRequest, lang, "errorpage.redirect")
 	case !sent && profile != nil && info.RedirectURIOptional && len(client.RedirectURIs) == 1:
 		redirectURI = client.RedirectURIs[0]
 	case !sent:
-		return newPageError(http.StatusBadRequest, lang, "errorpage.redirect")
+		return NewPageError(http.StatusBadRequest, lang, "errorpage.redirect")
 	}
 
 	// From here on errors go back to the client.
@@ -189,10 +189,10 @@ func (s *Server) authorize(c echo.Context) error {
 	if challenge != "" {
 		f.req.CodeChallenge, f.req.CodeChallengeMethod = challenge, "S256"
 	}
-	if f.handle, err = newSecret(); err != nil {
+	if f.handle, err = NewSecret(); err != nil {
 		return s.redirectError(t, err)
 	}
-	if f.csrf, err = newSecret(); err != nil {
+	if f.csrf, err = NewSecret(); err != nil {
 		return s.redirectError(t, err)
 	}
 	f.req.Hash, f.req.CSRFHash = store.Fingerprint(f.handle), store.Fingerprint(f.csrf)

@@ -91,7 +91,7 @@ func (s *Server) bindBrowser(c echo.Context, f *flow, now time.Time) error {
 			s.log.Info("browser binding cookie replaced", "client_id", f.req.ClientID, "reason", problem)
 		}
 		var err error
-		if value, err = newSecret(); err != nil {
+		if value, err = NewSecret(); err != nil {
 			return err
 		}
 	}
@@ -126,5 +126,5 @@ func (s *Server) checkBinding(r *http.Request, req *store.AuthRequest) error {
 	}
 	s.log.Warn("oauth form refused: not the browser the request is bound to",
 		"client_id", req.ClientID, "path", r.URL.Path, "reason", problem)
-	return newPageError(http.StatusForbidden, req.Lang, "errorpage.browser")
+	return NewPageError(http.StatusForbidden, req.Lang, "errorpage.browser")
 }

@@ -20,7 +20,7 @@ func (s *Server) consent(c echo.Context) error {
 		return err
 	}
 	if f.req.Stage != store.StageConsent {
-		return newPageError(http.StatusBadRequest, f.req.Lang, "errorpage.answered")
+		return NewPageError(http.StatusBadRequest, f.req.Lang, "errorpage.answered")
 	}
 	ctx := c.Request().Context()
 	now := s.now()
@@ -33,7 +33,7 @@ func (s *Server) consent(c echo.Context) error {
 		return s.finish(c, f, Errorf(CodeAccessDenied, http.StatusForbidden, "Resource owner rejected consent"), nil)
 	case decisionApprove:
 	default:
-		return newPageError(http.StatusBadRequest, f.req.Lang, "errorpage.request")
+		return NewPageError(http.StatusBadRequest, f.req.Lang, "errorpage.request")
 	}
 	// AuthenticationFailure: the login this consent continues must still
 	// be the browser's.
@@ -196,7 +196,7 @@ func (s *Server) reshowConsent(c echo.Context, f *flow, cons *Consent, record st
 	f.req.Consented = record
 	err := s.store.Update(c.Request().Context(), func(tx Tx) error { return tx.PutAuthRequest(f.req) })
 	if errors.Is(err, store.ErrNotFound) {
-		return newPageError(http.StatusBadRequest, f.req.Lang, "errorpage.answered")
+		return NewPageError(http.StatusBadRequest, f.req.Lang, "errorpage.answered")
 	}
 	if err != nil {
 		return s.finish(c, f, err, nil)

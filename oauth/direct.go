@@ -207,7 +207,7 @@ func (p *PasswordLogin) checkClient(tx Tx) error {
 // issue stores a new access token, and a refresh token of family expiring
 // at refreshExp when refresh is set.
 func (p *PasswordLogin) issue(tx Tx, username string, family []byte, authTime, now, refreshExp time.Time, refresh bool) (*LoginTokens, error) {
-	access, err := newSecret()
+	access, err := NewSecret()
 	if err != nil {
 		return nil, err
 	}
@@ -224,7 +224,7 @@ func (p *PasswordLogin) issue(tx Tx, username string, family []byte, authTime, n
 	if !refresh {
 		return out, nil
 	}
-	if out.RefreshToken, err = newSecret(); err != nil {
+	if out.RefreshToken, err = NewSecret(); err != nil {
 		return nil, err
 	}
 	rt := base

@@ -52,7 +52,7 @@ const (
 func (s *Server) sameOriginOnly(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		r := c.Request()
-		reason := s.crossSite(r.Header)
+		reason := s.CrossSite(r.Header)
 		if reason == "" {
 			return next(c)
 		}
@@ -62,15 +62,15 @@ func (s *Server) sameOriginOnly(next echo.HandlerFunc) echo.HandlerFunc {
 			lang, clientID = req.Lang, req.ClientID
 		}
 		s.log.Warn("oauth form refused: posted from another site", "path", r.URL.Path, "reason", reason,
-			"client_id", clientID, "origin", clip(r.Header.Get(headerOrigin)),
-			"sec_fetch_site", clip(r.Header.Get(headerSecFetchSite)))
-		return newPageError(http.StatusForbidden, lang, "errorpage.crosssite")
+			"client_id", clientID, "origin", Clip(r.Header.Get(headerOrigin)),
+			"sec_fetch_site", Clip(r.Header.Get(headerSecFetchSite)))
+		return NewPageError(http.StatusForbidden, lang, "errorpage.crosssite")
 	}
 }
 
-// crossSite returns why a form post with header h must be refused as
+// CrossSite returns why a form post with header h must be refused as
 // cross-site, or "" when it may go on.
-func (s *Server) crossSite(h http.Header) string {
+func (s *Server) CrossSite(h http.Header) string {
 	switch site := h.Values(headerSecFetchSite); {
 	case len(site) > 1:
 		return "Sec-Fetch-Site sent more than once"
@@ -151,8 +151,8 @@ func serializeOrigin(raw string, bare bool) (string, error) {
 	return scheme + "://" + host, nil
 }
 
-// clip bounds a client-supplied header value in the log.
-func clip(v string) string {
+// Clip bounds a client-supplied header value in the log.
+func Clip(v string) string {
 	const limit = 120
 	if len(v) > limit {
 		return v[:limit] + "…"

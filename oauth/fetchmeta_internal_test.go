@@ -55,7 +55,7 @@ func TestCrossSiteHeaderOnly(t *testing.T) {
 		{http.Header{"Origin": {"null"}}, true},
 		{http.Header{"Sec-Fetch-Site": {""}}, true},
 	} {
-		if got := s.crossSite(tt.h) != ""; got != tt.want {
+		if got := s.CrossSite(tt.h) != ""; got != tt.want {
 			t.Errorf("crossSite(%v) refused %v, want %v", tt.h, got, tt.want)
 		}
 	}

@@ -61,16 +61,16 @@ const (
 func (s *Server) loadFlow(c echo.Context) (*flow, error) {
 	r := c.Request()
 	if err := r.ParseForm(); err != nil {
-		return nil, newPageError(http.StatusBadRequest, pages.NL, "errorpage.request")
+		return nil, NewPageError(http.StatusBadRequest, pages.NL, "errorpage.request")
 	}
 	for _, k := range []string{fieldRequest, fieldCSRF, fieldUsername, fieldPassword, fieldOTP, fieldPIN, fieldDecision} {
 		if len(r.PostForm[k]) > 1 {
-			return nil, newPageError(http.StatusBadRequest, pages.NL, "errorpage.request")
+			return nil, NewPageError(http.StatusBadRequest, pages.NL, "errorpage.request")
 		}
 	}
 	handle, csrf := r.PostForm.Get(fieldRequest), r.PostForm.Get(fieldCSRF)
 	if handle == "" || csrf == "" {
-		return nil, newPageError(http.StatusBadRequest, pages.NL, "errorpage.request")
+		return nil, NewPageError(http.StatusBadRequest, pages.NL, "errorpage.request")
 	}
 	var req *store.AuthRequest
 	var client *store.Client
@@ -82,7 +82,7 @@ func (s *Server) loadFlow(c echo.Context) (*flow, error) {
 		return err
 	})
 	if errors.Is(err, store.ErrNotFound) {
-		return nil, newPageError(http.StatusBadRequest, pages.NL, "errorpage.unknown")
+		return nil, NewPageError(http.StatusBadRequest, pages.NL, "errorpage.unknown")
 	}
 	if err != nil {
 		return nil, err
@@ -92,7 +92,7 @@ func (s *Server) loadFlow(c echo.Context) (*flow, error) {
 	}
 	if !matchesFingerprint(csrf, req.CSRFHash) {
 		s.log.Warn("oauth form with a wrong CSRF token", "client_id", req.ClientID)
-		return nil, newPageError(http.StatusBadRequest, req.Lang, "errorpage.csrf")
+		return nil, NewPageError(http.StatusBadRequest, req.Lang, "errorpage.csrf")
 	}
 	profile, err := s.profileOf(req.Profile)
 	if err != nil {
@@ -310,7 +310,7 @@ func pinUsable(u *store.User) *Error {
 // then the client gets the code. A lock found there ends the flow with
 // access_denied instead.
 func (s *Server) issueCode(c echo.Context, f *flow, w writes) error {
-	code, err := newSecret()
+	code, err := NewSecret()
 	if err != nil {
 		return s.finish(c, f, err, w)
 	}
@@ -334,7 +334,7 @@ func (s *Server) issueCode(c echo.Context, f *flow, w writes) error {
 		return s.refuse(c, f, lr)
 	}
 	if errors.Is(err, store.ErrNotFound) {
-		return newPageError(http.StatusBadRequest, f.req.Lang, "errorpage.answered")
+		return NewPageError(http.StatusBadRequest, f.req.Lang, "errorpage.answered")
 	}
 	if err != nil {
 		return s.redirectError(f.target, err)
@@ -342,63 +342,6 @@ func (s *Server) issueCode(c echo.Context, f *flow, w writes) error {
 	s.setCookie(c, f)
 	s.log.Info("authorization code issued", "client_id", f.req.ClientID, "profile", f.req.Profile, "username", f.req.Username)
 	return s.redirectTo(c, f.target, url.Values{"code": {code}})
-}
-
-// sessionUser returns the user of a valid login session cookie and the
-// time they logged in, or nil: the session must exist and be unexpired, the
-// user active and not locked.
-func (s *Server) sessionUser(c echo.Context, now time.Time) (*store.User, time.Time, error) {
-	ck, err := c.Cookie(sessionCookie)
-	if err != nil || ck.Value == "" {
-		return nil, time.Time{}, nil
-	}
-	var sess *store.Session
-	var user *store.User
-	err = s.store.View(c.Request().Context(), func(tx Tx) (err error) {
-		if sess, err = tx.Session(store.Fingerprint(ck.Value)); err != nil {
-			return err
-		}
-		user, err = tx.User(sess.Username)
-		return err
-	})
-	switch {
-	case errors.Is(err, store.ErrNotFound):
-		return nil, time.Time{}, nil
-	case err != nil:
-		return nil, time.Time{}, err
-	case !now.Before(sess.ExpiresAt), user.Status != store.UserActive, user.PasswordLocked:
-		return nil, time.Time{}, nil
-	}
-	return user, sess.AuthTime, nil
-}
-
-// newSession returns the writes that store a new login session for
-// username and the cookie to set once they committed. A session the
-// browser already had is removed (no fixation).
-func (s *Server) newSession(c echo.Context, username string, now time.Time) (writes, *http.Cookie, error) {
-	value, err := newSecret()
-	if err != nil {
-		return nil, nil, err
-	}
-	var old []byte
-	if ck, err := c.Cookie(sessionCookie); err == nil && ck.Value != "" {
-		old = store.Fingerprint(ck.Value)
-	}
-	sess := &store.Session{Hash: store.Fingerprint(value), Username: username, AuthTime: now, ExpiresAt: now.Add(s.cfg.SessionTTL)}
-	w := func(tx Tx) error {
-		if old != nil {
-			if err := tx.DeleteSession(old); err != nil && !errors.Is(err, store.ErrNotFound) {
-				return err
-			}
-		}
-		return tx.CreateSession(sess)
-	}
-	cookie := &http.Cookie{
-		Name: sessionCookie, Value: value, Path: s.cookiePath,
-		MaxAge: int(s.cfg.SessionTTL / time.Second), Expires: now.Add(s.cfg.SessionTTL),
-		HttpOnly: true, Secure: s.cfg.SecureCookies, SameSite: http.SameSiteLaxMode,
-	}
-	return w, cookie, nil
 }
 
 // renderLogin shows the login page of f, with an error message key and the

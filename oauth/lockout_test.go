@@ -148,13 +148,13 @@ func (h *probeHasher) dummyCount() int {
 // lockoutEnv is an env with MaxFailures 3 whose hasher is probed.
 func lockoutEnv(t *testing.T, mods ...func(*passwords.Config)) (*env, *probeHasher) {
 	var ph *probeHasher
-	ev := buildEnvPasswords(t, memoryStore(t), false, func(c *passwords.Config) {
+	ev := buildEnvWith(t, memoryStore(t), false, envOptions{passwords: func(c *passwords.Config) {
 		ph = newProbeHasher(c.Hasher.(*store.Hasher))
 		c.Hasher, c.MaxFailures, c.MaxConcurrentHashes = ph, 3, 64
 		for _, m := range mods {
 			m(c)
 		}
-	})
+	}})
 	t.Cleanup(ph.releaseAll) // runs before the test server closes
 	return ev, ph
 }

@@ -24,7 +24,7 @@ func (s *Server) login(c echo.Context) error {
 		return err
 	}
 	if f.req.Stage != store.StageLogin {
-		return newPageError(http.StatusBadRequest, f.req.Lang, "errorpage.answered")
+		return NewPageError(http.StatusBadRequest, f.req.Lang, "errorpage.answered")
 	}
 	now := s.now()
 	if err := s.expired(f, now); err != nil {

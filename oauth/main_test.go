@@ -27,6 +27,7 @@ import (
 	"github.com/signd/signd/hsm"
 	"github.com/signd/signd/hsm/hsmtest/softtoken"
 	"github.com/signd/signd/oauth"
+	"github.com/signd/signd/oauth/account"
 	"github.com/signd/signd/oauth/oauthtest"
 	"github.com/signd/signd/oauth/passwords"
 	"github.com/signd/signd/store"
@@ -184,9 +185,7 @@ func newBrowserEnv(t *testing.T, mods ...func(*oauth.Config)) *env {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
-	return buildEnv(t, db, true, append(mods, func(c *oauth.Config) {
-		c.Account = &csc.Account{Store: store.Scope(db, func(tx store.Tx) csc.AccountTx { return tx }), Now: c.Now}
-	})...)
+	return buildEnvWith(t, db, true, envOptions{account: true}, mods...)
 }
 
 // memoryStore returns an empty in-memory store.
@@ -199,12 +198,19 @@ func memoryStore(t *testing.T) *memory.DB {
 
 func buildEnv(t *testing.T, db store.Store, issuerIsServer bool, mods ...func(*oauth.Config)) *env {
 	t.Helper()
-	return buildEnvPasswords(t, db, issuerIsServer, nil, mods...)
+	return buildEnvWith(t, db, issuerIsServer, envOptions{}, mods...)
 }
 
-// buildEnvPasswords is buildEnv whose password checker's Config pmod
-// adjusts (nil: the defaults).
-func buildEnvPasswords(t *testing.T, db store.Store, issuerIsServer bool, pmod func(*passwords.Config), mods ...func(*oauth.Config)) *env {
+// envOptions are what an env has besides the server's Config.
+type envOptions struct {
+	// passwords adjusts the password checker's Config (nil: defaults).
+	passwords func(*passwords.Config)
+	// account mounts the account page over csc.Account.
+	account bool
+}
+
+// buildEnvWith is buildEnv with opts.
+func buildEnvWith(t *testing.T, db store.Store, issuerIsServer bool, opts envOptions, mods ...func(*oauth.Config)) *env {
 	t.Helper()
 	hasher, err := store.NewHasher(lowArgon2)
 	if err != nil {
@@ -227,8 +233,8 @@ func buildEnvPasswords(t *testing.T, db store.Store, issuerIsServer bool, pmod f
 		m(&cfg)
 	}
 	pcfg := passwords.Config{Store: oauthtest.PasswordStore(cfg.Store), Hasher: hasher, Logger: cfg.Logger, Now: cfg.Now}
-	if pmod != nil {
-		pmod(&pcfg)
+	if opts.passwords != nil {
+		opts.passwords(&pcfg)
 	}
 	if ev.passwords, err = passwords.New(pcfg); err != nil {
 		t.Fatal(err)
@@ -278,6 +284,15 @@ func buildEnvPasswords(t *testing.T, db store.Store, issuerIsServer bool, pmod f
 	})
 	if err := ev.srv.Mount(e.Group("")); err != nil {
 		t.Fatal(err)
+	}
+	if opts.account {
+		page := &account.Handler{
+			Backend:  &csc.Account{Store: store.Scope(db, func(tx store.Tx) csc.AccountTx { return tx }), Now: cfg.Now},
+			Sessions: ev.srv, Passwords: ev.passwords, Logger: cfg.Logger, Now: cfg.Now,
+		}
+		if err := page.Mount(e.Group("")); err != nil {
+			t.Fatal(err)
+		}
 	}
 	ev.ts.Config.Handler = e
 	if cfg.SecureCookies {

@@ -129,7 +129,7 @@ func (r *Renderer) Handle(err error, c echo.Context) {
 		d = r.daemon
 	}
 	var re *redirectError
-	var pe *pageError
+	var pe *PageError
 	var werr error
 	switch {
 	case errors.As(err, &re):
@@ -314,10 +314,10 @@ func tokenDialect() *Dialect {
 	}}
 }
 
-// pageDialect is the dialect of the authorize, login and consent
-// endpoints: the HTML error page, unless the handler answers with a
-// redirect.
-func pageDialect() *Dialect { return &Dialect{Name: "oauth", Format: FormatPage} }
+// PageDialect is the dialect of the authorize, login and consent
+// endpoints and of the account page: the HTML error page, unless the
+// handler answers with a redirect.
+func PageDialect() *Dialect { return &Dialect{Name: "oauth", Format: FormatPage} }
 
 // BearerError is an RFC 6750 §3 error of a protected resource with its
 // challenge: WWW-Authenticate: Bearer realm="…"[, error="…"[,
@@ -334,18 +334,20 @@ func BearerError(realm, code, desc string, status int) *Error {
 	return &Error{Code: code, Description: desc, Status: status, Header: http.Header{"Www-Authenticate": {v}}}
 }
 
-// pageError is an error shown as the HTML error page, never redirected.
-type pageError struct {
+// PageError is an error shown as the HTML error page, never redirected.
+type PageError struct {
 	status int
 	key    string // message key
 	lang   string
 	header http.Header // set on the response (Retry-After of a 429)
 }
 
-func (e *pageError) Error() string { return "oauth: error page " + e.key }
+func (e *PageError) Error() string { return "oauth: error page " + e.key }
 
-func newPageError(status int, lang, key string) *pageError {
-	return &pageError{status: status, key: key, lang: lang}
+// NewPageError is the error page with status and the message key in lang
+// (oauth/pages).
+func NewPageError(status int, lang, key string) *PageError {
+	return &PageError{status: status, key: key, lang: lang}
 }
 
 // redirectError is an error the client learns by a redirect to its

@@ -131,9 +131,9 @@ func TestRenderer(t *testing.T) {
 			case "signer":
 				c.Set(dialectKey, signerDialect())
 			case "page":
-				c.Set(dialectKey, pageDialect())
+				c.Set(dialectKey, PageDialect())
 			case "redirect":
-				c.Set(dialectKey, pageDialect())
+				c.Set(dialectKey, PageDialect())
 				err = &redirectError{to: target{redirectURI: "https://rp.example/cb", state: "xyz", status: http.StatusFound}, issuer: realm, err: err}
 			}
 			r.Handle(err, c)

@@ -12,9 +12,9 @@ import (
 // request handle and CSRF token: 256 bits.
 const secretBytes = 32
 
-// newSecret returns 256 random bits, base64url without padding (43
+// NewSecret returns 256 random bits, base64url without padding (43
 // characters, all of the RFC 6750 b64token alphabet).
-func newSecret() (string, error) {
+func NewSecret() (string, error) {
 	var b [secretBytes]byte
 	if _, err := rand.Read(b[:]); err != nil {
 		return "", fmt.Errorf("oauth: random: %w", err)

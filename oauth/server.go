@@ -48,10 +48,6 @@ type Config struct {
 	// in one write transaction.
 	SweepBatch int
 
-	// Account, when set, serves the account page (/oauth2/account) where
-	// a signed-in user disables or enables their own credentials.
-	Account Account
-
 	// TokenLimit throttles POST /oauth2/token per authenticated client
 	// (ratelimit.token); FormLimit the login form and the account page's
 	// login and change forms per remote address (ratelimit.forms). nil =
@@ -178,7 +174,7 @@ func New(cfg Config) (*Server, error) {
 	if s.pages, err = pages.New(); err != nil {
 		return nil, err
 	}
-	if s.dummySecret, err = newSecret(); err != nil {
+	if s.dummySecret, err = NewSecret(); err != nil {
 		return nil, err
 	}
 	s.dummySecret = store.HashSecret(s.dummySecret)
@@ -199,16 +195,17 @@ func New(cfg Config) (*Server, error) {
 // the token and revocation endpoints with RFC 6749 §5.2 JSON.
 // The login and consent forms refuse posts from other sites
 // (sameOriginOnly); authorize does not, as a client may post to it. The
-// login form and the token endpoint are rate limited (throttle.go).
+// login form and the token endpoint are rate limited (throttle.go). The
+// account page (/oauth2/account) is oauth/account's, on the login session
+// of this server (session.go).
 func (s *Server) Mount(g *echo.Group) error {
-	page, token := WithDialect(pageDialect()), WithDialect(tokenDialect())
+	page, token := WithDialect(PageDialect()), WithDialect(tokenDialect())
 	g.GET(pathAuthorize, s.authorize, page)
 	g.POST(pathAuthorize, s.authorize, page)
-	g.POST(pathLogin, s.login, page, s.sameOriginOnly, s.formLimit(s.loginLang))
+	g.POST(pathLogin, s.login, page, s.sameOriginOnly, s.LimitForms(s.loginLang))
 	g.POST(pathConsent, s.consent, page, s.sameOriginOnly)
 	g.POST(pathToken, s.token, token)
 	g.POST(pathRevoke, s.revoke, token)
-	s.mountAccount(g)
 	return nil
 }
 

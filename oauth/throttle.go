@@ -42,10 +42,10 @@ func RateLimited(err error) *Error {
 	}
 }
 
-// formLimit is the route middleware of the form endpoints: a post over
+// LimitForms is the route middleware of the form endpoints: a post over
 // FormLimit's bucket of its remote address gets the 429 error page, in the
 // language lang finds, with Retry-After.
-func (s *Server) formLimit(lang func(*http.Request) string) echo.MiddlewareFunc {
+func (s *Server) LimitForms(lang func(*http.Request) string) echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
 			err := s.cfg.FormLimit.Allow(ratelimit.RemoteKey(c.RealIP()))
@@ -53,7 +53,7 @@ func (s *Server) formLimit(lang func(*http.Request) string) echo.MiddlewareFunc 
 			if !errors.As(err, &r) {
 				return next(c)
 			}
-			pe := newPageError(http.StatusTooManyRequests, lang(c.Request()), "errorpage.ratelimit")
+			pe := NewPageError(http.StatusTooManyRequests, lang(c.Request()), "errorpage.ratelimit")
 			pe.header = http.Header{"Retry-After": {r.Seconds()}}
 			return pe
 		}

@@ -129,7 +129,7 @@ func startResponse(ctx context.Context, p Profile, req *Request, issued *IssuedT
 // committed provides it.
 func (s *Server) redeem(c echo.Context, client *store.Client, code, redirectURI, verifier string) (*redeemed, error) {
 	grantErr := func(desc string) *Error { return Errorf(CodeInvalidGrant, http.StatusBadRequest, "%s", desc) }
-	value, err := newSecret()
+	value, err := NewSecret()
 	if err != nil {
 		return nil, err
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/signd/signd/csc"
 	"github.com/signd/signd/hsm"
 	"github.com/signd/signd/oauth"
+	"github.com/signd/signd/oauth/account"
 	"github.com/signd/signd/oauth/passwords"
 	"github.com/signd/signd/oidc"
 	"github.com/signd/signd/store"
@@ -53,7 +54,7 @@ type services struct {
 }
 
 // mounter is what every HTTP service of the daemon is (oauth.Server,
-// csc.Handler, oidc.Provider on the public router; admin.Handler and
+// account.Handler, csc.Handler, oidc.Provider on the public router; admin.Handler and
 // storeAdminHandler on the admin socket's): it registers its routes on a
 // group of the router and fails when it lacks a dependency.
 type mounter interface {
@@ -62,6 +63,7 @@ type mounter interface {
 
 var (
 	_ mounter = (*oauth.Server)(nil)
+	_ mounter = (*account.Handler)(nil)
 	_ mounter = (*csc.Handler)(nil)
 	_ mounter = (*oidc.Provider)(nil)
 	_ mounter = (*admin.Handler)(nil)
@@ -101,7 +103,7 @@ func (s *services) mount(e *echo.Echo) error {
 	for _, m := range []struct {
 		prefix string
 		svc    mounter
-	}{{"", authz}, {"/csc/v1", signer}, {"", provider}} {
+	}{{"", authz}, {"", s.accountPage(authz)}, {"/csc/v1", signer}, {"", provider}} {
 		if err := m.svc.Mount(e.Group(m.prefix)); err != nil {
 			return err
 		}

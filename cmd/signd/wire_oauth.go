@@ -5,6 +5,7 @@ import (
 
 	"github.com/signd/signd/csc"
 	"github.com/signd/signd/oauth"
+	"github.com/signd/signd/oauth/account"
 	"github.com/signd/signd/oauth/passwords"
 	"github.com/signd/signd/oidc"
 )
@@ -34,7 +35,6 @@ func (s *services) oauthServer(provider *oidc.Provider) (*oauth.Server, error) {
 		ProcessTimeout: o.ProcessTimeout,
 		SessionTTL:     o.SessionTTL,
 		SweepBatch:     o.SweepBatch,
-		Account:        &csc.Account{Store: s.views.account, Revocation: s.revocation, Now: s.now},
 		TokenLimit:     s.limits.token,
 		FormLimit:      s.limits.forms,
 		Logger:         s.logger.With("service", "oauth"),
@@ -47,8 +47,26 @@ func (s *services) oauthServer(provider *oidc.Provider) (*oauth.Server, error) {
 	return srv, nil
 }
 
-// The checker the authorization server asks about passwords and PINs.
-var _ oauth.Passwords = (*passwords.Checker)(nil)
+// The checker the authorization server and the account page ask about
+// passwords and PINs; the login session the account page shares.
+var (
+	_ oauth.Passwords   = (*passwords.Checker)(nil)
+	_ account.Passwords = (*passwords.Checker)(nil)
+	_ account.Sessions  = (*oauth.Server)(nil)
+)
+
+// accountPage builds the account page (/oauth2/account) over the login
+// sessions of authz: a signed-in user disables or enables their own
+// credentials (csc.Account).
+func (s *services) accountPage(authz *oauth.Server) *account.Handler {
+	return &account.Handler{
+		Backend:   &csc.Account{Store: s.views.account, Revocation: s.revocation, Now: s.now},
+		Sessions:  authz,
+		Passwords: s.passwords,
+		Logger:    s.logger.With("service", "oauth"),
+		Now:       s.now,
+	}
+}
 
 // passwordChecker builds the checker of passwords, one-time codes and
 // signing PINs, with the lockout of oauth.max_failures and oauth.lockout.*,

@@ -1,0 +1,148 @@
+package oauth
+
+import (
+	"errors"
+	"net/http"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/signd/signd/store"
+)
+
+// The login session (SSO): a login on the login page or the account page
+// opens one, a random cookie whose fingerprint names a store.Session; the
+// authorization flows skip the login page while it lasts, and the account
+// page shows the credentials of its user. Both pages' packages reach it
+// through the methods below.
+
+// sessionUser returns the user of a valid login session cookie and the
+// time they logged in, or nil: the session must exist and be unexpired, the
+// user active and not locked.
+func (s *Server) sessionUser(c echo.Context, now time.Time) (*store.User, time.Time, error) {
+	ck, err := c.Cookie(sessionCookie)
+	if err != nil || ck.Value == "" {
+		return nil, time.Time{}, nil
+	}
+	var sess *store.Session
+	var user *store.User
+	err = s.store.View(c.Request().Context(), func(tx Tx) (err error) {
+		if sess, err = tx.Session(store.Fingerprint(ck.Value)); err != nil {
+			return err
+		}
+		user, err = tx.User(sess.Username)
+		return err
+	})
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return nil, time.Time{}, nil
+	case err != nil:
+		return nil, time.Time{}, err
+	case !now.Before(sess.ExpiresAt), user.Status != store.UserActive, user.PasswordLocked:
+		return nil, time.Time{}, nil
+	}
+	return user, sess.AuthTime, nil
+}
+
+// newSession returns the writes that store a new login session for
+// username and the cookie to set once they committed. A session the
+// browser already had is removed (no fixation).
+func (s *Server) newSession(c echo.Context, username string, now time.Time) (writes, *http.Cookie, error) {
+	value, err := NewSecret()
+	if err != nil {
+		return nil, nil, err
+	}
+	var old []byte
+	if ck, err := c.Cookie(sessionCookie); err == nil && ck.Value != "" {
+		old = store.Fingerprint(ck.Value)
+	}
+	sess := &store.Session{Hash: store.Fingerprint(value), Username: username, AuthTime: now, ExpiresAt: now.Add(s.cfg.SessionTTL)}
+	w := func(tx Tx) error {
+		if old != nil {
+			if err := tx.DeleteSession(old); err != nil && !errors.Is(err, store.ErrNotFound) {
+				return err
+			}
+		}
+		return tx.CreateSession(sess)
+	}
+	cookie := &http.Cookie{
+		Name: sessionCookie, Value: value, Path: s.cookiePath,
+		MaxAge: int(s.cfg.SessionTTL / time.Second), Expires: now.Add(s.cfg.SessionTTL),
+		HttpOnly: true, Secure: s.cfg.SecureCookies, SameSite: http.SameSiteLaxMode,
+	}
+	return w, cookie, nil
+}
+
+// SessionUser returns the user of the browser's valid login session at the
+// server's now, or nil (sessionUser).
+func (s *Server) SessionUser(c echo.Context) (*store.User, error) {
+	u, _, err := s.sessionUser(c, s.now())
+	return u, err
+}
+
+// OpenSession opens a login session for username, who logged in at now, in
+// one write transaction that first re-checks the account (a lock or a
+// disabling since the password was checked refuses, and nothing is
+// written), and sets its cookie once committed. A browser's earlier session
+// is removed.
+func (s *Server) OpenSession(c echo.Context, username string, now time.Time) error {
+	session, cookie, err := s.newSession(c, username, now)
+	if err != nil {
+		return err
+	}
+	err = s.store.Update(c.Request().Context(), func(tx Tx) error {
+		if err := recheckAccount(tx, username); err != nil {
+			return err
+		}
+		return session(tx)
+	})
+	if err != nil {
+		return err
+	}
+	c.SetCookie(cookie)
+	return nil
+}
+
+// EndSession removes the browser's login session from the store (the
+// flows' single sign-on ends with it) and expires its cookie. It returns
+// the session's user, "" when there was none.
+func (s *Server) EndSession(c echo.Context) (string, error) {
+	ck, err := c.Cookie(sessionCookie)
+	if err != nil || ck.Value == "" {
+		return "", nil
+	}
+	hash := store.Fingerprint(ck.Value)
+	username := ""
+	err = s.store.Update(c.Request().Context(), func(tx Tx) error {
+		sess, err := tx.Session(hash)
+		if err != nil {
+			return err
+		}
+		username = sess.Username
+		return tx.DeleteSession(hash)
+	})
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
+		return "", err
+	}
+	c.SetCookie(&http.Cookie{Name: sessionCookie, Path: s.cookiePath, MaxAge: -1,
+		HttpOnly: true, Secure: s.cfg.SecureCookies, SameSite: http.SameSiteLaxMode})
+	return username, nil
+}
+
+// SessionCookie returns the value of the browser's login session cookie,
+// "" when it has none.
+func (s *Server) SessionCookie(c echo.Context) string {
+	ck, err := c.Cookie(sessionCookie)
+	if err != nil {
+		return ""
+	}
+	return ck.Value
+}
+
+// CookiePath is the path of the server's cookies: server.base_url's path
+// followed by /oauth2/.
+func (s *Server) CookiePath() string { return s.cookiePath }
+
+// SecureCookies reports whether the server's cookies are Secure
+// (Config.SecureCookies).
+func (s *Server) SecureCookies() bool { return s.cfg.SecureCookies }
