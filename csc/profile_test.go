@@ -296,7 +296,7 @@ func TestProfilesThroughTheServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	srv, err := oauth.New(oauth.Config{
-		Store: oauthtest.Store(f.db), Passwords: pw, Issuer: "https://signd.example",
+		Store: oauthtest.Store(f.db), Issuer: "https://signd.example",
 		Profiles: []oauth.Profile{csc.ServiceProfile{}, &csc.CredentialProfile{Store: credentialStore(f.db)}},
 		Logger:   slog.New(slog.DiscardHandler),
 	})
@@ -306,6 +306,9 @@ func TestProfilesThroughTheServer(t *testing.T) {
 	e := echo.New()
 	e.HTTPErrorHandler = oauth.NewRenderer(nil).Handle
 	if err := srv.Mount(e.Group("")); err != nil {
+		t.Fatal(err)
+	}
+	if err := oauthtest.MountFlow(e.Group(""), srv, oauthtest.Store(f.db), pw, nil); err != nil {
 		t.Fatal(err)
 	}
 	ts := httptest.NewServer(e)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/signd/signd/oauth"
+	"github.com/signd/signd/oauth/browser"
 	"github.com/signd/signd/oauth/oauthtest"
 	"github.com/signd/signd/store"
 )
@@ -310,7 +311,7 @@ func TestAccountLogout(t *testing.T) {
 		secure bool
 	}{{"en", false}, {"nl", false}, {"en", true}} {
 		t.Run(fmt.Sprintf("%s-secure=%v", tt.lang, tt.secure), func(t *testing.T) {
-			ev := newAccountEnv(t, func(c *oauth.Config) { c.SecureCookies = tt.secure })
+			ev := buildEnvWith(t, memoryStore(t), false, envOptions{account: true, browser: func(c *browser.Config) { c.SecureCookies = tt.secure }})
 			b := ev.browser()
 			s := ev.must(b.Get(ev.ts.URL + "/oauth2/account?lang=" + tt.lang))
 			s = ev.accountPost(b, "/oauth2/account/login", s.Form.Values(map[string]string{"username": "alice", "password": alicePassword}), chromiumSameOrigin())

@@ -28,6 +28,7 @@ import (
 	"github.com/signd/signd/hsm/hsmtest/softtoken"
 	"github.com/signd/signd/oauth"
 	"github.com/signd/signd/oauth/account"
+	"github.com/signd/signd/oauth/browser"
 	"github.com/signd/signd/oauth/oauthtest"
 	"github.com/signd/signd/oauth/passwords"
 	"github.com/signd/signd/store"
@@ -148,6 +149,10 @@ type env struct {
 	hasher *store.Hasher
 	// passwords is the server's password checker.
 	passwords *passwords.Checker
+	// flow is the browser flow (authorize, login, consent).
+	flow *browser.Handler
+	// cfg is the server's Config as built.
+	cfg oauth.Config
 
 	mu     sync.Mutex
 	strays []string      // errors of no OAuth route that reached the error handler
@@ -205,8 +210,16 @@ func buildEnv(t *testing.T, db store.Store, issuerIsServer bool, mods ...func(*o
 type envOptions struct {
 	// passwords adjusts the password checker's Config (nil: defaults).
 	passwords func(*passwords.Config)
+	// browser adjusts the browser flow's Config (nil: defaults).
+	browser func(*browser.Config)
 	// account mounts the account page over csc.Account.
 	account bool
+}
+
+// newEnvWith is newEnv with opts.
+func newEnvWith(t *testing.T, opts envOptions, mods ...func(*oauth.Config)) *env {
+	t.Helper()
+	return buildEnvWith(t, memoryStore(t), false, opts, mods...)
 }
 
 // buildEnvWith is buildEnv with opts.
@@ -239,16 +252,25 @@ func buildEnvWith(t *testing.T, db store.Store, issuerIsServer bool, opts envOpt
 	if ev.passwords, err = passwords.New(pcfg); err != nil {
 		t.Fatal(err)
 	}
-	cfg.Passwords = ev.passwords
+	bcfg := browser.Config{Passwords: ev.passwords, Logger: cfg.Logger, Now: cfg.Now}
+	if opts.browser != nil {
+		opts.browser(&bcfg)
+	}
 	ev.ts = httptest.NewUnstartedServer(nil) // listens already: its address is known
 	if issuerIsServer {
 		scheme := "http://"
-		if cfg.SecureCookies {
+		if bcfg.SecureCookies {
 			scheme = "https://"
 		}
 		cfg.Issuer = scheme + ev.ts.Listener.Addr().String()
 	}
 	if ev.srv, err = oauth.New(cfg); err != nil {
+		ev.ts.Close()
+		t.Fatal(err)
+	}
+	ev.cfg = cfg
+	bcfg.Core, bcfg.Store = ev.srv, cfg.Store
+	if ev.flow, err = browser.New(bcfg); err != nil {
 		ev.ts.Close()
 		t.Fatal(err)
 	}
@@ -285,17 +307,20 @@ func buildEnvWith(t *testing.T, db store.Store, issuerIsServer bool, opts envOpt
 	if err := ev.srv.Mount(e.Group("")); err != nil {
 		t.Fatal(err)
 	}
+	if err := ev.flow.Mount(e.Group("")); err != nil {
+		t.Fatal(err)
+	}
 	if opts.account {
 		page := &account.Handler{
 			Backend:  &csc.Account{Store: store.Scope(db, func(tx store.Tx) csc.AccountTx { return tx }), Now: cfg.Now},
-			Sessions: ev.srv, Passwords: ev.passwords, Logger: cfg.Logger, Now: cfg.Now,
+			Sessions: ev.flow, Passwords: ev.passwords, Logger: cfg.Logger, Now: cfg.Now,
 		}
 		if err := page.Mount(e.Group("")); err != nil {
 			t.Fatal(err)
 		}
 	}
 	ev.ts.Config.Handler = e
-	if cfg.SecureCookies {
+	if bcfg.SecureCookies {
 		ev.ts.StartTLS()
 	} else {
 		ev.ts.Start()

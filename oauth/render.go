@@ -260,8 +260,8 @@ func (r *Renderer) redirect(c echo.Context, re *redirectError) error {
 	if d := safeDescription(oe.Description); d != "" {
 		p.Set("error_description", d)
 	}
-	if re.to.page && navigation(c.Request()) {
-		return r.pages.RenderRedirect(c, re.to.lang, redirectMessage(oe), location(re.to, re.issuer, p))
+	if re.to.Page && navigation(c.Request()) {
+		return r.pages.RenderRedirect(c, re.to.Lang, redirectMessage(oe), location(re.to, re.issuer, p))
 	}
 	return redirectTo(c, re.to, re.issuer, p)
 }
@@ -344,6 +344,13 @@ type PageError struct {
 
 func (e *PageError) Error() string { return "oauth: error page " + e.key }
 
+// WithHeader sets h on the error page's response (Retry-After of a 429)
+// and returns e.
+func (e *PageError) WithHeader(h http.Header) *PageError {
+	e.header = h
+	return e
+}
+
 // NewPageError is the error page with status and the message key in lang
 // (oauth/pages).
 func NewPageError(status int, lang, key string) *PageError {
@@ -353,7 +360,7 @@ func NewPageError(status int, lang, key string) *PageError {
 // redirectError is an error the client learns by a redirect to its
 // validated redirect URI.
 type redirectError struct {
-	to     target
+	to     Target
 	issuer string
 	err    error
 }
@@ -364,8 +371,8 @@ func (e *redirectError) Error() string {
 
 func (e *redirectError) Unwrap() error { return e.err }
 
-// redirectError returns err as the redirect to t the renderer sends.
-func (s *Server) redirectError(t target, err error) error {
+// RedirectError returns err as the redirect to t the renderer sends.
+func (s *Server) RedirectError(t Target, err error) error {
 	return &redirectError{to: t, issuer: s.issuer, err: err}
 }
 
@@ -402,34 +409,34 @@ func allowedDescByte(c byte) bool {
 	return c == 0x20 || c == 0x21 || (c >= 0x23 && c <= 0x5b) || (c >= 0x5d && c <= 0x7e)
 }
 
-// target is where a flow's answer goes once the client's redirect URI is
+// Target is where a flow's answer goes once the client's redirect URI is
 // validated.
-type target struct {
-	redirectURI string
-	state       string // echoed when non-empty
-	status      int    // 302 answering a GET, 303 answering a POST (RFC 9700 §4.12)
-	lang        string // page language of an error page
-	page        bool   // an error is shown as a page first (ProfileInfo.ErrorPage)
+type Target struct {
+	RedirectURI string
+	State       string // echoed when non-empty
+	Status      int    // 302 answering a GET, 303 answering a POST (RFC 9700 §4.12)
+	Lang        string // page language of an error page
+	Page        bool   // an error is shown as a page first (ProfileInfo.ErrorPage)
 }
 
-// redirectTo sends params plus state and iss (RFC 9207) to the redirect
+// RedirectTo sends params plus state and iss (RFC 9207) to the redirect
 // URI, keeping a query the URI already has.
-func (s *Server) redirectTo(c echo.Context, t target, params url.Values) error {
+func (s *Server) RedirectTo(c echo.Context, t Target, params url.Values) error {
 	return redirectTo(c, t, s.issuer, params)
 }
 
-func redirectTo(c echo.Context, t target, issuer string, params url.Values) error {
+func redirectTo(c echo.Context, t Target, issuer string, params url.Values) error {
 	noStore(c.Response().Header())
-	return c.Redirect(t.status, location(t, issuer, params))
+	return c.Redirect(t.Status, location(t, issuer, params))
 }
 
 // location is the redirect URI with params plus state and iss.
-func location(t target, issuer string, params url.Values) string {
-	if t.state != "" {
-		params.Set("state", t.state)
+func location(t Target, issuer string, params url.Values) string {
+	if t.State != "" {
+		params.Set("state", t.State)
 	}
 	params.Set("iss", issuer)
-	loc := t.redirectURI
+	loc := t.RedirectURI
 	if strings.Contains(loc, "?") {
 		loc += "&" + params.Encode()
 	} else {

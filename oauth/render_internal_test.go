@@ -134,7 +134,7 @@ func TestRenderer(t *testing.T) {
 				c.Set(dialectKey, PageDialect())
 			case "redirect":
 				c.Set(dialectKey, PageDialect())
-				err = &redirectError{to: target{redirectURI: "https://rp.example/cb", state: "xyz", status: http.StatusFound}, issuer: realm, err: err}
+				err = &redirectError{to: Target{RedirectURI: "https://rp.example/cb", State: "xyz", Status: http.StatusFound}, issuer: realm, err: err}
 			}
 			r.Handle(err, c)
 

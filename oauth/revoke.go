@@ -1,6 +1,7 @@
 package oauth
 
 import (
+	"context"
 	"errors"
 	"net/http"
 
@@ -63,4 +64,40 @@ func revokeStored(tx Tx, tok *store.Token) (int, error) {
 		return tx.DeleteTokensByCode(tok.CodeHash)
 	}
 	return 1, tx.DeleteToken(tok.Hash)
+}
+
+// RevokeOwn revokes the token value on behalf of the bearer g (CSC v1
+// §11.3 auth/revoke, RFC 7009 §2.1): an access token or SAD is removed; a
+// refresh token is removed with its whole family (the access tokens issued
+// with it included; revokeStored). A token of another user or client, or an unknown one,
+// is left alone and answered like a revoked one: nil.
+func (s *Server) RevokeOwn(ctx context.Context, g *Grant, value string) error {
+	if g == nil {
+		return Errorf(CodeInvalidToken, http.StatusUnauthorized, "Missing access token")
+	}
+	var kind store.TokenKind
+	n := 0
+	err := s.store.Update(ctx, func(tx Tx) error {
+		kind, n = "", 0
+		tok, err := tx.Token(store.Fingerprint(value))
+		switch {
+		case errors.Is(err, store.ErrNotFound):
+			return nil
+		case err != nil:
+			return err
+		case tok.Username != g.Username || tok.ClientID != g.ClientID:
+			return nil
+		}
+		kind = tok.Kind
+		n, err = revokeStored(tx, tok)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	if n > 0 {
+		s.log.Info("token revoked by its holder", "client_id", g.ClientID, "username", g.Username,
+			"kind", string(kind), "revoked", n)
+	}
+	return nil
 }

@@ -4,9 +4,6 @@ import (
 	"errors"
 	"net/http"
 
-	"github.com/labstack/echo/v4"
-
-	"github.com/signd/signd/oauth/pages"
 	"github.com/signd/signd/oauth/ratelimit"
 )
 
@@ -40,31 +37,4 @@ func RateLimited(err error) *Error {
 		Code: CodeTemporarilyUnavailable, Status: http.StatusTooManyRequests, Description: descTooMany,
 		Header: http.Header{"Retry-After": {r.Seconds()}},
 	}
-}
-
-// LimitForms is the route middleware of the form endpoints: a post over
-// FormLimit's bucket of its remote address gets the 429 error page, in the
-// language lang finds, with Retry-After.
-func (s *Server) LimitForms(lang func(*http.Request) string) echo.MiddlewareFunc {
-	return func(next echo.HandlerFunc) echo.HandlerFunc {
-		return func(c echo.Context) error {
-			err := s.cfg.FormLimit.Allow(ratelimit.RemoteKey(c.RealIP()))
-			var r *ratelimit.Refused
-			if !errors.As(err, &r) {
-				return next(c)
-			}
-			pe := NewPageError(http.StatusTooManyRequests, lang(c.Request()), "errorpage.ratelimit")
-			pe.header = http.Header{"Retry-After": {r.Seconds()}}
-			return pe
-		}
-	}
-}
-
-// loginLang is the language of a login form post's error page: its pending
-// request's, Dutch when it names none.
-func (s *Server) loginLang(r *http.Request) string {
-	if req := s.postedRequest(r); req != nil {
-		return req.Lang
-	}
-	return pages.NL
 }

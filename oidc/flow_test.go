@@ -79,7 +79,7 @@ func newFlowEnvNoFixtures(t *testing.T, f *fixture) *flowEnv {
 		t.Fatal(err)
 	}
 	ev.srv, err = oauth.New(oauth.Config{
-		Store: st, Passwords: pw, Profiles: []oauth.Profile{&oidc.Profile{Provider: f.p}},
+		Store: st, Profiles: []oauth.Profile{&oidc.Profile{Provider: f.p}},
 		Issuer: ev.issuer, Now: f.clock.Now,
 	})
 	if err != nil {
@@ -104,6 +104,9 @@ func newFlowEnvNoFixtures(t *testing.T, f *fixture) *flowEnv {
 		_ = c.NoContent(http.StatusInternalServerError)
 	}
 	if err := ev.srv.Mount(e.Group("")); err != nil {
+		t.Fatal(err)
+	}
+	if err := oauthtest.MountFlow(e.Group(""), ev.srv, st, pw, f.clock.Now); err != nil {
 		t.Fatal(err)
 	}
 	if err := f.p.Mount(e.Group("")); err != nil {

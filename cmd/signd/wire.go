@@ -12,6 +12,7 @@ import (
 	"github.com/signd/signd/hsm"
 	"github.com/signd/signd/oauth"
 	"github.com/signd/signd/oauth/account"
+	"github.com/signd/signd/oauth/browser"
 	"github.com/signd/signd/oauth/passwords"
 	"github.com/signd/signd/oidc"
 	"github.com/signd/signd/store"
@@ -54,7 +55,7 @@ type services struct {
 }
 
 // mounter is what every HTTP service of the daemon is (oauth.Server,
-// account.Handler, csc.Handler, oidc.Provider on the public router; admin.Handler and
+// browser.Handler, account.Handler, csc.Handler, oidc.Provider on the public router; admin.Handler and
 // storeAdminHandler on the admin socket's): it registers its routes on a
 // group of the router and fails when it lacks a dependency.
 type mounter interface {
@@ -63,6 +64,7 @@ type mounter interface {
 
 var (
 	_ mounter = (*oauth.Server)(nil)
+	_ mounter = (*browser.Handler)(nil)
 	_ mounter = (*account.Handler)(nil)
 	_ mounter = (*csc.Handler)(nil)
 	_ mounter = (*oidc.Provider)(nil)
@@ -96,6 +98,10 @@ func (s *services) mount(e *echo.Echo) error {
 	if err != nil {
 		return err
 	}
+	flow, err := s.browserFlow(authz)
+	if err != nil {
+		return err
+	}
 	signer, err := s.cscHandler(authz)
 	if err != nil {
 		return err
@@ -103,7 +109,7 @@ func (s *services) mount(e *echo.Echo) error {
 	for _, m := range []struct {
 		prefix string
 		svc    mounter
-	}{{"", authz}, {"", s.accountPage(authz)}, {"/csc/v1", signer}, {"", provider}} {
+	}{{"", authz}, {"", flow}, {"", s.accountPage(flow)}, {"/csc/v1", signer}, {"", provider}} {
 		if err := m.svc.Mount(e.Group(m.prefix)); err != nil {
 			return err
 		}

@@ -12,6 +12,7 @@ import (
 	"github.com/signd/signd/csc"
 	"github.com/signd/signd/hsm"
 	"github.com/signd/signd/oauth"
+	"github.com/signd/signd/oauth/authlogin"
 	"github.com/signd/signd/oauth/passwords"
 	"github.com/signd/signd/store"
 	"github.com/signd/signd/tsa"
@@ -21,7 +22,7 @@ import (
 var (
 	_ csc.Store         = (*store.Scoped[csc.Tx])(nil)
 	_ csc.Signer        = (*hsm.Token)(nil)
-	_ csc.PasswordLogin = (*oauth.PasswordLogin)(nil)
+	_ csc.PasswordLogin = (*authlogin.Login)(nil)
 	_ csc.TokenRevoker  = (*oauth.Server)(nil)
 	_ csc.PINChecker    = (*passwords.Checker)(nil)
 )
@@ -31,9 +32,10 @@ var (
 const pageTokenSecret = "csc_page_token"
 
 // cscHandler builds the CSC service (mounted under /csc/v1). auth/revoke
-// and, with csc.auth_login, auth/login are served by the authorization
-// server authz; the signing PINs of credentials/authorize are checked by
-// the password checker, with the consent page's lockout.
+// is served by the authorization server authz and, with csc.auth_login,
+// auth/login by a pageless login (oauth/authlogin) on its tokens; the
+// passwords of auth/login and the signing PINs of credentials/authorize
+// are checked by the password checker, with the pages' lockout.
 func (s *services) cscHandler(authz *oauth.Server) (*csc.Handler, error) {
 	key, err := s.store.Secret(context.Background(), pageTokenSecret, 32)
 	if err != nil {
@@ -73,8 +75,10 @@ func (s *services) cscHandler(authz *oauth.Server) (*csc.Handler, error) {
 		h.KeyMissing = hsmKeyMissing
 	}
 	if c.AuthLogin {
-		login, err := authz.PasswordLogin(oauth.PasswordLoginConfig{
+		login, err := authlogin.New(authlogin.Config{
+			Store: s.views.oauth, Passwords: s.passwords,
 			ClientID: c.AuthLoginClient, Scope: "service", RefreshTTL: c.RefreshTokenTTL,
+			AccessTokenTTL: s.cfg.OAuth.AccessTokenTTL, Logger: s.logger.With("service", "oauth"), Now: s.now,
 		})
 		if err != nil {
 			return nil, err

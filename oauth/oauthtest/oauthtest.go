@@ -10,10 +10,13 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+	"time"
 
+	"github.com/labstack/echo/v4"
 	"golang.org/x/net/html"
 
 	"github.com/signd/signd/oauth"
+	"github.com/signd/signd/oauth/browser"
 	"github.com/signd/signd/oauth/passwords"
 	"github.com/signd/signd/store"
 )
@@ -33,6 +36,18 @@ type passwordStore struct{ s oauth.Store }
 
 func (p passwordStore) Update(ctx context.Context, fn func(passwords.Tx) error) error {
 	return p.s.Update(ctx, func(tx oauth.Tx) error { return fn(tx) })
+}
+
+// MountFlow mounts on g the browser flow of srv (/oauth2/authorize, the
+// login and consent pages) over st, with the password checker pw and the
+// daemon's defaults otherwise, for the tests that drive the pages through
+// the server's router; srv itself serves the token endpoint.
+func MountFlow(g *echo.Group, srv *oauth.Server, st oauth.Store, pw browser.Passwords, now func() time.Time) error {
+	h, err := browser.New(browser.Config{Core: srv, Store: st, Passwords: pw, Now: now})
+	if err != nil {
+		return err
+	}
+	return h.Mount(g)
 }
 
 // Browser is a cookie-keeping HTTP client that never follows redirects.

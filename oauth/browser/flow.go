@@ -1,4 +1,4 @@
-package oauth
+package browser
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/signd/signd/oauth"
 	"github.com/signd/signd/oauth/pages"
 	"github.com/signd/signd/store"
 )
@@ -20,8 +21,8 @@ type flow struct {
 	handle  string // raw request handle (hidden input), "" when not stored yet
 	csrf    string // raw CSRF token (hidden input)
 	client  *store.Client
-	profile Profile
-	target  target
+	profile oauth.Profile
+	target  oauth.Target
 	// binding is the browser binding cookie to set when a new request is
 	// stored (nil for a posted form: its browser has the cookie).
 	binding *http.Cookie
@@ -32,9 +33,9 @@ type flow struct {
 
 // writes is extra work for the write transaction that ends a step (reset
 // a failure counter, create a login session).
-type writes func(tx Tx) error
+type writes func(tx oauth.Tx) error
 
-func (w writes) run(tx Tx) error {
+func (w writes) run(tx oauth.Tx) error {
 	if w == nil {
 		return nil
 	}
@@ -58,23 +59,23 @@ const (
 // defence in depth: it also ties the post to the page the server rendered).
 // Failures are error pages (there is no trustworthy redirect URI) and
 // change nothing.
-func (s *Server) loadFlow(c echo.Context) (*flow, error) {
+func (h *Handler) loadFlow(c echo.Context) (*flow, error) {
 	r := c.Request()
 	if err := r.ParseForm(); err != nil {
-		return nil, NewPageError(http.StatusBadRequest, pages.NL, "errorpage.request")
+		return nil, oauth.NewPageError(http.StatusBadRequest, pages.NL, "errorpage.request")
 	}
 	for _, k := range []string{fieldRequest, fieldCSRF, fieldUsername, fieldPassword, fieldOTP, fieldPIN, fieldDecision} {
 		if len(r.PostForm[k]) > 1 {
-			return nil, NewPageError(http.StatusBadRequest, pages.NL, "errorpage.request")
+			return nil, oauth.NewPageError(http.StatusBadRequest, pages.NL, "errorpage.request")
 		}
 	}
 	handle, csrf := r.PostForm.Get(fieldRequest), r.PostForm.Get(fieldCSRF)
 	if handle == "" || csrf == "" {
-		return nil, NewPageError(http.StatusBadRequest, pages.NL, "errorpage.request")
+		return nil, oauth.NewPageError(http.StatusBadRequest, pages.NL, "errorpage.request")
 	}
 	var req *store.AuthRequest
 	var client *store.Client
-	err := s.store.View(r.Context(), func(tx Tx) (err error) {
+	err := h.store.View(r.Context(), func(tx oauth.Tx) (err error) {
 		if req, err = tx.AuthRequest(store.Fingerprint(handle)); err != nil {
 			return err
 		}
@@ -82,41 +83,43 @@ func (s *Server) loadFlow(c echo.Context) (*flow, error) {
 		return err
 	})
 	if errors.Is(err, store.ErrNotFound) {
-		return nil, NewPageError(http.StatusBadRequest, pages.NL, "errorpage.unknown")
+		return nil, oauth.NewPageError(http.StatusBadRequest, pages.NL, "errorpage.unknown")
 	}
 	if err != nil {
 		return nil, err
 	}
-	if err := s.checkBinding(r, req); err != nil {
+	if err := h.checkBinding(r, req); err != nil {
 		return nil, err
 	}
-	if !matchesFingerprint(csrf, req.CSRFHash) {
-		s.log.Warn("oauth form with a wrong CSRF token", "client_id", req.ClientID)
-		return nil, NewPageError(http.StatusBadRequest, req.Lang, "errorpage.csrf")
+	if !oauth.MatchesFingerprint(csrf, req.CSRFHash) {
+		h.log.Warn("oauth form with a wrong CSRF token", "client_id", req.ClientID)
+		return nil, oauth.NewPageError(http.StatusBadRequest, req.Lang, "errorpage.csrf")
 	}
-	profile, err := s.profileOf(req.Profile)
+	profile, err := h.core.ProfileOf(req.Profile)
 	if err != nil {
 		return nil, err
 	}
 	return &flow{
 		req: req, stored: true, handle: handle, csrf: csrf, client: client, profile: profile,
-		target: target{
-			redirectURI: req.RedirectURI, state: req.State, status: http.StatusSeeOther,
-			lang: req.Lang, page: s.infoOf(req.Profile).ErrorPage,
+		target: oauth.Target{
+			RedirectURI: req.RedirectURI, State: req.State, Status: http.StatusSeeOther,
+			Lang: req.Lang, Page: h.core.InfoOf(req.Profile).ErrorPage,
 		},
 	}, nil
 }
 
 // expired returns the timeout that ends f at now, or nil: the step's own
 // timeout first (login or consent), then the whole process.
-func (s *Server) expired(f *flow, now time.Time) *Error {
-	denied := func(desc string) *Error { return Errorf(CodeAccessDenied, http.StatusForbidden, "%s", desc) }
+func (h *Handler) expired(f *flow, now time.Time) *oauth.Error {
+	denied := func(desc string) *oauth.Error {
+		return oauth.Errorf(oauth.CodeAccessDenied, http.StatusForbidden, "%s", desc)
+	}
 	switch {
-	case f.req.Stage == store.StageLogin && now.Sub(f.req.RequestedAt) > s.cfg.LoginTimeout:
+	case f.req.Stage == store.StageLogin && now.Sub(f.req.RequestedAt) > h.cfg.LoginTimeout:
 		return denied("authentication challenge expired")
-	case f.req.Stage == store.StageConsent && now.Sub(f.req.ConsentShownAt) > s.cfg.ConsentTimeout:
+	case f.req.Stage == store.StageConsent && now.Sub(f.req.ConsentShownAt) > h.cfg.ConsentTimeout:
 		return denied("consent request expired")
-	case now.Sub(f.req.RequestedAt) > s.cfg.ProcessTimeout:
+	case now.Sub(f.req.RequestedAt) > h.cfg.ProcessTimeout:
 		return denied("process expired")
 	}
 	return nil
@@ -124,14 +127,14 @@ func (s *Server) expired(f *flow, now time.Time) *Error {
 
 // finish ends f with err: one transaction runs w and deletes the stored
 // request, then the client gets the error redirect.
-func (s *Server) finish(c echo.Context, f *flow, err error, w writes) error {
-	var oe *Error
+func (h *Handler) finish(c echo.Context, f *flow, err error, w writes) error {
+	var oe *oauth.Error
 	if errors.As(err, &oe) {
-		s.log.Info("authorization ended", "client_id", f.req.ClientID, "profile", f.req.Profile,
+		h.log.Info("authorization ended", "client_id", f.req.ClientID, "profile", f.req.Profile,
 			"error", oe.Code, "error_description", oe.Description)
 	}
 	if f.stored || w != nil {
-		uerr := s.store.Update(c.Request().Context(), func(tx Tx) error {
+		uerr := h.store.Update(c.Request().Context(), func(tx oauth.Tx) error {
 			if err := w.run(tx); err != nil {
 				return err
 			}
@@ -143,67 +146,30 @@ func (s *Server) finish(c echo.Context, f *flow, err error, w writes) error {
 			return nil
 		})
 		if lr := asLockRefusal(uerr); lr != nil {
-			return s.refuse(c, f, lr)
+			return h.refuse(c, f, lr)
 		}
 		if uerr != nil {
-			return s.redirectError(f.target, uerr)
+			return h.core.RedirectError(f.target, uerr)
 		}
-		s.setCookie(c, f)
+		h.setCookie(c, f)
 	}
-	return s.redirectError(f.target, err)
-}
-
-// lockRefusal is a step refused in its final write transaction: the
-// account or the signing PIN was locked (or the account disabled) after
-// the step's checks, while a password or PIN was being hashed.
-type lockRefusal struct {
-	err *Error
-	msg string // log message
-}
-
-func (r *lockRefusal) Error() string { return r.msg }
-
-func accountLocked(msg string) *lockRefusal {
-	return &lockRefusal{Errorf(CodeAccessDenied, http.StatusForbidden, "The account is locked or disabled"), msg}
-}
-
-func asLockRefusal(err error) *lockRefusal {
-	var lr *lockRefusal
-	if errors.As(err, &lr) {
-		return lr
-	}
-	return nil
-}
-
-// recheckAccount refuses, inside the step's final transaction, a user who
-// is gone, disabled or whose account is locked.
-func recheckAccount(tx Tx, username string) error {
-	u, err := tx.User(username)
-	switch {
-	case errors.Is(err, store.ErrNotFound):
-		return accountLocked("account locked or disabled: step refused")
-	case err != nil:
-		return err
-	case u.Status != store.UserActive || u.PasswordLocked:
-		return accountLocked("account locked or disabled: step refused")
-	}
-	return nil
+	return h.core.RedirectError(f.target, err)
 }
 
 // recheck is the lock check of the transaction that issues a code: the
 // account must still be usable and, when the consent checked the signing
 // PIN, the PIN must not have been locked since.
-func recheck(tx Tx, g *store.Grant) error {
+func recheck(tx oauth.Tx, g *store.Grant) error {
 	u, err := tx.User(g.Username)
 	switch {
 	case errors.Is(err, store.ErrNotFound):
-		return accountLocked("account locked or disabled: no code issued")
+		return oauth.AccountLocked("account locked or disabled: no code issued")
 	case err != nil:
 		return err
 	case u.Status != store.UserActive || u.PasswordLocked:
-		return accountLocked("account locked or disabled: no code issued")
+		return oauth.AccountLocked("account locked or disabled: no code issued")
 	case g.PINVerified && u.PINLocked:
-		return &lockRefusal{pinLocked(), "signing PIN locked: no code issued"}
+		return &oauth.LockRefusal{Err: pinLocked(), Msg: "signing PIN locked: no code issued"}
 	}
 	return nil
 }
@@ -211,14 +177,14 @@ func recheck(tx Tx, g *store.Grant) error {
 // refuse ends f after a lock refusal in the step's final transaction: no
 // login session, no code; the request is deleted and the client gets
 // access_denied.
-func (s *Server) refuse(c echo.Context, f *flow, lr *lockRefusal) error {
-	s.log.Warn(lr.msg, "username", f.req.Username, "client_id", f.req.ClientID, "profile", f.req.Profile)
+func (h *Handler) refuse(c echo.Context, f *flow, lr *oauth.LockRefusal) error {
+	h.log.Warn(lr.Msg, "username", f.req.Username, "client_id", f.req.ClientID, "profile", f.req.Profile)
 	f.cookie = nil
-	return s.finish(c, f, lr.err, nil)
+	return h.finish(c, f, lr.Err, nil)
 }
 
 // setCookie sets the login session cookie once its session is stored.
-func (s *Server) setCookie(c echo.Context, f *flow) {
+func (h *Handler) setCookie(c echo.Context, f *flow) {
 	if f.cookie != nil {
 		c.SetCookie(f.cookie)
 		f.cookie = nil
@@ -228,37 +194,37 @@ func (s *Server) setCookie(c echo.Context, f *flow) {
 // proceed continues f once user authenticated (f.req.Username and AuthTime
 // are set): the profile checks the user, then the consent page is shown or
 // the code issued. w runs in the step's final transaction.
-func (s *Server) proceed(c echo.Context, f *flow, user *store.User, w writes) error {
+func (h *Handler) proceed(c echo.Context, f *flow, user *store.User, w writes) error {
 	ctx := c.Request().Context()
-	pr := s.request(f.client, user, &f.req.Grant)
+	pr := h.core.Request(f.client, user, &f.req.Grant)
 	if err := f.profile.CheckUser(ctx, pr); err != nil {
-		return s.finish(c, f, err, w)
+		return h.finish(c, f, err, w)
 	}
 	consent, err := f.profile.Consent(ctx, pr)
 	if err != nil {
-		return s.finish(c, f, err, w)
+		return h.finish(c, f, err, w)
 	}
 	if consent == nil {
 		// No page, no consent: the code records nothing approved.
 		f.req.Consented = nil
-		return s.issueCode(c, f, w)
+		return h.issueCode(c, f, w)
 	}
 	record, err := consent.Record()
 	if err != nil {
-		return s.finish(c, f, err, w)
+		return h.finish(c, f, err, w)
 	}
-	if pr.Login.Prompt == PromptNone {
-		return s.finish(c, f, Errorf(CodeConsentRequired, http.StatusForbidden, "Consent is required"), w)
+	if pr.Login.Prompt == oauth.PromptNone {
+		return h.finish(c, f, oauth.Errorf(oauth.CodeConsentRequired, http.StatusForbidden, "Consent is required"), w)
 	}
 	if consent.RequirePIN {
-		if err := s.pinUsable(user); err != nil {
-			return s.finish(c, f, err, w)
+		if err := h.pinUsable(user); err != nil {
+			return h.finish(c, f, err, w)
 		}
 	}
 	// What the page shows is what the user approves: the record is stored
 	// with the request and copied to the code and its tokens.
-	f.req.Stage, f.req.ConsentShownAt, f.req.Consented = store.StageConsent, s.now(), record
-	err = s.store.Update(ctx, func(tx Tx) error {
+	f.req.Stage, f.req.ConsentShownAt, f.req.Consented = store.StageConsent, h.now(), record
+	err = h.store.Update(ctx, func(tx oauth.Tx) error {
 		if err := w.run(tx); err != nil {
 			return err
 		}
@@ -268,39 +234,39 @@ func (s *Server) proceed(c echo.Context, f *flow, user *store.User, w writes) er
 		return tx.CreateAuthRequest(f.req)
 	})
 	if lr := asLockRefusal(err); lr != nil {
-		return s.refuse(c, f, lr)
+		return h.refuse(c, f, lr)
 	}
 	if err != nil {
-		return s.redirectError(f.target, err)
+		return h.core.RedirectError(f.target, err)
 	}
 	f.stored = true
 	sendBinding(c, f)
-	s.setCookie(c, f)
-	return s.renderConsent(c, f, consent, "")
+	h.setCookie(c, f)
+	return h.renderConsent(c, f, consent, "")
 }
 
-func pinLocked() *Error {
-	return Errorf(CodeAccessDenied, http.StatusForbidden, "The signing PIN is locked")
+func pinLocked() *oauth.Error {
+	return oauth.Errorf(oauth.CodeAccessDenied, http.StatusForbidden, "The signing PIN is locked")
 }
 
 // pinUsable refuses a consent that needs a PIN the user cannot give; a
 // locked PIN is logged.
-func (s *Server) pinUsable(u *store.User) *Error {
+func (h *Handler) pinUsable(u *store.User) *oauth.Error {
 	if err := pinUsable(u); err != nil {
 		if u.PINLocked {
-			s.log.Warn("signing PIN locked: consent refused", "username", u.Username)
+			h.log.Warn("signing PIN locked: consent refused", "username", u.Username)
 		}
 		return err
 	}
 	return nil
 }
 
-func pinUsable(u *store.User) *Error {
+func pinUsable(u *store.User) *oauth.Error {
 	switch {
 	case u.PINLocked:
 		return pinLocked()
 	case u.PINHash == "":
-		return Errorf(CodeAccessDenied, http.StatusForbidden, "No signing PIN is set")
+		return oauth.Errorf(oauth.CodeAccessDenied, http.StatusForbidden, "No signing PIN is set")
 	}
 	return nil
 }
@@ -309,14 +275,14 @@ func pinUsable(u *store.User) *Error {
 // recheck), runs w, deletes the request and stores the code's fingerprint;
 // then the client gets the code. A lock found there ends the flow with
 // access_denied instead.
-func (s *Server) issueCode(c echo.Context, f *flow, w writes) error {
-	code, err := NewSecret()
+func (h *Handler) issueCode(c echo.Context, f *flow, w writes) error {
+	code, err := oauth.NewSecret()
 	if err != nil {
-		return s.finish(c, f, err, w)
+		return h.finish(c, f, err, w)
 	}
-	now := s.now()
-	ac := &store.AuthCode{Hash: store.Fingerprint(code), Grant: f.req.Grant, ExpiresAt: now.Add(s.cfg.CodeTTL)}
-	err = s.store.Update(c.Request().Context(), func(tx Tx) error {
+	now := h.now()
+	ac := &store.AuthCode{Hash: store.Fingerprint(code), Grant: f.req.Grant, ExpiresAt: now.Add(h.cfg.CodeTTL)}
+	err = h.store.Update(c.Request().Context(), func(tx oauth.Tx) error {
 		if err := recheck(tx, &f.req.Grant); err != nil {
 			return err
 		}
@@ -331,31 +297,31 @@ func (s *Server) issueCode(c echo.Context, f *flow, w writes) error {
 		return tx.CreateCode(ac)
 	})
 	if lr := asLockRefusal(err); lr != nil {
-		return s.refuse(c, f, lr)
+		return h.refuse(c, f, lr)
 	}
 	if errors.Is(err, store.ErrNotFound) {
-		return NewPageError(http.StatusBadRequest, f.req.Lang, "errorpage.answered")
+		return oauth.NewPageError(http.StatusBadRequest, f.req.Lang, "errorpage.answered")
 	}
 	if err != nil {
-		return s.redirectError(f.target, err)
+		return h.core.RedirectError(f.target, err)
 	}
-	s.setCookie(c, f)
-	s.log.Info("authorization code issued", "client_id", f.req.ClientID, "profile", f.req.Profile, "username", f.req.Username)
-	return s.redirectTo(c, f.target, url.Values{"code": {code}})
+	h.setCookie(c, f)
+	h.log.Info("authorization code issued", "client_id", f.req.ClientID, "profile", f.req.Profile, "username", f.req.Username)
+	return h.core.RedirectTo(c, f.target, url.Values{"code": {code}})
 }
 
 // renderLogin shows the login page of f, with an error message key and the
 // username typed before.
-func (s *Server) renderLogin(c echo.Context, f *flow, errKey, username string) error {
-	return s.pages.Render(c, pages.Status, "login", &pages.Data{
+func (h *Handler) renderLogin(c echo.Context, f *flow, errKey, username string) error {
+	return h.pages.Render(c, pages.Status, "login", &pages.Data{
 		Lang: f.req.Lang, Client: clientName(f.client), Action: "login",
 		Request: f.handle, CSRF: f.csrf, Username: username, Error: errKey,
 	}, f.req.RedirectURI)
 }
 
 // renderConsent shows the consent page of f.
-func (s *Server) renderConsent(c echo.Context, f *flow, consent *Consent, errKey string) error {
-	return s.pages.Render(c, pages.Status, "consent", &pages.Data{
+func (h *Handler) renderConsent(c echo.Context, f *flow, consent *oauth.Consent, errKey string) error {
+	return h.pages.Render(c, pages.Status, "consent", &pages.Data{
 		Lang: f.req.Lang, TitleKey: "consent.title", Client: clientName(f.client), Action: "consent",
 		Request: f.handle, CSRF: f.csrf, Error: errKey, Consent: consentView(consent, f.req.Lang),
 	}, f.req.RedirectURI)
@@ -369,9 +335,9 @@ func clientName(c *store.Client) string {
 }
 
 // loadUser returns the user, or nil when there is none.
-func (s *Server) loadUser(ctx context.Context, username string) (*store.User, error) {
+func (h *Handler) loadUser(ctx context.Context, username string) (*store.User, error) {
 	var u *store.User
-	err := s.store.View(ctx, func(tx Tx) (err error) {
+	err := h.store.View(ctx, func(tx oauth.Tx) (err error) {
 		u, err = tx.User(username)
 		return err
 	})
@@ -382,7 +348,7 @@ func (s *Server) loadUser(ctx context.Context, username string) (*store.User, er
 }
 
 // consentView is the consent page's view of c in lang.
-func consentView(c *Consent, lang string) *pages.ConsentView {
+func consentView(c *oauth.Consent, lang string) *pages.ConsentView {
 	v := &pages.ConsentView{Title: c.Title.In(lang), RequirePIN: c.RequirePIN}
 	for _, p := range c.Permissions {
 		v.Permissions = append(v.Permissions, p.In(lang))
@@ -391,4 +357,12 @@ func consentView(c *Consent, lang string) *pages.ConsentView {
 		v.Items = append(v.Items, pages.ConsentItem{Label: it.Label.In(lang), Value: it.Value, Code: it.Code})
 	}
 	return v
+}
+
+func asLockRefusal(err error) *oauth.LockRefusal {
+	var lr *oauth.LockRefusal
+	if errors.As(err, &lr) {
+		return lr
+	}
+	return nil
 }

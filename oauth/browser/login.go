@@ -1,4 +1,4 @@
-package oauth
+package browser
 
 import (
 	"errors"
@@ -6,6 +6,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/signd/signd/oauth"
 	"github.com/signd/signd/oauth/passwords"
 	"github.com/signd/signd/store"
 )
@@ -18,47 +19,47 @@ const (
 
 // login is POST /oauth2/login: check the password (and TOTP), count
 // failures, open a login session and continue to the consent page.
-func (s *Server) login(c echo.Context) error {
-	f, err := s.loadFlow(c)
+func (h *Handler) login(c echo.Context) error {
+	f, err := h.loadFlow(c)
 	if err != nil {
 		return err
 	}
 	if f.req.Stage != store.StageLogin {
-		return NewPageError(http.StatusBadRequest, f.req.Lang, "errorpage.answered")
+		return oauth.NewPageError(http.StatusBadRequest, f.req.Lang, "errorpage.answered")
 	}
-	now := s.now()
-	if err := s.expired(f, now); err != nil {
-		return s.finish(c, f, err, nil)
+	now := h.now()
+	if err := h.expired(f, now); err != nil {
+		return h.finish(c, f, err, nil)
 	}
 	form := c.Request().PostForm
 	if form.Get(fieldDecision) == decisionDeny {
-		return s.finish(c, f, Errorf(CodeAccessDenied, http.StatusForbidden, "Resource owner cancelled the login"), nil)
+		return h.finish(c, f, oauth.Errorf(oauth.CodeAccessDenied, http.StatusForbidden, "Resource owner cancelled the login"), nil)
 	}
 	username, password, code := form.Get(fieldUsername), form.Get(fieldPassword), form.Get(fieldOTP)
-	user, ok, err := s.passwords.Login(c.Request().Context(), username, password, code, now)
+	user, ok, err := h.passwords.Login(c.Request().Context(), username, password, code, now)
 	if errors.Is(err, passwords.ErrBusy) {
-		return s.renderLogin(c, f, "error.busy", username)
+		return h.renderLogin(c, f, "error.busy", username)
 	}
 	if err != nil {
-		return s.finish(c, f, err, nil)
+		return h.finish(c, f, err, nil)
 	}
 	if !ok {
-		return s.renderLogin(c, f, "error.credentials", username)
+		return h.renderLogin(c, f, "error.credentials", username)
 	}
-	s.log.Info("login succeeded", "client_id", f.req.ClientID, "username", user.Username)
-	session, cookie, err := s.newSession(c, user.Username, now)
+	h.log.Info("login succeeded", "client_id", f.req.ClientID, "username", user.Username)
+	session, cookie, err := h.newSession(c, user.Username, now)
 	if err != nil {
-		return s.finish(c, f, err, nil)
+		return h.finish(c, f, err, nil)
 	}
-	w := func(tx Tx) error {
+	w := func(tx oauth.Tx) error {
 		// The account may have been locked or disabled since the password
 		// was checked.
-		if err := recheckAccount(tx, user.Username); err != nil {
+		if err := oauth.RecheckAccount(tx, user.Username); err != nil {
 			return err
 		}
 		return session(tx)
 	}
 	f.req.Username, f.req.AuthTime = user.Username, now
 	f.cookie = cookie // set once w committed, with whatever page or redirect follows
-	return s.proceed(c, f, user, w)
+	return h.proceed(c, f, user, w)
 }

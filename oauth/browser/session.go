@@ -1,4 +1,4 @@
-package oauth
+package browser
 
 import (
 	"errors"
@@ -7,6 +7,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/signd/signd/oauth"
 	"github.com/signd/signd/store"
 )
 
@@ -19,14 +20,14 @@ import (
 // sessionUser returns the user of a valid login session cookie and the
 // time they logged in, or nil: the session must exist and be unexpired, the
 // user active and not locked.
-func (s *Server) sessionUser(c echo.Context, now time.Time) (*store.User, time.Time, error) {
+func (h *Handler) sessionUser(c echo.Context, now time.Time) (*store.User, time.Time, error) {
 	ck, err := c.Cookie(sessionCookie)
 	if err != nil || ck.Value == "" {
 		return nil, time.Time{}, nil
 	}
 	var sess *store.Session
 	var user *store.User
-	err = s.store.View(c.Request().Context(), func(tx Tx) (err error) {
+	err = h.store.View(c.Request().Context(), func(tx oauth.Tx) (err error) {
 		if sess, err = tx.Session(store.Fingerprint(ck.Value)); err != nil {
 			return err
 		}
@@ -47,8 +48,8 @@ func (s *Server) sessionUser(c echo.Context, now time.Time) (*store.User, time.T
 // newSession returns the writes that store a new login session for
 // username and the cookie to set once they committed. A session the
 // browser already had is removed (no fixation).
-func (s *Server) newSession(c echo.Context, username string, now time.Time) (writes, *http.Cookie, error) {
-	value, err := NewSecret()
+func (h *Handler) newSession(c echo.Context, username string, now time.Time) (writes, *http.Cookie, error) {
+	value, err := oauth.NewSecret()
 	if err != nil {
 		return nil, nil, err
 	}
@@ -56,8 +57,8 @@ func (s *Server) newSession(c echo.Context, username string, now time.Time) (wri
 	if ck, err := c.Cookie(sessionCookie); err == nil && ck.Value != "" {
 		old = store.Fingerprint(ck.Value)
 	}
-	sess := &store.Session{Hash: store.Fingerprint(value), Username: username, AuthTime: now, ExpiresAt: now.Add(s.cfg.SessionTTL)}
-	w := func(tx Tx) error {
+	sess := &store.Session{Hash: store.Fingerprint(value), Username: username, AuthTime: now, ExpiresAt: now.Add(h.cfg.SessionTTL)}
+	w := func(tx oauth.Tx) error {
 		if old != nil {
 			if err := tx.DeleteSession(old); err != nil && !errors.Is(err, store.ErrNotFound) {
 				return err
@@ -66,17 +67,17 @@ func (s *Server) newSession(c echo.Context, username string, now time.Time) (wri
 		return tx.CreateSession(sess)
 	}
 	cookie := &http.Cookie{
-		Name: sessionCookie, Value: value, Path: s.cookiePath,
-		MaxAge: int(s.cfg.SessionTTL / time.Second), Expires: now.Add(s.cfg.SessionTTL),
-		HttpOnly: true, Secure: s.cfg.SecureCookies, SameSite: http.SameSiteLaxMode,
+		Name: sessionCookie, Value: value, Path: h.cookiePath,
+		MaxAge: int(h.cfg.SessionTTL / time.Second), Expires: now.Add(h.cfg.SessionTTL),
+		HttpOnly: true, Secure: h.cfg.SecureCookies, SameSite: http.SameSiteLaxMode,
 	}
 	return w, cookie, nil
 }
 
 // SessionUser returns the user of the browser's valid login session at the
 // server's now, or nil (sessionUser).
-func (s *Server) SessionUser(c echo.Context) (*store.User, error) {
-	u, _, err := s.sessionUser(c, s.now())
+func (h *Handler) SessionUser(c echo.Context) (*store.User, error) {
+	u, _, err := h.sessionUser(c, h.now())
 	return u, err
 }
 
@@ -85,13 +86,13 @@ func (s *Server) SessionUser(c echo.Context) (*store.User, error) {
 // disabling since the password was checked refuses, and nothing is
 // written), and sets its cookie once committed. A browser's earlier session
 // is removed.
-func (s *Server) OpenSession(c echo.Context, username string, now time.Time) error {
-	session, cookie, err := s.newSession(c, username, now)
+func (h *Handler) OpenSession(c echo.Context, username string, now time.Time) error {
+	session, cookie, err := h.newSession(c, username, now)
 	if err != nil {
 		return err
 	}
-	err = s.store.Update(c.Request().Context(), func(tx Tx) error {
-		if err := recheckAccount(tx, username); err != nil {
+	err = h.store.Update(c.Request().Context(), func(tx oauth.Tx) error {
+		if err := oauth.RecheckAccount(tx, username); err != nil {
 			return err
 		}
 		return session(tx)
@@ -106,14 +107,14 @@ func (s *Server) OpenSession(c echo.Context, username string, now time.Time) err
 // EndSession removes the browser's login session from the store (the
 // flows' single sign-on ends with it) and expires its cookie. It returns
 // the session's user, "" when there was none.
-func (s *Server) EndSession(c echo.Context) (string, error) {
+func (h *Handler) EndSession(c echo.Context) (string, error) {
 	ck, err := c.Cookie(sessionCookie)
 	if err != nil || ck.Value == "" {
 		return "", nil
 	}
 	hash := store.Fingerprint(ck.Value)
 	username := ""
-	err = s.store.Update(c.Request().Context(), func(tx Tx) error {
+	err = h.store.Update(c.Request().Context(), func(tx oauth.Tx) error {
 		sess, err := tx.Session(hash)
 		if err != nil {
 			return err
@@ -124,14 +125,14 @@ func (s *Server) EndSession(c echo.Context) (string, error) {
 	if err != nil && !errors.Is(err, store.ErrNotFound) {
 		return "", err
 	}
-	c.SetCookie(&http.Cookie{Name: sessionCookie, Path: s.cookiePath, MaxAge: -1,
-		HttpOnly: true, Secure: s.cfg.SecureCookies, SameSite: http.SameSiteLaxMode})
+	c.SetCookie(&http.Cookie{Name: sessionCookie, Path: h.cookiePath, MaxAge: -1,
+		HttpOnly: true, Secure: h.cfg.SecureCookies, SameSite: http.SameSiteLaxMode})
 	return username, nil
 }
 
 // SessionCookie returns the value of the browser's login session cookie,
 // "" when it has none.
-func (s *Server) SessionCookie(c echo.Context) string {
+func (h *Handler) SessionCookie(c echo.Context) string {
 	ck, err := c.Cookie(sessionCookie)
 	if err != nil {
 		return ""
@@ -141,8 +142,8 @@ func (s *Server) SessionCookie(c echo.Context) string {
 
 // CookiePath is the path of the server's cookies: server.base_url's path
 // followed by /oauth2/.
-func (s *Server) CookiePath() string { return s.cookiePath }
+func (h *Handler) CookiePath() string { return h.cookiePath }
 
 // SecureCookies reports whether the server's cookies are Secure
 // (Config.SecureCookies).
-func (s *Server) SecureCookies() bool { return s.cfg.SecureCookies }
+func (h *Handler) SecureCookies() bool { return h.cfg.SecureCookies }

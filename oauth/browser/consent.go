@@ -1,4 +1,4 @@
-package oauth
+package browser
 
 import (
 	"context"
@@ -8,114 +8,115 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/signd/signd/oauth"
 	"github.com/signd/signd/oauth/passwords"
 	"github.com/signd/signd/store"
 )
 
 // consent is POST /oauth2/consent: Deny ends the flow; Approve checks the
 // signing PIN when the profile asks for it and issues the code.
-func (s *Server) consent(c echo.Context) error {
-	f, err := s.loadFlow(c)
+func (h *Handler) consent(c echo.Context) error {
+	f, err := h.loadFlow(c)
 	if err != nil {
 		return err
 	}
 	if f.req.Stage != store.StageConsent {
-		return NewPageError(http.StatusBadRequest, f.req.Lang, "errorpage.answered")
+		return oauth.NewPageError(http.StatusBadRequest, f.req.Lang, "errorpage.answered")
 	}
 	ctx := c.Request().Context()
-	now := s.now()
-	if err := s.expired(f, now); err != nil {
-		return s.finish(c, f, err, nil)
+	now := h.now()
+	if err := h.expired(f, now); err != nil {
+		return h.finish(c, f, err, nil)
 	}
 	form := c.Request().PostForm
 	switch form.Get(fieldDecision) {
 	case decisionDeny:
-		return s.finish(c, f, Errorf(CodeAccessDenied, http.StatusForbidden, "Resource owner rejected consent"), nil)
+		return h.finish(c, f, oauth.Errorf(oauth.CodeAccessDenied, http.StatusForbidden, "Resource owner rejected consent"), nil)
 	case decisionApprove:
 	default:
-		return NewPageError(http.StatusBadRequest, f.req.Lang, "errorpage.request")
+		return oauth.NewPageError(http.StatusBadRequest, f.req.Lang, "errorpage.request")
 	}
 	// AuthenticationFailure: the login this consent continues must still
 	// be the browser's.
-	if ok, err := s.sameLogin(c, f, now); err != nil || !ok {
+	if ok, err := h.sameLogin(c, f, now); err != nil || !ok {
 		if err == nil {
-			s.log.Warn("consent refused: the login session is gone or another user's",
+			h.log.Warn("consent refused: the login session is gone or another user's",
 				"client_id", f.req.ClientID, "profile", f.req.Profile, "username", f.req.Username)
 			err = authenticationFailure()
 		}
-		return s.finish(c, f, err, nil)
+		return h.finish(c, f, err, nil)
 	}
-	user, err := s.loadUser(ctx, f.req.Username)
+	user, err := h.loadUser(ctx, f.req.Username)
 	if err != nil {
-		return s.finish(c, f, err, nil)
+		return h.finish(c, f, err, nil)
 	}
 	if user == nil || user.Status != store.UserActive || user.PasswordLocked {
-		return s.finish(c, f, Errorf(CodeAccessDenied, http.StatusForbidden, "The account is locked or disabled"), nil)
+		return h.finish(c, f, oauth.Errorf(oauth.CodeAccessDenied, http.StatusForbidden, "The account is locked or disabled"), nil)
 	}
 	// The world may have changed since the page was shown.
-	pr := s.request(f.client, user, &f.req.Grant)
+	pr := h.core.Request(f.client, user, &f.req.Grant)
 	if err := f.profile.CheckUser(ctx, pr); err != nil {
-		return s.finish(c, f, err, nil)
+		return h.finish(c, f, err, nil)
 	}
 	cons, err := f.profile.Consent(ctx, pr)
 	if err != nil {
-		return s.finish(c, f, err, nil)
+		return h.finish(c, f, err, nil)
 	}
 	if cons == nil {
 		// Nothing needs consent any more (the data the page showed is
 		// gone): the code records nothing approved.
 		f.req.Consented = nil
-		return s.issueCode(c, f, nil)
+		return h.issueCode(c, f, nil)
 	}
 	record, err := cons.Record()
 	if err != nil {
-		return s.finish(c, f, err, nil)
+		return h.finish(c, f, err, nil)
 	}
 	if !sameRecord(record, f.req.Consented) {
 		// The data changed after the page was shown: the user approves
 		// only what they saw, so show the new values and ask again.
-		return s.reshowConsent(c, f, cons, record)
+		return h.reshowConsent(c, f, cons, record)
 	}
 	if !cons.RequirePIN {
-		return s.issueCode(c, f, nil)
+		return h.issueCode(c, f, nil)
 	}
-	if err := s.pinUsable(user); err != nil {
-		return s.finish(c, f, err, nil)
+	if err := h.pinUsable(user); err != nil {
+		return h.finish(c, f, err, nil)
 	}
-	ok, refusal, err := s.checkPIN(ctx, user.Username, form.Get(fieldPIN))
+	ok, refusal, err := h.checkPIN(ctx, user.Username, form.Get(fieldPIN))
 	switch {
 	case errors.Is(err, passwords.ErrBusy):
-		return s.renderConsent(c, f, cons, "error.busy")
+		return h.renderConsent(c, f, cons, "error.busy")
 	case err != nil:
-		return s.finish(c, f, err, nil)
+		return h.finish(c, f, err, nil)
 	case refusal != nil:
-		return s.finish(c, f, refusal, nil)
+		return h.finish(c, f, refusal, nil)
 	case !ok:
-		return s.renderConsent(c, f, cons, "error.pin")
+		return h.renderConsent(c, f, cons, "error.pin")
 	}
 	// ConsentInvalidated: the PIN check takes a while; what the page showed
 	// must still be what is approved when the code is issued.
-	if err := s.consentStands(ctx, f); err != nil {
-		return s.finish(c, f, err, nil)
+	if err := h.consentStands(ctx, f); err != nil {
+		return h.finish(c, f, err, nil)
 	}
 	// The code is refused if the PIN is locked by the time it is issued or
 	// redeemed.
 	f.req.PINVerified = true
-	return s.issueCode(c, f, nil)
+	return h.issueCode(c, f, nil)
 }
 
 // consentInvalidated is the error of a consent whose data or credential
 // changed between the page and the code (server_error, the OpenID
 // profile's ConsentInvalidated).
-func consentInvalidated() *Error {
-	return Errorf(CodeServerError, http.StatusInternalServerError, "consent invalidated")
+func consentInvalidated() *oauth.Error {
+	return oauth.Errorf(oauth.CodeServerError, http.StatusInternalServerError, "consent invalidated")
 }
 
 // authenticationFailure is the error of a consent whose login session was
 // invalidated or could not be verified (server_error, the OpenID profile's
 // AuthenticationFailure).
-func authenticationFailure() *Error {
-	return Errorf(CodeServerError, http.StatusInternalServerError, "authentication failure")
+func authenticationFailure() *oauth.Error {
+	return oauth.Errorf(oauth.CodeServerError, http.StatusInternalServerError, "authentication failure")
 }
 
 // consentStands asks the profile again, after the PIN was checked, whether
@@ -123,17 +124,17 @@ func authenticationFailure() *Error {
 // anything the profile refuses, or a record other than the one the user
 // approved, is consentInvalidated. Errors that are not the profile's
 // answer (an unavailable store) are returned as they are.
-func (s *Server) consentStands(ctx context.Context, f *flow) error {
-	user, err := s.loadUser(ctx, f.req.Username)
+func (h *Handler) consentStands(ctx context.Context, f *flow) error {
+	user, err := h.loadUser(ctx, f.req.Username)
 	if err != nil {
 		return err
 	}
 	if user == nil {
 		return consentInvalidated()
 	}
-	pr := s.request(f.client, user, &f.req.Grant)
+	pr := h.core.Request(f.client, user, &f.req.Grant)
 	err = f.profile.CheckUser(ctx, pr)
-	var cons *Consent
+	var cons *oauth.Consent
 	if err == nil {
 		cons, err = f.profile.Consent(ctx, pr)
 	}
@@ -142,13 +143,13 @@ func (s *Server) consentStands(ctx context.Context, f *flow) error {
 		record, err = cons.Record()
 	}
 	switch {
-	case errors.As(err, new(*Error)):
+	case errors.As(err, new(*oauth.Error)):
 	case err != nil:
 		return err
 	case cons != nil && sameRecord(record, f.req.Consented):
 		return nil
 	}
-	s.log.Warn("consent refused: the data or credential changed after the page was shown",
+	h.log.Warn("consent refused: the data or credential changed after the page was shown",
 		"client_id", f.req.ClientID, "profile", f.req.Profile, "username", f.req.Username)
 	return consentInvalidated()
 }
@@ -157,13 +158,13 @@ func (s *Server) consentStands(ctx context.Context, f *flow) error {
 // live session of the request's user from the same login (the flow's
 // AuthTime): a session that was removed, expired, replaced by another
 // login or is missing cannot vouch for the consent.
-func (s *Server) sameLogin(c echo.Context, f *flow, now time.Time) (bool, error) {
+func (h *Handler) sameLogin(c echo.Context, f *flow, now time.Time) (bool, error) {
 	ck, err := c.Cookie(sessionCookie)
 	if err != nil || ck.Value == "" {
 		return false, nil
 	}
 	var sess *store.Session
-	err = s.store.View(c.Request().Context(), func(tx Tx) (err error) {
+	err = h.store.View(c.Request().Context(), func(tx oauth.Tx) (err error) {
 		sess, err = tx.Session(store.Fingerprint(ck.Value))
 		return err
 	})
@@ -192,18 +193,18 @@ func sameRecord(a, b store.ConsentRecord) bool {
 
 // reshowConsent stores the record of the consent page as it is now and
 // shows that page again with a notice that the details changed.
-func (s *Server) reshowConsent(c echo.Context, f *flow, cons *Consent, record store.ConsentRecord) error {
+func (h *Handler) reshowConsent(c echo.Context, f *flow, cons *oauth.Consent, record store.ConsentRecord) error {
 	f.req.Consented = record
-	err := s.store.Update(c.Request().Context(), func(tx Tx) error { return tx.PutAuthRequest(f.req) })
+	err := h.store.Update(c.Request().Context(), func(tx oauth.Tx) error { return tx.PutAuthRequest(f.req) })
 	if errors.Is(err, store.ErrNotFound) {
-		return NewPageError(http.StatusBadRequest, f.req.Lang, "errorpage.answered")
+		return oauth.NewPageError(http.StatusBadRequest, f.req.Lang, "errorpage.answered")
 	}
 	if err != nil {
-		return s.finish(c, f, err, nil)
+		return h.finish(c, f, err, nil)
 	}
-	s.log.Info("consent page shown again: the details changed after it was shown",
+	h.log.Info("consent page shown again: the details changed after it was shown",
 		"client_id", f.req.ClientID, "profile", f.req.Profile, "username", f.req.Username)
-	return s.renderConsent(c, f, cons, "error.changed")
+	return h.renderConsent(c, f, cons, "error.changed")
 }
 
 // checkPIN checks the signing PIN of username (passwords.Checker.CheckPIN:
@@ -212,8 +213,8 @@ func (s *Server) reshowConsent(c echo.Context, f *flow, cons *Consent, record st
 // at once; reaching that locks the PIN. A locked PIN, or one whose
 // remaining guesses are all in flight, is refused without hashing). refusal ends the flow
 // (access_denied); ok false without a refusal is a wrong PIN.
-func (s *Server) checkPIN(ctx context.Context, username, pin string) (ok bool, refusal *Error, err error) {
-	res, user, err := s.passwords.CheckPIN(ctx, username, pin, nil)
+func (h *Handler) checkPIN(ctx context.Context, username, pin string) (ok bool, refusal *oauth.Error, err error) {
+	res, user, err := h.passwords.CheckPIN(ctx, username, pin, nil)
 	switch {
 	case err != nil:
 		return false, nil, err
@@ -226,5 +227,5 @@ func (s *Server) checkPIN(ctx context.Context, username, pin string) (ok bool, r
 	case user != nil && user.Status == store.UserActive && !user.PasswordLocked:
 		return false, pinUsable(user), nil // no PIN set (any more)
 	}
-	return false, Errorf(CodeAccessDenied, http.StatusForbidden, "The account is locked or disabled"), nil
+	return false, oauth.Errorf(oauth.CodeAccessDenied, http.StatusForbidden, "The account is locked or disabled"), nil
 }
