@@ -17,6 +17,8 @@ type LockRefusal struct {
 
 func (r *LockRefusal) Error() string { return r.Msg }
 
+// AccountLocked is the refusal of a step whose account was locked or
+// disabled meanwhile (access_denied); msg is the log line.
 func AccountLocked(msg string) *LockRefusal {
 	return &LockRefusal{Errorf(CodeAccessDenied, http.StatusForbidden, "The account is locked or disabled"), msg}
 }

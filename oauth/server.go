@@ -207,6 +207,8 @@ func loginPolicy(g *store.Grant) LoginPolicy {
 	return p
 }
 
+// PromptString is the stored form of p (store.Grant.Prompt), the inverse
+// of the policy Request reads back.
 func PromptString(p Prompt) string {
 	switch p {
 	case PromptNone:

@@ -10,8 +10,9 @@ import (
 // Rate limits (ratelimit.*): the token endpoint per authenticated client
 // (Config.TokenLimit, checked once the client is authenticated), the login
 // form and the account page's login and change forms per remote address
-// (Config.FormLimit, one bucket for all of them, checked after the
-// cross-site check and before anything is read or hashed). The remote
+// (browser.Config.FormLimit, one bucket for all of them, checked after the
+// cross-site check and before anything is read or hashed: oauth/browser's
+// throttle.go). The remote
 // address is echo's RealIP, which believes X-Forwarded-For and X-Real-IP
 // only from server.trusted_proxies (cmd/signd's IPExtractor). The consent
 // form is not limited: it needs a pending request, which only a login

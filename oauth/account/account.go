@@ -79,8 +79,8 @@ type accountRow struct {
 	ValidFrom, ValidTo string
 }
 
-// Sessions is the authorization server's login session and form defences
-// that the account page shares; *oauth.Server is one.
+// Sessions is the browser flow's login session and form defences that the
+// account page shares; *browser.Handler is one.
 type Sessions interface {
 	// SessionUser returns the user of the browser's valid login session,
 	// or nil.
@@ -112,7 +112,7 @@ type Passwords interface {
 // Handler serves the account page. Fill the dependencies and call Mount.
 type Handler struct {
 	Backend   Backend          // required: the user's credentials (csc.Account)
-	Sessions  Sessions         // required: the authorization server
+	Sessions  Sessions         // required: the browser flow
 	Passwords Passwords        // required
 	Logger    *slog.Logger     // nil = discard
 	Now       func() time.Time // nil = time.Now

@@ -9,7 +9,7 @@
 // It uses the login of the authorization flows: the same password,
 // one-time code and lockout (oauth/passwords), the same login session
 // cookie and the same form defences (Fetch Metadata and Origin, the form
-// rate limit), which the authorization server lends it through Sessions;
+// rate limit), which the browser flow lends it through Sessions;
 // its pages are oauth/pages', its errors the server's page dialect. The
 // login form's CSRF token is a double-submit cookie (no session exists
 // yet); once signed in the token is derived from the session cookie's

@@ -14,8 +14,8 @@ import (
 // The login session (SSO): a login on the login page or the account page
 // opens one, a random cookie whose fingerprint names a store.Session; the
 // authorization flows skip the login page while it lasts, and the account
-// page shows the credentials of its user. Both pages' packages reach it
-// through the methods below.
+// page (oauth/account, through the exported methods below, its Sessions)
+// shows the credentials of its user.
 
 // sessionUser returns the user of a valid login session cookie and the
 // time they logged in, or nil: the session must exist and be unexpired, the
@@ -75,7 +75,7 @@ func (h *Handler) newSession(c echo.Context, username string, now time.Time) (wr
 }
 
 // SessionUser returns the user of the browser's valid login session at the
-// server's now, or nil (sessionUser).
+// handler's now, or nil (sessionUser).
 func (h *Handler) SessionUser(c echo.Context) (*store.User, error) {
 	u, _, err := h.sessionUser(c, h.now())
 	return u, err
@@ -140,10 +140,10 @@ func (h *Handler) SessionCookie(c echo.Context) string {
 	return ck.Value
 }
 
-// CookiePath is the path of the server's cookies: server.base_url's path
+// CookiePath is the path of the flow's cookies: server.base_url's path
 // followed by /oauth2/.
 func (h *Handler) CookiePath() string { return h.cookiePath }
 
-// SecureCookies reports whether the server's cookies are Secure
+// SecureCookies reports whether the flow's cookies are Secure
 // (Config.SecureCookies).
 func (h *Handler) SecureCookies() bool { return h.cfg.SecureCookies }
