@@ -36,6 +36,20 @@ deps: ## Install what is missing (SoftHSM2, OpenSSL, gcc, Chromium) with apt-get
 test: deps ## Run every test once under -race, against a real SoftHSM2 token and real bbolt files.
 	CGO_ENABLED=1 $(GO) test -race $(TESTFLAGS) $(PKGS)
 
+# The tests that depend on the token, run on each token of test-tokens.
+TOKEN_TESTS ?= ./hsm/
+TOKEN_JOURNEY ?= TestTokenJourney
+
+.PHONY: test-tokens
+test-tokens: ## The hsm tests and the daemon journey on opencryptoki's soft token, then on tpm2-pkcs11 over swtpm (root).
+	bash scripts/install-deps.sh --tokens --no-browser
+	@failed=""; for tok in opencryptoki tpm2; do \
+	  echo "== $$tok"; \
+	  softhsm-test/with-token.sh $$tok sh -c 'CGO_ENABLED=1 $(GO) test -race $(TESTFLAGS) $(TOKEN_TESTS); s=$$?; \
+	    CGO_ENABLED=1 $(GO) test -race $(TESTFLAGS) -run "$(TOKEN_JOURNEY)" ./cmd/signd/ && exit $$s' || failed="$$failed $$tok"; \
+	done; \
+	if [ -n "$$failed" ]; then echo "test-tokens failed on:$$failed"; exit 1; fi
+
 .PHONY: test-race
 test-race: ## Stress the concurrent parts (hsm pool and recovery, store) five times under -race.
 	CGO_ENABLED=1 $(GO) test -race -count=5 -timeout 15m ./hsm/ ./store/... ./cmd/signd/...

@@ -106,6 +106,12 @@ type PKCS11Config struct {
 	PINFile        string        `mapstructure:"pin_file"`
 	MaxSessions    int           `mapstructure:"max_sessions"`
 	AcquireTimeout time.Duration `mapstructure:"acquire_timeout"`
+	// Profile is how key templates treat usage flags: auto, strict or
+	// token-fixed-usage (hsm.Config.Profile).
+	Profile string `mapstructure:"profile"`
+	// RequireImmutableKeys refuses to enroll a key the token does not
+	// freeze (hsm.Config.RequireImmutableKeys).
+	RequireImmutableKeys bool `mapstructure:"require_immutable_keys"`
 }
 
 // LogConfig is the log.* section.

@@ -120,6 +120,10 @@ func Keys() []Key {
 			Usage: "size of the PKCS#11 session pool, 0 = GOMAXPROCS (0 to 1024)"},
 		{Name: "pkcs11.acquire_timeout", Default: 2 * time.Second,
 			Usage: "how long a request waits for a free PKCS#11 session"},
+		{Name: "pkcs11.profile", Default: "auto",
+			Usage: "key templates: auto (strict, then token-fixed-usage if the token refuses it), strict (every usage spelled out) or token-fixed-usage (decrypt and encrypt left to the token, as tpm2-pkcs11 needs)"},
+		{Name: "pkcs11.require_immutable_keys", Default: false,
+			Usage: "refuse to enroll a key the token does not freeze (its label can be rewritten, it can be copied, or it can decrypt, unwrap or derive); default: enroll it and warn"},
 
 		// log
 		{Name: "log.level", Default: "info", Flag: "log-level",

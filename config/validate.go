@@ -162,6 +162,7 @@ func (p *PKCS11Config) checks() []check {
 		{"pkcs11.pin_file", privateFile(p.PINFile)},
 		{"pkcs11.max_sessions", between(p.MaxSessions, 0, MaxSessions)},
 		{"pkcs11.acquire_timeout", positive(p.AcquireTimeout)},
+		{"pkcs11.profile", profile(p.Profile)},
 	}
 }
 
@@ -207,6 +208,15 @@ func between[T int | int64](n, lo, hi T) string {
 		return fmt.Sprintf("must be between %d and %d, got %d", lo, hi, n)
 	}
 	return ""
+}
+
+// profile accepts pkcs11.profile's values; "" (a Config built in code,
+// without Load's defaults) is auto.
+func profile(s string) string {
+	if s == "" {
+		return ""
+	}
+	return oneOf(s, "auto", "strict", "token-fixed-usage")
 }
 
 func oneOf(s string, allowed ...string) string {

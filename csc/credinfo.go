@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -128,6 +129,9 @@ func (h *Handler) credentialInfo(c echo.Context) error {
 
 	now := h.now()
 	algos, curve := keyAlgoInfo(cred.Algorithm)
+	if p, ok := h.Signer.(PSSReporter); ok && !p.SignsPSS() {
+		algos = slices.DeleteFunc(algos, func(oid string) bool { return oid == oidRSASSAPSS })
+	}
 	res := credentialInfoResponse{
 		Description: cred.Description,
 		Key: keyInfo{

@@ -40,6 +40,7 @@ const (
 	descDigestLength    = "Invalid digest value length"
 	descHashNotAuth     = "Hash is not authorized by the SAD."
 	descSADExpired      = "SAD expired"
+	descAlgoUnsupported = "Invalid parameter signAlgo: the signing device cannot make this algorithm with this credential's key"
 	descCredDisabled    = "The credential identified by credentialID is disabled"
 	descUserIDNotNull   = "userID parameter MUST be null"
 	descUnavailable     = "The signing service is temporarily unavailable, try again later"

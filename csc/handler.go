@@ -74,6 +74,21 @@ type Signer interface {
 	CheckKey(ctx context.Context, keyID []byte) error
 }
 
+// SchemeChecker is a Signer that can also tell, before anything is
+// spent, whether it can sign in a given scheme (*hsm.Token.CheckSign: the
+// mechanism, the PSS salt the token takes). signHash's preflight asks it
+// instead of CheckKey when the Signer has it.
+type SchemeChecker interface {
+	CheckSign(ctx context.Context, keyID []byte, opts crypto.SignerOpts) error
+}
+
+// PSSReporter is a Signer that says whether its token signs RSASSA-PSS
+// (*hsm.Token.SignsPSS). credentials/info lists no RSASSA-PSS for a
+// Signer that reports false.
+type PSSReporter interface {
+	SignsPSS() bool
+}
+
 // Revocation is the cached revocation status of certificate chains
 // (*certstatus.Checker satisfies it). Status only reads a cache: it is
 // called on the signing path.
@@ -139,6 +154,14 @@ type Handler struct {
 	// given back), so that the client's retry reaches another node.
 	// Checked before KeyUnusable. nil = never.
 	KeyMissing func(error) bool
+	// Unsupported reports whether a Signer error means that the HSM
+	// cannot make the requested algorithm with the credential's key (the
+	// token lacks the mechanism or refuses the parameters, such as
+	// tpm2-pkcs11 the longest RSASSA-PSS salt: hsm.ErrUnsupportedAlgorithm)
+	// while it works: 400 invalid_request naming signAlgo, the SAD not
+	// consumed (SchemeChecker) or given back. Checked before KeyUnusable.
+	// nil = never.
+	Unsupported func(error) bool
 	// NotSigned reports whether a SignDigests error proves that no
 	// signature was made (hsm.NotSigned). The SAD the request consumed is
 	// then given back. nil = never: the SAD stays spent.

@@ -150,8 +150,9 @@ func newEnvWith(t testing.TB, db fixtureStore, dbPath string, opts ...envOption)
 		KeyUnusable: func(err error) bool {
 			return errors.Is(err, hsm.ErrKeyNotFound) || errors.Is(err, hsm.ErrKeyPolicy)
 		},
-		NotSigned: hsm.NotSigned,
-		BaseURL:   "https://sign.example.com",
+		Unsupported: func(err error) bool { return errors.Is(err, hsm.ErrUnsupportedAlgorithm) },
+		NotSigned:   hsm.NotSigned,
+		BaseURL:     "https://sign.example.com",
 		Info: csc.InfoConfig{
 			Name: "signd test", Logo: "https://sign.example.com/logo.png", Region: "NL",
 			Lang: "en-US", Description: "test service",

@@ -2,6 +2,7 @@ package csc
 
 import (
 	"context"
+	"crypto"
 	"errors"
 	"net/http"
 	"runtime/trace"
@@ -18,6 +19,7 @@ const (
 	failureUnavailable                      // HSM busy or reconnecting: 503 with Retry-After
 	failureKey                              // the credential's key cannot sign, the HSM is fine: 400
 	failureKeyMissing                       // this node's HSM lacks the key (another node's may have it): 503
+	failureUnsupported                      // the HSM cannot make the requested algorithm with the key: 400
 )
 
 // classifySigner sorts a Signer error with the Unavailable, KeyMissing and
@@ -28,6 +30,8 @@ func (h *Handler) classifySigner(err error) signerFailure {
 		return failureUnavailable
 	case h.KeyMissing != nil && h.KeyMissing(err):
 		return failureKeyMissing
+	case h.Unsupported != nil && h.Unsupported(err):
+		return failureUnsupported
 	case h.KeyUnusable != nil && h.KeyUnusable(err):
 		return failureKey
 	}
@@ -39,7 +43,7 @@ func (f signerFailure) metricsOutcome() string {
 	switch f {
 	case failureUnavailable, failureKeyMissing:
 		return "unavailable"
-	case failureKey:
+	case failureKey, failureUnsupported:
 		return "refused"
 	}
 	return "error"
@@ -55,6 +59,8 @@ func (f signerFailure) auditReason() string {
 		return "signing key unusable in the HSM"
 	case failureKeyMissing:
 		return "signing key not available on this node"
+	case failureUnsupported:
+		return "signing algorithm not supported by the HSM for this key"
 	}
 	return "signing failed"
 }
@@ -67,6 +73,8 @@ func (f signerFailure) response(err error) error {
 	switch f {
 	case failureKey:
 		return badRequest(descCredDisabled)
+	case failureUnsupported:
+		return badRequest(descAlgoUnsupported)
 	case failureKeyMissing:
 		return &oauth.Error{Code: oauth.CodeTemporarilyUnavailable, Description: descKeyMissing,
 			Status: http.StatusServiceUnavailable, Header: retryLater()}
@@ -91,7 +99,10 @@ func (h *Handler) logKeyFailure(f signerFailure, credential string, err error) {
 // session free, the key known). A credential that is unknown, someone
 // else's, pending or disabled is not looked at: decide refuses it without
 // the HSM being asked anything.
-func (h *Handler) preflight(ctx context.Context, g *oauth.Grant, credentialID string) error {
+//
+// A SchemeChecker is asked for the request's scheme opts, so that an
+// algorithm the token cannot make with the key is refused here too.
+func (h *Handler) preflight(ctx context.Context, g *oauth.Grant, credentialID string, opts crypto.SignerOpts) error {
 	var keyID []byte
 	reg := trace.StartRegion(ctx, "preflight.view")
 	err := h.Store.View(ctx, func(tx Tx) error {
@@ -111,6 +122,9 @@ func (h *Handler) preflight(ctx context.Context, g *oauth.Grant, credentialID st
 		return err
 	}
 	defer trace.StartRegion(ctx, "preflight.checkkey").End()
+	if sc, ok := h.Signer.(SchemeChecker); ok {
+		return sc.CheckSign(ctx, keyID, opts)
+	}
 	return h.Signer.CheckKey(ctx, keyID)
 }
 

@@ -217,7 +217,7 @@ func (h *Handler) signHash(c echo.Context) error {
 	// Before any SAD is touched: can the HSM sign with this credential's
 	// key now? A request that cannot sign costs the user nothing.
 	reg = trace.StartRegion(ctx, "preflight")
-	err := h.preflight(ctx, g, req.credentialID)
+	err := h.preflight(ctx, g, req.credentialID, req.algo.opts)
 	reg.End()
 	if err != nil {
 		return h.preflightRefused(ctx, g, req, entry, err, &outcome)

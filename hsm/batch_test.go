@@ -78,7 +78,10 @@ func batchDigests(h crypto.Hash, name string, n int) [][]byte {
 // session, each signature verified by Go's crypto and OpenSSL.
 func TestSignDigestsOneSession(t *testing.T) {
 	tok, rec := openRecorded(t)
-	ec256, ec384, ec521 := ecKey(t, "P-256"), ecKey(t, "P-384"), ecKey(t, "P-521")
+	rsaKey := func(testing.TB) *KeyInfo { return sharedKey }
+	ec := func(curve string) func(testing.TB) *KeyInfo {
+		return func(t testing.TB) *KeyInfo { return ecKey(t, curve) }
+	}
 	pss := &rsa.PSSOptions{SaltLength: rsa.PSSSaltLengthEqualsHash, Hash: crypto.SHA256}
 	// The longest salt the key allows, as pyHanko asks: 222 bytes for
 	// RSA-2048 and SHA-256.
@@ -86,21 +89,26 @@ func TestSignDigestsOneSession(t *testing.T) {
 	pssMax := &rsa.PSSOptions{SaltLength: maxSalt, Hash: crypto.SHA256}
 	cases := []struct {
 		name, hash string
-		key        *KeyInfo
+		key        func(testing.TB) *KeyInfo
 		opts       crypto.SignerOpts
 	}{
-		{"PKCS#1 v1.5 SHA-256", "sha256", sharedKey, crypto.SHA256},
-		{"PSS SHA-256", "sha256", sharedKey, pss},
-		{"PSS SHA-256 longest salt", "sha256", sharedKey, pssMax},
-		{"ECDSA P-256", "sha256", ec256, crypto.SHA256},
-		{"ECDSA P-384 SHA-384", "sha384", ec384, crypto.SHA384},
-		{"ECDSA P-521 SHA-512", "sha512", ec521, crypto.SHA512},
+		{"PKCS#1 v1.5 SHA-256", "sha256", rsaKey, crypto.SHA256},
+		{"PSS SHA-256", "sha256", rsaKey, pss},
+		{"PSS SHA-256 longest salt", "sha256", rsaKey, pssMax},
+		{"ECDSA P-256", "sha256", ec("P-256"), crypto.SHA256},
+		{"ECDSA P-384 SHA-384", "sha384", ec("P-384"), crypto.SHA384},
+		{"ECDSA P-521 SHA-512", "sha512", ec("P-521"), crypto.SHA512},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
+			key := c.key(t)
+			if _, ok := c.opts.(*rsa.PSSOptions); ok {
+				mechanism(t, pkcs11.CKM_RSA_PKCS_PSS, "CKM_RSA_PKCS_PSS", 2048)
+			}
 			digests := batchDigests(c.opts.HashFunc(), c.name, 5)
-			sigs, err := tok.SignDigests(context.Background(), c.key.ID, c.opts, digests)
+			sigs, err := tok.SignDigests(context.Background(), key.ID, c.opts, digests)
 			if err != nil {
+				lacksIfUnsupported(t, c.name, err)
 				t.Fatal(err)
 			}
 			sessions, _ := rec.signed()
@@ -115,7 +123,7 @@ func TestSignDigestsOneSession(t *testing.T) {
 			p, isPSS := c.opts.(*rsa.PSSOptions)
 			for i, sig := range sigs {
 				var err error
-				switch pub := c.key.Public.(type) {
+				switch pub := key.Public.(type) {
 				case *rsa.PublicKey:
 					if isPSS {
 						salt := p.SaltLength
@@ -135,7 +143,7 @@ func TestSignDigestsOneSession(t *testing.T) {
 					t.Fatalf("signature %d (request order): %v", i, err)
 				}
 				if c.opts != pssMax { // opensslVerify expects the hash length
-					opensslVerify(t, c.key.Public, c.hash, isPSS, digests[i], sig)
+					opensslVerify(t, key.Public, c.hash, isPSS, digests[i], sig)
 				}
 			}
 		})

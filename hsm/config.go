@@ -20,8 +20,19 @@ type Config struct {
 	// entry per key ID signed with); 0 = DefaultKeyCacheSize. A key that
 	// was evicted is found again on its next use.
 	KeyCacheSize int
-	Logger       *slog.Logger // nil = discard
-	Metrics      Metrics      // nil = none
+	// Profile says how key templates treat usage flags: ProfileAuto
+	// (default), ProfileStrict or ProfileTokenFixedUsage; see the package
+	// documentation.
+	Profile string
+	// RequireImmutableKeys refuses to keep a key the token did not
+	// freeze: one whose CKA_LABEL a same-value C_SetAttributeValue could
+	// change, which C_CopyObject could copy, or to which the token gave
+	// decrypt, unwrap or derive. The
+	// half-made key is destroyed (ErrKeyNotFrozen). Without it such a key
+	// is kept and its defects are reported (KeyInfo.Defects, a warning).
+	RequireImmutableKeys bool
+	Logger               *slog.Logger // nil = discard
+	Metrics              Metrics      // nil = none
 	// Wrap, tests only, wraps the loaded module for fault injection (see
 	// package hsmtest). nil = the module as it is.
 	Wrap func(Ctx) Ctx
@@ -29,8 +40,8 @@ type Config struct {
 
 // String describes c with the PIN redacted.
 func (c Config) String() string {
-	return fmt.Sprintf("hsm.Config{Module:%q TokenLabel:%q PIN:%s MaxSessions:%d AcquireTimeout:%v MinRSABits:%d AllowImportedKeys:%v}",
-		c.Module, c.TokenLabel, redacted(c.PIN), c.MaxSessions, c.AcquireTimeout, c.MinRSABits, c.AllowImportedKeys)
+	return fmt.Sprintf("hsm.Config{Module:%q TokenLabel:%q PIN:%s MaxSessions:%d AcquireTimeout:%v MinRSABits:%d AllowImportedKeys:%v Profile:%q RequireImmutableKeys:%v}",
+		c.Module, c.TokenLabel, redacted(c.PIN), c.MaxSessions, c.AcquireTimeout, c.MinRSABits, c.AllowImportedKeys, c.Profile, c.RequireImmutableKeys)
 }
 
 // GoString is String, so %#v redacts too.
@@ -46,6 +57,8 @@ func (c Config) LogValue() slog.Value {
 		slog.Duration("acquire_timeout", c.AcquireTimeout),
 		slog.Int("min_rsa_bits", c.MinRSABits),
 		slog.Bool("allow_imported_keys", c.AllowImportedKeys),
+		slog.String("profile", c.Profile),
+		slog.Bool("require_immutable_keys", c.RequireImmutableKeys),
 	)
 }
 
@@ -55,6 +68,26 @@ func redacted(pin string) string {
 	}
 	return "[REDACTED]"
 }
+
+// Key template profiles (Config.Profile).
+const (
+	// ProfileAuto uses ProfileStrict and, when the token refuses that
+	// template (CKR_TEMPLATE_INCONSISTENT, CKR_ATTRIBUTE_VALUE_INVALID, or
+	// CKR_GENERAL_ERROR while the token still answers C_GetTokenInfo),
+	// retries once with ProfileTokenFixedUsage and keeps it for the
+	// Token's later keys. What the token then gave the key is read back
+	// and reported (KeyInfo.Defects).
+	ProfileAuto = "auto"
+	// ProfileStrict spells out every usage: CKA_SIGN/CKA_VERIFY true,
+	// CKA_DECRYPT, CKA_ENCRYPT, CKA_UNWRAP, CKA_WRAP, CKA_DERIVE and
+	// CKA_SIGN_RECOVER false.
+	ProfileStrict = "strict"
+	// ProfileTokenFixedUsage leaves CKA_ENCRYPT and CKA_DECRYPT unset,
+	// for tokens that set them themselves and refuse a differing value
+	// (tpm2-pkcs11 signs CKM_RSA_PKCS as a raw RSA decrypt, so its RSA
+	// signing keys can decrypt).
+	ProfileTokenFixedUsage = "token-fixed-usage"
+)
 
 // Metrics receives measurements; cmd adapts it to Prometheus. All methods
 // must be safe for concurrent use and must not block.

@@ -9,12 +9,68 @@
 // and ErrTokenUnavailable are "try again later", everything else is a
 // server error).
 //
+// # Capabilities
+//
+// Open asks the module and the token what they are and can do (C_GetInfo,
+// C_GetTokenInfo, C_GetMechanismList and C_GetMechanismInfo for the
+// mechanisms signd uses: CKM_RSA_PKCS_KEY_PAIR_GEN, CKM_RSA_PKCS,
+// CKM_RSA_PKCS_PSS, CKM_EC_KEY_PAIR_GEN, CKM_ECDSA), keeps the answer as
+// the Token's Capabilities and logs it once. Every use is adapted from
+// it, because real tokens differ from SoftHSM2: opencryptoki 3.8 reports
+// Cryptoki 2.20 and has no EC; tpm2-pkcs11 1.9 makes RSA up to 3072 bits,
+// fixes key usages itself and accepts writes to keys it says are frozen.
+// A key type or size the token lacks is refused before the token is asked
+// (ErrUnsupportedAlgorithm, naming the missing mechanism or size and the
+// key types the token can make).
+//
 // # Keys
 //
 // GenerateRSA makes 2048-, 3072- or 4096-bit key pairs and GenerateEC ECDSA
 // key pairs on P-256, P-384 or P-521 (CKM_EC_KEY_PAIR_GEN, CKA_EC_PARAMS) inside
 // the token with explicit templates: the private key is sensitive, never
-// extractable and can only sign. Key finds a private key by CKA_CLASS and
+// extractable, can only sign and is frozen (CKA_MODIFIABLE false,
+// CKA_COPYABLE false). The templates follow the token:
+//
+//   - CKA_COPYABLE (a v2.40 attribute) is set only for Cryptoki 2.40 and
+//     later, and left out for good once the token refuses it
+//     (CKR_ATTRIBUTE_TYPE_INVALID): a 2.20 token refuses the whole call.
+//   - Attributes are read in one C_GetAttributeValue and, when the token
+//     refuses one of them as unknown or sensitive, one at a time.
+//   - Config.Profile says how usages are set. ProfileStrict spells every
+//     usage out (CKA_DECRYPT, CKA_ENCRYPT, CKA_UNWRAP, CKA_WRAP, CKA_DERIVE,
+//     CKA_SIGN_RECOVER false). ProfileTokenFixedUsage leaves CKA_DECRYPT
+//     and CKA_ENCRYPT to the token (tpm2-pkcs11 sets them itself, refuses
+//     a differing value with CKR_GENERAL_ERROR, and signs CKM_RSA_PKCS as
+//     a raw RSA decrypt, so its signing keys must decrypt). ProfileAuto,
+//     the default, starts strict and, when the token refuses that
+//     template (CKR_TEMPLATE_INCONSISTENT, CKR_ATTRIBUTE_VALUE_INVALID, or
+//     CKR_GENERAL_ERROR while C_GetTokenInfo still answers), retries once
+//     with the token-fixed-usage template and keeps it. Detection by
+//     manufacturer was not chosen: a retry works on tokens nobody listed,
+//     and what the token then gave the key is checked anyway.
+//
+// A token refusal of the request while the token answers (a template,
+// mechanism, parameter or key size: CKR_ATTRIBUTE_VALUE_INVALID,
+// CKR_MECHANISM_INVALID, CKR_KEY_SIZE_RANGE, ...) is
+// ErrUnsupportedAlgorithm too, as is a generated key whose public half
+// does not parse (tpm2-pkcs11's P-521 CKA_EC_POINT); the key is destroyed.
+//
+// The freeze is tested, not read back: after generation the package
+// writes the key's own CKA_LABEL back with C_SetAttributeValue, which a
+// frozen key refuses (tpm2-pkcs11 accepts it although CKA_MODIFIABLE
+// reads false), tries a C_CopyObject into a session object, which it must
+// refuse as well (opencryptoki 3.8 does not know CKA_COPYABLE and copies
+// any key; the copy is destroyed at once), and reads the usages the
+// token really gave it
+// (CKA_DECRYPT, CKA_UNWRAP, CKA_DERIVE, CKA_SIGN_RECOVER). What the token
+// does not keep is KeyInfo.Defects and a warning naming the token and the
+// key; CheckKeys repeats the test for every key on the token (signd runs
+// it at start and for `signd hsm info`). With Config.RequireImmutableKeys
+// a key with defects is destroyed and refused (ErrKeyNotFrozen). A token
+// that reads back CKA_MODIFIABLE or CKA_COPYABLE true ignored the
+// template: that key is always refused (ErrKeyPolicy).
+//
+// Key finds a private key by CKA_CLASS and
 // CKA_ID (a certificate stored with ImportCertificate shares the ID), reads
 // its CKA_KEY_TYPE (RSA or EC; an EC key's point comes from its public key
 // object), caches its handle, and refuses keys that could not have been
@@ -31,7 +87,12 @@
 // a DER ECDSA-Sig-Value. Every signature is verified with the public key
 // before it is returned (a fault attack on RSA-CRT or on an ECDSA nonce
 // never leaves the package); a failure before the token returned a
-// signature is NotSigned.
+// signature is NotSigned. A scheme the token refuses at C_SignInit (a PSS
+// salt: tpm2-pkcs11 refuses the longest) is ErrUnsupportedAlgorithm and
+// remembered per key size; CheckSign, the check before a caller spends
+// anything, refuses it then, and tries a PSS scheme it has not seen with
+// C_SignInit alone on a session it then closes, so no signature is made.
+// SignsPSS says whether the token has CKM_RSA_PKCS_PSS at all.
 //
 // # Sessions
 //
@@ -42,6 +103,15 @@
 // (Config.MaxSessions, default GOMAXPROCS); when none becomes free within
 // Config.AcquireTimeout or before the context ends, they fail with ErrBusy.
 // The package never calls C_Logout and never unloads (dlclose) the module.
+//
+// A session's number is not its identity: opencryptoki and tpm2-pkcs11
+// give the number of a closed session to the next one opened (SoftHSM2
+// never does), so a number that answers C_GetSessionInfo may be another
+// session now, even the Token's own persistent one. Each session is kept
+// with the serial of the C_OpenSession that returned it, in a registry of
+// the module (shared by the Tokens on it); a session whose number was
+// handed out again is dead and is dropped without C_CloseSession, which
+// would close the other one.
 //
 // # Recovery
 //
@@ -55,10 +125,17 @@
 // is believed only while the token answers C_GetTokenInfo: SoftHSM2 finds
 // nothing, without an error, on a token whose files vanished.
 //
+// Ambiguous return values (CKR_GENERAL_ERROR, CKR_FUNCTION_FAILED,
+// CKR_DEVICE_MEMORY) are decided by evidence: a C_GetTokenInfo follows,
+// and only when it fails too is the error a device error; while the token
+// answers, the one request was refused (caller class; tpm2-pkcs11 answers
+// a template it does not like with CKR_GENERAL_ERROR). From
+// C_GetTokenInfo itself they are device errors.
+//
 // A device-class error (CKR_DEVICE_ERROR, CKR_DEVICE_REMOVED,
-// CKR_TOKEN_NOT_PRESENT, CKR_GENERAL_ERROR, CKR_SLOT_ID_INVALID,
-// CKR_CRYPTOKI_NOT_INITIALIZED, ...) from any call on any path marks the
-// token unavailable at once: calls fail fast with ErrTokenUnavailable,
+// CKR_TOKEN_NOT_PRESENT, CKR_SLOT_ID_INVALID,
+// CKR_CRYPTOKI_NOT_INITIALIZED, a confirmed ambiguous code, ...) from any
+// call on any path marks the token unavailable at once: calls fail fast with ErrTokenUnavailable,
 // without waiting for a lock, while a background goroutine finalizes and
 // initializes the module again (a module lists only the tokens present at
 // C_Initialize), finds the token by label, logs in and starts a fresh

@@ -67,7 +67,7 @@ func ecPublic(params, point []byte) (*ecdsa.PublicKey, error) {
 		return nil, err
 	}
 	if len(point) == 0 {
-		return nil, errors.New("hsm: EC key without CKA_EC_POINT")
+		return nil, fmt.Errorf("%w: EC key without CKA_EC_POINT", errUnusablePublic)
 	}
 	var raw []byte
 	if rest, err := asn1.Unmarshal(point, &raw); err != nil || len(rest) != 0 {
@@ -75,9 +75,19 @@ func ecPublic(params, point []byte) (*ecdsa.PublicKey, error) {
 	}
 	pub, err := ecdsa.ParseUncompressedPublicKey(curve, raw)
 	if err != nil {
-		return nil, fmt.Errorf("hsm: EC key with an unusable CKA_EC_POINT: %w", err)
+		return nil, fmt.Errorf("%w: EC key with an unusable CKA_EC_POINT: %w", errUnusablePublic, err)
 	}
 	return pub, nil
+}
+
+// errUnusablePublic means the token returned a public key that does not
+// parse (tpm2-pkcs11 1.9 returns a malformed CKA_EC_POINT for P-521).
+var errUnusablePublic = errors.New("hsm: unusable public key")
+
+// IsEC reports whether pub is an ECDSA public key.
+func IsEC(pub crypto.PublicKey) bool {
+	_, ok := pub.(*ecdsa.PublicKey)
+	return ok
 }
 
 // keyBits is the size of a public key: the RSA modulus or the EC curve.
@@ -119,6 +129,9 @@ func (t *Token) GenerateEC(ctx context.Context, label string, curve elliptic.Cur
 	if err != nil {
 		return nil, err
 	}
+	if err := t.caps.CheckEC(curve); err != nil {
+		return nil, fmt.Errorf("hsm: generate EC key: %w", err)
+	}
 	pubT := []*pkcs11.Attribute{
 		pkcs11.NewAttribute(pkcs11.CKA_CLASS, pkcs11.CKO_PUBLIC_KEY),
 		pkcs11.NewAttribute(pkcs11.CKA_KEY_TYPE, pkcs11.CKK_EC),
@@ -129,7 +142,8 @@ func (t *Token) GenerateEC(ctx context.Context, label string, curve elliptic.Cur
 		pkcs11.NewAttribute(pkcs11.CKA_MODIFIABLE, false),
 	}
 	mech := pkcs11.NewMechanism(pkcs11.CKM_EC_KEY_PAIR_GEN, nil)
-	return t.generate(ctx, "EC", label, mech, pubT, pkcs11.CKK_EC, func(pub crypto.PublicKey) error {
+	what := fmt.Sprintf("an EC key on %s (%d bits)", curve.Params().Name, curve.Params().BitSize)
+	return t.generate(ctx, "EC", what, label, mech, pubT, pkcs11.CKK_EC, func(pub crypto.PublicKey) error {
 		if p, ok := pub.(*ecdsa.PublicKey); !ok || p.Curve != curve {
 			return fmt.Errorf("hsm: token generated %T, asked for an EC key on %s", pub, curve.Params().Name)
 		}

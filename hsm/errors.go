@@ -41,6 +41,11 @@ var (
 	// inside the token (unless Config.AllowImportedKeys).
 	ErrKeyPolicy = errors.New("hsm: key violates the key policy")
 
+	// ErrKeyNotFrozen means Config.RequireImmutableKeys refused a new key
+	// the token did not freeze (KeyInfo.Defects); the key was destroyed.
+	// It wraps ErrKeyPolicy.
+	ErrKeyNotFrozen = fmt.Errorf("%w: the token does not freeze its keys", ErrKeyPolicy)
+
 	// ErrWeakKey means the key is smaller than Config.MinRSABits. It wraps
 	// ErrKeyPolicy.
 	ErrWeakKey = fmt.Errorf("%w: RSA modulus too small", ErrKeyPolicy)
@@ -48,8 +53,13 @@ var (
 	// ErrBadDigest means the digest length does not match the hash.
 	ErrBadDigest = errors.New("hsm: digest length does not match the hash")
 
-	// ErrUnsupportedAlgorithm means a hash other than SHA-256/384/512, PSS
-	// options, a non-RSA key, or an RSA size other than 2048/3072/4096 bits.
+	// ErrUnsupportedAlgorithm means a hash other than SHA-256/384/512, a
+	// PSS salt other than the hash length or the key's maximum, a key type
+	// or size other than RSA 2048/3072/4096 and EC P-256/384/521, or one
+	// the token cannot do: it lacks the mechanism or the key size
+	// (Capabilities), or it refused the template, mechanism or parameters
+	// while it still answers. The error names what is missing. It is the
+	// caller's error; the token stays available.
 	ErrUnsupportedAlgorithm = errors.New("hsm: unsupported algorithm")
 
 	// ErrCertKeyMismatch means a certificate's public key is not the HSM
@@ -132,6 +142,12 @@ const (
 	recoverLogin                   // login class: login or handles lost; re-login, flush the cache, retry once
 	recoverDevice                  // device class: the token is gone; mark it unavailable at once, reconnect in the background
 	recoverPIN                     // PIN class: the PIN was refused; fatal, never retried
+	// confirm class: ambiguous (CKR_GENERAL_ERROR, CKR_FUNCTION_FAILED,
+	// CKR_DEVICE_MEMORY). Device class only when C_GetTokenInfo fails
+	// too; while the token answers, a refusal of this one request (caller
+	// class). tpm2-pkcs11 answers a key template it does not like with
+	// CKR_GENERAL_ERROR.
+	recoverConfirm
 )
 
 // String names the class, for logs and tests.
@@ -145,6 +161,8 @@ func (r recovery) String() string {
 		return "device"
 	case recoverPIN:
 		return "pin"
+	case recoverConfirm:
+		return "confirm"
 	}
 	return "caller"
 }
@@ -167,13 +185,12 @@ var ckrClass = map[uint]recovery{
 	// tokens come and go): find the token by label again.
 	pkcs11.CKR_SLOT_ID_INVALID: recoverDevice,
 	// SoftHSM2 answers a token whose files vanished with
-	// CKR_GENERAL_ERROR; the standard calls it unrecoverable.
-	pkcs11.CKR_GENERAL_ERROR: recoverDevice,
-	// "Could not be performed, no detail": one operation failed; signd
-	// cannot tell a bad key from a bad token, so it fails the operation
-	// only. A device that is really gone fails the next call with a
-	// device code.
-	pkcs11.CKR_FUNCTION_FAILED:            recoverNone,
+	// CKR_GENERAL_ERROR, the standard calls it unrecoverable, and
+	// tpm2-pkcs11 answers a key template it does not like with it: the
+	// evidence decides (C_GetTokenInfo). Likewise "could not be
+	// performed, no detail" and "the token's memory is full".
+	pkcs11.CKR_GENERAL_ERROR:              recoverConfirm,
+	pkcs11.CKR_FUNCTION_FAILED:            recoverConfirm,
 	pkcs11.CKR_ARGUMENTS_BAD:              recoverNone,
 	pkcs11.CKR_NO_EVENT:                   recoverNone,
 	pkcs11.CKR_NEED_TO_CREATE_THREADS:     recoverDevice, // C_Initialize: the module cannot run here
@@ -186,7 +203,7 @@ var ckrClass = map[uint]recovery{
 	pkcs11.CKR_DATA_INVALID:               recoverNone,
 	pkcs11.CKR_DATA_LEN_RANGE:             recoverNone,
 	pkcs11.CKR_DEVICE_ERROR:               recoverDevice,
-	pkcs11.CKR_DEVICE_MEMORY:              recoverDevice,
+	pkcs11.CKR_DEVICE_MEMORY:              recoverConfirm,
 	pkcs11.CKR_DEVICE_REMOVED:             recoverDevice,
 	pkcs11.CKR_ENCRYPTED_DATA_INVALID:     recoverNone,
 	pkcs11.CKR_ENCRYPTED_DATA_LEN_RANGE:   recoverNone,
@@ -274,7 +291,13 @@ var ckrClass = map[uint]recovery{
 // classify maps an error to its recovery: the class of the PKCS#11 return
 // value it carries (ckrClass), or, for the package's own conditions, the
 // class they stand for.
+//
+// A confirm-class code is device class when C_GetTokenInfo itself
+// returned it (the confirmation failed), caller class once a refusal was
+// confirmed (refusedError), and confirm class otherwise: Token.failed
+// asks the token.
 func classify(err error) recovery {
+	var refused *refusedError
 	switch {
 	case err == nil:
 		return recoverNone
@@ -282,8 +305,15 @@ func classify(err error) recovery {
 		return recoverLogin
 	case errors.Is(err, errTokenGone):
 		return recoverDevice
+	case errors.As(err, &refused):
+		return recoverNone
 	}
-	return ckrClass[rv(err)]
+	c := ckrClass[rv(err)]
+	var ce *ckrError
+	if c == recoverConfirm && errors.As(err, &ce) && ce.fn == "C_GetTokenInfo" {
+		return recoverDevice
+	}
+	return c
 }
 
 // errTokenGone means the token did not answer C_GetTokenInfo where an

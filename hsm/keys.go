@@ -22,6 +22,10 @@ type KeyInfo struct {
 	Label  string           // CKA_LABEL, for humans; keys are found by ID
 	Bits   int              // RSA modulus size or EC curve size
 	Public crypto.PublicKey // *rsa.PublicKey or *ecdsa.PublicKey
+	// Defects says how the token fails to freeze the key, one phrase
+	// each ("CKA_LABEL can be changed", "can decrypt"); empty when it
+	// keeps the promise. Filled by GenerateRSA, GenerateEC and CheckKeys.
+	Defects []string
 }
 
 // idLen is the length of the CKA_ID GenerateRSA chooses.
@@ -285,22 +289,48 @@ func attrUint(v []byte) uint {
 
 // attrs reads the attributes types of h. Attributes the token does not
 // return are absent from the map.
+//
+// One call reads them all. When the token refuses that call because one
+// of them is unknown to it or sensitive (CKR_ATTRIBUTE_TYPE_INVALID, as
+// opencryptoki answers for CKA_COPYABLE, or CKR_ATTRIBUTE_SENSITIVE;
+// miekg/pkcs11 then returns nothing at all), they are read one at a time
+// and the refused ones are left out.
 func (t *Token) attrs(s pkcs11.SessionHandle, h pkcs11.ObjectHandle, types ...uint) (map[uint][]byte, error) {
+	v := make(map[uint][]byte, len(types))
+	err := t.readAttrs(s, h, types, v)
+	if len(types) == 1 || !attrRefused(err) {
+		return v, err
+	}
+	for _, typ := range types {
+		if err := t.readAttrs(s, h, []uint{typ}, v); err != nil && !attrRefused(err) {
+			return nil, err
+		}
+	}
+	return v, nil
+}
+
+func (t *Token) readAttrs(s pkcs11.SessionHandle, h pkcs11.ObjectHandle, types []uint, into map[uint][]byte) error {
 	tmpl := make([]*pkcs11.Attribute, len(types))
 	for i, typ := range types {
 		tmpl[i] = pkcs11.NewAttribute(typ, nil)
 	}
 	got, err := t.lib.GetAttributeValue(s, h, tmpl)
 	if err != nil {
-		return nil, ckr("C_GetAttributeValue", err)
+		return ckr("C_GetAttributeValue", err)
 	}
-	v := make(map[uint][]byte, len(got))
 	for _, a := range got {
 		if a != nil && a.Value != nil {
-			v[a.Type] = a.Value
+			into[a.Type] = a.Value
 		}
 	}
-	return v, nil
+	return nil
+}
+
+// attrRefused reports whether err is a C_GetAttributeValue refusal of an
+// attribute rather than of the object or session.
+func attrRefused(err error) bool {
+	c := rv(err)
+	return c == pkcs11.CKR_ATTRIBUTE_TYPE_INVALID || c == pkcs11.CKR_ATTRIBUTE_SENSITIVE
 }
 
 // checkPolicy decides whether a key may sign.
@@ -367,8 +397,12 @@ func (t *Token) GenerateRSA(ctx context.Context, label string, bits int) (*KeyIn
 	if bits < t.minRSABits {
 		return nil, fmt.Errorf("%w: RSA-%d, at least %d bits required", ErrWeakKey, bits, t.minRSABits)
 	}
+	if err := t.caps.CheckRSA(bits); err != nil {
+		return nil, fmt.Errorf("hsm: generate RSA key: %w", err)
+	}
 	mech := pkcs11.NewMechanism(pkcs11.CKM_RSA_PKCS_KEY_PAIR_GEN, nil)
-	return t.generate(ctx, "RSA", label, mech, publicTemplate(bits), pkcs11.CKK_RSA, func(pub crypto.PublicKey) error {
+	what := fmt.Sprintf("an RSA-%d key (%d bits)", bits, bits)
+	return t.generate(ctx, "RSA", what, label, mech, publicTemplate(bits), pkcs11.CKK_RSA, func(pub crypto.PublicKey) error {
 		p, ok := pub.(*rsa.PublicKey)
 		if !ok || p.N.BitLen() != bits || p.E != 65537 {
 			return fmt.Errorf("hsm: token generated RSA-%d with exponent %d, asked for RSA-%d with 65537", keyBits(pub), rsaExponent(pub), bits)
@@ -385,10 +419,18 @@ func rsaExponent(pub crypto.PublicKey) int {
 }
 
 // generate generates a key pair of keyType with mech, the public key
-// template pubT (CKA_ID and CKA_LABEL are added) and the fixed private key
-// template; want checks the public key read back. kind names the key type
-// in logs and errors.
-func (t *Token) generate(ctx context.Context, kind, label string, mech *pkcs11.Mechanism, pubT []*pkcs11.Attribute, keyType uint, want func(crypto.PublicKey) error) (*KeyInfo, error) {
+// template pubT (CKA_ID and CKA_LABEL are added) and the private key
+// template of the Token's profile; want checks the public key read back.
+// kind names the key type in logs and errors, what the key asked for
+// ("RSA-2048 (2048 bits)", "P-256") in refusals.
+//
+// The templates follow the token (see templateOptions): CKA_COPYABLE only
+// for Cryptoki 2.40 and later, and dropped for good when the token
+// refuses it (CKR_ATTRIBUTE_TYPE_INVALID); under ProfileAuto a refused
+// strict template is retried once with the token-fixed-usage one. A
+// refusal the token still answers for is ErrUnsupportedAlgorithm, naming
+// what was asked.
+func (t *Token) generate(ctx context.Context, kind, what, label string, mech *pkcs11.Mechanism, pubT []*pkcs11.Attribute, keyType uint, want func(crypto.PublicKey) error) (*KeyInfo, error) {
 	if err := checkLabel(label); err != nil {
 		return nil, err
 	}
@@ -421,51 +463,239 @@ func (t *Token) generate(ctx context.Context, kind, label string, mech *pkcs11.M
 		if len(hs) > 0 {
 			return fmt.Errorf("hsm: random key ID %x already in use", id)
 		}
-		pubH, privH, err := t.lib.GenerateKeyPair(s, []*pkcs11.Mechanism{mech}, pubT, privateTemplate(id, label, keyType))
+		pubH, privH, err := t.generatePair(s, what, mech, pubT, id, label, keyType)
 		if err != nil {
-			return ckr("C_GenerateKeyPair", err)
+			return err
 		}
-		pub, err := t.checkGenerated(s, privH, want)
+		pub, defects, err := t.checkGenerated(s, privH, label, want)
+		if errors.Is(err, errUnusablePublic) {
+			err = &refusedError{fmt.Errorf("%w: %s made %s whose public key is unusable: %w", ErrUnsupportedAlgorithm, t.caps.token(), what, err)}
+		}
+		if err == nil && len(defects) > 0 && t.requireFrozen {
+			err = fmt.Errorf("%w: %s: %s (pkcs11.require_immutable_keys)", ErrKeyNotFrozen, t.caps.token(), strings.Join(defects, ", "))
+		}
 		if err != nil {
 			// Best effort on this session; it may be the reason.
 			_ = t.lib.DestroyObject(s, privH)
 			_ = t.lib.DestroyObject(s, pubH)
 			return fmt.Errorf("generated key %x (destroyed): %w", id, err)
 		}
-		info = &KeyInfo{ID: id, Label: label, Bits: keyBits(pub), Public: pub}
+		info = &KeyInfo{ID: id, Label: label, Bits: keyBits(pub), Public: pub, Defects: defects}
 		return nil
 	})
 	if err != nil {
 		return nil, err
 	}
 	t.log.Info("hsm: generated key pair", "type", kind, "token", t.label, "label", label, "id", fmt.Sprintf("%x", id), "bits", info.Bits)
+	if len(info.Defects) > 0 {
+		t.warnDefects(info)
+	}
 	return info, nil
+}
+
+// warnDefects logs that the token does not freeze key k.
+func (t *Token) warnDefects(k *KeyInfo) {
+	t.log.Warn("hsm: the token does not freeze this key: anyone with the user PIN can use or change it beyond signing",
+		"token", t.label, "manufacturer", t.caps.Manufacturer, "model", t.caps.Model,
+		"label", k.Label, "id", fmt.Sprintf("%x", k.ID), "defects", strings.Join(k.Defects, ", "))
+}
+
+// generatePair calls C_GenerateKeyPair with the templates of the Token's
+// profile, adapting them once per kind of refusal (see generate).
+func (t *Token) generatePair(s pkcs11.SessionHandle, what string, mech *pkcs11.Mechanism, pubT []*pkcs11.Attribute, id []byte, label string, keyType uint) (pkcs11.ObjectHandle, pkcs11.ObjectHandle, error) {
+	for {
+		o := t.templateOptions()
+		pubH, privH, err := t.lib.GenerateKeyPair(s, []*pkcs11.Mechanism{mech}, o.apply(pubT), o.apply(privateTemplate(id, label, keyType)))
+		if err == nil {
+			return pubH, privH, nil
+		}
+		err = ckr("C_GenerateKeyPair", err)
+		switch {
+		case o.copyable && rv(err) == pkcs11.CKR_ATTRIBUTE_TYPE_INVALID:
+			t.noCopyable.Store(true)
+			t.log.Info("hsm: the token does not know CKA_COPYABLE; key templates leave it out", "token", t.label, "cryptoki", t.caps.CryptokiVersion)
+			continue
+		case !o.fixedUsage && t.profile == ProfileAuto && templateRefusal(rv(err)):
+			if gone := t.answers(); gone != nil {
+				return 0, 0, fmt.Errorf("%w: %w (then %w)", errTokenGone, err, gone)
+			}
+			t.fixedUsage.Store(true)
+			t.log.Warn("hsm: the token refused a key template that switches decrypt and encrypt off; it sets usages itself (pkcs11.profile token-fixed-usage)",
+				"token", t.label, "manufacturer", t.caps.Manufacturer, "model", t.caps.Model, "error", err)
+			continue
+		}
+		return 0, 0, t.refused(what, err)
+	}
+}
+
+// templateRefusal reports whether code is how tokens refuse a template
+// whose usages differ from the ones they fix: tpm2-pkcs11 answers
+// CKR_GENERAL_ERROR ("User specified and TPM specified attr mismatch").
+func templateRefusal(code uint) bool {
+	switch code {
+	case pkcs11.CKR_TEMPLATE_INCONSISTENT, pkcs11.CKR_ATTRIBUTE_VALUE_INVALID, pkcs11.CKR_GENERAL_ERROR:
+		return true
+	}
+	return false
+}
+
+// refusalCodes are the return values with which a token that answers
+// refuses a request it cannot do: a mechanism, a parameter, a key size or
+// a template. They are the caller's problem (ErrUnsupportedAlgorithm),
+// never the token's.
+var refusalCodes = map[uint]bool{
+	pkcs11.CKR_ATTRIBUTE_TYPE_INVALID:  true,
+	pkcs11.CKR_ATTRIBUTE_VALUE_INVALID: true,
+	pkcs11.CKR_TEMPLATE_INCONSISTENT:   true,
+	pkcs11.CKR_TEMPLATE_INCOMPLETE:     true,
+	pkcs11.CKR_MECHANISM_INVALID:       true,
+	pkcs11.CKR_MECHANISM_PARAM_INVALID: true,
+	pkcs11.CKR_KEY_SIZE_RANGE:          true,
+	pkcs11.CKR_CURVE_NOT_SUPPORTED:     true,
+	pkcs11.CKR_DOMAIN_PARAMS_INVALID:   true,
+	pkcs11.CKR_FUNCTION_NOT_SUPPORTED:  true,
+	pkcs11.CKR_KEY_TYPE_INCONSISTENT:   true,
+}
+
+// refused turns a refusal (refusalCodes, or an ambiguous code while the
+// token still answers C_GetTokenInfo) into ErrUnsupportedAlgorithm naming
+// what was asked; other errors pass through. Called inside run.
+func (t *Token) refused(what string, err error) error {
+	code := rv(err)
+	if !refusalCodes[code] {
+		if ckrClass[code] != recoverConfirm {
+			return err
+		}
+		if gone := t.answers(); gone != nil {
+			return fmt.Errorf("%w: %w (then C_GetTokenInfo: %w)", errTokenGone, err, gone)
+		}
+	}
+	return &refusedError{fmt.Errorf("%w: %s refused %s: %w", ErrUnsupportedAlgorithm, t.caps.token(), what, err)}
+}
+
+// answers asks the token for its info: nil when it answers. Called
+// inside run (or under t.mu and t.mod.mu.RLock).
+func (t *Token) answers() error {
+	_, err := t.lib.GetTokenInfo(t.slot)
+	return ckr("C_GetTokenInfo", err)
+}
+
+// refusedError is a refusal confirmed by a token that still answers: caller
+// class, whatever its return value.
+type refusedError struct{ err error }
+
+func (e *refusedError) Error() string { return e.err.Error() }
+func (e *refusedError) Unwrap() error { return e.err }
+
+// templateOptions are the adaptations of the key templates to the token.
+type templateOptions struct {
+	copyable   bool // CKA_COPYABLE false is set
+	fixedUsage bool // CKA_ENCRYPT and CKA_DECRYPT are left to the token
+}
+
+func (t *Token) templateOptions() templateOptions {
+	return templateOptions{copyable: !t.noCopyable.Load(), fixedUsage: t.fixedUsage.Load()}
+}
+
+// adaptTemplates sets the template options the capabilities call for:
+// no CKA_COPYABLE before Cryptoki 2.40 (it is a 2.40 attribute;
+// opencryptoki 3.8 reports 2.20 and refuses it), and the usage profile.
+func (t *Token) adaptTemplates() {
+	if !t.caps.AtLeast(2, 40) {
+		t.noCopyable.Store(true)
+	}
+	if t.profile == ProfileTokenFixedUsage {
+		t.fixedUsage.Store(true)
+	}
+	t.caps.Profile = t.profile
+}
+
+// apply returns tmpl without the attributes o leaves out.
+func (o templateOptions) apply(tmpl []*pkcs11.Attribute) []*pkcs11.Attribute {
+	return slices.DeleteFunc(slices.Clone(tmpl), func(a *pkcs11.Attribute) bool {
+		switch a.Type {
+		case pkcs11.CKA_COPYABLE:
+			return !o.copyable
+		case pkcs11.CKA_ENCRYPT, pkcs11.CKA_DECRYPT:
+			return o.fixedUsage
+		}
+		return false
+	})
 }
 
 // checkGenerated reads the new key pair back (the private key's public
 // half, from the private object for RSA, from the public object for EC),
-// checks it with want, and checks that the private key got the template.
-func (t *Token) checkGenerated(s pkcs11.SessionHandle, privH pkcs11.ObjectHandle, want func(crypto.PublicKey) error) (crypto.PublicKey, error) {
+// checks it with want, checks that the private key got the template, and
+// returns what the token does not keep of the freeze (freezeDefects).
+func (t *Token) checkGenerated(s pkcs11.SessionHandle, privH pkcs11.ObjectHandle, label string, want func(crypto.PublicKey) error) (crypto.PublicKey, []string, error) {
 	a, err := t.readKeyAttrs(s, privH)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if err := want(a.pub); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if err := checkPolicy(a, keyBits(a.pub), false); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	// A token that silently ignores the freeze would leave a key anyone
-	// with the user PIN can relabel or clone.
+	// A token that says it ignored the freeze would leave a key anyone
+	// with the user PIN can relabel or clone: refused. A token that says
+	// it kept it but does not is found out by freezeDefects.
 	v, err := t.attrs(s, privH, pkcs11.CKA_MODIFIABLE, pkcs11.CKA_COPYABLE)
+	if err != nil {
+		return nil, nil, err
+	}
+	if attrBool(v[pkcs11.CKA_MODIFIABLE]) || attrBool(v[pkcs11.CKA_COPYABLE]) {
+		return nil, nil, fmt.Errorf("%w: the token left the new private key modifiable or copyable", ErrKeyPolicy)
+	}
+	defects, err := t.freezeDefects(s, privH, label)
+	return a.pub, defects, err
+}
+
+// freezeDefects tests the freeze of the private key h, labelled label:
+// a C_SetAttributeValue of CKA_LABEL with its own value must be refused
+// (tpm2-pkcs11 accepts it while CKA_MODIFIABLE reads false), so must a
+// C_CopyObject into a session object (opencryptoki accepts it), and the
+// token must not have given the key a usage beyond signing (CKA_DECRYPT,
+// CKA_UNWRAP, CKA_DERIVE, CKA_SIGN_RECOVER; a TPM signs PKCS#1 v1.5 as a
+// raw RSA decrypt, so it gives RSA keys decrypt). The same-value write
+// changes nothing where it is accepted.
+func (t *Token) freezeDefects(s pkcs11.SessionHandle, h pkcs11.ObjectHandle, label string) ([]string, error) {
+	var defects []string
+	if err := t.lib.SetAttributeValue(s, h, []*pkcs11.Attribute{pkcs11.NewAttribute(pkcs11.CKA_LABEL, label)}); err == nil {
+		defects = append(defects, "CKA_LABEL can be changed (C_SetAttributeValue accepted)")
+	} else if c := classify(err); c == recoverSession || c == recoverLogin || c == recoverDevice {
+		return nil, ckr("C_SetAttributeValue", err)
+	}
+	// A copy into a session object (gone with the session, destroyed at
+	// once) must be refused too: opencryptoki 3.8 does not know
+	// CKA_COPYABLE and copies any key.
+	if cp, err := t.lib.CopyObject(s, h, []*pkcs11.Attribute{pkcs11.NewAttribute(pkcs11.CKA_TOKEN, false)}); err == nil {
+		if err := t.lib.DestroyObject(s, cp); err != nil {
+			return nil, ckr("C_DestroyObject", err)
+		}
+		defects = append(defects, "can be copied (C_CopyObject accepted)")
+	} else if c := classify(err); c == recoverSession || c == recoverLogin || c == recoverDevice {
+		return nil, ckr("C_CopyObject", err)
+	}
+	v, err := t.attrs(s, h, pkcs11.CKA_DECRYPT, pkcs11.CKA_UNWRAP, pkcs11.CKA_DERIVE, pkcs11.CKA_SIGN_RECOVER)
 	if err != nil {
 		return nil, err
 	}
-	if attrBool(v[pkcs11.CKA_MODIFIABLE]) || attrBool(v[pkcs11.CKA_COPYABLE]) {
-		return nil, fmt.Errorf("%w: the token left the new private key modifiable or copyable", ErrKeyPolicy)
+	for _, u := range []struct {
+		typ  uint
+		name string
+	}{
+		{pkcs11.CKA_DECRYPT, "can decrypt (CKA_DECRYPT)"},
+		{pkcs11.CKA_UNWRAP, "can unwrap (CKA_UNWRAP)"},
+		{pkcs11.CKA_DERIVE, "can derive (CKA_DERIVE)"},
+		{pkcs11.CKA_SIGN_RECOVER, "can sign with recovery (CKA_SIGN_RECOVER)"},
+	} {
+		if attrBool(v[u.typ]) {
+			defects = append(defects, u.name)
+		}
 	}
-	return a.pub, nil
+	return defects, nil
 }
 
 // publicTemplate is the RSA public key template, less ID and label.
@@ -490,8 +720,10 @@ func publicTemplate(bits int) []*pkcs11.Attribute {
 // back on, and CKA_COPYABLE false, so C_CopyObject cannot clone it into an
 // object with other attributes. ID and label are therefore set here, once;
 // nothing later edits a key (a certificate is a separate object). An EC
-// key gets no CKA_DECRYPT/CKA_UNWRAP (not EC usages) but no CKA_DERIVE
-// either, so it cannot do ECDH.
+// key gets CKA_DECRYPT/CKA_UNWRAP false too (SoftHSM2 would otherwise
+// report both true, its defaults for any private key) and no CKA_DERIVE,
+// so it cannot do ECDH. templateOptions.apply takes out what the
+// token does not know or fixes itself.
 func privateTemplate(id []byte, label string, keyType uint) []*pkcs11.Attribute {
 	tmpl := []*pkcs11.Attribute{
 		pkcs11.NewAttribute(pkcs11.CKA_CLASS, pkcs11.CKO_PRIVATE_KEY),
@@ -507,12 +739,10 @@ func privateTemplate(id []byte, label string, keyType uint) []*pkcs11.Attribute 
 		pkcs11.NewAttribute(pkcs11.CKA_COPYABLE, false),
 		pkcs11.NewAttribute(pkcs11.CKA_ID, id),
 		pkcs11.NewAttribute(pkcs11.CKA_LABEL, label),
+		pkcs11.NewAttribute(pkcs11.CKA_DECRYPT, false),
+		pkcs11.NewAttribute(pkcs11.CKA_UNWRAP, false),
 	}
-	if keyType == pkcs11.CKK_RSA {
-		tmpl = append(tmpl,
-			pkcs11.NewAttribute(pkcs11.CKA_DECRYPT, false),
-			pkcs11.NewAttribute(pkcs11.CKA_UNWRAP, false))
-	}
+	_ = keyType
 	return tmpl
 }
 
@@ -531,6 +761,28 @@ func checkLabel(label string) error {
 // Keys lists the RSA and EC private keys on the token, by label then ID. It does
 // not apply the key policy; Key does.
 func (t *Token) Keys(ctx context.Context) ([]KeyInfo, error) {
+	return t.keys(ctx, false)
+}
+
+// CheckKeys is Keys with each key's freeze tested as at generation
+// (KeyInfo.Defects: a same-value C_SetAttributeValue of CKA_LABEL, the
+// usages beyond signing) and a warning logged for every key the token
+// does not freeze. signd calls it at start. It stops between keys when
+// ctx ends.
+func (t *Token) CheckKeys(ctx context.Context) ([]KeyInfo, error) {
+	keys, err := t.keys(ctx, true)
+	if err != nil {
+		return nil, err
+	}
+	for i := range keys {
+		if len(keys[i].Defects) > 0 {
+			t.warnDefects(&keys[i])
+		}
+	}
+	return keys, nil
+}
+
+func (t *Token) keys(ctx context.Context, defects bool) ([]KeyInfo, error) {
 	var out []KeyInfo
 	err := t.run(ctx, "list keys", func(s pkcs11.SessionHandle) error {
 		out = out[:0]
@@ -546,6 +798,9 @@ func (t *Token) Keys(ctx context.Context) ([]KeyInfo, error) {
 			}
 		}
 		for _, h := range hs {
+			if err := ctx.Err(); err != nil {
+				return err // a long list is given up when the caller goes
+			}
 			v, err := t.attrs(s, h, pkcs11.CKA_ID, pkcs11.CKA_LABEL, pkcs11.CKA_KEY_TYPE)
 			if err != nil {
 				return err
@@ -557,7 +812,13 @@ func (t *Token) Keys(ctx context.Context) ([]KeyInfo, error) {
 			if err != nil {
 				return fmt.Errorf("key %x: %w", v[pkcs11.CKA_ID], err)
 			}
-			out = append(out, KeyInfo{ID: v[pkcs11.CKA_ID], Label: string(v[pkcs11.CKA_LABEL]), Bits: keyBits(pub), Public: pub})
+			k := KeyInfo{ID: v[pkcs11.CKA_ID], Label: string(v[pkcs11.CKA_LABEL]), Bits: keyBits(pub), Public: pub}
+			if defects {
+				if k.Defects, err = t.freezeDefects(s, h, k.Label); err != nil {
+					return fmt.Errorf("key %x: %w", k.ID, err)
+				}
+			}
+			out = append(out, k)
 		}
 		return nil
 	})

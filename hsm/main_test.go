@@ -8,6 +8,8 @@ import (
 	"crypto/rsa"
 	"crypto/sha256"
 	"crypto/sha512"
+	"errors"
+	"fmt"
 	"log/slog"
 	"math/big"
 	"os"
@@ -24,9 +26,17 @@ import (
 // Tokens and keys shared by the tests and benchmarks. Every token is
 // created before the module is first initialized: SoftHSM2 only sees
 // tokens that existed at C_Initialize.
+//
+// By default they are SoftHSM2 tokens the tests make; with
+// SIGND_TEST_PKCS11_LABEL (softhsm-test/opencryptoki.sh, tpm2.sh) mainTok
+// is that existing token, and pinTok and faultTok are its module's spare
+// tokens (SIGND_TEST_PKCS11_SPARE_LABELS). Without spares pinTok is nil
+// (the tests that need a token nobody has logged in to skip, saying so)
+// and faultTok is mainTok: the fault tests then close the sessions of
+// shared too, which recovers as any Token does.
 var (
 	mainTok  *softhsmtest.Token // most tests
-	pinTok   *softhsmtest.Token // wrong-PIN tests
+	pinTok   *softhsmtest.Token // wrong-PIN tests; nil on an existing token without spares
 	faultTok *softhsmtest.Token // fault injection: sessions get closed behind the Token's back
 
 	shared    *Token   // opened on mainTok with the default policy
@@ -43,10 +53,14 @@ func TestMain(m *testing.M) {
 // the fixture key and the shared Token with its key.
 func setupTokens(tok *softhsmtest.Token) (teardown func(), err error) {
 	mainTok = tok
-	if pinTok, err = mainTok.AddToken("signd-pin"); err != nil {
+	if pinTok, err = mainTok.AddToken("signd-pin"); errors.Is(err, softhsmtest.ErrNoSpareToken) {
+		pinTok = nil
+	} else if err != nil {
 		return nil, err
 	}
-	if faultTok, err = mainTok.AddToken("signd-faults"); err != nil {
+	if faultTok, err = mainTok.AddToken("signd-faults"); errors.Is(err, softhsmtest.ErrNoSpareToken) {
+		faultTok = mainTok
+	} else if err != nil {
 		return nil, err
 	}
 	if fixtureKey, err = rsa.GenerateKey(rand.Reader, 2048); err != nil {
@@ -55,11 +69,36 @@ func setupTokens(tok *softhsmtest.Token) (teardown func(), err error) {
 	if shared, err = Open(config(mainTok)); err != nil {
 		return nil, err
 	}
-	teardown = func() { shared.Close() }
+	teardown = func() {
+		// An existing token outlives the run: the shared keys go, so that
+		// the next run on it can make them again.
+		if mainTok.External {
+			destroyFixtures()
+		}
+		shared.Close()
+	}
 	if sharedKey, err = shared.GenerateRSA(context.Background(), "shared-2048", 2048); err != nil {
 		return teardown, err
 	}
 	return teardown, nil
+}
+
+// destroyFixtures destroys the shared keys the run made on mainTok.
+func destroyFixtures() {
+	ids := [][]byte{}
+	if sharedKey != nil {
+		ids = append(ids, sharedKey.ID)
+	}
+	for _, curve := range []string{"P-256", "P-384", "P-521"} {
+		if k := ecMade(curve); k != nil {
+			ids = append(ids, k.ID)
+		}
+	}
+	for _, id := range ids {
+		if err := shared.DestroyKey(context.Background(), id); err != nil {
+			fmt.Fprintf(os.Stderr, "destroy shared key %x: %v\n", id, err)
+		}
+	}
 }
 
 // config returns the Config for tok with the default policy.
@@ -125,9 +164,72 @@ func randomID(t testing.TB) []byte {
 	return id
 }
 
+// lacks skips t because the token lacks what it needs, saying what: only
+// on an existing token (SIGND_TEST_PKCS11_LABEL). The SoftHSM2 token the
+// harness makes has everything the tests use, so there it fails t.
+func lacks(t testing.TB, format string, args ...any) {
+	t.Helper()
+	msg := fmt.Sprintf("token %q of %s: ", mainTok.Label, mainTok.Module) + fmt.Sprintf(format, args...)
+	if !mainTok.External {
+		t.Fatal(msg + " (the harness's own SoftHSM2 token must have it)")
+	}
+	t.Skip(msg)
+}
+
+// lacksIfUnsupported skips t (lacks) when err says the token cannot do
+// an algorithm or size (ErrUnsupportedAlgorithm, whose text names it).
+func lacksIfUnsupported(t testing.TB, what string, err error) {
+	t.Helper()
+	if errors.Is(err, ErrUnsupportedAlgorithm) {
+		lacks(t, "%s: %v", what, err)
+	}
+}
+
+// spareToken is pinTok, or skips t when the existing token under test
+// has no spare (opencryptoki's software token is one slot).
+func spareToken(t testing.TB) *softhsmtest.Token {
+	t.Helper()
+	if pinTok == nil {
+		lacks(t, "this test needs a second token of the module that no Token has logged in to (login state is per application and token); %s lists none", softhsmtest.EnvSpareLabels)
+	}
+	return pinTok
+}
+
+// mechanism returns what mainTok's token says about mech
+// (C_GetMechanismInfo), or skips t (lacks) when the token does not list
+// it or, with bits > 0, when its key sizes stop short of bits.
+func mechanism(t testing.TB, mech uint, name string, bits int) pkcs11.MechanismInfo {
+	t.Helper()
+	lib, ok := shared.mod.lib.(*pkcs11.Ctx)
+	if !ok {
+		t.Fatalf("module is a %T, not *pkcs11.Ctx", shared.mod.lib)
+	}
+	mechs, err := lib.GetMechanismList(shared.slot)
+	if err != nil {
+		t.Fatalf("C_GetMechanismList: %v", err)
+	}
+	listed := false
+	for _, m := range mechs {
+		listed = listed || m.Mechanism == mech
+	}
+	if !listed {
+		lacks(t, "no %s", name)
+	}
+	info, err := lib.GetMechanismInfo(shared.slot, []*pkcs11.Mechanism{pkcs11.NewMechanism(mech, nil)})
+	if err != nil {
+		t.Fatalf("C_GetMechanismInfo(%s): %v", name, err)
+	}
+	if bits > 0 && (uint(bits) < info.MinKeySize || uint(bits) > info.MaxKeySize) {
+		lacks(t, "%s takes keys of %d to %d bits, not %d", name, info.MinKeySize, info.MaxKeySize, bits)
+	}
+	return info
+}
+
 // importRSA stores priv on tok as a token key pair with CKA_ID id, as a
 // ceremony importing an outside key would: sensitive and not
-// extractable, but not CKA_LOCAL.
+// extractable, but not CKA_LOCAL. A token that refuses to create private
+// keys (tpm2-pkcs11: "Can only create RSA Public key objects") skips t
+// (lacks): imported keys cannot be tested on it.
 func importRSA(t testing.TB, tok *Token, label string, id []byte, priv *rsa.PrivateKey) {
 	t.Helper()
 	priv.Precompute()
@@ -158,15 +260,25 @@ func importRSA(t testing.TB, tok *Token, label string, id []byte, priv *rsa.Priv
 			pkcs11.NewAttribute(pkcs11.CKA_EXPONENT_2, priv.Precomputed.Dq.Bytes()),
 			pkcs11.NewAttribute(pkcs11.CKA_COEFFICIENT, priv.Precomputed.Qinv.Bytes()),
 		)); err != nil {
-			return ckr("C_CreateObject", err)
+			return &importRefused{ckr("C_CreateObject", err)}
 		}
 		_, err := tok.lib.CreateObject(s, rsaKey(pkcs11.CKO_PUBLIC_KEY, pkcs11.NewAttribute(pkcs11.CKA_VERIFY, true)))
 		return ckr("C_CreateObject", err)
 	})
+	var refused *importRefused
+	if errors.As(err, &refused) {
+		lacks(t, "C_CreateObject of an RSA private key refused (%v): imported keys cannot be tested", refused.err)
+	}
 	if err != nil {
 		t.Fatalf("import fixture key: %v", err)
 	}
 }
+
+// importRefused is the token's refusal to create a private key object.
+type importRefused struct{ err error }
+
+func (e *importRefused) Error() string { return e.err.Error() }
+func (e *importRefused) Unwrap() error { return e.err }
 
 // rawAttrs reads attribute types of the object of class with CKA_ID id
 // straight from the module, bypassing the Token's checks.
@@ -181,6 +293,17 @@ func rawAttrs(tok *Token, class uint, id []byte, types ...uint) (map[uint][]byte
 		return err
 	})
 	return v, err
+}
+
+// unreadable reports whether err is the token's refusal to reveal a
+// private key's secret: CKR_ATTRIBUTE_SENSITIVE (SoftHSM2, opencryptoki),
+// or CKR_ATTRIBUTE_TYPE_INVALID from a token whose private key object has
+// no such attribute because the secret never leaves the chip
+// (tpm2-pkcs11). PKCS#11 v2.40 §5.7 C_GetAttributeValue: either way no
+// value is returned.
+func unreadable(err error) bool {
+	code := ReturnCode(err)
+	return code == "CKR_ATTRIBUTE_SENSITIVE" || code == "CKR_ATTRIBUTE_TYPE_INVALID"
 }
 
 // countObjects counts the objects matching tmpl.

@@ -41,6 +41,63 @@ type module struct {
 	// been handed out again), so a Token compares it before every call.
 	epoch       uint64
 	initialized bool
+
+	// sessMu guards sessions and serial: every session number the module
+	// handed out in this epoch and still counts as open, with the serial
+	// of the C_OpenSession that returned it (see session).
+	sessMu   sync.RWMutex // ours, on every operation, takes the read lock
+	sessions map[pkcs11.SessionHandle]uint64
+	serial   uint64
+}
+
+// session is a session handle together with the serial of the
+// C_OpenSession that returned it. opencryptoki and tpm2-pkcs11 hand the
+// number of a closed session out again with the next C_OpenSession
+// (SoftHSM2 never does), so a number that still answers
+// C_GetSessionInfo proves nothing: it may be another session now, even
+// this Token's own persistent one. A session is ours only while the
+// module registry still maps its number to its serial (module.ours).
+type session struct {
+	h      pkcs11.SessionHandle
+	serial uint64
+}
+
+// opened records h, just returned by C_OpenSession. A session that
+// carried the number before is closed (the module would not reuse an
+// open number), whoever still holds it.
+func (m *module) opened(h pkcs11.SessionHandle) session {
+	m.sessMu.Lock()
+	defer m.sessMu.Unlock()
+	if m.sessions == nil {
+		m.sessions = make(map[pkcs11.SessionHandle]uint64)
+	}
+	m.serial++
+	m.sessions[h] = m.serial
+	return session{h: h, serial: m.serial}
+}
+
+// ours reports whether s's number still stands for s: no C_OpenSession
+// returned the number again since, and nobody closed it through this
+// package.
+func (m *module) ours(s session) bool {
+	if s.h == 0 {
+		return false
+	}
+	m.sessMu.RLock()
+	defer m.sessMu.RUnlock()
+	return m.sessions[s.h] == s.serial
+}
+
+// forget drops s from the registry and reports whether it was still
+// ours: only then may C_CloseSession be called on its number.
+func (m *module) forget(s session) bool {
+	m.sessMu.Lock()
+	defer m.sessMu.Unlock()
+	if s.h == 0 || m.sessions[s.h] != s.serial {
+		return false
+	}
+	delete(m.sessions, s.h)
+	return true
 }
 
 // openModule loads (once) and initializes (once) the PKCS#11 module at path
@@ -112,6 +169,9 @@ func (m *module) finalizeLocked() error {
 	err := m.lib.Finalize()
 	m.initialized = false
 	m.epoch++
+	m.sessMu.Lock()
+	clear(m.sessions)
+	m.sessMu.Unlock()
 	return ckr("C_Finalize", err)
 }
 

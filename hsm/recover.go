@@ -39,27 +39,44 @@ func (t *Token) recoverLogin(seen uint64) error {
 // reloginLocked reopens the persistent session if it died, logs in, drops
 // dead pool sessions and starts a new generation. The caller holds t.mu and
 // t.mod.mu.RLock.
+//
+// A session is alive only if its number still stands for it (module.ours)
+// and answers C_GetSessionInfo: opencryptoki and tpm2-pkcs11 give the
+// number of a closed session to the next one opened, so a dead persistent
+// session's number may answer for a pool session, or the other way round.
 func (t *Token) reloginLocked() error {
-	if _, err := t.lib.GetSessionInfo(t.persistent); err != nil {
-		if classify(err) != recoverSession {
-			return ckr("C_GetSessionInfo", err)
+	alive := t.mod.ours(t.persistent)
+	if alive {
+		if _, err := t.lib.GetSessionInfo(t.persistent.h); err != nil {
+			if classify(err) != recoverSession {
+				return ckr("C_GetSessionInfo", err)
+			}
+			alive = false
+			t.mod.forget(t.persistent)
 		}
-		s, err := t.lib.OpenSession(t.slot, sessionFlags)
+	}
+	if !alive {
+		s, err := t.openSession()
 		if err != nil {
-			return fmt.Errorf("hsm: open session on token %q: %w", t.label, ckr("C_OpenSession", err))
+			return fmt.Errorf("hsm: open session on token %q: %w", t.label, err)
 		}
 		t.persistent = s
 	}
-	if err := t.login(t.persistent); err != nil {
+	if err := t.login(t.persistent.h); err != nil {
 		return err
 	}
 	handles := t.pool.take()
 	for i, s := range handles {
-		if s == 0 {
+		if s.h == 0 {
 			continue
 		}
-		if _, err := t.lib.GetSessionInfo(s); err != nil {
-			handles[i] = 0
+		if !t.mod.ours(s) {
+			handles[i] = session{} // its number is another session's now
+			continue
+		}
+		if _, err := t.lib.GetSessionInfo(s.h); err != nil {
+			t.mod.forget(s)
+			handles[i] = session{}
 		}
 	}
 	t.pool.put(handles)
@@ -163,7 +180,7 @@ func (t *Token) reconnect() (done bool, err error) {
 		}
 		// Nothing of this initialization is held; the next attempt
 		// finalizes it.
-		t.epoch, t.persistent = t.mod.epoch, 0
+		t.epoch, t.persistent = t.mod.epoch, session{}
 		return false, err
 	}
 	t.bgMu.Lock()

@@ -3,6 +3,7 @@ package hsm
 import (
 	"context"
 	"crypto"
+	"crypto/rsa"
 	"errors"
 	"fmt"
 	"regexp"
@@ -76,8 +77,8 @@ func TestRecoverClosedPoolSessions(t *testing.T) {
 	tok.mu.Lock()
 	handles := tok.pool.take()
 	for _, s := range handles {
-		if err := raw.CloseSession(s); err != nil {
-			t.Errorf("close session %d: %v", s, err)
+		if err := raw.CloseSession(s.h); err != nil {
+			t.Errorf("close session %d: %v", s.h, err)
 		}
 	}
 	tok.pool.put(handles)
@@ -107,23 +108,127 @@ func TestRecoverClosedPersistentSession(t *testing.T) {
 	tok.mu.RLock()
 	old := tok.persistent
 	tok.mu.RUnlock()
-	if err := raw.CloseSession(old); err != nil {
+	if err := raw.CloseSession(old.h); err != nil {
 		t.Fatal(err)
 	}
 	// The pool sessions keep login and handles alive: signing works.
 	signAndVerify(t, tok, key.ID, key.Public)
-	// Ping notices and reopens the persistent session.
+	// Ping notices and reopens the persistent session. Its number may be
+	// the old one again (opencryptoki and tpm2-pkcs11 reuse numbers):
+	// the serial of its C_OpenSession tells.
 	if err := tok.Ping(context.Background()); err != nil {
 		t.Fatalf("Ping: %v", err)
 	}
 	tok.mu.RLock()
 	now := tok.persistent
 	tok.mu.RUnlock()
-	if now == old {
+	if now.serial == old.serial {
 		t.Fatal("persistent session not replaced")
 	}
-	checkLoggedIn(t, raw, now)
+	checkLoggedIn(t, raw, now.h)
 	signAndVerify(t, tok, key.ID, key.Public)
+}
+
+// TestRecoverReusedSessionNumbers: on a module that gives a closed
+// session's number to the next session opened (opencryptoki,
+// tpm2-pkcs11; simulated here over SoftHSM2), a number that answers
+// C_GetSessionInfo is not proof that the session behind it is still the
+// one the Token opened. Sessions closed behind the Token's back come back
+// as other sessions; the persistent session is never lent out, nothing is
+// closed that is not the Token's own, and signing and Ping keep working.
+func TestRecoverReusedSessionNumbers(t *testing.T) {
+	key := faultKey(t)
+	steps := []struct {
+		name  string
+		close func(tok *Token) []pkcs11.SessionHandle // sessions to close behind the Token's back
+	}{
+		{"persistent and one pool session", func(tok *Token) []pkcs11.SessionHandle {
+			hs := poolHandles(tok)
+			return []pkcs11.SessionHandle{tok.persistent.h, hs[0]}
+		}},
+		{"every session", func(tok *Token) []pkcs11.SessionHandle {
+			return append(poolHandles(tok), tok.persistent.h)
+		}},
+		{"the pool", func(tok *Token) []pkcs11.SessionHandle { return poolHandles(tok) }},
+	}
+	for _, step := range steps {
+		t.Run(step.name, func(t *testing.T) {
+			cfg := config(faultTok)
+			cfg.MaxSessions = 2
+			var fake *hsmtest.Faults
+			cfg.Wrap = func(real Ctx) Ctx {
+				fake = hsmtest.Wrap(real)
+				fake.ReuseSessionNumbers()
+				return fake
+			}
+			tok := openTest(t, cfg, options{})
+			signBoth(t, tok, key)
+			tok.mu.Lock()
+			closed := step.close(tok)
+			tok.mu.Unlock()
+			for _, h := range closed {
+				if err := fake.CloseSession(h); err != nil {
+					t.Fatalf("close %d behind the Token's back: %v", h, err)
+				}
+			}
+			for range 3 {
+				signBoth(t, tok, key)
+				if err := tok.Ping(context.Background()); err != nil {
+					t.Fatalf("Ping: %v", err)
+				}
+				tok.mu.Lock()
+				p, pooled := tok.persistent, tok.pool.take()
+				tok.pool.put(pooled)
+				tok.mu.Unlock()
+				for _, s := range pooled {
+					if s.h != 0 && s.h == p.h {
+						t.Fatalf("the persistent session %d is lent out as a pool session (pool %v)", p.h, pooled)
+					}
+				}
+				info, err := fake.GetSessionInfo(p.h)
+				if err != nil || info.State != pkcs11.CKS_RW_USER_FUNCTIONS {
+					t.Fatalf("persistent session %d: %+v, %v", p.h, info, err)
+				}
+			}
+		})
+	}
+}
+
+// signBoth signs twice at once, so that both sessions of a two-session
+// pool are in use.
+func signBoth(t *testing.T, tok *Token, key *KeyInfo) {
+	t.Helper()
+	var wg sync.WaitGroup
+	for i := range 2 {
+		wg.Go(func() {
+			d := digestOf(crypto.SHA256, fmt.Appendf(nil, "%s %d", t.Name(), i))
+			sig, err := tok.SignDigest(context.Background(), key.ID, crypto.SHA256, d)
+			if err == nil {
+				err = rsa.VerifyPKCS1v15(key.Public.(*rsa.PublicKey), crypto.SHA256, d, sig)
+			}
+			if err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	if t.Failed() {
+		t.FailNow()
+	}
+}
+
+// poolHandles returns the numbers of the pool's open sessions. The caller
+// holds tok.mu.
+func poolHandles(tok *Token) []pkcs11.SessionHandle {
+	pooled := tok.pool.take()
+	tok.pool.put(pooled)
+	var hs []pkcs11.SessionHandle
+	for _, s := range pooled {
+		if s.h != 0 {
+			hs = append(hs, s.h)
+		}
+	}
+	return hs
 }
 
 func TestRecoverCloseAllSessions(t *testing.T) {
@@ -138,22 +243,24 @@ func TestRecoverCloseAllSessions(t *testing.T) {
 	slot, gen := tok.slot, tok.gen.Load()
 	tok.mu.RUnlock()
 	// Every session of the application on the slot goes, and with the
-	// last one the login and every object handle.
+	// last one, on SoftHSM2, the login and every object handle
+	// (tpm2-pkcs11 keeps both: only the sessions are replaced there).
 	if err := raw.CloseAllSessions(slot); err != nil {
 		t.Fatal(err)
 	}
 	signAndVerify(t, tok, key.ID, key.Public)
-	if tok.gen.Load() == gen {
-		t.Error("generation not bumped: handles were not looked up again")
-	}
-	if !regexp.MustCompile(`CKR_(OBJECT_HANDLE_INVALID|KEY_HANDLE_INVALID|USER_NOT_LOGGED_IN)`).MatchString(logs.String()) {
+	lostLogin := regexp.MustCompile(`CKR_(OBJECT_HANDLE_INVALID|KEY_HANDLE_INVALID|USER_NOT_LOGGED_IN)`).MatchString(logs.String())
+	if softHSM2 := tok.Capabilities().Manufacturer == "SoftHSM project"; softHSM2 && !lostLogin {
 		t.Errorf("no lost-login error logged:\n%s", logs.String())
+	}
+	if lostLogin && tok.gen.Load() == gen {
+		t.Error("generation not bumped after a lost login: handles were not looked up again")
 	}
 	if err := tok.Ping(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	tok.mu.RLock()
-	checkLoggedIn(t, raw, tok.persistent)
+	checkLoggedIn(t, raw, tok.persistent.h)
 	tok.mu.RUnlock()
 	t.Logf("recovery log:\n%s", logs.String())
 }
@@ -480,7 +587,7 @@ func TestRecoverDeviceCodes(t *testing.T) {
 	key := faultKey(t)
 	codes := []uint{
 		pkcs11.CKR_DEVICE_ERROR, pkcs11.CKR_DEVICE_REMOVED, pkcs11.CKR_TOKEN_NOT_PRESENT,
-		pkcs11.CKR_GENERAL_ERROR, pkcs11.CKR_CRYPTOKI_NOT_INITIALIZED,
+		pkcs11.CKR_CRYPTOKI_NOT_INITIALIZED,
 	}
 	for _, code := range codes {
 		name := ckrName(pkcs11.Error(code))
@@ -488,6 +595,47 @@ func TestRecoverDeviceCodes(t *testing.T) {
 			tok, fake := openFault(t, config(faultTok))
 			signAndVerify(t, tok, key.ID, key.Public)
 			fake.FailOnce("SignInit", code)
+			_, err := tok.SignDigest(context.Background(), key.ID, crypto.SHA256, digestOf(crypto.SHA256, nil))
+			if !errors.Is(err, ErrTokenUnavailable) || ReturnCode(err) != name {
+				t.Fatalf("error %v, want ErrTokenUnavailable with %s", err, name)
+			}
+			waitFor(t, "reconnect", tok.Available)
+			signAndVerify(t, tok, key.ID, key.Public)
+		})
+	}
+}
+
+// TestRecoverAmbiguousCodes: CKR_GENERAL_ERROR, CKR_FUNCTION_FAILED and
+// CKR_DEVICE_MEMORY mark the token down only when C_GetTokenInfo fails
+// too. While the token answers, the one signature was refused
+// (tpm2-pkcs11 answers CKR_GENERAL_ERROR to a template it does not like),
+// nothing was signed, and the token stays available.
+func TestRecoverAmbiguousCodes(t *testing.T) {
+	key := faultKey(t)
+	for _, code := range []uint{pkcs11.CKR_GENERAL_ERROR, pkcs11.CKR_FUNCTION_FAILED, pkcs11.CKR_DEVICE_MEMORY} {
+		name := ckrName(pkcs11.Error(code))
+		t.Run(name+"/token answers", func(t *testing.T) {
+			tok, fake := openFault(t, config(faultTok))
+			signAndVerify(t, tok, key.ID, key.Public)
+			fake.FailOnce("SignInit", code)
+			infos := fake.Calls("GetTokenInfo")
+			_, err := tok.SignDigest(context.Background(), key.ID, crypto.SHA256, digestOf(crypto.SHA256, nil))
+			if err == nil || ReturnCode(err) != name || errors.Is(err, ErrTokenUnavailable) || !NotSigned(err) {
+				t.Fatalf("error %v: want a NotSigned %s that is not ErrTokenUnavailable", err, name)
+			}
+			if fake.Calls("GetTokenInfo") == infos {
+				t.Error("the token was not asked (C_GetTokenInfo) before the error was believed")
+			}
+			if !tok.Available() || tok.Status().Outages != 0 {
+				t.Fatalf("token marked down: %+v", tok.Status())
+			}
+			signAndVerify(t, tok, key.ID, key.Public)
+		})
+		t.Run(name+"/token silent", func(t *testing.T) {
+			tok, fake := openFault(t, config(faultTok))
+			signAndVerify(t, tok, key.ID, key.Public)
+			fake.FailOnce("SignInit", code)
+			fake.FailOnce("GetTokenInfo", pkcs11.CKR_DEVICE_ERROR)
 			_, err := tok.SignDigest(context.Background(), key.ID, crypto.SHA256, digestOf(crypto.SHA256, nil))
 			if !errors.Is(err, ErrTokenUnavailable) || ReturnCode(err) != name {
 				t.Fatalf("error %v, want ErrTokenUnavailable with %s", err, name)
@@ -515,16 +663,18 @@ func TestClassify(t *testing.T) {
 		{pkcs11.Error(pkcs11.CKR_DEVICE_ERROR), recoverDevice},
 		{pkcs11.Error(pkcs11.CKR_DEVICE_REMOVED), recoverDevice},
 		{pkcs11.Error(pkcs11.CKR_TOKEN_NOT_PRESENT), recoverDevice},
-		{pkcs11.Error(pkcs11.CKR_GENERAL_ERROR), recoverDevice},
+		{pkcs11.Error(pkcs11.CKR_GENERAL_ERROR), recoverConfirm},
+		{ckr("C_GetTokenInfo", pkcs11.Error(pkcs11.CKR_GENERAL_ERROR)), recoverDevice},
+		{&refusedError{ckr("C_GenerateKeyPair", pkcs11.Error(pkcs11.CKR_GENERAL_ERROR))}, recoverNone},
 		{pkcs11.Error(pkcs11.CKR_CRYPTOKI_NOT_INITIALIZED), recoverDevice},
 		{pkcs11.Error(pkcs11.CKR_PIN_INCORRECT), recoverPIN},
 		{pkcs11.Error(pkcs11.CKR_PIN_LOCKED), recoverPIN},
 		{pkcs11.Error(pkcs11.CKR_PIN_EXPIRED), recoverPIN},
 		{pkcs11.Error(pkcs11.CKR_PIN_INVALID), recoverPIN},
 		{pkcs11.Error(pkcs11.CKR_PIN_LEN_RANGE), recoverPIN},
-		{pkcs11.Error(pkcs11.CKR_FUNCTION_FAILED), recoverNone},
+		{pkcs11.Error(pkcs11.CKR_FUNCTION_FAILED), recoverConfirm},
 		{pkcs11.Error(pkcs11.CKR_SLOT_ID_INVALID), recoverDevice},
-		{pkcs11.Error(pkcs11.CKR_DEVICE_MEMORY), recoverDevice},
+		{pkcs11.Error(pkcs11.CKR_DEVICE_MEMORY), recoverConfirm},
 		{pkcs11.Error(pkcs11.CKR_OPERATION_ACTIVE), recoverSession},
 		{pkcs11.Error(pkcs11.CKR_USER_PIN_NOT_INITIALIZED), recoverPIN},
 		{pkcs11.Error(pkcs11.CKR_USER_ALREADY_LOGGED_IN), recoverNone},

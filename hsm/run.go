@@ -46,7 +46,14 @@ func (t *Token) run(ctx context.Context, op string, fn func(s pkcs11.SessionHand
 
 // failed wraps the final error of op, starting a reconnect when it is a
 // device error.
+//
+// An ambiguous error (confirm class) is a device error only when the
+// token does not answer C_GetTokenInfo either; while it answers, the one
+// operation failed and the token stays available.
 func (t *Token) failed(op string, gen uint64, err error) error {
+	if classify(err) == recoverConfirm {
+		err = t.confirm(err)
+	}
 	if classify(err) == recoverDevice {
 		t.markUnavailable(op, gen, err)
 		if !errors.Is(err, ErrTokenUnavailable) {
@@ -54,6 +61,27 @@ func (t *Token) failed(op string, gen uint64, err error) error {
 		}
 	}
 	return fmt.Errorf("hsm: %s: %w", op, err)
+}
+
+// confirm decides an ambiguous error by asking the token for its info:
+// device class (errTokenGone) when it does not answer, caller class
+// (refusedError) when it does.
+func (t *Token) confirm(err error) error {
+	_, cerr := t.readLocked(func() error {
+		t.mod.mu.RLock()
+		defer t.mod.mu.RUnlock()
+		if err := t.currentLocked(); err != nil {
+			return err
+		}
+		return t.answers()
+	})
+	switch {
+	case cerr == nil:
+		return &refusedError{err}
+	case classify(cerr) == recoverDevice:
+		return fmt.Errorf("%w: %w (then %w)", errTokenGone, err, cerr)
+	}
+	return err // closed, or unavailable already
 }
 
 // readLocked runs fn under the read lock once the token is usable, and
@@ -93,25 +121,30 @@ func (t *Token) attempt(ctx context.Context, check bool, fn func(s pkcs11.Sessio
 			t.pool.release(s) // recovery resets the pool
 			return err
 		}
-		if s != 0 && check {
-			if _, err := t.lib.GetSessionInfo(s); classify(err) == recoverSession {
-				s = 0
+		if s.h != 0 && !t.mod.ours(s) {
+			s = session{} // closed, and its number given to another session
+		}
+		if s.h != 0 && check {
+			if _, err := t.lib.GetSessionInfo(s.h); classify(err) == recoverSession {
+				t.mod.forget(s)
+				s = session{}
 			}
 		}
-		if s == 0 {
-			s, err = t.lib.OpenSession(t.slot, sessionFlags)
+		if s.h == 0 {
+			s, err = t.openSession()
 			if err != nil {
-				t.pool.release(0)
-				return ckr("C_OpenSession", err)
+				t.pool.release(session{})
+				return err
 			}
 		}
-		err = fn(s)
+		err = fn(s.h)
 		var d *discardError
 		if classify(err) == recoverSession || errors.As(err, &d) {
-			// Dead, or in an unknown state. The handle is ours (same epoch),
-			// so closing it is safe; for a dead session it is a no-op.
-			_ = t.lib.CloseSession(s)
-			s = 0
+			// Dead, or in an unknown state. closeSession closes it only
+			// while its number is still its own; for a dead session the
+			// close is a no-op.
+			_ = t.closeSession(s)
+			s = session{}
 		}
 		t.pool.release(s)
 		return err

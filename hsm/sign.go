@@ -216,7 +216,7 @@ func (t *Token) signDigest(ctx context.Context, id []byte, opts crypto.SignerOpt
 			return err
 		}
 		if err := t.lib.SignInit(s, []*pkcs11.Mechanism{mech}, k.handle); err != nil {
-			return ckr("C_SignInit", err)
+			return discard(t.signRefused(sc, k.pub, ckr("C_SignInit", err)))
 		}
 		sig, err = t.lib.Sign(s, data)
 		if err != nil {
@@ -295,7 +295,7 @@ func (t *Token) signDigests(ctx context.Context, id []byte, opts crypto.SignerOp
 				return err
 			}
 			if err := t.lib.SignInit(s, []*pkcs11.Mechanism{mech}, k.handle); err != nil {
-				return ckr("C_SignInit", err)
+				return discard(t.signRefused(sc, k.pub, ckr("C_SignInit", err)))
 			}
 			sig, err := t.lib.Sign(s, data)
 			if err != nil {
@@ -327,6 +327,98 @@ func (t *Token) signDigests(ctx context.Context, id []byte, opts crypto.SignerOp
 	}
 	return sigs, nil
 }
+
+// String names the scheme for errors: "RSASSA-PSS with SHA-256 and a
+// 222-byte salt", "PKCS#1 v1.5 with SHA-256", "ECDSA with SHA-256".
+func (sc signScheme) String() string {
+	if sc.pss {
+		return fmt.Sprintf("RSASSA-PSS with %v and a %d-byte salt", sc.hash, sc.salt)
+	}
+	return fmt.Sprintf("a signature with %v", sc.hash)
+}
+
+// schemeKey identifies a scheme on a key size, for the refusals a Token
+// remembers.
+func (sc signScheme) key(pub crypto.PublicKey) string {
+	return fmt.Sprintf("%T/%d/%v/%v/%d", pub, keyBits(pub), sc.hash, sc.pss, sc.salt)
+}
+
+// signRefused turns a C_SignInit refusal of the scheme (a mechanism or
+// parameter the token does not take: tpm2-pkcs11 refuses the longest PSS
+// salt with CKR_MECHANISM_PARAM_INVALID) into ErrUnsupportedAlgorithm and
+// remembers it, so that CheckSign refuses the scheme on keys of that size
+// before anything is spent. Other errors pass through. Callers discard
+// the session: tpm2-pkcs11 keeps a half-started operation on it after a
+// refused C_SignInit, and then refuses to destroy the key
+// (CKR_FUNCTION_FAILED) while that session lives.
+func (t *Token) signRefused(sc signScheme, pub crypto.PublicKey, err error) error {
+	rerr := t.refused(sc.String()+" with a "+fmt.Sprint(keyBits(pub))+"-bit key", err)
+	var refused *refusedError
+	if errors.As(rerr, &refused) {
+		t.schemeRefusals.Store(sc.key(pub), rerr)
+	}
+	return rerr
+}
+
+// CheckSign is CheckKey for a signature in the scheme opts (a crypto.Hash
+// or *rsa.PSSOptions) with the key whose CKA_ID is id: the options fit the
+// key (checkSignOpts, the PSS salt), the token has the mechanism
+// (CKM_RSA_PKCS_PSS for PSS), and the token has not refused the scheme on
+// a key of this size before. A PSS scheme not yet tried on this key size
+// is tried with C_SignInit alone on a session that is then closed, so no
+// signature is made. Its refusals are ErrUnsupportedAlgorithm. Options
+// that do not fit the key (PSS for an EC key, a salt the key cannot
+// carry) are not its business: it answers as CheckKey, and SignDigestOpts
+// refuses them.
+func (t *Token) CheckSign(ctx context.Context, id []byte, opts crypto.SignerOpts) error {
+	if opts == nil {
+		return t.CheckKey(ctx, id)
+	}
+	sc, err := checkSignOpts(opts, make([]byte, opts.HashFunc().Size()))
+	if err != nil {
+		return fmt.Errorf("hsm: check key: %w", err)
+	}
+	err = t.run(ctx, "check key", func(s pkcs11.SessionHandle) error {
+		k, err := t.keyFor(s, id)
+		if err != nil {
+			return err
+		}
+		mech, _, err := sc.mechanism(k.pub, make([]byte, sc.hash.Size()))
+		if err != nil {
+			return nil // a scheme for another key type: the caller's to refuse, as SignDigestOpts does
+		}
+		if sc.pss && !t.caps.CanPSS() {
+			return fmt.Errorf("%w: %s has no CKM_RSA_PKCS_PSS: RSASSA-PSS cannot be signed on it", ErrUnsupportedAlgorithm, t.caps.token())
+		}
+		if r, ok := t.schemeRefusals.Load(sc.key(k.pub)); ok {
+			return r.(error)
+		}
+		if !sc.pss {
+			return nil
+		}
+		if _, ok := t.schemeAccepted.Load(sc.key(k.pub)); ok {
+			return nil
+		}
+		if err := t.lib.SignInit(s, []*pkcs11.Mechanism{mech}, k.handle); err != nil {
+			return discard(t.signRefused(sc, k.pub, ckr("C_SignInit", err)))
+		}
+		t.schemeAccepted.Store(sc.key(k.pub), true)
+		// The session now has a signature operation that nothing will
+		// finish: it is closed.
+		return discard(errProbed)
+	})
+	if errors.Is(err, errProbed) {
+		return nil
+	}
+	return err
+}
+
+// SignsPSS reports whether the token signs RSASSA-PSS (CKM_RSA_PKCS_PSS
+// with CKF_SIGN): credentials/info lists RSASSA-PSS only then.
+func (t *Token) SignsPSS() bool { return t.caps.CanPSS() }
+
+// errProbed ends a CheckSign probe whose C_SignInit succeeded.
+var errProbed = errors.New("hsm: scheme accepted by C_SignInit")
 
 // MaxPSSSaltLength is the longest RSASSA-PSS salt a signature with pub
 // over a hash of h can carry: the encoded message length minus the hash

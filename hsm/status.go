@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+
+	"github.com/miekg/pkcs11"
 )
 
 // Available reports whether the token is usable: false while it is being
@@ -97,7 +99,11 @@ func (t *Token) ping() (uint64, error) {
 		if err := t.currentLocked(); err != nil {
 			return err
 		}
-		if err := t.checkLoggedIn(t.persistent); err != nil {
+		if !t.mod.ours(t.persistent) {
+			// Closed, and its number handed out again: recover.
+			return ckr("C_GetSessionInfo", pkcs11.Error(pkcs11.CKR_SESSION_HANDLE_INVALID))
+		}
+		if err := t.checkLoggedIn(t.persistent.h); err != nil {
 			return err
 		}
 		if _, err := t.lib.GetTokenInfo(t.slot); err != nil {

@@ -26,6 +26,22 @@ type Token struct {
 	allowImported  bool
 	backoffMin     time.Duration
 	backoffMax     time.Duration
+	profile        string // Config.Profile, resolved: ProfileAuto, ProfileStrict or ProfileTokenFixedUsage
+	requireFrozen  bool   // Config.RequireImmutableKeys
+
+	// caps is what the token said of itself at Open; never changed.
+	caps *Capabilities
+	// noCopyable: the token refused CKA_COPYABLE (CKR_ATTRIBUTE_TYPE_INVALID)
+	// or predates it (Cryptoki < 2.40); fixedUsage: key templates leave
+	// the usages the token fixes itself unset (ProfileTokenFixedUsage, or
+	// ProfileAuto after the token refused the strict template).
+	noCopyable atomic.Bool
+	fixedUsage atomic.Bool
+	// schemeRefusals and schemeAccepted remember, per signature scheme
+	// and key size (signScheme.key), the token's C_SignInit refusal
+	// (an error) or acceptance, for CheckSign.
+	schemeRefusals sync.Map
+	schemeAccepted sync.Map
 
 	mod *module
 	lib p11 // mod.lib, or a fault-injecting wrapper in tests
@@ -35,8 +51,8 @@ type Token struct {
 	// also collapses concurrent recoveries into one.
 	mu         sync.RWMutex
 	slot       uint
-	persistent pkcs11.SessionHandle // logged in, never lent out
-	epoch      uint64               // module epoch of persistent, pool and cache
+	persistent session // logged in, never lent out
+	epoch      uint64  // module epoch of persistent, pool and cache
 	pool       *pool
 	closed     bool
 	fatal      error         // a PIN error: nothing is tried any more
@@ -114,6 +130,15 @@ func open(cfg Config, opt options) (*Token, error) {
 	if t.backoffMin <= 0 {
 		t.backoffMin = defaultBackoffMin
 	}
+	switch cfg.Profile {
+	case "", ProfileAuto:
+		t.profile = ProfileAuto
+	case ProfileStrict, ProfileTokenFixedUsage:
+		t.profile = cfg.Profile
+	default:
+		return nil, fmt.Errorf("hsm: unknown key template profile %q (%s, %s or %s)", cfg.Profile, ProfileAuto, ProfileStrict, ProfileTokenFixedUsage)
+	}
+	t.requireFrozen = cfg.RequireImmutableKeys
 	if t.backoffMax < t.backoffMin {
 		t.backoffMax = max(defaultBackoffMax, t.backoffMin)
 	}
@@ -131,15 +156,47 @@ func open(cfg Config, opt options) (*Token, error) {
 	t.mu.Lock()
 	mod.mu.RLock()
 	err = t.establishLocked()
+	if err == nil {
+		t.caps, err = probe(t.lib, mod.path, t.slot)
+		if err != nil {
+			err = fmt.Errorf("hsm: token %q: %w", t.label, err)
+			_ = t.closeSession(t.persistent)
+		}
+	}
 	mod.mu.RUnlock()
 	t.mu.Unlock()
 	if err != nil {
 		_ = mod.release()
 		return nil, err
 	}
+	t.adaptTemplates()
 	t.available.Store(true)
-	t.log.Info("hsm: token opened", "token", t.label, "slot", t.slot, "module", mod.path, "sessions", t.poolSize)
+	t.log.Info("hsm: token opened", "token", t.label, "slot", t.slot, "sessions", t.poolSize, "capabilities", t.caps)
 	return t, nil
+}
+
+// Capabilities returns what the token said of itself at Open. The caller
+// must not modify it.
+func (t *Token) Capabilities() *Capabilities { return t.caps }
+
+// openSession opens a session on t.slot and registers its number. The
+// caller holds t.mod.mu.RLock.
+func (t *Token) openSession() (session, error) {
+	h, err := t.lib.OpenSession(t.slot, sessionFlags)
+	if err != nil {
+		return session{}, ckr("C_OpenSession", err)
+	}
+	return t.mod.opened(h), nil
+}
+
+// closeSession closes s if its number still stands for it; a number the
+// module has handed out again belongs to another session, which must not
+// be closed. The caller holds t.mod.mu.RLock.
+func (t *Token) closeSession(s session) error {
+	if !t.mod.forget(s) {
+		return nil
+	}
+	return ckr("C_CloseSession", t.lib.CloseSession(s.h))
 }
 
 // establishLocked finds the slot, opens and logs in the persistent session
@@ -153,15 +210,15 @@ func (t *Token) establishLocked() error {
 	if err != nil {
 		return err
 	}
-	s, err := t.lib.OpenSession(slot, sessionFlags)
+	t.slot = slot
+	s, err := t.openSession()
 	if err != nil {
-		return fmt.Errorf("hsm: open session on token %q: %w", t.label, ckr("C_OpenSession", err))
+		return fmt.Errorf("hsm: open session on token %q: %w", t.label, err)
 	}
-	if err := t.login(s); err != nil {
-		_ = t.lib.CloseSession(s)
+	if err := t.login(s.h); err != nil {
+		_ = t.closeSession(s)
 		return err
 	}
-	t.slot = slot
 	t.persistent = s
 	t.epoch = t.mod.epoch
 	t.pool = newPool(t.poolSize)
@@ -247,9 +304,7 @@ func (t *Token) Close() error {
 	t.mod.mu.RLock()
 	if t.mod.initialized && t.mod.epoch == t.epoch {
 		t.closePoolLocked()
-		if t.persistent != 0 {
-			_ = t.lib.CloseSession(t.persistent)
-		}
+		_ = t.closeSession(t.persistent)
 	}
 	t.mod.mu.RUnlock()
 	t.flushCache()
@@ -265,11 +320,9 @@ func (t *Token) Close() error {
 func (t *Token) closePoolLocked() {
 	handles := t.pool.take()
 	for _, s := range handles {
-		if s != 0 {
-			_ = t.lib.CloseSession(s)
-		}
+		_ = t.closeSession(s)
 	}
-	t.pool.put(make([]pkcs11.SessionHandle, len(handles)))
+	t.pool.put(make([]session, len(handles)))
 }
 
 func (t *Token) observeError(err error) {

@@ -76,6 +76,10 @@ func TestOpenSymlinkSharesModule(t *testing.T) {
 
 func TestWrongPIN(t *testing.T) {
 	const wrongPIN = "wrong-9f3a71c2"
+	pinTok := spareToken(t)
+	if pinTok.PIN == wrongPIN {
+		t.Fatal("the token's PIN is the wrong PIN of this test")
+	}
 	var logs logBuffer
 	cfg := config(pinTok)
 	cfg.PIN = wrongPIN
@@ -93,7 +97,7 @@ func TestWrongPIN(t *testing.T) {
 		t.Errorf("ReturnCode %q, want CKR_PIN_INCORRECT", got)
 	}
 	msg := err.Error()
-	if !strings.Contains(msg, `"signd-pin"`) || !strings.Contains(msg, "CKR_PIN_INCORRECT") {
+	if !strings.Contains(msg, `"`+pinTok.Label+`"`) || !strings.Contains(msg, "CKR_PIN_INCORRECT") {
 		t.Errorf("error %q does not name the token and the return code", msg)
 	}
 	if strings.Contains(msg, wrongPIN) || strings.Contains(logs.String(), wrongPIN) {
@@ -138,7 +142,7 @@ func TestPing(t *testing.T) {
 	if err := shared.Ping(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if !shared.Available() || shared.Label() != "signd-test" {
+	if !shared.Available() || shared.Label() != mainTok.Label {
 		t.Fatalf("Available %v, Label %q", shared.Available(), shared.Label())
 	}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -179,8 +183,12 @@ func TestClose(t *testing.T) {
 func TestOpenCloseRefcount(t *testing.T) {
 	// Tokens on one module share it; closing them drops their references
 	// (shared keeps the module initialized, so no C_Finalize here).
+	other := pinTok
+	if other == nil {
+		other = mainTok // an existing token without spares
+	}
 	for range 2 {
-		tok, err := Open(config(pinTok))
+		tok, err := Open(config(other))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -248,7 +256,7 @@ func countOpen(tok *Token) int {
 	defer tok.pool.put(hs)
 	n := 0
 	for _, s := range hs {
-		if s != 0 {
+		if s.h != 0 {
 			n++
 		}
 	}

@@ -1,10 +1,14 @@
 #!/usr/bin/env bash
 # bench-signhash.sh — the CSC signHash part of `make bench` (scripts/bench.sh).
 #
-# Usage: scripts/bench-signhash.sh WORKDIR
+# Usage: scripts/bench-signhash.sh [--token ENVFILE] WORKDIR
 #
 # In WORKDIR (empty, removed by the caller): a SoftHSM2 token, a config, a
 # user, a client and an RSA-2048 credential enrolled with a development CA.
+# Another token: --token ENVFILE sources the token.env that
+# softhsm-test/opencryptoki.sh or tpm2.sh wrote (or set
+# SIGND_TEST_PKCS11_MODULE, _LABEL and _PIN yourself); the benchmark then
+# runs on that token, which must be fresh (its keys stay on it).
 # SADs are minted straight into the store while the daemon is stopped
 # (signd-load prepare). Then signd serve starts on 127.0.0.1 and, on that one
 # token, for each concurrency, ROUNDS (default 3) times in alternation:
@@ -27,7 +31,12 @@
 # `signd-load phases` prints where a request's time went (WORKDIR/phases-C.md).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-work=${1:?usage: bench-signhash.sh WORKDIR}
+if [ "${1:-}" = --token ]; then
+  # shellcheck disable=SC1090
+  . "${2:?usage: bench-signhash.sh [--token ENVFILE] WORKDIR}"
+  shift 2
+fi
+work=${1:?usage: bench-signhash.sh [--token ENVFILE] WORKDIR}
 secs=${LOAD_SECONDS:-5}
 levels=${CONCURRENCY:-1 2 8 32}
 base_bin=${BASE_BIN:-}
@@ -112,7 +121,7 @@ val() { awk -v m="$1" -v c="$2" -v k="$3" '{ split("", f); for (i = 1; i <= NF; 
   f["mode"] == m && f["c"] == c { print f[k] }' "$work/runs.txt" | sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
 
 echo
-echo "## (c) medians: signHash over HTTP ÷ raw HSM, $(date -u +%Y-%m-%d), $(nproc) cores, RSA-2048, one token"
+echo "## (c) medians: signHash over HTTP ÷ raw HSM, $(date -u +%Y-%m-%d), $(nproc) cores, RSA-2048, one token: ${bench_label} of ${SIGND_TEST_PKCS11_MODULE:-/usr/lib/softhsm/libsofthsm2.so}"
 printf '%-5s %12s %12s %8s %10s %10s %10s %10s\n' c "hsm sigs/s" "http sigs/s" "b/a" "hsm p50" "hsm p99" "http p50" "http p99"
 best_a=0 best_b=0
 for c in $levels; do

@@ -18,7 +18,7 @@
 #                       a self-signed root add --ca-chain F with the rest of
 #                       the chain up to the root (PEM, issuer first).
 # Options:
-#   --key-type T        rsa-2048 (default), rsa-3072, rsa-4096, ec-p256, ec-p384
+#   --key-type T        rsa-2048 (default), rsa-3072, rsa-4096, ec-p256, ec-p384, ec-p521
 #   --algo T            the older name of --key-type (deprecated)
 #   --label L           HSM key label (default signd-<credential ID>)
 #   --subject DN        certificate subject (default CN=<username>)

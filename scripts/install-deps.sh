@@ -8,14 +8,19 @@
 # apt-get, as root or through sudo, and does nothing when everything is
 # there. Go itself is not installed here (https://go.dev/dl/).
 #
-#   scripts/install-deps.sh            everything
+#   scripts/install-deps.sh            everything `make test` needs
 #   scripts/install-deps.sh --no-browser   without Chromium (the demo)
+#   scripts/install-deps.sh --tokens   also the other PKCS#11 tokens of
+#       `make test-tokens`: opencryptoki's software token, and tpm2-pkcs11
+#       over a software TPM (swtpm, tpm2-abrmd, a D-Bus daemon)
 set -euo pipefail
 
 browser=1
+tokens=0
 for arg in "$@"; do
   case $arg in
     --no-browser) browser=0 ;;
+    --tokens) tokens=1 ;;
     *) echo "install-deps.sh: unknown argument $arg" >&2; exit 2 ;;
   esac
 done
@@ -32,6 +37,17 @@ command -v pdfsig >/dev/null 2>&1 || need+=(poppler-utils)
 command -v certutil >/dev/null 2>&1 || need+=(libnss3-tools)
 if [ "$browser" = 1 ]; then
   command -v chromium >/dev/null 2>&1 || need+=(chromium fonts-dejavu-core)
+fi
+
+if [ "$tokens" = 1 ]; then
+  { [ -e /usr/lib/x86_64-linux-gnu/pkcs11/libopencryptoki.so ] && command -v pkcsslotd >/dev/null 2>&1; } || need+=(opencryptoki)
+  command -v swtpm >/dev/null 2>&1 || need+=(swtpm)
+  command -v tpm2-abrmd >/dev/null 2>&1 || need+=(tpm2-abrmd)
+  command -v tpm2_ptool >/dev/null 2>&1 || need+=(libtpm2-pkcs11-tools)
+  [ -e /usr/lib/x86_64-linux-gnu/pkcs11/libtpm2_pkcs11.so ] || need+=(libtpm2-pkcs11-1)
+  [ -e /usr/lib/x86_64-linux-gnu/libtss2-tcti-tabrmd.so.0 ] || need+=(libtss2-tcti-tabrmd0)
+  [ -e /usr/lib/x86_64-linux-gnu/libtss2-tcti-swtpm.so.0 ] || need+=(libtss2-tcti-swtpm0)
+  { command -v dbus-daemon >/dev/null 2>&1 && command -v dbus-send >/dev/null 2>&1; } || need+=(dbus-daemon dbus-bin)
 fi
 
 if [ ${#need[@]} -eq 0 ]; then

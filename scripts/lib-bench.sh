@@ -25,10 +25,18 @@ bench_config() {
 
 # bench_token WORK: the SoftHSM2 token signd-bench with random PINs in
 # WORK/softhsm (SOFTHSM2_CONF exported, the user PIN in WORK/pkcs11.pin,
-# 0600).
+# 0600). With SIGND_TEST_PKCS11_LABEL set (softhsm-test/opencryptoki.sh or
+# tpm2.sh wrote it, with SIGND_TEST_PKCS11_MODULE and _PIN), that existing
+# token instead: its PIN goes to WORK/pkcs11.pin. Sets bench_label.
 bench_token() {
   local work=$1 pin conf_line
   umask 077
+  if [ -n "${SIGND_TEST_PKCS11_LABEL:-}" ]; then
+    bench_label=$SIGND_TEST_PKCS11_LABEL
+    printf '%s\n' "${SIGND_TEST_PKCS11_PIN:?SIGND_TEST_PKCS11_LABEL needs SIGND_TEST_PKCS11_PIN}" >"$work/pkcs11.pin"
+    return
+  fi
+  bench_label=signd-bench
   pin=$(openssl rand -hex 8)
   conf_line=$(SOFTHSM_USER_PIN=$pin SOFTHSM_SO_PIN=$(openssl rand -hex 8) softhsm-test/init-token.sh "$work/softhsm" signd-bench)
   export "${conf_line?}"
@@ -52,7 +60,7 @@ server:
 ${store}
 pkcs11:
   module: ${SIGND_TEST_PKCS11_MODULE:-/usr/lib/softhsm/libsofthsm2.so}
-  token_label: signd-bench
+  token_label: ${bench_label:-signd-bench}
   pin_file: $work/pkcs11.pin
 log:
   level: $level

@@ -13,6 +13,15 @@
 // failure naming SoftHSM2 when it is missing. Setup sets SOFTHSM2_CONF for the current process, because
 // SoftHSM2 reads it during C_Initialize.
 //
+// Other tokens: with SIGND_TEST_PKCS11_LABEL (and _MODULE, _PIN) set, Main
+// hands setup that existing token of any module instead (FromEnv,
+// Token.External): nothing is created, AddToken hands out the spare tokens
+// of SIGND_TEST_PKCS11_SPARE_LABELS, Remove is refused. The scripts
+// opencryptoki.sh and tpm2.sh beside this file bring those tokens up in a
+// private directory and write the variables to DIR/token.env;
+// with-token.sh runs a command with one (make test-tokens). KeyFreeze
+// probes what a token really does with a key it was asked to freeze.
+//
 // The folder is named softhsm-test (the repository's top level is fixed and
 // a hyphen cannot be in a Go package name), so the package is softhsmtest:
 // import it as

@@ -3,6 +3,8 @@ package softhsmtest
 import (
 	"errors"
 	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -37,6 +39,7 @@ func TestMainRunsWithToken(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Setenv("SOFTHSM2_CONF", os.Getenv("SOFTHSM2_CONF")) // restored after the test
+			t.Setenv(EnvLabel, "")                                // a SoftHSM2 token of its own
 			r := &runner{code: tt.code}
 			var tok *Token
 			tornDown := false
@@ -68,5 +71,91 @@ func TestMainRunsWithToken(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestFromEnv: SIGND_TEST_PKCS11_LABEL hands the tests an existing token,
+// which needs its module and PIN; without it the tests make SoftHSM2
+// tokens, and SIGND_TEST_PKCS11_MODULE alone only moves SoftHSM2.
+func TestFromEnv(t *testing.T) {
+	module := filepath.Join(t.TempDir(), "libtoken.so")
+	if err := os.WriteFile(module, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name               string
+		module, label, pin string
+		wantToken          bool
+		wantErr            string
+		wantSoftHSM2Module string // what Module() answers
+	}{
+		{name: "nothing set", wantSoftHSM2Module: DefaultModule},
+		{name: "module alone moves SoftHSM2", module: module, wantSoftHSM2Module: module},
+		{name: "existing token", module: module, label: "ock", pin: "1234", wantToken: true, wantSoftHSM2Module: DefaultModule},
+		{name: "no PIN", module: module, label: "ock", wantErr: EnvPIN},
+		{name: "no module", label: "ock", pin: "1234", wantErr: EnvModule},
+		{name: "missing module", module: module + ".gone", label: "ock", pin: "1234", wantErr: module + ".gone"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Setenv(EnvModule, tt.module)
+			t.Setenv(EnvLabel, tt.label)
+			t.Setenv(EnvPIN, tt.pin)
+			t.Setenv(EnvSpareLabels, "")
+			tok, err := FromEnv()
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("FromEnv: %v, %v; want an error naming %s", tok, err, tt.wantErr)
+				}
+				if strings.Contains(err.Error(), "1234") {
+					t.Errorf("the PIN is in the error: %v", err)
+				}
+				return
+			}
+			if err != nil || (tok != nil) != tt.wantToken {
+				t.Fatalf("FromEnv = %+v, %v", tok, err)
+			}
+			if tok != nil && (tok.Label != tt.label || tok.PIN != tt.pin || tok.Module != module || !tok.External) {
+				t.Errorf("token %+v", tok)
+			}
+			if m, err := Module(); err != nil || m != tt.wantSoftHSM2Module {
+				t.Errorf("Module() = %q, %v; want %q", m, err, tt.wantSoftHSM2Module)
+			}
+		})
+	}
+}
+
+// TestExistingTokenSpares: AddToken on an existing token hands out the
+// spare tokens once each, with the main token's PIN, then refuses; Remove
+// is refused; Main runs setup with the token and makes no directory.
+func TestExistingTokenSpares(t *testing.T) {
+	module := filepath.Join(t.TempDir(), "libtoken.so")
+	if err := os.WriteFile(module, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv(EnvModule, module)
+	t.Setenv(EnvLabel, "main")
+	t.Setenv(EnvPIN, "12345678")
+	t.Setenv(EnvSpareLabels, " spare-1  spare-2 ")
+	r := &runner{}
+	var got *Token
+	code := Main(r, "unused-label", func(tok *Token) (func(), error) {
+		got = tok
+		return nil, nil
+	})
+	if code != 0 || !r.ran || got == nil || got.Label != "main" || got.Dir != "" {
+		t.Fatalf("Main = %d, ran %v, token %+v", code, r.ran, got)
+	}
+	for _, want := range []string{"spare-1", "spare-2"} {
+		spare, err := got.AddToken("asked-for")
+		if err != nil || spare.Label != want || spare.PIN != "12345678" || spare.Module != module || !spare.External {
+			t.Fatalf("AddToken = %+v, %v; want %s", spare, err, want)
+		}
+	}
+	if spare, err := got.AddToken("one more"); !errors.Is(err, ErrNoSpareToken) {
+		t.Fatalf("AddToken with no spare left = %+v, %v", spare, err)
+	}
+	if _, err := got.Remove(); !errors.Is(err, ErrExternal) {
+		t.Fatalf("Remove on an existing token: %v", err)
 	}
 }

@@ -14,6 +14,9 @@ import (
 // label stored in token.object: 32 bytes, padded with spaces (PKCS#11
 // CK_TOKEN_INFO.label).
 func (t *Token) ObjectDir() (string, error) {
+	if t.External {
+		return "", ErrExternal
+	}
 	if len(t.Label) > 32 {
 		return "", fmt.Errorf("softhsmtest: label %q longer than 32 bytes", t.Label)
 	}
@@ -49,7 +52,8 @@ func (t *Token) ObjectDir() (string, error) {
 // C_GetSessionInfo still succeed. Moving the directory back does not
 // revive the token in a running process: it stays broken until C_Finalize
 // and C_Initialize, and after those it is listed again only if its
-// directory is back.
+// directory is back. On an existing token (External) it returns
+// ErrExternal.
 func (t *Token) Remove() (restore func() error, err error) {
 	dir, err := t.ObjectDir()
 	if err != nil {

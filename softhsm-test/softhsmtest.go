@@ -23,22 +23,32 @@ var confTemplate []byte
 // DefaultModule is where Debian and Ubuntu install the SoftHSM2 module.
 const DefaultModule = "/usr/lib/softhsm/libsofthsm2.so"
 
-// Token describes a SoftHSM2 token created by Setup.
+// Token describes a SoftHSM2 token created by Setup, or an existing token
+// of any module handed to the tests through the environment (FromEnv).
 type Token struct {
-	Dir    string // directory holding softhsm2.conf and tokens/
-	Conf   string // absolute path of softhsm2.conf
+	Dir    string // directory holding softhsm2.conf and tokens/ (SoftHSM2 only)
+	Conf   string // absolute path of softhsm2.conf (SoftHSM2 only)
 	Label  string // token label
 	PIN    string // user PIN
-	SOPIN  string // security officer PIN
-	Module string // absolute path of libsofthsm2.so
+	SOPIN  string // security officer PIN (SoftHSM2 only)
+	Module string // absolute path of the PKCS#11 module
+
+	// External is true for a token the harness did not make (FromEnv):
+	// its PIN rules, slots, mechanisms and attribute handling are the
+	// module's own, and a test that needs what it lacks may skip, saying
+	// what; on the harness's own SoftHSM2 token nothing is skipped.
+	External bool
+
+	spares *spareList // External: the module's spare tokens
 }
 
 // Module returns the SoftHSM2 module path: $SIGND_TEST_PKCS11_MODULE when
-// set, else DefaultModule. It fails with an install hint when the file is
+// set without SIGND_TEST_PKCS11_LABEL (which makes it another module's),
+// else DefaultModule. It fails with an install hint when the file is
 // missing.
 func Module() (string, error) {
-	m := os.Getenv("SIGND_TEST_PKCS11_MODULE")
-	if m == "" {
+	m := os.Getenv(EnvModule)
+	if m == "" || os.Getenv(EnvLabel) != "" {
 		m = DefaultModule
 	}
 	if _, err := os.Stat(m); err != nil {
@@ -80,8 +90,14 @@ func Create(dir, label, userPIN, soPIN string) (*Token, error) {
 }
 
 // AddToken creates another token with the same config directory and returns
-// it. SoftHSM2 only sees it after the module is initialized again.
+// it. SoftHSM2 only sees it after the module is initialized again. On an
+// existing token (External) it makes nothing: it returns the next spare
+// token of SIGND_TEST_PKCS11_SPARE_LABELS, whatever label asks for, or
+// ErrNoSpareToken.
 func (t *Token) AddToken(label string) (*Token, error) {
+	if t.External {
+		return t.addSpare()
+	}
 	nt := &Token{Dir: t.Dir, Label: label, PIN: randomPIN(), SOPIN: randomPIN(), Module: t.Module}
 	return nt, nt.create()
 }
@@ -142,12 +158,25 @@ func (t *Token) writeConf() error {
 
 // initToken initializes a free slot as the token, unless it exists.
 func (t *Token) initToken() error {
+	return InitToken(t.Module, nil, t.Label, t.PIN, t.SOPIN)
+}
+
+// InitToken makes sure module has an initialized token labelled label:
+// when one is there already it is reused as it is; otherwise the slot
+// numbered *slot (nil: the first slot holding an uninitialized token) is
+// initialized with soPIN (C_InitToken; a token that has never been
+// initialized takes its vendor's default SO PIN here, opencryptoki's
+// 87654321) and gets userPIN as its user PIN (C_Login as SO, C_InitPIN).
+// The PINs travel through PKCS#11 calls in this process only. The module
+// must not be initialized elsewhere in the process; InitToken leaves it
+// finalized.
+func InitToken(module string, slot *uint, label, userPIN, soPIN string) error {
 	// The module is never unloaded (no Destroy): the hsm package keeps its
 	// own handle to the same library, and SoftHSM2 is not meant to be
 	// dlclose()d and loaded again.
-	ctx := pkcs11.New(t.Module)
+	ctx := pkcs11.New(module)
 	if ctx == nil {
-		return fmt.Errorf("softhsmtest: cannot load the PKCS#11 module %s", t.Module)
+		return fmt.Errorf("softhsmtest: cannot load the PKCS#11 module %s", module)
 	}
 	if err := ctx.Initialize(); err != nil {
 		return fmt.Errorf("softhsmtest: C_Initialize: %w (create tokens before anything in this process opens the module)", err)
@@ -158,34 +187,37 @@ func (t *Token) initToken() error {
 		return fmt.Errorf("softhsmtest: C_GetSlotList: %w", err)
 	}
 	free, found := uint(0), false
-	for _, slot := range slots {
-		info, err := ctx.GetTokenInfo(slot)
+	for _, s := range slots {
+		info, err := ctx.GetTokenInfo(s)
 		if err != nil {
 			return fmt.Errorf("softhsmtest: C_GetTokenInfo: %w", err)
 		}
 		initialized := info.Flags&pkcs11.CKF_TOKEN_INITIALIZED != 0
-		if initialized && strings.TrimRight(info.Label, " ") == t.Label {
+		if initialized && strings.TrimRight(info.Label, " ") == label {
 			return nil // made by an earlier run: reuse it as it is
 		}
-		if !initialized && !found {
-			free, found = slot, true
+		if !initialized && !found && (slot == nil || *slot == s) {
+			free, found = s, true
 		}
 	}
-	if !found {
-		return fmt.Errorf("softhsmtest: no free slot for token %q in %s", t.Label, t.Dir)
+	switch {
+	case !found && slot != nil:
+		return fmt.Errorf("softhsmtest: slot %d of %s holds no uninitialized token for %q", *slot, module, label)
+	case !found:
+		return fmt.Errorf("softhsmtest: no free slot for token %q in %s", label, module)
 	}
-	if err := ctx.InitToken(free, t.SOPIN, t.Label); err != nil {
-		return fmt.Errorf("softhsmtest: C_InitToken %q: %w", t.Label, err)
+	if err := ctx.InitToken(free, soPIN, label); err != nil {
+		return fmt.Errorf("softhsmtest: C_InitToken %q: %w", label, err)
 	}
 	s, err := ctx.OpenSession(free, pkcs11.CKF_SERIAL_SESSION|pkcs11.CKF_RW_SESSION)
 	if err != nil {
 		return fmt.Errorf("softhsmtest: C_OpenSession: %w", err)
 	}
 	defer ctx.CloseSession(s)
-	if err := ctx.Login(s, pkcs11.CKU_SO, t.SOPIN); err != nil {
+	if err := ctx.Login(s, pkcs11.CKU_SO, soPIN); err != nil {
 		return fmt.Errorf("softhsmtest: C_Login as SO: %w", err)
 	}
-	if err := ctx.InitPIN(s, t.PIN); err != nil {
+	if err := ctx.InitPIN(s, userPIN); err != nil {
 		return fmt.Errorf("softhsmtest: C_InitPIN: %w", err)
 	}
 	if err := ctx.Logout(s); err != nil {

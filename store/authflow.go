@@ -1,7 +1,6 @@
 package store
 
 import (
-	"crypto/sha256"
 	"errors"
 	"fmt"
 	"time"
@@ -111,19 +110,16 @@ type AuthRequest struct {
 
 // Validate checks the fields every backend requires.
 func (r *AuthRequest) Validate() error {
-	switch {
-	case len(r.Hash) != sha256.Size:
-		return fmt.Errorf("%w: request hash must be %d bytes", ErrInvalid, sha256.Size)
-	case len(r.CSRFHash) != sha256.Size:
-		return fmt.Errorf("%w: CSRF hash must be %d bytes", ErrInvalid, sha256.Size)
-	case len(r.BindingHash) != sha256.Size:
-		return fmt.Errorf("%w: browser binding hash must be %d bytes", ErrInvalid, sha256.Size)
-	case r.Stage != StageLogin && r.Stage != StageConsent:
-		return fmt.Errorf("%w: request stage %q", ErrInvalid, r.Stage)
-	case r.Stage == StageConsent && r.Username == "":
-		return fmt.Errorf("%w: a request at consent needs a user", ErrInvalid)
-	case r.ExpiresAt.IsZero():
-		return fmt.Errorf("%w: request needs an expiry", ErrInvalid)
+	err := firstBroken(
+		fingerprint("request hash", r.Hash),
+		fingerprint("CSRF hash", r.CSRFHash),
+		fingerprint("browser binding hash", r.BindingHash),
+		rule{r.Stage == StageLogin || r.Stage == StageConsent, "request stage %q", string(r.Stage)},
+		must(r.Stage != StageConsent || r.Username != "", "a request at consent needs a user"),
+		must(!r.ExpiresAt.IsZero(), "request needs an expiry"),
+	)
+	if err != nil {
+		return err
 	}
 	return r.Grant.validate("request")
 }
@@ -141,17 +137,15 @@ type AuthCode struct {
 
 // Validate checks the fields every backend requires.
 func (c *AuthCode) Validate() error {
-	switch {
-	case len(c.Hash) != sha256.Size:
-		return fmt.Errorf("%w: code hash must be %d bytes", ErrInvalid, sha256.Size)
-	case c.Username == "":
-		return fmt.Errorf("%w: code needs a user", ErrInvalid)
-	case c.AuthTime.IsZero():
-		return fmt.Errorf("%w: code needs the authentication time", ErrInvalid)
-	case c.ExpiresAt.IsZero():
-		return fmt.Errorf("%w: code needs an expiry", ErrInvalid)
-	case !c.RedeemedAt.IsZero():
-		return fmt.Errorf("%w: a new code cannot be redeemed already", ErrInvalid)
+	err := firstBroken(
+		fingerprint("code hash", c.Hash),
+		must(c.Username != "", "code needs a user"),
+		must(!c.AuthTime.IsZero(), "code needs the authentication time"),
+		must(!c.ExpiresAt.IsZero(), "code needs an expiry"),
+		must(c.RedeemedAt.IsZero(), "a new code cannot be redeemed already"),
+	)
+	if err != nil {
+		return err
 	}
 	return c.Grant.validate("code")
 }
@@ -168,15 +162,11 @@ type Session struct {
 
 // Validate checks the fields every backend requires.
 func (s *Session) Validate() error {
-	switch {
-	case len(s.Hash) != sha256.Size:
-		return fmt.Errorf("%w: session hash must be %d bytes", ErrInvalid, sha256.Size)
-	case s.Username == "":
-		return fmt.Errorf("%w: session needs a user", ErrInvalid)
-	case s.AuthTime.IsZero() || s.ExpiresAt.IsZero():
-		return fmt.Errorf("%w: session needs an authentication time and an expiry", ErrInvalid)
-	}
-	return nil
+	return firstBroken(
+		fingerprint("session hash", s.Hash),
+		must(s.Username != "", "session needs a user"),
+		must(!s.AuthTime.IsZero() && !s.ExpiresAt.IsZero(), "session needs an authentication time and an expiry"),
+	)
 }
 
 // AuthFlowTx is the part of OAuthTx that holds running flows: pending

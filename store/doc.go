@@ -6,7 +6,9 @@
 //
 // It knows nothing of HTTP, OAuth, OIDC, CSC or PKCS#11, and imports no other
 // signd package. Backends live in subpackages (store/bolt is the embedded
-// default); store/storetest is the conformance suite every backend must pass.
+// default, store/etcd the clustered one, store/memory the one for unit
+// tests), all three over one implementation of Tx, store/kv;
+// store/storetest is the conformance suite every backend must pass.
 //
 // [Tx] is composed of small role interfaces ([UserTx], [ClientTx],
 // [CredentialTx], [OAuthTx], [AuditTx], [OIDCTx] and their read-only parts).

@@ -1,6 +1,9 @@
 package store
 
-import "sync"
+import (
+	"context"
+	"sync"
+)
 
 // Gate counts a backend's running transactions so that Close can wait for
 // them, and refuses new ones once closed. The zero Gate is open.
@@ -11,9 +14,9 @@ type Gate struct {
 	running int
 }
 
-// Enter registers a running transaction, or returns closedErr once the
+// enter registers a running transaction, or returns closedErr once the
 // gate is closed.
-func (g *Gate) Enter(closedErr error) error {
+func (g *Gate) enter(closedErr error) error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.closed {
@@ -23,8 +26,21 @@ func (g *Gate) Enter(closedErr error) error {
 	return nil
 }
 
-// Leave ends a transaction that Enter registered.
-func (g *Gate) Leave() {
+// Run runs fn as one running transaction. Without calling fn, it returns
+// ctx's error, or closedErr once the gate is closed.
+func (g *Gate) Run(ctx context.Context, closedErr error, fn func() error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if err := g.enter(closedErr); err != nil {
+		return err
+	}
+	defer g.leave()
+	return fn()
+}
+
+// leave ends a transaction that enter registered.
+func (g *Gate) leave() {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.running--; g.running == 0 && g.idle.L != nil {

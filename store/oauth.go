@@ -2,7 +2,6 @@ package store
 
 import (
 	"crypto/sha256"
-	"fmt"
 	"time"
 )
 
@@ -61,23 +60,19 @@ type Token struct {
 
 // Validate checks the fields every backend requires.
 func (t *Token) Validate() error {
-	switch {
-	case len(t.Hash) != sha256.Size:
-		return fmt.Errorf("%w: token hash must be %d bytes", ErrInvalid, sha256.Size)
-	case t.Kind != TokenAccess && t.Kind != TokenSAD && t.Kind != TokenRefresh:
-		return fmt.Errorf("%w: token kind %q", ErrInvalid, t.Kind)
-	case t.ClientID == "" || t.Username == "":
-		return fmt.Errorf("%w: token needs a client and a user", ErrInvalid)
-	case t.ExpiresAt.IsZero():
-		return fmt.Errorf("%w: token needs an expiry", ErrInvalid)
-	case len(t.CodeHash) != 0 && len(t.CodeHash) != sha256.Size:
-		return fmt.Errorf("%w: code hash must be %d bytes", ErrInvalid, sha256.Size)
-	case t.Kind == TokenSAD && (t.CredentialID == "" || len(t.Hashes) == 0):
-		return fmt.Errorf("%w: a SAD needs a credential and at least one hash", ErrInvalid)
-	case t.Kind != TokenSAD && (t.CredentialID != "" || len(t.Hashes) != 0):
-		return fmt.Errorf("%w: an access or refresh token carries no credential or hashes", ErrInvalid)
-	case t.Kind != TokenRefresh && !t.RotatedAt.IsZero():
-		return fmt.Errorf("%w: only a refresh token is rotated", ErrInvalid)
+	sad := t.Kind == TokenSAD
+	err := firstBroken(
+		fingerprint("token hash", t.Hash),
+		rule{t.Kind == TokenAccess || sad || t.Kind == TokenRefresh, "token kind %q", string(t.Kind)},
+		must(t.ClientID != "" && t.Username != "", "token needs a client and a user"),
+		must(!t.ExpiresAt.IsZero(), "token needs an expiry"),
+		must(len(t.CodeHash) == 0 || len(t.CodeHash) == sha256.Size, "code hash must be 32 bytes"),
+		must(!sad || t.CredentialID != "" && len(t.Hashes) != 0, "a SAD needs a credential and at least one hash"),
+		must(sad || t.CredentialID == "" && len(t.Hashes) == 0, "an access or refresh token carries no credential or hashes"),
+		must(t.Kind == TokenRefresh || t.RotatedAt.IsZero(), "only a refresh token is rotated"),
+	)
+	if err != nil {
+		return err
 	}
 	return t.Consented.validate("token")
 }

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"crypto/sha256"
 	"encoding/base32"
 	"fmt"
 	"net/mail"
@@ -21,6 +22,33 @@ const (
 
 func invalid(format string, a ...any) error {
 	return fmt.Errorf("%w: "+format, append([]any{ErrInvalid}, a...)...)
+}
+
+// A rule is one condition a record must meet (ok). A record that does not
+// is refused with ErrInvalid and the reason, format applied to arg: it is
+// formatted only then, so checking a valid record formats nothing.
+type rule struct {
+	ok     bool
+	format string // one verb, for arg
+	arg    string
+}
+
+// must is a rule with a fixed reason.
+func must(ok bool, reason string) rule { return rule{ok, "%s", reason} }
+
+// fingerprint is the rule that field (named name) is a SHA-256 fingerprint.
+func fingerprint(name string, field []byte) rule {
+	return rule{len(field) == sha256.Size, "%s must be 32 bytes", name}
+}
+
+// firstBroken returns the error of the first rule not met, in order.
+func firstBroken(rules ...rule) error {
+	for _, r := range rules {
+		if !r.ok {
+			return invalid(r.format, r.arg)
+		}
+	}
+	return nil
 }
 
 // ValidateUsername checks that name is 1–64 characters of [A-Za-z0-9._@-].

@@ -66,7 +66,7 @@ func (a *app) root() *cobra.Command {
 	pf.StringVar(&a.cfgFile, "config", "", "config file (default ./signd.yaml, then /etc/signd/signd.yaml)")
 	pf.BoolVar(&a.jsonOut, "json", false, "machine-readable JSON output")
 	config.BindFlags(pf)
-	root.AddCommand(a.serveCmd(), group(a.userCmd()), group(a.clientCmd()), group(a.credentialCmd()), group(a.oidcCmd()), group(a.tsaCmd()), group(a.auditCmd()), group(a.storeCmd()))
+	root.AddCommand(a.serveCmd(), group(a.userCmd()), group(a.clientCmd()), group(a.credentialCmd()), group(a.oidcCmd()), group(a.tsaCmd()), group(a.hsmCmd()), group(a.auditCmd()), group(a.storeCmd()))
 	return root
 }
 
@@ -141,8 +141,12 @@ func openToken(cfg *config.Config, logger *slog.Logger, m hsm.Metrics) (*hsm.Tok
 		PIN:            pin.Reveal(),
 		MaxSessions:    cfg.PKCS11.MaxSessions,
 		AcquireTimeout: cfg.PKCS11.AcquireTimeout,
-		Logger:         logger,
-		Metrics:        m,
+		Profile:        cfg.PKCS11.Profile,
+		// RequireImmutableKeys refuses to enroll a key the token does not
+		// freeze; hsm.Token.CheckKeys reports those already on it.
+		RequireImmutableKeys: cfg.PKCS11.RequireImmutableKeys,
+		Logger:               logger,
+		Metrics:              m,
 	})
 }
 
@@ -214,6 +218,24 @@ func (l *lazyKeys) ImportCertificate(ctx context.Context, id []byte, label strin
 		return err
 	}
 	return t.ImportCertificate(ctx, id, label, cert)
+}
+
+// CheckKeys implements admin.TokenReporter.
+func (l *lazyKeys) CheckKeys(ctx context.Context) ([]hsm.KeyInfo, error) {
+	t, err := l.get()
+	if err != nil {
+		return nil, err
+	}
+	return t.CheckKeys(ctx)
+}
+
+// Capabilities implements admin.TokenReporter; nil before the token is
+// open (CheckKeys opens it).
+func (l *lazyKeys) Capabilities() *hsm.Capabilities {
+	if l.token == nil {
+		return nil
+	}
+	return l.token.Capabilities()
 }
 
 func (l *lazyKeys) close() {

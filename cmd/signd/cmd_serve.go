@@ -98,6 +98,20 @@ func (a *app) serve(ctx context.Context, cfg *config.Config) error {
 		return err
 	}
 	defer token.Close()
+	// Every start says which keys the token does not freeze (a warning
+	// per key), in the background: the check reads every key (seconds on
+	// a token with thousands), and a token that cannot list them now is
+	// not a reason to stay down. It stops at shutdown, before the token
+	// closes.
+	checkCtx, stopCheck := context.WithCancel(ctx)
+	checked := make(chan struct{})
+	go func() {
+		defer close(checked)
+		if _, err := token.CheckKeys(checkCtx); err != nil && checkCtx.Err() == nil {
+			logger.Warn("hsm: could not check the keys' freeze at start", "err", err)
+		}
+	}()
+	defer func() { stopCheck(); <-checked }()
 	mx.watchToken(token.Status)
 	if st, ok := db.(commitStats); ok {
 		mx.watchStore(st.Stats)

@@ -47,7 +47,7 @@ func TestServeHTTP(t *testing.T) {
 	addr, logs := e.daemon()
 	base := "http://" + addr
 
-	get := func(t *testing.T, method, path string, body io.Reader) (*http.Response, map[string]string) {
+	get := func(t *testing.T, method, path string, body io.Reader) (*http.Response, map[string]any) {
 		t.Helper()
 		req, _ := http.NewRequest(method, base+path, body)
 		res, err := http.DefaultClient.Do(req)
@@ -55,7 +55,7 @@ func TestServeHTTP(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer res.Body.Close()
-		var m map[string]string
+		var m map[string]any // /readyz also describes the token (an object)
 		data, _ := io.ReadAll(res.Body)
 		if err := json.Unmarshal(data, &m); err != nil {
 			t.Fatalf("%s %s: body is not a JSON object: %q", method, path, data)

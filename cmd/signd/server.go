@@ -23,6 +23,12 @@ type pinger interface {
 	Status() hsm.Status
 }
 
+// capabilityReporter is the token's self-description for /readyz;
+// *hsm.Token satisfies it.
+type capabilityReporter interface {
+	Capabilities() *hsm.Capabilities
+}
+
 // server builds the public Echo router: middleware, health endpoints and
 // (in later issues) the OAuth, CSC and OIDC handlers.
 type server struct {
@@ -140,7 +146,42 @@ func (s *server) readyz(c echo.Context) error {
 		c.Response().Header().Set("Retry-After", oauth.RetryAfter)
 		return c.JSON(http.StatusServiceUnavailable, map[string]string{"status": "unavailable", "component": "store", "reason": reason})
 	}
-	return c.JSON(http.StatusOK, map[string]string{"status": "ready"})
+	body := readyBody{Status: "ready"}
+	if r, ok := s.Token.(capabilityReporter); ok {
+		body.HSM = tokenSummary(r.Capabilities())
+	}
+	return c.JSON(http.StatusOK, body)
+}
+
+// readyBody is /readyz's answer when ready.
+type readyBody struct {
+	Status string           `json:"status"`
+	HSM    *readyTokenBrief `json:"hsm,omitempty"`
+}
+
+// readyTokenBrief is the token as /readyz describes it: enough to tell
+// which kind of token a node runs on and what it can sign with, without
+// the module path, serial number or firmware (`signd hsm info` has them,
+// on the admin socket).
+type readyTokenBrief struct {
+	Manufacturer    string   `json:"manufacturer"`
+	Model           string   `json:"model"`
+	CryptokiVersion string   `json:"cryptoki_version"`
+	Profile         string   `json:"profile"`
+	Mechanisms      []string `json:"mechanisms"`
+}
+
+func tokenSummary(c *hsm.Capabilities) *readyTokenBrief {
+	if c == nil {
+		return nil
+	}
+	b := &readyTokenBrief{Manufacturer: c.Manufacturer, Model: c.Model, CryptokiVersion: c.CryptokiVersion, Profile: c.Profile, Mechanisms: []string{}}
+	for _, m := range c.Mechanisms {
+		if m.Present {
+			b.Mechanisms = append(b.Mechanisms, m.Name)
+		}
+	}
+	return b
 }
 
 // hsmReason says why the token is not ready, without PKCS#11 detail (the

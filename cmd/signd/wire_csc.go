@@ -22,6 +22,8 @@ import (
 var (
 	_ csc.Store         = (*store.Scoped[csc.Tx])(nil)
 	_ csc.Signer        = (*hsm.Token)(nil)
+	_ csc.SchemeChecker = (*hsm.Token)(nil)
+	_ csc.PSSReporter   = (*hsm.Token)(nil)
 	_ csc.PasswordLogin = (*authlogin.Login)(nil)
 	_ csc.TokenRevoker  = (*oauth.Server)(nil)
 	_ csc.PINChecker    = (*passwords.Checker)(nil)
@@ -51,6 +53,7 @@ func (s *services) cscHandler(authz *oauth.Server) (*csc.Handler, error) {
 		Signer:      s.token,
 		Unavailable: hsmUnavailable,
 		KeyUnusable: hsmKeyUnusable,
+		Unsupported: hsmUnsupported,
 		NotSigned:   hsm.NotSigned,
 		BaseURL:     s.cfg.Server.BaseURL,
 		Info: csc.InfoConfig{
@@ -142,6 +145,11 @@ func hsmUnavailable(err error) bool {
 func hsmKeyUnusable(err error) bool {
 	return errors.Is(err, hsm.ErrKeyNotFound) || errors.Is(err, hsm.ErrAmbiguousKey) || errors.Is(err, hsm.ErrKeyPolicy)
 }
+
+// hsmUnsupported reports the token errors that mean "the token cannot
+// make this algorithm with this key" (a mechanism it lacks, a PSS salt it
+// refuses): a 400 naming signAlgo, not a disabled credential.
+func hsmUnsupported(err error) bool { return errors.Is(err, hsm.ErrUnsupportedAlgorithm) }
 
 // hsmKeyMissing reports the token error that means "this node's HSM does
 // not hold the key": on a node of a cluster a 503 (another node may sign),

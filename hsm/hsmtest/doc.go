@@ -4,6 +4,8 @@
 // letsencrypt/boulder's pkcs11helpers MockCtx: before each PKCS#11 call it
 // may fail the call with any return value (CKR_*), add latency, or behave
 // as if the token were gone (removed, powered off), and it counts calls.
+// With ReuseSessionNumbers it numbers sessions as opencryptoki and
+// tpm2-pkcs11 do, handing the number of a closed session to the next one.
 // Everything it does not inject is the real module's behaviour. Hand it to
 // a Token through hsm.Config.Wrap:
 //

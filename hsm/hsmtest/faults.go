@@ -13,8 +13,11 @@ import (
 type Ctx interface {
 	Initialize(opts ...pkcs11.InitializeOption) error
 	Finalize() error
+	GetInfo() (pkcs11.Info, error)
 	GetSlotList(tokenPresent bool) ([]uint, error)
 	GetTokenInfo(slotID uint) (pkcs11.TokenInfo, error)
+	GetMechanismList(slotID uint) ([]*pkcs11.Mechanism, error)
+	GetMechanismInfo(slotID uint, m []*pkcs11.Mechanism) (pkcs11.MechanismInfo, error)
 	OpenSession(slotID uint, flags uint) (pkcs11.SessionHandle, error)
 	CloseSession(sh pkcs11.SessionHandle) error
 	GetSessionInfo(sh pkcs11.SessionHandle) (pkcs11.SessionInfo, error)
@@ -23,8 +26,10 @@ type Ctx interface {
 	FindObjects(sh pkcs11.SessionHandle, max int) ([]pkcs11.ObjectHandle, bool, error)
 	FindObjectsFinal(sh pkcs11.SessionHandle) error
 	GetAttributeValue(sh pkcs11.SessionHandle, o pkcs11.ObjectHandle, a []*pkcs11.Attribute) ([]*pkcs11.Attribute, error)
+	SetAttributeValue(sh pkcs11.SessionHandle, o pkcs11.ObjectHandle, a []*pkcs11.Attribute) error
 	GenerateKeyPair(sh pkcs11.SessionHandle, m []*pkcs11.Mechanism, public, private []*pkcs11.Attribute) (pkcs11.ObjectHandle, pkcs11.ObjectHandle, error)
 	CreateObject(sh pkcs11.SessionHandle, temp []*pkcs11.Attribute) (pkcs11.ObjectHandle, error)
+	CopyObject(sh pkcs11.SessionHandle, o pkcs11.ObjectHandle, temp []*pkcs11.Attribute) (pkcs11.ObjectHandle, error)
 	DestroyObject(sh pkcs11.SessionHandle, oh pkcs11.ObjectHandle) error
 	SignInit(sh pkcs11.SessionHandle, m []*pkcs11.Mechanism, o pkcs11.ObjectHandle) error
 	Sign(sh pkcs11.SessionHandle, message []byte) ([]byte, error)
@@ -55,6 +60,11 @@ type Faults struct {
 	hook   func(method string) error
 	gone   bool
 	calls  map[string]int
+
+	// renumber: session handles are the lowest numbers free (see
+	// ReuseSessionNumbers); numbers maps each to the module's session.
+	renumber bool
+	numbers  map[pkcs11.SessionHandle]pkcs11.SessionHandle
 }
 
 // Wrap returns a Faults over c that injects nothing until told to.
@@ -94,6 +104,52 @@ func (f *Faults) SetGone(gone bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.gone = gone
+}
+
+// ReuseSessionNumbers makes the Faults number sessions as opencryptoki
+// and tpm2-pkcs11 do: C_OpenSession returns the lowest number not in use,
+// so the number of a closed session comes back with the next open
+// (SoftHSM2, the module under the Faults, never reuses one). Calls on a
+// number go to the module's session it stands for now; a number not in use
+// answers CKR_SESSION_HANDLE_INVALID. C_CloseSession frees the number
+// whatever the module answers, and C_Finalize frees them all. Call it
+// before the Token opens its sessions; Clear leaves it on.
+func (f *Faults) ReuseSessionNumbers() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.renumber = true
+	f.numbers = make(map[pkcs11.SessionHandle]pkcs11.SessionHandle)
+}
+
+// session returns the module's session that sh stands for.
+func (f *Faults) session(sh pkcs11.SessionHandle) (pkcs11.SessionHandle, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if !f.renumber {
+		return sh, nil
+	}
+	real, ok := f.numbers[sh]
+	if !ok {
+		return 0, pkcs11.Error(pkcs11.CKR_SESSION_HANDLE_INVALID)
+	}
+	return real, nil
+}
+
+// number gives the module's new session real the lowest free number.
+func (f *Faults) number(real pkcs11.SessionHandle) pkcs11.SessionHandle {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if !f.renumber {
+		return real
+	}
+	n := pkcs11.SessionHandle(1)
+	for ; ; n++ {
+		if _, used := f.numbers[n]; !used {
+			break
+		}
+	}
+	f.numbers[n] = real
+	return n
 }
 
 // Clear removes every injected fault, the hook and the token-gone state.
@@ -175,7 +231,36 @@ func (f *Faults) Finalize() error {
 	if err := f.before("Finalize", 0); err != nil {
 		return err
 	}
+	f.mu.Lock()
+	if f.renumber {
+		clear(f.numbers)
+	}
+	f.mu.Unlock()
 	return f.Ctx.Finalize()
+}
+
+// GetInfo implements Ctx.
+func (f *Faults) GetInfo() (pkcs11.Info, error) {
+	if err := f.before("GetInfo", 0); err != nil {
+		return pkcs11.Info{}, err
+	}
+	return f.Ctx.GetInfo()
+}
+
+// GetMechanismList implements Ctx.
+func (f *Faults) GetMechanismList(slotID uint) ([]*pkcs11.Mechanism, error) {
+	if err := f.before("GetMechanismList", onToken); err != nil {
+		return nil, err
+	}
+	return f.Ctx.GetMechanismList(slotID)
+}
+
+// GetMechanismInfo implements Ctx.
+func (f *Faults) GetMechanismInfo(slotID uint, m []*pkcs11.Mechanism) (pkcs11.MechanismInfo, error) {
+	if err := f.before("GetMechanismInfo", onToken); err != nil {
+		return pkcs11.MechanismInfo{}, err
+	}
+	return f.Ctx.GetMechanismInfo(slotID, m)
 }
 
 // GetSlotList implements Ctx.
@@ -202,7 +287,11 @@ func (f *Faults) OpenSession(slotID uint, flags uint) (pkcs11.SessionHandle, err
 	if err := f.before("OpenSession", onToken); err != nil {
 		return 0, err
 	}
-	return f.Ctx.OpenSession(slotID, flags)
+	s, err := f.Ctx.OpenSession(slotID, flags)
+	if err != nil {
+		return 0, err
+	}
+	return f.number(s), nil
 }
 
 // CloseSession implements Ctx.
@@ -210,12 +299,25 @@ func (f *Faults) CloseSession(sh pkcs11.SessionHandle) error {
 	if err := f.before("CloseSession", onSession); err != nil {
 		return err
 	}
-	return f.Ctx.CloseSession(sh)
+	real, err := f.session(sh)
+	if err != nil {
+		return err
+	}
+	f.mu.Lock()
+	if f.renumber {
+		delete(f.numbers, sh)
+	}
+	f.mu.Unlock()
+	return f.Ctx.CloseSession(real)
 }
 
 // GetSessionInfo implements Ctx.
 func (f *Faults) GetSessionInfo(sh pkcs11.SessionHandle) (pkcs11.SessionInfo, error) {
 	if err := f.before("GetSessionInfo", onSession); err != nil {
+		return pkcs11.SessionInfo{}, err
+	}
+	sh, err := f.session(sh)
+	if err != nil {
 		return pkcs11.SessionInfo{}, err
 	}
 	return f.Ctx.GetSessionInfo(sh)
@@ -226,12 +328,20 @@ func (f *Faults) Login(sh pkcs11.SessionHandle, userType uint, pin string) error
 	if err := f.before("Login", onSession); err != nil {
 		return err
 	}
+	sh, err := f.session(sh)
+	if err != nil {
+		return err
+	}
 	return f.Ctx.Login(sh, userType, pin)
 }
 
 // FindObjectsInit implements Ctx.
 func (f *Faults) FindObjectsInit(sh pkcs11.SessionHandle, temp []*pkcs11.Attribute) error {
 	if err := f.before("FindObjectsInit", onSession); err != nil {
+		return err
+	}
+	sh, err := f.session(sh)
+	if err != nil {
 		return err
 	}
 	return f.Ctx.FindObjectsInit(sh, temp)
@@ -242,12 +352,20 @@ func (f *Faults) FindObjects(sh pkcs11.SessionHandle, max int) ([]pkcs11.ObjectH
 	if err := f.before("FindObjects", onSession); err != nil {
 		return nil, false, err
 	}
+	sh, err := f.session(sh)
+	if err != nil {
+		return nil, false, err
+	}
 	return f.Ctx.FindObjects(sh, max)
 }
 
 // FindObjectsFinal implements Ctx.
 func (f *Faults) FindObjectsFinal(sh pkcs11.SessionHandle) error {
 	if err := f.before("FindObjectsFinal", onSession); err != nil {
+		return err
+	}
+	sh, err := f.session(sh)
+	if err != nil {
 		return err
 	}
 	return f.Ctx.FindObjectsFinal(sh)
@@ -258,12 +376,32 @@ func (f *Faults) GetAttributeValue(sh pkcs11.SessionHandle, o pkcs11.ObjectHandl
 	if err := f.before("GetAttributeValue", onSession); err != nil {
 		return nil, err
 	}
+	sh, err := f.session(sh)
+	if err != nil {
+		return nil, err
+	}
 	return f.Ctx.GetAttributeValue(sh, o, a)
+}
+
+// SetAttributeValue implements Ctx.
+func (f *Faults) SetAttributeValue(sh pkcs11.SessionHandle, o pkcs11.ObjectHandle, a []*pkcs11.Attribute) error {
+	if err := f.before("SetAttributeValue", onSession); err != nil {
+		return err
+	}
+	sh, err := f.session(sh)
+	if err != nil {
+		return err
+	}
+	return f.Ctx.SetAttributeValue(sh, o, a)
 }
 
 // GenerateKeyPair implements Ctx.
 func (f *Faults) GenerateKeyPair(sh pkcs11.SessionHandle, m []*pkcs11.Mechanism, public, private []*pkcs11.Attribute) (pkcs11.ObjectHandle, pkcs11.ObjectHandle, error) {
 	if err := f.before("GenerateKeyPair", onSession); err != nil {
+		return 0, 0, err
+	}
+	sh, err := f.session(sh)
+	if err != nil {
 		return 0, 0, err
 	}
 	return f.Ctx.GenerateKeyPair(sh, m, public, private)
@@ -274,12 +412,32 @@ func (f *Faults) CreateObject(sh pkcs11.SessionHandle, temp []*pkcs11.Attribute)
 	if err := f.before("CreateObject", onSession); err != nil {
 		return 0, err
 	}
+	sh, err := f.session(sh)
+	if err != nil {
+		return 0, err
+	}
 	return f.Ctx.CreateObject(sh, temp)
+}
+
+// CopyObject implements Ctx.
+func (f *Faults) CopyObject(sh pkcs11.SessionHandle, o pkcs11.ObjectHandle, temp []*pkcs11.Attribute) (pkcs11.ObjectHandle, error) {
+	if err := f.before("CopyObject", onSession); err != nil {
+		return 0, err
+	}
+	sh, err := f.session(sh)
+	if err != nil {
+		return 0, err
+	}
+	return f.Ctx.CopyObject(sh, o, temp)
 }
 
 // DestroyObject implements Ctx.
 func (f *Faults) DestroyObject(sh pkcs11.SessionHandle, oh pkcs11.ObjectHandle) error {
 	if err := f.before("DestroyObject", onSession); err != nil {
+		return err
+	}
+	sh, err := f.session(sh)
+	if err != nil {
 		return err
 	}
 	return f.Ctx.DestroyObject(sh, oh)
@@ -290,12 +448,20 @@ func (f *Faults) SignInit(sh pkcs11.SessionHandle, m []*pkcs11.Mechanism, o pkcs
 	if err := f.before("SignInit", onSession); err != nil {
 		return err
 	}
+	sh, err := f.session(sh)
+	if err != nil {
+		return err
+	}
 	return f.Ctx.SignInit(sh, m, o)
 }
 
 // Sign implements Ctx.
 func (f *Faults) Sign(sh pkcs11.SessionHandle, message []byte) ([]byte, error) {
 	if err := f.before("Sign", onSession); err != nil {
+		return nil, err
+	}
+	sh, err := f.session(sh)
+	if err != nil {
 		return nil, err
 	}
 	return f.Ctx.Sign(sh, message)

@@ -24,14 +24,7 @@ import (
 // every caller of the shared transaction as store.ErrUnavailable. ctx is
 // only checked before fn is queued.
 func (db *DB) Batch(ctx context.Context, fn func(store.Tx) error) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	if err := db.begin(); err != nil {
-		return err
-	}
-	defer db.end()
-	return db.batch.Run(ctx, fn, db.commitBatch)
+	return db.gate.Run(ctx, ErrClosed, func() error { return db.batch.Run(ctx, fn, db.commitBatch) })
 }
 
 // commitBatch runs calls in one transaction, retried on conflict, and

@@ -218,28 +218,18 @@ func (db *DB) Health() error {
 	return nil
 }
 
-// begin registers a running transaction, or returns ErrClosed.
-func (db *DB) begin() error { return db.gate.Enter(ErrClosed) }
-
-func (db *DB) end() { db.gate.Leave() }
-
 // View runs fn in a read-only transaction: every read at the revision of
 // the first one.
 func (db *DB) View(ctx context.Context, fn func(store.Tx) error) error {
-	if err := ctx.Err(); err != nil {
+	return db.gate.Run(ctx, ErrClosed, func() error {
+		t := newTxn(ctx, db, false)
+		defer func() { t.done = true }()
+		err := fn(kv.NewTx(t, db.now))
+		if t.err != nil {
+			return t.err
+		}
 		return err
-	}
-	if err := db.begin(); err != nil {
-		return err
-	}
-	defer db.end()
-	t := newTxn(ctx, db, false)
-	defer func() { t.done = true }()
-	err := fn(kv.NewTx(t, db.now))
-	if t.err != nil {
-		return t.err
-	}
-	return err
+	})
 }
 
 // Update runs fn in one write transaction; see store.Store. fn runs again
@@ -247,27 +237,22 @@ func (db *DB) View(ctx context.Context, fn func(store.Tx) error) error {
 // what it read, up to Options.MaxAttempts times: like Batch, fn must have
 // no effects outside the transaction.
 func (db *DB) Update(ctx context.Context, fn func(store.Tx) error) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	if err := db.begin(); err != nil {
-		return err
-	}
-	defer db.end()
-	db.writer.Lock()
-	defer db.writer.Unlock()
-	for attempt := range db.attempts {
-		if attempt > 0 {
-			if err := backoff(ctx, attempt); err != nil {
+	return db.gate.Run(ctx, ErrClosed, func() error {
+		db.writer.Lock()
+		defer db.writer.Unlock()
+		for attempt := range db.attempts {
+			if attempt > 0 {
+				if err := backoff(ctx, attempt); err != nil {
+					return err
+				}
+			}
+			ok, err := db.attempt(ctx, fn)
+			if err != nil || ok {
 				return err
 			}
 		}
-		ok, err := db.attempt(ctx, fn)
-		if err != nil || ok {
-			return err
-		}
-	}
-	return fmt.Errorf("%w: %w (%d attempts)", store.ErrUnavailable, ErrConflict, db.attempts)
+		return fmt.Errorf("%w: %w (%d attempts)", store.ErrUnavailable, ErrConflict, db.attempts)
+	})
 }
 
 // attempt runs fn once and commits; false means the guard failed.
@@ -348,19 +333,7 @@ func (db *DB) closeClient() error {
 // to commit wins; the others read its key). Every node reads the same key.
 // A stored key of another size is an error.
 func (db *DB) Secret(ctx context.Context, name string, size int) ([]byte, error) {
-	if err := store.CheckSecretRequest(ctx, name, size); err != nil {
-		return nil, err
-	}
-	var key []byte
-	err := db.Update(ctx, func(stx store.Tx) error {
-		var err error
-		key, err = stx.(*kv.Tx).Secret(name, size)
-		return err
-	})
-	if err != nil {
-		return nil, err
-	}
-	return key, nil
+	return kv.Secret(ctx, db, name, size)
 }
 
 // checkPrefix refuses a prefix that would make keys ambiguous.

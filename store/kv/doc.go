@@ -3,8 +3,9 @@
 // OIDC keys, the audit chain) over a small interface of named buckets of
 // byte keys in byte order — Backend, Bucket and Cursor, the methods bbolt
 // has. store/bolt adapts a *bbolt.Tx to it, store/etcd its snapshot read
-// plus write overlay; each backend keeps only what is its own (the file,
-// schema and migrations; the etcd client and guarded commit).
+// plus write overlay, store/memory a snapshot of B-trees; each backend
+// keeps only what is its own (the file, schema and migrations; the etcd
+// client and guarded commit; the in-memory snapshots).
 //
 // # Records and buckets
 //

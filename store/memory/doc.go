@@ -1,18 +1,18 @@
-// Package memory is an in-memory store backend: it implements store.Store
-// with the same contract as store/bolt, certified by the same conformance
-// suite (store/storetest), and keeps nothing on disk. It is meant for unit
-// tests of the packages that use the store, and it is the shape a networked
-// backend (etcd) follows: ordered keys, an expiry index and a party index per
-// kind of expiring record, the same transaction guarantees.
+// Package memory is the in-memory store backend, for the unit tests of the
+// packages that use the store: it implements store.Store (and Batch and
+// Secret, as store/bolt) and keeps nothing on disk.
 //
-// It owns the in-memory layout and nothing else: validation, the audit
-// encoding and hash chain (store.SealAudit) and the record types belong to
-// package store, exactly as for bolt.
+// It is a kv.Backend like store/bolt and store/etcd: the records, their
+// encoding, the indexes, validation, revocation and the audit chain are
+// store/kv's, so a test on it exercises the record code the daemon runs.
+// What is its own is the named buckets of byte keys in memory and the
+// transactions over them; store/storetest certifies it as it does the
+// others.
 //
 // # Transactions: snapshots of copy-on-write B-trees
 //
-// Every kind of record and every index is an ordered map on a B-tree
-// (github.com/google/btree) whose Clone is lazy copy-on-write: a clone costs
+// Every bucket is a B-tree of keys in byte order (github.com/google/btree,
+// already etcd's overlay) whose Clone is lazy copy-on-write: a clone costs
 // O(1), and a write to it copies only the nodes on its path. The store keeps
 // one committed snapshot, a set of such trees that is never written again.
 //
@@ -27,36 +27,19 @@
 //     needs undoing and a panic propagates unchanged after the mutex is
 //     released.
 //
-// Records are stored as deep copies, normalized the way bolt's JSON
-// records read back (times in UTC without a monotonic reading, empty slices
-// and maps as nil), and every record handed out is another deep copy, so
-// neither the caller's values nor the ones returned alias the store.
-//
-// # Indexes
-//
-// The index keys are bolt's (see store/bolt's doc.go), so both backends
-// order, sweep and revoke alike:
-//
-//	credentials by owner   owner 0x00 credential ID
-//	tokens by code         code fingerprint ‖ token fingerprint
-//	expiry indexes         expiry (8-byte big-endian Unix ns, clamped at 0) ‖ fingerprint
-//	party indexes          tag, name, 0x00 ‖ fingerprint (tags 'u', 's', 'c', 'k')
-//
-// Sweeping (Delete*Expired, SweepExpired) walks the expiry index up to now
-// (SweepExpired stops at its limit) and revocation walks one party range,
-// so each costs what it removes, not what is stored.
+// A stored key or value is a copy made by Put and never written again, so
+// a snapshot may share it with the transactions that read it.
 //
 // # Beyond store.Store
 //
-// DB also has the two methods the CSC service and its wiring ask of a store:
-// Batch (here plain Update: there is no commit to share) and Secret (named
-// random keys, kept for the life of the DB).
+// Batch is plain Update: with no fsync to amortize there is no commit to
+// share, so its function runs exactly once. Secret keeps its named random
+// keys for the life of the DB.
 //
 // # Caveats
 //
 // Everything is lost on Close or when the process ends. A Tx must not be
 // used after its function returned (writes then fail with ErrTxDone); an
 // Update must not call Update on the same DB (it would deadlock, as with
-// bolt). Values are kept byte for byte, where bolt's JSON would replace
-// invalid UTF-8 in fields that validation does not check.
+// bolt).
 package memory

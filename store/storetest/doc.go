@@ -1,5 +1,5 @@
 // Package storetest is the conformance suite of store.Store: every backend
-// (store/bolt on a file, store/memory in memory, a distributed one later)
+// (store/bolt on a file, store/etcd on a cluster, store/memory in memory)
 // must pass it.
 //
 // A backend's test calls [Run] with a function that opens a fresh, empty

@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/signd/signd/csc/enroll"
 	"github.com/signd/signd/store"
@@ -38,26 +39,42 @@ func credentialView(c *store.Credential) *CredentialView {
 	return v
 }
 
-// enrollKeys gives enrollment the token's keys.
-type enrollKeys struct{ keys KeyStore }
+// enrollKeys gives enrollment the token's keys, and keeps what the token
+// does not freeze of the key it generated (hsm.KeyInfo.Defects) for the
+// audit entry.
+type enrollKeys struct {
+	keys    KeyStore
+	defects []string
+}
 
-func (k enrollKeys) GenerateKey(ctx context.Context, label string, bits int) ([]byte, int, error) {
+func (k *enrollKeys) GenerateKey(ctx context.Context, label string, bits int) ([]byte, int, error) {
 	info, err := k.keys.GenerateRSA(ctx, label, bits)
 	if err != nil {
 		return nil, 0, err
 	}
+	k.defects = info.Defects
 	return info.ID, info.Bits, nil
 }
 
-func (k enrollKeys) GenerateECKey(ctx context.Context, label string, curve elliptic.Curve) ([]byte, int, error) {
+func (k *enrollKeys) GenerateECKey(ctx context.Context, label string, curve elliptic.Curve) ([]byte, int, error) {
 	info, err := k.keys.GenerateEC(ctx, label, curve)
 	if err != nil {
 		return nil, 0, err
 	}
+	k.defects = info.Defects
 	return info.ID, info.Bits, nil
 }
 
-func (k enrollKeys) Signer(ctx context.Context, id []byte) (crypto.Signer, error) {
+// auditNote is what the enrollment's audit entry adds about the key's
+// freeze: nothing when the token keeps it.
+func (k *enrollKeys) auditNote() string {
+	if len(k.defects) == 0 {
+		return ""
+	}
+	return "; the token does not freeze the key: " + strings.Join(k.defects, ", ")
+}
+
+func (k *enrollKeys) Signer(ctx context.Context, id []byte) (crypto.Signer, error) {
 	key, err := k.keys.Key(ctx, id)
 	if err != nil {
 		return nil, err
@@ -103,7 +120,8 @@ func (l *Local) CreateCredential(ctx context.Context, req CreateCredentialReques
 	if len(label) > 128 || !printable(label) {
 		return nil, errorf(KindInvalid, "label must be 1 to 128 printable characters")
 	}
-	key, csrDER, err := enroll.Generate(ctx, enrollKeys{keys}, label, spec)
+	ek := &enrollKeys{keys: keys}
+	key, csrDER, err := enroll.Generate(ctx, ek, label, spec)
 	if key == nil {
 		return nil, l.fail("generate key", err)
 	}
@@ -128,7 +146,7 @@ func (l *Local) CreateCredential(ctx context.Context, req CreateCredentialReques
 		}
 		if err := tx.AppendAudit(&store.AuditEntry{Time: l.now(), Kind: store.AuditCredentialEnrolled,
 			User: req.User, Credential: id, Outcome: string(store.CredentialPending),
-			Reason: fmt.Sprintf("key pair %s generated in the token (label %q), CSR issued", spec.Algorithm, label)}); err != nil {
+			Reason: fmt.Sprintf("key pair %s generated in the token (label %q), CSR issued%s", spec.Algorithm, label, ek.auditNote())}); err != nil {
 			return err
 		}
 		c, err = tx.Credential(id)

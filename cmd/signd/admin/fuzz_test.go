@@ -185,6 +185,10 @@ func (s *recordingService) RotateOIDCKeys(_ context.Context, r RotateOIDCKeysReq
 	s.rec(r)
 	return &RotateOIDCKeysResult{}, nil
 }
+func (s *recordingService) HSMInfo(context.Context) (*HSMInfoView, error) {
+	s.rec(struct{}{})
+	return &HSMInfoView{}, nil
+}
 func (s *recordingService) EnrollTSA(_ context.Context, r EnrollTSARequest) (*EnrollTSAResult, error) {
 	s.rec(r)
 	return &EnrollTSAResult{}, nil
@@ -236,6 +240,7 @@ func FuzzRPC(f *testing.F) {
 		"CreateOIDCKey":     CreateOIDCKeyRequest{}, "ListOIDCKeys": struct{}{}, "RotateOIDCKeys": RotateOIDCKeysRequest{},
 		"RemoveUser": nameReq{}, "RemoveCredential": nameReq{},
 		"EnrollTOTP": EnrollTOTPRequest{}, "RemoveTOTP": nameReq{},
+		"HSMInfo":   struct{}{},
 		"EnrollTSA": EnrollTSARequest{}, "ImportTSACertificate": ImportTSACertificateRequest{},
 		"AuditVerify": struct{}{}, "AuditExport": AuditExportRequest{},
 	} {

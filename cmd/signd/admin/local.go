@@ -86,6 +86,12 @@ func (l *Local) fail(op string, err error) error {
 		return errorf(KindUnavailable, "%s: the HSM is unavailable, try again: %v", op, err)
 	case errors.Is(err, hsm.ErrLabelExists):
 		return errorf(KindExists, "%s: %v", op, err)
+	case errors.Is(err, hsm.ErrUnsupportedAlgorithm):
+		// The token lacks the mechanism or size, or refused the request:
+		// the message names what is missing and what it can do.
+		return errorf(KindInvalid, "%s: %s", op, strings.TrimPrefix(err.Error(), "hsm: "))
+	case errors.Is(err, hsm.ErrKeyNotFrozen):
+		return errorf(KindConflict, "%s: %v", op, err)
 	case errors.Is(err, store.ErrUnavailable):
 		return errorf(KindUnavailable, "%s: the store cannot write now (disk full or failing?), try again: %v", op, err)
 	case errors.Is(err, store.ErrCorrupt):

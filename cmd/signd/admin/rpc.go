@@ -85,6 +85,7 @@ func endpoints(s Service) map[string]func(context.Context, json.RawMessage) (any
 		"RotateOIDCKeys": decode(func(ctx context.Context, r RotateOIDCKeysRequest) (any, error) {
 			return s.RotateOIDCKeys(ctx, r)
 		}),
+		"HSMInfo":   decode(func(ctx context.Context, _ struct{}) (any, error) { return s.HSMInfo(ctx) }),
 		"EnrollTSA": decode(func(ctx context.Context, r EnrollTSARequest) (any, error) { return s.EnrollTSA(ctx, r) }),
 		"ImportTSACertificate": decode(func(ctx context.Context, r ImportTSACertificateRequest) (any, error) {
 			return s.ImportTSACertificate(ctx, r)
@@ -428,6 +429,11 @@ func (r *Remote) SetCredentialStatus(ctx context.Context, id string, enabled boo
 // AddProof implements Service.
 func (r *Remote) AddProof(ctx context.Context, req AddProofRequest) (*UserView, error) {
 	return callT[*UserView](r, ctx, "AddProof", req)
+}
+
+// HSMInfo implements Service.
+func (r *Remote) HSMInfo(ctx context.Context) (*HSMInfoView, error) {
+	return callT[*HSMInfoView](r, ctx, "HSMInfo", struct{}{})
 }
 
 // CreateOIDCKey implements Service.

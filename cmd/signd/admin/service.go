@@ -40,6 +40,8 @@ type Service interface {
 	ListOIDCKeys(ctx context.Context) ([]OIDCKeyView, error)
 	RotateOIDCKeys(ctx context.Context, req RotateOIDCKeysRequest) (*RotateOIDCKeysResult, error)
 
+	HSMInfo(ctx context.Context) (*HSMInfoView, error)
+
 	EnrollTSA(ctx context.Context, req EnrollTSARequest) (*EnrollTSAResult, error)
 	ImportTSACertificate(ctx context.Context, req ImportTSACertificateRequest) (*TSACertificateView, error)
 

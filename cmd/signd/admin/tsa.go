@@ -68,7 +68,7 @@ func (l *Local) EnrollTSA(ctx context.Context, req EnrollTSARequest) (*EnrollTSA
 		return nil, l.fail("tsa", err)
 	}
 	label := l.tsaLabel() + "-" + id
-	key, csrDER, err := enroll.Generate(ctx, enrollKeys{keys}, label, spec)
+	key, csrDER, err := enroll.Generate(ctx, &enrollKeys{keys: keys}, label, spec)
 	if key == nil {
 		return nil, l.fail("generate key", err)
 	}

@@ -22,6 +22,11 @@ func TestRun(t *testing.T) {
 	}{
 		{"no arguments", nil, pins, 2, "", "usage: init-token DIR LABEL"},
 		{"one argument", []string{dir}, pins, 2, "", "usage: init-token DIR LABEL"},
+		{"module and a directory", []string{"-module", "/x.so", dir, "t"}, pins, 2, "", "usage: init-token DIR LABEL"},
+		{"slot without a module", []string{"-slot", "3", dir, "t"}, pins, 2, "", "usage: init-token DIR LABEL"},
+		{"unknown flag", []string{"-pin", "1234", "t"}, pins, 2, "", "flag provided but not defined: -pin"},
+		{"malformed slot", []string{"-module", "/x.so", "-slot", "three", "t"}, pins, 2, "", "invalid value"},
+		{"missing module", []string{"-module", filepath.Join(dir, "missing.so"), "t"}, pins, 1, "", "cannot load the PKCS#11 module"},
 		{"no user PIN", []string{dir, "t"}, map[string]string{"SOFTHSM_SO_PIN": "so-1234"}, 2, "", "set SOFTHSM_USER_PIN"},
 		{"no SO PIN", []string{dir, "t"}, map[string]string{"SOFTHSM_USER_PIN": "user-1234"}, 2, "", "set SOFTHSM_SO_PIN"},
 		{"short PIN", []string{dir, "t"}, map[string]string{"SOFTHSM_USER_PIN": "123", "SOFTHSM_SO_PIN": "so-1234"}, 1, "", "at least 4 characters"},

@@ -1,0 +1,112 @@
+package admin
+
+import (
+	"context"
+	"crypto/elliptic"
+	"crypto/x509"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/signd/signd/hsm"
+	"github.com/signd/signd/hsm/hsmtest/softtoken"
+	"github.com/signd/signd/store"
+)
+
+// tokenLike is a software token that answers as a real one that lacks EC
+// (opencryptoki's soft token) and does not freeze its keys (tpm2-pkcs11):
+// the errors and KeyInfo are the hsm package's own.
+type tokenLike struct {
+	*softtoken.Token
+	defects []string
+}
+
+func (k tokenLike) GenerateEC(context.Context, string, elliptic.Curve) (*hsm.KeyInfo, error) {
+	return nil, fmt.Errorf("hsm: generate EC key: %w: token \"ock\" (IBM SoftTok) has no CKM_EC_KEY_PAIR_GEN: EC keys cannot be made on it; use one of rsa-2048, rsa-3072, rsa-4096", hsm.ErrUnsupportedAlgorithm)
+}
+
+func (k tokenLike) GenerateRSA(ctx context.Context, label string, bits int) (*hsm.KeyInfo, error) {
+	info, err := k.Token.GenerateRSA(ctx, label, bits)
+	if err == nil {
+		info.Defects = k.defects
+	}
+	return info, err
+}
+
+func (tokenLike) ImportCertificate(context.Context, []byte, string, *x509.Certificate) error {
+	return nil
+}
+
+// TestCreateCredentialTokenRefusal: a key type the token cannot make is
+// the operator's error, naming the missing mechanism and what to use
+// instead, never "internal error"; nothing is stored.
+func TestCreateCredentialTokenRefusal(t *testing.T) {
+	l, db := removalWorld(t, tokenLike{Token: softtoken.New(softtoken.Options{})})
+	_, err := l.CreateCredential(context.Background(), CreateCredentialRequest{User: "alice", Algo: store.AlgECP256, Subject: "CN=Alice"})
+	if KindOf(err) != KindInvalid || !strings.Contains(err.Error(), "has no CKM_EC_KEY_PAIR_GEN") ||
+		!strings.Contains(err.Error(), "use one of rsa-2048") || strings.Contains(err.Error(), "internal error") {
+		t.Fatalf("error %v (kind %s), want KindInvalid naming the mechanism", err, KindOf(err))
+	}
+	creds, err := l.ListCredentials(context.Background(), "alice")
+	if err != nil || len(creds) != 1 { // c1 of removalWorld only
+		t.Fatalf("credentials %v, %v", creds, err)
+	}
+	_ = db
+}
+
+// TestCreateCredentialAuditsFreeze: the enrollment's audit entry says
+// what the token does not freeze of the new key.
+func TestCreateCredentialAuditsFreeze(t *testing.T) {
+	defects := []string{"CKA_LABEL can be changed (C_SetAttributeValue accepted)", "can decrypt (CKA_DECRYPT)"}
+	for _, tt := range []struct {
+		name    string
+		defects []string
+		want    string
+	}{
+		{"frozen", nil, ""},
+		{"not frozen", defects, "the token does not freeze the key: " + strings.Join(defects, ", ")},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			l, db := removalWorld(t, tokenLike{Token: softtoken.New(softtoken.Options{}), defects: tt.defects})
+			res, err := l.CreateCredential(context.Background(), CreateCredentialRequest{User: "alice", Algo: store.AlgRSA2048, Subject: "CN=Alice"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, _, audit := present(t, db)
+			var enrolled string
+			for _, a := range audit {
+				if strings.HasPrefix(a, string(store.AuditCredentialEnrolled)) {
+					enrolled = a
+				}
+			}
+			if enrolled == "" {
+				t.Fatalf("no enrollment audited for %s: %q", res.Credential.ID, audit)
+			}
+			if got := strings.Contains(enrolled, "does not freeze"); got != (tt.want != "") || !strings.Contains(enrolled, tt.want) {
+				t.Errorf("audit entry %q, want %q", enrolled, tt.want)
+			}
+		})
+	}
+}
+
+// frozenRequired is a token that refuses to keep a key it does not
+// freeze (pkcs11.require_immutable_keys), as hsm.Token answers then.
+type frozenRequired struct{ tokenLike }
+
+func (frozenRequired) GenerateRSA(context.Context, string, int) (*hsm.KeyInfo, error) {
+	return nil, fmt.Errorf("hsm: generate RSA key: generated key 0a0b (destroyed): %w: token \"tpm\" (IBM SW TPM): CKA_LABEL can be changed (C_SetAttributeValue accepted) (pkcs11.require_immutable_keys)", hsm.ErrKeyNotFrozen)
+}
+
+// TestCreateCredentialKeyNotFrozen: with pkcs11.require_immutable_keys a
+// key the token does not freeze is a conflict the operator can act on,
+// naming the defect and the setting, and no credential is stored.
+func TestCreateCredentialKeyNotFrozen(t *testing.T) {
+	l, _ := removalWorld(t, frozenRequired{tokenLike{Token: softtoken.New(softtoken.Options{})}})
+	_, err := l.CreateCredential(context.Background(), CreateCredentialRequest{User: "alice", Algo: store.AlgRSA2048, Subject: "CN=Alice"})
+	if KindOf(err) != KindConflict || !strings.Contains(err.Error(), "CKA_LABEL can be changed") || !strings.Contains(err.Error(), "pkcs11.require_immutable_keys") {
+		t.Fatalf("error %v (kind %s), want KindConflict naming the defect and the setting", err, KindOf(err))
+	}
+	if creds, err := l.ListCredentials(context.Background(), "alice"); err != nil || len(creds) != 1 {
+		t.Fatalf("credentials %v, %v", creds, err)
+	}
+}
