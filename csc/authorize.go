@@ -118,9 +118,10 @@ func parseHashArray(p params, maxHashes int) ([][]byte, *oauth.Error) {
 }
 
 // parseAuthorize checks the parameters of credentials/authorize in a fixed
-// order. hash is required: every SAD of signd is bound to its hashes
-// (SCAL 2).
-func parseAuthorize(p params, maxHashes int) (req authorizeRequest, e *oauth.Error) {
+// order, at most MaxHashes hashes. hash is required: every SAD of signd is
+// bound to its hashes (SCAL 2).
+func (h *Handler) parseAuthorize(p params) (req authorizeRequest, e *oauth.Error) {
+	maxHashes := h.MaxHashes
 	if req.credentialID, _, e = p.str("credentialID", true); e != nil {
 		return req, e
 	}
@@ -225,39 +226,36 @@ func (h *Handler) explicitCredential(tx Tx, username, id string, n int) (*store.
 // authorize is POST /csc/v1/credentials/authorize (CSC v1 §11.6).
 func (h *Handler) authorize(c echo.Context) (err error) {
 	defer h.observeAuthorize("authorize", &err)
-	g := oauth.GrantFrom(c)
-	ctx := c.Request().Context()
-	p, e := readParams(c.Request())
-	if e != nil {
-		return e
-	}
-	req, e := parseAuthorize(p, h.MaxHashes)
-	if e != nil {
-		return e
-	}
+	return jsonMethod(h.parseAuthorize, h.authorizeSAD)(c)
+}
+
+// authorizeSAD runs the phases of credentials/authorize: the credential
+// and the user checked, the PIN (and OTP) checked with the lockout, the
+// SAD issued. Every refusal after the parameters is audited.
+func (h *Handler) authorizeSAD(ctx context.Context, g *oauth.Grant, req authorizeRequest) (sadResponse, error) {
 	var user *store.User
+	var e *oauth.Error
 	var why string
-	err = h.Store.View(ctx, func(tx Tx) (err error) {
+	err := h.Store.View(ctx, func(tx Tx) (err error) {
 		user, e, why, err = h.explicitCredential(tx, g.Username, req.credentialID, len(req.hashes))
 		return err
 	})
 	if err != nil {
-		return err
-	}
-	audit := func(outcome, reason string) *store.AuditEntry {
-		a := &store.AuditEntry{Time: h.now(), Kind: store.AuditAuthorize, User: g.Username, Client: g.ClientID,
-			Credential: auditCredential(req.credentialID), Outcome: outcome, Reason: reason}
-		if outcome == store.AuditGranted {
-			a.Hashes = hexHashes(req.hashes)
-		} else {
-			a.HashCount = len(req.hashes)
-		}
-		return a
+		return sadResponse{}, err
 	}
 	if e != nil {
-		return h.refuseAuthorize(ctx, audit(store.AuditRefused, why), e)
+		return sadResponse{}, h.refuseAuthorize(ctx, req.auditEntry(h.now(), g, store.AuditRefused, why), e)
 	}
-	withOTP := user.TOTPSecret != ""
+	if err := h.checkPIN(ctx, g, req, user.TOTPSecret != ""); err != nil {
+		return sadResponse{}, err
+	}
+	return h.issueSAD(ctx, g, req)
+}
+
+// checkPIN checks the request's PIN, and its OTP when the user has a
+// second factor (withOTP), with the authorization server's lockout. A
+// wrong, locked or unusable PIN is audited.
+func (h *Handler) checkPIN(ctx context.Context, g *oauth.Grant, req authorizeRequest, withOTP bool) error {
 	switch {
 	case req.pin == "":
 		return missing("string", "PIN")
@@ -268,51 +266,46 @@ func (h *Handler) authorize(c echo.Context) (err error) {
 	if err != nil {
 		return err
 	}
+	refuse := func(reason string, e *oauth.Error) error {
+		return h.refuseAuthorize(ctx, req.auditEntry(h.now(), g, store.AuditRefused, reason), e)
+	}
 	switch res {
 	case passwords.PINValid:
+		return nil
 	case passwords.PINInvalid:
 		desc := descPINInvalid
 		if withOTP {
 			desc = descPINOTPInvalid
 		}
-		return h.refuseAuthorize(ctx, audit(store.AuditRefused, "wrong PIN or OTP"),
-			&oauth.Error{Code: codeInvalidPIN, Description: desc, Status: http.StatusBadRequest})
+		return refuse("wrong PIN or OTP", &oauth.Error{Code: codeInvalidPIN, Description: desc, Status: http.StatusBadRequest})
 	case passwords.PINLocked:
-		return h.refuseAuthorize(ctx, audit(store.AuditRefused, "PIN locked"), badRequest(descPINLocked))
+		return refuse("PIN locked", badRequest(descPINLocked))
 	case passwords.PINUnusable:
-		return h.refuseAuthorize(ctx, audit(store.AuditRefused, "no usable PIN"), badRequest(descPINUnusable))
+		return refuse("no usable PIN", badRequest(descPINUnusable))
 	default: // passwords.PINBusy: nothing was evaluated or counted
 		return unavailable(retryLater())
 	}
+}
 
+// issueSAD writes the SAD of an authorize request whose PIN was right.
+// The world may have changed while the PIN was hashed: the credential,
+// the user and the PIN lock are checked again where the SAD is written.
+func (h *Handler) issueSAD(ctx context.Context, g *oauth.Grant, req authorizeRequest) (sadResponse, error) {
 	value, err := newSAD()
 	if err != nil {
-		return err
+		return sadResponse{}, err
 	}
 	now := h.now()
 	var expires time.Time
-	// The world may have changed while the PIN was hashed: the credential,
-	// the user and the PIN lock are checked again where the SAD is written.
+	var e *oauth.Error
 	err = h.Store.Batch(context.WithoutCancel(ctx), func(tx Tx) error {
-		e, why = nil, ""
-		u, e2, why2, err := h.explicitCredential(tx, g.Username, req.credentialID, len(req.hashes))
-		if err != nil {
+		var why string
+		var err error
+		if e, why, err = h.recheckAuthorize(tx, g, req); err != nil {
 			return err
 		}
-		switch {
-		case e2 != nil:
-			e, why = e2, why2
-		case u.PINLocked:
-			e, why = badRequest(descPINLocked), "PIN locked meanwhile"
-		default:
-			if _, err := tx.Client(g.ClientID); errors.Is(err, store.ErrNotFound) {
-				e, why = invalid("credentialID"), "client removed"
-			} else if err != nil {
-				return err
-			}
-		}
 		if e != nil {
-			return tx.AppendAudit(audit(store.AuditRefused, why))
+			return tx.AppendAudit(req.auditEntry(h.now(), g, store.AuditRefused, why))
 		}
 		expires = now.Add(h.sadTTL())
 		if err := tx.CreateToken(&store.Token{
@@ -322,17 +315,52 @@ func (h *Handler) authorize(c echo.Context) (err error) {
 		}); err != nil {
 			return err
 		}
-		return tx.AppendAudit(audit(store.AuditGranted, ""))
+		return tx.AppendAudit(req.auditEntry(h.now(), g, store.AuditGranted, ""))
 	})
 	if err != nil {
-		return err
+		return sadResponse{}, err
 	}
 	if e != nil {
-		return e
+		return sadResponse{}, e
 	}
 	h.logger().Info("csc: SAD issued by credentials/authorize", "user", g.Username, "client", g.ClientID,
 		"credential", req.credentialID, "signatures", len(req.hashes))
-	return c.JSON(http.StatusOK, sadResponse{SAD: value, ExpiresIn: int64(expires.Sub(now) / time.Second)})
+	return sadResponse{SAD: value, ExpiresIn: int64(expires.Sub(now) / time.Second)}, nil
+}
+
+// recheckAuthorize runs in issueSAD's transaction: the credential and the
+// user as explicitCredential checks them, the PIN not locked meanwhile,
+// the client still registered. It returns the refusal and its audit
+// reason, or an error of the store.
+func (h *Handler) recheckAuthorize(tx Tx, g *oauth.Grant, req authorizeRequest) (*oauth.Error, string, error) {
+	u, e, why, err := h.explicitCredential(tx, g.Username, req.credentialID, len(req.hashes))
+	switch {
+	case err != nil:
+		return nil, "", err
+	case e != nil:
+		return e, why, nil
+	case u.PINLocked:
+		return badRequest(descPINLocked), "PIN locked meanwhile", nil
+	}
+	if _, err := tx.Client(g.ClientID); errors.Is(err, store.ErrNotFound) {
+		return invalid("credentialID"), "client removed", nil
+	} else if err != nil {
+		return nil, "", err
+	}
+	return nil, "", nil
+}
+
+// auditEntry is the audit entry of this request at now: a grant lists the
+// hashes, a refusal counts them.
+func (req *authorizeRequest) auditEntry(now time.Time, g *oauth.Grant, outcome, reason string) *store.AuditEntry {
+	a := &store.AuditEntry{Time: now, Kind: store.AuditAuthorize, User: g.Username, Client: g.ClientID,
+		Credential: auditCredential(req.credentialID), Outcome: outcome, Reason: reason}
+	if outcome == store.AuditGranted {
+		a.Hashes = hexHashes(req.hashes)
+	} else {
+		a.HashCount = len(req.hashes)
+	}
+	return a
 }
 
 // observeAuthorize reports the result of an authorize or
@@ -392,62 +420,73 @@ func (h *Handler) sadTTL() time.Duration {
 	return DefaultSADTTL
 }
 
+// extendRequest is a parsed credentials/extendTransaction request.
+type extendRequest struct {
+	credentialID string
+	sad          string
+	hashes       [][]byte
+}
+
+// parseExtend checks the parameters of extendTransaction in a fixed order,
+// at most MaxHashes hashes.
+func (h *Handler) parseExtend(p params) (req extendRequest, e *oauth.Error) {
+	if req.credentialID, _, e = p.str("credentialID", true); e != nil {
+		return req, e
+	}
+	if req.sad, _, e = p.str("SAD", true); e != nil {
+		return req, e
+	}
+	if req.hashes, e = parseHashArray(p, h.MaxHashes); e != nil {
+		return req, e
+	}
+	if _, _, e := p.str("clientData", false); e != nil {
+		return req, invalid("clientData")
+	}
+	return req, nil
+}
+
 // extendTransaction is POST /csc/v1/credentials/extendTransaction (CSC v1
 // §11.7).
 func (h *Handler) extendTransaction(c echo.Context) (err error) {
 	defer h.observeAuthorize("extendTransaction", &err)
-	g := oauth.GrantFrom(c)
-	ctx := c.Request().Context()
-	p, e := readParams(c.Request())
-	if e != nil {
-		return e
-	}
-	id, _, e := p.str("credentialID", true)
-	if e != nil {
-		return e
-	}
-	sadValue, _, e := p.str("SAD", true)
-	if e != nil {
-		return e
-	}
-	hashes, e := parseHashArray(p, h.MaxHashes)
-	if e != nil {
-		return e
-	}
-	if _, _, e := p.str("clientData", false); e != nil {
-		return invalid("clientData")
-	}
+	return jsonMethod(h.parseExtend, h.extendSAD)(c)
+}
+
+// extendSAD trades the request's SAD for a new one (extend) and audits
+// the outcome, in one transaction.
+func (h *Handler) extendSAD(ctx context.Context, g *oauth.Grant, req extendRequest) (sadResponse, error) {
 	value, err := newSAD()
 	if err != nil {
-		return err
+		return sadResponse{}, err
 	}
 	now := h.now()
 	var expires time.Time
+	var e *oauth.Error
 	var why string
 	err = h.Store.Batch(context.WithoutCancel(ctx), func(tx Tx) error {
 		var err error
-		e, why, expires, err = h.extend(tx, g, id, sadValue, hashes, value, now)
+		e, why, expires, err = h.extend(tx, g, req.credentialID, req.sad, req.hashes, value, now)
 		if err != nil {
 			return err
 		}
 		entry := &store.AuditEntry{Time: now, Kind: store.AuditAuthorize, User: g.Username, Client: g.ClientID,
-			Credential: auditCredential(id), Outcome: store.AuditGranted, Reason: auditReasonExtended}
+			Credential: auditCredential(req.credentialID), Outcome: store.AuditGranted, Reason: auditReasonExtended}
 		if e != nil {
-			entry.Outcome, entry.Reason, entry.HashCount = store.AuditRefused, auditReasonExtended+": "+why, len(hashes)
+			entry.Outcome, entry.Reason, entry.HashCount = store.AuditRefused, auditReasonExtended+": "+why, len(req.hashes)
 		} else {
-			entry.Hashes = hexHashes(hashes)
+			entry.Hashes = hexHashes(req.hashes)
 		}
 		return tx.AppendAudit(entry)
 	})
 	if err != nil {
-		return err
+		return sadResponse{}, err
 	}
 	if e != nil {
 		h.logger().Info("csc: extendTransaction refused", "user", g.Username, "client", g.ClientID,
-			"credential", auditCredential(id), "reason", why)
-		return e
+			"credential", auditCredential(req.credentialID), "reason", why)
+		return sadResponse{}, e
 	}
-	return c.JSON(http.StatusOK, sadResponse{SAD: value, ExpiresIn: int64(expires.Sub(now) / time.Second)})
+	return sadResponse{SAD: value, ExpiresIn: int64(expires.Sub(now) / time.Second)}, nil
 }
 
 // extend runs in extendTransaction's write transaction. Checks that fail
@@ -526,17 +565,9 @@ func (h *Handler) extend(tx Tx, g *oauth.Grant, id, sadValue string, hashes [][]
 // online OTP (the second factor is an authenticator app, OTP type
 // offline), so every credential the user can see gets the same refusal.
 func (h *Handler) sendOTP(c echo.Context) error {
-	g := oauth.GrantFrom(c)
-	p, e := readParams(c.Request())
+	g, id, e := parseRequest(c, parseSendOTP)
 	if e != nil {
 		return e
-	}
-	id, _, e := p.str("credentialID", true)
-	if e != nil {
-		return e
-	}
-	if _, _, e := p.str("clientData", false); e != nil {
-		return invalid("clientData")
 	}
 	var cred *store.Credential
 	err := h.Store.View(c.Request().Context(), func(tx Tx) (err error) {
@@ -552,4 +583,16 @@ func (h *Handler) sendOTP(c echo.Context) error {
 		return invalid("credentialID")
 	}
 	return badRequest(descNoOnlineOTP)
+}
+
+// parseSendOTP checks the parameters of credentials/sendOTP: its
+// credentialID.
+func parseSendOTP(p params) (id string, e *oauth.Error) {
+	if id, _, e = p.str("credentialID", true); e != nil {
+		return "", e
+	}
+	if _, _, e := p.str("clientData", false); e != nil {
+		return "", invalid("clientData")
+	}
+	return id, nil
 }

@@ -1,11 +1,11 @@
 package csc
 
 import (
+	"context"
 	"crypto/x509"
 	"encoding/base64"
 	"errors"
 	"fmt"
-	"net/http"
 	"slices"
 	"strings"
 	"time"
@@ -67,45 +67,58 @@ type certInfo struct {
 	ValidTo      string   `json:"validTo,omitempty"`
 }
 
-// credentialInfo is POST /csc/v1/credentials/info.
-func (h *Handler) credentialInfo(c echo.Context) error {
-	g := oauth.GrantFrom(c)
-	p, e := readParams(c.Request())
-	if e != nil {
-		return e
+// credentialInfoRequest is a parsed credentials/info request.
+type credentialInfoRequest struct {
+	credentialID string
+	certificates string // "none", "single" (the default) or "chain"
+	// certInfo and authInfo ask for the certificate's details and for
+	// the PIN and OTP of an explicit credential.
+	certInfo, authInfo bool
+}
+
+// parseCredentialInfo checks the parameters of credentials/info in a
+// fixed order.
+func parseCredentialInfo(p params) (req credentialInfoRequest, e *oauth.Error) {
+	if req.credentialID, _, e = p.str("credentialID", true); e != nil {
+		return req, e
 	}
-	id, _, e := p.str("credentialID", true)
-	if e != nil {
-		return e
-	}
-	certs := "single"
+	req.certificates = "single"
 	if p.has("certificates") {
-		if certs, _, e = p.str("certificates", true); e != nil {
-			return e
+		if req.certificates, _, e = p.str("certificates", true); e != nil {
+			return req, e
 		}
-		if certs != "none" && certs != "single" && certs != "chain" {
-			return invalid("certificates")
+		if c := req.certificates; c != "none" && c != "single" && c != "chain" {
+			return req, invalid("certificates")
 		}
 	}
-	withCertInfo, e := p.boolean("certInfo", false)
-	if e != nil {
-		return e
+	if req.certInfo, e = p.boolean("certInfo", false); e != nil {
+		return req, e
 	}
-	withAuthInfo, e := p.boolean("authInfo", false)
-	if e != nil {
-		return e
+	if req.authInfo, e = p.boolean("authInfo", false); e != nil {
+		return req, e
 	}
 	if _, _, e := p.str("lang", false); e != nil {
-		return e
+		return req, e
 	}
 	if _, _, e := p.str("clientData", false); e != nil {
-		return invalid("clientData")
+		return req, invalid("clientData")
 	}
+	return req, nil
+}
 
+// credentialInfo is POST /csc/v1/credentials/info.
+func (h *Handler) credentialInfo(c echo.Context) error {
+	return jsonMethod(parseCredentialInfo, h.describeCredential)(c)
+}
+
+// describeCredential answers credentials/info: the credential (the user's
+// too, for the OTP of an explicit credential's authInfo) read in one view,
+// then described.
+func (h *Handler) describeCredential(ctx context.Context, g *oauth.Grant, req credentialInfoRequest) (*credentialInfoResponse, error) {
 	var cred *store.Credential
 	withOTP := false
-	err := h.Store.View(c.Request().Context(), func(tx Tx) (err error) {
-		if cred, err = tx.Credential(id); err != nil || !withAuthInfo || cred.AuthMode != store.AuthExplicit || cred.Owner != g.Username {
+	err := h.Store.View(ctx, func(tx Tx) (err error) {
+		if cred, err = tx.Credential(req.credentialID); err != nil || !req.authInfo || cred.AuthMode != store.AuthExplicit || cred.Owner != g.Username {
 			return err
 		}
 		u, err := tx.User(g.Username)
@@ -116,37 +129,27 @@ func (h *Handler) credentialInfo(c echo.Context) error {
 	})
 	switch {
 	case errors.Is(err, store.ErrNotFound):
-		return invalid("credentialID")
+		return nil, invalid("credentialID")
 	case err != nil:
-		return err
+		return nil, err
 	case !usableBy(cred, g.Username):
-		return invalid("credentialID") // the same answer as an unknown ID
+		return nil, invalid("credentialID") // the same answer as an unknown ID
 	}
 	leaf, err := h.leaves.parse(cred.Chain[0])
 	if err != nil {
-		return fmt.Errorf("csc: credential %s: certificate: %w", cred.ID, err)
+		return nil, fmt.Errorf("csc: credential %s: certificate: %w", cred.ID, err)
 	}
-
 	now := h.now()
-	algos, curve := keyAlgoInfo(cred.Algorithm)
-	if p, ok := h.Signer.(PSSReporter); ok && !p.SignsPSS() {
-		algos = slices.DeleteFunc(algos, func(oid string) bool { return oid == oidRSASSAPSS })
-	}
-	res := credentialInfoResponse{
+	res := &credentialInfoResponse{
 		Description: cred.Description,
-		Key: keyInfo{
-			Status: "enabled",
-			Algo:   algos,
-			Len:    cred.KeyBits,
-			Curve:  curve,
-		},
-		Cert:      certInfo{Status: "valid"},
-		AuthMode:  string(cred.AuthMode),
-		SCAL:      "2",
-		Multisign: cred.Multisign,
-		Lang:      h.Info.Lang,
+		Key:         h.keyInfo(cred, leaf, now),
+		Cert:        h.certInfo(cred, leaf, req, now),
+		AuthMode:    string(cred.AuthMode),
+		SCAL:        "2",
+		Multisign:   cred.Multisign,
+		Lang:        h.Info.Lang,
 	}
-	if withAuthInfo && cred.AuthMode == store.AuthExplicit {
+	if req.authInfo && cred.AuthMode == store.AuthExplicit {
 		res.PIN = &pinInfo{Presence: "true", Format: "A", Label: "PIN", Description: "Your signing PIN"}
 		if withOTP {
 			res.OTP = &otpInfo{Presence: "true", Type: "offline", Format: "N", Label: "OTP",
@@ -156,36 +159,55 @@ func (h *Handler) credentialInfo(c echo.Context) error {
 	if res.Description == "" {
 		res.Description = strings.ToUpper(cred.Algorithm) + " signing key"
 	}
+	return res, nil
+}
+
+// keyInfo is credentials/info's key at now: disabled when an admin
+// disabled it or its certificate is not valid now, revoked, suspended or
+// of unknown status; no RSASSA-PSS when the Signer cannot make it.
+func (h *Handler) keyInfo(cred *store.Credential, leaf *x509.Certificate, now time.Time) keyInfo {
+	algos, curve := keyAlgoInfo(cred.Algorithm)
+	if p, ok := h.Signer.(PSSReporter); ok && !p.SignsPSS() {
+		algos = slices.DeleteFunc(algos, func(oid string) bool { return oid == oidRSASSAPSS })
+	}
+	k := keyInfo{Status: "enabled", Algo: algos, Len: cred.KeyBits, Curve: curve}
 	if cred.Status != store.CredentialEnabled || certRefusal(leaf, now) != "" ||
 		revoked(h.Revocation, cred.Chain, leaf) {
-		res.Key.Status = "disabled"
+		k.Status = "disabled"
 	}
+	return k
+}
+
+// certInfo is credentials/info's cert at now, with the certificates and
+// details req asked for.
+func (h *Handler) certInfo(cred *store.Credential, leaf *x509.Certificate, req credentialInfoRequest, now time.Time) certInfo {
+	c := certInfo{Status: "valid"}
 	if h.Revocation != nil {
 		// The last known answer, also while it is not current (then the
-		// key is disabled above).
+		// key is disabled, keyInfo).
 		if s, _ := h.Revocation.Status(cred.Chain); s != certstatus.Valid {
-			res.Cert.Status = string(s)
+			c.Status = string(s)
 		}
 	}
 	if now.After(leaf.NotAfter) {
-		res.Cert.Status = "expired"
+		c.Status = "expired"
 	}
-	switch certs {
+	switch req.certificates {
 	case "single":
-		res.Cert.Certificates = []string{base64.StdEncoding.EncodeToString(cred.Chain[0])}
+		c.Certificates = []string{base64.StdEncoding.EncodeToString(cred.Chain[0])}
 	case "chain":
 		for _, der := range cred.Chain {
-			res.Cert.Certificates = append(res.Cert.Certificates, base64.StdEncoding.EncodeToString(der))
+			c.Certificates = append(c.Certificates, base64.StdEncoding.EncodeToString(der))
 		}
 	}
-	if withCertInfo {
-		res.Cert.IssuerDN = leaf.Issuer.String()
-		res.Cert.SubjectDN = leaf.Subject.String()
-		res.Cert.SerialNumber = fmt.Sprintf("%X", leaf.SerialNumber.Bytes())
-		res.Cert.ValidFrom = leaf.NotBefore.UTC().Format(generalizedLayout)
-		res.Cert.ValidTo = leaf.NotAfter.UTC().Format(generalizedLayout)
+	if req.certInfo {
+		c.IssuerDN = leaf.Issuer.String()
+		c.SubjectDN = leaf.Subject.String()
+		c.SerialNumber = fmt.Sprintf("%X", leaf.SerialNumber.Bytes())
+		c.ValidFrom = leaf.NotBefore.UTC().Format(generalizedLayout)
+		c.ValidTo = leaf.NotAfter.UTC().Format(generalizedLayout)
 	}
-	return c.JSON(http.StatusOK, res)
+	return c
 }
 
 // usableBy reports whether the CSC API shows cred to username: it must be

@@ -12,6 +12,20 @@
 // RequireBearer, and signatures come from a Signer — *hsm.Token satisfies
 // it — so csc never talks PKCS#11 itself and does not import hsm.
 //
+// # Handlers
+//
+// Every bearer-authenticated method has one shape: parseRequest (the
+// bearer's grant and the body read once by readParams) runs the method's
+// parse, which checks the parameters in the order the specification's
+// refusals need and returns a request value (signHashRequest,
+// authorizeRequest, ...); then a method with no HTTP in it runs the
+// phases and returns the response or an error; jsonMethod writes it.
+// Parsing and validating are one step on purpose: CSC names the first
+// problem of a request, and type and value checks interleave in that
+// order. signHash's phases (signHashes) return a signHashOutcome that one
+// observer, observeSignHash, turns into metrics; audit entries are written
+// inside the transactions they belong to, never after them.
+//
 // # Errors
 //
 // Every handler returns errors as values. The /csc/v1 group is tagged with
@@ -20,14 +34,17 @@
 // {"error", "error_description"} with the CSC v1 §10 status and the exact
 // descriptions of the specification ("Invalid parameter SAD", "Missing (or
 // invalid type) string parameter credentialID", ...). Anything that is not a
-// protocol error is logged and answered as a bare 500 server_error; signer
-// errors the Unavailable hook recognizes (a busy or reconnecting HSM) are
-// 503 temporarily_unavailable with Retry-After, and those the KeyUnusable
-// hook recognizes (the credential's key is gone from a working HSM) are
-// 400 "The credential identified by credentialID is disabled". On a node
-// of a cluster, a key that is missing from this node's HSM only (the
-// KeyMissing hook) is this node's fault, not the client's: 503
-// temporarily_unavailable "The signing key is not available on this node,
+// protocol error is logged and answered as a bare 500 server_error. A
+// Signer error answers its own meaning through methods that csc asks with
+// errors.As and interfaces of its own (restore.go; package hsm's errors
+// implement them): one that answers Unavailable (a busy or reconnecting
+// HSM) is 503 temporarily_unavailable with Retry-After, Unsupported is 400
+// naming signAlgo, and KeyUnusable (the credential's key is gone from a
+// working HSM) is 400 "The credential identified by credentialID is
+// disabled". On a node of a cluster (Handler.Clustered), a key that is
+// missing from this node's HSM only (KeyMissing) is this node's fault, not
+// the client's: 503 temporarily_unavailable "The signing key is not
+// available on this node,
 // try again later" with Retry-After, the SAD untouched.
 //
 // # signHash
@@ -50,7 +67,7 @@
 // Before that transaction the Signer is asked whether the credential's key
 // could sign now (Signer.CheckKey: HSM available, a session free, the key
 // known); if not, the request is refused (and audited) with its SAD
-// untouched. If signing then fails and the NotSigned hook proves that no
+// untouched. If signing then fails and the error proves (NotSigned) that no
 // signature was made, a compensating transaction stores the SAD again,
 // unchanged, with its original expiry, and appends a new audit entry
 // "restored" referring to the grant. A failure whose outcome is unknown,

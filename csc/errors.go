@@ -86,7 +86,7 @@ func (h *Handler) protocolError(err error) *oauth.Error {
 		// The store could not commit: nothing of the request was recorded
 		// (a SAD is not consumed), so the same request may be retried.
 		return unavailable(http.Header{"Retry-After": {oauth.RetryAfter}})
-	case h.Unavailable != nil && h.Unavailable(err), errors.Is(err, context.Canceled):
+	case answers(err, unavailableError.Unavailable), errors.Is(err, context.Canceled):
 		return unavailable(retryLater())
 	}
 	return nil

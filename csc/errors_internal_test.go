@@ -25,8 +25,8 @@ func TestDialect(t *testing.T) {
 		internal = "open /var/lib/signd/signd.db: permission denied"
 		hsmBusy  = "CKR_SESSION_COUNT on slot 0"
 	)
-	errBusy := errors.New(hsmBusy)
-	h := &Handler{Unavailable: func(err error) bool { return errors.Is(err, errBusy) }}
+	errBusy := busyError(hsmBusy)
+	h := &Handler{}
 	missingToken := oauth.BearerError(realm, "", "", http.StatusUnauthorized)
 	body := func(code, desc string) string {
 		return `{"error":"` + code + `","error_description":"` + desc + `"}` + "\n"
@@ -89,3 +89,10 @@ func TestDialect(t *testing.T) {
 		})
 	}
 }
+
+// busyError is a Signer error that answers Unavailable, as hsm.ErrBusy
+// does.
+type busyError string
+
+func (e busyError) Error() string     { return string(e) }
+func (e busyError) Unavailable() bool { return true }

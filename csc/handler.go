@@ -65,9 +65,9 @@ type Signer interface {
 	// RSASSA-PSS with a salt of the hash's length (opts *rsa.PSSOptions)
 	// with an RSA key, ECDSA returned as a DER ECDSA-Sig-Value with an EC
 	// key. Every signature is verified against the public key before it
-	// is returned. On failure it returns no signature; the error proves
-	// that none was made (NotSigned) only when the HSM made none of the
-	// batch.
+	// is returned. On failure it returns no signature; the error answers
+	// its meaning through methods (see signerError): it proves that none
+	// was made (NotSigned) only when the HSM made none of the batch.
 	SignDigests(ctx context.Context, keyID []byte, opts crypto.SignerOpts, digests [][]byte) ([][]byte, error)
 	// CheckKey reports, cheaply and without signing, whether keyID could
 	// sign now. signHash asks it before it consumes a SAD.
@@ -136,36 +136,14 @@ type InfoConfig struct {
 type Handler struct {
 	Store  Store  // required
 	Signer Signer // required
-	// Unavailable reports whether a Signer error means "try again later"
-	// (hsm.ErrBusy, hsm.ErrTokenUnavailable): 503 with Retry-After instead
-	// of 500. nil = never.
-	Unavailable func(error) bool
-	// KeyUnusable reports whether a Signer error means that the
-	// credential's key cannot sign while the HSM itself is fine (the key
-	// is gone from the token, ambiguous, or against the key policy): 400
-	// "The credential identified by credentialID is disabled". nil =
-	// never (500).
-	KeyUnusable func(error) bool
-	// KeyMissing reports whether a Signer error means that this node's
-	// HSM does not hold the credential's key while other nodes of the
-	// cluster may (a node whose HSM has not received the key yet): 503
-	// temporarily_unavailable "The signing key is not available on this
-	// node, try again later" with Retry-After, the SAD not consumed (or
-	// given back), so that the client's retry reaches another node.
-	// Checked before KeyUnusable. nil = never.
-	KeyMissing func(error) bool
-	// Unsupported reports whether a Signer error means that the HSM
-	// cannot make the requested algorithm with the credential's key (the
-	// token lacks the mechanism or refuses the parameters, such as
-	// tpm2-pkcs11 the longest RSASSA-PSS salt: hsm.ErrUnsupportedAlgorithm)
-	// while it works: 400 invalid_request naming signAlgo, the SAD not
-	// consumed (SchemeChecker) or given back. Checked before KeyUnusable.
-	// nil = never.
-	Unsupported func(error) bool
-	// NotSigned reports whether a SignDigests error proves that no
-	// signature was made (hsm.NotSigned). The SAD the request consumed is
-	// then given back. nil = never: the SAD stays spent.
-	NotSigned func(error) bool
+	// Clustered says that this node is one of several sharing the store
+	// (an etcd cluster): a Signer error that answers KeyMissing (this
+	// node's HSM does not hold the credential's key, another node's may)
+	// is then 503 temporarily_unavailable "The signing key is not
+	// available on this node, try again later" with Retry-After, the SAD
+	// not consumed (or given back), so that the client's retry reaches
+	// another node. false: such a key is unusable (400).
+	Clustered bool
 	// BaseURL is the public base URL (server.base_url): info's oauth2 (the
 	// authorization server is at BaseURL/oauth2/...) and the bearer realm.
 	BaseURL string // required

@@ -1,10 +1,10 @@
 package csc
 
 import (
+	"context"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/base64"
-	"net/http"
 
 	"github.com/labstack/echo/v4"
 
@@ -22,39 +22,51 @@ type listResponse struct {
 // credentials/info), in credential-ID order, a page at a time. The cost is
 // a cursor range over the owner index, proportional to the page.
 func (h *Handler) list(c echo.Context) error {
-	g := oauth.GrantFrom(c)
-	p, e := readParams(c.Request())
-	if e != nil {
-		return e
-	}
+	return jsonMethod(h.parseList, h.listCredentials)(c)
+}
+
+// listRequest is a parsed credentials/list request.
+type listRequest struct {
+	size      int    // maxResults, defaulted and capped
+	pageToken string // "" for the first page
+}
+
+// parseList checks the parameters of credentials/list in a fixed order.
+func (h *Handler) parseList(p params) (req listRequest, e *oauth.Error) {
 	if p.has("userID") {
-		return badRequest(descUserIDNotNull)
+		return req, badRequest(descUserIDNotNull)
 	}
 	size, ok, e := p.positiveInt("maxResults")
 	if e != nil {
-		return e
+		return req, e
 	}
 	if !ok {
 		size = h.MaxResultsDefault
 	}
-	size = min(size, h.MaxResultsLimit)
-	token, _, e := p.str("pageToken", false)
-	if e != nil {
-		return e
+	req.size = min(size, h.MaxResultsLimit)
+	if req.pageToken, _, e = p.str("pageToken", false); e != nil {
+		return req, e
 	}
 	if _, _, e := p.str("clientData", false); e != nil {
-		return invalid("clientData")
+		return req, invalid("clientData")
 	}
-	after := ""
-	if token != "" {
-		if after, ok = h.openPageToken(token, g.Username); !ok {
-			return invalid("pageToken")
+	return req, nil
+}
+
+// listCredentials reads the page req asks for, after the credential its
+// page token names (which must be the caller's).
+func (h *Handler) listCredentials(ctx context.Context, g *oauth.Grant, req listRequest) (*listResponse, error) {
+	after, size := "", req.size
+	if req.pageToken != "" {
+		var ok bool
+		if after, ok = h.openPageToken(req.pageToken, g.Username); !ok {
+			return nil, invalid("pageToken")
 		}
 	}
 
 	ids := make([]string, 0, size)
 	more := false
-	err := h.Store.View(c.Request().Context(), func(tx Tx) error {
+	err := h.Store.View(ctx, func(tx Tx) error {
 		ids, more = ids[:0], false
 		cursor := after
 		for {
@@ -80,13 +92,13 @@ func (h *Handler) list(c echo.Context) error {
 		}
 	})
 	if err != nil {
-		return err
+		return nil, err
 	}
-	res := listResponse{CredentialIDs: ids}
+	res := &listResponse{CredentialIDs: ids}
 	if more && len(ids) > 0 {
 		res.NextPageToken = h.pageToken(ids[len(ids)-1], g.Username)
 	}
-	return c.JSON(http.StatusOK, res)
+	return res, nil
 }
 
 // Page tokens are base64url(after ‖ tag), after being the last credential

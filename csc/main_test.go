@@ -13,7 +13,6 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"math/big"
@@ -144,15 +143,7 @@ func newEnvWith(t testing.TB, db fixtureStore, dbPath string, opts ...envOption)
 	}
 	e.h = &csc.Handler{
 		Store: cscStore(db), Signer: token,
-		Unavailable: func(err error) bool {
-			return errors.Is(err, hsm.ErrBusy) || errors.Is(err, hsm.ErrTokenUnavailable)
-		},
-		KeyUnusable: func(err error) bool {
-			return errors.Is(err, hsm.ErrKeyNotFound) || errors.Is(err, hsm.ErrKeyPolicy)
-		},
-		Unsupported: func(err error) bool { return errors.Is(err, hsm.ErrUnsupportedAlgorithm) },
-		NotSigned:   hsm.NotSigned,
-		BaseURL:     "https://sign.example.com",
+		BaseURL: "https://sign.example.com",
 		Info: csc.InfoConfig{
 			Name: "signd test", Logo: "https://sign.example.com/logo.png", Region: "NL",
 			Lang: "en-US", Description: "test service",

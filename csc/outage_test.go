@@ -227,15 +227,13 @@ func TestSignHashKeyGone(t *testing.T) {
 	}
 }
 
-// TestSignHashKeyMissingOnNode: on a node of a cluster (the KeyMissing
-// hook set), a credential whose key is not on this node's token is this
+// TestSignHashKeyMissingOnNode: on a node of a cluster (Clustered set:
+// the HSM's error answers KeyMissing), a credential whose key is not on this node's token is this
 // node's fault: 503 temporarily_unavailable naming the node, with
 // Retry-After, the SAD untouched for the client's retry at another node,
 // the refusal audited; other credentials still sign.
 func TestSignHashKeyMissingOnNode(t *testing.T) {
-	e := newEnv(t, func(h *csc.Handler) {
-		h.KeyMissing = func(err error) bool { return errors.Is(err, hsm.ErrKeyNotFound) }
-	})
+	e := newEnv(t, func(h *csc.Handler) { h.Clustered = true })
 	bearer, here := e.alice()
 	lost := *keyA
 	lost.ID = []byte("on-another-node")

@@ -2,6 +2,7 @@ package csc
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"io"
@@ -13,6 +14,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/go-json-experiment/json/jsontext"
+	"github.com/labstack/echo/v4"
 
 	"github.com/signd/signd/oauth"
 )
@@ -29,6 +31,37 @@ const maxDepth = 16
 // built only from a body that is one JSON object without duplicate keys at
 // any level.
 type params map[string]json.RawMessage
+
+// parseRequest is the common opening of a bearer-authenticated CSC method:
+// the bearer's grant, and the body (readParams) parsed by parse into the
+// method's request value, which parse checks in the method's fixed order.
+// On a refusal req holds what parse read before it (signHash audits it).
+func parseRequest[R any](c echo.Context, parse func(params) (R, *oauth.Error)) (g *oauth.Grant, req R, e *oauth.Error) {
+	g = oauth.GrantFrom(c)
+	p, e := readParams(c.Request())
+	if e != nil {
+		return g, req, e
+	}
+	req, e = parse(p)
+	return g, req, e
+}
+
+// jsonMethod is a CSC method made of its parse and its phases: the body
+// parsed into a request value (parseRequest), then serve, a method
+// without HTTP in it, whose result is the 200 JSON response.
+func jsonMethod[R, S any](parse func(params) (R, *oauth.Error), serve func(context.Context, *oauth.Grant, R) (S, error)) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		g, req, e := parseRequest(c, parse)
+		if e != nil {
+			return e
+		}
+		res, err := serve(c.Request().Context(), g, req)
+		if err != nil {
+			return err
+		}
+		return c.JSON(http.StatusOK, res)
+	}
+}
 
 // readParams reads and checks the body of a CSC request. The Content-Type
 // must be application/json (a charset parameter, if any, must be UTF-8).

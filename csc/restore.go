@@ -22,17 +22,47 @@ const (
 	failureUnsupported                      // the HSM cannot make the requested algorithm with the key: 400
 )
 
-// classifySigner sorts a Signer error with the Unavailable, KeyMissing and
-// KeyUnusable hooks.
+// What a Signer error answers about itself. The errors of package hsm
+// (and of its software token) implement these methods; csc asks them with
+// errors.As and does not import hsm. An error that answers none is an
+// internal failure (500).
+type (
+	// unavailableError: the HSM cannot serve now, a retry later may
+	// succeed (busy, reconnecting, closed, its PIN refused): 503.
+	unavailableError interface{ Unavailable() bool }
+	// keyMissingError: this node's HSM does not hold the key; another
+	// node's may (Handler.Clustered).
+	keyMissingError interface{ KeyMissing() bool }
+	// unsupportedError: the HSM cannot make the requested algorithm with
+	// the key while it works: 400 naming signAlgo.
+	unsupportedError interface{ Unsupported() bool }
+	// keyUnusableError: the key cannot sign while the HSM works (gone,
+	// ambiguous, against the key policy): 400 "disabled".
+	keyUnusableError interface{ KeyUnusable() bool }
+	// notSignedError: no signature was made, so a SAD the request
+	// consumed may be given back.
+	notSignedError interface{ NotSigned() bool }
+)
+
+// answers reports whether err, or an error it wraps, implements T and
+// answers true.
+func answers[T any](err error, ask func(T) bool) bool {
+	var t T
+	return errors.As(err, &t) && ask(t)
+}
+
+// classifySigner sorts a Signer error by what it answers: unavailable,
+// then (on a node of a cluster) missing on this node, unsupported,
+// unusable.
 func (h *Handler) classifySigner(err error) signerFailure {
 	switch {
-	case h.Unavailable != nil && h.Unavailable(err):
+	case answers(err, unavailableError.Unavailable):
 		return failureUnavailable
-	case h.KeyMissing != nil && h.KeyMissing(err):
+	case h.Clustered && answers(err, keyMissingError.KeyMissing):
 		return failureKeyMissing
-	case h.Unsupported != nil && h.Unsupported(err):
+	case answers(err, unsupportedError.Unsupported):
 		return failureUnsupported
-	case h.KeyUnusable != nil && h.KeyUnusable(err):
+	case answers(err, keyUnusableError.KeyUnusable):
 		return failureKey
 	}
 	return failureError
@@ -130,35 +160,36 @@ func (h *Handler) preflight(ctx context.Context, g *oauth.Grant, credentialID st
 
 // preflightRefused answers a request whose preflight failed. Its SAD was
 // not touched; the refusal is audited like any other.
-func (h *Handler) preflightRefused(ctx context.Context, g *oauth.Grant, req signHashRequest, entry func(outcome, reason string) *store.AuditEntry, cause error, outcome *string) error {
+func (h *Handler) preflightRefused(ctx context.Context, g *oauth.Grant, req signHashRequest, cause error) (signHashOutcome, error) {
 	f := h.classifySigner(cause)
-	*outcome = f.metricsOutcome()
 	h.logKeyFailure(f, auditCredential(req.credentialID), cause)
 	err := h.Store.Batch(context.WithoutCancel(ctx), func(tx Tx) error {
-		return tx.AppendAudit(entry(store.AuditRefused, f.auditReason()+" (SAD not consumed)"))
+		return tx.AppendAudit(req.auditEntry(h.now(), g, store.AuditRefused, f.auditReason()+" (SAD not consumed)"))
 	})
 	if err != nil {
-		*outcome = "error"
-		return err
+		return signHashOutcome{result: "error"}, err
 	}
 	h.logger().Info("csc: signHash refused before the SAD was consumed", "user", g.Username, "client", g.ClientID,
 		"credential", auditCredential(req.credentialID), "reason", f.auditReason())
-	return f.response(cause)
+	return signHashOutcome{result: f.metricsOutcome()}, f.response(cause)
 }
 
 // signFailed answers a granted request whose signing failed. When the
-// Signer proves that no signature was made (NotSigned: none of the
-// request's hashes was signed), the SAD is given back (restoreSAD);
+// error proves that no signature was made (it answers NotSigned: none of
+// the request's hashes was signed), the SAD is given back (restoreSAD);
 // otherwise it stays spent and a "failed" entry follows the grant.
-func (h *Handler) signFailed(ctx context.Context, e *store.AuditEntry, d decision, cause error, outcome *string) error {
+func (h *Handler) signFailed(ctx context.Context, e *store.AuditEntry, d decision, cause error) (signHashOutcome, error) {
 	f := h.classifySigner(cause)
-	*outcome = f.metricsOutcome()
+	out := signHashOutcome{result: f.metricsOutcome()}
 	h.logKeyFailure(f, e.Credential, cause)
-	if d.sad != nil && h.NotSigned != nil && h.NotSigned(cause) && h.restoreSAD(ctx, e, d, f) {
-		return f.response(cause)
+	if d.sad != nil && answers(cause, notSignedError.NotSigned) {
+		var done bool
+		if done, out.restored = h.restoreSAD(ctx, e, d, f); done {
+			return out, f.response(cause)
+		}
 	}
 	h.auditFailure(ctx, e, d.seq, cause)
-	return f.response(cause)
+	return out, f.response(cause)
 }
 
 // restoreSAD gives back the SAD that grant d consumed, after signing failed
@@ -167,17 +198,17 @@ func (h *Handler) signFailed(ctx context.Context, e *store.AuditEntry, d decisio
 // a new audit entry "restored" whose ref is the grant: the log is append
 // only, the grant entry is never changed. A SAD that expired meanwhile is
 // not stored again; the entry is then "failed". It reports whether the
-// transaction committed; when it did not, the SAD stays spent, which is
-// safe, and the caller records the failure.
+// transaction committed (done) and whether the SAD is back (restored);
+// when it did not commit, the SAD stays spent, which is safe, and the
+// caller records the failure.
 //
 // No double spend: only the request that consumed a SAD restores it, once,
 // and only after the Signer proved no signature exists.
-func (h *Handler) restoreSAD(ctx context.Context, e *store.AuditEntry, d decision, f signerFailure) bool {
+func (h *Handler) restoreSAD(ctx context.Context, e *store.AuditEntry, d decision, f signerFailure) (done, restored bool) {
 	reason := "not signed: " + map[signerFailure]string{
 		failureUnavailable: "device error", failureKey: "signing key unusable", failureError: "signing failed",
 		failureKeyMissing: "signing key not available on this node",
 	}[f]
-	restored := false
 	err := h.Store.Batch(ctx, func(tx Tx) error {
 		restored = false // Batch may run this twice
 		a := *e
@@ -213,14 +244,11 @@ func (h *Handler) restoreSAD(ctx context.Context, e *store.AuditEntry, d decisio
 	})
 	if err != nil {
 		h.logger().Error("csc: giving back the SAD of a failed signature failed; it stays consumed", "audit_ref", d.seq, "err", err)
-		return false
-	}
-	if restored && h.Metrics != nil {
-		h.Metrics.ObserveSAD("restored", "")
+		return false, false
 	}
 	h.logger().Info("csc: signing failed before any signature was made", "credential", e.Credential,
 		"audit_ref", d.seq, "sad_restored", restored)
-	return true
+	return true, restored
 }
 
 // credentialGone says why the SAD's credential can no longer sign (removed

@@ -160,124 +160,114 @@ func refuse(e *oauth.Error, reason, sadReason string) decision {
 	return decision{err: e, reason: reason, sadReason: sadReason}
 }
 
-// signHash is POST /csc/v1/signatures/signHash.
+// signHashOutcome is what a signHash request came to: the signatures of a
+// granted request, and what the observer (observeSignHash) records.
+type signHashOutcome struct {
+	sigs [][]byte // one per hash, request order; nil unless signed
+	// result is the request's metrics outcome: "signed", "refused",
+	// "unavailable" or "error" ("" counts as "error").
+	result string
+	// sad is the decision about the SAD: "consumed", "refused" (reason
+	// sadReason) or "" when no SAD was looked at; restored says that it
+	// was given back after signing failed before any signature.
+	sad, sadReason string
+	restored       bool
+}
+
+// signHash is POST /csc/v1/signatures/signHash: parse, then the phases
+// (signHashes), then the observer and the response.
 func (h *Handler) signHash(c echo.Context) error {
 	start := time.Now()
-	g := oauth.GrantFrom(c)
 	ctx := c.Request().Context()
-	outcome := "error"
-	defer func() {
-		if h.Metrics != nil {
-			h.Metrics.ObserveSignHash(time.Since(start), outcome)
-		}
-	}()
+	var out signHashOutcome
+	defer func() { h.observeSignHash(time.Since(start), out) }()
 
 	reg := trace.StartRegion(ctx, "params")
-	req, perr := h.signHashParams(c.Request())
+	g, req, perr := parseRequest(c, h.parseSignHash)
 	reg.End()
-	// entry is the audit entry of this request. A grant lists its hashes
-	// (exactly the SAD's, so bounded by numSignatures). A refusal has a
-	// fixed size whatever the request held (CSC v1 §11.9 asks for the
-	// log, not for a copy of every rejected payload): the count and digest
-	// of the hash array, and an over-long credentialID only as a digest.
-	entry := func(outcome, reason string) *store.AuditEntry {
-		e := &store.AuditEntry{
-			Time: h.now(), Kind: store.AuditSignHash, User: g.Username, Client: g.ClientID,
-			Credential: auditCredential(req.credentialID), Outcome: outcome, Reason: reason,
-			SignAlgo: auditOID(req.signAlgoOID), HashAlgo: auditOID(req.hashAlgoOID),
-		}
-		if outcome == store.AuditRefused {
-			e.HashCount = req.hashCount
-			if req.hashesRaw != nil {
-				sum := sha256.Sum256(req.hashesRaw)
-				e.HashesSHA256 = hex.EncodeToString(sum[:])
-			}
-			return e
-		}
-		e.Hashes = make([]string, len(req.hashes))
-		for i, d := range req.hashes {
-			e.Hashes[i] = hex.EncodeToString(d)
-		}
-		return e
-	}
+	var err error
 	if perr != nil {
-		// Malformed requests are audited too: they were made with a valid
-		// Bearer. Nothing was looked up, so no SAD is touched.
-		outcome = "refused"
-		err := h.Store.Batch(context.WithoutCancel(ctx), func(tx Tx) error {
-			return tx.AppendAudit(entry(store.AuditRefused, perr.Description))
-		})
-		if err != nil {
-			outcome = "error"
-			return err
-		}
-		return perr
+		out, err = h.refuseMalformed(ctx, g, req, perr)
+	} else {
+		out, err = h.signHashes(ctx, g, req)
 	}
+	if err != nil {
+		return err
+	}
+	res := signHashResponse{Signatures: make([]string, len(out.sigs))}
+	for i, sig := range out.sigs {
+		res.Signatures[i] = base64.StdEncoding.EncodeToString(sig)
+	}
+	defer trace.StartRegion(ctx, "respond").End()
+	return c.JSON(http.StatusOK, res)
+}
 
-	// Before any SAD is touched: can the HSM sign with this credential's
-	// key now? A request that cannot sign costs the user nothing.
-	reg = trace.StartRegion(ctx, "preflight")
+// observeSignHash records a signHash outcome in the metrics: the SAD's
+// fate, then the request with its duration d.
+func (h *Handler) observeSignHash(d time.Duration, out signHashOutcome) {
+	if h.Metrics == nil {
+		return
+	}
+	switch out.sad {
+	case "consumed":
+		h.Metrics.ObserveSAD("consumed", "")
+	case "refused":
+		h.Metrics.ObserveSAD("refused", out.sadReason)
+	}
+	if out.restored {
+		h.Metrics.ObserveSAD("restored", "")
+	}
+	if out.result == "" {
+		out.result = "error"
+	}
+	h.Metrics.ObserveSignHash(d, out.result)
+}
+
+// refuseMalformed audits a request refused while it was parsed: it was
+// made with a valid Bearer. Nothing was looked up, so no SAD is touched.
+func (h *Handler) refuseMalformed(ctx context.Context, g *oauth.Grant, req signHashRequest, perr *oauth.Error) (signHashOutcome, error) {
+	err := h.Store.Batch(context.WithoutCancel(ctx), func(tx Tx) error {
+		return tx.AppendAudit(req.auditEntry(h.now(), g, store.AuditRefused, perr.Description))
+	})
+	if err != nil {
+		return signHashOutcome{result: "error"}, err
+	}
+	return signHashOutcome{result: "refused"}, perr
+}
+
+// signHashes runs the phases of a parsed signHash request, with no HTTP in
+// them: the preflight (can the HSM sign with the credential's key now?
+// A request that cannot sign costs the user nothing), the consuming
+// transaction, during whose commit the HSM signs (consume, signing.go),
+// and the join, after which the signatures may leave. The client going
+// away no longer cancels anything once the transaction started. The error
+// is what the client gets (a protocol error or one the renderer maps).
+func (h *Handler) signHashes(ctx context.Context, g *oauth.Grant, req signHashRequest) (signHashOutcome, error) {
+	reg := trace.StartRegion(ctx, "preflight")
 	err := h.preflight(ctx, g, req.credentialID, req.algo.opts)
 	reg.End()
 	if err != nil {
-		return h.preflightRefused(ctx, g, req, entry, err, &outcome)
+		return h.preflightRefused(ctx, g, req, err)
 	}
 
-	// The consuming transaction decides; once it has granted, the HSM
-	// signs while the transaction commits (fsync), and the signatures
-	// leave only when both succeeded (signing.go). The client going away
-	// no longer cancels anything.
 	sctx := context.WithoutCancel(ctx)
-	var d decision
-	var inFlight *signing
 	reg = trace.StartRegion(ctx, "batch")
-	err = h.Store.Batch(sctx, func(tx Tx) error {
-		defer trace.StartRegion(sctx, "tx").End()
-		var err error
-		if d, err = h.decide(tx, g, req); err != nil {
-			return err
-		}
-		e := entry(store.AuditGranted, "")
-		if d.err != nil {
-			e = entry(store.AuditRefused, d.reason)
-		} else if inFlight == nil {
-			// Batch may run this function again; the first grant
-			// starts the signing, and only what the committed run
-			// decided counts.
-			inFlight = h.startSigning(sctx, d.keyID, req.algo.opts, req.hashes)
-		}
-		if err := tx.AppendAudit(e); err != nil {
-			return err
-		}
-		d.seq = e.Seq
-		return nil
-	})
+	d, inFlight, err := h.consume(sctx, g, req)
 	reg.End()
 	if err != nil {
-		// Nothing was consumed and nothing recorded: whatever the HSM
-		// made is discarded.
-		if inFlight != nil {
-			if res := inFlight.wait(); res.err != nil {
-				h.logger().Error("csc: signing failed while the SAD's consumption failed to commit", "err", res.err)
-			}
-		}
-		return err
-	}
-	if h.Metrics != nil && d.sadReason != "" {
-		if d.err == nil {
-			h.Metrics.ObserveSAD("consumed", "")
-		} else {
-			h.Metrics.ObserveSAD("refused", d.sadReason)
-		}
+		return signHashOutcome{result: "error"}, err
 	}
 	if d.err != nil {
 		if inFlight != nil {
 			inFlight.wait() // an earlier run granted, the committed one did not: discarded
 		}
-		outcome = "refused"
 		h.logger().Info("csc: signHash refused", "user", g.Username, "client", g.ClientID,
 			"credential", auditCredential(req.credentialID), "reason", d.reason, "audit_seq", d.seq)
-		return d.err
+		out := signHashOutcome{result: "refused"}
+		if d.sadReason != "" {
+			out.sad, out.sadReason = "refused", d.sadReason
+		}
+		return out, d.err
 	}
 
 	// The SAD is gone and the grant is on record: the signatures may leave.
@@ -287,23 +277,77 @@ func (h *Handler) signHash(c echo.Context) error {
 	if res.err != nil {
 		// Only a failure before any signature was made may give the SAD
 		// back: with failed > 0 signatures exist.
-		return h.signFailed(sctx, entry(store.AuditGranted, ""), d, res.err, &outcome)
+		out, err := h.signFailed(sctx, req.auditEntry(h.now(), g, store.AuditGranted, ""), d, res.err)
+		out.sad = "consumed"
+		return out, err
 	}
-	out := signHashResponse{Signatures: make([]string, len(res.sigs))}
-	for i, sig := range res.sigs {
-		out.Signatures[i] = base64.StdEncoding.EncodeToString(sig)
-	}
-	outcome = "signed"
-	defer trace.StartRegion(ctx, "respond").End()
-	return c.JSON(http.StatusOK, out)
+	return signHashOutcome{sigs: res.sigs, result: "signed", sad: "consumed"}, nil
 }
 
-// signHashParams reads and parses a signHash body.
-func (h *Handler) signHashParams(r *http.Request) (signHashRequest, *oauth.Error) {
-	p, e := readParams(r)
-	if e != nil {
-		return signHashRequest{}, e
+// consume runs the signHash write transaction: decide, and append the
+// decision's audit entry. The first run that grants starts the signing
+// (signing.go), which then overlaps the commit; Batch may run the
+// function again, and only what the committed run decided counts. When
+// the commit fails, nothing was consumed and nothing recorded: whatever
+// the HSM made is discarded. The signing in flight, if any, is returned
+// to be joined (signed) or waited for.
+func (h *Handler) consume(ctx context.Context, g *oauth.Grant, req signHashRequest) (decision, *signing, error) {
+	var d decision
+	var inFlight *signing
+	err := h.Store.Batch(ctx, func(tx Tx) error {
+		defer trace.StartRegion(ctx, "tx").End()
+		var err error
+		if d, err = h.decide(tx, g, req); err != nil {
+			return err
+		}
+		e := req.auditEntry(h.now(), g, store.AuditGranted, "")
+		if d.err != nil {
+			e = req.auditEntry(h.now(), g, store.AuditRefused, d.reason)
+		} else if inFlight == nil {
+			inFlight = h.startSigning(ctx, d.keyID, req.algo.opts, req.hashes)
+		}
+		if err := tx.AppendAudit(e); err != nil {
+			return err
+		}
+		d.seq = e.Seq
+		return nil
+	})
+	if err != nil {
+		if inFlight != nil {
+			if res := inFlight.wait(); res.err != nil {
+				h.logger().Error("csc: signing failed while the SAD's consumption failed to commit", "err", res.err)
+			}
+		}
+		return decision{}, nil, err
 	}
+	return d, inFlight, nil
+}
+
+// auditEntry is the audit entry of this request at now. A grant lists its
+// hashes (exactly the SAD's, so bounded by numSignatures). A refusal has a
+// fixed size whatever the request held (CSC v1 §11.9 asks for the log, not
+// for a copy of every rejected payload): the count and digest of the hash
+// array, and an over-long credentialID only as a digest.
+func (req *signHashRequest) auditEntry(now time.Time, g *oauth.Grant, outcome, reason string) *store.AuditEntry {
+	e := &store.AuditEntry{
+		Time: now, Kind: store.AuditSignHash, User: g.Username, Client: g.ClientID,
+		Credential: auditCredential(req.credentialID), Outcome: outcome, Reason: reason,
+		SignAlgo: auditOID(req.signAlgoOID), HashAlgo: auditOID(req.hashAlgoOID),
+	}
+	if outcome == store.AuditRefused {
+		e.HashCount = req.hashCount
+		if req.hashesRaw != nil {
+			sum := sha256.Sum256(req.hashesRaw)
+			e.HashesSHA256 = hex.EncodeToString(sum[:])
+		}
+		return e
+	}
+	e.Hashes = hexHashes(req.hashes)
+	return e
+}
+
+// parseSignHash parses a signHash body with the handler's hash cap.
+func (h *Handler) parseSignHash(p params) (signHashRequest, *oauth.Error) {
 	return parseSignHash(p, h.MaxHashes)
 }
 

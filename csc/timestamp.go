@@ -50,63 +50,82 @@ type timestampResponse struct {
 // hashAlgo (OID), optional nonce (hex) and clientData. The token is
 // audited before it leaves: no audit entry, no token.
 func (h *Handler) timestamp(c echo.Context) error {
-	g := oauth.GrantFrom(c)
-	p, e := readParams(c.Request())
+	g, req, e := parseRequest(c, parseTimestamp)
 	if e != nil {
 		return e
 	}
+	token, err := h.stamp(c.Request().Context(), g, req)
+	if err != nil {
+		return err
+	}
+	c.Response().Header().Set("Cache-Control", "no-store")
+	return c.JSON(http.StatusOK, timestampResponse{Timestamp: base64.StdEncoding.EncodeToString(token)})
+}
+
+// timestampRequest is a parsed signatures/timestamp request.
+type timestampRequest struct {
+	hash   crypto.Hash
+	digest []byte
+	nonce  *big.Int // nil when absent
+}
+
+// parseTimestamp checks the parameters of signatures/timestamp in a fixed
+// order.
+func parseTimestamp(p params) (req timestampRequest, e *oauth.Error) {
 	hashB64, _, e := p.str("hash", true)
 	if e != nil {
-		return e
+		return req, e
 	}
 	hashAlgo, _, e := p.str("hashAlgo", true)
 	if e != nil {
-		return e
+		return req, e
 	}
-	hash, ok := timestampHashes[hashAlgo]
-	if !ok {
-		return invalid("hashAlgo")
+	var ok bool
+	if req.hash, ok = timestampHashes[hashAlgo]; !ok {
+		return req, invalid("hashAlgo")
 	}
-	digest, err := decodeBase64(hashB64)
-	if err != nil {
-		return badRequest(descBadBase64)
+	var err error
+	if req.digest, err = decodeBase64(hashB64); err != nil {
+		return req, badRequest(descBadBase64)
 	}
-	if len(digest) != hash.Size() {
-		return badRequest(descDigestLength)
+	if len(req.digest) != req.hash.Size() {
+		return req, badRequest(descDigestLength)
 	}
-	var nonce *big.Int
 	if s, present, e := p.str("nonce", false); e != nil {
-		return e
+		return req, e
 	} else if present {
 		b, err := hex.DecodeString(s)
 		if err != nil || len(s) == 0 || len(s) > maxNonceHex {
-			return invalid("nonce")
+			return req, invalid("nonce")
 		}
-		nonce = new(big.Int).SetBytes(b)
+		req.nonce = new(big.Int).SetBytes(b)
 	}
 	if _, _, e := p.str("clientData", false); e != nil {
-		return invalid("clientData")
+		return req, invalid("clientData")
 	}
+	return req, nil
+}
 
-	ctx := c.Request().Context()
-	token, serial, err := h.TimeStamper.TimeStamp(ctx, hash, digest, nonce)
+// stamp has the TimeStamper make the token and audits it; the token leaves
+// only once its entry is stored.
+func (h *Handler) stamp(ctx context.Context, g *oauth.Grant, req timestampRequest) ([]byte, error) {
+	token, serial, err := h.TimeStamper.TimeStamp(ctx, req.hash, req.digest, req.nonce)
 	switch {
 	case errors.Is(err, ErrTimeStampNotEnrolled):
 		h.logger().Error("csc: signatures/timestamp: no time-stamping key", "err", err)
-		return &oauth.Error{Code: oauth.CodeServerError, Description: descTSANotEnrolled, Status: http.StatusInternalServerError}
+		return nil, &oauth.Error{Code: oauth.CodeServerError, Description: descTSANotEnrolled, Status: http.StatusInternalServerError}
 	case err != nil:
-		return err
+		return nil, err
 	}
 	entry := &store.AuditEntry{
 		Time: h.now(), Kind: store.AuditTimestamp, User: g.Username, Client: g.ClientID,
-		Hashes: []string{hex.EncodeToString(digest)}, Outcome: store.AuditGranted,
+		Hashes: []string{hex.EncodeToString(req.digest)}, Outcome: store.AuditGranted,
 		Reason: "serial " + serial.Text(16),
 	}
 	if err := h.Store.Batch(ctx, func(tx Tx) error { return tx.AppendAudit(entry) }); err != nil {
-		return err
+		return nil, err
 	}
 	h.logger().Info("csc: time-stamp token issued", "user", g.Username, "client", g.ClientID,
 		"serial", serial.Text(16), "audit_seq", entry.Seq)
-	c.Response().Header().Set("Cache-Control", "no-store")
-	return c.JSON(http.StatusOK, timestampResponse{Timestamp: base64.StdEncoding.EncodeToString(token)})
+	return token, nil
 }

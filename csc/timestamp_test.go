@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto"
 	"encoding/base64"
-	"errors"
 	"fmt"
 	"math/big"
 	"net/http"
@@ -14,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/signd/signd/csc"
+	"github.com/signd/signd/hsm"
 	"github.com/signd/signd/oauth"
 	"github.com/signd/signd/store"
 )
@@ -112,8 +112,7 @@ func TestTimestampNotEnrolled(t *testing.T) {
 	r := e.call("signatures/timestamp", bearer, timestampBody(digest("x"), "2.16.840.1.101.3.4.2.1", ""))
 	wantError(t, r, http.StatusInternalServerError, oauth.CodeServerError, "The time-stamping authority has no usable key and certificate")
 
-	f.err = errors.New("device error")
-	e.h.Unavailable = func(err error) bool { return err == f.err }
+	f.err = fmt.Errorf("device error: %w", hsm.ErrTokenUnavailable) // answers Unavailable
 	r = e.call("signatures/timestamp", bearer, timestampBody(digest("x"), "2.16.840.1.101.3.4.2.1", ""))
 	if r.status != http.StatusServiceUnavailable {
 		t.Errorf("HSM outage: %d %s", r.status, r.raw)

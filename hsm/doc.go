@@ -7,7 +7,11 @@
 // keys by their CKA_ID (16 random bytes chosen at generation) and map
 // errors to responses themselves (ErrBadDigest is a client error, ErrBusy
 // and ErrTokenUnavailable are "try again later", everything else is a
-// server error).
+// server error). To let them do so without importing hsm, every error
+// answers its meaning through methods reachable with errors.As:
+// Unavailable, KeyUnusable, KeyMissing, Unsupported (the sentinels,
+// errors.go) and NotSigned (sign.go); a caller declares the one-method
+// interface it asks, such as interface{ Unavailable() bool }.
 //
 // # Capabilities
 //
@@ -144,8 +148,9 @@
 // outages. PIN errors are fatal (ErrPIN) and never retried, so a wrong PIN
 // cannot lock the token.
 //
-// NotSigned tells a caller whether a failed SignDigest provably made no
-// signature, so that it can give back what it spent on the attempt.
+// NotSigned (the function, or the error's NotSigned method) tells a
+// caller whether a failed SignDigest provably made no signature, so that
+// it can give back what it spent on the attempt.
 // CheckKey is the cheap check before spending it.
 //
 // # Package-level state

@@ -10,36 +10,40 @@ import (
 
 // Sentinel errors. Every error the package returns wraps one of these (and,
 // when a PKCS#11 call failed, the pkcs11.Error as well) so callers can test
-// them with errors.Is.
+// them with errors.Is. Each also answers what it means for a caller
+// (Unavailable, KeyUnusable, KeyMissing, Unsupported; see sentinel), so
+// that a package that does not import hsm asks the error itself through
+// an interface of its own and errors.As; an error after which no signature
+// exists answers NotSigned the same way.
 var (
 	// ErrModule means the PKCS#11 module path is not absolute, does not
 	// exist, cannot be loaded, or C_Initialize failed. The error names the
 	// path.
-	ErrModule = errors.New("hsm: PKCS#11 module unusable")
+	ErrModule error = &sentinel{msg: "hsm: PKCS#11 module unusable"}
 
 	// ErrTokenNotFound means no slot holds a token with the configured
 	// label (or more than one does). The error names the label.
-	ErrTokenNotFound = errors.New("hsm: token not found")
+	ErrTokenNotFound error = &sentinel{msg: "hsm: token not found"}
 
 	// ErrPIN means C_Login rejected the PIN (incorrect, locked, expired,
 	// invalid or of the wrong length). It is fatal: the Token never retries
 	// a login that failed this way, so a wrong PIN cannot lock the token.
-	ErrPIN = errors.New("hsm: wrong or locked PIN")
+	ErrPIN error = &sentinel{msg: "hsm: wrong or locked PIN", unavailable: true}
 
 	// ErrKeyNotFound means no RSA private key with the given CKA_ID exists.
-	ErrKeyNotFound = errors.New("hsm: key not found")
+	ErrKeyNotFound error = &sentinel{msg: "hsm: key not found", keyUnusable: true, keyMissing: true}
 
 	// ErrAmbiguousKey means more than one RSA private key has the CKA_ID.
-	ErrAmbiguousKey = errors.New("hsm: more than one key with this ID")
+	ErrAmbiguousKey error = &sentinel{msg: "hsm: more than one key with this ID", keyUnusable: true}
 
 	// ErrLabelExists means GenerateRSA was asked for a label that an object
 	// on the token already carries.
-	ErrLabelExists = errors.New("hsm: label already in use")
+	ErrLabelExists error = &sentinel{msg: "hsm: label already in use"}
 
 	// ErrKeyPolicy means a key exists but may not be used for signing: it
 	// cannot sign, is extractable or not sensitive, or was not generated
 	// inside the token (unless Config.AllowImportedKeys).
-	ErrKeyPolicy = errors.New("hsm: key violates the key policy")
+	ErrKeyPolicy error = &sentinel{msg: "hsm: key violates the key policy", keyUnusable: true}
 
 	// ErrKeyNotFrozen means Config.RequireImmutableKeys refused a new key
 	// the token did not freeze (KeyInfo.Defects); the key was destroyed.
@@ -51,7 +55,7 @@ var (
 	ErrWeakKey = fmt.Errorf("%w: RSA modulus too small", ErrKeyPolicy)
 
 	// ErrBadDigest means the digest length does not match the hash.
-	ErrBadDigest = errors.New("hsm: digest length does not match the hash")
+	ErrBadDigest error = &sentinel{msg: "hsm: digest length does not match the hash"}
 
 	// ErrUnsupportedAlgorithm means a hash other than SHA-256/384/512, a
 	// PSS salt other than the hash length or the key's maximum, a key type
@@ -60,23 +64,52 @@ var (
 	// (Capabilities), or it refused the template, mechanism or parameters
 	// while it still answers. The error names what is missing. It is the
 	// caller's error; the token stays available.
-	ErrUnsupportedAlgorithm = errors.New("hsm: unsupported algorithm")
+	ErrUnsupportedAlgorithm error = &sentinel{msg: "hsm: unsupported algorithm", unsupported: true}
 
 	// ErrCertKeyMismatch means a certificate's public key is not the HSM
 	// key it is being stored with.
-	ErrCertKeyMismatch = errors.New("hsm: certificate public key does not match the HSM key")
+	ErrCertKeyMismatch error = &sentinel{msg: "hsm: certificate public key does not match the HSM key"}
 
 	// ErrBusy means no session became free within Config.AcquireTimeout or
 	// before the context ended. Retry later.
-	ErrBusy = errors.New("hsm: all sessions busy")
+	ErrBusy error = &sentinel{msg: "hsm: all sessions busy", unavailable: true}
 
 	// ErrTokenUnavailable means the token failed with a device-level error
 	// and is being reconnected in the background. Retry later.
-	ErrTokenUnavailable = errors.New("hsm: token unavailable")
+	ErrTokenUnavailable error = &sentinel{msg: "hsm: token unavailable", unavailable: true}
 
 	// ErrClosed means the Token was closed.
-	ErrClosed = errors.New("hsm: token closed")
+	ErrClosed error = &sentinel{msg: "hsm: token closed", unavailable: true}
 )
+
+// sentinel is the type of the package's sentinel errors. Its methods are
+// the error's meaning for a caller; wrapping (%w) keeps them reachable
+// with errors.As, so a consumer declares, for instance,
+// interface{ Unavailable() bool } and asks any error it got.
+type sentinel struct {
+	msg                                               string
+	unavailable, keyUnusable, keyMissing, unsupported bool
+}
+
+func (e *sentinel) Error() string { return e.msg }
+
+// Unavailable reports that the token cannot serve now and a retry later
+// may succeed: ErrBusy, ErrTokenUnavailable, ErrPIN (the operator must fix
+// the PIN), ErrClosed.
+func (e *sentinel) Unavailable() bool { return e.unavailable }
+
+// KeyUnusable reports that the key cannot sign while the token works:
+// ErrKeyNotFound, ErrAmbiguousKey, ErrKeyPolicy (and the errors that wrap
+// it).
+func (e *sentinel) KeyUnusable() bool { return e.keyUnusable }
+
+// KeyMissing reports that this token does not hold the key
+// (ErrKeyNotFound): another node's token may.
+func (e *sentinel) KeyMissing() bool { return e.keyMissing }
+
+// Unsupported reports that the token cannot make the requested algorithm
+// with the key while it works (ErrUnsupportedAlgorithm).
+func (e *sentinel) Unsupported() bool { return e.unsupported }
 
 // ReturnCode returns the name of the PKCS#11 return code wrapped in err, for
 // example "CKR_PIN_INCORRECT", or "" when err carries no PKCS#11 error.

@@ -434,6 +434,10 @@ type notSignedError struct{ err error }
 func (e *notSignedError) Error() string { return e.err.Error() }
 func (e *notSignedError) Unwrap() error { return e.err }
 
+// NotSigned is the error's answer to a consumer that asks through
+// interface{ NotSigned() bool } and errors.As (package csc): true.
+func (e *notSignedError) NotSigned() bool { return true }
+
 // MarkNotSigned returns err marked so that NotSigned reports true: for a
 // signer other than Token, such as a software token, whose call failed
 // before any signature was made. nil stays nil.

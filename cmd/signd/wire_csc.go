@@ -49,13 +49,9 @@ func (s *services) cscHandler(authz *oauth.Server) (*csc.Handler, error) {
 	}
 	c := s.cfg.CSC
 	h := &csc.Handler{
-		Store:       s.views.csc,
-		Signer:      s.token,
-		Unavailable: hsmUnavailable,
-		KeyUnusable: hsmKeyUnusable,
-		Unsupported: hsmUnsupported,
-		NotSigned:   hsm.NotSigned,
-		BaseURL:     s.cfg.Server.BaseURL,
+		Store:   s.views.csc,
+		Signer:  s.token,
+		BaseURL: s.cfg.Server.BaseURL,
 		Info: csc.InfoConfig{
 			Name: c.Name, Logo: c.Logo, Region: c.Region, Lang: c.Lang, Description: c.Description,
 		},
@@ -72,10 +68,8 @@ func (s *services) cscHandler(authz *oauth.Server) (*csc.Handler, error) {
 		Revocation:        s.revocation,
 		TimestampLimit:    s.limits.timestamp,
 		AuthLoginLimit:    s.limits.authLogin,
-	}
-	if s.cfg.Store.BackendName() == config.BackendEtcd {
 		// A node of a cluster: a key its HSM lacks may be on the others'.
-		h.KeyMissing = hsmKeyMissing
+		Clustered: s.cfg.Store.BackendName() == config.BackendEtcd,
 	}
 	if c.AuthLogin {
 		login, err := authlogin.New(authlogin.Config{
@@ -130,31 +124,6 @@ func (t tsaStamper) TimeStamp(ctx context.Context, hash crypto.Hash, digest []by
 	}
 	return tok.DER, tok.Serial, nil
 }
-
-// hsmUnavailable reports the token errors that mean "the signing service
-// cannot sign now" (503): busy, reconnecting after a device error, the PIN
-// refused (until an operator restarts), closed (shutting down).
-func hsmUnavailable(err error) bool {
-	return errors.Is(err, hsm.ErrBusy) || errors.Is(err, hsm.ErrTokenUnavailable) ||
-		errors.Is(err, hsm.ErrPIN) || errors.Is(err, hsm.ErrClosed)
-}
-
-// hsmKeyUnusable reports the token errors that mean "this credential's key
-// cannot sign" while the token works: a 400 for that credential, not an
-// outage.
-func hsmKeyUnusable(err error) bool {
-	return errors.Is(err, hsm.ErrKeyNotFound) || errors.Is(err, hsm.ErrAmbiguousKey) || errors.Is(err, hsm.ErrKeyPolicy)
-}
-
-// hsmUnsupported reports the token errors that mean "the token cannot
-// make this algorithm with this key" (a mechanism it lacks, a PSS salt it
-// refuses): a 400 naming signAlgo, not a disabled credential.
-func hsmUnsupported(err error) bool { return errors.Is(err, hsm.ErrUnsupportedAlgorithm) }
-
-// hsmKeyMissing reports the token error that means "this node's HSM does
-// not hold the key": on a node of a cluster a 503 (another node may sign),
-// on a single node the 400 of hsmKeyUnusable.
-func hsmKeyMissing(err error) bool { return errors.Is(err, hsm.ErrKeyNotFound) }
 
 // checkAuthLoginClient warns at startup when csc.auth_login_client is not
 // a registered client with scope service: auth/login then answers

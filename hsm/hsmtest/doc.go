@@ -14,8 +14,9 @@
 //		Wrap: func(c hsm.Ctx) hsm.Ctx { f = hsmtest.Wrap(c); return f }})
 //	f.FailOnce("Sign", pkcs11.CKR_DEVICE_ERROR)
 //
-// The package imports nothing of signd, so the hsm package's own tests use
-// it too. Its sub-package softtoken replaces the token altogether for the
+// The package imports nothing of signd but hsm/cryptoki, the one
+// definition of the interface it wraps (hsm.Ctx names the same type), so
+// the hsm package's own tests use it too. Its sub-package softtoken replaces the token altogether for the
 // protocol packages' unit tests: a software token with the same errors and
 // faults injected by operation.
 package hsmtest
