@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/signd/signd/csc/certstatus"
-	"github.com/signd/signd/oauth"
+	"github.com/signd/signd/oauth/account"
 	"github.com/signd/signd/store"
 )
 
@@ -36,7 +36,7 @@ var _ AccountStore = (*store.Scoped[AccountTx])(nil)
 
 // Account lets the owner of signing credentials list them and disable or
 // enable them again on the authorization server's account page
-// (oauth.Account). Disabling does what the admin's
+// (account.Backend). Disabling does what the admin's
 // `signd credential disable` does — the SADs, codes and pending requests
 // of the credential are revoked in the same transaction, with an audit
 // entry — but the owner may enable again only what the owner disabled.
@@ -48,7 +48,7 @@ type Account struct {
 	Now        func() time.Time // nil = time.Now
 }
 
-var _ oauth.Account = (*Account)(nil)
+var _ account.Backend = (*Account)(nil)
 
 func (a *Account) now() time.Time {
 	if a.Now != nil {
@@ -57,8 +57,8 @@ func (a *Account) now() time.Time {
 	return time.Now()
 }
 
-// Credentials implements oauth.Account.
-func (a *Account) Credentials(ctx context.Context, username string) ([]oauth.AccountCredential, error) {
+// Credentials implements account.Backend.
+func (a *Account) Credentials(ctx context.Context, username string) ([]account.Credential, error) {
 	var cs []store.Credential
 	err := a.Store.View(ctx, func(tx AccountTx) (err error) {
 		cs, err = tx.Credentials(username, "", 0)
@@ -68,10 +68,10 @@ func (a *Account) Credentials(ctx context.Context, username string) ([]oauth.Acc
 		return nil, err
 	}
 	now := a.now()
-	out := make([]oauth.AccountCredential, 0, len(cs))
+	out := make([]account.Credential, 0, len(cs))
 	for i := range cs {
 		c := &cs[i]
-		row := oauth.AccountCredential{ID: c.ID, Description: c.Description, Status: string(c.Status)}
+		row := account.Credential{ID: c.ID, Description: c.Description, Status: string(c.Status)}
 		switch {
 		case c.Status == store.CredentialEnabled:
 			row.CanDisable = true
@@ -108,17 +108,17 @@ func (a *Account) certStatus(chain [][]byte, leaf *x509.Certificate, now time.Ti
 	return string(s)
 }
 
-// SetEnabled implements oauth.Account.
+// SetEnabled implements account.Backend.
 func (a *Account) SetEnabled(ctx context.Context, username, id string, enabled bool) error {
 	return a.Store.Update(ctx, func(tx AccountTx) error {
 		c, err := tx.Credential(id)
 		switch {
 		case errors.Is(err, store.ErrNotFound), errors.Is(err, store.ErrInvalid):
-			return oauth.ErrAccountRefused
+			return account.ErrRefused
 		case err != nil:
 			return err
 		case c.Owner != username:
-			return oauth.ErrAccountRefused
+			return account.ErrRefused
 		}
 		entry := &store.AuditEntry{Time: a.now(), User: username, Credential: c.ID, Outcome: store.AuditOK}
 		switch {
@@ -136,7 +136,7 @@ func (a *Account) SetEnabled(ctx context.Context, username, id string, enabled b
 			entry.Kind = store.AuditCredentialDisabled
 			entry.Reason = fmt.Sprintf("by the owner; revoked %d SADs, %d codes, %d pending requests", r.SADs, r.Codes, r.Requests)
 		default: // pending, or disabled by an admin
-			return oauth.ErrAccountRefused
+			return account.ErrRefused
 		}
 		if err := tx.PutCredential(c); err != nil {
 			return err

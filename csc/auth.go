@@ -8,14 +8,15 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/signd/signd/oauth"
+	"github.com/signd/signd/oauth/authlogin"
 )
 
-// PasswordLogin serves auth/login (CSC v1 §11.2): *oauth.PasswordLogin,
+// PasswordLogin serves auth/login (CSC v1 §11.2): *authlogin.Login,
 // which checks the password with the login page's lockout and issues
 // service tokens with rotating refresh tokens.
 type PasswordLogin interface {
-	Login(ctx context.Context, username, password string, rememberMe bool) (*oauth.LoginTokens, error)
-	Refresh(ctx context.Context, refreshToken string) (*oauth.LoginTokens, error)
+	Login(ctx context.Context, username, password string, rememberMe bool) (*authlogin.Tokens, error)
+	Refresh(ctx context.Context, refreshToken string) (*authlogin.Tokens, error)
 }
 
 // TokenRevoker serves auth/revoke (CSC v1 §11.3): *oauth.Server. It
@@ -68,7 +69,7 @@ func (h *Handler) authLogin(c echo.Context) error {
 		return invalid("clientData")
 	}
 	auth := r.Header.Values("Authorization")
-	var tokens *oauth.LoginTokens
+	var tokens *authlogin.Tokens
 	var err error
 	switch {
 	case len(auth) > 1:
@@ -90,9 +91,9 @@ func (h *Handler) authLogin(c echo.Context) error {
 		tokens, err = h.Login.Login(r.Context(), username, password, rememberMe)
 	}
 	switch {
-	case errors.Is(err, oauth.ErrLoginFailed):
+	case errors.Is(err, authlogin.ErrLoginFailed):
 		return h.basicChallenge(http.StatusUnauthorized, codeAuthentication, descLoginFailed)
-	case errors.Is(err, oauth.ErrRefreshInvalid):
+	case errors.Is(err, authlogin.ErrRefreshInvalid):
 		return badRequest(descBadRefresh)
 	case err != nil:
 		return err

@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/signd/signd/csc"
-	"github.com/signd/signd/oauth"
+	"github.com/signd/signd/oauth/authlogin"
 )
 
 // fakeLogin is a csc.PasswordLogin that accepts alice with "pw" and the
@@ -25,23 +25,23 @@ func (f *fakeLogin) record(s string) {
 	f.calls = append(f.calls, s)
 }
 
-func (f *fakeLogin) Login(_ context.Context, user, password string, rememberMe bool) (*oauth.LoginTokens, error) {
+func (f *fakeLogin) Login(_ context.Context, user, password string, rememberMe bool) (*authlogin.Tokens, error) {
 	f.record(fmt.Sprintf("login %s %v", user, rememberMe))
 	switch {
 	case user != "alice" || password != "pw":
-		return nil, oauth.ErrLoginFailed
+		return nil, authlogin.ErrLoginFailed
 	case rememberMe:
-		return &oauth.LoginTokens{AccessToken: "at", RefreshToken: "rt", ExpiresIn: 3600}, nil
+		return &authlogin.Tokens{AccessToken: "at", RefreshToken: "rt", ExpiresIn: 3600}, nil
 	}
-	return &oauth.LoginTokens{AccessToken: "at", ExpiresIn: 3600}, nil
+	return &authlogin.Tokens{AccessToken: "at", ExpiresIn: 3600}, nil
 }
 
-func (f *fakeLogin) Refresh(_ context.Context, token string) (*oauth.LoginTokens, error) {
+func (f *fakeLogin) Refresh(_ context.Context, token string) (*authlogin.Tokens, error) {
 	f.record("refresh " + token)
 	if token != "rt-1" {
-		return nil, oauth.ErrRefreshInvalid
+		return nil, authlogin.ErrRefreshInvalid
 	}
-	return &oauth.LoginTokens{AccessToken: "at-2", RefreshToken: "rt-2", ExpiresIn: 3600}, nil
+	return &authlogin.Tokens{AccessToken: "at-2", RefreshToken: "rt-2", ExpiresIn: 3600}, nil
 }
 
 func withLogin(l csc.PasswordLogin) envOption { return func(h *csc.Handler) { h.Login = l } }

@@ -13,6 +13,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/signd/signd/oauth"
+	"github.com/signd/signd/oauth/passwords"
 	"github.com/signd/signd/store"
 )
 
@@ -20,8 +21,8 @@ import (
 // is explicit gets its SAD from credentials/authorize, called with the
 // user's service access token and the signing PIN (and the TOTP code when
 // the user has one), instead of from the OAuth 2.0 credential scope. The
-// PIN is checked by the authorization server with the consent page's
-// reservation and lockout (oauth.Server.CheckSigningPIN), so a PIN guess
+// PIN is checked by the password checker with the consent page's
+// reservation and lockout (passwords.Checker.CheckSigningPIN), so a PIN guess
 // costs the same through either door. The SAD is the same record the
 // token endpoint writes: bound to the credential, the multiset of hashes,
 // the user and the client, single use, oauth.sad_ttl.
@@ -34,9 +35,9 @@ import (
 // authenticated.
 
 // PINChecker checks a user's signing PIN (and second factor) with the
-// consent page's lockout; *oauth.Server is one.
+// consent page's lockout; *passwords.Checker is one.
 type PINChecker interface {
-	CheckSigningPIN(ctx context.Context, username, pin, otp string) (oauth.PINResult, error)
+	CheckSigningPIN(ctx context.Context, username, pin, otp string) (passwords.PINResult, error)
 }
 
 // DefaultSADTTL is the lifetime of a SAD credentials/authorize issues when
@@ -269,19 +270,19 @@ func (h *Handler) checkPIN(ctx context.Context, g *oauth.Grant, req authorizeReq
 		return h.refuseAuthorize(ctx, req.auditEntry(h.now(), g, store.AuditRefused, reason), e)
 	}
 	switch res {
-	case oauth.PINValid:
+	case passwords.PINValid:
 		return nil
-	case oauth.PINInvalid:
+	case passwords.PINInvalid:
 		desc := descPINInvalid
 		if withOTP {
 			desc = descPINOTPInvalid
 		}
 		return refuse("wrong PIN or OTP", &oauth.Error{Code: codeInvalidPIN, Description: desc, Status: http.StatusBadRequest})
-	case oauth.PINLocked:
+	case passwords.PINLocked:
 		return refuse("PIN locked", badRequest(descPINLocked))
-	case oauth.PINUnusable:
+	case passwords.PINUnusable:
 		return refuse("no usable PIN", badRequest(descPINUnusable))
-	default: // oauth.PINBusy: nothing was evaluated or counted
+	default: // passwords.PINBusy: nothing was evaluated or counted
 		return unavailable(retryLater())
 	}
 }

@@ -18,8 +18,8 @@ import (
 	"github.com/pquerna/otp/totp"
 
 	"github.com/signd/signd/csc"
-	"github.com/signd/signd/oauth"
 	"github.com/signd/signd/oauth/oauthtest"
+	"github.com/signd/signd/oauth/passwords"
 	"github.com/signd/signd/store"
 	"github.com/signd/signd/store/memory"
 )
@@ -32,7 +32,7 @@ const (
 	maxFailures = 3
 )
 
-// countingChecker counts the PIN evaluations of the authorization server.
+// countingChecker counts the PIN evaluations of the password checker.
 type countingChecker struct {
 	*store.Hasher
 	checks atomic.Int64
@@ -44,13 +44,13 @@ func (c *countingChecker) Check(encoded string, secret []byte) (bool, error) {
 	return c.Hasher.Check(encoded, secret)
 }
 
-// explicitEnv is an env whose credentials/authorize checks PINs with a
-// real authorization server (oauth.Server, max_failures 3) over the same
+// explicitEnv is an env whose credentials/authorize checks PINs with the
+// real password checker (passwords.Checker, max_failures 3) over the same
 // store; alice has the signing PIN testPIN.
 type explicitEnv struct {
 	*env
-	authz   *oauth.Server
-	checker *countingChecker
+	passwords *passwords.Checker
+	checker   *countingChecker
 }
 
 func newExplicitEnv(t testing.TB) *explicitEnv {
@@ -61,14 +61,13 @@ func newExplicitEnv(t testing.TB) *explicitEnv {
 		t.Fatal(err)
 	}
 	checker := &countingChecker{Hasher: hasher}
-	authz, err := oauth.New(oauth.Config{
-		Store: oauthtest.Store(db), Hasher: checker, Profiles: []oauth.Profile{csc.ServiceProfile{}},
-		Issuer: "https://sign.example.com", MaxFailures: maxFailures,
+	pw, err := passwords.New(passwords.Config{
+		Store: oauthtest.PasswordStore(oauthtest.Store(db)), Hasher: checker, MaxFailures: maxFailures,
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := newEnvWith(t, db, "", func(h *csc.Handler) { h.PIN = authz; h.SADTTL = 5 * time.Minute })
+	e := newEnvWith(t, db, "", func(h *csc.Handler) { h.PIN = pw; h.SADTTL = 5 * time.Minute })
 	pinHash, err := hasher.Hash([]byte(testPIN))
 	if err != nil {
 		t.Fatal(err)
@@ -86,7 +85,7 @@ func newExplicitEnv(t testing.TB) *explicitEnv {
 		}
 		return nil
 	})
-	return &explicitEnv{env: e, authz: authz, checker: checker}
+	return &explicitEnv{env: e, passwords: pw, checker: checker}
 }
 
 // explicitCredential stores an enabled credential of owner with the given

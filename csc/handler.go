@@ -177,7 +177,7 @@ type Handler struct {
 	// Revoker serves auth/revoke; nil = 501.
 	Revoker TokenRevoker
 	// PIN checks signing PINs for credentials/authorize with the consent
-	// page's lockout (*oauth.Server). nil: credentials/authorize is not
+	// page's lockout (*passwords.Checker). nil: credentials/authorize is not
 	// offered (501) and info does not list it.
 	PIN PINChecker
 	// TimestampLimit throttles signatures/timestamp per client (the

@@ -24,6 +24,7 @@ import (
 	"github.com/signd/signd/csc/certstatus"
 	"github.com/signd/signd/oauth"
 	"github.com/signd/signd/oauth/oauthtest"
+	"github.com/signd/signd/oauth/passwords"
 	"github.com/signd/signd/store"
 	"github.com/signd/signd/store/memory"
 )
@@ -290,8 +291,12 @@ func TestCredentialProfileUser(t *testing.T) {
 func TestProfilesThroughTheServer(t *testing.T) {
 	f := newProfileFixture(t)
 	hasher, _ := store.NewHasher(store.Argon2Params{Time: 1, MemoryKiB: 64, Threads: 1, KeyLen: 32, SaltLen: 16})
+	pw, err := passwords.New(passwords.Config{Store: oauthtest.PasswordStore(oauthtest.Store(f.db)), Hasher: hasher})
+	if err != nil {
+		t.Fatal(err)
+	}
 	srv, err := oauth.New(oauth.Config{
-		Store: oauthtest.Store(f.db), Hasher: hasher, Issuer: "https://signd.example",
+		Store: oauthtest.Store(f.db), Issuer: "https://signd.example",
 		Profiles: []oauth.Profile{csc.ServiceProfile{}, &csc.CredentialProfile{Store: credentialStore(f.db)}},
 		Logger:   slog.New(slog.DiscardHandler),
 	})
@@ -301,6 +306,9 @@ func TestProfilesThroughTheServer(t *testing.T) {
 	e := echo.New()
 	e.HTTPErrorHandler = oauth.NewRenderer(nil).Handle
 	if err := srv.Mount(e.Group("")); err != nil {
+		t.Fatal(err)
+	}
+	if err := oauthtest.MountFlow(e.Group(""), srv, oauthtest.Store(f.db), pw, nil); err != nil {
 		t.Fatal(err)
 	}
 	ts := httptest.NewServer(e)

@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/signd/signd/csc"
 	"github.com/signd/signd/oauth"
+	"github.com/signd/signd/oauth/browser"
 	"github.com/signd/signd/oauth/oauthtest"
 	"github.com/signd/signd/store"
 )
@@ -18,10 +18,7 @@ import (
 // newAccountEnv is newEnv with the account page over csc.Account.
 func newAccountEnv(t *testing.T, mods ...func(*oauth.Config)) *env {
 	t.Helper()
-	db := memoryStore(t)
-	return buildEnv(t, db, false, append(mods, func(c *oauth.Config) {
-		c.Account = &csc.Account{Store: store.Scope(db, func(tx store.Tx) csc.AccountTx { return tx }), Now: c.Now}
-	})...)
+	return buildEnvWith(t, memoryStore(t), false, envOptions{account: true}, mods...)
 }
 
 // accountPost posts form values to path with headers h (nil: none).
@@ -314,7 +311,7 @@ func TestAccountLogout(t *testing.T) {
 		secure bool
 	}{{"en", false}, {"nl", false}, {"en", true}} {
 		t.Run(fmt.Sprintf("%s-secure=%v", tt.lang, tt.secure), func(t *testing.T) {
-			ev := newAccountEnv(t, func(c *oauth.Config) { c.SecureCookies = tt.secure })
+			ev := buildEnvWith(t, memoryStore(t), false, envOptions{account: true, browser: func(c *browser.Config) { c.SecureCookies = tt.secure }})
 			b := ev.browser()
 			s := ev.must(b.Get(ev.ts.URL + "/oauth2/account?lang=" + tt.lang))
 			s = ev.accountPost(b, "/oauth2/account/login", s.Form.Values(map[string]string{"username": "alice", "password": alicePassword}), chromiumSameOrigin())

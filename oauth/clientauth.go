@@ -85,7 +85,7 @@ func (s *Server) authenticateClient(c echo.Context, form url.Values) (*store.Cli
 			return nil, fail("Client authentication is required")
 		}
 	}
-	client, err := s.client(r.Context(), id)
+	client, err := s.Client(r.Context(), id)
 	if err != nil {
 		return nil, err
 	}

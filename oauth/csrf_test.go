@@ -10,6 +10,7 @@ import (
 
 	"github.com/signd/signd/csc"
 	"github.com/signd/signd/oauth"
+	"github.com/signd/signd/oauth/browser"
 	"github.com/signd/signd/oauth/oauthtest"
 	"github.com/signd/signd/store"
 )
@@ -332,7 +333,7 @@ func TestBindingCookie(t *testing.T) {
 		{"https", "__Host-signd_flow", "signd_flow", true},
 	} {
 		t.Run(mode.name, func(t *testing.T) {
-			ev := newEnv(t, func(c *oauth.Config) { c.SecureCookies = mode.secure })
+			ev := newEnvWith(t, envOptions{browser: func(c *browser.Config) { c.SecureCookies = mode.secure }})
 			name := mode.cookie
 			tests := []struct {
 				name   string
@@ -403,7 +404,7 @@ func TestBindingCookieIssued(t *testing.T) {
 		{"https_host_prefix", "__Host-signd_flow", "/", true},
 	} {
 		t.Run(mode.name, func(t *testing.T) {
-			ev := newEnv(t, func(c *oauth.Config) { c.SecureCookies = mode.secure })
+			ev := newEnvWith(t, envOptions{browser: func(c *browser.Config) { c.SecureCookies = mode.secure }})
 			b := ev.browser()
 			tab1 := page(t, ev.must(b.Get(ev.authorizeURL(serviceParams()))))
 			ck := bindingOf(t, tab1, mode.cookie)
@@ -497,7 +498,7 @@ func TestNewRefusesAnIssuerWithoutOrigin(t *testing.T) {
 		"ftp://signd.example": false, "urn:signd:issuer": false, "https://": false,
 		"https://signd.example/prefix": true, "http://127.0.0.1:8443": true,
 	} {
-		_, err := oauth.New(oauth.Config{Store: oauthtest.Store(ev.db), Hasher: ev.hasher, Profiles: []oauth.Profile{csc.ServiceProfile{}}, Issuer: iss})
+		_, err := oauth.New(oauth.Config{Store: oauthtest.Store(ev.db), Profiles: []oauth.Profile{csc.ServiceProfile{}}, Issuer: iss})
 		if (err == nil) != ok {
 			t.Errorf("oauth.New(issuer %q): %v", iss, err)
 		}

@@ -31,10 +31,10 @@ type AuthorizationDetail struct {
 // the detail's Type is not stored but is the DetailType of the grant's
 // profile.
 
-// storeDetails records ds, the details that g's profile (whose detail type
+// StoreDetails records ds, the details that g's profile (whose detail type
 // is detailType) returned from Authorize, in g. More than one detail, a
 // detail of another type, or one without an identifier is a profile bug.
-func storeDetails(g *store.Grant, detailType string, ds []AuthorizationDetail) error {
+func StoreDetails(g *store.Grant, detailType string, ds []AuthorizationDetail) error {
 	switch {
 	case len(ds) == 0:
 		return nil

@@ -32,7 +32,7 @@ func TestStoreDetails(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			g := &store.Grant{Profile: "p"}
-			err := storeDetails(g, c.detailType, c.details)
+			err := StoreDetails(g, c.detailType, c.details)
 			if (err == nil) != c.ok {
 				t.Fatalf("storeDetails: %v, want ok %v", err, c.ok)
 			}

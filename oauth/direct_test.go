@@ -12,13 +12,21 @@ import (
 	"github.com/pquerna/otp/totp"
 
 	"github.com/signd/signd/oauth"
+	"github.com/signd/signd/oauth/authlogin"
 	"github.com/signd/signd/oauth/oauthtest"
 	"github.com/signd/signd/store"
 )
 
-func passwordLogin(t *testing.T, ev *env, client string) *oauth.PasswordLogin {
+// authLogin builds the pageless login of cfg over the env's store,
+// password checker and clock.
+func (ev *env) authLogin(cfg authlogin.Config) (*authlogin.Login, error) {
+	cfg.Store, cfg.Passwords, cfg.Logger, cfg.Now = ev.cfg.Store, ev.passwords, ev.cfg.Logger, ev.cfg.Now
+	return authlogin.New(cfg)
+}
+
+func passwordLogin(t *testing.T, ev *env, client string) *authlogin.Login {
 	t.Helper()
-	pl, err := ev.srv.PasswordLogin(oauth.PasswordLoginConfig{ClientID: client, Scope: "service", RefreshTTL: 24 * time.Hour})
+	pl, err := ev.authLogin(authlogin.Config{ClientID: client, Scope: "service", RefreshTTL: 24 * time.Hour})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,8 +53,8 @@ func (ev *env) token(v string) *store.Token {
 // TestPasswordLoginConfig: the client and the scope are required.
 func TestPasswordLoginConfig(t *testing.T) {
 	ev := newEnv(t)
-	for _, cfg := range []oauth.PasswordLoginConfig{{Scope: "service"}, {ClientID: "rp"}} {
-		if _, err := ev.srv.PasswordLogin(cfg); err == nil {
+	for _, cfg := range []authlogin.Config{{Scope: "service"}, {ClientID: "rp"}} {
+		if _, err := ev.authLogin(cfg); err == nil {
 			t.Errorf("PasswordLogin(%+v) accepted", cfg)
 		}
 	}
@@ -101,7 +109,7 @@ func TestPasswordLoginTokens(t *testing.T) {
 	}
 
 	// Reuse of the rotated token: refused, and the family is gone.
-	if _, err := pl.Refresh(ctx, first.RefreshToken); !errors.Is(err, oauth.ErrRefreshInvalid) {
+	if _, err := pl.Refresh(ctx, first.RefreshToken); !errors.Is(err, authlogin.ErrRefreshInvalid) {
 		t.Fatalf("reuse of a rotated refresh token = %v, want ErrRefreshInvalid", err)
 	}
 	for name, v := range map[string]string{
@@ -130,18 +138,18 @@ func TestPasswordLoginTokens(t *testing.T) {
 	for name, v := range map[string]string{
 		"unknown": "no-such-token", "access token": third.AccessToken, "empty": "",
 	} {
-		if _, err := pl.Refresh(ctx, v); !errors.Is(err, oauth.ErrRefreshInvalid) {
+		if _, err := pl.Refresh(ctx, v); !errors.Is(err, authlogin.ErrRefreshInvalid) {
 			t.Errorf("refresh with %s = %v, want ErrRefreshInvalid", name, err)
 		}
 	}
-	if _, err := passwordLogin(t, ev, "rp2").Refresh(ctx, third.RefreshToken); !errors.Is(err, oauth.ErrRefreshInvalid) {
+	if _, err := passwordLogin(t, ev, "rp2").Refresh(ctx, third.RefreshToken); !errors.Is(err, authlogin.ErrRefreshInvalid) {
 		t.Errorf("another client's refresh token = %v, want ErrRefreshInvalid", err)
 	}
 	if ev.token(third.RefreshToken) == nil || !ev.token(third.RefreshToken).RotatedAt.IsZero() {
 		t.Error("a refused refresh spent the token")
 	}
 	ev.clock.Advance(25 * time.Hour)
-	if _, err := pl.Refresh(ctx, third.RefreshToken); !errors.Is(err, oauth.ErrRefreshInvalid) {
+	if _, err := pl.Refresh(ctx, third.RefreshToken); !errors.Is(err, authlogin.ErrRefreshInvalid) {
 		t.Errorf("expired refresh token = %v, want ErrRefreshInvalid", err)
 	}
 }
@@ -155,13 +163,13 @@ func TestPasswordLoginRefusals(t *testing.T) {
 	for _, tc := range []struct{ user, password string }{
 		{"alice", "wrong password"}, {"nobody", alicePassword}, {"carol", carolPassword}, {"bob", "wrong password"},
 	} {
-		if _, err := pl.Login(ctx, tc.user, tc.password, true); !errors.Is(err, oauth.ErrLoginFailed) {
+		if _, err := pl.Login(ctx, tc.user, tc.password, true); !errors.Is(err, authlogin.ErrLoginFailed) {
 			t.Errorf("Login(%s, %s) = %v, want ErrLoginFailed", tc.user, tc.password, err)
 		}
 	}
 	// bob has TOTP: the right password is answered like a wrong one and
 	// leaves the counter (one wrong password above) as it was.
-	if _, err := pl.Login(ctx, "bob", bobPassword, false); !errors.Is(err, oauth.ErrLoginFailed) {
+	if _, err := pl.Login(ctx, "bob", bobPassword, false); !errors.Is(err, authlogin.ErrLoginFailed) {
 		t.Errorf("TOTP user with the right password = %v, want ErrLoginFailed", err)
 	}
 	if u := ev.user("bob"); u.FailedPasswords != 1 {
@@ -169,7 +177,7 @@ func TestPasswordLoginRefusals(t *testing.T) {
 	}
 	for _, client := range []string{"nope"} {
 		if _, err := passwordLogin(t, ev, client).Login(ctx, "alice", alicePassword, false); err == nil ||
-			errors.Is(err, oauth.ErrLoginFailed) {
+			errors.Is(err, authlogin.ErrLoginFailed) {
 			t.Errorf("client %s: %v, want a configuration error", client, err)
 		}
 	}
@@ -186,7 +194,7 @@ func TestPasswordLoginRefusals(t *testing.T) {
 		u.PasswordLocked = true
 		return tx.PutUser(u)
 	})
-	if _, err := pl.Refresh(ctx, tok.RefreshToken); !errors.Is(err, oauth.ErrRefreshInvalid) {
+	if _, err := pl.Refresh(ctx, tok.RefreshToken); !errors.Is(err, authlogin.ErrRefreshInvalid) {
 		t.Errorf("refresh of a locked user = %v, want ErrRefreshInvalid", err)
 	}
 }
@@ -213,7 +221,7 @@ func TestPasswordLoginLockoutUnderConcurrency(t *testing.T) {
 	close(start)
 	wg.Wait()
 	for i, err := range errs {
-		if !errors.Is(err, oauth.ErrLoginFailed) {
+		if !errors.Is(err, authlogin.ErrLoginFailed) {
 			t.Errorf("wrong password %d: %v, want ErrLoginFailed", i, err)
 		}
 	}
@@ -223,7 +231,7 @@ func TestPasswordLoginLockoutUnderConcurrency(t *testing.T) {
 	if u := ev.user("dave"); u.FailedPasswords != 3 || !ev.timedLock(u, time.Minute) {
 		t.Errorf("after the burst: %d failures, locked until %v; want 3, a minute from now", u.FailedPasswords, u.PasswordLockedUntil)
 	}
-	if _, err := pl.Login(context.Background(), "dave", davePassword, false); !errors.Is(err, oauth.ErrLoginFailed) {
+	if _, err := pl.Login(context.Background(), "dave", davePassword, false); !errors.Is(err, authlogin.ErrLoginFailed) {
 		t.Errorf("right password after the lock = %v, want ErrLoginFailed", err)
 	}
 	b := ev.browser()
@@ -292,7 +300,7 @@ func TestParallelRefreshReuse(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := make([]*oauth.LoginTokens, n)
+	out := make([]*authlogin.Tokens, n)
 	errs := make([]error, n)
 	start := make(chan struct{})
 	var wg sync.WaitGroup
@@ -312,7 +320,7 @@ func TestParallelRefreshReuse(t *testing.T) {
 			if ev.token(out[i].AccessToken) != nil || ev.token(out[i].RefreshToken) != nil {
 				t.Error("the winner's tokens survived the reuse")
 			}
-		case !errors.Is(errs[i], oauth.ErrRefreshInvalid):
+		case !errors.Is(errs[i], authlogin.ErrRefreshInvalid):
 			t.Errorf("refresh %d: %v", i, errs[i])
 		}
 	}

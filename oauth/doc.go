@@ -1,17 +1,21 @@
-// Package oauth is signd's OAuth 2.0 authorization server, shared by the CSC
-// API and the OpenID Connect provider: /oauth2/authorize with the login and
-// consent pages (Dutch and English), /oauth2/token, /oauth2/revoke,
-// authorization codes, access tokens and SAD, and the bearer middleware the
-// protocol endpoints use.
+// Package oauth is the core of signd's OAuth 2.0 authorization server,
+// shared by the CSC API and the OpenID Connect provider: clients and their
+// authentication, scope profiles, authorization codes, access tokens, SAD
+// and refresh tokens, the token endpoint (/oauth2/token), revocation
+// (/oauth2/revoke, RFC 7009), the bearer middleware the protocol endpoints
+// use, the sweeper of expired records and the one error Renderer.
 //
 // oauth stays generic: the CSC scopes (service, credential) and OIDC (openid)
 // plug in as scope profiles that validate their own authorize parameters,
 // describe the consent and decide what a code turns into at the token
 // endpoint. oauth imports neither csc nor oidc.
 //
-// The login and consent forms answer only the browser that opened them (a
-// binding cookie) and refuse posts from other sites (Fetch Metadata,
-// Origin), against login CSRF.
+// The rest of the authorization server builds on this package, each in its
+// own: oauth/browser (/oauth2/authorize, the login and consent pages, the
+// login session), oauth/account (the account page), oauth/authlogin (CSC
+// auth/login without pages), oauth/passwords (passwords, one-time codes and
+// signing PINs with one lockout for every door), oauth/pages (the HTML),
+// oauth/ratelimit (token buckets).
 //
 // Handlers return errors, protocol errors as *Error values; one Renderer,
 // the public server's Echo error handler, writes them in the dialect of

@@ -1,13 +1,9 @@
 package oauth
 
 import (
-	"fmt"
-	"html/template"
 	"net/http"
-	"strconv"
-	"time"
 
-	"github.com/labstack/echo/v4"
+	"github.com/signd/signd/oauth/pages"
 )
 
 // An error the flow sends back to the client is, for a profile with
@@ -26,7 +22,7 @@ import (
 
 // ErrorPageDelay is how long the error page is shown before the browser
 // follows the redirect on its own.
-const ErrorPageDelay = 5 * time.Second
+const ErrorPageDelay = pages.RedirectDelay
 
 // navigation reports whether r is a browser's top-level navigation.
 func navigation(r *http.Request) bool {
@@ -60,22 +56,4 @@ func redirectMessage(oe *Error) string {
 		return "redirect.technical"
 	}
 	return "redirect.request"
-}
-
-// renderRedirect writes the error page whose button and meta refresh lead
-// to loc, the client's redirect URI with the error. loc is built from a
-// registered redirect URI, so it is trusted as a URL (a private-use scheme
-// such as com.example.app: is one too).
-func (p *pages) renderRedirect(c echo.Context, lang, key, loc string) error {
-	return p.render(c, pageStatus, "redirect", &pageData{
-		Lang: lang, TitleKey: "errorpage.title", Error: key,
-		Back:    template.URL(loc),
-		Refresh: template.HTMLAttr(fmt.Sprintf(`content="%s"`, refreshContent(loc))),
-	}, "")
-}
-
-// refreshContent is the content of the meta refresh: the delay and the
-// URL, HTML-escaped for the attribute.
-func refreshContent(loc string) string {
-	return template.HTMLEscapeString(strconv.Itoa(int(ErrorPageDelay/time.Second)) + "; url=" + loc)
 }

@@ -14,6 +14,7 @@ import (
 	"golang.org/x/oauth2"
 
 	"github.com/signd/signd/oauth"
+	"github.com/signd/signd/oauth/browser"
 	"github.com/signd/signd/store"
 )
 
@@ -148,7 +149,7 @@ func TestSingleSignOn(t *testing.T) {
 
 // TestSecureCookie: with SecureCookies the session cookie is Secure.
 func TestSecureCookie(t *testing.T) {
-	ev := newEnv(t, func(c *oauth.Config) { c.SecureCookies = true })
+	ev := newEnvWith(t, envOptions{browser: func(c *browser.Config) { c.SecureCookies = true }})
 	b := ev.browser()
 	s := ev.login(b, ev.must(b.Get(ev.authorizeURL(serviceParams()))), "alice", alicePassword)
 	if ck := s.Header.Get("Set-Cookie"); !strings.Contains(ck, "Secure") {

@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/signd/signd/oauth"
 	"github.com/signd/signd/oauth/oauthtest"
+	"github.com/signd/signd/oauth/passwords"
 	"github.com/signd/signd/store"
 )
 
@@ -39,7 +39,7 @@ type gate struct {
 	entered, release chan struct{}
 }
 
-var _ oauth.PasswordChecker = (*probeHasher)(nil)
+var _ passwords.Hasher = (*probeHasher)(nil)
 
 func newProbeHasher(inner *store.Hasher) *probeHasher {
 	return &probeHasher{inner: inner, checks: map[string]int{}, gates: map[string]*gate{}}
@@ -146,15 +146,15 @@ func (h *probeHasher) dummyCount() int {
 }
 
 // lockoutEnv is an env with MaxFailures 3 whose hasher is probed.
-func lockoutEnv(t *testing.T, mods ...func(*oauth.Config)) (*env, *probeHasher) {
+func lockoutEnv(t *testing.T, mods ...func(*passwords.Config)) (*env, *probeHasher) {
 	var ph *probeHasher
-	ev := newEnv(t, func(c *oauth.Config) {
+	ev := buildEnvWith(t, memoryStore(t), false, envOptions{passwords: func(c *passwords.Config) {
 		ph = newProbeHasher(c.Hasher.(*store.Hasher))
 		c.Hasher, c.MaxFailures, c.MaxConcurrentHashes = ph, 3, 64
 		for _, m := range mods {
 			m(c)
 		}
-	})
+	}})
 	t.Cleanup(ph.releaseAll) // runs before the test server closes
 	return ev, ph
 }
@@ -617,7 +617,7 @@ func TestPINLockedBeforeRedemption(t *testing.T) {
 // reservation and its settling) is locked by the next guess, unevaluated.
 func TestReservationFaults(t *testing.T) {
 	t.Run("busy_guess_returns_its_reservation", func(t *testing.T) {
-		ev, ph := lockoutEnv(t, func(c *oauth.Config) { c.MaxConcurrentHashes, c.HashWait = 1, 50*time.Millisecond })
+		ev, ph := lockoutEnv(t, func(c *passwords.Config) { c.MaxConcurrentHashes, c.HashWait = 1, 50*time.Millisecond })
 		bHeld, sHeld := ev.consentPage()
 		b, s := ev.consentPage()
 		held := ph.hold("wrong-pin-1")

@@ -8,7 +8,7 @@ import (
 
 	"github.com/pquerna/otp/totp"
 
-	"github.com/signd/signd/oauth"
+	"github.com/signd/signd/oauth/browser"
 	"github.com/signd/signd/oauth/oauthtest"
 	"github.com/signd/signd/store"
 )
@@ -245,28 +245,24 @@ func TestConsent(t *testing.T) {
 func TestTimeouts(t *testing.T) {
 	tests := []struct {
 		name    string
-		cfg     func(*oauth.Config)
+		cfg     func(*browser.Config)
 		atLogin time.Duration // wait before the login answer
 		atPIN   time.Duration // wait before the consent answer
 		desc    string
 	}{
 		{name: "login_timeout_is_authentication_challenge_expired", atLogin: 10*time.Minute + time.Second,
-			cfg: func(c *oauth.Config) { c.ProcessTimeout = time.Hour }, desc: "authentication challenge expired"},
+			cfg: func(c *browser.Config) { c.ProcessTimeout = time.Hour }, desc: "authentication challenge expired"},
 		{name: "consent_timeout_is_consent_request_expired", atLogin: time.Minute, atPIN: 5*time.Minute + time.Second,
 			desc: "consent request expired"},
 		{name: "process_timeout_is_process_expired", atLogin: 9 * time.Minute, atPIN: 4 * time.Minute,
 			desc: "process expired"},
 		{name: "process_timeout_during_login", atLogin: 6 * time.Minute,
-			cfg: func(c *oauth.Config) { c.ProcessTimeout = 5 * time.Minute }, desc: "process expired"},
+			cfg: func(c *browser.Config) { c.ProcessTimeout = 5 * time.Minute }, desc: "process expired"},
 		{name: "within_every_timeout_succeeds", atLogin: 9 * time.Minute, atPIN: 59 * time.Second},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			var mods []func(*oauth.Config)
-			if tt.cfg != nil {
-				mods = append(mods, tt.cfg)
-			}
-			ev := newEnv(t, mods...)
+			ev := newEnvWith(t, envOptions{browser: tt.cfg})
 			b := ev.browser()
 			s := page(t, ev.must(b.Get(ev.authorizeURL(credentialParams(credAlice)))))
 			ev.clock.Advance(tt.atLogin)

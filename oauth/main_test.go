@@ -27,7 +27,10 @@ import (
 	"github.com/signd/signd/hsm"
 	"github.com/signd/signd/hsm/hsmtest/softtoken"
 	"github.com/signd/signd/oauth"
+	"github.com/signd/signd/oauth/account"
+	"github.com/signd/signd/oauth/browser"
 	"github.com/signd/signd/oauth/oauthtest"
+	"github.com/signd/signd/oauth/passwords"
 	"github.com/signd/signd/store"
 	"github.com/signd/signd/store/bolt"
 	"github.com/signd/signd/store/memory"
@@ -144,6 +147,12 @@ type env struct {
 	clock  *clock
 	logs   *syncBuffer
 	hasher *store.Hasher
+	// passwords is the server's password checker.
+	passwords *passwords.Checker
+	// flow is the browser flow (authorize, login, consent).
+	flow *browser.Handler
+	// cfg is the server's Config as built.
+	cfg oauth.Config
 
 	mu     sync.Mutex
 	strays []string      // errors of no OAuth route that reached the error handler
@@ -181,9 +190,7 @@ func newBrowserEnv(t *testing.T, mods ...func(*oauth.Config)) *env {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
-	return buildEnv(t, db, true, append(mods, func(c *oauth.Config) {
-		c.Account = &csc.Account{Store: store.Scope(db, func(tx store.Tx) csc.AccountTx { return tx }), Now: c.Now}
-	})...)
+	return buildEnvWith(t, db, true, envOptions{account: true}, mods...)
 }
 
 // memoryStore returns an empty in-memory store.
@@ -196,6 +203,28 @@ func memoryStore(t *testing.T) *memory.DB {
 
 func buildEnv(t *testing.T, db store.Store, issuerIsServer bool, mods ...func(*oauth.Config)) *env {
 	t.Helper()
+	return buildEnvWith(t, db, issuerIsServer, envOptions{}, mods...)
+}
+
+// envOptions are what an env has besides the server's Config.
+type envOptions struct {
+	// passwords adjusts the password checker's Config (nil: defaults).
+	passwords func(*passwords.Config)
+	// browser adjusts the browser flow's Config (nil: defaults).
+	browser func(*browser.Config)
+	// account mounts the account page over csc.Account.
+	account bool
+}
+
+// newEnvWith is newEnv with opts.
+func newEnvWith(t *testing.T, opts envOptions, mods ...func(*oauth.Config)) *env {
+	t.Helper()
+	return buildEnvWith(t, memoryStore(t), false, opts, mods...)
+}
+
+// buildEnvWith is buildEnv with opts.
+func buildEnvWith(t *testing.T, db store.Store, issuerIsServer bool, opts envOptions, mods ...func(*oauth.Config)) *env {
+	t.Helper()
 	hasher, err := store.NewHasher(lowArgon2)
 	if err != nil {
 		t.Fatal(err)
@@ -203,8 +232,7 @@ func buildEnv(t *testing.T, db store.Store, issuerIsServer bool, mods ...func(*o
 	ev := &env{t: t, db: db, clock: storetest.NewClock(time.Now().UTC().Round(0)), logs: &syncBuffer{}, hasher: hasher}
 	ev.fixtures()
 	cfg := oauth.Config{
-		Store:  oauthtest.Store(db),
-		Hasher: hasher,
+		Store: oauthtest.Store(db),
 		Profiles: []oauth.Profile{
 			csc.ServiceProfile{},
 			&csc.CredentialProfile{Store: credentialStore(db), Now: ev.clock.Now},
@@ -217,15 +245,32 @@ func buildEnv(t *testing.T, db store.Store, issuerIsServer bool, mods ...func(*o
 	for _, m := range mods {
 		m(&cfg)
 	}
+	pcfg := passwords.Config{Store: oauthtest.PasswordStore(cfg.Store), Hasher: hasher, Logger: cfg.Logger, Now: cfg.Now}
+	if opts.passwords != nil {
+		opts.passwords(&pcfg)
+	}
+	if ev.passwords, err = passwords.New(pcfg); err != nil {
+		t.Fatal(err)
+	}
+	bcfg := browser.Config{Passwords: ev.passwords, Logger: cfg.Logger, Now: cfg.Now}
+	if opts.browser != nil {
+		opts.browser(&bcfg)
+	}
 	ev.ts = httptest.NewUnstartedServer(nil) // listens already: its address is known
 	if issuerIsServer {
 		scheme := "http://"
-		if cfg.SecureCookies {
+		if bcfg.SecureCookies {
 			scheme = "https://"
 		}
 		cfg.Issuer = scheme + ev.ts.Listener.Addr().String()
 	}
 	if ev.srv, err = oauth.New(cfg); err != nil {
+		ev.ts.Close()
+		t.Fatal(err)
+	}
+	ev.cfg = cfg
+	bcfg.Core, bcfg.Store = ev.srv, cfg.Store
+	if ev.flow, err = browser.New(bcfg); err != nil {
 		ev.ts.Close()
 		t.Fatal(err)
 	}
@@ -262,8 +307,20 @@ func buildEnv(t *testing.T, db store.Store, issuerIsServer bool, mods ...func(*o
 	if err := ev.srv.Mount(e.Group("")); err != nil {
 		t.Fatal(err)
 	}
+	if err := ev.flow.Mount(e.Group("")); err != nil {
+		t.Fatal(err)
+	}
+	if opts.account {
+		page := &account.Handler{
+			Backend:  &csc.Account{Store: store.Scope(db, func(tx store.Tx) csc.AccountTx { return tx }), Now: cfg.Now},
+			Sessions: ev.flow, Passwords: ev.passwords, Logger: cfg.Logger, Now: cfg.Now,
+		}
+		if err := page.Mount(e.Group("")); err != nil {
+			t.Fatal(err)
+		}
+	}
 	ev.ts.Config.Handler = e
-	if cfg.SecureCookies {
+	if bcfg.SecureCookies {
 		ev.ts.StartTLS()
 	} else {
 		ev.ts.Start()

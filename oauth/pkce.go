@@ -8,9 +8,9 @@ import (
 
 // RFC 7636: signd supports S256 only (plain is refused at authorize).
 
-// validChallenge reports whether c can be an S256 challenge: the base64url
+// ValidChallenge reports whether c can be an S256 challenge: the base64url
 // (unpadded) encoding of 32 bytes.
-func validChallenge(c string) bool {
+func ValidChallenge(c string) bool {
 	if len(c) != 43 {
 		return false
 	}

@@ -11,6 +11,8 @@ import (
 	"strings"
 
 	"github.com/labstack/echo/v4"
+
+	"github.com/signd/signd/oauth/pages"
 )
 
 // This file is the one error renderer of the public HTTP server. Handlers
@@ -88,7 +90,7 @@ func DialectOf(c echo.Context) *Dialect {
 // Handle as Echo's HTTPErrorHandler. Build it with NewRenderer.
 type Renderer struct {
 	log    *slog.Logger
-	pages  *pages
+	pages  *pages.Pages
 	daemon *Dialect // of requests no route tagged
 }
 
@@ -98,7 +100,7 @@ func NewRenderer(log *slog.Logger) *Renderer {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	p, err := newPages()
+	p, err := pages.New()
 	if err != nil {
 		panic(err) // the templates are embedded: every test would fail
 	}
@@ -127,7 +129,7 @@ func (r *Renderer) Handle(err error, c echo.Context) {
 		d = r.daemon
 	}
 	var re *redirectError
-	var pe *pageError
+	var pe *PageError
 	var werr error
 	switch {
 	case errors.As(err, &re):
@@ -136,7 +138,7 @@ func (r *Renderer) Handle(err error, c echo.Context) {
 		for k, vs := range pe.header {
 			c.Response().Header()[k] = vs
 		}
-		werr = r.pages.renderError(c, pe.status, pe.lang, pe.key)
+		werr = r.pages.RenderError(c, pe.status, pe.lang, pe.key)
 	case d.Format == FormatPage:
 		werr = r.page(c, d, err)
 	default:
@@ -239,14 +241,14 @@ func (r *Renderer) page(c echo.Context, d *Dialect, err error) error {
 	var he *echo.HTTPError
 	switch {
 	case errors.As(err, &he) && he.Code < 500:
-		return r.pages.renderError(c, he.Code, langNL, "errorpage.request")
+		return r.pages.RenderError(c, he.Code, pages.NL, "errorpage.request")
 	case StoreUnavailable(err) != nil:
 		r.logCause(c, d, err, http.StatusServiceUnavailable)
 		c.Response().Header().Set("Retry-After", RetryAfter)
-		return r.pages.renderError(c, http.StatusServiceUnavailable, langNL, "errorpage.later")
+		return r.pages.RenderError(c, http.StatusServiceUnavailable, pages.NL, "errorpage.later")
 	}
 	r.logCause(c, d, err, http.StatusInternalServerError)
-	return r.pages.renderError(c, http.StatusInternalServerError, langNL, "errorpage.server")
+	return r.pages.RenderError(c, http.StatusInternalServerError, pages.NL, "errorpage.server")
 }
 
 // redirect sends re to the client: an *Error as it is, a store that cannot
@@ -258,8 +260,8 @@ func (r *Renderer) redirect(c echo.Context, re *redirectError) error {
 	if d := safeDescription(oe.Description); d != "" {
 		p.Set("error_description", d)
 	}
-	if re.to.page && navigation(c.Request()) {
-		return r.pages.renderRedirect(c, re.to.lang, redirectMessage(oe), location(re.to, re.issuer, p))
+	if re.to.Page && navigation(c.Request()) {
+		return r.pages.RenderRedirect(c, re.to.Lang, redirectMessage(oe), location(re.to, re.issuer, p))
 	}
 	return redirectTo(c, re.to, re.issuer, p)
 }
@@ -312,10 +314,10 @@ func tokenDialect() *Dialect {
 	}}
 }
 
-// pageDialect is the dialect of the authorize, login and consent
-// endpoints: the HTML error page, unless the handler answers with a
-// redirect.
-func pageDialect() *Dialect { return &Dialect{Name: "oauth", Format: FormatPage} }
+// PageDialect is the dialect of the authorize, login and consent
+// endpoints and of the account page: the HTML error page, unless the
+// handler answers with a redirect.
+func PageDialect() *Dialect { return &Dialect{Name: "oauth", Format: FormatPage} }
 
 // BearerError is an RFC 6750 §3 error of a protected resource with its
 // challenge: WWW-Authenticate: Bearer realm="…"[, error="…"[,
@@ -332,24 +334,33 @@ func BearerError(realm, code, desc string, status int) *Error {
 	return &Error{Code: code, Description: desc, Status: status, Header: http.Header{"Www-Authenticate": {v}}}
 }
 
-// pageError is an error shown as the HTML error page, never redirected.
-type pageError struct {
+// PageError is an error shown as the HTML error page, never redirected.
+type PageError struct {
 	status int
 	key    string // message key
 	lang   string
 	header http.Header // set on the response (Retry-After of a 429)
 }
 
-func (e *pageError) Error() string { return "oauth: error page " + e.key }
+func (e *PageError) Error() string { return "oauth: error page " + e.key }
 
-func newPageError(status int, lang, key string) *pageError {
-	return &pageError{status: status, key: key, lang: lang}
+// WithHeader sets h on the error page's response (Retry-After of a 429)
+// and returns e.
+func (e *PageError) WithHeader(h http.Header) *PageError {
+	e.header = h
+	return e
+}
+
+// NewPageError is the error page with status and the message key in lang
+// (oauth/pages).
+func NewPageError(status int, lang, key string) *PageError {
+	return &PageError{status: status, key: key, lang: lang}
 }
 
 // redirectError is an error the client learns by a redirect to its
 // validated redirect URI.
 type redirectError struct {
-	to     target
+	to     Target
 	issuer string
 	err    error
 }
@@ -360,8 +371,8 @@ func (e *redirectError) Error() string {
 
 func (e *redirectError) Unwrap() error { return e.err }
 
-// redirectError returns err as the redirect to t the renderer sends.
-func (s *Server) redirectError(t target, err error) error {
+// RedirectError returns err as the redirect to t the renderer sends.
+func (s *Server) RedirectError(t Target, err error) error {
 	return &redirectError{to: t, issuer: s.issuer, err: err}
 }
 
@@ -398,34 +409,34 @@ func allowedDescByte(c byte) bool {
 	return c == 0x20 || c == 0x21 || (c >= 0x23 && c <= 0x5b) || (c >= 0x5d && c <= 0x7e)
 }
 
-// target is where a flow's answer goes once the client's redirect URI is
+// Target is where a flow's answer goes once the client's redirect URI is
 // validated.
-type target struct {
-	redirectURI string
-	state       string // echoed when non-empty
-	status      int    // 302 answering a GET, 303 answering a POST (RFC 9700 §4.12)
-	lang        string // page language of an error page
-	page        bool   // an error is shown as a page first (ProfileInfo.ErrorPage)
+type Target struct {
+	RedirectURI string
+	State       string // echoed when non-empty
+	Status      int    // 302 answering a GET, 303 answering a POST (RFC 9700 §4.12)
+	Lang        string // page language of an error page
+	Page        bool   // an error is shown as a page first (ProfileInfo.ErrorPage)
 }
 
-// redirectTo sends params plus state and iss (RFC 9207) to the redirect
+// RedirectTo sends params plus state and iss (RFC 9207) to the redirect
 // URI, keeping a query the URI already has.
-func (s *Server) redirectTo(c echo.Context, t target, params url.Values) error {
+func (s *Server) RedirectTo(c echo.Context, t Target, params url.Values) error {
 	return redirectTo(c, t, s.issuer, params)
 }
 
-func redirectTo(c echo.Context, t target, issuer string, params url.Values) error {
+func redirectTo(c echo.Context, t Target, issuer string, params url.Values) error {
 	noStore(c.Response().Header())
-	return c.Redirect(t.status, location(t, issuer, params))
+	return c.Redirect(t.Status, location(t, issuer, params))
 }
 
 // location is the redirect URI with params plus state and iss.
-func location(t target, issuer string, params url.Values) string {
-	if t.state != "" {
-		params.Set("state", t.state)
+func location(t Target, issuer string, params url.Values) string {
+	if t.State != "" {
+		params.Set("state", t.State)
 	}
 	params.Set("iss", issuer)
-	loc := t.redirectURI
+	loc := t.RedirectURI
 	if strings.Contains(loc, "?") {
 		loc += "&" + params.Encode()
 	} else {

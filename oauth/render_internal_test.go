@@ -13,6 +13,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/signd/signd/oauth/pages"
 	"github.com/signd/signd/store"
 )
 
@@ -130,10 +131,10 @@ func TestRenderer(t *testing.T) {
 			case "signer":
 				c.Set(dialectKey, signerDialect())
 			case "page":
-				c.Set(dialectKey, pageDialect())
+				c.Set(dialectKey, PageDialect())
 			case "redirect":
-				c.Set(dialectKey, pageDialect())
-				err = &redirectError{to: target{redirectURI: "https://rp.example/cb", state: "xyz", status: http.StatusFound}, issuer: realm, err: err}
+				c.Set(dialectKey, PageDialect())
+				err = &redirectError{to: Target{RedirectURI: "https://rp.example/cb", State: "xyz", Status: http.StatusFound}, issuer: realm, err: err}
 			}
 			r.Handle(err, c)
 
@@ -147,7 +148,7 @@ func TestRenderer(t *testing.T) {
 			}
 			switch tt.dialect {
 			case "page":
-				if !strings.Contains(rec.Body.String(), template.HTMLEscapeString(msg(langNL, tt.want.body))) {
+				if !strings.Contains(rec.Body.String(), template.HTMLEscapeString(pages.Msg(pages.NL, tt.want.body))) {
 					t.Errorf("the page does not say %s:\n%s", tt.want.body, rec.Body)
 				}
 			case "redirect":

@@ -1,6 +1,7 @@
 package oauth
 
 import (
+	"context"
 	"errors"
 	"net/http"
 
@@ -24,23 +25,8 @@ func (s *Server) revoke(c echo.Context) error {
 	if value == "" {
 		return Errorf(CodeInvalidRequest, http.StatusBadRequest, "Missing parameter token")
 	}
-	var kind store.TokenKind
-	n := 0
-	err = s.store.Update(c.Request().Context(), func(tx Tx) error {
-		kind, n = "", 0
-		tok, err := tx.Token(store.Fingerprint(value))
-		if errors.Is(err, store.ErrNotFound) {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		if tok.ClientID != client.ID {
-			return nil
-		}
-		kind = tok.Kind
-		n, err = revokeStored(tx, tok)
-		return err
+	kind, n, err := s.revokeIf(c.Request().Context(), value, func(tok *store.Token) bool {
+		return tok.ClientID == client.ID
 	})
 	if err != nil {
 		return err
@@ -49,6 +35,30 @@ func (s *Server) revoke(c echo.Context) error {
 		s.log.Info("token revoked", "client_id", client.ID, "kind", string(kind), "revoked", n)
 	}
 	return c.NoContent(http.StatusOK)
+}
+
+// revokeIf revokes the token value (revokeStored) in one write transaction
+// when it exists and owns reports true, and returns its kind and how many
+// tokens went (0: none, unknown or not owned).
+func (s *Server) revokeIf(ctx context.Context, value string, owns func(*store.Token) bool) (store.TokenKind, int, error) {
+	var kind store.TokenKind
+	n := 0
+	err := s.store.Update(ctx, func(tx Tx) error {
+		kind, n = "", 0
+		tok, err := tx.Token(store.Fingerprint(value))
+		switch {
+		case errors.Is(err, store.ErrNotFound):
+			return nil
+		case err != nil:
+			return err
+		case !owns(tok):
+			return nil
+		}
+		kind = tok.Kind
+		n, err = revokeStored(tx, tok)
+		return err
+	})
+	return kind, n, err
 }
 
 // revokeStored removes tok in the caller's write transaction and returns
@@ -63,4 +73,26 @@ func revokeStored(tx Tx, tok *store.Token) (int, error) {
 		return tx.DeleteTokensByCode(tok.CodeHash)
 	}
 	return 1, tx.DeleteToken(tok.Hash)
+}
+
+// RevokeOwn revokes the token value on behalf of the bearer g (CSC v1
+// §11.3 auth/revoke, RFC 7009 §2.1): an access token or SAD is removed; a
+// refresh token is removed with its whole family (the access tokens issued
+// with it included; revokeStored). A token of another user or client, or
+// an unknown one, is left alone and answered like a revoked one: nil.
+func (s *Server) RevokeOwn(ctx context.Context, g *Grant, value string) error {
+	if g == nil {
+		return Errorf(CodeInvalidToken, http.StatusUnauthorized, "Missing access token")
+	}
+	kind, n, err := s.revokeIf(ctx, value, func(tok *store.Token) bool {
+		return tok.Username == g.Username && tok.ClientID == g.ClientID
+	})
+	if err != nil {
+		return err
+	}
+	if n > 0 {
+		s.log.Info("token revoked by its holder", "client_id", g.ClientID, "username", g.Username,
+			"kind", string(kind), "revoked", n)
+	}
+	return nil
 }

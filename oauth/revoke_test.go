@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/signd/signd/oauth"
+	"github.com/signd/signd/oauth/authlogin"
 	"github.com/signd/signd/oauth/oauthtest"
 	"github.com/signd/signd/store/bolt"
 )
@@ -84,7 +85,7 @@ func TestRevokeRefreshEndsItsGrant(t *testing.T) {
 						t.Errorf("the %s refresh token of the revoked grant is still stored", name)
 					}
 				}
-				if _, err := pl.Refresh(ctx, second.RefreshToken); !errors.Is(err, oauth.ErrRefreshInvalid) {
+				if _, err := pl.Refresh(ctx, second.RefreshToken); !errors.Is(err, authlogin.ErrRefreshInvalid) {
 					t.Errorf("refresh with the revoked grant's refresh token = %v, want ErrRefreshInvalid", err)
 				}
 				for name, v := range map[string]string{"another login's access token": other.AccessToken, "a code flow's access token": coded} {
@@ -137,7 +138,7 @@ func testRevokeRacesRefresh(t *testing.T, ev *env, revoke func(ev *env, token st
 			t.Fatal(err)
 		}
 		var (
-			refreshed          *oauth.LoginTokens
+			refreshed          *authlogin.Tokens
 			refreshErr, revErr error
 			wg                 sync.WaitGroup
 		)
@@ -160,10 +161,10 @@ func testRevokeRacesRefresh(t *testing.T, ev *env, revoke func(ev *env, token st
 		case refreshErr == nil:
 			won++
 			live["the access token the refresh minted"] = refreshed.AccessToken
-			if _, err := pl.Refresh(context.Background(), refreshed.RefreshToken); !errors.Is(err, oauth.ErrRefreshInvalid) {
+			if _, err := pl.Refresh(context.Background(), refreshed.RefreshToken); !errors.Is(err, authlogin.ErrRefreshInvalid) {
 				t.Errorf("the refresh token minted in the race still refreshes: %v", err)
 			}
-		case !errors.Is(refreshErr, oauth.ErrRefreshInvalid):
+		case !errors.Is(refreshErr, authlogin.ErrRefreshInvalid):
 			t.Fatalf("refresh: %v", refreshErr)
 		}
 		for name, v := range live {

@@ -8,14 +8,14 @@ import (
 	"fmt"
 )
 
-// secretBytes is the entropy of every code, token, SAD, session cookie,
+// SecretBytes is the entropy of every code, token, SAD, session cookie,
 // request handle and CSRF token: 256 bits.
-const secretBytes = 32
+const SecretBytes = 32
 
-// newSecret returns 256 random bits, base64url without padding (43
+// NewSecret returns 256 random bits, base64url without padding (43
 // characters, all of the RFC 6750 b64token alphabet).
-func newSecret() (string, error) {
-	var b [secretBytes]byte
+func NewSecret() (string, error) {
+	var b [SecretBytes]byte
 	if _, err := rand.Read(b[:]); err != nil {
 		return "", fmt.Errorf("oauth: random: %w", err)
 	}
@@ -29,9 +29,9 @@ func sameSecret(a, b string) bool {
 	return subtle.ConstantTimeCompare(ha[:], hb[:]) == 1
 }
 
-// matchesFingerprint reports whether value's SHA-256 is fp, in constant
+// MatchesFingerprint reports whether value's SHA-256 is fp, in constant
 // time.
-func matchesFingerprint(value string, fp []byte) bool {
+func MatchesFingerprint(value string, fp []byte) bool {
 	h := sha256.Sum256([]byte(value))
 	return subtle.ConstantTimeCompare(h[:], fp) == 1
 }

@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
-	"runtime"
 	"strings"
 	"time"
 
@@ -20,66 +19,26 @@ import (
 // Config holds the dependencies and settings of a Server. Zero durations
 // take the defaults of the oauth.* configuration keys.
 type Config struct {
-	Store  Store
-	Hasher PasswordChecker // passwords and signing PINs (a *store.Hasher)
+	Store Store
 	// Profiles are the scope profiles; exactly one must match a request.
 	Profiles []Profile
 	// Issuer is server.base_url: the iss of every authorization response
 	// and the realm of WWW-Authenticate. Its path (if any) prefixes the
-	// session cookie's path.
+	// browser flow's cookie paths (oauth/browser).
 	Issuer string
-	// SecureCookies marks the session and browser binding cookies Secure
-	// and names the binding cookie __Host-signd_flow (Path=/) instead of
-	// signd_flow; set it when Issuer is https or TLS is configured.
-	SecureCookies bool
 
-	CodeTTL        time.Duration // default 60s
 	AccessTokenTTL time.Duration // default 1h
 	SADTTL         time.Duration // default 5m
-	LoginTimeout   time.Duration // default 10m, from the authorize request to a completed login
-	ConsentTimeout time.Duration // default 5m, from showing the consent page to its answer
-	ProcessTimeout time.Duration // default 10m, from the authorize request to the redirect back
-	SessionTTL     time.Duration // default 8h, login session (SSO)
-	// MaxFailures (default 5) is how many wrong passwords, or PINs, in a
-	// row lock the account, or the PIN; no more guesses than that are ever
-	// evaluated, concurrent ones included (see reserve).
-	MaxFailures int
-	// Lockout times the password lock that MaxFailures wrong passwords
-	// set; a PIN lock lasts until an admin lifts it.
-	Lockout Lockout
-
-	// MaxConcurrentHashes bounds concurrent argon2id checks (each holds
-	// 64 MiB by default); 0 means 2×GOMAXPROCS. HashWait is how long a
-	// login waits for a slot before the page says "busy"; 0 means 30s.
-	MaxConcurrentHashes int
-	HashWait            time.Duration
-
 	// SweepBatch (default 32) is the most expired records Sweep removes
 	// in one write transaction.
 	SweepBatch int
 
-	// Account, when set, serves the account page (/oauth2/account) where
-	// a signed-in user disables or enables their own credentials.
-	Account Account
-
 	// TokenLimit throttles POST /oauth2/token per authenticated client
-	// (ratelimit.token); FormLimit the login form and the account page's
-	// login and change forms per remote address (ratelimit.forms). nil =
-	// no limit (throttle.go).
-	TokenLimit, FormLimit *ratelimit.Limiter
+	// (ratelimit.token); nil = no limit (throttle.go).
+	TokenLimit *ratelimit.Limiter
 
 	Logger *slog.Logger     // nil = discard
 	Now    func() time.Time // nil = time.Now
-}
-
-// Lockout is how long a password lock lasts (NIST SP 800-63B §5.2.2): Base
-// (default 1m) the first time, twice as long each further time without a
-// successful login between, at most Max (default 1h, not less than Base).
-// After PermanentAfter timed locks in a row the next lock is permanent
-// (0: never). See Server.lock.
-type Lockout struct {
-	Base, Max      time.Duration
-	PermanentAfter int
 }
 
 // Server is the authorization server. Build it with New and mount it with
@@ -87,8 +46,6 @@ type Lockout struct {
 type Server struct {
 	cfg      Config
 	store    Store
-	hasher   PasswordChecker
-	inflight inflight // guesses reserved and not yet settled
 	profiles []Profile
 	// infos[i] is profiles[i].Info(), read once by New.
 	infos  []ProfileInfo
@@ -96,38 +53,24 @@ type Server struct {
 	// detailTypes maps a profile's name to its ProfileInfo.DetailType.
 	detailTypes map[string]string
 	issuer      string
-	origin      string // serialized origin of issuer: the only Origin the forms accept
-	cookiePath  string
-	limiter     *limiter
-	pages       *pages
 	log         *slog.Logger
 	now         func() time.Time
 	// dummySecret is compared when the client is unknown, so an unknown
 	// client costs what a wrong secret costs.
 	dummySecret string
-	// bindingName and bindingPath name the browser binding cookie.
-	bindingName, bindingPath string
 }
 
 // The routes, relative to the server root.
 const (
-	pathAuthorize = "/oauth2/authorize"
-	pathLogin     = "/oauth2/login"
-	pathConsent   = "/oauth2/consent"
-	pathToken     = "/oauth2/token"
-	pathRevoke    = "/oauth2/revoke"
+	pathToken  = "/oauth2/token"
+	pathRevoke = "/oauth2/revoke"
 )
-
-// sessionCookie is the name of the login session cookie.
-const sessionCookie = "signd_session"
 
 // New validates cfg and builds the server.
 func New(cfg Config) (*Server, error) {
 	switch {
 	case cfg.Store == nil:
 		return nil, errors.New("oauth: Config.Store is required")
-	case cfg.Hasher == nil:
-		return nil, errors.New("oauth: Config.Hasher is required")
 	case len(cfg.Profiles) == 0:
 		return nil, errors.New("oauth: at least one profile is required")
 	}
@@ -135,8 +78,7 @@ func New(cfg Config) (*Server, error) {
 	if err != nil || iss.Scheme == "" || iss.Host == "" {
 		return nil, fmt.Errorf("oauth: issuer %q is not an absolute URL", cfg.Issuer)
 	}
-	origin, err := serializeOrigin(cfg.Issuer, false)
-	if err != nil {
+	if _, err := SerializeOrigin(cfg.Issuer, false); err != nil {
 		return nil, fmt.Errorf("oauth: issuer %q is not an http(s) URL", cfg.Issuer)
 	}
 	def := func(d *time.Duration, v time.Duration) {
@@ -144,28 +86,10 @@ func New(cfg Config) (*Server, error) {
 			*d = v
 		}
 	}
-	def(&cfg.CodeTTL, 60*time.Second)
 	def(&cfg.AccessTokenTTL, time.Hour)
 	def(&cfg.SADTTL, 5*time.Minute)
-	def(&cfg.LoginTimeout, 10*time.Minute)
-	def(&cfg.ConsentTimeout, 5*time.Minute)
-	def(&cfg.ProcessTimeout, 10*time.Minute)
-	def(&cfg.SessionTTL, 8*time.Hour)
-	def(&cfg.HashWait, 30*time.Second)
-	def(&cfg.Lockout.Base, time.Minute)
-	def(&cfg.Lockout.Max, time.Hour)
-	if cfg.Lockout.Max < cfg.Lockout.Base {
-		return nil, fmt.Errorf("oauth: Lockout.Max %v is shorter than Lockout.Base %v", cfg.Lockout.Max, cfg.Lockout.Base)
-	}
-	if cfg.MaxFailures <= 0 {
-		cfg.MaxFailures = 5
-	}
-	cfg.Lockout.PermanentAfter = max(cfg.Lockout.PermanentAfter, 0)
 	if cfg.SweepBatch <= 0 {
 		cfg.SweepBatch = defaultSweepBatch
-	}
-	if cfg.MaxConcurrentHashes <= 0 {
-		cfg.MaxConcurrentHashes = 2 * runtime.GOMAXPROCS(0)
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
@@ -174,19 +98,12 @@ func New(cfg Config) (*Server, error) {
 		cfg.Now = time.Now
 	}
 	s := &Server{
-		cfg: cfg, store: cfg.Store, hasher: cfg.Hasher, profiles: cfg.Profiles,
+		cfg: cfg, store: cfg.Store, profiles: cfg.Profiles,
 		byName:      map[string]Profile{},
 		detailTypes: map[string]string{},
 		issuer:      strings.TrimRight(cfg.Issuer, "/"),
-		origin:      origin,
-		cookiePath:  strings.TrimRight(iss.Path, "/") + "/oauth2/",
-		limiter:     newLimiter(cfg.MaxConcurrentHashes, cfg.HashWait),
 		log:         cfg.Logger,
 		now:         cfg.Now,
-	}
-	s.bindingName, s.bindingPath = bindingCookiePlain, s.cookiePath
-	if cfg.SecureCookies {
-		s.bindingName, s.bindingPath = bindingCookieSecure, "/" // a __Host- cookie must have Path=/
 	}
 	for _, p := range cfg.Profiles {
 		info := p.Info()
@@ -201,10 +118,7 @@ func New(cfg Config) (*Server, error) {
 		s.detailTypes[name] = info.DetailType
 		s.infos = append(s.infos, info)
 	}
-	if s.pages, err = newPages(); err != nil {
-		return nil, err
-	}
-	if s.dummySecret, err = newSecret(); err != nil {
+	if s.dummySecret, err = NewSecret(); err != nil {
 		return nil, err
 	}
 	s.dummySecret = store.HashSecret(s.dummySecret)
@@ -214,35 +128,25 @@ func New(cfg Config) (*Server, error) {
 // Mount registers the endpoints on g at the paths below (the daemon passes
 // its root group):
 //
-//	GET, POST /oauth2/authorize   start a flow (login or consent page, or a redirect)
-//	POST      /oauth2/login       answer the login page
-//	POST      /oauth2/consent     answer the consent page
 //	POST      /oauth2/token       redeem a code (JSON)
 //	POST      /oauth2/revoke      revoke an access token, SAD or refresh token (RFC 7009)
 //
 // Each route is tagged with its error dialect, which the Renderer (Echo's
-// error handler) writes: the pages answer with an HTML page or a redirect,
-// the token and revocation endpoints with RFC 6749 §5.2 JSON.
-// The login and consent forms refuse posts from other sites
-// (sameOriginOnly); authorize does not, as a client may post to it. The
-// login form and the token endpoint are rate limited (throttle.go).
+// error handler) writes: RFC 6749 §5.2 JSON. The token endpoint is rate
+// limited (throttle.go). /oauth2/authorize, the login and consent pages
+// are oauth/browser's, the account page oauth/account's.
 func (s *Server) Mount(g *echo.Group) error {
-	page, token := WithDialect(pageDialect()), WithDialect(tokenDialect())
-	g.GET(pathAuthorize, s.authorize, page)
-	g.POST(pathAuthorize, s.authorize, page)
-	g.POST(pathLogin, s.login, page, s.sameOriginOnly, s.formLimit(s.loginLang))
-	g.POST(pathConsent, s.consent, page, s.sameOriginOnly)
+	token := WithDialect(tokenDialect())
 	g.POST(pathToken, s.token, token)
 	g.POST(pathRevoke, s.revoke, token)
-	s.mountAccount(g)
 	return nil
 }
 
 // Issuer returns the issuer (server.base_url without a trailing slash).
 func (s *Server) Issuer() string { return s.issuer }
 
-// profileOf returns the profile a stored grant names.
-func (s *Server) profileOf(name string) (Profile, error) {
+// ProfileOf returns the profile a stored grant names.
+func (s *Server) ProfileOf(name string) (Profile, error) {
 	p, ok := s.byName[name]
 	if !ok {
 		return nil, fmt.Errorf("oauth: no profile %q (stored by another configuration?)", name)
@@ -250,8 +154,8 @@ func (s *Server) profileOf(name string) (Profile, error) {
 	return p, nil
 }
 
-// infoOf returns the ProfileInfo of the profile named name (zero if none).
-func (s *Server) infoOf(name string) ProfileInfo {
+// InfoOf returns the ProfileInfo of the profile named name (zero if none).
+func (s *Server) InfoOf(name string) ProfileInfo {
 	for _, info := range s.infos {
 		if info.Name == name {
 			return info
@@ -260,9 +164,9 @@ func (s *Server) infoOf(name string) ProfileInfo {
 	return ProfileInfo{}
 }
 
-// match returns the one profile that claims scopes and its ProfileInfo,
+// Match returns the one profile that claims scopes and its ProfileInfo,
 // or invalid_scope.
-func (s *Server) match(scopes []string) (Profile, ProfileInfo, *Error) {
+func (s *Server) Match(scopes []string) (Profile, ProfileInfo, *Error) {
 	if len(scopes) == 0 {
 		return nil, ProfileInfo{}, Errorf(CodeInvalidScope, http.StatusBadRequest, "Missing parameter scope")
 	}
@@ -282,8 +186,8 @@ func (s *Server) match(scopes []string) (Profile, ProfileInfo, *Error) {
 	return s.profiles[found], s.infos[found], nil
 }
 
-// request builds the profile's view of a grant.
-func (s *Server) request(client *store.Client, user *store.User, g *store.Grant) *Request {
+// Request builds the profile's view of a grant.
+func (s *Server) Request(client *store.Client, user *store.User, g *store.Grant) *Request {
 	return &Request{
 		Client: client, User: user, Scopes: g.Scopes, RedirectURI: g.RedirectURI,
 		Binding: Binding{Details: grantDetails(g, s.detailTypes[g.Profile]), Params: g.Params},
@@ -303,7 +207,9 @@ func loginPolicy(g *store.Grant) LoginPolicy {
 	return p
 }
 
-func promptString(p Prompt) string {
+// PromptString is the stored form of p (store.Grant.Prompt), the inverse
+// of the policy Request reads back.
+func PromptString(p Prompt) string {
 	switch p {
 	case PromptNone:
 		return "none"
@@ -313,8 +219,8 @@ func promptString(p Prompt) string {
 	return ""
 }
 
-// client returns the client with id, or nil when there is none.
-func (s *Server) client(ctx context.Context, id string) (*store.Client, error) {
+// Client returns the client with id, or nil when there is none.
+func (s *Server) Client(ctx context.Context, id string) (*store.Client, error) {
 	var c *store.Client
 	err := s.store.View(ctx, func(tx Tx) (err error) {
 		c, err = tx.Client(id)

@@ -4,16 +4,15 @@ import (
 	"errors"
 	"net/http"
 
-	"github.com/labstack/echo/v4"
-
 	"github.com/signd/signd/oauth/ratelimit"
 )
 
 // Rate limits (ratelimit.*): the token endpoint per authenticated client
 // (Config.TokenLimit, checked once the client is authenticated), the login
 // form and the account page's login and change forms per remote address
-// (Config.FormLimit, one bucket for all of them, checked after the
-// cross-site check and before anything is read or hashed). The remote
+// (browser.Config.FormLimit, one bucket for all of them, checked after the
+// cross-site check and before anything is read or hashed: oauth/browser's
+// throttle.go). The remote
 // address is echo's RealIP, which believes X-Forwarded-For and X-Real-IP
 // only from server.trusted_proxies (cmd/signd's IPExtractor). The consent
 // form is not limited: it needs a pending request, which only a login
@@ -39,31 +38,4 @@ func RateLimited(err error) *Error {
 		Code: CodeTemporarilyUnavailable, Status: http.StatusTooManyRequests, Description: descTooMany,
 		Header: http.Header{"Retry-After": {r.Seconds()}},
 	}
-}
-
-// formLimit is the route middleware of the form endpoints: a post over
-// FormLimit's bucket of its remote address gets the 429 error page, in the
-// language lang finds, with Retry-After.
-func (s *Server) formLimit(lang func(*http.Request) string) echo.MiddlewareFunc {
-	return func(next echo.HandlerFunc) echo.HandlerFunc {
-		return func(c echo.Context) error {
-			err := s.cfg.FormLimit.Allow(ratelimit.RemoteKey(c.RealIP()))
-			var r *ratelimit.Refused
-			if !errors.As(err, &r) {
-				return next(c)
-			}
-			pe := newPageError(http.StatusTooManyRequests, lang(c.Request()), "errorpage.ratelimit")
-			pe.header = http.Header{"Retry-After": {r.Seconds()}}
-			return pe
-		}
-	}
-}
-
-// loginLang is the language of a login form post's error page: its pending
-// request's, Dutch when it names none.
-func (s *Server) loginLang(r *http.Request) string {
-	if req := s.postedRequest(r); req != nil {
-		return req.Lang
-	}
-	return langNL
 }

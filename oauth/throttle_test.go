@@ -10,20 +10,18 @@ import (
 	"time"
 
 	"github.com/signd/signd/oauth"
+	"github.com/signd/signd/oauth/browser"
 	"github.com/signd/signd/oauth/oauthtest"
 	"github.com/signd/signd/oauth/ratelimit"
 )
 
-// limited returns a Config modifier that sets one rate limit on the
-// server's clock.
-func limited(t *testing.T, set func(c *oauth.Config, l *ratelimit.Limiter), name string, rate float64, burst int) func(*oauth.Config) {
-	return func(c *oauth.Config) {
-		l, err := ratelimit.New(ratelimit.Config{Name: name, Rate: rate, Burst: burst, Now: c.Now})
-		if err != nil {
-			t.Fatal(err)
-		}
-		set(c, l)
+// limited returns a rate limit on the clock now.
+func limited(t *testing.T, name string, rate float64, burst int, now func() time.Time) *ratelimit.Limiter {
+	l, err := ratelimit.New(ratelimit.Config{Name: name, Rate: rate, Burst: burst, Now: now})
+	if err != nil {
+		t.Fatal(err)
 	}
+	return l
 }
 
 // fromAddress is a transport whose requests come from addr: the test
@@ -66,7 +64,7 @@ func wantTokenTooMany(t *testing.T, resp *http.Response, body map[string]any, re
 // the client's bucket (nobody can spend a client's requests by naming
 // it); the clock refills; parallel requests get no more than the burst.
 func TestTokenRateLimit(t *testing.T) {
-	ev := newEnv(t, limited(t, func(c *oauth.Config, l *ratelimit.Limiter) { c.TokenLimit = l }, "token", 1, 3))
+	ev := newEnv(t, func(c *oauth.Config) { c.TokenLimit = limited(t, "token", 1, 3, c.Now) })
 	code, _ := ev.serviceCode(serviceParams())
 	bogus := url.Values{"grant_type": {"authorization_code"}, "code": {"not-a-code"}, "redirect_uri": {rpRedirect}}
 	for i := range 3 {
@@ -140,7 +138,9 @@ func wantPageTooMany(t *testing.T, s *oauthtest.Step, lang, retryAfter string) {
 // checked (the right one does not sign in); another address signs in;
 // the clock refills; parallel posts get no more than the burst.
 func TestFormRateLimit(t *testing.T) {
-	ev := newAccountEnv(t, limited(t, func(c *oauth.Config, l *ratelimit.Limiter) { c.FormLimit = l }, "forms", 0.1, 3))
+	ev := buildEnvWith(t, memoryStore(t), false, envOptions{account: true, browser: func(c *browser.Config) {
+		c.FormLimit = limited(t, "forms", 0.1, 3, c.Now)
+	}})
 	a := ev.browserFrom("203.0.113.7")
 	s := ev.must(a.Get(ev.authorizeURL(with(serviceParams(), "lang", "en"))))
 	loginPage := page(t, s)

@@ -10,8 +10,9 @@ import (
 
 	"github.com/pquerna/otp/totp"
 
-	"github.com/signd/signd/oauth"
+	"github.com/signd/signd/oauth/authlogin"
 	"github.com/signd/signd/oauth/oauthtest"
+	"github.com/signd/signd/oauth/passwords"
 	"github.com/signd/signd/store"
 )
 
@@ -64,7 +65,7 @@ func TestTOTPGuessesThroughPasswordLogin(t *testing.T) {
 		}
 		evals := ph.evaluations(pwHash)
 		_, err := pl.Login(ctx, "bob", bobPassword, false)
-		if !errors.Is(err, oauth.ErrLoginFailed) {
+		if !errors.Is(err, authlogin.ErrLoginFailed) {
 			t.Errorf("pageless login of a TOTP user with the right password = %v, want ErrLoginFailed (a wrong password's answer)", err)
 		}
 		if got := ph.evaluations(pwHash); got != evals+1 {
@@ -86,7 +87,7 @@ func TestTOTPGuessesThroughPasswordLogin(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := pl.Login(ctx, "bob", bobPassword, false); !errors.Is(err, oauth.ErrLoginFailed) {
+	if _, err := pl.Login(ctx, "bob", bobPassword, false); !errors.Is(err, authlogin.ErrLoginFailed) {
 		t.Errorf("pageless login of the locked account = %v", err)
 	}
 	s = ev.must(b.Submit(s.Form, map[string]string{"username": "bob", "password": bobPassword, "otp": code}, "approve"))
@@ -108,14 +109,14 @@ func TestTOTPGuessesThroughPasswordLogin(t *testing.T) {
 // unevaluated; the lock ends on the clock, to the nanosecond; a successful
 // login forgets the locks before it.
 func TestTimedLockout(t *testing.T) {
-	ev, ph := lockoutEnv(t, func(c *oauth.Config) { c.Lockout = oauth.Lockout{Base: time.Minute, Max: 4 * time.Minute} })
+	ev, ph := lockoutEnv(t, func(c *passwords.Config) { c.Lockout = passwords.Lockout{Base: time.Minute, Max: 4 * time.Minute} })
 	pl := passwordLogin(t, ev, "rp")
 	ctx := context.Background()
 	pwHash := ev.user("dave").PasswordHash
 	wrong := func(round int) {
 		t.Helper()
 		for i := range 3 {
-			if _, err := pl.Login(ctx, "dave", fmt.Sprintf("wrong-%d-%d", round, i), false); !errors.Is(err, oauth.ErrLoginFailed) {
+			if _, err := pl.Login(ctx, "dave", fmt.Sprintf("wrong-%d-%d", round, i), false); !errors.Is(err, authlogin.ErrLoginFailed) {
 				t.Fatalf("round %d, wrong password %d: %v", round, i, err)
 			}
 		}
@@ -129,7 +130,7 @@ func TestTimedLockout(t *testing.T) {
 		}
 		evals, dummies := ph.evaluations(pwHash), ph.dummyCount()
 		ev.clock.Advance(d - time.Nanosecond)
-		if _, err := pl.Login(ctx, "dave", davePassword, false); !errors.Is(err, oauth.ErrLoginFailed) {
+		if _, err := pl.Login(ctx, "dave", davePassword, false); !errors.Is(err, authlogin.ErrLoginFailed) {
 			t.Errorf("round %d: the right password a nanosecond before the lock ends = %v, want ErrLoginFailed", round, err)
 		}
 		b := ev.browser()
@@ -166,8 +167,8 @@ func TestTimedLockout(t *testing.T) {
 // locks in a row are followed by a permanent one, which no clock ends and
 // the right password does not lift; only an admin does.
 func TestPermanentLockAfter(t *testing.T) {
-	ev, ph := lockoutEnv(t, func(c *oauth.Config) {
-		c.Lockout = oauth.Lockout{Base: time.Minute, Max: time.Hour, PermanentAfter: 2}
+	ev, ph := lockoutEnv(t, func(c *passwords.Config) {
+		c.Lockout = passwords.Lockout{Base: time.Minute, Max: time.Hour, PermanentAfter: 2}
 	})
 	pl := passwordLogin(t, ev, "rp")
 	ctx := context.Background()
@@ -186,7 +187,7 @@ func TestPermanentLockAfter(t *testing.T) {
 	}
 	evals := ph.evaluations(ev.user("dave").PasswordHash)
 	ev.clock.Advance(30 * 24 * time.Hour)
-	if _, err := pl.Login(ctx, "dave", davePassword, false); !errors.Is(err, oauth.ErrLoginFailed) {
+	if _, err := pl.Login(ctx, "dave", davePassword, false); !errors.Is(err, authlogin.ErrLoginFailed) {
 		t.Errorf("the right password 30 days into the permanent lock = %v, want ErrLoginFailed", err)
 	}
 	if got := ph.evaluations(ev.user("dave").PasswordHash); got != evals {
@@ -220,7 +221,7 @@ func TestLockExpiryUnderConcurrency(t *testing.T) {
 			return nil, err
 		})
 		for i, a := range answers {
-			if !errors.Is(a.err, oauth.ErrLoginFailed) {
+			if !errors.Is(a.err, authlogin.ErrLoginFailed) {
 				t.Fatalf("%s, guess %d: %v, want ErrLoginFailed", round, i, a.err)
 			}
 		}

@@ -129,7 +129,7 @@ func startResponse(ctx context.Context, p Profile, req *Request, issued *IssuedT
 // committed provides it.
 func (s *Server) redeem(c echo.Context, client *store.Client, code, redirectURI, verifier string) (*redeemed, error) {
 	grantErr := func(desc string) *Error { return Errorf(CodeInvalidGrant, http.StatusBadRequest, "%s", desc) }
-	value, err := newSecret()
+	value, err := NewSecret()
 	if err != nil {
 		return nil, err
 	}
@@ -192,11 +192,11 @@ func (s *Server) redeem(c echo.Context, client *store.Client, code, redirectURI,
 			pinRefused = ac.Username
 			return tx.RedeemCode(h, now, ac.ExpiresAt)
 		}
-		profile, err := s.profileOf(ac.Profile)
+		profile, err := s.ProfileOf(ac.Profile)
 		if err != nil {
 			return refuse(err)
 		}
-		req := s.request(client, user, &ac.Grant)
+		req := s.Request(client, user, &ac.Grant)
 		iss, err := profile.Issue(req)
 		if err != nil {
 			// The code stays unspent (an HSM known to be down: 503).

@@ -16,6 +16,7 @@ import (
 
 	"github.com/signd/signd/oauth"
 	"github.com/signd/signd/oauth/oauthtest"
+	"github.com/signd/signd/oauth/passwords"
 	"github.com/signd/signd/oidc"
 	"github.com/signd/signd/store"
 )
@@ -73,8 +74,12 @@ func newFlowEnvNoFixtures(t *testing.T, f *fixture) *flowEnv {
 	if f.wrapOAuth != nil {
 		st = f.wrapOAuth(st)
 	}
+	pw, err := passwords.New(passwords.Config{Store: oauthtest.PasswordStore(st), Hasher: hasher, Now: f.clock.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
 	ev.srv, err = oauth.New(oauth.Config{
-		Store: st, Hasher: hasher, Profiles: []oauth.Profile{&oidc.Profile{Provider: f.p}},
+		Store: st, Profiles: []oauth.Profile{&oidc.Profile{Provider: f.p}},
 		Issuer: ev.issuer, Now: f.clock.Now,
 	})
 	if err != nil {
@@ -99,6 +104,9 @@ func newFlowEnvNoFixtures(t *testing.T, f *fixture) *flowEnv {
 		_ = c.NoContent(http.StatusInternalServerError)
 	}
 	if err := ev.srv.Mount(e.Group("")); err != nil {
+		t.Fatal(err)
+	}
+	if err := oauthtest.MountFlow(e.Group(""), ev.srv, st, pw, f.clock.Now); err != nil {
 		t.Fatal(err)
 	}
 	if err := f.p.Mount(e.Group("")); err != nil {

@@ -11,6 +11,9 @@ import (
 	"github.com/signd/signd/csc"
 	"github.com/signd/signd/hsm"
 	"github.com/signd/signd/oauth"
+	"github.com/signd/signd/oauth/account"
+	"github.com/signd/signd/oauth/browser"
+	"github.com/signd/signd/oauth/passwords"
 	"github.com/signd/signd/oidc"
 	"github.com/signd/signd/store"
 )
@@ -42,12 +45,17 @@ type services struct {
 	// mount sets it, nil when csc.cert_status is off.
 	revocation csc.Revocation
 
+	// passwords checks passwords, one-time codes and signing PINs with
+	// one lockout for the login, consent and account pages, auth/login
+	// and credentials/authorize (wire_oauth.go); mount sets it.
+	passwords *passwords.Checker
+
 	// limits are the rate limits (wire_ratelimit.go); mount sets them.
 	limits rateLimits
 }
 
 // mounter is what every HTTP service of the daemon is (oauth.Server,
-// csc.Handler, oidc.Provider on the public router; admin.Handler and
+// browser.Handler, account.Handler, csc.Handler, oidc.Provider on the public router; admin.Handler and
 // storeAdminHandler on the admin socket's): it registers its routes on a
 // group of the router and fails when it lacks a dependency.
 type mounter interface {
@@ -56,6 +64,8 @@ type mounter interface {
 
 var (
 	_ mounter = (*oauth.Server)(nil)
+	_ mounter = (*browser.Handler)(nil)
+	_ mounter = (*account.Handler)(nil)
 	_ mounter = (*csc.Handler)(nil)
 	_ mounter = (*oidc.Provider)(nil)
 	_ mounter = (*admin.Handler)(nil)
@@ -81,7 +91,14 @@ func (s *services) mount(e *echo.Echo) error {
 	if err != nil {
 		return err
 	}
+	if s.passwords, err = s.passwordChecker(); err != nil {
+		return err
+	}
 	authz, err := s.oauthServer(provider)
+	if err != nil {
+		return err
+	}
+	flow, err := s.browserFlow(authz)
 	if err != nil {
 		return err
 	}
@@ -92,7 +109,7 @@ func (s *services) mount(e *echo.Echo) error {
 	for _, m := range []struct {
 		prefix string
 		svc    mounter
-	}{{"", authz}, {"/csc/v1", signer}, {"", provider}} {
+	}{{"", authz}, {"", flow}, {"", s.accountPage(flow)}, {"/csc/v1", signer}, {"", provider}} {
 		if err := m.svc.Mount(e.Group(m.prefix)); err != nil {
 			return err
 		}

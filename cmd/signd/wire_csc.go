@@ -12,6 +12,8 @@ import (
 	"github.com/signd/signd/csc"
 	"github.com/signd/signd/hsm"
 	"github.com/signd/signd/oauth"
+	"github.com/signd/signd/oauth/authlogin"
+	"github.com/signd/signd/oauth/passwords"
 	"github.com/signd/signd/store"
 	"github.com/signd/signd/tsa"
 )
@@ -22,9 +24,9 @@ var (
 	_ csc.Signer        = (*hsm.Token)(nil)
 	_ csc.SchemeChecker = (*hsm.Token)(nil)
 	_ csc.PSSReporter   = (*hsm.Token)(nil)
-	_ csc.PasswordLogin = (*oauth.PasswordLogin)(nil)
+	_ csc.PasswordLogin = (*authlogin.Login)(nil)
 	_ csc.TokenRevoker  = (*oauth.Server)(nil)
-	_ csc.PINChecker    = (*oauth.Server)(nil)
+	_ csc.PINChecker    = (*passwords.Checker)(nil)
 )
 
 // pageTokenSecret names the MAC key of credentials/list page tokens in the
@@ -32,9 +34,10 @@ var (
 const pageTokenSecret = "csc_page_token"
 
 // cscHandler builds the CSC service (mounted under /csc/v1). auth/revoke
-// and, with csc.auth_login, auth/login are served by the authorization
-// server authz, which also checks the signing PINs of
-// credentials/authorize with the consent page's lockout.
+// is served by the authorization server authz and, with csc.auth_login,
+// auth/login by a pageless login (oauth/authlogin) on its tokens; the
+// passwords of auth/login and the signing PINs of credentials/authorize
+// are checked by the password checker, with the pages' lockout.
 func (s *services) cscHandler(authz *oauth.Server) (*csc.Handler, error) {
 	key, err := s.store.Secret(context.Background(), pageTokenSecret, 32)
 	if err != nil {
@@ -56,7 +59,7 @@ func (s *services) cscHandler(authz *oauth.Server) (*csc.Handler, error) {
 		MaxResultsLimit:   c.MaxResultsLimit,
 		MaxHashes:         c.MaxHashesPerRequest,
 		PageTokenKey:      key,
-		PIN:               authz,
+		PIN:               s.passwords,
 		SADTTL:            s.cfg.OAuth.SADTTL,
 		Now:               s.now,
 		Logger:            s.logger,
@@ -69,8 +72,10 @@ func (s *services) cscHandler(authz *oauth.Server) (*csc.Handler, error) {
 		Clustered: s.cfg.Store.BackendName() == config.BackendEtcd,
 	}
 	if c.AuthLogin {
-		login, err := authz.PasswordLogin(oauth.PasswordLoginConfig{
+		login, err := authlogin.New(authlogin.Config{
+			Store: s.views.oauth, Passwords: s.passwords,
 			ClientID: c.AuthLoginClient, Scope: "service", RefreshTTL: c.RefreshTokenTTL,
+			AccessTokenTTL: s.cfg.OAuth.AccessTokenTTL, Logger: s.logger.With("service", "oauth"), Now: s.now,
 		})
 		if err != nil {
 			return nil, err

@@ -5,6 +5,10 @@ import (
 
 	"github.com/signd/signd/csc"
 	"github.com/signd/signd/oauth"
+	"github.com/signd/signd/oauth/account"
+	"github.com/signd/signd/oauth/authlogin"
+	"github.com/signd/signd/oauth/browser"
+	"github.com/signd/signd/oauth/passwords"
 	"github.com/signd/signd/oidc"
 )
 
@@ -15,8 +19,7 @@ import (
 func (s *services) oauthServer(provider *oidc.Provider) (*oauth.Server, error) {
 	o := s.cfg.OAuth
 	srv, err := oauth.New(oauth.Config{
-		Store:  s.views.oauth,
-		Hasher: s.hasher,
+		Store: s.views.oauth,
 		Profiles: []oauth.Profile{
 			csc.ServiceProfile{},
 			&csc.CredentialProfile{Store: s.views.credential, Now: s.now, Revocation: s.revocation,
@@ -24,20 +27,10 @@ func (s *services) oauthServer(provider *oidc.Provider) (*oauth.Server, error) {
 			&oidc.Profile{Provider: provider},
 		},
 		Issuer:         s.cfg.Server.BaseURL,
-		SecureCookies:  s.cfg.Server.TLS.CertFile != "" || isHTTPS(s.cfg.Server.BaseURL),
-		CodeTTL:        o.CodeTTL,
 		AccessTokenTTL: o.AccessTokenTTL,
 		SADTTL:         o.SADTTL,
-		LoginTimeout:   o.LoginTimeout,
-		ConsentTimeout: o.ConsentTimeout,
-		ProcessTimeout: o.ProcessTimeout,
-		SessionTTL:     o.SessionTTL,
-		MaxFailures:    o.MaxFailures,
-		Lockout:        oauth.Lockout{Base: o.Lockout.Base, Max: o.Lockout.Max, PermanentAfter: o.Lockout.PermanentAfter},
 		SweepBatch:     o.SweepBatch,
-		Account:        &csc.Account{Store: s.views.account, Revocation: s.revocation, Now: s.now},
 		TokenLimit:     s.limits.token,
-		FormLimit:      s.limits.forms,
 		Logger:         s.logger.With("service", "oauth"),
 		Now:            s.now,
 	})
@@ -46,6 +39,67 @@ func (s *services) oauthServer(provider *oidc.Provider) (*oauth.Server, error) {
 	}
 	s.onShutdown = append(s.onShutdown, s.startSweeper(srv, o.SweepInterval))
 	return srv, nil
+}
+
+// The checker every door asks about passwords and PINs (csc's
+// credentials/authorize: wire_csc.go); the authorization server the browser
+// flow builds on; the login session the account page shares.
+var (
+	_ authlogin.Passwords = (*passwords.Checker)(nil)
+	_ browser.Passwords   = (*passwords.Checker)(nil)
+	_ account.Passwords   = (*passwords.Checker)(nil)
+	_ browser.Core        = (*oauth.Server)(nil)
+	_ account.Sessions    = (*browser.Handler)(nil)
+)
+
+// browserFlow builds the browser flow of authz (/oauth2/authorize, the
+// login and consent pages) with the oauth.* timeouts and the forms' rate
+// limit.
+func (s *services) browserFlow(authz *oauth.Server) (*browser.Handler, error) {
+	o := s.cfg.OAuth
+	return browser.New(browser.Config{
+		Core:           authz,
+		Store:          s.views.oauth,
+		Passwords:      s.passwords,
+		SecureCookies:  s.cfg.Server.TLS.CertFile != "" || isHTTPS(s.cfg.Server.BaseURL),
+		CodeTTL:        o.CodeTTL,
+		LoginTimeout:   o.LoginTimeout,
+		ConsentTimeout: o.ConsentTimeout,
+		ProcessTimeout: o.ProcessTimeout,
+		SessionTTL:     o.SessionTTL,
+		FormLimit:      s.limits.forms,
+		Logger:         s.logger.With("service", "oauth"),
+		Now:            s.now,
+	})
+}
+
+// accountPage builds the account page (/oauth2/account) over the login
+// sessions of the browser flow: a signed-in user disables or enables their
+// own credentials (csc.Account).
+func (s *services) accountPage(flow *browser.Handler) *account.Handler {
+	return &account.Handler{
+		Backend:   &csc.Account{Store: s.views.account, Revocation: s.revocation, Now: s.now},
+		Sessions:  flow,
+		Passwords: s.passwords,
+		Logger:    s.logger.With("service", "oauth"),
+		Now:       s.now,
+	}
+}
+
+// passwordChecker builds the checker of passwords, one-time codes and
+// signing PINs, with the lockout of oauth.max_failures and oauth.lockout.*,
+// which the authorization server's pages and the CSC API share. It logs
+// as the authorization server.
+func (s *services) passwordChecker() (*passwords.Checker, error) {
+	o := s.cfg.OAuth
+	return passwords.New(passwords.Config{
+		Store:       s.views.passwords,
+		Hasher:      s.hasher,
+		MaxFailures: o.MaxFailures,
+		Lockout:     passwords.Lockout{Base: o.Lockout.Base, Max: o.Lockout.Max, PermanentAfter: o.Lockout.PermanentAfter},
+		Logger:      s.logger.With("service", "oauth"),
+		Now:         s.now,
+	})
 }
 
 func isHTTPS(baseURL string) bool {

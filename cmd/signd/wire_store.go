@@ -5,6 +5,7 @@ import (
 
 	"github.com/signd/signd/csc"
 	"github.com/signd/signd/oauth"
+	"github.com/signd/signd/oauth/passwords"
 	"github.com/signd/signd/oidc"
 	"github.com/signd/signd/store"
 	"github.com/signd/signd/store/bolt"
@@ -33,6 +34,7 @@ var (
 // typed on the transaction interface the consumer declares.
 type storeViews struct {
 	oauth      *store.Scoped[oauth.Tx]
+	passwords  *store.Scoped[passwords.Tx]
 	credential *store.Scoped[store.CredentialReader] // csc.CredentialProfile
 	csc        *store.Scoped[csc.Tx]
 	oidc       *store.Scoped[oidc.Tx]
@@ -43,6 +45,7 @@ type storeViews struct {
 func newStoreViews(b store.Store) *storeViews {
 	return &storeViews{
 		oauth:      store.Scope(b, func(tx store.Tx) oauth.Tx { return tx }),
+		passwords:  store.Scope(b, func(tx store.Tx) passwords.Tx { return tx }),
 		credential: store.Scope(b, func(tx store.Tx) store.CredentialReader { return tx }),
 		csc:        store.Scope(b, func(tx store.Tx) csc.Tx { return tx }),
 		oidc:       store.Scope(b, func(tx store.Tx) oidc.Tx { return tx }),

@@ -2,6 +2,7 @@ package oauthtest
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"io"
 	"net/http"
@@ -9,16 +10,44 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+	"time"
 
+	"github.com/labstack/echo/v4"
 	"golang.org/x/net/html"
 
 	"github.com/signd/signd/oauth"
+	"github.com/signd/signd/oauth/browser"
+	"github.com/signd/signd/oauth/passwords"
 	"github.com/signd/signd/store"
 )
 
 // Store is s as the authorization server sees it, for oauth.Config.Store.
 func Store(s store.Store) *store.Scoped[oauth.Tx] {
 	return store.Scope(s, func(tx store.Tx) oauth.Tx { return tx })
+}
+
+// PasswordStore returns s, the authorization server's view of a store, as
+// the password checker sees it (passwords.Config.Store): a test that wraps
+// the server's store to inject faults wraps the checker's writes too, as
+// the daemon's one store does.
+func PasswordStore(s oauth.Store) passwords.Store { return passwordStore{s} }
+
+type passwordStore struct{ s oauth.Store }
+
+func (p passwordStore) Update(ctx context.Context, fn func(passwords.Tx) error) error {
+	return p.s.Update(ctx, func(tx oauth.Tx) error { return fn(tx) })
+}
+
+// MountFlow mounts on g the browser flow of srv (/oauth2/authorize, the
+// login and consent pages) over st, with the password checker pw and the
+// daemon's defaults otherwise, for the tests that drive the pages through
+// the server's router; srv itself serves the token endpoint.
+func MountFlow(g *echo.Group, srv *oauth.Server, st oauth.Store, pw browser.Passwords, now func() time.Time) error {
+	h, err := browser.New(browser.Config{Core: srv, Store: st, Passwords: pw, Now: now})
+	if err != nil {
+		return err
+	}
+	return h.Mount(g)
 }
 
 // Browser is a cookie-keeping HTTP client that never follows redirects.

@@ -1,14 +1,12 @@
-package oauth
+package browser
 
 import (
-	"fmt"
-	"net"
 	"net/http"
-	"net/url"
-	"strings"
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/signd/signd/oauth"
+	"github.com/signd/signd/oauth/pages"
 	"github.com/signd/signd/store"
 )
 
@@ -48,29 +46,29 @@ const (
 // sameOriginOnly is the route middleware of the form endpoints: it refuses
 // a cross-site post with a 403 page in the request's language (Dutch when
 // the request is unknown) and a warning log, and changes nothing.
-func (s *Server) sameOriginOnly(next echo.HandlerFunc) echo.HandlerFunc {
+func (h *Handler) sameOriginOnly(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		r := c.Request()
-		reason := s.crossSite(r.Header)
+		reason := h.CrossSite(r.Header)
 		if reason == "" {
 			return next(c)
 		}
-		req := s.postedRequest(r)
-		lang, clientID := langNL, ""
+		req := h.postedRequest(r)
+		lang, clientID := pages.NL, ""
 		if req != nil {
 			lang, clientID = req.Lang, req.ClientID
 		}
-		s.log.Warn("oauth form refused: posted from another site", "path", r.URL.Path, "reason", reason,
-			"client_id", clientID, "origin", clip(r.Header.Get(headerOrigin)),
-			"sec_fetch_site", clip(r.Header.Get(headerSecFetchSite)))
-		return newPageError(http.StatusForbidden, lang, "errorpage.crosssite")
+		h.log.Warn("oauth form refused: posted from another site", "path", r.URL.Path, "reason", reason,
+			"client_id", clientID, "origin", oauth.Clip(r.Header.Get(headerOrigin)),
+			"sec_fetch_site", oauth.Clip(r.Header.Get(headerSecFetchSite)))
+		return oauth.NewPageError(http.StatusForbidden, lang, "errorpage.crosssite")
 	}
 }
 
-// crossSite returns why a form post with header h must be refused as
+// CrossSite returns why a form post with header hdr must be refused as
 // cross-site, or "" when it may go on.
-func (s *Server) crossSite(h http.Header) string {
-	switch site := h.Values(headerSecFetchSite); {
+func (h *Handler) CrossSite(hdr http.Header) string {
+	switch site := hdr.Values(headerSecFetchSite); {
 	case len(site) > 1:
 		return "Sec-Fetch-Site sent more than once"
 	case len(site) == 1:
@@ -82,7 +80,7 @@ func (s *Server) crossSite(h http.Header) string {
 			return "Sec-Fetch-Site has an unknown value"
 		}
 	}
-	switch origin := h.Values(headerOrigin); {
+	switch origin := hdr.Values(headerOrigin); {
 	case len(origin) == 0:
 		return ""
 	case len(origin) > 1:
@@ -90,7 +88,7 @@ func (s *Server) crossSite(h http.Header) string {
 	case origin[0] == "null":
 		return "Origin is null (an opaque origin)"
 	default:
-		if o, err := serializeOrigin(origin[0], true); err != nil || o != s.origin {
+		if o, err := oauth.SerializeOrigin(origin[0], true); err != nil || o != h.origin {
 			return "Origin is not the origin of server.base_url"
 		}
 	}
@@ -99,7 +97,7 @@ func (s *Server) crossSite(h http.Header) string {
 
 // postedRequest returns the pending request a refused form names, for the
 // language of the error page, or nil. It only reads.
-func (s *Server) postedRequest(r *http.Request) *store.AuthRequest {
+func (h *Handler) postedRequest(r *http.Request) *store.AuthRequest {
 	if err := r.ParseForm(); err != nil {
 		return nil
 	}
@@ -108,53 +106,11 @@ func (s *Server) postedRequest(r *http.Request) *store.AuthRequest {
 		return nil
 	}
 	var req *store.AuthRequest
-	if err := s.store.View(r.Context(), func(tx Tx) (err error) {
+	if err := h.store.View(r.Context(), func(tx oauth.Tx) (err error) {
 		req, err = tx.AuthRequest(store.Fingerprint(handles[0]))
 		return err
 	}); err != nil {
 		return nil
 	}
 	return req
-}
-
-// serializeOrigin returns the ASCII serialization of the origin of the
-// http(s) URL raw (RFC 6454 §6.2): lower-case scheme and host, the port
-// only when it is not the scheme's default. With bare, raw must be an
-// origin and nothing more (as the Origin header is): no user info, path,
-// query or fragment.
-func serializeOrigin(raw string, bare bool) (string, error) {
-	u, err := url.Parse(raw)
-	if err != nil {
-		return "", err
-	}
-	scheme := strings.ToLower(u.Scheme)
-	if scheme != "http" && scheme != "https" || u.Host == "" || u.Opaque != "" || u.User != nil {
-		return "", fmt.Errorf("oauth: %q is not an http(s) origin", raw)
-	}
-	if bare && (u.Path != "" || u.RawQuery != "" || u.ForceQuery || u.Fragment != "" || strings.ContainsAny(raw, "#?")) {
-		return "", fmt.Errorf("oauth: %q is more than an origin", raw)
-	}
-	host, port := strings.ToLower(u.Hostname()), u.Port()
-	if port == "" && strings.HasSuffix(u.Host, ":") {
-		return "", fmt.Errorf("oauth: %q has an empty port", raw)
-	}
-	if scheme == "http" && port == "80" || scheme == "https" && port == "443" {
-		port = ""
-	}
-	if port != "" {
-		return scheme + "://" + net.JoinHostPort(host, port), nil
-	}
-	if strings.Contains(host, ":") { // IPv6
-		return scheme + "://[" + host + "]", nil
-	}
-	return scheme + "://" + host, nil
-}
-
-// clip bounds a client-supplied header value in the log.
-func clip(v string) string {
-	const limit = 120
-	if len(v) > limit {
-		return v[:limit] + "…"
-	}
-	return v
 }

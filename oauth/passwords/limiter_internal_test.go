@@ -1,4 +1,4 @@
-package oauth
+package passwords
 
 import (
 	"context"
@@ -10,7 +10,7 @@ import (
 )
 
 // TestLimiter: at most n run at once; a caller waits for a slot, and gives
-// up with errBusy after the wait (or on its context).
+// up with ErrBusy after the wait (or on its context).
 func TestLimiter(t *testing.T) {
 	l := newLimiter(2, time.Second)
 	var running, peak atomic.Int32
@@ -46,8 +46,8 @@ func TestLimiter(t *testing.T) {
 		_ = short.do(context.Background(), func() { close(hold); <-release })
 	}()
 	<-hold
-	if err := short.do(context.Background(), func() {}); !errors.Is(err, errBusy) {
-		t.Errorf("saturated limiter: %v, want errBusy", err)
+	if err := short.do(context.Background(), func() {}); !errors.Is(err, ErrBusy) {
+		t.Errorf("saturated limiter: %v, want ErrBusy", err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()

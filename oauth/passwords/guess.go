@@ -1,4 +1,4 @@
-package oauth
+package passwords
 
 import (
 	"context"
@@ -8,18 +8,6 @@ import (
 
 	"github.com/signd/signd/store"
 )
-
-// PasswordChecker checks login passwords and signing PINs against their
-// stored argon2id hashes; *store.Hasher is one. Tests wrap it to count or
-// pace evaluations.
-type PasswordChecker interface {
-	// Check reports whether secret matches the encoded hash.
-	Check(encoded string, secret []byte) (bool, error)
-	// Dummy costs what a Check costs and checks nothing: it is spent when
-	// there is nothing to check, so that timing does not tell the cases
-	// apart.
-	Dummy(secret []byte)
-}
 
 // Lockout under concurrency (OWASP Authentication Cheat Sheet, "Account
 // Lockout"): at most oauth.max_failures guesses of a password or signing
@@ -37,7 +25,7 @@ type PasswordChecker interface {
 //     as in flight.
 //  2. hash, outside any transaction (bounded by the limiter).
 //  3. settle (one write transaction): a wrong guess keeps its reservation —
-//     it is a counted failure — and sets the lock (Server.lock: timed for a
+//     it is a counted failure — and sets the lock (Checker.lock: timed for a
 //     password, permanent for a PIN) when the counter reached MaxFailures.
 //     A right guess releases its reservation and resets the counter to the
 //     guesses still in flight (they count as failures until they finish);
@@ -83,7 +71,7 @@ type PasswordChecker interface {
 //     away before the hash ran: the guess was not evaluated and its
 //     reservation is returned.
 //
-// The in-flight register is per Server: one Server serves a store (bbolt
+// The in-flight register is per Checker: one Checker serves a store (bbolt
 // admits one process).
 type inflight struct {
 	mu sync.Mutex
@@ -155,23 +143,23 @@ func lockEnded(u *store.User, now time.Time) bool {
 // successful login between, at most Lockout.Max; after
 // Lockout.PermanentAfter timed locks in a row (0: never) the next lock is
 // permanent.
-func (s *Server) lock(k secretKind, u *store.User, now time.Time) {
+func (c *Checker) lock(k secretKind, u *store.User, now time.Time) {
 	if k == secretPIN {
 		u.PINLocked = true
 		return
 	}
-	if p := s.cfg.Lockout.PermanentAfter; p > 0 && u.PasswordLockouts >= p {
+	if p := c.cfg.Lockout.PermanentAfter; p > 0 && u.PasswordLockouts >= p {
 		u.PasswordLocked, u.PasswordLockedUntil = true, time.Time{}
 		return
 	}
 	u.PasswordLockouts++
-	u.PasswordLockedUntil = now.Add(s.lockDuration(u.PasswordLockouts))
+	u.PasswordLockedUntil = now.Add(c.lockDuration(u.PasswordLockouts))
 }
 
 // lockDuration is how long the nth timed lock in a row lasts:
 // Lockout.Base·2^(n−1), at most Lockout.Max.
-func (s *Server) lockDuration(n int) time.Duration {
-	d, limit := s.cfg.Lockout.Base, s.cfg.Lockout.Max
+func (c *Checker) lockDuration(n int) time.Duration {
+	d, limit := c.cfg.Lockout.Base, c.cfg.Lockout.Max
 	for i := 1; i < n && d < limit; i++ {
 		if d > limit/2 {
 			d = limit
@@ -199,11 +187,11 @@ const (
 // guess is one reserved evaluation of a secret. Its methods are called
 // from the handling goroutine only.
 type guess struct {
-	s    *Server
+	c    *Checker
 	key  inflightKey
 	user *store.User // as read by the reserving transaction
 	hash string      // the stored hash to check
-	// inFlight is true while the guess counts in s.inflight.
+	// inFlight is true while the guess counts in c.inflight.
 	inFlight bool
 }
 
@@ -211,10 +199,10 @@ type guess struct {
 // returned guess is nil unless the outcome is reserved; the user is the one
 // read (nil when unknown). lockedNow reports that this call wrote the lock
 // (a counter at MaxFailures with nothing in flight).
-func (s *Server) reserve(ctx context.Context, kind secretKind, username string) (g *guess, res reservation, user *store.User, lockedNow bool, err error) {
+func (c *Checker) reserve(ctx context.Context, kind secretKind, username string) (g *guess, res reservation, user *store.User, lockedNow bool, err error) {
 	key := inflightKey{kind, username}
-	now := s.now()
-	err = s.store.Update(ctx, func(tx Tx) error {
+	now := c.now()
+	err = c.store.Update(ctx, func(tx Tx) error {
 		g.release() // in case fn runs again
 		g, res, user, lockedNow = nil, refusedUnusable, nil, false
 		u, err := tx.User(username)
@@ -231,7 +219,7 @@ func (s *Server) reserve(ctx context.Context, kind secretKind, username string) 
 			// those still in flight (reserved before the lock, they
 			// count). Written with this guess's reservation.
 			u.PasswordLockedUntil = time.Time{}
-			*failed = min(*failed, s.inflight.count(key))
+			*failed = min(*failed, c.inflight.count(key))
 		}
 		switch {
 		case u.Status != store.UserActive, u.PasswordLocked && kind != secretPassword, hash == "":
@@ -239,12 +227,12 @@ func (s *Server) reserve(ctx context.Context, kind secretKind, username string) 
 		case kind.lockedAt(u, now):
 			res = refusedLocked
 			return nil
-		case *failed >= s.cfg.MaxFailures:
+		case *failed >= c.cfg.MaxFailures:
 			res = refusedLocked
-			if s.inflight.count(key) > 0 {
+			if c.inflight.count(key) > 0 {
 				return nil // the guesses in flight decide
 			}
-			s.lock(kind, u, now)
+			c.lock(kind, u, now)
 			lockedNow = true
 			return tx.PutUser(u)
 		}
@@ -252,8 +240,8 @@ func (s *Server) reserve(ctx context.Context, kind secretKind, username string) 
 		if err := tx.PutUser(u); err != nil {
 			return err
 		}
-		g, res = &guess{s: s, key: key, user: u, hash: hash, inFlight: true}, reserved
-		s.inflight.add(key, 1)
+		g, res = &guess{c: c, key: key, user: u, hash: hash, inFlight: true}, reserved
+		c.inflight.add(key, 1)
 		return nil
 	})
 	if err != nil {
@@ -273,7 +261,7 @@ func (g *guess) release() {
 		return
 	}
 	g.inFlight = false
-	g.s.inflight.add(g.key, -1)
+	g.c.inflight.add(g.key, -1)
 }
 
 // settle runs step 3: it records the evaluated outcome of g and reports
@@ -301,10 +289,10 @@ func (g *guess) settle(ctx context.Context, ok bool) (locked, lockedNow bool, er
 // A success resets the counter and, for a password, forgets the timed
 // locks before it (the next lock lasts Lockout.Base again).
 func (g *guess) settleStep(ctx context.Context, ok bool, totpStep int64) (accepted, locked, lockedNow bool, err error) {
-	limit := g.s.cfg.MaxFailures
+	limit := g.c.cfg.MaxFailures
 	kind := g.key.kind
-	now := g.s.now()
-	err = g.s.store.Update(context.WithoutCancel(ctx), func(tx Tx) error {
+	now := g.c.now()
+	err = g.c.store.Update(context.WithoutCancel(ctx), func(tx Tx) error {
 		accepted, locked, lockedNow = ok, false, false
 		g.release()
 		u, err := tx.User(g.key.username)
@@ -328,7 +316,7 @@ func (g *guess) settleStep(ctx context.Context, ok bool, totpStep int64) (accept
 		if accepted {
 			// Release this reservation; those still in flight keep theirs
 			// (never more than the counter holds: an admin may have reset it).
-			n := min(g.s.inflight.count(g.key), max(*failed-1, 0))
+			n := min(g.c.inflight.count(g.key), max(*failed-1, 0))
 			forget := kind == secretPassword && (u.PasswordLockouts != 0 || !u.PasswordLockedUntil.IsZero())
 			if n == *failed && totpStep == 0 && !forget {
 				return nil
@@ -346,7 +334,7 @@ func (g *guess) settleStep(ctx context.Context, ok bool, totpStep int64) (accept
 		if *failed < limit {
 			return nil
 		}
-		g.s.lock(kind, u, now)
+		g.c.lock(kind, u, now)
 		locked, lockedNow = true, true
 		return tx.PutUser(u)
 	})
@@ -356,7 +344,7 @@ func (g *guess) settleStep(ctx context.Context, ok bool, totpStep int64) (accept
 // cancel returns the reservation of a guess that was not evaluated (no
 // hashing slot in time, or the client went away).
 func (g *guess) cancel(ctx context.Context) error {
-	return g.s.store.Update(context.WithoutCancel(ctx), func(tx Tx) error {
+	return g.c.store.Update(context.WithoutCancel(ctx), func(tx Tx) error {
 		g.release()
 		u, err := tx.User(g.key.username)
 		if errors.Is(err, store.ErrNotFound) {
@@ -375,14 +363,14 @@ func (g *guess) cancel(ctx context.Context) error {
 }
 
 // evaluate runs step 2 for g in a hashing slot. When no slot frees up in
-// time (errBusy) or ctx ends, the reservation is returned and the error is
+// time (ErrBusy) or ctx ends, the reservation is returned and the error is
 // passed on.
 func (g *guess) evaluate(ctx context.Context, secret []byte) (bool, error) {
 	var ok bool
 	var herr error
-	if err := g.s.limiter.do(ctx, func() { ok, herr = g.s.hasher.Check(g.hash, secret) }); err != nil {
+	if err := g.c.limiter.do(ctx, func() { ok, herr = g.c.hasher.Check(g.hash, secret) }); err != nil {
 		if cerr := g.cancel(ctx); cerr != nil {
-			g.s.log.Error("returning a reservation", "username", g.key.username, "err", cerr)
+			g.c.log.Error("returning a reservation", "username", g.key.username, "err", cerr)
 		}
 		return false, err
 	}

@@ -1,9 +1,6 @@
 package oauth
 
-import (
-	"net/http"
-	"testing"
-)
+import "testing"
 
 // TestSerializeOrigin: the origin of server.base_url and of an Origin
 // header, serialized as RFC 6454 §6.2 does, so that equal origins compare
@@ -33,30 +30,9 @@ func TestSerializeOrigin(t *testing.T) {
 		{"", "", true},
 		{"https://", "", true},
 	} {
-		got, err := serializeOrigin(tt.raw, tt.bare)
+		got, err := SerializeOrigin(tt.raw, tt.bare)
 		if got != tt.want || (err == nil) != (tt.want != "") {
-			t.Errorf("serializeOrigin(%q, %v) = %q, %v; want %q", tt.raw, tt.bare, got, err, tt.want)
-		}
-	}
-}
-
-// TestCrossSiteHeaderOnly: crossSite reads headers only and accepts what
-// a same-origin browser or a non-browser client sends.
-func TestCrossSiteHeaderOnly(t *testing.T) {
-	s := &Server{origin: "https://signd.example"}
-	for _, tt := range []struct {
-		h    http.Header
-		want bool // refused
-	}{
-		{http.Header{}, false},
-		{http.Header{"Origin": {"https://signd.example"}, "Sec-Fetch-Site": {"same-origin"}}, false},
-		{http.Header{"Sec-Fetch-Site": {"none"}}, false},
-		{http.Header{"Origin": {"https://evil.example"}, "Sec-Fetch-Site": {"cross-site"}}, true},
-		{http.Header{"Origin": {"null"}}, true},
-		{http.Header{"Sec-Fetch-Site": {""}}, true},
-	} {
-		if got := s.crossSite(tt.h) != ""; got != tt.want {
-			t.Errorf("crossSite(%v) refused %v, want %v", tt.h, got, tt.want)
+			t.Errorf("SerializeOrigin(%q, %v) = %q, %v; want %q", tt.raw, tt.bare, got, err, tt.want)
 		}
 	}
 }

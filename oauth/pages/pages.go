@@ -1,4 +1,4 @@
-package oauth
+package pages
 
 import (
 	"bytes"
@@ -9,7 +9,9 @@ import (
 	"html/template"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/labstack/echo/v4"
 	"golang.org/x/text/language"
@@ -18,15 +20,17 @@ import (
 //go:embed templates/pages.html templates/account.html templates/style.css
 var templateFS embed.FS
 
-// pages renders the login, consent and error pages.
-type pages struct {
+// Pages renders the login, consent, account and error pages. Build it
+// with New.
+type Pages struct {
 	tmpl    *template.Template
 	style   template.CSS
 	csp     string // the page CSP without form-action
 	matcher language.Matcher
 }
 
-func newPages() (*pages, error) {
+// New parses the embedded templates.
+func New() (*Pages, error) {
 	tmpl, err := template.ParseFS(templateFS, "templates/pages.html", "templates/account.html")
 	if err != nil {
 		return nil, fmt.Errorf("oauth: templates: %w", err)
@@ -36,7 +40,7 @@ func newPages() (*pages, error) {
 		return nil, fmt.Errorf("oauth: style: %w", err)
 	}
 	sum := sha256.Sum256(css)
-	return &pages{
+	return &Pages{
 		tmpl:  tmpl,
 		style: template.CSS(css), // our own file, embedded
 		// No script at all; the one inline style block by hash.
@@ -46,8 +50,8 @@ func newPages() (*pages, error) {
 	}, nil
 }
 
-// pageData is what the templates see.
-type pageData struct {
+// Data is what the templates see.
+type Data struct {
 	Lang     string
 	TitleKey string
 	Style    template.CSS
@@ -57,46 +61,41 @@ type pageData struct {
 	CSRF     string // CSRF token (hidden input)
 	Username string // echoed into the login form after a failure
 	Error    string // message key of an error shown on the page
-	Consent  *consentView
+	Consent  *ConsentView
 
-	// The error page shown before an error redirect (errorpage.go): its
+	// The error page shown before an error redirect (RenderRedirect): its
 	// link back to the application and its meta refresh content attribute.
 	Back    template.URL
 	Refresh template.HTMLAttr
-	Account *accountView
+	// Account is the account page's view (the credentials of the user
+	// signed in), which the account templates read.
+	Account any
 }
 
 // T translates a message key into the page language.
-func (d *pageData) T(key string) string { return msg(d.Lang, key) }
+func (d *Data) T(key string) string { return Msg(d.Lang, key) }
 
-type consentView struct {
+// ConsentView is the consent page's description of what the user
+// approves, in the page language.
+type ConsentView struct {
 	Title       string
 	Permissions []string
-	Items       []consentItemView
+	Items       []ConsentItem
 	RequirePIN  bool
 }
 
-type consentItemView struct {
+// ConsentItem is one labelled value of the consent page; Code shows it in
+// a monospace font.
+type ConsentItem struct {
 	Label, Value string
 	Code         bool
 }
 
-func newConsentView(c *Consent, lang string) *consentView {
-	v := &consentView{Title: c.Title.In(lang), RequirePIN: c.RequirePIN}
-	for _, p := range c.Permissions {
-		v.Permissions = append(v.Permissions, p.In(lang))
-	}
-	for _, it := range c.Items {
-		v.Items = append(v.Items, consentItemView{Label: it.Label.In(lang), Value: it.Value, Code: it.Code})
-	}
-	return v
-}
-
-// render writes page name with status. formTarget, when set, is the
+// Render writes page name with status. formTarget, when set, is the
 // redirect URI the page's form may end up at: Chromium applies the CSP
 // form-action directive to the redirect that answers a form submission, so
 // the client's origin must be allowed beside 'self'.
-func (p *pages) render(c echo.Context, status int, name string, d *pageData, formTarget string) error {
+func (p *Pages) Render(c echo.Context, status int, name string, d *Data, formTarget string) error {
 	d.Style = p.style
 	if d.TitleKey == "" {
 		d.TitleKey = name + ".title"
@@ -123,10 +122,10 @@ func (p *pages) render(c echo.Context, status int, name string, d *pageData, for
 	return c.HTMLBlob(status, buf.Bytes())
 }
 
-// renderError writes the HTML error page (never a redirect): unknown
+// RenderError writes the HTML error page (never a redirect): unknown
 // client, bad redirect URI, unknown or answered request, internal error.
-func (p *pages) renderError(c echo.Context, status int, lang, key string) error {
-	return p.render(c, status, "error", &pageData{Lang: lang, TitleKey: "errorpage.title", Error: key}, "")
+func (p *Pages) RenderError(c echo.Context, status int, lang, key string) error {
+	return p.Render(c, status, "error", &Data{Lang: lang, TitleKey: "errorpage.title", Error: key}, "")
 }
 
 // cspSource turns a redirect URI into a CSP source expression: the origin
@@ -160,7 +159,29 @@ func cspSource(uri string) string {
 	return scheme + "://" + u.Host
 }
 
-// pageStatus is the status of the login or consent page: 200, also when it
-// is shown again with an error (browsers and scripted clients treat the
-// page the same).
-const pageStatus = http.StatusOK
+// Status is the status of the login, consent and account pages: 200, also
+// when one is shown again with an error (browsers and scripted clients
+// treat the page the same).
+const Status = http.StatusOK
+
+// RedirectDelay is how long the error page shown before an error redirect
+// stays before the browser follows the redirect on its own.
+const RedirectDelay = 5 * time.Second
+
+// RenderRedirect writes the error page whose button and meta refresh lead
+// to loc, the client's redirect URI with the error; key is the message of
+// the case. loc is built from a registered redirect URI, so it is trusted
+// as a URL (a private-use scheme such as com.example.app: is one too).
+func (p *Pages) RenderRedirect(c echo.Context, lang, key, loc string) error {
+	return p.Render(c, Status, "redirect", &Data{
+		Lang: lang, TitleKey: "errorpage.title", Error: key,
+		Back:    template.URL(loc),
+		Refresh: template.HTMLAttr(fmt.Sprintf(`content="%s"`, refreshContent(loc))),
+	}, "")
+}
+
+// refreshContent is the content of the meta refresh: the delay and the
+// URL, HTML-escaped for the attribute.
+func refreshContent(loc string) string {
+	return template.HTMLEscapeString(strconv.Itoa(int(RedirectDelay/time.Second)) + "; url=" + loc)
+}

@@ -1,13 +1,9 @@
-package oauth
+package passwords
 
 import (
 	"context"
-	"errors"
 	"time"
 )
-
-// errBusy is returned when no hashing slot freed up in time.
-var errBusy = errors.New("oauth: too many concurrent password checks")
 
 // limiter bounds concurrent argon2id checks: each holds its memory cost
 // (64 MiB by default) for its duration, so an unbounded number of
@@ -22,7 +18,7 @@ func newLimiter(n int, wait time.Duration) *limiter {
 	return &limiter{slots: make(chan struct{}, n), wait: wait}
 }
 
-// do runs fn in a slot. It returns errBusy after waiting l.wait, or the
+// do runs fn in a slot. It returns ErrBusy after waiting l.wait, or the
 // context's error.
 func (l *limiter) do(ctx context.Context, fn func()) error {
 	select {
@@ -33,7 +29,7 @@ func (l *limiter) do(ctx context.Context, fn func()) error {
 		select {
 		case l.slots <- struct{}{}:
 		case <-t.C:
-			return errBusy
+			return ErrBusy
 		case <-ctx.Done():
 			return ctx.Err()
 		}

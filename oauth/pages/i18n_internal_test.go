@@ -1,4 +1,4 @@
-package oauth
+package pages
 
 import (
 	"os"
@@ -30,7 +30,13 @@ func TestMessages(t *testing.T) {
 	for _, m := range regexp.MustCompile(`\.T "([a-z.]+)"`).FindAllStringSubmatch(string(tmpl), -1) {
 		used[m[1]] = true
 	}
-	files, _ := filepath.Glob("*.go")
+	// The keys this package and its users name: the authorization server,
+	// its browser flow and its account page.
+	var files []string
+	for _, pattern := range []string{"*.go", "../*.go", "../*/*.go"} {
+		m, _ := filepath.Glob(pattern)
+		files = append(files, m...)
+	}
 	keyRE := regexp.MustCompile(`"((?:errorpage|error|login|consent|field|redirect)\.[a-z.]+)"`)
 	for _, f := range files {
 		src, err := os.ReadFile(f)
@@ -51,7 +57,7 @@ func TestMessages(t *testing.T) {
 			}
 		}
 	}
-	for key := range messages[langNL] {
+	for key := range messages[NL] {
 		if !used[key] {
 			t.Errorf("key %s is never used", key)
 		}

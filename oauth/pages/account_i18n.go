@@ -1,10 +1,10 @@
-package oauth
+package pages
 
-// accountMessages are the account page's strings in both languages (msg
+// accountMessages are the account page's strings in both languages (Msg
 // reads them after messages); a test checks both have the same keys and
 // that every key the account templates use exists.
 var accountMessages = map[string]map[string]string{
-	langNL: {
+	NL: {
 		"account.title":                 "Mijn ondertekeningssleutels",
 		"account.heading":               "Mijn ondertekeningssleutels",
 		"account.login":                 "Log in om uw ondertekeningssleutels te bekijken en uit of weer aan te zetten.",
@@ -31,7 +31,7 @@ var accountMessages = map[string]map[string]string{
 		"account.refused":               "Deze sleutel kan niet door u worden gewijzigd.",
 		"account.logout":                "Uitloggen",
 	},
-	langEN: {
+	EN: {
 		"account.title":                 "My signing keys",
 		"account.heading":               "My signing keys",
 		"account.login":                 "Sign in to see your signing keys and to disable or re-enable them.",

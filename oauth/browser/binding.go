@@ -1,4 +1,4 @@
-package oauth
+package browser
 
 import (
 	"encoding/base64"
@@ -7,6 +7,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/signd/signd/oauth"
 	"github.com/signd/signd/store"
 )
 
@@ -58,8 +59,8 @@ const bindingCookieLen = 43
 // same name set by another path or a parent domain: ambiguous, so refused),
 // or a value that newSecret cannot have made (empty, oversized, wrong
 // alphabet).
-func (s *Server) bindingValue(r *http.Request) (value, problem string) {
-	cks := r.CookiesNamed(s.bindingName)
+func (h *Handler) bindingValue(r *http.Request) (value, problem string) {
+	cks := r.CookiesNamed(h.bindingName)
 	switch {
 	case len(cks) == 0:
 		return "", noBindingCookie
@@ -77,30 +78,30 @@ func wellFormedSecret(v string) bool {
 		return false
 	}
 	b, err := base64.RawURLEncoding.Strict().DecodeString(v)
-	return err == nil && len(b) == secretBytes
+	return err == nil && len(b) == oauth.SecretBytes
 }
 
 // bindBrowser binds the new request of f to the browser: the browser's
 // binding value when it has a well-formed one, else a fresh one. The
 // cookie to (re)set is kept in f and sent when the request is stored, so
 // its expiry always covers the newest request bound to it.
-func (s *Server) bindBrowser(c echo.Context, f *flow, now time.Time) error {
-	value, problem := s.bindingValue(c.Request())
+func (h *Handler) bindBrowser(c echo.Context, f *flow, now time.Time) error {
+	value, problem := h.bindingValue(c.Request())
 	if problem != "" {
 		if problem != noBindingCookie {
-			s.log.Info("browser binding cookie replaced", "client_id", f.req.ClientID, "reason", problem)
+			h.log.Info("browser binding cookie replaced", "client_id", f.req.ClientID, "reason", problem)
 		}
 		var err error
-		if value, err = newSecret(); err != nil {
+		if value, err = oauth.NewSecret(); err != nil {
 			return err
 		}
 	}
-	lifetime := s.requestLifetime()
+	lifetime := h.requestLifetime()
 	f.req.BindingHash = store.Fingerprint(value)
 	f.binding = &http.Cookie{
-		Name: s.bindingName, Value: value, Path: s.bindingPath,
+		Name: h.bindingName, Value: value, Path: h.bindingPath,
 		MaxAge: int(lifetime / time.Second), Expires: now.Add(lifetime),
-		HttpOnly: true, Secure: s.cfg.SecureCookies, SameSite: http.SameSiteLaxMode,
+		HttpOnly: true, Secure: h.cfg.SecureCookies, SameSite: http.SameSiteLaxMode,
 	}
 	return nil
 }
@@ -116,15 +117,15 @@ func sendBinding(c echo.Context, f *flow) {
 // checkBinding refuses a form post from a browser other than the one the
 // request is bound to: 403, nothing changed, a warning without secrets.
 // The fingerprints are compared in constant time.
-func (s *Server) checkBinding(r *http.Request, req *store.AuthRequest) error {
-	value, problem := s.bindingValue(r)
-	if problem == "" && !matchesFingerprint(value, req.BindingHash) {
+func (h *Handler) checkBinding(r *http.Request, req *store.AuthRequest) error {
+	value, problem := h.bindingValue(r)
+	if problem == "" && !oauth.MatchesFingerprint(value, req.BindingHash) {
 		problem = "binding cookie of another browser"
 	}
 	if problem == "" {
 		return nil
 	}
-	s.log.Warn("oauth form refused: not the browser the request is bound to",
+	h.log.Warn("oauth form refused: not the browser the request is bound to",
 		"client_id", req.ClientID, "path", r.URL.Path, "reason", problem)
-	return newPageError(http.StatusForbidden, req.Lang, "errorpage.browser")
+	return oauth.NewPageError(http.StatusForbidden, req.Lang, "errorpage.browser")
 }

@@ -1,4 +1,4 @@
-package oauth
+package pages
 
 import (
 	"maps"
@@ -10,7 +10,7 @@ import (
 // Both languages have every account page string, every key the account
 // templates use exists, and so does every status the rows can show.
 func TestAccountMessages(t *testing.T) {
-	nl, en := slices.Sorted(maps.Keys(accountMessages[langNL])), slices.Sorted(maps.Keys(accountMessages[langEN]))
+	nl, en := slices.Sorted(maps.Keys(accountMessages[NL])), slices.Sorted(maps.Keys(accountMessages[EN]))
 	if !slices.Equal(nl, en) {
 		t.Errorf("nl and en differ:\nnl %v\nen %v", nl, en)
 	}
@@ -31,7 +31,7 @@ func TestAccountMessages(t *testing.T) {
 	}
 	for _, lang := range supportedLangs {
 		for _, k := range keys {
-			if msg(lang, k) == k {
+			if Msg(lang, k) == k {
 				t.Errorf("%s: no message %q", lang, k)
 			}
 		}

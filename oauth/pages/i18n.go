@@ -1,4 +1,4 @@
-package oauth
+package pages
 
 import (
 	"strings"
@@ -8,13 +8,13 @@ import (
 
 // The page languages: Dutch (the default) and English.
 const (
-	langNL = "nl"
-	langEN = "en"
+	NL = "nl"
+	EN = "en"
 )
 
 // supportedLangs is the matcher's list; its order is the index order of
 // language.Matcher.Match.
-var supportedLangs = []string{langNL, langEN}
+var supportedLangs = []string{NL, EN}
 
 // newLangMatcher builds the matcher over supportedLangs (Dutch first, so it
 // is the fallback).
@@ -22,9 +22,25 @@ func newLangMatcher() language.Matcher {
 	return language.NewMatcher([]language.Tag{language.Dutch, language.English})
 }
 
-// pickLang chooses the page language from ui_locales (an RFC 5646 list in
+// PickLang chooses the page language from ui_locales (an RFC 5646 list in
 // order of preference, OIDC Core §3.1.2.1), then lang (CSC): the first
 // source with a supported tag wins; nothing supported gives Dutch.
+func (p *Pages) PickLang(uiLocales, lang string) string {
+	return pickLang(p.matcher, uiLocales, lang)
+}
+
+// AcceptLanguage chooses the page language from an Accept-Language header
+// (RFC 9110 §12.5.4); nothing supported gives Dutch.
+func (p *Pages) AcceptLanguage(header string) string {
+	tags, _, err := language.ParseAcceptLanguage(header)
+	if err == nil && len(tags) > 0 {
+		if _, i, conf := p.matcher.Match(tags...); conf != language.No {
+			return supportedLangs[i]
+		}
+	}
+	return NL
+}
+
 func pickLang(m language.Matcher, uiLocales, lang string) string {
 	for _, src := range []string{uiLocales, lang} {
 		var tags []language.Tag
@@ -40,13 +56,13 @@ func pickLang(m language.Matcher, uiLocales, lang string) string {
 			return supportedLangs[i]
 		}
 	}
-	return langNL
+	return NL
 }
 
 // messages holds every page string in both languages; a test checks that
 // both have the same keys and that every key the templates use exists.
 var messages = map[string]map[string]string{
-	langNL: {
+	NL: {
 		"login.title":         "Inloggen",
 		"login.heading":       "Inloggen",
 		"login.for":           "U logt in voor",
@@ -97,7 +113,7 @@ var messages = map[string]map[string]string{
 		"redirect.back":       "Terug naar de toepassing",
 		"footer.text":         "signd, ondertekenen op afstand",
 	},
-	langEN: {
+	EN: {
 		"login.title":         "Sign in",
 		"login.heading":       "Sign in",
 		"login.for":           "You are signing in for",
@@ -150,9 +166,9 @@ var messages = map[string]map[string]string{
 	},
 }
 
-// msg returns the message key in lang; a missing key shows as itself (a
+// Msg returns the message key in lang; a missing key shows as itself (a
 // test makes sure none is missing).
-func msg(lang, key string) string {
+func Msg(lang, key string) string {
 	if s, ok := messages[lang][key]; ok {
 		return s
 	}

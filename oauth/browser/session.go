@@ -1,0 +1,149 @@
+package browser
+
+import (
+	"errors"
+	"net/http"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/signd/signd/oauth"
+	"github.com/signd/signd/store"
+)
+
+// The login session (SSO): a login on the login page or the account page
+// opens one, a random cookie whose fingerprint names a store.Session; the
+// authorization flows skip the login page while it lasts, and the account
+// page (oauth/account, through the exported methods below, its Sessions)
+// shows the credentials of its user.
+
+// sessionUser returns the user of a valid login session cookie and the
+// time they logged in, or nil: the session must exist and be unexpired, the
+// user active and not locked.
+func (h *Handler) sessionUser(c echo.Context, now time.Time) (*store.User, time.Time, error) {
+	ck, err := c.Cookie(sessionCookie)
+	if err != nil || ck.Value == "" {
+		return nil, time.Time{}, nil
+	}
+	var sess *store.Session
+	var user *store.User
+	err = h.store.View(c.Request().Context(), func(tx oauth.Tx) (err error) {
+		if sess, err = tx.Session(store.Fingerprint(ck.Value)); err != nil {
+			return err
+		}
+		user, err = tx.User(sess.Username)
+		return err
+	})
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return nil, time.Time{}, nil
+	case err != nil:
+		return nil, time.Time{}, err
+	case !now.Before(sess.ExpiresAt), user.Status != store.UserActive, user.PasswordLocked:
+		return nil, time.Time{}, nil
+	}
+	return user, sess.AuthTime, nil
+}
+
+// newSession returns the writes that store a new login session for
+// username and the cookie to set once they committed. A session the
+// browser already had is removed (no fixation).
+func (h *Handler) newSession(c echo.Context, username string, now time.Time) (writes, *http.Cookie, error) {
+	value, err := oauth.NewSecret()
+	if err != nil {
+		return nil, nil, err
+	}
+	var old []byte
+	if ck, err := c.Cookie(sessionCookie); err == nil && ck.Value != "" {
+		old = store.Fingerprint(ck.Value)
+	}
+	sess := &store.Session{Hash: store.Fingerprint(value), Username: username, AuthTime: now, ExpiresAt: now.Add(h.cfg.SessionTTL)}
+	w := func(tx oauth.Tx) error {
+		if old != nil {
+			if err := tx.DeleteSession(old); err != nil && !errors.Is(err, store.ErrNotFound) {
+				return err
+			}
+		}
+		return tx.CreateSession(sess)
+	}
+	cookie := &http.Cookie{
+		Name: sessionCookie, Value: value, Path: h.cookiePath,
+		MaxAge: int(h.cfg.SessionTTL / time.Second), Expires: now.Add(h.cfg.SessionTTL),
+		HttpOnly: true, Secure: h.cfg.SecureCookies, SameSite: http.SameSiteLaxMode,
+	}
+	return w, cookie, nil
+}
+
+// SessionUser returns the user of the browser's valid login session at the
+// handler's now, or nil (sessionUser).
+func (h *Handler) SessionUser(c echo.Context) (*store.User, error) {
+	u, _, err := h.sessionUser(c, h.now())
+	return u, err
+}
+
+// OpenSession opens a login session for username, who logged in at now, in
+// one write transaction that first re-checks the account (a lock or a
+// disabling since the password was checked refuses, and nothing is
+// written), and sets its cookie once committed. A browser's earlier session
+// is removed.
+func (h *Handler) OpenSession(c echo.Context, username string, now time.Time) error {
+	session, cookie, err := h.newSession(c, username, now)
+	if err != nil {
+		return err
+	}
+	err = h.store.Update(c.Request().Context(), func(tx oauth.Tx) error {
+		if err := oauth.RecheckAccount(tx, username); err != nil {
+			return err
+		}
+		return session(tx)
+	})
+	if err != nil {
+		return err
+	}
+	c.SetCookie(cookie)
+	return nil
+}
+
+// EndSession removes the browser's login session from the store (the
+// flows' single sign-on ends with it) and expires its cookie. It returns
+// the session's user, "" when there was none.
+func (h *Handler) EndSession(c echo.Context) (string, error) {
+	ck, err := c.Cookie(sessionCookie)
+	if err != nil || ck.Value == "" {
+		return "", nil
+	}
+	hash := store.Fingerprint(ck.Value)
+	username := ""
+	err = h.store.Update(c.Request().Context(), func(tx oauth.Tx) error {
+		sess, err := tx.Session(hash)
+		if err != nil {
+			return err
+		}
+		username = sess.Username
+		return tx.DeleteSession(hash)
+	})
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
+		return "", err
+	}
+	c.SetCookie(&http.Cookie{Name: sessionCookie, Path: h.cookiePath, MaxAge: -1,
+		HttpOnly: true, Secure: h.cfg.SecureCookies, SameSite: http.SameSiteLaxMode})
+	return username, nil
+}
+
+// SessionCookie returns the value of the browser's login session cookie,
+// "" when it has none.
+func (h *Handler) SessionCookie(c echo.Context) string {
+	ck, err := c.Cookie(sessionCookie)
+	if err != nil {
+		return ""
+	}
+	return ck.Value
+}
+
+// CookiePath is the path of the flow's cookies: server.base_url's path
+// followed by /oauth2/.
+func (h *Handler) CookiePath() string { return h.cookiePath }
+
+// SecureCookies reports whether the flow's cookies are Secure
+// (Config.SecureCookies).
+func (h *Handler) SecureCookies() bool { return h.cfg.SecureCookies }

@@ -1,0 +1,12 @@
+// Package pages renders the HTML the authorization server shows a
+// browser: the login and consent pages, the account page, the error page
+// and the page shown before an error redirect, in Dutch (the default) or
+// English. Its templates, style sheet and messages are embedded; every page
+// carries a Content-Security-Policy without script (the one style block by
+// hash), no-store and a same-origin Referrer-Policy.
+//
+// pages knows nothing of OAuth: the callers (oauth's browser flow, its
+// account page and its error renderer) choose the page, the language
+// (PickLang, AcceptLanguage), the message keys and what the forms post.
+// It imports no signd package.
+package pages

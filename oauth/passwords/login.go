@@ -1,0 +1,125 @@
+package passwords
+
+import (
+	"context"
+	"crypto/subtle"
+	"time"
+
+	"github.com/pquerna/otp"
+	"github.com/pquerna/otp/totp"
+
+	"github.com/signd/signd/store"
+)
+
+// Login checks a username, password and one-time code. A failure is
+// reserved before the password is hashed (see reserve), so no more than
+// MaxFailures wrong passwords or codes in a row are ever evaluated, however
+// many arrive at once; reaching that locks the account (for a while, see
+// Checker.lock). An unknown, disabled or locked user, one without a password, or one whose remaining
+// guesses are all in flight, costs the same (a write transaction, a dummy
+// hash, a write transaction) so that timing does not tell the cases apart,
+// and all get the same answer (ok false). The returned user is set only
+// when ok. A TOTP code is accepted once per user (settleStep): a replayed
+// code is a wrong code.
+func (c *Checker) Login(ctx context.Context, username, password, code string, now time.Time) (*store.User, bool, error) {
+	return c.checkCredentials(ctx, username, password, code, now, false)
+}
+
+// LoginWithoutCode is Login for a login that cannot carry a one-time code
+// (CSC auth/login); see checkCredentials.
+func (c *Checker) LoginWithoutCode(ctx context.Context, username, password string, now time.Time) (*store.User, bool, error) {
+	return c.checkCredentials(ctx, username, password, "", now, true)
+}
+
+// checkCredentials is Login; pageless is a login that cannot carry a
+// one-time code (CSC auth/login). A user with TOTP cannot log in that way,
+// and the refusal is a success of nothing: a right password returns its
+// reservation (the counter stays as it was, neither reset nor raised) and
+// is answered like a wrong one, after the same argon2id work and a write
+// transaction, so that neither the answer nor its timing tells that the
+// password was right. A wrong password counts as on the login page.
+func (c *Checker) checkCredentials(ctx context.Context, username, password, code string, now time.Time, pageless bool) (*store.User, bool, error) {
+	g, res, user, lockedNow, err := c.reserve(ctx, secretPassword, username)
+	if err != nil {
+		return nil, false, err
+	}
+	defer g.release()
+	if res != reserved {
+		if err := c.limiter.do(ctx, func() { c.hasher.Dummy([]byte(password)) }); err != nil {
+			return nil, false, err
+		}
+		// A settled guess costs a write transaction (an fsync): so does
+		// this answer.
+		if err := c.store.Update(ctx, func(Tx) error { return nil }); err != nil {
+			return nil, false, err
+		}
+		switch {
+		case lockedNow:
+			c.log.Warn("account locked after failed logins", "username", username, "failures", c.cfg.MaxFailures)
+		case res == refusedLocked:
+			c.log.Warn("account locked: login refused without checking the password", "username", username)
+		default:
+			c.log.Info("login failed", "user_known", user != nil)
+		}
+		return nil, false, nil
+	}
+	ok, err := g.evaluate(ctx, []byte(password))
+	if err != nil {
+		return nil, false, err
+	}
+	if ok && user.TOTPSecret != "" && pageless {
+		if err := g.cancel(ctx); err != nil {
+			return nil, false, err
+		}
+		c.log.Info("password login refused: the account requires a one-time code", "username", username)
+		return nil, false, nil
+	}
+	var step int64
+	if ok && user.TOTPSecret != "" {
+		step, ok = totpStep(code, user.TOTPSecret, now)
+	}
+	ok, locked, lockedNow, err := g.settleStep(ctx, ok, step)
+	if err != nil {
+		return nil, false, err
+	}
+	switch {
+	case ok:
+		return user, true, nil
+	case lockedNow:
+		c.log.Warn("account locked after failed logins", "username", username, "failures", c.cfg.MaxFailures)
+	case locked:
+		c.log.Info("login failed; the account is locked", "username", username)
+	default:
+		c.log.Info("login failed", "user_known", true, "username", username)
+	}
+	return nil, false, nil
+}
+
+// TOTP parameters (RFC 6238 with the defaults authenticator apps use).
+const (
+	totpPeriod = 30 // seconds
+	totpSkew   = 1  // steps accepted either side of now
+)
+
+var totpOpts = totp.ValidateOpts{Period: totpPeriod, Skew: totpSkew, Digits: otp.DigitsSix, Algorithm: otp.AlgorithmSHA1}
+
+// totpStep reports whether code is the one-time code of secret for a time
+// step within the skew of now, and which step (Unix time / period) it is:
+// settleStep accepts each step once per user. A malformed code is a wrong
+// code.
+func totpStep(code, secret string, now time.Time) (int64, bool) {
+	if len(code) != 6 {
+		return 0, false
+	}
+	for d := -totpSkew; d <= totpSkew; d++ {
+		at := now.Add(time.Duration(d*totpPeriod) * time.Second)
+		want, err := totp.GenerateCodeCustom(secret, at, totpOpts)
+		if err != nil {
+			return 0, false
+		}
+		if subtle.ConstantTimeCompare([]byte(want), []byte(code)) == 1 {
+			return at.Unix() / totpPeriod, true
+		}
+	}
+	return 0, false
+}
