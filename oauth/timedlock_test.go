@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -277,5 +278,53 @@ func TestPINLockOutlastsTheClock(t *testing.T) {
 	deniedWith(t, "a credential flow 12 hours later", s, pinLockedDesc)
 	if u := ev.user("alice"); !u.PINLocked || !u.PasswordLockedUntil.IsZero() || u.PasswordLockouts != 0 {
 		t.Errorf("alice: PIN locked %v, password locked until %v, %d lockouts", u.PINLocked, u.PasswordLockedUntil, u.PasswordLockouts)
+	}
+}
+
+// writeCounter counts the store writes (PutUser) a Checker makes: on etcd
+// every transaction that writes is a raft commit, one that only reads is
+// not, so two answers that must take the same time must write as often.
+type writeCounter struct {
+	passwords.Store
+	puts atomic.Int64
+}
+
+type putCountingTx struct {
+	passwords.Tx
+	puts *atomic.Int64
+}
+
+func (c putCountingTx) PutUser(u *store.User) error {
+	c.puts.Add(1)
+	return c.Tx.PutUser(u)
+}
+
+func (w *writeCounter) Update(ctx context.Context, fn func(passwords.Tx) error) error {
+	return w.Store.Update(ctx, func(tx passwords.Tx) error { return fn(putCountingTx{tx, &w.puts}) })
+}
+
+// TestPagelessRefusalWritesLikeAWrongPassword: a TOTP user's right password
+// at auth/login writes the store as often as a wrong password does, so that
+// on a store whose reads cost no commit (etcd) its timing does not tell the
+// password was right.
+func TestPagelessRefusalWritesLikeAWrongPassword(t *testing.T) {
+	var wc *writeCounter
+	ev, _ := lockoutEnv(t, func(c *passwords.Config) {
+		wc = &writeCounter{Store: c.Store}
+		c.Store = wc
+	})
+	pl := passwordLogin(t, ev, "rp")
+	ctx := context.Background()
+	writes := func(password string) int64 {
+		t.Helper()
+		before := wc.puts.Load()
+		if _, err := pl.Login(ctx, "bob", password, false); !errors.Is(err, authlogin.ErrLoginFailed) {
+			t.Fatalf("pageless login of bob: %v, want ErrLoginFailed", err)
+		}
+		return wc.puts.Load() - before
+	}
+	wrong, right := writes("not bob's password"), writes(bobPassword)
+	if wrong != right {
+		t.Errorf("a wrong password writes the store %d times, bob's right password %d times: the timing on etcd tells them apart", wrong, right)
 	}
 }

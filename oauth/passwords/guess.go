@@ -327,12 +327,16 @@ func (g *guess) settleStep(ctx context.Context, ok bool, totpStep int64) (accept
 			}
 			return tx.PutUser(u)
 		}
+		// A wrong guess writes the user back even when nothing changed:
+		// cancel (a pageless refusal of a TOTP user's right password)
+		// writes too, and on etcd a transaction that only reads costs no
+		// commit, so the two would differ in time.
 		if kind.lockedAt(u, now) {
 			locked = true
-			return nil
+			return tx.PutUser(u)
 		}
 		if *failed < limit {
-			return nil
+			return tx.PutUser(u)
 		}
 		g.c.lock(kind, u, now)
 		locked, lockedNow = true, true
