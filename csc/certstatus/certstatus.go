@@ -291,9 +291,11 @@ func (c *Checker) wait() time.Duration {
 }
 
 // Refresh fetches fresh answers for chains and replaces the cache with
-// them: a chain whose fetch fails keeps its last good answer, chains not
-// in the list are forgotten, and so is the history of certificates no
-// listed chain holds. Each CRL is fetched once per call.
+// them: a chain whose fetch fails keeps its last good answer (but is
+// revoked, or suspended, when the history of one of its certificates
+// says so: see standing), chains not in the list are forgotten, and so
+// is the history of certificates no listed chain holds. Each CRL is
+// fetched once per call.
 func (c *Checker) Refresh(ctx context.Context, chains [][][]byte) {
 	crls := map[string]crlResult{}
 	seen := map[[32]byte]bool{}

@@ -15,6 +15,18 @@ import (
 	"github.com/signd/signd/csc/certstatus/certstatustest"
 )
 
+// underIntermediate starts an intermediate CA under f.ca (which names the
+// root's CRL) and issues a leaf under it that names its OCSP responder.
+func (f *fixture) underIntermediate(t *testing.T) (*certstatustest.CA, *x509.Certificate) {
+	t.Helper()
+	sub := f.ca.Intermediate(t, "Intermediate")
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sub, sub.Issue(t, key.Public(), certstatustest.Leaf{Subject: pkix.Name{CommonName: "Signer"}, OCSP: true})
+}
+
 // TestHistoryKeptWhileAnotherLinkFails: what was taken about a
 // certificate lasts as long as a listed chain holds it, even through
 // refreshes in which another link of the chain gets no answer: an
@@ -22,12 +34,7 @@ import (
 // down in between.
 func TestHistoryKeptWhileAnotherLinkFails(t *testing.T) {
 	f := newFixture(t)
-	sub := f.ca.Intermediate(t, "Intermediate")
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	leaf := sub.Issue(t, key.Public(), certstatustest.Leaf{Subject: pkix.Name{CommonName: "Signer"}, OCSP: true})
+	sub, leaf := f.underIntermediate(t)
 	inter := sub.Cert
 	chain := [][]byte{leaf.Raw, inter.Raw, f.ca.Cert.Raw}
 	f.ca.Revoke(inter.SerialNumber, ocsp.CACompromise)
@@ -83,12 +90,7 @@ func TestRevocationSurvivesAnotherLinkFailing(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			f := newFixture(t)
-			sub := f.ca.Intermediate(t, "Intermediate")
-			key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-			if err != nil {
-				t.Fatal(err)
-			}
-			leaf := sub.Issue(t, key.Public(), certstatustest.Leaf{Subject: pkix.Name{CommonName: "Signer"}, OCSP: true})
+			sub, leaf := f.underIntermediate(t)
 			s := setup{f: f, sub: sub, leaf: leaf, inter: sub.Cert}
 			chain := [][]byte{leaf.Raw, sub.Cert.Raw, f.ca.Cert.Raw}
 			f.refresh(chain)
@@ -117,12 +119,7 @@ func TestRevocationSurvivesAnotherLinkFailing(t *testing.T) {
 // current answer.
 func TestRevocationInHistoryDecidesAFailedChain(t *testing.T) {
 	f := newFixture(t)
-	sub := f.ca.Intermediate(t, "Intermediate")
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	leaf := sub.Issue(t, key.Public(), certstatustest.Leaf{Subject: pkix.Name{CommonName: "Signer"}, OCSP: true})
+	sub, leaf := f.underIntermediate(t)
 	full := [][]byte{leaf.Raw, sub.Cert.Raw, f.ca.Cert.Raw}
 	short := [][]byte{leaf.Raw, sub.Cert.Raw} // ends at the intermediate
 	f.refresh(full, short)
