@@ -291,9 +291,11 @@ func (c *Checker) wait() time.Duration {
 }
 
 // Refresh fetches fresh answers for chains and replaces the cache with
-// them: a chain whose fetch fails keeps its last good answer, chains not
-// in the list are forgotten, and so is the history of certificates no
-// listed chain holds. Each CRL is fetched once per call.
+// them: a chain whose fetch fails keeps its last good answer (but is
+// revoked, or suspended, when the history of one of its certificates
+// says so: see standing), chains not in the list are forgotten, and so
+// is the history of certificates no listed chain holds. Each CRL is
+// fetched once per call.
 func (c *Checker) Refresh(ctx context.Context, chains [][][]byte) {
 	crls := map[string]crlResult{}
 	seen := map[[32]byte]bool{}
@@ -319,6 +321,14 @@ func (c *Checker) Refresh(ctx context.Context, chains [][][]byte) {
 			next[k] = old
 		default:
 			next[k] = entry{status: Valid, until: time.Unix(0, 0)}
+		}
+		if err != nil {
+			// A revocation or hold taken about a certificate of the
+			// chain (through another chain, or an earlier refresh)
+			// is not undone by the last good answer.
+			if s := c.standing(chain); worse(next[k].status, s) != next[k].status {
+				next[k] = entry{status: s, until: next[k].until}
+			}
 		}
 		if err != nil {
 			c.cfg.Logger.Warn("certificate status: no fresh answer", "subject", subject(chain), "err", err,
@@ -374,6 +384,12 @@ func subject(chain [][]byte) string {
 // check fetches the status of every link of chain. until is when the
 // combined answer stops being current (zero: nothing to check). The
 // certificates of chain are added to seen.
+//
+// Every link is asked, even after one failed: a link answered revoked
+// or suspended decides the chain whatever the others did, so that status
+// is returned (with until over the links that answered) and the failures
+// are only logged; otherwise a failure is the error, and the chain has no
+// fresh answer.
 func (c *Checker) check(ctx context.Context, chain [][]byte, crls map[string]crlResult, seen map[[32]byte]bool) (Status, time.Time, error) {
 	certs := make([]*x509.Certificate, len(chain))
 	for i, der := range chain {
@@ -387,21 +403,33 @@ func (c *Checker) check(ctx context.Context, chain [][]byte, crls map[string]crl
 		seen[certKey(cert)] = true
 	}
 	status, until := Valid, time.Time{}
+	var errs []error
 	for i, cert := range certs {
 		switch linkOf(certs, i) {
 		case skip:
 			continue
 		case unverified:
-			return "", time.Time{}, fmt.Errorf("%s names a revocation source but its issuer is not in the chain", cert.Subject)
+			errs = append(errs, fmt.Errorf("%s names a revocation source but its issuer is not in the chain", cert.Subject))
+			continue
 		}
 		s, u, err := c.checkOne(ctx, cert, certs[i+1], crls)
 		if err != nil {
-			return "", time.Time{}, err
+			errs = append(errs, fmt.Errorf("%s: %w", cert.Subject, err))
+			continue
 		}
 		status = worse(status, s)
 		if until.IsZero() || u.Before(until) {
 			until = u
 		}
+	}
+	err := errors.Join(errs...)
+	switch {
+	case err == nil:
+	case status != Valid:
+		c.cfg.Logger.Warn("certificate status: a link without an answer, another "+string(status),
+			"subject", subject(chain), "err", err)
+	default:
+		return "", time.Time{}, err
 	}
 	return status, until, nil
 }

@@ -98,6 +98,26 @@ func (c *Checker) take(k [32]byte, kind string, a answer) (Status, error) {
 	return a.status, nil
 }
 
+// standing is the worst status the history of chain's certificates
+// holds: Revoked when one was taken revoked, Suspended when a hold on one
+// stands, else Valid.
+func (c *Checker) standing(chain [][]byte) Status {
+	c.hmu.Lock()
+	defer c.hmu.Unlock()
+	s := Valid
+	for _, der := range chain {
+		h := c.history[sha256.Sum256(der)]
+		switch {
+		case h == nil:
+		case h.revoked:
+			return Revoked
+		case !h.held.IsZero():
+			s = Suspended
+		}
+	}
+	return s
+}
+
 // forget drops the history of every certificate not in keep.
 func (c *Checker) forget(keep map[[32]byte]bool) {
 	c.hmu.Lock()
