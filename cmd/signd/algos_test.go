@@ -13,8 +13,6 @@ import (
 	"encoding/pem"
 	"fmt"
 	"math/big"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -39,15 +37,7 @@ const (
 // (--key-type or --algo) through the CLI and imports a chain for it.
 func enrollKeyType(t *testing.T, e *env, user, flag, keyType string) string {
 	t.Helper()
-	csr := e.must("", "credential", "create", "--user", user, flag, keyType, "--subject", "CN="+user+" "+keyType+",O=Example BV", "--csr-out", "-")
-	lines := strings.Split(strings.TrimSpace(csr), "\n")
-	cred := lines[len(lines)-1]
-	chainFile := filepath.Join(e.dir, cred+"-chain.pem")
-	if err := os.WriteFile(chainFile, []byte(newTestCA(t, "Algorithms CA").issue(t, csr)), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	e.must("", "credential", "import-cert", cred, "--chain", chainFile)
-	return cred
+	return enrollKey(t, e, user, "CN="+user+" "+keyType+",O=Example BV", flag, keyType)
 }
 
 // TestSignAlgorithmsEndToEnd enrolls RSA and EC credentials through the

@@ -188,7 +188,7 @@ func signaturesOf(t *testing.T, status int, res map[string]any, n int) [][]byte 
 func TestClientPyHanko(t *testing.T) {
 	e := newEnv(t, "")
 	_, base, _ := startJourney(t, e)
-	cred := enrollExplicit(t, e, "alice", "CN=Alice Jansen,O=Example BV,C=NL", "--multisign", "10", "--auth-mode", "explicit")
+	cred := enrollKey(t, e, "alice", "CN=Alice Jansen,O=Example BV,C=NL", "--multisign", "10", "--auth-mode", "explicit")
 	bearer := serviceToken(t, base)
 	header := map[string]string{
 		"Authorization": "Bearer " + bearer, "Content-Type": "application/json",
@@ -337,7 +337,7 @@ func TestClientSetaPDF(t *testing.T) {
 func TestClientLaverca(t *testing.T) {
 	e := newEnv(t, authLoginConfig)
 	_, base, _ := startJourney(t, e)
-	cred := enrollExplicit(t, e, "alice", "CN=Alice Jansen,O=Example BV,C=NL", "--multisign", "2", "--auth-mode", "explicit")
+	cred := enrollKey(t, e, "alice", "CN=Alice Jansen,O=Example BV,C=NL", "--multisign", "2", "--auth-mode", "explicit")
 	header := map[string]string{
 		"Content-Type": "application/json; charset=utf-8", "User-Agent": "okhttp/4.12.0",
 		"Authorization": basic("alice", journeyPassword), "Accept-Encoding": "gzip",

@@ -322,30 +322,7 @@ func TestEtcdClusterPINLockout(t *testing.T) {
 		}
 		browsers[i], pages[i] = b, s
 	}
-	answers := make([]*oauthtest.Step, n)
-	start := make(chan struct{})
-	var wg sync.WaitGroup
-	for i := range n {
-		wg.Go(func() {
-			<-start
-			var err error
-			if answers[i], err = browsers[i].Submit(pages[i].Form, map[string]string{"pin": fmt.Sprintf("wrong-%02d", i)}, "approve"); err != nil {
-				t.Error(err)
-				answers[i] = &oauthtest.Step{}
-			}
-		})
-	}
-	close(start)
-	wg.Wait()
-	wrongPages := 0
-	for i, a := range answers {
-		switch q := a.Query(); {
-		case a.Form != nil && a.Form.Has("pin"):
-			wrongPages++
-		case q.Get("error") != "access_denied" || q.Get("error_description") != "The signing PIN is locked":
-			t.Errorf("wrong PIN %d (node %d): want access_denied or the PIN page, got %d %v %.200s", i, i%len(bases)+1, a.Status, a.Location, oauthtest.Text(a.Body))
-		}
-	}
+	wrongPages := guessPINsAtOnce(t, browsers, pages, func(i int) string { return fmt.Sprintf(" (node %d)", i%len(bases)+1) })
 	if wrongPages > 2 {
 		t.Errorf("%d wrong PINs were answered \"wrong PIN\": more than max_failures-1 were evaluated", wrongPages)
 	}

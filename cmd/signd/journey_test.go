@@ -93,11 +93,12 @@ func TestCSCJourney(t *testing.T) {
 	}
 }
 
-// enrollKey creates a credential for user with subject and imports a chain
-// from a throwaway CA; it returns the credential ID.
-func enrollKey(t *testing.T, e *env, user, subject string) string {
+// enrollKey creates a credential for user with subject and extra create
+// flags (--key-type, --multisign, --auth-mode) and imports a chain from a
+// throwaway CA; it returns the credential ID.
+func enrollKey(t *testing.T, e *env, user, subject string, flags ...string) string {
 	t.Helper()
-	csr := e.must("", "credential", "create", "--user", user, "--subject", subject, "--csr-out", "-")
+	csr := e.must("", append([]string{"credential", "create", "--user", user, "--subject", subject, "--csr-out", "-"}, flags...)...)
 	lines := strings.Split(strings.TrimSpace(csr), "\n")
 	cred := lines[len(lines)-1]
 	chainFile := filepath.Join(e.dir, cred+"-chain.pem")
