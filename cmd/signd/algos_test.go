@@ -281,36 +281,7 @@ func oauthFlow(t *testing.T, base string) func(scope, state string, params ...oa
 	browser := oauthtest.NewBrowser(nil)
 	return func(scope, state string, params ...oauth2.AuthCodeOption) *oauth2.Token {
 		t.Helper()
-		c := conf
-		c.Scopes = []string{scope}
-		s, err := browser.Get(c.AuthCodeURL(state, append(params, oauth2.SetAuthURLParam("lang", "en"))...))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if s.Form == nil || !s.Form.Has("password") {
-			t.Fatalf("%s: no login page: %d %s", scope, s.Status, oauthtest.Text(s.Body))
-		}
-		if s, err = browser.Submit(s.Form, map[string]string{"username": "alice", "password": journeyPassword}, "approve"); err != nil {
-			t.Fatal(err)
-		}
-		if s.Form == nil {
-			t.Fatalf("%s: no consent page: %d %s", scope, s.Status, oauthtest.Text(s.Body))
-		}
-		set := map[string]string{}
-		if scope == "credential" {
-			if !s.Form.Has("pin") {
-				t.Fatalf("the credential consent page asks no PIN: %s", oauthtest.Text(s.Body))
-			}
-			set["pin"] = journeyPIN
-		}
-		if s, err = browser.Submit(s.Form, set, "approve"); err != nil {
-			t.Fatal(err)
-		}
-		q := s.Query()
-		if !s.Redirected() || q.Get("code") == "" || q.Get("state") != state {
-			t.Fatalf("%s: no code: %d %v %s", scope, s.Status, s.Location, oauthtest.Text(s.Body))
-		}
-		tok, err := c.Exchange(ctx, q.Get("code"))
+		tok, err := conf.Exchange(ctx, loginFlow(t, browser, conf, mustLogin, scope, state, params...))
 		if err != nil {
 			t.Fatalf("%s: token: %v", scope, err)
 		}

@@ -89,11 +89,24 @@ func newEtcdEnvOn(t *testing.T, endpoints []string, prefix, extra string) *env {
 // session still holds) and returns the code (not redeemed).
 func codeFlow(t *testing.T, browser *oauthtest.Browser, conf oauth2.Config, scope, state string, params ...oauth2.AuthCodeOption) string {
 	t.Helper()
+	return loginFlow(t, browser, conf, mayReuseLogin, scope, state, params...)
+}
+
+// How loginFlow meets the login page: mustLogin fails the flow when the
+// browser is not asked to log in.
+const mustLogin, mayReuseLogin = true, false
+
+// loginFlow is codeFlow, with login mustLogin or mayReuseLogin.
+func loginFlow(t *testing.T, browser *oauthtest.Browser, conf oauth2.Config, login bool, scope, state string, params ...oauth2.AuthCodeOption) string {
+	t.Helper()
 	c := conf
 	c.Scopes = []string{scope}
 	s, err := browser.Get(c.AuthCodeURL(state, append(params, oauth2.SetAuthURLParam("lang", "en"))...))
 	if err != nil {
 		t.Fatal(err)
+	}
+	if login && (s.Form == nil || !s.Form.Has("password")) {
+		t.Fatalf("%s: no login page: %d %s", scope, s.Status, oauthtest.Text(s.Body))
 	}
 	if s.Form != nil && s.Form.Has("password") { // else the login session is reused
 		if s, err = browser.Submit(s.Form, map[string]string{"username": "alice", "password": journeyPassword}, "approve"); err != nil {
@@ -105,6 +118,9 @@ func codeFlow(t *testing.T, browser *oauthtest.Browser, conf oauth2.Config, scop
 	}
 	set := map[string]string{}
 	if scope == "credential" {
+		if !s.Form.Has("pin") {
+			t.Fatalf("the credential consent page asks no PIN: %s", oauthtest.Text(s.Body))
+		}
 		set["pin"] = journeyPIN
 	}
 	if s, err = browser.Submit(s.Form, set, "approve"); err != nil {
