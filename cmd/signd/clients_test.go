@@ -37,6 +37,13 @@ import (
 // returns the status and the JSON body (nil for none).
 func clientCall(t *testing.T, url string, header map[string]string, body string) (int, map[string]any) {
 	t.Helper()
+	status, _, m := rawPost(t, url, header, body)
+	return status, m
+}
+
+// rawPost is clientCall, returning the response headers too.
+func rawPost(t *testing.T, url string, header map[string]string, body string) (int, http.Header, map[string]any) {
+	t.Helper()
 	req, err := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
@@ -56,7 +63,7 @@ func clientCall(t *testing.T, url string, header map[string]string, body string)
 			t.Fatalf("POST %s: %d %q is not JSON", url, res.StatusCode, data)
 		}
 	}
-	return res.StatusCode, m
+	return res.StatusCode, res.Header, m
 }
 
 // pyJSON writes v as Python's json.dumps does by default (aiohttp's

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
-	"crypto/x509"
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
@@ -78,16 +77,7 @@ func haEnroll(t *testing.T, e *env, db store.Store, user string) enrolled {
 // haCredential enrolls one more credential for user through e's CLI.
 func haCredential(t *testing.T, e *env, db store.Store, user string) enrolled {
 	t.Helper()
-	cred := enrollKey(t, e, user, "CN="+user+",O=Example")
-	var c *store.Credential
-	if err := db.View(context.Background(), func(tx store.Tx) (err error) { c, err = tx.Credential(cred); return err }); err != nil {
-		t.Fatal(err)
-	}
-	leaf, err := x509.ParseCertificate(c.Chain[0])
-	if err != nil {
-		t.Fatal(err)
-	}
-	return enrolled{cred: cred, leaf: leaf}
+	return enrolledOf(t, db, enrollKey(t, e, user, "CN="+user+",O=Example"))
 }
 
 // haMint stores a service access token of user and client and n SADs for
