@@ -12,6 +12,7 @@ import (
 	"encoding/json"
 	"encoding/pem"
 	"fmt"
+	"maps"
 	"math/big"
 	"slices"
 	"strings"
@@ -63,6 +64,20 @@ func TestSignAlgorithmsEndToEnd(t *testing.T) {
 	flow := oauthFlow(t, base)
 	service := flow("service", "state-service")
 
+	// signHash hashes "%PDF-1.7 "+doc with h, runs the credential flow for
+	// that digest and posts signHash with the request members extra; it
+	// returns the digest, the SAD and the answer.
+	signHash := func(t *testing.T, cred string, h crypto.Hash, doc string, extra map[string]any) ([]byte, string, int, map[string]any) {
+		t.Helper()
+		digest := hashOf(h, "%PDF-1.7 "+doc)
+		sad := credentialFlow(flow, cred, digest)
+		req := map[string]any{"credentialID": cred, "SAD": sad, "hash": []string{base64.StdEncoding.EncodeToString(digest)}}
+		maps.Copy(req, extra)
+		body, _ := json.Marshal(req)
+		status, res := postJSON(t, base+"/csc/v1/signatures/signHash", service.AccessToken, string(body))
+		return digest, sad, status, res
+	}
+
 	leaves := map[string][]byte{}
 	for _, tc := range []struct {
 		cred, algo string
@@ -110,14 +125,7 @@ func TestSignAlgorithmsEndToEnd(t *testing.T) {
 	}
 	for _, row := range rows {
 		t.Run(row.name, func(t *testing.T) {
-			digest := hashOf(row.hash, "%PDF-1.7 "+row.name)
-			sad := credentialFlow(flow, row.cred, digest)
-			req := map[string]any{"credentialID": row.cred, "SAD": sad, "hash": []string{base64.StdEncoding.EncodeToString(digest)}}
-			for k, v := range row.req {
-				req[k] = v
-			}
-			body, _ := json.Marshal(req)
-			status, res := postJSON(t, base+"/csc/v1/signatures/signHash", service.AccessToken, string(body))
+			digest, _, status, res := signHash(t, row.cred, row.hash, row.name, row.req)
 			if status != 200 {
 				t.Fatalf("signHash: %d %v", status, res)
 			}
@@ -180,24 +188,17 @@ func TestSignAlgorithmsEndToEnd(t *testing.T) {
 	}
 	for _, h := range hostile {
 		t.Run("hostile/"+h.name, func(t *testing.T) {
-			digest := hashOf(h.hash, "%PDF-1.7 hostile "+h.name)
-			sad := credentialFlow(flow, h.cred, digest)
-			req := map[string]any{"credentialID": h.cred, "SAD": sad, "hash": []string{base64.StdEncoding.EncodeToString(digest)}}
-			for k, v := range h.req {
-				req[k] = v
-			}
-			body, _ := json.Marshal(req)
-			status, res := postJSON(t, base+"/csc/v1/signatures/signHash", service.AccessToken, string(body))
+			digest, sad, status, res := signHash(t, h.cred, h.hash, "hostile "+h.name, h.req)
 			if status != 400 || res["error"] != "invalid_request" || res["error_description"] != h.desc {
 				t.Fatalf("signHash: %d %v, want 400 invalid_request %q", status, res, h.desc)
 			}
 			// The SAD is intact: the right algorithm still signs with it.
-			right := map[string]any{"credentialID": h.cred, "SAD": sad, "hash": req["hash"], "signAlgo": "1.2.840.113549.1.1.1",
+			right := map[string]any{"credentialID": h.cred, "SAD": sad, "hash": []string{base64.StdEncoding.EncodeToString(digest)}, "signAlgo": "1.2.840.113549.1.1.1",
 				"hashAlgo": map[crypto.Hash]string{crypto.SHA256: "2.16.840.1.101.3.4.2.1", crypto.SHA384: "2.16.840.1.101.3.4.2.2", crypto.SHA512: "2.16.840.1.101.3.4.2.3"}[h.hash]}
 			if h.cred == ec256 || h.cred == ec384 || h.cred == ec521 {
 				right["signAlgo"] = map[crypto.Hash]string{crypto.SHA256: "1.2.840.10045.4.3.2", crypto.SHA384: "1.2.840.10045.4.3.3", crypto.SHA512: "1.2.840.10045.4.3.4"}[h.hash]
 			}
-			body, _ = json.Marshal(right)
+			body, _ := json.Marshal(right)
 			if status, res := postJSON(t, base+"/csc/v1/signatures/signHash", service.AccessToken, string(body)); status != 200 {
 				t.Fatalf("the SAD does not sign after the refusal: %d %v", status, res)
 			}
@@ -293,8 +294,7 @@ func oauthFlow(t *testing.T, base string) func(scope, state string, params ...oa
 // the SAD.
 func credentialFlow(flow func(string, string, ...oauth2.AuthCodeOption) *oauth2.Token, cred string, digest []byte) string {
 	return flow("credential", "state-credential",
-		oauth2.SetAuthURLParam("credentialID", cred), oauth2.SetAuthURLParam("numSignatures", "1"),
-		oauth2.SetAuthURLParam("hash", base64.RawURLEncoding.EncodeToString(digest))).AccessToken
+		oneSignature(cred, digest)...).AccessToken
 }
 
 // hashOf hashes s with h.

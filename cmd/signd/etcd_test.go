@@ -169,8 +169,7 @@ func TestCSCJourneyEtcd(t *testing.T) {
 
 	digest := sha256.Sum256([]byte("%PDF-1.7 signed on etcd"))
 	sad, err := conf.Exchange(ctx, codeFlow(t, browser, conf, "credential", "state-credential",
-		oauth2.SetAuthURLParam("credentialID", cred), oauth2.SetAuthURLParam("numSignatures", "1"),
-		oauth2.SetAuthURLParam("hash", base64.RawURLEncoding.EncodeToString(digest[:]))))
+		oneSignature(cred, digest[:])...))
 	if err != nil {
 		t.Fatalf("SAD: %v", err)
 	}
@@ -254,8 +253,7 @@ func TestEtcdCluster(t *testing.T) {
 	// The same SAD at three nodes at once: one signature.
 	digest := sha256.Sum256([]byte("%PDF-1.7 one signature for three nodes"))
 	sad, err := conf.Exchange(ctx, codeFlow(t, browser, conf, "credential", "state-credential",
-		oauth2.SetAuthURLParam("credentialID", cred), oauth2.SetAuthURLParam("numSignatures", "1"),
-		oauth2.SetAuthURLParam("hash", base64.RawURLEncoding.EncodeToString(digest[:]))))
+		oneSignature(cred, digest[:])...))
 	if err != nil {
 		t.Fatalf("SAD: %v", err)
 	}
@@ -327,9 +325,7 @@ func TestEtcdClusterPINLockout(t *testing.T) {
 		conf, _ := journeyClient(bases[i%len(bases)])
 		conf.Scopes = []string{"credential"}
 		b := oauthtest.NewBrowser(nil)
-		s, err := b.Get(conf.AuthCodeURL("st", oauth2.SetAuthURLParam("lang", "en"),
-			oauth2.SetAuthURLParam("credentialID", cred), oauth2.SetAuthURLParam("numSignatures", "1"),
-			oauth2.SetAuthURLParam("hash", base64.RawURLEncoding.EncodeToString(digest[:]))))
+		s, err := b.Get(conf.AuthCodeURL("st", oneSignature(cred, digest[:], oauth2.SetAuthURLParam("lang", "en"))...))
 		if err == nil {
 			s, err = b.Submit(s.Form, map[string]string{"username": "alice", "password": journeyPassword}, "approve")
 		}

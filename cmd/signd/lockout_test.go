@@ -35,8 +35,7 @@ func TestPINLockoutThroughDaemon(t *testing.T) {
 		c.Scopes = []string{scope}
 		opts := []oauth2.AuthCodeOption{oauth2.SetAuthURLParam("lang", "en")}
 		if scope == "credential" {
-			opts = append(opts, oauth2.SetAuthURLParam("credentialID", cred), oauth2.SetAuthURLParam("numSignatures", "1"),
-				oauth2.SetAuthURLParam("hash", base64.RawURLEncoding.EncodeToString(digest[:])))
+			opts = append(opts, oneSignature(cred, digest[:])...)
 		}
 		b := oauthtest.NewBrowser(nil)
 		s, err := b.Get(c.AuthCodeURL("st", opts...))

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/asn1"
-	"encoding/base64"
 	"encoding/pem"
 	"os"
 	"os/exec"
@@ -58,8 +57,7 @@ func TestSignPDF(t *testing.T) {
 		BaseURL: base, AccessToken: service, CredentialID: cred,
 		Authorize: func(_ context.Context, digest []byte) (string, error) {
 			authorized++
-			return flow("credential", oauth2.SetAuthURLParam("credentialID", cred), oauth2.SetAuthURLParam("numSignatures", "1"),
-				oauth2.SetAuthURLParam("hash", base64.RawURLEncoding.EncodeToString(digest)))
+			return flow("credential", oneSignature(cred, digest)...)
 		},
 	}
 	chain, err := client.Chain(context.Background())
