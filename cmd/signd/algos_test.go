@@ -4,8 +4,6 @@ import (
 	"crypto"
 	"crypto/ecdsa"
 	"crypto/rsa"
-	"crypto/sha256"
-	"crypto/sha512"
 	"crypto/x509"
 	"encoding/asn1"
 	"encoding/base64"
@@ -297,16 +295,9 @@ func credentialFlow(flow func(string, string, ...oauth2.AuthCodeOption) *oauth2.
 		oneSignature(cred, digest)...).AccessToken
 }
 
-// hashOf hashes s with h.
+// hashOf hashes s with h (SHA-256, SHA-384 or SHA-512).
 func hashOf(h crypto.Hash, s string) []byte {
-	switch h {
-	case crypto.SHA384:
-		d := sha512.Sum384([]byte(s))
-		return d[:]
-	case crypto.SHA512:
-		d := sha512.Sum512([]byte(s))
-		return d[:]
-	}
-	d := sha256.Sum256([]byte(s))
-	return d[:]
+	d := h.New()
+	d.Write([]byte(s))
+	return d.Sum(nil)
 }
