@@ -29,37 +29,53 @@ import (
 	"github.com/signd/signd/store/etcd/etcdtest"
 )
 
-// The embedded etcd of this package's tests: started by the first test
-// that needs it, stopped by TestMain (stopEtcd).
-var (
-	etcdOnce   sync.Once
-	etcdServer *etcdtest.Server
-	etcdDir    string
-	etcdErr    error
-)
+// etcdServer is the embedded etcd of this package's tests: started by the
+// first test that needs it, stopped by TestMain (stopEtcd).
+var etcdServer lazyServer[*etcdtest.Server]
 
 // sharedEtcd returns the package's embedded etcd server, starting it once.
 func sharedEtcd(t *testing.T) *etcdtest.Server {
 	t.Helper()
-	etcdOnce.Do(func() {
-		if etcdDir, etcdErr = os.MkdirTemp("", "signd-etcd-"); etcdErr != nil {
-			return
-		}
-		etcdServer, etcdErr = etcdtest.Start(etcdDir)
-	})
-	if etcdErr != nil {
-		t.Fatal(etcdErr)
-	}
-	return etcdServer
+	return etcdServer.get(t, "signd-etcd-", etcdtest.Start)
 }
 
 // stopEtcd stops the embedded etcd if a test started it.
-func stopEtcd() {
-	if etcdServer != nil {
-		etcdServer.Close()
+func stopEtcd() { etcdServer.stop() }
+
+// lazyServer is a test server the first test that needs it starts in a
+// temporary directory, shared by the package's tests until stop.
+type lazyServer[S interface{ Close() }] struct {
+	once    sync.Once
+	srv     S
+	started bool
+	dir     string
+	err     error
+}
+
+// get starts the server with start in a new directory named after pattern
+// (os.MkdirTemp) the first time, and returns it.
+func (l *lazyServer[S]) get(t *testing.T, pattern string, start func(dir string) (S, error)) S {
+	t.Helper()
+	l.once.Do(func() {
+		if l.dir, l.err = os.MkdirTemp("", pattern); l.err != nil {
+			return
+		}
+		l.srv, l.err = start(l.dir)
+		l.started = l.err == nil
+	})
+	if l.err != nil {
+		t.Fatal(l.err)
 	}
-	if etcdDir != "" {
-		os.RemoveAll(etcdDir)
+	return l.srv
+}
+
+// stop closes the server if it was started and removes its directory.
+func (l *lazyServer[S]) stop() {
+	if l.started {
+		l.srv.Close()
+	}
+	if l.dir != "" {
+		os.RemoveAll(l.dir)
 	}
 }
 
