@@ -6,8 +6,6 @@ import (
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rsa"
-	"crypto/sha256"
-	"crypto/sha512"
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/asn1"
@@ -63,18 +61,11 @@ func ecKey(t testing.TB, bits int) *hsm.KeyInfo {
 	return keys[0]
 }
 
-// hashOf hashes s with h.
+// hashOf hashes s with h (SHA-256, SHA-384 or SHA-512).
 func hashOf(h crypto.Hash, s string) []byte {
-	switch h {
-	case crypto.SHA384:
-		d := sha512.Sum384([]byte(s))
-		return d[:]
-	case crypto.SHA512:
-		d := sha512.Sum512([]byte(s))
-		return d[:]
-	}
-	d := sha256.Sum256([]byte(s))
-	return d[:]
+	d := h.New()
+	d.Write([]byte(s))
+	return d.Sum(nil)
 }
 
 // pssParams is base64 DER RSASSA-PSS-params with hash, MGF1 over mgfHash

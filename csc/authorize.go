@@ -291,31 +291,23 @@ func (h *Handler) checkPIN(ctx context.Context, g *oauth.Grant, req authorizeReq
 // The world may have changed while the PIN was hashed: the credential,
 // the user and the PIN lock are checked again where the SAD is written.
 func (h *Handler) issueSAD(ctx context.Context, g *oauth.Grant, req authorizeRequest) (sadResponse, error) {
-	value, err := newSAD()
-	if err != nil {
-		return sadResponse{}, err
-	}
-	now := h.now()
-	var expires time.Time
-	var e *oauth.Error
-	err = h.Store.Batch(context.WithoutCancel(ctx), func(tx Tx) error {
-		var why string
-		var err error
-		if e, why, err = h.recheckAuthorize(tx, g, req); err != nil {
-			return err
+	res, e, _, err := h.writeSAD(ctx, func(tx Tx, value string, now time.Time) (time.Time, *oauth.Error, string, error) {
+		e, why, err := h.recheckAuthorize(tx, g, req)
+		if err != nil {
+			return time.Time{}, e, why, err
 		}
 		if e != nil {
-			return tx.AppendAudit(req.auditEntry(h.now(), g, store.AuditRefused, why))
+			return time.Time{}, e, why, tx.AppendAudit(req.auditEntry(h.now(), g, store.AuditRefused, why))
 		}
-		expires = now.Add(h.sadTTL())
+		expires := now.Add(h.sadTTL())
 		if err := tx.CreateToken(&store.Token{
 			Hash: store.Fingerprint(value), Kind: store.TokenSAD, ClientID: g.ClientID, Username: g.Username,
 			Scopes: []string{ScopeCredential}, CredentialID: req.credentialID, Hashes: req.hashes,
 			AuthTime: now, RequestedAt: now, ExpiresAt: expires,
 		}); err != nil {
-			return err
+			return time.Time{}, nil, "", err
 		}
-		return tx.AppendAudit(req.auditEntry(h.now(), g, store.AuditGranted, ""))
+		return expires, nil, "", tx.AppendAudit(req.auditEntry(h.now(), g, store.AuditGranted, ""))
 	})
 	if err != nil {
 		return sadResponse{}, err
@@ -325,7 +317,32 @@ func (h *Handler) issueSAD(ctx context.Context, g *oauth.Grant, req authorizeReq
 	}
 	h.logger().Info("csc: SAD issued by credentials/authorize", "user", g.Username, "client", g.ClientID,
 		"credential", req.credentialID, "signatures", len(req.hashes))
-	return sadResponse{SAD: value, ExpiresIn: int64(expires.Sub(now) / time.Second)}, nil
+	return res, nil
+}
+
+// writeSAD mints a SAD value and runs write with it in one store batch
+// that the request's cancellation does not stop. write stores the SAD and
+// audits, answering when the SAD expires, or audits a refusal e and
+// answers it with its reason why; writeSAD returns the refusal and its
+// reason when the batch committed.
+func (h *Handler) writeSAD(ctx context.Context, write func(tx Tx, value string, now time.Time) (time.Time, *oauth.Error, string, error)) (sadResponse, *oauth.Error, string, error) {
+	value, err := newSAD()
+	if err != nil {
+		return sadResponse{}, nil, "", err
+	}
+	now := h.now()
+	var expires time.Time
+	var e *oauth.Error
+	var why string
+	err = h.Store.Batch(context.WithoutCancel(ctx), func(tx Tx) error {
+		var err error
+		expires, e, why, err = write(tx, value, now)
+		return err
+	})
+	if err != nil || e != nil {
+		return sadResponse{}, e, why, err
+	}
+	return sadResponse{SAD: value, ExpiresIn: int64(expires.Sub(now) / time.Second)}, nil, "", nil
 }
 
 // recheckAuthorize runs in issueSAD's transaction: the credential and the
@@ -455,19 +472,10 @@ func (h *Handler) extendTransaction(c echo.Context) (err error) {
 // extendSAD trades the request's SAD for a new one (extend) and audits
 // the outcome, in one transaction.
 func (h *Handler) extendSAD(ctx context.Context, g *oauth.Grant, req extendRequest) (sadResponse, error) {
-	value, err := newSAD()
-	if err != nil {
-		return sadResponse{}, err
-	}
-	now := h.now()
-	var expires time.Time
-	var e *oauth.Error
-	var why string
-	err = h.Store.Batch(context.WithoutCancel(ctx), func(tx Tx) error {
-		var err error
-		e, why, expires, err = h.extend(tx, g, req.credentialID, req.sad, req.hashes, value, now)
+	res, e, why, err := h.writeSAD(ctx, func(tx Tx, value string, now time.Time) (time.Time, *oauth.Error, string, error) {
+		e, why, expires, err := h.extend(tx, g, req.credentialID, req.sad, req.hashes, value, now)
 		if err != nil {
-			return err
+			return expires, e, why, err
 		}
 		entry := &store.AuditEntry{Time: now, Kind: store.AuditAuthorize, User: g.Username, Client: g.ClientID,
 			Credential: auditCredential(req.credentialID), Outcome: store.AuditGranted, Reason: auditReasonExtended}
@@ -476,7 +484,7 @@ func (h *Handler) extendSAD(ctx context.Context, g *oauth.Grant, req extendReque
 		} else {
 			entry.Hashes = hexHashes(req.hashes)
 		}
-		return tx.AppendAudit(entry)
+		return expires, e, why, tx.AppendAudit(entry)
 	})
 	if err != nil {
 		return sadResponse{}, err
@@ -486,7 +494,7 @@ func (h *Handler) extendSAD(ctx context.Context, g *oauth.Grant, req extendReque
 			"credential", auditCredential(req.credentialID), "reason", why)
 		return sadResponse{}, e
 	}
-	return sadResponse{SAD: value, ExpiresIn: int64(expires.Sub(now) / time.Second)}, nil
+	return res, nil
 }
 
 // extend runs in extendTransaction's write transaction. Checks that fail

@@ -343,18 +343,7 @@ func TestECKeyLifecycle(t *testing.T) {
 	if !found {
 		t.Fatalf("Keys does not list the EC key: %+v", keys)
 	}
-	key, err := shared.Key(ctx, info.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	der, err := CreateCSR(key, pkix.Name{CommonName: "EC Example"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	csr, err := x509.ParseCertificateRequest(der)
-	if err != nil {
-		t.Fatal(err)
-	}
+	key, csr, der := keyCSR(t, info.ID, pkix.Name{CommonName: "EC Example"})
 	if csr.SignatureAlgorithm != x509.ECDSAWithSHA384 || csr.CheckSignature() != nil || !key.Public().(*ecdsa.PublicKey).Equal(csr.PublicKey) {
 		t.Fatalf("CSR: algorithm %v, signature %v", csr.SignatureAlgorithm, csr.CheckSignature())
 	}

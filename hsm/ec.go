@@ -90,8 +90,9 @@ func IsEC(pub crypto.PublicKey) bool {
 	return ok
 }
 
-// keyBits is the size of a public key: the RSA modulus or the EC curve.
-func keyBits(pub crypto.PublicKey) int {
+// KeyBits is the size of a public key: the RSA modulus or the EC curve; 0
+// for another type.
+func KeyBits(pub crypto.PublicKey) int {
 	switch p := pub.(type) {
 	case *rsa.PublicKey:
 		return p.N.BitLen()

@@ -405,7 +405,7 @@ func (t *Token) GenerateRSA(ctx context.Context, label string, bits int) (*KeyIn
 	return t.generate(ctx, "RSA", what, label, mech, publicTemplate(bits), pkcs11.CKK_RSA, func(pub crypto.PublicKey) error {
 		p, ok := pub.(*rsa.PublicKey)
 		if !ok || p.N.BitLen() != bits || p.E != 65537 {
-			return fmt.Errorf("hsm: token generated RSA-%d with exponent %d, asked for RSA-%d with 65537", keyBits(pub), rsaExponent(pub), bits)
+			return fmt.Errorf("hsm: token generated RSA-%d with exponent %d, asked for RSA-%d with 65537", KeyBits(pub), rsaExponent(pub), bits)
 		}
 		return nil
 	})
@@ -480,7 +480,7 @@ func (t *Token) generate(ctx context.Context, kind, what, label string, mech *pk
 			_ = t.lib.DestroyObject(s, pubH)
 			return fmt.Errorf("generated key %x (destroyed): %w", id, err)
 		}
-		info = &KeyInfo{ID: id, Label: label, Bits: keyBits(pub), Public: pub, Defects: defects}
+		info = &KeyInfo{ID: id, Label: label, Bits: KeyBits(pub), Public: pub, Defects: defects}
 		return nil
 	})
 	if err != nil {
@@ -635,7 +635,7 @@ func (t *Token) checkGenerated(s pkcs11.SessionHandle, privH pkcs11.ObjectHandle
 	if err := want(a.pub); err != nil {
 		return nil, nil, err
 	}
-	if err := checkPolicy(a, keyBits(a.pub), false); err != nil {
+	if err := checkPolicy(a, KeyBits(a.pub), false); err != nil {
 		return nil, nil, err
 	}
 	// A token that says it ignored the freeze would leave a key anyone
@@ -812,7 +812,7 @@ func (t *Token) keys(ctx context.Context, defects bool) ([]KeyInfo, error) {
 			if err != nil {
 				return fmt.Errorf("key %x: %w", v[pkcs11.CKA_ID], err)
 			}
-			k := KeyInfo{ID: v[pkcs11.CKA_ID], Label: string(v[pkcs11.CKA_LABEL]), Bits: keyBits(pub), Public: pub}
+			k := KeyInfo{ID: v[pkcs11.CKA_ID], Label: string(v[pkcs11.CKA_LABEL]), Bits: KeyBits(pub), Public: pub}
 			if defects {
 				if k.Defects, err = t.freezeDefects(s, h, k.Label); err != nil {
 					return fmt.Errorf("key %x: %w", k.ID, err)

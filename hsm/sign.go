@@ -54,7 +54,7 @@ func (k *Key) Label() string { return k.label }
 func (k *Key) Public() crypto.PublicKey { return k.pub }
 
 // Bits returns the modulus size (RSA) or the curve size (EC).
-func (k *Key) Bits() int { return keyBits(k.pub) }
+func (k *Key) Bits() int { return KeyBits(k.pub) }
 
 // Sign signs digest, a hash of opts.HashFunc(): see Key. rand is ignored:
 // the token supplies any randomness. The wait for a session is bounded by
@@ -340,7 +340,7 @@ func (sc signScheme) String() string {
 // schemeKey identifies a scheme on a key size, for the refusals a Token
 // remembers.
 func (sc signScheme) key(pub crypto.PublicKey) string {
-	return fmt.Sprintf("%T/%d/%v/%v/%d", pub, keyBits(pub), sc.hash, sc.pss, sc.salt)
+	return fmt.Sprintf("%T/%d/%v/%v/%d", pub, KeyBits(pub), sc.hash, sc.pss, sc.salt)
 }
 
 // signRefused turns a C_SignInit refusal of the scheme (a mechanism or
@@ -352,7 +352,7 @@ func (sc signScheme) key(pub crypto.PublicKey) string {
 // refused C_SignInit, and then refuses to destroy the key
 // (CKR_FUNCTION_FAILED) while that session lives.
 func (t *Token) signRefused(sc signScheme, pub crypto.PublicKey, err error) error {
-	rerr := t.refused(sc.String()+" with a "+fmt.Sprint(keyBits(pub))+"-bit key", err)
+	rerr := t.refused(sc.String()+" with a "+fmt.Sprint(KeyBits(pub))+"-bit key", err)
 	var refused *refusedError
 	if errors.As(rerr, &refused) {
 		t.schemeRefusals.Store(sc.key(pub), rerr)

@@ -138,12 +138,14 @@ func TestSignRejects(t *testing.T) {
 	}
 }
 
-func TestCreateCSR(t *testing.T) {
-	key, err := shared.Key(context.Background(), sharedKey.ID)
+// keyCSR finds key id on the shared token and makes a CSR for subject
+// with it; it returns the key, the parsed CSR and its DER.
+func keyCSR(t *testing.T, id []byte, subject pkix.Name) (*Key, *x509.CertificateRequest, []byte) {
+	t.Helper()
+	key, err := shared.Key(context.Background(), id)
 	if err != nil {
 		t.Fatal(err)
 	}
-	subject := pkix.Name{CommonName: "Alice Example", Organization: []string{"signd"}, Country: []string{"DE"}}
 	der, err := CreateCSR(key, subject)
 	if err != nil {
 		t.Fatal(err)
@@ -152,6 +154,12 @@ func TestCreateCSR(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return key, csr, der
+}
+
+func TestCreateCSR(t *testing.T) {
+	subject := pkix.Name{CommonName: "Alice Example", Organization: []string{"signd"}, Country: []string{"DE"}}
+	_, csr, der := keyCSR(t, sharedKey.ID, subject)
 	if err := csr.CheckSignature(); err != nil {
 		t.Fatal(err)
 	}
@@ -193,18 +201,7 @@ func TestEnrollment(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	key, err := shared.Key(ctx, info.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	der, err := CreateCSR(key, pkix.Name{CommonName: "Bob"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	csr, err := x509.ParseCertificateRequest(der)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, csr, _ := keyCSR(t, info.ID, pkix.Name{CommonName: "Bob"})
 	ca := newTestCA(t)
 	leaf := ca.issue(t, csr.Subject, csr.PublicKey)
 

@@ -52,22 +52,9 @@ func TestEnsureRaceOnSharedStore(t *testing.T) {
 
 	var gate sync.WaitGroup
 	gate.Add(nodes)
-	kids := make([]string, nodes)
-	errs := make([]error, nodes)
-	var wg sync.WaitGroup
-	for i := range nodes {
-		ring := &oidc.KeyRing{Store: keyRingStore(db), HSM: gatedHSM{KeyStore: token, wg: &gate}, IDTokenTTL: idTokenTTL}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			k, err := ring.Ensure(ctx)
-			if err == nil {
-				kids[i] = k.KID
-			}
-			errs[i] = err
-		}()
-	}
-	wg.Wait()
+	kids, errs := ensureAtOnce(ctx, nodes, func() *oidc.KeyRing {
+		return &oidc.KeyRing{Store: keyRingStore(db), HSM: gatedHSM{KeyStore: token, wg: &gate}, IDTokenTTL: idTokenTTL}
+	})
 
 	ring := &oidc.KeyRing{Store: keyRingStore(db), HSM: token, IDTokenTTL: idTokenTTL}
 	t.Cleanup(func() { destroyKeys(t, ring) })
@@ -121,22 +108,9 @@ func TestEnsureRaceTwoAlgorithms(t *testing.T) {
 	var rsaGate, ecGate sync.WaitGroup
 	rsaGate.Add(nodes)
 	ecGate.Add(nodes)
-	kids := make([]string, nodes)
-	errs := make([]error, nodes)
-	var wg sync.WaitGroup
-	for i := range nodes {
-		ring := &oidc.KeyRing{Store: keyRingStore(db), HSM: gatedHSM{KeyStore: token, wg: &rsaGate, ec: &ecGate}, Algorithm: "ES256", IDTokenTTL: idTokenTTL}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			k, err := ring.Ensure(ctx)
-			if err == nil {
-				kids[i] = k.KID
-			}
-			errs[i] = err
-		}()
-	}
-	wg.Wait()
+	kids, errs := ensureAtOnce(ctx, nodes, func() *oidc.KeyRing {
+		return &oidc.KeyRing{Store: keyRingStore(db), HSM: gatedHSM{KeyStore: token, wg: &rsaGate, ec: &ecGate}, Algorithm: "ES256", IDTokenTTL: idTokenTTL}
+	})
 
 	ring := &oidc.KeyRing{Store: keyRingStore(db), HSM: token, IDTokenTTL: idTokenTTL}
 	t.Cleanup(func() { destroyKeys(t, ring) })
@@ -164,4 +138,24 @@ func TestEnsureRaceTwoAlgorithms(t *testing.T) {
 	if added := len(oidcKeyLabels(t, ctx)) - len(before); added != 2 {
 		t.Errorf("%d new ID-token key pairs left in the HSM, want 2 (the losers' keys destroyed)", added)
 	}
+}
+
+// ensureAtOnce runs Ensure on n key rings (ring makes each) at once; it
+// returns each one's key ID and error.
+func ensureAtOnce(ctx context.Context, n int, ring func() *oidc.KeyRing) ([]string, []error) {
+	kids := make([]string, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		r := ring()
+		wg.Go(func() {
+			k, err := r.Ensure(ctx)
+			if err == nil {
+				kids[i] = k.KID
+			}
+			errs[i] = err
+		})
+	}
+	wg.Wait()
+	return kids, errs
 }

@@ -144,30 +144,18 @@ setup() {
   printf -v "cred_$name" '%s' "$cred"
   printf -v "nodes_$name" '%s' "$k"
 }
+# etcd_store PREFIX: the store section of a store under PREFIX on the etcd.
+etcd_store() {
+  printf 'store:\n  backend: etcd\n  etcd:\n    endpoints: %s\n    prefix: %s' "$endpoints" "$1"
+}
 setup bolt "store:
   path: $work/signd.db" "${port[11]}" "${port[6]}"
-setup etcd1 "store:
-  backend: etcd
-  etcd:
-    endpoints: $endpoints
-    prefix: /b1/" "${port[12]}" "${port[7]}"
-setup etcd3 "store:
-  backend: etcd
-  etcd:
-    endpoints: $endpoints
-    prefix: /b3/" "${port[13]}" "${port[8]}" "${port[9]}" "${port[10]}"
+setup etcd1 "$(etcd_store /b1/)" "${port[12]}" "${port[7]}"
+setup etcd3 "$(etcd_store /b3/)" "${port[13]}" "${port[8]}" "${port[9]}" "${port[10]}"
 names=(bolt etcd1 etcd3)
 if [ -n "$base" ]; then
-  setup etcd1base "store:
-  backend: etcd
-  etcd:
-    endpoints: $endpoints
-    prefix: /c1/" "${port[18]}" "${port[14]}"
-  setup etcd3base "store:
-  backend: etcd
-  etcd:
-    endpoints: $endpoints
-    prefix: /c3/" "${port[19]}" "${port[15]}" "${port[16]}" "${port[17]}"
+  setup etcd1base "$(etcd_store /c1/)" "${port[18]}" "${port[14]}"
+  setup etcd3base "$(etcd_store /c3/)" "${port[19]}" "${port[15]}" "${port[16]}" "${port[17]}"
   names+=(etcd1base etcd3base)
 fi
 

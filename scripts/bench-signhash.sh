@@ -58,6 +58,17 @@ bench_signer "$work"
 # taken side by side rather than minutes apart.
 rounds=${ROUNDS:-3}
 count=$((secs * 2000 + 100)) # per run: more than the fastest level signs
+# prepare_sads CONFIG PREFIX: a prepare file of SADs per concurrency level
+# and round, $work/PREFIXsads-C-R.json, minted into CONFIG's store.
+prepare_sads() {
+  local c r
+  for c in $levels; do
+    for r in $(seq 1 "$rounds"); do
+      bin/signd-load prepare --config "$1" --user bench --client bench-client --credential "$cred" \
+        --count "$count" --out "$work/$2sads-$c-$r.json" >/dev/null
+    done
+  done
+}
 if [ -n "$base_bin" ]; then
   # The base daemon's store: a copy of the enrolled one, with SADs of its
   # own; its own config (no metrics listener, its own admin socket).
@@ -65,19 +76,9 @@ if [ -n "$base_bin" ]; then
   base_cfg=$work/base.yaml
   bench_yaml "$base_cfg" "$work" 127.0.0.1:0 http://127.0.0.1:8443 '""' info "store:
   path: $work/base.db"
-  for c in $levels; do
-    for r in $(seq 1 "$rounds"); do
-      bin/signd-load prepare --config "$base_cfg" --user bench --client bench-client --credential "$cred" \
-        --count "$count" --out "$work/base-sads-$c-$r.json" >/dev/null
-    done
-  done
+  prepare_sads "$base_cfg" base-
 fi
-for c in $levels; do
-  for r in $(seq 1 "$rounds"); do
-    bin/signd-load prepare --config "$cfg" --user bench --client bench-client --credential "$cred" \
-      --count "$count" --out "$work/sads-$c-$r.json" >/dev/null
-  done
-done
+prepare_sads "$cfg" ""
 
 if [ -n "$base_bin" ]; then
   new_cfg=$cfg cfg=$base_cfg

@@ -90,6 +90,7 @@ bench_signer() {
 # does not start.
 bench_start() {
   local bin=$1 log=$2
+  : >"$log" # before the daemon's shell opens it: the wait below reads it at once
   "$bin" --config "$cfg" serve "${@:3}" 2>"$log" &
   daemon=$!
   addr=""

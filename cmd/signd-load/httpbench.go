@@ -6,7 +6,6 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -164,10 +163,8 @@ func drive(ctx context.Context, o driveOpts, out io.Writer) error {
 		wg.Go(func() { worker(deadline, true) })
 	}
 	wg.Wait()
-	r.elapsed = time.Since(start)
-	r.print(out)
-	if r.ok == 0 {
-		return errors.New("no request succeeded")
+	if err := r.report(out, start, "request"); err != nil {
+		return err
 	}
 	return ctx.Err()
 }

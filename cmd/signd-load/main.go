@@ -30,6 +30,8 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		return errors.New(usage)
 	}
 	fs := flag.NewFlagSet("signd-load "+args[0], flag.ContinueOnError)
+	// Each subcommand declares its flags and what it runs once they parse.
+	var cmd func() error
 	switch args[0] {
 	case "prepare":
 		var p prepareOpts
@@ -39,10 +41,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		fs.StringVar(&p.credential, "credential", "", "credential the SADs are bound to")
 		fs.IntVar(&p.count, "count", 1000, "number of SADs (1 to 1000000)")
 		fs.StringVar(&p.out, "out", "", "file to write the bearer values to")
-		if err := fs.Parse(args[1:]); err != nil {
-			return err
-		}
-		return prepare(ctx, p, out)
+		cmd = func() error { return prepare(ctx, p, out) }
 	case "hsm":
 		var h hsmOpts
 		var conc string
@@ -51,14 +50,13 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		fs.StringVar(&conc, "concurrency", "1,2,8,32", "comma-separated goroutine counts")
 		fs.DurationVar(&h.duration, "duration", defaultDuration, "measuring time per concurrency (at most 5m)")
 		fs.IntVar(&h.max, "max", 1000000, "most signatures per concurrency")
-		if err := fs.Parse(args[1:]); err != nil {
-			return err
+		cmd = func() error {
+			var err error
+			if h.concurrency, err = parseList(conc); err != nil {
+				return err
+			}
+			return hsmBench(ctx, h, out)
 		}
-		var err error
-		if h.concurrency, err = parseList(conc); err != nil {
-			return err
-		}
-		return hsmBench(ctx, h, out)
 	case "http":
 		var h httpOpts
 		fs.StringVar(&h.url, "url", "", "base URL of the daemon (loopback only)")
@@ -66,20 +64,14 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		fs.IntVar(&h.concurrency, "concurrency", 1, "parallel requests (1 to 256)")
 		fs.DurationVar(&h.duration, "duration", defaultDuration, "measuring time (at most 5m)")
 		fs.IntVar(&h.warmup, "warmup", 50, "requests sent and not counted before measuring")
-		if err := fs.Parse(args[1:]); err != nil {
-			return err
-		}
-		return httpBench(ctx, h, out)
+		cmd = func() error { return httpBench(ctx, h, out) }
 	case "store":
 		var s storeOpts
 		fs.StringVar(&s.config, "config", "", "signd config file (the store.* keys are used)")
 		fs.StringVar(&s.in, "in", "", "file written by prepare")
 		fs.IntVar(&s.concurrency, "concurrency", 1, "parallel transactions (1 to 256)")
 		fs.DurationVar(&s.duration, "duration", defaultDuration, "measuring time (at most 5m)")
-		if err := fs.Parse(args[1:]); err != nil {
-			return err
-		}
-		return storeBench(ctx, s, out)
+		cmd = func() error { return storeBench(ctx, s, out) }
 	case "codes":
 		var c codesOpts
 		fs.StringVar(&c.url, "url", "", "issuer URL of the OpenID provider (loopback only)")
@@ -91,18 +83,12 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		fs.IntVar(&c.concurrency, "concurrency", 4, "browsers minting in parallel, each with its own login session (1 to 64)")
 		fs.DurationVar(&c.duration, "duration", time.Minute, "time bound (at most 5m); the codes minted by then are written")
 		fs.StringVar(&c.out, "out", "", "file to write the codes and PKCE verifiers to (mode 0600)")
-		if err := fs.Parse(args[1:]); err != nil {
-			return err
-		}
-		return mintCodes(ctx, c, out)
+		cmd = func() error { return mintCodes(ctx, c, out) }
 	case "phases":
 		var p phasesOpts
 		fs.StringVar(&p.trace, "trace", "", "execution trace file (runtime/trace: go test -trace, signd serve --trace)")
 		fs.StringVar(&p.task, "task", "signHash", "trace task type to tabulate")
-		if err := fs.Parse(args[1:]); err != nil {
-			return err
-		}
-		return phases(p, out)
+		cmd = func() error { return phases(p, out) }
 	case "token":
 		var t tokenOpts
 		fs.StringVar(&t.in, "in", "", "file written by codes")
@@ -112,12 +98,14 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		fs.DurationVar(&t.duration, "duration", defaultDuration, "measuring time (at most 5m)")
 		fs.IntVar(&t.warmup, "warmup", 50, "codes exchanged and not counted before measuring")
 		fs.StringVar(&t.alg, "alg", "", "count only ID tokens whose header starts {\"alg\":\"ALG\", (RS256, PS256, ES256); empty: any")
-		if err := fs.Parse(args[1:]); err != nil {
-			return err
-		}
-		return tokenBench(ctx, t, out)
+		cmd = func() error { return tokenBench(ctx, t, out) }
+	default:
+		return errors.New(usage)
 	}
-	return errors.New(usage)
+	if err := fs.Parse(args[1:]); err != nil {
+		return err
+	}
+	return cmd()
 }
 
 func parseList(s string) ([]int, error) {

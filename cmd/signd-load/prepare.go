@@ -11,7 +11,6 @@ import (
 	"os"
 	"time"
 
-	"github.com/signd/signd/config"
 	"github.com/signd/signd/store"
 )
 
@@ -52,11 +51,7 @@ func prepare(ctx context.Context, p prepareOpts, out io.Writer) error {
 	case p.count < 1 || p.count > 1000000:
 		return errors.New("--count must be 1 to 1000000")
 	}
-	cfg, err := config.Load(config.Options{File: p.config})
-	if err != nil {
-		return err
-	}
-	db, err := openStore(ctx, cfg)
+	db, err := openConfigStore(ctx, p.config)
 	if err != nil {
 		return err
 	}

@@ -34,6 +34,17 @@ func (r *result) print(w io.Writer) {
 	}
 }
 
+// report ends the measurement begun at start: it prints r to w and fails
+// when no operation (what: request, commit) succeeded.
+func (r *result) report(w io.Writer, start time.Time, what string) error {
+	r.elapsed = time.Since(start)
+	r.print(w)
+	if r.ok == 0 {
+		return fmt.Errorf("no %s succeeded", what)
+	}
+	return nil
+}
+
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
 // quantile returns the q-quantile of sorted (nearest rank).

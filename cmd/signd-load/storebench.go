@@ -10,7 +10,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/signd/signd/config"
 	"github.com/signd/signd/store"
 )
 
@@ -36,11 +35,7 @@ func storeBench(ctx context.Context, o storeOpts, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	cfg, err := config.Load(config.Options{File: o.config})
-	if err != nil {
-		return err
-	}
-	db, err := openStore(ctx, cfg)
+	db, err := openConfigStore(ctx, o.config)
 	if err != nil {
 		return err
 	}
@@ -98,10 +93,8 @@ func storeBench(ctx context.Context, o storeOpts, out io.Writer) error {
 		})
 	}
 	wg.Wait()
-	r.elapsed = time.Since(start)
-	r.print(out)
-	if r.ok == 0 {
-		return errors.New("no commit succeeded")
+	if err := r.report(out, start, "commit"); err != nil {
+		return err
 	}
 	return ctx.Err()
 }

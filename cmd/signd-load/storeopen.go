@@ -18,6 +18,16 @@ type txStore interface {
 	Close() error
 }
 
+// openConfigStore loads the signd config file and opens its store
+// (openStore).
+func openConfigStore(ctx context.Context, file string) (txStore, error) {
+	cfg, err := config.Load(config.Options{File: file})
+	if err != nil {
+		return nil, err
+	}
+	return openStore(ctx, cfg)
+}
+
 // openStore opens the backend of cfg: the bbolt file (the daemon must be
 // stopped) or the etcd cluster (plain HTTP on loopback: this tool does not
 // dial etcd over TLS).

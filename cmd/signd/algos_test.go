@@ -4,17 +4,14 @@ import (
 	"crypto"
 	"crypto/ecdsa"
 	"crypto/rsa"
-	"crypto/sha256"
-	"crypto/sha512"
 	"crypto/x509"
 	"encoding/asn1"
 	"encoding/base64"
 	"encoding/json"
 	"encoding/pem"
 	"fmt"
+	"maps"
 	"math/big"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -39,15 +36,7 @@ const (
 // (--key-type or --algo) through the CLI and imports a chain for it.
 func enrollKeyType(t *testing.T, e *env, user, flag, keyType string) string {
 	t.Helper()
-	csr := e.must("", "credential", "create", "--user", user, flag, keyType, "--subject", "CN="+user+" "+keyType+",O=Example BV", "--csr-out", "-")
-	lines := strings.Split(strings.TrimSpace(csr), "\n")
-	cred := lines[len(lines)-1]
-	chainFile := filepath.Join(e.dir, cred+"-chain.pem")
-	if err := os.WriteFile(chainFile, []byte(newTestCA(t, "Algorithms CA").issue(t, csr)), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	e.must("", "credential", "import-cert", cred, "--chain", chainFile)
-	return cred
+	return enrollKey(t, e, user, "CN="+user+" "+keyType+",O=Example BV", flag, keyType)
 }
 
 // TestSignAlgorithmsEndToEnd enrolls RSA and EC credentials through the
@@ -72,6 +61,20 @@ func TestSignAlgorithmsEndToEnd(t *testing.T) {
 	base := "http://" + addr
 	flow := oauthFlow(t, base)
 	service := flow("service", "state-service")
+
+	// signHash hashes "%PDF-1.7 "+doc with h, runs the credential flow for
+	// that digest and posts signHash with the request members extra; it
+	// returns the digest, the SAD and the answer.
+	signHash := func(t *testing.T, cred string, h crypto.Hash, doc string, extra map[string]any) ([]byte, string, int, map[string]any) {
+		t.Helper()
+		digest := hashOf(h, "%PDF-1.7 "+doc)
+		sad := credentialFlow(flow, cred, digest)
+		req := map[string]any{"credentialID": cred, "SAD": sad, "hash": []string{base64.StdEncoding.EncodeToString(digest)}}
+		maps.Copy(req, extra)
+		body, _ := json.Marshal(req)
+		status, res := postJSON(t, base+"/csc/v1/signatures/signHash", service.AccessToken, string(body))
+		return digest, sad, status, res
+	}
 
 	leaves := map[string][]byte{}
 	for _, tc := range []struct {
@@ -120,14 +123,7 @@ func TestSignAlgorithmsEndToEnd(t *testing.T) {
 	}
 	for _, row := range rows {
 		t.Run(row.name, func(t *testing.T) {
-			digest := hashOf(row.hash, "%PDF-1.7 "+row.name)
-			sad := credentialFlow(flow, row.cred, digest)
-			req := map[string]any{"credentialID": row.cred, "SAD": sad, "hash": []string{base64.StdEncoding.EncodeToString(digest)}}
-			for k, v := range row.req {
-				req[k] = v
-			}
-			body, _ := json.Marshal(req)
-			status, res := postJSON(t, base+"/csc/v1/signatures/signHash", service.AccessToken, string(body))
+			digest, _, status, res := signHash(t, row.cred, row.hash, row.name, row.req)
 			if status != 200 {
 				t.Fatalf("signHash: %d %v", status, res)
 			}
@@ -190,24 +186,17 @@ func TestSignAlgorithmsEndToEnd(t *testing.T) {
 	}
 	for _, h := range hostile {
 		t.Run("hostile/"+h.name, func(t *testing.T) {
-			digest := hashOf(h.hash, "%PDF-1.7 hostile "+h.name)
-			sad := credentialFlow(flow, h.cred, digest)
-			req := map[string]any{"credentialID": h.cred, "SAD": sad, "hash": []string{base64.StdEncoding.EncodeToString(digest)}}
-			for k, v := range h.req {
-				req[k] = v
-			}
-			body, _ := json.Marshal(req)
-			status, res := postJSON(t, base+"/csc/v1/signatures/signHash", service.AccessToken, string(body))
+			digest, sad, status, res := signHash(t, h.cred, h.hash, "hostile "+h.name, h.req)
 			if status != 400 || res["error"] != "invalid_request" || res["error_description"] != h.desc {
 				t.Fatalf("signHash: %d %v, want 400 invalid_request %q", status, res, h.desc)
 			}
 			// The SAD is intact: the right algorithm still signs with it.
-			right := map[string]any{"credentialID": h.cred, "SAD": sad, "hash": req["hash"], "signAlgo": "1.2.840.113549.1.1.1",
+			right := map[string]any{"credentialID": h.cred, "SAD": sad, "hash": []string{base64.StdEncoding.EncodeToString(digest)}, "signAlgo": "1.2.840.113549.1.1.1",
 				"hashAlgo": map[crypto.Hash]string{crypto.SHA256: "2.16.840.1.101.3.4.2.1", crypto.SHA384: "2.16.840.1.101.3.4.2.2", crypto.SHA512: "2.16.840.1.101.3.4.2.3"}[h.hash]}
 			if h.cred == ec256 || h.cred == ec384 || h.cred == ec521 {
 				right["signAlgo"] = map[crypto.Hash]string{crypto.SHA256: "1.2.840.10045.4.3.2", crypto.SHA384: "1.2.840.10045.4.3.3", crypto.SHA512: "1.2.840.10045.4.3.4"}[h.hash]
 			}
-			body, _ = json.Marshal(right)
+			body, _ := json.Marshal(right)
 			if status, res := postJSON(t, base+"/csc/v1/signatures/signHash", service.AccessToken, string(body)); status != 200 {
 				t.Fatalf("the SAD does not sign after the refusal: %d %v", status, res)
 			}
@@ -291,36 +280,7 @@ func oauthFlow(t *testing.T, base string) func(scope, state string, params ...oa
 	browser := oauthtest.NewBrowser(nil)
 	return func(scope, state string, params ...oauth2.AuthCodeOption) *oauth2.Token {
 		t.Helper()
-		c := conf
-		c.Scopes = []string{scope}
-		s, err := browser.Get(c.AuthCodeURL(state, append(params, oauth2.SetAuthURLParam("lang", "en"))...))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if s.Form == nil || !s.Form.Has("password") {
-			t.Fatalf("%s: no login page: %d %s", scope, s.Status, oauthtest.Text(s.Body))
-		}
-		if s, err = browser.Submit(s.Form, map[string]string{"username": "alice", "password": journeyPassword}, "approve"); err != nil {
-			t.Fatal(err)
-		}
-		if s.Form == nil {
-			t.Fatalf("%s: no consent page: %d %s", scope, s.Status, oauthtest.Text(s.Body))
-		}
-		set := map[string]string{}
-		if scope == "credential" {
-			if !s.Form.Has("pin") {
-				t.Fatalf("the credential consent page asks no PIN: %s", oauthtest.Text(s.Body))
-			}
-			set["pin"] = journeyPIN
-		}
-		if s, err = browser.Submit(s.Form, set, "approve"); err != nil {
-			t.Fatal(err)
-		}
-		q := s.Query()
-		if !s.Redirected() || q.Get("code") == "" || q.Get("state") != state {
-			t.Fatalf("%s: no code: %d %v %s", scope, s.Status, s.Location, oauthtest.Text(s.Body))
-		}
-		tok, err := c.Exchange(ctx, q.Get("code"))
+		tok, err := conf.Exchange(ctx, loginFlow(t, browser, conf, mustLogin, scope, state, params...))
 		if err != nil {
 			t.Fatalf("%s: token: %v", scope, err)
 		}
@@ -332,20 +292,12 @@ func oauthFlow(t *testing.T, base string) func(scope, state string, params ...oa
 // the SAD.
 func credentialFlow(flow func(string, string, ...oauth2.AuthCodeOption) *oauth2.Token, cred string, digest []byte) string {
 	return flow("credential", "state-credential",
-		oauth2.SetAuthURLParam("credentialID", cred), oauth2.SetAuthURLParam("numSignatures", "1"),
-		oauth2.SetAuthURLParam("hash", base64.RawURLEncoding.EncodeToString(digest))).AccessToken
+		oneSignature(cred, digest)...).AccessToken
 }
 
-// hashOf hashes s with h.
+// hashOf hashes s with h (SHA-256, SHA-384 or SHA-512).
 func hashOf(h crypto.Hash, s string) []byte {
-	switch h {
-	case crypto.SHA384:
-		d := sha512.Sum384([]byte(s))
-		return d[:]
-	case crypto.SHA512:
-		d := sha512.Sum512([]byte(s))
-		return d[:]
-	}
-	d := sha256.Sum256([]byte(s))
-	return d[:]
+	d := h.New()
+	d.Write([]byte(s))
+	return d.Sum(nil)
 }

@@ -8,7 +8,6 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -22,7 +21,7 @@ import (
 	"golang.org/x/oauth2"
 
 	"github.com/signd/signd/oauth/oauthtest"
-	"github.com/signd/signd/softhsm-test"
+	softhsmtest "github.com/signd/signd/softhsm-test"
 )
 
 // authLoginConfig turns auth/login on, issuing to the journeys' client rp.
@@ -36,26 +35,14 @@ const authLoginConfig = `csc:
 // there is none).
 func cscCall(t *testing.T, base, method, authorization, body string) (int, http.Header, map[string]any) {
 	t.Helper()
-	req, _ := http.NewRequest(http.MethodPost, base+"/csc/v1/"+method, strings.NewReader(body))
+	header := map[string]string{}
 	if body != "" {
-		req.Header.Set("Content-Type", "application/json")
+		header["Content-Type"] = "application/json"
 	}
 	if authorization != "" {
-		req.Header.Set("Authorization", authorization)
+		header["Authorization"] = authorization
 	}
-	res, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer res.Body.Close()
-	data, _ := io.ReadAll(res.Body)
-	var m map[string]any
-	if len(data) != 0 {
-		if err := json.Unmarshal(data, &m); err != nil {
-			t.Fatalf("%s: %d %q is not JSON", method, res.StatusCode, data)
-		}
-	}
-	return res.StatusCode, res.Header, m
+	return rawPost(t, base+"/csc/v1/"+method, header, body)
 }
 
 func basic(user, password string) string {

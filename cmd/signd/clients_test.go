@@ -37,6 +37,13 @@ import (
 // returns the status and the JSON body (nil for none).
 func clientCall(t *testing.T, url string, header map[string]string, body string) (int, map[string]any) {
 	t.Helper()
+	status, _, m := rawPost(t, url, header, body)
+	return status, m
+}
+
+// rawPost is clientCall, returning the response headers too.
+func rawPost(t *testing.T, url string, header map[string]string, body string) (int, http.Header, map[string]any) {
+	t.Helper()
 	req, err := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
@@ -56,7 +63,7 @@ func clientCall(t *testing.T, url string, header map[string]string, body string)
 			t.Fatalf("POST %s: %d %q is not JSON", url, res.StatusCode, data)
 		}
 	}
-	return res.StatusCode, m
+	return res.StatusCode, res.Header, m
 }
 
 // pyJSON writes v as Python's json.dumps does by default (aiohttp's
@@ -188,7 +195,7 @@ func signaturesOf(t *testing.T, status int, res map[string]any, n int) [][]byte 
 func TestClientPyHanko(t *testing.T) {
 	e := newEnv(t, "")
 	_, base, _ := startJourney(t, e)
-	cred := enrollExplicit(t, e, "alice", "CN=Alice Jansen,O=Example BV,C=NL", "--multisign", "10", "--auth-mode", "explicit")
+	cred := enrollKey(t, e, "alice", "CN=Alice Jansen,O=Example BV,C=NL", "--multisign", "10", "--auth-mode", "explicit")
 	bearer := serviceToken(t, base)
 	header := map[string]string{
 		"Authorization": "Bearer " + bearer, "Content-Type": "application/json",
@@ -337,7 +344,7 @@ func TestClientSetaPDF(t *testing.T) {
 func TestClientLaverca(t *testing.T) {
 	e := newEnv(t, authLoginConfig)
 	_, base, _ := startJourney(t, e)
-	cred := enrollExplicit(t, e, "alice", "CN=Alice Jansen,O=Example BV,C=NL", "--multisign", "2", "--auth-mode", "explicit")
+	cred := enrollKey(t, e, "alice", "CN=Alice Jansen,O=Example BV,C=NL", "--multisign", "2", "--auth-mode", "explicit")
 	header := map[string]string{
 		"Content-Type": "application/json; charset=utf-8", "User-Agent": "okhttp/4.12.0",
 		"Authorization": basic("alice", journeyPassword), "Accept-Encoding": "gzip",

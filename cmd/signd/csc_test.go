@@ -37,6 +37,12 @@ func enroll(t *testing.T, e *env, user string) enrolled {
 	cred := enrollKey(t, e, user, "CN="+user+",O=Example")
 	db := e.openStore()
 	defer db.Close()
+	return enrolledOf(t, db, cred)
+}
+
+// enrolledOf reads credential cred's leaf certificate from db.
+func enrolledOf(t *testing.T, db store.Store, cred string) enrolled {
+	t.Helper()
 	var c *store.Credential
 	if err := db.View(context.Background(), func(tx store.Tx) (err error) { c, err = tx.Credential(cred); return err }); err != nil {
 		t.Fatal(err)

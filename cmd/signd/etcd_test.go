@@ -29,37 +29,53 @@ import (
 	"github.com/signd/signd/store/etcd/etcdtest"
 )
 
-// The embedded etcd of this package's tests: started by the first test
-// that needs it, stopped by TestMain (stopEtcd).
-var (
-	etcdOnce   sync.Once
-	etcdServer *etcdtest.Server
-	etcdDir    string
-	etcdErr    error
-)
+// etcdServer is the embedded etcd of this package's tests: started by the
+// first test that needs it, stopped by TestMain (stopEtcd).
+var etcdServer lazyServer[*etcdtest.Server]
 
 // sharedEtcd returns the package's embedded etcd server, starting it once.
 func sharedEtcd(t *testing.T) *etcdtest.Server {
 	t.Helper()
-	etcdOnce.Do(func() {
-		if etcdDir, etcdErr = os.MkdirTemp("", "signd-etcd-"); etcdErr != nil {
-			return
-		}
-		etcdServer, etcdErr = etcdtest.Start(etcdDir)
-	})
-	if etcdErr != nil {
-		t.Fatal(etcdErr)
-	}
-	return etcdServer
+	return etcdServer.get(t, "signd-etcd-", etcdtest.Start)
 }
 
 // stopEtcd stops the embedded etcd if a test started it.
-func stopEtcd() {
-	if etcdServer != nil {
-		etcdServer.Close()
+func stopEtcd() { etcdServer.stop() }
+
+// lazyServer is a test server the first test that needs it starts in a
+// temporary directory, shared by the package's tests until stop.
+type lazyServer[S interface{ Close() }] struct {
+	once    sync.Once
+	srv     S
+	started bool
+	dir     string
+	err     error
+}
+
+// get starts the server with start in a new directory named after pattern
+// (os.MkdirTemp) the first time, and returns it.
+func (l *lazyServer[S]) get(t *testing.T, pattern string, start func(dir string) (S, error)) S {
+	t.Helper()
+	l.once.Do(func() {
+		if l.dir, l.err = os.MkdirTemp("", pattern); l.err != nil {
+			return
+		}
+		l.srv, l.err = start(l.dir)
+		l.started = l.err == nil
+	})
+	if l.err != nil {
+		t.Fatal(l.err)
 	}
-	if etcdDir != "" {
-		os.RemoveAll(etcdDir)
+	return l.srv
+}
+
+// stop closes the server if it was started and removes its directory.
+func (l *lazyServer[S]) stop() {
+	if l.started {
+		l.srv.Close()
+	}
+	if l.dir != "" {
+		os.RemoveAll(l.dir)
 	}
 }
 
@@ -89,11 +105,24 @@ func newEtcdEnvOn(t *testing.T, endpoints []string, prefix, extra string) *env {
 // session still holds) and returns the code (not redeemed).
 func codeFlow(t *testing.T, browser *oauthtest.Browser, conf oauth2.Config, scope, state string, params ...oauth2.AuthCodeOption) string {
 	t.Helper()
+	return loginFlow(t, browser, conf, mayReuseLogin, scope, state, params...)
+}
+
+// How loginFlow meets the login page: mustLogin fails the flow when the
+// browser is not asked to log in.
+const mustLogin, mayReuseLogin = true, false
+
+// loginFlow is codeFlow, with login mustLogin or mayReuseLogin.
+func loginFlow(t *testing.T, browser *oauthtest.Browser, conf oauth2.Config, login bool, scope, state string, params ...oauth2.AuthCodeOption) string {
+	t.Helper()
 	c := conf
 	c.Scopes = []string{scope}
 	s, err := browser.Get(c.AuthCodeURL(state, append(params, oauth2.SetAuthURLParam("lang", "en"))...))
 	if err != nil {
 		t.Fatal(err)
+	}
+	if login && (s.Form == nil || !s.Form.Has("password")) {
+		t.Fatalf("%s: no login page: %d %s", scope, s.Status, oauthtest.Text(s.Body))
 	}
 	if s.Form != nil && s.Form.Has("password") { // else the login session is reused
 		if s, err = browser.Submit(s.Form, map[string]string{"username": "alice", "password": journeyPassword}, "approve"); err != nil {
@@ -105,6 +134,9 @@ func codeFlow(t *testing.T, browser *oauthtest.Browser, conf oauth2.Config, scop
 	}
 	set := map[string]string{}
 	if scope == "credential" {
+		if !s.Form.Has("pin") {
+			t.Fatalf("the credential consent page asks no PIN: %s", oauthtest.Text(s.Body))
+		}
 		set["pin"] = journeyPIN
 	}
 	if s, err = browser.Submit(s.Form, set, "approve"); err != nil {
@@ -153,8 +185,7 @@ func TestCSCJourneyEtcd(t *testing.T) {
 
 	digest := sha256.Sum256([]byte("%PDF-1.7 signed on etcd"))
 	sad, err := conf.Exchange(ctx, codeFlow(t, browser, conf, "credential", "state-credential",
-		oauth2.SetAuthURLParam("credentialID", cred), oauth2.SetAuthURLParam("numSignatures", "1"),
-		oauth2.SetAuthURLParam("hash", base64.RawURLEncoding.EncodeToString(digest[:]))))
+		oneSignature(cred, digest[:])...))
 	if err != nil {
 		t.Fatalf("SAD: %v", err)
 	}
@@ -238,8 +269,7 @@ func TestEtcdCluster(t *testing.T) {
 	// The same SAD at three nodes at once: one signature.
 	digest := sha256.Sum256([]byte("%PDF-1.7 one signature for three nodes"))
 	sad, err := conf.Exchange(ctx, codeFlow(t, browser, conf, "credential", "state-credential",
-		oauth2.SetAuthURLParam("credentialID", cred), oauth2.SetAuthURLParam("numSignatures", "1"),
-		oauth2.SetAuthURLParam("hash", base64.RawURLEncoding.EncodeToString(digest[:]))))
+		oneSignature(cred, digest[:])...))
 	if err != nil {
 		t.Fatalf("SAD: %v", err)
 	}
@@ -311,9 +341,7 @@ func TestEtcdClusterPINLockout(t *testing.T) {
 		conf, _ := journeyClient(bases[i%len(bases)])
 		conf.Scopes = []string{"credential"}
 		b := oauthtest.NewBrowser(nil)
-		s, err := b.Get(conf.AuthCodeURL("st", oauth2.SetAuthURLParam("lang", "en"),
-			oauth2.SetAuthURLParam("credentialID", cred), oauth2.SetAuthURLParam("numSignatures", "1"),
-			oauth2.SetAuthURLParam("hash", base64.RawURLEncoding.EncodeToString(digest[:]))))
+		s, err := b.Get(conf.AuthCodeURL("st", oneSignature(cred, digest[:], oauth2.SetAuthURLParam("lang", "en"))...))
 		if err == nil {
 			s, err = b.Submit(s.Form, map[string]string{"username": "alice", "password": journeyPassword}, "approve")
 		}
@@ -322,30 +350,7 @@ func TestEtcdClusterPINLockout(t *testing.T) {
 		}
 		browsers[i], pages[i] = b, s
 	}
-	answers := make([]*oauthtest.Step, n)
-	start := make(chan struct{})
-	var wg sync.WaitGroup
-	for i := range n {
-		wg.Go(func() {
-			<-start
-			var err error
-			if answers[i], err = browsers[i].Submit(pages[i].Form, map[string]string{"pin": fmt.Sprintf("wrong-%02d", i)}, "approve"); err != nil {
-				t.Error(err)
-				answers[i] = &oauthtest.Step{}
-			}
-		})
-	}
-	close(start)
-	wg.Wait()
-	wrongPages := 0
-	for i, a := range answers {
-		switch q := a.Query(); {
-		case a.Form != nil && a.Form.Has("pin"):
-			wrongPages++
-		case q.Get("error") != "access_denied" || q.Get("error_description") != "The signing PIN is locked":
-			t.Errorf("wrong PIN %d (node %d): want access_denied or the PIN page, got %d %v %.200s", i, i%len(bases)+1, a.Status, a.Location, oauthtest.Text(a.Body))
-		}
-	}
+	wrongPages := guessPINsAtOnce(t, browsers, pages, func(i int) string { return fmt.Sprintf(" (node %d)", i%len(bases)+1) })
 	if wrongPages > 2 {
 		t.Errorf("%d wrong PINs were answered \"wrong PIN\": more than max_failures-1 were evaluated", wrongPages)
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
-	"crypto/x509"
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
@@ -78,16 +77,7 @@ func haEnroll(t *testing.T, e *env, db store.Store, user string) enrolled {
 // haCredential enrolls one more credential for user through e's CLI.
 func haCredential(t *testing.T, e *env, db store.Store, user string) enrolled {
 	t.Helper()
-	cred := enrollKey(t, e, user, "CN="+user+",O=Example")
-	var c *store.Credential
-	if err := db.View(context.Background(), func(tx store.Tx) (err error) { c, err = tx.Credential(cred); return err }); err != nil {
-		t.Fatal(err)
-	}
-	leaf, err := x509.ParseCertificate(c.Chain[0])
-	if err != nil {
-		t.Fatal(err)
-	}
-	return enrolled{cred: cred, leaf: leaf}
+	return enrolledOf(t, db, enrollKey(t, e, user, "CN="+user+",O=Example"))
 }
 
 // haMint stores a service access token of user and client and n SADs for
@@ -446,30 +436,18 @@ func signdClusterBinary(t *testing.T) string {
 	return clusterBin.path
 }
 
-// The embedded 3-member etcd cluster of this package's cluster tests:
-// started by the first test that needs it, stopped by TestMain (stopEtcd).
-// Tests that stop or kill members start their own.
-var (
-	clusterOnce sync.Once
-	cluster     *etcdtest.Cluster
-	clusterDir  string
-	clusterErr  error
-)
+// clusterServer is the embedded 3-member etcd cluster of this package's
+// cluster tests: started by the first test that needs it, stopped by
+// TestMain (stopCluster). Tests that stop or kill members start their own.
+var clusterServer lazyServer[*etcdtest.Cluster]
 
 // sharedCluster returns the package's 3-member etcd cluster, starting it
 // once.
 func sharedCluster(t *testing.T) *etcdtest.Cluster {
 	t.Helper()
-	clusterOnce.Do(func() {
-		if clusterDir, clusterErr = os.MkdirTemp("", "signd-etcd-cluster-"); clusterErr != nil {
-			return
-		}
-		cluster, clusterErr = etcdtest.StartCluster(clusterDir, 3)
+	return clusterServer.get(t, "signd-etcd-cluster-", func(dir string) (*etcdtest.Cluster, error) {
+		return etcdtest.StartCluster(dir, 3)
 	})
-	if clusterErr != nil {
-		t.Fatal(clusterErr)
-	}
-	return cluster
 }
 
 // stopCluster stops the shared cluster if a test started it, and removes
@@ -478,12 +456,7 @@ func stopCluster() {
 	if clusterBin.dir != "" {
 		os.RemoveAll(clusterBin.dir)
 	}
-	if cluster != nil {
-		cluster.Close()
-	}
-	if clusterDir != "" {
-		os.RemoveAll(clusterDir)
-	}
+	clusterServer.stop()
 }
 
 // jwksKIDs returns the key IDs of the JWKS a node serves, and the set.

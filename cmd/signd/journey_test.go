@@ -60,8 +60,7 @@ func TestCSCJourney(t *testing.T) {
 	// Credential authorization for one document hash: a SAD.
 	digest := sha256.Sum256([]byte("%PDF-1.7 the contract alice signs"))
 	sad := flow("credential", "state-credential",
-		oauth2.SetAuthURLParam("credentialID", cred), oauth2.SetAuthURLParam("numSignatures", "1"),
-		oauth2.SetAuthURLParam("hash", base64.RawURLEncoding.EncodeToString(digest[:])))
+		oneSignature(cred, digest[:])...)
 	if sad.Type() != "SAD" {
 		t.Fatalf("credential token_type %q", sad.Type())
 	}
@@ -93,11 +92,19 @@ func TestCSCJourney(t *testing.T) {
 	}
 }
 
-// enrollKey creates a credential for user with subject and imports a chain
-// from a throwaway CA; it returns the credential ID.
-func enrollKey(t *testing.T, e *env, user, subject string) string {
+// oneSignature is the oauth2/authorize parameters of a credential-scope
+// flow for one signature of digest with cred, then more.
+func oneSignature(cred string, digest []byte, more ...oauth2.AuthCodeOption) []oauth2.AuthCodeOption {
+	return append([]oauth2.AuthCodeOption{oauth2.SetAuthURLParam("credentialID", cred), oauth2.SetAuthURLParam("numSignatures", "1"),
+		oauth2.SetAuthURLParam("hash", base64.RawURLEncoding.EncodeToString(digest))}, more...)
+}
+
+// enrollKey creates a credential for user with subject and extra create
+// flags (--key-type, --multisign, --auth-mode) and imports a chain from a
+// throwaway CA; it returns the credential ID.
+func enrollKey(t *testing.T, e *env, user, subject string, flags ...string) string {
 	t.Helper()
-	csr := e.must("", "credential", "create", "--user", user, "--subject", subject, "--csr-out", "-")
+	csr := e.must("", append([]string{"credential", "create", "--user", user, "--subject", subject, "--csr-out", "-"}, flags...)...)
 	lines := strings.Split(strings.TrimSpace(csr), "\n")
 	cred := lines[len(lines)-1]
 	chainFile := filepath.Join(e.dir, cred+"-chain.pem")

@@ -35,8 +35,7 @@ func TestPINLockoutThroughDaemon(t *testing.T) {
 		c.Scopes = []string{scope}
 		opts := []oauth2.AuthCodeOption{oauth2.SetAuthURLParam("lang", "en")}
 		if scope == "credential" {
-			opts = append(opts, oauth2.SetAuthURLParam("credentialID", cred), oauth2.SetAuthURLParam("numSignatures", "1"),
-				oauth2.SetAuthURLParam("hash", base64.RawURLEncoding.EncodeToString(digest[:])))
+			opts = append(opts, oneSignature(cred, digest[:])...)
 		}
 		b := oauthtest.NewBrowser(nil)
 		s, err := b.Get(c.AuthCodeURL("st", opts...))
@@ -77,33 +76,9 @@ func TestPINLockoutThroughDaemon(t *testing.T) {
 	for i := range browsers {
 		browsers[i], pages[i] = consent("credential")
 	}
-	answers := make([]*oauthtest.Step, n)
-	start := make(chan struct{})
-	var wg sync.WaitGroup
-	for i := range n {
-		wg.Go(func() {
-			<-start
-			var err error
-			if answers[i], err = browsers[i].Submit(pages[i].Form, map[string]string{"pin": fmt.Sprintf("wrong-%02d", i)}, "approve"); err != nil {
-				t.Error(err)
-				answers[i] = &oauthtest.Step{}
-			}
-		})
-	}
-	close(start)
-	wg.Wait()
 	// Evaluated guesses that settle before the third one see the page
 	// again ("wrong PIN"); every other answer ends the flow.
-	wrongPages := 0
-	for i, a := range answers {
-		switch q := a.Query(); {
-		case a.Form != nil && a.Form.Has("pin"):
-			wrongPages++
-		case q.Get("error") != "access_denied" || q.Get("error_description") != "The signing PIN is locked":
-			t.Errorf("wrong PIN %d: want access_denied or the PIN page, got %d %v %.200s", i, a.Status, a.Location, oauthtest.Text(a.Body))
-		}
-	}
-	if wrongPages > 2 {
+	if wrongPages := guessPINsAtOnce(t, browsers[:n], pages[:n], func(int) string { return "" }); wrongPages > 2 {
 		t.Errorf("%d wrong PINs were answered \"wrong PIN\": more than max_failures-1 were evaluated", wrongPages)
 	}
 
@@ -137,4 +112,38 @@ func TestPINLockoutThroughDaemon(t *testing.T) {
 	if u.FailedPINs != 3 || !u.PINLocked {
 		t.Errorf("alice after %d wrong PINs at once: %d failures counted, locked %v; want 3, true", n, u.FailedPINs, u.PINLocked)
 	}
+}
+
+// guessPINsAtOnce submits a different wrong PIN on each of the PIN pages
+// at once (the i-th with browsers[i]) and checks each answer is the PIN
+// page again ("wrong PIN") or access_denied "The signing PIN is locked";
+// where(i) names the i-th guess's node in a failure. It returns how many
+// answers were the PIN page.
+func guessPINsAtOnce(t *testing.T, browsers []*oauthtest.Browser, pages []*oauthtest.Step, where func(i int) string) int {
+	t.Helper()
+	answers := make([]*oauthtest.Step, len(pages))
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	for i := range pages {
+		wg.Go(func() {
+			<-start
+			var err error
+			if answers[i], err = browsers[i].Submit(pages[i].Form, map[string]string{"pin": fmt.Sprintf("wrong-%02d", i)}, "approve"); err != nil {
+				t.Error(err)
+				answers[i] = &oauthtest.Step{}
+			}
+		})
+	}
+	close(start)
+	wg.Wait()
+	wrongPages := 0
+	for i, a := range answers {
+		switch q := a.Query(); {
+		case a.Form != nil && a.Form.Has("pin"):
+			wrongPages++
+		case q.Get("error") != "access_denied" || q.Get("error_description") != "The signing PIN is locked":
+			t.Errorf("wrong PIN %d%s: want access_denied or the PIN page, got %d %v %.200s", i, where(i), a.Status, a.Location, oauthtest.Text(a.Body))
+		}
+	}
+	return wrongPages
 }

@@ -166,6 +166,14 @@ func newTestCA(t *testing.T, cn string) *testCA {
 // issue signs the CSR's key; it returns leaf PEM followed by the CA PEM.
 func (ca *testCA) issue(t *testing.T, csrPEM string) string {
 	t.Helper()
+	return ca.certify(t, csrPEM) + ca.pem()
+}
+
+// certify checks the CSR's signature and certifies its key for digital
+// signature and content commitment with the extensions exts; it returns
+// the certificate PEM.
+func (ca *testCA) certify(t *testing.T, csrPEM string, exts ...pkix.Extension) string {
+	t.Helper()
 	b, _ := pem.Decode([]byte(csrPEM))
 	if b == nil {
 		t.Fatalf("no PEM CSR in %q", csrPEM)
@@ -180,13 +188,13 @@ func (ca *testCA) issue(t *testing.T, csrPEM string) string {
 	tmpl := &x509.Certificate{
 		SerialNumber: big.NewInt(time.Now().UnixNano()), Subject: csr.Subject,
 		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(12 * time.Hour),
-		KeyUsage: x509.KeyUsageDigitalSignature | x509.KeyUsageContentCommitment,
+		KeyUsage: x509.KeyUsageDigitalSignature | x509.KeyUsageContentCommitment, ExtraExtensions: exts,
 	}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, csr.PublicKey, ca.key)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})) + ca.pem()
+	return string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}))
 }
 
 func (ca *testCA) pem() string {

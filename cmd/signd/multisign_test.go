@@ -8,8 +8,6 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -19,21 +17,6 @@ import (
 	"github.com/signd/signd/oauth/oauthtest"
 	softhsmtest "github.com/signd/signd/softhsm-test"
 )
-
-// enrollExplicit enrolls a credential of user with extra create flags
-// (--multisign, --auth-mode) and a chain from a throwaway CA.
-func enrollExplicit(t *testing.T, e *env, user, subject string, flags ...string) string {
-	t.Helper()
-	csr := e.must("", append([]string{"credential", "create", "--user", user, "--subject", subject, "--csr-out", "-"}, flags...)...)
-	lines := strings.Split(strings.TrimSpace(csr), "\n")
-	cred := lines[len(lines)-1]
-	chainFile := filepath.Join(e.dir, cred+"-chain.pem")
-	if err := os.WriteFile(chainFile, []byte(newTestCA(t, "Batch CA").issue(t, csr)), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	e.must("", "credential", "import-cert", cred, "--chain", chainFile)
-	return cred
-}
 
 // serviceToken runs the service-scope code flow for alice and returns the
 // Bearer access token.
@@ -70,7 +53,7 @@ func serviceToken(t *testing.T, base string) string {
 func TestExplicitBatchJourney(t *testing.T) {
 	e := newEnv(t, "")
 	seedCred, base, _ := startJourney(t, e)
-	cred := enrollExplicit(t, e, "alice", "CN=Alice Jansen,O=Example BV,C=NL", "--multisign", "10", "--auth-mode", "explicit")
+	cred := enrollKey(t, e, "alice", "CN=Alice Jansen,O=Example BV,C=NL", "--multisign", "10", "--auth-mode", "explicit")
 	if out := e.must("", "credential", "show", cred); !strings.Contains(out, "auth mode:  explicit (multisign 10)") {
 		t.Errorf("credential show: %s", out)
 	}

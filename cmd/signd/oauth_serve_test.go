@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/base64"
 	"net/http"
 	"net/url"
 	"os"
@@ -89,8 +88,7 @@ func TestOAuthThroughDaemon(t *testing.T) {
 	digest := make([]byte, 32)
 	digest[0] = 7
 	sad, s2 := flow("credential", login,
-		oauth2.SetAuthURLParam("credentialID", cred), oauth2.SetAuthURLParam("numSignatures", "1"),
-		oauth2.SetAuthURLParam("hash", base64.RawURLEncoding.EncodeToString(digest)), oauth2.SetAuthURLParam("lang", "en"))
+		oneSignature(cred, digest, oauth2.SetAuthURLParam("lang", "en"))...)
 	if sad.Type() != "SAD" || sad.AccessToken == "" {
 		t.Errorf("credential token %+v", sad)
 	}

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
-	"net/http"
 	"slices"
 	"strings"
 	"testing"
@@ -172,31 +171,14 @@ func TestClientAddIDTokenAlgCLI(t *testing.T) {
 // taken for broken.
 func TestOIDCSigningAlgUnsupportedStart(t *testing.T) {
 	e := newEnv(t, "  signing_alg: ES256\n")
-	cfg, err := config.Load(config.Options{File: e.cfgPath})
-	if err != nil {
-		t.Fatal(err)
-	}
-	db, err := openStore(cfg, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	var faults *hsmtest.Faults
 	logs := &syncBuffer{}
 	logger := slog.New(slog.NewJSONHandler(logs, nil))
-	tok, err := hsm.Open(hsm.Config{
-		Module: token.Module, TokenLabel: token.Label, PIN: token.PIN, Logger: logger,
-		Wrap: func(c hsm.Ctx) hsm.Ctx { faults = hsmtest.Wrap(c); return faults },
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tok.Close()
+	cfg, db, tok, faults := openFaulty(t, e, logger)
 	// The ES256 key is the first generated (the default comes first).
 	faults.Inject("GenerateKeyPair", hsmtest.Fault{Code: pkcs11.CKR_MECHANISM_INVALID})
 	a := newApp(strings.NewReader(""), &bytes.Buffer{}, logs)
 	svc := &services{cfg: cfg, store: db, token: tok, logger: logger, now: a.clock}
-	err = svc.mount(echo.New())
+	err := svc.mount(echo.New())
 	want := `oidc.signing_alg ES256 needs CKM_EC_KEY_PAIR_GEN, which token "` + token.Label + `" lacks; choose RS256 or PS256`
 	if err == nil || !strings.Contains(err.Error(), want) {
 		t.Fatalf("start: %v\nwant %q", err, want)
@@ -215,15 +197,7 @@ func TestClientAddIDTokenAlgDaemon(t *testing.T) {
 	e := newEnv(t, "")
 	addr, _ := e.daemon()
 	e.must("", "client", "add", "rp-es", "--redirect-uri", "https://rp-es.example.com/cb", "--scope", "openid", "--id-token-alg", "ES256")
-	res, err := http.Get("http://" + addr + "/.well-known/jwks.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer res.Body.Close()
-	var set jose.JSONWebKeySet
-	if err := json.NewDecoder(res.Body).Decode(&set); err != nil {
-		t.Fatal(err)
-	}
+	_, set := jwksKIDs(t, "http://"+addr)
 	var algs []string
 	for _, k := range set.Keys {
 		algs = append(algs, k.Algorithm)

@@ -3,13 +3,10 @@ package main
 import (
 	"bytes"
 	"encoding/json"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/go-jose/go-jose/v4"
 
 	"github.com/signd/signd/cmd/signd/admin"
 )
@@ -89,19 +86,7 @@ func TestOIDCKeysCLIDaemon(t *testing.T) {
 	}
 	e.must("", "oidc", "keys", "create")
 	jwks := func() []string {
-		res, err := http.Get("http://" + addr + "/.well-known/jwks.json")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer res.Body.Close()
-		var set jose.JSONWebKeySet
-		if err := json.NewDecoder(res.Body).Decode(&set); err != nil {
-			t.Fatal(err)
-		}
-		var kids []string
-		for _, k := range set.Keys {
-			kids = append(kids, k.KeyID)
-		}
+		kids, _ := jwksKIDs(t, "http://"+addr)
 		return kids
 	}
 	if got := jwks(); len(got) != 2 {

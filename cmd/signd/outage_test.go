@@ -244,24 +244,7 @@ func TestHSMOutageThroughDaemon(t *testing.T) {
 // reconnect; the metrics gauge follows.
 func TestReadyzReportsOutage(t *testing.T) {
 	e := newEnv(t, "")
-	cfg, err := config.Load(config.Options{File: e.cfgPath})
-	if err != nil {
-		t.Fatal(err)
-	}
-	db, err := openStore(cfg, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	var faults *hsmtest.Faults
-	tok, err := hsm.Open(hsm.Config{
-		Module: token.Module, TokenLabel: token.Label, PIN: token.PIN,
-		Wrap: func(c hsm.Ctx) hsm.Ctx { faults = hsmtest.Wrap(c); return faults },
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tok.Close()
+	_, db, tok, faults := openFaulty(t, e, nil)
 	mx := newMetrics()
 	mx.watchToken(tok.Status)
 	srv := &server{Store: db, Token: tok, Logger: slog.New(slog.DiscardHandler), BodyLimit: 1 << 16}
@@ -316,4 +299,30 @@ func TestHSMReason(t *testing.T) {
 			t.Errorf("hsmReason(%+v, %v) = %q, want %q", tt.st, tt.err, got, tt.want)
 		}
 	}
+}
+
+// openFaulty loads e's configuration and opens its store and the test
+// token behind a fault injector (hsmtest.Faults), logging to logger (nil:
+// the token's default); store and token close with t.Cleanup.
+func openFaulty(t *testing.T, e *env, logger *slog.Logger) (*config.Config, backend, *hsm.Token, *hsmtest.Faults) {
+	t.Helper()
+	cfg, err := config.Load(config.Options{File: e.cfgPath})
+	if err != nil {
+		t.Fatal(err)
+	}
+	db, err := openStore(cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	var faults *hsmtest.Faults
+	tok, err := hsm.Open(hsm.Config{
+		Module: token.Module, TokenLabel: token.Label, PIN: token.PIN, Logger: logger,
+		Wrap: func(c hsm.Ctx) hsm.Ctx { faults = hsmtest.Wrap(c); return faults },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { tok.Close() })
+	return cfg, db, tok, faults
 }

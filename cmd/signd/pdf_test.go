@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/asn1"
-	"encoding/base64"
 	"encoding/pem"
 	"os"
 	"os/exec"
@@ -43,28 +42,7 @@ func TestSignPDF(t *testing.T) {
 	conf, octx := journeyClient(base)
 	browser := oauthtest.NewBrowser(nil)
 	flow := func(scope string, params ...oauth2.AuthCodeOption) (string, error) {
-		c := conf
-		c.Scopes = []string{scope}
-		s, err := browser.Get(c.AuthCodeURL("st", append(params, oauth2.SetAuthURLParam("lang", "en"))...))
-		if err != nil {
-			return "", err
-		}
-		if s.Form != nil && s.Form.Has("password") {
-			if s, err = browser.Submit(s.Form, map[string]string{"username": "alice", "password": journeyPassword}, "approve"); err != nil {
-				return "", err
-			}
-		}
-		if s.Form == nil {
-			t.Fatalf("%s: no consent page: %d %s", scope, s.Status, oauthtest.Text(s.Body))
-		}
-		set := map[string]string{}
-		if scope == "credential" {
-			set["pin"] = journeyPIN
-		}
-		if s, err = browser.Submit(s.Form, set, "approve"); err != nil {
-			return "", err
-		}
-		tok, err := c.Exchange(octx, s.Query().Get("code"))
+		tok, err := conf.Exchange(octx, codeFlow(t, browser, conf, scope, "st", params...))
 		if err != nil {
 			return "", err
 		}
@@ -79,8 +57,7 @@ func TestSignPDF(t *testing.T) {
 		BaseURL: base, AccessToken: service, CredentialID: cred,
 		Authorize: func(_ context.Context, digest []byte) (string, error) {
 			authorized++
-			return flow("credential", oauth2.SetAuthURLParam("credentialID", cred), oauth2.SetAuthURLParam("numSignatures", "1"),
-				oauth2.SetAuthURLParam("hash", base64.RawURLEncoding.EncodeToString(digest)))
+			return flow("credential", oneSignature(cred, digest)...)
 		},
 	}
 	chain, err := client.Chain(context.Background())

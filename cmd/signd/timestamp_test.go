@@ -1,16 +1,13 @@
 package main
 
 import (
-	"crypto/rand"
 	"crypto/sha256"
 	"crypto/sha512"
-	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/asn1"
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
-	"encoding/pem"
 	"math/big"
 	"os"
 	"os/exec"
@@ -43,30 +40,6 @@ func ekuExt(t *testing.T, critical bool, usages ...asn1.ObjectIdentifier) pkix.E
 	return pkix.Extension{Id: oidEKU, Critical: critical, Value: v}
 }
 
-// issueTSA certifies the CSR's key with the extensions exts (none: no
-// extended key usage at all); it returns the certificate PEM and the CA PEM.
-func (ca *testCA) issueTSA(t *testing.T, csrPEM string, exts ...pkix.Extension) string {
-	t.Helper()
-	b, _ := pem.Decode([]byte(csrPEM))
-	if b == nil {
-		t.Fatalf("no PEM CSR in %q", csrPEM)
-	}
-	csr, err := x509.ParseCertificateRequest(b.Bytes)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(time.Now().UnixNano()), Subject: csr.Subject,
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(12 * time.Hour),
-		KeyUsage: x509.KeyUsageDigitalSignature | x509.KeyUsageContentCommitment, ExtraExtensions: exts,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, csr.PublicKey, ca.key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}))
-}
-
 // enrollTSA runs `signd tsa enroll` and imports a certificate from ca with
 // a critical id-kp-timeStamping; it returns the key ID.
 func enrollTSA(t *testing.T, e *env, ca *testCA) string {
@@ -75,7 +48,7 @@ func enrollTSA(t *testing.T, e *env, ca *testCA) string {
 	lines := strings.Split(strings.TrimSpace(out), "\n")
 	keyID := lines[len(lines)-1]
 	certFile := filepath.Join(e.dir, "tsa-"+keyID+".pem")
-	pemText := ca.issueTSA(t, out, ekuExt(t, true, oidTimeStamping)) + ca.pem()
+	pemText := ca.certify(t, out, ekuExt(t, true, oidTimeStamping)) + ca.pem()
 	if err := os.WriteFile(certFile, []byte(pemText), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -103,7 +76,7 @@ func TestTSAImportRefusesWrongUsage(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := filepath.Join(e.dir, "bad.pem")
-			os.WriteFile(f, []byte(ca.issueTSA(t, csr, tc.exts...)), 0o600)
+			os.WriteFile(f, []byte(ca.certify(t, csr, tc.exts...)), 0o600)
 			_, _, err := e.run("", "tsa", "import-cert", "--key-id", keyID, "--cert", f)
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("import-cert: %v, want %q", err, tc.want)
@@ -113,7 +86,7 @@ func TestTSAImportRefusesWrongUsage(t *testing.T) {
 	// Another key's certificate, and a key that does not exist.
 	other := e.must("", "tsa", "enroll", "--key-type", "rsa-2048", "--csr-out", "-")
 	f := filepath.Join(e.dir, "other.pem")
-	os.WriteFile(f, []byte(ca.issueTSA(t, other, ekuExt(t, true, oidTimeStamping))), 0o600)
+	os.WriteFile(f, []byte(ca.certify(t, other, ekuExt(t, true, oidTimeStamping))), 0o600)
 	if _, _, err := e.run("", "tsa", "import-cert", "--key-id", keyID, "--cert", f); err == nil ||
 		!strings.Contains(err.Error(), "public key is not the time-stamping key") {
 		t.Errorf("another key's certificate: %v", err)

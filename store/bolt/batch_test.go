@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"path/filepath"
 	"testing"
-	"time"
 
 	"go.etcd.io/bbolt"
 
@@ -80,21 +79,13 @@ func TestAuditTamper(t *testing.T) {
 			}
 			db.Close()
 
-			raw, err := bbolt.Open(path, 0o600, &bbolt.Options{Timeout: time.Second})
-			if err != nil {
-				t.Fatal(err)
-			}
-			err = raw.Update(func(btx *bbolt.Tx) error {
+			rawUpdate(t, path, func(btx *bbolt.Tx) error {
 				b := btx.Bucket([]byte("audit"))
 				key := []byte{0, 0, 0, 0, 0, 0, 0, 3}
 				v := bytes.Clone(b.Get(key))
 				v[flip.at(v)] ^= 0x01
 				return b.Put(key, v)
 			})
-			raw.Close()
-			if err != nil {
-				t.Fatal(err)
-			}
 
 			db, err = bolt.Open(path, bolt.Options{})
 			if err != nil {

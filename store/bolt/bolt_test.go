@@ -236,16 +236,11 @@ func TestSchema(t *testing.T) {
 
 func TestReopenPreservesData(t *testing.T) {
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "signd.db")
-	db, err := bolt.Open(path, bolt.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
 	hash, err := store.HashPassword(store.Argon2Params{Time: 1, MemoryKiB: 64, Threads: 1, KeyLen: 32, SaltLen: 16}, []byte("pw"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	err = db.Update(ctx, func(tx store.Tx) error {
+	path := writeFresh(t, func(tx store.Tx) error {
 		if err := tx.CreateUser(&store.User{ID: "u1", Username: "alice", Status: store.UserActive, PasswordHash: hash}); err != nil {
 			return err
 		}
@@ -260,14 +255,8 @@ func TestReopenPreservesData(t *testing.T) {
 			Status: store.CredentialEnabled, Chain: [][]byte{{0x30, 0x82}},
 		})
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := db.Close(); err != nil {
-		t.Fatal(err)
-	}
 
-	db = mustReopen(t, path)
+	db := mustReopen(t, path)
 	err = db.View(ctx, func(tx store.Tx) error {
 		u, err := tx.User("alice")
 		if err != nil {
@@ -303,6 +292,26 @@ func mustReopen(t *testing.T, path string) *bolt.DB {
 	return db
 }
 
+// writeFresh writes fn's records through the store to a new database file
+// in t.TempDir and closes it (a failed Close fails the test); it returns
+// the file's path.
+func writeFresh(t *testing.T, fn func(store.Tx) error) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "signd.db")
+	db, err := bolt.Open(path, bolt.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = db.Update(context.Background(), fn)
+	if cerr := db.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
 // TestConsentRecordFormat: codes keep their consent record as the JSON
 // member "consented" (name → base64 digest), tokens as the last field of
 // their binary record (format 1: count, then name and digest, each
@@ -311,24 +320,15 @@ func mustReopen(t *testing.T, path string) *bolt.DB {
 // (nothing consented).
 func TestConsentRecordFormat(t *testing.T) {
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "signd.db")
-	db, err := bolt.Open(path, bolt.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
 	now := time.Now().UTC().Round(0)
 	digest := bytes.Repeat([]byte{0xaa}, 32)
-	err = db.Update(ctx, func(tx store.Tx) error {
+	path := writeFresh(t, func(tx store.Tx) error {
 		return tx.CreateToken(&store.Token{
 			Hash: store.Fingerprint("new"), Kind: store.TokenAccess, ClientID: "rp", Username: "alice",
 			Scopes: []string{"openid", "email"}, ExpiresAt: now.Add(time.Hour),
 			Consented: store.ConsentRecord{"email": digest},
 		})
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	db.Close()
 
 	exp := now.Add(time.Hour).Format(time.RFC3339Nano)
 	oldToken := `{"kind":"access","client_id":"rp","username":"alice","scopes":["openid","email"],` +
@@ -338,12 +338,8 @@ func TestConsentRecordFormat(t *testing.T) {
 		`"redeemed_at":"0001-01-01T00:00:00Z","created_at":"` + exp + `"}`
 	// As the JSON form wrote a token with a consent record.
 	jsonToken := strings.Replace(oldToken, `"expires_at"`, `"consented":{"email":"`+base64.StdEncoding.EncodeToString(digest)+`"},"expires_at"`, 1)
-	raw, err := bbolt.Open(path, 0o600, &bbolt.Options{Timeout: time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
 	var stored []byte
-	err = raw.Update(func(btx *bbolt.Tx) error {
+	rawUpdate(t, path, func(btx *bbolt.Tx) error {
 		stored = bytes.Clone(btx.Bucket([]byte("tokens")).Get(store.Fingerprint("new")))
 		if err := btx.Bucket([]byte("tokens")).Put(store.Fingerprint("old"), []byte(oldToken)); err != nil {
 			return err
@@ -353,16 +349,12 @@ func TestConsentRecordFormat(t *testing.T) {
 		}
 		return btx.Bucket([]byte("codes")).Put(store.Fingerprint("old-code"), []byte(oldCode))
 	})
-	raw.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
 	if want := append([]byte("\x01\x05email\x20"), digest...); len(stored) == 0 || stored[0] != 0x01 || !bytes.HasSuffix(stored, want) {
 		t.Errorf("stored token %x does not end in the consent record %x", stored, want)
 	}
 
-	db = mustReopen(t, path)
-	err = db.View(ctx, func(tx store.Tx) error {
+	db := mustReopen(t, path)
+	err := db.View(ctx, func(tx store.Tx) error {
 		tok, err := tx.Token(store.Fingerprint("new"))
 		if err != nil {
 			return err

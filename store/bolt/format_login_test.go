@@ -3,14 +3,12 @@ package bolt_test
 import (
 	"bytes"
 	"context"
-	"path/filepath"
 	"testing"
 	"time"
 
 	"go.etcd.io/bbolt"
 
 	"github.com/signd/signd/store"
-	"github.com/signd/signd/store/bolt"
 )
 
 // TestRefreshAndTOTPFormat: the rotation time of a refresh token is the
@@ -19,15 +17,10 @@ import (
 // read back as not rotated and no step accepted.
 func TestRefreshAndTOTPFormat(t *testing.T) {
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "signd.db")
-	db, err := bolt.Open(path, bolt.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
 	now := time.Now().UTC().Round(0)
 	hash, _ := store.NewHasher(store.Argon2Params{Time: 1, MemoryKiB: 64, Threads: 1, KeyLen: 32, SaltLen: 16})
 	pw, _ := hash.Hash([]byte("a long password"))
-	err = db.Update(ctx, func(tx store.Tx) error {
+	path := writeFresh(t, func(tx store.Tx) error {
 		id, _ := store.NewID()
 		for _, u := range []*store.User{
 			{ID: id, Username: "alice", Status: store.UserActive, PasswordHash: pw, TOTPSecret: "JBSWY3DPEHPK3PXP", TOTPLastStep: 58_000_001},
@@ -41,28 +34,16 @@ func TestRefreshAndTOTPFormat(t *testing.T) {
 			Scopes: []string{"service"}, CodeHash: store.Fingerprint("family"), ExpiresAt: now.Add(time.Hour), RotatedAt: now,
 		})
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	db.Close()
 
 	exp := now.Add(time.Hour).Format(time.RFC3339Nano)
 	oldToken := `{"kind":"refresh","client_id":"rp","username":"alice","scopes":["service"],` +
 		`"auth_time":"0001-01-01T00:00:00Z","requested_at":"0001-01-01T00:00:00Z","expires_at":"` + exp + `","created_at":"` + exp + `"}`
-	raw, err := bbolt.Open(path, 0o600, &bbolt.Options{Timeout: time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
 	var storedTok, storedUser []byte
-	err = raw.Update(func(btx *bbolt.Tx) error {
+	rawUpdate(t, path, func(btx *bbolt.Tx) error {
 		storedTok = bytes.Clone(btx.Bucket([]byte("tokens")).Get(store.Fingerprint("rotated")))
 		storedUser = bytes.Clone(btx.Bucket([]byte("users")).Get([]byte("alice")))
 		return btx.Bucket([]byte("tokens")).Put(store.Fingerprint("old"), []byte(oldToken))
 	})
-	raw.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
 	// Tokens are stored in the binary form (codec.go); that it carries
 	// rotated_at is checked by reading the token back after the reopen
 	// below and by TestTokenCodecCarriesEveryField.
@@ -73,8 +54,8 @@ func TestRefreshAndTOTPFormat(t *testing.T) {
 		t.Errorf("stored user %s lacks totp_last_step", storedUser)
 	}
 
-	db = mustReopen(t, path)
-	err = db.View(ctx, func(tx store.Tx) error {
+	db := mustReopen(t, path)
+	err := db.View(ctx, func(tx store.Tx) error {
 		tok, err := tx.Token(store.Fingerprint("rotated"))
 		if err != nil {
 			return err
@@ -110,46 +91,29 @@ func TestRefreshAndTOTPFormat(t *testing.T) {
 // no lockouts, and is written back with neither member.
 func TestTimedLockFormat(t *testing.T) {
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "signd.db")
-	db, err := bolt.Open(path, bolt.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
 	until := time.Date(2026, 11, 27, 19, 30, 0, 7, time.UTC)
-	err = db.Update(ctx, func(tx store.Tx) error {
+	path := writeFresh(t, func(tx store.Tx) error {
 		id, _ := store.NewID()
 		return tx.CreateUser(&store.User{ID: id, Username: "alice", Status: store.UserActive,
 			FailedPasswords: 3, PasswordLockedUntil: until, PasswordLockouts: 2})
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	db.Close()
 
 	stamp := time.Date(2026, 11, 20, 12, 0, 0, 0, time.UTC).Format(time.RFC3339Nano)
 	oldUser := `{"id":"u-dave","username":"dave","status":"active","failed_passwords":5,"password_locked":true,` +
 		`"failed_pins":1,"created_at":"` + stamp + `","updated_at":"` + stamp + `"}`
-	raw, err := bbolt.Open(path, 0o600, &bbolt.Options{Timeout: time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
 	var stored []byte
-	err = raw.Update(func(btx *bbolt.Tx) error {
+	rawUpdate(t, path, func(btx *bbolt.Tx) error {
 		stored = bytes.Clone(btx.Bucket([]byte("users")).Get([]byte("alice")))
 		return btx.Bucket([]byte("users")).Put([]byte("dave"), []byte(oldUser))
 	})
-	raw.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
 	for _, member := range []string{`"password_locked_until":"2026-11-27T19:30:00.000000007Z"`, `"password_lockouts":2`} {
 		if !bytes.Contains(stored, []byte(member)) {
 			t.Errorf("stored user %s lacks %s", stored, member)
 		}
 	}
 
-	db = mustReopen(t, path)
-	err = db.Update(ctx, func(tx store.Tx) error {
+	db := mustReopen(t, path)
+	err := db.Update(ctx, func(tx store.Tx) error {
 		u, err := tx.User("alice")
 		if err != nil {
 			return err
@@ -171,7 +135,7 @@ func TestTimedLockFormat(t *testing.T) {
 		t.Fatal(err)
 	}
 	db.Close()
-	raw, err = bbolt.Open(path, 0o600, &bbolt.Options{Timeout: time.Second, ReadOnly: true})
+	raw, err := bbolt.Open(path, 0o600, &bbolt.Options{Timeout: time.Second, ReadOnly: true})
 	if err != nil {
 		t.Fatal(err)
 	}

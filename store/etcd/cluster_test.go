@@ -49,13 +49,26 @@ func (n *nodes) Close() error {
 	return nil
 }
 
-// openNodes opens three DBs on one fresh prefix.
+// openNodes opens three DBs on one fresh prefix of the package's server.
 func openNodes(t *testing.T, now func() time.Time) *nodes {
 	t.Helper()
-	prefix := server.Prefix()
+	return openNodesOn(t, server, now)
+}
+
+// etcdServer is an etcdtest server or cluster: fresh prefixes and DBs.
+type etcdServer interface {
+	Prefix() string
+	Open(etcd.Options) (*etcd.DB, error)
+}
+
+// openNodesOn opens three DBs on one fresh prefix of srv; they close when
+// the test ends.
+func openNodesOn(t *testing.T, srv etcdServer, now func() time.Time) *nodes {
+	t.Helper()
+	prefix := srv.Prefix()
 	n := &nodes{}
 	for range 3 {
-		db, err := server.Open(etcd.Options{Prefix: prefix, Now: now})
+		db, err := srv.Open(etcd.Options{Prefix: prefix, Now: now})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -97,23 +110,7 @@ func TestConformanceCluster(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(cluster.Close)
-	open := func(t *testing.T) *nodes {
-		prefix := cluster.Prefix()
-		n := &nodes{}
-		for range 3 {
-			db, err := cluster.Open(etcd.Options{Prefix: prefix})
-			if err != nil {
-				t.Fatal(err)
-			}
-			n.dbs = append(n.dbs, db)
-		}
-		t.Cleanup(func() {
-			if err := n.Close(); err != nil {
-				t.Error(err)
-			}
-		})
-		return n
-	}
+	open := func(t *testing.T) *nodes { return openNodesOn(t, cluster, nil) }
 	t.Run("Store", func(t *testing.T) {
 		storetest.Run(t, func(t *testing.T) store.Store { return open(t) })
 	})

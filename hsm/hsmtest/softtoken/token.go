@@ -141,18 +141,7 @@ func (t *Token) generate(ctx context.Context, op, label string, gen func() (cryp
 		return nil, fmt.Errorf("softtoken: generate key: %w: %q", hsm.ErrLabelExists, label)
 	}
 	t.keys[string(id)], t.labels[string(id)] = priv, label
-	return &hsm.KeyInfo{ID: id, Label: label, Bits: bitsOf(priv.Public()), Public: priv.Public()}, nil
-}
-
-// bitsOf is the RSA modulus or EC curve size of pub.
-func bitsOf(pub crypto.PublicKey) int {
-	switch p := pub.(type) {
-	case *rsa.PublicKey:
-		return p.N.BitLen()
-	case *ecdsa.PublicKey:
-		return p.Curve.Params().BitSize
-	}
-	return 0
+	return &hsm.KeyInfo{ID: id, Label: label, Bits: hsm.KeyBits(priv.Public()), Public: priv.Public()}, nil
 }
 
 func checkLabel(label string) error {
@@ -192,7 +181,7 @@ func (t *Token) Keys(ctx context.Context) ([]hsm.KeyInfo, error) {
 	t.mu.Lock()
 	out := make([]hsm.KeyInfo, 0, len(t.keys))
 	for id, k := range t.keys {
-		out = append(out, hsm.KeyInfo{ID: []byte(id), Label: t.labels[id], Bits: bitsOf(k.Public()), Public: k.Public()})
+		out = append(out, hsm.KeyInfo{ID: []byte(id), Label: t.labels[id], Bits: hsm.KeyBits(k.Public()), Public: k.Public()})
 	}
 	t.mu.Unlock()
 	slices.SortFunc(out, func(a, b hsm.KeyInfo) int {
