@@ -32,14 +32,20 @@ const (
 	maxFailures = 3
 )
 
-// countingChecker counts the PIN evaluations of the password checker.
+// countingChecker counts the PIN evaluations of the password checker;
+// during, when set, runs while a PIN is being hashed (the world changing
+// between the PIN check and the SAD's write).
 type countingChecker struct {
 	*store.Hasher
 	checks atomic.Int64
+	during func()
 }
 
 func (c *countingChecker) Check(encoded string, secret []byte) (bool, error) {
 	c.checks.Add(1)
+	if c.during != nil {
+		c.during()
+	}
 	time.Sleep(5 * time.Millisecond) // keep guesses in flight together
 	return c.Hasher.Check(encoded, secret)
 }
@@ -641,4 +647,55 @@ func FuzzExplicitRequest(f *testing.F) {
 			t.Fatalf("%s %q: status %d %s", method, body, res.StatusCode, raw)
 		}
 	})
+}
+
+// TestAuthorizeRecheckedAfterPIN: what changes while the PIN is hashed —
+// the PIN locked by an admin, the client removed, the credential disabled
+// — is seen where the SAD would be written: no SAD, the refusal answered
+// and audited with its reason.
+func TestAuthorizeRecheckedAfterPIN(t *testing.T) {
+	for _, tt := range []struct {
+		name, desc, reason string
+		change             func(tx store.Tx, cred string) error
+	}{
+		{"PIN locked", "PIN locked", "PIN locked meanwhile", func(tx store.Tx, _ string) error {
+			u, err := tx.User("alice")
+			if err != nil {
+				return err
+			}
+			u.PINLocked = true
+			return tx.PutUser(u)
+		}},
+		{"client removed", "Invalid parameter credentialID", "client removed", func(tx store.Tx, _ string) error {
+			return tx.DeleteClient("rp1")
+		}},
+		{"credential disabled", "The credential identified by credentialID is disabled", "", func(tx store.Tx, cred string) error {
+			c, err := tx.Credential(cred)
+			if err != nil {
+				return err
+			}
+			c.Status = store.CredentialDisabled
+			return tx.PutCredential(c)
+		}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			e := newExplicitEnv(t)
+			bearer := e.accessToken("alice", "rp1")
+			cred := e.explicitCredential("alice", 1, store.AuthExplicit)
+			var once sync.Once
+			e.checker.during = func() {
+				once.Do(func() { e.update(func(tx store.Tx) error { return tt.change(tx, cred) }) })
+			}
+			r := e.call("credentials/authorize", bearer, authorizeBody(cred, 1, testPIN, batch(1)...))
+			wantError(t, r, http.StatusBadRequest, "invalid_request", tt.desc)
+			if r.str("SAD") != "" {
+				t.Errorf("a SAD was issued: %s", r.raw)
+			}
+			entries := e.auditEntries()
+			last := entries[len(entries)-1]
+			if last.Kind != store.AuditAuthorize || last.Outcome != store.AuditRefused || tt.reason != "" && last.Reason != tt.reason {
+				t.Errorf("last audit entry %+v, want a refused authorize (%q)", last, tt.reason)
+			}
+		})
+	}
 }
