@@ -65,6 +65,20 @@ func TestAuthorize(t *testing.T) {
 		{name: "post_form_is_accepted", p: svc, post: true, want: wantLogin},
 		{name: "credential_request_is_accepted", p: cred, want: wantLogin},
 		{name: "registered_uri_with_query_is_accepted", p: with(svc, "redirect_uri", "https://rp.example/other?x=1"), want: wantLogin},
+		// Two problems at once: the first in the order of the checks is
+		// the one answered, and nothing is redirected before the client
+		// and its redirect URI stand (RFC 6749 §4.1.2.1).
+		{name: "order_redirect_uri_before_response_type", p: with(svc, "redirect_uri", "https://evil.example/cb", "response_type", "token"), want: wantPage},
+		{name: "order_redirect_uri_before_scope", p: with(svc, "redirect_uri", "https://evil.example/cb", "scope", "admin"), want: wantPage},
+		{name: "order_duplicated_before_response_type", query: with(svc, "response_type", "").Encode() + "&scope=service", want: "invalid_request", desc: "Parameter scope is duplicated"},
+		{name: "order_response_type_before_state", p: with(svc, "response_type", "", "state", ""), want: "invalid_request", desc: "Missing parameter response_type"},
+		{name: "order_unsupported_response_type_before_state", p: with(svc, "response_type", "token", "state", ""), want: "unsupported_response_type"},
+		{name: "order_state_before_scope", p: with(svc, "state", "", "scope", "admin"), want: "invalid_request", desc: "Missing parameter state"},
+		{name: "order_long_state_before_scope", p: with(svc, "state", strings.Repeat("s", 256), "scope", "admin"), want: "invalid_request", desc: "longer than 255"},
+		{name: "order_scope_before_pkce", p: with(svc, "scope", "admin", "code_challenge_method", "S256"), want: "invalid_scope"},
+		{name: "order_pkce_before_nonce", p: with(svc, "code_challenge_method", "S256", "nonce", strings.Repeat("n", 513)), want: "invalid_request", desc: "code_challenge_method without code_challenge"},
+		{name: "order_nonce_before_profile_parameters", p: with(cred, "nonce", strings.Repeat("n", 513), "credentialID", ""), want: "invalid_request", desc: "nonce is longer than 512"},
+		{name: "order_profile_parameters_before_client_scopes", p: with(cred, "client_id", "svconly", "credentialID", ""), want: "invalid_request", desc: "credentialID"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

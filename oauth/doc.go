@@ -17,6 +17,11 @@
 // signing PINs with one lockout for every door), oauth/pages (the HTML),
 // oauth/ratelimit (token buckets).
 //
+// The token endpoint is parse, then phases: parseRedeem checks the
+// request, redeem (without HTTP) redeems the code in one group-committed
+// transaction, each run of which is redeemRun, and tokenResponse joins the
+// profile's response once the commit succeeded.
+//
 // Handlers return errors, protocol errors as *Error values; one Renderer,
 // the public server's Echo error handler, writes them in the dialect of
 // their route (RFC 6749 §5.2 JSON, the HTML error page, a redirect to the

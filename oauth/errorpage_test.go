@@ -13,6 +13,7 @@ import (
 
 	"github.com/signd/signd/oauth"
 	"github.com/signd/signd/oauth/oauthtest"
+	"github.com/signd/signd/oauth/passwords"
 	"github.com/signd/signd/store"
 )
 
@@ -160,12 +161,13 @@ func TestErrorPageAfterLogin(t *testing.T) {
 
 // changingProfile is a profile with a consent page that asks for the
 // signing PIN and shows one recorded item; from the consent call number
-// changeAt on (1 = the page), the item's value is different: the data the
-// page showed changed.
+// changeAt on (1 = the page), or once changed is set, the item's value is
+// different: the data the page showed changed.
 type changingProfile struct {
 	quietProfile
 	calls    atomic.Int32
 	changeAt int32
+	changed  atomic.Bool
 }
 
 func (*changingProfile) Info() oauth.ProfileInfo { return oauth.ProfileInfo{Name: "changing"} }
@@ -180,7 +182,7 @@ func (*changingProfile) Authorize(context.Context, *oauth.AuthorizeRequest) (*oa
 
 func (p *changingProfile) Consent(context.Context, *oauth.Request) (*oauth.Consent, error) {
 	v := "credential A"
-	if n := p.calls.Add(1); p.changeAt > 0 && n >= p.changeAt {
+	if n := p.calls.Add(1); p.changeAt > 0 && n >= p.changeAt || p.changed.Load() {
 		v = "credential B"
 	}
 	d := sha256.Sum256([]byte(v))
@@ -193,18 +195,34 @@ func (p *changingProfile) Consent(context.Context, *oauth.Request) (*oauth.Conse
 
 // TestConsentInvalidated: the data the consent page showed changes while
 // the PIN is checked; no code is issued, the client gets server_error.
+// whileHashed changes it while the PIN's hash is being evaluated, so the
+// profile must be asked again after the PIN check, not before.
 func TestConsentInvalidated(t *testing.T) {
 	for _, tt := range []struct {
-		name     string
-		changeAt int32
-		want     string // "" = a code
+		name        string
+		changeAt    int32
+		whileHashed bool
+		want        string // "" = a code
 	}{
-		{"unchanged", 0, ""},
-		{"changed_during_the_pin_check", 3, "consent invalidated"},
+		{"unchanged", 0, false, ""},
+		{"changed_during_the_pin_check", 3, false, "consent invalidated"},
+		{"changed_while_the_pin_is_hashed", 0, true, "consent invalidated"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			p := &changingProfile{changeAt: tt.changeAt}
-			ev := newEnv(t, func(c *oauth.Config) { c.Profiles = append(c.Profiles, p) })
+			var ph *probeHasher
+			ev := newEnvWith(t, envOptions{passwords: func(c *passwords.Config) {
+				ph = newProbeHasher(c.Hasher.(*store.Hasher))
+				c.Hasher = ph
+			}}, func(c *oauth.Config) { c.Profiles = append(c.Profiles, p) })
+			if tt.whileHashed {
+				g := ph.hold(alicePIN)
+				go func() {
+					<-g.entered
+					p.changed.Store(true)
+					close(g.release)
+				}()
+			}
 			ev.update(func(tx store.Tx) error {
 				return tx.CreateClient(&store.Client{ID: "chg", SecretHash: store.HashSecret(rpSecret), RedirectURIs: []string{rpRedirect}, Scopes: []string{"changing"}})
 			})
@@ -247,6 +265,21 @@ func TestAuthenticationFailure(t *testing.T) {
 				}
 			}
 			ev.t.Fatal("no session cookie")
+		}, "authentication failure"},
+		{"another_user_logged_in_and_the_first_disabled", func(ev *env, b *oauthtest.Browser) {
+			// The login is checked before the account: the browser's
+			// session no longer vouches for alice, whatever her state.
+			q := url.Values{"response_type": {"code"}, "client_id": {"rp"}, "redirect_uri": {rpRedirect}, "scope": {"quiet"}, "state": {"st-b"}, "prompt": {"login"}}
+			s := ev.must(b.Get(ev.authorizeURL(q)))
+			ev.codeOf(ev.login(b, s, "erin", davePassword), rpRedirect, "st-b")
+			ev.update(func(tx store.Tx) error {
+				u, err := tx.User("alice")
+				if err != nil {
+					return err
+				}
+				u.Status = store.UserDisabled
+				return tx.PutUser(u)
+			})
 		}, "authentication failure"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"slices"
 	"time"
 
@@ -17,7 +18,10 @@ import (
 // reservedMembers are the token response members a profile cannot set.
 var reservedMembers = []string{"access_token", "token_type", "expires_in", "refresh_token"}
 
-// token is POST /oauth2/token: grant_type=authorization_code only.
+// token is POST /oauth2/token: grant_type=authorization_code only. The
+// client is authenticated and rate limited, the request parsed
+// (parseRedeem), the code redeemed (redeem), and the response built once
+// the redemption committed (tokenResponse).
 func (s *Server) token(c echo.Context) error {
 	form, client, err := s.clientRequest(c)
 	if err != nil {
@@ -26,24 +30,28 @@ func (s *Server) token(c echo.Context) error {
 	if err := s.cfg.TokenLimit.Allow(client.ID); err != nil {
 		return err
 	}
-	invalid := func(desc string) error { return Errorf(CodeInvalidRequest, http.StatusBadRequest, "%s", desc) }
-	switch gt := form.Get("grant_type"); {
-	case gt == "":
-		return invalid("Missing parameter grant_type")
-	case gt != "authorization_code":
-		return Errorf(CodeUnsupportedGrantType, http.StatusBadRequest, "Only grant_type authorization_code is supported")
-	case form.Get("code") == "":
-		return invalid("Missing parameter code")
-	case form.Has("code_verifier") && !validVerifier(form.Get("code_verifier")):
-		return invalid("Invalid parameter code_verifier")
+	req, e := parseRedeem(form)
+	if e != nil {
+		return e
 	}
-	res, err := s.redeem(c, client, form.Get("code"), form.Get("redirect_uri"), form.Get("code_verifier"))
+	res, err := s.redeem(c.Request().Context(), client, req)
 	if err != nil {
 		return err
 	}
-	// The profile's members (the OpenID profile signs the ID token) were
-	// computed while the redemption committed; they leave only now that it
-	// has.
+	out, err := s.tokenResponse(c.Request().Context(), res)
+	if err != nil {
+		return err
+	}
+	return c.Blob(http.StatusOK, "application/json;charset=UTF-8", out)
+}
+
+// tokenResponse is the body of the token response of a committed
+// redemption: the token, and the profile's members (the OpenID profile
+// signs the ID token), computed while the redemption committed; they
+// leave only now that it has. A profile's failure, or a member it may not
+// set, revokes the token, which the client then never sees. It has no
+// HTTP in it.
+func (s *Server) tokenResponse(ctx context.Context, res *redeemed) ([]byte, error) {
 	answer := <-res.response
 	extra, err := answer.extra, answer.err
 	if err == nil {
@@ -55,12 +63,12 @@ func (s *Server) token(c echo.Context) error {
 	}
 	if err != nil {
 		// The client never sees the token: revoke it.
-		if derr := s.store.Update(c.Request().Context(), func(tx Tx) error {
+		if derr := s.store.Update(ctx, func(tx Tx) error {
 			return tx.DeleteToken(store.Fingerprint(res.issued.Value))
 		}); derr != nil {
 			s.log.Error("revoking a token after a failed response", "err", derr)
 		}
-		return err
+		return nil, err
 	}
 	body := make(map[string]any, len(extra)+3)
 	for k, v := range extra {
@@ -69,11 +77,36 @@ func (s *Server) token(c echo.Context) error {
 	body["access_token"] = res.issued.Value
 	body["token_type"] = res.issued.TokenType
 	body["expires_in"] = int64(res.issued.ExpiresAt.Sub(res.issued.IssuedAt) / time.Second)
-	out, err := json.Marshal(body)
-	if err != nil {
-		return err
+	return json.Marshal(body)
+}
+
+// redeemRequest is a parsed token request of grant_type
+// authorization_code (RFC 6749 §4.1.3).
+type redeemRequest struct {
+	code, redirectURI, verifier string
+}
+
+// parseRedeem checks the token request's parameters, in the order of its
+// refusals: grant_type, code, the form of code_verifier. The rest is
+// checked against the code (redeem).
+func parseRedeem(form url.Values) (redeemRequest, *Error) {
+	invalid := func(desc string) *Error { return Errorf(CodeInvalidRequest, http.StatusBadRequest, "%s", desc) }
+	switch gt := form.Get("grant_type"); {
+	case gt == "":
+		return redeemRequest{}, invalid("Missing parameter grant_type")
+	case gt != "authorization_code":
+		return redeemRequest{}, Errorf(CodeUnsupportedGrantType, http.StatusBadRequest, "Only grant_type authorization_code is supported")
+	case form.Get("code") == "":
+		return redeemRequest{}, invalid("Missing parameter code")
+	case form.Has("code_verifier") && !validVerifier(form.Get("code_verifier")):
+		return redeemRequest{}, invalid("Invalid parameter code_verifier")
 	}
-	return c.Blob(http.StatusOK, "application/json;charset=UTF-8", out)
+	return redeemRequest{code: form.Get("code"), redirectURI: form.Get("redirect_uri"), verifier: form.Get("code_verifier")}, nil
+}
+
+// invalidGrant is the refusal of a code (RFC 6749 §5.2 invalid_grant).
+func invalidGrant(desc string) *Error {
+	return Errorf(CodeInvalidGrant, http.StatusBadRequest, "%s", desc)
 }
 
 // redeemed is the outcome of a successful redemption.
@@ -114,10 +147,27 @@ func startResponse(ctx context.Context, p Profile, req *Request, issued *IssuedT
 	return ch
 }
 
+// redemption is one redemption of a code: what it redeems, and the
+// outcome of the last run of its transaction (redeemRun).
+type redemption struct {
+	client *store.Client
+	req    redeemRequest
+	hash   []byte // the code's fingerprint
+	value  string // the token to issue
+	now    time.Time
+
+	res        *redeemed
+	reuse      *store.AuthCode // the code, redeemed before
+	revoked    int             // the tokens of reuse revoked
+	pinRefused string          // the user whose locked PIN refused the code
+	refused    error           // the refusal of a run that wrote nothing
+}
+
 // redeem redeems a code in one write transaction: look it up by
 // fingerprint, check it (client, expiry, redirect URI, PKCE, user), mint
 // the token and mark the code redeemed. A code redeemed before revokes
-// every token it issued (committed) and is invalid_grant.
+// every token it issued (committed) and is invalid_grant. It has no HTTP
+// in it.
 //
 // The transaction is a Batch: concurrent redemptions share one commit (one
 // fsync for the group instead of one each). Batch may run the function
@@ -127,113 +177,117 @@ func startResponse(ctx context.Context, p Profile, req *Request, issued *IssuedT
 // invalid code does not make its neighbours commit one by one. The profile's
 // token response starts with each run (startResponse); the run that
 // committed provides it.
-func (s *Server) redeem(c echo.Context, client *store.Client, code, redirectURI, verifier string) (*redeemed, error) {
-	grantErr := func(desc string) *Error { return Errorf(CodeInvalidGrant, http.StatusBadRequest, "%s", desc) }
+func (s *Server) redeem(ctx context.Context, client *store.Client, req redeemRequest) (*redeemed, error) {
 	value, err := NewSecret()
 	if err != nil {
 		return nil, err
 	}
-	now := s.now()
-	h := store.Fingerprint(code)
-	var (
-		res        *redeemed
-		reuse      *store.AuthCode
-		revoked    int
-		pinRefused string // the user whose locked PIN refused the code
-		refused    error  // the refusal of a run that wrote nothing
-	)
-	ctx := c.Request().Context()
-	err = s.store.Batch(ctx, func(tx Tx) error {
-		res, reuse, revoked, pinRefused, refused = nil, nil, 0, "", nil
-		// refuse ends a run that has written nothing: the refusal is the
-		// outcome, the shared transaction goes on.
-		refuse := func(err error) error { refused = err; return nil }
-		ac, err := tx.Code(h)
-		if errors.Is(err, store.ErrNotFound) {
-			return refuse(grantErr("Authorization code is invalid or expired"))
-		}
-		if err != nil {
-			return err
-		}
-		if ac.ClientID != client.ID {
-			return refuse(grantErr("Authorization code is invalid or expired"))
-		}
-		if !ac.RedeemedAt.IsZero() {
-			reuse = ac
-			revoked, err = tx.DeleteTokensByCode(h)
-			return err // commit the revocation
-		}
-		switch {
-		case !now.Before(ac.ExpiresAt):
-			return refuse(grantErr("Authorization code is invalid or expired"))
-		case (ac.RedirectURISent || redirectURI != "") && redirectURI != ac.RedirectURI:
-			return refuse(grantErr("redirect_uri does not match the authorization request"))
-		case ac.CodeChallenge == "" && verifier != "":
-			return refuse(grantErr("code_verifier sent but the authorization request had no code_challenge"))
-		case ac.CodeChallenge != "" && verifier == "":
-			return refuse(grantErr("Missing parameter code_verifier"))
-		case ac.CodeChallenge != "" && !verifyS256(verifier, ac.CodeChallenge):
-			return refuse(grantErr("code_verifier does not match the code_challenge"))
-		}
-		user, err := tx.User(ac.Username)
-		if errors.Is(err, store.ErrNotFound) {
-			return refuse(grantErr("The user can no longer sign in"))
-		}
-		if err != nil {
-			return err
-		}
-		if user.Status != store.UserActive || user.PasswordLocked {
-			return refuse(grantErr("The user can no longer sign in"))
-		}
-		if ac.PINVerified && user.PINLocked {
-			// Locked after the consent checked it (concurrent wrong PINs):
-			// the code must not turn into a SAD. It is used up (committed),
-			// so that an unlock before it expires does not revive it.
-			pinRefused = ac.Username
-			return tx.RedeemCode(h, now, ac.ExpiresAt)
-		}
-		profile, err := s.ProfileOf(ac.Profile)
-		if err != nil {
-			return refuse(err)
-		}
-		req := s.Request(client, user, &ac.Grant)
-		iss, err := profile.Issue(req)
-		if err != nil {
-			// The code stays unspent (an HSM known to be down: 503).
-			return refuse(err)
-		}
-		tok, issued, err := s.mint(iss, req, ac, value, now)
-		if err != nil {
-			return refuse(err)
-		}
-		if err := tx.CreateToken(tok); err != nil {
-			return err
-		}
-		if err := tx.RedeemCode(h, now, tok.ExpiresAt); err != nil {
-			return err
-		}
-		res = &redeemed{name: ac.Profile, profile: profile, req: req, issued: issued,
-			response: startResponse(ctx, profile, req, issued)}
-		return nil
-	})
+	r := &redemption{client: client, req: req, now: s.now(), hash: store.Fingerprint(req.code), value: value}
+	err = s.store.Batch(ctx, func(tx Tx) error { return s.redeemRun(ctx, tx, r) })
 	if err == nil {
-		err = refused
+		err = r.refused
 	}
 	if err != nil {
 		return nil, err
 	}
-	if pinRefused != "" {
-		s.log.Warn("signing PIN locked: code refused", "client_id", client.ID, "username", pinRefused)
-		return nil, grantErr("The signing PIN is locked")
+	if r.pinRefused != "" {
+		s.log.Warn("signing PIN locked: code refused", "client_id", client.ID, "username", r.pinRefused)
+		return nil, invalidGrant("The signing PIN is locked")
 	}
-	if reuse != nil {
+	if r.reuse != nil {
 		s.log.Warn("authorization code used twice: its tokens are revoked", "client_id", client.ID,
-			"username", reuse.Username, "revoked", revoked)
-		return nil, grantErr("Authorization code was already used")
+			"username", r.reuse.Username, "revoked", r.revoked)
+		return nil, invalidGrant("Authorization code was already used")
 	}
-	s.log.Info("token issued", "client_id", client.ID, "username", res.req.User.Username,
-		"profile", res.name, "kind", string(res.issued.Kind))
-	return res, nil
+	s.log.Info("token issued", "client_id", client.ID, "username", r.res.req.User.Username,
+		"profile", r.res.name, "kind", string(r.res.issued.Kind))
+	return r.res, nil
+}
+
+// redeemRun is one run of redeem's transaction. It resets r's outcome
+// first, and returns an error only to fail the shared transaction: a
+// refusal before anything was written is r.refused.
+func (s *Server) redeemRun(ctx context.Context, tx Tx, r *redemption) error {
+	r.res, r.reuse, r.revoked, r.pinRefused, r.refused = nil, nil, 0, "", nil
+	// refuse ends a run that has written nothing: the refusal is the
+	// outcome, the shared transaction goes on.
+	refuse := func(err error) error { r.refused = err; return nil }
+	ac, err := tx.Code(r.hash)
+	if errors.Is(err, store.ErrNotFound) {
+		return refuse(invalidGrant("Authorization code is invalid or expired"))
+	}
+	if err != nil {
+		return err
+	}
+	if ac.ClientID != r.client.ID {
+		return refuse(invalidGrant("Authorization code is invalid or expired"))
+	}
+	if !ac.RedeemedAt.IsZero() {
+		r.reuse = ac
+		r.revoked, err = tx.DeleteTokensByCode(r.hash)
+		return err // commit the revocation
+	}
+	if e := r.req.checkCode(ac, r.now); e != nil {
+		return refuse(e)
+	}
+	user, err := tx.User(ac.Username)
+	if errors.Is(err, store.ErrNotFound) {
+		return refuse(invalidGrant("The user can no longer sign in"))
+	}
+	if err != nil {
+		return err
+	}
+	if user.Status != store.UserActive || user.PasswordLocked {
+		return refuse(invalidGrant("The user can no longer sign in"))
+	}
+	if ac.PINVerified && user.PINLocked {
+		// Locked after the consent checked it (concurrent wrong PINs):
+		// the code must not turn into a SAD. It is used up (committed),
+		// so that an unlock before it expires does not revive it.
+		r.pinRefused = ac.Username
+		return tx.RedeemCode(r.hash, r.now, ac.ExpiresAt)
+	}
+	profile, err := s.ProfileOf(ac.Profile)
+	if err != nil {
+		return refuse(err)
+	}
+	req := s.Request(r.client, user, &ac.Grant)
+	iss, err := profile.Issue(req)
+	if err != nil {
+		// The code stays unspent (an HSM known to be down: 503).
+		return refuse(err)
+	}
+	tok, issued, err := s.mint(iss, req, ac, r.value, r.now)
+	if err != nil {
+		return refuse(err)
+	}
+	if err := tx.CreateToken(tok); err != nil {
+		return err
+	}
+	if err := tx.RedeemCode(r.hash, r.now, tok.ExpiresAt); err != nil {
+		return err
+	}
+	r.res = &redeemed{name: ac.Profile, profile: profile, req: req, issued: issued,
+		response: startResponse(ctx, profile, req, issued)}
+	return nil
+}
+
+// checkCode checks an unredeemed code of the request's client against the
+// request: unexpired at now, the same redirect URI, PKCE (RFC 7636 §4.6).
+func (req redeemRequest) checkCode(ac *store.AuthCode, now time.Time) *Error {
+	switch {
+	case !now.Before(ac.ExpiresAt):
+		return invalidGrant("Authorization code is invalid or expired")
+	case (ac.RedirectURISent || req.redirectURI != "") && req.redirectURI != ac.RedirectURI:
+		return invalidGrant("redirect_uri does not match the authorization request")
+	case ac.CodeChallenge == "" && req.verifier != "":
+		return invalidGrant("code_verifier sent but the authorization request had no code_challenge")
+	case ac.CodeChallenge != "" && req.verifier == "":
+		return invalidGrant("Missing parameter code_verifier")
+	case ac.CodeChallenge != "" && !verifyS256(req.verifier, ac.CodeChallenge):
+		return invalidGrant("code_verifier does not match the code_challenge")
+	}
+	return nil
 }
 
 // mint builds the token record for an issuance.

@@ -101,6 +101,54 @@ func TestToken(t *testing.T) {
 			}
 			return resp, body
 		}},
+		{name: "used_code_of_another_client_revokes_nothing", status: 400, code: "invalid_grant", do: func(t *testing.T, ev *env) (*http.Response, map[string]any) {
+			// A code is its client's before it is anything else: another
+			// client holding it cannot make it count as reused and revoke
+			// the tokens it issued.
+			code := svc(ev)
+			r1, b1 := ev.tokenRequest(tokenForm(code), "rp", rpSecret)
+			if r1.StatusCode != 200 {
+				t.Fatalf("first redemption: %d %v", r1.StatusCode, b1)
+			}
+			resp, body := ev.tokenRequest(tokenForm(code, "redirect_uri", "https://rp2.example/cb"), "rp2", rp2Secret)
+			if d := body["error_description"]; d != "Authorization code is invalid or expired" {
+				t.Errorf("error_description %q", d)
+			}
+			if st := bearerStatus(t, ev, "service", b1["access_token"].(string)); st != 200 {
+				t.Errorf("the owner's token after another client showed its code: status %d, want 200", st)
+			}
+			return resp, body
+		}},
+		{name: "expired_code_with_another_redirect_uri_is_expired", status: 400, code: "invalid_grant", do: func(t *testing.T, ev *env) (*http.Response, map[string]any) {
+			code := svc(ev)
+			ev.clock.Advance(61 * time.Second)
+			resp, body := ev.tokenRequest(tokenForm(code, "redirect_uri", "https://rp.example/other?x=1"), "rp", rpSecret)
+			if d := body["error_description"]; d != "Authorization code is invalid or expired" {
+				t.Errorf("error_description %q", d)
+			}
+			return resp, body
+		}},
+		{name: "redirect_uri_mismatch_before_pkce", status: 400, code: "invalid_grant", do: func(t *testing.T, ev *env) (*http.Response, map[string]any) {
+			code, _ := pkce(ev)
+			resp, body := ev.tokenRequest(tokenForm(code, "redirect_uri", "https://rp.example/other?x=1"), "rp", rpSecret)
+			if d := body["error_description"]; d != "redirect_uri does not match the authorization request" {
+				t.Errorf("error_description %q", d)
+			}
+			return resp, body
+		}},
+		{name: "wrong_verifier_before_disabled_user", status: 400, code: "invalid_grant", do: func(t *testing.T, ev *env) (*http.Response, map[string]any) {
+			code, _ := pkce(ev)
+			ev.update(func(tx store.Tx) error {
+				u, _ := tx.User("alice")
+				u.Status = store.UserDisabled
+				return tx.PutUser(u)
+			})
+			resp, body := ev.tokenRequest(tokenForm(code, "code_verifier", oauth2.GenerateVerifier()), "rp", rpSecret)
+			if d := body["error_description"]; d != "code_verifier does not match the code_challenge" {
+				t.Errorf("error_description %q", d)
+			}
+			return resp, body
+		}},
 		{name: "redirect_uri_mismatch_at_token_is_invalid_grant", status: 400, code: "invalid_grant", do: func(t *testing.T, ev *env) (*http.Response, map[string]any) {
 			return ev.tokenRequest(tokenForm(svc(ev), "redirect_uri", "https://rp.example/other?x=1"), "rp", rpSecret)
 		}},

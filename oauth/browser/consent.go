@@ -13,8 +13,10 @@ import (
 	"github.com/signd/signd/store"
 )
 
-// consent is POST /oauth2/consent: Deny ends the flow; Approve checks the
-// signing PIN when the profile asks for it and issues the code.
+// consent is POST /oauth2/consent: Deny ends the flow; Approve checks that
+// the login is still the browser's, asks the profile again (consentNow),
+// checks the signing PIN when the profile asks for it (approvePIN) and
+// issues the code.
 func (h *Handler) consent(c echo.Context) error {
 	f, err := h.loadFlow(c)
 	if err != nil {
@@ -46,19 +48,7 @@ func (h *Handler) consent(c echo.Context) error {
 		}
 		return h.finish(c, f, err, nil)
 	}
-	user, err := h.loadUser(ctx, f.req.Username)
-	if err != nil {
-		return h.finish(c, f, err, nil)
-	}
-	if user == nil || user.Status != store.UserActive || user.PasswordLocked {
-		return h.finish(c, f, oauth.Errorf(oauth.CodeAccessDenied, http.StatusForbidden, "The account is locked or disabled"), nil)
-	}
-	// The world may have changed since the page was shown.
-	pr := h.core.Request(f.client, user, &f.req.Grant)
-	if err := f.profile.CheckUser(ctx, pr); err != nil {
-		return h.finish(c, f, err, nil)
-	}
-	cons, err := f.profile.Consent(ctx, pr)
+	user, cons, err := h.consentNow(ctx, f)
 	if err != nil {
 		return h.finish(c, f, err, nil)
 	}
@@ -80,29 +70,64 @@ func (h *Handler) consent(c echo.Context) error {
 	if !cons.RequirePIN {
 		return h.issueCode(c, f, nil)
 	}
-	if err := h.pinUsable(user); err != nil {
-		return h.finish(c, f, err, nil)
-	}
-	ok, refusal, err := h.checkPIN(ctx, user.Username, form.Get(fieldPIN))
+	notice, err := h.approvePIN(ctx, f, user, form.Get(fieldPIN))
 	switch {
-	case errors.Is(err, passwords.ErrBusy):
-		return h.renderConsent(c, f, cons, "error.busy")
 	case err != nil:
 		return h.finish(c, f, err, nil)
-	case refusal != nil:
-		return h.finish(c, f, refusal, nil)
-	case !ok:
-		return h.renderConsent(c, f, cons, "error.pin")
-	}
-	// ConsentInvalidated: the PIN check takes a while; what the page showed
-	// must still be what is approved when the code is issued.
-	if err := h.consentStands(ctx, f); err != nil {
-		return h.finish(c, f, err, nil)
+	case notice != "":
+		return h.renderConsent(c, f, cons, notice)
 	}
 	// The code is refused if the PIN is locked by the time it is issued or
 	// redeemed.
 	f.req.PINVerified = true
 	return h.issueCode(c, f, nil)
+}
+
+// consentNow loads the request's user and asks the profile, as the world
+// is now, whether they may go on and what needs their consent (nil:
+// nothing any more). The world may have changed since the page was shown.
+// It has no HTTP in it; its errors end the flow.
+func (h *Handler) consentNow(ctx context.Context, f *flow) (*store.User, *oauth.Consent, error) {
+	user, err := h.loadUser(ctx, f.req.Username)
+	if err != nil {
+		return nil, nil, err
+	}
+	if user == nil || user.Status != store.UserActive || user.PasswordLocked {
+		return nil, nil, oauth.Errorf(oauth.CodeAccessDenied, http.StatusForbidden, "The account is locked or disabled")
+	}
+	pr := h.core.Request(f.client, user, &f.req.Grant)
+	if err := f.profile.CheckUser(ctx, pr); err != nil {
+		return nil, nil, err
+	}
+	cons, err := f.profile.Consent(ctx, pr)
+	if err != nil {
+		return nil, nil, err
+	}
+	return user, cons, nil
+}
+
+// approvePIN checks the signing PIN of an approval that needs it, then
+// that the consent still stands (consentStands: the PIN check takes a
+// while, and what the page showed must still be what is approved when the
+// code is issued). It has no HTTP in it. notice, when set, is the message
+// the consent page is shown again with (a wrong PIN, or no hashing slot
+// free); an error ends the flow.
+func (h *Handler) approvePIN(ctx context.Context, f *flow, user *store.User, pin string) (notice string, err error) {
+	if err := h.pinUsable(user); err != nil {
+		return "", err
+	}
+	ok, refusal, err := h.checkPIN(ctx, user.Username, pin)
+	switch {
+	case errors.Is(err, passwords.ErrBusy):
+		return "error.busy", nil
+	case err != nil:
+		return "", err
+	case refusal != nil:
+		return "", refusal
+	case !ok:
+		return "error.pin", nil
+	}
+	return "", h.consentStands(ctx, f)
 }
 
 // consentInvalidated is the error of a consent whose data or credential

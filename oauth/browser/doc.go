@@ -14,6 +14,16 @@
 // CSRF; the login form is rate limited per address (throttle.go). The
 // login session (session.go) is lent to the account page (oauth/account).
 //
+// The long handlers are parse, then phases: authorize parses into an
+// authorizeRequest (parseAuthorize: parseClient checks the client and its
+// redirect URI, whose problems are pages; validate the rest, whose
+// problems are redirected, RFC 6749 §4.1.2.1), then startFlow, without
+// HTTP, asks the profile and builds the pending request; consent's phases
+// without HTTP are consentNow (the profile asked again) and approvePIN
+// (the signing PIN, then consentStands). What touches the request and
+// response (cookies, the binding, the pages, the redirect) stays in the
+// handler.
+//
 // browser owns no protocol of its own: the clients, the scope profiles,
 // the profile's view of a grant and the redirect to the client are the
 // authorization server's (Core, *oauth.Server), and errors are returned as
