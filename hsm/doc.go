@@ -134,7 +134,11 @@
 // and only when it fails too is the error a device error; while the token
 // answers, the one request was refused (caller class; tpm2-pkcs11 answers
 // a template it does not like with CKR_GENERAL_ERROR). From
-// C_GetTokenInfo itself they are device errors.
+// C_GetTokenInfo itself they are device errors. Either way the session
+// they came from is closed, never lent out again: the code says nothing
+// of the state the module left it in (PKCS#11 v2.40 §5.1 calls
+// CKR_GENERAL_ERROR unrecoverable), and many modules answer
+// C_GetTokenInfo from a cache.
 //
 // A device-class error (CKR_DEVICE_ERROR, CKR_DEVICE_REMOVED,
 // CKR_TOKEN_NOT_PRESENT, CKR_SLOT_ID_INVALID,
