@@ -110,10 +110,14 @@ func (t *Token) evictLocked(gen uint64) {
 
 // keyTemplate matches the key of class with CKA_ID id, RSA or EC (the
 // type is read and checked once found). The class matters: a certificate
-// imported for the key shares its ID.
+// imported for the key shares its ID. Only token objects match: signd's
+// keys live on the token, and a session object (visible to every session
+// of the application) is never one of them, such as a copy the freeze
+// test made (freezeDefects) while another session looks the key up.
 func keyTemplate(class uint, id []byte) []*pkcs11.Attribute {
 	return []*pkcs11.Attribute{
 		pkcs11.NewAttribute(pkcs11.CKA_CLASS, class),
+		pkcs11.NewAttribute(pkcs11.CKA_TOKEN, true),
 		pkcs11.NewAttribute(pkcs11.CKA_ID, id),
 	}
 }
@@ -181,6 +185,8 @@ func (t *Token) checkLoggedIn(s pkcs11.SessionHandle) error {
 // find returns up to limit objects matching tmpl. Every find scans the
 // whole token, so callers ask for as few as they need.
 func (t *Token) find(s pkcs11.SessionHandle, tmpl []*pkcs11.Attribute, limit int) ([]pkcs11.ObjectHandle, error) {
+	t.mod.copyMu.RLock() // not while the freeze test copies a key (copies)
+	defer t.mod.copyMu.RUnlock()
 	if err := t.lib.FindObjectsInit(s, tmpl); err != nil {
 		return nil, ckr("C_FindObjectsInit", err)
 	}
@@ -660,9 +666,21 @@ func (t *Token) checkGenerated(s pkcs11.SessionHandle, privH pkcs11.ObjectHandle
 // CKA_UNWRAP, CKA_DERIVE, CKA_SIGN_RECOVER; a TPM signs PKCS#1 v1.5 as a
 // raw RSA decrypt, so it gives RSA keys decrypt). The same-value write
 // changes nothing where it is accepted.
+//
+// A key that reads CKA_MODIFIABLE or CKA_COPYABLE true is not written or
+// copied: the token says itself that the key is not frozen, and the test
+// would only disturb other sessions (SoftHSM2 rewrites the object's file
+// on an accepted write, and a find in another session meanwhile misses
+// the key or meets it twice; CheckKeys runs while requests are served).
 func (t *Token) freezeDefects(s pkcs11.SessionHandle, h pkcs11.ObjectHandle, label string) ([]string, error) {
+	said, err := t.attrs(s, h, pkcs11.CKA_MODIFIABLE, pkcs11.CKA_COPYABLE)
+	if err != nil {
+		return nil, err
+	}
 	var defects []string
-	if err := t.lib.SetAttributeValue(s, h, []*pkcs11.Attribute{pkcs11.NewAttribute(pkcs11.CKA_LABEL, label)}); err == nil {
+	if attrBool(said[pkcs11.CKA_MODIFIABLE]) {
+		defects = append(defects, "CKA_LABEL can be changed (CKA_MODIFIABLE true)")
+	} else if err := t.lib.SetAttributeValue(s, h, []*pkcs11.Attribute{pkcs11.NewAttribute(pkcs11.CKA_LABEL, label)}); err == nil {
 		defects = append(defects, "CKA_LABEL can be changed (C_SetAttributeValue accepted)")
 	} else if c := classify(err); c == recoverSession || c == recoverLogin || c == recoverDevice {
 		return nil, ckr("C_SetAttributeValue", err)
@@ -670,13 +688,16 @@ func (t *Token) freezeDefects(s pkcs11.SessionHandle, h pkcs11.ObjectHandle, lab
 	// A copy into a session object (gone with the session, destroyed at
 	// once) must be refused too: opencryptoki 3.8 does not know
 	// CKA_COPYABLE and copies any key.
-	if cp, err := t.lib.CopyObject(s, h, []*pkcs11.Attribute{pkcs11.NewAttribute(pkcs11.CKA_TOKEN, false)}); err == nil {
-		if err := t.lib.DestroyObject(s, cp); err != nil {
-			return nil, ckr("C_DestroyObject", err)
+	if attrBool(said[pkcs11.CKA_COPYABLE]) {
+		defects = append(defects, "can be copied (CKA_COPYABLE true)")
+	} else {
+		copied, err := t.copies(s, h)
+		if err != nil {
+			return nil, err
 		}
-		defects = append(defects, "can be copied (C_CopyObject accepted)")
-	} else if c := classify(err); c == recoverSession || c == recoverLogin || c == recoverDevice {
-		return nil, ckr("C_CopyObject", err)
+		if copied {
+			defects = append(defects, "can be copied (C_CopyObject accepted)")
+		}
 	}
 	v, err := t.attrs(s, h, pkcs11.CKA_DECRYPT, pkcs11.CKA_UNWRAP, pkcs11.CKA_DERIVE, pkcs11.CKA_SIGN_RECOVER)
 	if err != nil {
@@ -696,6 +717,61 @@ func (t *Token) freezeDefects(s pkcs11.SessionHandle, h pkcs11.ObjectHandle, lab
 		}
 	}
 	return defects, nil
+}
+
+// probeID and probeLabel are the CKA_ID and CKA_LABEL of the copy the
+// freeze test makes (copies). The ID is longer than any ID signd
+// generates (idLen), so it names no key.
+var probeID = []byte("signd freeze probe")
+
+const probeLabel = "signd freeze probe (a session object; gone with its session)"
+
+// probeTemplate is what the freeze test's copy changes: a session object
+// (CKA_TOKEN false, PKCS#11 v2.40 §5.7 C_CopyObject lets a copy change
+// it), with an ID and a label of its own, so that no lookup by the key's
+// CKA_ID, in any session of the application, meets the copy while it
+// exists.
+func probeTemplate() []*pkcs11.Attribute {
+	return []*pkcs11.Attribute{
+		pkcs11.NewAttribute(pkcs11.CKA_TOKEN, false),
+		pkcs11.NewAttribute(pkcs11.CKA_ID, probeID),
+		pkcs11.NewAttribute(pkcs11.CKA_LABEL, probeLabel),
+	}
+}
+
+// copies reports whether the token copies the key h into a session
+// object, destroying the copy at once.
+//
+// The copy is asked with probeTemplate. A token may refuse to change
+// CKA_ID or CKA_LABEL in a copy of a key whose CKA_MODIFIABLE is false
+// (v2.40 lets a copy's template change only what "can ordinarily be
+// modified") and still copy the key as it is: that refusal proves
+// nothing, so a refused probe template is followed by a plain copy
+// (CKA_TOKEN false only), whose answer decides. That copy carries the
+// key's CKA_ID, but it is a session object and key lookups match token
+// objects only (keyTemplate). No find runs meanwhile (module.copyMu): a
+// token may give the copy its template only after making it (SoftHSM2
+// does). A copy that cannot be destroyed lives as
+// long as its session: the session is discarded (closing it destroys the
+// session objects it made, v2.40 §5.6 C_CloseSession).
+func (t *Token) copies(s pkcs11.SessionHandle, h pkcs11.ObjectHandle) (bool, error) {
+	// Finds wait until the copy is gone, or has its template (module.copyMu).
+	t.mod.copyMu.Lock()
+	defer t.mod.copyMu.Unlock()
+	cp, err := t.lib.CopyObject(s, h, probeTemplate())
+	if err != nil && classify(err) == recoverNone {
+		cp, err = t.lib.CopyObject(s, h, []*pkcs11.Attribute{pkcs11.NewAttribute(pkcs11.CKA_TOKEN, false)})
+	}
+	if err != nil {
+		if c := classify(err); c == recoverSession || c == recoverLogin || c == recoverDevice {
+			return false, ckr("C_CopyObject", err)
+		}
+		return false, nil
+	}
+	if err := t.lib.DestroyObject(s, cp); err != nil {
+		return true, discard(fmt.Errorf("the copy made to test the freeze could not be destroyed: %w", ckr("C_DestroyObject", err)))
+	}
+	return true, nil
 }
 
 // publicTemplate is the RSA public key template, less ID and label.
@@ -788,6 +864,7 @@ func (t *Token) keys(ctx context.Context, defects bool) ([]KeyInfo, error) {
 		out = out[:0]
 		hs, err := t.findAll(s, []*pkcs11.Attribute{
 			pkcs11.NewAttribute(pkcs11.CKA_CLASS, pkcs11.CKO_PRIVATE_KEY),
+			pkcs11.NewAttribute(pkcs11.CKA_TOKEN, true), // not another freeze test's copy
 		})
 		if err != nil {
 			return err
