@@ -66,8 +66,18 @@
 // refuse as well (opencryptoki 3.8 does not know CKA_COPYABLE and copies
 // any key; the copy is destroyed at once), and reads the usages the
 // token really gave it
-// (CKA_DECRYPT, CKA_UNWRAP, CKA_DERIVE, CKA_SIGN_RECOVER). What the token
-// does not keep is KeyInfo.Defects and a warning naming the token and the
+// (CKA_DECRYPT, CKA_UNWRAP, CKA_DERIVE, CKA_SIGN_RECOVER). Only an
+// explicit refusal proves the freeze (CKR_ACTION_PROHIBITED,
+// CKR_ATTRIBUTE_READ_ONLY, CKR_TEMPLATE_INCONSISTENT,
+// CKR_TOKEN_WRITE_PROTECTED, CKR_FUNCTION_NOT_SUPPORTED; freezeRefusal
+// in keys.go): another answer is the defect "freeze could not be
+// tested", and an ambiguous one fails the operation. The copy gets a
+// CKA_ID and CKA_LABEL of its own, key finds wait while it is made (a
+// token may apply the copy's template after copying the key: SoftHSM2
+// does) and match token objects only, and a copy that cannot be
+// destroyed closes its session. A key that reads CKA_MODIFIABLE or
+// CKA_COPYABLE true is neither written nor copied: the token says so
+// itself. What the token does not keep is KeyInfo.Defects and a warning naming the token and the
 // key; CheckKeys repeats the test for every key on the token (signd runs
 // it at start and for `signd hsm info`). With Config.RequireImmutableKeys
 // a key with defects is destroyed and refused (ErrKeyNotFrozen). A token

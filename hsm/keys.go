@@ -682,8 +682,12 @@ func (t *Token) freezeDefects(s pkcs11.SessionHandle, h pkcs11.ObjectHandle, lab
 		defects = append(defects, "CKA_LABEL can be changed (CKA_MODIFIABLE true)")
 	} else if err := t.lib.SetAttributeValue(s, h, []*pkcs11.Attribute{pkcs11.NewAttribute(pkcs11.CKA_LABEL, label)}); err == nil {
 		defects = append(defects, "CKA_LABEL can be changed (C_SetAttributeValue accepted)")
-	} else if c := classify(err); c == recoverSession || c == recoverLogin || c == recoverDevice {
-		return nil, ckr("C_SetAttributeValue", err)
+	} else if !freezeRefusal(rv(err)) {
+		var u *untestedError
+		if err := untested(ckr("C_SetAttributeValue", err)); !errors.As(err, &u) {
+			return nil, err
+		}
+		defects = append(defects, u.defect())
 	}
 	// A copy into a session object (gone with the session, destroyed at
 	// once) must be refused too: opencryptoki 3.8 does not know
@@ -692,10 +696,13 @@ func (t *Token) freezeDefects(s pkcs11.SessionHandle, h pkcs11.ObjectHandle, lab
 		defects = append(defects, "can be copied (CKA_COPYABLE true)")
 	} else {
 		copied, err := t.copies(s, h)
-		if err != nil {
+		var u *untestedError
+		switch {
+		case errors.As(err, &u):
+			defects = append(defects, u.defect())
+		case err != nil:
 			return nil, err
-		}
-		if copied {
+		case copied:
 			defects = append(defects, "can be copied (C_CopyObject accepted)")
 		}
 	}
@@ -717,6 +724,56 @@ func (t *Token) freezeDefects(s pkcs11.SessionHandle, h pkcs11.ObjectHandle, lab
 		}
 	}
 	return defects, nil
+}
+
+// freezeRefusal reports whether code is a token's explicit refusal of the
+// freeze test's write (C_SetAttributeValue of CKA_LABEL) or copy
+// (C_CopyObject), among the return values PKCS#11 v2.40 §5.7 lists for
+// them: CKR_ACTION_PROHIBITED (CKA_MODIFIABLE or CKA_COPYABLE false, or
+// the token's policy), CKR_ATTRIBUTE_READ_ONLY (the attribute may not be
+// modified), CKR_TEMPLATE_INCONSISTENT (the token's answer for a read-only
+// object), CKR_TOKEN_WRITE_PROTECTED and CKR_FUNCTION_NOT_SUPPORTED (the
+// module has no such function: nothing can be written or copied).
+//
+// Nothing else proves the freeze: CKR_ATTRIBUTE_TYPE_INVALID and
+// CKR_ATTRIBUTE_VALUE_INVALID refuse an attribute every key has and a
+// value it already has, CKR_ARGUMENTS_BAD, CKR_HOST_MEMORY and the rest
+// say the call went wrong, and the ambiguous CKR_GENERAL_ERROR,
+// CKR_FUNCTION_FAILED and CKR_DEVICE_MEMORY may be anything (untested).
+func freezeRefusal(code uint) bool {
+	switch code {
+	case pkcs11.CKR_ACTION_PROHIBITED, pkcs11.CKR_ATTRIBUTE_READ_ONLY, pkcs11.CKR_TEMPLATE_INCONSISTENT,
+		pkcs11.CKR_TOKEN_WRITE_PROTECTED, pkcs11.CKR_FUNCTION_NOT_SUPPORTED:
+		return true
+	}
+	return false
+}
+
+// untestedError is a freeze test the token neither passed nor failed: an
+// answer that is not an explicit refusal (freezeRefusal). It is a defect,
+// so that pkcs11.require_immutable_keys refuses the key.
+type untestedError struct{ err error }
+
+func (e *untestedError) Error() string { return e.err.Error() }
+func (e *untestedError) Unwrap() error { return e.err }
+
+func (e *untestedError) defect() string {
+	return "freeze could not be tested (" + e.err.Error() + ")"
+}
+
+// untested turns a freeze test's unexplained answer err into an
+// untestedError, the defect that says so, when it is the caller class,
+// and leaves other errors as they are: a
+// session, login or device error is recovered from as any other, and an
+// ambiguous one (CKR_GENERAL_ERROR, ...) fails the operation, because the
+// session it came from is discarded and the token asked whether it still
+// answers (Token.run); a generated key is then destroyed, and CheckKeys
+// fails naming the code.
+func untested(err error) error {
+	if classify(err) != recoverNone {
+		return err
+	}
+	return &untestedError{err}
 }
 
 // probeID and probeLabel are the CKA_ID and CKA_LABEL of the copy the
@@ -759,14 +816,14 @@ func (t *Token) copies(s pkcs11.SessionHandle, h pkcs11.ObjectHandle) (bool, err
 	t.mod.copyMu.Lock()
 	defer t.mod.copyMu.Unlock()
 	cp, err := t.lib.CopyObject(s, h, probeTemplate())
-	if err != nil && classify(err) == recoverNone {
+	if code := rv(err); freezeRefusal(code) || code == pkcs11.CKR_ATTRIBUTE_TYPE_INVALID || code == pkcs11.CKR_ATTRIBUTE_VALUE_INVALID {
 		cp, err = t.lib.CopyObject(s, h, []*pkcs11.Attribute{pkcs11.NewAttribute(pkcs11.CKA_TOKEN, false)})
 	}
-	if err != nil {
-		if c := classify(err); c == recoverSession || c == recoverLogin || c == recoverDevice {
-			return false, ckr("C_CopyObject", err)
-		}
+	switch {
+	case err != nil && freezeRefusal(rv(err)):
 		return false, nil
+	case err != nil:
+		return false, untested(ckr("C_CopyObject", err))
 	}
 	if err := t.lib.DestroyObject(s, cp); err != nil {
 		return true, discard(fmt.Errorf("the copy made to test the freeze could not be destroyed: %w", ckr("C_DestroyObject", err)))
