@@ -482,8 +482,9 @@ func (t *Token) generate(ctx context.Context, kind, what, label string, mech *pk
 		}
 		if err != nil {
 			// Best effort on this session; it may be the reason.
-			_ = t.lib.DestroyObject(s, privH)
-			_ = t.lib.DestroyObject(s, pubH)
+			if derr := errors.Join(ckr("C_DestroyObject", t.lib.DestroyObject(s, privH)), ckr("C_DestroyObject", t.lib.DestroyObject(s, pubH))); derr != nil {
+				return fmt.Errorf("generated key %x (not destroyed: %s): %w", id, strings.ReplaceAll(derr.Error(), "\n", "; "), err)
+			}
 			return fmt.Errorf("generated key %x (destroyed): %w", id, err)
 		}
 		info = &KeyInfo{ID: id, Label: label, Bits: keyBits(pub), Public: pub, Defects: defects}
