@@ -77,12 +77,14 @@
 // does) and match token objects only, and a copy that cannot be
 // destroyed closes its session. A key that reads CKA_MODIFIABLE or
 // CKA_COPYABLE true is neither written nor copied: the token says so
-// itself. What the token does not keep is KeyInfo.Defects and a warning naming the token and the
-// key; CheckKeys repeats the test for every key on the token (signd runs
-// it at start and for `signd hsm info`). With Config.RequireImmutableKeys
-// a key with defects is destroyed and refused (ErrKeyNotFrozen). A token
-// that reads back CKA_MODIFIABLE or CKA_COPYABLE true ignored the
-// template: that key is always refused (ErrKeyPolicy).
+// itself. What the token does not keep is KeyInfo.Defects and a warning
+// naming the token and the key; CheckKeys repeats the test for every key
+// on the token (signd runs it at start and for `signd hsm info`). With
+// Config.RequireImmutableKeys a newly generated key with defects is
+// destroyed and refused (ErrKeyNotFrozen); keys already on the token are
+// only reported by CheckKeys. A token that reads back CKA_MODIFIABLE or
+// CKA_COPYABLE true on a new key ignored the template: that key is always
+// refused (ErrKeyPolicy).
 //
 // Key finds a private key by CKA_CLASS and
 // CKA_ID (a certificate stored with ImportCertificate shares the ID), reads
