@@ -24,12 +24,14 @@ type Config struct {
 	// (default), ProfileStrict or ProfileTokenFixedUsage; see the package
 	// documentation.
 	Profile string
-	// RequireImmutableKeys refuses to keep a key the token did not
-	// freeze: one whose CKA_LABEL a same-value C_SetAttributeValue could
-	// change, which C_CopyObject could copy, or to which the token gave
-	// decrypt, unwrap or derive. The
-	// half-made key is destroyed (ErrKeyNotFrozen). Without it such a key
-	// is kept and its defects are reported (KeyInfo.Defects, a warning).
+	// RequireImmutableKeys refuses to keep a newly generated key the
+	// token did not freeze: one whose CKA_LABEL a same-value
+	// C_SetAttributeValue could change, which C_CopyObject could copy,
+	// to which the token gave decrypt, unwrap, derive or sign-recover, or
+	// whose freeze could not be tested. The half-made key is destroyed
+	// (ErrKeyNotFrozen). Without it such a key is kept and its defects
+	// are reported (KeyInfo.Defects, a warning). Keys already on the
+	// token are never refused by it: CheckKeys only reports them.
 	RequireImmutableKeys bool
 	Logger               *slog.Logger // nil = discard
 	Metrics              Metrics      // nil = none

@@ -66,13 +66,25 @@
 // refuse as well (opencryptoki 3.8 does not know CKA_COPYABLE and copies
 // any key; the copy is destroyed at once), and reads the usages the
 // token really gave it
-// (CKA_DECRYPT, CKA_UNWRAP, CKA_DERIVE, CKA_SIGN_RECOVER). What the token
-// does not keep is KeyInfo.Defects and a warning naming the token and the
-// key; CheckKeys repeats the test for every key on the token (signd runs
-// it at start and for `signd hsm info`). With Config.RequireImmutableKeys
-// a key with defects is destroyed and refused (ErrKeyNotFrozen). A token
-// that reads back CKA_MODIFIABLE or CKA_COPYABLE true ignored the
-// template: that key is always refused (ErrKeyPolicy).
+// (CKA_DECRYPT, CKA_UNWRAP, CKA_DERIVE, CKA_SIGN_RECOVER). Only an
+// explicit refusal proves the freeze (CKR_ACTION_PROHIBITED,
+// CKR_ATTRIBUTE_READ_ONLY, CKR_TEMPLATE_INCONSISTENT,
+// CKR_TOKEN_WRITE_PROTECTED, CKR_FUNCTION_NOT_SUPPORTED; freezeRefusal
+// in keys.go): another answer is the defect "freeze could not be
+// tested", and an ambiguous one fails the operation. The copy gets a
+// CKA_ID and CKA_LABEL of its own, key finds wait while it is made (a
+// token may apply the copy's template after copying the key: SoftHSM2
+// does) and match token objects only, and a copy that cannot be
+// destroyed closes its session. A key that reads CKA_MODIFIABLE or
+// CKA_COPYABLE true is neither written nor copied: the token says so
+// itself. What the token does not keep is KeyInfo.Defects and a warning
+// naming the token and the key; CheckKeys repeats the test for every key
+// on the token (signd runs it at start and for `signd hsm info`). With
+// Config.RequireImmutableKeys a newly generated key with defects is
+// destroyed and refused (ErrKeyNotFrozen); keys already on the token are
+// only reported by CheckKeys. A token that reads back CKA_MODIFIABLE or
+// CKA_COPYABLE true on a new key ignored the template: that key is always
+// refused (ErrKeyPolicy).
 //
 // Key finds a private key by CKA_CLASS and
 // CKA_ID (a certificate stored with ImportCertificate shares the ID), reads
@@ -134,7 +146,11 @@
 // and only when it fails too is the error a device error; while the token
 // answers, the one request was refused (caller class; tpm2-pkcs11 answers
 // a template it does not like with CKR_GENERAL_ERROR). From
-// C_GetTokenInfo itself they are device errors.
+// C_GetTokenInfo itself they are device errors. Either way the session
+// they came from is closed, never lent out again: the code says nothing
+// of the state the module left it in (PKCS#11 v2.40 §5.1 calls
+// CKR_GENERAL_ERROR unrecoverable), and many modules answer
+// C_GetTokenInfo from a cache.
 //
 // A device-class error (CKR_DEVICE_ERROR, CKR_DEVICE_REMOVED,
 // CKR_TOKEN_NOT_PRESENT, CKR_SLOT_ID_INVALID,

@@ -110,10 +110,14 @@ func (t *Token) evictLocked(gen uint64) {
 
 // keyTemplate matches the key of class with CKA_ID id, RSA or EC (the
 // type is read and checked once found). The class matters: a certificate
-// imported for the key shares its ID.
+// imported for the key shares its ID. Only token objects match: signd's
+// keys live on the token, and a session object (visible to every session
+// of the application) is never one of them, such as a copy the freeze
+// test made (freezeDefects) while another session looks the key up.
 func keyTemplate(class uint, id []byte) []*pkcs11.Attribute {
 	return []*pkcs11.Attribute{
 		pkcs11.NewAttribute(pkcs11.CKA_CLASS, class),
+		pkcs11.NewAttribute(pkcs11.CKA_TOKEN, true),
 		pkcs11.NewAttribute(pkcs11.CKA_ID, id),
 	}
 }
@@ -181,6 +185,8 @@ func (t *Token) checkLoggedIn(s pkcs11.SessionHandle) error {
 // find returns up to limit objects matching tmpl. Every find scans the
 // whole token, so callers ask for as few as they need.
 func (t *Token) find(s pkcs11.SessionHandle, tmpl []*pkcs11.Attribute, limit int) ([]pkcs11.ObjectHandle, error) {
+	t.mod.copyMu.RLock() // not while the freeze test copies a key (copies)
+	defer t.mod.copyMu.RUnlock()
 	if err := t.lib.FindObjectsInit(s, tmpl); err != nil {
 		return nil, ckr("C_FindObjectsInit", err)
 	}
@@ -476,8 +482,9 @@ func (t *Token) generate(ctx context.Context, kind, what, label string, mech *pk
 		}
 		if err != nil {
 			// Best effort on this session; it may be the reason.
-			_ = t.lib.DestroyObject(s, privH)
-			_ = t.lib.DestroyObject(s, pubH)
+			if derr := errors.Join(ckr("C_DestroyObject", t.lib.DestroyObject(s, privH)), ckr("C_DestroyObject", t.lib.DestroyObject(s, pubH))); derr != nil {
+				return fmt.Errorf("generated key %x (not destroyed: %s): %w", id, strings.ReplaceAll(derr.Error(), "\n", "; "), err)
+			}
 			return fmt.Errorf("generated key %x (destroyed): %w", id, err)
 		}
 		info = &KeyInfo{ID: id, Label: label, Bits: KeyBits(pub), Public: pub, Defects: defects}
@@ -660,23 +667,45 @@ func (t *Token) checkGenerated(s pkcs11.SessionHandle, privH pkcs11.ObjectHandle
 // CKA_UNWRAP, CKA_DERIVE, CKA_SIGN_RECOVER; a TPM signs PKCS#1 v1.5 as a
 // raw RSA decrypt, so it gives RSA keys decrypt). The same-value write
 // changes nothing where it is accepted.
+//
+// A key that reads CKA_MODIFIABLE or CKA_COPYABLE true is not written or
+// copied: the token says itself that the key is not frozen, and the test
+// would only disturb other sessions (SoftHSM2 rewrites the object's file
+// on an accepted write, and a find in another session meanwhile misses
+// the key or meets it twice; CheckKeys runs while requests are served).
 func (t *Token) freezeDefects(s pkcs11.SessionHandle, h pkcs11.ObjectHandle, label string) ([]string, error) {
+	said, err := t.attrs(s, h, pkcs11.CKA_MODIFIABLE, pkcs11.CKA_COPYABLE)
+	if err != nil {
+		return nil, err
+	}
 	var defects []string
-	if err := t.lib.SetAttributeValue(s, h, []*pkcs11.Attribute{pkcs11.NewAttribute(pkcs11.CKA_LABEL, label)}); err == nil {
+	if attrBool(said[pkcs11.CKA_MODIFIABLE]) {
+		defects = append(defects, "CKA_LABEL can be changed (CKA_MODIFIABLE true)")
+	} else if err := t.lib.SetAttributeValue(s, h, []*pkcs11.Attribute{pkcs11.NewAttribute(pkcs11.CKA_LABEL, label)}); err == nil {
 		defects = append(defects, "CKA_LABEL can be changed (C_SetAttributeValue accepted)")
-	} else if c := classify(err); c == recoverSession || c == recoverLogin || c == recoverDevice {
-		return nil, ckr("C_SetAttributeValue", err)
+	} else if !freezeRefusal(rv(err)) {
+		var u *untestedError
+		if err := untested(ckr("C_SetAttributeValue", err)); !errors.As(err, &u) {
+			return nil, err
+		}
+		defects = append(defects, u.defect())
 	}
 	// A copy into a session object (gone with the session, destroyed at
 	// once) must be refused too: opencryptoki 3.8 does not know
 	// CKA_COPYABLE and copies any key.
-	if cp, err := t.lib.CopyObject(s, h, []*pkcs11.Attribute{pkcs11.NewAttribute(pkcs11.CKA_TOKEN, false)}); err == nil {
-		if err := t.lib.DestroyObject(s, cp); err != nil {
-			return nil, ckr("C_DestroyObject", err)
+	if attrBool(said[pkcs11.CKA_COPYABLE]) {
+		defects = append(defects, "can be copied (CKA_COPYABLE true)")
+	} else {
+		copied, err := t.copies(s, h)
+		var u *untestedError
+		switch {
+		case errors.As(err, &u):
+			defects = append(defects, u.defect())
+		case err != nil:
+			return nil, err
+		case copied:
+			defects = append(defects, "can be copied (C_CopyObject accepted)")
 		}
-		defects = append(defects, "can be copied (C_CopyObject accepted)")
-	} else if c := classify(err); c == recoverSession || c == recoverLogin || c == recoverDevice {
-		return nil, ckr("C_CopyObject", err)
 	}
 	v, err := t.attrs(s, h, pkcs11.CKA_DECRYPT, pkcs11.CKA_UNWRAP, pkcs11.CKA_DERIVE, pkcs11.CKA_SIGN_RECOVER)
 	if err != nil {
@@ -696,6 +725,111 @@ func (t *Token) freezeDefects(s pkcs11.SessionHandle, h pkcs11.ObjectHandle, lab
 		}
 	}
 	return defects, nil
+}
+
+// freezeRefusal reports whether code is a token's explicit refusal of the
+// freeze test's write (C_SetAttributeValue of CKA_LABEL) or copy
+// (C_CopyObject), among the return values PKCS#11 v2.40 §5.7 lists for
+// them: CKR_ACTION_PROHIBITED (CKA_MODIFIABLE or CKA_COPYABLE false, or
+// the token's policy), CKR_ATTRIBUTE_READ_ONLY (the attribute may not be
+// modified), CKR_TEMPLATE_INCONSISTENT (the token's answer for a read-only
+// object), CKR_TOKEN_WRITE_PROTECTED and CKR_FUNCTION_NOT_SUPPORTED (the
+// module has no such function: nothing can be written or copied).
+//
+// Nothing else proves the freeze: CKR_ATTRIBUTE_TYPE_INVALID and
+// CKR_ATTRIBUTE_VALUE_INVALID refuse an attribute every key has and a
+// value it already has, CKR_ARGUMENTS_BAD, CKR_HOST_MEMORY and the rest
+// say the call went wrong, and the ambiguous CKR_GENERAL_ERROR,
+// CKR_FUNCTION_FAILED and CKR_DEVICE_MEMORY may be anything (untested).
+func freezeRefusal(code uint) bool {
+	switch code {
+	case pkcs11.CKR_ACTION_PROHIBITED, pkcs11.CKR_ATTRIBUTE_READ_ONLY, pkcs11.CKR_TEMPLATE_INCONSISTENT,
+		pkcs11.CKR_TOKEN_WRITE_PROTECTED, pkcs11.CKR_FUNCTION_NOT_SUPPORTED:
+		return true
+	}
+	return false
+}
+
+// untestedError is a freeze test the token neither passed nor failed: an
+// answer that is not an explicit refusal (freezeRefusal). It is a defect,
+// so that pkcs11.require_immutable_keys refuses the key.
+type untestedError struct{ err error }
+
+func (e *untestedError) Error() string { return e.err.Error() }
+func (e *untestedError) Unwrap() error { return e.err }
+
+func (e *untestedError) defect() string {
+	return "freeze could not be tested (" + e.err.Error() + ")"
+}
+
+// untested turns a freeze test's unexplained answer err into an
+// untestedError, the defect that says so, when it is the caller class,
+// and leaves other errors as they are: a
+// session, login or device error is recovered from as any other, and an
+// ambiguous one (CKR_GENERAL_ERROR, ...) fails the operation, because the
+// session it came from is discarded and the token asked whether it still
+// answers (Token.run); a generated key is then destroyed, and CheckKeys
+// fails naming the code.
+func untested(err error) error {
+	if classify(err) != recoverNone {
+		return err
+	}
+	return &untestedError{err}
+}
+
+// probeID and probeLabel are the CKA_ID and CKA_LABEL of the copy the
+// freeze test makes (copies). The ID is longer than any ID signd
+// generates (idLen), so it names no key.
+var probeID = []byte("signd freeze probe")
+
+const probeLabel = "signd freeze probe (a session object; gone with its session)"
+
+// probeTemplate is what the freeze test's copy changes: a session object
+// (CKA_TOKEN false, PKCS#11 v2.40 §5.7 C_CopyObject lets a copy change
+// it), with an ID and a label of its own, so that no lookup by the key's
+// CKA_ID, in any session of the application, meets the copy while it
+// exists.
+func probeTemplate() []*pkcs11.Attribute {
+	return []*pkcs11.Attribute{
+		pkcs11.NewAttribute(pkcs11.CKA_TOKEN, false),
+		pkcs11.NewAttribute(pkcs11.CKA_ID, probeID),
+		pkcs11.NewAttribute(pkcs11.CKA_LABEL, probeLabel),
+	}
+}
+
+// copies reports whether the token copies the key h into a session
+// object, destroying the copy at once.
+//
+// The copy is asked with probeTemplate. A token may refuse to change
+// CKA_ID or CKA_LABEL in a copy of a key whose CKA_MODIFIABLE is false
+// (v2.40 lets a copy's template change only what "can ordinarily be
+// modified") and still copy the key as it is: that refusal proves
+// nothing, so a refused probe template is followed by a plain copy
+// (CKA_TOKEN false only), whose answer decides. That copy carries the
+// key's CKA_ID, but it is a session object and key lookups match token
+// objects only (keyTemplate). No find runs meanwhile (module.copyMu): a
+// token may give the copy its template only after making it (SoftHSM2
+// does). A copy that cannot be destroyed lives as
+// long as its session: the session is discarded (closing it destroys the
+// session objects it made, v2.40 §5.6 C_CloseSession).
+func (t *Token) copies(s pkcs11.SessionHandle, h pkcs11.ObjectHandle) (bool, error) {
+	// Finds wait until the copy is gone, or has its template (module.copyMu).
+	t.mod.copyMu.Lock()
+	defer t.mod.copyMu.Unlock()
+	cp, err := t.lib.CopyObject(s, h, probeTemplate())
+	if code := rv(err); freezeRefusal(code) || code == pkcs11.CKR_ATTRIBUTE_TYPE_INVALID || code == pkcs11.CKR_ATTRIBUTE_VALUE_INVALID {
+		cp, err = t.lib.CopyObject(s, h, []*pkcs11.Attribute{pkcs11.NewAttribute(pkcs11.CKA_TOKEN, false)})
+	}
+	switch {
+	case err != nil && freezeRefusal(rv(err)):
+		return false, nil
+	case err != nil:
+		return false, untested(ckr("C_CopyObject", err))
+	}
+	if err := t.lib.DestroyObject(s, cp); err != nil {
+		return true, discard(fmt.Errorf("the copy made to test the freeze could not be destroyed: %w", ckr("C_DestroyObject", err)))
+	}
+	return true, nil
 }
 
 // publicTemplate is the RSA public key template, less ID and label.
@@ -788,6 +922,7 @@ func (t *Token) keys(ctx context.Context, defects bool) ([]KeyInfo, error) {
 		out = out[:0]
 		hs, err := t.findAll(s, []*pkcs11.Attribute{
 			pkcs11.NewAttribute(pkcs11.CKA_CLASS, pkcs11.CKO_PRIVATE_KEY),
+			pkcs11.NewAttribute(pkcs11.CKA_TOKEN, true), // not another freeze test's copy
 		})
 		if err != nil {
 			return err

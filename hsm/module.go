@@ -48,6 +48,17 @@ type module struct {
 	sessMu   sync.RWMutex // ours, on every operation, takes the read lock
 	sessions map[pkcs11.SessionHandle]uint64
 	serial   uint64
+
+	// copyMu keeps finds away from a key's copy in the making: the
+	// freeze test (Token.copies) holds the write lock from C_CopyObject
+	// to C_DestroyObject, every find (Token.find) the read lock. A
+	// session object is visible to every session of the process, and a
+	// copy does not get its template at once: SoftHSM2 makes the copy
+	// with all of the key's attributes (CKA_TOKEN true, the key's
+	// CKA_ID), then applies the template, so a find in between meets
+	// two keys with one ID (ErrAmbiguousKey). Other processes never see
+	// our session objects.
+	copyMu sync.RWMutex
 }
 
 // session is a session handle together with the serial of the

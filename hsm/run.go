@@ -138,8 +138,7 @@ func (t *Token) attempt(ctx context.Context, check bool, fn func(s pkcs11.Sessio
 			}
 		}
 		err = fn(s.h)
-		var d *discardError
-		if classify(err) == recoverSession || errors.As(err, &d) {
+		if spoiled(err) {
 			// Dead, or in an unknown state. closeSession closes it only
 			// while its number is still its own; for a dead session the
 			// close is a no-op.
@@ -149,6 +148,22 @@ func (t *Token) attempt(ctx context.Context, check bool, fn func(s pkcs11.Sessio
 		t.pool.release(s)
 		return err
 	})
+}
+
+// spoiled reports whether the session an operation failed with err on
+// must not go back to the pool: a dead session (session class), an
+// operation that asked for it (discardError), and every ambiguous return
+// value (CKR_GENERAL_ERROR, CKR_FUNCTION_FAILED, CKR_DEVICE_MEMORY),
+// whatever C_GetTokenInfo later says about the token: PKCS#11 v2.40 §5.1
+// calls CKR_GENERAL_ERROR unrecoverable, many modules answer
+// C_GetTokenInfo from a cache, and an operation the module may have left
+// half done on the session (a find, a signature) would meet the next
+// borrower. The raw code decides, so a confirmed refusal (refusedError)
+// with one of these codes is discarded too. A fresh C_OpenSession is
+// cheap; a poisoned session is not.
+func spoiled(err error) bool {
+	var d *discardError
+	return classify(err) == recoverSession || errors.As(err, &d) || ckrClass[rv(err)] == recoverConfirm
 }
 
 // discardError marks an error after which the session must not be reused,
