@@ -199,6 +199,10 @@ func (a *app) serve(ctx context.Context, cfg *config.Config) error {
 	go func() { errc <- httpSrv.Serve(httpLn) }()
 	go func() { errc <- adminSrv.Serve(adminLn) }()
 	metricsEP.serve(errc)
+	stopping := notifySystemd(ctx, logger, func(ctx context.Context) bool {
+		status, _ := srv.readiness(ctx)
+		return status == http.StatusOK
+	})
 	logger.Info("signd ready", "listen", httpLn.Addr().String(), "admin_socket", cfg.Server.AdminSocket, "tls", srv.TLS,
 		"metrics_listen", metricsEP.addr())
 	if a.metricsReady != nil {
@@ -215,6 +219,7 @@ func (a *app) serve(ctx context.Context, cfg *config.Config) error {
 	case serveErr = <-errc:
 		logger.Error("listener failed", "err", serveErr)
 	}
+	stopping()
 	servers := []namedServer{{"HTTP", httpSrv}, {"admin", adminSrv}}
 	if metricsEP != nil {
 		servers = append(servers, namedServer{"metrics", metricsEP.srv})
