@@ -87,3 +87,29 @@ func TestSystemdUnitSecurity(t *testing.T) {
 		t.Errorf("README does not say %q (the unit scores %s):\n%s", want, score, out)
 	}
 }
+
+// TestPreinstUser: the preinst creates the user from the same sysusers.d
+// line the package installs (it runs before that file is unpacked).
+func TestPreinstUser(t *testing.T) {
+	users, err := os.ReadFile("../../packaging/signd.sysusers")
+	if err != nil {
+		t.Fatal(err)
+	}
+	preinst, err := os.ReadFile("../../packaging/deb/preinst")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, line := range strings.Split(string(users), "\n") {
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		n++
+		if !strings.Contains(string(preinst), "\n"+line+"\n") {
+			t.Errorf("preinst does not create %q", line)
+		}
+	}
+	if n == 0 {
+		t.Error("packaging/signd.sysusers creates nobody")
+	}
+}
