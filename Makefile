@@ -40,8 +40,9 @@ build: ## Build bin/signd (cgo, dynamic glibc binary), stamped with VERSION, the
 
 .PHONY: deb
 deb: build ## Build $(DIST)/signd_<VERSION>_amd64.deb (nfpm): the binary, /etc/signd/signd.yaml, the systemd unit, user and directories.
-	mkdir -p $(DIST)
-	$(BIN) config example $(DEB_CONFIG) > $(DIST)/signd.yaml
+	rm -rf build/deb && mkdir -p build/deb $(DIST)
+	cp $(BIN) build/deb/signd
+	$(BIN) config example $(DEB_CONFIG) > build/deb/signd.yaml
 	VERSION=$(VERSION) $(NFPM) package --config packaging/nfpm.yaml --packager deb --target $(DIST)/
 
 ##@ Test
@@ -122,5 +123,5 @@ demo-ha-stop: ## Stop what `make demo-ha DETACH=1` left running.
 
 .PHONY: clean
 clean: ## Remove build output (keeps ./var, the demo's token and store).
-	rm -rf bin
+	rm -rf bin build $(DIST)
 	$(GO) clean -testcache

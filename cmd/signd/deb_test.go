@@ -67,7 +67,8 @@ func TestDebianPackage(t *testing.T) {
 	}
 	ver := strings.TrimSpace(string(version))
 	dist := t.TempDir()
-	if out, err := exec.Command("make", "-C", "../..", "deb", "DIST="+dist).CombinedOutput(); err != nil {
+	bin := filepath.Join(dist, "signd") // not the checkout's bin/signd
+	if out, err := exec.Command("make", "-s", "-C", "../..", "deb", "BIN="+bin, "DIST="+dist).CombinedOutput(); err != nil {
 		t.Fatalf("make deb: %v\n%s", err, out)
 	}
 	deb := filepath.Join(dist, "signd_"+ver+"_amd64.deb")
