@@ -39,10 +39,11 @@ build: ## Build bin/signd (cgo, dynamic glibc binary), stamped with VERSION, the
 	CGO_ENABLED=1 $(GO) build $(GOFLAGS) -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/signd
 
 .PHONY: deb
-deb: build ## Build $(DIST)/signd_<VERSION>_amd64.deb (nfpm): the binary, /etc/signd/signd.yaml, the systemd unit, user and directories.
+deb: build ## Build $(DIST)/signd_<VERSION>_amd64.deb (nfpm): the binary, man pages, /etc/signd/signd.yaml, the systemd unit, user and directories.
 	rm -rf build/deb && mkdir -p build/deb $(DIST)
 	cp $(BIN) build/deb/signd
 	$(BIN) config example $(DEB_CONFIG) > build/deb/signd.yaml
+	mkdir build/deb/man && $(BIN) man build/deb/man && gzip -9n build/deb/man/*.1
 	VERSION=$(VERSION) $(NFPM) package --config packaging/nfpm.yaml --packager deb --target $(DIST)/
 
 ##@ Test
