@@ -43,6 +43,8 @@ type app struct {
 	// metricsReady, when set, is called by serve with the address of the
 	// metrics listener ("" when server.metrics_listen is empty).
 	metricsReady func(addr string)
+	// hup, when set, replaces SIGHUP for serve: each value reloads (tests).
+	hup <-chan struct{}
 	// adminHook, when set, is called by serve with the admin router after
 	// its routes are mounted: fault injection for tests.
 	adminHook func(*echo.Echo)
@@ -105,10 +107,14 @@ func (a *app) hasher() (*store.Hasher, error) {
 }
 
 func newLogger(w io.Writer, cfg config.LogConfig) *slog.Logger {
-	var level slog.Level
-	_ = level.UnmarshalText([]byte(cfg.Level)) // validated by config
+	return newLeveledLogger(w, cfg.Format, cfg.SlogLevel())
+}
+
+// newLeveledLogger is newLogger with the level given apart: a
+// *slog.LevelVar lets serve change it on reload.
+func newLeveledLogger(w io.Writer, format string, level slog.Leveler) *slog.Logger {
 	opts := &slog.HandlerOptions{Level: level}
-	if cfg.Format == "text" {
+	if format == "text" {
 		return slog.New(slog.NewTextHandler(w, opts))
 	}
 	return slog.New(slog.NewJSONHandler(w, opts))
