@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"runtime/debug"
 	"runtime/trace"
+	"sync/atomic"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -208,14 +209,21 @@ func (a *app) serve(ctx context.Context, cfg *config.Config, load func() (*confi
 	if hup == nil {
 		hup = sighup(reloadCtx)
 	}
+	var readySent atomic.Bool // systemd hears of reloads only once it heard READY=1
 	reloaded := make(chan struct{})
 	go func() {
 		defer close(reloaded)
-		(&reloader{load: load, level: level, certs: certs, logger: logger}).run(reloadCtx, hup)
+		notify := func(state string) {
+			if readySent.Load() {
+				sdNotify(logger, state)
+			}
+		}
+		(&reloader{load: load, level: level, certs: certs, logger: logger, notify: notify}).run(reloadCtx, hup)
 	}()
 	defer func() { stopReload(); <-reloaded }()
 	stopping := notifySystemd(ctx, logger, func(ctx context.Context) bool {
 		status, _ := srv.readiness(ctx)
+		readySent.Store(status == http.StatusOK)
 		return status == http.StatusOK
 	})
 	logger.Info("signd ready", "listen", httpLn.Addr().String(), "admin_socket", cfg.Server.AdminSocket, "tls", srv.TLS,

@@ -46,6 +46,8 @@ type reloader struct {
 	level  *slog.LevelVar
 	certs  *certSource // nil without TLS
 	logger *slog.Logger
+	// notify tells systemd a state (sdNotify, or nothing before READY=1).
+	notify func(state string)
 }
 
 // reload runs one reload and says what it did, or why it did nothing.
@@ -93,18 +95,18 @@ func sighup(ctx context.Context) <-chan struct{} {
 }
 
 // run reloads on every value of hup until ctx is done, telling systemd
-// RELOADING=1 before and READY=1 after (sd_notify(3)).
+// RELOADING=1 before and READY=1 after (sd_notify(3)) through notify.
 func (r *reloader) run(ctx context.Context, hup <-chan struct{}) {
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-hup:
-			sdNotify(r.logger, daemon.SdNotifyReloading)
+			r.notify(daemon.SdNotifyReloading)
 			if err := r.reload(); err != nil {
 				r.logger.Error("reload failed", "err", err)
 			}
-			sdNotify(r.logger, daemon.SdNotifyReady)
+			r.notify(daemon.SdNotifyReady)
 		}
 	}
 }

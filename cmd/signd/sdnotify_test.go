@@ -56,13 +56,15 @@ func nextState(t *testing.T, states <-chan string, what string) string {
 }
 
 // TestSystemdNotify runs serve under a fake service manager: READY=1 comes
-// once /readyz answers 200 on the listening socket, STOPPING=1 when the
-// daemon shuts down, and nothing else without a watchdog.
+// once /readyz answers 200 on the listening socket, RELOADING=1 and READY=1
+// around a reload, STOPPING=1 when the daemon shuts down, and nothing else
+// without a watchdog.
 func TestSystemdNotify(t *testing.T) {
 	states := notifySocket(t)
 	t.Setenv("WATCHDOG_USEC", "")
 	e := newEnv(t, "")
-	addr, stop := e.startDaemon()
+	hup := make(chan struct{})
+	addr, stop := e.startDaemonWith(func(a *app) { a.hup = hup })
 	if s := nextState(t, states, "READY=1"); s != "READY=1" {
 		t.Fatalf("first notification %q, want READY=1", s)
 	}
@@ -74,6 +76,13 @@ func TestSystemdNotify(t *testing.T) {
 	res.Body.Close()
 	if res.StatusCode != http.StatusOK {
 		t.Fatalf("readyz after READY=1: %d", res.StatusCode)
+	}
+	// A reload (SIGHUP) is framed by RELOADING=1 and READY=1.
+	hup <- struct{}{}
+	for _, want := range []string{"RELOADING=1", "READY=1"} {
+		if s := nextState(t, states, want); s != want {
+			t.Fatalf("notification during a reload %q, want %s", s, want)
+		}
 	}
 	stop()
 	if s := nextState(t, states, "STOPPING=1"); s != "STOPPING=1" {
