@@ -15,6 +15,12 @@ VERSION   ?= $(shell cat VERSION)
 COMMIT    ?= $(shell git rev-parse HEAD 2>/dev/null)$(shell git diff --quiet HEAD 2>/dev/null || echo -dirty)
 DATE      ?= $(shell git log -1 --format=%cI 2>/dev/null)
 LDFLAGS   ?= -X main.version=$(VERSION) -X main.commit=$(COMMIT) -X main.date=$(DATE)
+# nfpm, pinned like staticcheck, builds the Debian package into DIST.
+NFPM      ?= $(GO) run github.com/goreleaser/nfpm/v2/cmd/nfpm@v2.45.2
+DIST      ?= dist
+# The paths of the Debian package, written uncommented into its signd.yaml.
+DEB_CONFIG ?= --set server.admin_socket=/run/signd/admin.sock --set store.path=/var/lib/signd/signd.db \
+  --set oidc.pairwise_salt_file=/var/lib/signd/pairwise.salt --set pkcs11.pin_file=/etc/signd/pin
 
 .DEFAULT_GOAL := help
 
@@ -31,6 +37,14 @@ help: ## Show this help.
 .PHONY: build
 build: ## Build bin/signd (cgo, dynamic glibc binary), stamped with VERSION, the commit and its date.
 	CGO_ENABLED=1 $(GO) build $(GOFLAGS) -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/signd
+
+.PHONY: deb
+deb: build ## Build $(DIST)/signd_<VERSION>_amd64.deb (nfpm): the binary, man pages, /etc/signd/signd.yaml, the systemd unit, user and directories.
+	rm -rf build/deb && mkdir -p build/deb $(DIST)
+	cp $(BIN) build/deb/signd
+	$(BIN) config example $(DEB_CONFIG) > build/deb/signd.yaml
+	mkdir build/deb/man && $(BIN) man build/deb/man && gzip -9n build/deb/man/*.1
+	VERSION=$(VERSION) $(NFPM) package --config packaging/nfpm.yaml --packager deb --target $(DIST)/
 
 ##@ Test
 
@@ -92,6 +106,7 @@ lint: ## gofmt, go vet and staticcheck.
 	$(GO) vet $(PKGS)
 	$(STATICCHECK) $(PKGS)
 	bash -n scripts/*.sh softhsm-test/*.sh .ci/run
+	for f in packaging/deb/*; do sh -n "$$f" || exit 1; done
 
 ##@ Run
 
@@ -109,5 +124,5 @@ demo-ha-stop: ## Stop what `make demo-ha DETACH=1` left running.
 
 .PHONY: clean
 clean: ## Remove build output (keeps ./var, the demo's token and store).
-	rm -rf bin
+	rm -rf bin build $(DIST)
 	$(GO) clean -testcache

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"math"
 	"net/url"
@@ -312,14 +313,37 @@ func absPath(p string) (string, error) {
 	return a, nil
 }
 
+// MaxFileBytes bounds the configuration file (the example naming every
+// key is about 10 KiB).
+const MaxFileBytes = 1 << 20
+
 // readYAML reads and parses the file. It uses the YAML library viper itself
 // uses, so values are typed exactly as viper would type them, but it keeps
 // what viper would lose: key case, and empty sections (so a misspelt empty
 // section is reported). The library refuses duplicate keys.
 func readYAML(path string) (map[string]any, error) {
-	b, err := os.ReadFile(path)
+	// O_NONBLOCK: opening a FIFO must not wait for a writer.
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, fmt.Errorf("config: %w", err)
+	}
+	defer f.Close()
+	// A device, a FIFO or a directory named by mistake (or by someone
+	// else) must not hang or exhaust the daemon: only a regular file of
+	// reasonable size is read.
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("config: %w", err)
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("config: %s is not a regular file", path)
+	}
+	b, err := io.ReadAll(io.LimitReader(f, MaxFileBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("config: %w", err)
+	}
+	if len(b) > MaxFileBytes {
+		return nil, fmt.Errorf("config: %s is larger than %d bytes", path, MaxFileBytes)
 	}
 	m := map[string]any{}
 	if err := yaml.Unmarshal(b, &m); err != nil {

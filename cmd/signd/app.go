@@ -43,6 +43,8 @@ type app struct {
 	// metricsReady, when set, is called by serve with the address of the
 	// metrics listener ("" when server.metrics_listen is empty).
 	metricsReady func(addr string)
+	// hup, when set, replaces SIGHUP for serve: each value reloads (tests).
+	hup <-chan struct{}
 	// adminHook, when set, is called by serve with the admin router after
 	// its routes are mounted: fault injection for tests.
 	adminHook func(*echo.Echo)
@@ -68,7 +70,7 @@ func (a *app) root() *cobra.Command {
 	pf.StringVar(&a.cfgFile, "config", "", "config file (default ./signd.yaml, then /etc/signd/signd.yaml)")
 	pf.BoolVar(&a.jsonOut, "json", false, "machine-readable JSON output")
 	config.BindFlags(pf)
-	root.AddCommand(a.serveCmd(), a.versionCmd(), group(a.userCmd()), group(a.clientCmd()), group(a.credentialCmd()), group(a.oidcCmd()), group(a.tsaCmd()), group(a.hsmCmd()), group(a.auditCmd()), group(a.storeCmd()))
+	root.AddCommand(a.serveCmd(), a.versionCmd(), group(a.userCmd()), group(a.clientCmd()), group(a.credentialCmd()), group(a.oidcCmd()), group(a.tsaCmd()), group(a.hsmCmd()), group(a.auditCmd()), group(a.storeCmd()), group(a.configCmd()), a.manCmd())
 	return root
 }
 
@@ -105,10 +107,14 @@ func (a *app) hasher() (*store.Hasher, error) {
 }
 
 func newLogger(w io.Writer, cfg config.LogConfig) *slog.Logger {
-	var level slog.Level
-	_ = level.UnmarshalText([]byte(cfg.Level)) // validated by config
+	return newLeveledLogger(w, cfg.Format, cfg.SlogLevel())
+}
+
+// newLeveledLogger is newLogger with the level given apart: a
+// *slog.LevelVar lets serve change it on reload.
+func newLeveledLogger(w io.Writer, format string, level slog.Leveler) *slog.Logger {
 	opts := &slog.HandlerOptions{Level: level}
-	if cfg.Format == "text" {
+	if format == "text" {
 		return slog.New(slog.NewTextHandler(w, opts))
 	}
 	return slog.New(slog.NewJSONHandler(w, opts))

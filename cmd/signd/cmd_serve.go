@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"runtime/debug"
 	"runtime/trace"
+	"sync/atomic"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -39,7 +40,7 @@ func (a *app) serveCmd() *cobra.Command {
 				}
 				defer stop()
 			}
-			return a.serve(cmd.Context(), cfg)
+			return a.serve(cmd.Context(), cfg, func() (*config.Config, error) { return a.loadConfig(cmd) })
 		},
 	}
 	// For profiling only (the signHash benchmark's phase table): not
@@ -70,9 +71,12 @@ func startTrace(path string) (stop func(), err error) {
 // serve opens the store and the token, starts both listeners and blocks
 // until ctx is done; then it stops accepting, drains in-flight requests of
 // both listeners within server.shutdown_timeout (cutting what is left),
-// closes the store and finalizes the token (in that order).
-func (a *app) serve(ctx context.Context, cfg *config.Config) error {
-	logger := newLogger(a.stderr, cfg.Log)
+// closes the store and finalizes the token (in that order). SIGHUP runs
+// load again and applies the TLS certificate and log.level (reloader).
+func (a *app) serve(ctx context.Context, cfg *config.Config, load func() (*config.Config, error)) error {
+	level := new(slog.LevelVar)
+	level.Set(cfg.Log.SlogLevel())
+	logger := newLeveledLogger(a.stderr, cfg.Log.Format, level)
 	logger.Info("starting signd", "config", cfg.Source(), "listen", cfg.Server.Listen,
 		"base_url", cfg.Server.BaseURL, "store", storeName(cfg),
 		"pkcs11_module", cfg.PKCS11.Module, "token_label", cfg.PKCS11.TokenLabel)
@@ -149,13 +153,14 @@ func (a *app) serve(ctx context.Context, cfg *config.Config) error {
 		MaxHeaderBytes:    32 << 10,
 		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
 	}
+	var certs *certSource
 	if srv.TLS {
-		cert, err := tls.LoadX509KeyPair(cfg.Server.TLS.CertFile, cfg.Server.TLS.KeyFile)
-		if err != nil {
+		certs = &certSource{}
+		if err := certs.load(cfg.Server.TLS.CertFile, cfg.Server.TLS.KeyFile); err != nil {
 			httpLn.Close()
-			return fmt.Errorf("server.tls: %w", err)
+			return err
 		}
-		httpSrv.TLSConfig = &tls.Config{MinVersion: tls.VersionTLS12, Certificates: []tls.Certificate{cert}}
+		httpSrv.TLSConfig = &tls.Config{MinVersion: tls.VersionTLS12, GetCertificate: certs.get}
 		httpLn = tls.NewListener(httpLn, httpSrv.TLSConfig)
 	}
 
@@ -199,6 +204,28 @@ func (a *app) serve(ctx context.Context, cfg *config.Config) error {
 	go func() { errc <- httpSrv.Serve(httpLn) }()
 	go func() { errc <- adminSrv.Serve(adminLn) }()
 	metricsEP.serve(errc)
+	reloadCtx, stopReload := context.WithCancel(ctx)
+	hup := a.hup
+	if hup == nil {
+		hup = sighup(reloadCtx)
+	}
+	var readySent atomic.Bool // systemd hears of reloads only once it heard READY=1
+	reloaded := make(chan struct{})
+	go func() {
+		defer close(reloaded)
+		notify := func(state string) {
+			if readySent.Load() {
+				sdNotify(logger, state)
+			}
+		}
+		(&reloader{load: load, level: level, certs: certs, logger: logger, notify: notify}).run(reloadCtx, hup)
+	}()
+	defer func() { stopReload(); <-reloaded }()
+	stopping := notifySystemd(ctx, logger, func(ctx context.Context) bool {
+		status, _ := srv.readiness(ctx)
+		readySent.Store(status == http.StatusOK)
+		return status == http.StatusOK
+	})
 	logger.Info("signd ready", "listen", httpLn.Addr().String(), "admin_socket", cfg.Server.AdminSocket, "tls", srv.TLS,
 		"metrics_listen", metricsEP.addr())
 	if a.metricsReady != nil {
@@ -215,6 +242,7 @@ func (a *app) serve(ctx context.Context, cfg *config.Config) error {
 	case serveErr = <-errc:
 		logger.Error("listener failed", "err", serveErr)
 	}
+	stopping()
 	servers := []namedServer{{"HTTP", httpSrv}, {"admin", adminSrv}}
 	if metricsEP != nil {
 		servers = append(servers, namedServer{"metrics", metricsEP.srv})

@@ -124,13 +124,30 @@ type storeHealth interface {
 // answer and the store can write, 503 naming the failing part (and for the
 // store the reason) otherwise.
 func (s *server) readyz(c echo.Context) error {
-	ctx, cancel := context.WithTimeout(c.Request().Context(), 2*time.Second)
+	status, body := s.readiness(c.Request().Context())
+	if status != http.StatusOK {
+		if body["component"] == "store" {
+			c.Response().Header().Set("Retry-After", oauth.RetryAfter)
+		}
+		return c.JSON(status, body)
+	}
+	ready := readyBody{Status: "ready"}
+	if r, ok := s.Token.(capabilityReporter); ok {
+		ready.HSM = tokenSummary(r.Capabilities())
+	}
+	return c.JSON(http.StatusOK, ready)
+}
+
+// readiness is /readyz's verdict: 200 and nil, or 503 and the body naming
+// the failing part. serve asks it too before telling systemd READY=1.
+func (s *server) readiness(ctx context.Context) (int, map[string]string) {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
 	if err := s.Token.Ping(ctx); err != nil {
 		s.Logger.Warn("not ready: hsm", "err", err)
-		return c.JSON(http.StatusServiceUnavailable, map[string]string{
+		return http.StatusServiceUnavailable, map[string]string{
 			"status": "unavailable", "component": "hsm", "reason": hsmReason(s.Token.Status(), err),
-		})
+		}
 	}
 	reason := "store not readable"
 	err := s.Store.View(ctx, func(store.Tx) error { return nil })
@@ -143,14 +160,9 @@ func (s *server) readyz(c echo.Context) error {
 			reason = "store damaged"
 		}
 		s.Logger.Warn("not ready: "+reason, "err", err)
-		c.Response().Header().Set("Retry-After", oauth.RetryAfter)
-		return c.JSON(http.StatusServiceUnavailable, map[string]string{"status": "unavailable", "component": "store", "reason": reason})
+		return http.StatusServiceUnavailable, map[string]string{"status": "unavailable", "component": "store", "reason": reason}
 	}
-	body := readyBody{Status: "ready"}
-	if r, ok := s.Token.(capabilityReporter); ok {
-		body.HSM = tokenSummary(r.Capabilities())
-	}
-	return c.JSON(http.StatusOK, body)
+	return http.StatusOK, nil
 }
 
 // readyBody is /readyz's answer when ready.

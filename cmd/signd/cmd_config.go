@@ -1,0 +1,107 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/signd/signd/config"
+)
+
+func (a *app) configCmd() *cobra.Command {
+	cmd := &cobra.Command{Use: "config", Short: "Check the configuration"}
+	cmd.AddCommand(a.configCheckCmd(), a.configExampleCmd())
+	return cmd
+}
+
+// configCheckResult is `signd config check --json`'s answer.
+type configCheckResult struct {
+	Source   string          `json:"source"`
+	OK       bool            `json:"ok"`
+	Problems []configProblem `json:"problems,omitempty"`
+}
+
+type configProblem struct {
+	Key     string `json:"key"`
+	Message string `json:"message"`
+}
+
+// configCheckCmd loads the configuration as serve would (file,
+// environment, flags) without opening the token or the store, and lists
+// every problem at once.
+func (a *app) configCheckCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "check",
+		Short: "Validate the configuration (file, SIGND_* environment, flags) and list every problem at once",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, err := a.loadConfig(cmd)
+			var cerr *config.Error
+			switch {
+			case err == nil:
+				source := cfg.Source()
+				if source == "" {
+					source = "defaults (no file at " + strings.Join(config.DefaultSearchPaths(), " or ") + ")"
+				}
+				if a.jsonOut {
+					return a.printJSON(configCheckResult{Source: cfg.Source(), OK: true})
+				}
+				fmt.Fprintf(a.stdout, "ok: %s\n", source)
+				return nil
+			case errors.As(err, &cerr):
+				if a.jsonOut {
+					res := configCheckResult{Source: cerr.Source}
+					for _, p := range cerr.Problems {
+						res.Problems = append(res.Problems, configProblem{Key: p.Key, Message: p.Msg})
+					}
+					if err := a.printJSON(res); err != nil {
+						return err
+					}
+				}
+				source := cerr.Source
+				if source == "" {
+					source = "the configuration"
+				}
+				return fmt.Errorf("%s: %d problem(s):\n%w", source, len(cerr.Problems), err)
+			default:
+				return err
+			}
+		},
+	}
+}
+
+// configExampleCmd prints config.Example: every key, commented out with
+// its default. Hidden: `make deb` writes the package's /etc/signd/signd.yaml
+// with it, with the package's paths set by --set.
+func (a *app) configExampleCmd() *cobra.Command {
+	var sets []string
+	cmd := &cobra.Command{
+		Use:    "example",
+		Short:  "Print a configuration file naming every key, commented out with its default",
+		Args:   cobra.NoArgs,
+		Hidden: true,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			set := map[string]string{}
+			for _, s := range sets {
+				key, value, ok := strings.Cut(s, "=")
+				if !ok || key == "" {
+					return fmt.Errorf("--set %q: want key=value", s)
+				}
+				if _, dup := set[key]; dup {
+					return fmt.Errorf("--set %s given twice", key)
+				}
+				set[key] = value
+			}
+			text, err := config.Example(set)
+			if err != nil {
+				return err
+			}
+			_, err = a.stdout.Write(text)
+			return err
+		},
+	}
+	cmd.Flags().StringArrayVar(&sets, "set", nil, "write this string key uncommented with this value (key=value; repeatable)")
+	return cmd
+}

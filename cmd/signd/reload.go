@@ -1,0 +1,112 @@
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"sync/atomic"
+	"syscall"
+
+	"github.com/coreos/go-systemd/v22/daemon"
+
+	"github.com/signd/signd/config"
+)
+
+// certSource serves the TLS certificate through tls.Config.GetCertificate
+// so that a reload swaps it for new handshakes; connections already open
+// keep theirs.
+type certSource struct {
+	cert atomic.Pointer[tls.Certificate]
+}
+
+// load reads the pair; on error the current certificate stays.
+func (s *certSource) load(certFile, keyFile string) error {
+	cert, err := tls.LoadX509KeyPair(certFile, keyFile)
+	if err != nil {
+		return fmt.Errorf("server.tls: %w", err)
+	}
+	s.cert.Store(&cert)
+	return nil
+}
+
+func (s *certSource) get(*tls.ClientHelloInfo) (*tls.Certificate, error) {
+	return s.cert.Load(), nil
+}
+
+// reloader applies what SIGHUP reloads without dropping a connection: the
+// TLS certificate and key (from server.tls.*, read again) and log.level.
+// The configuration is loaded again as at start (file, environment,
+// flags); a configuration with problems changes nothing. Other keys need a
+// restart and are not looked at.
+type reloader struct {
+	load   func() (*config.Config, error)
+	level  *slog.LevelVar
+	certs  *certSource // nil without TLS
+	logger *slog.Logger
+	// notify tells systemd a state (sdNotify, or nothing before READY=1).
+	notify func(state string)
+}
+
+// reload runs one reload and says what it did, or why it did nothing.
+func (r *reloader) reload() error {
+	cfg, err := r.load()
+	if err != nil {
+		return fmt.Errorf("reload: configuration refused, nothing changed: %w", err)
+	}
+	if (r.certs != nil) != cfg.Server.TLS.Enabled() {
+		return fmt.Errorf("reload: turning TLS on or off needs a restart; nothing changed")
+	}
+	if r.certs != nil {
+		if err := r.certs.load(cfg.Server.TLS.CertFile, cfg.Server.TLS.KeyFile); err != nil {
+			return fmt.Errorf("reload: %w; the previous certificate stays", err)
+		}
+	}
+	r.level.Set(cfg.Log.SlogLevel())
+	r.logger.Info("reloaded", "tls", r.certs != nil, "log_level", cfg.Log.Level)
+	return nil
+}
+
+// sighup turns SIGHUP into values of the returned channel until ctx is
+// done. signal.Notify runs before it returns: a SIGHUP after that never
+// takes the default action (ending the process).
+func sighup(ctx context.Context) <-chan struct{} {
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, syscall.SIGHUP)
+	ch := make(chan struct{})
+	go func() {
+		defer signal.Stop(sig)
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-sig:
+				select {
+				case ch <- struct{}{}:
+				case <-ctx.Done():
+					return
+				}
+			}
+		}
+	}()
+	return ch
+}
+
+// run reloads on every value of hup until ctx is done, telling systemd
+// RELOADING=1 before and READY=1 after (sd_notify(3)) through notify.
+func (r *reloader) run(ctx context.Context, hup <-chan struct{}) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-hup:
+			r.notify(daemon.SdNotifyReloading)
+			if err := r.reload(); err != nil {
+				r.logger.Error("reload failed", "err", err)
+			}
+			r.notify(daemon.SdNotifyReady)
+		}
+	}
+}
