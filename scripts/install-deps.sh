@@ -35,6 +35,10 @@ command -v curl >/dev/null 2>&1 || need+=(curl)
 # makes the NSS database that holds the test CA it trusts.
 command -v pdfsig >/dev/null 2>&1 || need+=(poppler-utils)
 command -v certutil >/dev/null 2>&1 || need+=(libnss3-tools)
+# systemd-analyze checks packaging/signd.service, systemd-sysusers makes the
+# package's user in the package test (a container's systemd is not PID 1:
+# nothing is started).
+{ command -v systemd-analyze >/dev/null 2>&1 && command -v systemd-sysusers >/dev/null 2>&1; } || need+=(systemd)
 if [ "$browser" = 1 ]; then
   command -v chromium >/dev/null 2>&1 || need+=(chromium fonts-dejavu-core)
 fi
