@@ -8,13 +8,31 @@ say() { printf '\033[1m==> %s\033[0m\n' "$*" >&2; }
 randsecret() { openssl rand -base64 "$1" | tr -d '/+=\n' | cut -c1-"$2"; }
 
 # demo_build: the packages (the same script `make test` and CI use), then
-# bin/signd and bin/signd-pdf.
+# bin/signd, bin/signd-pdf and bin/signd-cluster (whose path it sets in
+# cluster).
 demo_build() {
   bash scripts/install-deps.sh --no-browser
   command -v go >/dev/null 2>&1 || { echo "${0##*/}: Go is not installed (https://go.dev/dl/)" >&2; exit 1; }
   say "building bin/signd and bin/signd-pdf"
   make -s build
   go build -o "$root/bin/signd-pdf" ./cmd/signd-pdf
+  go build -o "$root/bin/signd-cluster" ./cmd/signd-cluster
+  cluster=$root/bin/signd-cluster
+}
+
+# demo_ports DEFAULT...: sets the array ports to one port per DEFAULT, in
+# order: DEFAULT itself when 127.0.0.1:DEFAULT can be listened on, else a
+# free one the kernel chooses (bin/signd-cluster pick; no two the same), and
+# says on stderr which defaults were taken. The ports are free when picked;
+# another program could still take one before signd listens on it.
+demo_ports() {
+  local out i=0 p
+  out=$("$cluster" pick "$@")
+  mapfile -t ports <<<"$out"
+  for p in "$@"; do
+    [ "${ports[$i]}" = "$p" ] || say "127.0.0.1:$p is taken; using 127.0.0.1:${ports[$i]} instead"
+    i=$((i + 1))
+  done
 }
 
 # demo_token VAR: the PINs (generated once, kept in VAR, mode 0600) and the

@@ -15,7 +15,12 @@
 //	    200 (checked every --check interval) and no request to it failed
 //	    to connect since the last check;
 //	signd-cluster ports N
-//	    prints N loopback TCP ports that were free a moment ago.
+//	    prints N loopback TCP ports that were free a moment ago;
+//	signd-cluster pick PORT [PORT ...]
+//	    prints, for each PORT, PORT itself if 127.0.0.1:PORT could be
+//	    listened on a moment ago, else a free one the kernel chose, no two
+//	    the same: how `make demo` and `make demo-ha` keep their default
+//	    ports when they are free and move when another program holds them.
 //
 // A production deployment uses etcd's own packaged server and a standard
 // proxy (HAProxy, nginx, a cloud load balancer) with the same health check

@@ -21,7 +21,7 @@ func main() {
 	}
 }
 
-const usage = "usage: signd-cluster etcd|front|ports [flags] (see go doc ./cmd/signd-cluster)"
+const usage = "usage: signd-cluster etcd|front|ports|pick [flags] (see go doc ./cmd/signd-cluster)"
 
 func run(ctx context.Context, args []string, out, errOut io.Writer) error {
 	if len(args) == 0 {
@@ -56,8 +56,52 @@ func run(ctx context.Context, args []string, out, errOut io.Writer) error {
 			fmt.Fprintln(out, p)
 		}
 		return nil
+	case "pick":
+		if len(args) < 2 || len(args) > 65 {
+			return errors.New("usage: signd-cluster pick PORT... (1 to 64 ports)")
+		}
+		var want []int
+		for _, a := range args[1:] {
+			p, err := strconv.Atoi(a)
+			if err != nil || p < 1 || p > 65535 {
+				return fmt.Errorf("pick %q: want a port from 1 to 65535", a)
+			}
+			want = append(want, p)
+		}
+		ports, err := pickPorts(want)
+		if err != nil {
+			return err
+		}
+		for _, p := range ports {
+			fmt.Fprintln(out, p)
+		}
+		return nil
 	}
 	return errors.New(usage)
+}
+
+// pickPorts returns, for each port in want, that port if 127.0.0.1:port
+// could be listened on a moment ago, else a loopback port the kernel
+// chose; no two the same (every listener stays open until all are picked).
+func pickPorts(want []int) ([]int, error) {
+	var ports []int
+	var ls []net.Listener
+	defer func() {
+		for _, l := range ls {
+			l.Close()
+		}
+	}()
+	for _, p := range want {
+		l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(p)))
+		if err != nil {
+			if l, err = net.Listen("tcp", "127.0.0.1:0"); err != nil {
+				return nil, err
+			}
+		}
+		ls = append(ls, l)
+		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+	}
+	return ports, nil
 }
 
 // freePorts returns n loopback ports that were free a moment ago.

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -32,6 +33,12 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"ports", "0"}, `ports "0"`},
 		{[]string{"ports", "65"}, `ports "65"`},
 		{[]string{"ports", "1", "2"}, "usage: signd-cluster ports N"},
+		{[]string{"pick"}, "usage: signd-cluster pick PORT... (1 to 64 ports)"},
+		{append([]string{"pick"}, strings.Fields(strings.Repeat("8443 ", 65))...), "usage: signd-cluster pick PORT..."},
+		{[]string{"pick", "8443", "x"}, `pick "x": want a port from 1 to 65535`},
+		{[]string{"pick", "0"}, `pick "0": want a port from 1 to 65535`},
+		{[]string{"pick", "65536"}, `pick "65536"`},
+		{[]string{"pick", "-1"}, `pick "-1"`},
 		{[]string{"etcd"}, "etcd needs --name, --dir, --client, --peer and --cluster"},
 		{member, "etcd needs"},
 		{append(member[:2:2], "M 1", "--dir", "d", "--client", "http://127.0.0.1:1", "--peer", "http://127.0.0.1:2", "--cluster", cluster), `--name "M 1"`},
@@ -75,6 +82,28 @@ func TestPorts(t *testing.T) {
 	lines := strings.Fields(out.String())
 	if len(lines) != 3 || lines[0] == lines[1] || lines[1] == lines[2] || lines[0] == lines[2] {
 		t.Fatalf("ports 3 = %q, want three distinct ports", lines)
+	}
+}
+
+// TestPick: a free port is kept, a port someone listens on and a port
+// asked for twice are replaced by free ones, no two the same.
+func TestPick(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	taken := l.Addr().(*net.TCPAddr).Port
+	free, err := freePorts(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := pickPorts([]int{free[0], taken, free[0]})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 3 || got[0] != free[0] || got[1] == taken || got[2] == free[0] || got[1] == got[2] {
+		t.Fatalf("pickPorts(%d, %d (taken), %d) = %v, want the first kept and two others, all distinct", free[0], taken, free[0], got)
 	}
 }
 
