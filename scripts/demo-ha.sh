@@ -16,6 +16,8 @@
 #                           directory var/ha/softhsm shared by all three
 #   front                   :8440, round-robin over the nodes whose /readyz
 #                           answers 200; the nodes' base_url and issuer
+# A node's or the front's port that another program listens on is replaced
+# by a free one, and the ports in use are printed.
 # The demo user, client, signing key and time-stamping key are enrolled once
 # (scripts/lib-demo.sh, as `make demo` does) into etcd. Logs and PIDs are in
 # var/ha/run; `rm -rf var/ha` (after --stop) starts over. `make demo` (one
@@ -49,7 +51,7 @@ stop_all() {
   for f in "$run"/front.pid "$run"/node*.pid "$run"/etcd*.pid; do
     [ -s "$f" ] || continue
     pid=$(cat "$f")
-    if [ -r "/proc/$pid/cmdline" ] && tr '\0' ' ' <"/proc/$pid/cmdline" | grep -q -e "$var" -e "signd-cluster front --listen 127.0.0.1:8440 "; then
+    if [ -r "/proc/$pid/cmdline" ] && tr '\0' ' ' <"/proc/$pid/cmdline" | grep -q -e "$var" -e "$root/bin/signd-cluster front --listen 127.0.0.1:"; then
       kill -TERM "$pid" 2>/dev/null || true
       for n in $(seq 1 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
       if kill -0 "$pid" 2>/dev/null; then
@@ -83,8 +85,13 @@ fi
 
 # 1. Packages, bin/signd, bin/signd-pdf and bin/signd-cluster.
 demo_build
-go build -o "$root/bin/signd-cluster" ./cmd/signd-cluster
-cluster=$root/bin/signd-cluster
+
+# The ports of the front and of the nodes (API, metrics): the defaults
+# unless another program listens there.
+demo_ports 8440 8451 8452 8453 9471 9472 9473
+front=${ports[0]}
+node_port=("" "${ports[1]}" "${ports[2]}" "${ports[3]}")
+metrics_port=("" "${ports[4]}" "${ports[5]}" "${ports[6]}")
 
 # 2. The token and PINs, shared by the three nodes.
 demo_token "$var"
@@ -131,10 +138,10 @@ for i in 1 2 3; do
   cat >"$var/node$i.yaml" <<YAML
 # signd demo-ha node $i (made by make demo-ha). See README "Running several nodes".
 server:
-  listen: 127.0.0.1:845$i
-  base_url: http://127.0.0.1:8440
+  listen: 127.0.0.1:${node_port[$i]}
+  base_url: http://127.0.0.1:$front
   admin_socket: $run/node$i.sock
-  metrics_listen: 127.0.0.1:947$i
+  metrics_listen: 127.0.0.1:${metrics_port[$i]}
   trusted_proxies: [127.0.0.1]
 store:
   backend: etcd
@@ -161,25 +168,28 @@ done
 demo_enroll "$var" "$var/node1.yaml"
 
 # 6. The nodes and the front.
-say "signd nodes on 127.0.0.1:8451-8453, front on 127.0.0.1:8440"
+say "signd nodes on 127.0.0.1:${node_port[1]}, :${node_port[2]}, :${node_port[3]} (metrics :${metrics_port[1]}, :${metrics_port[2]}, :${metrics_port[3]}), front on 127.0.0.1:$front"
 # One node after the other: the first creates the OIDC signing key on a
 # fresh store, and SoftHSM2 processes opening one token directory at the
 # same moment may miss the token.
 for i in 1 2 3; do
   start "node$i" "$bin" --config "$var/node$i.yaml" serve
-  wait_http "node$i" "http://127.0.0.1:845$i/readyz"
+  wait_http "node$i" "http://127.0.0.1:${node_port[$i]}/readyz"
 done
-start front "$cluster" front --listen 127.0.0.1:8440 \
-  --backend http://127.0.0.1:8451 --backend http://127.0.0.1:8452 --backend http://127.0.0.1:8453 --check 500ms
-wait_http front http://127.0.0.1:8440/readyz
+start front "$cluster" front --listen "127.0.0.1:$front" \
+  --backend "http://127.0.0.1:${node_port[1]}" --backend "http://127.0.0.1:${node_port[2]}" \
+  --backend "http://127.0.0.1:${node_port[3]}" --check 500ms
+wait_http front "http://127.0.0.1:$front/readyz"
 
 cat >&2 <<INFO
 
 signd demo-ha is running: 3 nodes on a 3-member etcd cluster, behind
-http://127.0.0.1:8440 (everything under var/ha; logs in var/ha/run).
+http://127.0.0.1:$front (everything under var/ha; logs in var/ha/run).
+  nodes          http://127.0.0.1:${node_port[1]} http://127.0.0.1:${node_port[2]} http://127.0.0.1:${node_port[3]}
+  metrics        http://127.0.0.1:${metrics_port[1]}/metrics http://127.0.0.1:${metrics_port[2]}/metrics http://127.0.0.1:${metrics_port[3]}/metrics
 
 INFO
-demo_usage "$var" http://127.0.0.1:8440 "$cred"
+demo_usage "$var" "http://127.0.0.1:$front" "$cred"
 cat >&2 <<INFO
 
 Every request goes to the next node in turn; all share one store and one
@@ -191,7 +201,7 @@ Fail over: stop a node (the front takes it out within 0.5 s) or an etcd
 member (2 of 3 keep a quorum); stop two members and the nodes answer 503:
   kill -9 \$(cat var/ha/run/node2.pid)
   kill -9 \$(cat var/ha/run/etcd3.pid)
-  curl -s http://127.0.0.1:8451/readyz; curl -s http://127.0.0.1:8453/readyz
+  curl -s http://127.0.0.1:${node_port[1]}/readyz; curl -s http://127.0.0.1:${node_port[3]}/readyz
 INFO
 
 if [ "$mode" = detach ]; then

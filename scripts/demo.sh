@@ -5,7 +5,9 @@
 # root or sudo), builds
 # bin/signd, creates under ./var a SoftHSM2 token, a config, a demo user, a
 # demo OAuth client and a signing credential enrolled with a development CA,
-# then starts the daemon in the foreground. Running it again reuses all of it.
+# then starts the daemon in the foreground on 127.0.0.1:8443 (metrics on
+# 127.0.0.1:9464), or on free ports it prints when another program holds
+# those. Running it again reuses all of it.
 # Everything lives in ./var; `rm -rf var` starts over.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -19,6 +21,13 @@ bin=$root/bin/signd
 # 1. Packages and 2. build.
 demo_build
 
+# The ports: the defaults unless another program listens there (a second
+# demo, another signd, a Prometheus exporter on 9464).
+demo_ports 8443 9464
+listen=127.0.0.1:${ports[0]}
+metrics=127.0.0.1:${ports[1]}
+base=http://$listen
+
 # 3. Token and PINs (generated once, kept in ./var, mode 0600).
 demo_token "$var"
 
@@ -31,6 +40,7 @@ server:
   listen: 127.0.0.1:8443
   base_url: http://127.0.0.1:8443
   admin_socket: $var/signd.sock
+  metrics_listen: 127.0.0.1:9464
 store:
   path: $var/signd.db
 pkcs11:
@@ -45,6 +55,14 @@ csc:
     policy: 1.3.6.1.4.1.99999.1.1
 YAML
 fi
+# The config keeps the default ports; ports that moved are set through the
+# environment (SIGND_<KEY> overrides the file), for this run only.
+env_ports=
+if [ "$listen" != 127.0.0.1:8443 ] || [ "$metrics" != 127.0.0.1:9464 ]; then
+  export SIGND_SERVER_LISTEN=$listen SIGND_SERVER_BASE_URL=$base SIGND_SERVER_METRICS_LISTEN=$metrics
+  env_ports="SIGND_SERVER_LISTEN=$listen SIGND_SERVER_BASE_URL=$base SIGND_SERVER_METRICS_LISTEN=$metrics "
+fi
+
 # 5.–8. Demo user, client, credential and time-stamping key.
 demo_enroll "$var" "$cfg"
 
@@ -53,17 +71,17 @@ cat >&2 <<INFO
 signd demo is set up (everything under ./var; rm -rf var to start over).
 
 INFO
-demo_usage "$var" http://127.0.0.1:8443 "$cred"
+demo_usage "$var" "$base" "$cred"
 cat >&2 <<INFO
 
 To start signd yourself later (the token's config must be in the environment):
   export SOFTHSM2_CONF=$SOFTHSM2_CONF
-  bin/signd --config var/signd.yaml serve
+  ${env_ports}bin/signd --config var/signd.yaml serve
 
 Sign a PDF through signd (PDF signature with a signature time-stamp from
 signd's TSA; the tool prints two URLs to open in a browser, log in as demo,
 and enter the signing PIN on the second):
-  bin/signd-pdf --url http://127.0.0.1:8443 --client-id demo-client \\
+  bin/signd-pdf --url $base --client-id demo-client \\
     --client-secret-file var/demo-client.secret --redirect-uri http://127.0.0.1:9000/callback \\
     --credential $cred --in var/demo.pdf --out var/demo-signed.pdf --name "Demo User" --reason "I agree"
   pdfsig var/demo-signed.pdf   # trusts the signature once var/dev-ca/ca.pem is in an NSS database (-nssdir)
@@ -72,6 +90,8 @@ The admin CLI talks to the running daemon over var/signd.sock:
   bin/signd --config var/signd.yaml credential show $cred
   bin/signd --config var/signd.yaml audit verify
 
-Starting signd in the foreground (Ctrl-C stops it).
+Prometheus metrics: http://$metrics/metrics
+
+Starting signd in the foreground on $base (Ctrl-C stops it).
 INFO
 exec "$bin" --config "$cfg" serve

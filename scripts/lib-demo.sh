@@ -13,7 +13,7 @@ randsecret() { openssl rand -base64 "$1" | tr -d '/+=\n' | cut -c1-"$2"; }
 demo_build() {
   bash scripts/install-deps.sh --no-browser
   command -v go >/dev/null 2>&1 || { echo "${0##*/}: Go is not installed (https://go.dev/dl/)" >&2; exit 1; }
-  say "building bin/signd and bin/signd-pdf"
+  say "building bin/signd, bin/signd-pdf and bin/signd-cluster"
   make -s build
   go build -o "$root/bin/signd-pdf" ./cmd/signd-pdf
   go build -o "$root/bin/signd-cluster" ./cmd/signd-cluster
