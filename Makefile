@@ -115,7 +115,7 @@ demo: ## Install SoftHSM2 if missing, set up a token, demo user, client and key 
 	bash scripts/demo.sh
 
 .PHONY: demo-ha
-demo-ha: ## Three nodes on a 3-member etcd cluster behind a round-robin front on :8440, demo enrolled once (var/ha; DETACH=1 returns).
+demo-ha: ## Three nodes on a 3-member etcd cluster behind a round-robin front on :8440 (free ports when taken), demo enrolled once (var/ha; DETACH=1 returns).
 	bash scripts/demo-ha.sh $(if $(DETACH),--detach)
 
 .PHONY: demo-ha-stop

@@ -81,8 +81,9 @@ func run(ctx context.Context, args []string, out, errOut io.Writer) error {
 }
 
 // pickPorts returns, for each port in want, that port if 127.0.0.1:port
-// could be listened on a moment ago, else a loopback port the kernel
-// chose; no two the same (every listener stays open until all are picked).
+// could be listened on a moment ago, else (and for 0) a loopback port the
+// kernel chose; no two the same (every listener stays open until all are
+// picked).
 func pickPorts(want []int) ([]int, error) {
 	var ports []int
 	var ls []net.Listener
@@ -106,20 +107,5 @@ func pickPorts(want []int) ([]int, error) {
 
 // freePorts returns n loopback ports that were free a moment ago.
 func freePorts(n int) ([]int, error) {
-	var ports []int
-	var ls []net.Listener
-	defer func() {
-		for _, l := range ls {
-			l.Close()
-		}
-	}()
-	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, err
-		}
-		ls = append(ls, l)
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
-	}
-	return ports, nil
+	return pickPorts(make([]int, n))
 }
