@@ -52,7 +52,7 @@ func (s *server) echo() *echo.Echo {
 	e.HTTPErrorHandler = oauth.NewRenderer(s.Logger).Handle
 	e.IPExtractor = clientIP(s.TrustedProxies)
 	e.Use(
-		middleware.RequestIDWithConfig(middleware.RequestIDConfig{TargetHeader: echo.HeaderXRequestID}),
+		requestID,
 		middleware.RequestLoggerWithConfig(middleware.RequestLoggerConfig{
 			LogURIPath: true, LogMethod: true, LogStatus: true, LogLatency: true,
 			LogRequestID: true, LogRemoteIP: true, LogError: true, HandleError: true,
