@@ -115,9 +115,9 @@ func newLogger(w io.Writer, cfg config.LogConfig) *slog.Logger {
 func newLeveledLogger(w io.Writer, format string, level slog.Leveler) *slog.Logger {
 	opts := &slog.HandlerOptions{Level: level}
 	if format == "text" {
-		return slog.New(slog.NewTextHandler(w, opts))
+		return withRequestID(slog.New(slog.NewTextHandler(w, opts)))
 	}
-	return slog.New(slog.NewJSONHandler(w, opts))
+	return withRequestID(slog.New(slog.NewJSONHandler(w, opts)))
 }
 
 // openStore opens the configured backend: the etcd cluster

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"crypto/rand"
+	"log/slog"
 
 	"github.com/labstack/echo/v4"
 )
@@ -55,4 +56,36 @@ func requestID(next echo.HandlerFunc) echo.HandlerFunc {
 func requestIDFrom(ctx context.Context) string {
 	id, _ := ctx.Value(requestIDKey{}).(string)
 	return id
+}
+
+// requestIDHandler adds the request_id of the record's context (put there
+// by requestID) to every record logged with a *Context call while serving
+// a request: the access-log line, "login failed", "token issued", the HSM's
+// and the store's events alike. Records without one pass unchanged.
+type requestIDHandler struct{ slog.Handler }
+
+// withRequestID wraps l's handler in requestIDHandler, once.
+func withRequestID(l *slog.Logger) *slog.Logger {
+	if l == nil {
+		return nil
+	}
+	if _, ok := l.Handler().(requestIDHandler); ok {
+		return l
+	}
+	return slog.New(requestIDHandler{l.Handler()})
+}
+
+func (h requestIDHandler) Handle(ctx context.Context, r slog.Record) error {
+	if id := requestIDFrom(ctx); id != "" {
+		r.AddAttrs(slog.String("request_id", id))
+	}
+	return h.Handler.Handle(ctx, r)
+}
+
+func (h requestIDHandler) WithAttrs(attrs []slog.Attr) slog.Handler {
+	return requestIDHandler{h.Handler.WithAttrs(attrs)}
+}
+
+func (h requestIDHandler) WithGroup(name string) slog.Handler {
+	return requestIDHandler{h.Handler.WithGroup(name)}
 }

@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	"github.com/labstack/echo/v4"
+
+	"github.com/signd/signd/store"
 )
 
 // accessLogLines returns the "request" lines of a JSON log.
@@ -104,5 +106,61 @@ func TestRequestIDFresh(t *testing.T) {
 			t.Fatalf("request ID %q repeated or invalid", id)
 		}
 		seen[id] = true
+	}
+}
+
+// Health probes are logged at DEBUG while their status stays the same, and
+// at INFO (back to 200) or WARN (anything else) when it changes; other
+// requests keep their level. Durations are latency_ms, a float of
+// milliseconds.
+func TestProbeLogLevels(t *testing.T) {
+	var logs bytes.Buffer
+	s := &server{Store: healthStore{}, Token: okPinger{},
+		Logger:    slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
+		BodyLimit: 1 << 20}
+	e := s.echo()
+	steps := []struct {
+		path   string
+		broken bool // the store reports a fault: /readyz answers 503
+		status float64
+		level  string
+	}{
+		{"/healthz", false, 200, "INFO"},
+		{"/healthz", false, 200, "DEBUG"},
+		{"/healthz", false, 200, "DEBUG"},
+		{"/readyz", false, 200, "INFO"},
+		{"/readyz", false, 200, "DEBUG"},
+		{"/readyz", true, 503, "WARN"},
+		{"/readyz", true, 503, "DEBUG"},
+		{"/healthz", false, 200, "DEBUG"},
+		{"/readyz", false, 200, "INFO"},
+		{"/readyz", false, 200, "DEBUG"},
+		{"/nowhere", false, 404, "INFO"},
+		{"/nowhere", false, 404, "INFO"},
+	}
+	for _, st := range steps {
+		s.Store = healthStore{}
+		if st.broken {
+			s.Store = healthStore{health: store.ErrUnavailable}
+		}
+		rec := httptest.NewRecorder()
+		e.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, st.path, nil))
+	}
+	lines := accessLogLines(t, logs.String())
+	if len(lines) != len(steps) {
+		t.Fatalf("%d access-log lines, want %d:\n%s", len(lines), len(steps), logs.String())
+	}
+	for i, st := range steps {
+		l := lines[i]
+		if l["path"] != st.path || l["status"] != st.status || l["level"] != st.level {
+			t.Errorf("probe %d: %v %v at %v, want %s %v at %s", i, l["path"], l["status"], l["level"], st.path, st.status, st.level)
+		}
+		ms, ok := l["latency_ms"].(float64)
+		if !ok || ms < 0 || ms > 60_000 {
+			t.Errorf("probe %d: latency_ms %v (%T), want a float of milliseconds", i, l["latency_ms"], l["latency_ms"])
+		}
+		if _, ok := l["latency"]; ok {
+			t.Errorf("probe %d: the unit-less latency field is still logged: %v", i, l)
+		}
 	}
 }
