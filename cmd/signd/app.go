@@ -126,7 +126,7 @@ func newLeveledLogger(w io.Writer, format string, level slog.Leveler) *slog.Logg
 // does on its own.
 func openStore(cfg *config.Config, logger *slog.Logger) (backend, error) {
 	if cfg.Store.BackendName() == config.BackendEtcd {
-		return openEtcd(cfg)
+		return openEtcd(cfg, logger)
 	}
 	if err := os.MkdirAll(filepath.Dir(cfg.Store.Path), 0o700); err != nil {
 		return nil, fmt.Errorf("store directory: %w", err)
