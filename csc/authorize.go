@@ -315,7 +315,7 @@ func (h *Handler) issueSAD(ctx context.Context, g *oauth.Grant, req authorizeReq
 	if e != nil {
 		return sadResponse{}, e
 	}
-	h.logger().Info("csc: SAD issued by credentials/authorize", "user", g.Username, "client", g.ClientID,
+	h.logger().InfoContext(ctx, "csc: SAD issued by credentials/authorize", "user", g.Username, "client", g.ClientID,
 		"credential", req.credentialID, "signatures", len(req.hashes))
 	return res, nil
 }
@@ -408,7 +408,7 @@ func (h *Handler) refuseAuthorize(ctx context.Context, entry *store.AuditEntry, 
 	if err != nil {
 		return err
 	}
-	h.logger().Info("csc: authorization refused", "user", entry.User, "client", entry.Client,
+	h.logger().InfoContext(ctx, "csc: authorization refused", "user", entry.User, "client", entry.Client,
 		"credential", entry.Credential, "reason", entry.Reason)
 	return e
 }
@@ -490,7 +490,7 @@ func (h *Handler) extendSAD(ctx context.Context, g *oauth.Grant, req extendReque
 		return sadResponse{}, err
 	}
 	if e != nil {
-		h.logger().Info("csc: extendTransaction refused", "user", g.Username, "client", g.ClientID,
+		h.logger().InfoContext(ctx, "csc: extendTransaction refused", "user", g.Username, "client", g.ClientID,
 			"credential", auditCredential(req.credentialID), "reason", why)
 		return sadResponse{}, e
 	}

@@ -115,12 +115,12 @@ func (f signerFailure) response(err error) error {
 // logKeyFailure logs, with the credential ID, a key failure: a key that
 // cannot sign is an error of that credential; a key missing on this node
 // is a warning (the node's HSM lags or lacks a key other nodes hold).
-func (h *Handler) logKeyFailure(f signerFailure, credential string, err error) {
+func (h *Handler) logKeyFailure(ctx context.Context, f signerFailure, credential string, err error) {
 	switch f {
 	case failureKey:
-		h.logger().Error("csc: the credential's key cannot sign", "credential", credential, "err", err)
+		h.logger().ErrorContext(ctx, "csc: the credential's key cannot sign", "credential", credential, "err", err)
 	case failureKeyMissing:
-		h.logger().Warn("csc: the credential's key is not on this node's HSM; another node may sign", "credential", credential, "err", err)
+		h.logger().WarnContext(ctx, "csc: the credential's key is not on this node's HSM; another node may sign", "credential", credential, "err", err)
 	}
 }
 
@@ -162,14 +162,14 @@ func (h *Handler) preflight(ctx context.Context, g *oauth.Grant, credentialID st
 // not touched; the refusal is audited like any other.
 func (h *Handler) preflightRefused(ctx context.Context, g *oauth.Grant, req signHashRequest, cause error) (signHashOutcome, error) {
 	f := h.classifySigner(cause)
-	h.logKeyFailure(f, auditCredential(req.credentialID), cause)
+	h.logKeyFailure(ctx, f, auditCredential(req.credentialID), cause)
 	err := h.Store.Batch(context.WithoutCancel(ctx), func(tx Tx) error {
 		return tx.AppendAudit(req.auditEntry(h.now(), g, store.AuditRefused, f.auditReason()+" (SAD not consumed)"))
 	})
 	if err != nil {
 		return signHashOutcome{result: "error"}, err
 	}
-	h.logger().Info("csc: signHash refused before the SAD was consumed", "user", g.Username, "client", g.ClientID,
+	h.logger().InfoContext(ctx, "csc: signHash refused before the SAD was consumed", "user", g.Username, "client", g.ClientID,
 		"credential", auditCredential(req.credentialID), "reason", f.auditReason())
 	return signHashOutcome{result: f.metricsOutcome()}, f.response(cause)
 }
@@ -181,7 +181,7 @@ func (h *Handler) preflightRefused(ctx context.Context, g *oauth.Grant, req sign
 func (h *Handler) signFailed(ctx context.Context, e *store.AuditEntry, d decision, cause error) (signHashOutcome, error) {
 	f := h.classifySigner(cause)
 	out := signHashOutcome{result: f.metricsOutcome()}
-	h.logKeyFailure(f, e.Credential, cause)
+	h.logKeyFailure(ctx, f, e.Credential, cause)
 	if d.sad != nil && answers(cause, notSignedError.NotSigned) {
 		var done bool
 		if done, out.restored = h.restoreSAD(ctx, e, d, f); done {
@@ -243,10 +243,10 @@ func (h *Handler) restoreSAD(ctx context.Context, e *store.AuditEntry, d decisio
 		return nil
 	})
 	if err != nil {
-		h.logger().Error("csc: giving back the SAD of a failed signature failed; it stays consumed", "audit_ref", d.seq, "err", err)
+		h.logger().ErrorContext(ctx, "csc: giving back the SAD of a failed signature failed; it stays consumed", "audit_ref", d.seq, "err", err)
 		return false, false
 	}
-	h.logger().Info("csc: signing failed before any signature was made", "credential", e.Credential,
+	h.logger().InfoContext(ctx, "csc: signing failed before any signature was made", "credential", e.Credential,
 		"audit_ref", d.seq, "sad_restored", restored)
 	return true, restored
 }

@@ -261,7 +261,7 @@ func (h *Handler) signHashes(ctx context.Context, g *oauth.Grant, req signHashRe
 		if inFlight != nil {
 			inFlight.wait() // an earlier run granted, the committed one did not: discarded
 		}
-		h.logger().Info("csc: signHash refused", "user", g.Username, "client", g.ClientID,
+		h.logger().InfoContext(ctx, "csc: signHash refused", "user", g.Username, "client", g.ClientID,
 			"credential", auditCredential(req.credentialID), "reason", d.reason, "audit_seq", d.seq)
 		out := signHashOutcome{result: "refused"}
 		if d.sadReason != "" {
@@ -315,7 +315,7 @@ func (h *Handler) consume(ctx context.Context, g *oauth.Grant, req signHashReque
 	if err != nil {
 		if inFlight != nil {
 			if res := inFlight.wait(); res.err != nil {
-				h.logger().Error("csc: signing failed while the SAD's consumption failed to commit", "err", res.err)
+				h.logger().ErrorContext(ctx, "csc: signing failed while the SAD's consumption failed to commit", "err", res.err)
 			}
 		}
 		return decision{}, nil, err
@@ -393,7 +393,7 @@ func (h *Handler) auditFailure(ctx context.Context, e *store.AuditEntry, seq uin
 		return tx.AppendAudit(&f)
 	})
 	if err != nil {
-		h.logger().Error("csc: audit entry of a failed signature lost", "audit_ref", seq, "err", err)
+		h.logger().ErrorContext(ctx, "csc: audit entry of a failed signature lost", "audit_ref", seq, "err", err)
 	}
 }
 

@@ -112,7 +112,7 @@ func (h *Handler) stamp(ctx context.Context, g *oauth.Grant, req timestampReques
 	token, serial, err := h.TimeStamper.TimeStamp(ctx, req.hash, req.digest, req.nonce)
 	switch {
 	case errors.Is(err, ErrTimeStampNotEnrolled):
-		h.logger().Error("csc: signatures/timestamp: no time-stamping key", "err", err)
+		h.logger().ErrorContext(ctx, "csc: signatures/timestamp: no time-stamping key", "err", err)
 		return nil, &oauth.Error{Code: oauth.CodeServerError, Description: descTSANotEnrolled, Status: http.StatusInternalServerError}
 	case err != nil:
 		return nil, err
@@ -125,7 +125,7 @@ func (h *Handler) stamp(ctx context.Context, g *oauth.Grant, req timestampReques
 	if err := h.Store.Batch(ctx, func(tx Tx) error { return tx.AppendAudit(entry) }); err != nil {
 		return nil, err
 	}
-	h.logger().Info("csc: time-stamp token issued", "user", g.Username, "client", g.ClientID,
+	h.logger().InfoContext(ctx, "csc: time-stamp token issued", "user", g.Username, "client", g.ClientID,
 		"serial", serial.Text(16), "audit_seq", entry.Seq)
 	return token, nil
 }

@@ -65,7 +65,7 @@ func (t *Token) ImportCertificate(ctx context.Context, id []byte, label string, 
 	if err != nil {
 		return err
 	}
-	t.log.Info("hsm: stored certificate", "token", t.label, "id", fmt.Sprintf("%x", id), "subject", cert.Subject.String(), "serial", cert.SerialNumber.String())
+	t.log.InfoContext(ctx, "hsm: stored certificate", "token", t.label, "id", fmt.Sprintf("%x", id), "subject", cert.Subject.String(), "serial", cert.SerialNumber.String())
 	return nil
 }
 

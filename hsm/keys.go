@@ -493,7 +493,7 @@ func (t *Token) generate(ctx context.Context, kind, what, label string, mech *pk
 	if err != nil {
 		return nil, err
 	}
-	t.log.Info("hsm: generated key pair", "type", kind, "token", t.label, "label", label, "id", fmt.Sprintf("%x", id), "bits", info.Bits)
+	t.log.InfoContext(ctx, "hsm: generated key pair", "type", kind, "token", t.label, "label", label, "id", fmt.Sprintf("%x", id), "bits", info.Bits)
 	if len(info.Defects) > 0 {
 		t.warnDefects(info)
 	}
@@ -1017,7 +1017,7 @@ func (t *Token) DestroyKey(ctx context.Context, id []byte) error {
 	if err != nil {
 		return err
 	}
-	t.log.Info("hsm: destroyed key pair", "token", t.label, "id", fmt.Sprintf("%x", id))
+	t.log.InfoContext(ctx, "hsm: destroyed key pair", "token", t.label, "id", fmt.Sprintf("%x", id))
 	return nil
 }
 

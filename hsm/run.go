@@ -27,13 +27,13 @@ func (t *Token) run(ctx context.Context, op string, fn func(s pkcs11.SessionHand
 		case recoverSession:
 			if !retriedSession {
 				retriedSession = true
-				t.log.Warn("hsm: session lost; replaced it, retrying", "token", t.label, "op", op, "error", err)
+				t.log.WarnContext(ctx, "hsm: session lost; replaced it, retrying", "token", t.label, "op", op, "error", err)
 				continue
 			}
 		case recoverLogin:
 			if !retriedLogin {
 				retriedLogin = true
-				t.log.Warn("hsm: login or object handles lost; logging in again, retrying", "token", t.label, "op", op, "error", err)
+				t.log.WarnContext(ctx, "hsm: login or object handles lost; logging in again, retrying", "token", t.label, "op", op, "error", err)
 				if rerr := t.recoverLogin(gen); rerr != nil {
 					return t.failed(op, gen, rerr)
 				}

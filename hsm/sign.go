@@ -234,12 +234,12 @@ func (t *Token) signDigest(ctx context.Context, id []byte, opts crypto.SignerOpt
 	}
 	if ec, ok := pub.(*ecdsa.PublicKey); ok {
 		if sig, err = ecdsaDER(ec, sig); err != nil {
-			t.log.Error("hsm: token returned a malformed signature", "token", t.label, "id", fmt.Sprintf("%x", id))
+			t.log.ErrorContext(ctx, "hsm: token returned a malformed signature", "token", t.label, "id", fmt.Sprintf("%x", id))
 			return nil, fmt.Errorf("hsm: sign: token %q returned a malformed signature for key %x: %w", t.label, id, err)
 		}
 	}
 	if err := sc.verify(pub, digest, sig); err != nil {
-		t.log.Error("hsm: token returned an invalid signature", "token", t.label, "id", fmt.Sprintf("%x", id))
+		t.log.ErrorContext(ctx, "hsm: token returned an invalid signature", "token", t.label, "id", fmt.Sprintf("%x", id))
 		return nil, fmt.Errorf("hsm: sign: token %q returned an invalid signature for key %x", t.label, id)
 	}
 	return sig, nil
@@ -315,13 +315,13 @@ func (t *Token) signDigests(ctx context.Context, id []byte, opts crypto.SignerOp
 	for i, sig := range sigs {
 		if ec, ok := pub.(*ecdsa.PublicKey); ok {
 			if sig, err = ecdsaDER(ec, sig); err != nil {
-				t.log.Error("hsm: token returned a malformed signature", "token", t.label, "id", fmt.Sprintf("%x", id))
+				t.log.ErrorContext(ctx, "hsm: token returned a malformed signature", "token", t.label, "id", fmt.Sprintf("%x", id))
 				return nil, fmt.Errorf("hsm: sign: token %q returned a malformed signature for key %x: %w", t.label, id, err)
 			}
 			sigs[i] = sig
 		}
 		if err := sc.verify(pub, digests[i], sig); err != nil {
-			t.log.Error("hsm: token returned an invalid signature", "token", t.label, "id", fmt.Sprintf("%x", id))
+			t.log.ErrorContext(ctx, "hsm: token returned an invalid signature", "token", t.label, "id", fmt.Sprintf("%x", id))
 			return nil, fmt.Errorf("hsm: sign: token %q returned an invalid signature for key %x", t.label, id)
 		}
 	}

@@ -119,7 +119,7 @@ func (r *Renderer) Handle(err error, c echo.Context) {
 		// response is a handler's, not this renderer's.
 		if c.Get(renderedKey) == nil {
 			c.Set(renderedKey, true)
-			r.log.Warn("error after the response was sent", "path", c.Request().URL.Path, "err", err)
+			r.log.WarnContext(c.Request().Context(), "error after the response was sent", "path", c.Request().URL.Path, "err", err)
 		}
 		return
 	}
@@ -145,7 +145,7 @@ func (r *Renderer) Handle(err error, c echo.Context) {
 		werr = r.writeJSON(c, d, r.resolve(c, d, err))
 	}
 	if werr != nil {
-		r.log.Warn("writing the error response failed", "path", c.Request().URL.Path, "err", werr)
+		r.log.WarnContext(c.Request().Context(), "writing the error response failed", "path", c.Request().URL.Path, "err", werr)
 		if !c.Response().Committed {
 			_ = c.NoContent(http.StatusInternalServerError)
 		}
@@ -186,11 +186,11 @@ func (r *Renderer) logCause(c echo.Context, d *Dialect, err error, status int) {
 	attrs := []any{"dialect", d.Name, "path", c.Request().URL.Path, "err", err}
 	switch {
 	case errors.Is(err, context.Canceled):
-		r.log.Info("request canceled", attrs...)
+		r.log.InfoContext(c.Request().Context(), "request canceled", attrs...)
 	case status == http.StatusServiceUnavailable:
-		r.log.Warn("service unavailable", attrs...)
+		r.log.WarnContext(c.Request().Context(), "service unavailable", attrs...)
 	default:
-		r.log.Error("request failed", attrs...)
+		r.log.ErrorContext(c.Request().Context(), "request failed", attrs...)
 	}
 }
 

@@ -32,7 +32,7 @@ func (s *Server) revoke(c echo.Context) error {
 		return err
 	}
 	if n > 0 {
-		s.log.Info("token revoked", "client_id", client.ID, "kind", string(kind), "revoked", n)
+		s.log.InfoContext(c.Request().Context(), "token revoked", "client_id", client.ID, "kind", string(kind), "revoked", n)
 	}
 	return c.NoContent(http.StatusOK)
 }
@@ -91,7 +91,7 @@ func (s *Server) RevokeOwn(ctx context.Context, g *Grant, value string) error {
 		return err
 	}
 	if n > 0 {
-		s.log.Info("token revoked by its holder", "client_id", g.ClientID, "username", g.Username,
+		s.log.InfoContext(ctx, "token revoked by its holder", "client_id", g.ClientID, "username", g.Username,
 			"kind", string(kind), "revoked", n)
 	}
 	return nil

@@ -66,7 +66,7 @@ func (s *Server) tokenResponse(ctx context.Context, res *redeemed) ([]byte, erro
 		if derr := s.store.Update(ctx, func(tx Tx) error {
 			return tx.DeleteToken(store.Fingerprint(res.issued.Value))
 		}); derr != nil {
-			s.log.Error("revoking a token after a failed response", "err", derr)
+			s.log.ErrorContext(ctx, "revoking a token after a failed response", "err", derr)
 		}
 		return nil, err
 	}
@@ -191,15 +191,15 @@ func (s *Server) redeem(ctx context.Context, client *store.Client, req redeemReq
 		return nil, err
 	}
 	if r.pinRefused != "" {
-		s.log.Warn("signing PIN locked: code refused", "client_id", client.ID, "username", r.pinRefused)
+		s.log.WarnContext(ctx, "signing PIN locked: code refused", "client_id", client.ID, "username", r.pinRefused)
 		return nil, invalidGrant("The signing PIN is locked")
 	}
 	if r.reuse != nil {
-		s.log.Warn("authorization code used twice: its tokens are revoked", "client_id", client.ID,
+		s.log.WarnContext(ctx, "authorization code used twice: its tokens are revoked", "client_id", client.ID,
 			"username", r.reuse.Username, "revoked", r.revoked)
 		return nil, invalidGrant("Authorization code was already used")
 	}
-	s.log.Info("token issued", "client_id", client.ID, "username", r.res.req.User.Username,
+	s.log.InfoContext(ctx, "token issued", "client_id", client.ID, "username", r.res.req.User.Username,
 		"profile", r.res.name, "kind", string(r.res.issued.Kind))
 	return r.res, nil
 }

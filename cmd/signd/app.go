@@ -115,9 +115,9 @@ func newLogger(w io.Writer, cfg config.LogConfig) *slog.Logger {
 func newLeveledLogger(w io.Writer, format string, level slog.Leveler) *slog.Logger {
 	opts := &slog.HandlerOptions{Level: level}
 	if format == "text" {
-		return slog.New(slog.NewTextHandler(w, opts))
+		return withRequestID(slog.New(slog.NewTextHandler(w, opts)))
 	}
-	return slog.New(slog.NewJSONHandler(w, opts))
+	return withRequestID(slog.New(slog.NewJSONHandler(w, opts)))
 }
 
 // openStore opens the configured backend: the etcd cluster
@@ -126,7 +126,7 @@ func newLeveledLogger(w io.Writer, format string, level slog.Leveler) *slog.Logg
 // does on its own.
 func openStore(cfg *config.Config, logger *slog.Logger) (backend, error) {
 	if cfg.Store.BackendName() == config.BackendEtcd {
-		return openEtcd(cfg)
+		return openEtcd(cfg, logger)
 	}
 	if err := os.MkdirAll(filepath.Dir(cfg.Store.Path), 0o700); err != nil {
 		return nil, fmt.Errorf("store directory: %w", err)

@@ -127,12 +127,13 @@ func TestReloadRotatesCertificateUnderLoad(t *testing.T) {
 
 	replaceFile(t, nextCert, certFile)
 	replaceFile(t, nextKey, keyFile)
-	e.setConfig("level: error", "level: info")
+	// debug: health probes whose status does not change log at DEBUG.
+	e.setConfig("level: error", "level: debug")
 	hup <- struct{}{}
 	waitFor("the new certificate", func() bool { return bytes.Equal(servedCert(t, addr, roots), newDER) })
 	before := ok.Load()
 	waitFor("load after the reload", func() bool { return ok.Load() > before+50 })
-	waitFor("log.level info", func() bool { return strings.Contains(logs.String(), "/healthz") })
+	waitFor("log.level debug", func() bool { return strings.Contains(logs.String(), "/healthz") })
 
 	// A broken pair, then a bad configuration: each refused, nothing changes.
 	if err := os.WriteFile(keyFile, []byte("not a key"), 0o600); err != nil {
@@ -141,7 +142,7 @@ func TestReloadRotatesCertificateUnderLoad(t *testing.T) {
 	hup <- struct{}{}
 	waitFor("the refusal of a broken key", func() bool { return strings.Contains(logs.String(), "the previous certificate stays") })
 	replaceFile(t, nextKey, keyFile)
-	e.setConfig("level: info", "level: loud")
+	e.setConfig("level: debug", "level: loud")
 	hup <- struct{}{}
 	waitFor("the refusal of a bad configuration", func() bool {
 		return strings.Contains(logs.String(), "reload: configuration refused, nothing changed")

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"sync/atomic"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -41,9 +42,40 @@ type server struct {
 	// whose X-Forwarded-For and X-Real-IP are believed; none = the socket
 	// peer is the client.
 	TrustedProxies []*net.IPNet
+
+	// healthzLast and readyzLast are the status of the previous probe of
+	// /healthz and /readyz (0 before the first), for probeLevel.
+	healthzLast, readyzLast atomic.Int64
+}
+
+// probeLast is the previous-status record of a health endpoint's path, or
+// nil for any other path.
+func (s *server) probeLast(path string) *atomic.Int64 {
+	switch path {
+	case "/healthz":
+		return &s.healthzLast
+	case "/readyz":
+		return &s.readyzLast
+	}
+	return nil
+}
+
+// probeLevel is the access-log level of a health probe: DEBUG while its
+// status stays what the previous probe answered (a load balancer probing
+// every second would otherwise fill the log), INFO when it changes to 200
+// (and for the first probe), WARN when it changes to anything else.
+func probeLevel(last *atomic.Int64, status int) slog.Level {
+	switch {
+	case last.Swap(int64(status)) == int64(status):
+		return slog.LevelDebug
+	case status == http.StatusOK:
+		return slog.LevelInfo
+	}
+	return slog.LevelWarn
 }
 
 func (s *server) echo() *echo.Echo {
+	s.Logger = withRequestID(s.Logger)
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
 	// The one error renderer: each protocol route tagged its dialect; the
@@ -52,21 +84,26 @@ func (s *server) echo() *echo.Echo {
 	e.HTTPErrorHandler = oauth.NewRenderer(s.Logger).Handle
 	e.IPExtractor = clientIP(s.TrustedProxies)
 	e.Use(
-		middleware.RequestIDWithConfig(middleware.RequestIDConfig{TargetHeader: echo.HeaderXRequestID}),
+		requestID,
 		middleware.RequestLoggerWithConfig(middleware.RequestLoggerConfig{
 			LogURIPath: true, LogMethod: true, LogStatus: true, LogLatency: true,
 			LogRequestID: true, LogRemoteIP: true, LogError: true, HandleError: true,
-			LogValuesFunc: func(_ echo.Context, v middleware.RequestLoggerValues) error {
+			LogValuesFunc: func(c echo.Context, v middleware.RequestLoggerValues) error {
 				attrs := []slog.Attr{
 					slog.String("method", v.Method), slog.String("path", v.URIPath),
-					slog.Int("status", v.Status), slog.Duration("latency", v.Latency),
-					slog.String("request_id", v.RequestID), slog.String("remote_ip", v.RemoteIP),
+					slog.Int("status", v.Status),
+					slog.Float64("latency_ms", float64(v.Latency)/float64(time.Millisecond)),
+					slog.String("remote_ip", v.RemoteIP),
 				}
 				level := slog.LevelInfo
 				if v.Status >= 500 {
 					level = slog.LevelError
 				}
-				s.Logger.LogAttrs(context.Background(), level, "request", attrs...)
+				if probe := s.probeLast(v.URIPath); probe != nil {
+					level = probeLevel(probe, v.Status)
+				}
+				// The request_id comes from the context (requestIDHandler).
+				s.Logger.LogAttrs(c.Request().Context(), level, "request", attrs...)
 				return nil
 			},
 		}),

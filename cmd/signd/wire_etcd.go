@@ -21,7 +21,7 @@ import (
 
 // openEtcd connects to the etcd cluster of store.etcd.* (the backend of
 // several nodes).
-func openEtcd(cfg *config.Config) (*etcd.DB, error) {
+func openEtcd(cfg *config.Config, logger *slog.Logger) (*etcd.DB, error) {
 	e := cfg.Store.Etcd
 	tlsCfg, err := etcdTLS(e)
 	if err != nil {
@@ -31,7 +31,7 @@ func openEtcd(cfg *config.Config) (*etcd.DB, error) {
 	defer cancel()
 	db, err := etcd.Open(ctx, etcd.Options{
 		Endpoints: e.Endpoints, TLS: tlsCfg, Prefix: e.Prefix,
-		DialTimeout: e.DialTimeout, RequestTimeout: e.RequestTimeout,
+		DialTimeout: e.DialTimeout, RequestTimeout: e.RequestTimeout, Logger: logger,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("store.etcd (%s): %w", strings.Join(e.Endpoints, ", "), err)

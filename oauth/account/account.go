@@ -164,7 +164,7 @@ func (h *Handler) accountSameOrigin(next echo.HandlerFunc) echo.HandlerFunc {
 		if reason == "" {
 			return next(c)
 		}
-		h.log.Warn("account form refused: posted from another site", "path", r.URL.Path, "reason", reason,
+		h.log.WarnContext(c.Request().Context(), "account form refused: posted from another site", "path", r.URL.Path, "reason", reason,
 			"origin", oauth.Clip(r.Header.Get("Origin")), "sec_fetch_site", oauth.Clip(r.Header.Get("Sec-Fetch-Site")))
 		return oauth.NewPageError(http.StatusForbidden, h.accountLang(r), "errorpage.crosssite")
 	}
@@ -271,7 +271,7 @@ func (h *Handler) accountLogin(c echo.Context) error {
 	lang := h.accountLang(r)
 	ck, err := c.Cookie(accountCSRFCookie)
 	if err != nil || !sameToken(ck.Value, r.PostForm.Get(fieldCSRF)) {
-		h.log.Warn("account login form with a wrong or missing CSRF token")
+		h.log.WarnContext(c.Request().Context(), "account login form with a wrong or missing CSRF token")
 		return oauth.NewPageError(http.StatusBadRequest, lang, "errorpage.csrf")
 	}
 	now := h.now()
@@ -293,7 +293,7 @@ func (h *Handler) accountLogin(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	h.log.Info("account page login succeeded", "username", user.Username)
+	h.log.InfoContext(c.Request().Context(), "account page login succeeded", "username", user.Username)
 	c.SetCookie(&http.Cookie{Name: accountCSRFCookie, Path: h.Sessions.CookiePath() + "account", MaxAge: -1,
 		HttpOnly: true, Secure: h.Sessions.SecureCookies(), SameSite: http.SameSiteStrictMode})
 	return c.Redirect(http.StatusSeeOther, h.accountURL(lang))
@@ -317,7 +317,7 @@ func (h *Handler) accountChange(c echo.Context) error {
 		return c.Redirect(http.StatusSeeOther, h.accountURL(lang))
 	}
 	if !sameToken(accountToken(session), r.PostForm.Get(fieldCSRF)) {
-		h.log.Warn("account form with a wrong or missing CSRF token", "username", user.Username)
+		h.log.WarnContext(c.Request().Context(), "account form with a wrong or missing CSRF token", "username", user.Username)
 		return oauth.NewPageError(http.StatusBadRequest, lang, "errorpage.csrf")
 	}
 	var enable bool
@@ -334,13 +334,13 @@ func (h *Handler) accountChange(c echo.Context) error {
 	}
 	err = h.Backend.SetEnabled(r.Context(), user.Username, id, enable)
 	if errors.Is(err, ErrRefused) {
-		h.log.Warn("account page change refused", "username", user.Username, "credential_id", oauth.Clip(id), "enable", enable)
+		h.log.WarnContext(c.Request().Context(), "account page change refused", "username", user.Username, "credential_id", oauth.Clip(id), "enable", enable)
 		return h.renderAccount(c, lang, user, "account.refused")
 	}
 	if err != nil {
 		return err
 	}
-	h.log.Info("credential status changed by its owner", "username", user.Username, "credential_id", id, "enabled", enable)
+	h.log.InfoContext(c.Request().Context(), "credential status changed by its owner", "username", user.Username, "credential_id", id, "enabled", enable)
 	return c.Redirect(http.StatusSeeOther, h.accountURL(lang))
 }
 
@@ -360,7 +360,7 @@ func (h *Handler) accountLogout(c echo.Context) error {
 		return c.Redirect(http.StatusSeeOther, h.accountURL(lang))
 	}
 	if !sameToken(accountToken(session), r.PostForm.Get(fieldCSRF)) {
-		h.log.Warn("account logout with a wrong or missing CSRF token")
+		h.log.WarnContext(c.Request().Context(), "account logout with a wrong or missing CSRF token")
 		return oauth.NewPageError(http.StatusBadRequest, lang, "errorpage.csrf")
 	}
 	username, err := h.Sessions.EndSession(c)
@@ -368,7 +368,7 @@ func (h *Handler) accountLogout(c echo.Context) error {
 		return err
 	}
 	if username != "" {
-		h.log.Info("account page logout", "username", username)
+		h.log.InfoContext(c.Request().Context(), "account page logout", "username", username)
 	}
 	return c.Redirect(http.StatusSeeOther, h.accountURL(lang))
 }

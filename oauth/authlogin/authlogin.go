@@ -132,7 +132,7 @@ func (p *Login) Login(ctx context.Context, username, password string, rememberMe
 	if err != nil {
 		return nil, err
 	}
-	p.cfg.Logger.Info("password login succeeded", "client_id", p.cfg.ClientID, "username", user.Username,
+	p.cfg.Logger.InfoContext(ctx, "password login succeeded", "client_id", p.cfg.ClientID, "username", user.Username,
 		"refresh_token", rememberMe)
 	return out, nil
 }
@@ -188,11 +188,11 @@ func (p *Login) Refresh(ctx context.Context, refreshToken string) (*Tokens, erro
 		return nil, err
 	}
 	if reused != nil {
-		p.cfg.Logger.Warn("refresh token used twice: its family is revoked", "client_id", reused.ClientID,
+		p.cfg.Logger.WarnContext(ctx, "refresh token used twice: its family is revoked", "client_id", reused.ClientID,
 			"username", reused.Username, "revoked", n)
 		return nil, ErrRefreshInvalid
 	}
-	p.cfg.Logger.Info("refresh token rotated", "client_id", p.cfg.ClientID)
+	p.cfg.Logger.InfoContext(ctx, "refresh token rotated", "client_id", p.cfg.ClientID)
 	return out, nil
 }
 

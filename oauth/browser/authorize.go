@@ -101,7 +101,7 @@ func (h *Handler) authorize(c echo.Context) error {
 	if err := h.bindBrowser(c, f, now); err != nil {
 		return h.core.RedirectError(req.target, err)
 	}
-	h.log.Info("authorization request", "client_id", req.client.ID, "profile", f.req.Profile)
+	h.log.InfoContext(ctx, "authorization request", "client_id", req.client.ID, "profile", f.req.Profile)
 
 	// Single sign-on, when the profile allows it and the session is fresh
 	// enough.
@@ -112,7 +112,7 @@ func (h *Handler) authorize(c echo.Context) error {
 		}
 		if user != nil && !(policy.HasMaxAge && (policy.MaxAge == 0 || now.Sub(authTime) > policy.MaxAge)) {
 			f.req.Username, f.req.AuthTime = user.Username, authTime
-			h.log.Info("single sign-on", "client_id", req.client.ID, "username", user.Username)
+			h.log.InfoContext(ctx, "single sign-on", "client_id", req.client.ID, "username", user.Username)
 			return h.proceed(c, f, user, nil)
 		}
 	}

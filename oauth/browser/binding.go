@@ -89,7 +89,7 @@ func (h *Handler) bindBrowser(c echo.Context, f *flow, now time.Time) error {
 	value, problem := h.bindingValue(c.Request())
 	if problem != "" {
 		if problem != noBindingCookie {
-			h.log.Info("browser binding cookie replaced", "client_id", f.req.ClientID, "reason", problem)
+			h.log.InfoContext(c.Request().Context(), "browser binding cookie replaced", "client_id", f.req.ClientID, "reason", problem)
 		}
 		var err error
 		if value, err = oauth.NewSecret(); err != nil {

@@ -42,7 +42,7 @@ func (h *Handler) consent(c echo.Context) error {
 	// be the browser's.
 	if ok, err := h.sameLogin(c, f, now); err != nil || !ok {
 		if err == nil {
-			h.log.Warn("consent refused: the login session is gone or another user's",
+			h.log.WarnContext(ctx, "consent refused: the login session is gone or another user's",
 				"client_id", f.req.ClientID, "profile", f.req.Profile, "username", f.req.Username)
 			err = authenticationFailure()
 		}
@@ -174,7 +174,7 @@ func (h *Handler) consentStands(ctx context.Context, f *flow) error {
 	case cons != nil && sameRecord(record, f.req.Consented):
 		return nil
 	}
-	h.log.Warn("consent refused: the data or credential changed after the page was shown",
+	h.log.WarnContext(ctx, "consent refused: the data or credential changed after the page was shown",
 		"client_id", f.req.ClientID, "profile", f.req.Profile, "username", f.req.Username)
 	return consentInvalidated()
 }
@@ -227,7 +227,7 @@ func (h *Handler) reshowConsent(c echo.Context, f *flow, cons *oauth.Consent, re
 	if err != nil {
 		return h.finish(c, f, err, nil)
 	}
-	h.log.Info("consent page shown again: the details changed after it was shown",
+	h.log.InfoContext(c.Request().Context(), "consent page shown again: the details changed after it was shown",
 		"client_id", f.req.ClientID, "profile", f.req.Profile, "username", f.req.Username)
 	return h.renderConsent(c, f, cons, "error.changed")
 }

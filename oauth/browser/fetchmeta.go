@@ -58,7 +58,7 @@ func (h *Handler) sameOriginOnly(next echo.HandlerFunc) echo.HandlerFunc {
 		if req != nil {
 			lang, clientID = req.Lang, req.ClientID
 		}
-		h.log.Warn("oauth form refused: posted from another site", "path", r.URL.Path, "reason", reason,
+		h.log.WarnContext(c.Request().Context(), "oauth form refused: posted from another site", "path", r.URL.Path, "reason", reason,
 			"client_id", clientID, "origin", oauth.Clip(r.Header.Get(headerOrigin)),
 			"sec_fetch_site", oauth.Clip(r.Header.Get(headerSecFetchSite)))
 		return oauth.NewPageError(http.StatusForbidden, lang, "errorpage.crosssite")

@@ -92,7 +92,7 @@ func (h *Handler) loadFlow(c echo.Context) (*flow, error) {
 		return nil, err
 	}
 	if !oauth.MatchesFingerprint(csrf, req.CSRFHash) {
-		h.log.Warn("oauth form with a wrong CSRF token", "client_id", req.ClientID)
+		h.log.WarnContext(c.Request().Context(), "oauth form with a wrong CSRF token", "client_id", req.ClientID)
 		return nil, oauth.NewPageError(http.StatusBadRequest, req.Lang, "errorpage.csrf")
 	}
 	profile, err := h.core.ProfileOf(req.Profile)
@@ -130,7 +130,7 @@ func (h *Handler) expired(f *flow, now time.Time) *oauth.Error {
 func (h *Handler) finish(c echo.Context, f *flow, err error, w writes) error {
 	var oe *oauth.Error
 	if errors.As(err, &oe) {
-		h.log.Info("authorization ended", "client_id", f.req.ClientID, "profile", f.req.Profile,
+		h.log.InfoContext(c.Request().Context(), "authorization ended", "client_id", f.req.ClientID, "profile", f.req.Profile,
 			"error", oe.Code, "error_description", oe.Description)
 	}
 	if f.stored || w != nil {
@@ -178,7 +178,7 @@ func recheck(tx oauth.Tx, g *store.Grant) error {
 // login session, no code; the request is deleted and the client gets
 // access_denied.
 func (h *Handler) refuse(c echo.Context, f *flow, lr *oauth.LockRefusal) error {
-	h.log.Warn(lr.Msg, "username", f.req.Username, "client_id", f.req.ClientID, "profile", f.req.Profile)
+	h.log.WarnContext(c.Request().Context(), lr.Msg, "username", f.req.Username, "client_id", f.req.ClientID, "profile", f.req.Profile)
 	f.cookie = nil
 	return h.finish(c, f, lr.Err, nil)
 }
@@ -306,7 +306,7 @@ func (h *Handler) issueCode(c echo.Context, f *flow, w writes) error {
 		return h.core.RedirectError(f.target, err)
 	}
 	h.setCookie(c, f)
-	h.log.Info("authorization code issued", "client_id", f.req.ClientID, "profile", f.req.Profile, "username", f.req.Username)
+	h.log.InfoContext(c.Request().Context(), "authorization code issued", "client_id", f.req.ClientID, "profile", f.req.Profile, "username", f.req.Username)
 	return h.core.RedirectTo(c, f.target, url.Values{"code": {code}})
 }
 

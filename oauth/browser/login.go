@@ -46,7 +46,7 @@ func (h *Handler) login(c echo.Context) error {
 	if !ok {
 		return h.renderLogin(c, f, "error.credentials", username)
 	}
-	h.log.Info("login succeeded", "client_id", f.req.ClientID, "username", user.Username)
+	h.log.InfoContext(c.Request().Context(), "login succeeded", "client_id", f.req.ClientID, "username", user.Username)
 	session, cookie, err := h.newSession(c, user.Username, now)
 	if err != nil {
 		return h.finish(c, f, err, nil)

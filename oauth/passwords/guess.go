@@ -374,7 +374,7 @@ func (g *guess) evaluate(ctx context.Context, secret []byte) (bool, error) {
 	var herr error
 	if err := g.c.limiter.do(ctx, func() { ok, herr = g.c.hasher.Check(g.hash, secret) }); err != nil {
 		if cerr := g.cancel(ctx); cerr != nil {
-			g.c.log.Error("returning a reservation", "username", g.key.username, "err", cerr)
+			g.c.log.ErrorContext(ctx, "returning a reservation", "username", g.key.username, "err", cerr)
 		}
 		return false, err
 	}

@@ -55,11 +55,11 @@ func (c *Checker) checkCredentials(ctx context.Context, username, password, code
 		}
 		switch {
 		case lockedNow:
-			c.log.Warn("account locked after failed logins", "username", username, "failures", c.cfg.MaxFailures)
+			c.log.WarnContext(ctx, "account locked after failed logins", "username", username, "failures", c.cfg.MaxFailures)
 		case res == refusedLocked:
-			c.log.Warn("account locked: login refused without checking the password", "username", username)
+			c.log.WarnContext(ctx, "account locked: login refused without checking the password", "username", username)
 		default:
-			c.log.Info("login failed", "user_known", user != nil)
+			c.log.InfoContext(ctx, "login failed", "user_known", user != nil)
 		}
 		return nil, false, nil
 	}
@@ -71,7 +71,7 @@ func (c *Checker) checkCredentials(ctx context.Context, username, password, code
 		if err := g.cancel(ctx); err != nil {
 			return nil, false, err
 		}
-		c.log.Info("password login refused: the account requires a one-time code", "username", username)
+		c.log.InfoContext(ctx, "password login refused: the account requires a one-time code", "username", username)
 		return nil, false, nil
 	}
 	var step int64
@@ -86,11 +86,11 @@ func (c *Checker) checkCredentials(ctx context.Context, username, password, code
 	case ok:
 		return user, true, nil
 	case lockedNow:
-		c.log.Warn("account locked after failed logins", "username", username, "failures", c.cfg.MaxFailures)
+		c.log.WarnContext(ctx, "account locked after failed logins", "username", username, "failures", c.cfg.MaxFailures)
 	case locked:
-		c.log.Info("login failed; the account is locked", "username", username)
+		c.log.InfoContext(ctx, "login failed; the account is locked", "username", username)
 	default:
-		c.log.Info("login failed", "user_known", true, "username", username)
+		c.log.InfoContext(ctx, "login failed", "user_known", true, "username", username)
 	}
 	return nil, false, nil
 }

@@ -68,15 +68,15 @@ func (c *Checker) CheckPIN(ctx context.Context, username, pin string, otp *strin
 	defer g.release()
 	switch {
 	case lockedNow:
-		c.log.Warn("signing PIN locked after failed attempts", "username", username, "failures", c.cfg.MaxFailures)
+		c.log.WarnContext(ctx, "signing PIN locked after failed attempts", "username", username, "failures", c.cfg.MaxFailures)
 		return PINLocked, user, nil
 	case res == refusedLocked:
-		c.log.Warn("signing PIN locked: consent refused without checking the PIN", "username", username)
+		c.log.WarnContext(ctx, "signing PIN locked: consent refused without checking the PIN", "username", username)
 		return PINLocked, user, nil
 	case res == refusedUnusable && user != nil && user.Status == store.UserActive && !user.PasswordLocked:
 		return PINUnusable, user, nil // no PIN set (any more)
 	case res == refusedUnusable:
-		c.log.Warn("account locked or disabled: consent refused", "username", username)
+		c.log.WarnContext(ctx, "account locked or disabled: consent refused", "username", username)
 		return PINUnusable, user, nil
 	}
 	ok, err := g.evaluate(ctx, []byte(pin))
@@ -99,12 +99,12 @@ func (c *Checker) CheckPIN(ctx context.Context, username, pin string, otp *strin
 	case ok:
 		return PINValid, user, nil
 	case lockedNow:
-		c.log.Warn("signing PIN locked after failed attempts", "username", username, "failures", c.cfg.MaxFailures)
+		c.log.WarnContext(ctx, "signing PIN locked after failed attempts", "username", username, "failures", c.cfg.MaxFailures)
 		return PINLocked, user, nil
 	case locked:
-		c.log.Info("wrong signing PIN; the PIN is locked", "username", username)
+		c.log.InfoContext(ctx, "wrong signing PIN; the PIN is locked", "username", username)
 		return PINLocked, user, nil
 	}
-	c.log.Info("wrong signing PIN", "username", username)
+	c.log.InfoContext(ctx, "wrong signing PIN", "username", username)
 	return PINInvalid, user, nil
 }

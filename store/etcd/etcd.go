@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"strings"
 	"sync"
@@ -83,6 +84,9 @@ type Options struct {
 	MaxTxnOps int
 	// Now is the clock for CreatedAt/UpdatedAt; nil means time.Now.
 	Now func() time.Time
+	// Logger hears the etcd client's own log (zapLogger); nil for none.
+	// Ignored when Client is set.
+	Logger *slog.Logger
 }
 
 // DB is an etcd-backed store.Store. It is safe for concurrent use, and
@@ -162,6 +166,7 @@ func Open(ctx context.Context, opts Options) (*DB, error) {
 			MaxCallSendMsgSize: MaxRequestBytes,
 			MaxCallRecvMsgSize: MaxRequestBytes,
 			Context:            context.WithoutCancel(ctx),
+			Logger:             zapLogger(opts.Logger),
 		})
 		if err != nil {
 			return nil, fmt.Errorf("%w: etcd: %v", store.ErrUnavailable, err)

@@ -2,6 +2,7 @@ package etcd
 
 import (
 	"context"
+	"go.uber.org/zap"
 
 	"github.com/signd/signd/store"
 	"github.com/signd/signd/store/kv"
@@ -34,3 +35,9 @@ func (db *DB) TxnSize(fns ...func(store.Tx) error) (ops, cmps, bytes int, err er
 	ops, bytes = t.size()
 	return ops, len(t.reads) + len(t.ranged), bytes, nil
 }
+
+// ClientLogger is the etcd client's zap logger.
+func (db *DB) ClientLogger() *zap.Logger { return db.client.GetLogger() }
+
+// ZapLogger is zapLogger.
+var ZapLogger = zapLogger

@@ -1,0 +1,114 @@
+package main
+
+import (
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"golang.org/x/oauth2"
+
+	"github.com/signd/signd/oauth/oauthtest"
+)
+
+// TestLogLinesCarryTheRequestID runs a login, the credential flow and
+// signHash (refused, then signed) through the real daemon, SoftHSM2 token
+// and bbolt file with DEBUG logging, and cuts the log at each access-log
+// line: every line written while a request was served (the lines since the
+// previous access-log line) carries that request's request_id. The
+// signHash sent with its own valid X-Request-Id is logged under it.
+func TestLogLinesCarryTheRequestID(t *testing.T) {
+	e := newEnv(t, authLoginConfig+"log:\n  level: debug\n")
+	cred := journeyAlice(t, e)
+	logs := &syncBuffer{}
+	addr, _ := e.startDaemonWith(func(a *app) { a.stderr = logs })
+	base := "http://" + addr
+	// Lines before the first request are the start's.
+	start := len(strings.Split(strings.TrimSpace(logs.String()), "\n"))
+
+	status, _, _ := rawPost(t, base+"/csc/v1/auth/login", map[string]string{"Authorization": basic("alice", "wrong password"), "X-Request-Id": "login-wrong"}, "")
+	if status != 401 && status != 400 {
+		t.Fatalf("auth/login with a wrong password: %d", status)
+	}
+	status, _, login := rawPost(t, base+"/csc/v1/auth/login", map[string]string{"Authorization": basic("alice", journeyPassword), "X-Request-Id": "login-ok"}, "")
+	access, _ := login["access_token"].(string)
+	if status != 200 || access == "" {
+		t.Fatalf("auth/login: %d %v", status, login)
+	}
+
+	digest := sha256.Sum256([]byte("%PDF-1.7 logged under one request ID"))
+	conf, ctx := journeyClient(base)
+	conf.Scopes = []string{"credential"}
+	b := oauthtest.NewBrowser(nil)
+	s, err := b.Get(conf.AuthCodeURL("st", oauth2.SetAuthURLParam("credentialID", cred),
+		oauth2.SetAuthURLParam("numSignatures", "1"), oauth2.SetAuthURLParam("hash", base64.RawURLEncoding.EncodeToString(digest[:]))))
+	if err != nil || s.Form == nil {
+		t.Fatalf("authorize: %v", err)
+	}
+	if s, err = b.Submit(s.Form, map[string]string{"username": "alice", "password": journeyPassword}, "approve"); err != nil || s.Form == nil {
+		t.Fatalf("login page: %v", err)
+	}
+	if s, err = b.Submit(s.Form, map[string]string{"pin": journeyPIN}, "approve"); err != nil || s.Query().Get("code") == "" {
+		t.Fatalf("consent: %v", err)
+	}
+	sad, err := conf.Exchange(ctx, s.Query().Get("code"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	signHash := func(id string, hash []byte) int {
+		body, _ := json.Marshal(map[string]any{
+			"credentialID": cred, "SAD": sad.AccessToken, "hash": []string{base64.StdEncoding.EncodeToString(hash)},
+			"hashAlgo": "2.16.840.1.101.3.4.2.1", "signAlgo": "1.2.840.113549.1.1.1",
+		})
+		status, _, _ := rawPost(t, base+"/csc/v1/signatures/signHash",
+			map[string]string{"Authorization": "Bearer " + access, "Content-Type": "application/json", "X-Request-Id": id}, string(body))
+		return status
+	}
+	if status := signHash("sign-ok", digest[:]); status != 200 {
+		t.Fatalf("signHash: %d", status)
+	}
+	// The SAD is spent: a second signHash is refused and logged.
+	if status := signHash("sign-refused", digest[:]); status != 400 {
+		t.Fatalf("signHash with a spent SAD: %d", status)
+	}
+
+	lines := strings.Split(strings.TrimSpace(logs.String()), "\n")[start:]
+	var pending []map[string]any
+	byID := map[string][]string{}
+	for _, line := range lines {
+		var l map[string]any
+		if err := json.Unmarshal([]byte(line), &l); err != nil {
+			t.Fatalf("log line %q: %v", line, err)
+		}
+		if l["msg"] != "request" {
+			pending = append(pending, l)
+			continue
+		}
+		id, _ := l["request_id"].(string)
+		if id == "" {
+			t.Errorf("access-log line without request_id: %v", l)
+		}
+		for _, p := range pending {
+			if p["request_id"] != id {
+				t.Errorf("line written while serving %v %v (request_id %q) carries request_id %v: %v", l["method"], l["path"], id, p["request_id"], p)
+			}
+			byID[id] = append(byID[id], p["msg"].(string))
+		}
+		byID[id] = append(byID[id], "request "+l["path"].(string))
+		pending = nil
+	}
+	for id, want := range map[string][]string{
+		"login-wrong":  {"login failed", "request /csc/v1/auth/login"},
+		"login-ok":     {"password login succeeded", "request /csc/v1/auth/login"},
+		"sign-refused": {"csc: signHash refused", "request /csc/v1/signatures/signHash"},
+		"sign-ok":      {"request /csc/v1/signatures/signHash"},
+	} {
+		for _, msg := range want {
+			if !strings.Contains(strings.Join(byID[id], "\n"), msg) {
+				t.Errorf("request %s: lines %q, want one %q", id, byID[id], msg)
+			}
+		}
+	}
+	t.Logf("lines by request: %q", byID)
+}
