@@ -18,7 +18,6 @@ import (
 	"time"
 
 	"github.com/pquerna/otp/totp"
-	"golang.org/x/oauth2"
 
 	"github.com/signd/signd/oauth/oauthtest"
 	softhsmtest "github.com/signd/signd/softhsm-test"
@@ -100,20 +99,8 @@ func TestAuthLoginLaverca(t *testing.T) {
 	// The SAD for one hash, through the credential flow of client rp.
 	digest := sha256.Sum256([]byte("%PDF-1.7 signed after auth/login"))
 	conf, ctx := journeyClient(base)
-	conf.Scopes = []string{"credential"}
-	b := oauthtest.NewBrowser(nil)
-	s, err := b.Get(conf.AuthCodeURL("st", oauth2.SetAuthURLParam("credentialID", cred),
-		oauth2.SetAuthURLParam("numSignatures", "1"), oauth2.SetAuthURLParam("hash", base64.RawURLEncoding.EncodeToString(digest[:]))))
-	if err != nil || s.Form == nil {
-		t.Fatalf("authorize: %v", err)
-	}
-	if s, err = b.Submit(s.Form, map[string]string{"username": "alice", "password": journeyPassword}, "approve"); err != nil || s.Form == nil {
-		t.Fatalf("login page: %v", err)
-	}
-	if s, err = b.Submit(s.Form, map[string]string{"pin": journeyPIN}, "approve"); err != nil || s.Query().Get("code") == "" {
-		t.Fatalf("consent: %v", err)
-	}
-	sad, err := conf.Exchange(ctx, s.Query().Get("code"))
+	code := loginFlow(t, oauthtest.NewBrowser(nil), conf, mustLogin, "credential", "st", oneSignature(cred, digest[:])...)
+	sad, err := conf.Exchange(ctx, code)
 	if err != nil {
 		t.Fatal(err)
 	}
