@@ -45,7 +45,66 @@ const (
 	// credentials/extendTransaction (§11.7) request: granted (a SAD issued
 	// for the hashes listed) or refused (with the reason).
 	AuditAuthorize AuditKind = "authorize"
+
+	// Administration (package admin). Every operation of the admin
+	// service appends one entry naming its Actor and Target; Fields lists
+	// what changed, never a secret ("password": "changed"). A refused
+	// attempt (by role or by validation) is recorded with outcome refused
+	// and the Reason.
+	AuditUserAdded          AuditKind = "user_added"
+	AuditUserEnabled        AuditKind = "user_enabled"
+	AuditUserDisabled       AuditKind = "user_disabled"
+	AuditUserUnlocked       AuditKind = "user_unlocked"
+	AuditUserPasswordSet    AuditKind = "user_password_set"
+	AuditUserPINSet         AuditKind = "user_pin_set"
+	AuditUserTOTPEnrolled   AuditKind = "user_totp_enrolled"
+	AuditUserTOTPRemoved    AuditKind = "user_totp_removed"
+	AuditUserProofAdded     AuditKind = "user_proof_added"
+	AuditUserRemoved        AuditKind = "user_removed"
+	AuditClientAdded        AuditKind = "client_added"
+	AuditClientRemoved      AuditKind = "client_removed"
+	AuditCredentialImported AuditKind = "credential_certificate_imported"
+	AuditOIDCKeyCreated     AuditKind = "oidc_key_created"
+	AuditOIDCKeysRotated    AuditKind = "oidc_keys_rotated"
+	AuditTSAEnrolled        AuditKind = "tsa_enrolled"
+	AuditTSAImported        AuditKind = "tsa_certificate_imported"
+	AuditAuditKeyCreated    AuditKind = "audit_key_created"
+	AuditCheckpoint         AuditKind = "audit_checkpoint"
+	AuditAdminRead          AuditKind = "admin_read" // a read-only admin operation; Fields["op"] names it
+	AuditPendingRequested   AuditKind = "pending_requested"
+	AuditPendingApproved    AuditKind = "pending_approved"
+	AuditPendingRejected    AuditKind = "pending_rejected"
+	AuditPendingExpired     AuditKind = "pending_expired"
+	AuditStoreBackup        AuditKind = "store_backup"
+	AuditConfigLoaded       AuditKind = "config_loaded"
+	AuditAdminRefused       AuditKind = "admin_refused" // an admin operation refused before it could be named by its kind (unknown method, no role)
+
+	// Security events of end users (packages oauth, csc): User is the
+	// account, Client the OAuth client where there is one, IP the remote
+	// address; never a password, PIN or code.
+	AuditLogin     AuditKind = "login"       // outcome ok, failed or refused (locked); Fields["method"]: password, totp, auth_login
+	AuditLoginLock AuditKind = "user_locked" // password login locked by too many failures
+	AuditPINLock   AuditKind = "pin_locked"  // signing PIN locked by too many failures
+	AuditLogout    AuditKind = "logout"
+	AuditAccount   AuditKind = "account_action" // the account page: Fields["action"] names it
 )
+
+// auditKinds is every kind AppendAudit accepts.
+var auditKinds = map[AuditKind]bool{
+	AuditSignHash: true, AuditCredentialEnrolled: true, AuditCredentialEnabled: true, AuditCredentialDisabled: true,
+	AuditCredentialRemoved: true, AuditTimestamp: true, AuditCredentialAuth: true, AuditAuthorize: true,
+	AuditUserAdded: true, AuditUserEnabled: true, AuditUserDisabled: true, AuditUserUnlocked: true,
+	AuditUserPasswordSet: true, AuditUserPINSet: true, AuditUserTOTPEnrolled: true, AuditUserTOTPRemoved: true,
+	AuditUserProofAdded: true, AuditUserRemoved: true, AuditClientAdded: true, AuditClientRemoved: true,
+	AuditCredentialImported: true, AuditOIDCKeyCreated: true, AuditOIDCKeysRotated: true, AuditTSAEnrolled: true,
+	AuditTSAImported: true, AuditAuditKeyCreated: true, AuditCheckpoint: true, AuditAdminRead: true,
+	AuditPendingRequested: true, AuditPendingApproved: true, AuditPendingRejected: true, AuditPendingExpired: true,
+	AuditStoreBackup: true, AuditConfigLoaded: true, AuditAdminRefused: true,
+	AuditLogin: true, AuditLoginLock: true, AuditPINLock: true, AuditLogout: true, AuditAccount: true,
+}
+
+// KnownAuditKind reports whether k is a kind AppendAudit accepts.
+func KnownAuditKind(k AuditKind) bool { return auditKinds[k] }
 
 // Audit outcomes. Credential entries may also use the credential status
 // they leave behind ("pending", "enabled", "disabled").
@@ -95,8 +154,22 @@ type AuditEntry struct {
 	Outcome  string
 	Reason   string // why (refusals, failures) or what (admin operations)
 	Ref      uint64 // Seq of an earlier entry this one follows up, 0 for none
-	Prev     []byte // Digest of the previous entry; set by AppendAudit
-	Digest   []byte // set by AppendAudit
+	// Actor is who acted: "uid:1001 (alice)" on the admin socket, a client
+	// certificate's subject and fingerprint, "user:alice" on the account
+	// page, "signd" for the daemon itself; "" on entries written before
+	// actors were recorded and on protocol entries, whose User and Client
+	// say who asked.
+	Actor string
+	// Target names what an administrative act or security event concerns
+	// ("user:alice", "client:app", "credential:<id>", "oidc-key:<kid>").
+	Target string
+	// IP is the remote address of a login or account-page request.
+	IP string
+	// Fields lists what an act changed or chose, never a secret: a
+	// password change records "password": "changed".
+	Fields map[string]string
+	Prev   []byte // Digest of the previous entry; set by AppendAudit
+	Digest []byte // set by AppendAudit
 }
 
 // AuditAppender appends to the audit log; see AuditTx for where to call it.
@@ -139,6 +212,11 @@ type auditContent struct {
 	Outcome      string `json:"outcome"`
 	Reason       string `json:"reason"`
 	Ref          uint64 `json:"ref"`
+	// Added with accountable administration, also left out when zero.
+	Actor  string            `json:"actor,omitempty"`
+	Target string            `json:"target,omitempty"`
+	IP     string            `json:"ip,omitempty"`
+	Fields map[string]string `json:"fields,omitempty"`
 }
 
 // auditRecord is the stored encoding: the content plus the chain.
@@ -161,15 +239,13 @@ func (e *AuditEntry) content() auditContent {
 		User: e.User, Client: e.Client, Credential: e.Credential, Hashes: hashes,
 		HashCount: e.HashCount, HashesSHA256: e.HashesSHA256, SignAlgo: e.SignAlgo, HashAlgo: e.HashAlgo,
 		Outcome: e.Outcome, Reason: e.Reason, Ref: e.Ref,
+		Actor: e.Actor, Target: e.Target, IP: e.IP, Fields: e.Fields,
 	}
 }
 
 // Validate checks what AppendAudit requires of an entry before sealing.
 func (e *AuditEntry) Validate() error {
-	switch e.Kind {
-	case AuditSignHash, AuditCredentialEnrolled, AuditCredentialEnabled, AuditCredentialDisabled, AuditCredentialRemoved,
-		AuditTimestamp, AuditCredentialAuth, AuditAuthorize:
-	default:
+	if !auditKinds[e.Kind] {
 		return fmt.Errorf("%w: audit kind %q", ErrInvalid, e.Kind)
 	}
 	if e.Outcome == "" {
@@ -183,10 +259,17 @@ func (e *AuditEntry) Validate() error {
 	}
 	// JSON would store invalid UTF-8 as U+FFFD: the entry would no longer
 	// decode to what was sealed, and verification would call it tampered.
-	for _, s := range append([]string{e.User, e.Client, e.Credential, e.Outcome, e.Reason}, e.Hashes...) {
+	texts := append([]string{e.User, e.Client, e.Credential, e.Outcome, e.Reason, e.Actor, e.Target, e.IP}, e.Hashes...)
+	for k, v := range e.Fields {
+		texts = append(texts, k, v)
+	}
+	for _, s := range texts {
 		if !utf8.ValidString(s) {
 			return fmt.Errorf("%w: audit entry text is not valid UTF-8", ErrInvalid)
 		}
+	}
+	if len(e.Fields) > maxAuditFields {
+		return fmt.Errorf("%w: audit entry with more than %d fields", ErrInvalid, maxAuditFields)
 	}
 	if d, err := hex.DecodeString(e.HashesSHA256); e.HashesSHA256 != "" && (err != nil || len(d) != sha256.Size || hex.EncodeToString(d) != e.HashesSHA256) {
 		return fmt.Errorf("%w: audit entry hashes_sha256 is not a lowercase hex SHA-256", ErrInvalid)
@@ -198,6 +281,9 @@ func (e *AuditEntry) Validate() error {
 	}
 	return nil
 }
+
+// maxAuditFields bounds Fields; an admin act changes a handful.
+const maxAuditFields = 32
 
 // maxAuditOID bounds an algorithm OID in an audit entry; the longest one
 // signd knows has 22 characters.
@@ -260,7 +346,8 @@ func encodeAudit(c auditContent, prev, digest []byte) ([]byte, error) {
 // EncodeAuditEntry returns the stored encoding of a sealed entry: compact
 // JSON with the fields seq, time, kind, user, client, credential, hashes,
 // hash_count, hashes_sha256, sign_algo and hash_algo (each only when set),
-// outcome, reason, ref, prev and digest in that order. Export writes it as one JSON line.
+// outcome, reason, ref, actor, target, ip and fields (each only when set;
+// fields with its keys sorted), prev and digest in that order. Export writes it as one JSON line.
 func EncodeAuditEntry(e *AuditEntry) ([]byte, error) {
 	return encodeAudit(e.content(), e.Prev, e.Digest)
 }
@@ -290,7 +377,8 @@ func DecodeAuditEntry(raw []byte) (*AuditEntry, error) {
 		Seq: r.Seq, Time: t, Kind: AuditKind(r.Kind), User: r.User, Client: r.Client,
 		Credential: r.Credential, Hashes: r.Hashes, HashCount: r.HashCount, HashesSHA256: r.HashesSHA256,
 		SignAlgo: r.SignAlgo, HashAlgo: r.HashAlgo, Outcome: r.Outcome, Reason: r.Reason,
-		Ref: r.Ref, Prev: prev, Digest: digest,
+		Ref: r.Ref, Actor: r.Actor, Target: r.Target, IP: r.IP, Fields: r.Fields,
+		Prev: prev, Digest: digest,
 	}
 	again, err := EncodeAuditEntry(e)
 	if err != nil {

@@ -200,3 +200,63 @@ func TestAuditRefusesInvalidUTF8(t *testing.T) {
 		}
 	}
 }
+
+// TestAuditActorFields: the actor, target, remote address and changed
+// fields of an administrative entry are sealed: they round-trip through
+// the canonical encoding, the digest covers each of them, and a field
+// that is not valid UTF-8 or one too many is refused before sealing.
+func TestAuditActorFields(t *testing.T) {
+	base := func() store.AuditEntry {
+		return store.AuditEntry{
+			Time: time.Date(2026, 11, 27, 21, 0, 0, 0, time.UTC), Kind: store.AuditUserPasswordSet, User: "alice",
+			Outcome: store.AuditOK, Actor: "uid:1001 (bob)", Target: "user:alice", IP: "192.0.2.7",
+			Fields: map[string]string{"password": "changed", "revoked": "3"},
+		}
+	}
+	e := base()
+	raw, err := store.SealAudit(&e, 1, store.AuditGenesis())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `"outcome":"ok","reason":"","ref":0,"actor":"uid:1001 (bob)","target":"user:alice","ip":"192.0.2.7","fields":{"password":"changed","revoked":"3"},"prev":`
+	if !strings.Contains(string(raw), want) {
+		t.Fatalf("encoding %s lacks %s", raw, want)
+	}
+	var v store.AuditVerifier
+	got, err := v.Check(1, raw)
+	if err != nil || got.Actor != e.Actor || got.Target != e.Target || got.IP != e.IP || got.Fields["password"] != "changed" {
+		t.Fatalf("decoded %+v, %v", got, err)
+	}
+	for _, edit := range []func(*store.AuditEntry){
+		func(e *store.AuditEntry) { e.Actor = "uid:0 (root)" },
+		func(e *store.AuditEntry) { e.Target = "user:bob" },
+		func(e *store.AuditEntry) { e.IP = "192.0.2.8" },
+		func(e *store.AuditEntry) { e.Fields["password"] = "unchanged" },
+	} {
+		o := base()
+		edit(&o)
+		other, err := store.SealAudit(&o, 1, store.AuditGenesis())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if bytes.Equal(o.Digest, e.Digest) {
+			t.Errorf("digest does not cover the change to %s", other)
+		}
+	}
+	for name, edit := range map[string]func(*store.AuditEntry){
+		"actor":     func(e *store.AuditEntry) { e.Actor = "uid:\xff" },
+		"field key": func(e *store.AuditEntry) { e.Fields["\xc3"] = "x" },
+		"too many": func(e *store.AuditEntry) {
+			for i := range 40 {
+				e.Fields[strings.Repeat("k", i+1)] = "v"
+			}
+		},
+		"unknown kind": func(e *store.AuditEntry) { e.Kind = "user_teleported" },
+	} {
+		o := base()
+		edit(&o)
+		if _, err := store.SealAudit(&o, 1, store.AuditGenesis()); !errors.Is(err, store.ErrInvalid) {
+			t.Errorf("%s: sealed (%v)", name, err)
+		}
+	}
+}
