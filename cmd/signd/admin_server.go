@@ -12,7 +12,7 @@ import (
 	"github.com/labstack/echo/v4"
 	"github.com/labstack/echo/v4/middleware"
 
-	"github.com/signd/signd/cmd/signd/admin"
+	"github.com/signd/signd/admin"
 )
 
 // newAdminEcho is the router of the admin socket: Echo with the same

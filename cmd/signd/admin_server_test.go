@@ -13,7 +13,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/signd/signd/cmd/signd/admin"
+	"github.com/signd/signd/cmd/signd/adminrpc"
 	"github.com/signd/signd/config"
 )
 
@@ -21,7 +21,7 @@ import (
 func (e *env) adminPost(ctx context.Context, method string) (*http.Response, []byte, error) {
 	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, "http://signd/admin/v1/"+method, strings.NewReader("{}"))
 	req.Header.Set("Content-Type", "application/json")
-	remote, err := admin.Dial(filepath.Join(e.dir, "s.sock"), admin.TrustSelf(config.NoAdminGroup))
+	remote, err := adminrpc.Dial(filepath.Join(e.dir, "s.sock"), adminrpc.TrustSelf(config.NoAdminGroup))
 	if err != nil {
 		return nil, nil, err
 	}

@@ -19,7 +19,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/signd/signd/cmd/signd/admin"
+	"github.com/signd/signd/cmd/signd/adminrpc"
 )
 
 // Attacks on the admin socket, which carries passwords and PINs in clear:
@@ -359,7 +359,7 @@ func TestAdminSocketAdminGroup(t *testing.T) {
 		}
 	})
 	t.Run("member in the group database", func(t *testing.T) {
-		gids, err := admin.UserGroupIDs(nobody)
+		gids, err := adminrpc.UserGroupIDs(nobody)
 		if err != nil || !slices.Contains(gids, nobody) {
 			t.Skipf("uid 65534 is not in group 65534 in the database (%v, %v)", gids, err)
 		}

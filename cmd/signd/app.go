@@ -11,14 +11,18 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"os/user"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/labstack/echo/v4"
 	"github.com/spf13/cobra"
+	"golang.org/x/sys/unix"
 
-	"github.com/signd/signd/cmd/signd/admin"
+	"github.com/signd/signd/admin"
+	"github.com/signd/signd/cmd/signd/adminrpc"
 	"github.com/signd/signd/config"
 	"github.com/signd/signd/hsm"
 	"github.com/signd/signd/store"
@@ -291,7 +295,7 @@ func (a *app) adminService(cmd *cobra.Command) (admin.Service, func(), error) {
 // daemon first. It refuses a socket, or a process behind it, that is not
 // root's, the caller's own or (with server.admin_group) the daemon's
 // (admin.Trust).
-func (a *app) dialAdmin(cmd *cobra.Command) (*config.Config, *admin.Remote, error) {
+func (a *app) dialAdmin(cmd *cobra.Command) (*config.Config, *adminrpc.Remote, error) {
 	cfg, err := a.loadConfig(cmd)
 	if err != nil {
 		return nil, nil, err
@@ -300,18 +304,42 @@ func (a *app) dialAdmin(cmd *cobra.Command) (*config.Config, *admin.Remote, erro
 	if err != nil {
 		return nil, nil, err
 	}
-	remote, err := admin.Dial(cfg.Server.AdminSocket, admin.TrustSelf(gid))
+	remote, err := adminrpc.Dial(cfg.Server.AdminSocket, adminrpc.TrustSelf(gid))
 	return cfg, remote, err
 }
 
 // withAdmin runs fn with an admin service and releases it afterwards.
-func (a *app) withAdmin(cmd *cobra.Command, fn func(ctx context.Context, s admin.Service) error) error {
+// The principal passed is this process's (localPrincipal); the daemon
+// ignores it and names the caller from the socket's peer credentials.
+func (a *app) withAdmin(cmd *cobra.Command, fn func(ctx context.Context, s admin.Service, by admin.Principal) error) error {
 	s, done, err := a.adminService(cmd)
 	if err != nil {
 		return err
 	}
 	defer done()
-	return fn(cmd.Context(), s)
+	return fn(cmd.Context(), s, localPrincipal())
+}
+
+// socketPrincipal names the admin socket's peer with credentials cred.
+// Every peer the socket serves holds every role, as before trusted roles.
+func socketPrincipal(cred *unix.Ucred) admin.Principal {
+	name := ""
+	if u, err := user.LookupId(strconv.FormatUint(uint64(cred.Uid), 10)); err == nil {
+		name = u.Username
+	}
+	return admin.SocketPrincipal(cred.Uid, name, admin.Roles())
+}
+
+// localPrincipal is the operator running this command on the store
+// directly, with no daemon: whoever can open the store file and the token
+// holds every role, as before trusted roles (SECURITY.md).
+func localPrincipal() admin.Principal {
+	uid := uint32(os.Getuid())
+	name := ""
+	if u, err := user.LookupId(strconv.Itoa(os.Getuid())); err == nil {
+		name = u.Username
+	}
+	return admin.SocketPrincipal(uid, name, admin.Roles())
 }
 
 // printJSON writes v as indented JSON.

@@ -13,7 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/signd/signd/cmd/signd/admin"
+	"github.com/signd/signd/admin"
 )
 
 // `signd audit verify` and `signd audit export` read the audit log where it
@@ -29,8 +29,8 @@ func (a *app) auditCmd() *cobra.Command {
 		Short: "Check the whole hash chain; names the first broken entry and exits 1 when there is one",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return a.withAudit(cmd, func(ctx context.Context, src auditor) error {
-				res, err := src.AuditVerify(ctx)
+			return a.withAudit(cmd, func(ctx context.Context, src auditor, by admin.Principal) error {
+				res, err := src.AuditVerify(ctx, by)
 				if err != nil {
 					return err
 				}
@@ -61,9 +61,9 @@ func (a *app) auditCmd() *cobra.Command {
 					return err
 				}
 			}
-			return a.withAudit(cmd, func(ctx context.Context, src auditor) error {
+			return a.withAudit(cmd, func(ctx context.Context, src auditor, by admin.Principal) error {
 				w := bufio.NewWriter(a.stdout)
-				err := src.AuditExport(ctx, admin.AuditExportRequest{Since: from}, w)
+				err := src.AuditExport(ctx, by, admin.AuditExportRequest{Since: from}, w)
 				if ferr := w.Flush(); err == nil {
 					err = ferr
 				}
@@ -86,20 +86,20 @@ func parseSince(s string) (time.Time, error) {
 	return time.Time{}, fmt.Errorf("--since %q: want RFC 3339 (2026-01-02T15:04:05Z) or a date (2026-01-02)", s)
 }
 
-// auditor is what `signd audit` needs of the admin service: admin.Remote
+// auditor is what `signd audit` needs of the admin service: adminrpc.Remote
 // while the daemon runs, else admin.Local on the store file.
 type auditor interface {
-	AuditVerify(ctx context.Context) (*admin.AuditReport, error)
-	AuditExport(ctx context.Context, req admin.AuditExportRequest, w io.Writer) error
+	AuditVerify(ctx context.Context, by admin.Principal) (*admin.AuditReport, error)
+	AuditExport(ctx context.Context, by admin.Principal, req admin.AuditExportRequest, w io.Writer) error
 }
 
-func (a *app) withAudit(cmd *cobra.Command, fn func(context.Context, auditor) error) error {
+func (a *app) withAudit(cmd *cobra.Command, fn func(context.Context, auditor, admin.Principal) error) error {
 	cfg, remote, err := a.dialAdmin(cmd)
 	if err != nil {
 		return err
 	}
 	if remote != nil {
-		return fn(cmd.Context(), remote)
+		return fn(cmd.Context(), remote, admin.Principal{})
 	}
 	db, err := openStore(cfg, nil)
 	if err != nil {
@@ -114,7 +114,7 @@ func (a *app) withAudit(cmd *cobra.Command, fn func(context.Context, auditor) er
 			return err
 		}
 	}
-	return fn(cmd.Context(), &admin.Local{Store: db, Now: a.now})
+	return fn(cmd.Context(), &admin.Local{Store: db, Now: a.now}, localPrincipal())
 }
 
 // postAdmin calls an admin socket method outside the admin.Service table

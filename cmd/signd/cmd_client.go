@@ -8,7 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/signd/signd/cmd/signd/admin"
+	"github.com/signd/signd/admin"
 )
 
 func (a *app) clientCmd() *cobra.Command {
@@ -39,8 +39,8 @@ func (a *app) clientCmd() *cobra.Command {
 				}
 				req.Secret = s
 			}
-			return a.withAdmin(cmd, func(ctx context.Context, s admin.Service) error {
-				res, err := s.AddClient(ctx, req)
+			return a.withAdmin(cmd, func(ctx context.Context, s admin.Service, by admin.Principal) error {
+				res, err := s.AddClient(ctx, by, req)
 				if err != nil {
 					return err
 				}
@@ -71,8 +71,8 @@ func (a *app) clientCmd() *cobra.Command {
 	listCmd := &cobra.Command{
 		Use: "list", Short: "List clients", Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return a.withAdmin(cmd, func(ctx context.Context, s admin.Service) error {
-				cs, err := s.ListClients(ctx)
+			return a.withAdmin(cmd, func(ctx context.Context, s admin.Service, by admin.Principal) error {
+				cs, err := s.ListClients(ctx, by)
 				if err != nil {
 					return err
 				}
@@ -91,8 +91,8 @@ func (a *app) clientCmd() *cobra.Command {
 	showCmd := &cobra.Command{
 		Use: "show CLIENT_ID", Short: "Show a client", Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return a.withAdmin(cmd, func(ctx context.Context, s admin.Service) error {
-				c, err := s.ShowClient(ctx, args[0])
+			return a.withAdmin(cmd, func(ctx context.Context, s admin.Service, by admin.Principal) error {
+				c, err := s.ShowClient(ctx, by, args[0])
 				if err != nil {
 					return err
 				}
@@ -106,8 +106,8 @@ func (a *app) clientCmd() *cobra.Command {
 	removeCmd := &cobra.Command{
 		Use: "remove CLIENT_ID", Short: "Remove a client and revoke its tokens, SADs, codes and pending requests", Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return a.withAdmin(cmd, func(ctx context.Context, s admin.Service) error {
-				res, err := s.RemoveClient(ctx, args[0])
+			return a.withAdmin(cmd, func(ctx context.Context, s admin.Service, by admin.Principal) error {
+				res, err := s.RemoveClient(ctx, by, args[0])
 				if err != nil {
 					return err
 				}

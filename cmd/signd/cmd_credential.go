@@ -10,7 +10,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/signd/signd/cmd/signd/admin"
+	"github.com/signd/signd/admin"
 )
 
 func (a *app) credentialCmd() *cobra.Command {
@@ -34,8 +34,8 @@ func (a *app) credentialCmd() *cobra.Command {
 			}
 			req := admin.CreateCredentialRequest{User: create.user, Algo: algo, Label: create.label, Subject: create.subject,
 				Multisign: create.multisign, AuthMode: create.authMode}
-			return a.withAdmin(cmd, func(ctx context.Context, s admin.Service) error {
-				res, err := s.CreateCredential(ctx, req)
+			return a.withAdmin(cmd, func(ctx context.Context, s admin.Service, by admin.Principal) error {
+				res, err := s.CreateCredential(ctx, by, req)
 				if err != nil {
 					return err
 				}
@@ -79,8 +79,8 @@ func (a *app) credentialCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return a.withAdmin(cmd, func(ctx context.Context, s admin.Service) error {
-				c, err := s.ImportCertificate(ctx, admin.ImportCertificateRequest{ID: args[0], ChainPEM: string(data)})
+			return a.withAdmin(cmd, func(ctx context.Context, s admin.Service, by admin.Principal) error {
+				c, err := s.ImportCertificate(ctx, by, admin.ImportCertificateRequest{ID: args[0], ChainPEM: string(data)})
 				if err != nil {
 					return err
 				}
@@ -95,8 +95,8 @@ func (a *app) credentialCmd() *cobra.Command {
 	listCmd := &cobra.Command{
 		Use: "list [--user U]", Short: "List credentials", Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return a.withAdmin(cmd, func(ctx context.Context, s admin.Service) error {
-				cs, err := s.ListCredentials(ctx, listUser)
+			return a.withAdmin(cmd, func(ctx context.Context, s admin.Service, by admin.Principal) error {
+				cs, err := s.ListCredentials(ctx, by, listUser)
 				if err != nil {
 					return err
 				}
@@ -114,12 +114,12 @@ func (a *app) credentialCmd() *cobra.Command {
 	}
 	listCmd.Flags().StringVar(&listUser, "user", "", "only this user's credentials")
 
-	byID := func(use, short string, fn func(ctx context.Context, s admin.Service, id string) (*admin.CredentialView, error)) *cobra.Command {
+	byID := func(use, short string, fn func(ctx context.Context, s admin.Service, by admin.Principal, id string) (*admin.CredentialView, error)) *cobra.Command {
 		return &cobra.Command{
 			Use: use + " ID", Short: short, Args: cobra.ExactArgs(1),
 			RunE: func(cmd *cobra.Command, args []string) error {
-				return a.withAdmin(cmd, func(ctx context.Context, s admin.Service) error {
-					c, err := fn(ctx, s, args[0])
+				return a.withAdmin(cmd, func(ctx context.Context, s admin.Service, by admin.Principal) error {
+					c, err := fn(ctx, s, by, args[0])
 					if err != nil {
 						return err
 					}
@@ -128,14 +128,14 @@ func (a *app) credentialCmd() *cobra.Command {
 			},
 		}
 	}
-	showCmd := byID("show", "Show a credential", func(ctx context.Context, s admin.Service, id string) (*admin.CredentialView, error) {
-		return s.ShowCredential(ctx, id)
+	showCmd := byID("show", "Show a credential", func(ctx context.Context, s admin.Service, by admin.Principal, id string) (*admin.CredentialView, error) {
+		return s.ShowCredential(ctx, by, id)
 	})
-	disableCmd := byID("disable", "Disable a credential (signHash refuses it) and revoke its SADs, codes and pending requests", func(ctx context.Context, s admin.Service, id string) (*admin.CredentialView, error) {
-		return s.SetCredentialStatus(ctx, id, false)
+	disableCmd := byID("disable", "Disable a credential (signHash refuses it) and revoke its SADs, codes and pending requests", func(ctx context.Context, s admin.Service, by admin.Principal, id string) (*admin.CredentialView, error) {
+		return s.SetCredentialStatus(ctx, by, id, false)
 	})
-	enableCmd := byID("enable", "Enable a credential that has a certificate", func(ctx context.Context, s admin.Service, id string) (*admin.CredentialView, error) {
-		return s.SetCredentialStatus(ctx, id, true)
+	enableCmd := byID("enable", "Enable a credential that has a certificate", func(ctx context.Context, s admin.Service, by admin.Principal, id string) (*admin.CredentialView, error) {
+		return s.SetCredentialStatus(ctx, by, id, true)
 	})
 	var auth struct {
 		multisign int
@@ -149,8 +149,8 @@ func (a *app) credentialCmd() *cobra.Command {
 			if auth.multisign == 0 && cmd.Flags().Changed("multisign") {
 				return fmt.Errorf("--multisign must be 1 to 1000")
 			}
-			return a.withAdmin(cmd, func(ctx context.Context, s admin.Service) error {
-				c, err := s.SetCredentialAuth(ctx, admin.SetCredentialAuthRequest{ID: args[0], Multisign: auth.multisign, AuthMode: auth.authMode})
+			return a.withAdmin(cmd, func(ctx context.Context, s admin.Service, by admin.Principal) error {
+				c, err := s.SetCredentialAuth(ctx, by, admin.SetCredentialAuthRequest{ID: args[0], Multisign: auth.multisign, AuthMode: auth.authMode})
 				if err != nil {
 					return err
 				}
@@ -165,8 +165,8 @@ func (a *app) credentialCmd() *cobra.Command {
 		Short: "Destroy a credential's key pair and certificate in the token, revoke its SADs, codes and pending requests, delete it",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return a.withAdmin(cmd, func(ctx context.Context, s admin.Service) error {
-				res, err := s.RemoveCredential(ctx, args[0])
+			return a.withAdmin(cmd, func(ctx context.Context, s admin.Service, by admin.Principal) error {
+				res, err := s.RemoveCredential(ctx, by, args[0])
 				if err != nil {
 					return err
 				}

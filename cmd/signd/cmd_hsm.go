@@ -8,7 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/signd/signd/cmd/signd/admin"
+	"github.com/signd/signd/admin"
 )
 
 // hsmCmd is `signd hsm`: what the PKCS#11 token is and can do.
@@ -26,8 +26,8 @@ unwrap, derive). Asks the running daemon when one listens on the admin
 socket, else opens the token itself.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return a.withAdmin(cmd, func(ctx context.Context, s admin.Service) error {
-				info, err := s.HSMInfo(ctx)
+			return a.withAdmin(cmd, func(ctx context.Context, s admin.Service, by admin.Principal) error {
+				info, err := s.HSMInfo(ctx, by)
 				if err != nil {
 					return err
 				}

@@ -8,7 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/signd/signd/cmd/signd/admin"
+	"github.com/signd/signd/admin"
 )
 
 // oidcCmd is `signd oidc`: the OpenID Connect provider's signing keys.
@@ -39,8 +39,8 @@ the old algorithm stay published.`,
 	createCmd := &cobra.Command{
 		Use: "create [--alg RS256|PS256|ES256]", Short: "Generate a key in the HSM and publish it as the next signing key", Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return a.withAdmin(cmd, func(ctx context.Context, s admin.Service) error {
-				k, err := s.CreateOIDCKey(ctx, admin.CreateOIDCKeyRequest{Alg: createAlg})
+			return a.withAdmin(cmd, func(ctx context.Context, s admin.Service, by admin.Principal) error {
+				k, err := s.CreateOIDCKey(ctx, by, admin.CreateOIDCKeyRequest{Alg: createAlg})
 				if err != nil {
 					return err
 				}
@@ -51,8 +51,8 @@ the old algorithm stay published.`,
 	listCmd := &cobra.Command{
 		Use: "list", Short: "List the signing keys, oldest first", Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return a.withAdmin(cmd, func(ctx context.Context, s admin.Service) error {
-				ks, err := s.ListOIDCKeys(ctx)
+			return a.withAdmin(cmd, func(ctx context.Context, s admin.Service, by admin.Principal) error {
+				ks, err := s.ListOIDCKeys(ctx, by)
 				if err != nil {
 					return err
 				}
@@ -74,8 +74,8 @@ the old algorithm stay published.`,
 	rotateCmd := &cobra.Command{
 		Use: "rotate [--alg RS256|PS256|ES256] [--force]", Short: "Let the next key sign and retire the active key of its algorithm", Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return a.withAdmin(cmd, func(ctx context.Context, s admin.Service) error {
-				r, err := s.RotateOIDCKeys(ctx, admin.RotateOIDCKeysRequest{Alg: rotateAlg, Force: force})
+			return a.withAdmin(cmd, func(ctx context.Context, s admin.Service, by admin.Principal) error {
+				r, err := s.RotateOIDCKeys(ctx, by, admin.RotateOIDCKeysRequest{Alg: rotateAlg, Force: force})
 				if err != nil {
 					return err
 				}

@@ -5,7 +5,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/signd/signd/cmd/signd/admin"
+	"github.com/signd/signd/admin"
 	"github.com/signd/signd/store"
 )
 
@@ -23,8 +23,8 @@ func (a *app) addProofCmd() *cobra.Command {
 				return err
 			}
 			req := admin.AddProofRequest{Username: args[0], ID: id, ContentType: contentType, Content: content}
-			return a.withAdmin(cmd, func(ctx context.Context, s admin.Service) error {
-				u, err := s.AddProof(ctx, req)
+			return a.withAdmin(cmd, func(ctx context.Context, s admin.Service, by admin.Principal) error {
+				u, err := s.AddProof(ctx, by, req)
 				if err != nil {
 					return err
 				}

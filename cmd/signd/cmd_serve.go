@@ -17,7 +17,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/signd/signd/cmd/signd/admin"
+	"github.com/signd/signd/admin"
+	"github.com/signd/signd/cmd/signd/adminrpc"
 	"github.com/signd/signd/config"
 	"github.com/signd/signd/store"
 )
@@ -178,10 +179,11 @@ func (a *app) serve(ctx context.Context, cfg *config.Config, load func() (*confi
 	defer os.Remove(cfg.Server.AdminSocket)
 	ae := newAdminEcho(logger)
 	mounters := []mounter{
-		&admin.Handler{
+		&adminrpc.Handler{
 			Service: &admin.Local{Store: db, Keys: token, Hasher: hasher, Now: a.now, Logger: logger, OIDCKeys: keys,
 				TSALabel: cfg.CSC.Timestamp.Label},
-			Logger: logger,
+			Principal: socketPrincipal,
+			Logger:    logger,
 		},
 	}
 	if sa, ok := db.(storeAdmin); ok { // the bbolt file; etcd has etcdctl
@@ -198,7 +200,7 @@ func (a *app) serve(ctx context.Context, cfg *config.Config, load func() (*confi
 	if a.adminHook != nil {
 		a.adminHook(ae)
 	}
-	adminSrv := &http.Server{Handler: ae, ReadHeaderTimeout: 10 * time.Second}
+	adminSrv := &http.Server{Handler: ae, ReadHeaderTimeout: 10 * time.Second, ConnContext: adminrpc.ConnContext}
 
 	errc := make(chan error, 3)
 	go func() { errc <- httpSrv.Serve(httpLn) }()
@@ -257,22 +259,22 @@ func (a *app) serve(ctx context.Context, cfg *config.Config, load func() (*confi
 
 // prepareAdminDir creates the admin socket's directory (0700) if it is
 // missing and refuses one that someone other than root or this process's
-// user could write (admin.CheckSocketDir).
+// user could write (adminrpc.CheckSocketDir).
 func prepareAdminDir(path string) error {
 	dir := filepath.Dir(path)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return fmt.Errorf("server.admin_socket: %w", err)
 	}
-	return admin.CheckSocketDir(dir, os.Geteuid())
+	return adminrpc.CheckSocketDir(dir, os.Geteuid())
 }
 
 // listenAdmin listens on the admin Unix socket: mode 0600, or 0660 with
 // group adminGID when server.admin_group is set. Connections are served
 // only to root, this process's user and adminGID's members (SO_PEERCRED,
-// admin.Listener). A socket file nobody answers on is stale and replaced;
+// adminrpc.Listener). A socket file nobody answers on is stale and replaced;
 // one that answers means another daemon runs.
 func listenAdmin(path string, adminGID int, logger *slog.Logger) (net.Listener, error) {
-	if r, err := admin.Dial(path, admin.TrustSelf(adminGID)); err != nil {
+	if r, err := adminrpc.Dial(path, adminrpc.TrustSelf(adminGID)); err != nil {
 		return nil, err
 	} else if r != nil {
 		return nil, fmt.Errorf("server.admin_socket %s: another signd answers there", path)
@@ -285,7 +287,7 @@ func listenAdmin(path string, adminGID int, logger *slog.Logger) (net.Listener, 
 		return nil, fmt.Errorf("server.admin_socket %s: %w", path, err)
 	}
 	mode := os.FileMode(0o600)
-	if adminGID != admin.NoGroup {
+	if adminGID != adminrpc.NoGroup {
 		mode = 0o660
 		if err := os.Chown(path, -1, adminGID); err != nil {
 			ln.Close()
@@ -296,8 +298,8 @@ func listenAdmin(path string, adminGID int, logger *slog.Logger) (net.Listener, 
 		ln.Close()
 		return nil, fmt.Errorf("server.admin_socket %s: %w", path, err)
 	}
-	access := admin.Access{UID: uint32(os.Geteuid()), AdminGID: adminGID}
-	return &admin.Listener{Listener: ln, Access: access, Logger: logger}, nil
+	access := adminrpc.Access{UID: uint32(os.Geteuid()), AdminGID: adminGID}
+	return &adminrpc.Listener{Listener: ln, Access: access, Logger: logger}, nil
 }
 
 // startupHasher builds the password hasher, which checks the argon2id cost

@@ -13,7 +13,7 @@ import (
 	"github.com/labstack/echo/v4"
 	"github.com/spf13/cobra"
 
-	"github.com/signd/signd/cmd/signd/admin"
+	"github.com/signd/signd/admin"
 	"github.com/signd/signd/config"
 	"github.com/signd/signd/store/bolt"
 )

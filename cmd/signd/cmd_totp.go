@@ -7,7 +7,7 @@ import (
 	"github.com/mdp/qrterminal/v3"
 	"github.com/spf13/cobra"
 
-	"github.com/signd/signd/cmd/signd/admin"
+	"github.com/signd/signd/admin"
 )
 
 // userTOTPCmd is `signd user totp enroll|remove USERNAME`.
@@ -19,8 +19,8 @@ func (a *app) userTOTPCmd() *cobra.Command {
 		Short: "Generate a TOTP secret and print it as an otpauth:// URI and a QR code (revokes the user's tokens and sessions)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return a.withAdmin(cmd, func(ctx context.Context, s admin.Service) error {
-				en, err := s.EnrollTOTP(ctx, admin.EnrollTOTPRequest{Username: args[0], Issuer: issuer})
+			return a.withAdmin(cmd, func(ctx context.Context, s admin.Service, by admin.Principal) error {
+				en, err := s.EnrollTOTP(ctx, by, admin.EnrollTOTPRequest{Username: args[0], Issuer: issuer})
 				if err != nil {
 					return err
 				}
@@ -48,8 +48,8 @@ func (a *app) userTOTPCmd() *cobra.Command {
 	remove := &cobra.Command{
 		Use: "remove USERNAME", Short: "Remove a user's TOTP: the login asks for the password alone", Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return a.withAdmin(cmd, func(ctx context.Context, s admin.Service) error {
-				u, err := s.RemoveTOTP(ctx, args[0])
+			return a.withAdmin(cmd, func(ctx context.Context, s admin.Service, by admin.Principal) error {
+				u, err := s.RemoveTOTP(ctx, by, args[0])
 				if err != nil {
 					return err
 				}

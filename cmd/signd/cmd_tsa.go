@@ -7,7 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/signd/signd/cmd/signd/admin"
+	"github.com/signd/signd/admin"
 )
 
 // tsaCmd is `signd tsa`: the time-stamping authority's key of
@@ -36,8 +36,8 @@ certificate signs; the daemon picks up a new one within a minute.`,
 				return err
 			}
 			req := admin.EnrollTSARequest{Algo: algo, Subject: enroll.subject}
-			return a.withAdmin(cmd, func(ctx context.Context, s admin.Service) error {
-				res, err := s.EnrollTSA(ctx, req)
+			return a.withAdmin(cmd, func(ctx context.Context, s admin.Service, by admin.Principal) error {
+				res, err := s.EnrollTSA(ctx, by, req)
 				if err != nil {
 					return err
 				}
@@ -75,8 +75,8 @@ certificate signs; the daemon picks up a new one within a minute.`,
 			if err != nil {
 				return err
 			}
-			return a.withAdmin(cmd, func(ctx context.Context, s admin.Service) error {
-				v, err := s.ImportTSACertificate(ctx, admin.ImportTSACertificateRequest{KeyID: keyID, CertPEM: string(data)})
+			return a.withAdmin(cmd, func(ctx context.Context, s admin.Service, by admin.Principal) error {
+				v, err := s.ImportTSACertificate(ctx, by, admin.ImportTSACertificateRequest{KeyID: keyID, CertPEM: string(data)})
 				if err != nil {
 					return err
 				}

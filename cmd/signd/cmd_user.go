@@ -14,7 +14,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/signd/signd/cmd/signd/admin"
+	"github.com/signd/signd/admin"
 )
 
 func (a *app) userCmd() *cobra.Command {
@@ -51,8 +51,8 @@ func (a *app) userCmd() *cobra.Command {
 					return fmt.Errorf("claims file %s: %w", add.claimsFile, err)
 				}
 			}
-			return a.withAdmin(cmd, func(ctx context.Context, s admin.Service) error {
-				u, err := s.AddUser(ctx, req)
+			return a.withAdmin(cmd, func(ctx context.Context, s admin.Service, by admin.Principal) error {
+				u, err := s.AddUser(ctx, by, req)
 				if err != nil {
 					return err
 				}
@@ -71,8 +71,8 @@ func (a *app) userCmd() *cobra.Command {
 	listCmd := &cobra.Command{
 		Use: "list", Short: "List users", Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return a.withAdmin(cmd, func(ctx context.Context, s admin.Service) error {
-				us, err := s.ListUsers(ctx)
+			return a.withAdmin(cmd, func(ctx context.Context, s admin.Service, by admin.Principal) error {
+				us, err := s.ListUsers(ctx, by)
 				if err != nil {
 					return err
 				}
@@ -89,12 +89,12 @@ func (a *app) userCmd() *cobra.Command {
 		},
 	}
 
-	simple := func(use, short string, fn func(ctx context.Context, s admin.Service, name string) (*admin.UserView, error)) *cobra.Command {
+	simple := func(use, short string, fn func(ctx context.Context, s admin.Service, by admin.Principal, name string) (*admin.UserView, error)) *cobra.Command {
 		return &cobra.Command{
 			Use: use + " USERNAME", Short: short, Args: cobra.ExactArgs(1),
 			RunE: func(cmd *cobra.Command, args []string) error {
-				return a.withAdmin(cmd, func(ctx context.Context, s admin.Service) error {
-					u, err := fn(ctx, s, args[0])
+				return a.withAdmin(cmd, func(ctx context.Context, s admin.Service, by admin.Principal) error {
+					u, err := fn(ctx, s, by, args[0])
 					if err != nil {
 						return err
 					}
@@ -103,20 +103,20 @@ func (a *app) userCmd() *cobra.Command {
 			},
 		}
 	}
-	showCmd := simple("show", "Show a user", func(ctx context.Context, s admin.Service, n string) (*admin.UserView, error) {
-		return s.ShowUser(ctx, n)
+	showCmd := simple("show", "Show a user", func(ctx context.Context, s admin.Service, by admin.Principal, n string) (*admin.UserView, error) {
+		return s.ShowUser(ctx, by, n)
 	})
-	disableCmd := simple("disable", "Disable a user (no login, no signing) and revoke everything issued to them", func(ctx context.Context, s admin.Service, n string) (*admin.UserView, error) {
-		return s.SetUserStatus(ctx, n, false)
+	disableCmd := simple("disable", "Disable a user (no login, no signing) and revoke everything issued to them", func(ctx context.Context, s admin.Service, by admin.Principal, n string) (*admin.UserView, error) {
+		return s.SetUserStatus(ctx, by, n, false)
 	})
-	enableCmd := simple("enable", "Enable a disabled user", func(ctx context.Context, s admin.Service, n string) (*admin.UserView, error) {
-		return s.SetUserStatus(ctx, n, true)
+	enableCmd := simple("enable", "Enable a disabled user", func(ctx context.Context, s admin.Service, by admin.Principal, n string) (*admin.UserView, error) {
+		return s.SetUserStatus(ctx, by, n, true)
 	})
-	unlockCmd := simple("unlock", "Clear password and PIN lockouts and failure counters", func(ctx context.Context, s admin.Service, n string) (*admin.UserView, error) {
-		return s.UnlockUser(ctx, n)
+	unlockCmd := simple("unlock", "Clear password and PIN lockouts and failure counters", func(ctx context.Context, s admin.Service, by admin.Principal, n string) (*admin.UserView, error) {
+		return s.UnlockUser(ctx, by, n)
 	})
 
-	secretCmd := func(use, what string, set func(ctx context.Context, s admin.Service, r admin.SetSecretRequest) (*admin.UserView, error)) *cobra.Command {
+	secretCmd := func(use, what string, set func(ctx context.Context, s admin.Service, by admin.Principal, r admin.SetSecretRequest) (*admin.UserView, error)) *cobra.Command {
 		var file string
 		c := &cobra.Command{
 			Use: use + " USERNAME --" + what + "-file F", Short: "Replace a user's " + what + " (also clears its lockout)", Args: cobra.ExactArgs(1),
@@ -125,8 +125,8 @@ func (a *app) userCmd() *cobra.Command {
 				if err != nil {
 					return err
 				}
-				return a.withAdmin(cmd, func(ctx context.Context, s admin.Service) error {
-					u, err := set(ctx, s, admin.SetSecretRequest{Username: args[0], Secret: secret})
+				return a.withAdmin(cmd, func(ctx context.Context, s admin.Service, by admin.Principal) error {
+					u, err := set(ctx, s, by, admin.SetSecretRequest{Username: args[0], Secret: secret})
 					if err != nil {
 						return err
 					}
@@ -138,18 +138,18 @@ func (a *app) userCmd() *cobra.Command {
 		_ = c.MarkFlagRequired(what + "-file")
 		return c
 	}
-	setPassword := secretCmd("set-password", "password", func(ctx context.Context, s admin.Service, r admin.SetSecretRequest) (*admin.UserView, error) {
-		return s.SetPassword(ctx, r)
+	setPassword := secretCmd("set-password", "password", func(ctx context.Context, s admin.Service, by admin.Principal, r admin.SetSecretRequest) (*admin.UserView, error) {
+		return s.SetPassword(ctx, by, r)
 	})
-	setPIN := secretCmd("set-pin", "pin", func(ctx context.Context, s admin.Service, r admin.SetSecretRequest) (*admin.UserView, error) {
-		return s.SetPIN(ctx, r)
+	setPIN := secretCmd("set-pin", "pin", func(ctx context.Context, s admin.Service, by admin.Principal, r admin.SetSecretRequest) (*admin.UserView, error) {
+		return s.SetPIN(ctx, by, r)
 	})
 
 	removeCmd := &cobra.Command{
 		Use: "remove USERNAME", Short: "Remove a user who owns no credentials, revoking everything issued to them", Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return a.withAdmin(cmd, func(ctx context.Context, s admin.Service) error {
-				res, err := s.RemoveUser(ctx, args[0])
+			return a.withAdmin(cmd, func(ctx context.Context, s admin.Service, by admin.Principal) error {
+				res, err := s.RemoveUser(ctx, by, args[0])
 				if err != nil {
 					return err
 				}

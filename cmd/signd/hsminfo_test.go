@@ -11,7 +11,7 @@ import (
 
 	"github.com/miekg/pkcs11"
 
-	"github.com/signd/signd/cmd/signd/admin"
+	"github.com/signd/signd/admin"
 	"github.com/signd/signd/hsm"
 )
 

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/signd/signd/cmd/signd/admin"
+	"github.com/signd/signd/admin"
 )
 
 // Tiny files of each proof content type, by their magic bytes.

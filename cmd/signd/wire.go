@@ -6,7 +6,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/signd/signd/cmd/signd/admin"
+	"github.com/signd/signd/cmd/signd/adminrpc"
 	"github.com/signd/signd/config"
 	"github.com/signd/signd/csc"
 	"github.com/signd/signd/hsm"
@@ -55,7 +55,7 @@ type services struct {
 }
 
 // mounter is what every HTTP service of the daemon is (oauth.Server,
-// browser.Handler, account.Handler, csc.Handler, oidc.Provider on the public router; admin.Handler and
+// browser.Handler, account.Handler, csc.Handler, oidc.Provider on the public router; adminrpc.Handler and
 // storeAdminHandler on the admin socket's): it registers its routes on a
 // group of the router and fails when it lacks a dependency.
 type mounter interface {
@@ -68,7 +68,7 @@ var (
 	_ mounter = (*account.Handler)(nil)
 	_ mounter = (*csc.Handler)(nil)
 	_ mounter = (*oidc.Provider)(nil)
-	_ mounter = (*admin.Handler)(nil)
+	_ mounter = (*adminrpc.Handler)(nil)
 	_ mounter = storeAdminHandler{}
 )
 

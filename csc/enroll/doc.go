@@ -16,6 +16,6 @@
 // in a request may depend on local randomness.
 //
 // Persistence, audit entries and the operator's errors are the caller's
-// (package cmd/signd/admin): enroll returns plain errors whose text is
+// (package admin): enroll returns plain errors whose text is
 // written for an operator.
 package enroll

@@ -47,7 +47,10 @@ func NewClientSecret() (string, error) {
 }
 
 // AddClient implements Service.
-func (l *Local) AddClient(ctx context.Context, req AddClientRequest) (*AddClientResult, error) {
+func (l *Local) AddClient(ctx context.Context, by Principal, req AddClientRequest) (*AddClientResult, error) {
+	if err := l.allow(ctx, by, "AddClient"); err != nil {
+		return nil, err
+	}
 	res := &AddClientResult{}
 	secret := req.Secret
 	if secret == "" {
@@ -118,7 +121,10 @@ func firstDuplicate(xs []string) string {
 }
 
 // ListClients implements Service.
-func (l *Local) ListClients(ctx context.Context) ([]ClientView, error) {
+func (l *Local) ListClients(ctx context.Context, by Principal) ([]ClientView, error) {
+	if err := l.allow(ctx, by, "ListClients"); err != nil {
+		return nil, err
+	}
 	var cs []store.Client
 	err := l.Store.View(ctx, func(tx store.Tx) (err error) {
 		cs, err = tx.Clients()
@@ -135,7 +141,10 @@ func (l *Local) ListClients(ctx context.Context) ([]ClientView, error) {
 }
 
 // ShowClient implements Service.
-func (l *Local) ShowClient(ctx context.Context, id string) (*ClientView, error) {
+func (l *Local) ShowClient(ctx context.Context, by Principal, id string) (*ClientView, error) {
+	if err := l.allow(ctx, by, "ShowClient"); err != nil {
+		return nil, err
+	}
 	var c *store.Client
 	err := l.Store.View(ctx, func(tx store.Tx) (err error) {
 		c, err = tx.Client(id)
@@ -149,7 +158,10 @@ func (l *Local) ShowClient(ctx context.Context, id string) (*ClientView, error) 
 
 // RemoveClient implements Service: it deletes the client and revokes its
 // access tokens, SADs, codes and pending requests in one transaction.
-func (l *Local) RemoveClient(ctx context.Context, id string) (*RemoveResult, error) {
+func (l *Local) RemoveClient(ctx context.Context, by Principal, id string) (*RemoveResult, error) {
+	if err := l.allow(ctx, by, "RemoveClient"); err != nil {
+		return nil, err
+	}
 	var r store.Revoked
 	err := l.Store.Update(ctx, func(tx store.Tx) (err error) {
 		if err := tx.DeleteClient(id); err != nil {

@@ -39,7 +39,10 @@ const maxIssuerLen = 64
 // 30 s: what authenticator apps support), stores it and revokes what was
 // issued without the second factor. A user who has TOTP already is a
 // conflict (remove it first).
-func (l *Local) EnrollTOTP(ctx context.Context, req EnrollTOTPRequest) (*TOTPEnrollment, error) {
+func (l *Local) EnrollTOTP(ctx context.Context, by Principal, req EnrollTOTPRequest) (*TOTPEnrollment, error) {
+	if err := l.allow(ctx, by, "EnrollTOTP"); err != nil {
+		return nil, err
+	}
 	issuer := req.Issuer
 	if issuer == "" {
 		issuer = "signd"
@@ -72,7 +75,10 @@ func (l *Local) EnrollTOTP(ctx context.Context, req EnrollTOTPRequest) (*TOTPEnr
 
 // RemoveTOTP implements Service: the user logs in with the password alone
 // again. Removing it from a user without TOTP is a conflict.
-func (l *Local) RemoveTOTP(ctx context.Context, username string) (*UserView, error) {
+func (l *Local) RemoveTOTP(ctx context.Context, by Principal, username string) (*UserView, error) {
+	if err := l.allow(ctx, by, "RemoveTOTP"); err != nil {
+		return nil, err
+	}
 	return l.updateUser(ctx, "TOTP removed", username, nil, func(u *store.User) error {
 		if u.TOTPSecret == "" {
 			return errorf(KindConflict, "user %q has no TOTP", u.Username)

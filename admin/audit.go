@@ -16,7 +16,10 @@ import (
 // are the store's, returned as they are (the daemon logs them and answers
 // KindInternal). Whatever the stored bytes, it returns an error rather
 // than panic.
-func (l *Local) AuditVerify(ctx context.Context) (res *AuditReport, err error) {
+func (l *Local) AuditVerify(ctx context.Context, by Principal) (res *AuditReport, err error) {
+	if err := l.allow(ctx, by, "AuditVerify"); err != nil {
+		return nil, err
+	}
 	defer recoverRead("audit verify", &err)
 	res = &AuditReport{}
 	err = l.Store.View(ctx, func(tx store.Tx) error {
@@ -37,7 +40,10 @@ func (l *Local) AuditVerify(ctx context.Context) (res *AuditReport, err error) {
 // req.Since to w as JSON lines, oldest first, in their stored (canonical)
 // encoding. An entry that does not decode stops the export with an error
 // naming it.
-func (l *Local) AuditExport(ctx context.Context, req AuditExportRequest, w io.Writer) (err error) {
+func (l *Local) AuditExport(ctx context.Context, by Principal, req AuditExportRequest, w io.Writer) (err error) {
+	if err := l.allow(ctx, by, "AuditExport"); err != nil {
+		return err
+	}
 	defer recoverRead("audit export", &err)
 	return l.Store.View(ctx, func(tx store.Tx) error {
 		return tx.AuditRecords(1, func(seq uint64, raw []byte) error {
@@ -67,17 +73,6 @@ func recoverRead(what string, err *error) {
 	if v := recover(); v != nil {
 		*err = fmt.Errorf("%s: %w: reading the store panicked: %v (run `signd store check`)", what, store.ErrCorrupt, v)
 	}
-}
-
-// AuditVerify implements Service.
-func (r *Remote) AuditVerify(ctx context.Context) (*AuditReport, error) {
-	return callT[*AuditReport](r, ctx, "AuditVerify", struct{}{})
-}
-
-// AuditExport implements Service; the daemon walks its own store and
-// streams the entries.
-func (r *Remote) AuditExport(ctx context.Context, req AuditExportRequest, w io.Writer) error {
-	return r.stream(ctx, "AuditExport", req, w)
 }
 
 // AuditExportRequest selects the audit entries to export.

@@ -92,7 +92,10 @@ func (l *Local) keys() (KeyStore, error) {
 // CreateCredential implements Service: the key pair is generated in the
 // token, a CSR is signed by it, and the credential is stored as pending
 // (unusable) until ImportCertificate attaches a chain.
-func (l *Local) CreateCredential(ctx context.Context, req CreateCredentialRequest) (*CreateCredentialResult, error) {
+func (l *Local) CreateCredential(ctx context.Context, by Principal, req CreateCredentialRequest) (*CreateCredentialResult, error) {
+	if err := l.allow(ctx, by, "CreateCredential"); err != nil {
+		return nil, err
+	}
 	spec, err := enroll.Request{Owner: req.User, Algorithm: req.Algo, Subject: req.Subject}.Check()
 	if err != nil {
 		return nil, errorf(KindInvalid, "%v", err)
@@ -102,7 +105,7 @@ func (l *Local) CreateCredential(ctx context.Context, req CreateCredentialReques
 		return nil, err
 	}
 	// Check the owner first, so a typo costs no key generation.
-	if _, err := l.ShowUser(ctx, req.User); err != nil {
+	if _, err := l.user(ctx, req.User); err != nil {
 		return nil, err
 	}
 	keys, err := l.keys()
@@ -163,7 +166,10 @@ func (l *Local) CreateCredential(ctx context.Context, req CreateCredentialReques
 }
 
 // ImportCertificate implements Service.
-func (l *Local) ImportCertificate(ctx context.Context, req ImportCertificateRequest) (*CredentialView, error) {
+func (l *Local) ImportCertificate(ctx context.Context, by Principal, req ImportCertificateRequest) (*CredentialView, error) {
+	if err := l.allow(ctx, by, "ImportCertificate"); err != nil {
+		return nil, err
+	}
 	chain, err := enroll.ParseChainPEM([]byte(req.ChainPEM))
 	if err != nil {
 		return nil, errorf(KindInvalid, "chain: %v", err)
@@ -235,7 +241,10 @@ func (l *Local) getCredential(ctx context.Context, id string) (*store.Credential
 }
 
 // ListCredentials implements Service. owner "" lists every credential.
-func (l *Local) ListCredentials(ctx context.Context, owner string) ([]CredentialView, error) {
+func (l *Local) ListCredentials(ctx context.Context, by Principal, owner string) ([]CredentialView, error) {
+	if err := l.allow(ctx, by, "ListCredentials"); err != nil {
+		return nil, err
+	}
 	var cs []store.Credential
 	err := l.Store.View(ctx, func(tx store.Tx) (err error) {
 		if owner != "" {
@@ -257,7 +266,10 @@ func (l *Local) ListCredentials(ctx context.Context, owner string) ([]Credential
 }
 
 // ShowCredential implements Service.
-func (l *Local) ShowCredential(ctx context.Context, id string) (*CredentialView, error) {
+func (l *Local) ShowCredential(ctx context.Context, by Principal, id string) (*CredentialView, error) {
+	if err := l.allow(ctx, by, "ShowCredential"); err != nil {
+		return nil, err
+	}
 	c, err := l.getCredential(ctx, id)
 	if err != nil {
 		return nil, err
@@ -281,7 +293,10 @@ func checkAuth(multisign int, mode string) (store.AuthMode, error) {
 }
 
 // SetCredentialAuth implements Service.
-func (l *Local) SetCredentialAuth(ctx context.Context, req SetCredentialAuthRequest) (*CredentialView, error) {
+func (l *Local) SetCredentialAuth(ctx context.Context, by Principal, req SetCredentialAuthRequest) (*CredentialView, error) {
+	if err := l.allow(ctx, by, "SetCredentialAuth"); err != nil {
+		return nil, err
+	}
 	mode, err := checkAuth(req.Multisign, req.AuthMode)
 	if err != nil {
 		return nil, err
@@ -331,7 +346,10 @@ func (l *Local) SetCredentialAuth(ctx context.Context, req SetCredentialAuthRequ
 // SetCredentialStatus implements Service. A pending credential (no
 // certificate yet) cannot be enabled. Disabling revokes the SADs, codes and
 // pending requests bound to the credential.
-func (l *Local) SetCredentialStatus(ctx context.Context, id string, enabled bool) (*CredentialView, error) {
+func (l *Local) SetCredentialStatus(ctx context.Context, by Principal, id string, enabled bool) (*CredentialView, error) {
+	if err := l.allow(ctx, by, "SetCredentialStatus"); err != nil {
+		return nil, err
+	}
 	var out *store.Credential
 	var revoked *RevokedView
 	err := l.Store.Update(ctx, func(tx store.Tx) (err error) {

@@ -36,7 +36,10 @@ type HSMKeyView struct {
 }
 
 // HSMInfo implements Service.
-func (l *Local) HSMInfo(ctx context.Context) (*HSMInfoView, error) {
+func (l *Local) HSMInfo(ctx context.Context, by Principal) (*HSMInfoView, error) {
+	if err := l.allow(ctx, by, "HSMInfo"); err != nil {
+		return nil, err
+	}
 	keys, err := l.keys()
 	if err != nil {
 		return nil, err

@@ -42,12 +42,12 @@ func (tokenLike) ImportCertificate(context.Context, []byte, string, *x509.Certif
 // instead, never "internal error"; nothing is stored.
 func TestCreateCredentialTokenRefusal(t *testing.T) {
 	l, db := removalWorld(t, tokenLike{Token: softtoken.New(softtoken.Options{})})
-	_, err := l.CreateCredential(context.Background(), CreateCredentialRequest{User: "alice", Algo: store.AlgECP256, Subject: "CN=Alice"})
+	_, err := l.CreateCredential(context.Background(), operator, CreateCredentialRequest{User: "alice", Algo: store.AlgECP256, Subject: "CN=Alice"})
 	if KindOf(err) != KindInvalid || !strings.Contains(err.Error(), "has no CKM_EC_KEY_PAIR_GEN") ||
 		!strings.Contains(err.Error(), "use one of rsa-2048") || strings.Contains(err.Error(), "internal error") {
 		t.Fatalf("error %v (kind %s), want KindInvalid naming the mechanism", err, KindOf(err))
 	}
-	creds, err := l.ListCredentials(context.Background(), "alice")
+	creds, err := l.ListCredentials(context.Background(), operator, "alice")
 	if err != nil || len(creds) != 1 { // c1 of removalWorld only
 		t.Fatalf("credentials %v, %v", creds, err)
 	}
@@ -68,7 +68,7 @@ func TestCreateCredentialAuditsFreeze(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			l, db := removalWorld(t, tokenLike{Token: softtoken.New(softtoken.Options{}), defects: tt.defects})
-			res, err := l.CreateCredential(context.Background(), CreateCredentialRequest{User: "alice", Algo: store.AlgRSA2048, Subject: "CN=Alice"})
+			res, err := l.CreateCredential(context.Background(), operator, CreateCredentialRequest{User: "alice", Algo: store.AlgRSA2048, Subject: "CN=Alice"})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -102,11 +102,11 @@ func (frozenRequired) GenerateRSA(context.Context, string, int) (*hsm.KeyInfo, e
 // naming the defect and the setting, and no credential is stored.
 func TestCreateCredentialKeyNotFrozen(t *testing.T) {
 	l, _ := removalWorld(t, frozenRequired{tokenLike{Token: softtoken.New(softtoken.Options{})}})
-	_, err := l.CreateCredential(context.Background(), CreateCredentialRequest{User: "alice", Algo: store.AlgRSA2048, Subject: "CN=Alice"})
+	_, err := l.CreateCredential(context.Background(), operator, CreateCredentialRequest{User: "alice", Algo: store.AlgRSA2048, Subject: "CN=Alice"})
 	if KindOf(err) != KindConflict || !strings.Contains(err.Error(), "CKA_LABEL can be changed") || !strings.Contains(err.Error(), "pkcs11.require_immutable_keys") {
 		t.Fatalf("error %v (kind %s), want KindConflict naming the defect and the setting", err, KindOf(err))
 	}
-	if creds, err := l.ListCredentials(context.Background(), "alice"); err != nil || len(creds) != 1 {
+	if creds, err := l.ListCredentials(context.Background(), operator, "alice"); err != nil || len(creds) != 1 {
 		t.Fatalf("credentials %v, %v", creds, err)
 	}
 }

@@ -8,45 +8,49 @@ import (
 	"time"
 )
 
-// Service is the set of administrative operations. Local and Remote both
-// implement it, so the CLI behaves the same whether or not the daemon runs.
+// Service is the set of administrative operations. Each takes the acting
+// principal: Local checks its role (Operations) and names it in the audit
+// entry of the act. The admin socket's client implements Service too, so
+// the CLI behaves the same whether or not the daemon runs; there the
+// daemon establishes the principal from the socket peer, whatever the
+// client passes.
 type Service interface {
-	AddUser(ctx context.Context, req AddUserRequest) (*UserView, error)
-	ListUsers(ctx context.Context) ([]UserView, error)
-	ShowUser(ctx context.Context, username string) (*UserView, error)
-	SetUserStatus(ctx context.Context, username string, enabled bool) (*UserView, error)
-	UnlockUser(ctx context.Context, username string) (*UserView, error)
-	SetPassword(ctx context.Context, req SetSecretRequest) (*UserView, error)
-	SetPIN(ctx context.Context, req SetSecretRequest) (*UserView, error)
-	EnrollTOTP(ctx context.Context, req EnrollTOTPRequest) (*TOTPEnrollment, error)
-	RemoveTOTP(ctx context.Context, username string) (*UserView, error)
-	AddProof(ctx context.Context, req AddProofRequest) (*UserView, error)
-	RemoveUser(ctx context.Context, username string) (*RemoveResult, error)
+	AddUser(ctx context.Context, by Principal, req AddUserRequest) (*UserView, error)
+	ListUsers(ctx context.Context, by Principal) ([]UserView, error)
+	ShowUser(ctx context.Context, by Principal, username string) (*UserView, error)
+	SetUserStatus(ctx context.Context, by Principal, username string, enabled bool) (*UserView, error)
+	UnlockUser(ctx context.Context, by Principal, username string) (*UserView, error)
+	SetPassword(ctx context.Context, by Principal, req SetSecretRequest) (*UserView, error)
+	SetPIN(ctx context.Context, by Principal, req SetSecretRequest) (*UserView, error)
+	EnrollTOTP(ctx context.Context, by Principal, req EnrollTOTPRequest) (*TOTPEnrollment, error)
+	RemoveTOTP(ctx context.Context, by Principal, username string) (*UserView, error)
+	AddProof(ctx context.Context, by Principal, req AddProofRequest) (*UserView, error)
+	RemoveUser(ctx context.Context, by Principal, username string) (*RemoveResult, error)
 
-	AddClient(ctx context.Context, req AddClientRequest) (*AddClientResult, error)
-	ListClients(ctx context.Context) ([]ClientView, error)
-	ShowClient(ctx context.Context, id string) (*ClientView, error)
-	RemoveClient(ctx context.Context, id string) (*RemoveResult, error)
+	AddClient(ctx context.Context, by Principal, req AddClientRequest) (*AddClientResult, error)
+	ListClients(ctx context.Context, by Principal) ([]ClientView, error)
+	ShowClient(ctx context.Context, by Principal, id string) (*ClientView, error)
+	RemoveClient(ctx context.Context, by Principal, id string) (*RemoveResult, error)
 
-	CreateCredential(ctx context.Context, req CreateCredentialRequest) (*CreateCredentialResult, error)
-	ImportCertificate(ctx context.Context, req ImportCertificateRequest) (*CredentialView, error)
-	ListCredentials(ctx context.Context, owner string) ([]CredentialView, error)
-	ShowCredential(ctx context.Context, id string) (*CredentialView, error)
-	SetCredentialStatus(ctx context.Context, id string, enabled bool) (*CredentialView, error)
-	SetCredentialAuth(ctx context.Context, req SetCredentialAuthRequest) (*CredentialView, error)
-	RemoveCredential(ctx context.Context, id string) (*RemoveCredentialResult, error)
+	CreateCredential(ctx context.Context, by Principal, req CreateCredentialRequest) (*CreateCredentialResult, error)
+	ImportCertificate(ctx context.Context, by Principal, req ImportCertificateRequest) (*CredentialView, error)
+	ListCredentials(ctx context.Context, by Principal, owner string) ([]CredentialView, error)
+	ShowCredential(ctx context.Context, by Principal, id string) (*CredentialView, error)
+	SetCredentialStatus(ctx context.Context, by Principal, id string, enabled bool) (*CredentialView, error)
+	SetCredentialAuth(ctx context.Context, by Principal, req SetCredentialAuthRequest) (*CredentialView, error)
+	RemoveCredential(ctx context.Context, by Principal, id string) (*RemoveCredentialResult, error)
 
-	CreateOIDCKey(ctx context.Context, req CreateOIDCKeyRequest) (*OIDCKeyView, error)
-	ListOIDCKeys(ctx context.Context) ([]OIDCKeyView, error)
-	RotateOIDCKeys(ctx context.Context, req RotateOIDCKeysRequest) (*RotateOIDCKeysResult, error)
+	CreateOIDCKey(ctx context.Context, by Principal, req CreateOIDCKeyRequest) (*OIDCKeyView, error)
+	ListOIDCKeys(ctx context.Context, by Principal) ([]OIDCKeyView, error)
+	RotateOIDCKeys(ctx context.Context, by Principal, req RotateOIDCKeysRequest) (*RotateOIDCKeysResult, error)
 
-	HSMInfo(ctx context.Context) (*HSMInfoView, error)
+	HSMInfo(ctx context.Context, by Principal) (*HSMInfoView, error)
 
-	EnrollTSA(ctx context.Context, req EnrollTSARequest) (*EnrollTSAResult, error)
-	ImportTSACertificate(ctx context.Context, req ImportTSACertificateRequest) (*TSACertificateView, error)
+	EnrollTSA(ctx context.Context, by Principal, req EnrollTSARequest) (*EnrollTSAResult, error)
+	ImportTSACertificate(ctx context.Context, by Principal, req ImportTSACertificateRequest) (*TSACertificateView, error)
 
-	AuditVerify(ctx context.Context) (*AuditReport, error)
-	AuditExport(ctx context.Context, req AuditExportRequest, w io.Writer) error
+	AuditVerify(ctx context.Context, by Principal) (*AuditReport, error)
+	AuditExport(ctx context.Context, by Principal, req AuditExportRequest, w io.Writer) error
 }
 
 // Kind classifies an Error; it is what crosses the admin socket.
@@ -59,6 +63,7 @@ const (
 	KindExists      Kind = "already_exists" // the record exists already
 	KindConflict    Kind = "conflict"       // the record is in a state that forbids the operation
 	KindUnavailable Kind = "unavailable"    // the HSM or store cannot be reached now
+	KindForbidden   Kind = "forbidden"      // the principal lacks the role the operation requires
 	KindInternal    Kind = "internal"       // a fault of signd; details are in the daemon log
 )
 

@@ -93,7 +93,10 @@ const maxNamed = 10
 // deletes the user and their proof documents, in one transaction. It
 // refuses while the user owns credentials (remove those first: their keys
 // live in the HSM).
-func (l *Local) RemoveUser(ctx context.Context, username string) (*RemoveResult, error) {
+func (l *Local) RemoveUser(ctx context.Context, by Principal, username string) (*RemoveResult, error) {
+	if err := l.allow(ctx, by, "RemoveUser"); err != nil {
+		return nil, err
+	}
 	var r store.Revoked
 	err := l.Store.Update(ctx, func(tx store.Tx) error {
 		if _, err := tx.User(username); err != nil {
@@ -133,7 +136,10 @@ func (l *Local) RemoveUser(ctx context.Context, username string) (*RemoveResult,
 // audit entry. The token goes first: when it is unavailable nothing
 // changes; when the store fails after it, the credential can no longer
 // sign and running the removal again finishes it.
-func (l *Local) RemoveCredential(ctx context.Context, id string) (*RemoveCredentialResult, error) {
+func (l *Local) RemoveCredential(ctx context.Context, by Principal, id string) (*RemoveCredentialResult, error) {
+	if err := l.allow(ctx, by, "RemoveCredential"); err != nil {
+		return nil, err
+	}
 	cred, err := l.getCredential(ctx, id)
 	if err != nil {
 		return nil, err

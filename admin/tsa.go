@@ -46,7 +46,10 @@ type TSACertificateView struct {
 const defaultTSAAlgo = "rsa-3072"
 
 // EnrollTSA implements Service.
-func (l *Local) EnrollTSA(ctx context.Context, req EnrollTSARequest) (*EnrollTSAResult, error) {
+func (l *Local) EnrollTSA(ctx context.Context, by Principal, req EnrollTSARequest) (*EnrollTSAResult, error) {
+	if err := l.allow(ctx, by, "EnrollTSA"); err != nil {
+		return nil, err
+	}
 	algo := req.Algo
 	if algo == "" {
 		algo = defaultTSAAlgo
@@ -86,7 +89,10 @@ func (l *Local) EnrollTSA(ctx context.Context, req EnrollTSARequest) (*EnrollTSA
 // for time-stamping (tsa.CheckCertificate: only a critical
 // id-kp-timeStamping, valid now, the key's public key) and chain to its
 // issuers when they are given.
-func (l *Local) ImportTSACertificate(ctx context.Context, req ImportTSACertificateRequest) (*TSACertificateView, error) {
+func (l *Local) ImportTSACertificate(ctx context.Context, by Principal, req ImportTSACertificateRequest) (*TSACertificateView, error) {
+	if err := l.allow(ctx, by, "ImportTSACertificate"); err != nil {
+		return nil, err
+	}
 	id, err := hex.DecodeString(req.KeyID)
 	if err != nil || len(id) == 0 || len(id) > 64 {
 		return nil, errorf(KindInvalid, "key id must be the hex CKA_ID printed by signd tsa enroll")
@@ -119,16 +125,6 @@ func (l *Local) ImportTSACertificate(ctx context.Context, req ImportTSACertifica
 		KeyID: req.KeyID, Subject: chain[0].Subject.String(), Serial: chain[0].SerialNumber.Text(16),
 		NotAfter: chain[0].NotAfter.UTC().Format("2006-01-02T15:04:05Z"),
 	}, nil
-}
-
-// EnrollTSA implements Service.
-func (r *Remote) EnrollTSA(ctx context.Context, req EnrollTSARequest) (*EnrollTSAResult, error) {
-	return callT[*EnrollTSAResult](r, ctx, "EnrollTSA", req)
-}
-
-// ImportTSACertificate implements Service.
-func (r *Remote) ImportTSACertificate(ctx context.Context, req ImportTSACertificateRequest) (*TSACertificateView, error) {
-	return callT[*TSACertificateView](r, ctx, "ImportTSACertificate", req)
 }
 
 func (l *Local) tsaLabel() string {

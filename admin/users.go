@@ -85,7 +85,10 @@ func (l *Local) userView(u *store.User) *UserView {
 }
 
 // AddUser implements Service.
-func (l *Local) AddUser(ctx context.Context, req AddUserRequest) (*UserView, error) {
+func (l *Local) AddUser(ctx context.Context, by Principal, req AddUserRequest) (*UserView, error) {
+	if err := l.allow(ctx, by, "AddUser"); err != nil {
+		return nil, err
+	}
 	if err := checkSecretLen("password", req.Password, minPasswordLen, maxPasswordLen); err != nil {
 		return nil, err
 	}
@@ -133,7 +136,10 @@ func (l *Local) AddUser(ctx context.Context, req AddUserRequest) (*UserView, err
 }
 
 // ListUsers implements Service.
-func (l *Local) ListUsers(ctx context.Context) ([]UserView, error) {
+func (l *Local) ListUsers(ctx context.Context, by Principal) ([]UserView, error) {
+	if err := l.allow(ctx, by, "ListUsers"); err != nil {
+		return nil, err
+	}
 	var users []store.User
 	err := l.Store.View(ctx, func(tx store.Tx) (err error) {
 		users, err = tx.Users()
@@ -150,7 +156,15 @@ func (l *Local) ListUsers(ctx context.Context) ([]UserView, error) {
 }
 
 // ShowUser implements Service.
-func (l *Local) ShowUser(ctx context.Context, username string) (*UserView, error) {
+func (l *Local) ShowUser(ctx context.Context, by Principal, username string) (*UserView, error) {
+	if err := l.allow(ctx, by, "ShowUser"); err != nil {
+		return nil, err
+	}
+	return l.user(ctx, username)
+}
+
+// user reads one user as operators see it.
+func (l *Local) user(ctx context.Context, username string) (*UserView, error) {
 	var u *store.User
 	err := l.Store.View(ctx, func(tx store.Tx) (err error) {
 		u, err = tx.User(username)
@@ -202,7 +216,10 @@ func (l *Local) updateUser(ctx context.Context, op, username string, revoke revo
 
 // SetUserStatus implements Service. Disabling revokes everything of the
 // user.
-func (l *Local) SetUserStatus(ctx context.Context, username string, enabled bool) (*UserView, error) {
+func (l *Local) SetUserStatus(ctx context.Context, by Principal, username string, enabled bool) (*UserView, error) {
+	if err := l.allow(ctx, by, "SetUserStatus"); err != nil {
+		return nil, err
+	}
 	if enabled {
 		return l.updateUser(ctx, "enabled", username, nil, func(u *store.User) error {
 			u.Status = store.UserActive
@@ -218,7 +235,10 @@ func (l *Local) SetUserStatus(ctx context.Context, username string, enabled bool
 // UnlockUser implements Service: it clears both lockouts (a timed password
 // lock and the permanent one, and the count of timed locks before) and
 // both counters.
-func (l *Local) UnlockUser(ctx context.Context, username string) (*UserView, error) {
+func (l *Local) UnlockUser(ctx context.Context, by Principal, username string) (*UserView, error) {
+	if err := l.allow(ctx, by, "UnlockUser"); err != nil {
+		return nil, err
+	}
 	return l.updateUser(ctx, "unlocked", username, nil, func(u *store.User) error {
 		clearPasswordLock(u)
 		u.PINLocked, u.FailedPINs = false, 0
@@ -234,7 +254,10 @@ func clearPasswordLock(u *store.User) {
 
 // SetPassword implements Service; it also clears the password lockout and
 // revokes everything of the user (whoever knew the old password is out).
-func (l *Local) SetPassword(ctx context.Context, req SetSecretRequest) (*UserView, error) {
+func (l *Local) SetPassword(ctx context.Context, by Principal, req SetSecretRequest) (*UserView, error) {
+	if err := l.allow(ctx, by, "SetPassword"); err != nil {
+		return nil, err
+	}
 	if err := checkSecretLen("password", req.Secret, minPasswordLen, maxPasswordLen); err != nil {
 		return nil, err
 	}
@@ -252,7 +275,10 @@ func (l *Local) SetPassword(ctx context.Context, req SetSecretRequest) (*UserVie
 // SetPIN implements Service; it also clears the PIN lockout and revokes
 // what the old PIN approved or is about to approve: the user's SADs and
 // credential-bound codes and pending requests.
-func (l *Local) SetPIN(ctx context.Context, req SetSecretRequest) (*UserView, error) {
+func (l *Local) SetPIN(ctx context.Context, by Principal, req SetSecretRequest) (*UserView, error) {
+	if err := l.allow(ctx, by, "SetPIN"); err != nil {
+		return nil, err
+	}
 	if err := checkSecretLen("PIN", req.Secret, minPINLen, maxPINLen); err != nil {
 		return nil, err
 	}

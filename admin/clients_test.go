@@ -27,7 +27,7 @@ func TestAddClientIDTokenAlgUnsupported(t *testing.T) {
 	l := &Local{Store: db, OIDCKeys: &oidc.KeyRing{
 		Store: store.Scope(db, func(tx store.Tx) store.OIDCTx { return tx }), HSM: tok, IDTokenTTL: time.Hour,
 	}}
-	_, err := l.AddClient(context.Background(), AddClientRequest{
+	_, err := l.AddClient(context.Background(), operator, AddClientRequest{
 		ID: "rp", RedirectURIs: []string{"https://rp.example/cb"}, Scopes: []string{"openid"}, IDTokenAlg: "ES256",
 	})
 	var ae *Error
@@ -35,11 +35,11 @@ func TestAddClientIDTokenAlgUnsupported(t *testing.T) {
 	if !errors.As(err, &ae) || ae.Kind != KindInvalid || !strings.Contains(ae.Message, want) {
 		t.Fatalf("err = %v, want %s %q", err, KindInvalid, want)
 	}
-	if cs, err := l.ListClients(context.Background()); err != nil || len(cs) != 0 {
+	if cs, err := l.ListClients(context.Background(), operator); err != nil || len(cs) != 0 {
 		t.Errorf("clients after the refusal: %v, %v", cs, err)
 	}
 	// RS256 needs no new mechanism: the same token takes it.
-	if _, err := l.AddClient(context.Background(), AddClientRequest{
+	if _, err := l.AddClient(context.Background(), operator, AddClientRequest{
 		ID: "rp", RedirectURIs: []string{"https://rp.example/cb"}, Scopes: []string{"openid"}, IDTokenAlg: "RS256",
 	}); err != nil {
 		t.Errorf("RS256 client: %v", err)

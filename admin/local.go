@@ -5,6 +5,7 @@ import (
 	"crypto/elliptic"
 	"crypto/x509"
 	"errors"
+	"fmt"
 	"log/slog"
 	"strings"
 	"time"
@@ -101,6 +102,48 @@ func (l *Local) fail(op string, err error) error {
 	}
 	l.logger().Error("admin operation failed", "op", op, "err", err)
 	return errorf(KindInternal, "%s: internal error (see the signd log)", op)
+}
+
+// allow checks that by holds one of the roles of the operation named op
+// (Operations). A refusal is recorded in the audit log (admin_refused,
+// outcome refused, with the operation and the roles it needs) and
+// returned as KindForbidden.
+func (l *Local) allow(ctx context.Context, by Principal, op string) error {
+	o, ok := Lookup(op)
+	if !ok {
+		return errorf(KindInternal, "%s: operation without a declared role", op)
+	}
+	for _, r := range o.Roles {
+		if by.Has(r) {
+			return nil
+		}
+	}
+	need := make([]string, len(o.Roles))
+	for i, r := range o.Roles {
+		need[i] = string(r)
+	}
+	reason := fmt.Sprintf("%s requires the role %s", op, strings.Join(need, " or "))
+	err := l.Store.Update(ctx, func(tx store.Tx) error {
+		return tx.AppendAudit(&store.AuditEntry{Time: l.now(), Kind: store.AuditAdminRefused, Actor: by.Actor,
+			Outcome: store.AuditRefused, Reason: reason, Fields: map[string]string{"op": op}})
+	})
+	if err != nil {
+		l.logger().Error("admin refusal not audited", "op", op, "actor", by.Actor, "err", err)
+	}
+	l.logger().Warn("admin operation refused", "op", op, "actor", by.Actor, "reason", reason)
+	return errorf(KindForbidden, "%s; %s holds %s", reason, by.Actor, rolesText(by.Roles))
+}
+
+// rolesText lists roles for a message.
+func rolesText(roles []Role) string {
+	if len(roles) == 0 {
+		return "no role"
+	}
+	names := make([]string, len(roles))
+	for i, r := range roles {
+		names[i] = string(r)
+	}
+	return "the role " + strings.Join(names, ", ")
 }
 
 // printable reports whether s holds no control characters and no

@@ -1,4 +1,4 @@
-package admin
+package adminrpc
 
 import (
 	"bytes"
@@ -14,13 +14,14 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/signd/signd/admin"
 	"github.com/signd/signd/store"
 	"github.com/signd/signd/store/bolt"
 )
 
 // serveAdmin serves svc on a Unix socket as the daemon does and returns a
 // Remote dialled to it.
-func serveAdmin(t *testing.T, svc Service) *Remote {
+func serveAdmin(t *testing.T, svc admin.Service) *Remote {
 	t.Helper()
 	sock := filepath.Join(t.TempDir(), "admin.sock")
 	ln, err := net.Listen("unix", sock)
@@ -28,10 +29,10 @@ func serveAdmin(t *testing.T, svc Service) *Remote {
 		t.Fatal(err)
 	}
 	e := echo.New()
-	if err := (&Handler{Service: svc}).Mount(e.Group("")); err != nil {
+	if err := (&Handler{Service: svc, Principal: everyRole}).Mount(e.Group("")); err != nil {
 		t.Fatal(err)
 	}
-	srv := &http.Server{Handler: e}
+	srv := &http.Server{Handler: e, ConnContext: ConnContext}
 	go func() { _ = srv.Serve(ln) }()
 	t.Cleanup(func() { _ = srv.Close() })
 	r, err := Dial(sock, TrustSelf(NoGroup))
@@ -59,14 +60,14 @@ func TestAuditLocalRemote(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	local := &Local{Store: db}
+	local := &admin.Local{Store: db}
 	remote := serveAdmin(t, local)
 	ctx := context.Background()
-	want, err := local.AuditVerify(ctx)
+	want, err := local.AuditVerify(ctx, everyRole(self()))
 	if err != nil || !want.OK || want.Entries != 3 || len(want.Head) != 64 {
 		t.Fatalf("local verify: %+v, %v", want, err)
 	}
-	if got, err := remote.AuditVerify(ctx); err != nil || *got != *want {
+	if got, err := remote.AuditVerify(ctx, everyRole(self())); err != nil || *got != *want {
 		t.Fatalf("remote verify: %+v, %v; local %+v", got, err, want)
 	}
 	cases := []struct {
@@ -81,10 +82,10 @@ func TestAuditLocalRemote(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			var lw, rw bytes.Buffer
-			if err := local.AuditExport(ctx, AuditExportRequest{Since: tc.since}, &lw); err != nil {
+			if err := local.AuditExport(ctx, everyRole(self()), admin.AuditExportRequest{Since: tc.since}, &lw); err != nil {
 				t.Fatal(err)
 			}
-			if err := remote.AuditExport(ctx, AuditExportRequest{Since: tc.since}, &rw); err != nil {
+			if err := remote.AuditExport(ctx, everyRole(self()), admin.AuditExportRequest{Since: tc.since}, &rw); err != nil {
 				t.Fatal(err)
 			}
 			if n := strings.Count(lw.String(), "\n"); n != tc.lines {
@@ -101,7 +102,7 @@ func TestAuditLocalRemote(t *testing.T) {
 // damaged entry does.
 type brokenExport struct{ recordingService }
 
-func (brokenExport) AuditExport(_ context.Context, _ AuditExportRequest, w io.Writer) error {
+func (brokenExport) AuditExport(_ context.Context, _ admin.Principal, _ admin.AuditExportRequest, w io.Writer) error {
 	_, _ = io.WriteString(w, `{"seq":1}`+"\n")
 	return &store.AuditBrokenError{Seq: 2, Reason: "digest does not match its content"}
 }
@@ -111,7 +112,7 @@ func (brokenExport) AuditExport(_ context.Context, _ AuditExportRequest, w io.Wr
 func TestAuditExportRemoteFailure(t *testing.T) {
 	remote := serveAdmin(t, &brokenExport{})
 	var w bytes.Buffer
-	err := remote.AuditExport(context.Background(), AuditExportRequest{}, &w)
+	err := remote.AuditExport(context.Background(), admin.Principal{}, admin.AuditExportRequest{}, &w)
 	want := (&store.AuditBrokenError{Seq: 2, Reason: "digest does not match its content"}).Error()
 	if err == nil || err.Error() != want {
 		t.Fatalf("err = %v, want %q", err, want)
@@ -121,8 +122,8 @@ func TestAuditExportRemoteFailure(t *testing.T) {
 	}
 	// A malformed request is refused before the stream starts.
 	_, err = remote.post(context.Background(), "AuditExport", map[string]any{"since": 1})
-	var ae *Error
-	if !errors.As(err, &ae) || ae.Kind != KindInvalid {
+	var ae *admin.Error
+	if !errors.As(err, &ae) || ae.Kind != admin.KindInvalid {
 		t.Fatalf("malformed export request: %v", err)
 	}
 }

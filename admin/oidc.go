@@ -36,7 +36,10 @@ var proofTypes = []string{store.ProofJPEG, store.ProofPNG, store.ProofPDF}
 // AddProof implements Service: the declared content type must be one of
 // proofTypes and match the content's first bytes (http.DetectContentType,
 // the WHATWG sniffing algorithm); the store limits the size to 10 MiB.
-func (l *Local) AddProof(ctx context.Context, req AddProofRequest) (*UserView, error) {
+func (l *Local) AddProof(ctx context.Context, by Principal, req AddProofRequest) (*UserView, error) {
+	if err := l.allow(ctx, by, "AddProof"); err != nil {
+		return nil, err
+	}
 	if !slices.Contains(proofTypes, req.ContentType) {
 		return nil, errorf(KindInvalid, "content type %q is not accepted (%s)", req.ContentType, strings.Join(proofTypes, ", "))
 	}
@@ -107,7 +110,10 @@ func (l *Local) oidcKeyView(r *oidc.KeyRing, k *store.SigningKey) *OIDCKeyView {
 // CreateOIDCKey implements Service: a new key pair of req.Alg in the HSM,
 // published as the next signing key of that algorithm (active at once when
 // no key of it is active yet).
-func (l *Local) CreateOIDCKey(ctx context.Context, req CreateOIDCKeyRequest) (*OIDCKeyView, error) {
+func (l *Local) CreateOIDCKey(ctx context.Context, by Principal, req CreateOIDCKeyRequest) (*OIDCKeyView, error) {
+	if err := l.allow(ctx, by, "CreateOIDCKey"); err != nil {
+		return nil, err
+	}
 	r, err := l.oidcKeys()
 	if err != nil {
 		return nil, err
@@ -120,7 +126,10 @@ func (l *Local) CreateOIDCKey(ctx context.Context, req CreateOIDCKeyRequest) (*O
 }
 
 // ListOIDCKeys implements Service, oldest key first.
-func (l *Local) ListOIDCKeys(ctx context.Context) ([]OIDCKeyView, error) {
+func (l *Local) ListOIDCKeys(ctx context.Context, by Principal) ([]OIDCKeyView, error) {
+	if err := l.allow(ctx, by, "ListOIDCKeys"); err != nil {
+		return nil, err
+	}
 	r, err := l.oidcKeys()
 	if err != nil {
 		return nil, err
@@ -139,7 +148,10 @@ func (l *Local) ListOIDCKeys(ctx context.Context) ([]OIDCKeyView, error) {
 // RotateOIDCKeys implements Service: the next key signs from now on, the
 // active one is retired (published until its ID tokens expired), expired
 // retired keys are removed from the JWKS and the HSM.
-func (l *Local) RotateOIDCKeys(ctx context.Context, req RotateOIDCKeysRequest) (*RotateOIDCKeysResult, error) {
+func (l *Local) RotateOIDCKeys(ctx context.Context, by Principal, req RotateOIDCKeysRequest) (*RotateOIDCKeysResult, error) {
+	if err := l.allow(ctx, by, "RotateOIDCKeys"); err != nil {
+		return nil, err
+	}
 	r, err := l.oidcKeys()
 	if err != nil {
 		return nil, err

@@ -112,7 +112,7 @@ func TestRemoveCredentialFaults(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			keys := &destroyOnly{err: tc.destroyErr}
 			l, db := removalWorld(t, keys)
-			res, err := l.RemoveCredential(context.Background(), "c1")
+			res, err := l.RemoveCredential(context.Background(), operator, "c1")
 			cred, sad, audit := present(t, db)
 			if keys.calls != 1 {
 				t.Errorf("DestroyKey called %d times", keys.calls)
@@ -144,17 +144,17 @@ func TestRemoveCredentialFaults(t *testing.T) {
 
 func TestRemoveUserRefusesAnOwner(t *testing.T) {
 	l, db := removalWorld(t, &destroyOnly{})
-	_, err := l.RemoveUser(context.Background(), "alice")
+	_, err := l.RemoveUser(context.Background(), operator, "alice")
 	if KindOf(err) != KindConflict || !strings.Contains(err.Error(), `user "alice" still owns credentials c1`) {
 		t.Fatalf("err = %v, want a conflict naming c1", err)
 	}
 	if cred, sad, _ := present(t, db); !cred || !sad {
 		t.Errorf("after the refusal: credential %v, SAD %v", cred, sad)
 	}
-	if _, err := l.ShowUser(context.Background(), "alice"); err != nil {
+	if _, err := l.ShowUser(context.Background(), operator, "alice"); err != nil {
 		t.Errorf("alice after the refusal: %v", err)
 	}
-	if _, err := l.RemoveUser(context.Background(), "nobody"); KindOf(err) != KindNotFound {
+	if _, err := l.RemoveUser(context.Background(), operator, "nobody"); KindOf(err) != KindNotFound {
 		t.Errorf("RemoveUser(nobody) = %v, want not found", err)
 	}
 }
@@ -173,7 +173,7 @@ func TestRemoveCredentialStoreFailsAfterDestroy(t *testing.T) {
 	keys := &destroyOnly{}
 	l, db := removalWorld(t, keys)
 	l.Store = failingUpdate{db}
-	_, err := l.RemoveCredential(context.Background(), "c1")
+	_, err := l.RemoveCredential(context.Background(), operator, "c1")
 	if err == nil || !strings.Contains(err.Error(), "the key pair is already destroyed in the HSM: run `signd credential remove c1` again") {
 		t.Fatalf("err = %v", err)
 	}
@@ -184,7 +184,7 @@ func TestRemoveCredentialStoreFailsAfterDestroy(t *testing.T) {
 		t.Errorf("after the failed write: credential %v, SAD %v; want both kept", cred, sad)
 	}
 	l.Store, keys.err = db, fmt.Errorf("%w: gone", hsm.ErrKeyNotFound)
-	res, err := l.RemoveCredential(context.Background(), "c1")
+	res, err := l.RemoveCredential(context.Background(), operator, "c1")
 	if err != nil || len(res.Destroyed) != 0 || res.Revoked.SADs != 1 {
 		t.Fatalf("second removal: %+v, %v", res, err)
 	}

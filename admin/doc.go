@@ -1,0 +1,20 @@
+// Package admin is signd's administration domain: managing users, OAuth
+// clients, signing credentials (key generation in the HSM, CSR,
+// certificate import; the key material and chain checks are package
+// csc/enroll's), the time-stamping key, the OIDC signing keys, and reading
+// the audit log. It has no HTTP, socket or command line in it: the admin
+// socket (cmd/signd/adminrpc) and the CLI are thin adapters over Service.
+//
+// Every operation takes the acting Principal. Operations declares, in one
+// table, the trusted roles (ETSI EN 319 401 §7.4) that may perform each
+// operation; Local refuses any other principal with KindForbidden and
+// records the refusal in the audit log, naming the actor.
+//
+// Errors that reach an operator are *Error values: a Kind that survives a
+// transport and a message written for a human. Secrets (passwords, PINs,
+// generated client secrets) arrive in requests and never appear in errors,
+// logs or audit entries.
+//
+// The package knows nothing of OAuth, CSC or OIDC protocol handling; it
+// only prepares the records those services read.
+package admin

@@ -1,0 +1,71 @@
+package admin
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// Role is a trusted role (ETSI EN 319 401 §7.4, CEN EN 419 241-1): what a
+// principal may do through the admin service. Every operation requires
+// exactly one role (see Operations).
+type Role string
+
+// The trusted roles.
+const (
+	// RoleSecurityOfficer manages keys: credentials, the time-stamping
+	// key, the OIDC signing keys, the audit key, and unlocks signing PINs.
+	RoleSecurityOfficer Role = "security_officer"
+	// RoleAdministrator manages accounts: users, clients, passwords.
+	RoleAdministrator Role = "administrator"
+	// RoleAuditor reads: the audit log, and the read-only listings.
+	RoleAuditor Role = "auditor"
+)
+
+// Roles lists every role, in the order the documentation names them.
+func Roles() []Role { return []Role{RoleSecurityOfficer, RoleAdministrator, RoleAuditor} }
+
+// ParseRole returns the role named s.
+func ParseRole(s string) (Role, error) {
+	if r := Role(s); slices.Contains(Roles(), r) {
+		return r, nil
+	}
+	names := make([]string, 0, 3)
+	for _, r := range Roles() {
+		names = append(names, string(r))
+	}
+	return "", fmt.Errorf("unknown role %q (roles: %s)", s, strings.Join(names, ", "))
+}
+
+// Principal is who performs an operation: an operator on the admin socket
+// (identified by the peer's uid, SO_PEERCRED), a client certificate of the
+// provisioning API, or the daemon itself. The admin transport establishes
+// it; nothing a caller sends can set it.
+type Principal struct {
+	// Actor is how the audit log names the principal: "uid:1001 (alice)",
+	// "cert:CN=onboarding,O=Example sha256:3f1c…", "signd".
+	Actor string
+	// Party is the person behind the principal for dual control: two
+	// principals with the same Party are the same operator ("uid:1001",
+	// "cert-sha256:3f1c…"). "" never counts as a second operator.
+	Party string
+	// Roles are the trusted roles the principal holds.
+	Roles []Role
+}
+
+// Has reports whether p holds role r.
+func (p Principal) Has(r Role) bool { return slices.Contains(p.Roles, r) }
+
+// SocketPrincipal names the peer of the admin socket with user id uid and
+// user name name ("" when the user database does not know it).
+func SocketPrincipal(uid uint32, name string, roles []Role) Principal {
+	actor := fmt.Sprintf("uid:%d", uid)
+	if name != "" {
+		actor = fmt.Sprintf("uid:%d (%s)", uid, name)
+	}
+	return Principal{Actor: actor, Party: fmt.Sprintf("uid:%d", uid), Roles: roles}
+}
+
+// Daemon is the principal of what signd does by itself (checkpoints,
+// expiry of pending requests): every role, no Party.
+func Daemon() Principal { return Principal{Actor: "signd", Roles: Roles()} }
