@@ -51,9 +51,12 @@
 // # Adding a section
 //
 // Add the section struct and its field in Config (mapstructure tags carry
-// the key names), its rows in Keys (default, flag, usage), and a checks
+// the key names), its rows in Keys (default, flag, usage, and a Doc when
+// docs/CONFIG.md should say more than the usage line), and a checks
 // method returning its {key, msg} validation table, called from
-// Config.problems. Load, the environment variables, the unknown-key check
+// Config.problems. Then run `go generate ./config`: it rewrites the key
+// table of docs/CONFIG.md (Reference, SpliceReference), and
+// TestConfigDocUpToDate fails until it has. Load, the environment variables, the unknown-key check
 // and Settings follow from the table and the tags; a test fails if a struct
 // field has no row in Keys or a row has no field.
 //

@@ -51,24 +51,39 @@ func rateLimitKeys() []Key {
 		rate  float64
 		burst int
 		what  string
+		// doc and burstDoc are the descriptions in docs/CONFIG.md; the
+		// rows after the first say "the same" of the first.
+		doc, burstDoc string
 	}
 	defs := map[string]def{
-		"timestamp":  {10, 50, "signatures/timestamp per client"},
-		"auth_login": {1, 50, "auth/login per remote address"},
-		"token":      {100, 200, "POST /oauth2/token per client"},
-		"forms":      {1, 50, "login and account form posts per remote address"},
+		"timestamp": {10, 50, "signatures/timestamp per client",
+			"requests a second that refill each client's bucket for `signatures/timestamp` (the bearer's `client_id`); `0` = no limit; fractions allowed (`0.5` = one every 2 s)",
+			"bucket size: time-stamps one client may ask at once after a quiet spell"},
+		"auth_login": {1, 50, "auth/login per remote address",
+			"the same for `auth/login`, per remote address", ""},
+		"token": {100, 200, "POST /oauth2/token per client",
+			"the same for `POST /oauth2/token`, per authenticated client", ""},
+		"forms": {1, 50, "login and account form posts per remote address",
+			"the same for the login form and the account page's login and change forms, per remote address (one bucket for all of them)", ""},
 	}
 	var keys []Key
 	for _, name := range rateLimitNames {
 		d := defs[name]
+		burstDoc := ""
+		if d.burstDoc != "" {
+			burstDoc = fmt.Sprintf("%s (1–%d)", d.burstDoc, MaxBurst)
+		}
 		keys = append(keys,
 			Key{Name: "ratelimit." + name + ".rate", Default: d.rate,
-				Usage: fmt.Sprintf("requests a second that refill the bucket of %s (0 = no limit, else %g to %g)", d.what, MinRate, MaxRate)},
+				Usage: fmt.Sprintf("requests a second that refill the bucket of %s (0 = no limit, else %g to %g)", d.what, MinRate, MaxRate),
+				Doc:   fmt.Sprintf("%s (0, %g–%g)", d.doc, MinRate, MaxRate)},
 			Key{Name: "ratelimit." + name + ".burst", Default: d.burst,
-				Usage: fmt.Sprintf("bucket size of %s: requests at once after a quiet spell (1 to %d)", d.what, MaxBurst)})
+				Usage: fmt.Sprintf("bucket size of %s: requests at once after a quiet spell (1 to %d)", d.what, MaxBurst),
+				Doc:   burstDoc})
 	}
 	return append(keys, Key{Name: "ratelimit.max_keys", Default: 10000,
-		Usage: fmt.Sprintf("most clients or addresses each limit keeps a bucket for; the least recently seen goes first (1 to %d)", MaxRateLimitKeys)})
+		Usage: fmt.Sprintf("most clients or addresses each limit keeps a bucket for; the least recently seen goes first (1 to %d)", MaxRateLimitKeys),
+		Doc:   fmt.Sprintf("most clients or addresses each limit keeps a bucket for (about 200 bytes each); past it the least recently seen is forgotten and starts again with a full bucket (1–%d)", MaxRateLimitKeys)})
 }
 
 // Limits returns the limits by name (timestamp, auth_login, token, forms).

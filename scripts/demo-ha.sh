@@ -136,7 +136,7 @@ for i in 1 2 3; do wait_http "etcd$i" "http://127.0.0.1:2379$i/health"; done
 # 4. The nodes' configs: one store (etcd), one token, one issuer (the front).
 for i in 1 2 3; do
   cat >"$var/node$i.yaml" <<YAML
-# signd demo-ha node $i (made by make demo-ha). See README "Running several nodes".
+# signd demo-ha node $i (made by make demo-ha). See docs/OPERATIONS.md, "Running several nodes".
 server:
   listen: 127.0.0.1:${node_port[$i]}
   base_url: http://127.0.0.1:$front

@@ -35,7 +35,7 @@ demo_token "$var"
 cfg=$var/signd.yaml
 if [ ! -s "$cfg" ]; then
   cat >"$cfg" <<YAML
-# signd demo configuration (made by make demo). See README for every key.
+# signd demo configuration (made by make demo). See docs/CONFIG.md for every key.
 server:
   listen: 127.0.0.1:8443
   base_url: http://127.0.0.1:8443

@@ -4,7 +4,7 @@
 
 # The benchmarks measure throughput from one client and one address (each
 # code is minted through the login form, every exchange is rp's): the rate
-# limits (ratelimit.*, README "Rate limits") are off for every daemon they
+# limits (ratelimit.*, docs/CONFIG.md, "Lockouts and rate limits") are off for every daemon they
 # start. A binary older than the limits (SIGND_BASE_BIN) ignores the
 # variables.
 export SIGND_RATELIMIT_TIMESTAMP_RATE=0 SIGND_RATELIMIT_AUTH_LOGIN_RATE=0 \

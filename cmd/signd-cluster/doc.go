@@ -24,5 +24,5 @@
 //
 // A production deployment uses etcd's own packaged server and a standard
 // proxy (HAProxy, nginx, a cloud load balancer) with the same health check
-// on /readyz; see README "Running several nodes".
+// on /readyz; see docs/OPERATIONS.md, "Running several nodes".
 package main

@@ -349,7 +349,7 @@ func TestAdminSocketAdminGroup(t *testing.T) {
 	if st := fi.Sys().(*syscall.Stat_t); fi.Mode().Perm() != 0o660 || st.Gid != nobody {
 		t.Errorf("socket mode %#o group %d, want 0660 group 65534", fi.Mode().Perm(), st.Gid)
 	}
-	// The directory as the README sets it up: signd's, the admin group's, 0750.
+	// The directory as docs/CONFIG.md ("Securing the admin socket") sets it up: signd's, the admin group's, 0750.
 	chown(t, e.dir, 0, nobody)
 	chmod(t, e.dir, 0o750)
 

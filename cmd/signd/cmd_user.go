@@ -65,7 +65,7 @@ func (a *app) userCmd() *cobra.Command {
 	f.StringVar(&add.pinFile, "pin-file", "", "file holding the signing PIN (- = stdin)")
 	f.StringVar(&add.email, "email", "", "email address")
 	f.BoolVar(&add.emailVerified, "email-verified", false, "the email address has been verified")
-	f.StringVar(&add.claimsFile, "claims", "", "JSON file with identity attributes (see README)")
+	f.StringVar(&add.claimsFile, "claims", "", "JSON file with identity attributes (see docs/CLI.md)")
 	_ = addCmd.MarkFlagRequired("password-file")
 
 	listCmd := &cobra.Command{

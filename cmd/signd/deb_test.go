@@ -98,6 +98,8 @@ func TestDebianPackage(t *testing.T) {
 		{"/usr/lib/sysusers.d/signd.conf", false, 0o644, "root", "root"},
 		{"/usr/lib/tmpfiles.d/signd.conf", false, 0o644, "root", "root"},
 		{"/usr/share/doc/signd/copyright", false, 0o644, "root", "root"},
+		{"/usr/share/doc/signd/docs/OPERATIONS.md", false, 0o644, "root", "root"},
+		{"/usr/share/doc/signd/docs/CONFIG.md", false, 0o644, "root", "root"},
 		{"/usr/share/man/man1/signd.1.gz", false, 0o644, "root", "root"},
 		{"/usr/share/man/man1/signd-config-check.1.gz", false, 0o644, "root", "root"},
 		{"/var/lib/signd", true, 0o700, "signd", "signd"},

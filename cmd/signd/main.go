@@ -4,7 +4,8 @@
 //	signd user|client|credential …  administer users, OAuth clients and credentials
 //	signd store check|backup FILE   check the store file, or snapshot it
 //
-// See README.md for the configuration keys and every subcommand.
+// See docs/CONFIG.md for the configuration keys and docs/CLI.md for every
+// subcommand.
 package main
 
 import (
