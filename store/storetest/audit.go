@@ -145,7 +145,7 @@ func testAuditInvalid(t *testing.T, s store.Store) {
 	err := s.View(context.Background(), func(tx store.Tx) error { return tx.AppendAudit(auditEntry("alice", 1)) })
 	wantErr(t, "AppendAudit in View", err, store.ErrReadOnly)
 	for name, mutate := range map[string]func(*store.AuditEntry){
-		"unknown kind": func(e *store.AuditEntry) { e.Kind = "login" },
+		"unknown kind": func(e *store.AuditEntry) { e.Kind = "teleport" },
 		"no kind":      func(e *store.AuditEntry) { e.Kind = "" },
 		"no outcome":   func(e *store.AuditEntry) { e.Outcome = "" },
 	} {
