@@ -56,6 +56,21 @@ func (c *Certs) Leaf(cred *store.Credential) (*x509.Certificate, error) {
 	return leaf, nil
 }
 
+// Credential reads the credential id in tx and checks that username may
+// sign with it now (Signable); an unknown one is refused as "Invalid
+// parameter credentialID", with the audit reason "unknown credential".
+func (c *Certs) Credential(tx store.CredentialReader, id, username string, now time.Time) (*store.Credential, *oauth.Error, string, error) {
+	cred, err := tx.Credential(id)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return nil, Invalid("credentialID"), "unknown credential", nil
+	case err != nil:
+		return nil, nil, "", err
+	}
+	e, why, err := c.Signable(cred, username, now)
+	return cred, e, why, err
+}
+
 // Signable checks that username may sign with cred now: it is theirs,
 // enabled, with a certificate valid at now and not revoked, suspended or
 // of unknown status (Revocation). It returns the refusal with its audit

@@ -17,23 +17,6 @@ import (
 	"github.com/signd/signd/store"
 )
 
-// Explicit authorization (CSC v1 §11.6–11.8): a credential whose authMode
-// is explicit gets its SAD from credentials/authorize, called with the
-// user's service access token and the signing PIN (and the TOTP code when
-// the user has one), instead of from the OAuth 2.0 credential scope. The
-// PIN is checked by the password checker with the consent page's
-// reservation and lockout (passwords.Checker.CheckSigningPIN), so a PIN guess
-// costs the same through either door. The SAD is the same record the
-// token endpoint writes: bound to the credential, the multiset of hashes,
-// the user and the client, single use, oauth.sad_ttl.
-//
-// credentials/extendTransaction trades an unexpired SAD of a credential
-// with multisign > 1 for a new one with the same binding and a fresh
-// expiry; the old value is gone in the same transaction, so there is
-// still one usable SAD for one signHash. An authorization is never
-// extended past maxSADExtensions × oauth.sad_ttl after the user
-// authenticated.
-
 // PINChecker checks a user's signing PIN (and second factor) with the
 // consent page's lockout; *passwords.Checker is one.
 type PINChecker interface {
@@ -136,14 +119,8 @@ func (h *Handler) parseAuthorize(p protocol.Params) (req authorizeRequest, e *oa
 // request in tx and checks that the user may authorize n signatures with
 // it.
 func (h *Handler) explicitCredential(tx protocol.Tx, username, id string, n int) (*store.User, *oauth.Error, string, error) {
-	cred, err := tx.Credential(id)
-	switch {
-	case errors.Is(err, store.ErrNotFound):
-		return nil, protocol.Invalid("credentialID"), "unknown credential", nil
-	case err != nil:
-		return nil, nil, "", err
-	}
-	if e, why, err := h.Certs.Signable(cred, username, h.Now()); e != nil || err != nil {
+	cred, e, why, err := h.Certs.Credential(tx, id, username, h.Now())
+	if e != nil || err != nil {
 		return nil, e, why, err
 	}
 	switch {
@@ -435,14 +412,8 @@ func (h *Handler) extendSAD(ctx context.Context, g *oauth.Grant, req extendReque
 // user, client, credential or other hashes, or expired, is burned (as
 // signHash does); the extension limit leaves it usable until it expires.
 func (h *Handler) extend(tx protocol.Tx, g *oauth.Grant, id, sadValue string, hashes [][]byte, value string, now time.Time) (*oauth.Error, string, time.Time, error) {
-	cred, err := tx.Credential(id)
-	switch {
-	case errors.Is(err, store.ErrNotFound):
-		return protocol.Invalid("credentialID"), "unknown credential", time.Time{}, nil
-	case err != nil:
-		return nil, "", time.Time{}, err
-	}
-	if e, why, err := h.Certs.Signable(cred, g.Username, now); e != nil || err != nil {
+	cred, e, why, err := h.Certs.Credential(tx, id, g.Username, now)
+	if e != nil || err != nil {
 		return e, why, time.Time{}, err
 	}
 	if cred.Multisign < 2 {

@@ -357,14 +357,8 @@ func (h *Handler) auditFailure(ctx context.Context, e *store.AuditEntry, seq uin
 // (the transaction is rolled back and nothing is consumed).
 func (h *Handler) decide(tx protocol.Tx, g *oauth.Grant, req signHashRequest) (decision, error) {
 	now := h.Now()
-	cred, err := tx.Credential(req.credentialID)
-	switch {
-	case errors.Is(err, store.ErrNotFound):
-		return refuse(protocol.Invalid("credentialID"), "unknown credential", ""), nil
-	case err != nil:
-		return decision{}, err
-	}
-	if e, why, err := h.Certs.Signable(cred, g.Username, now); err != nil {
+	cred, e, why, err := h.Certs.Credential(tx, req.credentialID, g.Username, now)
+	if err != nil {
 		return decision{}, err
 	} else if e != nil {
 		return refuse(e, why, ""), nil
