@@ -68,8 +68,8 @@ func RetryLater() http.Header { return http.Header{"Retry-After": {retryAfter}} 
 // UnavailableError is a Signer error that answers whether the HSM cannot
 // serve now and a retry later may succeed (busy, reconnecting, closed, its
 // PIN refused): 503. The errors of package hsm (and of its software
-// token) implement it; csc asks it with errors.As (Answers) and does not
-// import hsm.
+// token) implement it; the CSC packages ask it with errors.As (Answers)
+// and do not import hsm.
 type UnavailableError interface{ Unavailable() bool }
 
 // Answers reports whether err, or an error it wraps, implements T and

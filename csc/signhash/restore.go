@@ -24,8 +24,8 @@ const (
 )
 
 // What a Signer error answers about itself. The errors of package hsm
-// (and of its software token) implement these methods; csc asks them with
-// errors.As and does not import hsm. An error that answers none is an
+// (and of its software token) implement these methods; signhash asks them
+// with errors.As and does not import hsm. An error that answers none is an
 // internal failure (500); one that answers Unavailable
 // (protocol.UnavailableError: busy, reconnecting, closed, its PIN refused)
 // is 503.
