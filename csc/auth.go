@@ -7,6 +7,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/signd/signd/csc/protocol"
 	"github.com/signd/signd/oauth"
 	"github.com/signd/signd/oauth/authlogin"
 )
@@ -50,35 +51,35 @@ type loginResponse struct {
 // new refresh token and spends the one presented.
 func (h *Handler) authLogin(c echo.Context) error {
 	r := c.Request()
-	p, e := readParams(r)
+	p, e := protocol.ReadParams(r)
 	if e != nil {
 		return e
 	}
-	rememberMe, e := p.boolean("rememberMe", false)
+	rememberMe, e := p.Bool("rememberMe", false)
 	if e != nil {
 		return e
 	}
-	refresh, hasRefresh, e := p.str("refresh_token", false)
+	refresh, hasRefresh, e := p.Str("refresh_token", false)
 	if e != nil {
 		return e
 	}
 	if hasRefresh && refresh == "" {
-		return missing("string", "refresh_token")
+		return protocol.Missing("string", "refresh_token")
 	}
-	if _, _, e := p.str("clientData", false); e != nil {
-		return invalid("clientData")
+	if _, _, e := p.Str("clientData", false); e != nil {
+		return protocol.Invalid("clientData")
 	}
 	auth := r.Header.Values("Authorization")
 	var tokens *authlogin.Tokens
 	var err error
 	switch {
 	case len(auth) > 1:
-		return badRequest("More than one Authorization header")
+		return protocol.BadRequest("More than one Authorization header")
 	case len(auth) == 1 && hasRefresh:
-		return badRequest(descBasicOrToken)
+		return protocol.BadRequest(descBasicOrToken)
 	case hasRefresh:
 		if len(refresh) > 512 {
-			return badRequest(descBadRefresh)
+			return protocol.BadRequest(descBadRefresh)
 		}
 		tokens, err = h.Login.Refresh(r.Context(), refresh)
 	case len(auth) == 0:
@@ -94,7 +95,7 @@ func (h *Handler) authLogin(c echo.Context) error {
 	case errors.Is(err, authlogin.ErrLoginFailed):
 		return h.basicChallenge(http.StatusUnauthorized, codeAuthentication, descLoginFailed)
 	case errors.Is(err, authlogin.ErrRefreshInvalid):
-		return badRequest(descBadRefresh)
+		return protocol.BadRequest(descBadRefresh)
 	case err != nil:
 		return err
 	}
@@ -115,26 +116,26 @@ func (h *Handler) basicChallenge(status int, code, desc string) *oauth.Error {
 // with it). An unknown token, or someone else's, gets the same 204 and
 // nothing changes (RFC 7009 §2.2).
 func (h *Handler) authRevoke(c echo.Context) error {
-	p, e := readParams(c.Request())
+	p, e := protocol.ReadParams(c.Request())
 	if e != nil {
 		return e
 	}
-	token, _, e := p.str("token", true)
+	token, _, e := p.Str("token", true)
 	if e != nil {
 		return e
 	}
 	if len(token) > 4096 {
-		return invalid("token")
+		return protocol.Invalid("token")
 	}
-	hint, ok, e := p.str("token_type_hint", false)
+	hint, ok, e := p.Str("token_type_hint", false)
 	if e != nil {
 		return e
 	}
 	if ok && hint != "access_token" && hint != "refresh_token" {
-		return invalid("token_type_hint")
+		return protocol.Invalid("token_type_hint")
 	}
-	if _, _, e := p.str("clientData", false); e != nil {
-		return invalid("clientData")
+	if _, _, e := p.Str("clientData", false); e != nil {
+		return protocol.Invalid("clientData")
 	}
 	if err := h.Revoker.RevokeOwn(c.Request().Context(), oauth.GrantFrom(c), token); err != nil {
 		return err

@@ -13,6 +13,8 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/signd/signd/csc/certstatus"
+	"github.com/signd/signd/csc/protocol"
+	"github.com/signd/signd/csc/signhash"
 	"github.com/signd/signd/oauth"
 	"github.com/signd/signd/store"
 )
@@ -78,37 +80,37 @@ type credentialInfoRequest struct {
 
 // parseCredentialInfo checks the parameters of credentials/info in a
 // fixed order.
-func parseCredentialInfo(p params) (req credentialInfoRequest, e *oauth.Error) {
-	if req.credentialID, _, e = p.str("credentialID", true); e != nil {
+func parseCredentialInfo(p protocol.Params) (req credentialInfoRequest, e *oauth.Error) {
+	if req.credentialID, _, e = p.Str("credentialID", true); e != nil {
 		return req, e
 	}
 	req.certificates = "single"
-	if p.has("certificates") {
-		if req.certificates, _, e = p.str("certificates", true); e != nil {
+	if p.Has("certificates") {
+		if req.certificates, _, e = p.Str("certificates", true); e != nil {
 			return req, e
 		}
 		if c := req.certificates; c != "none" && c != "single" && c != "chain" {
-			return req, invalid("certificates")
+			return req, protocol.Invalid("certificates")
 		}
 	}
-	if req.certInfo, e = p.boolean("certInfo", false); e != nil {
+	if req.certInfo, e = p.Bool("certInfo", false); e != nil {
 		return req, e
 	}
-	if req.authInfo, e = p.boolean("authInfo", false); e != nil {
+	if req.authInfo, e = p.Bool("authInfo", false); e != nil {
 		return req, e
 	}
-	if _, _, e := p.str("lang", false); e != nil {
+	if _, _, e := p.Str("lang", false); e != nil {
 		return req, e
 	}
-	if _, _, e := p.str("clientData", false); e != nil {
-		return req, invalid("clientData")
+	if _, _, e := p.Str("clientData", false); e != nil {
+		return req, protocol.Invalid("clientData")
 	}
 	return req, nil
 }
 
 // credentialInfo is POST /csc/v1/credentials/info.
 func (h *Handler) credentialInfo(c echo.Context) error {
-	return jsonMethod(parseCredentialInfo, h.describeCredential)(c)
+	return protocol.JSONMethod(parseCredentialInfo, h.describeCredential)(c)
 }
 
 // describeCredential answers credentials/info: the credential (the user's
@@ -117,7 +119,7 @@ func (h *Handler) credentialInfo(c echo.Context) error {
 func (h *Handler) describeCredential(ctx context.Context, g *oauth.Grant, req credentialInfoRequest) (*credentialInfoResponse, error) {
 	var cred *store.Credential
 	withOTP := false
-	err := h.Store.View(ctx, func(tx Tx) (err error) {
+	err := h.Store.View(ctx, func(tx protocol.Tx) (err error) {
 		if cred, err = tx.Credential(req.credentialID); err != nil || !req.authInfo || cred.AuthMode != store.AuthExplicit || cred.Owner != g.Username {
 			return err
 		}
@@ -129,15 +131,15 @@ func (h *Handler) describeCredential(ctx context.Context, g *oauth.Grant, req cr
 	})
 	switch {
 	case errors.Is(err, store.ErrNotFound):
-		return nil, invalid("credentialID")
+		return nil, protocol.Invalid("credentialID")
 	case err != nil:
 		return nil, err
-	case !usableBy(cred, g.Username):
-		return nil, invalid("credentialID") // the same answer as an unknown ID
+	case !protocol.UsableBy(cred, g.Username):
+		return nil, protocol.Invalid("credentialID") // the same answer as an unknown ID
 	}
-	leaf, err := h.leaves.parse(cred.Chain[0])
+	leaf, err := h.certs.Leaf(cred)
 	if err != nil {
-		return nil, fmt.Errorf("csc: credential %s: certificate: %w", cred.ID, err)
+		return nil, err
 	}
 	now := h.now()
 	res := &credentialInfoResponse{
@@ -166,13 +168,13 @@ func (h *Handler) describeCredential(ctx context.Context, g *oauth.Grant, req cr
 // disabled it or its certificate is not valid now, revoked, suspended or
 // of unknown status; no RSASSA-PSS when the Signer cannot make it.
 func (h *Handler) keyInfo(cred *store.Credential, leaf *x509.Certificate, now time.Time) keyInfo {
-	algos, curve := keyAlgoInfo(cred.Algorithm)
+	algos, curve := signhash.KeyAlgoInfo(cred.Algorithm)
 	if p, ok := h.Signer.(PSSReporter); ok && !p.SignsPSS() {
-		algos = slices.DeleteFunc(algos, func(oid string) bool { return oid == oidRSASSAPSS })
+		algos = slices.DeleteFunc(algos, func(oid string) bool { return oid == signhash.OIDRSASSAPSS })
 	}
 	k := keyInfo{Status: "enabled", Algo: algos, Len: cred.KeyBits, Curve: curve}
-	if cred.Status != store.CredentialEnabled || certRefusal(leaf, now) != "" ||
-		revoked(h.Revocation, cred.Chain, leaf) {
+	if cred.Status != store.CredentialEnabled || protocol.CertRefusal(leaf, now) != "" ||
+		protocol.Revoked(h.Revocation, cred.Chain, leaf) {
 		k.Status = "disabled"
 	}
 	return k
@@ -208,51 +210,4 @@ func (h *Handler) certInfo(cred *store.Credential, leaf *x509.Certificate, req c
 		c.ValidTo = leaf.NotAfter.UTC().Format(generalizedLayout)
 	}
 	return c
-}
-
-// usableBy reports whether the CSC API shows cred to username: it must be
-// theirs and have a certificate (pending credentials are not offered).
-func usableBy(cred *store.Credential, username string) bool {
-	return cred.Owner == username && cred.Status != store.CredentialPending && len(cred.Chain) > 0
-}
-
-// certRefusal returns the specification's refusal for signing with leaf at
-// now, or "" while it is valid. Every refusal names the certificate by its
-// subject DN in RFC 4514 form (pkix.Name.String), the very string
-// credentials/info reports as subjectDN, rather than the specification's
-// "O=…,CN=…" sketch.
-func certRefusal(leaf *x509.Certificate, now time.Time) string {
-	switch {
-	case now.After(leaf.NotAfter):
-		return "Signing certificate '" + leaf.Subject.String() + "' is expired."
-	case now.Before(leaf.NotBefore):
-		return "Signing certificate '" + leaf.Subject.String() + "' is not yet valid."
-	}
-	return ""
-}
-
-func revoked(rev Revocation, chain [][]byte, leaf *x509.Certificate) bool {
-	msg, _ := revocationRefusal(rev, chain, leaf)
-	return msg != ""
-}
-
-// revocationRefusal returns the refusal for signing with chain while rev
-// reports it revoked, suspended or without a current answer (hard fail,
-// see package certstatus), or "" (also when rev is nil).
-// The second result is the audit reason.
-func revocationRefusal(rev Revocation, chain [][]byte, leaf *x509.Certificate) (string, string) {
-	if rev == nil {
-		return "", ""
-	}
-	status, current := rev.Status(chain)
-	switch {
-	case status == certstatus.Revoked:
-		return "Signing certificate '" + leaf.Subject.String() + "' is revoked.", "certificate revoked"
-	case status == certstatus.Suspended:
-		return "Signing certificate '" + leaf.Subject.String() + "' is suspended.", "certificate suspended"
-	case !current:
-		return "The revocation status of signing certificate '" + leaf.Subject.String() + "' could not be verified.",
-			"certificate status unknown (no current OCSP or CRL answer)"
-	}
-	return "", ""
 }

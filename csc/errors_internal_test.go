@@ -13,6 +13,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/signd/signd/csc/protocol"
 	"github.com/signd/signd/oauth"
 	"github.com/signd/signd/store"
 )
@@ -28,6 +29,7 @@ func TestDialect(t *testing.T) {
 	errBusy := busyError(hsmBusy)
 	h := &Handler{}
 	missingToken := oauth.BearerError(realm, "", "", http.StatusUnauthorized)
+	const unavailable = "The signing service is temporarily unavailable, try again later"
 	body := func(code, desc string) string {
 		return `{"error":"` + code + `","error_description":"` + desc + `"}` + "\n"
 	}
@@ -43,17 +45,17 @@ func TestDialect(t *testing.T) {
 		{"invalid token", oauth.BearerError(realm, oauth.CodeInvalidToken, "The access token is invalid or revoked", 401), 401,
 			map[string]string{"Www-Authenticate": `Bearer realm="` + realm + `", error="invalid_token", error_description="The access token is invalid or revoked"`},
 			body(oauth.CodeInvalidToken, "The access token is invalid or revoked")},
-		{"protocol", invalid("SAD"), 400, nil, body(oauth.CodeInvalidRequest, "Invalid parameter SAD")},
+		{"protocol", protocol.Invalid("SAD"), 400, nil, body(oauth.CodeInvalidRequest, "Invalid parameter SAD")},
 		{"unknown method", echo.ErrNotFound, 404, nil, body(codeNotFound, descUnknownMethod)},
 		{"GET", echo.ErrMethodNotAllowed, 405, map[string]string{"Allow": "POST"}, body(oauth.CodeInvalidRequest, descPostOnly)},
 		{"echo client error", echo.ErrUnsupportedMediaType, 400, nil, body(oauth.CodeInvalidRequest, "Bad request")},
 		{"body too large", &http.MaxBytesError{Limit: 65536}, 500, nil, body(oauth.CodeServerError, descInternal)},
 		{"store", fmt.Errorf("%w: disk full", store.ErrUnavailable), 503, map[string]string{"Retry-After": oauth.RetryAfter},
-			body(oauth.CodeTemporarilyUnavailable, descUnavailable)},
-		{"hsm", fmt.Errorf("sign: %w", errBusy), 503, map[string]string{"Retry-After": retryAfter},
-			body(oauth.CodeTemporarilyUnavailable, descUnavailable)},
-		{"canceled", fmt.Errorf("sign: %w", context.Canceled), 503, map[string]string{"Retry-After": retryAfter},
-			body(oauth.CodeTemporarilyUnavailable, descUnavailable)},
+			body(oauth.CodeTemporarilyUnavailable, unavailable)},
+		{"hsm", fmt.Errorf("sign: %w", errBusy), 503, map[string]string{"Retry-After": "5"},
+			body(oauth.CodeTemporarilyUnavailable, unavailable)},
+		{"canceled", fmt.Errorf("sign: %w", context.Canceled), 503, map[string]string{"Retry-After": "5"},
+			body(oauth.CodeTemporarilyUnavailable, unavailable)},
 		{"internal", errors.New(internal), 500, map[string]string{"Retry-After": ""}, body(oauth.CodeServerError, descInternal)},
 	}
 	for _, tt := range tests {

@@ -2,7 +2,6 @@ package csc
 
 import (
 	"context"
-	"crypto"
 	"errors"
 	"log/slog"
 	"net/http"
@@ -13,74 +12,26 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/signd/signd/csc/certstatus"
+	"github.com/signd/signd/csc/protocol"
+	"github.com/signd/signd/csc/sad"
+	"github.com/signd/signd/csc/signhash"
 	"github.com/signd/signd/oauth"
 	"github.com/signd/signd/oauth/ratelimit"
 	"github.com/signd/signd/store"
 )
 
-// Tx is what the CSC API uses of a store transaction: the credentials, the
-// SAD with its client and user, the SAD's consumption (and its return when
-// no signature was made) together with its audit entry.
-type Tx interface {
-	// CredentialReader: credentials/list, credentials/info and the SAD's
-	// credential.
-	store.CredentialReader
-	// TokenReader, ClientReader, UserReader: the SAD and whether its
-	// client and user still may sign (and the bearer check).
-	store.TokenReader
-	store.ClientReader
-	store.UserReader
-	// RevocationReader: the bearer check's cache of accepted tokens.
-	store.RevocationReader
-	// DeleteToken consumes a SAD (store.TokenTx).
-	DeleteToken(hash []byte) error
-	// CreateToken gives a SAD back when signing failed before any
-	// signature was made (store.TokenTx).
-	CreateToken(t *store.Token) error
-	// AuditAppender: the signHash entry, in the SAD's transaction.
-	store.AuditAppender
-}
+// Tx is what the CSC API uses of a store transaction (protocol.Tx).
+type Tx = protocol.Tx
 
-// Store is the CSC API's view of the store (store.Scope makes one): read
-// transactions, and Batch — a write transaction that may be grouped with
-// concurrent ones and whose function may run more than once (store/bolt
-// implements it as group commit).
-type Store interface {
-	View(ctx context.Context, fn func(Tx) error) error
-	Batch(ctx context.Context, fn func(Tx) error) error
-}
+// Store is the CSC API's view of the store (protocol.Store; store.Scope
+// makes one).
+type Store = protocol.Store
 
-var (
-	_ Store           = (*store.Scoped[Tx])(nil)
-	_ oauth.BearerTx  = Tx(nil)
-	_ CredentialStore = (*store.Scoped[store.CredentialReader])(nil)
-)
+var _ CredentialStore = (*store.Scoped[store.CredentialReader])(nil)
 
-// Signer makes signatures with the key whose HSM ID is keyID. *hsm.Token
-// satisfies it.
-type Signer interface {
-	// SignDigests signs each of digests, hashes of opts.HashFunc(), in
-	// turn on one HSM session and returns the signatures in the same
-	// order: RSA PKCS#1 v1.5 over a DigestInfo (opts a crypto.Hash) or
-	// RSASSA-PSS with a salt of the hash's length (opts *rsa.PSSOptions)
-	// with an RSA key, ECDSA returned as a DER ECDSA-Sig-Value with an EC
-	// key. Every signature is verified against the public key before it
-	// is returned. On failure it returns no signature; the error answers
-	// its meaning through methods (see signerError): it proves that none
-	// was made (NotSigned) only when the HSM made none of the batch.
-	SignDigests(ctx context.Context, keyID []byte, opts crypto.SignerOpts, digests [][]byte) ([][]byte, error)
-	// CheckKey reports, cheaply and without signing, whether keyID could
-	// sign now. signHash asks it before it consumes a SAD.
-	CheckKey(ctx context.Context, keyID []byte) error
-}
-
-// SchemeChecker is a Signer that can also tell, before anything is
-// spent, whether it can sign in a given scheme (*hsm.Token.CheckSign: the
-// mechanism, the PSS salt the token takes). signHash's preflight asks it
-// instead of CheckKey when the Signer has it.
-type SchemeChecker interface {
-	CheckSign(ctx context.Context, keyID []byte, opts crypto.SignerOpts) error
-}
+// Signer makes signatures with the key whose HSM ID is keyID
+// (signhash.Signer). *hsm.Token satisfies it.
+type Signer = signhash.Signer
 
 // PSSReporter is a Signer that says whether its token signs RSASSA-PSS
 // (*hsm.Token.SignsPSS). credentials/info lists no RSASSA-PSS for a
@@ -90,37 +41,15 @@ type PSSReporter interface {
 }
 
 // Revocation is the cached revocation status of certificate chains
-// (*certstatus.Checker satisfies it). Status only reads a cache: it is
-// called on the signing path.
-type Revocation interface {
-	// Status returns the chain's last known status (certstatus.Valid,
-	// Revoked or Suspended) and whether that answer is current; a chain
-	// whose certificates name no OCSP responder or CRL is Valid and
-	// current.
-	Status(chain [][]byte) (certstatus.Status, bool)
-}
+// (protocol.Revocation; *certstatus.Checker satisfies it).
+type Revocation = protocol.Revocation
 
-// Metrics receives measurements; cmd adapts it to Prometheus. Methods must
-// be safe for concurrent use and must not block.
+// Metrics receives measurements of signHash (signhash.Metrics) and of
+// explicit authorization (sad.Metrics); cmd adapts it to Prometheus.
+// Methods must be safe for concurrent use and must not block.
 type Metrics interface {
-	// ObserveSignHash is called once per signHash request that reached the
-	// handler, with its duration and outcome: "signed", "refused" (a client
-	// error, SAD refusals included), "unavailable" or "error".
-	ObserveSignHash(d time.Duration, outcome string)
-	// ObserveSAD is called when a signHash decided about a SAD: outcome
-	// "consumed" (granted) or "refused", with a short fixed reason
-	// ("unknown", "user", "client", "credential", "expired", "hash",
-	// "revoked": the SAD's client or user was removed or disabled), and
-	// "restored" (reason "") when signing failed before any signature was
-	// made and the SAD was given back.
-	ObserveSAD(outcome, reason string)
-	// ObserveAuthorize is called once per credentials/authorize (method
-	// "authorize") and credentials/extendTransaction ("extendTransaction")
-	// request that reached the handler, with its result: "granted" (a SAD
-	// issued), "wrong_pin" (the PIN or OTP was wrong), "locked" (the PIN
-	// is locked), "refused" (any other client error) or "error" (the
-	// server could not answer: store or HSM unavailable, internal error).
-	ObserveAuthorize(method, result string)
+	signhash.Metrics
+	sad.Metrics
 }
 
 // InfoConfig is what /csc/v1/info reports besides the fixed fields.
@@ -179,7 +108,7 @@ type Handler struct {
 	// PIN checks signing PINs for credentials/authorize with the consent
 	// page's lockout (*passwords.Checker). nil: credentials/authorize is not
 	// offered (501) and info does not list it.
-	PIN PINChecker
+	PIN sad.PINChecker
 	// TimestampLimit throttles signatures/timestamp per client (the
 	// bearer's client_id, ratelimit.timestamp); AuthLoginLimit throttles
 	// auth/login per remote address (ratelimit.auth_login: the method has
@@ -193,7 +122,9 @@ type Handler struct {
 	// DefaultSADTTL.
 	SADTTL time.Duration
 
-	leaves leafCache
+	// certs decides about the credentials' certificates for every
+	// method (Revocation and the parsed leaves).
+	certs *protocol.Certs
 	// methods are the methods Mount registered, in order: info lists
 	// them.
 	methods []string
@@ -233,31 +164,30 @@ func (h *Handler) Mount(g *echo.Group) error {
 		h.MaxHashes = DefaultMaxHashes
 	}
 	bearer := oauth.RequireBearer(oauth.BearerConfig{
-		Store: store.ViewAs(h.Store, func(tx Tx) oauth.BearerTx { return tx }),
+		Store: store.ViewAs(h.Store, func(tx protocol.Tx) oauth.BearerTx { return tx }),
 		Now:   h.Now, Realm: h.BaseURL, Scope: "service",
 	})
 	// Group middleware also runs for unknown paths under /csc/v1 (Echo adds
 	// catch-all routes for it), so their 404 is in the CSC dialect too.
 	g.Use(oauth.WithDialect(h.dialect()))
-	h.methods = nil
-	h.route(g, "info", h.info, postOnly)
-	h.route(g, "credentials/list", h.list, postOnly, bearer)
-	h.route(g, "credentials/info", h.credentialInfo, postOnly, bearer)
-	if h.PIN != nil {
-		h.route(g, "credentials/authorize", h.authorize, postOnly, bearer)
+	h.certs = &protocol.Certs{Revocation: liveRevocation{h}}
+	r := protocol.NewRoutes(g)
+	r.Method("info", h.info)
+	r.Method("credentials/list", h.list, bearer)
+	r.Method("credentials/info", h.credentialInfo, bearer)
+	if err := h.mountSigning(r, bearer); err != nil {
+		return err
 	}
-	h.route(g, "credentials/extendTransaction", h.extendTransaction, postOnly, bearer)
-	h.route(g, "credentials/sendOTP", h.sendOTP, postOnly, bearer)
-	h.route(g, "signatures/signHash", h.signHash, postOnly, traceTask("signHash", bearer))
 	if h.Login != nil {
-		h.route(g, "auth/login", h.authLogin, postOnly, limit(h.AuthLoginLimit, remoteAddress))
+		r.Method("auth/login", h.authLogin, limit(h.AuthLoginLimit, remoteAddress))
 	}
 	if h.Revoker != nil {
-		h.route(g, "auth/revoke", h.authRevoke, postOnly, bearer)
+		r.Method("auth/revoke", h.authRevoke, bearer)
 	}
 	if h.TimeStamper != nil {
-		h.route(g, "signatures/timestamp", h.timestamp, postOnly, bearer, limit(h.TimestampLimit, bearerClient))
+		r.Method("signatures/timestamp", h.timestamp, bearer, limit(h.TimestampLimit, bearerClient))
 	}
+	h.methods = r.Methods()
 	for _, m := range specMethods {
 		if !slices.Contains(h.methods, m) {
 			g.Any("/"+m, notImplementedHandler(m))
@@ -266,21 +196,49 @@ func (h *Handler) Mount(g *echo.Group) error {
 	return nil
 }
 
-// route registers the CSC method name on g and lists it in info.
-func (h *Handler) route(g *echo.Group, name string, fn echo.HandlerFunc, mw ...echo.MiddlewareFunc) {
-	g.Any("/"+name, fn, mw...)
-	h.methods = append(h.methods, name)
+// mountSigning mounts the methods of the signing path: explicit
+// authorization (package sad: credentials/authorize, extendTransaction,
+// sendOTP) and signatures/signHash (package signhash), with this Handler's
+// settings and one Certs for all.
+func (h *Handler) mountSigning(r *protocol.Routes, bearer echo.MiddlewareFunc) error {
+	authz := &sad.Handler{
+		Store: liveStore{h}, Certs: h.certs, PIN: h.PIN, MaxHashes: h.MaxHashes, SADTTL: h.SADTTL,
+		Now: h.now, Logger: h.logger(), Metrics: h.Metrics,
+	}
+	if err := authz.Mount(r, bearer); err != nil {
+		return err
+	}
+	sign := &signhash.Handler{
+		Store: liveStore{h}, Signer: h.Signer, Certs: h.certs, Clustered: h.Clustered, MaxHashes: h.MaxHashes,
+		Now: h.now, Logger: h.logger(), Metrics: h.Metrics,
+	}
+	return sign.Mount(r, bearer)
 }
 
-// postOnly refuses every HTTP method but POST (CSC v1 §7.1) before the
-// bearer is looked at.
-func postOnly(next echo.HandlerFunc) echo.HandlerFunc {
-	return func(c echo.Context) error {
-		if c.Request().Method != http.MethodPost {
-			return echo.ErrMethodNotAllowed
-		}
-		return next(c)
+// liveStore and liveRevocation are h's Store and Revocation as they are
+// when a request uses them: the methods of the other packages read them
+// at each request, as h's own do, so that a field set after Mount applies
+// to every method alike.
+type (
+	liveStore      struct{ h *Handler }
+	liveRevocation struct{ h *Handler }
+)
+
+func (s liveStore) View(ctx context.Context, fn func(Tx) error) error {
+	return s.h.Store.View(ctx, fn)
+}
+
+func (s liveStore) Batch(ctx context.Context, fn func(Tx) error) error {
+	return s.h.Store.Batch(ctx, fn)
+}
+
+// Status is Revocation's, and Valid and current without one (the
+// validity dates only).
+func (r liveRevocation) Status(chain [][]byte) (certstatus.Status, bool) {
+	if r.h.Revocation == nil {
+		return certstatus.Valid, true
 	}
+	return r.h.Revocation.Status(chain)
 }
 
 // limit is the route middleware of a rate-limited method: key names the
@@ -312,6 +270,12 @@ func notImplementedHandler(method string) echo.HandlerFunc {
 	}
 }
 
+// oauth2Base is info's oauth2: the base URI the authorization server's
+// oauth2/authorize and oauth2/token hang off.
+func (h *Handler) oauth2Base() string {
+	return strings.TrimSuffix(h.BaseURL, "/")
+}
+
 func (h *Handler) now() time.Time {
 	if h.Now != nil {
 		return h.Now()
@@ -324,10 +288,4 @@ func (h *Handler) logger() *slog.Logger {
 		return h.Logger
 	}
 	return slog.New(slog.DiscardHandler)
-}
-
-// oauth2Base is info's oauth2: the base URI the authorization server's
-// oauth2/authorize and oauth2/token hang off.
-func (h *Handler) oauth2Base() string {
-	return strings.TrimSuffix(h.BaseURL, "/")
 }

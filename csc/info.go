@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	"github.com/labstack/echo/v4"
+	"github.com/signd/signd/csc/protocol"
 )
 
 // specsVersion is the CSC API version signd implements.
@@ -25,11 +26,11 @@ type infoResponse struct {
 // info is POST /csc/v1/info: no authentication; the optional lang is
 // checked for its type and otherwise ignored (one language is served).
 func (h *Handler) info(c echo.Context) error {
-	p, e := readParams(c.Request())
+	p, e := protocol.ReadParams(c.Request())
 	if e != nil {
 		return e
 	}
-	if _, _, e := p.str("lang", false); e != nil {
+	if _, _, e := p.Str("lang", false); e != nil {
 		return e
 	}
 	return c.JSON(http.StatusOK, infoResponse{

@@ -8,6 +8,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/signd/signd/csc/protocol"
 	"github.com/signd/signd/oauth"
 	"github.com/signd/signd/store"
 )
@@ -22,7 +23,7 @@ type listResponse struct {
 // credentials/info), in credential-ID order, a page at a time. The cost is
 // a cursor range over the owner index, proportional to the page.
 func (h *Handler) list(c echo.Context) error {
-	return jsonMethod(h.parseList, h.listCredentials)(c)
+	return protocol.JSONMethod(h.parseList, h.listCredentials)(c)
 }
 
 // listRequest is a parsed credentials/list request.
@@ -32,11 +33,11 @@ type listRequest struct {
 }
 
 // parseList checks the parameters of credentials/list in a fixed order.
-func (h *Handler) parseList(p params) (req listRequest, e *oauth.Error) {
-	if p.has("userID") {
-		return req, badRequest(descUserIDNotNull)
+func (h *Handler) parseList(p protocol.Params) (req listRequest, e *oauth.Error) {
+	if p.Has("userID") {
+		return req, protocol.BadRequest(descUserIDNotNull)
 	}
-	size, ok, e := p.positiveInt("maxResults")
+	size, ok, e := p.PositiveInt("maxResults")
 	if e != nil {
 		return req, e
 	}
@@ -44,11 +45,11 @@ func (h *Handler) parseList(p params) (req listRequest, e *oauth.Error) {
 		size = h.MaxResultsDefault
 	}
 	req.size = min(size, h.MaxResultsLimit)
-	if req.pageToken, _, e = p.str("pageToken", false); e != nil {
+	if req.pageToken, _, e = p.Str("pageToken", false); e != nil {
 		return req, e
 	}
-	if _, _, e := p.str("clientData", false); e != nil {
-		return req, invalid("clientData")
+	if _, _, e := p.Str("clientData", false); e != nil {
+		return req, protocol.Invalid("clientData")
 	}
 	return req, nil
 }
@@ -60,13 +61,13 @@ func (h *Handler) listCredentials(ctx context.Context, g *oauth.Grant, req listR
 	if req.pageToken != "" {
 		var ok bool
 		if after, ok = h.openPageToken(req.pageToken, g.Username); !ok {
-			return nil, invalid("pageToken")
+			return nil, protocol.Invalid("pageToken")
 		}
 	}
 
 	ids := make([]string, 0, size)
 	more := false
-	err := h.Store.View(ctx, func(tx Tx) error {
+	err := h.Store.View(ctx, func(tx protocol.Tx) error {
 		ids, more = ids[:0], false
 		cursor := after
 		for {

@@ -14,6 +14,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/signd/signd/csc/protocol"
 	"github.com/signd/signd/oauth"
 	"github.com/signd/signd/store"
 )
@@ -237,7 +238,7 @@ func (p *CredentialProfile) maxSignatures() int {
 // SHA-512 digest (signHash checks it against the signature's hash).
 func decodeHashParam(s string) ([]byte, bool) {
 	b, err := base64.RawURLEncoding.DecodeString(strings.TrimRight(s, "="))
-	if err != nil || !digestSize(len(b)) {
+	if err != nil || !protocol.DigestSize(len(b)) {
 		return nil, false
 	}
 	return b, true
@@ -279,7 +280,7 @@ func (p *CredentialProfile) credential(ctx context.Context, r *oauth.Request) (*
 	if t := now(); t.Before(leaf.NotBefore) || t.After(leaf.NotAfter) {
 		return nil, nil, errCredentialRefused
 	}
-	if revoked(p.Revocation, cred.Chain, leaf) {
+	if protocol.Revoked(p.Revocation, cred.Chain, leaf) {
 		return nil, nil, errCredentialRefused
 	}
 	// The user may sign with it; now the request must fit it.
@@ -289,7 +290,7 @@ func (p *CredentialProfile) credential(ctx context.Context, r *oauth.Request) (*
 	if n := len(credentialDetail(r.Binding).Digests); n > cred.Multisign {
 		// The CSC v1 description, word for word, as credentials/authorize
 		// answers it; the limit is credentials/info's multisign.
-		return nil, nil, profileError(oauth.CodeInvalidRequest, descTooMany)
+		return nil, nil, profileError(oauth.CodeInvalidRequest, protocol.DescTooMany)
 	}
 	return cred, leaf, nil
 }

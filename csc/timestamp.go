@@ -11,6 +11,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/signd/signd/csc/protocol"
 	"github.com/signd/signd/oauth"
 	"github.com/signd/signd/store"
 )
@@ -50,7 +51,7 @@ type timestampResponse struct {
 // hashAlgo (OID), optional nonce (hex) and clientData. The token is
 // audited before it leaves: no audit entry, no token.
 func (h *Handler) timestamp(c echo.Context) error {
-	g, req, e := parseRequest(c, parseTimestamp)
+	g, req, e := protocol.ParseRequest(c, parseTimestamp)
 	if e != nil {
 		return e
 	}
@@ -71,37 +72,37 @@ type timestampRequest struct {
 
 // parseTimestamp checks the parameters of signatures/timestamp in a fixed
 // order.
-func parseTimestamp(p params) (req timestampRequest, e *oauth.Error) {
-	hashB64, _, e := p.str("hash", true)
+func parseTimestamp(p protocol.Params) (req timestampRequest, e *oauth.Error) {
+	hashB64, _, e := p.Str("hash", true)
 	if e != nil {
 		return req, e
 	}
-	hashAlgo, _, e := p.str("hashAlgo", true)
+	hashAlgo, _, e := p.Str("hashAlgo", true)
 	if e != nil {
 		return req, e
 	}
 	var ok bool
 	if req.hash, ok = timestampHashes[hashAlgo]; !ok {
-		return req, invalid("hashAlgo")
+		return req, protocol.Invalid("hashAlgo")
 	}
 	var err error
-	if req.digest, err = decodeBase64(hashB64); err != nil {
-		return req, badRequest(descBadBase64)
+	if req.digest, err = protocol.DecodeBase64(hashB64); err != nil {
+		return req, protocol.BadRequest(protocol.DescBadBase64)
 	}
 	if len(req.digest) != req.hash.Size() {
-		return req, badRequest(descDigestLength)
+		return req, protocol.BadRequest(protocol.DescDigestLength)
 	}
-	if s, present, e := p.str("nonce", false); e != nil {
+	if s, present, e := p.Str("nonce", false); e != nil {
 		return req, e
 	} else if present {
 		b, err := hex.DecodeString(s)
 		if err != nil || len(s) == 0 || len(s) > maxNonceHex {
-			return req, invalid("nonce")
+			return req, protocol.Invalid("nonce")
 		}
 		req.nonce = new(big.Int).SetBytes(b)
 	}
-	if _, _, e := p.str("clientData", false); e != nil {
-		return req, invalid("clientData")
+	if _, _, e := p.Str("clientData", false); e != nil {
+		return req, protocol.Invalid("clientData")
 	}
 	return req, nil
 }
@@ -122,7 +123,7 @@ func (h *Handler) stamp(ctx context.Context, g *oauth.Grant, req timestampReques
 		Hashes: []string{hex.EncodeToString(req.digest)}, Outcome: store.AuditGranted,
 		Reason: "serial " + serial.Text(16),
 	}
-	if err := h.Store.Batch(ctx, func(tx Tx) error { return tx.AppendAudit(entry) }); err != nil {
+	if err := h.Store.Batch(ctx, func(tx protocol.Tx) error { return tx.AppendAudit(entry) }); err != nil {
 		return nil, err
 	}
 	h.logger().InfoContext(ctx, "csc: time-stamp token issued", "user", g.Username, "client", g.ClientID,

@@ -10,6 +10,8 @@ import (
 
 	"github.com/signd/signd/config"
 	"github.com/signd/signd/csc"
+	"github.com/signd/signd/csc/sad"
+	"github.com/signd/signd/csc/signhash"
 	"github.com/signd/signd/hsm"
 	"github.com/signd/signd/oauth"
 	"github.com/signd/signd/oauth/authlogin"
@@ -20,13 +22,13 @@ import (
 
 // The concrete types csc runs on.
 var (
-	_ csc.Store         = (*store.Scoped[csc.Tx])(nil)
-	_ csc.Signer        = (*hsm.Token)(nil)
-	_ csc.SchemeChecker = (*hsm.Token)(nil)
-	_ csc.PSSReporter   = (*hsm.Token)(nil)
-	_ csc.PasswordLogin = (*authlogin.Login)(nil)
-	_ csc.TokenRevoker  = (*oauth.Server)(nil)
-	_ csc.PINChecker    = (*passwords.Checker)(nil)
+	_ csc.Store              = (*store.Scoped[csc.Tx])(nil)
+	_ csc.Signer             = (*hsm.Token)(nil)
+	_ signhash.SchemeChecker = (*hsm.Token)(nil)
+	_ csc.PSSReporter        = (*hsm.Token)(nil)
+	_ csc.PasswordLogin      = (*authlogin.Login)(nil)
+	_ csc.TokenRevoker       = (*oauth.Server)(nil)
+	_ sad.PINChecker         = (*passwords.Checker)(nil)
 )
 
 // pageTokenSecret names the MAC key of credentials/list page tokens in the

@@ -1,4 +1,4 @@
-package csc
+package protocol
 
 import (
 	"bytes"
@@ -19,26 +19,26 @@ import (
 	"github.com/signd/signd/oauth"
 )
 
-// maxBody is the largest CSC request body. The largest legitimate one, a
+// MaxBody is the largest CSC request body. The largest legitimate one, a
 // signHash with a few hashes, is well under 1 KiB.
-const maxBody = 64 << 10
+const MaxBody = 64 << 10
 
 // maxDepth bounds JSON nesting inside a member of the body; CSC requests
 // nest two levels at most.
 const maxDepth = 16
 
-// params is a parsed request body: each top-level member, undecoded. It is
+// Params is a parsed request body: each top-level member, undecoded. It is
 // built only from a body that is one JSON object without duplicate keys at
 // any level.
-type params map[string]json.RawMessage
+type Params map[string]json.RawMessage
 
-// parseRequest is the common opening of a bearer-authenticated CSC method:
-// the bearer's grant, and the body (readParams) parsed by parse into the
+// ParseRequest is the common opening of a bearer-authenticated CSC method:
+// the bearer's grant, and the body (ReadParams) parsed by parse into the
 // method's request value, which parse checks in the method's fixed order.
 // On a refusal req holds what parse read before it (signHash audits it).
-func parseRequest[R any](c echo.Context, parse func(params) (R, *oauth.Error)) (g *oauth.Grant, req R, e *oauth.Error) {
+func ParseRequest[R any](c echo.Context, parse func(Params) (R, *oauth.Error)) (g *oauth.Grant, req R, e *oauth.Error) {
 	g = oauth.GrantFrom(c)
-	p, e := readParams(c.Request())
+	p, e := ReadParams(c.Request())
 	if e != nil {
 		return g, req, e
 	}
@@ -46,12 +46,12 @@ func parseRequest[R any](c echo.Context, parse func(params) (R, *oauth.Error)) (
 	return g, req, e
 }
 
-// jsonMethod is a CSC method made of its parse and its phases: the body
-// parsed into a request value (parseRequest), then serve, a method
+// JSONMethod is a CSC method made of its parse and its phases: the body
+// parsed into a request value (ParseRequest), then serve, a method
 // without HTTP in it, whose result is the 200 JSON response.
-func jsonMethod[R, S any](parse func(params) (R, *oauth.Error), serve func(context.Context, *oauth.Grant, R) (S, error)) echo.HandlerFunc {
+func JSONMethod[R, S any](parse func(Params) (R, *oauth.Error), serve func(context.Context, *oauth.Grant, R) (S, error)) echo.HandlerFunc {
 	return func(c echo.Context) error {
-		g, req, e := parseRequest(c, parse)
+		g, req, e := ParseRequest(c, parse)
 		if e != nil {
 			return e
 		}
@@ -63,32 +63,32 @@ func jsonMethod[R, S any](parse func(params) (R, *oauth.Error), serve func(conte
 	}
 }
 
-// readParams reads and checks the body of a CSC request. The Content-Type
+// ReadParams reads and checks the body of a CSC request. The Content-Type
 // must be application/json (a charset parameter, if any, must be UTF-8).
 // An empty body (no bytes at all) stands for {} — nothing in it can be
 // misread — whatever the Content-Type, unless one other than JSON is
 // declared. White space alone is a body, and not JSON.
-func readParams(r *http.Request) (params, *oauth.Error) {
-	body, err := io.ReadAll(io.LimitReader(r.Body, maxBody+1))
+func ReadParams(r *http.Request) (Params, *oauth.Error) {
+	body, err := io.ReadAll(io.LimitReader(r.Body, MaxBody+1))
 	if err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
-			return nil, badRequest(descBodyTooLarge)
+			return nil, BadRequest(descBodyTooLarge)
 		}
-		return nil, badRequest(descMalformedJSON)
+		return nil, BadRequest(descMalformedJSON)
 	}
-	if len(body) > maxBody {
-		return nil, badRequest(descBodyTooLarge)
+	if len(body) > MaxBody {
+		return nil, BadRequest(descBodyTooLarge)
 	}
 	empty := len(body) == 0
 	ct := r.Header.Get("Content-Type")
 	if ct == "" && !empty || ct != "" && !isJSON(ct) {
-		return nil, badRequest(descContentType)
+		return nil, BadRequest(descContentType)
 	}
 	if empty {
-		return params{}, nil
+		return Params{}, nil
 	}
-	return parseObject(body)
+	return ParseObject(body)
 }
 
 func isJSON(ct string) bool {
@@ -103,29 +103,29 @@ func isJSON(ct string) bool {
 	return !ok || strings.EqualFold(cs, "utf-8") || strings.EqualFold(cs, "utf8")
 }
 
-// parseObject splits a body that must be one JSON object into its members.
+// ParseObject splits a body that must be one JSON object into its members.
 // jsontext reads it in one pass and refuses a repeated name in any object
 // at any depth (names compared after unescaping, so "a" and "\u0061" are
 // the same); nesting deeper than maxDepth inside a member is malformed.
 // Refusals keep the order of a full validation first: a body that is not
 // JSON at all is malformed, even when a repeated name or a value other
 // than an object comes before its syntax error.
-func parseObject(body []byte) (params, *oauth.Error) {
+func ParseObject(body []byte) (Params, *oauth.Error) {
 	// Invalid UTF-8 is refused here; the decoder then accepts an escaped
 	// lone surrogate ("\ud800", read as U+FFFD) as encoding/json does.
 	if !utf8.Valid(body) {
-		return nil, badRequest(descMalformedJSON)
+		return nil, BadRequest(descMalformedJSON)
 	}
 	dec := getDecoder(body, jsontext.AllowInvalidUTF8(true))
 	defer putDecoder(dec)
 	tok, err := dec.ReadToken()
 	if err != nil {
-		return nil, badRequest(descMalformedJSON)
+		return nil, BadRequest(descMalformedJSON)
 	}
 	if tok.Kind() != '{' {
 		return nil, refusal(body, descNotObject)
 	}
-	p := make(params, 8)
+	p := make(Params, 8)
 	for {
 		tok, err := dec.ReadToken() // a name or the object's '}'
 		if err != nil {
@@ -142,7 +142,7 @@ func parseObject(body []byte) (params, *oauth.Error) {
 		p[key] = v
 	}
 	if _, err := dec.ReadToken(); err != io.EOF {
-		return nil, badRequest(descMalformedJSON)
+		return nil, BadRequest(descMalformedJSON)
 	}
 	return p, nil
 }
@@ -166,7 +166,7 @@ func memberValue(dec *decoder, body []byte) (json.RawMessage, *oauth.Error) {
 		}
 		switch d := dec.StackDepth(); {
 		case d > maxDepth+1:
-			return nil, badRequest(descMalformedJSON)
+			return nil, BadRequest(descMalformedJSON)
 		case d == 1: // back in the body's object
 			end := int(dec.InputOffset())
 			return json.RawMessage(bytes.TrimLeft(body[start:end:end], " \t\r\n:")), nil
@@ -181,22 +181,22 @@ func syntaxRefusal(body []byte, err error) *oauth.Error {
 	if errors.As(err, &se) && se.Err == jsontext.ErrDuplicateName {
 		return refusal(body, "Duplicate parameter "+paramName(se.JSONPointer.LastToken()))
 	}
-	return badRequest(descMalformedJSON)
+	return BadRequest(descMalformedJSON)
 }
 
 // refusal is a refusal found before the end of the body: it stands if the
 // whole body is JSON (repeated names allowed), else the body is malformed.
 func refusal(body []byte, desc string) *oauth.Error {
 	if !json.Valid(body) {
-		return badRequest(descMalformedJSON)
+		return BadRequest(descMalformedJSON)
 	}
-	return badRequest(desc)
+	return BadRequest(desc)
 }
 
-// arrayElems returns the elements of v, a valid JSON array, undecoded, but
+// ArrayElems returns the elements of v, a valid JSON array, undecoded, but
 // at most limit of them: more reports that the array has another element,
 // and nothing past it is looked at.
-func arrayElems(v []byte, limit int) (elems [][]byte, more bool) {
+func ArrayElems(v []byte, limit int) (elems [][]byte, more bool) {
 	dec := getDecoder(v, jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true))
 	defer putDecoder(dec)
 	if tok, err := dec.ReadToken(); err != nil || tok.Kind() != '[' {
@@ -240,15 +240,15 @@ func putDecoder(d *decoder) {
 	decoders.Put(d)
 }
 
-// has reports whether name is present and not null.
-func (p params) has(name string) bool {
+// Has reports whether name is present and not null.
+func (p Params) Has(name string) bool {
 	v, ok := p[name]
 	return ok && string(v) != "null"
 }
 
-// kind returns the JSON type of a member: '"', '{', '[', 't'/'f', 'n' or a
+// Kind returns the JSON type of a member: '"', '{', '[', 't'/'f', 'n' or a
 // number's first byte; 0 when absent.
-func (p params) kind(name string) byte {
+func (p Params) Kind(name string) byte {
 	v, ok := p[name]
 	if !ok || len(v) == 0 {
 		return 0
@@ -256,30 +256,30 @@ func (p params) kind(name string) byte {
 	return v[0]
 }
 
-// str returns a string member. ok is false when it is absent or null; e is
+// Str returns a string member. ok is false when it is absent or null; e is
 // set when it is present but not a string, or required and absent or
 // empty.
-func (p params) str(name string, required bool) (s string, ok bool, e *oauth.Error) {
-	if !p.has(name) {
+func (p Params) Str(name string, required bool) (s string, ok bool, e *oauth.Error) {
+	if !p.Has(name) {
 		if required {
-			return "", false, missing("string", name)
+			return "", false, Missing("string", name)
 		}
 		return "", false, nil
 	}
-	if s, ok = jsonString(p[name]); !ok {
-		return "", false, missing("string", name)
+	if s, ok = JSONString(p[name]); !ok {
+		return "", false, Missing("string", name)
 	}
 	if s == "" && required {
-		return "", false, missing("string", name)
+		return "", false, Missing("string", name)
 	}
 	return s, true, nil
 }
 
-// jsonString decodes v, a JSON value, as a string; ok is false when it is
+// JSONString decodes v, a JSON value, as a string; ok is false when it is
 // not one. A string of printable ASCII without escapes (every credential
 // ID, SAD and base64 hash a client sends) is its own text and is taken as
 // is; any other goes through encoding/json.
-func jsonString(v []byte) (s string, ok bool) {
+func JSONString(v []byte) (s string, ok bool) {
 	if len(v) < 2 || v[0] != '"' {
 		return "", false
 	}
@@ -300,9 +300,9 @@ func jsonString(v []byte) (s string, ok bool) {
 	return s, true
 }
 
-// boolean returns a boolean member, def when absent or null.
-func (p params) boolean(name string, def bool) (bool, *oauth.Error) {
-	if !p.has(name) {
+// Bool returns a boolean member, def when absent or null.
+func (p Params) Bool(name string, def bool) (bool, *oauth.Error) {
+	if !p.Has(name) {
 		return def, nil
 	}
 	switch string(p[name]) {
@@ -311,37 +311,37 @@ func (p params) boolean(name string, def bool) (bool, *oauth.Error) {
 	case "false":
 		return false, nil
 	}
-	return false, missing("boolean", name)
+	return false, Missing("boolean", name)
 }
 
-// positiveInt returns an integer member given as a JSON number or as a
+// PositiveInt returns an integer member given as a JSON number or as a
 // string of decimal digits (the specification declares maxResults a
 // string, its sample sends a number). ok is false when absent or null.
-func (p params) positiveInt(name string) (n int, ok bool, e *oauth.Error) {
-	if !p.has(name) {
+func (p Params) PositiveInt(name string) (n int, ok bool, e *oauth.Error) {
+	if !p.Has(name) {
 		return 0, false, nil
 	}
 	raw := string(p[name])
-	switch k := p.kind(name); {
+	switch k := p.Kind(name); {
 	case k == '"':
-		s, ok := jsonString(p[name])
+		s, ok := JSONString(p[name])
 		if !ok {
-			return 0, false, missing("integer", name)
+			return 0, false, Missing("integer", name)
 		}
 		raw = s
 	case k == '-' || k >= '0' && k <= '9':
 	default:
-		return 0, false, missing("integer", name)
+		return 0, false, Missing("integer", name)
 	}
 	if raw == "" || strings.TrimLeft(raw, "0123456789") != "" {
-		return 0, false, invalid(name)
+		return 0, false, Invalid(name)
 	}
 	if digits := strings.TrimLeft(raw, "0"); len(digits) > 9 {
 		return 1 << 30, true, nil // "too large" means the server's maximum
 	}
 	n, err := strconv.Atoi(raw)
 	if err != nil || n < 1 {
-		return 0, false, invalid(name)
+		return 0, false, Invalid(name)
 	}
 	return n, true, nil
 }

@@ -1,7 +1,6 @@
-package csc
+package signhash
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/base64"
@@ -11,11 +10,11 @@ import (
 	"fmt"
 	"net/http"
 	"runtime/trace"
-	"slices"
 	"time"
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/signd/signd/csc/protocol"
 	"github.com/signd/signd/oauth"
 	"github.com/signd/signd/store"
 )
@@ -38,6 +37,13 @@ type signHashRequest struct {
 	signAlgoOID, hashAlgoOID string
 }
 
+// Descriptions of signHash's own refusals.
+const (
+	descAlgoUnsupported = "Invalid parameter signAlgo: the signing device cannot make this algorithm with this credential's key"
+	descKeyMissing      = "The signing key is not available on this node, try again later"
+	descCredIDsConflict = "Parameters credentialID and credentialIDs differ"
+)
+
 type signHashResponse struct {
 	Signatures []string `json:"signatures"`
 }
@@ -47,52 +53,29 @@ type signHashResponse struct {
 // what was parsed before it (for the audit entry). A hash array of more
 // than maxHashes entries is refused before any entry is decoded; entries
 // past maxHashes+1 are not even looked at.
-func parseSignHash(p params, maxHashes int) (req signHashRequest, e *oauth.Error) {
+func parseSignHash(p protocol.Params, maxHashes int) (req signHashRequest, e *oauth.Error) {
 	req.hashesRaw = p["hash"]
-	req.signAlgoOID, _, _ = p.str("signAlgo", false)
-	req.hashAlgoOID, _, _ = p.str("hashAlgo", false)
+	req.signAlgoOID, _, _ = p.Str("signAlgo", false)
+	req.hashAlgoOID, _, _ = p.Str("hashAlgo", false)
 	if req.credentialID, e = credentialIDParam(p); e != nil {
 		return req, e
 	}
-	if req.sad, _, e = p.str("SAD", true); e != nil {
+	if req.sad, _, e = p.Str("SAD", true); e != nil {
 		return req, e
 	}
-	if p.kind("hash") != '[' {
-		return req, missing("array", "hash")
-	}
-	elems, more := arrayElems(p["hash"], maxHashes)
-	req.hashCount = len(elems)
-	if more {
-		req.hashCount++
-		return req, tooManyHashes(maxHashes)
-	}
-	if len(elems) == 0 {
-		return req, badRequest(descEmptyHash)
-	}
-	for _, el := range elems {
-		s, ok := jsonString(el)
-		if !ok {
-			return req, badRequest(descBadBase64)
-		}
-		d, err := decodeBase64(s)
-		if err != nil {
-			return req, badRequest(descBadBase64)
-		}
-		if !digestSize(len(d)) {
-			return req, badRequest(descDigestLength)
-		}
-		req.hashes = append(req.hashes, d)
+	if req.hashes, req.hashCount, e = protocol.HashArray(p, maxHashes); e != nil {
+		return req, e
 	}
 	if req.algo, e = parseSignAlgo(p); e != nil {
 		return req, e
 	}
 	for _, d := range req.hashes {
 		if len(d) != req.algo.opts.HashFunc().Size() {
-			return req, badRequest(descDigestLength)
+			return req, protocol.BadRequest(protocol.DescDigestLength)
 		}
 	}
-	if _, _, e := p.str("clientData", false); e != nil {
-		return req, invalid("clientData")
+	if _, _, e := p.Str("clientData", false); e != nil {
+		return req, protocol.Invalid("clientData")
 	}
 	return req, nil
 }
@@ -101,49 +84,40 @@ func parseSignHash(p params, maxHashes int) (req signHashRequest, e *oauth.Error
 // names the latter, its sample the former, and both are accepted;
 // credentialIDs may be a string or an array of exactly one string. Both
 // present must agree.
-func credentialIDParam(p params) (string, *oauth.Error) {
-	id, hasID, e := p.str("credentialID", false)
+func credentialIDParam(p protocol.Params) (string, *oauth.Error) {
+	id, hasID, e := p.Str("credentialID", false)
 	if e != nil || hasID && id == "" {
-		return "", missing("string", "credentialID")
+		return "", protocol.Missing("string", "credentialID")
 	}
-	if !p.has("credentialIDs") {
+	if !p.Has("credentialIDs") {
 		if !hasID {
-			return "", missing("string", "credentialID")
+			return "", protocol.Missing("string", "credentialID")
 		}
 		return id, nil
 	}
 	var ids string
-	switch p.kind("credentialIDs") {
+	switch p.Kind("credentialIDs") {
 	case '"':
-		ids, _, e = p.str("credentialIDs", true)
+		ids, _, e = p.Str("credentialIDs", true)
 		if e != nil {
 			return "", e
 		}
 	case '[':
 		var list []json.RawMessage
 		if err := json.Unmarshal(p["credentialIDs"], &list); err != nil || len(list) != 1 {
-			return "", invalid("credentialIDs")
+			return "", protocol.Invalid("credentialIDs")
 		}
 		var ok bool
-		if ids, ok = jsonString(list[0]); !ok || ids == "" {
-			return "", missing("string", "credentialIDs")
+		if ids, ok = protocol.JSONString(list[0]); !ok || ids == "" {
+			return "", protocol.Missing("string", "credentialIDs")
 		}
 	default:
-		return "", missing("string", "credentialIDs")
+		return "", protocol.Missing("string", "credentialIDs")
 	}
 	if hasID && id != ids {
-		return "", badRequest(descCredIDsConflict)
+		return "", protocol.BadRequest(descCredIDsConflict)
 	}
 	return ids, nil
-}
-
-// decodeBase64 decodes standard base64 (RFC 4648 §4), padded or not; the
-// URL-safe alphabet and line breaks are refused.
-func decodeBase64(s string) ([]byte, error) {
-	if len(s)%4 == 0 {
-		return base64.StdEncoding.Strict().DecodeString(s)
-	}
-	return base64.RawStdEncoding.Strict().DecodeString(s)
 }
 
 // decision is the outcome of the signHash transaction.
@@ -183,7 +157,7 @@ func (h *Handler) signHash(c echo.Context) error {
 	defer func() { h.observeSignHash(time.Since(start), out) }()
 
 	reg := trace.StartRegion(ctx, "params")
-	g, req, perr := parseRequest(c, h.parseSignHash)
+	g, req, perr := protocol.ParseRequest(c, h.parseSignHash)
 	reg.End()
 	var err error
 	if perr != nil {
@@ -226,8 +200,8 @@ func (h *Handler) observeSignHash(d time.Duration, out signHashOutcome) {
 // refuseMalformed audits a request refused while it was parsed: it was
 // made with a valid Bearer. Nothing was looked up, so no SAD is touched.
 func (h *Handler) refuseMalformed(ctx context.Context, g *oauth.Grant, req signHashRequest, perr *oauth.Error) (signHashOutcome, error) {
-	err := h.Store.Batch(context.WithoutCancel(ctx), func(tx Tx) error {
-		return tx.AppendAudit(req.auditEntry(h.now(), g, store.AuditRefused, perr.Description))
+	err := h.Store.Batch(context.WithoutCancel(ctx), func(tx protocol.Tx) error {
+		return tx.AppendAudit(req.auditEntry(h.Now(), g, store.AuditRefused, perr.Description))
 	})
 	if err != nil {
 		return signHashOutcome{result: "error"}, err
@@ -261,8 +235,8 @@ func (h *Handler) signHashes(ctx context.Context, g *oauth.Grant, req signHashRe
 		if inFlight != nil {
 			inFlight.wait() // an earlier run granted, the committed one did not: discarded
 		}
-		h.logger().InfoContext(ctx, "csc: signHash refused", "user", g.Username, "client", g.ClientID,
-			"credential", auditCredential(req.credentialID), "reason", d.reason, "audit_seq", d.seq)
+		h.Logger.InfoContext(ctx, "csc: signHash refused", "user", g.Username, "client", g.ClientID,
+			"credential", protocol.AuditCredential(req.credentialID), "reason", d.reason, "audit_seq", d.seq)
 		out := signHashOutcome{result: "refused"}
 		if d.sadReason != "" {
 			out.sad, out.sadReason = "refused", d.sadReason
@@ -277,7 +251,7 @@ func (h *Handler) signHashes(ctx context.Context, g *oauth.Grant, req signHashRe
 	if res.err != nil {
 		// Only a failure before any signature was made may give the SAD
 		// back: with failed > 0 signatures exist.
-		out, err := h.signFailed(sctx, req.auditEntry(h.now(), g, store.AuditGranted, ""), d, res.err)
+		out, err := h.signFailed(sctx, req.auditEntry(h.Now(), g, store.AuditGranted, ""), d, res.err)
 		out.sad = "consumed"
 		return out, err
 	}
@@ -294,15 +268,15 @@ func (h *Handler) signHashes(ctx context.Context, g *oauth.Grant, req signHashRe
 func (h *Handler) consume(ctx context.Context, g *oauth.Grant, req signHashRequest) (decision, *signing, error) {
 	var d decision
 	var inFlight *signing
-	err := h.Store.Batch(ctx, func(tx Tx) error {
+	err := h.Store.Batch(ctx, func(tx protocol.Tx) error {
 		defer trace.StartRegion(ctx, "tx").End()
 		var err error
 		if d, err = h.decide(tx, g, req); err != nil {
 			return err
 		}
-		e := req.auditEntry(h.now(), g, store.AuditGranted, "")
+		e := req.auditEntry(h.Now(), g, store.AuditGranted, "")
 		if d.err != nil {
-			e = req.auditEntry(h.now(), g, store.AuditRefused, d.reason)
+			e = req.auditEntry(h.Now(), g, store.AuditRefused, d.reason)
 		} else if inFlight == nil {
 			inFlight = h.startSigning(ctx, d.keyID, req.algo.opts, req.hashes)
 		}
@@ -315,7 +289,7 @@ func (h *Handler) consume(ctx context.Context, g *oauth.Grant, req signHashReque
 	if err != nil {
 		if inFlight != nil {
 			if res := inFlight.wait(); res.err != nil {
-				h.logger().ErrorContext(ctx, "csc: signing failed while the SAD's consumption failed to commit", "err", res.err)
+				h.Logger.ErrorContext(ctx, "csc: signing failed while the SAD's consumption failed to commit", "err", res.err)
 			}
 		}
 		return decision{}, nil, err
@@ -331,7 +305,7 @@ func (h *Handler) consume(ctx context.Context, g *oauth.Grant, req signHashReque
 func (req *signHashRequest) auditEntry(now time.Time, g *oauth.Grant, outcome, reason string) *store.AuditEntry {
 	e := &store.AuditEntry{
 		Time: now, Kind: store.AuditSignHash, User: g.Username, Client: g.ClientID,
-		Credential: auditCredential(req.credentialID), Outcome: outcome, Reason: reason,
+		Credential: protocol.AuditCredential(req.credentialID), Outcome: outcome, Reason: reason,
 		SignAlgo: auditOID(req.signAlgoOID), HashAlgo: auditOID(req.hashAlgoOID),
 	}
 	if outcome == store.AuditRefused {
@@ -342,34 +316,13 @@ func (req *signHashRequest) auditEntry(now time.Time, g *oauth.Grant, outcome, r
 		}
 		return e
 	}
-	e.Hashes = hexHashes(req.hashes)
+	e.Hashes = protocol.HexHashes(req.hashes)
 	return e
 }
 
 // parseSignHash parses a signHash body with the handler's hash cap.
-func (h *Handler) parseSignHash(p params) (signHashRequest, *oauth.Error) {
+func (h *Handler) parseSignHash(p protocol.Params) (signHashRequest, *oauth.Error) {
 	return parseSignHash(p, h.MaxHashes)
-}
-
-// tooManyHashes refuses a hash array over the cap. CSC v1 has no row for
-// it; the description names the limit so that a client knows what to do.
-func tooManyHashes(limit int) *oauth.Error {
-	return badRequest(fmt.Sprintf("Too many hashes: at most %d per request", limit))
-}
-
-// maxCredentialIDLen is the longest credential ID the store accepts (its
-// database keys are at most 128 bytes).
-const maxCredentialIDLen = 128
-
-// auditCredential is how the audit log and the log name a requested
-// credential ID: as sent, or, when longer than any stored ID can be, as
-// "sha256:" and its hex digest, so that the client cannot grow entries.
-func auditCredential(id string) string {
-	if len(id) <= maxCredentialIDLen {
-		return id
-	}
-	sum := sha256.Sum256([]byte(id))
-	return "sha256:" + hex.EncodeToString(sum[:])
 }
 
 // auditOID is how the audit entry records a signAlgo or hashAlgo: as sent
@@ -387,13 +340,13 @@ func auditOID(s string) string {
 // stays consumed: the client needs a new one.
 func (h *Handler) auditFailure(ctx context.Context, e *store.AuditEntry, seq uint64, cause error) {
 	reason := h.classifySigner(cause).auditReason()
-	err := h.Store.Batch(ctx, func(tx Tx) error {
+	err := h.Store.Batch(ctx, func(tx protocol.Tx) error {
 		f := *e
 		f.Outcome, f.Reason, f.Ref = store.AuditFailed, reason, seq
 		return tx.AppendAudit(&f)
 	})
 	if err != nil {
-		h.logger().ErrorContext(ctx, "csc: audit entry of a failed signature lost", "audit_ref", seq, "err", err)
+		h.Logger.ErrorContext(ctx, "csc: audit entry of a failed signature lost", "audit_ref", seq, "err", err)
 	}
 }
 
@@ -402,30 +355,13 @@ func (h *Handler) auditFailure(ctx context.Context, e *store.AuditEntry, seq uin
 // presented value exists it is deleted, and every check after that refuses
 // with the SAD already gone. It returns an error only for store failures
 // (the transaction is rolled back and nothing is consumed).
-func (h *Handler) decide(tx Tx, g *oauth.Grant, req signHashRequest) (decision, error) {
-	now := h.now()
-	cred, err := tx.Credential(req.credentialID)
-	switch {
-	case errors.Is(err, store.ErrNotFound):
-		return refuse(invalid("credentialID"), "unknown credential", ""), nil
-	case err != nil:
-		return decision{}, err
-	case cred.Owner != g.Username:
-		return refuse(invalid("credentialID"), "credential of another user", ""), nil
-	case !usableBy(cred, g.Username):
-		return refuse(invalid("credentialID"), "credential pending (no certificate)", ""), nil
-	case cred.Status != store.CredentialEnabled:
-		return refuse(badRequest(descCredDisabled), "credential disabled", ""), nil
-	}
-	leaf, err := h.leaves.parse(cred.Chain[0])
+func (h *Handler) decide(tx protocol.Tx, g *oauth.Grant, req signHashRequest) (decision, error) {
+	now := h.Now()
+	cred, e, why, err := h.Certs.Credential(tx, req.credentialID, g.Username, now)
 	if err != nil {
-		return decision{}, fmt.Errorf("csc: credential %s: certificate: %w", cred.ID, err)
-	}
-	if msg := certRefusal(leaf, now); msg != "" {
-		return refuse(badRequest(msg), "certificate not valid now", ""), nil
-	}
-	if msg, reason := revocationRefusal(h.Revocation, cred.Chain, leaf); msg != "" {
-		return refuse(badRequest(msg), reason, ""), nil
+		return decision{}, err
+	} else if e != nil {
+		return refuse(e, why, ""), nil
 	}
 	if !req.algo.fits(cred.Algorithm) {
 		return refuse(wrongKeyAlgo(cred.Algorithm), "signAlgo "+req.algo.oid+" for a "+cred.Algorithm+" key", ""), nil
@@ -438,73 +374,34 @@ func (h *Handler) decide(tx Tx, g *oauth.Grant, req signHashRequest) (decision, 
 	sad, err := tx.Token(fp)
 	switch {
 	case errors.Is(err, store.ErrNotFound):
-		return refuse(invalid("SAD"), "unknown SAD", "unknown"), nil
+		return refuse(protocol.Invalid("SAD"), "unknown SAD", "unknown"), nil
 	case err != nil:
 		return decision{}, err
 	case sad.Kind != store.TokenSAD:
 		// An access token is never a SAD, and is not consumed either.
-		return refuse(invalid("SAD"), "access token presented as SAD", "unknown"), nil
+		return refuse(protocol.Invalid("SAD"), "access token presented as SAD", "unknown"), nil
 	}
 	if err := tx.DeleteToken(fp); err != nil {
 		return decision{}, err
 	}
 	switch {
 	case sad.Username != g.Username:
-		return refuse(invalid("SAD"), "SAD of another user (burned)", "user"), nil
+		return refuse(protocol.Invalid("SAD"), "SAD of another user (burned)", "user"), nil
 	case sad.ClientID != g.ClientID:
-		return refuse(invalid("SAD"), "SAD of another client (burned)", "client"), nil
+		return refuse(protocol.Invalid("SAD"), "SAD of another client (burned)", "client"), nil
 	case sad.CredentialID != cred.ID:
-		return refuse(invalid("SAD"), "SAD for another credential (burned)", "credential"), nil
+		return refuse(protocol.Invalid("SAD"), "SAD for another credential (burned)", "credential"), nil
 	case !now.Before(sad.ExpiresAt):
-		return refuse(badRequest(descSADExpired), "SAD expired (burned)", "expired"), nil
+		return refuse(protocol.BadRequest(protocol.DescSADExpired), "SAD expired (burned)", "expired"), nil
 	case len(req.hashes) != len(sad.Hashes): // numSignatures
-		return refuse(badRequest(descHashNotAuth), fmt.Sprintf("%d hashes, the SAD authorizes %d (burned)", len(req.hashes), len(sad.Hashes)), "hash"), nil
-	case !sameHashes(sad.Hashes, req.hashes):
-		return refuse(badRequest(descHashNotAuth), "hashes differ from the SAD's (burned)", "hash"), nil
+		return refuse(protocol.BadRequest(protocol.DescHashNotAuth), fmt.Sprintf("%d hashes, the SAD authorizes %d (burned)", len(req.hashes), len(sad.Hashes)), "hash"), nil
+	case !protocol.SameHashes(sad.Hashes, req.hashes):
+		return refuse(protocol.BadRequest(protocol.DescHashNotAuth), "hashes differ from the SAD's (burned)", "hash"), nil
 	}
-	if why, err := revokedSAD(tx, sad); err != nil {
+	if why, err := protocol.RevokedSAD(tx, sad); err != nil {
 		return decision{}, err
 	} else if why != "" {
-		return refuse(invalid("SAD"), why, "revoked"), nil
+		return refuse(protocol.Invalid("SAD"), why, "revoked"), nil
 	}
 	return decision{keyID: cred.KeyID, sad: sad, sadReason: "consumed"}, nil
-}
-
-// revokedSAD says why a SAD that passed every binding check may no longer
-// be used: its client was removed, or its user removed or disabled, since
-// it was issued. Those admin actions revoke the SAD in their own
-// transaction; checking here, in the transaction that consumes it, holds
-// even when one landed after the bearer check or missed the SAD.
-func revokedSAD(tx Tx, sad *store.Token) (string, error) {
-	if _, err := tx.Client(sad.ClientID); errors.Is(err, store.ErrNotFound) {
-		return "client removed (burned)", nil
-	} else if err != nil {
-		return "", err
-	}
-	u, err := tx.User(sad.Username)
-	switch {
-	case errors.Is(err, store.ErrNotFound) || err == nil && u.Status != store.UserActive:
-		return "user removed or disabled (burned)", nil
-	case err != nil:
-		return "", err
-	}
-	return "", nil
-}
-
-// sameHashes reports whether a and b hold the same digests the same number
-// of times, in any order: a SAD covers exactly its hashes, no more, no
-// fewer (the authorize hash list is order-independent).
-func sameHashes(a, b [][]byte) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	sa, sb := slices.Clone(a), slices.Clone(b)
-	slices.SortFunc(sa, bytes.Compare)
-	slices.SortFunc(sb, bytes.Compare)
-	for i := range sa {
-		if !bytes.Equal(sa[i], sb[i]) {
-			return false
-		}
-	}
-	return true
 }

@@ -1,4 +1,4 @@
-package csc
+package signhash
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"runtime/trace"
 
+	"github.com/signd/signd/csc/protocol"
 	"github.com/signd/signd/oauth"
 	"github.com/signd/signd/store"
 )
@@ -23,13 +24,12 @@ const (
 )
 
 // What a Signer error answers about itself. The errors of package hsm
-// (and of its software token) implement these methods; csc asks them with
-// errors.As and does not import hsm. An error that answers none is an
-// internal failure (500).
+// (and of its software token) implement these methods; signhash asks them
+// with errors.As and does not import hsm. An error that answers none is an
+// internal failure (500); one that answers Unavailable
+// (protocol.UnavailableError: busy, reconnecting, closed, its PIN refused)
+// is 503.
 type (
-	// unavailableError: the HSM cannot serve now, a retry later may
-	// succeed (busy, reconnecting, closed, its PIN refused): 503.
-	unavailableError interface{ Unavailable() bool }
 	// keyMissingError: this node's HSM does not hold the key; another
 	// node's may (Handler.Clustered).
 	keyMissingError interface{ KeyMissing() bool }
@@ -44,25 +44,18 @@ type (
 	notSignedError interface{ NotSigned() bool }
 )
 
-// answers reports whether err, or an error it wraps, implements T and
-// answers true.
-func answers[T any](err error, ask func(T) bool) bool {
-	var t T
-	return errors.As(err, &t) && ask(t)
-}
-
 // classifySigner sorts a Signer error by what it answers: unavailable,
 // then (on a node of a cluster) missing on this node, unsupported,
 // unusable.
 func (h *Handler) classifySigner(err error) signerFailure {
 	switch {
-	case answers(err, unavailableError.Unavailable):
+	case protocol.Answers(err, protocol.UnavailableError.Unavailable):
 		return failureUnavailable
-	case h.Clustered && answers(err, keyMissingError.KeyMissing):
+	case h.Clustered && protocol.Answers(err, keyMissingError.KeyMissing):
 		return failureKeyMissing
-	case answers(err, unsupportedError.Unsupported):
+	case protocol.Answers(err, unsupportedError.Unsupported):
 		return failureUnsupported
-	case answers(err, keyUnusableError.KeyUnusable):
+	case protocol.Answers(err, keyUnusableError.KeyUnusable):
 		return failureKey
 	}
 	return failureError
@@ -102,12 +95,12 @@ func (f signerFailure) auditReason() string {
 func (f signerFailure) response(err error) error {
 	switch f {
 	case failureKey:
-		return badRequest(descCredDisabled)
+		return protocol.BadRequest(protocol.DescCredDisabled)
 	case failureUnsupported:
-		return badRequest(descAlgoUnsupported)
+		return protocol.BadRequest(descAlgoUnsupported)
 	case failureKeyMissing:
 		return &oauth.Error{Code: oauth.CodeTemporarilyUnavailable, Description: descKeyMissing,
-			Status: http.StatusServiceUnavailable, Header: retryLater()}
+			Status: http.StatusServiceUnavailable, Header: protocol.RetryLater()}
 	}
 	return err
 }
@@ -118,9 +111,9 @@ func (f signerFailure) response(err error) error {
 func (h *Handler) logKeyFailure(ctx context.Context, f signerFailure, credential string, err error) {
 	switch f {
 	case failureKey:
-		h.logger().ErrorContext(ctx, "csc: the credential's key cannot sign", "credential", credential, "err", err)
+		h.Logger.ErrorContext(ctx, "csc: the credential's key cannot sign", "credential", credential, "err", err)
 	case failureKeyMissing:
-		h.logger().WarnContext(ctx, "csc: the credential's key is not on this node's HSM; another node may sign", "credential", credential, "err", err)
+		h.Logger.WarnContext(ctx, "csc: the credential's key is not on this node's HSM; another node may sign", "credential", credential, "err", err)
 	}
 }
 
@@ -135,14 +128,14 @@ func (h *Handler) logKeyFailure(ctx context.Context, f signerFailure, credential
 func (h *Handler) preflight(ctx context.Context, g *oauth.Grant, credentialID string, opts crypto.SignerOpts) error {
 	var keyID []byte
 	reg := trace.StartRegion(ctx, "preflight.view")
-	err := h.Store.View(ctx, func(tx Tx) error {
+	err := h.Store.View(ctx, func(tx protocol.Tx) error {
 		cred, err := tx.Credential(credentialID)
 		switch {
 		case errors.Is(err, store.ErrNotFound):
 			return nil
 		case err != nil:
 			return err
-		case usableBy(cred, g.Username) && cred.Status == store.CredentialEnabled:
+		case protocol.UsableBy(cred, g.Username) && cred.Status == store.CredentialEnabled:
 			keyID = cred.KeyID
 		}
 		return nil
@@ -162,15 +155,15 @@ func (h *Handler) preflight(ctx context.Context, g *oauth.Grant, credentialID st
 // not touched; the refusal is audited like any other.
 func (h *Handler) preflightRefused(ctx context.Context, g *oauth.Grant, req signHashRequest, cause error) (signHashOutcome, error) {
 	f := h.classifySigner(cause)
-	h.logKeyFailure(ctx, f, auditCredential(req.credentialID), cause)
-	err := h.Store.Batch(context.WithoutCancel(ctx), func(tx Tx) error {
-		return tx.AppendAudit(req.auditEntry(h.now(), g, store.AuditRefused, f.auditReason()+" (SAD not consumed)"))
+	h.logKeyFailure(ctx, f, protocol.AuditCredential(req.credentialID), cause)
+	err := h.Store.Batch(context.WithoutCancel(ctx), func(tx protocol.Tx) error {
+		return tx.AppendAudit(req.auditEntry(h.Now(), g, store.AuditRefused, f.auditReason()+" (SAD not consumed)"))
 	})
 	if err != nil {
 		return signHashOutcome{result: "error"}, err
 	}
-	h.logger().InfoContext(ctx, "csc: signHash refused before the SAD was consumed", "user", g.Username, "client", g.ClientID,
-		"credential", auditCredential(req.credentialID), "reason", f.auditReason())
+	h.Logger.InfoContext(ctx, "csc: signHash refused before the SAD was consumed", "user", g.Username, "client", g.ClientID,
+		"credential", protocol.AuditCredential(req.credentialID), "reason", f.auditReason())
 	return signHashOutcome{result: f.metricsOutcome()}, f.response(cause)
 }
 
@@ -182,7 +175,7 @@ func (h *Handler) signFailed(ctx context.Context, e *store.AuditEntry, d decisio
 	f := h.classifySigner(cause)
 	out := signHashOutcome{result: f.metricsOutcome()}
 	h.logKeyFailure(ctx, f, e.Credential, cause)
-	if d.sad != nil && answers(cause, notSignedError.NotSigned) {
+	if d.sad != nil && protocol.Answers(cause, notSignedError.NotSigned) {
 		var done bool
 		if done, out.restored = h.restoreSAD(ctx, e, d, f); done {
 			return out, f.response(cause)
@@ -209,18 +202,18 @@ func (h *Handler) restoreSAD(ctx context.Context, e *store.AuditEntry, d decisio
 		failureUnavailable: "device error", failureKey: "signing key unusable", failureError: "signing failed",
 		failureKeyMissing: "signing key not available on this node",
 	}[f]
-	err := h.Store.Batch(ctx, func(tx Tx) error {
+	err := h.Store.Batch(ctx, func(tx protocol.Tx) error {
 		restored = false // Batch may run this twice
 		a := *e
 		a.Ref = d.seq
-		if !h.now().Before(d.sad.ExpiresAt) {
+		if !h.Now().Before(d.sad.ExpiresAt) {
 			a.Outcome, a.Reason = store.AuditFailed, reason+"; SAD expired meanwhile"
 			return tx.AppendAudit(&a)
 		}
 		// An admin action (client removed, user removed or disabled,
 		// credential disabled) between the consume and now revoked what
 		// the SAD hangs on: it is not given back.
-		why, err := revokedSAD(tx, d.sad)
+		why, err := protocol.RevokedSAD(tx, d.sad)
 		if err == nil && why == "" {
 			why, err = credentialGone(tx, d.sad.CredentialID)
 		}
@@ -243,17 +236,17 @@ func (h *Handler) restoreSAD(ctx context.Context, e *store.AuditEntry, d decisio
 		return nil
 	})
 	if err != nil {
-		h.logger().ErrorContext(ctx, "csc: giving back the SAD of a failed signature failed; it stays consumed", "audit_ref", d.seq, "err", err)
+		h.Logger.ErrorContext(ctx, "csc: giving back the SAD of a failed signature failed; it stays consumed", "audit_ref", d.seq, "err", err)
 		return false, false
 	}
-	h.logger().InfoContext(ctx, "csc: signing failed before any signature was made", "credential", e.Credential,
+	h.Logger.InfoContext(ctx, "csc: signing failed before any signature was made", "credential", e.Credential,
 		"audit_ref", d.seq, "sad_restored", restored)
 	return true, restored
 }
 
 // credentialGone says why the SAD's credential can no longer sign (removed
 // or not enabled), or "".
-func credentialGone(tx Tx, id string) (string, error) {
+func credentialGone(tx protocol.Tx, id string) (string, error) {
 	cred, err := tx.Credential(id)
 	switch {
 	case errors.Is(err, store.ErrNotFound):

@@ -1,4 +1,4 @@
-package csc
+package protocol
 
 import (
 	"crypto/x509"

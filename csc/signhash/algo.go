@@ -1,4 +1,4 @@
-package csc
+package signhash
 
 import (
 	"crypto"
@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/signd/signd/csc/protocol"
 	"github.com/signd/signd/oauth"
 	"github.com/signd/signd/store"
 )
@@ -17,7 +18,7 @@ import (
 // (key.algo, key.curve).
 const (
 	oidRSAEncryption   = "1.2.840.113549.1.1.1"  // RFC 8017 A.1: with hashAlgo
-	oidRSASSAPSS       = "1.2.840.113549.1.1.10" // RFC 8017 A.2.3: with signAlgoParams
+	OIDRSASSAPSS       = "1.2.840.113549.1.1.10" // RFC 8017 A.2.3: with signAlgoParams
 	oidSHA256WithRSA   = "1.2.840.113549.1.1.11"
 	oidSHA384WithRSA   = "1.2.840.113549.1.1.12"
 	oidSHA512WithRSA   = "1.2.840.113549.1.1.13"
@@ -37,14 +38,6 @@ const (
 // hashByOID are the hashes signd signs: nothing weaker than SHA-256.
 var hashByOID = map[string]crypto.Hash{oidSHA256: crypto.SHA256, oidSHA384: crypto.SHA384, oidSHA512: crypto.SHA512}
 
-// digestSize reports whether n bytes is the size of a digest of one of
-// the hashes signd signs (32, 48 or 64: SHA-256, SHA-384, SHA-512). A SAD
-// is bound to digests of these sizes, whichever way it is authorized;
-// signHash then requires the size of its signature algorithm's hash.
-func digestSize(n int) bool {
-	return n == crypto.SHA256.Size() || n == crypto.SHA384.Size() || n == crypto.SHA512.Size()
-}
-
 // signAlgoDef is what a signAlgo OID means.
 type signAlgoDef struct {
 	ec     bool        // ECDSA (an EC key); else RSA
@@ -55,7 +48,7 @@ type signAlgoDef struct {
 
 var signAlgos = map[string]signAlgoDef{
 	oidRSAEncryption:   {nullOK: true},
-	oidRSASSAPSS:       {pss: true},
+	OIDRSASSAPSS:       {pss: true},
 	oidSHA256WithRSA:   {hash: crypto.SHA256, nullOK: true},
 	oidSHA384WithRSA:   {hash: crypto.SHA384, nullOK: true},
 	oidSHA512WithRSA:   {hash: crypto.SHA512, nullOK: true},
@@ -67,12 +60,12 @@ var signAlgos = map[string]signAlgoDef{
 // keyAlgos are credentials/info's key.algo: the signAlgo OIDs a key can
 // do, rsaEncryption and sha256WithRSAEncryption first for an RSA key.
 var (
-	rsaKeyAlgos = []string{oidRSAEncryption, oidSHA256WithRSA, oidSHA384WithRSA, oidSHA512WithRSA, oidRSASSAPSS}
+	rsaKeyAlgos = []string{oidRSAEncryption, oidSHA256WithRSA, oidSHA384WithRSA, oidSHA512WithRSA, OIDRSASSAPSS}
 	ecKeyAlgos  = []string{oidECDSAWithSHA256, oidECDSAWithSHA384, oidECDSAWithSHA512}
 )
 
-// keyAlgoInfo returns key.algo and key.curve of a credential algorithm.
-func keyAlgoInfo(algorithm string) (algos []string, curve string) {
+// KeyAlgoInfo returns key.algo and key.curve of a credential algorithm.
+func KeyAlgoInfo(algorithm string) (algos []string, curve string) {
 	switch algorithm {
 	case store.AlgECP256:
 		return slices.Clone(ecKeyAlgos), oidP256
@@ -112,23 +105,23 @@ const (
 // or -512, MGF1 with the same hash, a salt of the hash's length or of the
 // key's maximum (checked by fitsKey), trailer 1), may be DER NULL with
 // the RSA PKCS#1 v1.5 OIDs and is refused otherwise.
-func parseSignAlgo(p params) (signAlgo, *oauth.Error) {
-	oid, _, e := p.str("signAlgo", true)
+func parseSignAlgo(p protocol.Params) (signAlgo, *oauth.Error) {
+	oid, _, e := p.Str("signAlgo", true)
 	if e != nil {
 		return signAlgo{}, e
 	}
-	hashAlgo, hasHashAlgo, e := p.str("hashAlgo", oid == oidRSAEncryption)
+	hashAlgo, hasHashAlgo, e := p.Str("hashAlgo", oid == oidRSAEncryption)
 	if e != nil {
 		return signAlgo{}, e
 	}
 	def, ok := signAlgos[oid]
 	if !ok {
-		return signAlgo{}, invalid("signAlgo")
+		return signAlgo{}, protocol.Invalid("signAlgo")
 	}
 	var named crypto.Hash
 	if hasHashAlgo {
 		if named, ok = hashByOID[hashAlgo]; !ok {
-			return signAlgo{}, invalid("hashAlgo")
+			return signAlgo{}, protocol.Invalid("hashAlgo")
 		}
 	}
 	hash := def.hash
@@ -136,9 +129,9 @@ func parseSignAlgo(p params) (signAlgo, *oauth.Error) {
 		hash = named
 	}
 	if hasHashAlgo && !def.pss && named != hash {
-		return signAlgo{}, invalid("hashAlgo")
+		return signAlgo{}, protocol.Invalid("hashAlgo")
 	}
-	params, hasParams, e := p.str("signAlgoParams", def.pss)
+	params, hasParams, e := p.Str("signAlgoParams", def.pss)
 	if e != nil {
 		return signAlgo{}, e
 	}
@@ -149,10 +142,10 @@ func parseSignAlgo(p params) (signAlgo, *oauth.Error) {
 			return signAlgo{}, e
 		}
 		if hasHashAlgo && named != hash {
-			return signAlgo{}, invalid("hashAlgo")
+			return signAlgo{}, protocol.Invalid("hashAlgo")
 		}
 	case hasParams && params != "" && (!def.nullOK || params != derNullBase64):
-		return signAlgo{}, invalid("signAlgoParams")
+		return signAlgo{}, protocol.Invalid("signAlgoParams")
 	}
 	a := signAlgo{oid: oid, ec: def.ec, opts: hash}
 	if def.pss {
@@ -178,29 +171,29 @@ type pssParameters struct {
 func parsePSSParams(b64 string) (crypto.Hash, int, *oauth.Error) {
 	der, err := base64.StdEncoding.Strict().DecodeString(b64)
 	if err != nil || len(der) == 0 || len(der) > 256 {
-		return 0, 0, badRequest(descPSSParamsDER)
+		return 0, 0, protocol.BadRequest(descPSSParamsDER)
 	}
 	var p pssParameters
 	if rest, err := asn1.Unmarshal(der, &p); err != nil || len(rest) != 0 {
-		return 0, 0, badRequest(descPSSParamsDER)
+		return 0, 0, protocol.BadRequest(descPSSParamsDER)
 	}
 	hash, ok := hashByOID[p.Hash.Algorithm.String()]
 	if !ok || !nullOrAbsent(p.Hash.Parameters) {
-		return 0, 0, badRequest(descPSSParamsHash)
+		return 0, 0, protocol.BadRequest(descPSSParamsHash)
 	}
 	if p.MGF.Algorithm.String() != oidMGF1 {
-		return 0, 0, badRequest(descPSSParamsMGF)
+		return 0, 0, protocol.BadRequest(descPSSParamsMGF)
 	}
 	var mgfHash pkix.AlgorithmIdentifier
 	if rest, err := asn1.Unmarshal(p.MGF.Parameters.FullBytes, &mgfHash); err != nil || len(rest) != 0 ||
 		mgfHash.Algorithm.String() != p.Hash.Algorithm.String() || !nullOrAbsent(mgfHash.Parameters) {
-		return 0, 0, badRequest(descPSSParamsMGF)
+		return 0, 0, protocol.BadRequest(descPSSParamsMGF)
 	}
 	if p.SaltLength < hash.Size() {
-		return 0, 0, badRequest(descPSSParamsSalt)
+		return 0, 0, protocol.BadRequest(descPSSParamsSalt)
 	}
 	if p.TrailerField != 1 {
-		return 0, 0, badRequest(descPSSParamsTrailer)
+		return 0, 0, protocol.BadRequest(descPSSParamsTrailer)
 	}
 	return hash, p.SaltLength, nil
 }
@@ -220,7 +213,7 @@ func (a signAlgo) saltRefusal(bits int) *oauth.Error {
 	if p.SaltLength == h || p.SaltLength == maxSalt {
 		return nil
 	}
-	return badRequest(descPSSParamsSalt)
+	return protocol.BadRequest(descPSSParamsSalt)
 }
 
 // nullOrAbsent reports whether AlgorithmIdentifier parameters are absent
@@ -236,5 +229,5 @@ func wrongKeyAlgo(algorithm string) *oauth.Error {
 	if store.AlgorithmIsEC(algorithm) {
 		kind = "EC"
 	}
-	return badRequest(fmt.Sprintf("Invalid parameter signAlgo: the credential's key is %s", kind))
+	return protocol.BadRequest(fmt.Sprintf("Invalid parameter signAlgo: the credential's key is %s", kind))
 }

@@ -1,10 +1,9 @@
-package csc
+package sad
 
 import (
 	"context"
 	"crypto/rand"
 	"encoding/base64"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"net/http"
@@ -12,27 +11,11 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/signd/signd/csc/protocol"
 	"github.com/signd/signd/oauth"
 	"github.com/signd/signd/oauth/passwords"
 	"github.com/signd/signd/store"
 )
-
-// Explicit authorization (CSC v1 §11.6–11.8): a credential whose authMode
-// is explicit gets its SAD from credentials/authorize, called with the
-// user's service access token and the signing PIN (and the TOTP code when
-// the user has one), instead of from the OAuth 2.0 credential scope. The
-// PIN is checked by the password checker with the consent page's
-// reservation and lockout (passwords.Checker.CheckSigningPIN), so a PIN guess
-// costs the same through either door. The SAD is the same record the
-// token endpoint writes: bound to the credential, the multiset of hashes,
-// the user and the client, single use, oauth.sad_ttl.
-//
-// credentials/extendTransaction trades an unexpired SAD of a credential
-// with multisign > 1 for a new one with the same binding and a fresh
-// expiry; the old value is gone in the same transaction, so there is
-// still one usable SAD for one signHash. An authorization is never
-// extended past maxSADExtensions × oauth.sad_ttl after the user
-// authenticated.
 
 // PINChecker checks a user's signing PIN (and second factor) with the
 // consent page's lockout; *passwords.Checker is one.
@@ -57,7 +40,6 @@ const (
 // Descriptions of explicit authorization (CSC v1 §11.6 and reference/csc.md).
 const (
 	descNumSignatures   = "Invalid value for parameter numSignatures"
-	descTooMany         = "Numbers of signatures is too high"
 	descHashCount       = "The number of hashes must equal numSignatures"
 	descPINInvalid      = "The PIN is invalid"
 	descPINOTPInvalid   = "The PIN or the OTP is invalid"
@@ -84,141 +66,77 @@ type authorizeRequest struct {
 	hasOTP       bool
 }
 
-// parseHashArray reads the required hash array of credentials/authorize
-// and extendTransaction: at most maxHashes standard base64 SHA-256,
-// SHA-384 or SHA-512 digests (digestSize), as the OAuth credential flow
-// takes; signHash checks them against its signature algorithm.
-func parseHashArray(p params, maxHashes int) ([][]byte, *oauth.Error) {
-	if p.kind("hash") != '[' {
-		return nil, missing("array", "hash")
-	}
-	elems, more := arrayElems(p["hash"], maxHashes)
-	if more {
-		return nil, tooManyHashes(maxHashes)
-	}
-	if len(elems) == 0 {
-		return nil, badRequest(descEmptyHash)
-	}
-	hashes := make([][]byte, 0, len(elems))
-	for _, el := range elems {
-		s, ok := jsonString(el)
-		if !ok {
-			return nil, badRequest(descBadBase64)
-		}
-		d, err := decodeBase64(s)
-		if err != nil {
-			return nil, badRequest(descBadBase64)
-		}
-		if !digestSize(len(d)) {
-			return nil, badRequest(descDigestLength)
-		}
-		hashes = append(hashes, d)
-	}
-	return hashes, nil
-}
-
 // parseAuthorize checks the parameters of credentials/authorize in a fixed
 // order, at most MaxHashes hashes. hash is required: every SAD of signd is
 // bound to its hashes (SCAL 2).
-func (h *Handler) parseAuthorize(p params) (req authorizeRequest, e *oauth.Error) {
+func (h *Handler) parseAuthorize(p protocol.Params) (req authorizeRequest, e *oauth.Error) {
 	maxHashes := h.MaxHashes
-	if req.credentialID, _, e = p.str("credentialID", true); e != nil {
+	if req.credentialID, _, e = p.Str("credentialID", true); e != nil {
 		return req, e
 	}
-	n, ok, e := p.positiveInt("numSignatures")
+	n, ok, e := p.PositiveInt("numSignatures")
 	switch {
-	case e != nil && e.Description == missing("integer", "numSignatures").Description:
+	case e != nil && e.Description == protocol.Missing("integer", "numSignatures").Description:
 		return req, e
 	case e != nil:
-		return req, badRequest(descNumSignatures)
+		return req, protocol.BadRequest(descNumSignatures)
 	case !ok:
-		return req, missing("integer", "numSignatures")
+		return req, protocol.Missing("integer", "numSignatures")
 	}
 	if n > maxHashes {
-		return req, badRequest(descTooMany)
+		return req, protocol.BadRequest(protocol.DescTooMany)
 	}
-	if req.hashes, e = parseHashArray(p, maxHashes); e != nil {
+	if req.hashes, _, e = protocol.HashArray(p, maxHashes); e != nil {
 		return req, e
 	}
 	if len(req.hashes) != n {
-		return req, badRequest(descHashCount)
+		return req, protocol.BadRequest(descHashCount)
 	}
-	if req.pin, _, e = p.str("PIN", false); e != nil {
+	if req.pin, _, e = p.Str("PIN", false); e != nil {
 		return req, e
 	}
 	if len(req.pin) > maxPINLen {
-		return req, invalid("PIN")
+		return req, protocol.Invalid("PIN")
 	}
-	if req.otp, req.hasOTP, e = p.str("OTP", false); e != nil {
+	if req.otp, req.hasOTP, e = p.Str("OTP", false); e != nil {
 		return req, e
 	}
 	if len(req.otp) > maxOTPLen {
-		return req, invalid("OTP")
+		return req, protocol.Invalid("OTP")
 	}
-	if d, _, e := p.str("description", false); e != nil {
+	if d, _, e := p.Str("description", false); e != nil {
 		return req, e
-	} else if len(d) > profileMaxDescription {
-		return req, invalid("description")
+	} else if len(d) > protocol.MaxDescription {
+		return req, protocol.Invalid("description")
 	}
-	if _, _, e := p.str("clientData", false); e != nil {
-		return req, invalid("clientData")
+	if _, _, e := p.Str("clientData", false); e != nil {
+		return req, protocol.Invalid("clientData")
 	}
 	return req, nil
-}
-
-// signable checks that username may sign with cred now: it is theirs,
-// enabled, with a certificate valid at now and not revoked, suspended or
-// of unknown status (Handler.Revocation). The refusals are signHash's.
-func (h *Handler) signable(cred *store.Credential, username string, now time.Time) (*oauth.Error, string, error) {
-	switch {
-	case cred.Owner != username:
-		return invalid("credentialID"), "credential of another user", nil
-	case !usableBy(cred, username):
-		return invalid("credentialID"), "credential pending (no certificate)", nil
-	case cred.Status != store.CredentialEnabled:
-		return badRequest(descCredDisabled), "credential disabled", nil
-	}
-	leaf, err := h.leaves.parse(cred.Chain[0])
-	if err != nil {
-		return nil, "", fmt.Errorf("csc: credential %s: certificate: %w", cred.ID, err)
-	}
-	if msg := certRefusal(leaf, now); msg != "" {
-		return badRequest(msg), "certificate not valid now", nil
-	}
-	if msg, reason := revocationRefusal(h.Revocation, cred.Chain, leaf); msg != "" {
-		return badRequest(msg), reason, nil
-	}
-	return nil, "", nil
 }
 
 // explicitCredential reads the credential and the user of an authorize
 // request in tx and checks that the user may authorize n signatures with
 // it.
-func (h *Handler) explicitCredential(tx Tx, username, id string, n int) (*store.User, *oauth.Error, string, error) {
-	cred, err := tx.Credential(id)
-	switch {
-	case errors.Is(err, store.ErrNotFound):
-		return nil, invalid("credentialID"), "unknown credential", nil
-	case err != nil:
-		return nil, nil, "", err
-	}
-	if e, why, err := h.signable(cred, username, h.now()); e != nil || err != nil {
+func (h *Handler) explicitCredential(tx protocol.Tx, username, id string, n int) (*store.User, *oauth.Error, string, error) {
+	cred, e, why, err := h.Certs.Credential(tx, id, username, h.Now())
+	if e != nil || err != nil {
 		return nil, e, why, err
 	}
 	switch {
 	case cred.AuthMode != store.AuthExplicit:
-		return nil, badRequest(descNotExplicit), "authMode oauth2code", nil
+		return nil, protocol.BadRequest(descNotExplicit), "authMode oauth2code", nil
 	case n > cred.Multisign:
-		return nil, badRequest(descTooMany), fmt.Sprintf("%d signatures, multisign %d", n, cred.Multisign), nil
+		return nil, protocol.BadRequest(protocol.DescTooMany), fmt.Sprintf("%d signatures, multisign %d", n, cred.Multisign), nil
 	}
 	u, err := tx.User(username)
 	switch {
 	case errors.Is(err, store.ErrNotFound):
-		return nil, invalid("credentialID"), "user removed", nil
+		return nil, protocol.Invalid("credentialID"), "user removed", nil
 	case err != nil:
 		return nil, nil, "", err
 	case u.Status != store.UserActive:
-		return nil, invalid("credentialID"), "user disabled", nil
+		return nil, protocol.Invalid("credentialID"), "user disabled", nil
 	}
 	return u, nil, "", nil
 }
@@ -226,7 +144,7 @@ func (h *Handler) explicitCredential(tx Tx, username, id string, n int) (*store.
 // authorize is POST /csc/v1/credentials/authorize (CSC v1 §11.6).
 func (h *Handler) authorize(c echo.Context) (err error) {
 	defer h.observeAuthorize("authorize", &err)
-	return jsonMethod(h.parseAuthorize, h.authorizeSAD)(c)
+	return protocol.JSONMethod(h.parseAuthorize, h.authorizeSAD)(c)
 }
 
 // authorizeSAD runs the phases of credentials/authorize: the credential
@@ -236,7 +154,7 @@ func (h *Handler) authorizeSAD(ctx context.Context, g *oauth.Grant, req authoriz
 	var user *store.User
 	var e *oauth.Error
 	var why string
-	err := h.Store.View(ctx, func(tx Tx) (err error) {
+	err := h.Store.View(ctx, func(tx protocol.Tx) (err error) {
 		user, e, why, err = h.explicitCredential(tx, g.Username, req.credentialID, len(req.hashes))
 		return err
 	})
@@ -244,7 +162,7 @@ func (h *Handler) authorizeSAD(ctx context.Context, g *oauth.Grant, req authoriz
 		return sadResponse{}, err
 	}
 	if e != nil {
-		return sadResponse{}, h.refuseAuthorize(ctx, req.auditEntry(h.now(), g, store.AuditRefused, why), e)
+		return sadResponse{}, h.refuseAuthorize(ctx, req.auditEntry(h.Now(), g, store.AuditRefused, why), e)
 	}
 	if err := h.checkPIN(ctx, g, req, user.TOTPSecret != ""); err != nil {
 		return sadResponse{}, err
@@ -258,16 +176,16 @@ func (h *Handler) authorizeSAD(ctx context.Context, g *oauth.Grant, req authoriz
 func (h *Handler) checkPIN(ctx context.Context, g *oauth.Grant, req authorizeRequest, withOTP bool) error {
 	switch {
 	case req.pin == "":
-		return missing("string", "PIN")
+		return protocol.Missing("string", "PIN")
 	case withOTP && !req.hasOTP:
-		return missing("string", "OTP")
+		return protocol.Missing("string", "OTP")
 	}
 	res, err := h.PIN.CheckSigningPIN(ctx, g.Username, req.pin, req.otp)
 	if err != nil {
 		return err
 	}
 	refuse := func(reason string, e *oauth.Error) error {
-		return h.refuseAuthorize(ctx, req.auditEntry(h.now(), g, store.AuditRefused, reason), e)
+		return h.refuseAuthorize(ctx, req.auditEntry(h.Now(), g, store.AuditRefused, reason), e)
 	}
 	switch res {
 	case passwords.PINValid:
@@ -279,11 +197,11 @@ func (h *Handler) checkPIN(ctx context.Context, g *oauth.Grant, req authorizeReq
 		}
 		return refuse("wrong PIN or OTP", &oauth.Error{Code: codeInvalidPIN, Description: desc, Status: http.StatusBadRequest})
 	case passwords.PINLocked:
-		return refuse("PIN locked", badRequest(descPINLocked))
+		return refuse("PIN locked", protocol.BadRequest(descPINLocked))
 	case passwords.PINUnusable:
-		return refuse("no usable PIN", badRequest(descPINUnusable))
+		return refuse("no usable PIN", protocol.BadRequest(descPINUnusable))
 	default: // passwords.PINBusy: nothing was evaluated or counted
-		return unavailable(retryLater())
+		return protocol.Unavailable(protocol.RetryLater())
 	}
 }
 
@@ -291,23 +209,23 @@ func (h *Handler) checkPIN(ctx context.Context, g *oauth.Grant, req authorizeReq
 // The world may have changed while the PIN was hashed: the credential,
 // the user and the PIN lock are checked again where the SAD is written.
 func (h *Handler) issueSAD(ctx context.Context, g *oauth.Grant, req authorizeRequest) (sadResponse, error) {
-	res, e, _, err := h.writeSAD(ctx, func(tx Tx, value string, now time.Time) (time.Time, *oauth.Error, string, error) {
+	res, e, _, err := h.writeSAD(ctx, func(tx protocol.Tx, value string, now time.Time) (time.Time, *oauth.Error, string, error) {
 		e, why, err := h.recheckAuthorize(tx, g, req)
 		if err != nil {
 			return time.Time{}, e, why, err
 		}
 		if e != nil {
-			return time.Time{}, e, why, tx.AppendAudit(req.auditEntry(h.now(), g, store.AuditRefused, why))
+			return time.Time{}, e, why, tx.AppendAudit(req.auditEntry(h.Now(), g, store.AuditRefused, why))
 		}
 		expires := now.Add(h.sadTTL())
 		if err := tx.CreateToken(&store.Token{
 			Hash: store.Fingerprint(value), Kind: store.TokenSAD, ClientID: g.ClientID, Username: g.Username,
-			Scopes: []string{ScopeCredential}, CredentialID: req.credentialID, Hashes: req.hashes,
+			Scopes: []string{protocol.ScopeCredential}, CredentialID: req.credentialID, Hashes: req.hashes,
 			AuthTime: now, RequestedAt: now, ExpiresAt: expires,
 		}); err != nil {
 			return time.Time{}, nil, "", err
 		}
-		return expires, nil, "", tx.AppendAudit(req.auditEntry(h.now(), g, store.AuditGranted, ""))
+		return expires, nil, "", tx.AppendAudit(req.auditEntry(h.Now(), g, store.AuditGranted, ""))
 	})
 	if err != nil {
 		return sadResponse{}, err
@@ -315,7 +233,7 @@ func (h *Handler) issueSAD(ctx context.Context, g *oauth.Grant, req authorizeReq
 	if e != nil {
 		return sadResponse{}, e
 	}
-	h.logger().InfoContext(ctx, "csc: SAD issued by credentials/authorize", "user", g.Username, "client", g.ClientID,
+	h.Logger.InfoContext(ctx, "csc: SAD issued by credentials/authorize", "user", g.Username, "client", g.ClientID,
 		"credential", req.credentialID, "signatures", len(req.hashes))
 	return res, nil
 }
@@ -325,16 +243,16 @@ func (h *Handler) issueSAD(ctx context.Context, g *oauth.Grant, req authorizeReq
 // audits, answering when the SAD expires, or audits a refusal e and
 // answers it with its reason why; writeSAD returns the refusal and its
 // reason when the batch committed.
-func (h *Handler) writeSAD(ctx context.Context, write func(tx Tx, value string, now time.Time) (time.Time, *oauth.Error, string, error)) (sadResponse, *oauth.Error, string, error) {
+func (h *Handler) writeSAD(ctx context.Context, write func(tx protocol.Tx, value string, now time.Time) (time.Time, *oauth.Error, string, error)) (sadResponse, *oauth.Error, string, error) {
 	value, err := newSAD()
 	if err != nil {
 		return sadResponse{}, nil, "", err
 	}
-	now := h.now()
+	now := h.Now()
 	var expires time.Time
 	var e *oauth.Error
 	var why string
-	err = h.Store.Batch(context.WithoutCancel(ctx), func(tx Tx) error {
+	err = h.Store.Batch(context.WithoutCancel(ctx), func(tx protocol.Tx) error {
 		var err error
 		expires, e, why, err = write(tx, value, now)
 		return err
@@ -349,7 +267,7 @@ func (h *Handler) writeSAD(ctx context.Context, write func(tx Tx, value string, 
 // user as explicitCredential checks them, the PIN not locked meanwhile,
 // the client still registered. It returns the refusal and its audit
 // reason, or an error of the store.
-func (h *Handler) recheckAuthorize(tx Tx, g *oauth.Grant, req authorizeRequest) (*oauth.Error, string, error) {
+func (h *Handler) recheckAuthorize(tx protocol.Tx, g *oauth.Grant, req authorizeRequest) (*oauth.Error, string, error) {
 	u, e, why, err := h.explicitCredential(tx, g.Username, req.credentialID, len(req.hashes))
 	switch {
 	case err != nil:
@@ -357,10 +275,10 @@ func (h *Handler) recheckAuthorize(tx Tx, g *oauth.Grant, req authorizeRequest) 
 	case e != nil:
 		return e, why, nil
 	case u.PINLocked:
-		return badRequest(descPINLocked), "PIN locked meanwhile", nil
+		return protocol.BadRequest(descPINLocked), "PIN locked meanwhile", nil
 	}
 	if _, err := tx.Client(g.ClientID); errors.Is(err, store.ErrNotFound) {
-		return invalid("credentialID"), "client removed", nil
+		return protocol.Invalid("credentialID"), "client removed", nil
 	} else if err != nil {
 		return nil, "", err
 	}
@@ -371,9 +289,9 @@ func (h *Handler) recheckAuthorize(tx Tx, g *oauth.Grant, req authorizeRequest) 
 // hashes, a refusal counts them.
 func (req *authorizeRequest) auditEntry(now time.Time, g *oauth.Grant, outcome, reason string) *store.AuditEntry {
 	a := &store.AuditEntry{Time: now, Kind: store.AuditAuthorize, User: g.Username, Client: g.ClientID,
-		Credential: auditCredential(req.credentialID), Outcome: outcome, Reason: reason}
+		Credential: protocol.AuditCredential(req.credentialID), Outcome: outcome, Reason: reason}
 	if outcome == store.AuditGranted {
-		a.Hashes = hexHashes(req.hashes)
+		a.Hashes = protocol.HexHashes(req.hashes)
 	} else {
 		a.HashCount = len(req.hashes)
 	}
@@ -404,11 +322,11 @@ func (h *Handler) observeAuthorize(method string, errp *error) {
 
 // refuseAuthorize records a refused authorization and returns its error.
 func (h *Handler) refuseAuthorize(ctx context.Context, entry *store.AuditEntry, e *oauth.Error) error {
-	err := h.Store.Batch(context.WithoutCancel(ctx), func(tx Tx) error { return tx.AppendAudit(entry) })
+	err := h.Store.Batch(context.WithoutCancel(ctx), func(tx protocol.Tx) error { return tx.AppendAudit(entry) })
 	if err != nil {
 		return err
 	}
-	h.logger().InfoContext(ctx, "csc: authorization refused", "user", entry.User, "client", entry.Client,
+	h.Logger.InfoContext(ctx, "csc: authorization refused", "user", entry.User, "client", entry.Client,
 		"credential", entry.Credential, "reason", entry.Reason)
 	return e
 }
@@ -420,14 +338,6 @@ func newSAD() (string, error) {
 		return "", fmt.Errorf("csc: random: %w", err)
 	}
 	return base64.RawURLEncoding.EncodeToString(b[:]), nil
-}
-
-func hexHashes(hashes [][]byte) []string {
-	out := make([]string, len(hashes))
-	for i, d := range hashes {
-		out[i] = hex.EncodeToString(d)
-	}
-	return out
 }
 
 func (h *Handler) sadTTL() time.Duration {
@@ -446,18 +356,18 @@ type extendRequest struct {
 
 // parseExtend checks the parameters of extendTransaction in a fixed order,
 // at most MaxHashes hashes.
-func (h *Handler) parseExtend(p params) (req extendRequest, e *oauth.Error) {
-	if req.credentialID, _, e = p.str("credentialID", true); e != nil {
+func (h *Handler) parseExtend(p protocol.Params) (req extendRequest, e *oauth.Error) {
+	if req.credentialID, _, e = p.Str("credentialID", true); e != nil {
 		return req, e
 	}
-	if req.sad, _, e = p.str("SAD", true); e != nil {
+	if req.sad, _, e = p.Str("SAD", true); e != nil {
 		return req, e
 	}
-	if req.hashes, e = parseHashArray(p, h.MaxHashes); e != nil {
+	if req.hashes, _, e = protocol.HashArray(p, h.MaxHashes); e != nil {
 		return req, e
 	}
-	if _, _, e := p.str("clientData", false); e != nil {
-		return req, invalid("clientData")
+	if _, _, e := p.Str("clientData", false); e != nil {
+		return req, protocol.Invalid("clientData")
 	}
 	return req, nil
 }
@@ -466,23 +376,23 @@ func (h *Handler) parseExtend(p params) (req extendRequest, e *oauth.Error) {
 // §11.7).
 func (h *Handler) extendTransaction(c echo.Context) (err error) {
 	defer h.observeAuthorize("extendTransaction", &err)
-	return jsonMethod(h.parseExtend, h.extendSAD)(c)
+	return protocol.JSONMethod(h.parseExtend, h.extendSAD)(c)
 }
 
 // extendSAD trades the request's SAD for a new one (extend) and audits
 // the outcome, in one transaction.
 func (h *Handler) extendSAD(ctx context.Context, g *oauth.Grant, req extendRequest) (sadResponse, error) {
-	res, e, why, err := h.writeSAD(ctx, func(tx Tx, value string, now time.Time) (time.Time, *oauth.Error, string, error) {
+	res, e, why, err := h.writeSAD(ctx, func(tx protocol.Tx, value string, now time.Time) (time.Time, *oauth.Error, string, error) {
 		e, why, expires, err := h.extend(tx, g, req.credentialID, req.sad, req.hashes, value, now)
 		if err != nil {
 			return expires, e, why, err
 		}
 		entry := &store.AuditEntry{Time: now, Kind: store.AuditAuthorize, User: g.Username, Client: g.ClientID,
-			Credential: auditCredential(req.credentialID), Outcome: store.AuditGranted, Reason: auditReasonExtended}
+			Credential: protocol.AuditCredential(req.credentialID), Outcome: store.AuditGranted, Reason: auditReasonExtended}
 		if e != nil {
 			entry.Outcome, entry.Reason, entry.HashCount = store.AuditRefused, auditReasonExtended+": "+why, len(req.hashes)
 		} else {
-			entry.Hashes = hexHashes(req.hashes)
+			entry.Hashes = protocol.HexHashes(req.hashes)
 		}
 		return expires, e, why, tx.AppendAudit(entry)
 	})
@@ -490,8 +400,8 @@ func (h *Handler) extendSAD(ctx context.Context, g *oauth.Grant, req extendReque
 		return sadResponse{}, err
 	}
 	if e != nil {
-		h.logger().InfoContext(ctx, "csc: extendTransaction refused", "user", g.Username, "client", g.ClientID,
-			"credential", auditCredential(req.credentialID), "reason", why)
+		h.Logger.InfoContext(ctx, "csc: extendTransaction refused", "user", g.Username, "client", g.ClientID,
+			"credential", protocol.AuditCredential(req.credentialID), "reason", why)
 		return sadResponse{}, e
 	}
 	return res, nil
@@ -501,29 +411,23 @@ func (h *Handler) extendSAD(ctx context.Context, g *oauth.Grant, req extendReque
 // before the SAD is found leave it alone; a SAD presented for another
 // user, client, credential or other hashes, or expired, is burned (as
 // signHash does); the extension limit leaves it usable until it expires.
-func (h *Handler) extend(tx Tx, g *oauth.Grant, id, sadValue string, hashes [][]byte, value string, now time.Time) (*oauth.Error, string, time.Time, error) {
-	cred, err := tx.Credential(id)
-	switch {
-	case errors.Is(err, store.ErrNotFound):
-		return invalid("credentialID"), "unknown credential", time.Time{}, nil
-	case err != nil:
-		return nil, "", time.Time{}, err
-	}
-	if e, why, err := h.signable(cred, g.Username, now); e != nil || err != nil {
+func (h *Handler) extend(tx protocol.Tx, g *oauth.Grant, id, sadValue string, hashes [][]byte, value string, now time.Time) (*oauth.Error, string, time.Time, error) {
+	cred, e, why, err := h.Certs.Credential(tx, id, g.Username, now)
+	if e != nil || err != nil {
 		return e, why, time.Time{}, err
 	}
 	if cred.Multisign < 2 {
-		return badRequest(descNoExtension), "multisign 1", time.Time{}, nil
+		return protocol.BadRequest(descNoExtension), "multisign 1", time.Time{}, nil
 	}
 	fp := store.Fingerprint(sadValue)
 	sad, err := tx.Token(fp)
 	switch {
 	case errors.Is(err, store.ErrNotFound):
-		return invalid("SAD"), "unknown SAD", time.Time{}, nil
+		return protocol.Invalid("SAD"), "unknown SAD", time.Time{}, nil
 	case err != nil:
 		return nil, "", time.Time{}, err
 	case sad.Kind != store.TokenSAD:
-		return invalid("SAD"), "access token presented as SAD", time.Time{}, nil
+		return protocol.Invalid("SAD"), "access token presented as SAD", time.Time{}, nil
 	}
 	limit := sad.AuthTime.Add(maxSADExtensions * h.sadTTL())
 	expires := now.Add(h.sadTTL())
@@ -542,24 +446,24 @@ func (h *Handler) extend(tx Tx, g *oauth.Grant, id, sadValue string, hashes [][]
 		if err := tx.DeleteToken(fp); err != nil {
 			return nil, "", time.Time{}, err
 		}
-		return badRequest(descSADExpired), "SAD expired (burned)", time.Time{}, nil
-	case !sameHashes(sad.Hashes, hashes):
+		return protocol.BadRequest(protocol.DescSADExpired), "SAD expired (burned)", time.Time{}, nil
+	case !protocol.SameHashes(sad.Hashes, hashes):
 		burned = "hashes differ from the SAD's (burned)"
 	case !expires.After(sad.ExpiresAt):
-		return badRequest(descExtensionLimit), "extension limit reached", time.Time{}, nil
+		return protocol.BadRequest(descExtensionLimit), "extension limit reached", time.Time{}, nil
 	}
 	if err := tx.DeleteToken(fp); err != nil {
 		return nil, "", time.Time{}, err
 	}
 	if burned != "" {
-		e := invalid("SAD")
+		e := protocol.Invalid("SAD")
 		if burned == "hashes differ from the SAD's (burned)" {
-			e = badRequest(descHashNotAuth)
+			e = protocol.BadRequest(protocol.DescHashNotAuth)
 		}
 		return e, burned, time.Time{}, nil
 	}
-	if why, err := revokedSAD(tx, sad); err != nil || why != "" {
-		return invalid("SAD"), why, time.Time{}, err
+	if why, err := protocol.RevokedSAD(tx, sad); err != nil || why != "" {
+		return protocol.Invalid("SAD"), why, time.Time{}, err
 	}
 	next := *sad
 	next.Hash, next.ExpiresAt, next.CreatedAt = store.Fingerprint(value), expires, time.Time{}
@@ -573,34 +477,34 @@ func (h *Handler) extend(tx Tx, g *oauth.Grant, id, sadValue string, hashes [][]
 // online OTP (the second factor is an authenticator app, OTP type
 // offline), so every credential the user can see gets the same refusal.
 func (h *Handler) sendOTP(c echo.Context) error {
-	g, id, e := parseRequest(c, parseSendOTP)
+	g, id, e := protocol.ParseRequest(c, parseSendOTP)
 	if e != nil {
 		return e
 	}
 	var cred *store.Credential
-	err := h.Store.View(c.Request().Context(), func(tx Tx) (err error) {
+	err := h.Store.View(c.Request().Context(), func(tx protocol.Tx) (err error) {
 		cred, err = tx.Credential(id)
 		return err
 	})
 	switch {
 	case errors.Is(err, store.ErrNotFound):
-		return invalid("credentialID")
+		return protocol.Invalid("credentialID")
 	case err != nil:
 		return err
-	case !usableBy(cred, g.Username):
-		return invalid("credentialID")
+	case !protocol.UsableBy(cred, g.Username):
+		return protocol.Invalid("credentialID")
 	}
-	return badRequest(descNoOnlineOTP)
+	return protocol.BadRequest(descNoOnlineOTP)
 }
 
 // parseSendOTP checks the parameters of credentials/sendOTP: its
 // credentialID.
-func parseSendOTP(p params) (id string, e *oauth.Error) {
-	if id, _, e = p.str("credentialID", true); e != nil {
+func parseSendOTP(p protocol.Params) (id string, e *oauth.Error) {
+	if id, _, e = p.Str("credentialID", true); e != nil {
 		return "", e
 	}
-	if _, _, e := p.str("clientData", false); e != nil {
-		return "", invalid("clientData")
+	if _, _, e := p.Str("clientData", false); e != nil {
+		return "", protocol.Invalid("clientData")
 	}
 	return id, nil
 }

@@ -1,4 +1,4 @@
-package csc
+package signhash
 
 import (
 	"bytes"
@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"testing"
+
+	"github.com/signd/signd/csc/protocol"
 )
 
 // BenchmarkReadParams is the body path of a CSC request before its
@@ -17,7 +19,7 @@ func BenchmarkReadParams(b *testing.B) {
 		name, body string
 		signHash   bool
 	}{
-		{"signHash", realBodies[0], true},
+		{"signHash", signHashBodies[0], true},
 		{"credentialsList", `{"userID":null,"maxResults":10,"clientData":"list-0123456789"}`, false},
 	} {
 		b.Run(c.name, func(b *testing.B) {
@@ -30,7 +32,7 @@ func BenchmarkReadParams(b *testing.B) {
 			for b.Loop() {
 				rd.Reset(body)
 				r.Body = io.NopCloser(rd)
-				p, e := readParams(r)
+				p, e := protocol.ReadParams(r)
 				if e != nil {
 					b.Fatal(e.Description)
 				}

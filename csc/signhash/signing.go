@@ -1,4 +1,4 @@
-package csc
+package signhash
 
 import (
 	"bytes"

@@ -1,4 +1,4 @@
-package csc
+package protocol
 
 import (
 	"bytes"
@@ -24,7 +24,7 @@ func FuzzParseObject(f *testing.F) {
 		f.Add([]byte(b))
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
-		p, e := parseObject(body)
+		p, e := ParseObject(body)
 		if e != nil {
 			return // refused; json.Unmarshal may accept duplicates, we do not
 		}
@@ -52,7 +52,7 @@ func FuzzArrayElems(f *testing.F) {
 		if json.Unmarshal(body, &want) != nil || want == nil {
 			return // arrayElems is only called on a valid array
 		}
-		got, more := arrayElems(bytes.TrimSpace(body), limit)
+		got, more := ArrayElems(bytes.TrimSpace(body), limit)
 		if more != (len(want) > limit) || len(got) != min(len(want), limit) {
 			t.Fatalf("%q limit %d: %d elements, more %v; encoding/json has %d", body, limit, len(got), more, len(want))
 		}
@@ -110,7 +110,7 @@ func TestParseObject(t *testing.T) {
 		{"duplicate lone surrogates", `{"\ud800":1,"\udc00":2}`, 0, "Duplicate parameter (unprintable name)"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			p, e := parseObject([]byte(c.body))
+			p, e := ParseObject([]byte(c.body))
 			switch {
 			case e != nil && e.Description != c.desc:
 				t.Fatalf("%q refused with %q, want %q", c.body, e.Description, c.desc)
@@ -137,7 +137,7 @@ func FuzzJSONString(f *testing.F) {
 		if !json.Valid(v) {
 			return
 		}
-		got, ok := jsonString(v)
+		got, ok := JSONString(v)
 		var want string
 		err := json.Unmarshal(v, &want)
 		if ok != (err == nil && v[0] == '"') || ok && got != want {
