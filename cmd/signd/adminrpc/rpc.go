@@ -71,7 +71,30 @@ type Handler struct {
 	Service admin.Service
 	// Principal names the peer with credentials cred, with its roles.
 	Principal func(cred *unix.Ucred) admin.Principal
-	Logger    *slog.Logger
+	// Identify describes the peer for WhoAmI; nil = what Principal says.
+	Identify func(cred *unix.Ucred) admin.Identity
+	Logger   *slog.Logger
+}
+
+// whoAmIMethod is the socket method outside admin.Operations that tells
+// the caller who the daemon takes it for; it needs no role.
+const whoAmIMethod = "WhoAmI"
+
+// maxWhoAmIBody bounds WhoAmI's request, which has no parameters.
+const maxWhoAmIBody = 1024
+
+// whoAmI answers WhoAmI for the peer with credentials cred.
+func (h *Handler) whoAmI(c echo.Context, cred *unix.Ucred) error {
+	body, err := io.ReadAll(io.LimitReader(c.Request().Body, maxWhoAmIBody+1))
+	var fields map[string]json.RawMessage
+	if err != nil || len(body) > maxWhoAmIBody || json.Unmarshal(body, &fields) != nil || len(fields) > 0 {
+		return c.JSON(http.StatusBadRequest, &admin.Error{Kind: admin.KindInvalid, Message: "malformed admin request: WhoAmI takes no parameters, send {}"})
+	}
+	if h.Identify != nil {
+		return c.JSON(http.StatusOK, h.Identify(cred))
+	}
+	p := h.Principal(cred)
+	return c.JSON(http.StatusOK, admin.Identity{Actor: p.Actor, Roles: p.Roles, Via: "daemon"})
 }
 
 // Mount registers the admin routes on g at their paths (the daemon passes
@@ -82,12 +105,16 @@ func (h *Handler) Mount(g *echo.Group) error {
 	}
 	g.POST(rpcPrefix+":method", func(c echo.Context) error {
 		op, ok := admin.Lookup(c.Param("method"))
-		if !ok {
+		whoAmI := c.Param("method") == whoAmIMethod
+		if !ok && !whoAmI {
 			return c.JSON(http.StatusNotFound, &admin.Error{Kind: admin.KindInvalid, Message: fmt.Sprintf("unknown admin method %q", c.Param("method"))})
 		}
 		cred, ok := Peer(c.Request().Context())
 		if !ok {
 			return c.JSON(http.StatusForbidden, &admin.Error{Kind: admin.KindForbidden, Message: "admin socket: the peer's credentials are unknown"})
+		}
+		if whoAmI {
+			return h.whoAmI(c, cred)
 		}
 		body, err := io.ReadAll(io.LimitReader(c.Request().Body, maxRPCBody+1))
 		if err != nil || len(body) > maxRPCBody {
