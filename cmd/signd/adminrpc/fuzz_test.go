@@ -221,6 +221,8 @@ func FuzzRPC(f *testing.F) {
 	f.Add("ShowUser", []byte(`{"Name":"alice"} {"Name":"root"}`))
 	f.Add("ShowUser", []byte(`null`))
 	f.Add("NoSuchMethod", []byte(`{}`))
+	f.Add(whoAmIMethod, []byte(`{}`))
+	f.Add(whoAmIMethod, []byte(`{"Name":"root"}`))
 	f.Fuzz(func(t *testing.T, method string, body []byte) {
 		if strings.Contains(method, "/") || method == "" {
 			return // not one path segment
@@ -231,6 +233,15 @@ func FuzzRPC(f *testing.F) {
 		req.Header.Set("Content-Type", "application/json")
 		rec := httptest.NewRecorder()
 		e.ServeHTTP(rec, withPeer(req))
+		if method == whoAmIMethod { // outside the service: answers who asks, or 400
+			var id admin.Identity
+			var ae admin.Error
+			if svc.got != nil || !(rec.Code == http.StatusOK && json.Unmarshal(rec.Body.Bytes(), &id) == nil && id.Actor != "" ||
+				rec.Code == http.StatusBadRequest && json.Unmarshal(rec.Body.Bytes(), &ae) == nil && ae.Kind == admin.KindInvalid) {
+				t.Fatalf("%s %q: %d %s", method, body, rec.Code, rec.Body)
+			}
+			return
+		}
 		typ, known := types[method]
 		if rec.Code != http.StatusOK {
 			var ae admin.Error
