@@ -131,8 +131,7 @@ func (h *Handler) Mount(g *echo.Group) error {
 			return c.JSON(kindStatus(ae.Kind), ae)
 		}
 		if st, ok := res.(admin.Stream); ok {
-			h.writeStream(c, op.Name, st)
-			return nil
+			return h.writeStream(c, op.Name, st)
 		}
 		return c.JSON(http.StatusOK, res)
 	})
@@ -147,13 +146,46 @@ func (h *Handler) logger() *slog.Logger {
 }
 
 // writeStream answers 200 with what st writes and, when st fails, ends
-// the answer with a streamTrailer line.
-func (h *Handler) writeStream(c echo.Context, method string, st admin.Stream) {
-	c.Response().Header().Set(echo.HeaderContentType, "application/x-ndjson")
-	c.Response().WriteHeader(http.StatusOK)
-	if err := st(c.Response()); err != nil {
+// the answer with a streamTrailer line. A stream that fails before its
+// first byte (a refusal by role, a store that cannot be read) gets the
+// error's own status instead, as any other method: nothing has been
+// promised yet.
+func (h *Handler) writeStream(c echo.Context, method string, st admin.Stream) error {
+	w := &lazyStream{res: c.Response()}
+	err := st(w)
+	if err != nil && !w.started {
+		var ae *admin.Error
+		if !errors.As(err, &ae) {
+			h.logger().Error("admin method failed", "method", method, "err", err)
+			ae = &admin.Error{Kind: admin.KindInternal, Message: "internal error (see the signd log)"}
+		}
+		return c.JSON(kindStatus(ae.Kind), ae)
+	}
+	w.start()
+	if err != nil {
 		h.logger().Warn("admin stream stopped", "method", method, "err", err)
 		line, _ := json.Marshal(streamTrailer{Error: err.Error()})
 		_, _ = c.Response().Write(append(line, '\n'))
 	}
+	return nil
+}
+
+// lazyStream sends the 200 and its content type with the first byte of a
+// stream.
+type lazyStream struct {
+	res     *echo.Response
+	started bool
+}
+
+func (w *lazyStream) start() {
+	if !w.started {
+		w.started = true
+		w.res.Header().Set(echo.HeaderContentType, "application/x-ndjson")
+		w.res.WriteHeader(http.StatusOK)
+	}
+}
+
+func (w *lazyStream) Write(p []byte) (int, error) {
+	w.start()
+	return w.res.Write(p)
 }
