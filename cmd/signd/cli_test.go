@@ -73,6 +73,8 @@ func session(t *testing.T, e *env, ca *testCA) []string {
 		{args: []string{"user", "disable", "alice"}},
 		{args: []string{"user", "enable", "alice"}},
 		{args: []string{"user", "unlock", "alice", "--json"}},
+		{args: []string{"user", "unlock-pin", "alice"}},
+		{args: []string{"user", "unlock-pin", "nobody"}, fails: true},
 		{args: []string{"user", "set-password", "alice", "--password-file", "-"}, stdin: "a new password\n"},
 		{args: []string{"user", "set-pin", "alice", "--pin-file", "-"}, stdin: "654321\n"},
 		{args: []string{"user", "show", "nobody"}, fails: true},
