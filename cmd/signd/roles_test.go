@@ -357,11 +357,11 @@ func TestAdminRolesUnset(t *testing.T) {
 // daemon would: with admin.roles, root holds only what its groups give
 // it, here auditor through group 0, and its refusals are audited.
 func TestAdminRolesLocalCLI(t *testing.T) {
-	gs := spareGroups(t, 2)
-	e := newEnv(t, fmt.Sprintf("admin:\n  roles:\n    security_officer: [%s]\n    administrator: [%s]\n    auditor: [root]\n", gs[0].Name, gs[1].Name))
 	if os.Geteuid() != 0 || os.Getegid() != 0 {
 		t.Skip("needs to run as root:root, so that group root gives the auditor role")
 	}
+	gs := spareGroups(t, 2)
+	e := newEnv(t, fmt.Sprintf("admin:\n  roles:\n    security_officer: [%s]\n    administrator: [%s]\n    auditor: [root]\n", gs[0].Name, gs[1].Name))
 	_, _, err := e.run("correct horse\n", "user", "add", "alice", "--password-file", "-")
 	if err == nil || !strings.Contains(err.Error(), "AddUser requires the role administrator; uid:0 (root) holds the role auditor") {
 		t.Errorf("user add as root, an auditor: %v", err)

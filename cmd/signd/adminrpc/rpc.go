@@ -94,7 +94,11 @@ func (h *Handler) whoAmI(c echo.Context, cred *unix.Ucred) error {
 		return c.JSON(http.StatusOK, h.Identify(cred))
 	}
 	p := h.Principal(cred)
-	return c.JSON(http.StatusOK, admin.Identity{Actor: p.Actor, Roles: p.Roles, Via: "daemon"})
+	id := admin.Identity{Actor: p.Actor, Roles: p.Roles, Via: "daemon"}
+	if id.Roles == nil {
+		id.Roles = []admin.Role{}
+	}
+	return c.JSON(http.StatusOK, id)
 }
 
 // Mount registers the admin routes on g at their paths (the daemon passes
