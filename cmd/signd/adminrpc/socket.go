@@ -24,8 +24,9 @@ import (
 //     (root or the daemon's user) can write, so no other local user can
 //     swap the socket for their own (CheckSocketDir);
 //   - the daemon serves only peers whose SO_PEERCRED (unix(7)) credentials
-//     it trusts: root, its own uid, members of server.admin_group
-//     (Access, Listener);
+//     it trusts: root, its own uid, members of server.admin_group and of
+//     the groups of admin.roles (Access, Listener); what each may do is
+//     the roles' business (Roles);
 //   - the CLI sends nothing before it has checked who owns the socket file
 //     and who listens on it (Trust, Dial).
 
