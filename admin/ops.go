@@ -73,6 +73,9 @@ func Operations() []Operation {
 		op("UnlockUser", ad, false, func(ctx context.Context, s Service, by Principal, r NameRequest) (any, error) {
 			return s.UnlockUser(ctx, by, r.Name)
 		}),
+		op("UnlockPIN", so, false, func(ctx context.Context, s Service, by Principal, r NameRequest) (any, error) {
+			return s.UnlockPIN(ctx, by, r.Name)
+		}),
 		op("SetPassword", ad, false, func(ctx context.Context, s Service, by Principal, r SetSecretRequest) (any, error) {
 			return s.SetPassword(ctx, by, r)
 		}),

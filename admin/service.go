@@ -20,6 +20,7 @@ type Service interface {
 	ShowUser(ctx context.Context, by Principal, username string) (*UserView, error)
 	SetUserStatus(ctx context.Context, by Principal, username string, enabled bool) (*UserView, error)
 	UnlockUser(ctx context.Context, by Principal, username string) (*UserView, error)
+	UnlockPIN(ctx context.Context, by Principal, username string) (*UserView, error)
 	SetPassword(ctx context.Context, by Principal, req SetSecretRequest) (*UserView, error)
 	SetPIN(ctx context.Context, by Principal, req SetSecretRequest) (*UserView, error)
 	EnrollTOTP(ctx context.Context, by Principal, req EnrollTOTPRequest) (*TOTPEnrollment, error)

@@ -89,6 +89,13 @@ func (l *Local) AddUser(ctx context.Context, by Principal, req AddUserRequest) (
 	if err := l.allow(ctx, by, "AddUser"); err != nil {
 		return nil, err
 	}
+	if req.PIN != "" {
+		// The signing PIN is the security officer's (SetPIN): an
+		// administrator alone creates the user without one.
+		if err := l.allow(ctx, by, "SetPIN"); err != nil {
+			return nil, err
+		}
+	}
 	if err := checkSecretLen("password", req.Password, minPasswordLen, maxPasswordLen); err != nil {
 		return nil, err
 	}
@@ -232,15 +239,27 @@ func (l *Local) SetUserStatus(ctx context.Context, by Principal, username string
 	})
 }
 
-// UnlockUser implements Service: it clears both lockouts (a timed password
+// UnlockUser implements Service: it clears the password lockout (a timed
 // lock and the permanent one, and the count of timed locks before) and
-// both counters.
+// the count of failed passwords. The signing PIN's lock is UnlockPIN's:
+// passwords are the administrator's, PINs the security officer's.
 func (l *Local) UnlockUser(ctx context.Context, by Principal, username string) (*UserView, error) {
 	if err := l.allow(ctx, by, "UnlockUser"); err != nil {
 		return nil, err
 	}
 	return l.updateUser(ctx, "unlocked", username, nil, func(u *store.User) error {
 		clearPasswordLock(u)
+		return nil
+	})
+}
+
+// UnlockPIN implements Service: it clears the signing PIN's lockout and
+// the count of failed PINs.
+func (l *Local) UnlockPIN(ctx context.Context, by Principal, username string) (*UserView, error) {
+	if err := l.allow(ctx, by, "UnlockPIN"); err != nil {
+		return nil, err
+	}
+	return l.updateUser(ctx, "PIN unlocked", username, nil, func(u *store.User) error {
 		u.PINLocked, u.FailedPINs = false, 0
 		return nil
 	})

@@ -34,6 +34,8 @@ type Config struct {
 	OIDC   OIDCConfig   `mapstructure:"oidc"`
 	// RateLimit is ratelimit.*: requests per client or remote address.
 	RateLimit RateLimitConfig `mapstructure:"ratelimit"`
+	// Admin is admin.*: trusted roles of the admin socket.
+	Admin AdminConfig `mapstructure:"admin"`
 
 	source string // file Load read, "" when none
 }
@@ -403,12 +405,43 @@ func sift(raw map[string]any, keys []Key) (map[string]any, []Problem) {
 				}
 				out[k] = walk(key, sub)
 			default:
-				problems = append(problems, Problem{Key: key, Msg: suggest(key, names), Unknown: true})
+				msg := suggest(key, names)
+				if msg == "" {
+					msg = sectionHint(key, keys)
+				}
+				problems = append(problems, Problem{Key: key, Msg: msg, Unknown: true})
 			}
 		}
 		return out
 	}
 	return walk("", raw), problems
+}
+
+// sectionHint names the keys of the section key is in when that section
+// is a short list of plain keys (admin.roles, a rate limit), so that a
+// name far from every key still learns what it may be:
+// "admin.roles holds security_officer, administrator, auditor".
+func sectionHint(key string, keys []Key) string {
+	i := strings.LastIndex(key, ".")
+	if i < 0 {
+		return ""
+	}
+	parent := key[:i] + "."
+	var leaves []string
+	for _, k := range keys {
+		rest, ok := strings.CutPrefix(k.Name, parent)
+		if !ok {
+			continue
+		}
+		if strings.Contains(rest, ".") {
+			return ""
+		}
+		leaves = append(leaves, rest)
+	}
+	if len(leaves) == 0 || len(leaves) > 8 {
+		return ""
+	}
+	return key[:i] + " holds " + strings.Join(leaves, ", ")
 }
 
 func asMap(v any) (map[string]any, bool) {

@@ -141,6 +141,7 @@ func TestEveryKeyFromFile(t *testing.T) {
 			Timestamp: LimitConfig{Rate: 2.5, Burst: 5}, AuthLogin: LimitConfig{Rate: 0.2, Burst: 10},
 			Token: LimitConfig{Rate: 0, Burst: 1}, Forms: LimitConfig{Rate: 3, Burst: 30}, MaxKeys: 500,
 		},
+		Admin:  AdminConfig{Roles: RolesConfig{SecurityOfficer: []string{"root"}, Administrator: []string{"root"}, Auditor: []string{"0"}}},
 		source: c.source,
 	}
 	want.CSC.MaxHashesPerRequest = 250

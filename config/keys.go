@@ -1,6 +1,7 @@
 package config
 
 import (
+	"slices"
 	"strings"
 	"time"
 
@@ -168,7 +169,7 @@ func Keys() []Key {
 		{Name: "log.format", Default: "json",
 			Usage: "log format: json or text",
 			Doc:   "`json` or `text`"},
-	}, append(serviceKeys(), rateLimitKeys()...)...)
+	}, slices.Concat(serviceKeys(), rateLimitKeys(), adminKeys())...)
 }
 
 // BindFlags registers a flag on fs for every key that has one (see Keys):

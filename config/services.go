@@ -127,7 +127,7 @@ func serviceKeys() []Key {
 			Doc:   "lifetime of the login session cookie (single sign-on for `service` and `openid`)"},
 		{Name: "oauth.max_failures", Default: 5,
 			Usage: "wrong passwords (or PINs) in a row that lock the account for a while (or the PIN until an admin unlocks it)",
-			Doc:   "wrong passwords (or PINs) in a row that lock the account for a while (or the PIN until `signd user unlock`) (1–100)"},
+			Doc:   "wrong passwords (or PINs) in a row that lock the account for a while (or the PIN until `signd user unlock-pin`) (1–100)"},
 		{Name: "oauth.sweep_interval", Default: time.Minute,
 			Usage: "how often expired codes, tokens, SAD and requests are removed",
 			Doc:   "how often expired codes, tokens, SAD, pending requests and sessions are removed"},

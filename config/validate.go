@@ -101,6 +101,7 @@ func (c *Config) problems() []Problem {
 	checks = append(checks, c.CSC.checks()...)
 	checks = append(checks, c.OIDC.checks()...)
 	checks = append(checks, c.RateLimit.checks()...)
+	checks = append(checks, c.Admin.checks()...)
 
 	var ps []Problem
 	seen := map[string]bool{}
@@ -335,8 +336,11 @@ func (s ServerConfig) AdminGID() (int, error) {
 }
 
 func groupProblem(name string) string {
-	if _, err := (ServerConfig{AdminGroup: name}).AdminGID(); err != nil {
-		return strings.TrimPrefix(err.Error(), "server.admin_group: ")
+	if name == "" {
+		return ""
+	}
+	if _, err := lookupGID(name); err != nil {
+		return err.Error()
 	}
 	return ""
 }

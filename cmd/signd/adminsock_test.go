@@ -29,7 +29,7 @@ import (
 // it into a helper process (runChild).
 
 const (
-	childEnv       = "SIGND_TEST_CHILD" // "connect" or "listen"
+	childEnv       = "SIGND_TEST_CHILD" // "connect", "listen" or "calls" (roles_test.go)
 	childSocketEnv = "SIGND_TEST_CHILD_SOCKET"
 	nobody         = 65534
 	stranger       = 54321 // a uid and gid no database knows
@@ -65,6 +65,8 @@ func runChild(mode string) int {
 		res.Body.Close()
 		fmt.Println("status", res.StatusCode)
 		return 0
+	case "calls":
+		return runCalls(socket)
 	case "listen":
 		ln, err := net.Listen("unix", socket)
 		if err != nil {

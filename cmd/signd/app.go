@@ -11,15 +11,12 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"os/user"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/labstack/echo/v4"
 	"github.com/spf13/cobra"
-	"golang.org/x/sys/unix"
 
 	"github.com/signd/signd/admin"
 	"github.com/signd/signd/cmd/signd/adminrpc"
@@ -74,7 +71,7 @@ func (a *app) root() *cobra.Command {
 	pf.StringVar(&a.cfgFile, "config", "", "config file (default ./signd.yaml, then /etc/signd/signd.yaml)")
 	pf.BoolVar(&a.jsonOut, "json", false, "machine-readable JSON output")
 	config.BindFlags(pf)
-	root.AddCommand(a.serveCmd(), a.versionCmd(), group(a.userCmd()), group(a.clientCmd()), group(a.credentialCmd()), group(a.oidcCmd()), group(a.tsaCmd()), group(a.hsmCmd()), group(a.auditCmd()), group(a.storeCmd()), group(a.configCmd()), a.manCmd())
+	root.AddCommand(a.serveCmd(), a.versionCmd(), a.whoamiCmd(), group(a.userCmd()), group(a.clientCmd()), group(a.credentialCmd()), group(a.oidcCmd()), group(a.tsaCmd()), group(a.hsmCmd()), group(a.auditCmd()), group(a.storeCmd()), group(a.configCmd()), a.manCmd())
 	return root
 }
 
@@ -257,24 +254,29 @@ func (l *lazyKeys) close() {
 }
 
 // adminService returns the daemon's admin API when it answers on the admin
-// socket, else a Local service over the store and (lazily) the token. The
-// returned function releases what was opened.
-func (a *app) adminService(cmd *cobra.Command) (admin.Service, func(), error) {
+// socket, else a Local service over the store and (lazily) the token, with
+// the principal to pass it (this process's, localPrincipal; the daemon
+// ignores it). The returned function releases what was opened.
+func (a *app) adminService(cmd *cobra.Command) (admin.Service, admin.Principal, func(), error) {
 	cfg, remote, err := a.dialAdmin(cmd)
 	if err != nil {
-		return nil, nil, err
+		return nil, admin.Principal{}, nil, err
 	}
 	if remote != nil {
-		return remote, func() {}, nil
+		return remote, admin.Principal{}, func() {}, nil
+	}
+	by, err := localPrincipal(cfg)
+	if err != nil {
+		return nil, admin.Principal{}, nil, err
 	}
 	db, err := openStore(cfg, nil)
 	if err != nil {
-		return nil, nil, err
+		return nil, admin.Principal{}, nil, err
 	}
 	h, err := a.hasher()
 	if err != nil {
 		db.Close()
-		return nil, nil, err
+		return nil, admin.Principal{}, nil, err
 	}
 	// An admin command is not the daemon: only warnings and errors of the
 	// store and token reach the operator's terminal, unless debug is asked.
@@ -286,7 +288,7 @@ func (a *app) adminService(cmd *cobra.Command) (admin.Service, func(), error) {
 	keys := &lazyKeys{open: func() (*hsm.Token, error) { return openToken(cfg, logger, nil) }, label: cfg.PKCS11.TokenLabel}
 	local := &admin.Local{Store: db, Keys: keys, Hasher: h, Now: a.now, Logger: logger,
 		OIDCKeys: newKeyRing(cfg, db, keys, a.now, logger), TSALabel: cfg.CSC.Timestamp.Label}
-	return local, func() { keys.close(); db.Close() }, nil
+	return local, by, func() { keys.close(); db.Close() }, nil
 }
 
 // dialAdmin loads the configuration and returns it with the running
@@ -312,34 +314,40 @@ func (a *app) dialAdmin(cmd *cobra.Command) (*config.Config, *adminrpc.Remote, e
 // The principal passed is this process's (localPrincipal); the daemon
 // ignores it and names the caller from the socket's peer credentials.
 func (a *app) withAdmin(cmd *cobra.Command, fn func(ctx context.Context, s admin.Service, by admin.Principal) error) error {
-	s, done, err := a.adminService(cmd)
+	s, by, done, err := a.adminService(cmd)
 	if err != nil {
 		return err
 	}
 	defer done()
-	return fn(cmd.Context(), s, localPrincipal())
+	return fn(cmd.Context(), s, by)
 }
 
-// socketPrincipal names the admin socket's peer with credentials cred.
-// Every peer the socket serves holds every role, as before trusted roles.
-func socketPrincipal(cred *unix.Ucred) admin.Principal {
-	name := ""
-	if u, err := user.LookupId(strconv.FormatUint(uint64(cred.Uid), 10)); err == nil {
-		name = u.Username
+// adminRoles resolves admin.roles (its group names to gids) into the
+// roles of admin socket peers; logger (nil for none) hears of failed
+// group lookups.
+func adminRoles(cfg *config.Config, logger *slog.Logger) (adminrpc.Roles, error) {
+	gids, err := cfg.Admin.Roles.GIDs()
+	if err != nil {
+		return adminrpc.Roles{}, err
 	}
-	return admin.SocketPrincipal(cred.Uid, name, admin.Roles())
+	m, err := admin.GroupRoleMap(gids)
+	if err != nil {
+		return adminrpc.Roles{}, err
+	}
+	return adminrpc.Roles{Map: m, Logger: logger}, nil
 }
 
 // localPrincipal is the operator running this command on the store
-// directly, with no daemon: whoever can open the store file and the token
-// holds every role, as before trusted roles (SECURITY.md).
-func localPrincipal() admin.Principal {
-	uid := uint32(os.Getuid())
-	name := ""
-	if u, err := user.LookupId(strconv.Itoa(os.Getuid())); err == nil {
-		name = u.Username
+// directly, with no daemon. Its roles follow admin.roles exactly as the
+// daemon's would for the same process (its effective gid and its user's
+// groups); without admin.roles it holds every role, as every admin socket
+// peer does.
+func localPrincipal(cfg *config.Config) (admin.Principal, error) {
+	roles, err := adminRoles(cfg, nil)
+	if err != nil {
+		return admin.Principal{}, err
 	}
-	return admin.SocketPrincipal(uid, name, admin.Roles())
+	return roles.PrincipalIDs(uint32(os.Geteuid()), uint32(os.Getegid())), nil
 }
 
 // printJSON writes v as indented JSON.

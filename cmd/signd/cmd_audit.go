@@ -101,6 +101,10 @@ func (a *app) withAudit(cmd *cobra.Command, fn func(context.Context, auditor, ad
 	if remote != nil {
 		return fn(cmd.Context(), remote, admin.Principal{})
 	}
+	by, err := localPrincipal(cfg)
+	if err != nil {
+		return err
+	}
 	db, err := openStore(cfg, nil)
 	if err != nil {
 		return err
@@ -114,7 +118,7 @@ func (a *app) withAudit(cmd *cobra.Command, fn func(context.Context, auditor, ad
 			return err
 		}
 	}
-	return fn(cmd.Context(), &admin.Local{Store: db, Now: a.now}, localPrincipal())
+	return fn(cmd.Context(), &admin.Local{Store: db, Now: a.now}, by)
 }
 
 // postAdmin calls an admin socket method outside the admin.Service table

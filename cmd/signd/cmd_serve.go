@@ -91,6 +91,13 @@ func (a *app) serve(ctx context.Context, cfg *config.Config, load func() (*confi
 	if err := prepareAdminDir(cfg.Server.AdminSocket); err != nil {
 		return err
 	}
+	roles, err := adminRoles(cfg, logger)
+	if err != nil {
+		return err
+	}
+	if !roles.Map.Configured() {
+		logger.Warn("admin.roles is not set: every user the admin socket serves (root, signd's own user, server.admin_group) holds every role, security_officer, administrator and auditor; there is no separation of duties")
+	}
 
 	db, err := openStore(cfg, logger)
 	if err != nil {
@@ -170,7 +177,7 @@ func (a *app) serve(ctx context.Context, cfg *config.Config, load func() (*confi
 		httpLn.Close()
 		return err
 	}
-	adminLn, err := listenAdmin(cfg.Server.AdminSocket, adminGID, logger)
+	adminLn, err := listenAdmin(cfg.Server.AdminSocket, adminGID, roles.Map.Groups(), logger)
 	if err != nil {
 		httpLn.Close()
 		metricsEP.close()
@@ -182,7 +189,8 @@ func (a *app) serve(ctx context.Context, cfg *config.Config, load func() (*confi
 		&adminrpc.Handler{
 			Service: &admin.Local{Store: db, Keys: token, Hasher: hasher, Now: a.now, Logger: logger, OIDCKeys: keys,
 				TSALabel: cfg.CSC.Timestamp.Label},
-			Principal: socketPrincipal,
+			Principal: roles.Principal,
+			Identify:  roles.Identify,
 			Logger:    logger,
 		},
 	}
@@ -270,10 +278,11 @@ func prepareAdminDir(path string) error {
 
 // listenAdmin listens on the admin Unix socket: mode 0600, or 0660 with
 // group adminGID when server.admin_group is set. Connections are served
-// only to root, this process's user and adminGID's members (SO_PEERCRED,
-// adminrpc.Listener). A socket file nobody answers on is stale and replaced;
-// one that answers means another daemon runs.
-func listenAdmin(path string, adminGID int, logger *slog.Logger) (net.Listener, error) {
+// only to root, this process's user, adminGID's members and the members
+// of the role groups roleGIDs (SO_PEERCRED, adminrpc.Listener). A socket
+// file nobody answers on is stale and replaced; one that answers means
+// another daemon runs.
+func listenAdmin(path string, adminGID int, roleGIDs []uint32, logger *slog.Logger) (net.Listener, error) {
 	if r, err := adminrpc.Dial(path, adminrpc.TrustSelf(adminGID)); err != nil {
 		return nil, err
 	} else if r != nil {
@@ -298,7 +307,7 @@ func listenAdmin(path string, adminGID int, logger *slog.Logger) (net.Listener, 
 		ln.Close()
 		return nil, fmt.Errorf("server.admin_socket %s: %w", path, err)
 	}
-	access := adminrpc.Access{UID: uint32(os.Geteuid()), AdminGID: adminGID}
+	access := adminrpc.Access{UID: uint32(os.Geteuid()), AdminGID: adminGID, RoleGIDs: roleGIDs}
 	return &adminrpc.Listener{Listener: ln, Access: access, Logger: logger}, nil
 }
 

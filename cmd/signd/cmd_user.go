@@ -112,8 +112,11 @@ func (a *app) userCmd() *cobra.Command {
 	enableCmd := simple("enable", "Enable a disabled user", func(ctx context.Context, s admin.Service, by admin.Principal, n string) (*admin.UserView, error) {
 		return s.SetUserStatus(ctx, by, n, true)
 	})
-	unlockCmd := simple("unlock", "Clear password and PIN lockouts and failure counters", func(ctx context.Context, s admin.Service, by admin.Principal, n string) (*admin.UserView, error) {
+	unlockCmd := simple("unlock", "Clear the password lockout and failure counter (administrator)", func(ctx context.Context, s admin.Service, by admin.Principal, n string) (*admin.UserView, error) {
 		return s.UnlockUser(ctx, by, n)
+	})
+	unlockPINCmd := simple("unlock-pin", "Clear the signing PIN lockout and failure counter (security officer)", func(ctx context.Context, s admin.Service, by admin.Principal, n string) (*admin.UserView, error) {
+		return s.UnlockPIN(ctx, by, n)
 	})
 
 	secretCmd := func(use, what string, set func(ctx context.Context, s admin.Service, by admin.Principal, r admin.SetSecretRequest) (*admin.UserView, error)) *cobra.Command {
@@ -158,7 +161,7 @@ func (a *app) userCmd() *cobra.Command {
 		},
 	}
 
-	cmd.AddCommand(addCmd, listCmd, showCmd, disableCmd, enableCmd, unlockCmd, setPassword, setPIN, removeCmd, a.addProofCmd(),
+	cmd.AddCommand(addCmd, listCmd, showCmd, disableCmd, enableCmd, unlockCmd, unlockPINCmd, setPassword, setPIN, removeCmd, a.addProofCmd(),
 		a.userTOTPCmd())
 	return cmd
 }

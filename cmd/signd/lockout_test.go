@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 
@@ -104,13 +105,22 @@ func TestPINLockoutThroughDaemon(t *testing.T) {
 
 	stop()
 	db := e.openStore()
-	defer db.Close()
 	var u *store.User
 	if err := db.View(context.Background(), func(tx store.Tx) (err error) { u, err = tx.User("alice"); return err }); err != nil {
 		t.Fatal(err)
 	}
+	db.Close()
 	if u.FailedPINs != 3 || !u.PINLocked {
 		t.Errorf("alice after %d wrong PINs at once: %d failures counted, locked %v; want 3, true", n, u.FailedPINs, u.PINLocked)
+	}
+
+	// The password's unlock (the administrator's) leaves the PIN locked;
+	// the PIN's (the security officer's) lifts it.
+	if out := e.must("", "user", "unlock", "alice"); !strings.Contains(out, "locked:          PIN\n") || !strings.Contains(out, "failed PINs:     3\n") {
+		t.Errorf("user unlock lifted the PIN lock:\n%s", out)
+	}
+	if out := e.must("", "user", "unlock-pin", "alice"); !strings.Contains(out, "locked:          no\n") || !strings.Contains(out, "failed PINs:     0\n") {
+		t.Errorf("user unlock-pin:\n%s", out)
 	}
 }
 

@@ -127,3 +127,27 @@ func TestAuditExportRemoteFailure(t *testing.T) {
 		t.Fatalf("malformed export request: %v", err)
 	}
 }
+
+// refusedExport refuses before it writes, as Local does a principal
+// without the auditor role.
+type refusedExport struct{ brokenExport }
+
+func (refusedExport) AuditExport(context.Context, admin.Principal, admin.AuditExportRequest, io.Writer) error {
+	return &admin.Error{Kind: admin.KindForbidden, Message: "AuditExport requires the role auditor; uid:1001 holds no role"}
+}
+
+// TestAuditExportRefusedBeforeStream: a stream refused before its first
+// byte is answered with the refusal's status (403), not a 200 that ends
+// in an error line.
+func TestAuditExportRefusedBeforeStream(t *testing.T) {
+	remote := serveAdmin(t, &refusedExport{})
+	res, err := remote.post(context.Background(), "AuditExport", admin.AuditExportRequest{})
+	var ae *admin.Error
+	if res != nil || !errors.As(err, &ae) || ae.Kind != admin.KindForbidden || ae.Message != "AuditExport requires the role auditor; uid:1001 holds no role" {
+		t.Fatalf("refused export: %v, %v", res, err)
+	}
+	var w bytes.Buffer
+	if err := remote.AuditExport(context.Background(), admin.Principal{}, admin.AuditExportRequest{}, &w); !errors.As(err, &ae) || ae.Kind != admin.KindForbidden || w.Len() != 0 {
+		t.Fatalf("Remote.AuditExport: %v, %q", err, w.String())
+	}
+}

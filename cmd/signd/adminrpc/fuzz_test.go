@@ -45,6 +45,10 @@ func (s *recordingService) UnlockUser(_ context.Context, _ admin.Principal, n st
 	s.rec(admin.NameRequest{Name: n})
 	return &admin.UserView{}, nil
 }
+func (s *recordingService) UnlockPIN(_ context.Context, _ admin.Principal, n string) (*admin.UserView, error) {
+	s.rec(admin.NameRequest{Name: n})
+	return &admin.UserView{}, nil
+}
 func (s *recordingService) SetPassword(_ context.Context, _ admin.Principal, r admin.SetSecretRequest) (*admin.UserView, error) {
 	s.rec(r)
 	return &admin.UserView{}, nil
@@ -174,7 +178,7 @@ func FuzzRPC(f *testing.F) {
 	types := map[string]reflect.Type{}
 	for name, v := range map[string]any{
 		"AddUser": admin.AddUserRequest{}, "ListUsers": struct{}{}, "ShowUser": admin.NameRequest{}, "SetUserStatus": admin.StatusRequest{},
-		"UnlockUser": admin.NameRequest{}, "SetPassword": admin.SetSecretRequest{}, "SetPIN": admin.SetSecretRequest{}, "AddProof": admin.AddProofRequest{},
+		"UnlockUser": admin.NameRequest{}, "UnlockPIN": admin.NameRequest{}, "SetPassword": admin.SetSecretRequest{}, "SetPIN": admin.SetSecretRequest{}, "AddProof": admin.AddProofRequest{},
 		"AddClient": admin.AddClientRequest{}, "ListClients": struct{}{}, "ShowClient": admin.NameRequest{}, "RemoveClient": admin.NameRequest{},
 		"CreateCredential": admin.CreateCredentialRequest{}, "ImportCertificate": admin.ImportCertificateRequest{},
 		"ListCredentials": admin.NameRequest{}, "ShowCredential": admin.NameRequest{}, "SetCredentialStatus": admin.StatusRequest{},
@@ -205,6 +209,7 @@ func FuzzRPC(f *testing.F) {
 		{"ImportCertificate", admin.ImportCertificateRequest{ID: "kr3e3rdpe6muvlifxu2m3wpecu", ChainPEM: "-----BEGIN CERTIFICATE-----\nMAA=\n-----END CERTIFICATE-----\n"}},
 		{"SetCredentialStatus", admin.StatusRequest{Name: "kr3e3rdpe6muvlifxu2m3wpecu", Enabled: false}}, {"RotateOIDCKeys", admin.RotateOIDCKeysRequest{Alg: "PS256", Force: true}}, {"CreateOIDCKey", admin.CreateOIDCKeyRequest{Alg: "ES256"}},
 		{"EnrollTOTP", admin.EnrollTOTPRequest{Username: "alice", Issuer: "signd"}}, {"RemoveTOTP", admin.NameRequest{Name: "alice"}},
+		{"UnlockUser", admin.NameRequest{Name: "alice"}}, {"UnlockPIN", admin.NameRequest{Name: "alice"}},
 		{"EnrollTSA", admin.EnrollTSARequest{Algo: "rsa-3072", Subject: "CN=signd TSA,O=Example B.V.,C=NL"}},
 		{"ImportTSACertificate", admin.ImportTSACertificateRequest{KeyID: "00ff", CertPEM: "-----BEGIN CERTIFICATE-----\nMAA=\n-----END CERTIFICATE-----\n"}},
 		{"AuditVerify", struct{}{}}, {"AuditExport", admin.AuditExportRequest{Since: time.Date(2026, 1, 2, 15, 4, 5, 0, time.FixedZone("", 3600))}},
@@ -216,6 +221,8 @@ func FuzzRPC(f *testing.F) {
 	f.Add("ShowUser", []byte(`{"Name":"alice"} {"Name":"root"}`))
 	f.Add("ShowUser", []byte(`null`))
 	f.Add("NoSuchMethod", []byte(`{}`))
+	f.Add(whoAmIMethod, []byte(`{}`))
+	f.Add(whoAmIMethod, []byte(`{"Name":"root"}`))
 	f.Fuzz(func(t *testing.T, method string, body []byte) {
 		if strings.Contains(method, "/") || method == "" {
 			return // not one path segment
@@ -226,6 +233,15 @@ func FuzzRPC(f *testing.F) {
 		req.Header.Set("Content-Type", "application/json")
 		rec := httptest.NewRecorder()
 		e.ServeHTTP(rec, withPeer(req))
+		if method == whoAmIMethod { // outside the service: answers who asks, or 400
+			var id admin.Identity
+			var ae admin.Error
+			if svc.got != nil || !(rec.Code == http.StatusOK && json.Unmarshal(rec.Body.Bytes(), &id) == nil && id.Actor != "" ||
+				rec.Code == http.StatusBadRequest && json.Unmarshal(rec.Body.Bytes(), &ae) == nil && ae.Kind == admin.KindInvalid) {
+				t.Fatalf("%s %q: %d %s", method, body, rec.Code, rec.Body)
+			}
+			return
+		}
 		typ, known := types[method]
 		if rec.Code != http.StatusOK {
 			var ae admin.Error

@@ -169,6 +169,16 @@ func (r *Remote) UnlockUser(ctx context.Context, _ admin.Principal, username str
 	return callT[*admin.UserView](r, ctx, "UnlockUser", admin.NameRequest{Name: username})
 }
 
+// UnlockPIN implements admin.Service.
+func (r *Remote) UnlockPIN(ctx context.Context, _ admin.Principal, username string) (*admin.UserView, error) {
+	return callT[*admin.UserView](r, ctx, "UnlockPIN", admin.NameRequest{Name: username})
+}
+
+// WhoAmI returns who the daemon takes the caller for, with its roles.
+func (r *Remote) WhoAmI(ctx context.Context) (*admin.Identity, error) {
+	return callT[*admin.Identity](r, ctx, whoAmIMethod, struct{}{})
+}
+
 // SetPassword implements admin.Service.
 func (r *Remote) SetPassword(ctx context.Context, _ admin.Principal, req admin.SetSecretRequest) (*admin.UserView, error) {
 	return callT[*admin.UserView](r, ctx, "SetPassword", req)

@@ -71,7 +71,34 @@ type Handler struct {
 	Service admin.Service
 	// Principal names the peer with credentials cred, with its roles.
 	Principal func(cred *unix.Ucred) admin.Principal
-	Logger    *slog.Logger
+	// Identify describes the peer for WhoAmI; nil = what Principal says.
+	Identify func(cred *unix.Ucred) admin.Identity
+	Logger   *slog.Logger
+}
+
+// whoAmIMethod is the socket method outside admin.Operations that tells
+// the caller who the daemon takes it for; it needs no role.
+const whoAmIMethod = "WhoAmI"
+
+// maxWhoAmIBody bounds WhoAmI's request, which has no parameters.
+const maxWhoAmIBody = 1024
+
+// whoAmI answers WhoAmI for the peer with credentials cred.
+func (h *Handler) whoAmI(c echo.Context, cred *unix.Ucred) error {
+	body, err := io.ReadAll(io.LimitReader(c.Request().Body, maxWhoAmIBody+1))
+	var fields map[string]json.RawMessage
+	if err != nil || len(body) > maxWhoAmIBody || json.Unmarshal(body, &fields) != nil || len(fields) > 0 {
+		return c.JSON(http.StatusBadRequest, &admin.Error{Kind: admin.KindInvalid, Message: "malformed admin request: WhoAmI takes no parameters, send {}"})
+	}
+	if h.Identify != nil {
+		return c.JSON(http.StatusOK, h.Identify(cred))
+	}
+	p := h.Principal(cred)
+	id := admin.Identity{Actor: p.Actor, Roles: p.Roles, Via: "daemon"}
+	if id.Roles == nil {
+		id.Roles = []admin.Role{}
+	}
+	return c.JSON(http.StatusOK, id)
 }
 
 // Mount registers the admin routes on g at their paths (the daemon passes
@@ -82,12 +109,16 @@ func (h *Handler) Mount(g *echo.Group) error {
 	}
 	g.POST(rpcPrefix+":method", func(c echo.Context) error {
 		op, ok := admin.Lookup(c.Param("method"))
-		if !ok {
+		whoAmI := c.Param("method") == whoAmIMethod
+		if !ok && !whoAmI {
 			return c.JSON(http.StatusNotFound, &admin.Error{Kind: admin.KindInvalid, Message: fmt.Sprintf("unknown admin method %q", c.Param("method"))})
 		}
 		cred, ok := Peer(c.Request().Context())
 		if !ok {
 			return c.JSON(http.StatusForbidden, &admin.Error{Kind: admin.KindForbidden, Message: "admin socket: the peer's credentials are unknown"})
+		}
+		if whoAmI {
+			return h.whoAmI(c, cred)
 		}
 		body, err := io.ReadAll(io.LimitReader(c.Request().Body, maxRPCBody+1))
 		if err != nil || len(body) > maxRPCBody {
@@ -104,8 +135,7 @@ func (h *Handler) Mount(g *echo.Group) error {
 			return c.JSON(kindStatus(ae.Kind), ae)
 		}
 		if st, ok := res.(admin.Stream); ok {
-			h.writeStream(c, op.Name, st)
-			return nil
+			return h.writeStream(c, op.Name, st)
 		}
 		return c.JSON(http.StatusOK, res)
 	})
@@ -120,13 +150,46 @@ func (h *Handler) logger() *slog.Logger {
 }
 
 // writeStream answers 200 with what st writes and, when st fails, ends
-// the answer with a streamTrailer line.
-func (h *Handler) writeStream(c echo.Context, method string, st admin.Stream) {
-	c.Response().Header().Set(echo.HeaderContentType, "application/x-ndjson")
-	c.Response().WriteHeader(http.StatusOK)
-	if err := st(c.Response()); err != nil {
+// the answer with a streamTrailer line. A stream that fails before its
+// first byte (a refusal by role, a store that cannot be read) gets the
+// error's own status instead, as any other method: nothing has been
+// promised yet.
+func (h *Handler) writeStream(c echo.Context, method string, st admin.Stream) error {
+	w := &lazyStream{res: c.Response()}
+	err := st(w)
+	if err != nil && !w.started {
+		var ae *admin.Error
+		if !errors.As(err, &ae) {
+			h.logger().Error("admin method failed", "method", method, "err", err)
+			ae = &admin.Error{Kind: admin.KindInternal, Message: "internal error (see the signd log)"}
+		}
+		return c.JSON(kindStatus(ae.Kind), ae)
+	}
+	w.start()
+	if err != nil {
 		h.logger().Warn("admin stream stopped", "method", method, "err", err)
 		line, _ := json.Marshal(streamTrailer{Error: err.Error()})
 		_, _ = c.Response().Write(append(line, '\n'))
 	}
+	return nil
+}
+
+// lazyStream sends the 200 and its content type with the first byte of a
+// stream.
+type lazyStream struct {
+	res     *echo.Response
+	started bool
+}
+
+func (w *lazyStream) start() {
+	if !w.started {
+		w.started = true
+		w.res.Header().Set(echo.HeaderContentType, "application/x-ndjson")
+		w.res.WriteHeader(http.StatusOK)
+	}
+}
+
+func (w *lazyStream) Write(p []byte) (int, error) {
+	w.start()
+	return w.res.Write(p)
 }

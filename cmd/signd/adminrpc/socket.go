@@ -24,8 +24,9 @@ import (
 //     (root or the daemon's user) can write, so no other local user can
 //     swap the socket for their own (CheckSocketDir);
 //   - the daemon serves only peers whose SO_PEERCRED (unix(7)) credentials
-//     it trusts: root, its own uid, members of server.admin_group
-//     (Access, Listener);
+//     it trusts: root, its own uid, members of server.admin_group and of
+//     the groups of admin.roles (Access, Listener); what each may do is
+//     the roles' business (Roles);
 //   - the CLI sends nothing before it has checked who owns the socket file
 //     and who listens on it (Trust, Dial).
 
@@ -66,6 +67,9 @@ type Access struct {
 	// gid is AdminGID, or whose user is a member of it in the group
 	// database, is served too.
 	AdminGID int
+	// RoleGIDs are the groups of admin.roles (admin.RoleMap.Groups): their
+	// members are served like the admin group's.
+	RoleGIDs []uint32
 	// GroupIDs returns the gids of the groups uid belongs to; nil means
 	// UserGroupIDs (os/user).
 	GroupIDs func(uid uint32) ([]uint32, error)
@@ -78,9 +82,15 @@ func (a Access) Allows(c *unix.Ucred) bool {
 		return false
 	case c.Uid == 0 || c.Uid == a.UID:
 		return true
-	case a.AdminGID < 0:
+	}
+	trusted := slices.Clone(a.RoleGIDs)
+	if a.AdminGID >= 0 {
+		trusted = append(trusted, uint32(a.AdminGID))
+	}
+	switch {
+	case len(trusted) == 0:
 		return false
-	case c.Gid == uint32(a.AdminGID):
+	case slices.Contains(trusted, c.Gid):
 		return true
 	}
 	groups := a.GroupIDs
@@ -88,7 +98,7 @@ func (a Access) Allows(c *unix.Ucred) bool {
 		groups = UserGroupIDs
 	}
 	gids, err := groups(c.Uid)
-	return err == nil && slices.Contains(gids, uint32(a.AdminGID))
+	return err == nil && slices.ContainsFunc(gids, func(g uint32) bool { return slices.Contains(trusted, g) })
 }
 
 // UserGroupIDs returns the primary and supplementary gids of the user with

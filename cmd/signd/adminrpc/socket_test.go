@@ -12,39 +12,54 @@ import (
 )
 
 func TestAccessAllows(t *testing.T) {
-	const daemon, admins = 990, 4242
+	const daemon, admins, officers, auditors = 990, 4242, 4300, 4301
 	groups := func(uid uint32) ([]uint32, error) {
 		switch uid {
 		case 1001: // alice: admins as a supplementary group
 			return []uint32{1001, 27, admins}, nil
 		case 1002: // bob: not an admin
 			return []uint32{1002, 27}, nil
+		case 1003: // carol: an auditor
+			return []uint32{1003, auditors}, nil
 		}
 		return nil, errors.New("user: unknown userid")
 	}
+	roleGIDs := []uint32{officers, auditors}
 	tests := []struct {
 		name     string
 		adminGID int
+		roles    bool // admin.roles names officers and auditors
 		peer     *unix.Ucred
 		want     bool
 	}{
-		{"root", NoGroup, &unix.Ucred{Uid: 0, Gid: 0}, true},
-		{"the daemon's user", NoGroup, &unix.Ucred{Uid: daemon, Gid: daemon}, true},
-		{"another user", NoGroup, &unix.Ucred{Uid: 1001, Gid: 1001}, false},
-		{"another user with the daemon's gid", NoGroup, &unix.Ucred{Uid: 1001, Gid: daemon}, false},
-		{"gid 0 is not root", NoGroup, &unix.Ucred{Uid: 1001, Gid: 0}, false},
-		{"no credentials", NoGroup, nil, false},
-		{"admin group: process gid", admins, &unix.Ucred{Uid: 1002, Gid: admins}, true},
-		{"admin group: member in the database", admins, &unix.Ucred{Uid: 1001, Gid: 1001}, true},
-		{"admin group: not a member", admins, &unix.Ucred{Uid: 1002, Gid: 1002}, false},
-		{"admin group: unknown user", admins, &unix.Ucred{Uid: 5555, Gid: 5555}, false},
-		{"admin group: root still", admins, &unix.Ucred{Uid: 0, Gid: 0}, true},
-		{"admin group: the daemon still", admins, &unix.Ucred{Uid: daemon, Gid: daemon}, true},
-		{"no admin group: a member is not special", NoGroup, &unix.Ucred{Uid: 1001, Gid: admins}, false},
+		{"role group: process gid", NoGroup, true, &unix.Ucred{Uid: 1002, Gid: officers}, true},
+		{"role group: member in the database", NoGroup, true, &unix.Ucred{Uid: 1003, Gid: 1003}, true},
+		{"role group: not a member", NoGroup, true, &unix.Ucred{Uid: 1002, Gid: 1002}, false},
+		{"role group: unknown user", NoGroup, true, &unix.Ucred{Uid: 5555, Gid: 5555}, false},
+		{"role group and admin group", admins, true, &unix.Ucred{Uid: 1001, Gid: 1001}, true},
+		{"role group beside an admin group", admins, true, &unix.Ucred{Uid: 1003, Gid: 1003}, true},
+		{"role group: root still", NoGroup, true, &unix.Ucred{Uid: 0, Gid: 0}, true},
+		{"no roles: a role group's member is not special", NoGroup, false, &unix.Ucred{Uid: 1003, Gid: auditors}, false},
+		{"root", NoGroup, false, &unix.Ucred{Uid: 0, Gid: 0}, true},
+		{"the daemon's user", NoGroup, false, &unix.Ucred{Uid: daemon, Gid: daemon}, true},
+		{"another user", NoGroup, false, &unix.Ucred{Uid: 1001, Gid: 1001}, false},
+		{"another user with the daemon's gid", NoGroup, false, &unix.Ucred{Uid: 1001, Gid: daemon}, false},
+		{"gid 0 is not root", NoGroup, false, &unix.Ucred{Uid: 1001, Gid: 0}, false},
+		{"no credentials", NoGroup, false, nil, false},
+		{"admin group: process gid", admins, false, &unix.Ucred{Uid: 1002, Gid: admins}, true},
+		{"admin group: member in the database", admins, false, &unix.Ucred{Uid: 1001, Gid: 1001}, true},
+		{"admin group: not a member", admins, false, &unix.Ucred{Uid: 1002, Gid: 1002}, false},
+		{"admin group: unknown user", admins, false, &unix.Ucred{Uid: 5555, Gid: 5555}, false},
+		{"admin group: root still", admins, false, &unix.Ucred{Uid: 0, Gid: 0}, true},
+		{"admin group: the daemon still", admins, false, &unix.Ucred{Uid: daemon, Gid: daemon}, true},
+		{"no admin group: a member is not special", NoGroup, false, &unix.Ucred{Uid: 1001, Gid: admins}, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			a := Access{UID: daemon, AdminGID: tt.adminGID, GroupIDs: groups}
+			if tt.roles {
+				a.RoleGIDs = roleGIDs
+			}
 			if got := a.Allows(tt.peer); got != tt.want {
 				t.Errorf("Allows(%+v) = %v, want %v", tt.peer, got, tt.want)
 			}
