@@ -217,7 +217,7 @@ func (l *Local) updateUser(ctx context.Context, op, username string, revoke revo
 // SetUserStatus implements Service. Disabling revokes everything of the
 // user.
 func (l *Local) SetUserStatus(ctx context.Context, by Principal, username string, enabled bool) (*UserView, error) {
-	if err := l.allow(ctx, by, "SetUserStatus"); err != nil {
+	if err := l.admit(ctx, by, "SetUserStatus", StatusRequest{Name: username, Enabled: enabled}); err != nil {
 		return nil, err
 	}
 	if enabled {
@@ -236,7 +236,7 @@ func (l *Local) SetUserStatus(ctx context.Context, by Principal, username string
 // lock and the permanent one, and the count of timed locks before) and
 // both counters.
 func (l *Local) UnlockUser(ctx context.Context, by Principal, username string) (*UserView, error) {
-	if err := l.allow(ctx, by, "UnlockUser"); err != nil {
+	if err := l.admit(ctx, by, "UnlockUser", NameRequest{Name: username}); err != nil {
 		return nil, err
 	}
 	return l.updateUser(ctx, "unlocked", username, nil, func(u *store.User) error {
