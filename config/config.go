@@ -34,6 +34,8 @@ type Config struct {
 	OIDC   OIDCConfig   `mapstructure:"oidc"`
 	// RateLimit is ratelimit.*: requests per client or remote address.
 	RateLimit RateLimitConfig `mapstructure:"ratelimit"`
+	// Admin is admin.*: dual control of administrative acts.
+	Admin AdminConfig `mapstructure:"admin"`
 
 	source string // file Load read, "" when none
 }
