@@ -65,6 +65,8 @@ func runChild(mode string) int {
 		res.Body.Close()
 		fmt.Println("status", res.StatusCode)
 		return 0
+	case "call":
+		return callChild(socket)
 	case "listen":
 		ln, err := net.Listen("unix", socket)
 		if err != nil {
