@@ -93,7 +93,6 @@ func (a *AdminConfig) checks() []check {
 	return []check{
 		{"admin.dual_control", dualControl(a.DualControl)},
 		{"admin.pending_ttl", within(a.PendingTTL, MinPendingTTL, MaxPendingTTL)},
-		
 	}
 }
 

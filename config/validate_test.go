@@ -322,7 +322,9 @@ func TestValidate(t *testing.T) {
 			"admin.dual_control", `entry 1: unknown act "RemoveCredential" (acts: user_status, user_unlock, user_remove, totp_remove, client_remove, credential_create,`},
 		{"dual control empty name", func(c *Config) { c.Admin.DualControl = []string{""} },
 			"admin.dual_control", `entry 1: unknown act ""`},
-		{"dual control duplicate", func(c *Config) { c.Admin.DualControl = []string{"credential_remove", "tsa_enroll", "credential_remove"} },
+		{"dual control duplicate", func(c *Config) {
+			c.Admin.DualControl = []string{"credential_remove", "tsa_enroll", "credential_remove"}
+		},
 			"admin.dual_control", `entry 3: "credential_remove" is named twice`},
 		{"dual control secret in the request", func(c *Config) { c.Admin.DualControl = []string{"user_set_pin"} },
 			"admin.dual_control", "entry 1: user_set_pin cannot wait for a second operator: its request carries the new PIN"},
