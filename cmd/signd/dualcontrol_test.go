@@ -236,3 +236,28 @@ func TestDualControlThroughSocket(t *testing.T) {
 		t.Errorf("audit:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }
+
+// TestDualControlWithoutDaemon: the CLI working on the store itself holds
+// the act as the daemon does; its operator cannot approve it, and may
+// withdraw it.
+func TestDualControlWithoutDaemon(t *testing.T) {
+	e := newEnv(t, "admin:\n  dual_control: [credential_remove, user_remove]\n")
+	e.must("a long password\n", "user", "add", "alice", "--password-file", "-")
+	_, _, err := e.run("", "user", "remove", "alice")
+	ae, ok := err.(*admin.Error)
+	if !ok || ae.Kind != admin.KindPending || !strings.HasSuffix(ae.Message, "RemoveUser needs approval by a second operator within 24h (signd pending approve "+ae.ID+")") {
+		t.Fatalf("user remove under dual control: %v", err)
+	}
+	if _, _, err := e.run("", "pending", "approve", ae.ID); admin.KindOf(err) != admin.KindForbidden {
+		t.Errorf("self-approval: %v", err)
+	}
+	if out := e.must("", "pending", "reject", ae.ID); !strings.HasPrefix(out, "rejected pending request "+ae.ID+": RemoveUser {\"Name\":\"alice\"} requested by uid:") {
+		t.Errorf("withdrawal: %q", out)
+	}
+	if out := e.must("", "user", "show", "alice"); !strings.Contains(out, "alice") {
+		t.Errorf("alice after the withdrawn removal: %s", out)
+	}
+	if out := e.must("", "pending", "list", "--json"); strings.TrimSpace(out) != "[]" {
+		t.Errorf("pending after the withdrawal: %s", out)
+	}
+}
