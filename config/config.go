@@ -178,6 +178,10 @@ func flatten(prefix string, v reflect.Value, out *[]Setting) {
 			continue
 		}
 		key := f.Tag.Get("mapstructure")
+		if key == ",squash" { // an embedded part of the section
+			flatten(prefix, v.Field(i), out)
+			continue
+		}
 		if prefix != "" {
 			key = prefix + "." + key
 		}

@@ -142,7 +142,7 @@ func TestEveryKeyFromFile(t *testing.T) {
 			Timestamp: LimitConfig{Rate: 2.5, Burst: 5}, AuthLogin: LimitConfig{Rate: 0.2, Burst: 10},
 			Token: LimitConfig{Rate: 0, Burst: 1}, Forms: LimitConfig{Rate: 3, Burst: 30}, MaxKeys: 500,
 		},
-		Admin:  AdminConfig{DualControl: []string{"credential_remove", "tsa_enroll", "oidc_keys_rotate"}, PendingTTL: 8 * time.Hour},
+		Admin:  AdminConfig{DualControlConfig{DualControl: []string{"credential_remove", "tsa_enroll", "oidc_keys_rotate"}, PendingTTL: 8 * time.Hour}},
 		source: c.source,
 	}
 	want.CSC.MaxHashesPerRequest = 250

@@ -62,7 +62,7 @@ func onEtcd(c *Config) {
 	c.Store.Etcd.Endpoints = []string{"https://etcd1.example.org:2379", "http://127.0.0.1:2379"}
 }
 
-func defaultAdmin() AdminConfig { return AdminConfig{PendingTTL: 24 * time.Hour} }
+func defaultAdmin() AdminConfig { return AdminConfig{DualControlConfig{PendingTTL: 24 * time.Hour}} }
 
 func defaultRateLimit() RateLimitConfig {
 	return RateLimitConfig{
