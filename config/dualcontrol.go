@@ -83,10 +83,27 @@ func (a DualControlConfig) DualControlOps() []string {
 func dualControlKeys() []Key {
 	return []Key{
 		{Name: "admin.dual_control", Default: []string(nil),
-			Usage: "acts a second operator must approve (dual control), e.g. [credential_remove, tsa_enroll, oidc_keys_rotate]; empty = none"},
+			Usage: "acts a second operator must approve (dual control), e.g. [credential_remove, tsa_enroll, oidc_keys_rotate]; empty = none",
+			Doc: "administrative acts a second operator must approve (dual control, see [signd pending](CLI.md#dual-control-signd-pending)): the first operator's command answers `pending request ID: … needs approval by a second operator`, and another operator (another uid) runs `signd pending approve ID`. Acts: " +
+				dualControlDoc() + ". Empty, so that one operator can run signd; with two operators, name at least the acts that cannot be undone: `[credential_remove, tsa_enroll, oidc_keys_rotate]`. Roles are not an act: `admin.roles` is configuration. In the environment: comma-separated"},
 		{Name: "admin.pending_ttl", Default: 24 * time.Hour,
-			Usage: fmt.Sprintf("how long an act under dual control waits for its approval (%v to %v)", MinPendingTTL, MaxPendingTTL)},
+			Usage: fmt.Sprintf("how long an act under dual control waits for its approval (%v to %v)", MinPendingTTL, MaxPendingTTL),
+			Doc:   "how long a pending request waits for its approval; then it expires (refused at approval, removed by the sweeper, audited as `pending_expired`) (5m–168h)"},
 	}
+}
+
+// dualControlDoc lists the acts for docs/CONFIG.md: those that can wait,
+// then those refused and why.
+func dualControlDoc() string {
+	var can, cannot []string
+	for _, a := range DualControlActs() {
+		if a.Refused == "" {
+			can = append(can, "`"+a.Name+"`")
+		} else {
+			cannot = append(cannot, fmt.Sprintf("`%s` (%s)", a.Name, a.Refused))
+		}
+	}
+	return strings.Join(can, ", ") + ". Refused, because a pending request and the act's answer must hold no secret: " + strings.Join(cannot, ", ")
 }
 
 func (a *DualControlConfig) checks() []check {
