@@ -261,3 +261,43 @@ func TestDualControlWithoutDaemon(t *testing.T) {
 		t.Errorf("pending after the withdrawal: %s", out)
 	}
 }
+
+// TestDualControlSweptByDaemon: the daemon's sweeper removes a request
+// left past admin.pending_ttl (the daemon's clock moved) and audits it as
+// pending_expired by signd. The test waits for the sweeper's ticker
+// (oauth.sweep_interval 1s), not for the expiry.
+func TestDualControlSweptByDaemon(t *testing.T) {
+	e := newEnv(t, "admin:\n  dual_control: [user_remove]\noauth:\n  sweep_interval: 1s\n")
+	var skew atomic.Int64
+	e.startDaemonWith(func(a *app) { a.now = func() time.Time { return time.Now().Add(time.Duration(skew.Load())) } })
+	e.must("a long password\n", "user", "add", "alice", "--password-file", "-")
+	_, _, err := e.run("", "user", "remove", "alice")
+	ae, ok := err.(*admin.Error)
+	if !ok || ae.Kind != admin.KindPending {
+		t.Fatalf("user remove under dual control: %v", err)
+	}
+	skew.Store(int64(24 * time.Hour))
+	deadline := time.Now().Add(15 * time.Second)
+	for strings.TrimSpace(e.must("", "pending", "list", "--json")) != "[]" {
+		if time.Now().After(deadline) {
+			t.Fatal("the sweeper left the expired request")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	var expired []store.AuditEntry
+	for _, line := range strings.Split(strings.TrimSpace(e.must("", "audit", "export")), "\n") {
+		ent, err := store.DecodeAuditEntry([]byte(line))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ent.Kind == store.AuditPendingExpired {
+			expired = append(expired, *ent)
+		}
+	}
+	if len(expired) != 1 || expired[0].Actor != "signd" || expired[0].Fields["id"] != ae.ID || expired[0].Fields["op"] != "RemoveUser" {
+		t.Errorf("pending_expired entries: %+v", expired)
+	}
+	if out := e.must("", "user", "show", "alice"); !strings.Contains(out, "alice") {
+		t.Errorf("alice after the expired removal: %s", out)
+	}
+}
