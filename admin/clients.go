@@ -159,7 +159,7 @@ func (l *Local) ShowClient(ctx context.Context, by Principal, id string) (*Clien
 // RemoveClient implements Service: it deletes the client and revokes its
 // access tokens, SADs, codes and pending requests in one transaction.
 func (l *Local) RemoveClient(ctx context.Context, by Principal, id string) (*RemoveResult, error) {
-	if err := l.allow(ctx, by, "RemoveClient"); err != nil {
+	if err := l.admit(ctx, by, "RemoveClient", NameRequest{Name: id}); err != nil {
 		return nil, err
 	}
 	var r store.Revoked

@@ -93,7 +93,7 @@ func (l *Local) keys() (KeyStore, error) {
 // token, a CSR is signed by it, and the credential is stored as pending
 // (unusable) until ImportCertificate attaches a chain.
 func (l *Local) CreateCredential(ctx context.Context, by Principal, req CreateCredentialRequest) (*CreateCredentialResult, error) {
-	if err := l.allow(ctx, by, "CreateCredential"); err != nil {
+	if err := l.admit(ctx, by, "CreateCredential", req); err != nil {
 		return nil, err
 	}
 	spec, err := enroll.Request{Owner: req.User, Algorithm: req.Algo, Subject: req.Subject}.Check()
@@ -167,7 +167,7 @@ func (l *Local) CreateCredential(ctx context.Context, by Principal, req CreateCr
 
 // ImportCertificate implements Service.
 func (l *Local) ImportCertificate(ctx context.Context, by Principal, req ImportCertificateRequest) (*CredentialView, error) {
-	if err := l.allow(ctx, by, "ImportCertificate"); err != nil {
+	if err := l.admit(ctx, by, "ImportCertificate", req); err != nil {
 		return nil, err
 	}
 	chain, err := enroll.ParseChainPEM([]byte(req.ChainPEM))
@@ -294,7 +294,7 @@ func checkAuth(multisign int, mode string) (store.AuthMode, error) {
 
 // SetCredentialAuth implements Service.
 func (l *Local) SetCredentialAuth(ctx context.Context, by Principal, req SetCredentialAuthRequest) (*CredentialView, error) {
-	if err := l.allow(ctx, by, "SetCredentialAuth"); err != nil {
+	if err := l.admit(ctx, by, "SetCredentialAuth", req); err != nil {
 		return nil, err
 	}
 	mode, err := checkAuth(req.Multisign, req.AuthMode)
@@ -347,7 +347,7 @@ func (l *Local) SetCredentialAuth(ctx context.Context, by Principal, req SetCred
 // certificate yet) cannot be enabled. Disabling revokes the SADs, codes and
 // pending requests bound to the credential.
 func (l *Local) SetCredentialStatus(ctx context.Context, by Principal, id string, enabled bool) (*CredentialView, error) {
-	if err := l.allow(ctx, by, "SetCredentialStatus"); err != nil {
+	if err := l.admit(ctx, by, "SetCredentialStatus", StatusRequest{Name: id, Enabled: enabled}); err != nil {
 		return nil, err
 	}
 	var out *store.Credential

@@ -10,6 +10,12 @@
 // operation; Local refuses any other principal with KindForbidden and
 // records the refusal in the audit log, naming the actor.
 //
+// Dual control (pending.go): an operation named in Local.DualControl is
+// not performed when asked but held as a pending request until a second
+// operator — another Party, holding a role of the operation — approves it
+// (ApprovePending); it then runs as its requester, with the approver in
+// Principal.ApprovedBy.
+//
 // Errors that reach an operator are *Error values: a Kind that survives a
 // transport and a message written for a human. Secrets (passwords, PINs,
 // generated client secrets) arrive in requests and never appear in errors,

@@ -40,6 +40,13 @@ type Local struct {
 	// TSALabel is the token label of the time-stamping certificate
 	// (csc.timestamp.label); "" = tsa.DefaultLabel.
 	TSALabel string
+	// DualControl names the operations (Operations) a second operator
+	// must approve (admin.dual_control; pending.go): each must be
+	// Holdable. Empty: every operation is performed at once.
+	DualControl []string
+	// PendingTTL is how long such a request waits for its approval
+	// (admin.pending_ttl); 0 = DefaultPendingTTL.
+	PendingTTL time.Duration
 }
 
 var _ Service = (*Local)(nil)
@@ -123,15 +130,38 @@ func (l *Local) allow(ctx context.Context, by Principal, op string) error {
 		need[i] = string(r)
 	}
 	reason := fmt.Sprintf("%s requires the role %s", op, strings.Join(need, " or "))
+	l.refused(ctx, by, op, reason, nil)
+	return errorf(KindForbidden, "%s; %s holds %s", reason, by.Actor, rolesText(by.Roles))
+}
+
+// refused records the refusal of the operation named op to by, for
+// reason, in the audit log (admin_refused, outcome refused; fields beside
+// the operation) and the log.
+func (l *Local) refused(ctx context.Context, by Principal, op, reason string, fields map[string]string) {
+	f := map[string]string{"op": op}
+	for k, v := range fields {
+		f[k] = v
+	}
 	err := l.Store.Update(ctx, func(tx store.Tx) error {
 		return tx.AppendAudit(&store.AuditEntry{Time: l.now(), Kind: store.AuditAdminRefused, Actor: by.Actor,
-			Outcome: store.AuditRefused, Reason: reason, Fields: map[string]string{"op": op}})
+			Outcome: store.AuditRefused, Reason: reason, Fields: f})
 	})
 	if err != nil {
 		l.logger().Error("admin refusal not audited", "op", op, "actor", by.Actor, "err", err)
 	}
 	l.logger().Warn("admin operation refused", "op", op, "actor", by.Actor, "reason", reason)
-	return errorf(KindForbidden, "%s; %s holds %s", reason, by.Actor, rolesText(by.Roles))
+}
+
+// admit is allow for the operations that change something: once the role
+// is checked, an operation under dual control (Local.DualControl) is not
+// performed but held for a second operator (hold, pending.go), and admit
+// returns the KindPending error that says so. req is the operation's
+// request as Operations decodes it: what the approval performs again.
+func (l *Local) admit(ctx context.Context, by Principal, op string, req any) error {
+	if err := l.allow(ctx, by, op); err != nil {
+		return err
+	}
+	return l.hold(ctx, by, op, req)
 }
 
 // rolesText lists roles for a message.

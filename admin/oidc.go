@@ -111,7 +111,7 @@ func (l *Local) oidcKeyView(r *oidc.KeyRing, k *store.SigningKey) *OIDCKeyView {
 // published as the next signing key of that algorithm (active at once when
 // no key of it is active yet).
 func (l *Local) CreateOIDCKey(ctx context.Context, by Principal, req CreateOIDCKeyRequest) (*OIDCKeyView, error) {
-	if err := l.allow(ctx, by, "CreateOIDCKey"); err != nil {
+	if err := l.admit(ctx, by, "CreateOIDCKey", req); err != nil {
 		return nil, err
 	}
 	r, err := l.oidcKeys()
@@ -149,7 +149,7 @@ func (l *Local) ListOIDCKeys(ctx context.Context, by Principal) ([]OIDCKeyView, 
 // active one is retired (published until its ID tokens expired), expired
 // retired keys are removed from the JWKS and the HSM.
 func (l *Local) RotateOIDCKeys(ctx context.Context, by Principal, req RotateOIDCKeysRequest) (*RotateOIDCKeysResult, error) {
-	if err := l.allow(ctx, by, "RotateOIDCKeys"); err != nil {
+	if err := l.admit(ctx, by, "RotateOIDCKeys", req); err != nil {
 		return nil, err
 	}
 	r, err := l.oidcKeys()

@@ -7,8 +7,8 @@ import (
 	"strings"
 )
 
-// NameRequest names one record: a username, a client ID, a credential ID
-// or, for ListCredentials, an owner ("" for all).
+// NameRequest names one record: a username, a client ID, a credential ID,
+// a pending request's ID or, for ListCredentials, an owner ("" for all).
 type NameRequest struct{ Name string }
 
 // StatusRequest switches a user or a credential on or off.
@@ -58,6 +58,7 @@ func Operations() []Operation {
 	so, ad := []Role{RoleSecurityOfficer}, []Role{RoleAdministrator}
 	soRead, adRead := []Role{RoleSecurityOfficer, RoleAuditor}, []Role{RoleAdministrator, RoleAuditor}
 	au := []Role{RoleAuditor}
+	approvers := []Role{RoleSecurityOfficer, RoleAdministrator}
 	type none = struct{}
 	return []Operation{
 		op("AddUser", ad, false, func(ctx context.Context, s Service, by Principal, r AddUserRequest) (any, error) {
@@ -144,6 +145,17 @@ func Operations() []Operation {
 		op("AuditVerify", au, true, func(ctx context.Context, s Service, by Principal, _ none) (any, error) { return s.AuditVerify(ctx, by) }),
 		op("AuditExport", au, true, func(ctx context.Context, s Service, by Principal, r AuditExportRequest) (any, error) {
 			return Stream(func(w io.Writer) error { return s.AuditExport(ctx, by, r, w) }), nil
+		}),
+		// Dual control (pending.go): whoever may approve, and the auditor,
+		// see what waits; approving also needs a role of the held act.
+		op("ListPending", Roles(), true, func(ctx context.Context, s Service, by Principal, _ none) (any, error) {
+			return s.ListPending(ctx, by)
+		}),
+		op("ApprovePending", approvers, false, func(ctx context.Context, s Service, by Principal, r NameRequest) (any, error) {
+			return s.ApprovePending(ctx, by, r.Name)
+		}),
+		op("RejectPending", approvers, false, func(ctx context.Context, s Service, by Principal, r NameRequest) (any, error) {
+			return s.RejectPending(ctx, by, r.Name)
 		}),
 	}
 }

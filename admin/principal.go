@@ -51,6 +51,31 @@ type Principal struct {
 	Party string
 	// Roles are the trusted roles the principal holds.
 	Roles []Role
+	// approvedBy is the Actor of the second operator who approved the
+	// act this principal requested under dual control (pending.go); set
+	// only while ApprovePending performs it, so no transport can set it.
+	approvedBy string
+}
+
+// ApprovedBy is the Actor of the second operator who approved the act
+// being performed (admin.dual_control), "" when it needed no approval.
+// The act's audit entry names the requester as Actor and this one in
+// Fields["approved_by"] (ApprovalFields).
+func (p Principal) ApprovedBy() string { return p.approvedBy }
+
+// ApprovalFields returns fields with "approved_by" added when p acts on a
+// second operator's approval: the Fields of an act's audit entry. fields
+// may be nil; it is not modified.
+func (p Principal) ApprovalFields(fields map[string]string) map[string]string {
+	if p.approvedBy == "" {
+		return fields
+	}
+	out := make(map[string]string, len(fields)+1)
+	for k, v := range fields {
+		out[k] = v
+	}
+	out["approved_by"] = p.approvedBy
+	return out
 }
 
 // Has reports whether p holds role r.

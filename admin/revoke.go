@@ -94,7 +94,7 @@ const maxNamed = 10
 // refuses while the user owns credentials (remove those first: their keys
 // live in the HSM).
 func (l *Local) RemoveUser(ctx context.Context, by Principal, username string) (*RemoveResult, error) {
-	if err := l.allow(ctx, by, "RemoveUser"); err != nil {
+	if err := l.admit(ctx, by, "RemoveUser", NameRequest{Name: username}); err != nil {
 		return nil, err
 	}
 	var r store.Revoked
@@ -137,7 +137,7 @@ func (l *Local) RemoveUser(ctx context.Context, by Principal, username string) (
 // changes; when the store fails after it, the credential can no longer
 // sign and running the removal again finishes it.
 func (l *Local) RemoveCredential(ctx context.Context, by Principal, id string) (*RemoveCredentialResult, error) {
-	if err := l.allow(ctx, by, "RemoveCredential"); err != nil {
+	if err := l.admit(ctx, by, "RemoveCredential", NameRequest{Name: id}); err != nil {
 		return nil, err
 	}
 	cred, err := l.getCredential(ctx, id)
@@ -178,7 +178,7 @@ func (l *Local) RemoveCredential(ctx context.Context, by Principal, id string) (
 			return err
 		}
 		return tx.AppendAudit(&store.AuditEntry{Time: l.now(), Kind: store.AuditCredentialRemoved, User: c.Owner,
-			Credential: id, Outcome: store.AuditOK,
+			Credential: id, Outcome: store.AuditOK, Actor: by.Actor, Fields: by.ApprovalFields(nil),
 			Reason: fmt.Sprintf("by an admin: %s; revoked %s", what, revokedView(r))})
 	})
 	if err != nil {

@@ -52,6 +52,10 @@ type Service interface {
 
 	AuditVerify(ctx context.Context, by Principal) (*AuditReport, error)
 	AuditExport(ctx context.Context, by Principal, req AuditExportRequest, w io.Writer) error
+
+	ListPending(ctx context.Context, by Principal) ([]PendingView, error)
+	ApprovePending(ctx context.Context, by Principal, id string) (*ApprovalResult, error)
+	RejectPending(ctx context.Context, by Principal, id string) (*PendingView, error)
 }
 
 // Kind classifies an Error; it is what crosses the admin socket.
@@ -66,12 +70,18 @@ const (
 	KindUnavailable Kind = "unavailable"    // the HSM or store cannot be reached now
 	KindForbidden   Kind = "forbidden"      // the principal lacks the role the operation requires
 	KindInternal    Kind = "internal"       // a fault of signd; details are in the daemon log
+	// KindPending: the operation is under dual control and was not
+	// performed; it waits as the pending request Error.ID for a second
+	// operator (pending.go).
+	KindPending Kind = "pending"
 )
 
 // Error is an operator-facing error. Message never holds a secret.
 type Error struct {
 	Kind    Kind   `json:"kind"`
 	Message string `json:"message"`
+	// ID is the pending request's ID with KindPending.
+	ID string `json:"id,omitempty"`
 }
 
 func (e *Error) Error() string { return e.Message }

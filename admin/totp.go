@@ -76,7 +76,7 @@ func (l *Local) EnrollTOTP(ctx context.Context, by Principal, req EnrollTOTPRequ
 // RemoveTOTP implements Service: the user logs in with the password alone
 // again. Removing it from a user without TOTP is a conflict.
 func (l *Local) RemoveTOTP(ctx context.Context, by Principal, username string) (*UserView, error) {
-	if err := l.allow(ctx, by, "RemoveTOTP"); err != nil {
+	if err := l.admit(ctx, by, "RemoveTOTP", NameRequest{Name: username}); err != nil {
 		return nil, err
 	}
 	return l.updateUser(ctx, "TOTP removed", username, nil, func(u *store.User) error {

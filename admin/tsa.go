@@ -47,7 +47,7 @@ const defaultTSAAlgo = "rsa-3072"
 
 // EnrollTSA implements Service.
 func (l *Local) EnrollTSA(ctx context.Context, by Principal, req EnrollTSARequest) (*EnrollTSAResult, error) {
-	if err := l.allow(ctx, by, "EnrollTSA"); err != nil {
+	if err := l.admit(ctx, by, "EnrollTSA", req); err != nil {
 		return nil, err
 	}
 	algo := req.Algo
@@ -90,7 +90,7 @@ func (l *Local) EnrollTSA(ctx context.Context, by Principal, req EnrollTSAReques
 // id-kp-timeStamping, valid now, the key's public key) and chain to its
 // issuers when they are given.
 func (l *Local) ImportTSACertificate(ctx context.Context, by Principal, req ImportTSACertificateRequest) (*TSACertificateView, error) {
-	if err := l.allow(ctx, by, "ImportTSACertificate"); err != nil {
+	if err := l.admit(ctx, by, "ImportTSACertificate", req); err != nil {
 		return nil, err
 	}
 	id, err := hex.DecodeString(req.KeyID)

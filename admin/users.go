@@ -224,7 +224,7 @@ func (l *Local) updateUser(ctx context.Context, op, username string, revoke revo
 // SetUserStatus implements Service. Disabling revokes everything of the
 // user.
 func (l *Local) SetUserStatus(ctx context.Context, by Principal, username string, enabled bool) (*UserView, error) {
-	if err := l.allow(ctx, by, "SetUserStatus"); err != nil {
+	if err := l.admit(ctx, by, "SetUserStatus", StatusRequest{Name: username, Enabled: enabled}); err != nil {
 		return nil, err
 	}
 	if enabled {
@@ -244,7 +244,7 @@ func (l *Local) SetUserStatus(ctx context.Context, by Principal, username string
 // the count of failed passwords. The signing PIN's lock is UnlockPIN's:
 // passwords are the administrator's, PINs the security officer's.
 func (l *Local) UnlockUser(ctx context.Context, by Principal, username string) (*UserView, error) {
-	if err := l.allow(ctx, by, "UnlockUser"); err != nil {
+	if err := l.admit(ctx, by, "UnlockUser", NameRequest{Name: username}); err != nil {
 		return nil, err
 	}
 	return l.updateUser(ctx, "unlocked", username, nil, func(u *store.User) error {
@@ -256,7 +256,7 @@ func (l *Local) UnlockUser(ctx context.Context, by Principal, username string) (
 // UnlockPIN implements Service: it clears the signing PIN's lockout and
 // the count of failed PINs.
 func (l *Local) UnlockPIN(ctx context.Context, by Principal, username string) (*UserView, error) {
-	if err := l.allow(ctx, by, "UnlockPIN"); err != nil {
+	if err := l.admit(ctx, by, "UnlockPIN", NameRequest{Name: username}); err != nil {
 		return nil, err
 	}
 	return l.updateUser(ctx, "PIN unlocked", username, nil, func(u *store.User) error {

@@ -6,9 +6,13 @@ import (
 	"strings"
 )
 
-// AdminConfig is the admin.* section: who may administer signd.
+// AdminConfig is the admin.* section: who may administer signd, and how
+// administrative acts are controlled.
 type AdminConfig struct {
 	Roles RolesConfig `mapstructure:"roles"`
+	// DualControlConfig is admin.dual_control and admin.pending_ttl
+	// (dualcontrol.go).
+	DualControlConfig `mapstructure:",squash"`
 }
 
 // RolesConfig is admin.roles.*: for each trusted role, the Unix groups
@@ -26,7 +30,7 @@ type RolesConfig struct {
 const MaxRoleGroups = 64
 
 func adminKeys() []Key {
-	return []Key{
+	return append([]Key{
 		{Name: "admin.roles.security_officer", Default: []string(nil),
 			Usage: "Unix groups (names or gids) whose members hold the security officer role on the admin socket: credentials, keys, TSA, OIDC keys, PINs; empty with the other roles empty = every role to every admin socket user",
 			Doc:   "Unix groups (names or numeric gids, a YAML list; comma-separated in `SIGND_ADMIN_ROLES_SECURITY_OFFICER`) whose members hold the security officer role on the admin socket: credentials, keys, TSA, OIDC keys, signing PINs. See [Trusted roles](#trusted-roles-adminroles)"},
@@ -36,7 +40,7 @@ func adminKeys() []Key {
 		{Name: "admin.roles.auditor", Default: []string(nil),
 			Usage: "Unix groups whose members hold the auditor role: audit export and verify, read-only listings",
 			Doc:   "the same for the auditor: `audit verify`/`export` and the read-only listings. All three empty (the default): every admin socket user holds every role and `signd serve` warns at start. Once one is set, all three must be; every group must exist, at most 64 a role, none twice in a role (`root` and `0` are one group); a group may be in several roles. Read at start"},
-	}
+	}, dualControlKeys()...)
 }
 
 // ByRole returns the groups of each role, keyed by the role's name (the
@@ -89,7 +93,7 @@ func (a *AdminConfig) checks() []check {
 	for _, rg := range a.Roles.ByRole() {
 		checks = append(checks, check{"admin.roles." + rg.Role, roleGroups(rg.Role, rg.Groups, configured)})
 	}
-	return checks
+	return append(checks, a.DualControlConfig.checks()...)
 }
 
 // roleGroups checks the groups of one role: each must exist, none twice

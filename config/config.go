@@ -34,7 +34,8 @@ type Config struct {
 	OIDC   OIDCConfig   `mapstructure:"oidc"`
 	// RateLimit is ratelimit.*: requests per client or remote address.
 	RateLimit RateLimitConfig `mapstructure:"ratelimit"`
-	// Admin is admin.*: trusted roles of the admin socket.
+	// Admin is admin.*: trusted roles of the admin socket, dual control of
+	// administrative acts.
 	Admin AdminConfig `mapstructure:"admin"`
 
 	source string // file Load read, "" when none
@@ -178,6 +179,10 @@ func flatten(prefix string, v reflect.Value, out *[]Setting) {
 			continue
 		}
 		key := f.Tag.Get("mapstructure")
+		if key == ",squash" { // an embedded part of the section
+			flatten(prefix, v.Field(i), out)
+			continue
+		}
 		if prefix != "" {
 			key = prefix + "." + key
 		}

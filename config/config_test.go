@@ -96,6 +96,7 @@ func TestDefaults(t *testing.T) {
 		},
 		Log:   LogConfig{Level: "info", Format: "json"},
 		OAuth: defaultOAuth(), CSC: defaultCSC(), OIDC: defaultOIDC(), RateLimit: defaultRateLimit(),
+		Admin: defaultAdmin(),
 	}
 	want.source = c.source
 	if !reflect.DeepEqual(*c, want) {
@@ -141,7 +142,10 @@ func TestEveryKeyFromFile(t *testing.T) {
 			Timestamp: LimitConfig{Rate: 2.5, Burst: 5}, AuthLogin: LimitConfig{Rate: 0.2, Burst: 10},
 			Token: LimitConfig{Rate: 0, Burst: 1}, Forms: LimitConfig{Rate: 3, Burst: 30}, MaxKeys: 500,
 		},
-		Admin:  AdminConfig{Roles: RolesConfig{SecurityOfficer: []string{"root"}, Administrator: []string{"root"}, Auditor: []string{"0"}}},
+		Admin: AdminConfig{
+			Roles:             RolesConfig{SecurityOfficer: []string{"root"}, Administrator: []string{"root"}, Auditor: []string{"0"}},
+			DualControlConfig: DualControlConfig{DualControl: []string{"credential_remove", "tsa_enroll", "oidc_keys_rotate"}, PendingTTL: 8 * time.Hour},
+		},
 		source: c.source,
 	}
 	want.CSC.MaxHashesPerRequest = 250
@@ -750,5 +754,39 @@ func TestEtcdFromFile(t *testing.T) {
 	}
 	if !reflect.DeepEqual(c.Store, want) {
 		t.Errorf("store:\n got %#v\nwant %#v", c.Store, want)
+	}
+}
+
+// admin.dual_control is read as a list from the file (a lone name is a
+// list of one, as for every list key) and, comma-separated, from the
+// environment; anything else is refused.
+func TestDualControlSources(t *testing.T) {
+	isolate(t)
+	const head = "server:\n  base_url: https://x.org\npkcs11:\n  pin: \"1\"\n"
+	for _, tt := range []struct{ name, yaml, want string }{
+		{"number in the list", head + "admin:\n  dual_control: [credential_remove, 7]\n", "admin.dual_control: entry 2: must be a string, not a number"},
+		{"mapping", head + "admin:\n  dual_control: {credential_remove: true}\n", "admin.dual_control: must be a single value, not a mapping"},
+		{"lone name refused", head + "admin:\n  dual_control: user_set_password\n", "admin.dual_control: entry 1: user_set_password cannot wait for a second operator"},
+		{"pending ttl without a unit", head + "admin:\n  pending_ttl: 24\n", "admin.pending_ttl: must be a duration with a unit"},
+		{"unknown admin key", head + "admin:\n  dual_controll: [credential_remove]\n", `unknown key "admin.dual_controll" (did you mean "admin.dual_control"?)`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			_, _, err := loadYAML(t, tt.yaml)
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("err = %v, want %q", err, tt.want)
+			}
+		})
+	}
+	_, c, err := loadYAML(t, head+"admin:\n  dual_control: credential_remove\n")
+	if err != nil || strings.Join(c.Admin.DualControlOps(), " ") != "RemoveCredential" {
+		t.Fatalf("a lone name: %v, %v", c, err)
+	}
+	t.Setenv("SIGND_ADMIN_DUAL_CONTROL", "credential_remove,tsa_enroll")
+	_, c, err = loadYAML(t, head)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := c.Admin.DualControlOps(); strings.Join(got, " ") != "RemoveCredential EnrollTSA" || c.Admin.PendingTTL != 24*time.Hour {
+		t.Errorf("from the environment: %v, ttl %v", got, c.Admin.PendingTTL)
 	}
 }

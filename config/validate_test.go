@@ -23,11 +23,12 @@ func validConfig(t *testing.T) *Config {
 		},
 		Store: StoreConfig{Path: "./var/signd.db", OpenTimeout: 5 * time.Second},
 		PKCS11: PKCS11Config{
-			Module: "/usr/lib/softhsm/libsofthsm2.so", TokenLabel: "signd", PIN: "1234",
+			Module: "/usr/lib/softhsm/libsofthsm2.so", TokenLabel: "signd", PIN: "pin-q7Zx",
 			AcquireTimeout: 2 * time.Second,
 		},
 		Log:   LogConfig{Level: "info", Format: "json"},
 		OAuth: defaultOAuth(), CSC: defaultCSC(), OIDC: defaultOIDC(), RateLimit: defaultRateLimit(),
+		Admin: defaultAdmin(),
 	}
 }
 
@@ -59,6 +60,10 @@ func onEtcd(c *Config) {
 	c.Store.Backend = BackendEtcd
 	c.Store.Etcd = defaultEtcd()
 	c.Store.Etcd.Endpoints = []string{"https://etcd1.example.org:2379", "http://127.0.0.1:2379"}
+}
+
+func defaultAdmin() AdminConfig {
+	return AdminConfig{DualControlConfig: DualControlConfig{PendingTTL: 24 * time.Hour}}
 }
 
 func defaultRateLimit() RateLimitConfig {
@@ -301,6 +306,40 @@ func TestValidate(t *testing.T) {
 		{"burst absurd", func(c *Config) { c.RateLimit.Timestamp.Burst = MaxBurst + 1 }, "ratelimit.timestamp.burst", "must be between 1 and 1000000, got 1000001"},
 		{"max keys 0", func(c *Config) { c.RateLimit.MaxKeys = 0 }, "ratelimit.max_keys", "must be between 1 and 1000000, got 0"},
 		{"max keys absurd", func(c *Config) { c.RateLimit.MaxKeys = 1 << 40 }, "ratelimit.max_keys", "must be between 1 and 1000000"},
+		{"dual control recommended", func(c *Config) {
+			c.Admin.DualControl = []string{"credential_remove", "tsa_enroll", "oidc_keys_rotate"}
+		}, "", ""},
+		{"dual control every act that can wait", func(c *Config) {
+			for _, a := range DualControlActs() {
+				if a.Refused == "" {
+					c.Admin.DualControl = append(c.Admin.DualControl, a.Name)
+				}
+			}
+		}, "", ""},
+		{"dual control typo", func(c *Config) { c.Admin.DualControl = []string{"tsa_enroll", "credential_remov"} },
+			"admin.dual_control", `entry 2: unknown act "credential_remov" (did you mean "credential_remove"?)`},
+		{"dual control upper case", func(c *Config) { c.Admin.DualControl = []string{"Credential_Remove"} },
+			"admin.dual_control", `entry 1: unknown act "Credential_Remove" (did you mean "credential_remove"?)`},
+		{"dual control operation name", func(c *Config) { c.Admin.DualControl = []string{"RemoveCredential"} },
+			"admin.dual_control", `entry 1: unknown act "RemoveCredential" (acts: user_status, user_unlock, user_unlock_pin, user_remove, totp_remove, client_remove, credential_create,`},
+		{"dual control empty name", func(c *Config) { c.Admin.DualControl = []string{""} },
+			"admin.dual_control", `entry 1: unknown act ""`},
+		{"dual control duplicate", func(c *Config) {
+			c.Admin.DualControl = []string{"credential_remove", "tsa_enroll", "credential_remove"}
+		},
+			"admin.dual_control", `entry 3: "credential_remove" is named twice`},
+		{"dual control secret in the request", func(c *Config) { c.Admin.DualControl = []string{"user_set_pin"} },
+			"admin.dual_control", "entry 1: user_set_pin cannot wait for a second operator: its request carries the new PIN"},
+		{"dual control secret in the answer", func(c *Config) { c.Admin.DualControl = []string{"credential_remove", "client_add"} },
+			"admin.dual_control", "entry 2: client_add cannot wait for a second operator: its request or its answer carries the client secret"},
+		{"dual control two problems", func(c *Config) { c.Admin.DualControl = []string{"user_add", "nope"} },
+			"admin.dual_control", "entry 1: user_add cannot wait for a second operator: its request carries the password and the PIN; entry 2: unknown act \"nope\""},
+		{"pending ttl shortest", func(c *Config) { c.Admin.PendingTTL = MinPendingTTL }, "", ""},
+		{"pending ttl longest", func(c *Config) { c.Admin.PendingTTL = MaxPendingTTL }, "", ""},
+		{"pending ttl 0", func(c *Config) { c.Admin.PendingTTL = 0 }, "admin.pending_ttl", "0s is not between 5m0s and 168h0m0s"},
+		{"pending ttl negative", func(c *Config) { c.Admin.PendingTTL = -time.Hour }, "admin.pending_ttl", "-1h0m0s is not between"},
+		{"pending ttl too short", func(c *Config) { c.Admin.PendingTTL = time.Minute }, "admin.pending_ttl", "1m0s is not between"},
+		{"pending ttl too long", func(c *Config) { c.Admin.PendingTTL = MaxPendingTTL + time.Second }, "admin.pending_ttl", "168h0m1s is not between"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -320,7 +359,7 @@ func TestValidate(t *testing.T) {
 			if len(e.Problems) != 1 || e.Problems[0].Key != tt.key || !strings.Contains(e.Problems[0].Msg, tt.msg) {
 				t.Errorf("got %q, want one problem %s: ...%s...", err, tt.key, tt.msg)
 			}
-			if strings.Contains(err.Error(), "hunter2") || strings.Contains(err.Error(), "1234") {
+			if strings.Contains(err.Error(), "hunter2") || strings.Contains(err.Error(), "pin-q7Zx") {
 				t.Errorf("error leaks a secret: %v", err)
 			}
 		})

@@ -73,7 +73,7 @@ func (s *Server) StartSweeper(interval time.Duration) (stop func()) {
 					s.log.Error("sweep failed", "err", err)
 				case n != Swept{}:
 					s.log.Debug("swept expired records", "tokens", n.Tokens, "requests", n.Requests,
-						"codes", n.Codes, "sessions", n.Sessions)
+						"codes", n.Codes, "sessions", n.Sessions, "admin_requests", n.AdminRequests)
 				}
 			}
 		}

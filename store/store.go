@@ -18,6 +18,7 @@ type Tx interface {
 	OAuthTx
 	AuditTx
 	OIDCTx
+	AdminRequestTx
 }
 
 // UserReader looks up one user.

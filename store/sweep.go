@@ -8,10 +8,15 @@ import (
 // Swept counts what one sweep removed, by kind.
 type Swept struct {
 	Tokens, Requests, Codes, Sessions int
+	// AdminRequests counts the admin requests (dual control) that
+	// expired unapproved; each left a pending_expired audit entry.
+	AdminRequests int
 }
 
 // Total is the number of records removed.
-func (n Swept) Total() int { return n.Tokens + n.Requests + n.Codes + n.Sessions }
+func (n Swept) Total() int {
+	return n.Tokens + n.Requests + n.Codes + n.Sessions + n.AdminRequests
+}
 
 // Add adds m's counts to n.
 func (n *Swept) Add(m Swept) {
@@ -19,6 +24,7 @@ func (n *Swept) Add(m Swept) {
 	n.Requests += m.Requests
 	n.Codes += m.Codes
 	n.Sessions += m.Sessions
+	n.AdminRequests += m.AdminRequests
 }
 
 // SweepTx removes expired records a bounded portion at a time, so that a
@@ -27,7 +33,9 @@ type SweepTx interface {
 	// SweepExpired removes at most limit (at least 1) records that expired
 	// at or before now: access tokens and SADs first, then pending
 	// requests, codes and code tombstones, then login sessions, each kind
-	// by its expiry index, earliest first. Its cost follows limit, not
+	// by its expiry index, earliest first; then expired admin requests
+	// (dual control), each with a pending_expired audit entry in the same
+	// transaction. Its cost follows limit (and MaxAdminRequests), not
 	// what is stored. Fewer than limit removed means nothing expired at
 	// now is left.
 	SweepExpired(now time.Time, limit int) (Swept, error)

@@ -71,7 +71,7 @@ func (a *app) root() *cobra.Command {
 	pf.StringVar(&a.cfgFile, "config", "", "config file (default ./signd.yaml, then /etc/signd/signd.yaml)")
 	pf.BoolVar(&a.jsonOut, "json", false, "machine-readable JSON output")
 	config.BindFlags(pf)
-	root.AddCommand(a.serveCmd(), a.versionCmd(), a.whoamiCmd(), group(a.userCmd()), group(a.clientCmd()), group(a.credentialCmd()), group(a.oidcCmd()), group(a.tsaCmd()), group(a.hsmCmd()), group(a.auditCmd()), group(a.storeCmd()), group(a.configCmd()), a.manCmd())
+	root.AddCommand(a.serveCmd(), a.versionCmd(), a.whoamiCmd(), group(a.userCmd()), group(a.clientCmd()), group(a.credentialCmd()), group(a.oidcCmd()), group(a.tsaCmd()), group(a.hsmCmd()), group(a.auditCmd()), group(a.pendingCmd()), group(a.storeCmd()), group(a.configCmd()), a.manCmd())
 	return root
 }
 
@@ -287,7 +287,8 @@ func (a *app) adminService(cmd *cobra.Command) (admin.Service, admin.Principal, 
 	logger := newLogger(a.stderr, logCfg)
 	keys := &lazyKeys{open: func() (*hsm.Token, error) { return openToken(cfg, logger, nil) }, label: cfg.PKCS11.TokenLabel}
 	local := &admin.Local{Store: db, Keys: keys, Hasher: h, Now: a.now, Logger: logger,
-		OIDCKeys: newKeyRing(cfg, db, keys, a.now, logger), TSALabel: cfg.CSC.Timestamp.Label}
+		OIDCKeys: newKeyRing(cfg, db, keys, a.now, logger), TSALabel: cfg.CSC.Timestamp.Label,
+		DualControl: cfg.Admin.DualControlOps(), PendingTTL: cfg.Admin.PendingTTL}
 	return local, by, func() { keys.close(); db.Close() }, nil
 }
 

@@ -286,6 +286,12 @@ func TestCLIInputErrors(t *testing.T) {
 		{"client_short_secret", "short\n", []string{"client", "add", "c", "--redirect-uri", "https://c.example/cb", "--secret-file", "-"}, "client secret must be 32 to 512"},
 		{"client_duplicate_redirect", "", []string{"client", "add", "c", "--redirect-uri", "https://c.example/cb", "--redirect-uri", "https://c.example/cb"}, "given twice"},
 		{"credential_missing_user_flag", "", []string{"credential", "create"}, `required flag(s) "user" not set`},
+		{"pending_approve_without_id", "", []string{"pending", "approve"}, "accepts 1 arg(s), received 0"},
+		{"pending_reject_two_ids", "", []string{"pending", "reject", "a", "b"}, "accepts 1 arg(s), received 2"},
+		{"pending_list_extra_arg", "", []string{"pending", "list", "a"}, `unknown command "a" for "signd pending list"`},
+		{"pending_approve_unknown", "", []string{"pending", "approve", "nosuchrequest"}, `no pending request "nosuchrequest" (unknown, or already approved, rejected or expired)`},
+		{"pending_reject_hostile_id", "", []string{"pending", "reject", "x\n\x1b[31mok"}, `no pending request "x\n\x1b[31mok"`},
+		{"pending_approve_oversized_id", "", []string{"pending", "approve", strings.Repeat("z", 5000)}, "no pending request"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -188,7 +188,7 @@ func (a *app) serve(ctx context.Context, cfg *config.Config, load func() (*confi
 	mounters := []mounter{
 		&adminrpc.Handler{
 			Service: &admin.Local{Store: db, Keys: token, Hasher: hasher, Now: a.now, Logger: logger, OIDCKeys: keys,
-				TSALabel: cfg.CSC.Timestamp.Label},
+				TSALabel: cfg.CSC.Timestamp.Label, DualControl: cfg.Admin.DualControlOps(), PendingTTL: cfg.Admin.PendingTTL},
 			Principal: roles.Principal,
 			Identify:  roles.Identify,
 			Logger:    logger,

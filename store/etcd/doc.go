@@ -25,7 +25,7 @@
 // tokens in its binary form): users, proofs, clients, credentials, credentials_by_owner,
 // tokens with tokens_by_code, tokens_by_expiry and tokens_by_party,
 // auth_requests, codes and sessions each with *_by_expiry and *_by_party,
-// oidc_keys, audit (8-byte big-endian sequence number → canonical entry),
+// oidc_keys, admin_requests, audit (8-byte big-endian sequence number → canonical entry),
 // secrets. Keys are bytes: fingerprints and big-endian numbers sort as in
 // bbolt, so cursors, sweeps and revocation walk the same ranges.
 //

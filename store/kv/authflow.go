@@ -443,6 +443,14 @@ func (t *Tx) SweepExpired(now time.Time, limit int) (store.Swept, error) {
 	kind := func(k expiring) func(int) (int, error) {
 		return func(n int) (int, error) { return t.deleteExpired(k, now, n) }
 	}
-	return store.SweepKinds(limit, func(n int) (int, error) { return t.deleteExpiredTokens(now, n) },
+	n, err := store.SweepKinds(limit, func(n int) (int, error) { return t.deleteExpiredTokens(now, n) },
 		kind(requestsKind), kind(codesKind), kind(sessionsKind))
+	if err != nil || n.Total() >= limit {
+		return n, err
+	}
+	n.AdminRequests, err = t.expireAdminRequests(now, limit-n.Total())
+	if err != nil {
+		return store.Swept{}, err
+	}
+	return n, nil
 }

@@ -22,6 +22,7 @@
 //	credentials           credential ID → JSON credentialRecord
 //	credentials_by_owner  owner 0x00 credential ID → empty (owner index)
 //	oidc_keys             JWK key ID (kid) → JSON signingKeyRecord
+//	admin_requests        admin request ID → JSON adminRequestRecord (dual control)
 //	tokens                token fingerprint → binary tokenRecord
 //	audit                 sequence number (8 bytes big-endian) → canonical
 //	                      JSON of the audit entry (store.SealAudit)

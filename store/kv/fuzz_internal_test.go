@@ -356,6 +356,36 @@ func recordKinds() []recordKind {
 			},
 			settle: func(_, after any) any { return after },
 		},
+		{
+			bucket: bucketAdminRequests, key: []byte("req"),
+			decode: func(raw []byte) (any, error) {
+				var r adminRequestRecord
+				err := json.Unmarshal(raw, &r)
+				return r.adminRequest(), err
+			},
+			read: func(t *Tx) (any, error) {
+				r, err := t.AdminRequest("req")
+				if err != nil {
+					return nil, err
+				}
+				all, err := t.AdminRequests()
+				if err != nil || len(all) != 1 || !sameJSON(all[0], *r) {
+					return nil, errors.New("AdminRequests and AdminRequest disagree")
+				}
+				return r, nil
+			},
+			rewrite: func(t *Tx, v any) (bool, error) {
+				r := v.(*store.AdminRequest)
+				if r.Validate() != nil || r.ID != "req" {
+					return false, nil
+				}
+				if err := t.DeleteAdminRequest("req"); err != nil {
+					return false, err
+				}
+				return true, t.CreateAdminRequest(r)
+			},
+			settle: func(_, after any) any { return after },
+		},
 	}
 }
 
@@ -385,6 +415,8 @@ func seedRecords(f *testing.F) [][]byte {
 		sessionRecord{Username: "alice", AuthTime: t0, ExpiresAt: t0.Add(8 * time.Hour), CreatedAt: t0},
 		signingKeyRecord{KID: "kid", KeyID: []byte("oidc-key"), Label: "oidc", Algorithm: "ES256", PublicKey: pub, State: "active",
 			CreatedAt: t0, ActivatedAt: t0},
+		adminRequestRecord{ID: "req", Op: "RemoveCredential", Request: []byte(`{"Name":"cred"}`), Actor: "uid:1001 (alice)",
+			Party: "uid:1001", Roles: []string{"security_officer"}, CreatedAt: t0, ExpiresAt: t0.Add(24 * time.Hour)},
 	}
 	out := make([][]byte, len(recs))
 	for i, r := range recs {
@@ -408,7 +440,7 @@ func binaryTokenSeed() []byte {
 
 // FuzzRecords stores any bytes as each kind of record (user, client,
 // credential, token, authorization request, code, session, OIDC signing
-// key) and reads them through the store. Reading never panics; it fails
+// key, admin request) and reads them through the store. Reading never panics; it fails
 // exactly when the record (JSON, or a token's binary form) does not
 // decode, with an error naming the record, and otherwise agrees with a
 // direct decode, in every listing that shows the record. A record that then passes its Validate is written back

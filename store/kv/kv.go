@@ -94,6 +94,7 @@ func BucketNames() []string {
 		bucketCodesByParty,
 		bucketAuthRequestsByParty,
 		bucketSessionsByParty,
+		bucketAdminRequests, // dual control (adminrequest.go)
 	}
 }
 
@@ -116,6 +117,7 @@ func RecordKinds() []RecordKind {
 		{bucketCodes, decodeJSON[authCodeRecord]},
 		{bucketSessions, decodeJSON[sessionRecord]},
 		{bucketOIDCKeys, decodeJSON[signingKeyRecord]},
+		{bucketAdminRequests, decodeJSON[adminRequestRecord]},
 	}
 }
 

@@ -151,6 +151,18 @@ func (s *recordingService) AuditExport(_ context.Context, _ admin.Principal, r a
 	s.rec(r)
 	return nil
 }
+func (s *recordingService) ListPending(_ context.Context, _ admin.Principal) ([]admin.PendingView, error) {
+	s.rec(struct{}{})
+	return nil, nil
+}
+func (s *recordingService) ApprovePending(_ context.Context, _ admin.Principal, id string) (*admin.ApprovalResult, error) {
+	s.rec(admin.NameRequest{Name: id})
+	return &admin.ApprovalResult{}, nil
+}
+func (s *recordingService) RejectPending(_ context.Context, _ admin.Principal, id string) (*admin.PendingView, error) {
+	s.rec(admin.NameRequest{Name: id})
+	return &admin.PendingView{}, nil
+}
 
 // sameRequest compares what the service got with what encoding/json
 // reads; times are the same instant (a zone offset decodes to a new
@@ -189,6 +201,7 @@ func FuzzRPC(f *testing.F) {
 		"HSMInfo":   struct{}{},
 		"EnrollTSA": admin.EnrollTSARequest{}, "ImportTSACertificate": admin.ImportTSACertificateRequest{},
 		"AuditVerify": struct{}{}, "AuditExport": admin.AuditExportRequest{},
+		"ListPending": struct{}{}, "ApprovePending": admin.NameRequest{}, "RejectPending": admin.NameRequest{},
 	} {
 		types[name] = reflect.TypeOf(v)
 	}
@@ -213,6 +226,7 @@ func FuzzRPC(f *testing.F) {
 		{"EnrollTSA", admin.EnrollTSARequest{Algo: "rsa-3072", Subject: "CN=signd TSA,O=Example B.V.,C=NL"}},
 		{"ImportTSACertificate", admin.ImportTSACertificateRequest{KeyID: "00ff", CertPEM: "-----BEGIN CERTIFICATE-----\nMAA=\n-----END CERTIFICATE-----\n"}},
 		{"AuditVerify", struct{}{}}, {"AuditExport", admin.AuditExportRequest{Since: time.Date(2026, 1, 2, 15, 4, 5, 0, time.FixedZone("", 3600))}},
+		{"ListPending", struct{}{}}, {"ApprovePending", admin.NameRequest{Name: "kr3e3rdpe6muvlifxu2m3wpecu"}}, {"RejectPending", admin.NameRequest{Name: "kr3e3rdpe6muvlifxu2m3wpecu"}},
 	} {
 		body, _ := json.Marshal(s.req)
 		f.Add(s.method, body)

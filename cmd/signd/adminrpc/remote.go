@@ -304,3 +304,18 @@ func (r *Remote) EnrollTSA(ctx context.Context, _ admin.Principal, req admin.Enr
 func (r *Remote) ImportTSACertificate(ctx context.Context, _ admin.Principal, req admin.ImportTSACertificateRequest) (*admin.TSACertificateView, error) {
 	return callT[*admin.TSACertificateView](r, ctx, "ImportTSACertificate", req)
 }
+
+// ListPending implements admin.Service.
+func (r *Remote) ListPending(ctx context.Context, _ admin.Principal) ([]admin.PendingView, error) {
+	return callT[[]admin.PendingView](r, ctx, "ListPending", struct{}{})
+}
+
+// ApprovePending implements admin.Service.
+func (r *Remote) ApprovePending(ctx context.Context, _ admin.Principal, id string) (*admin.ApprovalResult, error) {
+	return callT[*admin.ApprovalResult](r, ctx, "ApprovePending", admin.NameRequest{Name: id})
+}
+
+// RejectPending implements admin.Service.
+func (r *Remote) RejectPending(ctx context.Context, _ admin.Principal, id string) (*admin.PendingView, error) {
+	return callT[*admin.PendingView](r, ctx, "RejectPending", admin.NameRequest{Name: id})
+}

@@ -32,6 +32,9 @@ var streamTrailerPrefix = []byte(`{"error":`)
 
 func kindStatus(k admin.Kind) int {
 	switch k {
+	case admin.KindPending:
+		// Accepted, not performed: the act waits for a second operator.
+		return http.StatusAccepted
 	case admin.KindInvalid:
 		return http.StatusBadRequest
 	case admin.KindNotFound:
