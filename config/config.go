@@ -34,6 +34,8 @@ type Config struct {
 	OIDC   OIDCConfig   `mapstructure:"oidc"`
 	// RateLimit is ratelimit.*: requests per client or remote address.
 	RateLimit RateLimitConfig `mapstructure:"ratelimit"`
+	// Audit is audit.*: the audit key and signed checkpoints (audit.go).
+	Audit AuditConfig `mapstructure:"audit"`
 
 	source string // file Load read, "" when none
 }

@@ -96,6 +96,7 @@ func TestDefaults(t *testing.T) {
 		},
 		Log:   LogConfig{Level: "info", Format: "json"},
 		OAuth: defaultOAuth(), CSC: defaultCSC(), OIDC: defaultOIDC(), RateLimit: defaultRateLimit(),
+		Audit: defaultAudit(),
 	}
 	want.source = c.source
 	if !reflect.DeepEqual(*c, want) {
@@ -141,6 +142,8 @@ func TestEveryKeyFromFile(t *testing.T) {
 			Timestamp: LimitConfig{Rate: 2.5, Burst: 5}, AuthLogin: LimitConfig{Rate: 0.2, Burst: 10},
 			Token: LimitConfig{Rate: 0, Burst: 1}, Forms: LimitConfig{Rate: 3, Burst: 30}, MaxKeys: 500,
 		},
+		Audit: AuditConfig{KeyLabel: "audit-prod", CheckpointOrigin: "sign.example.org/audit",
+			CheckpointDir: "/var/lib/signd/checkpoints", CheckpointInterval: time.Hour},
 		source: c.source,
 	}
 	want.CSC.MaxHashesPerRequest = 250
