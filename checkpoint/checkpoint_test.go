@@ -233,8 +233,9 @@ func (e *env) append(t *testing.T, n int) {
 	}
 }
 
-// verify runs the plain chain check and Verify against c.
-func (e *env) verify(t *testing.T, c *checkpoint.Checkpoint) (plain error, r *checkpoint.Report) {
+// verify runs Verify against c and the plain chain check (its error is
+// returned in the report's place, not as a failure of the call).
+func (e *env) verify(t *testing.T, c *checkpoint.Checkpoint) (r *checkpoint.Report, plain error) {
 	t.Helper()
 	err := e.db.View(context.Background(), func(tx store.Tx) error {
 		_, _, plain = store.VerifyAudit(tx)
@@ -245,7 +246,7 @@ func (e *env) verify(t *testing.T, c *checkpoint.Checkpoint) (plain error, r *ch
 	if err != nil {
 		t.Fatal(err)
 	}
-	return plain, r
+	return r, plain
 }
 
 func (e *env) reopen(t *testing.T, damage func()) {
@@ -292,7 +293,7 @@ func TestMakeAndExtend(t *testing.T) {
 		t.Fatalf("second checkpoint: %+v, %v; want size 9", m2, err)
 	}
 	for _, c := range []*checkpoint.Checkpoint{m.Checkpoint, m2.Checkpoint} {
-		if plain, r := e.verify(t, c); plain != nil || !r.Extends || r.Entries != 10 {
+		if r, plain := e.verify(t, c); plain != nil || !r.Extends || r.Entries != 10 {
 			t.Errorf("log against checkpoint %d: plain %v, %+v", c.Size, plain, r)
 		}
 	}
@@ -331,7 +332,7 @@ func TestTruncatedAndRewritten(t *testing.T) {
 			}
 			e.append(t, 2)
 			e.reopen(t, func() { tt.damage(e.path) })
-			plain, r := e.verify(t, m.Checkpoint)
+			r, plain := e.verify(t, m.Checkpoint)
 			if plain != nil {
 				t.Fatalf("plain chain check: %v; the damage must be one it accepts", plain)
 			}
@@ -384,7 +385,7 @@ func TestFork(t *testing.T) {
 		}
 	})
 	e.append(t, 2)
-	if _, r := e.verify(t, m.Checkpoint); r.Extends || !errors.Is(r.Problem, checkpoint.ErrRewritten) {
+	if r, _ := e.verify(t, m.Checkpoint); r.Extends || !errors.Is(r.Problem, checkpoint.ErrRewritten) {
 		t.Fatalf("forked log: %+v, want ErrRewritten", r)
 	}
 	// A Maker that lost the latest file still will not replace the

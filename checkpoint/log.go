@@ -257,7 +257,6 @@ func (m *Maker) refuse(ctx context.Context, actor string, why error) {
 // one's digest and kind. Each new entry is checked as a link of the
 // chain from last.
 func extend(tx store.AuditTx, last *Checkpoint) (n uint64, head []byte, kind store.AuditKind, err error) {
-	n, head = last.Size, last.Hash
 	if last.Size > 0 {
 		found := false
 		err = tx.AuditRecords(last.Size, func(seq uint64, raw []byte) error {
