@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/signd/signd/checkpoint"
 	"github.com/signd/signd/hsm"
 	"github.com/signd/signd/oidc"
 	"github.com/signd/signd/store"
@@ -40,6 +41,11 @@ type Local struct {
 	// TSALabel is the token label of the time-stamping certificate
 	// (csc.timestamp.label); "" = tsa.DefaultLabel.
 	TSALabel string
+	// AuditKeyLabel is the audit key's label (audit.key_label) and
+	// Checkpoints signs the audit checkpoints (checkpoint.go); nil: the
+	// audit key and checkpoint operations answer KindUnavailable.
+	AuditKeyLabel string
+	Checkpoints   *checkpoint.Maker
 }
 
 var _ Service = (*Local)(nil)

@@ -142,6 +142,21 @@ func Operations() []Operation {
 		op("AuditExport", au, true, func(ctx context.Context, s Service, by Principal, r AuditExportRequest) (any, error) {
 			return Stream(func(w io.Writer) error { return s.AuditExport(ctx, by, r, w) }), nil
 		}),
+		// The audit key is a key: the security officer's. A checkpoint
+		// changes no record, it states what the log holds: the security
+		// officer or the auditor (before an audit) may ask for one.
+		op("CreateAuditKey", so, false, func(ctx context.Context, s Service, by Principal, r CreateAuditKeyRequest) (any, error) {
+			return s.CreateAuditKey(ctx, by, r)
+		}),
+		op("ShowAuditKey", soRead, true, func(ctx context.Context, s Service, by Principal, _ none) (any, error) {
+			return s.ShowAuditKey(ctx, by)
+		}),
+		op("AuditCheckpoint", soRead, false, func(ctx context.Context, s Service, by Principal, _ none) (any, error) {
+			return s.AuditCheckpoint(ctx, by)
+		}),
+		op("AuditVerifyCheckpoint", au, true, func(ctx context.Context, s Service, by Principal, r AuditVerifyCheckpointRequest) (any, error) {
+			return s.AuditVerifyCheckpoint(ctx, by, r)
+		}),
 	}
 }
 

@@ -51,6 +51,12 @@ type Service interface {
 
 	AuditVerify(ctx context.Context, by Principal) (*AuditReport, error)
 	AuditExport(ctx context.Context, by Principal, req AuditExportRequest, w io.Writer) error
+
+	// The audit key and signed checkpoints (checkpoint.go).
+	CreateAuditKey(ctx context.Context, by Principal, req CreateAuditKeyRequest) (*AuditKeyView, error)
+	ShowAuditKey(ctx context.Context, by Principal) (*AuditKeyView, error)
+	AuditCheckpoint(ctx context.Context, by Principal) (*CheckpointView, error)
+	AuditVerifyCheckpoint(ctx context.Context, by Principal, req AuditVerifyCheckpointRequest) (*CheckpointReport, error)
 }
 
 // Kind classifies an Error; it is what crosses the admin socket.

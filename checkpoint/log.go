@@ -26,6 +26,8 @@ var (
 	ErrRewritten = errors.New("the audit log differs from the checkpoint")
 	// ErrNoKey: the token holds no audit key (signd audit key create).
 	ErrNoKey = errors.New("no audit key")
+	// ErrEmpty: the audit log has no entry to checkpoint.
+	ErrEmpty = errors.New("the audit log is empty: nothing to checkpoint")
 )
 
 // Report is what Verify found.
@@ -180,7 +182,7 @@ func (m *Maker) Make(ctx context.Context, actor string, timed bool) (*Made, erro
 	}
 	switch {
 	case n == 0:
-		return nil, errors.New("the audit log is empty: nothing to checkpoint")
+		return nil, ErrEmpty
 	case n == last.Size, timed && n == last.Size+1 && lastKind == store.AuditCheckpoint:
 		return &Made{Checkpoint: last, Note: m.lastNote, Path: m.historyPath(last.Size), Unchanged: true}, nil
 	}

@@ -140,6 +140,11 @@ func (a *app) serve(ctx context.Context, cfg *config.Config, load func() (*confi
 	if err := svc.mount(e); err != nil {
 		return err
 	}
+	checkpoints, stopCheckpoints, err := serveCheckpoints(cfg, db, token, e, a.clock, logger)
+	if err != nil {
+		return err
+	}
+	defer stopCheckpoints()
 
 	httpLn, err := net.Listen("tcp", cfg.Server.Listen)
 	if err != nil {
@@ -181,7 +186,7 @@ func (a *app) serve(ctx context.Context, cfg *config.Config, load func() (*confi
 	mounters := []mounter{
 		&adminrpc.Handler{
 			Service: &admin.Local{Store: db, Keys: token, Hasher: hasher, Now: a.now, Logger: logger, OIDCKeys: keys,
-				TSALabel: cfg.CSC.Timestamp.Label},
+				TSALabel: cfg.CSC.Timestamp.Label, AuditKeyLabel: cfg.Audit.Label(), Checkpoints: checkpoints},
 			Principal: socketPrincipal,
 			Logger:    logger,
 		},

@@ -294,3 +294,23 @@ func (r *Remote) EnrollTSA(ctx context.Context, _ admin.Principal, req admin.Enr
 func (r *Remote) ImportTSACertificate(ctx context.Context, _ admin.Principal, req admin.ImportTSACertificateRequest) (*admin.TSACertificateView, error) {
 	return callT[*admin.TSACertificateView](r, ctx, "ImportTSACertificate", req)
 }
+
+// CreateAuditKey implements admin.Service.
+func (r *Remote) CreateAuditKey(ctx context.Context, _ admin.Principal, req admin.CreateAuditKeyRequest) (*admin.AuditKeyView, error) {
+	return callT[*admin.AuditKeyView](r, ctx, "CreateAuditKey", req)
+}
+
+// ShowAuditKey implements admin.Service.
+func (r *Remote) ShowAuditKey(ctx context.Context, _ admin.Principal) (*admin.AuditKeyView, error) {
+	return callT[*admin.AuditKeyView](r, ctx, "ShowAuditKey", struct{}{})
+}
+
+// AuditCheckpoint implements admin.Service.
+func (r *Remote) AuditCheckpoint(ctx context.Context, _ admin.Principal) (*admin.CheckpointView, error) {
+	return callT[*admin.CheckpointView](r, ctx, "AuditCheckpoint", struct{}{})
+}
+
+// AuditVerifyCheckpoint implements admin.Service.
+func (r *Remote) AuditVerifyCheckpoint(ctx context.Context, _ admin.Principal, req admin.AuditVerifyCheckpointRequest) (*admin.CheckpointReport, error) {
+	return callT[*admin.CheckpointReport](r, ctx, "AuditVerifyCheckpoint", req)
+}
