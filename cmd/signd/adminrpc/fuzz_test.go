@@ -201,6 +201,8 @@ func FuzzRPC(f *testing.F) {
 		"HSMInfo":   struct{}{},
 		"EnrollTSA": admin.EnrollTSARequest{}, "ImportTSACertificate": admin.ImportTSACertificateRequest{},
 		"AuditVerify": struct{}{}, "AuditExport": admin.AuditExportRequest{},
+		"CreateAuditKey": admin.CreateAuditKeyRequest{}, "ShowAuditKey": struct{}{}, "AuditCheckpoint": struct{}{},
+		"AuditVerifyCheckpoint": admin.AuditVerifyCheckpointRequest{},
 	} {
 		types[name] = reflect.TypeOf(v)
 	}
