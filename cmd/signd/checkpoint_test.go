@@ -125,6 +125,8 @@ func TestAuditCheckpointJourney(t *testing.T) {
 	if _, err := note.Open(served, note.VerifierList(v)); err != nil {
 		t.Fatalf("served checkpoint: %v", err)
 	}
+	router := openAPIRouter(t)
+	checkOpenAPI(t, router, "GET", "/audit/checkpoint", http.Header{}, "", res.StatusCode, res.Header, served)
 	req, _ := http.NewRequest(http.MethodGet, "http://"+addr+"/audit/checkpoint", nil)
 	req.Header.Set("If-None-Match", res.Header.Get("ETag"))
 	if r2, err := http.DefaultClient.Do(req); err != nil || r2.StatusCode != http.StatusNotModified {
@@ -139,6 +141,7 @@ func TestAuditCheckpointJourney(t *testing.T) {
 	if res.StatusCode != 200 || string(body) != vkey+"\n" {
 		t.Fatalf("GET /audit/checkpoint.key: %d %q", res.StatusCode, body)
 	}
+	checkOpenAPI(t, router, "GET", "/audit/checkpoint.key", http.Header{}, "", res.StatusCode, res.Header, body)
 	stop()
 
 	var export bytes.Buffer
