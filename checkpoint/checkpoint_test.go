@@ -285,7 +285,7 @@ func TestMakeAndExtend(t *testing.T) {
 		t.Fatalf("entry 6 = %+v, want the audit_checkpoint entry of size 5", entry)
 	}
 	if skipped, err := e.mk.Make(ctx, "signd", true); err != nil || !skipped.Unchanged || skipped.Checkpoint.Size != 5 {
-		t.Fatalf("timed checkpoint with only its own entry new: %+v, %v; want unchanged", skipped, err)
+		t.Fatalf("timed checkpoint with only its own entry new: %v; want the checkpoint of 5 unchanged", describe(skipped, err))
 	}
 	e.append(t, 3)
 	m2, err := e.mk.Make(ctx, "signd", true)
@@ -435,3 +435,11 @@ func TestEmptyLog(t *testing.T) {
 }
 
 var _ crypto.Signer = ed25519.PrivateKey(nil)
+
+// describe names what Make returned, for a failure message.
+func describe(m *checkpoint.Made, err error) string {
+	if err != nil {
+		return err.Error()
+	}
+	return fmt.Sprintf("checkpoint of %d entries (unchanged %v, file %s)", m.Checkpoint.Size, m.Unchanged, m.Path)
+}

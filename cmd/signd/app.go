@@ -52,6 +52,9 @@ type app struct {
 	// adminHook, when set, is called by serve with the admin router after
 	// its routes are mounted: fault injection for tests.
 	adminHook func(*echo.Echo)
+	// checkpointTicks, when set, replaces the ticker of
+	// audit.checkpoint_interval (tests); the interval must still be set.
+	checkpointTicks <-chan time.Time
 }
 
 func newApp(stdin io.Reader, stdout, stderr io.Writer) *app {

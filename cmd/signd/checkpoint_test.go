@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"golang.org/x/mod/sumdb/note"
 
@@ -356,5 +357,45 @@ func TestAuditCheckpointNone(t *testing.T) {
 		if res.StatusCode != http.StatusNotFound {
 			t.Errorf("GET %s without a checkpoint: %d, want 404", path, res.StatusCode)
 		}
+	}
+}
+
+// TestAuditCheckpointTimer: with audit.checkpoint_interval set, the
+// daemon signs a checkpoint at each tick as "signd", and a tick with
+// nothing new but that checkpoint's own entry signs none.
+func TestAuditCheckpointTimer(t *testing.T) {
+	e, dir := checkpointEnv(t)
+	f, err := os.OpenFile(e.cfgPath, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.WriteString(f, "  checkpoint_interval: 1h\n"); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	vkey := createAuditKey(t, e)
+	ticks := make(chan time.Time)
+	logs := &syncBuffer{}
+	_, stop := e.startDaemonWith(func(a *app) { a.checkpointTicks = ticks; a.stderr = logs })
+	ticks <- time.Now()
+	waitFor(t, func() bool { _, err := os.Stat(filepath.Join(dir, "checkpoint.1")); return err == nil })
+	ticks <- time.Now() // only the first checkpoint's entry is new: skipped
+	ticks <- time.Now() // Run has finished the tick before: it took this one
+	stop()
+	entries, err := filepath.Glob(filepath.Join(dir, "checkpoint.*"))
+	if err != nil || len(entries) != 1 {
+		t.Fatalf("checkpoint files %v, want only checkpoint.1", entries)
+	}
+	data, _ := os.ReadFile(filepath.Join(dir, "checkpoint"))
+	v, _ := note.NewVerifier(vkey)
+	if _, err := note.Open(data, note.VerifierList(v)); err != nil {
+		t.Fatalf("timed checkpoint: %v\n%s", err, data)
+	}
+	out := e.must("", "audit", "export")
+	if !strings.Contains(out, `"kind":"audit_checkpoint"`) || !strings.Contains(out, `"actor":"signd"`) {
+		t.Fatalf("no audit_checkpoint entry by signd:\n%s", out)
+	}
+	if !strings.Contains(logs.String(), "audit checkpoint signed") {
+		t.Errorf("the daemon did not log the checkpoint:\n%s", logs.String())
 	}
 }

@@ -46,7 +46,7 @@ func newCheckpointMaker(cfg *config.Config, db store.Store, keys admin.AuditKeys
 // serveCheckpoints is the daemon's part: the Maker the admin service
 // shares, the public routes on e, and the timer of
 // audit.checkpoint_interval. The returned function stops the timer.
-func serveCheckpoints(cfg *config.Config, db store.Store, token *hsm.Token, e *echo.Echo, now func() time.Time, logger *slog.Logger) (*checkpoint.Maker, func(), error) {
+func serveCheckpoints(cfg *config.Config, db store.Store, token *hsm.Token, e *echo.Echo, ticks <-chan time.Time, now func() time.Time, logger *slog.Logger) (*checkpoint.Maker, func(), error) {
 	mk := newCheckpointMaker(cfg, db, token, now, logger.With("service", "checkpoint"))
 	if mk == nil {
 		return nil, func() {}, nil
@@ -67,8 +67,11 @@ func serveCheckpoints(cfg *config.Config, db store.Store, token *hsm.Token, e *e
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	ticker := time.NewTicker(every)
+	if ticks == nil {
+		ticks = ticker.C
+	}
 	done := make(chan struct{})
-	go func() { defer close(done); mk.Run(ctx, ticker.C) }()
+	go func() { defer close(done); mk.Run(ctx, ticks) }()
 	logger.Info("audit checkpoints every interval", "interval", every, "dir", mk.Dir, "origin", mk.Origin)
 	return mk, func() { cancel(); ticker.Stop(); <-done }, nil
 }

@@ -140,7 +140,7 @@ func (a *app) serve(ctx context.Context, cfg *config.Config, load func() (*confi
 	if err := svc.mount(e); err != nil {
 		return err
 	}
-	checkpoints, stopCheckpoints, err := serveCheckpoints(cfg, db, token, e, a.clock, logger)
+	checkpoints, stopCheckpoints, err := serveCheckpoints(cfg, db, token, e, a.checkpointTicks, a.clock, logger)
 	if err != nil {
 		return err
 	}
