@@ -144,6 +144,11 @@ func (l *Local) CreateAuditKey(ctx context.Context, by Principal, req CreateAudi
 	if err := l.allow(ctx, by, "CreateAuditKey"); err != nil {
 		return nil, err
 	}
+	switch req.Algorithm {
+	case "", AuditKeyEd25519, AuditKeyECDSAP256:
+	default:
+		return nil, errorf(KindInvalid, "audit key algorithm %q: %s or %s", req.Algorithm, AuditKeyEd25519, AuditKeyECDSAP256)
+	}
 	keys, mk, err := l.checkpoints()
 	if err != nil {
 		return nil, err
@@ -155,8 +160,7 @@ func (l *Local) CreateAuditKey(ctx context.Context, by Principal, req CreateAudi
 		return nil, l.fail("audit key create", err)
 	}
 	alg := req.Algorithm
-	switch alg {
-	case "":
+	if alg == "" {
 		can, err := keys.CanEd25519(ctx)
 		if err != nil {
 			return nil, l.fail("audit key create", err)
@@ -165,9 +169,6 @@ func (l *Local) CreateAuditKey(ctx context.Context, by Principal, req CreateAudi
 		if can {
 			alg = AuditKeyEd25519
 		}
-	case AuditKeyEd25519, AuditKeyECDSAP256:
-	default:
-		return nil, errorf(KindInvalid, "audit key algorithm %q: %s or %s", req.Algorithm, AuditKeyEd25519, AuditKeyECDSAP256)
 	}
 	var info *hsm.KeyInfo
 	if alg == AuditKeyEd25519 {
