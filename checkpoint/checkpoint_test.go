@@ -14,6 +14,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -442,4 +443,54 @@ func describe(m *checkpoint.Made, err error) string {
 		return err.Error()
 	}
 	return fmt.Sprintf("checkpoint of %d entries (unchanged %v, file %s)", m.Checkpoint.Size, m.Unchanged, m.Path)
+}
+
+// TestMakeConcurrent: the daemon's timer and the admin socket share one
+// Maker; checkpoints asked at once while entries are appended are made
+// one at a time, every one is in the directory, and the log extends each.
+func TestMakeConcurrent(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t, 3)
+	const n = 8
+	made := make(chan *checkpoint.Made, n)
+	errs := make(chan error, 2*n)
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(2)
+		go func() {
+			defer wg.Done()
+			<-start
+			m, err := e.mk.Make(ctx, fmt.Sprintf("uid:%d", i), i%2 == 0)
+			if err != nil {
+				errs <- err
+				return
+			}
+			made <- m
+		}()
+		go func() {
+			defer wg.Done()
+			<-start
+			errs <- e.db.Update(ctx, func(tx store.Tx) error {
+				return tx.AppendAudit(&store.AuditEntry{Kind: store.AuditUserAdded, Actor: "uid:0 (root)", Outcome: store.AuditOK})
+			})
+		}()
+	}
+	close(start)
+	wg.Wait()
+	close(made)
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	for m := range made {
+		if hist, err := os.ReadFile(m.Path); err != nil || !bytes.Equal(hist, m.Note) {
+			t.Errorf("checkpoint of %d: %s holds %q (%v)", m.Checkpoint.Size, m.Path, hist, err)
+		}
+		if r, plain := e.verify(t, m.Checkpoint); plain != nil || !r.Extends {
+			t.Errorf("log against checkpoint %d: %v %v", m.Checkpoint.Size, plain, r.Problem)
+		}
+	}
 }

@@ -112,6 +112,13 @@ func TestAuditCheckpointJourney(t *testing.T) {
 	// witnesses.
 	addr, stop := e.startDaemonWith(nil)
 	e.must("", "audit", "checkpoint")
+	// The auditor's check, through the admin socket.
+	if out := e.must("", "audit", "verify", "--checkpoint", saved); !strings.HasPrefix(out, "audit log extends the checkpoint of "+size+" entries") {
+		t.Fatalf("verify --checkpoint through the daemon: %q", out)
+	}
+	if out := e.must("", "hsm", "info"); !regexp.MustCompile(`Ed25519\s`).MatchString(out) {
+		t.Errorf("hsm info does not name the audit key Ed25519:\n%s", out)
+	}
 	res, err := http.Get("http://" + addr + "/audit/checkpoint")
 	if err != nil {
 		t.Fatal(err)
