@@ -235,6 +235,8 @@ func TestAuditVerifyCheckpointRefuses(t *testing.T) {
 	}{
 		{"no file", []string{"--checkpoint", filepath.Join(e.dir, "missing")}, "no such file"},
 		{"malformed", []string{"--checkpoint", write("m", []byte("hello\n"))}, "malformed checkpoint: not a signed note"},
+		{"oversized", []string{"--checkpoint", write("big", bytes.Repeat(data, 1+16384/len(data)))}, "is larger than 16384 bytes"},
+		{"empty", []string{"--checkpoint", write("empty", nil)}, "no checkpoint given"},
 		{"wrong key", []string{"--checkpoint", saved, "--key", otherVkey}, "checkpoint signature does not verify: no signature by 127.0.0.1:8443/audit"},
 		{"bad key", []string{"--checkpoint", saved, "--key", "nope"}, "--key: unusable audit key"},
 		{"key without checkpoint", []string{"--key", vkey}, "--key needs --checkpoint"},
@@ -246,6 +248,9 @@ func TestAuditVerifyCheckpointRefuses(t *testing.T) {
 				t.Fatalf("verify %v: %v, want %q", tt.args, err, tt.want)
 			}
 		})
+	}
+	if out := e.must(string(data), "audit", "verify", "--checkpoint", "-"); !strings.HasPrefix(out, "audit log extends") {
+		t.Fatalf("checkpoint on stdin: %q", out)
 	}
 	// Checkpoints of this origin signed by a key of the test's own: size 0,
 	// a size beyond the log, another origin.
