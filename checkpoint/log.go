@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"strconv"
 	"sync"
 	"time"
@@ -215,7 +216,7 @@ func (m *Maker) historyPath(size uint64) string {
 	if size == 0 {
 		return ""
 	}
-	return m.Dir + string(os.PathSeparator) + HistoryName(size)
+	return filepath.Join(m.Dir, HistoryName(size))
 }
 
 // loadLatest sets m.last from Dir's latest checkpoint, verified with the

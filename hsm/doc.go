@@ -90,8 +90,8 @@
 //
 // Key finds a private key by CKA_CLASS and
 // CKA_ID (a certificate stored with ImportCertificate shares the ID), reads
-// its CKA_KEY_TYPE (RSA or EC; an EC key's point comes from its public key
-// object), caches its handle, and refuses keys that could not have been
+// its CKA_KEY_TYPE (RSA, EC or Ed25519; an EC or Ed25519 key's point comes
+// from its public key object), caches its handle, and refuses keys that could not have been
 // generated that way (ErrKeyPolicy): keys imported from outside the token
 // are accepted only with Config.AllowImportedKeys, which exists for golden
 // tests.
