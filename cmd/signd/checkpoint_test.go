@@ -351,7 +351,7 @@ func TestAuditCheckpointECDSA(t *testing.T) {
 // the command that makes one; the daemon answers 404 while there is no
 // checkpoint and no key.
 func TestAuditCheckpointNone(t *testing.T) {
-	e, _ := checkpointEnv(t)
+	e, dir := checkpointEnv(t)
 	if _, _, err := e.run("", "audit", "checkpoint"); err == nil || !strings.Contains(err.Error(), "signd audit key create") {
 		t.Fatalf("audit checkpoint without a key: %v", err)
 	}
@@ -368,6 +368,30 @@ func TestAuditCheckpointNone(t *testing.T) {
 		res.Body.Close()
 		if res.StatusCode != http.StatusNotFound {
 			t.Errorf("GET %s without a checkpoint: %d, want 404", path, res.StatusCode)
+		}
+	}
+	// A latest checkpoint that cannot be read (here a directory, then a
+	// file larger than any checkpoint) is 503, never a 500 or its bytes.
+	for name, create := range map[string]func(string) error{
+		"a directory": func(p string) error { return os.Mkdir(p, 0o700) },
+		"oversized":   func(p string) error { return os.WriteFile(p, bytes.Repeat([]byte("x"), 16<<10+1), 0o600) },
+	} {
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		p := filepath.Join(dir, "checkpoint")
+		os.RemoveAll(p)
+		if err := create(p); err != nil {
+			t.Fatal(err)
+		}
+		res, err := http.Get("http://" + addr + "/audit/checkpoint")
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		if res.StatusCode != http.StatusServiceUnavailable || string(body) != "the audit checkpoint cannot be read now\n" {
+			t.Errorf("GET /audit/checkpoint, latest is %s: %d %.80q, want 503", name, res.StatusCode, body)
 		}
 	}
 }
