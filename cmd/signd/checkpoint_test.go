@@ -87,6 +87,9 @@ func TestAuditCheckpointJourney(t *testing.T) {
 		t.Fatalf("second audit key create: %v", err)
 	}
 	e.must("a long password\n", "user", "add", "bob", "--password-file", "-")
+	// Each checkpoint adds its own entry: the third covers at least three.
+	e.must("", "audit", "checkpoint")
+	e.must("", "audit", "checkpoint")
 	out := e.must("", "audit", "checkpoint")
 	if !strings.Contains(out, "checkpoint of ") || !strings.Contains(out, "127.0.0.1:8443/audit\n") {
 		t.Fatalf("audit checkpoint printed:\n%s", out)
@@ -182,7 +185,9 @@ func TestAuditCheckpointJourney(t *testing.T) {
 			checkpointtest.Truncate(t, e.store, covered-1)
 		}, fmt.Sprintf("audit log does not extend checkpoint %s: the audit log is shorter than the checkpoint: the log has %d entries, the checkpoint covers %d", saved, covered-1, covered)},
 		{"rewritten and chained again", func() {
-			checkpointtest.Rewrite(t, e.store, 1, func(a *store.AuditEntry) { a.Actor = "uid:1001 (mallory)" })
+			// The key's creation, entry 1, stays; the first checkpoint's
+			// entry says another actor made it.
+			checkpointtest.Rewrite(t, e.store, 2, func(a *store.AuditEntry) { a.Actor = "uid:1001 (mallory)" })
 		}, "audit log does not extend checkpoint " + saved + ": the audit log differs from the checkpoint: entry " + size + "'s digest is"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
@@ -192,10 +197,13 @@ func TestAuditCheckpointJourney(t *testing.T) {
 			tt.damage()
 			// The plain check accepts the damaged log: only the checkpoint
 			// shows it.
-			if out := e.must("", "audit", "verify"); !strings.HasPrefix(out, "audit log intact: ") {
+			out := e.must("", "audit", "verify")
+			if !strings.HasPrefix(out, "audit log intact: ") {
 				t.Fatalf("plain verify: %q", out)
 			}
+			t.Logf("plain verify of the damaged log: %s", strings.TrimSpace(out))
 			_, _, err := e.run("", "audit", "verify", "--checkpoint", saved)
+			t.Logf("verify --checkpoint: %v", err)
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Fatalf("verify --checkpoint: %v\nwant %q", err, tt.want)
 			}
