@@ -424,6 +424,19 @@ func TestMakeRefusesForeignLatest(t *testing.T) {
 	}
 }
 
+// TestVerifySizeZero: a checkpoint of size 0 is refused by Verify too,
+// not judged against the log.
+func TestVerifySizeZero(t *testing.T) {
+	e := newEnv(t, 2)
+	err := e.db.View(context.Background(), func(tx store.Tx) error {
+		_, err := checkpoint.Verify(tx, &checkpoint.Checkpoint{Origin: origin, Hash: hash(0)})
+		return err
+	})
+	if !errors.Is(err, checkpoint.ErrMalformed) {
+		t.Fatalf("Verify of size 0: %v, want ErrMalformed", err)
+	}
+}
+
 // TestEmptyLog: nothing to checkpoint.
 func TestEmptyLog(t *testing.T) {
 	e := newEnv(t, 0)

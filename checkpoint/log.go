@@ -56,9 +56,13 @@ type Report struct {
 // entries 1..c.Size are those the checkpoint signed, and a chain that
 // holds after it proves that the rest were appended to them. The
 // consistency of two checkpoints is checked the same way: by walking the
-// chain, not by a Merkle consistency proof. Errors are the store's; what
-// the log is found to be is in the Report.
+// chain, not by a Merkle consistency proof. Errors are the store's (and
+// ErrMalformed for a checkpoint of size 0, which Open refuses); what the
+// log is found to be is in the Report.
 func Verify(tx store.AuditTx, c *Checkpoint) (*Report, error) {
+	if c.Size == 0 {
+		return nil, fmt.Errorf("%w: size 0: a checkpoint of the empty log proves nothing", ErrMalformed)
+	}
 	r := &Report{Checkpoint: c}
 	var v store.AuditVerifier
 	var at []byte // digest of entry c.Size as the chain holds it
