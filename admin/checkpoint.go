@@ -191,6 +191,11 @@ func (l *Local) CreateAuditKey(ctx context.Context, by Principal, req CreateAudi
 	if err != nil {
 		return nil, l.fail("audit key create", err)
 	}
+	if err := checkpoint.WriteKey(mk.Dir, v.VerifierKey); err != nil {
+		// The key is made and audited; the public copy follows with the
+		// first checkpoint.
+		l.logger().Warn("audit key: verifier key not written to the checkpoint directory", "err", err)
+	}
 	l.logger().Info("audit key created", "label", label, "algorithm", v.Algorithm, "id", v.ID, "actor", by.Actor)
 	return v, nil
 }

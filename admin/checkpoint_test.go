@@ -5,6 +5,8 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -71,6 +73,9 @@ func TestCreateAuditKeyFallsBackToECDSA(t *testing.T) {
 	}
 	if v.Algorithm != "ECDSA P-256" || tok.ed25519Asked != 0 || !strings.HasPrefix(v.VerifierKey, "sign.example.org/audit+") {
 		t.Fatalf("audit key %+v (Ed25519 asked %d times), want ECDSA P-256 without asking for Ed25519", v, tok.ed25519Asked)
+	}
+	if b, err := os.ReadFile(filepath.Join(l.Checkpoints.Dir, checkpoint.KeyName)); err != nil || string(b) != v.VerifierKey+"\n" {
+		t.Fatalf("the verifier key in the checkpoint directory: %q, %v", b, err)
 	}
 	if _, err := l.CreateAuditKey(ctx, operator, CreateAuditKeyRequest{}); KindOf(err) != KindExists {
 		t.Fatalf("second audit key: %v, want %s", err, KindExists)

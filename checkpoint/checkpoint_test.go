@@ -277,6 +277,9 @@ func TestMakeAndExtend(t *testing.T) {
 	if hist, err := os.ReadFile(filepath.Join(e.dir, "checkpoint.5")); err != nil || !bytes.Equal(hist, m.Note) {
 		t.Fatalf("history file: %v", err)
 	}
+	if vkey, err := os.ReadFile(filepath.Join(e.dir, checkpoint.KeyName)); err != nil || string(vkey) != e.key.VerifierKey+"\n" {
+		t.Fatalf("verifier key file: %q, %v", vkey, err)
+	}
 	var entry *store.AuditEntry
 	_ = e.db.View(ctx, func(tx store.Tx) error {
 		return store.AuditEntries(tx, 6, func(a *store.AuditEntry) error { entry = a; return nil })

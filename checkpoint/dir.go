@@ -18,6 +18,41 @@ const LatestName = "checkpoint"
 // "checkpoint.<size>". It is written once and never replaced.
 func HistoryName(size uint64) string { return LatestName + "." + strconv.FormatUint(size, 10) }
 
+// KeyName is the file of the checkpoint directory that holds the audit
+// key's verifier key, written with every checkpoint (WriteKey): what
+// GET /audit/checkpoint.key serves, without asking the token.
+const KeyName = "key"
+
+// WriteKey stores the verifier key vkey, and a newline, as KeyName in dir,
+// replacing what was there, through a temporary file renamed into place.
+func WriteKey(dir, vkey string) error {
+	if err := os.MkdirAll(dir, 0o750); err != nil {
+		return fmt.Errorf("checkpoint directory: %w", err)
+	}
+	tmp, err := os.CreateTemp(dir, ".key-*")
+	if err != nil {
+		return fmt.Errorf("checkpoint directory: %w", err)
+	}
+	defer os.Remove(tmp.Name())
+	_, err = tmp.WriteString(vkey + "\n")
+	if err == nil {
+		err = tmp.Chmod(0o644)
+	}
+	if err == nil {
+		err = tmp.Sync()
+	}
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), filepath.Join(dir, KeyName))
+	}
+	if err != nil {
+		return fmt.Errorf("write the verifier key: %w", err)
+	}
+	return nil
+}
+
 // ErrConflict: the directory already holds another checkpoint of the
 // same size. Two different checkpoints of one size are a fork: the log
 // was rolled back (a restored backup) and grew again.

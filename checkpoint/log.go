@@ -146,7 +146,7 @@ func (m *Maker) logger() *slog.Logger {
 }
 
 // Make signs a checkpoint of every entry of the audit log, entries 1..N,
-// writes it to Dir and appends an audit_checkpoint entry (entry N+1 or
+// writes it to Dir (and the verifier key, WriteKey) and appends an audit_checkpoint entry (entry N+1 or
 // later: it is covered by the next checkpoint) naming actor. timed marks
 // the daemon's own checkpoints, which are skipped when the log holds
 // nothing new but the previous checkpoint's entry.
@@ -201,6 +201,9 @@ func (m *Maker) Make(ctx context.Context, actor string, timed bool) (*Made, erro
 		if errors.Is(err, ErrConflict) {
 			m.refuse(ctx, actor, err)
 		}
+		return nil, err
+	}
+	if err := WriteKey(m.Dir, key.VerifierKey); err != nil {
 		return nil, err
 	}
 	m.last, m.lastNote = c, signed

@@ -51,7 +51,7 @@ func auditKeys() []Key {
 			Doc:   "first line of every audit checkpoint and the name in its signature line (C2SP tlog-checkpoint, signed-note): no space, `+` or control character, at most 255 bytes; empty = host and path of `server.base_url` followed by `/audit`"},
 		{Name: "audit.checkpoint_dir", Default: "./var/checkpoints",
 			Usage: "directory the signed audit checkpoints are written to (created 0750); GET /audit/checkpoint serves the latest; empty = none written or served",
-			Doc:   "directory the signed audit checkpoints are written to (`checkpoint` = the latest, `checkpoint.<size>` = each one; created 0750); `GET /audit/checkpoint` serves the latest; empty = none written or served"},
+			Doc:   "directory the signed audit checkpoints are written to (`checkpoint` = the latest, `checkpoint.<size>` = each one, `key` = the verifier key; created 0750); `GET /audit/checkpoint` and `/audit/checkpoint.key` serve them; empty = none written or served"},
 		{Name: "audit.checkpoint_interval", Default: time.Duration(0),
 			Usage: "how often the daemon signs an audit checkpoint (1m to 168h); 0 = only on demand (signd audit checkpoint)",
 			Doc:   "how often the daemon signs an audit checkpoint, skipped when nothing but its own last checkpoint entry was added (1m–168h); `0` = only `signd audit checkpoint`. See [Audit checkpoints](DESIGN-NOTES.md#audit-checkpoints-signed-in-the-hsm)"},

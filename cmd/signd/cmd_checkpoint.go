@@ -51,13 +51,7 @@ func serveCheckpoints(cfg *config.Config, db store.Store, token *hsm.Token, e *e
 	if mk == nil {
 		return nil, func() {}, nil
 	}
-	h := checkpointHandler{Dir: mk.Dir, Key: func(ctx context.Context) (string, error) {
-		k, err := mk.Key(ctx, mk.Origin)
-		if err != nil {
-			return "", err
-		}
-		return k.VerifierKey, nil
-	}, Logger: logger}
+	h := checkpointHandler{Dir: mk.Dir, Logger: logger}
 	if err := h.Mount(e.Group("")); err != nil {
 		return nil, nil, err
 	}
@@ -78,21 +72,26 @@ func serveCheckpoints(cfg *config.Config, db store.Store, token *hsm.Token, e *e
 
 // checkpointHandler serves the latest checkpoint of Dir to witnesses at
 // GET /audit/checkpoint (text/plain, the signed note as written) and the
-// verifier key at GET /audit/checkpoint.key: 404 while there is none,
-// 503 when it cannot be read now.
+// verifier key at GET /audit/checkpoint.key (Dir's copy, written with
+// each checkpoint and at the key's creation: a public request never asks
+// the token anything): 404 while there is none, 503 when it cannot be
+// read now.
 type checkpointHandler struct {
 	Dir    string
-	Key    func(ctx context.Context) (string, error)
 	Logger *slog.Logger
 }
 
 // Mount implements mounter.
 func (h checkpointHandler) Mount(g *echo.Group) error {
-	if h.Dir == "" || h.Key == nil {
-		return errors.New("checkpoint handler without a directory or key")
+	if h.Dir == "" {
+		return errors.New("checkpoint handler without a directory")
 	}
-	g.GET("/audit/checkpoint", h.latest)
-	g.GET("/audit/checkpoint.key", h.key)
+	g.GET("/audit/checkpoint", func(c echo.Context) error {
+		return h.serveFile(c, checkpoint.LatestName, "no audit checkpoint has been signed yet", "the audit checkpoint cannot be read now")
+	})
+	g.GET("/audit/checkpoint.key", func(c echo.Context) error {
+		return h.serveFile(c, checkpoint.KeyName, "no audit key has been created yet", "the audit key cannot be read now")
+	})
 	return nil
 }
 
@@ -101,15 +100,19 @@ func textError(c echo.Context, status int, msg string) error {
 	return c.String(status, msg+"\n")
 }
 
-func (h checkpointHandler) latest(c echo.Context) error {
-	path := filepath.Join(h.Dir, checkpoint.LatestName)
+// serveFile answers the file name of Dir as text/plain with an ETag and
+// Last-Modified (a witness's conditional GET of an unchanged one gets
+// 304), missing when there is none (404), unreadable when it cannot be
+// read or is larger than a checkpoint may be (503).
+func (h checkpointHandler) serveFile(c echo.Context, name, missing, unreadable string) error {
+	path := filepath.Join(h.Dir, name)
 	f, err := os.Open(path)
 	if errors.Is(err, os.ErrNotExist) {
-		return textError(c, http.StatusNotFound, "no audit checkpoint has been signed yet")
+		return textError(c, http.StatusNotFound, missing)
 	}
 	if err != nil {
-		h.Logger.Error("audit checkpoint unreadable", "file", path, "err", err)
-		return textError(c, http.StatusServiceUnavailable, "the audit checkpoint cannot be read now")
+		h.Logger.Error("audit checkpoint file unreadable", "file", path, "err", err)
+		return textError(c, http.StatusServiceUnavailable, unreadable)
 	}
 	defer f.Close()
 	st, err := f.Stat()
@@ -121,31 +124,17 @@ func (h checkpointHandler) latest(c echo.Context) error {
 		err = fmt.Errorf("larger than %d bytes", checkpoint.MaxNote)
 	}
 	if err != nil {
-		h.Logger.Error("audit checkpoint unreadable", "file", path, "err", err)
-		return textError(c, http.StatusServiceUnavailable, "the audit checkpoint cannot be read now")
+		h.Logger.Error("audit checkpoint file unreadable", "file", path, "err", err)
+		return textError(c, http.StatusServiceUnavailable, unreadable)
 	}
 	sum := sha256.Sum256(data)
 	w := c.Response()
 	w.Header().Set(echo.HeaderContentType, "text/plain; charset=utf-8")
-	// Witnesses poll: each asks again (no-cache), a 304 answers an
-	// unchanged one (ETag, Last-Modified).
+	// Witnesses poll: each asks again, and a 304 answers an unchanged one.
 	w.Header().Set("Cache-Control", "no-cache")
 	w.Header().Set("ETag", `"`+hex.EncodeToString(sum[:16])+`"`)
 	http.ServeContent(w, c.Request(), "", st.ModTime(), bytes.NewReader(data))
 	return nil
-}
-
-func (h checkpointHandler) key(c echo.Context) error {
-	vkey, err := h.Key(c.Request().Context())
-	if errors.Is(err, checkpoint.ErrNoKey) {
-		return textError(c, http.StatusNotFound, "no audit key has been created yet")
-	}
-	if err != nil {
-		h.Logger.Error("audit key unavailable", "err", err)
-		return textError(c, http.StatusServiceUnavailable, "the audit key cannot be read now")
-	}
-	c.Response().Header().Set("Cache-Control", "public, max-age=3600")
-	return c.String(http.StatusOK, vkey+"\n")
 }
 
 // CanEd25519 implements admin.AuditKeys.
