@@ -20,7 +20,8 @@ NFPM      ?= $(GO) run github.com/goreleaser/nfpm/v2/cmd/nfpm@v2.45.2
 DIST      ?= dist
 # The paths of the Debian package, written uncommented into its signd.yaml.
 DEB_CONFIG ?= --set server.admin_socket=/run/signd/admin.sock --set store.path=/var/lib/signd/signd.db \
-  --set oidc.pairwise_salt_file=/var/lib/signd/pairwise.salt --set pkcs11.pin_file=/etc/signd/pin
+  --set oidc.pairwise_salt_file=/var/lib/signd/pairwise.salt --set pkcs11.pin_file=/etc/signd/pin \
+  --set audit.checkpoint_dir=/var/lib/signd/checkpoints
 
 .DEFAULT_GOAL := help
 

@@ -39,6 +39,8 @@ require (
 	golang.org/x/time v0.15.0
 )
 
+require golang.org/x/mod v0.42.0 // indirect
+
 require (
 	github.com/beorn7/perks v1.0.1 // indirect
 	github.com/boombuler/barcode v1.0.1-0.20190219062509-6c824513bacc // indirect

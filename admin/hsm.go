@@ -2,6 +2,7 @@ package admin
 
 import (
 	"context"
+	"crypto/ed25519"
 	"encoding/hex"
 	"fmt"
 
@@ -31,7 +32,7 @@ type HSMInfoView struct {
 type HSMKeyView struct {
 	ID      string   `json:"id"` // hex CKA_ID
 	Label   string   `json:"label"`
-	Type    string   `json:"type"` // "RSA-2048", "EC P-256"
+	Type    string   `json:"type"` // "RSA-2048", "EC P-256", "Ed25519"
 	Defects []string `json:"defects,omitempty"`
 }
 
@@ -66,6 +67,9 @@ func (l *Local) HSMInfo(ctx context.Context, by Principal) (*HSMInfoView, error)
 func keyType(k hsm.KeyInfo) string {
 	if hsm.IsEC(k.Public) {
 		return fmt.Sprintf("EC P-%d", k.Bits)
+	}
+	if _, ok := k.Public.(ed25519.PublicKey); ok {
+		return "Ed25519" // the audit key
 	}
 	return fmt.Sprintf("RSA-%d", k.Bits)
 }

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/signd/signd/checkpoint"
 	"github.com/signd/signd/hsm"
 	"github.com/signd/signd/oidc"
 	"github.com/signd/signd/store"
@@ -47,6 +48,11 @@ type Local struct {
 	// PendingTTL is how long such a request waits for its approval
 	// (admin.pending_ttl); 0 = DefaultPendingTTL.
 	PendingTTL time.Duration
+	// AuditKeyLabel is the audit key's label (audit.key_label) and
+	// Checkpoints signs the audit checkpoints (checkpoint.go); nil: the
+	// audit key and checkpoint operations answer KindUnavailable.
+	AuditKeyLabel string
+	Checkpoints   *checkpoint.Maker
 }
 
 var _ Service = (*Local)(nil)

@@ -157,6 +157,21 @@ func Operations() []Operation {
 		op("RejectPending", approvers, false, func(ctx context.Context, s Service, by Principal, r NameRequest) (any, error) {
 			return s.RejectPending(ctx, by, r.Name)
 		}),
+		// The audit key is a key: the security officer's. A checkpoint
+		// changes no record, it states what the log holds: the security
+		// officer or the auditor (before an audit) may ask for one.
+		op("CreateAuditKey", so, false, func(ctx context.Context, s Service, by Principal, r CreateAuditKeyRequest) (any, error) {
+			return s.CreateAuditKey(ctx, by, r)
+		}),
+		op("ShowAuditKey", soRead, true, func(ctx context.Context, s Service, by Principal, _ none) (any, error) {
+			return s.ShowAuditKey(ctx, by)
+		}),
+		op("AuditCheckpoint", soRead, false, func(ctx context.Context, s Service, by Principal, _ none) (any, error) {
+			return s.AuditCheckpoint(ctx, by)
+		}),
+		op("AuditVerifyCheckpoint", au, true, func(ctx context.Context, s Service, by Principal, r AuditVerifyCheckpointRequest) (any, error) {
+			return s.AuditVerifyCheckpoint(ctx, by, r)
+		}),
 	}
 }
 

@@ -56,6 +56,11 @@ type Service interface {
 	ListPending(ctx context.Context, by Principal) ([]PendingView, error)
 	ApprovePending(ctx context.Context, by Principal, id string) (*ApprovalResult, error)
 	RejectPending(ctx context.Context, by Principal, id string) (*PendingView, error)
+	// The audit key and signed checkpoints (checkpoint.go).
+	CreateAuditKey(ctx context.Context, by Principal, req CreateAuditKeyRequest) (*AuditKeyView, error)
+	ShowAuditKey(ctx context.Context, by Principal) (*AuditKeyView, error)
+	AuditCheckpoint(ctx context.Context, by Principal) (*CheckpointView, error)
+	AuditVerifyCheckpoint(ctx context.Context, by Principal, req AuditVerifyCheckpointRequest) (*CheckpointReport, error)
 }
 
 // Kind classifies an Error; it is what crosses the admin socket.

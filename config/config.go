@@ -37,6 +37,8 @@ type Config struct {
 	// Admin is admin.*: trusted roles of the admin socket, dual control of
 	// administrative acts.
 	Admin AdminConfig `mapstructure:"admin"`
+	// Audit is audit.*: the audit key and signed checkpoints (audit.go).
+	Audit AuditConfig `mapstructure:"audit"`
 
 	source string // file Load read, "" when none
 }

@@ -97,6 +97,7 @@ func TestDefaults(t *testing.T) {
 		Log:   LogConfig{Level: "info", Format: "json"},
 		OAuth: defaultOAuth(), CSC: defaultCSC(), OIDC: defaultOIDC(), RateLimit: defaultRateLimit(),
 		Admin: defaultAdmin(),
+		Audit: defaultAudit(),
 	}
 	want.source = c.source
 	if !reflect.DeepEqual(*c, want) {
@@ -146,6 +147,8 @@ func TestEveryKeyFromFile(t *testing.T) {
 			Roles:             RolesConfig{SecurityOfficer: []string{"root"}, Administrator: []string{"root"}, Auditor: []string{"0"}},
 			DualControlConfig: DualControlConfig{DualControl: []string{"credential_remove", "tsa_enroll", "oidc_keys_rotate"}, PendingTTL: 8 * time.Hour},
 		},
+		Audit: AuditConfig{KeyLabel: "audit-prod", CheckpointOrigin: "sign.example.org/audit",
+			CheckpointDir: "/var/lib/signd/checkpoints", CheckpointInterval: time.Hour},
 		source: c.source,
 	}
 	want.CSC.MaxHashesPerRequest = 250

@@ -66,6 +66,8 @@ func DualControlActs() []DualControlAct {
 		{"oidc_keys_rotate", "RotateOIDCKeys", ""},
 		{"tsa_enroll", "EnrollTSA", ""},
 		{"tsa_import_cert", "ImportTSACertificate", ""},
+		{"audit_key_create", "CreateAuditKey", ""},
+		{"audit_checkpoint", "AuditCheckpoint", ""},
 	}
 }
 

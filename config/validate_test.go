@@ -73,6 +73,10 @@ func defaultRateLimit() RateLimitConfig {
 	}
 }
 
+func defaultAudit() AuditConfig {
+	return AuditConfig{KeyLabel: "signd-audit", CheckpointDir: "./var/checkpoints"}
+}
+
 func defaultOIDC() OIDCConfig {
 	return OIDCConfig{ClaimNamespace: "com.vendor", PairwiseSaltFile: "./var/pairwise.salt", IDTokenTTL: time.Hour, SigningAlg: "RS256"}
 }
@@ -340,6 +344,21 @@ func TestValidate(t *testing.T) {
 		{"pending ttl negative", func(c *Config) { c.Admin.PendingTTL = -time.Hour }, "admin.pending_ttl", "-1h0m0s is not between"},
 		{"pending ttl too short", func(c *Config) { c.Admin.PendingTTL = time.Minute }, "admin.pending_ttl", "1m0s is not between"},
 		{"pending ttl too long", func(c *Config) { c.Admin.PendingTTL = MaxPendingTTL + time.Second }, "admin.pending_ttl", "168h0m1s is not between"},
+
+		{"audit key label longest", func(c *Config) { c.Audit.KeyLabel = strings.Repeat("k", MaxAuditKeyLabelLen) }, "", ""},
+		{"audit key label too long", func(c *Config) { c.Audit.KeyLabel = strings.Repeat("k", MaxAuditKeyLabelLen+1) }, "audit.key_label", "is 129 bytes; at most 128"},
+		{"audit key label control", func(c *Config) { c.Audit.KeyLabel = "audit\nkey" }, "audit.key_label", "control character"},
+		{"audit key label invalid UTF-8", func(c *Config) { c.Audit.KeyLabel = "audit\xff" }, "audit.key_label", "invalid UTF-8"},
+		{"checkpoint origin", func(c *Config) { c.Audit.CheckpointOrigin = "sign.example.org/audit" }, "", ""},
+		{"checkpoint origin space", func(c *Config) { c.Audit.CheckpointOrigin = "sign example" }, "audit.checkpoint_origin", "no space"},
+		{"checkpoint origin plus", func(c *Config) { c.Audit.CheckpointOrigin = "sign+example" }, "audit.checkpoint_origin", `no "+"`},
+		{"checkpoint origin newline", func(c *Config) { c.Audit.CheckpointOrigin = "sign\n42" }, "audit.checkpoint_origin", "control character"},
+		{"checkpoint origin too long", func(c *Config) { c.Audit.CheckpointOrigin = strings.Repeat("o", MaxCheckpointOriginLen+1) }, "audit.checkpoint_origin", "at most 255"},
+		{"checkpoint interval", func(c *Config) { c.Audit.CheckpointInterval, c.Audit.CheckpointDir = time.Hour, "cp" }, "", ""},
+		{"checkpoint interval negative", func(c *Config) { c.Audit.CheckpointInterval, c.Audit.CheckpointDir = -time.Hour, "cp" }, "audit.checkpoint_interval", "must be 0 (only on demand) or between 1m0s and 168h0m0s, got -1h0m0s"},
+		{"checkpoint interval too short", func(c *Config) { c.Audit.CheckpointInterval, c.Audit.CheckpointDir = time.Second, "cp" }, "audit.checkpoint_interval", "got 1s"},
+		{"checkpoint interval too long", func(c *Config) { c.Audit.CheckpointInterval, c.Audit.CheckpointDir = 8*24*time.Hour, "cp" }, "audit.checkpoint_interval", "got 192h0m0s"},
+		{"checkpoint interval without a dir", func(c *Config) { c.Audit.CheckpointInterval, c.Audit.CheckpointDir = time.Hour, "" }, "audit.checkpoint_interval", "needs audit.checkpoint_dir"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -29,7 +29,9 @@
 //
 // # Keys
 //
-// GenerateRSA makes 2048-, 3072- or 4096-bit key pairs and GenerateEC ECDSA
+// GenerateRSA makes 2048-, 3072- or 4096-bit key pairs, GenerateEd25519
+// Ed25519 key pairs (CKM_EC_EDWARDS_KEY_PAIR_GEN, for the audit key; eddsa.go;
+// CanEd25519 asks the token whether it has the mechanisms) and GenerateEC ECDSA
 // key pairs on P-256, P-384 or P-521 (CKM_EC_KEY_PAIR_GEN, CKA_EC_PARAMS) inside
 // the token with explicit templates: the private key is sensitive, never
 // extractable, can only sign and is frozen (CKA_MODIFIABLE false,
@@ -88,8 +90,8 @@
 //
 // Key finds a private key by CKA_CLASS and
 // CKA_ID (a certificate stored with ImportCertificate shares the ID), reads
-// its CKA_KEY_TYPE (RSA or EC; an EC key's point comes from its public key
-// object), caches its handle, and refuses keys that could not have been
+// its CKA_KEY_TYPE (RSA, EC or Ed25519; an EC or Ed25519 key's point comes
+// from its public key object), caches its handle, and refuses keys that could not have been
 // generated that way (ErrKeyPolicy): keys imported from outside the token
 // are accepted only with Config.AllowImportedKeys, which exists for golden
 // tests.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto"
 	"crypto/ecdsa"
+	"crypto/ed25519"
 	"crypto/elliptic"
 	"crypto/rand"
 	"crypto/rsa"
@@ -90,14 +91,16 @@ func IsEC(pub crypto.PublicKey) bool {
 	return ok
 }
 
-// KeyBits is the size of a public key: the RSA modulus or the EC curve; 0
-// for another type.
+// KeyBits is the size of a public key: the RSA modulus or the EC curve
+// (256 for Ed25519); 0 for another type.
 func KeyBits(pub crypto.PublicKey) int {
 	switch p := pub.(type) {
 	case *rsa.PublicKey:
 		return p.N.BitLen()
 	case *ecdsa.PublicKey:
 		return p.Curve.Params().BitSize
+	case ed25519.PublicKey:
+		return 256
 	}
 	return 0
 }

@@ -277,8 +277,10 @@ func (t *Token) readPublic(s pkcs11.SessionHandle, h pkcs11.ObjectHandle, keyTyp
 			return nil, err
 		}
 		return ecPublic(v[pkcs11.CKA_EC_PARAMS], v[pkcs11.CKA_EC_POINT])
+	case ckkECEdwards:
+		return t.edwardsPublic(s, id) // eddsa.go
 	}
-	return nil, fmt.Errorf("%w: key %x of CKA_KEY_TYPE %#x (RSA or EC)", ErrKeyPolicy, id, attrUint(keyType))
+	return nil, fmt.Errorf("%w: key %x of CKA_KEY_TYPE %#x (RSA, EC or Ed25519)", ErrKeyPolicy, id, attrUint(keyType))
 }
 
 // attrUint decodes a CK_ULONG attribute (native byte order, as the module
@@ -940,7 +942,7 @@ func (t *Token) keys(ctx context.Context, defects bool) ([]KeyInfo, error) {
 			if err != nil {
 				return err
 			}
-			if kt := attrUint(v[pkcs11.CKA_KEY_TYPE]); kt != pkcs11.CKK_RSA && kt != pkcs11.CKK_EC {
+			if kt := attrUint(v[pkcs11.CKA_KEY_TYPE]); kt != pkcs11.CKK_RSA && kt != pkcs11.CKK_EC && kt != ckkECEdwards {
 				continue // not a signing key this package makes
 			}
 			pub, err := t.readPublic(s, h, v[pkcs11.CKA_KEY_TYPE], v[pkcs11.CKA_ID])

@@ -443,6 +443,17 @@ func (v *AuditVerifier) Check(seq uint64, raw []byte) (*AuditEntry, error) {
 	return e, nil
 }
 
+// ResumeAuditVerifier returns an AuditVerifier that expects entry n+1,
+// following an entry n whose digest is head (as an audit checkpoint
+// records them): it checks the entries appended since, and that they
+// extend that head. n 0 is the zero value (head ignored).
+func ResumeAuditVerifier(n uint64, head []byte) *AuditVerifier {
+	if n == 0 {
+		return &AuditVerifier{}
+	}
+	return &AuditVerifier{n: n, prev: bytes.Clone(head)}
+}
+
 // Count returns how many entries have been checked.
 func (v *AuditVerifier) Count() uint64 { return v.n }
 

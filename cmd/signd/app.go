@@ -49,6 +49,9 @@ type app struct {
 	// adminHook, when set, is called by serve with the admin router after
 	// its routes are mounted: fault injection for tests.
 	adminHook func(*echo.Echo)
+	// checkpointTicks, when set, replaces the ticker of
+	// audit.checkpoint_interval (tests); the interval must still be set.
+	checkpointTicks <-chan time.Time
 }
 
 func newApp(stdin io.Reader, stdout, stderr io.Writer) *app {
@@ -288,7 +291,8 @@ func (a *app) adminService(cmd *cobra.Command) (admin.Service, admin.Principal, 
 	keys := &lazyKeys{open: func() (*hsm.Token, error) { return openToken(cfg, logger, nil) }, label: cfg.PKCS11.TokenLabel}
 	local := &admin.Local{Store: db, Keys: keys, Hasher: h, Now: a.now, Logger: logger,
 		OIDCKeys: newKeyRing(cfg, db, keys, a.now, logger), TSALabel: cfg.CSC.Timestamp.Label,
-		DualControl: cfg.Admin.DualControlOps(), PendingTTL: cfg.Admin.PendingTTL}
+		DualControl: cfg.Admin.DualControlOps(), PendingTTL: cfg.Admin.PendingTTL,
+		AuditKeyLabel: cfg.Audit.Label(), Checkpoints: newCheckpointMaker(cfg, db, keys, a.now, logger)}
 	return local, by, func() { keys.close(); db.Close() }, nil
 }
 

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -14,6 +15,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/signd/signd/admin"
+	"github.com/signd/signd/checkpoint"
+	"github.com/signd/signd/hsm"
 )
 
 // `signd audit verify` and `signd audit export` read the audit log where it
@@ -24,11 +27,18 @@ import (
 
 func (a *app) auditCmd() *cobra.Command {
 	cmd := &cobra.Command{Use: "audit", Short: "Check and export the tamper-evident audit log"}
+	var cpFile, cpKey string
 	verify := &cobra.Command{
-		Use:   "verify",
-		Short: "Check the whole hash chain; names the first broken entry and exits 1 when there is one",
+		Use:   "verify [--checkpoint FILE [--key VKEY]]",
+		Short: "Check the whole hash chain; names the first broken entry and exits 1 when there is one; with --checkpoint, also that the log extends that signed checkpoint",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if cpFile != "" {
+				return a.verifyCheckpoint(cmd, cpFile, cpKey)
+			}
+			if cpKey != "" {
+				return errors.New("--key needs --checkpoint")
+			}
 			return a.withAudit(cmd, func(ctx context.Context, src auditor, by admin.Principal) error {
 				res, err := src.AuditVerify(ctx, by)
 				if err != nil {
@@ -72,7 +82,9 @@ func (a *app) auditCmd() *cobra.Command {
 		},
 	}
 	export.Flags().StringVar(&since, "since", "", "only entries at or after T (RFC 3339, e.g. 2026-01-02T15:04:05Z, or a date YYYY-MM-DD in UTC)")
-	cmd.AddCommand(verify, export)
+	verify.Flags().StringVar(&cpFile, "checkpoint", "", "a signed checkpoint saved earlier (a file of audit.checkpoint_dir, or fetched from /audit/checkpoint); - = stdin")
+	verify.Flags().StringVar(&cpKey, "key", "", "verifier key to check the checkpoint's signature with (<origin>+<key ID>+<base64>, from signd audit key show); default: the audit key in the token")
+	cmd.AddCommand(verify, export, a.auditKeyCmd(), a.auditCheckpointCmd())
 	return cmd
 }
 
@@ -86,11 +98,41 @@ func parseSince(s string) (time.Time, error) {
 	return time.Time{}, fmt.Errorf("--since %q: want RFC 3339 (2026-01-02T15:04:05Z) or a date (2026-01-02)", s)
 }
 
+// verifyCheckpoint is `signd audit verify --checkpoint FILE [--key VKEY]`.
+func (a *app) verifyCheckpoint(cmd *cobra.Command, file, key string) error {
+	data, err := a.readFile("--checkpoint", file, checkpoint.MaxNote)
+	if err != nil {
+		return err
+	}
+	return a.withAudit(cmd, func(ctx context.Context, src auditor, by admin.Principal) error {
+		res, err := src.AuditVerifyCheckpoint(ctx, by, admin.AuditVerifyCheckpointRequest{Checkpoint: string(data), Key: key})
+		if err != nil {
+			return fmt.Errorf("checkpoint %s: %w", file, err)
+		}
+		if a.jsonOut {
+			if err := a.printJSON(res); err != nil {
+				return err
+			}
+		} else if res.OK {
+			fmt.Fprintf(a.stdout, "audit log extends the checkpoint of %d entries (%s, signed by %s): %d entries, head digest %s\n",
+				res.Size, res.Origin, res.Key, res.Entries, res.Head)
+		}
+		switch {
+		case !res.Extends:
+			return fmt.Errorf("audit log does not extend checkpoint %s: %s", file, res.Problem)
+		case res.BrokenAt != 0:
+			return fmt.Errorf("audit log extends checkpoint %s, but is broken at entry %d after it: %s", file, res.BrokenAt, res.Reason)
+		}
+		return nil
+	})
+}
+
 // auditor is what `signd audit` needs of the admin service: adminrpc.Remote
 // while the daemon runs, else admin.Local on the store file.
 type auditor interface {
 	AuditVerify(ctx context.Context, by admin.Principal) (*admin.AuditReport, error)
 	AuditExport(ctx context.Context, by admin.Principal, req admin.AuditExportRequest, w io.Writer) error
+	AuditVerifyCheckpoint(ctx context.Context, by admin.Principal, req admin.AuditVerifyCheckpointRequest) (*admin.CheckpointReport, error)
 }
 
 func (a *app) withAudit(cmd *cobra.Command, fn func(context.Context, auditor, admin.Principal) error) error {
@@ -118,7 +160,17 @@ func (a *app) withAudit(cmd *cobra.Command, fn func(context.Context, auditor, ad
 			return err
 		}
 	}
-	return fn(cmd.Context(), &admin.Local{Store: db, Now: a.now}, by)
+	// The token is opened only to check a checkpoint without --key.
+	logCfg := cfg.Log
+	if logCfg.Level != "debug" && logCfg.Level != "error" {
+		logCfg.Level = "warn"
+	}
+	logger := newLogger(a.stderr, logCfg)
+	keys := &lazyKeys{open: func() (*hsm.Token, error) { return openToken(cfg, logger, nil) }, label: cfg.PKCS11.TokenLabel}
+	defer keys.close()
+	local := &admin.Local{Store: db, Keys: keys, Now: a.now, Logger: logger,
+		AuditKeyLabel: cfg.Audit.Label(), Checkpoints: newCheckpointMaker(cfg, db, keys, a.now, logger)}
+	return fn(cmd.Context(), local, by)
 }
 
 // postAdmin calls an admin socket method outside the admin.Service table

@@ -147,6 +147,11 @@ func (a *app) serve(ctx context.Context, cfg *config.Config, load func() (*confi
 	if err := svc.mount(e); err != nil {
 		return err
 	}
+	checkpoints, stopCheckpoints, err := serveCheckpoints(cfg, db, token, e, a.checkpointTicks, a.clock, logger)
+	if err != nil {
+		return err
+	}
+	defer stopCheckpoints()
 
 	httpLn, err := net.Listen("tcp", cfg.Server.Listen)
 	if err != nil {
@@ -188,7 +193,8 @@ func (a *app) serve(ctx context.Context, cfg *config.Config, load func() (*confi
 	mounters := []mounter{
 		&adminrpc.Handler{
 			Service: &admin.Local{Store: db, Keys: token, Hasher: hasher, Now: a.now, Logger: logger, OIDCKeys: keys,
-				TSALabel: cfg.CSC.Timestamp.Label, DualControl: cfg.Admin.DualControlOps(), PendingTTL: cfg.Admin.PendingTTL},
+				TSALabel: cfg.CSC.Timestamp.Label, DualControl: cfg.Admin.DualControlOps(), PendingTTL: cfg.Admin.PendingTTL,
+				AuditKeyLabel: cfg.Audit.Label(), Checkpoints: checkpoints},
 			Principal: roles.Principal,
 			Identify:  roles.Identify,
 			Logger:    logger,

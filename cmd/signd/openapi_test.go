@@ -50,6 +50,8 @@ func TestOpenAPIDescribesTheDaemon(t *testing.T) {
 		{"POST", "/csc/v1/auth/revoke", "application/json", `{"token":"x"}`, 401},
 		{"POST", "/csc/v1/signatures/timestamp", "application/json", "{}", 501}, // csc.timestamp.enabled is false
 		{"POST", "/csc/v1/credentials/nope", "application/json", "{}", 404},
+		{"GET", "/audit/checkpoint", "", "", 404},     // none signed yet
+		{"GET", "/audit/checkpoint.key", "", "", 404}, // no audit key
 	}
 	for _, tc := range cases {
 		t.Run(tc.method+" "+tc.path, func(t *testing.T) {

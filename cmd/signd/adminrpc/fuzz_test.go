@@ -119,6 +119,22 @@ func (s *recordingService) SetCredentialAuth(_ context.Context, _ admin.Principa
 	s.rec(r)
 	return &admin.CredentialView{}, nil
 }
+func (s *recordingService) CreateAuditKey(_ context.Context, _ admin.Principal, r admin.CreateAuditKeyRequest) (*admin.AuditKeyView, error) {
+	s.rec(r)
+	return &admin.AuditKeyView{}, nil
+}
+func (s *recordingService) ShowAuditKey(_ context.Context, _ admin.Principal) (*admin.AuditKeyView, error) {
+	s.rec(struct{}{})
+	return &admin.AuditKeyView{}, nil
+}
+func (s *recordingService) AuditCheckpoint(_ context.Context, _ admin.Principal) (*admin.CheckpointView, error) {
+	s.rec(struct{}{})
+	return &admin.CheckpointView{}, nil
+}
+func (s *recordingService) AuditVerifyCheckpoint(_ context.Context, _ admin.Principal, r admin.AuditVerifyCheckpointRequest) (*admin.CheckpointReport, error) {
+	s.rec(r)
+	return &admin.CheckpointReport{}, nil
+}
 func (s *recordingService) CreateOIDCKey(_ context.Context, _ admin.Principal, r admin.CreateOIDCKeyRequest) (*admin.OIDCKeyView, error) {
 	s.rec(r)
 	return &admin.OIDCKeyView{}, nil
@@ -202,6 +218,8 @@ func FuzzRPC(f *testing.F) {
 		"EnrollTSA": admin.EnrollTSARequest{}, "ImportTSACertificate": admin.ImportTSACertificateRequest{},
 		"AuditVerify": struct{}{}, "AuditExport": admin.AuditExportRequest{},
 		"ListPending": struct{}{}, "ApprovePending": admin.NameRequest{}, "RejectPending": admin.NameRequest{},
+		"CreateAuditKey": admin.CreateAuditKeyRequest{}, "ShowAuditKey": struct{}{}, "AuditCheckpoint": struct{}{},
+		"AuditVerifyCheckpoint": admin.AuditVerifyCheckpointRequest{},
 	} {
 		types[name] = reflect.TypeOf(v)
 	}

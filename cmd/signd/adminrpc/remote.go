@@ -319,3 +319,23 @@ func (r *Remote) ApprovePending(ctx context.Context, _ admin.Principal, id strin
 func (r *Remote) RejectPending(ctx context.Context, _ admin.Principal, id string) (*admin.PendingView, error) {
 	return callT[*admin.PendingView](r, ctx, "RejectPending", admin.NameRequest{Name: id})
 }
+
+// CreateAuditKey implements admin.Service.
+func (r *Remote) CreateAuditKey(ctx context.Context, _ admin.Principal, req admin.CreateAuditKeyRequest) (*admin.AuditKeyView, error) {
+	return callT[*admin.AuditKeyView](r, ctx, "CreateAuditKey", req)
+}
+
+// ShowAuditKey implements admin.Service.
+func (r *Remote) ShowAuditKey(ctx context.Context, _ admin.Principal) (*admin.AuditKeyView, error) {
+	return callT[*admin.AuditKeyView](r, ctx, "ShowAuditKey", struct{}{})
+}
+
+// AuditCheckpoint implements admin.Service.
+func (r *Remote) AuditCheckpoint(ctx context.Context, _ admin.Principal) (*admin.CheckpointView, error) {
+	return callT[*admin.CheckpointView](r, ctx, "AuditCheckpoint", struct{}{})
+}
+
+// AuditVerifyCheckpoint implements admin.Service.
+func (r *Remote) AuditVerifyCheckpoint(ctx context.Context, _ admin.Principal, req admin.AuditVerifyCheckpointRequest) (*admin.CheckpointReport, error) {
+	return callT[*admin.CheckpointReport](r, ctx, "AuditVerifyCheckpoint", req)
+}

@@ -1,0 +1,326 @@
+package admin
+
+import (
+	"context"
+	"crypto"
+	"crypto/ed25519"
+	"crypto/elliptic"
+	"encoding/base64"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/signd/signd/checkpoint"
+	"github.com/signd/signd/hsm"
+	"github.com/signd/signd/store"
+)
+
+// AuditKeys is what the audit key and checkpoint operations need of the
+// token; *hsm.Token satisfies it, and so does the CLI's lazily opened
+// token.
+type AuditKeys interface {
+	CanEd25519(ctx context.Context) (bool, error)
+	GenerateEd25519(ctx context.Context, label string) (*hsm.KeyInfo, error)
+	GenerateEC(ctx context.Context, label string, curve elliptic.Curve) (*hsm.KeyInfo, error)
+	KeyByLabel(ctx context.Context, label string) (*hsm.KeyInfo, error)
+	Ed25519Key(ctx context.Context, id []byte) (*hsm.Ed25519Key, error)
+	Key(ctx context.Context, id []byte) (*hsm.Key, error)
+}
+
+// Audit key algorithms (CreateAuditKeyRequest.Algorithm).
+const (
+	AuditKeyEd25519   = "ed25519"
+	AuditKeyECDSAP256 = "ecdsa-p256"
+)
+
+// CreateAuditKeyRequest makes the audit signing key. Algorithm "" is
+// Ed25519 where the token has CKM_EC_EDWARDS_KEY_PAIR_GEN and CKM_EDDSA,
+// else ECDSA P-256.
+type CreateAuditKeyRequest struct {
+	Algorithm string `json:"algorithm,omitempty"`
+}
+
+// AuditKeyView is the audit key: what a witness or an auditor needs to
+// check checkpoints.
+type AuditKeyView struct {
+	Label     string `json:"label"`
+	ID        string `json:"id"`        // hex CKA_ID
+	Algorithm string `json:"algorithm"` // "Ed25519", "ECDSA P-256"
+	Origin    string `json:"origin"`    // audit.checkpoint_origin: the checkpoints' first line and signature name
+	// VerifierKey is "<origin>+<key ID>+<base64 key>", as
+	// golang.org/x/mod/sumdb/note reads it (Ed25519).
+	VerifierKey string `json:"verifier_key"`
+}
+
+// CheckpointView is one signed checkpoint.
+type CheckpointView struct {
+	Origin string    `json:"origin"`
+	Size   uint64    `json:"size"` // entries 1..Size are covered
+	Hash   string    `json:"hash"` // base64 digest of entry Size
+	Time   time.Time `json:"time"`
+	File   string    `json:"file"`
+	Note   string    `json:"note"` // the signed note, as written to File
+	// Unchanged: nothing was added since the latest checkpoint, which is
+	// returned as it was.
+	Unchanged bool `json:"unchanged,omitempty"`
+}
+
+// AuditVerifyCheckpointRequest checks the audit log against a saved
+// checkpoint, a signed note as written to audit.checkpoint_dir. Key is
+// the verifier key to check its signature with; "" is the audit key in
+// the token.
+type AuditVerifyCheckpointRequest struct {
+	Checkpoint string `json:"checkpoint"`
+	Key        string `json:"key,omitempty"`
+}
+
+// CheckpointReport is the outcome of AuditVerifyCheckpoint: the
+// checkpoint's signature held (else the operation fails), and whether the
+// log extends it.
+type CheckpointReport struct {
+	OK      bool   `json:"ok"` // the chain holds and extends the checkpoint
+	Origin  string `json:"origin"`
+	Size    uint64 `json:"size"`
+	Hash    string `json:"hash"`
+	Key     string `json:"key"`     // the verifier key the signature was checked with
+	Entries uint64 `json:"entries"` // entries that verify as a chain from the first
+	Head    string `json:"head"`    // hex digest of the last of them
+	Extends bool   `json:"extends"` // entry Size exists and has the checkpoint's hash
+	// Problem says why the log does not extend the checkpoint: cut off
+	// (truncated) or changed up to entry Size (rewritten or forked).
+	Problem  string `json:"problem,omitempty"`
+	BrokenAt uint64 `json:"broken_at,omitempty"` // first broken entry of the chain
+	Reason   string `json:"reason,omitempty"`
+}
+
+// AuditKeyFor returns the checkpoint.Maker's Key function for the audit
+// key labelled label in keys: the Ed25519 or ECDSA key found by label,
+// named name. No such key is checkpoint.ErrNoKey.
+func AuditKeyFor(keys AuditKeys, label string) func(ctx context.Context, name string) (*checkpoint.Key, error) {
+	return func(ctx context.Context, name string) (*checkpoint.Key, error) {
+		info, err := keys.KeyByLabel(ctx, label)
+		if errors.Is(err, hsm.ErrKeyNotFound) {
+			return nil, fmt.Errorf("%w labelled %q in the token: `signd audit key create` makes it", checkpoint.ErrNoKey, label)
+		}
+		if err != nil {
+			return nil, err
+		}
+		var signer crypto.Signer
+		switch info.Public.(type) {
+		case ed25519.PublicKey:
+			signer, err = keys.Ed25519Key(ctx, info.ID)
+		default:
+			signer, err = keys.Key(ctx, info.ID)
+		}
+		if err != nil {
+			return nil, err
+		}
+		return checkpoint.NewKey(name, signer)
+	}
+}
+
+// checkpoints returns the token as AuditKeys, and the Maker.
+func (l *Local) checkpoints() (AuditKeys, *checkpoint.Maker, error) {
+	if l.Checkpoints == nil {
+		return nil, nil, errorf(KindUnavailable, "audit checkpoints are not configured here (audit.checkpoint_dir)")
+	}
+	keys, err := l.keys()
+	if err != nil {
+		return nil, nil, err
+	}
+	ak, ok := keys.(AuditKeys)
+	if !ok {
+		return nil, nil, errorf(KindUnavailable, "the HSM of this process cannot hold the audit key")
+	}
+	return ak, l.Checkpoints, nil
+}
+
+// CreateAuditKey implements Service: it generates the audit key in the
+// token, labelled audit.key_label, and records audit_key_created naming
+// the actor. A second key with the label is refused (KindExists):
+// checkpoints must stay verifiable with the key witnesses hold.
+func (l *Local) CreateAuditKey(ctx context.Context, by Principal, req CreateAuditKeyRequest) (*AuditKeyView, error) {
+	if err := l.admit(ctx, by, "CreateAuditKey", req); err != nil {
+		return nil, err
+	}
+	switch req.Algorithm {
+	case "", AuditKeyEd25519, AuditKeyECDSAP256:
+	default:
+		return nil, errorf(KindInvalid, "audit key algorithm %q: %s or %s", req.Algorithm, AuditKeyEd25519, AuditKeyECDSAP256)
+	}
+	keys, mk, err := l.checkpoints()
+	if err != nil {
+		return nil, err
+	}
+	label := l.AuditKeyLabel
+	if _, err := keys.KeyByLabel(ctx, label); err == nil {
+		return nil, errorf(KindExists, "the token already holds an audit key labelled %q (`signd audit key show`)", label)
+	} else if !errors.Is(err, hsm.ErrKeyNotFound) {
+		return nil, l.fail("audit key create", err)
+	}
+	alg := req.Algorithm
+	if alg == "" {
+		can, err := keys.CanEd25519(ctx)
+		if err != nil {
+			return nil, l.fail("audit key create", err)
+		}
+		alg = AuditKeyECDSAP256
+		if can {
+			alg = AuditKeyEd25519
+		}
+	}
+	var info *hsm.KeyInfo
+	if alg == AuditKeyEd25519 {
+		info, err = keys.GenerateEd25519(ctx, label)
+	} else {
+		info, err = keys.GenerateEC(ctx, label, elliptic.P256())
+	}
+	if err != nil {
+		return nil, l.fail("audit key create", err)
+	}
+	v, err := l.auditKeyView(ctx, keys, mk, label)
+	if err != nil {
+		return nil, err
+	}
+	err = l.Store.Update(ctx, func(tx store.Tx) error {
+		return tx.AppendAudit(&store.AuditEntry{Time: l.now(), Kind: store.AuditAuditKeyCreated, Actor: by.Actor,
+			Target: "audit-key:" + hex.EncodeToString(info.ID), Outcome: store.AuditOK,
+			Fields: map[string]string{"label": label, "algorithm": v.Algorithm, "verifier_key": v.VerifierKey}})
+	})
+	if err != nil {
+		return nil, l.fail("audit key create", err)
+	}
+	if err := checkpoint.WriteKey(mk.Dir, v.VerifierKey); err != nil {
+		// The key is made and audited; the public copy follows with the
+		// first checkpoint.
+		l.logger().Warn("audit key: verifier key not written to the checkpoint directory", "err", err)
+	}
+	l.logger().Info("audit key created", "label", label, "algorithm", v.Algorithm, "id", v.ID, "actor", by.Actor)
+	return v, nil
+}
+
+// ShowAuditKey implements Service.
+func (l *Local) ShowAuditKey(ctx context.Context, by Principal) (*AuditKeyView, error) {
+	if err := l.allow(ctx, by, "ShowAuditKey"); err != nil {
+		return nil, err
+	}
+	keys, mk, err := l.checkpoints()
+	if err != nil {
+		return nil, err
+	}
+	return l.auditKeyView(ctx, keys, mk, l.AuditKeyLabel)
+}
+
+func (l *Local) auditKeyView(ctx context.Context, keys AuditKeys, mk *checkpoint.Maker, label string) (*AuditKeyView, error) {
+	info, err := keys.KeyByLabel(ctx, label)
+	if errors.Is(err, hsm.ErrKeyNotFound) {
+		return nil, errorf(KindNotFound, "no audit key labelled %q in the token: `signd audit key create` makes it", label)
+	}
+	if err != nil {
+		return nil, l.fail("audit key", err)
+	}
+	k, err := mk.Key(ctx, mk.Origin)
+	if err != nil {
+		return nil, l.fail("audit key", err)
+	}
+	return &AuditKeyView{Label: label, ID: hex.EncodeToString(info.ID), Algorithm: k.Algorithm, Origin: mk.Origin, VerifierKey: k.VerifierKey}, nil
+}
+
+// AuditCheckpoint implements Service: it signs a checkpoint of the whole
+// audit log now (checkpoint.Maker.Make), as the daemon does every
+// audit.checkpoint_interval.
+func (l *Local) AuditCheckpoint(ctx context.Context, by Principal) (*CheckpointView, error) {
+	if err := l.admit(ctx, by, "AuditCheckpoint", struct{}{}); err != nil {
+		return nil, err
+	}
+	_, mk, err := l.checkpoints()
+	if err != nil {
+		return nil, err
+	}
+	m, err := mk.Make(ctx, by.Actor, false)
+	switch {
+	case errors.Is(err, checkpoint.ErrNoKey):
+		return nil, errorf(KindNotFound, "audit checkpoint: %v", err)
+	case errors.Is(err, checkpoint.ErrTruncated), errors.Is(err, checkpoint.ErrRewritten), errors.Is(err, checkpoint.ErrConflict),
+		errors.Is(err, checkpoint.ErrSignature), errors.Is(err, checkpoint.ErrEmpty):
+		return nil, errorf(KindConflict, "audit checkpoint refused: %v", err)
+	case err != nil:
+		return nil, l.fail("audit checkpoint", err)
+	}
+	c := m.Checkpoint
+	return &CheckpointView{Origin: c.Origin, Size: c.Size, Hash: base64.StdEncoding.EncodeToString(c.Hash), Time: c.Time,
+		File: m.Path, Note: string(m.Note), Unchanged: m.Unchanged}, nil
+}
+
+// AuditVerifyCheckpoint implements Service: it checks the checkpoint's
+// signature (with req.Key, else the audit key in the token, under the
+// checkpoint's own origin) and its origin (audit.checkpoint_origin),
+// then walks the whole chain (checkpoint.Verify). A checkpoint that does
+// not verify is KindInvalid; a log that does not extend it is a report
+// with OK false.
+func (l *Local) AuditVerifyCheckpoint(ctx context.Context, by Principal, req AuditVerifyCheckpointRequest) (res *CheckpointReport, err error) {
+	if err := l.allow(ctx, by, "AuditVerifyCheckpoint"); err != nil {
+		return nil, err
+	}
+	defer recoverRead("audit verify", &err)
+	if req.Checkpoint == "" {
+		return nil, errorf(KindInvalid, "no checkpoint given")
+	}
+	msg := []byte(req.Checkpoint)
+	origin := ""
+	var vkey string
+	var v interface {
+		Name() string
+		KeyHash() uint32
+		Verify(msg, sig []byte) bool
+	}
+	if l.Checkpoints != nil {
+		origin = l.Checkpoints.Origin
+	}
+	if req.Key != "" {
+		nv, err := checkpoint.NewVerifier(req.Key)
+		if err != nil {
+			return nil, errorf(KindInvalid, "--key: %v", err)
+		}
+		v, vkey = nv, req.Key
+	} else {
+		_, mk, err := l.checkpoints()
+		if err != nil {
+			return nil, err
+		}
+		k, err := mk.Key(ctx, checkpoint.Origin(msg))
+		if errors.Is(err, checkpoint.ErrNoKey) {
+			return nil, errorf(KindNotFound, "%v; or give the verifier key (--key)", err)
+		}
+		if errors.Is(err, checkpoint.ErrMalformed) || errors.Is(err, checkpoint.ErrKey) {
+			return nil, errorf(KindInvalid, "checkpoint: %v", err)
+		}
+		if err != nil {
+			return nil, l.fail("audit verify", err)
+		}
+		v, vkey = k.Verifier, k.VerifierKey
+	}
+	c, err := checkpoint.Open(msg, v, origin)
+	if err != nil {
+		return nil, errorf(KindInvalid, "%v", err)
+	}
+	res = &CheckpointReport{Origin: c.Origin, Size: c.Size, Hash: base64.StdEncoding.EncodeToString(c.Hash), Key: vkey}
+	err = l.Store.View(ctx, func(tx store.Tx) error {
+		r, err := checkpoint.Verify(tx, c)
+		if err != nil {
+			return err
+		}
+		res.Entries, res.Head, res.Extends = r.Entries, hex.EncodeToString(r.Head), r.Extends
+		res.BrokenAt, res.Reason = r.BrokenAt, r.Reason
+		if r.Problem != nil {
+			res.Problem = r.Problem.Error()
+		}
+		res.OK = r.Extends && r.BrokenAt == 0
+		return nil
+	})
+	if err != nil {
+		return nil, l.fail("audit verify", err)
+	}
+	return res, nil
+}

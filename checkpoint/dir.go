@@ -1,0 +1,136 @@
+package checkpoint
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+)
+
+// LatestName is the file of the checkpoint directory that holds the
+// latest checkpoint; each one is also kept as HistoryName(size).
+const LatestName = "checkpoint"
+
+// HistoryName is the file that keeps the checkpoint of size entries:
+// "checkpoint.<size>". It is written once and never replaced.
+func HistoryName(size uint64) string { return LatestName + "." + strconv.FormatUint(size, 10) }
+
+// KeyName is the file of the checkpoint directory that holds the audit
+// key's verifier key, written with every checkpoint (WriteKey): what
+// GET /audit/checkpoint.key serves, without asking the token.
+const KeyName = "key"
+
+// WriteKey stores the verifier key vkey, and a newline, as KeyName in dir,
+// replacing what was there, through a temporary file renamed into place.
+func WriteKey(dir, vkey string) error {
+	if err := os.MkdirAll(dir, 0o750); err != nil {
+		return fmt.Errorf("checkpoint directory: %w", err)
+	}
+	tmp, err := os.CreateTemp(dir, ".key-*")
+	if err != nil {
+		return fmt.Errorf("checkpoint directory: %w", err)
+	}
+	defer os.Remove(tmp.Name())
+	_, err = tmp.WriteString(vkey + "\n")
+	if err == nil {
+		err = tmp.Chmod(0o644)
+	}
+	if err == nil {
+		err = tmp.Sync()
+	}
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), filepath.Join(dir, KeyName))
+	}
+	if err != nil {
+		return fmt.Errorf("write the verifier key: %w", err)
+	}
+	return nil
+}
+
+// ErrConflict: the directory already holds another checkpoint of the
+// same size. Two different checkpoints of one size are a fork: the log
+// was rolled back (a restored backup) and grew again.
+var ErrConflict = errors.New("another checkpoint of this size exists")
+
+// Write stores note, the checkpoint of size entries, in dir (created
+// 0750 when missing): as HistoryName(size), never replacing a different
+// one (ErrConflict), then as LatestName. Each file is written to a
+// temporary file, synced, and linked or renamed into place, and the
+// directory synced, so a reader (GET /audit/checkpoint, a copy job) sees
+// a whole checkpoint or none. It returns the history file's path.
+func Write(dir string, size uint64, note []byte) (string, error) {
+	if err := os.MkdirAll(dir, 0o750); err != nil {
+		return "", fmt.Errorf("checkpoint directory: %w", err)
+	}
+	tmp, err := os.CreateTemp(dir, ".checkpoint-*")
+	if err != nil {
+		return "", fmt.Errorf("checkpoint directory: %w", err)
+	}
+	name := tmp.Name()
+	defer os.Remove(name) // after the link and the rename, a no-op
+	_, err = tmp.Write(note)
+	if err == nil {
+		err = tmp.Chmod(0o644) // public: it is served at /audit/checkpoint
+	}
+	if err == nil {
+		err = tmp.Sync()
+	}
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return "", fmt.Errorf("write checkpoint: %w", err)
+	}
+	hist := filepath.Join(dir, HistoryName(size))
+	if err := os.Link(name, hist); errors.Is(err, os.ErrExist) {
+		old, rerr := readNote(hist)
+		if rerr != nil {
+			return "", fmt.Errorf("%w: %s exists and cannot be read: %v", ErrConflict, hist, rerr)
+		}
+		if !bytes.Equal(old, note) {
+			return "", fmt.Errorf("%w: %s holds a different checkpoint of %d entries: the audit log was rolled back or forked since it was signed", ErrConflict, hist, size)
+		}
+	} else if err != nil {
+		return "", fmt.Errorf("write checkpoint: %w", err)
+	}
+	if err := os.Rename(name, filepath.Join(dir, LatestName)); err != nil {
+		return "", fmt.Errorf("write checkpoint: %w", err)
+	}
+	if d, err := os.Open(dir); err == nil {
+		err = d.Sync()
+		d.Close()
+		if err != nil {
+			return "", fmt.Errorf("write checkpoint: sync %s: %w", dir, err)
+		}
+	}
+	return hist, nil
+}
+
+// ReadLatest returns the latest checkpoint note in dir; an error
+// satisfying errors.Is(err, os.ErrNotExist) when there is none.
+func ReadLatest(dir string) ([]byte, error) {
+	return readNote(filepath.Join(dir, LatestName))
+}
+
+// readNote reads a checkpoint file of at most MaxNote bytes.
+func readNote(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, MaxNote+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(data) > MaxNote {
+		return nil, fmt.Errorf("%s: %w: larger than %d bytes", path, ErrMalformed, MaxNote)
+	}
+	return data, nil
+}
