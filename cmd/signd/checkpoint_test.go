@@ -28,11 +28,13 @@ func checkpointEnv(t *testing.T) (*env, string) {
 	t.Helper()
 	e := newEnv(t, "")
 	dir := filepath.Join(e.dir, "cp")
+	label := "audit-" + strings.ReplaceAll(t.Name(), "/", "-")
+	// The audit section goes last, where the tests append to it.
+	e.setConfig("audit:\n  checkpoint_dir: "+e.dir+"/checkpoints\n", "")
 	f, err := os.OpenFile(e.cfgPath, os.O_APPEND|os.O_WRONLY, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	label := "audit-" + strings.ReplaceAll(t.Name(), "/", "-")
 	if _, err := io.WriteString(f, "audit:\n  key_label: "+label+"\n  checkpoint_dir: "+dir+"\n"); err != nil {
 		t.Fatal(err)
 	}

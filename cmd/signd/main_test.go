@@ -80,9 +80,11 @@ pkcs11:
   module: %s
   token_label: %s
   pin_file: %s
+audit:
+  checkpoint_dir: %s/checkpoints
 oidc:
   pairwise_salt_file: %s/pairwise.salt
-%s`, dir, dir, token.Module, token.Label, e.pinFile, dir, extra)
+%s`, dir, dir, token.Module, token.Label, e.pinFile, dir, dir, extra)
 	if err := os.WriteFile(e.cfgPath, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}
