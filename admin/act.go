@@ -51,6 +51,11 @@ type act struct {
 	outcome, reason string
 	// recorded: the act's entry is committed; nothing more is appended.
 	recorded bool
+	// outside: the act changes what is outside the store (the token, the
+	// OIDC key ring's own transactions), so its entry follows it (end).
+	// An act that is not outside and ends done without its entry is a
+	// bug: end appends the entry all the same, and logs an error.
+	outside bool
 }
 
 // begin checks that by may perform op (allow, which audits a refusal)
@@ -143,6 +148,9 @@ func (a *act) end(ctx context.Context, errp *error) {
 	case err == nil:
 		// Done outside the store (the token, the OIDC key ring): the entry
 		// follows the act.
+		if !a.outside {
+			log.Error("admin act done without its audit entry in its transaction (a bug of signd): appending it now", attrs...)
+		}
 		if rerr := a.record(context.WithoutCancel(ctx)); rerr != nil {
 			log.Error("admin act done but not audited", append(attrs, "fields", a.done().Fields, "err", rerr)...)
 			*errp = errorf(KindOf(rerr), "%s was done, but its audit entry could not be written (%v): the act stands; see the signd log", a.op, rerr)

@@ -125,6 +125,7 @@ func (l *Local) CreateOIDCKey(ctx context.Context, by Principal, req CreateOIDCK
 		return nil, err
 	}
 	defer a.end(ctx, &err)
+	a.outside = true
 	if req.Alg != "" {
 		a.set("alg", req.Alg)
 	}
@@ -182,6 +183,7 @@ func (l *Local) RotateOIDCKeys(ctx context.Context, by Principal, req RotateOIDC
 		return nil, err
 	}
 	defer a.end(ctx, &err)
+	a.outside = true
 	if req.Alg != "" {
 		a.set("alg", req.Alg)
 	}

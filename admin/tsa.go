@@ -114,6 +114,7 @@ func (l *Local) ImportTSACertificate(ctx context.Context, by Principal, req Impo
 		return nil, err
 	}
 	defer a.end(ctx, &err)
+	a.outside = true
 	id, err := hex.DecodeString(req.KeyID)
 	if err != nil || len(id) == 0 || len(id) > 64 {
 		return nil, errorf(KindInvalid, "key id must be the hex CKA_ID printed by signd tsa enroll")
