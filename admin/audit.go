@@ -107,9 +107,10 @@ type AuditExportRequest struct {
 	// Target selects the entries about one thing, named as audit
 	// targets are ("user:alice", "client:rp", "credential:<id>",
 	// "oidc-key:<kid>", "tsa-key:<hex id>"): entries whose Target is
-	// exactly it, and for "user:", "client:" and "credential:" also the
-	// entries whose User, Client or Credential field is that name (the
-	// protocol's entries, which name no target: signHash, authorize).
+	// exactly it, and for "user:", "client:" and "credential:" also every
+	// entry whose User, Client or Credential field is that name (the
+	// protocol's entries, which name no target: signHash, authorize; and
+	// for a user, the acts on the user's credentials).
 	Target string `json:"target,omitempty"`
 }
 
