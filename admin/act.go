@@ -2,8 +2,9 @@ package admin
 
 import (
 	"context"
-	"fmt"
 	"maps"
+	"strings"
+	"unicode/utf8"
 
 	"github.com/signd/signd/store"
 )
@@ -87,9 +88,30 @@ func (a *act) entry(outcome, reason string) *store.AuditEntry {
 		maps.Copy(f, a.result)
 	}
 	f["op"] = a.op
-	return &store.AuditEntry{Time: a.l.now(), Kind: a.kind, Actor: a.by.Actor, Target: a.target,
-		User: a.user, Client: a.client, Credential: a.credential,
-		Outcome: outcome, Reason: reason, Fields: f}
+	for k, v := range f {
+		f[k] = clip(v)
+	}
+	return &store.AuditEntry{Time: a.l.now(), Kind: a.kind, Actor: clip(a.by.Actor), Target: clip(a.target),
+		User: clip(a.user), Client: clip(a.client), Credential: clip(a.credential),
+		Outcome: outcome, Reason: clip(reason), Fields: f}
+}
+
+// maxAuditText bounds each text of an entry; what a request names is
+// checked only after the entry of its refusal is made.
+const maxAuditText = 1024
+
+// clip makes s fit an entry: valid UTF-8 (the store refuses anything
+// else) and at most maxAuditText bytes, cut at a character and marked.
+func clip(s string) string {
+	s = strings.ToValidUTF8(s, "\uFFFD")
+	if len(s) <= maxAuditText {
+		return s
+	}
+	cut := maxAuditText - len("…")
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
 }
 
 func (a *act) done() *store.AuditEntry {
@@ -181,6 +203,3 @@ func (a *act) end(ctx context.Context, errp *error) {
 
 // set records what was asked.
 func (a *act) set(k, v string) { a.fields[k] = v }
-
-// setf records what was asked, formatted.
-func (a *act) setf(k, format string, args ...any) { a.fields[k] = fmt.Sprintf(format, args...) }

@@ -203,3 +203,28 @@ func TestAuditExportFilters(t *testing.T) {
 		t.Errorf("until not a time: %v", err)
 	}
 }
+
+// TestActEntryOfHostileInput: a refusal of a request naming invalid UTF-8
+// or a huge name is still audited, its texts made valid and bounded.
+func TestActEntryOfHostileInput(t *testing.T) {
+	db := actsStore(t)
+	l := &Local{Store: db}
+	for _, name := range []string{"al\xffice", strings.Repeat("é", 5000)} {
+		if _, err := l.RemoveUser(context.Background(), operator, name); KindOf(err) != KindNotFound {
+			t.Fatalf("RemoveUser: %v", err)
+		}
+	}
+	var got []store.AuditEntry
+	err := db.View(context.Background(), func(tx store.Tx) error {
+		return store.AuditEntries(tx, 1, func(e *store.AuditEntry) error { got = append(got, *e); return nil })
+	})
+	if err != nil || len(got) != 2 {
+		t.Fatalf("entries %v, %v", got, err)
+	}
+	if got[0].Target != "user:al\uFFFDice" || got[0].Outcome != store.AuditRefused {
+		t.Errorf("entry %+v", got[0])
+	}
+	if len(got[1].Target) > maxAuditText || !strings.HasSuffix(got[1].Target, "é…") || len(got[1].Reason) > maxAuditText {
+		t.Errorf("target of %d bytes %q…", len(got[1].Target), got[1].Target[:20])
+	}
+}
