@@ -219,7 +219,7 @@ func TestActEntryOfHostileInput(t *testing.T) {
 		return store.AuditEntries(tx, 1, func(e *store.AuditEntry) error { got = append(got, *e); return nil })
 	})
 	if err != nil || len(got) != 2 {
-		t.Fatalf("entries %v, %v", got, err)
+		t.Fatalf("%d entries, want 2: %v", len(got), err)
 	}
 	if got[0].Target != "user:al\uFFFDice" || got[0].Outcome != store.AuditRefused {
 		t.Errorf("entry %+v", got[0])
