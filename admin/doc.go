@@ -10,6 +10,12 @@
 // operation; Local refuses any other principal with KindForbidden and
 // records the refusal in the audit log, naming the actor.
 //
+// Every call leaves exactly one audit entry naming the actor, the target
+// and the fields changed, and one log line (act.go): a change appends its
+// entry in its own write transaction, a read appends admin_read before it
+// reads, a refusal by validation is recorded as refused, a failure of the
+// token or the store as failed.
+//
 // Errors that reach an operator are *Error values: a Kind that survives a
 // transport and a message written for a human. Secrets (passwords, PINs,
 // generated client secrets) arrive in requests and never appear in errors,
