@@ -2,6 +2,7 @@ package admin
 
 import (
 	"context"
+	"errors"
 	"maps"
 	"strings"
 	"unicode/utf8"
@@ -21,8 +22,10 @@ import (
 //     transaction right after (act.end), and when that fails the operator
 //     is told the act stands unaudited;
 //   - a read: one admin_read entry (Fields["op"] names the operation),
-//     written BEFORE the read in its own transaction (act.record): when the
-//     audit log cannot be written the read is refused;
+//     written BEFORE the read in its own transaction (act.grant): when the
+//     audit log cannot be written the read is refused. AuditVerify appends
+//     it after verifying and before answering (it records the head it
+//     verified), and not at all into a log it found broken;
 //   - refused by validation (KindInvalid, KindNotFound, KindExists,
 //     KindConflict): one entry of the operation's kind, outcome refused,
 //     Reason the operator's message (which never holds a secret), in its
@@ -57,6 +60,9 @@ type act struct {
 	// An act that is not outside and ends done without its entry is a
 	// bug: end appends the entry all the same, and logs an error.
 	outside bool
+	// unaudited says why the act appends no entry: the verification of
+	// a log found broken. end logs it at ERROR instead.
+	unaudited string
 }
 
 // begin checks that by may perform op (allow, which audits a refusal)
@@ -165,6 +171,8 @@ func (a *act) end(ctx context.Context, errp *error) {
 	log := a.l.logger()
 	attrs := []any{"op", a.op, "actor", a.by.Actor, "target", a.target, "kind", a.kind}
 	switch {
+	case err == nil && a.unaudited != "":
+		log.Error("admin act done, not audited: "+a.unaudited, attrs...)
 	case err == nil && a.recorded:
 		log.Info("admin act done", append(attrs, "fields", a.done().Fields)...)
 	case err == nil:
@@ -189,6 +197,11 @@ func (a *act) end(ctx context.Context, errp *error) {
 			outcome = store.AuditFailed
 		}
 		reason := err.Error()
+		if errors.Is(err, store.ErrCorrupt) {
+			// Nothing is written into a store found damaged.
+			log.Error("admin act failed, not audited: the store is damaged", append(attrs, "outcome", outcome, "reason", reason)...)
+			return
+		}
 		werr := a.l.Store.Update(context.WithoutCancel(ctx), func(tx store.Tx) error {
 			return tx.AppendAudit(a.entry(outcome, reason))
 		})

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -19,16 +20,34 @@ import (
 // KindInternal). Whatever the stored bytes, it returns an error rather
 // than panic.
 //
-// Its admin_read entry is appended first, so the verification covers it.
+// Its admin_read entry is appended after the verification and before the
+// report is returned (no report without its entry), naming the entries
+// and head it verified; the report's head is that of the last entry
+// before it. A log found broken is not written to (it is evidence, and
+// the CLI may be looking at a copy): that verification is in the log
+// line only, at ERROR.
 func (l *Local) AuditVerify(ctx context.Context, by Principal) (res *AuditReport, err error) {
 	a, err := l.read(ctx, by, "AuditVerify", "audit", nil)
 	if err != nil {
 		return nil, err
 	}
 	defer a.end(ctx, &err)
+	if res, err = l.verifyAudit(ctx); err != nil {
+		return nil, err
+	}
+	if !res.OK {
+		a.unaudited = fmt.Sprintf("the audit log is broken at entry %d (%s): nothing is written into it", res.BrokenAt, res.Reason)
+		return res, nil
+	}
+	a.result["entries"] = strconv.FormatUint(res.Entries, 10)
+	a.result["head"] = res.Head
 	if err := a.grant(ctx); err != nil {
 		return nil, err
 	}
+	return res, nil
+}
+
+func (l *Local) verifyAudit(ctx context.Context) (res *AuditReport, err error) {
 	defer recoverRead("audit verify", &err)
 	res = &AuditReport{}
 	err = l.Store.View(ctx, func(tx store.Tx) error {

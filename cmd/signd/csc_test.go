@@ -233,16 +233,16 @@ func TestCSCDaemonAuditAndMetrics(t *testing.T) {
 	}
 
 	// The audit log through the running daemon. The administration
-	// before (client, user, credential acts, each with its entry) and
-	// the verification's own admin_read entry are counted; the full
-	// export ends with its own entry, the one after the verification's.
+	// before (client, user, credential acts, each with its entry) is
+	// counted; the verification's admin_read entry follows, then the full
+	// export's, which ends it.
 	out := e.must("", "audit", "verify")
 	var verified int
 	if _, err := fmt.Sscanf(out, "audit log intact: %d entries, head digest ", &verified); err != nil {
 		t.Errorf("audit verify (daemon) = %q", out)
 	}
 	full := strings.Split(strings.TrimSpace(e.must("", "audit", "export")), "\n")
-	if last := full[len(full)-1]; len(full) != verified+1 || !strings.Contains(last, fmt.Sprintf(`{"seq":%d,`, verified+1)) ||
+	if last := full[len(full)-1]; len(full) != verified+2 || !strings.Contains(last, fmt.Sprintf(`{"seq":%d,`, verified+2)) ||
 		!strings.Contains(last, `"kind":"admin_read"`) || !strings.Contains(last, `"fields":{"op":"AuditExport"}`) {
 		t.Errorf("%d entries verified; full export of %d ends with %s", verified, len(full), last)
 	}

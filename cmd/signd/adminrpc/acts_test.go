@@ -138,6 +138,7 @@ func req(v any) func() any         { return func() any { return v } }
 func TestEveryAdminActAudited(t *testing.T) {
 	w := newActsWorld(t)
 	var credID, csrPEM, tsaKeyID, tsaCSR, kid, nextKID, totpSecret string
+	var verified admin.AuditReport
 	png := append([]byte("\x89PNG\r\n\x1a\n"), make([]byte, 32)...)
 
 	cases := []actCase{
@@ -226,7 +227,14 @@ func TestEveryAdminActAudited(t *testing.T) {
 			return admin.ImportTSACertificateRequest{KeyID: tsaKeyID,
 				CertPEM: w.issue(t, tsaCSR, []pkix.Extension{{Id: asn1.ObjectIdentifier{2, 5, 29, 37}, Critical: true, Value: eku}})}
 		}, kind: store.AuditTSAImported, target: func() string { return "tsa-key:" + tsaKeyID }, fields: map[string]string{"subject": "CN=signd TSA"}},
-		{op: "AuditVerify", req: req(struct{}{}), kind: store.AuditAdminRead, target: fixed("audit")},
+		{op: "AuditVerify", req: req(struct{}{}), kind: store.AuditAdminRead, target: fixed("audit"),
+			then: func(t *testing.T, res json.RawMessage) {
+				var r admin.AuditReport
+				if err := json.Unmarshal(res, &r); err != nil || !r.OK {
+					t.Fatalf("verify %s: %v", res, err)
+				}
+				verified = r
+			}},
 		{op: "AuditExport", req: req(admin.AuditExportRequest{Kinds: []string{"user_added"}, Actor: "uid:"}), kind: store.AuditAdminRead,
 			target: fixed("audit"), fields: map[string]string{"kinds": "user_added", "actor": "uid:"}},
 
@@ -295,6 +303,13 @@ func TestEveryAdminActAudited(t *testing.T) {
 		if e.Kind != string(c.kind) || e.Actor != w.actor || e.Target != c.target() || e.Outcome != outcome || e.Fields["op"] != c.op {
 			t.Errorf("row %d %s: entry %s\nwant kind %s, actor %s, target %s, outcome %s, fields.op %s",
 				i, c.op, after[len(before)], c.kind, w.actor, c.target(), outcome, c.op)
+		}
+		if c.op == "AuditVerify" {
+			// The entries and head it verified: those before its entry.
+			c.fields = map[string]string{"entries": strconv.FormatUint(verified.Entries, 10), "head": verified.Head}
+			if verified.Entries != uint64(len(before)) {
+				t.Errorf("verified %d entries, %d before its own", verified.Entries, len(before))
+			}
 		}
 		for k, v := range c.fields {
 			if e.Fields[k] != v {
