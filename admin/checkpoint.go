@@ -9,6 +9,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/signd/signd/checkpoint"
@@ -140,9 +141,20 @@ func (l *Local) checkpoints() (AuditKeys, *checkpoint.Maker, error) {
 // token, labelled audit.key_label, and records audit_key_created naming
 // the actor. A second key with the label is refused (KindExists):
 // checkpoints must stay verifiable with the key witnesses hold.
-func (l *Local) CreateAuditKey(ctx context.Context, by Principal, req CreateAuditKeyRequest) (*AuditKeyView, error) {
-	if err := l.admit(ctx, by, "CreateAuditKey", req); err != nil {
+//
+// The key is made in the token: its audit entry follows it (act.end).
+func (l *Local) CreateAuditKey(ctx context.Context, by Principal, req CreateAuditKeyRequest) (_ *AuditKeyView, err error) {
+	a, err := l.begin(ctx, by, "CreateAuditKey", store.AuditAuditKeyCreated, "audit-keys")
+	if err != nil {
 		return nil, err
+	}
+	if err := l.hold(ctx, by, "CreateAuditKey", req); err != nil {
+		return nil, err
+	}
+	defer a.end(ctx, &err)
+	a.outside = true
+	if req.Algorithm != "" {
+		a.set("algorithm", req.Algorithm)
 	}
 	switch req.Algorithm {
 	case "", AuditKeyEd25519, AuditKeyECDSAP256:
@@ -179,30 +191,29 @@ func (l *Local) CreateAuditKey(ctx context.Context, by Principal, req CreateAudi
 	if err != nil {
 		return nil, l.fail("audit key create", err)
 	}
+	a.target = "audit-key:" + hex.EncodeToString(info.ID)
+	a.result["label"] = label
 	v, err := l.auditKeyView(ctx, keys, mk, label)
 	if err != nil {
 		return nil, err
 	}
-	err = l.Store.Update(ctx, func(tx store.Tx) error {
-		return tx.AppendAudit(&store.AuditEntry{Time: l.now(), Kind: store.AuditAuditKeyCreated, Actor: by.Actor,
-			Target: "audit-key:" + hex.EncodeToString(info.ID), Outcome: store.AuditOK,
-			Fields: map[string]string{"label": label, "algorithm": v.Algorithm, "verifier_key": v.VerifierKey}})
-	})
-	if err != nil {
-		return nil, l.fail("audit key create", err)
-	}
+	a.result["algorithm"], a.result["verifier_key"] = v.Algorithm, v.VerifierKey
 	if err := checkpoint.WriteKey(mk.Dir, v.VerifierKey); err != nil {
 		// The key is made and audited; the public copy follows with the
 		// first checkpoint.
 		l.logger().Warn("audit key: verifier key not written to the checkpoint directory", "err", err)
 	}
-	l.logger().Info("audit key created", "label", label, "algorithm", v.Algorithm, "id", v.ID, "actor", by.Actor)
 	return v, nil
 }
 
 // ShowAuditKey implements Service.
-func (l *Local) ShowAuditKey(ctx context.Context, by Principal) (*AuditKeyView, error) {
-	if err := l.allow(ctx, by, "ShowAuditKey"); err != nil {
+func (l *Local) ShowAuditKey(ctx context.Context, by Principal) (_ *AuditKeyView, err error) {
+	a, err := l.read(ctx, by, "ShowAuditKey", "audit-keys", nil)
+	if err != nil {
+		return nil, err
+	}
+	defer a.end(ctx, &err)
+	if err := a.grant(ctx); err != nil {
 		return nil, err
 	}
 	keys, mk, err := l.checkpoints()
@@ -230,15 +241,25 @@ func (l *Local) auditKeyView(ctx context.Context, keys AuditKeys, mk *checkpoint
 // AuditCheckpoint implements Service: it signs a checkpoint of the whole
 // audit log now (checkpoint.Maker.Make), as the daemon does every
 // audit.checkpoint_interval.
-func (l *Local) AuditCheckpoint(ctx context.Context, by Principal) (*CheckpointView, error) {
-	if err := l.admit(ctx, by, "AuditCheckpoint", struct{}{}); err != nil {
+//
+// Make appends the audit_checkpoint entry itself, also when it refuses a
+// log that no longer extends the latest checkpoint; the act appends one
+// only when Make was not reached.
+func (l *Local) AuditCheckpoint(ctx context.Context, by Principal) (_ *CheckpointView, err error) {
+	a, err := l.begin(ctx, by, "AuditCheckpoint", store.AuditCheckpoint, "audit")
+	if err != nil {
 		return nil, err
 	}
+	if err := l.hold(ctx, by, "AuditCheckpoint", struct{}{}); err != nil {
+		return nil, err
+	}
+	defer a.end(ctx, &err)
 	_, mk, err := l.checkpoints()
 	if err != nil {
 		return nil, err
 	}
 	m, err := mk.Make(ctx, by.Actor, false)
+	a.recorded = err == nil || errors.Is(err, checkpoint.ErrTruncated) || errors.Is(err, checkpoint.ErrRewritten)
 	switch {
 	case errors.Is(err, checkpoint.ErrNoKey):
 		return nil, errorf(KindNotFound, "audit checkpoint: %v", err)
@@ -259,10 +280,16 @@ func (l *Local) AuditCheckpoint(ctx context.Context, by Principal) (*CheckpointV
 // then walks the whole chain (checkpoint.Verify). A checkpoint that does
 // not verify is KindInvalid; a log that does not extend it is a report
 // with OK false.
+//
+// As AuditVerify, its admin_read entry is appended after verifying,
+// naming the checkpoint, and nothing is written into a log whose chain is
+// broken or that does not extend the checkpoint.
 func (l *Local) AuditVerifyCheckpoint(ctx context.Context, by Principal, req AuditVerifyCheckpointRequest) (res *CheckpointReport, err error) {
-	if err := l.allow(ctx, by, "AuditVerifyCheckpoint"); err != nil {
+	a, err := l.read(ctx, by, "AuditVerifyCheckpoint", "audit", nil)
+	if err != nil {
 		return nil, err
 	}
+	defer a.end(ctx, &err)
 	defer recoverRead("audit verify", &err)
 	if req.Checkpoint == "" {
 		return nil, errorf(KindInvalid, "no checkpoint given")
@@ -321,6 +348,19 @@ func (l *Local) AuditVerifyCheckpoint(ctx context.Context, by Principal, req Aud
 	})
 	if err != nil {
 		return nil, l.fail("audit verify", err)
+	}
+	switch {
+	case res.BrokenAt != 0:
+		a.unaudited = fmt.Sprintf("the audit log is broken at entry %d (%s): nothing is written into it", res.BrokenAt, res.Reason)
+		return res, nil
+	case !res.Extends:
+		a.unaudited = fmt.Sprintf("the audit log does not extend the checkpoint of %d entries (%s): nothing is written into it", res.Size, res.Problem)
+		return res, nil
+	}
+	a.result["size"] = strconv.FormatUint(res.Size, 10)
+	a.result["extends"] = strconv.FormatBool(res.Extends)
+	if err := a.grant(ctx); err != nil {
+		return nil, err
 	}
 	return res, nil
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/signd/signd/store"
@@ -47,14 +48,18 @@ func NewClientSecret() (string, error) {
 }
 
 // AddClient implements Service.
-func (l *Local) AddClient(ctx context.Context, by Principal, req AddClientRequest) (*AddClientResult, error) {
-	if err := l.allow(ctx, by, "AddClient"); err != nil {
+func (l *Local) AddClient(ctx context.Context, by Principal, req AddClientRequest) (_ *AddClientResult, err error) {
+	a, err := l.begin(ctx, by, "AddClient", store.AuditClientAdded, "client:"+req.ID)
+	if err != nil {
 		return nil, err
 	}
+	defer a.end(ctx, &err)
+	a.client = req.ID
 	res := &AddClientResult{}
 	secret := req.Secret
+	a.set("secret", "given")
 	if secret == "" {
-		var err error
+		a.set("secret", "generated")
 		if secret, err = NewClientSecret(); err != nil {
 			return nil, l.fail("client", err)
 		}
@@ -83,6 +88,16 @@ func (l *Local) AddClient(ctx context.Context, by Principal, req AddClientReques
 	if name == "" {
 		name = req.ID
 	}
+	a.set("name", name)
+	a.set("redirect_uris", strings.Join(req.RedirectURIs, " "))
+	a.set("scopes", strings.Join(scopes, " "))
+	a.set("require_pkce", strconv.FormatBool(req.RequirePKCE))
+	if req.SectorIdentifier != "" {
+		a.set("sector_identifier", req.SectorIdentifier)
+	}
+	if req.IDTokenAlg != "" {
+		a.set("id_token_signed_response_alg", req.IDTokenAlg)
+	}
 	c := &store.Client{
 		ID: req.ID, Name: name, SecretHash: store.HashSecret(secret),
 		RedirectURIs: req.RedirectURIs, Scopes: slices.Compact(slices.Sorted(slices.Values(scopes))),
@@ -95,7 +110,7 @@ func (l *Local) AddClient(ctx context.Context, by Principal, req AddClientReques
 	if err := l.checkIDTokenAlg(ctx, c); err != nil {
 		return nil, err
 	}
-	err := l.Store.Update(ctx, func(tx store.Tx) (err error) {
+	err = a.update(ctx, func(tx store.Tx) (err error) {
 		if err := tx.CreateClient(c); err != nil {
 			return err
 		}
@@ -121,12 +136,17 @@ func firstDuplicate(xs []string) string {
 }
 
 // ListClients implements Service.
-func (l *Local) ListClients(ctx context.Context, by Principal) ([]ClientView, error) {
-	if err := l.allow(ctx, by, "ListClients"); err != nil {
+func (l *Local) ListClients(ctx context.Context, by Principal) (_ []ClientView, err error) {
+	a, err := l.read(ctx, by, "ListClients", "clients", nil)
+	if err != nil {
+		return nil, err
+	}
+	defer a.end(ctx, &err)
+	if err := a.grant(ctx); err != nil {
 		return nil, err
 	}
 	var cs []store.Client
-	err := l.Store.View(ctx, func(tx store.Tx) (err error) {
+	err = l.Store.View(ctx, func(tx store.Tx) (err error) {
 		cs, err = tx.Clients()
 		return err
 	})
@@ -141,12 +161,18 @@ func (l *Local) ListClients(ctx context.Context, by Principal) ([]ClientView, er
 }
 
 // ShowClient implements Service.
-func (l *Local) ShowClient(ctx context.Context, by Principal, id string) (*ClientView, error) {
-	if err := l.allow(ctx, by, "ShowClient"); err != nil {
+func (l *Local) ShowClient(ctx context.Context, by Principal, id string) (_ *ClientView, err error) {
+	a, err := l.read(ctx, by, "ShowClient", "client:"+id, nil)
+	if err != nil {
+		return nil, err
+	}
+	defer a.end(ctx, &err)
+	a.client = id
+	if err := a.grant(ctx); err != nil {
 		return nil, err
 	}
 	var c *store.Client
-	err := l.Store.View(ctx, func(tx store.Tx) (err error) {
+	err = l.Store.View(ctx, func(tx store.Tx) (err error) {
 		c, err = tx.Client(id)
 		return err
 	})
@@ -158,22 +184,29 @@ func (l *Local) ShowClient(ctx context.Context, by Principal, id string) (*Clien
 
 // RemoveClient implements Service: it deletes the client and revokes its
 // access tokens, SADs, codes and pending requests in one transaction.
-func (l *Local) RemoveClient(ctx context.Context, by Principal, id string) (*RemoveResult, error) {
-	if err := l.admit(ctx, by, "RemoveClient", NameRequest{Name: id}); err != nil {
+func (l *Local) RemoveClient(ctx context.Context, by Principal, id string) (_ *RemoveResult, err error) {
+	a, err := l.begin(ctx, by, "RemoveClient", store.AuditClientRemoved, "client:"+id)
+	if err != nil {
 		return nil, err
 	}
+	if err := l.hold(ctx, by, "RemoveClient", NameRequest{Name: id}); err != nil {
+		return nil, err
+	}
+	defer a.end(ctx, &err)
+	a.client = id
 	var r store.Revoked
-	err := l.Store.Update(ctx, func(tx store.Tx) (err error) {
+	err = a.update(ctx, func(tx store.Tx) (err error) {
 		if err := tx.DeleteClient(id); err != nil {
 			return err
 		}
-		r, err = tx.RevokeClient(id)
-		return err
+		if r, err = tx.RevokeClient(id); err != nil {
+			return err
+		}
+		a.result["revoked"] = revokedView(r).String()
+		return nil
 	})
 	if err != nil {
 		return nil, l.fail(fmt.Sprintf("client %q", id), err)
 	}
-	res := &RemoveResult{Removed: id, Revoked: *revokedView(r)}
-	l.logger().Info("client removed", "client_id", id, "revoked", &res.Revoked)
-	return res, nil
+	return &RemoveResult{Removed: id, Revoked: *revokedView(r)}, nil
 }

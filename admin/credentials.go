@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/signd/signd/csc/enroll"
@@ -92,9 +93,30 @@ func (l *Local) keys() (KeyStore, error) {
 // CreateCredential implements Service: the key pair is generated in the
 // token, a CSR is signed by it, and the credential is stored as pending
 // (unusable) until ImportCertificate attaches a chain.
-func (l *Local) CreateCredential(ctx context.Context, by Principal, req CreateCredentialRequest) (*CreateCredentialResult, error) {
-	if err := l.admit(ctx, by, "CreateCredential", req); err != nil {
+func (l *Local) CreateCredential(ctx context.Context, by Principal, req CreateCredentialRequest) (_ *CreateCredentialResult, err error) {
+	// The target is the owner until the credential has an ID: a refusal
+	// before it names whom the credential was for.
+	a, err := l.begin(ctx, by, "CreateCredential", store.AuditCredentialEnrolled, "user:"+req.User)
+	if err != nil {
 		return nil, err
+	}
+	if err := l.hold(ctx, by, "CreateCredential", req); err != nil {
+		return nil, err
+	}
+	defer a.end(ctx, &err)
+	a.user = req.User
+	if req.Algo != "" {
+		a.set("algorithm", req.Algo)
+	}
+	if req.Subject != "" {
+		a.set("subject", req.Subject)
+	}
+	if req.Label != "" {
+		a.set("label", req.Label)
+	}
+	a.set("multisign", strconv.Itoa(max(req.Multisign, 1)))
+	if req.AuthMode != "" {
+		a.set("auth_mode", req.AuthMode)
 	}
 	spec, err := enroll.Request{Owner: req.User, Algorithm: req.Algo, Subject: req.Subject}.Check()
 	if err != nil {
@@ -143,13 +165,14 @@ func (l *Local) CreateCredential(ctx context.Context, by Principal, req CreateCr
 		KeyBits: key.Bits, Status: store.CredentialPending,
 		Multisign: max(req.Multisign, 1), AuthMode: mode,
 	}
-	err = l.Store.Update(ctx, func(tx store.Tx) (err error) {
+	a.target, a.credential = "credential:"+id, id
+	a.set("algorithm", spec.Algorithm)
+	a.set("label", label)
+	a.result["key_id"] = hex.EncodeToString(key.ID)
+	a.outcome = string(store.CredentialPending)
+	a.reason = fmt.Sprintf("key pair %s generated in the token (label %q), CSR issued%s", spec.Algorithm, label, ek.auditNote())
+	err = a.update(ctx, func(tx store.Tx) (err error) {
 		if err := tx.CreateCredential(c); err != nil {
-			return err
-		}
-		if err := tx.AppendAudit(&store.AuditEntry{Time: l.now(), Kind: store.AuditCredentialEnrolled,
-			User: req.User, Credential: id, Outcome: string(store.CredentialPending),
-			Reason: fmt.Sprintf("key pair %s generated in the token (label %q), CSR issued%s", spec.Algorithm, label, ek.auditNote())}); err != nil {
 			return err
 		}
 		c, err = tx.Credential(id)
@@ -158,7 +181,6 @@ func (l *Local) CreateCredential(ctx context.Context, by Principal, req CreateCr
 	if err != nil {
 		return nil, rollback(err)
 	}
-	l.logger().Info("credential created", "credential_id", id, "owner", req.User, "algorithm", spec.Algorithm)
 	return &CreateCredentialResult{
 		Credential: *credentialView(c),
 		CSRPEM:     enroll.CSRPEM(csrDER),
@@ -166,10 +188,19 @@ func (l *Local) CreateCredential(ctx context.Context, by Principal, req CreateCr
 }
 
 // ImportCertificate implements Service.
-func (l *Local) ImportCertificate(ctx context.Context, by Principal, req ImportCertificateRequest) (*CredentialView, error) {
-	if err := l.admit(ctx, by, "ImportCertificate", req); err != nil {
+//
+// Its audit entry is credential_enrolled with outcome enabled (the status
+// it leaves), as before actors were recorded: the enrolment's second step.
+func (l *Local) ImportCertificate(ctx context.Context, by Principal, req ImportCertificateRequest) (_ *CredentialView, err error) {
+	a, err := l.begin(ctx, by, "ImportCertificate", store.AuditCredentialEnrolled, "credential:"+req.ID)
+	if err != nil {
 		return nil, err
 	}
+	if err := l.hold(ctx, by, "ImportCertificate", req); err != nil {
+		return nil, err
+	}
+	defer a.end(ctx, &err)
+	a.credential = req.ID
 	chain, err := enroll.ParseChainPEM([]byte(req.ChainPEM))
 	if err != nil {
 		return nil, errorf(KindInvalid, "chain: %v", err)
@@ -178,6 +209,12 @@ func (l *Local) ImportCertificate(ctx context.Context, by Principal, req ImportC
 	if err != nil {
 		return nil, err
 	}
+	a.user = cred.Owner
+	leaf := chain[0]
+	a.set("subject", leaf.Subject.String())
+	a.set("issuer", leaf.Issuer.String())
+	a.set("serial", hex.EncodeToString(leaf.SerialNumber.Bytes()))
+	a.set("chain_length", strconv.Itoa(len(chain)))
 	if cred.Status == store.CredentialDisabled {
 		return nil, errorf(KindConflict, "credential %q is disabled; enable it before importing a certificate", req.ID)
 	}
@@ -203,7 +240,9 @@ func (l *Local) ImportCertificate(ctx context.Context, by Principal, req ImportC
 		ders[i] = c.Raw
 	}
 	var out *store.Credential
-	err = l.Store.Update(ctx, func(tx store.Tx) (err error) {
+	a.outcome = string(store.CredentialEnabled)
+	a.reason = "certificate chain imported: " + chain[0].Subject.String()
+	err = a.update(ctx, func(tx store.Tx) (err error) {
 		c, err := tx.Credential(req.ID)
 		if err != nil {
 			return err
@@ -213,18 +252,13 @@ func (l *Local) ImportCertificate(ctx context.Context, by Principal, req ImportC
 		if err := tx.PutCredential(c); err != nil {
 			return err
 		}
-		if err := tx.AppendAudit(&store.AuditEntry{Time: l.now(), Kind: store.AuditCredentialEnrolled,
-			User: c.Owner, Credential: c.ID, Outcome: string(store.CredentialEnabled),
-			Reason: "certificate chain imported: " + chain[0].Subject.String()}); err != nil {
-			return err
-		}
+		a.user = c.Owner
 		out, err = tx.Credential(req.ID)
 		return err
 	})
 	if err != nil {
 		return nil, l.fail(fmt.Sprintf("credential %q", req.ID), err)
 	}
-	l.logger().Info("certificate imported", "credential_id", req.ID, "subject", chain[0].Subject.String())
 	return credentialView(out), nil
 }
 
@@ -241,12 +275,22 @@ func (l *Local) getCredential(ctx context.Context, id string) (*store.Credential
 }
 
 // ListCredentials implements Service. owner "" lists every credential.
-func (l *Local) ListCredentials(ctx context.Context, by Principal, owner string) ([]CredentialView, error) {
-	if err := l.allow(ctx, by, "ListCredentials"); err != nil {
+func (l *Local) ListCredentials(ctx context.Context, by Principal, owner string) (_ []CredentialView, err error) {
+	var filter map[string]string
+	if owner != "" {
+		filter = map[string]string{"owner": owner}
+	}
+	a, err := l.read(ctx, by, "ListCredentials", "credentials", filter)
+	if err != nil {
+		return nil, err
+	}
+	defer a.end(ctx, &err)
+	a.user = owner
+	if err := a.grant(ctx); err != nil {
 		return nil, err
 	}
 	var cs []store.Credential
-	err := l.Store.View(ctx, func(tx store.Tx) (err error) {
+	err = l.Store.View(ctx, func(tx store.Tx) (err error) {
 		if owner != "" {
 			if _, err := tx.User(owner); err != nil {
 				return err
@@ -266,8 +310,14 @@ func (l *Local) ListCredentials(ctx context.Context, by Principal, owner string)
 }
 
 // ShowCredential implements Service.
-func (l *Local) ShowCredential(ctx context.Context, by Principal, id string) (*CredentialView, error) {
-	if err := l.allow(ctx, by, "ShowCredential"); err != nil {
+func (l *Local) ShowCredential(ctx context.Context, by Principal, id string) (_ *CredentialView, err error) {
+	a, err := l.read(ctx, by, "ShowCredential", "credential:"+id, nil)
+	if err != nil {
+		return nil, err
+	}
+	defer a.end(ctx, &err)
+	a.credential = id
+	if err := a.grant(ctx); err != nil {
 		return nil, err
 	}
 	c, err := l.getCredential(ctx, id)
@@ -293,9 +343,21 @@ func checkAuth(multisign int, mode string) (store.AuthMode, error) {
 }
 
 // SetCredentialAuth implements Service.
-func (l *Local) SetCredentialAuth(ctx context.Context, by Principal, req SetCredentialAuthRequest) (*CredentialView, error) {
-	if err := l.admit(ctx, by, "SetCredentialAuth", req); err != nil {
+func (l *Local) SetCredentialAuth(ctx context.Context, by Principal, req SetCredentialAuthRequest) (_ *CredentialView, err error) {
+	a, err := l.begin(ctx, by, "SetCredentialAuth", store.AuditCredentialAuth, "credential:"+req.ID)
+	if err != nil {
 		return nil, err
+	}
+	if err := l.hold(ctx, by, "SetCredentialAuth", req); err != nil {
+		return nil, err
+	}
+	defer a.end(ctx, &err)
+	a.credential = req.ID
+	if req.Multisign != 0 {
+		a.set("multisign", strconv.Itoa(req.Multisign))
+	}
+	if req.AuthMode != "" {
+		a.set("auth_mode", req.AuthMode)
 	}
 	mode, err := checkAuth(req.Multisign, req.AuthMode)
 	if err != nil {
@@ -306,7 +368,7 @@ func (l *Local) SetCredentialAuth(ctx context.Context, by Principal, req SetCred
 	}
 	var out *store.Credential
 	var revoked *RevokedView
-	err = l.Store.Update(ctx, func(tx store.Tx) error {
+	err = a.update(ctx, func(tx store.Tx) error {
 		c, err := tx.Credential(req.ID)
 		if err != nil {
 			return err
@@ -325,19 +387,15 @@ func (l *Local) SetCredentialAuth(ctx context.Context, by Principal, req SetCred
 			return err
 		}
 		revoked = revokedView(r)
-		if err := tx.AppendAudit(&store.AuditEntry{Time: l.now(), Kind: store.AuditCredentialAuth, User: c.Owner,
-			Credential: c.ID, Outcome: store.AuditOK,
-			Reason: fmt.Sprintf("authorization set by an admin: multisign %d, authMode %s; revoked %s", c.Multisign, c.AuthMode, revoked)}); err != nil {
-			return err
-		}
+		a.user = c.Owner
+		a.result["revoked"] = revoked.String()
+		a.reason = fmt.Sprintf("authorization set by an admin: multisign %d, authMode %s; revoked %s", c.Multisign, c.AuthMode, revoked)
 		out, err = tx.Credential(c.ID)
 		return err
 	})
 	if err != nil {
 		return nil, l.fail(fmt.Sprintf("credential %q", req.ID), err)
 	}
-	l.logger().Info("credential authorization changed", "credential_id", out.ID,
-		"multisign", out.Multisign, "auth_mode", out.AuthMode, "revoked", revoked)
 	v := credentialView(out)
 	v.Revoked = revoked
 	return v, nil
@@ -346,13 +404,24 @@ func (l *Local) SetCredentialAuth(ctx context.Context, by Principal, req SetCred
 // SetCredentialStatus implements Service. A pending credential (no
 // certificate yet) cannot be enabled. Disabling revokes the SADs, codes and
 // pending requests bound to the credential.
-func (l *Local) SetCredentialStatus(ctx context.Context, by Principal, id string, enabled bool) (*CredentialView, error) {
-	if err := l.admit(ctx, by, "SetCredentialStatus", StatusRequest{Name: id, Enabled: enabled}); err != nil {
+func (l *Local) SetCredentialStatus(ctx context.Context, by Principal, id string, enabled bool) (_ *CredentialView, err error) {
+	kind, status := store.AuditCredentialDisabled, store.CredentialDisabled
+	if enabled {
+		kind, status = store.AuditCredentialEnabled, store.CredentialEnabled
+	}
+	a, err := l.begin(ctx, by, "SetCredentialStatus", kind, "credential:"+id)
+	if err != nil {
 		return nil, err
 	}
+	if err := l.hold(ctx, by, "SetCredentialStatus", StatusRequest{Name: id, Enabled: enabled}); err != nil {
+		return nil, err
+	}
+	defer a.end(ctx, &err)
+	a.credential = id
+	a.set("status", string(status))
 	var out *store.Credential
 	var revoked *RevokedView
-	err := l.Store.Update(ctx, func(tx store.Tx) (err error) {
+	err = a.update(ctx, func(tx store.Tx) (err error) {
 		c, err := tx.Credential(id)
 		if err != nil {
 			return err
@@ -368,18 +437,15 @@ func (l *Local) SetCredentialStatus(ctx context.Context, by Principal, id string
 		if err := tx.PutCredential(c); err != nil {
 			return err
 		}
-		kind, reason := store.AuditCredentialEnabled, "by an admin"
+		a.user, a.reason = c.Owner, "by an admin"
 		if !enabled {
 			r, err := tx.RevokeCredential(id)
 			if err != nil {
 				return err
 			}
 			revoked = revokedView(r)
-			kind, reason = store.AuditCredentialDisabled, "by an admin; revoked "+revoked.String()
-		}
-		if err := tx.AppendAudit(&store.AuditEntry{Time: l.now(), Kind: kind, User: c.Owner,
-			Credential: c.ID, Outcome: store.AuditOK, Reason: reason}); err != nil {
-			return err
+			a.reason = "by an admin; revoked " + revoked.String()
+			a.result["revoked"] = revoked.String()
 		}
 		out, err = tx.Credential(id)
 		return err
@@ -389,10 +455,5 @@ func (l *Local) SetCredentialStatus(ctx context.Context, by Principal, id string
 	}
 	v := credentialView(out)
 	v.Revoked = revoked
-	if revoked != nil {
-		l.logger().Info("credential status changed", "credential_id", id, "status", out.Status, "revoked", revoked)
-	} else {
-		l.logger().Info("credential status changed", "credential_id", id, "status", out.Status)
-	}
 	return v, nil
 }

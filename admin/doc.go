@@ -10,11 +10,17 @@
 // operation; Local refuses any other principal with KindForbidden and
 // records the refusal in the audit log, naming the actor.
 //
+// Every call leaves exactly one audit entry naming the actor, the target
+// and the fields changed, and one log line (act.go): a change appends its
+// entry in its own write transaction, a read appends admin_read before it
+// reads, a refusal by validation is recorded as refused, a failure of the
+// token or the store as failed.
+//
 // Dual control (pending.go): an operation named in Local.DualControl is
 // not performed when asked but held as a pending request until a second
 // operator — another Party, holding a role of the operation — approves it
-// (ApprovePending); it then runs as its requester, with the approver in
-// Principal.ApprovedBy.
+// (ApprovePending); it then runs as its requester, and its audit entry
+// names the approver (approved_by).
 //
 // Errors that reach an operator are *Error values: a Kind that survives a
 // transport and a message written for a human. Secrets (passwords, PINs,

@@ -37,8 +37,13 @@ type HSMKeyView struct {
 }
 
 // HSMInfo implements Service.
-func (l *Local) HSMInfo(ctx context.Context, by Principal) (*HSMInfoView, error) {
-	if err := l.allow(ctx, by, "HSMInfo"); err != nil {
+func (l *Local) HSMInfo(ctx context.Context, by Principal) (_ *HSMInfoView, err error) {
+	a, err := l.read(ctx, by, "HSMInfo", "hsm", nil)
+	if err != nil {
+		return nil, err
+	}
+	defer a.end(ctx, &err)
+	if err := a.grant(ctx); err != nil {
 		return nil, err
 	}
 	keys, err := l.keys()

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -36,10 +37,16 @@ var proofTypes = []string{store.ProofJPEG, store.ProofPNG, store.ProofPDF}
 // AddProof implements Service: the declared content type must be one of
 // proofTypes and match the content's first bytes (http.DetectContentType,
 // the WHATWG sniffing algorithm); the store limits the size to 10 MiB.
-func (l *Local) AddProof(ctx context.Context, by Principal, req AddProofRequest) (*UserView, error) {
-	if err := l.allow(ctx, by, "AddProof"); err != nil {
+func (l *Local) AddProof(ctx context.Context, by Principal, req AddProofRequest) (_ *UserView, err error) {
+	a, err := l.begin(ctx, by, "AddProof", store.AuditUserProofAdded, "user:"+req.Username)
+	if err != nil {
 		return nil, err
 	}
+	defer a.end(ctx, &err)
+	a.user = req.Username
+	a.set("proof_id", req.ID)
+	a.set("content_type", req.ContentType)
+	a.set("size", strconv.Itoa(len(req.Content)))
 	if !slices.Contains(proofTypes, req.ContentType) {
 		return nil, errorf(KindInvalid, "content type %q is not accepted (%s)", req.ContentType, strings.Join(proofTypes, ", "))
 	}
@@ -53,7 +60,7 @@ func (l *Local) AddProof(ctx context.Context, by Principal, req AddProofRequest)
 		return nil, errorf(KindInvalid, "proof %q: the file is %s, not %s", req.ID, got, req.ContentType)
 	}
 	var u *store.User
-	err := l.Store.Update(ctx, func(tx store.Tx) (err error) {
+	err = a.update(ctx, func(tx store.Tx) (err error) {
 		p := store.Proof{ProofRef: store.ProofRef{ID: req.ID, ContentType: req.ContentType}, Content: req.Content}
 		if err := tx.PutProof(req.Username, p); err != nil {
 			return err
@@ -64,7 +71,6 @@ func (l *Local) AddProof(ctx context.Context, by Principal, req AddProofRequest)
 	if err != nil {
 		return nil, l.fail(fmt.Sprintf("user %q", req.Username), err)
 	}
-	l.logger().Info("proof document stored", "user", req.Username, "proof_id", req.ID, "content_type", req.ContentType, "size", len(req.Content))
 	return l.userView(u), nil
 }
 
@@ -110,9 +116,21 @@ func (l *Local) oidcKeyView(r *oidc.KeyRing, k *store.SigningKey) *OIDCKeyView {
 // CreateOIDCKey implements Service: a new key pair of req.Alg in the HSM,
 // published as the next signing key of that algorithm (active at once when
 // no key of it is active yet).
-func (l *Local) CreateOIDCKey(ctx context.Context, by Principal, req CreateOIDCKeyRequest) (*OIDCKeyView, error) {
-	if err := l.admit(ctx, by, "CreateOIDCKey", req); err != nil {
+//
+// The key ring writes the key in its own transaction: the audit entry
+// follows it in another (act.end).
+func (l *Local) CreateOIDCKey(ctx context.Context, by Principal, req CreateOIDCKeyRequest) (_ *OIDCKeyView, err error) {
+	a, err := l.begin(ctx, by, "CreateOIDCKey", store.AuditOIDCKeyCreated, "oidc-keys")
+	if err != nil {
 		return nil, err
+	}
+	if err := l.hold(ctx, by, "CreateOIDCKey", req); err != nil {
+		return nil, err
+	}
+	defer a.end(ctx, &err)
+	a.outside = true
+	if req.Alg != "" {
+		a.set("alg", req.Alg)
 	}
 	r, err := l.oidcKeys()
 	if err != nil {
@@ -122,12 +140,22 @@ func (l *Local) CreateOIDCKey(ctx context.Context, by Principal, req CreateOIDCK
 	if err != nil {
 		return nil, l.failKeys("create OIDC signing key", err)
 	}
+	a.target = "oidc-key:" + k.KID
+	a.set("alg", k.Algorithm)
+	a.result["state"] = string(k.State)
+	a.result["label"] = k.Label
+	a.result["key_id"] = hex.EncodeToString(k.KeyID)
 	return l.oidcKeyView(r, k), nil
 }
 
 // ListOIDCKeys implements Service, oldest key first.
-func (l *Local) ListOIDCKeys(ctx context.Context, by Principal) ([]OIDCKeyView, error) {
-	if err := l.allow(ctx, by, "ListOIDCKeys"); err != nil {
+func (l *Local) ListOIDCKeys(ctx context.Context, by Principal) (_ []OIDCKeyView, err error) {
+	a, err := l.read(ctx, by, "ListOIDCKeys", "oidc-keys", nil)
+	if err != nil {
+		return nil, err
+	}
+	defer a.end(ctx, &err)
+	if err := a.grant(ctx); err != nil {
 		return nil, err
 	}
 	r, err := l.oidcKeys()
@@ -148,10 +176,24 @@ func (l *Local) ListOIDCKeys(ctx context.Context, by Principal) ([]OIDCKeyView, 
 // RotateOIDCKeys implements Service: the next key signs from now on, the
 // active one is retired (published until its ID tokens expired), expired
 // retired keys are removed from the JWKS and the HSM.
-func (l *Local) RotateOIDCKeys(ctx context.Context, by Principal, req RotateOIDCKeysRequest) (*RotateOIDCKeysResult, error) {
-	if err := l.admit(ctx, by, "RotateOIDCKeys", req); err != nil {
+//
+// As CreateOIDCKey, the audit entry follows the key ring's transactions.
+// A rotation whose purge of expired keys failed is done: its entry says
+// so (purge_error) and the purge is tried again at the next rotation.
+func (l *Local) RotateOIDCKeys(ctx context.Context, by Principal, req RotateOIDCKeysRequest) (_ *RotateOIDCKeysResult, err error) {
+	a, err := l.begin(ctx, by, "RotateOIDCKeys", store.AuditOIDCKeysRotated, "oidc-keys")
+	if err != nil {
 		return nil, err
 	}
+	if err := l.hold(ctx, by, "RotateOIDCKeys", req); err != nil {
+		return nil, err
+	}
+	defer a.end(ctx, &err)
+	a.outside = true
+	if req.Alg != "" {
+		a.set("alg", req.Alg)
+	}
+	a.set("force", strconv.FormatBool(req.Force))
 	r, err := l.oidcKeys()
 	if err != nil {
 		return nil, err
@@ -162,10 +204,19 @@ func (l *Local) RotateOIDCKeys(ctx context.Context, by Principal, req RotateOIDC
 	}
 	if err != nil {
 		l.logger().Warn("purging expired OIDC signing keys failed", "err", err)
+		a.result["purge_error"] = l.fail("purge OIDC signing keys", err).Error()
+		err = nil
 	}
 	res := &RotateOIDCKeysResult{Active: *l.oidcKeyView(r, &rot.Active), Purged: rot.Purged}
+	a.target = "oidc-key:" + rot.Active.KID
+	a.set("alg", rot.Active.Algorithm)
+	a.result["active"] = rot.Active.KID
 	if rot.Retired != nil {
 		res.Retired = l.oidcKeyView(r, rot.Retired)
+		a.result["retired"] = rot.Retired.KID
+	}
+	if len(rot.Purged) > 0 {
+		a.result["purged"] = strings.Join(rot.Purged, " ")
 	}
 	return res, nil
 }

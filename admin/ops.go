@@ -144,6 +144,15 @@ func Operations() []Operation {
 		}),
 		op("AuditVerify", au, true, func(ctx context.Context, s Service, by Principal, _ none) (any, error) { return s.AuditVerify(ctx, by) }),
 		op("AuditExport", au, true, func(ctx context.Context, s Service, by Principal, r AuditExportRequest) (any, error) {
+			// A filter in error is answered before the stream starts, so
+			// that the error keeps its kind; s refuses it too, and audits
+			// the refusal.
+			if cerr := r.check(); cerr != nil {
+				if err := s.AuditExport(ctx, by, r, io.Discard); err != nil {
+					return nil, err
+				}
+				return nil, cerr
+			}
 			return Stream(func(w io.Writer) error { return s.AuditExport(ctx, by, r, w) }), nil
 		}),
 		// Dual control (pending.go): whoever may approve, and the auditor,

@@ -172,12 +172,17 @@ func durationText(d time.Duration) string {
 
 // ListPending implements Service: every pending request, oldest first,
 // expired ones (not yet swept) marked.
-func (l *Local) ListPending(ctx context.Context, by Principal) ([]PendingView, error) {
-	if err := l.allow(ctx, by, "ListPending"); err != nil {
+func (l *Local) ListPending(ctx context.Context, by Principal) (_ []PendingView, err error) {
+	a, err := l.read(ctx, by, "ListPending", "pending", nil)
+	if err != nil {
+		return nil, err
+	}
+	defer a.end(ctx, &err)
+	if err := a.grant(ctx); err != nil {
 		return nil, err
 	}
 	var rs []store.AdminRequest
-	err := l.Store.View(ctx, func(tx store.Tx) (err error) {
+	err = l.Store.View(ctx, func(tx store.Tx) (err error) {
 		rs, err = tx.AdminRequests()
 		return err
 	})

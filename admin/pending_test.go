@@ -52,6 +52,9 @@ func auditOf(t *testing.T, l *Local, keys ...string) []string {
 	var lines []string
 	err := l.Store.View(context.Background(), func(tx store.Tx) error {
 		return store.AuditEntries(tx, 1, func(e *store.AuditEntry) error {
+			if e.Kind == store.AuditAdminRead {
+				return nil // the reads of the test itself (acts_test covers them)
+			}
 			line := fmt.Sprintf("%s %s %s", e.Kind, e.Outcome, e.Actor)
 			for _, k := range keys {
 				if v, ok := e.Fields[k]; ok {
@@ -165,7 +168,7 @@ func TestDualControlApproval(t *testing.T) {
 		"admin_refused refused uid:1003 (carol) id=" + id + " op=ApprovePending requested_by=uid:1001 (alice)",
 		"admin_refused refused uid:1004 (dave) op=ApprovePending",
 		"pending_approved ok uid:1002 (bob) id=" + id + " op=RemoveCredential requested_by=uid:1001 (alice)",
-		"credential_removed ok uid:1001 (alice) approved_by=uid:1002 (bob)",
+		"credential_removed ok uid:1001 (alice) op=RemoveCredential approved_by=uid:1002 (bob)",
 	}
 	if got := auditOf(t, l, "id", "op", "requested_by", "approved_by"); strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("audit log:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))

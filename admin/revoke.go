@@ -93,12 +93,18 @@ const maxNamed = 10
 // deletes the user and their proof documents, in one transaction. It
 // refuses while the user owns credentials (remove those first: their keys
 // live in the HSM).
-func (l *Local) RemoveUser(ctx context.Context, by Principal, username string) (*RemoveResult, error) {
-	if err := l.admit(ctx, by, "RemoveUser", NameRequest{Name: username}); err != nil {
+func (l *Local) RemoveUser(ctx context.Context, by Principal, username string) (_ *RemoveResult, err error) {
+	a, err := l.begin(ctx, by, "RemoveUser", store.AuditUserRemoved, "user:"+username)
+	if err != nil {
 		return nil, err
 	}
+	if err := l.hold(ctx, by, "RemoveUser", NameRequest{Name: username}); err != nil {
+		return nil, err
+	}
+	defer a.end(ctx, &err)
+	a.user = username
 	var r store.Revoked
-	err := l.Store.Update(ctx, func(tx store.Tx) error {
+	err = a.update(ctx, func(tx store.Tx) error {
 		if _, err := tx.User(username); err != nil {
 			return err
 		}
@@ -120,14 +126,13 @@ func (l *Local) RemoveUser(ctx context.Context, by Principal, username string) (
 		if r, err = tx.RevokeUser(username); err != nil {
 			return err
 		}
+		a.result["revoked"] = revokedView(r).String()
 		return tx.DeleteUser(username)
 	})
 	if err != nil {
 		return nil, l.fail(fmt.Sprintf("user %q", username), err)
 	}
-	res := &RemoveResult{Removed: username, Revoked: *revokedView(r)}
-	l.logger().Info("user removed", "username", username, "revoked", &res.Revoked)
-	return res, nil
+	return &RemoveResult{Removed: username, Revoked: *revokedView(r)}, nil
 }
 
 // RemoveCredential implements Service: it destroys the key pair and its
@@ -136,10 +141,16 @@ func (l *Local) RemoveUser(ctx context.Context, by Principal, username string) (
 // audit entry. The token goes first: when it is unavailable nothing
 // changes; when the store fails after it, the credential can no longer
 // sign and running the removal again finishes it.
-func (l *Local) RemoveCredential(ctx context.Context, by Principal, id string) (*RemoveCredentialResult, error) {
-	if err := l.admit(ctx, by, "RemoveCredential", NameRequest{Name: id}); err != nil {
+func (l *Local) RemoveCredential(ctx context.Context, by Principal, id string) (_ *RemoveCredentialResult, err error) {
+	a, err := l.begin(ctx, by, "RemoveCredential", store.AuditCredentialRemoved, "credential:"+id)
+	if err != nil {
 		return nil, err
 	}
+	if err := l.hold(ctx, by, "RemoveCredential", NameRequest{Name: id}); err != nil {
+		return nil, err
+	}
+	defer a.end(ctx, &err)
+	a.credential = id
 	cred, err := l.getCredential(ctx, id)
 	if err != nil {
 		return nil, err
@@ -165,8 +176,12 @@ func (l *Local) RemoveCredential(ctx context.Context, by Principal, id string) (
 			what = "key pair and certificate destroyed in the HSM"
 		}
 	}
+	a.user = cred.Owner
+	a.set("key_id", res.KeyID)
+	a.set("label", cred.Label)
+	a.result["destroyed"] = strings.Join(res.Destroyed, ", ")
 	var r store.Revoked
-	err = l.Store.Update(ctx, func(tx store.Tx) error {
+	err = a.update(ctx, func(tx store.Tx) error {
 		c, err := tx.Credential(id)
 		if err != nil {
 			return err
@@ -177,9 +192,10 @@ func (l *Local) RemoveCredential(ctx context.Context, by Principal, id string) (
 		if err := tx.DeleteCredential(id); err != nil {
 			return err
 		}
-		return tx.AppendAudit(&store.AuditEntry{Time: l.now(), Kind: store.AuditCredentialRemoved, User: c.Owner,
-			Credential: id, Outcome: store.AuditOK, Actor: by.Actor, Fields: by.ApprovalFields(nil),
-			Reason: fmt.Sprintf("by an admin: %s; revoked %s", what, revokedView(r))})
+		a.user = c.Owner
+		a.result["revoked"] = revokedView(r).String()
+		a.reason = fmt.Sprintf("by an admin: %s; revoked %s", what, revokedView(r))
+		return nil
 	})
 	if err != nil {
 		ferr := l.fail(fmt.Sprintf("credential %q", id), err)
@@ -189,7 +205,5 @@ func (l *Local) RemoveCredential(ctx context.Context, by Principal, id string) (
 		return nil, errorf(KindOf(ferr), "%v (the key pair is already destroyed in the HSM: run `signd credential remove %s` again to finish)", ferr, id)
 	}
 	res.Revoked = *revokedView(r)
-	l.logger().Info("credential removed", "credential_id", id, "owner", cred.Owner,
-		"key_id", res.KeyID, "destroyed", strings.Join(res.Destroyed, ", "), "revoked", &res.Revoked)
 	return res, nil
 }

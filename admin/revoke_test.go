@@ -97,7 +97,8 @@ func TestRemoveCredentialFaults(t *testing.T) {
 	}{
 		{
 			name: "token_unavailable_changes_nothing", destroyErr: fmt.Errorf("%w: slot gone", hsm.ErrTokenUnavailable),
-			wantKind: KindUnavailable,
+			wantKind:  KindUnavailable,
+			wantAudit: "credential_removed/failed/destroy key: the HSM is unavailable, try again: hsm: token unavailable: slot gone",
 		},
 		{
 			name: "key_already_gone_finishes_the_removal", destroyErr: fmt.Errorf("%w: no RSA key", hsm.ErrKeyNotFound),
@@ -121,8 +122,9 @@ func TestRemoveCredentialFaults(t *testing.T) {
 				if KindOf(err) != tc.wantKind {
 					t.Fatalf("err = %v (%s), want kind %s", err, KindOf(err), tc.wantKind)
 				}
-				if !cred || !sad || len(audit) != 0 {
-					t.Errorf("after a refused removal: credential %v, SAD %v, audit %v; want both kept, no entry", cred, sad, audit)
+				// Nothing changed; the failed attempt is audited.
+				if !cred || !sad || len(audit) != 1 || audit[0] != tc.wantAudit {
+					t.Errorf("after a refused removal: credential %v, SAD %v, audit %q; want both kept, the entry %q", cred, sad, audit, tc.wantAudit)
 				}
 				return
 			}

@@ -39,14 +39,18 @@ const maxIssuerLen = 64
 // 30 s: what authenticator apps support), stores it and revokes what was
 // issued without the second factor. A user who has TOTP already is a
 // conflict (remove it first).
-func (l *Local) EnrollTOTP(ctx context.Context, by Principal, req EnrollTOTPRequest) (*TOTPEnrollment, error) {
-	if err := l.allow(ctx, by, "EnrollTOTP"); err != nil {
+func (l *Local) EnrollTOTP(ctx context.Context, by Principal, req EnrollTOTPRequest) (_ *TOTPEnrollment, err error) {
+	a, err := l.begin(ctx, by, "EnrollTOTP", store.AuditUserTOTPEnrolled, "user:"+req.Username)
+	if err != nil {
 		return nil, err
 	}
+	defer a.end(ctx, &err)
 	issuer := req.Issuer
 	if issuer == "" {
 		issuer = "signd"
 	}
+	a.set("totp", "enrolled")
+	a.set("issuer", issuer)
 	if len(issuer) > maxIssuerLen || strings.ContainsFunc(issuer, func(r rune) bool { return r < ' ' || r == ':' || r == 0x7f }) {
 		return nil, errorf(KindInvalid, "issuer must be at most %d bytes without ':' or control characters", maxIssuerLen)
 	}
@@ -57,7 +61,7 @@ func (l *Local) EnrollTOTP(ctx context.Context, by Principal, req EnrollTOTPRequ
 	if err != nil {
 		return nil, l.fail("enroll TOTP", err)
 	}
-	v, err := l.updateUser(ctx, "TOTP enrolled", req.Username, store.Tx.RevokeUser, func(u *store.User) error {
+	v, err := l.updateUser(ctx, a, req.Username, store.Tx.RevokeUser, func(u *store.User) error {
 		if u.TOTPSecret != "" {
 			return errorf(KindConflict, "user %q has TOTP already: remove it first with `signd user totp remove %s`", u.Username, u.Username)
 		}
@@ -75,11 +79,17 @@ func (l *Local) EnrollTOTP(ctx context.Context, by Principal, req EnrollTOTPRequ
 
 // RemoveTOTP implements Service: the user logs in with the password alone
 // again. Removing it from a user without TOTP is a conflict.
-func (l *Local) RemoveTOTP(ctx context.Context, by Principal, username string) (*UserView, error) {
-	if err := l.admit(ctx, by, "RemoveTOTP", NameRequest{Name: username}); err != nil {
+func (l *Local) RemoveTOTP(ctx context.Context, by Principal, username string) (_ *UserView, err error) {
+	a, err := l.begin(ctx, by, "RemoveTOTP", store.AuditUserTOTPRemoved, "user:"+username)
+	if err != nil {
 		return nil, err
 	}
-	return l.updateUser(ctx, "TOTP removed", username, nil, func(u *store.User) error {
+	if err := l.hold(ctx, by, "RemoveTOTP", NameRequest{Name: username}); err != nil {
+		return nil, err
+	}
+	defer a.end(ctx, &err)
+	a.set("totp", "removed")
+	return l.updateUser(ctx, a, username, nil, func(u *store.User) error {
 		if u.TOTPSecret == "" {
 			return errorf(KindConflict, "user %q has no TOTP", u.Username)
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/hex"
 	"fmt"
+	"time"
 
 	"github.com/signd/signd/csc/enroll"
 	"github.com/signd/signd/store"
@@ -46,10 +47,18 @@ type TSACertificateView struct {
 const defaultTSAAlgo = "rsa-3072"
 
 // EnrollTSA implements Service.
-func (l *Local) EnrollTSA(ctx context.Context, by Principal, req EnrollTSARequest) (*EnrollTSAResult, error) {
-	if err := l.admit(ctx, by, "EnrollTSA", req); err != nil {
+//
+// The key is generated first; its audit entry is appended next and, when
+// the store cannot take it, the key is destroyed again: both or neither.
+func (l *Local) EnrollTSA(ctx context.Context, by Principal, req EnrollTSARequest) (_ *EnrollTSAResult, err error) {
+	a, err := l.begin(ctx, by, "EnrollTSA", store.AuditTSAEnrolled, "tsa-keys")
+	if err != nil {
 		return nil, err
 	}
+	if err := l.hold(ctx, by, "EnrollTSA", req); err != nil {
+		return nil, err
+	}
+	defer a.end(ctx, &err)
 	algo := req.Algo
 	if algo == "" {
 		algo = defaultTSAAlgo
@@ -58,6 +67,8 @@ func (l *Local) EnrollTSA(ctx context.Context, by Principal, req EnrollTSAReques
 	if subject == "" {
 		subject = "CN=signd TSA"
 	}
+	a.set("algorithm", algo)
+	a.set("subject", subject)
 	spec, err := enroll.Request{Algorithm: algo, Subject: subject}.Check()
 	if err != nil {
 		return nil, errorf(KindInvalid, "%v", err)
@@ -81,7 +92,15 @@ func (l *Local) EnrollTSA(ctx context.Context, by Principal, req EnrollTSAReques
 		}
 		return nil, l.fail("tsa certificate request", err)
 	}
-	l.logger().Info("tsa key generated", "key_id", hex.EncodeToString(key.ID), "label", label, "algorithm", spec.Algorithm)
+	a.target = "tsa-key:" + hex.EncodeToString(key.ID)
+	a.set("label", label)
+	if err := a.record(ctx); err != nil {
+		if derr := keys.DestroyKey(context.WithoutCancel(ctx), key.ID); derr != nil {
+			l.logger().Error("rollback: destroying key failed", "key_id", hex.EncodeToString(key.ID), "err", derr)
+			return nil, errorf(KindOf(err), "%v; key %x with label %q is left in the token unaudited: remove it with pkcs11-tool", err, key.ID, label)
+		}
+		return nil, err
+	}
 	return &EnrollTSAResult{KeyID: hex.EncodeToString(key.ID), Label: label, CSRPEM: enroll.CSRPEM(csrDER)}, nil
 }
 
@@ -89,10 +108,19 @@ func (l *Local) EnrollTSA(ctx context.Context, by Principal, req EnrollTSAReques
 // for time-stamping (tsa.CheckCertificate: only a critical
 // id-kp-timeStamping, valid now, the key's public key) and chain to its
 // issuers when they are given.
-func (l *Local) ImportTSACertificate(ctx context.Context, by Principal, req ImportTSACertificateRequest) (*TSACertificateView, error) {
-	if err := l.admit(ctx, by, "ImportTSACertificate", req); err != nil {
+//
+// The certificate goes into the token first; the audit entry follows
+// (act.end).
+func (l *Local) ImportTSACertificate(ctx context.Context, by Principal, req ImportTSACertificateRequest) (_ *TSACertificateView, err error) {
+	a, err := l.begin(ctx, by, "ImportTSACertificate", store.AuditTSAImported, "tsa-key:"+req.KeyID)
+	if err != nil {
 		return nil, err
 	}
+	if err := l.hold(ctx, by, "ImportTSACertificate", req); err != nil {
+		return nil, err
+	}
+	defer a.end(ctx, &err)
+	a.outside = true
 	id, err := hex.DecodeString(req.KeyID)
 	if err != nil || len(id) == 0 || len(id) > 64 {
 		return nil, errorf(KindInvalid, "key id must be the hex CKA_ID printed by signd tsa enroll")
@@ -120,7 +148,9 @@ func (l *Local) ImportTSACertificate(ctx context.Context, by Principal, req Impo
 	if err := keys.ImportCertificate(ctx, id, l.tsaLabel(), chain[0]); err != nil {
 		return nil, l.fail("import certificate", err)
 	}
-	l.logger().Info("tsa certificate imported", "key_id", req.KeyID, "subject", chain[0].Subject.String())
+	a.set("subject", chain[0].Subject.String())
+	a.set("serial", chain[0].SerialNumber.Text(16))
+	a.set("not_after", chain[0].NotAfter.UTC().Format(time.RFC3339))
 	return &TSACertificateView{
 		KeyID: req.KeyID, Subject: chain[0].Subject.String(), Serial: chain[0].SerialNumber.Text(16),
 		NotAfter: chain[0].NotAfter.UTC().Format("2006-01-02T15:04:05Z"),

@@ -3,9 +3,11 @@ package admin
 import (
 	"context"
 	"fmt"
+	"maps"
 	"net/mail"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -85,8 +87,9 @@ func (l *Local) userView(u *store.User) *UserView {
 }
 
 // AddUser implements Service.
-func (l *Local) AddUser(ctx context.Context, by Principal, req AddUserRequest) (*UserView, error) {
-	if err := l.allow(ctx, by, "AddUser"); err != nil {
+func (l *Local) AddUser(ctx context.Context, by Principal, req AddUserRequest) (_ *UserView, err error) {
+	a, err := l.begin(ctx, by, "AddUser", store.AuditUserAdded, "user:"+req.Username)
+	if err != nil {
 		return nil, err
 	}
 	if req.PIN != "" {
@@ -95,6 +98,21 @@ func (l *Local) AddUser(ctx context.Context, by Principal, req AddUserRequest) (
 		if err := l.allow(ctx, by, "SetPIN"); err != nil {
 			return nil, err
 		}
+	}
+	defer a.end(ctx, &err)
+	a.user = req.Username
+	a.set("password", "set")
+	if req.PIN != "" {
+		a.set("pin", "set")
+	}
+	if req.Email != "" {
+		a.set("email", req.Email)
+		a.set("email_verified", strconv.FormatBool(req.EmailVerified))
+	}
+	if len(req.Claims) > 0 {
+		// The claim names; their values are personal data, kept in the
+		// user record.
+		a.set("claims", strings.Join(slices.Sorted(maps.Keys(req.Claims)), ","))
 	}
 	if err := checkSecretLen("password", req.Password, minPasswordLen, maxPasswordLen); err != nil {
 		return nil, err
@@ -129,7 +147,7 @@ func (l *Local) AddUser(ctx context.Context, by Principal, req AddUserRequest) (
 			return nil, l.fail("user "+req.Username, err)
 		}
 	}
-	err = l.Store.Update(ctx, func(tx store.Tx) error {
+	err = a.update(ctx, func(tx store.Tx) error {
 		if err := tx.CreateUser(u); err != nil {
 			return err
 		}
@@ -143,12 +161,17 @@ func (l *Local) AddUser(ctx context.Context, by Principal, req AddUserRequest) (
 }
 
 // ListUsers implements Service.
-func (l *Local) ListUsers(ctx context.Context, by Principal) ([]UserView, error) {
-	if err := l.allow(ctx, by, "ListUsers"); err != nil {
+func (l *Local) ListUsers(ctx context.Context, by Principal) (_ []UserView, err error) {
+	a, err := l.read(ctx, by, "ListUsers", "users", nil)
+	if err != nil {
+		return nil, err
+	}
+	defer a.end(ctx, &err)
+	if err := a.grant(ctx); err != nil {
 		return nil, err
 	}
 	var users []store.User
-	err := l.Store.View(ctx, func(tx store.Tx) (err error) {
+	err = l.Store.View(ctx, func(tx store.Tx) (err error) {
 		users, err = tx.Users()
 		return err
 	})
@@ -163,8 +186,14 @@ func (l *Local) ListUsers(ctx context.Context, by Principal) ([]UserView, error)
 }
 
 // ShowUser implements Service.
-func (l *Local) ShowUser(ctx context.Context, by Principal, username string) (*UserView, error) {
-	if err := l.allow(ctx, by, "ShowUser"); err != nil {
+func (l *Local) ShowUser(ctx context.Context, by Principal, username string) (_ *UserView, err error) {
+	a, err := l.read(ctx, by, "ShowUser", "user:"+username, nil)
+	if err != nil {
+		return nil, err
+	}
+	defer a.end(ctx, &err)
+	a.user = username
+	if err := a.grant(ctx); err != nil {
 		return nil, err
 	}
 	return l.user(ctx, username)
@@ -188,11 +217,13 @@ func (l *Local) user(ctx context.Context, username string) (*UserView, error) {
 type revoker func(tx store.Tx, username string) (store.Revoked, error)
 
 // updateUser runs fn on the user inside one write transaction, and revoke
-// (when not nil) in the same one; op names the action in the log.
-func (l *Local) updateUser(ctx context.Context, op, username string, revoke revoker, fn func(u *store.User) error) (*UserView, error) {
+// (when not nil) in the same one, with the audit entry of a; the entry's
+// result counts what was revoked.
+func (l *Local) updateUser(ctx context.Context, a *act, username string, revoke revoker, fn func(u *store.User) error) (*UserView, error) {
+	a.user = username
 	var u *store.User
 	var r store.Revoked
-	err := l.Store.Update(ctx, func(tx store.Tx) (err error) {
+	err := a.update(ctx, func(tx store.Tx) (err error) {
 		if u, err = tx.User(username); err != nil {
 			return err
 		}
@@ -206,6 +237,7 @@ func (l *Local) updateUser(ctx context.Context, op, username string, revoke revo
 			if r, err = revoke(tx, username); err != nil {
 				return err
 			}
+			a.result["revoked"] = revokedView(r).String()
 		}
 		u, err = tx.User(username)
 		return err
@@ -216,24 +248,34 @@ func (l *Local) updateUser(ctx context.Context, op, username string, revoke revo
 	v := l.userView(u)
 	if revoke != nil {
 		v.Revoked = revokedView(r)
-		l.logger().Info("user "+op, "username", username, "revoked", v.Revoked)
 	}
 	return v, nil
 }
 
 // SetUserStatus implements Service. Disabling revokes everything of the
 // user.
-func (l *Local) SetUserStatus(ctx context.Context, by Principal, username string, enabled bool) (*UserView, error) {
-	if err := l.admit(ctx, by, "SetUserStatus", StatusRequest{Name: username, Enabled: enabled}); err != nil {
+func (l *Local) SetUserStatus(ctx context.Context, by Principal, username string, enabled bool) (_ *UserView, err error) {
+	kind := store.AuditUserDisabled
+	if enabled {
+		kind = store.AuditUserEnabled
+	}
+	a, err := l.begin(ctx, by, "SetUserStatus", kind, "user:"+username)
+	if err != nil {
 		return nil, err
 	}
+	if err := l.hold(ctx, by, "SetUserStatus", StatusRequest{Name: username, Enabled: enabled}); err != nil {
+		return nil, err
+	}
+	defer a.end(ctx, &err)
 	if enabled {
-		return l.updateUser(ctx, "enabled", username, nil, func(u *store.User) error {
+		a.set("status", string(store.UserActive))
+		return l.updateUser(ctx, a, username, nil, func(u *store.User) error {
 			u.Status = store.UserActive
 			return nil
 		})
 	}
-	return l.updateUser(ctx, "disabled", username, store.Tx.RevokeUser, func(u *store.User) error {
+	a.set("status", string(store.UserDisabled))
+	return l.updateUser(ctx, a, username, store.Tx.RevokeUser, func(u *store.User) error {
 		u.Status = store.UserDisabled
 		return nil
 	})
@@ -241,13 +283,21 @@ func (l *Local) SetUserStatus(ctx context.Context, by Principal, username string
 
 // UnlockUser implements Service: it clears the password lockout (a timed
 // lock and the permanent one, and the count of timed locks before) and
-// the count of failed passwords. The signing PIN's lock is UnlockPIN's:
-// passwords are the administrator's, PINs the security officer's.
-func (l *Local) UnlockUser(ctx context.Context, by Principal, username string) (*UserView, error) {
-	if err := l.admit(ctx, by, "UnlockUser", NameRequest{Name: username}); err != nil {
+// both counters.
+func (l *Local) UnlockUser(ctx context.Context, by Principal, username string) (_ *UserView, err error) {
+	a, err := l.begin(ctx, by, "UnlockUser", store.AuditUserUnlocked, "user:"+username)
+	if err != nil {
 		return nil, err
 	}
-	return l.updateUser(ctx, "unlocked", username, nil, func(u *store.User) error {
+	if err := l.hold(ctx, by, "UnlockUser", NameRequest{Name: username}); err != nil {
+		return nil, err
+	}
+	defer a.end(ctx, &err)
+	a.set("lock", "password")
+	return l.updateUser(ctx, a, username, nil, func(u *store.User) error {
+		// What was cleared: the lock state and failure count before.
+		a.result["password_locked"] = strconv.FormatBool(u.PasswordLocked || l.now().Before(u.PasswordLockedUntil))
+		a.result["failed_passwords"] = strconv.Itoa(u.FailedPasswords)
 		clearPasswordLock(u)
 		return nil
 	})
@@ -255,11 +305,20 @@ func (l *Local) UnlockUser(ctx context.Context, by Principal, username string) (
 
 // UnlockPIN implements Service: it clears the signing PIN's lockout and
 // the count of failed PINs.
-func (l *Local) UnlockPIN(ctx context.Context, by Principal, username string) (*UserView, error) {
-	if err := l.admit(ctx, by, "UnlockPIN", NameRequest{Name: username}); err != nil {
+func (l *Local) UnlockPIN(ctx context.Context, by Principal, username string) (_ *UserView, err error) {
+	a, err := l.begin(ctx, by, "UnlockPIN", store.AuditUserUnlocked, "user:"+username)
+	if err != nil {
 		return nil, err
 	}
-	return l.updateUser(ctx, "PIN unlocked", username, nil, func(u *store.User) error {
+	if err := l.hold(ctx, by, "UnlockPIN", NameRequest{Name: username}); err != nil {
+		return nil, err
+	}
+	defer a.end(ctx, &err)
+	a.set("lock", "pin")
+	return l.updateUser(ctx, a, username, nil, func(u *store.User) error {
+		// What was cleared: the lock state and failure count before.
+		a.result["pin_locked"] = strconv.FormatBool(u.PINLocked)
+		a.result["failed_pins"] = strconv.Itoa(u.FailedPINs)
 		u.PINLocked, u.FailedPINs = false, 0
 		return nil
 	})
@@ -273,10 +332,14 @@ func clearPasswordLock(u *store.User) {
 
 // SetPassword implements Service; it also clears the password lockout and
 // revokes everything of the user (whoever knew the old password is out).
-func (l *Local) SetPassword(ctx context.Context, by Principal, req SetSecretRequest) (*UserView, error) {
-	if err := l.allow(ctx, by, "SetPassword"); err != nil {
+func (l *Local) SetPassword(ctx context.Context, by Principal, req SetSecretRequest) (_ *UserView, err error) {
+	a, err := l.begin(ctx, by, "SetPassword", store.AuditUserPasswordSet, "user:"+req.Username)
+	if err != nil {
 		return nil, err
 	}
+	defer a.end(ctx, &err)
+	a.user = req.Username
+	a.set("password", "changed")
 	if err := checkSecretLen("password", req.Secret, minPasswordLen, maxPasswordLen); err != nil {
 		return nil, err
 	}
@@ -284,7 +347,7 @@ func (l *Local) SetPassword(ctx context.Context, by Principal, req SetSecretRequ
 	if err != nil {
 		return nil, l.fail("set password", err)
 	}
-	return l.updateUser(ctx, "password set", req.Username, store.Tx.RevokeUser, func(u *store.User) error {
+	return l.updateUser(ctx, a, req.Username, store.Tx.RevokeUser, func(u *store.User) error {
 		u.PasswordHash = h
 		clearPasswordLock(u)
 		return nil
@@ -294,10 +357,14 @@ func (l *Local) SetPassword(ctx context.Context, by Principal, req SetSecretRequ
 // SetPIN implements Service; it also clears the PIN lockout and revokes
 // what the old PIN approved or is about to approve: the user's SADs and
 // credential-bound codes and pending requests.
-func (l *Local) SetPIN(ctx context.Context, by Principal, req SetSecretRequest) (*UserView, error) {
-	if err := l.allow(ctx, by, "SetPIN"); err != nil {
+func (l *Local) SetPIN(ctx context.Context, by Principal, req SetSecretRequest) (_ *UserView, err error) {
+	a, err := l.begin(ctx, by, "SetPIN", store.AuditUserPINSet, "user:"+req.Username)
+	if err != nil {
 		return nil, err
 	}
+	defer a.end(ctx, &err)
+	a.user = req.Username
+	a.set("pin", "changed")
 	if err := checkSecretLen("PIN", req.Secret, minPINLen, maxPINLen); err != nil {
 		return nil, err
 	}
@@ -305,7 +372,7 @@ func (l *Local) SetPIN(ctx context.Context, by Principal, req SetSecretRequest) 
 	if err != nil {
 		return nil, l.fail("set PIN", err)
 	}
-	return l.updateUser(ctx, "PIN set", req.Username, store.Tx.RevokeUserSigning, func(u *store.User) error {
+	return l.updateUser(ctx, a, req.Username, store.Tx.RevokeUserSigning, func(u *store.User) error {
 		u.PINHash, u.PINLocked, u.FailedPINs = h, false, 0
 		return nil
 	})

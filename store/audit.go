@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 	"unicode/utf8"
 )
@@ -105,6 +106,16 @@ var auditKinds = map[AuditKind]bool{
 
 // KnownAuditKind reports whether k is a kind AppendAudit accepts.
 func KnownAuditKind(k AuditKind) bool { return auditKinds[k] }
+
+// AuditKinds lists every kind AppendAudit accepts, sorted.
+func AuditKinds() []string {
+	ks := make([]string, 0, len(auditKinds))
+	for k := range auditKinds {
+		ks = append(ks, string(k))
+	}
+	slices.Sort(ks)
+	return ks
+}
 
 // Audit outcomes. Credential entries may also use the credential status
 // they leave behind ("pending", "enabled", "disabled").

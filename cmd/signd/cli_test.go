@@ -163,7 +163,7 @@ func TestAdminCLISameWithDaemonRunningAndStopped(t *testing.T) {
 		}
 	}
 	// The running session really went through the daemon.
-	if !strings.Contains(logs.String(), "credential created") {
+	if !strings.Contains(logs.String(), `"op":"CreateCredential"`) {
 		t.Errorf("daemon log shows no credential creation:\n%s", logs.String())
 	}
 	// Spot checks on content, so equal-but-empty transcripts cannot pass.

@@ -58,22 +58,38 @@ func (a *app) auditCmd() *cobra.Command {
 			})
 		},
 	}
-	var since string
+	var since, until, actor, target string
+	var kinds []string
 	export := &cobra.Command{
-		Use:   "export [--since T]",
-		Short: "Write the audit log as JSON lines (the stored entries, oldest first)",
-		Args:  cobra.NoArgs,
+		Use:   "export [--since T] [--until T] [--kind K]... [--actor A] [--target T]",
+		Short: "Write the audit log as JSON lines (the stored entries, oldest first), filtered",
+		Long: `Write the audit log as JSON lines: the stored entries, oldest first, each in
+its stored canonical encoding, so that every line verifies. The output is
+always JSON lines. The filters combine (an entry must match all given):
+--since and --until bound the time (since <= time < until), --kind selects
+kinds (repeatable), --actor selects the actors containing the text
+("uid:1001" matches "uid:1001 (alice)"), --target selects one target
+("user:alice", "client:rp", "credential:ID", "oidc-key:KID", "tsa-key:HEX";
+for user:, client: and credential: also the entries naming that user,
+client or credential, such as signHash). The export is itself audited
+(admin_read).`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			var from time.Time
+			req := admin.AuditExportRequest{Kinds: kinds, Actor: actor, Target: target}
+			var err error
 			if since != "" {
-				var err error
-				if from, err = parseSince(since); err != nil {
+				if req.Since, err = parseTime("--since", since); err != nil {
+					return err
+				}
+			}
+			if until != "" {
+				if req.Until, err = parseTime("--until", until); err != nil {
 					return err
 				}
 			}
 			return a.withAudit(cmd, func(ctx context.Context, src auditor, by admin.Principal) error {
 				w := bufio.NewWriter(a.stdout)
-				err := src.AuditExport(ctx, by, admin.AuditExportRequest{Since: from}, w)
+				err := src.AuditExport(ctx, by, req, w)
 				if ferr := w.Flush(); err == nil {
 					err = ferr
 				}
@@ -82,20 +98,25 @@ func (a *app) auditCmd() *cobra.Command {
 		},
 	}
 	export.Flags().StringVar(&since, "since", "", "only entries at or after T (RFC 3339, e.g. 2026-01-02T15:04:05Z, or a date YYYY-MM-DD in UTC)")
+	export.Flags().StringVar(&until, "until", "", "only entries before T (as --since); must be after --since")
+	export.Flags().StringArrayVar(&kinds, "kind", nil, "only entries of kind K (repeatable: any of them), e.g. credential_removed, user_password_set, login")
+	export.Flags().StringVar(&actor, "actor", "", "only entries whose actor contains A, e.g. uid:1001")
+	export.Flags().StringVar(&target, "target", "", "only entries about T: user:NAME, client:ID, credential:ID, oidc-key:KID, tsa-key:HEX")
 	verify.Flags().StringVar(&cpFile, "checkpoint", "", "a signed checkpoint saved earlier (a file of audit.checkpoint_dir, or fetched from /audit/checkpoint); - = stdin")
 	verify.Flags().StringVar(&cpKey, "key", "", "verifier key to check the checkpoint's signature with (<origin>+<key ID>+<base64>, from signd audit key show); default: the audit key in the token")
 	cmd.AddCommand(verify, export, a.auditKeyCmd(), a.auditCheckpointCmd())
 	return cmd
 }
 
-func parseSince(s string) (time.Time, error) {
+// parseTime reads the time of flag: RFC 3339, or a date in UTC.
+func parseTime(flag, s string) (time.Time, error) {
 	if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
 		return t, nil
 	}
 	if t, err := time.Parse(time.DateOnly, s); err == nil {
 		return t, nil
 	}
-	return time.Time{}, fmt.Errorf("--since %q: want RFC 3339 (2026-01-02T15:04:05Z) or a date (2026-01-02)", s)
+	return time.Time{}, fmt.Errorf("%s %q: want RFC 3339 (2026-01-02T15:04:05Z) or a date (2026-01-02)", flag, s)
 }
 
 // verifyCheckpoint is `signd audit verify --checkpoint FILE [--key VKEY]`.

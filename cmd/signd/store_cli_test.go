@@ -42,9 +42,11 @@ func TestStoreBackupAndCheckCLI(t *testing.T) {
 	enrollKey(t, e, "alice", "CN=Alice,O=Example")
 	_, stop := e.startDaemon()
 
+	// The audit log: user_added, client_added and the two
+	// credential_enrolled entries (pending, enabled).
 	online := filepath.Join(e.dir, "online.db")
 	out := e.must("", "store", "backup", online)
-	if !strings.HasPrefix(out, "backup written: "+online) || !strings.Contains(out, "audit log 2 entries") {
+	if !strings.HasPrefix(out, "backup written: "+online) || !strings.Contains(out, "audit log 4 entries") {
 		t.Errorf("store backup (daemon) = %q", out)
 	}
 	if fi, err := os.Stat(online); err != nil || fi.Mode().Perm() != 0o600 {
@@ -58,7 +60,7 @@ func TestStoreBackupAndCheckCLI(t *testing.T) {
 		t.Error("the existing backup changed")
 	}
 	out = e.must("", "store", "check")
-	if !strings.HasPrefix(out, "store intact: "+e.store) || !strings.Contains(out, "audit log 2 entries") {
+	if !strings.HasPrefix(out, "store intact: "+e.store) || !strings.Contains(out, "audit log 4 entries") {
 		t.Errorf("store check (daemon) = %q", out)
 	}
 	var rep struct {
@@ -66,7 +68,7 @@ func TestStoreBackupAndCheckCLI(t *testing.T) {
 		AuditEntries uint64 `json:"audit_entries"`
 		Records      int    `json:"records"`
 	}
-	if err := json.Unmarshal([]byte(e.must("", "store", "check", "--json")), &rep); err != nil || !rep.OK || rep.AuditEntries != 2 || rep.Records < 3 {
+	if err := json.Unmarshal([]byte(e.must("", "store", "check", "--json")), &rep); err != nil || !rep.OK || rep.AuditEntries != 4 || rep.Records < 3 {
 		t.Errorf("store check --json (daemon): %+v %v", rep, err)
 	}
 	stop()
@@ -92,7 +94,8 @@ func TestStoreBackupAndCheckCLI(t *testing.T) {
 	if out := e.must("", "user", "list"); !strings.Contains(out, "alice") {
 		t.Errorf("user list on the restored store: %q", out)
 	}
-	if out := e.must("", "audit", "verify"); !strings.HasPrefix(out, "audit log intact: 2 entries") {
+	// Four, then the read of user list.
+	if out := e.must("", "audit", "verify"); !strings.HasPrefix(out, "audit log intact: 5 entries") {
 		t.Errorf("audit verify on the restored store: %q", out)
 	}
 	if _, stop := e.startDaemon(); stop == nil {

@@ -3,11 +3,25 @@ package adminrpc
 import (
 	"context"
 	"net/http"
+	"os"
+	"testing"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/signd/signd/admin"
+	softhsmtest "github.com/signd/signd/softhsm-test"
 )
+
+// token is the SoftHSM2 token of the tests that act on keys
+// (acts_test.go).
+var token *softhsmtest.Token
+
+func TestMain(m *testing.M) {
+	os.Exit(softhsmtest.Main(m, "signd-adminrpc-test", func(tok *softhsmtest.Token) (func(), error) {
+		token = tok
+		return nil, nil
+	}))
+}
 
 // everyRole is the Handler's Principal in tests of the transport: every
 // peer holds every role.
