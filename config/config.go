@@ -34,6 +34,8 @@ type Config struct {
 	OIDC   OIDCConfig   `mapstructure:"oidc"`
 	// RateLimit is ratelimit.*: requests per client or remote address.
 	RateLimit RateLimitConfig `mapstructure:"ratelimit"`
+	// UI is ui.*: the pages' branding.
+	UI UIConfig `mapstructure:"ui"`
 
 	source string // file Load read, "" when none
 }

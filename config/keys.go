@@ -168,7 +168,7 @@ func Keys() []Key {
 		{Name: "log.format", Default: "json",
 			Usage: "log format: json or text",
 			Doc:   "`json` or `text`"},
-	}, append(serviceKeys(), rateLimitKeys()...)...)
+	}, append(append(serviceKeys(), rateLimitKeys()...), uiKeys()...)...)
 }
 
 // BindFlags registers a flag on fs for every key that has one (see Keys):

@@ -101,6 +101,7 @@ func (c *Config) problems() []Problem {
 	checks = append(checks, c.CSC.checks()...)
 	checks = append(checks, c.OIDC.checks()...)
 	checks = append(checks, c.RateLimit.checks()...)
+	checks = append(checks, c.UI.checks()...)
 
 	var ps []Problem
 	seen := map[string]bool{}
