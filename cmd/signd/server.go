@@ -85,12 +85,14 @@ func (s *server) echo() *echo.Echo {
 	// The one error renderer: each protocol route tagged its dialect; the
 	// health endpoints, unknown paths and the body limit answer in the
 	// daemon's own JSON.
-	renderer := oauth.NewRenderer(s.Logger)
-	if s.Pages != nil {
-		renderer.WithPages(s.Pages)
-		e.GET(pages.LogoRoute, s.Pages.ServeLogo)
+	if s.Pages == nil {
+		p, err := pages.New(pages.Options{})
+		if err != nil {
+			panic(err) // the built-in templates are embedded: every test would fail
+		}
+		s.Pages = p
 	}
-	e.HTTPErrorHandler = renderer.Handle
+	e.HTTPErrorHandler = oauth.NewRenderer(s.Logger).WithPages(s.Pages).Handle
 	e.IPExtractor = clientIP(s.TrustedProxies)
 	e.Use(
 		requestID,
@@ -130,6 +132,10 @@ func (s *server) echo() *echo.Echo {
 		return c.JSON(http.StatusOK, map[string]string{"status": "ok"})
 	})
 	e.GET("/readyz", s.readyz)
+	// The pages' own resources: the logo (ui.logo_file) and the language
+	// switch.
+	e.GET(pages.LogoRoute, s.Pages.ServeLogo)
+	e.GET(pages.LangRoute, s.Pages.SwitchLang)
 	return e
 }
 

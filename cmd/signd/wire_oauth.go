@@ -103,6 +103,7 @@ func newPages(cfg *config.Config) (*pages.Pages, error) {
 	return pages.New(pages.Options{
 		TemplatesDir: cfg.UI.TemplatesDir, ProductName: cfg.UI.ProductName,
 		LogoFile: cfg.UI.LogoFile, PrimaryColor: cfg.UI.PrimaryColor, BasePath: base,
+		SecureCookies: cfg.Server.TLS.CertFile != "" || isHTTPS(cfg.Server.BaseURL),
 	})
 }
 

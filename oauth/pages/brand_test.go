@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -283,5 +284,71 @@ func TestLogoRefused(t *testing.T) {
 				t.Errorf("New: %v, want ...%s", err, tt.want)
 			}
 		})
+	}
+}
+
+// TestSwitchLang: the switch sets the cookie the rule reads and goes back
+// to the page, only ever to one of signd's own pages.
+func TestSwitchLang(t *testing.T) {
+	p, err := pages.New(pages.Options{BasePath: "/signd/", SecureCookies: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := echo.New()
+	e.GET(pages.LangRoute, p.SwitchLang)
+	for _, tt := range []struct{ back, want string }{
+		{"/signd/oauth2/authorize?client_id=rp&state=x", "/signd/oauth2/authorize?client_id=rp&state=x"},
+		{"/signd/oauth2/account", "/signd/oauth2/account"},
+		{"", "/signd/oauth2/account"},
+		{"https://evil.example/signd/oauth2/", "/signd/oauth2/account"},
+		{"//evil.example/signd/oauth2/", "/signd/oauth2/account"},
+		{"/signd/oauth2/\\evil.example", "/signd/oauth2/account"},
+		{"/\\evil.example/signd/oauth2/", "/signd/oauth2/account"},
+		{"/signd/oauth2/../../evil", "/signd/oauth2/account"},
+		{"/signd/oauth2/x\r\nSet-Cookie: a=b", "/signd/oauth2/account"},
+		{"javascript:alert(1)//signd/oauth2/", "/signd/oauth2/account"},
+		{"/other/path", "/signd/oauth2/account"},
+		{"/signd/oauth2/" + strings.Repeat("a", 5000), "/signd/oauth2/account"},
+	} {
+		t.Run(tt.back, func(t *testing.T) {
+			rec := httptest.NewRecorder()
+			e.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/ui/lang/en?back="+url.QueryEscape(tt.back), nil))
+			if rec.Code != http.StatusSeeOther || rec.Header().Get("Location") != tt.want {
+				t.Errorf("%d Location %q, want 303 %q", rec.Code, rec.Header().Get("Location"), tt.want)
+			}
+			ck := rec.Header().Get("Set-Cookie")
+			for _, want := range []string{pages.LangCookie + "=en", "Path=/signd/", "Max-Age=31536000", "HttpOnly", "Secure", "SameSite=Lax"} {
+				if !strings.Contains(ck, want) {
+					t.Errorf("Set-Cookie %q lacks %s", ck, want)
+				}
+			}
+		})
+	}
+	for _, path := range []string{"/ui/lang/de", "/ui/lang/EN", "/ui/lang/en-GB"} {
+		rec := httptest.NewRecorder()
+		e.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, path+"?back=/signd/oauth2/account", nil))
+		if rec.Code != http.StatusNotFound || rec.Header().Get("Set-Cookie") != "" {
+			t.Errorf("GET %s: %d %q, want 404 without a cookie", path, rec.Code, rec.Header().Get("Set-Cookie"))
+		}
+	}
+
+	// A page shown by GET links to the switch, back to itself without
+	// ui_locales and lang; a page answering a post has no link.
+	rec := httptest.NewRecorder()
+	c := e.NewContext(httptest.NewRequest(http.MethodGet, "/oauth2/authorize?client_id=rp&ui_locales=nl&lang=nl&state=s", nil), rec)
+	if err := p.Render(c, http.StatusOK, "login", &pages.Data{Lang: "nl"}, ""); err != nil {
+		t.Fatal(err)
+	}
+	link := `<a href="/signd/ui/lang/en?back=%2Fsignd%2Foauth2%2Fauthorize%3Fclient_id%3Drp%26state%3Ds" id="lang-switch" hreflang="en" lang="en">English</a>`
+	if !strings.Contains(rec.Body.String(), link) {
+		t.Errorf("page lacks %s:\n%s", link, rec.Body.String())
+	}
+	rec = httptest.NewRecorder()
+	c = e.NewContext(httptest.NewRequest(http.MethodPost, "/oauth2/login", nil), rec)
+	if err := p.Render(c, http.StatusOK, "login", &pages.Data{Lang: "en"}, ""); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(rec.Body.String(), "lang-switch") {
+		t.Errorf("a page answering a post links to the switch")
 	}
 }

@@ -135,6 +135,8 @@ var messages = map[string]map[string]string{
 		"redirect.advice":     "U wordt over enkele seconden teruggestuurd naar de toepassing.",
 		"redirect.back":       "Terug naar de toepassing",
 		"footer.text":         "ondertekenen op afstand",
+		"lang.switch":         "English",
+		"lang.other":          "en",
 	},
 	EN: {
 		"login.title":         "Sign in",
@@ -186,6 +188,8 @@ var messages = map[string]map[string]string{
 		"redirect.advice":     "You will be taken back to the application in a few seconds.",
 		"redirect.back":       "Back to the application",
 		"footer.text":         "remote signing",
+		"lang.switch":         "Nederlands",
+		"lang.other":          "nl",
 	},
 }
 

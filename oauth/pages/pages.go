@@ -55,8 +55,11 @@ type Options struct {
 	// PrimaryColor is the buttons' colour, #rrggbb; "" = the built-in blue.
 	PrimaryColor string
 	// BasePath is the path of the issuer (server.base_url), "" or
-	// "/prefix": the logo's URL starts with it.
+	// "/prefix": the logo's and the language switch's URLs start with it.
 	BasePath string
+	// SecureCookies marks the language switch's cookie Secure (signd is
+	// served over https).
+	SecureCookies bool
 }
 
 // MaxLogoBytes bounds Options.LogoFile (config.MaxLogoBytes, which the
@@ -77,6 +80,8 @@ type Pages struct {
 	matcher language.Matcher
 	product string
 	logo    logo
+	base    string // Options.BasePath without a trailing slash
+	secure  bool   // Options.SecureCookies
 }
 
 // logo is the configured logo: its bytes, content type and file name
@@ -135,6 +140,8 @@ func New(opts Options) (*Pages, error) {
 		style:   template.CSS(css), // our own file and a checked colour
 		matcher: newLangMatcher(),
 		product: cmp.Or(opts.ProductName, DefaultProduct),
+		base:    strings.TrimRight(opts.BasePath, "/"),
+		secure:  opts.SecureCookies,
 	}
 	if opts.LogoFile != "" {
 		if p.logo, err = readLogo(opts.LogoFile, opts.BasePath); err != nil {
@@ -272,6 +279,10 @@ type Data struct {
 	Style    template.CSS
 	Product  string // ui.product_name
 	Logo     string // the logo's URL, "" = none
+	// Switch is the language switch's link to the page in the other
+	// language ("" = none: a page answering a form post cannot be shown
+	// again by a link).
+	Switch string
 	Client   string // client name
 	Action   string // form action
 	Request  string // request handle (hidden input)
@@ -314,6 +325,9 @@ type ConsentItem struct {
 // the client's origin must be allowed beside 'self'.
 func (p *Pages) Render(c echo.Context, status int, name string, d *Data, formTarget string) error {
 	p.brand(d)
+	if d.Switch == "" {
+		d.Switch = p.switchURL(c.Request(), d.Lang)
+	}
 	if d.TitleKey == "" {
 		d.TitleKey = name + ".title"
 	}
@@ -401,4 +415,71 @@ func (p *Pages) RenderRedirect(c echo.Context, lang, key, loc string) error {
 // URL, HTML-escaped for the attribute.
 func refreshContent(loc string) string {
 	return template.HTMLEscapeString(strconv.Itoa(int(RedirectDelay/time.Second)) + "; url=" + loc)
+}
+
+// LangRoute is the language switch (SwitchLang): /ui/lang/nl or
+// /ui/lang/en, with the page to go back to in back.
+const LangRoute = "/ui/lang/:lang"
+
+// langCookieAge is how long the browser keeps the language chosen.
+const langCookieAge = 365 * 24 * time.Hour
+
+// otherLang is the language the switch offers on a page in lang.
+func otherLang(lang string) string {
+	if lang == EN {
+		return NL
+	}
+	return EN
+}
+
+// switchURL is the language switch's link on a page that r answers in
+// lang: back to the same page without ui_locales and lang, which would
+// otherwise win over the cookie. A page that answers a form post has
+// none.
+func (p *Pages) switchURL(r *http.Request, lang string) string {
+	if r == nil || r.Method != http.MethodGet {
+		return ""
+	}
+	q := r.URL.Query()
+	q.Del("ui_locales")
+	q.Del("lang")
+	back := p.base + r.URL.EscapedPath()
+	if len(q) > 0 {
+		back += "?" + q.Encode()
+	}
+	return p.base + "/ui/lang/" + otherLang(lang) + "?" + url.Values{"back": {back}}.Encode()
+}
+
+// SwitchLang answers LangRoute: it sets LangCookie to the language asked
+// for (nl or en) and sends the browser back to the page it came from
+// (back), which then follows the cookie (Lang). back must be a path of
+// signd's own pages; anything else (another site, a scheme-relative
+// //host, a backslash) goes to the account page instead, so the switch is
+// no open redirect.
+func (p *Pages) SwitchLang(c echo.Context) error {
+	lang := c.Param("lang")
+	if lang != NL && lang != EN {
+		return p.RenderError(c, http.StatusNotFound, p.RequestLang(c.Request()), "errorpage.request")
+	}
+	c.SetCookie(&http.Cookie{
+		Name: LangCookie, Value: lang, Path: p.base + "/", MaxAge: int(langCookieAge / time.Second),
+		HttpOnly: true, Secure: p.secure, SameSite: http.SameSiteLaxMode,
+	})
+	back := c.QueryParam("back")
+	if !p.ownPage(back) {
+		back = p.base + "/oauth2/account"
+	}
+	return c.Redirect(http.StatusSeeOther, back)
+}
+
+// ownPage reports whether back is the path (and query) of one of signd's
+// pages: under BasePath/oauth2/, no scheme or host, nothing a browser
+// would read as another host.
+func (p *Pages) ownPage(back string) bool {
+	if !strings.HasPrefix(back, p.base+"/oauth2/") || strings.HasPrefix(back, "//") ||
+		strings.ContainsAny(back, "\\\x00\r\n\t") || len(back) > 4096 {
+		return false
+	}
+	u, err := url.Parse(back)
+	return err == nil && u.Scheme == "" && u.Host == "" && u.Opaque == "" && !strings.Contains(u.Path, "..")
 }
