@@ -18,7 +18,7 @@ func (a *app) credentialCmd() *cobra.Command {
 
 	var create struct {
 		user, algo, keyType, label, subject, csrOut, authMode, description string
-		multisign                                             int
+		multisign                                                          int
 	}
 	createCmd := &cobra.Command{
 		Use:   "create --user USERNAME [--key-type ec-p256|ec-p384|ec-p521|rsa-2048|rsa-3072|rsa-4096] [--label L] [--subject DN] [--csr-out FILE] [--multisign N] [--auth-mode oauth2code|explicit] [--description TEXT]",

@@ -282,7 +282,7 @@ type Data struct {
 	// Switch is the language switch's link to the page in the other
 	// language ("" = none: a page answering a form post cannot be shown
 	// again by a link).
-	Switch string
+	Switch   string
 	Client   string // client name
 	Action   string // form action
 	Request  string // request handle (hidden input)
