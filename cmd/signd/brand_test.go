@@ -224,3 +224,39 @@ func countPixels(img image.Image, c color.RGBA) int {
 	}
 	return n
 }
+
+// TestBrokenTemplateStopsStart: a template override with a syntax error
+// is a problem of `signd config check` and stops `signd serve` before it
+// listens, both naming the file and the line; the built-in one is never
+// used in its place.
+func TestBrokenTemplateStopsStart(t *testing.T) {
+	e := newEnv(t, "")
+	dir := filepath.Join(e.dir, "templates")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "pages.html"), []byte("{{define \"login\"}}\n<h1>{{.Product}</h1>\n{{end}}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(e.cfgPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(e.cfgPath, append(data, "ui:\n  templates_dir: "+dir+"\n"...), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	want := "ui.templates_dir: template: " + filepath.Join(dir, "pages.html") + ":2: bad character U+007D '}'"
+	if _, errOut, err := e.run("", "config", "check"); err == nil || !strings.Contains(err.Error()+errOut, want) {
+		t.Errorf("config check: %v %s, want %s", err, errOut, want)
+	}
+	a := newApp(strings.NewReader(""), &bytes.Buffer{}, &syncBuffer{})
+	a.argon2 = &testArgon2
+	a.ready = func(addr, _ string) { t.Errorf("serve listens at %s with a broken template", addr) }
+	cmd := a.root()
+	cmd.SetArgs([]string{"--config", e.cfgPath, "serve"})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := cmd.ExecuteContext(ctx); err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("serve: %v, want %s", err, want)
+	}
+}
