@@ -48,7 +48,7 @@ func uiKeys() []Key {
 			Doc:   "the name in the pages' titles and footer instead of signd: at most 64 printable characters; empty = signd"},
 		{Name: "ui.logo_file", Default: "",
 			Usage: "PNG, JPEG or SVG logo shown on every page (at most 256 KiB); empty = none",
-			Doc:   "PNG, JPEG or SVG logo at the top of every page, at most 256 KiB, read at start and served by signd at `/ui/logo-<hash>.<ext>` (an SVG with `Content-Security-Policy: sandbox`, never as a page); empty = none"},
+			Doc:   "PNG, JPEG or SVG logo at the top of every page, at most 256 KiB, read at start and served by signd at `/ui/logo-<hash>.<ext>` (an SVG with a CSP that forbids script and sandboxes it); empty = none"},
 		{Name: "ui.primary_color", Default: "",
 			Usage: "colour of the buttons and links, #rrggbb; empty = the built-in blue",
 			Doc:   "colour of the buttons and links as `#rrggbb` (quote it in YAML: `\"#005a9c\"`); empty = the built-in blue"},
