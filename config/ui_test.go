@@ -149,3 +149,25 @@ func TestUITemplatesDirOwner(t *testing.T) {
 		}
 	}
 }
+
+// TestUIBadTypes: a ui.* value of the wrong YAML type is its key's
+// problem; an unquoted #rrggbb is a YAML comment, so the key is empty.
+func TestUIBadTypes(t *testing.T) {
+	isolate(t)
+	_, _, err := loadYAML(t, "server:\n  base_url: https://x.org\npkcs11:\n  pin: \"1\"\nui:\n  product_name: [Acme, Sign]\n  primary_color: 0xc01060\n  logo_file: {path: x}\n  templates_dir: 7\n")
+	msg := err.Error()
+	for _, want := range []string{
+		"ui.product_name: must be a string, not a list",
+		"ui.primary_color: must be a string, not a number",
+		"ui.logo_file: must be a single value, not a mapping",
+		"ui.templates_dir: must be a string, not a number",
+	} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("error lacks %q:\n%s", want, msg)
+		}
+	}
+	_, c, err := loadYAML(t, "server:\n  base_url: https://x.org\npkcs11:\n  pin: \"1\"\nui:\n  primary_color: #c01060\n")
+	if err != nil || c.UI.PrimaryColor != "" {
+		t.Errorf("unquoted colour: %q, %v", c.UI.PrimaryColor, err)
+	}
+}
