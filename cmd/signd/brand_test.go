@@ -12,8 +12,10 @@ import (
 	"net"
 	"net/url"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -258,5 +260,57 @@ func TestBrokenTemplateStopsStart(t *testing.T) {
 	defer cancel()
 	if err := cmd.ExecuteContext(ctx); err == nil || !strings.Contains(err.Error(), want) {
 		t.Errorf("serve: %v, want %s", err, want)
+	}
+}
+
+// TestUnreadableBrandingAsDaemonUser: a templates directory or a logo the
+// daemon's user cannot read is a problem of its key in `signd config
+// check`, run as that user (nobody here: root reads everything). It needs
+// root to start the helper process as nobody.
+func TestUnreadableBrandingAsDaemonUser(t *testing.T) {
+	needRoot(t)
+	dir, err := os.MkdirTemp("", "sd-ui-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	chmod(t, dir, 0o755)
+	tmplDir := filepath.Join(dir, "templates")
+	logo := filepath.Join(dir, "logo.png")
+	cfgPath, pinFile := filepath.Join(dir, "signd.yaml"), filepath.Join(dir, "pin")
+	if err := os.Mkdir(tmplDir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	writePNG(t, logo, 4, 4, brandLogo)
+	cfg := fmt.Sprintf("server:\n  base_url: http://127.0.0.1:8443\npkcs11:\n  pin_file: %s\nui:\n  templates_dir: %s\n  logo_file: %s\n", pinFile, tmplDir, logo)
+	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(pinFile, []byte("1234\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{cfgPath, pinFile, tmplDir, logo} {
+		if err := os.Chown(p, nobody, nobody); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// nobody owns them, but cannot read the directory or the logo.
+	chmod(t, tmplDir, 0o300)
+	chmod(t, logo, 0o200)
+	cmd := exec.Command(childBinary(t), "--config", cfgPath, "config", "check")
+	cmd.Env = append(os.Environ(), runMainEnv+"=1")
+	cmd.Dir = "/"
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: nobody, Gid: nobody}}
+	out, err := cmd.CombinedOutput()
+	if err == nil {
+		t.Fatalf("config check as nobody passed: %s", out)
+	}
+	for _, want := range []string{
+		"ui.templates_dir: " + tmplDir + ": permission denied",
+		"ui.logo_file: " + logo + ": permission denied",
+	} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("config check lacks %q:\n%s", want, out)
+		}
 	}
 }
