@@ -10,6 +10,7 @@ import (
 	"image/color"
 	"image/png"
 	"net"
+	"net/http"
 	"net/url"
 	"os"
 	"os/exec"
@@ -152,6 +153,22 @@ func TestBrandedConsentChromium(t *testing.T) {
 			}
 			if w := evaluate[int](t, bctx, `document.getElementById("logo").naturalWidth`); w != 160 {
 				t.Errorf("logo naturalWidth %d, want 160 (not loaded?)", w)
+			}
+			// The logo as the daemon serves it: from signd itself, cached
+			// for good, script-free.
+			src := evaluate[string](t, bctx, `document.getElementById("logo").src`)
+			if !strings.HasPrefix(src, base+"/ui/logo-") || !strings.HasSuffix(src, ".png") {
+				t.Errorf("logo src %q", src)
+			}
+			resp, err := http.Get(src)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if h := resp.Header; resp.StatusCode != http.StatusOK || h.Get("Content-Type") != "image/png" ||
+				h.Get("Cache-Control") != "public, max-age=31536000, immutable" || !strings.HasSuffix(h.Get("Content-Security-Policy"), "; sandbox") ||
+				h.Get("X-Content-Type-Options") != "nosniff" {
+				t.Errorf("GET %s: %d %v", src, resp.StatusCode, h)
 			}
 			if bg := evaluate[string](t, bctx, `getComputedStyle(document.querySelector("button.primary")).backgroundColor`); bg != "rgb(192, 16, 96)" {
 				t.Errorf("primary button background %s, want ui.primary_color", bg)
