@@ -2,9 +2,11 @@ package config
 
 import (
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"syscall"
 	"unicode"
@@ -50,8 +52,8 @@ func uiKeys() []Key {
 			Usage: "PNG, JPEG or SVG logo shown on every page (at most 256 KiB); empty = none",
 			Doc:   "PNG, JPEG or SVG logo at the top of every page, at most 256 KiB, read at start and served by signd at `/ui/logo-<hash>.<ext>` (an SVG with a CSP that forbids script and sandboxes it); empty = none"},
 		{Name: "ui.primary_color", Default: "",
-			Usage: "colour of the buttons and links, #rrggbb; empty = the built-in blue",
-			Doc:   "colour of the buttons and links as `#rrggbb` (quote it in YAML: `\"#005a9c\"`); empty = the built-in blue"},
+			Usage: "colour of the buttons and links, #rrggbb, with a contrast of at least 4.5:1 with white; empty = the built-in blue",
+			Doc:   "colour of the buttons and links as `#rrggbb` (quote it in YAML: `\"#005a9c\"`), dark enough for white text: a contrast of at least 4.5:1 with white (WCAG 2.2 §1.4.3); empty = the built-in blue"},
 	}
 }
 
@@ -86,10 +88,40 @@ func productName(s string) string {
 }
 
 func color(s string) string {
-	if s == "" || colorRE.MatchString(s) {
+	if s == "" {
 		return ""
 	}
-	return fmt.Sprintf("%.20q is not a colour #rrggbb (six hex digits, e.g. #005a9c)", s)
+	if !colorRE.MatchString(s) {
+		return fmt.Sprintf("%.20q is not a colour #rrggbb (six hex digits, e.g. #005a9c)", s)
+	}
+	// The buttons' text is white and the links are on white: WCAG 2.2
+	// §1.4.3 asks a contrast of at least 4.5:1 for text.
+	if c := contrastWithWhite(s); c < MinContrast {
+		return fmt.Sprintf("%s has a contrast of %.2f:1 with white, below the %.1f:1 that WCAG 2.2 asks for the buttons' white text and the links; choose a darker colour", s, c, MinContrast)
+	}
+	return ""
+}
+
+// MinContrast is the least contrast ui.primary_color must have with white
+// (WCAG 2.2 §1.4.3, text of normal size).
+const MinContrast = 4.5
+
+// contrastWithWhite is the WCAG 2.2 contrast ratio of #rrggbb with white:
+// (1 + 0.05) / (L + 0.05), L the colour's relative luminance.
+func contrastWithWhite(s string) float64 {
+	var rgb [3]float64
+	for i := range rgb {
+		v, _ := strconv.ParseUint(s[1+2*i:3+2*i], 16, 8)
+		c := float64(v) / 255
+		if c <= 0.04045 {
+			c /= 12.92
+		} else {
+			c = math.Pow((c+0.055)/1.055, 2.4)
+		}
+		rgb[i] = c
+	}
+	l := 0.2126*rgb[0] + 0.7152*rgb[1] + 0.0722*rgb[2]
+	return 1.05 / (l + 0.05)
 }
 
 func logoFile(p string) string {
