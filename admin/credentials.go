@@ -10,6 +10,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/signd/signd/csc/enroll"
 	"github.com/signd/signd/store"
@@ -17,7 +19,7 @@ import (
 
 func credentialView(c *store.Credential) *CredentialView {
 	v := &CredentialView{
-		ID: c.ID, Owner: c.Owner, Label: c.Label, Algorithm: c.Algorithm,
+		ID: c.ID, Owner: c.Owner, Label: c.Label, Description: c.Description, Algorithm: c.Algorithm,
 		KeyBits: c.KeyBits, KeyID: hex.EncodeToString(c.KeyID), Status: string(c.Status),
 		ChainLength: len(c.Chain), Multisign: c.Multisign, AuthMode: string(c.AuthMode),
 		CreatedAt: c.CreatedAt, UpdatedAt: c.UpdatedAt,
@@ -126,6 +128,9 @@ func (l *Local) CreateCredential(ctx context.Context, by Principal, req CreateCr
 	if err != nil {
 		return nil, err
 	}
+	if err := checkDescription(req.Description); err != nil {
+		return nil, err
+	}
 	// Check the owner first, so a typo costs no key generation.
 	if _, err := l.user(ctx, req.User); err != nil {
 		return nil, err
@@ -163,7 +168,7 @@ func (l *Local) CreateCredential(ctx context.Context, by Principal, req CreateCr
 	c := &store.Credential{
 		ID: id, Owner: req.User, KeyID: key.ID, Label: label, Algorithm: spec.Algorithm,
 		KeyBits: key.Bits, Status: store.CredentialPending,
-		Multisign: max(req.Multisign, 1), AuthMode: mode,
+		Multisign: max(req.Multisign, 1), AuthMode: mode, Description: req.Description,
 	}
 	a.target, a.credential = "credential:"+id, id
 	a.set("algorithm", spec.Algorithm)
@@ -456,4 +461,22 @@ func (l *Local) SetCredentialStatus(ctx context.Context, by Principal, id string
 	v := credentialView(out)
 	v.Revoked = revoked
 	return v, nil
+}
+
+// checkDescription checks a credential description: at most
+// MaxCredentialDescription printable characters (the pages show it to the
+// owner), no white space around them.
+func checkDescription(d string) error {
+	if d == "" {
+		return nil
+	}
+	if !utf8.ValidString(d) || utf8.RuneCountInString(d) > MaxCredentialDescription || strings.TrimSpace(d) != d {
+		return errorf(KindInvalid, "description must be 1 to %d printable characters without white space around them", MaxCredentialDescription)
+	}
+	for _, r := range d {
+		if !unicode.IsPrint(r) {
+			return errorf(KindInvalid, "description has a character that is not printable (%U)", r)
+		}
+	}
+	return nil
 }

@@ -110,3 +110,44 @@ func TestCreateCredentialKeyNotFrozen(t *testing.T) {
 		t.Fatalf("credentials %v, %v", creds, err)
 	}
 }
+
+// TestCreateCredentialDescription: the description is stored and shown;
+// one the pages could not show faithfully is refused before a key is
+// generated.
+func TestCreateCredentialDescription(t *testing.T) {
+	for _, tt := range []struct {
+		name, desc, err string
+	}{
+		{"none", "", ""},
+		{"plain", "Company seal 2027", ""},
+		{"200 characters", strings.Repeat("é", MaxCredentialDescription), ""},
+		{"201 characters", strings.Repeat("é", MaxCredentialDescription+1), "description must be 1 to 200 printable characters"},
+		{"control character", "Seal\x1b[2J", "description has a character that is not printable (U+001B)"},
+		{"newline", "Seal\nfake line", "not printable (U+000A)"},
+		{"bidi override", "Seal\u202eevil", "not printable (U+202E)"},
+		{"padded", " Seal", "without white space around them"},
+		{"not UTF-8", "Seal\xff", "description must be 1 to 200 printable characters"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			l, _ := removalWorld(t, tokenLike{Token: softtoken.New(softtoken.Options{})})
+			res, err := l.CreateCredential(context.Background(), operator, CreateCredentialRequest{User: "alice", Algo: store.AlgRSA2048, Subject: "CN=Alice", Description: tt.desc})
+			if tt.err != "" {
+				if KindOf(err) != KindInvalid || !strings.Contains(err.Error(), tt.err) {
+					t.Fatalf("error %v (kind %s), want KindInvalid %q", err, KindOf(err), tt.err)
+				}
+				creds, err := l.ListCredentials(context.Background(), operator, "alice")
+				if err != nil || len(creds) != 1 { // c1 of removalWorld only
+					t.Fatalf("credentials %v, %v", creds, err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := l.ShowCredential(context.Background(), operator, res.Credential.ID)
+			if err != nil || got.Description != tt.desc || res.Credential.Description != tt.desc {
+				t.Fatalf("stored description %q (created %q), %v; want %q", got.Description, res.Credential.Description, err, tt.desc)
+			}
+		})
+	}
+}

@@ -192,7 +192,14 @@ type CreateCredentialRequest struct {
 	Multisign int `json:"multisign,omitempty"`
 	// AuthMode is oauth2code (default) or explicit (credentials/authorize).
 	AuthMode string `json:"auth_mode,omitempty"`
+	// Description names the credential to its owner on the signing
+	// consent and account pages: at most MaxCredentialDescription
+	// printable characters; "" = the certificate's CN.
+	Description string `json:"description,omitempty"`
 }
+
+// MaxCredentialDescription caps a credential's description, in characters.
+const MaxCredentialDescription = 200
 
 // SetCredentialAuthRequest changes how a credential's signatures are
 // authorized; a zero field keeps the current value. The change revokes
@@ -222,6 +229,7 @@ type CredentialView struct {
 	ID          string     `json:"id"`
 	Owner       string     `json:"owner"`
 	Label       string     `json:"label"`
+	Description string     `json:"description,omitempty"`
 	Algorithm   string     `json:"algorithm"`
 	KeyBits     int        `json:"key_bits"`
 	KeyID       string     `json:"key_id"` // hex CKA_ID

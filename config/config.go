@@ -39,6 +39,8 @@ type Config struct {
 	Admin AdminConfig `mapstructure:"admin"`
 	// Audit is audit.*: the audit key and signed checkpoints (audit.go).
 	Audit AuditConfig `mapstructure:"audit"`
+	// UI is ui.*: the pages' branding.
+	UI UIConfig `mapstructure:"ui"`
 
 	source string // file Load read, "" when none
 }

@@ -169,7 +169,7 @@ func Keys() []Key {
 		{Name: "log.format", Default: "json",
 			Usage: "log format: json or text",
 			Doc:   "`json` or `text`"},
-	}, slices.Concat(serviceKeys(), rateLimitKeys(), adminKeys(), auditKeys())...)
+	}, slices.Concat(serviceKeys(), rateLimitKeys(), adminKeys(), auditKeys(), uiKeys())...)
 }
 
 // BindFlags registers a flag on fs for every key that has one (see Keys):

@@ -103,6 +103,7 @@ func (c *Config) problems() []Problem {
 	checks = append(checks, c.RateLimit.checks()...)
 	checks = append(checks, c.Admin.checks()...)
 	checks = append(checks, c.Audit.checks()...)
+	checks = append(checks, c.UI.checks()...)
 
 	var ps []Problem
 	seen := map[string]bool{}

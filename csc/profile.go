@@ -1,8 +1,11 @@
 package csc
 
 import (
+	"cmp"
 	"context"
+	"crypto/sha512"
 	"crypto/x509"
+	"crypto/x509/pkix"
 	"encoding/base64"
 	"encoding/hex"
 	"errors"
@@ -12,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/signd/signd/csc/protocol"
@@ -208,7 +212,10 @@ func (p *CredentialProfile) Authorize(_ context.Context, r *oauth.AuthorizeReque
 	}
 	params := map[string]string{}
 	if d := r.Params.Get(profileParamDesc); d != "" {
-		if len(d) > profileMaxDescription || !utf8.ValidString(d) {
+		// The consent page shows it as the document's name: no control
+		// or format character (a bidi override could reverse what the
+		// user reads).
+		if len(d) > profileMaxDescription || !utf8.ValidString(d) || strings.IndexFunc(d, unprintable) >= 0 {
 			return nil, bad("Invalid parameter description")
 		}
 		params[profileParamDesc] = d
@@ -312,18 +319,17 @@ func (p *CredentialProfile) CheckUser(ctx context.Context, r *oauth.Request) err
 	return err
 }
 
-// Consent implements oauth.Profile: the credential's label and certificate
-// subject, the hash in hex, the client's description if any, and the
-// signing PIN.
+// Consent implements oauth.Profile: the credential as its owner knows it
+// (its description, else its certificate's CN; never the HSM label), the
+// certificate holder (CN and organisation, not the raw DN), the document
+// (the client's CSC description, if any), each hash in hex in groups of
+// four, and the signing PIN. html/template escapes every value.
 func (p *CredentialProfile) Consent(ctx context.Context, r *oauth.Request) (*oauth.Consent, error) {
 	cred, leaf, err := p.credential(ctx, r)
 	if err != nil {
 		return nil, err
 	}
-	label := cred.Label
-	if cred.Description != "" {
-		label = cred.Description + " (" + cred.Label + ")"
-	}
+	key := cmp.Or(cred.Description, leaf.Subject.CommonName, cred.ID)
 	perm := oauth.Text{
 		NL: "één handtekening zetten met de sleutel hieronder, over de getoonde hash",
 		EN: "create one signature with the key below, over the hash shown",
@@ -338,21 +344,68 @@ func (p *CredentialProfile) Consent(ctx context.Context, r *oauth.Request) (*oau
 		Title:       oauth.Text{NL: "Ondertekenen met uw sleutel", EN: "Sign with your key"},
 		Permissions: []oauth.Text{perm},
 		Items: []oauth.ConsentItem{
-			{Label: oauth.Text{NL: "Sleutel", EN: "Key"}, Value: label},
-			{Label: oauth.Text{NL: "Certificaathouder", EN: "Certificate subject"}, Value: leaf.Subject.String()},
+			{Label: oauth.Text{NL: "Sleutel", EN: "Key"}, Value: key},
+			{Label: oauth.Text{NL: "Certificaathouder", EN: "Certificate holder"}, Value: holder(leaf.Subject)},
 		},
 		RequirePIN: true,
 	}
+	if d := r.Binding.Params[profileParamDesc]; d != "" {
+		c.Items = append(c.Items, oauth.ConsentItem{Label: oauth.Text{NL: "Document", EN: "Document"}, Value: d})
+	}
 	for _, h := range credentialDetail(r.Binding).Digests {
 		c.Items = append(c.Items, oauth.ConsentItem{
-			Label: oauth.Text{NL: "Hash (SHA-256, hex)", EN: "Hash (SHA-256, hex)"},
-			Value: hex.EncodeToString(h), Code: true,
+			Label: oauth.Text{NL: "Hash (" + hashName(h) + ")", EN: "Hash (" + hashName(h) + ")"},
+			Value: hexGroups(h), Code: true,
 		})
 	}
-	if d := r.Binding.Params[profileParamDesc]; d != "" {
-		c.Items = append(c.Items, oauth.ConsentItem{Label: oauth.Text{NL: "Omschrijving", EN: "Description"}, Value: d})
-	}
 	return c, nil
+}
+
+// holder names a certificate's subject as a person reads it: its CN and
+// organisation ("Alice Example, Example BV"); the DN when it has neither.
+func holder(n pkix.Name) string {
+	parts := []string{}
+	if n.CommonName != "" {
+		parts = append(parts, n.CommonName)
+	}
+	parts = append(parts, n.Organization...)
+	if len(parts) == 0 {
+		return n.String()
+	}
+	return strings.Join(parts, ", ")
+}
+
+// hashName is the algorithm of a digest by its length (the authorize
+// request accepts SHA-256, SHA-384 and SHA-512 digests).
+func hashName(d []byte) string {
+	switch len(d) {
+	case sha512.Size384:
+		return "SHA-384"
+	case sha512.Size:
+		return "SHA-512"
+	}
+	return "SHA-256"
+}
+
+// unprintable reports a character the consent page must not show: a
+// control or format character (Unicode Cc, Cf) or a line or paragraph
+// separator.
+func unprintable(r rune) bool {
+	return unicode.In(r, unicode.Cc, unicode.Cf, unicode.Zl, unicode.Zp)
+}
+
+// hexGroups writes d in lower-case hex in groups of four characters, so a
+// person can compare it with what their signing application shows.
+func hexGroups(d []byte) string {
+	h := hex.EncodeToString(d)
+	var b strings.Builder
+	for i := 0; i < len(h); i += 4 {
+		if i > 0 {
+			b.WriteByte(' ')
+		}
+		b.WriteString(h[i:min(i+4, len(h))])
+	}
+	return b.String()
 }
 
 // Issue implements oauth.Profile: a SAD, bound by the server to the

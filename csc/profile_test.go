@@ -96,6 +96,7 @@ func newProfileFixture(t *testing.T) *profileFixture {
 			{"c-pending", "alice", store.CredentialPending, nil, ""},
 			{"c-future", "alice", store.CredentialEnabled, issue("Alice Future", now.Add(time.Hour)), ""},
 			{"c-dave", "dave", store.CredentialEnabled, chain, ""},
+			{"c-plain", "alice", store.CredentialEnabled, chain, ""},
 		} {
 			if err := tx.CreateCredential(&store.Credential{ID: c.id, Owner: c.owner, KeyID: []byte("k-" + c.id), Label: "signd-" + c.id,
 				Algorithm: store.AlgRSA2048, KeyBits: 2048, Status: c.status, Chain: c.chain, Description: c.desc}); err != nil {
@@ -148,6 +149,12 @@ func TestCredentialProfileAuthorize(t *testing.T) {
 		{"two_hashes_for_one_signature_is_invalid_request", nil, profileCredParams("hash", base64.RawURLEncoding.EncodeToString(profileDigest)+","+base64.RawURLEncoding.EncodeToString(profileDigest)), "invalid_request", "numSignatures"},
 		{"standard_base64_hash_is_invalid_request", nil, profileCredParams("hash", strings.Repeat("+/", 21)+"+A"), "invalid_request", "hash"},
 		{"long_description_is_invalid_request", nil, profileCredParams("description", strings.Repeat("d", 501)), "invalid_request", "description"},
+		{"description_of_500_bytes_is_accepted", nil, profileCredParams("description", strings.Repeat("d", 500)), "", ""},
+		{"description_with_accents_is_accepted", nil, profileCredParams("description", "Offerte café 2027.pdf"), "", ""},
+		{"description_with_bidi_override_is_invalid_request", nil, profileCredParams("description", "invoice\u202efdp.exe"), "invalid_request", "description"},
+		{"description_with_newline_is_invalid_request", nil, profileCredParams("description", "Contract\nPaid in full"), "invalid_request", "description"},
+		{"description_with_escape_is_invalid_request", nil, profileCredParams("description", "Contract\x1b[2J"), "invalid_request", "description"},
+		{"description_not_utf8_is_invalid_request", nil, profileCredParams("description", "Contract\xff"), "invalid_request", "description"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -235,9 +242,27 @@ func TestCredentialProfileUser(t *testing.T) {
 		}
 		items = append(items, it.Value)
 	}
-	want := []string{"Work key (signd-c-alice)", f.leaf.Subject.String(), strings.Repeat("5a", 32), "Contract 7"}
+	// The key by its description, the holder by CN and organisation, the
+	// document, the hash in groups of four; never the HSM label.
+	want := []string{"Work key", "Alice Example, Example BV", "Contract 7", strings.TrimSpace(strings.Repeat("5a5a ", 16))}
 	if strings.Join(items, "|") != strings.Join(want, "|") || !c.RequirePIN || c.Title.NL == "" || c.Title.EN == "" {
 		t.Errorf("consent items %q, want %q (PIN %v)", items, want, c.RequirePIN)
+	}
+	if l := c.Items[3].Label.EN; l != "Hash (SHA-256)" {
+		t.Errorf("hash label %q", l)
+	}
+	// Without a description the key is named by its certificate's CN.
+	c, err = p.Consent(context.Background(), req("c-plain"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := c.Items[0].Value; got != "Alice Example" {
+		t.Errorf("key of a credential without description shown as %q, want the CN %q", got, "Alice Example")
+	}
+	for _, it := range c.Items {
+		if strings.Contains(it.Value, "signd-c-") || strings.Contains(it.Value, "CN=") {
+			t.Errorf("consent item %q shows the HSM label or a raw DN", it.Value)
+		}
 	}
 	var first string
 	for _, cred := range []string{"c-nope", "c-dave", "c-disabled", "c-pending", "c-future"} {

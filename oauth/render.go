@@ -100,11 +100,18 @@ func NewRenderer(log *slog.Logger) *Renderer {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	p, err := pages.New()
+	p, err := pages.New(pages.Options{})
 	if err != nil {
 		panic(err) // the templates are embedded: every test would fail
 	}
 	return &Renderer{log: log, pages: p, daemon: &Dialect{Format: FormatJSON, Internal: "internal error", Map: daemonError}}
+}
+
+// WithPages makes the renderer's error pages look like the others (ui.*):
+// the daemon builds one *pages.Pages for all of them.
+func (r *Renderer) WithPages(p *pages.Pages) *Renderer {
+	r.pages = p
+	return r
 }
 
 const renderedKey = "signd.error.rendered"
@@ -235,20 +242,20 @@ func (r *Renderer) writeJSON(c echo.Context, d *Dialect, oe *Error) error {
 // page answers an error of a browser endpoint that is not a pageError: a
 // client error Echo found as the generic request page, a store that
 // cannot write as "try later" with Retry-After, anything else as the
-// internal-error page (500). The page is Dutch: the request's language is
-// not known.
+// internal-error page (500). Its language is the one rule of every page
+// (pages.Lang) over the request.
 func (r *Renderer) page(c echo.Context, d *Dialect, err error) error {
 	var he *echo.HTTPError
 	switch {
 	case errors.As(err, &he) && he.Code < 500:
-		return r.pages.RenderError(c, he.Code, pages.NL, "errorpage.request")
+		return r.pages.RenderError(c, he.Code, r.pages.RequestLang(c.Request()), "errorpage.request")
 	case StoreUnavailable(err) != nil:
 		r.logCause(c, d, err, http.StatusServiceUnavailable)
 		c.Response().Header().Set("Retry-After", RetryAfter)
-		return r.pages.RenderError(c, http.StatusServiceUnavailable, pages.NL, "errorpage.later")
+		return r.pages.RenderError(c, http.StatusServiceUnavailable, r.pages.RequestLang(c.Request()), "errorpage.later")
 	}
 	r.logCause(c, d, err, http.StatusInternalServerError)
-	return r.pages.RenderError(c, http.StatusInternalServerError, pages.NL, "errorpage.server")
+	return r.pages.RenderError(c, http.StatusInternalServerError, r.pages.RequestLang(c.Request()), "errorpage.server")
 }
 
 // redirect sends re to the client: an *Error as it is, a store that cannot

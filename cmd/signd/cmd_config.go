@@ -30,7 +30,8 @@ type configProblem struct {
 
 // configCheckCmd loads the configuration as serve would (file,
 // environment, flags) without opening the token or the store, and lists
-// every problem at once.
+// every problem at once; it parses the page templates and reads the logo
+// as serve does (pagesProblem).
 func (a *app) configCheckCmd() *cobra.Command {
 	return &cobra.Command{
 		Use:   "check",
@@ -38,6 +39,9 @@ func (a *app) configCheckCmd() *cobra.Command {
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg, err := a.loadConfig(cmd)
+			if err == nil {
+				err = pagesProblem(cfg)
+			}
 			var cerr *config.Error
 			switch {
 			case err == nil:
@@ -70,6 +74,21 @@ func (a *app) configCheckCmd() *cobra.Command {
 			}
 		},
 	}
+}
+
+// pagesProblem builds the pages as serve does: a template override that
+// does not parse or render, or a logo that is not what its name says, is
+// a problem of its ui.* key (the message names the file and line).
+func pagesProblem(cfg *config.Config) error {
+	_, err := newPages(cfg)
+	if err == nil {
+		return nil
+	}
+	key, msg, ok := strings.Cut(err.Error(), ": ")
+	if !ok || !strings.HasPrefix(key, "ui.") {
+		key, msg = "", err.Error()
+	}
+	return &config.Error{Source: cfg.Source(), Problems: []config.Problem{{Key: key, Msg: msg}}}
 }
 
 // configExampleCmd prints config.Example: every key, commented out with

@@ -17,11 +17,11 @@ func (a *app) credentialCmd() *cobra.Command {
 	cmd := &cobra.Command{Use: "credential", Short: "Manage signing credentials (HSM key pairs and certificates)"}
 
 	var create struct {
-		user, algo, keyType, label, subject, csrOut, authMode string
-		multisign                                             int
+		user, algo, keyType, label, subject, csrOut, authMode, description string
+		multisign                                                          int
 	}
 	createCmd := &cobra.Command{
-		Use:   "create --user USERNAME [--key-type ec-p256|ec-p384|ec-p521|rsa-2048|rsa-3072|rsa-4096] [--label L] [--subject DN] [--csr-out FILE] [--multisign N] [--auth-mode oauth2code|explicit]",
+		Use:   "create --user USERNAME [--key-type ec-p256|ec-p384|ec-p521|rsa-2048|rsa-3072|rsa-4096] [--label L] [--subject DN] [--csr-out FILE] [--multisign N] [--auth-mode oauth2code|explicit] [--description TEXT]",
 		Short: "Generate a key pair in the token and a CSR; prints the credential ID as the last line",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -33,7 +33,7 @@ func (a *app) credentialCmd() *cobra.Command {
 				return fmt.Errorf("--multisign must be 1 to 1000")
 			}
 			req := admin.CreateCredentialRequest{User: create.user, Algo: algo, Label: create.label, Subject: create.subject,
-				Multisign: create.multisign, AuthMode: create.authMode}
+				Multisign: create.multisign, AuthMode: create.authMode, Description: create.description}
 			return a.withAdmin(cmd, func(ctx context.Context, s admin.Service, by admin.Principal) error {
 				res, err := s.CreateCredential(ctx, by, req)
 				if err != nil {
@@ -67,6 +67,7 @@ func (a *app) credentialCmd() *cobra.Command {
 	f.StringVar(&create.csrOut, "csr-out", "", "write the CSR (PEM) to FILE (- = stdout)")
 	f.IntVar(&create.multisign, "multisign", 1, "signatures one authorization (SAD) may cover, 1–1000 (CSC multisign)")
 	f.StringVar(&create.authMode, "auth-mode", "oauth2code", "how signatures are authorized: oauth2code (consent page) or explicit (credentials/authorize with the PIN)")
+	f.StringVar(&create.description, "description", "", "what the owner sees the key as on the signing consent and account pages, at most 200 printable characters (default the certificate's CN)")
 	_ = createCmd.MarkFlagRequired("user")
 
 	var chainFile string
@@ -201,6 +202,9 @@ func (a *app) printCredential(c *admin.CredentialView) error {
 	}
 	fmt.Fprintf(w, "algorithm:  %s (%d bits)\n", c.Algorithm, c.KeyBits)
 	fmt.Fprintf(w, "label:      %s\n", c.Label)
+	if c.Description != "" {
+		fmt.Fprintf(w, "description: %s\n", c.Description)
+	}
 	fmt.Fprintf(w, "key id:     %s\n", c.KeyID)
 	fmt.Fprintf(w, "auth mode:  %s (multisign %d)\n", c.AuthMode, c.Multisign)
 	if c.ChainLength > 0 {

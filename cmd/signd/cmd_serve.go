@@ -133,12 +133,16 @@ func (a *app) serve(ctx context.Context, cfg *config.Config, load func() (*confi
 		return err
 	}
 
+	pg, err := newPages(cfg)
+	if err != nil {
+		return err
+	}
 	srv := &server{Store: db, Token: token, Logger: logger, BodyLimit: cfg.Server.BodyLimitBytes, TLS: cfg.Server.TLS.CertFile != "",
-		TrustedProxies: cfg.Server.TrustedProxyNets()}
+		TrustedProxies: cfg.Server.TrustedProxyNets(), Pages: pg}
 	e := srv.echo()
 	e.Pre(mx.middleware)
 	keys := newKeyRing(cfg, db, token, a.clock, logger) // one ring: the provider's and the admin service's
-	svc := &services{cfg: cfg, store: db, token: token, hasher: hasher, logger: logger, now: a.clock, metrics: mx, keys: keys}
+	svc := &services{cfg: cfg, store: db, token: token, hasher: hasher, logger: logger, now: a.clock, metrics: mx, keys: keys, pages: pg}
 	defer func() {
 		for _, stop := range svc.onShutdown {
 			stop()

@@ -15,6 +15,7 @@ import (
 
 	"github.com/signd/signd/hsm"
 	"github.com/signd/signd/oauth"
+	"github.com/signd/signd/oauth/pages"
 	"github.com/signd/signd/store"
 )
 
@@ -42,6 +43,9 @@ type server struct {
 	// whose X-Forwarded-For and X-Real-IP are believed; none = the socket
 	// peer is the client.
 	TrustedProxies []*net.IPNet
+	// Pages renders the HTML pages (ui.*), the error pages among them, and
+	// serves the logo; nil = the built-in look.
+	Pages *pages.Pages
 
 	// healthzLast and readyzLast are the status of the previous probe of
 	// /healthz and /readyz (0 before the first), for probeLevel.
@@ -81,7 +85,14 @@ func (s *server) echo() *echo.Echo {
 	// The one error renderer: each protocol route tagged its dialect; the
 	// health endpoints, unknown paths and the body limit answer in the
 	// daemon's own JSON.
-	e.HTTPErrorHandler = oauth.NewRenderer(s.Logger).Handle
+	if s.Pages == nil {
+		p, err := pages.New(pages.Options{})
+		if err != nil {
+			panic(err) // the built-in templates are embedded: every test would fail
+		}
+		s.Pages = p
+	}
+	e.HTTPErrorHandler = oauth.NewRenderer(s.Logger).WithPages(s.Pages).Handle
 	e.IPExtractor = clientIP(s.TrustedProxies)
 	e.Use(
 		requestID,
@@ -121,6 +132,10 @@ func (s *server) echo() *echo.Echo {
 		return c.JSON(http.StatusOK, map[string]string{"status": "ok"})
 	})
 	e.GET("/readyz", s.readyz)
+	// The pages' own resources: the logo (ui.logo_file) and the language
+	// switch.
+	e.GET(pages.LogoRoute, s.Pages.ServeLogo)
+	e.GET(pages.LangRoute, s.Pages.SwitchLang)
 	return e
 }
 

@@ -13,6 +13,7 @@ import (
 	"github.com/signd/signd/oauth"
 	"github.com/signd/signd/oauth/account"
 	"github.com/signd/signd/oauth/browser"
+	"github.com/signd/signd/oauth/pages"
 	"github.com/signd/signd/oauth/passwords"
 	"github.com/signd/signd/oidc"
 	"github.com/signd/signd/store"
@@ -36,6 +37,9 @@ type services struct {
 	// keys is the OIDC signing-key ring; serve builds it once and shares it
 	// with the admin service. mount builds one when it is nil.
 	keys *oidc.KeyRing
+
+	// pages renders every HTML page (ui.*); nil = the built-in look.
+	pages *pages.Pages
 
 	// views is the store typed once for every service (wire_store.go);
 	// mount sets it.

@@ -2,12 +2,16 @@ package main
 
 import (
 	"net/url"
+	"strings"
+
+	"github.com/signd/signd/config"
 
 	"github.com/signd/signd/csc"
 	"github.com/signd/signd/oauth"
 	"github.com/signd/signd/oauth/account"
 	"github.com/signd/signd/oauth/authlogin"
 	"github.com/signd/signd/oauth/browser"
+	"github.com/signd/signd/oauth/pages"
 	"github.com/signd/signd/oauth/passwords"
 	"github.com/signd/signd/oidc"
 )
@@ -70,6 +74,7 @@ func (s *services) browserFlow(authz *oauth.Server) (*browser.Handler, error) {
 		FormLimit:      s.limits.forms,
 		Logger:         s.logger.With("service", "oauth"),
 		Now:            s.now,
+		Pages:          s.pages,
 	})
 }
 
@@ -83,7 +88,23 @@ func (s *services) accountPage(flow *browser.Handler) *account.Handler {
 		Passwords: s.passwords,
 		Logger:    s.logger.With("service", "oauth"),
 		Now:       s.now,
+		Pages:     s.pages,
 	}
+}
+
+// newPages builds the pages of every service with the ui.* branding;
+// a template that does not parse or render stops the start, naming its
+// file and line.
+func newPages(cfg *config.Config) (*pages.Pages, error) {
+	base := ""
+	if u, err := url.Parse(cfg.Server.BaseURL); err == nil {
+		base = strings.TrimRight(u.Path, "/")
+	}
+	return pages.New(pages.Options{
+		TemplatesDir: cfg.UI.TemplatesDir, ProductName: cfg.UI.ProductName,
+		LogoFile: cfg.UI.LogoFile, PrimaryColor: cfg.UI.PrimaryColor, BasePath: base,
+		SecureCookies: cfg.Server.TLS.CertFile != "" || isHTTPS(cfg.Server.BaseURL),
+	})
 }
 
 // passwordChecker builds the checker of passwords, one-time codes and

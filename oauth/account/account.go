@@ -116,6 +116,7 @@ type Handler struct {
 	Passwords Passwords        // required
 	Logger    *slog.Logger     // nil = discard
 	Now       func() time.Time // nil = time.Now
+	Pages     *pages.Pages     // nil = the built-in look (ui.*)
 
 	pages *pages.Pages
 	log   *slog.Logger
@@ -135,9 +136,12 @@ func (h *Handler) Mount(g *echo.Group) error {
 	case h.Passwords == nil:
 		return errors.New("account: Handler.Passwords is required")
 	}
-	p, err := pages.New()
-	if err != nil {
-		return err
+	p := h.Pages
+	if p == nil {
+		var err error
+		if p, err = pages.New(pages.Options{}); err != nil {
+			return err
+		}
 	}
 	h.pages, h.log, h.now = p, h.Logger, h.Now
 	if h.log == nil {
@@ -170,13 +174,13 @@ func (h *Handler) accountSameOrigin(next echo.HandlerFunc) echo.HandlerFunc {
 	}
 }
 
-// accountLang is the page language: the lang form or query parameter (nl
-// or en), else Accept-Language, else Dutch.
+// accountLang is the page language, by the one rule of every page
+// (pages.Lang): the ui_locales query parameter, then the lang form or
+// query parameter (the page's forms carry the language they were shown
+// in), then the language switch's cookie, then Accept-Language, then
+// Dutch.
 func (h *Handler) accountLang(r *http.Request) string {
-	if l := r.FormValue(fieldLang); l == pages.EN || l == pages.NL {
-		return l
-	}
-	return h.pages.AcceptLanguage(r.Header.Get("Accept-Language"))
+	return h.pages.Lang(r, r.URL.Query().Get("ui_locales"), r.FormValue(fieldLang))
 }
 
 // accountURL is the page's absolute path, for redirects.
@@ -251,7 +255,7 @@ func (h *Handler) renderAccount(c echo.Context, lang string, user *store.User, e
 // request.
 func (h *Handler) accountForm(r *http.Request, fields ...string) error {
 	if err := r.ParseForm(); err != nil {
-		return oauth.NewPageError(http.StatusBadRequest, pages.NL, "errorpage.request")
+		return oauth.NewPageError(http.StatusBadRequest, h.pages.RequestLang(r), "errorpage.request")
 	}
 	for _, k := range fields {
 		if len(r.PostForm[k]) > 1 {

@@ -12,7 +12,6 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/signd/signd/oauth"
-	"github.com/signd/signd/oauth/pages"
 	"github.com/signd/signd/store"
 )
 
@@ -156,10 +155,10 @@ func (h *Handler) parseAuthorize(c echo.Context) (*authorizeRequest, error) {
 func (h *Handler) parseClient(r *http.Request) (*authorizeRequest, error) {
 	params, dups, err := readParams(r)
 	if err != nil {
-		return nil, oauth.NewPageError(http.StatusBadRequest, pages.NL, "errorpage.request")
+		return nil, oauth.NewPageError(http.StatusBadRequest, h.pages.RequestLang(r), "errorpage.request")
 	}
 	req := &authorizeRequest{params: params, dups: dups,
-		lang: h.pages.PickLang(params.Get("ui_locales"), params.Get("lang"))}
+		lang: h.pages.Lang(r, params.Get("ui_locales"), params.Get("lang"))}
 	if slices.Contains(dups, "client_id") {
 		return nil, oauth.NewPageError(http.StatusBadRequest, req.lang, "errorpage.client")
 	}

@@ -6,7 +6,6 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/signd/signd/oauth"
-	"github.com/signd/signd/oauth/pages"
 	"github.com/signd/signd/store"
 )
 
@@ -54,7 +53,7 @@ func (h *Handler) sameOriginOnly(next echo.HandlerFunc) echo.HandlerFunc {
 			return next(c)
 		}
 		req := h.postedRequest(r)
-		lang, clientID := pages.NL, ""
+		lang, clientID := h.pages.RequestLang(r), ""
 		if req != nil {
 			lang, clientID = req.Lang, req.ClientID
 		}

@@ -62,16 +62,16 @@ const (
 func (h *Handler) loadFlow(c echo.Context) (*flow, error) {
 	r := c.Request()
 	if err := r.ParseForm(); err != nil {
-		return nil, oauth.NewPageError(http.StatusBadRequest, pages.NL, "errorpage.request")
+		return nil, oauth.NewPageError(http.StatusBadRequest, h.pages.RequestLang(r), "errorpage.request")
 	}
 	for _, k := range []string{fieldRequest, fieldCSRF, fieldUsername, fieldPassword, fieldOTP, fieldPIN, fieldDecision} {
 		if len(r.PostForm[k]) > 1 {
-			return nil, oauth.NewPageError(http.StatusBadRequest, pages.NL, "errorpage.request")
+			return nil, oauth.NewPageError(http.StatusBadRequest, h.pages.RequestLang(r), "errorpage.request")
 		}
 	}
 	handle, csrf := r.PostForm.Get(fieldRequest), r.PostForm.Get(fieldCSRF)
 	if handle == "" || csrf == "" {
-		return nil, oauth.NewPageError(http.StatusBadRequest, pages.NL, "errorpage.request")
+		return nil, oauth.NewPageError(http.StatusBadRequest, h.pages.RequestLang(r), "errorpage.request")
 	}
 	var req *store.AuthRequest
 	var client *store.Client
@@ -83,7 +83,7 @@ func (h *Handler) loadFlow(c echo.Context) (*flow, error) {
 		return err
 	})
 	if errors.Is(err, store.ErrNotFound) {
-		return nil, oauth.NewPageError(http.StatusBadRequest, pages.NL, "errorpage.unknown")
+		return nil, oauth.NewPageError(http.StatusBadRequest, h.pages.RequestLang(r), "errorpage.unknown")
 	}
 	if err != nil {
 		return nil, err

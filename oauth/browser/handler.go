@@ -64,6 +64,8 @@ type Config struct {
 
 	Logger *slog.Logger     // nil = discard
 	Now    func() time.Time // nil = time.Now
+	// Pages renders the pages (ui.*); nil = the built-in look.
+	Pages *pages.Pages
 }
 
 // Handler serves the browser flow. Build it with New and mount it with
@@ -139,8 +141,10 @@ func New(cfg Config) (*Handler, error) {
 	if cfg.SecureCookies {
 		h.bindingName, h.bindingPath = bindingCookieSecure, "/" // a __Host- cookie must have Path=/
 	}
-	if h.pages, err = pages.New(); err != nil {
-		return nil, err
+	if h.pages = cfg.Pages; h.pages == nil {
+		if h.pages, err = pages.New(pages.Options{}); err != nil {
+			return nil, err
+		}
 	}
 	return h, nil
 }

@@ -7,7 +7,6 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/signd/signd/oauth"
-	"github.com/signd/signd/oauth/pages"
 	"github.com/signd/signd/oauth/ratelimit"
 )
 
@@ -29,10 +28,10 @@ func (h *Handler) LimitForms(lang func(*http.Request) string) echo.MiddlewareFun
 }
 
 // loginLang is the language of a login form post's error page: its pending
-// request's, Dutch when it names none.
+// request's; when it names none, the one rule of every page (pages.Lang).
 func (h *Handler) loginLang(r *http.Request) string {
 	if req := h.postedRequest(r); req != nil {
 		return req.Lang
 	}
-	return pages.NL
+	return h.pages.RequestLang(r)
 }

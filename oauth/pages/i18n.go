@@ -1,6 +1,7 @@
 package pages
 
 import (
+	"net/http"
 	"strings"
 
 	"golang.org/x/text/language"
@@ -22,17 +23,29 @@ func newLangMatcher() language.Matcher {
 	return language.NewMatcher([]language.Tag{language.Dutch, language.English})
 }
 
-// PickLang chooses the page language from ui_locales (an RFC 5646 list in
-// order of preference, OIDC Core §3.1.2.1), then lang (CSC): the first
-// source with a supported tag wins; nothing supported gives Dutch.
-func (p *Pages) PickLang(uiLocales, lang string) string {
-	return pickLang(p.matcher, uiLocales, lang)
-}
+// LangCookie is the cookie the language switch (SwitchLang) sets: nl or
+// en.
+const LangCookie = "signd_lang"
 
-// AcceptLanguage chooses the page language from an Accept-Language header
-// (RFC 9110 §12.5.4); nothing supported gives Dutch.
-func (p *Pages) AcceptLanguage(header string) string {
-	tags, _, err := language.ParseAcceptLanguage(header)
+// Lang is the one rule every page's language follows: the request's
+// ui_locales (an RFC 5646 list in order of preference, OIDC Core
+// §3.1.2.1), then lang (CSC v1 §8.3.2), then the cookie the language
+// switch set (LangCookie), then the Accept-Language header (RFC 9110
+// §12.5.4), then Dutch. The first source with a supported tag wins. r may
+// be nil (no cookie, no header). The login and consent pages take their
+// ui_locales and lang from the authorization request; the other pages from
+// the query.
+func (p *Pages) Lang(r *http.Request, uiLocales, lang string) string {
+	if l, ok := pickLang(p.matcher, uiLocales, lang); ok {
+		return l
+	}
+	if r == nil {
+		return NL
+	}
+	if c, err := r.Cookie(LangCookie); err == nil && (c.Value == NL || c.Value == EN) {
+		return c.Value
+	}
+	tags, _, err := language.ParseAcceptLanguage(r.Header.Get("Accept-Language"))
 	if err == nil && len(tags) > 0 {
 		if _, i, conf := p.matcher.Match(tags...); conf != language.No {
 			return supportedLangs[i]
@@ -41,7 +54,17 @@ func (p *Pages) AcceptLanguage(header string) string {
 	return NL
 }
 
-func pickLang(m language.Matcher, uiLocales, lang string) string {
+// RequestLang is Lang of a page that is not part of an authorization
+// request: ui_locales and lang from the query.
+func (p *Pages) RequestLang(r *http.Request) string {
+	q := r.URL.Query()
+	return p.Lang(r, q.Get("ui_locales"), q.Get("lang"))
+}
+
+// pickLang is the first supported language of uiLocales, then of lang
+// (each a space-separated list of RFC 5646 tags); ok is false when neither
+// names one.
+func pickLang(m language.Matcher, uiLocales, lang string) (string, bool) {
 	for _, src := range []string{uiLocales, lang} {
 		var tags []language.Tag
 		for _, f := range strings.Fields(src) {
@@ -53,10 +76,10 @@ func pickLang(m language.Matcher, uiLocales, lang string) string {
 			continue
 		}
 		if _, i, conf := m.Match(tags...); conf != language.No {
-			return supportedLangs[i]
+			return supportedLangs[i], true
 		}
 	}
-	return NL
+	return "", false
 }
 
 // messages holds every page string in both languages; a test checks that
@@ -111,7 +134,9 @@ var messages = map[string]map[string]string{
 		"redirect.request":    "Het verzoek van de toepassing kan niet worden verwerkt.",
 		"redirect.advice":     "U wordt over enkele seconden teruggestuurd naar de toepassing.",
 		"redirect.back":       "Terug naar de toepassing",
-		"footer.text":         "signd, ondertekenen op afstand",
+		"footer.text":         "ondertekenen op afstand",
+		"lang.switch":         "English",
+		"lang.other":          "en",
 	},
 	EN: {
 		"login.title":         "Sign in",
@@ -162,7 +187,9 @@ var messages = map[string]map[string]string{
 		"redirect.request":    "The application's request cannot be processed.",
 		"redirect.advice":     "You will be taken back to the application in a few seconds.",
 		"redirect.back":       "Back to the application",
-		"footer.text":         "signd, remote signing",
+		"footer.text":         "remote signing",
+		"lang.switch":         "Nederlands",
+		"lang.other":          "nl",
 	},
 }
 

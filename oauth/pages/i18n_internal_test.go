@@ -67,11 +67,11 @@ func TestMessages(t *testing.T) {
 func TestPickLang(t *testing.T) {
 	m := newLangMatcher()
 	for _, tt := range []struct{ ui, lang, want string }{
-		{"", "", "nl"}, {"en", "", "en"}, {"se", "", "nl"}, {"se en", "", "en"},
+		{"", "", ""}, {"en", "", "en"}, {"se", "", ""}, {"se en", "", "en"},
 		{"en-US nl", "", "en"}, {"", "en", "en"}, {"", "nl-BE", "nl"}, {"zz", "en", "en"},
-		{"nl", "en", "nl"}, {"x-bad-tag-!!", "", "nl"},
+		{"nl", "en", "nl"}, {"x-bad-tag-!!", "", ""},
 	} {
-		if got := pickLang(m, tt.ui, tt.lang); got != tt.want {
+		if got, _ := pickLang(m, tt.ui, tt.lang); got != tt.want {
 			t.Errorf("pickLang(%q, %q) = %s, want %s", tt.ui, tt.lang, got, tt.want)
 		}
 	}

@@ -211,6 +211,9 @@ func testInvalidCredentials(t *testing.T, s store.Store) {
 			c.Status, c.DisabledBy, c.Chain = store.CredentialDisabled, store.DisabledByOwner, [][]byte{[]byte("leaf")}
 		}},
 		{"disabled by an admin", func(c *store.Credential) { c.Status, c.DisabledBy = store.CredentialDisabled, store.DisabledByAdmin }},
+		{"description of 1024 bytes", func(c *store.Credential) { c.Description = strings.Repeat("d", 1024) }},
+		{"description in Dutch", func(c *store.Credential) { c.Description = "Bedrijfszegel — ‘Offertes’ 2027" }},
+		{"no description", func(c *store.Credential) { c.Description = "" }},
 	}
 	for i, tc := range valid {
 		t.Run("valid/"+tc.name, func(t *testing.T) {
@@ -254,6 +257,13 @@ func testInvalidCredentials(t *testing.T, s store.Store) {
 		{"empty certificate", func(c *store.Credential) {
 			c.Status, c.Chain = store.CredentialEnabled, [][]byte{[]byte("leaf"), {}}
 		}},
+		// The description is shown to the owner on the consent and account
+		// pages.
+		{"description of 1025 bytes", func(c *store.Credential) { c.Description = strings.Repeat("d", 1025) }},
+		{"description with a new line", func(c *store.Credential) { c.Description = "seal\nfake line" }},
+		{"description with an escape", func(c *store.Credential) { c.Description = "seal\x1b[2J" }},
+		{"description with NUL", func(c *store.Credential) { c.Description = "seal\x00" }},
+		{"description not UTF-8", func(c *store.Credential) { c.Description = "seal\xff" }},
 	}
 	for _, tc := range invalid {
 		t.Run("invalid/"+tc.name, func(t *testing.T) {

@@ -1,0 +1,196 @@
+package config
+
+import (
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"unicode"
+	"unicode/utf8"
+)
+
+// UIConfig is the ui.* section: how the login, consent, account and error
+// pages look (oauth/pages). Everything is read once, at start.
+type UIConfig struct {
+	// TemplatesDir holds templates that replace built-in ones by file
+	// name (pages.html, account.html); "" = the built-in ones.
+	TemplatesDir string `mapstructure:"templates_dir"`
+	// ProductName replaces "signd" in the pages' titles and footer; "" =
+	// signd.
+	ProductName string `mapstructure:"product_name"`
+	// LogoFile is a PNG, JPEG or SVG shown at the top of every page.
+	LogoFile string `mapstructure:"logo_file"`
+	// PrimaryColor is the buttons' colour, #rrggbb.
+	PrimaryColor string `mapstructure:"primary_color"`
+}
+
+// Bounds of the ui.* keys.
+const (
+	// MaxLogoBytes caps ui.logo_file: the logo is held in memory and sent
+	// with every page view.
+	MaxLogoBytes = 256 << 10
+	// MaxProductNameLen caps ui.product_name, in characters.
+	MaxProductNameLen = 64
+)
+
+// LogoExtensions are the file name endings ui.logo_file may have.
+var LogoExtensions = []string{".png", ".jpg", ".jpeg", ".svg"}
+
+func uiKeys() []Key {
+	return []Key{
+		{Name: "ui.templates_dir", Default: "",
+			Usage: "directory of templates replacing built-in ones by file name (pages.html, account.html); empty = built-in",
+			Doc:   "directory whose `pages.html` and `account.html`, when present, replace the built-in page templates (a missing one stays built-in); parsed at start, a template error stops signd naming the file and line. It and its files must be owned by root or signd's user and not writable by group or others. See [Branding the pages](OPERATIONS.md#branding-the-pages)"},
+		{Name: "ui.product_name", Default: "",
+			Usage: "product name in the pages' titles and footer; empty = signd",
+			Doc:   "the name in the pages' titles and footer instead of signd: at most 64 printable characters; empty = signd"},
+		{Name: "ui.logo_file", Default: "",
+			Usage: "PNG, JPEG or SVG logo shown on every page (at most 256 KiB); empty = none",
+			Doc:   "PNG, JPEG or SVG logo at the top of every page, at most 256 KiB, read at start and served by signd at `/ui/logo-<hash>.<ext>` (an SVG with a CSP that forbids script and sandboxes it); empty = none"},
+		{Name: "ui.primary_color", Default: "",
+			Usage: "colour of the buttons and links, #rrggbb, with a contrast of at least 4.5:1 with white; empty = the built-in blue",
+			Doc:   "colour of the buttons and links as `#rrggbb` (quote it in YAML: `\"#005a9c\"`), dark enough for white text: a contrast of at least 4.5:1 with white (WCAG 2.2 §1.4.3); empty = the built-in blue"},
+	}
+}
+
+var colorRE = regexp.MustCompile(`^#[0-9a-fA-F]{6}$`)
+
+func (u *UIConfig) checks() []check {
+	return []check{
+		{"ui.templates_dir", trustedDir(u.TemplatesDir, os.Geteuid())},
+		{"ui.product_name", productName(u.ProductName)},
+		{"ui.logo_file", logoFile(u.LogoFile)},
+		{"ui.primary_color", color(u.PrimaryColor)},
+	}
+}
+
+func productName(s string) string {
+	switch {
+	case s == "":
+		return "" // the built-in name
+	case !utf8.ValidString(s):
+		return "is not UTF-8"
+	case utf8.RuneCountInString(s) > MaxProductNameLen:
+		return fmt.Sprintf("is longer than %d characters", MaxProductNameLen)
+	case strings.TrimSpace(s) != s:
+		return fmt.Sprintf("%.70q begins or ends with white space", s)
+	}
+	for _, r := range s {
+		if !unicode.IsPrint(r) {
+			return fmt.Sprintf("%.70q has a character that is not printable (%U)", s, r)
+		}
+	}
+	return ""
+}
+
+func color(s string) string {
+	if s == "" {
+		return ""
+	}
+	if !colorRE.MatchString(s) {
+		return fmt.Sprintf("%.20q is not a colour #rrggbb (six hex digits, e.g. #005a9c)", s)
+	}
+	// The buttons' text is white and the links are on white: WCAG 2.2
+	// §1.4.3 asks a contrast of at least 4.5:1 for text.
+	if c := contrastWithWhite(s); c < MinContrast {
+		return fmt.Sprintf("%s has a contrast of %.2f:1 with white, below the %.1f:1 that WCAG 2.2 asks for the buttons' white text and the links; choose a darker colour", s, c, MinContrast)
+	}
+	return ""
+}
+
+// MinContrast is the least contrast ui.primary_color must have with white
+// (WCAG 2.2 §1.4.3, text of normal size).
+const MinContrast = 4.5
+
+// contrastWithWhite is the WCAG 2.2 contrast ratio of #rrggbb with white:
+// (1 + 0.05) / (L + 0.05), L the colour's relative luminance.
+func contrastWithWhite(s string) float64 {
+	var rgb [3]float64
+	for i := range rgb {
+		v, _ := strconv.ParseUint(s[1+2*i:3+2*i], 16, 8)
+		c := float64(v) / 255
+		if c <= 0.04045 {
+			c /= 12.92
+		} else {
+			c = math.Pow((c+0.055)/1.055, 2.4)
+		}
+		rgb[i] = c
+	}
+	l := 0.2126*rgb[0] + 0.7152*rgb[1] + 0.0722*rgb[2]
+	return 1.05 / (l + 0.05)
+}
+
+func logoFile(p string) string {
+	if msg := readableFile(p); msg != "" || p == "" {
+		return msg
+	}
+	ext := strings.ToLower(filepath.Ext(p))
+	ok := false
+	for _, e := range LogoExtensions {
+		ok = ok || ext == e
+	}
+	if !ok {
+		return fmt.Sprintf("%s is not a .png, .jpg, .jpeg or .svg file", p)
+	}
+	fi, err := os.Stat(p)
+	if err != nil {
+		return fileError(p, err)
+	}
+	if fi.Size() > MaxLogoBytes {
+		return fmt.Sprintf("%s has %d bytes, more than %d (256 KiB)", p, fi.Size(), MaxLogoBytes)
+	}
+	if fi.Size() == 0 {
+		return fmt.Sprintf("%s is empty", p)
+	}
+	return ""
+}
+
+// trustedDir checks ui.templates_dir: a readable directory that only root
+// or euid can change, whose files are owned by root or euid and not
+// writable by group or others. A template is code the daemon runs on every
+// page: whoever may write one may put a form that posts the password
+// elsewhere in front of every user.
+func trustedDir(dir string, euid int) string {
+	if dir == "" {
+		return ""
+	}
+	fi, err := os.Stat(dir)
+	if err != nil {
+		return fileError(dir, err)
+	}
+	if !fi.IsDir() {
+		return fmt.Sprintf("%s is not a directory", dir)
+	}
+	if msg := trusted(dir, fi, euid); msg != "" {
+		return msg
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return fileError(dir, err)
+	}
+	for _, e := range entries {
+		p := filepath.Join(dir, e.Name())
+		fi, err := os.Stat(p)
+		if err != nil {
+			return fileError(p, err)
+		}
+		if msg := trusted(p, fi, euid); msg != "" {
+			return msg
+		}
+	}
+	return ""
+}
+
+func trusted(p string, fi os.FileInfo, euid int) string {
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok && st.Uid != 0 && int(st.Uid) != euid {
+		return fmt.Sprintf("%s is owned by uid %d, not by root or uid %d that runs signd: that user could change the pages (run: chown %d %s)", p, st.Uid, euid, euid, p)
+	}
+	if perm := fi.Mode().Perm(); perm&0o022 != 0 {
+		return fmt.Sprintf("%s is writable by group or others (mode %#o): another local user could change the pages (run: chmod go-w %s)", p, perm, p)
+	}
+	return ""
+}
