@@ -158,18 +158,6 @@ func (l *Local) refused(ctx context.Context, by Principal, op, reason string, fi
 	l.logger().Warn("admin operation refused", "op", op, "actor", by.Actor, "reason", reason)
 }
 
-// admit is allow for the operations that change something: once the role
-// is checked, an operation under dual control (Local.DualControl) is not
-// performed but held for a second operator (hold, pending.go), and admit
-// returns the KindPending error that says so. req is the operation's
-// request as Operations decodes it: what the approval performs again.
-func (l *Local) admit(ctx context.Context, by Principal, op string, req any) error {
-	if err := l.allow(ctx, by, op); err != nil {
-		return err
-	}
-	return l.hold(ctx, by, op, req)
-}
-
 // rolesText lists roles for a message.
 func rolesText(roles []Role) string {
 	if len(roles) == 0 {

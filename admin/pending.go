@@ -13,7 +13,8 @@ import (
 
 // Dual control (k-of-n with k = 2, as Vault's control groups): an
 // operation named in Local.DualControl is not performed when asked.
-// admit (local.go), after the role check, stores it as a pending request
+// hold, called by the method right after its role check (begin, act.go),
+// stores it as a pending request
 // (store.AdminRequest: the operation, its JSON request, the requester's
 // principal, an expiry) with a pending_requested audit entry in the same
 // transaction, and answers KindPending with the request's ID. A second

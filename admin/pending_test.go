@@ -294,7 +294,7 @@ func TestDualControlRefusesPartyless(t *testing.T) {
 
 // TestEveryHoldableOperationIsHeld walks Operations: every operation that
 // can be put under dual control is held when it is — its method goes
-// through admit — and nothing else is.
+// through hold after its role check — and nothing else is.
 func TestEveryHoldableOperationIsHeld(t *testing.T) {
 	held := 0
 	for _, o := range Operations() {
