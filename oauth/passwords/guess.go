@@ -324,7 +324,10 @@ func (g *guess) settleStep(ctx context.Context, ok bool, totpStep int64, why str
 	now := g.c.now()
 	err = g.c.store.Update(context.WithoutCancel(ctx), func(tx Tx) error {
 		accepted, locked, lockedNow = ok, false, false
-		reason := why
+		reason := ""
+		if !ok {
+			reason = why
+		}
 		g.release()
 		u, err := tx.User(g.key.username)
 		if errors.Is(err, store.ErrNotFound) {
