@@ -9,11 +9,14 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/pquerna/otp/totp"
 
+	"github.com/signd/signd/oauth"
 	"github.com/signd/signd/oauth/oauthtest"
 	"github.com/signd/signd/oauth/passwords"
 	"github.com/signd/signd/store"
@@ -347,4 +350,56 @@ func TestAccountActsAudited(t *testing.T) {
 	n = len(ev.since(0))
 	ev.accountPost(b, "/oauth2/account/logout", url.Values{"csrf_token": {csrf}, "lang": {"en"}}, chromiumSameOrigin())
 	wantEvents(t, "second logout", ev.since(n))
+}
+
+// auditFaultStore fails every audit append while fail is set, as a full
+// disk would fail the commit of the transaction that holds it.
+type auditFaultStore struct {
+	oauth.Store
+	fail atomic.Bool
+}
+
+func (f *auditFaultStore) Update(ctx context.Context, fn func(oauth.Tx) error) error {
+	return f.Store.Update(ctx, func(tx oauth.Tx) error { return fn(auditFaultTx{tx, f}) })
+}
+
+func (f *auditFaultStore) Batch(ctx context.Context, fn func(oauth.Tx) error) error {
+	return f.Store.Batch(ctx, func(tx oauth.Tx) error { return fn(auditFaultTx{tx, f}) })
+}
+
+type auditFaultTx struct {
+	oauth.Tx
+	f *auditFaultStore
+}
+
+func (t auditFaultTx) AppendAudit(e *store.AuditEntry) error {
+	if t.f.fail.Load() {
+		return fmt.Errorf("%w: audit log: %w", store.ErrUnavailable, syscall.ENOSPC)
+	}
+	return t.Tx.AppendAudit(e)
+}
+
+// TestLoginNotAnsweredWithoutItsEntry: a login attempt's entry is written
+// in the transaction that settles the guess, so when the entry cannot be
+// written no attempt gets its answer — neither "wrong password" (which
+// would tell a guesser something) nor a login: the flow ends
+// temporarily_unavailable, and every evaluated guess, the right password's
+// too, stays counted as a failure (fail closed).
+func TestLoginNotAnsweredWithoutItsEntry(t *testing.T) {
+	fs := &auditFaultStore{}
+	ev := newEnv(t, func(c *oauth.Config) { fs.Store = c.Store; c.Store = fs })
+	fs.fail.Store(true)
+	for _, try := range []struct{ user, password string }{
+		{"alice", "alice-wrong-guess"}, {"nobody", "nobody-guess"}, {"carol", carolPassword}, {"alice", alicePassword},
+	} {
+		b := ev.browser()
+		s := ev.login(b, page(t, ev.must(b.Get(ev.authorizeURL(serviceParams())))), try.user, try.password)
+		if code, _ := errorOf(t, s); code != oauth.CodeTemporarilyUnavailable {
+			t.Errorf("%s/%s without an audit entry: answered %d %v %.200s, want temporarily_unavailable",
+				try.user, try.password, s.Status, s.Location, oauthtest.Text(s.Body))
+		}
+	}
+	if u := ev.user("alice"); u.FailedPasswords != 2 {
+		t.Errorf("alice's failures %d, want 2: both guesses stay counted", u.FailedPasswords)
+	}
 }
