@@ -34,7 +34,7 @@ const (
 	methodAuthLogin = "auth_login" // CSC auth/login: a password without a one-time code
 )
 
-// loginEntry is the audit entry of a login attempt of username (u as the
+// loginEntry is the audit entry of a login attempt (u as the
 // settling transaction read it, nil when unknown) from the Origin of ctx.
 func (c *Checker) loginEntry(ctx context.Context, u *store.User, pageless bool, outcome, reason string) *store.AuditEntry {
 	o := OriginFrom(ctx)
@@ -77,16 +77,16 @@ func (c *Checker) lockEntry(ctx context.Context, kind secretKind, u *store.User)
 }
 
 // AuditIP is the remote address as an audit entry records it (WithOrigin
-// applies it): the address in its
-// canonical form, or "invalid" for anything else (the daemon's real-IP
-// policy only yields addresses; a bare echo server's RealIP may return a
-// header's text, which is not copied into the log).
+// applies it): the address in its canonical form without a zone, or
+// "invalid" for anything else (the daemon's real-IP policy only yields
+// addresses; a bare echo server's RealIP may return a header's text, which
+// is not copied into the log).
 func AuditIP(s string) string {
 	if s == "" {
 		return ""
 	}
 	if a, err := netip.ParseAddr(s); err == nil {
-		return a.String()
+		return a.WithZone("").String() // a zone is free text
 	}
 	return "invalid"
 }
