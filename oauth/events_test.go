@@ -403,3 +403,71 @@ func TestLoginNotAnsweredWithoutItsEntry(t *testing.T) {
 		t.Errorf("alice's failures %d, want 2: both guesses stay counted", u.FailedPasswords)
 	}
 }
+
+// TestPasswordEdgesAudited: the checker's other ways to answer, each one
+// entry. auth/login (the daemon's middleware has put the remote address in
+// the context; authlogin adds its client and door): a TOTP account's right
+// password is refused as failed, "the account requires a one-time code".
+// A counter left at max_failures by a crash is locked by the next
+// attempt's reservation: user_locked in that transaction, the attempt
+// refused. A user removed while their guess is hashed: the entry names
+// the user as reserved.
+func TestPasswordEdgesAudited(t *testing.T) {
+	var ph *probeHasher
+	db, err := bolt.Open(filepath.Join(t.TempDir(), "signd.db"), bolt.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	ev := buildEnvWith(t, db, false, envOptions{passwords: func(c *passwords.Config) {
+		ph = newProbeHasher(c.Hasher.(*store.Hasher))
+		c.Hasher, c.MaxFailures = ph, 3
+	}})
+	t.Cleanup(ph.releaseAll)
+	ctx := passwords.WithOrigin(context.Background(), passwords.Origin{IP: "192.0.2.9"})
+	pl := passwordLogin(t, ev, "rp")
+	authLogin := func(user, reason string) wantEvent {
+		return wantEvent{kind: store.AuditLogin, user: user, target: "user:" + user, client: "rp", ip: "192.0.2.9",
+			outcome: store.AuditFailed, reason: reason, fields: map[string]string{"method": "auth_login", "door": passwords.DoorAuthLogin}}
+	}
+
+	n := len(ev.since(0))
+	pl.Login(ctx, "bob", bobPassword, false)
+	wantEvents(t, "auth/login of a TOTP account", ev.since(n), authLogin("bob", "the account requires a one-time code"))
+
+	n = len(ev.since(0))
+	ev.update(func(tx store.Tx) error {
+		u, err := tx.User("alice")
+		if err != nil {
+			return err
+		}
+		u.FailedPasswords = 3 // as a crash after three reservations leaves it
+		return tx.PutUser(u)
+	})
+	pl.Login(ctx, "alice", alicePassword, false)
+	until := ev.user("alice").PasswordLockedUntil
+	refused := authLogin("alice", "account locked")
+	refused.outcome = store.AuditRefused
+	wantEvents(t, "a counter at the limit", ev.since(n),
+		wantEvent{kind: store.AuditLoginLock, user: "alice", target: "user:alice", client: "rp", ip: "192.0.2.9", outcome: store.AuditOK,
+			fields: map[string]string{"failures": "3", "until": until.UTC().Format(time.RFC3339), "door": passwords.DoorAuthLogin}},
+		refused)
+
+	n = len(ev.since(0))
+	g := ph.hold("dave-guess-while-removed")
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		pl.Login(ctx, "erin", "dave-guess-while-removed", false)
+	}()
+	<-g.entered
+	ev.update(func(tx store.Tx) error {
+		if err := tx.DeleteCredential("cred-erin"); err != nil {
+			return err
+		}
+		return tx.DeleteUser("erin")
+	})
+	close(g.release)
+	<-done
+	wantEvents(t, "removed while hashing", ev.since(n), authLogin("erin", "user removed meanwhile"))
+}

@@ -1,6 +1,7 @@
 package passwords
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"sync"
@@ -196,7 +197,7 @@ type guess struct {
 	// audit, when set, appends the guess's audit entries in the write
 	// transaction that settles it (or returns its reservation, cancel), so
 	// that no guess is answered without its entry: u as that transaction
-	// read it (nil when removed meanwhile) and the outcome.
+	// read it (as reserved when removed meanwhile) and the outcome.
 	audit func(tx Tx, u *store.User, s settlement) error
 }
 
@@ -331,8 +332,8 @@ func (g *guess) settleStep(ctx context.Context, ok bool, totpStep int64, why str
 		g.release()
 		u, err := tx.User(g.key.username)
 		if errors.Is(err, store.ErrNotFound) {
-			// Deleted meanwhile.
-			return g.record(tx, nil, settlement{why: "user removed meanwhile"})
+			// Deleted meanwhile: the entry names the user as reserved.
+			return g.record(tx, g.user, settlement{why: "user removed meanwhile"})
 		}
 		if err != nil {
 			return err
@@ -407,7 +408,7 @@ func (g *guess) cancelAudited(ctx context.Context, why string) error {
 			return err
 		}
 		if why != "" {
-			if err := g.record(tx, u, settlement{why: why}); err != nil {
+			if err := g.record(tx, cmp.Or(u, g.user), settlement{why: why}); err != nil {
 				return err
 			}
 		}
