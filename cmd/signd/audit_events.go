@@ -26,12 +26,25 @@ const (
 
 // configLoadedEntry is the audit entry of cfg loaded at now, at start or
 // on a reload: the file's path and the SHA-256 of the bytes parsed (none
-// when the daemon runs on defaults, environment and flags alone). The
-// digest lets an auditor tell which file a daemon ran with; the values
-// themselves (some of them secrets' paths) are not copied.
+// when the daemon runs on defaults, environment and flags alone), and who
+// may administer it — the groups of each trusted role (admin.roles, or
+// "unset" when every admin socket user holds every role) and the acts
+// under dual control (admin.dual_control). The digest lets an auditor tell
+// which file a daemon ran with; the other values are not copied.
 func configLoadedEntry(cfg *config.Config, event string, now time.Time) *store.AuditEntry {
 	e := &store.AuditEntry{Time: now, Kind: store.AuditConfigLoaded, Actor: admin.Daemon().Actor, Outcome: store.AuditOK,
 		Fields: map[string]string{"event": event}}
+	text := func(vs []string) string { return strings.ToValidUTF8(strings.Join(vs, ","), "\uFFFD") }
+	if cfg.Admin.Roles.Configured() {
+		for _, rg := range cfg.Admin.Roles.ByRole() {
+			e.Fields["admin.roles."+rg.Role] = text(rg.Groups)
+		}
+	} else {
+		e.Fields["admin.roles"] = "unset"
+	}
+	if len(cfg.Admin.DualControl) > 0 {
+		e.Fields["admin.dual_control"] = text(cfg.Admin.DualControl)
+	}
 	if cfg.Source() == "" {
 		e.Reason = "no configuration file: defaults, environment and flags"
 		return e

@@ -210,7 +210,7 @@ func (a *app) serve(ctx context.Context, cfg *config.Config, load func() (*confi
 		},
 	}
 	if sa, ok := db.(storeAdmin); ok { // the bbolt file; etcd has etcdctl
-		mounters = append(mounters, storeAdminHandler{DB: sa, Audit: db, Principal: socketPrincipal, Now: a.clock, Logger: logger})
+		mounters = append(mounters, storeAdminHandler{DB: sa, Audit: db, Principal: roles.Principal, Now: a.clock, Logger: logger})
 	}
 	for _, m := range mounters {
 		if err := m.Mount(ae.Group("")); err != nil {

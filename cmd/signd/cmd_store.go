@@ -114,8 +114,12 @@ func (a *app) withStore(cmd *cobra.Command, fn func(context.Context, storeSource
 	if remote != nil {
 		return fn(cmd.Context(), socketStore{client: remote.HTTPClient()})
 	}
+	by, err := localPrincipal(cfg)
+	if err != nil {
+		return err
+	}
 	return fn(cmd.Context(), fileStore{path: cfg.Store.Path, opts: bolt.Options{Timeout: cfg.Store.OpenTimeout, ReadOnly: true},
-		now: a.clock})
+		by: by, now: a.clock})
 }
 
 // fileStore works on the file, which no daemon holds. check opens it
@@ -123,6 +127,7 @@ func (a *app) withStore(cmd *cobra.Command, fn func(context.Context, storeSource
 type fileStore struct {
 	path string
 	opts bolt.Options
+	by   admin.Principal // the operator running the command (localPrincipal)
 	now  func() time.Time
 }
 
@@ -131,7 +136,7 @@ func (f fileStore) check(ctx context.Context) (*bolt.CheckReport, error) {
 }
 
 // saveBackup writes the snapshot and then appends its store_backup entry,
-// naming the operator running the command (localPrincipal) and the file.
+// naming the operator running the command (f.by) and the file.
 // A backup whose entry cannot be written is removed: no backup leaves the
 // store unrecorded.
 func (f fileStore) saveBackup(ctx context.Context, path string) (*bolt.BackupResult, error) {
@@ -151,7 +156,7 @@ func (f fileStore) saveBackup(ctx context.Context, path string) (*bolt.BackupRes
 	if err != nil {
 		return nil, err
 	}
-	if err := appendAudit(ctx, db, backupEntry(localPrincipal(), path, res.Bytes, sum, nil, f.now())); err != nil {
+	if err := appendAudit(ctx, db, backupEntry(f.by, path, res.Bytes, sum, nil, f.now())); err != nil {
 		if rerr := os.Remove(path); rerr != nil {
 			return nil, fmt.Errorf("backup %s: recording it in the audit log: %w (and removing it: %v)", path, err, rerr)
 		}

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/signd/signd/cmd/signd/adminrpc"
 	"github.com/signd/signd/oauth/passwords"
 	"github.com/signd/signd/store"
 )
@@ -77,7 +78,7 @@ func TestSecurityEventsDaemon(t *testing.T) {
 	entries, _ := auditExport(t, e)
 	cfgSum := fileSHA256(t, e.cfgPath)
 	if got := ofKind(entries, store.AuditConfigLoaded); len(got) != 1 || got[0].Actor != "signd" || got[0].Outcome != store.AuditOK ||
-		!maps.Equal(got[0].Fields, map[string]string{"event": "start", "path": e.cfgPath, "sha256": cfgSum}) {
+		!maps.Equal(got[0].Fields, map[string]string{"event": "start", "path": e.cfgPath, "sha256": cfgSum, "admin.roles": "unset"}) {
 		t.Errorf("config_loaded entries %+v, want one of the start with sha256 %s", got, cfgSum)
 	}
 	if got := ofKind(entries, store.AuditOIDCKeyCreated); len(got) != 1 || got[0].Actor != "signd" ||
@@ -137,7 +138,8 @@ func TestStoreBackupAudited(t *testing.T) {
 	e := newEnv(t, "")
 	e.must("a long password\n", "user", "add", "alice", "--password-file", "-")
 	_, stop := e.startDaemon()
-	actor := localPrincipal().Actor // the test runs the CLI and the daemon as one uid
+	// The test runs the CLI and the daemon as one uid.
+	actor := adminrpc.Roles{}.PrincipalIDs(uint32(os.Geteuid()), uint32(os.Getegid())).Actor
 
 	check := func(what, file, path string, wantEntries int) {
 		t.Helper()
@@ -176,10 +178,13 @@ func TestStoreBackupAudited(t *testing.T) {
 }
 
 // TestConfigReloadAudited: each SIGHUP reload is a config_loaded entry:
-// applied, with the new file's digest; refused (a bad value), with the
+// applied, with the new file's digest and who may administer (the groups
+// of admin.roles, admin.dual_control); refused (a bad value), with the
 // reason and no digest; the daemon's start is the first.
 func TestConfigReloadAudited(t *testing.T) {
-	e := newEnv(t, "log:\n  level: info\n")
+	gid := strconv.Itoa(os.Getegid()) // the test's own group holds every role
+	e := newEnv(t, "log:\n  level: info\nadmin:\n  roles:\n    security_officer: [\""+gid+"\"]\n    administrator: [\""+gid+"\"]\n"+
+		"    auditor: [\""+gid+"\"]\n  dual_control: [credential_remove, tsa_enroll]\n")
 	hup := make(chan struct{})
 	logs := &syncBuffer{}
 	e.startDaemonWith(func(a *app) { a.hup = hup; a.stderr = logs })
@@ -203,12 +208,17 @@ func TestConfigReloadAudited(t *testing.T) {
 	e.setConfig("level: loud", "level: debug") // for the CLI that exports
 
 	got := ofKind(func() []*store.AuditEntry { es, _ := auditExport(t, e); return es }(), store.AuditConfigLoaded)
+	admin := func(fields map[string]string) map[string]string {
+		maps.Copy(fields, map[string]string{"admin.roles.security_officer": gid, "admin.roles.administrator": gid,
+			"admin.roles.auditor": gid, "admin.dual_control": "credential_remove,tsa_enroll"})
+		return fields
+	}
 	want := []struct {
 		outcome, reason string
 		fields          map[string]string
 	}{
-		{store.AuditOK, "", map[string]string{"event": "start", "path": e.cfgPath, "sha256": start}},
-		{store.AuditOK, "", map[string]string{"event": "reload", "path": e.cfgPath, "sha256": applied}},
+		{store.AuditOK, "", admin(map[string]string{"event": "start", "path": e.cfgPath, "sha256": start})},
+		{store.AuditOK, "", admin(map[string]string{"event": "reload", "path": e.cfgPath, "sha256": applied})},
 		{store.AuditRefused, "configuration refused", map[string]string{"event": "reload"}},
 	}
 	if len(got) != len(want) {
