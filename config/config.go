@@ -2,6 +2,8 @@ package config
 
 import (
 	"cmp"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -43,6 +45,7 @@ type Config struct {
 	UI UIConfig `mapstructure:"ui"`
 
 	source string // file Load read, "" when none
+	digest string // lowercase hex SHA-256 of the bytes of source as read
 }
 
 // ServerConfig is the server.* section.
@@ -153,6 +156,13 @@ func (c *Config) Source() string {
 	return c.source
 }
 
+// SHA256 returns the lowercase hex SHA-256 of the file Load read, exactly
+// the bytes it parsed, or "" when there was none: the daemon records it in
+// the audit log (config_loaded) at start and on each reload.
+func (c *Config) SHA256() string {
+	return c.digest
+}
+
 // Redacted returns a copy that is safe to print or log. Secret fields
 // already redact themselves, so the copy differs from c only in identity;
 // it exists so that callers say what they mean.
@@ -225,11 +235,13 @@ func Load(opts Options) (*Config, error) {
 	}
 
 	var problems []Problem
+	var digest string
 	if path != "" {
-		raw, err := readYAML(path)
+		raw, sum, err := readYAML(path)
 		if err != nil {
 			return nil, err
 		}
+		digest = sum
 		values, ps := sift(raw, keys)
 		problems = append(problems, ps...)
 		if err := v.MergeConfigMap(values); err != nil {
@@ -250,7 +262,7 @@ func Load(opts Options) (*Config, error) {
 		}
 	}
 
-	c := &Config{source: path}
+	c := &Config{source: path, digest: digest}
 	problems = append(problems, decode(v, c)...)
 	c.normalize()
 
@@ -328,15 +340,16 @@ func absPath(p string) (string, error) {
 // key is about 10 KiB).
 const MaxFileBytes = 1 << 20
 
-// readYAML reads and parses the file. It uses the YAML library viper itself
+// readYAML reads and parses the file, and returns the hex SHA-256 of its
+// bytes. It uses the YAML library viper itself
 // uses, so values are typed exactly as viper would type them, but it keeps
 // what viper would lose: key case, and empty sections (so a misspelt empty
 // section is reported). The library refuses duplicate keys.
-func readYAML(path string) (map[string]any, error) {
+func readYAML(path string) (map[string]any, string, error) {
 	// O_NONBLOCK: opening a FIFO must not wait for a writer.
 	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
-		return nil, fmt.Errorf("config: %w", err)
+		return nil, "", fmt.Errorf("config: %w", err)
 	}
 	defer f.Close()
 	// A device, a FIFO or a directory named by mistake (or by someone
@@ -344,23 +357,24 @@ func readYAML(path string) (map[string]any, error) {
 	// reasonable size is read.
 	fi, err := f.Stat()
 	if err != nil {
-		return nil, fmt.Errorf("config: %w", err)
+		return nil, "", fmt.Errorf("config: %w", err)
 	}
 	if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("config: %s is not a regular file", path)
+		return nil, "", fmt.Errorf("config: %s is not a regular file", path)
 	}
 	b, err := io.ReadAll(io.LimitReader(f, MaxFileBytes+1))
 	if err != nil {
-		return nil, fmt.Errorf("config: %w", err)
+		return nil, "", fmt.Errorf("config: %w", err)
 	}
 	if len(b) > MaxFileBytes {
-		return nil, fmt.Errorf("config: %s is larger than %d bytes", path, MaxFileBytes)
+		return nil, "", fmt.Errorf("config: %s is larger than %d bytes", path, MaxFileBytes)
 	}
+	sum := sha256.Sum256(b)
 	m := map[string]any{}
 	if err := yaml.Unmarshal(b, &m); err != nil {
-		return nil, fmt.Errorf("config: parsing %s: %w", path, err)
+		return nil, "", fmt.Errorf("config: parsing %s: %w", path, err)
 	}
-	return m, nil
+	return m, hex.EncodeToString(sum[:]), nil
 }
 
 // sift walks the parsed file against the known keys. It returns the values

@@ -1,6 +1,8 @@
 package config
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"io/fs"
 	"os"
@@ -99,13 +101,16 @@ func TestDefaults(t *testing.T) {
 		Admin: defaultAdmin(),
 		Audit: defaultAudit(),
 	}
-	want.source = c.source
+	want.source, want.digest = c.source, fileSHA256(t, "testdata/minimal.yaml")
 	if !reflect.DeepEqual(*c, want) {
 		t.Errorf("defaults:\n got %#v\nwant %#v", *c, want)
 	}
 	abs, _ := filepath.Abs("testdata/minimal.yaml")
 	if c.Source() != abs {
 		t.Errorf("Source() = %q, want %q", c.Source(), abs)
+	}
+	if c.SHA256() != want.digest {
+		t.Errorf("SHA256() = %q, want the file's %q", c.SHA256(), want.digest)
 	}
 	if c.PKCS11.PIN.Reveal() != "0123" {
 		t.Errorf("quoted PIN lost its leading zero: %q", c.PKCS11.PIN.Reveal())
@@ -149,7 +154,7 @@ func TestEveryKeyFromFile(t *testing.T) {
 		},
 		Audit: AuditConfig{KeyLabel: "audit-prod", CheckpointOrigin: "sign.example.org/audit",
 			CheckpointDir: "/var/lib/signd/checkpoints", CheckpointInterval: time.Hour},
-		source: c.source,
+		source: c.source, digest: fileSHA256(t, "testdata/full.yaml"),
 	}
 	want.CSC.MaxHashesPerRequest = 250
 	want.CSC.Timestamp = TimestampConfig{Enabled: true, Policy: "1.3.6.1.4.1.99999.1.2", Accuracy: 500 * time.Millisecond, Label: "tsa-prod"}
@@ -447,7 +452,7 @@ func TestNoFileRunsOnDefaultsEnvAndFlags(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Source() != "" || c.Server.BaseURL != "http://localhost:8443" || c.Store.Path != "/tmp/x.db" || c.PKCS11.PIN.Reveal() != "4321" {
+	if c.Source() != "" || c.SHA256() != "" || c.Server.BaseURL != "http://localhost:8443" || c.Store.Path != "/tmp/x.db" || c.PKCS11.PIN.Reveal() != "4321" {
 		t.Errorf("got %+v (source %q)", c, c.Source())
 	}
 }
@@ -792,4 +797,15 @@ func TestDualControlSources(t *testing.T) {
 	if got := c.Admin.DualControlOps(); strings.Join(got, " ") != "RemoveCredential EnrollTSA" || c.Admin.PendingTTL != 24*time.Hour {
 		t.Errorf("from the environment: %v, ttl %v", got, c.Admin.PendingTTL)
 	}
+}
+
+// fileSHA256 is the lowercase hex SHA-256 of the file at path.
+func fileSHA256(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
 }

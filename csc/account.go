@@ -9,6 +9,7 @@ import (
 
 	"github.com/signd/signd/csc/certstatus"
 	"github.com/signd/signd/oauth/account"
+	"github.com/signd/signd/oauth/passwords"
 	"github.com/signd/signd/store"
 )
 
@@ -120,7 +121,10 @@ func (a *Account) SetEnabled(ctx context.Context, username, id string, enabled b
 		case c.Owner != username:
 			return account.ErrRefused
 		}
-		entry := &store.AuditEntry{Time: a.now(), User: username, Credential: c.ID, Outcome: store.AuditOK}
+		// The owner acts: Actor names them, IP is where from (the account
+		// page's passwords.Origin).
+		entry := &store.AuditEntry{Time: a.now(), User: username, Credential: c.ID, Outcome: store.AuditOK,
+			Actor: "user:" + username, Target: "credential:" + c.ID, IP: passwords.OriginFrom(ctx).IP}
 		switch {
 		case enabled && c.Status == store.CredentialEnabled, !enabled && c.Status == store.CredentialDisabled && c.DisabledBy == store.DisabledByOwner:
 			return nil // already so (a second click)

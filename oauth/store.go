@@ -24,6 +24,8 @@ type Tx interface {
 	store.RevocationReader
 	// PutUser records failed logins and the lockout (store.UserTx).
 	PutUser(u *store.User) error
+	// AuditAppender: logins, their locks and logouts (passwords, browser).
+	store.AuditAppender
 }
 
 // Store is the authorization server's view of the store; store.Scope makes

@@ -104,6 +104,11 @@ func (a *app) serve(ctx context.Context, cfg *config.Config, load func() (*confi
 		return err
 	}
 	defer db.Close()
+	// The configuration this daemon runs with, in the audit log before
+	// anything else it does.
+	if err := appendAudit(ctx, db, configLoadedEntry(cfg, configStart, a.clock())); err != nil {
+		return fmt.Errorf("audit log: recording the configuration: %w", err)
+	}
 	mx := newMetrics()
 	token, err := openToken(cfg, logger, mx)
 	if err != nil {
@@ -205,7 +210,7 @@ func (a *app) serve(ctx context.Context, cfg *config.Config, load func() (*confi
 		},
 	}
 	if sa, ok := db.(storeAdmin); ok { // the bbolt file; etcd has etcdctl
-		mounters = append(mounters, storeAdminHandler{DB: sa, Logger: logger})
+		mounters = append(mounters, storeAdminHandler{DB: sa, Audit: db, Principal: roles.Principal, Now: a.clock, Logger: logger})
 	}
 	for _, m := range mounters {
 		if err := m.Mount(ae.Group("")); err != nil {
@@ -238,7 +243,8 @@ func (a *app) serve(ctx context.Context, cfg *config.Config, load func() (*confi
 				sdNotify(logger, state)
 			}
 		}
-		(&reloader{load: load, level: level, certs: certs, logger: logger, notify: notify}).run(reloadCtx, hup)
+		(&reloader{load: load, level: level, certs: certs, logger: logger, notify: notify, now: a.clock,
+			audit: func(e *store.AuditEntry) error { return appendAudit(reloadCtx, db, e) }}).run(reloadCtx, hup)
 	}()
 	defer func() { stopReload(); <-reloaded }()
 	stopping := notifySystemd(ctx, logger, func(ctx context.Context) bool {

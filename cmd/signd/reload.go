@@ -9,10 +9,12 @@ import (
 	"os/signal"
 	"sync/atomic"
 	"syscall"
+	"time"
 
 	"github.com/coreos/go-systemd/v22/daemon"
 
 	"github.com/signd/signd/config"
+	"github.com/signd/signd/store"
 )
 
 // certSource serves the TLS certificate through tls.Config.GetCertificate
@@ -48,25 +50,44 @@ type reloader struct {
 	logger *slog.Logger
 	// notify tells systemd a state (sdNotify, or nothing before READY=1).
 	notify func(state string)
+	// audit appends the reload's config_loaded entry: ok with the new
+	// file's digest, or refused with why nothing changed.
+	audit func(e *store.AuditEntry) error
+	now   func() time.Time
 }
 
 // reload runs one reload and says what it did, or why it did nothing.
 func (r *reloader) reload() error {
 	cfg, err := r.load()
 	if err != nil {
+		r.record(configRefusedEntry("configuration refused", r.now()))
 		return fmt.Errorf("reload: configuration refused, nothing changed: %w", err)
 	}
 	if (r.certs != nil) != cfg.Server.TLS.Enabled() {
+		r.record(configRefusedEntry("turning TLS on or off needs a restart", r.now()))
 		return fmt.Errorf("reload: turning TLS on or off needs a restart; nothing changed")
 	}
 	if r.certs != nil {
 		if err := r.certs.load(cfg.Server.TLS.CertFile, cfg.Server.TLS.KeyFile); err != nil {
+			r.record(configRefusedEntry("TLS certificate or key not loaded", r.now()))
 			return fmt.Errorf("reload: %w; the previous certificate stays", err)
 		}
 	}
 	r.level.Set(cfg.Log.SlogLevel())
+	r.record(configLoadedEntry(cfg, configReload, r.now()))
 	r.logger.Info("reloaded", "tls", r.certs != nil, "log_level", cfg.Log.Level)
 	return nil
+}
+
+// record appends e to the audit log; a store that fails is logged (the
+// reload has been applied, or refused, all the same).
+func (r *reloader) record(e *store.AuditEntry) {
+	if r.audit == nil {
+		return
+	}
+	if err := r.audit(e); err != nil {
+		r.logger.Error("reload: the audit entry could not be written", "outcome", e.Outcome, "err", err)
+	}
 }
 
 // sighup turns SIGHUP into values of the returned channel until ctx is

@@ -16,6 +16,7 @@ import (
 	"github.com/signd/signd/hsm"
 	"github.com/signd/signd/oauth"
 	"github.com/signd/signd/oauth/pages"
+	"github.com/signd/signd/oauth/passwords"
 	"github.com/signd/signd/store"
 )
 
@@ -96,6 +97,7 @@ func (s *server) echo() *echo.Echo {
 	e.IPExtractor = clientIP(s.TrustedProxies)
 	e.Use(
 		requestID,
+		remoteOrigin,
 		middleware.RequestLoggerWithConfig(middleware.RequestLoggerConfig{
 			LogURIPath: true, LogMethod: true, LogStatus: true, LogLatency: true,
 			LogRequestID: true, LogRemoteIP: true, LogError: true, HandleError: true,
@@ -137,6 +139,18 @@ func (s *server) echo() *echo.Echo {
 	e.GET(pages.LogoRoute, s.Pages.ServeLogo)
 	e.GET(pages.LangRoute, s.Pages.SwitchLang)
 	return e
+}
+
+// remoteOrigin puts the request's remote address (c.RealIP: clientIP's
+// policy, the address the rate limits key on) into its context as the IP
+// of a passwords.Origin, for the audit entries of logins and locks: the
+// CSC API's handlers past the request's parsing see only its context.
+func remoteOrigin(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		req := c.Request()
+		c.SetRequest(req.WithContext(passwords.WithOrigin(req.Context(), passwords.Origin{IP: c.RealIP()})))
+		return next(c)
+	}
 }
 
 // clientIP is how c.RealIP (the logged remote_ip) finds the client. With

@@ -43,10 +43,12 @@ func TestStoreBackupAndCheckCLI(t *testing.T) {
 	_, stop := e.startDaemon()
 
 	// The audit log: user_added, client_added and the two
-	// credential_enrolled entries (pending, enabled).
+	// credential_enrolled entries (pending, enabled), then the daemon's
+	// config_loaded and oidc_key_created; the backup's own entry follows
+	// its snapshot.
 	online := filepath.Join(e.dir, "online.db")
 	out := e.must("", "store", "backup", online)
-	if !strings.HasPrefix(out, "backup written: "+online) || !strings.Contains(out, "audit log 4 entries") {
+	if !strings.HasPrefix(out, "backup written: "+online) || !strings.Contains(out, "audit log 6 entries") {
 		t.Errorf("store backup (daemon) = %q", out)
 	}
 	if fi, err := os.Stat(online); err != nil || fi.Mode().Perm() != 0o600 {
@@ -60,7 +62,7 @@ func TestStoreBackupAndCheckCLI(t *testing.T) {
 		t.Error("the existing backup changed")
 	}
 	out = e.must("", "store", "check")
-	if !strings.HasPrefix(out, "store intact: "+e.store) || !strings.Contains(out, "audit log 4 entries") {
+	if !strings.HasPrefix(out, "store intact: "+e.store) || !strings.Contains(out, "audit log 7 entries") {
 		t.Errorf("store check (daemon) = %q", out)
 	}
 	var rep struct {
@@ -68,7 +70,7 @@ func TestStoreBackupAndCheckCLI(t *testing.T) {
 		AuditEntries uint64 `json:"audit_entries"`
 		Records      int    `json:"records"`
 	}
-	if err := json.Unmarshal([]byte(e.must("", "store", "check", "--json")), &rep); err != nil || !rep.OK || rep.AuditEntries != 4 || rep.Records < 3 {
+	if err := json.Unmarshal([]byte(e.must("", "store", "check", "--json")), &rep); err != nil || !rep.OK || rep.AuditEntries != 7 || rep.Records < 3 {
 		t.Errorf("store check --json (daemon): %+v %v", rep, err)
 	}
 	stop()
@@ -94,8 +96,8 @@ func TestStoreBackupAndCheckCLI(t *testing.T) {
 	if out := e.must("", "user", "list"); !strings.Contains(out, "alice") {
 		t.Errorf("user list on the restored store: %q", out)
 	}
-	// Four, then the read of user list.
-	if out := e.must("", "audit", "verify"); !strings.HasPrefix(out, "audit log intact: 5 entries") {
+	// Six, then the read of user list.
+	if out := e.must("", "audit", "verify"); !strings.HasPrefix(out, "audit log intact: 7 entries") {
 		t.Errorf("audit verify on the restored store: %q", out)
 	}
 	if _, stop := e.startDaemon(); stop == nil {

@@ -105,12 +105,24 @@ func (s *services) oidcProvider() (*oidc.Provider, error) {
 		return nil, err
 	}
 	ctx := context.Background()
+	before, err := s.keys.Keys(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("oidc signing key: %w", err)
+	}
 	active, err := s.ensureSigningKeys(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("oidc signing key: %w", err)
 	}
 	if _, err := s.keys.Purge(ctx); err != nil {
 		s.logger.Warn("oidc: purging expired signing keys failed", "err", err)
+	}
+	// What the daemon changed by itself is audited (Actor "signd").
+	after, err := s.keys.Keys(ctx)
+	if err == nil {
+		err = appendAudit(ctx, s.store, oidcKeyEntries(before, after, s.now())...)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("oidc signing keys: auditing the start's changes: %w", err)
 	}
 	s.logger.Info("oidc signing key", "kid", active.KID, "alg", active.Algorithm)
 	return &oidc.Provider{

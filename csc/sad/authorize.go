@@ -180,6 +180,7 @@ func (h *Handler) checkPIN(ctx context.Context, g *oauth.Grant, req authorizeReq
 	case withOTP && !req.hasOTP:
 		return protocol.Missing("string", "OTP")
 	}
+	ctx = passwords.WithOrigin(ctx, passwords.Origin{Client: g.ClientID, Door: passwords.DoorCredentialsPIN})
 	res, err := h.PIN.CheckSigningPIN(ctx, g.Username, req.pin, req.otp)
 	if err != nil {
 		return err

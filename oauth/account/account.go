@@ -280,7 +280,8 @@ func (h *Handler) accountLogin(c echo.Context) error {
 	}
 	now := h.now()
 	username := r.PostForm.Get(fieldUsername)
-	user, ok, err := h.Passwords.Login(r.Context(), username, r.PostForm.Get(fieldPassword), r.PostForm.Get(fieldOTP), now)
+	ctx := passwords.WithOrigin(r.Context(), passwords.Origin{IP: c.RealIP(), Door: passwords.DoorAccountPage})
+	user, ok, err := h.Passwords.Login(ctx, username, r.PostForm.Get(fieldPassword), r.PostForm.Get(fieldOTP), now)
 	switch {
 	case errors.Is(err, passwords.ErrBusy):
 		return h.renderAccountLogin(c, lang, "error.busy", username)
@@ -336,7 +337,8 @@ func (h *Handler) accountChange(c echo.Context) error {
 	if id == "" {
 		return oauth.NewPageError(http.StatusBadRequest, lang, "errorpage.request")
 	}
-	err = h.Backend.SetEnabled(r.Context(), user.Username, id, enable)
+	ctx := passwords.WithOrigin(r.Context(), passwords.Origin{IP: c.RealIP(), Door: passwords.DoorAccountPage})
+	err = h.Backend.SetEnabled(ctx, user.Username, id, enable)
 	if errors.Is(err, ErrRefused) {
 		h.log.WarnContext(c.Request().Context(), "account page change refused", "username", user.Username, "credential_id", oauth.Clip(id), "enable", enable)
 		return h.renderAccount(c, lang, user, "account.refused")

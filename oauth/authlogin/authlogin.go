@@ -98,7 +98,8 @@ func New(cfg Config) (*Login, error) {
 // access token, and a refresh token when rememberMe.
 func (p *Login) Login(ctx context.Context, username, password string, rememberMe bool) (*Tokens, error) {
 	now := p.cfg.Now()
-	user, ok, err := p.cfg.Passwords.LoginWithoutCode(ctx, username, password, now)
+	user, ok, err := p.cfg.Passwords.LoginWithoutCode(
+		passwords.WithOrigin(ctx, passwords.Origin{Client: p.cfg.ClientID, Door: passwords.DoorAuthLogin}), username, password, now)
 	switch {
 	case errors.Is(err, passwords.ErrBusy):
 		return nil, busy()

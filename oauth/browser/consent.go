@@ -70,7 +70,7 @@ func (h *Handler) consent(c echo.Context) error {
 	if !cons.RequirePIN {
 		return h.issueCode(c, f, nil)
 	}
-	notice, err := h.approvePIN(ctx, f, user, form.Get(fieldPIN))
+	notice, err := h.approvePIN(passwords.WithOrigin(ctx, passwords.Origin{IP: c.RealIP()}), f, user, form.Get(fieldPIN))
 	switch {
 	case err != nil:
 		return h.finish(c, f, err, nil)
@@ -116,6 +116,7 @@ func (h *Handler) approvePIN(ctx context.Context, f *flow, user *store.User, pin
 	if err := h.pinUsable(user); err != nil {
 		return "", err
 	}
+	ctx = passwords.WithOrigin(ctx, passwords.Origin{Client: f.req.ClientID, Door: passwords.DoorConsentPage})
 	ok, refusal, err := h.checkPIN(ctx, user.Username, pin)
 	switch {
 	case errors.Is(err, passwords.ErrBusy):

@@ -36,7 +36,9 @@ func (h *Handler) login(c echo.Context) error {
 		return h.finish(c, f, oauth.Errorf(oauth.CodeAccessDenied, http.StatusForbidden, "Resource owner cancelled the login"), nil)
 	}
 	username, password, code := form.Get(fieldUsername), form.Get(fieldPassword), form.Get(fieldOTP)
-	user, ok, err := h.passwords.Login(c.Request().Context(), username, password, code, now)
+	ctx := passwords.WithOrigin(c.Request().Context(),
+		passwords.Origin{Client: f.req.ClientID, IP: c.RealIP(), Door: passwords.DoorLoginPage})
+	user, ok, err := h.passwords.Login(ctx, username, password, code, now)
 	if errors.Is(err, passwords.ErrBusy) {
 		return h.renderLogin(c, f, "error.busy", username)
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/signd/signd/oauth"
+	"github.com/signd/signd/oauth/passwords"
 	"github.com/signd/signd/store"
 )
 
@@ -105,7 +106,8 @@ func (h *Handler) OpenSession(c echo.Context, username string, now time.Time) er
 }
 
 // EndSession removes the browser's login session from the store (the
-// flows' single sign-on ends with it) and expires its cookie. It returns
+// flows' single sign-on ends with it), with a logout audit entry in the
+// same transaction, and expires its cookie. It returns
 // the session's user, "" when there was none.
 func (h *Handler) EndSession(c echo.Context) (string, error) {
 	ck, err := c.Cookie(sessionCookie)
@@ -114,13 +116,19 @@ func (h *Handler) EndSession(c echo.Context) (string, error) {
 	}
 	hash := store.Fingerprint(ck.Value)
 	username := ""
+	ip := passwords.AuditIP(c.RealIP())
 	err = h.store.Update(c.Request().Context(), func(tx oauth.Tx) error {
 		sess, err := tx.Session(hash)
 		if err != nil {
 			return err
 		}
 		username = sess.Username
-		return tx.DeleteSession(hash)
+		if err := tx.DeleteSession(hash); err != nil {
+			return err
+		}
+		return tx.AppendAudit(&store.AuditEntry{Time: h.now(), Kind: store.AuditLogout, User: sess.Username,
+			Actor: "user:" + sess.Username, Target: "user:" + sess.Username,
+			IP: ip, Outcome: store.AuditOK})
 	})
 	if err != nil && !errors.Is(err, store.ErrNotFound) {
 		return "", err

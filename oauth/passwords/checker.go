@@ -23,12 +23,15 @@ type Hasher interface {
 	Dummy(secret []byte)
 }
 
-// Tx is what a Checker uses of a store transaction: the user, and the
-// write of its counters and locks.
+// Tx is what a Checker uses of a store transaction: the user, the write
+// of its counters and locks, and their audit entries.
 type Tx interface {
 	store.UserReader
 	// PutUser records failed guesses and the lockout (store.UserTx).
 	PutUser(u *store.User) error
+	// AuditAppender: each login attempt and lock, in the transaction that
+	// counts it (audit.go).
+	store.AuditAppender
 }
 
 // Store is a Checker's view of the store; store.Scope makes one from any

@@ -9,8 +9,11 @@
 // are ever evaluated between two successes.
 //
 // passwords owns the counters and locks on store.User (FailedPasswords,
-// PasswordLockedUntil, FailedPINs, PINLocked, TOTPLastStep) and nothing
-// else: the caller renders the answer, opens the session or issues the
+// PasswordLockedUntil, FailedPINs, PINLocked, TOTPLastStep) and the audit
+// entries of what it decides — each login attempt, each lock — appended in
+// the transaction that writes them (audit.go), with where the request came
+// from (Origin, which the door puts in its context); nothing else: the
+// caller renders the answer, opens the session or issues the
 // code, and re-checks the locks in the write transaction that ends its
 // step (see guess.go, step 4). It imports no HTTP package and nothing of
 // signd above store.

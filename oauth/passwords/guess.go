@@ -1,6 +1,7 @@
 package passwords
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"sync"
@@ -193,6 +194,31 @@ type guess struct {
 	hash string      // the stored hash to check
 	// inFlight is true while the guess counts in c.inflight.
 	inFlight bool
+	// audit, when set, appends the guess's audit entries in the write
+	// transaction that settles it (or returns its reservation, cancel), so
+	// that no guess is answered without its entry: u as that transaction
+	// read it (as reserved when removed meanwhile) and the outcome.
+	audit func(tx Tx, u *store.User, s settlement) error
+}
+
+// whyLockedMeanwhile is the reason of a right password settled as wrong
+// because the account was locked after it was reserved.
+const whyLockedMeanwhile = "account locked meanwhile"
+
+// settlement is the outcome of a settled guess, for its audit entries.
+type settlement struct {
+	accepted, locked, lockedNow bool
+	// why is the reason of a guess not accepted ("wrong password",
+	// "replayed one-time code", ...).
+	why string
+}
+
+// record calls g.audit, when set.
+func (g *guess) record(tx Tx, u *store.User, s settlement) error {
+	if g.audit == nil {
+		return nil
+	}
+	return g.audit(tx, u, s)
 }
 
 // reserve runs step 1 for a guess of the secret kind of username. The
@@ -234,7 +260,10 @@ func (c *Checker) reserve(ctx context.Context, kind secretKind, username string)
 			}
 			c.lock(kind, u, now)
 			lockedNow = true
-			return tx.PutUser(u)
+			if err := tx.PutUser(u); err != nil {
+				return err
+			}
+			return tx.AppendAudit(c.lockEntry(ctx, kind, u))
 		}
 		*failed++
 		if err := tx.PutUser(u); err != nil {
@@ -268,8 +297,8 @@ func (g *guess) release() {
 // whether the secret is locked afterwards, and whether this call locked it.
 // It runs even when the client has gone away, so that a finished
 // evaluation is always recorded.
-func (g *guess) settle(ctx context.Context, ok bool) (locked, lockedNow bool, err error) {
-	_, locked, lockedNow, err = g.settleStep(ctx, ok, 0)
+func (g *guess) settle(ctx context.Context, ok bool, why string) (locked, lockedNow bool, err error) {
+	_, locked, lockedNow, err = g.settleStep(ctx, ok, 0, why)
 	return locked, lockedNow, err
 }
 
@@ -278,7 +307,9 @@ func (g *guess) settle(ctx context.Context, ok bool) (locked, lockedNow bool, er
 // the user's TOTPLastStep is a replayed code: it is settled as a wrong
 // guess. Otherwise the step is recorded in the same write transaction, so
 // of concurrent guesses with one code exactly one is accepted. accepted is
-// the outcome after that check.
+// the outcome after that check. why is the audit reason of a guess that is
+// not ok (g.audit); settleStep sets its own when it turns a right guess
+// down.
 //
 // A right password that settles while the account is locked (by guesses
 // that settled first, or by an admin) is no success: it is settled as a
@@ -288,27 +319,39 @@ func (g *guess) settle(ctx context.Context, ok bool) (locked, lockedNow bool, er
 //
 // A success resets the counter and, for a password, forgets the timed
 // locks before it (the next lock lasts Lockout.Base again).
-func (g *guess) settleStep(ctx context.Context, ok bool, totpStep int64) (accepted, locked, lockedNow bool, err error) {
+func (g *guess) settleStep(ctx context.Context, ok bool, totpStep int64, why string) (accepted, locked, lockedNow bool, err error) {
 	limit := g.c.cfg.MaxFailures
 	kind := g.key.kind
 	now := g.c.now()
 	err = g.c.store.Update(context.WithoutCancel(ctx), func(tx Tx) error {
 		accepted, locked, lockedNow = ok, false, false
+		reason := ""
+		if !ok {
+			reason = why
+		}
 		g.release()
 		u, err := tx.User(g.key.username)
 		if errors.Is(err, store.ErrNotFound) {
-			return nil // deleted meanwhile
+			// Deleted meanwhile: the entry names the user as reserved.
+			return g.record(tx, g.user, settlement{why: "user removed meanwhile"})
 		}
 		if err != nil {
 			return err
 		}
+		// put writes u back with the guess's audit entries.
+		put := func() error {
+			if err := tx.PutUser(u); err != nil {
+				return err
+			}
+			return g.record(tx, u, settlement{accepted, locked, lockedNow, reason})
+		}
 		failed, _ := kind.state(u)
 		if accepted && kind == secretPassword && kind.lockedAt(u, now) {
-			accepted = false
+			accepted, reason = false, whyLockedMeanwhile
 		}
 		if accepted && totpStep != 0 {
 			if u.TOTPLastStep >= totpStep {
-				accepted = false // replayed: a wrong code
+				accepted, reason = false, "replayed one-time code" // a wrong code
 			} else {
 				u.TOTPLastStep = totpStep
 			}
@@ -319,13 +362,13 @@ func (g *guess) settleStep(ctx context.Context, ok bool, totpStep int64) (accept
 			n := min(g.c.inflight.count(g.key), max(*failed-1, 0))
 			forget := kind == secretPassword && (u.PasswordLockouts != 0 || !u.PasswordLockedUntil.IsZero())
 			if n == *failed && totpStep == 0 && !forget {
-				return nil
+				return g.record(tx, u, settlement{accepted: true})
 			}
 			*failed = n
 			if forget {
 				u.PasswordLockouts, u.PasswordLockedUntil = 0, time.Time{}
 			}
-			return tx.PutUser(u)
+			return put()
 		}
 		// A wrong guess writes the user back even when nothing changed:
 		// cancel (a pageless refusal of a TOTP user's right password)
@@ -333,14 +376,14 @@ func (g *guess) settleStep(ctx context.Context, ok bool, totpStep int64) (accept
 		// commit, so the two would differ in time.
 		if kind.lockedAt(u, now) {
 			locked = true
-			return tx.PutUser(u)
+			return put()
 		}
 		if *failed < limit {
-			return tx.PutUser(u)
+			return put()
 		}
 		g.c.lock(kind, u, now)
 		locked, lockedNow = true, true
-		return tx.PutUser(u)
+		return put()
 	})
 	return accepted, locked, lockedNow, err
 }
@@ -348,14 +391,29 @@ func (g *guess) settleStep(ctx context.Context, ok bool, totpStep int64) (accept
 // cancel returns the reservation of a guess that was not evaluated (no
 // hashing slot in time, or the client went away).
 func (g *guess) cancel(ctx context.Context) error {
+	return g.cancelAudited(ctx, "")
+}
+
+// cancelAudited is cancel for a guess that was evaluated and is answered
+// as failed without counting (a pageless login of a TOTP user): when why
+// is not "", the guess's audit entries are appended in the same
+// transaction (g.audit), with why as the reason.
+func (g *guess) cancelAudited(ctx context.Context, why string) error {
 	return g.c.store.Update(context.WithoutCancel(ctx), func(tx Tx) error {
 		g.release()
 		u, err := tx.User(g.key.username)
 		if errors.Is(err, store.ErrNotFound) {
-			return nil
-		}
-		if err != nil {
+			u = nil
+		} else if err != nil {
 			return err
+		}
+		if why != "" {
+			if err := g.record(tx, cmp.Or(u, g.user), settlement{why: why}); err != nil {
+				return err
+			}
+		}
+		if u == nil {
+			return nil
 		}
 		failed, _ := g.key.kind.state(u)
 		if *failed == 0 {

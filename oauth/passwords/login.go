@@ -48,9 +48,11 @@ func (c *Checker) checkCredentials(ctx context.Context, username, password, code
 		if err := c.limiter.do(ctx, func() { c.hasher.Dummy([]byte(password)) }); err != nil {
 			return nil, false, err
 		}
-		// A settled guess costs a write transaction (an fsync): so does
-		// this answer.
-		if err := c.store.Update(ctx, func(Tx) error { return nil }); err != nil {
+		// A settled guess costs a write transaction (an fsync) and an
+		// audit entry: so does this answer.
+		outcome, reason := unevaluated(res, user)
+		entry := c.loginEntry(ctx, user, pageless, outcome, reason)
+		if err := c.store.Update(ctx, func(tx Tx) error { return tx.AppendAudit(entry) }); err != nil {
 			return nil, false, err
 		}
 		switch {
@@ -63,22 +65,40 @@ func (c *Checker) checkCredentials(ctx context.Context, username, password, code
 		}
 		return nil, false, nil
 	}
+	g.audit = func(tx Tx, u *store.User, s settlement) error {
+		outcome := store.AuditFailed
+		switch {
+		case s.accepted:
+			outcome = store.AuditOK
+		case s.why == whyLockedMeanwhile:
+			outcome = store.AuditRefused
+		}
+		if err := tx.AppendAudit(c.loginEntry(ctx, u, pageless, outcome, s.why)); err != nil {
+			return err
+		}
+		if s.lockedNow {
+			return tx.AppendAudit(c.lockEntry(ctx, secretPassword, u))
+		}
+		return nil
+	}
 	ok, err := g.evaluate(ctx, []byte(password))
 	if err != nil {
 		return nil, false, err
 	}
 	if ok && user.TOTPSecret != "" && pageless {
-		if err := g.cancel(ctx); err != nil {
+		if err := g.cancelAudited(ctx, "the account requires a one-time code"); err != nil {
 			return nil, false, err
 		}
 		c.log.InfoContext(ctx, "password login refused: the account requires a one-time code", "username", username)
 		return nil, false, nil
 	}
 	var step int64
+	why := "wrong password"
 	if ok && user.TOTPSecret != "" {
 		step, ok = totpStep(code, user.TOTPSecret, now)
+		why = "wrong one-time code"
 	}
-	ok, locked, lockedNow, err := g.settleStep(ctx, ok, step)
+	ok, locked, lockedNow, err := g.settleStep(ctx, ok, step, why)
 	if err != nil {
 		return nil, false, err
 	}
@@ -93,6 +113,20 @@ func (c *Checker) checkCredentials(ctx context.Context, username, password, code
 		c.log.InfoContext(ctx, "login failed", "user_known", true, "username", username)
 	}
 	return nil, false, nil
+}
+
+// unevaluated is the audit outcome and reason of a login whose password
+// was not evaluated (reserve's refusal res; user nil when unknown).
+func unevaluated(res reservation, user *store.User) (outcome, reason string) {
+	switch {
+	case user == nil:
+		return store.AuditFailed, "unknown user"
+	case res == refusedLocked, user.PasswordLocked:
+		return store.AuditRefused, "account locked"
+	case user.Status != store.UserActive:
+		return store.AuditRefused, "account disabled"
+	}
+	return store.AuditRefused, "no password set"
 }
 
 // TOTP parameters (RFC 6238 with the defaults authenticator apps use).

@@ -79,6 +79,12 @@ func (c *Checker) CheckPIN(ctx context.Context, username, pin string, otp *strin
 		c.log.WarnContext(ctx, "account locked or disabled: consent refused", "username", username)
 		return PINUnusable, user, nil
 	}
+	g.audit = func(tx Tx, u *store.User, s settlement) error {
+		if !s.lockedNow {
+			return nil // the door audits the attempt
+		}
+		return tx.AppendAudit(c.lockEntry(ctx, secretPIN, u))
+	}
 	ok, err := g.evaluate(ctx, []byte(pin))
 	if err != nil {
 		return 0, user, err
@@ -89,9 +95,9 @@ func (c *Checker) CheckPIN(ctx context.Context, username, pin string, otp *strin
 		if ok {
 			step, ok = totpStep(*otp, g.user.TOTPSecret, c.now())
 		}
-		ok, locked, lockedNow, err = g.settleStep(ctx, ok, step)
+		ok, locked, lockedNow, err = g.settleStep(ctx, ok, step, "")
 	} else {
-		locked, lockedNow, err = g.settle(ctx, ok)
+		locked, lockedNow, err = g.settle(ctx, ok, "")
 	}
 	switch {
 	case err != nil:
