@@ -126,13 +126,21 @@ func (l *Local) allow(ctx context.Context, by Principal, op string) error {
 	if !ok {
 		return errorf(KindInternal, "%s: operation without a declared role", op)
 	}
-	for _, r := range o.Roles {
+	return l.Authorize(ctx, by, op, o.Roles)
+}
+
+// Authorize checks that by holds one of roles for the operation named op,
+// for what a transport serves outside Operations (the store's backup and
+// check on the admin socket): the same refusal, audit entry and log line
+// as every operation of Operations gets.
+func (l *Local) Authorize(ctx context.Context, by Principal, op string, roles []Role) error {
+	for _, r := range roles {
 		if by.Has(r) {
 			return nil
 		}
 	}
-	need := make([]string, len(o.Roles))
-	for i, r := range o.Roles {
+	need := make([]string, len(roles))
+	for i, r := range roles {
 		need[i] = string(r)
 	}
 	reason := fmt.Sprintf("%s requires the role %s", op, strings.Join(need, " or "))

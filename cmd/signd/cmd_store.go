@@ -249,7 +249,25 @@ func (h storeAdminHandler) Mount(g *echo.Group) error {
 		h.Now = time.Now
 	}
 	db, logger := h.DB, h.Logger
+	gate := &admin.Local{Store: h.Audit, Now: h.Now, Logger: logger}
+	// authorize names the peer and checks its roles: a backup copies every
+	// record and hash the roles guard, so it is the security officer's; a
+	// check reports only the file's health, to any role.
+	authorize := func(c echo.Context, op string, roles []admin.Role) (admin.Principal, error) {
+		cred, ok := adminrpc.Peer(c.Request().Context())
+		if !ok {
+			return admin.Principal{}, c.JSON(http.StatusForbidden, &admin.Error{Kind: admin.KindForbidden, Message: "admin socket: the peer's credentials are unknown"})
+		}
+		by := h.Principal(cred)
+		if err := gate.Authorize(c.Request().Context(), by, op, roles); err != nil {
+			return by, c.JSON(http.StatusForbidden, err)
+		}
+		return by, nil
+	}
 	g.POST("/admin/v1/StoreCheck", func(c echo.Context) error {
+		if _, err := authorize(c, "StoreCheck", admin.Roles()); err != nil || c.Response().Committed {
+			return err
+		}
 		rep, err := db.Check(c.Request().Context())
 		if err != nil {
 			logger.Error("store check failed", "err", err)
@@ -262,11 +280,10 @@ func (h storeAdminHandler) Mount(g *echo.Group) error {
 	})
 	g.POST("/admin/v1/StoreBackup", func(c echo.Context) error {
 		ctx := c.Request().Context()
-		cred, ok := adminrpc.Peer(ctx)
-		if !ok {
-			return c.JSON(http.StatusForbidden, &admin.Error{Kind: admin.KindForbidden, Message: "admin socket: the peer's credentials are unknown"})
+		by, err := authorize(c, "StoreBackup", []admin.Role{admin.RoleSecurityOfficer})
+		if err != nil || c.Response().Committed {
+			return err
 		}
-		by := h.Principal(cred)
 		c.Response().Header().Set(echo.HeaderContentType, "application/octet-stream")
 		c.Response().WriteHeader(http.StatusOK)
 		sum := sha256.New()

@@ -186,9 +186,14 @@ func TestAdminRolesThroughSocket(t *testing.T) {
 	r := newRolesEnv(t)
 	uids := map[admin.Role]uint32{admin.RoleSecurityOfficer: 54401, admin.RoleAdministrator: 54402, admin.RoleAuditor: 54403}
 
+	// The operations of admin.Operations, and the store's methods the
+	// daemon serves beside them (a backup is the security officer's).
+	ops := append(admin.Operations(),
+		admin.Operation{Name: "StoreCheck", Roles: admin.Roles()},
+		admin.Operation{Name: "StoreBackup", Roles: []admin.Role{admin.RoleSecurityOfficer}})
 	var calls []rpcCall
 	calls = append(calls, rpcCall{Method: "WhoAmI", Body: "{}"})
-	for _, op := range admin.Operations() {
+	for _, op := range ops {
 		calls = append(calls, rpcCall{Method: op.Name, Body: bodyOf(op.Name)})
 	}
 	refused := map[string]int{} // "actor op" → refusals the test expects
@@ -202,7 +207,7 @@ func TestAdminRolesThroughSocket(t *testing.T) {
 			id.Actor != actor || !slices.Equal(id.Roles, []admin.Role{role}) || !id.SeparationOfDuties {
 			t.Errorf("%s: WhoAmI %d %s", role, got[0].Status, got[0].Answer)
 		}
-		for i, op := range admin.Operations() {
+		for i, op := range ops {
 			c := got[i+1]
 			if !slices.Contains(op.Roles, role) {
 				var ae admin.Error
