@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/miekg/pkcs11"
+	"github.com/signd/signd/hsm/ckr"
 )
 
 // Capabilities is what a token says about itself when it is opened
@@ -100,7 +101,7 @@ var tokenFlags = []struct {
 func probe(lib p11, path string, slot uint) (*Capabilities, error) {
 	ti, err := lib.GetTokenInfo(slot)
 	if err != nil {
-		return nil, ckr("C_GetTokenInfo", err)
+		return nil, ckr.Wrap("C_GetTokenInfo", err)
 	}
 	c := &Capabilities{
 		Module:          path,

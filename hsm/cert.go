@@ -7,6 +7,7 @@ import (
 	"fmt"
 
 	"github.com/miekg/pkcs11"
+	"github.com/signd/signd/hsm/ckr"
 )
 
 // ImportCertificate stores cert on the token as a CKO_CERTIFICATE object
@@ -53,11 +54,11 @@ func (t *Token) ImportCertificate(ctx context.Context, id []byte, label string, 
 			pkcs11.NewAttribute(pkcs11.CKA_ID, id),
 			pkcs11.NewAttribute(pkcs11.CKA_LABEL, lbl),
 		}); err != nil {
-			return ckr("C_CreateObject", err)
+			return ckr.Wrap("C_CreateObject", err)
 		}
 		for _, h := range old {
 			if err := t.lib.DestroyObject(s, h); err != nil {
-				return ckr("C_DestroyObject", err)
+				return ckr.Wrap("C_DestroyObject", err)
 			}
 		}
 		return nil

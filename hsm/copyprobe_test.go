@@ -9,6 +9,7 @@ import (
 
 	"github.com/miekg/pkcs11"
 
+	"github.com/signd/signd/hsm/ckr"
 	"github.com/signd/signd/hsm/hsmtest"
 )
 
@@ -165,7 +166,7 @@ func TestFreezeProbeCopyNotDestroyed(t *testing.T) {
 	if fake.Calls("DestroyObject") == 0 {
 		lacks(t, "the token refuses to copy a key imported without CKA_COPYABLE false")
 	}
-	if rv(err) != pkcs11.CKR_ACTION_PROHIBITED {
+	if ckr.RV(err) != pkcs11.CKR_ACTION_PROHIBITED {
 		t.Fatalf("CheckKeys: %v, want the C_DestroyObject error", err)
 	}
 	if n, err := objectsOf(looker, pkcs11.NewAttribute(pkcs11.CKA_TOKEN, false)); err != nil || n != 0 {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/miekg/pkcs11"
+	"github.com/signd/signd/hsm/ckr"
 )
 
 // Ed25519 (PKCS#11 v3.0 §2.3.6, §2.3.14): the key type and mechanisms
@@ -47,11 +48,11 @@ func (t *Token) CanEd25519(ctx context.Context) (bool, error) {
 			flag uint
 		}{{ckmECEdwardsKeyPairGen, pkcs11.CKF_GENERATE_KEY_PAIR}, {ckmEdDSA, pkcs11.CKF_SIGN}} {
 			mi, err := t.lib.GetMechanismInfo(t.slot, []*pkcs11.Mechanism{pkcs11.NewMechanism(m.typ, nil)})
-			if rv(err) == pkcs11.CKR_MECHANISM_INVALID {
+			if ckr.RV(err) == pkcs11.CKR_MECHANISM_INVALID {
 				return nil
 			}
 			if err != nil {
-				return ckr("C_GetMechanismInfo", err)
+				return ckr.Wrap("C_GetMechanismInfo", err)
 			}
 			if mi.Flags&m.flag == 0 {
 				return nil
@@ -241,7 +242,7 @@ func (t *Token) SignEd25519(ctx context.Context, id []byte, message []byte) ([]b
 
 func (t *Token) signEd25519(ctx context.Context, id []byte, message []byte) ([]byte, error) {
 	if len(message) > maxEd25519Message {
-		return nil, &notSignedError{fmt.Errorf("hsm: sign: %w: message of %d bytes, at most %d", ErrBadDigest, len(message), maxEd25519Message)}
+		return nil, ckr.MarkNotSigned(fmt.Errorf("hsm: sign: %w: message of %d bytes, at most %d", ErrBadDigest, len(message), maxEd25519Message))
 	}
 	var sig []byte
 	var pub ed25519.PublicKey
@@ -256,11 +257,11 @@ func (t *Token) signEd25519(ctx context.Context, id []byte, message []byte) ([]b
 			return fmt.Errorf("%w: key %x is %T, not Ed25519", ErrUnsupportedAlgorithm, id, k.pub)
 		}
 		if err := t.lib.SignInit(s, []*pkcs11.Mechanism{pkcs11.NewMechanism(ckmEdDSA, nil)}, k.handle); err != nil {
-			return discard(t.refused("Ed25519 (CKM_EDDSA)", ckr("C_SignInit", err)))
+			return ckr.Discard(t.refused("Ed25519 (CKM_EDDSA)", ckr.Wrap("C_SignInit", err)))
 		}
 		sig, err = t.lib.Sign(s, message)
 		if err != nil {
-			return discard(ckr("C_Sign", err))
+			return ckr.Discard(ckr.Wrap("C_Sign", err))
 		}
 		returned = true
 		pub = p
@@ -268,7 +269,7 @@ func (t *Token) signEd25519(ctx context.Context, id []byte, message []byte) ([]b
 	})
 	if err != nil {
 		if !returned {
-			err = &notSignedError{err: err}
+			err = ckr.MarkNotSigned(err)
 		}
 		return nil, err
 	}

@@ -14,6 +14,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/miekg/pkcs11"
+	"github.com/signd/signd/hsm/ckr"
 )
 
 // KeyInfo describes a key pair on the token: RSA or EC.
@@ -162,7 +163,7 @@ func (t *Token) checkNotFound(s pkcs11.SessionHandle) error {
 		return err
 	}
 	if _, err := t.lib.GetTokenInfo(t.slot); err != nil {
-		return fmt.Errorf("%w: %w", errTokenGone, ckr("C_GetTokenInfo", err))
+		return fmt.Errorf("%w: %w", ckr.ErrTokenGone, ckr.Wrap("C_GetTokenInfo", err))
 	}
 	return nil
 }
@@ -174,10 +175,10 @@ func (t *Token) checkNotFound(s pkcs11.SessionHandle) error {
 func (t *Token) checkLoggedIn(s pkcs11.SessionHandle) error {
 	info, err := t.lib.GetSessionInfo(s)
 	if err != nil {
-		return ckr("C_GetSessionInfo", err)
+		return ckr.Wrap("C_GetSessionInfo", err)
 	}
 	if info.State != pkcs11.CKS_RW_USER_FUNCTIONS && info.State != pkcs11.CKS_RO_USER_FUNCTIONS {
-		return ckr("C_GetSessionInfo", pkcs11.Error(pkcs11.CKR_USER_NOT_LOGGED_IN))
+		return ckr.Wrap("C_GetSessionInfo", pkcs11.Error(pkcs11.CKR_USER_NOT_LOGGED_IN))
 	}
 	return nil
 }
@@ -188,7 +189,7 @@ func (t *Token) find(s pkcs11.SessionHandle, tmpl []*pkcs11.Attribute, limit int
 	t.mod.copyMu.RLock() // not while the freeze test copies a key (copies)
 	defer t.mod.copyMu.RUnlock()
 	if err := t.lib.FindObjectsInit(s, tmpl); err != nil {
-		return nil, ckr("C_FindObjectsInit", err)
+		return nil, ckr.Wrap("C_FindObjectsInit", err)
 	}
 	var out []pkcs11.ObjectHandle
 	var err error
@@ -202,10 +203,10 @@ func (t *Token) find(s pkcs11.SessionHandle, tmpl []*pkcs11.Attribute, limit int
 	}
 	ferr := t.lib.FindObjectsFinal(s)
 	if err != nil {
-		return nil, ckr("C_FindObjects", err)
+		return nil, ckr.Wrap("C_FindObjects", err)
 	}
 	if ferr != nil {
-		return nil, ckr("C_FindObjectsFinal", ferr)
+		return nil, ckr.Wrap("C_FindObjectsFinal", ferr)
 	}
 	return out, nil
 }
@@ -324,7 +325,7 @@ func (t *Token) readAttrs(s pkcs11.SessionHandle, h pkcs11.ObjectHandle, types [
 	}
 	got, err := t.lib.GetAttributeValue(s, h, tmpl)
 	if err != nil {
-		return ckr("C_GetAttributeValue", err)
+		return ckr.Wrap("C_GetAttributeValue", err)
 	}
 	for _, a := range got {
 		if a != nil && a.Value != nil {
@@ -337,7 +338,7 @@ func (t *Token) readAttrs(s pkcs11.SessionHandle, h pkcs11.ObjectHandle, types [
 // attrRefused reports whether err is a C_GetAttributeValue refusal of an
 // attribute rather than of the object or session.
 func attrRefused(err error) bool {
-	c := rv(err)
+	c := ckr.RV(err)
 	return c == pkcs11.CKR_ATTRIBUTE_TYPE_INVALID || c == pkcs11.CKR_ATTRIBUTE_SENSITIVE
 }
 
@@ -477,14 +478,14 @@ func (t *Token) generate(ctx context.Context, kind, what, label string, mech *pk
 		}
 		pub, defects, err := t.checkGenerated(s, privH, label, want)
 		if errors.Is(err, errUnusablePublic) {
-			err = &refusedError{fmt.Errorf("%w: %s made %s whose public key is unusable: %w", ErrUnsupportedAlgorithm, t.caps.token(), what, err)}
+			err = ckr.Refused(fmt.Errorf("%w: %s made %s whose public key is unusable: %w", ErrUnsupportedAlgorithm, t.caps.token(), what, err))
 		}
 		if err == nil && len(defects) > 0 && t.requireFrozen {
 			err = fmt.Errorf("%w: %s: %s (pkcs11.require_immutable_keys)", ErrKeyNotFrozen, t.caps.token(), strings.Join(defects, ", "))
 		}
 		if err != nil {
 			// Best effort on this session; it may be the reason.
-			if derr := errors.Join(ckr("C_DestroyObject", t.lib.DestroyObject(s, privH)), ckr("C_DestroyObject", t.lib.DestroyObject(s, pubH))); derr != nil {
+			if derr := errors.Join(ckr.Wrap("C_DestroyObject", t.lib.DestroyObject(s, privH)), ckr.Wrap("C_DestroyObject", t.lib.DestroyObject(s, pubH))); derr != nil {
 				return fmt.Errorf("generated key %x (not destroyed: %s): %w", id, strings.ReplaceAll(derr.Error(), "\n", "; "), err)
 			}
 			return fmt.Errorf("generated key %x (destroyed): %w", id, err)
@@ -518,15 +519,15 @@ func (t *Token) generatePair(s pkcs11.SessionHandle, what string, mech *pkcs11.M
 		if err == nil {
 			return pubH, privH, nil
 		}
-		err = ckr("C_GenerateKeyPair", err)
+		err = ckr.Wrap("C_GenerateKeyPair", err)
 		switch {
-		case o.copyable && rv(err) == pkcs11.CKR_ATTRIBUTE_TYPE_INVALID:
+		case o.copyable && ckr.RV(err) == pkcs11.CKR_ATTRIBUTE_TYPE_INVALID:
 			t.noCopyable.Store(true)
 			t.log.Info("hsm: the token does not know CKA_COPYABLE; key templates leave it out", "token", t.label, "cryptoki", t.caps.CryptokiVersion)
 			continue
-		case !o.fixedUsage && t.profile == ProfileAuto && templateRefusal(rv(err)):
+		case !o.fixedUsage && t.profile == ProfileAuto && templateRefusal(ckr.RV(err)):
 			if gone := t.answers(); gone != nil {
-				return 0, 0, fmt.Errorf("%w: %w (then %w)", errTokenGone, err, gone)
+				return 0, 0, fmt.Errorf("%w: %w (then %w)", ckr.ErrTokenGone, err, gone)
 			}
 			t.fixedUsage.Store(true)
 			t.log.Warn("hsm: the token refused a key template that switches decrypt and encrypt off; it sets usages itself (pkcs11.profile token-fixed-usage)",
@@ -570,31 +571,24 @@ var refusalCodes = map[uint]bool{
 // token still answers C_GetTokenInfo) into ErrUnsupportedAlgorithm naming
 // what was asked; other errors pass through. Called inside run.
 func (t *Token) refused(what string, err error) error {
-	code := rv(err)
+	code := ckr.RV(err)
 	if !refusalCodes[code] {
-		if ckrClass[code] != recoverConfirm {
+		if ckr.ClassOf(code) != ckr.Confirm {
 			return err
 		}
 		if gone := t.answers(); gone != nil {
-			return fmt.Errorf("%w: %w (then C_GetTokenInfo: %w)", errTokenGone, err, gone)
+			return fmt.Errorf("%w: %w (then C_GetTokenInfo: %w)", ckr.ErrTokenGone, err, gone)
 		}
 	}
-	return &refusedError{fmt.Errorf("%w: %s refused %s: %w", ErrUnsupportedAlgorithm, t.caps.token(), what, err)}
+	return ckr.Refused(fmt.Errorf("%w: %s refused %s: %w", ErrUnsupportedAlgorithm, t.caps.token(), what, err))
 }
 
 // answers asks the token for its info: nil when it answers. Called
 // inside run (or under t.mu and t.mod.mu.RLock).
 func (t *Token) answers() error {
 	_, err := t.lib.GetTokenInfo(t.slot)
-	return ckr("C_GetTokenInfo", err)
+	return ckr.Wrap("C_GetTokenInfo", err)
 }
-
-// refusedError is a refusal confirmed by a token that still answers: caller
-// class, whatever its return value.
-type refusedError struct{ err error }
-
-func (e *refusedError) Error() string { return e.err.Error() }
-func (e *refusedError) Unwrap() error { return e.err }
 
 // templateOptions are the adaptations of the key templates to the token.
 type templateOptions struct {
@@ -685,9 +679,9 @@ func (t *Token) freezeDefects(s pkcs11.SessionHandle, h pkcs11.ObjectHandle, lab
 		defects = append(defects, "CKA_LABEL can be changed (CKA_MODIFIABLE true)")
 	} else if err := t.lib.SetAttributeValue(s, h, []*pkcs11.Attribute{pkcs11.NewAttribute(pkcs11.CKA_LABEL, label)}); err == nil {
 		defects = append(defects, "CKA_LABEL can be changed (C_SetAttributeValue accepted)")
-	} else if !freezeRefusal(rv(err)) {
+	} else if !freezeRefusal(ckr.RV(err)) {
 		var u *untestedError
-		if err := untested(ckr("C_SetAttributeValue", err)); !errors.As(err, &u) {
+		if err := untested(ckr.Wrap("C_SetAttributeValue", err)); !errors.As(err, &u) {
 			return nil, err
 		}
 		defects = append(defects, u.defect())
@@ -773,7 +767,7 @@ func (e *untestedError) defect() string {
 // answers (Token.run); a generated key is then destroyed, and CheckKeys
 // fails naming the code.
 func untested(err error) error {
-	if classify(err) != recoverNone {
+	if ckr.Classify(err) != ckr.Caller {
 		return err
 	}
 	return &untestedError{err}
@@ -819,17 +813,17 @@ func (t *Token) copies(s pkcs11.SessionHandle, h pkcs11.ObjectHandle) (bool, err
 	t.mod.copyMu.Lock()
 	defer t.mod.copyMu.Unlock()
 	cp, err := t.lib.CopyObject(s, h, probeTemplate())
-	if code := rv(err); freezeRefusal(code) || code == pkcs11.CKR_ATTRIBUTE_TYPE_INVALID || code == pkcs11.CKR_ATTRIBUTE_VALUE_INVALID {
+	if code := ckr.RV(err); freezeRefusal(code) || code == pkcs11.CKR_ATTRIBUTE_TYPE_INVALID || code == pkcs11.CKR_ATTRIBUTE_VALUE_INVALID {
 		cp, err = t.lib.CopyObject(s, h, []*pkcs11.Attribute{pkcs11.NewAttribute(pkcs11.CKA_TOKEN, false)})
 	}
 	switch {
-	case err != nil && freezeRefusal(rv(err)):
+	case err != nil && freezeRefusal(ckr.RV(err)):
 		return false, nil
 	case err != nil:
-		return false, untested(ckr("C_CopyObject", err))
+		return false, untested(ckr.Wrap("C_CopyObject", err))
 	}
 	if err := t.lib.DestroyObject(s, cp); err != nil {
-		return true, discard(fmt.Errorf("the copy made to test the freeze could not be destroyed: %w", ckr("C_DestroyObject", err)))
+		return true, ckr.Discard(fmt.Errorf("the copy made to test the freeze could not be destroyed: %w", ckr.Wrap("C_DestroyObject", err)))
 	}
 	return true, nil
 }
@@ -1010,7 +1004,7 @@ func (t *Token) DestroyKey(ctx context.Context, id []byte) error {
 		}
 		for _, h := range slices.Concat(certs, priv, pub) {
 			if err := t.lib.DestroyObject(s, h); err != nil {
-				return ckr("C_DestroyObject", err)
+				return ckr.Wrap("C_DestroyObject", err)
 			}
 		}
 		return nil

@@ -20,6 +20,7 @@ import (
 
 	"github.com/miekg/pkcs11"
 
+	"github.com/signd/signd/hsm/ckr"
 	softhsmtest "github.com/signd/signd/softhsm-test"
 )
 
@@ -260,10 +261,10 @@ func importRSA(t testing.TB, tok *Token, label string, id []byte, priv *rsa.Priv
 			pkcs11.NewAttribute(pkcs11.CKA_EXPONENT_2, priv.Precomputed.Dq.Bytes()),
 			pkcs11.NewAttribute(pkcs11.CKA_COEFFICIENT, priv.Precomputed.Qinv.Bytes()),
 		)); err != nil {
-			return &importRefused{ckr("C_CreateObject", err)}
+			return &importRefused{ckr.Wrap("C_CreateObject", err)}
 		}
 		_, err := tok.lib.CreateObject(s, rsaKey(pkcs11.CKO_PUBLIC_KEY, pkcs11.NewAttribute(pkcs11.CKA_VERIFY, true)))
-		return ckr("C_CreateObject", err)
+		return ckr.Wrap("C_CreateObject", err)
 	})
 	var refused *importRefused
 	if errors.As(err, &refused) {

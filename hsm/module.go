@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"github.com/miekg/pkcs11"
+	"github.com/signd/signd/hsm/ckr"
 )
 
 // modules is the package's only package-level state: the PKCS#11 modules
@@ -164,8 +165,8 @@ func (m *module) initializeLocked() error {
 		return nil
 	}
 	err := m.lib.Initialize()
-	if err != nil && rv(err) != pkcs11.CKR_CRYPTOKI_ALREADY_INITIALIZED {
-		return ckr("C_Initialize", err)
+	if err != nil && ckr.RV(err) != pkcs11.CKR_CRYPTOKI_ALREADY_INITIALIZED {
+		return ckr.Wrap("C_Initialize", err)
 	}
 	m.initialized = true
 	return nil
@@ -183,7 +184,7 @@ func (m *module) finalizeLocked() error {
 	m.sessMu.Lock()
 	clear(m.sessions)
 	m.sessMu.Unlock()
-	return ckr("C_Finalize", err)
+	return ckr.Wrap("C_Finalize", err)
 }
 
 // reinit finalizes and initializes the module again, as recovery from a

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/signd/signd/hsm/ckr"
 )
 
 // recoverLogin re-establishes the persistent session and the login after
@@ -22,7 +24,7 @@ func (t *Token) recoverLogin(seen uint64) error {
 	defer t.mod.mu.RUnlock()
 	err := t.currentLocked()
 	switch {
-	case errors.Is(err, errStaleModule):
+	case errors.Is(err, ckr.ErrStaleModule):
 		// Another Token re-initialized the module: every handle is void,
 		// and its number may be reused, so nothing is closed.
 		t.log.Info("hsm: module was re-initialized; opening sessions again", "token", t.label)
@@ -48,8 +50,8 @@ func (t *Token) reloginLocked() error {
 	alive := t.mod.ours(t.persistent)
 	if alive {
 		if _, err := t.lib.GetSessionInfo(t.persistent.h); err != nil {
-			if classify(err) != recoverSession {
-				return ckr("C_GetSessionInfo", err)
+			if ckr.Classify(err) != ckr.Session {
+				return ckr.Wrap("C_GetSessionInfo", err)
 			}
 			alive = false
 			t.mod.forget(t.persistent)
@@ -106,7 +108,7 @@ func (t *Token) markUnavailable(op string, seen uint64, err error) {
 	if t.stopping {
 		return
 	}
-	why := fmt.Errorf("%w: reconnecting to token %q after %s", ErrTokenUnavailable, t.label, errorCode(err))
+	why := fmt.Errorf("%w: reconnecting to token %q after %s", ErrTokenUnavailable, t.label, ckr.Code(err))
 	if t.setUnavailable(why) {
 		t.outages.Add(1)
 		t.log.Error("hsm: token unavailable; reconnecting in the background", "token", t.label, "op", op, "error", err)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/miekg/pkcs11"
 
+	"github.com/signd/signd/hsm/ckr"
 	"github.com/signd/signd/hsm/hsmtest"
 )
 
@@ -358,7 +359,7 @@ func TestRecoverInjected(t *testing.T) {
 		{"SignInit", pkcs11.CKR_MECHANISM_INVALID, false, map[string]int{"SignInit": 0, "Login": 0}},
 	}
 	for _, tt := range tests {
-		name := fmt.Sprintf("%s/%s", tt.method, ckrName(pkcs11.Error(tt.code)))
+		name := fmt.Sprintf("%s/%s", tt.method, ckr.Name(pkcs11.Error(tt.code)))
 		t.Run(name, func(t *testing.T) {
 			cfg := config(faultTok)
 			cfg.MaxSessions = 1
@@ -381,7 +382,7 @@ func TestRecoverInjected(t *testing.T) {
 				if err == nil {
 					t.Fatal("succeeded")
 				}
-				if got := ReturnCode(err); got != ckrName(pkcs11.Error(tt.code)) {
+				if got := ReturnCode(err); got != ckr.Name(pkcs11.Error(tt.code)) {
 					t.Fatalf("error %v has code %q", err, got)
 				}
 			}
@@ -408,7 +409,7 @@ func TestRecoverRetriesOnce(t *testing.T) {
 		{pkcs11.CKR_KEY_HANDLE_INVALID, 2},
 	}
 	for _, tt := range tests {
-		t.Run(ckrName(pkcs11.Error(tt.code)), func(t *testing.T) {
+		t.Run(ckr.Name(pkcs11.Error(tt.code)), func(t *testing.T) {
 			tok, fake := openFault(t, config(faultTok))
 			signAndVerify(t, tok, key.ID, key.Public)
 			fake.Hook(func(m string) error {
@@ -419,7 +420,7 @@ func TestRecoverRetriesOnce(t *testing.T) {
 			})
 			before := fake.Calls("SignInit")
 			_, err := tok.SignDigest(context.Background(), key.ID, crypto.SHA256, digestOf(crypto.SHA256, nil))
-			if ReturnCode(err) != ckrName(pkcs11.Error(tt.code)) {
+			if ReturnCode(err) != ckr.Name(pkcs11.Error(tt.code)) {
 				t.Fatalf("error %v", err)
 			}
 			if n := fake.Calls("SignInit") - before; n != tt.calls {
@@ -590,7 +591,7 @@ func TestRecoverDeviceCodes(t *testing.T) {
 		pkcs11.CKR_CRYPTOKI_NOT_INITIALIZED,
 	}
 	for _, code := range codes {
-		name := ckrName(pkcs11.Error(code))
+		name := ckr.Name(pkcs11.Error(code))
 		t.Run(name, func(t *testing.T) {
 			tok, fake := openFault(t, config(faultTok))
 			signAndVerify(t, tok, key.ID, key.Public)
@@ -613,7 +614,7 @@ func TestRecoverDeviceCodes(t *testing.T) {
 func TestRecoverAmbiguousCodes(t *testing.T) {
 	key := faultKey(t)
 	for _, code := range []uint{pkcs11.CKR_GENERAL_ERROR, pkcs11.CKR_FUNCTION_FAILED, pkcs11.CKR_DEVICE_MEMORY} {
-		name := ckrName(pkcs11.Error(code))
+		name := ckr.Name(pkcs11.Error(code))
 		t.Run(name+"/token answers", func(t *testing.T) {
 			tok, fake := openFault(t, config(faultTok))
 			signAndVerify(t, tok, key.ID, key.Public)
@@ -643,49 +644,5 @@ func TestRecoverAmbiguousCodes(t *testing.T) {
 			waitFor(t, "reconnect", tok.Available)
 			signAndVerify(t, tok, key.ID, key.Public)
 		})
-	}
-}
-
-func TestClassify(t *testing.T) {
-	tests := []struct {
-		err  error
-		want recovery
-	}{
-		{nil, recoverNone},
-		{ErrKeyNotFound, recoverNone},
-		{errStaleModule, recoverLogin},
-		{errNotInitialized, recoverDevice},
-		{pkcs11.Error(pkcs11.CKR_SESSION_CLOSED), recoverSession},
-		{pkcs11.Error(pkcs11.CKR_SESSION_HANDLE_INVALID), recoverSession},
-		{pkcs11.Error(pkcs11.CKR_USER_NOT_LOGGED_IN), recoverLogin},
-		{pkcs11.Error(pkcs11.CKR_OBJECT_HANDLE_INVALID), recoverLogin},
-		{pkcs11.Error(pkcs11.CKR_KEY_HANDLE_INVALID), recoverLogin},
-		{pkcs11.Error(pkcs11.CKR_DEVICE_ERROR), recoverDevice},
-		{pkcs11.Error(pkcs11.CKR_DEVICE_REMOVED), recoverDevice},
-		{pkcs11.Error(pkcs11.CKR_TOKEN_NOT_PRESENT), recoverDevice},
-		{pkcs11.Error(pkcs11.CKR_GENERAL_ERROR), recoverConfirm},
-		{ckr("C_GetTokenInfo", pkcs11.Error(pkcs11.CKR_GENERAL_ERROR)), recoverDevice},
-		{&refusedError{ckr("C_GenerateKeyPair", pkcs11.Error(pkcs11.CKR_GENERAL_ERROR))}, recoverNone},
-		{pkcs11.Error(pkcs11.CKR_CRYPTOKI_NOT_INITIALIZED), recoverDevice},
-		{pkcs11.Error(pkcs11.CKR_PIN_INCORRECT), recoverPIN},
-		{pkcs11.Error(pkcs11.CKR_PIN_LOCKED), recoverPIN},
-		{pkcs11.Error(pkcs11.CKR_PIN_EXPIRED), recoverPIN},
-		{pkcs11.Error(pkcs11.CKR_PIN_INVALID), recoverPIN},
-		{pkcs11.Error(pkcs11.CKR_PIN_LEN_RANGE), recoverPIN},
-		{pkcs11.Error(pkcs11.CKR_FUNCTION_FAILED), recoverConfirm},
-		{pkcs11.Error(pkcs11.CKR_SLOT_ID_INVALID), recoverDevice},
-		{pkcs11.Error(pkcs11.CKR_DEVICE_MEMORY), recoverConfirm},
-		{pkcs11.Error(pkcs11.CKR_OPERATION_ACTIVE), recoverSession},
-		{pkcs11.Error(pkcs11.CKR_USER_PIN_NOT_INITIALIZED), recoverPIN},
-		{pkcs11.Error(pkcs11.CKR_USER_ALREADY_LOGGED_IN), recoverNone},
-		{pkcs11.Error(pkcs11.CKR_MECHANISM_INVALID), recoverNone},
-		{fmt.Errorf("%w: %w", errTokenGone, ckr("C_GetTokenInfo", pkcs11.Error(pkcs11.CKR_FUNCTION_FAILED))), recoverDevice},
-		{discard(ckr("C_Sign", pkcs11.Error(pkcs11.CKR_SESSION_CLOSED))), recoverSession},
-		{fmt.Errorf("wrapped: %w", ckr("C_Sign", pkcs11.Error(pkcs11.CKR_KEY_HANDLE_INVALID))), recoverLogin},
-	}
-	for _, tt := range tests {
-		if got := classify(tt.err); got != tt.want {
-			t.Errorf("classify(%v) = %d, want %d", tt.err, got, tt.want)
-		}
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/miekg/pkcs11"
+	"github.com/signd/signd/hsm/ckr"
 )
 
 // Key is an RSA or EC private key on the token. It implements
@@ -199,7 +200,7 @@ func (sc signScheme) verify(pub crypto.PublicKey, digest, sig []byte) error {
 func (t *Token) signDigest(ctx context.Context, id []byte, opts crypto.SignerOpts, digest []byte) ([]byte, error) {
 	sc, err := checkSignOpts(opts, digest)
 	if err != nil {
-		return nil, &notSignedError{fmt.Errorf("hsm: sign: %w", err)}
+		return nil, ckr.MarkNotSigned(fmt.Errorf("hsm: sign: %w", err))
 	}
 	var sig []byte
 	var pub crypto.PublicKey
@@ -216,11 +217,11 @@ func (t *Token) signDigest(ctx context.Context, id []byte, opts crypto.SignerOpt
 			return err
 		}
 		if err := t.lib.SignInit(s, []*pkcs11.Mechanism{mech}, k.handle); err != nil {
-			return discard(t.signRefused(sc, k.pub, ckr("C_SignInit", err)))
+			return ckr.Discard(t.signRefused(sc, k.pub, ckr.Wrap("C_SignInit", err)))
 		}
 		sig, err = t.lib.Sign(s, data)
 		if err != nil {
-			return discard(ckr("C_Sign", err))
+			return ckr.Discard(ckr.Wrap("C_Sign", err))
 		}
 		returned = true
 		pub = k.pub
@@ -228,7 +229,7 @@ func (t *Token) signDigest(ctx context.Context, id []byte, opts crypto.SignerOpt
 	})
 	if err != nil {
 		if !returned {
-			err = &notSignedError{err: err}
+			err = ckr.MarkNotSigned(err)
 		}
 		return nil, err
 	}
@@ -270,13 +271,13 @@ func (t *Token) SignDigests(ctx context.Context, id []byte, opts crypto.SignerOp
 
 func (t *Token) signDigests(ctx context.Context, id []byte, opts crypto.SignerOpts, digests [][]byte) ([][]byte, error) {
 	if len(digests) == 0 {
-		return nil, &notSignedError{fmt.Errorf("hsm: sign: %w: no digest given", ErrBadDigest)}
+		return nil, ckr.MarkNotSigned(fmt.Errorf("hsm: sign: %w: no digest given", ErrBadDigest))
 	}
 	var sc signScheme
 	for i, digest := range digests {
 		var err error
 		if sc, err = checkSignOpts(opts, digest); err != nil {
-			return nil, &notSignedError{fmt.Errorf("hsm: sign: digest %d: %w", i, err)}
+			return nil, ckr.MarkNotSigned(fmt.Errorf("hsm: sign: digest %d: %w", i, err))
 		}
 	}
 	// sigs holds what the token returned so far; a retry of the closure
@@ -295,11 +296,11 @@ func (t *Token) signDigests(ctx context.Context, id []byte, opts crypto.SignerOp
 				return err
 			}
 			if err := t.lib.SignInit(s, []*pkcs11.Mechanism{mech}, k.handle); err != nil {
-				return discard(t.signRefused(sc, k.pub, ckr("C_SignInit", err)))
+				return ckr.Discard(t.signRefused(sc, k.pub, ckr.Wrap("C_SignInit", err)))
 			}
 			sig, err := t.lib.Sign(s, data)
 			if err != nil {
-				return discard(ckr("C_Sign", err))
+				return ckr.Discard(ckr.Wrap("C_Sign", err))
 			}
 			sigs = append(sigs, sig)
 		}
@@ -307,7 +308,7 @@ func (t *Token) signDigests(ctx context.Context, id []byte, opts crypto.SignerOp
 	})
 	if err != nil {
 		if len(sigs) == 0 {
-			return nil, &notSignedError{err: err}
+			return nil, ckr.MarkNotSigned(err)
 		}
 		return nil, fmt.Errorf("%w (after %d of %d signatures)", err, len(sigs), len(digests))
 	}
@@ -353,8 +354,7 @@ func (sc signScheme) key(pub crypto.PublicKey) string {
 // (CKR_FUNCTION_FAILED) while that session lives.
 func (t *Token) signRefused(sc signScheme, pub crypto.PublicKey, err error) error {
 	rerr := t.refused(sc.String()+" with a "+fmt.Sprint(KeyBits(pub))+"-bit key", err)
-	var refused *refusedError
-	if errors.As(rerr, &refused) {
+	if ckr.IsRefused(rerr) {
 		t.schemeRefusals.Store(sc.key(pub), rerr)
 	}
 	return rerr
@@ -400,12 +400,12 @@ func (t *Token) CheckSign(ctx context.Context, id []byte, opts crypto.SignerOpts
 			return nil
 		}
 		if err := t.lib.SignInit(s, []*pkcs11.Mechanism{mech}, k.handle); err != nil {
-			return discard(t.signRefused(sc, k.pub, ckr("C_SignInit", err)))
+			return ckr.Discard(t.signRefused(sc, k.pub, ckr.Wrap("C_SignInit", err)))
 		}
 		t.schemeAccepted.Store(sc.key(k.pub), true)
 		// The session now has a signature operation that nothing will
 		// finish: it is closed.
-		return discard(errProbed)
+		return ckr.Discard(errProbed)
 	})
 	if errors.Is(err, errProbed) {
 		return nil
@@ -427,26 +427,10 @@ func MaxPSSSaltLength(pub *rsa.PublicKey, h crypto.Hash) int {
 	return (pub.N.BitLen()-1+7)/8 - h.Size() - 2
 }
 
-// notSignedError marks a SignDigest error after which no signature exists
-// outside the token: the token never returned one.
-type notSignedError struct{ err error }
-
-func (e *notSignedError) Error() string { return e.err.Error() }
-func (e *notSignedError) Unwrap() error { return e.err }
-
-// NotSigned is the error's answer to a consumer that asks through
-// interface{ NotSigned() bool } and errors.As (package csc): true.
-func (e *notSignedError) NotSigned() bool { return true }
-
 // MarkNotSigned returns err marked so that NotSigned reports true: for a
 // signer other than Token, such as a software token, whose call failed
 // before any signature was made. nil stays nil.
-func MarkNotSigned(err error) error {
-	if err == nil {
-		return nil
-	}
-	return &notSignedError{err: err}
-}
+func MarkNotSigned(err error) error { return ckr.MarkNotSigned(err) }
 
 // NotSigned reports whether err, returned by SignDigest, SignDigestOpts,
 // SignDigests (or Key.Sign, Key.SignDigest), proves that no signature was
@@ -457,7 +441,4 @@ func MarkNotSigned(err error) error {
 // such as a SAD. It is false for nil, for a signature the token returned
 // that failed verification, and for any error it cannot vouch for: an
 // unknown outcome counts as signed.
-func NotSigned(err error) bool {
-	var ns *notSignedError
-	return errors.As(err, &ns)
-}
+func NotSigned(err error) bool { return ckr.NotSigned(err) }

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/miekg/pkcs11"
+	"github.com/signd/signd/hsm/ckr"
 )
 
 // pooledSession returns the one session in the pool of tok (MaxSessions
@@ -54,7 +55,7 @@ func TestAmbiguousErrorDiscardsSession(t *testing.T) {
 		{"GetAttributeValue", pkcs11.CKR_GENERAL_ERROR, list},
 	}
 	for _, tt := range tests {
-		name := ckrName(pkcs11.Error(tt.code))
+		name := ckr.Name(pkcs11.Error(tt.code))
 		t.Run(tt.method+"/"+name, func(t *testing.T) {
 			cfg := config(faultTok)
 			cfg.MaxSessions = 1

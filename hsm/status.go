@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/miekg/pkcs11"
+	"github.com/signd/signd/hsm/ckr"
 )
 
 // Available reports whether the token is usable: false while it is being
@@ -78,8 +79,8 @@ func (t *Token) Ping(ctx context.Context) error {
 			return nil
 		}
 		t.observeError(err)
-		switch classify(err) {
-		case recoverSession, recoverLogin:
+		switch ckr.Classify(err) {
+		case ckr.Session, ckr.Login:
 			if !retried {
 				t.log.Warn("hsm: persistent session lost; logging in again", "token", t.label, "error", err)
 				if rerr := t.recoverLogin(gen); rerr != nil {
@@ -101,13 +102,13 @@ func (t *Token) ping() (uint64, error) {
 		}
 		if !t.mod.ours(t.persistent) {
 			// Closed, and its number handed out again: recover.
-			return ckr("C_GetSessionInfo", pkcs11.Error(pkcs11.CKR_SESSION_HANDLE_INVALID))
+			return ckr.Wrap("C_GetSessionInfo", pkcs11.Error(pkcs11.CKR_SESSION_HANDLE_INVALID))
 		}
 		if err := t.checkLoggedIn(t.persistent.h); err != nil {
 			return err
 		}
 		if _, err := t.lib.GetTokenInfo(t.slot); err != nil {
-			return ckr("C_GetTokenInfo", err)
+			return ckr.Wrap("C_GetTokenInfo", err)
 		}
 		return nil
 	})
@@ -132,10 +133,10 @@ func (t *Token) usableLocked() error {
 // t.mod.mu.RLock.
 func (t *Token) currentLocked() error {
 	if !t.mod.initialized {
-		return errNotInitialized
+		return ckr.ErrNotInitialized
 	}
 	if t.mod.epoch != t.epoch {
-		return errStaleModule
+		return ckr.ErrStaleModule
 	}
 	return nil
 }

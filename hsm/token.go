@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/miekg/pkcs11"
+	"github.com/signd/signd/hsm/ckr"
 )
 
 const sessionFlags = pkcs11.CKF_SERIAL_SESSION | pkcs11.CKF_RW_SESSION
@@ -184,7 +185,7 @@ func (t *Token) Capabilities() *Capabilities { return t.caps }
 func (t *Token) openSession() (session, error) {
 	h, err := t.lib.OpenSession(t.slot, sessionFlags)
 	if err != nil {
-		return session{}, ckr("C_OpenSession", err)
+		return session{}, ckr.Wrap("C_OpenSession", err)
 	}
 	return t.mod.opened(h), nil
 }
@@ -196,7 +197,7 @@ func (t *Token) closeSession(s session) error {
 	if !t.mod.forget(s) {
 		return nil
 	}
-	return ckr("C_CloseSession", t.lib.CloseSession(s.h))
+	return ckr.Wrap("C_CloseSession", t.lib.CloseSession(s.h))
 }
 
 // establishLocked finds the slot, opens and logs in the persistent session
@@ -204,7 +205,7 @@ func (t *Token) closeSession(s session) error {
 // the Token held before. The caller holds t.mu and t.mod.mu.RLock.
 func (t *Token) establishLocked() error {
 	if !t.mod.initialized {
-		return errNotInitialized
+		return ckr.ErrNotInitialized
 	}
 	slot, err := t.findSlot()
 	if err != nil {
@@ -231,7 +232,7 @@ func (t *Token) establishLocked() error {
 func (t *Token) findSlot() (uint, error) {
 	slots, err := t.lib.GetSlotList(true)
 	if err != nil {
-		return 0, fmt.Errorf("hsm: list slots: %w", ckr("C_GetSlotList", err))
+		return 0, fmt.Errorf("hsm: list slots: %w", ckr.Wrap("C_GetSlotList", err))
 	}
 	var found []uint
 	var locked bool
@@ -261,12 +262,12 @@ func (t *Token) findSlot() (uint, error) {
 func (t *Token) login(s pkcs11.SessionHandle) error {
 	err := t.lib.Login(s, pkcs11.CKU_USER, t.pin)
 	switch {
-	case err == nil, rv(err) == pkcs11.CKR_USER_ALREADY_LOGGED_IN:
+	case err == nil, ckr.RV(err) == pkcs11.CKR_USER_ALREADY_LOGGED_IN:
 		return nil
-	case classify(err) == recoverPIN:
-		return fmt.Errorf("hsm: log in to token %q: %w: %w", t.label, ckr("C_Login", err), ErrPIN)
+	case ckr.Classify(err) == ckr.PIN:
+		return fmt.Errorf("hsm: log in to token %q: %w: %w", t.label, ckr.Wrap("C_Login", err), ErrPIN)
 	}
-	return fmt.Errorf("hsm: log in to token %q: %w", t.label, ckr("C_Login", err))
+	return fmt.Errorf("hsm: log in to token %q: %w", t.label, ckr.Wrap("C_Login", err))
 }
 
 // String names the token; it keeps the PIN out of %v and %+v.

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/miekg/pkcs11"
+	"github.com/signd/signd/hsm/ckr"
 )
 
 func TestOpenErrors(t *testing.T) {
@@ -123,8 +124,8 @@ func TestReturnCode(t *testing.T) {
 		{errors.New("other"), ""},
 		{ErrPIN, ""},
 		{pkcs11.Error(pkcs11.CKR_PIN_INCORRECT), "CKR_PIN_INCORRECT"},
-		{ckr("C_Login", pkcs11.Error(pkcs11.CKR_PIN_INCORRECT)), "CKR_PIN_INCORRECT"},
-		{fmt.Errorf("hsm: x: %w: %w", ErrTokenUnavailable, ckr("C_Sign", pkcs11.Error(pkcs11.CKR_DEVICE_ERROR))), "CKR_DEVICE_ERROR"},
+		{ckr.Wrap("C_Login", pkcs11.Error(pkcs11.CKR_PIN_INCORRECT)), "CKR_PIN_INCORRECT"},
+		{fmt.Errorf("hsm: x: %w: %w", ErrTokenUnavailable, ckr.Wrap("C_Sign", pkcs11.Error(pkcs11.CKR_DEVICE_ERROR))), "CKR_DEVICE_ERROR"},
 		{pkcs11.Error(pkcs11.CKR_SESSION_HANDLE_INVALID), "CKR_SESSION_HANDLE_INVALID"},
 		{pkcs11.Error(0x80000123), "CKR_0x80000123"},
 	}
@@ -133,7 +134,7 @@ func TestReturnCode(t *testing.T) {
 			t.Errorf("ReturnCode(%v) = %q, want %q", tt.err, got, tt.want)
 		}
 	}
-	if got := ckr("C_Login", pkcs11.Error(pkcs11.CKR_PIN_INCORRECT)).Error(); got != "C_Login: CKR_PIN_INCORRECT (0xa0)" {
+	if got := ckr.Wrap("C_Login", pkcs11.Error(pkcs11.CKR_PIN_INCORRECT)).Error(); got != "C_Login: CKR_PIN_INCORRECT (0xa0)" {
 		t.Errorf("ckr error reads %q", got)
 	}
 }
