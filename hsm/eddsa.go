@@ -76,7 +76,7 @@ func (t *Token) GenerateEd25519(ctx context.Context, label string) (*KeyInfo, er
 		return nil, err
 	}
 	if !can {
-		return nil, fmt.Errorf("hsm: generate Ed25519 key: %w: %s has no CKM_EC_EDWARDS_KEY_PAIR_GEN with CKM_EDDSA: Ed25519 keys cannot be made on it", ErrUnsupportedAlgorithm, t.caps.token())
+		return nil, fmt.Errorf("hsm: generate Ed25519 key: %w: %s has no CKM_EC_EDWARDS_KEY_PAIR_GEN with CKM_EDDSA: Ed25519 keys cannot be made on it", ErrUnsupportedAlgorithm, t.caps.Token())
 	}
 	params, _ := asn1.Marshal(oidEd25519)
 	pubT := []*pkcs11.Attribute{

@@ -478,10 +478,10 @@ func (t *Token) generate(ctx context.Context, kind, what, label string, mech *pk
 		}
 		pub, defects, err := t.checkGenerated(s, privH, label, want)
 		if errors.Is(err, errUnusablePublic) {
-			err = ckr.Refused(fmt.Errorf("%w: %s made %s whose public key is unusable: %w", ErrUnsupportedAlgorithm, t.caps.token(), what, err))
+			err = ckr.Refused(fmt.Errorf("%w: %s made %s whose public key is unusable: %w", ErrUnsupportedAlgorithm, t.caps.Token(), what, err))
 		}
 		if err == nil && len(defects) > 0 && t.requireFrozen {
-			err = fmt.Errorf("%w: %s: %s (pkcs11.require_immutable_keys)", ErrKeyNotFrozen, t.caps.token(), strings.Join(defects, ", "))
+			err = fmt.Errorf("%w: %s: %s (pkcs11.require_immutable_keys)", ErrKeyNotFrozen, t.caps.Token(), strings.Join(defects, ", "))
 		}
 		if err != nil {
 			// Best effort on this session; it may be the reason.
@@ -580,7 +580,7 @@ func (t *Token) refused(what string, err error) error {
 			return fmt.Errorf("%w: %w (then C_GetTokenInfo: %w)", ckr.ErrTokenGone, err, gone)
 		}
 	}
-	return ckr.Refused(fmt.Errorf("%w: %s refused %s: %w", ErrUnsupportedAlgorithm, t.caps.token(), what, err))
+	return ckr.Refused(fmt.Errorf("%w: %s refused %s: %w", ErrUnsupportedAlgorithm, t.caps.Token(), what, err))
 }
 
 // answers asks the token for its info: nil when it answers. Called

@@ -388,7 +388,7 @@ func (t *Token) CheckSign(ctx context.Context, id []byte, opts crypto.SignerOpts
 			return nil // a scheme for another key type: the caller's to refuse, as SignDigestOpts does
 		}
 		if sc.pss && !t.caps.CanPSS() {
-			return fmt.Errorf("%w: %s has no CKM_RSA_PKCS_PSS: RSASSA-PSS cannot be signed on it", ErrUnsupportedAlgorithm, t.caps.token())
+			return fmt.Errorf("%w: %s has no CKM_RSA_PKCS_PSS: RSASSA-PSS cannot be signed on it", ErrUnsupportedAlgorithm, t.caps.Token())
 		}
 		if r, ok := t.schemeRefusals.Load(sc.key(k.pub)); ok {
 			return r.(error)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/miekg/pkcs11"
+	"github.com/signd/signd/hsm/caps"
 	"github.com/signd/signd/hsm/ckr"
 )
 
@@ -158,7 +159,7 @@ func open(cfg Config, opt options) (*Token, error) {
 	mod.mu.RLock()
 	err = t.establishLocked()
 	if err == nil {
-		t.caps, err = probe(t.lib, mod.path, t.slot)
+		t.caps, err = caps.Probe(t.lib, mod.path, t.slot)
 		if err != nil {
 			err = fmt.Errorf("hsm: token %q: %w", t.label, err)
 			_ = t.closeSession(t.persistent)
