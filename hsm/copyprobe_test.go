@@ -34,7 +34,7 @@ func (c noRelabelledCopy) CopyObject(sh pkcs11.SessionHandle, o pkcs11.ObjectHan
 func objectsOf(tok *Token, tmpl ...*pkcs11.Attribute) (int, error) {
 	var n int
 	err := tok.run(context.Background(), "count objects", func(s pkcs11.SessionHandle) error {
-		hs, err := tok.findAll(s, tmpl)
+		hs, err := tok.obj.FindAll(s, tmpl)
 		n = len(hs)
 		return err
 	})

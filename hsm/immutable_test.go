@@ -8,6 +8,7 @@ import (
 
 	"github.com/miekg/pkcs11"
 	"github.com/signd/signd/hsm/ckr"
+	"github.com/signd/signd/hsm/keyobj"
 )
 
 // A generated key pair is frozen (PKCS#11 v2.40 §4.4: CKA_MODIFIABLE,
@@ -107,8 +108,8 @@ func TestGeneratedKeyIsImmutable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := string(after[pkcs11.CKA_LABEL]); got != "immutable-2048" || attrBool(after[pkcs11.CKA_DECRYPT]) {
-		t.Errorf("after the refused edits: label %q, CKA_DECRYPT %v", got, attrBool(after[pkcs11.CKA_DECRYPT]))
+	if got := string(after[pkcs11.CKA_LABEL]); got != "immutable-2048" || keyobj.AttrBool(after[pkcs11.CKA_DECRYPT]) {
+		t.Errorf("after the refused edits: label %q, CKA_DECRYPT %v", got, keyobj.AttrBool(after[pkcs11.CKA_DECRYPT]))
 	}
 	signAndVerify(t, shared, info.ID, info.Public)
 	if err := shared.DestroyKey(ctx, info.ID); err != nil {

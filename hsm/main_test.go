@@ -21,6 +21,7 @@ import (
 	"github.com/miekg/pkcs11"
 
 	"github.com/signd/signd/hsm/ckr"
+	"github.com/signd/signd/hsm/keyobj"
 	softhsmtest "github.com/signd/signd/softhsm-test"
 )
 
@@ -158,7 +159,7 @@ func signAndVerify(t testing.TB, tok *Token, id []byte, key crypto.PublicKey) {
 
 // randomID returns a fresh 16-byte CKA_ID.
 func randomID(t testing.TB) []byte {
-	id := make([]byte, idLen)
+	id := make([]byte, keyobj.IDLen)
 	if _, err := rand.Read(id); err != nil {
 		t.Fatal(err)
 	}
@@ -290,7 +291,7 @@ func rawAttrs(tok *Token, class uint, id []byte, types ...uint) (map[uint][]byte
 		if err != nil {
 			return err
 		}
-		v, err = tok.attrs(s, h, types...)
+		v, err = tok.obj.Attrs(s, h, types...)
 		return err
 	})
 	return v, err
@@ -312,7 +313,7 @@ func countObjects(t testing.TB, tok *Token, tmpl []*pkcs11.Attribute) int {
 	t.Helper()
 	var n int
 	err := tok.run(context.Background(), "count objects", func(s pkcs11.SessionHandle) error {
-		hs, err := tok.findAll(s, tmpl)
+		hs, err := tok.obj.FindAll(s, tmpl)
 		n = len(hs)
 		return err
 	})

@@ -14,6 +14,7 @@ import (
 
 	"github.com/miekg/pkcs11"
 	"github.com/signd/signd/hsm/ckr"
+	"github.com/signd/signd/hsm/keyobj"
 )
 
 // Key is an RSA or EC private key on the token. It implements
@@ -234,7 +235,7 @@ func (t *Token) signDigest(ctx context.Context, id []byte, opts crypto.SignerOpt
 		return nil, err
 	}
 	if ec, ok := pub.(*ecdsa.PublicKey); ok {
-		if sig, err = ecdsaDER(ec, sig); err != nil {
+		if sig, err = keyobj.ECDSADER(ec, sig); err != nil {
 			t.log.ErrorContext(ctx, "hsm: token returned a malformed signature", "token", t.label, "id", fmt.Sprintf("%x", id))
 			return nil, fmt.Errorf("hsm: sign: token %q returned a malformed signature for key %x: %w", t.label, id, err)
 		}
@@ -315,7 +316,7 @@ func (t *Token) signDigests(ctx context.Context, id []byte, opts crypto.SignerOp
 	defer trace.StartRegion(ctx, "hsm.verify").End()
 	for i, sig := range sigs {
 		if ec, ok := pub.(*ecdsa.PublicKey); ok {
-			if sig, err = ecdsaDER(ec, sig); err != nil {
+			if sig, err = keyobj.ECDSADER(ec, sig); err != nil {
 				t.log.ErrorContext(ctx, "hsm: token returned a malformed signature", "token", t.label, "id", fmt.Sprintf("%x", id))
 				return nil, fmt.Errorf("hsm: sign: token %q returned a malformed signature for key %x: %w", t.label, id, err)
 			}

@@ -12,6 +12,7 @@ import (
 	"github.com/miekg/pkcs11"
 	"github.com/signd/signd/hsm/caps"
 	"github.com/signd/signd/hsm/ckr"
+	"github.com/signd/signd/hsm/keyobj"
 )
 
 const sessionFlags = pkcs11.CKF_SERIAL_SESSION | pkcs11.CKF_RW_SESSION
@@ -46,7 +47,8 @@ type Token struct {
 	schemeAccepted sync.Map
 
 	mod *module
-	lib p11 // mod.lib, or a fault-injecting wrapper in tests
+	lib p11            // mod.lib, or a fault-injecting wrapper in tests
+	obj keyobj.Objects // key objects through lib
 
 	// mu: operations hold the read lock for as long as they use a session
 	// or a handle; recovery, reconnect and Close hold the write lock, which
@@ -154,6 +156,7 @@ func open(cfg Config, opt options) (*Token, error) {
 	if cfg.Wrap != nil {
 		t.lib = cfg.Wrap(mod.lib)
 	}
+	t.obj = keyobj.Objects{Lib: t.lib, CopyMu: &mod.copyMu}
 
 	t.mu.Lock()
 	mod.mu.RLock()
