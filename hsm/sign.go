@@ -15,6 +15,7 @@ import (
 	"github.com/miekg/pkcs11"
 	"github.com/signd/signd/hsm/ckr"
 	"github.com/signd/signd/hsm/keyobj"
+	"github.com/signd/signd/hsm/scheme"
 )
 
 // Key is an RSA or EC private key on the token. It implements
@@ -73,22 +74,6 @@ func (k *Key) SignDigest(ctx context.Context, hash crypto.Hash, digest []byte) (
 	return k.t.SignDigestOpts(ctx, k.id, hash, digest)
 }
 
-// digestInfoPrefix is the DER of DigestInfo{AlgorithmIdentifier{hash,
-// NULL}, OCTET STRING} up to the digest bytes (RFC 8017 section 9.2, note
-// 1).
-var digestInfoPrefix = map[crypto.Hash][]byte{
-	crypto.SHA256: {0x30, 0x31, 0x30, 0x0d, 0x06, 0x09, 0x60, 0x86, 0x48, 0x01, 0x65, 0x03, 0x04, 0x02, 0x01, 0x05, 0x00, 0x04, 0x20},
-	crypto.SHA384: {0x30, 0x41, 0x30, 0x0d, 0x06, 0x09, 0x60, 0x86, 0x48, 0x01, 0x65, 0x03, 0x04, 0x02, 0x02, 0x05, 0x00, 0x04, 0x30},
-	crypto.SHA512: {0x30, 0x51, 0x30, 0x0d, 0x06, 0x09, 0x60, 0x86, 0x48, 0x01, 0x65, 0x03, 0x04, 0x02, 0x03, 0x05, 0x00, 0x04, 0x40},
-}
-
-// pssParams are the CK_RSA_PKCS_PSS_PARAMS hash and MGF of each hash.
-var pssParams = map[crypto.Hash][2]uint{
-	crypto.SHA256: {pkcs11.CKM_SHA256, pkcs11.CKG_MGF1_SHA256},
-	crypto.SHA384: {pkcs11.CKM_SHA384, pkcs11.CKG_MGF1_SHA384},
-	crypto.SHA512: {pkcs11.CKM_SHA512, pkcs11.CKG_MGF1_SHA512},
-}
-
 // SignDigest signs digest, a hash of hash, with the key whose CKA_ID is id,
 // in the key's plain scheme: RSA PKCS#1 v1.5 for an RSA key, ECDSA for an
 // EC key. It is SignDigestOpts with opts hash.
@@ -124,82 +109,8 @@ func (t *Token) SignDigestOpts(ctx context.Context, id []byte, opts crypto.Signe
 	return sig, err
 }
 
-// signScheme is what checkSignOpts made of a SignerOpts.
-type signScheme struct {
-	hash crypto.Hash
-	pss  bool
-	salt int // RSASSA-PSS salt length in bytes
-}
-
-// checkSignOpts checks opts and digest before anything is asked of the
-// token. Its errors mean nothing was signed.
-func checkSignOpts(opts crypto.SignerOpts, digest []byte) (signScheme, error) {
-	if opts == nil {
-		return signScheme{}, fmt.Errorf("%w: no hash given", ErrUnsupportedAlgorithm)
-	}
-	sc := signScheme{hash: opts.HashFunc()}
-	if _, ok := digestInfoPrefix[sc.hash]; !ok {
-		return sc, fmt.Errorf("%w: hash %v (SHA-256, SHA-384 or SHA-512)", ErrUnsupportedAlgorithm, sc.hash)
-	}
-	if p, ok := opts.(*rsa.PSSOptions); ok {
-		sc.salt = p.SaltLength
-		if sc.salt == rsa.PSSSaltLengthEqualsHash {
-			sc.salt = sc.hash.Size()
-		}
-		if sc.salt < sc.hash.Size() {
-			return sc, fmt.Errorf("%w: RSA-PSS salt length %d (only the hash length, %d, or the key's maximum)", ErrUnsupportedAlgorithm, p.SaltLength, sc.hash.Size())
-		}
-		sc.pss = true
-	}
-	if len(digest) != sc.hash.Size() {
-		return sc, fmt.Errorf("%w: %d bytes for %v, want %d", ErrBadDigest, len(digest), sc.hash, sc.hash.Size())
-	}
-	return sc, nil
-}
-
-// mechanism returns the signing mechanism and the data to sign for sc on
-// a key with public key pub.
-func (sc signScheme) mechanism(pub crypto.PublicKey, digest []byte) (*pkcs11.Mechanism, []byte, error) {
-	switch k := pub.(type) {
-	case *rsa.PublicKey:
-		if sc.pss {
-			if maxSalt := MaxPSSSaltLength(k, sc.hash); sc.salt != sc.hash.Size() && sc.salt != maxSalt {
-				return nil, nil, fmt.Errorf("%w: RSA-PSS salt length %d (only the hash length, %d, or the key's maximum, %d)", ErrUnsupportedAlgorithm, sc.salt, sc.hash.Size(), maxSalt)
-			}
-			p := pssParams[sc.hash]
-			return pkcs11.NewMechanism(pkcs11.CKM_RSA_PKCS_PSS, pkcs11.NewPSSParams(p[0], p[1], uint(sc.salt))), digest, nil
-		}
-		prefix := digestInfoPrefix[sc.hash]
-		data := make([]byte, 0, len(prefix)+len(digest))
-		return pkcs11.NewMechanism(pkcs11.CKM_RSA_PKCS, nil), append(append(data, prefix...), digest...), nil
-	case *ecdsa.PublicKey:
-		if sc.pss {
-			return nil, nil, fmt.Errorf("%w: RSA-PSS with an EC key", ErrUnsupportedAlgorithm)
-		}
-		return pkcs11.NewMechanism(pkcs11.CKM_ECDSA, nil), digest, nil
-	}
-	return nil, nil, fmt.Errorf("%w: key type %T", ErrUnsupportedAlgorithm, pub)
-}
-
-// verify checks sig, as returned to the caller, against pub.
-func (sc signScheme) verify(pub crypto.PublicKey, digest, sig []byte) error {
-	switch p := pub.(type) {
-	case *rsa.PublicKey:
-		if sc.pss {
-			return rsa.VerifyPSS(p, sc.hash, digest, sig, &rsa.PSSOptions{SaltLength: sc.salt, Hash: sc.hash})
-		}
-		return rsa.VerifyPKCS1v15(p, sc.hash, digest, sig)
-	case *ecdsa.PublicKey:
-		if !ecdsa.VerifyASN1(p, digest, sig) {
-			return errors.New("ECDSA verification failed")
-		}
-		return nil
-	}
-	return fmt.Errorf("key type %T", pub)
-}
-
 func (t *Token) signDigest(ctx context.Context, id []byte, opts crypto.SignerOpts, digest []byte) ([]byte, error) {
-	sc, err := checkSignOpts(opts, digest)
+	sc, err := scheme.Check(opts, digest)
 	if err != nil {
 		return nil, ckr.MarkNotSigned(fmt.Errorf("hsm: sign: %w", err))
 	}
@@ -213,7 +124,7 @@ func (t *Token) signDigest(ctx context.Context, id []byte, opts crypto.SignerOpt
 		if err != nil {
 			return err
 		}
-		mech, data, err := sc.mechanism(k.pub, digest)
+		mech, data, err := sc.Mechanism(k.pub, digest)
 		if err != nil {
 			return err
 		}
@@ -240,7 +151,7 @@ func (t *Token) signDigest(ctx context.Context, id []byte, opts crypto.SignerOpt
 			return nil, fmt.Errorf("hsm: sign: token %q returned a malformed signature for key %x: %w", t.label, id, err)
 		}
 	}
-	if err := sc.verify(pub, digest, sig); err != nil {
+	if err := sc.Verify(pub, digest, sig); err != nil {
 		t.log.ErrorContext(ctx, "hsm: token returned an invalid signature", "token", t.label, "id", fmt.Sprintf("%x", id))
 		return nil, fmt.Errorf("hsm: sign: token %q returned an invalid signature for key %x", t.label, id)
 	}
@@ -274,10 +185,10 @@ func (t *Token) signDigests(ctx context.Context, id []byte, opts crypto.SignerOp
 	if len(digests) == 0 {
 		return nil, ckr.MarkNotSigned(fmt.Errorf("hsm: sign: %w: no digest given", ErrBadDigest))
 	}
-	var sc signScheme
+	var sc scheme.Scheme
 	for i, digest := range digests {
 		var err error
-		if sc, err = checkSignOpts(opts, digest); err != nil {
+		if sc, err = scheme.Check(opts, digest); err != nil {
 			return nil, ckr.MarkNotSigned(fmt.Errorf("hsm: sign: digest %d: %w", i, err))
 		}
 	}
@@ -292,7 +203,7 @@ func (t *Token) signDigests(ctx context.Context, id []byte, opts crypto.SignerOp
 		}
 		pub = k.pub
 		for len(sigs) < len(digests) {
-			mech, data, err := sc.mechanism(k.pub, digests[len(sigs)])
+			mech, data, err := sc.Mechanism(k.pub, digests[len(sigs)])
 			if err != nil {
 				return err
 			}
@@ -322,27 +233,12 @@ func (t *Token) signDigests(ctx context.Context, id []byte, opts crypto.SignerOp
 			}
 			sigs[i] = sig
 		}
-		if err := sc.verify(pub, digests[i], sig); err != nil {
+		if err := sc.Verify(pub, digests[i], sig); err != nil {
 			t.log.ErrorContext(ctx, "hsm: token returned an invalid signature", "token", t.label, "id", fmt.Sprintf("%x", id))
 			return nil, fmt.Errorf("hsm: sign: token %q returned an invalid signature for key %x", t.label, id)
 		}
 	}
 	return sigs, nil
-}
-
-// String names the scheme for errors: "RSASSA-PSS with SHA-256 and a
-// 222-byte salt", "PKCS#1 v1.5 with SHA-256", "ECDSA with SHA-256".
-func (sc signScheme) String() string {
-	if sc.pss {
-		return fmt.Sprintf("RSASSA-PSS with %v and a %d-byte salt", sc.hash, sc.salt)
-	}
-	return fmt.Sprintf("a signature with %v", sc.hash)
-}
-
-// schemeKey identifies a scheme on a key size, for the refusals a Token
-// remembers.
-func (sc signScheme) key(pub crypto.PublicKey) string {
-	return fmt.Sprintf("%T/%d/%v/%v/%d", pub, KeyBits(pub), sc.hash, sc.pss, sc.salt)
 }
 
 // signRefused turns a C_SignInit refusal of the scheme (a mechanism or
@@ -353,17 +249,17 @@ func (sc signScheme) key(pub crypto.PublicKey) string {
 // the session: tpm2-pkcs11 keeps a half-started operation on it after a
 // refused C_SignInit, and then refuses to destroy the key
 // (CKR_FUNCTION_FAILED) while that session lives.
-func (t *Token) signRefused(sc signScheme, pub crypto.PublicKey, err error) error {
+func (t *Token) signRefused(sc scheme.Scheme, pub crypto.PublicKey, err error) error {
 	rerr := t.refused(sc.String()+" with a "+fmt.Sprint(KeyBits(pub))+"-bit key", err)
 	if ckr.IsRefused(rerr) {
-		t.schemeRefusals.Store(sc.key(pub), rerr)
+		t.schemeRefusals.Store(sc.Key(pub), rerr)
 	}
 	return rerr
 }
 
 // CheckSign is CheckKey for a signature in the scheme opts (a crypto.Hash
 // or *rsa.PSSOptions) with the key whose CKA_ID is id: the options fit the
-// key (checkSignOpts, the PSS salt), the token has the mechanism
+// key (scheme.Check, the PSS salt), the token has the mechanism
 // (CKM_RSA_PKCS_PSS for PSS), and the token has not refused the scheme on
 // a key of this size before. A PSS scheme not yet tried on this key size
 // is tried with C_SignInit alone on a session that is then closed, so no
@@ -375,7 +271,7 @@ func (t *Token) CheckSign(ctx context.Context, id []byte, opts crypto.SignerOpts
 	if opts == nil {
 		return t.CheckKey(ctx, id)
 	}
-	sc, err := checkSignOpts(opts, make([]byte, opts.HashFunc().Size()))
+	sc, err := scheme.Check(opts, make([]byte, opts.HashFunc().Size()))
 	if err != nil {
 		return fmt.Errorf("hsm: check key: %w", err)
 	}
@@ -384,26 +280,26 @@ func (t *Token) CheckSign(ctx context.Context, id []byte, opts crypto.SignerOpts
 		if err != nil {
 			return err
 		}
-		mech, _, err := sc.mechanism(k.pub, make([]byte, sc.hash.Size()))
+		mech, _, err := sc.Mechanism(k.pub, make([]byte, sc.Hash.Size()))
 		if err != nil {
 			return nil // a scheme for another key type: the caller's to refuse, as SignDigestOpts does
 		}
-		if sc.pss && !t.caps.CanPSS() {
+		if sc.PSS && !t.caps.CanPSS() {
 			return fmt.Errorf("%w: %s has no CKM_RSA_PKCS_PSS: RSASSA-PSS cannot be signed on it", ErrUnsupportedAlgorithm, t.caps.Token())
 		}
-		if r, ok := t.schemeRefusals.Load(sc.key(k.pub)); ok {
+		if r, ok := t.schemeRefusals.Load(sc.Key(k.pub)); ok {
 			return r.(error)
 		}
-		if !sc.pss {
+		if !sc.PSS {
 			return nil
 		}
-		if _, ok := t.schemeAccepted.Load(sc.key(k.pub)); ok {
+		if _, ok := t.schemeAccepted.Load(sc.Key(k.pub)); ok {
 			return nil
 		}
 		if err := t.lib.SignInit(s, []*pkcs11.Mechanism{mech}, k.handle); err != nil {
 			return ckr.Discard(t.signRefused(sc, k.pub, ckr.Wrap("C_SignInit", err)))
 		}
-		t.schemeAccepted.Store(sc.key(k.pub), true)
+		t.schemeAccepted.Store(sc.Key(k.pub), true)
 		// The session now has a signature operation that nothing will
 		// finish: it is closed.
 		return ckr.Discard(errProbed)
@@ -421,13 +317,6 @@ func (t *Token) SignsPSS() bool { return t.caps.CanPSS() }
 // errProbed ends a CheckSign probe whose C_SignInit succeeded.
 var errProbed = errors.New("hsm: scheme accepted by C_SignInit")
 
-// MaxPSSSaltLength is the longest RSASSA-PSS salt a signature with pub
-// over a hash of h can carry: the encoded message length minus the hash
-// length minus 2 (RFC 8017 §9.1.1).
-func MaxPSSSaltLength(pub *rsa.PublicKey, h crypto.Hash) int {
-	return (pub.N.BitLen()-1+7)/8 - h.Size() - 2
-}
-
 // MarkNotSigned returns err marked so that NotSigned reports true: for a
 // signer other than Token, such as a software token, whose call failed
 // before any signature was made. nil stays nil.
@@ -443,3 +332,8 @@ func MarkNotSigned(err error) error { return ckr.MarkNotSigned(err) }
 // that failed verification, and for any error it cannot vouch for: an
 // unknown outcome counts as signed.
 func NotSigned(err error) bool { return ckr.NotSigned(err) }
+
+// MaxPSSSaltLength is the longest RSASSA-PSS salt a signature with pub
+// over a hash of h can carry: the encoded message length minus the hash
+// length minus 2 (RFC 8017 §9.1.1).
+func MaxPSSSaltLength(pub *rsa.PublicKey, h crypto.Hash) int { return scheme.MaxPSSSaltLength(pub, h) }

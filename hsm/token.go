@@ -41,7 +41,7 @@ type Token struct {
 	noCopyable atomic.Bool
 	fixedUsage atomic.Bool
 	// schemeRefusals and schemeAccepted remember, per signature scheme
-	// and key size (signScheme.key), the token's C_SignInit refusal
+	// and key size (scheme.Scheme.Key), the token's C_SignInit refusal
 	// (an error) or acceptance, for CheckSign.
 	schemeRefusals sync.Map
 	schemeAccepted sync.Map
