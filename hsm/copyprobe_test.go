@@ -175,7 +175,7 @@ func TestFreezeProbeCopyNotDestroyed(t *testing.T) {
 	if n, err := objectsOf(looker, pkcs11.NewAttribute(pkcs11.CKA_ID, id)); err != nil || n != 2 {
 		t.Errorf("%d objects carry the key's CKA_ID (%v), want 2 (the key pair)", n, err)
 	}
-	if after := pooledSession(t, prober); after.h != 0 && after.serial == before.serial {
+	if after := pooledSession(t, prober); after.H != 0 && after.Serial == before.Serial {
 		t.Error("the session holding the copy went back to the pool")
 	}
 	if _, err := prober.CheckKeys(ctx); err != nil {

@@ -202,9 +202,9 @@ func spareToken(t testing.TB) *softhsmtest.Token {
 // it or, with bits > 0, when its key sizes stop short of bits.
 func mechanism(t testing.TB, mech uint, name string, bits int) pkcs11.MechanismInfo {
 	t.Helper()
-	lib, ok := shared.mod.lib.(*pkcs11.Ctx)
+	lib, ok := shared.mod.Lib.(*pkcs11.Ctx)
 	if !ok {
-		t.Fatalf("module is a %T, not *pkcs11.Ctx", shared.mod.lib)
+		t.Fatalf("module is a %T, not *pkcs11.Ctx", shared.mod.Lib)
 	}
 	mechs, err := lib.GetMechanismList(shared.slot)
 	if err != nil {

@@ -233,9 +233,9 @@ func TestDeviceErrorFromAnyCall(t *testing.T) {
 func TestTokenGoneInjected(t *testing.T) {
 	key, tok, fake := openFaultSigned(t, config(faultTok))
 	epoch := func() uint64 {
-		tok.mod.mu.RLock()
-		defer tok.mod.mu.RUnlock()
-		return tok.mod.epoch
+		tok.mod.Mu.RLock()
+		defer tok.mod.Mu.RUnlock()
+		return tok.mod.Epoch
 	}
 	before := epoch()
 	fake.SetGone(true)

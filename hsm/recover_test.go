@@ -51,9 +51,9 @@ func openTwoSessions(t *testing.T, cfg Config) *Token {
 // rawCtx is the real module, for acting behind a Token's back.
 func rawCtx(t *testing.T, tok *Token) *pkcs11.Ctx {
 	t.Helper()
-	c, ok := tok.mod.lib.(*pkcs11.Ctx)
+	c, ok := tok.mod.Lib.(*pkcs11.Ctx)
 	if !ok {
-		t.Fatalf("module is a %T", tok.mod.lib)
+		t.Fatalf("module is a %T", tok.mod.Lib)
 	}
 	return c
 }
@@ -76,13 +76,13 @@ func TestRecoverClosedPoolSessions(t *testing.T) {
 	// Close every pool session behind the Token's back.
 	raw := rawCtx(t, tok)
 	tok.mu.Lock()
-	handles := tok.pool.take()
+	handles := tok.pool.Take()
 	for _, s := range handles {
-		if err := raw.CloseSession(s.h); err != nil {
-			t.Errorf("close session %d: %v", s.h, err)
+		if err := raw.CloseSession(s.H); err != nil {
+			t.Errorf("close session %d: %v", s.H, err)
 		}
 	}
-	tok.pool.put(handles)
+	tok.pool.Put(handles)
 	gen := tok.gen.Load()
 	tok.mu.Unlock()
 
@@ -109,7 +109,7 @@ func TestRecoverClosedPersistentSession(t *testing.T) {
 	tok.mu.RLock()
 	old := tok.persistent
 	tok.mu.RUnlock()
-	if err := raw.CloseSession(old.h); err != nil {
+	if err := raw.CloseSession(old.H); err != nil {
 		t.Fatal(err)
 	}
 	// The pool sessions keep login and handles alive: signing works.
@@ -123,10 +123,10 @@ func TestRecoverClosedPersistentSession(t *testing.T) {
 	tok.mu.RLock()
 	now := tok.persistent
 	tok.mu.RUnlock()
-	if now.serial == old.serial {
-		t.Fatal("persistent session not replaced")
+	if now.Serial == old.Serial {
+		t.Fatal("persistent module.Session not replaced")
 	}
-	checkLoggedIn(t, raw, now.h)
+	checkLoggedIn(t, raw, now.H)
 	signAndVerify(t, tok, key.ID, key.Public)
 }
 
@@ -145,10 +145,10 @@ func TestRecoverReusedSessionNumbers(t *testing.T) {
 	}{
 		{"persistent and one pool session", func(tok *Token) []pkcs11.SessionHandle {
 			hs := poolHandles(tok)
-			return []pkcs11.SessionHandle{tok.persistent.h, hs[0]}
+			return []pkcs11.SessionHandle{tok.persistent.H, hs[0]}
 		}},
 		{"every session", func(tok *Token) []pkcs11.SessionHandle {
-			return append(poolHandles(tok), tok.persistent.h)
+			return append(poolHandles(tok), tok.persistent.H)
 		}},
 		{"the pool", func(tok *Token) []pkcs11.SessionHandle { return poolHandles(tok) }},
 	}
@@ -178,17 +178,17 @@ func TestRecoverReusedSessionNumbers(t *testing.T) {
 					t.Fatalf("Ping: %v", err)
 				}
 				tok.mu.Lock()
-				p, pooled := tok.persistent, tok.pool.take()
-				tok.pool.put(pooled)
+				p, pooled := tok.persistent, tok.pool.Take()
+				tok.pool.Put(pooled)
 				tok.mu.Unlock()
 				for _, s := range pooled {
-					if s.h != 0 && s.h == p.h {
-						t.Fatalf("the persistent session %d is lent out as a pool session (pool %v)", p.h, pooled)
+					if s.H != 0 && s.H == p.H {
+						t.Fatalf("the persistent module.Session %d is lent out as a pool session (pool %v)", p.H, pooled)
 					}
 				}
-				info, err := fake.GetSessionInfo(p.h)
+				info, err := fake.GetSessionInfo(p.H)
 				if err != nil || info.State != pkcs11.CKS_RW_USER_FUNCTIONS {
-					t.Fatalf("persistent session %d: %+v, %v", p.h, info, err)
+					t.Fatalf("persistent module.Session %d: %+v, %v", p.H, info, err)
 				}
 			}
 		})
@@ -221,12 +221,12 @@ func signBoth(t *testing.T, tok *Token, key *KeyInfo) {
 // poolHandles returns the numbers of the pool's open sessions. The caller
 // holds tok.mu.
 func poolHandles(tok *Token) []pkcs11.SessionHandle {
-	pooled := tok.pool.take()
-	tok.pool.put(pooled)
+	pooled := tok.pool.Take()
+	tok.pool.Put(pooled)
 	var hs []pkcs11.SessionHandle
 	for _, s := range pooled {
-		if s.h != 0 {
-			hs = append(hs, s.h)
+		if s.H != 0 {
+			hs = append(hs, s.H)
 		}
 	}
 	return hs
@@ -261,7 +261,7 @@ func TestRecoverCloseAllSessions(t *testing.T) {
 		t.Fatal(err)
 	}
 	tok.mu.RLock()
-	checkLoggedIn(t, raw, tok.persistent.h)
+	checkLoggedIn(t, raw, tok.persistent.H)
 	tok.mu.RUnlock()
 	t.Logf("recovery log:\n%s", logs.String())
 }
@@ -310,10 +310,10 @@ func checkLoggedIn(t *testing.T, raw *pkcs11.Ctx, s pkcs11.SessionHandle) {
 	t.Helper()
 	info, err := raw.GetSessionInfo(s)
 	if err != nil {
-		t.Fatalf("persistent session: %v", err)
+		t.Fatalf("persistent module.Session: %v", err)
 	}
 	if info.State != pkcs11.CKS_RW_USER_FUNCTIONS {
-		t.Fatalf("persistent session in state %d, want CKS_RW_USER_FUNCTIONS", info.State)
+		t.Fatalf("persistent module.Session in state %d, want CKS_RW_USER_FUNCTIONS", info.State)
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 
 	"github.com/miekg/pkcs11"
 	"github.com/signd/signd/hsm/ckr"
+	"github.com/signd/signd/hsm/module"
 )
 
 // run calls fn with a pooled session and recovers from session, login and
@@ -69,8 +70,8 @@ func (t *Token) failed(op string, gen uint64, err error) error {
 // (refusedError) when it does.
 func (t *Token) confirm(err error) error {
 	_, cerr := t.readLocked(func() error {
-		t.mod.mu.RLock()
-		defer t.mod.mu.RUnlock()
+		t.mod.Mu.RLock()
+		defer t.mod.Mu.RUnlock()
 		if err := t.currentLocked(); err != nil {
 			return err
 		}
@@ -108,7 +109,7 @@ func (t *Token) attempt(ctx context.Context, check bool, fn func(s pkcs11.Sessio
 	return t.readLocked(func() error {
 		start := time.Now()
 		reg := trace.StartRegion(ctx, "hsm.acquire") // runtime/trace; a no-op without a trace
-		s, err := t.pool.acquire(ctx, t.acquireTimeout)
+		s, err := t.pool.Acquire(ctx, t.acquireTimeout)
 		reg.End()
 		if t.metrics != nil {
 			t.metrics.ObservePoolWait(time.Since(start))
@@ -116,37 +117,37 @@ func (t *Token) attempt(ctx context.Context, check bool, fn func(s pkcs11.Sessio
 		if err != nil {
 			return err
 		}
-		t.mod.mu.RLock()
-		defer t.mod.mu.RUnlock()
+		t.mod.Mu.RLock()
+		defer t.mod.Mu.RUnlock()
 		if err := t.currentLocked(); err != nil {
-			t.pool.release(s) // recovery resets the pool
+			t.pool.Release(s) // recovery resets the pool
 			return err
 		}
-		if s.h != 0 && !t.mod.ours(s) {
-			s = session{} // closed, and its number given to another session
+		if s.H != 0 && !t.mod.Ours(s) {
+			s = module.Session{} // closed, and its number given to another session
 		}
-		if s.h != 0 && check {
-			if _, err := t.lib.GetSessionInfo(s.h); ckr.Classify(err) == ckr.Session {
-				t.mod.forget(s)
-				s = session{}
+		if s.H != 0 && check {
+			if _, err := t.lib.GetSessionInfo(s.H); ckr.Classify(err) == ckr.Session {
+				t.mod.Forget(s)
+				s = module.Session{}
 			}
 		}
-		if s.h == 0 {
+		if s.H == 0 {
 			s, err = t.openSession()
 			if err != nil {
-				t.pool.release(session{})
+				t.pool.Release(module.Session{})
 				return err
 			}
 		}
-		err = fn(s.h)
+		err = fn(s.H)
 		if ckr.Spoiled(err) {
 			// Dead, or in an unknown state. closeSession closes it only
 			// while its number is still its own; for a dead session the
 			// close is a no-op.
 			_ = t.closeSession(s)
-			s = session{}
+			s = module.Session{}
 		}
-		t.pool.release(s)
+		t.pool.Release(s)
 		return err
 	})
 }

@@ -82,7 +82,7 @@ func (t *Token) Ping(ctx context.Context) error {
 		switch ckr.Classify(err) {
 		case ckr.Session, ckr.Login:
 			if !retried {
-				t.log.Warn("hsm: persistent session lost; logging in again", "token", t.label, "error", err)
+				t.log.Warn("hsm: persistent module.Session lost; logging in again", "token", t.label, "error", err)
 				if rerr := t.recoverLogin(gen); rerr != nil {
 					return t.failed("ping", gen, rerr)
 				}
@@ -95,16 +95,16 @@ func (t *Token) Ping(ctx context.Context) error {
 
 func (t *Token) ping() (uint64, error) {
 	return t.readLocked(func() error {
-		t.mod.mu.RLock()
-		defer t.mod.mu.RUnlock()
+		t.mod.Mu.RLock()
+		defer t.mod.Mu.RUnlock()
 		if err := t.currentLocked(); err != nil {
 			return err
 		}
-		if !t.mod.ours(t.persistent) {
+		if !t.mod.Ours(t.persistent) {
 			// Closed, and its number handed out again: recover.
 			return ckr.Wrap("C_GetSessionInfo", pkcs11.Error(pkcs11.CKR_SESSION_HANDLE_INVALID))
 		}
-		if err := t.checkLoggedIn(t.persistent.h); err != nil {
+		if err := t.checkLoggedIn(t.persistent.H); err != nil {
 			return err
 		}
 		if _, err := t.lib.GetTokenInfo(t.slot); err != nil {
@@ -132,10 +132,10 @@ func (t *Token) usableLocked() error {
 // the module's current initialization. The caller holds t.mu and
 // t.mod.mu.RLock.
 func (t *Token) currentLocked() error {
-	if !t.mod.initialized {
+	if !t.mod.Initialized {
 		return ckr.ErrNotInitialized
 	}
-	if t.mod.epoch != t.epoch {
+	if t.mod.Epoch != t.epoch {
 		return ckr.ErrStaleModule
 	}
 	return nil

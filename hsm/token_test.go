@@ -70,7 +70,7 @@ func TestOpenSymlinkSharesModule(t *testing.T) {
 	cfg.Module = link
 	tok := openTest(t, cfg, options{})
 	if tok.mod != shared.mod {
-		t.Fatalf("module %s not shared with %s", tok.mod.path, shared.mod.path)
+		t.Fatalf("module %s not shared with %s", tok.mod.Path, shared.mod.Path)
 	}
 	signAndVerify(t, tok, sharedKey.ID, sharedKey.Public)
 }
@@ -197,9 +197,7 @@ func TestOpenCloseRefcount(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	modules.Lock()
-	refs := shared.mod.refs
-	modules.Unlock()
+	refs := shared.mod.Refs()
 	if refs != 1 {
 		t.Fatalf("module has %d references, want 1 (shared)", refs)
 	}
@@ -253,11 +251,11 @@ func TestConcurrentSign(t *testing.T) {
 func countOpen(tok *Token) int {
 	tok.mu.Lock()
 	defer tok.mu.Unlock()
-	hs := tok.pool.take()
-	defer tok.pool.put(hs)
+	hs := tok.pool.Take()
+	defer tok.pool.Put(hs)
 	n := 0
 	for _, s := range hs {
-		if s.h != 0 {
+		if s.H != 0 {
 			n++
 		}
 	}
@@ -272,7 +270,7 @@ func TestPoolExhausted(t *testing.T) {
 	signAndVerify(t, tok, sharedKey.ID, sharedKey.Public)
 
 	// Hold the only session.
-	s, err := tok.pool.acquire(context.Background(), time.Second)
+	s, err := tok.pool.Acquire(context.Background(), time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -296,7 +294,7 @@ func TestPoolExhausted(t *testing.T) {
 		t.Fatalf("SignDigest with an expiring context: %v, want ErrBusy and DeadlineExceeded", err)
 	}
 
-	tok.pool.release(s)
+	tok.pool.Release(s)
 	signAndVerify(t, tok, sharedKey.ID, sharedKey.Public)
 }
 
