@@ -523,5 +523,5 @@ func (t *Token) Key(ctx context.Context, id []byte) (*Key, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Key{t: t, id: bytes.Clone(id), label: ck.label, pub: ck.pub}, nil
+	return NewKey(t, id, ck.label, ck.pub), nil
 }

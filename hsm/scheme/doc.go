@@ -8,4 +8,8 @@
 // the public key before it leaves package hsm, so a fault attack on
 // RSA-CRT or on an ECDSA nonce never returns a signature. Its errors are
 // ckr.ErrUnsupportedAlgorithm and ckr.ErrBadDigest.
+//
+// Key (hsm.Key) is the crypto.Signer over a DigestSigner (an hsm.Token,
+// or a software token in tests) and CreateCSR the PKCS#10 request signed
+// through any crypto.Signer, its signature checked before it is returned.
 package scheme
