@@ -10,7 +10,7 @@
 // server error). To let them do so without importing hsm, every error
 // answers its meaning through methods reachable with errors.As:
 // Unavailable, KeyUnusable, KeyMissing, Unsupported (the sentinels,
-// errors.go) and NotSigned (sign.go); a caller declares the one-method
+// package ckr) and NotSigned (sign.go); a caller declares the one-method
 // interface it asks, such as interface{ Unavailable() bool }.
 //
 // # Parts

@@ -337,7 +337,7 @@ func (t *Token) adaptTemplates() {
 // checkGenerated reads the new key pair back (the private key's public
 // half, from the private object for RSA, from the public object for EC),
 // checks it with want, checks that the private key got the template, and
-// returns what the token does not keep of the freeze (freezeDefects).
+// returns what the token does not keep of the freeze (keyobj.Objects.FreezeDefects).
 func (t *Token) checkGenerated(s pkcs11.SessionHandle, privH pkcs11.ObjectHandle, label string, want func(crypto.PublicKey) error) (crypto.PublicKey, []string, error) {
 	a, err := t.obj.ReadKeyAttrs(s, privH)
 	if err != nil {
@@ -351,7 +351,7 @@ func (t *Token) checkGenerated(s pkcs11.SessionHandle, privH pkcs11.ObjectHandle
 	}
 	// A token that says it ignored the freeze would leave a key anyone
 	// with the user PIN can relabel or clone: refused. A token that says
-	// it kept it but does not is found out by freezeDefects.
+	// it kept it but does not is found out by the freeze test.
 	v, err := t.obj.Attrs(s, privH, pkcs11.CKA_MODIFIABLE, pkcs11.CKA_COPYABLE)
 	if err != nil {
 		return nil, nil, err

@@ -67,7 +67,7 @@ func (t *Token) failed(op string, gen uint64, err error) error {
 
 // confirm decides an ambiguous error by asking the token for its info:
 // device class (errTokenGone) when it does not answer, caller class
-// (refusedError) when it does.
+// (ckr.Refused) when it does.
 func (t *Token) confirm(err error) error {
 	_, cerr := t.readLocked(func() error {
 		t.mod.Mu.RLock()

@@ -48,7 +48,7 @@ const maxLabelLen = 128
 // imported for the key shares its ID. Only token objects match: signd's
 // keys live on the token, and a session object (visible to every session
 // of the application) is never one of them, such as a copy the freeze
-// test made (freezeDefects) while another session looks the key up.
+// test made (FreezeDefects) while another session looks the key up.
 func KeyTemplate(class uint, id []byte) []*pkcs11.Attribute {
 	return []*pkcs11.Attribute{
 		pkcs11.NewAttribute(pkcs11.CKA_CLASS, class),
@@ -64,7 +64,7 @@ func CertTemplate(id []byte) []*pkcs11.Attribute {
 	}
 }
 
-// find returns up to limit objects matching tmpl. Every find scans the
+// Find returns up to limit objects matching tmpl. Every find scans the
 // whole token, so callers ask for as few as they need.
 func (o Objects) Find(s pkcs11.SessionHandle, tmpl []*pkcs11.Attribute, limit int) ([]pkcs11.ObjectHandle, error) {
 	o.CopyMu.RLock() // not while the freeze test copies a key (copies)
@@ -92,7 +92,7 @@ func (o Objects) Find(s pkcs11.SessionHandle, tmpl []*pkcs11.Attribute, limit in
 	return out, nil
 }
 
-// findAll returns every object matching tmpl.
+// FindAll returns every object matching tmpl.
 func (o Objects) FindAll(s pkcs11.SessionHandle, tmpl []*pkcs11.Attribute) ([]pkcs11.ObjectHandle, error) {
 	return o.Find(s, tmpl, int(^uint(0)>>1))
 }
@@ -134,7 +134,7 @@ func (o Objects) ReadKeyAttrs(s pkcs11.SessionHandle, h pkcs11.ObjectHandle) (Ke
 	}, nil
 }
 
-// readPublic reads the public key of the private key h, whose CKA_KEY_TYPE
+// ReadPublic reads the public key of the private key h, whose CKA_KEY_TYPE
 // and CKA_ID are keyType and id: an RSA private key carries its modulus and
 // exponent; for an EC key the point is read from the public key object
 // with the same ID (a private EC key has no CKA_EC_POINT).
@@ -177,7 +177,7 @@ func AttrUint(v []byte) uint {
 	return ^uint(0)
 }
 
-// attrs reads the attributes types of h. Attributes the token does not
+// Attrs reads the attributes types of h. Attributes the token does not
 // return are absent from the map.
 //
 // One call reads them all. When the token refuses that call because one
@@ -314,7 +314,7 @@ type Options struct {
 	FixedUsage bool // CKA_ENCRYPT and CKA_DECRYPT are left to the token
 }
 
-// apply returns tmpl without the attributes o leaves out.
+// Apply returns tmpl without the attributes o leaves out.
 func (o Options) Apply(tmpl []*pkcs11.Attribute) []*pkcs11.Attribute {
 	return slices.DeleteFunc(slices.Clone(tmpl), func(a *pkcs11.Attribute) bool {
 		switch a.Type {
@@ -327,7 +327,7 @@ func (o Options) Apply(tmpl []*pkcs11.Attribute) []*pkcs11.Attribute {
 	})
 }
 
-// freezeDefects tests the freeze of the private key h, labelled label:
+// FreezeDefects tests the freeze of the private key h, labelled label:
 // a C_SetAttributeValue of CKA_LABEL with its own value must be refused
 // (tpm2-pkcs11 accepts it while CKA_MODIFIABLE reads false), so must a
 // C_CopyObject into a session object (opencryptoki accepts it), and the
@@ -697,7 +697,7 @@ const (
 // signd meets needs it).
 var oidEd25519 = asn1.ObjectIdentifier{1, 3, 101, 112}
 
-// edwardsPublic reads the Ed25519 public key of the key pair with CKA_ID
+// EdwardsPublic reads the Ed25519 public key of the key pair with CKA_ID
 // id from its public key object: CKA_EC_POINT, a DER OCTET STRING holding
 // the 32-byte RFC 8032 encoding (PKCS#11 v3.0 §2.3.6), or the bare 32
 // bytes some tokens return. Called from ReadPublic.
