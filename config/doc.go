@@ -1,7 +1,10 @@
 // Package config owns signd's configuration: the typed Config, loading it
 // from a YAML file, SIGND_* environment variables and command-line flags,
 // validating it with every bad key reported at once, and the Secret type
-// that keeps the token PIN out of printouts and logs.
+// that keeps the token PIN out of printouts and logs. Keys is the one key
+// table; the machinery that reads, decodes and renders any such table
+// (and Secret) is package config/schema, whose types config names under
+// the same names.
 //
 // It does not open anything the configuration names (HSM module, database,
 // listeners, log sinks): cmd/signd maps Config onto the options of hsm, store

@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/signd/signd/config/schema"
 )
 
 // DualControlConfig is admin.dual_control and admin.pending_ttl, part of
@@ -154,7 +156,7 @@ func dualControl(names []string) string {
 func nearest(s string, known []string) string {
 	best, bestDist := "", 3
 	for _, k := range known {
-		if d := editDistance(strings.ToLower(s), k); d < bestDist {
+		if d := schema.EditDistance(strings.ToLower(s), k); d < bestDist {
 			best, bestDist = k, d
 		}
 	}

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/signd/signd/config/schema"
 )
 
 // TestConfigDocUpToDate: docs/CONFIG.md's key table is exactly what the
@@ -54,7 +56,7 @@ func TestReferenceRows(t *testing.T) {
 		{Name: "a.rate", Default: 0.5, Usage: "u"},
 		{Name: "a.bool", Default: false, Usage: "u"},
 	}
-	got, err := reference(keys)
+	got, err := schema.Reference(keys)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,7 +96,7 @@ func TestReferenceRefusesBrokenCells(t *testing.T) {
 		{Name: "a.newline", Default: "", Usage: "u", Doc: "one\ntwo"},
 		{Name: "a.usage", Default: "", Usage: "a|b"},
 	} {
-		_, err := reference([]Key{k})
+		_, err := schema.Reference([]Key{k})
 		if err == nil || !strings.Contains(err.Error(), k.Name) {
 			t.Errorf("%s: err = %v, want one naming the key", k.Name, err)
 		}

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/miekg/pkcs11"
+	"github.com/signd/signd/hsm/keyobj"
 )
 
 // simulatedOnSoftHSM2 skips a test that makes SoftHSM2 behave as another
@@ -151,7 +152,7 @@ type fixedUsage struct {
 func (c *fixedUsage) GenerateKeyPair(sh pkcs11.SessionHandle, m []*pkcs11.Mechanism, public, private []*pkcs11.Attribute) (pkcs11.ObjectHandle, pkcs11.ObjectHandle, error) {
 	c.generations.Add(1)
 	explicit := func(a *pkcs11.Attribute) bool {
-		return (a.Type == pkcs11.CKA_DECRYPT || a.Type == pkcs11.CKA_ENCRYPT) && !attrBool(a.Value)
+		return (a.Type == pkcs11.CKA_DECRYPT || a.Type == pkcs11.CKA_ENCRYPT) && !keyobj.AttrBool(a.Value)
 	}
 	if slices.ContainsFunc(public, explicit) || slices.ContainsFunc(private, explicit) {
 		return 0, 0, pkcs11.Error(pkcs11.CKR_GENERAL_ERROR)
@@ -234,7 +235,7 @@ type longSaltRefused struct {
 
 func (c *longSaltRefused) SignInit(sh pkcs11.SessionHandle, m []*pkcs11.Mechanism, o pkcs11.ObjectHandle) error {
 	c.signInits.Add(1)
-	if m[0].Mechanism == pkcs11.CKM_RSA_PKCS_PSS && attrUint(m[0].Parameter[len(m[0].Parameter)-8:]) > 64 {
+	if m[0].Mechanism == pkcs11.CKM_RSA_PKCS_PSS && keyobj.AttrUint(m[0].Parameter[len(m[0].Parameter)-8:]) > 64 {
 		return pkcs11.Error(pkcs11.CKR_MECHANISM_PARAM_INVALID)
 	}
 	return c.Ctx.SignInit(sh, m, o)

@@ -7,6 +7,8 @@ import (
 	"fmt"
 
 	"github.com/miekg/pkcs11"
+	"github.com/signd/signd/hsm/ckr"
+	"github.com/signd/signd/hsm/keyobj"
 )
 
 // ImportCertificate stores cert on the token as a CKO_CERTIFICATE object
@@ -29,14 +31,14 @@ func (t *Token) ImportCertificate(ctx context.Context, id []byte, label string, 
 		if err != nil {
 			return err
 		}
-		if !publicEqual(k.pub, cert.PublicKey) {
+		if !keyobj.PublicEqual(k.pub, cert.PublicKey) {
 			return fmt.Errorf("%w: certificate %q, key %x", ErrCertKeyMismatch, cert.Subject, id)
 		}
 		lbl := label
 		if lbl == "" {
 			lbl = k.label
 		}
-		old, err := t.findAll(s, certTemplate(id))
+		old, err := t.obj.FindAll(s, keyobj.CertTemplate(id))
 		if err != nil {
 			return err
 		}
@@ -53,11 +55,11 @@ func (t *Token) ImportCertificate(ctx context.Context, id []byte, label string, 
 			pkcs11.NewAttribute(pkcs11.CKA_ID, id),
 			pkcs11.NewAttribute(pkcs11.CKA_LABEL, lbl),
 		}); err != nil {
-			return ckr("C_CreateObject", err)
+			return ckr.Wrap("C_CreateObject", err)
 		}
 		for _, h := range old {
 			if err := t.lib.DestroyObject(s, h); err != nil {
-				return ckr("C_DestroyObject", err)
+				return ckr.Wrap("C_DestroyObject", err)
 			}
 		}
 		return nil
@@ -85,7 +87,7 @@ func (t *Token) Certificates(ctx context.Context, label string) ([]Certificate, 
 	var out []Certificate
 	err := t.run(ctx, "find certificates", func(s pkcs11.SessionHandle) error {
 		out = out[:0]
-		hs, err := t.find(s, []*pkcs11.Attribute{
+		hs, err := t.obj.Find(s, []*pkcs11.Attribute{
 			pkcs11.NewAttribute(pkcs11.CKA_CLASS, pkcs11.CKO_CERTIFICATE),
 			pkcs11.NewAttribute(pkcs11.CKA_CERTIFICATE_TYPE, pkcs11.CKC_X_509),
 			pkcs11.NewAttribute(pkcs11.CKA_LABEL, label),
@@ -94,7 +96,7 @@ func (t *Token) Certificates(ctx context.Context, label string) ([]Certificate, 
 			return err
 		}
 		for _, h := range hs {
-			v, err := t.attrs(s, h, pkcs11.CKA_ID, pkcs11.CKA_VALUE)
+			v, err := t.obj.Attrs(s, h, pkcs11.CKA_ID, pkcs11.CKA_VALUE)
 			if err != nil {
 				return err
 			}

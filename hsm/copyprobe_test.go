@@ -9,6 +9,7 @@ import (
 
 	"github.com/miekg/pkcs11"
 
+	"github.com/signd/signd/hsm/ckr"
 	"github.com/signd/signd/hsm/hsmtest"
 )
 
@@ -33,7 +34,7 @@ func (c noRelabelledCopy) CopyObject(sh pkcs11.SessionHandle, o pkcs11.ObjectHan
 func objectsOf(tok *Token, tmpl ...*pkcs11.Attribute) (int, error) {
 	var n int
 	err := tok.run(context.Background(), "count objects", func(s pkcs11.SessionHandle) error {
-		hs, err := tok.findAll(s, tmpl)
+		hs, err := tok.obj.FindAll(s, tmpl)
 		n = len(hs)
 		return err
 	})
@@ -165,7 +166,7 @@ func TestFreezeProbeCopyNotDestroyed(t *testing.T) {
 	if fake.Calls("DestroyObject") == 0 {
 		lacks(t, "the token refuses to copy a key imported without CKA_COPYABLE false")
 	}
-	if rv(err) != pkcs11.CKR_ACTION_PROHIBITED {
+	if ckr.RV(err) != pkcs11.CKR_ACTION_PROHIBITED {
 		t.Fatalf("CheckKeys: %v, want the C_DestroyObject error", err)
 	}
 	if n, err := objectsOf(looker, pkcs11.NewAttribute(pkcs11.CKA_TOKEN, false)); err != nil || n != 0 {
@@ -174,7 +175,7 @@ func TestFreezeProbeCopyNotDestroyed(t *testing.T) {
 	if n, err := objectsOf(looker, pkcs11.NewAttribute(pkcs11.CKA_ID, id)); err != nil || n != 2 {
 		t.Errorf("%d objects carry the key's CKA_ID (%v), want 2 (the key pair)", n, err)
 	}
-	if after := pooledSession(t, prober); after.h != 0 && after.serial == before.serial {
+	if after := pooledSession(t, prober); after.H != 0 && after.Serial == before.Serial {
 		t.Error("the session holding the copy went back to the pool")
 	}
 	if _, err := prober.CheckKeys(ctx); err != nil {

@@ -10,8 +10,21 @@
 // server error). To let them do so without importing hsm, every error
 // answers its meaning through methods reachable with errors.As:
 // Unavailable, KeyUnusable, KeyMissing, Unsupported (the sentinels,
-// errors.go) and NotSigned (sign.go); a caller declares the one-method
+// package ckr) and NotSigned (sign.go); a caller declares the one-method
 // interface it asks, such as interface{ Unavailable() bool }.
+//
+// # Parts
+//
+// The Token, its sessions, recovery, key lookup and signing are this
+// package's; what does not need a Token is in its parts, which import
+// nothing of it: package ckr (the sentinel errors, which hsm returns under
+// the same names, and the one table that classifies every PKCS#11 return
+// value), caps (what the module and token say they can do), keyobj (key
+// templates, attribute reads, public halves, the key policy and the freeze
+// test, on a session it is given), scheme (signature schemes: the options
+// checked, the mechanism, the verification) and module (loaded modules,
+// the session registry and the pool). cryptoki defines Ctx, the subset of
+// PKCS#11 all of them call.
 //
 // # Capabilities
 //
@@ -61,23 +74,13 @@
 // ErrUnsupportedAlgorithm too, as is a generated key whose public half
 // does not parse (tpm2-pkcs11's P-521 CKA_EC_POINT); the key is destroyed.
 //
-// The freeze is tested, not read back: after generation the package
-// writes the key's own CKA_LABEL back with C_SetAttributeValue, which a
-// frozen key refuses (tpm2-pkcs11 accepts it although CKA_MODIFIABLE
-// reads false), tries a C_CopyObject into a session object, which it must
-// refuse as well (opencryptoki 3.8 does not know CKA_COPYABLE and copies
-// any key; the copy is destroyed at once), and reads the usages the
-// token really gave it
-// (CKA_DECRYPT, CKA_UNWRAP, CKA_DERIVE, CKA_SIGN_RECOVER). Only an
-// explicit refusal proves the freeze (CKR_ACTION_PROHIBITED,
-// CKR_ATTRIBUTE_READ_ONLY, CKR_TEMPLATE_INCONSISTENT,
-// CKR_TOKEN_WRITE_PROTECTED, CKR_FUNCTION_NOT_SUPPORTED; freezeRefusal
-// in keys.go): another answer is the defect "freeze could not be
-// tested", and an ambiguous one fails the operation. The copy gets a
-// CKA_ID and CKA_LABEL of its own, key finds wait while it is made (a
-// token may apply the copy's template after copying the key: SoftHSM2
-// does) and match token objects only, and a copy that cannot be
-// destroyed closes its session. A key that reads CKA_MODIFIABLE or
+// The freeze is tested, not read back (package keyobj says how): after
+// generation the package writes the key's own CKA_LABEL back, which a
+// frozen key refuses, tries a C_CopyObject into a session object, which
+// it must refuse as well, and reads the usages the token really gave the
+// key. Only an explicit refusal proves the freeze: another answer is the
+// defect "freeze could not be tested", and an ambiguous one fails the
+// operation. A key that reads CKA_MODIFIABLE or
 // CKA_COPYABLE true is neither written nor copied: the token says so
 // itself. What the token does not keep is KeyInfo.Defects and a warning
 // naming the token and the key; CheckKeys repeats the test for every key
@@ -133,8 +136,8 @@
 //
 // # Recovery
 //
-// Every PKCS#11 return value is classified once, in one table (ckrClass in
-// errors.go): caller/key class (the operation fails, the token is fine),
+// Every PKCS#11 return value is classified once, in one table (package
+// ckr): caller/key class (the operation fails, the token is fine),
 // session class, login class, device class and PIN class. Every operation
 // is retried at most once per kind of failure: a closed or invalid session
 // is replaced; "user not logged in" or an invalid object handle
@@ -173,11 +176,11 @@
 //
 // # Package-level state
 //
-// The package keeps exactly one piece of package-level state: a registry of
-// loaded modules, one per resolved path, reference counted. C_Initialize and
-// C_Finalize act on the whole process, so two Tokens using the same module
-// must share one initialization, and re-initializing it (during recovery)
-// must be coordinated between them; see module.go.
+// The package and its parts keep exactly one piece of package-level state:
+// the registry of loaded modules, one per resolved path, reference counted
+// (package module). C_Initialize and C_Finalize act on the whole process,
+// so two Tokens using the same module must share one initialization, and
+// re-initializing it (during recovery) must be coordinated between them.
 //
 // PKCS#11 return codes appear by name in errors and logs, for example
 // "CKR_PIN_INCORRECT (0xa0)"; ReturnCode extracts the name for metrics. The

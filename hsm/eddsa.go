@@ -5,32 +5,14 @@ import (
 	"context"
 	"crypto"
 	"crypto/ed25519"
-	"encoding/asn1"
 	"fmt"
 	"io"
 	"time"
 
 	"github.com/miekg/pkcs11"
+	"github.com/signd/signd/hsm/ckr"
+	"github.com/signd/signd/hsm/keyobj"
 )
-
-// Ed25519 (PKCS#11 v3.0 §2.3.6, §2.3.14): the key type and mechanisms
-// signd's audit key uses where the token has them. miekg/pkcs11 v1.1.2
-// predates v3.0 and names none of them.
-const (
-	// CKK_EC_EDWARDS is the key type of an Edwards curve key.
-	ckkECEdwards = 0x40
-	// CKM_EC_EDWARDS_KEY_PAIR_GEN generates one.
-	ckmECEdwardsKeyPairGen = 0x1055
-	// CKM_EDDSA signs a message (not a digest) with one; without
-	// parameters, pure Ed25519 of RFC 8032 §5.1.
-	ckmEdDSA = 0x1057
-)
-
-// oidEd25519 is id-Ed25519 (RFC 8410 §3): CKA_EC_PARAMS names the curve
-// edwards25519 with it, as PKCS#11 v3.0 §2.3.5 allows and SoftHSM2 2.6
-// takes (v3.0 also allows the PrintableString "edwards25519"; no token
-// signd meets needs it).
-var oidEd25519 = asn1.ObjectIdentifier{1, 3, 101, 112}
 
 // CanEd25519 reports whether the token generates Ed25519 key pairs
 // (CKM_EC_EDWARDS_KEY_PAIR_GEN with CKF_GENERATE_KEY_PAIR) and signs with
@@ -45,13 +27,13 @@ func (t *Token) CanEd25519(ctx context.Context) (bool, error) {
 		for _, m := range []struct {
 			typ  uint
 			flag uint
-		}{{ckmECEdwardsKeyPairGen, pkcs11.CKF_GENERATE_KEY_PAIR}, {ckmEdDSA, pkcs11.CKF_SIGN}} {
+		}{{keyobj.CKMECEdwardsKeyPairGen, pkcs11.CKF_GENERATE_KEY_PAIR}, {keyobj.CKMEdDSA, pkcs11.CKF_SIGN}} {
 			mi, err := t.lib.GetMechanismInfo(t.slot, []*pkcs11.Mechanism{pkcs11.NewMechanism(m.typ, nil)})
-			if rv(err) == pkcs11.CKR_MECHANISM_INVALID {
+			if ckr.RV(err) == pkcs11.CKR_MECHANISM_INVALID {
 				return nil
 			}
 			if err != nil {
-				return ckr("C_GetMechanismInfo", err)
+				return ckr.Wrap("C_GetMechanismInfo", err)
 			}
 			if mi.Flags&m.flag == 0 {
 				return nil
@@ -75,51 +57,15 @@ func (t *Token) GenerateEd25519(ctx context.Context, label string) (*KeyInfo, er
 		return nil, err
 	}
 	if !can {
-		return nil, fmt.Errorf("hsm: generate Ed25519 key: %w: %s has no CKM_EC_EDWARDS_KEY_PAIR_GEN with CKM_EDDSA: Ed25519 keys cannot be made on it", ErrUnsupportedAlgorithm, t.caps.token())
+		return nil, fmt.Errorf("hsm: generate Ed25519 key: %w: %s has no CKM_EC_EDWARDS_KEY_PAIR_GEN with CKM_EDDSA: Ed25519 keys cannot be made on it", ErrUnsupportedAlgorithm, t.caps.Token())
 	}
-	params, _ := asn1.Marshal(oidEd25519)
-	pubT := []*pkcs11.Attribute{
-		pkcs11.NewAttribute(pkcs11.CKA_CLASS, pkcs11.CKO_PUBLIC_KEY),
-		pkcs11.NewAttribute(pkcs11.CKA_KEY_TYPE, ckkECEdwards),
-		pkcs11.NewAttribute(pkcs11.CKA_TOKEN, true),
-		pkcs11.NewAttribute(pkcs11.CKA_VERIFY, true),
-		pkcs11.NewAttribute(pkcs11.CKA_EC_PARAMS, params),
-		pkcs11.NewAttribute(pkcs11.CKA_MODIFIABLE, false),
-	}
-	mech := pkcs11.NewMechanism(ckmECEdwardsKeyPairGen, nil)
-	return t.generate(ctx, "Ed25519", "an Ed25519 key", label, mech, pubT, ckkECEdwards, func(pub crypto.PublicKey) error {
+	mech := pkcs11.NewMechanism(keyobj.CKMECEdwardsKeyPairGen, nil)
+	return t.generate(ctx, "Ed25519", "an Ed25519 key", label, mech, keyobj.EdwardsPublicTemplate(), keyobj.CKKECEdwards, func(pub crypto.PublicKey) error {
 		if _, ok := pub.(ed25519.PublicKey); !ok {
 			return fmt.Errorf("hsm: token generated %T, asked for an Ed25519 key", pub)
 		}
 		return nil
 	})
-}
-
-// edwardsPublic reads the Ed25519 public key of the key pair with CKA_ID
-// id from its public key object: CKA_EC_POINT, a DER OCTET STRING holding
-// the 32-byte RFC 8032 encoding (PKCS#11 v3.0 §2.3.6), or the bare 32
-// bytes some tokens return. Called inside run (from readPublic).
-func (t *Token) edwardsPublic(s pkcs11.SessionHandle, id []byte) (crypto.PublicKey, error) {
-	hs, err := t.find(s, keyTemplate(pkcs11.CKO_PUBLIC_KEY, id), 2)
-	if err != nil {
-		return nil, err
-	}
-	if len(hs) != 1 {
-		return nil, fmt.Errorf("%w: Ed25519 key %x has %d public key objects, want 1", ErrKeyPolicy, id, len(hs))
-	}
-	v, err := t.attrs(s, hs[0], pkcs11.CKA_EC_POINT)
-	if err != nil {
-		return nil, err
-	}
-	point := v[pkcs11.CKA_EC_POINT]
-	var raw []byte
-	if rest, err := asn1.Unmarshal(point, &raw); err != nil || len(rest) != 0 {
-		raw = point
-	}
-	if len(raw) != ed25519.PublicKeySize {
-		return nil, fmt.Errorf("%w: Ed25519 key %x with a CKA_EC_POINT of %d bytes", errUnusablePublic, id, len(raw))
-	}
-	return ed25519.PublicKey(bytes.Clone(raw)), nil
 }
 
 // KeyByLabel returns the key pair whose private key is labelled label:
@@ -128,12 +74,12 @@ func (t *Token) edwardsPublic(s pkcs11.SessionHandle, id []byte) (crypto.PublicK
 // label is ErrKeyNotFound, two are ErrAmbiguousKey. It does not apply the
 // key policy: the signer (Key, Ed25519Key) does.
 func (t *Token) KeyByLabel(ctx context.Context, label string) (*KeyInfo, error) {
-	if err := checkLabel(label); err != nil {
+	if err := keyobj.CheckLabel(label); err != nil {
 		return nil, err
 	}
 	var info *KeyInfo
 	err := t.run(ctx, "find key by label", func(s pkcs11.SessionHandle) error {
-		hs, err := t.find(s, []*pkcs11.Attribute{
+		hs, err := t.obj.Find(s, []*pkcs11.Attribute{
 			pkcs11.NewAttribute(pkcs11.CKA_CLASS, pkcs11.CKO_PRIVATE_KEY),
 			pkcs11.NewAttribute(pkcs11.CKA_TOKEN, true),
 			pkcs11.NewAttribute(pkcs11.CKA_LABEL, label),
@@ -149,11 +95,11 @@ func (t *Token) KeyByLabel(ctx context.Context, label string) (*KeyInfo, error) 
 		case len(hs) > 1:
 			return fmt.Errorf("%w: label %q on token %q", ErrAmbiguousKey, label, t.label)
 		}
-		v, err := t.attrs(s, hs[0], pkcs11.CKA_ID, pkcs11.CKA_KEY_TYPE)
+		v, err := t.obj.Attrs(s, hs[0], pkcs11.CKA_ID, pkcs11.CKA_KEY_TYPE)
 		if err != nil {
 			return err
 		}
-		pub, err := t.readPublic(s, hs[0], v[pkcs11.CKA_KEY_TYPE], v[pkcs11.CKA_ID])
+		pub, err := t.obj.ReadPublic(s, hs[0], v[pkcs11.CKA_KEY_TYPE], v[pkcs11.CKA_ID])
 		if err != nil {
 			return fmt.Errorf("key labelled %q: %w", label, err)
 		}
@@ -241,7 +187,7 @@ func (t *Token) SignEd25519(ctx context.Context, id []byte, message []byte) ([]b
 
 func (t *Token) signEd25519(ctx context.Context, id []byte, message []byte) ([]byte, error) {
 	if len(message) > maxEd25519Message {
-		return nil, &notSignedError{fmt.Errorf("hsm: sign: %w: message of %d bytes, at most %d", ErrBadDigest, len(message), maxEd25519Message)}
+		return nil, ckr.MarkNotSigned(fmt.Errorf("hsm: sign: %w: message of %d bytes, at most %d", ErrBadDigest, len(message), maxEd25519Message))
 	}
 	var sig []byte
 	var pub ed25519.PublicKey
@@ -255,12 +201,12 @@ func (t *Token) signEd25519(ctx context.Context, id []byte, message []byte) ([]b
 		if !ok {
 			return fmt.Errorf("%w: key %x is %T, not Ed25519", ErrUnsupportedAlgorithm, id, k.pub)
 		}
-		if err := t.lib.SignInit(s, []*pkcs11.Mechanism{pkcs11.NewMechanism(ckmEdDSA, nil)}, k.handle); err != nil {
-			return discard(t.refused("Ed25519 (CKM_EDDSA)", ckr("C_SignInit", err)))
+		if err := t.lib.SignInit(s, []*pkcs11.Mechanism{pkcs11.NewMechanism(keyobj.CKMEdDSA, nil)}, k.handle); err != nil {
+			return ckr.Discard(t.refused("Ed25519 (CKM_EDDSA)", ckr.Wrap("C_SignInit", err)))
 		}
 		sig, err = t.lib.Sign(s, message)
 		if err != nil {
-			return discard(ckr("C_Sign", err))
+			return ckr.Discard(ckr.Wrap("C_Sign", err))
 		}
 		returned = true
 		pub = p
@@ -268,7 +214,7 @@ func (t *Token) signEd25519(ctx context.Context, id []byte, message []byte) ([]b
 	})
 	if err != nil {
 		if !returned {
-			err = &notSignedError{err: err}
+			err = ckr.MarkNotSigned(err)
 		}
 		return nil, err
 	}

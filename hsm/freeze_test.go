@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/miekg/pkcs11"
+	"github.com/signd/signd/hsm/keyobj"
 )
 
 // acceptLabel is a token that answers every C_SetAttributeValue with
@@ -141,8 +142,8 @@ func TestExternalFreeze(t *testing.T) {
 		t.Errorf("label write accepted: %v; defects %q", writable, info.Defects)
 	}
 	for typ, name := range map[uint]string{pkcs11.CKA_DECRYPT: "decrypt", pkcs11.CKA_UNWRAP: "unwrap", pkcs11.CKA_DERIVE: "derive"} {
-		if attrBool(v[typ]) != has(name) {
-			t.Errorf("%s: token says %v; defects %q", name, attrBool(v[typ]), info.Defects)
+		if keyobj.AttrBool(v[typ]) != has(name) {
+			t.Errorf("%s: token says %v; defects %q", name, keyobj.AttrBool(v[typ]), info.Defects)
 		}
 	}
 	t.Logf("token %q: defects %q", cfg.TokenLabel, info.Defects)

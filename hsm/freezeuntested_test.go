@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/miekg/pkcs11"
+	"github.com/signd/signd/hsm/ckr"
 )
 
 // TestFreezeUntested: only an explicit refusal (freezeRefusal) of the
@@ -35,7 +36,7 @@ func TestFreezeUntested(t *testing.T) {
 		{"CopyObject", pkcs11.CKR_GENERAL_ERROR, ""},
 	}
 	for i, tt := range tests {
-		name := ckrName(pkcs11.Error(tt.code))
+		name := ckr.Name(pkcs11.Error(tt.code))
 		t.Run(tt.method+"/"+name, func(t *testing.T) {
 			for _, require := range []bool{false, true} {
 				cfg := config(faultTok)

@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/miekg/pkcs11"
+	"github.com/signd/signd/hsm/ckr"
+	"github.com/signd/signd/hsm/keyobj"
 )
 
 // A generated key pair is frozen (PKCS#11 v2.40 §4.4: CKA_MODIFIABLE,
@@ -75,7 +77,7 @@ func TestGeneratedKeyIsImmutable(t *testing.T) {
 			err := onKey(t, e.class, info.ID, func(lib *pkcs11.Ctx, s pkcs11.SessionHandle, h pkcs11.ObjectHandle) error {
 				return lib.SetAttributeValue(s, h, []*pkcs11.Attribute{e.attr})
 			})
-			if err == nil || !slices.Contains(refused, rv(err)) {
+			if err == nil || !slices.Contains(refused, ckr.RV(err)) {
 				t.Errorf("C_SetAttributeValue: %v, want CKR_ATTRIBUTE_READ_ONLY or CKR_ACTION_PROHIBITED", err)
 			}
 		})
@@ -95,7 +97,7 @@ func TestGeneratedKeyIsImmutable(t *testing.T) {
 			// A token that predates CKA_COPYABLE (opencryptoki 3.8) may copy;
 			// then signd must have said so.
 			t.Errorf("C_CopyObject succeeded and the key's defects %q do not say so", info.Defects)
-		case err != nil && rv(err) != pkcs11.CKR_ACTION_PROHIBITED:
+		case err != nil && ckr.RV(err) != pkcs11.CKR_ACTION_PROHIBITED:
 			t.Errorf("C_CopyObject: %v, want CKR_ACTION_PROHIBITED (0x1b)", err)
 		}
 	})
@@ -106,8 +108,8 @@ func TestGeneratedKeyIsImmutable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := string(after[pkcs11.CKA_LABEL]); got != "immutable-2048" || attrBool(after[pkcs11.CKA_DECRYPT]) {
-		t.Errorf("after the refused edits: label %q, CKA_DECRYPT %v", got, attrBool(after[pkcs11.CKA_DECRYPT]))
+	if got := string(after[pkcs11.CKA_LABEL]); got != "immutable-2048" || keyobj.AttrBool(after[pkcs11.CKA_DECRYPT]) {
+		t.Errorf("after the refused edits: label %q, CKA_DECRYPT %v", got, keyobj.AttrBool(after[pkcs11.CKA_DECRYPT]))
 	}
 	signAndVerify(t, shared, info.ID, info.Public)
 	if err := shared.DestroyKey(ctx, info.ID); err != nil {
@@ -129,7 +131,7 @@ func onKey(t *testing.T, class uint, id []byte, fn func(*pkcs11.Ctx, pkcs11.Sess
 		if err != nil {
 			return err
 		}
-		return ckr("test call", fn(lib, s, h))
+		return ckr.Wrap("test call", fn(lib, s, h))
 	})
 }
 

@@ -7,12 +7,12 @@ import (
 	"crypto/rsa"
 	"errors"
 	"fmt"
-	"math/big"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/miekg/pkcs11"
+	"github.com/signd/signd/hsm/keyobj"
 )
 
 func TestGenerateRSA(t *testing.T) {
@@ -113,8 +113,8 @@ func checkBools(t *testing.T, what string, got map[uint][]byte, want map[uint]bo
 			t.Errorf("%s key: attribute 0x%x missing", what, typ)
 			continue
 		}
-		if attrBool(v) != w {
-			t.Errorf("%s key: attribute 0x%x = %v, want %v", what, typ, attrBool(v), w)
+		if keyobj.AttrBool(v) != w {
+			t.Errorf("%s key: attribute 0x%x = %v, want %v", what, typ, keyobj.AttrBool(v), w)
 		}
 	}
 }
@@ -258,40 +258,6 @@ func TestDestroyKeyWhileCachedElsewhere(t *testing.T) {
 	}
 }
 
-func TestKeyPolicy(t *testing.T) {
-	n2048 := new(big.Int).Lsh(big.NewInt(1), 2047)
-	n1024 := new(big.Int).Lsh(big.NewInt(1), 1023)
-	good := keyAttrs{
-		sign: true, sensitive: true, alwaysSensitive: true, neverExtractable: true, local: true,
-		pub: &rsa.PublicKey{N: n2048, E: 65537},
-	}
-	tests := []struct {
-		name          string
-		edit          func(*keyAttrs)
-		allowImported bool
-		want          error
-	}{
-		{"generated", func(*keyAttrs) {}, false, nil},
-		{"no sign", func(a *keyAttrs) { a.sign = false }, false, ErrKeyPolicy},
-		{"not sensitive", func(a *keyAttrs) { a.sensitive = false }, true, ErrKeyPolicy},
-		{"extractable", func(a *keyAttrs) { a.extractable = true }, true, ErrKeyPolicy},
-		{"imported", func(a *keyAttrs) { a.local, a.alwaysSensitive, a.neverExtractable = false, false, false }, false, ErrKeyPolicy},
-		{"imported allowed", func(a *keyAttrs) { a.local, a.alwaysSensitive, a.neverExtractable = false, false, false }, true, nil},
-		{"was extractable", func(a *keyAttrs) { a.neverExtractable = false }, false, ErrKeyPolicy},
-		{"1024 bits", func(a *keyAttrs) { a.pub = &rsa.PublicKey{N: n1024, E: 65537} }, false, ErrWeakKey},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			a := good
-			tt.edit(&a)
-			err := checkPolicy(a, 2048, tt.allowImported)
-			if (tt.want == nil) != (err == nil) || (tt.want != nil && !errors.Is(err, tt.want)) {
-				t.Fatalf("checkPolicy: %v, want %v", err, tt.want)
-			}
-		})
-	}
-}
-
 func TestImportedKeyRefusedByDefault(t *testing.T) {
 	id := randomID(t)
 	importRSA(t, shared, "imported-refused", id, fixtureKey)
@@ -312,7 +278,7 @@ func TestAmbiguousKey(t *testing.T) {
 	importRSA(t, tok, "twin-2", id, fixtureKey)
 	t.Cleanup(func() {
 		_ = tok.run(context.Background(), "cleanup", func(s pkcs11.SessionHandle) error {
-			hs, err := tok.findAll(s, []*pkcs11.Attribute{pkcs11.NewAttribute(pkcs11.CKA_ID, id)})
+			hs, err := tok.obj.FindAll(s, []*pkcs11.Attribute{pkcs11.NewAttribute(pkcs11.CKA_ID, id)})
 			for _, h := range hs {
 				_ = tok.lib.DestroyObject(s, h)
 			}

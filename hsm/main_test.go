@@ -20,6 +20,8 @@ import (
 
 	"github.com/miekg/pkcs11"
 
+	"github.com/signd/signd/hsm/ckr"
+	"github.com/signd/signd/hsm/keyobj"
 	softhsmtest "github.com/signd/signd/softhsm-test"
 )
 
@@ -157,7 +159,7 @@ func signAndVerify(t testing.TB, tok *Token, id []byte, key crypto.PublicKey) {
 
 // randomID returns a fresh 16-byte CKA_ID.
 func randomID(t testing.TB) []byte {
-	id := make([]byte, idLen)
+	id := make([]byte, keyobj.IDLen)
 	if _, err := rand.Read(id); err != nil {
 		t.Fatal(err)
 	}
@@ -200,9 +202,9 @@ func spareToken(t testing.TB) *softhsmtest.Token {
 // it or, with bits > 0, when its key sizes stop short of bits.
 func mechanism(t testing.TB, mech uint, name string, bits int) pkcs11.MechanismInfo {
 	t.Helper()
-	lib, ok := shared.mod.lib.(*pkcs11.Ctx)
+	lib, ok := shared.mod.Lib.(*pkcs11.Ctx)
 	if !ok {
-		t.Fatalf("module is a %T, not *pkcs11.Ctx", shared.mod.lib)
+		t.Fatalf("module is a %T, not *pkcs11.Ctx", shared.mod.Lib)
 	}
 	mechs, err := lib.GetMechanismList(shared.slot)
 	if err != nil {
@@ -260,10 +262,10 @@ func importRSA(t testing.TB, tok *Token, label string, id []byte, priv *rsa.Priv
 			pkcs11.NewAttribute(pkcs11.CKA_EXPONENT_2, priv.Precomputed.Dq.Bytes()),
 			pkcs11.NewAttribute(pkcs11.CKA_COEFFICIENT, priv.Precomputed.Qinv.Bytes()),
 		)); err != nil {
-			return &importRefused{ckr("C_CreateObject", err)}
+			return &importRefused{ckr.Wrap("C_CreateObject", err)}
 		}
 		_, err := tok.lib.CreateObject(s, rsaKey(pkcs11.CKO_PUBLIC_KEY, pkcs11.NewAttribute(pkcs11.CKA_VERIFY, true)))
-		return ckr("C_CreateObject", err)
+		return ckr.Wrap("C_CreateObject", err)
 	})
 	var refused *importRefused
 	if errors.As(err, &refused) {
@@ -289,7 +291,7 @@ func rawAttrs(tok *Token, class uint, id []byte, types ...uint) (map[uint][]byte
 		if err != nil {
 			return err
 		}
-		v, err = tok.attrs(s, h, types...)
+		v, err = tok.obj.Attrs(s, h, types...)
 		return err
 	})
 	return v, err
@@ -311,7 +313,7 @@ func countObjects(t testing.TB, tok *Token, tmpl []*pkcs11.Attribute) int {
 	t.Helper()
 	var n int
 	err := tok.run(context.Background(), "count objects", func(s pkcs11.SessionHandle) error {
-		hs, err := tok.findAll(s, tmpl)
+		hs, err := tok.obj.FindAll(s, tmpl)
 		n = len(hs)
 		return err
 	})

@@ -35,7 +35,7 @@ func TestRefusedKeyNotDestroyed(t *testing.T) {
 			label := fmt.Sprintf("refused-left-%d", tt.failures)
 			t.Cleanup(func() {
 				_ = tok.run(ctx, "cleanup", func(s pkcs11.SessionHandle) error {
-					hs, err := tok.findAll(s, []*pkcs11.Attribute{pkcs11.NewAttribute(pkcs11.CKA_LABEL, label)})
+					hs, err := tok.obj.FindAll(s, []*pkcs11.Attribute{pkcs11.NewAttribute(pkcs11.CKA_LABEL, label)})
 					for _, h := range hs {
 						_ = tok.lib.DestroyObject(s, h)
 					}

@@ -13,47 +13,13 @@ import (
 
 	"github.com/miekg/pkcs11"
 
+	"github.com/signd/signd/hsm/ckr"
 	"github.com/signd/signd/hsm/hsmtest"
 	softhsmtest "github.com/signd/signd/softhsm-test"
 )
 
 // The outage tests use faultTok, like the recovery tests: they make it
 // vanish and re-initialize the module.
-
-// TestClassifyTable: every return value PKCS#11 v2.40 names is classified
-// explicitly, once, in ckrClass.
-func TestClassifyTable(t *testing.T) {
-	codes := []uint{pkcs11.CKR_VENDOR_DEFINED}
-	for c := uint(0); c <= 0x300; c++ {
-		codes = append(codes, c)
-	}
-	named := 0
-	for _, c := range codes {
-		if strings.HasPrefix(ckrName(pkcs11.Error(c)), "CKR_0x") {
-			continue // not a code miekg/pkcs11 knows
-		}
-		named++
-		if _, ok := ckrClass[c]; !ok && c != pkcs11.CKR_VENDOR_DEFINED {
-			t.Errorf("%s (0x%x) is not in the classification table", ckrName(pkcs11.Error(c)), c)
-		}
-	}
-	if named < 80 {
-		t.Fatalf("only %d named return codes: is miekg/pkcs11's table gone?", named)
-	}
-	if got := classify(pkcs11.Error(pkcs11.CKR_VENDOR_DEFINED | 7)); got != recoverNone {
-		t.Errorf("a vendor-defined code is %v, want caller", got)
-	}
-	// Each class has its members.
-	count := map[recovery]int{}
-	for _, r := range ckrClass {
-		count[r]++
-	}
-	for _, r := range []recovery{recoverNone, recoverSession, recoverLogin, recoverDevice, recoverPIN} {
-		if count[r] == 0 {
-			t.Errorf("class %v is empty", r)
-		}
-	}
-}
 
 // TestTokenRemovedNoProbes is the outage of a real SoftHSM2 token: its
 // object directory is moved away under a Token with cached key handles,
@@ -237,7 +203,7 @@ func TestDeviceErrorFromAnyCall(t *testing.T) {
 		{"list keys", "FindObjectsFinal", pkcs11.CKR_CRYPTOKI_NOT_INITIALIZED, false},
 	}
 	for _, tt := range tests {
-		t.Run(fmt.Sprintf("%s/%s/%s", tt.op, tt.method, ckrName(pkcs11.Error(tt.code))), func(t *testing.T) {
+		t.Run(fmt.Sprintf("%s/%s/%s", tt.op, tt.method, ckr.Name(pkcs11.Error(tt.code))), func(t *testing.T) {
 			cfg := config(faultTok)
 			cfg.MaxSessions = 1
 			tok, fake := openFault(t, cfg)
@@ -246,8 +212,8 @@ func TestDeviceErrorFromAnyCall(t *testing.T) {
 			}
 			fake.FailOnce(tt.method, tt.code)
 			err := ops[tt.op](tok)
-			if !errors.Is(err, ErrTokenUnavailable) || ReturnCode(err) != ckrName(pkcs11.Error(tt.code)) {
-				t.Fatalf("%s: %v, want ErrTokenUnavailable with %s", tt.op, err, ckrName(pkcs11.Error(tt.code)))
+			if !errors.Is(err, ErrTokenUnavailable) || ReturnCode(err) != ckr.Name(pkcs11.Error(tt.code)) {
+				t.Fatalf("%s: %v, want ErrTokenUnavailable with %s", tt.op, err, ckr.Name(pkcs11.Error(tt.code)))
 			}
 			if tok.Available() {
 				t.Fatal("still available after a device error")
@@ -267,9 +233,9 @@ func TestDeviceErrorFromAnyCall(t *testing.T) {
 func TestTokenGoneInjected(t *testing.T) {
 	key, tok, fake := openFaultSigned(t, config(faultTok))
 	epoch := func() uint64 {
-		tok.mod.mu.RLock()
-		defer tok.mod.mu.RUnlock()
-		return tok.mod.epoch
+		tok.mod.Mu.RLock()
+		defer tok.mod.Mu.RUnlock()
+		return tok.mod.Epoch
 	}
 	before := epoch()
 	fake.SetGone(true)

@@ -1,6 +1,9 @@
 package hsm
 
-import "github.com/signd/signd/hsm/cryptoki"
+import (
+	"github.com/signd/signd/hsm/caps"
+	"github.com/signd/signd/hsm/cryptoki"
+)
 
 // Ctx is the subset of *pkcs11.Ctx this package calls, defined once in
 // package cryptoki (the fault injector hsmtest wraps the same type).
@@ -11,3 +14,9 @@ type Ctx = cryptoki.Ctx
 
 // p11 is the package's name for Ctx.
 type p11 = Ctx
+
+// Capabilities is what the token said of itself at Open (package caps).
+type Capabilities = caps.Capabilities
+
+// Mechanism is one mechanism signd uses, as the token describes it.
+type Mechanism = caps.Mechanism

@@ -4,6 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/signd/signd/hsm/ckr"
+	"github.com/signd/signd/hsm/module"
 )
 
 // recoverLogin re-establishes the persistent session and the login after
@@ -18,11 +21,11 @@ func (t *Token) recoverLogin(seen uint64) error {
 	if t.gen.Load() != seen {
 		return nil // recovered meanwhile
 	}
-	t.mod.mu.RLock()
-	defer t.mod.mu.RUnlock()
+	t.mod.Mu.RLock()
+	defer t.mod.Mu.RUnlock()
 	err := t.currentLocked()
 	switch {
-	case errors.Is(err, errStaleModule):
+	case errors.Is(err, ckr.ErrStaleModule):
 		// Another Token re-initialized the module: every handle is void,
 		// and its number may be reused, so nothing is closed.
 		t.log.Info("hsm: module was re-initialized; opening sessions again", "token", t.label)
@@ -45,14 +48,14 @@ func (t *Token) recoverLogin(seen uint64) error {
 // number of a closed session to the next one opened, so a dead persistent
 // session's number may answer for a pool session, or the other way round.
 func (t *Token) reloginLocked() error {
-	alive := t.mod.ours(t.persistent)
+	alive := t.mod.Ours(t.persistent)
 	if alive {
-		if _, err := t.lib.GetSessionInfo(t.persistent.h); err != nil {
-			if classify(err) != recoverSession {
-				return ckr("C_GetSessionInfo", err)
+		if _, err := t.lib.GetSessionInfo(t.persistent.H); err != nil {
+			if ckr.Classify(err) != ckr.Session {
+				return ckr.Wrap("C_GetSessionInfo", err)
 			}
 			alive = false
-			t.mod.forget(t.persistent)
+			t.mod.Forget(t.persistent)
 		}
 	}
 	if !alive {
@@ -62,24 +65,24 @@ func (t *Token) reloginLocked() error {
 		}
 		t.persistent = s
 	}
-	if err := t.login(t.persistent.h); err != nil {
+	if err := t.login(t.persistent.H); err != nil {
 		return err
 	}
-	handles := t.pool.take()
+	handles := t.pool.Take()
 	for i, s := range handles {
-		if s.h == 0 {
+		if s.H == 0 {
 			continue
 		}
-		if !t.mod.ours(s) {
-			handles[i] = session{} // its number is another session's now
+		if !t.mod.Ours(s) {
+			handles[i] = module.Session{} // its number is another session's now
 			continue
 		}
-		if _, err := t.lib.GetSessionInfo(s.h); err != nil {
-			t.mod.forget(s)
-			handles[i] = session{}
+		if _, err := t.lib.GetSessionInfo(s.H); err != nil {
+			t.mod.Forget(s)
+			handles[i] = module.Session{}
 		}
 	}
-	t.pool.put(handles)
+	t.pool.Put(handles)
 	t.gen.Add(1)
 	t.flushCache()
 	return nil
@@ -106,7 +109,7 @@ func (t *Token) markUnavailable(op string, seen uint64, err error) {
 	if t.stopping {
 		return
 	}
-	why := fmt.Errorf("%w: reconnecting to token %q after %s", ErrTokenUnavailable, t.label, errorCode(err))
+	why := fmt.Errorf("%w: reconnecting to token %q after %s", ErrTokenUnavailable, t.label, ckr.Code(err))
 	if t.setUnavailable(why) {
 		t.outages.Add(1)
 		t.log.Error("hsm: token unavailable; reconnecting in the background", "token", t.label, "op", op, "error", err)
@@ -161,18 +164,18 @@ func (t *Token) reconnect() (done bool, err error) {
 	if t.closed {
 		return true, nil
 	}
-	t.mod.mu.RLock()
-	if t.mod.initialized && t.mod.epoch == t.epoch {
+	t.mod.Mu.RLock()
+	if t.mod.Initialized && t.mod.Epoch == t.epoch {
 		t.closePoolLocked()
 	}
 	seen := t.epoch
-	t.mod.mu.RUnlock()
+	t.mod.Mu.RUnlock()
 
-	if err := t.mod.reinit(seen); err != nil {
+	if err := t.mod.Reinit(seen); err != nil {
 		return false, err
 	}
-	t.mod.mu.RLock()
-	defer t.mod.mu.RUnlock()
+	t.mod.Mu.RLock()
+	defer t.mod.Mu.RUnlock()
 	if err := t.establishLocked(); err != nil {
 		if errors.Is(err, ErrPIN) {
 			t.fatalLocked(err)
@@ -180,7 +183,7 @@ func (t *Token) reconnect() (done bool, err error) {
 		}
 		// Nothing of this initialization is held; the next attempt
 		// finalizes it.
-		t.epoch, t.persistent = t.mod.epoch, session{}
+		t.epoch, t.persistent = t.mod.Epoch, module.Session{}
 		return false, err
 	}
 	t.bgMu.Lock()

@@ -14,6 +14,7 @@ import (
 
 	"github.com/miekg/pkcs11"
 
+	"github.com/signd/signd/hsm/ckr"
 	"github.com/signd/signd/hsm/hsmtest"
 )
 
@@ -50,9 +51,9 @@ func openTwoSessions(t *testing.T, cfg Config) *Token {
 // rawCtx is the real module, for acting behind a Token's back.
 func rawCtx(t *testing.T, tok *Token) *pkcs11.Ctx {
 	t.Helper()
-	c, ok := tok.mod.lib.(*pkcs11.Ctx)
+	c, ok := tok.mod.Lib.(*pkcs11.Ctx)
 	if !ok {
-		t.Fatalf("module is a %T", tok.mod.lib)
+		t.Fatalf("module is a %T", tok.mod.Lib)
 	}
 	return c
 }
@@ -75,13 +76,13 @@ func TestRecoverClosedPoolSessions(t *testing.T) {
 	// Close every pool session behind the Token's back.
 	raw := rawCtx(t, tok)
 	tok.mu.Lock()
-	handles := tok.pool.take()
+	handles := tok.pool.Take()
 	for _, s := range handles {
-		if err := raw.CloseSession(s.h); err != nil {
-			t.Errorf("close session %d: %v", s.h, err)
+		if err := raw.CloseSession(s.H); err != nil {
+			t.Errorf("close session %d: %v", s.H, err)
 		}
 	}
-	tok.pool.put(handles)
+	tok.pool.Put(handles)
 	gen := tok.gen.Load()
 	tok.mu.Unlock()
 
@@ -108,7 +109,7 @@ func TestRecoverClosedPersistentSession(t *testing.T) {
 	tok.mu.RLock()
 	old := tok.persistent
 	tok.mu.RUnlock()
-	if err := raw.CloseSession(old.h); err != nil {
+	if err := raw.CloseSession(old.H); err != nil {
 		t.Fatal(err)
 	}
 	// The pool sessions keep login and handles alive: signing works.
@@ -122,10 +123,10 @@ func TestRecoverClosedPersistentSession(t *testing.T) {
 	tok.mu.RLock()
 	now := tok.persistent
 	tok.mu.RUnlock()
-	if now.serial == old.serial {
-		t.Fatal("persistent session not replaced")
+	if now.Serial == old.Serial {
+		t.Fatal("persistent module.Session not replaced")
 	}
-	checkLoggedIn(t, raw, now.h)
+	checkLoggedIn(t, raw, now.H)
 	signAndVerify(t, tok, key.ID, key.Public)
 }
 
@@ -144,10 +145,10 @@ func TestRecoverReusedSessionNumbers(t *testing.T) {
 	}{
 		{"persistent and one pool session", func(tok *Token) []pkcs11.SessionHandle {
 			hs := poolHandles(tok)
-			return []pkcs11.SessionHandle{tok.persistent.h, hs[0]}
+			return []pkcs11.SessionHandle{tok.persistent.H, hs[0]}
 		}},
 		{"every session", func(tok *Token) []pkcs11.SessionHandle {
-			return append(poolHandles(tok), tok.persistent.h)
+			return append(poolHandles(tok), tok.persistent.H)
 		}},
 		{"the pool", func(tok *Token) []pkcs11.SessionHandle { return poolHandles(tok) }},
 	}
@@ -177,17 +178,17 @@ func TestRecoverReusedSessionNumbers(t *testing.T) {
 					t.Fatalf("Ping: %v", err)
 				}
 				tok.mu.Lock()
-				p, pooled := tok.persistent, tok.pool.take()
-				tok.pool.put(pooled)
+				p, pooled := tok.persistent, tok.pool.Take()
+				tok.pool.Put(pooled)
 				tok.mu.Unlock()
 				for _, s := range pooled {
-					if s.h != 0 && s.h == p.h {
-						t.Fatalf("the persistent session %d is lent out as a pool session (pool %v)", p.h, pooled)
+					if s.H != 0 && s.H == p.H {
+						t.Fatalf("the persistent module.Session %d is lent out as a pool session (pool %v)", p.H, pooled)
 					}
 				}
-				info, err := fake.GetSessionInfo(p.h)
+				info, err := fake.GetSessionInfo(p.H)
 				if err != nil || info.State != pkcs11.CKS_RW_USER_FUNCTIONS {
-					t.Fatalf("persistent session %d: %+v, %v", p.h, info, err)
+					t.Fatalf("persistent module.Session %d: %+v, %v", p.H, info, err)
 				}
 			}
 		})
@@ -220,12 +221,12 @@ func signBoth(t *testing.T, tok *Token, key *KeyInfo) {
 // poolHandles returns the numbers of the pool's open sessions. The caller
 // holds tok.mu.
 func poolHandles(tok *Token) []pkcs11.SessionHandle {
-	pooled := tok.pool.take()
-	tok.pool.put(pooled)
+	pooled := tok.pool.Take()
+	tok.pool.Put(pooled)
 	var hs []pkcs11.SessionHandle
 	for _, s := range pooled {
-		if s.h != 0 {
-			hs = append(hs, s.h)
+		if s.H != 0 {
+			hs = append(hs, s.H)
 		}
 	}
 	return hs
@@ -260,7 +261,7 @@ func TestRecoverCloseAllSessions(t *testing.T) {
 		t.Fatal(err)
 	}
 	tok.mu.RLock()
-	checkLoggedIn(t, raw, tok.persistent.h)
+	checkLoggedIn(t, raw, tok.persistent.H)
 	tok.mu.RUnlock()
 	t.Logf("recovery log:\n%s", logs.String())
 }
@@ -309,10 +310,10 @@ func checkLoggedIn(t *testing.T, raw *pkcs11.Ctx, s pkcs11.SessionHandle) {
 	t.Helper()
 	info, err := raw.GetSessionInfo(s)
 	if err != nil {
-		t.Fatalf("persistent session: %v", err)
+		t.Fatalf("persistent module.Session: %v", err)
 	}
 	if info.State != pkcs11.CKS_RW_USER_FUNCTIONS {
-		t.Fatalf("persistent session in state %d, want CKS_RW_USER_FUNCTIONS", info.State)
+		t.Fatalf("persistent module.Session in state %d, want CKS_RW_USER_FUNCTIONS", info.State)
 	}
 }
 
@@ -358,7 +359,7 @@ func TestRecoverInjected(t *testing.T) {
 		{"SignInit", pkcs11.CKR_MECHANISM_INVALID, false, map[string]int{"SignInit": 0, "Login": 0}},
 	}
 	for _, tt := range tests {
-		name := fmt.Sprintf("%s/%s", tt.method, ckrName(pkcs11.Error(tt.code)))
+		name := fmt.Sprintf("%s/%s", tt.method, ckr.Name(pkcs11.Error(tt.code)))
 		t.Run(name, func(t *testing.T) {
 			cfg := config(faultTok)
 			cfg.MaxSessions = 1
@@ -381,7 +382,7 @@ func TestRecoverInjected(t *testing.T) {
 				if err == nil {
 					t.Fatal("succeeded")
 				}
-				if got := ReturnCode(err); got != ckrName(pkcs11.Error(tt.code)) {
+				if got := ReturnCode(err); got != ckr.Name(pkcs11.Error(tt.code)) {
 					t.Fatalf("error %v has code %q", err, got)
 				}
 			}
@@ -408,7 +409,7 @@ func TestRecoverRetriesOnce(t *testing.T) {
 		{pkcs11.CKR_KEY_HANDLE_INVALID, 2},
 	}
 	for _, tt := range tests {
-		t.Run(ckrName(pkcs11.Error(tt.code)), func(t *testing.T) {
+		t.Run(ckr.Name(pkcs11.Error(tt.code)), func(t *testing.T) {
 			tok, fake := openFault(t, config(faultTok))
 			signAndVerify(t, tok, key.ID, key.Public)
 			fake.Hook(func(m string) error {
@@ -419,7 +420,7 @@ func TestRecoverRetriesOnce(t *testing.T) {
 			})
 			before := fake.Calls("SignInit")
 			_, err := tok.SignDigest(context.Background(), key.ID, crypto.SHA256, digestOf(crypto.SHA256, nil))
-			if ReturnCode(err) != ckrName(pkcs11.Error(tt.code)) {
+			if ReturnCode(err) != ckr.Name(pkcs11.Error(tt.code)) {
 				t.Fatalf("error %v", err)
 			}
 			if n := fake.Calls("SignInit") - before; n != tt.calls {
@@ -590,7 +591,7 @@ func TestRecoverDeviceCodes(t *testing.T) {
 		pkcs11.CKR_CRYPTOKI_NOT_INITIALIZED,
 	}
 	for _, code := range codes {
-		name := ckrName(pkcs11.Error(code))
+		name := ckr.Name(pkcs11.Error(code))
 		t.Run(name, func(t *testing.T) {
 			tok, fake := openFault(t, config(faultTok))
 			signAndVerify(t, tok, key.ID, key.Public)
@@ -613,7 +614,7 @@ func TestRecoverDeviceCodes(t *testing.T) {
 func TestRecoverAmbiguousCodes(t *testing.T) {
 	key := faultKey(t)
 	for _, code := range []uint{pkcs11.CKR_GENERAL_ERROR, pkcs11.CKR_FUNCTION_FAILED, pkcs11.CKR_DEVICE_MEMORY} {
-		name := ckrName(pkcs11.Error(code))
+		name := ckr.Name(pkcs11.Error(code))
 		t.Run(name+"/token answers", func(t *testing.T) {
 			tok, fake := openFault(t, config(faultTok))
 			signAndVerify(t, tok, key.ID, key.Public)
@@ -643,49 +644,5 @@ func TestRecoverAmbiguousCodes(t *testing.T) {
 			waitFor(t, "reconnect", tok.Available)
 			signAndVerify(t, tok, key.ID, key.Public)
 		})
-	}
-}
-
-func TestClassify(t *testing.T) {
-	tests := []struct {
-		err  error
-		want recovery
-	}{
-		{nil, recoverNone},
-		{ErrKeyNotFound, recoverNone},
-		{errStaleModule, recoverLogin},
-		{errNotInitialized, recoverDevice},
-		{pkcs11.Error(pkcs11.CKR_SESSION_CLOSED), recoverSession},
-		{pkcs11.Error(pkcs11.CKR_SESSION_HANDLE_INVALID), recoverSession},
-		{pkcs11.Error(pkcs11.CKR_USER_NOT_LOGGED_IN), recoverLogin},
-		{pkcs11.Error(pkcs11.CKR_OBJECT_HANDLE_INVALID), recoverLogin},
-		{pkcs11.Error(pkcs11.CKR_KEY_HANDLE_INVALID), recoverLogin},
-		{pkcs11.Error(pkcs11.CKR_DEVICE_ERROR), recoverDevice},
-		{pkcs11.Error(pkcs11.CKR_DEVICE_REMOVED), recoverDevice},
-		{pkcs11.Error(pkcs11.CKR_TOKEN_NOT_PRESENT), recoverDevice},
-		{pkcs11.Error(pkcs11.CKR_GENERAL_ERROR), recoverConfirm},
-		{ckr("C_GetTokenInfo", pkcs11.Error(pkcs11.CKR_GENERAL_ERROR)), recoverDevice},
-		{&refusedError{ckr("C_GenerateKeyPair", pkcs11.Error(pkcs11.CKR_GENERAL_ERROR))}, recoverNone},
-		{pkcs11.Error(pkcs11.CKR_CRYPTOKI_NOT_INITIALIZED), recoverDevice},
-		{pkcs11.Error(pkcs11.CKR_PIN_INCORRECT), recoverPIN},
-		{pkcs11.Error(pkcs11.CKR_PIN_LOCKED), recoverPIN},
-		{pkcs11.Error(pkcs11.CKR_PIN_EXPIRED), recoverPIN},
-		{pkcs11.Error(pkcs11.CKR_PIN_INVALID), recoverPIN},
-		{pkcs11.Error(pkcs11.CKR_PIN_LEN_RANGE), recoverPIN},
-		{pkcs11.Error(pkcs11.CKR_FUNCTION_FAILED), recoverConfirm},
-		{pkcs11.Error(pkcs11.CKR_SLOT_ID_INVALID), recoverDevice},
-		{pkcs11.Error(pkcs11.CKR_DEVICE_MEMORY), recoverConfirm},
-		{pkcs11.Error(pkcs11.CKR_OPERATION_ACTIVE), recoverSession},
-		{pkcs11.Error(pkcs11.CKR_USER_PIN_NOT_INITIALIZED), recoverPIN},
-		{pkcs11.Error(pkcs11.CKR_USER_ALREADY_LOGGED_IN), recoverNone},
-		{pkcs11.Error(pkcs11.CKR_MECHANISM_INVALID), recoverNone},
-		{fmt.Errorf("%w: %w", errTokenGone, ckr("C_GetTokenInfo", pkcs11.Error(pkcs11.CKR_FUNCTION_FAILED))), recoverDevice},
-		{discard(ckr("C_Sign", pkcs11.Error(pkcs11.CKR_SESSION_CLOSED))), recoverSession},
-		{fmt.Errorf("wrapped: %w", ckr("C_Sign", pkcs11.Error(pkcs11.CKR_KEY_HANDLE_INVALID))), recoverLogin},
-	}
-	for _, tt := range tests {
-		if got := classify(tt.err); got != tt.want {
-			t.Errorf("classify(%v) = %d, want %d", tt.err, got, tt.want)
-		}
 	}
 }

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/miekg/pkcs11"
+	"github.com/signd/signd/hsm/ckr"
+	"github.com/signd/signd/hsm/module"
 )
 
 // run calls fn with a pooled session and recovers from session, login and
@@ -23,14 +25,14 @@ func (t *Token) run(ctx context.Context, op string, fn func(s pkcs11.SessionHand
 			return nil
 		}
 		t.observeError(err)
-		switch classify(err) {
-		case recoverSession:
+		switch ckr.Classify(err) {
+		case ckr.Session:
 			if !retriedSession {
 				retriedSession = true
 				t.log.WarnContext(ctx, "hsm: session lost; replaced it, retrying", "token", t.label, "op", op, "error", err)
 				continue
 			}
-		case recoverLogin:
+		case ckr.Login:
 			if !retriedLogin {
 				retriedLogin = true
 				t.log.WarnContext(ctx, "hsm: login or object handles lost; logging in again, retrying", "token", t.label, "op", op, "error", err)
@@ -51,10 +53,10 @@ func (t *Token) run(ctx context.Context, op string, fn func(s pkcs11.SessionHand
 // token does not answer C_GetTokenInfo either; while it answers, the one
 // operation failed and the token stays available.
 func (t *Token) failed(op string, gen uint64, err error) error {
-	if classify(err) == recoverConfirm {
+	if ckr.Classify(err) == ckr.Confirm {
 		err = t.confirm(err)
 	}
-	if classify(err) == recoverDevice {
+	if ckr.Classify(err) == ckr.Device {
 		t.markUnavailable(op, gen, err)
 		if !errors.Is(err, ErrTokenUnavailable) {
 			return fmt.Errorf("hsm: %s: %w: %w", op, ErrTokenUnavailable, err)
@@ -65,11 +67,11 @@ func (t *Token) failed(op string, gen uint64, err error) error {
 
 // confirm decides an ambiguous error by asking the token for its info:
 // device class (errTokenGone) when it does not answer, caller class
-// (refusedError) when it does.
+// (ckr.Refused) when it does.
 func (t *Token) confirm(err error) error {
 	_, cerr := t.readLocked(func() error {
-		t.mod.mu.RLock()
-		defer t.mod.mu.RUnlock()
+		t.mod.Mu.RLock()
+		defer t.mod.Mu.RUnlock()
 		if err := t.currentLocked(); err != nil {
 			return err
 		}
@@ -77,9 +79,9 @@ func (t *Token) confirm(err error) error {
 	})
 	switch {
 	case cerr == nil:
-		return &refusedError{err}
-	case classify(cerr) == recoverDevice:
-		return fmt.Errorf("%w: %w (then %w)", errTokenGone, err, cerr)
+		return ckr.Refused(err)
+	case ckr.Classify(cerr) == ckr.Device:
+		return fmt.Errorf("%w: %w (then %w)", ckr.ErrTokenGone, err, cerr)
 	}
 	return err // closed, or unavailable already
 }
@@ -107,7 +109,7 @@ func (t *Token) attempt(ctx context.Context, check bool, fn func(s pkcs11.Sessio
 	return t.readLocked(func() error {
 		start := time.Now()
 		reg := trace.StartRegion(ctx, "hsm.acquire") // runtime/trace; a no-op without a trace
-		s, err := t.pool.acquire(ctx, t.acquireTimeout)
+		s, err := t.pool.Acquire(ctx, t.acquireTimeout)
 		reg.End()
 		if t.metrics != nil {
 			t.metrics.ObservePoolWait(time.Since(start))
@@ -115,70 +117,37 @@ func (t *Token) attempt(ctx context.Context, check bool, fn func(s pkcs11.Sessio
 		if err != nil {
 			return err
 		}
-		t.mod.mu.RLock()
-		defer t.mod.mu.RUnlock()
+		t.mod.Mu.RLock()
+		defer t.mod.Mu.RUnlock()
 		if err := t.currentLocked(); err != nil {
-			t.pool.release(s) // recovery resets the pool
+			t.pool.Release(s) // recovery resets the pool
 			return err
 		}
-		if s.h != 0 && !t.mod.ours(s) {
-			s = session{} // closed, and its number given to another session
+		if s.H != 0 && !t.mod.Ours(s) {
+			s = module.Session{} // closed, and its number given to another session
 		}
-		if s.h != 0 && check {
-			if _, err := t.lib.GetSessionInfo(s.h); classify(err) == recoverSession {
-				t.mod.forget(s)
-				s = session{}
+		if s.H != 0 && check {
+			if _, err := t.lib.GetSessionInfo(s.H); ckr.Classify(err) == ckr.Session {
+				t.mod.Forget(s)
+				s = module.Session{}
 			}
 		}
-		if s.h == 0 {
+		if s.H == 0 {
 			s, err = t.openSession()
 			if err != nil {
-				t.pool.release(session{})
+				t.pool.Release(module.Session{})
 				return err
 			}
 		}
-		err = fn(s.h)
-		if spoiled(err) {
+		err = fn(s.H)
+		if ckr.Spoiled(err) {
 			// Dead, or in an unknown state. closeSession closes it only
 			// while its number is still its own; for a dead session the
 			// close is a no-op.
 			_ = t.closeSession(s)
-			s = session{}
+			s = module.Session{}
 		}
-		t.pool.release(s)
+		t.pool.Release(s)
 		return err
 	})
-}
-
-// spoiled reports whether the session an operation failed with err on
-// must not go back to the pool: a dead session (session class), an
-// operation that asked for it (discardError), and every ambiguous return
-// value (CKR_GENERAL_ERROR, CKR_FUNCTION_FAILED, CKR_DEVICE_MEMORY),
-// whatever C_GetTokenInfo later says about the token: PKCS#11 v2.40 §5.1
-// calls CKR_GENERAL_ERROR unrecoverable, many modules answer
-// C_GetTokenInfo from a cache, and an operation the module may have left
-// half done on the session (a find, a signature) would meet the next
-// borrower. The raw code decides, so a confirmed refusal (refusedError)
-// with one of these codes is discarded too. A fresh C_OpenSession is
-// cheap; a poisoned session is not.
-func spoiled(err error) bool {
-	var d *discardError
-	return classify(err) == recoverSession || errors.As(err, &d) || ckrClass[rv(err)] == recoverConfirm
-}
-
-// discardError marks an error after which the session must not be reused,
-// for example a failed C_Sign after a successful C_SignInit: the standard
-// says the operation ended, but a module that disagrees would answer the
-// next C_SignInit with CKR_OPERATION_ACTIVE.
-type discardError struct{ err error }
-
-func (e *discardError) Error() string { return e.err.Error() }
-func (e *discardError) Unwrap() error { return e.err }
-
-// discard wraps err in a discardError.
-func discard(err error) error {
-	if err == nil {
-		return nil
-	}
-	return &discardError{err: err}
 }

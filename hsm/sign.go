@@ -1,90 +1,40 @@
 package hsm
 
 import (
-	"bytes"
 	"context"
 	"crypto"
 	"crypto/ecdsa"
 	"crypto/rsa"
+	"crypto/x509/pkix"
 	"errors"
 	"fmt"
-	"io"
 	"runtime/trace"
 	"time"
 
 	"github.com/miekg/pkcs11"
+	"github.com/signd/signd/hsm/ckr"
+	"github.com/signd/signd/hsm/keyobj"
+	"github.com/signd/signd/hsm/scheme"
 )
 
-// Key is an RSA or EC private key on the token. It implements
-// crypto.Signer: RSA PKCS#1 v1.5 (opts a crypto.Hash) or RSASSA-PSS (opts
-// *rsa.PSSOptions) for an RSA key, ECDSA with a DER ECDSA-Sig-Value for an
-// EC key, over SHA-256, SHA-384 or SHA-512 digests. It is safe for
-// concurrent use and survives recovery: the token handle is looked up
-// again when needed.
-type Key struct {
-	t     DigestSigner
-	id    []byte
-	label string
-	pub   crypto.PublicKey
-}
+// Key is an RSA or EC private key on the token, a crypto.Signer (package
+// scheme; Token.Key returns it).
+type Key = scheme.Key
 
 // DigestSigner signs a digest with the key whose ID is id, as
 // Token.SignDigestOpts does: what a Key signs with.
-type DigestSigner interface {
-	SignDigestOpts(ctx context.Context, id []byte, opts crypto.SignerOpts, digest []byte) ([]byte, error)
-}
+type DigestSigner = scheme.DigestSigner
 
-// NewKey returns the Key with ID id, label and public key pub (an
-// *rsa.PublicKey or *ecdsa.PublicKey) that s signs with. Token.Key finds
-// its keys itself; NewKey serves another DigestSigner that keeps the same
-// contract, such as a software token in tests.
+// NewKey returns the Key with ID id, label and public key pub that s
+// signs with, for a DigestSigner other than Token (a software token).
 func NewKey(s DigestSigner, id []byte, label string, pub crypto.PublicKey) *Key {
-	return &Key{t: s, id: bytes.Clone(id), label: label, pub: pub}
+	return scheme.NewKey(s, id, label, pub)
 }
 
-var _ crypto.Signer = (*Key)(nil)
-
-// ID returns the key's CKA_ID.
-func (k *Key) ID() []byte { return bytes.Clone(k.id) }
-
-// Label returns the key's CKA_LABEL.
-func (k *Key) Label() string { return k.label }
-
-// Public returns the *rsa.PublicKey or *ecdsa.PublicKey.
-func (k *Key) Public() crypto.PublicKey { return k.pub }
-
-// Bits returns the modulus size (RSA) or the curve size (EC).
-func (k *Key) Bits() int { return KeyBits(k.pub) }
-
-// Sign signs digest, a hash of opts.HashFunc(): see Key. rand is ignored:
-// the token supplies any randomness. The wait for a session is bounded by
-// Config.AcquireTimeout only; use SignDigest to bound it by a context.
-func (k *Key) Sign(_ io.Reader, digest []byte, opts crypto.SignerOpts) ([]byte, error) {
-	if opts == nil {
-		return nil, fmt.Errorf("%w: no hash given", ErrUnsupportedAlgorithm)
-	}
-	return k.t.SignDigestOpts(context.Background(), k.id, opts, digest)
-}
-
-// SignDigest is Sign with a context bounding the wait for a session.
-func (k *Key) SignDigest(ctx context.Context, hash crypto.Hash, digest []byte) ([]byte, error) {
-	return k.t.SignDigestOpts(ctx, k.id, hash, digest)
-}
-
-// digestInfoPrefix is the DER of DigestInfo{AlgorithmIdentifier{hash,
-// NULL}, OCTET STRING} up to the digest bytes (RFC 8017 section 9.2, note
-// 1).
-var digestInfoPrefix = map[crypto.Hash][]byte{
-	crypto.SHA256: {0x30, 0x31, 0x30, 0x0d, 0x06, 0x09, 0x60, 0x86, 0x48, 0x01, 0x65, 0x03, 0x04, 0x02, 0x01, 0x05, 0x00, 0x04, 0x20},
-	crypto.SHA384: {0x30, 0x41, 0x30, 0x0d, 0x06, 0x09, 0x60, 0x86, 0x48, 0x01, 0x65, 0x03, 0x04, 0x02, 0x02, 0x05, 0x00, 0x04, 0x30},
-	crypto.SHA512: {0x30, 0x51, 0x30, 0x0d, 0x06, 0x09, 0x60, 0x86, 0x48, 0x01, 0x65, 0x03, 0x04, 0x02, 0x03, 0x05, 0x00, 0x04, 0x40},
-}
-
-// pssParams are the CK_RSA_PKCS_PSS_PARAMS hash and MGF of each hash.
-var pssParams = map[crypto.Hash][2]uint{
-	crypto.SHA256: {pkcs11.CKM_SHA256, pkcs11.CKG_MGF1_SHA256},
-	crypto.SHA384: {pkcs11.CKM_SHA384, pkcs11.CKG_MGF1_SHA384},
-	crypto.SHA512: {pkcs11.CKM_SHA512, pkcs11.CKG_MGF1_SHA512},
+// CreateCSR returns a DER PKCS#10 request for subject, signed by signer
+// (normally a *Key); see scheme.CreateCSR.
+func CreateCSR(signer crypto.Signer, subject pkix.Name) ([]byte, error) {
+	return scheme.CreateCSR(signer, subject)
 }
 
 // SignDigest signs digest, a hash of hash, with the key whose CKA_ID is id,
@@ -122,84 +72,10 @@ func (t *Token) SignDigestOpts(ctx context.Context, id []byte, opts crypto.Signe
 	return sig, err
 }
 
-// signScheme is what checkSignOpts made of a SignerOpts.
-type signScheme struct {
-	hash crypto.Hash
-	pss  bool
-	salt int // RSASSA-PSS salt length in bytes
-}
-
-// checkSignOpts checks opts and digest before anything is asked of the
-// token. Its errors mean nothing was signed.
-func checkSignOpts(opts crypto.SignerOpts, digest []byte) (signScheme, error) {
-	if opts == nil {
-		return signScheme{}, fmt.Errorf("%w: no hash given", ErrUnsupportedAlgorithm)
-	}
-	sc := signScheme{hash: opts.HashFunc()}
-	if _, ok := digestInfoPrefix[sc.hash]; !ok {
-		return sc, fmt.Errorf("%w: hash %v (SHA-256, SHA-384 or SHA-512)", ErrUnsupportedAlgorithm, sc.hash)
-	}
-	if p, ok := opts.(*rsa.PSSOptions); ok {
-		sc.salt = p.SaltLength
-		if sc.salt == rsa.PSSSaltLengthEqualsHash {
-			sc.salt = sc.hash.Size()
-		}
-		if sc.salt < sc.hash.Size() {
-			return sc, fmt.Errorf("%w: RSA-PSS salt length %d (only the hash length, %d, or the key's maximum)", ErrUnsupportedAlgorithm, p.SaltLength, sc.hash.Size())
-		}
-		sc.pss = true
-	}
-	if len(digest) != sc.hash.Size() {
-		return sc, fmt.Errorf("%w: %d bytes for %v, want %d", ErrBadDigest, len(digest), sc.hash, sc.hash.Size())
-	}
-	return sc, nil
-}
-
-// mechanism returns the signing mechanism and the data to sign for sc on
-// a key with public key pub.
-func (sc signScheme) mechanism(pub crypto.PublicKey, digest []byte) (*pkcs11.Mechanism, []byte, error) {
-	switch k := pub.(type) {
-	case *rsa.PublicKey:
-		if sc.pss {
-			if maxSalt := MaxPSSSaltLength(k, sc.hash); sc.salt != sc.hash.Size() && sc.salt != maxSalt {
-				return nil, nil, fmt.Errorf("%w: RSA-PSS salt length %d (only the hash length, %d, or the key's maximum, %d)", ErrUnsupportedAlgorithm, sc.salt, sc.hash.Size(), maxSalt)
-			}
-			p := pssParams[sc.hash]
-			return pkcs11.NewMechanism(pkcs11.CKM_RSA_PKCS_PSS, pkcs11.NewPSSParams(p[0], p[1], uint(sc.salt))), digest, nil
-		}
-		prefix := digestInfoPrefix[sc.hash]
-		data := make([]byte, 0, len(prefix)+len(digest))
-		return pkcs11.NewMechanism(pkcs11.CKM_RSA_PKCS, nil), append(append(data, prefix...), digest...), nil
-	case *ecdsa.PublicKey:
-		if sc.pss {
-			return nil, nil, fmt.Errorf("%w: RSA-PSS with an EC key", ErrUnsupportedAlgorithm)
-		}
-		return pkcs11.NewMechanism(pkcs11.CKM_ECDSA, nil), digest, nil
-	}
-	return nil, nil, fmt.Errorf("%w: key type %T", ErrUnsupportedAlgorithm, pub)
-}
-
-// verify checks sig, as returned to the caller, against pub.
-func (sc signScheme) verify(pub crypto.PublicKey, digest, sig []byte) error {
-	switch p := pub.(type) {
-	case *rsa.PublicKey:
-		if sc.pss {
-			return rsa.VerifyPSS(p, sc.hash, digest, sig, &rsa.PSSOptions{SaltLength: sc.salt, Hash: sc.hash})
-		}
-		return rsa.VerifyPKCS1v15(p, sc.hash, digest, sig)
-	case *ecdsa.PublicKey:
-		if !ecdsa.VerifyASN1(p, digest, sig) {
-			return errors.New("ECDSA verification failed")
-		}
-		return nil
-	}
-	return fmt.Errorf("key type %T", pub)
-}
-
 func (t *Token) signDigest(ctx context.Context, id []byte, opts crypto.SignerOpts, digest []byte) ([]byte, error) {
-	sc, err := checkSignOpts(opts, digest)
+	sc, err := scheme.Check(opts, digest)
 	if err != nil {
-		return nil, &notSignedError{fmt.Errorf("hsm: sign: %w", err)}
+		return nil, ckr.MarkNotSigned(fmt.Errorf("hsm: sign: %w", err))
 	}
 	var sig []byte
 	var pub crypto.PublicKey
@@ -211,16 +87,16 @@ func (t *Token) signDigest(ctx context.Context, id []byte, opts crypto.SignerOpt
 		if err != nil {
 			return err
 		}
-		mech, data, err := sc.mechanism(k.pub, digest)
+		mech, data, err := sc.Mechanism(k.pub, digest)
 		if err != nil {
 			return err
 		}
 		if err := t.lib.SignInit(s, []*pkcs11.Mechanism{mech}, k.handle); err != nil {
-			return discard(t.signRefused(sc, k.pub, ckr("C_SignInit", err)))
+			return ckr.Discard(t.signRefused(sc, k.pub, ckr.Wrap("C_SignInit", err)))
 		}
 		sig, err = t.lib.Sign(s, data)
 		if err != nil {
-			return discard(ckr("C_Sign", err))
+			return ckr.Discard(ckr.Wrap("C_Sign", err))
 		}
 		returned = true
 		pub = k.pub
@@ -228,17 +104,17 @@ func (t *Token) signDigest(ctx context.Context, id []byte, opts crypto.SignerOpt
 	})
 	if err != nil {
 		if !returned {
-			err = &notSignedError{err: err}
+			err = ckr.MarkNotSigned(err)
 		}
 		return nil, err
 	}
 	if ec, ok := pub.(*ecdsa.PublicKey); ok {
-		if sig, err = ecdsaDER(ec, sig); err != nil {
+		if sig, err = keyobj.ECDSADER(ec, sig); err != nil {
 			t.log.ErrorContext(ctx, "hsm: token returned a malformed signature", "token", t.label, "id", fmt.Sprintf("%x", id))
 			return nil, fmt.Errorf("hsm: sign: token %q returned a malformed signature for key %x: %w", t.label, id, err)
 		}
 	}
-	if err := sc.verify(pub, digest, sig); err != nil {
+	if err := sc.Verify(pub, digest, sig); err != nil {
 		t.log.ErrorContext(ctx, "hsm: token returned an invalid signature", "token", t.label, "id", fmt.Sprintf("%x", id))
 		return nil, fmt.Errorf("hsm: sign: token %q returned an invalid signature for key %x", t.label, id)
 	}
@@ -270,13 +146,13 @@ func (t *Token) SignDigests(ctx context.Context, id []byte, opts crypto.SignerOp
 
 func (t *Token) signDigests(ctx context.Context, id []byte, opts crypto.SignerOpts, digests [][]byte) ([][]byte, error) {
 	if len(digests) == 0 {
-		return nil, &notSignedError{fmt.Errorf("hsm: sign: %w: no digest given", ErrBadDigest)}
+		return nil, ckr.MarkNotSigned(fmt.Errorf("hsm: sign: %w: no digest given", ErrBadDigest))
 	}
-	var sc signScheme
+	var sc scheme.Scheme
 	for i, digest := range digests {
 		var err error
-		if sc, err = checkSignOpts(opts, digest); err != nil {
-			return nil, &notSignedError{fmt.Errorf("hsm: sign: digest %d: %w", i, err)}
+		if sc, err = scheme.Check(opts, digest); err != nil {
+			return nil, ckr.MarkNotSigned(fmt.Errorf("hsm: sign: digest %d: %w", i, err))
 		}
 	}
 	// sigs holds what the token returned so far; a retry of the closure
@@ -290,16 +166,16 @@ func (t *Token) signDigests(ctx context.Context, id []byte, opts crypto.SignerOp
 		}
 		pub = k.pub
 		for len(sigs) < len(digests) {
-			mech, data, err := sc.mechanism(k.pub, digests[len(sigs)])
+			mech, data, err := sc.Mechanism(k.pub, digests[len(sigs)])
 			if err != nil {
 				return err
 			}
 			if err := t.lib.SignInit(s, []*pkcs11.Mechanism{mech}, k.handle); err != nil {
-				return discard(t.signRefused(sc, k.pub, ckr("C_SignInit", err)))
+				return ckr.Discard(t.signRefused(sc, k.pub, ckr.Wrap("C_SignInit", err)))
 			}
 			sig, err := t.lib.Sign(s, data)
 			if err != nil {
-				return discard(ckr("C_Sign", err))
+				return ckr.Discard(ckr.Wrap("C_Sign", err))
 			}
 			sigs = append(sigs, sig)
 		}
@@ -307,40 +183,25 @@ func (t *Token) signDigests(ctx context.Context, id []byte, opts crypto.SignerOp
 	})
 	if err != nil {
 		if len(sigs) == 0 {
-			return nil, &notSignedError{err: err}
+			return nil, ckr.MarkNotSigned(err)
 		}
 		return nil, fmt.Errorf("%w (after %d of %d signatures)", err, len(sigs), len(digests))
 	}
 	defer trace.StartRegion(ctx, "hsm.verify").End()
 	for i, sig := range sigs {
 		if ec, ok := pub.(*ecdsa.PublicKey); ok {
-			if sig, err = ecdsaDER(ec, sig); err != nil {
+			if sig, err = keyobj.ECDSADER(ec, sig); err != nil {
 				t.log.ErrorContext(ctx, "hsm: token returned a malformed signature", "token", t.label, "id", fmt.Sprintf("%x", id))
 				return nil, fmt.Errorf("hsm: sign: token %q returned a malformed signature for key %x: %w", t.label, id, err)
 			}
 			sigs[i] = sig
 		}
-		if err := sc.verify(pub, digests[i], sig); err != nil {
+		if err := sc.Verify(pub, digests[i], sig); err != nil {
 			t.log.ErrorContext(ctx, "hsm: token returned an invalid signature", "token", t.label, "id", fmt.Sprintf("%x", id))
 			return nil, fmt.Errorf("hsm: sign: token %q returned an invalid signature for key %x", t.label, id)
 		}
 	}
 	return sigs, nil
-}
-
-// String names the scheme for errors: "RSASSA-PSS with SHA-256 and a
-// 222-byte salt", "PKCS#1 v1.5 with SHA-256", "ECDSA with SHA-256".
-func (sc signScheme) String() string {
-	if sc.pss {
-		return fmt.Sprintf("RSASSA-PSS with %v and a %d-byte salt", sc.hash, sc.salt)
-	}
-	return fmt.Sprintf("a signature with %v", sc.hash)
-}
-
-// schemeKey identifies a scheme on a key size, for the refusals a Token
-// remembers.
-func (sc signScheme) key(pub crypto.PublicKey) string {
-	return fmt.Sprintf("%T/%d/%v/%v/%d", pub, KeyBits(pub), sc.hash, sc.pss, sc.salt)
 }
 
 // signRefused turns a C_SignInit refusal of the scheme (a mechanism or
@@ -351,18 +212,17 @@ func (sc signScheme) key(pub crypto.PublicKey) string {
 // the session: tpm2-pkcs11 keeps a half-started operation on it after a
 // refused C_SignInit, and then refuses to destroy the key
 // (CKR_FUNCTION_FAILED) while that session lives.
-func (t *Token) signRefused(sc signScheme, pub crypto.PublicKey, err error) error {
+func (t *Token) signRefused(sc scheme.Scheme, pub crypto.PublicKey, err error) error {
 	rerr := t.refused(sc.String()+" with a "+fmt.Sprint(KeyBits(pub))+"-bit key", err)
-	var refused *refusedError
-	if errors.As(rerr, &refused) {
-		t.schemeRefusals.Store(sc.key(pub), rerr)
+	if ckr.IsRefused(rerr) {
+		t.schemeRefusals.Store(sc.Key(pub), rerr)
 	}
 	return rerr
 }
 
 // CheckSign is CheckKey for a signature in the scheme opts (a crypto.Hash
 // or *rsa.PSSOptions) with the key whose CKA_ID is id: the options fit the
-// key (checkSignOpts, the PSS salt), the token has the mechanism
+// key (scheme.Check, the PSS salt), the token has the mechanism
 // (CKM_RSA_PKCS_PSS for PSS), and the token has not refused the scheme on
 // a key of this size before. A PSS scheme not yet tried on this key size
 // is tried with C_SignInit alone on a session that is then closed, so no
@@ -374,7 +234,7 @@ func (t *Token) CheckSign(ctx context.Context, id []byte, opts crypto.SignerOpts
 	if opts == nil {
 		return t.CheckKey(ctx, id)
 	}
-	sc, err := checkSignOpts(opts, make([]byte, opts.HashFunc().Size()))
+	sc, err := scheme.Check(opts, make([]byte, opts.HashFunc().Size()))
 	if err != nil {
 		return fmt.Errorf("hsm: check key: %w", err)
 	}
@@ -383,29 +243,29 @@ func (t *Token) CheckSign(ctx context.Context, id []byte, opts crypto.SignerOpts
 		if err != nil {
 			return err
 		}
-		mech, _, err := sc.mechanism(k.pub, make([]byte, sc.hash.Size()))
+		mech, _, err := sc.Mechanism(k.pub, make([]byte, sc.Hash.Size()))
 		if err != nil {
 			return nil // a scheme for another key type: the caller's to refuse, as SignDigestOpts does
 		}
-		if sc.pss && !t.caps.CanPSS() {
-			return fmt.Errorf("%w: %s has no CKM_RSA_PKCS_PSS: RSASSA-PSS cannot be signed on it", ErrUnsupportedAlgorithm, t.caps.token())
+		if sc.PSS && !t.caps.CanPSS() {
+			return fmt.Errorf("%w: %s has no CKM_RSA_PKCS_PSS: RSASSA-PSS cannot be signed on it", ErrUnsupportedAlgorithm, t.caps.Token())
 		}
-		if r, ok := t.schemeRefusals.Load(sc.key(k.pub)); ok {
+		if r, ok := t.schemeRefusals.Load(sc.Key(k.pub)); ok {
 			return r.(error)
 		}
-		if !sc.pss {
+		if !sc.PSS {
 			return nil
 		}
-		if _, ok := t.schemeAccepted.Load(sc.key(k.pub)); ok {
+		if _, ok := t.schemeAccepted.Load(sc.Key(k.pub)); ok {
 			return nil
 		}
 		if err := t.lib.SignInit(s, []*pkcs11.Mechanism{mech}, k.handle); err != nil {
-			return discard(t.signRefused(sc, k.pub, ckr("C_SignInit", err)))
+			return ckr.Discard(t.signRefused(sc, k.pub, ckr.Wrap("C_SignInit", err)))
 		}
-		t.schemeAccepted.Store(sc.key(k.pub), true)
+		t.schemeAccepted.Store(sc.Key(k.pub), true)
 		// The session now has a signature operation that nothing will
 		// finish: it is closed.
-		return discard(errProbed)
+		return ckr.Discard(errProbed)
 	})
 	if errors.Is(err, errProbed) {
 		return nil
@@ -420,33 +280,10 @@ func (t *Token) SignsPSS() bool { return t.caps.CanPSS() }
 // errProbed ends a CheckSign probe whose C_SignInit succeeded.
 var errProbed = errors.New("hsm: scheme accepted by C_SignInit")
 
-// MaxPSSSaltLength is the longest RSASSA-PSS salt a signature with pub
-// over a hash of h can carry: the encoded message length minus the hash
-// length minus 2 (RFC 8017 §9.1.1).
-func MaxPSSSaltLength(pub *rsa.PublicKey, h crypto.Hash) int {
-	return (pub.N.BitLen()-1+7)/8 - h.Size() - 2
-}
-
-// notSignedError marks a SignDigest error after which no signature exists
-// outside the token: the token never returned one.
-type notSignedError struct{ err error }
-
-func (e *notSignedError) Error() string { return e.err.Error() }
-func (e *notSignedError) Unwrap() error { return e.err }
-
-// NotSigned is the error's answer to a consumer that asks through
-// interface{ NotSigned() bool } and errors.As (package csc): true.
-func (e *notSignedError) NotSigned() bool { return true }
-
 // MarkNotSigned returns err marked so that NotSigned reports true: for a
 // signer other than Token, such as a software token, whose call failed
 // before any signature was made. nil stays nil.
-func MarkNotSigned(err error) error {
-	if err == nil {
-		return nil
-	}
-	return &notSignedError{err: err}
-}
+func MarkNotSigned(err error) error { return ckr.MarkNotSigned(err) }
 
 // NotSigned reports whether err, returned by SignDigest, SignDigestOpts,
 // SignDigests (or Key.Sign, Key.SignDigest), proves that no signature was
@@ -457,7 +294,9 @@ func MarkNotSigned(err error) error {
 // such as a SAD. It is false for nil, for a signature the token returned
 // that failed verification, and for any error it cannot vouch for: an
 // unknown outcome counts as signed.
-func NotSigned(err error) bool {
-	var ns *notSignedError
-	return errors.As(err, &ns)
-}
+func NotSigned(err error) bool { return ckr.NotSigned(err) }
+
+// MaxPSSSaltLength is the longest RSASSA-PSS salt a signature with pub
+// over a hash of h can carry: the encoded message length minus the hash
+// length minus 2 (RFC 8017 §9.1.1).
+func MaxPSSSaltLength(pub *rsa.PublicKey, h crypto.Hash) int { return scheme.MaxPSSSaltLength(pub, h) }

@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/miekg/pkcs11"
+	"github.com/signd/signd/hsm/keyobj"
 )
 
 var hashes = []struct {
@@ -211,7 +212,7 @@ func TestEnrollment(t *testing.T) {
 		if !errors.Is(err, ErrCertKeyMismatch) {
 			t.Fatalf("ImportCertificate: %v, want ErrCertKeyMismatch", err)
 		}
-		if n := countObjects(t, shared, certTemplate(info.ID)); n != 0 {
+		if n := countObjects(t, shared, keyobj.CertTemplate(info.ID)); n != 0 {
 			t.Fatalf("%d certificates stored", n)
 		}
 	})
@@ -228,7 +229,7 @@ func TestEnrollment(t *testing.T) {
 		if err := shared.ImportCertificate(ctx, info.ID, "enroll-2048-cert", leaf); err != nil {
 			t.Fatal(err)
 		}
-		if n := countObjects(t, shared, certTemplate(info.ID)); n != 1 {
+		if n := countObjects(t, shared, keyobj.CertTemplate(info.ID)); n != 1 {
 			t.Fatalf("%d certificate objects, want 1", n)
 		}
 		// The quirk: CKA_ID alone matches the key pair and the certificate.
@@ -237,20 +238,20 @@ func TestEnrollment(t *testing.T) {
 		}
 		var v map[uint][]byte
 		err := shared.run(ctx, "read certificate", func(s pkcs11.SessionHandle) error {
-			hs, err := shared.find(s, certTemplate(info.ID), 1)
+			hs, err := shared.obj.Find(s, keyobj.CertTemplate(info.ID), 1)
 			if err != nil {
 				return err
 			}
-			v, err = shared.attrs(s, hs[0], pkcs11.CKA_VALUE, pkcs11.CKA_LABEL, pkcs11.CKA_PRIVATE, pkcs11.CKA_SUBJECT)
+			v, err = shared.obj.Attrs(s, hs[0], pkcs11.CKA_VALUE, pkcs11.CKA_LABEL, pkcs11.CKA_PRIVATE, pkcs11.CKA_SUBJECT)
 			return err
 		})
 		if err != nil {
 			t.Fatal(err)
 		}
 		if !bytes.Equal(v[pkcs11.CKA_VALUE], leaf.Raw) || string(v[pkcs11.CKA_LABEL]) != "enroll-2048-cert" ||
-			attrBool(v[pkcs11.CKA_PRIVATE]) || !bytes.Equal(v[pkcs11.CKA_SUBJECT], leaf.RawSubject) {
+			keyobj.AttrBool(v[pkcs11.CKA_PRIVATE]) || !bytes.Equal(v[pkcs11.CKA_SUBJECT], leaf.RawSubject) {
 			t.Errorf("stored certificate: label %q, private %v, value matches %v",
-				v[pkcs11.CKA_LABEL], attrBool(v[pkcs11.CKA_PRIVATE]), bytes.Equal(v[pkcs11.CKA_VALUE], leaf.Raw))
+				v[pkcs11.CKA_LABEL], keyobj.AttrBool(v[pkcs11.CKA_PRIVATE]), bytes.Equal(v[pkcs11.CKA_VALUE], leaf.Raw))
 		}
 
 		// A fresh Token (no cache) still finds exactly the private key.

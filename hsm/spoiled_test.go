@@ -6,16 +6,18 @@ import (
 	"testing"
 
 	"github.com/miekg/pkcs11"
+	"github.com/signd/signd/hsm/ckr"
+	"github.com/signd/signd/hsm/module"
 )
 
 // pooledSession returns the one session in the pool of tok (MaxSessions
 // 1); its handle is 0 when the slot is empty.
-func pooledSession(t *testing.T, tok *Token) session {
+func pooledSession(t *testing.T, tok *Token) module.Session {
 	t.Helper()
 	tok.mu.Lock()
 	defer tok.mu.Unlock()
-	ss := tok.pool.take()
-	tok.pool.put(ss)
+	ss := tok.pool.Take()
+	tok.pool.Put(ss)
 	if len(ss) != 1 {
 		t.Fatalf("pool of %d sessions, want 1", len(ss))
 	}
@@ -54,14 +56,14 @@ func TestAmbiguousErrorDiscardsSession(t *testing.T) {
 		{"GetAttributeValue", pkcs11.CKR_GENERAL_ERROR, list},
 	}
 	for _, tt := range tests {
-		name := ckrName(pkcs11.Error(tt.code))
+		name := ckr.Name(pkcs11.Error(tt.code))
 		t.Run(tt.method+"/"+name, func(t *testing.T) {
 			cfg := config(faultTok)
 			cfg.MaxSessions = 1
 			tok, fake := openFault(t, cfg)
 			signAndVerify(t, tok, key.ID, key.Public)
 			before := pooledSession(t, tok)
-			if before.h == 0 {
+			if before.H == 0 {
 				t.Fatal("no pooled session after a signature")
 			}
 			closes := fake.Calls("CloseSession")
@@ -73,8 +75,8 @@ func TestAmbiguousErrorDiscardsSession(t *testing.T) {
 			if fake.Calls(tt.method) == 0 {
 				t.Fatalf("%s never called", tt.method)
 			}
-			if after := pooledSession(t, tok); after.h != 0 && after.serial == before.serial {
-				t.Fatalf("the session (serial %d) went back to the pool after C_%s answered %s", before.serial, tt.method, name)
+			if after := pooledSession(t, tok); after.H != 0 && after.Serial == before.Serial {
+				t.Fatalf("the session (serial %d) went back to the pool after C_%s answered %s", before.Serial, tt.method, name)
 			}
 			if fake.Calls("CloseSession") == closes {
 				t.Error("the discarded session was not closed")
@@ -83,8 +85,8 @@ func TestAmbiguousErrorDiscardsSession(t *testing.T) {
 				t.Fatalf("token marked down: %+v", tok.Status())
 			}
 			signAndVerify(t, tok, key.ID, key.Public)
-			if now := pooledSession(t, tok); now.h == 0 || now.serial == before.serial {
-				t.Fatalf("next operation on session serial %d, want a new one (was %d)", now.serial, before.serial)
+			if now := pooledSession(t, tok); now.H == 0 || now.Serial == before.Serial {
+				t.Fatalf("next operation on session serial %d, want a new one (was %d)", now.Serial, before.Serial)
 			}
 		})
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/miekg/pkcs11"
+	"github.com/signd/signd/hsm/ckr"
 )
 
 // Available reports whether the token is usable: false while it is being
@@ -78,10 +79,10 @@ func (t *Token) Ping(ctx context.Context) error {
 			return nil
 		}
 		t.observeError(err)
-		switch classify(err) {
-		case recoverSession, recoverLogin:
+		switch ckr.Classify(err) {
+		case ckr.Session, ckr.Login:
 			if !retried {
-				t.log.Warn("hsm: persistent session lost; logging in again", "token", t.label, "error", err)
+				t.log.Warn("hsm: persistent module.Session lost; logging in again", "token", t.label, "error", err)
 				if rerr := t.recoverLogin(gen); rerr != nil {
 					return t.failed("ping", gen, rerr)
 				}
@@ -94,20 +95,20 @@ func (t *Token) Ping(ctx context.Context) error {
 
 func (t *Token) ping() (uint64, error) {
 	return t.readLocked(func() error {
-		t.mod.mu.RLock()
-		defer t.mod.mu.RUnlock()
+		t.mod.Mu.RLock()
+		defer t.mod.Mu.RUnlock()
 		if err := t.currentLocked(); err != nil {
 			return err
 		}
-		if !t.mod.ours(t.persistent) {
+		if !t.mod.Ours(t.persistent) {
 			// Closed, and its number handed out again: recover.
-			return ckr("C_GetSessionInfo", pkcs11.Error(pkcs11.CKR_SESSION_HANDLE_INVALID))
+			return ckr.Wrap("C_GetSessionInfo", pkcs11.Error(pkcs11.CKR_SESSION_HANDLE_INVALID))
 		}
-		if err := t.checkLoggedIn(t.persistent.h); err != nil {
+		if err := t.checkLoggedIn(t.persistent.H); err != nil {
 			return err
 		}
 		if _, err := t.lib.GetTokenInfo(t.slot); err != nil {
-			return ckr("C_GetTokenInfo", err)
+			return ckr.Wrap("C_GetTokenInfo", err)
 		}
 		return nil
 	})
@@ -131,11 +132,11 @@ func (t *Token) usableLocked() error {
 // the module's current initialization. The caller holds t.mu and
 // t.mod.mu.RLock.
 func (t *Token) currentLocked() error {
-	if !t.mod.initialized {
-		return errNotInitialized
+	if !t.mod.Initialized {
+		return ckr.ErrNotInitialized
 	}
-	if t.mod.epoch != t.epoch {
-		return errStaleModule
+	if t.mod.Epoch != t.epoch {
+		return ckr.ErrStaleModule
 	}
 	return nil
 }

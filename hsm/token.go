@@ -10,6 +10,10 @@ import (
 	"time"
 
 	"github.com/miekg/pkcs11"
+	"github.com/signd/signd/hsm/caps"
+	"github.com/signd/signd/hsm/ckr"
+	"github.com/signd/signd/hsm/keyobj"
+	"github.com/signd/signd/hsm/module"
 )
 
 const sessionFlags = pkcs11.CKF_SERIAL_SESSION | pkcs11.CKF_RW_SESSION
@@ -38,22 +42,23 @@ type Token struct {
 	noCopyable atomic.Bool
 	fixedUsage atomic.Bool
 	// schemeRefusals and schemeAccepted remember, per signature scheme
-	// and key size (signScheme.key), the token's C_SignInit refusal
+	// and key size (scheme.Scheme.Key), the token's C_SignInit refusal
 	// (an error) or acceptance, for CheckSign.
 	schemeRefusals sync.Map
 	schemeAccepted sync.Map
 
-	mod *module
-	lib p11 // mod.lib, or a fault-injecting wrapper in tests
+	mod *module.Module
+	lib p11            // mod.Lib, or a fault-injecting wrapper in tests
+	obj keyobj.Objects // key objects through lib
 
 	// mu: operations hold the read lock for as long as they use a session
 	// or a handle; recovery, reconnect and Close hold the write lock, which
 	// also collapses concurrent recoveries into one.
 	mu         sync.RWMutex
 	slot       uint
-	persistent session // logged in, never lent out
-	epoch      uint64  // module epoch of persistent, pool and cache
-	pool       *pool
+	persistent module.Session // logged in, never lent out
+	epoch      uint64         // module epoch of persistent, pool and cache
+	pool       *module.Pool
 	closed     bool
 	fatal      error         // a PIN error: nothing is tried any more
 	gen        atomic.Uint64 // bumped when handles may have become void; written under mu
@@ -143,30 +148,31 @@ func open(cfg Config, opt options) (*Token, error) {
 		t.backoffMax = max(defaultBackoffMax, t.backoffMin)
 	}
 
-	mod, err := openModule(cfg.Module)
+	mod, err := module.Open(cfg.Module)
 	if err != nil {
 		return nil, err
 	}
 	t.mod = mod
-	t.lib = mod.lib
+	t.lib = mod.Lib
 	if cfg.Wrap != nil {
-		t.lib = cfg.Wrap(mod.lib)
+		t.lib = cfg.Wrap(mod.Lib)
 	}
+	t.obj = keyobj.Objects{Lib: t.lib, CopyMu: &mod.CopyMu}
 
 	t.mu.Lock()
-	mod.mu.RLock()
+	mod.Mu.RLock()
 	err = t.establishLocked()
 	if err == nil {
-		t.caps, err = probe(t.lib, mod.path, t.slot)
+		t.caps, err = caps.Probe(t.lib, mod.Path, t.slot)
 		if err != nil {
 			err = fmt.Errorf("hsm: token %q: %w", t.label, err)
 			_ = t.closeSession(t.persistent)
 		}
 	}
-	mod.mu.RUnlock()
+	mod.Mu.RUnlock()
 	t.mu.Unlock()
 	if err != nil {
-		_ = mod.release()
+		_ = mod.Release()
 		return nil, err
 	}
 	t.adaptTemplates()
@@ -181,30 +187,30 @@ func (t *Token) Capabilities() *Capabilities { return t.caps }
 
 // openSession opens a session on t.slot and registers its number. The
 // caller holds t.mod.mu.RLock.
-func (t *Token) openSession() (session, error) {
+func (t *Token) openSession() (module.Session, error) {
 	h, err := t.lib.OpenSession(t.slot, sessionFlags)
 	if err != nil {
-		return session{}, ckr("C_OpenSession", err)
+		return module.Session{}, ckr.Wrap("C_OpenSession", err)
 	}
-	return t.mod.opened(h), nil
+	return t.mod.Opened(h), nil
 }
 
 // closeSession closes s if its number still stands for it; a number the
 // module has handed out again belongs to another session, which must not
 // be closed. The caller holds t.mod.mu.RLock.
-func (t *Token) closeSession(s session) error {
-	if !t.mod.forget(s) {
+func (t *Token) closeSession(s module.Session) error {
+	if !t.mod.Forget(s) {
 		return nil
 	}
-	return ckr("C_CloseSession", t.lib.CloseSession(s.h))
+	return ckr.Wrap("C_CloseSession", t.lib.CloseSession(s.H))
 }
 
 // establishLocked finds the slot, opens and logs in the persistent session
 // and starts an empty pool and cache, discarding (without closing) whatever
 // the Token held before. The caller holds t.mu and t.mod.mu.RLock.
 func (t *Token) establishLocked() error {
-	if !t.mod.initialized {
-		return errNotInitialized
+	if !t.mod.Initialized {
+		return ckr.ErrNotInitialized
 	}
 	slot, err := t.findSlot()
 	if err != nil {
@@ -215,13 +221,13 @@ func (t *Token) establishLocked() error {
 	if err != nil {
 		return fmt.Errorf("hsm: open session on token %q: %w", t.label, err)
 	}
-	if err := t.login(s.h); err != nil {
+	if err := t.login(s.H); err != nil {
 		_ = t.closeSession(s)
 		return err
 	}
 	t.persistent = s
-	t.epoch = t.mod.epoch
-	t.pool = newPool(t.poolSize)
+	t.epoch = t.mod.Epoch
+	t.pool = module.NewPool(t.poolSize)
 	t.gen.Add(1)
 	t.flushCache()
 	return nil
@@ -231,7 +237,7 @@ func (t *Token) establishLocked() error {
 func (t *Token) findSlot() (uint, error) {
 	slots, err := t.lib.GetSlotList(true)
 	if err != nil {
-		return 0, fmt.Errorf("hsm: list slots: %w", ckr("C_GetSlotList", err))
+		return 0, fmt.Errorf("hsm: list slots: %w", ckr.Wrap("C_GetSlotList", err))
 	}
 	var found []uint
 	var locked bool
@@ -261,12 +267,12 @@ func (t *Token) findSlot() (uint, error) {
 func (t *Token) login(s pkcs11.SessionHandle) error {
 	err := t.lib.Login(s, pkcs11.CKU_USER, t.pin)
 	switch {
-	case err == nil, rv(err) == pkcs11.CKR_USER_ALREADY_LOGGED_IN:
+	case err == nil, ckr.RV(err) == pkcs11.CKR_USER_ALREADY_LOGGED_IN:
 		return nil
-	case classify(err) == recoverPIN:
-		return fmt.Errorf("hsm: log in to token %q: %w: %w", t.label, ckr("C_Login", err), ErrPIN)
+	case ckr.Classify(err) == ckr.PIN:
+		return fmt.Errorf("hsm: log in to token %q: %w: %w", t.label, ckr.Wrap("C_Login", err), ErrPIN)
 	}
-	return fmt.Errorf("hsm: log in to token %q: %w", t.label, ckr("C_Login", err))
+	return fmt.Errorf("hsm: log in to token %q: %w", t.label, ckr.Wrap("C_Login", err))
 }
 
 // String names the token; it keeps the PIN out of %v and %+v.
@@ -301,14 +307,14 @@ func (t *Token) Close() error {
 	defer t.mu.Unlock()
 	t.closed = true
 	t.setUnavailable(ErrClosed)
-	t.mod.mu.RLock()
-	if t.mod.initialized && t.mod.epoch == t.epoch {
+	t.mod.Mu.RLock()
+	if t.mod.Initialized && t.mod.Epoch == t.epoch {
 		t.closePoolLocked()
 		_ = t.closeSession(t.persistent)
 	}
-	t.mod.mu.RUnlock()
+	t.mod.Mu.RUnlock()
 	t.flushCache()
-	if err := t.mod.release(); err != nil {
+	if err := t.mod.Release(); err != nil {
 		return fmt.Errorf("hsm: close token %q: %w", t.label, err)
 	}
 	return nil
@@ -318,11 +324,11 @@ func (t *Token) Close() error {
 // empty. The caller holds t.mu and t.mod.mu.RLock, and the sessions belong
 // to the module's current initialization.
 func (t *Token) closePoolLocked() {
-	handles := t.pool.take()
+	handles := t.pool.Take()
 	for _, s := range handles {
 		_ = t.closeSession(s)
 	}
-	t.pool.put(make([]session, len(handles)))
+	t.pool.Put(make([]module.Session, len(handles)))
 }
 
 func (t *Token) observeError(err error) {

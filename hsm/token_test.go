@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/miekg/pkcs11"
+	"github.com/signd/signd/hsm/ckr"
 )
 
 func TestOpenErrors(t *testing.T) {
@@ -69,7 +70,7 @@ func TestOpenSymlinkSharesModule(t *testing.T) {
 	cfg.Module = link
 	tok := openTest(t, cfg, options{})
 	if tok.mod != shared.mod {
-		t.Fatalf("module %s not shared with %s", tok.mod.path, shared.mod.path)
+		t.Fatalf("module %s not shared with %s", tok.mod.Path, shared.mod.Path)
 	}
 	signAndVerify(t, tok, sharedKey.ID, sharedKey.Public)
 }
@@ -123,8 +124,8 @@ func TestReturnCode(t *testing.T) {
 		{errors.New("other"), ""},
 		{ErrPIN, ""},
 		{pkcs11.Error(pkcs11.CKR_PIN_INCORRECT), "CKR_PIN_INCORRECT"},
-		{ckr("C_Login", pkcs11.Error(pkcs11.CKR_PIN_INCORRECT)), "CKR_PIN_INCORRECT"},
-		{fmt.Errorf("hsm: x: %w: %w", ErrTokenUnavailable, ckr("C_Sign", pkcs11.Error(pkcs11.CKR_DEVICE_ERROR))), "CKR_DEVICE_ERROR"},
+		{ckr.Wrap("C_Login", pkcs11.Error(pkcs11.CKR_PIN_INCORRECT)), "CKR_PIN_INCORRECT"},
+		{fmt.Errorf("hsm: x: %w: %w", ErrTokenUnavailable, ckr.Wrap("C_Sign", pkcs11.Error(pkcs11.CKR_DEVICE_ERROR))), "CKR_DEVICE_ERROR"},
 		{pkcs11.Error(pkcs11.CKR_SESSION_HANDLE_INVALID), "CKR_SESSION_HANDLE_INVALID"},
 		{pkcs11.Error(0x80000123), "CKR_0x80000123"},
 	}
@@ -133,7 +134,7 @@ func TestReturnCode(t *testing.T) {
 			t.Errorf("ReturnCode(%v) = %q, want %q", tt.err, got, tt.want)
 		}
 	}
-	if got := ckr("C_Login", pkcs11.Error(pkcs11.CKR_PIN_INCORRECT)).Error(); got != "C_Login: CKR_PIN_INCORRECT (0xa0)" {
+	if got := ckr.Wrap("C_Login", pkcs11.Error(pkcs11.CKR_PIN_INCORRECT)).Error(); got != "C_Login: CKR_PIN_INCORRECT (0xa0)" {
 		t.Errorf("ckr error reads %q", got)
 	}
 }
@@ -196,9 +197,7 @@ func TestOpenCloseRefcount(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	modules.Lock()
-	refs := shared.mod.refs
-	modules.Unlock()
+	refs := shared.mod.Refs()
 	if refs != 1 {
 		t.Fatalf("module has %d references, want 1 (shared)", refs)
 	}
@@ -252,11 +251,11 @@ func TestConcurrentSign(t *testing.T) {
 func countOpen(tok *Token) int {
 	tok.mu.Lock()
 	defer tok.mu.Unlock()
-	hs := tok.pool.take()
-	defer tok.pool.put(hs)
+	hs := tok.pool.Take()
+	defer tok.pool.Put(hs)
 	n := 0
 	for _, s := range hs {
-		if s.h != 0 {
+		if s.H != 0 {
 			n++
 		}
 	}
@@ -271,7 +270,7 @@ func TestPoolExhausted(t *testing.T) {
 	signAndVerify(t, tok, sharedKey.ID, sharedKey.Public)
 
 	// Hold the only session.
-	s, err := tok.pool.acquire(context.Background(), time.Second)
+	s, err := tok.pool.Acquire(context.Background(), time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -295,7 +294,7 @@ func TestPoolExhausted(t *testing.T) {
 		t.Fatalf("SignDigest with an expiring context: %v, want ErrBusy and DeadlineExceeded", err)
 	}
 
-	tok.pool.release(s)
+	tok.pool.Release(s)
 	signAndVerify(t, tok, sharedKey.ID, sharedKey.Public)
 }
 

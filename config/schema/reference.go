@@ -1,4 +1,4 @@
-package config
+package schema
 
 import (
 	"bytes"
@@ -8,8 +8,6 @@ import (
 	"time"
 )
 
-//go:generate go run ./internal/gendoc ../docs/CONFIG.md
-
 // The markers around the key table in docs/CONFIG.md. SpliceReference
 // rewrites what is between them; the prose around them is written by hand.
 const (
@@ -18,12 +16,10 @@ const (
 )
 
 // Reference returns the key table of docs/CONFIG.md as markdown: one row
-// per key of Keys, in the table's order, with its default and flag (from
+// per key of keys, in the table's order, with its default and flag (from
 // the table, so they cannot drift) and its Doc (or Usage). A Doc or Usage
 // that would break the row (a line break or a "|") is an error.
-func Reference() ([]byte, error) { return reference(Keys()) }
-
-func reference(keys []Key) ([]byte, error) {
+func Reference(keys []Key) ([]byte, error) {
 	var b bytes.Buffer
 	b.WriteString("| Key | Default | Flag | Meaning |\n|---|---|---|---|\n")
 	for _, k := range keys {
@@ -80,16 +76,16 @@ func shortDuration(d time.Duration) string {
 }
 
 // SpliceReference returns doc with the text between ReferenceBegin and
-// ReferenceEnd replaced by Reference. Each marker must be on a line of
+// ReferenceEnd replaced by Reference(keys). Each marker must be on a line of
 // its own, once, the begin before the end.
-func SpliceReference(doc []byte) ([]byte, error) {
+func SpliceReference(doc []byte, keys []Key) ([]byte, error) {
 	begin := []byte(ReferenceBegin + "\n")
 	end := []byte("\n" + ReferenceEnd + "\n")
 	i, j := bytes.Index(doc, begin), bytes.Index(doc, end)
 	if i < 0 || j < 0 || j < i || (i > 0 && doc[i-1] != '\n') || bytes.Count(doc, []byte(ReferenceBegin)) != 1 || bytes.Count(doc, []byte(ReferenceEnd)) != 1 {
 		return nil, errors.New("config reference: the document needs each of the lines " + ReferenceBegin + " and " + ReferenceEnd + " once, in that order")
 	}
-	table, err := Reference()
+	table, err := Reference(keys)
 	if err != nil {
 		return nil, err
 	}

@@ -1,4 +1,4 @@
-package hsm
+package scheme
 
 import (
 	"crypto"
@@ -9,10 +9,12 @@ import (
 	"crypto/x509/pkix"
 	"errors"
 	"fmt"
+
+	"github.com/signd/signd/hsm/ckr"
 )
 
 // CreateCSR returns a DER PKCS#10 request for subject, signed by signer
-// (normally a *Key): RSA PKCS#1 v1.5 with SHA-256 for an RSA key, ECDSA
+// (normally an hsm.Key): RSA PKCS#1 v1.5 with SHA-256 for an RSA key, ECDSA
 // with SHA-256 (P-256), SHA-384 (P-384) or SHA-512 (P-521) for an EC key. The random source
 // handed to the signer always fails, so the signature cannot silently
 // depend on local randomness. The request's signature is checked before
@@ -34,10 +36,10 @@ func CreateCSR(signer crypto.Signer, subject pkix.Name) ([]byte, error) {
 		case elliptic.P521():
 			alg = x509.ECDSAWithSHA512
 		default:
-			return nil, fmt.Errorf("hsm: create CSR: %w: curve %s", ErrUnsupportedAlgorithm, pub.Curve.Params().Name)
+			return nil, fmt.Errorf("hsm: create CSR: %w: curve %s", ckr.ErrUnsupportedAlgorithm, pub.Curve.Params().Name)
 		}
 	default:
-		return nil, fmt.Errorf("hsm: create CSR: %w: %T key", ErrUnsupportedAlgorithm, signer.Public())
+		return nil, fmt.Errorf("hsm: create CSR: %w: %T key", ckr.ErrUnsupportedAlgorithm, signer.Public())
 	}
 	tmpl := &x509.CertificateRequest{
 		Subject:            subject,

@@ -1,4 +1,4 @@
-package config
+package schema
 
 import (
 	"bytes"
@@ -10,15 +10,14 @@ import (
 	"go.yaml.in/yaml/v3"
 )
 
-// Example returns a configuration file that names every key of Keys, in
+// Example returns a configuration file that names every key of keys, in
 // the table's order, under its description and commented out with its
 // default ("#listen: 127.0.0.1:8443"): deleting the "#" of a line sets that
 // key. The keys of set are written uncommented with the given value
 // instead (the Debian package's paths); only string keys can be set this
 // way. `signd config example` prints it; the package ships it as
 // /etc/signd/signd.yaml.
-func Example(set map[string]string) ([]byte, error) {
-	keys := Keys()
+func Example(keys []Key, set map[string]string) ([]byte, error) {
 	known := make(map[string]Key, len(keys))
 	for _, k := range keys {
 		known[k.Name] = k
@@ -101,7 +100,7 @@ func comment(c bool) string {
 	return ""
 }
 
-// yamlValue writes a default as YAML that Load reads back as the same
+// yamlValue writes a default as YAML that config.Load reads back as the same
 // value: durations as "30s", lists in flow style, Secrets as "".
 func yamlValue(v any) (string, error) {
 	switch v := v.(type) {

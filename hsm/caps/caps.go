@@ -1,4 +1,4 @@
-package hsm
+package caps
 
 import (
 	"crypto/elliptic"
@@ -7,13 +7,15 @@ import (
 	"strings"
 
 	"github.com/miekg/pkcs11"
+	"github.com/signd/signd/hsm/ckr"
+	"github.com/signd/signd/hsm/cryptoki"
 )
 
 // Capabilities is what a token says about itself when it is opened
 // (C_GetInfo, C_GetTokenInfo, C_GetMechanismList, C_GetMechanismInfo),
 // reduced to what signd needs. Templates and refusals are built from it:
 // a key type the token cannot make or sign with is refused by name before
-// the token is asked (ErrUnsupportedAlgorithm).
+// the token is asked (ckr.ErrUnsupportedAlgorithm).
 type Capabilities struct {
 	Module string `json:"module"` // resolved path of the PKCS#11 module
 
@@ -42,8 +44,8 @@ type Capabilities struct {
 	// with what the token said of it (Present false: not in its list).
 	Mechanisms []Mechanism `json:"mechanisms"`
 
-	// Profile is the configured key-template profile: ProfileAuto,
-	// ProfileStrict or ProfileTokenFixedUsage (see Config.Profile).
+	// Profile is the configured key-template profile: "auto", "strict"
+	// or "token-fixed-usage" (see package hsm, Config.Profile).
 	Profile string `json:"profile"`
 
 	major, minor byte // Cryptoki version
@@ -93,14 +95,14 @@ var tokenFlags = []struct {
 	{pkcs11.CKF_USER_PIN_TO_BE_CHANGED, "CKF_USER_PIN_TO_BE_CHANGED"},
 }
 
-// probe asks the module and the token in slot what they can do. Only
+// Probe asks the module and the token in slot what they can do. Only
 // C_GetTokenInfo must answer: a module without C_GetInfo or a mechanism
 // list (CKR_FUNCTION_NOT_SUPPORTED) leaves those parts empty, and every
 // mechanism then counts as present (signd finds out when it calls it).
-func probe(lib p11, path string, slot uint) (*Capabilities, error) {
+func Probe(lib cryptoki.Ctx, path string, slot uint) (*Capabilities, error) {
 	ti, err := lib.GetTokenInfo(slot)
 	if err != nil {
-		return nil, ckr("C_GetTokenInfo", err)
+		return nil, ckr.Wrap("C_GetTokenInfo", err)
 	}
 	c := &Capabilities{
 		Module:          path,
@@ -192,15 +194,15 @@ func (m Mechanism) fits(bits int) bool {
 	return (m.MinKeySize == 0 || uint(bits) >= m.MinKeySize) && (m.MaxKeySize == 0 || uint(bits) <= m.MaxKeySize)
 }
 
-// token names the token for an operator: label, manufacturer and model.
-func (c *Capabilities) token() string {
+// Token names the token for an operator: label, manufacturer and model.
+func (c *Capabilities) Token() string {
 	return fmt.Sprintf("token %q (%s)", c.Label, strings.TrimSpace(c.Manufacturer+" "+c.Model))
 }
 
 // CheckRSA returns nil when the token can generate RSA key pairs of bits
 // (CKM_RSA_PKCS_KEY_PAIR_GEN with CKF_GENERATE_KEY_PAIR, bits within its
 // key sizes) and sign with them (CKM_RSA_PKCS with CKF_SIGN), and an
-// ErrUnsupportedAlgorithm naming what is missing otherwise.
+// ckr.ErrUnsupportedAlgorithm naming what is missing otherwise.
 func (c *Capabilities) CheckRSA(bits int) error {
 	return c.checkRSA(bits, true)
 }
@@ -213,11 +215,11 @@ func (c *Capabilities) checkRSA(bits int, suggest bool) error {
 	gen := c.Mechanism("CKM_RSA_PKCS_KEY_PAIR_GEN")
 	switch {
 	case !gen.Present || !gen.GenerateKeyPair:
-		return fmt.Errorf("%w: %s has no CKM_RSA_PKCS_KEY_PAIR_GEN: RSA keys cannot be made on it%s", ErrUnsupportedAlgorithm, c.token(), instead())
+		return fmt.Errorf("%w: %s has no CKM_RSA_PKCS_KEY_PAIR_GEN: RSA keys cannot be made on it%s", ckr.ErrUnsupportedAlgorithm, c.Token(), instead())
 	case !c.CanSign("CKM_RSA_PKCS"):
-		return fmt.Errorf("%w: %s has no CKM_RSA_PKCS for signing: RSA keys cannot sign on it%s", ErrUnsupportedAlgorithm, c.token(), instead())
+		return fmt.Errorf("%w: %s has no CKM_RSA_PKCS for signing: RSA keys cannot sign on it%s", ckr.ErrUnsupportedAlgorithm, c.Token(), instead())
 	case !gen.fits(bits):
-		return fmt.Errorf("%w: %s makes RSA keys of %d to %d bits, not %d bits%s", ErrUnsupportedAlgorithm, c.token(), gen.MinKeySize, gen.MaxKeySize, bits, instead())
+		return fmt.Errorf("%w: %s makes RSA keys of %d to %d bits, not %d bits%s", ckr.ErrUnsupportedAlgorithm, c.Token(), gen.MinKeySize, gen.MaxKeySize, bits, instead())
 	}
 	return nil
 }
@@ -237,11 +239,11 @@ func (c *Capabilities) checkEC(curve elliptic.Curve, suggest bool) error {
 	gen := c.Mechanism("CKM_EC_KEY_PAIR_GEN")
 	switch {
 	case !gen.Present || !gen.GenerateKeyPair:
-		return fmt.Errorf("%w: %s has no CKM_EC_KEY_PAIR_GEN: EC keys cannot be made on it%s", ErrUnsupportedAlgorithm, c.token(), instead())
+		return fmt.Errorf("%w: %s has no CKM_EC_KEY_PAIR_GEN: EC keys cannot be made on it%s", ckr.ErrUnsupportedAlgorithm, c.Token(), instead())
 	case !c.CanSign("CKM_ECDSA"):
-		return fmt.Errorf("%w: %s has no CKM_ECDSA: EC keys cannot sign on it%s", ErrUnsupportedAlgorithm, c.token(), instead())
+		return fmt.Errorf("%w: %s has no CKM_ECDSA: EC keys cannot sign on it%s", ckr.ErrUnsupportedAlgorithm, c.Token(), instead())
 	case !gen.fits(bits):
-		return fmt.Errorf("%w: %s makes EC keys of %d to %d bits, not %s (%d bits)%s", ErrUnsupportedAlgorithm, c.token(), gen.MinKeySize, gen.MaxKeySize, curve.Params().Name, bits, instead())
+		return fmt.Errorf("%w: %s makes EC keys of %d to %d bits, not %s (%d bits)%s", ckr.ErrUnsupportedAlgorithm, c.Token(), gen.MinKeySize, gen.MaxKeySize, curve.Params().Name, bits, instead())
 	}
 	return nil
 }

@@ -1,4 +1,4 @@
-package hsm
+package module
 
 import (
 	"errors"
@@ -8,9 +8,11 @@ import (
 	"sync"
 
 	"github.com/miekg/pkcs11"
+	"github.com/signd/signd/hsm/ckr"
+	"github.com/signd/signd/hsm/cryptoki"
 )
 
-// modules is the package's only package-level state: the PKCS#11 modules
+// modules is the only package-level state of package hsm and its parts: the PKCS#11 modules
 // loaded so far, keyed by resolved path.
 //
 // It exists because C_Initialize and C_Finalize act on the whole process,
@@ -18,29 +20,29 @@ import (
 // CKR_CRYPTOKI_ALREADY_INITIALIZED, and a C_Finalize by one user closes the
 // sessions of every other. So all Tokens on one module share one *pkcs11.Ctx
 // and one initialization, counted by references, and a re-initialization
-// during recovery is ordered against every Token's calls (module.mu).
-// Modules are never unloaded (no dlclose; see Token.Close).
+// during recovery is ordered against every Token's calls (Module.Mu).
+// Modules are never unloaded (no dlclose; see hsm.Token.Close).
 var modules = struct {
 	sync.Mutex
-	byPath map[string]*module
-}{byPath: make(map[string]*module)}
+	byPath map[string]*Module
+}{byPath: make(map[string]*Module)}
 
-// module is one loaded PKCS#11 library.
-type module struct {
-	path string // resolved absolute path
-	lib  p11    // the *pkcs11.Ctx; never Destroy()ed
+// Module is one loaded PKCS#11 library.
+type Module struct {
+	Path string       // resolved absolute path
+	Lib  cryptoki.Ctx // the *pkcs11.Ctx; never Destroy()ed
 
 	// refs counts the open Tokens using the module; guarded by modules.
 	refs int
 
 	// mu orders PKCS#11 calls against C_Finalize: Tokens hold mu.RLock
 	// while they call into the module, reinit and release hold mu.Lock.
-	mu sync.RWMutex
+	Mu sync.RWMutex
 	// epoch is bumped by every C_Finalize. Sessions and object handles
 	// obtained in an earlier epoch are void (and their numbers may have
 	// been handed out again), so a Token compares it before every call.
-	epoch       uint64
-	initialized bool
+	Epoch       uint64
+	Initialized bool
 
 	// sessMu guards sessions and serial: every session number the module
 	// handed out in this epoch and still counts as open, with the serial
@@ -50,33 +52,33 @@ type module struct {
 	serial   uint64
 
 	// copyMu keeps finds away from a key's copy in the making: the
-	// freeze test (Token.copies) holds the write lock from C_CopyObject
-	// to C_DestroyObject, every find (Token.find) the read lock. A
+	// freeze test (keyobj.Objects.FreezeDefects) holds the write lock from C_CopyObject
+	// to C_DestroyObject, every find (keyobj.Objects.Find) the read lock. A
 	// session object is visible to every session of the process, and a
 	// copy does not get its template at once: SoftHSM2 makes the copy
 	// with all of the key's attributes (CKA_TOKEN true, the key's
 	// CKA_ID), then applies the template, so a find in between meets
 	// two keys with one ID (ErrAmbiguousKey). Other processes never see
 	// our session objects.
-	copyMu sync.RWMutex
+	CopyMu sync.RWMutex
 }
 
-// session is a session handle together with the serial of the
+// Session is a session handle together with the serial of the
 // C_OpenSession that returned it. opencryptoki and tpm2-pkcs11 hand the
 // number of a closed session out again with the next C_OpenSession
 // (SoftHSM2 never does), so a number that still answers
 // C_GetSessionInfo proves nothing: it may be another session now, even
 // this Token's own persistent one. A session is ours only while the
-// module registry still maps its number to its serial (module.ours).
-type session struct {
-	h      pkcs11.SessionHandle
-	serial uint64
+// module registry still maps its number to its serial (Module.Ours).
+type Session struct {
+	H      pkcs11.SessionHandle
+	Serial uint64
 }
 
-// opened records h, just returned by C_OpenSession. A session that
+// Opened records h, just returned by C_OpenSession. A session that
 // carried the number before is closed (the module would not reuse an
 // open number), whoever still holds it.
-func (m *module) opened(h pkcs11.SessionHandle) session {
+func (m *Module) Opened(h pkcs11.SessionHandle) Session {
 	m.sessMu.Lock()
 	defer m.sessMu.Unlock()
 	if m.sessions == nil {
@@ -84,55 +86,55 @@ func (m *module) opened(h pkcs11.SessionHandle) session {
 	}
 	m.serial++
 	m.sessions[h] = m.serial
-	return session{h: h, serial: m.serial}
+	return Session{H: h, Serial: m.serial}
 }
 
-// ours reports whether s's number still stands for s: no C_OpenSession
+// Ours reports whether s's number still stands for s: no C_OpenSession
 // returned the number again since, and nobody closed it through this
 // package.
-func (m *module) ours(s session) bool {
-	if s.h == 0 {
+func (m *Module) Ours(s Session) bool {
+	if s.H == 0 {
 		return false
 	}
 	m.sessMu.RLock()
 	defer m.sessMu.RUnlock()
-	return m.sessions[s.h] == s.serial
+	return m.sessions[s.H] == s.Serial
 }
 
-// forget drops s from the registry and reports whether it was still
+// Forget drops s from the registry and reports whether it was still
 // ours: only then may C_CloseSession be called on its number.
-func (m *module) forget(s session) bool {
+func (m *Module) Forget(s Session) bool {
 	m.sessMu.Lock()
 	defer m.sessMu.Unlock()
-	if s.h == 0 || m.sessions[s.h] != s.serial {
+	if s.H == 0 || m.sessions[s.H] != s.Serial {
 		return false
 	}
-	delete(m.sessions, s.h)
+	delete(m.sessions, s.H)
 	return true
 }
 
-// openModule loads (once) and initializes (once) the PKCS#11 module at path
+// Open loads (once) and initializes (once) the PKCS#11 module at path
 // and takes a reference on it. path must be absolute; symlinks are
 // resolved, so two spellings of one library share a module.
-func openModule(path string) (*module, error) {
+func Open(path string) (*Module, error) {
 	if path == "" {
-		return nil, fmt.Errorf("%w: no module path configured", ErrModule)
+		return nil, fmt.Errorf("%w: no module path configured", ckr.ErrModule)
 	}
 	if !filepath.IsAbs(path) {
-		return nil, fmt.Errorf("%w: module path %q is not absolute", ErrModule, path)
+		return nil, fmt.Errorf("%w: module path %q is not absolute", ckr.ErrModule, path)
 	}
 	// pkcs11.New returns nil without a reason (no dlerror), so find the
 	// common reasons first.
 	fi, err := os.Stat(path)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrModule, err)
+		return nil, fmt.Errorf("%w: %w", ckr.ErrModule, err)
 	}
 	if fi.IsDir() {
-		return nil, fmt.Errorf("%w: module path %q is a directory", ErrModule, path)
+		return nil, fmt.Errorf("%w: module path %q is a directory", ckr.ErrModule, path)
 	}
 	resolved, err := filepath.EvalSymlinks(path)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrModule, err)
+		return nil, fmt.Errorf("%w: %w", ckr.ErrModule, err)
 	}
 
 	modules.Lock()
@@ -141,16 +143,16 @@ func openModule(path string) (*module, error) {
 	if m == nil {
 		ctx := pkcs11.New(resolved)
 		if ctx == nil {
-			return nil, fmt.Errorf("%w: cannot load %q (not a shared library exporting C_GetFunctionList?)", ErrModule, resolved)
+			return nil, fmt.Errorf("%w: cannot load %q (not a shared library exporting C_GetFunctionList?)", ckr.ErrModule, resolved)
 		}
-		m = &module{path: resolved, lib: ctx}
+		m = &Module{Path: resolved, Lib: ctx}
 		modules.byPath[resolved] = m
 	}
-	m.mu.Lock()
+	m.Mu.Lock()
 	err = m.initializeLocked()
-	m.mu.Unlock()
+	m.Mu.Unlock()
 	if err != nil {
-		return nil, fmt.Errorf("%w: %s: %w", ErrModule, resolved, err)
+		return nil, fmt.Errorf("%w: %s: %w", ckr.ErrModule, resolved, err)
 	}
 	m.refs++
 	return m, nil
@@ -158,61 +160,68 @@ func openModule(path string) (*module, error) {
 
 // initializeLocked calls C_Initialize (with CKF_OS_LOCKING_OK, miekg's
 // default: without it SoftHSM2 turns its own locking off) unless the module
-// is initialized. The caller holds m.mu.
-func (m *module) initializeLocked() error {
-	if m.initialized {
+// is initialized. The caller holds m.Mu.
+func (m *Module) initializeLocked() error {
+	if m.Initialized {
 		return nil
 	}
-	err := m.lib.Initialize()
-	if err != nil && rv(err) != pkcs11.CKR_CRYPTOKI_ALREADY_INITIALIZED {
-		return ckr("C_Initialize", err)
+	err := m.Lib.Initialize()
+	if err != nil && ckr.RV(err) != pkcs11.CKR_CRYPTOKI_ALREADY_INITIALIZED {
+		return ckr.Wrap("C_Initialize", err)
 	}
-	m.initialized = true
+	m.Initialized = true
 	return nil
 }
 
 // finalizeLocked calls C_Finalize and starts a new epoch. The caller holds
-// m.mu, so no Token is inside a call.
-func (m *module) finalizeLocked() error {
-	if !m.initialized {
+// m.Mu, so no Token is inside a call.
+func (m *Module) finalizeLocked() error {
+	if !m.Initialized {
 		return nil
 	}
-	err := m.lib.Finalize()
-	m.initialized = false
-	m.epoch++
+	err := m.Lib.Finalize()
+	m.Initialized = false
+	m.Epoch++
 	m.sessMu.Lock()
 	clear(m.sessions)
 	m.sessMu.Unlock()
-	return ckr("C_Finalize", err)
+	return ckr.Wrap("C_Finalize", err)
 }
 
-// reinit finalizes and initializes the module again, as recovery from a
+// Reinit finalizes and initializes the module again, as recovery from a
 // device error, unless that already happened after epoch seen. It returns
 // the C_Initialize error, if any.
-func (m *module) reinit(seen uint64) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.initialized && m.epoch == seen {
+func (m *Module) Reinit(seen uint64) error {
+	m.Mu.Lock()
+	defer m.Mu.Unlock()
+	if m.Initialized && m.Epoch == seen {
 		_ = m.finalizeLocked() // the device is failing: its answer says nothing
 	}
 	return m.initializeLocked()
 }
 
-// release drops a reference; the last one finalizes the module. The
+// Release drops a reference; the last one finalizes the module. The
 // library stays loaded: dlclose of PKCS#11 modules has crashed in the field
-// (SoftHSM2 destructors), and a later openModule reuses it.
-func (m *module) release() error {
+// (SoftHSM2 destructors), and a later Open reuses it.
+func (m *Module) Release() error {
 	modules.Lock()
 	defer modules.Unlock()
 	m.refs--
 	if m.refs > 0 {
 		return nil
 	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
+	m.Mu.Lock()
+	defer m.Mu.Unlock()
 	err := m.finalizeLocked()
 	if err != nil && !errors.Is(err, pkcs11.Error(pkcs11.CKR_CRYPTOKI_NOT_INITIALIZED)) {
 		return err
 	}
 	return nil
+}
+
+// Refs returns the number of open Tokens using m.
+func (m *Module) Refs() int {
+	modules.Lock()
+	defer modules.Unlock()
+	return m.refs
 }
