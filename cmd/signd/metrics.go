@@ -109,6 +109,13 @@ func newMetrics() *metrics {
 	for _, l := range []string{"timestamp", "auth_login", "token", "forms"} {
 		m.rateLimit.WithLabelValues(l) // every limit's series from the start, at 0
 	}
+	// The histograms' series from the start (an empty one is 0 events):
+	// signHash's outcomes (signhash.Metrics) and the HSM's results.
+	for _, o := range []string{"signed", "refused", "unavailable", "error"} {
+		m.signHash.WithLabelValues(o)
+	}
+	m.hsmSign.WithLabelValues("ok")
+	m.hsmSign.WithLabelValues("error")
 	for _, method := range passwords.LoginMethods {
 		for _, result := range passwords.LoginResults {
 			m.logins.WithLabelValues(method, result)

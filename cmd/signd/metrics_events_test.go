@@ -162,13 +162,13 @@ func TestMetricsState(t *testing.T) {
 	var m map[string]float64
 	waitFor(t, func() bool { m = scrape(t, e); _, ok := m["signd_audit_entries_total"]; return ok })
 	for s, want := range map[string]float64{
-		`signd_credential_certificates_by_days_left{le="0"}`:    0,
-		`signd_credential_certificates_by_days_left{le="1"}`:    1,
-		`signd_credential_certificates_by_days_left{le="14"}`:   1,
-		`signd_credential_certificates_by_days_left{le="+Inf"}`: 1,
-		`signd_store_writable`:                                  1,
-		`signd_ready`:                                           1,
-		`signd_audit_checkpoint_interval_seconds`:               3600,
+		`signd_credential_certificates_expiring{within_days="0"}`:    0,
+		`signd_credential_certificates_expiring{within_days="1"}`:    1,
+		`signd_credential_certificates_expiring{within_days="14"}`:   1,
+		`signd_credential_certificates_expiring{within_days="+Inf"}`: 1,
+		`signd_store_writable`:                    1,
+		`signd_ready`:                             1,
+		`signd_audit_checkpoint_interval_seconds`: 3600,
 	} {
 		if got, ok := m[s]; !ok || got != want {
 			t.Errorf("%s = %v (present %v), want %v", s, got, ok, want)
@@ -193,7 +193,7 @@ func TestMetricsState(t *testing.T) {
 	e.must("", "credential", "disable", cred2)
 	stateTicks <- time.Now()
 	waitFor(t, func() bool { m = scrape(t, e); return m["signd_audit_entries_total"] > entries })
-	if v := m[`signd_credential_certificates_by_days_left{le="+Inf"}`]; v != 1 {
+	if v := m[`signd_credential_certificates_expiring{within_days="+Inf"}`]; v != 1 {
 		t.Errorf("after a disabled second credential: %v enabled with a certificate, want 1", v)
 	}
 

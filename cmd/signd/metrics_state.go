@@ -26,18 +26,18 @@ import (
 // act, and the expiry buckets are counted in days.
 const stateRefresh = time.Minute
 
-// expiryBuckets are the le labels of
-// signd_credential_certificates_by_days_left, in days: 0 counts the
-// expired ones.
+// expiryBuckets are the within_days labels of
+// signd_credential_certificates_expiring: 0 counts the expired ones.
 var expiryBuckets = []float64{0, 1, 7, 14, 30, 90}
 
 // stateCollector publishes what the daemon reads rather than counts: the
 // enabled credentials' certificate expiry, the audit log's length and its
 // latest checkpoint, the store's size and whether it can write.
 //
-// Certificate expiry is published as counts by days left (cumulative, as a
-// histogram's buckets) and the soonest expiry in seconds, not as a gauge
-// per credential: a TSP holds a credential per signer, thousands of
+// Certificate expiry is published as counts by days left (cumulative like
+// a histogram's buckets, but a gauge labelled within_days: promtool check
+// metrics keeps le to histograms) and the soonest expiry in seconds, not
+// as a gauge per credential: a TSP holds a credential per signer, thousands of
 // series that change with every enrolment, and the questions an operator
 // asks ("does anything expire within 14 days, and when is the next one?")
 // need only these. `signd credential list` names them.
@@ -70,8 +70,8 @@ func newStateCollector(db backend, now func() time.Time, logger *slog.Logger, ch
 	return &stateCollector{
 		db: db, now: now, logger: logger, checkpointDir: checkpointDir, checkpointInterval: checkpointInterval,
 		dbSize: -1,
-		byDays: prometheus.NewDesc("signd_credential_certificates_by_days_left",
-			"Enabled credentials whose certificate expires within le days (le=\"0\": expired), counted at the last store refresh (every minute).", []string{"le"}, nil),
+		byDays: prometheus.NewDesc("signd_credential_certificates_expiring",
+			"Enabled credentials whose certificate expires within within_days days (cumulative; \"0\": expired, \"+Inf\": all), counted at the last store refresh (every minute).", []string{"within_days"}, nil),
 		soonest: prometheus.NewDesc("signd_credential_certificate_soonest_expiry_seconds",
 			"Seconds until the earliest notAfter of an enabled credential's certificate (negative once expired); absent without one.", nil, nil),
 		auditEntries: prometheus.NewDesc("signd_audit_entries_total",

@@ -75,7 +75,7 @@ func certExpiring(t *testing.T, notAfter time.Time) []byte {
 }
 
 // TestStateCollectorExpiryBuckets: enabled credentials are counted by the
-// days their certificate has left, cumulatively (le="0" the expired, an
+// days their certificate has left, cumulatively (within_days="0" the expired, an
 // expiry exactly at a bound inside it), disabled and pending ones not;
 // the soonest expiry is in seconds; the audit log's length, and the
 // store's writability as its health says.
@@ -93,8 +93,8 @@ func TestStateCollectorExpiryBuckets(t *testing.T) {
 			left   time.Duration
 		}{
 			{store.CredentialEnabled, -time.Hour}, // expired
-			{store.CredentialEnabled, 7 * day},    // exactly at le="7"
-			{store.CredentialEnabled, 10 * day},   // le="14"
+			{store.CredentialEnabled, 7 * day},    // exactly at within_days="7"
+			{store.CredentialEnabled, 10 * day},   // within_days="14"
 			{store.CredentialEnabled, 100 * day},  // +Inf only
 			{store.CredentialDisabled, 2 * day},   // not counted
 			{store.CredentialPending, 0},          // no certificate
@@ -129,16 +129,16 @@ func TestStateCollectorExpiryBuckets(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := map[string]float64{
-		"signd_audit_entries_total":                             1,
-		"signd_credential_certificate_soonest_expiry_seconds":   -3600,
-		`signd_credential_certificates_by_days_left{le="0"}`:    1,
-		`signd_credential_certificates_by_days_left{le="1"}`:    1,
-		`signd_credential_certificates_by_days_left{le="7"}`:    2,
-		`signd_credential_certificates_by_days_left{le="14"}`:   3,
-		`signd_credential_certificates_by_days_left{le="30"}`:   3,
-		`signd_credential_certificates_by_days_left{le="90"}`:   3,
-		`signd_credential_certificates_by_days_left{le="+Inf"}`: 4,
-		"signd_store_writable":                                  1,
+		"signd_audit_entries_total":                                  1,
+		"signd_credential_certificate_soonest_expiry_seconds":        -3600,
+		`signd_credential_certificates_expiring{within_days="0"}`:    1,
+		`signd_credential_certificates_expiring{within_days="1"}`:    1,
+		`signd_credential_certificates_expiring{within_days="7"}`:    2,
+		`signd_credential_certificates_expiring{within_days="14"}`:   3,
+		`signd_credential_certificates_expiring{within_days="30"}`:   3,
+		`signd_credential_certificates_expiring{within_days="90"}`:   3,
+		`signd_credential_certificates_expiring{within_days="+Inf"}`: 4,
+		"signd_store_writable":                                       1,
 	}
 	got := gathered(t, reg)
 	for s, v := range want {
