@@ -510,3 +510,33 @@ func TestMakeConcurrent(t *testing.T) {
 		}
 	}
 }
+
+// TestPeek: the latest checkpoint's size and time as written, read without
+// the key; none is os.ErrNotExist; a file that is not a signed note, or
+// whose body does not parse, is ErrMalformed.
+func TestPeek(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t, 4)
+	if _, err := checkpoint.Peek(e.dir); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("Peek of an empty directory: %v, want os.ErrNotExist", err)
+	}
+	m, err := e.mk.Make(ctx, "signd", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := checkpoint.Peek(e.dir)
+	if err != nil || c.Size != 4 || !c.Time.Equal(m.Checkpoint.Time) || !bytes.Equal(c.Hash, m.Checkpoint.Hash) {
+		t.Fatalf("Peek = %+v, %v; want the checkpoint of 4 made at %v", c, err, m.Checkpoint.Time)
+	}
+	for name, text := range map[string]string{
+		"no blank line": "origin\n4\n",
+		"bad body":      "origin\nfour\nhash\n\n— origin sig\n",
+	} {
+		if err := os.WriteFile(filepath.Join(e.dir, checkpoint.LatestName), []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := checkpoint.Peek(e.dir); !errors.Is(err, checkpoint.ErrMalformed) {
+			t.Errorf("%s: Peek = %v, want ErrMalformed", name, err)
+		}
+	}
+}

@@ -134,3 +134,19 @@ func readNote(path string) ([]byte, error) {
 	}
 	return data, nil
 }
+
+// Peek returns the latest checkpoint in dir as written, WITHOUT checking
+// its signature: for monitoring its age and size (the daemon's metrics),
+// never for trusting its hash (Open checks the signature). An error
+// satisfying errors.Is(err, os.ErrNotExist) when there is none.
+func Peek(dir string) (*Checkpoint, error) {
+	msg, err := ReadLatest(dir)
+	if err != nil {
+		return nil, err
+	}
+	text, _, ok := bytes.Cut(msg, []byte("\n\n"))
+	if !ok {
+		return nil, fmt.Errorf("%w: not a signed note (text, a blank line, signature lines)", ErrMalformed)
+	}
+	return ParseBody(string(text) + "\n")
+}

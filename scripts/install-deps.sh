@@ -2,14 +2,15 @@
 # install-deps.sh — install what signd's build, tests and demo need on a
 # Debian or Ubuntu machine, when it is missing: SoftHSM2 (the PKCS#11 token
 # of tests and the demo), OpenSSL (test CA, signature checks), gcc and make
-# (cgo), curl, and Chromium with a font (the headless browser test).
+# (cgo), curl, Chromium with a font (the headless browser test) and promtool
+# (the alert rules' tests).
 #
 # `make test`, `make demo` and CI (.ci/run) all call this one script. It uses
 # apt-get, as root or through sudo, and does nothing when everything is
 # there. Go itself is not installed here (https://go.dev/dl/).
 #
 #   scripts/install-deps.sh            everything `make test` needs
-#   scripts/install-deps.sh --no-browser   without Chromium (the demo)
+#   scripts/install-deps.sh --no-browser   without Chromium and promtool (the demo)
 #   scripts/install-deps.sh --tokens   also the other PKCS#11 tokens of
 #       `make test-tokens`: opencryptoki's software token, and tpm2-pkcs11
 #       over a software TPM (swtpm, tpm2-abrmd, a D-Bus daemon)
@@ -41,6 +42,11 @@ command -v certutil >/dev/null 2>&1 || need+=(libnss3-tools)
 { command -v systemd-analyze >/dev/null 2>&1 && command -v systemd-sysusers >/dev/null 2>&1; } || need+=(systemd)
 if [ "$browser" = 1 ]; then
   command -v chromium >/dev/null 2>&1 || need+=(chromium fonts-dejavu-core)
+  # promtool checks and unit-tests packaging/prometheus/signd-alerts.yaml
+  # (cmd/signd's monitoring test), a `make test` tool like Chromium.
+  # Debian ships it only in the prometheus package, whose server is
+  # stopped and disabled again below.
+  command -v promtool >/dev/null 2>&1 || need+=(prometheus)
 fi
 
 if [ "$tokens" = 1 ]; then
@@ -69,3 +75,8 @@ fi
 echo "install-deps.sh: installing ${need[*]}" >&2
 $sudo apt-get update -qq
 DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${need[@]}"
+# The prometheus package starts its server where systemd runs: signd only
+# wanted promtool.
+if printf '%s\n' "${need[@]}" | grep -qx prometheus && [ -d /run/systemd/system ] && command -v systemctl >/dev/null 2>&1; then
+  $sudo systemctl disable --now prometheus.service >/dev/null 2>&1 || true
+fi

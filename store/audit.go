@@ -202,6 +202,10 @@ type AuditTx interface {
 	// (see EncodeAuditEntry). raw is valid only during the call. An error
 	// from fn stops the walk and is returned.
 	AuditRecords(from uint64, fn func(seq uint64, raw []byte) error) error
+	// AuditSize returns the sequence number of the last entry, the number
+	// of entries of an intact log (0 when empty), without reading the
+	// others: monitoring reads it.
+	AuditSize() (uint64, error)
 }
 
 // auditContent is the canonical content of an entry, what its digest

@@ -52,6 +52,9 @@ type app struct {
 	// checkpointTicks, when set, replaces the ticker of
 	// audit.checkpoint_interval (tests); the interval must still be set.
 	checkpointTicks <-chan time.Time
+	// stateTicks, when set, replaces the ticker of stateRefresh: each
+	// value refreshes the metrics read from the store (tests).
+	stateTicks <-chan time.Time
 }
 
 func newApp(stdin io.Reader, stdout, stderr io.Writer) *app {

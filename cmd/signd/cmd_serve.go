@@ -143,7 +143,13 @@ func (a *app) serve(ctx context.Context, cfg *config.Config, load func() (*confi
 		return err
 	}
 	srv := &server{Store: db, Token: token, Logger: logger, BodyLimit: cfg.Server.BodyLimitBytes, TLS: cfg.Server.TLS.CertFile != "",
-		TrustedProxies: cfg.Server.TrustedProxyNets(), Pages: pg}
+		TrustedProxies: cfg.Server.TrustedProxyNets(), Pages: pg, Readiness: mx.observeReadiness}
+	mx.watchReadiness(func() bool {
+		status, _ := srv.readiness(context.Background())
+		return status == http.StatusOK
+	})
+	stopState := mx.watchState(newStateCollector(db, a.clock, logger, cfg.Audit.CheckpointDir, cfg.Audit.CheckpointInterval), a.stateTicks)
+	defer stopState()
 	e := srv.echo()
 	e.Pre(mx.middleware)
 	keys := newKeyRing(cfg, db, token, a.clock, logger) // one ring: the provider's and the admin service's

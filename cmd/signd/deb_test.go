@@ -100,6 +100,9 @@ func TestDebianPackage(t *testing.T) {
 		{"/usr/share/doc/signd/copyright", false, 0o644, "root", "root"},
 		{"/usr/share/doc/signd/docs/OPERATIONS.md", false, 0o644, "root", "root"},
 		{"/usr/share/doc/signd/docs/CONFIG.md", false, 0o644, "root", "root"},
+		{"/usr/share/signd/prometheus/signd-alerts.yaml", false, 0o644, "root", "root"},
+		{"/usr/share/signd/prometheus/signd-alerts.test.yaml", false, 0o644, "root", "root"},
+		{"/usr/share/signd/grafana/signd-dashboard.json", false, 0o644, "root", "root"},
 		{"/usr/share/man/man1/signd.1.gz", false, 0o644, "root", "root"},
 		{"/usr/share/man/man1/signd-config-check.1.gz", false, 0o644, "root", "root"},
 		{"/var/lib/signd", true, 0o700, "signd", "signd"},
@@ -122,6 +125,8 @@ func TestDebianPackage(t *testing.T) {
 	for _, same := range [][2]string{
 		{"/usr/lib/systemd/system/signd.service", "../../packaging/signd.service"},
 		{"/usr/lib/sysusers.d/signd.conf", "../../packaging/signd.sysusers"},
+		{"/usr/share/signd/prometheus/signd-alerts.yaml", "../../packaging/prometheus/signd-alerts.yaml"},
+		{"/usr/share/signd/grafana/signd-dashboard.json", "../../packaging/grafana/signd-dashboard.json"},
 	} {
 		installed, _ := os.ReadFile(same[0])
 		repo, _ := os.ReadFile(same[1])
@@ -174,6 +179,13 @@ func TestDebianPackage(t *testing.T) {
 		t.Errorf("config check with base_url and the PIN file: %v\n%s", err, out)
 	}
 
+	// The shipped alert rules pass their unit tests where they are installed.
+	if promtool, err := exec.LookPath("promtool"); err == nil {
+		if out, err := exec.Command(promtool, "test", "rules", "/usr/share/signd/prometheus/signd-alerts.test.yaml").CombinedOutput(); err != nil {
+			t.Errorf("promtool test rules of the installed rules: %v\n%s", err, out)
+		}
+	}
+
 	if analyze, err := exec.LookPath("systemd-analyze"); err == nil {
 		if out, err := exec.Command(analyze, "verify", "/usr/lib/systemd/system/signd.service").CombinedOutput(); err != nil || len(out) > 0 {
 			t.Errorf("systemd-analyze verify of the installed unit: %v\n%s", err, out)
@@ -183,7 +195,7 @@ func TestDebianPackage(t *testing.T) {
 	if out, err := exec.Command("dpkg", "--purge", "signd").CombinedOutput(); err != nil {
 		t.Fatalf("dpkg --purge signd: %v\n%s", err, out)
 	}
-	for _, gone := range []string{"/usr/bin/signd", "/etc/signd/signd.yaml", "/usr/lib/systemd/system/signd.service", "/run/signd"} {
+	for _, gone := range []string{"/usr/bin/signd", "/etc/signd/signd.yaml", "/usr/lib/systemd/system/signd.service", "/run/signd", "/usr/share/signd"} {
 		if _, err := os.Lstat(gone); err == nil {
 			t.Errorf("%s left after dpkg --purge", gone)
 		}

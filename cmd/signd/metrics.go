@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -17,6 +18,7 @@ import (
 	"github.com/signd/signd/csc"
 	"github.com/signd/signd/csc/certstatus"
 	"github.com/signd/signd/hsm"
+	"github.com/signd/signd/oauth/passwords"
 )
 
 // metrics holds the daemon's Prometheus collectors in a private registry
@@ -39,12 +41,17 @@ type metrics struct {
 	certChecks *prometheus.CounterVec // source, result
 	certUnfit  *prometheus.GaugeVec   // status
 	rateLimit  *prometheus.CounterVec // limit
+	logins     *prometheus.CounterVec // method, result
+	lockouts   *prometheus.CounterVec // secret
+	readyFlips prometheus.Counter
+	lastReady  atomic.Int32 // 0 unknown, 1 ready, 2 not ready
 }
 
 var (
 	_ hsm.Metrics        = (*metrics)(nil)
 	_ csc.Metrics        = (*metrics)(nil)
 	_ certstatus.Metrics = (*metrics)(nil)
+	_ passwords.Metrics  = (*metrics)(nil)
 )
 
 func newMetrics() *metrics {
@@ -90,16 +97,39 @@ func newMetrics() *metrics {
 			Name: "signd_ratelimit_refused_total", Help: "Requests refused (429) by a rate limit of ratelimit.*, by limit (timestamp, auth_login, token, forms).",
 		}, []string{"limit"}),
 	}
+	m.logins = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "signd_login_attempts_total", Help: "Login attempts answered, by method (password: the login or account page; totp: those pages for an account with TOTP; auth_login: CSC auth/login) and result (ok, failed, locked, disabled).",
+	}, []string{"method", "result"})
+	m.lockouts = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "signd_lockouts_total", Help: "Locks set by failed guesses (oauth.max_failures in a row), by secret: password (the account, timed or permanent) or pin (the signing PIN, until an admin unlocks it).",
+	}, []string{"secret"})
+	m.readyFlips = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "signd_readiness_changes_total", Help: "Times the readiness verdict changed between ready and not ready (every /readyz probe and scrape decides one).",
+	})
 	for _, l := range []string{"timestamp", "auth_login", "token", "forms"} {
 		m.rateLimit.WithLabelValues(l) // every limit's series from the start, at 0
 	}
+	// The histograms' series from the start (an empty one is 0 events):
+	// signHash's outcomes (signhash.Metrics) and the HSM's results.
+	for _, o := range []string{"signed", "refused", "unavailable", "error"} {
+		m.signHash.WithLabelValues(o)
+	}
+	m.hsmSign.WithLabelValues("ok")
+	m.hsmSign.WithLabelValues("error")
+	for _, method := range passwords.LoginMethods {
+		for _, result := range passwords.LoginResults {
+			m.logins.WithLabelValues(method, result)
+		}
+	}
+	m.lockouts.WithLabelValues("password")
+	m.lockouts.WithLabelValues("pin")
 	b := buildInfo()
 	buildGauge := prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "signd_build_info", Help: "Always 1; the labels say which build of signd runs (version, commit, Go version).",
 	}, []string{"version", "commit", "goversion"})
 	buildGauge.WithLabelValues(b.Version, b.Commit, b.GoVersion).Set(1)
 	m.reg.MustRegister(buildGauge, m.requests, m.requestDur, m.signHash, m.sad, m.hsmSign, m.poolWait, m.hsmErrors,
-		m.authorize, m.extend, m.certChecks, m.certUnfit, m.rateLimit,
+		m.authorize, m.extend, m.certChecks, m.certUnfit, m.rateLimit, m.logins, m.lockouts, m.readyFlips,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -165,6 +195,25 @@ func (m *metrics) ObserveAuthorize(method, result string) {
 
 // ObserveRateLimited implements ratelimit.Metrics.
 func (m *metrics) ObserveRateLimited(limit string) { m.rateLimit.WithLabelValues(limit).Inc() }
+
+// ObserveLogin implements passwords.Metrics.
+func (m *metrics) ObserveLogin(method, result string) { m.logins.WithLabelValues(method, result).Inc() }
+
+// ObserveLockout implements passwords.Metrics.
+func (m *metrics) ObserveLockout(secret string) { m.lockouts.WithLabelValues(secret).Inc() }
+
+// observeReadiness records a readiness verdict (of a /readyz probe, a
+// scrape or systemd's readiness check): signd_readiness_changes_total
+// counts it when it differs from the one before.
+func (m *metrics) observeReadiness(ready bool) {
+	v := int32(2)
+	if ready {
+		v = 1
+	}
+	if old := m.lastReady.Swap(v); old != 0 && old != v {
+		m.readyFlips.Inc()
+	}
+}
 
 // ObserveCheck implements certstatus.Metrics.
 func (m *metrics) ObserveCheck(source, result string) {

@@ -10,7 +10,8 @@ import (
 
 // TestMetricsEtcdCommits: a node on etcd publishes its store's commit
 // counters (the daemon's start-up already commits: the OIDC signing key,
-// the page-token secret); a node on bbolt has none of them.
+// the page-token secret); a node on bbolt has none of them. Both publish
+// the store's size.
 func TestMetricsEtcdCommits(t *testing.T) {
 	for _, tc := range []struct {
 		name string
@@ -47,6 +48,9 @@ func TestMetricsEtcdCommits(t *testing.T) {
 			if tc.etcd && !strings.Contains(text, "# TYPE signd_store_etcd_conflicts_total counter") {
 				t.Error("signd_store_etcd_conflicts_total is not a counter")
 			}
+			// The store's size: the bbolt file at each scrape, etcd's
+			// database size from the first refresh on.
+			waitFor(t, func() bool { return scrape(t, e)["signd_store_size_bytes"] > 0 })
 		})
 	}
 }

@@ -47,6 +47,8 @@ type server struct {
 	// Pages renders the HTML pages (ui.*), the error pages among them, and
 	// serves the logo; nil = the built-in look.
 	Pages *pages.Pages
+	// Readiness, when set, hears every readiness verdict (metrics).
+	Readiness func(ready bool)
 
 	// healthzLast and readyzLast are the status of the previous probe of
 	// /healthz and /readyz (0 before the first), for probeLevel.
@@ -207,6 +209,15 @@ func (s *server) readyz(c echo.Context) error {
 // readiness is /readyz's verdict: 200 and nil, or 503 and the body naming
 // the failing part. serve asks it too before telling systemd READY=1.
 func (s *server) readiness(ctx context.Context) (int, map[string]string) {
+	status, body := s.verdict(ctx)
+	if s.Readiness != nil {
+		s.Readiness(status == http.StatusOK)
+	}
+	return status, body
+}
+
+// verdict is readiness, unrecorded.
+func (s *server) verdict(ctx context.Context) (int, map[string]string) {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
 	if err := s.Token.Ping(ctx); err != nil {

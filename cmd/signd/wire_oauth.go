@@ -113,14 +113,18 @@ func newPages(cfg *config.Config) (*pages.Pages, error) {
 // as the authorization server.
 func (s *services) passwordChecker() (*passwords.Checker, error) {
 	o := s.cfg.OAuth
-	return passwords.New(passwords.Config{
+	cfg := passwords.Config{
 		Store:       s.views.passwords,
 		Hasher:      s.hasher,
 		MaxFailures: o.MaxFailures,
 		Lockout:     passwords.Lockout{Base: o.Lockout.Base, Max: o.Lockout.Max, PermanentAfter: o.Lockout.PermanentAfter},
 		Logger:      s.logger.With("service", "oauth"),
 		Now:         s.now,
-	})
+	}
+	if s.metrics != nil {
+		cfg.Metrics = s.metrics
+	}
+	return passwords.New(cfg)
 }
 
 func isHTTPS(baseURL string) bool {

@@ -64,8 +64,9 @@ type Config struct {
 	MaxConcurrentHashes int
 	HashWait            time.Duration
 
-	Logger *slog.Logger     // nil = discard
-	Now    func() time.Time // nil = time.Now
+	Logger  *slog.Logger     // nil = discard
+	Now     func() time.Time // nil = time.Now
+	Metrics Metrics          // nil = none (metrics.go)
 }
 
 // Lockout is how long a password lock lasts (NIST SP 800-63B §5.2.2): Base

@@ -55,8 +55,10 @@ func (c *Checker) checkCredentials(ctx context.Context, username, password, code
 		if err := c.store.Update(ctx, func(tx Tx) error { return tx.AppendAudit(entry) }); err != nil {
 			return nil, false, err
 		}
+		c.observeLogin(user, pageless, refusedResult(res, user))
 		switch {
 		case lockedNow:
+			c.observeLockout(secretPassword)
 			c.log.WarnContext(ctx, "account locked after failed logins", "username", username, "failures", c.cfg.MaxFailures)
 		case res == refusedLocked:
 			c.log.WarnContext(ctx, "account locked: login refused without checking the password", "username", username)
@@ -90,6 +92,7 @@ func (c *Checker) checkCredentials(ctx context.Context, username, password, code
 			return nil, false, err
 		}
 		c.log.InfoContext(ctx, "password login refused: the account requires a one-time code", "username", username)
+		c.observeLogin(user, pageless, LoginFailed)
 		return nil, false, nil
 	}
 	var step int64
@@ -104,12 +107,17 @@ func (c *Checker) checkCredentials(ctx context.Context, username, password, code
 	}
 	switch {
 	case ok:
+		c.observeLogin(user, pageless, LoginOK)
 		return user, true, nil
 	case lockedNow:
+		c.observeLogin(user, pageless, LoginLocked)
+		c.observeLockout(secretPassword)
 		c.log.WarnContext(ctx, "account locked after failed logins", "username", username, "failures", c.cfg.MaxFailures)
 	case locked:
+		c.observeLogin(user, pageless, LoginLocked)
 		c.log.InfoContext(ctx, "login failed; the account is locked", "username", username)
 	default:
+		c.observeLogin(user, pageless, LoginFailed)
 		c.log.InfoContext(ctx, "login failed", "user_known", true, "username", username)
 	}
 	return nil, false, nil

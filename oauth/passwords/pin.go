@@ -68,6 +68,7 @@ func (c *Checker) CheckPIN(ctx context.Context, username, pin string, otp *strin
 	defer g.release()
 	switch {
 	case lockedNow:
+		c.observeLockout(secretPIN)
 		c.log.WarnContext(ctx, "signing PIN locked after failed attempts", "username", username, "failures", c.cfg.MaxFailures)
 		return PINLocked, user, nil
 	case res == refusedLocked:
@@ -105,6 +106,7 @@ func (c *Checker) CheckPIN(ctx context.Context, username, pin string, otp *strin
 	case ok:
 		return PINValid, user, nil
 	case lockedNow:
+		c.observeLockout(secretPIN)
 		c.log.WarnContext(ctx, "signing PIN locked after failed attempts", "username", username, "failures", c.cfg.MaxFailures)
 		return PINLocked, user, nil
 	case locked:

@@ -89,3 +89,19 @@ func (t *Tx) AuditRecords(from uint64, fn func(seq uint64, raw []byte) error) er
 	}
 	return nil
 }
+
+// AuditSize implements store.AuditTx: the head's key (one cursor Last).
+func (t *Tx) AuditSize() (uint64, error) {
+	b, err := t.bucket(bucketAudit)
+	if err != nil {
+		return 0, err
+	}
+	k, _ := b.Last()
+	switch {
+	case k == nil:
+		return 0, nil
+	case len(k) != 8:
+		return 0, fmt.Errorf("store: audit log head has a malformed key %x", k)
+	}
+	return binary.BigEndian.Uint64(k), nil
+}

@@ -35,9 +35,23 @@ func verifyAudit(t *testing.T, s store.Store) (uint64, []byte) {
 	return n, head
 }
 
+// auditSize is AuditSize in a read transaction.
+func auditSize(t *testing.T, s store.Store) uint64 {
+	t.Helper()
+	var n uint64
+	view(t, s, func(tx store.Tx) (err error) {
+		n, err = tx.AuditSize()
+		return err
+	})
+	return n
+}
+
 func testAuditAppend(t *testing.T, s store.Store) {
 	if n, head := verifyAudit(t, s); n != 0 || !bytes.Equal(head, store.AuditGenesis()) {
 		t.Errorf("empty log: %d entries, head %x", n, head)
+	}
+	if n := auditSize(t, s); n != 0 {
+		t.Errorf("empty log: AuditSize %d", n)
 	}
 	var appended []*store.AuditEntry
 	for i := range 3 {
@@ -70,6 +84,22 @@ func testAuditAppend(t *testing.T, s store.Store) {
 	n, head := verifyAudit(t, s)
 	if n != 3 || !bytes.Equal(head, appended[2].Digest) {
 		t.Errorf("VerifyAudit = %d, %x; want 3, %x", n, head, appended[2].Digest)
+	}
+	if n := auditSize(t, s); n != 3 {
+		t.Errorf("AuditSize = %d, want 3", n)
+	}
+	// Inside the appending transaction, AuditSize counts the entry.
+	updateRolledBack(t, s, func(tx store.Tx) error {
+		if err := tx.AppendAudit(auditEntry("alice", 3)); err != nil {
+			return err
+		}
+		if n, err := tx.AuditSize(); err != nil || n != 4 {
+			t.Errorf("AuditSize after an append in the transaction = %d, %v; want 4", n, err)
+		}
+		return nil
+	})
+	if n := auditSize(t, s); n != 3 {
+		t.Errorf("AuditSize after the rollback = %d, want 3", n)
 	}
 	// Reading back: the decoded entries are what was appended.
 	var got []*store.AuditEntry
