@@ -31,43 +31,37 @@ func (c *Checker) LoginWithoutCode(ctx context.Context, username, password strin
 	return c.checkCredentials(ctx, username, password, "", now, true)
 }
 
-// checkCredentials is Login; pageless is a login that cannot carry a
-// one-time code (CSC auth/login). A user with TOTP cannot log in that way,
-// and the refusal is a success of nothing: a right password returns its
-// reservation (the counter stays as it was, neither reset nor raised) and
-// is answered like a wrong one, after the same argon2id work and a write
-// transaction, so that neither the answer nor its timing tells that the
-// password was right. A wrong password counts as on the login page.
-func (c *Checker) checkCredentials(ctx context.Context, username, password, code string, now time.Time, pageless bool) (*store.User, bool, error) {
-	g, res, user, lockedNow, err := c.reserve(ctx, secretPassword, username)
-	if err != nil {
-		return nil, false, err
+// answerUnevaluated answers a login whose password was not evaluated
+// (unknown, disabled or locked account) as a wrong one is answered: the
+// same argon2id work, a write transaction with its audit entry.
+func (c *Checker) answerUnevaluated(ctx context.Context, res reservation, user *store.User, lockedNow bool, username, password string, pageless bool) error {
+	if err := c.limiter.do(ctx, func() { c.hasher.Dummy([]byte(password)) }); err != nil {
+		return err
 	}
-	defer g.release()
-	if res != reserved {
-		if err := c.limiter.do(ctx, func() { c.hasher.Dummy([]byte(password)) }); err != nil {
-			return nil, false, err
-		}
-		// A settled guess costs a write transaction (an fsync) and an
-		// audit entry: so does this answer.
-		outcome, reason := unevaluated(res, user)
-		entry := c.loginEntry(ctx, user, pageless, outcome, reason)
-		if err := c.store.Update(ctx, func(tx Tx) error { return tx.AppendAudit(entry) }); err != nil {
-			return nil, false, err
-		}
-		c.observeLogin(user, pageless, refusedResult(res, user))
-		switch {
-		case lockedNow:
-			c.observeLockout(secretPassword)
-			c.log.WarnContext(ctx, "account locked after failed logins", "username", username, "failures", c.cfg.MaxFailures)
-		case res == refusedLocked:
-			c.log.WarnContext(ctx, "account locked: login refused without checking the password", "username", username)
-		default:
-			c.log.InfoContext(ctx, "login failed", "user_known", user != nil)
-		}
-		return nil, false, nil
+	// A settled guess costs a write transaction (an fsync) and an
+	// audit entry: so does this answer.
+	outcome, reason := unevaluated(res, user)
+	entry := c.loginEntry(ctx, user, pageless, outcome, reason)
+	if err := c.store.Update(ctx, func(tx Tx) error { return tx.AppendAudit(entry) }); err != nil {
+		return err
 	}
-	g.audit = func(tx Tx, u *store.User, s settlement) error {
+	c.observeLogin(user, pageless, refusedResult(res, user))
+	switch {
+	case lockedNow:
+		c.observeLockout(secretPassword)
+		c.log.WarnContext(ctx, "account locked after failed logins", "username", username, "failures", c.cfg.MaxFailures)
+	case res == refusedLocked:
+		c.log.WarnContext(ctx, "account locked: login refused without checking the password", "username", username)
+	default:
+		c.log.InfoContext(ctx, "login failed", "user_known", user != nil)
+	}
+	return nil
+}
+
+// loginAudit is the guard's audit of a settled password guess: the login
+// entry, and the lock entry when the guess locked the account.
+func (c *Checker) loginAudit(ctx context.Context, pageless bool) func(tx Tx, u *store.User, s settlement) error {
+	return func(tx Tx, u *store.User, s settlement) error {
 		outcome := store.AuditFailed
 		switch {
 		case s.accepted:
@@ -83,6 +77,25 @@ func (c *Checker) checkCredentials(ctx context.Context, username, password, code
 		}
 		return nil
 	}
+}
+
+// checkCredentials is Login; pageless is a login that cannot carry a
+// one-time code (CSC auth/login). A user with TOTP cannot log in that way,
+// and the refusal is a success of nothing: a right password returns its
+// reservation (the counter stays as it was, neither reset nor raised) and
+// is answered like a wrong one, after the same argon2id work and a write
+// transaction, so that neither the answer nor its timing tells that the
+// password was right. A wrong password counts as on the login page.
+func (c *Checker) checkCredentials(ctx context.Context, username, password, code string, now time.Time, pageless bool) (*store.User, bool, error) {
+	g, res, user, lockedNow, err := c.reserve(ctx, secretPassword, username)
+	if err != nil {
+		return nil, false, err
+	}
+	defer g.release()
+	if res != reserved {
+		return nil, false, c.answerUnevaluated(ctx, res, user, lockedNow, username, password, pageless)
+	}
+	g.audit = c.loginAudit(ctx, pageless)
 	ok, err := g.evaluate(ctx, []byte(password))
 	if err != nil {
 		return nil, false, err
