@@ -56,7 +56,9 @@ func apiCA(t *testing.T, dir string) (ca, crlPEM, crlDER, foreignCRL, leaf strin
 		}
 		return der
 	}
-	certPEM := func(c *x509.Certificate) []byte { return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: c.Raw}) }
+	certPEM := func(c *x509.Certificate) []byte {
+		return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: c.Raw})
+	}
 	der := crl(caCert, caKey)
 	return write("ca.pem", certPEM(caCert)), write("crl.pem", pem.EncodeToMemory(&pem.Block{Type: "X509 CRL", Bytes: der})),
 		write("crl.der", der), write("foreign.crl", crl(other, otherKey)), write("leaf.pem", certPEM(leafCert))
