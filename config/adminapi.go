@@ -12,11 +12,16 @@ import (
 
 // AdminAPIConfig is admin.api_*: the provisioning API, a listener of its
 // own that serves the admin operations over HTTPS to holders of client
-// certificates (docs/API.md, "Provisioning API"). It reuses
-// server.tls.cert_file and key_file as its server certificate.
+// certificates (docs/API.md, "Provisioning API"). Its server certificate
+// is its own: the API is for the onboarding system's network, not the
+// users', and its certificate comes from the PKI of that network.
 type AdminAPIConfig struct {
 	// APIListen is the host:port of the provisioning API; "" = off.
 	APIListen string `mapstructure:"api_listen"`
+	// APICertFile and APIKeyFile are the API's server certificate
+	// (chain) and key, PEM; required with APIListen.
+	APICertFile string `mapstructure:"api_cert_file"`
+	APIKeyFile  string `mapstructure:"api_key_file"`
 	// APIClientCA is the PEM file of the CA certificates that issue the
 	// client certificates; required with APIListen.
 	APIClientCA string `mapstructure:"api_client_ca"`
@@ -67,7 +72,13 @@ func adminAPIKeys() []Key {
 	return []Key{
 		{Name: "admin.api_listen", Default: "",
 			Usage: "host:port of the provisioning API (HTTPS with client certificates); empty = off",
-			Doc:   "host:port of the [provisioning API](API.md#provisioning-api): the admin operations over HTTPS, for an onboarding system without a shell on the box. Off when empty. Needs `server.tls.cert_file`/`key_file` (its server certificate), `admin.api_client_ca` and at least one `admin.api_roles` entry; must not use the port of `server.listen` or `server.metrics_listen`"},
+			Doc:   "host:port of the [provisioning API](API.md#provisioning-api): the admin operations over HTTPS, for an onboarding system without a shell on the box. Off when empty. Needs `admin.api_cert_file`/`api_key_file` (its server certificate), `admin.api_client_ca` and at least one `admin.api_roles` entry; must not use the port of `server.listen` or `server.metrics_listen`"},
+		{Name: "admin.api_cert_file", Default: "",
+			Usage: "PEM certificate chain of the provisioning API (its own, not server.tls.*)",
+			Doc:   "PEM certificate chain the provisioning API presents (TLS 1.2+); its own, not `server.tls.*`: the API serves the onboarding system's network, so its certificate comes from that network's PKI. Read at start. Required with `admin.api_listen`"},
+		{Name: "admin.api_key_file", Default: "",
+			Usage: "PEM private key of admin.api_cert_file",
+			Doc:   "PEM private key of `admin.api_cert_file` (no group or other permissions: `chmod 600`). Required with `admin.api_listen`"},
 		{Name: "admin.api_client_ca", Default: "",
 			Usage: "PEM file of the CA certificates that issue the provisioning API's client certificates",
 			Doc:   "PEM file of the CA certificate(s) that issue the provisioning API's client certificates (TLS 1.2+, a client certificate is required and verified against it, with the clientAuth extended key usage when the certificate names any). Use a CA of its own for this API: every certificate it issues may connect, the roles decide what it may do. Required with `admin.api_listen`"},
@@ -93,6 +104,12 @@ func (c *Config) adminAPIChecks() []check {
 	on := a.APIListen != ""
 	checks := []check{
 		{"admin.api_listen", apiListen(a.APIListen, s)},
+		{"admin.api_cert_file", requiredWith(a.APICertFile, on, "admin.api_listen")},
+		{"admin.api_cert_file", pairedWith(a.APICertFile, a.APIKeyFile, "admin.api_key_file")},
+		{"admin.api_cert_file", readableFile(a.APICertFile)},
+		{"admin.api_key_file", requiredWith(a.APIKeyFile, on, "admin.api_listen")},
+		{"admin.api_key_file", pairedWith(a.APIKeyFile, a.APICertFile, "admin.api_cert_file")},
+		{"admin.api_key_file", privateFile(a.APIKeyFile)},
 		{"admin.api_client_ca", requiredWith(a.APIClientCA, on, "admin.api_listen")},
 		{"admin.api_client_ca", clientCA(a.APIClientCA)},
 		{"admin.api_client_crl", clientCRL(a.APIClientCRL, a.APIClientCA)},
@@ -117,7 +134,7 @@ func requiredWith(v string, on bool, key string) string {
 }
 
 // apiListen checks admin.api_listen: empty, or host:port on a port of its
-// own, with server.tls.* set (the API speaks only TLS).
+// own.
 func apiListen(addr string, s ServerConfig) string {
 	if addr == "" {
 		return ""
@@ -130,8 +147,6 @@ func apiListen(addr string, s ServerConfig) string {
 		return fmt.Sprintf("%q uses the port of server.listen (%s); give the provisioning API a port of its own", addr, s.Listen)
 	case s.MetricsListen != "" && portConflict(addr, s.MetricsListen):
 		return fmt.Sprintf("%q uses the port of server.metrics_listen (%s); give the provisioning API a port of its own", addr, s.MetricsListen)
-	case s.TLS.CertFile == "" || s.TLS.KeyFile == "":
-		return "the provisioning API speaks only TLS: set server.tls.cert_file and server.tls.key_file, its server certificate"
 	}
 	return ""
 }

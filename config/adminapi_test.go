@@ -85,8 +85,8 @@ func TestAdminAPIConfig(t *testing.T) {
 	}
 	fp := "sha256:" + strings.Repeat("ab", 32)
 	on := func(c *Config) {
-		c.Server.TLS = TLSConfig{CertFile: tlsCert, KeyFile: tlsKey}
 		c.Admin.APIListen = "127.0.0.1:8444"
+		c.Admin.APICertFile, c.Admin.APIKeyFile = tlsCert, tlsKey
 		c.Admin.APIClientCA = ca
 		c.Admin.APIRoles.Administrator = []string{"CN=onboarding,O=Example"}
 	}
@@ -106,7 +106,11 @@ func TestAdminAPIConfig(t *testing.T) {
 		{"listen no port", func(c *Config) { on(c); c.Admin.APIListen = "127.0.0.1" }, "admin.api_listen", `"127.0.0.1" is not host:port; empty turns the provisioning API off`},
 		{"listen = server.listen", func(c *Config) { on(c); c.Admin.APIListen = "127.0.0.1:8443" }, "admin.api_listen", `"127.0.0.1:8443" uses the port of server.listen (127.0.0.1:8443)`},
 		{"listen = metrics", func(c *Config) { on(c); c.Server.MetricsListen = "127.0.0.1:9464"; c.Admin.APIListen = ":9464" }, "admin.api_listen", `":9464" uses the port of server.metrics_listen (127.0.0.1:9464)`},
-		{"listen without TLS", func(c *Config) { on(c); c.Server.TLS = TLSConfig{} }, "admin.api_listen", "the provisioning API speaks only TLS: set server.tls.cert_file and server.tls.key_file"},
+		{"listen without a certificate", func(c *Config) { on(c); c.Admin.APICertFile = "" }, "admin.api_cert_file", "required when admin.api_listen is set"},
+		{"a certificate without its key", func(c *Config) { on(c); c.Admin.APIKeyFile = "" }, "admin.api_key_file", "required when admin.api_listen is set"},
+		{"a key without its certificate", func(c *Config) { c.Admin.APIKeyFile = tlsKey }, "admin.api_cert_file", "required when admin.api_key_file is set"},
+		{"a key others may read", func(c *Config) { on(c); c.Admin.APIKeyFile = garbage }, "admin.api_key_file", "garbage has mode 0644; it must not be readable or writable by group or others"},
+		{"a certificate missing", func(c *Config) { on(c); c.Admin.APICertFile = filepath.Join(dir, "nope.crt") }, "admin.api_cert_file", "nope.crt: no such file"},
 		{"listen without a CA", func(c *Config) { on(c); c.Admin.APIClientCA = "" }, "admin.api_client_ca", "required when admin.api_listen is set"},
 		{"listen without roles", func(c *Config) { on(c); c.Admin.APIRoles = APIRolesConfig{} }, "admin.api_roles.security_officer", "admin.api_listen is set but admin.api_roles grants no certificate a role"},
 
@@ -167,8 +171,8 @@ func TestAdminAPIFromFile(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	yaml := "server:\n  base_url: https://x.org\n  tls:\n    cert_file: " + tlsCert + "\n    key_file: " + tlsKey +
-		"\npkcs11:\n  pin: \"1\"\nadmin:\n  api_listen: 127.0.0.1:0\n  api_client_ca: " + ca + "\n  api_client_crl: " + crl +
+	yaml := "server:\n  base_url: https://x.org\npkcs11:\n  pin: \"1\"\nadmin:\n  api_listen: 127.0.0.1:0\n  api_cert_file: " + tlsCert +
+		"\n  api_key_file: " + tlsKey + "\n  api_client_ca: " + ca + "\n  api_client_crl: " + crl +
 		"\n  api_roles:\n    administrator: [\"CN=onboarding,O=Example\"]\n    auditor: [\"sha256:" + strings.Repeat("0", 64) + "\"]\n"
 	_, c, err := loadYAML(t, yaml)
 	if err != nil {

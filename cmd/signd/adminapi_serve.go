@@ -13,17 +13,18 @@ import (
 )
 
 // listenAPI opens the provisioning API's listener (admin.api_listen;
-// nil when it is empty): TLS with the server certificate of certs and the
-// client certificates of admin.api_client_ca, each caller named by its
+// nil when it is empty): TLS with admin.api_cert_file and the client
+// certificates of admin.api_client_ca, each caller named by its
 // certificate and acting through local. The API's own refusals go into
 // local's audit log.
-func listenAPI(cfg *config.Config, local *admin.Local, certs *certSource, now func() time.Time, logger *slog.Logger) (*http.Server, net.Listener, error) {
+func listenAPI(cfg *config.Config, local *admin.Local, now func() time.Time, logger *slog.Logger) (*http.Server, net.Listener, error) {
 	a := cfg.Admin.AdminAPIConfig
 	if a.APIListen == "" {
 		return nil, nil, nil
 	}
-	if certs == nil {
-		return nil, nil, fmt.Errorf("admin.api_listen: the provisioning API needs server.tls.cert_file and key_file")
+	certs := &certSource{}
+	if err := certs.load(a.APICertFile, a.APIKeyFile); err != nil {
+		return nil, nil, fmt.Errorf("admin.api_cert_file: %w", err)
 	}
 	cas, err := config.ClientCAs(a.APIClientCA)
 	if err != nil {

@@ -197,7 +197,7 @@ func (a *app) serve(ctx context.Context, cfg *config.Config, load func() (*confi
 	local := &admin.Local{Store: db, Keys: token, Hasher: hasher, Now: a.now, Logger: logger, OIDCKeys: keys,
 		TSALabel: cfg.CSC.Timestamp.Label, DualControl: cfg.Admin.DualControlOps(), PendingTTL: cfg.Admin.PendingTTL,
 		AuditKeyLabel: cfg.Audit.Label(), Checkpoints: checkpoints}
-	apiSrv, apiLn, err := listenAPI(cfg, local, certs, a.now, logger)
+	apiSrv, apiLn, err := listenAPI(cfg, local, a.now, logger)
 	if err != nil {
 		httpLn.Close()
 		metricsEP.close()
