@@ -1,6 +1,7 @@
 package main
 
 import (
+	"crypto/tls"
 	"fmt"
 	"log/slog"
 	"net"
@@ -22,9 +23,9 @@ func listenAPI(cfg *config.Config, local *admin.Local, now func() time.Time, log
 	if a.APIListen == "" {
 		return nil, nil, nil
 	}
-	certs := &certSource{}
-	if err := certs.load(a.APICertFile, a.APIKeyFile); err != nil {
-		return nil, nil, fmt.Errorf("admin.api_cert_file: %w", err)
+	cert, err := tls.LoadX509KeyPair(a.APICertFile, a.APIKeyFile)
+	if err != nil {
+		return nil, nil, fmt.Errorf("admin.api_cert_file, api_key_file: %w", err)
 	}
 	cas, err := config.ClientCAs(a.APIClientCA)
 	if err != nil {
@@ -56,5 +57,6 @@ func listenAPI(cfg *config.Config, local *admin.Local, now func() time.Time, log
 		MaxHeaderBytes:    32 << 10,
 		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
 	}
-	return srv, gate.Listen(ln, gate.TLSConfig(certs.get)), nil
+	getCert := func(*tls.ClientHelloInfo) (*tls.Certificate, error) { return &cert, nil }
+	return srv, gate.Listen(ln, gate.TLSConfig(getCert)), nil
 }
