@@ -1,0 +1,231 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"crypto"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/rsa"
+	"crypto/sha256"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/base64"
+	"encoding/json"
+	"encoding/pem"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/getkin/kin-openapi/routers"
+
+	"github.com/signd/signd/admin"
+	"github.com/signd/signd/cmd/signd/adminapi"
+	"github.com/signd/signd/csc/certstatus/certstatustest"
+	softhsmtest "github.com/signd/signd/softhsm-test"
+)
+
+// provisioning is a daemon with the provisioning API on, and the client
+// certificates of its CA.
+type provisioning struct {
+	t      *testing.T
+	e      *env
+	base   string // the public API
+	api    string // https://host:port of the provisioning API
+	roots  *x509.CertPool
+	ca     *certstatustest.CA
+	router routers.Router
+}
+
+// apiCert is a client certificate with its key.
+type apiCert struct {
+	cert *x509.Certificate
+	tls  tls.Certificate
+}
+
+// clientCertOf makes a client certificate for CN=cn,O=Example from ca.
+func clientCertOf(t *testing.T, ca *certstatustest.CA, cn string) apiCert {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cert := ca.Issue(t, key.Public(), certstatustest.Leaf{Subject: pkix.Name{CommonName: cn, Organization: []string{"Example"}},
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}})
+	return apiCert{cert, tls.Certificate{Certificate: [][]byte{cert.Raw}, PrivateKey: key, Leaf: cert}}
+}
+
+// startProvisioning starts a daemon whose provisioning API grants
+// CN=onboarding,O=Example the administrator and security officer roles,
+// and the key of auditor the auditor role.
+func startProvisioning(t *testing.T, auditor apiCert, ca *certstatustest.CA) *provisioning {
+	t.Helper()
+	e := newEnv(t, "")
+	certFile, keyFile, roots := selfSigned(t, e.dir)
+	caFile := filepath.Join(e.dir, "api-ca.pem")
+	if err := os.WriteFile(caFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: ca.Cert.Raw}), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	e.setConfig("oidc:\n", fmt.Sprintf(`admin:
+  api_listen: 127.0.0.1:0
+  api_cert_file: %s
+  api_key_file: %s
+  api_client_ca: %s
+  api_roles:
+    administrator: ["CN=onboarding,O=Example"]
+    security_officer: ["CN=onboarding,O=Example"]
+    auditor: ["sha256:%s"]
+oidc:
+`, certFile, keyFile, caFile, admin.SPKIFingerprint(auditor.cert)))
+	apiAddr := make(chan string, 1)
+	addr, _ := e.startDaemonWith(func(a *app) { a.apiReady = func(addr string) { apiAddr <- addr } })
+	return &provisioning{t: t, e: e, base: "http://" + addr, api: "https://" + <-apiAddr, roots: roots, ca: ca,
+		router: openAPIRouterOf(t, "../../docs/admin-openapi.yaml")}
+}
+
+// client is an HTTPS client of the API presenting cert (nil: none).
+func (p *provisioning) client(cert *apiCert) *http.Client {
+	conf := &tls.Config{RootCAs: p.roots}
+	if cert != nil {
+		conf.Certificates = []tls.Certificate{cert.tls}
+	}
+	return &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{TLSClientConfig: conf, DisableKeepAlives: true}}
+}
+
+// call sends method path (under adminapi.Prefix) with the JSON body ("" =
+// none) as cert, checks the answer against docs/admin-openapi.yaml, and
+// returns its status and body.
+func (p *provisioning) call(cert *apiCert, method, path, body string) (int, []byte) {
+	p.t.Helper()
+	var rd io.Reader
+	if body != "" {
+		rd = strings.NewReader(body)
+	}
+	req, err := http.NewRequest(method, p.api+adminapi.Prefix+path, rd)
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	res, err := p.client(cert).Do(req)
+	if err != nil {
+		p.t.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer res.Body.Close()
+	raw, _ := io.ReadAll(res.Body)
+	checkOpenAPI(p.t, p.router, method, adminapi.Prefix+path, req.Header, body, res.StatusCode, res.Header, raw)
+	return res.StatusCode, raw
+}
+
+// must is call for a request that must answer 200; it decodes the answer
+// into out (nil: not decoded).
+func (p *provisioning) must(cert *apiCert, method, path, body string, out any) {
+	p.t.Helper()
+	st, raw := p.call(cert, method, path, body)
+	if st != http.StatusOK {
+		p.t.Fatalf("%s %s: %d %s", method, path, st, raw)
+	}
+	if out != nil {
+		if err := json.Unmarshal(raw, out); err != nil {
+			p.t.Fatalf("%s %s: %v in %s", method, path, err, raw)
+		}
+	}
+}
+
+// TestProvisioningJourney: an onboarding system with a client certificate
+// creates a user with her password and PIN, a client, a credential; signs
+// the CSR with its CA and imports the chain, all through the provisioning
+// API; the user then signs through CSC and the signature verifies; the
+// auditor's export names the certificate as the actor of each act.
+func TestProvisioningJourney(t *testing.T) {
+	ca := certstatustest.New(t, "Onboarding CA", nil)
+	onboarding, auditor := clientCertOf(t, ca, "onboarding"), clientCertOf(t, ca, "auditor")
+	p := startProvisioning(t, auditor, ca)
+
+	var who admin.Identity
+	p.must(&onboarding, "GET", "/whoami", "", &who)
+	if who.Actor != admin.CertActor(onboarding.cert) || len(who.Roles) != 2 {
+		t.Fatalf("whoami: %+v", who)
+	}
+	p.must(&onboarding, "POST", "/users", fmt.Sprintf(`{"username":"alice","password":%q,"email":"alice@example.org"}`, journeyPassword), nil)
+	p.must(&onboarding, "PUT", "/users/alice/pin", fmt.Sprintf(`{"secret":%q}`, journeyPIN), nil)
+	p.must(&onboarding, "POST", "/clients", fmt.Sprintf(`{"id":"rp","secret":%q,"redirect_uris":["https://rp.example/cb"],"scopes":["service","credential"]}`, journeySecret), nil)
+	var created admin.CreateCredentialResult
+	p.must(&onboarding, "POST", "/credentials", `{"user":"alice","subject":"CN=Alice Jansen,O=Example BV,C=NL"}`, &created)
+	cred := created.Credential.ID
+	if cred == "" || !strings.HasPrefix(created.CSRPEM, "-----BEGIN CERTIFICATE REQUEST-----") {
+		t.Fatalf("POST /credentials: %+v", created)
+	}
+	chain := newTestCA(t, "Journey CA").issue(t, created.CSRPEM)
+	body, _ := json.Marshal(map[string]string{"chain_pem": chain})
+	var view admin.CredentialView
+	p.must(&onboarding, "POST", "/credentials/"+cred+"/chain", string(body), &view)
+	if view.Status != "enabled" {
+		t.Fatalf("after the chain: %+v", view)
+	}
+
+	// Alice signs through CSC.
+	flow := oauthFlow(t, p.base)
+	service := flow("service", "state-service")
+	digest := sha256.Sum256([]byte("%PDF-1.7 the contract alice signs, onboarded remotely"))
+	sad := flow("credential", "state-credential", oneSignature(cred, digest[:])...)
+	req, _ := json.Marshal(map[string]any{
+		"credentialID": cred, "SAD": sad.AccessToken, "hash": []string{base64.StdEncoding.EncodeToString(digest[:])},
+		"hashAlgo": "2.16.840.1.101.3.4.2.1", "signAlgo": "1.2.840.113549.1.1.1",
+	})
+	status, res := postJSON(t, p.base+"/csc/v1/signatures/signHash", service.AccessToken, string(req))
+	if status != 200 {
+		t.Fatalf("signHash: %d %v", status, res)
+	}
+	sig, err := base64.StdEncoding.DecodeString(res["signatures"].([]any)[0].(string))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := pem.Decode([]byte(chain))
+	leaf, err := x509.ParseCertificate(b.Bytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rsa.VerifyPKCS1v15(leaf.PublicKey.(*rsa.PublicKey), crypto.SHA256, digest[:], sig); err != nil {
+		t.Errorf("crypto/rsa: %v", err)
+	}
+	softhsmtest.VerifyWithOpenSSL(t, leaf.Raw, digest[:], sig)
+
+	// The auditor's export: each act, with the certificate as its actor.
+	actor := admin.CertActor(onboarding.cert)
+	st, raw := p.call(&auditor, "GET", "/audit/export?actor="+url.QueryEscape(actor), "")
+	if st != 200 {
+		t.Fatalf("export: %d %s", st, raw)
+	}
+	var kinds []string
+	sc := bufio.NewScanner(bytes.NewReader(raw))
+	for sc.Scan() {
+		var line struct {
+			Kind, Actor, Outcome, Target string
+			Fields                       map[string]string
+		}
+		if err := json.Unmarshal(sc.Bytes(), &line); err != nil {
+			t.Fatalf("export line %q: %v", sc.Text(), err)
+		}
+		if line.Actor != actor {
+			t.Errorf("export by actor holds %+v", line)
+		}
+		kinds = append(kinds, line.Fields["op"]+" "+line.Kind+" "+line.Target+" "+line.Outcome)
+	}
+	want := []string{"AddUser user_added user:alice ok", "SetPIN user_pin_set user:alice ok", "AddClient client_added client:rp ok",
+		"CreateCredential credential_enrolled credential:" + cred + " pending",
+		"ImportCertificate credential_enrolled credential:" + cred + " enabled"}
+	if strings.Join(kinds, "\n") != strings.Join(want, "\n") {
+		t.Errorf("the acts of %s:\n%s\nwant:\n%s", actor, strings.Join(kinds, "\n"), strings.Join(want, "\n"))
+	}
+	p.must(&auditor, "GET", "/audit/verify", "", nil)
+}
