@@ -105,6 +105,14 @@ func (p *provisioning) client(cert *apiCert) *http.Client {
 // returns its status and body.
 func (p *provisioning) call(cert *apiCert, method, path, body string) (int, []byte) {
 	p.t.Helper()
+	st, hdr, raw := p.send(cert, method, path, body)
+	checkOpenAPI(p.t, p.router, method, adminapi.Prefix+path, http.Header{"Content-Type": {"application/json"}}, body, st, hdr, raw)
+	return st, raw
+}
+
+// send is call without the check: for what the document does not name.
+func (p *provisioning) send(cert *apiCert, method, path, body string) (int, http.Header, []byte) {
+	p.t.Helper()
 	var rd io.Reader
 	if body != "" {
 		rd = strings.NewReader(body)
@@ -122,8 +130,7 @@ func (p *provisioning) call(cert *apiCert, method, path, body string) (int, []by
 	}
 	defer res.Body.Close()
 	raw, _ := io.ReadAll(res.Body)
-	checkOpenAPI(p.t, p.router, method, adminapi.Prefix+path, req.Header, body, res.StatusCode, res.Header, raw)
-	return res.StatusCode, raw
+	return res.StatusCode, res.Header, raw
 }
 
 // must is call for a request that must answer 200; it decodes the answer
@@ -228,4 +235,87 @@ func TestProvisioningJourney(t *testing.T) {
 		t.Errorf("the acts of %s:\n%s\nwant:\n%s", actor, strings.Join(kinds, "\n"), strings.Join(want, "\n"))
 	}
 	p.must(&auditor, "GET", "/audit/verify", "", nil)
+}
+
+// TestProvisioningRefusals: against the real daemon, whoever may not call
+// is refused at the handshake and audited; whoever may not do an act, and
+// every malformed request, gets the one error shape, checked against
+// docs/admin-openapi.yaml.
+func TestProvisioningRefusals(t *testing.T) {
+	ca := certstatustest.New(t, "Onboarding CA", nil)
+	onboarding, auditor := clientCertOf(t, ca, "onboarding"), clientCertOf(t, ca, "auditor")
+	p := startProvisioning(t, auditor, ca)
+	rogue := clientCertOf(t, certstatustest.New(t, "Onboarding CA", nil), "onboarding")
+
+	// No certificate, or one of another CA: no HTTP at all.
+	for _, c := range []*apiCert{nil, &rogue} {
+		res, err := p.client(c).Get(p.api + adminapi.Prefix + "/users")
+		if err == nil {
+			res.Body.Close()
+			t.Errorf("GET /users with certificate %v: %s", c != nil, res.Status)
+		}
+	}
+	// The refusals are audited (the server writes them after the client
+	// has heard of them: wait for both, bounded).
+	want := admin.CertActor(rogue.cert)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		var got []string
+		st, raw := p.call(&auditor, "GET", "/audit/export?kind=admin_refused", "")
+		if st != 200 {
+			t.Fatalf("export: %d %s", st, raw)
+		}
+		for _, l := range strings.Split(strings.TrimSpace(string(raw)), "\n") {
+			var e struct {
+				Actor, Reason string
+				Fields        map[string]string
+			}
+			if json.Unmarshal([]byte(l), &e) == nil && e.Fields["op"] == "tls_handshake" {
+				got = append(got, e.Actor+": "+e.Reason)
+			}
+		}
+		joined := strings.Join(got, "\n")
+		if strings.Contains(joined, "client didn't provide a certificate") &&
+			strings.Contains(joined, want+": the client certificate does not verify against admin.api_client_ca: x509: certificate signed by unknown authority") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("refused handshakes audited as:\n%s", joined)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+
+	big := `{"user":"alice","description":"` + strings.Repeat("x", adminapi.MaxBody) + `"}`
+	tests := []struct {
+		name         string
+		as           *apiCert
+		method, path string
+		body         string
+		status       int
+		msg          string
+		unnamed      bool // a route docs/admin-openapi.yaml does not name
+	}{
+		{"a role that may not", &auditor, "POST", "/credentials", `{"user":"alice"}`, 403, "CreateCredential requires the role security_officer; " + admin.CertActor(auditor.cert) + " holds the role auditor", false},
+		{"an unknown field", &onboarding, "POST", "/credentials", `{"user":"alice","owner":"bob"}`, 400, `malformed admin request: json: unknown field "owner"`, false},
+		{"malformed", &onboarding, "POST", "/users", `{"username":"bob",`, 400, "malformed admin request: unexpected EOF", false},
+		{"oversized", &onboarding, "POST", "/credentials", big, 400, "the request body is larger than 16777216 bytes", false},
+		{"an unknown route", &onboarding, "GET", "/keys", "", 404, "Not Found", true},
+		{"an unknown method", &onboarding, "PATCH", "/users/alice", `{}`, 405, "Method Not Allowed", true},
+		{"an unknown user", &onboarding, "GET", "/users/nobody", "", 404, "not found", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var st int
+			var raw []byte
+			if tt.unnamed {
+				st, _, raw = p.send(tt.as, tt.method, tt.path, tt.body)
+			} else {
+				st, raw = p.call(tt.as, tt.method, tt.path, tt.body)
+			}
+			var e admin.Error
+			if err := json.Unmarshal(raw, &e); err != nil || st != tt.status || !strings.Contains(e.Message, tt.msg) {
+				t.Errorf("%d %s, want %d ...%s...", st, raw, tt.status, tt.msg)
+			}
+		})
+	}
 }

@@ -263,10 +263,10 @@ func (h *Handler) serve(op admin.Operation, request func(echo.Context, []byte) (
 // readBody reads at most MaxBody bytes of JSON; a larger body is refused
 // as KindInvalid before the operation sees any of it.
 func readBody(c echo.Context) ([]byte, error) {
+	// Read up to the limit even when Content-Length announces more: a
+	// client still writing its body would otherwise lose the answer to
+	// the connection's reset.
 	req := c.Request()
-	if req.ContentLength > MaxBody {
-		return nil, tooLarge
-	}
 	body, err := io.ReadAll(io.LimitReader(req.Body, MaxBody+1))
 	if err != nil {
 		return nil, invalid("the request body could not be read: %v", err)

@@ -62,8 +62,8 @@ func TestAPIRequests(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			// A reader of unknown length: sent chunked, read up to the
-			// limit (a Content-Length over it is refused unread).
+			// A reader of unknown length: sent chunked (the daemon's
+			// journey sends a Content-Length).
 			req, err := http.NewRequest(tt.method, "https://"+w.addr+Prefix+tt.path, io.MultiReader(strings.NewReader(tt.body)))
 			if err != nil {
 				t.Fatal(err)
