@@ -20,6 +20,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -36,13 +37,15 @@ import (
 // provisioning is a daemon with the provisioning API on, and the client
 // certificates of its CA.
 type provisioning struct {
-	t      *testing.T
-	e      *env
-	base   string // the public API
-	api    string // https://host:port of the provisioning API
-	roots  *x509.CertPool
-	ca     *certstatustest.CA
-	router routers.Router
+	t     *testing.T
+	e     *env
+	base  string // the public API
+	api   string // https://host:port of the provisioning API
+	roots *x509.CertPool
+	// serverCA is the PEM file of the API's (self-signed) certificate.
+	serverCA string
+	ca       *certstatustest.CA
+	router   routers.Router
 }
 
 // apiCert is a client certificate with its key.
@@ -87,7 +90,7 @@ oidc:
 `, certFile, keyFile, caFile, admin.SPKIFingerprint(auditor.cert)))
 	apiAddr := make(chan string, 1)
 	addr, _ := e.startDaemonWith(func(a *app) { a.apiReady = func(addr string) { apiAddr <- addr } })
-	return &provisioning{t: t, e: e, base: "http://" + addr, api: "https://" + <-apiAddr, roots: roots, ca: ca,
+	return &provisioning{t: t, e: e, base: "http://" + addr, api: "https://" + <-apiAddr, roots: roots, serverCA: certFile, ca: ca,
 		router: openAPIRouterOf(t, "../../docs/admin-openapi.yaml")}
 }
 
@@ -317,5 +320,97 @@ func TestProvisioningRefusals(t *testing.T) {
 				t.Errorf("%d %s, want %d ...%s...", st, raw, tt.status, tt.msg)
 			}
 		})
+	}
+}
+
+// writePEM writes blocks to a new file in dir, mode 0600.
+func writePEM(t *testing.T, dir, name string, blocks ...*pem.Block) string {
+	t.Helper()
+	var b bytes.Buffer
+	for _, bl := range blocks {
+		pem.Encode(&b, bl)
+	}
+	p := filepath.Join(dir, name)
+	if err := os.WriteFile(p, b.Bytes(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// TestProvisionScript runs scripts/provision.sh, the curl sequence of
+// docs/API.md, against the daemon: the user and her credential come out
+// enabled with the chain the script's CA made. With a certificate no role
+// names it stops at the first request, saying so.
+func TestProvisionScript(t *testing.T) {
+	ca := certstatustest.New(t, "Onboarding CA", nil)
+	onboarding, auditor := clientCertOf(t, ca, "onboarding"), clientCertOf(t, ca, "auditor")
+	p := startProvisioning(t, auditor, ca)
+	dir := p.e.dir
+	keyPEM := func(c apiCert) *pem.Block {
+		der, err := x509.MarshalPKCS8PrivateKey(c.tls.PrivateKey)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return &pem.Block{Type: "PRIVATE KEY", Bytes: der}
+	}
+	stranger := clientCertOf(t, ca, "stranger")
+	signing := newTestCA(t, "Onboarding signing CA")
+	caKey, _ := x509.MarshalPKCS8PrivateKey(signing.key)
+	files := map[string]string{
+		"cert":         writePEM(t, dir, "onboarding.pem", &pem.Block{Type: "CERTIFICATE", Bytes: onboarding.cert.Raw}),
+		"key":          writePEM(t, dir, "onboarding.key", keyPEM(onboarding)),
+		"stranger":     writePEM(t, dir, "stranger.pem", &pem.Block{Type: "CERTIFICATE", Bytes: stranger.cert.Raw}),
+		"stranger-key": writePEM(t, dir, "stranger.key", keyPEM(stranger)),
+		"ca-cert":      writePEM(t, dir, "signing-ca.pem", &pem.Block{Type: "CERTIFICATE", Bytes: signing.cert.Raw}),
+		"ca-key":       writePEM(t, dir, "signing-ca.key", &pem.Block{Type: "PRIVATE KEY", Bytes: caKey}),
+	}
+	pinFile := filepath.Join(dir, "bob.pin")
+	if err := os.WriteFile(pinFile, []byte("739155\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	script, _ := filepath.Abs("../../scripts/provision.sh")
+	run := func(user, cert, key string) (string, string, error) {
+		var out, errb bytes.Buffer
+		cmd := exec.Command("bash", script, "--api", p.api, "--cert", cert, "--key", key, "--cacert", p.serverCA,
+			"--user", user, "--password-file", "-", "--pin-file", pinFile, "--email", user+"@example.org",
+			"--subject", "CN=Bob de Vries,O=Example BV,C=NL", "--ca-cert", files["ca-cert"], "--ca-key", files["ca-key"])
+		cmd.Stdin = strings.NewReader("bob's own long password\n")
+		cmd.Stdout, cmd.Stderr = &out, &errb
+		err := cmd.Run()
+		return out.String(), errb.String(), err
+	}
+	out, errOut, err := run("bob", files["cert"], files["key"])
+	if err != nil {
+		t.Fatalf("provision.sh: %v\n%s", err, errOut)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	id := lines[len(lines)-1]
+	var v admin.CredentialView
+	p.must(&auditor, "GET", "/credentials/"+id, "", &v)
+	if v.Status != "enabled" || v.Owner != "bob" || v.Subject != "CN=Bob de Vries,O=Example BV,C=NL" || v.ChainLength != 2 {
+		t.Errorf("credential after provision.sh: %+v", v)
+	}
+	var u admin.UserView
+	p.must(&auditor, "GET", "/users/bob", "", &u)
+	if !u.HasPIN || u.Email != "bob@example.org" {
+		t.Errorf("bob after provision.sh: %+v", u)
+	}
+	if strings.Contains(out+errOut, "bob's own long password") || strings.Contains(out+errOut, "739155") {
+		t.Errorf("provision.sh printed a secret:\n%s\n%s", out, errOut)
+	}
+
+	// The same user again: the API's refusal, word for word.
+	if _, errOut, err := run("bob", files["cert"], files["key"]); err == nil ||
+		!strings.Contains(errOut, `provision.sh: POST /users: 409 already_exists: `) {
+		t.Errorf("bob twice: %v\n%s", err, errOut)
+	}
+	// A certificate of the CA that no role names: refused at the
+	// handshake, no user.
+	if _, errOut, err := run("carol", files["stranger"], files["stranger-key"]); err == nil ||
+		!strings.Contains(errOut, "provision.sh: POST /users: the API could not be reached, or refused this client's certificate") {
+		t.Errorf("a mismatched certificate: %v\n%s", err, errOut)
+	}
+	if st, _ := p.call(&auditor, "GET", "/users/carol", ""); st != http.StatusNotFound {
+		t.Errorf("carol exists after a refused run: %d", st)
 	}
 }
