@@ -14,6 +14,7 @@ import (
 	"math/big"
 	"net"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -149,7 +150,7 @@ func (w *world) call(cert *clientCert, method, path string, body []byte) (int, m
 	defer res.Body.Close()
 	raw, _ := io.ReadAll(res.Body)
 	var out map[string]any
-	if len(raw) > 0 && raw[0] == '{' {
+	if len(raw) > 0 && raw[0] == '{' && strings.HasPrefix(res.Header.Get("Content-Type"), "application/json") {
 		if err := json.Unmarshal(raw, &out); err != nil {
 			w.t.Fatalf("%s %s: answer %q: %v", method, path, raw, err)
 		}
