@@ -188,3 +188,12 @@ func printable(s string) bool {
 	}
 	return true
 }
+
+// Refused records, for a transport, a caller it refused before any
+// operation could be asked (a client certificate the provisioning API
+// does not accept): one admin_refused entry, outcome refused, naming by
+// (as far as the transport knows it), op (what was attempted, e.g.
+// "tls_handshake") and reason, and a log line. It needs no role.
+func (l *Local) Refused(ctx context.Context, by Principal, op, reason string, fields map[string]string) {
+	l.refused(ctx, by, op, reason, fields)
+}

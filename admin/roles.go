@@ -5,14 +5,16 @@ import (
 	"slices"
 )
 
-// RoleMap grants the trusted roles by what identifies a principal. Today
-// that is a Unix group of an admin socket peer (admin.roles, resolved to
-// gids by the transport: this package reads no user database); a client
-// certificate of a remote administration API (its subject or SPKI
-// fingerprint) is meant to become one more kind of entry, answered the
-// same way. The zero RoleMap grants nothing and is not Configured.
+// RoleMap grants the trusted roles by what identifies a principal: a Unix
+// group of an admin socket peer (admin.roles, resolved to gids by the
+// transport: this package reads no user database), or a client
+// certificate of the provisioning API by its subject or its key's SHA-256
+// fingerprint (admin.api_roles, certroles.go). The zero RoleMap grants
+// nothing and is not Configured.
 type RoleMap struct {
 	groups map[uint32][]Role
+	// certs: a certificate entry (CertEntry) → its roles.
+	certs map[string][]Role
 }
 
 // GroupRoleMap builds the RoleMap of admin.roles: role name → the gids
@@ -45,7 +47,7 @@ func (m *RoleMap) GrantGroup(r Role, gid uint32) {
 // Configured reports whether the map grants any role. When it does not,
 // there is no separation of duties, and the transport decides who holds
 // every role (the admin socket: every peer it serves).
-func (m RoleMap) Configured() bool { return len(m.groups) > 0 }
+func (m RoleMap) Configured() bool { return len(m.groups) > 0 || len(m.certs) > 0 }
 
 // GroupRoles returns the roles held by a member of the groups gids, in
 // the order of Roles, each once.

@@ -13,6 +13,8 @@ type AdminConfig struct {
 	// DualControlConfig is admin.dual_control and admin.pending_ttl
 	// (dualcontrol.go).
 	DualControlConfig `mapstructure:",squash"`
+	// AdminAPIConfig is admin.api_* (adminapi.go): the provisioning API.
+	AdminAPIConfig `mapstructure:",squash"`
 }
 
 // RolesConfig is admin.roles.*: for each trusted role, the Unix groups
@@ -40,7 +42,7 @@ func adminKeys() []Key {
 		{Name: "admin.roles.auditor", Default: []string(nil),
 			Usage: "Unix groups whose members hold the auditor role: audit export and verify, read-only listings",
 			Doc:   "the same for the auditor: `audit verify`/`export` and the read-only listings. All three empty (the default): every admin socket user holds every role and `signd serve` warns at start. Once one is set, all three must be; every group must exist, at most 64 a role, none twice in a role (`root` and `0` are one group); a group may be in several roles. Read at start"},
-	}, dualControlKeys()...)
+	}, append(dualControlKeys(), adminAPIKeys()...)...)
 }
 
 // ByRole returns the groups of each role, keyed by the role's name (the

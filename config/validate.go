@@ -48,6 +48,7 @@ func (c *Config) problems() []Problem {
 	checks = append(checks, c.OIDC.checks()...)
 	checks = append(checks, c.RateLimit.checks()...)
 	checks = append(checks, c.Admin.checks()...)
+	checks = append(checks, c.adminAPIChecks()...)
 	checks = append(checks, c.Audit.checks()...)
 	checks = append(checks, c.UI.checks()...)
 

@@ -32,6 +32,8 @@ command -v openssl >/dev/null 2>&1 || need+=(openssl)
 command -v gcc >/dev/null 2>&1 || need+=(gcc libc6-dev)
 command -v make >/dev/null 2>&1 || need+=(make)
 command -v curl >/dev/null 2>&1 || need+=(curl)
+# jq: scripts/provision.sh, the provisioning API's example client (tested).
+command -v jq >/dev/null 2>&1 || need+=(jq)
 # pdfsig validates the PDF signatures of cmd/signd-pdf's test; certutil
 # makes the NSS database that holds the test CA it trusts.
 command -v pdfsig >/dev/null 2>&1 || need+=(poppler-utils)

@@ -44,6 +44,9 @@ type app struct {
 	// metricsReady, when set, is called by serve with the address of the
 	// metrics listener ("" when server.metrics_listen is empty).
 	metricsReady func(addr string)
+	// apiReady, when set, is called by serve with the address of the
+	// provisioning API (admin.api_listen) once it accepts.
+	apiReady func(addr string)
 	// hup, when set, replaces SIGHUP for serve: each value reloads (tests).
 	hup <-chan struct{}
 	// adminHook, when set, is called by serve with the admin router after

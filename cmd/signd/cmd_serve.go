@@ -205,11 +205,22 @@ func (a *app) serve(ctx context.Context, cfg *config.Config, load func() (*confi
 	}
 	defer os.Remove(cfg.Server.AdminSocket)
 	ae := newAdminEcho(logger)
+	local := &admin.Local{Store: db, Keys: token, Hasher: hasher, Now: a.now, Logger: logger, OIDCKeys: keys,
+		TSALabel: cfg.CSC.Timestamp.Label, DualControl: cfg.Admin.DualControlOps(), PendingTTL: cfg.Admin.PendingTTL,
+		AuditKeyLabel: cfg.Audit.Label(), Checkpoints: checkpoints}
+	apiSrv, apiLn, err := listenAPI(cfg, local, a.now, logger)
+	if err != nil {
+		httpLn.Close()
+		metricsEP.close()
+		adminLn.Close()
+		return err
+	}
+	if apiLn != nil {
+		defer apiLn.Close()
+	}
 	mounters := []mounter{
 		&adminrpc.Handler{
-			Service: &admin.Local{Store: db, Keys: token, Hasher: hasher, Now: a.now, Logger: logger, OIDCKeys: keys,
-				TSALabel: cfg.CSC.Timestamp.Label, DualControl: cfg.Admin.DualControlOps(), PendingTTL: cfg.Admin.PendingTTL,
-				AuditKeyLabel: cfg.Audit.Label(), Checkpoints: checkpoints},
+			Service:   local,
 			Principal: roles.Principal,
 			Identify:  roles.Identify,
 			Logger:    logger,
@@ -231,9 +242,16 @@ func (a *app) serve(ctx context.Context, cfg *config.Config, load func() (*confi
 	}
 	adminSrv := &http.Server{Handler: ae, ReadHeaderTimeout: 10 * time.Second, ConnContext: adminrpc.ConnContext}
 
-	errc := make(chan error, 3)
+	errc := make(chan error, 4)
 	go func() { errc <- httpSrv.Serve(httpLn) }()
 	go func() { errc <- adminSrv.Serve(adminLn) }()
+	if apiSrv != nil {
+		go func() { errc <- apiSrv.Serve(apiLn) }()
+		logger.Info("provisioning API listening", "admin_api_listen", apiLn.Addr().String())
+		if a.apiReady != nil {
+			a.apiReady(apiLn.Addr().String())
+		}
+	}
 	metricsEP.serve(errc)
 	reloadCtx, stopReload := context.WithCancel(ctx)
 	hup := a.hup
@@ -276,6 +294,9 @@ func (a *app) serve(ctx context.Context, cfg *config.Config, load func() (*confi
 	}
 	stopping()
 	servers := []namedServer{{"HTTP", httpSrv}, {"admin", adminSrv}}
+	if apiSrv != nil {
+		servers = append(servers, namedServer{"provisioning API", apiSrv})
+	}
 	if metricsEP != nil {
 		servers = append(servers, namedServer{"metrics", metricsEP.srv})
 	}

@@ -30,7 +30,9 @@ type streamTrailer struct {
 
 var streamTrailerPrefix = []byte(`{"error":`)
 
-func kindStatus(k admin.Kind) int {
+// KindStatus is the HTTP status of an admin.Error of kind k, on the admin
+// socket and on the provisioning API alike.
+func KindStatus(k admin.Kind) int {
 	switch k {
 	case admin.KindPending:
 		// Accepted, not performed: the act waits for a second operator.
@@ -129,18 +131,7 @@ func (h *Handler) Mount(g *echo.Group) error {
 				Message: fmt.Sprintf("admin request body unreadable or larger than %d bytes", maxRPCBody)})
 		}
 		res, err := op.Call(c.Request().Context(), h.Service, h.Principal(cred), body)
-		if err != nil {
-			var ae *admin.Error
-			if !errors.As(err, &ae) {
-				h.logger().Error("admin method failed", "method", op.Name, "err", err)
-				ae = &admin.Error{Kind: admin.KindInternal, Message: "internal error (see the signd log)"}
-			}
-			return c.JSON(kindStatus(ae.Kind), ae)
-		}
-		if st, ok := res.(admin.Stream); ok {
-			return h.writeStream(c, op.Name, st)
-		}
-		return c.JSON(http.StatusOK, res)
+		return WriteResult(c, h.logger(), op.Name, res, err)
 	})
 	return nil
 }
@@ -152,25 +143,44 @@ func (h *Handler) logger() *slog.Logger {
 	return slog.New(slog.DiscardHandler)
 }
 
+// WriteResult answers an operation's result res or its error err: an
+// *admin.Error as JSON with its KindStatus (any other error is logged and
+// answered as KindInternal), a Stream as JSON lines (writeStream), any
+// other result as 200 JSON.
+func WriteResult(c echo.Context, logger *slog.Logger, method string, res any, err error) error {
+	if err != nil {
+		var ae *admin.Error
+		if !errors.As(err, &ae) {
+			logger.Error("admin method failed", "method", method, "err", err)
+			ae = &admin.Error{Kind: admin.KindInternal, Message: "internal error (see the signd log)"}
+		}
+		return c.JSON(KindStatus(ae.Kind), ae)
+	}
+	if st, ok := res.(admin.Stream); ok {
+		return writeStream(c, logger, method, st)
+	}
+	return c.JSON(http.StatusOK, res)
+}
+
 // writeStream answers 200 with what st writes and, when st fails, ends
 // the answer with a streamTrailer line. A stream that fails before its
 // first byte (a refusal by role, a store that cannot be read) gets the
 // error's own status instead, as any other method: nothing has been
 // promised yet.
-func (h *Handler) writeStream(c echo.Context, method string, st admin.Stream) error {
+func writeStream(c echo.Context, logger *slog.Logger, method string, st admin.Stream) error {
 	w := &lazyStream{res: c.Response()}
 	err := st(w)
 	if err != nil && !w.started {
 		var ae *admin.Error
 		if !errors.As(err, &ae) {
-			h.logger().Error("admin method failed", "method", method, "err", err)
+			logger.Error("admin method failed", "method", method, "err", err)
 			ae = &admin.Error{Kind: admin.KindInternal, Message: "internal error (see the signd log)"}
 		}
-		return c.JSON(kindStatus(ae.Kind), ae)
+		return c.JSON(KindStatus(ae.Kind), ae)
 	}
 	w.start()
 	if err != nil {
-		h.logger().Warn("admin stream stopped", "method", method, "err", err)
+		logger.Warn("admin stream stopped", "method", method, "err", err)
 		line, _ := json.Marshal(streamTrailer{Error: err.Error()})
 		_, _ = c.Response().Write(append(line, '\n'))
 	}

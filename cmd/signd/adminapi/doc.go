@@ -1,0 +1,23 @@
+// Package adminapi is the provisioning API: the operations of package
+// admin over HTTPS with client certificates, for an onboarding system
+// that creates users, keys and certificates without a shell on the box
+// (docs/API.md, "Provisioning API"; docs/admin-openapi.yaml). It is one
+// more thin adapter over admin.Service, beside the admin socket
+// (cmd/signd/adminrpc).
+//
+// Who may call it is settled before any handler runs (gate.go): TLS 1.2
+// or later, a client certificate required and verified against
+// admin.api_client_ca (tls.RequireAndVerifyClientCert), not on
+// admin.api_client_crl, and granted a role by admin.api_roles (its
+// subject or its key's SHA-256 fingerprint, admin.CertRoleMap). The
+// handshake runs in the listener (Gate.Listen), so that a refused
+// handshake is audited (admin_refused, op tls_handshake) naming the
+// certificate when the client sent one, and no HTTP is spoken with it.
+//
+// Each request then acts as admin.CertPrincipal of the certificate: every
+// route calls one admin.Operations entry, so the roles, dual control (a
+// second certificate approves: POST /pending/{id}/approve) and the one
+// audit entry per act hold as on the socket. Bodies are bounded, decoded
+// strictly (unknown fields refused), and every error is an admin.Error,
+// {"kind","message"}, with the status of adminrpc.KindStatus.
+package adminapi

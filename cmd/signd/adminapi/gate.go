@@ -1,0 +1,216 @@
+package adminapi
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/signd/signd/admin"
+)
+
+// Refuser records a refusal in the audit log: admin.Local.Refused.
+type Refuser func(ctx context.Context, by admin.Principal, op, reason string, fields map[string]string)
+
+// Gate decides which client certificates may call the API.
+type Gate struct {
+	// ClientCAs issue the client certificates (admin.api_client_ca).
+	ClientCAs []*x509.Certificate
+	// CRL, when set, lists revoked client certificates
+	// (admin.api_client_crl); its signature was checked when it was read.
+	CRL *x509.RevocationList
+	// Roles grants the certificates their roles (admin.api_roles).
+	Roles admin.RoleMap
+	// Now is the clock of certificate and CRL validity; nil = time.Now.
+	Now func() time.Time
+	// Refused audits a refused handshake; nil = only the log line.
+	Refused Refuser
+	// HandshakeTimeout bounds a TLS handshake; 0 = 10 s.
+	HandshakeTimeout time.Duration
+	Logger           *slog.Logger // nil = discard
+}
+
+// handshakeOp names a refused handshake in its admin_refused entry.
+const handshakeOp = "tls_handshake"
+
+func (g *Gate) now() time.Time {
+	if g.Now != nil {
+		return g.Now()
+	}
+	return time.Now()
+}
+
+func (g *Gate) logger() *slog.Logger {
+	if g.Logger != nil {
+		return g.Logger
+	}
+	return slog.New(slog.DiscardHandler)
+}
+
+// TLSConfig is the API's TLS configuration: TLS 1.2 or later, the server
+// certificate from getCert (server.tls.*, reloaded with it), a client
+// certificate required and verified against ClientCAs, then checked
+// against the CRL and the roles (verify).
+func (g *Gate) TLSConfig(getCert func(*tls.ClientHelloInfo) (*tls.Certificate, error)) *tls.Config {
+	pool := x509.NewCertPool()
+	for _, c := range g.ClientCAs {
+		pool.AddCert(c)
+	}
+	return &tls.Config{
+		MinVersion:       tls.VersionTLS12,
+		GetCertificate:   getCert,
+		ClientAuth:       tls.RequireAndVerifyClientCert,
+		ClientCAs:        pool,
+		Time:             g.now,
+		VerifyConnection: g.verify,
+		NextProtos:       []string{"http/1.1"},
+	}
+}
+
+// refusal is a client certificate the gate refuses after the chain check.
+type refusal struct {
+	cert   *x509.Certificate
+	reason string
+}
+
+func (r *refusal) Error() string { return "provisioning API: " + r.reason }
+
+// verify runs after the standard library verified the chain: the
+// certificate must not be revoked (CRL) and must hold a role.
+func (g *Gate) verify(cs tls.ConnectionState) error {
+	if len(cs.PeerCertificates) == 0 || len(cs.VerifiedChains) == 0 {
+		return errors.New("provisioning API: no verified client certificate") // not reached with RequireAndVerifyClientCert
+	}
+	cert := cs.PeerCertificates[0]
+	if g.CRL != nil {
+		if next := g.CRL.NextUpdate; !next.IsZero() && g.now().After(next) {
+			return &refusal{cert, fmt.Sprintf("the CRL admin.api_client_crl is out of date since %s: revocations after it are unknown, so no certificate is accepted until it is replaced", next.UTC().Format(time.RFC3339))}
+		}
+		if len(cs.VerifiedChains[0]) > 1 && string(cs.VerifiedChains[0][1].RawSubject) == string(g.CRL.RawIssuer) {
+			for _, e := range g.CRL.RevokedCertificateEntries {
+				if e.SerialNumber.Cmp(cert.SerialNumber) == 0 {
+					return &refusal{cert, fmt.Sprintf("the client certificate (serial %s) is revoked (admin.api_client_crl, since %s)", cert.SerialNumber, e.RevocationTime.UTC().Format(time.RFC3339))}
+				}
+			}
+		}
+	}
+	if len(g.Roles.CertRoles(cert)) == 0 {
+		return &refusal{cert, "the client certificate holds no role: admin.api_roles names neither its subject nor its key"}
+	}
+	return nil
+}
+
+// Principal names the caller with the verified client certificate cert.
+func (g *Gate) Principal(cert *x509.Certificate) admin.Principal {
+	return admin.CertPrincipal(cert, g.Roles.CertRoles(cert))
+}
+
+// refuse audits and logs a failed handshake of a client that sent a
+// ClientHello: with the certificate it presented when there was one.
+func (g *Gate) refuse(remote net.Addr, err error) {
+	by := admin.Principal{Actor: "tls:" + remote.String()}
+	reason := err.Error()
+	var r *refusal
+	var ve *tls.CertificateVerificationError
+	switch {
+	case errors.As(err, &r):
+		by.Actor, reason = admin.CertActor(r.cert), r.reason
+	case errors.As(err, &ve) && len(ve.UnverifiedCertificates) > 0:
+		by.Actor = admin.CertActor(ve.UnverifiedCertificates[0])
+		reason = "the client certificate does not verify against admin.api_client_ca: " + ve.Err.Error()
+	}
+	fields := map[string]string{"remote": remote.String()}
+	g.logger().Warn("provisioning API: handshake refused", "actor", by.Actor, "remote", remote.String(), "reason", reason)
+	if g.Refused != nil {
+		g.Refused(context.Background(), by, handshakeOp, reason, fields)
+	}
+}
+
+// Listen returns a listener that hands out only connections whose TLS
+// handshake with conf succeeded: the handshake runs here, one goroutine
+// a connection, so that a refusal is audited (refuse) and a slow client
+// holds up nobody else. A connection closed or timed out before its
+// ClientHello (a port probe) is dropped with a debug log line only.
+func (g *Gate) Listen(inner net.Listener, conf *tls.Config) net.Listener {
+	l := &listener{Listener: inner, gate: g, conf: conf, conns: make(chan net.Conn), done: make(chan struct{})}
+	go l.accept()
+	return l
+}
+
+type listener struct {
+	net.Listener
+	gate  *Gate
+	conf  *tls.Config
+	conns chan net.Conn
+	done  chan struct{}
+	once  sync.Once
+	err   error // the inner listener's error, set before done closes
+}
+
+func (l *listener) accept() {
+	for {
+		c, err := l.Listener.Accept()
+		if err != nil {
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				continue
+			}
+			l.once.Do(func() { l.err = err; close(l.done) })
+			return
+		}
+		go l.handshake(c)
+	}
+}
+
+func (l *listener) handshake(c net.Conn) {
+	var hello atomic.Bool
+	conf := l.conf.Clone()
+	conf.GetConfigForClient = func(*tls.ClientHelloInfo) (*tls.Config, error) {
+		hello.Store(true)
+		return nil, nil
+	}
+	timeout := l.gate.HandshakeTimeout
+	if timeout == 0 {
+		timeout = 10 * time.Second
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	tc := tls.Server(c, conf)
+	if err := tc.HandshakeContext(ctx); err != nil {
+		if hello.Load() {
+			l.gate.refuse(c.RemoteAddr(), err)
+		} else {
+			l.gate.logger().Debug("provisioning API: connection closed before its TLS handshake", "remote", c.RemoteAddr().String(), "err", err)
+		}
+		c.Close()
+		return
+	}
+	select {
+	case l.conns <- tc:
+	case <-l.done:
+		tc.Close()
+	}
+}
+
+func (l *listener) Accept() (net.Conn, error) {
+	select {
+	case c := <-l.conns:
+		return c, nil
+	case <-l.done:
+		if l.err != nil {
+			return nil, l.err
+		}
+		return nil, net.ErrClosed
+	}
+}
+
+func (l *listener) Close() error {
+	l.once.Do(func() { close(l.done) })
+	return l.Listener.Close()
+}

@@ -1,0 +1,120 @@
+package adminapi
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/signd/signd/admin"
+	"github.com/signd/signd/csc/certstatus/certstatustest"
+	"github.com/signd/signd/store"
+)
+
+// crlOf fetches ca's CRL.
+func crlOf(t *testing.T, ca *certstatustest.CA) *x509.RevocationList {
+	t.Helper()
+	res, err := http.Get(ca.URL + "/crl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	der, _ := io.ReadAll(res.Body)
+	crl, err := x509.ParseRevocationList(der)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return crl
+}
+
+// Every caller the gate refuses is refused at the handshake, before any
+// handler runs, and leaves one admin_refused entry naming its certificate
+// when it sent one.
+func TestGateRefusals(t *testing.T) {
+	w := newWorld(t, map[string][]string{"administrator": {"CN=onboarding,O=Example", "CN=revoked,O=Example"}}, nil, nil)
+	good := issue(t, w.ca, "onboarding", time.Time{}, time.Time{})
+	revoked := issue(t, w.ca, "revoked", time.Time{}, time.Time{})
+	w.ca.Revoke(revoked.cert.SerialNumber, 1)
+	w.gate.CRL = crlOf(t, w.ca)
+	rogueCA := certstatustest.New(t, "admin API CA", nil) // the same name, another key
+	rogue := issue(t, rogueCA, "onboarding", time.Time{}, time.Time{})
+	expired := issue(t, w.ca, "onboarding", time.Now().Add(-48*time.Hour), time.Now().Add(-time.Hour))
+	unmapped := issue(t, w.ca, "stranger", time.Time{}, time.Time{})
+
+	tests := []struct {
+		name       string
+		cert       *clientCert
+		maxVersion uint16
+		actor      string // "" = the client's address
+		reason     string
+	}{
+		{"no certificate", nil, 0, "", "client didn't provide a certificate"},
+		{"another CA", &rogue, 0, admin.CertActor(rogue.cert), "does not verify against admin.api_client_ca: x509: certificate signed by unknown authority"},
+		{"expired", &expired, 0, admin.CertActor(expired.cert), "does not verify against admin.api_client_ca: x509: certificate has expired or is not yet valid"},
+		{"revoked", &revoked, 0, admin.CertActor(revoked.cert), "is revoked (admin.api_client_crl"},
+		{"no role", &unmapped, 0, admin.CertActor(unmapped.cert), "holds no role: admin.api_roles names neither its subject nor its key"},
+		{"TLS 1.1", &good, tls.VersionTLS11, "", "client offered only unsupported versions"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			before := len(w.audit())
+			res, err := w.client(tt.cert, tt.maxVersion).Get("https://" + w.addr + Prefix + "/users")
+			if err == nil {
+				res.Body.Close()
+				t.Fatalf("GET /users answered %s", res.Status)
+			}
+			w.awaitRefusal(t)
+			es := w.audit()[before:]
+			if len(es) != 1 {
+				t.Fatalf("%d audit entries, want one admin_refused: %+v", len(es), es)
+			}
+			e := es[0]
+			if e.Kind != store.AuditAdminRefused || e.Outcome != store.AuditRefused || e.Fields["op"] != handshakeOp ||
+				!strings.Contains(e.Reason, tt.reason) || !strings.HasPrefix(e.Fields["remote"], "127.0.0.1:") {
+				t.Errorf("entry %+v, want admin_refused op %s, reason ...%s...", e, handshakeOp, tt.reason)
+			}
+			if want := tt.actor; want == "" && e.Actor != "tls:"+e.Fields["remote"] || want != "" && e.Actor != want {
+				t.Errorf("actor %q, want %q", e.Actor, want)
+			}
+		})
+	}
+	// The good certificate passes the same gate.
+	if st, out := w.call(&good, "GET", "/users", nil); st != http.StatusOK {
+		t.Errorf("GET /users as %s: %d %v", good.cert.Subject, st, out)
+	}
+	// An outdated CRL stops everyone: revocations after it are unknown.
+	w.gate.Now = func() time.Time { return w.gate.CRL.NextUpdate.Add(time.Minute) }
+	if res, err := w.client(&good, 0).Get("https://" + w.addr + Prefix + "/users"); err == nil {
+		res.Body.Close()
+		t.Errorf("with an outdated CRL: %s", res.Status)
+	} else if w.awaitRefusal(t); false {
+	} else if es := w.audit(); !strings.Contains(es[len(es)-1].Reason, "the CRL admin.api_client_crl is out of date since") {
+		t.Errorf("outdated CRL audited as %q", es[len(es)-1].Reason)
+	}
+}
+
+// A port probe (a connection closed before its ClientHello) is no
+// refusal worth an audit entry.
+func TestGateProbeNotAudited(t *testing.T) {
+	w := newWorld(t, map[string][]string{"auditor": {"CN=x,O=Example"}}, nil, nil)
+	before := len(w.audit())
+	c, err := (&net.Dialer{}).Dial("tcp", w.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Close()
+	// A full handshake after it shows the probe was handled first.
+	good := issue(t, w.ca, "x", time.Time{}, time.Time{})
+	if st, _ := w.call(&good, "GET", "/users", nil); st != http.StatusOK {
+		t.Fatalf("GET /users: %d", st)
+	}
+	for _, e := range w.audit()[before:] {
+		if e.Kind == store.AuditAdminRefused {
+			t.Errorf("a probe audited: %+v", e)
+		}
+	}
+}

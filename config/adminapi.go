@@ -1,0 +1,265 @@
+package config
+
+import (
+	"crypto/sha256"
+	"crypto/x509"
+	"encoding/hex"
+	"encoding/pem"
+	"fmt"
+	"os"
+	"strings"
+)
+
+// AdminAPIConfig is admin.api_*: the provisioning API, a listener of its
+// own that serves the admin operations over HTTPS to holders of client
+// certificates (docs/API.md, "Provisioning API"). Its server certificate
+// is its own: the API is for the onboarding system's network, not the
+// users', and its certificate comes from the PKI of that network.
+type AdminAPIConfig struct {
+	// APIListen is the host:port of the provisioning API; "" = off.
+	APIListen string `mapstructure:"api_listen"`
+	// APICertFile and APIKeyFile are the API's server certificate
+	// (chain) and key, PEM; required with APIListen.
+	APICertFile string `mapstructure:"api_cert_file"`
+	APIKeyFile  string `mapstructure:"api_key_file"`
+	// APIClientCA is the PEM file of the CA certificates that issue the
+	// client certificates; required with APIListen.
+	APIClientCA string `mapstructure:"api_client_ca"`
+	// APIClientCRL is a CRL (PEM or DER) of that CA: a revoked client
+	// certificate is refused; "" = none.
+	APIClientCRL string `mapstructure:"api_client_crl"`
+	// APIRoles grants roles to client certificates.
+	APIRoles APIRolesConfig `mapstructure:"api_roles"`
+}
+
+// APIRolesConfig is admin.api_roles.*: for each trusted role, the client
+// certificates that hold it, by subject ("CN=onboarding,O=Example") or by
+// the SHA-256 fingerprint of their key ("sha256:<64 hex>").
+type APIRolesConfig struct {
+	SecurityOfficer []string `mapstructure:"security_officer"`
+	Administrator   []string `mapstructure:"administrator"`
+	Auditor         []string `mapstructure:"auditor"`
+}
+
+// ByRole returns the certificate entries of each role, keyed by the
+// role's name, in the order of the key table.
+func (r APIRolesConfig) ByRole() []RoleGroups {
+	return []RoleGroups{
+		{"security_officer", r.SecurityOfficer},
+		{"administrator", r.Administrator},
+		{"auditor", r.Auditor},
+	}
+}
+
+// Map returns the entries by role name, as admin.CertRoleMap takes them.
+func (r APIRolesConfig) Map() map[string][]string {
+	out := map[string][]string{}
+	for _, rg := range r.ByRole() {
+		if len(rg.Groups) > 0 {
+			out[rg.Role] = rg.Groups
+		}
+	}
+	return out
+}
+
+// MaxAPIRoleEntries caps the certificate entries of one role.
+const MaxAPIRoleEntries = 256
+
+// maxAPISubjectLen caps a subject entry (admin.CertEntry).
+const maxAPISubjectLen = 800
+
+func adminAPIKeys() []Key {
+	return []Key{
+		{Name: "admin.api_listen", Default: "",
+			Usage: "host:port of the provisioning API (HTTPS with client certificates); empty = off",
+			Doc:   "host:port of the [provisioning API](API.md#provisioning-api): the admin operations over HTTPS, for an onboarding system without a shell on the box. Off when empty. Needs `admin.api_cert_file`/`api_key_file` (its server certificate), `admin.api_client_ca` and at least one `admin.api_roles` entry; must not use the port of `server.listen` or `server.metrics_listen`"},
+		{Name: "admin.api_cert_file", Default: "",
+			Usage: "PEM certificate chain of the provisioning API (its own, not server.tls.*)",
+			Doc:   "PEM certificate chain the provisioning API presents (TLS 1.2+); its own, not `server.tls.*`: the API serves the onboarding system's network, so its certificate comes from that network's PKI. Read at start. Required with `admin.api_listen`"},
+		{Name: "admin.api_key_file", Default: "",
+			Usage: "PEM private key of admin.api_cert_file",
+			Doc:   "PEM private key of `admin.api_cert_file` (no group or other permissions: `chmod 600`). Required with `admin.api_listen`"},
+		{Name: "admin.api_client_ca", Default: "",
+			Usage: "PEM file of the CA certificates that issue the provisioning API's client certificates",
+			Doc:   "PEM file of the CA certificate(s) that issue the provisioning API's client certificates (TLS 1.2+, a client certificate is required and verified against it, with the clientAuth extended key usage when the certificate names any). Use a CA of its own for this API: every certificate it issues may connect, the roles decide what it may do. Required with `admin.api_listen`"},
+		{Name: "admin.api_client_crl", Default: "",
+			Usage: "CRL (PEM or DER) of admin.api_client_ca; a revoked client certificate is refused; empty = none",
+			Doc:   "a CRL (PEM or DER) signed by a certificate of `admin.api_client_ca`: a client certificate it lists is refused at the handshake, and the refusal audited. Read at start; replace the file and restart to update it. Empty = no CRL"},
+		{Name: "admin.api_roles.security_officer", Default: []string(nil),
+			Usage: "client certificates holding the security officer role on the provisioning API: subjects (CN=…,O=…) or key fingerprints (sha256:<hex>)",
+			Doc:   "client certificates that hold the security officer role on the provisioning API, a YAML list of subjects as RFC 4514 writes them (`CN=onboarding,O=Example`, what `openssl x509 -noout -subject -nameopt RFC2253` prints) or SHA-256 fingerprints of the certificate's SubjectPublicKeyInfo (`sha256:` and 64 hex digits, the digest of the DER of what `openssl x509 -noout -pubkey` prints; an entry by key survives a renewal for the same key). A certificate that no entry names is refused at the handshake"},
+		{Name: "admin.api_roles.administrator", Default: []string(nil),
+			Usage: "client certificates holding the administrator role on the provisioning API",
+			Doc:   "the same for the administrator: users, clients, passwords"},
+		{Name: "admin.api_roles.auditor", Default: []string(nil),
+			Usage: "client certificates holding the auditor role on the provisioning API",
+			Doc:   fmt.Sprintf("the same for the auditor: the audit log and the read-only listings. At most %d entries a role, none twice; an entry may be in several roles", MaxAPIRoleEntries)},
+	}
+}
+
+// adminAPIChecks checks admin.api_*; it needs server.* for the listener's
+// port and its certificate.
+func (c *Config) adminAPIChecks() []check {
+	a, s := c.Admin.AdminAPIConfig, c.Server
+	on := a.APIListen != ""
+	checks := []check{
+		{"admin.api_listen", apiListen(a.APIListen, s)},
+		{"admin.api_cert_file", requiredWith(a.APICertFile, on, "admin.api_listen")},
+		{"admin.api_cert_file", pairedWith(a.APICertFile, a.APIKeyFile, "admin.api_key_file")},
+		{"admin.api_cert_file", readableFile(a.APICertFile)},
+		{"admin.api_key_file", requiredWith(a.APIKeyFile, on, "admin.api_listen")},
+		{"admin.api_key_file", pairedWith(a.APIKeyFile, a.APICertFile, "admin.api_cert_file")},
+		{"admin.api_key_file", privateFile(a.APIKeyFile)},
+		{"admin.api_client_ca", requiredWith(a.APIClientCA, on, "admin.api_listen")},
+		{"admin.api_client_ca", clientCA(a.APIClientCA)},
+		{"admin.api_client_crl", clientCRL(a.APIClientCRL, a.APIClientCA)},
+	}
+	any := false
+	for _, rg := range a.APIRoles.ByRole() {
+		checks = append(checks, check{"admin.api_roles." + rg.Role, certEntries(rg.Groups)})
+		any = any || len(rg.Groups) > 0
+	}
+	if on && !any {
+		checks = append(checks, check{"admin.api_roles.security_officer",
+			"admin.api_listen is set but admin.api_roles grants no certificate a role: every client would be refused; name the onboarding system's certificate in a role"})
+	}
+	return checks
+}
+
+func requiredWith(v string, on bool, key string) string {
+	if v == "" && on {
+		return "required when " + key + " is set"
+	}
+	return ""
+}
+
+// apiListen checks admin.api_listen: empty, or host:port on a port of its
+// own.
+func apiListen(addr string, s ServerConfig) string {
+	if addr == "" {
+		return ""
+	}
+	if msg := hostPort(addr); msg != "" {
+		return msg + "; empty turns the provisioning API off"
+	}
+	switch {
+	case portConflict(addr, s.Listen):
+		return fmt.Sprintf("%q uses the port of server.listen (%s); give the provisioning API a port of its own", addr, s.Listen)
+	case s.MetricsListen != "" && portConflict(addr, s.MetricsListen):
+		return fmt.Sprintf("%q uses the port of server.metrics_listen (%s); give the provisioning API a port of its own", addr, s.MetricsListen)
+	}
+	return ""
+}
+
+// ClientCAs reads admin.api_client_ca: its CA certificates, at least one.
+func ClientCAs(path string) ([]*x509.Certificate, error) {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var out []*x509.Certificate
+	for n := 1; ; n++ {
+		var b *pem.Block
+		b, raw = pem.Decode(raw)
+		if b == nil {
+			break
+		}
+		if b.Type != "CERTIFICATE" {
+			return nil, fmt.Errorf("%s: PEM block %d is %q, not CERTIFICATE", path, n, b.Type)
+		}
+		cert, err := x509.ParseCertificate(b.Bytes)
+		if err != nil {
+			return nil, fmt.Errorf("%s: certificate %d: %v", path, n, err)
+		}
+		if !cert.IsCA {
+			return nil, fmt.Errorf("%s: certificate %d (%s) is not a CA certificate (basicConstraints cA)", path, n, cert.Subject)
+		}
+		out = append(out, cert)
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("%s holds no PEM certificate", path)
+	}
+	return out, nil
+}
+
+func clientCA(path string) string {
+	if msg := readableFile(path); msg != "" || path == "" {
+		return msg
+	}
+	if _, err := ClientCAs(path); err != nil {
+		return err.Error()
+	}
+	return ""
+}
+
+// ClientCRL reads admin.api_client_crl (PEM or DER) and checks its
+// signature by one of cas.
+func ClientCRL(path string, cas []*x509.Certificate) (*x509.RevocationList, error) {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	if b, _ := pem.Decode(raw); b != nil {
+		if b.Type != "X509 CRL" {
+			return nil, fmt.Errorf("%s: PEM block is %q, not X509 CRL", path, b.Type)
+		}
+		raw = b.Bytes
+	}
+	crl, err := x509.ParseRevocationList(raw)
+	if err != nil {
+		return nil, fmt.Errorf("%s is not a CRL: %v", path, err)
+	}
+	for _, ca := range cas {
+		if crl.CheckSignatureFrom(ca) == nil {
+			return crl, nil
+		}
+	}
+	return nil, fmt.Errorf("%s (issuer %s) is not signed by a certificate of admin.api_client_ca", path, crl.Issuer)
+}
+
+func clientCRL(path, caPath string) string {
+	if msg := readableFile(path); msg != "" || path == "" {
+		return msg
+	}
+	if caPath == "" {
+		return "needs admin.api_client_ca, the CA that signs it"
+	}
+	cas, err := ClientCAs(caPath)
+	if err != nil {
+		return "" // admin.api_client_ca says what is wrong
+	}
+	if _, err := ClientCRL(path, cas); err != nil {
+		return err.Error()
+	}
+	return ""
+}
+
+// certEntries checks one role's certificate entries: each a subject or a
+// key fingerprint (admin.CertEntry says the same), none twice.
+func certEntries(entries []string) string {
+	if len(entries) > MaxAPIRoleEntries {
+		return fmt.Sprintf("at most %d entries, got %d", MaxAPIRoleEntries, len(entries))
+	}
+	seen := map[string]int{}
+	for i, e := range entries {
+		norm := e
+		switch {
+		case len(e) > 7 && strings.EqualFold(e[:7], "sha256:"):
+			norm = "sha256:" + strings.ToLower(e[7:])
+			if b, err := hex.DecodeString(norm[7:]); err != nil || len(b) != sha256.Size {
+				return fmt.Sprintf("entry %d: %q is not sha256: and the 64 hex digits of a SubjectPublicKeyInfo's SHA-256 digest", i+1, e)
+			}
+		case e == "":
+			return fmt.Sprintf("entry %d is empty: name a subject (CN=…,O=…) or a key (sha256:…)", i+1)
+		case len(e) > maxAPISubjectLen:
+			return fmt.Sprintf("entry %d: a subject of %d bytes; at most %d", i+1, len(e), maxAPISubjectLen)
+		case !strings.Contains(e, "=") || strings.ContainsFunc(e, func(r rune) bool { return r < 0x20 || r == 0x7f || r == 0xfffd }):
+			return fmt.Sprintf("entry %d: %q is neither sha256:<hex> nor a distinguished name (CN=onboarding,O=Example)", i+1, e)
+		}
+		if first, ok := seen[norm]; ok {
+			return fmt.Sprintf("entries %d and %d name the same certificate (%s)", first, i+1, e)
+		}
+		seen[norm] = i + 1
+	}
+	return ""
+}
