@@ -113,6 +113,10 @@ type AddUserRequest struct {
 	Email         string            `json:"email,omitempty"`
 	EmailVerified bool              `json:"email_verified,omitempty"`
 	Claims        map[string]string `json:"claims,omitempty"`
+	// Enroll creates the user without password and PIN and returns a
+	// one-time link (UserView.Enrollment) where the user sets them
+	// (enroll.go); Password and PIN must then be empty.
+	Enroll bool `json:"enroll,omitempty"`
 }
 
 // SetSecretRequest replaces a user's password or signing PIN.
@@ -144,6 +148,12 @@ type UserView struct {
 	// Revoked is what the operation revoked (disable, set-password,
 	// set-pin); nil when it revokes nothing.
 	Revoked *RevokedView `json:"revoked,omitempty"`
+	// EnrollmentExpires is when the user's open enrollment link ends; nil
+	// when none is open.
+	EnrollmentExpires *time.Time `json:"enrollment_expires,omitempty"`
+	// Enrollment is the link itself, returned once by AddUser with
+	// Enroll: signd keeps only its hash.
+	Enrollment *EnrollmentView `json:"enrollment,omitempty"`
 }
 
 // AddClientRequest registers an OAuth client. When Secret is empty a secret

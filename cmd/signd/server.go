@@ -105,7 +105,7 @@ func (s *server) echo() *echo.Echo {
 			LogRequestID: true, LogRemoteIP: true, LogError: true, HandleError: true,
 			LogValuesFunc: func(c echo.Context, v middleware.RequestLoggerValues) error {
 				attrs := []slog.Attr{
-					slog.String("method", v.Method), slog.String("path", v.URIPath),
+					slog.String("method", v.Method), slog.String("path", logPath(v.URIPath)),
 					slog.Int("status", v.Status),
 					slog.Float64("latency_ms", float64(v.Latency)/float64(time.Millisecond)),
 					slog.String("remote_ip", v.RemoteIP),
@@ -125,7 +125,7 @@ func (s *server) echo() *echo.Echo {
 		middleware.RecoverWithConfig(middleware.RecoverConfig{
 			DisableErrorHandler: true, // the panic becomes an error for the renderer: a bare 500
 			LogErrorFunc: func(c echo.Context, err error, stack []byte) error {
-				s.Logger.Error("panic", "path", c.Request().URL.Path, "err", err, "stack", string(stack))
+				s.Logger.Error("panic", "path", logPath(c.Request().URL.Path), "err", err, "stack", string(stack))
 				return err
 			},
 		}),

@@ -26,16 +26,16 @@ import (
 	"golang.org/x/text/language"
 )
 
-//go:embed templates/pages.html templates/account.html templates/style.css
+//go:embed templates/pages.html templates/account.html templates/enroll.html templates/style.css
 var templateFS embed.FS
 
 // templateFiles are the template files, by the name an override in
 // Options.TemplatesDir has.
-var templateFiles = []string{"pages.html", "account.html"}
+var templateFiles = []string{"pages.html", "account.html", "enroll.html"}
 
 // pageNames are the templates the callers render; New renders each once
 // with sample data, so an override that breaks one stops the start.
-var pageNames = []string{"login", "consent", "error", "redirect", "account-login", "account"}
+var pageNames = []string{"login", "consent", "error", "redirect", "account-login", "account", "enroll", "enroll-done"}
 
 // DefaultProduct is the name the pages show when Options.ProductName is
 // empty.
@@ -178,6 +178,9 @@ func (p *Pages) check() error {
 			}
 			if strings.HasPrefix(name, "account") {
 				d.TitleKey = "account.title"
+			}
+			if strings.HasPrefix(name, "enroll") {
+				d.TitleKey = "enroll.title"
 			}
 			p.brand(d)
 			if err := p.tmpl.ExecuteTemplate(io.Discard, name, d); err != nil {
