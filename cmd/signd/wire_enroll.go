@@ -13,7 +13,7 @@ import (
 var (
 	_ enrollpage.Forms   = (*browser.Handler)(nil)
 	_ enrollpage.Backend = (*admin.Local)(nil)
-	_ mounter        = (*enrollpage.Handler)(nil)
+	_ mounter            = (*enrollpage.Handler)(nil)
 )
 
 // enrollPage builds the enrollment page (/oauth2/enroll/{token}): a user
