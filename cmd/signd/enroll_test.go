@@ -1,0 +1,309 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/cookiejar"
+	"net/url"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/signd/signd/admin"
+	"github.com/signd/signd/csc/certstatus/certstatustest"
+	"github.com/signd/signd/oauth/oauthtest/chromiumtest"
+)
+
+// atBaseURL makes the daemon of e listen where server.base_url points, a
+// free port of 127.0.0.1: a browser's Origin on the enrollment form is
+// then base_url's, and the links the API answers lead to the daemon.
+func atBaseURL(t *testing.T, e *env) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	e.setConfig("listen: 127.0.0.1:0", "listen: "+addr)
+	e.setConfig("base_url: http://127.0.0.1:8443", "base_url: http://"+addr)
+}
+
+// enrollee creates username through the provisioning API with an
+// enrollment link and returns the link.
+func (p *provisioning) enrollee(cert *apiCert, username string) string {
+	p.t.Helper()
+	var v admin.UserView
+	p.must(cert, "POST", "/users", fmt.Sprintf(`{"username":%q,"enroll":true,"email":"%s@example.org"}`, username, username), &v)
+	if v.Enrollment == nil || !strings.HasPrefix(v.Enrollment.Link, p.base+admin.EnrollPath+username+"~") || v.HasPIN {
+		p.t.Fatalf("POST /users with enroll: %+v", v)
+	}
+	return v.Enrollment.Link
+}
+
+// TestEnrollmentJourneyChromium: the onboarding system creates alice with
+// an enrollment link through the provisioning API (a client certificate);
+// alice opens the link in headless Chromium and sets her password and
+// signing PIN; the link is then used up (opening it again shows the
+// neutral page); the onboarding system creates and certifies her key,
+// alice signs through CSC and the signature verifies. The audit names the
+// certificate for the creation and alice for the use; the access log
+// never holds the link's secret.
+func TestEnrollmentJourneyChromium(t *testing.T) {
+	ca := certstatustest.New(t, "Onboarding CA", nil)
+	onboarding, auditor := clientCertOf(t, ca, "onboarding"), clientCertOf(t, ca, "auditor")
+	p := startProvisioningWith(t, auditor, ca, func(e *env) { atBaseURL(t, e) })
+	link := p.enrollee(&onboarding, "alice")
+	secret := link[strings.LastIndex(link, "~")+1:]
+
+	bctx := chromiumtest.Start(t, 90*time.Second)
+	console := chromiumtest.WatchConsole(t, bctx)
+	do := func(what string, steps ...chromedp.Action[chromedp.Void]) {
+		t.Helper()
+		if err := chromedp.Do(bctx, steps...); err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+	}
+	do("open the link", chromedp.Navigate(link), chromedp.WaitVisible(chromedp.ID("pin2")))
+	// Chromium asks for English (Accept-Language); the HTTP tests see the
+	// Dutch of a request without a preference.
+	if l := evaluate[string](t, bctx, `document.documentElement.lang`); l != "en" {
+		t.Errorf("the page is in %q, want en (Chromium's Accept-Language)", l)
+	}
+	if text := evaluate[string](t, bctx, `document.body.innerText`); !strings.Contains(text, "Set up your account") || !strings.Contains(text, "for the account alice") {
+		t.Errorf("enrollment page: %s", text)
+	}
+	do("fill in password and PIN",
+		chromedp.SendKeys(chromedp.ID("password"), journeyPassword), chromedp.SendKeys(chromedp.ID("password2"), journeyPassword),
+		chromedp.SendKeys(chromedp.ID("pin"), journeyPIN), chromedp.SendKeys(chromedp.ID("pin2"), journeyPIN))
+	if _, err := chromedp.RunResponse(bctx, chromedp.Click(chromedp.ID("enroll-submit"))); err != nil {
+		t.Fatalf("submit: %v", err)
+	}
+	do("wait for the confirmation", chromedp.WaitVisible(chromedp.ID("enroll-done")))
+	if text := evaluate[string](t, bctx, `document.body.innerText`); !strings.Contains(text, "Your password and PIN are set. You can now sign in as alice.") {
+		t.Errorf("after the submit: %s", text)
+	}
+	// Replayed: the link is used up; the neutral page, 404.
+	resp, err := chromedp.RunResponse(bctx, chromedp.Navigate(link))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if text := evaluate[string](t, bctx, `document.body.innerText`); resp.Status != http.StatusNotFound || !strings.Contains(text, "This link is invalid, used or expired.") {
+		t.Errorf("the link opened again: %d %s", resp.Status, text)
+	}
+	for _, m := range console.Messages() {
+		if strings.HasSuffix(m.URL, "/favicon.ico") || m.Type == chromedp.ConsoleError && strings.Contains(m.Text, "404") {
+			continue // Chromium asks every site for one; the replay is a 404
+		}
+		if m.Type == chromedp.ConsoleError || m.Type == chromedp.ConsoleWarning || strings.Contains(m.Text, "Content Security Policy") {
+			t.Errorf("console: %s (source %q, %s)", m, m.Source, m.URL)
+		}
+	}
+
+	p.must(&onboarding, "POST", "/clients", fmt.Sprintf(`{"id":"rp","secret":%q,"redirect_uris":["https://rp.example/cb"],"scopes":["service","credential"]}`, journeySecret), nil)
+	cred, chain := p.credentialOf(&onboarding, "alice")
+	signsAndVerifies(t, p.base, cred, chain, "%PDF-1.7 the contract alice signs after her enrollment")
+
+	actor := admin.CertActor(onboarding.cert)
+	if got := p.actsOf(&auditor, actor); len(got) != 4 || got[0] != "AddUser user_added user:alice ok" {
+		t.Errorf("the acts of %s: %q", actor, got)
+	}
+	// The use; opening the used link again (a GET) changes nothing and
+	// is not audited (a refused post is: TestEnroll in package admin).
+	if got := p.actsOf(&auditor, "user:alice"); len(got) != 1 || got[0] != " account_action user:alice ok" {
+		t.Errorf("the acts of user:alice: %q (want the use)", got)
+	}
+	if logs := p.logs.String(); strings.Contains(logs, secret) || !strings.Contains(logs, admin.EnrollPath+"[REDACTED]") {
+		t.Errorf("the daemon's log holds the link's secret, or no redacted path:\n%s", logs)
+	}
+}
+
+// enrollForm is a browser session on one enrollment link: its cookie jar
+// and the CSRF token of the form it was shown.
+type enrollForm struct {
+	t      *testing.T
+	link   string
+	origin string
+	client *http.Client
+	csrf   string
+}
+
+var csrfFieldRE = regexp.MustCompile(`name="csrf_token" value="([^"]+)"`)
+
+// openEnrollForm GETs link and reads the form's CSRF token.
+func openEnrollForm(t *testing.T, base, link string) *enrollForm {
+	t.Helper()
+	jar, _ := cookiejar.New(nil)
+	f := &enrollForm{t: t, link: link, origin: base, client: &http.Client{Jar: jar, Timeout: 30 * time.Second}}
+	st, body := f.do(http.MethodGet, nil, nil)
+	m := csrfFieldRE.FindStringSubmatch(body)
+	if st != http.StatusOK || m == nil {
+		t.Fatalf("GET the link: %d %s", st, body)
+	}
+	f.csrf = m[1]
+	return f
+}
+
+// post sends the form with password and PIN (each twice) as a browser on
+// the page's own origin does; set overrides fields, hdr headers.
+func (f *enrollForm) post(password, pin string, set url.Values, hdr http.Header) (int, string) {
+	f.t.Helper()
+	form := url.Values{"csrf_token": {f.csrf}, "lang": {"en"}, "password": {password}, "password2": {password}, "pin": {pin}, "pin2": {pin}}
+	for k, v := range set {
+		form[k] = v
+	}
+	h := http.Header{"Content-Type": {"application/x-www-form-urlencoded"}, "Origin": {f.origin}, "Sec-Fetch-Site": {"same-origin"}}
+	for k, v := range hdr {
+		h[k] = v
+	}
+	return f.do(http.MethodPost, strings.NewReader(form.Encode()), h)
+}
+
+func (f *enrollForm) do(method string, body io.Reader, h http.Header) (int, string) {
+	f.t.Helper()
+	req, err := http.NewRequest(method, f.link, body)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	for k, v := range h {
+		req.Header[k] = v
+	}
+	res, err := f.client.Do(req)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	defer res.Body.Close()
+	raw, _ := io.ReadAll(res.Body)
+	return res.StatusCode, string(raw)
+}
+
+// TestEnrollmentRefusals: against the real daemon, every post the
+// enrollment page must refuse is refused with its page, and the link
+// stays open for the user (but after a use, a replay, and an unknown
+// link, which get the one neutral page); two posts at once set the
+// secrets once.
+func TestEnrollmentRefusals(t *testing.T) {
+	ca := certstatustest.New(t, "Onboarding CA", nil)
+	onboarding, auditor := clientCertOf(t, ca, "onboarding"), clientCertOf(t, ca, "auditor")
+	p := startProvisioningWith(t, auditor, ca, func(e *env) {
+		atBaseURL(t, e)
+		// Many posts from one address: the forms' rate limit (its own
+		// tests) stays out of the way.
+		e.setConfig("oidc:\n", "ratelimit:\n  forms:\n    rate: 0\noidc:\n")
+	})
+	const pw, pin = "a long enough password", "4321"
+	neutral := "This link is invalid, used or expired."
+
+	cases := []struct {
+		name   string
+		set    url.Values
+		hdr    http.Header
+		status int
+		want   string
+		open   bool // the link is still open after the post
+	}{
+		// Refused before the body is read: in the language of the request
+		// (no Accept-Language: Dutch).
+		{"cross-site", nil, http.Header{"Sec-Fetch-Site": {"cross-site"}, "Origin": {"https://evil.example"}}, http.StatusForbidden, "vanaf een andere website verstuurd", true},
+		{"other origin, no fetch metadata", nil, http.Header{"Sec-Fetch-Site": nil, "Origin": {"https://evil.example"}}, http.StatusForbidden, "vanaf een andere website verstuurd", true},
+		{"null origin", nil, http.Header{"Origin": {"null"}}, http.StatusForbidden, "vanaf een andere website verstuurd", true},
+		{"missing CSRF", url.Values{"csrf_token": nil}, nil, http.StatusBadRequest, "The form has expired or is invalid.", true},
+		{"wrong CSRF", url.Values{"csrf_token": {"AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"}}, nil, http.StatusBadRequest, "The form has expired or is invalid.", true},
+		{"CSRF twice", url.Values{"csrf_token": {"a", "b"}}, nil, http.StatusBadRequest, "The request is invalid.", true},
+		{"weak password", url.Values{"password": {"short"}, "password2": {"short"}}, nil, http.StatusOK, "The password must be 8 to 1024 characters long", true},
+		{"oversized password", url.Values{"password": {strings.Repeat("p", 1025)}, "password2": {strings.Repeat("p", 1025)}}, nil, http.StatusOK, "The password must be 8 to 1024 characters long", true},
+		{"short PIN", url.Values{"pin": {"12"}, "pin2": {"12"}}, nil, http.StatusOK, "The PIN must be 4 to 64 characters long", true},
+		{"repetition differs", url.Values{"pin2": {"9999"}}, nil, http.StatusOK, "The repetition does not match.", true},
+		{"oversized form", url.Values{"password": {strings.Repeat("p", 9000)}}, nil, http.StatusBadRequest, "Het verzoek is ongeldig.", true},
+		{"password twice", url.Values{"password": {pw, pw}}, nil, http.StatusBadRequest, "The request is invalid.", true},
+		{"ok", nil, nil, http.StatusOK, "Your password and PIN are set.", false},
+	}
+	for i, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			name := fmt.Sprintf("user%d", i)
+			link := p.enrollee(&onboarding, name)
+			f := openEnrollForm(t, p.base, link)
+			st, body := f.post(pw, pin, tc.set, tc.hdr)
+			if st != tc.status || !strings.Contains(body, tc.want) {
+				t.Fatalf("post: %d, want %d %q:\n%s", st, tc.status, tc.want, body)
+			}
+			if !tc.open {
+				// Replayed, with a fresh form: the neutral page.
+				st, body = f.do(http.MethodGet, nil, nil)
+				if st != http.StatusNotFound || !strings.Contains(body, "Deze link is ongeldig") {
+					t.Errorf("the used link: %d %s", st, body)
+				}
+				return
+			}
+			// Still open: the user completes it.
+			f2 := openEnrollForm(t, p.base, link)
+			if st, body := f2.post(pw, pin, nil, nil); st != http.StatusOK || !strings.Contains(body, "Your password and PIN are set.") {
+				t.Errorf("after the refusal the link does not work: %d %s", st, body)
+			}
+		})
+	}
+
+	t.Run("replayed post", func(t *testing.T) {
+		f := openEnrollForm(t, p.base, p.enrollee(&onboarding, "replay"))
+		if st, _ := f.post(pw, pin, nil, nil); st != http.StatusOK {
+			t.Fatalf("first use: %d", st)
+		}
+		// The form's CSRF cookie ended with the use; a script replaying
+		// the post brings a cookie and a field that match.
+		u, _ := url.Parse(f.link)
+		f.client.Jar.SetCookies(u, []*http.Cookie{{Name: "signd_enroll_csrf", Value: "replayed-csrf", Path: "/oauth2/enroll/"}})
+		st, body := f.post("another password!", "5555", url.Values{"csrf_token": {"replayed-csrf"}}, nil)
+		if st != http.StatusNotFound || !strings.Contains(body, neutral) {
+			t.Errorf("replay: %d %s", st, body)
+		}
+	})
+	t.Run("unknown link", func(t *testing.T) {
+		for _, token := range []string{"nobody~" + strings.Repeat("A", 43), "replay~" + strings.Repeat("A", 43), "x", strings.Repeat("a", 300)} {
+			jar, _ := cookiejar.New(nil)
+			f := &enrollForm{t: t, link: p.base + admin.EnrollPath + token, origin: p.base, client: &http.Client{Jar: jar}}
+			if st, body := f.do(http.MethodGet, nil, nil); st != http.StatusNotFound || !strings.Contains(body, "Deze link is ongeldig") {
+				t.Errorf("GET %s: %d %s", token, st, body)
+			}
+		}
+	})
+	t.Run("concurrent posts", func(t *testing.T) {
+		link := p.enrollee(&onboarding, "race")
+		const n = 6
+		forms := make([]*enrollForm, n)
+		for i := range forms {
+			forms[i] = openEnrollForm(t, p.base, link)
+		}
+		var wg sync.WaitGroup
+		start := make(chan struct{})
+		statuses := make([]int, n)
+		for i, f := range forms {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				<-start
+				statuses[i], _ = f.post(fmt.Sprintf("password of form %d", i), "1234", nil, nil)
+			}()
+		}
+		close(start)
+		wg.Wait()
+		ok := 0
+		for _, st := range statuses {
+			switch st {
+			case http.StatusOK:
+				ok++
+			case http.StatusNotFound:
+			default:
+				t.Errorf("status %d", st)
+			}
+		}
+		if ok != 1 {
+			t.Errorf("%d of %d posts at once succeeded (%v), want exactly 1", ok, n, statuses)
+		}
+	})
+}
