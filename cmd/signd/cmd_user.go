@@ -22,20 +22,22 @@ func (a *app) userCmd() *cobra.Command {
 
 	var add struct {
 		passwordFile, pinFile, email, claimsFile string
-		emailVerified                            bool
+		emailVerified, enroll                    bool
 	}
 	addCmd := &cobra.Command{
-		Use:   "add USERNAME --password-file F [--pin-file F] [--email E] [--email-verified] [--claims FILE.json]",
+		Use:   "add USERNAME {--password-file F [--pin-file F] | --enroll} [--email E] [--email-verified] [--claims FILE.json]",
 		Short: "Create a user",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := oneStdin(add.passwordFile, add.pinFile, add.claimsFile); err != nil {
 				return err
 			}
-			req := admin.AddUserRequest{Username: args[0], Email: add.email, EmailVerified: add.emailVerified}
+			req := admin.AddUserRequest{Username: args[0], Email: add.email, EmailVerified: add.emailVerified, Enroll: add.enroll}
 			var err error
-			if req.Password, err = a.readSecretFile("password", add.passwordFile); err != nil {
-				return err
+			if !add.enroll {
+				if req.Password, err = a.readSecretFile("password", add.passwordFile); err != nil {
+					return err
+				}
 			}
 			if add.pinFile != "" {
 				if req.PIN, err = a.readSecretFile("PIN", add.pinFile); err != nil {
@@ -66,7 +68,10 @@ func (a *app) userCmd() *cobra.Command {
 	f.StringVar(&add.email, "email", "", "email address")
 	f.BoolVar(&add.emailVerified, "email-verified", false, "the email address has been verified")
 	f.StringVar(&add.claimsFile, "claims", "", "JSON file with identity attributes (see docs/CLI.md)")
-	_ = addCmd.MarkFlagRequired("password-file")
+	f.BoolVar(&add.enroll, "enroll", false, "create the user without password and PIN, with a one-time enrollment link where the user sets them (admin.enrollment_ttl)")
+	addCmd.MarkFlagsOneRequired("password-file", "enroll")
+	addCmd.MarkFlagsMutuallyExclusive("password-file", "enroll")
+	addCmd.MarkFlagsMutuallyExclusive("pin-file", "enroll")
 
 	listCmd := &cobra.Command{
 		Use: "list", Short: "List users", Args: cobra.NoArgs,
@@ -195,6 +200,13 @@ func (a *app) printUser(u *admin.UserView) error {
 	fmt.Fprintf(w, "created:         %s\n", u.CreatedAt.UTC().Format("2006-01-02T15:04:05Z"))
 	if u.Revoked != nil {
 		fmt.Fprintf(w, "revoked:         %s\n", u.Revoked)
+	}
+	if u.EnrollmentExpires != nil {
+		fmt.Fprintf(w, "enrollment open: until %s\n", u.EnrollmentExpires.UTC().Format("2006-01-02T15:04:05Z"))
+	}
+	if u.Enrollment != nil {
+		// Shown once: signd keeps only the link's hash.
+		fmt.Fprintf(w, "enrollment link: %s\n", u.Enrollment.Link)
 	}
 	return nil
 }

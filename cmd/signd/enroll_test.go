@@ -307,3 +307,30 @@ func TestEnrollmentRefusals(t *testing.T) {
 		}
 	})
 }
+
+// TestUserAddEnrollCLI: `signd user add --enroll` prints the link once
+// and `user show` its expiry, never the link again; --enroll with a
+// password or PIN file is refused before anything is stored.
+func TestUserAddEnrollCLI(t *testing.T) {
+	e := newEnv(t, "")
+	out := e.must("", "user", "add", "bob", "--enroll")
+	m := regexp.MustCompile(`enrollment link: (http://127\.0\.0\.1:8443/oauth2/enroll/bob~[A-Za-z0-9_-]{43})\n`).FindStringSubmatch(out)
+	if m == nil || !strings.Contains(out, "signing PIN:     no") || !strings.Contains(out, "enrollment open: until ") {
+		t.Fatalf("user add --enroll:\n%s", out)
+	}
+	if show := e.must("", "user", "show", "bob"); strings.Contains(show, "enrollment link") || !strings.Contains(show, "enrollment open: until ") {
+		t.Errorf("user show:\n%s", show)
+	}
+	for _, args := range [][]string{
+		{"user", "add", "carl", "--enroll", "--password-file", "-"},
+		{"user", "add", "carl", "--enroll", "--pin-file", e.pinFile},
+		{"user", "add", "carl"},
+	} {
+		if _, _, err := e.run("a password!\n", args...); err == nil || !strings.Contains(err.Error(), "enroll") {
+			t.Errorf("%v: %v", args, err)
+		}
+	}
+	if _, _, err := e.run("", "user", "show", "carl"); err == nil {
+		t.Error("carl was created")
+	}
+}
