@@ -44,6 +44,12 @@ func (p *provisioning) enrollee(cert *apiCert, username string) string {
 	if v.Enrollment == nil || !strings.HasPrefix(v.Enrollment.Link, p.base+admin.EnrollPath+username+"~") || v.HasPIN {
 		p.t.Fatalf("POST /users with enroll: %+v", v)
 	}
+	// Shown: that a link is open, until when; never the link.
+	var shown admin.UserView
+	p.must(cert, "GET", "/users/"+username, "", &shown)
+	if shown.Enrollment != nil || shown.EnrollmentExpires == nil || !shown.EnrollmentExpires.Equal(v.Enrollment.ExpiresAt) {
+		p.t.Fatalf("GET /users/%s: %+v", username, shown)
+	}
 	return v.Enrollment.Link
 }
 
@@ -249,6 +255,29 @@ func TestEnrollmentRefusals(t *testing.T) {
 		})
 	}
 
+	t.Run("API", func(t *testing.T) {
+		for _, tc := range []struct {
+			cert   *apiCert
+			body   string
+			status int
+			msg    string
+		}{
+			{&onboarding, `{"username":"api1","enroll":true,"password":"correct horse battery"}`, 400, "give neither"},
+			{&onboarding, `{"username":"api1","enroll":true,"pin":"1234"}`, 400, "give neither"},
+			{&onboarding, `{"username":"api1","enroll":"yes"}`, 400, "malformed admin request"},
+			{&onboarding, `{"username":"api1","enroll":true,"enroll":false,"x":1}`, 400, "unknown field"},
+			{&onboarding, `{"username":"api1~x","enroll":true}`, 400, "username"},
+			{&auditor, `{"username":"api1","enroll":true}`, 403, "AddUser requires the role administrator"},
+		} {
+			st, raw := p.call(tc.cert, "POST", "/users", tc.body)
+			if st != tc.status || !strings.Contains(string(raw), tc.msg) {
+				t.Errorf("POST /users %s: %d %s, want %d %q", tc.body, st, raw, tc.status, tc.msg)
+			}
+		}
+		if st, raw := p.call(&onboarding, "GET", "/users/api1", ""); st != 404 {
+			t.Errorf("api1 was created: %d %s", st, raw)
+		}
+	})
 	t.Run("replayed post", func(t *testing.T) {
 		f := openEnrollForm(t, p.base, p.enrollee(&onboarding, "replay"))
 		if st, _ := f.post(pw, pin, nil, nil); st != http.StatusOK {
