@@ -117,8 +117,11 @@ func TestEnrollmentJourneyChromium(t *testing.T) {
 	signsAndVerifies(t, p.base, cred, chain, "%PDF-1.7 the contract alice signs after her enrollment")
 
 	actor := admin.CertActor(onboarding.cert)
-	if got := p.actsOf(&auditor, actor); len(got) != 4 || got[0] != "AddUser user_added user:alice ok" {
-		t.Errorf("the acts of %s: %q", actor, got)
+	want := []string{"AddUser user_added user:alice ok", "ShowUser admin_read user:alice ok", "AddClient client_added client:rp ok",
+		"CreateCredential credential_enrolled credential:" + cred + " pending",
+		"ImportCertificate credential_enrolled credential:" + cred + " enabled"}
+	if got := p.actsOf(&auditor, actor); strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("the acts of %s:\n%s\nwant:\n%s", actor, strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 	// The use; opening the used link again (a GET) changes nothing and
 	// is not audited (a refused post is: TestEnroll in package admin).
