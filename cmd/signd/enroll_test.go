@@ -295,6 +295,31 @@ func TestEnrollmentRefusals(t *testing.T) {
 			t.Errorf("replay: %d %s", st, body)
 		}
 	})
+	t.Run("headers", func(t *testing.T) {
+		link := p.enrollee(&onboarding, "headers")
+		res, err := http.Get(link)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		h := res.Header
+		if csp := h.Get("Content-Security-Policy"); !strings.HasPrefix(csp, "default-src 'none'; style-src 'sha256-") ||
+			!strings.Contains(csp, "frame-ancestors 'none'") || !strings.HasSuffix(csp, "form-action 'self'") {
+			t.Errorf("CSP %q", csp)
+		}
+		if h.Get("Cache-Control") != "no-store" || h.Get("Referrer-Policy") != "same-origin" {
+			t.Errorf("headers %v", h)
+		}
+		var csrf *http.Cookie
+		for _, c := range res.Cookies() {
+			if c.Name == "signd_enroll_csrf" {
+				csrf = c
+			}
+		}
+		if csrf == nil || !csrf.HttpOnly || csrf.SameSite != http.SameSiteStrictMode || csrf.Path != "/oauth2/enroll/" || len(csrf.Value) < 40 {
+			t.Errorf("CSRF cookie %+v", csrf)
+		}
+	})
 	t.Run("unknown link", func(t *testing.T) {
 		for _, token := range []string{"nobody~" + strings.Repeat("A", 43), "replay~" + strings.Repeat("A", 43), "x", strings.Repeat("a", 300)} {
 			jar, _ := cookiejar.New(nil)
