@@ -115,7 +115,9 @@ func enrollUsername(token string) string {
 func openEnrollment(u *store.User, token string, now time.Time) string {
 	switch {
 	case len(u.EnrollmentHash) == 0:
-		return "no enrollment link is open (used, or never issued)"
+		return "no enrollment link is open (used, closed, or never issued)"
+	case u.Status != store.UserActive:
+		return "the user is disabled"
 	case subtle.ConstantTimeCompare(u.EnrollmentHash, store.Fingerprint(token)) != 1:
 		return "not the user's current enrollment link"
 	case !now.Before(u.EnrollmentExpires):
@@ -235,7 +237,9 @@ func (l *Local) refuseEnrollment(ctx context.Context, name, ip string, cause err
 	// only whether any link is open.
 	reason := "not the user's open enrollment link, or it expired"
 	if len(u.EnrollmentHash) == 0 {
-		reason = "no enrollment link is open (used, or never issued)"
+		reason = "no enrollment link is open (used, closed, or never issued)"
+	} else if u.Status != store.UserActive {
+		reason = "the user is disabled"
 	} else if !l.now().Before(u.EnrollmentExpires) {
 		reason = "the enrollment link expired at " + u.EnrollmentExpires.UTC().Format(time.RFC3339)
 	}
@@ -250,4 +254,16 @@ func (l *Local) refuseEnrollmentReason(ctx context.Context, name, ip, reason str
 	if err := l.Store.Update(context.WithoutCancel(ctx), func(tx store.Tx) error { return tx.AppendAudit(e) }); err != nil {
 		l.logger().Error("enrollment refused, and its audit entry could not be written", "username", name, "err", err)
 	}
+}
+
+// closeEnrollment closes u's open link, if any, when an operator sets a
+// secret of u (SetPassword, SetPIN): the operator has taken the
+// enrollment over, and whoever holds the link must not replace what they
+// set. The act's entry says so (enrollment closed).
+func closeEnrollment(a *act, u *store.User) {
+	if len(u.EnrollmentHash) == 0 {
+		return
+	}
+	u.EnrollmentHash, u.EnrollmentExpires = nil, time.Time{}
+	a.result["enrollment"] = "closed"
 }

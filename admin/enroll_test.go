@@ -266,3 +266,43 @@ func TestEnrollConcurrent(t *testing.T) {
 		t.Errorf("audit %q: want one account_action ok", got)
 	}
 }
+
+// TestEnrollmentClosedByOperator: an operator who sets the password or
+// the PIN takes the enrollment over, and a disabled user's link does not
+// work: the link is refused afterwards.
+func TestEnrollmentClosedByOperator(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		act   func(ctx context.Context, l *Local) error
+		field string // the act's entry: enrollment=closed, "" = no field
+	}{
+		{"set password", func(ctx context.Context, l *Local) error {
+			_, err := l.SetPassword(ctx, alice2, SetSecretRequest{Username: "erin", Secret: "an operator's password"})
+			return err
+		}, "closed"},
+		{"set PIN", func(ctx context.Context, l *Local) error {
+			_, err := l.SetPIN(ctx, alice2, SetSecretRequest{Username: "erin", Secret: "8642"})
+			return err
+		}, "closed"},
+		{"disable", func(ctx context.Context, l *Local) error {
+			_, err := l.SetUserStatus(ctx, alice2, "erin", false)
+			return err
+		}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			l, _, _ := enrollWorld(t)
+			ctx := context.Background()
+			token := newEnrollee(t, l, "erin")
+			if err := tc.act(ctx, l); err != nil {
+				t.Fatal(err)
+			}
+			got := auditOf(t, l, "enrollment")
+			if last := got[len(got)-1]; strings.Contains(last, "enrollment=closed") != (tc.field == "closed") {
+				t.Errorf("the act's entry: %q", last)
+			}
+			if _, err := l.Enroll(ctx, EnrollRequest{Token: token, Password: "the link's password", PIN: "1234"}); !errors.Is(err, ErrEnrollmentRefused) {
+				t.Errorf("Enroll after the operator's act: %v", err)
+			}
+		})
+	}
+}

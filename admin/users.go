@@ -374,6 +374,7 @@ func (l *Local) SetPassword(ctx context.Context, by Principal, req SetSecretRequ
 	return l.updateUser(ctx, a, req.Username, store.Tx.RevokeUser, func(u *store.User) error {
 		u.PasswordHash = h
 		clearPasswordLock(u)
+		closeEnrollment(a, u)
 		return nil
 	})
 }
@@ -398,6 +399,7 @@ func (l *Local) SetPIN(ctx context.Context, by Principal, req SetSecretRequest) 
 	}
 	return l.updateUser(ctx, a, req.Username, store.Tx.RevokeUserSigning, func(u *store.User) error {
 		u.PINHash, u.PINLocked, u.FailedPINs = h, false, 0
+		closeEnrollment(a, u)
 		return nil
 	})
 }
