@@ -267,3 +267,41 @@ func closeEnrollment(a *act, u *store.User) {
 	u.EnrollmentHash, u.EnrollmentExpires = nil, time.Time{}
 	a.result["enrollment"] = "closed"
 }
+
+// IssueEnrollment implements Service: a new link for a user who has
+// neither a password nor a signing PIN yet (the first link expired, or
+// was lost), replacing the open one. Audited as user_password_set (field
+// enroll link): the link is how the password will be set. A user with a
+// password or a PIN is KindConflict: the operator's set-password and
+// set-pin replace secrets; a link is for the first ones only.
+func (l *Local) IssueEnrollment(ctx context.Context, by Principal, username string) (_ *UserView, err error) {
+	a, err := l.begin(ctx, by, "IssueEnrollment", store.AuditUserPasswordSet, "user:"+username)
+	if err != nil {
+		return nil, err
+	}
+	defer a.end(ctx, &err)
+	a.set("enroll", "link")
+	if store.ValidateUsername(username) != nil {
+		return nil, errorf(KindInvalid, "user %.64q: not a valid username", username)
+	}
+	link, hash, err := l.newEnrollment(username)
+	if err != nil {
+		return nil, l.fail("user "+username, err)
+	}
+	v, err := l.updateUser(ctx, a, username, nil, func(u *store.User) error {
+		if u.PasswordHash != "" || u.PINHash != "" {
+			return errorf(KindConflict, "user %q has a password or a signing PIN already: an enrollment link is for the first ones (set-password and set-pin replace them)", username)
+		}
+		if len(u.EnrollmentHash) > 0 {
+			a.result["replaced"] = "the open link"
+		}
+		u.EnrollmentHash, u.EnrollmentExpires = hash, link.ExpiresAt
+		a.result["enrollment_expires"] = link.ExpiresAt.Format(time.RFC3339)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	v.Enrollment = link
+	return v, nil
+}

@@ -27,6 +27,9 @@ type Service interface {
 	RemoveTOTP(ctx context.Context, by Principal, username string) (*UserView, error)
 	AddProof(ctx context.Context, by Principal, req AddProofRequest) (*UserView, error)
 	RemoveUser(ctx context.Context, by Principal, username string) (*RemoveResult, error)
+	// IssueEnrollment answers a new one-time enrollment link for a user
+	// without password and PIN (enroll.go).
+	IssueEnrollment(ctx context.Context, by Principal, username string) (*UserView, error)
 
 	AddClient(ctx context.Context, by Principal, req AddClientRequest) (*AddClientResult, error)
 	ListClients(ctx context.Context, by Principal) ([]ClientView, error)

@@ -120,6 +120,9 @@ func (a *app) userCmd() *cobra.Command {
 	unlockCmd := simple("unlock", "Clear the password lockout and failure counter (administrator)", func(ctx context.Context, s admin.Service, by admin.Principal, n string) (*admin.UserView, error) {
 		return s.UnlockUser(ctx, by, n)
 	})
+	enrollLinkCmd := simple("enroll-link", "A new one-time enrollment link for a user without password and PIN; it replaces the open one (administrator)", func(ctx context.Context, s admin.Service, by admin.Principal, n string) (*admin.UserView, error) {
+		return s.IssueEnrollment(ctx, by, n)
+	})
 	unlockPINCmd := simple("unlock-pin", "Clear the signing PIN lockout and failure counter (security officer)", func(ctx context.Context, s admin.Service, by admin.Principal, n string) (*admin.UserView, error) {
 		return s.UnlockPIN(ctx, by, n)
 	})
@@ -166,7 +169,7 @@ func (a *app) userCmd() *cobra.Command {
 		},
 	}
 
-	cmd.AddCommand(addCmd, listCmd, showCmd, disableCmd, enableCmd, unlockCmd, unlockPINCmd, setPassword, setPIN, removeCmd, a.addProofCmd(),
+	cmd.AddCommand(addCmd, listCmd, showCmd, disableCmd, enableCmd, unlockCmd, unlockPINCmd, enrollLinkCmd, setPassword, setPIN, removeCmd, a.addProofCmd(),
 		a.userTOTPCmd())
 	return cmd
 }

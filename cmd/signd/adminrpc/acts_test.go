@@ -163,6 +163,8 @@ func TestEveryAdminActAudited(t *testing.T) {
 				}
 				enrollLink = strings.TrimPrefix(u.Enrollment.Link, "https://acts.example/oauth2/enroll/erin~")
 			}},
+		{op: "IssueEnrollment", req: req(admin.NameRequest{Name: "erin"}), kind: store.AuditUserPasswordSet, target: fixed("user:erin"),
+			fields: map[string]string{"enroll": "link", "replaced": "the open link"}},
 		{op: "ListUsers", req: req(struct{}{}), kind: store.AuditAdminRead, target: fixed("users")},
 		{op: "ShowUser", req: req(admin.NameRequest{Name: "alice"}), kind: store.AuditAdminRead, target: fixed("user:alice")},
 		{op: "SetUserStatus", req: req(admin.StatusRequest{Name: "bob"}), kind: store.AuditUserDisabled, target: fixed("user:bob"),
