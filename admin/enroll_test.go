@@ -306,3 +306,51 @@ func TestEnrollmentClosedByOperator(t *testing.T) {
 		})
 	}
 }
+
+// TestIssueEnrollment: a new link replaces the open one (the old one is
+// refused, the new one works); a user with a password or a PIN, an
+// unknown user and a principal without the administrator role are
+// refused, each with its one audit entry.
+func TestIssueEnrollment(t *testing.T) {
+	l, clock, _ := enrollWorld(t)
+	ctx := context.Background()
+	old := newEnrollee(t, l, "erin")
+	clock.Advance(DefaultEnrollmentTTL) // the first link expired unused
+	v, err := l.IssueEnrollment(ctx, carol, "erin")
+	if err != nil || v.Enrollment == nil || !v.Enrollment.ExpiresAt.Equal(clock.Now().Add(DefaultEnrollmentTTL)) {
+		t.Fatalf("IssueEnrollment = %+v, %v", v, err)
+	}
+	token := strings.TrimPrefix(v.Enrollment.Link, "https://sign.example/signd"+EnrollPath)
+	if _, err := l.Enroll(ctx, EnrollRequest{Token: old, Password: "the old link's", PIN: "1111"}); !errors.Is(err, ErrEnrollmentRefused) {
+		t.Errorf("the replaced link: %v", err)
+	}
+	if _, err := l.Enroll(ctx, EnrollRequest{Token: token, Password: "the new link's", PIN: "2222"}); err != nil {
+		t.Errorf("the new link: %v", err)
+	}
+	for _, tc := range []struct {
+		name string
+		by   Principal
+		user string
+		kind Kind
+	}{
+		{"enrolled", carol, "erin", KindConflict},
+		{"with a password", carol, "frank", KindConflict},
+		{"unknown", carol, "nobody", KindNotFound},
+		{"invalid name", carol, "a~b", KindInvalid},
+		{"security officer", alice, "erin", KindForbidden},
+		{"auditor", dave, "erin", KindForbidden},
+	} {
+		if tc.user == "frank" {
+			if _, err := l.AddUser(ctx, carol, AddUserRequest{Username: "frank", Password: "correct horse"}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		before := len(auditOf(t, l))
+		if _, err := l.IssueEnrollment(ctx, tc.by, tc.user); KindOf(err) != tc.kind {
+			t.Errorf("%s: %v (%s), want %s", tc.name, err, KindOf(err), tc.kind)
+		}
+		if got := auditOf(t, l); len(got) != before+1 || !strings.Contains(got[before], "refused") {
+			t.Errorf("%s: audit %q, want one refusal", tc.name, got[before:])
+		}
+	}
+}
