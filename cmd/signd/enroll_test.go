@@ -280,6 +280,34 @@ func TestEnrollmentRefusals(t *testing.T) {
 		if st, raw := p.call(&onboarding, "GET", "/users/api1", ""); st != 404 {
 			t.Errorf("api1 was created: %d %s", st, raw)
 		}
+		// A new link: answered once, replacing the open one.
+		first := p.enrollee(&onboarding, "api2")
+		var v admin.UserView
+		p.must(&onboarding, "POST", "/users/api2/enrollment", "", &v)
+		if v.Enrollment == nil || v.Enrollment.Link == first {
+			t.Errorf("POST /users/api2/enrollment: %+v", v)
+		}
+		for _, tc := range []struct {
+			cert   *apiCert
+			path   string
+			body   string
+			status int
+		}{
+			{&onboarding, "/users/nobody/enrollment", "", 404},
+			{&onboarding, "/users/api2/enrollment", `{"x":1}`, 400},
+			{&auditor, "/users/api2/enrollment", "", 403},
+		} {
+			if st, raw := p.call(tc.cert, "POST", tc.path, tc.body); st != tc.status {
+				t.Errorf("POST %s %s: %d %s, want %d", tc.path, tc.body, st, raw, tc.status)
+			}
+		}
+		f := openEnrollForm(t, p.base, v.Enrollment.Link)
+		if st, body := f.post(pw, pin, nil, nil); st != 200 || !strings.Contains(body, "Your password and PIN are set.") {
+			t.Errorf("the new link: %d %s", st, body)
+		}
+		if st, raw := p.call(&onboarding, "POST", "/users/api2/enrollment", ""); st != 409 {
+			t.Errorf("a link for an enrolled user: %d %s", st, raw)
+		}
 	})
 	t.Run("replayed post", func(t *testing.T) {
 		f := openEnrollForm(t, p.base, p.enrollee(&onboarding, "replay"))
@@ -389,5 +417,15 @@ func TestUserAddEnrollCLI(t *testing.T) {
 	}
 	if _, _, err := e.run("", "user", "show", "carl"); err == nil {
 		t.Error("carl was created")
+	}
+	// A new link replaces the first one; a user with a password gets none.
+	again := e.must("", "user", "enroll-link", "bob")
+	m2 := regexp.MustCompile(`enrollment link: (http://127\.0\.0\.1:8443/oauth2/enroll/bob~[A-Za-z0-9_-]{43})\n`).FindStringSubmatch(again)
+	if m2 == nil || m2[1] == m[1] {
+		t.Errorf("user enroll-link:\n%s", again)
+	}
+	e.must("a password!\n", "user", "add", "dora", "--password-file", "-")
+	if _, _, err := e.run("", "user", "enroll-link", "dora"); err == nil || !strings.Contains(err.Error(), "has a password or a signing PIN already") {
+		t.Errorf("enroll-link for a user with a password: %v", err)
 	}
 }
