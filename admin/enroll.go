@@ -28,10 +28,10 @@ import (
 // EnrollPath is the path of the enrollment page below server.base_url.
 const EnrollPath = "/oauth2/enroll/"
 
-// Bounds of the enrollment link's lifetime (admin.enrollment_ttl).
-const (
-	DefaultEnrollmentTTL = 24 * time.Hour
-)
+// DefaultEnrollmentTTL is how long a link stays open when
+// Local.EnrollmentTTL is 0 (admin.enrollment_ttl's default; the config
+// bounds it).
+const DefaultEnrollmentTTL = 24 * time.Hour
 
 // enrollSep separates the username from the secret in a link's token:
 // neither a username character ([A-Za-z0-9._@-]) nor a base64url one.
@@ -62,13 +62,6 @@ var (
 	ErrEnrollPassword    = fmt.Errorf("admin: the password must be %d to %d bytes of printable characters", minPasswordLen, maxPasswordLen)
 	ErrEnrollPIN         = fmt.Errorf("admin: the signing PIN must be %d to %d bytes of printable characters", minPINLen, maxPINLen)
 )
-
-// PasswordPolicy and PINPolicy are the bounds, in bytes, of a password and
-// a signing PIN, for pages that state them.
-func PasswordPolicy() (lo, hi int) { return minPasswordLen, maxPasswordLen }
-
-// PINPolicy: see PasswordPolicy.
-func PINPolicy() (lo, hi int) { return minPINLen, maxPINLen }
 
 func (l *Local) enrollmentTTL() time.Duration {
 	if l.EnrollmentTTL > 0 {
@@ -161,8 +154,10 @@ func (l *Local) EnrollmentUser(ctx context.Context, token string) (string, error
 // role, only the link the administrator's AddUser issued.
 func (l *Local) Enroll(ctx context.Context, req EnrollRequest) (string, error) {
 	name, err := l.EnrollmentUser(ctx, req.Token)
-	if err != nil {
+	if errors.Is(err, ErrEnrollmentRefused) {
 		l.refuseEnrollment(ctx, enrollUsername(req.Token), req.IP, err)
+	}
+	if err != nil {
 		return "", err
 	}
 	if checkSecretLen("password", req.Password, minPasswordLen, maxPasswordLen) != nil {

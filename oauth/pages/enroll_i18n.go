@@ -2,8 +2,9 @@ package pages
 
 // enrollMessages are the enrollment page's strings in both languages (Msg
 // reads them after accountMessages); a test checks both have the same keys
-// and that every key the enrollment templates use exists. The bounds are
-// admin's (admin.PasswordPolicy, admin.PINPolicy), which the test checks.
+// and that every key the enrollment templates use exists. The bounds they
+// state are those of package admin (8–1024 bytes, 4–64 bytes), as `signd
+// user add` and set-pin apply them.
 var enrollMessages = map[string]map[string]string{
 	NL: {
 		"enroll.title":          "Account instellen",
