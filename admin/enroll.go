@@ -7,6 +7,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"regexp"
 	"strings"
 	"time"
 
@@ -33,6 +34,10 @@ const EnrollPath = "/oauth2/enroll/"
 // bounds it).
 const DefaultEnrollmentTTL = 24 * time.Hour
 
+// totpSecretRE is a TOTP secret the enrollment page may store: base32
+// without padding, 160 to 640 bits.
+var totpSecretRE = regexp.MustCompile(`^[A-Z2-7]{32,128}$`)
+
 // enrollSep separates the username from the secret in a link's token:
 // neither a username character ([A-Za-z0-9._@-]) nor a base64url one.
 const enrollSep = "~"
@@ -52,6 +57,12 @@ type EnrollmentView struct {
 // post from (for the audit entry).
 type EnrollRequest struct {
 	Token, Password, PIN, IP string
+	// TOTPSecret, when set, is the base32 TOTP secret (RFC 6238) the page
+	// showed and the user's authenticator app confirmed with a code of
+	// time step TOTPStep (the page checks the code): stored with the
+	// password and PIN, the step as accepted.
+	TOTPSecret string
+	TOTPStep   int64
 }
 
 // Errors of Enroll and EnrollmentUser. ErrEnrollmentRefused is one answer
@@ -61,6 +72,7 @@ var (
 	ErrEnrollmentRefused = errors.New("admin: the enrollment link is unknown, used or expired")
 	ErrEnrollPassword    = fmt.Errorf("admin: the password must be %d to %d bytes of printable characters", minPasswordLen, maxPasswordLen)
 	ErrEnrollPIN         = fmt.Errorf("admin: the signing PIN must be %d to %d bytes of printable characters", minPINLen, maxPINLen)
+	ErrEnrollTOTP        = errors.New("admin: the TOTP secret must be 32 to 128 base32 characters (at least 160 bits)")
 )
 
 func (l *Local) enrollmentTTL() time.Duration {
@@ -166,6 +178,9 @@ func (l *Local) Enroll(ctx context.Context, req EnrollRequest) (string, error) {
 	if checkSecretLen("PIN", req.PIN, minPINLen, maxPINLen) != nil {
 		return "", ErrEnrollPIN
 	}
+	if req.TOTPSecret != "" && !totpSecretRE.MatchString(req.TOTPSecret) {
+		return "", ErrEnrollTOTP
+	}
 	pw, err := l.Hasher.Hash([]byte(req.Password))
 	if err != nil {
 		return "", err
@@ -189,10 +204,15 @@ func (l *Local) Enroll(ctx context.Context, req EnrollRequest) (string, error) {
 		u.EnrollmentHash, u.EnrollmentExpires = nil, time.Time{}
 		clearPasswordLock(u)
 		u.PINLocked, u.FailedPINs = false, 0
+		e := l.enrollEntry(name, req.IP, store.AuditOK, "")
+		if req.TOTPSecret != "" {
+			u.TOTPSecret, u.TOTPLastStep = req.TOTPSecret, req.TOTPStep
+			e.Fields["totp"] = "enrolled"
+		}
 		if err := tx.PutUser(u); err != nil {
 			return err
 		}
-		return tx.AppendAudit(l.enrollEntry(name, req.IP, store.AuditOK, ""))
+		return tx.AppendAudit(e)
 	})
 	if err != nil {
 		if errors.Is(err, ErrEnrollmentRefused) {

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+	"github.com/pquerna/otp/totp"
 
 	"github.com/signd/signd/admin"
 	"github.com/signd/signd/csc/certstatus/certstatustest"
@@ -307,6 +308,56 @@ func TestEnrollmentRefusals(t *testing.T) {
 		}
 		if st, raw := p.call(&onboarding, "POST", "/users/api2/enrollment", ""); st != 409 {
 			t.Errorf("a link for an enrolled user: %d %s", st, raw)
+		}
+	})
+	t.Run("TOTP", func(t *testing.T) {
+		secretRE := regexp.MustCompile(`name="totp_secret" value="([A-Z2-7]{32})"`)
+		for _, tc := range []struct {
+			name   string
+			code   func(secret string) string
+			secret func(secret string) string
+			want   string
+			totp   bool
+		}{
+			{"confirmed", func(s string) string { c, _ := totp.GenerateCode(s, time.Now()); return c }, nil, "Your password and PIN are set.", true},
+			{"skipped", func(string) string { return "" }, nil, "Your password and PIN are set.", false},
+			{"wrong code", func(string) string { return "000000" }, nil, "The authenticator app&#39;s code is not right.", false},
+			{"code of another secret", func(string) string {
+				c, _ := totp.GenerateCode("JBSWY3DPEHPK3PXPJBSWY3DPEHPK3PXP", time.Now())
+				return c
+			},
+				nil, "The authenticator app&#39;s code is not right.", false},
+			{"malformed secret", func(s string) string { c, _ := totp.GenerateCode("AAAA", time.Now()); return c },
+				func(string) string { return "AAAA" }, "The authenticator app&#39;s code is not right.", false},
+			{"oversized code", func(string) string { return strings.Repeat("1", 100) }, nil, "The authenticator app&#39;s code is not right.", false},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				name := "totp-" + strings.ReplaceAll(tc.name, " ", "-")
+				link := p.enrollee(&onboarding, name)
+				f := openEnrollForm(t, p.base, link)
+				st, page := f.do(http.MethodGet, nil, nil)
+				m := secretRE.FindStringSubmatch(page)
+				if st != 200 || m == nil || !strings.Contains(page, "otpauth://totp/") {
+					t.Fatalf("the form offers no TOTP secret: %d %s", st, page)
+				}
+				f.csrf = csrfFieldRE.FindStringSubmatch(page)[1]
+				secret := m[1]
+				if tc.secret != nil {
+					secret = tc.secret(secret)
+				}
+				st, body := f.post(pw, pin, url.Values{"totp_secret": {secret}, "totp_code": {tc.code(secret)}}, nil)
+				if st != 200 || !strings.Contains(body, tc.want) {
+					t.Fatalf("post: %d, want %q:\n%s", st, tc.want, body)
+				}
+				var v admin.UserView
+				p.must(&onboarding, "GET", "/users/"+name, "", &v)
+				if v.HasTOTP != tc.totp || (v.EnrollmentExpires == nil) != strings.Contains(tc.want, "are set") {
+					t.Errorf("after the post: has_totp %v, enrollment open %v", v.HasTOTP, v.EnrollmentExpires != nil)
+				}
+				if strings.Contains(tc.want, "not right") && tc.secret == nil && !strings.Contains(body, `value="`+secret+`"`) {
+					t.Error("the form shown again offers another secret than the one the app holds")
+				}
+			})
 		}
 	})
 	t.Run("replayed post", func(t *testing.T) {

@@ -25,7 +25,9 @@ func (s *services) enrollPage(flow *browser.Handler) *enrollpage.Handler {
 		Backend: &admin.Local{Store: s.store, Hasher: s.hasher, Now: s.now, Logger: s.logger.With("service", "oauth")},
 		Forms:   flow,
 		Logger:  s.logger.With("service", "oauth"),
+		Now:     s.now,
 		Pages:   s.pages,
+		Issuer:  s.cfg.UI.ProductName,
 	}
 }
 

@@ -3,15 +3,21 @@ package enroll
 import (
 	"context"
 	"crypto/subtle"
+	"encoding/base32"
 	"errors"
 	"log/slog"
 	"net/http"
+	"regexp"
+	"time"
 
 	"github.com/labstack/echo/v4"
+	"github.com/pquerna/otp"
+	"github.com/pquerna/otp/totp"
 
 	"github.com/signd/signd/admin"
 	"github.com/signd/signd/oauth"
 	"github.com/signd/signd/oauth/pages"
+	"github.com/signd/signd/oauth/passwords"
 )
 
 // Backend checks and uses enrollment links; *admin.Local is one.
@@ -45,6 +51,8 @@ const (
 	fieldPassword2 = "password2"
 	fieldPIN       = "pin"
 	fieldPIN2      = "pin2"
+	fieldTOTP      = "totp_secret"
+	fieldTOTPCode  = "totp_code"
 	csrfCookie     = "signd_enroll_csrf"
 	// MaxForm bounds the posted form: two passwords and two PINs at their
 	// longest, the CSRF token and the language fit with room to spare.
@@ -54,13 +62,25 @@ const (
 // Handler serves the enrollment page. Fill the dependencies and call
 // Mount.
 type Handler struct {
-	Backend Backend      // required (admin.Local)
-	Forms   Forms        // required (the browser flow)
-	Logger  *slog.Logger // nil = discard
-	Pages   *pages.Pages // nil = the built-in look
+	Backend Backend          // required (admin.Local)
+	Forms   Forms            // required (the browser flow)
+	Logger  *slog.Logger     // nil = discard
+	Now     func() time.Time // nil = time.Now; the TOTP code's time
+	Pages   *pages.Pages     // nil = the built-in look
+	// Issuer names the service in the authenticator app (the otpauth
+	// URI); "" = "signd".
+	Issuer string
 
 	pages *pages.Pages
 	log   *slog.Logger
+	now   func() time.Time
+}
+
+// View is what the enrollment template reads besides pages.Data: the
+// TOTP secret offered (optional for the user), as text and as an
+// otpauth:// URI for authenticator apps.
+type View struct {
+	TOTPSecret, TOTPURI string
 }
 
 // Mount registers the page on g (the daemon's root group), its errors in
@@ -79,6 +99,9 @@ func (h *Handler) Mount(g *echo.Group) error {
 	}
 	if h.log == nil {
 		h.log = slog.New(slog.DiscardHandler)
+	}
+	if h.now = h.Now; h.now == nil {
+		h.now = time.Now
 	}
 	page := oauth.WithDialect(oauth.PageDialect())
 	g.GET(route, h.form, page)
@@ -109,6 +132,9 @@ func (h *Handler) lang(r *http.Request) string {
 	return h.pages.Lang(r, r.URL.Query().Get("ui_locales"), r.PostForm.Get(fieldLang))
 }
 
+// totpSecretRE is a secret totpKey makes: 160 bits in base32.
+var totpSecretRE = regexp.MustCompile(`^[A-Z2-7]{32}$`)
+
 // refused is the one page of a link that is not open: unknown, used or
 // expired alike.
 func refused(lang string) error {
@@ -126,19 +152,45 @@ func (h *Handler) form(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return h.render(c, lang, username, "")
+	return h.render(c, lang, username, "", "")
 }
 
-// render shows the form with a fresh double-submit CSRF token.
-func (h *Handler) render(c echo.Context, lang, username, errKey string) error {
+// render shows the form with a fresh double-submit CSRF token, and the
+// TOTP secret totpSecret offers ("" = a new one).
+func (h *Handler) render(c echo.Context, lang, username, errKey, totpSecret string) error {
 	token, err := oauth.NewSecret()
+	if err != nil {
+		return err
+	}
+	key, err := h.totpKey(username, totpSecret)
 	if err != nil {
 		return err
 	}
 	c.SetCookie(h.cookie(token, 0))
 	return h.pages.Render(c, pages.Status, "enroll", &pages.Data{
 		Lang: lang, TitleKey: "enroll.title", Action: c.Param("token"), CSRF: token, Error: errKey, Username: username,
+		Account: View{TOTPSecret: key.Secret(), TOTPURI: key.URL()},
 	}, "")
+}
+
+// totpKey is the TOTP key offered to username: secret (posted back by the
+// form when its code was wrong), or a new one of 160 bits (SHA-1, 6
+// digits, 30 s: what authenticator apps support, as admin.EnrollTOTP).
+func (h *Handler) totpKey(username, secret string) (*otp.Key, error) {
+	issuer := h.Issuer
+	if issuer == "" {
+		issuer = "signd"
+	}
+	opts := totp.GenerateOpts{Issuer: issuer, AccountName: username, Period: 30, SecretSize: 20,
+		Digits: otp.DigitsSix, Algorithm: otp.AlgorithmSHA1}
+	if secret != "" {
+		raw, err := base32.StdEncoding.WithPadding(base32.NoPadding).DecodeString(secret)
+		if err != nil {
+			return nil, err
+		}
+		opts.Secret = raw
+	}
+	return totp.Generate(opts)
 }
 
 // cookie is the CSRF cookie, for the enrollment pages only; maxAge -1
@@ -155,7 +207,7 @@ func (h *Handler) submit(c echo.Context) error {
 	if err := r.ParseForm(); err != nil {
 		return oauth.NewPageError(http.StatusBadRequest, h.pages.RequestLang(r), "errorpage.request")
 	}
-	for _, k := range []string{fieldCSRF, fieldLang, fieldPassword, fieldPassword2, fieldPIN, fieldPIN2} {
+	for _, k := range []string{fieldCSRF, fieldLang, fieldPassword, fieldPassword2, fieldPIN, fieldPIN2, fieldTOTP, fieldTOTPCode} {
 		if len(r.PostForm[k]) > 1 {
 			return oauth.NewPageError(http.StatusBadRequest, h.lang(r), "errorpage.request")
 		}
@@ -168,7 +220,13 @@ func (h *Handler) submit(c echo.Context) error {
 	}
 	token := c.Param("token")
 	f := r.PostForm
-	if f.Get(fieldPassword) != f.Get(fieldPassword2) || f.Get(fieldPIN) != f.Get(fieldPIN2) {
+	// The TOTP secret the form offered: kept across a refusal when it is
+	// one the page could have made, else a new one is offered.
+	secret := f.Get(fieldTOTP)
+	if !totpSecretRE.MatchString(secret) {
+		secret = ""
+	}
+	again := func(key string) error {
 		username, err := h.Backend.EnrollmentUser(r.Context(), token)
 		if errors.Is(err, admin.ErrEnrollmentRefused) {
 			return refused(lang)
@@ -176,24 +234,31 @@ func (h *Handler) submit(c echo.Context) error {
 		if err != nil {
 			return err
 		}
-		return h.render(c, lang, username, "enroll.error.mismatch")
+		return h.render(c, lang, username, key, secret)
 	}
-	username, err := h.Backend.Enroll(r.Context(), admin.EnrollRequest{
-		Token: token, Password: f.Get(fieldPassword), PIN: f.Get(fieldPIN), IP: c.RealIP(),
-	})
+	if f.Get(fieldPassword) != f.Get(fieldPassword2) || f.Get(fieldPIN) != f.Get(fieldPIN2) {
+		return again("enroll.error.mismatch")
+	}
+	req := admin.EnrollRequest{Token: token, Password: f.Get(fieldPassword), PIN: f.Get(fieldPIN), IP: c.RealIP()}
+	if code := f.Get(fieldTOTPCode); code != "" {
+		// The user asked for the second factor: the code must be one of
+		// the secret the form showed, now.
+		step, ok := passwords.TOTPStep(code, secret, h.now())
+		if secret == "" || !ok {
+			return again("enroll.error.totp")
+		}
+		req.TOTPSecret, req.TOTPStep = secret, step
+	}
+	username, err := h.Backend.Enroll(r.Context(), req)
 	switch {
 	case errors.Is(err, admin.ErrEnrollmentRefused):
 		return refused(lang)
-	case errors.Is(err, admin.ErrEnrollPassword), errors.Is(err, admin.ErrEnrollPIN):
-		key := "enroll.error.password"
-		if errors.Is(err, admin.ErrEnrollPIN) {
-			key = "enroll.error.pin"
-		}
-		u, uerr := h.Backend.EnrollmentUser(r.Context(), token)
-		if uerr != nil {
-			return refused(lang)
-		}
-		return h.render(c, lang, u, key)
+	case errors.Is(err, admin.ErrEnrollPassword):
+		return again("enroll.error.password")
+	case errors.Is(err, admin.ErrEnrollPIN):
+		return again("enroll.error.pin")
+	case errors.Is(err, admin.ErrEnrollTOTP):
+		return again("enroll.error.totp")
 	case err != nil:
 		return err
 	}

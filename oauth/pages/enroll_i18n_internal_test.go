@@ -18,7 +18,7 @@ func TestEnrollMessages(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	keys := []string{"enroll.title", "enroll.refused", "enroll.error.password", "enroll.error.pin", "enroll.error.mismatch",
+	keys := []string{"enroll.title", "enroll.refused", "enroll.error.password", "enroll.error.pin", "enroll.error.mismatch", "enroll.error.totp",
 		"errorpage.crosssite", "errorpage.csrf", "errorpage.request"}
 	for _, m := range regexp.MustCompile(`\.T "([a-z0-9.]+)"`).FindAllStringSubmatch(string(tmpl), -1) {
 		keys = append(keys, m[1])

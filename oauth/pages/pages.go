@@ -181,6 +181,7 @@ func (p *Pages) check() error {
 			}
 			if strings.HasPrefix(name, "enroll") {
 				d.TitleKey = "enroll.title"
+				d.Account = sampleEnroll{TOTPSecret: "JBSWY3DPEHPK3PXPJBSWY3DPEHPK3PXP", TOTPURI: "otpauth://totp/signd:u?secret=JBSWY3DPEHPK3PXP"}
 			}
 			p.brand(d)
 			if err := p.tmpl.ExecuteTemplate(io.Discard, name, d); err != nil {
@@ -197,6 +198,10 @@ type sampleAccount struct {
 	Username    string
 	Credentials []sampleCredential
 }
+
+// sampleEnroll is the view check renders the enrollment page with (the
+// fields of oauth/enroll's View).
+type sampleEnroll struct{ TOTPSecret, TOTPURI string }
 
 type sampleCredential struct {
 	ID, Description, Subject, ValidFrom, ValidTo, Cert, Status string
@@ -299,7 +304,8 @@ type Data struct {
 	Back    template.URL
 	Refresh template.HTMLAttr
 	// Account is the account page's view (the credentials of the user
-	// signed in), which the account templates read.
+	// signed in), which the account templates read; on the enrollment
+	// page, oauth/enroll's View (the TOTP secret offered).
 	Account any
 }
 
