@@ -174,6 +174,12 @@ func TestEnroll(t *testing.T) {
 		{"oversized PIN", func(t *testing.T, l *Local, _ *storetest.Clock, token string) EnrollRequest {
 			return EnrollRequest{Token: token, Password: pw, PIN: strings.Repeat("1", 65)}
 		}, ErrEnrollPIN, "", true},
+		{"with TOTP", func(t *testing.T, l *Local, _ *storetest.Clock, token string) EnrollRequest {
+			return EnrollRequest{Token: token, Password: pw, PIN: pin, IP: "192.0.2.1", TOTPSecret: "JBSWY3DPEHPK3PXPJBSWY3DPEHPK3PXP", TOTPStep: 42}
+		}, nil, "account_action ok user:erin action=enroll ip=192.0.2.1 password=set pin=set totp=enrolled", false},
+		{"malformed TOTP secret", func(t *testing.T, l *Local, _ *storetest.Clock, token string) EnrollRequest {
+			return EnrollRequest{Token: token, Password: pw, PIN: pin, TOTPSecret: "jbswy3dp"}
+		}, ErrEnrollTOTP, "", true},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -190,7 +196,7 @@ func TestEnroll(t *testing.T) {
 			if !errors.Is(err, tc.err) || (err == nil) != (name == "erin") {
 				t.Fatalf("Enroll = %q, %v; want %v", name, err, tc.err)
 			}
-			got := auditOf(t, l, "action", "ip", "password", "pin")
+			got := auditOf(t, l, "action", "ip", "password", "pin", "totp")
 			switch {
 			case tc.audit == "" && len(got) != before:
 				t.Errorf("audit %q, want nothing new", got[before:])
@@ -216,6 +222,9 @@ func TestEnroll(t *testing.T) {
 			}
 			if ok, _ := l.Hasher.Check(u.PINHash, []byte(pin)); !ok {
 				t.Error("the PIN was not set")
+			}
+			if u.TOTPSecret != req.TOTPSecret || u.TOTPLastStep != req.TOTPStep {
+				t.Errorf("TOTP stored %q step %d, want %q %d", u.TOTPSecret, u.TOTPLastStep, req.TOTPSecret, req.TOTPStep)
 			}
 			if len(u.EnrollmentHash) != 0 || !u.EnrollmentExpires.IsZero() {
 				t.Errorf("the link stays stored: %x %v", u.EnrollmentHash, u.EnrollmentExpires)
