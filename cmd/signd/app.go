@@ -55,7 +55,7 @@ type app struct {
 	// checkpointTicks, when set, replaces the ticker of
 	// audit.checkpoint_interval (tests); the interval must still be set.
 	checkpointTicks <-chan time.Time
-	// stateTicks, when set, replaces the ticker of stateRefresh: each
+	// stateTicks, when set, replaces the ticker of metrics.StateRefresh: each
 	// value refreshes the metrics read from the store (tests).
 	stateTicks <-chan time.Time
 }

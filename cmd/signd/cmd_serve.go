@@ -19,6 +19,7 @@ import (
 
 	"github.com/signd/signd/admin"
 	"github.com/signd/signd/cmd/signd/adminrpc"
+	"github.com/signd/signd/cmd/signd/metrics"
 	"github.com/signd/signd/config"
 	"github.com/signd/signd/store"
 )
@@ -129,9 +130,9 @@ func (a *app) serve(ctx context.Context, cfg *config.Config, load func() (*confi
 		}
 	}()
 	defer func() { stopCheck(); <-checked }()
-	mx.watchToken(token.Status)
+	mx.WatchToken(token.Status)
 	if st, ok := db.(commitStats); ok {
-		mx.watchStore(st.Stats)
+		mx.WatchEtcd(st.Stats)
 	}
 	hasher, err := a.startupHasher()
 	if err != nil {
@@ -143,15 +144,16 @@ func (a *app) serve(ctx context.Context, cfg *config.Config, load func() (*confi
 		return err
 	}
 	srv := &server{Store: db, Token: token, Logger: logger, BodyLimit: cfg.Server.BodyLimitBytes, TLS: cfg.Server.TLS.CertFile != "",
-		TrustedProxies: cfg.Server.TrustedProxyNets(), Pages: pg, Readiness: mx.observeReadiness}
-	mx.watchReadiness(func() bool {
+		TrustedProxies: cfg.Server.TrustedProxyNets(), Pages: pg, Readiness: mx.ObserveReadiness}
+	mx.WatchReadiness(func() bool {
 		status, _ := srv.readiness(context.Background())
 		return status == http.StatusOK
 	})
-	stopState := mx.watchState(newStateCollector(db, a.clock, logger, cfg.Audit.CheckpointDir, cfg.Audit.CheckpointInterval), a.stateTicks)
+	stopState := mx.WatchState(metrics.NewState(metrics.StateOptions{Store: db, Now: a.clock, Logger: logger,
+		CheckpointDir: cfg.Audit.CheckpointDir, CheckpointInterval: cfg.Audit.CheckpointInterval}), a.stateTicks)
 	defer stopState()
 	e := srv.echo()
-	e.Pre(mx.middleware)
+	e.Pre(mx.Middleware)
 	keys := newKeyRing(cfg, db, token, a.clock, logger) // one ring: the provider's and the admin service's
 	svc := &services{cfg: cfg, store: db, token: token, hasher: hasher, logger: logger, now: a.clock, metrics: mx, keys: keys, pages: pg}
 	defer func() {
@@ -192,7 +194,7 @@ func (a *app) serve(ctx context.Context, cfg *config.Config, load func() (*confi
 		httpLn = tls.NewListener(httpLn, httpSrv.TLSConfig)
 	}
 
-	metricsEP, err := listenMetrics(cfg.Server.MetricsListen, mx, logger)
+	metricsEP, err := metrics.Listen(cfg.Server.MetricsListen, mx, logger)
 	if err != nil {
 		httpLn.Close()
 		return err
@@ -200,7 +202,7 @@ func (a *app) serve(ctx context.Context, cfg *config.Config, load func() (*confi
 	adminLn, err := listenAdmin(cfg.Server.AdminSocket, adminGID, roles.Map.Groups(), logger)
 	if err != nil {
 		httpLn.Close()
-		metricsEP.close()
+		metricsEP.Close()
 		return err
 	}
 	defer os.Remove(cfg.Server.AdminSocket)
@@ -211,7 +213,7 @@ func (a *app) serve(ctx context.Context, cfg *config.Config, load func() (*confi
 	apiSrv, apiLn, err := listenAPI(cfg, local, a.now, logger)
 	if err != nil {
 		httpLn.Close()
-		metricsEP.close()
+		metricsEP.Close()
 		adminLn.Close()
 		return err
 	}
@@ -232,7 +234,7 @@ func (a *app) serve(ctx context.Context, cfg *config.Config, load func() (*confi
 	for _, m := range mounters {
 		if err := m.Mount(ae.Group("")); err != nil {
 			httpLn.Close()
-			metricsEP.close()
+			metricsEP.Close()
 			adminLn.Close()
 			return err
 		}
@@ -252,7 +254,7 @@ func (a *app) serve(ctx context.Context, cfg *config.Config, load func() (*confi
 			a.apiReady(apiLn.Addr().String())
 		}
 	}
-	metricsEP.serve(errc)
+	metricsEP.Serve(errc)
 	reloadCtx, stopReload := context.WithCancel(ctx)
 	hup := a.hup
 	if hup == nil {
@@ -277,9 +279,9 @@ func (a *app) serve(ctx context.Context, cfg *config.Config, load func() (*confi
 		return status == http.StatusOK
 	})
 	logger.Info("signd ready", "listen", httpLn.Addr().String(), "admin_socket", cfg.Server.AdminSocket, "tls", srv.TLS,
-		"metrics_listen", metricsEP.addr())
+		"metrics_listen", metricsEP.Addr())
 	if a.metricsReady != nil {
-		a.metricsReady(metricsEP.addr())
+		a.metricsReady(metricsEP.Addr())
 	}
 	if a.ready != nil {
 		a.ready(httpLn.Addr().String(), cfg.Server.AdminSocket)
@@ -298,7 +300,7 @@ func (a *app) serve(ctx context.Context, cfg *config.Config, load func() (*confi
 		servers = append(servers, namedServer{"provisioning API", apiSrv})
 	}
 	if metricsEP != nil {
-		servers = append(servers, namedServer{"metrics", metricsEP.srv})
+		servers = append(servers, namedServer{"metrics", metricsEP.Server()})
 	}
 	drain(ctx, cfg.Server.ShutdownTimeout, logger, servers...)
 	logger.Info("stopped")

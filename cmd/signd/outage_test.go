@@ -246,10 +246,10 @@ func TestReadyzReportsOutage(t *testing.T) {
 	e := newEnv(t, "")
 	_, db, tok, faults := openFaulty(t, e, nil)
 	mx := newMetrics()
-	mx.watchToken(tok.Status)
+	mx.WatchToken(tok.Status)
 	srv := &server{Store: db, Token: tok, Logger: slog.New(slog.DiscardHandler), BodyLimit: 1 << 16}
 	router := srv.echo()
-	router.GET("/metrics", echo.WrapHandler(promhttp.HandlerFor(mx.reg, promhttp.HandlerOpts{})))
+	router.GET("/metrics", echo.WrapHandler(promhttp.HandlerFor(mx.Registry(), promhttp.HandlerOpts{})))
 	get := func(path string) (int, string) {
 		rec := httptest.NewRecorder()
 		router.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, path, nil))

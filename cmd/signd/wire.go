@@ -7,6 +7,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/signd/signd/cmd/signd/adminrpc"
+	"github.com/signd/signd/cmd/signd/metrics"
 	"github.com/signd/signd/config"
 	"github.com/signd/signd/csc"
 	"github.com/signd/signd/hsm"
@@ -31,8 +32,8 @@ type services struct {
 	// onShutdown collects what the services need to stop (background
 	// loops); serve runs them after the listeners drained.
 	onShutdown []func()
-	// metrics receives the CSC measurements (metrics.go); nil = none.
-	metrics *metrics
+	// metrics receives the services' measurements; nil = none.
+	metrics *metrics.Metrics
 
 	// keys is the OIDC signing-key ring; serve builds it once and shares it
 	// with the admin service. mount builds one when it is nil.
@@ -119,4 +120,11 @@ func (s *services) mount(e *echo.Echo) error {
 		}
 	}
 	return nil
+}
+
+// newMetrics is the daemon's collectors, signd_build_info naming this
+// build.
+func newMetrics() *metrics.Metrics {
+	b := buildInfo()
+	return metrics.New(metrics.Build{Version: b.Version, Commit: b.Commit, GoVersion: b.GoVersion})
 }

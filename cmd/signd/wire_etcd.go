@@ -10,7 +10,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/client/v3/concurrency"
 
@@ -41,26 +40,6 @@ func openEtcd(cfg *config.Config, logger *slog.Logger) (*etcd.DB, error) {
 
 // commitStats is a backend that counts its commits; *etcd.DB is one.
 type commitStats interface{ Stats() etcd.Stats }
-
-// watchStore publishes the etcd backend's commit counters, read at scrape
-// time: how often this node's transactions conflict with other writers
-// (conflicts per commit) and how many Batch calls share a commit.
-func (m *metrics) watchStore(stats func() etcd.Stats) {
-	counter := func(name, help string, v func(etcd.Stats) uint64) prometheus.Collector {
-		return prometheus.NewCounterFunc(prometheus.CounterOpts{Name: name, Help: help},
-			func() float64 { return float64(v(stats())) })
-	}
-	m.reg.MustRegister(
-		counter("signd_store_etcd_commits_total", "etcd transactions this node's store sent (conflicting ones included).",
-			func(s etcd.Stats) uint64 { return s.Commits }),
-		counter("signd_store_etcd_conflicts_total", "etcd transactions whose guard failed (another writer changed what they read); they ran again.",
-			func(s etcd.Stats) uint64 { return s.Conflicts }),
-		counter("signd_store_etcd_batch_calls_total", "Batch calls (signHash, token, audit appends) answered by a committed shared transaction.",
-			func(s etcd.Stats) uint64 { return s.BatchCalls }),
-		counter("signd_store_etcd_batch_runs_total", "Runs of batched functions: above batch_calls when conflicts ran shared transactions again.",
-			func(s etcd.Stats) uint64 { return s.BatchRuns }),
-	)
-}
 
 // etcdTLS is the client TLS configuration: nil (plain HTTP) unless an
 // endpoint is https or a TLS file is set. The client certificate (cert_file,
