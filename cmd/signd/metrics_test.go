@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/signd/signd/cmd/signd/version"
 )
 
 // listeningPorts returns the TCP ports this process listens on (Linux:
@@ -108,7 +110,7 @@ func TestMetricsOwnListener(t *testing.T) {
 	for _, want := range []string{
 		`signd_http_requests_total{method="GET",route="unmatched",status="404"} 2`,
 		"go_goroutines", "process_resident_memory_bytes",
-		`goversion="` + runtime.Version() + `",version="` + buildInfo().Version + `"} 1`, // signd_build_info
+		`goversion="` + runtime.Version() + `",version="` + version.Info().Version + `"} 1`, // signd_build_info
 	} {
 		if !strings.Contains(text, want) {
 			t.Errorf("metrics lack %s", want)

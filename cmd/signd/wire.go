@@ -8,6 +8,7 @@ import (
 
 	"github.com/signd/signd/cmd/signd/adminrpc"
 	"github.com/signd/signd/cmd/signd/metrics"
+	"github.com/signd/signd/cmd/signd/version"
 	"github.com/signd/signd/config"
 	"github.com/signd/signd/csc"
 	"github.com/signd/signd/hsm"
@@ -125,6 +126,6 @@ func (s *services) mount(e *echo.Echo) error {
 // newMetrics is the daemon's collectors, signd_build_info naming this
 // build.
 func newMetrics() *metrics.Metrics {
-	b := buildInfo()
+	b := version.Info()
 	return metrics.New(metrics.Build{Version: b.Version, Commit: b.Commit, GoVersion: b.GoVersion})
 }
