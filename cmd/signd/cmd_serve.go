@@ -20,6 +20,7 @@ import (
 	"github.com/signd/signd/admin"
 	"github.com/signd/signd/cmd/signd/adminrpc"
 	"github.com/signd/signd/cmd/signd/metrics"
+	"github.com/signd/signd/cmd/signd/sdnotify"
 	"github.com/signd/signd/config"
 	"github.com/signd/signd/store"
 )
@@ -266,14 +267,14 @@ func (a *app) serve(ctx context.Context, cfg *config.Config, load func() (*confi
 		defer close(reloaded)
 		notify := func(state string) {
 			if readySent.Load() {
-				sdNotify(logger, state)
+				sdnotify.Send(logger, state)
 			}
 		}
 		(&reloader{load: load, level: level, certs: certs, logger: logger, notify: notify, now: a.clock,
 			audit: func(e *store.AuditEntry) error { return appendAudit(reloadCtx, db, e) }}).run(reloadCtx, hup)
 	}()
 	defer func() { stopReload(); <-reloaded }()
-	stopping := notifySystemd(ctx, logger, func(ctx context.Context) bool {
+	stopping := sdnotify.Start(ctx, logger, func(ctx context.Context) bool {
 		status, _ := srv.readiness(ctx)
 		readySent.Store(status == http.StatusOK)
 		return status == http.StatusOK

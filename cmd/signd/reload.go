@@ -48,7 +48,7 @@ type reloader struct {
 	level  *slog.LevelVar
 	certs  *certSource // nil without TLS
 	logger *slog.Logger
-	// notify tells systemd a state (sdNotify, or nothing before READY=1).
+	// notify tells systemd a state (sdnotify.Send, or nothing before READY=1).
 	notify func(state string)
 	// audit appends the reload's config_loaded entry: ok with the new
 	// file's digest, or refused with why nothing changed.
