@@ -20,6 +20,7 @@ import (
 
 	"github.com/signd/signd/admin"
 	"github.com/signd/signd/cmd/signd/adminrpc"
+	"github.com/signd/signd/cmd/signd/reqlog"
 	"github.com/signd/signd/cmd/signd/version"
 	"github.com/signd/signd/config"
 	"github.com/signd/signd/hsm"
@@ -126,9 +127,9 @@ func newLogger(w io.Writer, cfg config.LogConfig) *slog.Logger {
 func newLeveledLogger(w io.Writer, format string, level slog.Leveler) *slog.Logger {
 	opts := &slog.HandlerOptions{Level: level}
 	if format == "text" {
-		return withRequestID(slog.New(slog.NewTextHandler(w, opts)))
+		return reqlog.WithRequestID(slog.New(slog.NewTextHandler(w, opts)))
 	}
-	return withRequestID(slog.New(slog.NewJSONHandler(w, opts)))
+	return reqlog.WithRequestID(slog.New(slog.NewJSONHandler(w, opts)))
 }
 
 // openStore opens the configured backend: the etcd cluster

@@ -19,6 +19,7 @@ import (
 
 	"github.com/signd/signd/admin"
 	"github.com/signd/signd/cmd/signd/adminrpc"
+	"github.com/signd/signd/cmd/signd/httpserver"
 	"github.com/signd/signd/cmd/signd/metrics"
 	"github.com/signd/signd/cmd/signd/sdnotify"
 	"github.com/signd/signd/config"
@@ -144,16 +145,16 @@ func (a *app) serve(ctx context.Context, cfg *config.Config, load func() (*confi
 	if err != nil {
 		return err
 	}
-	srv := &server{Store: db, Token: token, Logger: logger, BodyLimit: cfg.Server.BodyLimitBytes, TLS: cfg.Server.TLS.CertFile != "",
-		TrustedProxies: cfg.Server.TrustedProxyNets(), Pages: pg, Readiness: mx.ObserveReadiness}
+	srv := &httpserver.Server{Store: db, Token: token, Logger: logger, BodyLimit: cfg.Server.BodyLimitBytes, TLS: cfg.Server.TLS.CertFile != "",
+		TrustedProxies: cfg.Server.TrustedProxyNets(), Pages: pg, OnReadiness: mx.ObserveReadiness}
 	mx.WatchReadiness(func() bool {
-		status, _ := srv.readiness(context.Background())
+		status, _ := srv.Readiness(context.Background())
 		return status == http.StatusOK
 	})
 	stopState := mx.WatchState(metrics.NewState(metrics.StateOptions{Store: db, Now: a.clock, Logger: logger,
 		CheckpointDir: cfg.Audit.CheckpointDir, CheckpointInterval: cfg.Audit.CheckpointInterval}), a.stateTicks)
 	defer stopState()
-	e := srv.echo()
+	e := srv.Echo()
 	e.Pre(mx.Middleware)
 	keys := newKeyRing(cfg, db, token, a.clock, logger) // one ring: the provider's and the admin service's
 	svc := &services{cfg: cfg, store: db, token: token, hasher: hasher, logger: logger, now: a.clock, metrics: mx, keys: keys, pages: pg}
@@ -184,14 +185,14 @@ func (a *app) serve(ctx context.Context, cfg *config.Config, load func() (*confi
 		MaxHeaderBytes:    32 << 10,
 		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
 	}
-	var certs *certSource
+	var certs *httpserver.CertSource
 	if srv.TLS {
-		certs = &certSource{}
-		if err := certs.load(cfg.Server.TLS.CertFile, cfg.Server.TLS.KeyFile); err != nil {
+		certs = &httpserver.CertSource{}
+		if err := certs.Load(cfg.Server.TLS.CertFile, cfg.Server.TLS.KeyFile); err != nil {
 			httpLn.Close()
 			return err
 		}
-		httpSrv.TLSConfig = &tls.Config{MinVersion: tls.VersionTLS12, GetCertificate: certs.get}
+		httpSrv.TLSConfig = &tls.Config{MinVersion: tls.VersionTLS12, GetCertificate: certs.GetCertificate}
 		httpLn = tls.NewListener(httpLn, httpSrv.TLSConfig)
 	}
 
@@ -275,7 +276,7 @@ func (a *app) serve(ctx context.Context, cfg *config.Config, load func() (*confi
 	}()
 	defer func() { stopReload(); <-reloaded }()
 	stopping := sdnotify.Start(ctx, logger, func(ctx context.Context) bool {
-		status, _ := srv.readiness(ctx)
+		status, _ := srv.Readiness(ctx)
 		readySent.Store(status == http.StatusOK)
 		return status == http.StatusOK
 	})

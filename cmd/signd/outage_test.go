@@ -1,13 +1,11 @@
 package main
 
 import (
-	"context"
 	"crypto"
 	"crypto/rsa"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -21,6 +19,7 @@ import (
 	"github.com/labstack/echo/v4"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/signd/signd/cmd/signd/httpserver"
 	"github.com/signd/signd/config"
 	"github.com/signd/signd/hsm"
 	"github.com/signd/signd/hsm/hsmtest"
@@ -247,8 +246,8 @@ func TestReadyzReportsOutage(t *testing.T) {
 	_, db, tok, faults := openFaulty(t, e, nil)
 	mx := newMetrics()
 	mx.WatchToken(tok.Status)
-	srv := &server{Store: db, Token: tok, Logger: slog.New(slog.DiscardHandler), BodyLimit: 1 << 16}
-	router := srv.echo()
+	srv := &httpserver.Server{Store: db, Token: tok, Logger: slog.New(slog.DiscardHandler), BodyLimit: 1 << 16}
+	router := srv.Echo()
 	router.GET("/metrics", echo.WrapHandler(promhttp.HandlerFor(mx.Registry(), promhttp.HandlerOpts{})))
 	get := func(path string) (int, string) {
 		rec := httptest.NewRecorder()
@@ -280,24 +279,6 @@ func TestReadyzReportsOutage(t *testing.T) {
 	}
 	if _, m := get("/metrics"); !strings.Contains(m, "signd_hsm_available 1") || !strings.Contains(m, "signd_hsm_outages_total 1") {
 		t.Errorf("metrics after the outage:\n%s", m)
-	}
-}
-
-func TestHSMReason(t *testing.T) {
-	tests := []struct {
-		st   hsm.Status
-		err  error
-		want string
-	}{
-		{hsm.Status{Reason: "PIN refused, restart needed"}, hsm.ErrPIN, "PIN refused, restart needed"},
-		{hsm.Status{Available: true}, fmt.Errorf("hsm: ping: %w", hsm.ErrBusy), "all sessions busy"},
-		{hsm.Status{Available: true}, context.DeadlineExceeded, "token did not answer in time"},
-		{hsm.Status{Available: true}, errors.New("C_GetTokenInfo: CKR_FUNCTION_FAILED"), "token check failed"},
-	}
-	for _, tt := range tests {
-		if got := hsmReason(tt.st, tt.err); got != tt.want {
-			t.Errorf("hsmReason(%+v, %v) = %q, want %q", tt.st, tt.err, got, tt.want)
-		}
 	}
 }
 

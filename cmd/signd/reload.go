@@ -2,41 +2,19 @@ package main
 
 import (
 	"context"
-	"crypto/tls"
 	"fmt"
 	"log/slog"
 	"os"
 	"os/signal"
-	"sync/atomic"
 	"syscall"
 	"time"
 
 	"github.com/coreos/go-systemd/v22/daemon"
 
+	"github.com/signd/signd/cmd/signd/httpserver"
 	"github.com/signd/signd/config"
 	"github.com/signd/signd/store"
 )
-
-// certSource serves the TLS certificate through tls.Config.GetCertificate
-// so that a reload swaps it for new handshakes; connections already open
-// keep theirs.
-type certSource struct {
-	cert atomic.Pointer[tls.Certificate]
-}
-
-// load reads the pair; on error the current certificate stays.
-func (s *certSource) load(certFile, keyFile string) error {
-	cert, err := tls.LoadX509KeyPair(certFile, keyFile)
-	if err != nil {
-		return fmt.Errorf("server.tls: %w", err)
-	}
-	s.cert.Store(&cert)
-	return nil
-}
-
-func (s *certSource) get(*tls.ClientHelloInfo) (*tls.Certificate, error) {
-	return s.cert.Load(), nil
-}
 
 // reloader applies what SIGHUP reloads without dropping a connection: the
 // TLS certificate and key (from server.tls.*, read again) and log.level.
@@ -46,7 +24,7 @@ func (s *certSource) get(*tls.ClientHelloInfo) (*tls.Certificate, error) {
 type reloader struct {
 	load   func() (*config.Config, error)
 	level  *slog.LevelVar
-	certs  *certSource // nil without TLS
+	certs  *httpserver.CertSource // nil without TLS
 	logger *slog.Logger
 	// notify tells systemd a state (sdnotify.Send, or nothing before READY=1).
 	notify func(state string)
@@ -68,7 +46,7 @@ func (r *reloader) reload() error {
 		return fmt.Errorf("reload: turning TLS on or off needs a restart; nothing changed")
 	}
 	if r.certs != nil {
-		if err := r.certs.load(cfg.Server.TLS.CertFile, cfg.Server.TLS.KeyFile); err != nil {
+		if err := r.certs.Load(cfg.Server.TLS.CertFile, cfg.Server.TLS.KeyFile); err != nil {
 			r.record(configRefusedEntry("TLS certificate or key not loaded", r.now()))
 			return fmt.Errorf("reload: %w; the previous certificate stays", err)
 		}
