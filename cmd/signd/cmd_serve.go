@@ -19,8 +19,10 @@ import (
 
 	"github.com/signd/signd/admin"
 	"github.com/signd/signd/cmd/signd/adminrpc"
+	"github.com/signd/signd/cmd/signd/daemonaudit"
 	"github.com/signd/signd/cmd/signd/httpserver"
 	"github.com/signd/signd/cmd/signd/metrics"
+	"github.com/signd/signd/cmd/signd/reload"
 	"github.com/signd/signd/cmd/signd/sdnotify"
 	"github.com/signd/signd/config"
 	"github.com/signd/signd/store"
@@ -76,7 +78,7 @@ func startTrace(path string) (stop func(), err error) {
 // until ctx is done; then it stops accepting, drains in-flight requests of
 // both listeners within server.shutdown_timeout (cutting what is left),
 // closes the store and finalizes the token (in that order). SIGHUP runs
-// load again and applies the TLS certificate and log.level (reloader).
+// load again and applies the TLS certificate and log.level (reload.Reloader).
 func (a *app) serve(ctx context.Context, cfg *config.Config, load func() (*config.Config, error)) error {
 	level := new(slog.LevelVar)
 	level.Set(cfg.Log.SlogLevel())
@@ -109,7 +111,7 @@ func (a *app) serve(ctx context.Context, cfg *config.Config, load func() (*confi
 	defer db.Close()
 	// The configuration this daemon runs with, in the audit log before
 	// anything else it does.
-	if err := appendAudit(ctx, db, configLoadedEntry(cfg, configStart, a.clock())); err != nil {
+	if err := daemonaudit.Append(ctx, db, daemonaudit.ConfigLoaded(cfg, daemonaudit.ConfigStart, a.clock())); err != nil {
 		return fmt.Errorf("audit log: recording the configuration: %w", err)
 	}
 	mx := newMetrics()
@@ -260,7 +262,7 @@ func (a *app) serve(ctx context.Context, cfg *config.Config, load func() (*confi
 	reloadCtx, stopReload := context.WithCancel(ctx)
 	hup := a.hup
 	if hup == nil {
-		hup = sighup(reloadCtx)
+		hup = reload.SIGHUP(reloadCtx)
 	}
 	var readySent atomic.Bool // systemd hears of reloads only once it heard READY=1
 	reloaded := make(chan struct{})
@@ -271,8 +273,8 @@ func (a *app) serve(ctx context.Context, cfg *config.Config, load func() (*confi
 				sdnotify.Send(logger, state)
 			}
 		}
-		(&reloader{load: load, level: level, certs: certs, logger: logger, notify: notify, now: a.clock,
-			audit: func(e *store.AuditEntry) error { return appendAudit(reloadCtx, db, e) }}).run(reloadCtx, hup)
+		(&reload.Reloader{Load: load, Level: level, Certs: certs, Logger: logger, Notify: notify, Now: a.clock,
+			Audit: func(e *store.AuditEntry) error { return daemonaudit.Append(reloadCtx, db, e) }}).Run(reloadCtx, hup)
 	}()
 	defer func() { stopReload(); <-reloaded }()
 	stopping := sdnotify.Start(ctx, logger, func(ctx context.Context) bool {

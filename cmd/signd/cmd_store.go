@@ -23,6 +23,7 @@ import (
 
 	"github.com/signd/signd/admin"
 	"github.com/signd/signd/cmd/signd/adminrpc"
+	"github.com/signd/signd/cmd/signd/daemonaudit"
 	"github.com/signd/signd/config"
 	"github.com/signd/signd/store"
 	"github.com/signd/signd/store/bolt"
@@ -156,7 +157,7 @@ func (f fileStore) saveBackup(ctx context.Context, path string) (*bolt.BackupRes
 	if err != nil {
 		return nil, err
 	}
-	if err := appendAudit(ctx, db, backupEntry(f.by, path, res.Bytes, sum, nil, f.now())); err != nil {
+	if err := daemonaudit.Append(ctx, db, backupEntry(f.by, path, res.Bytes, sum, nil, f.now())); err != nil {
 		if rerr := os.Remove(path); rerr != nil {
 			return nil, fmt.Errorf("backup %s: recording it in the audit log: %w (and removing it: %v)", path, err, rerr)
 		}
@@ -289,7 +290,7 @@ func (h storeAdminHandler) Mount(g *echo.Group) error {
 		sum := sha256.New()
 		n, err := db.Backup(ctx, io.MultiWriter(c.Response(), sum))
 		entry := backupEntry(by, "", n, sum, err, h.Now())
-		if aerr := appendAudit(ctx, h.Audit, entry); aerr != nil {
+		if aerr := daemonaudit.Append(ctx, h.Audit, entry); aerr != nil {
 			logger.Error("store backup: the audit entry could not be written", "actor", by.Actor, "err", aerr)
 		}
 		if err != nil {
