@@ -2,9 +2,6 @@ package main
 
 import (
 	"context"
-	"crypto"
-	"crypto/elliptic"
-	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -20,6 +17,7 @@ import (
 
 	"github.com/signd/signd/admin"
 	"github.com/signd/signd/cmd/signd/adminrpc"
+	"github.com/signd/signd/cmd/signd/lazytoken"
 	"github.com/signd/signd/cmd/signd/reqlog"
 	"github.com/signd/signd/cmd/signd/version"
 	"github.com/signd/signd/config"
@@ -170,100 +168,6 @@ func openToken(cfg *config.Config, logger *slog.Logger, m hsm.Metrics) (*hsm.Tok
 	})
 }
 
-// lazyKeys opens the token on first use, so admin commands that never touch
-// a key never need the PIN or the HSM.
-type lazyKeys struct {
-	open  func() (*hsm.Token, error)
-	label string // the configured token label, for errors naming the token
-	token *hsm.Token
-}
-
-// Label returns the configured token label (pkcs11.token_label).
-func (l *lazyKeys) Label() string { return l.label }
-
-func (l *lazyKeys) get() (*hsm.Token, error) {
-	if l.token == nil {
-		t, err := l.open()
-		if err != nil {
-			return nil, &admin.Error{Kind: admin.KindUnavailable, Message: err.Error()}
-		}
-		l.token = t
-	}
-	return l.token, nil
-}
-
-func (l *lazyKeys) GenerateRSA(ctx context.Context, label string, bits int) (*hsm.KeyInfo, error) {
-	t, err := l.get()
-	if err != nil {
-		return nil, err
-	}
-	return t.GenerateRSA(ctx, label, bits)
-}
-
-func (l *lazyKeys) GenerateEC(ctx context.Context, label string, curve elliptic.Curve) (*hsm.KeyInfo, error) {
-	t, err := l.get()
-	if err != nil {
-		return nil, err
-	}
-	return t.GenerateEC(ctx, label, curve)
-}
-
-func (l *lazyKeys) Key(ctx context.Context, id []byte) (*hsm.Key, error) {
-	t, err := l.get()
-	if err != nil {
-		return nil, err
-	}
-	return t.Key(ctx, id)
-}
-
-func (l *lazyKeys) SignDigestOpts(ctx context.Context, id []byte, opts crypto.SignerOpts, digest []byte) ([]byte, error) {
-	t, err := l.get()
-	if err != nil {
-		return nil, err
-	}
-	return t.SignDigestOpts(ctx, id, opts, digest)
-}
-
-func (l *lazyKeys) DestroyKey(ctx context.Context, id []byte) error {
-	t, err := l.get()
-	if err != nil {
-		return err
-	}
-	return t.DestroyKey(ctx, id)
-}
-
-func (l *lazyKeys) ImportCertificate(ctx context.Context, id []byte, label string, cert *x509.Certificate) error {
-	t, err := l.get()
-	if err != nil {
-		return err
-	}
-	return t.ImportCertificate(ctx, id, label, cert)
-}
-
-// CheckKeys implements admin.TokenReporter.
-func (l *lazyKeys) CheckKeys(ctx context.Context) ([]hsm.KeyInfo, error) {
-	t, err := l.get()
-	if err != nil {
-		return nil, err
-	}
-	return t.CheckKeys(ctx)
-}
-
-// Capabilities implements admin.TokenReporter; nil before the token is
-// open (CheckKeys opens it).
-func (l *lazyKeys) Capabilities() *hsm.Capabilities {
-	if l.token == nil {
-		return nil
-	}
-	return l.token.Capabilities()
-}
-
-func (l *lazyKeys) close() {
-	if l.token != nil {
-		l.token.Close()
-	}
-}
-
 // adminService returns the daemon's admin API when it answers on the admin
 // socket, else a Local service over the store and (lazily) the token, with
 // the principal to pass it (this process's, localPrincipal; the daemon
@@ -296,12 +200,12 @@ func (a *app) adminService(cmd *cobra.Command) (admin.Service, admin.Principal, 
 		logCfg.Level = "warn"
 	}
 	logger := newLogger(a.stderr, logCfg)
-	keys := &lazyKeys{open: func() (*hsm.Token, error) { return openToken(cfg, logger, nil) }, label: cfg.PKCS11.TokenLabel}
+	keys := lazytoken.New(func() (*hsm.Token, error) { return openToken(cfg, logger, nil) }, cfg.PKCS11.TokenLabel)
 	local := &admin.Local{Store: db, Keys: keys, Hasher: h, Now: a.now, Logger: logger,
 		OIDCKeys: newKeyRing(cfg, db, keys, a.now, logger), TSALabel: cfg.CSC.Timestamp.Label,
 		DualControl: cfg.Admin.DualControlOps(), PendingTTL: cfg.Admin.PendingTTL,
 		AuditKeyLabel: cfg.Audit.Label(), Checkpoints: newCheckpointMaker(cfg, db, keys, a.now, logger)}
-	return local, by, func() { keys.close(); db.Close() }, nil
+	return local, by, func() { keys.Close(); db.Close() }, nil
 }
 
 // dialAdmin loads the configuration and returns it with the running

@@ -16,6 +16,7 @@ import (
 
 	"github.com/signd/signd/admin"
 	"github.com/signd/signd/checkpoint"
+	"github.com/signd/signd/cmd/signd/lazytoken"
 	"github.com/signd/signd/hsm"
 )
 
@@ -187,8 +188,8 @@ func (a *app) withAudit(cmd *cobra.Command, fn func(context.Context, auditor, ad
 		logCfg.Level = "warn"
 	}
 	logger := newLogger(a.stderr, logCfg)
-	keys := &lazyKeys{open: func() (*hsm.Token, error) { return openToken(cfg, logger, nil) }, label: cfg.PKCS11.TokenLabel}
-	defer keys.close()
+	keys := lazytoken.New(func() (*hsm.Token, error) { return openToken(cfg, logger, nil) }, cfg.PKCS11.TokenLabel)
+	defer keys.Close()
 	local := &admin.Local{Store: db, Keys: keys, Now: a.now, Logger: logger,
 		AuditKeyLabel: cfg.Audit.Label(), Checkpoints: newCheckpointMaker(cfg, db, keys, a.now, logger)}
 	return fn(cmd.Context(), local, by)

@@ -29,7 +29,6 @@ import (
 
 var (
 	_ admin.AuditKeys = (*hsm.Token)(nil)
-	_ admin.AuditKeys = (*lazyKeys)(nil)
 	_ mounter         = checkpointHandler{}
 )
 
@@ -135,42 +134,6 @@ func (h checkpointHandler) serveFile(c echo.Context, name, missing, unreadable s
 	w.Header().Set("ETag", `"`+hex.EncodeToString(sum[:16])+`"`)
 	http.ServeContent(w, c.Request(), "", st.ModTime(), bytes.NewReader(data))
 	return nil
-}
-
-// CanEd25519 implements admin.AuditKeys.
-func (l *lazyKeys) CanEd25519(ctx context.Context) (bool, error) {
-	t, err := l.get()
-	if err != nil {
-		return false, err
-	}
-	return t.CanEd25519(ctx)
-}
-
-// GenerateEd25519 implements admin.AuditKeys.
-func (l *lazyKeys) GenerateEd25519(ctx context.Context, label string) (*hsm.KeyInfo, error) {
-	t, err := l.get()
-	if err != nil {
-		return nil, err
-	}
-	return t.GenerateEd25519(ctx, label)
-}
-
-// KeyByLabel implements admin.AuditKeys.
-func (l *lazyKeys) KeyByLabel(ctx context.Context, label string) (*hsm.KeyInfo, error) {
-	t, err := l.get()
-	if err != nil {
-		return nil, err
-	}
-	return t.KeyByLabel(ctx, label)
-}
-
-// Ed25519Key implements admin.AuditKeys.
-func (l *lazyKeys) Ed25519Key(ctx context.Context, id []byte) (*hsm.Ed25519Key, error) {
-	t, err := l.get()
-	if err != nil {
-		return nil, err
-	}
-	return t.Ed25519Key(ctx, id)
 }
 
 // auditKeyCmd is `signd audit key create|show`.
