@@ -24,6 +24,7 @@ import (
 	"github.com/signd/signd/cmd/signd/metrics"
 	"github.com/signd/signd/cmd/signd/reload"
 	"github.com/signd/signd/cmd/signd/sdnotify"
+	"github.com/signd/signd/cmd/signd/storeadmin"
 	"github.com/signd/signd/config"
 	"github.com/signd/signd/store"
 )
@@ -232,8 +233,8 @@ func (a *app) serve(ctx context.Context, cfg *config.Config, load func() (*confi
 			Logger:    logger,
 		},
 	}
-	if sa, ok := db.(storeAdmin); ok { // the bbolt file; etcd has etcdctl
-		mounters = append(mounters, storeAdminHandler{DB: sa, Audit: db, Principal: roles.Principal, Now: a.clock, Logger: logger})
+	if sa, ok := db.(storeadmin.Backend); ok { // the bbolt file; etcd has etcdctl
+		mounters = append(mounters, storeadmin.Handler{DB: sa, Audit: db, Principal: roles.Principal, Now: a.clock, Logger: logger})
 	}
 	for _, m := range mounters {
 		if err := m.Mount(ae.Group("")); err != nil {

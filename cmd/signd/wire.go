@@ -8,6 +8,7 @@ import (
 
 	"github.com/signd/signd/cmd/signd/adminrpc"
 	"github.com/signd/signd/cmd/signd/metrics"
+	"github.com/signd/signd/cmd/signd/storeadmin"
 	"github.com/signd/signd/cmd/signd/version"
 	"github.com/signd/signd/config"
 	"github.com/signd/signd/csc"
@@ -62,7 +63,7 @@ type services struct {
 
 // mounter is what every HTTP service of the daemon is (oauth.Server,
 // browser.Handler, account.Handler, csc.Handler, oidc.Provider on the public router; adminrpc.Handler and
-// storeAdminHandler on the admin socket's): it registers its routes on a
+// storeadmin.Handler on the admin socket's): it registers its routes on a
 // group of the router and fails when it lacks a dependency.
 type mounter interface {
 	Mount(g *echo.Group) error
@@ -75,7 +76,7 @@ var (
 	_ mounter = (*csc.Handler)(nil)
 	_ mounter = (*oidc.Provider)(nil)
 	_ mounter = (*adminrpc.Handler)(nil)
-	_ mounter = storeAdminHandler{}
+	_ mounter = storeadmin.Handler{}
 )
 
 // mount builds every protocol service and mounts it onto e, each with its
