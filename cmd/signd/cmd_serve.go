@@ -9,7 +9,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"path/filepath"
 	"runtime/debug"
 	"runtime/trace"
 	"sync/atomic"
@@ -94,7 +93,7 @@ func (a *app) serve(ctx context.Context, cfg *config.Config, load func() (*confi
 	if err != nil {
 		return err
 	}
-	if err := prepareAdminDir(cfg.Server.AdminSocket); err != nil {
+	if err := adminrpc.PrepareDir(cfg.Server.AdminSocket); err != nil {
 		return err
 	}
 	roles, err := adminRoles(cfg, logger)
@@ -204,14 +203,14 @@ func (a *app) serve(ctx context.Context, cfg *config.Config, load func() (*confi
 		httpLn.Close()
 		return err
 	}
-	adminLn, err := listenAdmin(cfg.Server.AdminSocket, adminGID, roles.Map.Groups(), logger)
+	adminLn, err := adminrpc.Listen(cfg.Server.AdminSocket, adminGID, roles.Map.Groups(), logger)
 	if err != nil {
 		httpLn.Close()
 		metricsEP.Close()
 		return err
 	}
 	defer os.Remove(cfg.Server.AdminSocket)
-	ae := newAdminEcho(logger)
+	ae := adminrpc.NewRouter(logger)
 	local := &admin.Local{Store: db, Keys: token, Hasher: hasher, Now: a.now, Logger: logger, OIDCKeys: keys,
 		TSALabel: cfg.CSC.Timestamp.Label, DualControl: cfg.Admin.DualControlOps(), PendingTTL: cfg.Admin.PendingTTL,
 		AuditKeyLabel: cfg.Audit.Label(), Checkpoints: checkpoints}
@@ -313,52 +312,6 @@ func (a *app) serve(ctx context.Context, cfg *config.Config, load func() (*confi
 		return serveErr
 	}
 	return nil
-}
-
-// prepareAdminDir creates the admin socket's directory (0700) if it is
-// missing and refuses one that someone other than root or this process's
-// user could write (adminrpc.CheckSocketDir).
-func prepareAdminDir(path string) error {
-	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return fmt.Errorf("server.admin_socket: %w", err)
-	}
-	return adminrpc.CheckSocketDir(dir, os.Geteuid())
-}
-
-// listenAdmin listens on the admin Unix socket: mode 0600, or 0660 with
-// group adminGID when server.admin_group is set. Connections are served
-// only to root, this process's user, adminGID's members and the members
-// of the role groups roleGIDs (SO_PEERCRED, adminrpc.Listener). A socket
-// file nobody answers on is stale and replaced; one that answers means
-// another daemon runs.
-func listenAdmin(path string, adminGID int, roleGIDs []uint32, logger *slog.Logger) (net.Listener, error) {
-	if r, err := adminrpc.Dial(path, adminrpc.TrustSelf(adminGID)); err != nil {
-		return nil, err
-	} else if r != nil {
-		return nil, fmt.Errorf("server.admin_socket %s: another signd answers there", path)
-	}
-	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return nil, fmt.Errorf("server.admin_socket: %w", err)
-	}
-	ln, err := net.Listen("unix", path)
-	if err != nil {
-		return nil, fmt.Errorf("server.admin_socket %s: %w", path, err)
-	}
-	mode := os.FileMode(0o600)
-	if adminGID != adminrpc.NoGroup {
-		mode = 0o660
-		if err := os.Chown(path, -1, adminGID); err != nil {
-			ln.Close()
-			return nil, fmt.Errorf("server.admin_socket %s: giving it to server.admin_group: %w", path, err)
-		}
-	}
-	if err := os.Chmod(path, mode); err != nil {
-		ln.Close()
-		return nil, fmt.Errorf("server.admin_socket %s: %w", path, err)
-	}
-	access := adminrpc.Access{UID: uint32(os.Geteuid()), AdminGID: adminGID, RoleGIDs: roleGIDs}
-	return &adminrpc.Listener{Listener: ln, Access: access, Logger: logger}, nil
 }
 
 // startupHasher builds the password hasher, which checks the argon2id cost
