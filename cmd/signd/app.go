@@ -8,7 +8,6 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -19,11 +18,11 @@ import (
 	"github.com/signd/signd/cmd/signd/adminrpc"
 	"github.com/signd/signd/cmd/signd/lazytoken"
 	"github.com/signd/signd/cmd/signd/reqlog"
+	"github.com/signd/signd/cmd/signd/storeopen"
 	"github.com/signd/signd/cmd/signd/version"
 	"github.com/signd/signd/config"
 	"github.com/signd/signd/hsm"
 	"github.com/signd/signd/store"
-	"github.com/signd/signd/store/bolt"
 )
 
 // app carries what every command shares: the standard streams and the
@@ -130,22 +129,6 @@ func newLeveledLogger(w io.Writer, format string, level slog.Leveler) *slog.Logg
 	return reqlog.WithRequestID(slog.New(slog.NewJSONHandler(w, opts)))
 }
 
-// openStore opens the configured backend: the etcd cluster
-// (store.backend etcd, see openEtcd), or the bbolt file, creating its
-// directory (0700) if needed; logger (nil for none) hears what the store
-// does on its own.
-func openStore(cfg *config.Config, logger *slog.Logger) (backend, error) {
-	if cfg.Store.BackendName() == config.BackendEtcd {
-		return openEtcd(cfg, logger)
-	}
-	if err := os.MkdirAll(filepath.Dir(cfg.Store.Path), 0o700); err != nil {
-		return nil, fmt.Errorf("store directory: %w", err)
-	}
-	return bolt.Open(cfg.Store.Path, bolt.Options{
-		Timeout: cfg.Store.OpenTimeout, VerifyOnOpen: cfg.Store.VerifyOnOpen, Logger: logger,
-	})
-}
-
 // openToken opens the PKCS#11 token named by the config; m (nil for none)
 // receives the token's measurements.
 func openToken(cfg *config.Config, logger *slog.Logger, m hsm.Metrics) (*hsm.Token, error) {
@@ -184,7 +167,7 @@ func (a *app) adminService(cmd *cobra.Command) (admin.Service, admin.Principal, 
 	if err != nil {
 		return nil, admin.Principal{}, nil, err
 	}
-	db, err := openStore(cfg, nil)
+	db, err := storeopen.Open(cfg, nil)
 	if err != nil {
 		return nil, admin.Principal{}, nil, err
 	}

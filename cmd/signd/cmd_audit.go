@@ -13,6 +13,7 @@ import (
 	"github.com/signd/signd/admin"
 	"github.com/signd/signd/checkpoint"
 	"github.com/signd/signd/cmd/signd/lazytoken"
+	"github.com/signd/signd/cmd/signd/storeopen"
 	"github.com/signd/signd/hsm"
 )
 
@@ -165,7 +166,7 @@ func (a *app) withAudit(cmd *cobra.Command, fn func(context.Context, auditor, ad
 	if err != nil {
 		return err
 	}
-	db, err := openStore(cfg, nil)
+	db, err := storeopen.Open(cfg, nil)
 	if err != nil {
 		return err
 	}

@@ -24,6 +24,7 @@ import (
 	"github.com/signd/signd/cmd/signd/reload"
 	"github.com/signd/signd/cmd/signd/sdnotify"
 	"github.com/signd/signd/cmd/signd/storeadmin"
+	"github.com/signd/signd/cmd/signd/storeopen"
 	"github.com/signd/signd/config"
 	"github.com/signd/signd/store"
 )
@@ -84,7 +85,7 @@ func (a *app) serve(ctx context.Context, cfg *config.Config, load func() (*confi
 	level.Set(cfg.Log.SlogLevel())
 	logger := newLeveledLogger(a.stderr, cfg.Log.Format, level)
 	logger.Info("starting signd", "config", cfg.Source(), "listen", cfg.Server.Listen,
-		"base_url", cfg.Server.BaseURL, "store", storeName(cfg),
+		"base_url", cfg.Server.BaseURL, "store", storeopen.Name(cfg),
 		"pkcs11_module", cfg.PKCS11.Module, "token_label", cfg.PKCS11.TokenLabel)
 
 	// The admin socket's directory is checked first: a daemon that cannot
@@ -104,7 +105,7 @@ func (a *app) serve(ctx context.Context, cfg *config.Config, load func() (*confi
 		logger.Warn("admin.roles is not set: every user the admin socket serves (root, signd's own user, server.admin_group) holds every role, security_officer, administrator and auditor; there is no separation of duties")
 	}
 
-	db, err := openStore(cfg, logger)
+	db, err := storeopen.Open(cfg, logger)
 	if err != nil {
 		return err
 	}

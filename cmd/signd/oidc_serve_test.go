@@ -14,6 +14,7 @@ import (
 	"golang.org/x/oauth2"
 
 	"github.com/signd/signd/cmd/signd/httpserver"
+	"github.com/signd/signd/cmd/signd/storeopen"
 	"github.com/signd/signd/config"
 	"github.com/signd/signd/hsm"
 	"github.com/signd/signd/oauth/oauthtest"
@@ -106,7 +107,7 @@ func serveRouter(t *testing.T, e *env, open func(cfg *config.Config, logger *slo
 		t.Fatal(err)
 	}
 	cfg.Server.BaseURL = "http://" + ln.Addr().String()
-	db, err := openStore(cfg, nil)
+	db, err := storeopen.Open(cfg, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

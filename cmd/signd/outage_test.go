@@ -20,6 +20,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/signd/signd/cmd/signd/httpserver"
+	"github.com/signd/signd/cmd/signd/storeopen"
 	"github.com/signd/signd/config"
 	"github.com/signd/signd/hsm"
 	"github.com/signd/signd/hsm/hsmtest"
@@ -285,13 +286,13 @@ func TestReadyzReportsOutage(t *testing.T) {
 // openFaulty loads e's configuration and opens its store and the test
 // token behind a fault injector (hsmtest.Faults), logging to logger (nil:
 // the token's default); store and token close with t.Cleanup.
-func openFaulty(t *testing.T, e *env, logger *slog.Logger) (*config.Config, backend, *hsm.Token, *hsmtest.Faults) {
+func openFaulty(t *testing.T, e *env, logger *slog.Logger) (*config.Config, storeopen.Backend, *hsm.Token, *hsmtest.Faults) {
 	t.Helper()
 	cfg, err := config.Load(config.Options{File: e.cfgPath})
 	if err != nil {
 		t.Fatal(err)
 	}
-	db, err := openStore(cfg, nil)
+	db, err := storeopen.Open(cfg, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/signd/signd/cmd/signd/adminrpc"
 	"github.com/signd/signd/cmd/signd/metrics"
 	"github.com/signd/signd/cmd/signd/storeadmin"
+	"github.com/signd/signd/cmd/signd/storeopen"
 	"github.com/signd/signd/cmd/signd/version"
 	"github.com/signd/signd/config"
 	"github.com/signd/signd/csc"
@@ -26,7 +27,7 @@ import (
 // the store and token are open; each wire_*.go builds one service from it.
 type services struct {
 	cfg    *config.Config
-	store  backend
+	store  storeopen.Backend
 	token  *hsm.Token
 	hasher *store.Hasher
 	logger *slog.Logger
