@@ -250,6 +250,14 @@ func localPrincipal(cfg *config.Config) (admin.Principal, error) {
 	return roles.PrincipalIDs(uint32(os.Geteuid()), uint32(os.Getegid())), nil
 }
 
+// show writes v as JSON with --json, else as text.
+func show[T any](a *app, v T, text func(io.Writer, T) error) error {
+	if a.jsonOut {
+		return a.printJSON(v)
+	}
+	return text(a.stdout, v)
+}
+
 // printJSON writes v as indented JSON.
 func (a *app) printJSON(v any) error {
 	enc := json.NewEncoder(a.stdout)

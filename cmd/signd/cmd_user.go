@@ -7,14 +7,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"sort"
-	"strings"
 	"text/tabwriter"
-	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/signd/signd/admin"
+	"github.com/signd/signd/cmd/signd/textview"
 )
 
 func (a *app) userCmd() *cobra.Command {
@@ -56,7 +54,7 @@ func (a *app) userCmd() *cobra.Command {
 				if err != nil {
 					return err
 				}
-				return a.printUser(u)
+				return show(a, u, textview.User)
 			})
 		},
 	}
@@ -82,7 +80,7 @@ func (a *app) userCmd() *cobra.Command {
 				tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
 				fmt.Fprintln(tw, "USERNAME\tSTATUS\tEMAIL\tPIN\tLOCKED")
 				for _, u := range us {
-					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", u.Username, u.Status, dash(u.Email), yesNo(u.HasPIN), lockState(&u))
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", u.Username, u.Status, textview.Dash(u.Email), textview.YesNo(u.HasPIN), textview.LockState(&u))
 				}
 				return tw.Flush()
 			})
@@ -98,7 +96,7 @@ func (a *app) userCmd() *cobra.Command {
 					if err != nil {
 						return err
 					}
-					return a.printUser(u)
+					return show(a, u, textview.User)
 				})
 			},
 		}
@@ -133,7 +131,7 @@ func (a *app) userCmd() *cobra.Command {
 					if err != nil {
 						return err
 					}
-					return a.printUser(u)
+					return show(a, u, textview.User)
 				})
 			},
 		}
@@ -166,39 +164,6 @@ func (a *app) userCmd() *cobra.Command {
 	return cmd
 }
 
-func (a *app) printUser(u *admin.UserView) error {
-	if a.jsonOut {
-		return a.printJSON(u)
-	}
-	w := a.stdout
-	fmt.Fprintf(w, "username:        %s\n", u.Username)
-	fmt.Fprintf(w, "id:              %s\n", u.ID)
-	fmt.Fprintf(w, "status:          %s\n", u.Status)
-	fmt.Fprintf(w, "email:           %s\n", dash(u.Email))
-	fmt.Fprintf(w, "email verified:  %s\n", yesNo(u.EmailVerified))
-	fmt.Fprintf(w, "signing PIN:     %s\n", yesNo(u.HasPIN))
-	fmt.Fprintf(w, "TOTP:            %s\n", yesNo(u.HasTOTP))
-	fmt.Fprintf(w, "locked:          %s\n", lockState(u))
-	fmt.Fprintf(w, "failed logins:   %d\n", u.FailedPasswords)
-	fmt.Fprintf(w, "failed PINs:     %d\n", u.FailedPINs)
-	keys := make([]string, 0, len(u.Claims))
-	for k := range u.Claims {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		fmt.Fprintf(w, "claim %-10s %s\n", k+":", u.Claims[k])
-	}
-	if len(u.Proofs) > 0 {
-		fmt.Fprintf(w, "proofs:          %s\n", strings.Join(u.Proofs, ", "))
-	}
-	fmt.Fprintf(w, "created:         %s\n", u.CreatedAt.UTC().Format("2006-01-02T15:04:05Z"))
-	if u.Revoked != nil {
-		fmt.Fprintf(w, "revoked:         %s\n", u.Revoked)
-	}
-	return nil
-}
-
 // printRemoved reports a removed user or client and what was revoked.
 func (a *app) printRemoved(what string, res *admin.RemoveResult) error {
 	if a.jsonOut {
@@ -207,40 +172,6 @@ func (a *app) printRemoved(what string, res *admin.RemoveResult) error {
 	fmt.Fprintf(a.stdout, "removed %s %s\n", what, res.Removed)
 	fmt.Fprintf(a.stdout, "revoked: %s\n", &res.Revoked)
 	return nil
-}
-
-// lockState says what is locked: the password for a while ("password
-// until 2026-11-27T18:31:00Z") or until an admin unlocks it ("password
-// (permanent)"), and the signing PIN (always until an admin unlocks it).
-func lockState(u *admin.UserView) string {
-	var locks []string
-	switch {
-	case u.PasswordLocked && u.LockedUntil != nil:
-		locks = append(locks, "password until "+u.LockedUntil.UTC().Format(time.RFC3339))
-	case u.PasswordLocked:
-		locks = append(locks, "password (permanent)")
-	}
-	if u.PINLocked {
-		locks = append(locks, "PIN")
-	}
-	if len(locks) == 0 {
-		return "no"
-	}
-	return strings.Join(locks, ", ")
-}
-
-func dash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
-}
-
-func yesNo(b bool) string {
-	if b {
-		return "yes"
-	}
-	return "no"
 }
 
 // parseClaims decodes a flat JSON object of strings, refusing duplicate
