@@ -3,12 +3,10 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
-	"strings"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -16,6 +14,7 @@ import (
 
 	"github.com/signd/signd/admin"
 	"github.com/signd/signd/cmd/signd/adminrpc"
+	"github.com/signd/signd/cmd/signd/cliinput"
 	"github.com/signd/signd/cmd/signd/lazytoken"
 	"github.com/signd/signd/cmd/signd/reqlog"
 	"github.com/signd/signd/cmd/signd/storeopen"
@@ -265,57 +264,13 @@ func (a *app) printJSON(v any) error {
 	return enc.Encode(v)
 }
 
-// maxSecretFile bounds password, PIN and secret files.
-const maxSecretFile = 4096
-
-// readSecretFile reads a password, PIN or secret from path ("-" = stdin),
-// trimming one trailing newline. The value is never echoed.
+// readSecretFile reads a password, PIN or secret from path ("-" = stdin)
+// (cliinput.ReadSecret).
 func (a *app) readSecretFile(what, path string) (string, error) {
-	data, err := a.readFile(what, path, maxSecretFile)
-	if err != nil {
-		return "", err
-	}
-	s := strings.TrimSuffix(string(data), "\n")
-	s = strings.TrimSuffix(s, "\r")
-	if s == "" {
-		return "", fmt.Errorf("%s file %s is empty", what, path)
-	}
-	return s, nil
+	return cliinput.ReadSecret(a.stdin, what, path)
 }
 
 // readFile reads at most limit bytes from path ("-" = stdin).
 func (a *app) readFile(what, path string, limit int64) ([]byte, error) {
-	var r io.Reader
-	if path == "-" {
-		r = a.stdin
-	} else {
-		f, err := os.Open(path)
-		if err != nil {
-			return nil, fmt.Errorf("%s file: %w", what, err)
-		}
-		defer f.Close()
-		r = f
-	}
-	data, err := io.ReadAll(io.LimitReader(r, limit+1))
-	if err != nil {
-		return nil, fmt.Errorf("%s file %s: %w", what, path, err)
-	}
-	if int64(len(data)) > limit {
-		return nil, fmt.Errorf("%s file %s is larger than %d bytes", what, path, limit)
-	}
-	return data, nil
-}
-
-// oneStdin refuses two flags that both read stdin.
-func oneStdin(paths ...string) error {
-	n := 0
-	for _, p := range paths {
-		if p == "-" {
-			n++
-		}
-	}
-	if n > 1 {
-		return errors.New("only one of the file flags can read stdin (-)")
-	}
-	return nil
+	return cliinput.ReadFile(a.stdin, what, path, limit)
 }

@@ -1,17 +1,14 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
 	"github.com/signd/signd/admin"
+	"github.com/signd/signd/cmd/signd/cliinput"
 	"github.com/signd/signd/cmd/signd/textview"
 )
 
@@ -27,7 +24,7 @@ func (a *app) userCmd() *cobra.Command {
 		Short: "Create a user",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := oneStdin(add.passwordFile, add.pinFile, add.claimsFile); err != nil {
+			if err := cliinput.OneStdin(add.passwordFile, add.pinFile, add.claimsFile); err != nil {
 				return err
 			}
 			req := admin.AddUserRequest{Username: args[0], Email: add.email, EmailVerified: add.emailVerified}
@@ -45,7 +42,7 @@ func (a *app) userCmd() *cobra.Command {
 				if err != nil {
 					return err
 				}
-				if req.Claims, err = parseClaims(data); err != nil {
+				if req.Claims, err = cliinput.ParseClaims(data); err != nil {
 					return fmt.Errorf("claims file %s: %w", add.claimsFile, err)
 				}
 			}
@@ -172,45 +169,4 @@ func (a *app) printRemoved(what string, res *admin.RemoveResult) error {
 	fmt.Fprintf(a.stdout, "removed %s %s\n", what, res.Removed)
 	fmt.Fprintf(a.stdout, "revoked: %s\n", &res.Revoked)
 	return nil
-}
-
-// parseClaims decodes a flat JSON object of strings, refusing duplicate
-// keys, non-string values and trailing data. Which keys are allowed is
-// checked by the admin service.
-func parseClaims(data []byte) (map[string]string, error) {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	tok, err := dec.Token()
-	if err != nil {
-		return nil, fmt.Errorf("not JSON: %v", err)
-	}
-	if d, ok := tok.(json.Delim); !ok || d != '{' {
-		return nil, errors.New("must be a JSON object")
-	}
-	out := map[string]string{}
-	for dec.More() {
-		tok, err := dec.Token()
-		if err != nil {
-			return nil, fmt.Errorf("not JSON: %v", err)
-		}
-		key := tok.(string) // object keys are always strings
-		tok, err = dec.Token()
-		if err != nil {
-			return nil, fmt.Errorf("not JSON: %v", err)
-		}
-		val, ok := tok.(string)
-		if !ok {
-			return nil, fmt.Errorf("value of %q must be a string", key)
-		}
-		if _, dup := out[key]; dup {
-			return nil, fmt.Errorf("key %q appears twice", key)
-		}
-		out[key] = val
-	}
-	if _, err := dec.Token(); err != nil {
-		return nil, fmt.Errorf("not JSON: %v", err)
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		return nil, errors.New("trailing data after the JSON object")
-	}
-	return out, nil
 }
