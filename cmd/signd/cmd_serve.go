@@ -300,14 +300,14 @@ func (a *app) serve(ctx context.Context, cfg *config.Config, load func() (*confi
 		logger.Error("listener failed", "err", serveErr)
 	}
 	stopping()
-	servers := []namedServer{{"HTTP", httpSrv}, {"admin", adminSrv}}
+	servers := []httpserver.Named{{Name: "HTTP", Server: httpSrv}, {Name: "admin", Server: adminSrv}}
 	if apiSrv != nil {
-		servers = append(servers, namedServer{"provisioning API", apiSrv})
+		servers = append(servers, httpserver.Named{Name: "provisioning API", Server: apiSrv})
 	}
 	if metricsEP != nil {
-		servers = append(servers, namedServer{"metrics", metricsEP.Server()})
+		servers = append(servers, httpserver.Named{Name: "metrics", Server: metricsEP.Server()})
 	}
-	drain(ctx, cfg.Server.ShutdownTimeout, logger, servers...)
+	httpserver.Drain(ctx, cfg.Server.ShutdownTimeout, logger, servers...)
 	logger.Info("stopped")
 	if serveErr != nil && !errors.Is(serveErr, http.ErrServerClosed) {
 		return serveErr
