@@ -13,7 +13,7 @@ import (
 
 // BenchmarkServerMiddleware measures what the daemon's router adds to a
 // request beside the handler: bare is Echo with the route alone, daemon is
-// server.Echo() (request ID, the JSON request log line, recover, security
+// Server.Echo() (request ID, the JSON request log line, recover, security
 // headers, body limit) with the same route. in-process calls ServeHTTP;
 // loopback goes through net/http over a kept-alive TCP connection.
 //
