@@ -1,17 +1,15 @@
-package main
+package version
 
 import (
 	"fmt"
 	"runtime"
 	"runtime/debug"
 	"strings"
-
-	"github.com/spf13/cobra"
 )
 
-// Stamped by `make build` (-ldflags -X main.version=… -X main.commit=…
-// -X main.date=…; a commit ending in -dirty was built with uncommitted
-// changes); a plain `go build` leaves them empty and buildInfo falls back
+// Stamped by `make build` (-ldflags -X <this package>.version=…
+// -X ….commit=… -X ….date=…; a commit ending in -dirty was built with
+// uncommitted changes); a plain `go build` leaves them empty and Info falls back
 // to what the Go toolchain recorded in the binary. The linker can only set
 // package-level strings, hence these three variables.
 var (
@@ -20,8 +18,8 @@ var (
 	date    string
 )
 
-// build is what `signd version`, `--version` and signd_build_info report.
-type build struct {
+// Build is what `signd version`, `--version` and signd_build_info report.
+type Build struct {
 	Version   string `json:"version"`
 	Commit    string `json:"commit,omitempty"`
 	Modified  bool   `json:"modified,omitempty"`
@@ -33,10 +31,10 @@ type build struct {
 	Module string `json:"pkcs11_module,omitempty"`
 }
 
-// buildInfo reads the stamped values, else the module version and the VCS
+// Info reads the stamped values, else the module version and the VCS
 // settings (vcs.revision, vcs.time, vcs.modified) the toolchain embeds.
-func buildInfo() build {
-	b := build{Version: version, Commit: commit, Date: date, GoVersion: runtime.Version(),
+func Info() Build {
+	b := Build{Version: version, Commit: commit, Date: date, GoVersion: runtime.Version(),
 		Platform: runtime.GOOS + "/" + runtime.GOARCH}
 	if bi, ok := debug.ReadBuildInfo(); ok {
 		if b.Version == "" && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
@@ -67,7 +65,7 @@ func buildInfo() build {
 }
 
 // String is the one-line form of --version.
-func (b build) String() string {
+func (b Build) String() string {
 	var s strings.Builder
 	s.WriteString("signd " + b.Version)
 	if b.Commit != "" {
@@ -86,32 +84,4 @@ func (b build) String() string {
 	}
 	fmt.Fprintf(&s, " %s %s", b.GoVersion, b.Platform)
 	return s.String()
-}
-
-// versionCmd is `signd version`: the build, and the PKCS#11 module of the
-// configuration named with --config.
-func (a *app) versionCmd() *cobra.Command {
-	return &cobra.Command{
-		Use:   "version",
-		Short: "Show the version, commit, build date and Go version (and the PKCS#11 module of --config)",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			b := buildInfo()
-			if a.cfgFile != "" {
-				cfg, err := a.loadConfig(cmd)
-				if err != nil {
-					return err
-				}
-				b.Module = cfg.PKCS11.Module
-			}
-			if a.jsonOut {
-				return a.printJSON(b)
-			}
-			fmt.Fprintln(a.stdout, b.String())
-			if b.Module != "" {
-				fmt.Fprintln(a.stdout, "pkcs11 module:", b.Module)
-			}
-			return nil
-		},
-	}
 }

@@ -1,4 +1,4 @@
-package main
+package httpserver
 
 import (
 	"bytes"
@@ -11,6 +11,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/signd/signd/cmd/signd/reqlog"
 	"github.com/signd/signd/store"
 )
 
@@ -62,19 +63,19 @@ func TestRequestIDAcceptedOrReplaced(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var logs bytes.Buffer
-			s := &server{Logger: slog.New(slog.NewJSONHandler(&logs, nil)), BodyLimit: 1 << 20}
+			s := &Server{Logger: slog.New(slog.NewJSONHandler(&logs, nil)), BodyLimit: 1 << 20}
 			req := httptest.NewRequest(http.MethodGet, "/healthz", nil)
 			for _, v := range tc.sent {
 				req.Header.Add(echo.HeaderXRequestID, v)
 			}
 			rec := httptest.NewRecorder()
-			s.echo().ServeHTTP(rec, req)
+			s.Echo().ServeHTTP(rec, req)
 			echoed := rec.Header().Values(echo.HeaderXRequestID)
 			if len(echoed) != 1 {
 				t.Fatalf("echoed X-Request-Id %q, want one", echoed)
 			}
 			got := echoed[0]
-			if !validRequestID(got) {
+			if !reqlog.ValidID(got) {
 				t.Errorf("echoed X-Request-Id %q is not a valid ID", got)
 			}
 			if tc.keep && got != tc.sent[0] {
@@ -95,14 +96,14 @@ func TestRequestIDAcceptedOrReplaced(t *testing.T) {
 
 // Fresh IDs differ from request to request.
 func TestRequestIDFresh(t *testing.T) {
-	s := &server{Logger: slog.New(slog.DiscardHandler), BodyLimit: 1 << 20}
-	e := s.echo()
+	s := &Server{Logger: slog.New(slog.DiscardHandler), BodyLimit: 1 << 20}
+	e := s.Echo()
 	seen := map[string]bool{}
 	for range 50 {
 		rec := httptest.NewRecorder()
 		e.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/healthz", nil))
 		id := rec.Header().Get(echo.HeaderXRequestID)
-		if seen[id] || !validRequestID(id) {
+		if seen[id] || !reqlog.ValidID(id) {
 			t.Fatalf("request ID %q repeated or invalid", id)
 		}
 		seen[id] = true
@@ -115,10 +116,10 @@ func TestRequestIDFresh(t *testing.T) {
 // milliseconds.
 func TestProbeLogLevels(t *testing.T) {
 	var logs bytes.Buffer
-	s := &server{Store: healthStore{}, Token: okPinger{},
+	s := &Server{Store: healthStore{}, Token: okPinger{},
 		Logger:    slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 		BodyLimit: 1 << 20}
-	e := s.echo()
+	e := s.Echo()
 	steps := []struct {
 		path   string
 		broken bool // the store reports a fault: /readyz answers 503

@@ -1,4 +1,4 @@
-package main
+package metrics
 
 import (
 	"context"
@@ -19,14 +19,15 @@ import (
 	"github.com/signd/signd/csc/certstatus"
 	"github.com/signd/signd/hsm"
 	"github.com/signd/signd/oauth/passwords"
+	"github.com/signd/signd/oauth/ratelimit"
 )
 
-// metrics holds the daemon's Prometheus collectors in a private registry
+// Metrics holds the daemon's Prometheus collectors in a private registry
 // (no global state): HTTP requests, the CSC signHash path, the SAD
 // decisions, explicit authorization, certificate status, rate-limit
 // refusals and the HSM. It implements hsm.Metrics, csc.Metrics,
-// certstatus.Metrics and ratelimit.Metrics.
-type metrics struct {
+// certstatus.Metrics, passwords.Metrics and ratelimit.Metrics.
+type Metrics struct {
 	reg *prometheus.Registry
 
 	requests   *prometheus.CounterVec   // route, method, status
@@ -48,17 +49,25 @@ type metrics struct {
 }
 
 var (
-	_ hsm.Metrics        = (*metrics)(nil)
-	_ csc.Metrics        = (*metrics)(nil)
-	_ certstatus.Metrics = (*metrics)(nil)
-	_ passwords.Metrics  = (*metrics)(nil)
+	_ hsm.Metrics        = (*Metrics)(nil)
+	_ csc.Metrics        = (*Metrics)(nil)
+	_ certstatus.Metrics = (*Metrics)(nil)
+	_ passwords.Metrics  = (*Metrics)(nil)
+	_ ratelimit.Metrics  = (*Metrics)(nil)
 )
 
-func newMetrics() *metrics {
+// Build is the build of signd that runs, the labels of signd_build_info.
+type Build struct {
+	Version, Commit, GoVersion string
+}
+
+// New builds the collectors and registers them, with the Go runtime's and
+// the process's, in a registry of their own.
+func New(b Build) *Metrics {
 	// 0.25 ms to about 4 s: an HSM signature takes about 1 ms, a pool wait
 	// up to pkcs11.acquire_timeout.
 	latencyBuckets := prometheus.ExponentialBuckets(0.00025, 2, 15)
-	m := &metrics{
+	m := &Metrics{
 		reg: prometheus.NewRegistry(),
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "signd_http_requests_total", Help: "HTTP requests by route template, method and status.",
@@ -123,7 +132,6 @@ func newMetrics() *metrics {
 	}
 	m.lockouts.WithLabelValues("password")
 	m.lockouts.WithLabelValues("pin")
-	b := buildInfo()
 	buildGauge := prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "signd_build_info", Help: "Always 1; the labels say which build of signd runs (version, commit, Go version).",
 	}, []string{"version", "commit", "goversion"})
@@ -134,11 +142,15 @@ func newMetrics() *metrics {
 	return m
 }
 
-// watchToken publishes the token's health: signd_hsm_available (1 while
+// Registry is the registry every collector is in: what GET /metrics
+// serves.
+func (m *Metrics) Registry() *prometheus.Registry { return m.reg }
+
+// WatchToken publishes the token's health: signd_hsm_available (1 while
 // the token can sign, 0 during an outage, after a PIN error and at
 // shutdown) and signd_hsm_outages_total (times a device error made it
 // unavailable). Both are read from status at scrape time.
-func (m *metrics) watchToken(status func() hsm.Status) {
+func (m *Metrics) WatchToken(status func() hsm.Status) {
 	m.reg.MustRegister(
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "signd_hsm_available", Help: "1 while the HSM token can sign, 0 while it is unavailable (reconnecting, PIN refused, closed).",
@@ -155,7 +167,7 @@ func (m *metrics) watchToken(status func() hsm.Status) {
 }
 
 // ObserveSign implements hsm.Metrics.
-func (m *metrics) ObserveSign(d time.Duration, err error) {
+func (m *Metrics) ObserveSign(d time.Duration, err error) {
 	result := "ok"
 	if err != nil {
 		result = "error"
@@ -164,10 +176,10 @@ func (m *metrics) ObserveSign(d time.Duration, err error) {
 }
 
 // ObservePoolWait implements hsm.Metrics.
-func (m *metrics) ObservePoolWait(d time.Duration) { m.poolWait.Observe(d.Seconds()) }
+func (m *Metrics) ObservePoolWait(d time.Duration) { m.poolWait.Observe(d.Seconds()) }
 
 // ObserveError implements hsm.Metrics.
-func (m *metrics) ObserveError(code string) {
+func (m *Metrics) ObserveError(code string) {
 	if code == "" {
 		code = "unknown"
 	}
@@ -175,17 +187,17 @@ func (m *metrics) ObserveError(code string) {
 }
 
 // ObserveSignHash implements csc.Metrics.
-func (m *metrics) ObserveSignHash(d time.Duration, outcome string) {
+func (m *Metrics) ObserveSignHash(d time.Duration, outcome string) {
 	m.signHash.WithLabelValues(outcome).Observe(d.Seconds())
 }
 
 // ObserveSAD implements csc.Metrics.
-func (m *metrics) ObserveSAD(outcome, reason string) {
+func (m *Metrics) ObserveSAD(outcome, reason string) {
 	m.sad.WithLabelValues(outcome, reason).Inc()
 }
 
 // ObserveAuthorize implements csc.Metrics.
-func (m *metrics) ObserveAuthorize(method, result string) {
+func (m *Metrics) ObserveAuthorize(method, result string) {
 	if method == "extendTransaction" {
 		m.extend.WithLabelValues(result).Inc()
 		return
@@ -194,18 +206,18 @@ func (m *metrics) ObserveAuthorize(method, result string) {
 }
 
 // ObserveRateLimited implements ratelimit.Metrics.
-func (m *metrics) ObserveRateLimited(limit string) { m.rateLimit.WithLabelValues(limit).Inc() }
+func (m *Metrics) ObserveRateLimited(limit string) { m.rateLimit.WithLabelValues(limit).Inc() }
 
 // ObserveLogin implements passwords.Metrics.
-func (m *metrics) ObserveLogin(method, result string) { m.logins.WithLabelValues(method, result).Inc() }
+func (m *Metrics) ObserveLogin(method, result string) { m.logins.WithLabelValues(method, result).Inc() }
 
 // ObserveLockout implements passwords.Metrics.
-func (m *metrics) ObserveLockout(secret string) { m.lockouts.WithLabelValues(secret).Inc() }
+func (m *Metrics) ObserveLockout(secret string) { m.lockouts.WithLabelValues(secret).Inc() }
 
-// observeReadiness records a readiness verdict (of a /readyz probe, a
+// ObserveReadiness records a readiness verdict (of a /readyz probe, a
 // scrape or systemd's readiness check): signd_readiness_changes_total
 // counts it when it differs from the one before.
-func (m *metrics) observeReadiness(ready bool) {
+func (m *Metrics) ObserveReadiness(ready bool) {
 	v := int32(2)
 	if ready {
 		v = 1
@@ -216,22 +228,22 @@ func (m *metrics) observeReadiness(ready bool) {
 }
 
 // ObserveCheck implements certstatus.Metrics.
-func (m *metrics) ObserveCheck(source, result string) {
+func (m *Metrics) ObserveCheck(source, result string) {
 	m.certChecks.WithLabelValues(source, result).Inc()
 }
 
 // SetUnusable implements certstatus.Metrics.
-func (m *metrics) SetUnusable(counts map[string]int) {
+func (m *Metrics) SetUnusable(counts map[string]int) {
 	for status, n := range counts {
 		m.certUnfit.WithLabelValues(status).Set(float64(n))
 	}
 }
 
-// middleware counts every request by route template (never the raw path,
+// Middleware counts every request by route template (never the raw path,
 // which would let clients create label values), method and final status.
 // It is a Pre middleware, outside the router, the logger and the panic
 // recovery, so it sees the status every response really got.
-func (m *metrics) middleware(next echo.HandlerFunc) echo.HandlerFunc {
+func (m *Metrics) Middleware(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		start := time.Now()
 		err := next(c)
@@ -255,17 +267,17 @@ func (m *metrics) middleware(next echo.HandlerFunc) echo.HandlerFunc {
 	}
 }
 
-// metricsEndpoint is the listener of server.metrics_listen: GET /metrics
-// and nothing else, apart from the public API, as node_exporter and Vault
-// keep theirs. Its methods do nothing on a nil endpoint (metrics off).
-type metricsEndpoint struct {
+// Endpoint is the listener of server.metrics_listen: GET /metrics and
+// nothing else, apart from the public API, as node_exporter and Vault keep
+// theirs. Its methods do nothing on a nil endpoint (metrics off).
+type Endpoint struct {
 	ln  net.Listener
 	srv *http.Server
 }
 
-// listenMetrics starts listening on addr for m's registry; "" means no
-// metrics listener (nil, nil).
-func listenMetrics(addr string, m *metrics, logger *slog.Logger) (*metricsEndpoint, error) {
+// Listen starts listening on addr for m's registry; "" means no metrics
+// listener (nil, nil).
+func Listen(addr string, m *Metrics, logger *slog.Logger) (*Endpoint, error) {
 	if addr == "" {
 		return nil, nil
 	}
@@ -275,7 +287,7 @@ func listenMetrics(addr string, m *metrics, logger *slog.Logger) (*metricsEndpoi
 	}
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{}))
-	return &metricsEndpoint{ln: ln, srv: &http.Server{
+	return &Endpoint{ln: ln, srv: &http.Server{
 		Handler:           mux,
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       10 * time.Second,
@@ -286,33 +298,37 @@ func listenMetrics(addr string, m *metrics, logger *slog.Logger) (*metricsEndpoi
 	}}, nil
 }
 
-// addr is the address it listens on, "" when off.
-func (me *metricsEndpoint) addr() string {
+// Addr is the address it listens on, "" when off.
+func (me *Endpoint) Addr() string {
 	if me == nil {
 		return ""
 	}
 	return me.ln.Addr().String()
 }
 
-// serve serves until shutdown; its end is sent to errc.
-func (me *metricsEndpoint) serve(errc chan<- error) {
+// Serve serves until shutdown; its end is sent to errc.
+func (me *Endpoint) Serve(errc chan<- error) {
 	if me != nil {
 		go func() { errc <- me.srv.Serve(me.ln) }()
 	}
 }
 
-// shutdown stops accepting and drains scrapes in flight (Serve closes the
-// listener; close covers an endpoint that never served).
-func (me *metricsEndpoint) shutdown(ctx context.Context) error {
+// Shutdown stops accepting and drains scrapes in flight (Serve closes the
+// listener; Close covers an endpoint that never served).
+func (me *Endpoint) Shutdown(ctx context.Context) error {
 	if me == nil {
 		return nil
 	}
 	return me.srv.Shutdown(ctx)
 }
 
-// close releases the listener of an endpoint that will not serve.
-func (me *metricsEndpoint) close() {
+// Close releases the listener of an endpoint that will not serve.
+func (me *Endpoint) Close() {
 	if me != nil {
 		me.ln.Close()
 	}
 }
+
+// Server is the endpoint's HTTP server, for a drain that shuts it down with
+// the daemon's other servers.
+func (me *Endpoint) Server() *http.Server { return me.srv }

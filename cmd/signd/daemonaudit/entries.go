@@ -1,4 +1,4 @@
-package main
+package daemonaudit
 
 import (
 	"context"
@@ -12,26 +12,20 @@ import (
 	"github.com/signd/signd/store"
 )
 
-// The daemon's own acts in the audit log (Actor "signd", admin.Daemon):
-// the configuration it runs with (config_loaded, at start and on each
-// SIGHUP reload) and the OIDC signing keys it creates, promotes or purges
-// by itself at start (oidc_key_created, oidc_keys_rotated). The store
-// backup (store_backup) names the operator who asked (cmd_store.go).
-
 // Config events (config_loaded Fields["event"]).
 const (
-	configStart  = "start"
-	configReload = "reload"
+	ConfigStart  = "start"
+	ConfigReload = "reload"
 )
 
-// configLoadedEntry is the audit entry of cfg loaded at now, at start or
+// ConfigLoaded is the audit entry of cfg loaded at now, at start or
 // on a reload: the file's path and the SHA-256 of the bytes parsed (none
 // when the daemon runs on defaults, environment and flags alone), and who
 // may administer it — the groups of each trusted role (admin.roles, or
 // "unset" when every admin socket user holds every role) and the acts
 // under dual control (admin.dual_control). The digest lets an auditor tell
 // which file a daemon ran with; the other values are not copied.
-func configLoadedEntry(cfg *config.Config, event string, now time.Time) *store.AuditEntry {
+func ConfigLoaded(cfg *config.Config, event string, now time.Time) *store.AuditEntry {
 	e := &store.AuditEntry{Time: now, Kind: store.AuditConfigLoaded, Actor: admin.Daemon().Actor, Outcome: store.AuditOK,
 		Fields: map[string]string{"event": event}}
 	text := func(vs []string) string { return strings.ToValidUTF8(strings.Join(vs, ","), "\uFFFD") }
@@ -53,15 +47,15 @@ func configLoadedEntry(cfg *config.Config, event string, now time.Time) *store.A
 	return e
 }
 
-// configRefusedEntry is the audit entry of a reload that changed nothing:
+// ConfigRefused is the audit entry of a reload that changed nothing:
 // why is a fixed text, never the configuration's values.
-func configRefusedEntry(why string, now time.Time) *store.AuditEntry {
+func ConfigRefused(why string, now time.Time) *store.AuditEntry {
 	return &store.AuditEntry{Time: now, Kind: store.AuditConfigLoaded, Actor: admin.Daemon().Actor, Outcome: store.AuditRefused,
-		Reason: why, Fields: map[string]string{"event": configReload}}
+		Reason: why, Fields: map[string]string{"event": ConfigReload}}
 }
 
-// appendAudit appends entries to db's audit log in one write transaction.
-func appendAudit(ctx context.Context, db store.Store, entries ...*store.AuditEntry) error {
+// Append appends entries to db's audit log in one write transaction.
+func Append(ctx context.Context, db store.Store, entries ...*store.AuditEntry) error {
 	if len(entries) == 0 {
 		return nil
 	}
@@ -75,14 +69,14 @@ func appendAudit(ctx context.Context, db store.Store, entries ...*store.AuditEnt
 	})
 }
 
-// oidcKeyEntries are the audit entries of what the daemon changed by itself
+// OIDCKeys are the audit entries of what the daemon changed by itself
 // in the OIDC signing keys at start (KeyRing.Ensure and Purge), from the
 // keys before and after: a key created (oidc_key_created, with its state),
 // a next key promoted to active (oidc_keys_rotated: Target the new active
 // key, Fields the key it retired) and retired keys purged
 // (oidc_keys_rotated, Fields["purged"]). Rotations an operator asks for
 // are the admin service's entries.
-func oidcKeyEntries(before, after []store.SigningKey, now time.Time) []*store.AuditEntry {
+func OIDCKeys(before, after []store.SigningKey, now time.Time) []*store.AuditEntry {
 	actor := admin.Daemon().Actor
 	old := map[string]store.SigningKey{}
 	for _, k := range before {

@@ -1,4 +1,4 @@
-package main
+package metrics
 
 import (
 	"context"
@@ -119,7 +119,7 @@ func TestStateCollectorExpiryBuckets(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := newStateCollector(db, func() time.Time { return now }, slog.New(slog.DiscardHandler), "", 0)
+	s := NewState(StateOptions{Store: db, Now: func() time.Time { return now }, Logger: slog.New(slog.DiscardHandler)})
 	reg := prometheus.NewPedanticRegistry()
 	reg.MustRegister(s)
 	if got := gathered(t, reg); len(got) != 1 || got["signd_store_writable"] != 1 {
@@ -158,12 +158,12 @@ func TestStateCollectorExpiryBuckets(t *testing.T) {
 // TestReadinessChanges: signd_readiness_changes_total counts the verdicts
 // that differ from the one before; the first is no change.
 func TestReadinessChanges(t *testing.T) {
-	m := newMetrics()
+	m := New(Build{})
 	for i, tc := range []struct {
 		ready bool
 		want  float64
 	}{{true, 0}, {true, 0}, {false, 1}, {false, 1}, {true, 2}, {false, 3}} {
-		m.observeReadiness(tc.ready)
+		m.ObserveReadiness(tc.ready)
 		if got := gathered(t, m.reg)["signd_readiness_changes_total"]; got != tc.want {
 			t.Errorf("verdict %d (%v): %v changes, want %v", i, tc.ready, got, tc.want)
 		}

@@ -1,4 +1,4 @@
-package main
+package metrics
 
 import (
 	"context"
@@ -13,24 +13,25 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/signd/signd/checkpoint"
 	"github.com/signd/signd/store"
 )
 
-// stateRefresh is how often the daemon reads the store for the metrics
-// of stateCollector: every enabled credential's certificate and the audit
+// StateRefresh is how often the daemon reads the store for the metrics
+// of State: every enabled credential's certificate and the audit
 // log's length (and, on etcd, the database size). A scrape never reads the
 // store: listing every credential per scrape would cost as much as the
 // scrape interval allows. The certificates change only with an admin's
 // act, and the expiry buckets are counted in days.
-const stateRefresh = time.Minute
+const StateRefresh = time.Minute
 
 // expiryBuckets are the within_days labels of
 // signd_credential_certificates_expiring: 0 counts the expired ones.
 var expiryBuckets = []float64{0, 1, 7, 14, 30, 90}
 
-// stateCollector publishes what the daemon reads rather than counts: the
+// State publishes what the daemon reads rather than counts: the
 // enabled credentials' certificate expiry, the audit log's length and its
 // latest checkpoint, the store's size and whether it can write.
 //
@@ -41,8 +42,8 @@ var expiryBuckets = []float64{0, 1, 7, 14, 30, 90}
 // series that change with every enrolment, and the questions an operator
 // asks ("does anything expire within 14 days, and when is the next one?")
 // need only these. `signd credential list` names them.
-type stateCollector struct {
-	db     backend
+type State struct {
+	db     store.Store
 	now    func() time.Time
 	logger *slog.Logger
 	// checkpointDir and checkpointInterval are audit.checkpoint_dir ("":
@@ -66,9 +67,37 @@ type certEntry struct {
 	notAfter time.Time
 }
 
-func newStateCollector(db backend, now func() time.Time, logger *slog.Logger, checkpointDir string, checkpointInterval time.Duration) *stateCollector {
-	return &stateCollector{
-		db: db, now: now, logger: logger, checkpointDir: checkpointDir, checkpointInterval: checkpointInterval,
+// StateOptions is what State reads.
+type StateOptions struct {
+	// Store is the daemon's store. When it has Path() (bbolt) its file's
+	// size is published; Health() (bbolt, etcd) says whether it can
+	// write; Client() (etcd) asks the cluster for its database size.
+	Store store.Store
+	Now   func() time.Time
+	// Logger hears of refreshes that failed.
+	Logger *slog.Logger
+	// CheckpointDir and CheckpointInterval are audit.checkpoint_dir ("":
+	// no checkpoint metrics) and audit.checkpoint_interval.
+	CheckpointDir      string
+	CheckpointInterval time.Duration
+}
+
+// storeHealth is a store that says whether it can write; *bolt.DB and
+// *etcd.DB are.
+type storeHealth interface {
+	// Health is nil, or wraps store.ErrCorrupt or store.ErrUnavailable.
+	Health() error
+}
+
+// etcdClient is the etcd backend's client; *etcd.DB has it.
+type etcdClient interface {
+	Client() *clientv3.Client
+}
+
+// NewState builds the collector; WatchState registers and refreshes it.
+func NewState(o StateOptions) *State {
+	return &State{
+		db: o.Store, now: o.Now, logger: o.Logger, checkpointDir: o.CheckpointDir, checkpointInterval: o.CheckpointInterval,
 		dbSize: -1,
 		byDays: prometheus.NewDesc("signd_credential_certificates_expiring",
 			"Enabled credentials whose certificate expires within within_days days (cumulative; \"0\": expired, \"+Inf\": all), counted at the last store refresh (every minute).", []string{"within_days"}, nil),
@@ -90,7 +119,7 @@ func newStateCollector(db backend, now func() time.Time, logger *slog.Logger, ch
 }
 
 // Describe implements prometheus.Collector.
-func (s *stateCollector) Describe(ch chan<- *prometheus.Desc) {
+func (s *State) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{s.byDays, s.soonest, s.auditEntries, s.storeSize, s.writable, s.cpAge, s.cpEntries, s.cpInterval} {
 		ch <- d
 	}
@@ -98,7 +127,7 @@ func (s *stateCollector) Describe(ch chan<- *prometheus.Desc) {
 
 // Collect implements prometheus.Collector: the refreshed values, and
 // those that cost a stat, a file read or a lock at scrape time.
-func (s *stateCollector) Collect(ch chan<- prometheus.Metric) {
+func (s *State) Collect(ch chan<- prometheus.Metric) {
 	now := s.now()
 	s.mu.Lock()
 	refreshed, notAfter, auditSize, dbSize := s.refreshed, s.notAfter, s.auditSize, s.dbSize
@@ -141,7 +170,7 @@ func (s *stateCollector) Collect(ch chan<- prometheus.Metric) {
 // refresh reads the enabled credentials' certificates and the audit log's
 // length (and etcd's database size) for the next scrapes. A leaf already
 // parsed is parsed again only when its credential was updated.
-func (s *stateCollector) refresh(ctx context.Context) error {
+func (s *State) refresh(ctx context.Context) error {
 	s.mu.Lock()
 	old := s.certs
 	s.mu.Unlock()
@@ -177,7 +206,7 @@ func (s *stateCollector) refresh(ctx context.Context) error {
 	}
 	slices.SortFunc(notAfter, time.Time.Compare)
 	dbSize := int64(-1)
-	if el, ok := s.db.(sweepElector); ok {
+	if el, ok := s.db.(etcdClient); ok {
 		dbSize = etcdDBSize(ctx, el)
 	}
 	s.mu.Lock()
@@ -188,7 +217,7 @@ func (s *stateCollector) refresh(ctx context.Context) error {
 
 // etcdDBSize is the largest database size among the cluster's members
 // that answer (the client's endpoints); -1 when none does.
-func etcdDBSize(ctx context.Context, el sweepElector) int64 {
+func etcdDBSize(ctx context.Context, el etcdClient) int64 {
 	c := el.Client()
 	size := int64(-1)
 	for _, ep := range c.Endpoints() {
@@ -204,7 +233,7 @@ func etcdDBSize(ctx context.Context, el sweepElector) int64 {
 
 // run refreshes at once and then at every tick until ctx ends; a failed
 // refresh is logged and the values before it stay published.
-func (s *stateCollector) run(ctx context.Context, ticks <-chan time.Time) {
+func (s *State) run(ctx context.Context, ticks <-chan time.Time) {
 	for {
 		if err := s.refresh(ctx); err != nil && !errors.Is(ctx.Err(), context.Canceled) {
 			s.logger.Warn("metrics: reading the store failed; the credential and audit metrics keep their last values", "err", err)
@@ -217,12 +246,12 @@ func (s *stateCollector) run(ctx context.Context, ticks <-chan time.Time) {
 	}
 }
 
-// watchState registers the state collector and starts its refresh every
-// stateRefresh (or at each of ticks, tests); stop ends it.
-func (m *metrics) watchState(s *stateCollector, ticks <-chan time.Time) (stop func()) {
+// WatchState registers the state collector and starts its refresh every
+// StateRefresh (or at each of ticks, tests); stop ends it.
+func (m *Metrics) WatchState(s *State, ticks <-chan time.Time) (stop func()) {
 	m.reg.MustRegister(s)
 	ctx, cancel := context.WithCancel(context.Background())
-	ticker := time.NewTicker(stateRefresh)
+	ticker := time.NewTicker(StateRefresh)
 	if ticks == nil {
 		ticks = ticker.C
 	}
@@ -231,9 +260,9 @@ func (m *metrics) watchState(s *stateCollector, ticks <-chan time.Time) (stop fu
 	return func() { cancel(); ticker.Stop(); <-done }
 }
 
-// watchReadiness publishes signd_ready, deciding readiness at each scrape
+// WatchReadiness publishes signd_ready, deciding readiness at each scrape
 // with check (the /readyz verdict), which also records it.
-func (m *metrics) watchReadiness(check func() bool) {
+func (m *Metrics) WatchReadiness(check func() bool) {
 	m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "signd_ready", Help: "1 when signd is ready (the /readyz verdict, decided at this scrape), 0 when not.",
 	}, func() float64 {

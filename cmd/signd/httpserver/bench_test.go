@@ -1,4 +1,4 @@
-package main
+package httpserver
 
 import (
 	"bytes"
@@ -13,11 +13,11 @@ import (
 
 // BenchmarkServerMiddleware measures what the daemon's router adds to a
 // request beside the handler: bare is Echo with the route alone, daemon is
-// server.echo() (request ID, the JSON request log line, recover, security
+// Server.Echo() (request ID, the JSON request log line, recover, security
 // headers, body limit) with the same route. in-process calls ServeHTTP;
 // loopback goes through net/http over a kept-alive TCP connection.
 //
-//	go test -run '^$' -bench ServerMiddleware -benchmem ./cmd/signd
+//	go test -run '^$' -bench ServerMiddleware -benchmem ./cmd/signd/httpserver
 func BenchmarkServerMiddleware(b *testing.B) {
 	route := func(c echo.Context) error {
 		return c.JSON(http.StatusOK, map[string]string{"status": "ok"})
@@ -28,8 +28,8 @@ func BenchmarkServerMiddleware(b *testing.B) {
 	}{
 		{"bare", func() *echo.Echo { e := echo.New(); e.POST("/csc/v1/bench", route); return e }},
 		{"daemon", func() *echo.Echo {
-			s := &server{Logger: slog.New(slog.NewJSONHandler(io.Discard, nil)), BodyLimit: 1 << 20}
-			e := s.echo()
+			s := &Server{Logger: slog.New(slog.NewJSONHandler(io.Discard, nil)), BodyLimit: 1 << 20}
+			e := s.Echo()
 			e.POST("/csc/v1/bench", route)
 			return e
 		}},

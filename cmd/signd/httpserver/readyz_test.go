@@ -1,8 +1,9 @@
-package main
+package httpserver
 
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -50,9 +51,9 @@ func TestReadyzStoreReasons(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			s := &server{Store: healthStore{read: tt.read, health: tt.health}, Token: okPinger{}, Logger: slog.New(slog.DiscardHandler), BodyLimit: 1 << 20}
+			s := &Server{Store: healthStore{read: tt.read, health: tt.health}, Token: okPinger{}, Logger: slog.New(slog.DiscardHandler), BodyLimit: 1 << 20}
 			rec := httptest.NewRecorder()
-			s.echo().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/readyz", nil))
+			s.Echo().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/readyz", nil))
 			var body map[string]string
 			if err := json.Unmarshal(rec.Body.Bytes(), &body); err != nil || rec.Code != tt.status || body["reason"] != tt.reason {
 				t.Fatalf("/readyz: %d %s, want %d reason %q", rec.Code, rec.Body, tt.status, tt.reason)
@@ -63,8 +64,8 @@ func TestReadyzStoreReasons(t *testing.T) {
 		})
 	}
 
-	s := &server{Logger: slog.New(slog.DiscardHandler), BodyLimit: 1 << 20}
-	e := s.echo()
+	s := &Server{Logger: slog.New(slog.DiscardHandler), BodyLimit: 1 << 20}
+	e := s.Echo()
 	e.GET("/write", func(echo.Context) error {
 		return fmt.Errorf("%w: write to signd.db failed: %w", store.ErrUnavailable, syscall.ENOSPC)
 	})
@@ -75,5 +76,23 @@ func TestReadyzStoreReasons(t *testing.T) {
 	if rec.Code != http.StatusServiceUnavailable || body["error"] != "temporarily_unavailable" ||
 		rec.Header().Get("Retry-After") != oauth.RetryAfter {
 		t.Errorf("a failed store write: %d %s", rec.Code, rec.Body)
+	}
+}
+
+func TestHSMReason(t *testing.T) {
+	tests := []struct {
+		st   hsm.Status
+		err  error
+		want string
+	}{
+		{hsm.Status{Reason: "PIN refused, restart needed"}, hsm.ErrPIN, "PIN refused, restart needed"},
+		{hsm.Status{Available: true}, fmt.Errorf("hsm: ping: %w", hsm.ErrBusy), "all sessions busy"},
+		{hsm.Status{Available: true}, context.DeadlineExceeded, "token did not answer in time"},
+		{hsm.Status{Available: true}, errors.New("C_GetTokenInfo: CKR_FUNCTION_FAILED"), "token check failed"},
+	}
+	for _, tt := range tests {
+		if got := hsmReason(tt.st, tt.err); got != tt.want {
+			t.Errorf("hsmReason(%+v, %v) = %q, want %q", tt.st, tt.err, got, tt.want)
+		}
 	}
 }

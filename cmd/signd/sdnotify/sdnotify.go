@@ -1,4 +1,4 @@
-package main
+package sdnotify
 
 import (
 	"context"
@@ -10,13 +10,13 @@ import (
 	"github.com/coreos/go-systemd/v22/daemon"
 )
 
-// readyRetry is how often notifySystemd asks again whether the daemon is
+// readyRetry is how often Start asks again whether the daemon is
 // ready while the token or the store does not answer yet.
 const readyRetry = time.Second
 
-// notifySystemd speaks the service manager's side of sd_notify(3) for a
+// Start speaks the service manager's side of sd_notify(3) for a
 // unit of Type=notify (packaging/signd.service): READY=1 once ready
-// answers true, which serve asks only after the listeners accept and which
+// answers true, which signd serve asks only after the listeners accept and which
 // is /readyz's verdict (token and store answer, the store can write);
 // WATCHDOG=1 every half of WatchdogSec= when the unit sets one
 // (WATCHDOG_USEC), from the moment the listeners accept, whatever the
@@ -28,7 +28,7 @@ const readyRetry = time.Second
 // cannot be sent is logged and not retried: systemd either hears READY=1
 // or times the start out (TimeoutStartSec=), which is what an operator
 // should see.
-func notifySystemd(ctx context.Context, logger *slog.Logger, ready func(context.Context) bool) (stopping func()) {
+func Start(ctx context.Context, logger *slog.Logger, ready func(context.Context) bool) (stopping func()) {
 	if os.Getenv("NOTIFY_SOCKET") == "" {
 		return func() {}
 	}
@@ -46,7 +46,7 @@ func notifySystemd(ctx context.Context, logger *slog.Logger, ready func(context.
 			case <-tick.C:
 			}
 		}
-		sdNotify(logger, daemon.SdNotifyReady)
+		Send(logger, daemon.SdNotifyReady)
 	}()
 	interval, err := daemon.SdWatchdogEnabled(false)
 	if err != nil {
@@ -59,7 +59,7 @@ func notifySystemd(ctx context.Context, logger *slog.Logger, ready func(context.
 			tick := time.NewTicker(interval / 2)
 			defer tick.Stop()
 			for {
-				sdNotify(logger, daemon.SdNotifyWatchdog)
+				Send(logger, daemon.SdNotifyWatchdog)
 				select {
 				case <-ctx.Done():
 					return
@@ -71,12 +71,12 @@ func notifySystemd(ctx context.Context, logger *slog.Logger, ready func(context.
 	return func() {
 		cancel()
 		wg.Wait()
-		sdNotify(logger, daemon.SdNotifyStopping)
+		Send(logger, daemon.SdNotifyStopping)
 	}
 }
 
-// sdNotify sends one state to NOTIFY_SOCKET, logging a failure.
-func sdNotify(logger *slog.Logger, state string) {
+// Send sends one state to NOTIFY_SOCKET, logging a failure.
+func Send(logger *slog.Logger, state string) {
 	if _, err := daemon.SdNotify(false, state); err != nil {
 		logger.Warn("systemd: notify failed", "state", state, "err", err)
 	}

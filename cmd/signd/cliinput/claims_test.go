@@ -1,4 +1,4 @@
-package main
+package cliinput
 
 import (
 	"bytes"
@@ -22,7 +22,7 @@ func FuzzParseClaims(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		got, err := parseClaims(data)
+		got, err := ParseClaims(data)
 		if err != nil {
 			if got != nil || err.Error() == "" {
 				t.Fatalf("%q: %v with %v", data, err, got)
@@ -59,7 +59,7 @@ func FuzzParseClaims(f *testing.F) {
 			t.Fatalf("%q: %d members, %d claims read", data, members/2, len(got))
 		}
 		again, _ := json.Marshal(got)
-		if back, err := parseClaims(again); err != nil || !maps.Equal(back, got) {
+		if back, err := ParseClaims(again); err != nil || !maps.Equal(back, got) {
 			t.Fatalf("%q written back as %s: %v, %v", data, again, back, err)
 		}
 		if strings.TrimSpace(string(data)) == "" {

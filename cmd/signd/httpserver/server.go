@@ -1,4 +1,4 @@
-package main
+package httpserver
 
 import (
 	"context"
@@ -7,12 +7,12 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"sync/atomic"
 	"time"
 
 	"github.com/labstack/echo/v4"
 	"github.com/labstack/echo/v4/middleware"
 
+	"github.com/signd/signd/cmd/signd/reqlog"
 	"github.com/signd/signd/hsm"
 	"github.com/signd/signd/oauth"
 	"github.com/signd/signd/oauth/pages"
@@ -20,8 +20,8 @@ import (
 	"github.com/signd/signd/store"
 )
 
-// pinger is what readiness needs of the token; *hsm.Token satisfies it.
-type pinger interface {
+// Pinger is what readiness needs of the token; *hsm.Token satisfies it.
+type Pinger interface {
 	Ping(ctx context.Context) error
 	Status() hsm.Status
 }
@@ -32,11 +32,12 @@ type capabilityReporter interface {
 	Capabilities() *hsm.Capabilities
 }
 
-// server builds the public Echo router: middleware, health endpoints and
-// (in later issues) the OAuth, CSC and OIDC handlers.
-type server struct {
+// Server builds the public Echo router: the middleware every request
+// passes, the error renderer, the health endpoints and the pages'
+// resources; cmd/signd mounts the OAuth, CSC and OIDC handlers on it.
+type Server struct {
 	Store     store.Store
-	Token     pinger
+	Token     Pinger
 	Logger    *slog.Logger
 	BodyLimit int64
 	TLS       bool
@@ -47,42 +48,14 @@ type server struct {
 	// Pages renders the HTML pages (ui.*), the error pages among them, and
 	// serves the logo; nil = the built-in look.
 	Pages *pages.Pages
-	// Readiness, when set, hears every readiness verdict (metrics).
-	Readiness func(ready bool)
-
-	// healthzLast and readyzLast are the status of the previous probe of
-	// /healthz and /readyz (0 before the first), for probeLevel.
-	healthzLast, readyzLast atomic.Int64
+	// OnReadiness, when set, hears every readiness verdict (metrics).
+	OnReadiness func(ready bool)
 }
 
-// probeLast is the previous-status record of a health endpoint's path, or
-// nil for any other path.
-func (s *server) probeLast(path string) *atomic.Int64 {
-	switch path {
-	case "/healthz":
-		return &s.healthzLast
-	case "/readyz":
-		return &s.readyzLast
-	}
-	return nil
-}
-
-// probeLevel is the access-log level of a health probe: DEBUG while its
-// status stays what the previous probe answered (a load balancer probing
-// every second would otherwise fill the log), INFO when it changes to 200
-// (and for the first probe), WARN when it changes to anything else.
-func probeLevel(last *atomic.Int64, status int) slog.Level {
-	switch {
-	case last.Swap(int64(status)) == int64(status):
-		return slog.LevelDebug
-	case status == http.StatusOK:
-		return slog.LevelInfo
-	}
-	return slog.LevelWarn
-}
-
-func (s *server) echo() *echo.Echo {
-	s.Logger = withRequestID(s.Logger)
+// Echo is the router. It wraps Logger in reqlog.Handler, so that every
+// record logged with a request's context names the request.
+func (s *Server) Echo() *echo.Echo {
+	s.Logger = reqlog.WithRequestID(s.Logger)
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
 	// The one error renderer: each protocol route tagged its dialect; the
@@ -98,30 +71,9 @@ func (s *server) echo() *echo.Echo {
 	e.HTTPErrorHandler = oauth.NewRenderer(s.Logger).WithPages(s.Pages).Handle
 	e.IPExtractor = clientIP(s.TrustedProxies)
 	e.Use(
-		requestID,
+		reqlog.RequestID,
 		remoteOrigin,
-		middleware.RequestLoggerWithConfig(middleware.RequestLoggerConfig{
-			LogURIPath: true, LogMethod: true, LogStatus: true, LogLatency: true,
-			LogRequestID: true, LogRemoteIP: true, LogError: true, HandleError: true,
-			LogValuesFunc: func(c echo.Context, v middleware.RequestLoggerValues) error {
-				attrs := []slog.Attr{
-					slog.String("method", v.Method), slog.String("path", v.URIPath),
-					slog.Int("status", v.Status),
-					slog.Float64("latency_ms", float64(v.Latency)/float64(time.Millisecond)),
-					slog.String("remote_ip", v.RemoteIP),
-				}
-				level := slog.LevelInfo
-				if v.Status >= 500 {
-					level = slog.LevelError
-				}
-				if probe := s.probeLast(v.URIPath); probe != nil {
-					level = probeLevel(probe, v.Status)
-				}
-				// The request_id comes from the context (requestIDHandler).
-				s.Logger.LogAttrs(c.Request().Context(), level, "request", attrs...)
-				return nil
-			},
-		}),
+		(&reqlog.AccessLog{Logger: s.Logger}).Middleware(),
 		middleware.RecoverWithConfig(middleware.RecoverConfig{
 			DisableErrorHandler: true, // the panic becomes an error for the renderer: a bare 500
 			LogErrorFunc: func(c echo.Context, err error, stack []byte) error {
@@ -191,33 +143,33 @@ type storeHealth interface {
 // readyz answers 200 when the token's persistent session and the store
 // answer and the store can write, 503 naming the failing part (and for the
 // store the reason) otherwise.
-func (s *server) readyz(c echo.Context) error {
-	status, body := s.readiness(c.Request().Context())
+func (s *Server) readyz(c echo.Context) error {
+	status, body := s.Readiness(c.Request().Context())
 	if status != http.StatusOK {
 		if body["component"] == "store" {
 			c.Response().Header().Set("Retry-After", oauth.RetryAfter)
 		}
 		return c.JSON(status, body)
 	}
-	ready := readyBody{Status: "ready"}
+	ready := ReadyBody{Status: "ready"}
 	if r, ok := s.Token.(capabilityReporter); ok {
 		ready.HSM = tokenSummary(r.Capabilities())
 	}
 	return c.JSON(http.StatusOK, ready)
 }
 
-// readiness is /readyz's verdict: 200 and nil, or 503 and the body naming
+// Readiness is /readyz's verdict: 200 and nil, or 503 and the body naming
 // the failing part. serve asks it too before telling systemd READY=1.
-func (s *server) readiness(ctx context.Context) (int, map[string]string) {
+func (s *Server) Readiness(ctx context.Context) (int, map[string]string) {
 	status, body := s.verdict(ctx)
-	if s.Readiness != nil {
-		s.Readiness(status == http.StatusOK)
+	if s.OnReadiness != nil {
+		s.OnReadiness(status == http.StatusOK)
 	}
 	return status, body
 }
 
-// verdict is readiness, unrecorded.
-func (s *server) verdict(ctx context.Context) (int, map[string]string) {
+// verdict is Readiness, unrecorded.
+func (s *Server) verdict(ctx context.Context) (int, map[string]string) {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
 	if err := s.Token.Ping(ctx); err != nil {
@@ -242,17 +194,17 @@ func (s *server) verdict(ctx context.Context) (int, map[string]string) {
 	return http.StatusOK, nil
 }
 
-// readyBody is /readyz's answer when ready.
-type readyBody struct {
-	Status string           `json:"status"`
-	HSM    *readyTokenBrief `json:"hsm,omitempty"`
+// ReadyBody is /readyz's answer when ready.
+type ReadyBody struct {
+	Status string      `json:"status"`
+	HSM    *ReadyToken `json:"hsm,omitempty"`
 }
 
-// readyTokenBrief is the token as /readyz describes it: enough to tell
+// ReadyToken is the token as /readyz describes it: enough to tell
 // which kind of token a node runs on and what it can sign with, without
 // the module path, serial number or firmware (`signd hsm info` has them,
 // on the admin socket).
-type readyTokenBrief struct {
+type ReadyToken struct {
 	Manufacturer    string   `json:"manufacturer"`
 	Model           string   `json:"model"`
 	CryptokiVersion string   `json:"cryptoki_version"`
@@ -260,11 +212,11 @@ type readyTokenBrief struct {
 	Mechanisms      []string `json:"mechanisms"`
 }
 
-func tokenSummary(c *hsm.Capabilities) *readyTokenBrief {
+func tokenSummary(c *hsm.Capabilities) *ReadyToken {
 	if c == nil {
 		return nil
 	}
-	b := &readyTokenBrief{Manufacturer: c.Manufacturer, Model: c.Model, CryptokiVersion: c.CryptokiVersion, Profile: c.Profile, Mechanisms: []string{}}
+	b := &ReadyToken{Manufacturer: c.Manufacturer, Model: c.Model, CryptokiVersion: c.CryptokiVersion, Profile: c.Profile, Mechanisms: []string{}}
 	for _, m := range c.Mechanisms {
 		if m.Present {
 			b.Mechanisms = append(b.Mechanisms, m.Name)
@@ -287,7 +239,7 @@ func hsmReason(st hsm.Status, err error) string {
 	return "token check failed"
 }
 
-func (s *server) securityHeaders(next echo.HandlerFunc) echo.HandlerFunc {
+func (s *Server) securityHeaders(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		h := c.Response().Header()
 		h.Set("X-Content-Type-Options", "nosniff")
@@ -304,7 +256,7 @@ func (s *server) securityHeaders(next echo.HandlerFunc) echo.HandlerFunc {
 
 // bodyLimit refuses bodies over BodyLimit bytes: early from Content-Length,
 // otherwise while reading.
-func (s *server) bodyLimit(next echo.HandlerFunc) echo.HandlerFunc {
+func (s *Server) bodyLimit(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		r := c.Request()
 		if r.ContentLength > s.BodyLimit {
