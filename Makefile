@@ -14,7 +14,8 @@ FUZZTIME  ?= 30s
 VERSION   ?= $(shell cat VERSION)
 COMMIT    ?= $(shell git rev-parse HEAD 2>/dev/null)$(shell git diff --quiet HEAD 2>/dev/null || echo -dirty)
 DATE      ?= $(shell git log -1 --format=%cI 2>/dev/null)
-LDFLAGS   ?= -X main.version=$(VERSION) -X main.commit=$(COMMIT) -X main.date=$(DATE)
+VERSIONPKG = github.com/signd/signd/cmd/signd/version
+LDFLAGS   ?= -X $(VERSIONPKG).version=$(VERSION) -X $(VERSIONPKG).commit=$(COMMIT) -X $(VERSIONPKG).date=$(DATE)
 # nfpm, pinned like staticcheck, builds the Debian package into DIST.
 NFPM      ?= $(GO) run github.com/goreleaser/nfpm/v2/cmd/nfpm@v2.45.2
 DIST      ?= dist

@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"os"
 	"strings"
+
+	"github.com/signd/signd/config/rules"
 )
 
 // AdminAPIConfig is admin.api_*: the provisioning API, a listener of its
@@ -104,13 +106,13 @@ func (c *Config) adminAPIChecks() []check {
 	on := a.APIListen != ""
 	checks := []check{
 		{"admin.api_listen", apiListen(a.APIListen, s)},
-		{"admin.api_cert_file", requiredWith(a.APICertFile, on, "admin.api_listen")},
-		{"admin.api_cert_file", pairedWith(a.APICertFile, a.APIKeyFile, "admin.api_key_file")},
-		{"admin.api_cert_file", readableFile(a.APICertFile)},
-		{"admin.api_key_file", requiredWith(a.APIKeyFile, on, "admin.api_listen")},
-		{"admin.api_key_file", pairedWith(a.APIKeyFile, a.APICertFile, "admin.api_cert_file")},
-		{"admin.api_key_file", privateFile(a.APIKeyFile)},
-		{"admin.api_client_ca", requiredWith(a.APIClientCA, on, "admin.api_listen")},
+		{"admin.api_cert_file", rules.RequiredWith(a.APICertFile, on, "admin.api_listen")},
+		{"admin.api_cert_file", rules.PairedWith(a.APICertFile, a.APIKeyFile, "admin.api_key_file")},
+		{"admin.api_cert_file", rules.ReadableFile(a.APICertFile)},
+		{"admin.api_key_file", rules.RequiredWith(a.APIKeyFile, on, "admin.api_listen")},
+		{"admin.api_key_file", rules.PairedWith(a.APIKeyFile, a.APICertFile, "admin.api_cert_file")},
+		{"admin.api_key_file", rules.PrivateFile(a.APIKeyFile)},
+		{"admin.api_client_ca", rules.RequiredWith(a.APIClientCA, on, "admin.api_listen")},
 		{"admin.api_client_ca", clientCA(a.APIClientCA)},
 		{"admin.api_client_crl", clientCRL(a.APIClientCRL, a.APIClientCA)},
 	}
@@ -126,20 +128,13 @@ func (c *Config) adminAPIChecks() []check {
 	return checks
 }
 
-func requiredWith(v string, on bool, key string) string {
-	if v == "" && on {
-		return "required when " + key + " is set"
-	}
-	return ""
-}
-
 // apiListen checks admin.api_listen: empty, or host:port on a port of its
 // own.
 func apiListen(addr string, s ServerConfig) string {
 	if addr == "" {
 		return ""
 	}
-	if msg := hostPort(addr); msg != "" {
+	if msg := rules.HostPort(addr); msg != "" {
 		return msg + "; empty turns the provisioning API off"
 	}
 	switch {
@@ -183,7 +178,7 @@ func ClientCAs(path string) ([]*x509.Certificate, error) {
 }
 
 func clientCA(path string) string {
-	if msg := readableFile(path); msg != "" || path == "" {
+	if msg := rules.ReadableFile(path); msg != "" || path == "" {
 		return msg
 	}
 	if _, err := ClientCAs(path); err != nil {
@@ -218,7 +213,7 @@ func ClientCRL(path string, cas []*x509.Certificate) (*x509.RevocationList, erro
 }
 
 func clientCRL(path, caPath string) string {
-	if msg := readableFile(path); msg != "" || path == "" {
+	if msg := rules.ReadableFile(path); msg != "" || path == "" {
 		return msg
 	}
 	if caPath == "" {

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 	"unicode"
+
+	"github.com/signd/signd/config/rules"
 )
 
 // etcdEndpoints checks store.etcd.endpoints: 1 to MaxEtcdEndpoints
@@ -78,7 +80,7 @@ func etcdPrefix(p string) string {
 
 // boundedDuration checks 0 < d ≤ maxD.
 func boundedDuration(d, maxD time.Duration) string {
-	if msg := positive(d); msg != "" {
+	if msg := rules.Positive(d); msg != "" {
 		return msg
 	}
 	if d > maxD {

@@ -5,6 +5,8 @@ import (
 	"net"
 	"net/netip"
 	"strings"
+
+	"github.com/signd/signd/config/rules"
 )
 
 // The network keys of server.*: the metrics listener and the reverse
@@ -17,7 +19,7 @@ func metricsListen(addr, listen string) string {
 	if addr == "" {
 		return ""
 	}
-	if msg := hostPort(addr); msg != "" {
+	if msg := rules.HostPort(addr); msg != "" {
 		return msg + "; empty turns the metrics listener off"
 	}
 	if portConflict(addr, listen) {
@@ -37,7 +39,7 @@ func portConflict(a, b string) bool {
 		return false
 	}
 	wildcard := func(h string) bool { return h == "" || h == "0.0.0.0" || h == "::" }
-	return strings.EqualFold(ha, hb) || wildcard(ha) || wildcard(hb) || isLoopback(ha) && isLoopback(hb)
+	return strings.EqualFold(ha, hb) || wildcard(ha) || wildcard(hb) || rules.IsLoopback(ha) && rules.IsLoopback(hb)
 }
 
 // ParseTrustedProxy parses one server.trusted_proxies entry: a CIDR in

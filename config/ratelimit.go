@@ -3,6 +3,8 @@ package config
 import (
 	"fmt"
 	"math"
+
+	"github.com/signd/signd/config/rules"
 )
 
 // RateLimitConfig is the ratelimit.* section: token buckets (a rate a
@@ -98,9 +100,9 @@ func (r *RateLimitConfig) checks() []check {
 		l := limits[name]
 		checks = append(checks,
 			check{"ratelimit." + name + ".rate", rateProblem(l.Rate)},
-			check{"ratelimit." + name + ".burst", between(l.Burst, 1, MaxBurst)})
+			check{"ratelimit." + name + ".burst", rules.Between(l.Burst, 1, MaxBurst)})
 	}
-	return append(checks, check{"ratelimit.max_keys", between(r.MaxKeys, 1, MaxRateLimitKeys)})
+	return append(checks, check{"ratelimit.max_keys", rules.Between(r.MaxKeys, 1, MaxRateLimitKeys)})
 }
 
 // rateProblem checks a rate: 0 (no limit) or MinRate to MaxRate.

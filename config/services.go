@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/signd/signd/config/rules"
 )
 
 // The sections of the protocol services: oauth.* (the authorization server),
@@ -235,12 +237,12 @@ func (o *OAuthConfig) checks() []check {
 		{"oauth.consent_timeout", within(o.ConsentTimeout, 10*time.Second, time.Hour)},
 		{"oauth.process_timeout", within(o.ProcessTimeout, 10*time.Second, time.Hour)},
 		{"oauth.session_ttl", within(o.SessionTTL, time.Minute, 30*24*time.Hour)},
-		{"oauth.max_failures", between(o.MaxFailures, 1, 100)},
+		{"oauth.max_failures", rules.Between(o.MaxFailures, 1, 100)},
 		{"oauth.sweep_interval", within(o.SweepInterval, time.Second, time.Hour)},
-		{"oauth.sweep_batch", between(o.SweepBatch, 1, 10000)},
+		{"oauth.sweep_batch", rules.Between(o.SweepBatch, 1, 10000)},
 		{"oauth.lockout.base", within(o.Lockout.Base, time.Second, 24*time.Hour)},
 		{"oauth.lockout.max", o.Lockout.maxProblem()},
-		{"oauth.lockout.permanent_after", between(o.Lockout.PermanentAfter, 0, 100)},
+		{"oauth.lockout.permanent_after", rules.Between(o.Lockout.PermanentAfter, 0, 100)},
 	}
 }
 
@@ -280,8 +282,8 @@ func (c *CSCConfig) checks() []check {
 	if c.Name == "" || len(c.Name) > 255 {
 		name = "must be 1 to 255 bytes"
 	}
-	limit := between(c.MaxResultsLimit, 1, 10000)
-	def := between(c.MaxResultsDefault, 1, 10000)
+	limit := rules.Between(c.MaxResultsLimit, 1, 10000)
+	def := rules.Between(c.MaxResultsDefault, 1, 10000)
 	if def == "" && limit == "" && c.MaxResultsDefault > c.MaxResultsLimit {
 		def = fmt.Sprintf("%d is larger than csc.max_results_limit (%d)", c.MaxResultsDefault, c.MaxResultsLimit)
 	}
@@ -291,7 +293,7 @@ func (c *CSCConfig) checks() []check {
 		{"csc.lang", matches(langTagRE, c.Lang, "a language tag such as en-US")},
 		{"csc.max_results_default", def},
 		{"csc.max_results_limit", limit},
-		{"csc.max_hashes_per_request", between(c.MaxHashesPerRequest, 1, MaxHashesPerRequest)},
+		{"csc.max_hashes_per_request", rules.Between(c.MaxHashesPerRequest, 1, MaxHashesPerRequest)},
 		{"csc.auth_login_client", c.authLoginClient()},
 		{"csc.refresh_token_ttl", within(c.RefreshTokenTTL, time.Minute, 90*24*time.Hour)},
 		{"csc.timestamp.policy", c.Timestamp.policyProblem()},
@@ -340,7 +342,7 @@ func (t *TimestampConfig) policyProblem() string {
 func (o *OIDCConfig) checks() []check {
 	return []check{
 		{"oidc.claim_namespace", matches(namespaceRE, o.ClaimNamespace, "a dotted lower-case namespace such as com.vendor")},
-		{"oidc.pairwise_salt_file", nonEmpty(o.PairwiseSaltFile)},
+		{"oidc.pairwise_salt_file", rules.NonEmpty(o.PairwiseSaltFile)},
 		{"oidc.id_token_ttl", within(o.IDTokenTTL, time.Minute, 24*time.Hour)},
 		{"oidc.signing_alg", signingAlgProblem(o.SigningAlg)},
 	}

@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/signd/signd/config/rules"
 )
 
 // UIConfig is the ui.* section: how the login, consent, account and error
@@ -125,7 +127,7 @@ func contrastWithWhite(s string) float64 {
 }
 
 func logoFile(p string) string {
-	if msg := readableFile(p); msg != "" || p == "" {
+	if msg := rules.ReadableFile(p); msg != "" || p == "" {
 		return msg
 	}
 	ext := strings.ToLower(filepath.Ext(p))
@@ -138,7 +140,7 @@ func logoFile(p string) string {
 	}
 	fi, err := os.Stat(p)
 	if err != nil {
-		return fileError(p, err)
+		return rules.FileError(p, err)
 	}
 	if fi.Size() > MaxLogoBytes {
 		return fmt.Sprintf("%s has %d bytes, more than %d (256 KiB)", p, fi.Size(), MaxLogoBytes)
@@ -160,7 +162,7 @@ func trustedDir(dir string, euid int) string {
 	}
 	fi, err := os.Stat(dir)
 	if err != nil {
-		return fileError(dir, err)
+		return rules.FileError(dir, err)
 	}
 	if !fi.IsDir() {
 		return fmt.Sprintf("%s is not a directory", dir)
@@ -170,13 +172,13 @@ func trustedDir(dir string, euid int) string {
 	}
 	entries, err := os.ReadDir(dir)
 	if err != nil {
-		return fileError(dir, err)
+		return rules.FileError(dir, err)
 	}
 	for _, e := range entries {
 		p := filepath.Join(dir, e.Name())
 		fi, err := os.Stat(p)
 		if err != nil {
-			return fileError(p, err)
+			return rules.FileError(p, err)
 		}
 		if msg := trusted(p, fi, euid); msg != "" {
 			return msg

@@ -4,18 +4,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"log/slog"
-	"net"
 	"net/url"
 	"os"
 	"os/user"
-	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
-	"time"
 
+	"github.com/signd/signd/config/rules"
 	"github.com/signd/signd/config/schema"
 )
 
@@ -66,16 +62,16 @@ func (c *Config) problems() []Problem {
 
 func (s *ServerConfig) checks() []check {
 	return []check{
-		{"server.listen", hostPort(s.Listen)},
+		{"server.listen", rules.HostPort(s.Listen)},
 		{"server.base_url", issuerURL(s.BaseURL)},
-		{"server.tls.cert_file", pairedWith(s.TLS.CertFile, s.TLS.KeyFile, "server.tls.key_file")},
-		{"server.tls.cert_file", readableFile(s.TLS.CertFile)},
-		{"server.tls.key_file", pairedWith(s.TLS.KeyFile, s.TLS.CertFile, "server.tls.cert_file")},
-		{"server.tls.key_file", readableFile(s.TLS.KeyFile)},
+		{"server.tls.cert_file", rules.PairedWith(s.TLS.CertFile, s.TLS.KeyFile, "server.tls.key_file")},
+		{"server.tls.cert_file", rules.ReadableFile(s.TLS.CertFile)},
+		{"server.tls.key_file", rules.PairedWith(s.TLS.KeyFile, s.TLS.CertFile, "server.tls.cert_file")},
+		{"server.tls.key_file", rules.ReadableFile(s.TLS.KeyFile)},
 		{"server.admin_socket", socketPath(s.AdminSocket)},
 		{"server.admin_group", groupProblem(s.AdminGroup)},
-		{"server.body_limit_bytes", between(s.BodyLimitBytes, 1, MaxBodyLimitBytes)},
-		{"server.shutdown_timeout", positive(s.ShutdownTimeout)},
+		{"server.body_limit_bytes", rules.Between(s.BodyLimitBytes, 1, MaxBodyLimitBytes)},
+		{"server.shutdown_timeout", rules.Positive(s.ShutdownTimeout)},
 		{"server.metrics_listen", metricsListen(s.MetricsListen, s.Listen)},
 		{"server.trusted_proxies", trustedProxies(s.TrustedProxies)},
 	}
@@ -83,9 +79,9 @@ func (s *ServerConfig) checks() []check {
 
 func (s *StoreConfig) checks() []check {
 	checks := []check{
-		{"store.backend", oneOf(s.BackendName(), BackendBolt, BackendEtcd)},
-		{"store.path", nonEmpty(s.Path)},
-		{"store.open_timeout", positive(s.OpenTimeout)},
+		{"store.backend", rules.OneOf(s.BackendName(), BackendBolt, BackendEtcd)},
+		{"store.path", rules.NonEmpty(s.Path)},
+		{"store.open_timeout", rules.Positive(s.OpenTimeout)},
 	}
 	if s.BackendName() != BackendEtcd {
 		return checks
@@ -94,11 +90,11 @@ func (s *StoreConfig) checks() []check {
 	return append(checks,
 		check{"store.etcd.endpoints", etcdEndpoints(e.Endpoints)},
 		check{"store.etcd.prefix", etcdPrefix(e.Prefix)},
-		check{"store.etcd.cert_file", pairedWith(e.CertFile, e.KeyFile, "store.etcd.key_file")},
-		check{"store.etcd.cert_file", readableFile(e.CertFile)},
-		check{"store.etcd.key_file", pairedWith(e.KeyFile, e.CertFile, "store.etcd.cert_file")},
-		check{"store.etcd.key_file", readableFile(e.KeyFile)},
-		check{"store.etcd.ca_file", readableFile(e.CAFile)},
+		check{"store.etcd.cert_file", rules.PairedWith(e.CertFile, e.KeyFile, "store.etcd.key_file")},
+		check{"store.etcd.cert_file", rules.ReadableFile(e.CertFile)},
+		check{"store.etcd.key_file", rules.PairedWith(e.KeyFile, e.CertFile, "store.etcd.cert_file")},
+		check{"store.etcd.key_file", rules.ReadableFile(e.KeyFile)},
+		check{"store.etcd.ca_file", rules.ReadableFile(e.CAFile)},
 		check{"store.etcd.dial_timeout", boundedDuration(e.DialTimeout, MaxEtcdTimeout)},
 		check{"store.etcd.request_timeout", boundedDuration(e.RequestTimeout, MaxEtcdTimeout)},
 	)
@@ -106,20 +102,20 @@ func (s *StoreConfig) checks() []check {
 
 func (p *PKCS11Config) checks() []check {
 	return []check{
-		{"pkcs11.module", absolute(p.Module)},
+		{"pkcs11.module", rules.Absolute(p.Module)},
 		{"pkcs11.token_label", tokenLabel(p.TokenLabel)},
 		{"pkcs11.pin", pinSource(p.PIN, p.PINFile)},
-		{"pkcs11.pin_file", privateFile(p.PINFile)},
-		{"pkcs11.max_sessions", between(p.MaxSessions, 0, MaxSessions)},
-		{"pkcs11.acquire_timeout", positive(p.AcquireTimeout)},
+		{"pkcs11.pin_file", rules.PrivateFile(p.PINFile)},
+		{"pkcs11.max_sessions", rules.Between(p.MaxSessions, 0, MaxSessions)},
+		{"pkcs11.acquire_timeout", rules.Positive(p.AcquireTimeout)},
 		{"pkcs11.profile", profile(p.Profile)},
 	}
 }
 
 func (l *LogConfig) checks() []check {
 	return []check{
-		{"log.level", oneOf(l.Level, "debug", "info", "warn", "error")},
-		{"log.format", oneOf(l.Format, "json", "text")},
+		{"log.level", rules.OneOf(l.Level, "debug", "info", "warn", "error")},
+		{"log.format", rules.OneOf(l.Format, "json", "text")},
 	}
 }
 
@@ -137,61 +133,13 @@ func (l LogConfig) SlogLevel() slog.Level {
 	return slog.LevelInfo
 }
 
-// ---- rule helpers: each returns "" when the value is fine ----
-
-func nonEmpty(s string) string {
-	if s == "" {
-		return "must not be empty"
-	}
-	return ""
-}
-
-func positive(d time.Duration) string {
-	if d <= 0 {
-		return fmt.Sprintf("must be a positive duration, got %s", d)
-	}
-	return ""
-}
-
-func between[T int | int64](n, lo, hi T) string {
-	if n < lo || n > hi {
-		return fmt.Sprintf("must be between %d and %d, got %d", lo, hi, n)
-	}
-	return ""
-}
-
 // profile accepts pkcs11.profile's values; "" (a Config built in code,
 // without Load's defaults) is auto.
 func profile(s string) string {
 	if s == "" {
 		return ""
 	}
-	return oneOf(s, "auto", "strict", "token-fixed-usage")
-}
-
-func oneOf(s string, allowed ...string) string {
-	if !slices.Contains(allowed, s) {
-		return fmt.Sprintf("%q is not one of %s", s, strings.Join(allowed, ", "))
-	}
-	return ""
-}
-
-func absolute(p string) string {
-	if !filepath.IsAbs(p) {
-		return fmt.Sprintf("%q is not an absolute path", p)
-	}
-	return ""
-}
-
-func hostPort(s string) string {
-	_, port, err := net.SplitHostPort(s)
-	if err != nil {
-		return fmt.Sprintf("%q is not host:port", s)
-	}
-	if _, err := strconv.ParseUint(port, 10, 16); err != nil {
-		return fmt.Sprintf("%q is not host:port (port must be a number 0-65535)", s)
-	}
-	return ""
+	return rules.OneOf(s, "auto", "strict", "token-fixed-usage")
 }
 
 // issuerURL checks server.base_url, the OAuth/OIDC issuer: an absolute
@@ -222,18 +170,10 @@ func issuerURL(s string) string {
 		return fmt.Sprintf("%q must not have a fragment", s)
 	case strings.HasSuffix(s, "/"):
 		return fmt.Sprintf("%q must not end with a slash", s)
-	case u.Scheme == "http" && !isLoopback(u.Hostname()):
+	case u.Scheme == "http" && !rules.IsLoopback(u.Hostname()):
 		return fmt.Sprintf("%q must use https (plain http is only allowed for a loopback host)", s)
 	}
 	return ""
-}
-
-func isLoopback(host string) bool {
-	if strings.EqualFold(host, "localhost") {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
 }
 
 // maxSocketPath is the longest path a Linux AF_UNIX address holds
@@ -302,61 +242,6 @@ func tokenLabel(l string) string {
 		return fmt.Sprintf("%q is %d bytes; PKCS#11 token labels are at most %d", l, len(l), MaxTokenLabelLen)
 	case strings.HasSuffix(l, " "):
 		return fmt.Sprintf("%q must not end with a space (PKCS#11 pads labels with spaces)", l)
-	}
-	return ""
-}
-
-// pairedWith reports when this half of a pair is empty but the other is set.
-func pairedWith(this, other, otherKey string) string {
-	if this == "" && other != "" {
-		return "required when " + otherKey + " is set"
-	}
-	return ""
-}
-
-// readableFile checks that a configured file (if any) is a regular file we
-// can open.
-func readableFile(p string) string {
-	if p == "" {
-		return ""
-	}
-	fi, err := os.Stat(p)
-	if err != nil {
-		return fileError(p, err)
-	}
-	if !fi.Mode().IsRegular() {
-		return fmt.Sprintf("%s is not a regular file", p)
-	}
-	f, err := os.Open(p)
-	if err != nil {
-		return fileError(p, err)
-	}
-	_ = f.Close()
-	return ""
-}
-
-// fileError words an os error as "<path>: <reason>", without the "stat" or
-// "open" operation name.
-func fileError(p string, err error) string {
-	var pe *fs.PathError
-	if errors.As(err, &pe) {
-		err = pe.Err
-	}
-	return fmt.Sprintf("%s: %v", p, err)
-}
-
-// privateFile is readableFile for files holding secrets: no permission bits
-// for group or others.
-func privateFile(p string) string {
-	if msg := readableFile(p); msg != "" || p == "" {
-		return msg
-	}
-	fi, err := os.Stat(p)
-	if err != nil {
-		return fileError(p, err)
-	}
-	if perm := fi.Mode().Perm(); perm&0o077 != 0 {
-		return fmt.Sprintf("%s has mode %#o; it must not be readable or writable by group or others (chmod 600)", p, perm)
 	}
 	return ""
 }

@@ -5,7 +5,11 @@
 // passwords and signing PINs, SHA-256 for high-entropy client secrets).
 //
 // It knows nothing of HTTP, OAuth, OIDC, CSC or PKCS#11, and imports no other
-// signd package. Backends live in subpackages (store/bolt is the embedded
+// signd package but two of its own, below it: store/auditlog, the audit
+// log's file format (entry, canonical encoding, hash chain, verification),
+// which [AuditEntry], [SealAudit], [VerifyAudit] and their kin alias and
+// wrap, and store/storeerr, where the sentinel errors are defined
+// ([ErrInvalid] and the others here are the same values). Backends live in subpackages (store/bolt is the embedded
 // default, store/etcd the clustered one, store/memory the one for unit
 // tests), all three over one implementation of Tx, store/kv;
 // store/storetest is the conformance suite every backend must pass.

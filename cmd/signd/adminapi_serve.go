@@ -10,6 +10,7 @@ import (
 
 	"github.com/signd/signd/admin"
 	"github.com/signd/signd/cmd/signd/adminapi"
+	"github.com/signd/signd/cmd/signd/adminrpc"
 	"github.com/signd/signd/config"
 )
 
@@ -40,7 +41,7 @@ func listenAPI(cfg *config.Config, local *admin.Local, now func() time.Time, log
 	if gate.Roles, err = admin.CertRoleMap(a.APIRoles.Map()); err != nil {
 		return nil, nil, err
 	}
-	e := newAdminEcho(logger)
+	e := adminrpc.NewRouter(logger)
 	if err := (&adminapi.Handler{Service: local, Gate: gate, Logger: logger}).Mount(e.Group("")); err != nil {
 		return nil, nil, err
 	}

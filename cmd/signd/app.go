@@ -2,17 +2,11 @@ package main
 
 import (
 	"context"
-	"crypto"
-	"crypto/elliptic"
-	"crypto/x509"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
-	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -20,10 +14,14 @@ import (
 
 	"github.com/signd/signd/admin"
 	"github.com/signd/signd/cmd/signd/adminrpc"
+	"github.com/signd/signd/cmd/signd/cliinput"
+	"github.com/signd/signd/cmd/signd/lazytoken"
+	"github.com/signd/signd/cmd/signd/reqlog"
+	"github.com/signd/signd/cmd/signd/storeopen"
+	"github.com/signd/signd/cmd/signd/version"
 	"github.com/signd/signd/config"
 	"github.com/signd/signd/hsm"
 	"github.com/signd/signd/store"
-	"github.com/signd/signd/store/bolt"
 )
 
 // app carries what every command shares: the standard streams and the
@@ -55,7 +53,7 @@ type app struct {
 	// checkpointTicks, when set, replaces the ticker of
 	// audit.checkpoint_interval (tests); the interval must still be set.
 	checkpointTicks <-chan time.Time
-	// stateTicks, when set, replaces the ticker of stateRefresh: each
+	// stateTicks, when set, replaces the ticker of metrics.StateRefresh: each
 	// value refreshes the metrics read from the store (tests).
 	stateTicks <-chan time.Time
 }
@@ -71,7 +69,7 @@ func (a *app) root() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.Version = buildInfo().String()
+	root.Version = version.Info().String()
 	root.SetVersionTemplate("{{.Version}}\n")
 	root.SetIn(a.stdin)
 	root.SetOut(a.stdout)
@@ -125,25 +123,9 @@ func newLogger(w io.Writer, cfg config.LogConfig) *slog.Logger {
 func newLeveledLogger(w io.Writer, format string, level slog.Leveler) *slog.Logger {
 	opts := &slog.HandlerOptions{Level: level}
 	if format == "text" {
-		return withRequestID(slog.New(slog.NewTextHandler(w, opts)))
+		return reqlog.WithRequestID(slog.New(slog.NewTextHandler(w, opts)))
 	}
-	return withRequestID(slog.New(slog.NewJSONHandler(w, opts)))
-}
-
-// openStore opens the configured backend: the etcd cluster
-// (store.backend etcd, see openEtcd), or the bbolt file, creating its
-// directory (0700) if needed; logger (nil for none) hears what the store
-// does on its own.
-func openStore(cfg *config.Config, logger *slog.Logger) (backend, error) {
-	if cfg.Store.BackendName() == config.BackendEtcd {
-		return openEtcd(cfg, logger)
-	}
-	if err := os.MkdirAll(filepath.Dir(cfg.Store.Path), 0o700); err != nil {
-		return nil, fmt.Errorf("store directory: %w", err)
-	}
-	return bolt.Open(cfg.Store.Path, bolt.Options{
-		Timeout: cfg.Store.OpenTimeout, VerifyOnOpen: cfg.Store.VerifyOnOpen, Logger: logger,
-	})
+	return reqlog.WithRequestID(slog.New(slog.NewJSONHandler(w, opts)))
 }
 
 // openToken opens the PKCS#11 token named by the config; m (nil for none)
@@ -168,100 +150,6 @@ func openToken(cfg *config.Config, logger *slog.Logger, m hsm.Metrics) (*hsm.Tok
 	})
 }
 
-// lazyKeys opens the token on first use, so admin commands that never touch
-// a key never need the PIN or the HSM.
-type lazyKeys struct {
-	open  func() (*hsm.Token, error)
-	label string // the configured token label, for errors naming the token
-	token *hsm.Token
-}
-
-// Label returns the configured token label (pkcs11.token_label).
-func (l *lazyKeys) Label() string { return l.label }
-
-func (l *lazyKeys) get() (*hsm.Token, error) {
-	if l.token == nil {
-		t, err := l.open()
-		if err != nil {
-			return nil, &admin.Error{Kind: admin.KindUnavailable, Message: err.Error()}
-		}
-		l.token = t
-	}
-	return l.token, nil
-}
-
-func (l *lazyKeys) GenerateRSA(ctx context.Context, label string, bits int) (*hsm.KeyInfo, error) {
-	t, err := l.get()
-	if err != nil {
-		return nil, err
-	}
-	return t.GenerateRSA(ctx, label, bits)
-}
-
-func (l *lazyKeys) GenerateEC(ctx context.Context, label string, curve elliptic.Curve) (*hsm.KeyInfo, error) {
-	t, err := l.get()
-	if err != nil {
-		return nil, err
-	}
-	return t.GenerateEC(ctx, label, curve)
-}
-
-func (l *lazyKeys) Key(ctx context.Context, id []byte) (*hsm.Key, error) {
-	t, err := l.get()
-	if err != nil {
-		return nil, err
-	}
-	return t.Key(ctx, id)
-}
-
-func (l *lazyKeys) SignDigestOpts(ctx context.Context, id []byte, opts crypto.SignerOpts, digest []byte) ([]byte, error) {
-	t, err := l.get()
-	if err != nil {
-		return nil, err
-	}
-	return t.SignDigestOpts(ctx, id, opts, digest)
-}
-
-func (l *lazyKeys) DestroyKey(ctx context.Context, id []byte) error {
-	t, err := l.get()
-	if err != nil {
-		return err
-	}
-	return t.DestroyKey(ctx, id)
-}
-
-func (l *lazyKeys) ImportCertificate(ctx context.Context, id []byte, label string, cert *x509.Certificate) error {
-	t, err := l.get()
-	if err != nil {
-		return err
-	}
-	return t.ImportCertificate(ctx, id, label, cert)
-}
-
-// CheckKeys implements admin.TokenReporter.
-func (l *lazyKeys) CheckKeys(ctx context.Context) ([]hsm.KeyInfo, error) {
-	t, err := l.get()
-	if err != nil {
-		return nil, err
-	}
-	return t.CheckKeys(ctx)
-}
-
-// Capabilities implements admin.TokenReporter; nil before the token is
-// open (CheckKeys opens it).
-func (l *lazyKeys) Capabilities() *hsm.Capabilities {
-	if l.token == nil {
-		return nil
-	}
-	return l.token.Capabilities()
-}
-
-func (l *lazyKeys) close() {
-	if l.token != nil {
-		l.token.Close()
-	}
-}
-
 // adminService returns the daemon's admin API when it answers on the admin
 // socket, else a Local service over the store and (lazily) the token, with
 // the principal to pass it (this process's, localPrincipal; the daemon
@@ -278,7 +166,7 @@ func (a *app) adminService(cmd *cobra.Command) (admin.Service, admin.Principal, 
 	if err != nil {
 		return nil, admin.Principal{}, nil, err
 	}
-	db, err := openStore(cfg, nil)
+	db, err := storeopen.Open(cfg, nil)
 	if err != nil {
 		return nil, admin.Principal{}, nil, err
 	}
@@ -294,13 +182,13 @@ func (a *app) adminService(cmd *cobra.Command) (admin.Service, admin.Principal, 
 		logCfg.Level = "warn"
 	}
 	logger := newLogger(a.stderr, logCfg)
-	keys := &lazyKeys{open: func() (*hsm.Token, error) { return openToken(cfg, logger, nil) }, label: cfg.PKCS11.TokenLabel}
+	keys := lazytoken.New(func() (*hsm.Token, error) { return openToken(cfg, logger, nil) }, cfg.PKCS11.TokenLabel)
 	local := &admin.Local{Store: db, Keys: keys, Hasher: h, Now: a.now, Logger: logger,
 		OIDCKeys: newKeyRing(cfg, db, keys, a.now, logger), TSALabel: cfg.CSC.Timestamp.Label,
 		DualControl: cfg.Admin.DualControlOps(), PendingTTL: cfg.Admin.PendingTTL,
 		AuditKeyLabel: cfg.Audit.Label(), Checkpoints: newCheckpointMaker(cfg, db, keys, a.now, logger),
 		EnrollBaseURL: cfg.Server.BaseURL, EnrollmentTTL: cfg.Admin.EnrollmentTTL}
-	return local, by, func() { keys.close(); db.Close() }, nil
+	return local, by, func() { keys.Close(); db.Close() }, nil
 }
 
 // dialAdmin loads the configuration and returns it with the running
@@ -362,6 +250,14 @@ func localPrincipal(cfg *config.Config) (admin.Principal, error) {
 	return roles.PrincipalIDs(uint32(os.Geteuid()), uint32(os.Getegid())), nil
 }
 
+// show writes v as JSON with --json, else as text.
+func show[T any](a *app, v T, text func(io.Writer, T) error) error {
+	if a.jsonOut {
+		return a.printJSON(v)
+	}
+	return text(a.stdout, v)
+}
+
 // printJSON writes v as indented JSON.
 func (a *app) printJSON(v any) error {
 	enc := json.NewEncoder(a.stdout)
@@ -369,57 +265,13 @@ func (a *app) printJSON(v any) error {
 	return enc.Encode(v)
 }
 
-// maxSecretFile bounds password, PIN and secret files.
-const maxSecretFile = 4096
-
-// readSecretFile reads a password, PIN or secret from path ("-" = stdin),
-// trimming one trailing newline. The value is never echoed.
+// readSecretFile reads a password, PIN or secret from path ("-" = stdin)
+// (cliinput.ReadSecret).
 func (a *app) readSecretFile(what, path string) (string, error) {
-	data, err := a.readFile(what, path, maxSecretFile)
-	if err != nil {
-		return "", err
-	}
-	s := strings.TrimSuffix(string(data), "\n")
-	s = strings.TrimSuffix(s, "\r")
-	if s == "" {
-		return "", fmt.Errorf("%s file %s is empty", what, path)
-	}
-	return s, nil
+	return cliinput.ReadSecret(a.stdin, what, path)
 }
 
 // readFile reads at most limit bytes from path ("-" = stdin).
 func (a *app) readFile(what, path string, limit int64) ([]byte, error) {
-	var r io.Reader
-	if path == "-" {
-		r = a.stdin
-	} else {
-		f, err := os.Open(path)
-		if err != nil {
-			return nil, fmt.Errorf("%s file: %w", what, err)
-		}
-		defer f.Close()
-		r = f
-	}
-	data, err := io.ReadAll(io.LimitReader(r, limit+1))
-	if err != nil {
-		return nil, fmt.Errorf("%s file %s: %w", what, path, err)
-	}
-	if int64(len(data)) > limit {
-		return nil, fmt.Errorf("%s file %s is larger than %d bytes", what, path, limit)
-	}
-	return data, nil
-}
-
-// oneStdin refuses two flags that both read stdin.
-func oneStdin(paths ...string) error {
-	n := 0
-	for _, p := range paths {
-		if p == "-" {
-			n++
-		}
-	}
-	if n > 1 {
-		return errors.New("only one of the file flags can read stdin (-)")
-	}
-	return nil
+	return cliinput.ReadFile(a.stdin, what, path, limit)
 }

@@ -2,20 +2,18 @@ package main
 
 import (
 	"bufio"
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"net/http"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/signd/signd/admin"
 	"github.com/signd/signd/checkpoint"
+	"github.com/signd/signd/cmd/signd/lazytoken"
+	"github.com/signd/signd/cmd/signd/storeopen"
 	"github.com/signd/signd/hsm"
 )
 
@@ -168,7 +166,7 @@ func (a *app) withAudit(cmd *cobra.Command, fn func(context.Context, auditor, ad
 	if err != nil {
 		return err
 	}
-	db, err := openStore(cfg, nil)
+	db, err := storeopen.Open(cfg, nil)
 	if err != nil {
 		return err
 	}
@@ -187,33 +185,11 @@ func (a *app) withAudit(cmd *cobra.Command, fn func(context.Context, auditor, ad
 		logCfg.Level = "warn"
 	}
 	logger := newLogger(a.stderr, logCfg)
-	keys := &lazyKeys{open: func() (*hsm.Token, error) { return openToken(cfg, logger, nil) }, label: cfg.PKCS11.TokenLabel}
-	defer keys.close()
+	keys := lazytoken.New(func() (*hsm.Token, error) { return openToken(cfg, logger, nil) }, cfg.PKCS11.TokenLabel)
+	defer keys.Close()
 	local := &admin.Local{Store: db, Keys: keys, Now: a.now, Logger: logger,
 		AuditKeyLabel: cfg.Audit.Label(), Checkpoints: newCheckpointMaker(cfg, db, keys, a.now, logger)}
 	return fn(cmd.Context(), local, by)
-}
-
-// postAdmin calls an admin socket method outside the admin.Service table
-// (the store methods). A status other than 200 is an error carrying the
-// daemon's message.
-func postAdmin(ctx context.Context, client *http.Client, method string, body any) (*http.Response, error) {
-	data, _ := json.Marshal(body)
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://signd/admin/v1/"+method, bytes.NewReader(data))
-	if err != nil {
-		return nil, err
-	}
-	req.Header.Set("Content-Type", "application/json")
-	res, err := client.Do(req)
-	if err != nil {
-		return nil, fmt.Errorf("admin socket: %w", err)
-	}
-	if res.StatusCode != http.StatusOK {
-		defer res.Body.Close()
-		msg, _ := io.ReadAll(io.LimitReader(res.Body, 4096))
-		return nil, fmt.Errorf("admin socket: %s: %s", res.Status, strings.TrimSpace(string(msg)))
-	}
-	return res, nil
 }
 
 // structureChecker is a store file whose pages can be judged before its

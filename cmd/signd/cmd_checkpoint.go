@@ -1,17 +1,10 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
-	"net/http"
-	"os"
-	"path/filepath"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -19,6 +12,7 @@ import (
 
 	"github.com/signd/signd/admin"
 	"github.com/signd/signd/checkpoint"
+	"github.com/signd/signd/cmd/signd/checkpointd"
 	"github.com/signd/signd/config"
 	"github.com/signd/signd/hsm"
 	"github.com/signd/signd/store"
@@ -29,8 +23,7 @@ import (
 
 var (
 	_ admin.AuditKeys = (*hsm.Token)(nil)
-	_ admin.AuditKeys = (*lazyKeys)(nil)
-	_ mounter         = checkpointHandler{}
+	_ mounter         = checkpointd.Handler{}
 )
 
 // newCheckpointMaker is the checkpoint.Maker of cfg's audit.* keys over db
@@ -51,7 +44,7 @@ func serveCheckpoints(cfg *config.Config, db store.Store, token *hsm.Token, e *e
 	if mk == nil {
 		return nil, func() {}, nil
 	}
-	h := checkpointHandler{Dir: mk.Dir, Logger: logger}
+	h := checkpointd.Handler{Dir: mk.Dir, Logger: logger}
 	if err := h.Mount(e.Group("")); err != nil {
 		return nil, nil, err
 	}
@@ -59,118 +52,9 @@ func serveCheckpoints(cfg *config.Config, db store.Store, token *hsm.Token, e *e
 	if every <= 0 {
 		return mk, func() {}, nil
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	ticker := time.NewTicker(every)
-	if ticks == nil {
-		ticks = ticker.C
-	}
-	done := make(chan struct{})
-	go func() { defer close(done); mk.Run(ctx, ticks) }()
+	stop := checkpointd.Every(mk, every, ticks)
 	logger.Info("audit checkpoints every interval", "interval", every, "dir", mk.Dir, "origin", mk.Origin)
-	return mk, func() { cancel(); ticker.Stop(); <-done }, nil
-}
-
-// checkpointHandler serves the latest checkpoint of Dir to witnesses at
-// GET /audit/checkpoint (text/plain, the signed note as written) and the
-// verifier key at GET /audit/checkpoint.key (Dir's copy, written with
-// each checkpoint and at the key's creation: a public request never asks
-// the token anything): 404 while there is none, 503 when it cannot be
-// read now.
-type checkpointHandler struct {
-	Dir    string
-	Logger *slog.Logger
-}
-
-// Mount implements mounter.
-func (h checkpointHandler) Mount(g *echo.Group) error {
-	if h.Dir == "" {
-		return errors.New("checkpoint handler without a directory")
-	}
-	g.GET("/audit/checkpoint", func(c echo.Context) error {
-		return h.serveFile(c, checkpoint.LatestName, "no audit checkpoint has been signed yet", "the audit checkpoint cannot be read now")
-	})
-	g.GET("/audit/checkpoint.key", func(c echo.Context) error {
-		return h.serveFile(c, checkpoint.KeyName, "no audit key has been created yet", "the audit key cannot be read now")
-	})
-	return nil
-}
-
-func textError(c echo.Context, status int, msg string) error {
-	c.Response().Header().Set("Cache-Control", "no-store")
-	return c.String(status, msg+"\n")
-}
-
-// serveFile answers the file name of Dir as text/plain with an ETag and
-// Last-Modified (a witness's conditional GET of an unchanged one gets
-// 304), missing when there is none (404), unreadable when it cannot be
-// read or is larger than a checkpoint may be (503).
-func (h checkpointHandler) serveFile(c echo.Context, name, missing, unreadable string) error {
-	path := filepath.Join(h.Dir, name)
-	f, err := os.Open(path)
-	if errors.Is(err, os.ErrNotExist) {
-		return textError(c, http.StatusNotFound, missing)
-	}
-	if err != nil {
-		h.Logger.Error("audit checkpoint file unreadable", "file", path, "err", err)
-		return textError(c, http.StatusServiceUnavailable, unreadable)
-	}
-	defer f.Close()
-	st, err := f.Stat()
-	var data []byte
-	if err == nil {
-		data, err = io.ReadAll(io.LimitReader(f, checkpoint.MaxNote+1))
-	}
-	if err == nil && len(data) > checkpoint.MaxNote {
-		err = fmt.Errorf("larger than %d bytes", checkpoint.MaxNote)
-	}
-	if err != nil {
-		h.Logger.Error("audit checkpoint file unreadable", "file", path, "err", err)
-		return textError(c, http.StatusServiceUnavailable, unreadable)
-	}
-	sum := sha256.Sum256(data)
-	w := c.Response()
-	w.Header().Set(echo.HeaderContentType, "text/plain; charset=utf-8")
-	// Witnesses poll: each asks again, and a 304 answers an unchanged one.
-	w.Header().Set("Cache-Control", "no-cache")
-	w.Header().Set("ETag", `"`+hex.EncodeToString(sum[:16])+`"`)
-	http.ServeContent(w, c.Request(), "", st.ModTime(), bytes.NewReader(data))
-	return nil
-}
-
-// CanEd25519 implements admin.AuditKeys.
-func (l *lazyKeys) CanEd25519(ctx context.Context) (bool, error) {
-	t, err := l.get()
-	if err != nil {
-		return false, err
-	}
-	return t.CanEd25519(ctx)
-}
-
-// GenerateEd25519 implements admin.AuditKeys.
-func (l *lazyKeys) GenerateEd25519(ctx context.Context, label string) (*hsm.KeyInfo, error) {
-	t, err := l.get()
-	if err != nil {
-		return nil, err
-	}
-	return t.GenerateEd25519(ctx, label)
-}
-
-// KeyByLabel implements admin.AuditKeys.
-func (l *lazyKeys) KeyByLabel(ctx context.Context, label string) (*hsm.KeyInfo, error) {
-	t, err := l.get()
-	if err != nil {
-		return nil, err
-	}
-	return t.KeyByLabel(ctx, label)
-}
-
-// Ed25519Key implements admin.AuditKeys.
-func (l *lazyKeys) Ed25519Key(ctx context.Context, id []byte) (*hsm.Ed25519Key, error) {
-	t, err := l.get()
-	if err != nil {
-		return nil, err
-	}
-	return t.Ed25519Key(ctx, id)
+	return mk, stop, nil
 }
 
 // auditKeyCmd is `signd audit key create|show`.

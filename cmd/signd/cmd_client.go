@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/signd/signd/admin"
+	"github.com/signd/signd/cmd/signd/textview"
 )
 
 func (a *app) clientCmd() *cobra.Command {
@@ -47,7 +48,7 @@ func (a *app) clientCmd() *cobra.Command {
 				if a.jsonOut {
 					return a.printJSON(res)
 				}
-				if err := a.printClient(&res.Client); err != nil {
+				if err := textview.Client(a.stdout, &res.Client); err != nil {
 					return err
 				}
 				if res.GeneratedSecret != "" {
@@ -82,7 +83,7 @@ func (a *app) clientCmd() *cobra.Command {
 				tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
 				fmt.Fprintln(tw, "CLIENT_ID\tNAME\tSCOPES\tPKCE\tREDIRECT_URIS")
 				for _, c := range cs {
-					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", c.ID, c.Name, strings.Join(c.Scopes, ","), yesNo(c.RequirePKCE), strings.Join(c.RedirectURIs, " "))
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", c.ID, c.Name, strings.Join(c.Scopes, ","), textview.YesNo(c.RequirePKCE), strings.Join(c.RedirectURIs, " "))
 				}
 				return tw.Flush()
 			})
@@ -99,7 +100,7 @@ func (a *app) clientCmd() *cobra.Command {
 				if a.jsonOut {
 					return a.printJSON(c)
 				}
-				return a.printClient(c)
+				return textview.Client(a.stdout, c)
 			})
 		},
 	}
@@ -117,20 +118,4 @@ func (a *app) clientCmd() *cobra.Command {
 	}
 	cmd.AddCommand(addCmd, listCmd, showCmd, removeCmd)
 	return cmd
-}
-
-func (a *app) printClient(c *admin.ClientView) error {
-	w := a.stdout
-	fmt.Fprintf(w, "client_id:         %s\n", c.ID)
-	fmt.Fprintf(w, "name:              %s\n", c.Name)
-	fmt.Fprintf(w, "scopes:            %s\n", strings.Join(c.Scopes, " "))
-	fmt.Fprintf(w, "require PKCE:      %s\n", yesNo(c.RequirePKCE))
-	fmt.Fprintf(w, "sector identifier: %s\n", dash(c.SectorIdentifier))
-	if c.IDTokenAlg != "" {
-		fmt.Fprintf(w, "ID-token alg:      %s\n", c.IDTokenAlg)
-	}
-	for _, u := range c.RedirectURIs {
-		fmt.Fprintf(w, "redirect_uri:      %s\n", u)
-	}
-	return nil
 }

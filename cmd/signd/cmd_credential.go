@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/signd/signd/admin"
+	"github.com/signd/signd/cmd/signd/textview"
 )
 
 func (a *app) credentialCmd() *cobra.Command {
@@ -85,7 +86,7 @@ func (a *app) credentialCmd() *cobra.Command {
 				if err != nil {
 					return err
 				}
-				return a.printCredential(c)
+				return show(a, c, textview.Credential)
 			})
 		},
 	}
@@ -107,7 +108,7 @@ func (a *app) credentialCmd() *cobra.Command {
 				tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
 				fmt.Fprintln(tw, "ID\tOWNER\tSTATUS\tALGORITHM\tLABEL\tSUBJECT")
 				for _, c := range cs {
-					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", c.ID, c.Owner, c.Status, c.Algorithm, c.Label, dash(c.Subject))
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", c.ID, c.Owner, c.Status, c.Algorithm, c.Label, textview.Dash(c.Subject))
 				}
 				return tw.Flush()
 			})
@@ -124,7 +125,7 @@ func (a *app) credentialCmd() *cobra.Command {
 					if err != nil {
 						return err
 					}
-					return a.printCredential(c)
+					return show(a, c, textview.Credential)
 				})
 			},
 		}
@@ -155,7 +156,7 @@ func (a *app) credentialCmd() *cobra.Command {
 				if err != nil {
 					return err
 				}
-				return a.printCredential(c)
+				return show(a, c, textview.Credential)
 			})
 		},
 	}
@@ -187,39 +188,6 @@ func (a *app) credentialCmd() *cobra.Command {
 	}
 	cmd.AddCommand(createCmd, importCmd, listCmd, showCmd, disableCmd, enableCmd, authCmd, removeCmd)
 	return cmd
-}
-
-func (a *app) printCredential(c *admin.CredentialView) error {
-	if a.jsonOut {
-		return a.printJSON(c)
-	}
-	w := a.stdout
-	fmt.Fprintf(w, "id:         %s\n", c.ID)
-	fmt.Fprintf(w, "owner:      %s\n", c.Owner)
-	fmt.Fprintf(w, "status:     %s\n", c.Status)
-	if c.DisabledBy != "" {
-		fmt.Fprintf(w, "disabled:   by %s\n", c.DisabledBy)
-	}
-	fmt.Fprintf(w, "algorithm:  %s (%d bits)\n", c.Algorithm, c.KeyBits)
-	fmt.Fprintf(w, "label:      %s\n", c.Label)
-	if c.Description != "" {
-		fmt.Fprintf(w, "description: %s\n", c.Description)
-	}
-	fmt.Fprintf(w, "key id:     %s\n", c.KeyID)
-	fmt.Fprintf(w, "auth mode:  %s (multisign %d)\n", c.AuthMode, c.Multisign)
-	if c.ChainLength > 0 {
-		fmt.Fprintf(w, "subject:    %s\n", c.Subject)
-		fmt.Fprintf(w, "issuer:     %s\n", c.Issuer)
-		fmt.Fprintf(w, "serial:     %s\n", c.Serial)
-		fmt.Fprintf(w, "valid:      %s to %s\n", c.NotBefore.Format("2006-01-02T15:04:05Z"), c.NotAfter.Format("2006-01-02T15:04:05Z"))
-		fmt.Fprintf(w, "chain:      %d certificates\n", c.ChainLength)
-	} else {
-		fmt.Fprintln(w, "chain:      none (import one with signd credential import-cert)")
-	}
-	if c.Revoked != nil {
-		fmt.Fprintf(w, "revoked:    %s\n", c.Revoked)
-	}
-	return nil
 }
 
 // addKeyTypeFlags registers the key type flag of credential create and

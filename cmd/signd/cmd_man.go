@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/signd/signd/cmd/signd/version"
 	"github.com/spf13/cobra"
 	"github.com/spf13/cobra/doc"
 )
@@ -28,7 +29,7 @@ func (a *app) manCmd() *cobra.Command {
 			}
 			root := cmd.Root()
 			root.DisableAutoGenTag = true // the same pages from the same source, whenever built
-			header := &doc.GenManHeader{Title: "SIGND", Section: "1", Source: "signd " + buildInfo().Version, Manual: "signd manual"}
+			header := &doc.GenManHeader{Title: "SIGND", Section: "1", Source: "signd " + version.Info().Version, Manual: "signd manual"}
 			if err := doc.GenManTree(root, header, dir); err != nil {
 				return fmt.Errorf("man: %w", err)
 			}

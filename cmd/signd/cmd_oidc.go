@@ -4,11 +4,11 @@ import (
 	"context"
 	"fmt"
 	"text/tabwriter"
-	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/signd/signd/admin"
+	"github.com/signd/signd/cmd/signd/textview"
 )
 
 // oidcCmd is `signd oidc`: the OpenID Connect provider's signing keys.
@@ -44,7 +44,7 @@ the old algorithm stay published.`,
 				if err != nil {
 					return err
 				}
-				return a.printOIDCKey(k)
+				return show(a, k, textview.OIDCKey)
 			})
 		},
 	}
@@ -62,8 +62,8 @@ the old algorithm stay published.`,
 				tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
 				fmt.Fprintln(tw, "KID\tALG\tSTATE\tCREATED\tACTIVATED\tRETIRED\tPUBLISHED UNTIL\tLABEL")
 				for _, k := range ks {
-					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", k.KID, k.Algorithm, k.State, stamp(&k.CreatedAt),
-						stamp(k.ActivatedAt), stamp(k.RetiredAt), stamp(k.PublishedUntil), k.Label)
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", k.KID, k.Algorithm, k.State, textview.Stamp(&k.CreatedAt),
+						textview.Stamp(k.ActivatedAt), textview.Stamp(k.RetiredAt), textview.Stamp(k.PublishedUntil), k.Label)
 				}
 				return tw.Flush()
 			})
@@ -84,7 +84,7 @@ the old algorithm stay published.`,
 				}
 				fmt.Fprintf(a.stdout, "active:   %s\n", r.Active.KID)
 				if r.Retired != nil {
-					fmt.Fprintf(a.stdout, "retired:  %s (published until %s)\n", r.Retired.KID, stamp(r.Retired.PublishedUntil))
+					fmt.Fprintf(a.stdout, "retired:  %s (published until %s)\n", r.Retired.KID, textview.Stamp(r.Retired.PublishedUntil))
 				}
 				for _, kid := range r.Purged {
 					fmt.Fprintf(a.stdout, "removed:  %s (its ID tokens have expired)\n", kid)
@@ -101,29 +101,4 @@ the old algorithm stay published.`,
 	keys.AddCommand(createCmd, listCmd, rotateCmd)
 	cmd.AddCommand(keys)
 	return cmd
-}
-
-func (a *app) printOIDCKey(k *admin.OIDCKeyView) error {
-	if a.jsonOut {
-		return a.printJSON(k)
-	}
-	w := a.stdout
-	fmt.Fprintf(w, "kid:        %s\n", k.KID)
-	fmt.Fprintf(w, "state:      %s\n", k.State)
-	fmt.Fprintf(w, "algorithm:  %s\n", k.Algorithm)
-	fmt.Fprintf(w, "label:      %s\n", k.Label)
-	fmt.Fprintf(w, "key id:     %s\n", k.KeyID)
-	fmt.Fprintf(w, "created:    %s\n", stamp(&k.CreatedAt))
-	if k.ActivatedAt != nil {
-		fmt.Fprintf(w, "activated:  %s\n", stamp(k.ActivatedAt))
-	}
-	return nil
-}
-
-// stamp formats an optional time in UTC, "-" when absent.
-func stamp(t *time.Time) string {
-	if t == nil || t.IsZero() {
-		return "-"
-	}
-	return t.UTC().Format("2006-01-02T15:04:05Z")
 }

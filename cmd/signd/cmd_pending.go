@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/signd/signd/admin"
+	"github.com/signd/signd/cmd/signd/textview"
 )
 
 // pendingCmd is `signd pending`: the acts under dual control
@@ -45,11 +46,11 @@ admin.pending_ttl.
 				tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
 				fmt.Fprintln(tw, "ID\tOP\tREQUESTED BY\tCREATED\tEXPIRES\tREQUEST")
 				for _, p := range ps {
-					expires := stamp(&p.ExpiresAt)
+					expires := textview.Stamp(&p.ExpiresAt)
 					if p.Expired {
 						expires += " (expired)"
 					}
-					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", p.ID, p.Op, p.RequestedBy, stamp(&p.CreatedAt), expires, p.Request)
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", p.ID, p.Op, p.RequestedBy, textview.Stamp(&p.CreatedAt), expires, p.Request)
 				}
 				return tw.Flush()
 			})

@@ -6,6 +6,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/signd/signd/admin"
+	"github.com/signd/signd/cmd/signd/textview"
 	"github.com/signd/signd/store"
 )
 
@@ -28,7 +29,7 @@ func (a *app) addProofCmd() *cobra.Command {
 				if err != nil {
 					return err
 				}
-				return a.printUser(u)
+				return show(a, u, textview.User)
 			})
 		},
 	}

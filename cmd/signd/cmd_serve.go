@@ -9,7 +9,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"path/filepath"
 	"runtime/debug"
 	"runtime/trace"
 	"sync/atomic"
@@ -19,6 +18,13 @@ import (
 
 	"github.com/signd/signd/admin"
 	"github.com/signd/signd/cmd/signd/adminrpc"
+	"github.com/signd/signd/cmd/signd/daemonaudit"
+	"github.com/signd/signd/cmd/signd/httpserver"
+	"github.com/signd/signd/cmd/signd/metrics"
+	"github.com/signd/signd/cmd/signd/reload"
+	"github.com/signd/signd/cmd/signd/sdnotify"
+	"github.com/signd/signd/cmd/signd/storeadmin"
+	"github.com/signd/signd/cmd/signd/storeopen"
 	"github.com/signd/signd/config"
 	"github.com/signd/signd/store"
 )
@@ -73,13 +79,13 @@ func startTrace(path string) (stop func(), err error) {
 // until ctx is done; then it stops accepting, drains in-flight requests of
 // both listeners within server.shutdown_timeout (cutting what is left),
 // closes the store and finalizes the token (in that order). SIGHUP runs
-// load again and applies the TLS certificate and log.level (reloader).
+// load again and applies the TLS certificate and log.level (reload.Reloader).
 func (a *app) serve(ctx context.Context, cfg *config.Config, load func() (*config.Config, error)) error {
 	level := new(slog.LevelVar)
 	level.Set(cfg.Log.SlogLevel())
 	logger := newLeveledLogger(a.stderr, cfg.Log.Format, level)
 	logger.Info("starting signd", "config", cfg.Source(), "listen", cfg.Server.Listen,
-		"base_url", cfg.Server.BaseURL, "store", storeName(cfg),
+		"base_url", cfg.Server.BaseURL, "store", storeopen.Name(cfg),
 		"pkcs11_module", cfg.PKCS11.Module, "token_label", cfg.PKCS11.TokenLabel)
 
 	// The admin socket's directory is checked first: a daemon that cannot
@@ -88,7 +94,7 @@ func (a *app) serve(ctx context.Context, cfg *config.Config, load func() (*confi
 	if err != nil {
 		return err
 	}
-	if err := prepareAdminDir(cfg.Server.AdminSocket); err != nil {
+	if err := adminrpc.PrepareDir(cfg.Server.AdminSocket); err != nil {
 		return err
 	}
 	roles, err := adminRoles(cfg, logger)
@@ -99,14 +105,14 @@ func (a *app) serve(ctx context.Context, cfg *config.Config, load func() (*confi
 		logger.Warn("admin.roles is not set: every user the admin socket serves (root, signd's own user, server.admin_group) holds every role, security_officer, administrator and auditor; there is no separation of duties")
 	}
 
-	db, err := openStore(cfg, logger)
+	db, err := storeopen.Open(cfg, logger)
 	if err != nil {
 		return err
 	}
 	defer db.Close()
 	// The configuration this daemon runs with, in the audit log before
 	// anything else it does.
-	if err := appendAudit(ctx, db, configLoadedEntry(cfg, configStart, a.clock())); err != nil {
+	if err := daemonaudit.Append(ctx, db, daemonaudit.ConfigLoaded(cfg, daemonaudit.ConfigStart, a.clock())); err != nil {
 		return fmt.Errorf("audit log: recording the configuration: %w", err)
 	}
 	mx := newMetrics()
@@ -129,9 +135,9 @@ func (a *app) serve(ctx context.Context, cfg *config.Config, load func() (*confi
 		}
 	}()
 	defer func() { stopCheck(); <-checked }()
-	mx.watchToken(token.Status)
+	mx.WatchToken(token.Status)
 	if st, ok := db.(commitStats); ok {
-		mx.watchStore(st.Stats)
+		mx.WatchEtcd(st.Stats)
 	}
 	hasher, err := a.startupHasher()
 	if err != nil {
@@ -142,16 +148,17 @@ func (a *app) serve(ctx context.Context, cfg *config.Config, load func() (*confi
 	if err != nil {
 		return err
 	}
-	srv := &server{Store: db, Token: token, Logger: logger, BodyLimit: cfg.Server.BodyLimitBytes, TLS: cfg.Server.TLS.CertFile != "",
-		TrustedProxies: cfg.Server.TrustedProxyNets(), Pages: pg, Readiness: mx.observeReadiness}
-	mx.watchReadiness(func() bool {
-		status, _ := srv.readiness(context.Background())
+	srv := &httpserver.Server{Store: db, Token: token, Logger: logger, BodyLimit: cfg.Server.BodyLimitBytes, TLS: cfg.Server.TLS.CertFile != "",
+		TrustedProxies: cfg.Server.TrustedProxyNets(), Pages: pg, OnReadiness: mx.ObserveReadiness}
+	mx.WatchReadiness(func() bool {
+		status, _ := srv.Readiness(context.Background())
 		return status == http.StatusOK
 	})
-	stopState := mx.watchState(newStateCollector(db, a.clock, logger, cfg.Audit.CheckpointDir, cfg.Audit.CheckpointInterval), a.stateTicks)
+	stopState := mx.WatchState(metrics.NewState(metrics.StateOptions{Store: db, Now: a.clock, Logger: logger,
+		CheckpointDir: cfg.Audit.CheckpointDir, CheckpointInterval: cfg.Audit.CheckpointInterval}), a.stateTicks)
 	defer stopState()
-	e := srv.echo()
-	e.Pre(mx.middleware)
+	e := srv.Echo()
+	e.Pre(mx.Middleware)
 	keys := newKeyRing(cfg, db, token, a.clock, logger) // one ring: the provider's and the admin service's
 	svc := &services{cfg: cfg, store: db, token: token, hasher: hasher, logger: logger, now: a.clock, metrics: mx, keys: keys, pages: pg}
 	defer func() {
@@ -181,30 +188,30 @@ func (a *app) serve(ctx context.Context, cfg *config.Config, load func() (*confi
 		MaxHeaderBytes:    32 << 10,
 		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
 	}
-	var certs *certSource
+	var certs *httpserver.CertSource
 	if srv.TLS {
-		certs = &certSource{}
-		if err := certs.load(cfg.Server.TLS.CertFile, cfg.Server.TLS.KeyFile); err != nil {
+		certs = &httpserver.CertSource{}
+		if err := certs.Load(cfg.Server.TLS.CertFile, cfg.Server.TLS.KeyFile); err != nil {
 			httpLn.Close()
 			return err
 		}
-		httpSrv.TLSConfig = &tls.Config{MinVersion: tls.VersionTLS12, GetCertificate: certs.get}
+		httpSrv.TLSConfig = &tls.Config{MinVersion: tls.VersionTLS12, GetCertificate: certs.GetCertificate}
 		httpLn = tls.NewListener(httpLn, httpSrv.TLSConfig)
 	}
 
-	metricsEP, err := listenMetrics(cfg.Server.MetricsListen, mx, logger)
+	metricsEP, err := metrics.Listen(cfg.Server.MetricsListen, mx, logger)
 	if err != nil {
 		httpLn.Close()
 		return err
 	}
-	adminLn, err := listenAdmin(cfg.Server.AdminSocket, adminGID, roles.Map.Groups(), logger)
+	adminLn, err := adminrpc.Listen(cfg.Server.AdminSocket, adminGID, roles.Map.Groups(), logger)
 	if err != nil {
 		httpLn.Close()
-		metricsEP.close()
+		metricsEP.Close()
 		return err
 	}
 	defer os.Remove(cfg.Server.AdminSocket)
-	ae := newAdminEcho(logger)
+	ae := adminrpc.NewRouter(logger)
 	local := &admin.Local{Store: db, Keys: token, Hasher: hasher, Now: a.now, Logger: logger, OIDCKeys: keys,
 		TSALabel: cfg.CSC.Timestamp.Label, DualControl: cfg.Admin.DualControlOps(), PendingTTL: cfg.Admin.PendingTTL,
 		AuditKeyLabel: cfg.Audit.Label(), Checkpoints: checkpoints,
@@ -212,7 +219,7 @@ func (a *app) serve(ctx context.Context, cfg *config.Config, load func() (*confi
 	apiSrv, apiLn, err := listenAPI(cfg, local, a.now, logger)
 	if err != nil {
 		httpLn.Close()
-		metricsEP.close()
+		metricsEP.Close()
 		adminLn.Close()
 		return err
 	}
@@ -227,13 +234,13 @@ func (a *app) serve(ctx context.Context, cfg *config.Config, load func() (*confi
 			Logger:    logger,
 		},
 	}
-	if sa, ok := db.(storeAdmin); ok { // the bbolt file; etcd has etcdctl
-		mounters = append(mounters, storeAdminHandler{DB: sa, Audit: db, Principal: roles.Principal, Now: a.clock, Logger: logger})
+	if sa, ok := db.(storeadmin.Backend); ok { // the bbolt file; etcd has etcdctl
+		mounters = append(mounters, storeadmin.Handler{DB: sa, Audit: db, Principal: roles.Principal, Now: a.clock, Logger: logger})
 	}
 	for _, m := range mounters {
 		if err := m.Mount(ae.Group("")); err != nil {
 			httpLn.Close()
-			metricsEP.close()
+			metricsEP.Close()
 			adminLn.Close()
 			return err
 		}
@@ -253,11 +260,11 @@ func (a *app) serve(ctx context.Context, cfg *config.Config, load func() (*confi
 			a.apiReady(apiLn.Addr().String())
 		}
 	}
-	metricsEP.serve(errc)
+	metricsEP.Serve(errc)
 	reloadCtx, stopReload := context.WithCancel(ctx)
 	hup := a.hup
 	if hup == nil {
-		hup = sighup(reloadCtx)
+		hup = reload.SIGHUP(reloadCtx)
 	}
 	var readySent atomic.Bool // systemd hears of reloads only once it heard READY=1
 	reloaded := make(chan struct{})
@@ -265,22 +272,22 @@ func (a *app) serve(ctx context.Context, cfg *config.Config, load func() (*confi
 		defer close(reloaded)
 		notify := func(state string) {
 			if readySent.Load() {
-				sdNotify(logger, state)
+				sdnotify.Send(logger, state)
 			}
 		}
-		(&reloader{load: load, level: level, certs: certs, logger: logger, notify: notify, now: a.clock,
-			audit: func(e *store.AuditEntry) error { return appendAudit(reloadCtx, db, e) }}).run(reloadCtx, hup)
+		(&reload.Reloader{Load: load, Level: level, Certs: certs, Logger: logger, Notify: notify, Now: a.clock,
+			Audit: func(e *store.AuditEntry) error { return daemonaudit.Append(reloadCtx, db, e) }}).Run(reloadCtx, hup)
 	}()
 	defer func() { stopReload(); <-reloaded }()
-	stopping := notifySystemd(ctx, logger, func(ctx context.Context) bool {
-		status, _ := srv.readiness(ctx)
+	stopping := sdnotify.Start(ctx, logger, func(ctx context.Context) bool {
+		status, _ := srv.Readiness(ctx)
 		readySent.Store(status == http.StatusOK)
 		return status == http.StatusOK
 	})
 	logger.Info("signd ready", "listen", httpLn.Addr().String(), "admin_socket", cfg.Server.AdminSocket, "tls", srv.TLS,
-		"metrics_listen", metricsEP.addr())
+		"metrics_listen", metricsEP.Addr())
 	if a.metricsReady != nil {
-		a.metricsReady(metricsEP.addr())
+		a.metricsReady(metricsEP.Addr())
 	}
 	if a.ready != nil {
 		a.ready(httpLn.Addr().String(), cfg.Server.AdminSocket)
@@ -294,65 +301,19 @@ func (a *app) serve(ctx context.Context, cfg *config.Config, load func() (*confi
 		logger.Error("listener failed", "err", serveErr)
 	}
 	stopping()
-	servers := []namedServer{{"HTTP", httpSrv}, {"admin", adminSrv}}
+	servers := []httpserver.Named{{Name: "HTTP", Server: httpSrv}, {Name: "admin", Server: adminSrv}}
 	if apiSrv != nil {
-		servers = append(servers, namedServer{"provisioning API", apiSrv})
+		servers = append(servers, httpserver.Named{Name: "provisioning API", Server: apiSrv})
 	}
 	if metricsEP != nil {
-		servers = append(servers, namedServer{"metrics", metricsEP.srv})
+		servers = append(servers, httpserver.Named{Name: "metrics", Server: metricsEP.Server()})
 	}
-	drain(ctx, cfg.Server.ShutdownTimeout, logger, servers...)
+	httpserver.Drain(ctx, cfg.Server.ShutdownTimeout, logger, servers...)
 	logger.Info("stopped")
 	if serveErr != nil && !errors.Is(serveErr, http.ErrServerClosed) {
 		return serveErr
 	}
 	return nil
-}
-
-// prepareAdminDir creates the admin socket's directory (0700) if it is
-// missing and refuses one that someone other than root or this process's
-// user could write (adminrpc.CheckSocketDir).
-func prepareAdminDir(path string) error {
-	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return fmt.Errorf("server.admin_socket: %w", err)
-	}
-	return adminrpc.CheckSocketDir(dir, os.Geteuid())
-}
-
-// listenAdmin listens on the admin Unix socket: mode 0600, or 0660 with
-// group adminGID when server.admin_group is set. Connections are served
-// only to root, this process's user, adminGID's members and the members
-// of the role groups roleGIDs (SO_PEERCRED, adminrpc.Listener). A socket
-// file nobody answers on is stale and replaced; one that answers means
-// another daemon runs.
-func listenAdmin(path string, adminGID int, roleGIDs []uint32, logger *slog.Logger) (net.Listener, error) {
-	if r, err := adminrpc.Dial(path, adminrpc.TrustSelf(adminGID)); err != nil {
-		return nil, err
-	} else if r != nil {
-		return nil, fmt.Errorf("server.admin_socket %s: another signd answers there", path)
-	}
-	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return nil, fmt.Errorf("server.admin_socket: %w", err)
-	}
-	ln, err := net.Listen("unix", path)
-	if err != nil {
-		return nil, fmt.Errorf("server.admin_socket %s: %w", path, err)
-	}
-	mode := os.FileMode(0o600)
-	if adminGID != adminrpc.NoGroup {
-		mode = 0o660
-		if err := os.Chown(path, -1, adminGID); err != nil {
-			ln.Close()
-			return nil, fmt.Errorf("server.admin_socket %s: giving it to server.admin_group: %w", path, err)
-		}
-	}
-	if err := os.Chmod(path, mode); err != nil {
-		ln.Close()
-		return nil, fmt.Errorf("server.admin_socket %s: %w", path, err)
-	}
-	access := adminrpc.Access{UID: uint32(os.Geteuid()), AdminGID: adminGID, RoleGIDs: roleGIDs}
-	return &adminrpc.Listener{Listener: ln, Access: access, Logger: logger}, nil
 }
 
 // startupHasher builds the password hasher, which checks the argon2id cost

@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/signd/signd/admin"
+	"github.com/signd/signd/cmd/signd/textview"
 )
 
 // userTOTPCmd is `signd user totp enroll|remove USERNAME`.
@@ -53,7 +54,7 @@ func (a *app) userTOTPCmd() *cobra.Command {
 				if err != nil {
 					return err
 				}
-				return a.printUser(u)
+				return show(a, u, textview.User)
 			})
 		},
 	}

@@ -1,20 +1,15 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
-	"sort"
-	"strings"
 	"text/tabwriter"
-	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/signd/signd/admin"
+	"github.com/signd/signd/cmd/signd/cliinput"
+	"github.com/signd/signd/cmd/signd/textview"
 )
 
 func (a *app) userCmd() *cobra.Command {
@@ -29,7 +24,7 @@ func (a *app) userCmd() *cobra.Command {
 		Short: "Create a user",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := oneStdin(add.passwordFile, add.pinFile, add.claimsFile); err != nil {
+			if err := cliinput.OneStdin(add.passwordFile, add.pinFile, add.claimsFile); err != nil {
 				return err
 			}
 			req := admin.AddUserRequest{Username: args[0], Email: add.email, EmailVerified: add.emailVerified, Enroll: add.enroll}
@@ -49,7 +44,7 @@ func (a *app) userCmd() *cobra.Command {
 				if err != nil {
 					return err
 				}
-				if req.Claims, err = parseClaims(data); err != nil {
+				if req.Claims, err = cliinput.ParseClaims(data); err != nil {
 					return fmt.Errorf("claims file %s: %w", add.claimsFile, err)
 				}
 			}
@@ -58,7 +53,7 @@ func (a *app) userCmd() *cobra.Command {
 				if err != nil {
 					return err
 				}
-				return a.printUser(u)
+				return show(a, u, textview.User)
 			})
 		},
 	}
@@ -87,7 +82,7 @@ func (a *app) userCmd() *cobra.Command {
 				tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
 				fmt.Fprintln(tw, "USERNAME\tSTATUS\tEMAIL\tPIN\tLOCKED")
 				for _, u := range us {
-					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", u.Username, u.Status, dash(u.Email), yesNo(u.HasPIN), lockState(&u))
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", u.Username, u.Status, textview.Dash(u.Email), textview.YesNo(u.HasPIN), textview.LockState(&u))
 				}
 				return tw.Flush()
 			})
@@ -103,7 +98,7 @@ func (a *app) userCmd() *cobra.Command {
 					if err != nil {
 						return err
 					}
-					return a.printUser(u)
+					return show(a, u, textview.User)
 				})
 			},
 		}
@@ -141,7 +136,7 @@ func (a *app) userCmd() *cobra.Command {
 					if err != nil {
 						return err
 					}
-					return a.printUser(u)
+					return show(a, u, textview.User)
 				})
 			},
 		}
@@ -174,46 +169,6 @@ func (a *app) userCmd() *cobra.Command {
 	return cmd
 }
 
-func (a *app) printUser(u *admin.UserView) error {
-	if a.jsonOut {
-		return a.printJSON(u)
-	}
-	w := a.stdout
-	fmt.Fprintf(w, "username:        %s\n", u.Username)
-	fmt.Fprintf(w, "id:              %s\n", u.ID)
-	fmt.Fprintf(w, "status:          %s\n", u.Status)
-	fmt.Fprintf(w, "email:           %s\n", dash(u.Email))
-	fmt.Fprintf(w, "email verified:  %s\n", yesNo(u.EmailVerified))
-	fmt.Fprintf(w, "signing PIN:     %s\n", yesNo(u.HasPIN))
-	fmt.Fprintf(w, "TOTP:            %s\n", yesNo(u.HasTOTP))
-	fmt.Fprintf(w, "locked:          %s\n", lockState(u))
-	fmt.Fprintf(w, "failed logins:   %d\n", u.FailedPasswords)
-	fmt.Fprintf(w, "failed PINs:     %d\n", u.FailedPINs)
-	keys := make([]string, 0, len(u.Claims))
-	for k := range u.Claims {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		fmt.Fprintf(w, "claim %-10s %s\n", k+":", u.Claims[k])
-	}
-	if len(u.Proofs) > 0 {
-		fmt.Fprintf(w, "proofs:          %s\n", strings.Join(u.Proofs, ", "))
-	}
-	fmt.Fprintf(w, "created:         %s\n", u.CreatedAt.UTC().Format("2006-01-02T15:04:05Z"))
-	if u.Revoked != nil {
-		fmt.Fprintf(w, "revoked:         %s\n", u.Revoked)
-	}
-	if u.EnrollmentExpires != nil {
-		fmt.Fprintf(w, "enrollment open: until %s\n", u.EnrollmentExpires.UTC().Format("2006-01-02T15:04:05Z"))
-	}
-	if u.Enrollment != nil {
-		// Shown once: signd keeps only the link's hash.
-		fmt.Fprintf(w, "enrollment link: %s\n", u.Enrollment.Link)
-	}
-	return nil
-}
-
 // printRemoved reports a removed user or client and what was revoked.
 func (a *app) printRemoved(what string, res *admin.RemoveResult) error {
 	if a.jsonOut {
@@ -222,79 +177,4 @@ func (a *app) printRemoved(what string, res *admin.RemoveResult) error {
 	fmt.Fprintf(a.stdout, "removed %s %s\n", what, res.Removed)
 	fmt.Fprintf(a.stdout, "revoked: %s\n", &res.Revoked)
 	return nil
-}
-
-// lockState says what is locked: the password for a while ("password
-// until 2026-11-27T18:31:00Z") or until an admin unlocks it ("password
-// (permanent)"), and the signing PIN (always until an admin unlocks it).
-func lockState(u *admin.UserView) string {
-	var locks []string
-	switch {
-	case u.PasswordLocked && u.LockedUntil != nil:
-		locks = append(locks, "password until "+u.LockedUntil.UTC().Format(time.RFC3339))
-	case u.PasswordLocked:
-		locks = append(locks, "password (permanent)")
-	}
-	if u.PINLocked {
-		locks = append(locks, "PIN")
-	}
-	if len(locks) == 0 {
-		return "no"
-	}
-	return strings.Join(locks, ", ")
-}
-
-func dash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
-}
-
-func yesNo(b bool) string {
-	if b {
-		return "yes"
-	}
-	return "no"
-}
-
-// parseClaims decodes a flat JSON object of strings, refusing duplicate
-// keys, non-string values and trailing data. Which keys are allowed is
-// checked by the admin service.
-func parseClaims(data []byte) (map[string]string, error) {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	tok, err := dec.Token()
-	if err != nil {
-		return nil, fmt.Errorf("not JSON: %v", err)
-	}
-	if d, ok := tok.(json.Delim); !ok || d != '{' {
-		return nil, errors.New("must be a JSON object")
-	}
-	out := map[string]string{}
-	for dec.More() {
-		tok, err := dec.Token()
-		if err != nil {
-			return nil, fmt.Errorf("not JSON: %v", err)
-		}
-		key := tok.(string) // object keys are always strings
-		tok, err = dec.Token()
-		if err != nil {
-			return nil, fmt.Errorf("not JSON: %v", err)
-		}
-		val, ok := tok.(string)
-		if !ok {
-			return nil, fmt.Errorf("value of %q must be a string", key)
-		}
-		if _, dup := out[key]; dup {
-			return nil, fmt.Errorf("key %q appears twice", key)
-		}
-		out[key] = val
-	}
-	if _, err := dec.Token(); err != nil {
-		return nil, fmt.Errorf("not JSON: %v", err)
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		return nil, errors.New("trailing data after the JSON object")
-	}
-	return out, nil
 }

@@ -1,13 +1,12 @@
 package main
 
 import (
-	"fmt"
 	"os"
-	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/signd/signd/admin"
+	"github.com/signd/signd/cmd/signd/textview"
 )
 
 func (a *app) whoamiCmd() *cobra.Command {
@@ -39,33 +38,7 @@ func (a *app) whoamiCmd() *cobra.Command {
 			if a.jsonOut {
 				return a.printJSON(id)
 			}
-			return a.printIdentity(id)
+			return textview.Identity(a.stdout, id)
 		},
 	}
-}
-
-func (a *app) printIdentity(id *admin.Identity) error {
-	w := a.stdout
-	roles := make([]string, len(id.Roles))
-	for i, r := range id.Roles {
-		roles[i] = string(r)
-	}
-	if len(roles) == 0 {
-		roles = []string{"none"}
-	}
-	fmt.Fprintf(w, "actor:    %s\n", id.Actor)
-	fmt.Fprintf(w, "roles:    %s\n", strings.Join(roles, ", "))
-	fmt.Fprintf(w, "groups:   %s\n", dash(strings.Join(id.Groups, ", ")))
-	if id.SeparationOfDuties {
-		fmt.Fprintln(w, "duties:   separated (admin.roles)")
-	} else {
-		fmt.Fprintln(w, "duties:   not separated: admin.roles is not set, so every admin socket user holds every role")
-	}
-	switch id.Via {
-	case "daemon":
-		fmt.Fprintln(w, "answered: by the daemon, for this process on its admin socket")
-	default:
-		fmt.Fprintln(w, "answered: by this command (no daemon runs), as for the commands on the store file")
-	}
-	return nil
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/miekg/pkcs11"
 
 	"github.com/signd/signd/admin"
+	"github.com/signd/signd/cmd/signd/httpserver"
 	"github.com/signd/signd/hsm"
 )
 
@@ -50,7 +51,7 @@ func TestHSMInfo(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer res.Body.Close()
-	var ready readyBody
+	var ready httpserver.ReadyBody
 	if err := json.NewDecoder(res.Body).Decode(&ready); err != nil || res.StatusCode != 200 {
 		t.Fatalf("readyz: %d, %v", res.StatusCode, err)
 	}

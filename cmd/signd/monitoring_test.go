@@ -161,7 +161,7 @@ func TestMonitoringUsesExportedMetrics(t *testing.T) {
 		}
 	}
 	descs := make(chan *prometheus.Desc, 256)
-	go func() { newMetrics().reg.Describe(descs); close(descs) }()
+	go func() { newMetrics().Registry().Describe(descs); close(descs) }()
 	fqName := regexp.MustCompile(`fqName: "([^"]+)"`)
 	for d := range descs {
 		if m := fqName.FindStringSubmatch(d.String()); m != nil {

@@ -13,6 +13,8 @@ import (
 	gooidc "github.com/coreos/go-oidc/v3/oidc"
 	"golang.org/x/oauth2"
 
+	"github.com/signd/signd/cmd/signd/httpserver"
+	"github.com/signd/signd/cmd/signd/storeopen"
 	"github.com/signd/signd/config"
 	"github.com/signd/signd/hsm"
 	"github.com/signd/signd/oauth/oauthtest"
@@ -105,7 +107,7 @@ func serveRouter(t *testing.T, e *env, open func(cfg *config.Config, logger *slo
 		t.Fatal(err)
 	}
 	cfg.Server.BaseURL = "http://" + ln.Addr().String()
-	db, err := openStore(cfg, nil)
+	db, err := storeopen.Open(cfg, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -123,8 +125,8 @@ func serveRouter(t *testing.T, e *env, open func(cfg *config.Config, logger *slo
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := &server{Store: db, Token: tok, Logger: logger, BodyLimit: cfg.Server.BodyLimitBytes}
-	router := srv.echo()
+	srv := &httpserver.Server{Store: db, Token: tok, Logger: logger, BodyLimit: cfg.Server.BodyLimitBytes}
+	router := srv.Echo()
 	svc := &services{cfg: cfg, store: db, token: tok, hasher: hasher, logger: logger, now: a.clock,
 		keys: newKeyRing(cfg, db, tok, a.clock, logger)}
 	t.Cleanup(func() {

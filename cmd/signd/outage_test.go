@@ -1,13 +1,11 @@
 package main
 
 import (
-	"context"
 	"crypto"
 	"crypto/rsa"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -21,6 +19,8 @@ import (
 	"github.com/labstack/echo/v4"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/signd/signd/cmd/signd/httpserver"
+	"github.com/signd/signd/cmd/signd/storeopen"
 	"github.com/signd/signd/config"
 	"github.com/signd/signd/hsm"
 	"github.com/signd/signd/hsm/hsmtest"
@@ -246,10 +246,10 @@ func TestReadyzReportsOutage(t *testing.T) {
 	e := newEnv(t, "")
 	_, db, tok, faults := openFaulty(t, e, nil)
 	mx := newMetrics()
-	mx.watchToken(tok.Status)
-	srv := &server{Store: db, Token: tok, Logger: slog.New(slog.DiscardHandler), BodyLimit: 1 << 16}
-	router := srv.echo()
-	router.GET("/metrics", echo.WrapHandler(promhttp.HandlerFor(mx.reg, promhttp.HandlerOpts{})))
+	mx.WatchToken(tok.Status)
+	srv := &httpserver.Server{Store: db, Token: tok, Logger: slog.New(slog.DiscardHandler), BodyLimit: 1 << 16}
+	router := srv.Echo()
+	router.GET("/metrics", echo.WrapHandler(promhttp.HandlerFor(mx.Registry(), promhttp.HandlerOpts{})))
 	get := func(path string) (int, string) {
 		rec := httptest.NewRecorder()
 		router.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, path, nil))
@@ -283,34 +283,16 @@ func TestReadyzReportsOutage(t *testing.T) {
 	}
 }
 
-func TestHSMReason(t *testing.T) {
-	tests := []struct {
-		st   hsm.Status
-		err  error
-		want string
-	}{
-		{hsm.Status{Reason: "PIN refused, restart needed"}, hsm.ErrPIN, "PIN refused, restart needed"},
-		{hsm.Status{Available: true}, fmt.Errorf("hsm: ping: %w", hsm.ErrBusy), "all sessions busy"},
-		{hsm.Status{Available: true}, context.DeadlineExceeded, "token did not answer in time"},
-		{hsm.Status{Available: true}, errors.New("C_GetTokenInfo: CKR_FUNCTION_FAILED"), "token check failed"},
-	}
-	for _, tt := range tests {
-		if got := hsmReason(tt.st, tt.err); got != tt.want {
-			t.Errorf("hsmReason(%+v, %v) = %q, want %q", tt.st, tt.err, got, tt.want)
-		}
-	}
-}
-
 // openFaulty loads e's configuration and opens its store and the test
 // token behind a fault injector (hsmtest.Faults), logging to logger (nil:
 // the token's default); store and token close with t.Cleanup.
-func openFaulty(t *testing.T, e *env, logger *slog.Logger) (*config.Config, backend, *hsm.Token, *hsmtest.Faults) {
+func openFaulty(t *testing.T, e *env, logger *slog.Logger) (*config.Config, storeopen.Backend, *hsm.Token, *hsmtest.Faults) {
 	t.Helper()
 	cfg, err := config.Load(config.Options{File: e.cfgPath})
 	if err != nil {
 		t.Fatal(err)
 	}
-	db, err := openStore(cfg, nil)
+	db, err := storeopen.Open(cfg, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/signd/signd/cmd/signd/httpserver"
 	"github.com/signd/signd/config"
 )
 
@@ -79,8 +80,8 @@ func TestRemoteIPTrustsOnlyConfiguredProxies(t *testing.T) {
 			if tc.trusted != nil {
 				trusted = nets(t, tc.trusted...)
 			}
-			s := &server{Logger: slog.New(slog.NewJSONHandler(logs, nil)), BodyLimit: 1 << 20, TrustedProxies: trusted}
-			srv := httptest.NewServer(s.echo())
+			s := &httpserver.Server{Logger: slog.New(slog.NewJSONHandler(logs, nil)), BodyLimit: 1 << 20, TrustedProxies: trusted}
+			srv := httptest.NewServer(s.Echo())
 			defer srv.Close()
 			req, _ := http.NewRequest(http.MethodGet, srv.URL+"/healthz", nil)
 			for k, v := range tc.header {

@@ -10,6 +10,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/signd/signd/cmd/signd/sdnotify"
 )
 
 // notifySocket listens where NOTIFY_SOCKET points for the test (a
@@ -105,7 +107,7 @@ func TestSystemdNotifyWaitsForReadiness(t *testing.T) {
 	t.Setenv("WATCHDOG_USEC", "")
 	var asked atomic.Int32
 	ready := func(context.Context) bool { return asked.Add(1) >= 3 }
-	stopping := notifySystemd(context.Background(), slog.New(slog.DiscardHandler), ready)
+	stopping := sdnotify.Start(context.Background(), slog.New(slog.DiscardHandler), ready)
 	s := nextState(t, states, "READY=1")
 	if n := asked.Load(); s != "READY=1" || n < 3 {
 		t.Fatalf("got %q after readiness was asked %d times; want READY=1 only once it says yes (3rd time)", s, n)
@@ -122,7 +124,7 @@ func TestSystemdNotifyOutsideSystemd(t *testing.T) {
 	t.Setenv("NOTIFY_SOCKET", "")
 	t.Setenv("WATCHDOG_USEC", "100000")
 	asked := false
-	stopping := notifySystemd(context.Background(), slog.New(slog.DiscardHandler), func(context.Context) bool {
+	stopping := sdnotify.Start(context.Background(), slog.New(slog.DiscardHandler), func(context.Context) bool {
 		asked = true
 		return true
 	})

@@ -8,6 +8,8 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+
+	"github.com/signd/signd/cmd/signd/version"
 )
 
 // TestVersion: `signd version`, `--version` and `version --json` report the
@@ -19,15 +21,15 @@ func TestVersion(t *testing.T) {
 	if !strings.HasPrefix(out, "signd ") || !strings.Contains(out, runtime.Version()) || !strings.Contains(out, "pkcs11 module: "+token.Module) {
 		t.Errorf("version:\n%s", out)
 	}
-	var b build
+	var b version.Build
 	if err := json.Unmarshal([]byte(e.must("", "version", "--json")), &b); err != nil {
 		t.Fatal(err)
 	}
 	if b.Version == "" || b.GoVersion != runtime.Version() || b.Platform != runtime.GOOS+"/"+runtime.GOARCH || b.Module != token.Module {
 		t.Errorf("version --json: %+v", b)
 	}
-	if out := e.must("", "--version"); out != buildInfo().String()+"\n" {
-		t.Errorf("--version = %q, want %q", out, buildInfo().String())
+	if out := e.must("", "--version"); out != version.Info().String()+"\n" {
+		t.Errorf("--version = %q, want %q", out, version.Info().String())
 	}
 
 	for _, tc := range []struct {
@@ -74,7 +76,7 @@ func TestBuildInfoStamped(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var b build
+	var b version.Build
 	if err := json.Unmarshal(out, &b); err != nil {
 		t.Fatalf("%v: %s", err, out)
 	}

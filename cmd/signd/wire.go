@@ -7,6 +7,10 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/signd/signd/cmd/signd/adminrpc"
+	"github.com/signd/signd/cmd/signd/metrics"
+	"github.com/signd/signd/cmd/signd/storeadmin"
+	"github.com/signd/signd/cmd/signd/storeopen"
+	"github.com/signd/signd/cmd/signd/version"
 	"github.com/signd/signd/config"
 	"github.com/signd/signd/csc"
 	"github.com/signd/signd/hsm"
@@ -23,7 +27,7 @@ import (
 // the store and token are open; each wire_*.go builds one service from it.
 type services struct {
 	cfg    *config.Config
-	store  backend
+	store  storeopen.Backend
 	token  *hsm.Token
 	hasher *store.Hasher
 	logger *slog.Logger
@@ -31,8 +35,8 @@ type services struct {
 	// onShutdown collects what the services need to stop (background
 	// loops); serve runs them after the listeners drained.
 	onShutdown []func()
-	// metrics receives the CSC measurements (metrics.go); nil = none.
-	metrics *metrics
+	// metrics receives the services' measurements; nil = none.
+	metrics *metrics.Metrics
 
 	// keys is the OIDC signing-key ring; serve builds it once and shares it
 	// with the admin service. mount builds one when it is nil.
@@ -60,7 +64,7 @@ type services struct {
 
 // mounter is what every HTTP service of the daemon is (oauth.Server,
 // browser.Handler, account.Handler, csc.Handler, oidc.Provider on the public router; adminrpc.Handler and
-// storeAdminHandler on the admin socket's): it registers its routes on a
+// storeadmin.Handler on the admin socket's): it registers its routes on a
 // group of the router and fails when it lacks a dependency.
 type mounter interface {
 	Mount(g *echo.Group) error
@@ -73,7 +77,7 @@ var (
 	_ mounter = (*csc.Handler)(nil)
 	_ mounter = (*oidc.Provider)(nil)
 	_ mounter = (*adminrpc.Handler)(nil)
-	_ mounter = storeAdminHandler{}
+	_ mounter = storeadmin.Handler{}
 )
 
 // mount builds every protocol service and mounts it onto e, each with its
@@ -119,4 +123,11 @@ func (s *services) mount(e *echo.Echo) error {
 		}
 	}
 	return nil
+}
+
+// newMetrics is the daemon's collectors, signd_build_info naming this
+// build.
+func newMetrics() *metrics.Metrics {
+	b := version.Info()
+	return metrics.New(metrics.Build{Version: b.Version, Commit: b.Commit, GoVersion: b.GoVersion})
 }

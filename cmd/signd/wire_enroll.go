@@ -1,8 +1,6 @@
 package main
 
 import (
-	"strings"
-
 	"github.com/signd/signd/admin"
 	"github.com/signd/signd/oauth/browser"
 	enrollpage "github.com/signd/signd/oauth/enroll"
@@ -29,14 +27,4 @@ func (s *services) enrollPage(flow *browser.Handler) *enrollpage.Handler {
 		Pages:   s.pages,
 		Issuer:  s.cfg.UI.ProductName,
 	}
-}
-
-// logPath is the path the access log and the panic log print: the
-// enrollment page's without its token (a bearer secret until it is used),
-// any other as it is.
-func logPath(path string) string {
-	if i := strings.Index(path, admin.EnrollPath); i >= 0 && len(path) > i+len(admin.EnrollPath) {
-		return path[:i+len(admin.EnrollPath)] + "[REDACTED]"
-	}
-	return path
 }

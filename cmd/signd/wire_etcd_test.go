@@ -10,10 +10,11 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/signd/signd/cmd/signd/sweeper"
 	"github.com/signd/signd/store/etcd/etcdtest"
 )
 
-// elector is a sweepElector over a client of the embedded etcd.
+// elector is a sweeper.Elector over a client of the embedded etcd.
 type elector struct {
 	c      *clientv3.Client
 	prefix string
@@ -51,7 +52,7 @@ func TestSweeperElection(t *testing.T) {
 		go func() {
 			defer close(n.done)
 			defer c.Close()
-			leadSweeps(ctx, elector{c, prefix}, time.Minute, start, logger)
+			sweeper.Lead(ctx, elector{c, prefix}, time.Minute, start, logger)
 		}()
 	}
 	a, b := &node{}, &node{}
@@ -125,7 +126,7 @@ func TestSweeperElectionStopsWithoutQuorum(t *testing.T) {
 		n := &node{cancel: cancel, done: make(chan struct{})}
 		go func() {
 			defer close(n.done)
-			leadSweeps(ctx, elector{c, prefix}, time.Minute, start, logger)
+			sweeper.Lead(ctx, elector{c, prefix}, time.Minute, start, logger)
 		}()
 		t.Cleanup(func() { c.Close() }) // ends an abandoned campaign
 		return n

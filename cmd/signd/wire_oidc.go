@@ -8,6 +8,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/signd/signd/cmd/signd/daemonaudit"
 	"github.com/signd/signd/config"
 	"github.com/signd/signd/oidc"
 	"github.com/signd/signd/store"
@@ -119,7 +120,7 @@ func (s *services) oidcProvider() (*oidc.Provider, error) {
 	// What the daemon changed by itself is audited (Actor "signd").
 	after, err := s.keys.Keys(ctx)
 	if err == nil {
-		err = appendAudit(ctx, s.store, oidcKeyEntries(before, after, s.now())...)
+		err = daemonaudit.Append(ctx, s.store, daemonaudit.OIDCKeys(before, after, s.now())...)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("oidc signing keys: auditing the start's changes: %w", err)

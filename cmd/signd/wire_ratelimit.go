@@ -5,8 +5,6 @@ import (
 	"github.com/signd/signd/oauth/ratelimit"
 )
 
-var _ ratelimit.Metrics = (*metrics)(nil)
-
 // rateLimits are the limits of ratelimit.*, nil where the rate is 0.
 type rateLimits struct {
 	timestamp, authLogin, token, forms *ratelimit.Limiter

@@ -1,33 +1,11 @@
 package main
 
 import (
-	"context"
-
 	"github.com/signd/signd/csc"
 	"github.com/signd/signd/oauth"
 	"github.com/signd/signd/oauth/passwords"
 	"github.com/signd/signd/oidc"
 	"github.com/signd/signd/store"
-	"github.com/signd/signd/store/bolt"
-	"github.com/signd/signd/store/etcd"
-)
-
-// backend is the store the daemon opened: the transactional store (with
-// group commit where it has Batch, see store.Batcher) and the named secrets
-// that outlive restarts (the CSC page-token key).
-type backend interface {
-	store.Store
-	Secret(ctx context.Context, name string, size int) ([]byte, error)
-}
-
-// store/bolt is the daemon's backend, and signHash's SAD transactions share
-// its commits (group commit); store/etcd is the backend of several nodes
-// (store.backend etcd).
-var (
-	_ backend       = (*bolt.DB)(nil)
-	_ store.Batcher = (*bolt.DB)(nil)
-	_ backend       = (*etcd.DB)(nil)
-	_ store.Batcher = (*etcd.DB)(nil)
 )
 
 // storeViews is the store as each service sees it: one view per consumer,

@@ -38,15 +38,8 @@ const (
 // settling transaction read it, nil when unknown) from the Origin of ctx.
 func (c *Checker) loginEntry(ctx context.Context, u *store.User, pageless bool, outcome, reason string) *store.AuditEntry {
 	o := OriginFrom(ctx)
-	method := methodPassword
-	switch {
-	case pageless:
-		method = methodAuthLogin
-	case u != nil && u.TOTPSecret != "":
-		method = methodTOTP
-	}
 	e := &store.AuditEntry{Time: c.now(), Kind: store.AuditLogin, Client: o.Client, IP: o.IP,
-		Outcome: outcome, Reason: reason, Fields: map[string]string{"method": method}}
+		Outcome: outcome, Reason: reason, Fields: map[string]string{"method": loginMethod(u, pageless)}}
 	if o.Door != "" {
 		e.Fields["door"] = o.Door
 	}
@@ -54,6 +47,19 @@ func (c *Checker) loginEntry(ctx context.Context, u *store.User, pageless bool, 
 		e.User, e.Target = u.Username, "user:"+u.Username
 	}
 	return e
+}
+
+// loginMethod names how u logs in, for the audit entry and the metrics
+// alike: auth_login (CSC, no page), totp (the account has a one-time code)
+// or password.
+func loginMethod(u *store.User, pageless bool) string {
+	switch {
+	case pageless:
+		return methodAuthLogin
+	case u != nil && u.TOTPSecret != "":
+		return methodTOTP
+	}
+	return methodPassword
 }
 
 // lockEntry is the audit entry of the lock of the secret kind of u, just

@@ -41,14 +41,7 @@ func (c *Checker) observeLogin(user *store.User, pageless bool, result string) {
 	if c.cfg.Metrics == nil {
 		return
 	}
-	method := "password"
-	switch {
-	case pageless:
-		method = "auth_login"
-	case user != nil && user.TOTPSecret != "":
-		method = "totp"
-	}
-	c.cfg.Metrics.ObserveLogin(method, result)
+	c.cfg.Metrics.ObserveLogin(loginMethod(user, pageless), result)
 }
 
 // refusedResult is the login result of a guess reserve refused without

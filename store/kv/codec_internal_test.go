@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/signd/signd/store"
+	"github.com/signd/signd/store/kv/binrec"
 )
 
 // sameToken compares two token records field by field; times compare
@@ -42,7 +43,7 @@ func TestTokenCodecRoundTrip(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			raw := encodeToken(&tt.rec)
-			if raw[0] != formatBinaryV1 {
+			if raw[0] != binrec.Format1 {
 				t.Fatalf("format byte %#x", raw[0])
 			}
 			got, err := decodeToken(raw)
@@ -87,12 +88,12 @@ func TestTokenCodecRefuses(t *testing.T) {
 		name string
 		raw  []byte
 	}{
-		{"format byte only", []byte{formatBinaryV1}},
+		{"format byte only", []byte{binrec.Format1}},
 		{"truncated", valid[:len(valid)-1]},
 		{"trailing byte", append(bytes.Clone(valid), 0)},
-		{"length past the end", []byte{formatBinaryV1, 0x7f, 'a'}},
-		{"huge count", append([]byte{formatBinaryV1, 0, 0, 0}, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01)},
-		{"overlong varint", append([]byte{formatBinaryV1}, bytes.Repeat([]byte{0x80}, 11)...)},
+		{"length past the end", []byte{binrec.Format1, 0x7f, 'a'}},
+		{"huge count", append([]byte{binrec.Format1, 0, 0, 0}, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01)},
+		{"overlong varint", append([]byte{binrec.Format1}, bytes.Repeat([]byte{0x80}, 11)...)},
 		{"nanoseconds out of range", encodeWithNanos(1_000_000_000)},
 		{"duplicate consent item", encodeDuplicateConsent()},
 	}
@@ -110,43 +111,43 @@ func TestTokenCodecRefuses(t *testing.T) {
 
 // encodeWithNanos is a token record whose auth time has nsec nanoseconds.
 func encodeWithNanos(nsec uint64) []byte {
-	e := newEncoder(32)
-	e.str("sad")
-	e.str("rp")
-	e.str("alice")
-	e.strs(nil)
-	e.bytes(nil)
-	e.str("")
-	e.bytesList(nil)
-	e.buf = append(e.buf, 0) // auth time: second 0
-	e.uvarint(nsec)
+	e := binrec.NewEncoder(32)
+	e.Str("sad")
+	e.Str("rp")
+	e.Str("alice")
+	e.Strs(nil)
+	e.Bytes(nil)
+	e.Str("")
+	e.BytesList(nil)
+	e.Uvarint(0) // auth time: second 0 (the varint 0 is the byte 0)
+	e.Uvarint(nsec)
 	for range 3 {
-		e.time(time.Time{})
+		e.Time(time.Time{})
 	}
-	e.uvarint(0) // not rotated
-	e.bytesMap(nil)
-	return e.buf
+	e.Uvarint(0) // not rotated
+	e.BytesMap(nil)
+	return e.Record()
 }
 
 // encodeDuplicateConsent is a token record naming one consent item twice.
 func encodeDuplicateConsent() []byte {
-	e := newEncoder(64)
+	e := binrec.NewEncoder(64)
 	for range 3 {
-		e.str("x")
+		e.Str("x")
 	}
-	e.strs(nil)
-	e.bytes(nil)
-	e.str("")
-	e.bytesList(nil)
+	e.Strs(nil)
+	e.Bytes(nil)
+	e.Str("")
+	e.BytesList(nil)
 	for range 4 {
-		e.time(time.Time{})
+		e.Time(time.Time{})
 	}
-	e.uvarint(2)
+	e.Uvarint(2)
 	for range 2 {
-		e.str("a")
-		e.bytes([]byte{1})
+		e.Str("a")
+		e.Bytes([]byte{1})
 	}
-	return e.buf
+	return e.Record()
 }
 
 // FuzzTokenCodec decodes any bytes as a token record. It never panics; a
@@ -159,7 +160,7 @@ func FuzzTokenCodec(f *testing.F) {
 	f.Add([]byte(`{"kind":"sad","hashes":["qw=="]}`))
 	f.Fuzz(func(t *testing.T, raw []byte) {
 		rec, err := decodeToken(raw)
-		if err != nil || len(raw) == 0 || raw[0] != formatBinaryV1 {
+		if err != nil || len(raw) == 0 || raw[0] != binrec.Format1 {
 			return
 		}
 		enc := encodeToken(rec)

@@ -11,7 +11,8 @@
 //
 // One bucket per kind of record (BucketNames). Records are JSON
 // (records.go, authflow.go, oidc.go) except tokens, which are a compact
-// binary form (codec.go) that still reads the JSON of older bbolt files.
+// binary form (codec.go: the fields; store/kv/binrec: format 1, its
+// encoder and decoder) that still reads the JSON of older bbolt files.
 // Field names and the binary layout are part of the stored format:
 // changing one needs a migration of the stored records. A field added to
 // a record reads as its default from records written before it existed.

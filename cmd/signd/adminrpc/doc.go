@@ -2,8 +2,9 @@
 // admin socket: a Unix socket, mode 0600, in a directory nobody else can
 // write (CheckSocketDir).
 //
-// The daemon side (Handler, Listener) serves only peers whose SO_PEERCRED
-// credentials it trusts, and names each caller as an admin.Principal from
+// The daemon side (Handler, Listener; PrepareDir and Listen make the
+// socket, NewRouter the router it and the provisioning API share) serves
+// only peers whose SO_PEERCRED credentials it trusts, and names each caller as an admin.Principal from
 // those credentials: the uid and its groups, mapped to trusted roles by
 // admin.roles (Roles). WhoAmI, outside admin.Operations, tells a caller
 // who the daemon takes it for; it needs no role. The

@@ -1,0 +1,116 @@
+package reload
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/coreos/go-systemd/v22/daemon"
+
+	"github.com/signd/signd/cmd/signd/daemonaudit"
+	"github.com/signd/signd/cmd/signd/httpserver"
+	"github.com/signd/signd/config"
+	"github.com/signd/signd/store"
+)
+
+// Reloader applies what SIGHUP reloads without dropping a connection: the
+// TLS certificate and key (from server.tls.*, read again) and log.level.
+// The configuration is loaded again as at start (file, environment,
+// flags); a configuration with problems changes nothing. Other keys need a
+// restart and are not looked at.
+type Reloader struct {
+	// Load loads the configuration as at start.
+	Load func() (*config.Config, error)
+	// Level is the loggers' level, set to log.level.
+	Level *slog.LevelVar
+	// Certs serves the TLS certificate; nil without TLS.
+	Certs  *httpserver.CertSource
+	Logger *slog.Logger
+	// Notify tells systemd a state (sdnotify.Send, or nothing before
+	// READY=1).
+	Notify func(state string)
+	// Audit appends the reload's config_loaded entry: ok with the new
+	// file's digest, or refused with why nothing changed; nil = none.
+	Audit func(e *store.AuditEntry) error
+	Now   func() time.Time
+}
+
+// Reload runs one reload and says what it did, or why it did nothing.
+func (r *Reloader) Reload() error {
+	cfg, err := r.Load()
+	if err != nil {
+		r.record(daemonaudit.ConfigRefused("configuration refused", r.Now()))
+		return fmt.Errorf("reload: configuration refused, nothing changed: %w", err)
+	}
+	if (r.Certs != nil) != cfg.Server.TLS.Enabled() {
+		r.record(daemonaudit.ConfigRefused("turning TLS on or off needs a restart", r.Now()))
+		return fmt.Errorf("reload: turning TLS on or off needs a restart; nothing changed")
+	}
+	if r.Certs != nil {
+		if err := r.Certs.Load(cfg.Server.TLS.CertFile, cfg.Server.TLS.KeyFile); err != nil {
+			r.record(daemonaudit.ConfigRefused("TLS certificate or key not loaded", r.Now()))
+			return fmt.Errorf("reload: %w; the previous certificate stays", err)
+		}
+	}
+	r.Level.Set(cfg.Log.SlogLevel())
+	r.record(daemonaudit.ConfigLoaded(cfg, daemonaudit.ConfigReload, r.Now()))
+	r.Logger.Info("reloaded", "tls", r.Certs != nil, "log_level", cfg.Log.Level)
+	return nil
+}
+
+// record appends e to the audit log; a store that fails is logged (the
+// reload has been applied, or refused, all the same).
+func (r *Reloader) record(e *store.AuditEntry) {
+	if r.Audit == nil {
+		return
+	}
+	if err := r.Audit(e); err != nil {
+		r.Logger.Error("reload: the audit entry could not be written", "outcome", e.Outcome, "err", err)
+	}
+}
+
+// SIGHUP turns SIGHUP into values of the returned channel until ctx is
+// done. signal.Notify runs before it returns: a SIGHUP after that never
+// takes the default action (ending the process).
+func SIGHUP(ctx context.Context) <-chan struct{} {
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, syscall.SIGHUP)
+	ch := make(chan struct{})
+	go func() {
+		defer signal.Stop(sig)
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-sig:
+				select {
+				case ch <- struct{}{}:
+				case <-ctx.Done():
+					return
+				}
+			}
+		}
+	}()
+	return ch
+}
+
+// Run reloads on every value of hup until ctx is done, telling systemd
+// RELOADING=1 before and READY=1 after (sd_notify(3)) through notify.
+func (r *Reloader) Run(ctx context.Context, hup <-chan struct{}) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-hup:
+			r.Notify(daemon.SdNotifyReloading)
+			if err := r.Reload(); err != nil {
+				r.Logger.Error("reload failed", "err", err)
+			}
+			r.Notify(daemon.SdNotifyReady)
+		}
+	}
+}

@@ -1,0 +1,138 @@
+package rules
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"net"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// NonEmpty refuses the empty string.
+func NonEmpty(s string) string {
+	if s == "" {
+		return "must not be empty"
+	}
+	return ""
+}
+
+// Positive refuses a duration that is zero or negative.
+func Positive(d time.Duration) string {
+	if d <= 0 {
+		return fmt.Sprintf("must be a positive duration, got %s", d)
+	}
+	return ""
+}
+
+// Between refuses n outside lo..hi.
+func Between[T int | int64](n, lo, hi T) string {
+	if n < lo || n > hi {
+		return fmt.Sprintf("must be between %d and %d, got %d", lo, hi, n)
+	}
+	return ""
+}
+
+// OneOf refuses s unless it is one of allowed.
+func OneOf(s string, allowed ...string) string {
+	if !slices.Contains(allowed, s) {
+		return fmt.Sprintf("%q is not one of %s", s, strings.Join(allowed, ", "))
+	}
+	return ""
+}
+
+// Absolute refuses a relative path.
+func Absolute(p string) string {
+	if !filepath.IsAbs(p) {
+		return fmt.Sprintf("%q is not an absolute path", p)
+	}
+	return ""
+}
+
+// HostPort refuses what is not host:port with a numeric port.
+func HostPort(s string) string {
+	_, port, err := net.SplitHostPort(s)
+	if err != nil {
+		return fmt.Sprintf("%q is not host:port", s)
+	}
+	if _, err := strconv.ParseUint(port, 10, 16); err != nil {
+		return fmt.Sprintf("%q is not host:port (port must be a number 0-65535)", s)
+	}
+	return ""
+}
+
+// IsLoopback reports whether host is localhost or a loopback address.
+func IsLoopback(host string) bool {
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// PairedWith reports when this half of a pair is empty but the other is set.
+func PairedWith(this, other, otherKey string) string {
+	if this == "" && other != "" {
+		return "required when " + otherKey + " is set"
+	}
+	return ""
+}
+
+// ReadableFile checks that a configured file (if any) is a regular file we
+// can open.
+func ReadableFile(p string) string {
+	if p == "" {
+		return ""
+	}
+	fi, err := os.Stat(p)
+	if err != nil {
+		return FileError(p, err)
+	}
+	if !fi.Mode().IsRegular() {
+		return fmt.Sprintf("%s is not a regular file", p)
+	}
+	f, err := os.Open(p)
+	if err != nil {
+		return FileError(p, err)
+	}
+	_ = f.Close()
+	return ""
+}
+
+// FileError words an os error as "<path>: <reason>", without the "stat" or
+// "open" operation name.
+func FileError(p string, err error) string {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		err = pe.Err
+	}
+	return fmt.Sprintf("%s: %v", p, err)
+}
+
+// PrivateFile is ReadableFile for files holding secrets: no permission bits
+// for group or others.
+func PrivateFile(p string) string {
+	if msg := ReadableFile(p); msg != "" || p == "" {
+		return msg
+	}
+	fi, err := os.Stat(p)
+	if err != nil {
+		return FileError(p, err)
+	}
+	if perm := fi.Mode().Perm(); perm&0o077 != 0 {
+		return fmt.Sprintf("%s has mode %#o; it must not be readable or writable by group or others (chmod 600)", p, perm)
+	}
+	return ""
+}
+
+// RequiredWith refuses an empty v when the feature named by key is on.
+func RequiredWith(v string, on bool, key string) string {
+	if v == "" && on {
+		return "required when " + key + " is set"
+	}
+	return ""
+}
