@@ -53,6 +53,12 @@ type Local struct {
 	// audit key and checkpoint operations answer KindUnavailable.
 	AuditKeyLabel string
 	Checkpoints   *checkpoint.Maker
+	// EnrollBaseURL is server.base_url, which the enrollment links of
+	// AddUser start with (enroll.go); "": AddUser with Enroll answers
+	// KindUnavailable. EnrollmentTTL is how long a link stays open
+	// (admin.enrollment_ttl); 0 = DefaultEnrollmentTTL.
+	EnrollBaseURL string
+	EnrollmentTTL time.Duration
 }
 
 var _ Service = (*Local)(nil)

@@ -92,6 +92,9 @@ func Operations() []Operation {
 		op("AddProof", ad, false, func(ctx context.Context, s Service, by Principal, r AddProofRequest) (any, error) {
 			return s.AddProof(ctx, by, r)
 		}),
+		op("IssueEnrollment", ad, false, func(ctx context.Context, s Service, by Principal, r NameRequest) (any, error) {
+			return s.IssueEnrollment(ctx, by, r.Name)
+		}),
 		op("RemoveUser", ad, false, func(ctx context.Context, s Service, by Principal, r NameRequest) (any, error) {
 			return s.RemoveUser(ctx, by, r.Name)
 		}),

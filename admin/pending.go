@@ -66,6 +66,8 @@ func secretIn(op string) string {
 		return "its request or its answer carries the client secret"
 	case "EnrollTOTP":
 		return "its answer carries the TOTP secret"
+	case "IssueEnrollment":
+		return "its answer carries the enrollment link"
 	case "AddProof":
 		return "its request carries an identity document (personal data, up to 10 MiB)"
 	}

@@ -27,6 +27,9 @@ type Service interface {
 	RemoveTOTP(ctx context.Context, by Principal, username string) (*UserView, error)
 	AddProof(ctx context.Context, by Principal, req AddProofRequest) (*UserView, error)
 	RemoveUser(ctx context.Context, by Principal, username string) (*RemoveResult, error)
+	// IssueEnrollment answers a new one-time enrollment link for a user
+	// without password and PIN (enroll.go).
+	IssueEnrollment(ctx context.Context, by Principal, username string) (*UserView, error)
 
 	AddClient(ctx context.Context, by Principal, req AddClientRequest) (*AddClientResult, error)
 	ListClients(ctx context.Context, by Principal) ([]ClientView, error)
@@ -113,6 +116,10 @@ type AddUserRequest struct {
 	Email         string            `json:"email,omitempty"`
 	EmailVerified bool              `json:"email_verified,omitempty"`
 	Claims        map[string]string `json:"claims,omitempty"`
+	// Enroll creates the user without password and PIN and returns a
+	// one-time link (UserView.Enrollment) where the user sets them
+	// (enroll.go); Password and PIN must then be empty.
+	Enroll bool `json:"enroll,omitempty"`
 }
 
 // SetSecretRequest replaces a user's password or signing PIN.
@@ -144,6 +151,12 @@ type UserView struct {
 	// Revoked is what the operation revoked (disable, set-password,
 	// set-pin); nil when it revokes nothing.
 	Revoked *RevokedView `json:"revoked,omitempty"`
+	// EnrollmentExpires is when the user's open enrollment link ends; nil
+	// when none is open.
+	EnrollmentExpires *time.Time `json:"enrollment_expires,omitempty"`
+	// Enrollment is the link itself, returned once by AddUser with
+	// Enroll: signd keeps only its hash.
+	Enrollment *EnrollmentView `json:"enrollment,omitempty"`
 }
 
 // AddClientRequest registers an OAuth client. When Secret is empty a secret

@@ -83,6 +83,10 @@ func (l *Local) userView(u *store.User) *UserView {
 	for _, p := range u.Proofs {
 		v.Proofs = append(v.Proofs, p.ID)
 	}
+	if len(u.EnrollmentHash) > 0 {
+		exp := u.EnrollmentExpires
+		v.EnrollmentExpires = &exp
+	}
 	return v
 }
 
@@ -101,7 +105,11 @@ func (l *Local) AddUser(ctx context.Context, by Principal, req AddUserRequest) (
 	}
 	defer a.end(ctx, &err)
 	a.user = req.Username
-	a.set("password", "set")
+	if req.Enroll {
+		a.set("enroll", "link")
+	} else {
+		a.set("password", "set")
+	}
 	if req.PIN != "" {
 		a.set("pin", "set")
 	}
@@ -114,8 +122,13 @@ func (l *Local) AddUser(ctx context.Context, by Principal, req AddUserRequest) (
 		// user record.
 		a.set("claims", strings.Join(slices.Sorted(maps.Keys(req.Claims)), ","))
 	}
-	if err := checkSecretLen("password", req.Password, minPasswordLen, maxPasswordLen); err != nil {
-		return nil, err
+	if req.Enroll && (req.Password != "" || req.PIN != "") {
+		return nil, errorf(KindInvalid, "enroll: the user sets the password and PIN through the enrollment link; give neither")
+	}
+	if !req.Enroll {
+		if err := checkSecretLen("password", req.Password, minPasswordLen, maxPasswordLen); err != nil {
+			return nil, err
+		}
 	}
 	if req.PIN != "" {
 		if err := checkSecretLen("PIN", req.PIN, minPINLen, maxPINLen); err != nil {
@@ -139,7 +152,16 @@ func (l *Local) AddUser(ctx context.Context, by Principal, req AddUserRequest) (
 		ID: id, Username: req.Username, Status: store.UserActive,
 		Email: req.Email, EmailVerified: req.EmailVerified, Claims: req.Claims,
 	}
-	if u.PasswordHash, err = l.Hasher.Hash([]byte(req.Password)); err != nil {
+	var link *EnrollmentView
+	if req.Enroll {
+		// No password and no PIN: password login is impossible until the
+		// user sets them through the link.
+		if link, u.EnrollmentHash, err = l.newEnrollment(req.Username); err != nil {
+			return nil, l.fail("user "+req.Username, err)
+		}
+		u.EnrollmentExpires = link.ExpiresAt
+		a.result["enrollment_expires"] = link.ExpiresAt.Format(time.RFC3339)
+	} else if u.PasswordHash, err = l.Hasher.Hash([]byte(req.Password)); err != nil {
 		return nil, l.fail("user "+req.Username, err)
 	}
 	if req.PIN != "" {
@@ -157,7 +179,9 @@ func (l *Local) AddUser(ctx context.Context, by Principal, req AddUserRequest) (
 	if err != nil {
 		return nil, l.fail(fmt.Sprintf("user %q", req.Username), err)
 	}
-	return l.userView(u), nil
+	v := l.userView(u)
+	v.Enrollment = link
+	return v, nil
 }
 
 // ListUsers implements Service.
@@ -350,6 +374,7 @@ func (l *Local) SetPassword(ctx context.Context, by Principal, req SetSecretRequ
 	return l.updateUser(ctx, a, req.Username, store.Tx.RevokeUser, func(u *store.User) error {
 		u.PasswordHash = h
 		clearPasswordLock(u)
+		closeEnrollment(a, u)
 		return nil
 	})
 }
@@ -374,6 +399,7 @@ func (l *Local) SetPIN(ctx context.Context, by Principal, req SetSecretRequest) 
 	}
 	return l.updateUser(ctx, a, req.Username, store.Tx.RevokeUserSigning, func(u *store.User) error {
 		u.PINHash, u.PINLocked, u.FailedPINs = h, false, 0
+		closeEnrollment(a, u)
 		return nil
 	})
 }

@@ -15,6 +15,8 @@ type AdminConfig struct {
 	DualControlConfig `mapstructure:",squash"`
 	// AdminAPIConfig is admin.api_* (adminapi.go): the provisioning API.
 	AdminAPIConfig `mapstructure:",squash"`
+	// EnrollmentConfig is admin.enrollment_ttl (enrollment.go).
+	EnrollmentConfig `mapstructure:",squash"`
 }
 
 // RolesConfig is admin.roles.*: for each trusted role, the Unix groups
@@ -42,7 +44,7 @@ func adminKeys() []Key {
 		{Name: "admin.roles.auditor", Default: []string(nil),
 			Usage: "Unix groups whose members hold the auditor role: audit export and verify, read-only listings",
 			Doc:   "the same for the auditor: `audit verify`/`export` and the read-only listings. All three empty (the default): every admin socket user holds every role and `signd serve` warns at start. Once one is set, all three must be; every group must exist, at most 64 a role, none twice in a role (`root` and `0` are one group); a group may be in several roles. Read at start"},
-	}, append(dualControlKeys(), adminAPIKeys()...)...)
+	}, append(append(dualControlKeys(), adminAPIKeys()...), enrollmentKeys()...)...)
 }
 
 // ByRole returns the groups of each role, keyed by the role's name (the
@@ -95,7 +97,7 @@ func (a *AdminConfig) checks() []check {
 	for _, rg := range a.Roles.ByRole() {
 		checks = append(checks, check{"admin.roles." + rg.Role, roleGroups(rg.Role, rg.Groups, configured)})
 	}
-	return append(checks, a.DualControlConfig.checks()...)
+	return append(append(checks, a.DualControlConfig.checks()...), a.EnrollmentConfig.checks()...)
 }
 
 // roleGroups checks the groups of one role: each must exist, none twice

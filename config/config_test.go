@@ -151,6 +151,7 @@ func TestEveryKeyFromFile(t *testing.T) {
 		Admin: AdminConfig{
 			Roles:             RolesConfig{SecurityOfficer: []string{"root"}, Administrator: []string{"root"}, Auditor: []string{"0"}},
 			DualControlConfig: DualControlConfig{DualControl: []string{"credential_remove", "tsa_enroll", "oidc_keys_rotate"}, PendingTTL: 8 * time.Hour},
+			EnrollmentConfig:  EnrollmentConfig{EnrollmentTTL: 2 * time.Hour},
 		},
 		Audit: AuditConfig{KeyLabel: "audit-prod", CheckpointOrigin: "sign.example.org/audit",
 			CheckpointDir: "/var/lib/signd/checkpoints", CheckpointInterval: time.Hour},

@@ -55,6 +55,7 @@ func DualControlActs() []DualControlAct {
 		{"user_set_pin", "SetPIN", "its request carries the new PIN"},
 		{"user_add_proof", "AddProof", "its request carries an identity document"},
 		{"user_remove", "RemoveUser", ""},
+		{"user_enroll_link", "IssueEnrollment", "its answer carries the enrollment link"},
 		{"totp_enroll", "EnrollTOTP", "its answer carries the TOTP secret"},
 		{"totp_remove", "RemoveTOTP", ""},
 		{"client_add", "AddClient", "its request or its answer carries the client secret"},

@@ -19,7 +19,7 @@ import (
 // pages look (oauth/pages). Everything is read once, at start.
 type UIConfig struct {
 	// TemplatesDir holds templates that replace built-in ones by file
-	// name (pages.html, account.html); "" = the built-in ones.
+	// name (pages.html, account.html, enroll.html); "" = the built-in ones.
 	TemplatesDir string `mapstructure:"templates_dir"`
 	// ProductName replaces "signd" in the pages' titles and footer; "" =
 	// signd.
@@ -45,8 +45,8 @@ var LogoExtensions = []string{".png", ".jpg", ".jpeg", ".svg"}
 func uiKeys() []Key {
 	return []Key{
 		{Name: "ui.templates_dir", Default: "",
-			Usage: "directory of templates replacing built-in ones by file name (pages.html, account.html); empty = built-in",
-			Doc:   "directory whose `pages.html` and `account.html`, when present, replace the built-in page templates (a missing one stays built-in); parsed at start, a template error stops signd naming the file and line. It and its files must be owned by root or signd's user and not writable by group or others. See [Branding the pages](OPERATIONS.md#branding-the-pages)"},
+			Usage: "directory of templates replacing built-in ones by file name (pages.html, account.html, enroll.html); empty = built-in",
+			Doc:   "directory whose `pages.html`, `account.html` and `enroll.html`, when present, replace the built-in page templates (a missing one stays built-in); parsed at start, a template error stops signd naming the file and line. It and its files must be owned by root or signd's user and not writable by group or others. See [Branding the pages](OPERATIONS.md#branding-the-pages)"},
 		{Name: "ui.product_name", Default: "",
 			Usage: "product name in the pages' titles and footer; empty = signd",
 			Doc:   "the name in the pages' titles and footer instead of signd: at most 64 printable characters; empty = signd"},

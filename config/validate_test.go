@@ -63,7 +63,7 @@ func onEtcd(c *Config) {
 }
 
 func defaultAdmin() AdminConfig {
-	return AdminConfig{DualControlConfig: DualControlConfig{PendingTTL: 24 * time.Hour}}
+	return AdminConfig{DualControlConfig: DualControlConfig{PendingTTL: 24 * time.Hour}, EnrollmentConfig: EnrollmentConfig{EnrollmentTTL: 24 * time.Hour}}
 }
 
 func defaultRateLimit() RateLimitConfig {
@@ -344,6 +344,9 @@ func TestValidate(t *testing.T) {
 		{"pending ttl negative", func(c *Config) { c.Admin.PendingTTL = -time.Hour }, "admin.pending_ttl", "-1h0m0s is not between"},
 		{"pending ttl too short", func(c *Config) { c.Admin.PendingTTL = time.Minute }, "admin.pending_ttl", "1m0s is not between"},
 		{"pending ttl too long", func(c *Config) { c.Admin.PendingTTL = MaxPendingTTL + time.Second }, "admin.pending_ttl", "168h0m1s is not between"},
+		{"enrollment ttl 0", func(c *Config) { c.Admin.EnrollmentTTL = 0 }, "admin.enrollment_ttl", "0s is not between 5m0s and 168h0m0s"},
+		{"enrollment ttl too short", func(c *Config) { c.Admin.EnrollmentTTL = time.Minute }, "admin.enrollment_ttl", "1m0s is not between"},
+		{"enrollment ttl too long", func(c *Config) { c.Admin.EnrollmentTTL = MaxEnrollmentTTL + time.Second }, "admin.enrollment_ttl", "168h0m1s is not between"},
 
 		{"audit key label longest", func(c *Config) { c.Audit.KeyLabel = strings.Repeat("k", MaxAuditKeyLabelLen) }, "", ""},
 		{"audit key label too long", func(c *Config) { c.Audit.KeyLabel = strings.Repeat("k", MaxAuditKeyLabelLen+1) }, "audit.key_label", "is 129 bytes; at most 128"},

@@ -52,10 +52,17 @@ type User struct {
 	PasswordLockouts int
 	// FailedPINs and PINLocked are the signing PIN's counter and lock (a
 	// smart card's rule: the lock holds until an admin lifts it).
-	FailedPINs    int
-	PINLocked     bool
-	Email         string
-	EmailVerified bool
+	FailedPINs int
+	PINLocked  bool
+	// EnrollmentHash is the Fingerprint of the user's one-time enrollment
+	// link (admin: `POST /users` with enroll), nil when none is open: the
+	// link itself is never stored. EnrollmentExpires is when it ends. The
+	// transaction that sets the user's first secrets through the link
+	// clears both, so the link serves once.
+	EnrollmentHash    []byte
+	EnrollmentExpires time.Time
+	Email             string
+	EmailVerified     bool
 	// Claims holds identity attributes (given_name, birthdate, ...), keyed by
 	// claim name.
 	Claims map[string]string

@@ -130,6 +130,12 @@ func (u *User) Validate() error {
 			return invalid("TOTP secret is not base32")
 		}
 	}
+	if err := firstBroken(
+		must(len(u.EnrollmentHash) == 0 || len(u.EnrollmentHash) == sha256.Size, "enrollment hash must be 32 bytes"),
+		must(len(u.EnrollmentHash) == 0 || !u.EnrollmentExpires.IsZero(), "an enrollment link needs an expiry"),
+	); err != nil {
+		return err
+	}
 	if u.FailedPasswords < 0 || u.FailedPINs < 0 || u.PasswordLockouts < 0 {
 		return invalid("failure counters are negative")
 	}

@@ -186,7 +186,8 @@ func (a *app) adminService(cmd *cobra.Command) (admin.Service, admin.Principal, 
 	local := &admin.Local{Store: db, Keys: keys, Hasher: h, Now: a.now, Logger: logger,
 		OIDCKeys: newKeyRing(cfg, db, keys, a.now, logger), TSALabel: cfg.CSC.Timestamp.Label,
 		DualControl: cfg.Admin.DualControlOps(), PendingTTL: cfg.Admin.PendingTTL,
-		AuditKeyLabel: cfg.Audit.Label(), Checkpoints: newCheckpointMaker(cfg, db, keys, a.now, logger)}
+		AuditKeyLabel: cfg.Audit.Label(), Checkpoints: newCheckpointMaker(cfg, db, keys, a.now, logger),
+		EnrollBaseURL: cfg.Server.BaseURL, EnrollmentTTL: cfg.Admin.EnrollmentTTL}
 	return local, by, func() { keys.Close(); db.Close() }, nil
 }
 

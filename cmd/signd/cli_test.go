@@ -269,7 +269,7 @@ func TestCLIInputErrors(t *testing.T) {
 		args  []string
 		want  string
 	}{
-		{"missing_password_file_flag", "", []string{"user", "add", "x"}, `required flag(s) "password-file" not set`},
+		{"missing_password_file_flag", "", []string{"user", "add", "x"}, `at least one of the flags in the group [password-file enroll] is required`},
 		{"password_file_absent", "", []string{"user", "add", "x", "--password-file", "/nonexistent/pw"}, "no such file"},
 		{"password_file_empty", "", []string{"user", "add", "x", "--password-file", empty}, "is empty"},
 		{"password_file_oversized", "", []string{"user", "add", "x", "--password-file", big}, "larger than 4096 bytes"},

@@ -214,7 +214,8 @@ func (a *app) serve(ctx context.Context, cfg *config.Config, load func() (*confi
 	ae := adminrpc.NewRouter(logger)
 	local := &admin.Local{Store: db, Keys: token, Hasher: hasher, Now: a.now, Logger: logger, OIDCKeys: keys,
 		TSALabel: cfg.CSC.Timestamp.Label, DualControl: cfg.Admin.DualControlOps(), PendingTTL: cfg.Admin.PendingTTL,
-		AuditKeyLabel: cfg.Audit.Label(), Checkpoints: checkpoints}
+		AuditKeyLabel: cfg.Audit.Label(), Checkpoints: checkpoints,
+		EnrollBaseURL: cfg.Server.BaseURL, EnrollmentTTL: cfg.Admin.EnrollmentTTL}
 	apiSrv, apiLn, err := listenAPI(cfg, local, a.now, logger)
 	if err != nil {
 		httpLn.Close()

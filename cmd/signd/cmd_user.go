@@ -17,20 +17,22 @@ func (a *app) userCmd() *cobra.Command {
 
 	var add struct {
 		passwordFile, pinFile, email, claimsFile string
-		emailVerified                            bool
+		emailVerified, enroll                    bool
 	}
 	addCmd := &cobra.Command{
-		Use:   "add USERNAME --password-file F [--pin-file F] [--email E] [--email-verified] [--claims FILE.json]",
+		Use:   "add USERNAME {--password-file F [--pin-file F] | --enroll} [--email E] [--email-verified] [--claims FILE.json]",
 		Short: "Create a user",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := cliinput.OneStdin(add.passwordFile, add.pinFile, add.claimsFile); err != nil {
 				return err
 			}
-			req := admin.AddUserRequest{Username: args[0], Email: add.email, EmailVerified: add.emailVerified}
+			req := admin.AddUserRequest{Username: args[0], Email: add.email, EmailVerified: add.emailVerified, Enroll: add.enroll}
 			var err error
-			if req.Password, err = a.readSecretFile("password", add.passwordFile); err != nil {
-				return err
+			if !add.enroll {
+				if req.Password, err = a.readSecretFile("password", add.passwordFile); err != nil {
+					return err
+				}
 			}
 			if add.pinFile != "" {
 				if req.PIN, err = a.readSecretFile("PIN", add.pinFile); err != nil {
@@ -61,7 +63,10 @@ func (a *app) userCmd() *cobra.Command {
 	f.StringVar(&add.email, "email", "", "email address")
 	f.BoolVar(&add.emailVerified, "email-verified", false, "the email address has been verified")
 	f.StringVar(&add.claimsFile, "claims", "", "JSON file with identity attributes (see docs/CLI.md)")
-	_ = addCmd.MarkFlagRequired("password-file")
+	f.BoolVar(&add.enroll, "enroll", false, "create the user without password and PIN, with a one-time enrollment link where the user sets them (admin.enrollment_ttl)")
+	addCmd.MarkFlagsOneRequired("password-file", "enroll")
+	addCmd.MarkFlagsMutuallyExclusive("password-file", "enroll")
+	addCmd.MarkFlagsMutuallyExclusive("pin-file", "enroll")
 
 	listCmd := &cobra.Command{
 		Use: "list", Short: "List users", Args: cobra.NoArgs,
@@ -110,6 +115,9 @@ func (a *app) userCmd() *cobra.Command {
 	unlockCmd := simple("unlock", "Clear the password lockout and failure counter (administrator)", func(ctx context.Context, s admin.Service, by admin.Principal, n string) (*admin.UserView, error) {
 		return s.UnlockUser(ctx, by, n)
 	})
+	enrollLinkCmd := simple("enroll-link", "A new one-time enrollment link for a user without password and PIN; it replaces the open one (administrator)", func(ctx context.Context, s admin.Service, by admin.Principal, n string) (*admin.UserView, error) {
+		return s.IssueEnrollment(ctx, by, n)
+	})
 	unlockPINCmd := simple("unlock-pin", "Clear the signing PIN lockout and failure counter (security officer)", func(ctx context.Context, s admin.Service, by admin.Principal, n string) (*admin.UserView, error) {
 		return s.UnlockPIN(ctx, by, n)
 	})
@@ -156,7 +164,7 @@ func (a *app) userCmd() *cobra.Command {
 		},
 	}
 
-	cmd.AddCommand(addCmd, listCmd, showCmd, disableCmd, enableCmd, unlockCmd, unlockPINCmd, setPassword, setPIN, removeCmd, a.addProofCmd(),
+	cmd.AddCommand(addCmd, listCmd, showCmd, disableCmd, enableCmd, unlockCmd, unlockPINCmd, enrollLinkCmd, setPassword, setPIN, removeCmd, a.addProofCmd(),
 		a.userTOTPCmd())
 	return cmd
 }

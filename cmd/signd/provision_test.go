@@ -46,6 +46,7 @@ type provisioning struct {
 	serverCA string
 	ca       *certstatustest.CA
 	router   routers.Router
+	logs     *syncBuffer // the daemon's log
 }
 
 // apiCert is a client certificate with its key.
@@ -71,7 +72,17 @@ func clientCertOf(t *testing.T, ca *certstatustest.CA, cn string) apiCert {
 // and the key of auditor the auditor role.
 func startProvisioning(t *testing.T, auditor apiCert, ca *certstatustest.CA) *provisioning {
 	t.Helper()
+	return startProvisioningWith(t, auditor, ca, nil)
+}
+
+// startProvisioningWith is startProvisioning with setup (nil = none) run
+// on the environment before the daemon starts.
+func startProvisioningWith(t *testing.T, auditor apiCert, ca *certstatustest.CA, setup func(e *env)) *provisioning {
+	t.Helper()
 	e := newEnv(t, "")
+	if setup != nil {
+		setup(e)
+	}
 	certFile, keyFile, roots := selfSigned(t, e.dir)
 	caFile := filepath.Join(e.dir, "api-ca.pem")
 	if err := os.WriteFile(caFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: ca.Cert.Raw}), 0o644); err != nil {
@@ -89,9 +100,10 @@ func startProvisioning(t *testing.T, auditor apiCert, ca *certstatustest.CA) *pr
 oidc:
 `, certFile, keyFile, caFile, admin.SPKIFingerprint(auditor.cert)))
 	apiAddr := make(chan string, 1)
-	addr, _ := e.startDaemonWith(func(a *app) { a.apiReady = func(addr string) { apiAddr <- addr } })
+	logs := &syncBuffer{}
+	addr, _ := e.startDaemonWith(func(a *app) { a.apiReady = func(addr string) { apiAddr <- addr }; a.stderr = logs })
 	return &provisioning{t: t, e: e, base: "http://" + addr, api: "https://" + <-apiAddr, roots: roots, serverCA: certFile, ca: ca,
-		router: openAPIRouterOf(t, "../../docs/admin-openapi.yaml")}
+		router: openAPIRouterOf(t, "../../docs/admin-openapi.yaml"), logs: logs}
 }
 
 // client is an HTTPS client of the API presenting cert (nil: none).
@@ -169,30 +181,56 @@ func TestProvisioningJourney(t *testing.T) {
 	p.must(&onboarding, "POST", "/users", fmt.Sprintf(`{"username":"alice","password":%q,"email":"alice@example.org"}`, journeyPassword), nil)
 	p.must(&onboarding, "PUT", "/users/alice/pin", fmt.Sprintf(`{"secret":%q}`, journeyPIN), nil)
 	p.must(&onboarding, "POST", "/clients", fmt.Sprintf(`{"id":"rp","secret":%q,"redirect_uris":["https://rp.example/cb"],"scopes":["service","credential"]}`, journeySecret), nil)
+	cred, chain := p.credentialOf(&onboarding, "alice")
+	signsAndVerifies(t, p.base, cred, chain, "%PDF-1.7 the contract alice signs, onboarded remotely")
+
+	// The auditor's export: each act, with the certificate as its actor.
+	actor := admin.CertActor(onboarding.cert)
+	want := []string{"AddUser user_added user:alice ok", "SetPIN user_pin_set user:alice ok", "AddClient client_added client:rp ok",
+		"CreateCredential credential_enrolled credential:" + cred + " pending",
+		"ImportCertificate credential_enrolled credential:" + cred + " enabled"}
+	if got := p.actsOf(&auditor, actor); strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("the acts of %s:\n%s\nwant:\n%s", actor, strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	p.must(&auditor, "GET", "/audit/verify", "", nil)
+}
+
+// credentialOf creates a credential for user as cert, signs its CSR with
+// a test CA and imports the chain; it returns the credential's ID and the
+// chain (PEM, the leaf first).
+func (p *provisioning) credentialOf(cert *apiCert, user string) (cred, chain string) {
+	t := p.t
+	t.Helper()
 	var created admin.CreateCredentialResult
-	p.must(&onboarding, "POST", "/credentials", `{"user":"alice","subject":"CN=Alice Jansen,O=Example BV,C=NL"}`, &created)
-	cred := created.Credential.ID
+	p.must(cert, "POST", "/credentials", fmt.Sprintf(`{"user":%q,"subject":"CN=Alice Jansen,O=Example BV,C=NL"}`, user), &created)
+	cred = created.Credential.ID
 	if cred == "" || !strings.HasPrefix(created.CSRPEM, "-----BEGIN CERTIFICATE REQUEST-----") {
 		t.Fatalf("POST /credentials: %+v", created)
 	}
-	chain := newTestCA(t, "Journey CA").issue(t, created.CSRPEM)
+	chain = newTestCA(t, "Journey CA").issue(t, created.CSRPEM)
 	body, _ := json.Marshal(map[string]string{"chain_pem": chain})
 	var view admin.CredentialView
-	p.must(&onboarding, "POST", "/credentials/"+cred+"/chain", string(body), &view)
+	p.must(cert, "POST", "/credentials/"+cred+"/chain", string(body), &view)
 	if view.Status != "enabled" {
 		t.Fatalf("after the chain: %+v", view)
 	}
+	return cred, chain
+}
 
-	// Alice signs through CSC.
-	flow := oauthFlow(t, p.base)
+// signsAndVerifies: alice (journeyPassword, journeyPIN) signs the digest
+// of text with cred through CSC at base (the OAuth client rp), and the
+// signature verifies with the chain's leaf (crypto/rsa and OpenSSL).
+func signsAndVerifies(t *testing.T, base, cred, chain, text string) {
+	t.Helper()
+	flow := oauthFlow(t, base)
 	service := flow("service", "state-service")
-	digest := sha256.Sum256([]byte("%PDF-1.7 the contract alice signs, onboarded remotely"))
+	digest := sha256.Sum256([]byte(text))
 	sad := flow("credential", "state-credential", oneSignature(cred, digest[:])...)
 	req, _ := json.Marshal(map[string]any{
 		"credentialID": cred, "SAD": sad.AccessToken, "hash": []string{base64.StdEncoding.EncodeToString(digest[:])},
 		"hashAlgo": "2.16.840.1.101.3.4.2.1", "signAlgo": "1.2.840.113549.1.1.1",
 	})
-	status, res := postJSON(t, p.base+"/csc/v1/signatures/signHash", service.AccessToken, string(req))
+	status, res := postJSON(t, base+"/csc/v1/signatures/signHash", service.AccessToken, string(req))
 	if status != 200 {
 		t.Fatalf("signHash: %d %v", status, res)
 	}
@@ -209,10 +247,14 @@ func TestProvisioningJourney(t *testing.T) {
 		t.Errorf("crypto/rsa: %v", err)
 	}
 	softhsmtest.VerifyWithOpenSSL(t, leaf.Raw, digest[:], sig)
+}
 
-	// The auditor's export: each act, with the certificate as its actor.
-	actor := admin.CertActor(onboarding.cert)
-	st, raw := p.call(&auditor, "GET", "/audit/export?actor="+url.QueryEscape(actor), "")
+// actsOf is the auditor's export of the acts of actor, one "op kind
+// target outcome" a line.
+func (p *provisioning) actsOf(auditor *apiCert, actor string) []string {
+	t := p.t
+	t.Helper()
+	st, raw := p.call(auditor, "GET", "/audit/export?actor="+url.QueryEscape(actor), "")
 	if st != 200 {
 		t.Fatalf("export: %d %s", st, raw)
 	}
@@ -231,13 +273,7 @@ func TestProvisioningJourney(t *testing.T) {
 		}
 		kinds = append(kinds, line.Fields["op"]+" "+line.Kind+" "+line.Target+" "+line.Outcome)
 	}
-	want := []string{"AddUser user_added user:alice ok", "SetPIN user_pin_set user:alice ok", "AddClient client_added client:rp ok",
-		"CreateCredential credential_enrolled credential:" + cred + " pending",
-		"ImportCertificate credential_enrolled credential:" + cred + " enabled"}
-	if strings.Join(kinds, "\n") != strings.Join(want, "\n") {
-		t.Errorf("the acts of %s:\n%s\nwant:\n%s", actor, strings.Join(kinds, "\n"), strings.Join(want, "\n"))
-	}
-	p.must(&auditor, "GET", "/audit/verify", "", nil)
+	return kinds
 }
 
 // TestProvisioningRefusals: against the real daemon, whoever may not call

@@ -117,7 +117,7 @@ func (s *services) mount(e *echo.Echo) error {
 	for _, m := range []struct {
 		prefix string
 		svc    mounter
-	}{{"", authz}, {"", flow}, {"", s.accountPage(flow)}, {"/csc/v1", signer}, {"", provider}} {
+	}{{"", authz}, {"", flow}, {"", s.accountPage(flow)}, {"", s.enrollPage(flow)}, {"/csc/v1", signer}, {"", provider}} {
 		if err := m.svc.Mount(e.Group(m.prefix)); err != nil {
 			return err
 		}

@@ -1,5 +1,6 @@
 // Package pages renders the HTML the authorization server shows a
-// browser: the login and consent pages, the account page, the error page
+// browser: the login and consent pages, the account page, the enrollment
+// page (enroll.html, oauth/enroll), the error page
 // and the page shown before an error redirect, in Dutch (the default) or
 // English. Its templates, style sheet and messages are embedded; every page
 // carries a Content-Security-Policy without script (the one style block by

@@ -202,5 +202,8 @@ func Msg(lang, key string) string {
 	if s, ok := accountMessages[lang][key]; ok {
 		return s
 	}
+	if s, ok := enrollMessages[lang][key]; ok {
+		return s
+	}
 	return key
 }

@@ -26,16 +26,16 @@ import (
 	"golang.org/x/text/language"
 )
 
-//go:embed templates/pages.html templates/account.html templates/style.css
+//go:embed templates/pages.html templates/account.html templates/enroll.html templates/style.css
 var templateFS embed.FS
 
 // templateFiles are the template files, by the name an override in
 // Options.TemplatesDir has.
-var templateFiles = []string{"pages.html", "account.html"}
+var templateFiles = []string{"pages.html", "account.html", "enroll.html"}
 
 // pageNames are the templates the callers render; New renders each once
 // with sample data, so an override that breaks one stops the start.
-var pageNames = []string{"login", "consent", "error", "redirect", "account-login", "account"}
+var pageNames = []string{"login", "consent", "error", "redirect", "account-login", "account", "enroll", "enroll-done"}
 
 // DefaultProduct is the name the pages show when Options.ProductName is
 // empty.
@@ -179,6 +179,10 @@ func (p *Pages) check() error {
 			if strings.HasPrefix(name, "account") {
 				d.TitleKey = "account.title"
 			}
+			if strings.HasPrefix(name, "enroll") {
+				d.TitleKey = "enroll.title"
+				d.Account = sampleEnroll{TOTPSecret: "JBSWY3DPEHPK3PXPJBSWY3DPEHPK3PXP", TOTPURI: "otpauth://totp/signd:u?secret=JBSWY3DPEHPK3PXP"}
+			}
 			p.brand(d)
 			if err := p.tmpl.ExecuteTemplate(io.Discard, name, d); err != nil {
 				return fmt.Errorf("ui.templates_dir: page %s: %w", name, err)
@@ -194,6 +198,10 @@ type sampleAccount struct {
 	Username    string
 	Credentials []sampleCredential
 }
+
+// sampleEnroll is the view check renders the enrollment page with (the
+// fields of oauth/enroll's View).
+type sampleEnroll struct{ TOTPSecret, TOTPURI string }
 
 type sampleCredential struct {
 	ID, Description, Subject, ValidFrom, ValidTo, Cert, Status string
@@ -296,7 +304,8 @@ type Data struct {
 	Back    template.URL
 	Refresh template.HTMLAttr
 	// Account is the account page's view (the credentials of the user
-	// signed in), which the account templates read.
+	// signed in), which the account templates read; on the enrollment
+	// page, oauth/enroll's View (the TOTP secret offered).
 	Account any
 }
 

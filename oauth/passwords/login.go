@@ -158,6 +158,10 @@ const (
 
 var totpOpts = totp.ValidateOpts{Period: totpPeriod, Skew: totpSkew, Digits: otp.DigitsSix, Algorithm: otp.AlgorithmSHA1}
 
+// TOTPStep is totpStep for the pages that enroll a second factor (the
+// enrollment page confirms the user's authenticator app with one code).
+func TOTPStep(code, secret string, now time.Time) (int64, bool) { return totpStep(code, secret, now) }
+
 // totpStep reports whether code is the one-time code of secret for a time
 // step within the skew of now, and which step (Unix time / period) it is:
 // settleStep accepts each step once per user. A malformed code is a wrong

@@ -1,6 +1,7 @@
 package kv
 
 import (
+	"bytes"
 	"maps"
 	"slices"
 	"time"
@@ -27,6 +28,8 @@ type userRecord struct {
 	Lockouts        int               `json:"password_lockouts,omitempty"`
 	FailedPINs      int               `json:"failed_pins,omitempty"`
 	PINLocked       bool              `json:"pin_locked,omitempty"`
+	EnrollmentHash  []byte            `json:"enrollment_hash,omitempty"`
+	EnrollExpires   *time.Time        `json:"enrollment_expires,omitempty"`
 	Email           string            `json:"email,omitempty"`
 	EmailVerified   bool              `json:"email_verified,omitempty"`
 	Claims          map[string]string `json:"claims,omitempty"`
@@ -93,6 +96,10 @@ func userToRecord(u *store.User) *userRecord {
 		until := u.PasswordLockedUntil.UTC()
 		r.LockedUntil = &until
 	}
+	if len(u.EnrollmentHash) > 0 {
+		exp := u.EnrollmentExpires.UTC().Round(0)
+		r.EnrollmentHash, r.EnrollExpires = bytes.Clone(u.EnrollmentHash), &exp
+	}
 	for _, p := range u.Proofs {
 		r.Proofs = append(r.Proofs, proofRefRecord(p))
 	}
@@ -111,6 +118,9 @@ func (r *userRecord) user() *store.User {
 	}
 	if r.LockedUntil != nil {
 		u.PasswordLockedUntil = *r.LockedUntil
+	}
+	if len(r.EnrollmentHash) > 0 && r.EnrollExpires != nil {
+		u.EnrollmentHash, u.EnrollmentExpires = bytes.Clone(r.EnrollmentHash), *r.EnrollExpires
 	}
 	for _, p := range r.Proofs {
 		u.Proofs = append(u.Proofs, store.ProofRef(p))

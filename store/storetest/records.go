@@ -60,6 +60,9 @@ func testUsers(t *testing.T, s store.Store) {
 		u.TOTPSecret = ""
 		u.Email, u.EmailVerified = "ann@example.org", false
 		u.Claims["nationality"] = "NL"
+		// An open enrollment link: its fingerprint and expiry (UTC).
+		u.EnrollmentHash = store.Fingerprint("alice~link")
+		u.EnrollmentExpires = time.Date(2026, 11, 28, 19, 30, 0, 5, time.FixedZone("CET", 3600))
 		u.CreatedAt = time.Date(1999, 1, 1, 0, 0, 0, 0, time.UTC) // ignored
 		if err := tx.PutUser(u); err != nil {
 			return err
@@ -71,6 +74,8 @@ func testUsers(t *testing.T, s store.Store) {
 		alice.PINHash, alice.TOTPSecret = "", ""
 		alice.Email, alice.EmailVerified = "ann@example.org", false
 		alice.Claims["nationality"] = "NL"
+		alice.EnrollmentHash = store.Fingerprint("alice~link")
+		alice.EnrollmentExpires = time.Date(2026, 11, 28, 18, 30, 0, 5, time.UTC)
 		alice.UpdatedAt = u.UpdatedAt
 		if !u.CreatedAt.Equal(alice.CreatedAt) {
 			t.Errorf("PutUser changed CreatedAt to %v", u.CreatedAt)
@@ -83,6 +88,23 @@ func testUsers(t *testing.T, s store.Store) {
 
 	err = s.Update(ctx, func(tx store.Tx) error { return tx.PutUser(newUser(t, "nobody")) })
 	wantErr(t, "PutUser(nobody)", err, store.ErrNotFound)
+
+	// A broken enrollment link is refused: a short hash, a hash without
+	// its expiry.
+	for name, broken := range map[string]func(u *store.User){
+		"short enrollment hash":     func(u *store.User) { u.EnrollmentHash = []byte("short") },
+		"enrollment without expiry": func(u *store.User) { u.EnrollmentExpires = time.Time{} },
+	} {
+		err = s.Update(ctx, func(tx store.Tx) error {
+			u, err := tx.User("alice")
+			if err != nil {
+				return err
+			}
+			broken(u)
+			return tx.PutUser(u)
+		})
+		wantErr(t, "PutUser with a "+name, err, store.ErrInvalid)
+	}
 
 	other := newUser(t, "alice") // same username, other ID
 	err = s.Update(ctx, func(tx store.Tx) error { return tx.PutUser(other) })

@@ -63,6 +63,7 @@ func routes() []route {
 		{http.MethodPost, "/users/:name/totp", "EnrollTOTP", inBody("name", "username")},
 		{http.MethodDelete, "/users/:name/totp", "RemoveTOTP", name("name")},
 		{http.MethodPost, "/users/:name/proofs", "AddProof", inBody("name", "username")},
+		{http.MethodPost, "/users/:name/enrollment", "IssueEnrollment", name("name")},
 
 		{http.MethodPost, "/clients", "AddClient", nil},
 		{http.MethodGet, "/clients", "ListClients", empty},

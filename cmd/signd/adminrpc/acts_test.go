@@ -75,7 +75,7 @@ func newActsWorld(t *testing.T) *actsWorld {
 	logger := slog.New(slog.NewJSONHandler(logs, nil))
 	mk := &checkpoint.Maker{Store: db, Key: admin.AuditKeyFor(tok, "acts-audit"), Origin: "acts.example/audit", Dir: t.TempDir(), Logger: logger}
 	local := &admin.Local{Store: db, Keys: tok, Hasher: hasher, Logger: logger, TSALabel: "acts-tsa",
-		AuditKeyLabel: "acts-audit", Checkpoints: mk,
+		AuditKeyLabel: "acts-audit", Checkpoints: mk, EnrollBaseURL: "https://acts.example",
 		OIDCKeys: &oidc.KeyRing{Store: store.Scope(db, func(tx store.Tx) store.OIDCTx { return tx }),
 			HSM: tok, IDTokenTTL: time.Hour, Logger: logger}}
 	// As the daemon does (cmd/signd socketPrincipal): the uid, and the
@@ -142,7 +142,7 @@ func req(v any) func() any         { return func() any { return v } }
 // audit log or the log.
 func TestEveryAdminActAudited(t *testing.T) {
 	w := newActsWorld(t)
-	var credID, csrPEM, tsaKeyID, tsaCSR, kid, nextKID, totpSecret, auditKeyID string
+	var credID, csrPEM, tsaKeyID, tsaCSR, kid, nextKID, totpSecret, auditKeyID, enrollLink string
 	var verified admin.AuditReport
 	png := append([]byte("\x89PNG\r\n\x1a\n"), make([]byte, 32)...)
 
@@ -153,6 +153,18 @@ func TestEveryAdminActAudited(t *testing.T) {
 			fields: map[string]string{"password": "set", "pin": "set", "email": "alice@example.org", "claims": "given_name"}},
 		{op: "AddUser", req: req(admin.AddUserRequest{Username: "bob", Password: alicePassword}),
 			kind: store.AuditUserAdded, target: fixed("user:bob")},
+		// With a one-time enrollment link: answered once, never audited.
+		{op: "AddUser", req: req(admin.AddUserRequest{Username: "erin", Enroll: true}),
+			kind: store.AuditUserAdded, target: fixed("user:erin"), fields: map[string]string{"enroll": "link"},
+			then: func(t *testing.T, res json.RawMessage) {
+				var u admin.UserView
+				if err := json.Unmarshal(res, &u); err != nil || u.Enrollment == nil || !strings.HasPrefix(u.Enrollment.Link, "https://acts.example/oauth2/enroll/erin~") {
+					t.Fatalf("AddUser with enroll: %s", res)
+				}
+				enrollLink = strings.TrimPrefix(u.Enrollment.Link, "https://acts.example/oauth2/enroll/erin~")
+			}},
+		{op: "IssueEnrollment", req: req(admin.NameRequest{Name: "erin"}), kind: store.AuditUserPasswordSet, target: fixed("user:erin"),
+			fields: map[string]string{"enroll": "link", "replaced": "the open link"}},
 		{op: "ListUsers", req: req(struct{}{}), kind: store.AuditAdminRead, target: fixed("users")},
 		{op: "ShowUser", req: req(admin.NameRequest{Name: "alice"}), kind: store.AuditAdminRead, target: fixed("user:alice")},
 		{op: "SetUserStatus", req: req(admin.StatusRequest{Name: "bob"}), kind: store.AuditUserDisabled, target: fixed("user:bob"),
@@ -367,7 +379,7 @@ func TestEveryAdminActAudited(t *testing.T) {
 		t.Fatalf("verify: %+v, %v", rep, err)
 	}
 	all := strings.Join(w.export(t), "\n")
-	for _, secret := range []string{alicePassword, alicePIN, newPassword, newPIN, clientSecret, shortPassword, nobodySecret, totpSecret, token.PIN} {
+	for _, secret := range []string{alicePassword, alicePIN, newPassword, newPIN, clientSecret, shortPassword, nobodySecret, totpSecret, token.PIN, enrollLink} {
 		if secret == "" {
 			t.Fatal("a secret was not captured")
 		}

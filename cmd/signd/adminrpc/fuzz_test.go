@@ -91,6 +91,11 @@ func (s *recordingService) RemoveUser(_ context.Context, _ admin.Principal, n st
 	return &admin.RemoveResult{}, nil
 }
 
+func (s *recordingService) IssueEnrollment(_ context.Context, _ admin.Principal, n string) (*admin.UserView, error) {
+	s.rec(admin.NameRequest{Name: n})
+	return &admin.UserView{}, nil
+}
+
 func (s *recordingService) RemoveCredential(_ context.Context, _ admin.Principal, n string) (*admin.RemoveCredentialResult, error) {
 	s.rec(admin.NameRequest{Name: n})
 	return &admin.RemoveCredentialResult{}, nil
@@ -212,7 +217,7 @@ func FuzzRPC(f *testing.F) {
 		"ListCredentials": admin.NameRequest{}, "ShowCredential": admin.NameRequest{}, "SetCredentialStatus": admin.StatusRequest{},
 		"SetCredentialAuth": admin.SetCredentialAuthRequest{},
 		"CreateOIDCKey":     admin.CreateOIDCKeyRequest{}, "ListOIDCKeys": struct{}{}, "RotateOIDCKeys": admin.RotateOIDCKeysRequest{},
-		"RemoveUser": admin.NameRequest{}, "RemoveCredential": admin.NameRequest{},
+		"RemoveUser": admin.NameRequest{}, "RemoveCredential": admin.NameRequest{}, "IssueEnrollment": admin.NameRequest{},
 		"EnrollTOTP": admin.EnrollTOTPRequest{}, "RemoveTOTP": admin.NameRequest{},
 		"HSMInfo":   struct{}{},
 		"EnrollTSA": admin.EnrollTSARequest{}, "ImportTSACertificate": admin.ImportTSACertificateRequest{},
@@ -240,7 +245,7 @@ func FuzzRPC(f *testing.F) {
 		{"ImportCertificate", admin.ImportCertificateRequest{ID: "kr3e3rdpe6muvlifxu2m3wpecu", ChainPEM: "-----BEGIN CERTIFICATE-----\nMAA=\n-----END CERTIFICATE-----\n"}},
 		{"SetCredentialStatus", admin.StatusRequest{Name: "kr3e3rdpe6muvlifxu2m3wpecu", Enabled: false}}, {"RotateOIDCKeys", admin.RotateOIDCKeysRequest{Alg: "PS256", Force: true}}, {"CreateOIDCKey", admin.CreateOIDCKeyRequest{Alg: "ES256"}},
 		{"EnrollTOTP", admin.EnrollTOTPRequest{Username: "alice", Issuer: "signd"}}, {"RemoveTOTP", admin.NameRequest{Name: "alice"}},
-		{"UnlockUser", admin.NameRequest{Name: "alice"}}, {"UnlockPIN", admin.NameRequest{Name: "alice"}},
+		{"UnlockUser", admin.NameRequest{Name: "alice"}}, {"UnlockPIN", admin.NameRequest{Name: "alice"}}, {"IssueEnrollment", admin.NameRequest{Name: "alice"}},
 		{"EnrollTSA", admin.EnrollTSARequest{Algo: "rsa-3072", Subject: "CN=signd TSA,O=Example B.V.,C=NL"}},
 		{"ImportTSACertificate", admin.ImportTSACertificateRequest{KeyID: "00ff", CertPEM: "-----BEGIN CERTIFICATE-----\nMAA=\n-----END CERTIFICATE-----\n"}},
 		{"AuditVerify", struct{}{}}, {"AuditExport", admin.AuditExportRequest{Since: time.Date(2026, 1, 2, 15, 4, 5, 0, time.FixedZone("", 3600))}},

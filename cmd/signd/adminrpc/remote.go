@@ -174,6 +174,11 @@ func (r *Remote) UnlockPIN(ctx context.Context, _ admin.Principal, username stri
 	return callT[*admin.UserView](r, ctx, "UnlockPIN", admin.NameRequest{Name: username})
 }
 
+// IssueEnrollment implements admin.Service.
+func (r *Remote) IssueEnrollment(ctx context.Context, _ admin.Principal, username string) (*admin.UserView, error) {
+	return callT[*admin.UserView](r, ctx, "IssueEnrollment", admin.NameRequest{Name: username})
+}
+
 // WhoAmI returns who the daemon takes the caller for, with its roles.
 func (r *Remote) WhoAmI(ctx context.Context) (*admin.Identity, error) {
 	return callT[*admin.Identity](r, ctx, whoAmIMethod, struct{}{})

@@ -77,7 +77,7 @@ func (s *Server) Echo() *echo.Echo {
 		middleware.RecoverWithConfig(middleware.RecoverConfig{
 			DisableErrorHandler: true, // the panic becomes an error for the renderer: a bare 500
 			LogErrorFunc: func(c echo.Context, err error, stack []byte) error {
-				s.Logger.Error("panic", "path", c.Request().URL.Path, "err", err, "stack", string(stack))
+				s.Logger.Error("panic", "path", reqlog.LogPath(c.Request().URL.Path), "err", err, "stack", string(stack))
 				return err
 			},
 		}),

@@ -3,6 +3,7 @@ package reqlog
 import (
 	"log/slog"
 	"net/http"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -30,7 +31,7 @@ func (a *AccessLog) Middleware() echo.MiddlewareFunc {
 		LogRequestID: true, LogRemoteIP: true, LogError: true, HandleError: true,
 		LogValuesFunc: func(c echo.Context, v middleware.RequestLoggerValues) error {
 			attrs := []slog.Attr{
-				slog.String("method", v.Method), slog.String("path", v.URIPath),
+				slog.String("method", v.Method), slog.String("path", LogPath(v.URIPath)),
 				slog.Int("status", v.Status),
 				slog.Float64("latency_ms", float64(v.Latency)/float64(time.Millisecond)),
 				slog.String("remote_ip", v.RemoteIP),
@@ -73,4 +74,18 @@ func probeLevel(last *atomic.Int64, status int) slog.Level {
 		return slog.LevelInfo
 	}
 	return slog.LevelWarn
+}
+
+// enrollPath is the enrollment page's path (admin.EnrollPath): what
+// follows it is a one-time link's token, a bearer secret until it is
+// used.
+const enrollPath = "/oauth2/enroll/"
+
+// LogPath is path as the access log and the panic log print it: the
+// enrollment page's without its token, any other as it is.
+func LogPath(path string) string {
+	if i := strings.Index(path, enrollPath); i >= 0 && len(path) > i+len(enrollPath) {
+		return path[:i+len(enrollPath)] + "[REDACTED]"
+	}
+	return path
 }

@@ -38,6 +38,13 @@ func User(w io.Writer, u *admin.UserView) error {
 	if u.Revoked != nil {
 		fmt.Fprintf(w, "revoked:         %s\n", u.Revoked)
 	}
+	if u.EnrollmentExpires != nil {
+		fmt.Fprintf(w, "enrollment open: until %s\n", u.EnrollmentExpires.UTC().Format("2006-01-02T15:04:05Z"))
+	}
+	if u.Enrollment != nil {
+		// Shown once: signd keeps only the link's hash.
+		fmt.Fprintf(w, "enrollment link: %s\n", u.Enrollment.Link)
+	}
 	return nil
 }
 

@@ -1,0 +1,322 @@
+package admin
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/subtle"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/signd/signd/store"
+)
+
+// The one-time enrollment link (DESIGN-NOTES.md, "The enrollment link"):
+// AddUser with Enroll creates the user without password and PIN and
+// returns a link; the user opens it and sets them (Enroll), so that their
+// first secrets never pass through the operator or the onboarding system.
+//
+// The link is EnrollPath + username + "~" + 43 characters of base64url
+// (256 random bits). Only its store.Fingerprint is kept, in the user
+// record with its expiry; Enroll clears both in the transaction that sets
+// the secrets, so of two uses (a replay, or two at once) exactly one
+// succeeds. The username in the link finds the record in one read; it is
+// the user's own name, which they need to sign in anyway.
+
+// EnrollPath is the path of the enrollment page below server.base_url.
+const EnrollPath = "/oauth2/enroll/"
+
+// DefaultEnrollmentTTL is how long a link stays open when
+// Local.EnrollmentTTL is 0 (admin.enrollment_ttl's default; the config
+// bounds it).
+const DefaultEnrollmentTTL = 24 * time.Hour
+
+// totpSecretRE is a TOTP secret the enrollment page may store: base32
+// without padding, 160 to 640 bits.
+var totpSecretRE = regexp.MustCompile(`^[A-Z2-7]{32,128}$`)
+
+// enrollSep separates the username from the secret in a link's token:
+// neither a username character ([A-Za-z0-9._@-]) nor a base64url one.
+const enrollSep = "~"
+
+// maxEnrollToken bounds a token: a username (64) and the secret (43).
+const maxEnrollToken = 64 + len(enrollSep) + 43
+
+// EnrollmentView is the link AddUser returns once: it is stored only as a
+// hash.
+type EnrollmentView struct {
+	Link      string    `json:"link"`
+	ExpiresAt time.Time `json:"expires_at"`
+}
+
+// EnrollRequest is what the user posts on the enrollment page: the token
+// of the link, their new password and signing PIN, and the address they
+// post from (for the audit entry).
+type EnrollRequest struct {
+	Token, Password, PIN, IP string
+	// TOTPSecret, when set, is the base32 TOTP secret (RFC 6238) the page
+	// showed and the user's authenticator app confirmed with a code of
+	// time step TOTPStep (the page checks the code): stored with the
+	// password and PIN, the step as accepted.
+	TOTPSecret string
+	TOTPStep   int64
+}
+
+// Errors of Enroll and EnrollmentUser. ErrEnrollmentRefused is one answer
+// for an unknown, used and expired link alike: the page tells none from
+// the other (the audit entry and the log do).
+var (
+	ErrEnrollmentRefused = errors.New("admin: the enrollment link is unknown, used or expired")
+	ErrEnrollPassword    = fmt.Errorf("admin: the password must be %d to %d bytes of printable characters", minPasswordLen, maxPasswordLen)
+	ErrEnrollPIN         = fmt.Errorf("admin: the signing PIN must be %d to %d bytes of printable characters", minPINLen, maxPINLen)
+	ErrEnrollTOTP        = errors.New("admin: the TOTP secret must be 32 to 128 base32 characters (at least 160 bits)")
+)
+
+func (l *Local) enrollmentTTL() time.Duration {
+	if l.EnrollmentTTL > 0 {
+		return l.EnrollmentTTL
+	}
+	return DefaultEnrollmentTTL
+}
+
+// newEnrollment makes a link for username: its token, the link and the
+// fingerprint to store.
+func (l *Local) newEnrollment(username string) (view *EnrollmentView, hash []byte, err error) {
+	if l.EnrollBaseURL == "" {
+		return nil, nil, errorf(KindUnavailable, "enrollment links need server.base_url")
+	}
+	var b [32]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return nil, nil, err
+	}
+	token := username + enrollSep + base64.RawURLEncoding.EncodeToString(b[:])
+	view = &EnrollmentView{
+		Link:      strings.TrimRight(l.EnrollBaseURL, "/") + EnrollPath + token,
+		ExpiresAt: l.now().Add(l.enrollmentTTL()).UTC().Round(0),
+	}
+	return view, store.Fingerprint(token), nil
+}
+
+// enrollUsername is the username a token names, "" for a token that
+// cannot be one of ours.
+func enrollUsername(token string) string {
+	if len(token) > maxEnrollToken {
+		return ""
+	}
+	name, secret, ok := strings.Cut(token, enrollSep)
+	if !ok || store.ValidateUsername(name) != nil || len(secret) != 43 {
+		return ""
+	}
+	if _, err := base64.RawURLEncoding.DecodeString(secret); err != nil {
+		return ""
+	}
+	return name
+}
+
+// openEnrollment says why u's link is not token at now ("" when it is).
+func openEnrollment(u *store.User, token string, now time.Time) string {
+	switch {
+	case len(u.EnrollmentHash) == 0:
+		return "no enrollment link is open (used, closed, or never issued)"
+	case u.Status != store.UserActive:
+		return "the user is disabled"
+	case subtle.ConstantTimeCompare(u.EnrollmentHash, store.Fingerprint(token)) != 1:
+		return "not the user's current enrollment link"
+	case !now.Before(u.EnrollmentExpires):
+		return "the enrollment link expired at " + u.EnrollmentExpires.UTC().Format(time.RFC3339)
+	}
+	return ""
+}
+
+// EnrollmentUser returns the user whose open link token is, for the page
+// to show; ErrEnrollmentRefused otherwise. It changes nothing and audits
+// nothing (a GET of the page).
+func (l *Local) EnrollmentUser(ctx context.Context, token string) (string, error) {
+	name := enrollUsername(token)
+	if name == "" {
+		return "", ErrEnrollmentRefused
+	}
+	var u *store.User
+	err := l.Store.View(ctx, func(tx store.Tx) (err error) {
+		u, err = tx.User(name)
+		return err
+	})
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return "", ErrEnrollmentRefused
+	case err != nil:
+		return "", err
+	case openEnrollment(u, token, l.now()) != "":
+		return "", ErrEnrollmentRefused
+	}
+	return name, nil
+}
+
+// Enroll sets the password and signing PIN of the user whose open link
+// req.Token is, and closes the link, in one transaction with its audit
+// entry (account_action, action enroll, actor user:<name>). A link that
+// is not open is ErrEnrollmentRefused, audited as refused when it names a
+// user; a password or PIN outside the policy is ErrEnrollPassword or
+// ErrEnrollPIN, and the link stays open.
+//
+// Setting one's own first secrets is not an operator's act: it needs no
+// role, only the link the administrator's AddUser issued.
+func (l *Local) Enroll(ctx context.Context, req EnrollRequest) (string, error) {
+	name, err := l.EnrollmentUser(ctx, req.Token)
+	if errors.Is(err, ErrEnrollmentRefused) {
+		l.refuseEnrollment(ctx, enrollUsername(req.Token), req.IP, err)
+	}
+	if err != nil {
+		return "", err
+	}
+	if checkSecretLen("password", req.Password, minPasswordLen, maxPasswordLen) != nil {
+		return "", ErrEnrollPassword
+	}
+	if checkSecretLen("PIN", req.PIN, minPINLen, maxPINLen) != nil {
+		return "", ErrEnrollPIN
+	}
+	if req.TOTPSecret != "" && !totpSecretRE.MatchString(req.TOTPSecret) {
+		return "", ErrEnrollTOTP
+	}
+	pw, err := l.Hasher.Hash([]byte(req.Password))
+	if err != nil {
+		return "", err
+	}
+	pin, err := l.Hasher.Hash([]byte(req.PIN))
+	if err != nil {
+		return "", err
+	}
+	var reason string
+	err = l.Store.Update(ctx, func(tx store.Tx) error {
+		u, err := tx.User(name)
+		if err != nil {
+			return err
+		}
+		// Again inside the transaction: of two uses at once, the second
+		// finds the link closed by the first.
+		if reason = openEnrollment(u, req.Token, l.now()); reason != "" {
+			return ErrEnrollmentRefused
+		}
+		u.PasswordHash, u.PINHash = pw, pin
+		u.EnrollmentHash, u.EnrollmentExpires = nil, time.Time{}
+		clearPasswordLock(u)
+		u.PINLocked, u.FailedPINs = false, 0
+		e := l.enrollEntry(name, req.IP, store.AuditOK, "")
+		if req.TOTPSecret != "" {
+			u.TOTPSecret, u.TOTPLastStep = req.TOTPSecret, req.TOTPStep
+			e.Fields["totp"] = "enrolled"
+		}
+		if err := tx.PutUser(u); err != nil {
+			return err
+		}
+		return tx.AppendAudit(e)
+	})
+	if err != nil {
+		if errors.Is(err, ErrEnrollmentRefused) {
+			l.refuseEnrollmentReason(ctx, name, req.IP, reason)
+		}
+		return "", err
+	}
+	l.logger().Info("enrollment done: the user set their password and signing PIN", "username", name, "ip", req.IP)
+	return name, nil
+}
+
+// enrollEntry is the audit entry of a use of a link.
+func (l *Local) enrollEntry(name, ip, outcome, reason string) *store.AuditEntry {
+	return &store.AuditEntry{Time: l.now(), Kind: store.AuditAccount, Actor: "user:" + name,
+		Target: "user:" + name, User: name, Outcome: outcome, Reason: reason,
+		Fields: map[string]string{"action": "enroll", "ip": clip(ip), "password": "set", "pin": "set"}}
+}
+
+// refuseEnrollment records a refused use of a link: in the audit log when
+// the link names a user that exists, else in the log alone (a guessed
+// link must not write the audit log).
+func (l *Local) refuseEnrollment(ctx context.Context, name, ip string, cause error) {
+	if name == "" {
+		l.logger().Warn("enrollment refused: not a link signd issued", "ip", ip)
+		return
+	}
+	var u *store.User
+	err := l.Store.View(ctx, func(tx store.Tx) (err error) {
+		u, err = tx.User(name)
+		return err
+	})
+	if err != nil {
+		l.logger().Warn("enrollment refused: no such user", "username", clip(name), "ip", ip, "err", cause)
+		return
+	}
+	// The reason the stored record gives; the token is not at hand here,
+	// only whether any link is open.
+	reason := "not the user's open enrollment link, or it expired"
+	if len(u.EnrollmentHash) == 0 {
+		reason = "no enrollment link is open (used, closed, or never issued)"
+	} else if u.Status != store.UserActive {
+		reason = "the user is disabled"
+	} else if !l.now().Before(u.EnrollmentExpires) {
+		reason = "the enrollment link expired at " + u.EnrollmentExpires.UTC().Format(time.RFC3339)
+	}
+	l.refuseEnrollmentReason(ctx, name, ip, reason)
+}
+
+func (l *Local) refuseEnrollmentReason(ctx context.Context, name, ip, reason string) {
+	l.logger().Warn("enrollment refused", "username", name, "ip", ip, "reason", reason)
+	e := l.enrollEntry(name, ip, store.AuditRefused, reason)
+	delete(e.Fields, "password")
+	delete(e.Fields, "pin")
+	if err := l.Store.Update(context.WithoutCancel(ctx), func(tx store.Tx) error { return tx.AppendAudit(e) }); err != nil {
+		l.logger().Error("enrollment refused, and its audit entry could not be written", "username", name, "err", err)
+	}
+}
+
+// closeEnrollment closes u's open link, if any, when an operator sets a
+// secret of u (SetPassword, SetPIN): the operator has taken the
+// enrollment over, and whoever holds the link must not replace what they
+// set. The act's entry says so (enrollment closed).
+func closeEnrollment(a *act, u *store.User) {
+	if len(u.EnrollmentHash) == 0 {
+		return
+	}
+	u.EnrollmentHash, u.EnrollmentExpires = nil, time.Time{}
+	a.result["enrollment"] = "closed"
+}
+
+// IssueEnrollment implements Service: a new link for a user who has
+// neither a password nor a signing PIN yet (the first link expired, or
+// was lost), replacing the open one. Audited as user_password_set (field
+// enroll link): the link is how the password will be set. A user with a
+// password or a PIN is KindConflict: the operator's set-password and
+// set-pin replace secrets; a link is for the first ones only.
+func (l *Local) IssueEnrollment(ctx context.Context, by Principal, username string) (_ *UserView, err error) {
+	a, err := l.begin(ctx, by, "IssueEnrollment", store.AuditUserPasswordSet, "user:"+username)
+	if err != nil {
+		return nil, err
+	}
+	defer a.end(ctx, &err)
+	a.set("enroll", "link")
+	if store.ValidateUsername(username) != nil {
+		return nil, errorf(KindInvalid, "user %.64q: not a valid username", username)
+	}
+	link, hash, err := l.newEnrollment(username)
+	if err != nil {
+		return nil, l.fail("user "+username, err)
+	}
+	v, err := l.updateUser(ctx, a, username, nil, func(u *store.User) error {
+		if u.PasswordHash != "" || u.PINHash != "" {
+			return errorf(KindConflict, "user %q has a password or a signing PIN already: an enrollment link is for the first ones (set-password and set-pin replace them)", username)
+		}
+		if len(u.EnrollmentHash) > 0 {
+			a.result["replaced"] = "the open link"
+		}
+		u.EnrollmentHash, u.EnrollmentExpires = hash, link.ExpiresAt
+		a.result["enrollment_expires"] = link.ExpiresAt.Format(time.RFC3339)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	v.Enrollment = link
+	return v, nil
+}
