@@ -55,19 +55,7 @@ func (t *Tx) AdminRequest(id string) (*store.AdminRequest, error) {
 
 // AdminRequests implements store.AdminRequestTx.
 func (t *Tx) AdminRequests() ([]store.AdminRequest, error) {
-	b, err := t.bucket(bucketAdminRequests)
-	if err != nil {
-		return nil, err
-	}
-	reqs := []store.AdminRequest{}
-	err = b.ForEach(func(k, v []byte) error {
-		var r adminRequestRecord
-		if err := json.Unmarshal(v, &r); err != nil {
-			return fmt.Errorf("store: decode %s/%q: %w", bucketAdminRequests, k, err)
-		}
-		reqs = append(reqs, *r.adminRequest())
-		return nil
-	})
+	reqs, err := listRecords(t, bucketAdminRequests, (*adminRequestRecord).adminRequest)
 	slices.SortFunc(reqs, func(a, b store.AdminRequest) int {
 		return cmp.Or(a.CreatedAt.Compare(b.CreatedAt), cmp.Compare(a.ID, b.ID))
 	})

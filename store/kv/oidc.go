@@ -3,7 +3,6 @@ package kv
 import (
 	"bytes"
 	"cmp"
-	"encoding/json"
 	"fmt"
 	"slices"
 	"time"
@@ -43,19 +42,7 @@ func (r *signingKeyRecord) signingKey() *store.SigningKey {
 
 // SigningKeys implements store.OIDCTx.
 func (t *Tx) SigningKeys() ([]store.SigningKey, error) {
-	b, err := t.bucket(bucketOIDCKeys)
-	if err != nil {
-		return nil, err
-	}
-	keys := []store.SigningKey{}
-	err = b.ForEach(func(k, v []byte) error {
-		var r signingKeyRecord
-		if err := json.Unmarshal(v, &r); err != nil {
-			return fmt.Errorf("store: decode %s/%q: %w", bucketOIDCKeys, k, err)
-		}
-		keys = append(keys, *r.signingKey())
-		return nil
-	})
+	keys, err := listRecords(t, bucketOIDCKeys, (*signingKeyRecord).signingKey)
 	slices.SortFunc(keys, func(a, b store.SigningKey) int {
 		return cmp.Or(a.CreatedAt.Compare(b.CreatedAt), cmp.Compare(a.KID, b.KID))
 	})

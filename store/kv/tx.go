@@ -135,21 +135,27 @@ func (t *Tx) User(username string) (*store.User, error) {
 	return r.user(), nil
 }
 
-func (t *Tx) Users() ([]store.User, error) {
-	b, err := t.bucket(bucketUsers)
+// listRecords decodes every JSON record of bucket, in key order, into the
+// value view makes of it.
+func listRecords[R, V any](t *Tx, bucket string, view func(*R) *V) ([]V, error) {
+	b, err := t.bucket(bucket)
 	if err != nil {
 		return nil, err
 	}
-	users := []store.User{}
+	out := []V{}
 	err = b.ForEach(func(k, v []byte) error {
-		var r userRecord
+		var r R
 		if err := json.Unmarshal(v, &r); err != nil {
-			return fmt.Errorf("store: decode %s/%q: %w", bucketUsers, k, err)
+			return fmt.Errorf("store: decode %s/%q: %w", bucket, k, err)
 		}
-		users = append(users, *r.user())
+		out = append(out, *view(&r))
 		return nil
 	})
-	return users, err
+	return out, err
+}
+
+func (t *Tx) Users() ([]store.User, error) {
+	return listRecords(t, bucketUsers, (*userRecord).user)
 }
 
 func (t *Tx) CreateUser(u *store.User) error {
@@ -265,20 +271,7 @@ func (t *Tx) Client(id string) (*store.Client, error) {
 }
 
 func (t *Tx) Clients() ([]store.Client, error) {
-	b, err := t.bucket(bucketClients)
-	if err != nil {
-		return nil, err
-	}
-	clients := []store.Client{}
-	err = b.ForEach(func(k, v []byte) error {
-		var r clientRecord
-		if err := json.Unmarshal(v, &r); err != nil {
-			return fmt.Errorf("store: decode %s/%q: %w", bucketClients, k, err)
-		}
-		clients = append(clients, *r.client())
-		return nil
-	})
-	return clients, err
+	return listRecords(t, bucketClients, (*clientRecord).client)
 }
 
 func (t *Tx) CreateClient(c *store.Client) error {
