@@ -186,7 +186,6 @@ func TestHSMOutageThroughDaemon(t *testing.T) {
 	for _, want := range []string{
 		"signd_hsm_available 1",
 		"signd_hsm_outages_total 1",
-		`signd_csc_sad_total{outcome="restored",reason=""}`,
 		`signd_http_requests_total{method="POST",route="/csc/v1/signatures/signHash",status="503"}`,
 	} {
 		if !strings.Contains(m, want) {
@@ -232,11 +231,19 @@ func TestHSMOutageThroughDaemon(t *testing.T) {
 		}
 	}
 	// Each 503 was either refused before its SAD was consumed or granted
-	// and then compensated.
-	if granted-restored != signed || refused+restored != unavailable || restored == 0 {
+	// and then compensated. Which of the two the first requests of the
+	// outage meet depends on whether the token's failure arrives before or
+	// after their commit (the sign-during-commit overlap): on a loaded box
+	// every one may be refused. csc's TestSignHashFailureAfterConsumeRestoresSAD injects the
+	// failure after the grant and checks the compensation itself.
+	if granted-restored != signed || refused+restored != unavailable {
 		t.Errorf("%d granted, %d restored, %d refused for %d signatures and %d answers 503",
 			granted, restored, refused, signed, unavailable)
 	}
+	if restored > 0 && !strings.Contains(m, `signd_csc_sad_total{outcome="restored",reason=""}`) {
+		t.Errorf("%d SADs restored, /metrics lacks their count", restored)
+	}
+	t.Logf("%d granted, %d restored, %d refused", granted, restored, refused)
 }
 
 // TestReadyzReportsOutage: /readyz is 503 with the component and a reason
