@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/signd/signd/admin/input"
 	"github.com/signd/signd/checkpoint"
 	"github.com/signd/signd/hsm"
 	"github.com/signd/signd/oidc"
@@ -69,7 +70,7 @@ const (
 	maxPasswordLen = 1024
 	minPINLen      = 4
 	maxPINLen      = 64
-	maxNameLen     = 200
+	maxNameLen     = input.MaxNameLen
 	maxClaimLen    = 256
 )
 
@@ -184,16 +185,8 @@ func rolesText(roles []Role) string {
 	return "the role " + strings.Join(names, ", ")
 }
 
-// printable reports whether s holds no control characters and no
-// replacement character (invalid UTF-8).
-func printable(s string) bool {
-	for _, r := range s {
-		if r < 0x20 || r == 0x7f || r == 0xfffd {
-			return false
-		}
-	}
-	return true
-}
+// printable is input.Printable.
+func printable(s string) bool { return input.Printable(s) }
 
 // Refused records, for a transport, a caller it refused before any
 // operation could be asked (a client certificate the provisioning API

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/signd/signd/admin/internal/approval"
 	"github.com/signd/signd/store"
 )
 
@@ -112,7 +113,7 @@ func pendingView(r *store.AdminRequest, now time.Time) PendingView {
 // KindPending error naming it; nil when op is to be performed now (not
 // under dual control, or performed on an approval).
 func (l *Local) hold(ctx context.Context, by Principal, op string, req any) error {
-	if by.approvedBy != "" || !slices.Contains(l.DualControl, op) {
+	if by.ApprovedBy() != "" || !slices.Contains(l.DualControl, op) {
 		return nil
 	}
 	if err := Holdable(op); err != nil {
@@ -291,7 +292,7 @@ func (l *Local) ApprovePending(ctx context.Context, by Principal, id string) (*A
 		return nil, err
 	}
 	r := d.req
-	requester := Principal{Actor: r.Actor, Party: r.Party, approvedBy: by.Actor}
+	requester := Principal{Actor: r.Actor, Party: r.Party}.Approved(approval.New(by.Actor))
 	for _, name := range r.Roles {
 		if role, err := ParseRole(name); err == nil {
 			requester.Roles = append(requester.Roles, role)
