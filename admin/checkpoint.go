@@ -10,7 +10,6 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"time"
 
 	"github.com/signd/signd/checkpoint"
 	"github.com/signd/signd/hsm"
@@ -34,66 +33,6 @@ const (
 	AuditKeyEd25519   = "ed25519"
 	AuditKeyECDSAP256 = "ecdsa-p256"
 )
-
-// CreateAuditKeyRequest makes the audit signing key. Algorithm "" is
-// Ed25519 where the token has CKM_EC_EDWARDS_KEY_PAIR_GEN and CKM_EDDSA,
-// else ECDSA P-256.
-type CreateAuditKeyRequest struct {
-	Algorithm string `json:"algorithm,omitempty"`
-}
-
-// AuditKeyView is the audit key: what a witness or an auditor needs to
-// check checkpoints.
-type AuditKeyView struct {
-	Label     string `json:"label"`
-	ID        string `json:"id"`        // hex CKA_ID
-	Algorithm string `json:"algorithm"` // "Ed25519", "ECDSA P-256"
-	Origin    string `json:"origin"`    // audit.checkpoint_origin: the checkpoints' first line and signature name
-	// VerifierKey is "<origin>+<key ID>+<base64 key>", as
-	// golang.org/x/mod/sumdb/note reads it (Ed25519).
-	VerifierKey string `json:"verifier_key"`
-}
-
-// CheckpointView is one signed checkpoint.
-type CheckpointView struct {
-	Origin string    `json:"origin"`
-	Size   uint64    `json:"size"` // entries 1..Size are covered
-	Hash   string    `json:"hash"` // base64 digest of entry Size
-	Time   time.Time `json:"time"`
-	File   string    `json:"file"`
-	Note   string    `json:"note"` // the signed note, as written to File
-	// Unchanged: nothing was added since the latest checkpoint, which is
-	// returned as it was.
-	Unchanged bool `json:"unchanged,omitempty"`
-}
-
-// AuditVerifyCheckpointRequest checks the audit log against a saved
-// checkpoint, a signed note as written to audit.checkpoint_dir. Key is
-// the verifier key to check its signature with; "" is the audit key in
-// the token.
-type AuditVerifyCheckpointRequest struct {
-	Checkpoint string `json:"checkpoint"`
-	Key        string `json:"key,omitempty"`
-}
-
-// CheckpointReport is the outcome of AuditVerifyCheckpoint: the
-// checkpoint's signature held (else the operation fails), and whether the
-// log extends it.
-type CheckpointReport struct {
-	OK      bool   `json:"ok"` // the chain holds and extends the checkpoint
-	Origin  string `json:"origin"`
-	Size    uint64 `json:"size"`
-	Hash    string `json:"hash"`
-	Key     string `json:"key"`     // the verifier key the signature was checked with
-	Entries uint64 `json:"entries"` // entries that verify as a chain from the first
-	Head    string `json:"head"`    // hex digest of the last of them
-	Extends bool   `json:"extends"` // entry Size exists and has the checkpoint's hash
-	// Problem says why the log does not extend the checkpoint: cut off
-	// (truncated) or changed up to entry Size (rewritten or forked).
-	Problem  string `json:"problem,omitempty"`
-	BrokenAt uint64 `json:"broken_at,omitempty"` // first broken entry of the chain
-	Reason   string `json:"reason,omitempty"`
-}
 
 // AuditKeyFor returns the checkpoint.Maker's Key function for the audit
 // key labelled label in keys: the Ed25519 or ECDSA key found by label,

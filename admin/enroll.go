@@ -45,26 +45,6 @@ const enrollSep = "~"
 // maxEnrollToken bounds a token: a username (64) and the secret (43).
 const maxEnrollToken = 64 + len(enrollSep) + 43
 
-// EnrollmentView is the link AddUser returns once: it is stored only as a
-// hash.
-type EnrollmentView struct {
-	Link      string    `json:"link"`
-	ExpiresAt time.Time `json:"expires_at"`
-}
-
-// EnrollRequest is what the user posts on the enrollment page: the token
-// of the link, their new password and signing PIN, and the address they
-// post from (for the audit entry).
-type EnrollRequest struct {
-	Token, Password, PIN, IP string
-	// TOTPSecret, when set, is the base32 TOTP secret (RFC 6238) the page
-	// showed and the user's authenticator app confirmed with a code of
-	// time step TOTPStep (the page checks the code): stored with the
-	// password and PIN, the step as accepted.
-	TOTPSecret string
-	TOTPStep   int64
-}
-
 // Errors of Enroll and EnrollmentUser. ErrEnrollmentRefused is one answer
 // for an unknown, used and expired link alike: the page tells none from
 // the other (the audit entry and the log do).

@@ -19,23 +19,6 @@ type TokenReporter interface {
 	Capabilities() *hsm.Capabilities
 }
 
-// HSMInfoView is `signd hsm info`: the token's capabilities and its keys,
-// each with the freeze defects the token shows.
-type HSMInfoView struct {
-	Capabilities *hsm.Capabilities `json:"capabilities"`
-	Keys         []HSMKeyView      `json:"keys"`
-	// Unfrozen counts the keys with defects.
-	Unfrozen int `json:"unfrozen_keys"`
-}
-
-// HSMKeyView is one key on the token.
-type HSMKeyView struct {
-	ID      string   `json:"id"` // hex CKA_ID
-	Label   string   `json:"label"`
-	Type    string   `json:"type"` // "RSA-2048", "EC P-256", "Ed25519"
-	Defects []string `json:"defects,omitempty"`
-}
-
 // HSMInfo implements Service.
 func (l *Local) HSMInfo(ctx context.Context, by Principal) (_ *HSMInfoView, err error) {
 	a, err := l.read(ctx, by, "HSMInfo", "hsm", nil)

@@ -75,27 +75,6 @@ func secretIn(op string) string {
 	return ""
 }
 
-// PendingView is what operators see of a pending request. Request is the
-// held operation's request: it never carries a secret (Holdable).
-type PendingView struct {
-	ID          string          `json:"id"`
-	Op          string          `json:"op"`
-	Request     json.RawMessage `json:"request"`
-	RequestedBy string          `json:"requested_by"`
-	CreatedAt   time.Time       `json:"created_at"`
-	ExpiresAt   time.Time       `json:"expires_at"`
-	// Expired: it can no longer be approved; the sweeper removes it.
-	Expired bool `json:"expired,omitempty"`
-}
-
-// ApprovalResult is an approved request and the answer of the operation
-// it performed.
-type ApprovalResult struct {
-	Pending    PendingView     `json:"pending"`
-	ApprovedBy string          `json:"approved_by"`
-	Result     json.RawMessage `json:"result"`
-}
-
 func (l *Local) pendingTTL() time.Duration {
 	if l.PendingTTL > 0 {
 		return l.PendingTTL

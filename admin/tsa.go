@@ -11,37 +11,6 @@ import (
 	"github.com/signd/signd/tsa"
 )
 
-// EnrollTSARequest generates a time-stamping key pair in the token.
-type EnrollTSARequest struct {
-	Algo    string `json:"algo,omitempty"`    // rsa-2048, rsa-3072 (default), rsa-4096
-	Subject string `json:"subject,omitempty"` // CSR subject DN; default "CN=signd TSA"
-}
-
-// EnrollTSAResult is the new key and its CSR; the certificate the CA
-// issues for it (with only a critical id-kp-timeStamping extended key
-// usage) is imported with ImportTSACertificate.
-type EnrollTSAResult struct {
-	KeyID  string `json:"key_id"` // CKA_ID, hex
-	Label  string `json:"label"`
-	CSRPEM string `json:"csr_pem"`
-}
-
-// ImportTSACertificateRequest stores the TSA certificate (PEM; the first
-// certificate is the TSA's, any others are its chain and are checked, not
-// stored) next to the key KeyID.
-type ImportTSACertificateRequest struct {
-	KeyID   string `json:"key_id"`
-	CertPEM string `json:"cert_pem"`
-}
-
-// TSACertificateView is the imported TSA certificate.
-type TSACertificateView struct {
-	KeyID    string `json:"key_id"`
-	Subject  string `json:"subject"`
-	Serial   string `json:"serial"`
-	NotAfter string `json:"not_after"`
-}
-
 // defaultTSAAlgo is the TSA key size: tokens outlive signatures' keys, so
 // one step above the credential default.
 const defaultTSAAlgo = "rsa-3072"
