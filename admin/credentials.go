@@ -10,9 +10,9 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"unicode"
-	"unicode/utf8"
 
+	"github.com/signd/signd/admin/input"
+	"github.com/signd/signd/admin/ops"
 	"github.com/signd/signd/csc/enroll"
 	"github.com/signd/signd/store"
 )
@@ -124,11 +124,11 @@ func (l *Local) CreateCredential(ctx context.Context, by Principal, req CreateCr
 	if err != nil {
 		return nil, errorf(KindInvalid, "%v", err)
 	}
-	mode, err := checkAuth(req.Multisign, req.AuthMode)
+	mode, err := ops.CheckAuth(req.Multisign, req.AuthMode)
 	if err != nil {
 		return nil, err
 	}
-	if err := checkDescription(req.Description); err != nil {
+	if err := ops.CheckDescription(req.Description); err != nil {
 		return nil, err
 	}
 	// Check the owner first, so a typo costs no key generation.
@@ -147,7 +147,7 @@ func (l *Local) CreateCredential(ctx context.Context, by Principal, req CreateCr
 	if label == "" {
 		label = "signd-" + id
 	}
-	if len(label) > 128 || !printable(label) {
+	if len(label) > 128 || !input.Printable(label) {
 		return nil, errorf(KindInvalid, "label must be 1 to 128 printable characters")
 	}
 	ek := &enrollKeys{keys: keys}
@@ -332,21 +332,6 @@ func (l *Local) ShowCredential(ctx context.Context, by Principal, id string) (_ 
 	return credentialView(c), nil
 }
 
-// checkAuth checks the multisign and authMode of a request; 0 and "" are
-// the defaults (1, oauth2code).
-func checkAuth(multisign int, mode string) (store.AuthMode, error) {
-	if multisign < 0 || multisign > store.MaxMultisign {
-		return "", errorf(KindInvalid, "multisign must be 1 to %d", store.MaxMultisign)
-	}
-	switch m := store.AuthMode(mode); m {
-	case "":
-		return store.AuthOAuth2Code, nil
-	case store.AuthOAuth2Code, store.AuthExplicit:
-		return m, nil
-	}
-	return "", errorf(KindInvalid, "auth mode must be %s or %s", store.AuthOAuth2Code, store.AuthExplicit)
-}
-
 // SetCredentialAuth implements Service.
 func (l *Local) SetCredentialAuth(ctx context.Context, by Principal, req SetCredentialAuthRequest) (_ *CredentialView, err error) {
 	a, err := l.begin(ctx, by, "SetCredentialAuth", store.AuditCredentialAuth, "credential:"+req.ID)
@@ -364,7 +349,7 @@ func (l *Local) SetCredentialAuth(ctx context.Context, by Principal, req SetCred
 	if req.AuthMode != "" {
 		a.set("auth_mode", req.AuthMode)
 	}
-	mode, err := checkAuth(req.Multisign, req.AuthMode)
+	mode, err := ops.CheckAuth(req.Multisign, req.AuthMode)
 	if err != nil {
 		return nil, err
 	}
@@ -461,22 +446,4 @@ func (l *Local) SetCredentialStatus(ctx context.Context, by Principal, id string
 	v := credentialView(out)
 	v.Revoked = revoked
 	return v, nil
-}
-
-// checkDescription checks a credential description: at most
-// MaxCredentialDescription printable characters (the pages show it to the
-// owner), no white space around them.
-func checkDescription(d string) error {
-	if d == "" {
-		return nil
-	}
-	if !utf8.ValidString(d) || utf8.RuneCountInString(d) > MaxCredentialDescription || strings.TrimSpace(d) != d {
-		return errorf(KindInvalid, "description must be 1 to %d printable characters without white space around them", MaxCredentialDescription)
-	}
-	for _, r := range d {
-		if !unicode.IsPrint(r) {
-			return errorf(KindInvalid, "description has a character that is not printable (%U)", r)
-		}
-	}
-	return nil
 }

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/signd/signd/admin/input"
+	"github.com/signd/signd/admin/ops"
 	"github.com/signd/signd/store"
 )
 
@@ -50,8 +52,8 @@ const maxEnrollToken = 64 + len(enrollSep) + 43
 // the other (the audit entry and the log do).
 var (
 	ErrEnrollmentRefused = errors.New("admin: the enrollment link is unknown, used or expired")
-	ErrEnrollPassword    = fmt.Errorf("admin: the password must be %d to %d bytes of printable characters", minPasswordLen, maxPasswordLen)
-	ErrEnrollPIN         = fmt.Errorf("admin: the signing PIN must be %d to %d bytes of printable characters", minPINLen, maxPINLen)
+	ErrEnrollPassword    = fmt.Errorf("admin: the password must be %d to %d bytes of printable characters", input.MinPasswordLen, input.MaxPasswordLen)
+	ErrEnrollPIN         = fmt.Errorf("admin: the signing PIN must be %d to %d bytes of printable characters", input.MinPINLen, input.MaxPINLen)
 	ErrEnrollTOTP        = errors.New("admin: the TOTP secret must be 32 to 128 base32 characters (at least 160 bits)")
 )
 
@@ -152,10 +154,10 @@ func (l *Local) Enroll(ctx context.Context, req EnrollRequest) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if checkSecretLen("password", req.Password, minPasswordLen, maxPasswordLen) != nil {
+	if ops.CheckSecretLen("password", req.Password, input.MinPasswordLen, input.MaxPasswordLen) != nil {
 		return "", ErrEnrollPassword
 	}
-	if checkSecretLen("PIN", req.PIN, minPINLen, maxPINLen) != nil {
+	if ops.CheckSecretLen("PIN", req.PIN, input.MinPINLen, input.MaxPINLen) != nil {
 		return "", ErrEnrollPIN
 	}
 	if req.TOTPSecret != "" && !totpSecretRE.MatchString(req.TOTPSecret) {

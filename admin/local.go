@@ -10,7 +10,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/signd/signd/admin/input"
 	"github.com/signd/signd/checkpoint"
 	"github.com/signd/signd/hsm"
 	"github.com/signd/signd/oidc"
@@ -63,16 +62,6 @@ type Local struct {
 }
 
 var _ Service = (*Local)(nil)
-
-// Input limits. Passwords and PINs are counted in bytes.
-const (
-	minPasswordLen = 8
-	maxPasswordLen = 1024
-	minPINLen      = 4
-	maxPINLen      = 64
-	maxNameLen     = input.MaxNameLen
-	maxClaimLen    = 256
-)
 
 func (l *Local) now() time.Time {
 	if l.Now != nil {
@@ -184,9 +173,6 @@ func rolesText(roles []Role) string {
 	}
 	return "the role " + strings.Join(names, ", ")
 }
-
-// printable is input.Printable.
-func printable(s string) bool { return input.Printable(s) }
 
 // Refused records, for a transport, a caller it refused before any
 // operation could be asked (a client certificate the provisioning API

@@ -1,11 +1,22 @@
-// Package input holds the limits and checks of what operators type into
-// signd's administration (package admin) that more than one of its parts
-// applies: names (users, clients, certificate entries of admin.api_roles)
-// and printable text. It imports nothing of admin.
+// Package input holds the limits of what operators type into signd's
+// administration (package admin) — the lengths of passwords, PINs, names
+// and identity attributes — and the test for printable text, which the
+// principals (certificate entries of admin.api_roles), the operations'
+// request checks (admin/ops) and admin's acts all apply. It imports
+// nothing.
 package input
 
-// MaxNameLen is the longest name an operator may give, in bytes.
-const MaxNameLen = 200
+// Input limits. Passwords and PINs are counted in bytes.
+const (
+	MinPasswordLen = 8
+	MaxPasswordLen = 1024
+	MinPINLen      = 4
+	MaxPINLen      = 64
+	// MaxNameLen is the longest name an operator may give, in bytes.
+	MaxNameLen = 200
+	// MaxClaimLen is the longest identity attribute value, in bytes.
+	MaxClaimLen = 256
+)
 
 // Printable reports whether s holds no control characters and no
 // replacement character (invalid UTF-8).
