@@ -14,14 +14,6 @@ import (
 	"github.com/signd/signd/store"
 )
 
-func clientView(c *store.Client) *ClientView {
-	return &ClientView{
-		ID: c.ID, Name: c.Name, RedirectURIs: c.RedirectURIs, Scopes: c.Scopes,
-		SectorIdentifier: c.SectorIdentifier, RequirePKCE: c.RequirePKCE, IDTokenAlg: c.IDTokenSignedResponseAlg,
-		CreatedAt: c.CreatedAt, UpdatedAt: c.UpdatedAt,
-	}
-}
-
 // NewClientSecret returns 256 random bits, base64url without padding.
 func NewClientSecret() (string, error) {
 	b := make([]byte, 32)
@@ -104,7 +96,7 @@ func (l *Local) AddClient(ctx context.Context, by Principal, req AddClientReques
 	if err != nil {
 		return nil, l.fail(fmt.Sprintf("client %q", req.ID), err)
 	}
-	res.Client = *clientView(c)
+	res.Client = *ops.ClientViewOf(c)
 	return res, nil
 }
 
@@ -128,7 +120,7 @@ func (l *Local) ListClients(ctx context.Context, by Principal) (_ []ClientView, 
 	}
 	out := make([]ClientView, 0, len(cs))
 	for i := range cs {
-		out = append(out, *clientView(&cs[i]))
+		out = append(out, *ops.ClientViewOf(&cs[i]))
 	}
 	return out, nil
 }
@@ -152,7 +144,7 @@ func (l *Local) ShowClient(ctx context.Context, by Principal, id string) (_ *Cli
 	if err != nil {
 		return nil, l.fail(fmt.Sprintf("client %q", id), err)
 	}
-	return clientView(c), nil
+	return ops.ClientViewOf(c), nil
 }
 
 // RemoveClient implements Service: it deletes the client and revokes its
@@ -175,11 +167,11 @@ func (l *Local) RemoveClient(ctx context.Context, by Principal, id string) (_ *R
 		if r, err = tx.RevokeClient(id); err != nil {
 			return err
 		}
-		a.result["revoked"] = revokedView(r).String()
+		a.result["revoked"] = ops.RevokedViewOf(r).String()
 		return nil
 	})
 	if err != nil {
 		return nil, l.fail(fmt.Sprintf("client %q", id), err)
 	}
-	return &RemoveResult{Removed: id, Revoked: *revokedView(r)}, nil
+	return &RemoveResult{Removed: id, Revoked: *ops.RevokedViewOf(r)}, nil
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto"
 	"crypto/elliptic"
-	"crypto/x509"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -16,31 +15,6 @@ import (
 	"github.com/signd/signd/csc/enroll"
 	"github.com/signd/signd/store"
 )
-
-func credentialView(c *store.Credential) *CredentialView {
-	v := &CredentialView{
-		ID: c.ID, Owner: c.Owner, Label: c.Label, Description: c.Description, Algorithm: c.Algorithm,
-		KeyBits: c.KeyBits, KeyID: hex.EncodeToString(c.KeyID), Status: string(c.Status),
-		ChainLength: len(c.Chain), Multisign: c.Multisign, AuthMode: string(c.AuthMode),
-		CreatedAt: c.CreatedAt, UpdatedAt: c.UpdatedAt,
-	}
-	if c.Status == store.CredentialDisabled {
-		v.DisabledBy = c.DisabledBy
-		if v.DisabledBy == "" {
-			v.DisabledBy = store.DisabledByAdmin
-		}
-	}
-	if len(c.Chain) > 0 {
-		if leaf, err := x509.ParseCertificate(c.Chain[0]); err == nil {
-			v.Subject = leaf.Subject.String()
-			v.Issuer = leaf.Issuer.String()
-			v.Serial = hex.EncodeToString(leaf.SerialNumber.Bytes())
-			nb, na := leaf.NotBefore.UTC(), leaf.NotAfter.UTC()
-			v.NotBefore, v.NotAfter = &nb, &na
-		}
-	}
-	return v
-}
 
 // enrollKeys gives enrollment the token's keys, and keeps what the token
 // does not freeze of the key it generated (hsm.KeyInfo.Defects) for the
@@ -187,7 +161,7 @@ func (l *Local) CreateCredential(ctx context.Context, by Principal, req CreateCr
 		return nil, rollback(err)
 	}
 	return &CreateCredentialResult{
-		Credential: *credentialView(c),
+		Credential: *ops.CredentialViewOf(c),
 		CSRPEM:     enroll.CSRPEM(csrDER),
 	}, nil
 }
@@ -264,7 +238,7 @@ func (l *Local) ImportCertificate(ctx context.Context, by Principal, req ImportC
 	if err != nil {
 		return nil, l.fail(fmt.Sprintf("credential %q", req.ID), err)
 	}
-	return credentialView(out), nil
+	return ops.CredentialViewOf(out), nil
 }
 
 func (l *Local) getCredential(ctx context.Context, id string) (*store.Credential, error) {
@@ -309,7 +283,7 @@ func (l *Local) ListCredentials(ctx context.Context, by Principal, owner string)
 	}
 	out := make([]CredentialView, 0, len(cs))
 	for i := range cs {
-		out = append(out, *credentialView(&cs[i]))
+		out = append(out, *ops.CredentialViewOf(&cs[i]))
 	}
 	return out, nil
 }
@@ -329,7 +303,7 @@ func (l *Local) ShowCredential(ctx context.Context, by Principal, id string) (_ 
 	if err != nil {
 		return nil, err
 	}
-	return credentialView(c), nil
+	return ops.CredentialViewOf(c), nil
 }
 
 // SetCredentialAuth implements Service.
@@ -376,7 +350,7 @@ func (l *Local) SetCredentialAuth(ctx context.Context, by Principal, req SetCred
 		if err != nil {
 			return err
 		}
-		revoked = revokedView(r)
+		revoked = ops.RevokedViewOf(r)
 		a.user = c.Owner
 		a.result["revoked"] = revoked.String()
 		a.reason = fmt.Sprintf("authorization set by an admin: multisign %d, authMode %s; revoked %s", c.Multisign, c.AuthMode, revoked)
@@ -386,7 +360,7 @@ func (l *Local) SetCredentialAuth(ctx context.Context, by Principal, req SetCred
 	if err != nil {
 		return nil, l.fail(fmt.Sprintf("credential %q", req.ID), err)
 	}
-	v := credentialView(out)
+	v := ops.CredentialViewOf(out)
 	v.Revoked = revoked
 	return v, nil
 }
@@ -433,7 +407,7 @@ func (l *Local) SetCredentialStatus(ctx context.Context, by Principal, id string
 			if err != nil {
 				return err
 			}
-			revoked = revokedView(r)
+			revoked = ops.RevokedViewOf(r)
 			a.reason = "by an admin; revoked " + revoked.String()
 			a.result["revoked"] = revoked.String()
 		}
@@ -443,7 +417,7 @@ func (l *Local) SetCredentialStatus(ctx context.Context, by Principal, id string
 	if err != nil {
 		return nil, l.fail(fmt.Sprintf("credential %q", id), err)
 	}
-	v := credentialView(out)
+	v := ops.CredentialViewOf(out)
 	v.Revoked = revoked
 	return v, nil
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/signd/signd/admin/internal/approval"
+	"github.com/signd/signd/admin/ops"
 	"github.com/signd/signd/store"
 )
 
@@ -32,59 +33,11 @@ import (
 // when Local.PendingTTL is 0 (admin.pending_ttl).
 const DefaultPendingTTL = 24 * time.Hour
 
-// Holdable reports whether the operation named op can be put under dual
-// control, and if not why: it must change something, must not decide
-// pending requests itself, and neither its request (which is stored until
-// approved and shown to the approver) nor its answer (which goes to the
-// approver) may carry a secret.
-func Holdable(op string) error {
-	o, ok := Lookup(op)
-	switch {
-	case !ok:
-		return fmt.Errorf("unknown operation %q", op)
-	case o.Read:
-		return fmt.Errorf("%s changes nothing", op)
-	case op == "ApprovePending" || op == "RejectPending":
-		return fmt.Errorf("%s decides pending requests", op)
-	}
-	if why := secretIn(op); why != "" {
-		return fmt.Errorf("%s cannot wait for approval: %s", op, why)
-	}
-	return nil
-}
-
-// secretIn says what secret (or document) an operation's request or
-// answer carries, "" for none.
-func secretIn(op string) string {
-	switch op {
-	case "AddUser":
-		return "its request carries the password and the PIN"
-	case "SetPassword":
-		return "its request carries the new password"
-	case "SetPIN":
-		return "its request carries the new PIN"
-	case "AddClient":
-		return "its request or its answer carries the client secret"
-	case "EnrollTOTP":
-		return "its answer carries the TOTP secret"
-	case "IssueEnrollment":
-		return "its answer carries the enrollment link"
-	case "AddProof":
-		return "its request carries an identity document (personal data, up to 10 MiB)"
-	}
-	return ""
-}
-
 func (l *Local) pendingTTL() time.Duration {
 	if l.PendingTTL > 0 {
 		return l.PendingTTL
 	}
 	return DefaultPendingTTL
-}
-
-func pendingView(r *store.AdminRequest, now time.Time) PendingView {
-	return PendingView{ID: r.ID, Op: r.Op, Request: r.Request, RequestedBy: r.Actor,
-		CreatedAt: r.CreatedAt, ExpiresAt: r.ExpiresAt, Expired: !now.Before(r.ExpiresAt)}
 }
 
 // hold stores the operation named op, asked by by with request req, as a
@@ -175,7 +128,7 @@ func (l *Local) ListPending(ctx context.Context, by Principal) (_ []PendingView,
 	now := l.now()
 	views := make([]PendingView, len(rs))
 	for i := range rs {
-		views[i] = pendingView(&rs[i], now)
+		views[i] = ops.PendingViewOf(&rs[i], now)
 	}
 	return views, nil
 }
@@ -286,7 +239,7 @@ func (l *Local) ApprovePending(ctx context.Context, by Principal, id string) (*A
 	if err != nil {
 		return nil, l.fail(r.Op, err)
 	}
-	return &ApprovalResult{Pending: pendingView(r, l.now()), ApprovedBy: by.Actor, Result: out}, nil
+	return &ApprovalResult{Pending: ops.PendingViewOf(r, l.now()), ApprovedBy: by.Actor, Result: out}, nil
 }
 
 // RejectPending implements Service: the requester withdraws, or an
@@ -307,6 +260,6 @@ func (l *Local) RejectPending(ctx context.Context, by Principal, id string) (*Pe
 		return nil, err
 	}
 	l.logger().Info("pending request rejected", "pending_id", id, "op", d.req.Op, "requested_by", d.req.Actor, "rejected_by", by.Actor)
-	v := pendingView(d.req, l.now())
+	v := ops.PendingViewOf(d.req, l.now())
 	return &v, nil
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/signd/signd/admin/ops"
 	"github.com/signd/signd/hsm"
 	"github.com/signd/signd/store"
 )
@@ -22,13 +23,6 @@ import (
 //	                       the SADs, codes and pending requests bound to the credential
 //
 // The operator sees how many of each kind went; never a value.
-
-func revokedView(r store.Revoked) *RevokedView {
-	return &RevokedView{
-		AccessTokens: r.AccessTokens, SADs: r.SADs, Codes: r.Codes,
-		PendingRequests: r.Requests, Sessions: r.Sessions,
-	}
-}
 
 // maxNamed bounds the credential IDs a refusal names.
 const maxNamed = 10
@@ -70,13 +64,13 @@ func (l *Local) RemoveUser(ctx context.Context, by Principal, username string) (
 		if r, err = tx.RevokeUser(username); err != nil {
 			return err
 		}
-		a.result["revoked"] = revokedView(r).String()
+		a.result["revoked"] = ops.RevokedViewOf(r).String()
 		return tx.DeleteUser(username)
 	})
 	if err != nil {
 		return nil, l.fail(fmt.Sprintf("user %q", username), err)
 	}
-	return &RemoveResult{Removed: username, Revoked: *revokedView(r)}, nil
+	return &RemoveResult{Removed: username, Revoked: *ops.RevokedViewOf(r)}, nil
 }
 
 // RemoveCredential implements Service: it destroys the key pair and its
@@ -137,8 +131,8 @@ func (l *Local) RemoveCredential(ctx context.Context, by Principal, id string) (
 			return err
 		}
 		a.user = c.Owner
-		a.result["revoked"] = revokedView(r).String()
-		a.reason = fmt.Sprintf("by an admin: %s; revoked %s", what, revokedView(r))
+		a.result["revoked"] = ops.RevokedViewOf(r).String()
+		a.reason = fmt.Sprintf("by an admin: %s; revoked %s", what, ops.RevokedViewOf(r))
 		return nil
 	})
 	if err != nil {
@@ -148,6 +142,6 @@ func (l *Local) RemoveCredential(ctx context.Context, by Principal, id string) (
 		}
 		return nil, errorf(KindOf(ferr), "%v (the key pair is already destroyed in the HSM: run `signd credential remove %s` again to finish)", ferr, id)
 	}
-	res.Revoked = *revokedView(r)
+	res.Revoked = *ops.RevokedViewOf(r)
 	return res, nil
 }

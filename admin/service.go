@@ -83,3 +83,7 @@ func Lookup(name string) (Operation, bool) { return ops.Lookup(name) }
 func errorf(kind Kind, format string, args ...any) *Error {
 	return &Error{Kind: kind, Message: fmt.Sprintf(format, args...)}
 }
+
+// Holdable is ops.Holdable: whether the operation named op can be put
+// under dual control, and if not why.
+func Holdable(op string) error { return ops.Holdable(op) }

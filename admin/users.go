@@ -209,7 +209,7 @@ func (l *Local) updateUser(ctx context.Context, a *act, username string, revoke 
 			if r, err = revoke(tx, username); err != nil {
 				return err
 			}
-			a.result["revoked"] = revokedView(r).String()
+			a.result["revoked"] = ops.RevokedViewOf(r).String()
 		}
 		u, err = tx.User(username)
 		return err
@@ -219,7 +219,7 @@ func (l *Local) updateUser(ctx context.Context, a *act, username string, revoke 
 	}
 	v := l.userView(u)
 	if revoke != nil {
-		v.Revoked = revokedView(r)
+		v.Revoked = ops.RevokedViewOf(r)
 	}
 	return v, nil
 }

@@ -1,6 +1,8 @@
 package ops
 
 import (
+	"crypto/x509"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"log/slog"
@@ -335,4 +337,53 @@ type TSACertificateView struct {
 	Subject  string `json:"subject"`
 	Serial   string `json:"serial"`
 	NotAfter string `json:"not_after"`
+}
+
+// ClientViewOf is what operators see of the client c.
+func ClientViewOf(c *store.Client) *ClientView {
+	return &ClientView{
+		ID: c.ID, Name: c.Name, RedirectURIs: c.RedirectURIs, Scopes: c.Scopes,
+		SectorIdentifier: c.SectorIdentifier, RequirePKCE: c.RequirePKCE, IDTokenAlg: c.IDTokenSignedResponseAlg,
+		CreatedAt: c.CreatedAt, UpdatedAt: c.UpdatedAt,
+	}
+}
+
+// CredentialViewOf is what operators see of the credential c.
+func CredentialViewOf(c *store.Credential) *CredentialView {
+	v := &CredentialView{
+		ID: c.ID, Owner: c.Owner, Label: c.Label, Description: c.Description, Algorithm: c.Algorithm,
+		KeyBits: c.KeyBits, KeyID: hex.EncodeToString(c.KeyID), Status: string(c.Status),
+		ChainLength: len(c.Chain), Multisign: c.Multisign, AuthMode: string(c.AuthMode),
+		CreatedAt: c.CreatedAt, UpdatedAt: c.UpdatedAt,
+	}
+	if c.Status == store.CredentialDisabled {
+		v.DisabledBy = c.DisabledBy
+		if v.DisabledBy == "" {
+			v.DisabledBy = store.DisabledByAdmin
+		}
+	}
+	if len(c.Chain) > 0 {
+		if leaf, err := x509.ParseCertificate(c.Chain[0]); err == nil {
+			v.Subject = leaf.Subject.String()
+			v.Issuer = leaf.Issuer.String()
+			v.Serial = hex.EncodeToString(leaf.SerialNumber.Bytes())
+			nb, na := leaf.NotBefore.UTC(), leaf.NotAfter.UTC()
+			v.NotBefore, v.NotAfter = &nb, &na
+		}
+	}
+	return v
+}
+
+// RevokedViewOf counts what a removal revoked.
+func RevokedViewOf(r store.Revoked) *RevokedView {
+	return &RevokedView{
+		AccessTokens: r.AccessTokens, SADs: r.SADs, Codes: r.Codes,
+		PendingRequests: r.Requests, Sessions: r.Sessions,
+	}
+}
+
+// PendingViewOf is what operators see of the pending request r at now.
+func PendingViewOf(r *store.AdminRequest, now time.Time) PendingView {
+	return PendingView{ID: r.ID, Op: r.Op, Request: r.Request, RequestedBy: r.Actor,
+		CreatedAt: r.CreatedAt, ExpiresAt: r.ExpiresAt, Expired: !now.Before(r.ExpiresAt)}
 }
