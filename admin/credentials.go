@@ -2,62 +2,17 @@ package admin
 
 import (
 	"context"
-	"crypto"
-	"crypto/elliptic"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"strconv"
-	"strings"
 
 	"github.com/signd/signd/admin/input"
 	"github.com/signd/signd/admin/ops"
+	"github.com/signd/signd/admin/tokenkeys"
 	"github.com/signd/signd/csc/enroll"
 	"github.com/signd/signd/store"
 )
-
-// enrollKeys gives enrollment the token's keys, and keeps what the token
-// does not freeze of the key it generated (hsm.KeyInfo.Defects) for the
-// audit entry.
-type enrollKeys struct {
-	keys    KeyStore
-	defects []string
-}
-
-func (k *enrollKeys) GenerateKey(ctx context.Context, label string, bits int) ([]byte, int, error) {
-	info, err := k.keys.GenerateRSA(ctx, label, bits)
-	if err != nil {
-		return nil, 0, err
-	}
-	k.defects = info.Defects
-	return info.ID, info.Bits, nil
-}
-
-func (k *enrollKeys) GenerateECKey(ctx context.Context, label string, curve elliptic.Curve) ([]byte, int, error) {
-	info, err := k.keys.GenerateEC(ctx, label, curve)
-	if err != nil {
-		return nil, 0, err
-	}
-	k.defects = info.Defects
-	return info.ID, info.Bits, nil
-}
-
-// auditNote is what the enrollment's audit entry adds about the key's
-// freeze: nothing when the token keeps it.
-func (k *enrollKeys) auditNote() string {
-	if len(k.defects) == 0 {
-		return ""
-	}
-	return "; the token does not freeze the key: " + strings.Join(k.defects, ", ")
-}
-
-func (k *enrollKeys) Signer(ctx context.Context, id []byte) (crypto.Signer, error) {
-	key, err := k.keys.Key(ctx, id)
-	if err != nil {
-		return nil, err
-	}
-	return key, nil
-}
 
 func (l *Local) keys() (KeyStore, error) {
 	if l.Keys == nil {
@@ -124,7 +79,7 @@ func (l *Local) CreateCredential(ctx context.Context, by Principal, req CreateCr
 	if len(label) > 128 || !input.Printable(label) {
 		return nil, errorf(KindInvalid, "label must be 1 to 128 printable characters")
 	}
-	ek := &enrollKeys{keys: keys}
+	ek := &tokenkeys.Enroll{Keys: keys}
 	key, csrDER, err := enroll.Generate(ctx, ek, label, spec)
 	if key == nil {
 		return nil, l.fail("generate key", err)
@@ -149,7 +104,7 @@ func (l *Local) CreateCredential(ctx context.Context, by Principal, req CreateCr
 	a.set("label", label)
 	a.result["key_id"] = hex.EncodeToString(key.ID)
 	a.outcome = string(store.CredentialPending)
-	a.reason = fmt.Sprintf("key pair %s generated in the token (label %q), CSR issued%s", spec.Algorithm, label, ek.auditNote())
+	a.reason = fmt.Sprintf("key pair %s generated in the token (label %q), CSR issued%s", spec.Algorithm, label, ek.AuditNote())
 	err = a.update(ctx, func(tx store.Tx) (err error) {
 		if err := tx.CreateCredential(c); err != nil {
 			return err

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/signd/signd/admin/tokenkeys"
 	"github.com/signd/signd/csc/enroll"
 	"github.com/signd/signd/store"
 	"github.com/signd/signd/tsa"
@@ -51,7 +52,7 @@ func (l *Local) EnrollTSA(ctx context.Context, by Principal, req EnrollTSAReques
 		return nil, l.fail("tsa", err)
 	}
 	label := l.tsaLabel() + "-" + id
-	key, csrDER, err := enroll.Generate(ctx, &enrollKeys{keys: keys}, label, spec)
+	key, csrDER, err := enroll.Generate(ctx, &tokenkeys.Enroll{Keys: keys}, label, spec)
 	if key == nil {
 		return nil, l.fail("generate key", err)
 	}
