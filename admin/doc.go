@@ -37,8 +37,8 @@
 // ops (the Service interface, the request, view and result types and
 // their checks, Error and Kind, the Operations table and Holdable),
 // principal (Principal, the trusted roles and the RoleMap), input (the
-// limits of what operators type, the printable test) and enrollment (the
-// enrollment link's token). admin re-exports their names through type
+// limits of what operators type, the printable test), enrollment (the
+// enrollment link's token) and tokenkeys (what admin needs of the token). admin re-exports their names through type
 // aliases and thin wrappers, so its callers name them as before. Only
 // admin can mark a Principal as acting on an approval: the approval's
 // type is in admin/internal/approval.
