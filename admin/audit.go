@@ -6,10 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"slices"
 	"strconv"
-	"strings"
-	"time"
 
 	"github.com/signd/signd/store"
 )
@@ -72,12 +69,12 @@ func (l *Local) verifyAudit(ctx context.Context) (res *AuditReport, err error) {
 // Its admin_read entry, naming the filter, is appended first: an export
 // whose filter selects it includes it.
 func (l *Local) AuditExport(ctx context.Context, by Principal, req AuditExportRequest, w io.Writer) (err error) {
-	a, err := l.read(ctx, by, "AuditExport", "audit", req.fields())
+	a, err := l.read(ctx, by, "AuditExport", "audit", req.Fields())
 	if err != nil {
 		return err
 	}
 	defer a.end(ctx, &err)
-	if err := req.check(); err != nil {
+	if err := req.Check(); err != nil {
 		return err
 	}
 	if err := a.grant(ctx); err != nil {
@@ -93,7 +90,7 @@ func (l *Local) AuditExport(ctx context.Context, by Principal, req AuditExportRe
 			if err != nil {
 				return &store.AuditBrokenError{Seq: seq, Reason: err.Error()}
 			}
-			if !req.selects(e) {
+			if !req.Selects(e) {
 				return nil
 			}
 			if _, err := w.Write(raw); err != nil {
@@ -112,101 +109,4 @@ func recoverRead(what string, err *error) {
 	if v := recover(); v != nil {
 		*err = fmt.Errorf("%s: %w: reading the store panicked: %v (run `signd store check`)", what, store.ErrCorrupt, v)
 	}
-}
-
-// AuditExportRequest selects the audit entries to export: an entry is
-// exported when it matches every filter given. No filter exports all.
-type AuditExportRequest struct {
-	Since time.Time `json:"since"`           // only entries at or after Since; zero = from the first
-	Until time.Time `json:"until,omitzero"`  // only entries before Until; zero = to the last
-	Kinds []string  `json:"kinds,omitempty"` // only entries of one of these kinds (store.KnownAuditKind)
-	// Actor selects the entries whose actor contains it: "uid:1001"
-	// matches "uid:1001 (alice)"; "uid:1001 (" matches only that uid.
-	Actor string `json:"actor,omitempty"`
-	// Target selects the entries about one thing, named as audit
-	// targets are ("user:alice", "client:rp", "credential:<id>",
-	// "oidc-key:<kid>", "tsa-key:<hex id>"): entries whose Target is
-	// exactly it, and for "user:", "client:" and "credential:" also every
-	// entry whose User, Client or Credential field is that name (the
-	// protocol's entries, which name no target: signHash, authorize; and
-	// for a user, the acts on the user's credentials).
-	Target string `json:"target,omitempty"`
-}
-
-// maxExportFilter bounds the export filter's strings and kinds.
-const maxExportFilter = 256
-
-// check refuses a filter that can select nothing by mistake.
-func (r AuditExportRequest) check() error {
-	if !r.Until.IsZero() && !r.Until.After(r.Since) {
-		return errorf(KindInvalid, "until (%s) must be after since (%s)", r.Until.UTC().Format(time.RFC3339Nano), r.Since.UTC().Format(time.RFC3339Nano))
-	}
-	if len(r.Kinds) > maxExportFilter {
-		return errorf(KindInvalid, "at most %d kinds", maxExportFilter)
-	}
-	for _, k := range r.Kinds {
-		if !store.KnownAuditKind(store.AuditKind(k)) {
-			return errorf(KindInvalid, "unknown audit kind %.64q (kinds: %s)", k, strings.Join(store.AuditKinds(), ", "))
-		}
-	}
-	for name, v := range map[string]string{"actor": r.Actor, "target": r.Target} {
-		if len(v) > maxExportFilter || !printable(v) {
-			return errorf(KindInvalid, "%s must be at most %d printable characters", name, maxExportFilter)
-		}
-	}
-	return nil
-}
-
-// fields names the filter in the export's admin_read entry.
-func (r AuditExportRequest) fields() map[string]string {
-	f := map[string]string{}
-	if !r.Since.IsZero() {
-		f["since"] = r.Since.UTC().Format(time.RFC3339Nano)
-	}
-	if !r.Until.IsZero() {
-		f["until"] = r.Until.UTC().Format(time.RFC3339Nano)
-	}
-	if len(r.Kinds) > 0 {
-		f["kinds"] = strings.Join(r.Kinds, ",")
-	}
-	if r.Actor != "" {
-		f["actor"] = r.Actor
-	}
-	if r.Target != "" {
-		f["target"] = r.Target
-	}
-	return f
-}
-
-// selects reports whether e matches every filter of r.
-func (r AuditExportRequest) selects(e *store.AuditEntry) bool {
-	if e.Time.Before(r.Since) || (!r.Until.IsZero() && !e.Time.Before(r.Until)) {
-		return false
-	}
-	if len(r.Kinds) > 0 && !slices.Contains(r.Kinds, string(e.Kind)) {
-		return false
-	}
-	if r.Actor != "" && !strings.Contains(e.Actor, r.Actor) {
-		return false
-	}
-	if r.Target != "" && e.Target != r.Target {
-		kind, name, _ := strings.Cut(r.Target, ":")
-		switch {
-		case name == "":
-			return false
-		case kind == "user" && e.User == name, kind == "client" && e.Client == name, kind == "credential" && e.Credential == name:
-		default:
-			return false
-		}
-	}
-	return true
-}
-
-// AuditReport is the outcome of an audit log verification.
-type AuditReport struct {
-	OK       bool   `json:"ok"`
-	Entries  uint64 `json:"entries"`             // entries verified
-	Head     string `json:"head"`                // digest of the last verified entry, hex
-	BrokenAt uint64 `json:"broken_at,omitempty"` // first broken entry
-	Reason   string `json:"reason,omitempty"`
 }

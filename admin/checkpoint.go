@@ -2,124 +2,17 @@ package admin
 
 import (
 	"context"
-	"crypto"
-	"crypto/ed25519"
 	"crypto/elliptic"
 	"encoding/base64"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"strconv"
-	"time"
 
 	"github.com/signd/signd/checkpoint"
 	"github.com/signd/signd/hsm"
 	"github.com/signd/signd/store"
 )
-
-// AuditKeys is what the audit key and checkpoint operations need of the
-// token; *hsm.Token satisfies it, and so does the CLI's lazily opened
-// token.
-type AuditKeys interface {
-	CanEd25519(ctx context.Context) (bool, error)
-	GenerateEd25519(ctx context.Context, label string) (*hsm.KeyInfo, error)
-	GenerateEC(ctx context.Context, label string, curve elliptic.Curve) (*hsm.KeyInfo, error)
-	KeyByLabel(ctx context.Context, label string) (*hsm.KeyInfo, error)
-	Ed25519Key(ctx context.Context, id []byte) (*hsm.Ed25519Key, error)
-	Key(ctx context.Context, id []byte) (*hsm.Key, error)
-}
-
-// Audit key algorithms (CreateAuditKeyRequest.Algorithm).
-const (
-	AuditKeyEd25519   = "ed25519"
-	AuditKeyECDSAP256 = "ecdsa-p256"
-)
-
-// CreateAuditKeyRequest makes the audit signing key. Algorithm "" is
-// Ed25519 where the token has CKM_EC_EDWARDS_KEY_PAIR_GEN and CKM_EDDSA,
-// else ECDSA P-256.
-type CreateAuditKeyRequest struct {
-	Algorithm string `json:"algorithm,omitempty"`
-}
-
-// AuditKeyView is the audit key: what a witness or an auditor needs to
-// check checkpoints.
-type AuditKeyView struct {
-	Label     string `json:"label"`
-	ID        string `json:"id"`        // hex CKA_ID
-	Algorithm string `json:"algorithm"` // "Ed25519", "ECDSA P-256"
-	Origin    string `json:"origin"`    // audit.checkpoint_origin: the checkpoints' first line and signature name
-	// VerifierKey is "<origin>+<key ID>+<base64 key>", as
-	// golang.org/x/mod/sumdb/note reads it (Ed25519).
-	VerifierKey string `json:"verifier_key"`
-}
-
-// CheckpointView is one signed checkpoint.
-type CheckpointView struct {
-	Origin string    `json:"origin"`
-	Size   uint64    `json:"size"` // entries 1..Size are covered
-	Hash   string    `json:"hash"` // base64 digest of entry Size
-	Time   time.Time `json:"time"`
-	File   string    `json:"file"`
-	Note   string    `json:"note"` // the signed note, as written to File
-	// Unchanged: nothing was added since the latest checkpoint, which is
-	// returned as it was.
-	Unchanged bool `json:"unchanged,omitempty"`
-}
-
-// AuditVerifyCheckpointRequest checks the audit log against a saved
-// checkpoint, a signed note as written to audit.checkpoint_dir. Key is
-// the verifier key to check its signature with; "" is the audit key in
-// the token.
-type AuditVerifyCheckpointRequest struct {
-	Checkpoint string `json:"checkpoint"`
-	Key        string `json:"key,omitempty"`
-}
-
-// CheckpointReport is the outcome of AuditVerifyCheckpoint: the
-// checkpoint's signature held (else the operation fails), and whether the
-// log extends it.
-type CheckpointReport struct {
-	OK      bool   `json:"ok"` // the chain holds and extends the checkpoint
-	Origin  string `json:"origin"`
-	Size    uint64 `json:"size"`
-	Hash    string `json:"hash"`
-	Key     string `json:"key"`     // the verifier key the signature was checked with
-	Entries uint64 `json:"entries"` // entries that verify as a chain from the first
-	Head    string `json:"head"`    // hex digest of the last of them
-	Extends bool   `json:"extends"` // entry Size exists and has the checkpoint's hash
-	// Problem says why the log does not extend the checkpoint: cut off
-	// (truncated) or changed up to entry Size (rewritten or forked).
-	Problem  string `json:"problem,omitempty"`
-	BrokenAt uint64 `json:"broken_at,omitempty"` // first broken entry of the chain
-	Reason   string `json:"reason,omitempty"`
-}
-
-// AuditKeyFor returns the checkpoint.Maker's Key function for the audit
-// key labelled label in keys: the Ed25519 or ECDSA key found by label,
-// named name. No such key is checkpoint.ErrNoKey.
-func AuditKeyFor(keys AuditKeys, label string) func(ctx context.Context, name string) (*checkpoint.Key, error) {
-	return func(ctx context.Context, name string) (*checkpoint.Key, error) {
-		info, err := keys.KeyByLabel(ctx, label)
-		if errors.Is(err, hsm.ErrKeyNotFound) {
-			return nil, fmt.Errorf("%w labelled %q in the token: `signd audit key create` makes it", checkpoint.ErrNoKey, label)
-		}
-		if err != nil {
-			return nil, err
-		}
-		var signer crypto.Signer
-		switch info.Public.(type) {
-		case ed25519.PublicKey:
-			signer, err = keys.Ed25519Key(ctx, info.ID)
-		default:
-			signer, err = keys.Key(ctx, info.ID)
-		}
-		if err != nil {
-			return nil, err
-		}
-		return checkpoint.NewKey(name, signer)
-	}
-}
 
 // checkpoints returns the token as AuditKeys, and the Maker.
 func (l *Local) checkpoints() (AuditKeys, *checkpoint.Maker, error) {

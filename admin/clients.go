@@ -9,34 +9,10 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/signd/signd/admin/input"
+	"github.com/signd/signd/admin/ops"
 	"github.com/signd/signd/store"
 )
-
-// knownScopes are the scopes a client may be registered for. The OIDC
-// namespaced scopes are checked by suffix, the namespace being configurable.
-var knownScopes = []string{"service", "credential", "openid", "email"}
-
-var knownScopeSuffixes = []string{".personal_info", ".id_number", ".proof"}
-
-func validScope(s string) bool {
-	if slices.Contains(knownScopes, s) {
-		return true
-	}
-	for _, suf := range knownScopeSuffixes {
-		if strings.HasSuffix(s, suf) && len(s) > len(suf) && printable(s) && !strings.ContainsAny(s, " \"\\") {
-			return true
-		}
-	}
-	return false
-}
-
-func clientView(c *store.Client) *ClientView {
-	return &ClientView{
-		ID: c.ID, Name: c.Name, RedirectURIs: c.RedirectURIs, Scopes: c.Scopes,
-		SectorIdentifier: c.SectorIdentifier, RequirePKCE: c.RequirePKCE, IDTokenAlg: c.IDTokenSignedResponseAlg,
-		CreatedAt: c.CreatedAt, UpdatedAt: c.UpdatedAt,
-	}
-}
 
 // NewClientSecret returns 256 random bits, base64url without padding.
 func NewClientSecret() (string, error) {
@@ -64,24 +40,24 @@ func (l *Local) AddClient(ctx context.Context, by Principal, req AddClientReques
 			return nil, l.fail("client", err)
 		}
 		res.GeneratedSecret = secret
-	} else if len(secret) < 32 || len(secret) > 512 || !printable(secret) {
+	} else if len(secret) < 32 || len(secret) > 512 || !input.Printable(secret) {
 		// Client secrets are hashed with plain SHA-256, which is only safe
 		// for high-entropy secrets: refuse short ones.
 		return nil, errorf(KindInvalid, "client secret must be 32 to 512 printable bytes (leave --secret-file out to generate one)")
 	}
-	if len(req.Name) > maxNameLen || !printable(req.Name) {
-		return nil, errorf(KindInvalid, "client name must be at most %d printable characters", maxNameLen)
+	if len(req.Name) > input.MaxNameLen || !input.Printable(req.Name) {
+		return nil, errorf(KindInvalid, "client name must be at most %d printable characters", input.MaxNameLen)
 	}
 	scopes := req.Scopes
 	if len(scopes) == 0 {
 		scopes = []string{"service", "credential"}
 	}
 	for _, s := range scopes {
-		if !validScope(s) {
+		if !ops.ValidScope(s) {
 			return nil, errorf(KindInvalid, "scope %q is not one signd serves (service, credential, openid, email, <ns>.personal_info, <ns>.id_number, <ns>.proof)", s)
 		}
 	}
-	if dup := firstDuplicate(req.RedirectURIs); dup != "" {
+	if dup := ops.FirstDuplicate(req.RedirectURIs); dup != "" {
 		return nil, errorf(KindInvalid, "redirect URI %q given twice", dup)
 	}
 	name := req.Name
@@ -120,19 +96,8 @@ func (l *Local) AddClient(ctx context.Context, by Principal, req AddClientReques
 	if err != nil {
 		return nil, l.fail(fmt.Sprintf("client %q", req.ID), err)
 	}
-	res.Client = *clientView(c)
+	res.Client = *ops.ClientViewOf(c)
 	return res, nil
-}
-
-func firstDuplicate(xs []string) string {
-	seen := map[string]bool{}
-	for _, x := range xs {
-		if seen[x] {
-			return x
-		}
-		seen[x] = true
-	}
-	return ""
 }
 
 // ListClients implements Service.
@@ -155,7 +120,7 @@ func (l *Local) ListClients(ctx context.Context, by Principal) (_ []ClientView, 
 	}
 	out := make([]ClientView, 0, len(cs))
 	for i := range cs {
-		out = append(out, *clientView(&cs[i]))
+		out = append(out, *ops.ClientViewOf(&cs[i]))
 	}
 	return out, nil
 }
@@ -179,7 +144,7 @@ func (l *Local) ShowClient(ctx context.Context, by Principal, id string) (_ *Cli
 	if err != nil {
 		return nil, l.fail(fmt.Sprintf("client %q", id), err)
 	}
-	return clientView(c), nil
+	return ops.ClientViewOf(c), nil
 }
 
 // RemoveClient implements Service: it deletes the client and revokes its
@@ -202,11 +167,11 @@ func (l *Local) RemoveClient(ctx context.Context, by Principal, id string) (_ *R
 		if r, err = tx.RevokeClient(id); err != nil {
 			return err
 		}
-		a.result["revoked"] = revokedView(r).String()
+		a.result["revoked"] = ops.RevokedViewOf(r).String()
 		return nil
 	})
 	if err != nil {
 		return nil, l.fail(fmt.Sprintf("client %q", id), err)
 	}
-	return &RemoveResult{Removed: id, Revoked: *revokedView(r)}, nil
+	return &RemoveResult{Removed: id, Revoked: *ops.RevokedViewOf(r)}, nil
 }

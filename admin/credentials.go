@@ -2,88 +2,17 @@ package admin
 
 import (
 	"context"
-	"crypto"
-	"crypto/elliptic"
-	"crypto/x509"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"strconv"
-	"strings"
-	"unicode"
-	"unicode/utf8"
 
+	"github.com/signd/signd/admin/input"
+	"github.com/signd/signd/admin/ops"
+	"github.com/signd/signd/admin/tokenkeys"
 	"github.com/signd/signd/csc/enroll"
 	"github.com/signd/signd/store"
 )
-
-func credentialView(c *store.Credential) *CredentialView {
-	v := &CredentialView{
-		ID: c.ID, Owner: c.Owner, Label: c.Label, Description: c.Description, Algorithm: c.Algorithm,
-		KeyBits: c.KeyBits, KeyID: hex.EncodeToString(c.KeyID), Status: string(c.Status),
-		ChainLength: len(c.Chain), Multisign: c.Multisign, AuthMode: string(c.AuthMode),
-		CreatedAt: c.CreatedAt, UpdatedAt: c.UpdatedAt,
-	}
-	if c.Status == store.CredentialDisabled {
-		v.DisabledBy = c.DisabledBy
-		if v.DisabledBy == "" {
-			v.DisabledBy = store.DisabledByAdmin
-		}
-	}
-	if len(c.Chain) > 0 {
-		if leaf, err := x509.ParseCertificate(c.Chain[0]); err == nil {
-			v.Subject = leaf.Subject.String()
-			v.Issuer = leaf.Issuer.String()
-			v.Serial = hex.EncodeToString(leaf.SerialNumber.Bytes())
-			nb, na := leaf.NotBefore.UTC(), leaf.NotAfter.UTC()
-			v.NotBefore, v.NotAfter = &nb, &na
-		}
-	}
-	return v
-}
-
-// enrollKeys gives enrollment the token's keys, and keeps what the token
-// does not freeze of the key it generated (hsm.KeyInfo.Defects) for the
-// audit entry.
-type enrollKeys struct {
-	keys    KeyStore
-	defects []string
-}
-
-func (k *enrollKeys) GenerateKey(ctx context.Context, label string, bits int) ([]byte, int, error) {
-	info, err := k.keys.GenerateRSA(ctx, label, bits)
-	if err != nil {
-		return nil, 0, err
-	}
-	k.defects = info.Defects
-	return info.ID, info.Bits, nil
-}
-
-func (k *enrollKeys) GenerateECKey(ctx context.Context, label string, curve elliptic.Curve) ([]byte, int, error) {
-	info, err := k.keys.GenerateEC(ctx, label, curve)
-	if err != nil {
-		return nil, 0, err
-	}
-	k.defects = info.Defects
-	return info.ID, info.Bits, nil
-}
-
-// auditNote is what the enrollment's audit entry adds about the key's
-// freeze: nothing when the token keeps it.
-func (k *enrollKeys) auditNote() string {
-	if len(k.defects) == 0 {
-		return ""
-	}
-	return "; the token does not freeze the key: " + strings.Join(k.defects, ", ")
-}
-
-func (k *enrollKeys) Signer(ctx context.Context, id []byte) (crypto.Signer, error) {
-	key, err := k.keys.Key(ctx, id)
-	if err != nil {
-		return nil, err
-	}
-	return key, nil
-}
 
 func (l *Local) keys() (KeyStore, error) {
 	if l.Keys == nil {
@@ -124,11 +53,11 @@ func (l *Local) CreateCredential(ctx context.Context, by Principal, req CreateCr
 	if err != nil {
 		return nil, errorf(KindInvalid, "%v", err)
 	}
-	mode, err := checkAuth(req.Multisign, req.AuthMode)
+	mode, err := ops.CheckAuth(req.Multisign, req.AuthMode)
 	if err != nil {
 		return nil, err
 	}
-	if err := checkDescription(req.Description); err != nil {
+	if err := ops.CheckDescription(req.Description); err != nil {
 		return nil, err
 	}
 	// Check the owner first, so a typo costs no key generation.
@@ -147,10 +76,10 @@ func (l *Local) CreateCredential(ctx context.Context, by Principal, req CreateCr
 	if label == "" {
 		label = "signd-" + id
 	}
-	if len(label) > 128 || !printable(label) {
+	if len(label) > 128 || !input.Printable(label) {
 		return nil, errorf(KindInvalid, "label must be 1 to 128 printable characters")
 	}
-	ek := &enrollKeys{keys: keys}
+	ek := &tokenkeys.Enroll{Keys: keys}
 	key, csrDER, err := enroll.Generate(ctx, ek, label, spec)
 	if key == nil {
 		return nil, l.fail("generate key", err)
@@ -175,7 +104,7 @@ func (l *Local) CreateCredential(ctx context.Context, by Principal, req CreateCr
 	a.set("label", label)
 	a.result["key_id"] = hex.EncodeToString(key.ID)
 	a.outcome = string(store.CredentialPending)
-	a.reason = fmt.Sprintf("key pair %s generated in the token (label %q), CSR issued%s", spec.Algorithm, label, ek.auditNote())
+	a.reason = fmt.Sprintf("key pair %s generated in the token (label %q), CSR issued%s", spec.Algorithm, label, ek.AuditNote())
 	err = a.update(ctx, func(tx store.Tx) (err error) {
 		if err := tx.CreateCredential(c); err != nil {
 			return err
@@ -187,7 +116,7 @@ func (l *Local) CreateCredential(ctx context.Context, by Principal, req CreateCr
 		return nil, rollback(err)
 	}
 	return &CreateCredentialResult{
-		Credential: *credentialView(c),
+		Credential: *ops.CredentialViewOf(c),
 		CSRPEM:     enroll.CSRPEM(csrDER),
 	}, nil
 }
@@ -264,7 +193,7 @@ func (l *Local) ImportCertificate(ctx context.Context, by Principal, req ImportC
 	if err != nil {
 		return nil, l.fail(fmt.Sprintf("credential %q", req.ID), err)
 	}
-	return credentialView(out), nil
+	return ops.CredentialViewOf(out), nil
 }
 
 func (l *Local) getCredential(ctx context.Context, id string) (*store.Credential, error) {
@@ -309,7 +238,7 @@ func (l *Local) ListCredentials(ctx context.Context, by Principal, owner string)
 	}
 	out := make([]CredentialView, 0, len(cs))
 	for i := range cs {
-		out = append(out, *credentialView(&cs[i]))
+		out = append(out, *ops.CredentialViewOf(&cs[i]))
 	}
 	return out, nil
 }
@@ -329,22 +258,7 @@ func (l *Local) ShowCredential(ctx context.Context, by Principal, id string) (_ 
 	if err != nil {
 		return nil, err
 	}
-	return credentialView(c), nil
-}
-
-// checkAuth checks the multisign and authMode of a request; 0 and "" are
-// the defaults (1, oauth2code).
-func checkAuth(multisign int, mode string) (store.AuthMode, error) {
-	if multisign < 0 || multisign > store.MaxMultisign {
-		return "", errorf(KindInvalid, "multisign must be 1 to %d", store.MaxMultisign)
-	}
-	switch m := store.AuthMode(mode); m {
-	case "":
-		return store.AuthOAuth2Code, nil
-	case store.AuthOAuth2Code, store.AuthExplicit:
-		return m, nil
-	}
-	return "", errorf(KindInvalid, "auth mode must be %s or %s", store.AuthOAuth2Code, store.AuthExplicit)
+	return ops.CredentialViewOf(c), nil
 }
 
 // SetCredentialAuth implements Service.
@@ -364,7 +278,7 @@ func (l *Local) SetCredentialAuth(ctx context.Context, by Principal, req SetCred
 	if req.AuthMode != "" {
 		a.set("auth_mode", req.AuthMode)
 	}
-	mode, err := checkAuth(req.Multisign, req.AuthMode)
+	mode, err := ops.CheckAuth(req.Multisign, req.AuthMode)
 	if err != nil {
 		return nil, err
 	}
@@ -391,7 +305,7 @@ func (l *Local) SetCredentialAuth(ctx context.Context, by Principal, req SetCred
 		if err != nil {
 			return err
 		}
-		revoked = revokedView(r)
+		revoked = ops.RevokedViewOf(r)
 		a.user = c.Owner
 		a.result["revoked"] = revoked.String()
 		a.reason = fmt.Sprintf("authorization set by an admin: multisign %d, authMode %s; revoked %s", c.Multisign, c.AuthMode, revoked)
@@ -401,7 +315,7 @@ func (l *Local) SetCredentialAuth(ctx context.Context, by Principal, req SetCred
 	if err != nil {
 		return nil, l.fail(fmt.Sprintf("credential %q", req.ID), err)
 	}
-	v := credentialView(out)
+	v := ops.CredentialViewOf(out)
 	v.Revoked = revoked
 	return v, nil
 }
@@ -448,7 +362,7 @@ func (l *Local) SetCredentialStatus(ctx context.Context, by Principal, id string
 			if err != nil {
 				return err
 			}
-			revoked = revokedView(r)
+			revoked = ops.RevokedViewOf(r)
 			a.reason = "by an admin; revoked " + revoked.String()
 			a.result["revoked"] = revoked.String()
 		}
@@ -458,25 +372,7 @@ func (l *Local) SetCredentialStatus(ctx context.Context, by Principal, id string
 	if err != nil {
 		return nil, l.fail(fmt.Sprintf("credential %q", id), err)
 	}
-	v := credentialView(out)
+	v := ops.CredentialViewOf(out)
 	v.Revoked = revoked
 	return v, nil
-}
-
-// checkDescription checks a credential description: at most
-// MaxCredentialDescription printable characters (the pages show it to the
-// owner), no white space around them.
-func checkDescription(d string) error {
-	if d == "" {
-		return nil
-	}
-	if !utf8.ValidString(d) || utf8.RuneCountInString(d) > MaxCredentialDescription || strings.TrimSpace(d) != d {
-		return errorf(KindInvalid, "description must be 1 to %d printable characters without white space around them", MaxCredentialDescription)
-	}
-	for _, r := range d {
-		if !unicode.IsPrint(r) {
-			return errorf(KindInvalid, "description has a character that is not printable (%U)", r)
-		}
-	}
-	return nil
 }

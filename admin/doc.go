@@ -29,4 +29,17 @@
 //
 // The package knows nothing of OAuth, CSC or OIDC protocol handling; it
 // only prepares the records those services read.
+//
+// # Parts
+//
+// Local, its acts and their audit entries are this package's; what does
+// not need a Local is in its parts, which import nothing of it: package
+// ops (the Service interface, the request, view and result types and
+// their checks, Error and Kind, the Operations table and Holdable),
+// principal (Principal, the trusted roles and the RoleMap), input (the
+// limits of what operators type, the printable test), enrollment (the
+// enrollment link's token) and tokenkeys (what admin needs of the token). admin re-exports their names through type
+// aliases and thin wrappers, so its callers name them as before. Only
+// admin can mark a Principal as acting on an approval: the approval's
+// type is in admin/internal/approval.
 package admin

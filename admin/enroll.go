@@ -2,76 +2,36 @@ package admin
 
 import (
 	"context"
-	"crypto/rand"
-	"crypto/subtle"
-	"encoding/base64"
 	"errors"
 	"fmt"
-	"regexp"
 	"strings"
 	"time"
 
+	"github.com/signd/signd/admin/enrollment"
+	"github.com/signd/signd/admin/input"
+	"github.com/signd/signd/admin/ops"
 	"github.com/signd/signd/store"
 )
 
 // The one-time enrollment link (DESIGN-NOTES.md, "The enrollment link"):
-// AddUser with Enroll creates the user without password and PIN and
-// returns a link; the user opens it and sets them (Enroll), so that their
-// first secrets never pass through the operator or the onboarding system.
-//
-// The link is EnrollPath + username + "~" + 43 characters of base64url
-// (256 random bits). Only its store.Fingerprint is kept, in the user
-// record with its expiry; Enroll clears both in the transaction that sets
-// the secrets, so of two uses (a replay, or two at once) exactly one
-// succeeds. The username in the link finds the record in one read; it is
-// the user's own name, which they need to sign in anyway.
+// its token, and what makes one open, are package admin/enrollment's.
 
-// EnrollPath is the path of the enrollment page below server.base_url.
-const EnrollPath = "/oauth2/enroll/"
+// EnrollPath is enrollment.Path: the path of the enrollment page below
+// server.base_url.
+const EnrollPath = enrollment.Path
 
 // DefaultEnrollmentTTL is how long a link stays open when
 // Local.EnrollmentTTL is 0 (admin.enrollment_ttl's default; the config
 // bounds it).
 const DefaultEnrollmentTTL = 24 * time.Hour
 
-// totpSecretRE is a TOTP secret the enrollment page may store: base32
-// without padding, 160 to 640 bits.
-var totpSecretRE = regexp.MustCompile(`^[A-Z2-7]{32,128}$`)
-
-// enrollSep separates the username from the secret in a link's token:
-// neither a username character ([A-Za-z0-9._@-]) nor a base64url one.
-const enrollSep = "~"
-
-// maxEnrollToken bounds a token: a username (64) and the secret (43).
-const maxEnrollToken = 64 + len(enrollSep) + 43
-
-// EnrollmentView is the link AddUser returns once: it is stored only as a
-// hash.
-type EnrollmentView struct {
-	Link      string    `json:"link"`
-	ExpiresAt time.Time `json:"expires_at"`
-}
-
-// EnrollRequest is what the user posts on the enrollment page: the token
-// of the link, their new password and signing PIN, and the address they
-// post from (for the audit entry).
-type EnrollRequest struct {
-	Token, Password, PIN, IP string
-	// TOTPSecret, when set, is the base32 TOTP secret (RFC 6238) the page
-	// showed and the user's authenticator app confirmed with a code of
-	// time step TOTPStep (the page checks the code): stored with the
-	// password and PIN, the step as accepted.
-	TOTPSecret string
-	TOTPStep   int64
-}
-
 // Errors of Enroll and EnrollmentUser. ErrEnrollmentRefused is one answer
 // for an unknown, used and expired link alike: the page tells none from
 // the other (the audit entry and the log do).
 var (
 	ErrEnrollmentRefused = errors.New("admin: the enrollment link is unknown, used or expired")
-	ErrEnrollPassword    = fmt.Errorf("admin: the password must be %d to %d bytes of printable characters", minPasswordLen, maxPasswordLen)
-	ErrEnrollPIN         = fmt.Errorf("admin: the signing PIN must be %d to %d bytes of printable characters", minPINLen, maxPINLen)
+	ErrEnrollPassword    = fmt.Errorf("admin: the password must be %d to %d bytes of printable characters", input.MinPasswordLen, input.MaxPasswordLen)
+	ErrEnrollPIN         = fmt.Errorf("admin: the signing PIN must be %d to %d bytes of printable characters", input.MinPINLen, input.MaxPINLen)
 	ErrEnrollTOTP        = errors.New("admin: the TOTP secret must be 32 to 128 base32 characters (at least 160 bits)")
 )
 
@@ -88,11 +48,10 @@ func (l *Local) newEnrollment(username string) (view *EnrollmentView, hash []byt
 	if l.EnrollBaseURL == "" {
 		return nil, nil, errorf(KindUnavailable, "enrollment links need server.base_url")
 	}
-	var b [32]byte
-	if _, err := rand.Read(b[:]); err != nil {
+	token, err := enrollment.New(username)
+	if err != nil {
 		return nil, nil, err
 	}
-	token := username + enrollSep + base64.RawURLEncoding.EncodeToString(b[:])
 	view = &EnrollmentView{
 		Link:      strings.TrimRight(l.EnrollBaseURL, "/") + EnrollPath + token,
 		ExpiresAt: l.now().Add(l.enrollmentTTL()).UTC().Round(0),
@@ -100,42 +59,11 @@ func (l *Local) newEnrollment(username string) (view *EnrollmentView, hash []byt
 	return view, store.Fingerprint(token), nil
 }
 
-// enrollUsername is the username a token names, "" for a token that
-// cannot be one of ours.
-func enrollUsername(token string) string {
-	if len(token) > maxEnrollToken {
-		return ""
-	}
-	name, secret, ok := strings.Cut(token, enrollSep)
-	if !ok || store.ValidateUsername(name) != nil || len(secret) != 43 {
-		return ""
-	}
-	if _, err := base64.RawURLEncoding.DecodeString(secret); err != nil {
-		return ""
-	}
-	return name
-}
-
-// openEnrollment says why u's link is not token at now ("" when it is).
-func openEnrollment(u *store.User, token string, now time.Time) string {
-	switch {
-	case len(u.EnrollmentHash) == 0:
-		return "no enrollment link is open (used, closed, or never issued)"
-	case u.Status != store.UserActive:
-		return "the user is disabled"
-	case subtle.ConstantTimeCompare(u.EnrollmentHash, store.Fingerprint(token)) != 1:
-		return "not the user's current enrollment link"
-	case !now.Before(u.EnrollmentExpires):
-		return "the enrollment link expired at " + u.EnrollmentExpires.UTC().Format(time.RFC3339)
-	}
-	return ""
-}
-
 // EnrollmentUser returns the user whose open link token is, for the page
 // to show; ErrEnrollmentRefused otherwise. It changes nothing and audits
 // nothing (a GET of the page).
 func (l *Local) EnrollmentUser(ctx context.Context, token string) (string, error) {
-	name := enrollUsername(token)
+	name := enrollment.Username(token)
 	if name == "" {
 		return "", ErrEnrollmentRefused
 	}
@@ -149,7 +77,7 @@ func (l *Local) EnrollmentUser(ctx context.Context, token string) (string, error
 		return "", ErrEnrollmentRefused
 	case err != nil:
 		return "", err
-	case openEnrollment(u, token, l.now()) != "":
+	case enrollment.Refusal(u, token, l.now()) != "":
 		return "", ErrEnrollmentRefused
 	}
 	return name, nil
@@ -167,18 +95,18 @@ func (l *Local) EnrollmentUser(ctx context.Context, token string) (string, error
 func (l *Local) Enroll(ctx context.Context, req EnrollRequest) (string, error) {
 	name, err := l.EnrollmentUser(ctx, req.Token)
 	if errors.Is(err, ErrEnrollmentRefused) {
-		l.refuseEnrollment(ctx, enrollUsername(req.Token), req.IP, err)
+		l.refuseEnrollment(ctx, enrollment.Username(req.Token), req.IP, err)
 	}
 	if err != nil {
 		return "", err
 	}
-	if checkSecretLen("password", req.Password, minPasswordLen, maxPasswordLen) != nil {
+	if ops.CheckSecretLen("password", req.Password, input.MinPasswordLen, input.MaxPasswordLen) != nil {
 		return "", ErrEnrollPassword
 	}
-	if checkSecretLen("PIN", req.PIN, minPINLen, maxPINLen) != nil {
+	if ops.CheckSecretLen("PIN", req.PIN, input.MinPINLen, input.MaxPINLen) != nil {
 		return "", ErrEnrollPIN
 	}
-	if req.TOTPSecret != "" && !totpSecretRE.MatchString(req.TOTPSecret) {
+	if req.TOTPSecret != "" && !enrollment.ValidTOTPSecret(req.TOTPSecret) {
 		return "", ErrEnrollTOTP
 	}
 	pw, err := l.Hasher.Hash([]byte(req.Password))
@@ -197,7 +125,7 @@ func (l *Local) Enroll(ctx context.Context, req EnrollRequest) (string, error) {
 		}
 		// Again inside the transaction: of two uses at once, the second
 		// finds the link closed by the first.
-		if reason = openEnrollment(u, req.Token, l.now()); reason != "" {
+		if reason = enrollment.Refusal(u, req.Token, l.now()); reason != "" {
 			return ErrEnrollmentRefused
 		}
 		u.PasswordHash, u.PINHash = pw, pin

@@ -2,39 +2,10 @@ package admin
 
 import (
 	"context"
-	"crypto/ed25519"
 	"encoding/hex"
-	"fmt"
 
-	"github.com/signd/signd/hsm"
+	"github.com/signd/signd/admin/tokenkeys"
 )
-
-// TokenReporter is what HSMInfo asks of the token: *hsm.Token satisfies
-// it, and so does the CLI's lazily opened token.
-type TokenReporter interface {
-	// CheckKeys lists the token's keys with what the token does not
-	// freeze of each (hsm.Token.CheckKeys).
-	CheckKeys(ctx context.Context) ([]hsm.KeyInfo, error)
-	// Capabilities is what the token said of itself when it was opened.
-	Capabilities() *hsm.Capabilities
-}
-
-// HSMInfoView is `signd hsm info`: the token's capabilities and its keys,
-// each with the freeze defects the token shows.
-type HSMInfoView struct {
-	Capabilities *hsm.Capabilities `json:"capabilities"`
-	Keys         []HSMKeyView      `json:"keys"`
-	// Unfrozen counts the keys with defects.
-	Unfrozen int `json:"unfrozen_keys"`
-}
-
-// HSMKeyView is one key on the token.
-type HSMKeyView struct {
-	ID      string   `json:"id"` // hex CKA_ID
-	Label   string   `json:"label"`
-	Type    string   `json:"type"` // "RSA-2048", "EC P-256", "Ed25519"
-	Defects []string `json:"defects,omitempty"`
-}
 
 // HSMInfo implements Service.
 func (l *Local) HSMInfo(ctx context.Context, by Principal) (_ *HSMInfoView, err error) {
@@ -60,21 +31,10 @@ func (l *Local) HSMInfo(ctx context.Context, by Principal) (_ *HSMInfoView, err 
 	}
 	v := &HSMInfoView{Capabilities: rep.Capabilities(), Keys: make([]HSMKeyView, 0, len(infos))}
 	for _, k := range infos {
-		v.Keys = append(v.Keys, HSMKeyView{ID: hex.EncodeToString(k.ID), Label: k.Label, Type: keyType(k), Defects: k.Defects})
+		v.Keys = append(v.Keys, HSMKeyView{ID: hex.EncodeToString(k.ID), Label: k.Label, Type: tokenkeys.KeyType(k), Defects: k.Defects})
 		if len(k.Defects) > 0 {
 			v.Unfrozen++
 		}
 	}
 	return v, nil
-}
-
-// keyType names a key's type and size.
-func keyType(k hsm.KeyInfo) string {
-	if hsm.IsEC(k.Public) {
-		return fmt.Sprintf("EC P-%d", k.Bits)
-	}
-	if _, ok := k.Public.(ed25519.PublicKey); ok {
-		return "Ed25519" // the audit key
-	}
-	return fmt.Sprintf("RSA-%d", k.Bits)
 }

@@ -2,28 +2,18 @@ package admin
 
 import (
 	"context"
-	"crypto/elliptic"
-	"crypto/x509"
 	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
 	"time"
 
+	"github.com/signd/signd/admin/tokenkeys"
 	"github.com/signd/signd/checkpoint"
 	"github.com/signd/signd/hsm"
 	"github.com/signd/signd/oidc"
 	"github.com/signd/signd/store"
 )
-
-// KeyStore is what Local needs of the token; *hsm.Token satisfies it.
-type KeyStore interface {
-	GenerateRSA(ctx context.Context, label string, bits int) (*hsm.KeyInfo, error)
-	GenerateEC(ctx context.Context, label string, curve elliptic.Curve) (*hsm.KeyInfo, error)
-	Key(ctx context.Context, id []byte) (*hsm.Key, error)
-	DestroyKey(ctx context.Context, id []byte) error
-	ImportCertificate(ctx context.Context, id []byte, label string, cert *x509.Certificate) error
-}
 
 // Local performs the operations directly on a store and a token: users.go,
 // clients.go, credentials.go, oidc.go (OIDC keys and proofs), revoke.go
@@ -62,16 +52,6 @@ type Local struct {
 }
 
 var _ Service = (*Local)(nil)
-
-// Input limits. Passwords and PINs are counted in bytes.
-const (
-	minPasswordLen = 8
-	maxPasswordLen = 1024
-	minPINLen      = 4
-	maxPINLen      = 64
-	maxNameLen     = 200
-	maxClaimLen    = 256
-)
 
 func (l *Local) now() time.Time {
 	if l.Now != nil {
@@ -184,17 +164,6 @@ func rolesText(roles []Role) string {
 	return "the role " + strings.Join(names, ", ")
 }
 
-// printable reports whether s holds no control characters and no
-// replacement character (invalid UTF-8).
-func printable(s string) bool {
-	for _, r := range s {
-		if r < 0x20 || r == 0x7f || r == 0xfffd {
-			return false
-		}
-	}
-	return true
-}
-
 // Refused records, for a transport, a caller it refused before any
 // operation could be asked (a client certificate the provisioning API
 // does not accept): one admin_refused entry, outcome refused, naming by
@@ -202,4 +171,27 @@ func printable(s string) bool {
 // "tls_handshake") and reason, and a log line. It needs no role.
 func (l *Local) Refused(ctx context.Context, by Principal, op, reason string, fields map[string]string) {
 	l.refused(ctx, by, op, reason, fields)
+}
+
+// What admin needs of the token is package admin/tokenkeys's.
+type (
+	// KeyStore is tokenkeys.KeyStore: what Local needs of the token.
+	KeyStore = tokenkeys.KeyStore
+	// AuditKeys is tokenkeys.AuditKeys: what the audit key and checkpoint
+	// operations need of the token.
+	AuditKeys = tokenkeys.AuditKeys
+	// TokenReporter is tokenkeys.TokenReporter: what HSMInfo asks of it.
+	TokenReporter = tokenkeys.TokenReporter
+)
+
+// Audit key algorithms (CreateAuditKeyRequest.Algorithm).
+const (
+	AuditKeyEd25519   = tokenkeys.AuditKeyEd25519
+	AuditKeyECDSAP256 = tokenkeys.AuditKeyECDSAP256
+)
+
+// AuditKeyFor is tokenkeys.AuditKeyFor: the checkpoint.Maker's Key
+// function for the audit key labelled label in keys.
+func AuditKeyFor(keys AuditKeys, label string) func(ctx context.Context, name string) (*checkpoint.Key, error) {
+	return tokenkeys.AuditKeyFor(keys, label)
 }

@@ -8,6 +8,8 @@ import (
 	"slices"
 	"time"
 
+	"github.com/signd/signd/admin/internal/approval"
+	"github.com/signd/signd/admin/ops"
 	"github.com/signd/signd/store"
 )
 
@@ -31,70 +33,6 @@ import (
 // when Local.PendingTTL is 0 (admin.pending_ttl).
 const DefaultPendingTTL = 24 * time.Hour
 
-// Holdable reports whether the operation named op can be put under dual
-// control, and if not why: it must change something, must not decide
-// pending requests itself, and neither its request (which is stored until
-// approved and shown to the approver) nor its answer (which goes to the
-// approver) may carry a secret.
-func Holdable(op string) error {
-	o, ok := Lookup(op)
-	switch {
-	case !ok:
-		return fmt.Errorf("unknown operation %q", op)
-	case o.Read:
-		return fmt.Errorf("%s changes nothing", op)
-	case op == "ApprovePending" || op == "RejectPending":
-		return fmt.Errorf("%s decides pending requests", op)
-	}
-	if why := secretIn(op); why != "" {
-		return fmt.Errorf("%s cannot wait for approval: %s", op, why)
-	}
-	return nil
-}
-
-// secretIn says what secret (or document) an operation's request or
-// answer carries, "" for none.
-func secretIn(op string) string {
-	switch op {
-	case "AddUser":
-		return "its request carries the password and the PIN"
-	case "SetPassword":
-		return "its request carries the new password"
-	case "SetPIN":
-		return "its request carries the new PIN"
-	case "AddClient":
-		return "its request or its answer carries the client secret"
-	case "EnrollTOTP":
-		return "its answer carries the TOTP secret"
-	case "IssueEnrollment":
-		return "its answer carries the enrollment link"
-	case "AddProof":
-		return "its request carries an identity document (personal data, up to 10 MiB)"
-	}
-	return ""
-}
-
-// PendingView is what operators see of a pending request. Request is the
-// held operation's request: it never carries a secret (Holdable).
-type PendingView struct {
-	ID          string          `json:"id"`
-	Op          string          `json:"op"`
-	Request     json.RawMessage `json:"request"`
-	RequestedBy string          `json:"requested_by"`
-	CreatedAt   time.Time       `json:"created_at"`
-	ExpiresAt   time.Time       `json:"expires_at"`
-	// Expired: it can no longer be approved; the sweeper removes it.
-	Expired bool `json:"expired,omitempty"`
-}
-
-// ApprovalResult is an approved request and the answer of the operation
-// it performed.
-type ApprovalResult struct {
-	Pending    PendingView     `json:"pending"`
-	ApprovedBy string          `json:"approved_by"`
-	Result     json.RawMessage `json:"result"`
-}
-
 func (l *Local) pendingTTL() time.Duration {
 	if l.PendingTTL > 0 {
 		return l.PendingTTL
@@ -102,17 +40,12 @@ func (l *Local) pendingTTL() time.Duration {
 	return DefaultPendingTTL
 }
 
-func pendingView(r *store.AdminRequest, now time.Time) PendingView {
-	return PendingView{ID: r.ID, Op: r.Op, Request: r.Request, RequestedBy: r.Actor,
-		CreatedAt: r.CreatedAt, ExpiresAt: r.ExpiresAt, Expired: !now.Before(r.ExpiresAt)}
-}
-
 // hold stores the operation named op, asked by by with request req, as a
 // pending request when it is under dual control, and returns the
 // KindPending error naming it; nil when op is to be performed now (not
 // under dual control, or performed on an approval).
 func (l *Local) hold(ctx context.Context, by Principal, op string, req any) error {
-	if by.approvedBy != "" || !slices.Contains(l.DualControl, op) {
+	if by.ApprovedBy() != "" || !slices.Contains(l.DualControl, op) {
 		return nil
 	}
 	if err := Holdable(op); err != nil {
@@ -195,7 +128,7 @@ func (l *Local) ListPending(ctx context.Context, by Principal) (_ []PendingView,
 	now := l.now()
 	views := make([]PendingView, len(rs))
 	for i := range rs {
-		views[i] = pendingView(&rs[i], now)
+		views[i] = ops.PendingViewOf(&rs[i], now)
 	}
 	return views, nil
 }
@@ -291,7 +224,7 @@ func (l *Local) ApprovePending(ctx context.Context, by Principal, id string) (*A
 		return nil, err
 	}
 	r := d.req
-	requester := Principal{Actor: r.Actor, Party: r.Party, approvedBy: by.Actor}
+	requester := Principal{Actor: r.Actor, Party: r.Party}.Approved(approval.New(by.Actor))
 	for _, name := range r.Roles {
 		if role, err := ParseRole(name); err == nil {
 			requester.Roles = append(requester.Roles, role)
@@ -306,7 +239,7 @@ func (l *Local) ApprovePending(ctx context.Context, by Principal, id string) (*A
 	if err != nil {
 		return nil, l.fail(r.Op, err)
 	}
-	return &ApprovalResult{Pending: pendingView(r, l.now()), ApprovedBy: by.Actor, Result: out}, nil
+	return &ApprovalResult{Pending: ops.PendingViewOf(r, l.now()), ApprovedBy: by.Actor, Result: out}, nil
 }
 
 // RejectPending implements Service: the requester withdraws, or an
@@ -327,6 +260,6 @@ func (l *Local) RejectPending(ctx context.Context, by Principal, id string) (*Pe
 		return nil, err
 	}
 	l.logger().Info("pending request rejected", "pending_id", id, "op", d.req.Op, "requested_by", d.req.Actor, "rejected_by", by.Actor)
-	v := pendingView(d.req, l.now())
+	v := ops.PendingViewOf(d.req, l.now())
 	return &v, nil
 }

@@ -5,9 +5,9 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"log/slog"
 	"strings"
 
+	"github.com/signd/signd/admin/ops"
 	"github.com/signd/signd/hsm"
 	"github.com/signd/signd/store"
 )
@@ -23,68 +23,6 @@ import (
 //	                       the SADs, codes and pending requests bound to the credential
 //
 // The operator sees how many of each kind went; never a value.
-
-// RevokedView counts what an operation revoked.
-type RevokedView struct {
-	AccessTokens    int `json:"access_tokens"`
-	SADs            int `json:"sads"`
-	Codes           int `json:"codes"`
-	PendingRequests int `json:"pending_requests"`
-	Sessions        int `json:"sessions"`
-}
-
-func revokedView(r store.Revoked) *RevokedView {
-	return &RevokedView{
-		AccessTokens: r.AccessTokens, SADs: r.SADs, Codes: r.Codes,
-		PendingRequests: r.Requests, Sessions: r.Sessions,
-	}
-}
-
-// String is the CLI's line: "2 access tokens, 1 SAD, 0 codes, ...".
-func (r *RevokedView) String() string {
-	return strings.Join([]string{
-		plural(r.AccessTokens, "access token", "access tokens"),
-		plural(r.SADs, "SAD", "SADs"),
-		plural(r.Codes, "authorization code", "authorization codes"),
-		plural(r.PendingRequests, "pending authorization request", "pending authorization requests"),
-		plural(r.Sessions, "login session", "login sessions"),
-	}, ", ")
-}
-
-// LogValue logs the counts as a group.
-func (r *RevokedView) LogValue() slog.Value {
-	return slog.GroupValue(
-		slog.Int("access_tokens", r.AccessTokens), slog.Int("sads", r.SADs), slog.Int("codes", r.Codes),
-		slog.Int("pending_requests", r.PendingRequests), slog.Int("sessions", r.Sessions),
-	)
-}
-
-func plural(n int, one, many string) string {
-	if n == 1 {
-		return "1 " + one
-	}
-	return fmt.Sprintf("%d %s", n, many)
-}
-
-// RemoveResult reports a removed user or client.
-type RemoveResult struct {
-	Removed string      `json:"removed"` // username or client ID
-	Revoked RevokedView `json:"revoked"`
-}
-
-// RemoveCredentialResult reports a removed credential.
-type RemoveCredentialResult struct {
-	Removed string `json:"removed"` // credential ID
-	Owner   string `json:"owner"`
-	KeyID   string `json:"key_id"` // hex CKA_ID
-	Label   string `json:"label"`
-	// Destroyed lists the HSM objects destroyed: "private key", "public
-	// key" and, once a certificate was imported, "certificate". Empty when
-	// the key pair was already gone (a removal that failed after
-	// destroying it, run again).
-	Destroyed []string    `json:"destroyed"`
-	Revoked   RevokedView `json:"revoked"`
-}
 
 // maxNamed bounds the credential IDs a refusal names.
 const maxNamed = 10
@@ -126,13 +64,13 @@ func (l *Local) RemoveUser(ctx context.Context, by Principal, username string) (
 		if r, err = tx.RevokeUser(username); err != nil {
 			return err
 		}
-		a.result["revoked"] = revokedView(r).String()
+		a.result["revoked"] = ops.RevokedViewOf(r).String()
 		return tx.DeleteUser(username)
 	})
 	if err != nil {
 		return nil, l.fail(fmt.Sprintf("user %q", username), err)
 	}
-	return &RemoveResult{Removed: username, Revoked: *revokedView(r)}, nil
+	return &RemoveResult{Removed: username, Revoked: *ops.RevokedViewOf(r)}, nil
 }
 
 // RemoveCredential implements Service: it destroys the key pair and its
@@ -193,8 +131,8 @@ func (l *Local) RemoveCredential(ctx context.Context, by Principal, id string) (
 			return err
 		}
 		a.user = c.Owner
-		a.result["revoked"] = revokedView(r).String()
-		a.reason = fmt.Sprintf("by an admin: %s; revoked %s", what, revokedView(r))
+		a.result["revoked"] = ops.RevokedViewOf(r).String()
+		a.reason = fmt.Sprintf("by an admin: %s; revoked %s", what, ops.RevokedViewOf(r))
 		return nil
 	})
 	if err != nil {
@@ -204,6 +142,6 @@ func (l *Local) RemoveCredential(ctx context.Context, by Principal, id string) (
 		}
 		return nil, errorf(KindOf(ferr), "%v (the key pair is already destroyed in the HSM: run `signd credential remove %s` again to finish)", ferr, id)
 	}
-	res.Revoked = *revokedView(r)
+	res.Revoked = *ops.RevokedViewOf(r)
 	return res, nil
 }

@@ -10,29 +10,6 @@ import (
 	"github.com/signd/signd/store"
 )
 
-// EnrollTOTPRequest enrolls a TOTP second factor (RFC 6238) for a user.
-type EnrollTOTPRequest struct {
-	Username string `json:"username"`
-	// Issuer names the service in the authenticator app; "" = "signd".
-	Issuer string `json:"issuer,omitempty"`
-}
-
-// TOTPEnrollment is a new TOTP secret, returned once so that the user can
-// put it in an authenticator app; it is not shown again.
-type TOTPEnrollment struct {
-	Username string `json:"username"`
-	// Secret is the base32 shared secret (160 bits).
-	Secret string `json:"secret"`
-	// URI is the otpauth:// key URI authenticator apps read from a QR code.
-	URI       string `json:"uri"`
-	Period    int    `json:"period"`
-	Digits    int    `json:"digits"`
-	Algorithm string `json:"algorithm"`
-	// Revoked is what the enrollment revoked: everything issued to the
-	// user before the second factor existed.
-	Revoked *RevokedView `json:"revoked,omitempty"`
-}
-
 const maxIssuerLen = 64
 
 // EnrollTOTP implements Service: it generates a secret (SHA-1, 6 digits,

@@ -6,41 +6,11 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/signd/signd/admin/tokenkeys"
 	"github.com/signd/signd/csc/enroll"
 	"github.com/signd/signd/store"
 	"github.com/signd/signd/tsa"
 )
-
-// EnrollTSARequest generates a time-stamping key pair in the token.
-type EnrollTSARequest struct {
-	Algo    string `json:"algo,omitempty"`    // rsa-2048, rsa-3072 (default), rsa-4096
-	Subject string `json:"subject,omitempty"` // CSR subject DN; default "CN=signd TSA"
-}
-
-// EnrollTSAResult is the new key and its CSR; the certificate the CA
-// issues for it (with only a critical id-kp-timeStamping extended key
-// usage) is imported with ImportTSACertificate.
-type EnrollTSAResult struct {
-	KeyID  string `json:"key_id"` // CKA_ID, hex
-	Label  string `json:"label"`
-	CSRPEM string `json:"csr_pem"`
-}
-
-// ImportTSACertificateRequest stores the TSA certificate (PEM; the first
-// certificate is the TSA's, any others are its chain and are checked, not
-// stored) next to the key KeyID.
-type ImportTSACertificateRequest struct {
-	KeyID   string `json:"key_id"`
-	CertPEM string `json:"cert_pem"`
-}
-
-// TSACertificateView is the imported TSA certificate.
-type TSACertificateView struct {
-	KeyID    string `json:"key_id"`
-	Subject  string `json:"subject"`
-	Serial   string `json:"serial"`
-	NotAfter string `json:"not_after"`
-}
 
 // defaultTSAAlgo is the TSA key size: tokens outlive signatures' keys, so
 // one step above the credential default.
@@ -82,7 +52,7 @@ func (l *Local) EnrollTSA(ctx context.Context, by Principal, req EnrollTSAReques
 		return nil, l.fail("tsa", err)
 	}
 	label := l.tsaLabel() + "-" + id
-	key, csrDER, err := enroll.Generate(ctx, &enrollKeys{keys: keys}, label, spec)
+	key, csrDER, err := enroll.Generate(ctx, &tokenkeys.Enroll{Keys: keys}, label, spec)
 	if key == nil {
 		return nil, l.fail("generate key", err)
 	}

@@ -4,67 +4,15 @@ import (
 	"context"
 	"fmt"
 	"maps"
-	"net/mail"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/signd/signd/admin/input"
+	"github.com/signd/signd/admin/ops"
 	"github.com/signd/signd/store"
 )
-
-var claimKeys = []string{
-	"given_name", "last_name", "birthdate", "birthplace", "nationality",
-	"document_type", "id_number",
-	"nl_brp_voornaam", "nl_brp_voorvoegsel", "nl_brp_geslachtsnaam",
-	"nl_brp_geslachtsnaam_zonder_voorvoegsel",
-	"id_document_issuance_date", "id_document_issuance_place",
-}
-
-// ClaimKeys lists the identity attribute names `signd user add --claims`
-// accepts.
-func ClaimKeys() []string { return slices.Clone(claimKeys) }
-
-var dateRE = regexp.MustCompile(`^\d{4}-\d{2}-\d{2}$`)
-
-func validateClaims(claims map[string]string) error {
-	for k, v := range claims {
-		if !slices.Contains(claimKeys, k) {
-			return errorf(KindInvalid, "claims: unknown key %q (allowed: %s)", k, strings.Join(claimKeys, ", "))
-		}
-		if v == "" || len(v) > maxClaimLen || !printable(v) {
-			return errorf(KindInvalid, "claims: %s must be 1-%d printable characters", k, maxClaimLen)
-		}
-		if k == "birthdate" || k == "id_document_issuance_date" {
-			if _, err := time.Parse(time.DateOnly, v); err != nil || !dateRE.MatchString(v) {
-				return errorf(KindInvalid, "claims: %s must be a date YYYY-MM-DD", k)
-			}
-		}
-	}
-	return nil
-}
-
-func validateEmail(e string) error {
-	if e == "" {
-		return nil
-	}
-	a, err := mail.ParseAddress(e)
-	if err != nil || a.Address != e || a.Name != "" {
-		return errorf(KindInvalid, "email: %q is not a plain email address", e)
-	}
-	return nil
-}
-
-func checkSecretLen(what, s string, lo, hi int) error {
-	if len(s) < lo || len(s) > hi {
-		return errorf(KindInvalid, "%s must be %d to %d bytes long", what, lo, hi)
-	}
-	if !printable(s) {
-		return errorf(KindInvalid, "%s contains control characters", what)
-	}
-	return nil
-}
 
 // userView is what operators see of u now: a timed password lock that has
 // ended is no lock.
@@ -126,22 +74,22 @@ func (l *Local) AddUser(ctx context.Context, by Principal, req AddUserRequest) (
 		return nil, errorf(KindInvalid, "enroll: the user sets the password and PIN through the enrollment link; give neither")
 	}
 	if !req.Enroll {
-		if err := checkSecretLen("password", req.Password, minPasswordLen, maxPasswordLen); err != nil {
+		if err := ops.CheckSecretLen("password", req.Password, input.MinPasswordLen, input.MaxPasswordLen); err != nil {
 			return nil, err
 		}
 	}
 	if req.PIN != "" {
-		if err := checkSecretLen("PIN", req.PIN, minPINLen, maxPINLen); err != nil {
+		if err := ops.CheckSecretLen("PIN", req.PIN, input.MinPINLen, input.MaxPINLen); err != nil {
 			return nil, err
 		}
 	}
-	if err := validateEmail(req.Email); err != nil {
+	if err := ops.CheckEmail(req.Email); err != nil {
 		return nil, err
 	}
 	if req.EmailVerified && req.Email == "" {
 		return nil, errorf(KindInvalid, "--email-verified needs --email")
 	}
-	if err := validateClaims(req.Claims); err != nil {
+	if err := ops.CheckClaims(req.Claims); err != nil {
 		return nil, err
 	}
 	id, err := store.NewID()
@@ -261,7 +209,7 @@ func (l *Local) updateUser(ctx context.Context, a *act, username string, revoke 
 			if r, err = revoke(tx, username); err != nil {
 				return err
 			}
-			a.result["revoked"] = revokedView(r).String()
+			a.result["revoked"] = ops.RevokedViewOf(r).String()
 		}
 		u, err = tx.User(username)
 		return err
@@ -271,7 +219,7 @@ func (l *Local) updateUser(ctx context.Context, a *act, username string, revoke 
 	}
 	v := l.userView(u)
 	if revoke != nil {
-		v.Revoked = revokedView(r)
+		v.Revoked = ops.RevokedViewOf(r)
 	}
 	return v, nil
 }
@@ -364,7 +312,7 @@ func (l *Local) SetPassword(ctx context.Context, by Principal, req SetSecretRequ
 	defer a.end(ctx, &err)
 	a.user = req.Username
 	a.set("password", "changed")
-	if err := checkSecretLen("password", req.Secret, minPasswordLen, maxPasswordLen); err != nil {
+	if err := ops.CheckSecretLen("password", req.Secret, input.MinPasswordLen, input.MaxPasswordLen); err != nil {
 		return nil, err
 	}
 	h, err := l.Hasher.Hash([]byte(req.Secret))
@@ -390,7 +338,7 @@ func (l *Local) SetPIN(ctx context.Context, by Principal, req SetSecretRequest) 
 	defer a.end(ctx, &err)
 	a.user = req.Username
 	a.set("pin", "changed")
-	if err := checkSecretLen("PIN", req.Secret, minPINLen, maxPINLen); err != nil {
+	if err := ops.CheckSecretLen("PIN", req.Secret, input.MinPINLen, input.MaxPINLen); err != nil {
 		return nil, err
 	}
 	h, err := l.Hasher.Hash([]byte(req.Secret))

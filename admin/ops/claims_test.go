@@ -1,4 +1,4 @@
-package admin
+package ops
 
 import (
 	"strings"
@@ -23,7 +23,7 @@ func TestValidateClaims(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			err := validateClaims(tc.claims)
+			err := CheckClaims(tc.claims)
 			if tc.err == "" {
 				if err != nil {
 					t.Fatal(err)

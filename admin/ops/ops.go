@@ -1,10 +1,12 @@
-package admin
+package ops
 
 import (
 	"context"
 	"encoding/json"
 	"io"
 	"strings"
+
+	"github.com/signd/signd/admin/principal"
 )
 
 // NameRequest names one record: a username, a client ID, a credential ID,
@@ -55,10 +57,10 @@ func op[R any](name string, roles []Role, read bool, fn func(context.Context, Se
 // It is the one place roles are declared: Local checks them (allow), the
 // admin socket dispatches by it, and the role table test walks it.
 func Operations() []Operation {
-	so, ad := []Role{RoleSecurityOfficer}, []Role{RoleAdministrator}
-	soRead, adRead := []Role{RoleSecurityOfficer, RoleAuditor}, []Role{RoleAdministrator, RoleAuditor}
-	au := []Role{RoleAuditor}
-	approvers := []Role{RoleSecurityOfficer, RoleAdministrator}
+	so, ad := []Role{roleSecurityOfficer}, []Role{roleAdministrator}
+	soRead, adRead := []Role{roleSecurityOfficer, roleAuditor}, []Role{roleAdministrator, roleAuditor}
+	au := []Role{roleAuditor}
+	approvers := []Role{roleSecurityOfficer, roleAdministrator}
 	type none = struct{}
 	return []Operation{
 		op("AddUser", ad, false, func(ctx context.Context, s Service, by Principal, r AddUserRequest) (any, error) {
@@ -150,7 +152,7 @@ func Operations() []Operation {
 			// A filter in error is answered before the stream starts, so
 			// that the error keeps its kind; s refuses it too, and audits
 			// the refusal.
-			if cerr := r.check(); cerr != nil {
+			if cerr := r.Check(); cerr != nil {
 				if err := s.AuditExport(ctx, by, r, io.Discard); err != nil {
 					return nil, err
 				}
@@ -160,7 +162,7 @@ func Operations() []Operation {
 		}),
 		// Dual control (pending.go): whoever may approve, and the auditor,
 		// see what waits; approving also needs a role of the held act.
-		op("ListPending", Roles(), true, func(ctx context.Context, s Service, by Principal, _ none) (any, error) {
+		op("ListPending", principal.Roles(), true, func(ctx context.Context, s Service, by Principal, _ none) (any, error) {
 			return s.ListPending(ctx, by)
 		}),
 		op("ApprovePending", approvers, false, func(ctx context.Context, s Service, by Principal, r NameRequest) (any, error) {

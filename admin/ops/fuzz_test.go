@@ -1,10 +1,11 @@
-package admin
+package ops
 
 import (
 	"encoding/json"
 	"slices"
 	"testing"
 
+	"github.com/signd/signd/admin/input"
 	"github.com/signd/signd/oidc"
 	"github.com/signd/signd/store"
 )
@@ -32,7 +33,7 @@ func FuzzValidateClaims(f *testing.F) {
 		if json.Unmarshal(data, &m) != nil {
 			return
 		}
-		err := validateClaims(m)
+		err := CheckClaims(m)
 		if err != nil {
 			if KindOf(err) != KindInvalid || err.Error() == "" {
 				t.Fatalf("%s: %v (kind %s)", data, err, KindOf(err))
@@ -48,7 +49,7 @@ func FuzzValidateClaims(f *testing.F) {
 			t.Fatalf("%s: %d attributes accepted, /userinfo releases %d: %v", data, len(m), len(released), released)
 		}
 		for k, v := range m {
-			if !slices.Contains(ClaimKeys(), k) || len(v) == 0 || len(v) > maxClaimLen {
+			if !slices.Contains(ClaimKeys(), k) || len(v) == 0 || len(v) > input.MaxClaimLen {
 				t.Fatalf("%s: %q = %q accepted", data, k, v)
 			}
 			name := claims.Namespace + "." + k

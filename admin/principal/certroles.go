@@ -1,4 +1,4 @@
-package admin
+package principal
 
 import (
 	"crypto/sha256"
@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/signd/signd/admin/input"
 )
 
 // A client certificate of the provisioning API is a principal the way a
@@ -44,9 +46,9 @@ func CertEntry(entry string) (string, error) {
 		return certPrefix + fp, nil
 	case entry == "":
 		return "", fmt.Errorf("an empty entry: name a subject (CN=…,O=…) or a key (sha256:…)")
-	case len(entry) > maxNameLen*4:
-		return "", fmt.Errorf("a subject of %d bytes; at most %d", len(entry), maxNameLen*4)
-	case !printable(entry) || !strings.Contains(entry, "="):
+	case len(entry) > input.MaxNameLen*4:
+		return "", fmt.Errorf("a subject of %d bytes; at most %d", len(entry), input.MaxNameLen*4)
+	case !input.Printable(entry) || !strings.Contains(entry, "="):
 		return "", fmt.Errorf("%q is neither sha256:<hex> nor a distinguished name (CN=onboarding,O=Example)", entry)
 	}
 	return entry, nil
