@@ -132,7 +132,13 @@
 // with the serial of the C_OpenSession that returned it, in a registry of
 // the module (shared by the Tokens on it); a session whose number was
 // handed out again is dead and is dropped without C_CloseSession, which
-// would close the other one.
+// would close the other one. C_OpenSession and the recording of its
+// number are one step, and so are the check that a number is still ours
+// and its C_CloseSession (module.Module.OpenSession, CloseSession): a
+// goroutine discarding a dead session can never close the number another
+// goroutine's C_OpenSession was just given. A session the module reports
+// closed (CKR_SESSION_HANDLE_INVALID, CKR_SESSION_CLOSED) is forgotten,
+// never closed: its number is free in the module already.
 //
 // # Recovery
 //

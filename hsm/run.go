@@ -140,10 +140,16 @@ func (t *Token) attempt(ctx context.Context, check bool, fn func(s pkcs11.Sessio
 			}
 		}
 		err = fn(s.H)
-		if ckr.Spoiled(err) {
-			// Dead, or in an unknown state. closeSession closes it only
-			// while its number is still its own; for a dead session the
-			// close is a no-op.
+		switch {
+		case ckr.Closed(err):
+			// The module says the session is closed: its number may be
+			// handed out again at any moment, so it is forgotten, never
+			// closed.
+			t.mod.Forget(s)
+			s = module.Session{}
+		case ckr.Spoiled(err):
+			// In an unknown state. closeSession closes it only while its
+			// number is still its own.
 			_ = t.closeSession(s)
 			s = module.Session{}
 		}

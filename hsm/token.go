@@ -188,21 +188,14 @@ func (t *Token) Capabilities() *Capabilities { return t.caps }
 // openSession opens a session on t.slot and registers its number. The
 // caller holds t.mod.mu.RLock.
 func (t *Token) openSession() (module.Session, error) {
-	h, err := t.lib.OpenSession(t.slot, sessionFlags)
-	if err != nil {
-		return module.Session{}, ckr.Wrap("C_OpenSession", err)
-	}
-	return t.mod.Opened(h), nil
+	return t.mod.OpenSession(t.lib, t.slot, sessionFlags)
 }
 
 // closeSession closes s if its number still stands for it; a number the
 // module has handed out again belongs to another session, which must not
 // be closed. The caller holds t.mod.mu.RLock.
 func (t *Token) closeSession(s module.Session) error {
-	if !t.mod.Forget(s) {
-		return nil
-	}
-	return ckr.Wrap("C_CloseSession", t.lib.CloseSession(s.H))
+	return t.mod.CloseSession(t.lib, s)
 }
 
 // establishLocked finds the slot, opens and logs in the persistent session

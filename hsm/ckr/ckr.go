@@ -412,6 +412,17 @@ func Spoiled(err error) bool {
 	return Classify(err) == Session || errors.As(err, &d) || classes[RV(err)] == Confirm
 }
 
+// Closed reports whether err says the session it came from is closed
+// (CKR_SESSION_HANDLE_INVALID, CKR_SESSION_CLOSED): its number is free in
+// the module, and may already stand for a session opened since.
+func Closed(err error) bool {
+	switch RV(err) {
+	case pkcs11.CKR_SESSION_HANDLE_INVALID, pkcs11.CKR_SESSION_CLOSED:
+		return true
+	}
+	return false
+}
+
 // discardError marks an error after which the session must not be reused,
 // for example a failed C_Sign after a successful C_SignInit: the standard
 // says the operation ended, but a module that disagrees would answer the

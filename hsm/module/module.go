@@ -50,6 +50,15 @@ type Module struct {
 	sessMu   sync.RWMutex // ours, on every operation, takes the read lock
 	sessions map[pkcs11.SessionHandle]uint64
 	serial   uint64
+	// numberMu makes C_OpenSession and the recording of its number one
+	// step, and the check that a number is still ours and its
+	// C_CloseSession another (OpenSession, CloseSession): otherwise a
+	// session closed behind the package's back (a device reset,
+	// C_CloseAllSessions) lets one goroutine close the number that
+	// another's C_OpenSession has just been given, before it is recorded,
+	// and the other then signs on a closed session (tpm2-pkcs11 frees the
+	// session under a thread still inside C_Sign).
+	numberMu sync.Mutex
 
 	// copyMu keeps finds away from a key's copy in the making: the
 	// freeze test (keyobj.Objects.FreezeDefects) holds the write lock from C_CopyObject
@@ -75,10 +84,36 @@ type Session struct {
 	Serial uint64
 }
 
-// Opened records h, just returned by C_OpenSession. A session that
+// OpenSession calls C_OpenSession through lib (the module, or a wrapper
+// of it) and records the number it returns, as one step against
+// CloseSession.
+func (m *Module) OpenSession(lib cryptoki.Ctx, slot, flags uint) (Session, error) {
+	m.numberMu.Lock()
+	defer m.numberMu.Unlock()
+	h, err := lib.OpenSession(slot, flags)
+	if err != nil {
+		return Session{}, ckr.Wrap("C_OpenSession", err)
+	}
+	return m.opened(h), nil
+}
+
+// CloseSession calls C_CloseSession through lib on s's number if it still
+// stands for s (Forget), as one step against OpenSession: a number the
+// module has handed out again belongs to another session, which must not
+// be closed.
+func (m *Module) CloseSession(lib cryptoki.Ctx, s Session) error {
+	m.numberMu.Lock()
+	defer m.numberMu.Unlock()
+	if !m.Forget(s) {
+		return nil
+	}
+	return ckr.Wrap("C_CloseSession", lib.CloseSession(s.H))
+}
+
+// opened records h, just returned by C_OpenSession. A session that
 // carried the number before is closed (the module would not reuse an
 // open number), whoever still holds it.
-func (m *Module) Opened(h pkcs11.SessionHandle) Session {
+func (m *Module) opened(h pkcs11.SessionHandle) Session {
 	m.sessMu.Lock()
 	defer m.sessMu.Unlock()
 	if m.sessions == nil {
@@ -102,7 +137,9 @@ func (m *Module) Ours(s Session) bool {
 }
 
 // Forget drops s from the registry and reports whether it was still
-// ours: only then may C_CloseSession be called on its number.
+// ours. A session the module reported closed (a session-class return
+// value) is only forgotten: its number may be another's already.
+// Closing goes through CloseSession.
 func (m *Module) Forget(s Session) bool {
 	m.sessMu.Lock()
 	defer m.sessMu.Unlock()
