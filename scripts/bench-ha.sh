@@ -11,7 +11,13 @@
 #   N             codes minted per token run (default 1000, 50 to 20000)
 #   BASE_SIGND    optional: a signd binary built from another revision (say
 #                 main, to measure a change before and after); its set-ups
-#                 etcd-1 and etcd-3 (etcd1base, etcd3base) join the rounds
+#                 bolt, etcd-1 and etcd-3 (boltbase, etcd1base, etcd3base)
+#                 join the rounds
+#   NET_DELAY     optional: one-way latency (say 500us or 1ms) added in each
+#                 direction in front of every etcd member's client and peer
+#                 port (bin/signd-cluster delay; the members advertise the
+#                 proxies): signd nodes and etcd members as if on separate
+#                 machines of one network. Loopback HTTP stays undelayed.
 #
 # In a temp directory (removed on exit, with every process it started), on
 # loopback ports picked at start: a three-member etcd cluster
@@ -45,11 +51,14 @@ num() {
   case $2 in ''|*[!0-9]*) bad "$1=$2: want a whole number from $3 to $4" ;; esac
   [ "${#2}" -le 6 ] && [ "$2" -ge "$3" ] && [ "$2" -le "$4" ] || bad "$1=$2: want a whole number from $3 to $4"
 }
-rounds=${ROUNDS:-3} secs=${LOAD_SECONDS:-5} conc=${C:-8} count=${N:-1000} base=${BASE_SIGND:-}
+rounds=${ROUNDS:-3} secs=${LOAD_SECONDS:-5} conc=${C:-8} count=${N:-1000} base=${BASE_SIGND:-} delay=${NET_DELAY:-}
 num ROUNDS "$rounds" 1 20
 num LOAD_SECONDS "$secs" 1 60
 num C "$conc" 1 64
 num N "$count" 50 20000
+case $delay in '' | [1-9]us | [1-9][0-9]us | [1-9][0-9][0-9]us | [1-9]ms | [1-9][0-9]ms) ;;
+  *) bad "NET_DELAY=$delay: want a latency from 1us to 99ms such as 500us or 2ms" ;;
+esac
 if [ -n "$base" ]; then
   [ -f "$base" ] && [ -x "$base" ] || bad "BASE_SIGND=$base: not an executable file"
   base=$(cd "$(dirname "$base")" && pwd)/$(basename "$base")
@@ -100,21 +109,36 @@ ready() {
   exit 1
 }
 
-mapfile -t port < <(bin/signd-cluster ports 24)
+mapfile -t port < <(bin/signd-cluster ports 36)
 # 0-2 etcd clients, 3-5 etcd peers, 6 bolt node, 7 etcd-1 node, 8-10 etcd-3
 # nodes, 11-13 the fronts of bolt, etcd-1, etcd-3; with BASE_SIGND 14
-# etcd-1 node, 15-17 etcd-3 nodes, 18-19 their fronts; 20-23 the metrics
-# listeners of the etcd-1 and etcd-3 nodes (their store's commit counters).
+# etcd-1 node, 15-17 etcd-3 nodes, 18-19 their fronts; 20-27 the metrics
+# listeners of the etcd-1 and etcd-3 nodes (their store's commit counters;
+# the base ones too); with BASE_SIGND 28 bolt node, 29 its front; with
+# NET_DELAY 30-32 the delay proxies of the etcd clients, 33-35 of the peers.
 mport=20
+# The addresses members advertise and signd dials: the delay proxies with
+# NET_DELAY, else the members' own ports.
+cport=0 pport=3
+if [ -n "$delay" ]; then
+  cport=30 pport=33
+  for i in 0 1 2; do
+    for k in 0 3; do
+      started "delay$k$i" "$work/delay$k$i.log" bin/signd-cluster delay --listen "127.0.0.1:${port[30 + k + i]}" \
+        --to "127.0.0.1:${port[k + i]}" --delay "$delay"
+    done
+  done
+fi
 members=""
-for i in 0 1 2; do members+="${members:+,}m$i=http://127.0.0.1:${port[3 + i]}"; done
+for i in 0 1 2; do members+="${members:+,}m$i=http://127.0.0.1:${port[pport + i]}"; done
 for i in 0 1 2; do
   started "etcd$i" "$work/etcd$i.log" bin/signd-cluster etcd --name "m$i" --dir "$work/etcd/m$i" \
-    --client "http://127.0.0.1:${port[i]}" --peer "http://127.0.0.1:${port[3 + i]}" --cluster "$members"
+    --client "http://127.0.0.1:${port[i]}" --peer "http://127.0.0.1:${port[3 + i]}" \
+    --advertise-peer "http://127.0.0.1:${port[pport + i]}" --cluster "$members"
 done
 etcd_pids=("${pids[@]}") pids=()
 for i in 0 1 2; do ready "http://127.0.0.1:${port[i]}/health" "$work/etcd$i.log"; done
-endpoints="[http://127.0.0.1:${port[0]}, http://127.0.0.1:${port[1]}, http://127.0.0.1:${port[2]}]"
+endpoints="[http://127.0.0.1:${port[cport]}, http://127.0.0.1:${port[cport + 1]}, http://127.0.0.1:${port[cport + 2]}]"
 
 # shellcheck source=scripts/lib-bench.sh
 . scripts/lib-bench.sh
@@ -131,7 +155,7 @@ setup() {
   shift 3
   for p in "$@"; do
     k=$((k + 1)) m='""'
-    case $name in etcd1 | etcd3) m=127.0.0.1:${port[mport]} mport=$((mport + 1)) metrics+=" $m" ;; esac
+    case $name in etcd1 | etcd3 | etcd1base | etcd3base) m=127.0.0.1:${port[mport]} mport=$((mport + 1)) metrics+=" $m" ;; esac
     bench_yaml "$work/$name-$k.yaml" "$work" "127.0.0.1:$p" "http://127.0.0.1:$front" "$m" warn "$store" "$extra"
   done
   printf -v "metrics_$name" '%s' "$metrics"
@@ -154,9 +178,11 @@ setup etcd1 "$(etcd_store /b1/)" "${port[12]}" "${port[7]}"
 setup etcd3 "$(etcd_store /b3/)" "${port[13]}" "${port[8]}" "${port[9]}" "${port[10]}"
 names=(bolt etcd1 etcd3)
 if [ -n "$base" ]; then
+  setup boltbase "store:
+  path: $work/signd-base.db" "${port[29]}" "${port[28]}"
   setup etcd1base "$(etcd_store /c1/)" "${port[18]}" "${port[14]}"
   setup etcd3base "$(etcd_store /c3/)" "${port[19]}" "${port[15]}" "${port[16]}" "${port[17]}"
-  names+=(etcd1base etcd3base)
+  names+=(boltbase etcd1base etcd3base)
 fi
 
 # SADs, minted straight into each store while no daemon runs (bbolt's file
@@ -272,16 +298,17 @@ done
 printf '\n%-34s %10s %10s %10s %14s %10s %10s\n' "set-up (through a front), c=$conc" "sigs/s" p50 p99 "exchanges/s" p50 p99
 for n in "${names[@]}"; do
   label=$(case $n in bolt) echo "1 node, bbolt" ;; etcd1) echo "1 node, etcd" ;; etcd3) echo "3 nodes, etcd" ;;
-    etcd1base) echo "1 node, etcd, BASE_SIGND" ;; etcd3base) echo "3 nodes, etcd, BASE_SIGND" ;; esac)
+    boltbase) echo "1 node, bbolt, BASE_SIGND" ;; etcd1base) echo "1 node, etcd, BASE_SIGND" ;; etcd3base) echo "3 nodes, etcd, BASE_SIGND" ;; esac)
   printf '%-34s %10s %8sms %8sms %14s %8sms %8sms\n' "$label" "$(val "$n" http "$conc" rate)" "$(val "$n" http "$conc" p50_ms)" "$(val "$n" http "$conc" p99_ms)" \
     "$(val "$n" token "$conc" rate)" "$(val "$n" token "$conc" p50_ms)" "$(val "$n" token "$conc" p99_ms)"
 done
 echo "errors logged by the daemons: $errors; audit verify (etcd-3, from node 2): $audit"
 for n in "${names[@]}"; do grep -H '"level":"ERROR"' "$work/$n"-*.log || true; done | sed "s|^$work/||" | head -n 5 | cut -c 1-400
 printf '\n%-34s %10s %10s %12s %14s %12s\n' "etcd commits while measuring" commits conflicts "batch calls" "calls/commit" "runs/call"
-for n in etcd1 etcd3; do
+for n in "${names[@]}"; do
+  case $n in bolt | boltbase) continue ;; esac
   for mode in http token; do
-    label="$([ "$n" = etcd1 ] && echo "1 node" || echo "3 nodes"), $([ "$mode" = http ] && echo signHash || echo token)"
+    label="$(case $n in etcd1*) echo "1 node" ;; *) echo "3 nodes" ;; esac), $([ "$mode" = http ] && echo signHash || echo token)$(case $n in *base) echo ", BASE_SIGND" ;; esac)"
     awk -v n="$n" -v m="$mode" -v l="$label" '$1 == n && $2 == m { c += $3; x += $4; b += $5; r += $6 }
       END { printf "%-34s %10d %10d %12d %14s %12s\n", l, c, x, b, (c ? sprintf("%.2f", b / c) : "-"), (b ? sprintf("%.2f", r / b) : "-") }' "$work/contention.txt"
   done

@@ -3,7 +3,7 @@
 // scripts/bench-ha.sh): etcd members and a round-robin front. It is a
 // development tool: everything listens on loopback only.
 //
-//	signd-cluster etcd --name m1 --dir DIR --client URL --peer URL --cluster m1=URL,m2=URL,m3=URL
+//	signd-cluster etcd --name m1 --dir DIR --client URL --peer URL [--advertise-peer URL] --cluster m1=URL,m2=URL,m3=URL
 //	    runs one etcd member (go.etcd.io/etcd/server/v3/embed, the server
 //	    store/etcd is tested against) of a static cluster, with the limits
 //	    signd's transactions need (--max-request-bytes, --max-txn-ops), its
@@ -14,6 +14,12 @@
 //	    backend in turn; a backend is healthy while its /readyz answers
 //	    200 (checked every --check interval) and no request to it failed
 //	    to connect since the last check;
+//	signd-cluster delay --listen ADDR --to ADDR --delay D
+//	    a TCP proxy that delivers every byte, both ways, D after it was
+//	    sent: the network between machines, simulated on one (this
+//	    kernel has no netem). `make bench-ha` with NET_DELAY puts one in
+//	    front of every etcd member's client and peer port (the members
+//	    advertise the proxy: signd-cluster etcd --advertise-peer);
 //	signd-cluster ports N
 //	    prints N loopback TCP ports that were free a moment ago;
 //	signd-cluster pick PORT [PORT ...]

@@ -21,7 +21,7 @@ func main() {
 	}
 }
 
-const usage = "usage: signd-cluster etcd|front|ports|pick [flags] (see go doc ./cmd/signd-cluster)"
+const usage = "usage: signd-cluster etcd|front|delay|ports|pick [flags] (see go doc ./cmd/signd-cluster)"
 
 func run(ctx context.Context, args []string, out, errOut io.Writer) error {
 	if len(args) == 0 {
@@ -40,6 +40,12 @@ func run(ctx context.Context, args []string, out, errOut io.Writer) error {
 			return err
 		}
 		return runFront(ctx, o, errOut)
+	case "delay":
+		o, err := parseDelay(args[1:], errOut)
+		if err != nil {
+			return err
+		}
+		return runDelay(ctx, o, errOut)
 	case "ports":
 		if len(args) != 2 {
 			return errors.New("usage: signd-cluster ports N (N from 1 to 64)")

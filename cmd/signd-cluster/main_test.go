@@ -62,6 +62,21 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"front", "--listen", "127.0.0.1:1", "--backend", "http://127.0.0.1:1", "--backend", "http://127.0.0.1:1/"}, "given twice"},
 		{[]string{"front", "--listen", "127.0.0.1:1", "--backend", "http://127.0.0.1:1", "--check", "1ms"}, "--check 1ms: want 100ms to 1m"},
 		{[]string{"front", "--listen", "127.0.0.1:1", "--backend", "http://127.0.0.1:1", "--check", "soon"}, `invalid value "soon" for flag -check`},
+		{append(member[:len(member):len(member)], "--advertise-peer", "http://127.0.0.1:2390", "--cluster", cluster), "--cluster names m1 at http://127.0.0.1:2380, --advertise-peer says http://127.0.0.1:2390"},
+		{append(member[:len(member):len(member)], "--advertise-peer", "http://192.0.2.1:2390", "--cluster", cluster), `--advertise-peer "http://192.0.2.1:2390": only loopback`},
+		{append(member[:len(member):len(member)], "--advertise-peer", "127.0.0.1:2390", "--cluster", cluster), `--advertise-peer "127.0.0.1:2390": want http://127.0.0.1:PORT`},
+		{[]string{"delay"}, "delay needs --listen, --to and --delay"},
+		{[]string{"delay", "--listen", "127.0.0.1:1", "--to", "127.0.0.1:2"}, "delay needs"},
+		{[]string{"delay", "--listen", "127.0.0.1:1", "--delay", "1ms"}, "delay needs"},
+		{[]string{"delay", "--listen", "127.0.0.1:1", "--to", "127.0.0.1:2", "--delay", "0s"}, "delay needs"},
+		{[]string{"delay", "--listen", "127.0.0.1:1", "--to", "127.0.0.1:2", "--delay", "1s"}, "--delay 1s: want 1us to 500ms"},
+		{[]string{"delay", "--listen", "127.0.0.1:1", "--to", "127.0.0.1:2", "--delay", "-1ms"}, "--delay -1ms: want 1us to 500ms"},
+		{[]string{"delay", "--listen", "127.0.0.1:1", "--to", "127.0.0.1:2", "--delay", "later"}, `invalid value "later" for flag -delay`},
+		{[]string{"delay", "--listen", "0.0.0.0:1", "--to", "127.0.0.1:2", "--delay", "1ms"}, `--listen "0.0.0.0:1": only loopback`},
+		{[]string{"delay", "--listen", "127.0.0.1:1", "--to", "example.com:2", "--delay", "1ms"}, `--to "example.com:2": only loopback`},
+		{[]string{"delay", "--listen", "127.0.0.1", "--to", "127.0.0.1:2", "--delay", "1ms"}, `--listen "127.0.0.1": want 127.0.0.1:PORT`},
+		{[]string{"delay", "--listen", "127.0.0.1:1", "--to", "127.0.0.1:1", "--delay", "1ms"}, "forward to itself"},
+		{[]string{"delay", "--listen", "127.0.0.1:1", "--to", "127.0.0.1:2", "--delay", "1ms", "x"}, `delay: unexpected argument "x"`},
 	} {
 		var out, errOut bytes.Buffer
 		err := run(context.Background(), tc.args, &out, &errOut)

@@ -20,6 +20,9 @@ type memberOpts struct {
 	name, dir string
 	client    *url.URL
 	peer      *url.URL
+	// advertise is the peer URL the other members dial (a delay proxy in
+	// front of peer); peer when not given.
+	advertise *url.URL
 	cluster   string
 }
 
@@ -27,14 +30,15 @@ var memberName = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,31}$`)
 
 func parseMember(args []string, errOut io.Writer) (memberOpts, error) {
 	var o memberOpts
-	var client, peer string
+	var client, peer, advertise string
 	fs := flag.NewFlagSet("signd-cluster etcd", flag.ContinueOnError)
 	fs.SetOutput(errOut)
 	fs.StringVar(&o.name, "name", "", "member name (a-z, 0-9, -; at most 32)")
 	fs.StringVar(&o.dir, "dir", "", "data directory of the member")
 	fs.StringVar(&client, "client", "", "client URL, http://127.0.0.1:PORT")
 	fs.StringVar(&peer, "peer", "", "peer URL, http://127.0.0.1:PORT")
-	fs.StringVar(&o.cluster, "cluster", "", "every member: NAME=PEER_URL,NAME=PEER_URL,...")
+	fs.StringVar(&advertise, "advertise-peer", "", "peer URL the other members dial, if not --peer (a signd-cluster delay in front of it)")
+	fs.StringVar(&o.cluster, "cluster", "", "every member: NAME=PEER_URL,NAME=PEER_URL,... (the advertised peer URLs)")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
@@ -54,6 +58,14 @@ func parseMember(args []string, errOut io.Writer) (memberOpts, error) {
 	if o.peer, err = loopbackURL("--peer", peer); err != nil {
 		return o, err
 	}
+	advertiseFlag := "--peer"
+	o.advertise = o.peer
+	if advertise != "" {
+		advertiseFlag = "--advertise-peer"
+		if o.advertise, err = loopbackURL("--advertise-peer", advertise); err != nil {
+			return o, err
+		}
+	}
 	seen := map[string]bool{}
 	for _, m := range strings.Split(o.cluster, ",") {
 		name, u, ok := strings.Cut(m, "=")
@@ -68,8 +80,8 @@ func parseMember(args []string, errOut io.Writer) (memberOpts, error) {
 		if err != nil {
 			return o, err
 		}
-		if name == o.name && pu.String() != o.peer.String() {
-			return o, fmt.Errorf("--cluster names %s at %s, --peer says %s", name, pu, o.peer)
+		if name == o.name && pu.String() != o.advertise.String() {
+			return o, fmt.Errorf("--cluster names %s at %s, %s says %s", name, pu, advertiseFlag, o.advertise)
 		}
 	}
 	if !seen[o.name] {
@@ -98,7 +110,7 @@ func runMember(ctx context.Context, o memberOpts, errOut io.Writer) error {
 	cfg.Name = o.name
 	cfg.Dir = o.dir
 	cfg.ListenClientUrls, cfg.AdvertiseClientUrls = []url.URL{*o.client}, []url.URL{*o.client}
-	cfg.ListenPeerUrls, cfg.AdvertisePeerUrls = []url.URL{*o.peer}, []url.URL{*o.peer}
+	cfg.ListenPeerUrls, cfg.AdvertisePeerUrls = []url.URL{*o.peer}, []url.URL{*o.advertise}
 	cfg.InitialCluster = o.cluster
 	cfg.InitialClusterToken = "signd-cluster"
 	cfg.LogLevel = "error"
