@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"fmt"
@@ -27,9 +27,9 @@ func (a *app) versionCmd() *cobra.Command {
 			if a.jsonOut {
 				return a.printJSON(b)
 			}
-			fmt.Fprintln(a.stdout, b.String())
+			fmt.Fprintln(a.Stdout, b.String())
 			if b.Module != "" {
-				fmt.Fprintln(a.stdout, "pkcs11 module:", b.Module)
+				fmt.Fprintln(a.Stdout, "pkcs11 module:", b.Module)
 			}
 			return nil
 		},

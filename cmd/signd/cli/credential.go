@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"context"
@@ -43,7 +43,7 @@ func (a *app) credentialCmd() *cobra.Command {
 				switch create.csrOut {
 				case "":
 				case "-":
-					fmt.Fprint(a.stdout, res.CSRPEM)
+					fmt.Fprint(a.Stdout, res.CSRPEM)
 				default:
 					if err := os.WriteFile(create.csrOut, []byte(res.CSRPEM), 0o644); err != nil {
 						return fmt.Errorf("credential %s created (pending) but the CSR could not be written: %w", res.Credential.ID, err)
@@ -53,9 +53,9 @@ func (a *app) credentialCmd() *cobra.Command {
 					return a.printJSON(res)
 				}
 				c := res.Credential
-				fmt.Fprintf(a.stderr, "Created credential %s for %s (%s, HSM label %q), status %s until `signd credential import-cert %s --chain FILE.pem`.\n",
+				fmt.Fprintf(a.Stderr, "Created credential %s for %s (%s, HSM label %q), status %s until `signd credential import-cert %s --chain FILE.pem`.\n",
 					c.ID, c.Owner, c.Algorithm, c.Label, c.Status, c.ID)
-				fmt.Fprintln(a.stdout, c.ID)
+				fmt.Fprintln(a.Stdout, c.ID)
 				return nil
 			})
 		},
@@ -105,7 +105,7 @@ func (a *app) credentialCmd() *cobra.Command {
 				if a.jsonOut {
 					return a.printJSON(cs)
 				}
-				tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
+				tw := tabwriter.NewWriter(a.Stdout, 0, 4, 2, ' ', 0)
 				fmt.Fprintln(tw, "ID\tOWNER\tSTATUS\tALGORITHM\tLABEL\tSUBJECT")
 				for _, c := range cs {
 					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", c.ID, c.Owner, c.Status, c.Algorithm, c.Label, textview.Dash(c.Subject))
@@ -179,9 +179,9 @@ func (a *app) credentialCmd() *cobra.Command {
 				if len(res.Destroyed) > 0 {
 					destroyed = strings.Join(res.Destroyed, ", ")
 				}
-				fmt.Fprintf(a.stdout, "removed credential %s of %s\n", res.Removed, res.Owner)
-				fmt.Fprintf(a.stdout, "destroyed in the HSM: %s (key id %s, label %q)\n", destroyed, res.KeyID, res.Label)
-				fmt.Fprintf(a.stdout, "revoked: %s\n", &res.Revoked)
+				fmt.Fprintf(a.Stdout, "removed credential %s of %s\n", res.Removed, res.Owner)
+				fmt.Fprintf(a.Stdout, "destroyed in the HSM: %s (key id %s, label %q)\n", destroyed, res.KeyID, res.Label)
+				fmt.Fprintf(a.Stdout, "revoked: %s\n", &res.Revoked)
 				return nil
 			})
 		},
@@ -216,6 +216,6 @@ func (a *app) keyTypeFlag(cmd *cobra.Command, algo, keyType string) (string, err
 	if f.Changed("key-type") && algo != keyType {
 		return "", fmt.Errorf("--key-type %q and --algo %q disagree; give one", keyType, algo)
 	}
-	fmt.Fprintln(a.stderr, "signd: --algo is deprecated; use --key-type")
+	fmt.Fprintln(a.Stderr, "signd: --algo is deprecated; use --key-type")
 	return algo, nil
 }

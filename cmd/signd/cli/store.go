@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"context"
@@ -34,11 +34,11 @@ func (a *app) storeCmd() *cobra.Command {
 						return err
 					}
 				} else if rep.OK {
-					fmt.Fprintf(a.stdout, "store intact: %s, %d pages of %d bytes, txid %d, %d records, audit log %d entries, head digest %s\n",
+					fmt.Fprintf(a.Stdout, "store intact: %s, %d pages of %d bytes, txid %d, %d records, audit log %d entries, head digest %s\n",
 						rep.File, rep.Pages, rep.PageSize, rep.TxID, rep.Records, rep.AuditEntries, rep.AuditHead)
 				} else {
 					for _, p := range rep.Problems {
-						fmt.Fprintln(a.stdout, "problem:", p)
+						fmt.Fprintln(a.Stdout, "problem:", p)
 					}
 				}
 				if !rep.OK {
@@ -65,7 +65,7 @@ func (a *app) storeCmd() *cobra.Command {
 				if a.jsonOut {
 					return a.printJSON(res)
 				}
-				fmt.Fprintf(a.stdout, "backup written: %s, %d bytes, txid %d, audit log %d entries, head digest %s\n",
+				fmt.Fprintf(a.Stdout, "backup written: %s, %d bytes, txid %d, audit log %d entries, head digest %s\n",
 					res.File, res.Bytes, res.Check.TxID, res.Check.AuditEntries, res.Check.AuditHead)
 				return nil
 			})
@@ -91,7 +91,7 @@ func (a *app) withStore(cmd *cobra.Command, fn func(context.Context, storeadmin.
 	if remote != nil {
 		return fn(cmd.Context(), storeadmin.Socket{Client: remote.HTTPClient()})
 	}
-	by, err := localPrincipal(cfg)
+	by, err := LocalPrincipal(cfg)
 	if err != nil {
 		return err
 	}

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"bufio"
@@ -12,9 +12,6 @@ import (
 
 	"github.com/signd/signd/admin"
 	"github.com/signd/signd/checkpoint"
-	"github.com/signd/signd/cmd/signd/lazytoken"
-	"github.com/signd/signd/cmd/signd/storeopen"
-	"github.com/signd/signd/hsm"
 )
 
 // `signd audit verify` and `signd audit export` read the audit log where it
@@ -47,7 +44,7 @@ func (a *app) auditCmd() *cobra.Command {
 						return err
 					}
 				} else if res.OK {
-					fmt.Fprintf(a.stdout, "audit log intact: %d entries, head digest %s\n", res.Entries, res.Head)
+					fmt.Fprintf(a.Stdout, "audit log intact: %d entries, head digest %s\n", res.Entries, res.Head)
 				}
 				if !res.OK {
 					return fmt.Errorf("audit log broken at entry %d: %s (%d entries before it verify)", res.BrokenAt, res.Reason, res.Entries)
@@ -86,7 +83,7 @@ client or credential, such as signHash). The export is itself audited
 				}
 			}
 			return a.withAudit(cmd, func(ctx context.Context, src auditor, by admin.Principal) error {
-				w := bufio.NewWriter(a.stdout)
+				w := bufio.NewWriter(a.Stdout)
 				err := src.AuditExport(ctx, by, req, w)
 				if ferr := w.Flush(); err == nil {
 					err = ferr
@@ -133,7 +130,7 @@ func (a *app) verifyCheckpoint(cmd *cobra.Command, file, key string) error {
 				return err
 			}
 		} else if res.OK {
-			fmt.Fprintf(a.stdout, "audit log extends the checkpoint of %d entries (%s, signed by %s): %d entries, head digest %s\n",
+			fmt.Fprintf(a.Stdout, "audit log extends the checkpoint of %d entries (%s, signed by %s): %d entries, head digest %s\n",
 				res.Size, res.Origin, res.Key, res.Entries, res.Head)
 		}
 		switch {
@@ -162,38 +159,14 @@ func (a *app) withAudit(cmd *cobra.Command, fn func(context.Context, auditor, ad
 	if remote != nil {
 		return fn(cmd.Context(), remote, admin.Principal{})
 	}
-	by, err := localPrincipal(cfg)
+	by, err := LocalPrincipal(cfg)
 	if err != nil {
 		return err
 	}
-	db, err := storeopen.Open(cfg, nil)
+	local, done, err := a.Audit(cmd.Context(), cfg)
 	if err != nil {
 		return err
 	}
-	defer db.Close()
-	// Reading every entry of a file no daemon vouches for: judge every
-	// page first, so that a damaged one is named instead of read (a bbolt
-	// file; etcd checks its own pages).
-	if f, ok := db.(structureChecker); ok {
-		if err := f.CheckStructure(cmd.Context()); err != nil {
-			return err
-		}
-	}
-	// The token is opened only to check a checkpoint without --key.
-	logCfg := cfg.Log
-	if logCfg.Level != "debug" && logCfg.Level != "error" {
-		logCfg.Level = "warn"
-	}
-	logger := newLogger(a.stderr, logCfg)
-	keys := lazytoken.New(func() (*hsm.Token, error) { return openToken(cfg, logger, nil) }, cfg.PKCS11.TokenLabel)
-	defer keys.Close()
-	local := &admin.Local{Store: db, Keys: keys, Now: a.now, Logger: logger,
-		AuditKeyLabel: cfg.Audit.Label(), Checkpoints: newCheckpointMaker(cfg, db, keys, a.now, logger)}
+	defer done()
 	return fn(cmd.Context(), local, by)
-}
-
-// structureChecker is a store file whose pages can be judged before its
-// records are read; *bolt.DB satisfies it.
-type structureChecker interface {
-	CheckStructure(ctx context.Context) error
 }

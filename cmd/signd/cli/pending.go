@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"bytes"
@@ -43,7 +43,7 @@ admin.pending_ttl.
 				if a.jsonOut {
 					return a.printJSON(ps)
 				}
-				tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
+				tw := tabwriter.NewWriter(a.Stdout, 0, 4, 2, ' ', 0)
 				fmt.Fprintln(tw, "ID\tOP\tREQUESTED BY\tCREATED\tEXPIRES\tREQUEST")
 				for _, p := range ps {
 					expires := textview.Stamp(&p.ExpiresAt)
@@ -67,10 +67,10 @@ admin.pending_ttl.
 				if a.jsonOut {
 					return a.printJSON(r)
 				}
-				fmt.Fprintf(a.stdout, "approved pending request %s: %s %s as requested by %s\n", r.Pending.ID, r.Pending.Op, r.Pending.Request, r.Pending.RequestedBy)
+				fmt.Fprintf(a.Stdout, "approved pending request %s: %s %s as requested by %s\n", r.Pending.ID, r.Pending.Op, r.Pending.Request, r.Pending.RequestedBy)
 				var out bytes.Buffer
 				if json.Indent(&out, r.Result, "", "  ") == nil {
-					fmt.Fprintf(a.stdout, "performed:\n%s\n", out.String())
+					fmt.Fprintf(a.Stdout, "performed:\n%s\n", out.String())
 				}
 				return nil
 			})
@@ -87,7 +87,7 @@ admin.pending_ttl.
 				if a.jsonOut {
 					return a.printJSON(p)
 				}
-				fmt.Fprintf(a.stdout, "rejected pending request %s: %s %s requested by %s\n", p.ID, p.Op, p.Request, p.RequestedBy)
+				fmt.Fprintf(a.Stdout, "rejected pending request %s: %s %s requested by %s\n", p.ID, p.Op, p.Request, p.RequestedBy)
 				return nil
 			})
 		},

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"context"
@@ -59,7 +59,7 @@ the old algorithm stay published.`,
 				if a.jsonOut {
 					return a.printJSON(ks)
 				}
-				tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
+				tw := tabwriter.NewWriter(a.Stdout, 0, 4, 2, ' ', 0)
 				fmt.Fprintln(tw, "KID\tALG\tSTATE\tCREATED\tACTIVATED\tRETIRED\tPUBLISHED UNTIL\tLABEL")
 				for _, k := range ks {
 					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", k.KID, k.Algorithm, k.State, textview.Stamp(&k.CreatedAt),
@@ -82,14 +82,14 @@ the old algorithm stay published.`,
 				if a.jsonOut {
 					return a.printJSON(r)
 				}
-				fmt.Fprintf(a.stdout, "active:   %s\n", r.Active.KID)
+				fmt.Fprintf(a.Stdout, "active:   %s\n", r.Active.KID)
 				if r.Retired != nil {
-					fmt.Fprintf(a.stdout, "retired:  %s (published until %s)\n", r.Retired.KID, textview.Stamp(r.Retired.PublishedUntil))
+					fmt.Fprintf(a.Stdout, "retired:  %s (published until %s)\n", r.Retired.KID, textview.Stamp(r.Retired.PublishedUntil))
 				}
 				for _, kid := range r.Purged {
-					fmt.Fprintf(a.stdout, "removed:  %s (its ID tokens have expired)\n", kid)
+					fmt.Fprintf(a.Stdout, "removed:  %s (its ID tokens have expired)\n", kid)
 				}
-				fmt.Fprintf(a.stdout, "publish the next key with `signd oidc keys create --alg %s`\n", r.Active.Algorithm)
+				fmt.Fprintf(a.Stdout, "publish the next key with `signd oidc keys create --alg %s`\n", r.Active.Algorithm)
 				return nil
 			})
 		},

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"context"
@@ -28,7 +28,7 @@ func (a *app) userTOTPCmd() *cobra.Command {
 				if a.jsonOut {
 					return a.printJSON(en)
 				}
-				w := a.stdout
+				w := a.Stdout
 				fmt.Fprintf(w, "Scan this QR code with an authenticator app (shown once):\n\n")
 				qrterminal.GenerateWithConfig(en.URI, qrterminal.Config{
 					Level: qrterminal.M, Writer: w, HalfBlocks: true,

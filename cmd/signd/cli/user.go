@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"context"
@@ -79,7 +79,7 @@ func (a *app) userCmd() *cobra.Command {
 				if a.jsonOut {
 					return a.printJSON(us)
 				}
-				tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
+				tw := tabwriter.NewWriter(a.Stdout, 0, 4, 2, ' ', 0)
 				fmt.Fprintln(tw, "USERNAME\tSTATUS\tEMAIL\tPIN\tLOCKED")
 				for _, u := range us {
 					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", u.Username, u.Status, textview.Dash(u.Email), textview.YesNo(u.HasPIN), textview.LockState(&u))
@@ -174,7 +174,7 @@ func (a *app) printRemoved(what string, res *admin.RemoveResult) error {
 	if a.jsonOut {
 		return a.printJSON(res)
 	}
-	fmt.Fprintf(a.stdout, "removed %s %s\n", what, res.Removed)
-	fmt.Fprintf(a.stdout, "revoked: %s\n", &res.Revoked)
+	fmt.Fprintf(a.Stdout, "removed %s %s\n", what, res.Removed)
+	fmt.Fprintf(a.Stdout, "revoked: %s\n", &res.Revoked)
 	return nil
 }

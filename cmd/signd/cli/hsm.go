@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"context"
@@ -32,7 +32,7 @@ socket, else opens the token itself.`,
 				if a.jsonOut {
 					return a.printJSON(info)
 				}
-				return textview.HSMInfo(a.stdout, info)
+				return textview.HSMInfo(a.Stdout, info)
 			})
 		},
 	})

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"context"
@@ -48,12 +48,12 @@ func (a *app) clientCmd() *cobra.Command {
 				if a.jsonOut {
 					return a.printJSON(res)
 				}
-				if err := textview.Client(a.stdout, &res.Client); err != nil {
+				if err := textview.Client(a.Stdout, &res.Client); err != nil {
 					return err
 				}
 				if res.GeneratedSecret != "" {
-					fmt.Fprintf(a.stdout, "client_secret:     %s\n", res.GeneratedSecret)
-					fmt.Fprintln(a.stderr, "The client secret is shown once and stored only as a hash: keep it now.")
+					fmt.Fprintf(a.Stdout, "client_secret:     %s\n", res.GeneratedSecret)
+					fmt.Fprintln(a.Stderr, "The client secret is shown once and stored only as a hash: keep it now.")
 				}
 				return nil
 			})
@@ -80,7 +80,7 @@ func (a *app) clientCmd() *cobra.Command {
 				if a.jsonOut {
 					return a.printJSON(cs)
 				}
-				tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
+				tw := tabwriter.NewWriter(a.Stdout, 0, 4, 2, ' ', 0)
 				fmt.Fprintln(tw, "CLIENT_ID\tNAME\tSCOPES\tPKCE\tREDIRECT_URIS")
 				for _, c := range cs {
 					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", c.ID, c.Name, strings.Join(c.Scopes, ","), textview.YesNo(c.RequirePKCE), strings.Join(c.RedirectURIs, " "))
@@ -100,7 +100,7 @@ func (a *app) clientCmd() *cobra.Command {
 				if a.jsonOut {
 					return a.printJSON(c)
 				}
-				return textview.Client(a.stdout, c)
+				return textview.Client(a.Stdout, c)
 			})
 		},
 	}

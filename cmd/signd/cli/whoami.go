@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"os"
@@ -28,7 +28,7 @@ func (a *app) whoamiCmd() *cobra.Command {
 					return err
 				}
 			} else {
-				roles, err := adminRoles(cfg, nil)
+				roles, err := AdminRoles(cfg, nil)
 				if err != nil {
 					return err
 				}
@@ -38,7 +38,7 @@ func (a *app) whoamiCmd() *cobra.Command {
 			if a.jsonOut {
 				return a.printJSON(id)
 			}
-			return textview.Identity(a.stdout, id)
+			return textview.Identity(a.Stdout, id)
 		},
 	}
 }

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"context"
@@ -44,7 +44,7 @@ certificate signs; the daemon picks up a new one within a minute.`,
 				switch enroll.csrOut {
 				case "":
 				case "-":
-					fmt.Fprint(a.stdout, res.CSRPEM)
+					fmt.Fprint(a.Stdout, res.CSRPEM)
 				default:
 					if err := os.WriteFile(enroll.csrOut, []byte(res.CSRPEM), 0o644); err != nil {
 						return fmt.Errorf("TSA key %s generated but the CSR could not be written: %w", res.KeyID, err)
@@ -53,9 +53,9 @@ certificate signs; the daemon picks up a new one within a minute.`,
 				if a.jsonOut {
 					return a.printJSON(res)
 				}
-				fmt.Fprintf(a.stderr, "Generated TSA key %s (HSM label %q); have the CA certify the CSR with a critical id-kp-timeStamping extended key usage, then `signd tsa import-cert --key-id %s --cert FILE.pem`.\n",
+				fmt.Fprintf(a.Stderr, "Generated TSA key %s (HSM label %q); have the CA certify the CSR with a critical id-kp-timeStamping extended key usage, then `signd tsa import-cert --key-id %s --cert FILE.pem`.\n",
 					res.KeyID, res.Label, res.KeyID)
-				fmt.Fprintln(a.stdout, res.KeyID)
+				fmt.Fprintln(a.Stdout, res.KeyID)
 				return nil
 			})
 		},
@@ -83,7 +83,7 @@ certificate signs; the daemon picks up a new one within a minute.`,
 				if a.jsonOut {
 					return a.printJSON(v)
 				}
-				fmt.Fprintf(a.stdout, "key id:     %s\nsubject:    %s\nserial:     %s\nnot after:  %s\n", v.KeyID, v.Subject, v.Serial, v.NotAfter)
+				fmt.Fprintf(a.Stdout, "key id:     %s\nsubject:    %s\nserial:     %s\nnot after:  %s\n", v.KeyID, v.Subject, v.Serial, v.NotAfter)
 				return nil
 			})
 		},

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"errors"
@@ -16,14 +16,16 @@ func (a *app) configCmd() *cobra.Command {
 	return cmd
 }
 
-// configCheckResult is `signd config check --json`'s answer.
-type configCheckResult struct {
+// ConfigCheckResult is `signd config check --json`'s answer.
+type ConfigCheckResult struct {
 	Source   string          `json:"source"`
 	OK       bool            `json:"ok"`
-	Problems []configProblem `json:"problems,omitempty"`
+	Problems []ConfigProblem `json:"problems,omitempty"`
 }
 
-type configProblem struct {
+// ConfigProblem is one problem of ConfigCheckResult: the key and what is
+// wrong with it.
+type ConfigProblem struct {
 	Key     string `json:"key"`
 	Message string `json:"message"`
 }
@@ -40,7 +42,7 @@ func (a *app) configCheckCmd() *cobra.Command {
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg, err := a.loadConfig(cmd)
 			if err == nil {
-				err = pagesProblem(cfg)
+				err = a.pagesProblem(cfg)
 			}
 			var cerr *config.Error
 			switch {
@@ -50,15 +52,15 @@ func (a *app) configCheckCmd() *cobra.Command {
 					source = "defaults (no file at " + strings.Join(config.DefaultSearchPaths(), " or ") + ")"
 				}
 				if a.jsonOut {
-					return a.printJSON(configCheckResult{Source: cfg.Source(), OK: true})
+					return a.printJSON(ConfigCheckResult{Source: cfg.Source(), OK: true})
 				}
-				fmt.Fprintf(a.stdout, "ok: %s\n", source)
+				fmt.Fprintf(a.Stdout, "ok: %s\n", source)
 				return nil
 			case errors.As(err, &cerr):
 				if a.jsonOut {
-					res := configCheckResult{Source: cerr.Source}
+					res := ConfigCheckResult{Source: cerr.Source}
 					for _, p := range cerr.Problems {
-						res.Problems = append(res.Problems, configProblem{Key: p.Key, Message: p.Msg})
+						res.Problems = append(res.Problems, ConfigProblem{Key: p.Key, Message: p.Msg})
 					}
 					if err := a.printJSON(res); err != nil {
 						return err
@@ -79,8 +81,8 @@ func (a *app) configCheckCmd() *cobra.Command {
 // pagesProblem builds the pages as serve does: a template override that
 // does not parse or render, or a logo that is not what its name says, is
 // a problem of its ui.* key (the message names the file and line).
-func pagesProblem(cfg *config.Config) error {
-	_, err := newPages(cfg)
+func (a *app) pagesProblem(cfg *config.Config) error {
+	err := a.Pages(cfg)
 	if err == nil {
 		return nil
 	}
@@ -117,7 +119,7 @@ func (a *app) configExampleCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			_, err = a.stdout.Write(text)
+			_, err = a.Stdout.Write(text)
 			return err
 		},
 	}
