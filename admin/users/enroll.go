@@ -1,4 +1,4 @@
-package admin
+package users
 
 import (
 	"context"
@@ -7,21 +7,19 @@ import (
 	"strings"
 	"time"
 
+	"github.com/signd/signd/admin/act"
 	"github.com/signd/signd/admin/enrollment"
 	"github.com/signd/signd/admin/input"
 	"github.com/signd/signd/admin/ops"
+	"github.com/signd/signd/admin/principal"
 	"github.com/signd/signd/store"
 )
 
 // The one-time enrollment link (DESIGN-NOTES.md, "The enrollment link"):
 // its token, and what makes one open, are package admin/enrollment's.
 
-// EnrollPath is enrollment.Path: the path of the enrollment page below
-// server.base_url.
-const EnrollPath = enrollment.Path
-
 // DefaultEnrollmentTTL is how long a link stays open when
-// Local.EnrollmentTTL is 0 (admin.enrollment_ttl's default; the config
+// Users.EnrollmentTTL is 0 (admin.enrollment_ttl's default; the config
 // bounds it).
 const DefaultEnrollmentTTL = 24 * time.Hour
 
@@ -35,7 +33,7 @@ var (
 	ErrEnrollTOTP        = errors.New("admin: the TOTP secret must be 32 to 128 base32 characters (at least 160 bits)")
 )
 
-func (l *Local) enrollmentTTL() time.Duration {
+func (l *Users) enrollmentTTL() time.Duration {
 	if l.EnrollmentTTL > 0 {
 		return l.EnrollmentTTL
 	}
@@ -44,17 +42,17 @@ func (l *Local) enrollmentTTL() time.Duration {
 
 // newEnrollment makes a link for username: its token, the link and the
 // fingerprint to store.
-func (l *Local) newEnrollment(username string) (view *EnrollmentView, hash []byte, err error) {
+func (l *Users) newEnrollment(username string) (view *ops.EnrollmentView, hash []byte, err error) {
 	if l.EnrollBaseURL == "" {
-		return nil, nil, errorf(KindUnavailable, "enrollment links need server.base_url")
+		return nil, nil, act.Errorf(ops.KindUnavailable, "enrollment links need server.base_url")
 	}
 	token, err := enrollment.New(username)
 	if err != nil {
 		return nil, nil, err
 	}
-	view = &EnrollmentView{
-		Link:      strings.TrimRight(l.EnrollBaseURL, "/") + EnrollPath + token,
-		ExpiresAt: l.now().Add(l.enrollmentTTL()).UTC().Round(0),
+	view = &ops.EnrollmentView{
+		Link:      strings.TrimRight(l.EnrollBaseURL, "/") + enrollment.Path + token,
+		ExpiresAt: l.Clock().Add(l.enrollmentTTL()).UTC().Round(0),
 	}
 	return view, store.Fingerprint(token), nil
 }
@@ -62,7 +60,7 @@ func (l *Local) newEnrollment(username string) (view *EnrollmentView, hash []byt
 // EnrollmentUser returns the user whose open link token is, for the page
 // to show; ErrEnrollmentRefused otherwise. It changes nothing and audits
 // nothing (a GET of the page).
-func (l *Local) EnrollmentUser(ctx context.Context, token string) (string, error) {
+func (l *Users) EnrollmentUser(ctx context.Context, token string) (string, error) {
 	name := enrollment.Username(token)
 	if name == "" {
 		return "", ErrEnrollmentRefused
@@ -77,7 +75,7 @@ func (l *Local) EnrollmentUser(ctx context.Context, token string) (string, error
 		return "", ErrEnrollmentRefused
 	case err != nil:
 		return "", err
-	case enrollment.Refusal(u, token, l.now()) != "":
+	case enrollment.Refusal(u, token, l.Clock()) != "":
 		return "", ErrEnrollmentRefused
 	}
 	return name, nil
@@ -92,7 +90,7 @@ func (l *Local) EnrollmentUser(ctx context.Context, token string) (string, error
 //
 // Setting one's own first secrets is not an operator's act: it needs no
 // role, only the link the administrator's AddUser issued.
-func (l *Local) Enroll(ctx context.Context, req EnrollRequest) (string, error) {
+func (l *Users) Enroll(ctx context.Context, req ops.EnrollRequest) (string, error) {
 	name, err := l.EnrollmentUser(ctx, req.Token)
 	if errors.Is(err, ErrEnrollmentRefused) {
 		l.refuseEnrollment(ctx, enrollment.Username(req.Token), req.IP, err)
@@ -125,7 +123,7 @@ func (l *Local) Enroll(ctx context.Context, req EnrollRequest) (string, error) {
 		}
 		// Again inside the transaction: of two uses at once, the second
 		// finds the link closed by the first.
-		if reason = enrollment.Refusal(u, req.Token, l.now()); reason != "" {
+		if reason = enrollment.Refusal(u, req.Token, l.Clock()); reason != "" {
 			return ErrEnrollmentRefused
 		}
 		u.PasswordHash, u.PINHash = pw, pin
@@ -148,23 +146,23 @@ func (l *Local) Enroll(ctx context.Context, req EnrollRequest) (string, error) {
 		}
 		return "", err
 	}
-	l.logger().Info("enrollment done: the user set their password and signing PIN", "username", name, "ip", req.IP)
+	l.Log().Info("enrollment done: the user set their password and signing PIN", "username", name, "ip", req.IP)
 	return name, nil
 }
 
 // enrollEntry is the audit entry of a use of a link.
-func (l *Local) enrollEntry(name, ip, outcome, reason string) *store.AuditEntry {
-	return &store.AuditEntry{Time: l.now(), Kind: store.AuditAccount, Actor: "user:" + name,
+func (l *Users) enrollEntry(name, ip, outcome, reason string) *store.AuditEntry {
+	return &store.AuditEntry{Time: l.Clock(), Kind: store.AuditAccount, Actor: "user:" + name,
 		Target: "user:" + name, User: name, Outcome: outcome, Reason: reason,
-		Fields: map[string]string{"action": "enroll", "ip": clip(ip), "password": "set", "pin": "set"}}
+		Fields: map[string]string{"action": "enroll", "ip": act.Clip(ip), "password": "set", "pin": "set"}}
 }
 
 // refuseEnrollment records a refused use of a link: in the audit log when
 // the link names a user that exists, else in the log alone (a guessed
 // link must not write the audit log).
-func (l *Local) refuseEnrollment(ctx context.Context, name, ip string, cause error) {
+func (l *Users) refuseEnrollment(ctx context.Context, name, ip string, cause error) {
 	if name == "" {
-		l.logger().Warn("enrollment refused: not a link signd issued", "ip", ip)
+		l.Log().Warn("enrollment refused: not a link signd issued", "ip", ip)
 		return
 	}
 	var u *store.User
@@ -173,7 +171,7 @@ func (l *Local) refuseEnrollment(ctx context.Context, name, ip string, cause err
 		return err
 	})
 	if err != nil {
-		l.logger().Warn("enrollment refused: no such user", "username", clip(name), "ip", ip, "err", cause)
+		l.Log().Warn("enrollment refused: no such user", "username", act.Clip(name), "ip", ip, "err", cause)
 		return
 	}
 	// The reason the stored record gives; the token is not at hand here,
@@ -183,19 +181,19 @@ func (l *Local) refuseEnrollment(ctx context.Context, name, ip string, cause err
 		reason = "no enrollment link is open (used, closed, or never issued)"
 	} else if u.Status != store.UserActive {
 		reason = "the user is disabled"
-	} else if !l.now().Before(u.EnrollmentExpires) {
+	} else if !l.Clock().Before(u.EnrollmentExpires) {
 		reason = "the enrollment link expired at " + u.EnrollmentExpires.UTC().Format(time.RFC3339)
 	}
 	l.refuseEnrollmentReason(ctx, name, ip, reason)
 }
 
-func (l *Local) refuseEnrollmentReason(ctx context.Context, name, ip, reason string) {
-	l.logger().Warn("enrollment refused", "username", name, "ip", ip, "reason", reason)
+func (l *Users) refuseEnrollmentReason(ctx context.Context, name, ip, reason string) {
+	l.Log().Warn("enrollment refused", "username", name, "ip", ip, "reason", reason)
 	e := l.enrollEntry(name, ip, store.AuditRefused, reason)
 	delete(e.Fields, "password")
 	delete(e.Fields, "pin")
 	if err := l.Store.Update(context.WithoutCancel(ctx), func(tx store.Tx) error { return tx.AppendAudit(e) }); err != nil {
-		l.logger().Error("enrollment refused, and its audit entry could not be written", "username", name, "err", err)
+		l.Log().Error("enrollment refused, and its audit entry could not be written", "username", name, "err", err)
 	}
 }
 
@@ -203,43 +201,43 @@ func (l *Local) refuseEnrollmentReason(ctx context.Context, name, ip, reason str
 // secret of u (SetPassword, SetPIN): the operator has taken the
 // enrollment over, and whoever holds the link must not replace what they
 // set. The act's entry says so (enrollment closed).
-func closeEnrollment(a *act, u *store.User) {
+func closeEnrollment(a *act.Act, u *store.User) {
 	if len(u.EnrollmentHash) == 0 {
 		return
 	}
 	u.EnrollmentHash, u.EnrollmentExpires = nil, time.Time{}
-	a.result["enrollment"] = "closed"
+	a.Result["enrollment"] = "closed"
 }
 
-// IssueEnrollment implements Service: a new link for a user who has
+// IssueEnrollment performs Service.IssueEnrollment: a new link for a user who has
 // neither a password nor a signing PIN yet (the first link expired, or
 // was lost), replacing the open one. Audited as user_password_set (field
 // enroll link): the link is how the password will be set. A user with a
 // password or a PIN is KindConflict: the operator's set-password and
 // set-pin replace secrets; a link is for the first ones only.
-func (l *Local) IssueEnrollment(ctx context.Context, by Principal, username string) (_ *UserView, err error) {
-	a, err := l.begin(ctx, by, "IssueEnrollment", store.AuditUserPasswordSet, "user:"+username)
+func (l *Users) IssueEnrollment(ctx context.Context, by principal.Principal, username string) (_ *ops.UserView, err error) {
+	a, err := l.Begin(ctx, by, "IssueEnrollment", store.AuditUserPasswordSet, "user:"+username)
 	if err != nil {
 		return nil, err
 	}
-	defer a.end(ctx, &err)
-	a.set("enroll", "link")
+	defer a.End(ctx, &err)
+	a.Set("enroll", "link")
 	if store.ValidateUsername(username) != nil {
-		return nil, errorf(KindInvalid, "user %.64q: not a valid username", username)
+		return nil, act.Errorf(ops.KindInvalid, "user %.64q: not a valid username", username)
 	}
 	link, hash, err := l.newEnrollment(username)
 	if err != nil {
-		return nil, l.fail("user "+username, err)
+		return nil, l.Fail("user "+username, err)
 	}
 	v, err := l.updateUser(ctx, a, username, nil, func(u *store.User) error {
 		if u.PasswordHash != "" || u.PINHash != "" {
-			return errorf(KindConflict, "user %q has a password or a signing PIN already: an enrollment link is for the first ones (set-password and set-pin replace them)", username)
+			return act.Errorf(ops.KindConflict, "user %q has a password or a signing PIN already: an enrollment link is for the first ones (set-password and set-pin replace them)", username)
 		}
 		if len(u.EnrollmentHash) > 0 {
-			a.result["replaced"] = "the open link"
+			a.Result["replaced"] = "the open link"
 		}
 		u.EnrollmentHash, u.EnrollmentExpires = hash, link.ExpiresAt
-		a.result["enrollment_expires"] = link.ExpiresAt.Format(time.RFC3339)
+		a.Result["enrollment_expires"] = link.ExpiresAt.Format(time.RFC3339)
 		return nil
 	})
 	if err != nil {
