@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/signd/signd/admin/act"
 	"github.com/signd/signd/store"
 	"github.com/signd/signd/store/bolt"
 )
@@ -71,7 +72,7 @@ func TestActEntryInTheChangesTransaction(t *testing.T) {
 	if KindOf(err) != KindUnavailable {
 		t.Fatalf("AddUser with the audit log unwritable: %v (%s), want unavailable", err, KindOf(err))
 	}
-	if _, err := (&Local{Store: db}).user(ctx, "alice"); KindOf(err) != KindNotFound {
+	if _, err := (&Local{Store: db}).users().User(ctx, "alice"); KindOf(err) != KindNotFound {
 		t.Errorf("alice was stored without her audit entry: %v", err)
 	}
 	_, err = l.ListUsers(ctx, operator)
@@ -224,7 +225,7 @@ func TestActEntryOfHostileInput(t *testing.T) {
 	if got[0].Target != "user:al\uFFFDice" || got[0].Outcome != store.AuditRefused {
 		t.Errorf("entry %+v", got[0])
 	}
-	if len(got[1].Target) > maxAuditText || !strings.HasSuffix(got[1].Target, "é…") || len(got[1].Reason) > maxAuditText {
+	if len(got[1].Target) > act.MaxAuditText || !strings.HasSuffix(got[1].Target, "é…") || len(got[1].Reason) > act.MaxAuditText {
 		t.Errorf("target of %d bytes %q…", len(got[1].Target), got[1].Target[:20])
 	}
 }

@@ -11,16 +11,16 @@
 // records the refusal in the audit log, naming the actor.
 //
 // Every call leaves exactly one audit entry naming the actor, the target
-// and the fields changed, and one log line (act.go): a change appends its
+// and the fields changed, and one log line (admin/act): a change appends its
 // entry in its own write transaction, a read appends admin_read before it
 // reads, a refusal by validation is recorded as refused, a failure of the
 // token or the store as failed.
 //
-// Dual control (pending.go): an operation named in Local.DualControl is
-// not performed when asked but held as a pending request until a second
-// operator — another Party, holding a role of the operation — approves it
-// (ApprovePending); it then runs as its requester, and its audit entry
-// names the approver (approved_by).
+// Dual control (act.Core.Hold, admin/pending): an operation named in
+// Local.DualControl is not performed when asked but held as a pending
+// request until a second operator — another Party, holding a role of the
+// operation — approves it (ApprovePending); it then runs as its
+// requester, and its audit entry names the approver (approved_by).
 //
 // Errors that reach an operator are *Error values: a Kind that survives a
 // transport and a message written for a human. Secrets (passwords, PINs,
@@ -32,14 +32,28 @@
 //
 // # Parts
 //
-// Local, its acts and their audit entries are this package's; what does
-// not need a Local is in its parts, which import nothing of it: package
-// ops (the Service interface, the request, view and result types and
-// their checks, Error and Kind, the Operations table and Holdable),
-// principal (Principal, the trusted roles and the RoleMap), input (the
-// limits of what operators type, the printable test), enrollment (the
-// enrollment link's token) and tokenkeys (what admin needs of the token). admin re-exports their names through type
-// aliases and thin wrappers, so its callers name them as before. Only
-// admin can mark a Principal as acting on an approval: the approval's
-// type is in admin/internal/approval.
+// Local is the one façade the CLI, the admin socket and the provisioning
+// API call: each of its methods is a subject's, built per call over
+// Local's fields (local.go). The subjects import nothing of admin:
+// package act is the core every operation opens with (Begin → Hold →
+// defer End: the role check, dual control's hold, the audit entry and log
+// line); users (users, secrets and locks, TOTP, enrollment links, proof
+// documents), clients (OAuth clients), hsmkeys (signing credentials, the
+// time-stamping key, the OIDC signing keys, HSMInfo) and pending (list,
+// approve, reject) each have a struct embedding act.Core. The audit log's
+// verification and export (audit.go) and the audit key and checkpoints
+// (checkpoint.go) are still this package's, through an adapter over the
+// core (act.go), while the audit chain's verification changes.
+//
+// What does not need a Local is in its parts, which import nothing of
+// it either: package ops (the Service interface, the request, view and
+// result types and their checks, Error and Kind, the Operations table and
+// Holdable), principal (Principal, the trusted roles and the RoleMap),
+// input (the limits of what operators type, the printable test),
+// enrollment (the enrollment link's token) and tokenkeys (what admin
+// needs of the token). admin re-exports their names through type aliases
+// and thin wrappers, so its callers name them as before. Only admin and
+// its subjects can mark a Principal as acting on an approval: the
+// approval's type is in admin/internal/approval, and only
+// pending.ApprovePending makes one.
 package admin

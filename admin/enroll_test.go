@@ -111,7 +111,7 @@ func TestEnrollmentLinkRequest(t *testing.T) {
 			if KindOf(err) != tc.kind || !strings.Contains(err.Error(), tc.msg) {
 				t.Fatalf("err = %v (%s), want %s %q", err, KindOf(err), tc.kind, tc.msg)
 			}
-			if _, err := l.user(context.Background(), "u"); KindOf(err) != KindNotFound {
+			if _, err := l.users().User(context.Background(), "u"); KindOf(err) != KindNotFound {
 				t.Errorf("the user was stored: %v", err)
 			}
 		})

@@ -2,37 +2,41 @@ package admin
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"log/slog"
-	"strings"
 	"time"
 
+	"github.com/signd/signd/admin/act"
+	"github.com/signd/signd/admin/clients"
+	"github.com/signd/signd/admin/enrollment"
+	"github.com/signd/signd/admin/hsmkeys"
+	"github.com/signd/signd/admin/pending"
 	"github.com/signd/signd/admin/tokenkeys"
+	"github.com/signd/signd/admin/users"
 	"github.com/signd/signd/checkpoint"
-	"github.com/signd/signd/hsm"
 	"github.com/signd/signd/oidc"
 	"github.com/signd/signd/store"
 )
 
-// Local performs the operations directly on a store and a token: users.go,
-// clients.go, credentials.go, oidc.go (OIDC keys and proofs), revoke.go
-// (removals) and audit.go hold them by subject; this file holds what they
-// share. The audit operations need only Store.
+// Local performs the operations directly on a store and a token: the one
+// façade the CLI, the admin socket and the provisioning API call. Each
+// operation is its subject's (admin/users, admin/clients, admin/hsmkeys,
+// admin/pending; audit.go and checkpoint.go here), built per call over
+// Local's fields around the act core (admin/act). The audit operations
+// need only Store.
 type Local struct {
 	Store  store.Store
 	Keys   KeyStore // nil: credential operations answer KindUnavailable
 	Hasher *store.Hasher
 	Now    func() time.Time // nil = time.Now
 	Logger *slog.Logger     // nil = discard
-	// OIDCKeys manages the OIDC signing keys (see oidc.go); nil: the
+	// OIDCKeys manages the OIDC signing keys (admin/hsmkeys); nil: the
 	// OIDC key operations answer KindUnavailable.
 	OIDCKeys *oidc.KeyRing
 	// TSALabel is the token label of the time-stamping certificate
 	// (csc.timestamp.label); "" = tsa.DefaultLabel.
 	TSALabel string
 	// DualControl names the operations (Operations) a second operator
-	// must approve (admin.dual_control; pending.go): each must be
+	// must approve (admin.dual_control; admin/pending): each must be
 	// Holdable. Empty: every operation is performed at once.
 	DualControl []string
 	// PendingTTL is how long such a request waits for its approval
@@ -44,7 +48,7 @@ type Local struct {
 	AuditKeyLabel string
 	Checkpoints   *checkpoint.Maker
 	// EnrollBaseURL is server.base_url, which the enrollment links of
-	// AddUser start with (enroll.go); "": AddUser with Enroll answers
+	// AddUser start with (admin/users); "": AddUser with Enroll answers
 	// KindUnavailable. EnrollmentTTL is how long a link stays open
 	// (admin.enrollment_ttl); 0 = DefaultEnrollmentTTL.
 	EnrollBaseURL string
@@ -53,115 +57,33 @@ type Local struct {
 
 var _ Service = (*Local)(nil)
 
-func (l *Local) now() time.Time {
-	if l.Now != nil {
-		return l.Now()
-	}
-	return time.Now()
+// core is the act core over l's store, clock, log and dual control.
+func (l *Local) core() *act.Core {
+	return &act.Core{Store: l.Store, Now: l.Now, Logger: l.Logger, DualControl: l.DualControl, PendingTTL: l.PendingTTL}
 }
 
-func (l *Local) logger() *slog.Logger {
-	if l.Logger != nil {
-		return l.Logger
-	}
-	return slog.New(slog.DiscardHandler)
+func (l *Local) users() *users.Users {
+	return &users.Users{Core: l.core(), Hasher: l.Hasher, EnrollBaseURL: l.EnrollBaseURL, EnrollmentTTL: l.EnrollmentTTL}
 }
 
-// fail turns store and hsm errors into operator errors. Unknown errors are
-// logged and become KindInternal without detail.
-func (l *Local) fail(op string, err error) error {
-	var ae *Error
-	switch {
-	case err == nil:
-		return nil
-	case errors.As(err, &ae):
-		return ae
-	case errors.Is(err, store.ErrInvalid):
-		return errorf(KindInvalid, "%s", strings.TrimPrefix(err.Error(), "store: "))
-	case errors.Is(err, store.ErrNotFound):
-		return errorf(KindNotFound, "%s: not found", op)
-	case errors.Is(err, store.ErrAlreadyExists):
-		return errorf(KindExists, "%s: already exists", op)
-	case errors.Is(err, hsm.ErrTokenUnavailable), errors.Is(err, hsm.ErrBusy):
-		return errorf(KindUnavailable, "%s: the HSM is unavailable, try again: %v", op, err)
-	case errors.Is(err, hsm.ErrLabelExists):
-		return errorf(KindExists, "%s: %v", op, err)
-	case errors.Is(err, hsm.ErrUnsupportedAlgorithm):
-		// The token lacks the mechanism or size, or refused the request:
-		// the message names what is missing and what it can do.
-		return errorf(KindInvalid, "%s: %s", op, strings.TrimPrefix(err.Error(), "hsm: "))
-	case errors.Is(err, hsm.ErrKeyNotFrozen):
-		return errorf(KindConflict, "%s: %v", op, err)
-	case errors.Is(err, store.ErrUnavailable):
-		return errorf(KindUnavailable, "%s: the store cannot write now (disk full or failing?), try again: %v", op, err)
-	case errors.Is(err, store.ErrCorrupt):
-		return errorf(KindInternal, "%s: %v", op, err)
-	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
-		return errorf(KindUnavailable, "%s: %v", op, err)
-	}
-	l.logger().Error("admin operation failed", "op", op, "err", err)
-	return errorf(KindInternal, "%s: internal error (see the signd log)", op)
+func (l *Local) hsm() *hsmkeys.HSM {
+	return &hsmkeys.HSM{Core: l.core(), Keys: l.Keys, OIDCKeys: l.OIDCKeys, TSALabel: l.TSALabel, Users: l.users()}
 }
 
-// allow checks that by holds one of the roles of the operation named op
-// (Operations). A refusal is recorded in the audit log (admin_refused,
-// outcome refused, with the operation and the roles it needs) and
-// returned as KindForbidden.
-func (l *Local) allow(ctx context.Context, by Principal, op string) error {
-	o, ok := Lookup(op)
-	if !ok {
-		return errorf(KindInternal, "%s: operation without a declared role", op)
-	}
-	return l.Authorize(ctx, by, op, o.Roles)
+func (l *Local) clients() *clients.Clients {
+	return &clients.Clients{Core: l.core(), Hasher: l.Hasher, HSM: l.hsm()}
+}
+
+func (l *Local) pending() *pending.Pending {
+	return &pending.Pending{Core: l.core(), Service: l}
 }
 
 // Authorize checks that by holds one of roles for the operation named op,
 // for what a transport serves outside Operations (the store's backup and
 // check on the admin socket): the same refusal, audit entry and log line
-// as every operation of Operations gets.
+// as every operation of Operations gets (act.Core.Authorize).
 func (l *Local) Authorize(ctx context.Context, by Principal, op string, roles []Role) error {
-	for _, r := range roles {
-		if by.Has(r) {
-			return nil
-		}
-	}
-	need := make([]string, len(roles))
-	for i, r := range roles {
-		need[i] = string(r)
-	}
-	reason := fmt.Sprintf("%s requires the role %s", op, strings.Join(need, " or "))
-	l.refused(ctx, by, op, reason, nil)
-	return errorf(KindForbidden, "%s; %s holds %s", reason, by.Actor, rolesText(by.Roles))
-}
-
-// refused records the refusal of the operation named op to by, for
-// reason, in the audit log (admin_refused, outcome refused; fields beside
-// the operation) and the log.
-func (l *Local) refused(ctx context.Context, by Principal, op, reason string, fields map[string]string) {
-	f := map[string]string{"op": op}
-	for k, v := range fields {
-		f[k] = v
-	}
-	err := l.Store.Update(ctx, func(tx store.Tx) error {
-		return tx.AppendAudit(&store.AuditEntry{Time: l.now(), Kind: store.AuditAdminRefused, Actor: by.Actor,
-			Outcome: store.AuditRefused, Reason: reason, Fields: f})
-	})
-	if err != nil {
-		l.logger().Error("admin refusal not audited", "op", op, "actor", by.Actor, "err", err)
-	}
-	l.logger().Warn("admin operation refused", "op", op, "actor", by.Actor, "reason", reason)
-}
-
-// rolesText lists roles for a message.
-func rolesText(roles []Role) string {
-	if len(roles) == 0 {
-		return "no role"
-	}
-	names := make([]string, len(roles))
-	for i, r := range roles {
-		names[i] = string(r)
-	}
-	return "the role " + strings.Join(names, ", ")
+	return l.core().Authorize(ctx, by, op, roles)
 }
 
 // Refused records, for a transport, a caller it refused before any
@@ -170,7 +92,184 @@ func rolesText(roles []Role) string {
 // (as far as the transport knows it), op (what was attempted, e.g.
 // "tls_handshake") and reason, and a log line. It needs no role.
 func (l *Local) Refused(ctx context.Context, by Principal, op, reason string, fields map[string]string) {
-	l.refused(ctx, by, op, reason, fields)
+	l.core().Refused(ctx, by, op, reason, fields)
+}
+
+// EnrollmentUser returns the user whose open link token is, for the
+// enrollment page (oauth/enroll's Backend; admin/users).
+func (l *Local) EnrollmentUser(ctx context.Context, token string) (string, error) {
+	return l.users().EnrollmentUser(ctx, token)
+}
+
+// Enroll sets the password and signing PIN of the user whose open link
+// req.Token is, and closes the link (oauth/enroll's Backend; admin/users).
+func (l *Local) Enroll(ctx context.Context, req EnrollRequest) (string, error) {
+	return l.users().Enroll(ctx, req)
+}
+
+// IssueEnrollment implements Service (admin/users).
+func (l *Local) IssueEnrollment(ctx context.Context, by Principal, username string) (*UserView, error) {
+	return l.users().IssueEnrollment(ctx, by, username)
+}
+
+// AddProof implements Service (admin/users).
+func (l *Local) AddProof(ctx context.Context, by Principal, req AddProofRequest) (*UserView, error) {
+	return l.users().AddProof(ctx, by, req)
+}
+
+// RemoveUser implements Service (admin/users).
+func (l *Local) RemoveUser(ctx context.Context, by Principal, username string) (*RemoveResult, error) {
+	return l.users().RemoveUser(ctx, by, username)
+}
+
+// EnrollTOTP implements Service (admin/users).
+func (l *Local) EnrollTOTP(ctx context.Context, by Principal, req EnrollTOTPRequest) (*TOTPEnrollment, error) {
+	return l.users().EnrollTOTP(ctx, by, req)
+}
+
+// RemoveTOTP implements Service (admin/users).
+func (l *Local) RemoveTOTP(ctx context.Context, by Principal, username string) (*UserView, error) {
+	return l.users().RemoveTOTP(ctx, by, username)
+}
+
+// AddUser implements Service (admin/users).
+func (l *Local) AddUser(ctx context.Context, by Principal, req AddUserRequest) (*UserView, error) {
+	return l.users().AddUser(ctx, by, req)
+}
+
+// ListUsers implements Service (admin/users).
+func (l *Local) ListUsers(ctx context.Context, by Principal) ([]UserView, error) {
+	return l.users().ListUsers(ctx, by)
+}
+
+// ShowUser implements Service (admin/users).
+func (l *Local) ShowUser(ctx context.Context, by Principal, username string) (*UserView, error) {
+	return l.users().ShowUser(ctx, by, username)
+}
+
+// SetUserStatus implements Service (admin/users).
+func (l *Local) SetUserStatus(ctx context.Context, by Principal, username string, enabled bool) (*UserView, error) {
+	return l.users().SetUserStatus(ctx, by, username, enabled)
+}
+
+// UnlockUser implements Service (admin/users).
+func (l *Local) UnlockUser(ctx context.Context, by Principal, username string) (*UserView, error) {
+	return l.users().UnlockUser(ctx, by, username)
+}
+
+// UnlockPIN implements Service (admin/users).
+func (l *Local) UnlockPIN(ctx context.Context, by Principal, username string) (*UserView, error) {
+	return l.users().UnlockPIN(ctx, by, username)
+}
+
+// SetPassword implements Service (admin/users).
+func (l *Local) SetPassword(ctx context.Context, by Principal, req SetSecretRequest) (*UserView, error) {
+	return l.users().SetPassword(ctx, by, req)
+}
+
+// SetPIN implements Service (admin/users).
+func (l *Local) SetPIN(ctx context.Context, by Principal, req SetSecretRequest) (*UserView, error) {
+	return l.users().SetPIN(ctx, by, req)
+}
+
+// AddClient implements Service (admin/clients).
+func (l *Local) AddClient(ctx context.Context, by Principal, req AddClientRequest) (*AddClientResult, error) {
+	return l.clients().AddClient(ctx, by, req)
+}
+
+// ListClients implements Service (admin/clients).
+func (l *Local) ListClients(ctx context.Context, by Principal) ([]ClientView, error) {
+	return l.clients().ListClients(ctx, by)
+}
+
+// ShowClient implements Service (admin/clients).
+func (l *Local) ShowClient(ctx context.Context, by Principal, id string) (*ClientView, error) {
+	return l.clients().ShowClient(ctx, by, id)
+}
+
+// RemoveClient implements Service (admin/clients).
+func (l *Local) RemoveClient(ctx context.Context, by Principal, id string) (*RemoveResult, error) {
+	return l.clients().RemoveClient(ctx, by, id)
+}
+
+// CreateCredential implements Service (admin/hsmkeys).
+func (l *Local) CreateCredential(ctx context.Context, by Principal, req CreateCredentialRequest) (*CreateCredentialResult, error) {
+	return l.hsm().CreateCredential(ctx, by, req)
+}
+
+// ImportCertificate implements Service (admin/hsmkeys).
+func (l *Local) ImportCertificate(ctx context.Context, by Principal, req ImportCertificateRequest) (*CredentialView, error) {
+	return l.hsm().ImportCertificate(ctx, by, req)
+}
+
+// ListCredentials implements Service (admin/hsmkeys).
+func (l *Local) ListCredentials(ctx context.Context, by Principal, owner string) ([]CredentialView, error) {
+	return l.hsm().ListCredentials(ctx, by, owner)
+}
+
+// ShowCredential implements Service (admin/hsmkeys).
+func (l *Local) ShowCredential(ctx context.Context, by Principal, id string) (*CredentialView, error) {
+	return l.hsm().ShowCredential(ctx, by, id)
+}
+
+// SetCredentialAuth implements Service (admin/hsmkeys).
+func (l *Local) SetCredentialAuth(ctx context.Context, by Principal, req SetCredentialAuthRequest) (*CredentialView, error) {
+	return l.hsm().SetCredentialAuth(ctx, by, req)
+}
+
+// SetCredentialStatus implements Service (admin/hsmkeys).
+func (l *Local) SetCredentialStatus(ctx context.Context, by Principal, id string, enabled bool) (*CredentialView, error) {
+	return l.hsm().SetCredentialStatus(ctx, by, id, enabled)
+}
+
+// HSMInfo implements Service (admin/hsmkeys).
+func (l *Local) HSMInfo(ctx context.Context, by Principal) (*HSMInfoView, error) {
+	return l.hsm().HSMInfo(ctx, by)
+}
+
+// CreateOIDCKey implements Service (admin/hsmkeys).
+func (l *Local) CreateOIDCKey(ctx context.Context, by Principal, req CreateOIDCKeyRequest) (*OIDCKeyView, error) {
+	return l.hsm().CreateOIDCKey(ctx, by, req)
+}
+
+// ListOIDCKeys implements Service (admin/hsmkeys).
+func (l *Local) ListOIDCKeys(ctx context.Context, by Principal) ([]OIDCKeyView, error) {
+	return l.hsm().ListOIDCKeys(ctx, by)
+}
+
+// RotateOIDCKeys implements Service (admin/hsmkeys).
+func (l *Local) RotateOIDCKeys(ctx context.Context, by Principal, req RotateOIDCKeysRequest) (*RotateOIDCKeysResult, error) {
+	return l.hsm().RotateOIDCKeys(ctx, by, req)
+}
+
+// RemoveCredential implements Service (admin/hsmkeys).
+func (l *Local) RemoveCredential(ctx context.Context, by Principal, id string) (*RemoveCredentialResult, error) {
+	return l.hsm().RemoveCredential(ctx, by, id)
+}
+
+// EnrollTSA implements Service (admin/hsmkeys).
+func (l *Local) EnrollTSA(ctx context.Context, by Principal, req EnrollTSARequest) (*EnrollTSAResult, error) {
+	return l.hsm().EnrollTSA(ctx, by, req)
+}
+
+// ImportTSACertificate implements Service (admin/hsmkeys).
+func (l *Local) ImportTSACertificate(ctx context.Context, by Principal, req ImportTSACertificateRequest) (*TSACertificateView, error) {
+	return l.hsm().ImportTSACertificate(ctx, by, req)
+}
+
+// ListPending implements Service (admin/pending).
+func (l *Local) ListPending(ctx context.Context, by Principal) ([]PendingView, error) {
+	return l.pending().ListPending(ctx, by)
+}
+
+// ApprovePending implements Service (admin/pending).
+func (l *Local) ApprovePending(ctx context.Context, by Principal, id string) (*ApprovalResult, error) {
+	return l.pending().ApprovePending(ctx, by, id)
+}
+
+// RejectPending implements Service (admin/pending).
+func (l *Local) RejectPending(ctx context.Context, by Principal, id string) (*PendingView, error) {
+	return l.pending().RejectPending(ctx, by, id)
 }
 
 // What admin needs of the token is package admin/tokenkeys's.
@@ -195,3 +294,28 @@ const (
 func AuditKeyFor(keys AuditKeys, label string) func(ctx context.Context, name string) (*checkpoint.Key, error) {
 	return tokenkeys.AuditKeyFor(keys, label)
 }
+
+// The names of the subjects' packages that admin's callers use.
+const (
+	// DefaultPendingTTL is act.DefaultPendingTTL: how long a pending
+	// request waits for its approval when Local.PendingTTL is 0.
+	DefaultPendingTTL = act.DefaultPendingTTL
+	// DefaultEnrollmentTTL is users.DefaultEnrollmentTTL: how long an
+	// enrollment link stays open when Local.EnrollmentTTL is 0.
+	DefaultEnrollmentTTL = users.DefaultEnrollmentTTL
+	// EnrollPath is enrollment.Path: the path of the enrollment page below
+	// server.base_url.
+	EnrollPath = enrollment.Path
+)
+
+// Errors of Enroll and EnrollmentUser (users.ErrEnrollmentRefused and its
+// siblings: the same values).
+var (
+	ErrEnrollmentRefused = users.ErrEnrollmentRefused
+	ErrEnrollPassword    = users.ErrEnrollPassword
+	ErrEnrollPIN         = users.ErrEnrollPIN
+	ErrEnrollTOTP        = users.ErrEnrollTOTP
+)
+
+// NewClientSecret is clients.NewClientSecret: a generated client secret.
+func NewClientSecret() (string, error) { return clients.NewClientSecret() }

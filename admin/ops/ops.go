@@ -160,7 +160,7 @@ func Operations() []Operation {
 			}
 			return Stream(func(w io.Writer) error { return s.AuditExport(ctx, by, r, w) }), nil
 		}),
-		// Dual control (pending.go): whoever may approve, and the auditor,
+		// Dual control (admin/pending): whoever may approve, and the auditor,
 		// see what waits; approving also needs a role of the held act.
 		op("ListPending", principal.Roles(), true, func(ctx context.Context, s Service, by Principal, _ none) (any, error) {
 			return s.ListPending(ctx, by)

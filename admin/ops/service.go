@@ -80,7 +80,7 @@ const (
 	KindInternal    Kind = "internal"       // a fault of signd; details are in the daemon log
 	// KindPending: the operation is under dual control and was not
 	// performed; it waits as the pending request Error.ID for a second
-	// operator (pending.go).
+	// operator (admin/pending).
 	KindPending Kind = "pending"
 )
 

@@ -54,7 +54,7 @@ type Principal struct {
 	// Roles are the trusted roles the principal holds.
 	Roles []Role
 	// approvedBy is the Actor of the second operator who approved the
-	// act this principal requested under dual control (pending.go); set
+	// act this principal requested under dual control (admin/pending); set
 	// only while ApprovePending performs it (Approved takes an approval
 	// only package admin can make), so no transport can set it.
 	approvedBy approval.By

@@ -2,23 +2,18 @@ package main
 
 import (
 	"context"
-	"encoding/json"
-	"fmt"
 	"io"
 	"log/slog"
-	"os"
 	"time"
 
 	"github.com/labstack/echo/v4"
 	"github.com/spf13/cobra"
 
 	"github.com/signd/signd/admin"
-	"github.com/signd/signd/cmd/signd/adminrpc"
-	"github.com/signd/signd/cmd/signd/cliinput"
+	"github.com/signd/signd/cmd/signd/cli"
 	"github.com/signd/signd/cmd/signd/lazytoken"
 	"github.com/signd/signd/cmd/signd/reqlog"
 	"github.com/signd/signd/cmd/signd/storeopen"
-	"github.com/signd/signd/cmd/signd/version"
 	"github.com/signd/signd/config"
 	"github.com/signd/signd/hsm"
 	"github.com/signd/signd/store"
@@ -29,9 +24,6 @@ import (
 type app struct {
 	stdin          io.Reader
 	stdout, stderr io.Writer
-
-	cfgFile string
-	jsonOut bool
 
 	// argon2 overrides the password hashing cost (tests); nil = defaults.
 	argon2 *store.Argon2Params
@@ -62,37 +54,11 @@ func newApp(stdin io.Reader, stdout, stderr io.Writer) *app {
 	return &app{stdin: stdin, stdout: stdout, stderr: stderr}
 }
 
+// root is the command tree (package cli) over this app: its streams, its
+// clock, the store and token it opens when no daemon answers, and serve.
 func (a *app) root() *cobra.Command {
-	root := &cobra.Command{
-		Use:           "signd",
-		Short:         "HSM-backed remote signing appliance (CSC API v1 + OpenID Connect)",
-		SilenceUsage:  true,
-		SilenceErrors: true,
-	}
-	root.Version = version.Info().String()
-	root.SetVersionTemplate("{{.Version}}\n")
-	root.SetIn(a.stdin)
-	root.SetOut(a.stdout)
-	root.SetErr(a.stderr)
-	pf := root.PersistentFlags()
-	pf.StringVar(&a.cfgFile, "config", "", "config file (default ./signd.yaml, then /etc/signd/signd.yaml)")
-	pf.BoolVar(&a.jsonOut, "json", false, "machine-readable JSON output")
-	config.BindFlags(pf)
-	root.AddCommand(a.serveCmd(), a.versionCmd(), a.whoamiCmd(), group(a.userCmd()), group(a.clientCmd()), group(a.credentialCmd()), group(a.oidcCmd()), group(a.tsaCmd()), group(a.hsmCmd()), group(a.auditCmd()), group(a.pendingCmd()), group(a.storeCmd()), group(a.configCmd()), a.manCmd())
-	return root
-}
-
-// group makes a command that only holds subcommands refuse unknown ones
-// (cobra would print help and succeed).
-func group(cmd *cobra.Command) *cobra.Command {
-	cmd.Args = cobra.ArbitraryArgs
-	cmd.RunE = func(cmd *cobra.Command, args []string) error {
-		if len(args) > 0 {
-			return fmt.Errorf("unknown command %q for %q", args[0], cmd.CommandPath())
-		}
-		return cmd.Help()
-	}
-	return cmd
+	return cli.Root(cli.Deps{Stdin: a.stdin, Stdout: a.stdout, Stderr: a.stderr, Now: a.clock,
+		Admin: a.localAdmin, Audit: a.localAudit, Pages: checkPages, Serve: a.serveCmd})
 }
 
 func (a *app) clock() time.Time {
@@ -100,10 +66,6 @@ func (a *app) clock() time.Time {
 		return a.now()
 	}
 	return time.Now()
-}
-
-func (a *app) loadConfig(cmd *cobra.Command) (*config.Config, error) {
-	return config.Load(config.Options{File: a.cfgFile, Flags: cmd.Flags()})
 }
 
 func (a *app) hasher() (*store.Hasher, error) {
@@ -150,128 +112,72 @@ func openToken(cfg *config.Config, logger *slog.Logger, m hsm.Metrics) (*hsm.Tok
 	})
 }
 
-// adminService returns the daemon's admin API when it answers on the admin
-// socket, else a Local service over the store and (lazily) the token, with
-// the principal to pass it (this process's, localPrincipal; the daemon
-// ignores it). The returned function releases what was opened.
-func (a *app) adminService(cmd *cobra.Command) (admin.Service, admin.Principal, func(), error) {
-	cfg, remote, err := a.dialAdmin(cmd)
-	if err != nil {
-		return nil, admin.Principal{}, nil, err
-	}
-	if remote != nil {
-		return remote, admin.Principal{}, func() {}, nil
-	}
-	by, err := localPrincipal(cfg)
-	if err != nil {
-		return nil, admin.Principal{}, nil, err
-	}
+// localAdmin is cli.Deps.Admin: admin.Local over the store and (lazily)
+// the token of cfg, for an admin command run while no daemon answers.
+func (a *app) localAdmin(cfg *config.Config) (*admin.Local, func(), error) {
 	db, err := storeopen.Open(cfg, nil)
 	if err != nil {
-		return nil, admin.Principal{}, nil, err
+		return nil, nil, err
 	}
 	h, err := a.hasher()
 	if err != nil {
 		db.Close()
-		return nil, admin.Principal{}, nil, err
+		return nil, nil, err
 	}
-	// An admin command is not the daemon: only warnings and errors of the
-	// store and token reach the operator's terminal, unless debug is asked.
-	logCfg := cfg.Log
-	if logCfg.Level != "debug" && logCfg.Level != "error" {
-		logCfg.Level = "warn"
-	}
-	logger := newLogger(a.stderr, logCfg)
+	logger := a.commandLogger(cfg)
 	keys := lazytoken.New(func() (*hsm.Token, error) { return openToken(cfg, logger, nil) }, cfg.PKCS11.TokenLabel)
 	local := &admin.Local{Store: db, Keys: keys, Hasher: h, Now: a.now, Logger: logger,
 		OIDCKeys: newKeyRing(cfg, db, keys, a.now, logger), TSALabel: cfg.CSC.Timestamp.Label,
 		DualControl: cfg.Admin.DualControlOps(), PendingTTL: cfg.Admin.PendingTTL,
 		AuditKeyLabel: cfg.Audit.Label(), Checkpoints: newCheckpointMaker(cfg, db, keys, a.now, logger),
 		EnrollBaseURL: cfg.Server.BaseURL, EnrollmentTTL: cfg.Admin.EnrollmentTTL}
-	return local, by, func() { keys.Close(); db.Close() }, nil
+	return local, func() { keys.Close(); db.Close() }, nil
 }
 
-// dialAdmin loads the configuration and returns it with the running
-// daemon's admin API, or a nil API when no daemon listens on
-// server.admin_socket: the commands that work where the store is ask the
-// daemon first. It refuses a socket, or a process behind it, that is not
-// root's, the caller's own or (with server.admin_group) the daemon's
-// (admin.Trust).
-func (a *app) dialAdmin(cmd *cobra.Command) (*config.Config, *adminrpc.Remote, error) {
-	cfg, err := a.loadConfig(cmd)
+// localAudit is cli.Deps.Audit: admin.Local over the store of cfg, for
+// `signd audit verify` and `export` while no daemon answers.
+func (a *app) localAudit(ctx context.Context, cfg *config.Config) (*admin.Local, func(), error) {
+	db, err := storeopen.Open(cfg, nil)
 	if err != nil {
 		return nil, nil, err
 	}
-	gid, err := cfg.Server.AdminGID()
-	if err != nil {
-		return nil, nil, err
+	// Reading every entry of a file no daemon vouches for: judge every
+	// page first, so that a damaged one is named instead of read (a bbolt
+	// file; etcd checks its own pages).
+	if f, ok := db.(structureChecker); ok {
+		if err := f.CheckStructure(ctx); err != nil {
+			db.Close()
+			return nil, nil, err
+		}
 	}
-	remote, err := adminrpc.Dial(cfg.Server.AdminSocket, adminrpc.TrustSelf(gid))
-	return cfg, remote, err
+	// The token is opened only to check a checkpoint without --key.
+	logger := a.commandLogger(cfg)
+	keys := lazytoken.New(func() (*hsm.Token, error) { return openToken(cfg, logger, nil) }, cfg.PKCS11.TokenLabel)
+	local := &admin.Local{Store: db, Keys: keys, Now: a.now, Logger: logger,
+		AuditKeyLabel: cfg.Audit.Label(), Checkpoints: newCheckpointMaker(cfg, db, keys, a.now, logger)}
+	return local, func() { keys.Close(); db.Close() }, nil
 }
 
-// withAdmin runs fn with an admin service and releases it afterwards.
-// The principal passed is this process's (localPrincipal); the daemon
-// ignores it and names the caller from the socket's peer credentials.
-func (a *app) withAdmin(cmd *cobra.Command, fn func(ctx context.Context, s admin.Service, by admin.Principal) error) error {
-	s, by, done, err := a.adminService(cmd)
-	if err != nil {
-		return err
+// structureChecker is a store file whose pages can be judged before its
+// records are read; *bolt.DB satisfies it.
+type structureChecker interface {
+	CheckStructure(ctx context.Context) error
+}
+
+// commandLogger is the logger of an admin command: it is not the daemon,
+// so only warnings and errors of the store and token reach the operator's
+// terminal, unless debug is asked.
+func (a *app) commandLogger(cfg *config.Config) *slog.Logger {
+	logCfg := cfg.Log
+	if logCfg.Level != "debug" && logCfg.Level != "error" {
+		logCfg.Level = "warn"
 	}
-	defer done()
-	return fn(cmd.Context(), s, by)
+	return newLogger(a.stderr, logCfg)
 }
 
-// adminRoles resolves admin.roles (its group names to gids) into the
-// roles of admin socket peers; logger (nil for none) hears of failed
-// group lookups.
-func adminRoles(cfg *config.Config, logger *slog.Logger) (adminrpc.Roles, error) {
-	gids, err := cfg.Admin.Roles.GIDs()
-	if err != nil {
-		return adminrpc.Roles{}, err
-	}
-	m, err := admin.GroupRoleMap(gids)
-	if err != nil {
-		return adminrpc.Roles{}, err
-	}
-	return adminrpc.Roles{Map: m, Logger: logger}, nil
-}
-
-// localPrincipal is the operator running this command on the store
-// directly, with no daemon. Its roles follow admin.roles exactly as the
-// daemon's would for the same process (its effective gid and its user's
-// groups); without admin.roles it holds every role, as every admin socket
-// peer does.
-func localPrincipal(cfg *config.Config) (admin.Principal, error) {
-	roles, err := adminRoles(cfg, nil)
-	if err != nil {
-		return admin.Principal{}, err
-	}
-	return roles.PrincipalIDs(uint32(os.Geteuid()), uint32(os.Getegid())), nil
-}
-
-// show writes v as JSON with --json, else as text.
-func show[T any](a *app, v T, text func(io.Writer, T) error) error {
-	if a.jsonOut {
-		return a.printJSON(v)
-	}
-	return text(a.stdout, v)
-}
-
-// printJSON writes v as indented JSON.
-func (a *app) printJSON(v any) error {
-	enc := json.NewEncoder(a.stdout)
-	enc.SetIndent("", "  ")
-	return enc.Encode(v)
-}
-
-// readSecretFile reads a password, PIN or secret from path ("-" = stdin)
-// (cliinput.ReadSecret).
-func (a *app) readSecretFile(what, path string) (string, error) {
-	return cliinput.ReadSecret(a.stdin, what, path)
-}
-
-// readFile reads at most limit bytes from path ("-" = stdin).
-func (a *app) readFile(what, path string, limit int64) ([]byte, error) {
-	return cliinput.ReadFile(a.stdin, what, path, limit)
+// checkPages is cli.Deps.Pages: the pages of cfg built as serve builds
+// them.
+func checkPages(cfg *config.Config) error {
+	_, err := newPages(cfg)
+	return err
 }

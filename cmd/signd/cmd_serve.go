@@ -18,6 +18,7 @@ import (
 
 	"github.com/signd/signd/admin"
 	"github.com/signd/signd/cmd/signd/adminrpc"
+	"github.com/signd/signd/cmd/signd/cli"
 	"github.com/signd/signd/cmd/signd/daemonaudit"
 	"github.com/signd/signd/cmd/signd/httpserver"
 	"github.com/signd/signd/cmd/signd/metrics"
@@ -29,14 +30,16 @@ import (
 	"github.com/signd/signd/store"
 )
 
-func (a *app) serveCmd() *cobra.Command {
+// serveCmd is `signd serve` (cli.Deps.Serve); load reads the
+// configuration as every command does.
+func (a *app) serveCmd(load func(*cobra.Command) (*config.Config, error)) *cobra.Command {
 	var traceFile string
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Run the daemon: HTTP API on server.listen, admin API on server.admin_socket",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg, err := a.loadConfig(cmd)
+			cfg, err := load(cmd)
 			if err != nil {
 				return err
 			}
@@ -47,7 +50,7 @@ func (a *app) serveCmd() *cobra.Command {
 				}
 				defer stop()
 			}
-			return a.serve(cmd.Context(), cfg, func() (*config.Config, error) { return a.loadConfig(cmd) })
+			return a.serve(cmd.Context(), cfg, func() (*config.Config, error) { return load(cmd) })
 		},
 	}
 	// For profiling only (the signHash benchmark's phase table): not
@@ -97,7 +100,7 @@ func (a *app) serve(ctx context.Context, cfg *config.Config, load func() (*confi
 	if err := adminrpc.PrepareDir(cfg.Server.AdminSocket); err != nil {
 		return err
 	}
-	roles, err := adminRoles(cfg, logger)
+	roles, err := cli.AdminRoles(cfg, logger)
 	if err != nil {
 		return err
 	}

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/signd/signd/cmd/signd/cli"
 	"github.com/signd/signd/config"
 )
 
@@ -40,7 +41,7 @@ func TestConfigCheck(t *testing.T) {
 		t.Fatalf("config check of a good file: %q, %v", out, err)
 	}
 	out, err = signdCLI(t, "--json", "--config", e.cfgPath, "config", "check")
-	var res configCheckResult
+	var res cli.ConfigCheckResult
 	if err != nil || json.Unmarshal([]byte(out), &res) != nil || !res.OK || res.Source != e.cfgPath || res.Problems != nil {
 		t.Fatalf("config check --json of a good file: %q, %v", out, err)
 	}
@@ -102,7 +103,7 @@ func TestConfigCheck(t *testing.T) {
 	}
 
 	out, err = signdCLI(t, "--json", "--config", bad, "config", "check")
-	res = configCheckResult{}
+	res = cli.ConfigCheckResult{}
 	if err == nil || json.Unmarshal([]byte(out), &res) != nil || res.OK || res.Source != bad || len(res.Problems) != 5 ||
 		res.Problems[0].Key != "store.paht" {
 		t.Errorf("config check --json of a bad file: %q, %+v, %v", out, res, err)

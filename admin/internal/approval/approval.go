@@ -1,5 +1,5 @@
 // Package approval is a second operator's approval of an act held under
-// dual control (admin/pending.go), as package admin hands it to the
+// dual control (admin/pending), as package admin hands it to the
 // Principal the act is performed as. It is internal to admin, so no
 // transport can make one: only ApprovePending sets a Principal's approver.
 package approval

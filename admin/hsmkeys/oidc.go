@@ -1,0 +1,200 @@
+package hsmkeys
+
+import (
+	"context"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/signd/signd/admin/act"
+	"github.com/signd/signd/admin/ops"
+	"github.com/signd/signd/admin/principal"
+	"github.com/signd/signd/oidc"
+	"github.com/signd/signd/store"
+)
+
+// The admin operations of the OpenID Connect provider's signing keys (the
+// proof documents are admin/users's, the sector check of OIDC clients
+// admin/clients's).
+
+func (l *HSM) oidcKeys() (*oidc.KeyRing, error) {
+	if l.OIDCKeys == nil {
+		return nil, act.Errorf(ops.KindUnavailable, "the OIDC signing keys are not available in this process")
+	}
+	return l.OIDCKeys, nil
+}
+
+// failKeys maps the key life-cycle errors to conflicts with a hint.
+func (l *HSM) failKeys(op string, err error) error {
+	switch {
+	case errors.Is(err, oidc.ErrUnknownAlgorithm):
+		return act.Errorf(ops.KindInvalid, "%v", err)
+	case errors.As(err, new(*oidc.UnsupportedAlgorithmError)):
+		return act.Errorf(ops.KindInvalid, "%v", err)
+	case errors.Is(err, oidc.ErrNextKeyExists):
+		return act.Errorf(ops.KindConflict, "%v: rotate to it first (`signd oidc keys rotate`)", err)
+	case errors.Is(err, oidc.ErrNoNextKey):
+		return act.Errorf(ops.KindConflict, "%v: publish one with `signd oidc keys create`, and rotate once relying parties have fetched the JWKS", err)
+	case errors.Is(err, oidc.ErrNextKeyTooNew):
+		return act.Errorf(ops.KindConflict, "%v (relying parties cache the JWKS; --force rotates now)", err)
+	}
+	return l.Fail(op, err)
+}
+
+func (l *HSM) oidcKeyView(r *oidc.KeyRing, k *store.SigningKey) *ops.OIDCKeyView {
+	v := &ops.OIDCKeyView{
+		KID: k.KID, State: string(k.State), Label: k.Label, KeyID: hex.EncodeToString(k.KeyID),
+		Algorithm: k.Algorithm, CreatedAt: k.CreatedAt,
+	}
+	opt := func(t time.Time) *time.Time {
+		if t.IsZero() {
+			return nil
+		}
+		return &t
+	}
+	v.ActivatedAt, v.RetiredAt, v.PublishedUntil = opt(k.ActivatedAt), opt(k.RetiredAt), opt(r.PublishedUntil(k))
+	return v
+}
+
+// CreateOIDCKey performs Service.CreateOIDCKey: a new key pair of req.Alg in the HSM,
+// published as the next signing key of that algorithm (active at once when
+// no key of it is active yet).
+//
+// The key ring writes the key in its own transaction: the audit entry
+// follows it in another (act.Act.End).
+func (l *HSM) CreateOIDCKey(ctx context.Context, by principal.Principal, req ops.CreateOIDCKeyRequest) (_ *ops.OIDCKeyView, err error) {
+	a, err := l.Begin(ctx, by, "CreateOIDCKey", store.AuditOIDCKeyCreated, "oidc-keys")
+	if err != nil {
+		return nil, err
+	}
+	if err := l.Hold(ctx, by, "CreateOIDCKey", req); err != nil {
+		return nil, err
+	}
+	defer a.End(ctx, &err)
+	a.Outside = true
+	if req.Alg != "" {
+		a.Set("alg", req.Alg)
+	}
+	r, err := l.oidcKeys()
+	if err != nil {
+		return nil, err
+	}
+	k, err := r.Create(ctx, req.Alg)
+	if err != nil {
+		return nil, l.failKeys("create OIDC signing key", err)
+	}
+	a.Target = "oidc-key:" + k.KID
+	a.Set("alg", k.Algorithm)
+	a.Result["state"] = string(k.State)
+	a.Result["label"] = k.Label
+	a.Result["key_id"] = hex.EncodeToString(k.KeyID)
+	return l.oidcKeyView(r, k), nil
+}
+
+// ListOIDCKeys performs Service.ListOIDCKeys, oldest key first.
+func (l *HSM) ListOIDCKeys(ctx context.Context, by principal.Principal) (_ []ops.OIDCKeyView, err error) {
+	a, err := l.Read(ctx, by, "ListOIDCKeys", "oidc-keys", nil)
+	if err != nil {
+		return nil, err
+	}
+	defer a.End(ctx, &err)
+	if err := a.Grant(ctx); err != nil {
+		return nil, err
+	}
+	r, err := l.oidcKeys()
+	if err != nil {
+		return nil, err
+	}
+	ks, err := r.Keys(ctx)
+	if err != nil {
+		return nil, l.Fail("list OIDC signing keys", err)
+	}
+	out := make([]ops.OIDCKeyView, 0, len(ks))
+	for i := range ks {
+		out = append(out, *l.oidcKeyView(r, &ks[i]))
+	}
+	return out, nil
+}
+
+// RotateOIDCKeys performs Service.RotateOIDCKeys: the next key signs from now on, the
+// active one is retired (published until its ID tokens expired), expired
+// retired keys are removed from the JWKS and the HSM.
+//
+// As CreateOIDCKey, the audit entry follows the key ring's transactions.
+// A rotation whose purge of expired keys failed is done: its entry says
+// so (purge_error) and the purge is tried again at the next rotation.
+func (l *HSM) RotateOIDCKeys(ctx context.Context, by principal.Principal, req ops.RotateOIDCKeysRequest) (_ *ops.RotateOIDCKeysResult, err error) {
+	a, err := l.Begin(ctx, by, "RotateOIDCKeys", store.AuditOIDCKeysRotated, "oidc-keys")
+	if err != nil {
+		return nil, err
+	}
+	if err := l.Hold(ctx, by, "RotateOIDCKeys", req); err != nil {
+		return nil, err
+	}
+	defer a.End(ctx, &err)
+	a.Outside = true
+	if req.Alg != "" {
+		a.Set("alg", req.Alg)
+	}
+	a.Set("force", strconv.FormatBool(req.Force))
+	r, err := l.oidcKeys()
+	if err != nil {
+		return nil, err
+	}
+	rot, err := r.Rotate(ctx, req.Alg, req.Force)
+	if err != nil && rot == nil {
+		return nil, l.failKeys("rotate OIDC signing keys", err)
+	}
+	if err != nil {
+		l.Log().Warn("purging expired OIDC signing keys failed", "err", err)
+		a.Result["purge_error"] = l.Fail("purge OIDC signing keys", err).Error()
+		err = nil
+	}
+	res := &ops.RotateOIDCKeysResult{Active: *l.oidcKeyView(r, &rot.Active), Purged: rot.Purged}
+	a.Target = "oidc-key:" + rot.Active.KID
+	a.Set("alg", rot.Active.Algorithm)
+	a.Result["active"] = rot.Active.KID
+	if rot.Retired != nil {
+		res.Retired = l.oidcKeyView(r, rot.Retired)
+		a.Result["retired"] = rot.Retired.KID
+	}
+	if len(rot.Purged) > 0 {
+		a.Result["purged"] = strings.Join(rot.Purged, " ")
+	}
+	return res, nil
+}
+
+// CheckIDTokenAlg checks a client's id_token_signed_response_alg and makes
+// sure the provider can sign with it: the algorithm must be one of
+// RS256, PS256 and ES256, spelt exactly (never none or an HMAC
+// algorithm), the client must have scope openid, and a key of it must be
+// active — the first key of an algorithm is generated now, active at once
+// (no relying party can hold an ID token of it yet). A token that cannot
+// make the key refuses the client with the mechanism it lacks.
+func (l *HSM) CheckIDTokenAlg(ctx context.Context, c *store.Client) error {
+	alg := c.IDTokenSignedResponseAlg
+	if alg == "" {
+		return nil
+	}
+	if !store.ValidJWSAlgorithm(alg) {
+		return act.Errorf(ops.KindInvalid, "client %q: ID-token algorithm %.20q is not one signd signs with (%s; case-sensitive)", c.ID, alg, strings.Join(store.JWSAlgorithms(), ", "))
+	}
+	if !slices.Contains(c.Scopes, oidc.ScopeOpenID) {
+		return act.Errorf(ops.KindInvalid, "client %q: an ID-token algorithm needs scope openid", c.ID)
+	}
+	r, err := l.oidcKeys()
+	if err != nil {
+		return err
+	}
+	if _, err := r.EnsureAlg(ctx, alg); err != nil {
+		if u := (*oidc.UnsupportedAlgorithmError)(nil); errors.As(err, &u) {
+			return act.Errorf(ops.KindInvalid, "client %q: id_token_signed_response_alg %v", c.ID, u)
+		}
+		return l.Fail(fmt.Sprintf("%s signing key for client %q", alg, c.ID), err)
+	}
+	return nil
+}

@@ -1,0 +1,199 @@
+package pending
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/signd/signd/admin/act"
+	"github.com/signd/signd/admin/internal/approval"
+	"github.com/signd/signd/admin/ops"
+	"github.com/signd/signd/admin/principal"
+	"github.com/signd/signd/store"
+)
+
+// Pending performs the operations on pending requests: list, approve,
+// reject.
+type Pending struct {
+	*act.Core
+	// Service performs an approved request as its requester asked
+	// (admin.Local, through ops.Operation.Call).
+	Service ops.Service
+}
+
+// Dual control (k-of-n with k = 2, as Vault's control groups): an
+// operation named in act.Core.DualControl is not performed when asked.
+// act.Core.Hold, called by the method right after its role check (Begin),
+// stores it as a pending request
+// (store.AdminRequest: the operation, its JSON request, the requester's
+// principal, an expiry) with a pending_requested audit entry in the same
+// transaction, and answers KindPending with the request's ID. A second
+// operator — another Party, holding a role of the operation — approves it
+// with ApprovePending: one transaction claims (deletes) the request and
+// appends pending_approved, so of two approvals at once one wins; then the
+// stored request is performed again through Operations, as the requester,
+// with the approver in Principal.ApprovedBy, which the act's own audit
+// entry records (ApprovalFields). RejectPending withdraws or refuses it;
+// an expired one is removed by the sweeper (store.SweepTx) or by the
+// approval that came too late, with a pending_expired entry.
+
+// ListPending performs Service.ListPending: every pending request, oldest first,
+// expired ones (not yet swept) marked.
+func (l *Pending) ListPending(ctx context.Context, by principal.Principal) (_ []ops.PendingView, err error) {
+	a, err := l.Read(ctx, by, "ListPending", "pending", nil)
+	if err != nil {
+		return nil, err
+	}
+	defer a.End(ctx, &err)
+	if err := a.Grant(ctx); err != nil {
+		return nil, err
+	}
+	var rs []store.AdminRequest
+	err = l.Store.View(ctx, func(tx store.Tx) (err error) {
+		rs, err = tx.AdminRequests()
+		return err
+	})
+	if err != nil {
+		return nil, l.Fail("pending requests", err)
+	}
+	now := l.Clock()
+	views := make([]ops.PendingView, len(rs))
+	for i := range rs {
+		views[i] = ops.PendingViewOf(&rs[i], now)
+	}
+	return views, nil
+}
+
+// decision is what deciding a pending request found.
+type decision struct {
+	req     *store.AdminRequest
+	op      ops.Operation
+	expired bool
+	refusal string // why by may not decide it
+}
+
+// decide runs, in one write transaction, the decision of by on pending
+// request id: it finds the request, removes it with a pending_expired
+// entry when it has expired, and otherwise asks may for a refusal; none,
+// it removes the request and appends the entry kind by by. Of two
+// decisions at once, the second finds the request gone (KindNotFound).
+func (l *Pending) decide(ctx context.Context, by principal.Principal, what, id string, kind store.AuditKind,
+	may func(r *store.AdminRequest, o ops.Operation) string) (*decision, error) {
+	now := l.Clock()
+	var d decision
+	err := l.Store.Update(ctx, func(tx store.Tx) error {
+		d = decision{} // an optimistic backend (etcd) may run this again
+		r, err := tx.AdminRequest(id)
+		if err != nil {
+			return err
+		}
+		d.req = r
+		o, ok := ops.Lookup(r.Op)
+		if !ok {
+			return act.Errorf(ops.KindConflict, "pending request %s holds the unknown operation %q", id, r.Op)
+		}
+		d.op = o
+		if !now.Before(r.ExpiresAt) {
+			d.expired = true
+			if err := tx.DeleteAdminRequest(id); err != nil {
+				return err
+			}
+			return tx.AppendAudit(store.AdminRequestExpired(r, now))
+		}
+		if d.refusal = may(r, o); d.refusal != "" {
+			return nil
+		}
+		if err := tx.DeleteAdminRequest(id); err != nil {
+			return err
+		}
+		return tx.AppendAudit(&store.AuditEntry{Time: now, Kind: kind, Actor: by.Actor, Outcome: store.AuditOK,
+			Fields: act.PendingFields(r)})
+	})
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return nil, act.Errorf(ops.KindNotFound, "no pending request %q (unknown, or already approved, rejected or expired)", id)
+	case err != nil:
+		return nil, l.Fail("pending request "+id, err)
+	case d.expired:
+		return nil, act.Errorf(ops.KindConflict, "pending request %s expired unapproved at %s: ask again",
+			id, d.req.ExpiresAt.UTC().Format(time.RFC3339))
+	case d.refusal != "":
+		l.Refused(ctx, by, what, d.refusal, map[string]string{"id": id, "requested_by": d.req.Actor})
+		return nil, act.Errorf(ops.KindForbidden, "%s", d.refusal)
+	}
+	return &d, nil
+}
+
+// holdsOne reports whether by holds one of roles.
+func holdsOne(by principal.Principal, roles []principal.Role) bool {
+	return slices.ContainsFunc(roles, by.Has)
+}
+
+// ApprovePending performs Service.ApprovePending: by, a second operator, approves the
+// pending request id, which is then performed as its requester asked.
+// Refused: an approver with no Party or the requester's Party (the same
+// person), an approver without a role of the held operation, an expired
+// request. The approval consumes the request even when the operation then
+// fails (its error is returned): the requester asks again.
+func (l *Pending) ApprovePending(ctx context.Context, by principal.Principal, id string) (*ops.ApprovalResult, error) {
+	if err := l.Allow(ctx, by, "ApprovePending"); err != nil {
+		return nil, err
+	}
+	d, err := l.decide(ctx, by, "ApprovePending", id, store.AuditPendingApproved, func(r *store.AdminRequest, o ops.Operation) string {
+		switch {
+		case by.Party == "":
+			return fmt.Sprintf("%s cannot be told apart from the requester of %s and cannot approve it", by.Actor, r.ID)
+		case by.Party == r.Party:
+			return fmt.Sprintf("%s requested %s: a second operator must approve it", by.Actor, r.ID)
+		case !holdsOne(by, o.Roles):
+			return fmt.Sprintf("approving %s (%s) requires a role of the operation: %s; %s holds %s",
+				r.ID, r.Op, act.RolesText(o.Roles), by.Actor, act.RolesText(by.Roles))
+		}
+		return ""
+	})
+	if err != nil {
+		return nil, err
+	}
+	r := d.req
+	requester := principal.Principal{Actor: r.Actor, Party: r.Party}.Approved(approval.New(by.Actor))
+	for _, name := range r.Roles {
+		if role, err := principal.ParseRole(name); err == nil {
+			requester.Roles = append(requester.Roles, role)
+		}
+	}
+	l.Log().Info("pending request approved", "pending_id", id, "op", r.Op, "requested_by", r.Actor, "approved_by", by.Actor)
+	res, err := d.op.Call(ctx, l.Service, requester, r.Request)
+	if err != nil {
+		return nil, err
+	}
+	out, err := json.Marshal(res)
+	if err != nil {
+		return nil, l.Fail(r.Op, err)
+	}
+	return &ops.ApprovalResult{Pending: ops.PendingViewOf(r, l.Clock()), ApprovedBy: by.Actor, Result: out}, nil
+}
+
+// RejectPending performs Service.RejectPending: the requester withdraws, or an
+// operator holding a role of the held operation refuses, the pending
+// request id. It is removed with a pending_rejected entry.
+func (l *Pending) RejectPending(ctx context.Context, by principal.Principal, id string) (*ops.PendingView, error) {
+	if err := l.Allow(ctx, by, "RejectPending"); err != nil {
+		return nil, err
+	}
+	d, err := l.decide(ctx, by, "RejectPending", id, store.AuditPendingRejected, func(r *store.AdminRequest, o ops.Operation) string {
+		if (by.Party != "" && by.Party == r.Party) || holdsOne(by, o.Roles) {
+			return ""
+		}
+		return fmt.Sprintf("rejecting %s (%s) requires a role of the operation: %s, or being its requester; %s holds %s",
+			r.ID, r.Op, act.RolesText(o.Roles), by.Actor, act.RolesText(by.Roles))
+	})
+	if err != nil {
+		return nil, err
+	}
+	l.Log().Info("pending request rejected", "pending_id", id, "op", d.req.Op, "requested_by", d.req.Actor, "rejected_by", by.Actor)
+	v := ops.PendingViewOf(d.req, l.Clock())
+	return &v, nil
+}
