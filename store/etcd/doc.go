@@ -140,13 +140,15 @@
 //     singleflight): probes that come faster than etcd answers do not pile
 //     up goroutines, and nothing is cached beyond the check in flight.
 //   - The client pings a connection that has a request or a stream waiting
-//     after KeepAliveTime (5 s) of silence and closes it when the ping goes
-//     unanswered for the health timeout: a member whose host is gone (no
-//     TCP reset) is left within seconds, not after the kernel's minutes.
-//     5 s is etcd's default --grpc-keepalive-min-time; a member closes the
-//     connection of a client that pings more often ("too_many_pings"), and
-//     it refuses pings on a connection with no stream, so the client
-//     sends none there.
+//     after KeepAliveTime (10 s) of silence and closes it when the ping
+//     goes unanswered for the health timeout: a member whose host is gone
+//     (no TCP reset) is dropped within seconds, not after the kernel's
+//     minutes (until then each attempt sent to it costs one health
+//     timeout). 10 s is grpc-go's least interval (it raises a shorter
+//     one); etcd's members close the connection of a client that pings
+//     more often than their --grpc-keepalive-min-time (5 s) with
+//     "too_many_pings", and refuse pings on a connection with no stream,
+//     so the client sends none there.
 //
 // A request waiting on a dead leader thus moves on after one attempt, and
 // rides out an election within the request timeout; without a quorum a

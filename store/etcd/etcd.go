@@ -35,6 +35,7 @@ const (
 	DefaultPrefix         = "/signd/"
 	DefaultDialTimeout    = 5 * time.Second
 	DefaultRequestTimeout = 5 * time.Second
+	DefaultMaxAttempts    = 64
 	// DefaultHealthTimeout bounds one attempt at etcd: Health, and each
 	// try of a read or a commit (doc.go, "Timeouts and failover"). It is
 	// etcd's default election timeout: a member that lost its leader
@@ -43,13 +44,14 @@ const (
 	// KeepAliveTime is how long a connection to a member may stay silent
 	// while a request or stream waits on it before the client pings the
 	// member; KeepAliveTime plus the health timeout without an answer and
-	// the connection is closed, and its requests fail over. It is etcd's
-	// default --grpc-keepalive-min-time: a member closes the connection
-	// of a client that pings more often (GOAWAY "too_many_pings"), and it
-	// refuses pings on a connection without a stream, so the client sends
-	// none there (PermitWithoutStream off).
-	KeepAliveTime      = 5 * time.Second
-	DefaultMaxAttempts = 64
+	// the connection is closed, and its requests fail over. It is gRPC's
+	// least (grpc-go raises a shorter one to 10 s, with a warning), and
+	// above etcd's default --grpc-keepalive-min-time (5 s): a member
+	// closes the connection of a client that pings more often (GOAWAY
+	// "too_many_pings"). A member also refuses pings on a connection
+	// without a stream, so the client sends none there
+	// (PermitWithoutStream off).
+	KeepAliveTime = 10 * time.Second
 	// DefaultMaxBatch is how many Batch calls share one transaction at
 	// most. A signHash consumption sends 8 etcd operations of its own
 	// (deleting the SAD, its four party index entries, its code and expiry

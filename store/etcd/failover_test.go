@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+	"go.etcd.io/etcd/server/v3/embed"
 
 	"github.com/signd/signd/store"
 	"github.com/signd/signd/store/etcd"
@@ -167,4 +168,16 @@ func TestNoQuorum(t *testing.T) {
 		}
 	}
 	t.Logf("Health without a leader answered in %s", took2[0].Round(time.Millisecond))
+}
+
+// TestKeepAlive: the client's keepalive is one that grpc-go keeps (it
+// raises an interval under 10 s to 10 s) and that etcd's members accept
+// (they close the connection of a client pinging more often than
+// --grpc-keepalive-min-time with GOAWAY "too_many_pings").
+func TestKeepAlive(t *testing.T) {
+	const grpcLeast = 10 * time.Second // google.golang.org/grpc/internal.KeepaliveMinPingTime
+	if etcd.KeepAliveTime < grpcLeast || etcd.KeepAliveTime < embed.DefaultGRPCKeepAliveMinTime {
+		t.Errorf("KeepAliveTime %s: grpc-go keeps at least %s, etcd accepts at least %s",
+			etcd.KeepAliveTime, grpcLeast, embed.DefaultGRPCKeepAliveMinTime)
+	}
 }
