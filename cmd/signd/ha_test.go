@@ -200,15 +200,15 @@ func (g *loadGen) spend(f sadFixture, first int, deadline time.Time, raced bool)
 // SAD yields two signatures and the cluster keeps serving with 2 of 3
 // members; no SAD waits for its answer as long as the default request
 // timeout (5 s) of node 1: a request held by a member whose leader died
-// moves on after one attempt (the health timeout, 1 s). With a second member killed (no quorum) both surviving
-// nodes refuse signHash with 503 and Retry-After, /readyz answers 503
-// within the health timeout, and one of them, stopped with SIGTERM while a
-// signHash is in flight, answers it 503 and exits cleanly within seconds.
-// Once the members are restarted from their data directories nothing
-// acknowledged is lost: the SADs refused are settled (the one answered 503
-// during the stop signs, once), a fresh one signs, and every signature
-// received has exactly one "granted" entry in the audit chain, which
-// verifies from two nodes.
+// moves on after one attempt (the health timeout, 1 s). With a second
+// member killed (no quorum) both surviving nodes refuse signHash with 503
+// and Retry-After, /readyz answers 503 within the health timeout, and one
+// of them, stopped with SIGTERM while a signHash is in flight, answers it
+// 503 and exits cleanly within seconds. Once the members are restarted
+// from their data directories nothing acknowledged is lost: the SADs
+// refused are settled (the one answered 503 during the stop signs, once),
+// a fresh one signs, and every signature received has exactly one
+// "granted" entry in the audit chain, which verifies from two nodes.
 func TestEtcdFailoverUnderLoad(t *testing.T) {
 	t0 := time.Now()
 	cl, err := etcdtest.StartProcessCluster(signdClusterBinary(t), t.TempDir(), 3)

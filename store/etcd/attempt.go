@@ -26,6 +26,9 @@ import (
 //     (the attempt timed out, the connection dropped) leaves the outcome
 //     unknown: the Txn may have applied, or may still apply, and is
 //     returned as it is, never sent again.
+//
+// Put, Delete, Do and Compact, which the store does not send, are
+// clientv3's.
 type attemptKV struct {
 	clientv3.KV
 	attempt time.Duration
