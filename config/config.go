@@ -97,6 +97,7 @@ type EtcdConfig struct {
 	CAFile         string        `mapstructure:"ca_file"`
 	DialTimeout    time.Duration `mapstructure:"dial_timeout"`
 	RequestTimeout time.Duration `mapstructure:"request_timeout"`
+	HealthTimeout  time.Duration `mapstructure:"health_timeout"`
 }
 
 // PKCS11Config is the pkcs11.* section.

@@ -655,6 +655,12 @@ func TestEnvValues(t *testing.T) {
 			check: func(c *Config) bool { return c.OAuth.Lockout.Base == 30*time.Second }},
 		{name: "lockout base bare number", env: "SIGND_OAUTH_LOCKOUT_BASE", value: "60",
 			wantErr: `oauth.lockout.base: "60" is not a duration (use a unit, e.g. "30s")`},
+		{name: "etcd health timeout", env: "SIGND_STORE_ETCD_HEALTH_TIMEOUT", value: "250ms",
+			check: func(c *Config) bool { return c.Store.Etcd.HealthTimeout == 250*time.Millisecond }},
+		{name: "etcd health timeout malformed", env: "SIGND_STORE_ETCD_HEALTH_TIMEOUT", value: "soon",
+			wantErr: `store.etcd.health_timeout: "soon" is not a duration`},
+		{name: "etcd health timeout bare number", env: "SIGND_STORE_ETCD_HEALTH_TIMEOUT", value: "1",
+			wantErr: `store.etcd.health_timeout: "1" is not a duration (use a unit, e.g. "30s")`},
 		{name: "lockout max malformed", env: "SIGND_OAUTH_LOCKOUT_MAX", value: "an hour",
 			wantErr: `oauth.lockout.max: "an hour" is not a duration`},
 		{name: "lockout max below base", env: "SIGND_OAUTH_LOCKOUT_MAX", value: "30s",
@@ -758,7 +764,7 @@ func TestEtcdFromFile(t *testing.T) {
 		Backend: BackendEtcd, Path: "./var/signd.db", OpenTimeout: 5 * time.Second,
 		Etcd: EtcdConfig{
 			Endpoints: []string{"http://127.0.0.1:2379", "http://[::1]:2379"}, Prefix: "/signd-prod/",
-			DialTimeout: 2 * time.Second, RequestTimeout: 750 * time.Millisecond,
+			DialTimeout: 2 * time.Second, RequestTimeout: 750 * time.Millisecond, HealthTimeout: 500 * time.Millisecond,
 		},
 	}
 	if !reflect.DeepEqual(c.Store, want) {

@@ -78,6 +78,19 @@ func etcdPrefix(p string) string {
 	return ""
 }
 
+// etcdHealthTimeout checks store.etcd.health_timeout: positive and at most
+// store.etcd.request_timeout (one attempt of a request cannot outlast the
+// request).
+func etcdHealthTimeout(d, request time.Duration) string {
+	if msg := rules.Positive(d); msg != "" {
+		return msg
+	}
+	if d > request {
+		return fmt.Sprintf("at most store.etcd.request_timeout (%s), got %s", request, d)
+	}
+	return ""
+}
+
 // boundedDuration checks 0 < d ≤ maxD.
 func boundedDuration(d, maxD time.Duration) string {
 	if msg := rules.Positive(d); msg != "" {

@@ -97,6 +97,7 @@ func (s *StoreConfig) checks() []check {
 		check{"store.etcd.ca_file", rules.ReadableFile(e.CAFile)},
 		check{"store.etcd.dial_timeout", boundedDuration(e.DialTimeout, MaxEtcdTimeout)},
 		check{"store.etcd.request_timeout", boundedDuration(e.RequestTimeout, MaxEtcdTimeout)},
+		check{"store.etcd.health_timeout", etcdHealthTimeout(e.HealthTimeout, e.RequestTimeout)},
 	)
 }
 

@@ -52,7 +52,7 @@ func defaultCSC() CSCConfig {
 }
 
 func defaultEtcd() EtcdConfig {
-	return EtcdConfig{Prefix: "/signd/", DialTimeout: 5 * time.Second, RequestTimeout: 5 * time.Second}
+	return EtcdConfig{Prefix: "/signd/", DialTimeout: 5 * time.Second, RequestTimeout: 5 * time.Second, HealthTimeout: time.Second}
 }
 
 // onEtcd switches c to the etcd backend with valid settings.
@@ -215,6 +215,15 @@ func TestValidate(t *testing.T) {
 		{"etcd CA missing", func(c *Config) { onEtcd(c); c.Store.Etcd.CAFile = filepath.Join(dir, "ca.pem") }, "store.etcd.ca_file", "no such file"},
 		{"etcd dial timeout zero", func(c *Config) { onEtcd(c); c.Store.Etcd.DialTimeout = 0 }, "store.etcd.dial_timeout", "positive"},
 		{"etcd request timeout huge", func(c *Config) { onEtcd(c); c.Store.Etcd.RequestTimeout = time.Hour }, "store.etcd.request_timeout", "at most 5m0s, got 1h0m0s"},
+		{"etcd health timeout missing", func(c *Config) { onEtcd(c); c.Store.Etcd.HealthTimeout = 0 }, "store.etcd.health_timeout", "positive"},
+		{"etcd health timeout negative", func(c *Config) { onEtcd(c); c.Store.Etcd.HealthTimeout = -time.Second }, "store.etcd.health_timeout", "positive"},
+		{"etcd health timeout over the request timeout", func(c *Config) { onEtcd(c); c.Store.Etcd.HealthTimeout = 6 * time.Second },
+			"store.etcd.health_timeout", "at most store.etcd.request_timeout (5s), got 6s"},
+		{"etcd health timeout huge", func(c *Config) { onEtcd(c); c.Store.Etcd.HealthTimeout = time.Hour },
+			"store.etcd.health_timeout", "at most store.etcd.request_timeout (5s), got 1h0m0s"},
+		{"etcd health timeout the request timeout", func(c *Config) { onEtcd(c); c.Store.Etcd.HealthTimeout = 5 * time.Second }, "", ""},
+		{"etcd health timeout short", func(c *Config) { onEtcd(c); c.Store.Etcd.HealthTimeout = 100 * time.Millisecond }, "", ""},
+		{"bolt ignores the etcd health timeout", func(c *Config) { c.Store.Etcd.HealthTimeout = time.Hour }, "", ""},
 
 		{"module relative", func(c *Config) { c.PKCS11.Module = "libsofthsm2.so" }, "pkcs11.module", "absolute"},
 		{"module empty", func(c *Config) { c.PKCS11.Module = "" }, "pkcs11.module", "absolute"},

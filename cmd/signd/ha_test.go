@@ -129,7 +129,11 @@ type loadGen struct {
 	settled  int            // SADs found spent by a race or an attempt in doubt
 	refused  int            // 503 answers
 	failover int            // attempts sent again to another node
-	ok       atomic.Int64
+	// stall is the longest time a SAD waited from its first request to
+	// its answer (its signature, or found spent), the 503s and the
+	// requests sent again to another node included.
+	stall time.Duration
+	ok    atomic.Int64
 }
 
 func newLoadGen(t *testing.T, who enrolled, bearer string, bases []string) *loadGen {
@@ -144,6 +148,12 @@ func newLoadGen(t *testing.T, who enrolled, bearer string, bases []string) *load
 // SAD" is an answer the SAD may get.
 func (g *loadGen) spend(f sadFixture, first int, deadline time.Time, raced bool) bool {
 	doubt := raced
+	start := time.Now()
+	defer func() {
+		g.mu.Lock()
+		g.stall = max(g.stall, time.Since(start))
+		g.mu.Unlock()
+	}()
 	for i := first; time.Now().Before(deadline); i++ {
 		res, m, err := signHash(g.client, g.bases[i%len(g.bases)], g.bearer, g.who.cred, f)
 		switch {
@@ -188,14 +198,17 @@ func (g *loadGen) spend(f sadFixture, first int, deadline time.Time, raced bool)
 // the same SAD to the next node) one signd node is killed with SIGKILL,
 // then the process of the etcd leader (found with etcd's Status API). No
 // SAD yields two signatures and the cluster keeps serving with 2 of 3
-// members. With a second member killed (no quorum) both surviving nodes
-// refuse signHash with 503, and one of them, stopped with SIGTERM while a
-// signHash is in flight, answers it 503 and exits cleanly within seconds.
-// Once the members are restarted from their data directories nothing
-// acknowledged is lost: the SADs refused are settled (the one answered 503
-// during the stop signs, once), a fresh one signs, and every signature
-// received has exactly one "granted" entry in the audit chain, which
-// verifies from two nodes.
+// members; no SAD waits for its answer as long as the default request
+// timeout (5 s) of node 1: a request held by a member whose leader died
+// moves on after one attempt (the health timeout, 1 s). With a second
+// member killed (no quorum) both surviving nodes refuse signHash with 503
+// and Retry-After, /readyz answers 503 within the health timeout, and one
+// of them, stopped with SIGTERM while a signHash is in flight, answers it
+// 503 and exits cleanly within seconds. Once the members are restarted
+// from their data directories nothing acknowledged is lost: the SADs
+// refused are settled (the one answered 503 during the stop signs, once),
+// a fresh one signs, and every signature received has exactly one
+// "granted" entry in the audit chain, which verifies from two nodes.
 func TestEtcdFailoverUnderLoad(t *testing.T) {
 	t0 := time.Now()
 	cl, err := etcdtest.StartProcessCluster(signdClusterBinary(t), t.TempDir(), 3)
@@ -205,6 +218,12 @@ func TestEtcdFailoverUnderLoad(t *testing.T) {
 	defer cl.Close()
 	t.Logf("etcd members (processes) ready in %s", time.Since(t0).Round(time.Millisecond))
 	nodes, db := haNodes(t, cl, cl.Endpoints, 3)
+	// Nodes 1 and 2 run with the default etcd timeouts (a request of 5 s,
+	// attempts of 1 s); node 3, stopped below while a request waits on
+	// etcd, keeps a 2 s request, so that it stops within the bound.
+	for _, e := range nodes[:2] {
+		e.setConfig("    request_timeout: 2s\n", "")
+	}
 	nodes[0].must("", "client", "add", "rp", "--redirect-uri", "https://rp.example/cb")
 	alice := haEnroll(t, nodes[0], db, "alice")
 	// The load runs until stopped: it needs SADs for some seconds.
@@ -289,13 +308,21 @@ func TestEtcdFailoverUnderLoad(t *testing.T) {
 	close(stop)
 	wg.Wait()
 	after := g.ok.Load() - atKill
-	t.Logf("%d signatures in %s, %d after the etcd leader (member %d) was killed (in %s), %d retried on another node (%d 503s), %d settled as spent",
-		g.ok.Load(), time.Since(begin).Round(time.Millisecond), after, lead, time.Since(killedAt).Round(time.Millisecond), g.failover, g.refused, g.settled)
+	g.mu.Lock()
+	stall := g.stall
+	g.mu.Unlock()
+	t.Logf("%d signatures in %s, %d after the etcd leader (member %d) was killed (in %s), %d retried on another node (%d 503s), %d settled as spent; the longest wait of a SAD for its answer %s",
+		g.ok.Load(), time.Since(begin).Round(time.Millisecond), after, lead, time.Since(killedAt).Round(time.Millisecond), g.failover, g.refused, g.settled, stall.Round(time.Millisecond))
 	if n := unsettled.Load(); n > 0 {
 		t.Fatalf("%d SADs were not settled within the deadline", n)
 	}
 	if !served {
 		t.Fatalf("only %d signatures with 2 of 3 etcd members and 2 of 3 nodes", after)
+	}
+	// A generous bound, not a speed: a request held for the whole request
+	// timeout (5 s) by a member whose leader died exceeds it.
+	if stall > 3500*time.Millisecond {
+		t.Errorf("a SAD waited %s for its answer across the leader's failover (request timeout 5 s, health timeout 1 s)", stall.Round(time.Millisecond))
 	}
 
 	// No quorum: kill a second member. Writes are refused with 503.
@@ -311,14 +338,36 @@ func TestEtcdFailoverUnderLoad(t *testing.T) {
 			switch {
 			case err != nil:
 				t.Errorf("node %d without quorum: %v", i+1, err)
-			case res.StatusCode != http.StatusServiceUnavailable:
-				t.Errorf("node %d signHash without quorum: %d %v, want 503", i+1, res.StatusCode, m)
+			case res.StatusCode != http.StatusServiceUnavailable || res.Header.Get("Retry-After") == "":
+				t.Errorf("node %d signHash without quorum: %d %v (Retry-After %q), want 503 with Retry-After",
+					i+1, res.StatusCode, m, res.Header.Get("Retry-After"))
 			default:
 				t.Logf("node %d without quorum: 503 in %s", i+1, time.Since(start).Round(time.Millisecond))
 			}
 		})
 	}
 	quorumless.Wait()
+	// /readyz: 503 with Retry-After within the health timeout (1 s; a
+	// generous 3 s bound), not the request timeout (5 s), so that a load
+	// balancer's health check with a shorter timeout than the request's
+	// sees the 503.
+	for _, i := range []int{0, 2} {
+		start := time.Now()
+		res, err := g.client.Get(bases[i] + "/readyz")
+		took := time.Since(start)
+		if err != nil {
+			t.Errorf("/readyz at node %d without quorum: %v", i+1, err)
+			continue
+		}
+		res.Body.Close()
+		if res.StatusCode != http.StatusServiceUnavailable || res.Header.Get("Retry-After") == "" {
+			t.Errorf("/readyz at node %d without quorum: %d (Retry-After %q), want 503 with Retry-After", i+1, res.StatusCode, res.Header.Get("Retry-After"))
+		}
+		if took > 3*time.Second {
+			t.Errorf("/readyz at node %d without quorum answered in %s; the health timeout is 1 s", i+1, took.Round(time.Millisecond))
+		}
+		t.Logf("/readyz at node %d without quorum: %d in %s", i+1, res.StatusCode, took.Round(time.Millisecond))
+	}
 
 	// Stopping without quorum: node 3 gets SIGTERM while a signHash is in
 	// flight. The request is answered 503 (its SAD untouched) and the

@@ -103,6 +103,58 @@
 // cause instead of the function's result; nothing commits. A commit that
 // fails the same way is store.ErrUnavailable too: the daemon answers 503.
 //
+// # Timeouts and failover
+//
+// When the leader crashes, its followers learn it only when they miss its
+// heartbeats for an election timeout (etcd's --election-timeout, 1 s by
+// default; an election takes up to twice that). Until then a follower
+// still takes requests: a linearizable read waits for the leader, and a
+// commit is forwarded to the dead leader, lost there, and held until the
+// client's deadline. So:
+//
+//   - Every request requires a leader (clientv3.WithRequireLeader): a
+//     member that knows it has none (electing, or cut off from the quorum)
+//     refuses it at once with rpctypes.ErrNoLeader, before it handles it.
+//   - Each read and each commit is tried in attempts (attempt.go) of at
+//     most Options.HealthTimeout (1 s), all of them within
+//     Options.RequestTimeout (5 s). A read whose attempt timed out or
+//     found the member unavailable is sent again (the client takes the
+//     next member); a read has no effect. A commit is sent again only
+//     when it was refused with ErrNoLeader: it was never proposed, so it
+//     cannot have applied, and during an election it goes through as soon
+//     as the new leader is elected.
+//   - A commit whose attempt timed out, or whose connection dropped, has an
+//     unknown outcome: the member may have forwarded it to a leader that
+//     replicated it before it died, and the next leader may apply it. It
+//     is never sent again. The guard would not make a resend safe in
+//     general: it catches a resend only if the transaction wrote a key it
+//     read or a bucket it ranged, and a resend it catches is a conflict,
+//     whose rerun could not tell its own applied commit from another
+//     node's (a consumed SAD would read as spent by someone else). The
+//     commit fails with store.ErrUnavailable, as every unknown outcome
+//     did before: nothing is treated as committed — csc releases no
+//     signature, and the SAD may be spent, never twice.
+//   - Health (the daemon's /readyz and its metrics) is one linearizable
+//     read, one attempt: it answers within the health timeout whatever
+//     etcd does. Callers that ask while a check runs share it (a
+//     singleflight): probes that come faster than etcd answers do not pile
+//     up goroutines, and nothing is cached beyond the check in flight.
+//   - The client pings a connection that has a request or a stream waiting
+//     after KeepAliveTime (10 s) of silence and closes it when the ping
+//     goes unanswered for the health timeout: a member whose host is gone
+//     (no TCP reset) is dropped within seconds, not after the kernel's
+//     minutes (until then each attempt sent to it costs one health
+//     timeout). 10 s is grpc-go's least interval (it raises a shorter
+//     one); etcd's members close the connection of a client that pings
+//     more often than their --grpc-keepalive-min-time (5 s) with
+//     "too_many_pings", and refuse pings on a connection with no stream,
+//     so the client sends none there.
+//
+// A request waiting on a dead leader thus moves on after one attempt, and
+// rides out an election within the request timeout; without a quorum a
+// request fails after the request timeout and Health after the health
+// timeout.
+//
 // # Limits of the cluster
 //
 // One transaction is one etcd request: the etcd server must accept

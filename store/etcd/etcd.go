@@ -13,6 +13,7 @@ import (
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"golang.org/x/sync/singleflight"
 
 	"github.com/signd/signd/store"
 	"github.com/signd/signd/store/kv"
@@ -35,6 +36,22 @@ const (
 	DefaultDialTimeout    = 5 * time.Second
 	DefaultRequestTimeout = 5 * time.Second
 	DefaultMaxAttempts    = 64
+	// DefaultHealthTimeout bounds one attempt at etcd: Health, and each
+	// try of a read or a commit (doc.go, "Timeouts and failover"). It is
+	// etcd's default election timeout: a member that lost its leader
+	// knows it after about that long.
+	DefaultHealthTimeout = time.Second
+	// KeepAliveTime is how long a connection to a member may stay silent
+	// while a request or stream waits on it before the client pings the
+	// member; KeepAliveTime plus the health timeout without an answer and
+	// the connection is closed, and its requests fail over. It is gRPC's
+	// least (grpc-go raises a shorter one to 10 s, with a warning), and
+	// above etcd's default --grpc-keepalive-min-time (5 s): a member
+	// closes the connection of a client that pings more often (GOAWAY
+	// "too_many_pings"). A member also refuses pings on a connection
+	// without a stream, so the client sends none there
+	// (PermitWithoutStream off).
+	KeepAliveTime = 10 * time.Second
 	// DefaultMaxBatch is how many Batch calls share one transaction at
 	// most. A signHash consumption sends 8 etcd operations of its own
 	// (deleting the SAD, its four party index entries, its code and expiry
@@ -68,9 +85,15 @@ type Options struct {
 	Prefix string
 	// DialTimeout bounds connecting; DefaultDialTimeout when zero.
 	DialTimeout time.Duration
-	// RequestTimeout bounds each etcd request (one read, one commit);
-	// DefaultRequestTimeout when zero.
+	// RequestTimeout bounds each etcd request (one read, one commit),
+	// all its attempts together; DefaultRequestTimeout when zero.
 	RequestTimeout time.Duration
+	// HealthTimeout bounds one attempt at etcd: Health (the daemon's
+	// /readyz), and each try of a read or of a commit within
+	// RequestTimeout (doc.go, "Timeouts and failover").
+	// DefaultHealthTimeout when zero; at most RequestTimeout (a greater
+	// value is taken as RequestTimeout).
+	HealthTimeout time.Duration
 	// MaxAttempts bounds how often Update runs its function when commits
 	// conflict; DefaultMaxAttempts when zero.
 	MaxAttempts int
@@ -97,6 +120,7 @@ type DB struct {
 	kv         clientv3.KV
 	prefix     string
 	timeout    time.Duration
+	health     time.Duration
 	attempts   int
 	maxTxnOps  int
 	now        func() time.Time
@@ -111,6 +135,9 @@ type DB struct {
 
 	// gate counts running transactions for Close.
 	gate store.Gate
+	// checks shares one Health check among the callers that ask while it
+	// runs.
+	checks singleflight.Group
 }
 
 var (
@@ -124,6 +151,7 @@ func Open(ctx context.Context, opts Options) (*DB, error) {
 	db := &DB{
 		prefix:    opts.Prefix,
 		timeout:   opts.RequestTimeout,
+		health:    opts.HealthTimeout,
 		attempts:  opts.MaxAttempts,
 		maxTxnOps: opts.MaxTxnOps,
 		now:       opts.Now,
@@ -137,6 +165,10 @@ func Open(ctx context.Context, opts Options) (*DB, error) {
 	if db.timeout <= 0 {
 		db.timeout = DefaultRequestTimeout
 	}
+	if db.health <= 0 {
+		db.health = DefaultHealthTimeout
+	}
+	db.health = min(db.health, db.timeout)
 	if db.attempts <= 0 {
 		db.attempts = DefaultMaxAttempts
 	}
@@ -160,21 +192,25 @@ func Open(ctx context.Context, opts Options) (*DB, error) {
 			dial = DefaultDialTimeout
 		}
 		c, err := clientv3.New(clientv3.Config{
-			Endpoints:          opts.Endpoints,
-			TLS:                opts.TLS,
-			DialTimeout:        dial,
-			MaxCallSendMsgSize: MaxRequestBytes,
-			MaxCallRecvMsgSize: MaxRequestBytes,
-			Context:            context.WithoutCancel(ctx),
-			Logger:             zapLogger(opts.Logger),
+			Endpoints:   opts.Endpoints,
+			TLS:         opts.TLS,
+			DialTimeout: dial,
+			// A member that stops answering (its host is gone, the
+			// network dropped it) is found by its silence, not by TCP.
+			DialKeepAliveTime:    KeepAliveTime,
+			DialKeepAliveTimeout: db.health,
+			MaxCallSendMsgSize:   MaxRequestBytes,
+			MaxCallRecvMsgSize:   MaxRequestBytes,
+			Context:              context.WithoutCancel(ctx),
+			Logger:               zapLogger(opts.Logger),
 		})
 		if err != nil {
 			return nil, fmt.Errorf("%w: etcd: %v", store.ErrUnavailable, err)
 		}
 		db.client, db.ownsClient = c, true
 	}
-	db.kv = clientv3.NewKV(db.client)
-	if err := db.Health(); err != nil {
+	db.kv = &attemptKV{KV: clientv3.NewKV(db.client), attempt: db.health}
+	if err := db.check(db.timeout); err != nil {
 		db.closeClient()
 		return nil, err
 	}
@@ -197,9 +233,11 @@ func (db *DB) recordKey(bucket, key string) string {
 // ModRevision is the revision of the bucket's last change.
 func (db *DB) versionKey(bucket string) string { return db.prefix + "v/" + bucket }
 
-// requestContext bounds one etcd request.
+// requestContext bounds one etcd request, all its attempts (attemptKV)
+// together, and makes a member without a leader refuse it at once
+// (rpctypes.ErrNoLeader) instead of holding it until the deadline.
 func (db *DB) requestContext(ctx context.Context) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(ctx, db.timeout)
+	return context.WithTimeout(clientv3.WithRequireLeader(ctx), db.timeout)
 }
 
 // unavailable maps a failed etcd request: the caller's own cancellation
@@ -213,9 +251,19 @@ func (db *DB) unavailable(ctx context.Context, err error) error {
 }
 
 // Health reports whether the cluster serves a linearizable read (which
-// needs a quorum) within the request timeout.
+// needs a quorum, and a leader) within the health timeout: it returns
+// within that time whatever etcd does. The callers that ask while a check
+// runs (a probe that arrives before the last one was answered, a metrics
+// scrape) share it and its verdict, so that probes do not pile up
+// goroutines waiting on etcd.
 func (db *DB) Health() error {
-	ctx, cancel := db.requestContext(context.Background())
+	_, err, _ := db.checks.Do("", func() (any, error) { return nil, db.check(db.health) })
+	return err
+}
+
+// check reads the health key linearizably within d.
+func (db *DB) check(d time.Duration) error {
+	ctx, cancel := context.WithTimeout(clientv3.WithRequireLeader(context.Background()), d)
 	defer cancel()
 	if _, err := db.kv.Get(ctx, db.versionKey("health")); err != nil {
 		return db.unavailable(context.Background(), err)

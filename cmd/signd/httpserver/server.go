@@ -134,9 +134,12 @@ func clientIP(trusted []*net.IPNet) echo.IPExtractor {
 }
 
 // storeHealth is what readiness asks of the store beyond answering a read;
-// *bolt.DB satisfies it.
+// *bolt.DB and *etcd.DB satisfy it.
 type storeHealth interface {
-	// Health is nil, or wraps store.ErrCorrupt or store.ErrUnavailable.
+	// Health is nil, or wraps store.ErrCorrupt or store.ErrUnavailable. It
+	// answers in bounded time whatever the store does (etcd: within
+	// store.etcd.health_timeout, the probes that come while a check runs
+	// sharing it), which bounds /readyz.
 	Health() error
 }
 

@@ -190,12 +190,16 @@ func (c *Cluster) Open(opts etcd.Options) (*etcd.DB, error) {
 	return open(c.Endpoints, opts)
 }
 
-// open opens a store on endpoints, allowing 30 s per request unless opts
-// says otherwise.
+// open opens a store on endpoints, allowing 30 s per request, and per
+// attempt, unless opts says otherwise: a loaded test machine is not a
+// failover.
 func open(endpoints []string, opts etcd.Options) (*etcd.DB, error) {
 	opts.Endpoints = endpoints
 	if opts.RequestTimeout == 0 {
 		opts.RequestTimeout = 30 * time.Second
+		if opts.HealthTimeout == 0 {
+			opts.HealthTimeout = opts.RequestTimeout
+		}
 	}
 	return etcd.Open(context.Background(), opts)
 }
