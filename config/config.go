@@ -272,4 +272,17 @@ func (c *Config) normalize() {
 	if u, err := url.Parse(c.Server.BaseURL); err == nil && u.Host != "" {
 		c.Server.BaseURL = strings.TrimRight(c.Server.BaseURL, "/")
 	}
+	// An etcd attempt lasts 1 s unless the operator says otherwise, and
+	// never longer than the request it is part of: a configuration that
+	// shortened request_timeout before health_timeout existed stays valid.
+	if c.Store.Etcd.HealthTimeout == 0 {
+		c.Store.Etcd.HealthTimeout = DefaultEtcdHealthTimeout
+		if r := c.Store.Etcd.RequestTimeout; r > 0 && r < c.Store.Etcd.HealthTimeout {
+			c.Store.Etcd.HealthTimeout = r
+		}
+	}
 }
+
+// DefaultEtcdHealthTimeout is store.etcd.health_timeout when it is not set
+// (and request_timeout is not shorter).
+const DefaultEtcdHealthTimeout = time.Second

@@ -95,9 +95,9 @@ func Keys() []Key {
 		{Name: "store.etcd.request_timeout", Default: 5 * time.Second,
 			Usage: "how long one etcd request (a read, a commit, all its attempts) may take before the store answers unavailable",
 			Doc:   "how long one etcd request (a read, a commit), all its attempts together, may take; then the request answers 503 (up to 5m). Without a quorum, requests answer 503 after this long; it should exceed the cluster's election time (etcd's `--election-timeout`, 1s, up to twice that) plus `health_timeout`, so that a request rides out the election of a new leader"},
-		{Name: "store.etcd.health_timeout", Default: time.Second,
-			Usage: "how long one attempt at etcd (/readyz's check, one try of a read or of a commit) may take (at most request_timeout)",
-			Doc:   "how long one attempt at etcd may go unanswered (at most `request_timeout`): `/readyz` answers 503 after this long when etcd has no quorum, so set the load balancer's health-check timeout above it; a read is tried again (on the next member) and a commit whose outcome is then unknown answers 503, so a request waiting on a dead leader moves on after this long. See [Running several nodes](OPERATIONS.md#running-several-nodes)"},
+		{Name: "store.etcd.health_timeout", Default: time.Duration(0),
+			Usage: "how long one attempt at etcd (/readyz's check, one try of a read or of a commit) may take (at most request_timeout; 0: 1s, or request_timeout when shorter)",
+			Doc:   "how long one attempt at etcd may go unanswered (at most `request_timeout`; unset or 0: 1s, or `request_timeout` when that is shorter): `/readyz` answers 503 after this long when etcd has no quorum, so set the load balancer's health-check timeout above it; a read is tried again (on the next member) and a commit whose outcome is then unknown answers 503, so a request waiting on a dead leader moves on after this long. See [Running several nodes](OPERATIONS.md#running-several-nodes)"},
 
 		// pkcs11
 		{Name: "pkcs11.module", Default: "/usr/lib/softhsm/libsofthsm2.so", Flag: "pkcs11-module",
