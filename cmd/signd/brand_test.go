@@ -9,7 +9,6 @@ import (
 	"image"
 	"image/color"
 	"image/png"
-	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -47,15 +46,7 @@ func TestBrandedConsentChromium(t *testing.T) {
 	e := newEnv(t, "")
 	logoFile := filepath.Join(e.dir, "logo.png")
 	writePNG(t, logoFile, 160, 48, brandLogo)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	// Chromium's Origin on the form posts must be server.base_url's.
-	e.setConfig("listen: 127.0.0.1:0", "listen: "+addr)
-	e.setConfig("base_url: http://127.0.0.1:8443", "base_url: http://"+addr)
+	addr := atBaseURL(t, e) // Chromium's Origin on the form posts must be server.base_url's.
 	data, err := os.ReadFile(e.cfgPath)
 	if err != nil {
 		t.Fatal(err)

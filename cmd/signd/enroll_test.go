@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/http/cookiejar"
 	"net/url"
@@ -20,21 +19,6 @@ import (
 	"github.com/signd/signd/csc/certstatus/certstatustest"
 	"github.com/signd/signd/oauth/oauthtest/chromiumtest"
 )
-
-// atBaseURL makes the daemon of e listen where server.base_url points, a
-// free port of 127.0.0.1: a browser's Origin on the enrollment form is
-// then base_url's, and the links the API answers lead to the daemon.
-func atBaseURL(t *testing.T, e *env) {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	e.setConfig("listen: 127.0.0.1:0", "listen: "+addr)
-	e.setConfig("base_url: http://127.0.0.1:8443", "base_url: http://"+addr)
-}
 
 // enrollee creates username through the provisioning API with an
 // enrollment link and returns the link.
