@@ -84,12 +84,7 @@ func TestBrandedConsentChromium(t *testing.T) {
 		t.Run(lang, func(t *testing.T) {
 			bctx := chromiumtest.Start(t, 90*time.Second)
 			console := chromiumtest.WatchConsole(t, bctx)
-			do := func(what string, steps ...chromedp.Action[chromedp.Void]) {
-				t.Helper()
-				if err := chromedp.Do(bctx, steps...); err != nil {
-					t.Fatalf("%s: %v", what, err)
-				}
-			}
+			do := chromiumtest.Steps(t, bctx)
 			q := url.Values{"response_type": {"code"}, "client_id": {"rp"}, "redirect_uri": {"https://rp.example/cb"},
 				"scope": {"credential"}, "state": {"brand-" + lang}, "credentialID": {cred}, "numSignatures": {"1"},
 				"hash": {base64.RawURLEncoding.EncodeToString(digest[:])}, "description": {"Offerte 2027-114 & bijlage.pdf"},

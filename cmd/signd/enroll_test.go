@@ -55,12 +55,7 @@ func TestEnrollmentJourneyChromium(t *testing.T) {
 
 	bctx := chromiumtest.Start(t, 90*time.Second)
 	console := chromiumtest.WatchConsole(t, bctx)
-	do := func(what string, steps ...chromedp.Action[chromedp.Void]) {
-		t.Helper()
-		if err := chromedp.Do(bctx, steps...); err != nil {
-			t.Fatalf("%s: %v", what, err)
-		}
-	}
+	do := chromiumtest.Steps(t, bctx)
 	do("open the link", chromedp.Navigate(link), chromedp.WaitVisible(chromedp.ID("pin2")))
 	// Chromium asks for English (Accept-Language); the HTTP tests see the
 	// Dutch of a request without a preference.
