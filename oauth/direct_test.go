@@ -186,13 +186,8 @@ func TestPasswordLoginRefusals(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ev.update(func(tx store.Tx) error {
-		u, err := tx.User("dave")
-		if err != nil {
-			return err
-		}
+	ev.updateUser("dave", func(u *store.User) {
 		u.PasswordLocked = true
-		return tx.PutUser(u)
 	})
 	if _, err := pl.Refresh(ctx, tok.RefreshToken); !errors.Is(err, authlogin.ErrRefreshInvalid) {
 		t.Errorf("refresh of a locked user = %v, want ErrRefreshInvalid", err)

@@ -436,13 +436,8 @@ func TestPasswordEdgesAudited(t *testing.T) {
 	wantEvents(t, "auth/login of a TOTP account", ev.since(n), authLogin("bob", "the account requires a one-time code"))
 
 	n = len(ev.since(0))
-	ev.update(func(tx store.Tx) error {
-		u, err := tx.User("alice")
-		if err != nil {
-			return err
-		}
+	ev.updateUser("alice", func(u *store.User) {
 		u.FailedPasswords = 3 // as a crash after three reservations leaves it
-		return tx.PutUser(u)
 	})
 	pl.Login(ctx, "alice", alicePassword, false)
 	until := ev.user("alice").PasswordLockedUntil

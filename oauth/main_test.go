@@ -343,6 +343,19 @@ func (ev *env) update(fn func(tx store.Tx) error) {
 	}
 }
 
+// updateUser changes the record of the user name in one transaction.
+func (ev *env) updateUser(name string, change func(u *store.User)) {
+	ev.t.Helper()
+	ev.update(func(tx store.Tx) error {
+		u, err := tx.User(name)
+		if err != nil {
+			return err
+		}
+		change(u)
+		return tx.PutUser(u)
+	})
+}
+
 func (ev *env) hash(secret string) string {
 	ev.t.Helper()
 	h, err := ev.hasher.Hash([]byte(secret))
