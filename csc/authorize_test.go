@@ -22,6 +22,7 @@ import (
 	"github.com/signd/signd/oauth/passwords"
 	"github.com/signd/signd/store"
 	"github.com/signd/signd/store/memory"
+	"github.com/signd/signd/store/storetest"
 )
 
 // lowArgon2 keeps PIN hashing cheap in tests.
@@ -659,12 +660,7 @@ func TestAuthorizeRecheckedAfterPIN(t *testing.T) {
 		change             func(tx store.Tx, cred string) error
 	}{
 		{"PIN locked", "PIN locked", "PIN locked meanwhile", func(tx store.Tx, _ string) error {
-			u, err := tx.User("alice")
-			if err != nil {
-				return err
-			}
-			u.PINLocked = true
-			return tx.PutUser(u)
+			return storetest.EditUser(tx, "alice", func(u *store.User) { u.PINLocked = true })
 		}},
 		{"client removed", "Invalid parameter credentialID", "client removed", func(tx store.Tx, _ string) error {
 			return tx.DeleteClient("rp1")

@@ -15,6 +15,7 @@ import (
 	"github.com/signd/signd/hsm"
 	"github.com/signd/signd/hsm/hsmtest/softtoken"
 	"github.com/signd/signd/store"
+	"github.com/signd/signd/store/storetest"
 )
 
 // Faults of the software token, named after the PKCS#11 failures of the
@@ -343,12 +344,7 @@ func TestSignHashRestoreRespectsRevocation(t *testing.T) {
 		reason string
 	}{
 		{"user disabled", func(tx store.Tx, _ string) error {
-			u, err := tx.User("alice")
-			if err != nil {
-				return err
-			}
-			u.Status = store.UserDisabled
-			return tx.PutUser(u)
+			return storetest.EditUser(tx, "alice", func(u *store.User) { u.Status = store.UserDisabled })
 		}, "not signed: device error; SAD not restored: user removed or disabled (burned)"},
 		{"client removed", func(tx store.Tx, _ string) error { return tx.DeleteClient("rp1") },
 			"not signed: device error; SAD not restored: client removed (burned)"},

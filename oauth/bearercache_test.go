@@ -18,6 +18,7 @@ import (
 	"github.com/signd/signd/oauth"
 	"github.com/signd/signd/store"
 	"github.com/signd/signd/store/bolt"
+	"github.com/signd/signd/store/storetest"
 	"github.com/signd/signd/store/storetest/backends"
 )
 
@@ -145,12 +146,7 @@ func bearerRevocations() []struct {
 		}},
 		{"client_removed_without_revocation", func(tx store.Tx) error { return tx.DeleteClient("rp") }},
 		{"user_disabled", func(tx store.Tx) error {
-			u, err := tx.User("alice")
-			if err != nil {
-				return err
-			}
-			u.Status = store.UserDisabled
-			return tx.PutUser(u)
+			return storetest.EditUser(tx, "alice", func(u *store.User) { u.Status = store.UserDisabled })
 		}},
 		{"password_reset", func(tx store.Tx) error {
 			u, err := tx.User("alice")

@@ -347,12 +347,7 @@ func (ev *env) update(fn func(tx store.Tx) error) {
 func (ev *env) updateUser(name string, change func(u *store.User)) {
 	ev.t.Helper()
 	ev.update(func(tx store.Tx) error {
-		u, err := tx.User(name)
-		if err != nil {
-			return err
-		}
-		change(u)
-		return tx.PutUser(u)
+		return storetest.EditUser(tx, name, change)
 	})
 }
 

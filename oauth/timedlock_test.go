@@ -15,6 +15,7 @@ import (
 	"github.com/signd/signd/oauth/oauthtest"
 	"github.com/signd/signd/oauth/passwords"
 	"github.com/signd/signd/store"
+	"github.com/signd/signd/store/storetest"
 )
 
 // timedLock reports whether u's password is locked for d from now on the
@@ -195,12 +196,7 @@ func TestPermanentLockAfter(t *testing.T) {
 		t.Errorf("the permanently locked password was evaluated")
 	}
 	ev.update(func(tx store.Tx) error { // signd user unlock
-		u, err := tx.User("dave")
-		if err != nil {
-			return err
-		}
-		u.PasswordLocked, u.FailedPasswords, u.PasswordLockouts = false, 0, 0
-		return tx.PutUser(u)
+		return storetest.EditUser(tx, "dave", func(u *store.User) { u.PasswordLocked, u.FailedPasswords, u.PasswordLockouts = false, 0, 0 })
 	})
 	if _, err := pl.Login(ctx, "dave", davePassword, false); err != nil {
 		t.Errorf("the right password after the unlock: %v", err)

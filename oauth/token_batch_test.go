@@ -12,6 +12,7 @@ import (
 	"github.com/signd/signd/oauth"
 	"github.com/signd/signd/store"
 	"github.com/signd/signd/store/bolt"
+	"github.com/signd/signd/store/storetest"
 )
 
 // retryStore runs every Batch function twice, as a group commit does when
@@ -58,12 +59,7 @@ func TestRedemptionRunTwice(t *testing.T) {
 		}},
 		{name: "first_run_saw_the_user_locked", alter: func(_ []byte, _ time.Time) func(oauth.Tx) error {
 			return func(tx oauth.Tx) error {
-				u, err := tx.User("alice")
-				if err != nil {
-					return err
-				}
-				u.PasswordLocked = true
-				return tx.PutUser(u)
+				return storetest.EditUser(tx, "alice", func(u *store.User) { u.PasswordLocked = true })
 			}
 		}},
 	}
