@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -205,16 +204,9 @@ func TestPasswordLoginLockoutUnderConcurrency(t *testing.T) {
 	pwHash := ev.user("dave").PasswordHash
 	ph.holdUntil(pwHash, 3)
 	errs := make([]error, n)
-	start := make(chan struct{})
-	var wg sync.WaitGroup
-	for i := range n {
-		wg.Go(func() {
-			<-start
-			_, errs[i] = pl.Login(context.Background(), "dave", fmt.Sprintf("wrong-password-%02d", i), true)
-		})
-	}
-	close(start)
-	wg.Wait()
+	atOnce(n, func(i int) {
+		_, errs[i] = pl.Login(context.Background(), "dave", fmt.Sprintf("wrong-password-%02d", i), true)
+	})
 	for i, err := range errs {
 		if !errors.Is(err, authlogin.ErrLoginFailed) {
 			t.Errorf("wrong password %d: %v, want ErrLoginFailed", i, err)
@@ -297,16 +289,9 @@ func TestParallelRefreshReuse(t *testing.T) {
 	}
 	out := make([]*authlogin.Tokens, n)
 	errs := make([]error, n)
-	start := make(chan struct{})
-	var wg sync.WaitGroup
-	for i := range n {
-		wg.Go(func() {
-			<-start
-			out[i], errs[i] = pl.Refresh(context.Background(), first.RefreshToken)
-		})
-	}
-	close(start)
-	wg.Wait()
+	atOnce(n, func(i int) {
+		out[i], errs[i] = pl.Refresh(context.Background(), first.RefreshToken)
+	})
 	wins := 0
 	for i := range n {
 		switch {

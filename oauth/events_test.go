@@ -8,7 +8,6 @@ import (
 	"net/url"
 	"path/filepath"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -245,19 +244,10 @@ func TestParallelWrongPasswordsAudited(t *testing.T) {
 		forms[i] = page(t, ev.must(browsers[i].Get(ev.authorizeURL(serviceParams()))))
 	}
 	before := len(ev.since(0))
-	start := make(chan struct{})
-	var wg sync.WaitGroup
 	errs := make([]error, n)
-	for i := range n {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			<-start
-			_, errs[i] = browsers[i].Submit(forms[i].Form, map[string]string{"username": "alice", "password": fmt.Sprintf("parallel-guess-%d", i)}, "approve")
-		}()
-	}
-	close(start)
-	wg.Wait()
+	atOnce(n, func(i int) {
+		_, errs[i] = browsers[i].Submit(forms[i].Form, map[string]string{"username": "alice", "password": fmt.Sprintf("parallel-guess-%d", i)}, "approve")
+	})
 	for i, err := range errs {
 		if err != nil {
 			t.Fatalf("guess %d: %v", i, err)

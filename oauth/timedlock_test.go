@@ -15,7 +15,6 @@ import (
 	"github.com/signd/signd/oauth/oauthtest"
 	"github.com/signd/signd/oauth/passwords"
 	"github.com/signd/signd/store"
-	"github.com/signd/signd/store/storetest"
 )
 
 // timedLock reports whether u's password is locked for d from now on the
@@ -195,9 +194,7 @@ func TestPermanentLockAfter(t *testing.T) {
 	if got := ph.evaluations(ev.user("dave").PasswordHash); got != evals {
 		t.Errorf("the permanently locked password was evaluated")
 	}
-	ev.update(func(tx store.Tx) error { // signd user unlock
-		return storetest.EditUser(tx, "dave", func(u *store.User) { u.PasswordLocked, u.FailedPasswords, u.PasswordLockouts = false, 0, 0 })
-	})
+	ev.updateUser("dave", func(u *store.User) { u.PasswordLocked, u.FailedPasswords, u.PasswordLockouts = false, 0, 0 }) // signd user unlock
 	if _, err := pl.Login(ctx, "dave", davePassword, false); err != nil {
 		t.Errorf("the right password after the unlock: %v", err)
 	}

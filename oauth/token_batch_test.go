@@ -5,7 +5,6 @@ import (
 	"errors"
 	"net/http"
 	"path/filepath"
-	"sync"
 	"testing"
 	"time"
 
@@ -125,18 +124,11 @@ func TestGroupCommittedRedemptions(t *testing.T) {
 		forms = append(forms, codes[i]+"-unknown")
 	}
 	results := make([]result, len(forms))
-	var wg sync.WaitGroup
-	start := make(chan struct{})
-	for i, code := range forms {
-		wg.Go(func() {
-			<-start
-			resp, body := ev.tokenRequest(tokenForm(code), "rp", rpSecret)
-			tok, _ := body["access_token"].(string)
-			results[i] = result{resp.StatusCode, tok, body["error"]}
-		})
-	}
-	close(start)
-	wg.Wait()
+	atOnce(len(forms), func(i int) {
+		resp, body := ev.tokenRequest(tokenForm(forms[i]), "rp", rpSecret)
+		tok, _ := body["access_token"].(string)
+		results[i] = result{resp.StatusCode, tok, body["error"]}
+	})
 	for i := range n {
 		a, b := results[i], results[n+i]
 		if a.status == http.StatusOK == (b.status == http.StatusOK) {

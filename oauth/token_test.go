@@ -5,7 +5,6 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -250,24 +249,15 @@ func TestParallelRedemption(t *testing.T) {
 	ev := newEnv(t)
 	code, _ := ev.serviceCode(serviceParams())
 	const n = 20
-	var wg sync.WaitGroup
 	statuses := make([]int, n)
 	tokens := make([]string, n)
-	start := make(chan struct{})
-	for i := range n {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			<-start
-			resp, body := ev.tokenRequest(tokenForm(code), "rp", rpSecret)
-			statuses[i] = resp.StatusCode
-			if s, ok := body["access_token"].(string); ok {
-				tokens[i] = s
-			}
-		}()
-	}
-	close(start)
-	wg.Wait()
+	atOnce(n, func(i int) {
+		resp, body := ev.tokenRequest(tokenForm(code), "rp", rpSecret)
+		statuses[i] = resp.StatusCode
+		if s, ok := body["access_token"].(string); ok {
+			tokens[i] = s
+		}
+	})
 	ok, bad, issued := 0, 0, 0
 	for i := range n {
 		switch statuses[i] {
