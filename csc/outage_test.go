@@ -204,18 +204,25 @@ func TestSignHashOutageKeepsSAD(t *testing.T) {
 	}
 }
 
+// signHashLostKey asks for alice's signature of doc's digest, with a SAD
+// for it, by a credential of hers whose key is keyA's but for its CKA_ID,
+// id, which is not on the token; it returns the SAD and the answer.
+func (e *env) signHashLostKey(bearer, id, doc string) (string, response) {
+	lost := *keyA
+	lost.ID = []byte(id)
+	cred := e.credential(valid("alice", &lost))
+	d := digest(doc)
+	sad := e.sad("alice", "rp1", cred, time.Minute, d)
+	return sad, e.call("signatures/signHash", bearer, signHashBody(cred, sad, d))
+}
+
 // TestSignHashKeyGone: a credential whose key is not on the token (the HSM
 // is fine) is refused as disabled before its SAD is consumed; neither 500
 // nor an outage.
 func TestSignHashKeyGone(t *testing.T) {
 	e := newEnv(t)
 	bearer := e.accessToken("alice", "rp1")
-	lost := *keyA
-	lost.ID = []byte("not-on-the-token")
-	cred := e.credential(valid("alice", &lost))
-	d := digest("key gone")
-	sad := e.sad("alice", "rp1", cred, time.Minute, d)
-	r := e.call("signatures/signHash", bearer, signHashBody(cred, sad, d))
+	sad, r := e.signHashLostKey(bearer, "not-on-the-token", "key gone")
 	wantError(t, r, http.StatusBadRequest, "invalid_request", "The credential identified by credentialID is disabled")
 	if !e.sadExists(sad) {
 		t.Error("SAD consumed for a credential whose key is gone")
@@ -236,12 +243,7 @@ func TestSignHashKeyGone(t *testing.T) {
 func TestSignHashKeyMissingOnNode(t *testing.T) {
 	e := newEnv(t, func(h *csc.Handler) { h.Clustered = true })
 	bearer, here := e.alice()
-	lost := *keyA
-	lost.ID = []byte("on-another-node")
-	cred := e.credential(valid("alice", &lost))
-	d := digest("key on another node")
-	sad := e.sad("alice", "rp1", cred, time.Minute, d)
-	r := e.call("signatures/signHash", bearer, signHashBody(cred, sad, d))
+	sad, r := e.signHashLostKey(bearer, "on-another-node", "key on another node")
 	wantError(t, r, http.StatusServiceUnavailable, "temporarily_unavailable", "The signing key is not available on this node, try again later")
 	if ra := r.header.Get("Retry-After"); ra != "5" {
 		t.Errorf("Retry-After %q, want 5", ra)
