@@ -18,5 +18,7 @@
 // [RunBatch] (Batch, csc.Store) and [RunSecrets] (named random keys).
 // [BenchConsume] measures a SAD consumption with its audit entry, so that
 // backends can be compared. [EditUser] changes a user's record in a
-// transaction, as the service tests do between two requests.
+// transaction, as the service tests do between two requests; [ThenFail]
+// makes a transaction fail after its function ran, with [ErrDiskFull] as a
+// full disk does.
 package storetest

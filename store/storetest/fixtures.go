@@ -1,6 +1,11 @@
 package storetest
 
-import "github.com/signd/signd/store"
+import (
+	"fmt"
+	"syscall"
+
+	"github.com/signd/signd/store"
+)
 
 // UserEditor is what EditUser needs of a transaction: store.Tx has it, and
 // so has every service's narrower Tx that reads and writes users.
@@ -19,4 +24,25 @@ func EditUser(tx UserEditor, name string, change func(u *store.User)) error {
 	}
 	change(u)
 	return tx.PutUser(u)
+}
+
+// ErrDiskFull and ErrDiskFailed are what a bbolt store answers when its
+// disk is full (a commit) or failing (a read): store.ErrUnavailable
+// wrapping ENOSPC or EIO. The service tests' failing stores answer them.
+var (
+	ErrDiskFull   = fmt.Errorf("%w: write to signd.db failed: %w", store.ErrUnavailable, syscall.ENOSPC)
+	ErrDiskFailed = fmt.Errorf("%w: read from signd.db: %w", store.ErrUnavailable, syscall.EIO)
+)
+
+// ThenFail is fn followed by a failure with fail: in a transaction, fn
+// runs as it would, then what it wrote is rolled back and the transaction
+// fails with fail, as a commit that fails (ErrDiskFull) does. An error of
+// fn is returned as it is.
+func ThenFail[Tx any](fn func(tx Tx) error, fail error) func(tx Tx) error {
+	return func(tx Tx) error {
+		if err := fn(tx); err != nil {
+			return err
+		}
+		return fail
+	}
 }
