@@ -343,17 +343,10 @@ func TestAuthorizePINFlood(t *testing.T) {
 	cred := e.explicitCredential("alice", 1, store.AuthExplicit)
 	body := authorizeBody(cred, 1, "99999", digest("x"))
 	const n = 24
-	var wg sync.WaitGroup
-	start := make(chan struct{})
 	codes := make([]string, n)
-	for i := range n {
-		wg.Go(func() {
-			<-start
-			codes[i] = e.call("credentials/authorize", bearer, body).str("error_description")
-		})
-	}
-	close(start)
-	wg.Wait()
+	oauthtest.AtOnce(n, func(i int) {
+		codes[i] = e.call("credentials/authorize", bearer, body).str("error_description")
+	})
 	if got := e.checker.checks.Load(); got != maxFailures {
 		t.Errorf("%d PIN evaluations, want exactly %d", got, maxFailures)
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/signd/signd/csc"
 	"github.com/signd/signd/hsm"
 	"github.com/signd/signd/hsm/hsmtest/softtoken"
+	"github.com/signd/signd/oauth/oauthtest"
 	"github.com/signd/signd/store"
 	"github.com/signd/signd/store/storetest"
 )
@@ -300,28 +301,21 @@ func TestSignHashRestoreNeverDoubleSpends(t *testing.T) {
 	var signed atomic.Int32
 	var mu sync.Mutex
 	statuses := map[int]int{}
-	start := make(chan struct{})
-	var wg sync.WaitGroup
-	for range 12 {
-		wg.Go(func() {
-			<-start
-			deadline := time.Now().Add(10 * time.Second)
-			for time.Now().Before(deadline) && signed.Load() == 0 {
-				r := e.call("signatures/signHash", bearer, signHashBody(cred, sad, d))
-				mu.Lock()
-				statuses[r.status]++
-				mu.Unlock()
-				if r.status == http.StatusOK {
-					e.verify(cred, d, signatures(t, r)[0])
-					signed.Add(1)
-					return
-				}
-				time.Sleep(20 * time.Millisecond)
+	oauthtest.AtOnce(12, func(int) {
+		deadline := time.Now().Add(10 * time.Second)
+		for time.Now().Before(deadline) && signed.Load() == 0 {
+			r := e.call("signatures/signHash", bearer, signHashBody(cred, sad, d))
+			mu.Lock()
+			statuses[r.status]++
+			mu.Unlock()
+			if r.status == http.StatusOK {
+				e.verify(cred, d, signatures(t, r)[0])
+				signed.Add(1)
+				return
 			}
-		})
-	}
-	close(start)
-	wg.Wait()
+			time.Sleep(20 * time.Millisecond)
+		}
+	})
 	if n := signed.Load(); n != 1 {
 		t.Fatalf("%d signatures for one SAD (statuses %v)", n, statuses)
 	}

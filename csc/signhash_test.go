@@ -8,12 +8,12 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/signd/signd/csc"
 	"github.com/signd/signd/hsm"
+	"github.com/signd/signd/oauth/oauthtest"
 	softhsmtest "github.com/signd/signd/softhsm-test"
 	"github.com/signd/signd/store"
 )
@@ -309,16 +309,9 @@ func (e *env) raceSAD(t *testing.T, n int, bearer, cred, doc string) {
 	sad := e.sad("alice", "rp1", cred, 5*time.Minute, d)
 	results := make([]response, n)
 	ok := 0
-	var wg sync.WaitGroup
-	start := make(chan struct{})
-	for i := range n {
-		wg.Go(func() {
-			<-start
-			results[i] = e.call("signatures/signHash", bearer, signHashBody(cred, sad, d))
-		})
-	}
-	close(start)
-	wg.Wait()
+	oauthtest.AtOnce(n, func(i int) {
+		results[i] = e.call("signatures/signHash", bearer, signHashBody(cred, sad, d))
+	})
 	for _, r := range results {
 		if r.status == http.StatusOK {
 			ok++

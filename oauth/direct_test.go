@@ -204,7 +204,7 @@ func TestPasswordLoginLockoutUnderConcurrency(t *testing.T) {
 	pwHash := ev.user("dave").PasswordHash
 	ph.holdUntil(pwHash, 3)
 	errs := make([]error, n)
-	atOnce(n, func(i int) {
+	oauthtest.AtOnce(n, func(i int) {
 		_, errs[i] = pl.Login(context.Background(), "dave", fmt.Sprintf("wrong-password-%02d", i), true)
 	})
 	for i, err := range errs {
@@ -289,7 +289,7 @@ func TestParallelRefreshReuse(t *testing.T) {
 	}
 	out := make([]*authlogin.Tokens, n)
 	errs := make([]error, n)
-	atOnce(n, func(i int) {
+	oauthtest.AtOnce(n, func(i int) {
 		out[i], errs[i] = pl.Refresh(context.Background(), first.RefreshToken)
 	})
 	wins := 0

@@ -245,7 +245,7 @@ func TestParallelWrongPasswordsAudited(t *testing.T) {
 	}
 	before := len(ev.since(0))
 	errs := make([]error, n)
-	atOnce(n, func(i int) {
+	oauthtest.AtOnce(n, func(i int) {
 		_, errs[i] = browsers[i].Submit(forms[i].Form, map[string]string{"username": "alice", "password": fmt.Sprintf("parallel-guess-%d", i)}, "approve")
 	})
 	for i, err := range errs {

@@ -201,25 +201,10 @@ func (f shownForm) submit(fields map[string]string) (*oauthtest.Step, error) {
 // start barrier, then posts its form with its own values.
 func burst(n int, submit func(i int) (*oauthtest.Step, error)) []answer {
 	out := make([]answer, n)
-	atOnce(n, func(i int) {
+	oauthtest.AtOnce(n, func(i int) {
 		out[i].s, out[i].err = submit(i)
 	})
 	return out
-}
-
-// atOnce runs fn(0) … fn(n-1) in n goroutines released together, as
-// concurrent clients arrive, and returns when all have.
-func atOnce(n int, fn func(i int)) {
-	var wg sync.WaitGroup
-	start := make(chan struct{})
-	for i := range n {
-		wg.Go(func() {
-			<-start
-			fn(i)
-		})
-	}
-	close(start)
-	wg.Wait()
 }
 
 // async submits a form in the background; wait returns the outcome.

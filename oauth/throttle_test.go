@@ -92,7 +92,7 @@ func TestTokenRateLimit(t *testing.T) {
 
 	ev.clock.Advance(time.Minute) // full again: 3
 	var passed, refused atomic.Int32
-	atOnce(20, func(int) {
+	oauthtest.AtOnce(20, func(int) {
 		resp, body := ev.tokenRequest(bogus, "rp", rpSecret)
 		switch {
 		case resp.StatusCode == http.StatusBadRequest:
@@ -169,7 +169,7 @@ func TestFormRateLimit(t *testing.T) {
 	c := ev.browserFrom("2001:db8:7::1")
 	loginPage = page(t, ev.must(c.Get(ev.authorizeURL(serviceParams()))))
 	var passed, refused atomic.Int32
-	atOnce(16, func(int) {
+	oauthtest.AtOnce(16, func(int) {
 		s, err := c.Submit(loginPage.Form, map[string]string{"username": "nobody", "password": "guess"}, "approve")
 		switch {
 		case err != nil:

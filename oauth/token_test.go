@@ -10,6 +10,7 @@ import (
 
 	"golang.org/x/oauth2"
 
+	"github.com/signd/signd/oauth/oauthtest"
 	"github.com/signd/signd/store"
 )
 
@@ -251,7 +252,7 @@ func TestParallelRedemption(t *testing.T) {
 	const n = 20
 	statuses := make([]int, n)
 	tokens := make([]string, n)
-	atOnce(n, func(i int) {
+	oauthtest.AtOnce(n, func(i int) {
 		resp, body := ev.tokenRequest(tokenForm(code), "rp", rpSecret)
 		statuses[i] = resp.StatusCode
 		if s, ok := body["access_token"].(string); ok {

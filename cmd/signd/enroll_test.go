@@ -8,7 +8,6 @@ import (
 	"net/url"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -17,6 +16,7 @@ import (
 
 	"github.com/signd/signd/admin"
 	"github.com/signd/signd/csc/certstatus/certstatustest"
+	"github.com/signd/signd/oauth/oauthtest"
 	"github.com/signd/signd/oauth/oauthtest/chromiumtest"
 )
 
@@ -385,19 +385,10 @@ func TestEnrollmentRefusals(t *testing.T) {
 		for i := range forms {
 			forms[i] = openEnrollForm(t, p.base, link)
 		}
-		var wg sync.WaitGroup
-		start := make(chan struct{})
 		statuses := make([]int, n)
-		for i, f := range forms {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				<-start
-				statuses[i], _ = f.post(fmt.Sprintf("password of form %d", i), "1234", nil, nil)
-			}()
-		}
-		close(start)
-		wg.Wait()
+		oauthtest.AtOnce(len(forms), func(i int) {
+			statuses[i], _ = forms[i].post(fmt.Sprintf("password of form %d", i), "1234", nil, nil)
+		})
 		ok := 0
 		for _, st := range statuses {
 			switch st {

@@ -9,7 +9,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
-	"sync"
 	"testing"
 
 	"golang.org/x/oauth2"
@@ -168,18 +167,11 @@ func TestExplicitBatchJourney(t *testing.T) {
 
 	// A flood of wrong PINs at once: the PIN locks, the right one is
 	// refused afterwards.
-	var wg sync.WaitGroup
-	start := make(chan struct{})
 	answers := make([]string, 16)
-	for i := range answers {
-		wg.Go(func() {
-			<-start
-			_, res := authorize(cred, 1, "000000", hashes[:1])
-			answers[i], _ = res["error_description"].(string)
-		})
-	}
-	close(start)
-	wg.Wait()
+	oauthtest.AtOnce(len(answers), func(i int) {
+		_, res := authorize(cred, 1, "000000", hashes[:1])
+		answers[i], _ = res["error_description"].(string)
+	})
 	invalid := 0
 	for _, a := range answers {
 		switch a {
