@@ -344,7 +344,7 @@ func TestAuthorizePINFlood(t *testing.T) {
 	body := authorizeBody(cred, 1, "99999", digest("x"))
 	const n = 24
 	codes := make([]string, n)
-	oauthtest.AtOnce(n, func(i int) {
+	storetest.AtOnce(n, func(i int) {
 		codes[i] = e.call("credentials/authorize", bearer, body).str("error_description")
 	})
 	if got := e.checker.checks.Load(); got != maxFailures {

@@ -14,7 +14,6 @@ import (
 	"github.com/signd/signd/csc"
 	"github.com/signd/signd/hsm"
 	"github.com/signd/signd/hsm/hsmtest/softtoken"
-	"github.com/signd/signd/oauth/oauthtest"
 	"github.com/signd/signd/store"
 	"github.com/signd/signd/store/storetest"
 )
@@ -301,7 +300,7 @@ func TestSignHashRestoreNeverDoubleSpends(t *testing.T) {
 	var signed atomic.Int32
 	var mu sync.Mutex
 	statuses := map[int]int{}
-	oauthtest.AtOnce(12, func(int) {
+	storetest.AtOnce(12, func(int) {
 		deadline := time.Now().Add(10 * time.Second)
 		for time.Now().Before(deadline) && signed.Load() == 0 {
 			r := e.call("signatures/signHash", bearer, signHashBody(cred, sad, d))

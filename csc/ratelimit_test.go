@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/signd/signd/csc"
-	"github.com/signd/signd/oauth/oauthtest"
 	"github.com/signd/signd/oauth/ratelimit"
+	"github.com/signd/signd/store/storetest"
 )
 
 // withLimit sets one of the handler's rate limits on its clock.
@@ -63,7 +63,7 @@ func TestTimestampRateLimit(t *testing.T) {
 
 	e.clock.Advance(time.Minute) // full again: 3
 	var ok, refused atomic.Int32
-	oauthtest.AtOnce(24, func(int) {
+	storetest.AtOnce(24, func(int) {
 		switch r := e.call("signatures/timestamp", alice, body); r.status {
 		case http.StatusOK:
 			ok.Add(1)

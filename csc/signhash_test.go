@@ -13,9 +13,9 @@ import (
 
 	"github.com/signd/signd/csc"
 	"github.com/signd/signd/hsm"
-	"github.com/signd/signd/oauth/oauthtest"
 	softhsmtest "github.com/signd/signd/softhsm-test"
 	"github.com/signd/signd/store"
+	"github.com/signd/signd/store/storetest"
 )
 
 func TestSignHash(t *testing.T) {
@@ -309,7 +309,7 @@ func (e *env) raceSAD(t *testing.T, n int, bearer, cred, doc string) {
 	sad := e.sad("alice", "rp1", cred, 5*time.Minute, d)
 	results := make([]response, n)
 	ok := 0
-	oauthtest.AtOnce(n, func(i int) {
+	storetest.AtOnce(n, func(i int) {
 		results[i] = e.call("signatures/signHash", bearer, signHashBody(cred, sad, d))
 	})
 	for _, r := range results {

@@ -14,6 +14,7 @@ import (
 	"github.com/signd/signd/oauth/authlogin"
 	"github.com/signd/signd/oauth/oauthtest"
 	"github.com/signd/signd/store"
+	"github.com/signd/signd/store/storetest"
 )
 
 // authLogin builds the pageless login of cfg over the env's store,
@@ -204,7 +205,7 @@ func TestPasswordLoginLockoutUnderConcurrency(t *testing.T) {
 	pwHash := ev.user("dave").PasswordHash
 	ph.holdUntil(pwHash, 3)
 	errs := make([]error, n)
-	oauthtest.AtOnce(n, func(i int) {
+	storetest.AtOnce(n, func(i int) {
 		_, errs[i] = pl.Login(context.Background(), "dave", fmt.Sprintf("wrong-password-%02d", i), true)
 	})
 	for i, err := range errs {
@@ -289,7 +290,7 @@ func TestParallelRefreshReuse(t *testing.T) {
 	}
 	out := make([]*authlogin.Tokens, n)
 	errs := make([]error, n)
-	oauthtest.AtOnce(n, func(i int) {
+	storetest.AtOnce(n, func(i int) {
 		out[i], errs[i] = pl.Refresh(context.Background(), first.RefreshToken)
 	})
 	wins := 0

@@ -20,6 +20,7 @@ import (
 	"github.com/signd/signd/oauth/passwords"
 	"github.com/signd/signd/store"
 	"github.com/signd/signd/store/bolt"
+	"github.com/signd/signd/store/storetest"
 )
 
 // Security events in the audit log: every login attempt through every door,
@@ -245,7 +246,7 @@ func TestParallelWrongPasswordsAudited(t *testing.T) {
 	}
 	before := len(ev.since(0))
 	errs := make([]error, n)
-	oauthtest.AtOnce(n, func(i int) {
+	storetest.AtOnce(n, func(i int) {
 		_, errs[i] = browsers[i].Submit(forms[i].Form, map[string]string{"username": "alice", "password": fmt.Sprintf("parallel-guess-%d", i)}, "approve")
 	})
 	for i, err := range errs {

@@ -12,6 +12,7 @@ import (
 	"github.com/signd/signd/oauth/oauthtest"
 	"github.com/signd/signd/oauth/passwords"
 	"github.com/signd/signd/store"
+	"github.com/signd/signd/store/storetest"
 )
 
 // probeHasher wraps the real hasher: it counts the evaluations of each
@@ -201,7 +202,7 @@ func (f shownForm) submit(fields map[string]string) (*oauthtest.Step, error) {
 // start barrier, then posts its form with its own values.
 func burst(n int, submit func(i int) (*oauthtest.Step, error)) []answer {
 	out := make([]answer, n)
-	oauthtest.AtOnce(n, func(i int) {
+	storetest.AtOnce(n, func(i int) {
 		out[i].s, out[i].err = submit(i)
 	})
 	return out

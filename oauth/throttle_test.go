@@ -12,6 +12,7 @@ import (
 	"github.com/signd/signd/oauth/browser"
 	"github.com/signd/signd/oauth/oauthtest"
 	"github.com/signd/signd/oauth/ratelimit"
+	"github.com/signd/signd/store/storetest"
 )
 
 // limited returns a rate limit on the clock now.
@@ -92,7 +93,7 @@ func TestTokenRateLimit(t *testing.T) {
 
 	ev.clock.Advance(time.Minute) // full again: 3
 	var passed, refused atomic.Int32
-	oauthtest.AtOnce(20, func(int) {
+	storetest.AtOnce(20, func(int) {
 		resp, body := ev.tokenRequest(bogus, "rp", rpSecret)
 		switch {
 		case resp.StatusCode == http.StatusBadRequest:
@@ -169,7 +170,7 @@ func TestFormRateLimit(t *testing.T) {
 	c := ev.browserFrom("2001:db8:7::1")
 	loginPage = page(t, ev.must(c.Get(ev.authorizeURL(serviceParams()))))
 	var passed, refused atomic.Int32
-	oauthtest.AtOnce(16, func(int) {
+	storetest.AtOnce(16, func(int) {
 		s, err := c.Submit(loginPage.Form, map[string]string{"username": "nobody", "password": "guess"}, "approve")
 		switch {
 		case err != nil:

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/signd/signd/oauth"
-	"github.com/signd/signd/oauth/oauthtest"
 	"github.com/signd/signd/store"
 	"github.com/signd/signd/store/bolt"
 	"github.com/signd/signd/store/storetest"
@@ -125,7 +124,7 @@ func TestGroupCommittedRedemptions(t *testing.T) {
 		forms = append(forms, codes[i]+"-unknown")
 	}
 	results := make([]result, len(forms))
-	oauthtest.AtOnce(len(forms), func(i int) {
+	storetest.AtOnce(len(forms), func(i int) {
 		resp, body := ev.tokenRequest(tokenForm(forms[i]), "rp", rpSecret)
 		tok, _ := body["access_token"].(string)
 		results[i] = result{resp.StatusCode, tok, body["error"]}

@@ -10,8 +10,8 @@ import (
 
 	"golang.org/x/oauth2"
 
-	"github.com/signd/signd/oauth/oauthtest"
 	"github.com/signd/signd/store"
+	"github.com/signd/signd/store/storetest"
 )
 
 func tokenForm(code string, kv ...string) url.Values {
@@ -252,7 +252,7 @@ func TestParallelRedemption(t *testing.T) {
 	const n = 20
 	statuses := make([]int, n)
 	tokens := make([]string, n)
-	oauthtest.AtOnce(n, func(i int) {
+	storetest.AtOnce(n, func(i int) {
 		resp, body := ev.tokenRequest(tokenForm(code), "rp", rpSecret)
 		statuses[i] = resp.StatusCode
 		if s, ok := body["access_token"].(string); ok {

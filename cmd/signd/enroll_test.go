@@ -16,8 +16,8 @@ import (
 
 	"github.com/signd/signd/admin"
 	"github.com/signd/signd/csc/certstatus/certstatustest"
-	"github.com/signd/signd/oauth/oauthtest"
 	"github.com/signd/signd/oauth/oauthtest/chromiumtest"
+	"github.com/signd/signd/store/storetest"
 )
 
 // enrollee creates username through the provisioning API with an
@@ -386,7 +386,7 @@ func TestEnrollmentRefusals(t *testing.T) {
 			forms[i] = openEnrollForm(t, p.base, link)
 		}
 		statuses := make([]int, n)
-		oauthtest.AtOnce(len(forms), func(i int) {
+		storetest.AtOnce(len(forms), func(i int) {
 			statuses[i], _ = forms[i].post(fmt.Sprintf("password of form %d", i), "1234", nil, nil)
 		})
 		ok := 0

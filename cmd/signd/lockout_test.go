@@ -14,6 +14,7 @@ import (
 
 	"github.com/signd/signd/oauth/oauthtest"
 	"github.com/signd/signd/store"
+	"github.com/signd/signd/store/storetest"
 )
 
 // TestPINLockoutThroughDaemon locks alice's signing PIN with a burst of
@@ -131,7 +132,7 @@ func TestPINLockoutThroughDaemon(t *testing.T) {
 func guessPINsAtOnce(t *testing.T, browsers []*oauthtest.Browser, pages []*oauthtest.Step, where func(i int) string) int {
 	t.Helper()
 	answers := make([]*oauthtest.Step, len(pages))
-	oauthtest.AtOnce(len(pages), func(i int) {
+	storetest.AtOnce(len(pages), func(i int) {
 		var err error
 		if answers[i], err = browsers[i].Submit(pages[i].Form, map[string]string{"pin": fmt.Sprintf("wrong-%02d", i)}, "approve"); err != nil {
 			t.Error(err)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/signd/signd/oauth/oauthtest"
 	softhsmtest "github.com/signd/signd/softhsm-test"
+	"github.com/signd/signd/store/storetest"
 )
 
 // serviceToken runs the service-scope code flow for alice and returns the
@@ -168,7 +169,7 @@ func TestExplicitBatchJourney(t *testing.T) {
 	// A flood of wrong PINs at once: the PIN locks, the right one is
 	// refused afterwards.
 	answers := make([]string, 16)
-	oauthtest.AtOnce(len(answers), func(i int) {
+	storetest.AtOnce(len(answers), func(i int) {
 		_, res := authorize(cred, 1, "000000", hashes[:1])
 		answers[i], _ = res["error_description"].(string)
 	})

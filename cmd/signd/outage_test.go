@@ -24,8 +24,8 @@ import (
 	"github.com/signd/signd/config"
 	"github.com/signd/signd/hsm"
 	"github.com/signd/signd/hsm/hsmtest"
-	"github.com/signd/signd/oauth/oauthtest"
 	"github.com/signd/signd/store"
+	"github.com/signd/signd/store/storetest"
 )
 
 // signHashCall is one signHash answer.
@@ -124,7 +124,7 @@ func TestHSMOutageThroughDaemon(t *testing.T) {
 	// The outage, under concurrent traffic released at once.
 	var mu sync.Mutex
 	statuses := map[int]int{}
-	oauthtest.AtOnce(workers, func(w int) {
+	storetest.AtOnce(workers, func(w int) {
 		for _, s := range outage[w*perWorker : (w+1)*perWorker] {
 			c := callSignHash(t, base, bearer, alice.cred, s.sad, s.d)
 			mu.Lock()

@@ -302,22 +302,6 @@ func Text(page string) string {
 	return strings.Join(strings.Fields(b.String()), " ")
 }
 
-// AtOnce runs fn(0) … fn(n-1) in n goroutines released together, as
-// concurrent clients arrive, and returns when all have returned: the
-// races of single use, lockout and rate limits.
-func AtOnce(n int, fn func(i int)) {
-	var wg sync.WaitGroup
-	start := make(chan struct{})
-	for i := range n {
-		wg.Go(func() {
-			<-start
-			fn(i)
-		})
-	}
-	close(start)
-	wg.Wait()
-}
-
 // LogBuffer is a goroutine-safe log sink: tests point a server's slog
 // handler at it and search the captured lines (for secrets, for example).
 type LogBuffer struct {

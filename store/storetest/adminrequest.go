@@ -222,8 +222,9 @@ func testAdminRequestSweep(t *testing.T, s store.Store) {
 func testConcurrentAdminDecide(t *testing.T, s store.Store) {
 	t0 := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
 	update(t, s, func(tx store.Tx) error { return tx.CreateAdminRequest(newAdminRequest("req", t0)) })
-	errs := atOnce(16, func(int) error {
-		return s.Update(context.Background(), func(tx store.Tx) error { return tx.DeleteAdminRequest("req") })
+	errs := make([]error, 16)
+	AtOnce(len(errs), func(i int) {
+		errs[i] = s.Update(context.Background(), func(tx store.Tx) error { return tx.DeleteAdminRequest("req") })
 	})
 	won := 0
 	for _, err := range errs {

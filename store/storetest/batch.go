@@ -105,8 +105,9 @@ func testBatchConsumeOnce(t *testing.T, db Batcher) {
 func testBatchIsolatesFailures(t *testing.T, db Batcher) {
 	ctx := context.Background()
 	boom := errors.New("boom")
-	errs := atOnce(40, func(i int) error {
-		return db.Batch(ctx, func(tx store.Tx) error {
+	errs := make([]error, 40)
+	AtOnce(len(errs), func(i int) {
+		errs[i] = db.Batch(ctx, func(tx store.Tx) error {
 			if err := tx.AppendAudit(&store.AuditEntry{Kind: store.AuditSignHash, User: fmt.Sprint(i), Outcome: store.AuditOK}); err != nil {
 				return err
 			}

@@ -20,5 +20,6 @@
 // backends can be compared. [EditUser] changes a user's record in a
 // transaction, as the service tests do between two requests; [ThenFail]
 // makes a transaction fail after its function ran, with [ErrDiskFull] as a
-// full disk does.
+// full disk does; [AtOnce] releases a race's transactions or requests
+// together.
 package storetest

@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"fmt"
+	"sync"
 	"syscall"
 
 	"github.com/signd/signd/store"
@@ -45,4 +46,21 @@ func ThenFail[Tx any](fn func(tx Tx) error, fail error) func(tx Tx) error {
 		}
 		return fail
 	}
+}
+
+// AtOnce runs fn(0) … fn(n-1) in n goroutines released together, as
+// concurrent clients arrive, and returns when all have returned: the races
+// of single use, lockout and rate limits, at the store or through a
+// service.
+func AtOnce(n int, fn func(i int)) {
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for i := range n {
+		wg.Go(func() {
+			<-start
+			fn(i)
+		})
+	}
+	close(start)
+	wg.Wait()
 }

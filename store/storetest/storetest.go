@@ -226,23 +226,6 @@ func updateRolledBack(t *testing.T, s store.Store, fn func(tx store.Tx) error) {
 	}
 }
 
-// atOnce runs fn(0) … fn(n-1) in n goroutines released together and
-// returns their errors, by i.
-func atOnce(n int, fn func(i int) error) []error {
-	var wg sync.WaitGroup
-	start := make(chan struct{})
-	errs := make([]error, n)
-	for i := range n {
-		wg.Go(func() {
-			<-start
-			errs[i] = fn(i)
-		})
-	}
-	close(start)
-	wg.Wait()
-	return errs
-}
-
 func view(t *testing.T, s store.Store, fn func(tx store.Tx) error) {
 	t.Helper()
 	if err := s.View(context.Background(), fn); err != nil {
