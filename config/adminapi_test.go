@@ -139,10 +139,7 @@ func TestAdminAPIConfig(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c := validConfig(t)
-			tt.mutate(c)
-			err := c.Validate()
-			wantOneProblem(t, err, tt.key, tt.msg)
+			wantOneProblem(t, validated(t, tt.mutate), tt.key, tt.msg)
 		})
 	}
 }

@@ -63,6 +63,14 @@ func problemsOf(t *testing.T, err error) *Error {
 	return e
 }
 
+// validated is what Validate says of validConfig changed by mutate.
+func validated(t *testing.T, mutate func(c *Config)) error {
+	t.Helper()
+	c := validConfig(t)
+	mutate(c)
+	return c.Validate()
+}
+
 // wantOneProblem checks what Validate said: nothing when key is empty,
 // otherwise exactly one problem, at key, with msg in its message.
 func wantOneProblem(t *testing.T, err error, key, msg string) {

@@ -109,10 +109,7 @@ func TestUIKeys(t *testing.T) {
 			if tt.skipAsRoo && root {
 				t.Skip("root reads files whatever their mode")
 			}
-			c := validConfig(t)
-			tt.mutate(&c.UI)
-			err := c.Validate()
-			wantOneProblem(t, err, tt.key, tt.msg)
+			wantOneProblem(t, validated(t, func(c *Config) { tt.mutate(&c.UI) }), tt.key, tt.msg)
 		})
 	}
 }

@@ -365,9 +365,7 @@ func TestValidate(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c := validConfig(t)
-			tt.mutate(c)
-			err := c.Validate()
+			err := validated(t, tt.mutate)
 			wantOneProblem(t, err, tt.key, tt.msg)
 			if err != nil && (strings.Contains(err.Error(), "hunter2") || strings.Contains(err.Error(), "pin-q7Zx")) {
 				t.Errorf("error leaks a secret: %v", err)
