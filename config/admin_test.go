@@ -1,7 +1,6 @@
 package config
 
 import (
-	"errors"
 	"reflect"
 	"slices"
 	"strings"
@@ -63,10 +62,7 @@ func TestAdminRoles(t *testing.T) {
 				}
 				return
 			}
-			var e *Error
-			if !errors.As(err, &e) {
-				t.Fatalf("err = %v, want *Error", err)
-			}
+			e := problemsOf(t, err)
 			got := map[string]string{}
 			for _, p := range e.Problems {
 				got[p.Key] = p.Msg

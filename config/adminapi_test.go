@@ -7,7 +7,6 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
-	"errors"
 	"math/big"
 	"os"
 	"path/filepath"
@@ -140,22 +139,7 @@ func TestAdminAPIConfig(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c := validConfig(t)
-			tt.mutate(c)
-			err := c.Validate()
-			if tt.key == "" {
-				if err != nil {
-					t.Fatalf("unexpected error: %v", err)
-				}
-				return
-			}
-			var e *Error
-			if !errors.As(err, &e) {
-				t.Fatalf("err = %v, want *Error", err)
-			}
-			if len(e.Problems) != 1 || e.Problems[0].Key != tt.key || !strings.Contains(e.Problems[0].Msg, tt.msg) {
-				t.Errorf("got %q, want one problem %s: ...%s...", err, tt.key, tt.msg)
-			}
+			wantOneProblem(t, validated(t, tt.mutate), tt.key, tt.msg)
 		})
 	}
 }

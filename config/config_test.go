@@ -63,6 +63,30 @@ func problemsOf(t *testing.T, err error) *Error {
 	return e
 }
 
+// validated is what Validate says of validConfig changed by mutate.
+func validated(t *testing.T, mutate func(c *Config)) error {
+	t.Helper()
+	c := validConfig(t)
+	mutate(c)
+	return c.Validate()
+}
+
+// wantOneProblem checks what Validate said: nothing when key is empty,
+// otherwise exactly one problem, at key, with msg in its message.
+func wantOneProblem(t *testing.T, err error, key, msg string) {
+	t.Helper()
+	if key == "" {
+		if err != nil {
+			t.Fatalf("unexpected error: %v", err)
+		}
+		return
+	}
+	e := problemsOf(t, err)
+	if len(e.Problems) != 1 || e.Problems[0].Key != key || !strings.Contains(e.Problems[0].Msg, msg) {
+		t.Errorf("got %q, want one problem %s: ...%s...", err, key, msg)
+	}
+}
+
 func writeFile(t *testing.T, name, content string, mode os.FileMode) string {
 	t.Helper()
 	p := filepath.Join(t.TempDir(), name)

@@ -1,7 +1,6 @@
 package config
 
 import (
-	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -110,22 +109,7 @@ func TestUIKeys(t *testing.T) {
 			if tt.skipAsRoo && root {
 				t.Skip("root reads files whatever their mode")
 			}
-			c := validConfig(t)
-			tt.mutate(&c.UI)
-			err := c.Validate()
-			if tt.key == "" {
-				if err != nil {
-					t.Fatalf("unexpected error: %v", err)
-				}
-				return
-			}
-			var e *Error
-			if !errors.As(err, &e) {
-				t.Fatalf("err = %v, want *Error", err)
-			}
-			if len(e.Problems) != 1 || e.Problems[0].Key != tt.key || !strings.Contains(e.Problems[0].Msg, tt.msg) {
-				t.Errorf("got %q, want one problem %s: ...%s...", err, tt.key, tt.msg)
-			}
+			wantOneProblem(t, validated(t, func(c *Config) { tt.mutate(&c.UI) }), tt.key, tt.msg)
 		})
 	}
 }

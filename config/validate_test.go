@@ -374,23 +374,9 @@ func TestValidate(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c := validConfig(t)
-			tt.mutate(c)
-			err := c.Validate()
-			if tt.key == "" {
-				if err != nil {
-					t.Fatalf("unexpected error: %v", err)
-				}
-				return
-			}
-			var e *Error
-			if !errors.As(err, &e) {
-				t.Fatalf("err = %v, want *Error", err)
-			}
-			if len(e.Problems) != 1 || e.Problems[0].Key != tt.key || !strings.Contains(e.Problems[0].Msg, tt.msg) {
-				t.Errorf("got %q, want one problem %s: ...%s...", err, tt.key, tt.msg)
-			}
-			if strings.Contains(err.Error(), "hunter2") || strings.Contains(err.Error(), "pin-q7Zx") {
+			err := validated(t, tt.mutate)
+			wantOneProblem(t, err, tt.key, tt.msg)
+			if err != nil && (strings.Contains(err.Error(), "hunter2") || strings.Contains(err.Error(), "pin-q7Zx")) {
 				t.Errorf("error leaks a secret: %v", err)
 			}
 		})

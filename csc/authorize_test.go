@@ -22,6 +22,7 @@ import (
 	"github.com/signd/signd/oauth/passwords"
 	"github.com/signd/signd/store"
 	"github.com/signd/signd/store/memory"
+	"github.com/signd/signd/store/storetest"
 )
 
 // lowArgon2 keeps PIN hashing cheap in tests.
@@ -342,17 +343,10 @@ func TestAuthorizePINFlood(t *testing.T) {
 	cred := e.explicitCredential("alice", 1, store.AuthExplicit)
 	body := authorizeBody(cred, 1, "99999", digest("x"))
 	const n = 24
-	var wg sync.WaitGroup
-	start := make(chan struct{})
 	codes := make([]string, n)
-	for i := range n {
-		wg.Go(func() {
-			<-start
-			codes[i] = e.call("credentials/authorize", bearer, body).str("error_description")
-		})
-	}
-	close(start)
-	wg.Wait()
+	storetest.AtOnce(n, func(i int) {
+		codes[i] = e.call("credentials/authorize", bearer, body).str("error_description")
+	})
 	if got := e.checker.checks.Load(); got != maxFailures {
 		t.Errorf("%d PIN evaluations, want exactly %d", got, maxFailures)
 	}
@@ -659,12 +653,7 @@ func TestAuthorizeRecheckedAfterPIN(t *testing.T) {
 		change             func(tx store.Tx, cred string) error
 	}{
 		{"PIN locked", "PIN locked", "PIN locked meanwhile", func(tx store.Tx, _ string) error {
-			u, err := tx.User("alice")
-			if err != nil {
-				return err
-			}
-			u.PINLocked = true
-			return tx.PutUser(u)
+			return storetest.EditUser(tx, "alice", func(u *store.User) { u.PINLocked = true })
 		}},
 		{"client removed", "Invalid parameter credentialID", "client removed", func(tx store.Tx, _ string) error {
 			return tx.DeleteClient("rp1")

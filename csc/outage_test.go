@@ -15,6 +15,7 @@ import (
 	"github.com/signd/signd/hsm"
 	"github.com/signd/signd/hsm/hsmtest/softtoken"
 	"github.com/signd/signd/store"
+	"github.com/signd/signd/store/storetest"
 )
 
 // Faults of the software token, named after the PKCS#11 failures of the
@@ -203,18 +204,25 @@ func TestSignHashOutageKeepsSAD(t *testing.T) {
 	}
 }
 
+// signHashLostKey asks for alice's signature of doc's digest, with a SAD
+// for it, by a credential of hers whose key is keyA's but for its CKA_ID,
+// id, which is not on the token; it returns the SAD and the answer.
+func (e *env) signHashLostKey(bearer, id, doc string) (string, response) {
+	lost := *keyA
+	lost.ID = []byte(id)
+	cred := e.credential(valid("alice", &lost))
+	d := digest(doc)
+	sad := e.sad("alice", "rp1", cred, time.Minute, d)
+	return sad, e.call("signatures/signHash", bearer, signHashBody(cred, sad, d))
+}
+
 // TestSignHashKeyGone: a credential whose key is not on the token (the HSM
 // is fine) is refused as disabled before its SAD is consumed; neither 500
 // nor an outage.
 func TestSignHashKeyGone(t *testing.T) {
 	e := newEnv(t)
 	bearer := e.accessToken("alice", "rp1")
-	lost := *keyA
-	lost.ID = []byte("not-on-the-token")
-	cred := e.credential(valid("alice", &lost))
-	d := digest("key gone")
-	sad := e.sad("alice", "rp1", cred, time.Minute, d)
-	r := e.call("signatures/signHash", bearer, signHashBody(cred, sad, d))
+	sad, r := e.signHashLostKey(bearer, "not-on-the-token", "key gone")
 	wantError(t, r, http.StatusBadRequest, "invalid_request", "The credential identified by credentialID is disabled")
 	if !e.sadExists(sad) {
 		t.Error("SAD consumed for a credential whose key is gone")
@@ -235,12 +243,7 @@ func TestSignHashKeyGone(t *testing.T) {
 func TestSignHashKeyMissingOnNode(t *testing.T) {
 	e := newEnv(t, func(h *csc.Handler) { h.Clustered = true })
 	bearer, here := e.alice()
-	lost := *keyA
-	lost.ID = []byte("on-another-node")
-	cred := e.credential(valid("alice", &lost))
-	d := digest("key on another node")
-	sad := e.sad("alice", "rp1", cred, time.Minute, d)
-	r := e.call("signatures/signHash", bearer, signHashBody(cred, sad, d))
+	sad, r := e.signHashLostKey(bearer, "on-another-node", "key on another node")
 	wantError(t, r, http.StatusServiceUnavailable, "temporarily_unavailable", "The signing key is not available on this node, try again later")
 	if ra := r.header.Get("Retry-After"); ra != "5" {
 		t.Errorf("Retry-After %q, want 5", ra)
@@ -297,28 +300,21 @@ func TestSignHashRestoreNeverDoubleSpends(t *testing.T) {
 	var signed atomic.Int32
 	var mu sync.Mutex
 	statuses := map[int]int{}
-	start := make(chan struct{})
-	var wg sync.WaitGroup
-	for range 12 {
-		wg.Go(func() {
-			<-start
-			deadline := time.Now().Add(10 * time.Second)
-			for time.Now().Before(deadline) && signed.Load() == 0 {
-				r := e.call("signatures/signHash", bearer, signHashBody(cred, sad, d))
-				mu.Lock()
-				statuses[r.status]++
-				mu.Unlock()
-				if r.status == http.StatusOK {
-					e.verify(cred, d, signatures(t, r)[0])
-					signed.Add(1)
-					return
-				}
-				time.Sleep(20 * time.Millisecond)
+	storetest.AtOnce(12, func(int) {
+		deadline := time.Now().Add(10 * time.Second)
+		for time.Now().Before(deadline) && signed.Load() == 0 {
+			r := e.call("signatures/signHash", bearer, signHashBody(cred, sad, d))
+			mu.Lock()
+			statuses[r.status]++
+			mu.Unlock()
+			if r.status == http.StatusOK {
+				e.verify(cred, d, signatures(t, r)[0])
+				signed.Add(1)
+				return
 			}
-		})
-	}
-	close(start)
-	wg.Wait()
+			time.Sleep(20 * time.Millisecond)
+		}
+	})
 	if n := signed.Load(); n != 1 {
 		t.Fatalf("%d signatures for one SAD (statuses %v)", n, statuses)
 	}
@@ -343,12 +339,7 @@ func TestSignHashRestoreRespectsRevocation(t *testing.T) {
 		reason string
 	}{
 		{"user disabled", func(tx store.Tx, _ string) error {
-			u, err := tx.User("alice")
-			if err != nil {
-				return err
-			}
-			u.Status = store.UserDisabled
-			return tx.PutUser(u)
+			return storetest.EditUser(tx, "alice", func(u *store.User) { u.Status = store.UserDisabled })
 		}, "not signed: device error; SAD not restored: user removed or disabled (burned)"},
 		{"client removed", func(tx store.Tx, _ string) error { return tx.DeleteClient("rp1") },
 			"not signed: device error; SAD not restored: client removed (burned)"},

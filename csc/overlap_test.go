@@ -13,6 +13,7 @@ import (
 	"github.com/signd/signd/csc"
 	"github.com/signd/signd/hsm/hsmtest/softtoken"
 	"github.com/signd/signd/store"
+	"github.com/signd/signd/store/storetest"
 )
 
 // watchedSigner is the shared software token, counting signatures and
@@ -81,7 +82,7 @@ func TestSignHashCommitAndSignOverlap(t *testing.T) {
 		sadLeft   bool
 	}{
 		{"both succeed", nil, nil, http.StatusOK, "", []string{"granted/-/"}, false},
-		{"commit fails: disk full", errENOSPC, nil, http.StatusServiceUnavailable, "temporarily_unavailable", nil, true},
+		{"commit fails: disk full", storetest.ErrDiskFull, nil, http.StatusServiceUnavailable, "temporarily_unavailable", nil, true},
 		{"commit fails: I/O error", errIO, nil, http.StatusInternalServerError, "server_error", nil, true},
 		{"commit fails and signing fails", errIO, errDeviceError, http.StatusInternalServerError, "server_error", nil, true},
 		{"signing fails, commit succeeds", nil, errDeviceError, http.StatusServiceUnavailable, "temporarily_unavailable",
@@ -160,12 +161,7 @@ func (s *rerunBatch) Batch(ctx context.Context, fn func(csc.Tx) error) error {
 	if !s.armed.CompareAndSwap(true, false) {
 		return s.Store.Batch(ctx, fn)
 	}
-	err := s.Store.Batch(ctx, func(tx csc.Tx) error {
-		if err := fn(tx); err != nil {
-			return err
-		}
-		return errSharedTxFailed
-	})
+	err := s.Store.Batch(ctx, storetest.ThenFail(fn, errSharedTxFailed))
 	if !errors.Is(err, errSharedTxFailed) {
 		return err
 	}
@@ -242,13 +238,7 @@ func TestSADParallelUsesGroupCommit(t *testing.T) {
 	e := newBoltEnv(t, withSigner(signer))
 	bearer := e.accessToken("alice", "rp1")
 	cred := e.credential(valid("alice", keyA))
-	d := digest("group commit race")
-	sad := e.sad("alice", "rp1", cred, 5*time.Minute, d)
-	const n = 24
-	ok := e.raceSAD(t, n, bearer, cred, sad, d)
-	if ok != 1 {
-		t.Errorf("%d signatures from one SAD, want exactly 1", ok)
-	}
+	e.raceSAD(t, 24, bearer, cred, "group commit race")
 	if calls := signer.calls.Load(); calls != 1 {
 		t.Errorf("%d signatures asked of the HSM, want 1", calls)
 	}

@@ -3,13 +3,13 @@ package csc_test
 import (
 	"encoding/base64"
 	"net/http"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/signd/signd/csc"
 	"github.com/signd/signd/oauth/ratelimit"
+	"github.com/signd/signd/store/storetest"
 )
 
 // withLimit sets one of the handler's rate limits on its clock.
@@ -63,23 +63,16 @@ func TestTimestampRateLimit(t *testing.T) {
 
 	e.clock.Advance(time.Minute) // full again: 3
 	var ok, refused atomic.Int32
-	var wg sync.WaitGroup
-	start := make(chan struct{})
-	for range 24 {
-		wg.Go(func() {
-			<-start
-			switch r := e.call("signatures/timestamp", alice, body); r.status {
-			case http.StatusOK:
-				ok.Add(1)
-			case http.StatusTooManyRequests:
-				refused.Add(1)
-			default:
-				t.Errorf("parallel: %d %s", r.status, r.raw)
-			}
-		})
-	}
-	close(start)
-	wg.Wait()
+	storetest.AtOnce(24, func(int) {
+		switch r := e.call("signatures/timestamp", alice, body); r.status {
+		case http.StatusOK:
+			ok.Add(1)
+		case http.StatusTooManyRequests:
+			refused.Add(1)
+		default:
+			t.Errorf("parallel: %d %s", r.status, r.raw)
+		}
+	})
 	if ok.Load() != 3 || refused.Load() != 21 {
 		t.Errorf("24 parallel time-stamps: %d granted, %d refused; want the burst, 3, and 21", ok.Load(), refused.Load())
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/signd/signd/csc"
 	"github.com/signd/signd/store"
+	"github.com/signd/signd/store/storetest"
 )
 
 // adminBetween runs an admin action once, after the bearer middleware let
@@ -45,12 +46,7 @@ func TestSADRefusedAfterAdminAction(t *testing.T) {
 		{
 			name: "user_disabled",
 			action: func(tx store.Tx, _ string) error {
-				u, err := tx.User("alice")
-				if err != nil {
-					return err
-				}
-				u.Status = store.UserDisabled
-				return tx.PutUser(u)
+				return storetest.EditUser(tx, "alice", func(u *store.User) { u.Status = store.UserDisabled })
 			},
 			desc: "Invalid parameter SAD", reason: "user removed or disabled (burned)", burned: true,
 		},

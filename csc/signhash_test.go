@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -16,6 +15,7 @@ import (
 	"github.com/signd/signd/hsm"
 	softhsmtest "github.com/signd/signd/softhsm-test"
 	"github.com/signd/signd/store"
+	"github.com/signd/signd/store/storetest"
 )
 
 func TestSignHash(t *testing.T) {
@@ -115,13 +115,8 @@ func TestSADUsedTwice(t *testing.T) {
 func TestSADTenParallelUses(t *testing.T) {
 	e := newEnv(t)
 	bearer, cred := e.alice()
-	d := digest("parallel")
-	sad := e.sad("alice", "rp1", cred, 5*time.Minute, d)
 	const n = 10
-	ok := e.raceSAD(t, n, bearer, cred, sad, d)
-	if ok != 1 {
-		t.Errorf("%d signatures from one SAD, want exactly 1", ok)
-	}
+	e.raceSAD(t, n, bearer, cred, "parallel")
 	outcomes := e.auditOutcomes()
 	granted, refused := outcomes[store.AuditGranted], outcomes[store.AuditRefused]
 	if granted != 1 || refused != n-1 {
@@ -305,22 +300,18 @@ func (brokenBatch) Batch(context.Context, func(csc.Tx) error) error {
 	return errors.New("store: write /var/lib/signd/signd.db: no space left on device")
 }
 
-// raceSAD presents one SAD in n signHash requests released at once and
-// returns how many got a signature. Every signature must verify over d and
-// every other answer must be the spent-SAD refusal.
-func (e *env) raceSAD(t *testing.T, n int, bearer, cred, sad string, d []byte) (ok int) {
+// raceSAD presents one SAD of alice's for the digest of doc in n signHash
+// requests released at once: exactly one must get a signature, which must
+// verify, and every other answer must be the spent-SAD refusal.
+func (e *env) raceSAD(t *testing.T, n int, bearer, cred, doc string) {
 	t.Helper()
+	d := digest(doc)
+	sad := e.sad("alice", "rp1", cred, 5*time.Minute, d)
 	results := make([]response, n)
-	var wg sync.WaitGroup
-	start := make(chan struct{})
-	for i := range n {
-		wg.Go(func() {
-			<-start
-			results[i] = e.call("signatures/signHash", bearer, signHashBody(cred, sad, d))
-		})
-	}
-	close(start)
-	wg.Wait()
+	ok := 0
+	storetest.AtOnce(n, func(i int) {
+		results[i] = e.call("signatures/signHash", bearer, signHashBody(cred, sad, d))
+	})
 	for _, r := range results {
 		if r.status == http.StatusOK {
 			ok++
@@ -329,7 +320,9 @@ func (e *env) raceSAD(t *testing.T, n int, bearer, cred, sad string, d []byte) (
 		}
 		wantError(t, r, http.StatusBadRequest, "invalid_request", "Invalid parameter SAD")
 	}
-	return ok
+	if ok != 1 {
+		t.Errorf("%d signatures from one SAD, want exactly 1", ok)
+	}
 }
 
 // TestSignHashAuditsAlgorithm: every signHash entry, granted or refused,

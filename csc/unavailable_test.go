@@ -2,16 +2,15 @@ package csc_test
 
 import (
 	"context"
-	"fmt"
 	"net/http"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/signd/signd/csc"
 	"github.com/signd/signd/oauth"
 	"github.com/signd/signd/store"
+	"github.com/signd/signd/store/storetest"
 )
 
 // fullDisk is a csc.Store whose writes, while full is set, run and then
@@ -22,18 +21,11 @@ type fullDisk struct {
 	full atomic.Bool
 }
 
-var errENOSPC = fmt.Errorf("%w: write to signd.db failed: %w", store.ErrUnavailable, syscall.ENOSPC)
-
 func (d *fullDisk) Batch(ctx context.Context, fn func(csc.Tx) error) error {
 	if !d.full.Load() {
 		return d.Store.Batch(ctx, fn)
 	}
-	return d.Store.Batch(ctx, func(tx csc.Tx) error {
-		if err := fn(tx); err != nil {
-			return err
-		}
-		return errENOSPC
-	})
+	return d.Store.Batch(ctx, storetest.ThenFail(fn, storetest.ErrDiskFull))
 }
 
 // TestSignHashStoreUnavailable: a signHash whose SAD consumption and audit

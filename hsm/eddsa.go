@@ -126,12 +126,7 @@ var _ crypto.Signer = (*Ed25519Key)(nil)
 // after the key policy of Key. A key of another type is
 // ErrUnsupportedAlgorithm.
 func (t *Token) Ed25519Key(ctx context.Context, id []byte) (*Ed25519Key, error) {
-	var ck cachedKey
-	err := t.run(ctx, "load key", func(s pkcs11.SessionHandle) error {
-		var err error
-		ck, err = t.keyFor(s, id)
-		return err
-	})
+	ck, err := t.loadKey(ctx, id)
 	if err != nil {
 		return nil, err
 	}

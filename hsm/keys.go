@@ -508,18 +508,25 @@ func (t *Token) CheckKey(ctx context.Context, id []byte) error {
 	})
 }
 
-// Key returns the signer for the RSA or EC key pair with CKA_ID id. The private
-// key must satisfy the key policy: CKA_SIGN, CKA_SENSITIVE, not
-// CKA_EXTRACTABLE, generated in the token (CKA_LOCAL, CKA_ALWAYS_SENSITIVE,
-// CKA_NEVER_EXTRACTABLE; waived by Config.AllowImportedKeys), and at least
-// Config.MinRSABits. Its handle is cached.
-func (t *Token) Key(ctx context.Context, id []byte) (*Key, error) {
+// loadKey is the key pair with CKA_ID id after the key policy of Key, from
+// the cache or the token.
+func (t *Token) loadKey(ctx context.Context, id []byte) (cachedKey, error) {
 	var ck cachedKey
 	err := t.run(ctx, "load key", func(s pkcs11.SessionHandle) error {
 		var err error
 		ck, err = t.keyFor(s, id)
 		return err
 	})
+	return ck, err
+}
+
+// Key returns the signer for the RSA or EC key pair with CKA_ID id. The private
+// key must satisfy the key policy: CKA_SIGN, CKA_SENSITIVE, not
+// CKA_EXTRACTABLE, generated in the token (CKA_LOCAL, CKA_ALWAYS_SENSITIVE,
+// CKA_NEVER_EXTRACTABLE; waived by Config.AllowImportedKeys), and at least
+// Config.MinRSABits. Its handle is cached.
+func (t *Token) Key(ctx context.Context, id []byte) (*Key, error) {
+	ck, err := t.loadKey(ctx, id)
 	if err != nil {
 		return nil, err
 	}

@@ -24,17 +24,19 @@ func newAccountEnv(t *testing.T, mods ...func(*oauth.Config)) *env {
 // accountPost posts form values to path with headers h (nil: none).
 func (ev *env) accountPost(b *oauthtest.Browser, path string, v url.Values, h http.Header) *oauthtest.Step {
 	ev.t.Helper()
-	req, err := http.NewRequest(http.MethodPost, ev.ts.URL+path, strings.NewReader(v.Encode()))
-	if err != nil {
-		ev.t.Fatal(err)
-	}
-	for k, vs := range h {
-		for _, val := range vs {
-			req.Header.Add(k, val)
-		}
-	}
-	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	return ev.must(b.Do(req))
+	return ev.postForm(b, ev.ts.URL+path, v, h)
+}
+
+// refusedPost is a form post of the account page that a test expects
+// refused: through which browser, with which values and extra headers,
+// and the status and text of the answer.
+type refusedPost struct {
+	name       string
+	browser    *oauthtest.Browser
+	form       url.Values
+	h          http.Header
+	wantStatus int
+	wantText   string
 }
 
 // accountLogin signs username in on the account page and returns the
@@ -152,14 +154,7 @@ func TestAccountPageRefusals(t *testing.T) {
 		return url.Values{"csrf_token": {csrf}, "credential": {credAlice}, "decision": {"disable"}, "lang": {"en"}}
 	}
 	edit := func(f func(v url.Values)) url.Values { v := good(); f(v); return v }
-	tests := []struct {
-		name       string
-		browser    *oauthtest.Browser
-		form       url.Values
-		h          http.Header
-		wantStatus int
-		wantText   string
-	}{
+	tests := []refusedPost{
 		{"cross-site Origin", b, good(), chromiumCrossSite(), http.StatusForbidden, "sent from another website"},
 		{"foreign Origin, no Fetch Metadata", b, good(), http.Header{"Origin": {"https://evil.example"}}, http.StatusForbidden, "sent from another website"},
 		{"null Origin", b, good(), http.Header{"Origin": {"null"}}, http.StatusForbidden, "sent from another website"},
@@ -213,14 +208,7 @@ func TestAccountLoginRefusals(t *testing.T) {
 		f(v)
 		return v
 	}
-	for _, tt := range []struct {
-		name       string
-		browser    *oauthtest.Browser
-		form       url.Values
-		h          http.Header
-		wantStatus int
-		wantText   string
-	}{
+	for _, tt := range []refusedPost{
 		{"cross-site", b, good, chromiumCrossSite(), http.StatusForbidden, "sent from another website"},
 		{"missing CSRF field", b, edit(func(v url.Values) { v.Del("csrf_token") }), chromiumSameOrigin(), http.StatusBadRequest, "The form has expired or is invalid."},
 		{"missing CSRF cookie (another browser)", ev.browser(), good, chromiumSameOrigin(), http.StatusBadRequest, "The form has expired or is invalid."},
@@ -389,14 +377,7 @@ func TestAccountLogoutRefusals(t *testing.T) {
 	daveCSRF := ev.accountLogin(ev.browser(), "dave", davePassword, "en")
 	good := func() url.Values { return url.Values{"csrf_token": {csrf}, "lang": {"en"}} }
 	edit := func(f func(v url.Values)) url.Values { v := good(); f(v); return v }
-	for _, tt := range []struct {
-		name       string
-		browser    *oauthtest.Browser
-		form       url.Values
-		h          http.Header
-		wantStatus int
-		wantText   string
-	}{
+	for _, tt := range []refusedPost{
 		{"cross-site", b, good(), chromiumCrossSite(), http.StatusForbidden, "sent from another website"},
 		{"foreign Origin, no Fetch Metadata", b, good(), http.Header{"Origin": {"https://evil.example"}}, http.StatusForbidden, "sent from another website"},
 		{"cross-site Fetch Metadata, no Origin", b, good(), http.Header{"Sec-Fetch-Site": {"cross-site"}}, http.StatusForbidden, "sent from another website"},

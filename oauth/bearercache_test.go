@@ -18,6 +18,7 @@ import (
 	"github.com/signd/signd/oauth"
 	"github.com/signd/signd/store"
 	"github.com/signd/signd/store/bolt"
+	"github.com/signd/signd/store/storetest"
 	"github.com/signd/signd/store/storetest/backends"
 )
 
@@ -145,12 +146,7 @@ func bearerRevocations() []struct {
 		}},
 		{"client_removed_without_revocation", func(tx store.Tx) error { return tx.DeleteClient("rp") }},
 		{"user_disabled", func(tx store.Tx) error {
-			u, err := tx.User("alice")
-			if err != nil {
-				return err
-			}
-			u.Status = store.UserDisabled
-			return tx.PutUser(u)
+			return storetest.EditUser(tx, "alice", func(u *store.User) { u.Status = store.UserDisabled })
 		}},
 		{"password_reset", func(tx store.Tx) error {
 			u, err := tx.User("alice")
@@ -175,77 +171,77 @@ func bearerRevocations() []struct {
 	}
 }
 
-// TestBearerCacheRevocation: a token the cache accepted is refused by the
-// first request after the revocation commits, for every revocation.
-func TestBearerCacheRevocation(t *testing.T) {
+// eachRevocation runs test for every revocation on every backend, with
+// the bearer fixture stored and a server over it.
+func eachRevocation(t *testing.T, test func(t *testing.T, name string, revoke func(tx store.Tx) error, s store.Store, e *echo.Echo)) {
 	for _, rv := range bearerRevocations() {
 		t.Run(rv.name, func(t *testing.T) {
 			backends.Each(t, func(t *testing.T, s store.Store) {
 				now := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
 				bearerFixture(t, s, now)
-				e := bearerServer(bearerStore(s), now)
-				for range 2 {
-					if got := bearerGet(e, "tok"); got != http.StatusOK {
-						t.Fatalf("before: status %d", got)
-					}
-				}
-				if err := s.Update(context.Background(), rv.fn); err != nil {
-					t.Fatal(err)
-				}
-				if got := bearerGet(e, "tok"); got != http.StatusUnauthorized {
-					t.Errorf("after %s: status %d, want 401", rv.name, got)
-				}
+				test(t, rv.name, rv.fn, s, bearerServer(bearerStore(s), now))
 			})
 		})
 	}
+}
+
+// TestBearerCacheRevocation: a token the cache accepted is refused by the
+// first request after the revocation commits, for every revocation.
+func TestBearerCacheRevocation(t *testing.T) {
+	eachRevocation(t, func(t *testing.T, name string, revoke func(tx store.Tx) error, s store.Store, e *echo.Echo) {
+		for range 2 {
+			if got := bearerGet(e, "tok"); got != http.StatusOK {
+				t.Fatalf("before: status %d", got)
+			}
+		}
+		if err := s.Update(context.Background(), revoke); err != nil {
+			t.Fatal(err)
+		}
+		if got := bearerGet(e, "tok"); got != http.StatusUnauthorized {
+			t.Errorf("after %s: status %d, want 401", name, got)
+		}
+	})
 }
 
 // TestBearerCacheRevocationRace: requests run in parallel goroutines while
 // the revocation commits; none that starts after the commit returned may
 // pass.
 func TestBearerCacheRevocationRace(t *testing.T) {
-	for _, rv := range bearerRevocations() {
-		t.Run(rv.name, func(t *testing.T) {
-			backends.Each(t, func(t *testing.T, s store.Store) {
-				now := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
-				bearerFixture(t, s, now)
-				e := bearerServer(bearerStore(s), now)
-				var revoked, stop atomic.Bool
-				var before, late atomic.Int64
-				var wg sync.WaitGroup
-				start := make(chan struct{})
-				for range 8 {
-					wg.Go(func() {
-						<-start
-						for !stop.Load() {
-							after := revoked.Load()
-							code := bearerGet(e, "tok")
-							switch {
-							case after && code == http.StatusOK:
-								late.Add(1)
-							case !after && code == http.StatusOK:
-								before.Add(1)
-							}
-						}
-					})
-				}
-				close(start)
-				for before.Load() < 50 { // the cache is warm and in use
-					time.Sleep(time.Millisecond)
-				}
-				if err := s.Update(context.Background(), rv.fn); err != nil {
-					t.Fatal(err)
-				}
-				revoked.Store(true)
-				time.Sleep(20 * time.Millisecond)
-				stop.Store(true)
-				wg.Wait()
-				if n := late.Load(); n != 0 {
-					t.Errorf("%d requests that started after %s committed passed", n, rv.name)
+	eachRevocation(t, func(t *testing.T, name string, revoke func(tx store.Tx) error, s store.Store, e *echo.Echo) {
+		var revoked, stop atomic.Bool
+		var before, late atomic.Int64
+		var wg sync.WaitGroup
+		start := make(chan struct{})
+		for range 8 {
+			wg.Go(func() {
+				<-start
+				for !stop.Load() {
+					after := revoked.Load()
+					code := bearerGet(e, "tok")
+					switch {
+					case after && code == http.StatusOK:
+						late.Add(1)
+					case !after && code == http.StatusOK:
+						before.Add(1)
+					}
 				}
 			})
-		})
-	}
+		}
+		close(start)
+		for before.Load() < 50 { // the cache is warm and in use
+			time.Sleep(time.Millisecond)
+		}
+		if err := s.Update(context.Background(), revoke); err != nil {
+			t.Fatal(err)
+		}
+		revoked.Store(true)
+		time.Sleep(20 * time.Millisecond)
+		stop.Store(true)
+		wg.Wait()
+		if n := late.Load(); n != 0 {
+			t.Errorf("%d requests that started after %s committed passed", n, name)
+		}
+	})
 }
 
 // swapStore is a BearerStore whose backend can be replaced: the daemon's

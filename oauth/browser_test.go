@@ -79,12 +79,7 @@ func TestBrowser(t *testing.T) {
 				}
 				return s
 			}
-			do := func(what string, steps ...chromedp.Action[chromedp.Void]) {
-				t.Helper()
-				if err := chromedp.Do(bctx, steps...); err != nil {
-					t.Fatalf("%s: %v", what, err)
-				}
-			}
+			do := chromiumtest.Steps(t, bctx)
 			submit := func(what, button string) {
 				t.Helper()
 				if _, err := chromedp.RunResponse(bctx, chromedp.Click(chromedp.CSS(`button[name=decision][value=`+button+`]`))); err != nil {

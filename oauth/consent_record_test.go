@@ -107,13 +107,8 @@ func TestConsentRecordChangedBeforeAnswer(t *testing.T) {
 	p := recordParams("record")
 	s := ev.login(b, ev.must(b.Get(ev.authorizeURL(p))), "alice", alicePassword)
 	page(t, s)
-	ev.update(func(tx store.Tx) error {
-		u, err := tx.User("alice")
-		if err != nil {
-			return err
-		}
+	ev.updateUser("alice", func(u *store.User) {
 		u.Email = "alice@new.example"
-		return tx.PutUser(u)
 	})
 	s = ev.approve(b, s, "")
 	page(t, s)

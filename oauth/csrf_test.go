@@ -63,7 +63,14 @@ func (ev *env) submitWith(b *oauthtest.Browser, f *oauthtest.Form, set map[strin
 	if decision != "" {
 		v.Set("decision", decision)
 	}
-	req, err := http.NewRequest(http.MethodPost, f.Action.String(), strings.NewReader(v.Encode()))
+	return ev.postForm(b, f.Action.String(), v, h)
+}
+
+// postForm posts form values v to target through browser b with the extra
+// headers h (nil: none), as a browser posts a form.
+func (ev *env) postForm(b *oauthtest.Browser, target string, v url.Values, h http.Header) *oauthtest.Step {
+	ev.t.Helper()
+	req, err := http.NewRequest(http.MethodPost, target, strings.NewReader(v.Encode()))
 	if err != nil {
 		ev.t.Fatal(err)
 	}

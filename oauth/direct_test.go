@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -15,6 +14,7 @@ import (
 	"github.com/signd/signd/oauth/authlogin"
 	"github.com/signd/signd/oauth/oauthtest"
 	"github.com/signd/signd/store"
+	"github.com/signd/signd/store/storetest"
 )
 
 // authLogin builds the pageless login of cfg over the env's store,
@@ -186,13 +186,8 @@ func TestPasswordLoginRefusals(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ev.update(func(tx store.Tx) error {
-		u, err := tx.User("dave")
-		if err != nil {
-			return err
-		}
+	ev.updateUser("dave", func(u *store.User) {
 		u.PasswordLocked = true
-		return tx.PutUser(u)
 	})
 	if _, err := pl.Refresh(ctx, tok.RefreshToken); !errors.Is(err, authlogin.ErrRefreshInvalid) {
 		t.Errorf("refresh of a locked user = %v, want ErrRefreshInvalid", err)
@@ -210,16 +205,9 @@ func TestPasswordLoginLockoutUnderConcurrency(t *testing.T) {
 	pwHash := ev.user("dave").PasswordHash
 	ph.holdUntil(pwHash, 3)
 	errs := make([]error, n)
-	start := make(chan struct{})
-	var wg sync.WaitGroup
-	for i := range n {
-		wg.Go(func() {
-			<-start
-			_, errs[i] = pl.Login(context.Background(), "dave", fmt.Sprintf("wrong-password-%02d", i), true)
-		})
-	}
-	close(start)
-	wg.Wait()
+	storetest.AtOnce(n, func(i int) {
+		_, errs[i] = pl.Login(context.Background(), "dave", fmt.Sprintf("wrong-password-%02d", i), true)
+	})
 	for i, err := range errs {
 		if !errors.Is(err, authlogin.ErrLoginFailed) {
 			t.Errorf("wrong password %d: %v, want ErrLoginFailed", i, err)
@@ -302,16 +290,9 @@ func TestParallelRefreshReuse(t *testing.T) {
 	}
 	out := make([]*authlogin.Tokens, n)
 	errs := make([]error, n)
-	start := make(chan struct{})
-	var wg sync.WaitGroup
-	for i := range n {
-		wg.Go(func() {
-			<-start
-			out[i], errs[i] = pl.Refresh(context.Background(), first.RefreshToken)
-		})
-	}
-	close(start)
-	wg.Wait()
+	storetest.AtOnce(n, func(i int) {
+		out[i], errs[i] = pl.Refresh(context.Background(), first.RefreshToken)
+	})
 	wins := 0
 	for i := range n {
 		switch {

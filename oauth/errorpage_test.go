@@ -272,13 +272,8 @@ func TestAuthenticationFailure(t *testing.T) {
 			q := url.Values{"response_type": {"code"}, "client_id": {"rp"}, "redirect_uri": {rpRedirect}, "scope": {"quiet"}, "state": {"st-b"}, "prompt": {"login"}}
 			s := ev.must(b.Get(ev.authorizeURL(q)))
 			ev.codeOf(ev.login(b, s, "erin", davePassword), rpRedirect, "st-b")
-			ev.update(func(tx store.Tx) error {
-				u, err := tx.User("alice")
-				if err != nil {
-					return err
-				}
+			ev.updateUser("alice", func(u *store.User) {
 				u.Status = store.UserDisabled
-				return tx.PutUser(u)
 			})
 		}, "authentication failure"},
 	} {

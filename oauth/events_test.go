@@ -8,7 +8,6 @@ import (
 	"net/url"
 	"path/filepath"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -21,6 +20,7 @@ import (
 	"github.com/signd/signd/oauth/passwords"
 	"github.com/signd/signd/store"
 	"github.com/signd/signd/store/bolt"
+	"github.com/signd/signd/store/storetest"
 )
 
 // Security events in the audit log: every login attempt through every door,
@@ -245,19 +245,10 @@ func TestParallelWrongPasswordsAudited(t *testing.T) {
 		forms[i] = page(t, ev.must(browsers[i].Get(ev.authorizeURL(serviceParams()))))
 	}
 	before := len(ev.since(0))
-	start := make(chan struct{})
-	var wg sync.WaitGroup
 	errs := make([]error, n)
-	for i := range n {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			<-start
-			_, errs[i] = browsers[i].Submit(forms[i].Form, map[string]string{"username": "alice", "password": fmt.Sprintf("parallel-guess-%d", i)}, "approve")
-		}()
-	}
-	close(start)
-	wg.Wait()
+	storetest.AtOnce(n, func(i int) {
+		_, errs[i] = browsers[i].Submit(forms[i].Form, map[string]string{"username": "alice", "password": fmt.Sprintf("parallel-guess-%d", i)}, "approve")
+	})
 	for i, err := range errs {
 		if err != nil {
 			t.Fatalf("guess %d: %v", i, err)
@@ -436,13 +427,8 @@ func TestPasswordEdgesAudited(t *testing.T) {
 	wantEvents(t, "auth/login of a TOTP account", ev.since(n), authLogin("bob", "the account requires a one-time code"))
 
 	n = len(ev.since(0))
-	ev.update(func(tx store.Tx) error {
-		u, err := tx.User("alice")
-		if err != nil {
-			return err
-		}
+	ev.updateUser("alice", func(u *store.User) {
 		u.FailedPasswords = 3 // as a crash after three reservations leaves it
-		return tx.PutUser(u)
 	})
 	pl.Login(ctx, "alice", alicePassword, false)
 	until := ev.user("alice").PasswordLockedUntil

@@ -12,6 +12,7 @@ import (
 	"github.com/signd/signd/oauth/oauthtest"
 	"github.com/signd/signd/oauth/passwords"
 	"github.com/signd/signd/store"
+	"github.com/signd/signd/store/storetest"
 )
 
 // probeHasher wraps the real hasher: it counts the evaluations of each
@@ -201,16 +202,9 @@ func (f shownForm) submit(fields map[string]string) (*oauthtest.Step, error) {
 // start barrier, then posts its form with its own values.
 func burst(n int, submit func(i int) (*oauthtest.Step, error)) []answer {
 	out := make([]answer, n)
-	start := make(chan struct{})
-	var wg sync.WaitGroup
-	for i := range n {
-		wg.Go(func() {
-			<-start
-			out[i].s, out[i].err = submit(i)
-		})
-	}
-	close(start)
-	wg.Wait()
+	storetest.AtOnce(n, func(i int) {
+		out[i].s, out[i].err = submit(i)
+	})
 	return out
 }
 
@@ -473,13 +467,8 @@ func TestLockedWhileHashing(t *testing.T) {
 			return b.Submit(s.Form, map[string]string{"pin": alicePIN}, "approve")
 		})
 		<-g.entered
-		ev.update(func(tx store.Tx) error {
-			u, err := tx.User("alice")
-			if err != nil {
-				return err
-			}
+		ev.updateUser("alice", func(u *store.User) {
 			u.PINLocked = true
-			return tx.PutUser(u)
 		})
 		close(g.release)
 		deniedWith(t, "right PIN locked while hashing", ev.must(wait()), pinLockedDesc)
@@ -491,6 +480,23 @@ func TestLockedWhileHashing(t *testing.T) {
 			t.Errorf("the refusal is not logged")
 		}
 	})
+	// daveLockedWhileHashing submits dave's right password on the login
+	// page and, while it is hashed, changes his record by lock; it returns
+	// the env, the browser, the login page and the answer.
+	daveLockedWhileHashing := func(t *testing.T, lock func(u *store.User, now time.Time)) (*env, *oauthtest.Browser, *oauthtest.Step, *oauthtest.Step) {
+		t.Helper()
+		ev, ph := lockoutEnv(t)
+		b := ev.browser()
+		s := page(t, ev.must(b.Get(ev.authorizeURL(serviceParams()))))
+		g := ph.hold(davePassword)
+		wait := async(func() (*oauthtest.Step, error) {
+			return b.Submit(s.Form, map[string]string{"username": "dave", "password": davePassword}, "approve")
+		})
+		<-g.entered
+		ev.updateUser("dave", func(u *store.User) { lock(u, ev.clock.Now()) })
+		close(g.release)
+		return ev, b, s, ev.must(wait())
+	}
 	// A password locked while the right one is hashed: no success, and
 	// the answer of a wrong password (settleStep).
 	for _, tc := range []struct {
@@ -501,24 +507,7 @@ func TestLockedWhileHashing(t *testing.T) {
 		{"password_locked_for_a_while", func(u *store.User, now time.Time) { u.PasswordLockedUntil = now.Add(time.Second) }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			ev, ph := lockoutEnv(t)
-			b := ev.browser()
-			s := page(t, ev.must(b.Get(ev.authorizeURL(serviceParams()))))
-			g := ph.hold(davePassword)
-			wait := async(func() (*oauthtest.Step, error) {
-				return b.Submit(s.Form, map[string]string{"username": "dave", "password": davePassword}, "approve")
-			})
-			<-g.entered
-			ev.update(func(tx store.Tx) error {
-				u, err := tx.User("dave")
-				if err != nil {
-					return err
-				}
-				tc.lock(u, ev.clock.Now())
-				return tx.PutUser(u)
-			})
-			close(g.release)
-			got := ev.must(wait())
+			ev, _, _, got := daveLockedWhileHashing(t, tc.lock)
 			if got.Redirected() || !strings.Contains(got.Body, genericLoginError) {
 				t.Errorf("right password locked while hashing: want the generic login error, got %d %v", got.Status, got.Location)
 			}
@@ -533,43 +522,21 @@ func TestLockedWhileHashing(t *testing.T) {
 			}
 		})
 	}
-	for _, tc := range []struct {
-		name string
-		lock func(u *store.User)
-	}{
-		{"account_disabled", func(u *store.User) { u.Status = store.UserDisabled }},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			ev, ph := lockoutEnv(t)
-			b := ev.browser()
-			s := page(t, ev.must(b.Get(ev.authorizeURL(serviceParams()))))
-			g := ph.hold(davePassword)
-			wait := async(func() (*oauthtest.Step, error) {
-				return b.Submit(s.Form, map[string]string{"username": "dave", "password": davePassword}, "approve")
-			})
-			<-g.entered
-			ev.update(func(tx store.Tx) error {
-				u, err := tx.User("dave")
-				if err != nil {
-					return err
-				}
-				tc.lock(u)
-				return tx.PutUser(u)
-			})
-			close(g.release)
-			got := ev.must(wait())
-			deniedWith(t, "right password locked while hashing", got, "The account is locked or disabled")
-			if ck := got.Header.Values("Set-Cookie"); len(ck) != 0 {
-				t.Errorf("a session cookie was set: %v", ck)
-			}
-			if s2 := ev.must(b.Submit(s.Form, map[string]string{"username": "dave", "password": davePassword}, "approve")); s2.Redirected() || s2.Status != http.StatusBadRequest {
-				t.Errorf("answering the login page again: %d %v", s2.Status, s2.Location)
-			}
-			if !ev.logged("account locked or disabled: step refused", "dave") {
-				t.Errorf("the refusal is not logged")
-			}
-		})
-	}
+	// An account disabled while the right password is hashed: the step is
+	// refused and the flow is over.
+	t.Run("account_disabled", func(t *testing.T) {
+		ev, b, s, got := daveLockedWhileHashing(t, func(u *store.User, _ time.Time) { u.Status = store.UserDisabled })
+		deniedWith(t, "right password locked while hashing", got, "The account is locked or disabled")
+		if ck := got.Header.Values("Set-Cookie"); len(ck) != 0 {
+			t.Errorf("a session cookie was set: %v", ck)
+		}
+		if s2 := ev.must(b.Submit(s.Form, map[string]string{"username": "dave", "password": davePassword}, "approve")); s2.Redirected() || s2.Status != http.StatusBadRequest {
+			t.Errorf("answering the login page again: %d %v", s2.Status, s2.Location)
+		}
+		if !ev.logged("account locked or disabled: step refused", "dave") {
+			t.Errorf("the refusal is not logged")
+		}
+	})
 }
 
 // TestPINLockedBeforeRedemption locks the PIN after a PIN-verified code
@@ -580,13 +547,8 @@ func TestPINLockedBeforeRedemption(t *testing.T) {
 	code := ev.credentialCode(credentialParams(credAlice))
 	svc, _ := ev.serviceCode(serviceParams())
 	setLock := func(locked bool) {
-		ev.update(func(tx store.Tx) error {
-			u, err := tx.User("alice")
-			if err != nil {
-				return err
-			}
+		ev.updateUser("alice", func(u *store.User) {
 			u.PINLocked = locked
-			return tx.PutUser(u)
 		})
 	}
 	setLock(true)
@@ -643,13 +605,8 @@ func TestReservationFaults(t *testing.T) {
 	t.Run("pin_counter_at_the_limit_is_locked_unevaluated", func(t *testing.T) {
 		ev, ph := lockoutEnv(t)
 		b, s := ev.consentPage()
-		ev.update(func(tx store.Tx) error {
-			u, err := tx.User("alice")
-			if err != nil {
-				return err
-			}
+		ev.updateUser("alice", func(u *store.User) {
 			u.FailedPINs = 3
-			return tx.PutUser(u)
 		})
 		deniedWith(t, "right PIN with 3 failures left over", ev.approve(b, s, alicePIN), pinLockedDesc)
 		u := ev.user("alice")
@@ -662,13 +619,8 @@ func TestReservationFaults(t *testing.T) {
 	})
 	t.Run("password_counter_at_the_limit_is_locked_unevaluated", func(t *testing.T) {
 		ev, ph := lockoutEnv(t)
-		ev.update(func(tx store.Tx) error {
-			u, err := tx.User("dave")
-			if err != nil {
-				return err
-			}
+		ev.updateUser("dave", func(u *store.User) {
 			u.FailedPasswords = 3
-			return tx.PutUser(u)
 		})
 		b := ev.browser()
 		s := ev.login(b, page(t, ev.must(b.Get(ev.authorizeURL(serviceParams())))), "dave", davePassword)

@@ -343,6 +343,14 @@ func (ev *env) update(fn func(tx store.Tx) error) {
 	}
 }
 
+// updateUser changes the record of the user name in one transaction.
+func (ev *env) updateUser(name string, change func(u *store.User)) {
+	ev.t.Helper()
+	ev.update(func(tx store.Tx) error {
+		return storetest.EditUser(tx, name, change)
+	})
+}
+
 func (ev *env) hash(secret string) string {
 	ev.t.Helper()
 	h, err := ev.hasher.Hash([]byte(secret))

@@ -4,7 +4,6 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -13,6 +12,7 @@ import (
 	"github.com/signd/signd/oauth/browser"
 	"github.com/signd/signd/oauth/oauthtest"
 	"github.com/signd/signd/oauth/ratelimit"
+	"github.com/signd/signd/store/storetest"
 )
 
 // limited returns a rate limit on the clock now.
@@ -93,24 +93,17 @@ func TestTokenRateLimit(t *testing.T) {
 
 	ev.clock.Advance(time.Minute) // full again: 3
 	var passed, refused atomic.Int32
-	var wg sync.WaitGroup
-	start := make(chan struct{})
-	for range 20 {
-		wg.Go(func() {
-			<-start
-			resp, body := ev.tokenRequest(bogus, "rp", rpSecret)
-			switch {
-			case resp.StatusCode == http.StatusBadRequest:
-				passed.Add(1)
-			case resp.StatusCode == http.StatusTooManyRequests:
-				refused.Add(1)
-			default:
-				t.Errorf("parallel: %d %v", resp.StatusCode, body)
-			}
-		})
-	}
-	close(start)
-	wg.Wait()
+	storetest.AtOnce(20, func(int) {
+		resp, body := ev.tokenRequest(bogus, "rp", rpSecret)
+		switch {
+		case resp.StatusCode == http.StatusBadRequest:
+			passed.Add(1)
+		case resp.StatusCode == http.StatusTooManyRequests:
+			refused.Add(1)
+		default:
+			t.Errorf("parallel: %d %v", resp.StatusCode, body)
+		}
+	})
 	if passed.Load() != 3 || refused.Load() != 17 {
 		t.Errorf("20 parallel token requests: %d passed, %d refused; want the burst, 3, and 17", passed.Load(), refused.Load())
 	}
@@ -177,26 +170,19 @@ func TestFormRateLimit(t *testing.T) {
 	c := ev.browserFrom("2001:db8:7::1")
 	loginPage = page(t, ev.must(c.Get(ev.authorizeURL(serviceParams()))))
 	var passed, refused atomic.Int32
-	var wg sync.WaitGroup
-	start := make(chan struct{})
-	for range 16 {
-		wg.Go(func() {
-			<-start
-			s, err := c.Submit(loginPage.Form, map[string]string{"username": "nobody", "password": "guess"}, "approve")
-			switch {
-			case err != nil:
-				t.Error(err)
-			case s.Status == http.StatusOK:
-				passed.Add(1)
-			case s.Status == http.StatusTooManyRequests:
-				refused.Add(1)
-			default:
-				t.Errorf("parallel: %d %.200s", s.Status, oauthtest.Text(s.Body))
-			}
-		})
-	}
-	close(start)
-	wg.Wait()
+	storetest.AtOnce(16, func(int) {
+		s, err := c.Submit(loginPage.Form, map[string]string{"username": "nobody", "password": "guess"}, "approve")
+		switch {
+		case err != nil:
+			t.Error(err)
+		case s.Status == http.StatusOK:
+			passed.Add(1)
+		case s.Status == http.StatusTooManyRequests:
+			refused.Add(1)
+		default:
+			t.Errorf("parallel: %d %.200s", s.Status, oauthtest.Text(s.Body))
+		}
+	})
 	if passed.Load() != 3 || refused.Load() != 13 {
 		t.Errorf("16 parallel login posts: %d passed, %d refused; want the burst, 3, and 13", passed.Load(), refused.Load())
 	}

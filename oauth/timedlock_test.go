@@ -194,14 +194,7 @@ func TestPermanentLockAfter(t *testing.T) {
 	if got := ph.evaluations(ev.user("dave").PasswordHash); got != evals {
 		t.Errorf("the permanently locked password was evaluated")
 	}
-	ev.update(func(tx store.Tx) error { // signd user unlock
-		u, err := tx.User("dave")
-		if err != nil {
-			return err
-		}
-		u.PasswordLocked, u.FailedPasswords, u.PasswordLockouts = false, 0, 0
-		return tx.PutUser(u)
-	})
+	ev.updateUser("dave", func(u *store.User) { u.PasswordLocked, u.FailedPasswords, u.PasswordLockouts = false, 0, 0 }) // signd user unlock
 	if _, err := pl.Login(ctx, "dave", davePassword, false); err != nil {
 		t.Errorf("the right password after the unlock: %v", err)
 	}

@@ -5,13 +5,13 @@ import (
 	"errors"
 	"net/http"
 	"path/filepath"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/signd/signd/oauth"
 	"github.com/signd/signd/store"
 	"github.com/signd/signd/store/bolt"
+	"github.com/signd/signd/store/storetest"
 )
 
 // retryStore runs every Batch function twice, as a group commit does when
@@ -58,12 +58,7 @@ func TestRedemptionRunTwice(t *testing.T) {
 		}},
 		{name: "first_run_saw_the_user_locked", alter: func(_ []byte, _ time.Time) func(oauth.Tx) error {
 			return func(tx oauth.Tx) error {
-				u, err := tx.User("alice")
-				if err != nil {
-					return err
-				}
-				u.PasswordLocked = true
-				return tx.PutUser(u)
+				return storetest.EditUser(tx, "alice", func(u *store.User) { u.PasswordLocked = true })
 			}
 		}},
 	}
@@ -129,18 +124,11 @@ func TestGroupCommittedRedemptions(t *testing.T) {
 		forms = append(forms, codes[i]+"-unknown")
 	}
 	results := make([]result, len(forms))
-	var wg sync.WaitGroup
-	start := make(chan struct{})
-	for i, code := range forms {
-		wg.Go(func() {
-			<-start
-			resp, body := ev.tokenRequest(tokenForm(code), "rp", rpSecret)
-			tok, _ := body["access_token"].(string)
-			results[i] = result{resp.StatusCode, tok, body["error"]}
-		})
-	}
-	close(start)
-	wg.Wait()
+	storetest.AtOnce(len(forms), func(i int) {
+		resp, body := ev.tokenRequest(tokenForm(forms[i]), "rp", rpSecret)
+		tok, _ := body["access_token"].(string)
+		results[i] = result{resp.StatusCode, tok, body["error"]}
+	})
 	for i := range n {
 		a, b := results[i], results[n+i]
 		if a.status == http.StatusOK == (b.status == http.StatusOK) {

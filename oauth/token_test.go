@@ -5,13 +5,13 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"golang.org/x/oauth2"
 
 	"github.com/signd/signd/store"
+	"github.com/signd/signd/store/storetest"
 )
 
 func tokenForm(code string, kv ...string) url.Values {
@@ -250,24 +250,15 @@ func TestParallelRedemption(t *testing.T) {
 	ev := newEnv(t)
 	code, _ := ev.serviceCode(serviceParams())
 	const n = 20
-	var wg sync.WaitGroup
 	statuses := make([]int, n)
 	tokens := make([]string, n)
-	start := make(chan struct{})
-	for i := range n {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			<-start
-			resp, body := ev.tokenRequest(tokenForm(code), "rp", rpSecret)
-			statuses[i] = resp.StatusCode
-			if s, ok := body["access_token"].(string); ok {
-				tokens[i] = s
-			}
-		}()
-	}
-	close(start)
-	wg.Wait()
+	storetest.AtOnce(n, func(i int) {
+		resp, body := ev.tokenRequest(tokenForm(code), "rp", rpSecret)
+		statuses[i] = resp.StatusCode
+		if s, ok := body["access_token"].(string); ok {
+			tokens[i] = s
+		}
+	})
 	ok, bad, issued := 0, 0, 0
 	for i := range n {
 		switch statuses[i] {

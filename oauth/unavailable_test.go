@@ -2,17 +2,15 @@ package oauth_test
 
 import (
 	"context"
-	"fmt"
 	"net/http"
 	"net/url"
 	"strings"
 	"sync/atomic"
-	"syscall"
 	"testing"
 
 	"github.com/signd/signd/oauth"
 	"github.com/signd/signd/oauth/oauthtest"
-	"github.com/signd/signd/store"
+	"github.com/signd/signd/store/storetest"
 )
 
 // faultStore injects the failures of a full or failing disk: with writes
@@ -24,18 +22,11 @@ type faultStore struct {
 	writes, reads atomic.Bool
 }
 
-var errDiskFull = fmt.Errorf("%w: write to signd.db failed: %w", store.ErrUnavailable, syscall.ENOSPC)
-
 func (f *faultStore) Update(ctx context.Context, fn func(oauth.Tx) error) error {
 	if !f.writes.Load() {
 		return f.Store.Update(ctx, fn)
 	}
-	return f.Store.Update(ctx, func(tx oauth.Tx) error {
-		if err := fn(tx); err != nil {
-			return err
-		}
-		return errDiskFull // roll back what fn did
-	})
+	return f.Store.Update(ctx, storetest.ThenFail(fn, storetest.ErrDiskFull))
 }
 
 // Batch fails as Update does: the token endpoint redeems codes in a Batch.
@@ -43,17 +34,12 @@ func (f *faultStore) Batch(ctx context.Context, fn func(oauth.Tx) error) error {
 	if !f.writes.Load() {
 		return f.Store.Batch(ctx, fn)
 	}
-	return f.Store.Batch(ctx, func(tx oauth.Tx) error {
-		if err := fn(tx); err != nil {
-			return err
-		}
-		return errDiskFull // roll back what fn did
-	})
+	return f.Store.Batch(ctx, storetest.ThenFail(fn, storetest.ErrDiskFull))
 }
 
 func (f *faultStore) View(ctx context.Context, fn func(oauth.Tx) error) error {
 	if f.reads.Load() {
-		return fmt.Errorf("%w: read from signd.db: %w", store.ErrUnavailable, syscall.EIO)
+		return storetest.ErrDiskFailed
 	}
 	return f.Store.View(ctx, fn)
 }

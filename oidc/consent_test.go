@@ -17,6 +17,7 @@ import (
 	"github.com/signd/signd/oauth/oauthtest"
 	"github.com/signd/signd/oidc"
 	"github.com/signd/signd/store"
+	"github.com/signd/signd/store/storetest"
 )
 
 // What the user saw is what the relying party gets: /userinfo releases a
@@ -41,12 +42,7 @@ func (ev *flowEnv) loginUser(name, email string, claims map[string]string, proof
 func (ev *flowEnv) editUser(name string, change func(u *store.User)) {
 	ev.t.Helper()
 	ev.update(func(tx store.Tx) error {
-		u, err := tx.User(name)
-		if err != nil {
-			return err
-		}
-		change(u)
-		return tx.PutUser(u)
+		return storetest.EditUser(tx, name, change)
 	})
 }
 

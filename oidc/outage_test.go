@@ -2,15 +2,13 @@ package oidc_test
 
 import (
 	"context"
-	"fmt"
 	"net/http"
 	"sync/atomic"
-	"syscall"
 	"testing"
 
 	"github.com/signd/signd/hsm/hsmtest/softtoken"
 	"github.com/signd/signd/oauth"
-	"github.com/signd/signd/store"
+	"github.com/signd/signd/store/storetest"
 )
 
 // TestTokenEndpointHSMOutage: while the HSM cannot sign the ID token the
@@ -73,12 +71,7 @@ func (f *failingCommits) Batch(ctx context.Context, fn func(oauth.Tx) error) err
 	if !f.fail.Load() {
 		return f.Store.Batch(ctx, fn)
 	}
-	return f.Store.Batch(ctx, func(tx oauth.Tx) error {
-		if err := fn(tx); err != nil {
-			return err
-		}
-		return fmt.Errorf("%w: write to signd.db failed: %w", store.ErrUnavailable, syscall.ENOSPC)
-	})
+	return f.Store.Batch(ctx, storetest.ThenFail(fn, storetest.ErrDiskFull))
 }
 
 // TestTokenCommitFailure: the ID token is signed while the redemption

@@ -3,24 +3,23 @@ package oidc_test
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"net/http"
-	"syscall"
 	"testing"
 
 	"github.com/signd/signd/oauth"
 	"github.com/signd/signd/store"
+	"github.com/signd/signd/store/storetest"
 )
 
 // unreadableStore fails every transaction as a store whose disk failed.
 type unreadableStore struct{ store.Store }
 
 func (unreadableStore) View(context.Context, func(store.Tx) error) error {
-	return fmt.Errorf("%w: read from signd.db: %w", store.ErrUnavailable, syscall.EIO)
+	return storetest.ErrDiskFailed
 }
 
 func (unreadableStore) Update(context.Context, func(store.Tx) error) error {
-	return fmt.Errorf("%w: write to signd.db failed: %w", store.ErrUnavailable, syscall.ENOSPC)
+	return storetest.ErrDiskFull
 }
 
 // TestUserinfoStoreUnavailable: a store that cannot serve is a 503

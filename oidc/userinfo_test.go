@@ -14,6 +14,7 @@ import (
 
 	"github.com/signd/signd/oauth"
 	"github.com/signd/signd/store"
+	"github.com/signd/signd/store/storetest"
 )
 
 // fullClaims is a user with every identity attribute.
@@ -296,12 +297,7 @@ func TestItem17Userinfo(t *testing.T) {
 	})
 	t.Run("disabled user", func(t *testing.T) {
 		f.update(func(tx store.Tx) error {
-			u, err := tx.User("anne")
-			if err != nil {
-				return err
-			}
-			u.Status = store.UserDisabled
-			return tx.PutUser(u)
+			return storetest.EditUser(tx, "anne", func(u *store.User) { u.Status = store.UserDisabled })
 		})
 		rec := f.do(http.MethodGet, "/userinfo", "", "", bearer("good"))
 		if rec.Code != 401 {

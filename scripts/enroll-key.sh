@@ -31,6 +31,8 @@
 # On a failure after the key exists, the credential is left disabled (never
 # enabled without a certificate) and the script says what is left behind.
 set -euo pipefail
+# shellcheck source=scripts/lib-ca.sh
+. "$(dirname "${BASH_SOURCE[0]}")/lib-ca.sh"
 
 usage() { sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; }
 die() { echo "enroll-key.sh: $*" >&2; exit 1; }
@@ -111,16 +113,10 @@ fail() {
 }
 
 # 3. Certificate from the CA.
-cat >"$work/ext.cnf" <<EXT
-basicConstraints=critical,CA:FALSE
-keyUsage=critical,digitalSignature,nonRepudiation
-subjectKeyIdentifier=hash
-authorityKeyIdentifier=keyid
-EXT
-openssl req -verify -noout -in "$work/csr.pem" >/dev/null 2>&1 || fail "the CSR made by the HSM key does not verify"
-openssl x509 -req -in "$work/csr.pem" -CA "$cacert" -CAkey "$cakey" -sha256 -days "$days" \
-  -set_serial "0x$(openssl rand -hex 16)" -extfile "$work/ext.cnf" -out "$work/leaf.pem" 2>"$work/openssl.err" ||
-  fail "the CA did not sign the CSR: $(tail -n 1 "$work/openssl.err")"
+ca_sign "$work" "$cacert" "$cakey" "$days" || case $? in
+  1) fail "the CSR made by the HSM key does not verify" ;;
+  *) fail "the CA did not sign the CSR: $(tail -n 1 "$work/openssl.err")" ;;
+esac
 
 # 4. Chain: leaf, CA, rest of the chain.
 cat "$work/leaf.pem" "$cacert" >"$work/chain.pem"

@@ -32,6 +32,8 @@
 # Secrets go to curl on its standard input, never on a command line (ps).
 # Needs curl, jq and openssl. A refusal prints the API's {"kind","message"}.
 set -euo pipefail
+# shellcheck source=scripts/lib-ca.sh
+. "$(dirname "${BASH_SOURCE[0]}")/lib-ca.sh"
 
 usage() { sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; }
 die() { echo "provision.sh: $*" >&2; exit 1; }
@@ -91,16 +93,10 @@ id=$(jq -r .credential.id "$work/credential.json")
 jq -r .csr_pem "$work/credential.json" >"$work/csr.pem"
 
 # 4. The certificate (here openssl; a TSP sends the CSR to its CA).
-cat >"$work/ext.cnf" <<EXT
-basicConstraints=critical,CA:FALSE
-keyUsage=critical,digitalSignature,nonRepudiation
-subjectKeyIdentifier=hash
-authorityKeyIdentifier=keyid
-EXT
-openssl req -verify -noout -in "$work/csr.pem" >/dev/null 2>&1 || die "the CSR of credential $id does not verify; the credential stays pending"
-openssl x509 -req -in "$work/csr.pem" -CA "$cacrt" -CAkey "$cakey" -sha256 -days "$days" \
-  -set_serial "0x$(openssl rand -hex 16)" -extfile "$work/ext.cnf" -out "$work/leaf.pem" 2>"$work/openssl.err" ||
-  die "the CA did not sign the CSR of credential $id: $(tail -n 1 "$work/openssl.err"); the credential stays pending"
+ca_sign "$work" "$cacrt" "$cakey" "$days" || case $? in
+  1) die "the CSR of credential $id does not verify; the credential stays pending" ;;
+  *) die "the CA did not sign the CSR of credential $id: $(tail -n 1 "$work/openssl.err"); the credential stays pending" ;;
+esac
 
 # 5. The chain back: the credential is enabled.
 cat "$work/leaf.pem" "$cacrt" | jq -Rs '{chain_pem: .}' | call POST "/credentials/$id/chain" >/dev/null

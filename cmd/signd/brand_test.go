@@ -9,7 +9,6 @@ import (
 	"image"
 	"image/color"
 	"image/png"
-	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -47,15 +46,7 @@ func TestBrandedConsentChromium(t *testing.T) {
 	e := newEnv(t, "")
 	logoFile := filepath.Join(e.dir, "logo.png")
 	writePNG(t, logoFile, 160, 48, brandLogo)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	// Chromium's Origin on the form posts must be server.base_url's.
-	e.setConfig("listen: 127.0.0.1:0", "listen: "+addr)
-	e.setConfig("base_url: http://127.0.0.1:8443", "base_url: http://"+addr)
+	addr := atBaseURL(t, e) // Chromium's Origin on the form posts must be server.base_url's.
 	data, err := os.ReadFile(e.cfgPath)
 	if err != nil {
 		t.Fatal(err)
@@ -93,12 +84,7 @@ func TestBrandedConsentChromium(t *testing.T) {
 		t.Run(lang, func(t *testing.T) {
 			bctx := chromiumtest.Start(t, 90*time.Second)
 			console := chromiumtest.WatchConsole(t, bctx)
-			do := func(what string, steps ...chromedp.Action[chromedp.Void]) {
-				t.Helper()
-				if err := chromedp.Do(bctx, steps...); err != nil {
-					t.Fatalf("%s: %v", what, err)
-				}
-			}
+			do := chromiumtest.Steps(t, bctx)
 			q := url.Values{"response_type": {"code"}, "client_id": {"rp"}, "redirect_uri": {"https://rp.example/cb"},
 				"scope": {"credential"}, "state": {"brand-" + lang}, "credentialID": {cred}, "numSignatures": {"1"},
 				"hash": {base64.RawURLEncoding.EncodeToString(digest[:])}, "description": {"Offerte 2027-114 & bijlage.pdf"},

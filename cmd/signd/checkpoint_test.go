@@ -31,14 +31,7 @@ func checkpointEnv(t *testing.T) (*env, string) {
 	label := "audit-" + strings.ReplaceAll(t.Name(), "/", "-")
 	// The audit section goes last, where the tests append to it.
 	e.setConfig("audit:\n  checkpoint_dir: "+e.dir+"/checkpoints\n", "")
-	f, err := os.OpenFile(e.cfgPath, os.O_APPEND|os.O_WRONLY, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := io.WriteString(f, "audit:\n  key_label: "+label+"\n  checkpoint_dir: "+dir+"\n"); err != nil {
-		t.Fatal(err)
-	}
-	f.Close()
+	e.appendConfig("audit:\n  key_label: " + label + "\n  checkpoint_dir: " + dir + "\n")
 	return e, dir
 }
 
@@ -412,14 +405,7 @@ func TestAuditCheckpointNone(t *testing.T) {
 // nothing new but that checkpoint's own entry signs none.
 func TestAuditCheckpointTimer(t *testing.T) {
 	e, dir := checkpointEnv(t)
-	f, err := os.OpenFile(e.cfgPath, os.O_APPEND|os.O_WRONLY, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := io.WriteString(f, "  checkpoint_interval: 1h\n"); err != nil {
-		t.Fatal(err)
-	}
-	f.Close()
+	e.appendConfig("  checkpoint_interval: 1h\n")
 	vkey := createAuditKey(t, e)
 	ticks := make(chan time.Time)
 	logs := &syncBuffer{}

@@ -70,40 +70,41 @@ func rawPost(t *testing.T, url string, header map[string]string, body string) (i
 // json=): ", " and ": " between members, keys in insertion order. kv are
 // key, value pairs.
 func pyJSON(kv ...any) string {
-	var b strings.Builder
-	b.WriteByte('{')
-	for i := 0; i < len(kv); i += 2 {
-		if i > 0 {
-			b.WriteString(", ")
-		}
-		k, _ := json.Marshal(kv[i])
-		v, _ := json.Marshal(kv[i+1])
-		if list, ok := kv[i+1].([]string); ok {
+	return jsonObject(", ", ": ", func(v any) string {
+		if list, ok := v.([]string); ok {
 			parts := make([]string, len(list))
 			for j, s := range list {
 				q, _ := json.Marshal(s)
 				parts[j] = string(q)
 			}
-			v = []byte("[" + strings.Join(parts, ", ") + "]")
+			return "[" + strings.Join(parts, ", ") + "]"
 		}
-		fmt.Fprintf(&b, "%s: %s", k, v)
-	}
-	b.WriteByte('}')
-	return b.String()
+		b, _ := json.Marshal(v)
+		return string(b)
+	}, kv...)
 }
 
 // phpJSON writes v as PHP's json_encode does by default: compact, keys in
 // insertion order, "/" escaped as "\/".
 func phpJSON(kv ...any) string {
+	return jsonObject(",", ":", func(v any) string {
+		b, _ := json.Marshal(v)
+		return strings.ReplaceAll(string(b), "/", `\/`)
+	}, kv...)
+}
+
+// jsonObject writes the key, value pairs kv as a JSON object, in their
+// order: sep between members, colon between a key and its value, each
+// value as value writes it.
+func jsonObject(sep, colon string, value func(any) string, kv ...any) string {
 	var b strings.Builder
 	b.WriteByte('{')
 	for i := 0; i < len(kv); i += 2 {
 		if i > 0 {
-			b.WriteByte(',')
+			b.WriteString(sep)
 		}
 		k, _ := json.Marshal(kv[i])
-		v, _ := json.Marshal(kv[i+1])
-		fmt.Fprintf(&b, "%s:%s", k, strings.ReplaceAll(string(v), "/", `\/`))
+		b.WriteString(string(k) + colon + value(kv[i+1]))
 	}
 	b.WriteByte('}')
 	return b.String()

@@ -3,13 +3,11 @@ package main
 import (
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/http/cookiejar"
 	"net/url"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -19,22 +17,8 @@ import (
 	"github.com/signd/signd/admin"
 	"github.com/signd/signd/csc/certstatus/certstatustest"
 	"github.com/signd/signd/oauth/oauthtest/chromiumtest"
+	"github.com/signd/signd/store/storetest"
 )
-
-// atBaseURL makes the daemon of e listen where server.base_url points, a
-// free port of 127.0.0.1: a browser's Origin on the enrollment form is
-// then base_url's, and the links the API answers lead to the daemon.
-func atBaseURL(t *testing.T, e *env) {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	e.setConfig("listen: 127.0.0.1:0", "listen: "+addr)
-	e.setConfig("base_url: http://127.0.0.1:8443", "base_url: http://"+addr)
-}
 
 // enrollee creates username through the provisioning API with an
 // enrollment link and returns the link.
@@ -71,12 +55,7 @@ func TestEnrollmentJourneyChromium(t *testing.T) {
 
 	bctx := chromiumtest.Start(t, 90*time.Second)
 	console := chromiumtest.WatchConsole(t, bctx)
-	do := func(what string, steps ...chromedp.Action[chromedp.Void]) {
-		t.Helper()
-		if err := chromedp.Do(bctx, steps...); err != nil {
-			t.Fatalf("%s: %v", what, err)
-		}
-	}
+	do := chromiumtest.Steps(t, bctx)
 	do("open the link", chromedp.Navigate(link), chromedp.WaitVisible(chromedp.ID("pin2")))
 	// Chromium asks for English (Accept-Language); the HTTP tests see the
 	// Dutch of a request without a preference.
@@ -113,17 +92,8 @@ func TestEnrollmentJourneyChromium(t *testing.T) {
 		}
 	}
 
-	p.must(&onboarding, "POST", "/clients", fmt.Sprintf(`{"id":"rp","secret":%q,"redirect_uris":["https://rp.example/cb"],"scopes":["service","credential"]}`, journeySecret), nil)
-	cred, chain := p.credentialOf(&onboarding, "alice")
-	signsAndVerifies(t, p.base, cred, chain, "%PDF-1.7 the contract alice signs after her enrollment")
-
-	actor := admin.CertActor(onboarding.cert)
-	want := []string{"AddUser user_added user:alice ok", "ShowUser admin_read user:alice ok", "AddClient client_added client:rp ok",
-		"CreateCredential credential_enrolled credential:" + cred + " pending",
-		"ImportCertificate credential_enrolled credential:" + cred + " enabled"}
-	if got := p.actsOf(&auditor, actor); strings.Join(got, "\n") != strings.Join(want, "\n") {
-		t.Errorf("the acts of %s:\n%s\nwant:\n%s", actor, strings.Join(got, "\n"), strings.Join(want, "\n"))
-	}
+	p.signsOnboarded(&onboarding, &auditor, "%PDF-1.7 the contract alice signs after her enrollment",
+		"AddUser user_added user:alice ok", "ShowUser admin_read user:alice ok")
 	// The use; opening the used link again (a GET) changes nothing and
 	// is not audited (a refused post is: TestEnroll in package admin).
 	if got := p.actsOf(&auditor, "user:alice"); len(got) != 1 || got[0] != " account_action user:alice ok" {
@@ -415,19 +385,10 @@ func TestEnrollmentRefusals(t *testing.T) {
 		for i := range forms {
 			forms[i] = openEnrollForm(t, p.base, link)
 		}
-		var wg sync.WaitGroup
-		start := make(chan struct{})
 		statuses := make([]int, n)
-		for i, f := range forms {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				<-start
-				statuses[i], _ = f.post(fmt.Sprintf("password of form %d", i), "1234", nil, nil)
-			}()
-		}
-		close(start)
-		wg.Wait()
+		storetest.AtOnce(len(forms), func(i int) {
+			statuses[i], _ = forms[i].post(fmt.Sprintf("password of form %d", i), "1234", nil, nil)
+		})
 		ok := 0
 		for _, st := range statuses {
 			switch st {

@@ -8,13 +8,13 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
 	"testing"
 
 	"golang.org/x/oauth2"
 
 	"github.com/signd/signd/oauth/oauthtest"
 	"github.com/signd/signd/store"
+	"github.com/signd/signd/store/storetest"
 )
 
 // TestPINLockoutThroughDaemon locks alice's signing PIN with a burst of
@@ -132,20 +132,13 @@ func TestPINLockoutThroughDaemon(t *testing.T) {
 func guessPINsAtOnce(t *testing.T, browsers []*oauthtest.Browser, pages []*oauthtest.Step, where func(i int) string) int {
 	t.Helper()
 	answers := make([]*oauthtest.Step, len(pages))
-	start := make(chan struct{})
-	var wg sync.WaitGroup
-	for i := range pages {
-		wg.Go(func() {
-			<-start
-			var err error
-			if answers[i], err = browsers[i].Submit(pages[i].Form, map[string]string{"pin": fmt.Sprintf("wrong-%02d", i)}, "approve"); err != nil {
-				t.Error(err)
-				answers[i] = &oauthtest.Step{}
-			}
-		})
-	}
-	close(start)
-	wg.Wait()
+	storetest.AtOnce(len(pages), func(i int) {
+		var err error
+		if answers[i], err = browsers[i].Submit(pages[i].Form, map[string]string{"pin": fmt.Sprintf("wrong-%02d", i)}, "approve"); err != nil {
+			t.Error(err)
+			answers[i] = &oauthtest.Step{}
+		}
+	})
 	wrongPages := 0
 	for i, a := range answers {
 		switch q := a.Query(); {

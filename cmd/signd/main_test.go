@@ -9,7 +9,9 @@ import (
 	"crypto/x509/pkix"
 	"encoding/pem"
 	"fmt"
+	"io"
 	"math/big"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -105,6 +107,37 @@ func (e *env) setConfig(old, new string) {
 	if err := os.WriteFile(e.cfgPath, bytes.Replace(data, []byte(old), []byte(new), 1), 0o600); err != nil {
 		e.t.Fatal(err)
 	}
+}
+
+// appendConfig adds text at the end of the config file, for tests that
+// add keys to the section newEnv (or checkpointEnv) writes last.
+func (e *env) appendConfig(text string) {
+	e.t.Helper()
+	f, err := os.OpenFile(e.cfgPath, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := io.WriteString(f, text); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+// atBaseURL makes the daemon of e listen where server.base_url points, a
+// free port of 127.0.0.1, and returns that address: a browser's Origin on
+// a form is then base_url's, and the links the API answers lead to the
+// daemon.
+func atBaseURL(t *testing.T, e *env) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	e.setConfig("listen: 127.0.0.1:0", "listen: "+addr)
+	e.setConfig("base_url: http://127.0.0.1:8443", "base_url: http://"+addr)
+	return addr
 }
 
 // testArgon2 keeps password hashing cheap in tests.

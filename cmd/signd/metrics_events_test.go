@@ -147,12 +147,7 @@ func TestMetricsLoginsAndLockouts(t *testing.T) {
 // the readiness verdict are there.
 func TestMetricsState(t *testing.T) {
 	e, dir := checkpointEnv(t)
-	f, err := os.OpenFile(e.cfgPath, os.O_APPEND|os.O_WRONLY, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	f.WriteString("  checkpoint_interval: 1h\n")
-	f.Close()
+	e.appendConfig("  checkpoint_interval: 1h\n")
 	createAuditKey(t, e)
 	journeyAlice(t, e) // one credential, its certificate valid for 12 hours
 	stateTicks, cpTicks := make(chan time.Time), make(chan time.Time)

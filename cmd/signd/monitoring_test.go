@@ -132,12 +132,7 @@ var metricName = regexp.MustCompile(`\b(?:signd|process|go)_[a-z0-9_]+\b`)
 // metrics`. Each runbook link names a heading of docs/OPERATIONS.md.
 func TestMonitoringUsesExportedMetrics(t *testing.T) {
 	e, dir := checkpointEnv(t)
-	f, err := os.OpenFile(e.cfgPath, os.O_APPEND|os.O_WRONLY, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	f.WriteString("  checkpoint_interval: 1h\n")
-	f.Close()
+	e.appendConfig("  checkpoint_interval: 1h\n")
 	createAuditKey(t, e)
 	journeyAlice(t, e)
 	cpTicks := make(chan time.Time)

@@ -9,13 +9,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
-	"sync"
 	"testing"
 
 	"golang.org/x/oauth2"
 
 	"github.com/signd/signd/oauth/oauthtest"
 	softhsmtest "github.com/signd/signd/softhsm-test"
+	"github.com/signd/signd/store/storetest"
 )
 
 // serviceToken runs the service-scope code flow for alice and returns the
@@ -168,18 +168,11 @@ func TestExplicitBatchJourney(t *testing.T) {
 
 	// A flood of wrong PINs at once: the PIN locks, the right one is
 	// refused afterwards.
-	var wg sync.WaitGroup
-	start := make(chan struct{})
 	answers := make([]string, 16)
-	for i := range answers {
-		wg.Go(func() {
-			<-start
-			_, res := authorize(cred, 1, "000000", hashes[:1])
-			answers[i], _ = res["error_description"].(string)
-		})
-	}
-	close(start)
-	wg.Wait()
+	storetest.AtOnce(len(answers), func(i int) {
+		_, res := authorize(cred, 1, "000000", hashes[:1])
+		answers[i], _ = res["error_description"].(string)
+	})
 	invalid := 0
 	for _, a := range answers {
 		switch a {

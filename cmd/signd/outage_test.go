@@ -25,6 +25,7 @@ import (
 	"github.com/signd/signd/hsm"
 	"github.com/signd/signd/hsm/hsmtest"
 	"github.com/signd/signd/store"
+	"github.com/signd/signd/store/storetest"
 )
 
 // signHashCall is one signHash answer.
@@ -123,25 +124,18 @@ func TestHSMOutageThroughDaemon(t *testing.T) {
 	// The outage, under concurrent traffic released at once.
 	var mu sync.Mutex
 	statuses := map[int]int{}
-	start := make(chan struct{})
-	var wg sync.WaitGroup
-	for w := range workers {
-		wg.Go(func() {
-			<-start
-			for _, s := range outage[w*perWorker : (w+1)*perWorker] {
-				c := callSignHash(t, base, bearer, alice.cred, s.sad, s.d)
-				mu.Lock()
-				statuses[c.status]++
-				mu.Unlock()
-				if c.status != http.StatusServiceUnavailable || c.retryAfter != "5" || c.body["error"] != "temporarily_unavailable" {
-					t.Errorf("signHash during the outage: %d Retry-After %q %v", c.status, c.retryAfter, c.body)
-				}
-				time.Sleep(20 * time.Millisecond)
+	storetest.AtOnce(workers, func(w int) {
+		for _, s := range outage[w*perWorker : (w+1)*perWorker] {
+			c := callSignHash(t, base, bearer, alice.cred, s.sad, s.d)
+			mu.Lock()
+			statuses[c.status]++
+			mu.Unlock()
+			if c.status != http.StatusServiceUnavailable || c.retryAfter != "5" || c.body["error"] != "temporarily_unavailable" {
+				t.Errorf("signHash during the outage: %d Retry-After %q %v", c.status, c.retryAfter, c.body)
 			}
-		})
-	}
-	close(start)
-	wg.Wait()
+			time.Sleep(20 * time.Millisecond)
+		}
+	})
 	if statuses[http.StatusServiceUnavailable] != workers*perWorker {
 		t.Fatalf("statuses during the outage: %v", statuses)
 	}

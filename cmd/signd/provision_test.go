@@ -180,19 +180,31 @@ func TestProvisioningJourney(t *testing.T) {
 	}
 	p.must(&onboarding, "POST", "/users", fmt.Sprintf(`{"username":"alice","password":%q,"email":"alice@example.org"}`, journeyPassword), nil)
 	p.must(&onboarding, "PUT", "/users/alice/pin", fmt.Sprintf(`{"secret":%q}`, journeyPIN), nil)
-	p.must(&onboarding, "POST", "/clients", fmt.Sprintf(`{"id":"rp","secret":%q,"redirect_uris":["https://rp.example/cb"],"scopes":["service","credential"]}`, journeySecret), nil)
-	cred, chain := p.credentialOf(&onboarding, "alice")
-	signsAndVerifies(t, p.base, cred, chain, "%PDF-1.7 the contract alice signs, onboarded remotely")
+	p.signsOnboarded(&onboarding, &auditor, "%PDF-1.7 the contract alice signs, onboarded remotely",
+		"AddUser user_added user:alice ok", "SetPIN user_pin_set user:alice ok")
+	p.must(&auditor, "GET", "/audit/verify", "", nil)
+}
+
+// signsOnboarded registers the client rp as cert, gives alice a credential
+// and signs doc with it (the signature verified); the auditor's export
+// then holds, with cert as their actor, userActs (what cert did to alice
+// before) and the acts of the client's and the credential's creation. It
+// returns the credential's ID.
+func (p *provisioning) signsOnboarded(cert, auditor *apiCert, doc string, userActs ...string) string {
+	p.t.Helper()
+	p.must(cert, "POST", "/clients", fmt.Sprintf(`{"id":"rp","secret":%q,"redirect_uris":["https://rp.example/cb"],"scopes":["service","credential"]}`, journeySecret), nil)
+	cred, chain := p.credentialOf(cert, "alice")
+	signsAndVerifies(p.t, p.base, cred, chain, doc)
 
 	// The auditor's export: each act, with the certificate as its actor.
-	actor := admin.CertActor(onboarding.cert)
-	want := []string{"AddUser user_added user:alice ok", "SetPIN user_pin_set user:alice ok", "AddClient client_added client:rp ok",
-		"CreateCredential credential_enrolled credential:" + cred + " pending",
-		"ImportCertificate credential_enrolled credential:" + cred + " enabled"}
-	if got := p.actsOf(&auditor, actor); strings.Join(got, "\n") != strings.Join(want, "\n") {
-		t.Errorf("the acts of %s:\n%s\nwant:\n%s", actor, strings.Join(got, "\n"), strings.Join(want, "\n"))
+	actor := admin.CertActor(cert.cert)
+	want := append(userActs, "AddClient client_added client:rp ok",
+		"CreateCredential credential_enrolled credential:"+cred+" pending",
+		"ImportCertificate credential_enrolled credential:"+cred+" enabled")
+	if got := p.actsOf(auditor, actor); strings.Join(got, "\n") != strings.Join(want, "\n") {
+		p.t.Errorf("the acts of %s:\n%s\nwant:\n%s", actor, strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
-	p.must(&auditor, "GET", "/audit/verify", "", nil)
+	return cred
 }
 
 // credentialOf creates a credential for user as cert, signs its CSR with

@@ -62,6 +62,15 @@ func (f *fixture) refresh(chains ...[][]byte) {
 	f.checker.Refresh(context.Background(), chains)
 }
 
+// wantStatus fails the test unless the checker has chain's status as want
+// and current or not as current; what says when.
+func (f *fixture) wantStatus(t *testing.T, what string, chain [][]byte, want certstatus.Status, current bool) {
+	t.Helper()
+	if s, cur := f.checker.Status(chain); s != want || cur != current {
+		t.Fatalf("%s: %s, current %v; want %s, current %v", what, s, cur, want, current)
+	}
+}
+
 func TestStatus(t *testing.T) {
 	tests := []struct {
 		name          string
@@ -102,9 +111,7 @@ func TestStatus(t *testing.T) {
 			if tt.setup != nil {
 				tt.setup(f.ca, leaf)
 			}
-			if s, cur := f.checker.Status(chain); s != certstatus.Valid || cur {
-				t.Fatalf("before the first refresh: %s, current %v; want valid, not current", s, cur)
-			}
+			f.wantStatus(t, "before the first refresh", chain, certstatus.Valid, false)
 			f.refresh(chain)
 			s, cur := f.checker.Status(chain)
 			if s != tt.want || cur != tt.wantCurrent {
@@ -119,13 +126,9 @@ func TestStatus(t *testing.T) {
 func TestNothingToCheck(t *testing.T) {
 	f := newFixture(t)
 	_, chain := f.leaf(t, false, false)
-	if s, cur := f.checker.Status(chain); s != certstatus.Valid || !cur {
-		t.Fatalf("Status = %s, %v; want valid, current", s, cur)
-	}
+	f.wantStatus(t, "Status", chain, certstatus.Valid, true)
 	f.refresh(chain)
-	if s, cur := f.checker.Status(chain); s != certstatus.Valid || !cur {
-		t.Fatalf("after refresh: %s, %v; want valid, current", s, cur)
-	}
+	f.wantStatus(t, "after refresh", chain, certstatus.Valid, true)
 }
 
 // A leaf that names a CRL without its issuer in the chain cannot be
@@ -148,26 +151,18 @@ func TestOutageKeepsLastGoodUntilNextUpdate(t *testing.T) {
 	f.refresh(chain)
 	f.ca.Revoke(leaf.SerialNumber, ocsp.CertificateHold)
 	f.refresh(chain)
-	if s, cur := f.checker.Status(chain); s != certstatus.Suspended || !cur {
-		t.Fatalf("Status = %s, %v; want suspended, current", s, cur)
-	}
+	f.wantStatus(t, "Status", chain, certstatus.Suspended, true)
 	f.ca.SetDown(true, true)
 	f.clk.Add(30 * time.Minute)
 	f.refresh(chain)
-	if s, cur := f.checker.Status(chain); s != certstatus.Suspended || !cur {
-		t.Fatalf("down, before nextUpdate: %s, %v; want suspended, current", s, cur)
-	}
+	f.wantStatus(t, "down, before nextUpdate", chain, certstatus.Suspended, true)
 	f.clk.Add(31 * time.Minute) // past the hour of nextUpdate
 	f.refresh(chain)
-	if s, cur := f.checker.Status(chain); s != certstatus.Suspended || cur {
-		t.Fatalf("down, past nextUpdate: %s, %v; want suspended (last known), not current", s, cur)
-	}
+	f.wantStatus(t, "down, past nextUpdate", chain, certstatus.Suspended, false)
 	f.ca.SetDown(false, false)
 	f.ca.Unrevoke(leaf.SerialNumber)
 	f.refresh(chain)
-	if s, cur := f.checker.Status(chain); s != certstatus.Valid || !cur {
-		t.Fatalf("back up: %s, %v; want valid, current", s, cur)
-	}
+	f.wantStatus(t, "back up", chain, certstatus.Valid, true)
 }
 
 // One refresh fetches a shared CRL once.
@@ -199,14 +194,10 @@ func TestChainRules(t *testing.T) {
 	leaf, _ := f.leaf(t, false, false)
 	full := [][]byte{leaf.Raw, inter.Raw, f.ca.Cert.Raw}
 	f.refresh(full)
-	if s, cur := f.checker.Status(full); s != certstatus.Valid || !cur {
-		t.Fatalf("intermediate good: %s, %v", s, cur)
-	}
+	f.wantStatus(t, "intermediate good", full, certstatus.Valid, true)
 	f.ca.Revoke(inter.SerialNumber, ocsp.CACompromise)
 	f.refresh(full)
-	if s, cur := f.checker.Status(full); s != certstatus.Revoked || !cur {
-		t.Fatalf("intermediate revoked: %s, %v; want revoked", s, cur)
-	}
+	f.wantStatus(t, "intermediate revoked", full, certstatus.Revoked, true)
 }
 
 // Run refreshes at once and stops with its context.
@@ -315,9 +306,7 @@ func TestChainEndsAtIntermediate(t *testing.T) {
 	f.ca.SetDown(true, true) // the root's CRL is never fetched
 	leaf, _ := f.leaf(t, false, false)
 	chain := [][]byte{leaf.Raw, inter.Raw}
-	if s, cur := f.checker.Status(chain); s != certstatus.Valid || !cur {
-		t.Fatalf("Status = %s, %v; want valid, current", s, cur)
-	}
+	f.wantStatus(t, "Status", chain, certstatus.Valid, true)
 }
 
 // Answers the checker must not take: a delegated OCSP responder without
@@ -330,9 +319,7 @@ func TestRefusedSources(t *testing.T) {
 		f.ca.SetResponder(t, true)
 		f.ca.Revoke(leaf.SerialNumber, ocsp.KeyCompromise)
 		f.refresh(chain)
-		if s, cur := f.checker.Status(chain); s != certstatus.Revoked || !cur {
-			t.Fatalf("Status = %s, %v; want revoked, current", s, cur)
-		}
+		f.wantStatus(t, "Status", chain, certstatus.Revoked, true)
 	})
 	t.Run("delegated responder without id-kp-OCSPSigning", func(t *testing.T) {
 		f := newFixture(t)

@@ -125,15 +125,11 @@ func TestCRLScopeOfCA(t *testing.T) {
 	f.ca.Revoke(inter.SerialNumber, ocsp.CACompromise)
 	_, short := f.leaf(t, false, true) // names the CRL too: not covered
 	f.refresh(short)
-	if s, cur := f.checker.Status(short); s != certstatus.Valid || cur {
-		t.Fatalf("leaf naming the CA CRL: %s, %v; want not current", s, cur)
-	}
+	f.wantStatus(t, "leaf naming the CA CRL", short, certstatus.Valid, false)
 	leaf, _ := f.leaf(t, false, false)
 	full := [][]byte{leaf.Raw, inter.Raw, f.ca.Cert.Raw}
 	f.refresh(full)
-	if s, cur := f.checker.Status(full); s != certstatus.Revoked || !cur {
-		t.Fatalf("intermediate on the CA CRL: %s, %v; want revoked, current", s, cur)
-	}
+	f.wantStatus(t, "intermediate on the CA CRL", full, certstatus.Revoked, true)
 }
 
 // TestCRLAttacks: after a revocation, a CRL that is not a complete CRL
@@ -159,21 +155,15 @@ func TestCRLAttacks(t *testing.T) {
 			leaf, chain := f.leaf(t, false, true)
 			f.ca.Revoke(leaf.SerialNumber, ocsp.KeyCompromise)
 			f.refresh(chain)
-			if s, cur := f.checker.Status(chain); s != certstatus.Revoked || !cur {
-				t.Fatalf("revoked: %s, %v", s, cur)
-			}
+			f.wantStatus(t, "revoked", chain, certstatus.Revoked, true)
 			f.clk.Add(10 * time.Minute)
 			f.ca.SetCRLExtensions(tt.ext(f.ca))
 			f.ca.Unrevoke(leaf.SerialNumber)
 			f.refresh(chain)
-			if s, cur := f.checker.Status(chain); s != certstatus.Revoked || !cur {
-				t.Fatalf("after the %s: %s, current %v; want revoked, current (the last answer)", tt.name, s, cur)
-			}
+			f.wantStatus(t, "after the "+tt.name+" (the last answer)", chain, certstatus.Revoked, true)
 			f.clk.Add(time.Hour) // past the revoked CRL's nextUpdate
 			f.refresh(chain)
-			if s, cur := f.checker.Status(chain); s != certstatus.Revoked || cur {
-				t.Fatalf("past nextUpdate: %s, current %v; want revoked, not current", s, cur)
-			}
+			f.wantStatus(t, "past nextUpdate", chain, certstatus.Revoked, false)
 		})
 	}
 }
@@ -200,16 +190,12 @@ func TestCRLNeverReplacedByOlder(t *testing.T) {
 			f.ca.Unrevoke(leaf.SerialNumber)
 			tt.older(f.ca)
 			f.refresh(chain)
-			if s, cur := f.checker.Status(chain); s != certstatus.Suspended || !cur {
-				t.Fatalf("older CRL: %s, current %v; want suspended (the last answer), current", s, cur)
-			}
+			f.wantStatus(t, "older CRL", chain, certstatus.Suspended, true)
 			// A newer CRL lifts the hold.
 			f.ca.SetThisUpdate(time.Minute)
 			f.ca.SetCRLNumber(2000)
 			f.refresh(chain)
-			if s, cur := f.checker.Status(chain); s != certstatus.Valid || !cur {
-				t.Fatalf("newer CRL: %s, current %v; want valid, current", s, cur)
-			}
+			f.wantStatus(t, "newer CRL", chain, certstatus.Valid, true)
 		})
 	}
 }
@@ -228,7 +214,5 @@ func TestCRLWithoutNextUpdate(t *testing.T) {
 	f.ca.OmitNextUpdate(false)
 	f.ca.Revoke(leaf.SerialNumber, ocsp.KeyCompromise)
 	f.refresh(chain)
-	if s, cur := f.checker.Status(chain); s != certstatus.Revoked || !cur {
-		t.Fatalf("with nextUpdate: %s, %v; want revoked, current", s, cur)
-	}
+	f.wantStatus(t, "with nextUpdate", chain, certstatus.Revoked, true)
 }

@@ -39,18 +39,14 @@ func TestHistoryKeptWhileAnotherLinkFails(t *testing.T) {
 	chain := [][]byte{leaf.Raw, inter.Raw, f.ca.Cert.Raw}
 	f.ca.Revoke(inter.SerialNumber, ocsp.CACompromise)
 	f.refresh(chain)
-	if s, cur := f.checker.Status(chain); s != certstatus.Revoked || !cur {
-		t.Fatalf("intermediate revoked: %s, %v", s, cur)
-	}
+	f.wantStatus(t, "intermediate revoked", chain, certstatus.Revoked, true)
 	sub.SetDown(true, false) // the leaf's responder: no answer for the chain
 	f.refresh(chain)
 	f.clk.Add(10 * time.Minute)
 	sub.SetDown(false, false)
 	f.ca.Unrevoke(inter.SerialNumber) // a newer CRL without it
 	f.refresh(chain)
-	if s, cur := f.checker.Status(chain); s != certstatus.Revoked || !cur {
-		t.Fatalf("after the outage and a CRL without the intermediate: %s, %v; want revoked, current", s, cur)
-	}
+	f.wantStatus(t, "after the outage and a CRL without the intermediate", chain, certstatus.Revoked, true)
 }
 
 // TestRevocationSurvivesAnotherLinkFailing: a revocation or hold that one
@@ -94,9 +90,7 @@ func TestRevocationSurvivesAnotherLinkFailing(t *testing.T) {
 			s := setup{f: f, sub: sub, leaf: leaf, inter: sub.Cert}
 			chain := [][]byte{leaf.Raw, sub.Cert.Raw, f.ca.Cert.Raw}
 			f.refresh(chain)
-			if st, cur := f.checker.Status(chain); st != certstatus.Valid || !cur {
-				t.Fatalf("before: %s, current %v; want valid, current", st, cur)
-			}
+			f.wantStatus(t, "before", chain, certstatus.Valid, true)
 			tt.revoke(s, tt.reason)
 			tt.down(s)
 			f.refresh(chain)

@@ -113,16 +113,12 @@ func TestOCSPReplay(t *testing.T) {
 			leaf, chain := f.leaf(t, true, tt.crl)
 			f.ca.Revoke(leaf.SerialNumber, tt.reason)
 			f.refresh(chain)
-			if s, cur := f.checker.Status(chain); s != tt.want || !cur {
-				t.Fatalf("first answer: %s, %v; want %s, current", s, cur, tt.want)
-			}
+			f.wantStatus(t, "first answer", chain, tt.want, true)
 			f.clk.Add(5 * time.Minute)
 			f.ca.Unrevoke(leaf.SerialNumber)
 			tt.replay(f.ca)
 			f.refresh(chain)
-			if s, cur := f.checker.Status(chain); s != tt.want || !cur {
-				t.Fatalf("after the replay: %s, current %v; want %s, current", s, cur, tt.want)
-			}
+			f.wantStatus(t, "after the replay", chain, tt.want, true)
 			// The responder (back) up with a fresh answer.
 			f.clk.Add(time.Minute)
 			f.ca.SetDown(false, false)
@@ -133,9 +129,7 @@ func TestOCSPReplay(t *testing.T) {
 			if tt.wantValid {
 				want = certstatus.Valid
 			}
-			if s, cur := f.checker.Status(chain); s != want || !cur {
-				t.Fatalf("fresh answer: %s, current %v; want %s, current", s, cur, want)
-			}
+			f.wantStatus(t, "fresh answer", chain, want, true)
 		})
 	}
 }
@@ -166,15 +160,11 @@ func TestOCSPOlderAnswerRefused(t *testing.T) {
 		f.clk.Add(10 * time.Minute)
 		f.ca.Unrevoke(leaf.SerialNumber)
 		f.refresh(chain)
-		if s, cur := f.checker.Status(chain); s != certstatus.Valid || !cur {
-			t.Fatalf("hold lifted: %s, %v; want valid, current", s, cur)
-		}
+		f.wantStatus(t, "hold lifted", chain, certstatus.Valid, true)
 		f.clk.Add(time.Minute)
 		f.ca.Revoke(leaf.SerialNumber, ocsp.CertificateHold)
 		f.ca.SetThisUpdate(8 * time.Minute) // the hold, replayed
 		f.refresh(chain)
-		if s, cur := f.checker.Status(chain); s != certstatus.Valid || !cur {
-			t.Fatalf("older hold: %s, %v; want valid (the last answer), current", s, cur)
-		}
+		f.wantStatus(t, "older hold", chain, certstatus.Valid, true)
 	})
 }

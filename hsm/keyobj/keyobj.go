@@ -503,17 +503,26 @@ func (o Objects) copies(s pkcs11.SessionHandle, h pkcs11.ObjectHandle) (bool, er
 
 // RSAPublicTemplate is the RSA public key template, less ID and label.
 func RSAPublicTemplate(bits int) []*pkcs11.Attribute {
-	return []*pkcs11.Attribute{
-		pkcs11.NewAttribute(pkcs11.CKA_CLASS, pkcs11.CKO_PUBLIC_KEY),
-		pkcs11.NewAttribute(pkcs11.CKA_KEY_TYPE, pkcs11.CKK_RSA),
-		pkcs11.NewAttribute(pkcs11.CKA_TOKEN, true),
-		pkcs11.NewAttribute(pkcs11.CKA_VERIFY, true),
+	return publicTemplate(pkcs11.CKK_RSA,
 		pkcs11.NewAttribute(pkcs11.CKA_ENCRYPT, false),
 		pkcs11.NewAttribute(pkcs11.CKA_WRAP, false),
 		pkcs11.NewAttribute(pkcs11.CKA_MODULUS_BITS, bits),
 		pkcs11.NewAttribute(pkcs11.CKA_PUBLIC_EXPONENT, []byte{1, 0, 1}),
-		pkcs11.NewAttribute(pkcs11.CKA_MODIFIABLE, false),
+	)
+}
+
+// publicTemplate is the public key template of keyType, less ID and
+// label: a token object that verifies and cannot be changed, with attrs,
+// what its type needs, between.
+func publicTemplate(keyType uint, attrs ...*pkcs11.Attribute) []*pkcs11.Attribute {
+	tmpl := []*pkcs11.Attribute{
+		pkcs11.NewAttribute(pkcs11.CKA_CLASS, pkcs11.CKO_PUBLIC_KEY),
+		pkcs11.NewAttribute(pkcs11.CKA_KEY_TYPE, keyType),
+		pkcs11.NewAttribute(pkcs11.CKA_TOKEN, true),
+		pkcs11.NewAttribute(pkcs11.CKA_VERIFY, true),
 	}
+	tmpl = append(tmpl, attrs...)
+	return append(tmpl, pkcs11.NewAttribute(pkcs11.CKA_MODIFIABLE, false))
 }
 
 // PrivateTemplate spells out every usage: SoftHSM2's defaults for a
@@ -727,27 +736,15 @@ func (o Objects) EdwardsPublic(s pkcs11.SessionHandle, id []byte) (crypto.Public
 // ECPublicTemplate is the EC public key template on the curve whose
 // CKA_EC_PARAMS are params (CurveParams), less ID and label.
 func ECPublicTemplate(params []byte) []*pkcs11.Attribute {
-	return []*pkcs11.Attribute{
-		pkcs11.NewAttribute(pkcs11.CKA_CLASS, pkcs11.CKO_PUBLIC_KEY),
-		pkcs11.NewAttribute(pkcs11.CKA_KEY_TYPE, pkcs11.CKK_EC),
-		pkcs11.NewAttribute(pkcs11.CKA_TOKEN, true),
-		pkcs11.NewAttribute(pkcs11.CKA_VERIFY, true),
+	return publicTemplate(pkcs11.CKK_EC,
 		pkcs11.NewAttribute(pkcs11.CKA_DERIVE, false),
 		pkcs11.NewAttribute(pkcs11.CKA_EC_PARAMS, params),
-		pkcs11.NewAttribute(pkcs11.CKA_MODIFIABLE, false),
-	}
+	)
 }
 
 // EdwardsPublicTemplate is the Ed25519 public key template, less ID and
 // label: CKA_EC_PARAMS names edwards25519 by oidEd25519.
 func EdwardsPublicTemplate() []*pkcs11.Attribute {
 	params, _ := asn1.Marshal(oidEd25519)
-	return []*pkcs11.Attribute{
-		pkcs11.NewAttribute(pkcs11.CKA_CLASS, pkcs11.CKO_PUBLIC_KEY),
-		pkcs11.NewAttribute(pkcs11.CKA_KEY_TYPE, CKKECEdwards),
-		pkcs11.NewAttribute(pkcs11.CKA_TOKEN, true),
-		pkcs11.NewAttribute(pkcs11.CKA_VERIFY, true),
-		pkcs11.NewAttribute(pkcs11.CKA_EC_PARAMS, params),
-		pkcs11.NewAttribute(pkcs11.CKA_MODIFIABLE, false),
-	}
+	return publicTemplate(CKKECEdwards, pkcs11.NewAttribute(pkcs11.CKA_EC_PARAMS, params))
 }

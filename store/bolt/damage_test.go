@@ -133,7 +133,25 @@ func pngBytes() []byte {
 // is left exactly as it was (never re-initialised), and nothing panics or
 // faults; store check names the same problem.
 func TestOpenRefusesDamagedFiles(t *testing.T) {
-	ne := binary.NativeEndian
+	// damaged builds a store and then changes its file by damage.
+	damaged := func(damage func(d []byte) []byte) func(t *testing.T, path string) {
+		return func(t *testing.T, path string) {
+			buildStore(t, path)
+			damageFile(t, path, damage)
+		}
+	}
+	// retyped builds a store and gives the page which names the page type
+	// flags.
+	retyped := func(which func(m rawMeta) uint64, flags uint16) func(t *testing.T, path string) {
+		return func(t *testing.T, path string) {
+			buildStore(t, path)
+			damageFile(t, path, func(d []byte) []byte {
+				m := readMeta(t, d)
+				binary.NativeEndian.PutUint16(d[int64(which(m))*m.pageSize+8:], flags)
+				return d
+			})
+		}
+	}
 	tests := []struct {
 		name   string
 		make   func(t *testing.T, path string)
@@ -146,42 +164,13 @@ func TestOpenRefusesDamagedFiles(t *testing.T) {
 			os.WriteFile(path, b, 0o600)
 		}, "not a bbolt database file"},
 		{"a PNG image", func(t *testing.T, path string) { os.WriteFile(path, pngBytes(), 0o600) }, "not a bbolt database file"},
-		{"truncated copy", func(t *testing.T, path string) {
-			buildStore(t, path)
-			damageFile(t, path, func(d []byte) []byte { return d[:len(d)/2] })
-		}, "truncated"},
-		{"truncated to one page", func(t *testing.T, path string) {
-			buildStore(t, path)
-			damageFile(t, path, func(d []byte) []byte { return d[:os.Getpagesize()] })
-		}, "shorter than the two meta pages"},
-		{"flipped byte in meta page 0", func(t *testing.T, path string) {
-			buildStore(t, path)
-			damageFile(t, path, func(d []byte) []byte { d[16+40] ^= 0x01; return d }) // its high water mark
-		}, "meta page 0: checksum mismatch"},
-		{"flipped byte in meta page 1", func(t *testing.T, path string) {
-			buildStore(t, path)
-			damageFile(t, path, func(d []byte) []byte { d[os.Getpagesize()+16+48] ^= 0x80; return d }) // its txid
-		}, "meta page 1: checksum mismatch"},
-		{"meta page 0 overwritten", func(t *testing.T, path string) {
-			buildStore(t, path)
-			damageFile(t, path, func(d []byte) []byte { copy(d, pngBytes()[:512]); return d })
-		}, "meta page 0: no bbolt magic number (meta page 1 is intact"},
-		{"freelist page of another type", func(t *testing.T, path string) {
-			buildStore(t, path)
-			damageFile(t, path, func(d []byte) []byte {
-				m := readMeta(t, d)
-				ne.PutUint16(d[int64(m.freelist)*m.pageSize+8:], 0x02)
-				return d
-			})
-		}, "not a freelist page"},
-		{"root page of another type", func(t *testing.T, path string) {
-			buildStore(t, path)
-			damageFile(t, path, func(d []byte) []byte {
-				m := readMeta(t, d)
-				ne.PutUint16(d[int64(m.root)*m.pageSize+8:], 0x10)
-				return d
-			})
-		}, "not a branch or leaf page"},
+		{"truncated copy", damaged(func(d []byte) []byte { return d[:len(d)/2] }), "truncated"},
+		{"truncated to one page", damaged(func(d []byte) []byte { return d[:os.Getpagesize()] }), "shorter than the two meta pages"},
+		{"flipped byte in meta page 0", damaged(func(d []byte) []byte { d[16+40] ^= 0x01; return d }), "meta page 0: checksum mismatch"},                  // its high water mark
+		{"flipped byte in meta page 1", damaged(func(d []byte) []byte { d[os.Getpagesize()+16+48] ^= 0x80; return d }), "meta page 1: checksum mismatch"}, // its txid
+		{"meta page 0 overwritten", damaged(func(d []byte) []byte { copy(d, pngBytes()[:512]); return d }), "meta page 0: no bbolt magic number (meta page 1 is intact"},
+		{"freelist page of another type", retyped(func(m rawMeta) uint64 { return m.freelist }, 0x02), "not a freelist page"},
+		{"root page of another type", retyped(func(m rawMeta) uint64 { return m.root }, 0x10), "not a branch or leaf page"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

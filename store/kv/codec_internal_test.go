@@ -64,16 +64,23 @@ func TestTokenCodecRoundTrip(t *testing.T) {
 	}
 }
 
-// TestTokenCodecSmaller: the binary form of a SAD is well under its JSON
-// form, which is what makes a commit write fewer pages.
-func TestTokenCodecSmaller(t *testing.T) {
+// sadRecord is a SAD's record as a signHash reads it, and its JSON form.
+func sadRecord(tb testing.TB) (tokenRecord, []byte) {
+	tb.Helper()
 	t0 := time.Date(2026, 11, 23, 14, 0, 0, 123456789, time.UTC)
 	rec := tokenRecord{Kind: "sad", ClientID: "rp", Username: "alice", CredentialID: "cred-1",
 		Hashes: [][]byte{fuzzHash}, AuthTime: t0, RequestedAt: t0, ExpiresAt: t0.Add(5 * time.Minute), CreatedAt: t0}
 	js, err := json.Marshal(&rec)
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
+	return rec, js
+}
+
+// TestTokenCodecSmaller: the binary form of a SAD is well under its JSON
+// form, which is what makes a commit write fewer pages.
+func TestTokenCodecSmaller(t *testing.T) {
+	rec, js := sadRecord(t)
 	bin := encodeToken(&rec)
 	t.Logf("SAD: JSON %d bytes, binary %d bytes", len(js), len(bin))
 	if 2*len(bin) > len(js) {
@@ -221,13 +228,7 @@ func TestTokenCodecCarriesEveryField(t *testing.T) {
 
 // BenchmarkTokenDecode decodes a SAD record in its JSON and binary forms.
 func BenchmarkTokenDecode(b *testing.B) {
-	t0 := time.Date(2026, 11, 23, 14, 0, 0, 123456789, time.UTC)
-	rec := tokenRecord{Kind: "sad", ClientID: "rp", Username: "alice", CredentialID: "cred-1",
-		Hashes: [][]byte{fuzzHash}, AuthTime: t0, RequestedAt: t0, ExpiresAt: t0.Add(5 * time.Minute), CreatedAt: t0}
-	js, err := json.Marshal(&rec)
-	if err != nil {
-		b.Fatal(err)
-	}
+	rec, js := sadRecord(b)
 	for _, form := range []struct {
 		name string
 		raw  []byte

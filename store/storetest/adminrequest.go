@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"reflect"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -223,18 +222,10 @@ func testAdminRequestSweep(t *testing.T, s store.Store) {
 func testConcurrentAdminDecide(t *testing.T, s store.Store) {
 	t0 := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
 	update(t, s, func(tx store.Tx) error { return tx.CreateAdminRequest(newAdminRequest("req", t0)) })
-	const n = 16
-	var wg sync.WaitGroup
-	start := make(chan struct{})
-	errs := make([]error, n)
-	for i := range n {
-		wg.Go(func() {
-			<-start
-			errs[i] = s.Update(context.Background(), func(tx store.Tx) error { return tx.DeleteAdminRequest("req") })
-		})
-	}
-	close(start)
-	wg.Wait()
+	errs := make([]error, 16)
+	AtOnce(len(errs), func(i int) {
+		errs[i] = s.Update(context.Background(), func(tx store.Tx) error { return tx.DeleteAdminRequest("req") })
+	})
 	won := 0
 	for _, err := range errs {
 		switch {

@@ -105,26 +105,18 @@ func testBatchConsumeOnce(t *testing.T, db Batcher) {
 func testBatchIsolatesFailures(t *testing.T, db Batcher) {
 	ctx := context.Background()
 	boom := errors.New("boom")
-	const n = 40
-	var wg sync.WaitGroup
-	start := make(chan struct{})
-	errs := make([]error, n)
-	for i := range n {
-		wg.Go(func() {
-			<-start
-			errs[i] = db.Batch(ctx, func(tx store.Tx) error {
-				if err := tx.AppendAudit(&store.AuditEntry{Kind: store.AuditSignHash, User: fmt.Sprint(i), Outcome: store.AuditOK}); err != nil {
-					return err
-				}
-				if i%4 == 0 {
-					return boom
-				}
-				return nil
-			})
+	errs := make([]error, 40)
+	AtOnce(len(errs), func(i int) {
+		errs[i] = db.Batch(ctx, func(tx store.Tx) error {
+			if err := tx.AppendAudit(&store.AuditEntry{Kind: store.AuditSignHash, User: fmt.Sprint(i), Outcome: store.AuditOK}); err != nil {
+				return err
+			}
+			if i%4 == 0 {
+				return boom
+			}
+			return nil
 		})
-	}
-	close(start)
-	wg.Wait()
+	})
 	users := map[string]bool{}
 	view(t, db, func(tx store.Tx) error {
 		if _, _, err := store.VerifyAudit(tx); err != nil {

@@ -17,5 +17,9 @@
 // A backend that also offers what the CSC service asks of a store passes
 // [RunBatch] (Batch, csc.Store) and [RunSecrets] (named random keys).
 // [BenchConsume] measures a SAD consumption with its audit entry, so that
-// backends can be compared.
+// backends can be compared. [EditUser] changes a user's record in a
+// transaction, as the service tests do between two requests; [ThenFail]
+// makes a transaction fail after its function ran, with [ErrDiskFull] as a
+// full disk does; [AtOnce] releases a race's transactions or requests
+// together.
 package storetest

@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"syscall"
 	"testing"
 
 	"github.com/labstack/echo/v4"
@@ -16,6 +15,7 @@ import (
 	"github.com/signd/signd/hsm"
 	"github.com/signd/signd/oauth"
 	"github.com/signd/signd/store"
+	"github.com/signd/signd/store/storetest"
 )
 
 type okPinger struct{}
@@ -45,9 +45,9 @@ func TestReadyzStoreReasons(t *testing.T) {
 		reason       string
 	}{
 		{"healthy", nil, nil, http.StatusOK, ""},
-		{"not writable", nil, fmt.Errorf("%w: write to signd.db failed: %w", store.ErrUnavailable, syscall.ENOSPC), http.StatusServiceUnavailable, "store not writable"},
+		{"not writable", nil, storetest.ErrDiskFull, http.StatusServiceUnavailable, "store not writable"},
 		{"damaged", nil, fmt.Errorf("%w: signd.db: page 7", store.ErrCorrupt), http.StatusServiceUnavailable, "store damaged"},
-		{"not readable", fmt.Errorf("%w: read from signd.db: %w", store.ErrUnavailable, syscall.EIO), nil, http.StatusServiceUnavailable, "store not readable"},
+		{"not readable", storetest.ErrDiskFailed, nil, http.StatusServiceUnavailable, "store not readable"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -67,7 +67,7 @@ func TestReadyzStoreReasons(t *testing.T) {
 	s := &Server{Logger: slog.New(slog.DiscardHandler), BodyLimit: 1 << 20}
 	e := s.Echo()
 	e.GET("/write", func(echo.Context) error {
-		return fmt.Errorf("%w: write to signd.db failed: %w", store.ErrUnavailable, syscall.ENOSPC)
+		return storetest.ErrDiskFull
 	})
 	rec := httptest.NewRecorder()
 	e.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/write", nil))

@@ -119,15 +119,8 @@ func unavailable(op string) error {
 // or Key call asks for: when it exists the call does not reach the
 // device. The returned function releases the session.
 func (t *Token) begin(ctx context.Context, op string, cached []byte) (func(), error) {
-	t.mu.Lock()
-	t.calls[op]++
-	closed, down := t.closed, t.down
-	t.mu.Unlock()
-	switch {
-	case closed:
-		return nil, fmt.Errorf("softtoken: %s: %w", op, hsm.ErrClosed)
-	case down:
-		return nil, unavailable(op)
+	if err := t.count(op); err != nil {
+		return nil, err
 	}
 	release, err := t.acquire(ctx)
 	if err != nil {
@@ -145,6 +138,15 @@ func (t *Token) begin(ctx context.Context, op string, cached []byte) (func(), er
 // unavailable meanwhile, and applies the outage, the hook and an injected
 // fault.
 func (t *Token) next(op string) error {
+	if err := t.count(op); err != nil {
+		return err
+	}
+	return t.inject(op, nil)
+}
+
+// count counts a call of op and fails it when the token was closed or
+// found unavailable.
+func (t *Token) count(op string) error {
 	t.mu.Lock()
 	t.calls[op]++
 	closed, down := t.closed, t.down
@@ -155,7 +157,7 @@ func (t *Token) next(op string) error {
 	case down:
 		return unavailable(op)
 	}
-	return t.inject(op, nil)
+	return nil
 }
 
 // inject applies the outage, the hook and the fault of op.

@@ -278,6 +278,18 @@ func (t *Token) SignDigestOpts(ctx context.Context, id []byte, opts crypto.Signe
 	if err != nil {
 		return nil, hsm.MarkNotSigned(err)
 	}
+	done, err := t.beginSign(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer done()
+	return t.sign(id, hash, salt, digest)
+}
+
+// beginSign begins a signing call as begin does. Its error is what the
+// call returns: the fault's own when the fault says the signature was made
+// (Fault.Signed), otherwise marked as no signature made.
+func (t *Token) beginSign(ctx context.Context) (func(), error) {
 	done, err := t.begin(ctx, OpSignDigest, nil)
 	if err != nil {
 		var s *signedError
@@ -286,8 +298,7 @@ func (t *Token) SignDigestOpts(ctx context.Context, id []byte, opts crypto.Signe
 		}
 		return nil, hsm.MarkNotSigned(err)
 	}
-	defer done()
-	return t.sign(id, hash, salt, digest)
+	return done, nil
 }
 
 // SignDigests signs as hsm.Token.SignDigests does: each of digests in
@@ -307,13 +318,9 @@ func (t *Token) SignDigests(ctx context.Context, id []byte, opts crypto.SignerOp
 			return nil, hsm.MarkNotSigned(fmt.Errorf("digest %d: %w", i, err))
 		}
 	}
-	done, err := t.begin(ctx, OpSignDigest, nil)
+	done, err := t.beginSign(ctx)
 	if err != nil {
-		var s *signedError
-		if errors.As(err, &s) {
-			return nil, s.err
-		}
-		return nil, hsm.MarkNotSigned(err)
+		return nil, err
 	}
 	defer done()
 	sigs := make([][]byte, 0, len(digests))

@@ -59,6 +59,17 @@ func Start(t testing.TB, timeout time.Duration) context.Context {
 	return bctx
 }
 
+// Steps returns a function that runs steps in ctx and fails the test with
+// what it was doing when one of them fails.
+func Steps(t testing.TB, ctx context.Context) func(what string, steps ...chromedp.Action[chromedp.Void]) {
+	return func(what string, steps ...chromedp.Action[chromedp.Void]) {
+		t.Helper()
+		if err := chromedp.Do(ctx, steps...); err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+	}
+}
+
 // ArtifactsDir is where a test keeps its screenshots: $SIGND_TEST_ARTIFACTS
 // or def, with sub appended; created if missing.
 func ArtifactsDir(t testing.TB, def, sub string) string {
