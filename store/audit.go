@@ -179,6 +179,10 @@ func VerifyAudit(tx AuditTx) (count uint64, head []byte, err error) { return aud
 // VerifyAuditChains is VerifyAudit chain by chain (auditlog.VerifyChains).
 func VerifyAuditChains(tx AuditTx) ([]AuditChainHead, error) { return auditlog.VerifyChains(tx) }
 
+// AuditHeadsDigest is the digest of several chains' heads, what the head of
+// a log of several chains is (auditlog.HeadsDigest).
+func AuditHeadsDigest(heads []AuditChainHead) []byte { return auditlog.HeadsDigest(heads) }
+
 // AuditEntries calls fn with every entry from Seq from on of every chain,
 // decoded, in cluster order (auditlog.Merge). It stops at an entry that
 // does not decode (an *AuditBrokenError); it does not check the chains
