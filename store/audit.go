@@ -183,6 +183,18 @@ func VerifyAuditChains(tx AuditTx) ([]AuditChainHead, error) { return auditlog.V
 // a log of several chains is (auditlog.HeadsDigest).
 func AuditHeadsDigest(heads []AuditChainHead) []byte { return auditlog.HeadsDigest(heads) }
 
+// AuditLogHead is what the heads of a log's chains add up to: the entries
+// of all and the log's head (auditlog.LogHead).
+func AuditLogHead(heads []AuditChainHead) (size uint64, head []byte) { return auditlog.LogHead(heads) }
+
+// CheckAuditRegistry reports a chain other than "" that is not both
+// registered and stored (auditlog.CheckRegistry).
+func CheckAuditRegistry(c AuditChainInfo, count uint64) error { return auditlog.CheckRegistry(c, count) }
+
+// AuditChainBucket is the name of the bucket of the chain named chain:
+// "audit" for chain "", "audit.<chain>" for a node's (auditlog.ChainBucket).
+func AuditChainBucket(chain string) string { return auditlog.ChainBucket(chain) }
+
 // AuditEntries calls fn with every entry from Seq from on of every chain,
 // decoded, in cluster order (auditlog.Merge). It stops at an entry that
 // does not decode (an *AuditBrokenError); it does not check the chains

@@ -639,24 +639,33 @@ func VerifyChains(tx Records) ([]ChainHead, error) {
 		switch {
 		case err != nil && !errors.As(err, &be):
 			return heads, err
-		case err != nil:
-		case c.Name == "":
-		case !c.Registered:
-			err = &BrokenError{Chain: c.Name, Reason: "the chain is stored but not in the registry of chains"}
-		case !c.Stored || v.Count() == 0:
-			err = &BrokenError{Chain: c.Name, Reason: "the chain is in the registry of chains but has no entries: it was deleted"}
-		}
-		if c.Name != "" && err == nil {
-			err = CheckChain(c.Name)
-			if err != nil {
-				err = &BrokenError{Chain: c.Name, Reason: err.Error()}
-			}
+		case err == nil:
+			err = CheckRegistry(c, v.Count())
 		}
 		if first == nil {
 			first = err
 		}
 	}
 	return heads, first
+}
+
+// CheckRegistry reports, as a *BrokenError of the chain as a whole, a
+// chain other than "" that holds count entries (as verified) and is not
+// both registered and stored, or whose name is not one a chain may have.
+func CheckRegistry(c ChainInfo, count uint64) error {
+	broken := func(reason string) error { return &BrokenError{Chain: c.Name, Reason: reason} }
+	switch {
+	case c.Name == "":
+		return nil
+	case !c.Registered:
+		return broken("the chain is stored but not in the registry of chains")
+	case !c.Stored || count == 0:
+		return broken("the chain is in the registry of chains but has no entries: it was deleted")
+	}
+	if err := CheckChain(c.Name); err != nil {
+		return broken(err.Error())
+	}
+	return nil
 }
 
 // Entries calls fn with every entry from Seq from on of every chain,

@@ -2,14 +2,18 @@ package etcd_test
 
 import (
 	"context"
+	"crypto/ed25519"
+	"crypto/rand"
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/signd/signd/checkpoint"
 	"github.com/signd/signd/store"
 	"github.com/signd/signd/store/etcd"
 )
@@ -319,4 +323,92 @@ func TestAuditChainsNoContention(t *testing.T) {
 	if conflicts == 0 {
 		t.Errorf("two nodes sharing a chain: no conflict over %d commits; the test does not race", commits)
 	}
+}
+
+// TestAuditChainsCheckpoint: a checkpoint of a log of several chains
+// covers every chain (one chain line each, the hash the digest of their
+// heads): cutting off the tail of one chain, or deleting a whole chain
+// with its registry entry, leaves chains that verify on their own, and
+// only the checkpoint shows what is gone.
+func TestAuditChainsCheckpoint(t *testing.T) {
+	ctx := context.Background()
+	c := rawClient(t)
+	_, priv, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const origin = "sign.example.org/audit"
+	key, err := checkpoint.NewKey(origin, priv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	setup := func(t *testing.T) ([]*etcd.DB, *checkpoint.Checkpoint) {
+		dbs := chainNodes(t, "n1", "n2")
+		appendAudit(t, dbs[0], "node1", 4)
+		appendAudit(t, dbs[1], "node2", 3)
+		mk := &checkpoint.Maker{Store: dbs[0], Origin: origin, Dir: t.TempDir(),
+			Key: func(context.Context, string) (*checkpoint.Key, error) { return key, nil }}
+		made, err := mk.Make(ctx, "test", false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cp, err := checkpoint.Open(made.Note, key.Verifier, origin)
+		if err != nil {
+			t.Fatalf("%v\n%s", err, made.Note)
+		}
+		if cp.Size != 7 || len(cp.Chains) != 2 || cp.Chains[0].Chain != "n1" || cp.Chains[0].Size != 4 ||
+			cp.Chains[1].Chain != "n2" || cp.Chains[1].Size != 3 {
+			t.Fatalf("checkpoint %+v\n%s", cp, made.Note)
+		}
+		// Both nodes append on (node 1 the checkpoint's own entry): the log
+		// extends the checkpoint from either node, and a new one extends it.
+		appendAudit(t, dbs[1], "node2", 2)
+		if r := verifyCheckpoint(t, dbs[1], cp); !r.Extends || r.Reason != "" || r.Entries != 10 {
+			t.Fatalf("grown log: %+v", r)
+		}
+		if _, err := mk.Make(ctx, "test", false); err != nil {
+			t.Fatalf("second checkpoint: %v", err)
+		}
+		return dbs, cp
+	}
+	t.Run("TailOfOneChainCut", func(t *testing.T) {
+		dbs, cp := setup(t)
+		for seq := uint64(3); seq <= 5; seq++ { // n2 had 3 entries at the checkpoint, 5 now
+			deleteRaw(t, c, entryKey(dbs[0], "n2", seq))
+		}
+		if _, _, _, err := verifyChains(t, dbs[0]); err != nil {
+			t.Fatalf("the cut chain verifies on its own, yet: %v", err)
+		}
+		r := verifyCheckpoint(t, dbs[0], cp)
+		if r.Extends || !errors.Is(r.Problem, checkpoint.ErrTruncated) || !strings.Contains(r.Problem.Error(), "of chain n2 has 2 entries, the checkpoint covers 3") {
+			t.Fatalf("cut tail: %+v", r)
+		}
+		t.Logf("detected: %v", r.Problem)
+	})
+	t.Run("WholeChainGone", func(t *testing.T) {
+		dbs, cp := setup(t)
+		deleteRaw(t, c, dbs[0].Prefix()+"r/audit.n1/", clientv3.WithPrefix())
+		deleteRaw(t, c, dbs[0].Prefix()+"r/audit_chains/n1")
+		if _, _, _, err := verifyChains(t, dbs[1]); err != nil {
+			t.Fatalf("without chain n1 the log verifies on its own, yet: %v", err)
+		}
+		r := verifyCheckpoint(t, dbs[1], cp)
+		if r.Extends || !errors.Is(r.Problem, checkpoint.ErrTruncated) || !strings.Contains(r.Problem.Error(), "of chain n1 has 0 entries") {
+			t.Fatalf("deleted chain: %+v", r)
+		}
+		t.Logf("detected: %v", r.Problem)
+	})
+}
+
+func verifyCheckpoint(t *testing.T, db *etcd.DB, cp *checkpoint.Checkpoint) *checkpoint.Report {
+	t.Helper()
+	var r *checkpoint.Report
+	err := db.View(context.Background(), func(tx store.Tx) (err error) {
+		r, err = checkpoint.Verify(tx, cp)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
 }
