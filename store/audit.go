@@ -179,6 +179,12 @@ func VerifyAudit(tx AuditTx) (count uint64, head []byte, err error) { return aud
 // VerifyAuditChains is VerifyAudit chain by chain (auditlog.VerifyChains).
 func VerifyAuditChains(tx AuditTx) ([]AuditChainHead, error) { return auditlog.VerifyChains(tx) }
 
+// AuditRawEntries is AuditEntries that also hands fn each entry's stored
+// encoding, valid only during the call (auditlog.Merge).
+func AuditRawEntries(tx AuditTx, from uint64, fn func(e *AuditEntry, raw []byte) error) error {
+	return auditlog.Merge(tx, from, fn)
+}
+
 // AuditHeadsDigest is the digest of several chains' heads, what the head of
 // a log of several chains is (auditlog.HeadsDigest).
 func AuditHeadsDigest(heads []AuditChainHead) []byte { return auditlog.HeadsDigest(heads) }
