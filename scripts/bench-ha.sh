@@ -127,12 +127,14 @@ extra="oauth:
 # clients and credential (bench_signer), the front's URL in url_NAME and
 # the credential in cred_NAME.
 setup() {
-  local name=$1 store=$2 front=$3 k=0 p m metrics=""
+  local name=$1 store=$2 front=$3 k=0 p m s metrics=""
   shift 3
   for p in "$@"; do
-    k=$((k + 1)) m='""'
-    case $name in etcd1 | etcd3) m=127.0.0.1:${port[mport]} mport=$((mport + 1)) metrics+=" $m" ;; esac
-    bench_yaml "$work/$name-$k.yaml" "$work" "127.0.0.1:$p" "http://127.0.0.1:$front" "$m" warn "$store" "$extra"
+    k=$((k + 1)) m='""' s=$store
+    # Each node of this signd its own audit chain (store.etcd.node); the
+    # BASE_SIGND nodes predate the key.
+    case $name in etcd1 | etcd3) m=127.0.0.1:${port[mport]} mport=$((mport + 1)) metrics+=" $m" s+=$'\n'"    node: n$k" ;; esac
+    bench_yaml "$work/$name-$k.yaml" "$work" "127.0.0.1:$p" "http://127.0.0.1:$front" "$m" warn "$s" "$extra"
   done
   printf -v "metrics_$name" '%s' "$metrics"
   cfg=$work/$name-1.yaml

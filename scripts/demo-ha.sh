@@ -148,6 +148,7 @@ store:
   etcd:
     endpoints: [http://127.0.0.1:23791, http://127.0.0.1:23792, http://127.0.0.1:23793]
     prefix: /signd/
+    node: node$i
 pkcs11:
   module: /usr/lib/softhsm/libsofthsm2.so
   token_label: signd
