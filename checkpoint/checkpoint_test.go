@@ -569,7 +569,9 @@ func TestChainLines(t *testing.T) {
 		t.Fatalf("hash %x is not SHA-256 of %q", c.Hash, lines)
 	}
 
-	line := func(bucket string, size int, h []byte) string { return fmt.Sprintf("chain %s %d %s\n", bucket, size, b(h)) }
+	line := func(bucket string, size int, h []byte) string {
+		return fmt.Sprintf("chain %s %d %s\n", bucket, size, b(h))
+	}
 	two := []store.AuditChainHead{{Chain: "n1", Size: 5, Head: hash(2)}, {Chain: "n2", Size: 1, Head: hash(3)}}
 	head2 := b(store.AuditHeadsDigest(two))
 	good := line("audit.n1", 5, hash(2)) + line("audit.n2", 1, hash(3))

@@ -195,7 +195,9 @@ func AuditLogHead(heads []AuditChainHead) (size uint64, head []byte) { return au
 
 // CheckAuditRegistry reports a chain other than "" that is not both
 // registered and stored (auditlog.CheckRegistry).
-func CheckAuditRegistry(c AuditChainInfo, count uint64) error { return auditlog.CheckRegistry(c, count) }
+func CheckAuditRegistry(c AuditChainInfo, count uint64) error {
+	return auditlog.CheckRegistry(c, count)
+}
 
 // AuditChainBucket is the name of the bucket of the chain named chain:
 // "audit" for chain "", "audit.<chain>" for a node's (auditlog.ChainBucket).
