@@ -326,6 +326,29 @@ func TestEtcdCluster(t *testing.T) {
 		}
 		chains = names
 	}
+	// The export merges the chains in cluster order: revisions never go
+	// back, every chain's entries in sequence, every chain there.
+	var last int64
+	seqs := map[string]uint64{}
+	for _, line := range strings.Split(strings.TrimSpace(nodes[1].must("", "audit", "export")), "\n") {
+		var ent struct {
+			Seq   uint64
+			Chain string
+			Rev   int64
+		}
+		if err := json.Unmarshal([]byte(line), &ent); err != nil {
+			t.Fatalf("export line %q: %v", line, err)
+		}
+		if ent.Rev < last || ent.Seq != seqs[ent.Chain]+1 {
+			t.Fatalf("export line %q after revision %d, entry %d of its chain", line, last, seqs[ent.Chain])
+		}
+		last, seqs[ent.Chain] = ent.Rev, ent.Seq
+	}
+	for _, c := range chains {
+		if seqs[c] == 0 {
+			t.Errorf("the export holds no entry of chain %s", c)
+		}
+	}
 }
 
 // startCluster starts three nodes on one fresh prefix of the 3-member etcd
