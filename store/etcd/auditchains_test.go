@@ -342,7 +342,7 @@ func TestAuditChainsCheckpoint(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	setup := func(t *testing.T) ([]*etcd.DB, *checkpoint.Checkpoint) {
+	setup := func(t *testing.T) ([]*etcd.DB, *checkpoint.Checkpoint, *checkpoint.Maker) {
 		dbs := chainNodes(t, "n1", "n2")
 		appendAudit(t, dbs[0], "node1", 4)
 		appendAudit(t, dbs[1], "node2", 3)
@@ -369,10 +369,10 @@ func TestAuditChainsCheckpoint(t *testing.T) {
 		if _, err := mk.Make(ctx, "test", false); err != nil {
 			t.Fatalf("second checkpoint: %v", err)
 		}
-		return dbs, cp
+		return dbs, cp, mk
 	}
 	t.Run("TailOfOneChainCut", func(t *testing.T) {
-		dbs, cp := setup(t)
+		dbs, cp, mk := setup(t)
 		for seq := uint64(3); seq <= 5; seq++ { // n2 had 3 entries at the checkpoint, 5 now
 			deleteRaw(t, c, entryKey(dbs[0], "n2", seq))
 		}
@@ -384,9 +384,13 @@ func TestAuditChainsCheckpoint(t *testing.T) {
 			t.Fatalf("cut tail: %+v", r)
 		}
 		t.Logf("detected: %v", r.Problem)
+		// Nor does the maker sign a checkpoint of the cut log.
+		if _, err := mk.Make(ctx, "test", false); !errors.Is(err, checkpoint.ErrTruncated) {
+			t.Fatalf("Make after the cut = %v, want ErrTruncated", err)
+		}
 	})
 	t.Run("WholeChainGone", func(t *testing.T) {
-		dbs, cp := setup(t)
+		dbs, cp, _ := setup(t)
 		deleteRaw(t, c, dbs[0].Prefix()+"r/audit.n1/", clientv3.WithPrefix())
 		deleteRaw(t, c, dbs[0].Prefix()+"r/audit_chains/n1")
 		if _, _, _, err := verifyChains(t, dbs[1]); err != nil {
