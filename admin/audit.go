@@ -11,8 +11,9 @@ import (
 	"github.com/signd/signd/store"
 )
 
-// AuditVerify implements Service: it checks the whole hash chain of the
-// audit log in the store. A broken chain is a report, not an error; errors
+// AuditVerify implements Service: it checks every hash chain of the audit
+// log in the store (one per node of a cluster whose nodes are named, each
+// from its first entry) and that the registry of chains agrees with them. A broken chain is a report, not an error; errors
 // are the store's, returned as they are (the daemon logs them and answers
 // KindInternal). Whatever the stored bytes, it returns an error rather
 // than panic.
@@ -33,7 +34,7 @@ func (l *Local) AuditVerify(ctx context.Context, by Principal) (res *AuditReport
 		return nil, err
 	}
 	if !res.OK {
-		a.unaudited = fmt.Sprintf("the audit log is broken at entry %d (%s): nothing is written into it", res.BrokenAt, res.Reason)
+		a.unaudited = fmt.Sprintf("the audit log is broken at %s (%s): nothing is written into it", Broken(res.BrokenChain, res.BrokenAt), res.Reason)
 		return res, nil
 	}
 	a.result["entries"] = strconv.FormatUint(res.Entries, 10)
@@ -48,11 +49,17 @@ func (l *Local) verifyAudit(ctx context.Context) (res *AuditReport, err error) {
 	defer recoverRead("audit verify", &err)
 	res = &AuditReport{}
 	err = l.Store.View(ctx, func(tx store.Tx) error {
-		n, head, err := store.VerifyAudit(tx)
+		heads, err := store.VerifyAuditChains(tx)
+		n, head := store.AuditLogHead(heads)
 		res.Entries, res.Head = n, hex.EncodeToString(head)
+		if len(heads) > 1 {
+			for _, h := range heads {
+				res.Chains = append(res.Chains, AuditChainView{Chain: h.Chain, Entries: h.Size, Head: hex.EncodeToString(h.Head)})
+			}
+		}
 		var be *store.AuditBrokenError
 		if errors.As(err, &be) {
-			res.BrokenAt, res.Reason = be.Seq, be.Reason
+			res.BrokenAt, res.BrokenChain, res.Reason = be.Seq, be.Chain, be.Reason
 			return nil
 		}
 		res.OK = err == nil
@@ -63,8 +70,11 @@ func (l *Local) verifyAudit(ctx context.Context) (res *AuditReport, err error) {
 
 // AuditExport implements Service: it writes the entries req selects to w
 // as JSON lines, oldest first, in their stored (canonical) encoding, so
-// that each line verifies on its own (its digest covers its content). An
-// entry that does not decode stops the export with an error naming it.
+// that each line verifies on its own (its digest covers its content). The
+// chains of a log of several (one per node) are merged in cluster order:
+// by the revision each entry sealed, then by chain name, then by
+// sequence number (store.AuditEntries). An entry that does not decode
+// stops the export with an error naming it.
 //
 // Its admin_read entry, naming the filter, is appended first: an export
 // whose filter selects it includes it.
@@ -82,13 +92,9 @@ func (l *Local) AuditExport(ctx context.Context, by Principal, req AuditExportRe
 	}
 	defer recoverRead("audit export", &err)
 	return l.Store.View(ctx, func(tx store.Tx) error {
-		return tx.AuditRecords(1, func(seq uint64, raw []byte) error {
+		return store.AuditRawEntries(tx, 1, func(e *store.AuditEntry, raw []byte) error {
 			if err := ctx.Err(); err != nil {
 				return err
-			}
-			e, err := store.DecodeAuditEntry(raw)
-			if err != nil {
-				return &store.AuditBrokenError{Seq: seq, Reason: err.Error()}
 			}
 			if !req.Selects(e) {
 				return nil

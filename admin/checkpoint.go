@@ -232,19 +232,19 @@ func (l *Local) AuditVerifyCheckpoint(ctx context.Context, by Principal, req Aud
 			return err
 		}
 		res.Entries, res.Head, res.Extends = r.Entries, hex.EncodeToString(r.Head), r.Extends
-		res.BrokenAt, res.Reason = r.BrokenAt, r.Reason
+		res.BrokenAt, res.BrokenChain, res.Reason = r.BrokenAt, r.BrokenChain, r.Reason
 		if r.Problem != nil {
 			res.Problem = r.Problem.Error()
 		}
-		res.OK = r.Extends && r.BrokenAt == 0
+		res.OK = r.Extends && r.Reason == ""
 		return nil
 	})
 	if err != nil {
 		return nil, l.fail("audit verify", err)
 	}
 	switch {
-	case res.BrokenAt != 0:
-		a.unaudited = fmt.Sprintf("the audit log is broken at entry %d (%s): nothing is written into it", res.BrokenAt, res.Reason)
+	case res.Reason != "":
+		a.unaudited = fmt.Sprintf("the audit log is broken at %s (%s): nothing is written into it", Broken(res.BrokenChain, res.BrokenAt), res.Reason)
 		return res, nil
 	case !res.Extends:
 		a.unaudited = fmt.Sprintf("the audit log does not extend the checkpoint of %d entries (%s): nothing is written into it", res.Size, res.Problem)

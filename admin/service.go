@@ -15,6 +15,7 @@ type (
 	AddProofRequest              = ops.AddProofRequest
 	AddUserRequest               = ops.AddUserRequest
 	ApprovalResult               = ops.ApprovalResult
+	AuditChainView               = ops.AuditChainView
 	AuditExportRequest           = ops.AuditExportRequest
 	AuditKeyView                 = ops.AuditKeyView
 	AuditReport                  = ops.AuditReport
@@ -87,3 +88,7 @@ func errorf(kind Kind, format string, args ...any) *Error {
 // Holdable is ops.Holdable: whether the operation named op can be put
 // under dual control, and if not why.
 func Holdable(op string) error { return ops.Holdable(op) }
+
+// Broken is ops.Broken: where a report's log is broken ("entry N",
+// "entry N of chain X", "chain X").
+func Broken(chain string, seq uint64) string { return ops.Broken(chain, seq) }

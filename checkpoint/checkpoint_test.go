@@ -8,6 +8,7 @@ import (
 	"crypto/ed25519"
 	"crypto/elliptic"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/base64"
 	"errors"
 	"fmt"
@@ -538,5 +539,72 @@ func TestPeek(t *testing.T) {
 		if _, err := checkpoint.Peek(e.dir); !errors.Is(err, checkpoint.ErrMalformed) {
 			t.Errorf("%s: Peek = %v, want ErrMalformed", name, err)
 		}
+	}
+}
+
+// TestChainLines: a checkpoint of several chains carries one extension
+// line per chain, and its size and hash are what the lines add up to;
+// every other combination is refused.
+func TestChainLines(t *testing.T) {
+	k, _ := edKey(t)
+	chains := []store.AuditChainHead{{Chain: "", Size: 2, Head: hash(1)}, {Chain: "n1", Size: 5, Head: hash(2)}, {Chain: "n2", Size: 1, Head: hash(3)}}
+	c := &checkpoint.Checkpoint{Origin: origin, Size: 8, Hash: store.AuditHeadsDigest(chains), Time: t0, Chains: chains}
+	msg, err := checkpoint.Sign(c, k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := base64.StdEncoding.EncodeToString
+	wantBody := origin + "\n8\n" + b(c.Hash) + "\ntime 2026-11-27T21:00:00Z\n" +
+		"chain audit 2 " + b(hash(1)) + "\nchain audit.n1 5 " + b(hash(2)) + "\nchain audit.n2 1 " + b(hash(3)) + "\n"
+	if c.Body() != wantBody {
+		t.Fatalf("body %q, want %q", c.Body(), wantBody)
+	}
+	got, err := checkpoint.Open(msg, k.Verifier, origin)
+	if err != nil || got.Size != 8 || len(got.Chains) != 3 || got.Chains[1].Chain != "n1" || !bytes.Equal(got.Chains[2].Head, hash(3)) {
+		t.Fatalf("Open = %+v, %v", got, err)
+	}
+	// sha256sum of the lines "<bucket> <size> <hex head>" is the hash.
+	lines := fmt.Sprintf("audit 2 %x\naudit.n1 5 %x\naudit.n2 1 %x\n", hash(1), hash(2), hash(3))
+	if sum := sha256.Sum256([]byte(lines)); !bytes.Equal(sum[:], c.Hash) {
+		t.Fatalf("hash %x is not SHA-256 of %q", c.Hash, lines)
+	}
+
+	line := func(bucket string, size int, h []byte) string {
+		return fmt.Sprintf("chain %s %d %s\n", bucket, size, b(h))
+	}
+	two := []store.AuditChainHead{{Chain: "n1", Size: 5, Head: hash(2)}, {Chain: "n2", Size: 1, Head: hash(3)}}
+	head2 := b(store.AuditHeadsDigest(two))
+	good := line("audit.n1", 5, hash(2)) + line("audit.n2", 1, hash(3))
+	sign := func(text string) []byte {
+		m, err := note.Sign(&note.Note{Text: text}, k.Signer)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	if _, err := checkpoint.Open(sign(origin+"\n6\n"+head2+"\n"+good), k.Verifier, origin); err != nil {
+		t.Fatalf("two chains: %v", err)
+	}
+	for name, text := range map[string]string{
+		"size is not the sum":    origin + "\n7\n" + head2 + "\n" + good,
+		"hash is not the digest": origin + "\n6\n" + b(hash(9)) + "\n" + good,
+		"out of order":           origin + "\n6\n" + head2 + "\n" + line("audit.n2", 1, hash(3)) + line("audit.n1", 5, hash(2)),
+		"twice":                  origin + "\n10\n" + head2 + "\n" + good + line("audit.n2", 4, hash(3)),
+		"chain \"\" alone":       origin + "\n2\n" + b(store.AuditHeadsDigest(chains[:1])) + "\n" + line("audit", 2, hash(1)),
+		"not a chain bucket":     origin + "\n5\n" + head2 + "\n" + line("users", 5, hash(2)),
+		"bad chain name":         origin + "\n5\n" + head2 + "\n" + line("audit.N1", 5, hash(2)),
+		"empty chain":            origin + "\n5\n" + head2 + "\n" + line("audit.n1", 0, hash(2)) + line("audit.n2", 5, hash(3)),
+		"leading zero":           origin + "\n6\n" + head2 + "\n" + line("audit.n1", 5, hash(2)) + "chain audit.n2 01 " + b(hash(3)) + "\n",
+		"short head":             origin + "\n6\n" + head2 + "\n" + line("audit.n1", 5, hash(2)) + line("audit.n2", 1, hash(3)[:31]),
+		"four fields":            origin + "\n6\n" + head2 + "\n" + good + "chain audit.n3 1 " + b(hash(3)) + " x\n",
+	} {
+		if c, err := checkpoint.Open(sign(text), k.Verifier, origin); !errors.Is(err, checkpoint.ErrMalformed) {
+			t.Errorf("%s: Open = %+v, %v; want ErrMalformed", name, c, err)
+		}
+	}
+	// Sign refuses to sign what Open would refuse.
+	bad := &checkpoint.Checkpoint{Origin: origin, Size: 9, Hash: c.Hash, Chains: chains}
+	if _, err := checkpoint.Sign(bad, k); !errors.Is(err, checkpoint.ErrMalformed) {
+		t.Errorf("Sign of a size that is not the chains' = %v", err)
 	}
 }

@@ -31,6 +31,36 @@
 // be used as they are; tools that check the signature (sumdb/note, or
 // openssl for ECDSA) can.
 //
+// # Several chains
+//
+// On a cluster whose nodes are named (store.etcd.node) the audit log is
+// one hash chain per node (store.AuditTx). A checkpoint then covers every
+// chain with entries: one extension line per chain, by chain name, giving
+// its bucket ("audit" for chain "", "audit.<node>"), its size and the
+// base64 digest of its last entry:
+//
+//	sign.example.org/audit
+//	1207
+//	Jm1f…base64…=
+//	time 2026-11-27T21:00:00Z
+//	chain audit.signd-1 700 q7b2…base64…=
+//	chain audit.signd-2 507 d0Zy…base64…=
+//
+// The size is the chains' sizes added up, and the hash is
+// store.AuditHeadsDigest of the chains: SHA-256 of one line per chain,
+// "<bucket> <size> <lowercase hex digest>\n", in the same order, so that
+// the signature covers every chain's head through the hash as well as
+// through the lines (Open refuses a checkpoint whose lines do not add up
+// to its size and hash). A log extends it when every chain listed has at
+// least its size and its entry of that number has that digest: cutting
+// off the tail of one chain, or deleting a whole chain with its registry
+// entry, no longer extends it (ErrTruncated), although each remaining
+// chain verifies on its own. A chain that is not listed is newer than
+// the checkpoint. A log of chain "" alone (bbolt's, or a cluster whose
+// nodes are not named) has the checkpoint of the format above, without
+// chain lines, exactly as before there were several chains; the history
+// file of a checkpoint is named by its size (all chains together).
+//
 // # Keys
 //
 // The audit key lives in the token (hsm; found by its label,
@@ -46,13 +76,13 @@
 //
 // # Making them
 //
-// Maker signs a checkpoint of every entry, writes it to a directory
+// Maker signs a checkpoint of every entry (of every chain), writes it to a directory
 // (Write: "checkpoint.<N>" once and for all, "checkpoint" for the latest,
 // each through a temporary file renamed into place) and appends an
-// audit_checkpoint entry, which is entry N+1 or later and so is covered
-// by the next checkpoint, not by its own. It reads only the entries added
-// since the latest checkpoint in the directory, and refuses to sign when
-// the log no longer extends that one.
+// audit_checkpoint entry (in the chain of the node that made it), which
+// is covered by the next checkpoint, not by its own. It reads only the
+// entries added since the latest checkpoint in the directory, and refuses
+// to sign when the log no longer extends that one.
 //
 // The package has no HTTP and no command line: the daemon serves the
 // directory's latest checkpoint, and signd audit verify --checkpoint

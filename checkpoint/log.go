@@ -9,7 +9,9 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -34,66 +36,153 @@ var (
 // Report is what Verify found.
 type Report struct {
 	Checkpoint *Checkpoint
-	// Entries and Head: how many entries of the log verify as a chain
-	// from the first, and the digest of the last of them.
+	// Entries and Head: how many entries of the log verify, every chain
+	// from its first entry, and the log's head (store.AuditLogHead: for
+	// a log of chain "" alone, the digest of the last of them).
 	Entries uint64
 	Head    []byte
-	// BrokenAt and Reason name the first entry at which the chain does
-	// not hold (0: it holds to the end).
-	BrokenAt uint64
-	Reason   string
-	// Extends: entries 1..Checkpoint.Size are in the log and entry Size's
-	// digest is the checkpoint's hash. Problem says why not (ErrTruncated
-	// or ErrRewritten, with detail).
+	// BrokenChain, BrokenAt and Reason name the first entry at which a
+	// chain does not hold (BrokenAt 0 with a Reason: the chain as a
+	// whole, not both registered and stored); Reason "": every chain holds
+	// to its end.
+	BrokenChain string
+	BrokenAt    uint64
+	Reason      string
+	// Extends: for every chain the checkpoint covers, entries 1..size are
+	// in the log and entry size's digest is the checkpoint's head of that
+	// chain (for a checkpoint of chain "" alone: entries 1..Size and its
+	// Hash). Problem says why not (ErrTruncated or ErrRewritten, with
+	// detail).
 	Extends bool
 	Problem error
 }
 
-// Verify walks the whole audit log in tx as a hash chain from its first
-// entry (store.AuditVerifier) and checks that it extends c: it has at
-// least c.Size entries and the digest of entry c.Size is c.Hash. Because
-// every digest covers the one before it, that one comparison proves that
-// entries 1..c.Size are those the checkpoint signed, and a chain that
-// holds after it proves that the rest were appended to them. The
-// consistency of two checkpoints is checked the same way: by walking the
-// chain, not by a Merkle consistency proof. Errors are the store's (and
-// ErrMalformed for a checkpoint of size 0, which Open refuses); what the
-// log is found to be is in the Report.
+// heads are the chains c covers: Chains, or chain "" of Size and Hash.
+func (c *Checkpoint) heads() []store.AuditChainHead {
+	if c.Chains != nil {
+		return c.Chains
+	}
+	if c.Size == 0 {
+		return nil
+	}
+	return []store.AuditChainHead{{Chain: "", Size: c.Size, Head: c.Hash}}
+}
+
+// ofChain is " of chain N" for a node's chain, "" for chain "": the
+// messages of a log of chain "" alone read as they always have.
+func ofChain(chain string) string {
+	if chain == "" {
+		return ""
+	}
+	return " of chain " + chain
+}
+
+// chainNames is the chains of the log and those of covered, "" first,
+// then by name, each once.
+func chainNames(infos []store.AuditChainInfo, covered []store.AuditChainHead) []store.AuditChainInfo {
+	seen := map[string]bool{}
+	var out []store.AuditChainInfo
+	for _, c := range infos {
+		seen[c.Name] = true
+		out = append(out, c)
+	}
+	for _, h := range covered {
+		if !seen[h.Chain] {
+			seen[h.Chain] = true
+			// Gone with its registry entry: neither registered nor stored.
+			out = append(out, store.AuditChainInfo{Name: h.Chain})
+		}
+	}
+	slices.SortFunc(out, func(a, b store.AuditChainInfo) int { return strings.Compare(a.Name, b.Name) })
+	return out
+}
+
+// Verify walks every chain of the audit log in tx from its first entry
+// (store.AuditVerifier) and checks that it extends c: every chain c
+// covers has at least the entries c says, and the digest of the last of
+// them is the head c signed (for a checkpoint of chain "" alone: entry
+// c.Size has digest c.Hash). Because every digest covers the one before
+// it, that one comparison per chain proves that its entries up to there
+// are those the checkpoint signed, and a chain that holds after it proves
+// that the rest were appended to them; a chain cut short, or deleted,
+// does not extend it. The consistency of two checkpoints is checked the
+// same way: by walking the chains, not by a Merkle consistency proof.
+// Errors are the store's (and ErrMalformed for a checkpoint of size 0,
+// which Open refuses); what the log is found to be is in the Report.
 func Verify(tx store.AuditTx, c *Checkpoint) (*Report, error) {
 	if c.Size == 0 {
 		return nil, fmt.Errorf("%w: size 0: a checkpoint of the empty log proves nothing", ErrMalformed)
 	}
 	r := &Report{Checkpoint: c}
-	var v store.AuditVerifier
-	var at []byte // digest of entry c.Size as the chain holds it
-	err := tx.AuditRecords(1, func(seq uint64, raw []byte) error {
-		e, err := v.Check(seq, raw)
-		if err != nil {
-			return err
-		}
-		if seq == c.Size {
-			at = e.Digest
-		}
-		return nil
-	})
-	r.Entries, r.Head = v.Count(), v.Head()
-	var be *store.AuditBrokenError
-	switch {
-	case errors.As(err, &be):
-		r.BrokenAt, r.Reason = be.Seq, be.Reason
-	case err != nil:
+	covered := c.heads()
+	want := map[string]store.AuditChainHead{}
+	for _, h := range covered {
+		want[h.Chain] = h
+	}
+	infos, err := tx.AuditChains()
+	if err != nil {
 		return nil, err
 	}
-	switch {
-	case at != nil && bytes.Equal(at, c.Hash):
-		r.Extends = true
-	case at != nil:
-		r.Problem = fmt.Errorf("%w: entry %d's digest is %s, the checkpoint signed %s: entries up to %d were changed and the chain computed again, or this log is a fork of the one checkpointed",
-			ErrRewritten, c.Size, b64(at), b64(c.Hash), c.Size)
-	case r.BrokenAt != 0 && r.BrokenAt <= c.Size:
-		r.Problem = fmt.Errorf("%w: the chain breaks at entry %d (%s), before entry %d the checkpoint covers", ErrRewritten, r.BrokenAt, r.Reason, c.Size)
-	default:
-		r.Problem = fmt.Errorf("%w: the log has %d entries, the checkpoint covers %d: its end was cut off, or an older copy restored", ErrTruncated, r.Entries, c.Size)
+	var heads []store.AuditChainHead
+	at := map[string][]byte{}                        // digest of each covered chain's last covered entry, as the chain holds it
+	brokenAt := map[string]*store.AuditBrokenError{} // where each chain breaks
+	for _, info := range chainNames(infos, covered) {
+		v := store.ResumeAuditChainVerifier(info.Name, 0, nil)
+		w := want[info.Name]
+		err := tx.AuditChainRecords(info.Name, 1, func(seq uint64, raw []byte) error {
+			e, err := v.Check(seq, raw)
+			if err != nil {
+				return err
+			}
+			if seq == w.Size {
+				at[info.Name] = e.Digest
+			}
+			return nil
+		})
+		heads = append(heads, store.AuditChainHead{Chain: info.Name, Size: v.Count(), Head: v.Head()})
+		var be *store.AuditBrokenError
+		switch {
+		case err == nil:
+			err = store.CheckAuditRegistry(info, v.Count())
+			if _, gone := want[info.Name]; gone && !info.Registered && !info.Stored {
+				err = nil // reported below: the log does not extend the checkpoint
+			}
+		case !errors.As(err, &be):
+			return nil, err
+		}
+		if errors.As(err, &be) {
+			brokenAt[info.Name] = be
+			if r.Reason == "" {
+				r.BrokenChain, r.BrokenAt, r.Reason = be.Chain, be.Seq, be.Reason
+			}
+		}
+	}
+	r.Entries, r.Head = store.AuditLogHead(heads)
+	r.Extends = true
+	for _, h := range covered {
+		got, ok := at[h.Chain]
+		var problem error
+		switch b, broken := brokenAt[h.Chain]; {
+		case ok && bytes.Equal(got, h.Head):
+			continue
+		case ok:
+			problem = fmt.Errorf("%w: entry %d%s's digest is %s, the checkpoint signed %s: entries up to %d were changed and the chain computed again, or this log is a fork of the one checkpointed",
+				ErrRewritten, h.Size, ofChain(h.Chain), b64(got), b64(h.Head), h.Size)
+		case broken && b.Seq != 0 && b.Seq <= h.Size:
+			problem = fmt.Errorf("%w: the chain%s breaks at entry %d (%s), before entry %d the checkpoint covers", ErrRewritten, ofChain(h.Chain), b.Seq, b.Reason, h.Size)
+		default:
+			var n uint64
+			for _, x := range heads {
+				if x.Chain == h.Chain {
+					n = x.Size
+				}
+			}
+			problem = fmt.Errorf("%w: the log%s has %d entries, the checkpoint covers %d: its end was cut off, or an older copy restored", ErrTruncated, ofChain(h.Chain), n, h.Size)
+		}
+		r.Extends = false
+		if r.Problem == nil {
+			r.Problem = problem
+		}
 	}
 	return r, nil
 }
@@ -170,12 +259,12 @@ func (m *Maker) Make(ctx context.Context, actor string, timed bool) (*Made, erro
 		}
 	}
 	last := m.last
-	var n uint64
-	var head []byte
+	var heads []store.AuditChainHead
+	var added uint64
 	var lastKind store.AuditKind
 	err = m.Store.View(ctx, func(tx store.Tx) error {
 		var herr error
-		n, head, lastKind, herr = extend(tx, last)
+		heads, added, lastKind, herr = extend(tx, last)
 		return herr
 	})
 	if errors.Is(err, ErrTruncated) || errors.Is(err, ErrRewritten) {
@@ -185,13 +274,14 @@ func (m *Maker) Make(ctx context.Context, actor string, timed bool) (*Made, erro
 	if err != nil {
 		return nil, fmt.Errorf("read the audit log: %w", err)
 	}
+	n, head := store.AuditLogHead(heads)
 	switch {
 	case n == 0:
 		return nil, ErrEmpty
-	case n == last.Size, timed && n == last.Size+1 && lastKind == store.AuditCheckpoint:
+	case added == 0, timed && added == 1 && lastKind == store.AuditCheckpoint:
 		return &Made{Checkpoint: last, Note: m.lastNote, Path: m.historyPath(last.Size), Unchanged: true}, nil
 	}
-	c := &Checkpoint{Origin: m.Origin, Size: n, Hash: head, Time: m.now().UTC().Truncate(time.Second)}
+	c := &Checkpoint{Origin: m.Origin, Size: n, Hash: head, Time: m.now().UTC().Truncate(time.Second), Chains: covered(heads)}
 	signed, err := Sign(c, key)
 	if err != nil {
 		return nil, err
@@ -262,52 +352,84 @@ func (m *Maker) refuse(ctx context.Context, actor string, why error) {
 	}
 }
 
-// extend reads the entries after the checkpoint last (entry last.Size
-// must still have last.Hash) and returns the number of entries, the last
-// one's digest and kind. Each new entry is checked as a link of the
-// chain from last.
-func extend(tx store.AuditTx, last *Checkpoint) (n uint64, head []byte, kind store.AuditKind, err error) {
-	if last.Size > 0 {
-		found := false
-		err = tx.AuditRecords(last.Size, func(seq uint64, raw []byte) error {
-			found = seq == last.Size
-			if !found {
-				return nil
-			}
-			e, derr := store.DecodeAuditEntry(raw)
-			if derr != nil {
-				return fmt.Errorf("%w: entry %d does not decode: %v", ErrRewritten, seq, derr)
-			}
-			if !bytes.Equal(e.Digest, last.Hash) {
-				return fmt.Errorf("%w: entry %d's digest is %s, the latest checkpoint signed %s", ErrRewritten, seq, b64(e.Digest), b64(last.Hash))
-			}
-			kind = e.Kind
-			return errStop
-		})
-		if err != nil && !errors.Is(err, errStop) {
-			return 0, nil, "", err
-		}
-		if !found {
-			return 0, nil, "", fmt.Errorf("%w: entry %d, the last the latest checkpoint covers, is gone", ErrTruncated, last.Size)
+// covered is the Chains of a checkpoint of heads: the chains with
+// entries, nil when that is chain "" alone (the plain form).
+func covered(heads []store.AuditChainHead) []store.AuditChainHead {
+	var out []store.AuditChainHead
+	for _, h := range heads {
+		if h.Size > 0 {
+			out = append(out, h)
 		}
 	}
-	v := store.ResumeAuditVerifier(last.Size, last.Hash)
-	err = tx.AuditRecords(last.Size+1, func(seq uint64, raw []byte) error {
-		e, err := v.Check(seq, raw)
-		if err != nil {
-			return err
-		}
-		kind = e.Kind
+	if len(out) == 1 && out[0].Chain == "" {
 		return nil
-	})
-	var be *store.AuditBrokenError
-	if errors.As(err, &be) {
-		return 0, nil, "", fmt.Errorf("%w: after the latest checkpoint (%d entries), %v", ErrRewritten, last.Size, be)
 	}
+	return out
+}
+
+// extend reads, chain by chain, the entries after the checkpoint last
+// (each chain's last covered entry must still have the digest last
+// signed) and returns every chain's size and head, how many entries were
+// added since last and the kind of the last of them. Each new entry is
+// checked as a link of its chain from last.
+func extend(tx store.AuditTx, last *Checkpoint) (heads []store.AuditChainHead, added uint64, kind store.AuditKind, err error) {
+	lastHeads := last.heads()
+	infos, err := tx.AuditChains()
 	if err != nil {
-		return 0, nil, "", err
+		return nil, 0, "", err
 	}
-	return v.Count(), v.Head(), kind, nil
+	from := map[string]store.AuditChainHead{}
+	for _, h := range lastHeads {
+		from[h.Chain] = h
+	}
+	for _, info := range chainNames(infos, lastHeads) {
+		lh := from[info.Name]
+		if lh.Size > 0 {
+			found := false
+			err = tx.AuditChainRecords(info.Name, lh.Size, func(seq uint64, raw []byte) error {
+				found = seq == lh.Size
+				if !found {
+					return nil
+				}
+				e, derr := store.DecodeAuditEntry(raw)
+				if derr != nil {
+					return fmt.Errorf("%w: entry %d%s does not decode: %v", ErrRewritten, seq, ofChain(info.Name), derr)
+				}
+				if !bytes.Equal(e.Digest, lh.Head) {
+					return fmt.Errorf("%w: entry %d%s's digest is %s, the latest checkpoint signed %s", ErrRewritten, seq, ofChain(info.Name), b64(e.Digest), b64(lh.Head))
+				}
+				return errStop
+			})
+			if err != nil && !errors.Is(err, errStop) {
+				return nil, 0, "", err
+			}
+			if !found {
+				return nil, 0, "", fmt.Errorf("%w: entry %d%s, the last the latest checkpoint covers, is gone", ErrTruncated, lh.Size, ofChain(info.Name))
+			}
+		}
+		v := store.ResumeAuditChainVerifier(info.Name, lh.Size, lh.Head)
+		err = tx.AuditChainRecords(info.Name, lh.Size+1, func(seq uint64, raw []byte) error {
+			e, err := v.Check(seq, raw)
+			if err != nil {
+				return err
+			}
+			added++
+			kind = e.Kind
+			return nil
+		})
+		if err == nil {
+			err = store.CheckAuditRegistry(info, v.Count())
+		}
+		var be *store.AuditBrokenError
+		if errors.As(err, &be) {
+			return nil, 0, "", fmt.Errorf("%w: after the latest checkpoint (%d entries), %v", ErrRewritten, last.Size, be)
+		}
+		if err != nil {
+			return nil, 0, "", err
+		}
+		heads = append(heads, store.AuditChainHead{Chain: info.Name, Size: v.Count(), Head: v.Head()})
+	}
+	return heads, added, kind, nil
 }
 
 var errStop = errors.New("stop")

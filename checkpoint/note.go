@@ -20,6 +20,8 @@ import (
 	"unicode/utf8"
 
 	"golang.org/x/mod/sumdb/note"
+
+	"github.com/signd/signd/store"
 )
 
 // Errors a checkpoint fails with; each message says more.
@@ -46,35 +48,116 @@ const (
 // practice.
 const MaxNote = 16 << 10
 
-// timeLine starts the extension line that carries the checkpoint's time.
-const timeLine = "time "
+// timeLine starts the extension line that carries the checkpoint's time,
+// chainLine each line of a checkpoint of several chains.
+const (
+	timeLine  = "time "
+	chainLine = "chain "
+)
 
 // Checkpoint is the body of a C2SP tlog-checkpoint for the audit log.
 // Hash is the digest of entry Size of the hash chain (store.AuditEntry),
-// not a Merkle tree root: see the package documentation.
+// not a Merkle tree root: see the package documentation. A checkpoint of
+// a log of several chains (one per node of a cluster) lists them in
+// Chains; Size is then their entries together and Hash the digest of
+// their heads (store.AuditHeadsDigest).
 type Checkpoint struct {
 	Origin string
-	Size   uint64 // entries 1..Size are covered
-	Hash   []byte // the Digest of entry Size, 32 bytes
+	Size   uint64 // entries 1..Size are covered (of all chains together)
+	Hash   []byte // the Digest of entry Size, 32 bytes (the heads' digest)
 	Time   time.Time
+	// Chains are the chains covered, by name ("" first), each with its
+	// size and the digest of its last entry; nil for a log of chain ""
+	// alone, whose checkpoint has no chain lines.
+	Chains []store.AuditChainHead
 }
 
 // Body is the note text: origin, size, base64 hash, then one extension
-// line "time <RFC 3339 UTC>" when Time is set, each ending in a newline.
+// line "time <RFC 3339 UTC>" when Time is set and one extension line
+// "chain <bucket> <size> <base64 head>" per chain of Chains, each ending
+// in a newline.
 func (c *Checkpoint) Body() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s\n%d\n%s\n", c.Origin, c.Size, base64.StdEncoding.EncodeToString(c.Hash))
 	if !c.Time.IsZero() {
 		b.WriteString(timeLine + c.Time.UTC().Format(time.RFC3339) + "\n")
 	}
+	for _, h := range c.Chains {
+		fmt.Fprintf(&b, "%s%s %d %s\n", chainLine, store.AuditChainBucket(h.Chain), h.Size, base64.StdEncoding.EncodeToString(h.Head))
+	}
 	return b.String()
+}
+
+// checkChains checks that the chain lines of c add up to its size and
+// hash, in chain order, each chain once and not empty, and that they are
+// more than chain "" alone (which has the plain form).
+func (c *Checkpoint) checkChains() error {
+	if c.Chains == nil {
+		return nil
+	}
+	if len(c.Chains) == 1 && c.Chains[0].Chain == "" {
+		return fmt.Errorf("%w: a checkpoint of chain \"\" alone has no chain lines", ErrMalformed)
+	}
+	var size uint64
+	for i, h := range c.Chains {
+		if h.Chain != "" {
+			if err := store.CheckAuditChain(h.Chain); err != nil {
+				return fmt.Errorf("%w: %v", ErrMalformed, err)
+			}
+		}
+		if i > 0 && h.Chain <= c.Chains[i-1].Chain {
+			return fmt.Errorf("%w: chain lines out of order (%q after %q)", ErrMalformed, h.Chain, c.Chains[i-1].Chain)
+		}
+		if h.Size == 0 || len(h.Head) != sha256.Size {
+			return fmt.Errorf("%w: chain %q of size %d with a head of %d bytes", ErrMalformed, h.Chain, h.Size, len(h.Head))
+		}
+		if size+h.Size < size {
+			return fmt.Errorf("%w: chain sizes overflow", ErrMalformed)
+		}
+		size += h.Size
+	}
+	if size != c.Size {
+		return fmt.Errorf("%w: the chains hold %d entries, the size line says %d", ErrMalformed, size, c.Size)
+	}
+	if !bytes.Equal(store.AuditHeadsDigest(c.Chains), c.Hash) {
+		return fmt.Errorf("%w: the hash is not the digest of the chain lines", ErrMalformed)
+	}
+	return nil
+}
+
+// parseChainLine parses "chain <bucket> <size> <base64 head>".
+func parseChainLine(l string) (store.AuditChainHead, error) {
+	f := strings.Split(strings.TrimPrefix(l, chainLine), " ")
+	if len(f) != 3 {
+		return store.AuditChainHead{}, fmt.Errorf("%w: chain line %q is not \"chain <bucket> <size> <base64 head>\"", ErrMalformed, l)
+	}
+	var h store.AuditChainHead
+	switch {
+	case f[0] == "audit":
+	case strings.HasPrefix(f[0], "audit.") && len(f[0]) > len("audit."):
+		h.Chain = strings.TrimPrefix(f[0], "audit.")
+	default:
+		return h, fmt.Errorf("%w: chain line %q: %q is not an audit chain's bucket", ErrMalformed, l, f[0])
+	}
+	size, err := strconv.ParseUint(f[1], 10, 64)
+	if err != nil || strconv.FormatUint(size, 10) != f[1] {
+		return h, fmt.Errorf("%w: chain line %q: size %q is not a decimal number without leading zeros", ErrMalformed, l, f[1])
+	}
+	head, err := base64.StdEncoding.DecodeString(f[2])
+	if err != nil || len(head) != sha256.Size || base64.StdEncoding.EncodeToString(head) != f[2] {
+		return h, fmt.Errorf("%w: chain line %q: head is not the base64 of 32 bytes", ErrMalformed, l)
+	}
+	h.Size, h.Head = size, head
+	return h, nil
 }
 
 // ParseBody parses a checkpoint body strictly: a valid origin (a
 // signed-note key name), a decimal size without leading zeros, a base64
 // SHA-256 hash in its canonical encoding, and extension lines that are
-// not empty; an extension line "time T" sets Time (RFC 3339). Any other
-// extension line is kept out of Checkpoint but accepted, as C2SP says.
+// not empty; an extension line "time T" sets Time (RFC 3339), and the
+// lines "chain <bucket> <size> <base64 head>" set Chains, which must add
+// up to the size and hash (checkChains). Any other extension line is
+// kept out of Checkpoint but accepted, as C2SP says.
 func ParseBody(text string) (*Checkpoint, error) {
 	if !strings.HasSuffix(text, "\n") {
 		return nil, fmt.Errorf("%w: the text does not end in a newline", ErrMalformed)
@@ -110,7 +193,16 @@ func ParseBody(text string) (*Checkpoint, error) {
 				return nil, fmt.Errorf("%w: time line %q is not RFC 3339", ErrMalformed, l)
 			}
 			c.Time = t
+		case strings.HasPrefix(l, chainLine):
+			h, err := parseChainLine(l)
+			if err != nil {
+				return nil, err
+			}
+			c.Chains = append(c.Chains, h)
 		}
+	}
+	if err := c.checkChains(); err != nil {
+		return nil, err
 	}
 	return c, nil
 }
@@ -296,6 +388,9 @@ func Sign(c *Checkpoint, k *Key) ([]byte, error) {
 	}
 	if len(c.Hash) != sha256.Size {
 		return nil, fmt.Errorf("%w: hash of %d bytes", ErrMalformed, len(c.Hash))
+	}
+	if err := c.checkChains(); err != nil {
+		return nil, err
 	}
 	msg, err := note.Sign(&note.Note{Text: c.Body()}, k.Signer)
 	if err != nil {

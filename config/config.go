@@ -90,8 +90,12 @@ func (s StoreConfig) BackendName() string {
 
 // EtcdConfig is the store.etcd.* section, read when store.backend is etcd.
 type EtcdConfig struct {
-	Endpoints      []string      `mapstructure:"endpoints"`
-	Prefix         string        `mapstructure:"prefix"`
+	Endpoints []string `mapstructure:"endpoints"`
+	Prefix    string   `mapstructure:"prefix"`
+	// Node is this node's name: the audit chain it appends to
+	// (store/etcd Options.Node). Load sets it from the host name
+	// (NodeFromHost) when it is empty.
+	Node           string        `mapstructure:"node"`
 	CertFile       string        `mapstructure:"cert_file"`
 	KeyFile        string        `mapstructure:"key_file"`
 	CAFile         string        `mapstructure:"ca_file"`
@@ -133,6 +137,9 @@ type Options struct {
 	Flags *pflag.FlagSet
 	// SearchPaths replaces DefaultSearchPaths (for tests); nil means default.
 	SearchPaths []string
+	// Hostname names this host, the default of store.etcd.node
+	// (NodeFromHost); nil means os.Hostname.
+	Hostname func() (string, error)
 }
 
 // DefaultSearchPaths returns the files Load tries, in order, when
@@ -219,6 +226,15 @@ func Load(opts Options) (*Config, error) {
 	c := &Config{source: path, digest: digest}
 	problems = append(problems, schema.Decode(v, c)...)
 	c.normalize()
+	if c.Store.BackendName() == BackendEtcd && c.Store.Etcd.Node == "" {
+		hostname := opts.Hostname
+		if hostname == nil {
+			hostname = os.Hostname
+		}
+		if h, err := hostname(); err == nil {
+			c.Store.Etcd.Node = NodeFromHost(h)
+		}
+	}
 
 	// A key that failed to decode holds a zero value; do not pile a second,
 	// misleading complaint on it.

@@ -794,11 +794,65 @@ func TestEtcdFromFile(t *testing.T) {
 		Backend: BackendEtcd, Path: "./var/signd.db", OpenTimeout: 5 * time.Second,
 		Etcd: EtcdConfig{
 			Endpoints: []string{"http://127.0.0.1:2379", "http://[::1]:2379"}, Prefix: "/signd-prod/",
-			DialTimeout: 2 * time.Second, RequestTimeout: 750 * time.Millisecond, HealthTimeout: 500 * time.Millisecond,
+			DialTimeout: 2 * time.Second, RequestTimeout: 750 * time.Millisecond, HealthTimeout: 500 * time.Millisecond, Node: "signd-1",
 		},
 	}
 	if !reflect.DeepEqual(c.Store, want) {
 		t.Errorf("store:\n got %#v\nwant %#v", c.Store, want)
+	}
+}
+
+// store.etcd.node defaults to the host name, sanitized; a host name that
+// gives none leaves the key required; a name given wins; the key is read
+// once from the file (a duplicate is an error of the file).
+func TestEtcdNode(t *testing.T) {
+	isolate(t)
+	const yaml = "server:\n  base_url: https://x.org\npkcs11:\n  pin: \"1\"\nstore:\n  backend: etcd\n  etcd:\n    endpoints: [http://127.0.0.1:2379]\n"
+	p := writeFile(t, "c.yaml", yaml, 0o600)
+	host := func(h string, err error) func() (string, error) { return func() (string, error) { return h, err } }
+	c, err := Load(Options{File: p, SearchPaths: []string{}, Hostname: host("Signd-2.Example.ORG", nil)})
+	if err != nil || c.Store.Etcd.Node != "signd-2.example.org" {
+		t.Fatalf("from the host name: %+v, %v", c, err)
+	}
+	for _, h := range []string{"---", ""} {
+		_, err = Load(Options{File: p, SearchPaths: []string{}, Hostname: host(h, nil)})
+		if err == nil || !strings.Contains(err.Error(), "store.etcd.node: required") {
+			t.Errorf("host name %q: %v, want store.etcd.node required", h, err)
+		}
+	}
+	_, err = Load(Options{File: p, SearchPaths: []string{}, Hostname: host("", errors.New("no uts namespace"))})
+	if err == nil || !strings.Contains(err.Error(), "store.etcd.node: required") {
+		t.Errorf("no host name: %v, want store.etcd.node required", err)
+	}
+	given := writeFile(t, "given.yaml", yaml+"    node: n7\n", 0o600)
+	if c, err := Load(Options{File: given, SearchPaths: []string{}, Hostname: host("other", nil)}); err != nil || c.Store.Etcd.Node != "n7" {
+		t.Errorf("given: %+v, %v", c, err)
+	}
+	twice := writeFile(t, "twice.yaml", yaml+"    node: n1\n    node: n2\n", 0o600)
+	if _, err := Load(Options{File: twice, SearchPaths: []string{}}); err == nil || !strings.Contains(err.Error(), `mapping key "node" already defined`) {
+		t.Errorf("node twice: %v", err)
+	}
+	t.Setenv("SIGND_STORE_ETCD_NODE", "Bad Name")
+	if _, err := Load(Options{File: p, SearchPaths: []string{}}); err == nil || !strings.Contains(err.Error(), `store.etcd.node: "Bad Name": only a-z`) {
+		t.Errorf("from the environment: %v", err)
+	}
+}
+
+func TestNodeFromHost(t *testing.T) {
+	for h, want := range map[string]string{
+		"signd-1":                     "signd-1",
+		"SIGND_1.Example.org":         "signd_1.example.org",
+		"-_.x y":                      "x-y",
+		"host:8080":                   "host-8080",
+		"ünïcode":                     "n-code",
+		"":                            "",
+		"...":                         "",
+		strings.Repeat("a", 70):       strings.Repeat("a", 63),
+		"a" + strings.Repeat("é", 70): "a" + strings.Repeat("-", 62),
+	} {
+		if got := NodeFromHost(h); got != want {
+			t.Errorf("NodeFromHost(%q) = %q, want %q", h, got, want)
+		}
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"unicode"
 
 	"github.com/signd/signd/config/rules"
+	"github.com/signd/signd/store/auditlog"
 )
 
 // etcdEndpoints checks store.etcd.endpoints: 1 to MaxEtcdEndpoints
@@ -87,6 +88,44 @@ func etcdHealthTimeout(d, request time.Duration) string {
 	}
 	if d > request {
 		return fmt.Sprintf("at most store.etcd.request_timeout (%s), got %s", request, d)
+	}
+	return ""
+}
+
+// NodeFromHost is the default of store.etcd.node: the host name h lower-
+// cased, every character but a-z, 0-9, '.', '_' and '-' replaced by '-',
+// without leading '.', '_' or '-', cut to 63 characters; "" when nothing
+// is left.
+func NodeFromHost(h string) string {
+	var b strings.Builder
+	for _, r := range strings.ToLower(h) {
+		switch {
+		case r >= 'a' && r <= 'z', r >= '0' && r <= '9':
+			b.WriteRune(r)
+		case b.Len() == 0:
+			// a name starts with a letter or a digit
+		case r == '.' || r == '_' || r == '-':
+			b.WriteRune(r)
+		default:
+			b.WriteByte('-')
+		}
+		if b.Len() == auditlog.MaxChainName {
+			break
+		}
+	}
+	return b.String()
+}
+
+// etcdNode checks store.etcd.node: a name an audit chain may have
+// (store.CheckAuditChain).
+func etcdNode(n string) string {
+	switch {
+	case n == "":
+		return "required: this node's name (by default the host name, from which none could be made)"
+	case len(n) > auditlog.MaxChainName:
+		return fmt.Sprintf("at most %d characters, got %d", auditlog.MaxChainName, len(n))
+	case auditlog.CheckChain(n) != nil:
+		return fmt.Sprintf("%q: only a-z, 0-9, '.', '_' and '-', starting with a letter or a digit", n)
 	}
 	return ""
 }

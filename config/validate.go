@@ -90,6 +90,7 @@ func (s *StoreConfig) checks() []check {
 	return append(checks,
 		check{"store.etcd.endpoints", etcdEndpoints(e.Endpoints)},
 		check{"store.etcd.prefix", etcdPrefix(e.Prefix)},
+		check{"store.etcd.node", etcdNode(e.Node)},
 		check{"store.etcd.cert_file", rules.PairedWith(e.CertFile, e.KeyFile, "store.etcd.key_file")},
 		check{"store.etcd.cert_file", rules.ReadableFile(e.CertFile)},
 		check{"store.etcd.key_file", rules.PairedWith(e.KeyFile, e.CertFile, "store.etcd.cert_file")},

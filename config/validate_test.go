@@ -60,6 +60,7 @@ func onEtcd(c *Config) {
 	c.Store.Backend = BackendEtcd
 	c.Store.Etcd = defaultEtcd()
 	c.Store.Etcd.Endpoints = []string{"https://etcd1.example.org:2379", "http://127.0.0.1:2379"}
+	c.Store.Etcd.Node = "signd-1"
 }
 
 func defaultAdmin() AdminConfig {
@@ -206,6 +207,14 @@ func TestValidate(t *testing.T) {
 				c.Store.Etcd.Endpoints = append(c.Store.Etcd.Endpoints, fmt.Sprintf("http://10.0.0.%d:2379", i))
 			}
 		}, "store.etcd.endpoints", "at most 64 endpoints, got 65"},
+		{"etcd node empty", func(c *Config) { onEtcd(c); c.Store.Etcd.Node = "" }, "store.etcd.node", "required: this node's name"},
+		{"etcd node too long", func(c *Config) { onEtcd(c); c.Store.Etcd.Node = strings.Repeat("n", 64) }, "store.etcd.node", "at most 63 characters, got 64"},
+		{"etcd node upper case", func(c *Config) { onEtcd(c); c.Store.Etcd.Node = "Node1" }, "store.etcd.node", `"Node1": only a-z, 0-9`},
+		{"etcd node with slash", func(c *Config) { onEtcd(c); c.Store.Etcd.Node = "a/b" }, "store.etcd.node", "only a-z"},
+		{"etcd node leading dash", func(c *Config) { onEtcd(c); c.Store.Etcd.Node = "-n1" }, "store.etcd.node", "starting with a letter or a digit"},
+		{"etcd node with NUL", func(c *Config) { onEtcd(c); c.Store.Etcd.Node = "n\x001" }, "store.etcd.node", "only a-z"},
+		{"etcd node longest", func(c *Config) { onEtcd(c); c.Store.Etcd.Node = strings.Repeat("n", 63) }, "", ""},
+		{"bolt ignores etcd node", func(c *Config) { c.Store.Etcd.Node = "Bad Name" }, "", ""},
 		{"etcd prefix empty", func(c *Config) { onEtcd(c); c.Store.Etcd.Prefix = "" }, "store.etcd.prefix", "must not be empty"},
 		{"etcd prefix with space", func(c *Config) { onEtcd(c); c.Store.Etcd.Prefix = "/signd prod/" }, "store.etcd.prefix", "space or a control character"},
 		{"etcd prefix with NUL", func(c *Config) { onEtcd(c); c.Store.Etcd.Prefix = "/signd\x00/" }, "store.etcd.prefix", "control character"},

@@ -151,12 +151,17 @@ extra="oauth:
 # clients and credential (bench_signer), the front's URL in url_NAME and
 # the credential in cred_NAME.
 setup() {
-  local name=$1 store=$2 front=$3 k=0 p m metrics=""
+  local name=$1 store=$2 front=$3 k=0 p m s metrics=""
   shift 3
   for p in "$@"; do
-    k=$((k + 1)) m='""'
-    case $name in etcd1 | etcd3 | etcd1base | etcd3base) m=127.0.0.1:${port[mport]} mport=$((mport + 1)) metrics+=" $m" ;; esac
-    bench_yaml "$work/$name-$k.yaml" "$work" "127.0.0.1:$p" "http://127.0.0.1:$front" "$m" warn "$store" "$extra"
+    k=$((k + 1)) m='""' s=$store
+    # Each node of this signd its own audit chain (store.etcd.node); the
+    # BASE_SIGND nodes predate the key.
+    case $name in
+      etcd1 | etcd3) m=127.0.0.1:${port[mport]} mport=$((mport + 1)) metrics+=" $m" s+=$'\n'"    node: n$k" ;;
+      etcd1base | etcd3base) m=127.0.0.1:${port[mport]} mport=$((mport + 1)) metrics+=" $m" ;;
+    esac
+    bench_yaml "$work/$name-$k.yaml" "$work" "127.0.0.1:$p" "http://127.0.0.1:$front" "$m" warn "$s" "$extra"
   done
   printf -v "metrics_$name" '%s' "$metrics"
   cfg=$work/$name-1.yaml
@@ -280,7 +285,7 @@ for r in $(seq 1 "$rounds"); do
   done
 done
 errors=$(for n in "${names[@]}"; do cat "$work/$n"-*.log; done | grep -c '"level":"ERROR"' || true)
-audit=$(bin/signd --config "$work/etcd3-2.yaml" audit verify 2>&1 | tail -n 1)
+audit=$(bin/signd --config "$work/etcd3-2.yaml" audit verify 2>&1 | awk 'NR == 1')   # the summary; the chains follow it
 
 # median over the rounds of key k for set-up s, mode m and concurrency c.
 val() { awk -v s="$1" -v m="$2" -v c="$3" -v k="$4" '{ split("", f); for (i = 1; i <= NF; i++) { split($i, kv, "="); f[kv[1]] = kv[2] } }

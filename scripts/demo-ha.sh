@@ -148,6 +148,7 @@ store:
   etcd:
     endpoints: [http://127.0.0.1:23791, http://127.0.0.1:23792, http://127.0.0.1:23793]
     prefix: /signd/
+    node: node$i
 pkcs11:
   module: /usr/lib/softhsm/libsofthsm2.so
   token_label: signd
@@ -195,7 +196,7 @@ cat >&2 <<INFO
 Every request goes to the next node in turn; all share one store and one
 token. The admin CLI talks to a node over its socket:
   bin/signd --config var/ha/node2.yaml credential show $cred
-  bin/signd --config var/ha/node3.yaml audit verify    # one audit chain for the cluster
+  bin/signd --config var/ha/node3.yaml audit verify    # every node's audit chain, from any node
 
 Fail over: stop a node (the front takes it out within 0.5 s) or an etcd
 member (2 of 3 keep a quorum); stop two members and the nodes answer 503:

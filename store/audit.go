@@ -16,8 +16,16 @@ type AuditEntry = auditlog.Entry
 // AuditBrokenError names the first entry at which the chain does not hold.
 type AuditBrokenError = auditlog.BrokenError
 
-// AuditVerifier checks entries one by one, in order, from the first.
+// AuditVerifier checks the entries of one chain one by one, in order,
+// from the first.
 type AuditVerifier = auditlog.Verifier
+
+// AuditChainInfo is one chain of the audit log as the store knows it
+// (auditlog.ChainInfo).
+type AuditChainInfo = auditlog.ChainInfo
+
+// AuditChainHead is one chain's size and head (auditlog.ChainHead).
+type AuditChainHead = auditlog.ChainHead
 
 // Audit entry kinds, documented in package auditlog.
 const (
@@ -86,16 +94,34 @@ type AuditAppender interface {
 // AuditTx is the part of Tx that holds the tamper-evident audit log. Append
 // inside the transaction that does what the entry records (for signHash,
 // the one that consumes the SAD), so either both or neither are committed.
+//
+// The log is one or more hash chains: chain "" (bbolt's only one, and that
+// of a cluster whose nodes share one), and on a cluster one chain per node
+// (store/etcd, Options.Node), so that nodes do not contend on one head.
+// The backend decides which chain a transaction appends to. Every entry
+// seals its chain's name and the cluster order (auditlog.Entry.Chain,
+// Rev); the chains are verified each from its first entry and read
+// together in cluster order (AuditRecords, AuditEntries).
 type AuditTx interface {
 	AuditAppender
-	// AuditRecords calls fn with the sequence number under which each
-	// entry from Seq from on is stored, in order, and its stored encoding
-	// (see EncodeAuditEntry). raw is valid only during the call. An error
-	// from fn stops the walk and is returned.
+	// AuditChains lists the chains of the log: "" first, then every
+	// registered or stored chain by name (auditlog.ChainInfo).
+	AuditChains() ([]AuditChainInfo, error)
+	// AuditChainRecords calls fn with the sequence number under which each
+	// entry of chain from Seq from on is stored, in order, and its stored
+	// encoding (see EncodeAuditEntry). raw is valid only during the call.
+	// An error from fn stops the walk and is returned.
+	AuditChainRecords(chain string, from uint64, fn func(seq uint64, raw []byte) error) error
+	// AuditChainSize returns the sequence number of the chain's last
+	// entry, the number of entries of an intact chain (0 when empty).
+	AuditChainSize(chain string) (uint64, error)
+	// AuditRecords is AuditChainRecords over every chain, the entries in
+	// cluster order (auditlog.Merge; seq is the entry's in its chain):
+	// with one chain, that chain in order.
 	AuditRecords(from uint64, fn func(seq uint64, raw []byte) error) error
-	// AuditSize returns the sequence number of the last entry, the number
-	// of entries of an intact log (0 when empty), without reading the
-	// others: monitoring reads it.
+	// AuditSize returns the number of entries of an intact log, all chains
+	// together (0 when empty), reading only each chain's last entry:
+	// monitoring reads it.
 	AuditSize() (uint64, error)
 }
 
@@ -126,20 +152,61 @@ func EncodeAuditEntry(e *AuditEntry) ([]byte, error) { return auditlog.Encode(e)
 // exactly a canonical encoding (auditlog.Decode).
 func DecodeAuditEntry(raw []byte) (*AuditEntry, error) { return auditlog.Decode(raw) }
 
-// ResumeAuditVerifier returns an AuditVerifier that expects entry n+1,
-// following an entry n whose digest is head (auditlog.ResumeVerifier).
+// ResumeAuditVerifier returns an AuditVerifier of chain "" that expects
+// entry n+1, following an entry n whose digest is head
+// (auditlog.ResumeVerifier).
 func ResumeAuditVerifier(n uint64, head []byte) *AuditVerifier {
 	return auditlog.ResumeVerifier(n, head)
 }
 
-// VerifyAudit checks the whole chain in tx. It returns the number of
-// entries and the digest of the last one, or an *AuditBrokenError naming
-// the first broken entry.
+// ResumeAuditChainVerifier is ResumeAuditVerifier for the chain named
+// chain (auditlog.ResumeChainVerifier).
+func ResumeAuditChainVerifier(chain string, n uint64, head []byte) *AuditVerifier {
+	return auditlog.ResumeChainVerifier(chain, n, head)
+}
+
+// CheckAuditChain reports whether name may name a node's audit chain
+// (auditlog.CheckChain): store.ErrInvalid otherwise.
+func CheckAuditChain(name string) error { return auditlog.CheckChain(name) }
+
+// VerifyAudit checks every chain in tx from its first entry and that the
+// registry of chains agrees with the stored chains. It returns the number
+// of entries and the log's head (auditlog.LogHead: the digest of the last
+// entry for a log of chain "" alone), or an *AuditBrokenError naming the
+// first broken entry.
 func VerifyAudit(tx AuditTx) (count uint64, head []byte, err error) { return auditlog.Verify(tx) }
 
-// AuditEntries calls fn with every entry from Seq from on, decoded. It
-// stops at an entry that does not decode (an *AuditBrokenError); it does not
-// check the chain (use VerifyAudit).
+// VerifyAuditChains is VerifyAudit chain by chain (auditlog.VerifyChains).
+func VerifyAuditChains(tx AuditTx) ([]AuditChainHead, error) { return auditlog.VerifyChains(tx) }
+
+// AuditRawEntries is AuditEntries that also hands fn each entry's stored
+// encoding, valid only during the call (auditlog.Merge).
+func AuditRawEntries(tx AuditTx, from uint64, fn func(e *AuditEntry, raw []byte) error) error {
+	return auditlog.Merge(tx, from, fn)
+}
+
+// AuditHeadsDigest is the digest of several chains' heads, what the head of
+// a log of several chains is (auditlog.HeadsDigest).
+func AuditHeadsDigest(heads []AuditChainHead) []byte { return auditlog.HeadsDigest(heads) }
+
+// AuditLogHead is what the heads of a log's chains add up to: the entries
+// of all and the log's head (auditlog.LogHead).
+func AuditLogHead(heads []AuditChainHead) (size uint64, head []byte) { return auditlog.LogHead(heads) }
+
+// CheckAuditRegistry reports a chain other than "" that is not both
+// registered and stored (auditlog.CheckRegistry).
+func CheckAuditRegistry(c AuditChainInfo, count uint64) error {
+	return auditlog.CheckRegistry(c, count)
+}
+
+// AuditChainBucket is the name of the bucket of the chain named chain:
+// "audit" for chain "", "audit.<chain>" for a node's (auditlog.ChainBucket).
+func AuditChainBucket(chain string) string { return auditlog.ChainBucket(chain) }
+
+// AuditEntries calls fn with every entry from Seq from on of every chain,
+// decoded, in cluster order (auditlog.Merge). It stops at an entry that
+// does not decode (an *AuditBrokenError); it does not check the chains
+// (use VerifyAudit).
 func AuditEntries(tx AuditTx, from uint64, fn func(*AuditEntry) error) error {
 	return auditlog.Entries(tx, from, fn)
 }

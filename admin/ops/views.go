@@ -103,13 +103,41 @@ func (r AuditExportRequest) Selects(e *store.AuditEntry) bool {
 	return true
 }
 
-// AuditReport is the outcome of an audit log verification.
+// AuditReport is the outcome of an audit log verification: every chain
+// of the log (one per node of a cluster whose nodes are named, else chain
+// "" alone), each from its first entry.
 type AuditReport struct {
-	OK       bool   `json:"ok"`
-	Entries  uint64 `json:"entries"`             // entries verified
-	Head     string `json:"head"`                // digest of the last verified entry, hex
-	BrokenAt uint64 `json:"broken_at,omitempty"` // first broken entry
-	Reason   string `json:"reason,omitempty"`
+	OK      bool   `json:"ok"`
+	Entries uint64 `json:"entries"` // entries verified, of all chains
+	// Head is the log's head, hex: for a log of chain "" alone the digest
+	// of its last verified entry, else the digest of the chains' heads
+	// (store.AuditHeadsDigest), which a checkpoint signs.
+	Head     string `json:"head"`
+	BrokenAt uint64 `json:"broken_at,omitempty"` // first broken entry (0 with a reason: the chain as a whole)
+	// BrokenChain is the chain of the first broken entry ("" for chain "").
+	BrokenChain string `json:"broken_chain,omitempty"`
+	Reason      string `json:"reason,omitempty"`
+	// Chains lists every chain, when the log has more than chain "".
+	Chains []AuditChainView `json:"chains,omitempty"`
+}
+
+// AuditChainView is one chain of the audit log as verified.
+type AuditChainView struct {
+	Chain   string `json:"chain"`   // "" for the log's first chain, else a node's name
+	Entries uint64 `json:"entries"` // entries that verify from its first
+	Head    string `json:"head"`    // hex digest of the last of them
+}
+
+// Broken says where a report's log is broken: "entry N", "entry N of
+// chain X" or "chain X".
+func Broken(chain string, seq uint64) string {
+	switch {
+	case chain == "":
+		return fmt.Sprintf("entry %d", seq)
+	case seq == 0:
+		return "chain " + chain
+	}
+	return fmt.Sprintf("entry %d of chain %s", seq, chain)
 }
 
 // CreateAuditKeyRequest makes the audit signing key. Algorithm "" is
@@ -167,9 +195,10 @@ type CheckpointReport struct {
 	Extends bool   `json:"extends"` // entry Size exists and has the checkpoint's hash
 	// Problem says why the log does not extend the checkpoint: cut off
 	// (truncated) or changed up to entry Size (rewritten or forked).
-	Problem  string `json:"problem,omitempty"`
-	BrokenAt uint64 `json:"broken_at,omitempty"` // first broken entry of the chain
-	Reason   string `json:"reason,omitempty"`
+	Problem     string `json:"problem,omitempty"`
+	BrokenAt    uint64 `json:"broken_at,omitempty"`    // first broken entry of the chain
+	BrokenChain string `json:"broken_chain,omitempty"` // the chain it is in
+	Reason      string `json:"reason,omitempty"`
 }
 
 // EnrollmentView is the link AddUser returns once: it is stored only as a

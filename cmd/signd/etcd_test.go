@@ -15,13 +15,16 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"golang.org/x/oauth2"
 
+	"github.com/signd/signd/admin"
 	"github.com/signd/signd/oauth/oauthtest"
 	softhsmtest "github.com/signd/signd/softhsm-test"
 	"github.com/signd/signd/store"
@@ -91,14 +94,19 @@ func newEtcdEnv(t *testing.T, prefix, extra string) *env {
 	return newEtcdEnvOn(t, srv.Endpoints, prefix, extra)
 }
 
-// newEtcdEnvOn is newEnv on the etcd at endpoints under prefix.
+// newEtcdEnvOn is newEnv on the etcd at endpoints under prefix, as a node
+// with a name of its own (store.etcd.node: its own audit chain).
 func newEtcdEnvOn(t *testing.T, endpoints []string, prefix, extra string) *env {
 	t.Helper()
 	e := newEnv(t, extra)
-	e.setConfig("store:\n", fmt.Sprintf("store:\n  backend: etcd\n  etcd:\n    endpoints: [%s]\n    prefix: %s\n",
-		strings.Join(endpoints, ", "), prefix))
+	e.setConfig("store:\n", fmt.Sprintf("store:\n  backend: etcd\n  etcd:\n    endpoints: [%s]\n    prefix: %s\n    node: node%d\n",
+		strings.Join(endpoints, ", "), prefix, etcdNodes.Add(1)))
 	return e
 }
+
+// etcdNodes numbers the nodes newEtcdEnvOn makes, so that no two share a
+// name.
+var etcdNodes atomic.Int64
 
 // codeFlow runs the browser part of an authorization code flow for alice
 // at conf's authorization endpoint (logging in unless the browser's login
@@ -296,9 +304,49 @@ func TestEtcdCluster(t *testing.T) {
 	if signed != 1 {
 		t.Fatalf("%d signatures from one SAD at three nodes, want 1", signed)
 	}
+	// Each node appends to its own chain (store.etcd.node), and every node
+	// verifies every chain: the same chains at each.
+	var chains []string
 	for i, n := range nodes {
 		if out := n.must("", "audit", "verify"); !strings.HasPrefix(out, "audit log intact: ") {
 			t.Errorf("node %d: audit verify: %q", i+1, out)
+		}
+		var rep admin.AuditReport
+		if err := json.Unmarshal([]byte(n.must("", "audit", "verify", "--json")), &rep); err != nil || !rep.OK {
+			t.Fatalf("node %d: audit verify --json: %+v, %v", i+1, rep, err)
+		}
+		var names []string
+		for _, c := range rep.Chains {
+			if c.Chain != "" && c.Entries > 0 {
+				names = append(names, c.Chain)
+			}
+		}
+		if len(names) != len(nodes) || (chains != nil && !slices.Equal(names, chains)) {
+			t.Errorf("node %d verified the chains %v, want one per node (node 1: %v)", i+1, names, chains)
+		}
+		chains = names
+	}
+	// The export merges the chains in cluster order: revisions never go
+	// back, every chain's entries in sequence, every chain there.
+	var last int64
+	seqs := map[string]uint64{}
+	for _, line := range strings.Split(strings.TrimSpace(nodes[1].must("", "audit", "export")), "\n") {
+		var ent struct {
+			Seq   uint64
+			Chain string
+			Rev   int64
+		}
+		if err := json.Unmarshal([]byte(line), &ent); err != nil {
+			t.Fatalf("export line %q: %v", line, err)
+		}
+		if ent.Rev < last || ent.Seq != seqs[ent.Chain]+1 {
+			t.Fatalf("export line %q after revision %d, entry %d of its chain", line, last, seqs[ent.Chain])
+		}
+		last, seqs[ent.Chain] = ent.Rev, ent.Seq
+	}
+	for _, c := range chains {
+		if seqs[c] == 0 {
+			t.Errorf("the export holds no entry of chain %s", c)
 		}
 	}
 }

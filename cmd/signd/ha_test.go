@@ -47,10 +47,11 @@ func haNodes(t *testing.T, cl etcdCluster, endpoints []string, n int) ([]*env, *
 	t.Helper()
 	prefix := cl.Prefix()
 	var nodes []*env
-	for range n {
+	for i := range n {
 		e := newEnv(t, "")
-		e.setConfig("store:\n", fmt.Sprintf("store:\n  backend: etcd\n  etcd:\n    endpoints: [%s]\n    prefix: %s\n    dial_timeout: 1s\n    request_timeout: 2s\n",
-			strings.Join(endpoints, ", "), prefix))
+		// Each node its own audit chain (store.etcd.node).
+		e.setConfig("store:\n", fmt.Sprintf("store:\n  backend: etcd\n  etcd:\n    endpoints: [%s]\n    prefix: %s\n    node: node%d\n    dial_timeout: 1s\n    request_timeout: 2s\n",
+			strings.Join(endpoints, ", "), prefix, i+1))
 		nodes = append(nodes, e)
 	}
 	salt := filepath.Join(nodes[0].dir, "pairwise.salt")

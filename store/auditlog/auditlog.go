@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"iter"
 	"slices"
 	"time"
 	"unicode/utf8"
@@ -181,17 +182,63 @@ type Entry struct {
 	// Fields lists what an act changed or chose, never a secret: a
 	// password change records "password": "changed".
 	Fields map[string]string
+	// Chain is the name of the chain the entry was appended to: "" for
+	// the log's first chain (bbolt's only one), a node's name on a
+	// cluster whose nodes each append to a chain of their own (store/etcd,
+	// Options.Node). Set by AppendAudit and sealed: an entry copied into
+	// another chain does not verify there.
+	Chain string
+	// Rev is the cluster order of the entry: the etcd revision of the
+	// snapshot its transaction read (0 on bbolt, which has one chain).
+	// Set by AppendAudit and sealed; it never decreases along a chain, and
+	// entries of several chains interleave by (Rev, Chain, Seq) (Merge).
+	Rev    int64
 	Prev   []byte // Digest of the previous entry; set by AppendAudit
 	Digest []byte // set by AppendAudit
 }
 
-// Records is what Verify and Entries read: store.AuditTx's AuditRecords,
-// which calls fn with the sequence number under which each entry from Seq
-// from on is stored, in order, and its stored encoding (see Encode). raw
-// is valid only during the call. An error from fn stops the walk and is
-// returned.
+// Records is what Verify, Entries and Merge read: store.AuditTx's
+// AuditChains and AuditChainRecords. AuditChainRecords calls fn with the
+// sequence number under which each entry of chain from Seq from on is
+// stored, in order, and its stored encoding (see Encode). raw is valid
+// only during the call. An error from fn stops the walk and is returned.
 type Records interface {
-	AuditRecords(from uint64, fn func(seq uint64, raw []byte) error) error
+	AuditChains() ([]ChainInfo, error)
+	AuditChainRecords(chain string, from uint64, fn func(seq uint64, raw []byte) error) error
+}
+
+// ChainInfo is one chain of the log as the store knows it: chain ""
+// always (the log's first chain, which needs no registration), and every
+// other chain that is registered (the registry records a chain in the
+// transaction of its first entry) or stored (its bucket holds entries).
+// A chain other than "" that is not both is reported by Verify.
+type ChainInfo struct {
+	Name       string
+	Registered bool
+	Stored     bool
+}
+
+// MaxChainName bounds the name of a chain.
+const MaxChainName = 63
+
+// CheckChain reports whether name may name a node's chain: 1 to 63
+// characters of a-z, 0-9, '.', '_' and '-', the first a letter or a
+// digit (so it is a key, a bucket name and a word of a checkpoint line
+// as it is). "" is the log's first chain and is not checked here.
+func CheckChain(name string) error {
+	if name == "" || len(name) > MaxChainName {
+		return fmt.Errorf("%w: audit chain name %q: 1 to %d characters", storeerr.ErrInvalid, name, MaxChainName)
+	}
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		switch {
+		case c >= 'a' && c <= 'z', c >= '0' && c <= '9':
+		case i > 0 && (c == '.' || c == '_' || c == '-'):
+		default:
+			return fmt.Errorf("%w: audit chain name %q: only a-z, 0-9, '.', '_' and '-', starting with a letter or a digit", storeerr.ErrInvalid, name)
+		}
+	}
+	return nil
 }
 
 // auditContent is the canonical content of an entry, what its digest
@@ -218,6 +265,10 @@ type auditContent struct {
 	Target string            `json:"target,omitempty"`
 	IP     string            `json:"ip,omitempty"`
 	Fields map[string]string `json:"fields,omitempty"`
+	// Added with one chain per node, left out when zero: bbolt's entries
+	// and those of earlier logs keep their encoding and digest.
+	Chain string `json:"chain,omitempty"`
+	Rev   int64  `json:"rev,omitempty"`
 }
 
 // auditRecord is the stored encoding: the content plus the chain.
@@ -241,6 +292,7 @@ func (e *Entry) content() auditContent {
 		HashCount: e.HashCount, HashesSHA256: e.HashesSHA256, SignAlgo: e.SignAlgo, HashAlgo: e.HashAlgo,
 		Outcome: e.Outcome, Reason: e.Reason, Ref: e.Ref,
 		Actor: e.Actor, Target: e.Target, IP: e.IP, Fields: e.Fields,
+		Chain: e.Chain, Rev: e.Rev,
 	}
 }
 
@@ -257,6 +309,14 @@ func (e *Entry) Validate() error {
 	}
 	if e.HashCount < 0 {
 		return fmt.Errorf("%w: audit entry with a negative hash count", storeerr.ErrInvalid)
+	}
+	if e.Rev < 0 {
+		return fmt.Errorf("%w: audit entry with a negative revision", storeerr.ErrInvalid)
+	}
+	if e.Chain != "" {
+		if err := CheckChain(e.Chain); err != nil {
+			return err
+		}
 	}
 	// JSON would store invalid UTF-8 as U+FFFD: the entry would no longer
 	// decode to what was sealed, and verification would call it tampered.
@@ -305,7 +365,8 @@ func IsOID(s string) bool {
 // Seal sets e.Seq, e.Prev and e.Digest for an entry that follows an
 // entry with sequence number seq-1 and digest prev (Genesis for the
 // first), and returns the encoding to store. Backends call it from
-// AppendAudit; e.Time must be set.
+// AppendAudit; e.Time must be set, and e.Chain and e.Rev be those of the
+// chain and transaction it is appended in.
 func Seal(e *Entry, seq uint64, prev []byte) ([]byte, error) {
 	if err := e.Validate(); err != nil {
 		return nil, err
@@ -348,7 +409,8 @@ func encodeAudit(c auditContent, prev, digest []byte) ([]byte, error) {
 // JSON with the fields seq, time, kind, user, client, credential, hashes,
 // hash_count, hashes_sha256, sign_algo and hash_algo (each only when set),
 // outcome, reason, ref, actor, target, ip and fields (each only when set;
-// fields with its keys sorted), prev and digest in that order. Export writes it as one JSON line.
+// fields with its keys sorted), chain and rev (each only when set), prev
+// and digest in that order. Export writes it as one JSON line.
 func Encode(e *Entry) ([]byte, error) {
 	return encodeAudit(e.content(), e.Prev, e.Digest)
 }
@@ -379,7 +441,7 @@ func Decode(raw []byte) (*Entry, error) {
 		Credential: r.Credential, Hashes: r.Hashes, HashCount: r.HashCount, HashesSHA256: r.HashesSHA256,
 		SignAlgo: r.SignAlgo, HashAlgo: r.HashAlgo, Outcome: r.Outcome, Reason: r.Reason,
 		Ref: r.Ref, Actor: r.Actor, Target: r.Target, IP: r.IP, Fields: r.Fields,
-		Prev: prev, Digest: digest,
+		Chain: r.Chain, Rev: r.Rev, Prev: prev, Digest: digest,
 	}
 	again, err := Encode(e)
 	if err != nil {
@@ -393,35 +455,50 @@ func Decode(raw []byte) (*Entry, error) {
 
 // BrokenError names the first entry at which the chain does not hold.
 type BrokenError struct {
-	Seq    uint64 // sequence number (storage key) of the broken entry
+	Chain  string // the chain ("" for the log's first one)
+	Seq    uint64 // sequence number (storage key) of the broken entry; 0 for the chain as a whole
 	Reason string
 }
 
 func (e *BrokenError) Error() string {
-	return fmt.Sprintf("audit log broken at entry %d: %s", e.Seq, e.Reason)
+	switch {
+	case e.Chain == "":
+		return fmt.Sprintf("audit log broken at entry %d: %s", e.Seq, e.Reason)
+	case e.Seq == 0:
+		return fmt.Sprintf("audit log broken at chain %s: %s", e.Chain, e.Reason)
+	}
+	return fmt.Sprintf("audit log broken at entry %d of chain %s: %s", e.Seq, e.Chain, e.Reason)
 }
 
-// Verifier checks entries one by one, in order, from the first. The
-// zero value expects entry 1.
+// Verifier checks the entries of one chain one by one, in order, from the
+// first. The zero value expects entry 1 of chain "" (NewVerifier names
+// another).
 type Verifier struct {
-	n    uint64 // entries checked
-	prev []byte // digest of the last entry checked
+	chain string
+	n     uint64 // entries checked
+	prev  []byte // digest of the last entry checked
+	rev   int64  // Rev of the last entry checked
 }
+
+// NewVerifier returns a Verifier of the chain named chain, expecting its
+// entry 1.
+func NewVerifier(chain string) *Verifier { return &Verifier{chain: chain} }
 
 // Check verifies the entry stored under seq with encoding raw: the key is
 // the next sequence number, the encoding is canonical, Seq matches the key,
-// Prev is the previous entry's digest and Digest is right. It returns the
-// decoded entry, or a *BrokenError.
+// the entry names the chain it is stored in, its Rev is not below the one
+// before, Prev is the previous entry's digest and Digest is right. It
+// returns the decoded entry, or a *BrokenError.
 func (v *Verifier) Check(seq uint64, raw []byte) (*Entry, error) {
 	broken := func(format string, a ...any) error {
-		return &BrokenError{Seq: seq, Reason: fmt.Sprintf(format, a...)}
+		return &BrokenError{Chain: v.chain, Seq: seq, Reason: fmt.Sprintf(format, a...)}
 	}
 	prev := v.prev
 	if prev == nil {
 		prev = Genesis()
 	}
 	if seq != v.n+1 {
-		return nil, &BrokenError{Seq: v.n + 1, Reason: fmt.Sprintf("missing (next stored entry is %d)", seq)}
+		return nil, &BrokenError{Chain: v.chain, Seq: v.n + 1, Reason: fmt.Sprintf("missing (next stored entry is %d)", seq)}
 	}
 	e, err := Decode(raw)
 	if err != nil {
@@ -429,6 +506,12 @@ func (v *Verifier) Check(seq uint64, raw []byte) (*Entry, error) {
 	}
 	if e.Seq != seq {
 		return nil, broken("stored under %d but says seq %d", seq, e.Seq)
+	}
+	if e.Chain != v.chain {
+		return nil, broken("stored in chain %q but sealed in chain %q", v.chain, e.Chain)
+	}
+	if e.Rev < v.rev {
+		return nil, broken("revision %d is below the previous entry's %d: entries out of cluster order", e.Rev, v.rev)
 	}
 	if !bytes.Equal(e.Prev, prev) {
 		return nil, broken("prev does not match the digest of entry %d", seq-1)
@@ -440,19 +523,24 @@ func (v *Verifier) Check(seq uint64, raw []byte) (*Entry, error) {
 	if !bytes.Equal(want, e.Digest) {
 		return nil, broken("digest does not match its content")
 	}
-	v.n, v.prev = seq, e.Digest
+	v.n, v.prev, v.rev = seq, e.Digest, e.Rev
 	return e, nil
 }
 
-// ResumeVerifier returns an Verifier that expects entry n+1,
+// ResumeVerifier returns an Verifier of chain "" that expects entry n+1,
 // following an entry n whose digest is head (as an audit checkpoint
 // records them): it checks the entries appended since, and that they
 // extend that head. n 0 is the zero value (head ignored).
 func ResumeVerifier(n uint64, head []byte) *Verifier {
+	return ResumeChainVerifier("", n, head)
+}
+
+// ResumeChainVerifier is ResumeVerifier for the chain named chain.
+func ResumeChainVerifier(chain string, n uint64, head []byte) *Verifier {
 	if n == 0 {
-		return &Verifier{}
+		return &Verifier{chain: chain}
 	}
-	return &Verifier{n: n, prev: bytes.Clone(head)}
+	return &Verifier{chain: chain, n: n, prev: bytes.Clone(head)}
 }
 
 // Count returns how many entries have been checked.
@@ -466,30 +554,233 @@ func (v *Verifier) Head() []byte {
 	return bytes.Clone(v.prev)
 }
 
-// Verify checks the whole chain in tx. It returns the number of
-// entries and the digest of the last one, or a *BrokenError naming
-// the first broken entry.
-func Verify(tx Records) (count uint64, head []byte, err error) {
-	var v Verifier
-	err = tx.AuditRecords(1, func(seq uint64, raw []byte) error {
-		_, err := v.Check(seq, raw)
-		return err
-	})
-	if err != nil {
-		return v.Count(), v.Head(), err
-	}
-	return v.Count(), v.Head(), nil
+// ChainHead is one chain's size and the digest of its last entry.
+type ChainHead struct {
+	Chain string
+	Size  uint64
+	Head  []byte
 }
 
-// Entries calls fn with every entry from Seq from on, decoded. It
-// stops at an entry that does not decode (a *BrokenError); it does not
-// check the chain (use Verify).
-func Entries(tx Records, from uint64, fn func(*Entry) error) error {
-	return tx.AuditRecords(from, func(seq uint64, raw []byte) error {
-		e, err := Decode(raw)
-		if err != nil {
-			return &BrokenError{Seq: seq, Reason: err.Error()}
+// LogHead is what the heads of a log's chains add up to: the number of
+// entries and one digest that covers every chain. A log whose only chain
+// with entries is "" (every bbolt log) has that chain's size and head,
+// exactly as before there were several chains; an empty log has 0 and
+// Genesis; otherwise the digest is HeadsDigest of the chains with
+// entries. heads must be in chain order (Verify's).
+func LogHead(heads []ChainHead) (size uint64, head []byte) {
+	var used []ChainHead
+	for _, h := range heads {
+		if h.Size > 0 {
+			used = append(used, h)
+			size += h.Size
 		}
-		return fn(e)
-	})
+	}
+	switch {
+	case len(used) == 0:
+		return 0, Genesis()
+	case len(used) == 1 && used[0].Chain == "":
+		return size, bytes.Clone(used[0].Head)
+	}
+	return size, HeadsDigest(used)
 }
+
+// HeadsDigest is the digest of several chains' heads: SHA-256 of one
+// line per chain, in the order given (by chain name, "" first),
+// "<bucket> <size> <lowercase hex head>\n", where bucket is the chain's
+// bucket name (ChainBucket: "audit" for chain "", "audit.<name>" for the
+// others). An audit checkpoint of several chains signs it (package
+// checkpoint).
+func HeadsDigest(heads []ChainHead) []byte {
+	h := sha256.New()
+	for _, c := range heads {
+		fmt.Fprintf(h, "%s %d %s\n", ChainBucket(c.Chain), c.Size, hex.EncodeToString(c.Head))
+	}
+	return h.Sum(nil)
+}
+
+// ChainBucket is the name of the bucket that holds the chain named chain:
+// "audit" for chain "", "audit.<chain>" for a node's.
+func ChainBucket(chain string) string {
+	if chain == "" {
+		return "audit"
+	}
+	return "audit." + chain
+}
+
+// Verify checks every chain in tx from its first entry, and that every
+// chain but "" is both registered and stored. It returns the number of
+// entries of all chains and the log's head (LogHead: for a log of chain
+// "" alone, the digest of its last entry), or a *BrokenError naming the
+// first broken entry (in chain order).
+func Verify(tx Records) (count uint64, head []byte, err error) {
+	heads, err := VerifyChains(tx)
+	count, head = LogHead(heads)
+	return count, head, err
+}
+
+// VerifyChains is Verify chain by chain: the chains in the order
+// AuditChains gives them ("" first, then by name) with their sizes and
+// heads, as far as they verified.
+func VerifyChains(tx Records) ([]ChainHead, error) {
+	chains, err := tx.AuditChains()
+	if err != nil {
+		return nil, err
+	}
+	var heads []ChainHead
+	var first error
+	for _, c := range chains {
+		v := NewVerifier(c.Name)
+		err := tx.AuditChainRecords(c.Name, 1, func(seq uint64, raw []byte) error {
+			_, err := v.Check(seq, raw)
+			return err
+		})
+		heads = append(heads, ChainHead{Chain: c.Name, Size: v.Count(), Head: v.Head()})
+		var be *BrokenError
+		switch {
+		case err != nil && !errors.As(err, &be):
+			return heads, err
+		case err == nil:
+			err = CheckRegistry(c, v.Count())
+		}
+		if first == nil {
+			first = err
+		}
+	}
+	return heads, first
+}
+
+// CheckRegistry reports, as a *BrokenError of the chain as a whole, a
+// chain other than "" that holds count entries (as verified) and is not
+// both registered and stored, or whose name is not one a chain may have.
+func CheckRegistry(c ChainInfo, count uint64) error {
+	broken := func(reason string) error { return &BrokenError{Chain: c.Name, Reason: reason} }
+	switch {
+	case c.Name == "":
+		return nil
+	case !c.Registered:
+		return broken("the chain is stored but not in the registry of chains")
+	case !c.Stored || count == 0:
+		return broken("the chain is in the registry of chains but has no entries: it was deleted")
+	}
+	if err := CheckChain(c.Name); err != nil {
+		return broken(err.Error())
+	}
+	return nil
+}
+
+// Entries calls fn with every entry from Seq from on of every chain,
+// decoded, in cluster order (Merge). It stops at an entry that does not
+// decode (a *BrokenError); it does not check the chains (use Verify).
+func Entries(tx Records, from uint64, fn func(*Entry) error) error {
+	return Merge(tx, from, func(e *Entry, _ []byte) error { return fn(e) })
+}
+
+// Merge calls fn with every entry from Seq from on of every chain,
+// decoded, and its stored encoding (valid only during the call), in
+// cluster order: by Rev, then by chain name, then by Seq. Along one
+// chain that is its order (Rev never decreases along a chain, which
+// Verify checks); across chains an entry whose transaction read what
+// another entry's transaction wrote has the greater Rev (its snapshot
+// includes that commit), and entries of one Rev on two chains are of
+// concurrent transactions, ordered by chain name. A log of one chain is
+// walked in Seq order. It stops at an entry that does not decode (a
+// *BrokenError); it does not check the chains (use Verify).
+func Merge(tx Records, from uint64, fn func(e *Entry, raw []byte) error) error {
+	chains, err := tx.AuditChains()
+	if err != nil {
+		return err
+	}
+	walk := func(chain string, yield func(*Entry, []byte) error) error {
+		return tx.AuditChainRecords(chain, from, func(seq uint64, raw []byte) error {
+			e, err := Decode(raw)
+			if err != nil {
+				return &BrokenError{Chain: chain, Seq: seq, Reason: err.Error()}
+			}
+			return yield(e, raw)
+		})
+	}
+	if len(chains) == 1 {
+		return walk(chains[0].Name, fn)
+	}
+	return mergeChains(chains, walk, fn)
+}
+
+// head is the next entry of one chain in a merge.
+type head struct {
+	e    *Entry
+	raw  []byte
+	next func() (*Entry, []byte, error, bool)
+	stop func()
+}
+
+// mergeChains walks every chain at once (each a pull iterator over its
+// walk, which runs in the same transaction, one step at a time) and calls
+// fn with the least (Rev, chain, Seq) of their next entries.
+func mergeChains(chains []ChainInfo, walk func(string, func(*Entry, []byte) error) error, fn func(*Entry, []byte) error) error {
+	heads := make([]*head, 0, len(chains))
+	defer func() {
+		for _, h := range heads {
+			h.stop()
+		}
+	}()
+	for _, c := range chains {
+		next, stop := iter.Pull2(func(yield func(pair, error) bool) {
+			err := walk(c.Name, func(e *Entry, raw []byte) error {
+				if !yield(pair{e, raw}, nil) {
+					return errStopMerge
+				}
+				return nil
+			})
+			if err != nil && !errors.Is(err, errStopMerge) {
+				yield(pair{}, err)
+			}
+		})
+		h := &head{stop: stop, next: func() (*Entry, []byte, error, bool) {
+			p, err, ok := next()
+			return p.e, p.raw, err, ok
+		}}
+		heads = append(heads, h)
+	}
+	// live are the chains with an entry pending, in chain order.
+	var live []*head
+	for _, h := range heads {
+		e, raw, err, ok := h.next()
+		if err != nil {
+			return err
+		}
+		if ok {
+			h.e, h.raw = e, raw
+			live = append(live, h)
+		}
+	}
+	for len(live) > 0 {
+		least := 0
+		for i, h := range live[1:] {
+			if h.e.Rev < live[least].e.Rev {
+				least = i + 1
+			}
+		}
+		h := live[least]
+		if err := fn(h.e, h.raw); err != nil {
+			return err
+		}
+		e, raw, err, ok := h.next()
+		if err != nil {
+			return err
+		}
+		if !ok {
+			live = slices.Delete(live, least, least+1)
+			continue
+		}
+		h.e, h.raw = e, raw
+	}
+	return nil
+}
+
+// pair is one entry of a chain's walk.
+type pair struct {
+	e   *Entry
+	raw []byte
+}
+
+var errStopMerge = errors.New("auditlog: merge stopped")

@@ -28,8 +28,8 @@ var seedAuditEntries = []Entry{
 	{Time: time.Date(2026, 3, 4, 5, 6, 9, 0, time.FixedZone("CET", 3600)), Kind: SignHash, User: "alice", Client: "rp1",
 		Credential: "kr3e3rdpe6muvlifxu2m3wpecu", Outcome: Failed, Reason: "signing device busy or unavailable", Ref: 1},
 	{Time: time.Date(2026, 3, 5, 0, 0, 0, 0, time.UTC), Kind: CredentialEnrolled, User: "alice", Credential: "kr3e3rdpe6muvlifxu2m3wpecu",
-		Outcome: "enabled", Reason: "certificate chain imported: CN=Alice <Jansen> & \"Co\",O=Example B.V.,C=NL"},
-	{Time: time.Date(2026, 3, 6, 0, 0, 0, 0, time.UTC), Kind: CredentialDisabled, User: "alice", Credential: "x", Outcome: "disabled"},
+		Outcome: "enabled", Reason: "certificate chain imported: CN=Alice <Jansen> & \"Co\",O=Example B.V.,C=NL", Rev: 7},
+	{Time: time.Date(2026, 3, 6, 0, 0, 0, 0, time.UTC), Kind: CredentialDisabled, User: "alice", Credential: "x", Outcome: "disabled", Rev: 9},
 }
 
 // sealChain seals entries 1..n as AppendAudit does.
@@ -64,6 +64,13 @@ func verify(stored []sealedEntry) (uint64, []byte, error) {
 func FuzzDecodeAuditEntry(f *testing.F) {
 	for _, s := range sealChain(f, seedAuditEntries) {
 		f.Add(s.raw)
+	}
+	node := seedAuditEntries[0]
+	node.Chain, node.Rev = "node-1.example", 1234
+	if raw, err := Seal(&node, 1, Genesis()); err != nil {
+		f.Fatal(err)
+	} else {
+		f.Add(raw)
 	}
 	f.Add([]byte(`{"seq":1}`))
 	f.Add([]byte(`null`))

@@ -1,6 +1,8 @@
 package bolt
 
 import (
+	"bytes"
+
 	"go.etcd.io/bbolt"
 
 	"github.com/signd/signd/store"
@@ -37,3 +39,19 @@ func (b boltBucket) Cursor() kv.Cursor { return b.Bucket.Cursor() }
 
 // Last returns the last entry through a cursor that stays on the stack.
 func (b boltBucket) Last() ([]byte, []byte) { return b.Bucket.Cursor().Last() }
+
+// AuditBuckets lists the buckets "audit.<chain>" of the file that hold a
+// key (kv.AuditBucketLister). signd never makes one in a bbolt file, whose
+// audit log is chain "" alone; verification reports one that is there.
+func (t boltTx) AuditBuckets() ([]string, error) {
+	var names []string
+	err := t.Tx.ForEach(func(name []byte, b *bbolt.Bucket) error {
+		if bytes.HasPrefix(name, []byte("audit.")) {
+			if k, _ := b.Cursor().First(); k != nil {
+				names = append(names, string(name))
+			}
+		}
+		return nil
+	})
+	return names, err
+}

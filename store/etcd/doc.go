@@ -4,7 +4,8 @@
 // (store/storetest) against a real embedded etcd server (etcdtest). Several
 // signd nodes open the same prefix of one cluster and see one store: a code,
 // a refresh token and a SAD are consumed once across all of them, lockout
-// counters are exact, and the audit log is one hash chain.
+// counters are exact, and the audit log is one hash chain per node, all
+// verified together.
 //
 // It owns the key layout and the transaction protocol and nothing else:
 // validation, hashing, the audit encoding and chain (store.SealAudit) and
@@ -25,8 +26,9 @@
 // tokens in its binary form): users, proofs, clients, credentials, credentials_by_owner,
 // tokens with tokens_by_code, tokens_by_expiry and tokens_by_party,
 // auth_requests, codes and sessions each with *_by_expiry and *_by_party,
-// oidc_keys, admin_requests, audit (8-byte big-endian sequence number → canonical entry),
-// secrets. Keys are bytes: fingerprints and big-endian numbers sort as in
+// oidc_keys, admin_requests, audit and audit.<node> (one per node's chain:
+// 8-byte big-endian sequence number → canonical entry), audit_chains (the
+// registry of chains), secrets. Keys are bytes: fingerprints and big-endian numbers sort as in
 // bbolt, so cursors, sweeps and revocation walk the same ranges.
 //
 // # Transactions: optimistic, guarded by mod revisions
@@ -59,10 +61,17 @@
 // consuming the same SAD both read its key; the first commit deletes it,
 // the second's guard fails and its rerun finds the SAD gone. Two wrong
 // PINs on two nodes both read the user; the second rerun counts from the
-// first's result. Appends to the audit log read its head with a cursor,
-// so every append is a compare-and-swap on the chain head: the chain
-// stays one line of sequence numbers across the cluster, verifiable from
-// any node (signd audit verify).
+// first's result. Appends to the audit log read the head of the node's
+// own chain with a cursor (audit.go: the bucket "audit.<Options.Node>",
+// registered in "audit_chains" with its first entry), so an append is a
+// compare-and-swap on that head only: nodes with distinct names never
+// contend on the audit log, each chain stays one line of sequence
+// numbers, and every entry seals its chain and the snapshot revision
+// (the cluster order in which verification and export interleave the
+// chains; signd audit verify checks every chain from any node). Nodes
+// without a name (Options.Node "") share chain "" (the bucket audit) and
+// compare-and-swap its head across the cluster, as before there were
+// per-node chains.
 //
 // Within one node, Update takes a mutex, so local writers never conflict
 // with each other (they queue, as with bbolt); the guard only has to
@@ -78,10 +87,11 @@
 // no timer; the first caller commits at once, and the calls that queue
 // while a commit is in flight go, in order, into the next transaction —
 // one snapshot, one guarded etcd Txn, one raft commit. Every signHash
-// appends to the one audit chain, whose head each commit guards: shared,
-// the calls of a node pay one compare-and-swap of the head between them
-// instead of one each, and their entries follow each other in the chain in
-// the order the functions ran. Each function runs after a savepoint (the
+// appends to the node's audit chain, whose head each commit guards:
+// shared, the calls of a node pay one read and one guard of the head
+// between them instead of one each, and their entries follow each other in
+// the chain in the order the functions ran, all sealed with the one
+// snapshot revision. Each function runs after a savepoint (the
 // overlay's undo journal): a function that fails or panics is rolled back
 // to it alone — its writes dropped, its error or panic returned to its
 // caller — and the others commit. A conflict reruns every function of the

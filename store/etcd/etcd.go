@@ -110,6 +110,13 @@ type Options struct {
 	// Logger hears the etcd client's own log (zapLogger); nil for none.
 	// Ignored when Client is set.
 	Logger *slog.Logger
+	// Node names the audit chain this node appends to (audit.go): 1 to 63
+	// characters of a-z, 0-9, '.', '_' and '-' (store.CheckAuditChain),
+	// distinct per node, so that nodes never contend on one chain head.
+	// "" appends to the shared chain "" (the bucket audit), as every node
+	// did before there were per-node chains: correct, but every commit
+	// that appends then compares-and-swaps one head across the cluster.
+	Node string
 }
 
 // DB is an etcd-backed store.Store. It is safe for concurrent use, and
@@ -124,6 +131,8 @@ type DB struct {
 	attempts   int
 	maxTxnOps  int
 	now        func() time.Time
+	// node is the audit chain of this node (Options.Node).
+	node string
 
 	// writer serializes this node's write transactions: they would only
 	// conflict with each other. Other nodes are kept out by the commit
@@ -155,6 +164,12 @@ func Open(ctx context.Context, opts Options) (*DB, error) {
 		attempts:  opts.MaxAttempts,
 		maxTxnOps: opts.MaxTxnOps,
 		now:       opts.Now,
+		node:      opts.Node,
+	}
+	if db.node != "" {
+		if err := store.CheckAuditChain(db.node); err != nil {
+			return nil, fmt.Errorf("etcd: node name: %w", err)
+		}
 	}
 	if db.prefix == "" {
 		db.prefix = DefaultPrefix

@@ -2,7 +2,9 @@
 // implementation of store.Tx (records, indexes, the OAuth flow, revocation,
 // OIDC keys, the audit chain) over a small interface of named buckets of
 // byte keys in byte order — Backend, Bucket and Cursor, the methods bbolt
-// has. store/bolt adapts a *bbolt.Tx to it, store/etcd its snapshot read
+// has — and three optional ones for the audit log: AuditChainer (the chain
+// a transaction appends to), Reviser (the cluster order sealed into each
+// entry) and AuditBucketLister (the chains a backend holds). store/bolt adapts a *bbolt.Tx to it, store/etcd its snapshot read
 // plus write overlay, store/memory a snapshot of B-trees; each backend
 // keeps only what is its own (the file, schema and migrations; the etcd
 // client and guarded commit; the in-memory snapshots).
@@ -25,8 +27,11 @@
 //	oidc_keys             JWK key ID (kid) → JSON signingKeyRecord
 //	admin_requests        admin request ID → JSON adminRequestRecord (dual control)
 //	tokens                token fingerprint → binary tokenRecord
-//	audit                 sequence number (8 bytes big-endian) → canonical
-//	                      JSON of the audit entry (store.SealAudit)
+//	audit                 chain "": sequence number (8 bytes big-endian) →
+//	                      canonical JSON of the audit entry (store.SealAudit)
+//	audit.<chain>         a node's chain (store/etcd, Options.Node), as audit
+//	audit_chains          chain name → JSON {"created": time}: the registry,
+//	                      written with a chain's first entry (empty on bbolt)
 //	secrets               name → random key bytes (the backend's Secret)
 //	meta                  "revocations" → 8 bytes big-endian, the
 //	                      revocation generation; the backend's own values

@@ -82,6 +82,7 @@ func BucketNames() []string {
 		bucketTokensByCode,
 		bucketTokensByExp,
 		bucketAudit,
+		bucketAuditChains, // the registry of the audit log's chains (audit.go)
 		BucketSecrets,
 		bucketAuthRequests, // pending requests, codes, sessions (authflow.go)
 		bucketAuthRequestsByExp,
@@ -118,6 +119,7 @@ func RecordKinds() []RecordKind {
 		{bucketSessions, decodeJSON[sessionRecord]},
 		{bucketOIDCKeys, decodeJSON[signingKeyRecord]},
 		{bucketAdminRequests, decodeJSON[adminRequestRecord]},
+		{bucketAuditChains, decodeJSON[auditChainRecord]},
 	}
 }
 

@@ -302,3 +302,58 @@ func testAuditCanonical(t *testing.T, s store.Store) {
 		t.Errorf("entry 2: %v", err)
 	}
 }
+
+// testAuditChainsOne: a store whose transactions append to chain "" (every
+// bbolt and memory store, an etcd node without a name) lists that chain
+// alone, and reads it through the chain-aware methods as through
+// AuditRecords and AuditSize; a chain it does not hold reads as empty,
+// a name no chain may have is refused.
+func testAuditChainsOne(t *testing.T, s store.Store) {
+	for i := range 2 {
+		update(t, s, func(tx store.Tx) error { return tx.AppendAudit(auditEntry("alice", i)) })
+	}
+	view(t, s, func(tx store.Tx) error {
+		chains, err := tx.AuditChains()
+		if err != nil || len(chains) != 1 || chains[0] != (store.AuditChainInfo{Name: "", Registered: true, Stored: true}) {
+			t.Errorf("AuditChains = %+v, %v; want chain \"\" alone", chains, err)
+		}
+		var all, one [][]byte
+		if err := tx.AuditRecords(1, func(_ uint64, raw []byte) error { all = append(all, bytes.Clone(raw)); return nil }); err != nil {
+			return err
+		}
+		if err := tx.AuditChainRecords("", 2, func(_ uint64, raw []byte) error { one = append(one, bytes.Clone(raw)); return nil }); err != nil {
+			return err
+		}
+		if len(all) != 2 || len(one) != 1 || !bytes.Equal(all[1], one[0]) {
+			t.Errorf("AuditChainRecords(\"\", 2) = %q, AuditRecords(1) = %q", one, all)
+		}
+		for _, raw := range all {
+			e, err := store.DecodeAuditEntry(raw)
+			if err != nil || e.Chain != "" || e.Rev < 0 {
+				t.Errorf("entry %s: chain %q rev %d, %v", raw, e.Chain, e.Rev, err)
+			}
+		}
+		if n, err := tx.AuditChainSize(""); err != nil || n != 2 {
+			t.Errorf("AuditChainSize(\"\") = %d, %v; want 2", n, err)
+		}
+		if n, err := tx.AuditSize(); err != nil || n != 2 {
+			t.Errorf("AuditSize = %d, %v; want 2", n, err)
+		}
+		if n, err := tx.AuditChainSize("n1"); err != nil || n != 0 {
+			t.Errorf("AuditChainSize(n1) = %d, %v; want 0", n, err)
+		}
+		err = tx.AuditChainRecords("n1", 1, func(seq uint64, _ []byte) error { return fmt.Errorf("entry %d of chain n1", seq) })
+		if err != nil {
+			t.Errorf("AuditChainRecords(n1) = %v, want no entries", err)
+		}
+		for _, bad := range []string{"N1", "a/b", "-a", strings.Repeat("x", 64)} {
+			if err := tx.AuditChainRecords(bad, 1, func(uint64, []byte) error { return nil }); !errors.Is(err, store.ErrInvalid) {
+				t.Errorf("AuditChainRecords(%q) = %v, want ErrInvalid", bad, err)
+			}
+			if _, err := tx.AuditChainSize(bad); !errors.Is(err, store.ErrInvalid) {
+				t.Errorf("AuditChainSize(%q) = %v, want ErrInvalid", bad, err)
+			}
+		}
+		return nil
+	})
+}

@@ -53,6 +53,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"AuditTimestamp", testAuditTimestamp},
 		{"AuditConcurrent", testAuditConcurrent},
 		{"AuditCanonical", testAuditCanonical},
+		{"AuditChainsOne", testAuditChainsOne},
 		{"AuthRequests", testAuthRequests},
 		{"Codes", testCodes},
 		{"Sessions", testSessions},

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -45,9 +46,12 @@ func (a *app) auditCmd() *cobra.Command {
 					}
 				} else if res.OK {
 					fmt.Fprintf(a.Stdout, "audit log intact: %d entries, head digest %s\n", res.Entries, res.Head)
+					for _, c := range res.Chains {
+						fmt.Fprintf(a.Stdout, "  chain %s: %d entries, head digest %s\n", cmp.Or(c.Chain, `""`), c.Entries, c.Head)
+					}
 				}
 				if !res.OK {
-					return fmt.Errorf("audit log broken at entry %d: %s (%d entries before it verify)", res.BrokenAt, res.Reason, res.Entries)
+					return fmt.Errorf("audit log broken at %s: %s (%d entries before it verify)", admin.Broken(res.BrokenChain, res.BrokenAt), res.Reason, res.Entries)
 				}
 				return nil
 			})
@@ -59,7 +63,10 @@ func (a *app) auditCmd() *cobra.Command {
 		Use:   "export [--since T] [--until T] [--kind K]... [--actor A] [--target T]",
 		Short: "Write the audit log as JSON lines (the stored entries, oldest first), filtered",
 		Long: `Write the audit log as JSON lines: the stored entries, oldest first, each in
-its stored canonical encoding, so that every line verifies. The output is
+its stored canonical encoding, so that every line verifies. The chains of
+a cluster whose nodes each append to their own (store.etcd.node) are
+merged in cluster order: by the etcd revision each entry sealed ("rev"),
+then by chain name ("chain"), then by sequence number. The output is
 always JSON lines. The filters combine (an entry must match all given):
 --since and --until bound the time (since <= time < until), --kind selects
 kinds (repeatable), --actor selects the actors containing the text
@@ -136,8 +143,8 @@ func (a *app) verifyCheckpoint(cmd *cobra.Command, file, key string) error {
 		switch {
 		case !res.Extends:
 			return fmt.Errorf("audit log does not extend checkpoint %s: %s", file, res.Problem)
-		case res.BrokenAt != 0:
-			return fmt.Errorf("audit log extends checkpoint %s, but is broken at entry %d after it: %s", file, res.BrokenAt, res.Reason)
+		case res.Reason != "":
+			return fmt.Errorf("audit log extends checkpoint %s, but is broken at %s after it: %s", file, admin.Broken(res.BrokenChain, res.BrokenAt), res.Reason)
 		}
 		return nil
 	})

@@ -104,7 +104,7 @@ func NewState(o StateOptions) *State {
 		soonest: prometheus.NewDesc("signd_credential_certificate_soonest_expiry_seconds",
 			"Seconds until the earliest notAfter of an enabled credential's certificate (negative once expired); absent without one.", nil, nil),
 		auditEntries: prometheus.NewDesc("signd_audit_entries_total",
-			"Entries in the audit log (its head's sequence number), read at the last store refresh.", nil, nil),
+			"Entries in the audit log, every chain together (the sum of each chain head's sequence number: one chain on bbolt, one per node on etcd), read at the last store refresh.", nil, nil),
 		storeSize: prometheus.NewDesc("signd_store_size_bytes",
 			"Size of the store: the bbolt file (store.path); on etcd the database size of the largest member answering (etcd's quota applies to it).", nil, nil),
 		writable: prometheus.NewDesc("signd_store_writable",

@@ -62,10 +62,15 @@ func openEtcd(cfg *config.Config, logger *slog.Logger) (*etcd.DB, error) {
 	defer cancel()
 	db, err := etcd.Open(ctx, etcd.Options{
 		Endpoints: e.Endpoints, TLS: tlsCfg, Prefix: e.Prefix,
-		DialTimeout: e.DialTimeout, RequestTimeout: e.RequestTimeout, HealthTimeout: e.HealthTimeout, Logger: logger,
+		DialTimeout: e.DialTimeout, RequestTimeout: e.RequestTimeout, HealthTimeout: e.HealthTimeout, Logger: logger, Node: e.Node,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("store.etcd (%s): %w", strings.Join(e.Endpoints, ", "), err)
+	}
+	if logger != nil {
+		// Two nodes of one name stay correct but contend on one chain head:
+		// the name in every node's log shows it.
+		logger.Info("etcd store: this node appends to its own audit chain", "node", e.Node, "bucket", store.AuditChainBucket(e.Node))
 	}
 	return db, nil
 }
