@@ -84,6 +84,9 @@ type Options struct {
 	MaxTxnOps int
 	// Now is the clock for CreatedAt/UpdatedAt; nil means time.Now.
 	Now func() time.Time
+	// NoCache turns the watch cache off (cache.go): every read of a
+	// transaction is then an etcd request. For diagnosis.
+	NoCache bool
 	// Logger hears the etcd client's own log (zapLogger); nil for none.
 	// Ignored when Client is set.
 	Logger *slog.Logger
@@ -111,6 +114,9 @@ type DB struct {
 
 	// gate counts running transactions for Close.
 	gate store.Gate
+	// cache is the watch cache transactions read (cache.go); nil when
+	// Options.NoCache.
+	cache *watchCache
 }
 
 var (
@@ -177,6 +183,10 @@ func Open(ctx context.Context, opts Options) (*DB, error) {
 	if err := db.Health(); err != nil {
 		db.closeClient()
 		return nil, err
+	}
+	if !opts.NoCache {
+		db.cache = newWatchCache(db)
+		db.cache.start()
 	}
 	return db, nil
 }
@@ -322,6 +332,9 @@ func (db *DB) Stats() Stats {
 func (db *DB) Close() error {
 	if !db.gate.Close() {
 		return nil
+	}
+	if db.cache != nil {
+		db.cache.close()
 	}
 	return db.closeClient()
 }
