@@ -25,6 +25,7 @@ type barrier struct {
 // round is one barrier read and its outcome, shared by its waiters.
 type round struct {
 	done      chan struct{}
+	waiters   int // the calls it serves (tests)
 	last, now int64
 	err       error
 }
@@ -38,6 +39,7 @@ func (b *barrier) wait(ctx context.Context) (last, now int64, err error) {
 		b.next = &round{done: make(chan struct{})}
 	}
 	r := b.next
+	r.waiters++
 	if !b.running {
 		b.running = true
 		go b.send()

@@ -132,10 +132,10 @@ type watchCache struct {
 	started chan struct{} // closed after the first load, loaded or not
 
 	// beforeWatch, if set, runs after a load and before its watch starts
-	// (tests: a change the watch must deliver, a compaction).
+	// (tests: a change the watch must deliver, a compaction); beforeLoad
+	// before each load (tests: hold a reload). Both under mu.
 	beforeWatch func(rev int64)
-	// beforeLoad, if set, runs before each load (tests: hold a reload).
-	beforeLoad func()
+	beforeLoad  func()
 }
 
 // newWatchCache returns the cache of db's prefix; start runs it.
@@ -173,8 +173,11 @@ func (c *watchCache) run(ctx context.Context) {
 	defer close(c.done)
 	first := true
 	for failures := 0; ctx.Err() == nil; {
-		if c.beforeLoad != nil {
-			c.beforeLoad()
+		c.mu.Lock()
+		hook := c.beforeLoad
+		c.mu.Unlock()
+		if hook != nil {
+			hook()
 		}
 		err := c.follow(ctx, func() {
 			if first {
@@ -210,8 +213,11 @@ func (c *watchCache) follow(ctx context.Context, loaded func()) error {
 	if err != nil {
 		return err
 	}
-	if c.beforeWatch != nil {
-		c.beforeWatch(rev)
+	c.mu.Lock()
+	hook := c.beforeWatch
+	c.mu.Unlock()
+	if hook != nil {
+		hook(rev)
 	}
 	wctx, cancel := context.WithCancel(clientv3.WithRequireLeader(ctx))
 	defer cancel()
@@ -467,6 +473,7 @@ func (c *watchCache) await(ctx context.Context, rev int64) *snapshot {
 func (c *watchCache) lastCommit(ctx context.Context) (last, now int64, err error) {
 	ctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
+	c.db.stats.barriers.Add(1)
 	resp, err := c.db.kv.Get(ctx, c.prefix+"v/", clientv3.WithPrefix(), clientv3.WithKeysOnly(),
 		clientv3.WithSort(clientv3.SortByModRevision, clientv3.SortDescend), clientv3.WithLimit(1))
 	if err != nil {

@@ -298,9 +298,10 @@ func backoff(ctx context.Context, attempt int) error {
 	}
 }
 
-// Stats are counters of a DB's write transactions since Open: how much
-// the nodes contend (Conflicts per Commits) and how much group commit
-// shares (BatchCalls per Commits).
+// Stats are counters of a DB's transactions since Open: how much the
+// nodes contend (Conflicts per Commits), how much group commit shares
+// (BatchCalls per Commits) and what reading costs (Barriers and Reads:
+// etcd requests besides the commits).
 type Stats struct {
 	// Commits counts the etcd Txns sent (Update, Batch, Secret), the
 	// conflicting ones included.
@@ -312,10 +313,15 @@ type Stats struct {
 	// transaction, and BatchRuns the runs of their functions (a conflict
 	// runs them all again).
 	BatchCalls, BatchRuns uint64
+	// Barriers counts the reads that started transactions on the watch
+	// cache (shared by the transactions that arrived together), and Reads
+	// the reads of records transactions sent to etcd: all of them without
+	// the cache (off or reloading), only audit walks with it.
+	Barriers, Reads uint64
 }
 
 type counters struct {
-	commits, conflicts, calls, runs atomic.Uint64
+	commits, conflicts, calls, runs, barriers, reads atomic.Uint64
 }
 
 // Stats returns the counters of the DB's write transactions.
@@ -323,6 +329,7 @@ func (db *DB) Stats() Stats {
 	return Stats{
 		Commits: db.stats.commits.Load(), Conflicts: db.stats.conflicts.Load(),
 		BatchCalls: db.stats.calls.Load(), BatchRuns: db.stats.runs.Load(),
+		Barriers: db.stats.barriers.Load(), Reads: db.stats.reads.Load(),
 	}
 }
 

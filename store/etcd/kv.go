@@ -159,6 +159,7 @@ func (t *txn) get(key string, opts ...clientv3.OpOption) (*clientv3.GetResponse,
 	defer cancel()
 	var resp *clientv3.GetResponse
 	var err error
+	t.db.stats.reads.Add(1)
 	if t.rev == 0 {
 		resp, err = t.db.kv.Get(ctx, key, opts...)
 	} else {

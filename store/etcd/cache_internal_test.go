@@ -1,0 +1,386 @@
+package etcd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/signd/signd/store"
+)
+
+// reqKV counts the etcd requests of a DB's transactions: reads (Get) and
+// commits (Txn).
+type reqKV struct {
+	clientv3.KV
+	gets, txns atomic.Int32
+}
+
+func (k *reqKV) Get(ctx context.Context, key string, opts ...clientv3.OpOption) (*clientv3.GetResponse, error) {
+	k.gets.Add(1)
+	return k.KV.Get(ctx, key, opts...)
+}
+
+func (k *reqKV) Txn(ctx context.Context) clientv3.Txn {
+	k.txns.Add(1)
+	return k.KV.Txn(ctx)
+}
+
+// count replaces db's KV by a counting one (before any transaction runs
+// on it concurrently) and returns it.
+func count(db *DB) *reqKV {
+	k := &reqKV{KV: db.kv}
+	db.kv = k
+	return k
+}
+
+// signHashFixture stores what a signHash reads: user alice, client rp,
+// credential cred-1 and n SADs, and returns the SADs' hashes.
+func signHashFixture(t *testing.T, db *DB, n int) [][]byte {
+	t.Helper()
+	var sads [][]byte
+	err := db.Update(context.Background(), func(tx store.Tx) error {
+		sads = nil
+		if err := tx.CreateUser(&store.User{ID: "id-alice", Username: "alice", Status: store.UserActive}); err != nil {
+			return err
+		}
+		if err := tx.CreateClient(&store.Client{ID: "rp", Name: "RP", SecretHash: store.HashSecret("secret"), RedirectURIs: []string{"https://rp.example.com/cb"}, Scopes: []string{"credential"}}); err != nil {
+			return err
+		}
+		err := tx.CreateCredential(&store.Credential{ID: "cred-1", Owner: "alice", KeyID: []byte("key-1"),
+			Algorithm: store.AlgRSA2048, KeyBits: 2048, Status: store.CredentialPending})
+		if err != nil {
+			return err
+		}
+		for i := range n {
+			sad := store.Fingerprint(fmt.Sprint("sad-", i))
+			err := tx.CreateToken(&store.Token{Hash: sad, Kind: store.TokenSAD, ClientID: "rp", Username: "alice",
+				CredentialID: "cred-1", Hashes: [][]byte{make([]byte, 32)}, ExpiresAt: time.Now().Add(time.Hour)})
+			if err != nil {
+				return err
+			}
+			sads = append(sads, sad)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sads
+}
+
+// signHash is a granted signHash's transaction: read the SAD, the
+// credential, the client and the user, consume the SAD, append the audit
+// entry.
+func signHash(tx store.Tx, sad []byte) error {
+	tok, err := tx.Token(sad)
+	if err != nil {
+		return err
+	}
+	if _, err := tx.Credential(tok.CredentialID); err != nil {
+		return err
+	}
+	if _, err := tx.Client(tok.ClientID); err != nil {
+		return err
+	}
+	if _, err := tx.User(tok.Username); err != nil {
+		return err
+	}
+	if err := tx.DeleteToken(sad); err != nil {
+		return err
+	}
+	return tx.AppendAudit(&store.AuditEntry{Kind: store.AuditSignHash, User: tok.Username, Client: tok.ClientID,
+		Credential: tok.CredentialID, Outcome: store.AuditGranted})
+}
+
+// TestCacheRequests: with the watch cache, a signHash's transaction costs
+// one etcd read (the barrier) and one Txn, whatever it reads, and a View
+// one read; without it, every read is a request.
+func TestCacheRequests(t *testing.T) {
+	endpoints := startEmbedded(t)
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name  string
+		opts  Options
+		check func(gets int32) bool
+		want  string
+	}{
+		{"cache", Options{}, func(gets int32) bool { return gets == 1 }, "1"},
+		{"no cache", Options{NoCache: true}, func(gets int32) bool { return gets > 4 }, "one per record read"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.opts.Endpoints, tc.opts.Prefix = endpoints, "/"+tc.name+"/"
+			db, err := Open(ctx, tc.opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer db.Close()
+			sads := signHashFixture(t, db, 3)
+			// A first signHash appends to an empty chain, the second to a
+			// head the cache learnt from the watch.
+			for i, sad := range sads[:2] {
+				k := count(db)
+				if err := db.Batch(ctx, func(tx store.Tx) error { return signHash(tx, sad) }); err != nil {
+					t.Fatal(err)
+				}
+				gets, txns := k.gets.Load(), k.txns.Load()
+				t.Logf("signHash %d: %d reads, %d Txn", i, gets, txns)
+				if !tc.check(gets) || txns != 1 {
+					t.Errorf("signHash %d: %d reads and %d Txn, want %s and 1", i, gets, txns, tc.want)
+				}
+				db.kv = k.KV
+			}
+			k := count(db)
+			err = db.View(ctx, func(tx store.Tx) error {
+				if _, err := tx.Token(sads[2]); err != nil {
+					return err
+				}
+				_, err := tx.User("alice")
+				return err
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if gets, txns := k.gets.Load(), k.txns.Load(); (tc.opts.NoCache && gets != 2 || !tc.opts.NoCache && gets != 1) || txns != 0 {
+				t.Errorf("View: %d reads, %d Txn", gets, txns)
+			}
+			db.kv = k.KV
+			verifyAudit(t, db, 2)
+		})
+	}
+}
+
+// verifyAudit checks the audit chain and its length.
+func verifyAudit(t *testing.T, db *DB, n uint64) {
+	t.Helper()
+	err := db.View(context.Background(), func(tx store.Tx) error {
+		size, _, err := store.VerifyAudit(tx)
+		if err == nil && size != n {
+			err = fmt.Errorf("%d entries, want %d", size, n)
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestCacheStale: a transaction reads the cache's snapshot; another node
+// writes what it read before it commits. The commit conflicts and the
+// function runs again after a new barrier, on the other node's write,
+// which it builds on. A cache that missed a write (here, a record put
+// back to its old value and ModRevision, as a lost watch event would
+// leave it) never commits over it: every attempt conflicts.
+func TestCacheStale(t *testing.T) {
+	endpoints := startEmbedded(t)
+	ctx := context.Background()
+	a, err := Open(ctx, Options{Endpoints: endpoints, MaxAttempts: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	b, err := Open(ctx, Options{Endpoints: endpoints})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	signHashFixture(t, a, 0)
+	bump := func(db *DB, then func(run int)) (int, error) {
+		runs := 0
+		return runs, db.Update(ctx, func(tx store.Tx) error {
+			runs++
+			u, err := tx.User("alice")
+			if err != nil {
+				return err
+			}
+			then(runs)
+			u.FailedPINs++
+			return tx.PutUser(u)
+		})
+	}
+	k := count(a)
+	runs := 0
+	_, err = bump(a, func(run int) {
+		runs = run
+		if run == 1 {
+			if _, err := bump(b, func(int) {}); err != nil {
+				t.Error(err)
+			}
+		}
+	})
+	a.kv = k.KV
+	if err != nil || runs != 2 {
+		t.Fatalf("Update = %v after %d runs, want nil after 2", err, runs)
+	}
+	// Two barriers and two Txns: both runs read the cache.
+	if gets, txns := k.gets.Load(), k.txns.Load(); gets != 2 || txns != 2 {
+		t.Errorf("%d reads, %d Txns: want 2 and 2", gets, txns)
+	}
+	if got := pins(t, b); got != 2 {
+		t.Fatalf("FailedPINs = %d, want 2: no increment lost", got)
+	}
+
+	// Make a's cache miss b's next write.
+	c := a.cache
+	key := a.recordKey("users", "alice")
+	c.mu.Lock()
+	old, _ := c.tree.Get(rec{key: key})
+	c.mu.Unlock()
+	if _, err := bump(b, func(int) {}); err != nil {
+		t.Fatal(err)
+	}
+	waitApplied(t, c, key, old.mod)
+	c.mu.Lock()
+	c.tree.ReplaceOrInsert(old)
+	c.snap = nil
+	c.mu.Unlock()
+	runs, err = bump(a, func(int) {})
+	if !errors.Is(err, ErrConflict) {
+		t.Fatalf("Update on a stale cache = %v, want ErrConflict", err)
+	}
+	if got := pins(t, b); got != 3 {
+		t.Fatalf("FailedPINs = %d, want 3: the stale commit wrote nothing", got)
+	}
+}
+
+// waitApplied waits until the cache holds key at a ModRevision other
+// than mod.
+func waitApplied(t *testing.T, c *watchCache, key string, mod int64) {
+	t.Helper()
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(time.Millisecond) {
+		c.mu.Lock()
+		r, _ := c.tree.Get(rec{key: key})
+		c.mu.Unlock()
+		if r.mod != mod {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the watch did not deliver the write")
+		}
+	}
+}
+
+func pins(t *testing.T, db *DB) int {
+	t.Helper()
+	var n int
+	if err := db.View(context.Background(), func(tx store.Tx) error {
+		u, err := tx.User("alice")
+		if err == nil {
+			n = u.FailedPINs
+		}
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// TestCacheWatchBreak: when the watch breaks, the cache reloads in the
+// background and transactions meanwhile read etcd directly, seeing every
+// write (this node's and another's); after the reload they read the cache
+// again. A compaction of the revisions the new watch starts from breaks
+// it at once: the cache loads again, at a later revision.
+func TestCacheWatchBreak(t *testing.T) {
+	endpoints := startEmbedded(t)
+	ctx := context.Background()
+	a, err := Open(ctx, Options{Endpoints: endpoints})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	b, err := Open(ctx, Options{Endpoints: endpoints, NoCache: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	sads := signHashFixture(t, a, 6)
+	c := a.cache
+	hold := make(chan struct{})
+	var loads atomic.Int32
+	c.mu.Lock()
+	c.beforeLoad = func() {
+		loads.Add(1)
+		<-hold
+	}
+	c.mu.Unlock()
+
+	// Break the watch (as a lagging watch is restarted).
+	c.mu.Lock()
+	c.restart()
+	c.mu.Unlock()
+	for deadline := time.Now().Add(30 * time.Second); loads.Load() == 0 || c.isReady(); time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the cache did not start reloading")
+		}
+	}
+	// Reloading: a's transactions read etcd, and see b's writes.
+	k := count(a)
+	for i, sad := range sads[:2] {
+		if err := b.Batch(ctx, func(tx store.Tx) error { return signHash(tx, sad) }); err != nil {
+			t.Fatal(err)
+		}
+		if err := a.Batch(ctx, func(tx store.Tx) error { return signHash(tx, sad) }); !errors.Is(err, store.ErrNotFound) {
+			t.Fatalf("signHash %d on a, reloading, of a SAD b consumed = %v, want ErrNotFound", i, err)
+		}
+		if err := a.Batch(ctx, func(tx store.Tx) error { return signHash(tx, sads[i+2]) }); err != nil {
+			t.Fatal(err)
+		}
+		if err := b.Batch(ctx, func(tx store.Tx) error { return signHash(tx, sads[i+2]) }); !errors.Is(err, store.ErrNotFound) {
+			t.Fatalf("signHash %d on b of a SAD a consumed = %v, want ErrNotFound", i, err)
+		}
+	}
+	if gets := k.gets.Load(); gets <= 4 {
+		t.Errorf("%d reads for 4 transactions while reloading: the cache answered", gets)
+	}
+	a.kv = k.KV
+
+	// Release the reload; b consumes a SAD and compacts etcd before its
+	// watch starts: the watch fails, the cache loads again.
+	c.mu.Lock()
+	c.beforeWatch = func(int64) {
+		c.mu.Lock()
+		c.beforeWatch = nil
+		c.mu.Unlock()
+		if err := b.Update(ctx, func(tx store.Tx) error { return signHash(tx, sads[4]) }); err != nil {
+			t.Error(err)
+		}
+		if err := b.Update(ctx, func(tx store.Tx) error { return tx.CreateUser(&store.User{ID: "id-bob", Username: "bob", Status: store.UserActive}) }); err != nil {
+			t.Error(err)
+		}
+		// The watch starts after the load's revision, which the two
+		// commits have compacted away.
+		resp, err := b.client.Get(ctx, "compact")
+		if err == nil {
+			_, err = b.client.Compact(ctx, resp.Header.Revision)
+		}
+		if err != nil {
+			t.Error(err)
+		}
+	}
+	c.mu.Unlock()
+	close(hold)
+	for deadline := time.Now().Add(30 * time.Second); loads.Load() < 2 || !c.isReady(); time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the cache did not reload: %d loads", loads.Load())
+		}
+	}
+	if err := a.View(ctx, func(tx store.Tx) error { _, err := tx.Token(sads[4]); return err }); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("a reads the SAD b consumed before the compaction: %v", err)
+	}
+	if err := a.View(ctx, func(tx store.Tx) error { _, err := tx.User("bob"); return err }); err != nil {
+		t.Fatalf("a does not read the user b created before the compaction: %v", err)
+	}
+	k = count(a)
+	if err := a.Batch(ctx, func(tx store.Tx) error { return signHash(tx, sads[5]) }); err != nil {
+		t.Fatal(err)
+	}
+	if gets, txns := k.gets.Load(), k.txns.Load(); gets != 1 || txns != 1 {
+		t.Errorf("after the reload: %d reads, %d Txn, want 1 and 1 (the cache serves again)", gets, txns)
+	}
+	a.kv = k.KV
+	verifyAudit(t, a, 6)
+}
