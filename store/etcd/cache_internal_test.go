@@ -348,7 +348,9 @@ func TestCacheWatchBreak(t *testing.T) {
 		if err := b.Update(ctx, func(tx store.Tx) error { return signHash(tx, sads[4]) }); err != nil {
 			t.Error(err)
 		}
-		if err := b.Update(ctx, func(tx store.Tx) error { return tx.CreateUser(&store.User{ID: "id-bob", Username: "bob", Status: store.UserActive}) }); err != nil {
+		if err := b.Update(ctx, func(tx store.Tx) error {
+			return tx.CreateUser(&store.User{ID: "id-bob", Username: "bob", Status: store.UserActive})
+		}); err != nil {
 			t.Error(err)
 		}
 		// The watch starts after the load's revision, which the two
