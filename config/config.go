@@ -97,6 +97,9 @@ type EtcdConfig struct {
 	CAFile         string        `mapstructure:"ca_file"`
 	DialTimeout    time.Duration `mapstructure:"dial_timeout"`
 	RequestTimeout time.Duration `mapstructure:"request_timeout"`
+	// Cache: transactions read the node's watch cache of the store
+	// (store/etcd) rather than asking etcd for each record.
+	Cache bool `mapstructure:"cache"`
 }
 
 // PKCS11Config is the pkcs11.* section.

@@ -63,6 +63,7 @@ func openEtcd(cfg *config.Config, logger *slog.Logger) (*etcd.DB, error) {
 	db, err := etcd.Open(ctx, etcd.Options{
 		Endpoints: e.Endpoints, TLS: tlsCfg, Prefix: e.Prefix,
 		DialTimeout: e.DialTimeout, RequestTimeout: e.RequestTimeout, Logger: logger,
+		NoCache: !e.Cache,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("store.etcd (%s): %w", strings.Join(e.Endpoints, ", "), err)
