@@ -189,9 +189,9 @@ func TestCacheStale(t *testing.T) {
 	}
 	defer b.Close()
 	signHashFixture(t, a, 0)
-	bump := func(db *DB, then func(run int)) (int, error) {
+	bump := func(db *DB, then func(run int)) error {
 		runs := 0
-		return runs, db.Update(ctx, func(tx store.Tx) error {
+		return db.Update(ctx, func(tx store.Tx) error {
 			runs++
 			u, err := tx.User("alice")
 			if err != nil {
@@ -204,10 +204,10 @@ func TestCacheStale(t *testing.T) {
 	}
 	k := count(a)
 	runs := 0
-	_, err = bump(a, func(run int) {
+	err = bump(a, func(run int) {
 		runs = run
 		if run == 1 {
-			if _, err := bump(b, func(int) {}); err != nil {
+			if err := bump(b, func(int) {}); err != nil {
 				t.Error(err)
 			}
 		}
@@ -230,7 +230,7 @@ func TestCacheStale(t *testing.T) {
 	c.mu.Lock()
 	old, _ := c.tree.Get(rec{key: key})
 	c.mu.Unlock()
-	if _, err := bump(b, func(int) {}); err != nil {
+	if err := bump(b, func(int) {}); err != nil {
 		t.Fatal(err)
 	}
 	waitApplied(t, c, key, old.mod)
@@ -238,9 +238,10 @@ func TestCacheStale(t *testing.T) {
 	c.tree.ReplaceOrInsert(old)
 	c.snap = nil
 	c.mu.Unlock()
-	runs, err = bump(a, func(int) {})
-	if !errors.Is(err, ErrConflict) {
-		t.Fatalf("Update on a stale cache = %v, want ErrConflict", err)
+	runs = 0
+	err = bump(a, func(run int) { runs = run })
+	if !errors.Is(err, ErrConflict) || runs != 3 {
+		t.Fatalf("Update on a stale cache = %v after %d runs, want ErrConflict after 3", err, runs)
 	}
 	if got := pins(t, b); got != 3 {
 		t.Fatalf("FailedPINs = %d, want 3: the stale commit wrote nothing", got)
