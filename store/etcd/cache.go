@@ -303,9 +303,9 @@ func (c *watchCache) loadHead(ctx context.Context, prefix string, rev int64) (*h
 	return &head{key: r.key[len(prefix):], val: r.val, mod: r.mod, known: true}, nil
 }
 
-// get is one read of a load, bounded by the request timeout.
+// get is one read of a load, bounded as every etcd request.
 func (c *watchCache) get(ctx context.Context, key string, opts ...clientv3.OpOption) (*clientv3.GetResponse, error) {
-	ctx, cancel := context.WithTimeout(ctx, c.timeout)
+	ctx, cancel := c.db.requestContext(ctx)
 	defer cancel()
 	return c.kv.Get(ctx, key, opts...)
 }
@@ -471,7 +471,7 @@ func (c *watchCache) await(ctx context.Context, rev int64) *snapshot {
 // store's last commit; 0 for an empty store) and the revision of the
 // cluster when it answered.
 func (c *watchCache) lastCommit(ctx context.Context) (last, now int64, err error) {
-	ctx, cancel := context.WithTimeout(ctx, c.timeout)
+	ctx, cancel := c.db.requestContext(ctx)
 	defer cancel()
 	c.db.stats.barriers.Add(1)
 	resp, err := c.db.kv.Get(ctx, c.prefix+"v/", clientv3.WithPrefix(), clientv3.WithKeysOnly(),

@@ -387,3 +387,57 @@ func TestCacheWatchBreak(t *testing.T) {
 	a.kv = k.KV
 	verifyAudit(t, a, 6)
 }
+
+// TestCacheAuditHeadDeleted: the cache keeps only the head of an audit
+// chain. When the head is deleted behind the store's back (tampering: no
+// version key moves), the cache no longer knows the head and an append
+// reads it from etcd, as without the cache: it follows the entry that is
+// now the last, and the chain verifies. Trusting the deleted head would
+// leave a gap.
+func TestCacheAuditHeadDeleted(t *testing.T) {
+	endpoints := startEmbedded(t)
+	ctx := context.Background()
+	db, err := Open(ctx, Options{Endpoints: endpoints})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	sads := signHashFixture(t, db, 4)
+	for _, sad := range sads[:3] {
+		if err := db.Batch(ctx, func(tx store.Tx) error { return signHash(tx, sad) }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	head := db.recordKey("audit", string([]byte{0, 0, 0, 0, 0, 0, 0, 3}))
+	resp, err := db.client.Delete(ctx, head)
+	if err != nil || resp.Deleted != 1 {
+		t.Fatalf("delete the head: %v, %v", resp, err)
+	}
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(time.Millisecond) {
+		db.cache.mu.Lock()
+		applied := db.cache.applied
+		db.cache.mu.Unlock()
+		if applied >= resp.Header.Revision {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the watch did not deliver the deletion")
+		}
+	}
+	if err := db.Batch(ctx, func(tx store.Tx) error { return signHash(tx, sads[3]) }); err != nil {
+		t.Fatal(err)
+	}
+	verifyAudit(t, db, 3)
+	// The new head is known again: the next append reads no etcd record.
+	k := count(db)
+	if err := db.Update(ctx, func(tx store.Tx) error {
+		return tx.AppendAudit(&store.AuditEntry{Kind: store.AuditSignHash, Outcome: store.AuditGranted})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	db.kv = k.KV
+	if gets := k.gets.Load(); gets != 1 {
+		t.Errorf("append after the head came back: %d reads, want 1 (the barrier)", gets)
+	}
+	verifyAudit(t, db, 4)
+}
