@@ -166,7 +166,7 @@ func (a *app) adminService(cmd *cobra.Command) (admin.Service, admin.Principal, 
 	if err != nil {
 		return nil, admin.Principal{}, nil, err
 	}
-	db, err := storeopen.Open(cfg, nil)
+	db, err := storeopen.OpenCommand(cfg)
 	if err != nil {
 		return nil, admin.Principal{}, nil, err
 	}

@@ -166,7 +166,7 @@ func (a *app) withAudit(cmd *cobra.Command, fn func(context.Context, auditor, ad
 	if err != nil {
 		return err
 	}
-	db, err := storeopen.Open(cfg, nil)
+	db, err := storeopen.OpenCommand(cfg)
 	if err != nil {
 		return err
 	}
