@@ -168,7 +168,8 @@ func (c *watchCache) close() {
 }
 
 // run loads the cache and applies the watch until it breaks, then reloads
-// (with a growing pause while loads fail), until ctx ends.
+// (with a growing pause, up to a second, while loads fail or watches break
+// at once), until ctx ends.
 func (c *watchCache) run(ctx context.Context) {
 	defer close(c.done)
 	first := true
@@ -179,6 +180,7 @@ func (c *watchCache) run(ctx context.Context) {
 		if hook != nil {
 			hook()
 		}
+		began := time.Now()
 		err := c.follow(ctx, func() {
 			if first {
 				first = false
@@ -190,7 +192,9 @@ func (c *watchCache) run(ctx context.Context) {
 			close(c.started)
 		}
 		c.setReady(false)
-		if err == nil {
+		// A watch that breaks as soon as it starts counts as a failed
+		// load: no loop of loads of the whole store.
+		if err == nil && time.Since(began) > time.Second {
 			failures = 0
 		} else {
 			failures++
