@@ -172,7 +172,8 @@ func (c *watchCache) close() {
 // at once), until ctx ends.
 func (c *watchCache) run(ctx context.Context) {
 	defer close(c.done)
-	first := true
+	var once sync.Once
+	started := func() { once.Do(func() { close(c.started) }) }
 	for failures := 0; ctx.Err() == nil; {
 		c.mu.Lock()
 		hook := c.beforeLoad
@@ -181,16 +182,8 @@ func (c *watchCache) run(ctx context.Context) {
 			hook()
 		}
 		began := time.Now()
-		err := c.follow(ctx, func() {
-			if first {
-				first = false
-				close(c.started)
-			}
-		})
-		if first {
-			first = false
-			close(c.started)
-		}
+		err := c.follow(ctx, started)
+		started()
 		c.setReady(false)
 		// A watch that breaks as soon as it starts counts as a failed
 		// load: no loop of loads of the whole store.
