@@ -2,6 +2,8 @@ package etcd
 
 import (
 	"context"
+	"encoding/binary"
+	"math"
 	"strings"
 	"sync"
 	"time"
@@ -289,9 +291,63 @@ func (c *watchCache) load(ctx context.Context) (*btree.BTreeG[rec], map[string]h
 }
 
 // loadHead reads the greatest key of the audit bucket under prefix at rev
-// (nil: the bucket is empty).
+// (nil: the bucket is empty). etcd answers a sorted range by reading the
+// whole range, which for a chain of millions of entries is a load on
+// etcd; so the chain's sequence numbers (8-byte big-endian keys) are
+// searched instead: "is there a key from seq s on" is one ascending read
+// of one key, and about 2·log2(length) of them find the greatest s that
+// has one. The keys from there on are then few (one, unless tampered
+// with) and are read sorted.
 func (c *watchCache) loadHead(ctx context.Context, prefix string, rev int64) (*head, error) {
-	resp, err := c.get(ctx, prefix, clientv3.WithRange(clientv3.GetPrefixRangeEnd(prefix)), clientv3.WithLimit(1),
+	end := clientv3.GetPrefixRangeEnd(prefix)
+	from := func(seq uint64) string {
+		var k [8]byte
+		binary.BigEndian.PutUint64(k[:], seq)
+		return prefix + string(k[:])
+	}
+	exists := func(seq uint64) (bool, error) {
+		resp, err := c.get(ctx, from(seq), clientv3.WithRange(end), clientv3.WithLimit(1), clientv3.WithKeysOnly(),
+			clientv3.WithRev(rev))
+		return err == nil && len(resp.Kvs) > 0, err
+	}
+	start := prefix // no key from seq 0 on: only keys shorter than 8 bytes
+	ok, err := exists(0)
+	if err != nil {
+		return nil, err
+	}
+	if ok {
+		// exists(lo) holds; exists(hi) does not, unless hi = lo = max.
+		lo, hi := uint64(0), uint64(1)
+		for lo != math.MaxUint64 {
+			ok, err := exists(hi)
+			if err != nil {
+				return nil, err
+			}
+			if !ok {
+				break
+			}
+			lo = hi
+			if hi >= 1<<63 {
+				hi = math.MaxUint64
+			} else {
+				hi *= 2
+			}
+		}
+		for hi-lo > 1 {
+			mid := lo + (hi-lo)/2
+			ok, err := exists(mid)
+			if err != nil {
+				return nil, err
+			}
+			if ok {
+				lo = mid
+			} else {
+				hi = mid
+			}
+		}
+		start = from(lo)
+	}
+	resp, err := c.get(ctx, start, clientv3.WithRange(end), clientv3.WithLimit(1),
 		clientv3.WithSort(clientv3.SortByKey, clientv3.SortDescend), clientv3.WithRev(rev))
 	if err != nil || len(resp.Kvs) == 0 {
 		return nil, err
