@@ -97,7 +97,7 @@ func Keys() []Key {
 			Doc:   "how long one etcd request (a read, a commit) may take; then the request answers 503 (up to 5m)"},
 		{Name: "store.etcd.cache", Default: true,
 			Usage: "read records from the node's watch-fed copy of the store (one etcd read per transaction) instead of one etcd read per record",
-			Doc:   "transactions read the node's copy of the store, kept by an etcd watch, after one shared etcd read that makes them see every earlier commit; `false` reads every record from etcd (slower; for diagnosis). Memory: every record but the audit log. `true` or `false`"},
+			Doc:   "transactions read the node's copy of the store, kept by an etcd watch, after one shared etcd read that makes them see every earlier commit; `false` reads every record from etcd (slower; for diagnosis). Memory: every record but the audit log and the proof documents. `true` or `false`"},
 
 		// pkcs11
 		{Name: "pkcs11.module", Default: "/usr/lib/softhsm/libsofthsm2.so", Flag: "pkcs11-module",

@@ -11,6 +11,8 @@ import (
 	"github.com/google/btree"
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 )
 
 // The watch cache (doc.go, "The watch cache"): a copy of the store's
@@ -18,7 +20,7 @@ import (
 // instead of asking etcd for every key.
 
 // loadPage is how many keys one read of a (re)load fetches.
-const loadPage = 1000
+const loadPage = 512
 
 // maxLag bounds how long a transaction waits for the watch to apply the
 // revision its barrier returned before it reads etcd directly; the watch
@@ -50,6 +52,17 @@ type head struct {
 // whole only by cursors (export, verify).
 func auditBucket(name string) bool {
 	return name == "audit" || strings.HasPrefix(name, "audit.")
+}
+
+// proofsBucket holds identity proof documents (up to store.MaxProofSize
+// each), read one at a time by administrators: the cache keeps none of
+// them, a transaction reads them from etcd at its snapshot.
+const proofsBucket = "proofs"
+
+// cachedBucket reports whether the cache holds every record of bucket:
+// all buckets but the audit chains and the proofs.
+func cachedBucket(name string) bool {
+	return name != proofsBucket && !auditBucket(name)
 }
 
 // snapshot is the cache's state at one revision: immutable, shared by the
@@ -240,51 +253,62 @@ func (c *watchCache) follow(ctx context.Context, loaded func()) error {
 }
 
 // load reads the store's records at one revision (the first read's): every
-// record but the audit buckets' in full, and each audit bucket's head.
+// record in full but the audit chains' (their heads) and the proof
+// documents' (none).
 func (c *watchCache) load(ctx context.Context) (*btree.BTreeG[rec], map[string]head, int64, error) {
 	tree := btree.NewG(32, lessRec)
 	heads := map[string]head{}
 	records := c.prefix + "r/"
-	end := clientv3.GetPrefixRangeEnd(records)
+	proofs := records + proofsBucket + "/"
 	var rev int64
-	for from := records; from < end; {
-		opts := []clientv3.OpOption{clientv3.WithRange(end), clientv3.WithLimit(loadPage)}
-		if rev != 0 {
-			opts = append(opts, clientv3.WithRev(rev))
-		}
-		resp, err := c.get(ctx, from, opts...)
-		if err != nil {
-			return nil, nil, 0, err
-		}
-		if rev == 0 {
-			rev = resp.Header.Revision
-		}
-		next := ""
-		for _, kv := range resp.Kvs {
-			k := string(kv.Key)
-			name, _ := c.bucketOf(k)
-			if auditBucket(name) {
-				// Its head only; the next read starts after the bucket.
-				prefix := records + name + "/"
-				h, err := c.loadHead(ctx, prefix, rev)
-				if err != nil {
-					return nil, nil, 0, err
-				}
-				if h != nil {
-					heads[name] = *h
-				}
-				next = clientv3.GetPrefixRangeEnd(prefix)
-				break
+	limit := int64(loadPage)
+	// Two ranges: the records before the proofs and those after.
+	for _, r := range [][2]string{{records, proofs}, {clientv3.GetPrefixRangeEnd(proofs), clientv3.GetPrefixRangeEnd(records)}} {
+		for from, end := r[0], r[1]; from < end; {
+			opts := []clientv3.OpOption{clientv3.WithRange(end), clientv3.WithLimit(limit)}
+			if rev != 0 {
+				opts = append(opts, clientv3.WithRev(rev))
 			}
-			tree.ReplaceOrInsert(record(kv))
-		}
-		switch {
-		case next != "":
-			from = next
-		case resp.More && len(resp.Kvs) > 0:
-			from = string(resp.Kvs[len(resp.Kvs)-1].Key) + "\x00"
-		default:
-			from = end
+			resp, err := c.get(ctx, from, opts...)
+			if status.Code(err) == codes.ResourceExhausted && limit > 1 {
+				// A page of large records beyond the client's message
+				// size: smaller pages (one record always fits).
+				limit /= 2
+				continue
+			}
+			if err != nil {
+				return nil, nil, 0, err
+			}
+			if rev == 0 {
+				rev = resp.Header.Revision
+			}
+			next := ""
+			for _, kv := range resp.Kvs {
+				k := string(kv.Key)
+				name, _ := c.bucketOf(k)
+				if auditBucket(name) {
+					// Its head only; the next read starts after the bucket.
+					prefix := records + name + "/"
+					h, err := c.loadHead(ctx, prefix, rev)
+					if err != nil {
+						return nil, nil, 0, err
+					}
+					if h != nil {
+						heads[name] = *h
+					}
+					next = clientv3.GetPrefixRangeEnd(prefix)
+					break
+				}
+				tree.ReplaceOrInsert(record(kv))
+			}
+			switch {
+			case next != "":
+				from = next
+			case resp.More && len(resp.Kvs) > 0:
+				from = string(resp.Kvs[len(resp.Kvs)-1].Key) + "\x00"
+			default:
+				from = end
+			}
 		}
 	}
 	return tree, heads, rev, nil
@@ -395,6 +419,9 @@ func (c *watchCache) apply(events []*clientv3.Event) {
 		k := string(ev.Kv.Key)
 		name, ok := c.bucketOf(k)
 		if !ok {
+			continue
+		}
+		if name == proofsBucket {
 			continue
 		}
 		if !auditBucket(name) {

@@ -1,6 +1,7 @@
 package etcd
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -515,5 +516,65 @@ func TestCacheLoadHead(t *testing.T) {
 				t.Errorf("%d reads", got)
 			}
 		})
+	}
+}
+
+// TestCacheLoadLarge: a store whose records do not fit one message of the
+// client loads in smaller pages (a page of large records failed, the cache
+// would never be ready); the proof documents (up to 10 MiB each) are not
+// loaded at all: a proof is read from etcd at the snapshot.
+func TestCacheLoadLarge(t *testing.T) {
+	endpoints := startEmbedded(t)
+	ctx := context.Background()
+	setup, err := Open(ctx, Options{Endpoints: endpoints, NoCache: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer setup.Close()
+	signHashFixture(t, setup, 0)
+	big := bytes.Repeat([]byte{0xa5}, 1400<<10) // etcd's default request limit is 1.5 MiB
+	for i := range 10 {
+		if _, err := setup.client.Put(ctx, setup.recordKey("meta", fmt.Sprint("big-", i)), string(big)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	proof := store.Proof{ProofRef: store.ProofRef{ID: "p1", ContentType: store.ProofPDF}, Content: big}
+	if err := setup.Update(ctx, func(tx store.Tx) error { return tx.PutProof("alice", proof) }); err != nil {
+		t.Fatal(err)
+	}
+	db, err := Open(ctx, Options{Endpoints: endpoints})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if !db.cache.isReady() {
+		t.Fatal("the cache did not load")
+	}
+	db.cache.mu.Lock()
+	s := &snapshot{tree: db.cache.tree.Clone()}
+	db.cache.mu.Unlock()
+	if proofs, _ := s.page(db.recordKey(proofsBucket, ""), "", 10); len(proofs) != 0 {
+		t.Errorf("the cache holds %d proofs", len(proofs))
+	}
+	for i := range 10 {
+		if v, _ := s.get(db.recordKey("meta", fmt.Sprint("big-", i))); !bytes.Equal(v, big) {
+			t.Fatalf("the cache lacks record %d", i)
+		}
+	}
+	k := count(db)
+	err = db.View(ctx, func(tx store.Tx) error {
+		p, err := tx.Proof("alice", "p1")
+		if err == nil && !bytes.Equal(p.Content, big) {
+			err = errors.New("proof content differs")
+		}
+		return err
+	})
+	db.kv = k.KV
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The barrier, and the proof's content (the user from the cache).
+	if gets := k.gets.Load(); gets != 2 {
+		t.Errorf("reading a proof: %d reads, want 2", gets)
 	}
 }

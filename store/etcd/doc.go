@@ -79,8 +79,9 @@
 // # The watch cache
 //
 // Each DB keeps a copy of the store (cache.go), as the Kubernetes API
-// server's watch cache does: at Open it reads every record of the prefix
-// at one revision (pages of one linearizable read's revision), then
+// server's watch cache does: at Open it reads the records of the prefix
+// at one revision (pages of one linearizable read's revision; every
+// record but the proof documents and the audit chains below), then
 // follows an etcd watch of the prefix from the next revision, applying
 // each revision whole (etcd sends a revision's events in one response).
 // The records sit in a copy-on-write B-tree (google/btree's Clone is
@@ -119,7 +120,9 @@
 // canceled, compacted, its member lost the leader) or lags more than a
 // second behind a barrier, the cache reloads in the background and
 // transactions read etcd directly meanwhile. Memory: every record but the
-// audit log (Stats counts the barriers and the direct reads).
+// audit log and the proof documents (up to store.MaxProofSize each, read
+// one at a time by administrators: read from etcd at rev). Stats counts
+// the barriers and the direct reads.
 //
 // # Group commit
 //

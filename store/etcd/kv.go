@@ -135,9 +135,9 @@ func (t *txn) start() *snapshot {
 }
 
 // cached returns the snapshot of the watch cache when it holds bucket's
-// records (every bucket but the audit chains), else nil.
+// records (every bucket but the audit chains and the proofs), else nil.
 func (t *txn) cached(bucket string) *snapshot {
-	if s := t.start(); s != nil && !auditBucket(bucket) {
+	if s := t.start(); s != nil && cachedBucket(bucket) {
 		return s
 	}
 	return nil
@@ -499,14 +499,14 @@ func (c *cursor) Last() ([]byte, []byte) {
 }
 
 // cachedTop notes the greatest entry of bucket at the snapshot in tops
-// when the watch cache knows it: every bucket it holds, and the known
-// head of an audit chain.
+// when the watch cache knows it: every bucket it holds in full, and the
+// known head of an audit chain.
 func (t *txn) cachedTop(bucket, prefix string) {
 	s := t.start()
-	if s == nil {
+	switch {
+	case s == nil || !cachedBucket(bucket) && !auditBucket(bucket):
 		return
-	}
-	if !auditBucket(bucket) {
+	case cachedBucket(bucket):
 		t.tops[bucket] = s.top(prefix)
 		return
 	}
