@@ -102,6 +102,9 @@ type EtcdConfig struct {
 	DialTimeout    time.Duration `mapstructure:"dial_timeout"`
 	RequestTimeout time.Duration `mapstructure:"request_timeout"`
 	HealthTimeout  time.Duration `mapstructure:"health_timeout"`
+	// Cache: transactions read the node's watch cache of the store
+	// (store/etcd) rather than asking etcd for each record.
+	Cache bool `mapstructure:"cache"`
 }
 
 // PKCS11Config is the pkcs11.* section.

@@ -651,6 +651,12 @@ func TestEnvValues(t *testing.T) {
 			check: func(c *Config) bool { return c.Store.VerifyOnOpen }},
 		{name: "bad bool", env: "SIGND_STORE_VERIFY_ON_OPEN", value: "1",
 			wantErr: `store.verify_on_open: "1" is not a boolean (true or false)`},
+		{name: "etcd cache off", env: "SIGND_STORE_ETCD_CACHE", value: "false",
+			check: func(c *Config) bool { return !c.Store.Etcd.Cache }},
+		{name: "etcd cache malformed", env: "SIGND_STORE_ETCD_CACHE", value: "off",
+			wantErr: `store.etcd.cache: "off" is not a boolean (true or false)`},
+		{name: "etcd cache empty", env: "SIGND_STORE_ETCD_CACHE", value: "",
+			check: func(c *Config) bool { return c.Store.Etcd.Cache }},
 		{name: "bad value", env: "SIGND_LOG_FORMAT", value: "yaml",
 			wantErr: `log.format: "yaml" is not one of json, text`},
 		{name: "list", env: "SIGND_SERVER_TRUSTED_PROXIES", value: " 10.0.0.0/8, 192.0.2.7 ,,fd00::/8",
@@ -794,7 +800,7 @@ func TestEtcdFromFile(t *testing.T) {
 		Backend: BackendEtcd, Path: "./var/signd.db", OpenTimeout: 5 * time.Second,
 		Etcd: EtcdConfig{
 			Endpoints: []string{"http://127.0.0.1:2379", "http://[::1]:2379"}, Prefix: "/signd-prod/",
-			DialTimeout: 2 * time.Second, RequestTimeout: 750 * time.Millisecond, HealthTimeout: 500 * time.Millisecond, Node: "signd-1",
+			DialTimeout: 2 * time.Second, RequestTimeout: 750 * time.Millisecond, HealthTimeout: 500 * time.Millisecond, Node: "signd-1", Cache: false,
 		},
 	}
 	if !reflect.DeepEqual(c.Store, want) {

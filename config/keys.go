@@ -101,6 +101,9 @@ func Keys() []Key {
 		{Name: "store.etcd.health_timeout", Default: time.Duration(0),
 			Usage: "how long one attempt at etcd (/readyz's check, one try of a read or of a commit) may take (at most request_timeout; 0: 1s, or request_timeout when shorter)",
 			Doc:   "how long one attempt at etcd may go unanswered (at most `request_timeout`; unset or 0: 1s, or `request_timeout` when that is shorter): `/readyz` answers 503 after this long when etcd has no quorum, so set the load balancer's health-check timeout above it; a read is tried again (on the next member) and a commit whose outcome is then unknown answers 503, so a request waiting on a dead leader moves on after this long. See [Running several nodes](OPERATIONS.md#running-several-nodes)"},
+		{Name: "store.etcd.cache", Default: true,
+			Usage: "read records from the node's watch-fed copy of the store (one etcd read per transaction) instead of one etcd read per record",
+			Doc:   "transactions read the node's copy of the store, kept by an etcd watch, after one shared etcd read that makes them see every earlier commit; `false` reads every record from etcd (slower; for diagnosis). Memory: every record but the audit log and the proof documents. `true` or `false`"},
 
 		// pkcs11
 		{Name: "pkcs11.module", Default: "/usr/lib/softhsm/libsofthsm2.so", Flag: "pkcs11-module",

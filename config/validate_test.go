@@ -52,7 +52,7 @@ func defaultCSC() CSCConfig {
 }
 
 func defaultEtcd() EtcdConfig {
-	return EtcdConfig{Prefix: "/signd/", DialTimeout: 5 * time.Second, RequestTimeout: 5 * time.Second, HealthTimeout: time.Second}
+	return EtcdConfig{Prefix: "/signd/", DialTimeout: 5 * time.Second, RequestTimeout: 5 * time.Second, HealthTimeout: time.Second, Cache: true}
 }
 
 // onEtcd switches c to the etcd backend with valid settings.

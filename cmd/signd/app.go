@@ -115,7 +115,7 @@ func openToken(cfg *config.Config, logger *slog.Logger, m hsm.Metrics) (*hsm.Tok
 // localAdmin is cli.Deps.Admin: admin.Local over the store and (lazily)
 // the token of cfg, for an admin command run while no daemon answers.
 func (a *app) localAdmin(cfg *config.Config) (*admin.Local, func(), error) {
-	db, err := storeopen.Open(cfg, nil)
+	db, err := storeopen.OpenCommand(cfg)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -137,7 +137,7 @@ func (a *app) localAdmin(cfg *config.Config) (*admin.Local, func(), error) {
 // localAudit is cli.Deps.Audit: admin.Local over the store of cfg, for
 // `signd audit verify` and `export` while no daemon answers.
 func (a *app) localAudit(ctx context.Context, cfg *config.Config) (*admin.Local, func(), error) {
-	db, err := storeopen.Open(cfg, nil)
+	db, err := storeopen.OpenCommand(cfg)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -31,6 +31,7 @@ func TestMetricsEtcdCommits(t *testing.T) {
 			for _, name := range []string{
 				"signd_store_etcd_commits_total", "signd_store_etcd_conflicts_total",
 				"signd_store_etcd_batch_calls_total", "signd_store_etcd_batch_runs_total",
+				"signd_store_etcd_barriers_total", "signd_store_etcd_reads_total",
 			} {
 				m := regexp.MustCompile(`(?m)^` + name + ` (\S+)$`).FindStringSubmatch(text)
 				if (m != nil) != tc.etcd {

@@ -17,9 +17,14 @@ import (
 // AuditChain is the chain this node appends to (kv.AuditChainer).
 func (t *txn) AuditChain() string { return t.db.node }
 
-// Revision is the snapshot revision the transaction reads at, 0 before
-// its first read (kv.Reviser).
-func (t *txn) Revision() int64 { return t.rev }
+// Revision is the snapshot revision the transaction reads at (kv.Reviser):
+// with the watch cache, fixed by the transaction's start (its barrier);
+// without it, by its first read (an append reads the chain's head first),
+// 0 before that.
+func (t *txn) Revision() int64 {
+	t.start()
+	return t.rev
+}
 
 // Node returns the name of this node's audit chain (Options.Node).
 func (db *DB) Node() string { return db.node }

@@ -53,23 +53,34 @@ func BenchmarkConsumeSADNodes(b *testing.B) {
 // BenchmarkBatchConsume: the commit of a granted signHash (read the SAD,
 // delete it, append the audit entry) through Batch, as csc calls it, by c
 // goroutines, each call on the next of one or three nodes of one store
-// (round robin). Reported:
-// runs/op, how often a function ran per consumption (1 = no conflict), and
+// (round robin), with the watch cache and without it. Reported:
+// runs/op, how often a function ran per consumption (1 = no conflict),
 // txns/op, the etcd Txns that committed per consumption (the revisions the
-// store advanced: below 1 when consumptions share a commit).
+// store advanced: below 1 when consumptions share a commit), and reads/op,
+// the etcd reads per consumption (barriers and reads of records).
 func BenchmarkBatchConsume(b *testing.B) {
 	for _, nodes := range []int{1, 3} {
 		for _, c := range []int{1, 8} {
-			b.Run(fmt.Sprintf("nodes=%d/c=%d", nodes, c), func(b *testing.B) { benchBatchConsume(b, nodes, c) })
+			for _, cache := range []bool{true, false} {
+				name := fmt.Sprintf("nodes=%d/c=%d/cache=%v", nodes, c, cache)
+				b.Run(name, func(b *testing.B) { benchBatchConsume(b, nodes, c, !cache) })
+			}
 		}
 	}
 }
 
-func benchBatchConsume(b *testing.B, nodes, c int) {
+func benchBatchConsume(b *testing.B, nodes, c int, noCache bool) {
 	prefix := server.Prefix()
 	var dbs []*etcd.DB
 	for range nodes {
-		dbs = append(dbs, open(b, etcd.Options{Prefix: prefix}))
+		dbs = append(dbs, open(b, etcd.Options{Prefix: prefix, NoCache: noCache}))
+	}
+	reads := func() (n uint64) {
+		for _, db := range dbs {
+			st := db.Stats()
+			n += st.Barriers + st.Reads
+		}
+		return n
 	}
 	cli, err := server.Client()
 	if err != nil {
@@ -85,7 +96,7 @@ func benchBatchConsume(b *testing.B, nodes, c int) {
 		}
 		return resp.Header.Revision
 	}
-	rev0 := revision()
+	rev0, reads0 := revision(), reads()
 	var next, runs atomic.Int64
 	var wg sync.WaitGroup
 	b.ResetTimer()
@@ -112,4 +123,5 @@ func benchBatchConsume(b *testing.B, nodes, c int) {
 	b.StopTimer()
 	b.ReportMetric(float64(runs.Load())/float64(b.N), "runs/op")
 	b.ReportMetric(float64(revision()-rev0)/float64(b.N), "txns/op")
+	b.ReportMetric(float64(reads()-reads0)/float64(b.N), "reads/op")
 }

@@ -12,7 +12,7 @@
 // the record types belong to package store; the stored records, indexes and
 // the record code are store/kv's, the same code store/bolt runs: a
 // transaction is a kv.Tx over txn (kv.go), a kv.Backend whose buckets read
-// etcd at the snapshot through the write overlay.
+// the snapshot (the node's watch cache, or etcd) through the write overlay.
 //
 // # Key layout
 //
@@ -33,12 +33,16 @@
 //
 // # Transactions: optimistic, guarded by mod revisions
 //
-// A transaction reads etcd at one revision, the snapshot: the first read
-// is linearizable and fixes it (rev), every later read asks for rev,
-// serializable (any member that has applied rev answers it exactly, with
-// no quorum round; a member behind answers ErrFutureRev and the read is
-// made linearizable). So a View sees one consistent state however long it
-// runs, and never blocks a writer. An Update buffers its writes in an overlay (one sorted tree per
+// A transaction reads the store at one revision, the snapshot (rev): the
+// watch cache's state once it has applied the store's last commit (below),
+// so every read but the walks of the audit log is answered from memory.
+// Without the cache (Options.NoCache, or while it reloads), every read is
+// an etcd request: the first is linearizable and fixes rev, every later
+// read asks for rev, serializable (any member that has applied rev answers
+// it exactly, with no quorum round; a member behind answers ErrFutureRev
+// and the read is made linearizable); the walks of the audit log are
+// such reads in both cases. So a View sees one consistent state however
+// long it runs, and never blocks a writer. An Update buffers its writes in an overlay (one sorted tree per
 // bucket) that its own reads and cursors see, and commits them as ONE etcd
 // Txn whose guard is:
 //
@@ -80,6 +84,54 @@
 // guard has one comparison per key read plus one per bucket ranged, and
 // only transactions that scan a bucket pay for it. Update's function may
 // run more than once, so it must not have effects outside the transaction.
+//
+// # The watch cache
+//
+// Each DB keeps a copy of the store (cache.go), as the Kubernetes API
+// server's watch cache does: at Open it reads the records of the prefix
+// at one revision (pages of one linearizable read's revision; every
+// record but the proof documents and the audit chains below), then
+// follows an etcd watch of the prefix from the next revision, applying
+// each revision whole (etcd sends a revision's events in one response).
+// The records sit in a copy-on-write B-tree (google/btree's Clone is
+// lazy): a transaction takes an immutable snapshot of it, consistent at
+// one revision however long it runs, and the watch never waits for it.
+// Each record keeps its ModRevision, what the guard compares. The audit
+// chains (bucket audit and audit.<node>) grow forever and are read whole
+// only by export and verify: the cache keeps each chain's head (its
+// greatest key, all an append reads), and a cursor over a chain reads
+// etcd at rev, as without the cache. A deleted head (only tampering
+// deletes one) is unknown until a greater key is put: Last then reads
+// etcd.
+//
+// A transaction must not start from a state older than the cluster's when
+// it began: a SAD created on another node, a token revoked there, must be
+// seen by a transaction that starts after that node answered. So the
+// first read of a transaction is a barrier: one linearizable etcd read of
+// the greatest ModRevision among the version keys — every commit puts
+// one, so it is the revision of the store's last commit — after which the
+// transaction waits until the watch has applied that revision, and reads
+// the snapshot (rev is the later of the cache's revision and the
+// barrier's: the store did not change between them). Barriers are shared
+// (barrier.go): a transaction waits for a barrier read that started after
+// it arrived, and those that arrive while one is in flight share the
+// next, so a node under load sends about one per round trip, not one per
+// transaction. Writes need the barrier too: their guard catches a stale
+// read only if they write, and a transaction that refuses without
+// writing (a SAD not found) must not refuse on a stale state. A signHash
+// costs one barrier and one commit, whatever it reads. A failed barrier is
+// store.ErrUnavailable, as a failed read.
+//
+// Correctness never depends on the cache: what a transaction read from it
+// is guarded at commit exactly as what it read from etcd (the
+// ModRevisions it read), so a cache that missed a write makes the commit
+// conflict, never commit over it. When the watch breaks (closed,
+// canceled, compacted, its member lost the leader) or lags more than a
+// second behind a barrier, the cache reloads in the background and
+// transactions read etcd directly meanwhile. Memory: every record but the
+// audit log and the proof documents (up to store.MaxProofSize each, read
+// one at a time by administrators: read from etcd at rev). Stats counts
+// the barriers and the direct reads.
 //
 // # Group commit
 //

@@ -107,6 +107,9 @@ type Options struct {
 	MaxTxnOps int
 	// Now is the clock for CreatedAt/UpdatedAt; nil means time.Now.
 	Now func() time.Time
+	// NoCache turns the watch cache off (cache.go): every read of a
+	// transaction is then an etcd request. For diagnosis.
+	NoCache bool
 	// Logger hears the etcd client's own log (zapLogger); nil for none.
 	// Ignored when Client is set.
 	Logger *slog.Logger
@@ -147,6 +150,9 @@ type DB struct {
 	// checks shares one Health check among the callers that ask while it
 	// runs.
 	checks singleflight.Group
+	// cache is the watch cache transactions read (cache.go); nil when
+	// Options.NoCache.
+	cache *watchCache
 }
 
 var (
@@ -228,6 +234,10 @@ func Open(ctx context.Context, opts Options) (*DB, error) {
 	if err := db.check(db.timeout); err != nil {
 		db.closeClient()
 		return nil, err
+	}
+	if !opts.NoCache {
+		db.cache = newWatchCache(db)
+		db.cache.start()
 	}
 	return db, nil
 }
@@ -351,9 +361,10 @@ func backoff(ctx context.Context, attempt int) error {
 	}
 }
 
-// Stats are counters of a DB's write transactions since Open: how much
-// the nodes contend (Conflicts per Commits) and how much group commit
-// shares (BatchCalls per Commits).
+// Stats are counters of a DB's transactions since Open: how much the
+// nodes contend (Conflicts per Commits), how much group commit shares
+// (BatchCalls per Commits) and what reading costs (Barriers and Reads:
+// etcd requests besides the commits).
 type Stats struct {
 	// Commits counts the etcd Txns sent (Update, Batch, Secret), the
 	// conflicting ones included.
@@ -365,10 +376,15 @@ type Stats struct {
 	// transaction, and BatchRuns the runs of their functions (a conflict
 	// runs them all again).
 	BatchCalls, BatchRuns uint64
+	// Barriers counts the reads that started transactions on the watch
+	// cache (shared by the transactions that arrived together), and Reads
+	// the reads of records transactions sent to etcd: all of them without
+	// the cache (off or reloading), only audit walks with it.
+	Barriers, Reads uint64
 }
 
 type counters struct {
-	commits, conflicts, calls, runs atomic.Uint64
+	commits, conflicts, calls, runs, barriers, reads atomic.Uint64
 }
 
 // Stats returns the counters of the DB's write transactions.
@@ -376,6 +392,7 @@ func (db *DB) Stats() Stats {
 	return Stats{
 		Commits: db.stats.commits.Load(), Conflicts: db.stats.conflicts.Load(),
 		BatchCalls: db.stats.calls.Load(), BatchRuns: db.stats.runs.Load(),
+		Barriers: db.stats.barriers.Load(), Reads: db.stats.reads.Load(),
 	}
 }
 
@@ -385,6 +402,9 @@ func (db *DB) Stats() Stats {
 func (db *DB) Close() error {
 	if !db.gate.Close() {
 		return nil
+	}
+	if db.cache != nil {
+		db.cache.close()
 	}
 	return db.closeClient()
 }

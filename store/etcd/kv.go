@@ -28,6 +28,10 @@ type txn struct {
 
 	// rev is the snapshot revision; 0 until the first read.
 	rev int64
+	// snap is the watch cache's state at rev when the transaction reads
+	// it (cache.go); nil: every read asks etcd. started: start ran.
+	snap    *snapshot
+	started bool
 	// err is the first read error: it poisons the transaction, whose
 	// function's result it replaces (nothing commits).
 	err error
@@ -109,6 +113,36 @@ func (t *txn) fail(err error) error {
 	return t.err
 }
 
+// start fixes the snapshot before the first read: the watch cache's, after
+// its barrier (cache.go), or none (the cache is off, reloading or lagging:
+// the first read of etcd fixes it). It returns the cache's snapshot, nil
+// for direct reads.
+func (t *txn) start() *snapshot {
+	if t.started {
+		return t.snap
+	}
+	t.started = true
+	if t.db.cache == nil || t.err != nil {
+		return nil
+	}
+	s, rev, err := t.db.cache.begin(t.ctx)
+	if err != nil {
+		t.fail(err)
+		return nil
+	}
+	t.snap, t.rev = s, rev
+	return s
+}
+
+// cached returns the snapshot of the watch cache when it holds bucket's
+// records (every bucket but the audit chains and the proofs), else nil.
+func (t *txn) cached(bucket string) *snapshot {
+	if s := t.start(); s != nil && cachedBucket(bucket) {
+		return s
+	}
+	return nil
+}
+
 // get runs one etcd range read at the snapshot revision, fixing it on the
 // first read (linearizable: it needs the quorum, so a transaction never
 // starts from a stale state). Later reads are serializable at the
@@ -125,6 +159,7 @@ func (t *txn) get(key string, opts ...clientv3.OpOption) (*clientv3.GetResponse,
 	defer cancel()
 	var resp *clientv3.GetResponse
 	var err error
+	t.db.stats.reads.Add(1)
 	if t.rev == 0 {
 		resp, err = t.db.kv.Get(ctx, key, opts...)
 	} else {
@@ -176,6 +211,11 @@ func (b *bucket) Get(key []byte) []byte {
 		}
 	}
 	ek := b.etcdKey(k)
+	if s := b.t.cached(b.name); s != nil {
+		v, mod := s.get(ek)
+		b.t.read(ek, mod)
+		return v
+	}
 	c, ok := b.t.cache[ek]
 	if !ok {
 		resp, err := b.t.get(ek)
@@ -287,23 +327,18 @@ type cursor struct {
 func (c *cursor) load(from string) {
 	for {
 		t := c.b.t
-		prefix := t.db.recordKey(c.b.name, "")
-		resp, err := t.get(prefix+from, clientv3.WithRange(clientv3.GetPrefixRangeEnd(prefix)), clientv3.WithLimit(pageSize))
+		page, more, err := t.page(c.b.name, from)
 		if err != nil {
 			c.items, c.more = nil, false
 			return
 		}
 		merged := map[string][]byte{}
 		var last string
-		for _, e := range resp.Kvs {
-			last = string(e.Key[len(prefix):])
-			v := e.Value
-			if v == nil {
-				v = []byte{}
-			}
-			merged[last] = v
+		for _, e := range page {
+			last = e.key
+			merged[last] = e.val
 		}
-		c.more = resp.More
+		c.more = more
 		c.next = last + "\x00"
 		if o := t.overlay(c.b.name, false); o != nil {
 			o.AscendGreaterOrEqual(write{key: from}, func(w write) bool {
@@ -329,6 +364,30 @@ func (c *cursor) load(from string) {
 		}
 		from = c.next
 	}
+}
+
+// page returns the entries of bucket at the snapshot from the key from on,
+// pageSize at most, and whether more follow: from the watch cache, or one
+// etcd read.
+func (t *txn) page(bucket, from string) ([]item, bool, error) {
+	prefix := t.db.recordKey(bucket, "")
+	if s := t.cached(bucket); s != nil {
+		items, more := s.page(prefix, from, pageSize)
+		return items, more, nil
+	}
+	resp, err := t.get(prefix+from, clientv3.WithRange(clientv3.GetPrefixRangeEnd(prefix)), clientv3.WithLimit(pageSize))
+	if err != nil {
+		return nil, false, err
+	}
+	items := make([]item, len(resp.Kvs))
+	for i, e := range resp.Kvs {
+		v := e.Value
+		if v == nil {
+			v = []byte{}
+		}
+		items[i] = item{string(e.Key[len(prefix):]), v}
+	}
+	return items, resp.More, nil
 }
 
 func (c *cursor) current() ([]byte, []byte) {
@@ -376,6 +435,9 @@ func (c *cursor) Last() ([]byte, []byte) {
 			best = &item{w.key, w.val}
 			return false
 		})
+	}
+	if _, ok := t.tops[c.b.name]; !ok {
+		t.cachedTop(c.b.name, prefix)
 	}
 	if top, ok := t.tops[c.b.name]; ok {
 		// etcd's greatest key at the snapshot is known: no read when the
@@ -434,6 +496,26 @@ func (c *cursor) Last() ([]byte, []byte) {
 		end = string(resp.Kvs[len(resp.Kvs)-1].Key)
 	}
 	return best.pair()
+}
+
+// cachedTop notes the greatest entry of bucket at the snapshot in tops
+// when the watch cache knows it: every bucket it holds in full, and the
+// known head of an audit chain.
+func (t *txn) cachedTop(bucket, prefix string) {
+	s := t.start()
+	switch {
+	case s == nil || !cachedBucket(bucket) && !auditBucket(bucket):
+		return
+	case cachedBucket(bucket):
+		t.tops[bucket] = s.top(prefix)
+		return
+	}
+	switch h, ok := s.heads[bucket]; {
+	case !ok:
+		t.tops[bucket] = nil // no record at the snapshot
+	case h.known:
+		t.tops[bucket] = &item{h.key, h.val}
+	}
 }
 
 // pair returns the entry as a cursor does; nil, nil for none.

@@ -6,9 +6,10 @@ import (
 	"github.com/signd/signd/store/etcd"
 )
 
-// WatchEtcd publishes the etcd backend's commit counters, read at scrape
-// time: how often this node's transactions conflict with other writers
-// (conflicts per commit) and how many Batch calls share a commit.
+// WatchEtcd publishes the etcd backend's counters, read at scrape time:
+// how often this node's transactions conflict with other writers
+// (conflicts per commit), how many Batch calls share a commit, and the
+// etcd reads besides the commits (barriers, direct reads).
 func (m *Metrics) WatchEtcd(stats func() etcd.Stats) {
 	counter := func(name, help string, v func(etcd.Stats) uint64) prometheus.Collector {
 		return prometheus.NewCounterFunc(prometheus.CounterOpts{Name: name, Help: help},
@@ -23,5 +24,9 @@ func (m *Metrics) WatchEtcd(stats func() etcd.Stats) {
 			func(s etcd.Stats) uint64 { return s.BatchCalls }),
 		counter("signd_store_etcd_batch_runs_total", "Runs of batched functions: above batch_calls when conflicts ran shared transactions again.",
 			func(s etcd.Stats) uint64 { return s.BatchRuns }),
+		counter("signd_store_etcd_barriers_total", "etcd reads that started transactions on the watch cache (shared by the transactions that arrived together).",
+			func(s etcd.Stats) uint64 { return s.Barriers }),
+		counter("signd_store_etcd_reads_total", "etcd reads of records by transactions: all of them while the watch cache reloads or is off, audit walks otherwise.",
+			func(s etcd.Stats) uint64 { return s.Reads }),
 	)
 }

@@ -39,8 +39,19 @@ var (
 // directory (0700) if needed; logger (nil for none) hears what the store
 // does on its own.
 func Open(cfg *config.Config, logger *slog.Logger) (Backend, error) {
+	return open(cfg, logger, true)
+}
+
+// OpenCommand opens the configured backend for a one-shot command (a few
+// transactions): as Open without a logger, and on etcd without the watch
+// cache (store.etcd.cache), whose load would read the whole store.
+func OpenCommand(cfg *config.Config) (Backend, error) {
+	return open(cfg, nil, false)
+}
+
+func open(cfg *config.Config, logger *slog.Logger, cache bool) (Backend, error) {
 	if cfg.Store.BackendName() == config.BackendEtcd {
-		return openEtcd(cfg, logger)
+		return openEtcd(cfg, logger, cache)
 	}
 	if err := os.MkdirAll(filepath.Dir(cfg.Store.Path), 0o700); err != nil {
 		return nil, fmt.Errorf("store directory: %w", err)
@@ -51,8 +62,8 @@ func Open(cfg *config.Config, logger *slog.Logger) (Backend, error) {
 }
 
 // openEtcd connects to the etcd cluster of store.etcd.* (the backend of
-// several nodes).
-func openEtcd(cfg *config.Config, logger *slog.Logger) (*etcd.DB, error) {
+// several nodes), with the watch cache if cache and store.etcd.cache.
+func openEtcd(cfg *config.Config, logger *slog.Logger, cache bool) (*etcd.DB, error) {
 	e := cfg.Store.Etcd
 	tlsCfg, err := etcdTLS(e)
 	if err != nil {
@@ -63,6 +74,7 @@ func openEtcd(cfg *config.Config, logger *slog.Logger) (*etcd.DB, error) {
 	db, err := etcd.Open(ctx, etcd.Options{
 		Endpoints: e.Endpoints, TLS: tlsCfg, Prefix: e.Prefix,
 		DialTimeout: e.DialTimeout, RequestTimeout: e.RequestTimeout, HealthTimeout: e.HealthTimeout, Logger: logger, Node: e.Node,
+		NoCache: !cache || !e.Cache,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("store.etcd (%s): %w", strings.Join(e.Endpoints, ", "), err)
