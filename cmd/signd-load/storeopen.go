@@ -51,6 +51,6 @@ func openStore(ctx context.Context, cfg *config.Config) (txStore, error) {
 	return etcd.Open(ctx, etcd.Options{
 		Endpoints: e.Endpoints, Prefix: e.Prefix, DialTimeout: e.DialTimeout, RequestTimeout: e.RequestTimeout, Node: e.Node,
 		HealthTimeout: e.HealthTimeout,
-		NoCache: !e.Cache,
+		NoCache:       !e.Cache,
 	})
 }
