@@ -39,11 +39,16 @@
 # the etcd set-ups' commit counters (signd_store_etcd_*_total on their
 # metrics listeners) summed over the (b) and (c) runs: commits, conflicts
 # (another node wrote what a commit read), Batch calls per commit (group
-# commit) and runs per call (conflicts rerun them).
+# commit), runs per call (conflicts rerun them), barriers (the shared
+# linearizable read a transaction starts with) and reads sent to etcd
+# besides them (none while the watch cache serves); and where the CPU
+# went while measuring: cores used by the etcd members (with NET_DELAY,
+# their delay proxies too), the set-up's signd nodes, its front, and the
+# rest (the load generator), from /proc.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-bad() { echo "bench-ha.sh: $*" >&2; echo "usage: scripts/bench-ha.sh (settings: ROUNDS, LOAD_SECONDS, C, N; see the header)" >&2; exit 2; }
+bad() { echo "bench-ha.sh: $*" >&2; echo "usage: scripts/bench-ha.sh (settings: ROUNDS, LOAD_SECONDS, C, N, BASE_SIGND, NET_DELAY; see the header)" >&2; exit 2; }
 [ $# -eq 0 ] || { [ "$1" = -h ] || [ "$1" = --help ]; } && [ $# -le 1 ] || bad "no arguments expected, got: $*"
 if [ $# -eq 1 ]; then sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0; fi
 # num NAME VALUE LO HI: VALUE is a whole number from LO to HI.
@@ -230,12 +235,14 @@ for n in "${names[@]}"; do
   case $n in *base) signd=$base ;; esac
   for i in $(seq 1 "${!k}"); do
     started "$n-$i" "$work/$n-$i.log" "$signd" --config "$work/$n-$i.yaml" serve
+    printf -v "nodepids_$n" '%s' "$(v=nodepids_$n; echo "${!v:-} ${pids[-1]}")"
     addr=$(sed -n 's/^  listen: //p' "$work/$n-$i.yaml")
     backends+=(--backend "http://$addr")
     ready "http://$addr/readyz" "$work/$n-$i.log"
   done
   u=url_$n
   started "front-$n" "$work/front-$n.log" bin/signd-cluster front --listen "${!u#http://}" "${backends[@]}" --check 500ms
+  printf -v "frontpid_$n" '%s' "${pids[-1]}"
 done
 for n in "${names[@]}"; do
   k=nodes_$n
@@ -252,21 +259,47 @@ counters() {
   for a in ${!m}; do curl -fsS "http://$a/metrics"; done | awk '
     /^signd_store_etcd_commits_total / { c += $2 } /^signd_store_etcd_conflicts_total / { x += $2 }
     /^signd_store_etcd_batch_calls_total / { b += $2 } /^signd_store_etcd_batch_runs_total / { r += $2 }
-    END { printf "%d %d %d %d\n", c, x, b, r }'
+    /^signd_store_etcd_barriers_total / { g += $2 } /^signd_store_etcd_reads_total / { d += $2 }
+    END { printf "%d %d %d %d %d %d\n", c, x, b, r, g, d }'
+}
+# ticks PID...: the CPU time (user + system, clock ticks) the processes
+# used so far.
+ticks() {
+  local p t=0 f
+  for p in "$@"; do
+    read -r -a f <"/proc/$p/stat" || continue
+    t=$((t + f[13] + f[14]))
+  done
+  echo "$t"
+}
+# boxticks: the machine's busy and total clock ticks so far (all cores).
+boxticks() {
+  awk '/^cpu / { busy = $2 + $3 + $4 + $7 + $8 + $9; print busy, busy + $5 + $6 }' /proc/stat
+}
+# cpusample NAME: CPU ticks of the set-up's etcd members (0 for bbolt),
+# signd nodes and front, and the machine's busy and total ticks.
+cpusample() {
+  local np=nodepids_$1 fp=frontpid_$1 e=0
+  case $1 in etcd*) e=$(ticks "${etcd_pids[@]}") ;; esac
+  echo "$e $(ticks ${!np}) $(ticks "${!fp}") $(boxticks)"
 }
 # measured NAME MODE CMD...: runs CMD, and adds the counters' growth
-# meanwhile to contention.txt.
+# meanwhile to contention.txt, and the CPU each part used to cpu.txt.
 measured() {
-  local n=$1 mode=$2 c0 x0 b0 r0 c1 x1 b1 r1
+  local n=$1 mode=$2 c0 x0 b0 r0 g0 d0 c1 x1 b1 r1 g1 d1 e0 s0 f0 u0 t0 e1 s1 f1 u1 t1
   shift 2
-  read -r c0 x0 b0 r0 < <(counters "$n")
+  read -r c0 x0 b0 r0 g0 d0 < <(counters "$n")
+  read -r e0 s0 f0 u0 t0 < <(cpusample "$n")
   "$@"
-  read -r c1 x1 b1 r1 < <(counters "$n")
-  echo "$n $mode $((c1 - c0)) $((x1 - x0)) $((b1 - b0)) $((r1 - r0))" >>"$work/contention.txt"
+  read -r e1 s1 f1 u1 t1 < <(cpusample "$n")
+  read -r c1 x1 b1 r1 g1 d1 < <(counters "$n")
+  echo "$n $mode $((c1 - c0)) $((x1 - x0)) $((b1 - b0)) $((r1 - r0)) $((g1 - g0)) $((d1 - d0))" >>"$work/contention.txt"
+  echo "$n $mode $((e1 - e0)) $((s1 - s0)) $((f1 - f0)) $((u1 - u0)) $((t1 - t0))" >>"$work/cpu.txt"
 }
 
 # (b) signHash and (c) token, each round in another order.
 : >"$work/contention.txt"
+: >"$work/cpu.txt"
 echo "## (b) bin/signd-load http --concurrency $conc --duration ${secs}s  (c) bin/signd-load codes --count $count, then bin/signd-load token --concurrency $conc --duration ${secs}s; through each front, $rounds rounds, alternating"
 for r in $(seq 1 "$rounds"); do
   for i in "${!names[@]}"; do
@@ -309,12 +342,26 @@ for n in "${names[@]}"; do
 done
 echo "errors logged by the daemons: $errors; audit verify (etcd-3, from node 2): $audit"
 for n in "${names[@]}"; do grep -H '"level":"ERROR"' "$work/$n"-*.log || true; done | sed "s|^$work/||" | head -n 5 | cut -c 1-400
-printf '\n%-34s %10s %10s %12s %14s %12s\n' "etcd commits while measuring" commits conflicts "batch calls" "calls/commit" "runs/call"
+printf '\n%-34s %10s %10s %12s %14s %12s %10s %10s\n' "etcd commits while measuring" commits conflicts "batch calls" "calls/commit" "runs/call" barriers reads
 for n in "${names[@]}"; do
   case $n in bolt | boltbase) continue ;; esac
   for mode in http token; do
     label="$(case $n in etcd1*) echo "1 node" ;; *) echo "3 nodes" ;; esac), $([ "$mode" = http ] && echo signHash || echo token)$(case $n in *base) echo ", BASE_SIGND" ;; esac)"
-    awk -v n="$n" -v m="$mode" -v l="$label" '$1 == n && $2 == m { c += $3; x += $4; b += $5; r += $6 }
-      END { printf "%-34s %10d %10d %12d %14s %12s\n", l, c, x, b, (c ? sprintf("%.2f", b / c) : "-"), (b ? sprintf("%.2f", r / b) : "-") }' "$work/contention.txt"
+    awk -v n="$n" -v m="$mode" -v l="$label" '$1 == n && $2 == m { c += $3; x += $4; b += $5; r += $6; g += $7; d += $8 }
+      END { printf "%-34s %10d %10d %12d %14s %12s %10d %10d\n", l, c, x, b, (c ? sprintf("%.2f", b / c) : "-"), (b ? sprintf("%.2f", r / b) : "-"), g, d }' "$work/contention.txt"
+  done
+done
+# Where the CPU went while measuring: cores (CPU seconds per second of
+# wall time) of the etcd members, the set-up's signd nodes and front, and
+# the rest (the load generator, the kernel's own work); busy is the share
+# of all cores in use.
+printf '\n%-34s %8s %8s %8s %8s %8s\n' "CPU while measuring (cores)" busy etcd signd front rest
+for n in "${names[@]}"; do
+  for mode in http token; do
+    awk -v n="$n" -v m="$mode" -v cores="$(nproc)" -v l="$n, $([ "$mode" = http ] && echo signHash || echo token)" '
+      $1 == n && $2 == m { e += $3; s += $4; f += $5; u += $6; t += $7 }
+      END { if (t == 0) exit; w = t / cores
+        r = (u - e - s - f) / w; if (r < 0) r = 0 # the two clocks round apart
+        printf "%-34s %7.0f%% %8.2f %8.2f %8.2f %8.2f\n", l, 100 * u / t, e / w, s / w, f / w, r }' "$work/cpu.txt"
   done
 done
