@@ -99,7 +99,7 @@ bench-token: ## Code→token exchanges/s of signd vs node-oidc-provider 9.x (nee
 	bash scripts/bench-token.sh
 
 .PHONY: bench-ha
-bench-ha: ## signHash and token throughput: 1 and 3 nodes on etcd vs 1 node on bbolt, and store commit latency (ROUNDS, LOAD_SECONDS, C).
+bench-ha: ## signHash and token throughput: 1 and 3 nodes on etcd vs 1 node on bbolt, store commit latency, commit counters and CPU split (ROUNDS, LOAD_SECONDS, C, N, BASE_SIGND, NET_DELAY).
 	bash scripts/bench-ha.sh
 
 .PHONY: lint
