@@ -133,6 +133,14 @@
 // one at a time by administrators: read from etcd at rev). Stats counts
 // the barriers and the direct reads.
 //
+// Without the cache (store.etcd.cache false, one-shot commands, a
+// reload), an append finds its chain's head with a descending read of
+// one key, which etcd answers by reading and sorting the whole range: the
+// DB remembers the greatest key it found by bucket (DB.lastKeys) and
+// reads only from there to the end of the chain, the few entries
+// appended since; when nothing is left from there (entries deleted behind
+// the store's back) it reads the whole chain again.
+//
 // # Group commit
 //
 // Batch (batch.go) is the node's group commit, shaped like store/bolt's:

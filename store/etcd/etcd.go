@@ -153,6 +153,10 @@ type DB struct {
 	// cache is the watch cache transactions read (cache.go); nil when
 	// Options.NoCache.
 	cache *watchCache
+	// lastKeys holds, by bucket, the greatest key a direct Last read
+	// found (an audit chain's head, when the cache does not serve it):
+	// the next one reads only from there on (cursor.hinted).
+	lastKeys sync.Map
 }
 
 var (

@@ -6,6 +6,7 @@ import (
 	"sort"
 
 	"github.com/google/btree"
+	"go.etcd.io/etcd/api/v3/mvccpb"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
@@ -454,6 +455,9 @@ func (c *cursor) Last() ([]byte, []byte) {
 		}
 	}
 	end := clientv3.GetPrefixRangeEnd(prefix)
+	if top, ok := c.hinted(prefix, end, best); ok {
+		return top.pair()
+	}
 	// The first page is one key: the head is rarely deleted in the overlay.
 	limit := int64(1)
 	for first := true; ; first = false {
@@ -466,11 +470,8 @@ func (c *cursor) Last() ([]byte, []byte) {
 		if first {
 			var top *item
 			if len(resp.Kvs) > 0 {
-				e := resp.Kvs[0]
-				top = &item{string(e.Key[len(prefix):]), e.Value}
-				if top.val == nil {
-					top.val = []byte{}
-				}
+				top = topItem(resp.Kvs[0], prefix)
+				t.db.lastKeys.Store(c.b.name, top.key)
 			}
 			t.tops[c.b.name] = top
 		}
@@ -516,6 +517,50 @@ func (t *txn) cachedTop(bucket, prefix string) {
 	case h.known:
 		t.tops[bucket] = &item{h.key, h.val}
 	}
+}
+
+// hinted finds the bucket's greatest key at the snapshot by reading only
+// from the greatest key a direct Last of this DB found before
+// (DB.lastKeys) to the end of the bucket: etcd answers a sorted range by
+// reading all of it, and the whole of an audit chain grows forever, while
+// the keys from the last head on are the few appended since. ok is false
+// (and the caller reads the whole bucket) when there is no hint, the read
+// fails, nothing is left from the hint on (the head was deleted behind
+// the store's back) or the overlay decides (it deleted that key, or holds
+// a greater one).
+func (c *cursor) hinted(prefix, end string, best *item) (*item, bool) {
+	t := c.b.t
+	h, ok := t.db.lastKeys.Load(c.b.name)
+	if !ok {
+		return nil, false
+	}
+	resp, err := t.get(prefix+h.(string), clientv3.WithRange(end), clientv3.WithLimit(1),
+		clientv3.WithSort(clientv3.SortByKey, clientv3.SortDescend))
+	if err != nil || len(resp.Kvs) == 0 {
+		t.db.lastKeys.Delete(c.b.name)
+		return nil, false
+	}
+	top := topItem(resp.Kvs[0], prefix)
+	t.db.lastKeys.Store(c.b.name, top.key)
+	t.tops[c.b.name] = top
+	if best != nil && best.key >= top.key {
+		return best, true
+	}
+	if o := t.overlay(c.b.name, false); o != nil {
+		if w, ok := o.Get(write{key: top.key}); ok && w.del {
+			return nil, false
+		}
+	}
+	return top, true
+}
+
+// topItem is the entry of e, a key under prefix.
+func topItem(e *mvccpb.KeyValue, prefix string) *item {
+	top := &item{string(e.Key[len(prefix):]), e.Value}
+	if top.val == nil {
+		top.val = []byte{}
+	}
+	return top
 }
 
 // pair returns the entry as a cursor does; nil, nil for none.

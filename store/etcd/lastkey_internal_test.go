@@ -1,0 +1,73 @@
+package etcd
+
+import (
+	"context"
+	"sync"
+	"testing"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/signd/signd/store"
+)
+
+// keysKV records the key of every read.
+type keysKV struct {
+	clientv3.KV
+	mu   sync.Mutex
+	keys []string
+}
+
+func (k *keysKV) Get(ctx context.Context, key string, opts ...clientv3.OpOption) (*clientv3.GetResponse, error) {
+	k.mu.Lock()
+	k.keys = append(k.keys, key)
+	k.mu.Unlock()
+	return k.KV.Get(ctx, key, opts...)
+}
+
+// TestDirectLastFromHint: without the watch cache, an audit append finds
+// the chain's head by reading from the head found last to the end of the
+// chain, not the whole chain (etcd sorts a whole range to answer a sorted
+// read of it); a head deleted behind the store's back sends it back to the
+// whole chain, and the chain it appends to stays whole.
+func TestDirectLastFromHint(t *testing.T) {
+	endpoints := startEmbedded(t)
+	ctx := context.Background()
+	db, err := Open(ctx, Options{Endpoints: endpoints, NoCache: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	appendOne := func() {
+		t.Helper()
+		if err := db.Update(ctx, func(tx store.Tx) error {
+			return tx.AppendAudit(&store.AuditEntry{Kind: store.AuditSignHash, Outcome: store.AuditGranted})
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for range 5 {
+		appendOne()
+	}
+	chain := db.recordKey("audit", "")
+	k := &keysKV{KV: db.kv}
+	db.kv = k
+	appendOne()
+	db.kv = k.KV
+	for _, key := range k.keys {
+		if key == chain {
+			t.Errorf("an append read the whole chain (from %q); reads: %q", key, k.keys)
+		}
+	}
+	verifyAudit(t, db, 6)
+
+	// The hint is entry 5 (the head the sixth append found); entries 5
+	// and 6 go behind the store's back: nothing is left from the hint on.
+	for _, seq := range []byte{5, 6} {
+		key := db.recordKey("audit", string([]byte{0, 0, 0, 0, 0, 0, 0, seq}))
+		if resp, err := db.client.Delete(ctx, key); err != nil || resp.Deleted != 1 {
+			t.Fatalf("delete entry %d: %v, %v", seq, resp, err)
+		}
+	}
+	appendOne()
+	verifyAudit(t, db, 5)
+}
