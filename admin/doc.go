@@ -39,11 +39,9 @@
 // defer End: the role check, dual control's hold, the audit entry and log
 // line); users (users, secrets and locks, TOTP, enrollment links, proof
 // documents), clients (OAuth clients), hsmkeys (signing credentials, the
-// time-stamping key, the OIDC signing keys, HSMInfo) and pending (list,
-// approve, reject) each have a struct embedding act.Core. The audit log's
-// verification and export (audit.go) and the audit key and checkpoints
-// (checkpoint.go) are still this package's, through an adapter over the
-// core (act.go), while the audit chain's verification changes.
+// time-stamping key, the OIDC signing keys, HSMInfo), pending (list,
+// approve, reject) and audit (the audit log's verification and export,
+// the audit key and checkpoints) each have a struct embedding act.Core.
 //
 // What does not need a Local is in its parts, which import nothing of
 // it either: package ops (the Service interface, the request, view and

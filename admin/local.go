@@ -2,10 +2,12 @@ package admin
 
 import (
 	"context"
+	"io"
 	"log/slog"
 	"time"
 
 	"github.com/signd/signd/admin/act"
+	"github.com/signd/signd/admin/audit"
 	"github.com/signd/signd/admin/clients"
 	"github.com/signd/signd/admin/enrollment"
 	"github.com/signd/signd/admin/hsmkeys"
@@ -20,9 +22,9 @@ import (
 // Local performs the operations directly on a store and a token: the one
 // façade the CLI, the admin socket and the provisioning API call. Each
 // operation is its subject's (admin/users, admin/clients, admin/hsmkeys,
-// admin/pending; audit.go and checkpoint.go here), built per call over
-// Local's fields around the act core (admin/act). The audit operations
-// need only Store.
+// admin/pending, admin/audit), built per call over Local's fields around
+// the act core (admin/act). The audit log's verification and export need
+// only Store.
 type Local struct {
 	Store  store.Store
 	Keys   KeyStore // nil: credential operations answer KindUnavailable
@@ -43,7 +45,7 @@ type Local struct {
 	// (admin.pending_ttl); 0 = DefaultPendingTTL.
 	PendingTTL time.Duration
 	// AuditKeyLabel is the audit key's label (audit.key_label) and
-	// Checkpoints signs the audit checkpoints (checkpoint.go); nil: the
+	// Checkpoints signs the audit checkpoints (admin/audit); nil: the
 	// audit key and checkpoint operations answer KindUnavailable.
 	AuditKeyLabel string
 	Checkpoints   *checkpoint.Maker
@@ -76,6 +78,10 @@ func (l *Local) clients() *clients.Clients {
 
 func (l *Local) pending() *pending.Pending {
 	return &pending.Pending{Core: l.core(), Service: l}
+}
+
+func (l *Local) audit() *audit.Audit {
+	return &audit.Audit{Core: l.core(), HSM: l.hsm(), AuditKeyLabel: l.AuditKeyLabel, Checkpoints: l.Checkpoints}
 }
 
 // Authorize checks that by holds one of roles for the operation named op,
@@ -270,6 +276,36 @@ func (l *Local) ApprovePending(ctx context.Context, by Principal, id string) (*A
 // RejectPending implements Service (admin/pending).
 func (l *Local) RejectPending(ctx context.Context, by Principal, id string) (*PendingView, error) {
 	return l.pending().RejectPending(ctx, by, id)
+}
+
+// AuditVerify implements Service (admin/audit).
+func (l *Local) AuditVerify(ctx context.Context, by Principal) (*AuditReport, error) {
+	return l.audit().AuditVerify(ctx, by)
+}
+
+// AuditExport implements Service (admin/audit).
+func (l *Local) AuditExport(ctx context.Context, by Principal, req AuditExportRequest, w io.Writer) error {
+	return l.audit().AuditExport(ctx, by, req, w)
+}
+
+// CreateAuditKey implements Service (admin/audit).
+func (l *Local) CreateAuditKey(ctx context.Context, by Principal, req CreateAuditKeyRequest) (*AuditKeyView, error) {
+	return l.audit().CreateAuditKey(ctx, by, req)
+}
+
+// ShowAuditKey implements Service (admin/audit).
+func (l *Local) ShowAuditKey(ctx context.Context, by Principal) (*AuditKeyView, error) {
+	return l.audit().ShowAuditKey(ctx, by)
+}
+
+// AuditCheckpoint implements Service (admin/audit).
+func (l *Local) AuditCheckpoint(ctx context.Context, by Principal) (*CheckpointView, error) {
+	return l.audit().AuditCheckpoint(ctx, by)
+}
+
+// AuditVerifyCheckpoint implements Service (admin/audit).
+func (l *Local) AuditVerifyCheckpoint(ctx context.Context, by Principal, req AuditVerifyCheckpointRequest) (*CheckpointReport, error) {
+	return l.audit().AuditVerifyCheckpoint(ctx, by, req)
 }
 
 // What admin needs of the token is package admin/tokenkeys's.

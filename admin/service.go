@@ -1,10 +1,6 @@
 package admin
 
-import (
-	"fmt"
-
-	"github.com/signd/signd/admin/ops"
-)
+import "github.com/signd/signd/admin/ops"
 
 // The operations — the Service, what each takes and answers, the roles
 // that may perform it (Operations) and the operator-facing Error — are
@@ -80,10 +76,6 @@ func Operations() []Operation { return ops.Operations() }
 
 // Lookup is ops.Lookup: the operation named name.
 func Lookup(name string) (Operation, bool) { return ops.Lookup(name) }
-
-func errorf(kind Kind, format string, args ...any) *Error {
-	return &Error{Kind: kind, Message: fmt.Sprintf(format, args...)}
-}
 
 // Holdable is ops.Holdable: whether the operation named op can be put
 // under dual control, and if not why.

@@ -1,20 +1,16 @@
 package config
 
 import (
-	"crypto/sha256"
-	"crypto/x509"
-	"encoding/hex"
-	"encoding/pem"
 	"fmt"
-	"os"
-	"strings"
 
+	"github.com/signd/signd/config/clientca"
 	"github.com/signd/signd/config/rules"
 )
 
 // AdminAPIConfig is admin.api_*: the provisioning API, a listener of its
 // own that serves the admin operations over HTTPS to holders of client
-// certificates (docs/API.md, "Provisioning API"). Its server certificate
+// certificates (docs/API.md, "Provisioning API"). What reads and checks
+// its client CA, CRL and role entries is package config/clientca's. Its server certificate
 // is its own: the API is for the onboarding system's network, not the
 // users', and its certificate comes from the PKI of that network.
 type AdminAPIConfig struct {
@@ -64,11 +60,9 @@ func (r APIRolesConfig) Map() map[string][]string {
 	return out
 }
 
-// MaxAPIRoleEntries caps the certificate entries of one role.
-const MaxAPIRoleEntries = 256
-
-// maxAPISubjectLen caps a subject entry (admin.CertEntry).
-const maxAPISubjectLen = 800
+// MaxAPIRoleEntries caps the certificate entries of one role
+// (clientca.MaxEntries).
+const MaxAPIRoleEntries = clientca.MaxEntries
 
 func adminAPIKeys() []Key {
 	return []Key{
@@ -113,12 +107,12 @@ func (c *Config) adminAPIChecks() []check {
 		{"admin.api_key_file", rules.PairedWith(a.APIKeyFile, a.APICertFile, "admin.api_cert_file")},
 		{"admin.api_key_file", rules.PrivateFile(a.APIKeyFile)},
 		{"admin.api_client_ca", rules.RequiredWith(a.APIClientCA, on, "admin.api_listen")},
-		{"admin.api_client_ca", clientCA(a.APIClientCA)},
-		{"admin.api_client_crl", clientCRL(a.APIClientCRL, a.APIClientCA)},
+		{"admin.api_client_ca", clientca.CAFile(a.APIClientCA)},
+		{"admin.api_client_crl", clientca.CRLFile(a.APIClientCRL, a.APIClientCA)},
 	}
 	any := false
 	for _, rg := range a.APIRoles.ByRole() {
-		checks = append(checks, check{"admin.api_roles." + rg.Role, certEntries(rg.Groups)})
+		checks = append(checks, check{"admin.api_roles." + rg.Role, clientca.Entries(rg.Groups)})
 		any = any || len(rg.Groups) > 0
 	}
 	if on && !any {
@@ -142,119 +136,6 @@ func apiListen(addr string, s ServerConfig) string {
 		return fmt.Sprintf("%q uses the port of server.listen (%s); give the provisioning API a port of its own", addr, s.Listen)
 	case s.MetricsListen != "" && portConflict(addr, s.MetricsListen):
 		return fmt.Sprintf("%q uses the port of server.metrics_listen (%s); give the provisioning API a port of its own", addr, s.MetricsListen)
-	}
-	return ""
-}
-
-// ClientCAs reads admin.api_client_ca: its CA certificates, at least one.
-func ClientCAs(path string) ([]*x509.Certificate, error) {
-	raw, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
-	var out []*x509.Certificate
-	for n := 1; ; n++ {
-		var b *pem.Block
-		b, raw = pem.Decode(raw)
-		if b == nil {
-			break
-		}
-		if b.Type != "CERTIFICATE" {
-			return nil, fmt.Errorf("%s: PEM block %d is %q, not CERTIFICATE", path, n, b.Type)
-		}
-		cert, err := x509.ParseCertificate(b.Bytes)
-		if err != nil {
-			return nil, fmt.Errorf("%s: certificate %d: %v", path, n, err)
-		}
-		if !cert.IsCA {
-			return nil, fmt.Errorf("%s: certificate %d (%s) is not a CA certificate (basicConstraints cA)", path, n, cert.Subject)
-		}
-		out = append(out, cert)
-	}
-	if len(out) == 0 {
-		return nil, fmt.Errorf("%s holds no PEM certificate", path)
-	}
-	return out, nil
-}
-
-func clientCA(path string) string {
-	if msg := rules.ReadableFile(path); msg != "" || path == "" {
-		return msg
-	}
-	if _, err := ClientCAs(path); err != nil {
-		return err.Error()
-	}
-	return ""
-}
-
-// ClientCRL reads admin.api_client_crl (PEM or DER) and checks its
-// signature by one of cas.
-func ClientCRL(path string, cas []*x509.Certificate) (*x509.RevocationList, error) {
-	raw, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
-	if b, _ := pem.Decode(raw); b != nil {
-		if b.Type != "X509 CRL" {
-			return nil, fmt.Errorf("%s: PEM block is %q, not X509 CRL", path, b.Type)
-		}
-		raw = b.Bytes
-	}
-	crl, err := x509.ParseRevocationList(raw)
-	if err != nil {
-		return nil, fmt.Errorf("%s is not a CRL: %v", path, err)
-	}
-	for _, ca := range cas {
-		if crl.CheckSignatureFrom(ca) == nil {
-			return crl, nil
-		}
-	}
-	return nil, fmt.Errorf("%s (issuer %s) is not signed by a certificate of admin.api_client_ca", path, crl.Issuer)
-}
-
-func clientCRL(path, caPath string) string {
-	if msg := rules.ReadableFile(path); msg != "" || path == "" {
-		return msg
-	}
-	if caPath == "" {
-		return "needs admin.api_client_ca, the CA that signs it"
-	}
-	cas, err := ClientCAs(caPath)
-	if err != nil {
-		return "" // admin.api_client_ca says what is wrong
-	}
-	if _, err := ClientCRL(path, cas); err != nil {
-		return err.Error()
-	}
-	return ""
-}
-
-// certEntries checks one role's certificate entries: each a subject or a
-// key fingerprint (admin.CertEntry says the same), none twice.
-func certEntries(entries []string) string {
-	if len(entries) > MaxAPIRoleEntries {
-		return fmt.Sprintf("at most %d entries, got %d", MaxAPIRoleEntries, len(entries))
-	}
-	seen := map[string]int{}
-	for i, e := range entries {
-		norm := e
-		switch {
-		case len(e) > 7 && strings.EqualFold(e[:7], "sha256:"):
-			norm = "sha256:" + strings.ToLower(e[7:])
-			if b, err := hex.DecodeString(norm[7:]); err != nil || len(b) != sha256.Size {
-				return fmt.Sprintf("entry %d: %q is not sha256: and the 64 hex digits of a SubjectPublicKeyInfo's SHA-256 digest", i+1, e)
-			}
-		case e == "":
-			return fmt.Sprintf("entry %d is empty: name a subject (CN=…,O=…) or a key (sha256:…)", i+1)
-		case len(e) > maxAPISubjectLen:
-			return fmt.Sprintf("entry %d: a subject of %d bytes; at most %d", i+1, len(e), maxAPISubjectLen)
-		case !strings.Contains(e, "=") || strings.ContainsFunc(e, func(r rune) bool { return r < 0x20 || r == 0x7f || r == 0xfffd }):
-			return fmt.Sprintf("entry %d: %q is neither sha256:<hex> nor a distinguished name (CN=onboarding,O=Example)", i+1, e)
-		}
-		if first, ok := seen[norm]; ok {
-			return fmt.Sprintf("entries %d and %d name the same certificate (%s)", first, i+1, e)
-		}
-		seen[norm] = i + 1
 	}
 	return ""
 }

@@ -14,5 +14,5 @@
 // Core carries what every act needs (the store, the clock, the log, the
 // operations under dual control); admin.Local builds one from its fields,
 // and the struct of every subject (admin/users, admin/clients,
-// admin/hsmkeys, admin/pending) embeds it.
+// admin/hsmkeys, admin/pending, admin/audit) embeds it.
 package act

@@ -23,9 +23,13 @@ func (l *HSM) KeyStore() (tokenkeys.KeyStore, error) {
 	return l.Keys, nil
 }
 
-// CreateCredential performs Service.CreateCredential: the key pair is generated in the
-// token, a CSR is signed by it, and the credential is stored as pending
-// (unusable) until ImportCertificate attaches a chain.
+// CreateCredential performs Service.CreateCredential: the key pair is
+// generated in the token, a CSR is signed by it, and the credential is
+// stored as pending (unusable) until ImportCertificate attaches a chain.
+// Its phases: the request checked (checkCredential), the owner read, the
+// key pair and CSR made in the token (generate), the credential and its
+// entry written in one transaction; a failure after the key was made
+// destroys it (credentialKey.rollback).
 func (l *HSM) CreateCredential(ctx context.Context, by principal.Principal, req ops.CreateCredentialRequest) (_ *ops.CreateCredentialResult, err error) {
 	// The target is the owner until the credential has an ID: a refusal
 	// before it names whom the credential was for.
@@ -37,6 +41,57 @@ func (l *HSM) CreateCredential(ctx context.Context, by principal.Principal, req 
 		return nil, err
 	}
 	defer a.End(ctx, &err)
+	spec, mode, err := checkCredential(a, req)
+	if err != nil {
+		return nil, err
+	}
+	// Check the owner first, so a typo costs no key generation.
+	if _, err := l.Users.User(ctx, req.User); err != nil {
+		return nil, err
+	}
+	keys, err := l.KeyStore()
+	if err != nil {
+		return nil, err
+	}
+	id, err := store.NewID()
+	if err != nil {
+		return nil, l.Fail("credential", err)
+	}
+	k, err := l.generate(ctx, keys, id, req.Label, spec)
+	if err != nil {
+		return nil, err
+	}
+	c := &store.Credential{
+		ID: id, Owner: req.User, KeyID: k.key.ID, Label: k.label, Algorithm: spec.Algorithm,
+		KeyBits: k.key.Bits, Status: store.CredentialPending,
+		Multisign: max(req.Multisign, 1), AuthMode: mode, Description: req.Description,
+	}
+	a.Target, a.Credential = "credential:"+id, id
+	a.Set("algorithm", spec.Algorithm)
+	a.Set("label", k.label)
+	a.Result["key_id"] = hex.EncodeToString(k.key.ID)
+	a.Outcome = string(store.CredentialPending)
+	a.Reason = fmt.Sprintf("key pair %s generated in the token (label %q), CSR issued%s", spec.Algorithm, k.label, k.note)
+	err = a.Update(ctx, func(tx store.Tx) (err error) {
+		if err := tx.CreateCredential(c); err != nil {
+			return err
+		}
+		c, err = tx.Credential(id)
+		return err
+	})
+	if err != nil {
+		return nil, k.rollback(ctx, err)
+	}
+	return &ops.CreateCredentialResult{
+		Credential: *ops.CredentialViewOf(c),
+		CSRPEM:     enroll.CSRPEM(k.csrDER),
+	}, nil
+}
+
+// checkCredential records on a what CreateCredential was asked and checks
+// it: the key's algorithm and subject (enroll.Request.Check), how its
+// signatures are authorized, the description.
+func checkCredential(a *act.Act, req ops.CreateCredentialRequest) (*enroll.Spec, store.AuthMode, error) {
 	a.User = req.User
 	if req.Algo != "" {
 		a.Set("algorithm", req.Algo)
@@ -53,28 +108,33 @@ func (l *HSM) CreateCredential(ctx context.Context, by principal.Principal, req 
 	}
 	spec, err := enroll.Request{Owner: req.User, Algorithm: req.Algo, Subject: req.Subject}.Check()
 	if err != nil {
-		return nil, act.Errorf(ops.KindInvalid, "%v", err)
+		return nil, "", act.Errorf(ops.KindInvalid, "%v", err)
 	}
 	mode, err := ops.CheckAuth(req.Multisign, req.AuthMode)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	if err := ops.CheckDescription(req.Description); err != nil {
-		return nil, err
+		return nil, "", err
 	}
-	// Check the owner first, so a typo costs no key generation.
-	if _, err := l.Users.User(ctx, req.User); err != nil {
-		return nil, err
-	}
-	keys, err := l.KeyStore()
-	if err != nil {
-		return nil, err
-	}
-	id, err := store.NewID()
-	if err != nil {
-		return nil, l.Fail("credential", err)
-	}
-	label := req.Label
+	return spec, mode, nil
+}
+
+// credentialKey is the key pair generate made in the token for a new
+// credential, and its CSR.
+type credentialKey struct {
+	l      *HSM
+	keys   tokenkeys.KeyStore
+	key    *enroll.Key
+	csrDER []byte
+	label  string
+	note   string // what the token does not freeze of the key (tokenkeys.Enroll.AuditNote)
+}
+
+// generate makes the key pair of credential id in keys, labelled
+// label ("" = signd-<id>), and its CSR. When the CSR fails, the key is
+// destroyed again (rollback).
+func (l *HSM) generate(ctx context.Context, keys tokenkeys.KeyStore, id, label string, spec *enroll.Spec) (*credentialKey, error) {
 	if label == "" {
 		label = "signd-" + id
 	}
@@ -86,41 +146,22 @@ func (l *HSM) CreateCredential(ctx context.Context, by principal.Principal, req 
 	if key == nil {
 		return nil, l.Fail("generate key", err)
 	}
-	rollback := func(cause error) error {
-		if derr := keys.DestroyKey(context.WithoutCancel(ctx), key.ID); derr != nil {
-			l.Log().Error("rollback: destroying key failed", "key_id", hex.EncodeToString(key.ID), "err", derr)
-			return act.Errorf(ops.KindInternal, "credential creation failed (%v) and key %x with label %q is left in the token: remove it with pkcs11-tool", l.Fail("create credential", cause), key.ID, label)
-		}
-		return l.Fail("create credential", cause)
-	}
+	k := &credentialKey{l: l, keys: keys, key: key, csrDER: csrDER, label: label, note: ek.AuditNote()}
 	if err != nil {
-		return nil, rollback(err)
+		return nil, k.rollback(ctx, err)
 	}
-	c := &store.Credential{
-		ID: id, Owner: req.User, KeyID: key.ID, Label: label, Algorithm: spec.Algorithm,
-		KeyBits: key.Bits, Status: store.CredentialPending,
-		Multisign: max(req.Multisign, 1), AuthMode: mode, Description: req.Description,
+	return k, nil
+}
+
+// rollback destroys the key of a credential that was not created because
+// of cause, and returns the operator's error; a key left in the token is
+// named in it.
+func (k *credentialKey) rollback(ctx context.Context, cause error) error {
+	if derr := k.keys.DestroyKey(context.WithoutCancel(ctx), k.key.ID); derr != nil {
+		k.l.Log().Error("rollback: destroying key failed", "key_id", hex.EncodeToString(k.key.ID), "err", derr)
+		return act.Errorf(ops.KindInternal, "credential creation failed (%v) and key %x with label %q is left in the token: remove it with pkcs11-tool", k.l.Fail("create credential", cause), k.key.ID, k.label)
 	}
-	a.Target, a.Credential = "credential:"+id, id
-	a.Set("algorithm", spec.Algorithm)
-	a.Set("label", label)
-	a.Result["key_id"] = hex.EncodeToString(key.ID)
-	a.Outcome = string(store.CredentialPending)
-	a.Reason = fmt.Sprintf("key pair %s generated in the token (label %q), CSR issued%s", spec.Algorithm, label, ek.AuditNote())
-	err = a.Update(ctx, func(tx store.Tx) (err error) {
-		if err := tx.CreateCredential(c); err != nil {
-			return err
-		}
-		c, err = tx.Credential(id)
-		return err
-	})
-	if err != nil {
-		return nil, rollback(err)
-	}
-	return &ops.CreateCredentialResult{
-		Credential: *ops.CredentialViewOf(c),
-		CSRPEM:     enroll.CSRPEM(csrDER),
-	}, nil
+	return k.l.Fail("create credential", cause)
 }
 
 // ImportCertificate performs Service.ImportCertificate.

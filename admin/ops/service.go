@@ -59,7 +59,7 @@ type Service interface {
 	ListPending(ctx context.Context, by Principal) ([]PendingView, error)
 	ApprovePending(ctx context.Context, by Principal, id string) (*ApprovalResult, error)
 	RejectPending(ctx context.Context, by Principal, id string) (*PendingView, error)
-	// The audit key and signed checkpoints (checkpoint.go).
+	// The audit key and signed checkpoints (admin/audit).
 	CreateAuditKey(ctx context.Context, by Principal, req CreateAuditKeyRequest) (*AuditKeyView, error)
 	ShowAuditKey(ctx context.Context, by Principal) (*AuditKeyView, error)
 	AuditCheckpoint(ctx context.Context, by Principal) (*CheckpointView, error)

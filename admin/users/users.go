@@ -54,7 +54,10 @@ func (l *Users) userView(u *store.User) *ops.UserView {
 	return v
 }
 
-// AddUser performs Service.AddUser.
+// AddUser performs Service.AddUser. Its phases: the request recorded and
+// checked (checkAddUser), the record made with its secrets hashed or its
+// enrollment link (newUser), the record and its entry written in one
+// transaction.
 func (l *Users) AddUser(ctx context.Context, by principal.Principal, req ops.AddUserRequest) (_ *ops.UserView, err error) {
 	a, err := l.Begin(ctx, by, "AddUser", store.AuditUserAdded, "user:"+req.Username)
 	if err != nil {
@@ -68,6 +71,31 @@ func (l *Users) AddUser(ctx context.Context, by principal.Principal, req ops.Add
 		}
 	}
 	defer a.End(ctx, &err)
+	if err := checkAddUser(a, req); err != nil {
+		return nil, err
+	}
+	u, link, err := l.newUser(a, req)
+	if err != nil {
+		return nil, err
+	}
+	err = a.Update(ctx, func(tx store.Tx) error {
+		if err := tx.CreateUser(u); err != nil {
+			return err
+		}
+		u, err = tx.User(req.Username)
+		return err
+	})
+	if err != nil {
+		return nil, l.Fail(fmt.Sprintf("user %q", req.Username), err)
+	}
+	v := l.userView(u)
+	v.Enrollment = link
+	return v, nil
+}
+
+// checkAddUser records on a what AddUser was asked (never a secret: that
+// a password or PIN is set, the claims' names) and checks it.
+func checkAddUser(a *act.Act, req ops.AddUserRequest) error {
 	a.User = req.Username
 	if req.Enroll {
 		a.Set("enroll", "link")
@@ -87,65 +115,56 @@ func (l *Users) AddUser(ctx context.Context, by principal.Principal, req ops.Add
 		a.Set("claims", strings.Join(slices.Sorted(maps.Keys(req.Claims)), ","))
 	}
 	if req.Enroll && (req.Password != "" || req.PIN != "") {
-		return nil, act.Errorf(ops.KindInvalid, "enroll: the user sets the password and PIN through the enrollment link; give neither")
+		return act.Errorf(ops.KindInvalid, "enroll: the user sets the password and PIN through the enrollment link; give neither")
 	}
 	if !req.Enroll {
 		if err := ops.CheckSecretLen("password", req.Password, input.MinPasswordLen, input.MaxPasswordLen); err != nil {
-			return nil, err
+			return err
 		}
 	}
 	if req.PIN != "" {
 		if err := ops.CheckSecretLen("PIN", req.PIN, input.MinPINLen, input.MaxPINLen); err != nil {
-			return nil, err
+			return err
 		}
 	}
 	if err := ops.CheckEmail(req.Email); err != nil {
-		return nil, err
+		return err
 	}
 	if req.EmailVerified && req.Email == "" {
-		return nil, act.Errorf(ops.KindInvalid, "--email-verified needs --email")
+		return act.Errorf(ops.KindInvalid, "--email-verified needs --email")
 	}
-	if err := ops.CheckClaims(req.Claims); err != nil {
-		return nil, err
-	}
+	return ops.CheckClaims(req.Claims)
+}
+
+// newUser makes the record AddUser stores: a new ID, the password's hash
+// or, with req.Enroll, an enrollment link (its expiry recorded on a), and
+// the PIN's hash.
+func (l *Users) newUser(a *act.Act, req ops.AddUserRequest) (u *store.User, link *ops.EnrollmentView, err error) {
 	id, err := store.NewID()
 	if err != nil {
-		return nil, l.Fail("user "+req.Username, err)
+		return nil, nil, l.Fail("user "+req.Username, err)
 	}
-	u := &store.User{
+	u = &store.User{
 		ID: id, Username: req.Username, Status: store.UserActive,
 		Email: req.Email, EmailVerified: req.EmailVerified, Claims: req.Claims,
 	}
-	var link *ops.EnrollmentView
 	if req.Enroll {
 		// No password and no PIN: password login is impossible until the
 		// user sets them through the link.
 		if link, u.EnrollmentHash, err = l.newEnrollment(req.Username); err != nil {
-			return nil, l.Fail("user "+req.Username, err)
+			return nil, nil, l.Fail("user "+req.Username, err)
 		}
 		u.EnrollmentExpires = link.ExpiresAt
 		a.Result["enrollment_expires"] = link.ExpiresAt.Format(time.RFC3339)
 	} else if u.PasswordHash, err = l.Hasher.Hash([]byte(req.Password)); err != nil {
-		return nil, l.Fail("user "+req.Username, err)
+		return nil, nil, l.Fail("user "+req.Username, err)
 	}
 	if req.PIN != "" {
 		if u.PINHash, err = l.Hasher.Hash([]byte(req.PIN)); err != nil {
-			return nil, l.Fail("user "+req.Username, err)
+			return nil, nil, l.Fail("user "+req.Username, err)
 		}
 	}
-	err = a.Update(ctx, func(tx store.Tx) error {
-		if err := tx.CreateUser(u); err != nil {
-			return err
-		}
-		u, err = tx.User(req.Username)
-		return err
-	})
-	if err != nil {
-		return nil, l.Fail(fmt.Sprintf("user %q", req.Username), err)
-	}
-	v := l.userView(u)
-	v.Enrollment = link
-	return v, nil
+	return u, link, nil
 }
 
 // ListUsers performs Service.ListUsers.

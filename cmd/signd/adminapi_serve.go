@@ -12,6 +12,7 @@ import (
 	"github.com/signd/signd/cmd/signd/adminapi"
 	"github.com/signd/signd/cmd/signd/adminrpc"
 	"github.com/signd/signd/config"
+	"github.com/signd/signd/config/clientca"
 )
 
 // listenAPI opens the provisioning API's listener (admin.api_listen;
@@ -28,13 +29,13 @@ func listenAPI(cfg *config.Config, local *admin.Local, now func() time.Time, log
 	if err != nil {
 		return nil, nil, fmt.Errorf("admin.api_cert_file, api_key_file: %w", err)
 	}
-	cas, err := config.ClientCAs(a.APIClientCA)
+	cas, err := clientca.ReadCAs(a.APIClientCA)
 	if err != nil {
 		return nil, nil, fmt.Errorf("admin.api_client_ca: %w", err)
 	}
 	gate := &adminapi.Gate{ClientCAs: cas, Now: now, Refused: local.Refused, Logger: logger}
 	if a.APIClientCRL != "" {
-		if gate.CRL, err = config.ClientCRL(a.APIClientCRL, cas); err != nil {
+		if gate.CRL, err = clientca.ReadCRL(a.APIClientCRL, cas); err != nil {
 			return nil, nil, fmt.Errorf("admin.api_client_crl: %w", err)
 		}
 	}

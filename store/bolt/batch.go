@@ -8,6 +8,7 @@ import (
 
 	"github.com/signd/signd/store"
 	"github.com/signd/signd/store/kv"
+	"github.com/signd/signd/store/kv/groupcommit"
 )
 
 // Batch runs fn in a write transaction that it may share with concurrent
@@ -29,7 +30,7 @@ func (db *DB) Batch(ctx context.Context, fn func(store.Tx) error) error {
 // commitBatch runs calls in one transaction and delivers every outcome.
 // If the shared transaction fails, each call is run again in a transaction
 // of its own, so one failing function cannot fail the others.
-func (db *DB) commitBatch(calls []*kv.BatchCall) []*kv.BatchCall {
+func (db *DB) commitBatch(calls []*groupcommit.BatchCall) []*groupcommit.BatchCall {
 	if len(calls) == 1 {
 		calls[0].Deliver(db.updateOne(calls[0].Fn))
 		return nil
@@ -57,11 +58,11 @@ func (db *DB) commitBatch(calls []*kv.BatchCall) []*kv.BatchCall {
 }
 
 // updateOne is Update without the context check, turning a panic of fn
-// into a kv.BatchPanic (bbolt has rolled back by then).
+// into a groupcommit.BatchPanic (bbolt has rolled back by then).
 func (db *DB) updateOne(fn func(store.Tx) error) (err error) {
 	defer func() {
 		if v := recover(); v != nil {
-			err = kv.BatchPanic{V: v}
+			err = groupcommit.BatchPanic{V: v}
 		}
 	}()
 	return db.update(func(btx *bbolt.Tx) error {

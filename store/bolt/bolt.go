@@ -20,6 +20,7 @@ import (
 
 	"github.com/signd/signd/store"
 	"github.com/signd/signd/store/kv"
+	"github.com/signd/signd/store/kv/groupcommit"
 )
 
 // schemaVersion is the version of the file layout described in doc.go.
@@ -98,8 +99,8 @@ type DB struct {
 	path   string
 	now    func() time.Time
 	opts   Options
-	health health     // write failures and damage seen (handle.go)
-	batch  kv.Batcher // group commit of Batch (batch.go)
+	health health              // write failures and damage seen (handle.go)
+	batch  groupcommit.Batcher // group commit of Batch (batch.go)
 }
 
 var (

@@ -6,6 +6,7 @@ import (
 
 	"github.com/signd/signd/store"
 	"github.com/signd/signd/store/kv"
+	"github.com/signd/signd/store/kv/groupcommit"
 )
 
 // Batch runs fn in a write transaction that it may share with concurrent
@@ -31,7 +32,7 @@ func (db *DB) Batch(ctx context.Context, fn func(store.Tx) error) error {
 // delivers the outcome of those that committed; it returns the calls that
 // did not fit into the etcd Txn (calls[0] always fits), to be committed
 // next.
-func (db *DB) commitBatch(calls []*kv.BatchCall) []*kv.BatchCall {
+func (db *DB) commitBatch(calls []*groupcommit.BatchCall) []*groupcommit.BatchCall {
 	db.writer.Lock()
 	defer db.writer.Unlock()
 	for attempt := range db.attempts {
@@ -64,12 +65,12 @@ func (db *DB) commitBatch(calls []*kv.BatchCall) []*kv.BatchCall {
 
 // attemptBatch runs the functions of calls in order in one transaction,
 // each after a savepoint, and commits. errs holds each function's own
-// outcome (nil, its error or a kv.BatchPanic; the failed ones rolled back); n
+// outcome (nil, its error or a groupcommit.BatchPanic; the failed ones rolled back); n
 // is how many ran and commit: a function after the first whose writes
 // would make the Txn exceed the etcd limits is rolled back and ends the
 // batch there. ok is false when the guard failed; err is a failed read or
 // commit (store.ErrUnavailable).
-func (db *DB) attemptBatch(calls []*kv.BatchCall) (errs []error, n int, ok bool, err error) {
+func (db *DB) attemptBatch(calls []*groupcommit.BatchCall) (errs []error, n int, ok bool, err error) {
 	t := newTxn(context.Background(), db, true)
 	defer func() { t.done = true }()
 	errs = make([]error, len(calls))
@@ -77,7 +78,7 @@ func (db *DB) attemptBatch(calls []*kv.BatchCall) (errs []error, n int, ok bool,
 	for i, c := range calls {
 		sp := t.savepoint()
 		db.stats.runs.Add(1)
-		errs[i] = kv.Recovered(c.Fn, kv.NewTx(t, db.now))
+		errs[i] = groupcommit.Recovered(c.Fn, kv.NewTx(t, db.now))
 		if t.err != nil {
 			return nil, 0, false, t.err
 		}

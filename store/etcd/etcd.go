@@ -17,6 +17,7 @@ import (
 
 	"github.com/signd/signd/store"
 	"github.com/signd/signd/store/kv"
+	"github.com/signd/signd/store/kv/groupcommit"
 )
 
 // Errors of this backend besides the store sentinels.
@@ -142,7 +143,7 @@ type DB struct {
 	// guard.
 	writer sync.Mutex
 	// batch queues Batch calls for the next shared transaction (batch.go).
-	batch kv.Batcher
+	batch groupcommit.Batcher
 	stats counters
 
 	// gate counts running transactions for Close.

@@ -50,11 +50,6 @@
 // the transaction ends: every record is decoded (copied) out of them, and
 // a value put must not change before the commit.
 //
-// # Group commit
-//
-// Batcher is the queue behind both backends' Batch: no timer, the first
-// caller commits at once, the calls that queue meanwhile share the next
-// commit. How one commit runs its functions is the backend's: bbolt runs
-// them in one Update and, if one fails, each again alone; etcd runs each
-// after a savepoint of its overlay and rolls a failing one back alone.
+// The group commit behind both backends' Batch is package
+// store/kv/groupcommit's.
 package kv

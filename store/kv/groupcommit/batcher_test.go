@@ -1,4 +1,4 @@
-package kv_test
+package groupcommit_test
 
 import (
 	"context"
@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/signd/signd/store"
-	"github.com/signd/signd/store/kv"
+	"github.com/signd/signd/store/kv/groupcommit"
 )
 
 // TestBatcher checks the queue discipline both backends rely on: a lone
@@ -30,12 +30,12 @@ func TestBatcher(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			b := &kv.Batcher{Max: tt.max}
+			b := &groupcommit.Batcher{Max: tt.max}
 			first := make(chan struct{})
 			release := make(chan struct{})
 			var mu sync.Mutex
 			var sizes []int
-			commit := func(calls []*kv.BatchCall) []*kv.BatchCall {
+			commit := func(calls []*groupcommit.BatchCall) []*groupcommit.BatchCall {
 				mu.Lock()
 				sizes = append(sizes, len(calls))
 				n := len(sizes)
@@ -97,10 +97,10 @@ func TestBatcher(t *testing.T) {
 }
 
 func TestBatcherPanicAndContext(t *testing.T) {
-	b := &kv.Batcher{}
-	commit := func(calls []*kv.BatchCall) []*kv.BatchCall {
+	b := &groupcommit.Batcher{}
+	commit := func(calls []*groupcommit.BatchCall) []*groupcommit.BatchCall {
 		for _, c := range calls {
-			c.Deliver(kv.Recovered(c.Fn, nil))
+			c.Deliver(groupcommit.Recovered(c.Fn, nil))
 		}
 		return nil
 	}

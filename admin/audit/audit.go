@@ -1,4 +1,4 @@
-package admin
+package audit
 
 import (
 	"context"
@@ -8,12 +8,32 @@ import (
 	"io"
 	"strconv"
 
+	"github.com/signd/signd/admin/act"
+	"github.com/signd/signd/admin/hsmkeys"
+	"github.com/signd/signd/admin/ops"
+	"github.com/signd/signd/admin/principal"
+	"github.com/signd/signd/checkpoint"
 	"github.com/signd/signd/store"
 )
 
-// AuditVerify implements Service: it checks every hash chain of the audit
-// log in the store (one per node of a cluster whose nodes are named, each
-// from its first entry) and that the registry of chains agrees with them. A broken chain is a report, not an error; errors
+// Audit performs the operations on the audit log: its verification and
+// export (audit.go), the audit key and the checkpoints (checkpoint.go).
+// The verification and export need only the store.
+type Audit struct {
+	*act.Core
+	// HSM opens the token that holds the audit key (HSM.KeyStore).
+	HSM *hsmkeys.HSM
+	// AuditKeyLabel is the audit key's label (audit.key_label) and
+	// Checkpoints signs the audit checkpoints; nil: the audit key and
+	// checkpoint operations answer KindUnavailable.
+	AuditKeyLabel string
+	Checkpoints   *checkpoint.Maker
+}
+
+// AuditVerify performs Service.AuditVerify: it checks every hash chain of
+// the audit log in the store (one per node of a cluster whose nodes are
+// named, each from its first entry) and that the registry of chains
+// agrees with them. A broken chain is a report, not an error; errors
 // are the store's, returned as they are (the daemon logs them and answers
 // KindInternal). Whatever the stored bytes, it returns an error rather
 // than panic.
@@ -24,37 +44,37 @@ import (
 // before it. A log found broken is not written to (it is evidence, and
 // the CLI may be looking at a copy): that verification is in the log
 // line only, at ERROR.
-func (l *Local) AuditVerify(ctx context.Context, by Principal) (res *AuditReport, err error) {
-	a, err := l.read(ctx, by, "AuditVerify", "audit", nil)
+func (l *Audit) AuditVerify(ctx context.Context, by principal.Principal) (res *ops.AuditReport, err error) {
+	a, err := l.Read(ctx, by, "AuditVerify", "audit", nil)
 	if err != nil {
 		return nil, err
 	}
-	defer a.end(ctx, &err)
+	defer a.End(ctx, &err)
 	if res, err = l.verifyAudit(ctx); err != nil {
 		return nil, err
 	}
 	if !res.OK {
-		a.unaudited = fmt.Sprintf("the audit log is broken at %s (%s): nothing is written into it", Broken(res.BrokenChain, res.BrokenAt), res.Reason)
+		a.Unaudited = fmt.Sprintf("the audit log is broken at %s (%s): nothing is written into it", ops.Broken(res.BrokenChain, res.BrokenAt), res.Reason)
 		return res, nil
 	}
-	a.result["entries"] = strconv.FormatUint(res.Entries, 10)
-	a.result["head"] = res.Head
-	if err := a.grant(ctx); err != nil {
+	a.Result["entries"] = strconv.FormatUint(res.Entries, 10)
+	a.Result["head"] = res.Head
+	if err := a.Grant(ctx); err != nil {
 		return nil, err
 	}
 	return res, nil
 }
 
-func (l *Local) verifyAudit(ctx context.Context) (res *AuditReport, err error) {
+func (l *Audit) verifyAudit(ctx context.Context) (res *ops.AuditReport, err error) {
 	defer recoverRead("audit verify", &err)
-	res = &AuditReport{}
+	res = &ops.AuditReport{}
 	err = l.Store.View(ctx, func(tx store.Tx) error {
 		heads, err := store.VerifyAuditChains(tx)
 		n, head := store.AuditLogHead(heads)
 		res.Entries, res.Head = n, hex.EncodeToString(head)
 		if len(heads) > 1 {
 			for _, h := range heads {
-				res.Chains = append(res.Chains, AuditChainView{Chain: h.Chain, Entries: h.Size, Head: hex.EncodeToString(h.Head)})
+				res.Chains = append(res.Chains, ops.AuditChainView{Chain: h.Chain, Entries: h.Size, Head: hex.EncodeToString(h.Head)})
 			}
 		}
 		var be *store.AuditBrokenError
@@ -68,26 +88,26 @@ func (l *Local) verifyAudit(ctx context.Context) (res *AuditReport, err error) {
 	return res, err
 }
 
-// AuditExport implements Service: it writes the entries req selects to w
-// as JSON lines, oldest first, in their stored (canonical) encoding, so
-// that each line verifies on its own (its digest covers its content). The
-// chains of a log of several (one per node) are merged in cluster order:
+// AuditExport performs Service.AuditExport: it writes the entries req
+// selects to w as JSON lines, oldest first, in their stored (canonical)
+// encoding, so that each line verifies on its own (its digest covers its
+// content). The chains of a log of several (one per node) are merged in cluster order:
 // by the revision each entry sealed, then by chain name, then by
 // sequence number (store.AuditEntries). An entry that does not decode
 // stops the export with an error naming it.
 //
 // Its admin_read entry, naming the filter, is appended first: an export
 // whose filter selects it includes it.
-func (l *Local) AuditExport(ctx context.Context, by Principal, req AuditExportRequest, w io.Writer) (err error) {
-	a, err := l.read(ctx, by, "AuditExport", "audit", req.Fields())
+func (l *Audit) AuditExport(ctx context.Context, by principal.Principal, req ops.AuditExportRequest, w io.Writer) (err error) {
+	a, err := l.Read(ctx, by, "AuditExport", "audit", req.Fields())
 	if err != nil {
 		return err
 	}
-	defer a.end(ctx, &err)
+	defer a.End(ctx, &err)
 	if err := req.Check(); err != nil {
 		return err
 	}
-	if err := a.grant(ctx); err != nil {
+	if err := a.Grant(ctx); err != nil {
 		return err
 	}
 	defer recoverRead("audit export", &err)

@@ -1,0 +1,11 @@
+// Package clientca reads and checks what names the provisioning API's
+// clients (admin.api_*): the file of the CA certificates that issue their
+// certificates (admin.api_client_ca), that CA's CRL (admin.api_client_crl)
+// and the certificate entries of each role (admin.api_roles.*). ReadCAs
+// and ReadCRL are what the daemon serves with; CAFile, CRLFile and Entries
+// are config's checks of the same files and entries, each returning "" or
+// the problem in words, as the checks of config/rules do. The key rows
+// and the rest of admin.api_* stay in package config's one key table.
+//
+// It imports config/rules and no other signd package.
+package clientca
