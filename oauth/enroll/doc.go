@@ -1,5 +1,5 @@
 // Package enroll serves the enrollment page: the user opens the one-time
-// link an administrator's AddUser issued (admin, enroll.go) and sets their
+// link an administrator's AddUser issued (admin/users, enroll.go) and sets their
 // password and signing PIN, and optionally an authenticator app (TOTP,
 // confirmed with one code), which so never pass through the operator or
 // the onboarding system that created the account.
