@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -17,14 +18,19 @@ import (
 )
 
 // reqKV counts the etcd requests of a DB's transactions: reads (Get) and
-// commits (Txn).
+// commits (Txn), and keeps the key of every read.
 type reqKV struct {
 	clientv3.KV
 	gets, txns atomic.Int32
+	mu         sync.Mutex
+	keys       []string
 }
 
 func (k *reqKV) Get(ctx context.Context, key string, opts ...clientv3.OpOption) (*clientv3.GetResponse, error) {
 	k.gets.Add(1)
+	k.mu.Lock()
+	k.keys = append(k.keys, key)
+	k.mu.Unlock()
 	return k.KV.Get(ctx, key, opts...)
 }
 

@@ -84,6 +84,22 @@ func waitNoLeader(t *testing.T, c *etcdtest.Cluster, i int) {
 	}
 }
 
+// clusterWithLeader starts a three-member cluster, closed when the test
+// ends, and returns it with the index of its leader.
+func clusterWithLeader(t *testing.T) (*etcdtest.Cluster, int) {
+	t.Helper()
+	c, err := etcdtest.StartCluster(t.TempDir(), 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	lead := c.Leader()
+	if lead < 0 {
+		t.Fatal("no leader")
+	}
+	return c, lead
+}
+
 // TestCommitDeadLeader: a commit sent to a follower just after the leader
 // crashed, before the follower noticed (the cluster's election timeout is
 // 2 s), is not held for the whole request timeout (5 s): its attempt ends
@@ -91,15 +107,7 @@ func waitNoLeader(t *testing.T, c *etcdtest.Cluster, i int) {
 // unknown and not sent again. Once a new leader is elected the store
 // writes again.
 func TestCommitDeadLeader(t *testing.T) {
-	c, err := etcdtest.StartCluster(t.TempDir(), 3)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	lead := c.Leader()
-	if lead < 0 {
-		t.Fatal("no leader")
-	}
+	c, lead := clusterWithLeader(t)
 	db := openMember(t, c, (lead+1)%3)
 
 	took, err := bumpAfter(db, func() { c.Kill(lead) })
@@ -124,15 +132,7 @@ func TestCommitDeadLeader(t *testing.T) {
 // ErrNoLeader. Health answers within the health timeout (1 s), not the
 // request timeout (5 s), for every caller at once.
 func TestNoQuorum(t *testing.T) {
-	c, err := etcdtest.StartCluster(t.TempDir(), 3)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	lead := c.Leader()
-	if lead < 0 {
-		t.Fatal("no leader")
-	}
+	c, lead := clusterWithLeader(t)
 	survivor := (lead + 1) % 3
 	db := openMember(t, c, survivor)
 

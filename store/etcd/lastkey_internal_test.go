@@ -2,27 +2,10 @@ package etcd
 
 import (
 	"context"
-	"sync"
 	"testing"
-
-	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/signd/signd/store"
 )
-
-// keysKV records the key of every read.
-type keysKV struct {
-	clientv3.KV
-	mu   sync.Mutex
-	keys []string
-}
-
-func (k *keysKV) Get(ctx context.Context, key string, opts ...clientv3.OpOption) (*clientv3.GetResponse, error) {
-	k.mu.Lock()
-	k.keys = append(k.keys, key)
-	k.mu.Unlock()
-	return k.KV.Get(ctx, key, opts...)
-}
 
 // TestDirectLastFromHint: without the watch cache, an audit append finds
 // the chain's head by reading from the head found last to the end of the
@@ -49,8 +32,7 @@ func TestDirectLastFromHint(t *testing.T) {
 		appendOne()
 	}
 	chain := db.recordKey("audit", "")
-	k := &keysKV{KV: db.kv}
-	db.kv = k
+	k := count(db)
 	appendOne()
 	db.kv = k.KV
 	for _, key := range k.keys {
