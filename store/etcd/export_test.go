@@ -8,6 +8,9 @@ import (
 	"github.com/signd/signd/store/kv"
 )
 
+// FailedPINs reads alice's failed PIN count through a View.
+var FailedPINs = pins
+
 // StartEmbedded starts a one-member etcd with the server's defaults for
 // the test and returns its client URL.
 var StartEmbedded = startEmbedded

@@ -54,7 +54,7 @@ func TestGuardConflict(t *testing.T) {
 	if !errors.Is(err, etcd.ErrConflict) || !errors.Is(err, store.ErrUnavailable) || runs != 1 {
 		t.Fatalf("Update = %v after %d runs, want ErrConflict after 1", err, runs)
 	}
-	if got := failedPINs(t, b); got != 1 {
+	if got := etcd.FailedPINs(t, b); got != 1 {
 		t.Fatalf("FailedPINs = %d, want 1 (the conflicting commit wrote nothing)", got)
 	}
 
@@ -77,7 +77,7 @@ func TestGuardConflict(t *testing.T) {
 	if err != nil || runs != 2 {
 		t.Fatalf("Update = %v after %d runs, want nil after 2", err, runs)
 	}
-	if got := failedPINs(t, b); got != 3 {
+	if got := etcd.FailedPINs(t, b); got != 3 {
 		t.Fatalf("FailedPINs = %d, want 3: no increment lost", got)
 	}
 }
@@ -102,21 +102,6 @@ func TestGuardRange(t *testing.T) {
 	if !errors.Is(err, etcd.ErrConflict) {
 		t.Fatalf("Update = %v, want ErrConflict", err)
 	}
-}
-
-func failedPINs(t *testing.T, db *etcd.DB) int {
-	t.Helper()
-	var n int
-	if err := db.View(context.Background(), func(tx store.Tx) error {
-		u, err := tx.User("alice")
-		if err == nil {
-			n = u.FailedPINs
-		}
-		return err
-	}); err != nil {
-		t.Fatal(err)
-	}
-	return n
 }
 
 // TestUnavailable: without the cluster, View and Update fail with
