@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 
@@ -18,9 +19,11 @@ import (
 	"github.com/signd/signd/store"
 )
 
-// fakeStamper records what it was asked and answers a fixed "token".
+// fakeStamper records what it was asked last and answers a fixed "token".
+// It is called from parallel requests: mu guards what it records.
 type fakeStamper struct {
 	calls  atomic.Int32
+	mu     sync.Mutex
 	hash   crypto.Hash
 	digest []byte
 	nonce  *big.Int
@@ -29,6 +32,8 @@ type fakeStamper struct {
 
 func (f *fakeStamper) TimeStamp(_ context.Context, h crypto.Hash, d []byte, n *big.Int) ([]byte, *big.Int, error) {
 	f.calls.Add(1)
+	f.mu.Lock()
+	defer f.mu.Unlock()
 	f.hash, f.digest, f.nonce = h, d, n
 	if f.err != nil {
 		return nil, nil, f.err
