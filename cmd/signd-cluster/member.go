@@ -115,6 +115,11 @@ func runMember(ctx context.Context, o memberOpts, errOut io.Writer) error {
 	cfg.InitialClusterToken = "signd-cluster"
 	cfg.LogLevel = "error"
 	cfg.MaxTxnOps = 10000
+	// embed.NewConfig leaves the slow-request threshold at 0, unlike the
+	// etcd binary (300 ms): every request would count as slow, and the
+	// server would format its whole content for a log line it then drops
+	// (a tenth of its CPU under load).
+	cfg.WarningUnaryRequestDuration = embed.DefaultWarningUnaryRequestDuration
 	cfg.MaxRequestBytes = etcd.MaxRequestBytes
 	e, err := embed.StartEtcd(cfg)
 	if err != nil {

@@ -61,6 +61,11 @@ func StartCluster(dir string, n int) (*Cluster, error) {
 		cfg.InitialClusterToken = "signd-test"
 		cfg.LogLevel = "error"
 		cfg.MaxTxnOps = 1 << 16
+		// embed.NewConfig leaves the slow-request threshold at 0, unlike the
+		// etcd binary (300 ms): every request would count as slow, and the
+		// server would format its whole content for a log line it then drops
+		// (a tenth of its CPU under load).
+		cfg.WarningUnaryRequestDuration = embed.DefaultWarningUnaryRequestDuration
 		cfg.MaxRequestBytes = etcd.MaxRequestBytes
 		cfg.UnsafeNoFsync = true
 		// A 2 s election timeout: shorter ones (500 ms was tried) let the
