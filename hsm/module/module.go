@@ -137,9 +137,9 @@ func (m *Module) Ours(s Session) bool {
 }
 
 // Forget drops s from the registry and reports whether it was still
-// ours. A session the module reported closed (a session-class return
-// value) is only forgotten: its number may be another's already.
-// Closing goes through CloseSession.
+// ours. A session the module reported closed (CKR_SESSION_HANDLE_INVALID,
+// CKR_SESSION_CLOSED: ckr.Closed) is only forgotten: its number may be
+// another's already. Closing goes through CloseSession.
 func (m *Module) Forget(s Session) bool {
 	m.sessMu.Lock()
 	defer m.sessMu.Unlock()
