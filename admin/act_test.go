@@ -30,6 +30,14 @@ func (s noAudit) Update(ctx context.Context, fn func(store.Tx) error) error {
 	return s.Store.Update(ctx, func(tx store.Tx) error { return fn(noAuditTx{tx}) })
 }
 
+// reconfigured is a Local over l's Config changed by edit: a Local's
+// subjects are built once, by New.
+func (l *Local) reconfigured(edit func(*Config)) *Local {
+	c := l.cfg
+	edit(&c)
+	return New(c)
+}
+
 func actsStore(t *testing.T) *bolt.DB {
 	t.Helper()
 	db, err := bolt.Open(filepath.Join(t.TempDir(), "signd.db"), bolt.Options{})
@@ -65,14 +73,14 @@ func TestActEntryInTheChangesTransaction(t *testing.T) {
 		t.Fatal(err)
 	}
 	var logs bytes.Buffer
-	l := &Local{Store: noAudit{db}, Hasher: hasher, Logger: slog.New(slog.NewJSONHandler(&logs, nil))}
+	l := New(Config{Store: noAudit{db}, Hasher: hasher, Logger: slog.New(slog.NewJSONHandler(&logs, nil))})
 	ctx := context.Background()
 
 	_, err = l.AddUser(ctx, operator, AddUserRequest{Username: "alice", Password: "correct horse"})
 	if KindOf(err) != KindUnavailable {
 		t.Fatalf("AddUser with the audit log unwritable: %v (%s), want unavailable", err, KindOf(err))
 	}
-	if _, err := (&Local{Store: db}).users().User(ctx, "alice"); KindOf(err) != KindNotFound {
+	if _, err := New(Config{Store: db}).User(ctx, "alice"); KindOf(err) != KindNotFound {
 		t.Errorf("alice was stored without her audit entry: %v", err)
 	}
 	_, err = l.ListUsers(ctx, operator)
@@ -128,7 +136,7 @@ func TestAuditExportFilters(t *testing.T) {
 	}
 	// The exports run at t0+10h, after every entry above: their own
 	// admin_read entries are left out by Until.
-	l := &Local{Store: db, Now: func() time.Time { return t0.Add(10 * time.Hour) }}
+	l := New(Config{Store: db, Now: func() time.Time { return t0.Add(10 * time.Hour) }})
 	end := t0.Add(9 * time.Hour)
 	cases := []struct {
 		name string
@@ -209,7 +217,7 @@ func TestAuditExportFilters(t *testing.T) {
 // or a huge name is still audited, its texts made valid and bounded.
 func TestActEntryOfHostileInput(t *testing.T) {
 	db := actsStore(t)
-	l := &Local{Store: db}
+	l := New(Config{Store: db})
 	for _, name := range []string{"al\xffice", strings.Repeat("é", 5000)} {
 		if _, err := l.RemoveUser(context.Background(), operator, name); KindOf(err) != KindNotFound {
 			t.Fatalf("RemoveUser: %v", err)

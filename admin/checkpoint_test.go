@@ -58,7 +58,7 @@ func checkpointWorld(t *testing.T) (*Local, *noEdDSA, store.Store) {
 	db := memory.New(memory.Options{})
 	tok := &noEdDSA{Token: softtoken.New(softtoken.Options{})}
 	mk := &checkpoint.Maker{Store: db, Key: AuditKeyFor(tok, "signd-audit"), Origin: "sign.example.org/audit", Dir: t.TempDir()}
-	return &Local{Store: db, Keys: tok, AuditKeyLabel: "signd-audit", Checkpoints: mk}, tok, db
+	return New(Config{Store: db, Keys: tok, AuditKeyLabel: "signd-audit", Checkpoints: mk}), tok, db
 }
 
 // TestCreateAuditKeyFallsBackToECDSA: on a token without EdDSA the audit
@@ -156,7 +156,7 @@ func TestCheckpointRoles(t *testing.T) {
 // TestCheckpointUnconfigured: without a Maker (audit.checkpoint_dir
 // empty) the operations answer unavailable, naming the key.
 func TestCheckpointUnconfigured(t *testing.T) {
-	l := &Local{Store: memory.New(memory.Options{}), Keys: &noEdDSA{Token: softtoken.New(softtoken.Options{})}}
+	l := New(Config{Store: memory.New(memory.Options{}), Keys: &noEdDSA{Token: softtoken.New(softtoken.Options{})}})
 	_, err := l.AuditCheckpoint(context.Background(), operator)
 	var ae *Error
 	if !errors.As(err, &ae) || ae.Kind != KindUnavailable || !strings.Contains(ae.Message, "audit.checkpoint_dir") {

@@ -17,7 +17,7 @@
 // token or the store as failed.
 //
 // Dual control (act.Core.Hold, admin/pending): an operation named in
-// Local.DualControl is not performed when asked but held as a pending
+// Config.DualControl is not performed when asked but held as a pending
 // request until a second operator — another Party, holding a role of the
 // operation — approves it (ApprovePending); it then runs as its
 // requester, and its audit entry names the approver (approved_by).
@@ -33,8 +33,8 @@
 // # Parts
 //
 // Local is the one façade the CLI, the admin socket and the provisioning
-// API call: each of its methods is a subject's, built per call over
-// Local's fields (local.go). The subjects import nothing of admin:
+// API call, built by New from a Config: it embeds the subjects, so each
+// of its methods is a subject's, promoted (local.go). The subjects import nothing of admin:
 // package act is the core every operation opens with (Begin → Hold →
 // defer End: the role check, dual control's hold, the audit entry and log
 // line); users (users, secrets and locks, TOTP, enrollment links, proof

@@ -25,8 +25,8 @@ func enrollWorld(t *testing.T) (l *Local, clock *storetest.Clock, logs *bytes.Bu
 	}
 	clock = storetest.NewClock(time.Date(2030, 3, 4, 5, 6, 7, 0, time.UTC))
 	logs = &bytes.Buffer{}
-	l = &Local{Store: memory.New(memory.Options{}), Hasher: hasher, Now: clock.Now,
-		Logger: slog.New(slog.NewJSONHandler(logs, nil)), EnrollBaseURL: "https://sign.example/signd/"}
+	l = New(Config{Store: memory.New(memory.Options{}), Hasher: hasher, Now: clock.Now,
+		Logger: slog.New(slog.NewJSONHandler(logs, nil)), EnrollBaseURL: "https://sign.example/signd/"})
 	return l, clock, logs
 }
 
@@ -68,7 +68,7 @@ func TestEnrollmentLinkIssued(t *testing.T) {
 		t.Errorf("expires %v / %v, want %v", v.Enrollment.ExpiresAt, v.EnrollmentExpires, want)
 	}
 	var u *store.User
-	_ = l.Store.View(ctx, func(tx store.Tx) (err error) { u, err = tx.User("erin"); return err })
+	_ = l.core.Store.View(ctx, func(tx store.Tx) (err error) { u, err = tx.User("erin"); return err })
 	if u.PasswordHash != "" || u.PINHash != "" || !bytes.Equal(u.EnrollmentHash, store.Fingerprint(token)) {
 		t.Errorf("stored: password %q PIN %q enrollment %x", u.PasswordHash, u.PINHash, u.EnrollmentHash)
 	}
@@ -106,12 +106,12 @@ func TestEnrollmentLinkRequest(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			l, _, _ := enrollWorld(t)
-			l.EnrollBaseURL = tc.base
+			l = l.reconfigured(func(c *Config) { c.EnrollBaseURL = tc.base })
 			_, err := l.AddUser(context.Background(), alice2, tc.req)
 			if KindOf(err) != tc.kind || !strings.Contains(err.Error(), tc.msg) {
 				t.Fatalf("err = %v (%s), want %s %q", err, KindOf(err), tc.kind, tc.msg)
 			}
-			if _, err := l.users().User(context.Background(), "u"); KindOf(err) != KindNotFound {
+			if _, err := l.User(context.Background(), "u"); KindOf(err) != KindNotFound {
 				t.Errorf("the user was stored: %v", err)
 			}
 		})
@@ -216,11 +216,11 @@ func TestEnroll(t *testing.T) {
 				return
 			}
 			var u *store.User
-			_ = l.Store.View(ctx, func(tx store.Tx) (err error) { u, err = tx.User("erin"); return err })
-			if ok, _ := l.Hasher.Check(u.PasswordHash, []byte(pw)); !ok {
+			_ = l.core.Store.View(ctx, func(tx store.Tx) (err error) { u, err = tx.User("erin"); return err })
+			if ok, _ := l.cfg.Hasher.Check(u.PasswordHash, []byte(pw)); !ok {
 				t.Error("the password was not set")
 			}
-			if ok, _ := l.Hasher.Check(u.PINHash, []byte(pin)); !ok {
+			if ok, _ := l.cfg.Hasher.Check(u.PINHash, []byte(pin)); !ok {
 				t.Error("the PIN was not set")
 			}
 			if u.TOTPSecret != req.TOTPSecret || u.TOTPLastStep != req.TOTPStep {

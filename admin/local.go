@@ -2,7 +2,6 @@ package admin
 
 import (
 	"context"
-	"io"
 	"log/slog"
 	"time"
 
@@ -19,13 +18,8 @@ import (
 	"github.com/signd/signd/store"
 )
 
-// Local performs the operations directly on a store and a token: the one
-// façade the CLI, the admin socket and the provisioning API call. Each
-// operation is its subject's (admin/users, admin/clients, admin/hsmkeys,
-// admin/pending, admin/audit), built per call over Local's fields around
-// the act core (admin/act). The audit log's verification and export need
-// only Store.
-type Local struct {
+// Config is what Local is built from (New).
+type Config struct {
 	Store  store.Store
 	Keys   KeyStore // nil: credential operations answer KindUnavailable
 	Hasher *store.Hasher
@@ -57,31 +51,39 @@ type Local struct {
 	EnrollmentTTL time.Duration
 }
 
+// Local performs the operations directly on a store and a token: the one
+// façade the CLI, the admin socket and the provisioning API call. Each
+// operation is a method of its subject (admin/users, admin/clients,
+// admin/hsmkeys, admin/pending, admin/audit), promoted through Local; the
+// subjects share one act core (admin/act). The audit log's verification
+// and export need only Config.Store.
+type Local struct {
+	*users.Users
+	*hsmkeys.HSM
+	*clients.Clients
+	*pending.Pending
+	*audit.Audit
+	core *act.Core
+	cfg  Config
+}
+
 var _ Service = (*Local)(nil)
 
-// core is the act core over l's store, clock, log and dual control.
-func (l *Local) core() *act.Core {
-	return &act.Core{Store: l.Store, Now: l.Now, Logger: l.Logger, DualControl: l.DualControl, PendingTTL: l.PendingTTL}
-}
-
-func (l *Local) users() *users.Users {
-	return &users.Users{Core: l.core(), Hasher: l.Hasher, EnrollBaseURL: l.EnrollBaseURL, EnrollmentTTL: l.EnrollmentTTL}
-}
-
-func (l *Local) hsm() *hsmkeys.HSM {
-	return &hsmkeys.HSM{Core: l.core(), Keys: l.Keys, OIDCKeys: l.OIDCKeys, TSALabel: l.TSALabel, Users: l.users()}
-}
-
-func (l *Local) clients() *clients.Clients {
-	return &clients.Clients{Core: l.core(), Hasher: l.Hasher, HSM: l.hsm()}
-}
-
-func (l *Local) pending() *pending.Pending {
-	return &pending.Pending{Core: l.core(), Service: l}
-}
-
-func (l *Local) audit() *audit.Audit {
-	return &audit.Audit{Core: l.core(), HSM: l.hsm(), AuditKeyLabel: l.AuditKeyLabel, Checkpoints: l.Checkpoints}
+// New builds Local's subjects over c.
+func New(c Config) *Local {
+	core := &act.Core{Store: c.Store, Now: c.Now, Logger: c.Logger, DualControl: c.DualControl, PendingTTL: c.PendingTTL}
+	u := &users.Users{Core: core, Hasher: c.Hasher, EnrollBaseURL: c.EnrollBaseURL, EnrollmentTTL: c.EnrollmentTTL}
+	h := &hsmkeys.HSM{Core: core, Keys: c.Keys, OIDCKeys: c.OIDCKeys, TSALabel: c.TSALabel, Users: u}
+	l := &Local{
+		Users:   u,
+		HSM:     h,
+		Clients: &clients.Clients{Core: core, Hasher: c.Hasher, HSM: h},
+		Audit:   &audit.Audit{Core: core, HSM: h, AuditKeyLabel: c.AuditKeyLabel, Checkpoints: c.Checkpoints},
+		core:    core,
+		cfg:     c,
+	}
+	l.Pending = &pending.Pending{Core: core, Service: l}
+	return l
 }
 
 // Authorize checks that by holds one of roles for the operation named op,
@@ -89,7 +91,7 @@ func (l *Local) audit() *audit.Audit {
 // check on the admin socket): the same refusal, audit entry and log line
 // as every operation of Operations gets (act.Core.Authorize).
 func (l *Local) Authorize(ctx context.Context, by Principal, op string, roles []Role) error {
-	return l.core().Authorize(ctx, by, op, roles)
+	return l.core.Authorize(ctx, by, op, roles)
 }
 
 // Refused records, for a transport, a caller it refused before any
@@ -98,214 +100,7 @@ func (l *Local) Authorize(ctx context.Context, by Principal, op string, roles []
 // (as far as the transport knows it), op (what was attempted, e.g.
 // "tls_handshake") and reason, and a log line. It needs no role.
 func (l *Local) Refused(ctx context.Context, by Principal, op, reason string, fields map[string]string) {
-	l.core().Refused(ctx, by, op, reason, fields)
-}
-
-// EnrollmentUser returns the user whose open link token is, for the
-// enrollment page (oauth/enroll's Backend; admin/users).
-func (l *Local) EnrollmentUser(ctx context.Context, token string) (string, error) {
-	return l.users().EnrollmentUser(ctx, token)
-}
-
-// Enroll sets the password and signing PIN of the user whose open link
-// req.Token is, and closes the link (oauth/enroll's Backend; admin/users).
-func (l *Local) Enroll(ctx context.Context, req EnrollRequest) (string, error) {
-	return l.users().Enroll(ctx, req)
-}
-
-// IssueEnrollment implements Service (admin/users).
-func (l *Local) IssueEnrollment(ctx context.Context, by Principal, username string) (*UserView, error) {
-	return l.users().IssueEnrollment(ctx, by, username)
-}
-
-// AddProof implements Service (admin/users).
-func (l *Local) AddProof(ctx context.Context, by Principal, req AddProofRequest) (*UserView, error) {
-	return l.users().AddProof(ctx, by, req)
-}
-
-// RemoveUser implements Service (admin/users).
-func (l *Local) RemoveUser(ctx context.Context, by Principal, username string) (*RemoveResult, error) {
-	return l.users().RemoveUser(ctx, by, username)
-}
-
-// EnrollTOTP implements Service (admin/users).
-func (l *Local) EnrollTOTP(ctx context.Context, by Principal, req EnrollTOTPRequest) (*TOTPEnrollment, error) {
-	return l.users().EnrollTOTP(ctx, by, req)
-}
-
-// RemoveTOTP implements Service (admin/users).
-func (l *Local) RemoveTOTP(ctx context.Context, by Principal, username string) (*UserView, error) {
-	return l.users().RemoveTOTP(ctx, by, username)
-}
-
-// AddUser implements Service (admin/users).
-func (l *Local) AddUser(ctx context.Context, by Principal, req AddUserRequest) (*UserView, error) {
-	return l.users().AddUser(ctx, by, req)
-}
-
-// ListUsers implements Service (admin/users).
-func (l *Local) ListUsers(ctx context.Context, by Principal) ([]UserView, error) {
-	return l.users().ListUsers(ctx, by)
-}
-
-// ShowUser implements Service (admin/users).
-func (l *Local) ShowUser(ctx context.Context, by Principal, username string) (*UserView, error) {
-	return l.users().ShowUser(ctx, by, username)
-}
-
-// SetUserStatus implements Service (admin/users).
-func (l *Local) SetUserStatus(ctx context.Context, by Principal, username string, enabled bool) (*UserView, error) {
-	return l.users().SetUserStatus(ctx, by, username, enabled)
-}
-
-// UnlockUser implements Service (admin/users).
-func (l *Local) UnlockUser(ctx context.Context, by Principal, username string) (*UserView, error) {
-	return l.users().UnlockUser(ctx, by, username)
-}
-
-// UnlockPIN implements Service (admin/users).
-func (l *Local) UnlockPIN(ctx context.Context, by Principal, username string) (*UserView, error) {
-	return l.users().UnlockPIN(ctx, by, username)
-}
-
-// SetPassword implements Service (admin/users).
-func (l *Local) SetPassword(ctx context.Context, by Principal, req SetSecretRequest) (*UserView, error) {
-	return l.users().SetPassword(ctx, by, req)
-}
-
-// SetPIN implements Service (admin/users).
-func (l *Local) SetPIN(ctx context.Context, by Principal, req SetSecretRequest) (*UserView, error) {
-	return l.users().SetPIN(ctx, by, req)
-}
-
-// AddClient implements Service (admin/clients).
-func (l *Local) AddClient(ctx context.Context, by Principal, req AddClientRequest) (*AddClientResult, error) {
-	return l.clients().AddClient(ctx, by, req)
-}
-
-// ListClients implements Service (admin/clients).
-func (l *Local) ListClients(ctx context.Context, by Principal) ([]ClientView, error) {
-	return l.clients().ListClients(ctx, by)
-}
-
-// ShowClient implements Service (admin/clients).
-func (l *Local) ShowClient(ctx context.Context, by Principal, id string) (*ClientView, error) {
-	return l.clients().ShowClient(ctx, by, id)
-}
-
-// RemoveClient implements Service (admin/clients).
-func (l *Local) RemoveClient(ctx context.Context, by Principal, id string) (*RemoveResult, error) {
-	return l.clients().RemoveClient(ctx, by, id)
-}
-
-// CreateCredential implements Service (admin/hsmkeys).
-func (l *Local) CreateCredential(ctx context.Context, by Principal, req CreateCredentialRequest) (*CreateCredentialResult, error) {
-	return l.hsm().CreateCredential(ctx, by, req)
-}
-
-// ImportCertificate implements Service (admin/hsmkeys).
-func (l *Local) ImportCertificate(ctx context.Context, by Principal, req ImportCertificateRequest) (*CredentialView, error) {
-	return l.hsm().ImportCertificate(ctx, by, req)
-}
-
-// ListCredentials implements Service (admin/hsmkeys).
-func (l *Local) ListCredentials(ctx context.Context, by Principal, owner string) ([]CredentialView, error) {
-	return l.hsm().ListCredentials(ctx, by, owner)
-}
-
-// ShowCredential implements Service (admin/hsmkeys).
-func (l *Local) ShowCredential(ctx context.Context, by Principal, id string) (*CredentialView, error) {
-	return l.hsm().ShowCredential(ctx, by, id)
-}
-
-// SetCredentialAuth implements Service (admin/hsmkeys).
-func (l *Local) SetCredentialAuth(ctx context.Context, by Principal, req SetCredentialAuthRequest) (*CredentialView, error) {
-	return l.hsm().SetCredentialAuth(ctx, by, req)
-}
-
-// SetCredentialStatus implements Service (admin/hsmkeys).
-func (l *Local) SetCredentialStatus(ctx context.Context, by Principal, id string, enabled bool) (*CredentialView, error) {
-	return l.hsm().SetCredentialStatus(ctx, by, id, enabled)
-}
-
-// HSMInfo implements Service (admin/hsmkeys).
-func (l *Local) HSMInfo(ctx context.Context, by Principal) (*HSMInfoView, error) {
-	return l.hsm().HSMInfo(ctx, by)
-}
-
-// CreateOIDCKey implements Service (admin/hsmkeys).
-func (l *Local) CreateOIDCKey(ctx context.Context, by Principal, req CreateOIDCKeyRequest) (*OIDCKeyView, error) {
-	return l.hsm().CreateOIDCKey(ctx, by, req)
-}
-
-// ListOIDCKeys implements Service (admin/hsmkeys).
-func (l *Local) ListOIDCKeys(ctx context.Context, by Principal) ([]OIDCKeyView, error) {
-	return l.hsm().ListOIDCKeys(ctx, by)
-}
-
-// RotateOIDCKeys implements Service (admin/hsmkeys).
-func (l *Local) RotateOIDCKeys(ctx context.Context, by Principal, req RotateOIDCKeysRequest) (*RotateOIDCKeysResult, error) {
-	return l.hsm().RotateOIDCKeys(ctx, by, req)
-}
-
-// RemoveCredential implements Service (admin/hsmkeys).
-func (l *Local) RemoveCredential(ctx context.Context, by Principal, id string) (*RemoveCredentialResult, error) {
-	return l.hsm().RemoveCredential(ctx, by, id)
-}
-
-// EnrollTSA implements Service (admin/hsmkeys).
-func (l *Local) EnrollTSA(ctx context.Context, by Principal, req EnrollTSARequest) (*EnrollTSAResult, error) {
-	return l.hsm().EnrollTSA(ctx, by, req)
-}
-
-// ImportTSACertificate implements Service (admin/hsmkeys).
-func (l *Local) ImportTSACertificate(ctx context.Context, by Principal, req ImportTSACertificateRequest) (*TSACertificateView, error) {
-	return l.hsm().ImportTSACertificate(ctx, by, req)
-}
-
-// ListPending implements Service (admin/pending).
-func (l *Local) ListPending(ctx context.Context, by Principal) ([]PendingView, error) {
-	return l.pending().ListPending(ctx, by)
-}
-
-// ApprovePending implements Service (admin/pending).
-func (l *Local) ApprovePending(ctx context.Context, by Principal, id string) (*ApprovalResult, error) {
-	return l.pending().ApprovePending(ctx, by, id)
-}
-
-// RejectPending implements Service (admin/pending).
-func (l *Local) RejectPending(ctx context.Context, by Principal, id string) (*PendingView, error) {
-	return l.pending().RejectPending(ctx, by, id)
-}
-
-// AuditVerify implements Service (admin/audit).
-func (l *Local) AuditVerify(ctx context.Context, by Principal) (*AuditReport, error) {
-	return l.audit().AuditVerify(ctx, by)
-}
-
-// AuditExport implements Service (admin/audit).
-func (l *Local) AuditExport(ctx context.Context, by Principal, req AuditExportRequest, w io.Writer) error {
-	return l.audit().AuditExport(ctx, by, req, w)
-}
-
-// CreateAuditKey implements Service (admin/audit).
-func (l *Local) CreateAuditKey(ctx context.Context, by Principal, req CreateAuditKeyRequest) (*AuditKeyView, error) {
-	return l.audit().CreateAuditKey(ctx, by, req)
-}
-
-// ShowAuditKey implements Service (admin/audit).
-func (l *Local) ShowAuditKey(ctx context.Context, by Principal) (*AuditKeyView, error) {
-	return l.audit().ShowAuditKey(ctx, by)
-}
-
-// AuditCheckpoint implements Service (admin/audit).
-func (l *Local) AuditCheckpoint(ctx context.Context, by Principal) (*CheckpointView, error) {
-	return l.audit().AuditCheckpoint(ctx, by)
-}
-
-// AuditVerifyCheckpoint implements Service (admin/audit).
-func (l *Local) AuditVerifyCheckpoint(ctx context.Context, by Principal, req AuditVerifyCheckpointRequest) (*CheckpointReport, error) {
-	return l.audit().AuditVerifyCheckpoint(ctx, by, req)
+	l.core.Refused(ctx, by, op, reason, fields)
 }
 
 // What admin needs of the token is package admin/tokenkeys's.

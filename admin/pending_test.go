@@ -41,7 +41,7 @@ func dualWorld(t *testing.T) (*Local, *countingKeys, *storetest.Clock) {
 	keys := &countingKeys{}
 	l, _ := removalWorld(t, keys)
 	clock := storetest.NewClock(time.Date(2030, 3, 4, 5, 6, 7, 0, time.UTC))
-	l.Now, l.DualControl = clock.Now, []string{"RemoveCredential"}
+	l = l.reconfigured(func(c *Config) { c.Now, c.DualControl = clock.Now, []string{"RemoveCredential"} })
 	return l, keys, clock
 }
 
@@ -50,7 +50,7 @@ func dualWorld(t *testing.T) (*Local, *countingKeys, *storetest.Clock) {
 func auditOf(t *testing.T, l *Local, keys ...string) []string {
 	t.Helper()
 	var lines []string
-	err := l.Store.View(context.Background(), func(tx store.Tx) error {
+	err := l.core.Store.View(context.Background(), func(tx store.Tx) error {
 		return store.AuditEntries(tx, 1, func(e *store.AuditEntry) error {
 			if e.Kind == store.AuditAdminRead {
 				return nil // the reads of the test itself (acts_test covers them)
@@ -221,7 +221,7 @@ func TestDualControlRace(t *testing.T) {
 func TestDualControlExpiry(t *testing.T) {
 	ctx := context.Background()
 	l, keys, clock := dualWorld(t)
-	l.PendingTTL = time.Hour
+	l = l.reconfigured(func(c *Config) { c.PendingTTL = time.Hour })
 	_, err := l.RemoveCredential(ctx, alice, "c1")
 	id := err.(*Error).ID
 	if !strings.Contains(err.Error(), "within 1h ") {
@@ -304,7 +304,7 @@ func TestEveryHoldableOperationIsHeld(t *testing.T) {
 		held++
 		t.Run(o.Name, func(t *testing.T) {
 			l, keys, _ := dualWorld(t)
-			l.DualControl = []string{o.Name}
+			l = l.reconfigured(func(c *Config) { c.DualControl = []string{o.Name} })
 			raw, _ := json.Marshal(o.Request)
 			_, err := o.Call(context.Background(), l, operator, raw)
 			var id string

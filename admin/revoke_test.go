@@ -64,7 +64,7 @@ func removalWorld(t *testing.T, keys KeyStore) (*Local, *bolt.DB) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &Local{Store: db, Keys: keys}, db
+	return New(Config{Store: db, Keys: keys}), db
 }
 
 // present reports whether credential c1 and the SAD are stored, and the
@@ -174,7 +174,7 @@ func (failingUpdate) Update(context.Context, func(store.Tx) error) error {
 func TestRemoveCredentialStoreFailsAfterDestroy(t *testing.T) {
 	keys := &destroyOnly{}
 	l, db := removalWorld(t, keys)
-	l.Store = failingUpdate{db}
+	l = l.reconfigured(func(c *Config) { c.Store = failingUpdate{db} })
 	_, err := l.RemoveCredential(context.Background(), operator, "c1")
 	if err == nil || !strings.Contains(err.Error(), "the key pair is already destroyed in the HSM: run `signd credential remove c1` again") {
 		t.Fatalf("err = %v", err)
@@ -185,7 +185,7 @@ func TestRemoveCredentialStoreFailsAfterDestroy(t *testing.T) {
 	if cred, sad, _ := present(t, db); !cred || !sad {
 		t.Errorf("after the failed write: credential %v, SAD %v; want both kept", cred, sad)
 	}
-	l.Store, keys.err = db, fmt.Errorf("%w: gone", hsm.ErrKeyNotFound)
+	l, keys.err = l.reconfigured(func(c *Config) { c.Store = db }), fmt.Errorf("%w: gone", hsm.ErrKeyNotFound)
 	res, err := l.RemoveCredential(context.Background(), operator, "c1")
 	if err != nil || len(res.Destroyed) != 0 || res.Revoked.SADs != 1 {
 		t.Fatalf("second removal: %+v, %v", res, err)

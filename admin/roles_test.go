@@ -32,7 +32,7 @@ func lockedWorld(t *testing.T) (*Local, store.Store) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &Local{Store: db, Hasher: h, Now: func() time.Time { return time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC) }}, db
+	return New(Config{Store: db, Hasher: h, Now: func() time.Time { return time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC) }}), db
 }
 
 // refusals returns the admin_refused entries: actor, op and reason.

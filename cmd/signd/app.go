@@ -126,11 +126,11 @@ func (a *app) localAdmin(cfg *config.Config) (*admin.Local, func(), error) {
 	}
 	logger := a.commandLogger(cfg)
 	keys := lazytoken.New(func() (*hsm.Token, error) { return openToken(cfg, logger, nil) }, cfg.PKCS11.TokenLabel)
-	local := &admin.Local{Store: db, Keys: keys, Hasher: h, Now: a.now, Logger: logger,
+	local := admin.New(admin.Config{Store: db, Keys: keys, Hasher: h, Now: a.now, Logger: logger,
 		OIDCKeys: newKeyRing(cfg, db, keys, a.now, logger), TSALabel: cfg.CSC.Timestamp.Label,
 		DualControl: cfg.Admin.DualControlOps(), PendingTTL: cfg.Admin.PendingTTL,
 		AuditKeyLabel: cfg.Audit.Label(), Checkpoints: newCheckpointMaker(cfg, db, keys, a.now, logger),
-		EnrollBaseURL: cfg.Server.BaseURL, EnrollmentTTL: cfg.Admin.EnrollmentTTL}
+		EnrollBaseURL: cfg.Server.BaseURL, EnrollmentTTL: cfg.Admin.EnrollmentTTL})
 	return local, func() { keys.Close(); db.Close() }, nil
 }
 
@@ -153,8 +153,8 @@ func (a *app) localAudit(ctx context.Context, cfg *config.Config) (*admin.Local,
 	// The token is opened only to check a checkpoint without --key.
 	logger := a.commandLogger(cfg)
 	keys := lazytoken.New(func() (*hsm.Token, error) { return openToken(cfg, logger, nil) }, cfg.PKCS11.TokenLabel)
-	local := &admin.Local{Store: db, Keys: keys, Now: a.now, Logger: logger,
-		AuditKeyLabel: cfg.Audit.Label(), Checkpoints: newCheckpointMaker(cfg, db, keys, a.now, logger)}
+	local := admin.New(admin.Config{Store: db, Keys: keys, Now: a.now, Logger: logger,
+		AuditKeyLabel: cfg.Audit.Label(), Checkpoints: newCheckpointMaker(cfg, db, keys, a.now, logger)})
 	return local, func() { keys.Close(); db.Close() }, nil
 }
 

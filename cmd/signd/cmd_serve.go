@@ -215,10 +215,10 @@ func (a *app) serve(ctx context.Context, cfg *config.Config, load func() (*confi
 	}
 	defer os.Remove(cfg.Server.AdminSocket)
 	ae := adminrpc.NewRouter(logger)
-	local := &admin.Local{Store: db, Keys: token, Hasher: hasher, Now: a.now, Logger: logger, OIDCKeys: keys,
+	local := admin.New(admin.Config{Store: db, Keys: token, Hasher: hasher, Now: a.now, Logger: logger, OIDCKeys: keys,
 		TSALabel: cfg.CSC.Timestamp.Label, DualControl: cfg.Admin.DualControlOps(), PendingTTL: cfg.Admin.PendingTTL,
 		AuditKeyLabel: cfg.Audit.Label(), Checkpoints: checkpoints,
-		EnrollBaseURL: cfg.Server.BaseURL, EnrollmentTTL: cfg.Admin.EnrollmentTTL}
+		EnrollBaseURL: cfg.Server.BaseURL, EnrollmentTTL: cfg.Admin.EnrollmentTTL})
 	apiSrv, apiLn, err := listenAPI(cfg, local, a.now, logger)
 	if err != nil {
 		httpLn.Close()

@@ -20,7 +20,7 @@ var (
 // no token and no operator.
 func (s *services) enrollPage(flow *browser.Handler) *enrollpage.Handler {
 	return &enrollpage.Handler{
-		Backend: &admin.Local{Store: s.store, Hasher: s.hasher, Now: s.now, Logger: s.logger.With("service", "oauth")},
+		Backend: admin.New(admin.Config{Store: s.store, Hasher: s.hasher, Now: s.now, Logger: s.logger.With("service", "oauth")}),
 		Forms:   flow,
 		Logger:  s.logger.With("service", "oauth"),
 		Now:     s.now,

@@ -87,7 +87,7 @@ func newWorld(t *testing.T, roles map[string][]string, dual []string, crl *x509.
 	if err != nil {
 		t.Fatal(err)
 	}
-	local := &admin.Local{Store: db, Hasher: h, DualControl: dual}
+	local := admin.New(admin.Config{Store: db, Hasher: h, DualControl: dual})
 	ca := certstatustest.New(t, "admin API CA", nil)
 	m, err := admin.CertRoleMap(roles)
 	if err != nil {

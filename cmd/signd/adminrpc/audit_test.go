@@ -71,7 +71,7 @@ func TestAuditLocalRemote(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	local := &admin.Local{Store: db}
+	local := admin.New(admin.Config{Store: db})
 	remote := serveAdmin(t, local)
 	ctx := context.Background()
 	want, err := local.AuditVerify(ctx, everyRole(self()))

@@ -72,7 +72,7 @@ func (h Handler) Mount(g *echo.Group) error {
 		h.Now = time.Now
 	}
 	db, logger := h.DB, h.Logger
-	gate := &admin.Local{Store: h.Audit, Now: h.Now, Logger: logger}
+	gate := admin.New(admin.Config{Store: h.Audit, Now: h.Now, Logger: logger})
 	// authorize names the peer and checks its roles: a backup copies every
 	// record and hash the roles guard, so it is the security officer's; a
 	// check reports only the file's health, to any role.
