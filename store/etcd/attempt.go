@@ -100,7 +100,12 @@ func (t *attemptTxn) Commit() (*clientv3.TxnResponse, error) {
 // busy loop while the cluster elects one (which takes etcd's election
 // timeout, 1 s by default). It fails when ctx ends first.
 func pause(ctx context.Context, n int) error {
-	timer := time.NewTimer(min(time.Duration(n)*10*time.Millisecond, 100*time.Millisecond))
+	return sleep(ctx, min(time.Duration(n)*10*time.Millisecond, 100*time.Millisecond))
+}
+
+// sleep waits d; it fails when ctx ends first.
+func sleep(ctx context.Context, d time.Duration) error {
+	timer := time.NewTimer(d)
 	defer timer.Stop()
 	select {
 	case <-ctx.Done():

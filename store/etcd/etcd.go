@@ -355,15 +355,7 @@ func (db *DB) attempt(ctx context.Context, fn func(store.Tx) error) (bool, error
 // backoff waits a random time that grows with attempt (capped at 50 ms),
 // so that nodes that conflicted do not retry in lockstep.
 func backoff(ctx context.Context, attempt int) error {
-	d := time.Duration(rand.Int64N(int64(min(attempt, 50)) * int64(time.Millisecond)))
-	timer := time.NewTimer(d)
-	defer timer.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-timer.C:
-		return nil
-	}
+	return sleep(ctx, time.Duration(rand.Int64N(int64(min(attempt, 50))*int64(time.Millisecond))))
 }
 
 // Stats are counters of a DB's transactions since Open: how much the
