@@ -53,101 +53,69 @@ func op[R any](name string, roles []Role, read bool, fn func(context.Context, Se
 		}}
 }
 
+// The calls of op for a Service method by the shape of its request: the
+// request itself (with), a name (named), a name and a switch (status), or
+// nothing (bare).
+func with[R, T any](f func(Service, context.Context, Principal, R) (T, error)) func(context.Context, Service, Principal, R) (any, error) {
+	return func(ctx context.Context, s Service, by Principal, r R) (any, error) { return f(s, ctx, by, r) }
+}
+
+func named[T any](f func(Service, context.Context, Principal, string) (T, error)) func(context.Context, Service, Principal, NameRequest) (any, error) {
+	return func(ctx context.Context, s Service, by Principal, r NameRequest) (any, error) {
+		return f(s, ctx, by, r.Name)
+	}
+}
+
+func status[T any](f func(Service, context.Context, Principal, string, bool) (T, error)) func(context.Context, Service, Principal, StatusRequest) (any, error) {
+	return func(ctx context.Context, s Service, by Principal, r StatusRequest) (any, error) {
+		return f(s, ctx, by, r.Name, r.Enabled)
+	}
+}
+
+func bare[T any](f func(Service, context.Context, Principal) (T, error)) func(context.Context, Service, Principal, struct{}) (any, error) {
+	return func(ctx context.Context, s Service, by Principal, _ struct{}) (any, error) { return f(s, ctx, by) }
+}
+
 // Operations is every administrative operation with the role it requires.
-// It is the one place roles are declared: Local checks them (allow), the
+// It is the one place roles are declared: act.Core checks them, the
 // admin socket dispatches by it, and the role table test walks it.
 func Operations() []Operation {
 	so, ad := []Role{roleSecurityOfficer}, []Role{roleAdministrator}
 	soRead, adRead := []Role{roleSecurityOfficer, roleAuditor}, []Role{roleAdministrator, roleAuditor}
 	au := []Role{roleAuditor}
 	approvers := []Role{roleSecurityOfficer, roleAdministrator}
-	type none = struct{}
 	return []Operation{
-		op("AddUser", ad, false, func(ctx context.Context, s Service, by Principal, r AddUserRequest) (any, error) {
-			return s.AddUser(ctx, by, r)
-		}),
-		op("ListUsers", adRead, true, func(ctx context.Context, s Service, by Principal, _ none) (any, error) { return s.ListUsers(ctx, by) }),
-		op("ShowUser", adRead, true, func(ctx context.Context, s Service, by Principal, r NameRequest) (any, error) {
-			return s.ShowUser(ctx, by, r.Name)
-		}),
-		op("SetUserStatus", ad, false, func(ctx context.Context, s Service, by Principal, r StatusRequest) (any, error) {
-			return s.SetUserStatus(ctx, by, r.Name, r.Enabled)
-		}),
-		op("UnlockUser", ad, false, func(ctx context.Context, s Service, by Principal, r NameRequest) (any, error) {
-			return s.UnlockUser(ctx, by, r.Name)
-		}),
-		op("UnlockPIN", so, false, func(ctx context.Context, s Service, by Principal, r NameRequest) (any, error) {
-			return s.UnlockPIN(ctx, by, r.Name)
-		}),
-		op("SetPassword", ad, false, func(ctx context.Context, s Service, by Principal, r SetSecretRequest) (any, error) {
-			return s.SetPassword(ctx, by, r)
-		}),
-		op("SetPIN", so, false, func(ctx context.Context, s Service, by Principal, r SetSecretRequest) (any, error) {
-			return s.SetPIN(ctx, by, r)
-		}),
-		op("EnrollTOTP", ad, false, func(ctx context.Context, s Service, by Principal, r EnrollTOTPRequest) (any, error) {
-			return s.EnrollTOTP(ctx, by, r)
-		}),
-		op("RemoveTOTP", ad, false, func(ctx context.Context, s Service, by Principal, r NameRequest) (any, error) {
-			return s.RemoveTOTP(ctx, by, r.Name)
-		}),
-		op("AddProof", ad, false, func(ctx context.Context, s Service, by Principal, r AddProofRequest) (any, error) {
-			return s.AddProof(ctx, by, r)
-		}),
-		op("IssueEnrollment", ad, false, func(ctx context.Context, s Service, by Principal, r NameRequest) (any, error) {
-			return s.IssueEnrollment(ctx, by, r.Name)
-		}),
-		op("RemoveUser", ad, false, func(ctx context.Context, s Service, by Principal, r NameRequest) (any, error) {
-			return s.RemoveUser(ctx, by, r.Name)
-		}),
-		op("AddClient", ad, false, func(ctx context.Context, s Service, by Principal, r AddClientRequest) (any, error) {
-			return s.AddClient(ctx, by, r)
-		}),
-		op("ListClients", adRead, true, func(ctx context.Context, s Service, by Principal, _ none) (any, error) { return s.ListClients(ctx, by) }),
-		op("ShowClient", adRead, true, func(ctx context.Context, s Service, by Principal, r NameRequest) (any, error) {
-			return s.ShowClient(ctx, by, r.Name)
-		}),
-		op("RemoveClient", ad, false, func(ctx context.Context, s Service, by Principal, r NameRequest) (any, error) {
-			return s.RemoveClient(ctx, by, r.Name)
-		}),
-		op("CreateCredential", so, false, func(ctx context.Context, s Service, by Principal, r CreateCredentialRequest) (any, error) {
-			return s.CreateCredential(ctx, by, r)
-		}),
-		op("ImportCertificate", so, false, func(ctx context.Context, s Service, by Principal, r ImportCertificateRequest) (any, error) {
-			return s.ImportCertificate(ctx, by, r)
-		}),
-		op("ListCredentials", soRead, true, func(ctx context.Context, s Service, by Principal, r NameRequest) (any, error) {
-			return s.ListCredentials(ctx, by, r.Name)
-		}),
-		op("ShowCredential", soRead, true, func(ctx context.Context, s Service, by Principal, r NameRequest) (any, error) {
-			return s.ShowCredential(ctx, by, r.Name)
-		}),
-		op("SetCredentialStatus", so, false, func(ctx context.Context, s Service, by Principal, r StatusRequest) (any, error) {
-			return s.SetCredentialStatus(ctx, by, r.Name, r.Enabled)
-		}),
-		op("SetCredentialAuth", so, false, func(ctx context.Context, s Service, by Principal, r SetCredentialAuthRequest) (any, error) {
-			return s.SetCredentialAuth(ctx, by, r)
-		}),
-		op("RemoveCredential", so, false, func(ctx context.Context, s Service, by Principal, r NameRequest) (any, error) {
-			return s.RemoveCredential(ctx, by, r.Name)
-		}),
-		op("CreateOIDCKey", so, false, func(ctx context.Context, s Service, by Principal, r CreateOIDCKeyRequest) (any, error) {
-			return s.CreateOIDCKey(ctx, by, r)
-		}),
-		op("ListOIDCKeys", soRead, true, func(ctx context.Context, s Service, by Principal, _ none) (any, error) {
-			return s.ListOIDCKeys(ctx, by)
-		}),
-		op("RotateOIDCKeys", so, false, func(ctx context.Context, s Service, by Principal, r RotateOIDCKeysRequest) (any, error) {
-			return s.RotateOIDCKeys(ctx, by, r)
-		}),
-		op("HSMInfo", soRead, true, func(ctx context.Context, s Service, by Principal, _ none) (any, error) { return s.HSMInfo(ctx, by) }),
-		op("EnrollTSA", so, false, func(ctx context.Context, s Service, by Principal, r EnrollTSARequest) (any, error) {
-			return s.EnrollTSA(ctx, by, r)
-		}),
-		op("ImportTSACertificate", so, false, func(ctx context.Context, s Service, by Principal, r ImportTSACertificateRequest) (any, error) {
-			return s.ImportTSACertificate(ctx, by, r)
-		}),
-		op("AuditVerify", au, true, func(ctx context.Context, s Service, by Principal, _ none) (any, error) { return s.AuditVerify(ctx, by) }),
+		op("AddUser", ad, false, with(Service.AddUser)),
+		op("ListUsers", adRead, true, bare(Service.ListUsers)),
+		op("ShowUser", adRead, true, named(Service.ShowUser)),
+		op("SetUserStatus", ad, false, status(Service.SetUserStatus)),
+		op("UnlockUser", ad, false, named(Service.UnlockUser)),
+		op("UnlockPIN", so, false, named(Service.UnlockPIN)),
+		op("SetPassword", ad, false, with(Service.SetPassword)),
+		op("SetPIN", so, false, with(Service.SetPIN)),
+		op("EnrollTOTP", ad, false, with(Service.EnrollTOTP)),
+		op("RemoveTOTP", ad, false, named(Service.RemoveTOTP)),
+		op("AddProof", ad, false, with(Service.AddProof)),
+		op("IssueEnrollment", ad, false, named(Service.IssueEnrollment)),
+		op("RemoveUser", ad, false, named(Service.RemoveUser)),
+		op("AddClient", ad, false, with(Service.AddClient)),
+		op("ListClients", adRead, true, bare(Service.ListClients)),
+		op("ShowClient", adRead, true, named(Service.ShowClient)),
+		op("RemoveClient", ad, false, named(Service.RemoveClient)),
+		op("CreateCredential", so, false, with(Service.CreateCredential)),
+		op("ImportCertificate", so, false, with(Service.ImportCertificate)),
+		op("ListCredentials", soRead, true, named(Service.ListCredentials)),
+		op("ShowCredential", soRead, true, named(Service.ShowCredential)),
+		op("SetCredentialStatus", so, false, status(Service.SetCredentialStatus)),
+		op("SetCredentialAuth", so, false, with(Service.SetCredentialAuth)),
+		op("RemoveCredential", so, false, named(Service.RemoveCredential)),
+		op("CreateOIDCKey", so, false, with(Service.CreateOIDCKey)),
+		op("ListOIDCKeys", soRead, true, bare(Service.ListOIDCKeys)),
+		op("RotateOIDCKeys", so, false, with(Service.RotateOIDCKeys)),
+		op("HSMInfo", soRead, true, bare(Service.HSMInfo)),
+		op("EnrollTSA", so, false, with(Service.EnrollTSA)),
+		op("ImportTSACertificate", so, false, with(Service.ImportTSACertificate)),
+		op("AuditVerify", au, true, bare(Service.AuditVerify)),
 		op("AuditExport", au, true, func(ctx context.Context, s Service, by Principal, r AuditExportRequest) (any, error) {
 			// A filter in error is answered before the stream starts, so
 			// that the error keeps its kind; s refuses it too, and audits
@@ -162,30 +130,16 @@ func Operations() []Operation {
 		}),
 		// Dual control (admin/pending): whoever may approve, and the auditor,
 		// see what waits; approving also needs a role of the held act.
-		op("ListPending", principal.Roles(), true, func(ctx context.Context, s Service, by Principal, _ none) (any, error) {
-			return s.ListPending(ctx, by)
-		}),
-		op("ApprovePending", approvers, false, func(ctx context.Context, s Service, by Principal, r NameRequest) (any, error) {
-			return s.ApprovePending(ctx, by, r.Name)
-		}),
-		op("RejectPending", approvers, false, func(ctx context.Context, s Service, by Principal, r NameRequest) (any, error) {
-			return s.RejectPending(ctx, by, r.Name)
-		}),
+		op("ListPending", principal.Roles(), true, bare(Service.ListPending)),
+		op("ApprovePending", approvers, false, named(Service.ApprovePending)),
+		op("RejectPending", approvers, false, named(Service.RejectPending)),
 		// The audit key is a key: the security officer's. A checkpoint
 		// changes no record, it states what the log holds: the security
 		// officer or the auditor (before an audit) may ask for one.
-		op("CreateAuditKey", so, false, func(ctx context.Context, s Service, by Principal, r CreateAuditKeyRequest) (any, error) {
-			return s.CreateAuditKey(ctx, by, r)
-		}),
-		op("ShowAuditKey", soRead, true, func(ctx context.Context, s Service, by Principal, _ none) (any, error) {
-			return s.ShowAuditKey(ctx, by)
-		}),
-		op("AuditCheckpoint", soRead, false, func(ctx context.Context, s Service, by Principal, _ none) (any, error) {
-			return s.AuditCheckpoint(ctx, by)
-		}),
-		op("AuditVerifyCheckpoint", au, true, func(ctx context.Context, s Service, by Principal, r AuditVerifyCheckpointRequest) (any, error) {
-			return s.AuditVerifyCheckpoint(ctx, by, r)
-		}),
+		op("CreateAuditKey", so, false, with(Service.CreateAuditKey)),
+		op("ShowAuditKey", soRead, true, bare(Service.ShowAuditKey)),
+		op("AuditCheckpoint", soRead, false, bare(Service.AuditCheckpoint)),
+		op("AuditVerifyCheckpoint", au, true, with(Service.AuditVerifyCheckpoint)),
 	}
 }
 
