@@ -25,7 +25,7 @@ func TestAddClientIDTokenAlgUnsupported(t *testing.T) {
 	tok := softtoken.New(softtoken.Options{})
 	tok.FailAlways(softtoken.OpGenerateEC, fmt.Errorf("C_GenerateKeyPair: %w", pkcs11.Error(pkcs11.CKR_MECHANISM_INVALID)))
 	l := New(Config{Store: db, OIDCKeys: &oidc.KeyRing{
-		Store: store.Scope(db, func(tx store.Tx) store.OIDCTx { return tx }), HSM: tok, IDTokenTTL: time.Hour,
+		Store: store.Scope(db, func(tx store.Tx) oidc.KeyRingTx { return tx }), HSM: tok, IDTokenTTL: time.Hour,
 	}})
 	_, err := l.AddClient(context.Background(), operator, AddClientRequest{
 		ID: "rp", RedirectURIs: []string{"https://rp.example/cb"}, Scopes: []string{"openid"}, IDTokenAlg: "ES256",

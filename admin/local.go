@@ -150,3 +150,11 @@ var (
 
 // NewClientSecret is clients.NewClientSecret: a generated client secret.
 func NewClientSecret() (string, error) { return clients.NewClientSecret() }
+
+// OIDCKeyRecorder is hsmkeys.KeyRecorder: it records, as actor, the
+// changes of the OIDC signing keys that are no operation of their own
+// (the daemon's at its start), each in the key ring's transaction that
+// makes it; occasion ("at start") is their reason.
+func OIDCKeyRecorder(actor, occasion string, now func() time.Time) oidc.Recorder {
+	return hsmkeys.KeyRecorder(actor, occasion, now)
+}

@@ -81,7 +81,7 @@ func TestIDTokenAlgorithmsGoOIDC(t *testing.T) {
 				t.Fatalf("token response %d %v", tr.Status, tr.Body)
 			}
 			h := idTokenHeader(t, raw, alg)
-			active, err := f.keys.EnsureAlg(context.Background(), alg)
+			active, err := f.keys.EnsureAlg(context.Background(), alg, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -112,7 +112,7 @@ func TestIDTokenAlgorithmsGoOIDC(t *testing.T) {
 func TestClientIDTokenAlg(t *testing.T) {
 	ev := newFlowEnv(t)
 	ctx := context.Background()
-	if _, err := ev.keys.EnsureAlg(ctx, "ES256"); err != nil {
+	if _, err := ev.keys.EnsureAlg(ctx, "ES256", nil); err != nil {
 		t.Fatal(err)
 	}
 	ev.update(func(tx store.Tx) error {
@@ -143,10 +143,10 @@ func TestJWKSShapePerAlgorithm(t *testing.T) {
 	f := newFixture(t)
 	f.keys.Algorithm = "PS256"
 	ctx := context.Background()
-	if _, err := f.keys.Ensure(ctx); err != nil {
+	if _, err := f.keys.Ensure(ctx, nil); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := f.keys.EnsureAlg(ctx, "ES256"); err != nil {
+	if _, err := f.keys.EnsureAlg(ctx, "ES256", nil); err != nil {
 		t.Fatal(err)
 	}
 	rec := f.do(http.MethodGet, "/.well-known/jwks.json", "", "", nil)
@@ -211,7 +211,7 @@ func TestJWKSShapePerAlgorithm(t *testing.T) {
 func TestRotationPerAlgorithm(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
-	rs, err := f.keys.Ensure(ctx)
+	rs, err := f.keys.Ensure(ctx, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -219,7 +219,7 @@ func TestRotationPerAlgorithm(t *testing.T) {
 
 	// The operator switches to ES256: a restart with the new setting.
 	switched := &oidc.KeyRing{Store: f.keys.Store, HSM: f.keys.HSM, Algorithm: "ES256", IDTokenTTL: idTokenTTL, Now: f.clock.Now}
-	es, err := switched.Ensure(ctx)
+	es, err := switched.Ensure(ctx, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -230,21 +230,21 @@ func TestRotationPerAlgorithm(t *testing.T) {
 	if err := f.verify(before); err != nil {
 		t.Errorf("an RS256 token from before the switch no longer verifies: %v", err)
 	}
-	if rs2, err := switched.EnsureAlg(ctx, "RS256"); err != nil || rs2.KID != rs.KID {
+	if rs2, err := switched.EnsureAlg(ctx, "RS256", nil); err != nil || rs2.KID != rs.KID {
 		t.Errorf("RS256 key after the switch: %v, %v (want %s still active)", rs2, err, rs.KID)
 	}
 
-	next, err := switched.Create(ctx, "")
+	next, err := switched.Create(ctx, "", nil)
 	if err != nil || next.Algorithm != "ES256" || next.State != store.SigningKeyNext {
 		t.Fatalf("Create after the switch: %+v, %v", next, err)
 	}
-	if _, err := switched.Create(ctx, "ES256"); !errors.Is(err, oidc.ErrNextKeyExists) {
+	if _, err := switched.Create(ctx, "ES256", nil); !errors.Is(err, oidc.ErrNextKeyExists) {
 		t.Errorf("second next ES256 key: %v", err)
 	}
-	if _, err := switched.Rotate(ctx, "PS256", true); !errors.Is(err, oidc.ErrNoNextKey) {
+	if _, err := switched.Rotate(ctx, "PS256", true, nil); !errors.Is(err, oidc.ErrNoNextKey) {
 		t.Errorf("rotating PS256 without a PS256 key: %v", err)
 	}
-	rot, err := switched.Rotate(ctx, "", true)
+	rot, err := switched.Rotate(ctx, "", true, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -274,17 +274,17 @@ func TestRotationPerAlgorithm(t *testing.T) {
 func TestHostileAlgorithms(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
-	if _, err := f.keys.Ensure(ctx); err != nil {
+	if _, err := f.keys.Ensure(ctx, nil); err != nil {
 		t.Fatal(err)
 	}
 	for _, alg := range []string{"none", "None", "HS256", "HS512", "rs256", "es256", "RS256 ", "ES384", "EdDSA", strings.Repeat("A", 1000)} {
 		if _, err := f.keys.Sign(ctx, alg, map[string]string{"sub": "a"}); !errors.Is(err, oidc.ErrUnknownAlgorithm) {
 			t.Errorf("Sign(%.20q): %v", alg, err)
 		}
-		if _, err := f.keys.Create(ctx, alg); !errors.Is(err, oidc.ErrUnknownAlgorithm) {
+		if _, err := f.keys.Create(ctx, alg, nil); !errors.Is(err, oidc.ErrUnknownAlgorithm) {
 			t.Errorf("Create(%.20q): %v", alg, err)
 		}
-		if _, err := f.keys.EnsureAlg(ctx, alg); !errors.Is(err, oidc.ErrUnknownAlgorithm) || len(err.Error()) > 200 {
+		if _, err := f.keys.EnsureAlg(ctx, alg, nil); !errors.Is(err, oidc.ErrUnknownAlgorithm) || len(err.Error()) > 200 {
 			t.Errorf("EnsureAlg(%.20q): %.300v", alg, err)
 		}
 	}
@@ -320,7 +320,7 @@ func TestUnsupportedAlgorithm(t *testing.T) {
 			tok := softtoken.New(softtoken.Options{})
 			tok.FailAlways(tt.op, tt.err)
 			ring := &oidc.KeyRing{Store: keyRingStore(memoryStore(t)), HSM: tok, Algorithm: tt.alg, IDTokenTTL: idTokenTTL}
-			_, err := ring.EnsureAlg(context.Background(), "")
+			_, err := ring.EnsureAlg(context.Background(), "", nil)
 			if err == nil {
 				_, err = ring.Sign(context.Background(), "", map[string]string{"sub": "a"})
 			}

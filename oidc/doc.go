@@ -5,7 +5,9 @@
 //   - the ID-token signing keys: RSA (RS256, PS256) and EC P-256 (ES256)
 //     key pairs generated inside the HSM, one life cycle per algorithm
 //     (next → active → retired, see KeyRing), and the compact JWS signed
-//     by the HSM in each algorithm (signer.go);
+//     by the HSM in each algorithm (signer.go); each change of the keys
+//     hands its caller's Recorder the write transaction that makes it,
+//     where the caller appends the audit entry (KeyChange);
 //   - GET and POST /userinfo with the claims of the granted scopes that
 //     the user approved on the consent page as they are now (what the
 //     user saw is what the relying party gets);

@@ -149,7 +149,7 @@ func ensureAtOnce(ctx context.Context, n int, ring func() *oidc.KeyRing) ([]stri
 	for i := range n {
 		r := ring()
 		wg.Go(func() {
-			k, err := r.Ensure(ctx)
+			k, err := r.Ensure(ctx, nil)
 			if err == nil {
 				kids[i] = k.KID
 			}

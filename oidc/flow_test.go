@@ -117,7 +117,7 @@ func newFlowEnvNoFixtures(t *testing.T, f *fixture) *flowEnv {
 	ev.ts.Listener = ln
 	ev.ts.Start()
 	t.Cleanup(ev.ts.Close)
-	if _, err := f.keys.Ensure(context.Background()); err != nil {
+	if _, err := f.keys.Ensure(context.Background(), nil); err != nil {
 		t.Fatal(err)
 	}
 	ev.hasher = hasher

@@ -21,7 +21,7 @@ import (
 // milliseconds. The signature is checked with go-jose and with crypto/rsa.
 func TestItem16IDToken(t *testing.T) {
 	f := newFixture(t)
-	key, err := f.keys.Ensure(context.Background())
+	key, err := f.keys.Ensure(context.Background(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

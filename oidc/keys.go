@@ -256,10 +256,42 @@ func Thumbprint(pub crypto.PublicKey) (string, error) {
 	return base64.RawURLEncoding.EncodeToString(tp), nil
 }
 
+// KeyChange is what one write transaction of the key ring changes.
+type KeyChange struct {
+	// Created is a key published: next, or active at once as the first
+	// key of its algorithm.
+	Created *store.SigningKey
+	// Activated is a next key made active (Rotate, or Ensure finding
+	// only a next key of its algorithm); Retired is the active key it
+	// retired, nil when none was active.
+	Activated, Retired *store.SigningKey
+	// Purged are the KIDs of the retired keys removed, every ID token
+	// they signed expired: their HSM keys were destroyed before.
+	Purged []string
+	// PurgeErr is why an expired retired key could not be destroyed in
+	// the HSM: it stays, and is tried again at the next purge.
+	PurgeErr error
+}
+
+// Recorder appends the audit entry (or entries) of change to tx, the
+// write transaction that makes it: the change and its entry are
+// committed together or not at all, and an error of the Recorder undoes
+// the change. The transaction may run more than once (a store that
+// retries on a conflict), so a Recorder does the same each time. A nil
+// Recorder records nothing.
+type Recorder func(tx store.AuditAppender, change KeyChange) error
+
+func (rec Recorder) record(tx store.AuditAppender, change KeyChange) error {
+	if rec == nil {
+		return nil
+	}
+	return rec(tx, change)
+}
+
 // Keys returns every key record, oldest first.
 func (r *KeyRing) Keys(ctx context.Context) ([]store.SigningKey, error) {
 	var ks []store.SigningKey
-	err := r.Store.View(ctx, func(tx store.OIDCTx) (err error) {
+	err := r.Store.View(ctx, func(tx KeyRingTx) (err error) {
 		ks, err = tx.SigningKeys()
 		return err
 	})
@@ -267,11 +299,12 @@ func (r *KeyRing) Keys(ctx context.Context) ([]store.SigningKey, error) {
 }
 
 // Ensure makes sure a key of each Required algorithm is active (see
-// EnsureAlg) and reports the active key of the default algorithm.
-func (r *KeyRing) Ensure(ctx context.Context) (*store.SigningKey, error) {
+// EnsureAlg) and reports the active key of the default algorithm. rec
+// records each change in its transaction.
+func (r *KeyRing) Ensure(ctx context.Context, rec Recorder) (*store.SigningKey, error) {
 	var def *store.SigningKey
 	for _, alg := range r.Required() {
-		k, err := r.EnsureAlg(ctx, alg)
+		k, err := r.EnsureAlg(ctx, alg, rec)
 		if err != nil {
 			return nil, err
 		}
@@ -289,14 +322,15 @@ func (r *KeyRing) Ensure(ctx context.Context) (*store.SigningKey, error) {
 // publishes or promotes a key first, EnsureAlg destroys the key it
 // generated itself and reports the key that won, instead of publishing a
 // second one. A token that lacks the mechanism gives an
-// *UnsupportedAlgorithmError.
-func (r *KeyRing) EnsureAlg(ctx context.Context, alg string) (*store.SigningKey, error) {
+// *UnsupportedAlgorithmError. rec records the change, if any, in its
+// transaction.
+func (r *KeyRing) EnsureAlg(ctx context.Context, alg string, rec Recorder) (*store.SigningKey, error) {
 	alg, err := r.alg(alg)
 	if err != nil {
 		return nil, err
 	}
 	for attempt := 1; ; attempt++ {
-		k, err := r.ensureOnce(ctx, alg)
+		k, err := r.ensureOnce(ctx, alg, rec)
 		if attempt < ensureAttempts && (errors.Is(err, errKeyAppeared) || errors.Is(err, ErrNoNextKey)) {
 			continue
 		}
@@ -312,7 +346,7 @@ const ensureAttempts = 4
 // published meanwhile.
 var errKeyAppeared = errors.New("oidc: another daemon published a signing key first")
 
-func (r *KeyRing) ensureOnce(ctx context.Context, alg string) (*store.SigningKey, error) {
+func (r *KeyRing) ensureOnce(ctx context.Context, alg string, rec Recorder) (*store.SigningKey, error) {
 	ks, err := r.Keys(ctx)
 	if err != nil {
 		return nil, err
@@ -321,9 +355,13 @@ func (r *KeyRing) ensureOnce(ctx context.Context, alg string) (*store.SigningKey
 		return k, nil
 	}
 	if k := find(ks, alg, store.SigningKeyNext); k != nil {
-		return r.promote(ctx, alg, k.KID, true)
+		rot, err := r.promote(ctx, alg, k.KID, true, nil, nil, rec)
+		if err != nil {
+			return nil, err
+		}
+		return &rot.Active, nil
 	}
-	return r.create(ctx, alg, true)
+	return r.create(ctx, alg, true, rec)
 }
 
 // find returns the newest key of alg in state, or nil.
@@ -357,14 +395,15 @@ func (r *KeyRing) Algorithms(ctx context.Context) ([]string, error) {
 // Create generates a key pair for alg ("" = the default) in the HSM and
 // publishes it as the next key of alg; when no key of alg is active yet,
 // the new key is active at once. A second next key of one algorithm is
-// refused (ErrNextKeyExists): rotate first. If the store write fails the
-// HSM key is destroyed again.
-func (r *KeyRing) Create(ctx context.Context, alg string) (*store.SigningKey, error) {
+// refused (ErrNextKeyExists): rotate first. rec records the key in the
+// transaction that stores it. If the store write (or rec) fails the HSM
+// key is destroyed again.
+func (r *KeyRing) Create(ctx context.Context, alg string, rec Recorder) (*store.SigningKey, error) {
 	alg, err := r.alg(alg)
 	if err != nil {
 		return nil, err
 	}
-	return r.create(ctx, alg, false)
+	return r.create(ctx, alg, false, rec)
 }
 
 // generate makes a key pair for alg in the HSM: RSA 2048 for RS256 and
@@ -386,7 +425,7 @@ func (r *KeyRing) generate(ctx context.Context, alg, label string) (*hsm.KeyInfo
 // create is Create; first (EnsureAlg) publishes the key only while the
 // store holds no active and no next key of alg, and otherwise gives
 // errKeyAppeared.
-func (r *KeyRing) create(ctx context.Context, alg string, first bool) (*store.SigningKey, error) {
+func (r *KeyRing) create(ctx context.Context, alg string, first bool, rec Recorder) (*store.SigningKey, error) {
 	ks, err := r.Keys(ctx)
 	if err != nil {
 		return nil, err
@@ -404,7 +443,8 @@ func (r *KeyRing) create(ctx context.Context, alg string, first bool) (*store.Si
 	}
 	k, err := newSigningKey(info, alg, r.now())
 	if err == nil {
-		err = r.Store.Update(ctx, func(tx store.OIDCTx) error {
+		err = r.Store.Update(ctx, func(tx KeyRingTx) error {
+			k.State, k.ActivatedAt = store.SigningKeyNext, time.Time{} // the transaction may run again
 			cur, err := tx.SigningKeys()
 			if err != nil {
 				return err
@@ -418,7 +458,10 @@ func (r *KeyRing) create(ctx context.Context, alg string, first bool) (*store.Si
 			if find(cur, alg, store.SigningKeyActive) == nil {
 				k.State, k.ActivatedAt = store.SigningKeyActive, k.CreatedAt
 			}
-			return tx.CreateSigningKey(k)
+			if err := tx.CreateSigningKey(k); err != nil {
+				return err
+			}
+			return rec.record(tx, KeyChange{Created: k})
 		})
 	}
 	if err != nil {
@@ -457,9 +500,12 @@ type Rotation struct {
 // retires the active key of alg; keys of other algorithms are left as
 // they are. The next key must have been published for PrePublish
 // (ErrNextKeyTooNew) unless force is set; without a next key it fails with
-// ErrNoNextKey. Afterwards it purges retired keys whose tokens have all
-// expired.
-func (r *KeyRing) Rotate(ctx context.Context, alg string, force bool) (*Rotation, error) {
+// ErrNoNextKey. It purges the retired keys whose tokens have all expired
+// with it: their HSM keys are destroyed first, their records leave the
+// store in the promotion's transaction, where rec records the rotation.
+// A key the HSM did not destroy stays (a rotation with an error: the
+// rotation is done, the purge is tried again next time).
+func (r *KeyRing) Rotate(ctx context.Context, alg string, force bool, rec Recorder) (*Rotation, error) {
 	alg, err := r.alg(alg)
 	if err != nil {
 		return nil, err
@@ -475,28 +521,22 @@ func (r *KeyRing) Rotate(ctx context.Context, alg string, force bool) (*Rotation
 	if ready := next.CreatedAt.Add(r.prePublish()); !force && r.now().Before(ready) {
 		return nil, fmt.Errorf("%w: %s signs from %s on", ErrNextKeyTooNew, next.KID, ready.Format(time.RFC3339))
 	}
-	old := find(ks, alg, store.SigningKeyActive)
-	active, err := r.promote(ctx, alg, next.KID, force)
+	gone, purgeErr := r.destroyExpired(ctx, ks)
+	rot, err := r.promote(ctx, alg, next.KID, force, gone, purgeErr, rec)
 	if err != nil {
 		return nil, err
 	}
-	rot := &Rotation{Active: *active}
-	if old != nil {
-		old.State, old.RetiredAt = store.SigningKeyRetired, active.ActivatedAt
-		rot.Retired = old
-	}
-	if rot.Purged, err = r.Purge(ctx); err != nil {
-		return rot, err
-	}
-	return rot, nil
+	return rot, purgeErr
 }
 
 // promote makes the next key kid of alg active and retires the active key
-// of alg, in one transaction.
-func (r *KeyRing) promote(ctx context.Context, alg, kid string, force bool) (*store.SigningKey, error) {
+// of alg, and removes the records of the keys purge names (destroyed in
+// the HSM: purgeErr says why another was not), in one transaction.
+func (r *KeyRing) promote(ctx context.Context, alg, kid string, force bool, purge []string, purgeErr error, rec Recorder) (*Rotation, error) {
 	now := r.now()
-	var out *store.SigningKey
-	err := r.Store.Update(ctx, func(tx store.OIDCTx) error {
+	var rot *Rotation
+	err := r.Store.Update(ctx, func(tx KeyRingTx) error {
+		rot = &Rotation{}
 		ks, err := tx.SigningKeys()
 		if err != nil {
 			return err
@@ -514,45 +554,94 @@ func (r *KeyRing) promote(ctx context.Context, alg, kid string, force bool) (*st
 				if err := tx.PutSigningKey(&ks[i]); err != nil {
 					return err
 				}
+				rot.Retired = &ks[i]
 			}
 		}
 		next.State, next.ActivatedAt = store.SigningKeyActive, now
-		out = next
-		return tx.PutSigningKey(next)
+		if err := tx.PutSigningKey(next); err != nil {
+			return err
+		}
+		rot.Active = *next
+		if rot.Purged, err = deleteKeys(tx, purge); err != nil {
+			return err
+		}
+		return rec.record(tx, KeyChange{Activated: &rot.Active, Retired: rot.Retired, Purged: rot.Purged, PurgeErr: purgeErr})
 	})
 	if err != nil {
 		return nil, err
 	}
-	r.log().Info("oidc: signing key activated", "kid", out.KID, "alg", alg)
-	return out, nil
+	r.log().Info("oidc: signing key activated", "kid", rot.Active.KID, "alg", alg)
+	r.logPurged(rot.Purged)
+	return rot, nil
 }
 
 // Purge destroys the retired keys whose ID tokens have all expired (see
-// PublishedUntil) and removes their records. A key already gone from the
-// HSM is removed from the store all the same.
-func (r *KeyRing) Purge(ctx context.Context) ([]string, error) {
+// PublishedUntil) and removes their records, in one transaction where rec
+// records it. A key already gone from the HSM is removed from the store
+// all the same; one the HSM did not destroy stays, and Purge reports why
+// with the keys it did purge.
+func (r *KeyRing) Purge(ctx context.Context, rec Recorder) ([]string, error) {
 	ks, err := r.Keys(ctx)
 	if err != nil {
 		return nil, err
 	}
-	now := r.now()
+	gone, purgeErr := r.destroyExpired(ctx, ks)
+	if len(gone) == 0 {
+		return nil, purgeErr
+	}
 	var purged []string
+	err = r.Store.Update(ctx, func(tx KeyRingTx) (err error) {
+		if purged, err = deleteKeys(tx, gone); err != nil || len(purged) == 0 {
+			return err
+		}
+		return rec.record(tx, KeyChange{Purged: purged, PurgeErr: purgeErr})
+	})
+	if err != nil {
+		return nil, err
+	}
+	r.logPurged(purged)
+	return purged, purgeErr
+}
+
+// destroyExpired destroys in the HSM the keys of ks that are retired and
+// no longer published, and returns their KIDs; it stops at the first
+// key the HSM does not destroy (one it does not hold counts as
+// destroyed).
+func (r *KeyRing) destroyExpired(ctx context.Context, ks []store.SigningKey) ([]string, error) {
+	now := r.now()
+	var gone []string
 	for i := range ks {
 		k := &ks[i]
 		if k.State != store.SigningKeyRetired || r.published(k, now) {
 			continue
 		}
 		if err := r.HSM.DestroyKey(ctx, k.KeyID); err != nil && !errors.Is(err, hsm.ErrKeyNotFound) {
-			return purged, fmt.Errorf("oidc: destroy retired signing key %s: %w", k.KID, err)
+			return gone, fmt.Errorf("oidc: destroy retired signing key %s: %w", k.KID, err)
 		}
-		err := r.Store.Update(ctx, func(tx store.OIDCTx) error { return tx.DeleteSigningKey(k.KID) })
-		if err != nil && !errors.Is(err, store.ErrNotFound) {
-			return purged, err
-		}
-		r.log().Info("oidc: retired signing key purged", "kid", k.KID)
-		purged = append(purged, k.KID)
+		gone = append(gone, k.KID)
 	}
-	return purged, nil
+	return gone, nil
+}
+
+// deleteKeys removes the records of kids in tx and returns those it
+// removed (another daemon may have purged some first).
+func deleteKeys(tx KeyRingTx, kids []string) ([]string, error) {
+	var out []string
+	for _, kid := range kids {
+		switch err := tx.DeleteSigningKey(kid); {
+		case err == nil:
+			out = append(out, kid)
+		case !errors.Is(err, store.ErrNotFound):
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+func (r *KeyRing) logPurged(kids []string) {
+	for _, kid := range kids {
+		r.log().Info("oidc: retired signing key purged", "kid", kid)
+	}
 }
 
 // JWKS returns the published public keys: next, active and retired keys

@@ -75,7 +75,7 @@ func TestItem02JWKS(t *testing.T) {
 	if set := f.fetchJWKS(); len(set.Keys) != 0 {
 		t.Fatalf("JWKS before any key: %v", kids(set))
 	}
-	active, err := f.keys.Ensure(context.Background())
+	active, err := f.keys.Ensure(context.Background(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,7 +83,7 @@ func TestItem02JWKS(t *testing.T) {
 		t.Fatalf("first key is %s, want active", active.State)
 	}
 	f.clock.Advance(time.Minute)
-	if _, err := f.keys.Create(context.Background(), ""); err != nil {
+	if _, err := f.keys.Create(context.Background(), "", nil); err != nil {
 		t.Fatal(err)
 	}
 	set := f.fetchJWKS()
@@ -132,24 +132,24 @@ func TestItem02JWKS(t *testing.T) {
 func TestItem02KeyRotation(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
-	first, err := f.keys.Ensure(ctx)
+	first, err := f.keys.Ensure(ctx, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if again, err := f.keys.Ensure(ctx); err != nil || again.KID != first.KID {
+	if again, err := f.keys.Ensure(ctx, nil); err != nil || again.KID != first.KID {
 		t.Fatalf("second Ensure = %v, %v; want the same key", again, err)
 	}
-	if _, err := f.keys.Rotate(ctx, "", false); !errors.Is(err, oidc.ErrNoNextKey) {
+	if _, err := f.keys.Rotate(ctx, "", false, nil); !errors.Is(err, oidc.ErrNoNextKey) {
 		t.Fatalf("Rotate without next key = %v, want ErrNoNextKey", err)
 	}
-	next, err := f.keys.Create(ctx, "")
+	next, err := f.keys.Create(ctx, "", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if next.State != store.SigningKeyNext {
 		t.Fatalf("created key is %s, want next", next.State)
 	}
-	if _, err := f.keys.Create(ctx, ""); !errors.Is(err, oidc.ErrNextKeyExists) {
+	if _, err := f.keys.Create(ctx, "", nil); !errors.Is(err, oidc.ErrNextKeyExists) {
 		t.Fatalf("second Create = %v, want ErrNextKeyExists", err)
 	}
 	// Published, but not yet signing.
@@ -157,12 +157,12 @@ func TestItem02KeyRotation(t *testing.T) {
 		t.Fatalf("JWKS = %v, want both keys", got)
 	}
 	before := f.signTest("n-before")
-	if _, err := f.keys.Rotate(ctx, "", false); !errors.Is(err, oidc.ErrNextKeyTooNew) {
+	if _, err := f.keys.Rotate(ctx, "", false, nil); !errors.Is(err, oidc.ErrNextKeyTooNew) {
 		t.Fatalf("Rotate right away = %v, want ErrNextKeyTooNew", err)
 	}
 
 	f.clock.Advance(oidc.DefaultPrePublish)
-	rot, err := f.keys.Rotate(ctx, "", false)
+	rot, err := f.keys.Rotate(ctx, "", false, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -190,7 +190,7 @@ func TestItem02KeyRotation(t *testing.T) {
 			t.Errorf("token signed after the rotation: %v", err)
 		}
 	}
-	purged, err := f.keys.Purge(ctx)
+	purged, err := f.keys.Purge(ctx, nil)
 	if err != nil || len(purged) != 0 {
 		t.Fatalf("Purge inside the window = %v, %v", purged, err)
 	}
@@ -198,7 +198,7 @@ func TestItem02KeyRotation(t *testing.T) {
 	if got := kids(f.fetchJWKS()); len(got) != 1 || got[0] != next.KID {
 		t.Errorf("JWKS after expiry = %v, want only %s", got, next.KID)
 	}
-	purged, err = f.keys.Purge(ctx)
+	purged, err = f.keys.Purge(ctx, nil)
 	if err != nil || len(purged) != 1 || purged[0] != first.KID {
 		t.Fatalf("Purge = %v, %v", purged, err)
 	}
@@ -213,14 +213,14 @@ func TestItem02KeyRotation(t *testing.T) {
 func TestRotateForce(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
-	if _, err := f.keys.Ensure(ctx); err != nil {
+	if _, err := f.keys.Ensure(ctx, nil); err != nil {
 		t.Fatal(err)
 	}
-	next, err := f.keys.Create(ctx, "")
+	next, err := f.keys.Create(ctx, "", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	rot, err := f.keys.Rotate(ctx, "", true)
+	rot, err := f.keys.Rotate(ctx, "", true, nil)
 	if err != nil || rot.Active.KID != next.KID {
 		t.Fatalf("forced Rotate = %+v, %v", rot, err)
 	}
@@ -231,19 +231,19 @@ func TestRotateForce(t *testing.T) {
 func TestFirstKeyActive(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
-	k, err := f.keys.Create(ctx, "")
+	k, err := f.keys.Create(ctx, "", nil)
 	if err != nil || k.State != store.SigningKeyActive || !k.ActivatedAt.Equal(k.CreatedAt) {
 		t.Fatalf("first Create = %+v, %v", k, err)
 	}
 	// A next key whose active key vanished (admin deleted the record) is
 	// promoted by Ensure.
-	n, err := f.keys.Create(ctx, "")
+	n, err := f.keys.Create(ctx, "", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	f.update(func(tx store.Tx) error { return tx.DeleteSigningKey(k.KID) })
 	_ = token.DestroyKey(ctx, k.KeyID)
-	got, err := f.keys.Ensure(ctx)
+	got, err := f.keys.Ensure(ctx, nil)
 	if err != nil || got.KID != n.KID || got.State != store.SigningKeyActive {
 		t.Fatalf("Ensure = %+v, %v", got, err)
 	}
@@ -262,7 +262,7 @@ func TestSignWithoutKey(t *testing.T) {
 func TestSignRefusesAnotherHSMKey(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
-	active, err := f.keys.Ensure(ctx)
+	active, err := f.keys.Ensure(ctx, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

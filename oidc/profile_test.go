@@ -321,7 +321,7 @@ func TestConsent(t *testing.T) {
 // the minted token) and scope.
 func TestItem16TokenResponse(t *testing.T) {
 	f := newFixture(t)
-	if _, err := f.keys.Ensure(context.Background()); err != nil {
+	if _, err := f.keys.Ensure(context.Background(), nil); err != nil {
 		t.Fatal(err)
 	}
 	p := &oidc.Profile{Provider: f.p}

@@ -16,8 +16,8 @@ func providerStore(s store.Store) *store.Scoped[oidc.Tx] {
 }
 
 // keyRingStore is s as the KeyRing sees it.
-func keyRingStore(s store.Store) *store.Scoped[store.OIDCTx] {
-	return store.Scope(s, func(tx store.Tx) store.OIDCTx { return tx })
+func keyRingStore(s store.Store) *store.Scoped[oidc.KeyRingTx] {
+	return store.Scope(s, func(tx store.Tx) oidc.KeyRingTx { return tx })
 }
 
 // TestStoreSeam: both backends serve the provider and the key ring through
@@ -33,11 +33,11 @@ func TestStoreSeam(t *testing.T) {
 			t.Errorf("View through oidc.Tx: %v, want ErrNotFound", err)
 		}
 		var k oidc.KeyRingStore = keyRingStore(db)
-		err = k.Update(context.Background(), func(tx store.OIDCTx) error {
+		err = k.Update(context.Background(), func(tx oidc.KeyRingTx) error {
 			return tx.DeleteSigningKey("nope")
 		})
 		if !errors.Is(err, store.ErrNotFound) {
-			t.Errorf("Update through store.OIDCTx: %v, want ErrNotFound", err)
+			t.Errorf("Update through oidc.KeyRingTx: %v, want ErrNotFound", err)
 		}
 	})
 }

@@ -23,15 +23,23 @@ type Store interface {
 	View(ctx context.Context, fn func(Tx) error) error
 }
 
-// KeyRingStore is the KeyRing's view of the store: the signing keys
-// (store.OIDCTx), read and rotated as a set in one transaction.
+// KeyRingTx is the KeyRing's transaction: the signing keys (store.OIDCTx),
+// read and rotated as a set in one transaction, and the audit log, where
+// a Recorder appends the entry of each change in the transaction that
+// makes it.
+type KeyRingTx interface {
+	store.OIDCTx
+	store.AuditAppender
+}
+
+// KeyRingStore is the KeyRing's view of the store.
 type KeyRingStore interface {
-	View(ctx context.Context, fn func(store.OIDCTx) error) error
-	Update(ctx context.Context, fn func(store.OIDCTx) error) error
+	View(ctx context.Context, fn func(KeyRingTx) error) error
+	Update(ctx context.Context, fn func(KeyRingTx) error) error
 }
 
 var (
 	_ Store          = (*store.Scoped[Tx])(nil)
-	_ KeyRingStore   = (*store.Scoped[store.OIDCTx])(nil)
+	_ KeyRingStore   = (*store.Scoped[KeyRingTx])(nil)
 	_ oauth.BearerTx = Tx(nil)
 )

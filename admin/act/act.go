@@ -19,11 +19,12 @@ import (
 //     more;
 //   - a change done: one entry of the operation's kind, outcome ok (or the
 //     credential status it leaves, for credential_enrolled), appended in
-//     the write transaction of the change (Act.Update), so both or
-//     neither are committed; an act done outside the store (the token for
-//     the TSA, the OIDC key ring's own transactions) appends it in its own
-//     transaction right after (Act.End), and when that fails the operator
-//     is told the act stands unaudited;
+//     the write transaction of the change (Act.Update, or Act.AppendIn
+//     in the transaction another package runs: the OIDC key ring's), so
+//     both or neither are committed; an act done outside the store (the
+//     token for the TSA) appends it in its own transaction right after
+//     (Act.End), and when that fails the operator is told the act stands
+//     unaudited;
 //   - a read: one admin_read entry (Fields["op"] names the operation),
 //     written BEFORE the read in its own transaction (Act.Grant): when the
 //     audit log cannot be written the read is refused. AuditVerify appends
@@ -60,8 +61,8 @@ type Act struct {
 	Outcome, Reason string
 	// Recorded: the act's entry is committed; nothing more is appended.
 	Recorded bool
-	// Outside: the act changes what is outside the store (the token, the
-	// OIDC key ring's own transactions), so its entry follows it (End).
+	// Outside: the act changes what is outside the store (the token),
+	// so its entry follows it (End).
 	// An act that is not outside and ends done without its entry is a
 	// bug: End appends the entry all the same, and logs an error.
 	Outside bool
@@ -150,6 +151,15 @@ func (a *Act) Update(ctx context.Context, fn func(tx store.Tx) error) error {
 	return err
 }
 
+// AppendIn appends the act's done entry to tx, the write transaction
+// that another package runs to make the change (the OIDC key ring's,
+// oidc.Recorder): the change and its entry are committed together. The
+// caller sets Recorded once that transaction has committed. The
+// transaction may run again; the entry is made anew each time.
+func (a *Act) AppendIn(tx store.AuditAppender) error {
+	return tx.AppendAudit(a.done())
+}
+
 // Record appends the act's done entry in a transaction of its own, after
 // an act done outside the store.
 func (a *Act) Record(ctx context.Context) error {
@@ -183,8 +193,7 @@ func (a *Act) End(ctx context.Context, errp *error) {
 	case err == nil && a.Recorded:
 		log.Info("admin act done", append(attrs, "fields", a.done().Fields)...)
 	case err == nil:
-		// Done outside the store (the token, the OIDC key ring): the entry
-		// follows the act.
+		// Done outside the store (the token): the entry follows the act.
 		if !a.Outside {
 			log.Error("admin act done without its audit entry in its transaction (a bug of signd): appending it now", attrs...)
 		}

@@ -95,7 +95,7 @@ func (l *Clients) AddClient(ctx context.Context, by principal.Principal, req ops
 	if err := checkSector(c); err != nil {
 		return nil, err
 	}
-	if err := l.HSM.CheckIDTokenAlg(ctx, c); err != nil {
+	if err := l.HSM.CheckIDTokenAlg(ctx, by, c); err != nil {
 		return nil, err
 	}
 	err = a.Update(ctx, func(tx store.Tx) (err error) {

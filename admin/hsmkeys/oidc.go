@@ -64,8 +64,8 @@ func (l *HSM) oidcKeyView(r *oidc.KeyRing, k *store.SigningKey) *ops.OIDCKeyView
 // published as the next signing key of that algorithm (active at once when
 // no key of it is active yet).
 //
-// The key ring writes the key in its own transaction: the audit entry
-// follows it in another (act.Act.End).
+// The key ring stores the key and the act's audit entry in one
+// transaction (oidc.Recorder).
 func (l *HSM) CreateOIDCKey(ctx context.Context, by principal.Principal, req ops.CreateOIDCKeyRequest) (_ *ops.OIDCKeyView, err error) {
 	a, err := l.Begin(ctx, by, "CreateOIDCKey", store.AuditOIDCKeyCreated, "oidc-keys")
 	if err != nil {
@@ -75,7 +75,6 @@ func (l *HSM) CreateOIDCKey(ctx context.Context, by principal.Principal, req ops
 		return nil, err
 	}
 	defer a.End(ctx, &err)
-	a.Outside = true
 	if req.Alg != "" {
 		a.Set("alg", req.Alg)
 	}
@@ -83,15 +82,20 @@ func (l *HSM) CreateOIDCKey(ctx context.Context, by principal.Principal, req ops
 	if err != nil {
 		return nil, err
 	}
-	k, err := r.Create(ctx, req.Alg)
+	k, err := r.Create(ctx, req.Alg, func(tx store.AuditAppender, c oidc.KeyChange) error {
+		k := c.Created
+		a.Target = "oidc-key:" + k.KID
+		a.Result["alg"] = k.Algorithm
+		a.Result["state"] = string(k.State)
+		a.Result["label"] = k.Label
+		a.Result["key_id"] = hex.EncodeToString(k.KeyID)
+		return a.AppendIn(tx)
+	})
 	if err != nil {
+		a.Target = "oidc-keys"
 		return nil, l.failKeys("create OIDC signing key", err)
 	}
-	a.Target = "oidc-key:" + k.KID
-	a.Set("alg", k.Algorithm)
-	a.Result["state"] = string(k.State)
-	a.Result["label"] = k.Label
-	a.Result["key_id"] = hex.EncodeToString(k.KeyID)
+	a.Recorded = true
 	return l.oidcKeyView(r, k), nil
 }
 
@@ -124,9 +128,10 @@ func (l *HSM) ListOIDCKeys(ctx context.Context, by principal.Principal) (_ []ops
 // active one is retired (published until its ID tokens expired), expired
 // retired keys are removed from the JWKS and the HSM.
 //
-// As CreateOIDCKey, the audit entry follows the key ring's transactions.
-// A rotation whose purge of expired keys failed is done: its entry says
-// so (purge_error) and the purge is tried again at the next rotation.
+// As CreateOIDCKey, the act's audit entry is in the key ring's
+// transaction of the rotation (and of the purge). A rotation whose purge
+// of expired keys failed is done: its entry says so (purge_error) and the
+// purge is tried again at the next rotation.
 func (l *HSM) RotateOIDCKeys(ctx context.Context, by principal.Principal, req ops.RotateOIDCKeysRequest) (_ *ops.RotateOIDCKeysResult, err error) {
 	a, err := l.Begin(ctx, by, "RotateOIDCKeys", store.AuditOIDCKeysRotated, "oidc-keys")
 	if err != nil {
@@ -136,7 +141,6 @@ func (l *HSM) RotateOIDCKeys(ctx context.Context, by principal.Principal, req op
 		return nil, err
 	}
 	defer a.End(ctx, &err)
-	a.Outside = true
 	if req.Alg != "" {
 		a.Set("alg", req.Alg)
 	}
@@ -145,27 +149,85 @@ func (l *HSM) RotateOIDCKeys(ctx context.Context, by principal.Principal, req op
 	if err != nil {
 		return nil, err
 	}
-	rot, err := r.Rotate(ctx, req.Alg, req.Force)
+	rot, err := r.Rotate(ctx, req.Alg, req.Force, func(tx store.AuditAppender, c oidc.KeyChange) error {
+		a.Target = "oidc-key:" + c.Activated.KID
+		a.Result = rotationFields(c)
+		if c.PurgeErr != nil {
+			a.Result["purge_error"] = l.Fail("purge OIDC signing keys", c.PurgeErr).Error()
+		}
+		return a.AppendIn(tx)
+	})
 	if err != nil && rot == nil {
+		a.Target = "oidc-keys"
 		return nil, l.failKeys("rotate OIDC signing keys", err)
 	}
+	a.Recorded = true
 	if err != nil {
 		l.Log().Warn("purging expired OIDC signing keys failed", "err", err)
-		a.Result["purge_error"] = l.Fail("purge OIDC signing keys", err).Error()
 		err = nil
 	}
 	res := &ops.RotateOIDCKeysResult{Active: *l.oidcKeyView(r, &rot.Active), Purged: rot.Purged}
-	a.Target = "oidc-key:" + rot.Active.KID
-	a.Set("alg", rot.Active.Algorithm)
-	a.Result["active"] = rot.Active.KID
 	if rot.Retired != nil {
 		res.Retired = l.oidcKeyView(r, rot.Retired)
-		a.Result["retired"] = rot.Retired.KID
-	}
-	if len(rot.Purged) > 0 {
-		a.Result["purged"] = strings.Join(rot.Purged, " ")
 	}
 	return res, nil
+}
+
+// rotationFields are the audit fields of a rotation c: the algorithm, the
+// key made active, the key retired and the keys purged.
+func rotationFields(c oidc.KeyChange) map[string]string {
+	f := map[string]string{"alg": c.Activated.Algorithm, "active": c.Activated.KID}
+	if c.Retired != nil {
+		f["retired"] = c.Retired.KID
+	}
+	if len(c.Purged) > 0 {
+		f["purged"] = strings.Join(c.Purged, " ")
+	}
+	return f
+}
+
+// KeyRecorder records the changes of the OIDC signing keys that are no
+// operation of their own, as actor, in the key ring's transaction of each:
+// the daemon's at its start (the first key of an algorithm, a next key
+// promoted, expired keys purged) and the first key of an algorithm a new
+// client needs (CheckIDTokenAlg). occasion ("at start") is the reason of
+// a key created and ends that of a promotion.
+func KeyRecorder(actor, occasion string, now func() time.Time) oidc.Recorder {
+	return func(tx store.AuditAppender, c oidc.KeyChange) error {
+		for _, e := range KeyChangeEntries(actor, occasion, now(), c) {
+			if err := tx.AppendAudit(e); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+}
+
+// KeyChangeEntries are the audit entries of KeyRecorder for c: a key
+// created (oidc_key_created, with its state), a next key promoted
+// (oidc_keys_rotated: Target the new active key, the key it retired, the
+// keys purged with it), or expired keys purged alone (oidc_keys_rotated
+// with Fields["purged"]).
+func KeyChangeEntries(actor, occasion string, now time.Time, c oidc.KeyChange) []*store.AuditEntry {
+	e := &store.AuditEntry{Time: now, Kind: store.AuditOIDCKeysRotated, Actor: actor, Outcome: store.AuditOK}
+	switch {
+	case c.Created != nil:
+		k := c.Created
+		e.Kind, e.Target, e.Reason = store.AuditOIDCKeyCreated, "oidc-key:"+k.KID, occasion
+		e.Fields = map[string]string{"alg": k.Algorithm, "state": string(k.State), "label": k.Label}
+	case c.Activated != nil:
+		e.Target, e.Reason = "oidc-key:"+c.Activated.KID, strings.TrimSpace("next key promoted "+occasion)
+		e.Fields = rotationFields(c)
+	case len(c.Purged) > 0:
+		e.Reason = "retired keys purged: their ID tokens have expired"
+		e.Fields = map[string]string{"purged": strings.Join(c.Purged, " "), "count": strconv.Itoa(len(c.Purged))}
+	default:
+		return nil
+	}
+	if c.PurgeErr != nil {
+		e.Fields["purge_error"] = act.Clip(c.PurgeErr.Error())
+	}
+	return []*store.AuditEntry{e}
 }
 
 // CheckIDTokenAlg checks a client's id_token_signed_response_alg and makes
@@ -173,9 +235,10 @@ func (l *HSM) RotateOIDCKeys(ctx context.Context, by principal.Principal, req op
 // RS256, PS256 and ES256, spelt exactly (never none or an HMAC
 // algorithm), the client must have scope openid, and a key of it must be
 // active — the first key of an algorithm is generated now, active at once
-// (no relying party can hold an ID token of it yet). A token that cannot
-// make the key refuses the client with the mechanism it lacks.
-func (l *HSM) CheckIDTokenAlg(ctx context.Context, c *store.Client) error {
+// (no relying party can hold an ID token of it yet), and audited as by's
+// in the key ring's transaction (KeyRecorder). A token that cannot make
+// the key refuses the client with the mechanism it lacks.
+func (l *HSM) CheckIDTokenAlg(ctx context.Context, by principal.Principal, c *store.Client) error {
 	alg := c.IDTokenSignedResponseAlg
 	if alg == "" {
 		return nil
@@ -190,7 +253,8 @@ func (l *HSM) CheckIDTokenAlg(ctx context.Context, c *store.Client) error {
 	if err != nil {
 		return err
 	}
-	if _, err := r.EnsureAlg(ctx, alg); err != nil {
+	rec := KeyRecorder(by.Actor, fmt.Sprintf("for client %q", c.ID), l.Clock)
+	if _, err := r.EnsureAlg(ctx, alg, rec); err != nil {
 		if u := (*oidc.UnsupportedAlgorithmError)(nil); errors.As(err, &u) {
 			return act.Errorf(ops.KindInvalid, "client %q: id_token_signed_response_alg %v", c.ID, u)
 		}

@@ -22,6 +22,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -58,12 +59,19 @@ type apiCert struct {
 // clientCertOf makes a client certificate for CN=cn,O=Example from ca.
 func clientCertOf(t *testing.T, ca *certstatustest.CA, cn string) apiCert {
 	t.Helper()
+	return clientCertWith(t, ca, cn, time.Time{}, time.Time{})
+}
+
+// clientCertWith is clientCertOf valid from notBefore to notAfter (zero:
+// certstatustest's default validity).
+func clientCertWith(t *testing.T, ca *certstatustest.CA, cn string, notBefore, notAfter time.Time) apiCert {
+	t.Helper()
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		t.Fatal(err)
 	}
 	cert := ca.Issue(t, key.Public(), certstatustest.Leaf{Subject: pkix.Name{CommonName: cn, Organization: []string{"Example"}},
-		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}})
+		NotBefore: notBefore, NotAfter: notAfter, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}})
 	return apiCert{cert, tls.Certificate{Certificate: [][]byte{cert.Raw}, PrivateKey: key, Leaf: cert}}
 }
 
@@ -289,17 +297,33 @@ func (p *provisioning) actsOf(auditor *apiCert, actor string) []string {
 }
 
 // TestProvisioningRefusals: against the real daemon, whoever may not call
-// is refused at the handshake and audited; whoever may not do an act, and
-// every malformed request, gets the one error shape, checked against
+// — no certificate, one of another CA, an expired one, one the CRL of
+// admin.api_client_crl revokes, each with a subject admin.api_roles names
+// — is refused at the handshake and audited; whoever may not do an act,
+// and every malformed request, gets the one error shape, checked against
 // docs/admin-openapi.yaml.
 func TestProvisioningRefusals(t *testing.T) {
 	ca := certstatustest.New(t, "Onboarding CA", nil)
 	onboarding, auditor := clientCertOf(t, ca, "onboarding"), clientCertOf(t, ca, "auditor")
-	p := startProvisioning(t, auditor, ca)
 	rogue := clientCertOf(t, certstatustest.New(t, "Onboarding CA", nil), "onboarding")
+	expired := clientCertWith(t, ca, "onboarding", time.Now().Add(-48*time.Hour), time.Now().Add(-time.Hour))
+	revoked := clientCertOf(t, ca, "onboarding")
+	ca.Revoke(revoked.cert.SerialNumber, 1)
+	res, err := http.Get(ca.URL + "/crl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	crl, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	crlFile := filepath.Join(t.TempDir(), "api-ca.crl")
+	if err := os.WriteFile(crlFile, crl, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("SIGND_ADMIN_API_CLIENT_CRL", crlFile)
+	p := startProvisioning(t, auditor, ca)
 
-	// No certificate, or one of another CA: no HTTP at all.
-	for _, c := range []*apiCert{nil, &rogue} {
+	// No certificate, one of another CA, expired or revoked: no HTTP at all.
+	for _, c := range []*apiCert{nil, &rogue, &expired, &revoked} {
 		res, err := p.client(c).Get(p.api + adminapi.Prefix + "/users")
 		if err == nil {
 			res.Body.Close()
@@ -307,8 +331,13 @@ func TestProvisioningRefusals(t *testing.T) {
 		}
 	}
 	// The refusals are audited (the server writes them after the client
-	// has heard of them: wait for both, bounded).
-	want := admin.CertActor(rogue.cert)
+	// has heard of them: wait for all, bounded).
+	want := []string{
+		"client didn't provide a certificate",
+		admin.CertActor(rogue.cert) + ": the client certificate does not verify against admin.api_client_ca: x509: certificate signed by unknown authority",
+		admin.CertActor(expired.cert) + ": the client certificate does not verify against admin.api_client_ca: x509: certificate has expired or is not yet valid",
+		admin.CertActor(revoked.cert) + fmt.Sprintf(": the client certificate (serial %s) is revoked (admin.api_client_crl, since ", revoked.cert.SerialNumber),
+	}
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		var got []string
@@ -326,8 +355,7 @@ func TestProvisioningRefusals(t *testing.T) {
 			}
 		}
 		joined := strings.Join(got, "\n")
-		if strings.Contains(joined, "client didn't provide a certificate") &&
-			strings.Contains(joined, want+": the client certificate does not verify against admin.api_client_ca: x509: certificate signed by unknown authority") {
+		if !slices.ContainsFunc(want, func(w string) bool { return !strings.Contains(joined, w) }) {
 			break
 		}
 		if time.Now().After(deadline) {

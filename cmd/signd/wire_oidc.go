@@ -30,15 +30,16 @@ func newKeyRing(cfg *config.Config, st store.Store, keys oidc.KeyStore, now func
 // checks the algorithms clients registered: a client whose algorithm has
 // no key that signs is logged as an error (its logins fail until the key
 // exists), the daemon still starts. It returns the default algorithm's
-// active key.
-func (s *services) ensureSigningKeys(ctx context.Context) (*store.SigningKey, error) {
+// active key. rec records each key it changes, in the change's
+// transaction.
+func (s *services) ensureSigningKeys(ctx context.Context, rec oidc.Recorder) (*store.SigningKey, error) {
 	// Where the token's capabilities are known before any key is made
 	// (the mechanism list of C_GetMechanismList), a missing
 	// CKM_EC_KEY_PAIR_GEN or CKM_RSA_PKCS_PSS could be refused here
 	// without the generation attempt; until then the token's answer (or
 	// hsm's ErrUnsupportedAlgorithm) to the generation or the probe
 	// signature says it.
-	active, err := s.keys.Ensure(ctx)
+	active, err := s.keys.Ensure(ctx, rec)
 	if err == nil {
 		err = s.probeSigningKeys(ctx, s.keys.Required())
 	}
@@ -67,7 +68,7 @@ func (s *services) ensureSigningKeys(ctx context.Context) (*store.SigningKey, er
 		}
 		err, done := checked[alg]
 		if !done {
-			if _, err = s.keys.EnsureAlg(ctx, alg); err == nil {
+			if _, err = s.keys.EnsureAlg(ctx, alg, rec); err == nil {
 				err = s.probeSigningKeys(ctx, []string{alg})
 			}
 			checked[alg] = err
@@ -106,24 +107,15 @@ func (s *services) oidcProvider() (*oidc.Provider, error) {
 		return nil, err
 	}
 	ctx := context.Background()
-	before, err := s.keys.Keys(ctx)
+	// What the daemon changes by itself is audited (Actor "signd"), each
+	// change in its transaction: a start that cannot audit it fails.
+	rec := daemonaudit.OIDCKeys(s.now)
+	active, err := s.ensureSigningKeys(ctx, rec)
 	if err != nil {
 		return nil, fmt.Errorf("oidc signing key: %w", err)
 	}
-	active, err := s.ensureSigningKeys(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("oidc signing key: %w", err)
-	}
-	if _, err := s.keys.Purge(ctx); err != nil {
+	if _, err := s.keys.Purge(ctx, rec); err != nil {
 		s.logger.Warn("oidc: purging expired signing keys failed", "err", err)
-	}
-	// What the daemon changed by itself is audited (Actor "signd").
-	after, err := s.keys.Keys(ctx)
-	if err == nil {
-		err = daemonaudit.Append(ctx, s.store, daemonaudit.OIDCKeys(before, after, s.now())...)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("oidc signing keys: auditing the start's changes: %w", err)
 	}
 	s.logger.Info("oidc signing key", "kid", active.KID, "alg", active.Algorithm)
 	return &oidc.Provider{

@@ -33,6 +33,6 @@ func newStoreViews(b store.Store) *storeViews {
 
 // keyRingView is the OIDC key ring's view of the store (the daemon's and
 // the admin commands' key ring).
-func keyRingView(b store.Store) *store.Scoped[store.OIDCTx] {
-	return store.Scope(b, func(tx store.Tx) store.OIDCTx { return tx })
+func keyRingView(b store.Store) *store.Scoped[oidc.KeyRingTx] {
+	return store.Scope(b, func(tx store.Tx) oidc.KeyRingTx { return tx })
 }

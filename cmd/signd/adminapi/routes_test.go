@@ -11,6 +11,7 @@ import (
 	"github.com/getkin/kin-openapi/openapi3"
 
 	"github.com/signd/signd/admin"
+	"github.com/signd/signd/store"
 )
 
 // notRouted are the operations the provisioning API leaves to the box's
@@ -116,6 +117,60 @@ func TestRoutesRefuseOtherRoles(t *testing.T) {
 			case allowed && st == http.StatusForbidden:
 				t.Errorf("%s %s as %s: refused: %v", r.method, r.path, role, out)
 			}
+		}
+	}
+}
+
+// Every route refuses what is no request of it, in the one error shape
+// (400, kind invalid) before its operation runs: a route that takes a
+// JSON object refuses a malformed one, one with an unknown field, one
+// that is no object, and one over MaxBody; a route that takes no body
+// refuses one. The caller holds every role, so no refusal is the role's.
+func TestRoutesRefuseMalformed(t *testing.T) {
+	subject := []string{"CN=all,O=Example"}
+	w := newWorld(t, map[string][]string{"security_officer": subject, "administrator": subject, "auditor": subject}, nil, nil)
+	all := issue(t, w.ca, "all", time.Time{}, time.Time{})
+	// The operations whose route takes the body as their request (an
+	// empty one, or {}, for AuditCheckpoint), and those whose route adds
+	// the path's name to the body's object.
+	whole := []string{"AddUser", "AddClient", "CreateCredential", "AuditVerifyCheckpoint", "AuditCheckpoint"}
+	named := []string{"SetPassword", "SetPIN", "EnrollTOTP", "AddProof", "ImportCertificate", "SetCredentialAuth"}
+	big := `{"id":"` + strings.Repeat("x", MaxBody) + `"}`
+	oversized := "the request body is larger than 16777216 bytes"
+	type refusal struct{ name, body, msg string }
+	before := len(w.audit())
+	for _, r := range routes() {
+		path := strings.NewReplacer(":name", "alice", ":id", "c1").Replace(r.path)
+		var cases []refusal
+		switch {
+		case slices.Contains(whole, r.op):
+			cases = []refusal{
+				{"malformed", `{"id":`, "malformed admin request: unexpected EOF"},
+				{"unknown field", `{"no_such_field":1}`, `malformed admin request: json: unknown field "no_such_field"`},
+				{"no object", `["x"]`, "malformed admin request: json: cannot unmarshal array into Go value of type "},
+				{"oversized", big, oversized},
+			}
+		case slices.Contains(named, r.op):
+			cases = []refusal{
+				{"malformed", `{"id":`, "malformed admin request: the body must be a JSON object"},
+				{"unknown field", `{"no_such_field":1}`, `malformed admin request: json: unknown field "no_such_field"`},
+				{"no object", `["x"]`, "malformed admin request: the body must be a JSON object"},
+				{"oversized", big, oversized},
+			}
+		default:
+			cases = []refusal{{"a body", `{}`, "this request takes no body"}, {"oversized", big, oversized}}
+		}
+		for _, c := range cases {
+			st, out := w.call(&all, r.method, path, []byte(c.body))
+			if msg, _ := out["message"].(string); st != http.StatusBadRequest || out["kind"] != string(admin.KindInvalid) || !strings.HasPrefix(msg, c.msg) {
+				t.Errorf("%s %s, %s: %d %.200v, want 400 invalid %s...", r.method, r.path, c.name, st, out, c.msg)
+			}
+		}
+	}
+	// Refused before any operation: nothing was done, or read.
+	for _, e := range w.audit()[before:] {
+		if e.Kind != store.AuditAdminRefused {
+			t.Errorf("a malformed request reached its operation: %+v", e)
 		}
 	}
 }

@@ -76,7 +76,7 @@ func newActsWorld(t *testing.T) *actsWorld {
 	mk := &checkpoint.Maker{Store: db, Key: admin.AuditKeyFor(tok, "acts-audit"), Origin: "acts.example/audit", Dir: t.TempDir(), Logger: logger}
 	local := admin.New(admin.Config{Store: db, Keys: tok, Hasher: hasher, Logger: logger, TSALabel: "acts-tsa",
 		AuditKeyLabel: "acts-audit", Checkpoints: mk, EnrollBaseURL: "https://acts.example",
-		OIDCKeys: &oidc.KeyRing{Store: store.Scope(db, func(tx store.Tx) store.OIDCTx { return tx }),
+		OIDCKeys: &oidc.KeyRing{Store: store.Scope(db, func(tx store.Tx) oidc.KeyRingTx { return tx }),
 			HSM: tok, IDTokenTTL: time.Hour, Logger: logger}})
 	// As the daemon does (cmd/signd socketPrincipal): the uid, and the
 	// name the user database gives it.

@@ -2,13 +2,12 @@ package daemonaudit
 
 import (
 	"context"
-	"slices"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/signd/signd/admin"
 	"github.com/signd/signd/config"
+	"github.com/signd/signd/oidc"
 	"github.com/signd/signd/store"
 )
 
@@ -69,66 +68,13 @@ func Append(ctx context.Context, db store.Store, entries ...*store.AuditEntry) e
 	})
 }
 
-// OIDCKeys are the audit entries of what the daemon changed by itself
-// in the OIDC signing keys at start (KeyRing.Ensure and Purge), from the
-// keys before and after: a key created (oidc_key_created, with its state),
-// a next key promoted to active (oidc_keys_rotated: Target the new active
-// key, Fields the key it retired) and retired keys purged
-// (oidc_keys_rotated, Fields["purged"]). Rotations an operator asks for
-// are the admin service's entries.
-func OIDCKeys(before, after []store.SigningKey, now time.Time) []*store.AuditEntry {
-	actor := admin.Daemon().Actor
-	old := map[string]store.SigningKey{}
-	for _, k := range before {
-		old[k.KID] = k
-	}
-	var out []*store.AuditEntry
-	kept := map[string]bool{}
-	for _, k := range after {
-		kept[k.KID] = true
-		prev, existed := old[k.KID]
-		switch {
-		case !existed:
-			out = append(out, &store.AuditEntry{Time: now, Kind: store.AuditOIDCKeyCreated, Actor: actor,
-				Target: "oidc-key:" + k.KID, Outcome: store.AuditOK,
-				Fields: map[string]string{"alg": k.Algorithm, "state": string(k.State), "label": k.Label}})
-		case prev.State == store.SigningKeyNext && k.State == store.SigningKeyActive:
-			e := &store.AuditEntry{Time: now, Kind: store.AuditOIDCKeysRotated, Actor: actor,
-				Target: "oidc-key:" + k.KID, Outcome: store.AuditOK, Reason: "next key promoted at start",
-				Fields: map[string]string{"alg": k.Algorithm, "active": k.KID}}
-			if r := retiredBy(before, after, k.Algorithm); r != "" {
-				e.Fields["retired"] = r
-			}
-			out = append(out, e)
-		}
-	}
-	var purged []string
-	for _, k := range before {
-		if !kept[k.KID] {
-			purged = append(purged, k.KID)
-		}
-	}
-	if len(purged) > 0 {
-		slices.Sort(purged)
-		out = append(out, &store.AuditEntry{Time: now, Kind: store.AuditOIDCKeysRotated, Actor: actor, Outcome: store.AuditOK,
-			Reason: "retired keys purged: their ID tokens have expired",
-			Fields: map[string]string{"purged": strings.Join(purged, " "), "count": strconv.Itoa(len(purged))}})
-	}
-	return out
-}
-
-// retiredBy returns the KID of the key of alg that was active in before
-// and is retired in after, "" when none.
-func retiredBy(before, after []store.SigningKey, alg string) string {
-	for _, a := range after {
-		if a.Algorithm != alg || a.State != store.SigningKeyRetired {
-			continue
-		}
-		for _, b := range before {
-			if b.KID == a.KID && b.State == store.SigningKeyActive {
-				return a.KID
-			}
-		}
-	}
-	return ""
+// OIDCKeys records what the daemon changes by itself in the OIDC signing
+// keys at start (KeyRing.Ensure and Purge), as Actor signd, in the key
+// ring's transaction of each change: a key created (oidc_key_created,
+// with its state), a next key promoted to active (oidc_keys_rotated:
+// Target the new active key, Fields the key it retired) and retired keys
+// purged (oidc_keys_rotated, Fields["purged"]). Rotations an operator
+// asks for are the admin service's entries.
+func OIDCKeys(now func() time.Time) oidc.Recorder {
+	return admin.OIDCKeyRecorder(admin.Daemon().Actor, "at start", now)
 }
