@@ -82,7 +82,8 @@ func startTrace(path string) (stop func(), err error) {
 // until ctx is done; then it stops accepting, drains in-flight requests of
 // both listeners within server.shutdown_timeout (cutting what is left),
 // closes the store and finalizes the token (in that order). SIGHUP runs
-// load again and applies the TLS certificate and log.level (reload.Reloader).
+// load again and applies the TLS certificate, log.level and the
+// certificate-status settings (reload.Reloader).
 func (a *app) serve(ctx context.Context, cfg *config.Config, load func() (*config.Config, error)) error {
 	level := new(slog.LevelVar)
 	level.Set(cfg.Log.SlogLevel())
@@ -278,7 +279,7 @@ func (a *app) serve(ctx context.Context, cfg *config.Config, load func() (*confi
 				sdnotify.Send(logger, state)
 			}
 		}
-		(&reload.Reloader{Load: load, Level: level, Certs: certs, Logger: logger, Notify: notify, Now: a.clock,
+		(&reload.Reloader{Load: load, Level: level, Certs: certs, CertStatus: svc.certStatusChecker, Logger: logger, Notify: notify, Now: a.clock,
 			Audit: func(e *store.AuditEntry) error { return daemonaudit.Append(reloadCtx, db, e) }}).Run(reloadCtx, hup)
 	}()
 	defer func() { stopReload(); <-reloaded }()

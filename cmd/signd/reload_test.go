@@ -13,6 +13,11 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/crypto/ocsp"
+
+	"github.com/signd/signd/csc/certstatus/certstatustest"
+	"github.com/signd/signd/store"
 )
 
 // servedCert returns the DER of the certificate a fresh TLS handshake with
@@ -196,4 +201,47 @@ func TestReloadOnSIGHUP(t *testing.T) {
 		t.Fatalf("after SIGHUP: %v", err)
 	}
 	res.Body.Close()
+}
+
+// TestReloadCertificateStatus: a reload applies csc.cert_status.* to the
+// running checker and fetches every credential's OCSP answer again at
+// once: a certificate the CA put on hold after the last fetch is seen at
+// the reload, not an hour later (refresh: 1h at start), and the new
+// refresh interval (1s) is the one that lifts the hold. Turning the check
+// off is refused and changes nothing.
+func TestReloadCertificateStatus(t *testing.T) {
+	ca := certstatustest.New(t, "Status CA", nil)
+	e := newEnv(t, "csc:\n  cert_status:\n    refresh: 1h\n    timeout: 2s\n")
+	e.must("a long password\n", "user", "add", "alice", "--password-file", "-")
+	e.must("", "client", "add", "rp", "--redirect-uri", "https://rp.example/cb")
+	cred, leaf := enrollWithCA(t, e, "alice", ca, true, false)
+	bearer := e.mint(store.TokenAccess, "alice", "rp", "")
+	hup := make(chan struct{})
+	logs := &syncBuffer{}
+	addr, _ := e.startDaemonWith(func(a *app) { a.hup = hup; a.stderr = logs })
+	base := "http://" + addr + "/csc/v1/"
+	waitFetches(ca, "/ocsp", 1) // the refresh at start
+	waitStatus(t, base, bearer, cred, "enabled", "valid")
+
+	ca.Revoke(leaf.SerialNumber, ocsp.CertificateHold)
+	e.setConfig("refresh: 1h", "refresh: 1s")
+	hup <- struct{}{}
+	waitStatus(t, base, bearer, cred, "disabled", "suspended")
+	ca.Unrevoke(leaf.SerialNumber)
+	waitStatus(t, base, bearer, cred, "enabled", "valid")
+
+	e.setConfig("refresh: 1s", "enabled: false\n    refresh: 1s")
+	hup <- struct{}{}
+	deadline := time.Now().Add(10 * time.Second)
+	for !strings.Contains(logs.String(), "reload: turning csc.cert_status on or off needs a restart; nothing changed") {
+		if time.Now().After(deadline) {
+			t.Fatalf("turning csc.cert_status off was not refused:\n%s", logs.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	n := ca.Fetches("/ocsp")
+	waitFetches(ca, "/ocsp", 1)
+	if ca.Fetches("/ocsp") == n {
+		t.Fatal("the refused reload stopped the certificate-status checks")
+	}
 }

@@ -14,22 +14,29 @@ import (
 	"github.com/signd/signd/cmd/signd/daemonaudit"
 	"github.com/signd/signd/cmd/signd/httpserver"
 	"github.com/signd/signd/config"
+	"github.com/signd/signd/csc/certstatus"
 	"github.com/signd/signd/store"
 )
 
 // Reloader applies what SIGHUP reloads without dropping a connection: the
-// TLS certificate and key (from server.tls.*, read again) and log.level.
-// The configuration is loaded again as at start (file, environment,
-// flags); a configuration with problems changes nothing. Other keys need a
-// restart and are not looked at.
+// TLS certificate and key (from server.tls.*, read again), log.level and
+// the certificate-status settings (csc.cert_status.refresh, timeout and
+// ocsp_max_age; every credential's OCSP responders and CRLs are fetched
+// again at once). The configuration is loaded again as at start (file,
+// environment, flags); a configuration with problems changes nothing.
+// Other keys need a restart and are not looked at; turning TLS or
+// csc.cert_status on or off is refused.
 type Reloader struct {
 	// Load loads the configuration as at start.
 	Load func() (*config.Config, error)
 	// Level is the loggers' level, set to log.level.
 	Level *slog.LevelVar
 	// Certs serves the TLS certificate; nil without TLS.
-	Certs  *httpserver.CertSource
-	Logger *slog.Logger
+	Certs *httpserver.CertSource
+	// CertStatus is the certificate-status checker; nil when
+	// csc.cert_status is off.
+	CertStatus *certstatus.Checker
+	Logger     *slog.Logger
 	// Notify tells systemd a state (sdnotify.Send, or nothing before
 	// READY=1).
 	Notify func(state string)
@@ -50,6 +57,11 @@ func (r *Reloader) Reload() error {
 		r.record(daemonaudit.ConfigRefused("turning TLS on or off needs a restart", r.Now()))
 		return fmt.Errorf("reload: turning TLS on or off needs a restart; nothing changed")
 	}
+	cs := cfg.CSC.CertStatus
+	if (r.CertStatus != nil) != cs.Enabled {
+		r.record(daemonaudit.ConfigRefused("turning csc.cert_status on or off needs a restart", r.Now()))
+		return fmt.Errorf("reload: turning csc.cert_status on or off needs a restart; nothing changed")
+	}
 	if r.Certs != nil {
 		if err := r.Certs.Load(cfg.Server.TLS.CertFile, cfg.Server.TLS.KeyFile); err != nil {
 			r.record(daemonaudit.ConfigRefused("TLS certificate or key not loaded", r.Now()))
@@ -57,8 +69,11 @@ func (r *Reloader) Reload() error {
 		}
 	}
 	r.Level.Set(cfg.Log.SlogLevel())
+	if r.CertStatus != nil {
+		r.CertStatus.Reconfigure(certstatus.Settings{Refresh: cs.Refresh, Timeout: cs.Timeout, OCSPMaxAge: cs.OCSPMaxAge})
+	}
 	r.record(daemonaudit.ConfigLoaded(cfg, daemonaudit.ConfigReload, r.Now()))
-	r.Logger.Info("reloaded", "tls", r.Certs != nil, "log_level", cfg.Log.Level)
+	r.Logger.Info("reloaded", "tls", r.Certs != nil, "log_level", cfg.Log.Level, "cert_status", r.CertStatus != nil)
 	return nil
 }
 
