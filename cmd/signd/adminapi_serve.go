@@ -2,10 +2,12 @@ package main
 
 import (
 	"crypto/tls"
+	"crypto/x509"
 	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
+	"sync/atomic"
 	"time"
 
 	"github.com/signd/signd/admin"
@@ -19,38 +21,53 @@ import (
 // nil when it is empty): TLS with admin.api_cert_file and the client
 // certificates of admin.api_client_ca, each caller named by its
 // certificate and acting through local. The API's own refusals go into
-// local's audit log.
-func listenAPI(cfg *config.Config, local *admin.Local, now func() time.Time, logger *slog.Logger) (*http.Server, net.Listener, error) {
+// local's audit log. reload (for reload.Reloader.API) reads the API's
+// certificate and key and its CRL again.
+func listenAPI(cfg *config.Config, local *admin.Local, now func() time.Time, logger *slog.Logger) (srv *http.Server, _ net.Listener, reload func(*config.Config) (apply func(), err error), _ error) {
 	a := cfg.Admin.AdminAPIConfig
 	if a.APIListen == "" {
-		return nil, nil, nil
-	}
-	cert, err := tls.LoadX509KeyPair(a.APICertFile, a.APIKeyFile)
-	if err != nil {
-		return nil, nil, fmt.Errorf("admin.api_cert_file, api_key_file: %w", err)
+		return nil, nil, nil, nil
 	}
 	cas, err := clientca.ReadCAs(a.APIClientCA)
 	if err != nil {
-		return nil, nil, fmt.Errorf("admin.api_client_ca: %w", err)
+		return nil, nil, nil, fmt.Errorf("admin.api_client_ca: %w", err)
 	}
 	gate := &adminapi.Gate{ClientCAs: cas, Now: now, Refused: local.Refused, Logger: logger}
-	if a.APIClientCRL != "" {
-		if gate.CRL, err = clientca.ReadCRL(a.APIClientCRL, cas); err != nil {
-			return nil, nil, fmt.Errorf("admin.api_client_crl: %w", err)
+	var cert atomic.Pointer[tls.Certificate]
+	// reload reads the pair and the CRL of cfg; apply puts them in force.
+	// The CRL is checked against the CAs read at start (a change of
+	// admin.api_client_ca needs a restart).
+	reload = func(cfg *config.Config) (func(), error) {
+		a := cfg.Admin.AdminAPIConfig
+		pair, err := tls.LoadX509KeyPair(a.APICertFile, a.APIKeyFile)
+		if err != nil {
+			return nil, fmt.Errorf("admin.api_cert_file, api_key_file: %w", err)
 		}
+		var crl *x509.RevocationList
+		if a.APIClientCRL != "" {
+			if crl, err = clientca.ReadCRL(a.APIClientCRL, cas); err != nil {
+				return nil, fmt.Errorf("admin.api_client_crl: %w", err)
+			}
+		}
+		return func() { cert.Store(&pair); gate.SetCRL(crl) }, nil
 	}
+	apply, err := reload(cfg)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	apply()
 	if gate.Roles, err = admin.CertRoleMap(a.APIRoles.Map()); err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	e := adminrpc.NewRouter(logger)
 	if err := (&adminapi.Handler{Service: local, Gate: gate, Logger: logger}).Mount(e.Group("")); err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	ln, err := net.Listen("tcp", a.APIListen)
 	if err != nil {
-		return nil, nil, fmt.Errorf("admin.api_listen %s: %w", a.APIListen, err)
+		return nil, nil, nil, fmt.Errorf("admin.api_listen %s: %w", a.APIListen, err)
 	}
-	srv := &http.Server{
+	srv = &http.Server{
 		Handler:           e,
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       60 * time.Second,
@@ -59,6 +76,6 @@ func listenAPI(cfg *config.Config, local *admin.Local, now func() time.Time, log
 		MaxHeaderBytes:    32 << 10,
 		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
 	}
-	getCert := func(*tls.ClientHelloInfo) (*tls.Certificate, error) { return &cert, nil }
-	return srv, gate.Listen(ln, gate.TLSConfig(getCert)), nil
+	getCert := func(*tls.ClientHelloInfo) (*tls.Certificate, error) { return cert.Load(), nil }
+	return srv, gate.Listen(ln, gate.TLSConfig(getCert)), reload, nil
 }

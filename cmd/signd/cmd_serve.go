@@ -82,7 +82,9 @@ func startTrace(path string) (stop func(), err error) {
 // until ctx is done; then it stops accepting, drains in-flight requests of
 // both listeners within server.shutdown_timeout (cutting what is left),
 // closes the store and finalizes the token (in that order). SIGHUP runs
-// load again and applies the TLS certificate and log.level (reload.Reloader).
+// load again and applies the TLS certificates, log.level, the
+// certificate-status settings and the provisioning API's CRL
+// (reload.Reloader).
 func (a *app) serve(ctx context.Context, cfg *config.Config, load func() (*config.Config, error)) error {
 	level := new(slog.LevelVar)
 	level.Set(cfg.Log.SlogLevel())
@@ -219,7 +221,7 @@ func (a *app) serve(ctx context.Context, cfg *config.Config, load func() (*confi
 		TSALabel: cfg.CSC.Timestamp.Label, DualControl: cfg.Admin.DualControlOps(), PendingTTL: cfg.Admin.PendingTTL,
 		AuditKeyLabel: cfg.Audit.Label(), Checkpoints: checkpoints,
 		EnrollBaseURL: cfg.Server.BaseURL, EnrollmentTTL: cfg.Admin.EnrollmentTTL})
-	apiSrv, apiLn, err := listenAPI(cfg, local, a.now, logger)
+	apiSrv, apiLn, apiReload, err := listenAPI(cfg, local, a.now, logger)
 	if err != nil {
 		httpLn.Close()
 		metricsEP.Close()
@@ -278,7 +280,7 @@ func (a *app) serve(ctx context.Context, cfg *config.Config, load func() (*confi
 				sdnotify.Send(logger, state)
 			}
 		}
-		(&reload.Reloader{Load: load, Level: level, Certs: certs, Logger: logger, Notify: notify, Now: a.clock,
+		(&reload.Reloader{Load: load, Level: level, Certs: certs, CertStatus: svc.certStatusChecker, API: apiReload, Logger: logger, Notify: notify, Now: a.clock,
 			Audit: func(e *store.AuditEntry) error { return daemonaudit.Append(reloadCtx, db, e) }}).Run(reloadCtx, hup)
 	}()
 	defer func() { stopReload(); <-reloaded }()

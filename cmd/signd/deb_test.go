@@ -134,6 +134,22 @@ func TestDebianPackage(t *testing.T) {
 			t.Errorf("%s differs from %s", same[0], same[1])
 		}
 	}
+	// One binary: the daemon and the operator's commands; signd-pdf,
+	// signd-load and signd-cluster are not for the appliance
+	// (docs/DESIGN-NOTES.md, "The package ships one binary").
+	if out, err := exec.Command("dpkg", "-L", "signd").Output(); err != nil {
+		t.Errorf("dpkg -L signd: %v", err)
+	} else {
+		var bins []string
+		for _, p := range strings.Fields(string(out)) {
+			if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() && fi.Mode().Perm()&0o111 != 0 {
+				bins = append(bins, p)
+			}
+		}
+		if strings.Join(bins, " ") != "/usr/bin/signd" {
+			t.Errorf("the package's executables: %v, want only /usr/bin/signd", bins)
+		}
+	}
 	if out, err := exec.Command("dpkg-query", "-W", "-f=${Conffiles}", "signd").Output(); err != nil ||
 		!strings.Contains(string(out), "/etc/signd/signd.yaml ") {
 		t.Errorf("/etc/signd/signd.yaml is not a conffile: %q %v", out, err)
@@ -145,9 +161,11 @@ func TestDebianPackage(t *testing.T) {
 	}
 
 	// The shipped config as the daemon's user sees it: readable through
-	// its group, and wrong only in what the operator must supply.
+	// its group, and wrong only in what the operator must supply. The
+	// commands are docs/OPERATIONS.md's (signd finds /etc/signd/signd.yaml
+	// by itself).
 	asSignd := func(env ...string) (string, error) {
-		cmd := exec.Command("runuser", "-u", "signd", "--", "/usr/bin/signd", "config", "check", "--config", "/etc/signd/signd.yaml")
+		cmd := exec.Command("runuser", "-u", "signd", "--", "signd", "config", "check")
 		cmd.Env = append([]string{"PATH=/usr/bin:/bin"}, env...)
 		cmd.Dir = "/"
 		out, err := cmd.CombinedOutput()
@@ -169,11 +187,10 @@ func TestDebianPackage(t *testing.T) {
 			}
 		}
 	}
-	if err := os.WriteFile("/etc/signd/pin", []byte("1234\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Chown("/etc/signd/pin", atoi(t, signd.Uid), atoi(t, signd.Gid)); err != nil {
-		t.Fatal(err)
+	pin := exec.Command("install", "-m", "600", "-o", "signd", "-g", "signd", "/dev/stdin", "/etc/signd/pin")
+	pin.Stdin = strings.NewReader("1234\n")
+	if out, err := pin.CombinedOutput(); err != nil {
+		t.Fatalf("install the PIN file: %v\n%s", err, out)
 	}
 	if out, err := asSignd("SIGND_SERVER_BASE_URL=https://signd.example.org"); err != nil || out != "ok: /etc/signd/signd.yaml\n" {
 		t.Errorf("config check with base_url and the PIN file: %v\n%s", err, out)
@@ -214,13 +231,4 @@ func groupName(g *user.Group) string {
 		return "?"
 	}
 	return g.Name
-}
-
-func atoi(t *testing.T, s string) int {
-	t.Helper()
-	var n int
-	if _, err := fmt.Sscan(s, &n); err != nil {
-		t.Fatal(err)
-	}
-	return n
 }

@@ -47,7 +47,8 @@ type provisioning struct {
 	serverCA string
 	ca       *certstatustest.CA
 	router   routers.Router
-	logs     *syncBuffer // the daemon's log
+	logs     *syncBuffer   // the daemon's log
+	hup      chan struct{} // the daemon's SIGHUP
 }
 
 // apiCert is a client certificate with its key.
@@ -108,10 +109,10 @@ func startProvisioningWith(t *testing.T, auditor apiCert, ca *certstatustest.CA,
 oidc:
 `, certFile, keyFile, caFile, admin.SPKIFingerprint(auditor.cert)))
 	apiAddr := make(chan string, 1)
-	logs := &syncBuffer{}
-	addr, _ := e.startDaemonWith(func(a *app) { a.apiReady = func(addr string) { apiAddr <- addr }; a.stderr = logs })
+	logs, hup := &syncBuffer{}, make(chan struct{})
+	addr, _ := e.startDaemonWith(func(a *app) { a.apiReady = func(addr string) { apiAddr <- addr }; a.stderr = logs; a.hup = hup })
 	return &provisioning{t: t, e: e, base: "http://" + addr, api: "https://" + <-apiAddr, roots: roots, serverCA: certFile, ca: ca,
-		router: openAPIRouterOf(t, "../../docs/admin-openapi.yaml"), logs: logs}
+		router: openAPIRouterOf(t, "../../docs/admin-openapi.yaml"), logs: logs, hup: hup}
 }
 
 // client is an HTTPS client of the API presenting cert (nil: none).

@@ -5,14 +5,22 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/pem"
+	"io"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/crypto/ocsp"
+
+	"github.com/signd/signd/cmd/signd/adminapi"
+	"github.com/signd/signd/csc/certstatus/certstatustest"
+	"github.com/signd/signd/store"
 )
 
 // servedCert returns the DER of the certificate a fresh TLS handshake with
@@ -196,4 +204,146 @@ func TestReloadOnSIGHUP(t *testing.T) {
 		t.Fatalf("after SIGHUP: %v", err)
 	}
 	res.Body.Close()
+}
+
+// TestReloadCertificateStatus: a reload applies csc.cert_status.* to the
+// running checker and fetches every credential's OCSP answer again at
+// once: a certificate the CA put on hold after the last fetch is seen at
+// the reload, not an hour later (refresh: 1h at start), and the new
+// refresh interval (1s) is the one that lifts the hold. Turning the check
+// off is refused and changes nothing.
+func TestReloadCertificateStatus(t *testing.T) {
+	ca := certstatustest.New(t, "Status CA", nil)
+	e := newEnv(t, "csc:\n  cert_status:\n    refresh: 1h\n    timeout: 2s\n")
+	e.must("a long password\n", "user", "add", "alice", "--password-file", "-")
+	e.must("", "client", "add", "rp", "--redirect-uri", "https://rp.example/cb")
+	cred, leaf := enrollWithCA(t, e, "alice", ca, true, false)
+	bearer := e.mint(store.TokenAccess, "alice", "rp", "")
+	hup := make(chan struct{})
+	logs := &syncBuffer{}
+	addr, _ := e.startDaemonWith(func(a *app) { a.hup = hup; a.stderr = logs })
+	base := "http://" + addr + "/csc/v1/"
+	waitFetches(ca, "/ocsp", 1) // the refresh at start
+	waitStatus(t, base, bearer, cred, "enabled", "valid")
+
+	ca.Revoke(leaf.SerialNumber, ocsp.CertificateHold)
+	e.setConfig("refresh: 1h", "refresh: 1s")
+	hup <- struct{}{}
+	waitStatus(t, base, bearer, cred, "disabled", "suspended")
+	ca.Unrevoke(leaf.SerialNumber)
+	waitStatus(t, base, bearer, cred, "enabled", "valid")
+
+	e.setConfig("refresh: 1s", "enabled: false\n    refresh: 1s")
+	hup <- struct{}{}
+	deadline := time.Now().Add(10 * time.Second)
+	for !strings.Contains(logs.String(), "reload: turning csc.cert_status on or off needs a restart; nothing changed") {
+		if time.Now().After(deadline) {
+			t.Fatalf("turning csc.cert_status off was not refused:\n%s", logs.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	n := ca.Fetches("/ocsp")
+	waitFetches(ca, "/ocsp", 1)
+	if ca.Fetches("/ocsp") == n {
+		t.Fatal("the refused reload stopped the certificate-status checks")
+	}
+}
+
+// TestReloadProvisioningAPI: a reload reads the provisioning API's
+// certificate and key and its CRL (admin.api_client_crl) again: a client
+// certificate the CA revoked since is refused at the next handshake, new
+// handshakes get the rotated server certificate. A CRL that does not load
+// changes nothing, nor does turning the API off.
+func TestReloadProvisioningAPI(t *testing.T) {
+	ca := certstatustest.New(t, "admin API CA", nil)
+	onboarding, auditor := clientCertOf(t, ca, "onboarding"), clientCertOf(t, ca, "auditor")
+	writeCRL := func(file string) {
+		res, err := http.Get(ca.URL + "/crl")
+		if err != nil {
+			t.Fatal(err)
+		}
+		der, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		if err := os.WriteFile(file+".new", der, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Rename(file+".new", file); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var crlFile string
+	p := startProvisioningWith(t, auditor, ca, func(e *env) {
+		crlFile = filepath.Join(e.dir, "api-clients.crl")
+		writeCRL(crlFile)
+		// The environment: startProvisioningWith writes the admin section.
+		t.Setenv("SIGND_ADMIN_API_CLIENT_CRL", crlFile)
+	})
+	// GET /users as cert; the server certificate of the handshake is put
+	// in served.
+	var served []byte
+	get := func(cert *apiCert) (int, error) {
+		conf := &tls.Config{RootCAs: p.roots, Certificates: []tls.Certificate{cert.tls},
+			VerifyConnection: func(cs tls.ConnectionState) error { served = cs.PeerCertificates[0].Raw; return nil }}
+		c := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{TLSClientConfig: conf, DisableKeepAlives: true}}
+		res, err := c.Get(p.api + adminapi.Prefix + "/users")
+		if err != nil {
+			return 0, err
+		}
+		res.Body.Close()
+		return res.StatusCode, nil
+	}
+	reload := func(want string) {
+		t.Helper()
+		p.hup <- struct{}{}
+		deadline := time.Now().Add(10 * time.Second)
+		for strings.Count(p.logs.String(), want) == 0 {
+			if time.Now().After(deadline) {
+				t.Fatalf("no %q within 10 s:\n%s", want, p.logs.String())
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	if st, err := get(&onboarding); st != http.StatusOK {
+		t.Fatalf("before the revocation: %d %v", st, err)
+	}
+
+	ca.Revoke(onboarding.cert.SerialNumber, ocsp.KeyCompromise)
+	writeCRL(crlFile)
+	nextCert, nextKey, _ := selfSigned(t, t.TempDir())
+	p.roots.AppendCertsFromPEM(mustRead(t, nextCert))
+	replaceFile(t, nextCert, p.serverCA)
+	replaceFile(t, nextKey, filepath.Join(filepath.Dir(p.serverCA), "tls.key"))
+	reload(`"msg":"reloaded"`)
+	if st, err := get(&onboarding); err == nil {
+		t.Fatalf("a certificate on the reloaded CRL: %d, want the handshake refused", st)
+	}
+	if !strings.Contains(p.logs.String(), "is revoked (admin.api_client_crl") {
+		t.Errorf("no revocation refusal logged:\n%s", p.logs.String())
+	}
+	if st, err := get(&auditor); st != http.StatusOK {
+		t.Fatalf("auditor after the reload: %d %v", st, err)
+	}
+	if !bytes.Equal(served, certDER(t, nextCert)) {
+		t.Error("a new handshake does not get the rotated API certificate")
+	}
+
+	if err := os.WriteFile(crlFile, []byte("not a CRL"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	reload("reload: configuration refused, nothing changed: admin.api_client_crl: ")
+	writeCRL(crlFile) // a good CRL, and a key that is not the certificate's
+	_, otherKey, _ := selfSigned(t, t.TempDir())
+	replaceFile(t, otherKey, filepath.Join(filepath.Dir(p.serverCA), "tls.key"))
+	reload("reload: admin.api_cert_file, api_key_file: ")
+	p.e.setConfig("api_listen: 127.0.0.1:0", "api_listen: \"\"")
+	reload("reload: turning the provisioning API (admin.api_listen) on or off needs a restart; nothing changed")
+	if st, err := get(&onboarding); err == nil {
+		t.Fatalf("after refused reloads the revoked certificate: %d", st)
+	}
+	if st, err := get(&auditor); st != http.StatusOK {
+		t.Fatalf("auditor after refused reloads: %d %v", st, err)
+	}
+	if !bytes.Equal(served, certDER(t, nextCert)) {
+		t.Error("a refused reload changed the API certificate")
+	}
 }

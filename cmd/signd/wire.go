@@ -13,6 +13,7 @@ import (
 	"github.com/signd/signd/cmd/signd/version"
 	"github.com/signd/signd/config"
 	"github.com/signd/signd/csc"
+	"github.com/signd/signd/csc/certstatus"
 	"github.com/signd/signd/hsm"
 	"github.com/signd/signd/oauth"
 	"github.com/signd/signd/oauth/account"
@@ -52,6 +53,9 @@ type services struct {
 	// revocation is the certificate status checker (wire_certstatus.go);
 	// mount sets it, nil when csc.cert_status is off.
 	revocation csc.Revocation
+	// certStatusChecker is revocation's checker, which a SIGHUP reload
+	// reconfigures; nil when csc.cert_status is off.
+	certStatusChecker *certstatus.Checker
 
 	// passwords checks passwords, one-time codes and signing PINs with
 	// one lockout for the login, consent and account pages, auth/login

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"net/http"
 
 	"github.com/signd/signd/csc"
 	"github.com/signd/signd/csc/certstatus"
@@ -14,14 +13,16 @@ var _ csc.Revocation = (*certstatus.Checker)(nil)
 // certStatus builds the revocation checker of csc.cert_status and starts
 // its background job, which lists every credential with a certificate
 // (enabled and disabled: credentials/info reports cert.status for both);
-// nil when csc.cert_status.enabled is false.
+// nil when csc.cert_status.enabled is false. The checker is kept in
+// s.certStatusChecker for a SIGHUP reload (reload.Reloader.CertStatus).
 func (s *services) certStatus() csc.Revocation {
 	c := s.cfg.CSC.CertStatus
 	if !c.Enabled {
 		return nil
 	}
 	cfg := certstatus.Config{
-		Client:     &http.Client{Timeout: c.Timeout},
+		// No Client time limit: Timeout bounds each fetch through its
+		// context, and a reload changes it.
 		Timeout:    c.Timeout,
 		Refresh:    c.Refresh,
 		OCSPMaxAge: c.OCSPMaxAge,
@@ -32,6 +33,7 @@ func (s *services) certStatus() csc.Revocation {
 		cfg.Metrics = s.metrics
 	}
 	checker := certstatus.New(cfg)
+	s.certStatusChecker = checker
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {

@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"net/url"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/crypto/ocsp"
@@ -69,6 +70,29 @@ type Config struct {
 	Metrics    Metrics          // nil = none
 }
 
+// Settings are the Config fields a running Checker lets change
+// (Reconfigure): what csc.cert_status.* sets besides enabled. Zero fields
+// take the defaults, as in Config.
+type Settings struct {
+	Refresh    time.Duration
+	Timeout    time.Duration
+	OCSPMaxAge time.Duration
+}
+
+// withDefaults fills in s's zero fields.
+func (s Settings) withDefaults() Settings {
+	if s.Timeout <= 0 {
+		s.Timeout = DefaultTimeout
+	}
+	if s.Refresh <= 0 {
+		s.Refresh = DefaultRefresh
+	}
+	if s.OCSPMaxAge <= 0 {
+		s.OCSPMaxAge = DefaultOCSPMaxAge
+	}
+	return s
+}
+
 // Metrics receives what a Checker's refreshes find; cmd adapts it to
 // Prometheus. Methods must be safe for concurrent use and must not block.
 type Metrics interface {
@@ -91,6 +115,8 @@ var UnusableReasons = []string{"expired", "revoked", "suspended", "unknown"}
 // for concurrent use.
 type Checker struct {
 	cfg Config
+	// set holds the Settings in use; cfg's copies of them are not read.
+	set atomic.Pointer[Settings]
 
 	mu      sync.RWMutex
 	entries map[[32]byte]entry
@@ -98,6 +124,9 @@ type Checker struct {
 	// chain to check that no refresh has seen (a certificate imported or
 	// a credential enabled since).
 	kick chan struct{}
+	// again asks Run for a refresh at once: Reconfigure changed the
+	// settings.
+	again chan struct{}
 
 	// hmu guards history: per certificate (certKey), what Refresh has
 	// taken from its answers (history.go).
@@ -118,17 +147,8 @@ func New(cfg Config) *Checker {
 	if cfg.Client == nil {
 		cfg.Client = &http.Client{}
 	}
-	if cfg.Timeout <= 0 {
-		cfg.Timeout = DefaultTimeout
-	}
-	if cfg.Refresh <= 0 {
-		cfg.Refresh = DefaultRefresh
-	}
 	if cfg.MaxCRLSize <= 0 {
 		cfg.MaxCRLSize = DefaultMaxCRLSize
-	}
-	if cfg.OCSPMaxAge <= 0 {
-		cfg.OCSPMaxAge = DefaultOCSPMaxAge
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
@@ -136,8 +156,28 @@ func New(cfg Config) *Checker {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Checker{cfg: cfg, entries: map[[32]byte]entry{}, kick: make(chan struct{}, 1),
-		history: map[[32]byte]*history{}}
+	c := &Checker{cfg: cfg, entries: map[[32]byte]entry{}, kick: make(chan struct{}, 1),
+		again: make(chan struct{}, 1), history: map[[32]byte]*history{}}
+	set := Settings{Refresh: cfg.Refresh, Timeout: cfg.Timeout, OCSPMaxAge: cfg.OCSPMaxAge}.withDefaults()
+	c.set.Store(&set)
+	return c
+}
+
+// settings returns the Settings in use.
+func (c *Checker) settings() Settings { return *c.set.Load() }
+
+// Reconfigure replaces the Settings (a SIGHUP reload of
+// csc.cert_status.*) and asks Run for a refresh at once, which fetches
+// every chain's answers again from its sources with them; a refresh under
+// way finishes with the old ones or the new, setting by setting. The
+// answers taken so far stay until the refresh replaces them.
+func (c *Checker) Reconfigure(s Settings) {
+	s = s.withDefaults()
+	c.set.Store(&s)
+	select {
+	case c.again <- struct{}{}:
+	default:
+	}
 }
 
 func key(chain [][]byte) [32]byte {
@@ -237,9 +277,9 @@ func names(cert *x509.Certificate) bool {
 // Run calls Refresh with the chains list returns, at once, then every
 // Config.Refresh — sooner when an answer would stop being current before
 // then (see wait) — and whenever Status met a chain to check that no
-// refresh has seen, until ctx is done.
+// refresh has seen, and at once after Reconfigure, until ctx is done.
 func (c *Checker) Run(ctx context.Context, list func(context.Context) ([][][]byte, error)) {
-	t := time.NewTimer(c.cfg.Refresh)
+	t := time.NewTimer(c.settings().Refresh)
 	defer t.Stop()
 	for {
 		chains, err := list(ctx)
@@ -256,6 +296,7 @@ func (c *Checker) Run(ctx context.Context, list func(context.Context) ([][][]byt
 		case <-ctx.Done():
 			return
 		case <-t.C:
+		case <-c.again:
 		case <-c.kick:
 			// At most one extra refresh per kickGap, however often
 			// Status meets chains the store does not list.
@@ -276,10 +317,11 @@ func (c *Checker) Run(ctx context.Context, list func(context.Context) ([][][]byt
 // that margin (and kickGap), so that an answer published close to its own
 // end is not fetched again and again.
 func (c *Checker) wait() time.Duration {
-	margin := min(c.cfg.Refresh/10, time.Minute)
-	floor := min(c.cfg.Refresh, max(kickGap, margin))
+	refresh := c.settings().Refresh
+	margin := min(refresh/10, time.Minute)
+	floor := min(refresh, max(kickGap, margin))
 	now := c.cfg.Now()
-	d := c.cfg.Refresh
+	d := refresh
 	c.mu.RLock()
 	for _, e := range c.entries {
 		if !e.until.IsZero() && now.Before(e.until) {
@@ -502,7 +544,7 @@ func (c *Checker) observeCheck(source string, err error) {
 // untilOf is how long an answer with nextUpdate next, fetched now, is good.
 func (c *Checker) untilOf(now, next time.Time) time.Time {
 	if next.IsZero() {
-		return now.Add(2 * c.cfg.Refresh)
+		return now.Add(2 * c.settings().Refresh)
 	}
 	return next
 }
@@ -552,10 +594,11 @@ func (c *Checker) ocsp(ctx context.Context, u string, cert, issuer *x509.Certifi
 	}
 	a := answer{this: resp.ThisUpdate, until: c.untilOf(now, resp.NextUpdate)}
 	if resp.NextUpdate.IsZero() {
-		end := resp.ThisUpdate.Add(c.cfg.OCSPMaxAge)
+		maxAge := c.settings().OCSPMaxAge
+		end := resp.ThisUpdate.Add(maxAge)
 		if !now.Before(end) {
 			return answer{}, fmt.Errorf("stale: no nextUpdate, and thisUpdate %s is more than %s ago",
-				resp.ThisUpdate.UTC().Format(time.RFC3339), c.cfg.OCSPMaxAge)
+				resp.ThisUpdate.UTC().Format(time.RFC3339), maxAge)
 		}
 		if end.Before(a.until) {
 			a.until = end
@@ -642,7 +685,7 @@ func (c *Checker) fetch(ctx context.Context, method, rawURL string, body []byte,
 	if err != nil || u.Scheme != "http" && u.Scheme != "https" || u.Host == "" {
 		return nil, errors.New("not an http(s) URL")
 	}
-	ctx, cancel := context.WithTimeout(ctx, c.cfg.Timeout)
+	ctx, cancel := context.WithTimeout(ctx, c.settings().Timeout)
 	defer cancel()
 	var rd io.Reader
 	if body != nil {

@@ -4,9 +4,10 @@
 // (RFC 5280 §4.2.1.13, §5) the certificates name.
 //
 // A Checker keeps the last good answer per chain in memory; Refresh
-// (called by Run on an interval) fetches fresh answers, and Status,
-// on the signing path, only reads the cache. Every certificate of a chain
-// but the last is checked against the next one (its issuer; the last is
+// (called by Run on an interval, and at once after Reconfigure changed
+// the interval, time limit or OCSP max age) fetches fresh answers, and
+// Status, on the signing path, only reads the cache. Every certificate of
+// a chain but the last is checked against the next one (its issuer; the last is
 // where the chain ends, a root or an intermediate under a root the relying
 // party holds; a leaf alone that names a source cannot be verified and is
 // never current): OCSP first,

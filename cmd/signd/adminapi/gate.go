@@ -24,6 +24,7 @@ type Gate struct {
 	ClientCAs []*x509.Certificate
 	// CRL, when set, lists revoked client certificates
 	// (admin.api_client_crl); its signature was checked when it was read.
+	// SetCRL replaces it on a gate that serves.
 	CRL *x509.RevocationList
 	// Roles grants the certificates their roles (admin.api_roles).
 	Roles admin.RoleMap
@@ -34,6 +35,23 @@ type Gate struct {
 	// HandshakeTimeout bounds a TLS handshake; 0 = 10 s.
 	HandshakeTimeout time.Duration
 	Logger           *slog.Logger // nil = discard
+
+	// reloaded is the CRL SetCRL gave; nil until then (CRL holds).
+	reloaded atomic.Pointer[crlRef]
+}
+
+type crlRef struct{ crl *x509.RevocationList }
+
+// SetCRL replaces the CRL for every handshake from now on (a SIGHUP
+// reload of admin.api_client_crl); nil = none.
+func (g *Gate) SetCRL(crl *x509.RevocationList) { g.reloaded.Store(&crlRef{crl}) }
+
+// crl is the CRL in force: SetCRL's, else CRL.
+func (g *Gate) crl() *x509.RevocationList {
+	if r := g.reloaded.Load(); r != nil {
+		return r.crl
+	}
+	return g.CRL
 }
 
 // handshakeOp names a refused handshake in its admin_refused entry.
@@ -54,7 +72,7 @@ func (g *Gate) logger() *slog.Logger {
 }
 
 // TLSConfig is the API's TLS configuration: TLS 1.2 or later, the server
-// certificate from getCert (server.tls.*, reloaded with it), a client
+// certificate from getCert (admin.api_cert_file, reloaded on SIGHUP), a client
 // certificate required and verified against ClientCAs, then checked
 // against the CRL and the roles (verify).
 func (g *Gate) TLSConfig(getCert func(*tls.ClientHelloInfo) (*tls.Certificate, error)) *tls.Config {
@@ -88,12 +106,12 @@ func (g *Gate) verify(cs tls.ConnectionState) error {
 		return errors.New("provisioning API: no verified client certificate") // not reached with RequireAndVerifyClientCert
 	}
 	cert := cs.PeerCertificates[0]
-	if g.CRL != nil {
-		if next := g.CRL.NextUpdate; !next.IsZero() && g.now().After(next) {
+	if crl := g.crl(); crl != nil {
+		if next := crl.NextUpdate; !next.IsZero() && g.now().After(next) {
 			return &refusal{cert, fmt.Sprintf("the CRL admin.api_client_crl is out of date since %s: revocations after it are unknown, so no certificate is accepted until it is replaced", next.UTC().Format(time.RFC3339))}
 		}
-		if len(cs.VerifiedChains[0]) > 1 && string(cs.VerifiedChains[0][1].RawSubject) == string(g.CRL.RawIssuer) {
-			for _, e := range g.CRL.RevokedCertificateEntries {
+		if len(cs.VerifiedChains[0]) > 1 && string(cs.VerifiedChains[0][1].RawSubject) == string(crl.RawIssuer) {
+			for _, e := range crl.RevokedCertificateEntries {
 				if e.SerialNumber.Cmp(cert.SerialNumber) == 0 {
 					return &refusal{cert, fmt.Sprintf("the client certificate (serial %s) is revoked (admin.api_client_crl, since %s)", cert.SerialNumber, e.RevocationTime.UTC().Format(time.RFC3339))}
 				}

@@ -14,21 +14,35 @@ import (
 	"github.com/signd/signd/cmd/signd/daemonaudit"
 	"github.com/signd/signd/cmd/signd/httpserver"
 	"github.com/signd/signd/config"
+	"github.com/signd/signd/csc/certstatus"
 	"github.com/signd/signd/store"
 )
 
 // Reloader applies what SIGHUP reloads without dropping a connection: the
-// TLS certificate and key (from server.tls.*, read again) and log.level.
+// TLS certificate and key (from server.tls.*, read again), log.level and
+// the certificate-status settings (csc.cert_status.refresh, timeout and
+// ocsp_max_age; every credential's OCSP responders and CRLs are fetched
+// again at once) and the provisioning API's certificate and key and CRL.
 // The configuration is loaded again as at start (file, environment,
-// flags); a configuration with problems changes nothing. Other keys need a
-// restart and are not looked at.
+// flags); a configuration with problems, or a file that does not load,
+// changes nothing. Other keys need a restart and are not looked at;
+// turning TLS, csc.cert_status or the provisioning API on or off is
+// refused.
 type Reloader struct {
 	// Load loads the configuration as at start.
 	Load func() (*config.Config, error)
 	// Level is the loggers' level, set to log.level.
 	Level *slog.LevelVar
 	// Certs serves the TLS certificate; nil without TLS.
-	Certs  *httpserver.CertSource
+	Certs *httpserver.CertSource
+	// CertStatus is the certificate-status checker; nil when
+	// csc.cert_status is off.
+	CertStatus *certstatus.Checker
+	// API reads the provisioning API's certificate and key and its CRL
+	// (admin.api_cert_file, api_key_file, api_client_crl) of a
+	// configuration; apply puts them in force. nil when admin.api_listen
+	// is empty.
+	API    func(cfg *config.Config) (apply func(), err error)
 	Logger *slog.Logger
 	// Notify tells systemd a state (sdnotify.Send, or nothing before
 	// READY=1).
@@ -50,15 +64,37 @@ func (r *Reloader) Reload() error {
 		r.record(daemonaudit.ConfigRefused("turning TLS on or off needs a restart", r.Now()))
 		return fmt.Errorf("reload: turning TLS on or off needs a restart; nothing changed")
 	}
+	cs := cfg.CSC.CertStatus
+	if (r.CertStatus != nil) != cs.Enabled {
+		r.record(daemonaudit.ConfigRefused("turning csc.cert_status on or off needs a restart", r.Now()))
+		return fmt.Errorf("reload: turning csc.cert_status on or off needs a restart; nothing changed")
+	}
+	if (r.API != nil) != (cfg.Admin.APIListen != "") {
+		r.record(daemonaudit.ConfigRefused("turning the provisioning API on or off needs a restart", r.Now()))
+		return fmt.Errorf("reload: turning the provisioning API (admin.api_listen) on or off needs a restart; nothing changed")
+	}
+	applyAPI := func() {}
+	if r.API != nil {
+		apply, err := r.API(cfg)
+		if err != nil {
+			r.record(daemonaudit.ConfigRefused("provisioning API certificate or CRL not loaded", r.Now()))
+			return fmt.Errorf("reload: %w; the previous certificate and CRL stay", err)
+		}
+		applyAPI = apply
+	}
 	if r.Certs != nil {
 		if err := r.Certs.Load(cfg.Server.TLS.CertFile, cfg.Server.TLS.KeyFile); err != nil {
 			r.record(daemonaudit.ConfigRefused("TLS certificate or key not loaded", r.Now()))
 			return fmt.Errorf("reload: %w; the previous certificate stays", err)
 		}
 	}
+	applyAPI()
 	r.Level.Set(cfg.Log.SlogLevel())
+	if r.CertStatus != nil {
+		r.CertStatus.Reconfigure(certstatus.Settings{Refresh: cs.Refresh, Timeout: cs.Timeout, OCSPMaxAge: cs.OCSPMaxAge})
+	}
 	r.record(daemonaudit.ConfigLoaded(cfg, daemonaudit.ConfigReload, r.Now()))
-	r.Logger.Info("reloaded", "tls", r.Certs != nil, "log_level", cfg.Log.Level)
+	r.Logger.Info("reloaded", "tls", r.Certs != nil, "log_level", cfg.Log.Level, "cert_status", r.CertStatus != nil, "api", r.API != nil)
 	return nil
 }
 
