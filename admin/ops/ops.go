@@ -3,7 +3,10 @@ package ops
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"io"
+	"reflect"
 	"strings"
 
 	"github.com/signd/signd/admin/principal"
@@ -165,7 +168,7 @@ func decodeStrict(raw []byte, v any) error {
 	dec := json.NewDecoder(strings.NewReader(string(raw)))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
-		return errorf(KindInvalid, "malformed admin request: %v", err)
+		return errorf(KindInvalid, "malformed admin request: %s", decodeProblem(err))
 	}
 	// One JSON value, nothing after it: a second value would be silently
 	// ignored.
@@ -173,4 +176,46 @@ func decodeStrict(raw []byte, v any) error {
 		return errorf(KindInvalid, "malformed admin request: data after the JSON value")
 	}
 	return nil
+}
+
+// decodeProblem says what is wrong with a request body in the operator's
+// words (JSON's, never Go's types).
+func decodeProblem(err error) string {
+	var typ *json.UnmarshalTypeError
+	var syn *json.SyntaxError
+	switch {
+	case errors.As(err, &typ) && typ.Field == "":
+		return "the body must be a JSON object"
+	case errors.As(err, &typ):
+		return fmt.Sprintf("field %q must be %s, not %s", typ.Field, jsonKind(typ.Type), typ.Value)
+	case errors.As(err, &syn):
+		return fmt.Sprintf("not valid JSON at byte %d: %s", syn.Offset, syn)
+	case errors.Is(err, io.EOF):
+		return "no JSON value; send {} when the operation takes no parameters"
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return "the JSON value is cut off"
+	}
+	// DisallowUnknownFields' error has no type of its own.
+	if name, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
+		return "unknown field " + name
+	}
+	return strings.TrimPrefix(err.Error(), "json: ")
+}
+
+// jsonKind names the JSON value a Go type is decoded from.
+func jsonKind(t reflect.Type) string {
+	switch t.Kind() {
+	case reflect.String:
+		return "a string"
+	case reflect.Bool:
+		return "true or false"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64,
+		reflect.Float32, reflect.Float64:
+		return "a number"
+	case reflect.Slice, reflect.Array:
+		return "an array"
+	default:
+		return "an object"
+	}
 }

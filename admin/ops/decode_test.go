@@ -1,0 +1,42 @@
+package ops
+
+import (
+	"context"
+	"strings"
+	"testing"
+)
+
+// TestCallRefusesMalformedRequests: a request that is not exactly one JSON
+// object of the operation's fields is KindInvalid, says what is wrong in
+// JSON's words (never a Go type), and reaches no Service.
+func TestCallRefusesMalformedRequests(t *testing.T) {
+	add, _ := Lookup("AddClient")
+	list, _ := Lookup("ListUsers")
+	for _, tc := range []struct {
+		name string
+		op   Operation
+		raw  string
+		want string
+	}{
+		{"empty", add, ``, "malformed admin request: no JSON value; send {} when the operation takes no parameters"},
+		{"cut off", add, `{"id":`, "malformed admin request: the JSON value is cut off"},
+		{"not JSON", add, `{"id" "rp"}`, `malformed admin request: not valid JSON at byte 7: invalid character '"' after object key`},
+		{"an array", add, `["rp"]`, "malformed admin request: the body must be a JSON object"},
+		{"a string", list, `"x"`, "malformed admin request: the body must be a JSON object"},
+		{"field of the wrong type", add, `{"id":7}`, `malformed admin request: field "id" must be a string, not number`},
+		{"array field given a string", add, `{"id":"rp","redirect_uris":"https://rp.example/cb"}`, `malformed admin request: field "redirect_uris" must be an array, not string`},
+		{"unknown field", add, `{"id":"rp","owner":"bob"}`, `malformed admin request: unknown field "owner"`},
+		{"parameters where none are taken", list, `{"name":"x"}`, `malformed admin request: unknown field "name"`},
+		{"two values", add, `{"id":"rp"} {"id":"rq"}`, "malformed admin request: data after the JSON value"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := tc.op.Call(context.Background(), nil, Principal{}, []byte(tc.raw))
+			if KindOf(err) != KindInvalid || err.Error() != tc.want {
+				t.Fatalf("Call(%s) = %v (%s), want %s %q", tc.raw, err, KindOf(err), KindInvalid, tc.want)
+			}
+			if strings.Contains(err.Error(), "Go ") || strings.Contains(err.Error(), "ops.") {
+				t.Errorf("%q names a Go type", err)
+			}
+		})
+	}
+}
