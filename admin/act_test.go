@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/signd/signd/admin/act"
+	"github.com/signd/signd/internal/logtest"
 	"github.com/signd/signd/store"
 	"github.com/signd/signd/store/bolt"
 )
@@ -177,16 +178,9 @@ func TestAuditExportFilters(t *testing.T) {
 				t.Fatal(err)
 			}
 			var seqs []string
-			for _, line := range strings.Split(strings.TrimSpace(w.String()), "\n") {
-				if line == "" {
-					continue
-				}
-				var e struct {
-					Seq json.Number `json:"seq"`
-				}
-				if err := json.Unmarshal([]byte(line), &e); err != nil {
-					t.Fatal(err)
-				}
+			for _, e := range logtest.Lines[struct {
+				Seq json.Number `json:"seq"`
+			}](t, w.String()) {
 				seqs = append(seqs, e.Seq.String())
 			}
 			if got := strings.Join(seqs, " "); got != tc.want {

@@ -26,6 +26,7 @@ import (
 	"github.com/signd/signd/csc"
 	"github.com/signd/signd/hsm"
 	"github.com/signd/signd/hsm/hsmtest/softtoken"
+	"github.com/signd/signd/internal/logtest"
 	"github.com/signd/signd/oauth"
 	"github.com/signd/signd/oauth/account"
 	"github.com/signd/signd/oauth/browser"
@@ -134,7 +135,7 @@ var lowArgon2 = store.Argon2Params{Time: 1, MemoryKiB: 64, Threads: 1, KeyLen: 3
 type clock = storetest.Clock
 
 // syncBuffer is the shared goroutine-safe log sink.
-type syncBuffer = oauthtest.LogBuffer
+type syncBuffer = logtest.Buffer
 
 // env is one authorization server on an in-memory store (store/memory;
 // the browser test: a bbolt file) behind a real Echo router, with users,

@@ -25,6 +25,7 @@ import (
 	"golang.org/x/oauth2"
 
 	"github.com/signd/signd/admin"
+	"github.com/signd/signd/internal/logtest"
 	"github.com/signd/signd/oauth/oauthtest"
 	softhsmtest "github.com/signd/signd/softhsm-test"
 	"github.com/signd/signd/store"
@@ -330,17 +331,13 @@ func TestEtcdCluster(t *testing.T) {
 	// back, every chain's entries in sequence, every chain there.
 	var last int64
 	seqs := map[string]uint64{}
-	for _, line := range strings.Split(strings.TrimSpace(nodes[1].must("", "audit", "export")), "\n") {
-		var ent struct {
-			Seq   uint64
-			Chain string
-			Rev   int64
-		}
-		if err := json.Unmarshal([]byte(line), &ent); err != nil {
-			t.Fatalf("export line %q: %v", line, err)
-		}
+	for _, ent := range logtest.Lines[struct {
+		Seq   uint64
+		Chain string
+		Rev   int64
+	}](t, nodes[1].must("", "audit", "export")) {
 		if ent.Rev < last || ent.Seq != seqs[ent.Chain]+1 {
-			t.Fatalf("export line %q after revision %d, entry %d of its chain", line, last, seqs[ent.Chain])
+			t.Fatalf("export entry %+v after revision %d, entry %d of its chain", ent, last, seqs[ent.Chain])
 		}
 		last, seqs[ent.Chain] = ent.Rev, ent.Seq
 	}
@@ -601,11 +598,7 @@ func TestEtcdKeyMissingOnNode(t *testing.T) {
 		t.Errorf("the SAD again at node A: %v %v", err, m)
 	}
 	reasons := map[string]int{}
-	for _, line := range strings.Split(strings.TrimSpace(nodeB.must("", "audit", "export")), "\n") {
-		var ent struct{ Kind, Outcome, Reason string }
-		if err := json.Unmarshal([]byte(line), &ent); err != nil {
-			t.Fatalf("export line %q: %v", line, err)
-		}
+	for _, ent := range logtest.Lines[struct{ Kind, Outcome, Reason string }](t, nodeB.must("", "audit", "export")) {
 		if ent.Kind == string(store.AuditSignHash) {
 			reasons[ent.Outcome+": "+ent.Reason]++
 		}

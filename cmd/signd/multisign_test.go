@@ -13,6 +13,7 @@ import (
 
 	"golang.org/x/oauth2"
 
+	"github.com/signd/signd/internal/logtest"
 	"github.com/signd/signd/oauth/oauthtest"
 	softhsmtest "github.com/signd/signd/softhsm-test"
 	"github.com/signd/signd/store/storetest"
@@ -223,14 +224,10 @@ func TestExplicitBatchJourney(t *testing.T) {
 
 	// One signHash entry lists the whole batch.
 	batches := 0
-	for _, line := range strings.Split(strings.TrimSpace(e.must("", "audit", "export")), "\n") {
-		var ent struct {
-			Kind, Outcome string
-			Hashes        []string
-		}
-		if err := json.Unmarshal([]byte(line), &ent); err != nil {
-			t.Fatalf("export line %q: %v", line, err)
-		}
+	for _, ent := range logtest.Lines[struct {
+		Kind, Outcome string
+		Hashes        []string
+	}](t, e.must("", "audit", "export")) {
 		if ent.Kind == "signHash" && ent.Outcome == "granted" {
 			batches++
 			if len(ent.Hashes) != 5 {

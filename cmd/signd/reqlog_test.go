@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/signd/signd/internal/logtest"
 	"github.com/signd/signd/oauth/oauthtest"
 )
 
@@ -23,7 +24,7 @@ func TestLogLinesCarryTheRequestID(t *testing.T) {
 	addr, _ := e.startDaemonWith(func(a *app) { a.stderr = logs })
 	base := "http://" + addr
 	// Lines before the first request are the start's.
-	start := len(strings.Split(strings.TrimSpace(logs.String()), "\n"))
+	start := len(logtest.Records(t, logs.String()))
 
 	status, _, _ := rawPost(t, base+"/csc/v1/auth/login", map[string]string{"Authorization": basic("alice", "wrong password"), "X-Request-Id": "login-wrong"}, "")
 	if status != 401 && status != 400 {
@@ -59,14 +60,9 @@ func TestLogLinesCarryTheRequestID(t *testing.T) {
 		t.Fatalf("signHash with a spent SAD: %d", status)
 	}
 
-	lines := strings.Split(strings.TrimSpace(logs.String()), "\n")[start:]
 	var pending []map[string]any
 	byID := map[string][]string{}
-	for _, line := range lines {
-		var l map[string]any
-		if err := json.Unmarshal([]byte(line), &l); err != nil {
-			t.Fatalf("log line %q: %v", line, err)
-		}
+	for _, l := range logtest.Records(t, logs.String())[start:] {
 		if l["msg"] != "request" {
 			pending = append(pending, l)
 			continue

@@ -25,7 +25,7 @@ import (
 	"github.com/signd/signd/checkpoint"
 	"github.com/signd/signd/csc/certstatus/certstatustest"
 	"github.com/signd/signd/hsm"
-	"github.com/signd/signd/oauth/oauthtest"
+	"github.com/signd/signd/internal/logtest"
 	"github.com/signd/signd/oidc"
 	"github.com/signd/signd/store"
 	"github.com/signd/signd/store/bolt"
@@ -48,7 +48,7 @@ const (
 // named as the daemon names them (uid and user name), with every role.
 type actsWorld struct {
 	remote *Remote
-	logs   *oauthtest.LogBuffer
+	logs   *logtest.Buffer
 	actor  string
 	ca     *certstatustest.CA
 	db     store.Store
@@ -71,7 +71,7 @@ func newActsWorld(t *testing.T) *actsWorld {
 	if err != nil {
 		t.Fatal(err)
 	}
-	logs := &oauthtest.LogBuffer{}
+	logs := &logtest.Buffer{}
 	logger := slog.New(slog.NewJSONHandler(logs, nil))
 	mk := &checkpoint.Maker{Store: db, Key: admin.AuditKeyFor(tok, "acts-audit"), Origin: "acts.example/audit", Dir: t.TempDir(), Logger: logger}
 	local := &admin.Local{Store: db, Keys: tok, Hasher: hasher, Logger: logger, TSALabel: "acts-tsa",
