@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -15,6 +14,7 @@ import (
 	"github.com/signd/signd/internal/logtest"
 	"github.com/signd/signd/store"
 	"github.com/signd/signd/store/bolt"
+	"github.com/signd/signd/store/storetest/backends"
 )
 
 // noAudit is a store whose write transactions cannot append to the audit
@@ -33,12 +33,7 @@ func (s noAudit) Update(ctx context.Context, fn func(store.Tx) error) error {
 
 func actsStore(t *testing.T) *bolt.DB {
 	t.Helper()
-	db, err := bolt.Open(filepath.Join(t.TempDir(), "signd.db"), bolt.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	return db
+	return backends.Bolt(t, bolt.Options{})
 }
 
 func auditKinds(t *testing.T, db store.Store) []string {

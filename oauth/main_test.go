@@ -14,7 +14,6 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"os"
-	"path/filepath"
 	"slices"
 	"sync"
 	"testing"
@@ -36,6 +35,7 @@ import (
 	"github.com/signd/signd/store/bolt"
 	"github.com/signd/signd/store/memory"
 	"github.com/signd/signd/store/storetest"
+	"github.com/signd/signd/store/storetest/backends"
 )
 
 // The signing key every test credential uses: generated inside a software
@@ -186,20 +186,14 @@ func newEnv(t *testing.T, mods ...func(*oauth.Config)) *env {
 // storage, with the account page.
 func newBrowserEnv(t *testing.T, mods ...func(*oauth.Config)) *env {
 	t.Helper()
-	db, err := bolt.Open(filepath.Join(t.TempDir(), "signd.db"), bolt.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
+	db := backends.Bolt(t, bolt.Options{})
 	return buildEnvWith(t, db, true, envOptions{account: true}, mods...)
 }
 
 // memoryStore returns an empty in-memory store.
 func memoryStore(t *testing.T) *memory.DB {
 	t.Helper()
-	db := memory.New(memory.Options{})
-	t.Cleanup(func() { db.Close() })
-	return db
+	return backends.Memory(t, memory.Options{})
 }
 
 func buildEnv(t *testing.T, db store.Store, issuerIsServer bool, mods ...func(*oauth.Config)) *env {

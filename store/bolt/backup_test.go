@@ -14,6 +14,7 @@ import (
 
 	"github.com/signd/signd/store"
 	"github.com/signd/signd/store/bolt"
+	"github.com/signd/signd/store/storetest/backends"
 )
 
 // TestBackupOnlineDuringWrites takes backups while writers append audit
@@ -22,7 +23,7 @@ import (
 // is left behind.
 func TestBackupOnlineDuringWrites(t *testing.T) {
 	ctx := context.Background()
-	db := mustOpen(t, bolt.Options{})
+	db := backends.Bolt(t, bolt.Options{})
 	dir := t.TempDir()
 
 	stop := make(chan struct{})

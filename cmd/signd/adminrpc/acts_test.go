@@ -13,7 +13,6 @@ import (
 	"log/slog"
 	"math/big"
 	"os/user"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -29,6 +28,7 @@ import (
 	"github.com/signd/signd/oidc"
 	"github.com/signd/signd/store"
 	"github.com/signd/signd/store/bolt"
+	"github.com/signd/signd/store/storetest/backends"
 )
 
 // The secrets the acts below send; none may appear in the audit log or
@@ -57,11 +57,7 @@ type actsWorld struct {
 
 func newActsWorld(t *testing.T) *actsWorld {
 	t.Helper()
-	db, err := bolt.Open(filepath.Join(t.TempDir(), "signd.db"), bolt.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
+	db := backends.Bolt(t, bolt.Options{})
 	tok, err := hsm.Open(hsm.Config{Module: token.Module, TokenLabel: token.Label, PIN: token.PIN})
 	if err != nil {
 		t.Fatal(err)
