@@ -3,10 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
-	"crypto"
-	"crypto/rsa"
 	"crypto/sha256"
-	"crypto/x509"
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
@@ -27,7 +24,6 @@ import (
 	"github.com/signd/signd/admin"
 	"github.com/signd/signd/internal/logtest"
 	"github.com/signd/signd/oauth/oauthtest"
-	softhsmtest "github.com/signd/signd/softhsm-test"
 	"github.com/signd/signd/store"
 	"github.com/signd/signd/store/etcd"
 	"github.com/signd/signd/store/etcd/etcdtest"
@@ -158,15 +154,6 @@ func loginFlow(t *testing.T, browser *oauthtest.Browser, conf oauth2.Config, log
 	return q.Get("code")
 }
 
-// signHashBody is the signHash request for one SHA-256 digest.
-func signHashBody(cred, sad string, digest []byte) string {
-	body, _ := json.Marshal(map[string]any{
-		"credentialID": cred, "SAD": sad, "hash": []string{base64.StdEncoding.EncodeToString(digest)},
-		"hashAlgo": "2.16.840.1.101.3.4.2.1", "signAlgo": "1.2.840.113549.1.1.1",
-	})
-	return string(body)
-}
-
 // TestCSCJourneyEtcd: `signd serve` on etcd (store.backend etcd) with the
 // real token: enrolment through the CLI, the service and credential flows,
 // a signHash whose signature verifies with the certificate, the SAD spent
@@ -187,10 +174,6 @@ func TestCSCJourneyEtcd(t *testing.T) {
 		t.Fatalf("credentials/info: %d %v", status, info)
 	}
 	leafDER, _ := base64.StdEncoding.DecodeString(info["cert"].(map[string]any)["certificates"].([]any)[0].(string))
-	leaf, err := x509.ParseCertificate(leafDER)
-	if err != nil {
-		t.Fatal(err)
-	}
 
 	digest := sha256.Sum256([]byte("%PDF-1.7 signed on etcd"))
 	sad, err := conf.Exchange(ctx, codeFlow(t, browser, conf, "credential", "state-credential",
@@ -200,14 +183,7 @@ func TestCSCJourneyEtcd(t *testing.T) {
 	}
 	body := signHashBody(cred, sad.AccessToken, digest[:])
 	status, res := postJSON(t, base+"/csc/v1/signatures/signHash", service.AccessToken, body)
-	if status != 200 {
-		t.Fatalf("signHash: %d %v", status, res)
-	}
-	sig, _ := base64.StdEncoding.DecodeString(res["signatures"].([]any)[0].(string))
-	if err := rsa.VerifyPKCS1v15(leaf.PublicKey.(*rsa.PublicKey), crypto.SHA256, digest[:], sig); err != nil {
-		t.Errorf("crypto/rsa: %v", err)
-	}
-	softhsmtest.VerifyWithOpenSSL(t, leafDER, digest[:], sig)
+	verifyRSA(t, leafDER, digest[:], signaturesOf(t, status, res, 1)[0])
 
 	status, res = postJSON(t, base+"/csc/v1/signatures/signHash", service.AccessToken, body)
 	if status != 400 || res["error_description"] != "Invalid parameter SAD" {

@@ -15,7 +15,6 @@ import (
 
 	"github.com/signd/signd/internal/logtest"
 	"github.com/signd/signd/oauth/oauthtest"
-	softhsmtest "github.com/signd/signd/softhsm-test"
 	"github.com/signd/signd/store/storetest"
 )
 
@@ -91,10 +90,6 @@ func TestExplicitBatchJourney(t *testing.T) {
 		t.Fatalf("credentials/info: %d %v", status, info)
 	}
 	leafDER, _ := base64.StdEncoding.DecodeString(info["cert"].(map[string]any)["certificates"].([]any)[0].(string))
-	leaf, err := x509.ParseCertificate(leafDER)
-	if err != nil {
-		t.Fatal(err)
-	}
 	if _, m := call("info", `{}`); !strings.Contains(fmt.Sprint(m["methods"]), "credentials/authorize") {
 		t.Errorf("info methods: %v", m["methods"])
 	}
@@ -121,19 +116,8 @@ func TestExplicitBatchJourney(t *testing.T) {
 		return string(b)
 	}
 	status, res = call("signatures/signHash", signBody(sad, hashes))
-	sigs, _ := res["signatures"].([]any)
-	if status != 200 || len(sigs) != 5 {
-		t.Fatalf("signHash: %d %v", status, res)
-	}
-	for i, s := range sigs {
-		sig, err := base64.StdEncoding.DecodeString(s.(string))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := rsa.VerifyPKCS1v15(leaf.PublicKey.(*rsa.PublicKey), crypto.SHA256, digests[i], sig); err != nil {
-			t.Errorf("signature %d: crypto/rsa: %v", i, err)
-		}
-		softhsmtest.VerifyWithOpenSSL(t, leafDER, digests[i], sig)
+	for i, sig := range signaturesOf(t, status, res, 5) {
+		verifyRSA(t, leafDER, digests[i], sig)
 	}
 
 	// Hostile: reuse, other hashes, too many, the wrong door.

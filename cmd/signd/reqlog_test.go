@@ -2,8 +2,6 @@ package main
 
 import (
 	"crypto/sha256"
-	"encoding/base64"
-	"encoding/json"
 	"strings"
 	"testing"
 
@@ -44,12 +42,8 @@ func TestLogLinesCarryTheRequestID(t *testing.T) {
 		t.Fatal(err)
 	}
 	signHash := func(id string, hash []byte) int {
-		body, _ := json.Marshal(map[string]any{
-			"credentialID": cred, "SAD": sad.AccessToken, "hash": []string{base64.StdEncoding.EncodeToString(hash)},
-			"hashAlgo": "2.16.840.1.101.3.4.2.1", "signAlgo": "1.2.840.113549.1.1.1",
-		})
 		status, _, _ := rawPost(t, base+"/csc/v1/signatures/signHash",
-			map[string]string{"Authorization": "Bearer " + access, "Content-Type": "application/json", "X-Request-Id": id}, string(body))
+			map[string]string{"Authorization": "Bearer " + access, "Content-Type": "application/json", "X-Request-Id": id}, signHashBody(cred, sad.AccessToken, hash))
 		return status
 	}
 	if status := signHash("sign-ok", digest[:]); status != 200 {
