@@ -55,17 +55,23 @@ func TestCSCJourney(t *testing.T) {
 		t.Fatalf("credential token_type %q", sad.Type())
 	}
 
-	body := signHashBody(cred, sad.AccessToken, digest[:])
-	status, res := postJSON(t, base+"/csc/v1/signatures/signHash", service.AccessToken, body)
-	verifyRSA(t, leafDER, digest[:], signaturesOf(t, status, res, 1)[0])
+	e.signsOnce(base, service.AccessToken, cred, sad.AccessToken, digest[:], leafDER)
+}
 
-	// The SAD was for one signature.
-	status, res = postJSON(t, base+"/csc/v1/signatures/signHash", service.AccessToken, body)
+// signsOnce: signHash at base with the SAD for one signature of digest
+// signs it (the signature verifies with the certificate leafDER), the same
+// SAD again is refused, and the audit log verifies.
+func (e *env) signsOnce(base, bearer, cred, sad string, digest, leafDER []byte) {
+	e.t.Helper()
+	body := signHashBody(cred, sad, digest)
+	status, res := postJSON(e.t, base+"/csc/v1/signatures/signHash", bearer, body)
+	verifyRSA(e.t, leafDER, digest, signaturesOf(e.t, status, res, 1)[0])
+	status, res = postJSON(e.t, base+"/csc/v1/signatures/signHash", bearer, body)
 	if status != 400 || res["error_description"] != "Invalid parameter SAD" {
-		t.Errorf("second signHash with the SAD: %d %v", status, res)
+		e.t.Errorf("second signHash with the SAD: %d %v", status, res)
 	}
 	if out := e.must("", "audit", "verify"); !strings.HasPrefix(out, "audit log intact: ") {
-		t.Errorf("audit verify: %q", out)
+		e.t.Errorf("audit verify: %q", out)
 	}
 }
 
