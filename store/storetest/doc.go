@@ -22,5 +22,6 @@
 // transaction, as the service tests do between two requests; [ThenFail]
 // makes a transaction fail after its function ran, with [ErrDiskFull] as a
 // full disk does; [AtOnce] releases a race's transactions or requests
-// together.
+// together; [Meanwhile] keeps a load running while a test changes
+// something under it.
 package storetest
