@@ -6,14 +6,15 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/signd/signd/admin/act"
+	"github.com/signd/signd/internal/logtest"
 	"github.com/signd/signd/store"
 	"github.com/signd/signd/store/bolt"
+	"github.com/signd/signd/store/storetest/backends"
 )
 
 // noAudit is a store whose write transactions cannot append to the audit
@@ -40,12 +41,7 @@ func (l *Local) reconfigured(edit func(*Config)) *Local {
 
 func actsStore(t *testing.T) *bolt.DB {
 	t.Helper()
-	db, err := bolt.Open(filepath.Join(t.TempDir(), "signd.db"), bolt.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	return db
+	return backends.Bolt(t, bolt.Options{})
 }
 
 func auditKinds(t *testing.T, db store.Store) []string {
@@ -185,16 +181,9 @@ func TestAuditExportFilters(t *testing.T) {
 				t.Fatal(err)
 			}
 			var seqs []string
-			for _, line := range strings.Split(strings.TrimSpace(w.String()), "\n") {
-				if line == "" {
-					continue
-				}
-				var e struct {
-					Seq json.Number `json:"seq"`
-				}
-				if err := json.Unmarshal([]byte(line), &e); err != nil {
-					t.Fatal(err)
-				}
+			for _, e := range logtest.Lines[struct {
+				Seq json.Number `json:"seq"`
+			}](t, w.String()) {
 				seqs = append(seqs, e.Seq.String())
 			}
 			if got := strings.Join(seqs, " "); got != tc.want {

@@ -14,14 +14,14 @@ import (
 	"github.com/signd/signd/oidc"
 	"github.com/signd/signd/store"
 	"github.com/signd/signd/store/memory"
+	"github.com/signd/signd/store/storetest/backends"
 )
 
 // A client asking for an ID-token algorithm the token cannot make a key
 // for (no CKM_EC_KEY_PAIR_GEN) is refused as the operator's mistake,
 // naming the mechanism and the algorithms to choose; nothing is stored.
 func TestAddClientIDTokenAlgUnsupported(t *testing.T) {
-	db := memory.New(memory.Options{})
-	t.Cleanup(func() { db.Close() })
+	db := backends.Memory(t, memory.Options{})
 	tok := softtoken.New(softtoken.Options{})
 	tok.FailAlways(softtoken.OpGenerateEC, fmt.Errorf("C_GenerateKeyPair: %w", pkcs11.Error(pkcs11.CKR_MECHANISM_INVALID)))
 	l := New(Config{Store: db, OIDCKeys: &oidc.KeyRing{

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -239,19 +238,10 @@ func TestEnrollConcurrent(t *testing.T) {
 	l, _, _ := enrollWorld(t)
 	token := newEnrollee(t, l, "erin")
 	const n = 8
-	var wg sync.WaitGroup
-	start := make(chan struct{})
 	errs := make([]error, n)
-	for i := range n {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			<-start
-			_, errs[i] = l.Enroll(context.Background(), EnrollRequest{Token: token, Password: "password number " + string(rune('a'+i)), PIN: "1234"})
-		}()
-	}
-	close(start)
-	wg.Wait()
+	storetest.AtOnce(n, func(i int) {
+		_, errs[i] = l.Enroll(context.Background(), EnrollRequest{Token: token, Password: "password number " + string(rune('a'+i)), PIN: "1234"})
+	})
 	ok := 0
 	for _, err := range errs {
 		switch {

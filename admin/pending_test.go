@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -181,17 +180,10 @@ func TestDualControlRace(t *testing.T) {
 	l, keys, _ := dualWorld(t)
 	id := request(t, l)
 	const n = 8
-	var wg sync.WaitGroup
-	start := make(chan struct{})
 	errs := make([]error, n)
-	for i := range n {
-		wg.Go(func() {
-			<-start
-			_, errs[i] = l.ApprovePending(context.Background(), SocketPrincipal(uint32(2000+i), "", []Role{RoleSecurityOfficer}), id)
-		})
-	}
-	close(start)
-	wg.Wait()
+	storetest.AtOnce(n, func(i int) {
+		_, errs[i] = l.ApprovePending(context.Background(), SocketPrincipal(uint32(2000+i), "", []Role{RoleSecurityOfficer}), id)
+	})
 	ok := 0
 	for _, err := range errs {
 		switch {

@@ -6,7 +6,6 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -14,6 +13,7 @@ import (
 	"github.com/signd/signd/hsm"
 	"github.com/signd/signd/store"
 	"github.com/signd/signd/store/bolt"
+	"github.com/signd/signd/store/storetest/backends"
 )
 
 // destroyOnly is a KeyStore whose DestroyKey answers err (fault
@@ -42,12 +42,8 @@ func (*destroyOnly) ImportCertificate(context.Context, []byte, string, *x509.Cer
 // and a SAD bound to it.
 func removalWorld(t *testing.T, keys KeyStore) (*Local, *bolt.DB) {
 	t.Helper()
-	db, err := bolt.Open(filepath.Join(t.TempDir(), "signd.db"), bolt.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	err = db.Update(context.Background(), func(tx store.Tx) error {
+	db := backends.Bolt(t, bolt.Options{})
+	err := db.Update(context.Background(), func(tx store.Tx) error {
 		if err := tx.CreateUser(&store.User{ID: "id-alice", Username: "alice", Status: store.UserActive}); err != nil {
 			return err
 		}

@@ -9,13 +9,13 @@ import (
 
 	"github.com/signd/signd/store"
 	"github.com/signd/signd/store/memory"
+	"github.com/signd/signd/store/storetest/backends"
 )
 
 // lockedWorld is a store with alice, her password and her PIN locked.
 func lockedWorld(t *testing.T) (*Local, store.Store) {
 	t.Helper()
-	db := memory.New(memory.Options{})
-	t.Cleanup(func() { db.Close() })
+	db := backends.Memory(t, memory.Options{})
 	h, err := store.NewHasher(store.Argon2Params{Time: 1, MemoryKiB: 64, Threads: 1, KeyLen: 32, SaltLen: 16})
 	if err != nil {
 		t.Fatal(err)

@@ -27,6 +27,7 @@ import (
 	"github.com/signd/signd/oauth/passwords"
 	"github.com/signd/signd/store"
 	"github.com/signd/signd/store/memory"
+	"github.com/signd/signd/store/storetest/backends"
 )
 
 // profileFixture is a store with alice (who owns an enabled, a disabled and
@@ -42,8 +43,7 @@ type profileFixture struct {
 
 func newProfileFixture(t *testing.T) *profileFixture {
 	t.Helper()
-	db := memory.New(memory.Options{})
-	t.Cleanup(func() { db.Close() })
+	db := backends.Memory(t, memory.Options{})
 	now := time.Now().UTC().Round(0)
 	caKey, err := rsa.GenerateKey(rand.Reader, 2048)
 	if err != nil {

@@ -21,6 +21,7 @@ import (
 
 	"github.com/miekg/pkcs11"
 
+	"github.com/signd/signd/csc/certstatus/certstatustest"
 	"github.com/signd/signd/hsm/hsmtest"
 )
 
@@ -352,12 +353,12 @@ func TestECKeyLifecycle(t *testing.T) {
 	if out, err := exec.Command("openssl", "req", "-verify", "-noout", "-in", file).CombinedOutput(); err != nil || !strings.Contains(string(out), "verify OK") {
 		t.Fatalf("openssl req -verify: %v: %s", err, out)
 	}
-	ca := newTestCA(t)
-	if err := shared.ImportCertificate(ctx, info.ID, "", ca.issue(t, pkix.Name{CommonName: "EC Example"}, csr.PublicKey)); err != nil {
+	ca := certstatustest.New(t, "signd test CA", nil)
+	if err := shared.ImportCertificate(ctx, info.ID, "", ca.Issue(t, csr.PublicKey, certstatustest.Leaf{Subject: pkix.Name{CommonName: "EC Example"}})); err != nil {
 		t.Fatal(err)
 	}
 	other := ecKey(t, "P-384")
-	if err := shared.ImportCertificate(ctx, info.ID, "", ca.issue(t, pkix.Name{CommonName: "Other"}, other.Public)); !errors.Is(err, ErrCertKeyMismatch) {
+	if err := shared.ImportCertificate(ctx, info.ID, "", ca.Issue(t, other.Public, certstatustest.Leaf{Subject: pkix.Name{CommonName: "Other"}})); !errors.Is(err, ErrCertKeyMismatch) {
 		t.Errorf("certificate of another EC key: %v, want ErrCertKeyMismatch", err)
 	}
 	if err := shared.DestroyKey(ctx, info.ID); err != nil {

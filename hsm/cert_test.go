@@ -5,6 +5,8 @@ import (
 	"context"
 	"crypto/x509/pkix"
 	"testing"
+
+	"github.com/signd/signd/csc/certstatus/certstatustest"
 )
 
 // TestCertificatesByLabel: Certificates finds the certificates stored under
@@ -15,7 +17,7 @@ func TestCertificatesByLabel(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	leaf := newTestCA(t).issue(t, pkix.Name{CommonName: "TSA"}, info.Public)
+	leaf := certstatustest.New(t, "signd test CA", nil).Issue(t, info.Public, certstatustest.Leaf{Subject: pkix.Name{CommonName: "TSA"}})
 	if got, err := shared.Certificates(ctx, "by-label-cert"); err != nil || len(got) != 0 {
 		t.Fatalf("before the import: %v, %v", got, err)
 	}

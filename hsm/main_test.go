@@ -1,7 +1,6 @@
 package hsm
 
 import (
-	"bytes"
 	"context"
 	"crypto"
 	"crypto/rand"
@@ -22,6 +21,7 @@ import (
 
 	"github.com/signd/signd/hsm/ckr"
 	"github.com/signd/signd/hsm/keyobj"
+	"github.com/signd/signd/internal/logtest"
 	softhsmtest "github.com/signd/signd/softhsm-test"
 )
 
@@ -324,22 +324,7 @@ func countObjects(t testing.TB, tok *Token, tmpl []*pkcs11.Attribute) int {
 }
 
 // logBuffer collects log output for assertions.
-type logBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *logBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
+type logBuffer struct{ logtest.Buffer }
 
 // loggedConfig is config(tok) logging at debug level into the returned
 // buffer.

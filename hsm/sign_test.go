@@ -13,15 +13,14 @@ import (
 	"crypto/x509/pkix"
 	"encoding/pem"
 	"errors"
-	"math/big"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/miekg/pkcs11"
+	"github.com/signd/signd/csc/certstatus/certstatustest"
 	"github.com/signd/signd/hsm/keyobj"
 )
 
@@ -203,11 +202,11 @@ func TestEnrollment(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, csr, _ := keyCSR(t, info.ID, pkix.Name{CommonName: "Bob"})
-	ca := newTestCA(t)
-	leaf := ca.issue(t, csr.Subject, csr.PublicKey)
+	ca := certstatustest.New(t, "signd test CA", nil)
+	leaf := ca.Issue(t, csr.PublicKey, certstatustest.Leaf{Subject: csr.Subject})
 
 	t.Run("mismatch", func(t *testing.T) {
-		other := ca.issue(t, csr.Subject, &fixtureKey.PublicKey)
+		other := ca.Issue(t, &fixtureKey.PublicKey, certstatustest.Leaf{Subject: csr.Subject})
 		err := shared.ImportCertificate(ctx, info.ID, "", other)
 		if !errors.Is(err, ErrCertKeyMismatch) {
 			t.Fatalf("ImportCertificate: %v, want ErrCertKeyMismatch", err)
@@ -279,61 +278,6 @@ func TestEnrollment(t *testing.T) {
 			t.Fatalf("%d objects left with the ID", n)
 		}
 	})
-}
-
-type testCA struct {
-	key  *ecdsa.PrivateKey
-	cert *x509.Certificate
-}
-
-func newTestCA(t *testing.T) *testCA {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber:          big.NewInt(1),
-		Subject:               pkix.Name{CommonName: "signd test CA"},
-		NotBefore:             time.Now().Add(-time.Hour),
-		NotAfter:              time.Now().Add(time.Hour),
-		IsCA:                  true,
-		BasicConstraintsValid: true,
-		KeyUsage:              x509.KeyUsageCertSign,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cert, err := x509.ParseCertificate(der)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &testCA{key: key, cert: cert}
-}
-
-func (ca *testCA) issue(t *testing.T, subject pkix.Name, pub crypto.PublicKey) *x509.Certificate {
-	t.Helper()
-	serial, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 120))
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: serial,
-		Subject:      subject,
-		NotBefore:    time.Now().Add(-time.Hour),
-		NotAfter:     time.Now().Add(time.Hour),
-		KeyUsage:     x509.KeyUsageDigitalSignature | x509.KeyUsageContentCommitment,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, pub, ca.key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cert, err := x509.ParseCertificate(der)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return cert
 }
 
 func mustMarshalPKIX(t *testing.T, pub crypto.PublicKey) []byte {

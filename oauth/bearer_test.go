@@ -15,13 +15,13 @@ import (
 	"github.com/signd/signd/oauth"
 	"github.com/signd/signd/store"
 	"github.com/signd/signd/store/memory"
+	"github.com/signd/signd/store/storetest/backends"
 )
 
 // TestRequireBearer checks the bearer middleware (RFC 6750, CSC v1 §10),
 // one case per rule.
 func TestRequireBearer(t *testing.T) {
-	db := memory.New(memory.Options{})
-	t.Cleanup(func() { db.Close() })
+	db := backends.Memory(t, memory.Options{})
 	now := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
 	tok := func(value string, kind store.TokenKind, user string, exp time.Time, scopes ...string) *store.Token {
 		t := &store.Token{

@@ -194,6 +194,23 @@ func TestPasswordLoginRefusals(t *testing.T) {
 	}
 }
 
+// wrongLoginsAtOnce sends n wrong passwords for dave at once through the
+// pageless login (each "wrong-<round>-<i>"), with remember as the refresh
+// token request; every one must fail with the answer that tells nothing,
+// ErrLoginFailed.
+func wrongLoginsAtOnce(t *testing.T, pl *authlogin.Login, n int, round string, remember bool) {
+	t.Helper()
+	errs := make([]error, n)
+	storetest.AtOnce(n, func(i int) {
+		_, errs[i] = pl.Login(context.Background(), "dave", fmt.Sprintf("wrong-%s-%02d", round, i), remember)
+	})
+	for i, err := range errs {
+		if !errors.Is(err, authlogin.ErrLoginFailed) {
+			t.Errorf("%s, wrong password %d: %v, want ErrLoginFailed", round, i, err)
+		}
+	}
+}
+
 // TestPasswordLoginLockoutUnderConcurrency: wrong passwords at once
 // through the pageless login are bounded by the same reservation as the
 // login page: exactly MaxFailures are evaluated and the account locks, for
@@ -204,15 +221,7 @@ func TestPasswordLoginLockoutUnderConcurrency(t *testing.T) {
 	pl := passwordLogin(t, ev, "rp")
 	pwHash := ev.user("dave").PasswordHash
 	ph.holdUntil(pwHash, 3)
-	errs := make([]error, n)
-	storetest.AtOnce(n, func(i int) {
-		_, errs[i] = pl.Login(context.Background(), "dave", fmt.Sprintf("wrong-password-%02d", i), true)
-	})
-	for i, err := range errs {
-		if !errors.Is(err, authlogin.ErrLoginFailed) {
-			t.Errorf("wrong password %d: %v, want ErrLoginFailed", i, err)
-		}
-	}
+	wrongLoginsAtOnce(t, pl, n, "password", true)
 	if got := ph.evaluations(pwHash); got != 3 {
 		t.Errorf("%d wrong passwords at once: %d evaluated, want exactly max_failures = 3", n, got)
 	}

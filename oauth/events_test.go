@@ -6,7 +6,6 @@ import (
 	"maps"
 	"net/http"
 	"net/url"
-	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -21,6 +20,7 @@ import (
 	"github.com/signd/signd/store"
 	"github.com/signd/signd/store/bolt"
 	"github.com/signd/signd/store/storetest"
+	"github.com/signd/signd/store/storetest/backends"
 )
 
 // Security events in the audit log: every login attempt through every door,
@@ -32,11 +32,7 @@ import (
 // password checker locks after 3 failures.
 func eventsEnv(t *testing.T) *env {
 	t.Helper()
-	db, err := bolt.Open(filepath.Join(t.TempDir(), "signd.db"), bolt.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
+	db := backends.Bolt(t, bolt.Options{})
 	return buildEnvWith(t, db, false, envOptions{account: true, passwords: func(c *passwords.Config) { c.MaxFailures = 3 }})
 }
 
@@ -405,11 +401,7 @@ func TestLoginNotAnsweredWithoutItsEntry(t *testing.T) {
 // the user as reserved.
 func TestPasswordEdgesAudited(t *testing.T) {
 	var ph *probeHasher
-	db, err := bolt.Open(filepath.Join(t.TempDir(), "signd.db"), bolt.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
+	db := backends.Bolt(t, bolt.Options{})
 	ev := buildEnvWith(t, db, false, envOptions{passwords: func(c *passwords.Config) {
 		ph = newProbeHasher(c.Hasher.(*store.Hasher))
 		c.Hasher, c.MaxFailures = ph, 3

@@ -17,6 +17,7 @@ import (
 
 	"github.com/signd/signd/store"
 	"github.com/signd/signd/store/memory"
+	"github.com/signd/signd/store/storetest/backends"
 )
 
 // FuzzReadForm reads token and revocation request bodies: a refusal is an
@@ -203,8 +204,7 @@ const (
 // net/http's BasicAuth and form-decoded, or the form body) gets past it,
 // and one that gets past it carried the secret.
 func FuzzTokenEndpoint(f *testing.F) {
-	db := memory.New(memory.Options{})
-	f.Cleanup(func() { db.Close() })
+	db := backends.Memory(f, memory.Options{})
 	err := db.Update(context.Background(), func(tx store.Tx) error {
 		for id, secret := range map[string]string{fuzzClient: fuzzClientSecret, fuzzOddClient: fuzzOddSecret} {
 			if err := tx.CreateClient(&store.Client{ID: id, SecretHash: store.HashSecret(secret),

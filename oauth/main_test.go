@@ -14,7 +14,6 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"os"
-	"path/filepath"
 	"slices"
 	"sync"
 	"testing"
@@ -26,6 +25,7 @@ import (
 	"github.com/signd/signd/csc"
 	"github.com/signd/signd/hsm"
 	"github.com/signd/signd/hsm/hsmtest/softtoken"
+	"github.com/signd/signd/internal/logtest"
 	"github.com/signd/signd/oauth"
 	"github.com/signd/signd/oauth/account"
 	"github.com/signd/signd/oauth/browser"
@@ -35,6 +35,7 @@ import (
 	"github.com/signd/signd/store/bolt"
 	"github.com/signd/signd/store/memory"
 	"github.com/signd/signd/store/storetest"
+	"github.com/signd/signd/store/storetest/backends"
 )
 
 // The signing key every test credential uses: generated inside a software
@@ -134,7 +135,7 @@ var lowArgon2 = store.Argon2Params{Time: 1, MemoryKiB: 64, Threads: 1, KeyLen: 3
 type clock = storetest.Clock
 
 // syncBuffer is the shared goroutine-safe log sink.
-type syncBuffer = oauthtest.LogBuffer
+type syncBuffer = logtest.Buffer
 
 // env is one authorization server on an in-memory store (store/memory;
 // the browser test: a bbolt file) behind a real Echo router, with users,
@@ -185,20 +186,14 @@ func newEnv(t *testing.T, mods ...func(*oauth.Config)) *env {
 // storage, with the account page.
 func newBrowserEnv(t *testing.T, mods ...func(*oauth.Config)) *env {
 	t.Helper()
-	db, err := bolt.Open(filepath.Join(t.TempDir(), "signd.db"), bolt.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
+	db := backends.Bolt(t, bolt.Options{})
 	return buildEnvWith(t, db, true, envOptions{account: true}, mods...)
 }
 
 // memoryStore returns an empty in-memory store.
 func memoryStore(t *testing.T) *memory.DB {
 	t.Helper()
-	db := memory.New(memory.Options{})
-	t.Cleanup(func() { db.Close() })
-	return db
+	return backends.Memory(t, memory.Options{})
 }
 
 func buildEnv(t *testing.T, db store.Store, issuerIsServer bool, mods ...func(*oauth.Config)) *env {

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
-	"path/filepath"
 	"sync"
 	"testing"
 
@@ -14,6 +13,7 @@ import (
 	"github.com/signd/signd/oauth/authlogin"
 	"github.com/signd/signd/oauth/oauthtest"
 	"github.com/signd/signd/store/bolt"
+	"github.com/signd/signd/store/storetest/backends"
 )
 
 // revokeEndpoints are the two ways alice's client rp revokes a token:
@@ -112,11 +112,7 @@ func TestRevokeRacesRefresh(t *testing.T) {
 	stores := map[string]func(t *testing.T) *env{
 		"memory": func(t *testing.T) *env { return newEnv(t) },
 		"bolt": func(t *testing.T) *env {
-			db, err := bolt.Open(filepath.Join(t.TempDir(), "signd.db"), bolt.Options{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { db.Close() })
+			db := backends.Bolt(t, bolt.Options{})
 			return buildEnv(t, db, false)
 		},
 	}

@@ -3,7 +3,6 @@ package oauth_test
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -13,6 +12,7 @@ import (
 	"github.com/signd/signd/oauth"
 	"github.com/signd/signd/store"
 	"github.com/signd/signd/store/bolt"
+	"github.com/signd/signd/store/storetest/backends"
 )
 
 // sweepSpy records, in the order the store's write lock grants them, the
@@ -56,11 +56,7 @@ func (t spyTx) SweepExpired(now time.Time, limit int) (store.Swept, error) {
 // during the second transaction (a SAD consumption) commits before the
 // sweep's last transaction: the sweeper lets other writers in.
 func TestSweepBatches(t *testing.T) {
-	db, err := bolt.Open(filepath.Join(t.TempDir(), "signd.db"), bolt.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
+	db := backends.Bolt(t, bolt.Options{})
 	spy := &sweepSpy{}
 	ev := buildEnv(t, db, false, func(c *oauth.Config) {
 		spy.Store = c.Store

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"net/http"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -12,6 +11,7 @@ import (
 	"github.com/signd/signd/store"
 	"github.com/signd/signd/store/bolt"
 	"github.com/signd/signd/store/storetest"
+	"github.com/signd/signd/store/storetest/backends"
 )
 
 // retryStore runs every Batch function twice, as a group commit does when
@@ -100,11 +100,7 @@ func TestRedemptionRunTwice(t *testing.T) {
 // commits; every code, valid or not, gets its own answer: each valid code
 // one stored token, each reused or unknown code invalid_grant.
 func TestGroupCommittedRedemptions(t *testing.T) {
-	db, err := bolt.Open(filepath.Join(t.TempDir(), "signd.db"), bolt.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
+	db := backends.Bolt(t, bolt.Options{})
 	ev := buildEnv(t, db, false)
 	const n = 12
 	codes := make([]string, n)

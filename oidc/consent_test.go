@@ -14,6 +14,7 @@ import (
 
 	"go.etcd.io/bbolt"
 
+	"github.com/signd/signd/internal/logtest"
 	"github.com/signd/signd/oauth/oauthtest"
 	"github.com/signd/signd/oidc"
 	"github.com/signd/signd/store"
@@ -113,7 +114,7 @@ func proofDoc(id, contentType string, content []byte) store.Proof {
 // approves that page, the new token releases the new values.
 func TestReleaseOnlyWhatWasShown(t *testing.T) {
 	ev := newFlowEnv(t)
-	logs := &oauthtest.LogBuffer{}
+	logs := &logtest.Buffer{}
 	ev.p.Logger = slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	ns := func(names ...string) []string {
 		out := make([]string, len(names))

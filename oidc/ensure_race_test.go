@@ -13,6 +13,7 @@ import (
 	"github.com/signd/signd/oidc"
 	"github.com/signd/signd/store"
 	"github.com/signd/signd/store/memory"
+	"github.com/signd/signd/store/storetest/backends"
 )
 
 // gatedHSM holds every GenerateRSA until n of them have generated their
@@ -45,8 +46,7 @@ func (g gatedHSM) GenerateEC(ctx context.Context, label string, curve elliptic.C
 // are destroyed again.
 func TestEnsureRaceOnSharedStore(t *testing.T) {
 	const nodes = 5
-	db := memory.New(memory.Options{})
-	t.Cleanup(func() { db.Close() })
+	db := backends.Memory(t, memory.Options{})
 	ctx := context.Background()
 	before := oidcKeyLabels(t, ctx)
 
@@ -100,8 +100,7 @@ func oidcKeyLabels(t *testing.T, ctx context.Context) []string {
 // is published and the losers' key pairs of both kinds are destroyed.
 func TestEnsureRaceTwoAlgorithms(t *testing.T) {
 	const nodes = 4
-	db := memory.New(memory.Options{})
-	t.Cleanup(func() { db.Close() })
+	db := backends.Memory(t, memory.Options{})
 	ctx := context.Background()
 	before := oidcKeyLabels(t, ctx)
 

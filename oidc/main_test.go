@@ -19,6 +19,7 @@ import (
 	"github.com/signd/signd/store/bolt"
 	"github.com/signd/signd/store/memory"
 	"github.com/signd/signd/store/storetest"
+	"github.com/signd/signd/store/storetest/backends"
 )
 
 // token is the software token every test of this package signs with
@@ -39,9 +40,7 @@ const (
 // memoryStore returns an empty in-memory store (store/memory).
 func memoryStore(t *testing.T) *memory.DB {
 	t.Helper()
-	db := memory.New(memory.Options{})
-	t.Cleanup(func() { db.Close() })
-	return db
+	return backends.Memory(t, memory.Options{})
 }
 
 // openStore opens a bbolt file in dir, for the tests whose subject is what

@@ -7,10 +7,10 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/miekg/pkcs11"
+	"github.com/signd/signd/store/storetest"
 )
 
 // procScan is one pass over /proc/*/cmdline: the first process whose
@@ -68,32 +68,21 @@ func TestInitTokenKeepsPINsOffArgv(t *testing.T) {
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 
 	var (
-		wg      sync.WaitGroup
 		leak    string
 		sawMark bool
 		scans   int
 	)
-	stop := make(chan struct{})
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			l, saw := procScan(dir, userPIN, soPIN)
-			scans++
-			sawMark = sawMark || saw
-			if l != "" && leak == "" {
-				leak = l
-			}
+	stop := storetest.Meanwhile(1, func(int) bool {
+		l, saw := procScan(dir, userPIN, soPIN)
+		scans++
+		sawMark = sawMark || saw
+		if l != "" && leak == "" {
+			leak = l
 		}
-	}()
+		return true
+	})
 	runErr := cmd.Run()
-	close(stop)
-	wg.Wait()
+	stop()
 
 	if runErr != nil {
 		t.Fatalf("init-token.sh: %v\n%s", runErr, stderr.String())

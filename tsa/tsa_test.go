@@ -18,6 +18,7 @@ import (
 
 	"github.com/digitorus/timestamp"
 
+	"github.com/signd/signd/csc/certstatus/certstatustest"
 	"github.com/signd/signd/tsa"
 )
 
@@ -52,15 +53,7 @@ func selfSigned(t *testing.T, exts []pkix.Extension, nb, na time.Time) *x509.Cer
 		SerialNumber: big.NewInt(7), Subject: pkix.Name{CommonName: "test TSA"},
 		NotBefore: nb, NotAfter: na, KeyUsage: x509.KeyUsageDigitalSignature, ExtraExtensions: exts,
 	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &testKey.PublicKey, testKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := x509.ParseCertificate(der)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c
+	return certstatustest.Create(t, tmpl, tmpl, &testKey.PublicKey, testKey)
 }
 
 func TestCheckCertificate(t *testing.T) {

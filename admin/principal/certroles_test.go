@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/signd/signd/csc/certstatus/certstatustest"
 )
 
 // selfSigned is a certificate for a fresh P-256 key with subject name.
@@ -22,15 +24,7 @@ func selfSigned(t *testing.T, name pkix.Name) *x509.Certificate {
 	}
 	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: name,
 		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour)}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, key.Public(), key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cert, err := x509.ParseCertificate(der)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return cert
+	return certstatustest.Create(t, tmpl, tmpl, key.Public(), key)
 }
 
 func TestCertRoleMap(t *testing.T) {

@@ -1,10 +1,7 @@
 package main
 
 import (
-	"crypto"
-	"crypto/rsa"
 	"crypto/sha256"
-	"crypto/x509"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -20,7 +17,6 @@ import (
 	"github.com/pquerna/otp/totp"
 
 	"github.com/signd/signd/oauth/oauthtest"
-	softhsmtest "github.com/signd/signd/softhsm-test"
 )
 
 // authLoginConfig turns auth/login on, issuing to the journeys' client rp.
@@ -91,10 +87,6 @@ func TestAuthLoginLaverca(t *testing.T) {
 		t.Fatalf("credentials/info: %d %v", status, credInfo)
 	}
 	leafDER, _ := base64.StdEncoding.DecodeString(certs[0].(string))
-	leaf, err := x509.ParseCertificate(leafDER)
-	if err != nil {
-		t.Fatal(err)
-	}
 
 	// The SAD for one hash, through the credential flow of client rp.
 	digest := sha256.Sum256([]byte("%PDF-1.7 signed after auth/login"))
@@ -104,19 +96,8 @@ func TestAuthLoginLaverca(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	body, _ := json.Marshal(map[string]any{
-		"credentialID": cred, "SAD": sad.AccessToken, "hash": []string{base64.StdEncoding.EncodeToString(digest[:])},
-		"hashAlgo": "2.16.840.1.101.3.4.2.1", "signAlgo": "1.2.840.113549.1.1.1",
-	})
-	status, res := postJSON(t, base+"/csc/v1/signatures/signHash", access, string(body))
-	if status != 200 {
-		t.Fatalf("signHash with the auth/login token: %d %v", status, res)
-	}
-	sig, _ := base64.StdEncoding.DecodeString(res["signatures"].([]any)[0].(string))
-	if err := rsa.VerifyPKCS1v15(leaf.PublicKey.(*rsa.PublicKey), crypto.SHA256, digest[:], sig); err != nil {
-		t.Errorf("crypto/rsa: %v", err)
-	}
-	softhsmtest.VerifyWithOpenSSL(t, leafDER, digest[:], sig)
+	status, res := postJSON(t, base+"/csc/v1/signatures/signHash", access, signHashBody(cred, sad.AccessToken, digest[:]))
+	verifyRSA(t, leafDER, digest[:], signaturesOf(t, status, res, 1)[0])
 
 	// Refresh: a new pair; the used refresh token again revokes the login.
 	status, _, next := cscCall(t, base, "auth/login", "", `{"refresh_token":"`+refresh+`"}`)

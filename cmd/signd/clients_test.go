@@ -164,6 +164,30 @@ func leafOf(t *testing.T, info map[string]any) ([]byte, *x509.Certificate) {
 	return der, leaf
 }
 
+// signHashBody is the signHash request for one SHA-256 digest, signed
+// with RSASSA-PKCS1-v1_5.
+func signHashBody(cred, sad string, digest []byte) string {
+	body, _ := json.Marshal(map[string]any{
+		"credentialID": cred, "SAD": sad, "hash": []string{base64.StdEncoding.EncodeToString(digest)},
+		"hashAlgo": "2.16.840.1.101.3.4.2.1", "signAlgo": "1.2.840.113549.1.1.1",
+	})
+	return string(body)
+}
+
+// verifyRSA checks sig over the SHA-256 digest with the RSA key of the
+// certificate leafDER, with crypto/rsa and with `openssl pkeyutl -verify`.
+func verifyRSA(t *testing.T, leafDER, digest, sig []byte) {
+	t.Helper()
+	leaf, err := x509.ParseCertificate(leafDER)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rsa.VerifyPKCS1v15(leaf.PublicKey.(*rsa.PublicKey), crypto.SHA256, digest, sig); err != nil {
+		t.Errorf("crypto/rsa: %v", err)
+	}
+	softhsmtest.VerifyWithOpenSSL(t, leafDER, digest, sig)
+}
+
 // signaturesOf decodes signHash's signatures, failing t unless there is
 // one per hash.
 func signaturesOf(t *testing.T, status int, res map[string]any, n int) [][]byte {
@@ -369,7 +393,7 @@ func TestClientLaverca(t *testing.T) {
 	if status != http.StatusOK || info["authMode"] != "explicit" {
 		t.Fatalf("credentials/info: %d %v", status, info)
 	}
-	leafDER, leaf := leafOf(t, info)
+	leafDER, _ := leafOf(t, info)
 	digests, hashes := batchDigests("laverca", 2)
 	quoted, _ := json.Marshal(hashes)
 
@@ -384,10 +408,7 @@ func TestClientLaverca(t *testing.T) {
 	status, res = call("signatures/signHash", `{"credentialID":"`+cred+`","SAD":"`+sad+`","hash":`+string(quoted)+
 		`,"hashAlgo":"2.16.840.1.101.3.4.2.1","signAlgo":"1.2.840.113549.1.1.1"}`)
 	for i, sig := range signaturesOf(t, status, res, 2) {
-		if err := rsa.VerifyPKCS1v15(leaf.PublicKey.(*rsa.PublicKey), crypto.SHA256, digests[i], sig); err != nil {
-			t.Fatalf("signature %d: %v", i, err)
-		}
-		softhsmtest.VerifyWithOpenSSL(t, leafDER, digests[i], sig)
+		verifyRSA(t, leafDER, digests[i], sig)
 	}
 }
 
@@ -458,7 +479,7 @@ func TestClientCleverbase(t *testing.T) {
 	if status != http.StatusOK || info["SCAL"] != "2" || info["authMode"] != "oauth2code" {
 		t.Fatalf("credentials/info: %d %v (the SDK refuses SCAL other than \"2\")", status, info)
 	}
-	leafDER, leaf := leafOf(t, info)
+	leafDER, _ := leafOf(t, info)
 
 	d := sha256.Sum256([]byte("%PDF-1.7 Cleverbase signed attributes"))
 	sadToken := token(code("credential", "cb-credential", oauth2.SetAuthURLParam("credentialID", cred),
@@ -474,9 +495,5 @@ func TestClientCleverbase(t *testing.T) {
 		SignAlgo     string   `json:"signAlgo"`
 	}{cred, sadToken["access_token"].(string), []string{base64.StdEncoding.EncodeToString(d[:])}, "2.16.840.1.101.3.4.2.1", "1.2.840.113549.1.1.1"})
 	status, res := clientCall(t, base+"/csc/v1/signatures/signHash", header, string(body))
-	sig := signaturesOf(t, status, res, 1)[0]
-	if err := rsa.VerifyPKCS1v15(leaf.PublicKey.(*rsa.PublicKey), crypto.SHA256, d[:], sig); err != nil {
-		t.Fatal(err)
-	}
-	softhsmtest.VerifyWithOpenSSL(t, leafDER, d[:], sig)
+	verifyRSA(t, leafDER, d[:], signaturesOf(t, status, res, 1)[0])
 }

@@ -23,6 +23,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/signd/signd/internal/logtest"
 	"github.com/signd/signd/store"
 )
 
@@ -106,14 +107,10 @@ func (e *env) grantedDigests() map[string]int {
 		e.t.Fatalf("audit verify: %q", out)
 	}
 	granted := map[string]int{}
-	for _, line := range strings.Split(strings.TrimSpace(e.must("", "audit", "export")), "\n") {
-		var ent struct {
-			Kind, Outcome string
-			Hashes        []string
-		}
-		if err := json.Unmarshal([]byte(line), &ent); err != nil {
-			e.t.Fatalf("export line %q: %v", line, err)
-		}
+	for _, ent := range logtest.Lines[struct {
+		Kind, Outcome string
+		Hashes        []string
+	}](e.t, e.must("", "audit", "export")) {
 		if ent.Kind == string(store.AuditSignHash) && ent.Outcome == store.AuditGranted {
 			for _, h := range ent.Hashes {
 				granted[h]++

@@ -3,10 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
-	"crypto"
-	"crypto/rsa"
 	"crypto/sha256"
-	"crypto/x509"
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
@@ -25,8 +22,8 @@ import (
 	"golang.org/x/oauth2"
 
 	"github.com/signd/signd/admin"
+	"github.com/signd/signd/internal/logtest"
 	"github.com/signd/signd/oauth/oauthtest"
-	softhsmtest "github.com/signd/signd/softhsm-test"
 	"github.com/signd/signd/store"
 	"github.com/signd/signd/store/etcd"
 	"github.com/signd/signd/store/etcd/etcdtest"
@@ -157,15 +154,6 @@ func loginFlow(t *testing.T, browser *oauthtest.Browser, conf oauth2.Config, log
 	return q.Get("code")
 }
 
-// signHashBody is the signHash request for one SHA-256 digest.
-func signHashBody(cred, sad string, digest []byte) string {
-	body, _ := json.Marshal(map[string]any{
-		"credentialID": cred, "SAD": sad, "hash": []string{base64.StdEncoding.EncodeToString(digest)},
-		"hashAlgo": "2.16.840.1.101.3.4.2.1", "signAlgo": "1.2.840.113549.1.1.1",
-	})
-	return string(body)
-}
-
 // TestCSCJourneyEtcd: `signd serve` on etcd (store.backend etcd) with the
 // real token: enrolment through the CLI, the service and credential flows,
 // a signHash whose signature verifies with the certificate, the SAD spent
@@ -186,10 +174,6 @@ func TestCSCJourneyEtcd(t *testing.T) {
 		t.Fatalf("credentials/info: %d %v", status, info)
 	}
 	leafDER, _ := base64.StdEncoding.DecodeString(info["cert"].(map[string]any)["certificates"].([]any)[0].(string))
-	leaf, err := x509.ParseCertificate(leafDER)
-	if err != nil {
-		t.Fatal(err)
-	}
 
 	digest := sha256.Sum256([]byte("%PDF-1.7 signed on etcd"))
 	sad, err := conf.Exchange(ctx, codeFlow(t, browser, conf, "credential", "state-credential",
@@ -197,24 +181,7 @@ func TestCSCJourneyEtcd(t *testing.T) {
 	if err != nil {
 		t.Fatalf("SAD: %v", err)
 	}
-	body := signHashBody(cred, sad.AccessToken, digest[:])
-	status, res := postJSON(t, base+"/csc/v1/signatures/signHash", service.AccessToken, body)
-	if status != 200 {
-		t.Fatalf("signHash: %d %v", status, res)
-	}
-	sig, _ := base64.StdEncoding.DecodeString(res["signatures"].([]any)[0].(string))
-	if err := rsa.VerifyPKCS1v15(leaf.PublicKey.(*rsa.PublicKey), crypto.SHA256, digest[:], sig); err != nil {
-		t.Errorf("crypto/rsa: %v", err)
-	}
-	softhsmtest.VerifyWithOpenSSL(t, leafDER, digest[:], sig)
-
-	status, res = postJSON(t, base+"/csc/v1/signatures/signHash", service.AccessToken, body)
-	if status != 400 || res["error_description"] != "Invalid parameter SAD" {
-		t.Errorf("second signHash with the SAD: %d %v", status, res)
-	}
-	if out := e.must("", "audit", "verify"); !strings.HasPrefix(out, "audit log intact: ") {
-		t.Errorf("audit verify: %q", out)
-	}
+	e.signsOnce(base, service.AccessToken, cred, sad.AccessToken, digest[:], leafDER)
 	if _, _, err := e.run("", "store", "check"); err == nil || !strings.Contains(err.Error(), "etcdctl snapshot save") {
 		t.Errorf("store check on etcd: %v", err)
 	}
@@ -330,17 +297,13 @@ func TestEtcdCluster(t *testing.T) {
 	// back, every chain's entries in sequence, every chain there.
 	var last int64
 	seqs := map[string]uint64{}
-	for _, line := range strings.Split(strings.TrimSpace(nodes[1].must("", "audit", "export")), "\n") {
-		var ent struct {
-			Seq   uint64
-			Chain string
-			Rev   int64
-		}
-		if err := json.Unmarshal([]byte(line), &ent); err != nil {
-			t.Fatalf("export line %q: %v", line, err)
-		}
+	for _, ent := range logtest.Lines[struct {
+		Seq   uint64
+		Chain string
+		Rev   int64
+	}](t, nodes[1].must("", "audit", "export")) {
 		if ent.Rev < last || ent.Seq != seqs[ent.Chain]+1 {
-			t.Fatalf("export line %q after revision %d, entry %d of its chain", line, last, seqs[ent.Chain])
+			t.Fatalf("export entry %+v after revision %d, entry %d of its chain", ent, last, seqs[ent.Chain])
 		}
 		last, seqs[ent.Chain] = ent.Rev, ent.Seq
 	}
@@ -601,11 +564,7 @@ func TestEtcdKeyMissingOnNode(t *testing.T) {
 		t.Errorf("the SAD again at node A: %v %v", err, m)
 	}
 	reasons := map[string]int{}
-	for _, line := range strings.Split(strings.TrimSpace(nodeB.must("", "audit", "export")), "\n") {
-		var ent struct{ Kind, Outcome, Reason string }
-		if err := json.Unmarshal([]byte(line), &ent); err != nil {
-			t.Fatalf("export line %q: %v", line, err)
-		}
+	for _, ent := range logtest.Lines[struct{ Kind, Outcome, Reason string }](t, nodeB.must("", "audit", "export")) {
 		if ent.Kind == string(store.AuditSignHash) {
 			reasons[ent.Outcome+": "+ent.Reason]++
 		}

@@ -2,12 +2,8 @@ package main
 
 import (
 	"context"
-	"crypto"
-	"crypto/rsa"
 	"crypto/sha256"
-	"crypto/x509"
 	"encoding/base64"
-	"encoding/json"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -15,8 +11,6 @@ import (
 	"testing"
 
 	"golang.org/x/oauth2"
-
-	softhsmtest "github.com/signd/signd/softhsm-test"
 )
 
 // TestCSCJourney is the whole CSC journey against the real daemon and a
@@ -52,10 +46,6 @@ func TestCSCJourney(t *testing.T) {
 		t.Fatalf("credentials/info: %v", info)
 	}
 	leafDER, _ := base64.StdEncoding.DecodeString(certs[0].(string))
-	leaf, err := x509.ParseCertificate(leafDER)
-	if err != nil {
-		t.Fatal(err)
-	}
 
 	// Credential authorization for one document hash: a SAD.
 	digest := sha256.Sum256([]byte("%PDF-1.7 the contract alice signs"))
@@ -65,30 +55,23 @@ func TestCSCJourney(t *testing.T) {
 		t.Fatalf("credential token_type %q", sad.Type())
 	}
 
-	body, _ := json.Marshal(map[string]any{
-		"credentialID": cred, "SAD": sad.AccessToken, "hash": []string{base64.StdEncoding.EncodeToString(digest[:])},
-		"hashAlgo": "2.16.840.1.101.3.4.2.1", "signAlgo": "1.2.840.113549.1.1.1",
-	})
-	status, res := postJSON(t, base+"/csc/v1/signatures/signHash", service.AccessToken, string(body))
-	if status != 200 {
-		t.Fatalf("signHash: %d %v", status, res)
-	}
-	sig, err := base64.StdEncoding.DecodeString(res["signatures"].([]any)[0].(string))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := rsa.VerifyPKCS1v15(leaf.PublicKey.(*rsa.PublicKey), crypto.SHA256, digest[:], sig); err != nil {
-		t.Errorf("crypto/rsa: %v", err)
-	}
-	softhsmtest.VerifyWithOpenSSL(t, leafDER, digest[:], sig)
+	e.signsOnce(base, service.AccessToken, cred, sad.AccessToken, digest[:], leafDER)
+}
 
-	// The SAD was for one signature.
-	status, res = postJSON(t, base+"/csc/v1/signatures/signHash", service.AccessToken, string(body))
+// signsOnce: signHash at base with the SAD for one signature of digest
+// signs it (the signature verifies with the certificate leafDER), the same
+// SAD again is refused, and the audit log verifies.
+func (e *env) signsOnce(base, bearer, cred, sad string, digest, leafDER []byte) {
+	e.t.Helper()
+	body := signHashBody(cred, sad, digest)
+	status, res := postJSON(e.t, base+"/csc/v1/signatures/signHash", bearer, body)
+	verifyRSA(e.t, leafDER, digest, signaturesOf(e.t, status, res, 1)[0])
+	status, res = postJSON(e.t, base+"/csc/v1/signatures/signHash", bearer, body)
 	if status != 400 || res["error_description"] != "Invalid parameter SAD" {
-		t.Errorf("second signHash with the SAD: %d %v", status, res)
+		e.t.Errorf("second signHash with the SAD: %d %v", status, res)
 	}
 	if out := e.must("", "audit", "verify"); !strings.HasPrefix(out, "audit log intact: ") {
-		t.Errorf("audit verify: %q", out)
+		e.t.Errorf("audit verify: %q", out)
 	}
 }
 

@@ -3,8 +3,6 @@ package main
 import (
 	"context"
 	"crypto/sha256"
-	"encoding/base64"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -87,11 +85,7 @@ func TestPINLockoutThroughDaemon(t *testing.T) {
 	credConf := conf
 	credConf.Scopes = []string{"credential"}
 	if sad, err := credConf.Exchange(ctx, earlyCode); err == nil {
-		body, _ := json.Marshal(map[string]any{
-			"credentialID": cred, "SAD": sad.AccessToken, "hash": []string{base64.StdEncoding.EncodeToString(digest[:])},
-			"hashAlgo": "2.16.840.1.101.3.4.2.1", "signAlgo": "1.2.840.113549.1.1.1",
-		})
-		status, res := postJSON(t, base+"/csc/v1/signatures/signHash", service.AccessToken, string(body))
+		status, res := postJSON(t, base+"/csc/v1/signatures/signHash", service.AccessToken, signHashBody(cred, sad.AccessToken, digest[:]))
 		t.Fatalf("a SAD was issued after the PIN locked; signHash answered %d %v", status, res)
 	} else if re := (*oauth2.RetrieveError)(nil); !errors.As(err, &re) || re.ErrorCode != "invalid_grant" || re.ErrorDescription != "The signing PIN is locked" {
 		t.Errorf("redeeming the early code: %v", err)

@@ -18,7 +18,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/signd/signd/oauth/oauthtest"
+	"github.com/signd/signd/internal/logtest"
 	softhsmtest "github.com/signd/signd/softhsm-test"
 	"github.com/signd/signd/store"
 )
@@ -237,4 +237,4 @@ func (ca *testCA) pem() string {
 }
 
 // syncBuffer is the shared goroutine-safe log sink.
-type syncBuffer = oauthtest.LogBuffer
+type syncBuffer = logtest.Buffer

@@ -13,8 +13,8 @@ import (
 
 	"golang.org/x/oauth2"
 
+	"github.com/signd/signd/internal/logtest"
 	"github.com/signd/signd/oauth/oauthtest"
-	softhsmtest "github.com/signd/signd/softhsm-test"
 	"github.com/signd/signd/store/storetest"
 )
 
@@ -90,10 +90,6 @@ func TestExplicitBatchJourney(t *testing.T) {
 		t.Fatalf("credentials/info: %d %v", status, info)
 	}
 	leafDER, _ := base64.StdEncoding.DecodeString(info["cert"].(map[string]any)["certificates"].([]any)[0].(string))
-	leaf, err := x509.ParseCertificate(leafDER)
-	if err != nil {
-		t.Fatal(err)
-	}
 	if _, m := call("info", `{}`); !strings.Contains(fmt.Sprint(m["methods"]), "credentials/authorize") {
 		t.Errorf("info methods: %v", m["methods"])
 	}
@@ -120,19 +116,8 @@ func TestExplicitBatchJourney(t *testing.T) {
 		return string(b)
 	}
 	status, res = call("signatures/signHash", signBody(sad, hashes))
-	sigs, _ := res["signatures"].([]any)
-	if status != 200 || len(sigs) != 5 {
-		t.Fatalf("signHash: %d %v", status, res)
-	}
-	for i, s := range sigs {
-		sig, err := base64.StdEncoding.DecodeString(s.(string))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := rsa.VerifyPKCS1v15(leaf.PublicKey.(*rsa.PublicKey), crypto.SHA256, digests[i], sig); err != nil {
-			t.Errorf("signature %d: crypto/rsa: %v", i, err)
-		}
-		softhsmtest.VerifyWithOpenSSL(t, leafDER, digests[i], sig)
+	for i, sig := range signaturesOf(t, status, res, 5) {
+		verifyRSA(t, leafDER, digests[i], sig)
 	}
 
 	// Hostile: reuse, other hashes, too many, the wrong door.
@@ -223,14 +208,10 @@ func TestExplicitBatchJourney(t *testing.T) {
 
 	// One signHash entry lists the whole batch.
 	batches := 0
-	for _, line := range strings.Split(strings.TrimSpace(e.must("", "audit", "export")), "\n") {
-		var ent struct {
-			Kind, Outcome string
-			Hashes        []string
-		}
-		if err := json.Unmarshal([]byte(line), &ent); err != nil {
-			t.Fatalf("export line %q: %v", line, err)
-		}
+	for _, ent := range logtest.Lines[struct {
+		Kind, Outcome string
+		Hashes        []string
+	}](t, e.must("", "audit", "export")) {
 		if ent.Kind == "signHash" && ent.Outcome == "granted" {
 			batches++
 			if len(ent.Hashes) != 5 {

@@ -3,16 +3,13 @@ package main
 import (
 	"bufio"
 	"bytes"
-	"crypto"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
-	"crypto/rsa"
 	"crypto/sha256"
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
-	"encoding/base64"
 	"encoding/json"
 	"encoding/pem"
 	"fmt"
@@ -32,7 +29,6 @@ import (
 	"github.com/signd/signd/admin"
 	"github.com/signd/signd/cmd/signd/adminapi"
 	"github.com/signd/signd/csc/certstatus/certstatustest"
-	softhsmtest "github.com/signd/signd/softhsm-test"
 )
 
 // provisioning is a daemon with the provisioning API on, and the client
@@ -247,27 +243,12 @@ func signsAndVerifies(t *testing.T, base, cred, chain, text string) {
 	service := flow("service", "state-service")
 	digest := sha256.Sum256([]byte(text))
 	sad := flow("credential", "state-credential", oneSignature(cred, digest[:])...)
-	req, _ := json.Marshal(map[string]any{
-		"credentialID": cred, "SAD": sad.AccessToken, "hash": []string{base64.StdEncoding.EncodeToString(digest[:])},
-		"hashAlgo": "2.16.840.1.101.3.4.2.1", "signAlgo": "1.2.840.113549.1.1.1",
-	})
-	status, res := postJSON(t, base+"/csc/v1/signatures/signHash", service.AccessToken, string(req))
-	if status != 200 {
-		t.Fatalf("signHash: %d %v", status, res)
-	}
-	sig, err := base64.StdEncoding.DecodeString(res["signatures"].([]any)[0].(string))
-	if err != nil {
-		t.Fatal(err)
-	}
+	status, res := postJSON(t, base+"/csc/v1/signatures/signHash", service.AccessToken, signHashBody(cred, sad.AccessToken, digest[:]))
 	b, _ := pem.Decode([]byte(chain))
-	leaf, err := x509.ParseCertificate(b.Bytes)
-	if err != nil {
-		t.Fatal(err)
+	if b == nil {
+		t.Fatalf("the chain is not PEM: %q", chain)
 	}
-	if err := rsa.VerifyPKCS1v15(leaf.PublicKey.(*rsa.PublicKey), crypto.SHA256, digest[:], sig); err != nil {
-		t.Errorf("crypto/rsa: %v", err)
-	}
-	softhsmtest.VerifyWithOpenSSL(t, leaf.Raw, digest[:], sig)
+	verifyRSA(t, b.Bytes, digest[:], signaturesOf(t, status, res, 1)[0])
 }
 
 // actsOf is the auditor's export of the acts of actor, one "op kind

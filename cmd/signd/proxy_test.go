@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"log/slog"
 	"net"
 	"net/http"
@@ -12,26 +11,16 @@ import (
 
 	"github.com/signd/signd/cmd/signd/httpserver"
 	"github.com/signd/signd/config"
+	"github.com/signd/signd/internal/logtest"
 )
 
 // loggedRemoteIPs returns the remote_ip of every request log line.
 func loggedRemoteIPs(t *testing.T, logs string) []string {
 	t.Helper()
 	var ips []string
-	for _, line := range strings.Split(strings.TrimSpace(logs), "\n") {
-		if line == "" {
-			continue
-		}
-		var l struct {
-			Msg      string `json:"msg"`
-			RemoteIP string `json:"remote_ip"`
-		}
-		if err := json.Unmarshal([]byte(line), &l); err != nil {
-			t.Fatalf("log line %q: %v", line, err)
-		}
-		if l.Msg == "request" {
-			ips = append(ips, l.RemoteIP)
-		}
+	for _, l := range logtest.Messages(t, logs, "request") {
+		ip, _ := l["remote_ip"].(string)
+		ips = append(ips, ip)
 	}
 	return ips
 }

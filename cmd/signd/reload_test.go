@@ -10,7 +10,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -21,6 +20,7 @@ import (
 	"github.com/signd/signd/cmd/signd/adminapi"
 	"github.com/signd/signd/csc/certstatus/certstatustest"
 	"github.com/signd/signd/store"
+	"github.com/signd/signd/store/storetest"
 )
 
 // servedCert returns the DER of the certificate a fresh TLS handshake with
@@ -86,43 +86,33 @@ func TestReloadRotatesCertificateUnderLoad(t *testing.T) {
 
 	var ok, failed atomic.Int64
 	var firstErr atomic.Value
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	for i := range 8 {
-		client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
+	clients := make([]*http.Client, 8)
+	for i := range clients {
+		clients[i] = &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
 			TLSClientConfig: &tls.Config{RootCAs: roots}, DisableKeepAlives: i%2 == 0}}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				res, err := client.Get("https://" + addr + "/healthz")
-				if err == nil {
-					res.Body.Close()
-					if res.StatusCode != http.StatusOK {
-						err = &statusError{res.StatusCode}
-					}
-				}
-				if err != nil {
-					failed.Add(1)
-					firstErr.CompareAndSwap(nil, err)
-					continue
-				}
-				ok.Add(1)
-			}
-		}()
 	}
+	stop := storetest.Meanwhile(len(clients), func(i int) bool {
+		res, err := clients[i].Get("https://" + addr + "/healthz")
+		if err == nil {
+			res.Body.Close()
+			if res.StatusCode != http.StatusOK {
+				err = &statusError{res.StatusCode}
+			}
+		}
+		if err != nil {
+			failed.Add(1)
+			firstErr.CompareAndSwap(nil, err)
+		} else {
+			ok.Add(1)
+		}
+		return true
+	})
 	waitFor := func(what string, cond func() bool) {
 		t.Helper()
 		deadline := time.Now().Add(10 * time.Second)
 		for !cond() {
 			if time.Now().After(deadline) {
-				close(stop)
-				wg.Wait()
+				stop()
 				t.Fatalf("%s: not within 10 s", what)
 			}
 			time.Sleep(10 * time.Millisecond)
@@ -158,8 +148,7 @@ func TestReloadRotatesCertificateUnderLoad(t *testing.T) {
 	if !bytes.Equal(servedCert(t, addr, roots), newDER) {
 		t.Error("a refused reload changed the certificate")
 	}
-	close(stop)
-	wg.Wait()
+	stop()
 	if failed.Load() != 0 {
 		t.Fatalf("%d of %d requests failed during the reloads; first: %v", failed.Load(), failed.Load()+ok.Load(), firstErr.Load())
 	}

@@ -2,11 +2,10 @@ package main
 
 import (
 	"crypto/sha256"
-	"encoding/base64"
-	"encoding/json"
 	"strings"
 	"testing"
 
+	"github.com/signd/signd/internal/logtest"
 	"github.com/signd/signd/oauth/oauthtest"
 )
 
@@ -23,7 +22,7 @@ func TestLogLinesCarryTheRequestID(t *testing.T) {
 	addr, _ := e.startDaemonWith(func(a *app) { a.stderr = logs })
 	base := "http://" + addr
 	// Lines before the first request are the start's.
-	start := len(strings.Split(strings.TrimSpace(logs.String()), "\n"))
+	start := len(logtest.Records(t, logs.String()))
 
 	status, _, _ := rawPost(t, base+"/csc/v1/auth/login", map[string]string{"Authorization": basic("alice", "wrong password"), "X-Request-Id": "login-wrong"}, "")
 	if status != 401 && status != 400 {
@@ -43,12 +42,8 @@ func TestLogLinesCarryTheRequestID(t *testing.T) {
 		t.Fatal(err)
 	}
 	signHash := func(id string, hash []byte) int {
-		body, _ := json.Marshal(map[string]any{
-			"credentialID": cred, "SAD": sad.AccessToken, "hash": []string{base64.StdEncoding.EncodeToString(hash)},
-			"hashAlgo": "2.16.840.1.101.3.4.2.1", "signAlgo": "1.2.840.113549.1.1.1",
-		})
 		status, _, _ := rawPost(t, base+"/csc/v1/signatures/signHash",
-			map[string]string{"Authorization": "Bearer " + access, "Content-Type": "application/json", "X-Request-Id": id}, string(body))
+			map[string]string{"Authorization": "Bearer " + access, "Content-Type": "application/json", "X-Request-Id": id}, signHashBody(cred, sad.AccessToken, hash))
 		return status
 	}
 	if status := signHash("sign-ok", digest[:]); status != 200 {
@@ -59,14 +54,9 @@ func TestLogLinesCarryTheRequestID(t *testing.T) {
 		t.Fatalf("signHash with a spent SAD: %d", status)
 	}
 
-	lines := strings.Split(strings.TrimSpace(logs.String()), "\n")[start:]
 	var pending []map[string]any
 	byID := map[string][]string{}
-	for _, line := range lines {
-		var l map[string]any
-		if err := json.Unmarshal([]byte(line), &l); err != nil {
-			t.Fatalf("log line %q: %v", line, err)
-		}
+	for _, l := range logtest.Records(t, logs.String())[start:] {
 		if l["msg"] != "request" {
 			pending = append(pending, l)
 			continue

@@ -7,7 +7,6 @@ import (
 	"encoding/asn1"
 	"encoding/base64"
 	"encoding/hex"
-	"encoding/json"
 	"math/big"
 	"os"
 	"os/exec"
@@ -19,6 +18,7 @@ import (
 
 	"github.com/digitorus/timestamp"
 
+	"github.com/signd/signd/internal/logtest"
 	"github.com/signd/signd/store"
 )
 
@@ -215,11 +215,7 @@ func TestTimestamp(t *testing.T) {
 	// One audit entry per token, with the digest and serial number.
 	export := e.must("", "audit", "export")
 	var stamps []map[string]any
-	for _, l := range strings.Split(strings.TrimSpace(export), "\n") {
-		var ent map[string]any
-		if err := json.Unmarshal([]byte(l), &ent); err != nil {
-			t.Fatal(err)
-		}
+	for _, ent := range logtest.Records(t, export) {
 		if ent["kind"] == "timestamp" {
 			stamps = append(stamps, ent)
 		}

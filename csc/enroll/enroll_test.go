@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/signd/signd/csc/certstatus/certstatustest"
 	"github.com/signd/signd/hsm/hsmtest/softtoken"
 )
 
@@ -213,14 +214,7 @@ func selfSigned(t *testing.T, cn string, now time.Time) (*x509.Certificate, *rsa
 	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: cn},
 		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(time.Hour), IsCA: true, BasicConstraintsValid: true,
 		KeyUsage: x509.KeyUsageCertSign}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, key.Public(), key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cert, err := x509.ParseCertificate(der)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cert := certstatustest.Create(t, tmpl, tmpl, key.Public(), key)
 	return cert, key
 }
 
@@ -296,13 +290,5 @@ func selfSignedBy(t *testing.T, signer crypto.Signer) *x509.Certificate {
 		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
 		BasicConstraintsValid: true, IsCA: true, KeyUsage: x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
 	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, signer.Public(), signer)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cert, err := x509.ParseCertificate(der)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return cert
+	return certstatustest.Create(t, tmpl, tmpl, signer.Public(), signer)
 }

@@ -9,7 +9,6 @@ import (
 	"net/http/cookiejar"
 	"net/url"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -300,27 +299,6 @@ func Text(page string) string {
 	}
 	walk(doc)
 	return strings.Join(strings.Fields(b.String()), " ")
-}
-
-// LogBuffer is a goroutine-safe log sink: tests point a server's slog
-// handler at it and search the captured lines (for secrets, for example).
-type LogBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-// Write implements io.Writer.
-func (b *LogBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-// String returns everything written so far.
-func (b *LogBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
 
 // With returns a copy of p with the name/value pairs kv set; an empty

@@ -86,18 +86,11 @@ func TestConcurrentRequestsCannotExceedBurst(t *testing.T) {
 	for round := range 20 {
 		l := newLimiter(t, ratelimit.Config{Name: "forms", Rate: 1, Burst: 10, Now: clock.Now})
 		var passed atomic.Int32
-		start := make(chan struct{})
-		var wg sync.WaitGroup
-		for range 64 {
-			wg.Go(func() {
-				<-start
-				if l.Allow("203.0.113.9") == nil {
-					passed.Add(1)
-				}
-			})
-		}
-		close(start)
-		wg.Wait()
+		storetest.AtOnce(64, func(int) {
+			if l.Allow("203.0.113.9") == nil {
+				passed.Add(1)
+			}
+		})
 		if n := passed.Load(); n != 10 {
 			t.Fatalf("round %d: %d of 64 concurrent requests passed, want the burst, 10", round, n)
 		}

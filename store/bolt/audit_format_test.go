@@ -11,6 +11,7 @@ import (
 
 	"github.com/signd/signd/store"
 	"github.com/signd/signd/store/bolt"
+	"github.com/signd/signd/store/storetest/backends"
 )
 
 // TestAuditEntryFormat: a bbolt store appends to chain "" and writes its
@@ -18,11 +19,7 @@ import (
 // revision: the bytes (and so the digests) of an entry are those of the
 // format before there were several chains.
 func TestAuditEntryFormat(t *testing.T) {
-	db, err := bolt.Open(filepath.Join(t.TempDir(), "signd.db"), bolt.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db := backends.Bolt(t, bolt.Options{})
 	ctx := context.Background()
 	for i := range 2 {
 		err := db.Update(ctx, func(tx store.Tx) error {
@@ -38,7 +35,7 @@ func TestAuditEntryFormat(t *testing.T) {
 		`{"seq":2,"time":"2030-01-02T03:04:05.000000001Z","kind":"signHash","user":"alice","client":"rp","credential":"cred-1","hashes":["00ff"],"outcome":"granted","reason":"","ref":0,"prev":"d5c1b9caaa03f815fea5a8c65bcd158e3d66191fcd8c60fcfcf47c1f991d277f","digest":"b5d535f10f938915d596266240d5a57e9e695409479000e5233c58d241ebf247"}`,
 	}
 	var got []string
-	err = db.View(ctx, func(tx store.Tx) error {
+	err := db.View(ctx, func(tx store.Tx) error {
 		return tx.AuditRecords(1, func(_ uint64, raw []byte) error { got = append(got, string(raw)); return nil })
 	})
 	if err != nil || len(got) != 2 {

@@ -7,13 +7,14 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/signd/signd/store"
 	"github.com/signd/signd/store/bolt"
+	"github.com/signd/signd/store/storetest"
+	"github.com/signd/signd/store/storetest/backends"
 )
 
 // TestBackupOnlineDuringWrites takes backups while writers append audit
@@ -22,37 +23,24 @@ import (
 // is left behind.
 func TestBackupOnlineDuringWrites(t *testing.T) {
 	ctx := context.Background()
-	db := mustOpen(t, bolt.Options{})
+	db := backends.Bolt(t, bolt.Options{})
 	dir := t.TempDir()
 
-	stop := make(chan struct{})
-	start := make(chan struct{})
-	var wg sync.WaitGroup
 	var appended atomic.Int64
-	for w := range 4 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			<-start
-			for i := 0; ; i++ {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				err := db.Batch(ctx, func(tx store.Tx) error {
-					return tx.AppendAudit(&store.AuditEntry{Kind: store.AuditSignHash, User: fmt.Sprintf("w%d", w),
-						Client: "rp", Hashes: []string{fmt.Sprintf("%064x", i)}, Outcome: store.AuditGranted})
-				})
-				if err != nil {
-					t.Error(err)
-					return
-				}
-				appended.Add(1)
-			}
-		}()
-	}
-	close(start)
+	seq := make([]int, 4) // each writer's entries
+	stop := storetest.Meanwhile(len(seq), func(w int) bool {
+		seq[w]++
+		err := db.Batch(ctx, func(tx store.Tx) error {
+			return tx.AppendAudit(&store.AuditEntry{Kind: store.AuditSignHash, User: fmt.Sprintf("w%d", w),
+				Client: "rp", Hashes: []string{fmt.Sprintf("%064x", seq[w])}, Outcome: store.AuditGranted})
+		})
+		if err != nil {
+			t.Error(err)
+			return false
+		}
+		appended.Add(1)
+		return true
+	})
 	var last uint64
 	for i := range 3 {
 		for appended.Load() < int64(50*(i+1)) {
@@ -90,8 +78,7 @@ func TestBackupOnlineDuringWrites(t *testing.T) {
 		}
 		restored.Close()
 	}
-	close(stop)
-	wg.Wait()
+	stop()
 
 	// Never over an existing file.
 	existing := filepath.Join(dir, "backup-0.db")

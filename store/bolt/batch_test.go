@@ -18,13 +18,8 @@ import (
 // The Batch tests and the generic Secret tests are storetest's RunBatch and
 // RunSecrets, which memory passes too; what is bolt's own stays here.
 
-func TestBatchConformance(t *testing.T) {
-	storetest.RunBatch(t, func(t *testing.T) storetest.Batcher { return mustOpen(t, bolt.Options{}) })
-}
-
-func TestSecretConformance(t *testing.T) {
-	storetest.RunSecrets(t, func(t *testing.T) storetest.Secrets { return mustOpen(t, bolt.Options{}) })
-}
+func TestBatchConformance(t *testing.T)  { storetest.RunBatch(t, conformance) }
+func TestSecretConformance(t *testing.T) { storetest.RunSecrets(t, conformance) }
 
 // TestSecretSurvivesReopen: a key is kept in the file.
 func TestSecretSurvivesReopen(t *testing.T) {

@@ -8,6 +8,7 @@ import (
 	"github.com/signd/signd/store"
 	"github.com/signd/signd/store/bolt"
 	"github.com/signd/signd/store/storetest"
+	"github.com/signd/signd/store/storetest/backends"
 )
 
 // BenchmarkCredentialsByOwner lists one page (10) of one owner's 20
@@ -18,7 +19,7 @@ import (
 // filtering a full listing would cost: linear in the total.
 func BenchmarkCredentialsByOwner(b *testing.B) {
 	for _, others := range []int{10, 1000, 10000} {
-		db := mustOpen(b, bolt.Options{})
+		db := backends.Bolt(b, bolt.Options{})
 		ctx := context.Background()
 		err := db.Update(ctx, func(tx store.Tx) error {
 			for _, name := range []string{"owner", "other1", "other2", "other3"} {
@@ -91,5 +92,5 @@ func BenchmarkCredentialsByOwner(b *testing.B) {
 // BenchmarkConsumeSAD: one SAD consumed with its audit entry in one
 // Update (two fsyncs); store/memory has the same benchmark in memory.
 func BenchmarkConsumeSAD(b *testing.B) {
-	storetest.BenchConsume(b, mustOpen(b, bolt.Options{}))
+	storetest.BenchConsume(b, backends.Bolt(b, bolt.Options{}))
 }

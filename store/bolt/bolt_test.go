@@ -18,36 +18,19 @@ import (
 	"github.com/signd/signd/store"
 	"github.com/signd/signd/store/bolt"
 	"github.com/signd/signd/store/storetest"
+	"github.com/signd/signd/store/storetest/backends"
 )
 
-// mustOpen opens a fresh database file in t.TempDir and closes it when the
-// test ends.
-func mustOpen(t testing.TB, opts bolt.Options) *bolt.DB {
-	t.Helper()
-	db, err := bolt.Open(filepath.Join(t.TempDir(), "signd.db"), opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := db.Close(); err != nil {
-			t.Error(err)
-		}
-	})
-	return db
+// conformance opens the suites' stores, each on a file of its own.
+func conformance(t *testing.T, now func() time.Time) storetest.Full {
+	return backends.Bolt(t, bolt.Options{Now: now})
 }
 
-func TestConformance(t *testing.T) {
-	storetest.Run(t, func(t *testing.T) store.Store { return mustOpen(t, bolt.Options{}) })
-}
-
-func TestConformanceClock(t *testing.T) {
-	storetest.RunClock(t, func(t *testing.T, now func() time.Time) store.Store {
-		return mustOpen(t, bolt.Options{Now: now})
-	})
-}
+func TestConformance(t *testing.T)      { storetest.Run(t, conformance) }
+func TestConformanceClock(t *testing.T) { storetest.RunClock(t, conformance) }
 
 func TestFileMode(t *testing.T) {
-	db := mustOpen(t, bolt.Options{})
+	db := backends.Bolt(t, bolt.Options{})
 	fi, err := os.Stat(db.Path())
 	if err != nil {
 		t.Fatal(err)
@@ -58,7 +41,7 @@ func TestFileMode(t *testing.T) {
 }
 
 func TestOpenLocked(t *testing.T) {
-	db := mustOpen(t, bolt.Options{})
+	db := backends.Bolt(t, bolt.Options{})
 	// bbolt takes an exclusive flock(2) on its own open file description, so
 	// a second Open in the same process conflicts just as another process
 	// would.
@@ -572,7 +555,7 @@ func writeRevocable(t *testing.T, db *bolt.DB, now time.Time) {
 // TestPartyIndexFollowsDeletes: every ordinary way a record goes (delete,
 // redemption, the sweeper) takes its party index entries along.
 func TestPartyIndexFollowsDeletes(t *testing.T) {
-	db := mustOpen(t, bolt.Options{})
+	db := backends.Bolt(t, bolt.Options{})
 	now := time.Now().UTC().Round(0)
 	writeRevocable(t, db, now)
 	err := db.Update(context.Background(), func(tx store.Tx) error {

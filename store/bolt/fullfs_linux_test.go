@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -87,24 +86,15 @@ func TestWriteFailuresOnAFullFilesystem(t *testing.T) {
 	// is not rerun function by function.
 	const n = 8
 	var calls atomic.Int32
-	start := make(chan struct{})
-	var wg sync.WaitGroup
-	for i := range n {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			<-start
-			err := db.Batch(ctx, func(tx store.Tx) error {
-				calls.Add(1)
-				return tx.AppendAudit(bigEntry(10000 + i))
-			})
-			if !errors.Is(err, store.ErrUnavailable) {
-				t.Errorf("batched write on a full filesystem: %v", err)
-			}
-		}()
-	}
-	close(start)
-	wg.Wait()
+	storetest.AtOnce(n, func(i int) {
+		err := db.Batch(ctx, func(tx store.Tx) error {
+			calls.Add(1)
+			return tx.AppendAudit(bigEntry(10000 + i))
+		})
+		if !errors.Is(err, store.ErrUnavailable) {
+			t.Errorf("batched write on a full filesystem: %v", err)
+		}
+	})
 	if got := calls.Load(); got != n {
 		t.Errorf("batched functions ran %d times for %d failing writes", got, n)
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/signd/signd/store"
 	"github.com/signd/signd/store/bolt"
 	"github.com/signd/signd/store/storetest"
+	"github.com/signd/signd/store/storetest/backends"
 )
 
 // BenchmarkScale measures the store's share of the hot requests in bbolt
@@ -47,7 +48,7 @@ func BenchmarkScale(b *testing.B) {
 		}
 	}
 	ctx := context.Background()
-	creds, db := mustOpen(b, bolt.Options{}), mustOpen(b, bolt.Options{})
+	creds, db := backends.Bolt(b, bolt.Options{}), backends.Bolt(b, bolt.Options{})
 	now := time.Now()
 	chain := [][]byte{make([]byte, 200)} // a short stand-in: a real chain only adds decoding per record
 	newCred := func(id, owner string) *store.Credential {
@@ -230,7 +231,7 @@ func BenchmarkSweepHold(b *testing.B) {
 				var durs []time.Duration
 				for b.Loop() {
 					b.StopTimer()
-					db := mustOpen(b, bolt.Options{})
+					db := backends.Bolt(b, bolt.Options{})
 					fill(b, db)
 					b.StartTimer()
 					removed := 0

@@ -14,6 +14,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/signd/signd/store"
+	"github.com/signd/signd/store/storetest"
 )
 
 // scriptedKV answers the Gets and Txn commits sent to it with the errors
@@ -122,22 +123,15 @@ func TestHealthShared(t *testing.T) {
 	fake := &scriptedKV{script: []error{context.DeadlineExceeded, context.DeadlineExceeded}}
 	db := &DB{prefix: DefaultPrefix, health: 300 * time.Millisecond, timeout: time.Minute}
 	db.kv = &attemptKV{KV: fake, attempt: time.Minute}
-	var wg sync.WaitGroup
 	var late atomic.Int32
-	start := make(chan struct{})
 	errs := make([]error, 16)
-	for i := range errs {
-		wg.Go(func() {
-			<-start
-			begin := time.Now()
-			errs[i] = db.Health()
-			if time.Since(begin) > 2*time.Second {
-				late.Add(1)
-			}
-		})
-	}
-	close(start)
-	wg.Wait()
+	storetest.AtOnce(len(errs), func(i int) {
+		begin := time.Now()
+		errs[i] = db.Health()
+		if time.Since(begin) > 2*time.Second {
+			late.Add(1)
+		}
+	})
 	for _, err := range errs {
 		if !errors.Is(err, store.ErrUnavailable) {
 			t.Errorf("Health = %v, want store.ErrUnavailable", err)

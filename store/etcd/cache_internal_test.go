@@ -458,13 +458,8 @@ func TestCacheAuditHeadDeleted(t *testing.T) {
 // tampering leaves them), the head is the greatest key, as a sorted read
 // answers.
 func TestCacheLoadHead(t *testing.T) {
-	endpoints := startEmbedded(t)
+	db := openEmbedded(t, Options{NoCache: true})
 	ctx := context.Background()
-	db, err := Open(ctx, Options{Endpoints: endpoints, NoCache: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
 	c := newWatchCache(db)
 	seq := func(s uint64) string {
 		var k [8]byte

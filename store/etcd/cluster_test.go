@@ -49,8 +49,9 @@ func (n *nodes) Close() error {
 	return nil
 }
 
-// openNodes opens three DBs on one fresh prefix of the package's server.
-func openNodes(t *testing.T, now func() time.Time) *nodes {
+// openNodes opens three DBs on one fresh prefix of the package's server,
+// for the suites.
+func openNodes(t *testing.T, now func() time.Time) storetest.Full {
 	t.Helper()
 	return openNodesOn(t, server, now)
 }
@@ -83,21 +84,10 @@ func openNodesOn(t *testing.T, srv etcdServer, now func() time.Time) *nodes {
 }
 
 // TestConformanceNodes runs the whole suite on three nodes of one store.
-func TestConformanceNodes(t *testing.T) {
-	storetest.Run(t, func(t *testing.T) store.Store { return openNodes(t, nil) })
-}
-
-func TestConformanceClockNodes(t *testing.T) {
-	storetest.RunClock(t, func(t *testing.T, now func() time.Time) store.Store { return openNodes(t, now) })
-}
-
-func TestBatchConformanceNodes(t *testing.T) {
-	storetest.RunBatch(t, func(t *testing.T) storetest.Batcher { return openNodes(t, nil) })
-}
-
-func TestSecretConformanceNodes(t *testing.T) {
-	storetest.RunSecrets(t, func(t *testing.T) storetest.Secrets { return openNodes(t, nil) })
-}
+func TestConformanceNodes(t *testing.T)       { storetest.Run(t, openNodes) }
+func TestConformanceClockNodes(t *testing.T)  { storetest.RunClock(t, openNodes) }
+func TestBatchConformanceNodes(t *testing.T)  { storetest.RunBatch(t, openNodes) }
+func TestSecretConformanceNodes(t *testing.T) { storetest.RunSecrets(t, openNodes) }
 
 // TestConformanceCluster runs the suite, Batch's included, on three nodes
 // of one store on a three-member cluster, each node's client spread over
@@ -110,11 +100,7 @@ func TestConformanceCluster(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(cluster.Close)
-	open := func(t *testing.T) *nodes { return openNodesOn(t, cluster, nil) }
-	t.Run("Store", func(t *testing.T) {
-		storetest.Run(t, func(t *testing.T) store.Store { return open(t) })
-	})
-	t.Run("Batch", func(t *testing.T) {
-		storetest.RunBatch(t, func(t *testing.T) storetest.Batcher { return open(t) })
-	})
+	open := func(t *testing.T, now func() time.Time) storetest.Full { return openNodesOn(t, cluster, now) }
+	t.Run("Store", func(t *testing.T) { storetest.Run(t, open) })
+	t.Run("Batch", func(t *testing.T) { storetest.RunBatch(t, open) })
 }

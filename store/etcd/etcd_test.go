@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/signd/signd/store"
 	"github.com/signd/signd/store/etcd"
 	"github.com/signd/signd/store/etcd/etcdtest"
 	"github.com/signd/signd/store/storetest"
@@ -51,26 +50,12 @@ func open(t testing.TB, opts etcd.Options) *etcd.DB {
 	return db
 }
 
-func TestConformance(t *testing.T) {
-	storetest.Run(t, func(t *testing.T) store.Store { return open(t, etcd.Options{}) })
+// conformance opens the suites' stores, each on a prefix of its own.
+func conformance(t *testing.T, now func() time.Time) storetest.Full {
+	return open(t, etcd.Options{Now: now})
 }
 
-func TestConformanceClock(t *testing.T) {
-	storetest.RunClock(t, func(t *testing.T, now func() time.Time) store.Store {
-		return open(t, etcd.Options{Now: now})
-	})
-}
-
-func TestBatchConformance(t *testing.T) {
-	storetest.RunBatch(t, func(t *testing.T) storetest.Batcher { return open(t, etcd.Options{}) })
-}
-
-func TestSecretConformance(t *testing.T) {
-	storetest.RunSecrets(t, func(t *testing.T) storetest.Secrets { return open(t, etcd.Options{}) })
-}
-
-// The interfaces the CSC service and its wiring ask of a store.
-var (
-	_ storetest.Batcher = (*etcd.DB)(nil)
-	_ storetest.Secrets = (*etcd.DB)(nil)
-)
+func TestConformance(t *testing.T)       { storetest.Run(t, conformance) }
+func TestConformanceClock(t *testing.T)  { storetest.RunClock(t, conformance) }
+func TestBatchConformance(t *testing.T)  { storetest.RunBatch(t, conformance) }
+func TestSecretConformance(t *testing.T) { storetest.RunSecrets(t, conformance) }

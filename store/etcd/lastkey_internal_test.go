@@ -13,13 +13,8 @@ import (
 // read of it); a head deleted behind the store's back sends it back to the
 // whole chain, and the chain it appends to stays whole.
 func TestDirectLastFromHint(t *testing.T) {
-	endpoints := startEmbedded(t)
+	db := openEmbedded(t, Options{NoCache: true})
 	ctx := context.Background()
-	db, err := Open(ctx, Options{Endpoints: endpoints, NoCache: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
 	appendOne := func() {
 		t.Helper()
 		if err := db.Update(ctx, func(tx store.Tx) error {

@@ -2,33 +2,15 @@ package etcd_test
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"log/slog"
-	"strings"
 	"testing"
 
 	"go.uber.org/zap"
 
+	"github.com/signd/signd/internal/logtest"
 	"github.com/signd/signd/store/etcd"
 )
-
-// jsonLines decodes a slog JSON log.
-func jsonLines(t *testing.T, logs string) []map[string]any {
-	t.Helper()
-	var lines []map[string]any
-	for _, line := range strings.Split(strings.TrimSpace(logs), "\n") {
-		if line == "" {
-			continue
-		}
-		var l map[string]any
-		if err := json.Unmarshal([]byte(line), &l); err != nil {
-			t.Fatalf("log line %q is not the daemon's JSON: %v", line, err)
-		}
-		lines = append(lines, l)
-	}
-	return lines
-}
 
 // The etcd client's zap entries become slog records: the daemon's JSON
 // shape, slog's level names, zap's fields as attributes, entries below the
@@ -46,7 +28,7 @@ func TestZapThroughSlog(t *testing.T) {
 		t.Error("a debug entry passes Check below the handler's level")
 	}
 
-	lines := jsonLines(t, logs.String())
+	lines := logtest.Records(t, logs.String())
 	want := []struct{ level, msg string }{
 		{"INFO", "retrying of unary invoker"},
 		{"WARN", "required revision is a future revision"},
@@ -81,7 +63,7 @@ func TestOpenClientLogsThroughSlog(t *testing.T) {
 	db := open(t, etcd.Options{Logger: slog.New(slog.NewJSONHandler(&logs, nil))})
 	db.ClientLogger().Warn("required revision is a future revision", zap.Int64("revision", 7))
 	var found bool
-	for _, l := range jsonLines(t, logs.String()) {
+	for _, l := range logtest.Records(t, logs.String()) {
 		if l["msg"] == "required revision is a future revision" && l["level"] == "WARN" && l["logger"] == "etcd-client" && l["revision"] == float64(7) {
 			found = true
 		}

@@ -9,48 +9,23 @@ import (
 	"github.com/signd/signd/store"
 	"github.com/signd/signd/store/memory"
 	"github.com/signd/signd/store/storetest"
+	"github.com/signd/signd/store/storetest/backends"
 )
 
-// open returns a fresh store closed when the test ends.
-func open(t testing.TB, opts memory.Options) *memory.DB {
-	t.Helper()
-	db := memory.New(opts)
-	t.Cleanup(func() {
-		if err := db.Close(); err != nil {
-			t.Error(err)
-		}
-	})
-	return db
+// conformance opens the suites' stores.
+func conformance(t *testing.T, now func() time.Time) storetest.Full {
+	return backends.Memory(t, memory.Options{Now: now})
 }
 
-func TestConformance(t *testing.T) {
-	storetest.Run(t, func(t *testing.T) store.Store { return open(t, memory.Options{}) })
-}
-
-func TestConformanceClock(t *testing.T) {
-	storetest.RunClock(t, func(t *testing.T, now func() time.Time) store.Store {
-		return open(t, memory.Options{Now: now})
-	})
-}
-
-func TestBatchConformance(t *testing.T) {
-	storetest.RunBatch(t, func(t *testing.T) storetest.Batcher { return open(t, memory.Options{}) })
-}
-
-func TestSecretConformance(t *testing.T) {
-	storetest.RunSecrets(t, func(t *testing.T) storetest.Secrets { return open(t, memory.Options{}) })
-}
-
-// The interfaces the CSC service and its wiring ask of a store.
-var (
-	_ storetest.Batcher = (*memory.DB)(nil)
-	_ storetest.Secrets = (*memory.DB)(nil)
-)
+func TestConformance(t *testing.T)       { storetest.Run(t, conformance) }
+func TestConformanceClock(t *testing.T)  { storetest.RunClock(t, conformance) }
+func TestBatchConformance(t *testing.T)  { storetest.RunBatch(t, conformance) }
+func TestSecretConformance(t *testing.T) { storetest.RunSecrets(t, conformance) }
 
 // TestTxAfterEnd: a Tx kept past its function cannot write, neither to the
 // snapshot its Update committed nor to the one its View read.
 func TestTxAfterEnd(t *testing.T) {
-	db := open(t, memory.Options{})
+	db := backends.Memory(t, memory.Options{})
 	ctx := context.Background()
 	user := func(name string) *store.User {
 		return &store.User{ID: "id-" + name, Username: name, Status: store.UserActive}

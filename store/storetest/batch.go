@@ -22,8 +22,8 @@ type Batcher interface {
 }
 
 // RunBatch runs the conformance tests of Batch against a fresh store per
-// subtest; open must register the store's Close with t.Cleanup.
-func RunBatch(t *testing.T, open func(t *testing.T) Batcher) {
+// subtest.
+func RunBatch(t *testing.T, open Opener) {
 	tests := []struct {
 		name string
 		fn   func(t *testing.T, s Batcher)
@@ -34,7 +34,7 @@ func RunBatch(t *testing.T, open func(t *testing.T) Batcher) {
 		{"CanceledContext", testBatchCanceledContext},
 	}
 	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) { tt.fn(t, open(t)) })
+		t.Run(tt.name, func(t *testing.T) { tt.fn(t, open(t, nil)) })
 	}
 }
 
@@ -175,8 +175,8 @@ type Secrets interface {
 // same key on every later call, refusals of a changed size, sizes out of
 // 16–1024 bytes, an empty name and a canceled context. Whether keys
 // survive a restart is the backend's own test.
-func RunSecrets(t *testing.T, open func(t *testing.T) Secrets) {
-	s := open(t)
+func RunSecrets(t *testing.T, open Opener) {
+	s := open(t, nil)
 	ctx := context.Background()
 	k1, err := s.Secret(ctx, "page", 32)
 	if err != nil || len(k1) != 32 || bytes.Equal(k1, make([]byte, 32)) {

@@ -64,3 +64,31 @@ func AtOnce(n int, fn func(i int)) {
 	close(start)
 	wg.Wait()
 }
+
+// Meanwhile runs fn(i) over and over in n goroutines, i = 0 … n-1, until
+// fn returns false or stop is called: the load a test keeps up while it
+// changes something under it (a reload, a backup, a child process). stop
+// returns once every goroutine has; calling it again does nothing.
+func Meanwhile(n int, fn func(i int) bool) (stop func()) {
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			for {
+				select {
+				case <-done:
+					return
+				default:
+				}
+				if !fn(i) {
+					return
+				}
+			}
+		})
+	}
+	var once sync.Once
+	return func() {
+		once.Do(func() { close(done) })
+		wg.Wait()
+	}
+}

@@ -12,10 +12,22 @@ import (
 	"github.com/signd/signd/store"
 )
 
-// Run runs the conformance suite against a fresh store per subtest. open must
-// return a new, empty store that stamps records with the wall clock
-// (time.Now) and register its Close with t.Cleanup.
-func Run(t *testing.T, open func(t *testing.T) store.Store) {
+// Full is a store with everything the suites check: the store.Store
+// contract, Batch and named keys. Every backend the product ships is one.
+type Full interface {
+	Batcher
+	Secrets
+}
+
+// Opener opens a backend's new, empty store for one subtest, stamping
+// records with now (nil: the wall clock, time.Now), and registers its
+// Close with t.Cleanup. A backend's test passes the same Opener to every
+// suite.
+type Opener func(t *testing.T, now func() time.Time) Full
+
+// Run runs the conformance suite against a fresh store per subtest,
+// stamping with the wall clock.
+func Run(t *testing.T, open Opener) {
 	tests := []struct {
 		name string
 		fn   func(t *testing.T, s store.Store)
@@ -80,13 +92,13 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"Close", testClose},
 	}
 	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) { tt.fn(t, open(t)) })
+		t.Run(tt.name, func(t *testing.T) { tt.fn(t, open(t, nil)) })
 	}
 }
 
-// RunClock runs the tests that need to control the store's clock. open must
-// return a fresh store whose CreatedAt/UpdatedAt come from now.
-func RunClock(t *testing.T, open func(t *testing.T, now func() time.Time) store.Store) {
+// RunClock runs the tests that need to control the store's clock: the
+// stores open opens stamp CreatedAt/UpdatedAt with the suite's Clock.
+func RunClock(t *testing.T, open Opener) {
 	tests := []struct {
 		name string
 		fn   func(t *testing.T, s store.Store, c *Clock)

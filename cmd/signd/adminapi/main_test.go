@@ -24,6 +24,7 @@ import (
 	"github.com/signd/signd/csc/certstatus/certstatustest"
 	"github.com/signd/signd/store"
 	"github.com/signd/signd/store/memory"
+	"github.com/signd/signd/store/storetest/backends"
 )
 
 // world is a provisioning API on a loopback port: a memory store, a
@@ -81,8 +82,7 @@ func serverCert(t *testing.T, ca *certstatustest.CA) *tls.Certificate {
 // operations of dual under dual control; crl, when set, is the CA's.
 func newWorld(t *testing.T, roles map[string][]string, dual []string, crl *x509.RevocationList) *world {
 	t.Helper()
-	db := memory.New(memory.Options{})
-	t.Cleanup(func() { db.Close() })
+	db := backends.Memory(t, memory.Options{})
 	h, err := store.NewHasher(store.Argon2Params{Time: 1, MemoryKiB: 64, Threads: 1, KeyLen: 32, SaltLen: 16})
 	if err != nil {
 		t.Fatal(err)

@@ -13,7 +13,6 @@ import (
 	"log/slog"
 	"math/big"
 	"os/user"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -25,10 +24,11 @@ import (
 	"github.com/signd/signd/checkpoint"
 	"github.com/signd/signd/csc/certstatus/certstatustest"
 	"github.com/signd/signd/hsm"
-	"github.com/signd/signd/oauth/oauthtest"
+	"github.com/signd/signd/internal/logtest"
 	"github.com/signd/signd/oidc"
 	"github.com/signd/signd/store"
 	"github.com/signd/signd/store/bolt"
+	"github.com/signd/signd/store/storetest/backends"
 )
 
 // The secrets the acts below send; none may appear in the audit log or
@@ -48,7 +48,7 @@ const (
 // named as the daemon names them (uid and user name), with every role.
 type actsWorld struct {
 	remote *Remote
-	logs   *oauthtest.LogBuffer
+	logs   *logtest.Buffer
 	actor  string
 	ca     *certstatustest.CA
 	db     store.Store
@@ -57,11 +57,7 @@ type actsWorld struct {
 
 func newActsWorld(t *testing.T) *actsWorld {
 	t.Helper()
-	db, err := bolt.Open(filepath.Join(t.TempDir(), "signd.db"), bolt.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
+	db := backends.Bolt(t, bolt.Options{})
 	tok, err := hsm.Open(hsm.Config{Module: token.Module, TokenLabel: token.Label, PIN: token.PIN})
 	if err != nil {
 		t.Fatal(err)
@@ -71,7 +67,7 @@ func newActsWorld(t *testing.T) *actsWorld {
 	if err != nil {
 		t.Fatal(err)
 	}
-	logs := &oauthtest.LogBuffer{}
+	logs := &logtest.Buffer{}
 	logger := slog.New(slog.NewJSONHandler(logs, nil))
 	mk := &checkpoint.Maker{Store: db, Key: admin.AuditKeyFor(tok, "acts-audit"), Origin: "acts.example/audit", Dir: t.TempDir(), Logger: logger}
 	local := admin.New(admin.Config{Store: db, Keys: tok, Hasher: hasher, Logger: logger, TSALabel: "acts-tsa",

@@ -18,6 +18,7 @@ import (
 	"github.com/signd/signd/admin"
 	"github.com/signd/signd/store"
 	"github.com/signd/signd/store/bolt"
+	"github.com/signd/signd/store/storetest/backends"
 )
 
 // serveAdmin serves svc on a Unix socket as the daemon does and returns a
@@ -55,11 +56,7 @@ func serveAdminAs(t *testing.T, svc admin.Service, principal func(*unix.Ucred) a
 // verified, an export first): the remote verification counts the local
 // one's, and the exports compared select the credential entries.
 func TestAuditLocalRemote(t *testing.T) {
-	db, err := bolt.Open(filepath.Join(t.TempDir(), "signd.db"), bolt.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
+	db := backends.Bolt(t, bolt.Options{})
 	t0 := time.Date(2026, 1, 2, 10, 0, 0, 0, time.UTC)
 	kinds := []store.AuditKind{store.AuditCredentialEnrolled, store.AuditCredentialEnabled, store.AuditCredentialDisabled}
 	for i, kind := range kinds {

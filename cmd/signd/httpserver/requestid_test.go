@@ -2,7 +2,6 @@ package httpserver
 
 import (
 	"bytes"
-	"encoding/json"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -12,27 +11,9 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/signd/signd/cmd/signd/reqlog"
+	"github.com/signd/signd/internal/logtest"
 	"github.com/signd/signd/store"
 )
-
-// accessLogLines returns the "request" lines of a JSON log.
-func accessLogLines(t *testing.T, logs string) []map[string]any {
-	t.Helper()
-	var lines []map[string]any
-	for _, line := range strings.Split(strings.TrimSpace(logs), "\n") {
-		if line == "" {
-			continue
-		}
-		var l map[string]any
-		if err := json.Unmarshal([]byte(line), &l); err != nil {
-			t.Fatalf("log line %q: %v", line, err)
-		}
-		if l["msg"] == "request" {
-			lines = append(lines, l)
-		}
-	}
-	return lines
-}
 
 // A client's X-Request-Id is kept only when it is 1–64 characters of
 // [A-Za-z0-9._-]; otherwise the daemon makes its own. The echoed header and
@@ -86,7 +67,7 @@ func TestRequestIDAcceptedOrReplaced(t *testing.T) {
 					t.Errorf("echoed X-Request-Id %q: the client's value was kept, want it replaced", got)
 				}
 			}
-			lines := accessLogLines(t, logs.String())
+			lines := logtest.Messages(t, logs.String(), "request")
 			if len(lines) != 1 || lines[0]["request_id"] != got {
 				t.Errorf("access log %v, want one line with request_id %q", lines, got)
 			}
@@ -147,7 +128,7 @@ func TestProbeLogLevels(t *testing.T) {
 		rec := httptest.NewRecorder()
 		e.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, st.path, nil))
 	}
-	lines := accessLogLines(t, logs.String())
+	lines := logtest.Messages(t, logs.String(), "request")
 	if len(lines) != len(steps) {
 		t.Fatalf("%d access-log lines, want %d:\n%s", len(lines), len(steps), logs.String())
 	}

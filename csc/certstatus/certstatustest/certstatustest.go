@@ -2,7 +2,9 @@
 // of certificate status checking: it issues certificates that name its
 // OCSP responder and CRL distribution point, and serves both from an
 // httptest server, with revocations and outages the test controls. No
-// network beyond the loopback interface is used.
+// network beyond the loopback interface is used. Create is the one step
+// of it that tests making their own certificates (self-signed ones, of a
+// given key) share.
 package certstatustest
 
 import (
@@ -80,11 +82,7 @@ func New(t testing.TB, cn string, now func() time.Time) *CA {
 		NotBefore: now().Add(-24 * time.Hour), NotAfter: now().Add(10 * 365 * 24 * time.Hour),
 		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign | x509.KeyUsageCRLSign,
 	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, key.Public(), key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cert, _ := x509.ParseCertificate(der)
+	cert := Create(t, tmpl, tmpl, key.Public(), key)
 	ca := &CA{Cert: cert, Key: key, now: now, revoked: map[string]int{}, serial: 100,
 		age: time.Minute, next: time.Hour, fetches: map[string]int{}}
 	srv := httptest.NewServer(http.HandlerFunc(ca.serve))
@@ -147,11 +145,22 @@ func (ca *CA) Issue(t testing.TB, pub crypto.PublicKey, l Leaf) *x509.Certificat
 	if l.CRLURLs != nil {
 		tmpl.CRLDistributionPoints = l.CRLURLs
 	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.Cert, pub, ca.Key)
+	return Create(t, tmpl, ca.Cert, pub, ca.Key)
+}
+
+// Create makes the certificate tmpl for pub, signed by key as parent
+// (parent tmpl: self-signed), as x509.CreateCertificate does, and parses
+// it; an error fails the test.
+func Create(t testing.TB, tmpl, parent *x509.Certificate, pub crypto.PublicKey, key crypto.Signer) *x509.Certificate {
+	t.Helper()
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, parent, pub, key)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cert, _ := x509.ParseCertificate(der)
+	cert, err := x509.ParseCertificate(der)
+	if err != nil {
+		t.Fatal(err)
+	}
 	return cert
 }
 

@@ -1,7 +1,6 @@
 package etcdtest
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -15,6 +14,7 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/signd/signd/internal/logtest"
 	"github.com/signd/signd/store/etcd"
 )
 
@@ -38,7 +38,7 @@ type process struct {
 	name, endpoint string
 	bin            string
 	args           []string
-	log            *logBuffer
+	log            *logtest.Buffer
 
 	mu   sync.Mutex
 	cmd  *exec.Cmd
@@ -66,7 +66,7 @@ func StartProcessCluster(bin, dir string, n int) (*ProcessCluster, error) {
 		client := fmt.Sprintf("http://127.0.0.1:%d", ports[2*i])
 		c.Endpoints = append(c.Endpoints, client)
 		c.members = append(c.members, &process{
-			name: name, endpoint: client, bin: bin, log: &logBuffer{},
+			name: name, endpoint: client, bin: bin, log: &logtest.Buffer{Keep: 64 << 10},
 			args: []string{"etcd", "--name", name, "--dir", filepath.Join(dir, name), "--client", client,
 				"--peer", fmt.Sprintf("http://127.0.0.1:%d", ports[2*i+1]), "--cluster", strings.Join(initial, ",")},
 		})
@@ -245,26 +245,4 @@ func (c *ProcessCluster) Open(opts etcd.Options) (*etcd.DB, error) {
 		opts.Prefix = c.Prefix()
 	}
 	return open(c.Endpoints, opts)
-}
-
-// logBuffer collects a member's output, keeping the last 64 KiB.
-type logBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *logBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.buf.Write(p)
-	if over := b.buf.Len() - 64<<10; over > 0 {
-		b.buf.Next(over)
-	}
-	return len(p), nil
-}
-
-func (b *logBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }

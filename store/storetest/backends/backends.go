@@ -20,20 +20,8 @@ type Backend struct {
 // All returns every backend: bolt on a file in t.TempDir(), and memory.
 func All() []Backend {
 	return []Backend{
-		{"bolt", func(t testing.TB) store.Store {
-			t.Helper()
-			db, err := bolt.Open(filepath.Join(t.TempDir(), "signd.db"), bolt.Options{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { db.Close() })
-			return db
-		}},
-		{"memory", func(t testing.TB) store.Store {
-			db := memory.New(memory.Options{})
-			t.Cleanup(func() { db.Close() })
-			return db
-		}},
+		{"bolt", func(t testing.TB) store.Store { return Bolt(t, bolt.Options{}) }},
+		{"memory", func(t testing.TB) store.Store { return Memory(t, memory.Options{}) }},
 	}
 }
 
@@ -43,4 +31,32 @@ func Each(t *testing.T, fn func(t *testing.T, s store.Store)) {
 	for _, b := range All() {
 		t.Run(b.Name, func(t *testing.T) { fn(t, b.Open(t)) })
 	}
+}
+
+// Bolt opens a fresh database file in t.TempDir() with opts. It is closed
+// when the test ends; an error closing it fails the test.
+func Bolt(t testing.TB, opts bolt.Options) *bolt.DB {
+	t.Helper()
+	db, err := bolt.Open(filepath.Join(t.TempDir(), "signd.db"), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	closeAtEnd(t, db)
+	return db
+}
+
+// Memory returns an empty in-memory store with opts, closed when the test
+// ends.
+func Memory(t testing.TB, opts memory.Options) *memory.DB {
+	db := memory.New(opts)
+	closeAtEnd(t, db)
+	return db
+}
+
+func closeAtEnd(t testing.TB, db store.Store) {
+	t.Cleanup(func() {
+		if err := db.Close(); err != nil {
+			t.Error(err)
+		}
+	})
 }
