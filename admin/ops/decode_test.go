@@ -12,6 +12,7 @@ import (
 func TestCallRefusesMalformedRequests(t *testing.T) {
 	add, _ := Lookup("AddClient")
 	list, _ := Lookup("ListUsers")
+	cred, _ := Lookup("CreateCredential")
 	for _, tc := range []struct {
 		name string
 		op   Operation
@@ -25,6 +26,8 @@ func TestCallRefusesMalformedRequests(t *testing.T) {
 		{"a string", list, `"x"`, "malformed admin request: the body must be a JSON object"},
 		{"field of the wrong type", add, `{"id":7}`, `malformed admin request: field "id" must be a string, not number`},
 		{"array field given a string", add, `{"id":"rp","redirect_uris":"https://rp.example/cb"}`, `malformed admin request: field "redirect_uris" must be an array, not string`},
+		{"number too large, not echoed", cred, `{"user":"alice","multisign":99999999999999999999}`, `malformed admin request: field "multisign" is out of range`},
+		{"number as a string", cred, `{"user":"alice","multisign":"5"}`, `malformed admin request: field "multisign" must be a number, not string`},
 		{"unknown field", add, `{"id":"rp","owner":"bob"}`, `malformed admin request: unknown field "owner"`},
 		{"parameters where none are taken", list, `{"name":"x"}`, `malformed admin request: unknown field "name"`},
 		{"two values", add, `{"id":"rp"} {"id":"rq"}`, "malformed admin request: data after the JSON value"},

@@ -187,7 +187,13 @@ func decodeProblem(err error) string {
 	case errors.As(err, &typ) && typ.Field == "":
 		return "the body must be a JSON object"
 	case errors.As(err, &typ):
-		return fmt.Sprintf("field %q must be %s, not %s", typ.Field, jsonKind(typ.Type), typ.Value)
+		// Value is the JSON kind, for an overflowing number followed by
+		// the number itself: only the kind is said (it may be a PIN).
+		kind, _, _ := strings.Cut(typ.Value, " ")
+		if want := jsonKind(typ.Type); want != "a "+kind {
+			return fmt.Sprintf("field %q must be %s, not %s", typ.Field, want, kind)
+		}
+		return fmt.Sprintf("field %q is out of range", typ.Field)
 	case errors.As(err, &syn):
 		return fmt.Sprintf("not valid JSON at byte %d: %s", syn.Offset, syn)
 	case errors.Is(err, io.EOF):
