@@ -129,10 +129,10 @@ func AuditKeyFor(keys AuditKeys, label string) func(ctx context.Context, name st
 // The names of the subjects' packages that admin's callers use.
 const (
 	// DefaultPendingTTL is act.DefaultPendingTTL: how long a pending
-	// request waits for its approval when Local.PendingTTL is 0.
+	// request waits for its approval when Config.PendingTTL is 0.
 	DefaultPendingTTL = act.DefaultPendingTTL
 	// DefaultEnrollmentTTL is users.DefaultEnrollmentTTL: how long an
-	// enrollment link stays open when Local.EnrollmentTTL is 0.
+	// enrollment link stays open when Config.EnrollmentTTL is 0.
 	DefaultEnrollmentTTL = users.DefaultEnrollmentTTL
 	// EnrollPath is enrollment.Path: the path of the enrollment page below
 	// server.base_url.

@@ -13,6 +13,7 @@ func TestCallRefusesMalformedRequests(t *testing.T) {
 	add, _ := Lookup("AddClient")
 	list, _ := Lookup("ListUsers")
 	cred, _ := Lookup("CreateCredential")
+	export, _ := Lookup("AuditExport")
 	for _, tc := range []struct {
 		name string
 		op   Operation
@@ -21,7 +22,10 @@ func TestCallRefusesMalformedRequests(t *testing.T) {
 	}{
 		{"empty", add, ``, "malformed admin request: no JSON value; send {} when the operation takes no parameters"},
 		{"cut off", add, `{"id":`, "malformed admin request: the JSON value is cut off"},
-		{"not JSON", add, `{"id" "rp"}`, `malformed admin request: not valid JSON at byte 7: invalid character '"' after object key`},
+		{"not JSON", add, `{"id" "rp"}`, `malformed admin request: not valid JSON at byte 7`},
+		{"a bad escape in a secret", add, `{"id":"rp","secret":"hunter2\qrest"}`, "malformed admin request: not valid JSON at byte 30"},
+		{"a time that is not RFC 3339", export, `{"since":"yesterday"}`, "malformed admin request: a value does not fit its field (times are RFC 3339 strings, e.g. 2026-11-28T12:00:00Z)"},
+		{"a time that is a number", export, `{"since":1}`, "malformed admin request: a value does not fit its field (times are RFC 3339 strings, e.g. 2026-11-28T12:00:00Z)"},
 		{"an array", add, `["rp"]`, "malformed admin request: the body must be a JSON object"},
 		{"a string", list, `"x"`, "malformed admin request: the body must be a JSON object"},
 		{"field of the wrong type", add, `{"id":7}`, `malformed admin request: field "id" must be a string, not number`},
@@ -37,8 +41,11 @@ func TestCallRefusesMalformedRequests(t *testing.T) {
 			if KindOf(err) != KindInvalid || err.Error() != tc.want {
 				t.Fatalf("Call(%s) = %v (%s), want %s %q", tc.raw, err, KindOf(err), KindInvalid, tc.want)
 			}
-			if strings.Contains(err.Error(), "Go ") || strings.Contains(err.Error(), "ops.") {
-				t.Errorf("%q names a Go type", err)
+			if strings.Contains(err.Error(), "Go ") || strings.Contains(err.Error(), "ops.") || strings.Contains(err.Error(), "2006-01-02") {
+				t.Errorf("%q names a Go type or layout", err)
+			}
+			if strings.Contains(err.Error(), "'") || strings.Contains(err.Error(), "hunter") || strings.Contains(err.Error(), "yesterday") {
+				t.Errorf("%q quotes the request's values", err)
 			}
 		})
 	}

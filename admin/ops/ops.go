@@ -195,7 +195,9 @@ func decodeProblem(err error) string {
 		}
 		return fmt.Sprintf("field %q is out of range", typ.Field)
 	case errors.As(err, &syn):
-		return fmt.Sprintf("not valid JSON at byte %d: %s", syn.Offset, syn)
+		// Not the decoder's text: it quotes the offending character, which
+		// may be one of a password's.
+		return fmt.Sprintf("not valid JSON at byte %d", syn.Offset)
 	case errors.Is(err, io.EOF):
 		return "no JSON value; send {} when the operation takes no parameters"
 	case errors.Is(err, io.ErrUnexpectedEOF):
@@ -205,7 +207,10 @@ func decodeProblem(err error) string {
 	if name, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
 		return "unknown field " + name
 	}
-	return strings.TrimPrefix(err.Error(), "json: ")
+	// A field's own decoder (time.Time's) failed: its text names Go's
+	// layout and quotes the value, and the decoder does not say which
+	// field it was.
+	return "a value does not fit its field (times are RFC 3339 strings, e.g. 2026-11-28T12:00:00Z)"
 }
 
 // jsonKind names the JSON value a Go type is decoded from.
