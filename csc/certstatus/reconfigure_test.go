@@ -103,3 +103,53 @@ func TestReconfigure(t *testing.T) {
 		f.wantStatus(t, "6 minutes old, max age reconfigured to 10 minutes", chain, certstatus.Valid, true)
 	})
 }
+
+// TestReconfigureTightensKeptAnswers: a tightened OCSP max age or refresh
+// interval also bounds the answer a chain keeps while its responder does
+// not answer, at once and after every refresh that fails: blocking the
+// responder does not keep an answer without nextUpdate current past the
+// new policy. An answer with nextUpdate stays current until then.
+func TestReconfigureTightensKeptAnswers(t *testing.T) {
+	tests := []struct {
+		name string
+		// noNext: the responder omits nextUpdate; age is the answer's
+		// age when fetched.
+		noNext bool
+		age    time.Duration
+		set    certstatus.Settings
+		// current: whether the kept answer is current right after
+		// Reconfigure and after a failed refresh.
+		current bool
+	}{
+		{name: "max age 24h to 10m, answer 2h old", noNext: true, age: 2 * time.Hour,
+			set: certstatus.Settings{Refresh: 10 * time.Hour, OCSPMaxAge: 10 * time.Minute}},
+		{name: "refresh 10h to 30m, answer fetched 90m ago", noNext: true, age: time.Minute,
+			set: certstatus.Settings{Refresh: 30 * time.Minute, OCSPMaxAge: 24 * time.Hour}},
+		{name: "loosened: kept as it was", noNext: true, age: 2 * time.Hour, current: true,
+			set: certstatus.Settings{Refresh: 20 * time.Hour, OCSPMaxAge: 48 * time.Hour}},
+		{name: "nextUpdate bounds it, not the max age", age: 2 * time.Hour, current: true,
+			set: certstatus.Settings{Refresh: 10 * time.Hour, OCSPMaxAge: 10 * time.Minute}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFixture(t)
+			f.checker = certstatus.New(certstatus.Config{Now: f.clk.Now, Refresh: 10 * time.Hour, OCSPMaxAge: 24 * time.Hour})
+			_, chain := f.leaf(t, true, false)
+			f.ca.OmitNextUpdate(tt.noNext)
+			f.ca.SetNextUpdate(4 * time.Hour)
+			f.ca.SetThisUpdate(tt.age)
+			f.refresh(chain)
+			f.wantStatus(t, "fetched", chain, certstatus.Valid, true)
+			f.ca.SetDown(true, true)
+			f.clk.Add(90 * time.Minute)
+			f.wantStatus(t, "responder down, 90 minutes later", chain, certstatus.Valid, true)
+			f.checker.Reconfigure(tt.set)
+			f.wantStatus(t, "reconfigured", chain, certstatus.Valid, tt.current)
+			f.refresh(chain)
+			f.wantStatus(t, "reconfigured, refresh failed", chain, certstatus.Valid, tt.current)
+			f.clk.Add(90 * time.Minute)
+			f.refresh(chain)
+			f.wantStatus(t, "another 90 minutes, refresh failed", chain, certstatus.Valid, tt.current)
+		})
+	}
+}
