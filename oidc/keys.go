@@ -397,7 +397,9 @@ func (r *KeyRing) Algorithms(ctx context.Context) ([]string, error) {
 // the new key is active at once. A second next key of one algorithm is
 // refused (ErrNextKeyExists): rotate first. rec records the key in the
 // transaction that stores it. If the store write (or rec) fails the HSM
-// key is destroyed again.
+// key is destroyed again; when the write's outcome is unknown
+// (store.ErrUnavailable) only once a read of the key ring shows it did not
+// apply (see settle).
 func (r *KeyRing) Create(ctx context.Context, alg string, rec Recorder) (*store.SigningKey, error) {
 	alg, err := r.alg(alg)
 	if err != nil {
@@ -465,13 +467,58 @@ func (r *KeyRing) create(ctx context.Context, alg string, first bool, rec Record
 		})
 	}
 	if err != nil {
-		if derr := r.HSM.DestroyKey(context.WithoutCancel(ctx), info.ID); derr != nil {
-			r.log().Error("oidc: destroying the unused signing key failed", "key_id", fmt.Sprintf("%x", info.ID), "label", info.Label, "err", derr)
+		if k == nil {
+			r.destroyUnused(ctx, info)
+			return nil, err
 		}
-		return nil, err
+		stored, err := r.settle(ctx, info, k.KID, err)
+		if stored == nil {
+			return nil, err
+		}
+		k = stored
 	}
 	r.log().Info("oidc: signing key created", "kid", k.KID, "alg", alg, "state", k.State, "label", k.Label)
 	return k, nil
+}
+
+// settle decides the fate of the HSM key info of the key kid, whose store
+// write failed with err: nothing was stored, and the HSM key is destroyed
+// again — unless err is store.ErrUnavailable, which is also what a commit
+// whose outcome is unknown returns (store/etcd: the answer was lost, the
+// transaction may have applied). Then settle reads the key ring again: a
+// record of kid means the write (and its audit entry) committed, and
+// settle returns that record and no error; no record, and the HSM key is
+// destroyed. When that read fails too, the HSM key is kept (a published
+// key whose private key is gone could sign nothing, and the daemon's
+// start-up probe would refuse it) and logged as an orphan for the
+// operator to destroy if no key record names it.
+func (r *KeyRing) settle(ctx context.Context, info *hsm.KeyInfo, kid string, err error) (*store.SigningKey, error) {
+	if !errors.Is(err, store.ErrUnavailable) {
+		r.destroyUnused(ctx, info)
+		return nil, err
+	}
+	ks, rerr := r.Keys(context.WithoutCancel(ctx))
+	if rerr != nil {
+		r.log().Error("oidc: the signing key's commit has an unknown outcome and the key ring cannot be read: "+
+			"its HSM key is kept; destroy it if no key record names its KID",
+			"kid", kid, "label", info.Label, "key_id", fmt.Sprintf("%x", info.ID), "err", err, "read_err", rerr)
+		return nil, err
+	}
+	for i := range ks {
+		if ks[i].KID == kid {
+			r.log().Warn("oidc: the signing key's commit reported an error but applied", "kid", kid, "label", info.Label, "err", err)
+			return &ks[i], nil
+		}
+	}
+	r.destroyUnused(ctx, info)
+	return nil, err
+}
+
+// destroyUnused destroys the HSM key of a key the store did not take.
+func (r *KeyRing) destroyUnused(ctx context.Context, info *hsm.KeyInfo) {
+	if derr := r.HSM.DestroyKey(context.WithoutCancel(ctx), info.ID); derr != nil {
+		r.log().Error("oidc: destroying the unused signing key failed", "key_id", fmt.Sprintf("%x", info.ID), "label", info.Label, "err", derr)
+	}
 }
 
 func newSigningKey(info *hsm.KeyInfo, alg string, now time.Time) (*store.SigningKey, error) {

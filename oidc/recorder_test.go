@@ -118,6 +118,11 @@ func TestRecorderInTheChangesTransaction(t *testing.T) {
 	if _, err := f.keys.Create(ctx, "", refuse); !errors.Is(err, errNoAudit) || states() != first.KID+"=active" {
 		t.Fatalf("Create with a failing Recorder: %v; keys %s", err, states())
 	}
+	if n := len(hsmKeys.ids); n != 3 {
+		t.Fatalf("%d keys generated, want 3", n)
+	} else if _, err := token.Key(ctx, hsmKeys.ids[2]); !errors.Is(err, hsm.ErrKeyNotFound) {
+		t.Errorf("the refused Create's key in the HSM: %v, want ErrKeyNotFound", err)
+	}
 	second, err := f.keys.Create(ctx, "", record)
 	if err != nil {
 		t.Fatal(err)
