@@ -551,7 +551,10 @@ type Rotation struct {
 // with it: their HSM keys are destroyed first, their records leave the
 // store in the promotion's transaction, where rec records the rotation.
 // A key the HSM did not destroy stays (a rotation with an error: the
-// rotation is done, the purge is tried again next time).
+// rotation is done, the purge is tried again next time). When the
+// transaction fails, the keys destroyed before it are no longer published
+// and their records stay until the next purge: the error names them
+// (destroyedBefore).
 func (r *KeyRing) Rotate(ctx context.Context, alg string, force bool, rec Recorder) (*Rotation, error) {
 	alg, err := r.alg(alg)
 	if err != nil {
@@ -571,9 +574,24 @@ func (r *KeyRing) Rotate(ctx context.Context, alg string, force bool, rec Record
 	gone, purgeErr := r.destroyExpired(ctx, ks)
 	rot, err := r.promote(ctx, alg, next.KID, force, gone, purgeErr, rec)
 	if err != nil {
-		return nil, err
+		return nil, destroyedBefore(err, gone)
 	}
 	return rot, purgeErr
+}
+
+// destroyedBefore adds to err, the failure of the transaction that was to
+// remove the records of the keys gone (and record it), that their HSM
+// keys were destroyed before it: the one change made without its audit
+// entry. It is safe: those keys are retired and no longer published (every
+// ID token they signed has expired), nothing signs with them, and the
+// next purge removes their records (a key the HSM no longer holds counts
+// as destroyed) in a transaction that records it.
+func destroyedBefore(err error, gone []string) error {
+	if len(gone) == 0 {
+		return err
+	}
+	return fmt.Errorf("%w (the HSM keys of the expired retired keys %s were destroyed before; the next purge removes their records)",
+		err, strings.Join(gone, " "))
 }
 
 // promote makes the next key kid of alg active and retires the active key
@@ -626,7 +644,8 @@ func (r *KeyRing) promote(ctx context.Context, alg, kid string, force bool, purg
 // PublishedUntil) and removes their records, in one transaction where rec
 // records it. A key already gone from the HSM is removed from the store
 // all the same; one the HSM did not destroy stays, and Purge reports why
-// with the keys it did purge.
+// with the keys it did purge. When the transaction fails, the error names
+// the keys destroyed before it (destroyedBefore).
 func (r *KeyRing) Purge(ctx context.Context, rec Recorder) ([]string, error) {
 	ks, err := r.Keys(ctx)
 	if err != nil {
@@ -644,7 +663,7 @@ func (r *KeyRing) Purge(ctx context.Context, rec Recorder) ([]string, error) {
 		return rec.record(tx, KeyChange{Purged: purged, PurgeErr: purgeErr})
 	})
 	if err != nil {
-		return nil, err
+		return nil, destroyedBefore(err, gone)
 	}
 	r.logPurged(purged)
 	return purged, purgeErr
