@@ -99,6 +99,9 @@ func (l *Clients) AddClient(ctx context.Context, by principal.Principal, req ops
 	// The client is checked whole, and its ID found free, before
 	// CheckIDTokenAlg may make (and publish) the first key of its
 	// algorithm: a client refused must leave no key behind.
+	if err := hsmkeys.CheckIDTokenAlgName(c); err != nil {
+		return nil, err
+	}
 	if err := c.Validate(); err != nil {
 		return nil, l.Fail(fmt.Sprintf("client %q", req.ID), err)
 	}

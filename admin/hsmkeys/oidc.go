@@ -247,6 +247,25 @@ func keyChangeEntries(by principal.Principal, occasion string, now time.Time, c 
 	return []*store.AuditEntry{e}
 }
 
+// CheckIDTokenAlgName checks what CheckIDTokenAlg checks of a client
+// without the key ring: its id_token_signed_response_alg, if any, is one
+// of RS256, PS256 and ES256, spelt exactly, and the client has scope
+// openid. A caller runs it before validating the rest of the client, so
+// that the operator reads this message rather than the store's.
+func CheckIDTokenAlgName(c *store.Client) error {
+	alg := c.IDTokenSignedResponseAlg
+	if alg == "" {
+		return nil
+	}
+	if !store.ValidJWSAlgorithm(alg) {
+		return act.Errorf(ops.KindInvalid, "client %q: ID-token algorithm %.20q is not one signd signs with (%s; case-sensitive)", c.ID, alg, strings.Join(store.JWSAlgorithms(), ", "))
+	}
+	if !slices.Contains(c.Scopes, oidc.ScopeOpenID) {
+		return act.Errorf(ops.KindInvalid, "client %q: an ID-token algorithm needs scope openid", c.ID)
+	}
+	return nil
+}
+
 // CheckIDTokenAlg checks a client's id_token_signed_response_alg and makes
 // sure the provider can sign with it: the algorithm must be one of
 // RS256, PS256 and ES256, spelt exactly (never none or an HMAC
@@ -262,11 +281,8 @@ func (l *HSM) CheckIDTokenAlg(ctx context.Context, by principal.Principal, c *st
 	if alg == "" {
 		return nil
 	}
-	if !store.ValidJWSAlgorithm(alg) {
-		return act.Errorf(ops.KindInvalid, "client %q: ID-token algorithm %.20q is not one signd signs with (%s; case-sensitive)", c.ID, alg, strings.Join(store.JWSAlgorithms(), ", "))
-	}
-	if !slices.Contains(c.Scopes, oidc.ScopeOpenID) {
-		return act.Errorf(ops.KindInvalid, "client %q: an ID-token algorithm needs scope openid", c.ID)
+	if err := CheckIDTokenAlgName(c); err != nil {
+		return err
 	}
 	r, err := l.oidcKeys()
 	if err != nil {
