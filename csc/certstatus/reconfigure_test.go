@@ -2,15 +2,22 @@ package certstatus_test
 
 import (
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509/pkix"
 	"errors"
 	"net/http"
+	"net/url"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"golang.org/x/crypto/ocsp"
 
 	"github.com/signd/signd/csc/certstatus"
+	"github.com/signd/signd/csc/certstatus/certstatustest"
 )
 
 // deadlineTransport records the time left on each request's context and
@@ -152,4 +159,57 @@ func TestReconfigureTightensKeptAnswers(t *testing.T) {
 			f.wantStatus(t, "another 90 minutes, refresh failed", chain, certstatus.Valid, tt.current)
 		})
 	}
+}
+
+// holdingTransport holds, while hold is set, each request to host until
+// release is closed, after telling arrived.
+type holdingTransport struct {
+	host             string
+	hold             atomic.Bool
+	arrived, release chan struct{}
+}
+
+func (h *holdingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	if h.hold.Load() && r.URL.Host == h.host {
+		h.arrived <- struct{}{}
+		<-h.release
+	}
+	return http.DefaultTransport.RoundTrip(r)
+}
+
+// TestReconfigureDuringRefresh: a Reconfigure that lands while a refresh
+// runs, after the refresh took a chain's last good answer (its responder
+// down) and before it stores its results, still bounds that answer: the
+// refresh caps what it stores with the settings in force then.
+func TestReconfigureDuringRefresh(t *testing.T) {
+	f := newFixture(t)
+	other := certstatustest.New(t, "Other CA", f.clk.Now)
+	u, err := url.Parse(other.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt := &holdingTransport{host: u.Host, arrived: make(chan struct{}, 1), release: make(chan struct{})}
+	f.checker = certstatus.New(certstatus.Config{Now: f.clk.Now, Refresh: 10 * time.Hour, OCSPMaxAge: 24 * time.Hour,
+		Client: &http.Client{Transport: rt}})
+	_, a := f.leaf(t, true, false)
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := [][]byte{other.Issue(t, key.Public(), certstatustest.Leaf{Subject: pkix.Name{CommonName: "Other"}, OCSP: true}).Raw, other.Cert.Raw}
+	f.ca.OmitNextUpdate(true)
+	f.ca.SetThisUpdate(2 * time.Hour)
+	f.refresh(a, b)
+	f.wantStatus(t, "chain a fetched", a, certstatus.Valid, true)
+
+	f.ca.SetDown(true, true)
+	rt.hold.Store(true)
+	done := make(chan struct{})
+	go func() { defer close(done); f.refresh(a, b) }()
+	<-rt.arrived // a's answer kept, b's fetch held
+	f.checker.Reconfigure(certstatus.Settings{Refresh: 10 * time.Hour, OCSPMaxAge: 10 * time.Minute})
+	close(rt.release)
+	<-done
+	f.wantStatus(t, "chain a after the refresh the Reconfigure landed in", a, certstatus.Valid, false)
+	f.wantStatus(t, "chain b", b, certstatus.Valid, true)
 }
