@@ -68,10 +68,14 @@ func TestKeyCommitOutcomeUnknown(t *testing.T) {
 		// applied: the commit applies (else it fails as a full disk
 		// does: nothing stored).
 		applied bool
+		// outcome: what the applied commit answers (nil:
+		// errOutcomeUnknown).
+		outcome error
 		// wantErr: the call fails; wantHSM: the new key stays in the
 		// HSM; wantLog: the log names it as an orphan.
 		wantErr, wantHSM, wantLog bool
 	}{
+		{name: "Create: applied, answered with the context's end", create: true, applied: true, outcome: context.DeadlineExceeded, wantHSM: true},
 		{name: "Ensure: applied", applied: true, wantHSM: true},
 		{name: "Create: applied", create: true, applied: true, wantHSM: true},
 		{name: "Ensure: applied, the key ring cannot be read", applied: true, readFails: true, wantErr: true, wantHSM: true, wantLog: true},
@@ -99,6 +103,9 @@ func TestKeyCommitOutcomeUnknown(t *testing.T) {
 				hsmKeys.ids = nil
 			}
 			ls.outcome, ls.readFails = errOutcomeUnknown, tt.readFails
+			if tt.outcome != nil {
+				ls.outcome = tt.outcome
+			}
 			if !tt.applied {
 				ls.outcome = nil
 				ls.KeyRingStore = failingUpdates{keyRingStore(f.db)}

@@ -483,9 +483,9 @@ func (r *KeyRing) create(ctx context.Context, alg string, first bool, rec Record
 
 // settle decides the fate of the HSM key info of the key kid, whose store
 // write failed with err: nothing was stored, and the HSM key is destroyed
-// again — unless err is store.ErrUnavailable, which is also what a commit
-// whose outcome is unknown returns (store/etcd: the answer was lost, the
-// transaction may have applied). Then settle reads the key ring again: a
+// again — unless the write may have committed all the same
+// (store.MayHaveCommitted: store/etcd answers store.ErrUnavailable, or the
+// context's end, for a commit whose answer was lost). Then settle reads the key ring again: a
 // record of kid means the write (and its audit entry) committed, and
 // settle returns that record and no error; no record, and the HSM key is
 // destroyed. When that read fails too, the HSM key is kept (a published
@@ -493,7 +493,7 @@ func (r *KeyRing) create(ctx context.Context, alg string, first bool, rec Record
 // start-up probe would refuse it) and logged as an orphan for the
 // operator to destroy if no key record names it.
 func (r *KeyRing) settle(ctx context.Context, info *hsm.KeyInfo, kid string, err error) (*store.SigningKey, error) {
-	if !errors.Is(err, store.ErrUnavailable) {
+	if !store.MayHaveCommitted(err) {
 		r.destroyUnused(ctx, info)
 		return nil, err
 	}

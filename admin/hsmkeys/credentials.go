@@ -159,9 +159,10 @@ func (l *HSM) generate(ctx context.Context, keys tokenkeys.KeyStore, id, label s
 }
 
 // settle decides the fate of the key of credential id, whose transaction
-// failed with err: rolled back (rollback) — unless err is
-// store.ErrUnavailable, which is also what a commit whose outcome is
-// unknown returns (store/etcd: its answer was lost, it may have applied).
+// failed with err: rolled back (rollback) — unless the transaction may
+// have committed all the same (store.MayHaveCommitted: store/etcd answers
+// store.ErrUnavailable, or the context's end, for a commit whose answer
+// was lost).
 // Then settle reads the credential: stored means the transaction and its
 // entry committed, and settle returns the credential (the act recorded);
 // not found, and the key is rolled back. When that read fails too, the key
@@ -169,7 +170,7 @@ func (l *HSM) generate(ctx context.Context, keys tokenkeys.KeyStore, id, label s
 // destroying it cannot be undone) and named in the error and the log, for
 // the operator to remove if no credential id was stored.
 func (k *credentialKey) settle(ctx context.Context, a *act.Act, id string, err error) (*store.Credential, error) {
-	if !errors.Is(err, store.ErrUnavailable) {
+	if !store.MayHaveCommitted(err) {
 		return nil, k.rollback(ctx, err)
 	}
 	var c *store.Credential
