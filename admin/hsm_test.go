@@ -6,11 +6,13 @@ import (
 	"crypto/x509"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/signd/signd/hsm"
 	"github.com/signd/signd/hsm/hsmtest/softtoken"
 	"github.com/signd/signd/store"
+	"github.com/signd/signd/store/storetest"
 )
 
 // tokenLike is a software token that answers as a real one that lacks EC
@@ -147,6 +149,80 @@ func TestCreateCredentialDescription(t *testing.T) {
 			got, err := l.ShowCredential(context.Background(), operator, res.Credential.ID)
 			if err != nil || got.Description != tt.desc || res.Credential.Description != tt.desc {
 				t.Fatalf("stored description %q (created %q), %v; want %q", got.Description, res.Credential.Description, err, tt.desc)
+			}
+		})
+	}
+}
+
+// lostAnswer is a store whose next Update commits and then answers
+// store.ErrUnavailable, as store/etcd does for a commit whose answer was
+// lost; readFails makes every View fail after it (the cluster lost its
+// quorum). With applied false the Update fails as a full disk's does:
+// nothing is stored.
+type lostAnswer struct {
+	store.Store
+	applied, readFails bool
+	failing            atomic.Bool
+}
+
+func (s *lostAnswer) Update(ctx context.Context, fn func(store.Tx) error) error {
+	if !s.applied {
+		return s.Store.Update(ctx, storetest.ThenFail(fn, storetest.ErrDiskFull))
+	}
+	if err := s.Store.Update(ctx, fn); err != nil {
+		return err
+	}
+	s.failing.Store(s.readFails)
+	return fmt.Errorf("%w: etcd: context deadline exceeded", store.ErrUnavailable)
+}
+
+func (s *lostAnswer) View(ctx context.Context, fn func(store.Tx) error) error {
+	if s.failing.Load() {
+		return storetest.ErrDiskFailed
+	}
+	return s.Store.View(ctx, fn)
+}
+
+// TestCreateCredentialOutcomeUnknown: a credential whose commit applied
+// but answered store.ErrUnavailable keeps its key and is reported created,
+// with its one entry; when the store cannot be read either, the key is
+// kept and named to the operator. A commit that did not apply destroys
+// the key, as before.
+func TestCreateCredentialOutcomeUnknown(t *testing.T) {
+	ctx := context.Background()
+	for _, tt := range []struct {
+		name               string
+		applied, readFails bool
+		wantErr            Kind
+		wantKey            bool
+	}{
+		{name: "applied", applied: true, wantKey: true},
+		{name: "applied, the store cannot be read", applied: true, readFails: true, wantErr: KindUnavailable, wantKey: true},
+		{name: "not applied", wantErr: KindUnavailable},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			tok := softtoken.New(softtoken.Options{})
+			base, db := removalWorld(t, tokenLike{Token: tok})
+			l := base.reconfigured(func(c *Config) { c.Store = &lostAnswer{Store: db, applied: tt.applied, readFails: tt.readFails} })
+			res, err := l.CreateCredential(ctx, operator, CreateCredentialRequest{User: "alice", Algo: store.AlgRSA2048, Subject: "CN=Alice"})
+			if (err == nil) != (tt.wantErr == "") || err != nil && KindOf(err) != tt.wantErr {
+				t.Fatalf("CreateCredential = %v (%s), want %q", err, KindOf(err), tt.wantErr)
+			}
+			infos, kerr := tok.Keys(ctx)
+			if kerr != nil || len(infos) != map[bool]int{true: 1}[tt.wantKey] {
+				t.Fatalf("keys in the token: %v, %v; want the new key kept: %v", infos, kerr, tt.wantKey)
+			}
+			if tt.readFails && !strings.Contains(err.Error(), fmt.Sprintf("%x with label %q is kept", infos[0].ID, infos[0].Label)) {
+				t.Errorf("error %v does not name the kept key", err)
+			}
+			if err == nil {
+				if res.Credential.Status != string(store.CredentialPending) {
+					t.Errorf("credential %+v, want the stored pending one", res.Credential)
+				}
+				_, _, audit := present(t, db)
+				if n := strings.Count(strings.Join(audit, " "), string(store.AuditCredentialEnrolled)); n != 1 {
+					t.Errorf("audit %v: %d credential_enrolled entries, want 1", audit, n)
+				}
 			}
 		})
 	}

@@ -397,7 +397,9 @@ func (r *KeyRing) Algorithms(ctx context.Context) ([]string, error) {
 // the new key is active at once. A second next key of one algorithm is
 // refused (ErrNextKeyExists): rotate first. rec records the key in the
 // transaction that stores it. If the store write (or rec) fails the HSM
-// key is destroyed again.
+// key is destroyed again; when the write's outcome is unknown
+// (store.ErrUnavailable) only once a read of the key ring shows it did not
+// apply (see settle).
 func (r *KeyRing) Create(ctx context.Context, alg string, rec Recorder) (*store.SigningKey, error) {
 	alg, err := r.alg(alg)
 	if err != nil {
@@ -465,13 +467,58 @@ func (r *KeyRing) create(ctx context.Context, alg string, first bool, rec Record
 		})
 	}
 	if err != nil {
-		if derr := r.HSM.DestroyKey(context.WithoutCancel(ctx), info.ID); derr != nil {
-			r.log().Error("oidc: destroying the unused signing key failed", "key_id", fmt.Sprintf("%x", info.ID), "label", info.Label, "err", derr)
+		if k == nil {
+			r.destroyUnused(ctx, info)
+			return nil, err
 		}
-		return nil, err
+		stored, err := r.settle(ctx, info, k.KID, err)
+		if stored == nil {
+			return nil, err
+		}
+		k = stored
 	}
 	r.log().Info("oidc: signing key created", "kid", k.KID, "alg", alg, "state", k.State, "label", k.Label)
 	return k, nil
+}
+
+// settle decides the fate of the HSM key info of the key kid, whose store
+// write failed with err: nothing was stored, and the HSM key is destroyed
+// again — unless the write may have committed all the same
+// (store.MayHaveCommitted: store/etcd answers store.ErrUnavailable, or the
+// context's end, for a commit whose answer was lost). Then settle reads the key ring again: a
+// record of kid means the write (and its audit entry) committed, and
+// settle returns that record and no error; no record, and the HSM key is
+// destroyed. When that read fails too, the HSM key is kept (a published
+// key whose private key is gone could sign nothing, and the daemon's
+// start-up probe would refuse it) and logged as an orphan for the
+// operator to destroy if no key record names it.
+func (r *KeyRing) settle(ctx context.Context, info *hsm.KeyInfo, kid string, err error) (*store.SigningKey, error) {
+	if !store.MayHaveCommitted(err) {
+		r.destroyUnused(ctx, info)
+		return nil, err
+	}
+	ks, rerr := r.Keys(context.WithoutCancel(ctx))
+	if rerr != nil {
+		r.log().Error("oidc: the signing key's commit has an unknown outcome and the key ring cannot be read: "+
+			"its HSM key is kept; destroy it if no key record names its KID",
+			"kid", kid, "label", info.Label, "key_id", fmt.Sprintf("%x", info.ID), "err", err, "read_err", rerr)
+		return nil, err
+	}
+	for i := range ks {
+		if ks[i].KID == kid {
+			r.log().Warn("oidc: the signing key's commit reported an error but applied", "kid", kid, "label", info.Label, "err", err)
+			return &ks[i], nil
+		}
+	}
+	r.destroyUnused(ctx, info)
+	return nil, err
+}
+
+// destroyUnused destroys the HSM key of a key the store did not take.
+func (r *KeyRing) destroyUnused(ctx context.Context, info *hsm.KeyInfo) {
+	if derr := r.HSM.DestroyKey(context.WithoutCancel(ctx), info.ID); derr != nil {
+		r.log().Error("oidc: destroying the unused signing key failed", "key_id", fmt.Sprintf("%x", info.ID), "label", info.Label, "err", derr)
+	}
 }
 
 func newSigningKey(info *hsm.KeyInfo, alg string, now time.Time) (*store.SigningKey, error) {
@@ -504,7 +551,10 @@ type Rotation struct {
 // with it: their HSM keys are destroyed first, their records leave the
 // store in the promotion's transaction, where rec records the rotation.
 // A key the HSM did not destroy stays (a rotation with an error: the
-// rotation is done, the purge is tried again next time).
+// rotation is done, the purge is tried again next time). When the
+// transaction fails, the keys destroyed before it are no longer published
+// and their records stay until the next purge: the error names them
+// (destroyedBefore).
 func (r *KeyRing) Rotate(ctx context.Context, alg string, force bool, rec Recorder) (*Rotation, error) {
 	alg, err := r.alg(alg)
 	if err != nil {
@@ -524,9 +574,24 @@ func (r *KeyRing) Rotate(ctx context.Context, alg string, force bool, rec Record
 	gone, purgeErr := r.destroyExpired(ctx, ks)
 	rot, err := r.promote(ctx, alg, next.KID, force, gone, purgeErr, rec)
 	if err != nil {
-		return nil, err
+		return nil, destroyedBefore(err, gone)
 	}
 	return rot, purgeErr
+}
+
+// destroyedBefore adds to err, the failure of the transaction that was to
+// remove the records of the keys gone (and record it), that their HSM
+// keys were destroyed before it: the one change made without its audit
+// entry. It is safe: those keys are retired and no longer published (every
+// ID token they signed has expired), nothing signs with them, and the
+// next purge removes their records (a key the HSM no longer holds counts
+// as destroyed) in a transaction that records it.
+func destroyedBefore(err error, gone []string) error {
+	if len(gone) == 0 {
+		return err
+	}
+	return fmt.Errorf("%w (the HSM keys of the expired retired keys %s were destroyed before; the next purge removes their records)",
+		err, strings.Join(gone, " "))
 }
 
 // promote makes the next key kid of alg active and retires the active key
@@ -579,7 +644,8 @@ func (r *KeyRing) promote(ctx context.Context, alg, kid string, force bool, purg
 // PublishedUntil) and removes their records, in one transaction where rec
 // records it. A key already gone from the HSM is removed from the store
 // all the same; one the HSM did not destroy stays, and Purge reports why
-// with the keys it did purge.
+// with the keys it did purge. When the transaction fails, the error names
+// the keys destroyed before it (destroyedBefore).
 func (r *KeyRing) Purge(ctx context.Context, rec Recorder) ([]string, error) {
 	ks, err := r.Keys(ctx)
 	if err != nil {
@@ -597,7 +663,7 @@ func (r *KeyRing) Purge(ctx context.Context, rec Recorder) ([]string, error) {
 		return rec.record(tx, KeyChange{Purged: purged, PurgeErr: purgeErr})
 	})
 	if err != nil {
-		return nil, err
+		return nil, destroyedBefore(err, gone)
 	}
 	r.logPurged(purged)
 	return purged, purgeErr

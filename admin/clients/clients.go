@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -94,6 +95,25 @@ func (l *Clients) AddClient(ctx context.Context, by principal.Principal, req ops
 	}
 	if err := checkSector(c); err != nil {
 		return nil, err
+	}
+	// The client is checked whole, and its ID found free, before
+	// CheckIDTokenAlg may make (and publish) the first key of its
+	// algorithm: a client refused must leave no key behind.
+	if err := hsmkeys.CheckIDTokenAlgName(c); err != nil {
+		return nil, err
+	}
+	if err := c.Validate(); err != nil {
+		return nil, l.Fail(fmt.Sprintf("client %q", req.ID), err)
+	}
+	err = l.Store.View(ctx, func(tx store.Tx) error {
+		_, err := tx.Client(req.ID)
+		return err
+	})
+	switch {
+	case err == nil:
+		return nil, l.Fail(fmt.Sprintf("client %q", req.ID), store.ErrAlreadyExists)
+	case !errors.Is(err, store.ErrNotFound):
+		return nil, l.Fail(fmt.Sprintf("client %q", req.ID), err)
 	}
 	if err := l.HSM.CheckIDTokenAlg(ctx, by, c); err != nil {
 		return nil, err

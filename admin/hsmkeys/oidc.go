@@ -193,8 +193,15 @@ func rotationFields(c oidc.KeyChange) map[string]string {
 // client needs (CheckIDTokenAlg). occasion ("at start") is the reason of
 // a key created and ends that of a promotion.
 func KeyRecorder(actor, occasion string, now func() time.Time) oidc.Recorder {
+	return keyRecorder(principal.Principal{Actor: actor}, occasion, now)
+}
+
+// keyRecorder is KeyRecorder for by: its entries name by's Actor, and
+// the second operator who approved by's act (approved_by), as an act's
+// entry does.
+func keyRecorder(by principal.Principal, occasion string, now func() time.Time) oidc.Recorder {
 	return func(tx store.AuditAppender, c oidc.KeyChange) error {
-		for _, e := range KeyChangeEntries(actor, occasion, now(), c) {
+		for _, e := range keyChangeEntries(by, occasion, now(), c) {
 			if err := tx.AppendAudit(e); err != nil {
 				return err
 			}
@@ -207,9 +214,14 @@ func KeyRecorder(actor, occasion string, now func() time.Time) oidc.Recorder {
 // created (oidc_key_created, with its state), a next key promoted
 // (oidc_keys_rotated: Target the new active key, the key it retired, the
 // keys purged with it), or expired keys purged alone (oidc_keys_rotated
-// with Fields["purged"]).
+// with Fields["purged"]). Every text is clipped as an act's entry's
+// (act.Clip): occasion may name what an operator sent.
 func KeyChangeEntries(actor, occasion string, now time.Time, c oidc.KeyChange) []*store.AuditEntry {
-	e := &store.AuditEntry{Time: now, Kind: store.AuditOIDCKeysRotated, Actor: actor, Outcome: store.AuditOK}
+	return keyChangeEntries(principal.Principal{Actor: actor}, occasion, now, c)
+}
+
+func keyChangeEntries(by principal.Principal, occasion string, now time.Time, c oidc.KeyChange) []*store.AuditEntry {
+	e := &store.AuditEntry{Time: now, Kind: store.AuditOIDCKeysRotated, Actor: act.Clip(by.Actor), Outcome: store.AuditOK}
 	switch {
 	case c.Created != nil:
 		k := c.Created
@@ -225,20 +237,22 @@ func KeyChangeEntries(actor, occasion string, now time.Time, c oidc.KeyChange) [
 		return nil
 	}
 	if c.PurgeErr != nil {
-		e.Fields["purge_error"] = act.Clip(c.PurgeErr.Error())
+		e.Fields["purge_error"] = c.PurgeErr.Error()
 	}
+	e.Fields = by.ApprovalFields(e.Fields)
+	for k, v := range e.Fields {
+		e.Fields[k] = act.Clip(v)
+	}
+	e.Target, e.Reason = act.Clip(e.Target), act.Clip(e.Reason)
 	return []*store.AuditEntry{e}
 }
 
-// CheckIDTokenAlg checks a client's id_token_signed_response_alg and makes
-// sure the provider can sign with it: the algorithm must be one of
-// RS256, PS256 and ES256, spelt exactly (never none or an HMAC
-// algorithm), the client must have scope openid, and a key of it must be
-// active — the first key of an algorithm is generated now, active at once
-// (no relying party can hold an ID token of it yet), and audited as by's
-// in the key ring's transaction (KeyRecorder). A token that cannot make
-// the key refuses the client with the mechanism it lacks.
-func (l *HSM) CheckIDTokenAlg(ctx context.Context, by principal.Principal, c *store.Client) error {
+// CheckIDTokenAlgName checks what CheckIDTokenAlg checks of a client
+// without the key ring: its id_token_signed_response_alg, if any, is one
+// of RS256, PS256 and ES256, spelt exactly, and the client has scope
+// openid. A caller runs it before validating the rest of the client, so
+// that the operator reads this message rather than the store's.
+func CheckIDTokenAlgName(c *store.Client) error {
 	alg := c.IDTokenSignedResponseAlg
 	if alg == "" {
 		return nil
@@ -249,11 +263,32 @@ func (l *HSM) CheckIDTokenAlg(ctx context.Context, by principal.Principal, c *st
 	if !slices.Contains(c.Scopes, oidc.ScopeOpenID) {
 		return act.Errorf(ops.KindInvalid, "client %q: an ID-token algorithm needs scope openid", c.ID)
 	}
+	return nil
+}
+
+// CheckIDTokenAlg checks a client's id_token_signed_response_alg and makes
+// sure the provider can sign with it: the algorithm must be one of
+// RS256, PS256 and ES256, spelt exactly (never none or an HMAC
+// algorithm), the client must have scope openid, and a key of it must be
+// active — the first key of an algorithm is generated now, active at once
+// (no relying party can hold an ID token of it yet), and audited as by's
+// in the key ring's transaction (KeyRecorder). A token that cannot make
+// the key refuses the client with the mechanism it lacks. The caller
+// validates the client first (and checks that its ID is free): a client
+// refused anyway must not leave a key behind.
+func (l *HSM) CheckIDTokenAlg(ctx context.Context, by principal.Principal, c *store.Client) error {
+	alg := c.IDTokenSignedResponseAlg
+	if alg == "" {
+		return nil
+	}
+	if err := CheckIDTokenAlgName(c); err != nil {
+		return err
+	}
 	r, err := l.oidcKeys()
 	if err != nil {
 		return err
 	}
-	rec := KeyRecorder(by.Actor, fmt.Sprintf("for client %q", c.ID), l.Clock)
+	rec := keyRecorder(by, fmt.Sprintf("for client %q", c.ID), l.Clock)
 	if _, err := r.EnsureAlg(ctx, alg, rec); err != nil {
 		if u := (*oidc.UnsupportedAlgorithmError)(nil); errors.As(err, &u) {
 			return act.Errorf(ops.KindInvalid, "client %q: id_token_signed_response_alg %v", c.ID, u)

@@ -140,6 +140,28 @@ type entry struct {
 	// until is when the answer stops being current; zero for a chain
 	// with nothing to check (always current).
 	until time.Time
+	// open is what the Settings bound of until: the earliest thisUpdate
+	// and the earliest fetch time of the OCSP answers without nextUpdate
+	// it combines (zero: none), kept so that a tightened setting also
+	// bounds an answer kept while its sources fail (capped).
+	open struct{ this, fetched time.Time }
+}
+
+// capped returns e with until no later than s allows for its answers
+// without nextUpdate: OCSPMaxAge after their thisUpdate and two Refresh
+// intervals after their fetch, as ocsp decides for a fresh answer. It
+// never moves until later (answers with nextUpdate end there, whatever
+// the Settings): a loosened setting applies from the next answer fetched.
+func (e entry) capped(s Settings) entry {
+	if e.open.this.IsZero() {
+		return e
+	}
+	for _, end := range []time.Time{e.open.this.Add(s.OCSPMaxAge), e.open.fetched.Add(2 * s.Refresh)} {
+		if end.Before(e.until) {
+			e.until = end
+		}
+	}
+	return e
 }
 
 // New returns a Checker with cfg's defaults filled in.
@@ -170,10 +192,18 @@ func (c *Checker) settings() Settings { return *c.set.Load() }
 // csc.cert_status.*) and asks Run for a refresh at once, which fetches
 // every chain's answers again from its sources with them; a refresh under
 // way finishes with the old ones or the new, setting by setting. The
-// answers taken so far stay until the refresh replaces them.
+// answers taken so far stay until the refresh replaces them, but no
+// longer current than the new settings allow (entry.capped): an answer
+// without nextUpdate kept because its responder no longer answers stops
+// being current OCSPMaxAge after its thisUpdate, as a fresh one would.
 func (c *Checker) Reconfigure(s Settings) {
 	s = s.withDefaults()
 	c.set.Store(&s)
+	c.mu.Lock()
+	for k, e := range c.entries {
+		c.entries[k] = e.capped(s)
+	}
+	c.mu.Unlock()
 	select {
 	case c.again <- struct{}{}:
 	default:
@@ -352,15 +382,18 @@ func (c *Checker) Refresh(ctx context.Context, chains [][][]byte) {
 			c.countUnusable(unusable, chain, e)
 			continue
 		}
-		status, until, err := c.check(ctx, chain, crls, seen)
+		got, err := c.check(ctx, chain, crls, seen)
 		c.mu.RLock()
 		old, had := c.entries[k]
 		c.mu.RUnlock()
 		switch {
 		case err == nil:
-			next[k] = entry{status: status, until: until}
+			next[k] = got
 		case had:
-			next[k] = old
+			// The last good answer, no longer current than the
+			// settings in use allow now (they may have been
+			// tightened since it was fetched).
+			next[k] = old.capped(c.settings())
 		default:
 			next[k] = entry{status: Valid, until: time.Unix(0, 0)}
 		}
@@ -369,18 +402,26 @@ func (c *Checker) Refresh(ctx context.Context, chains [][][]byte) {
 			// chain (through another chain, or an earlier refresh)
 			// is not undone by the last good answer.
 			if s := c.standing(chain); worse(next[k].status, s) != next[k].status {
-				next[k] = entry{status: s, until: next[k].until}
+				e := next[k]
+				e.status = s
+				next[k] = e
 			}
 		}
 		if err != nil {
 			c.cfg.Logger.Warn("certificate status: no fresh answer", "subject", subject(chain), "err", err,
 				"last_answer_until", next[k].until)
-		} else if status != Valid {
-			c.cfg.Logger.Warn("certificate status: signing certificate "+string(status), "subject", subject(chain))
+		} else if got.status != Valid {
+			c.cfg.Logger.Warn("certificate status: signing certificate "+string(got.status), "subject", subject(chain))
 		}
 		c.countUnusable(unusable, chain, next[k])
 	}
 	c.mu.Lock()
+	// Settings read under the lock that Reconfigure caps the entries
+	// under: a Reconfigure during this refresh bounds what it keeps.
+	s := c.settings()
+	for k, e := range next {
+		next[k] = e.capped(s)
+	}
 	c.entries = next
 	c.mu.Unlock()
 	c.forget(seen)
@@ -423,28 +464,28 @@ func subject(chain [][]byte) string {
 	return cert.Subject.String()
 }
 
-// check fetches the status of every link of chain. until is when the
-// combined answer stops being current (zero: nothing to check). The
-// certificates of chain are added to seen.
+// check fetches the status of every link of chain, combined in an entry:
+// its until is when the combined answer stops being current (zero:
+// nothing to check). The certificates of chain are added to seen.
 //
 // Every link is asked, even after one failed: a link answered revoked
 // or suspended decides the chain whatever the others did, so that status
 // is returned (with until over the links that answered) and the failures
 // are only logged; otherwise a failure is the error, and the chain has no
 // fresh answer.
-func (c *Checker) check(ctx context.Context, chain [][]byte, crls map[string]crlResult, seen map[[32]byte]bool) (Status, time.Time, error) {
+func (c *Checker) check(ctx context.Context, chain [][]byte, crls map[string]crlResult, seen map[[32]byte]bool) (entry, error) {
 	certs := make([]*x509.Certificate, len(chain))
 	for i, der := range chain {
 		cert, err := x509.ParseCertificate(der)
 		if err != nil {
-			return "", time.Time{}, fmt.Errorf("certificate %d: %w", i, err)
+			return entry{}, fmt.Errorf("certificate %d: %w", i, err)
 		}
 		certs[i] = cert
 		// Before any check, which may fail: the history of a link
 		// is kept while another link of its chain has no answer.
 		seen[certKey(cert)] = true
 	}
-	status, until := Valid, time.Time{}
+	e := entry{status: Valid}
 	var errs []error
 	for i, cert := range certs {
 		switch linkOf(certs, i) {
@@ -454,26 +495,34 @@ func (c *Checker) check(ctx context.Context, chain [][]byte, crls map[string]crl
 			errs = append(errs, fmt.Errorf("%s names a revocation source but its issuer is not in the chain", cert.Subject))
 			continue
 		}
-		s, u, err := c.checkOne(ctx, cert, certs[i+1], crls)
+		s, a, err := c.checkOne(ctx, cert, certs[i+1], crls)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", cert.Subject, err))
 			continue
 		}
-		status = worse(status, s)
-		if until.IsZero() || u.Before(until) {
-			until = u
+		e.status = worse(e.status, s)
+		if e.until.IsZero() || a.until.Before(e.until) {
+			e.until = a.until
+		}
+		if a.open {
+			if e.open.this.IsZero() || a.this.Before(e.open.this) {
+				e.open.this = a.this
+			}
+			if e.open.fetched.IsZero() || a.fetched.Before(e.open.fetched) {
+				e.open.fetched = a.fetched
+			}
 		}
 	}
 	err := errors.Join(errs...)
 	switch {
 	case err == nil:
-	case status != Valid:
-		c.cfg.Logger.Warn("certificate status: a link without an answer, another "+string(status),
+	case e.status != Valid:
+		c.cfg.Logger.Warn("certificate status: a link without an answer, another "+string(e.status),
 			"subject", subject(chain), "err", err)
 	default:
-		return "", time.Time{}, err
+		return entry{}, err
 	}
-	return status, until, nil
+	return e, nil
 }
 
 func isSelfSigned(cert *x509.Certificate) bool {
@@ -489,8 +538,9 @@ func worse(a, b Status) Status {
 }
 
 // checkOne asks cert's OCSP responders, then its CRL distribution points,
-// and returns the first usable answer that its history takes.
-func (c *Checker) checkOne(ctx context.Context, cert, issuer *x509.Certificate, crls map[string]crlResult) (Status, time.Time, error) {
+// and returns the first usable answer that its history takes, with the
+// status the history leaves.
+func (c *Checker) checkOne(ctx context.Context, cert, issuer *x509.Certificate, crls map[string]crlResult) (Status, answer, error) {
 	var errs []error
 	k := certKey(cert)
 	for _, u := range cert.OCSPServer {
@@ -501,7 +551,7 @@ func (c *Checker) checkOne(ctx context.Context, cert, issuer *x509.Certificate, 
 		}
 		c.observeCheck("ocsp", err)
 		if err == nil {
-			return s, a.until, nil
+			return s, a, nil
 		}
 		errs = append(errs, fmt.Errorf("OCSP %s: %w", u, err))
 	}
@@ -523,11 +573,11 @@ func (c *Checker) checkOne(ctx context.Context, cert, issuer *x509.Certificate, 
 		}
 		c.observeCheck("crl", err)
 		if err == nil {
-			return s, a.until, nil
+			return s, a, nil
 		}
 		errs = append(errs, fmt.Errorf("CRL %s: %w", u, err))
 	}
-	return "", time.Time{}, errors.Join(errs...)
+	return "", answer{}, errors.Join(errs...)
 }
 
 func (c *Checker) observeCheck(source string, err error) {
@@ -592,8 +642,9 @@ func (c *Checker) ocsp(ctx context.Context, u string, cert, issuer *x509.Certifi
 	if err := fresh(now, resp.ThisUpdate, resp.NextUpdate); err != nil {
 		return answer{}, err
 	}
-	a := answer{this: resp.ThisUpdate, until: c.untilOf(now, resp.NextUpdate)}
-	if resp.NextUpdate.IsZero() {
+	a := answer{this: resp.ThisUpdate, until: c.untilOf(now, resp.NextUpdate),
+		open: resp.NextUpdate.IsZero(), fetched: now}
+	if a.open {
 		maxAge := c.settings().OCSPMaxAge
 		end := resp.ThisUpdate.Add(maxAge)
 		if !now.Before(end) {

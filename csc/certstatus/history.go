@@ -15,6 +15,11 @@ type answer struct {
 	// this is the answer's thisUpdate; until is when it stops being
 	// current.
 	this, until time.Time
+	// open is an OCSP response without nextUpdate, current for as long
+	// as the Settings allow (OCSPMaxAge, Refresh) after this and after
+	// fetched, when it was fetched.
+	open    bool
+	fetched time.Time
 	// number is a CRL's cRLNumber (nil: none, or OCSP).
 	number *big.Int
 }

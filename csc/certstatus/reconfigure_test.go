@@ -2,15 +2,22 @@ package certstatus_test
 
 import (
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509/pkix"
 	"errors"
 	"net/http"
+	"net/url"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"golang.org/x/crypto/ocsp"
 
 	"github.com/signd/signd/csc/certstatus"
+	"github.com/signd/signd/csc/certstatus/certstatustest"
 )
 
 // deadlineTransport records the time left on each request's context and
@@ -102,4 +109,107 @@ func TestReconfigure(t *testing.T) {
 		f.refresh(chain)
 		f.wantStatus(t, "6 minutes old, max age reconfigured to 10 minutes", chain, certstatus.Valid, true)
 	})
+}
+
+// TestReconfigureTightensKeptAnswers: a tightened OCSP max age or refresh
+// interval also bounds the answer a chain keeps while its responder does
+// not answer, at once and after every refresh that fails: blocking the
+// responder does not keep an answer without nextUpdate current past the
+// new policy. An answer with nextUpdate stays current until then.
+func TestReconfigureTightensKeptAnswers(t *testing.T) {
+	tests := []struct {
+		name string
+		// noNext: the responder omits nextUpdate; age is the answer's
+		// age when fetched.
+		noNext bool
+		age    time.Duration
+		set    certstatus.Settings
+		// current: whether the kept answer is current right after
+		// Reconfigure and after a failed refresh.
+		current bool
+	}{
+		{name: "max age 24h to 10m, answer 2h old", noNext: true, age: 2 * time.Hour,
+			set: certstatus.Settings{Refresh: 10 * time.Hour, OCSPMaxAge: 10 * time.Minute}},
+		{name: "refresh 10h to 30m, answer fetched 90m ago", noNext: true, age: time.Minute,
+			set: certstatus.Settings{Refresh: 30 * time.Minute, OCSPMaxAge: 24 * time.Hour}},
+		{name: "loosened: kept as it was", noNext: true, age: 2 * time.Hour, current: true,
+			set: certstatus.Settings{Refresh: 20 * time.Hour, OCSPMaxAge: 48 * time.Hour}},
+		{name: "nextUpdate bounds it, not the max age", age: 2 * time.Hour, current: true,
+			set: certstatus.Settings{Refresh: 10 * time.Hour, OCSPMaxAge: 10 * time.Minute}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFixture(t)
+			f.checker = certstatus.New(certstatus.Config{Now: f.clk.Now, Refresh: 10 * time.Hour, OCSPMaxAge: 24 * time.Hour})
+			_, chain := f.leaf(t, true, false)
+			f.ca.OmitNextUpdate(tt.noNext)
+			f.ca.SetNextUpdate(4 * time.Hour)
+			f.ca.SetThisUpdate(tt.age)
+			f.refresh(chain)
+			f.wantStatus(t, "fetched", chain, certstatus.Valid, true)
+			f.ca.SetDown(true, true)
+			f.clk.Add(90 * time.Minute)
+			f.wantStatus(t, "responder down, 90 minutes later", chain, certstatus.Valid, true)
+			f.checker.Reconfigure(tt.set)
+			f.wantStatus(t, "reconfigured", chain, certstatus.Valid, tt.current)
+			f.refresh(chain)
+			f.wantStatus(t, "reconfigured, refresh failed", chain, certstatus.Valid, tt.current)
+			f.clk.Add(90 * time.Minute)
+			f.refresh(chain)
+			f.wantStatus(t, "another 90 minutes, refresh failed", chain, certstatus.Valid, tt.current)
+		})
+	}
+}
+
+// holdingTransport holds, while hold is set, each request to host until
+// release is closed, after telling arrived.
+type holdingTransport struct {
+	host             string
+	hold             atomic.Bool
+	arrived, release chan struct{}
+}
+
+func (h *holdingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	if h.hold.Load() && r.URL.Host == h.host {
+		h.arrived <- struct{}{}
+		<-h.release
+	}
+	return http.DefaultTransport.RoundTrip(r)
+}
+
+// TestReconfigureDuringRefresh: a Reconfigure that lands while a refresh
+// runs, after the refresh took a chain's last good answer (its responder
+// down) and before it stores its results, still bounds that answer: the
+// refresh caps what it stores with the settings in force then.
+func TestReconfigureDuringRefresh(t *testing.T) {
+	f := newFixture(t)
+	other := certstatustest.New(t, "Other CA", f.clk.Now)
+	u, err := url.Parse(other.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt := &holdingTransport{host: u.Host, arrived: make(chan struct{}, 1), release: make(chan struct{})}
+	f.checker = certstatus.New(certstatus.Config{Now: f.clk.Now, Refresh: 10 * time.Hour, OCSPMaxAge: 24 * time.Hour,
+		Client: &http.Client{Transport: rt}})
+	_, a := f.leaf(t, true, false)
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := [][]byte{other.Issue(t, key.Public(), certstatustest.Leaf{Subject: pkix.Name{CommonName: "Other"}, OCSP: true}).Raw, other.Cert.Raw}
+	f.ca.OmitNextUpdate(true)
+	f.ca.SetThisUpdate(2 * time.Hour)
+	f.refresh(a, b)
+	f.wantStatus(t, "chain a fetched", a, certstatus.Valid, true)
+
+	f.ca.SetDown(true, true)
+	rt.hold.Store(true)
+	done := make(chan struct{})
+	go func() { defer close(done); f.refresh(a, b) }()
+	<-rt.arrived // a's answer kept, b's fetch held
+	f.checker.Reconfigure(certstatus.Settings{Refresh: 10 * time.Hour, OCSPMaxAge: 10 * time.Minute})
+	close(rt.release)
+	<-done
+	f.wantStatus(t, "chain a after the refresh the Reconfigure landed in", a, certstatus.Valid, false)
+	f.wantStatus(t, "chain b", b, certstatus.Valid, true)
 }

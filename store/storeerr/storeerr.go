@@ -33,7 +33,11 @@ var (
 	// backend could not commit a write transaction. Nothing of the
 	// transaction is committed, reads may still work, and the same write may
 	// succeed later (space freed, disk back): protocol layers answer it with
-	// 503 and Retry-After, never 500.
+	// 503 and Retry-After, never 500. One exception: store/etcd returns it
+	// too for a commit whose outcome is unknown (its answer was lost; it
+	// may have applied), so a caller that would undo an effect outside the
+	// store on this error (destroy a key it generated) reads the store
+	// first to learn whether the write is there.
 	ErrUnavailable = errors.New("store: unavailable")
 
 	// ErrCorrupt is returned when the database file is damaged or is not a
