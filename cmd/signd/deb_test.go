@@ -9,6 +9,9 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
+
+	"go.etcd.io/bbolt"
 )
 
 // TestDebianPackage builds the package with `make deb` (which runs `make
@@ -19,6 +22,396 @@ import (
 // touch a box where signd is already installed; whatever happens, it
 // purges the package and removes the user and directories it created.
 func TestDebianPackage(t *testing.T) {
+	debBox(t)
+	ver := fileVersion(t)
+	deb := makeDeb(t)
+	if filepath.Base(deb) != "signd_"+ver+"_amd64.deb" {
+		t.Errorf("make deb built %s, want signd_%s_amd64.deb", filepath.Base(deb), ver)
+	}
+	if out, err := dpkg("", "-i", deb); err != nil {
+		t.Fatalf("dpkg -i %s: %v\n%s", deb, err, out)
+	}
+
+	signd, err := user.Lookup("signd")
+	if err != nil {
+		t.Fatalf("no signd user after install: %v", err)
+	}
+	if signd.HomeDir != "/var/lib/signd" {
+		t.Errorf("signd's home is %s, want /var/lib/signd", signd.HomeDir)
+	}
+	for _, f := range []struct {
+		path         string
+		dir          bool
+		mode         os.FileMode
+		owner, group string
+	}{
+		{"/usr/bin/signd", false, 0o755, "root", "root"},
+		{"/etc/signd", true, 0o755, "root", "root"},
+		{"/etc/signd/signd.yaml", false, 0o640, "root", "signd"},
+		{"/usr/lib/systemd/system/signd.service", false, 0o644, "root", "root"},
+		{"/usr/lib/sysusers.d/signd.conf", false, 0o644, "root", "root"},
+		{"/usr/lib/tmpfiles.d/signd.conf", false, 0o644, "root", "root"},
+		{"/usr/share/doc/signd/copyright", false, 0o644, "root", "root"},
+		{"/usr/share/doc/signd/docs/OPERATIONS.md", false, 0o644, "root", "root"},
+		{"/usr/share/doc/signd/docs/CONFIG.md", false, 0o644, "root", "root"},
+		{"/usr/share/signd/prometheus/signd-alerts.yaml", false, 0o644, "root", "root"},
+		{"/usr/share/signd/prometheus/signd-alerts.test.yaml", false, 0o644, "root", "root"},
+		{"/usr/share/signd/grafana/signd-dashboard.json", false, 0o644, "root", "root"},
+		{"/usr/share/man/man1/signd.1.gz", false, 0o644, "root", "root"},
+		{"/usr/share/man/man1/signd-config-check.1.gz", false, 0o644, "root", "root"},
+		{"/var/lib/signd", true, 0o700, "signd", "signd"},
+		{"/run/signd", true, 0o750, "signd", "signd"},
+	} {
+		got, err := fileState(f.path)
+		if err != nil {
+			t.Errorf("after install: %v", err)
+			continue
+		}
+		want := fmt.Sprintf("dir=%v %#o %s:%s", f.dir, f.mode, f.owner, f.group)
+		if got != want {
+			t.Errorf("%s: %s, want %s", f.path, got, want)
+		}
+	}
+	for _, same := range [][2]string{
+		{"/usr/lib/systemd/system/signd.service", "../../packaging/signd.service"},
+		{"/usr/lib/sysusers.d/signd.conf", "../../packaging/signd.sysusers"},
+		{"/usr/share/signd/prometheus/signd-alerts.yaml", "../../packaging/prometheus/signd-alerts.yaml"},
+		{"/usr/share/signd/grafana/signd-dashboard.json", "../../packaging/grafana/signd-dashboard.json"},
+	} {
+		installed, _ := os.ReadFile(same[0])
+		repo, _ := os.ReadFile(same[1])
+		if len(installed) == 0 || string(installed) != string(repo) {
+			t.Errorf("%s differs from %s", same[0], same[1])
+		}
+	}
+	// One binary: the daemon and the operator's commands; signd-pdf,
+	// signd-load and signd-cluster are not for the appliance
+	// (docs/DESIGN-NOTES.md, "The package ships one binary").
+	if out, err := exec.Command("dpkg", "-L", "signd").Output(); err != nil {
+		t.Errorf("dpkg -L signd: %v", err)
+	} else {
+		var bins []string
+		for _, p := range strings.Fields(string(out)) {
+			if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() && fi.Mode().Perm()&0o111 != 0 {
+				bins = append(bins, p)
+			}
+		}
+		if strings.Join(bins, " ") != "/usr/bin/signd" {
+			t.Errorf("the package's executables: %v, want only /usr/bin/signd", bins)
+		}
+	}
+	if out, err := exec.Command("dpkg-query", "-W", "-f=${Conffiles}", "signd").Output(); err != nil ||
+		!strings.Contains(string(out), "/etc/signd/signd.yaml ") {
+		t.Errorf("/etc/signd/signd.yaml is not a conffile: %q %v", out, err)
+	}
+
+	checkVersion(t, ver)
+
+	// The shipped config as the daemon's user sees it: readable through
+	// its group, and wrong only in what the operator must supply. The
+	// commands are docs/OPERATIONS.md's (signd finds /etc/signd/signd.yaml
+	// by itself).
+	out, err := asSignd(nil, "", "config", "check")
+	wantLines := []string{
+		"signd: /etc/signd/signd.yaml: 2 problem(s):",
+		"server.base_url: required ",
+		"pkcs11.pin_file: /etc/signd/pin: no such file or directory",
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if err == nil || len(lines) != len(wantLines) {
+		t.Errorf("config check of the fresh config: %v\n%s", err, out)
+	} else {
+		for i, w := range wantLines {
+			if !strings.HasPrefix(lines[i], w) {
+				t.Errorf("config check line %d: %q, want %q…", i+1, lines[i], w)
+			}
+		}
+	}
+	installPIN(t)
+	if out, err := asSignd([]string{"SIGND_SERVER_BASE_URL=https://signd.example.org"}, "", "config", "check"); err != nil || out != "ok: /etc/signd/signd.yaml\n" {
+		t.Errorf("config check with base_url and the PIN file: %v\n%s", err, out)
+	}
+
+	// The shipped alert rules pass their unit tests where they are installed.
+	if promtool, err := exec.LookPath("promtool"); err == nil {
+		if out, err := exec.Command(promtool, "test", "rules", "/usr/share/signd/prometheus/signd-alerts.test.yaml").CombinedOutput(); err != nil {
+			t.Errorf("promtool test rules of the installed rules: %v\n%s", err, out)
+		}
+	}
+
+	if analyze, err := exec.LookPath("systemd-analyze"); err == nil {
+		if out, err := exec.Command(analyze, "verify", "/usr/lib/systemd/system/signd.service").CombinedOutput(); err != nil || len(out) > 0 {
+			t.Errorf("systemd-analyze verify of the installed unit: %v\n%s", err, out)
+		}
+	}
+
+	if out, err := exec.Command("dpkg", "--purge", "signd").CombinedOutput(); err != nil {
+		t.Fatalf("dpkg --purge signd: %v\n%s", err, out)
+	}
+	for _, gone := range []string{"/usr/bin/signd", "/etc/signd/signd.yaml", "/usr/lib/systemd/system/signd.service", "/run/signd", "/usr/share/signd"} {
+		if _, err := os.Lstat(gone); err == nil {
+			t.Errorf("%s left after dpkg --purge", gone)
+		}
+	}
+}
+
+// TestDebianPackageUpgrade installs the package, uses it as an operator
+// does (edits /etc/signd/signd.yaml, adds the PIN file, a user, a backup),
+// and upgrades it with docs/OPERATIONS.md's commands ("Upgrades") to a
+// newer package built from the same tree: first one whose signd.yaml is
+// unchanged (`dpkg -i`: the operator's file is kept without a question),
+// then one whose signd.yaml changed too, as a release that adds keys
+// ships (`dpkg --force-confold -i`: kept, the package's next to it as
+// signd.yaml.dpkg-dist). The state directory, the store, the backup and
+// the signd user come through unchanged, the new signd reports its
+// version and passes `config check` on the kept file, and the store, made
+// a version 2 file before the upgrade, is upgraded by the first new signd
+// that opens it for writing (not by dpkg, not by `store check`). Then
+// `dpkg -r` keeps the configuration and the state, and `dpkg --purge`
+// removes the configuration and keeps the state and the user
+// (docs/OPERATIONS.md, "Removing the package").
+func TestDebianPackageUpgrade(t *testing.T) {
+	debBox(t)
+	ver := fileVersion(t)
+	next, last := ver+"+upgrade1", ver+"+upgrade2" // dpkg orders them after ver
+	// The default DEB_CONFIG and one more --set: the next release's
+	// signd.yaml differs from this one's, as one adding keys does.
+	defaults, err := exec.Command("make", "-s", "--no-print-directory", "-C", "../..",
+		"--eval", "print-DEB_CONFIG: ; @echo $(DEB_CONFIG)", "print-DEB_CONFIG").Output()
+	if err != nil || !strings.Contains(string(defaults), "--set store.path=/var/lib/signd/signd.db") {
+		t.Fatalf("make's DEB_CONFIG: %v %q", err, defaults)
+	}
+	oldDeb := makeDeb(t)
+	nextDeb := makeDeb(t, "VERSION="+next)
+	lastDeb := makeDeb(t, "VERSION="+last, "DEB_CONFIG="+strings.TrimSpace(string(defaults))+" --set log.level=info")
+
+	if out, err := dpkg("", "-i", oldDeb); err != nil {
+		t.Fatalf("dpkg -i %s: %v\n%s", oldDeb, err, out)
+	}
+	// The operator's edits (OPERATIONS.md, "Production: the Debian
+	// package"): server.base_url in the conffile, the PIN file.
+	const conf = "/etc/signd/signd.yaml"
+	shipped, err := os.ReadFile(conf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	edited := strings.Replace(string(shipped), "  #base_url: \"\"\n", "  base_url: https://signd.example.org\n", 1)
+	if edited == string(shipped) {
+		t.Fatalf("%s has no commented base_url line to edit:\n%s", conf, shipped)
+	}
+	if err := os.WriteFile(conf, []byte(edited), 0o640); err != nil {
+		t.Fatal(err)
+	}
+	installPIN(t)
+	configOK := func(when string) {
+		t.Helper()
+		if out, err := asSignd(nil, "", "config", "check"); err != nil || out != "ok: "+conf+"\n" {
+			t.Errorf("config check %s: %v\n%s", when, err, out)
+		}
+	}
+	configOK("of the edited configuration")
+
+	// A store with a user in it, and the backup OPERATIONS.md takes
+	// before an upgrade.
+	const (
+		state  = "/var/lib/signd"
+		db     = state + "/signd.db"
+		backup = state + "/before-upgrade.db"
+	)
+	if out, err := asSignd(nil, "correct horse battery staple\n", "user", "add", "alice", "--password-file", "-"); err != nil {
+		t.Fatalf("user add: %v\n%s", err, out)
+	}
+	if out, err := asSignd(nil, "", "store", "backup", backup); err != nil {
+		t.Fatalf("store backup: %v\n%s", err, out)
+	}
+	audit, err := asSignd(nil, "", "audit", "verify")
+	if err != nil || !strings.HasPrefix(audit, "audit log intact: ") {
+		t.Fatalf("audit verify before the upgrade: %v\n%s", err, audit)
+	}
+	// Make the store a version 2 file, as signd 0.1.0 would have left it:
+	// version 3 rewrote nothing (store/bolt's doc.go), and the file holds
+	// no token, so the version is all that differs.
+	setSchema(t, db, "2")
+	kept := map[string]string{}
+	for _, p := range []string{state, db, backup} {
+		if kept[p], err = fileState(p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dbBytes, err := os.ReadFile(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	backupBytes, err := os.ReadFile(backup)
+	if err != nil {
+		t.Fatal(err)
+	}
+	signd, err := user.Lookup("signd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	unchanged := func(when string) {
+		t.Helper()
+		for p, want := range kept {
+			if got, err := fileState(p); err != nil || got != want {
+				t.Errorf("%s %s: %s %v, want %s", p, when, got, err, want)
+			}
+		}
+		if b, err := os.ReadFile(backup); err != nil || string(b) != string(backupBytes) {
+			t.Errorf("%s changed %s (%v)", backup, when, err)
+		}
+		if u, err := user.Lookup("signd"); err != nil || *u != *signd {
+			t.Errorf("the signd user %s: %+v %v, want %+v", when, u, err, signd)
+		}
+	}
+	confKept := func(when string) {
+		t.Helper()
+		if b, err := os.ReadFile(conf); err != nil || string(b) != edited {
+			t.Errorf("%s %s: not the operator's (%v):\n%s", conf, when, err, b)
+		}
+	}
+
+	// The next version, with the same signd.yaml: dpkg keeps the
+	// operator's without asking (no stdin to answer it), and leaves the
+	// store as it is.
+	out, err := dpkg("", "-i", nextDeb)
+	if err != nil {
+		t.Fatalf("dpkg -i %s over %s: %v\n%s", filepath.Base(nextDeb), ver, err, out)
+	}
+	checkVersion(t, next)
+	confKept("after the upgrade")
+	for _, p := range []string{conf + ".dpkg-dist", conf + ".dpkg-old", conf + ".dpkg-new"} {
+		if _, err := os.Lstat(p); err == nil {
+			t.Errorf("%s after an upgrade that did not change the shipped signd.yaml", p)
+		}
+	}
+	unchanged("after the upgrade")
+	if b, err := os.ReadFile(db); err != nil || string(b) != string(dbBytes) {
+		t.Errorf("dpkg -i changed %s (%v)", db, err)
+	}
+	configOK("with the new signd on the kept configuration")
+	// store check only reads: the file stays a version 2 file, which the
+	// old signd could still open.
+	if out, err := asSignd(nil, "", "store", "check"); err != nil || !strings.HasPrefix(out, "store intact: "+db) {
+		t.Errorf("store check after the upgrade: %v\n%s", err, out)
+	}
+	if v := schema(t, db); v != "2" {
+		t.Errorf("schema_version %q after store check, want 2 (store check only reads)", v)
+	}
+	// The first new signd to open the store for writing (here audit
+	// verify; in production the restarted daemon) upgrades it, and every
+	// record and audit entry is still there.
+	if out, err := asSignd(nil, "", "audit", "verify"); err != nil || out != audit {
+		t.Errorf("audit verify after the upgrade: %v\n%s, want\n%s", err, out, audit)
+	}
+	if v := schema(t, db); v != "3" {
+		t.Errorf("schema_version %q after the new signd opened the store, want 3", v)
+	}
+	if out, err := asSignd(nil, "", "user", "show", "alice"); err != nil || !strings.Contains(out, "status:          active") {
+		t.Errorf("user show alice after the upgrade: %v\n%s", err, out)
+	}
+	delete(kept, db) // its content changed; its owner and mode must not
+	if got, err := fileState(db); err != nil || got != "dir=false 0600 signd:signd" {
+		t.Errorf("%s after the schema upgrade: %s %v", db, got, err)
+	}
+
+	// The last version ships a different signd.yaml: `dpkg -i` asks, and
+	// with no one to answer stops; --force-confold keeps the operator's
+	// and puts the package's next to it.
+	if out, err := dpkg("", "-i", lastDeb); err == nil || !strings.Contains(out, "end of file on stdin at conffile prompt") {
+		t.Errorf("unattended dpkg -i of a package whose signd.yaml changed too: %v, want the conffile prompt to fail\n%s", err, out)
+	}
+	confKept("after an unattended upgrade stopped at the conffile prompt")
+	if out, err := dpkg("", "--force-confold", "-i", lastDeb); err != nil {
+		t.Fatalf("dpkg --force-confold -i %s: %v\n%s", filepath.Base(lastDeb), err, out)
+	}
+	checkVersion(t, last)
+	confKept("after an upgrade with --force-confold")
+	if b, err := os.ReadFile(conf + ".dpkg-dist"); err != nil || !strings.Contains(string(b), "\n  level: info\n") {
+		t.Errorf("%s.dpkg-dist is not the new package's signd.yaml (%v):\n%s", conf, err, b)
+	}
+	unchanged("after the second upgrade")
+	configOK("after the second upgrade")
+
+	// Remove keeps the configuration and the state; the unit and the
+	// binary go.
+	if out, err := dpkg("", "-r", "signd"); err != nil {
+		t.Fatalf("dpkg -r signd: %v\n%s", err, out)
+	}
+	if out, err := exec.Command("dpkg-query", "-W", "-f=${Status}", "signd").Output(); err != nil || string(out) != "deinstall ok config-files" {
+		t.Errorf("after dpkg -r: status %q %v, want \"deinstall ok config-files\"", out, err)
+	}
+	for _, gone := range []string{"/usr/bin/signd", "/usr/lib/systemd/system/signd.service"} {
+		if _, err := os.Lstat(gone); err == nil {
+			t.Errorf("%s left after dpkg -r", gone)
+		}
+	}
+	confKept("after dpkg -r")
+	unchanged("after dpkg -r")
+	if _, err := os.Lstat("/run/signd"); err != nil {
+		t.Errorf("/run/signd after dpkg -r: %v (only a purge removes it)", err)
+	}
+
+	// Purge removes the configuration the package installed, and keeps
+	// the state (the store and its audit log are records), the user and
+	// the operator's own files in /etc/signd.
+	if out, err := dpkg("", "--purge", "signd"); err != nil {
+		t.Fatalf("dpkg --purge signd: %v\n%s", err, out)
+	}
+	for _, gone := range []string{conf, conf + ".dpkg-dist", "/run/signd"} {
+		if _, err := os.Lstat(gone); err == nil {
+			t.Errorf("%s left after dpkg --purge", gone)
+		}
+	}
+	if _, err := os.Lstat("/etc/signd/pin"); err != nil {
+		t.Errorf("the operator's PIN file after dpkg --purge: %v", err)
+	}
+	unchanged("after dpkg --purge")
+}
+
+// schema reads a store file's meta/schema_version with bbolt directly.
+func schema(t *testing.T, path string) string {
+	t.Helper()
+	raw, err := bbolt.Open(path, 0o600, &bbolt.Options{Timeout: time.Second, ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	var v string
+	if err := raw.View(func(tx *bbolt.Tx) error {
+		if b := tx.Bucket([]byte("meta")); b != nil {
+			v = string(b.Get([]byte("schema_version")))
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+// setSchema writes a closed store file's meta/schema_version with bbolt
+// directly.
+func setSchema(t *testing.T, path, v string) {
+	t.Helper()
+	raw, err := bbolt.Open(path, 0o600, &bbolt.Options{Timeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	if err := raw.Update(func(tx *bbolt.Tx) error {
+		return tx.Bucket([]byte("meta")).Put([]byte("schema_version"), []byte(v))
+	}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// debBox skips the test unless this box can take the Debian package:
+// root, dpkg and the tools the package's scripts run, and no signd package,
+// user or directory yet (it refuses to touch an installation it did not
+// make). Whatever happens then, the cleanup purges the package and removes
+// the user, the group and the directories the package made.
+func debBox(t *testing.T) {
+	t.Helper()
 	if os.Geteuid() != 0 {
 		t.Skip("installing a Debian package needs root")
 	}
@@ -60,163 +453,90 @@ func TestDebianPackage(t *testing.T) {
 			}
 		}
 	})
+}
 
+// fileVersion is the version in the checkout's VERSION file, the one
+// `make deb` stamps unless told another (VERSION=).
+func fileVersion(t *testing.T) string {
+	t.Helper()
 	version, err := os.ReadFile("../../VERSION")
 	if err != nil {
 		t.Fatal(err)
 	}
-	ver := strings.TrimSpace(string(version))
+	return strings.TrimSpace(string(version))
+}
+
+// makeDeb runs `make deb` with vars (VERSION=…, DEB_CONFIG=…) into a
+// directory of its own, the binary too (not the checkout's bin/signd), and
+// returns the path of the one package it built.
+func makeDeb(t *testing.T, vars ...string) string {
+	t.Helper()
 	dist := t.TempDir()
-	bin := filepath.Join(dist, "signd") // not the checkout's bin/signd
-	if out, err := exec.Command("make", "-s", "-C", "../..", "deb", "BIN="+bin, "DIST="+dist).CombinedOutput(); err != nil {
-		t.Fatalf("make deb: %v\n%s", err, out)
+	args := append([]string{"-s", "-C", "../..", "deb", "BIN=" + filepath.Join(dist, "signd"), "DIST=" + dist}, vars...)
+	if out, err := exec.Command("make", args...).CombinedOutput(); err != nil {
+		t.Fatalf("make deb %s: %v\n%s", strings.Join(vars, " "), err, out)
 	}
-	deb := filepath.Join(dist, "signd_"+ver+"_amd64.deb")
-	install := exec.Command("dpkg", "-i", deb)
-	install.Env = append(os.Environ(), "DEBIAN_FRONTEND=noninteractive")
-	if out, err := install.CombinedOutput(); err != nil {
-		t.Fatalf("dpkg -i %s: %v\n%s", deb, err, out)
+	debs, err := filepath.Glob(filepath.Join(dist, "*.deb"))
+	if err != nil || len(debs) != 1 {
+		t.Fatalf("make deb %s built %v (%v), want one package", strings.Join(vars, " "), debs, err)
 	}
+	return debs[0]
+}
 
-	signd, err := user.Lookup("signd")
-	if err != nil {
-		t.Fatalf("no signd user after install: %v", err)
-	}
-	if signd.HomeDir != "/var/lib/signd" {
-		t.Errorf("signd's home is %s, want /var/lib/signd", signd.HomeDir)
-	}
-	for _, f := range []struct {
-		path         string
-		dir          bool
-		mode         os.FileMode
-		owner, group string
-	}{
-		{"/usr/bin/signd", false, 0o755, "root", "root"},
-		{"/etc/signd", true, 0o755, "root", "root"},
-		{"/etc/signd/signd.yaml", false, 0o640, "root", "signd"},
-		{"/usr/lib/systemd/system/signd.service", false, 0o644, "root", "root"},
-		{"/usr/lib/sysusers.d/signd.conf", false, 0o644, "root", "root"},
-		{"/usr/lib/tmpfiles.d/signd.conf", false, 0o644, "root", "root"},
-		{"/usr/share/doc/signd/copyright", false, 0o644, "root", "root"},
-		{"/usr/share/doc/signd/docs/OPERATIONS.md", false, 0o644, "root", "root"},
-		{"/usr/share/doc/signd/docs/CONFIG.md", false, 0o644, "root", "root"},
-		{"/usr/share/signd/prometheus/signd-alerts.yaml", false, 0o644, "root", "root"},
-		{"/usr/share/signd/prometheus/signd-alerts.test.yaml", false, 0o644, "root", "root"},
-		{"/usr/share/signd/grafana/signd-dashboard.json", false, 0o644, "root", "root"},
-		{"/usr/share/man/man1/signd.1.gz", false, 0o644, "root", "root"},
-		{"/usr/share/man/man1/signd-config-check.1.gz", false, 0o644, "root", "root"},
-		{"/var/lib/signd", true, 0o700, "signd", "signd"},
-		{"/run/signd", true, 0o750, "signd", "signd"},
-	} {
-		fi, err := os.Lstat(f.path)
-		if err != nil {
-			t.Errorf("after install: %v", err)
-			continue
-		}
-		st := fi.Sys().(*syscall.Stat_t)
-		owner, _ := user.LookupId(fmt.Sprint(st.Uid))
-		group, _ := user.LookupGroupId(fmt.Sprint(st.Gid))
-		got := fmt.Sprintf("dir=%v %#o %v:%v", fi.IsDir(), fi.Mode().Perm(), name(owner), groupName(group))
-		want := fmt.Sprintf("dir=%v %#o %s:%s", f.dir, f.mode, f.owner, f.group)
-		if got != want {
-			t.Errorf("%s: %s, want %s", f.path, got, want)
-		}
-	}
-	for _, same := range [][2]string{
-		{"/usr/lib/systemd/system/signd.service", "../../packaging/signd.service"},
-		{"/usr/lib/sysusers.d/signd.conf", "../../packaging/signd.sysusers"},
-		{"/usr/share/signd/prometheus/signd-alerts.yaml", "../../packaging/prometheus/signd-alerts.yaml"},
-		{"/usr/share/signd/grafana/signd-dashboard.json", "../../packaging/grafana/signd-dashboard.json"},
-	} {
-		installed, _ := os.ReadFile(same[0])
-		repo, _ := os.ReadFile(same[1])
-		if len(installed) == 0 || string(installed) != string(repo) {
-			t.Errorf("%s differs from %s", same[0], same[1])
-		}
-	}
-	// One binary: the daemon and the operator's commands; signd-pdf,
-	// signd-load and signd-cluster are not for the appliance
-	// (docs/DESIGN-NOTES.md, "The package ships one binary").
-	if out, err := exec.Command("dpkg", "-L", "signd").Output(); err != nil {
-		t.Errorf("dpkg -L signd: %v", err)
-	} else {
-		var bins []string
-		for _, p := range strings.Fields(string(out)) {
-			if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() && fi.Mode().Perm()&0o111 != 0 {
-				bins = append(bins, p)
-			}
-		}
-		if strings.Join(bins, " ") != "/usr/bin/signd" {
-			t.Errorf("the package's executables: %v, want only /usr/bin/signd", bins)
-		}
-	}
-	if out, err := exec.Command("dpkg-query", "-W", "-f=${Conffiles}", "signd").Output(); err != nil ||
-		!strings.Contains(string(out), "/etc/signd/signd.yaml ") {
-		t.Errorf("/etc/signd/signd.yaml is not a conffile: %q %v", out, err)
-	}
+// dpkg runs dpkg with args, stdin as its standard input: with none, a
+// question dpkg asks (a conffile changed on both sides) fails it with
+// "end of file on stdin at conffile prompt".
+func dpkg(stdin string, args ...string) (string, error) {
+	cmd := exec.Command("dpkg", args...)
+	cmd.Env = append(os.Environ(), "DEBIAN_FRONTEND=noninteractive")
+	cmd.Stdin = strings.NewReader(stdin)
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}
 
-	if out, err := exec.Command("/usr/bin/signd", "version").CombinedOutput(); err != nil ||
-		!strings.HasPrefix(string(out), "signd "+ver+" (commit ") {
-		t.Errorf("signd version: %v\n%s", err, out)
-	}
+// asSignd runs the installed signd with args as the signd user, the way
+// docs/OPERATIONS.md has the operator do it (runuser -u signd -- signd
+// …): from /, with stdin, and with only PATH and env in its environment,
+// so that signd finds /etc/signd/signd.yaml by itself.
+func asSignd(env []string, stdin string, args ...string) (string, error) {
+	cmd := exec.Command("runuser", append([]string{"-u", "signd", "--", "signd"}, args...)...)
+	cmd.Env = append([]string{"PATH=/usr/bin:/bin"}, env...)
+	cmd.Dir = "/"
+	cmd.Stdin = strings.NewReader(stdin)
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}
 
-	// The shipped config as the daemon's user sees it: readable through
-	// its group, and wrong only in what the operator must supply. The
-	// commands are docs/OPERATIONS.md's (signd finds /etc/signd/signd.yaml
-	// by itself).
-	asSignd := func(env ...string) (string, error) {
-		cmd := exec.Command("runuser", "-u", "signd", "--", "signd", "config", "check")
-		cmd.Env = append([]string{"PATH=/usr/bin:/bin"}, env...)
-		cmd.Dir = "/"
-		out, err := cmd.CombinedOutput()
-		return string(out), err
-	}
-	out, err := asSignd()
-	wantLines := []string{
-		"signd: /etc/signd/signd.yaml: 2 problem(s):",
-		"server.base_url: required ",
-		"pkcs11.pin_file: /etc/signd/pin: no such file or directory",
-	}
-	lines := strings.Split(strings.TrimSpace(out), "\n")
-	if err == nil || len(lines) != len(wantLines) {
-		t.Errorf("config check of the fresh config: %v\n%s", err, out)
-	} else {
-		for i, w := range wantLines {
-			if !strings.HasPrefix(lines[i], w) {
-				t.Errorf("config check line %d: %q, want %q…", i+1, lines[i], w)
-			}
-		}
-	}
+// installPIN writes the token's PIN file as docs/OPERATIONS.md does.
+func installPIN(t *testing.T) {
+	t.Helper()
 	pin := exec.Command("install", "-m", "600", "-o", "signd", "-g", "signd", "/dev/stdin", "/etc/signd/pin")
 	pin.Stdin = strings.NewReader("1234\n")
 	if out, err := pin.CombinedOutput(); err != nil {
 		t.Fatalf("install the PIN file: %v\n%s", err, out)
 	}
-	if out, err := asSignd("SIGND_SERVER_BASE_URL=https://signd.example.org"); err != nil || out != "ok: /etc/signd/signd.yaml\n" {
-		t.Errorf("config check with base_url and the PIN file: %v\n%s", err, out)
-	}
+}
 
-	// The shipped alert rules pass their unit tests where they are installed.
-	if promtool, err := exec.LookPath("promtool"); err == nil {
-		if out, err := exec.Command(promtool, "test", "rules", "/usr/share/signd/prometheus/signd-alerts.test.yaml").CombinedOutput(); err != nil {
-			t.Errorf("promtool test rules of the installed rules: %v\n%s", err, out)
-		}
+// checkVersion checks that the installed signd reports version.
+func checkVersion(t *testing.T, version string) {
+	t.Helper()
+	if out, err := exec.Command("/usr/bin/signd", "version").CombinedOutput(); err != nil ||
+		!strings.HasPrefix(string(out), "signd "+version+" (commit ") {
+		t.Errorf("signd version: %v\n%s, want signd %s", err, out, version)
 	}
+}
 
-	if analyze, err := exec.LookPath("systemd-analyze"); err == nil {
-		if out, err := exec.Command(analyze, "verify", "/usr/lib/systemd/system/signd.service").CombinedOutput(); err != nil || len(out) > 0 {
-			t.Errorf("systemd-analyze verify of the installed unit: %v\n%s", err, out)
-		}
+// fileState is what the package tests compare of a path: whether it is a
+// directory, its permission bits, owner and group.
+func fileState(path string) (string, error) {
+	fi, err := os.Lstat(path)
+	if err != nil {
+		return "", err
 	}
-
-	if out, err := exec.Command("dpkg", "--purge", "signd").CombinedOutput(); err != nil {
-		t.Fatalf("dpkg --purge signd: %v\n%s", err, out)
-	}
-	for _, gone := range []string{"/usr/bin/signd", "/etc/signd/signd.yaml", "/usr/lib/systemd/system/signd.service", "/run/signd", "/usr/share/signd"} {
-		if _, err := os.Lstat(gone); err == nil {
-			t.Errorf("%s left after dpkg --purge", gone)
-		}
-	}
+	st := fi.Sys().(*syscall.Stat_t)
+	owner, _ := user.LookupId(fmt.Sprint(st.Uid))
+	group, _ := user.LookupGroupId(fmt.Sprint(st.Gid))
+	return fmt.Sprintf("dir=%v %#o %v:%v", fi.IsDir(), fi.Mode().Perm(), name(owner), groupName(group)), nil
 }
 
 func name(u *user.User) string {
