@@ -314,10 +314,7 @@ func TestDebianPackageUpgrade(t *testing.T) {
 	if out, err := asSignd(nil, "", "user", "show", "alice"); err != nil || !strings.Contains(out, "status:          active") {
 		t.Errorf("user show alice after the upgrade: %v\n%s", err, out)
 	}
-	delete(kept, db) // its content changed; its owner and mode must not
-	if got, err := fileState(db); err != nil || got != "dir=false 0600 signd:signd" {
-		t.Errorf("%s after the schema upgrade: %s %v", db, got, err)
-	}
+	unchanged("after the schema upgrade") // the store's owner and mode too
 
 	// The last version ships a different signd.yaml: `dpkg -i` asks, and
 	// with no one to answer stops; --force-confold keeps the operator's
@@ -338,23 +335,38 @@ func TestDebianPackageUpgrade(t *testing.T) {
 	configOK("after the second upgrade")
 
 	// Remove keeps the configuration and the state; the unit and the
-	// binary go.
-	if out, err := dpkg("", "-r", "signd"); err != nil {
-		t.Fatalf("dpkg -r signd: %v\n%s", err, out)
-	}
-	if out, err := exec.Command("dpkg-query", "-W", "-f=${Status}", "signd").Output(); err != nil || string(out) != "deinstall ok config-files" {
-		t.Errorf("after dpkg -r: status %q %v, want \"deinstall ok config-files\"", out, err)
-	}
-	for _, gone := range []string{"/usr/bin/signd", "/usr/lib/systemd/system/signd.service"} {
-		if _, err := os.Lstat(gone); err == nil {
-			t.Errorf("%s left after dpkg -r", gone)
+	// binary go. Installed again, the package finds both as they were.
+	remove := func(when string) {
+		t.Helper()
+		if out, err := dpkg("", "-r", "signd"); err != nil {
+			t.Fatalf("dpkg -r signd%s: %v\n%s", when, err, out)
+		}
+		if out, err := exec.Command("dpkg-query", "-W", "-f=${Status}", "signd").Output(); err != nil || string(out) != "deinstall ok config-files" {
+			t.Errorf("after dpkg -r%s: status %q %v, want \"deinstall ok config-files\"", when, out, err)
+		}
+		for _, gone := range []string{"/usr/bin/signd", "/usr/lib/systemd/system/signd.service"} {
+			if _, err := os.Lstat(gone); err == nil {
+				t.Errorf("%s left after dpkg -r%s", gone, when)
+			}
+		}
+		confKept("after dpkg -r" + when)
+		unchanged("after dpkg -r" + when)
+		if _, err := os.Lstat("/run/signd"); err != nil {
+			t.Errorf("/run/signd after dpkg -r%s: %v (only a purge removes it)", when, err)
 		}
 	}
-	confKept("after dpkg -r")
-	unchanged("after dpkg -r")
-	if _, err := os.Lstat("/run/signd"); err != nil {
-		t.Errorf("/run/signd after dpkg -r: %v (only a purge removes it)", err)
+	remove("")
+	if out, err := dpkg("", "-i", lastDeb); err != nil {
+		t.Fatalf("dpkg -i %s after dpkg -r: %v\n%s", filepath.Base(lastDeb), err, out)
 	}
+	checkVersion(t, last)
+	confKept("installed again after dpkg -r")
+	unchanged("installed again after dpkg -r")
+	configOK("installed again after dpkg -r")
+	if out, err := asSignd(nil, "", "user", "show", "alice"); err != nil || !strings.Contains(out, "status:          active") {
+		t.Errorf("user show alice installed again after dpkg -r: %v\n%s", err, out)
+	}
+	remove(" (again)")
 
 	// Purge removes the configuration the package installed, and keeps
 	// the state (the store and its audit log are records), the user and
