@@ -157,19 +157,20 @@ func TestDebianPackage(t *testing.T) {
 
 // TestDebianPackageUpgrade installs the package, uses it as an operator
 // does (edits /etc/signd/signd.yaml, adds the PIN file, a user, a backup),
-// and upgrades it with docs/OPERATIONS.md's commands ("Upgrades") to a
-// newer package built from the same tree: first one whose signd.yaml is
-// unchanged (`dpkg -i`: the operator's file is kept without a question),
-// then one whose signd.yaml changed too, as a release that adds keys
-// ships (`dpkg --force-confold -i`: kept, the package's next to it as
-// signd.yaml.dpkg-dist). The state directory, the store, the backup and
-// the signd user come through unchanged, the new signd reports its
-// version and passes `config check` on the kept file, and the store, made
-// a version 2 file before the upgrade, is upgraded by the first new signd
-// that opens it for writing (not by dpkg, not by `store check`). Then
-// `dpkg -r` keeps the configuration and the state, and `dpkg --purge`
-// removes the configuration and keeps the state and the user
-// (docs/OPERATIONS.md, "Removing the package").
+// and upgrades it with docs/OPERATIONS.md's commands ("Upgrades") to newer
+// packages built from the same tree, each shipping a different
+// signd.yaml, as a release that adds keys does: `dpkg -i` answered N keeps
+// the operator's file, an unattended `dpkg -i` stops at the question, and
+// `dpkg --force-confold -i` keeps it without one; the package's lands next
+// to it as signd.yaml.dpkg-dist. The state directory, the store, the
+// backup and the signd user come through unchanged, the new signd reports
+// its version and passes `config check` on the kept file, and the store,
+// made a version 2 file before the upgrade, is upgraded by the first new
+// signd that opens it for writing (not by dpkg, not by `store check`).
+// Then `dpkg -r` keeps the configuration and the state, which the package
+// installed again finds, and `dpkg --purge` removes the configuration and
+// keeps the state and the user (docs/OPERATIONS.md, "Removing the
+// package").
 func TestDebianPackageUpgrade(t *testing.T) {
 	debBox(t)
 	ver := fileVersion(t)
@@ -182,8 +183,8 @@ func TestDebianPackageUpgrade(t *testing.T) {
 		t.Fatalf("make's DEB_CONFIG: %v %q", err, defaults)
 	}
 	oldDeb := makeDeb(t)
-	nextDeb := makeDeb(t, "VERSION="+next)
-	lastDeb := makeDeb(t, "VERSION="+last, "DEB_CONFIG="+strings.TrimSpace(string(defaults))+" --set log.level=info")
+	nextDeb := makeDeb(t, "VERSION="+next, "DEB_CONFIG="+strings.TrimSpace(string(defaults))+" --set log.level=info")
+	lastDeb := makeDeb(t, "VERSION="+last, "DEB_CONFIG="+strings.TrimSpace(string(defaults))+" --set log.level=warn")
 
 	if out, err := dpkg("", "-i", oldDeb); err != nil {
 		t.Fatalf("dpkg -i %s: %v\n%s", oldDeb, err, out)
@@ -275,18 +276,21 @@ func TestDebianPackageUpgrade(t *testing.T) {
 		}
 	}
 
-	// The next version, with the same signd.yaml: dpkg keeps the
-	// operator's without asking (no stdin to answer it), and leaves the
-	// store as it is.
-	out, err := dpkg("", "-i", nextDeb)
-	if err != nil {
-		t.Fatalf("dpkg -i %s over %s: %v\n%s", filepath.Base(nextDeb), ver, err, out)
+	// The next version ships a different signd.yaml: dpkg asks, the
+	// operator answers N, the default, and keeps theirs; the package's
+	// is left next to it. The store is left as it is.
+	out, err := dpkg("N\n", "-i", nextDeb)
+	if err != nil || !strings.Contains(out, "Configuration file '"+conf+"'") {
+		t.Fatalf("dpkg -i %s over %s, answering N: %v, want dpkg to ask about %s\n%s", filepath.Base(nextDeb), ver, err, conf, out)
 	}
 	checkVersion(t, next)
 	confKept("after the upgrade")
-	for _, p := range []string{conf + ".dpkg-dist", conf + ".dpkg-old", conf + ".dpkg-new"} {
+	if b, err := os.ReadFile(conf + ".dpkg-dist"); err != nil || !strings.Contains(string(b), "\n  level: info\n") {
+		t.Errorf("%s.dpkg-dist is not the new package's signd.yaml (%v):\n%s", conf, err, b)
+	}
+	for _, p := range []string{conf + ".dpkg-old", conf + ".dpkg-new"} {
 		if _, err := os.Lstat(p); err == nil {
-			t.Errorf("%s after an upgrade that did not change the shipped signd.yaml", p)
+			t.Errorf("%s after the upgrade", p)
 		}
 	}
 	unchanged("after the upgrade")
@@ -316,9 +320,9 @@ func TestDebianPackageUpgrade(t *testing.T) {
 	}
 	unchanged("after the schema upgrade") // the store's owner and mode too
 
-	// The last version ships a different signd.yaml: `dpkg -i` asks, and
-	// with no one to answer stops; --force-confold keeps the operator's
-	// and puts the package's next to it.
+	// The last version ships yet another signd.yaml: unattended, with no
+	// one to answer, `dpkg -i` stops at the question; --force-confold
+	// keeps the operator's and puts the package's next to it.
 	if out, err := dpkg("", "-i", lastDeb); err == nil || !strings.Contains(out, "end of file on stdin at conffile prompt") {
 		t.Errorf("unattended dpkg -i of a package whose signd.yaml changed too: %v, want the conffile prompt to fail\n%s", err, out)
 	}
@@ -328,14 +332,16 @@ func TestDebianPackageUpgrade(t *testing.T) {
 	}
 	checkVersion(t, last)
 	confKept("after an upgrade with --force-confold")
-	if b, err := os.ReadFile(conf + ".dpkg-dist"); err != nil || !strings.Contains(string(b), "\n  level: info\n") {
-		t.Errorf("%s.dpkg-dist is not the new package's signd.yaml (%v):\n%s", conf, err, b)
+	if b, err := os.ReadFile(conf + ".dpkg-dist"); err != nil || !strings.Contains(string(b), "\n  level: warn\n") {
+		t.Errorf("%s.dpkg-dist is not the last package's signd.yaml (%v):\n%s", conf, err, b)
 	}
 	unchanged("after the second upgrade")
 	configOK("after the second upgrade")
 
 	// Remove keeps the configuration and the state; the unit and the
-	// binary go. Installed again, the package finds both as they were.
+	// binary go. Installed again, the package finds both as they were,
+	// and as it ships the signd.yaml it shipped before, dpkg keeps the
+	// operator's without a question (nothing on stdin to answer one).
 	remove := func(when string) {
 		t.Helper()
 		if out, err := dpkg("", "-r", "signd"); err != nil {
