@@ -9,9 +9,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 
-	"go.etcd.io/bbolt"
+	"github.com/signd/signd/store/bolt/bolttest"
 )
 
 // TestDebianPackage builds the package with `make deb` (which runs `make
@@ -236,7 +235,7 @@ func TestDebianPackageUpgrade(t *testing.T) {
 	// Make the store a version 2 file, as signd 0.1.0 would have left it:
 	// version 3 rewrote nothing (store/bolt's doc.go), and the file holds
 	// no token, so the version is all that differs.
-	setSchema(t, db, "2")
+	bolttest.SetSchemaVersion(t, db, "2")
 	kept := map[string]string{}
 	for _, p := range []string{state, db, backup} {
 		if kept[p], err = fileState(p); err != nil {
@@ -303,7 +302,7 @@ func TestDebianPackageUpgrade(t *testing.T) {
 	if out, err := asSignd(nil, "", "store", "check"); err != nil || !strings.HasPrefix(out, "store intact: "+db) {
 		t.Errorf("store check after the upgrade: %v\n%s", err, out)
 	}
-	if v := schema(t, db); v != "2" {
+	if v := bolttest.SchemaVersion(t, db); v != "2" {
 		t.Errorf("schema_version %q after store check, want 2 (store check only reads)", v)
 	}
 	// The first new signd to open the store for writing (here audit
@@ -312,7 +311,7 @@ func TestDebianPackageUpgrade(t *testing.T) {
 	if out, err := asSignd(nil, "", "audit", "verify"); err != nil || !strings.HasPrefix(out, fmt.Sprintf("audit log intact: %d entries,", entries+1)) {
 		t.Errorf("audit verify after the upgrade: %v\n%s, want %d entries", err, out, entries+1)
 	}
-	if v := schema(t, db); v != "3" {
+	if v := bolttest.SchemaVersion(t, db); v != "3" {
 		t.Errorf("schema_version %q after the new signd opened the store, want 3", v)
 	}
 	if out, err := asSignd(nil, "", "user", "show", "alice"); err != nil || !strings.Contains(out, "status:          active") {
@@ -389,42 +388,6 @@ func TestDebianPackageUpgrade(t *testing.T) {
 		t.Errorf("the operator's PIN file after dpkg --purge: %v", err)
 	}
 	unchanged("after dpkg --purge")
-}
-
-// schema reads a store file's meta/schema_version with bbolt directly.
-func schema(t *testing.T, path string) string {
-	t.Helper()
-	raw, err := bbolt.Open(path, 0o600, &bbolt.Options{Timeout: time.Second, ReadOnly: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer raw.Close()
-	var v string
-	if err := raw.View(func(tx *bbolt.Tx) error {
-		if b := tx.Bucket([]byte("meta")); b != nil {
-			v = string(b.Get([]byte("schema_version")))
-		}
-		return nil
-	}); err != nil {
-		t.Fatal(err)
-	}
-	return v
-}
-
-// setSchema writes a closed store file's meta/schema_version with bbolt
-// directly.
-func setSchema(t *testing.T, path, v string) {
-	t.Helper()
-	raw, err := bbolt.Open(path, 0o600, &bbolt.Options{Timeout: time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer raw.Close()
-	if err := raw.Update(func(tx *bbolt.Tx) error {
-		return tx.Bucket([]byte("meta")).Put([]byte("schema_version"), []byte(v))
-	}); err != nil {
-		t.Fatal(err)
-	}
 }
 
 // debBox skips the test unless this box can take the Debian package:
