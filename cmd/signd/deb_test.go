@@ -214,10 +214,10 @@ func TestDebianPackageUpgrade(t *testing.T) {
 	// A store with a user in it, and the backup OPERATIONS.md takes
 	// before an upgrade.
 	const (
-		state  = "/var/lib/signd"
-		db     = state + "/signd.db"
-		backup = state + "/before-upgrade.db"
+		state = "/var/lib/signd"
+		db    = state + "/signd.db"
 	)
+	backup := state + "/before-" + next + ".db"
 	if out, err := asSignd(nil, "correct horse battery staple\n", "user", "add", "alice", "--password-file", "-"); err != nil {
 		t.Fatalf("user add: %v\n%s", err, out)
 	}
@@ -232,9 +232,9 @@ func TestDebianPackageUpgrade(t *testing.T) {
 	} else if _, err := fmt.Sscanf(out, "audit log intact: %d entries,", &entries); err != nil || entries < 2 {
 		t.Fatalf("audit verify before the upgrade: %q (%v), want at least user_added and store_backup", out, err)
 	}
-	// Make the store a version 2 file, as signd 0.1.0 would have left it:
-	// version 3 rewrote nothing (store/bolt's doc.go), and the file holds
-	// no token, so the version is all that differs.
+	// Make the store a version 2 file, as a signd of that schema would
+	// have left it: version 3 rewrote nothing (store/bolt's doc.go), and
+	// the file holds no token, so the version is all that differs.
 	bolttest.SetSchemaVersion(t, db, "2")
 	kept := map[string]string{}
 	for _, p := range []string{state, db, backup} {
@@ -325,6 +325,9 @@ func TestDebianPackageUpgrade(t *testing.T) {
 	if out, err := dpkg("", "-i", lastDeb); err == nil || !strings.Contains(out, "end of file on stdin at conffile prompt") {
 		t.Errorf("unattended dpkg -i of a package whose signd.yaml changed too: %v, want the conffile prompt to fail\n%s", err, out)
 	}
+	if st := status(); st != "install ok unpacked" {
+		t.Errorf("after an unattended upgrade stopped at the conffile prompt: %s, want install ok unpacked", st)
+	}
 	confKept("after an unattended upgrade stopped at the conffile prompt")
 	if out, err := dpkg("", "--force-confold", "-i", lastDeb); err != nil {
 		t.Fatalf("dpkg --force-confold -i %s: %v\n%s", filepath.Base(lastDeb), err, out)
@@ -346,8 +349,8 @@ func TestDebianPackageUpgrade(t *testing.T) {
 		if out, err := dpkg("", "-r", "signd"); err != nil {
 			t.Fatalf("dpkg -r signd%s: %v\n%s", when, err, out)
 		}
-		if out, err := exec.Command("dpkg-query", "-W", "-f=${Status}", "signd").Output(); err != nil || string(out) != "deinstall ok config-files" {
-			t.Errorf("after dpkg -r%s: status %q %v, want \"deinstall ok config-files\"", when, out, err)
+		if st := status(); st != "deinstall ok config-files" {
+			t.Errorf("after dpkg -r%s: %s, want deinstall ok config-files", when, st)
 		}
 		for _, gone := range []string{"/usr/bin/signd", "/usr/lib/systemd/system/signd.service"} {
 			if _, err := os.Lstat(gone); err == nil {
@@ -405,9 +408,8 @@ func debBox(t *testing.T) {
 			t.Skipf("%s is not installed: cannot install the Debian package here", tool)
 		}
 	}
-	if out, err := exec.Command("dpkg-query", "-W", "-f=${Status}", "signd").Output(); err == nil && len(out) > 0 &&
-		!strings.HasPrefix(string(out), "unknown ok not-installed") {
-		t.Skipf("a signd package is already on this box (%s): not touching it", out)
+	if st := status(); st != "" && !strings.HasPrefix(st, "unknown ok not-installed") {
+		t.Skipf("a signd package is already on this box (%s): not touching it", st)
 	}
 	if _, err := user.Lookup("signd"); err == nil {
 		t.Skip("a signd user already exists on this box: not touching it")
@@ -438,6 +440,16 @@ func debBox(t *testing.T) {
 			}
 		}
 	})
+}
+
+// status is dpkg's status of the signd package ("install ok installed"),
+// "" when dpkg knows none.
+func status() string {
+	out, err := exec.Command("dpkg-query", "-W", "-f=${Status}", "signd").Output()
+	if err != nil {
+		return ""
+	}
+	return string(out)
 }
 
 // fileVersion is the version in the checkout's VERSION file, the one
