@@ -211,8 +211,8 @@ func TestDebianPackageUpgrade(t *testing.T) {
 	}
 	configOK("of the edited configuration")
 
-	// A store with a user in it, and the backup OPERATIONS.md takes
-	// before an upgrade.
+	// A store with a user and a client in it, and the backup
+	// OPERATIONS.md takes before an upgrade.
 	const (
 		state = "/var/lib/signd"
 		db    = state + "/signd.db"
@@ -220,6 +220,9 @@ func TestDebianPackageUpgrade(t *testing.T) {
 	backup := state + "/before-" + next + ".db"
 	if out, err := asSignd(nil, "correct horse battery staple\n", "user", "add", "alice", "--password-file", "-"); err != nil {
 		t.Fatalf("user add: %v\n%s", err, out)
+	}
+	if out, err := asSignd(nil, "", "client", "add", "signer", "--redirect-uri", "https://app.example.org/cb"); err != nil {
+		t.Fatalf("client add: %v\n%s", err, out)
 	}
 	if out, err := asSignd(nil, "", "store", "backup", backup); err != nil {
 		t.Fatalf("store backup: %v\n%s", err, out)
@@ -229,8 +232,8 @@ func TestDebianPackageUpgrade(t *testing.T) {
 	var entries int
 	if out, err := asSignd(nil, "", "audit", "verify"); err != nil {
 		t.Fatalf("audit verify before the upgrade: %v\n%s", err, out)
-	} else if _, err := fmt.Sscanf(out, "audit log intact: %d entries,", &entries); err != nil || entries < 2 {
-		t.Fatalf("audit verify before the upgrade: %q (%v), want at least user_added and store_backup", out, err)
+	} else if _, err := fmt.Sscanf(out, "audit log intact: %d entries,", &entries); err != nil || entries < 3 {
+		t.Fatalf("audit verify before the upgrade: %q (%v), want at least the user's, the client's and the backup's", out, err)
 	}
 	// Make the store a version 2 file, as a signd of that schema would
 	// have left it: version 3 rewrote nothing (store/bolt's doc.go), and
@@ -316,6 +319,9 @@ func TestDebianPackageUpgrade(t *testing.T) {
 	}
 	if out, err := asSignd(nil, "", "user", "show", "alice"); err != nil || !strings.Contains(out, "status:          active") {
 		t.Errorf("user show alice after the upgrade: %v\n%s", err, out)
+	}
+	if out, err := asSignd(nil, "", "client", "show", "signer"); err != nil || !strings.Contains(out, "https://app.example.org/cb") {
+		t.Errorf("client show signer after the upgrade: %v\n%s", err, out)
 	}
 	unchanged("after the schema upgrade") // the store's owner and mode too
 
