@@ -144,7 +144,7 @@ func TestDebianPackage(t *testing.T) {
 		}
 	}
 
-	if out, err := exec.Command("dpkg", "--purge", "signd").CombinedOutput(); err != nil {
+	if out, err := dpkg("", "--purge", "signd"); err != nil {
 		t.Fatalf("dpkg --purge signd: %v\n%s", err, out)
 	}
 	for _, gone := range []string{"/usr/bin/signd", "/etc/signd/signd.yaml", "/usr/lib/systemd/system/signd.service", "/run/signd", "/usr/share/signd"} {
