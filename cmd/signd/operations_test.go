@@ -83,10 +83,12 @@ var opsExercised = map[string]struct {
 	refs    []string
 	foreign string
 }{
-	"make deb":                          {refs: []string{"cmd/signd/deb_test.go:TestDebianPackage"}},
-	"dpkg -i signd_*_amd64.deb":         {refs: []string{"cmd/signd/deb_test.go:TestDebianPackage"}},
-	"dpkg -i signd_<version>_amd64.deb": {refs: []string{"cmd/signd/deb_test.go:TestDebianPackage"}},
-	"dpkg --purge signd":                {refs: []string{"cmd/signd/deb_test.go:TestDebianPackage"}},
+	"make deb":                                          {refs: []string{"cmd/signd/deb_test.go:TestDebianPackage"}},
+	"dpkg -i signd_*_amd64.deb":                         {refs: []string{"cmd/signd/deb_test.go:TestDebianPackage"}},
+	"dpkg -i signd_<version>_amd64.deb":                 {refs: []string{"cmd/signd/deb_test.go:TestDebianPackageUpgrade"}},
+	"dpkg --force-confold -i signd_<version>_amd64.deb": {refs: []string{"cmd/signd/deb_test.go:TestDebianPackageUpgrade"}},
+	"dpkg -r signd":                                     {refs: []string{"cmd/signd/deb_test.go:TestDebianPackageUpgrade"}},
+	"dpkg --purge signd":                                {refs: []string{"cmd/signd/deb_test.go:TestDebianPackage", "cmd/signd/deb_test.go:TestDebianPackageUpgrade"}},
 	"install -m 600 -o signd -g signd /dev/stdin /etc/signd/pin": {refs: []string{"cmd/signd/deb_test.go:TestDebianPackage"}},
 	"runuser -u signd -- signd config check":                     {refs: []string{"cmd/signd/deb_test.go:TestDebianPackage"}},
 	"runuser -u signd -- signd user list":                        {refs: []string{"cmd/signd/adminsock_test.go:TestAdminSocketRefusesForeignUser"}},

@@ -12,6 +12,7 @@ import (
 
 	"github.com/signd/signd/store"
 	"github.com/signd/signd/store/bolt"
+	"github.com/signd/signd/store/bolt/bolttest"
 	"github.com/signd/signd/store/storetest"
 )
 
@@ -74,7 +75,7 @@ func TestAuditTamper(t *testing.T) {
 			}
 			db.Close()
 
-			rawUpdate(t, path, func(btx *bbolt.Tx) error {
+			bolttest.Update(t, path, func(btx *bbolt.Tx) error {
 				b := btx.Bucket([]byte("audit"))
 				key := []byte{0, 0, 0, 0, 0, 0, 0, 3}
 				v := bytes.Clone(b.Get(key))

@@ -17,6 +17,7 @@ import (
 
 	"github.com/signd/signd/store"
 	"github.com/signd/signd/store/bolt"
+	"github.com/signd/signd/store/bolt/bolttest"
 	"github.com/signd/signd/store/storetest"
 	"github.com/signd/signd/store/storetest/backends"
 )
@@ -110,39 +111,6 @@ func TestOpenNotABoltFile(t *testing.T) {
 	}
 }
 
-// rawVersion reads meta/schema_version with bbolt directly.
-func rawVersion(t *testing.T, path string) string {
-	t.Helper()
-	raw, err := bbolt.Open(path, 0o600, &bbolt.Options{Timeout: time.Second, ReadOnly: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer raw.Close()
-	var v string
-	if err := raw.View(func(tx *bbolt.Tx) error {
-		if b := tx.Bucket([]byte("meta")); b != nil {
-			v = string(b.Get([]byte("schema_version")))
-		}
-		return nil
-	}); err != nil {
-		t.Fatal(err)
-	}
-	return v
-}
-
-// rawUpdate edits a closed database file with bbolt directly.
-func rawUpdate(t *testing.T, path string, fn func(tx *bbolt.Tx) error) {
-	t.Helper()
-	raw, err := bbolt.Open(path, 0o600, &bbolt.Options{Timeout: time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer raw.Close()
-	if err := raw.Update(fn); err != nil {
-		t.Fatal(err)
-	}
-}
-
 func TestSchema(t *testing.T) {
 	setVersion := func(v string) func(tx *bbolt.Tx) error {
 		return func(tx *bbolt.Tx) error {
@@ -179,7 +147,7 @@ func TestSchema(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "signd.db")
 			if tt.prepare != nil {
-				rawUpdate(t, path, tt.prepare)
+				bolttest.Update(t, path, tt.prepare)
 			}
 			db, err := bolt.Open(path, bolt.Options{})
 			switch {
@@ -210,7 +178,7 @@ func TestSchema(t *testing.T) {
 				}
 				t.Log(err)
 			}
-			if got := rawVersion(t, path); got != tt.wantVersion {
+			if got := bolttest.SchemaVersion(t, path); got != tt.wantVersion {
 				t.Errorf("schema_version on disk = %q, want %q", got, tt.wantVersion)
 			}
 		})
@@ -322,7 +290,7 @@ func TestConsentRecordFormat(t *testing.T) {
 	// As the JSON form wrote a token with a consent record.
 	jsonToken := strings.Replace(oldToken, `"expires_at"`, `"consented":{"email":"`+base64.StdEncoding.EncodeToString(digest)+`"},"expires_at"`, 1)
 	var stored []byte
-	rawUpdate(t, path, func(btx *bbolt.Tx) error {
+	bolttest.Update(t, path, func(btx *bbolt.Tx) error {
 		stored = bytes.Clone(btx.Bucket([]byte("tokens")).Get(store.Fingerprint("new")))
 		if err := btx.Bucket([]byte("tokens")).Put(store.Fingerprint("old"), []byte(oldToken)); err != nil {
 			return err
@@ -429,7 +397,7 @@ func TestMigrateSchema1BuildsPartyIndexes(t *testing.T) {
 	}
 
 	// Make it a version 1 file: no party indexes.
-	rawUpdate(t, path, func(tx *bbolt.Tx) error {
+	bolttest.Update(t, path, func(tx *bbolt.Tx) error {
 		for _, name := range partyBuckets {
 			if err := tx.DeleteBucket([]byte(name)); err != nil {
 				return err
@@ -444,7 +412,7 @@ func TestMigrateSchema1BuildsPartyIndexes(t *testing.T) {
 	if err := mustReopen(t, path).Close(); err != nil {
 		t.Fatal(err)
 	}
-	if v := rawVersion(t, path); v != "3" {
+	if v := bolttest.SchemaVersion(t, path); v != "3" {
 		t.Errorf("schema after migration %q, want 3", v)
 	}
 	if got := rawKeys(t, path, partyBuckets); !slices.Equal(got, written) {
@@ -614,7 +582,7 @@ func TestSweepMalformedIndexKey(t *testing.T) {
 	}
 	db.Close()
 	indexes := []string{"tokens_by_expiry", "auth_requests_by_expiry", "codes_by_expiry", "sessions_by_expiry"}
-	rawUpdate(t, path, func(tx *bbolt.Tx) error {
+	bolttest.Update(t, path, func(tx *bbolt.Tx) error {
 		for _, name := range indexes {
 			if err := tx.Bucket([]byte(name)).Put([]byte{0}, []byte{}); err != nil {
 				return err

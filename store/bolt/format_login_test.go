@@ -9,6 +9,7 @@ import (
 	"go.etcd.io/bbolt"
 
 	"github.com/signd/signd/store"
+	"github.com/signd/signd/store/bolt/bolttest"
 )
 
 // TestRefreshAndTOTPFormat: the rotation time of a refresh token is the
@@ -39,7 +40,7 @@ func TestRefreshAndTOTPFormat(t *testing.T) {
 	oldToken := `{"kind":"refresh","client_id":"rp","username":"alice","scopes":["service"],` +
 		`"auth_time":"0001-01-01T00:00:00Z","requested_at":"0001-01-01T00:00:00Z","expires_at":"` + exp + `","created_at":"` + exp + `"}`
 	var storedTok, storedUser []byte
-	rawUpdate(t, path, func(btx *bbolt.Tx) error {
+	bolttest.Update(t, path, func(btx *bbolt.Tx) error {
 		storedTok = bytes.Clone(btx.Bucket([]byte("tokens")).Get(store.Fingerprint("rotated")))
 		storedUser = bytes.Clone(btx.Bucket([]byte("users")).Get([]byte("alice")))
 		return btx.Bucket([]byte("tokens")).Put(store.Fingerprint("old"), []byte(oldToken))
@@ -102,7 +103,7 @@ func TestTimedLockFormat(t *testing.T) {
 	oldUser := `{"id":"u-dave","username":"dave","status":"active","failed_passwords":5,"password_locked":true,` +
 		`"failed_pins":1,"created_at":"` + stamp + `","updated_at":"` + stamp + `"}`
 	var stored []byte
-	rawUpdate(t, path, func(btx *bbolt.Tx) error {
+	bolttest.Update(t, path, func(btx *bbolt.Tx) error {
 		stored = bytes.Clone(btx.Bucket([]byte("users")).Get([]byte("alice")))
 		return btx.Bucket([]byte("users")).Put([]byte("dave"), []byte(oldUser))
 	})

@@ -13,6 +13,7 @@ import (
 
 	"github.com/signd/signd/store"
 	"github.com/signd/signd/store/bolt"
+	"github.com/signd/signd/store/bolt/bolttest"
 )
 
 // TestOpensFileWithJSONTokens opens testdata/schema2-json-tokens.db, a
@@ -33,7 +34,7 @@ func TestOpensFileWithJSONTokens(t *testing.T) {
 	if err := os.WriteFile(path, data, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if v := rawVersion(t, path); v != "2" {
+	if v := bolttest.SchemaVersion(t, path); v != "2" {
 		t.Fatalf("test file has schema %q, want 2", v)
 	}
 	if got := rawTokenFormats(t, path); !bytes.Equal(got, bytes.Repeat([]byte{'{'}, 5)) {
@@ -104,7 +105,7 @@ func TestOpensFileWithJSONTokens(t *testing.T) {
 	if err := db.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if v := rawVersion(t, path); v != "3" {
+	if v := bolttest.SchemaVersion(t, path); v != "3" {
 		t.Errorf("schema after Open %q, want 3", v)
 	}
 	// Every token went with every index entry it had.
