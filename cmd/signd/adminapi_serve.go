@@ -22,8 +22,8 @@ import (
 // certificates of admin.api_client_ca, each caller named by its
 // certificate and acting through local. The API's own refusals go into
 // local's audit log. reload (for reload.Reloader.API) reads the API's
-// certificate and key and its CRL again.
-func listenAPI(cfg *config.Config, local *admin.Local, now func() time.Time, logger *slog.Logger) (srv *http.Server, _ net.Listener, reload func(*config.Config) (apply func(), err error), _ error) {
+// certificate and key and its CRL again (apiReload).
+func listenAPI(cfg *config.Config, local *admin.Local, now func() time.Time, logger *slog.Logger) (srv *http.Server, _ net.Listener, reload func(*config.Config) (apply func(), crl *x509.RevocationList, err error), _ error) {
 	a := cfg.Admin.AdminAPIConfig
 	if a.APIListen == "" {
 		return nil, nil, nil, nil
@@ -34,24 +34,8 @@ func listenAPI(cfg *config.Config, local *admin.Local, now func() time.Time, log
 	}
 	gate := &adminapi.Gate{ClientCAs: cas, Now: now, Refused: local.Refused, Logger: logger}
 	var cert atomic.Pointer[tls.Certificate]
-	// reload reads the pair and the CRL of cfg; apply puts them in force.
-	// The CRL is checked against the CAs read at start (a change of
-	// admin.api_client_ca needs a restart).
-	reload = func(cfg *config.Config) (func(), error) {
-		a := cfg.Admin.AdminAPIConfig
-		pair, err := tls.LoadX509KeyPair(a.APICertFile, a.APIKeyFile)
-		if err != nil {
-			return nil, fmt.Errorf("admin.api_cert_file, api_key_file: %w", err)
-		}
-		var crl *x509.RevocationList
-		if a.APIClientCRL != "" {
-			if crl, err = clientca.ReadCRL(a.APIClientCRL, cas); err != nil {
-				return nil, fmt.Errorf("admin.api_client_crl: %w", err)
-			}
-		}
-		return func() { cert.Store(&pair); gate.SetCRL(crl) }, nil
-	}
-	apply, err := reload(cfg)
+	reload = apiReload(gate, cas, &cert, now)
+	apply, _, err := reload(cfg)
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -78,4 +62,35 @@ func listenAPI(cfg *config.Config, local *admin.Local, now func() time.Time, log
 	}
 	getCert := func(*tls.ClientHelloInfo) (*tls.Certificate, error) { return cert.Load(), nil }
 	return srv, gate.Listen(ln, gate.TLSConfig(getCert)), reload, nil
+}
+
+// apiReload returns the function that reads the provisioning API's
+// certificate and key and its CRL of a configuration; apply puts them in
+// force (cert, gate.SetCRL), crl is the CRL it puts in force (nil: none).
+// The CRL is checked against cas, the CAs read at start (a change of
+// admin.api_client_ca needs a restart), and against the CRL in force
+// (clientca.Replaces at now): a reload never removes it, changes its
+// issuer, goes back to an older one or puts one out of date in force.
+// The first call, at start, has no CRL in force: any CRL of cas goes.
+func apiReload(gate *adminapi.Gate, cas []*x509.Certificate, cert *atomic.Pointer[tls.Certificate], now func() time.Time) func(*config.Config) (func(), *x509.RevocationList, error) {
+	started := false
+	return func(cfg *config.Config) (func(), *x509.RevocationList, error) {
+		a := cfg.Admin.AdminAPIConfig
+		pair, err := tls.LoadX509KeyPair(a.APICertFile, a.APIKeyFile)
+		if err != nil {
+			return nil, nil, fmt.Errorf("admin.api_cert_file, api_key_file: %w", err)
+		}
+		var crl *x509.RevocationList
+		if a.APIClientCRL != "" {
+			if crl, err = clientca.ReadCRL(a.APIClientCRL, cas); err != nil {
+				return nil, nil, fmt.Errorf("admin.api_client_crl: %w", err)
+			}
+		}
+		if started {
+			if err := clientca.Replaces(gate.CRLInForce(), crl, now()); err != nil {
+				return nil, nil, fmt.Errorf("admin.api_client_crl: %w", err)
+			}
+		}
+		return func() { started = true; cert.Store(&pair); gate.SetCRL(crl) }, crl, nil
+	}
 }

@@ -46,8 +46,8 @@ type crlRef struct{ crl *x509.RevocationList }
 // reload of admin.api_client_crl); nil = none.
 func (g *Gate) SetCRL(crl *x509.RevocationList) { g.reloaded.Store(&crlRef{crl}) }
 
-// crl is the CRL in force: SetCRL's, else CRL.
-func (g *Gate) crl() *x509.RevocationList {
+// CRLInForce is the CRL in force: SetCRL's, else CRL.
+func (g *Gate) CRLInForce() *x509.RevocationList {
 	if r := g.reloaded.Load(); r != nil {
 		return r.crl
 	}
@@ -122,7 +122,7 @@ func (g *Gate) verify(cs tls.ConnectionState) error {
 // certificate revoked, or a CRL gone out of date, while a kept-alive
 // connection is open is refused at its next request.
 func (g *Gate) revoked(chain []*x509.Certificate) string {
-	crl := g.crl()
+	crl := g.CRLInForce()
 	if crl == nil || len(chain) == 0 {
 		return ""
 	}

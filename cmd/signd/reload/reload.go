@@ -2,6 +2,7 @@ package reload
 
 import (
 	"context"
+	"crypto/x509"
 	"fmt"
 	"log/slog"
 	"os"
@@ -40,9 +41,10 @@ type Reloader struct {
 	CertStatus *certstatus.Checker
 	// API reads the provisioning API's certificate and key and its CRL
 	// (admin.api_cert_file, api_key_file, api_client_crl) of a
-	// configuration; apply puts them in force. nil when admin.api_listen
-	// is empty.
-	API    func(cfg *config.Config) (apply func(), err error)
+	// configuration; apply puts them in force, crl is the CRL it puts in
+	// force (nil: none), recorded in the reload's config_loaded entry.
+	// nil when admin.api_listen is empty.
+	API    func(cfg *config.Config) (apply func(), crl *x509.RevocationList, err error)
 	Logger *slog.Logger
 	// Notify tells systemd a state (sdnotify.Send, or nothing before
 	// READY=1).
@@ -74,13 +76,14 @@ func (r *Reloader) Reload() error {
 		return fmt.Errorf("reload: turning the provisioning API (admin.api_listen) on or off needs a restart; nothing changed")
 	}
 	applyAPI := func() {}
+	var crl *x509.RevocationList
 	if r.API != nil {
-		apply, err := r.API(cfg)
+		apply, c, err := r.API(cfg)
 		if err != nil {
 			r.record(daemonaudit.ConfigRefused("provisioning API certificate or CRL not loaded", r.Now()))
 			return fmt.Errorf("reload: %w; the previous certificate and CRL stay", err)
 		}
-		applyAPI = apply
+		applyAPI, crl = apply, c
 	}
 	if r.Certs != nil {
 		if err := r.Certs.Load(cfg.Server.TLS.CertFile, cfg.Server.TLS.KeyFile); err != nil {
@@ -93,7 +96,11 @@ func (r *Reloader) Reload() error {
 	if r.CertStatus != nil {
 		r.CertStatus.Reconfigure(certstatus.Settings{Refresh: cs.Refresh, Timeout: cs.Timeout, OCSPMaxAge: cs.OCSPMaxAge})
 	}
-	r.record(daemonaudit.ConfigLoaded(cfg, daemonaudit.ConfigReload, r.Now()))
+	e := daemonaudit.ConfigLoaded(cfg, daemonaudit.ConfigReload, r.Now())
+	if r.API != nil {
+		daemonaudit.APIClientCRL(e, crl)
+	}
+	r.record(e)
 	r.Logger.Info("reloaded", "tls", r.Certs != nil, "log_level", cfg.Log.Level, "cert_status", r.CertStatus != nil, "api", r.API != nil)
 	return nil
 }
