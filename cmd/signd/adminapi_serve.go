@@ -72,7 +72,11 @@ func listenAPI(cfg *config.Config, local *admin.Local, now func() time.Time, log
 // (clientca.Replaces at now): a reload never removes it, changes its
 // issuer, goes back to an older one or puts one out of date in force.
 // The first call, at start, has no CRL in force: any CRL of cas goes.
+// now nil = time.Now.
 func apiReload(gate *adminapi.Gate, cas []*x509.Certificate, cert *atomic.Pointer[tls.Certificate], now func() time.Time) func(*config.Config) (func(), *x509.RevocationList, error) {
+	if now == nil {
+		now = time.Now
+	}
 	started := false
 	return func(cfg *config.Config) (func(), *x509.RevocationList, error) {
 		a := cfg.Admin.AdminAPIConfig

@@ -280,7 +280,7 @@ func (a *app) serve(ctx context.Context, cfg *config.Config, load func() (*confi
 				sdnotify.Send(logger, state)
 			}
 		}
-		(&reload.Reloader{Load: load, Level: level, Certs: certs, CertStatus: svc.certStatusChecker, API: apiReload, Logger: logger, Notify: notify, Now: a.clock,
+		(&reload.Reloader{Load: load, Start: cfg, Level: level, Certs: certs, CertStatus: svc.certStatusChecker, API: apiReload, Logger: logger, Notify: notify, Now: a.clock,
 			Audit: func(e *store.AuditEntry) error { return daemonaudit.Append(reloadCtx, db, e) }}).Run(reloadCtx, hup)
 	}()
 	defer func() { stopReload(); <-reloaded }()
