@@ -3,10 +3,12 @@ package main
 import (
 	"crypto/tls"
 	"crypto/x509"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -68,7 +70,8 @@ func listenAPI(cfg *config.Config, local *admin.Local, now func() time.Time, log
 // certificate and key and its CRL of a configuration; apply puts them in
 // force (cert, gate.SetCRL), crl is the CRL it puts in force (nil: none).
 // The CRL is checked against cas, the CAs read at start (a change of
-// admin.api_client_ca needs a restart), and against the CRL in force
+// the file admin.api_client_ca names needs a restart and is refused; a
+// change of the key, the reload's RestartOnly check), and against the CRL in force
 // (clientca.Replaces at now): a reload never removes it, changes its
 // issuer, goes back to an older one or puts one out of date in force.
 // The first call, at start, has no CRL in force: any CRL of cas goes.
@@ -83,6 +86,15 @@ func apiReload(gate *adminapi.Gate, cas []*x509.Certificate, cert *atomic.Pointe
 		pair, err := tls.LoadX509KeyPair(a.APICertFile, a.APIKeyFile)
 		if err != nil {
 			return nil, nil, fmt.Errorf("admin.api_cert_file, api_key_file: %w", err)
+		}
+		if started {
+			now, err := clientca.ReadCAs(a.APIClientCA)
+			if err != nil {
+				return nil, nil, fmt.Errorf("admin.api_client_ca: %w", err)
+			}
+			if !slices.EqualFunc(now, cas, (*x509.Certificate).Equal) {
+				return nil, nil, errors.New("admin.api_client_ca: its CA certificates changed since start; a change of the client CAs needs a restart")
+			}
 		}
 		var crl *x509.RevocationList
 		if a.APIClientCRL != "" {

@@ -48,9 +48,11 @@ func TestAPIReloadCRL(t *testing.T) {
 		return writePEM(t, dir, "crl"+string(rune('a'+n)), &pem.Block{Type: "X509 CRL", Bytes: der})
 	}
 	current := crlTemplate{number: 10, thisUpdate: now.Add(-time.Hour), nextUpdate: now.Add(time.Hour)}
+	caFile := writePEM(t, dir, "cas.pem", &pem.Block{Type: "CERTIFICATE", Bytes: ca.Cert.Raw}, &pem.Block{Type: "CERTIFICATE", Bytes: other.Cert.Raw})
 	cfgOf := func(crlFile string) *config.Config {
 		cfg := &config.Config{}
 		cfg.Admin.APICertFile, cfg.Admin.APIKeyFile, cfg.Admin.APIClientCRL = certFile, keyFile, crlFile
+		cfg.Admin.APIClientCA = caFile
 		return cfg
 	}
 	tests := []struct {
@@ -74,12 +76,18 @@ func TestAPIReloadCRL(t *testing.T) {
 			"admin.api_client_crl: the CRL is out of date since " + now.Add(-time.Minute).UTC().Format(time.RFC3339)},
 		{"out of date where none was", "", write(ca, crlTemplate{11, now.Add(-2 * time.Hour), now.Add(-time.Minute)}),
 			"admin.api_client_crl: the CRL is out of date since "},
+		{"the CA file changed", write(ca, current), "ca changed", "admin.api_client_ca: its CA certificates changed since start; a change of the client CAs needs a restart"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			next := tt.next
-			if tt.name == "the same CRL again" {
+			switch tt.name {
+			case "the same CRL again":
 				next = tt.start
+			case "the CA file changed": // the other CA alone, the CRL as it was
+				next = tt.start
+				writePEM(t, dir, "cas.pem", &pem.Block{Type: "CERTIFICATE", Bytes: other.Cert.Raw})
+				defer writePEM(t, dir, "cas.pem", &pem.Block{Type: "CERTIFICATE", Bytes: ca.Cert.Raw}, &pem.Block{Type: "CERTIFICATE", Bytes: other.Cert.Raw})
 			}
 			gate := &adminapi.Gate{ClientCAs: cas}
 			var cert atomic.Pointer[tls.Certificate]
