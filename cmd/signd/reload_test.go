@@ -250,7 +250,8 @@ func TestReloadCertificateStatus(t *testing.T) {
 // certificate and key and its CRL (admin.api_client_crl) again: a client
 // certificate the CA revoked since is refused at its next request on a
 // kept-alive connection and at the next handshake, new handshakes get the
-// rotated server certificate, and config_loaded records the CRL in force.
+// rotated server certificate, and config_loaded records the CRL in force
+// (at start too).
 // A reload that would weaken the check (an older CRL, none) changes
 // nothing, nor does one that changes who may administer (admin.api_roles),
 // a CRL that does not load, a key that is not the certificate's (the CRL
@@ -342,6 +343,11 @@ func TestReloadProvisioningAPI(t *testing.T) {
 	if st, raw := keptGet(); st != http.StatusOK {
 		t.Fatalf("before the revocation: %d %s", st, raw)
 	}
+	sum := sha256.Sum256(first)
+	if e := lastConfigLoaded(); e.Fields["event"] != "start" || e.Fields["admin.api_client_crl.number"] != "1" ||
+		e.Fields["admin.api_client_crl.sha256"] != hex.EncodeToString(sum[:]) {
+		t.Errorf("config_loaded at start: %+v, want the CRL in force (number 1, sha256 %x)", e, sum)
+	}
 
 	ca.Revoke(onboarding.cert.SerialNumber, ocsp.KeyCompromise)
 	second := writeCRL(crlFile, 2)
@@ -369,7 +375,7 @@ func TestReloadProvisioningAPI(t *testing.T) {
 	if !bytes.Equal(served, certDER(t, nextCert)) {
 		t.Error("a new handshake does not get the rotated API certificate")
 	}
-	sum := sha256.Sum256(second)
+	sum = sha256.Sum256(second)
 	if e := lastConfigLoaded(); e.Outcome != store.AuditOK || e.Fields["admin.api_client_crl.number"] != "2" ||
 		e.Fields["admin.api_client_crl.sha256"] != hex.EncodeToString(sum[:]) || e.Fields["admin.api_client_crl.this_update"] == "" {
 		t.Errorf("config_loaded of the reload: %+v, want the CRL in force (number 2, sha256 %x)", e, sum)

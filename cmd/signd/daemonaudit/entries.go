@@ -49,8 +49,8 @@ func ConfigLoaded(cfg *config.Config, event string, now time.Time) *store.AuditE
 	return e
 }
 
-// APIClientCRL adds to e, a config_loaded entry, the provisioning API's
-// CRL in force (admin.api_client_crl; crl nil: none): its cRLNumber,
+// APIClientCRL adds to e, a config_loaded entry (at start or on a
+// reload), the provisioning API's CRL in force (admin.api_client_crl; crl nil: none): its cRLNumber,
 // thisUpdate and the SHA-256 of its DER, so that an auditor can tell
 // which revocations the API enforced from then on.
 func APIClientCRL(e *store.AuditEntry, crl *x509.RevocationList) {
