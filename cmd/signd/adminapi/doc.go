@@ -14,8 +14,8 @@
 // handshake is audited (admin_refused, op tls_handshake) naming the
 // certificate when the client sent one, and no HTTP is spoken with it.
 // Every request asks the CRL in force again (Gate.Admit): a certificate
-// revoked by a reloaded CRL, or a CRL gone out of date, while a
-// kept-alive connection is open is refused at its next request (403,
+// revoked by a reloaded CRL or expired, or a CRL gone out of date, while
+// a kept-alive connection is open is refused at its next request (403,
 // admin_refused with the request's operation) and the connection closed.
 //
 // Each request then acts as admin.CertPrincipal of the certificate: every

@@ -141,8 +141,8 @@ func (g *Gate) revoked(chain []*x509.Certificate) string {
 }
 
 // Admit names the caller of a request on a connection whose handshake
-// verify let through, checking the CRL in force again (revoked): a
-// refused caller is audited as admin_refused with op, and err says why
+// verify let through, checking the CRL in force again (revoked) and the
+// chain's expiry by the gate's clock: a refused caller is audited as admin_refused with op, and err says why
 // (KindForbidden). ok is false when the connection has no verified
 // client certificate (not through Listen).
 func (g *Gate) Admit(ctx context.Context, cs *tls.ConnectionState, remote, op string) (by admin.Principal, ok bool, err error) {
@@ -150,7 +150,15 @@ func (g *Gate) Admit(ctx context.Context, cs *tls.ConnectionState, remote, op st
 		return admin.Principal{}, false, nil
 	}
 	cert := cs.PeerCertificates[0]
-	if reason := g.revoked(cs.VerifiedChains[0]); reason != "" {
+	reason := g.revoked(cs.VerifiedChains[0])
+	for _, c := range cs.VerifiedChains[0] {
+		if reason == "" && g.now().After(c.NotAfter) {
+			// The handshake checked the chain's validity; a
+			// connection kept alive past it is not.
+			reason = fmt.Sprintf("the certificate %s of the client's chain expired at %s", c.Subject, c.NotAfter.UTC().Format(time.RFC3339))
+		}
+	}
+	if reason != "" {
 		by = admin.Principal{Actor: admin.CertActor(cert)}
 		g.logger().Warn("provisioning API: request refused", "actor", by.Actor, "remote", remote, "op", op, "reason", reason)
 		if g.Refused != nil {

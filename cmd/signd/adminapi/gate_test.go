@@ -124,8 +124,8 @@ func TestGateProbeNotAudited(t *testing.T) {
 }
 
 // A kept-alive connection is no way around the CRL: a certificate
-// revoked (SetCRL, as a SIGHUP reload does), or a CRL gone out of date,
-// while its connection is open is refused at its next request on that
+// revoked (SetCRL, as a SIGHUP reload does), a CRL gone out of date, or a
+// certificate expired while its connection is open is refused at its next request on that
 // same connection, in the one error shape, audited as admin_refused with
 // the request's operation, and the connection closed; a new connection
 // is refused at the handshake as before.
@@ -134,15 +134,24 @@ func TestGateRevocationOnOpenConnection(t *testing.T) {
 		name   string
 		change func(w *world, c *clientCert)
 		reason string
+		// handshake is the reason of a new connection's refusal; "" =
+		// reason.
+		handshake string
 	}{
 		{"revoked", func(w *world, c *clientCert) {
 			w.ca.Revoke(c.cert.SerialNumber, 1)
 			w.gate.SetCRL(crlOf(t, w.ca))
-		}, "the client certificate (serial %s) is revoked (admin.api_client_crl, since "},
+		}, "the client certificate (serial %s) is revoked (admin.api_client_crl, since ", ""},
 		{"CRL out of date", func(w *world, c *clientCert) {
 			next := w.gate.CRL.NextUpdate
 			w.gate.Now = func() time.Time { return next.Add(time.Minute) }
-		}, "the CRL admin.api_client_crl is out of date since "},
+		}, "the CRL admin.api_client_crl is out of date since ", ""},
+		{"certificate expired", func(w *world, c *clientCert) {
+			w.gate.SetCRL(nil)
+			after := c.cert.NotAfter
+			w.gate.Now = func() time.Time { return after.Add(time.Minute) }
+		}, "the certificate CN=onboarding,O=Example of the client's chain expired at ",
+			"does not verify against admin.api_client_ca: x509: certificate has expired or is not yet valid"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -202,6 +211,9 @@ func TestGateRevocationOnOpenConnection(t *testing.T) {
 				t.Errorf("a new connection: %s, want the handshake refused", res.Status)
 			}
 			w.awaitRefusal(t)
+			if tt.handshake != "" {
+				reason = tt.handshake
+			}
 			if es := w.audit(); es[len(es)-1].Fields["op"] != handshakeOp || !strings.Contains(es[len(es)-1].Reason, reason) {
 				t.Errorf("the new connection audited as %+v", es[len(es)-1])
 			}
