@@ -77,10 +77,10 @@ func adminAPIKeys() []Key {
 			Doc:   "PEM private key of `admin.api_cert_file` (no group or other permissions: `chmod 600`). Required with `admin.api_listen`"},
 		{Name: "admin.api_client_ca", Default: "",
 			Usage: "PEM file of the CA certificates that issue the provisioning API's client certificates",
-			Doc:   "PEM file of the CA certificate(s) that issue the provisioning API's client certificates (TLS 1.2+, a client certificate is required and verified against it, with the clientAuth extended key usage when the certificate names any). Use a CA of its own for this API: every certificate it issues may connect, the roles decide what it may do. Required with `admin.api_listen`"},
+			Doc:   "PEM file of the CA certificate(s) that issue the provisioning API's client certificates (TLS 1.2+, a client certificate is required and verified against it, with the clientAuth extended key usage when the certificate names any). Use a CA of its own for this API: every certificate it issues may connect, the roles decide what it may do. Required with `admin.api_listen`. Read at start only"},
 		{Name: "admin.api_client_crl", Default: "",
 			Usage: "CRL (PEM or DER) of admin.api_client_ca; a revoked client certificate is refused; empty = none",
-			Doc:   "a CRL (PEM or DER) signed by a certificate of `admin.api_client_ca`: a client certificate it lists is refused at the handshake, and the refusal audited. Read at start and on each reload (SIGHUP, `systemctl reload signd`): replace the file and reload to update it (before its `nextUpdate`: an out-of-date CRL refuses every certificate). Empty = no CRL"},
+			Doc:   "a CRL (PEM or DER) issued by a certificate of `admin.api_client_ca` (its issuer name that certificate's subject, its signature by that key): a client certificate it lists is refused at the handshake and at every request on an open connection, and the refusal audited. Read at start and on each reload (SIGHUP, `systemctl reload signd`): replace the file and reload to update it (before its `nextUpdate`: an out-of-date CRL refuses every certificate). A reload refuses, and changes nothing, to remove the CRL, to change its issuer, to go back to a lower `cRLNumber` or an earlier `thisUpdate`, or to a CRL already out of date; each needs a restart. Empty = no CRL"},
 		{Name: "admin.api_roles.security_officer", Default: []string(nil),
 			Usage: "client certificates holding the security officer role on the provisioning API: subjects (CN=…,O=…) or key fingerprints (sha256:<hex>)",
 			Doc:   "client certificates that hold the security officer role on the provisioning API, a YAML list of subjects as RFC 4514 writes them (`CN=onboarding,O=Example`, what `openssl x509 -noout -subject -nameopt RFC2253` prints) or SHA-256 fingerprints of the certificate's SubjectPublicKeyInfo (`sha256:` and 64 hex digits, the digest of the DER of what `openssl x509 -noout -pubkey` prints; an entry by key survives a renewal for the same key). A certificate that no entry names is refused at the handshake"},
@@ -89,7 +89,7 @@ func adminAPIKeys() []Key {
 			Doc:   "the same for the administrator: users, clients, passwords"},
 		{Name: "admin.api_roles.auditor", Default: []string(nil),
 			Usage: "client certificates holding the auditor role on the provisioning API",
-			Doc:   fmt.Sprintf("the same for the auditor: the audit log and the read-only listings. At most %d entries a role, none twice; an entry may be in several roles", MaxAPIRoleEntries)},
+			Doc:   fmt.Sprintf("the same for the auditor: the audit log and the read-only listings. At most %d entries a role, none twice; an entry may be in several roles. Read at start only: a reload that changes a role is refused (see [OPERATIONS.md](OPERATIONS.md#running-the-daemon))", MaxAPIRoleEntries)},
 	}
 }
 

@@ -17,7 +17,8 @@ import (
 
 // apiCA writes a CA certificate (PEM), a CRL it signs (PEM and DER), a
 // CRL another key signs, and a leaf certificate, into dir.
-func apiCA(t *testing.T, dir string) (ca, crlPEM, crlDER, foreignCRL, leaf string) {
+// misnamedCRL is signed with the CA's key under another issuer name.
+func apiCA(t *testing.T, dir string) (ca, crlPEM, crlDER, foreignCRL, misnamedCRL, leaf string) {
 	t.Helper()
 	mk := func(cn string, isCA bool, parent *x509.Certificate, parentKey *ecdsa.PrivateKey) (*x509.Certificate, *ecdsa.PrivateKey) {
 		key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
@@ -59,15 +60,16 @@ func apiCA(t *testing.T, dir string) (ca, crlPEM, crlDER, foreignCRL, leaf strin
 		return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: c.Raw})
 	}
 	der := crl(caCert, caKey)
+	misnamed := &x509.Certificate{Subject: pkix.Name{CommonName: "another CA"}, SubjectKeyId: caCert.SubjectKeyId, KeyUsage: x509.KeyUsageCRLSign}
 	return write("ca.pem", certPEM(caCert)), write("crl.pem", pem.EncodeToMemory(&pem.Block{Type: "X509 CRL", Bytes: der})),
-		write("crl.der", der), write("foreign.crl", crl(other, otherKey)), write("leaf.pem", certPEM(leafCert))
+		write("crl.der", der), write("foreign.crl", crl(other, otherKey)), write("misnamed.crl", crl(misnamed, caKey)), write("leaf.pem", certPEM(leafCert))
 }
 
 // admin.api_*: the provisioning API is off by default; on, it needs the
 // server certificate, a client CA, roles, and a port of its own.
 func TestAdminAPIConfig(t *testing.T) {
 	dir := t.TempDir()
-	ca, crlPEM, crlDER, foreignCRL, leaf := apiCA(t, dir)
+	ca, crlPEM, crlDER, foreignCRL, misnamedCRL, leaf := apiCA(t, dir)
 	tlsCert, tlsKey := filepath.Join(dir, "tls.pem"), filepath.Join(dir, "tls.key")
 	for _, p := range []string{tlsCert, tlsKey} {
 		if err := os.WriteFile(p, []byte("x"), 0o600); err != nil {
@@ -122,6 +124,7 @@ func TestAdminAPIConfig(t *testing.T) {
 		{"CRL garbage", func(c *Config) { on(c); c.Admin.APIClientCRL = garbage }, "admin.api_client_crl", "garbage is not a CRL"},
 		{"CRL a certificate", func(c *Config) { on(c); c.Admin.APIClientCRL = ca }, "admin.api_client_crl", `PEM block is "CERTIFICATE", not X509 CRL`},
 		{"CRL of another CA", func(c *Config) { on(c); c.Admin.APIClientCRL = foreignCRL }, "admin.api_client_crl", "(issuer CN=api CA) is not signed by a certificate of admin.api_client_ca"},
+		{"CRL under another issuer name", func(c *Config) { on(c); c.Admin.APIClientCRL = misnamedCRL }, "admin.api_client_crl", "(issuer CN=another CA) is not issued by a certificate of admin.api_client_ca: no CA there has that subject"},
 		{"CRL without a CA", func(c *Config) { c.Admin.APIClientCRL = crlPEM }, "admin.api_client_crl", "needs admin.api_client_ca"},
 
 		{"role entry empty", func(c *Config) { on(c); c.Admin.APIRoles.Auditor = []string{""} }, "admin.api_roles.auditor", "entry 1 is empty"},
@@ -148,7 +151,7 @@ func TestAdminAPIConfig(t *testing.T) {
 func TestAdminAPIFromFile(t *testing.T) {
 	isolate(t)
 	dir := t.TempDir()
-	ca, crl, _, _, _ := apiCA(t, dir)
+	ca, crl, _, _, _, _ := apiCA(t, dir)
 	tlsCert, tlsKey := filepath.Join(dir, "tls.pem"), filepath.Join(dir, "tls.key")
 	for _, p := range []string{tlsCert, tlsKey} {
 		if err := os.WriteFile(p, []byte("x"), 0o600); err != nil {

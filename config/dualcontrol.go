@@ -44,7 +44,8 @@ type DualControlAct struct {
 
 // DualControlActs is every act that changes something, in the order of
 // the CLI. Roles are configuration, not an act: a change of roles is a
-// change of the configuration file, reloaded by the daemon.
+// change of the configuration file, read when the daemon starts (a
+// reload that changes them is refused).
 func DualControlActs() []DualControlAct {
 	return []DualControlAct{
 		{"user_add", "AddUser", "its request carries the password and the PIN"},

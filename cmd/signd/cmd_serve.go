@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -110,6 +111,14 @@ func (a *app) serve(ctx context.Context, cfg *config.Config, load func() (*confi
 		logger.Warn("admin.roles is not set: every user the admin socket serves (root, signd's own user, server.admin_group) holds every role, security_officer, administrator and auditor; there is no separation of duties")
 	}
 
+	// The provisioning API's CAs, roles, certificate and CRL, read before
+	// the store opens: the CRL in force is part of the configuration
+	// recorded below.
+	api, err := prepareAPI(cfg, a.now, logger)
+	if err != nil {
+		return err
+	}
+
 	db, err := storeopen.Open(cfg, logger)
 	if err != nil {
 		return err
@@ -117,7 +126,11 @@ func (a *app) serve(ctx context.Context, cfg *config.Config, load func() (*confi
 	defer db.Close()
 	// The configuration this daemon runs with, in the audit log before
 	// anything else it does.
-	if err := daemonaudit.Append(ctx, db, daemonaudit.ConfigLoaded(cfg, daemonaudit.ConfigStart, a.clock())); err != nil {
+	loaded := daemonaudit.ConfigLoaded(cfg, daemonaudit.ConfigStart, a.clock())
+	if api != nil {
+		daemonaudit.APIClientCRL(loaded, api.gate.CRLInForce())
+	}
+	if err := daemonaudit.Append(ctx, db, loaded); err != nil {
 		return fmt.Errorf("audit log: recording the configuration: %w", err)
 	}
 	mx := newMetrics()
@@ -221,15 +234,18 @@ func (a *app) serve(ctx context.Context, cfg *config.Config, load func() (*confi
 		TSALabel: cfg.CSC.Timestamp.Label, DualControl: cfg.Admin.DualControlOps(), PendingTTL: cfg.Admin.PendingTTL,
 		AuditKeyLabel: cfg.Audit.Label(), Checkpoints: checkpoints,
 		EnrollBaseURL: cfg.Server.BaseURL, EnrollmentTTL: cfg.Admin.EnrollmentTTL})
-	apiSrv, apiLn, apiReload, err := listenAPI(cfg, local, a.now, logger)
-	if err != nil {
-		httpLn.Close()
-		metricsEP.Close()
-		adminLn.Close()
-		return err
-	}
-	if apiLn != nil {
+	var apiSrv *http.Server
+	var apiLn net.Listener
+	var apiReload func(*config.Config) (func(), *x509.RevocationList, error)
+	if api != nil {
+		if apiSrv, apiLn, err = api.listen(local); err != nil {
+			httpLn.Close()
+			metricsEP.Close()
+			adminLn.Close()
+			return err
+		}
 		defer apiLn.Close()
+		apiReload = api.reload
 	}
 	mounters := []mounter{
 		&adminrpc.Handler{
@@ -280,7 +296,7 @@ func (a *app) serve(ctx context.Context, cfg *config.Config, load func() (*confi
 				sdnotify.Send(logger, state)
 			}
 		}
-		(&reload.Reloader{Load: load, Level: level, Certs: certs, CertStatus: svc.certStatusChecker, API: apiReload, Logger: logger, Notify: notify, Now: a.clock,
+		(&reload.Reloader{Load: load, Start: cfg, Level: level, Certs: certs, CertStatus: svc.certStatusChecker, API: apiReload, Logger: logger, Notify: notify, Now: a.clock,
 			Audit: func(e *store.AuditEntry) error { return daemonaudit.Append(reloadCtx, db, e) }}).Run(reloadCtx, hup)
 	}()
 	defer func() { stopReload(); <-reloaded }()

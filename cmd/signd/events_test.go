@@ -183,7 +183,8 @@ func TestStoreBackupAudited(t *testing.T) {
 // TestConfigReloadAudited: each SIGHUP reload is a config_loaded entry:
 // applied, with the new file's digest and who may administer (the groups
 // of admin.roles, admin.dual_control); refused (a bad value), with the
-// reason and no digest; the daemon's start is the first.
+// reason and no digest; a change of dual control (read at start only),
+// refused naming the key; the daemon's start is the first.
 func TestConfigReloadAudited(t *testing.T) {
 	gid := strconv.Itoa(os.Getegid()) // the test's own group holds every role
 	e := newEnv(t, "log:\n  level: info\nadmin:\n  roles:\n    security_officer: [\""+gid+"\"]\n    administrator: [\""+gid+"\"]\n"+
@@ -209,6 +210,12 @@ func TestConfigReloadAudited(t *testing.T) {
 	e.setConfig("level: debug", "level: loud")
 	reload("reload: configuration refused, nothing changed")
 	e.setConfig("level: loud", "level: debug") // for the CLI that exports
+	// Dual control and the socket's roles are read at start: a reload
+	// that changes them is refused, so config_loaded never records a
+	// policy not in force.
+	e.setConfig("dual_control: [credential_remove, tsa_enroll]", "dual_control: [tsa_enroll]")
+	reload("reload: admin.dual_control needs a restart; nothing changed")
+	e.setConfig("dual_control: [tsa_enroll]", "dual_control: [credential_remove, tsa_enroll]")
 
 	got := ofKind(func() []*store.AuditEntry { es, _ := auditExport(t, e); return es }(), store.AuditConfigLoaded)
 	admin := func(fields map[string]string) map[string]string {
@@ -223,6 +230,7 @@ func TestConfigReloadAudited(t *testing.T) {
 		{store.AuditOK, "", admin(map[string]string{"event": "start", "path": e.cfgPath, "sha256": start})},
 		{store.AuditOK, "", admin(map[string]string{"event": "reload", "path": e.cfgPath, "sha256": applied})},
 		{store.AuditRefused, "configuration refused", map[string]string{"event": "reload"}},
+		{store.AuditRefused, "admin.dual_control needs a restart", map[string]string{"event": "reload"}},
 	}
 	if len(got) != len(want) {
 		t.Fatalf("%d config_loaded entries, want %d: %+v", len(got), len(want), got)

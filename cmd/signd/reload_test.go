@@ -2,13 +2,20 @@ package main
 
 import (
 	"bytes"
+	"context"
+	"crypto/sha256"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/hex"
+	"encoding/json"
 	"encoding/pem"
+	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -17,6 +24,7 @@ import (
 
 	"golang.org/x/crypto/ocsp"
 
+	"github.com/signd/signd/admin"
 	"github.com/signd/signd/cmd/signd/adminapi"
 	"github.com/signd/signd/csc/certstatus/certstatustest"
 	"github.com/signd/signd/store"
@@ -240,13 +248,20 @@ func TestReloadCertificateStatus(t *testing.T) {
 
 // TestReloadProvisioningAPI: a reload reads the provisioning API's
 // certificate and key and its CRL (admin.api_client_crl) again: a client
-// certificate the CA revoked since is refused at the next handshake, new
-// handshakes get the rotated server certificate. A CRL that does not load
-// changes nothing, nor does turning the API off.
+// certificate the CA revoked since is refused at its next request on a
+// kept-alive connection and at the next handshake, new handshakes get the
+// rotated server certificate, and config_loaded records the CRL in force
+// (at start too).
+// A reload that would weaken the check (an older CRL, none) changes
+// nothing, nor does one that changes who may administer (admin.api_roles),
+// a CRL that does not load, a key that is not the certificate's (the CRL
+// read with it stays out of force), or turning the API off.
 func TestReloadProvisioningAPI(t *testing.T) {
 	ca := certstatustest.New(t, "admin API CA", nil)
 	onboarding, auditor := clientCertOf(t, ca, "onboarding"), clientCertOf(t, ca, "auditor")
-	writeCRL := func(file string) {
+	spare := clientCertOf(t, ca, "onboarding")
+	writeCRL := func(file string, number int64) []byte {
+		ca.SetCRLNumber(number)
 		res, err := http.Get(ca.URL + "/crl")
 		if err != nil {
 			t.Fatal(err)
@@ -259,11 +274,13 @@ func TestReloadProvisioningAPI(t *testing.T) {
 		if err := os.Rename(file+".new", file); err != nil {
 			t.Fatal(err)
 		}
+		return der
 	}
 	var crlFile string
+	var first []byte
 	p := startProvisioningWith(t, auditor, ca, func(e *env) {
 		crlFile = filepath.Join(e.dir, "api-clients.crl")
-		writeCRL(crlFile)
+		first = writeCRL(crlFile, 1)
 		// The environment: startProvisioningWith writes the admin section.
 		t.Setenv("SIGND_ADMIN_API_CLIENT_CRL", crlFile)
 	})
@@ -292,17 +309,60 @@ func TestReloadProvisioningAPI(t *testing.T) {
 			time.Sleep(10 * time.Millisecond)
 		}
 	}
-	if st, err := get(&onboarding); st != http.StatusOK {
-		t.Fatalf("before the revocation: %d %v", st, err)
+	// lastConfigLoaded is the newest config_loaded entry.
+	lastConfigLoaded := func() (e struct {
+		Outcome, Reason string
+		Fields          map[string]string
+	}) {
+		t.Helper()
+		st, raw := p.call(&auditor, "GET", "/audit/export?kind=config_loaded", "")
+		lines := strings.Split(strings.TrimSpace(string(raw)), "\n")
+		if st != http.StatusOK || json.Unmarshal([]byte(lines[len(lines)-1]), &e) != nil {
+			t.Fatalf("export: %d %s", st, raw)
+		}
+		return e
+	}
+	// A kept-alive connection of onboarding's.
+	var dials atomic.Int32
+	keptAlive := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{
+		TLSClientConfig: &tls.Config{RootCAs: p.roots, Certificates: []tls.Certificate{onboarding.tls}},
+		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			dials.Add(1)
+			return (&net.Dialer{}).DialContext(ctx, network, addr)
+		}}}
+	keptGet := func() (int, []byte) {
+		t.Helper()
+		res, err := keptAlive.Get(p.api + adminapi.Prefix + "/users")
+		if err != nil {
+			t.Fatalf("on the kept-alive connection: %v", err)
+		}
+		defer res.Body.Close()
+		raw, _ := io.ReadAll(res.Body)
+		return res.StatusCode, raw
+	}
+	if st, raw := keptGet(); st != http.StatusOK {
+		t.Fatalf("before the revocation: %d %s", st, raw)
+	}
+	sum := sha256.Sum256(first)
+	if e := lastConfigLoaded(); e.Fields["event"] != "start" || e.Fields["admin.api_client_crl.number"] != "1" ||
+		e.Fields["admin.api_client_crl.sha256"] != hex.EncodeToString(sum[:]) {
+		t.Errorf("config_loaded at start: %+v, want the CRL in force (number 1, sha256 %x)", e, sum)
 	}
 
 	ca.Revoke(onboarding.cert.SerialNumber, ocsp.KeyCompromise)
-	writeCRL(crlFile)
+	second := writeCRL(crlFile, 2)
 	nextCert, nextKey, _ := selfSigned(t, t.TempDir())
 	p.roots.AppendCertsFromPEM(mustRead(t, nextCert))
 	replaceFile(t, nextCert, p.serverCA)
 	replaceFile(t, nextKey, filepath.Join(filepath.Dir(p.serverCA), "tls.key"))
 	reload(`"msg":"reloaded"`)
+	revoked := fmt.Sprintf("the client certificate (serial %s) is revoked (admin.api_client_crl", onboarding.cert.SerialNumber)
+	if st, raw := keptGet(); st != http.StatusForbidden || !strings.Contains(string(raw), revoked) || dials.Load() != 1 {
+		t.Fatalf("the kept-alive connection after the revocation (%d dials): %d %s", dials.Load(), st, raw)
+	}
+	if acts := p.actsOf(&auditor, admin.CertActor(onboarding.cert)); !slices.Contains(acts, "ListUsers admin_refused  refused") {
+		t.Errorf("the refusal on the kept-alive connection not audited: %q", acts)
+	}
 	if st, err := get(&onboarding); err == nil {
 		t.Fatalf("a certificate on the reloaded CRL: %d, want the handshake refused", st)
 	}
@@ -315,15 +375,51 @@ func TestReloadProvisioningAPI(t *testing.T) {
 	if !bytes.Equal(served, certDER(t, nextCert)) {
 		t.Error("a new handshake does not get the rotated API certificate")
 	}
+	sum = sha256.Sum256(second)
+	if e := lastConfigLoaded(); e.Outcome != store.AuditOK || e.Fields["admin.api_client_crl.number"] != "2" ||
+		e.Fields["admin.api_client_crl.sha256"] != hex.EncodeToString(sum[:]) || e.Fields["admin.api_client_crl.this_update"] == "" {
+		t.Errorf("config_loaded of the reload: %+v, want the CRL in force (number 2, sha256 %x)", e, sum)
+	}
+
+	// Who may administer is read at start: a reload that changes it is
+	// refused, the role stays, and config_loaded says why.
+	auditorEntry := fmt.Sprintf(`auditor: ["sha256:%s"]`, admin.SPKIFingerprint(auditor.cert))
+	p.e.setConfig(auditorEntry, `auditor: ["CN=someone else,O=Example"]`)
+	reload("reload: admin.api_roles.auditor needs a restart; nothing changed")
+	if st, err := get(&auditor); st != http.StatusOK {
+		t.Fatalf("auditor after a refused change of admin.api_roles: %d %v", st, err)
+	}
+	if e := lastConfigLoaded(); e.Outcome != store.AuditRefused || e.Reason != "admin.api_roles.auditor needs a restart" {
+		t.Errorf("config_loaded of the refused reload: %+v", e)
+	}
+	p.e.setConfig(`auditor: ["CN=someone else,O=Example"]`, auditorEntry)
+
+	// An older CRL (without onboarding's revocation), or none: refused.
+	if err := os.WriteFile(crlFile, first, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	reload("reload: admin.api_client_crl: the CRL's cRLNumber 1 is lower than 2 of the CRL in force")
+	t.Setenv("SIGND_ADMIN_API_CLIENT_CRL", "")
+	reload("reload: admin.api_client_crl: removing the CRL would turn the revocation check off")
+	t.Setenv("SIGND_ADMIN_API_CLIENT_CRL", crlFile)
+	if st, err := get(&onboarding); err == nil {
+		t.Fatalf("the revoked certificate after an older CRL and none were refused: %d", st)
+	}
 
 	if err := os.WriteFile(crlFile, []byte("not a CRL"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	reload("reload: configuration refused, nothing changed: admin.api_client_crl: ")
-	writeCRL(crlFile) // a good CRL, and a key that is not the certificate's
+	// A good CRL that revokes spare, and a key that is not the
+	// certificate's: neither is put in force.
+	ca.Revoke(spare.cert.SerialNumber, ocsp.KeyCompromise)
+	writeCRL(crlFile, 3)
 	_, otherKey, _ := selfSigned(t, t.TempDir())
 	replaceFile(t, otherKey, filepath.Join(filepath.Dir(p.serverCA), "tls.key"))
 	reload("reload: admin.api_cert_file, api_key_file: ")
+	if st, err := get(&spare); st != http.StatusOK {
+		t.Fatalf("a certificate the CRL of a refused reload revokes: %d %v, want 200", st, err)
+	}
 	p.e.setConfig("api_listen: 127.0.0.1:0", "api_listen: \"\"")
 	reload("reload: turning the provisioning API (admin.api_listen) on or off needs a restart; nothing changed")
 	if st, err := get(&onboarding); err == nil {

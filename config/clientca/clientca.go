@@ -1,13 +1,16 @@
 package clientca
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"crypto/x509"
 	"encoding/hex"
 	"encoding/pem"
+	"errors"
 	"fmt"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/signd/signd/config/rules"
 )
@@ -61,7 +64,10 @@ func CAFile(path string) string {
 }
 
 // ReadCRL reads admin.api_client_crl (PEM or DER) and checks its
-// signature by one of cas.
+// signature by one of cas whose subject is the CRL's issuer, byte for
+// byte (RFC 5280 §6.3.3 (b): x509.RevocationList.CheckSignatureFrom
+// checks the key alone, so a CRL signed with a CA's key under another
+// name would pass it).
 func ReadCRL(path string, cas []*x509.Certificate) (*x509.RevocationList, error) {
 	raw, err := os.ReadFile(path)
 	if err != nil {
@@ -77,12 +83,57 @@ func ReadCRL(path string, cas []*x509.Certificate) (*x509.RevocationList, error)
 	if err != nil {
 		return nil, fmt.Errorf("%s is not a CRL: %v", path, err)
 	}
+	named := false
 	for _, ca := range cas {
+		if !bytes.Equal(crl.RawIssuer, ca.RawSubject) {
+			continue
+		}
+		named = true
 		if crl.CheckSignatureFrom(ca) == nil {
 			return crl, nil
 		}
 	}
+	if !named {
+		return nil, fmt.Errorf("%s (issuer %s) is not issued by a certificate of admin.api_client_ca: no CA there has that subject", path, crl.Issuer)
+	}
 	return nil, fmt.Errorf("%s (issuer %s) is not signed by a certificate of admin.api_client_ca", path, crl.Issuer)
+}
+
+// Replaces says why crl (nil: admin.api_client_crl now empty) may not
+// replace old, the CRL in force (nil: none), on a reload at now; nil when
+// it may. A reload never weakens the revocation check: the CRL is not
+// removed (adding one is fine), its issuer does not change, it does not
+// go back (a lower cRLNumber or an earlier thisUpdate than the CRL in
+// force would make revoked certificates good again, RFC 5280 §5.2.3;
+// cRLNumbers are compared when both CRLs carry one),
+// and it is not out of date already (it would refuse every certificate).
+// Each of these needs a restart, which reads the file as it is.
+func Replaces(old, crl *x509.RevocationList, now time.Time) error {
+	if crl == nil {
+		if old != nil {
+			return errors.New("removing the CRL would turn the revocation check off; restart signd to run without one")
+		}
+		return nil
+	}
+	if !crl.NextUpdate.IsZero() && !now.Before(crl.NextUpdate) {
+		return fmt.Errorf("the CRL is out of date since %s (nextUpdate): it would refuse every certificate", crl.NextUpdate.UTC().Format(time.RFC3339))
+	}
+	if old == nil {
+		return nil
+	}
+	if !bytes.Equal(crl.RawIssuer, old.RawIssuer) ||
+		len(crl.AuthorityKeyId) > 0 && len(old.AuthorityKeyId) > 0 && !bytes.Equal(crl.AuthorityKeyId, old.AuthorityKeyId) {
+		return fmt.Errorf("the CRL is issued by %s (key %x), the CRL in force by %s (key %x): a change of issuer needs a restart",
+			crl.Issuer, crl.AuthorityKeyId, old.Issuer, old.AuthorityKeyId)
+	}
+	switch {
+	case old.Number != nil && crl.Number != nil && crl.Number.Cmp(old.Number) < 0:
+		return fmt.Errorf("the CRL's cRLNumber %s is lower than %s of the CRL in force: an older CRL would make revoked certificates good again", crl.Number, old.Number)
+	case crl.ThisUpdate.Before(old.ThisUpdate):
+		return fmt.Errorf("the CRL's thisUpdate %s is before %s of the CRL in force: an older CRL would make revoked certificates good again",
+			crl.ThisUpdate.UTC().Format(time.RFC3339), old.ThisUpdate.UTC().Format(time.RFC3339))
+	}
+	return nil
 }
 
 // CRLFile checks admin.api_client_crl: empty, or a CRL that ReadCRL reads

@@ -2,7 +2,8 @@
 // clients (admin.api_*): the file of the CA certificates that issue their
 // certificates (admin.api_client_ca), that CA's CRL (admin.api_client_crl)
 // and the certificate entries of each role (admin.api_roles.*). ReadCAs
-// and ReadCRL are what the daemon serves with; CAFile, CRLFile and Entries
+// and ReadCRL are what the daemon serves with, Replaces what a reload
+// may put in place of the CRL in force; CAFile, CRLFile and Entries
 // are config's checks of the same files and entries, each returning "" or
 // the problem in words, as the checks of config/rules do. The key rows
 // and the rest of admin.api_* stay in package config's one key table.

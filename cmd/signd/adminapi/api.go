@@ -230,22 +230,33 @@ func (h *Handler) Mount(g *echo.Group) error {
 	return nil
 }
 
-// principal is the caller, from the certificate the handshake verified.
-func (h *Handler) principal(c echo.Context) (admin.Principal, bool) {
-	st := c.Request().TLS
-	if st == nil || len(st.VerifiedChains) == 0 || len(st.PeerCertificates) == 0 {
-		return admin.Principal{}, false
+// whoAmIOp names GET /whoami in an admin_refused entry.
+const whoAmIOp = "WhoAmI"
+
+// principal is the caller, from the certificate the handshake verified,
+// admitted by the gate again for this request (Gate.Admit: the CRL in
+// force now). It answers the refusal itself, in the one error shape,
+// and closes the connection after it; ok is false then.
+func (h *Handler) principal(c echo.Context, op string) (by admin.Principal, ok bool, _ error) {
+	req := c.Request()
+	by, ok, err := h.Gate.Admit(req.Context(), req.TLS, req.RemoteAddr, op)
+	if !ok {
+		return by, false, c.JSON(http.StatusForbidden, errNoCert)
 	}
-	return h.Gate.Principal(st.PeerCertificates[0]), true
+	if err != nil {
+		c.Response().Header().Set(echo.HeaderConnection, "close")
+		return by, false, adminrpc.WriteResult(c, h.logger(), op, nil, err)
+	}
+	return by, true, nil
 }
 
 var errNoCert = &admin.Error{Kind: admin.KindForbidden, Message: "provisioning API: no verified client certificate"}
 
 func (h *Handler) serve(op admin.Operation, request func(echo.Context, []byte) ([]byte, error)) echo.HandlerFunc {
 	return func(c echo.Context) error {
-		by, ok := h.principal(c)
+		by, ok, err := h.principal(c, op.Name)
 		if !ok {
-			return c.JSON(http.StatusForbidden, errNoCert)
+			return err
 		}
 		body, err := readBody(c)
 		if err == nil && request != nil {
@@ -287,9 +298,9 @@ var tooLarge = &admin.Error{Kind: admin.KindInvalid, Message: "the request body 
 
 // whoAmI says who the API takes the caller for; it needs no role.
 func (h *Handler) whoAmI(c echo.Context) error {
-	by, ok := h.principal(c)
+	by, ok, err := h.principal(c, whoAmIOp)
 	if !ok {
-		return c.JSON(http.StatusForbidden, errNoCert)
+		return err
 	}
 	id := admin.Identity{Actor: by.Actor, Roles: by.Roles, SeparationOfDuties: true, Via: "api"}
 	if id.Roles == nil {

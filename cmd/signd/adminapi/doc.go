@@ -13,6 +13,10 @@
 // handshake runs in the listener (Gate.Listen), so that a refused
 // handshake is audited (admin_refused, op tls_handshake) naming the
 // certificate when the client sent one, and no HTTP is spoken with it.
+// Every request asks the CRL in force again (Gate.Admit): a certificate
+// revoked by a reloaded CRL or expired, or a CRL gone out of date, while
+// a kept-alive connection is open is refused at its next request (403,
+// admin_refused with the request's operation) and the connection closed.
 //
 // Each request then acts as admin.CertPrincipal of the certificate: every
 // route calls one admin.Operations entry, so the roles, dual control (a

@@ -46,8 +46,8 @@ type crlRef struct{ crl *x509.RevocationList }
 // reload of admin.api_client_crl); nil = none.
 func (g *Gate) SetCRL(crl *x509.RevocationList) { g.reloaded.Store(&crlRef{crl}) }
 
-// crl is the CRL in force: SetCRL's, else CRL.
-func (g *Gate) crl() *x509.RevocationList {
+// CRLInForce is the CRL in force: SetCRL's, else CRL.
+func (g *Gate) CRLInForce() *x509.RevocationList {
 	if r := g.reloaded.Load(); r != nil {
 		return r.crl
 	}
@@ -106,22 +106,67 @@ func (g *Gate) verify(cs tls.ConnectionState) error {
 		return errors.New("provisioning API: no verified client certificate") // not reached with RequireAndVerifyClientCert
 	}
 	cert := cs.PeerCertificates[0]
-	if crl := g.crl(); crl != nil {
-		if next := crl.NextUpdate; !next.IsZero() && g.now().After(next) {
-			return &refusal{cert, fmt.Sprintf("the CRL admin.api_client_crl is out of date since %s: revocations after it are unknown, so no certificate is accepted until it is replaced", next.UTC().Format(time.RFC3339))}
-		}
-		if len(cs.VerifiedChains[0]) > 1 && string(cs.VerifiedChains[0][1].RawSubject) == string(crl.RawIssuer) {
-			for _, e := range crl.RevokedCertificateEntries {
-				if e.SerialNumber.Cmp(cert.SerialNumber) == 0 {
-					return &refusal{cert, fmt.Sprintf("the client certificate (serial %s) is revoked (admin.api_client_crl, since %s)", cert.SerialNumber, e.RevocationTime.UTC().Format(time.RFC3339))}
-				}
-			}
-		}
+	if reason := g.revoked(cs.VerifiedChains[0]); reason != "" {
+		return &refusal{cert, reason}
 	}
 	if len(g.Roles.CertRoles(cert)) == 0 {
 		return &refusal{cert, "the client certificate holds no role: admin.api_roles names neither its subject nor its key"}
 	}
 	return nil
+}
+
+// revoked says why the CRL in force refuses the client certificate of
+// the verified chain (its first certificate), "" when it does not: the
+// CRL is out of date, or it lists the certificate. The handshake asks
+// (verify), and so does every request on the connection (Handler): a
+// certificate revoked, or a CRL gone out of date, while a kept-alive
+// connection is open is refused at its next request.
+func (g *Gate) revoked(chain []*x509.Certificate) string {
+	crl := g.CRLInForce()
+	if crl == nil || len(chain) == 0 {
+		return ""
+	}
+	if next := crl.NextUpdate; !next.IsZero() && g.now().After(next) {
+		return fmt.Sprintf("the CRL admin.api_client_crl is out of date since %s: revocations after it are unknown, so no certificate is accepted until it is replaced", next.UTC().Format(time.RFC3339))
+	}
+	cert := chain[0]
+	if len(chain) > 1 && string(chain[1].RawSubject) == string(crl.RawIssuer) {
+		for _, e := range crl.RevokedCertificateEntries {
+			if e.SerialNumber.Cmp(cert.SerialNumber) == 0 {
+				return fmt.Sprintf("the client certificate (serial %s) is revoked (admin.api_client_crl, since %s)", cert.SerialNumber, e.RevocationTime.UTC().Format(time.RFC3339))
+			}
+		}
+	}
+	return ""
+}
+
+// Admit names the caller of a request on a connection whose handshake
+// verify let through, checking the CRL in force again (revoked) and the
+// chain's expiry by the gate's clock: a refused caller is audited as admin_refused with op, and err says why
+// (KindForbidden). ok is false when the connection has no verified
+// client certificate (not through Listen).
+func (g *Gate) Admit(ctx context.Context, cs *tls.ConnectionState, remote, op string) (by admin.Principal, ok bool, err error) {
+	if cs == nil || len(cs.VerifiedChains) == 0 || len(cs.PeerCertificates) == 0 {
+		return admin.Principal{}, false, nil
+	}
+	cert := cs.PeerCertificates[0]
+	reason := g.revoked(cs.VerifiedChains[0])
+	for _, c := range cs.VerifiedChains[0] {
+		if reason == "" && g.now().After(c.NotAfter) {
+			// The handshake checked the chain's validity; a
+			// connection kept alive past it is not.
+			reason = fmt.Sprintf("the certificate %s of the client's chain expired at %s", c.Subject, c.NotAfter.UTC().Format(time.RFC3339))
+		}
+	}
+	if reason != "" {
+		by = admin.Principal{Actor: admin.CertActor(cert)}
+		g.logger().Warn("provisioning API: request refused", "actor", by.Actor, "remote", remote, "op", op, "reason", reason)
+		if g.Refused != nil {
+			g.Refused(context.WithoutCancel(ctx), by, op, reason, map[string]string{"remote": remote})
+		}
+		return by, true, &admin.Error{Kind: admin.KindForbidden, Message: "provisioning API: " + reason}
+	}
+	return g.Principal(cert), true, nil
 }
 
 // Principal names the caller with the verified client certificate cert.

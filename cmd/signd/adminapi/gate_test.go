@@ -1,12 +1,16 @@
 package adminapi
 
 import (
+	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/json"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -116,5 +120,103 @@ func TestGateProbeNotAudited(t *testing.T) {
 		if e.Kind == store.AuditAdminRefused {
 			t.Errorf("a probe audited: %+v", e)
 		}
+	}
+}
+
+// A kept-alive connection is no way around the CRL: a certificate
+// revoked (SetCRL, as a SIGHUP reload does), a CRL gone out of date, or a
+// certificate expired while its connection is open is refused at its next request on that
+// same connection, in the one error shape, audited as admin_refused with
+// the request's operation, and the connection closed; a new connection
+// is refused at the handshake as before.
+func TestGateRevocationOnOpenConnection(t *testing.T) {
+	tests := []struct {
+		name   string
+		change func(w *world, c *clientCert)
+		reason string
+		// handshake is the reason of a new connection's refusal; "" =
+		// reason.
+		handshake string
+	}{
+		{"revoked", func(w *world, c *clientCert) {
+			w.ca.Revoke(c.cert.SerialNumber, 1)
+			w.gate.SetCRL(crlOf(t, w.ca))
+		}, "the client certificate (serial %s) is revoked (admin.api_client_crl, since ", ""},
+		{"CRL out of date", func(w *world, c *clientCert) {
+			next := w.gate.CRL.NextUpdate
+			w.gate.Now = func() time.Time { return next.Add(time.Minute) }
+		}, "the CRL admin.api_client_crl is out of date since ", ""},
+		{"certificate expired", func(w *world, c *clientCert) {
+			w.gate.SetCRL(nil)
+			after := c.cert.NotAfter
+			w.gate.Now = func() time.Time { return after.Add(time.Minute) }
+		}, "the certificate CN=onboarding,O=Example of the client's chain expired at ",
+			"does not verify against admin.api_client_ca: x509: certificate has expired or is not yet valid"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			w := newWorld(t, map[string][]string{"administrator": {"CN=onboarding,O=Example"}}, nil, nil)
+			w.gate.CRL = crlOf(t, w.ca)
+			good := issue(t, w.ca, "onboarding", time.Time{}, time.Time{})
+			var dials atomic.Int32
+			dialer := &net.Dialer{}
+			c := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
+				TLSClientConfig: &tls.Config{RootCAs: w.roots, Certificates: []tls.Certificate{good.tls}},
+				DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+					dials.Add(1)
+					return dialer.DialContext(ctx, network, addr)
+				}}}
+			get := func() (*http.Response, []byte, error) {
+				res, err := c.Get("https://" + w.addr + Prefix + "/users")
+				if err != nil {
+					return nil, nil, err
+				}
+				defer res.Body.Close()
+				raw, _ := io.ReadAll(res.Body)
+				return res, raw, nil
+			}
+			if res, raw, err := get(); err != nil || res.StatusCode != http.StatusOK {
+				t.Fatalf("before: %v %v %s", res, err, raw)
+			}
+			before := len(w.audit())
+			tt.change(w, &good)
+			res, raw, err := get()
+			if err != nil {
+				t.Fatalf("on the open connection: %v", err)
+			}
+			reason := tt.reason
+			if strings.Contains(reason, "%s") {
+				reason = fmt.Sprintf(reason, good.cert.SerialNumber)
+			}
+			var ae admin.Error
+			if res.StatusCode != http.StatusForbidden || json.Unmarshal(raw, &ae) != nil || ae.Kind != admin.KindForbidden ||
+				!strings.HasPrefix(ae.Message, "provisioning API: "+reason) {
+				t.Errorf("on the open connection: %d %s, want 403 forbidden ...%s...", res.StatusCode, raw, reason)
+			}
+			if n := dials.Load(); n != 1 {
+				t.Errorf("%d connections, want the first one kept alive", n)
+			}
+			if !res.Close {
+				t.Error("the refused connection is kept open")
+			}
+			w.awaitRefusal(t)
+			es := w.audit()[before:]
+			if len(es) != 1 || es[0].Kind != store.AuditAdminRefused || es[0].Outcome != store.AuditRefused ||
+				es[0].Fields["op"] != "ListUsers" || es[0].Actor != admin.CertActor(good.cert) || !strings.Contains(es[0].Reason, reason) ||
+				!strings.HasPrefix(es[0].Fields["remote"], "127.0.0.1:") {
+				t.Errorf("audited as %+v, want one admin_refused ListUsers of %s", es, admin.CertActor(good.cert))
+			}
+			// A new connection: refused at the handshake, as before.
+			if res, _, err := get(); err == nil {
+				t.Errorf("a new connection: %s, want the handshake refused", res.Status)
+			}
+			w.awaitRefusal(t)
+			if tt.handshake != "" {
+				reason = tt.handshake
+			}
+			if es := w.audit(); es[len(es)-1].Fields["op"] != handshakeOp || !strings.Contains(es[len(es)-1].Reason, reason) {
+				t.Errorf("the new connection audited as %+v", es[len(es)-1])
+			}
+		})
 	}
 }

@@ -2,6 +2,9 @@ package daemonaudit
 
 import (
 	"context"
+	"crypto/sha256"
+	"crypto/x509"
+	"encoding/hex"
 	"strings"
 	"time"
 
@@ -44,6 +47,23 @@ func ConfigLoaded(cfg *config.Config, event string, now time.Time) *store.AuditE
 	}
 	e.Fields["path"], e.Fields["sha256"] = cfg.Source(), cfg.SHA256()
 	return e
+}
+
+// APIClientCRL adds to e, a config_loaded entry (at start or on a
+// reload), the provisioning API's CRL in force (admin.api_client_crl; crl nil: none): its cRLNumber,
+// thisUpdate and the SHA-256 of its DER, so that an auditor can tell
+// which revocations the API enforced from then on.
+func APIClientCRL(e *store.AuditEntry, crl *x509.RevocationList) {
+	if crl == nil {
+		e.Fields["admin.api_client_crl"] = "none"
+		return
+	}
+	sum := sha256.Sum256(crl.Raw)
+	e.Fields["admin.api_client_crl.sha256"] = hex.EncodeToString(sum[:])
+	e.Fields["admin.api_client_crl.this_update"] = crl.ThisUpdate.UTC().Format(time.RFC3339)
+	if crl.Number != nil {
+		e.Fields["admin.api_client_crl.number"] = crl.Number.String()
+	}
 }
 
 // ConfigRefused is the audit entry of a reload that changed nothing:

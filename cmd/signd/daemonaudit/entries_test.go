@@ -1,8 +1,10 @@
 package daemonaudit
 
 import (
+	"crypto/x509"
 	"errors"
 	"fmt"
+	"math/big"
 	"strings"
 	"testing"
 	"time"
@@ -56,6 +58,28 @@ func TestOIDCKeyEntries(t *testing.T) {
 		}
 		if strings.Join(lines, "\n") != tc.want {
 			t.Errorf("%s:\n got %q\nwant %q", tc.name, lines, tc.want)
+		}
+	}
+}
+
+// TestAPIClientCRL: config_loaded names the provisioning API's CRL in
+// force by its number, thisUpdate (UTC) and the SHA-256 of its DER
+// (sha256("der") below), or says there is none.
+func TestAPIClientCRL(t *testing.T) {
+	this := time.Date(2026, 11, 27, 12, 0, 0, 0, time.FixedZone("CET", 3600))
+	for _, tc := range []struct {
+		name string
+		crl  *x509.RevocationList
+		want string
+	}{
+		{"none", nil, "map[admin.api_client_crl:none event:reload]"},
+		{"numbered", &x509.RevocationList{Raw: []byte("der"), Number: big.NewInt(42), ThisUpdate: this},
+			"map[admin.api_client_crl.number:42 admin.api_client_crl.sha256:5050d80d22ecd471ea55df7034042c1e041341ff4066e7f6ff38e20b720df8ea admin.api_client_crl.this_update:2026-11-27T11:00:00Z event:reload]"},
+	} {
+		e := &store.AuditEntry{Fields: map[string]string{"event": ConfigReload}}
+		APIClientCRL(e, tc.crl)
+		if got := fmt.Sprint(e.Fields); got != tc.want {
+			t.Errorf("%s:\n got %s\nwant %s", tc.name, got, tc.want)
 		}
 	}
 }

@@ -4,5 +4,7 @@
 // certificate-status settings (fetching every credential's OCSP and CRL
 // answers again) and the provisioning API's CRL, tells systemd
 // RELOADING=1 and READY=1 around it, and records the outcome in the audit
-// log. Other keys need a restart.
+// log. Other keys need a restart; a reload that changes a key deciding
+// who may administer signd (RestartOnly), or that would weaken the
+// provisioning API's CRL check, is refused and changes nothing.
 package reload

@@ -2,10 +2,13 @@ package reload
 
 import (
 	"context"
+	"crypto/x509"
 	"fmt"
 	"log/slog"
 	"os"
 	"os/signal"
+	"reflect"
+	"strings"
 	"syscall"
 	"time"
 
@@ -25,12 +28,15 @@ import (
 // again at once) and the provisioning API's certificate and key and CRL.
 // The configuration is loaded again as at start (file, environment,
 // flags); a configuration with problems, or a file that does not load,
-// changes nothing. Other keys need a restart and are not looked at;
-// turning TLS, csc.cert_status or the provisioning API on or off is
-// refused.
+// changes nothing. Other keys need a restart; turning TLS,
+// csc.cert_status or the provisioning API on or off, or changing a key of
+// RestartOnly (who may administer signd), is refused.
 type Reloader struct {
 	// Load loads the configuration as at start.
 	Load func() (*config.Config, error)
+	// Start is the configuration the daemon started with: a reload that
+	// changes one of its RestartOnly keys is refused (nil = not checked).
+	Start *config.Config
 	// Level is the loggers' level, set to log.level.
 	Level *slog.LevelVar
 	// Certs serves the TLS certificate; nil without TLS.
@@ -40,9 +46,10 @@ type Reloader struct {
 	CertStatus *certstatus.Checker
 	// API reads the provisioning API's certificate and key and its CRL
 	// (admin.api_cert_file, api_key_file, api_client_crl) of a
-	// configuration; apply puts them in force. nil when admin.api_listen
-	// is empty.
-	API    func(cfg *config.Config) (apply func(), err error)
+	// configuration; apply puts them in force, crl is the CRL it puts in
+	// force (nil: none), recorded in the reload's config_loaded entry.
+	// nil when admin.api_listen is empty.
+	API    func(cfg *config.Config) (apply func(), crl *x509.RevocationList, err error)
 	Logger *slog.Logger
 	// Notify tells systemd a state (sdnotify.Send, or nothing before
 	// READY=1).
@@ -73,14 +80,24 @@ func (r *Reloader) Reload() error {
 		r.record(daemonaudit.ConfigRefused("turning the provisioning API on or off needs a restart", r.Now()))
 		return fmt.Errorf("reload: turning the provisioning API (admin.api_listen) on or off needs a restart; nothing changed")
 	}
+	if keys := changedRestartOnly(r.Start, cfg); len(keys) > 0 {
+		verb := "needs"
+		if len(keys) > 1 {
+			verb = "need"
+		}
+		why := strings.Join(keys, ", ") + " " + verb + " a restart"
+		r.record(daemonaudit.ConfigRefused(why, r.Now()))
+		return fmt.Errorf("reload: %s; nothing changed", why)
+	}
 	applyAPI := func() {}
+	var crl *x509.RevocationList
 	if r.API != nil {
-		apply, err := r.API(cfg)
+		apply, c, err := r.API(cfg)
 		if err != nil {
 			r.record(daemonaudit.ConfigRefused("provisioning API certificate or CRL not loaded", r.Now()))
 			return fmt.Errorf("reload: %w; the previous certificate and CRL stay", err)
 		}
-		applyAPI = apply
+		applyAPI, crl = apply, c
 	}
 	if r.Certs != nil {
 		if err := r.Certs.Load(cfg.Server.TLS.CertFile, cfg.Server.TLS.KeyFile); err != nil {
@@ -93,9 +110,64 @@ func (r *Reloader) Reload() error {
 	if r.CertStatus != nil {
 		r.CertStatus.Reconfigure(certstatus.Settings{Refresh: cs.Refresh, Timeout: cs.Timeout, OCSPMaxAge: cs.OCSPMaxAge})
 	}
-	r.record(daemonaudit.ConfigLoaded(cfg, daemonaudit.ConfigReload, r.Now()))
+	e := daemonaudit.ConfigLoaded(cfg, daemonaudit.ConfigReload, r.Now())
+	if r.API != nil {
+		daemonaudit.APIClientCRL(e, crl)
+	}
+	r.record(e)
 	r.Logger.Info("reloaded", "tls", r.Certs != nil, "log_level", cfg.Log.Level, "cert_status", r.CertStatus != nil, "api", r.API != nil)
 	return nil
+}
+
+// RestartOnly are the keys (a name ending in "." stands for every key
+// under it) that decide who may administer signd and how, read once at
+// start and never reloaded: the admin socket's roles and group, dual
+// control and its pending requests, the enrollment links' lifetime, and
+// the provisioning API's address, client CAs and roles (its certificate
+// and key and its CRL are reloaded). A reload that changes one is
+// refused, so that what the reload's config_loaded entry records (the
+// roles, dual control) is what is in force.
+func RestartOnly() []string {
+	return []string{"server.admin_group", "admin.roles.", "admin.dual_control", "admin.pending_ttl", "admin.enrollment_ttl",
+		"admin.api_listen", "admin.api_client_ca", "admin.api_roles."}
+}
+
+// changedRestartOnly returns the RestartOnly keys whose value differs
+// between start and cfg, in the order of the key table; none when start
+// is nil.
+func changedRestartOnly(start, cfg *config.Config) []string {
+	if start == nil {
+		return nil
+	}
+	was := map[string]any{}
+	for _, s := range start.Settings() {
+		was[s.Key] = s.Value
+	}
+	var out []string
+	for _, s := range cfg.Settings() {
+		if restartOnly(s.Key) && !sameValue(was[s.Key], s.Value) {
+			out = append(out, s.Key)
+		}
+	}
+	return out
+}
+
+func restartOnly(key string) bool {
+	for _, k := range RestartOnly() {
+		if key == k || strings.HasSuffix(k, ".") && strings.HasPrefix(key, k) {
+			return true
+		}
+	}
+	return false
+}
+
+// sameValue: equal values, an empty list and none alike.
+func sameValue(a, b any) bool {
+	va, vb := reflect.ValueOf(a), reflect.ValueOf(b)
+	if va.Kind() == reflect.Slice && vb.Kind() == reflect.Slice && va.Len() == 0 && vb.Len() == 0 {
+		return true
+	}
+	return reflect.DeepEqual(a, b)
 }
 
 // record appends e to the audit log; a store that fails is logged (the

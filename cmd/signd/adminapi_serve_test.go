@@ -1,0 +1,119 @@
+package main
+
+import (
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/pem"
+	"math/big"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/signd/signd/cmd/signd/adminapi"
+	"github.com/signd/signd/config"
+	"github.com/signd/signd/csc/certstatus/certstatustest"
+)
+
+// crlTemplate describes a CRL apiReload's test writes.
+type crlTemplate struct {
+	number     int64
+	thisUpdate time.Time
+	nextUpdate time.Time
+}
+
+// TestAPIReloadCRL: a reload never weakens the provisioning API's
+// revocation check: it refuses to remove the CRL, to change its issuer
+// (another CA of an admin.api_client_ca bundle), to go back to an older
+// CRL (a lower cRLNumber, an earlier thisUpdate) or to put an out-of-date
+// one in force; the CRL in force stays. A newer CRL of the same CA goes,
+// and so does adding a CRL where none was.
+func TestAPIReloadCRL(t *testing.T) {
+	now := time.Now().Truncate(time.Second)
+	ca, other := certstatustest.New(t, "admin API CA", nil), certstatustest.New(t, "second admin API CA", nil)
+	cas := []*x509.Certificate{ca.Cert, other.Cert}
+	dir := t.TempDir()
+	certFile, keyFile, _ := selfSigned(t, dir)
+	n := 0
+	write := func(by *certstatustest.CA, c crlTemplate) string {
+		t.Helper()
+		tmpl := &x509.RevocationList{Number: big.NewInt(c.number), ThisUpdate: c.thisUpdate, NextUpdate: c.nextUpdate}
+		der, err := x509.CreateRevocationList(rand.Reader, tmpl, by.Cert, by.Key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n++
+		return writePEM(t, dir, "crl"+string(rune('a'+n)), &pem.Block{Type: "X509 CRL", Bytes: der})
+	}
+	current := crlTemplate{number: 10, thisUpdate: now.Add(-time.Hour), nextUpdate: now.Add(time.Hour)}
+	caFile := writePEM(t, dir, "cas.pem", &pem.Block{Type: "CERTIFICATE", Bytes: ca.Cert.Raw}, &pem.Block{Type: "CERTIFICATE", Bytes: other.Cert.Raw})
+	cfgOf := func(crlFile string) *config.Config {
+		cfg := &config.Config{}
+		cfg.Admin.APICertFile, cfg.Admin.APIKeyFile, cfg.Admin.APIClientCRL = certFile, keyFile, crlFile
+		cfg.Admin.APIClientCA = caFile
+		return cfg
+	}
+	tests := []struct {
+		name  string
+		start string // the CRL at start; "" = none
+		next  string // the CRL the reload reads; "" = none
+		err   string // "" = put in force
+	}{
+		{"a newer CRL", write(ca, current), write(ca, crlTemplate{11, now, now.Add(time.Hour)}), ""},
+		{"the same CRL again", write(ca, current), "", ""}, // next = start, below
+		{"a CRL where none was", "", write(ca, current), ""},
+		{"no CRL, none before", "", "", ""},
+		{"removed", write(ca, current), "", "admin.api_client_crl: removing the CRL would turn the revocation check off; restart signd to run without one"},
+		{"another CA's", write(ca, current), write(other, crlTemplate{11, now, now.Add(time.Hour)}),
+			"admin.api_client_crl: the CRL is issued by CN=second admin API CA,O=Test CA (key "},
+		{"a lower cRLNumber", write(ca, current), write(ca, crlTemplate{9, now, now.Add(time.Hour)}),
+			"admin.api_client_crl: the CRL's cRLNumber 9 is lower than 10 of the CRL in force"},
+		{"an earlier thisUpdate", write(ca, current), write(ca, crlTemplate{10, now.Add(-2 * time.Hour), now.Add(time.Hour)}),
+			"admin.api_client_crl: the CRL's thisUpdate " + now.Add(-2*time.Hour).UTC().Format(time.RFC3339) + " is before"},
+		{"out of date", write(ca, current), write(ca, crlTemplate{11, now.Add(-2 * time.Hour), now.Add(-time.Minute)}),
+			"admin.api_client_crl: the CRL is out of date since " + now.Add(-time.Minute).UTC().Format(time.RFC3339)},
+		{"out of date where none was", "", write(ca, crlTemplate{11, now.Add(-2 * time.Hour), now.Add(-time.Minute)}),
+			"admin.api_client_crl: the CRL is out of date since "},
+		{"the CA file changed", write(ca, current), "ca changed", "admin.api_client_ca: its CA certificates changed since start; a change of the client CAs needs a restart"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			next := tt.next
+			switch tt.name {
+			case "the same CRL again":
+				next = tt.start
+			case "the CA file changed": // the other CA alone, the CRL as it was
+				next = tt.start
+				writePEM(t, dir, "cas.pem", &pem.Block{Type: "CERTIFICATE", Bytes: other.Cert.Raw})
+				defer writePEM(t, dir, "cas.pem", &pem.Block{Type: "CERTIFICATE", Bytes: ca.Cert.Raw}, &pem.Block{Type: "CERTIFICATE", Bytes: other.Cert.Raw})
+			}
+			gate := &adminapi.Gate{ClientCAs: cas}
+			var cert atomic.Pointer[tls.Certificate]
+			reload := apiReload(gate, cas, &cert, func() time.Time { return now })
+			apply, _, err := reload(cfgOf(tt.start))
+			if err != nil {
+				t.Fatalf("at start: %v", err)
+			}
+			apply()
+			before := gate.CRLInForce()
+			apply, crl, err := reload(cfgOf(next))
+			switch {
+			case tt.err == "" && err != nil:
+				t.Fatalf("refused: %v", err)
+			case tt.err != "" && (err == nil || !strings.HasPrefix(err.Error(), tt.err)):
+				t.Fatalf("error %v, want %s...", err, tt.err)
+			case err != nil:
+				if gate.CRLInForce() != before {
+					t.Error("a refused reload changed the CRL in force")
+				}
+				return
+			}
+			apply()
+			if got := gate.CRLInForce(); got != crl || (next == "") != (got == nil) {
+				t.Errorf("in force %v, want the CRL of %q", got, filepath.Base(next))
+			}
+		})
+	}
+}
