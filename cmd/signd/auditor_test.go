@@ -3,7 +3,6 @@ package main
 import (
 	"encoding/json"
 	"fmt"
-	"os/user"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -21,20 +20,7 @@ import (
 // destruction, who changed alice's password and who unlocked her, and
 // every failed login with its address.
 func TestAuditorAnswersFromExport(t *testing.T) {
-	needRoot(t)
-	grp, err := user.LookupGroupId("65534")
-	if err != nil {
-		t.Skipf("no group 65534 on this system: %v", err)
-	}
-	nobodyName := "uid:65534"
-	if u, err := user.LookupId("65534"); err == nil {
-		nobodyName = fmt.Sprintf("uid:65534 (%s)", u.Username)
-	}
-	rootName := "uid:0"
-	if u, err := user.LookupId("0"); err == nil {
-		rootName = fmt.Sprintf("uid:0 (%s)", u.Username)
-	}
-	t.Setenv("SIGND_SERVER_ADMIN_GROUP", grp.Name)
+	rootName, nobodyName := twoOperators(t)
 	e := newEnv(t, authLoginConfig+"admin:\n  dual_control: [credential_remove]\n")
 	addr, _ := e.startDaemon()
 	base := "http://" + addr
@@ -52,7 +38,7 @@ func TestAuditorAnswersFromExport(t *testing.T) {
 	// alice's credential; uid 65534 approves the removal.
 	cred := journeyAlice(t, e)
 	e.must("", "credential", "disable", cred)
-	_, _, err = e.run("", "credential", "remove", cred)
+	_, _, err := e.run("", "credential", "remove", cred)
 	held := regexp.MustCompile(`^pending request ([a-z2-7]{26}): `).FindStringSubmatch(fmt.Sprint(err))
 	if held == nil {
 		t.Fatalf("credential remove under dual control: %v", err)

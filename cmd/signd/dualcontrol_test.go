@@ -49,6 +49,27 @@ func TestDualControlActsMatchOperations(t *testing.T) {
 	}
 }
 
+// twoOperators needs root and puts group 65534 in server.admin_group, so
+// that root and uid 65534 (the test binary re-executed) are two operators
+// on the admin socket; it returns their names as the audit log gives them.
+func twoOperators(t *testing.T) (root, nobody string) {
+	needRoot(t)
+	grp, err := user.LookupGroupId("65534")
+	if err != nil {
+		t.Skipf("no group 65534 on this system: %v", err)
+	}
+	nobody = "uid:65534"
+	if u, err := user.LookupId("65534"); err == nil {
+		nobody = fmt.Sprintf("uid:65534 (%s)", u.Username)
+	}
+	root = "uid:0"
+	if u, err := user.LookupId("0"); err == nil {
+		root = fmt.Sprintf("uid:0 (%s)", u.Username)
+	}
+	t.Setenv("SIGND_SERVER_ADMIN_GROUP", grp.Name)
+	return root, nobody
+}
+
 // TestDualControlThroughSocket: with credential_remove under dual
 // control, root's `signd credential remove` leaves the key in the token
 // and answers with a pending request; root cannot approve it; uid 65534
@@ -57,20 +78,7 @@ func TestDualControlActsMatchOperations(t *testing.T) {
 // admin.pending_ttl (the daemon's clock moved) expires; a rejected one is
 // never performed; the audit log names the requester and the approver.
 func TestDualControlThroughSocket(t *testing.T) {
-	needRoot(t)
-	grp, err := user.LookupGroupId("65534")
-	if err != nil {
-		t.Skipf("no group 65534 on this system: %v", err)
-	}
-	nobodyName := "uid:65534"
-	if u, err := user.LookupId("65534"); err == nil {
-		nobodyName = fmt.Sprintf("uid:65534 (%s)", u.Username)
-	}
-	rootName := "uid:0"
-	if u, err := user.LookupId("0"); err == nil {
-		rootName = fmt.Sprintf("uid:0 (%s)", u.Username)
-	}
-	t.Setenv("SIGND_SERVER_ADMIN_GROUP", grp.Name)
+	rootName, nobodyName := twoOperators(t)
 	e := newEnv(t, "admin:\n  dual_control: [credential_remove]\n  pending_ttl: 1h\n")
 	var skew atomic.Int64
 	clock := func() time.Time { return time.Now().Add(time.Duration(skew.Load())) }
@@ -104,7 +112,7 @@ func TestDualControlThroughSocket(t *testing.T) {
 
 	id := request(approved)
 	// The requester cannot approve, through the CLI and the socket.
-	_, _, err = e.run("", "pending", "approve", id)
+	_, _, err := e.run("", "pending", "approve", id)
 	if want := fmt.Sprintf("%s requested %s: a second operator must approve it", rootName, id); admin.KindOf(err) != admin.KindForbidden || fmt.Sprint(err) != want {
 		t.Fatalf("self-approval: %v, want %q", err, want)
 	}
