@@ -13,20 +13,26 @@ import (
 	"github.com/signd/signd/hsm/hsmtest/softtoken"
 	"github.com/signd/signd/oidc"
 	"github.com/signd/signd/store"
+	"github.com/signd/signd/store/bolt"
 )
+
+// oidcKeyWorld is a Local with an OIDC key ring on a bbolt store and a soft
+// token, and one over the same store and token whose audit appends fail.
+func oidcKeyWorld(t *testing.T) (ok, unaudited *Local, db *bolt.DB, tok *softtoken.Token) {
+	db = actsStore(t)
+	tok = softtoken.New(softtoken.Options{})
+	ring := func(s store.Store) *oidc.KeyRing {
+		return &oidc.KeyRing{Store: store.Scope(s, func(tx store.Tx) oidc.KeyRingTx { return tx }), HSM: tok, IDTokenTTL: time.Hour}
+	}
+	return New(Config{Store: db, OIDCKeys: ring(db)}), New(Config{Store: noAudit{db}, OIDCKeys: ring(noAudit{db})}), db, tok
+}
 
 // TestOIDCKeyActsInTheirTransaction: `oidc keys create` and `rotate`, and
 // the first key of an algorithm a new client needs, are committed with
 // their audit entry or not at all: where the entry cannot be appended the
 // key ring's change is undone, and the operator is told so.
 func TestOIDCKeyActsInTheirTransaction(t *testing.T) {
-	db := actsStore(t)
-	tok := softtoken.New(softtoken.Options{})
-	ring := func(s store.Store) *oidc.KeyRing {
-		return &oidc.KeyRing{Store: store.Scope(s, func(tx store.Tx) oidc.KeyRingTx { return tx }), HSM: tok, IDTokenTTL: time.Hour}
-	}
-	ok := New(Config{Store: db, OIDCKeys: ring(db)})
-	unaudited := New(Config{Store: noAudit{db}, OIDCKeys: ring(noAudit{db})})
+	ok, unaudited, db, tok := oidcKeyWorld(t)
 	ctx := context.Background()
 	keys := func() string {
 		t.Helper()
@@ -100,13 +106,7 @@ func TestOIDCKeyActsInTheirTransaction(t *testing.T) {
 // the token: the client is checked before its algorithm's first key is
 // made.
 func TestAddClientRefusedMakesNoKey(t *testing.T) {
-	db := actsStore(t)
-	tok := softtoken.New(softtoken.Options{})
-	ring := func(s store.Store) *oidc.KeyRing {
-		return &oidc.KeyRing{Store: store.Scope(s, func(tx store.Tx) oidc.KeyRingTx { return tx }), HSM: tok, IDTokenTTL: time.Hour}
-	}
-	l := New(Config{Store: db, OIDCKeys: ring(db)})
-	unaudited := New(Config{Store: noAudit{db}, OIDCKeys: ring(noAudit{db})})
+	l, unaudited, _, tok := oidcKeyWorld(t)
 	ctx := context.Background()
 	if _, err := l.AddClient(ctx, operator, AddClientRequest{ID: "taken", RedirectURIs: []string{"https://rp.example/cb"}, Scopes: []string{"openid"}}); err != nil {
 		t.Fatal(err)
