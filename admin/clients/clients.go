@@ -44,22 +44,51 @@ func (l *Clients) AddClient(ctx context.Context, by principal.Principal, req ops
 	}
 	defer a.End(ctx, &err)
 	a.Client = req.ID
-	res := &ops.AddClientResult{}
+	c, generated, err := l.newClient(a, req)
+	if err != nil {
+		return nil, err
+	}
+	// The client is checked whole, and its ID found free, before
+	// CheckIDTokenAlg may make (and publish) the first key of its
+	// algorithm: a client refused must leave no key behind.
+	if err := l.checkNew(ctx, c); err != nil {
+		return nil, err
+	}
+	if err := l.HSM.CheckIDTokenAlg(ctx, by, c); err != nil {
+		return nil, err
+	}
+	err = a.Update(ctx, func(tx store.Tx) (err error) {
+		if err := tx.CreateClient(c); err != nil {
+			return err
+		}
+		c, err = tx.Client(req.ID)
+		return err
+	})
+	if err != nil {
+		return nil, l.Fail(fmt.Sprintf("client %q", req.ID), err)
+	}
+	return &ops.AddClientResult{GeneratedSecret: generated, Client: *ops.ClientViewOf(c)}, nil
+}
+
+// newClient checks req's own fields, records them on a (never the
+// secret, only whether it was given or generated) and builds the client;
+// generated is the secret made when req gave none.
+func (l *Clients) newClient(a *act.Act, req ops.AddClientRequest) (c *store.Client, generated string, err error) {
 	secret := req.Secret
 	a.Set("secret", "given")
 	if secret == "" {
 		a.Set("secret", "generated")
 		if secret, err = NewClientSecret(); err != nil {
-			return nil, l.Fail("client", err)
+			return nil, "", l.Fail("client", err)
 		}
-		res.GeneratedSecret = secret
+		generated = secret
 	} else if len(secret) < 32 || len(secret) > 512 || !input.Printable(secret) {
 		// Client secrets are hashed with plain SHA-256, which is only safe
 		// for high-entropy secrets: refuse short ones.
-		return nil, act.Errorf(ops.KindInvalid, "client secret must be 32 to 512 printable bytes (leave --secret-file out to generate one)")
+		return nil, "", act.Errorf(ops.KindInvalid, "client secret must be 32 to 512 printable bytes (leave --secret-file out to generate one)")
 	}
 	if len(req.Name) > input.MaxNameLen || !input.Printable(req.Name) {
-		return nil, act.Errorf(ops.KindInvalid, "client name must be at most %d printable characters", input.MaxNameLen)
+		return nil, "", act.Errorf(ops.KindInvalid, "client name must be at most %d printable characters", input.MaxNameLen)
 	}
 	scopes := req.Scopes
 	if len(scopes) == 0 {
@@ -67,11 +96,11 @@ func (l *Clients) AddClient(ctx context.Context, by principal.Principal, req ops
 	}
 	for _, s := range scopes {
 		if !ops.ValidScope(s) {
-			return nil, act.Errorf(ops.KindInvalid, "scope %q is not one signd serves (service, credential, openid, email, <ns>.personal_info, <ns>.id_number, <ns>.proof)", s)
+			return nil, "", act.Errorf(ops.KindInvalid, "scope %q is not one signd serves (service, credential, openid, email, <ns>.personal_info, <ns>.id_number, <ns>.proof)", s)
 		}
 	}
 	if dup := ops.FirstDuplicate(req.RedirectURIs); dup != "" {
-		return nil, act.Errorf(ops.KindInvalid, "redirect URI %q given twice", dup)
+		return nil, "", act.Errorf(ops.KindInvalid, "redirect URI %q given twice", dup)
 	}
 	name := req.Name
 	if name == "" {
@@ -87,49 +116,37 @@ func (l *Clients) AddClient(ctx context.Context, by principal.Principal, req ops
 	if req.IDTokenAlg != "" {
 		a.Set("id_token_signed_response_alg", req.IDTokenAlg)
 	}
-	c := &store.Client{
+	return &store.Client{
 		ID: req.ID, Name: name, SecretHash: store.HashSecret(secret),
 		RedirectURIs: req.RedirectURIs, Scopes: slices.Compact(slices.Sorted(slices.Values(scopes))),
 		SectorIdentifier: req.SectorIdentifier, RequirePKCE: req.RequirePKCE,
 		IDTokenSignedResponseAlg: req.IDTokenAlg,
-	}
+	}, generated, nil
+}
+
+// checkNew checks c whole (its sector identifier, its ID-token algorithm's
+// name, the store's rules) and that its ID is free.
+func (l *Clients) checkNew(ctx context.Context, c *store.Client) error {
 	if err := checkSector(c); err != nil {
-		return nil, err
+		return err
 	}
-	// The client is checked whole, and its ID found free, before
-	// CheckIDTokenAlg may make (and publish) the first key of its
-	// algorithm: a client refused must leave no key behind.
 	if err := hsmkeys.CheckIDTokenAlgName(c); err != nil {
-		return nil, err
+		return err
 	}
 	if err := c.Validate(); err != nil {
-		return nil, l.Fail(fmt.Sprintf("client %q", req.ID), err)
+		return l.Fail(fmt.Sprintf("client %q", c.ID), err)
 	}
-	err = l.Store.View(ctx, func(tx store.Tx) error {
-		_, err := tx.Client(req.ID)
+	err := l.Store.View(ctx, func(tx store.Tx) error {
+		_, err := tx.Client(c.ID)
 		return err
 	})
 	switch {
 	case err == nil:
-		return nil, l.Fail(fmt.Sprintf("client %q", req.ID), store.ErrAlreadyExists)
+		return l.Fail(fmt.Sprintf("client %q", c.ID), store.ErrAlreadyExists)
 	case !errors.Is(err, store.ErrNotFound):
-		return nil, l.Fail(fmt.Sprintf("client %q", req.ID), err)
+		return l.Fail(fmt.Sprintf("client %q", c.ID), err)
 	}
-	if err := l.HSM.CheckIDTokenAlg(ctx, by, c); err != nil {
-		return nil, err
-	}
-	err = a.Update(ctx, func(tx store.Tx) (err error) {
-		if err := tx.CreateClient(c); err != nil {
-			return err
-		}
-		c, err = tx.Client(req.ID)
-		return err
-	})
-	if err != nil {
-		return nil, l.Fail(fmt.Sprintf("client %q", req.ID), err)
-	}
-	res.Client = *ops.ClientViewOf(c)
-	return res, nil
+	return nil
 }
 
 // ListClients performs Service.ListClients.
