@@ -148,8 +148,18 @@ func (a *app) serve(ctx context.Context, cfg *config.Config, load func() (*confi
 	checked := make(chan struct{})
 	go func() {
 		defer close(checked)
-		if _, err := token.CheckKeys(checkCtx); err != nil && checkCtx.Err() == nil {
+		infos, err := token.CheckKeys(checkCtx)
+		switch {
+		case err != nil && checkCtx.Err() == nil:
 			logger.Warn("hsm: could not check the keys' freeze at start", "err", err)
+		case err == nil:
+			unfrozen := 0
+			for _, k := range infos {
+				if len(k.Defects) > 0 {
+					unfrozen++
+				}
+			}
+			logger.Info("hsm: checked the keys' freeze at start", "keys", len(infos), "unfrozen", unfrozen)
 		}
 	}()
 	defer func() { stopCheck(); <-checked }()

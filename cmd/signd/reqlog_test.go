@@ -21,7 +21,9 @@ func TestLogLinesCarryTheRequestID(t *testing.T) {
 	logs := &syncBuffer{}
 	addr, _ := e.startDaemonWith(func(a *app) { a.stderr = logs })
 	base := "http://" + addr
-	// Lines before the first request are the start's.
+	// Lines before the first request are the start's, the background
+	// check of the keys' freeze included (its warnings carry no request).
+	waitLog(t, logs, "hsm: checked the keys' freeze at start")
 	start := len(logtest.Records(t, logs.String()))
 
 	status, _, _ := rawPost(t, base+"/csc/v1/auth/login", map[string]string{"Authorization": basic("alice", "wrong password"), "X-Request-Id": "login-wrong"}, "")
