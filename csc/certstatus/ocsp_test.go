@@ -59,12 +59,7 @@ func TestOCSPFreshness(t *testing.T) {
 		})
 	}
 	t.Run("max age from the config", func(t *testing.T) {
-		f := newFixture(t)
-		f.checker = certstatus.New(certstatus.Config{Now: f.clk.Now, OCSPMaxAge: 5 * time.Minute})
-		_, chain := f.leaf(t, true, false)
-		f.ca.OmitNextUpdate(true)
-		f.ca.SetThisUpdate(6 * time.Minute)
-		f.refresh(chain)
+		f, chain := oldAnswer(t, 5*time.Minute, 6*time.Minute)
 		if _, cur := f.checker.Status(chain); cur {
 			t.Fatal("a response 6 minutes old is current with a 5-minute max age")
 		}
@@ -167,4 +162,16 @@ func TestOCSPOlderAnswerRefused(t *testing.T) {
 		f.refresh(chain)
 		f.wantStatus(t, "older hold", chain, certstatus.Valid, true)
 	})
+}
+
+// oldAnswer is a checker whose OCSP answers without nextUpdate are current
+// for maxAge, holding one such answer, age old, for a leaf's chain.
+func oldAnswer(t *testing.T, maxAge, age time.Duration) (*fixture, [][]byte) {
+	f := newFixture(t)
+	f.checker = certstatus.New(certstatus.Config{Now: f.clk.Now, OCSPMaxAge: maxAge})
+	_, chain := f.leaf(t, true, false)
+	f.ca.OmitNextUpdate(true)
+	f.ca.SetThisUpdate(age)
+	f.refresh(chain)
+	return f, chain
 }

@@ -98,12 +98,7 @@ func TestReconfigure(t *testing.T) {
 		}
 	})
 	t.Run("OCSP max age", func(t *testing.T) {
-		f := newFixture(t)
-		f.checker = certstatus.New(certstatus.Config{Now: f.clk.Now, OCSPMaxAge: 5 * time.Minute})
-		_, chain := f.leaf(t, true, false)
-		f.ca.OmitNextUpdate(true)
-		f.ca.SetThisUpdate(6 * time.Minute)
-		f.refresh(chain)
+		f, chain := oldAnswer(t, 5*time.Minute, 6*time.Minute)
 		f.wantStatus(t, "6 minutes old, 5-minute max age", chain, certstatus.Valid, false)
 		f.checker.Reconfigure(certstatus.Settings{OCSPMaxAge: 10 * time.Minute})
 		f.refresh(chain)
