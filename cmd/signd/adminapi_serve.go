@@ -118,7 +118,7 @@ func apiReload(gate *adminapi.Gate, cas []*x509.Certificate, cert *atomic.Pointe
 		}
 		var crl *x509.RevocationList
 		if a.APIClientCRL != "" {
-			if crl, err = clientca.ReadCRL(a.APIClientCRL, cas); err != nil {
+			if crl, err = clientca.ReadCRL(a.APIClientCRL, cas, now()); err != nil {
 				return nil, nil, fmt.Errorf("admin.api_client_crl: %w", err)
 			}
 		}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"crypto/x509"
+	"encoding/asn1"
 	"encoding/hex"
 	"encoding/pem"
 	"errors"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"github.com/signd/signd/config/rules"
+	"github.com/signd/signd/internal/crlscope"
 )
 
 // MaxEntries caps the certificate entries of one role.
@@ -63,12 +65,22 @@ func CAFile(path string) string {
 	return ""
 }
 
-// ReadCRL reads admin.api_client_crl (PEM or DER) and checks its
+// skew is the clock difference tolerated on a CRL's thisUpdate, as on
+// the signing path (csc/certstatus).
+const skew = 5 * time.Minute
+
+// ReadCRL reads admin.api_client_crl (PEM or DER) at now and checks its
 // signature by one of cas whose subject is the CRL's issuer, byte for
 // byte (RFC 5280 §6.3.3 (b): x509.RevocationList.CheckSignatureFrom
 // checks the key alone, so a CRL signed with a CA's key under another
-// name would pass it).
-func ReadCRL(path string, cas []*x509.Certificate) (*x509.RevocationList, error) {
+// name would pass it). The CRL must be a complete CRL for the client
+// certificates (internal/crlscope, as on the signing path): a delta CRL,
+// a partition for some reasons, for attribute or CA certificates only,
+// an indirect CRL or one with an unknown critical extension would drop
+// the revocations only the full CRL lists. Its thisUpdate must not be
+// in the future (beyond a skew of 5 minutes): Replaces would then refuse
+// every correct CRL as older until a restart.
+func ReadCRL(path string, cas []*x509.Certificate, now time.Time) (*x509.RevocationList, error) {
 	raw, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
@@ -82,6 +94,13 @@ func ReadCRL(path string, cas []*x509.Certificate) (*x509.RevocationList, error)
 	crl, err := x509.ParseRevocationList(raw)
 	if err != nil {
 		return nil, fmt.Errorf("%s is not a CRL: %v", path, err)
+	}
+	if err := complete(crl); err != nil {
+		return nil, fmt.Errorf("%s is not the full CRL of the CA that issues the client certificates: %v", path, err)
+	}
+	if crl.ThisUpdate.After(now.Add(skew)) {
+		return nil, fmt.Errorf("%s: its thisUpdate %s is in the future (now %s): a CRL from a wrong clock would make every later CRL look older",
+			path, crl.ThisUpdate.UTC().Format(time.RFC3339), now.UTC().Format(time.RFC3339))
 	}
 	named := false
 	for _, ca := range cas {
@@ -98,6 +117,27 @@ func ReadCRL(path string, cas []*x509.Certificate) (*x509.RevocationList, error)
 	}
 	return nil, fmt.Errorf("%s (issuer %s) is not signed by a certificate of admin.api_client_ca", path, crl.Issuer)
 }
+
+// complete says why crl is not a complete CRL of every client
+// certificate its issuer issued.
+func complete(crl *x509.RevocationList) error {
+	for _, ext := range crl.Extensions {
+		if ext.Id.Equal(oidDeltaCRL) {
+			return errors.New("a delta CRL (deltaCRLIndicator) cannot stand alone; give the full CRL")
+		}
+	}
+	scope, err := crlscope.Read(crl)
+	if err != nil {
+		return err
+	}
+	if scope.OnlyCA() {
+		return errors.New("issuingDistributionPoint: the CRL covers only CA certificates (onlyContainsCACerts), not the client certificates; give the full CRL")
+	}
+	return nil
+}
+
+// oidDeltaCRL is the deltaCRLIndicator CRL extension (RFC 5280 §5.2.4).
+var oidDeltaCRL = asn1.ObjectIdentifier{2, 5, 29, 27}
 
 // Replaces says why crl (nil: admin.api_client_crl now empty) may not
 // replace old, the CRL in force (nil: none), on a reload at now; nil when
@@ -150,7 +190,7 @@ func CRLFile(path, caPath string) string {
 	if err != nil {
 		return "" // admin.api_client_ca says what is wrong
 	}
-	if _, err := ReadCRL(path, cas); err != nil {
+	if _, err := ReadCRL(path, cas, time.Now()); err != nil {
 		return err.Error()
 	}
 	return ""
