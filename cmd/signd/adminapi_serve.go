@@ -123,7 +123,7 @@ func apiReload(gate *adminapi.Gate, cas []*x509.Certificate, cert *atomic.Pointe
 			}
 		}
 		if started {
-			if err := clientca.Replaces(gate.CRLInForce(), crl, now()); err != nil {
+			if err := clientca.Replaces(gate.CRLInForce(), crl, cas, now()); err != nil {
 				return nil, nil, fmt.Errorf("admin.api_client_crl: %w", err)
 			}
 		}

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -102,20 +103,24 @@ func ReadCRL(path string, cas []*x509.Certificate, now time.Time) (*x509.Revocat
 		return nil, fmt.Errorf("%s: its thisUpdate %s is in the future (now %s): a CRL from a wrong clock would make every later CRL look older",
 			path, crl.ThisUpdate.UTC().Format(time.RFC3339), now.UTC().Format(time.RFC3339))
 	}
-	named := false
-	for _, ca := range cas {
-		if !bytes.Equal(crl.RawIssuer, ca.RawSubject) {
-			continue
-		}
-		named = true
-		if crl.CheckSignatureFrom(ca) == nil {
-			return crl, nil
-		}
+	if Signer(crl, cas) != nil {
+		return crl, nil
 	}
-	if !named {
+	if !slices.ContainsFunc(cas, func(ca *x509.Certificate) bool { return bytes.Equal(crl.RawIssuer, ca.RawSubject) }) {
 		return nil, fmt.Errorf("%s (issuer %s) is not issued by a certificate of admin.api_client_ca: no CA there has that subject", path, crl.Issuer)
 	}
 	return nil, fmt.Errorf("%s (issuer %s) is not signed by a certificate of admin.api_client_ca", path, crl.Issuer)
+}
+
+// Signer is the certificate of cas that signed crl under its own
+// subject (ReadCRL's check), nil when none did.
+func Signer(crl *x509.RevocationList, cas []*x509.Certificate) *x509.Certificate {
+	for _, ca := range cas {
+		if bytes.Equal(crl.RawIssuer, ca.RawSubject) && crl.CheckSignatureFrom(ca) == nil {
+			return ca
+		}
+	}
+	return nil
 }
 
 // complete says why crl is not a complete CRL of every client
@@ -141,14 +146,18 @@ var oidDeltaCRL = asn1.ObjectIdentifier{2, 5, 29, 27}
 
 // Replaces says why crl (nil: admin.api_client_crl now empty) may not
 // replace old, the CRL in force (nil: none), on a reload at now; nil when
-// it may. A reload never weakens the revocation check: the CRL is not
-// removed (adding one is fine), its issuer does not change, it does not
-// go back (a lower cRLNumber or an earlier thisUpdate than the CRL in
-// force would make revoked certificates good again, RFC 5280 §5.2.3;
-// cRLNumbers are compared when both CRLs carry one),
+// it may. Both were read by ReadCRL with cas. A reload never weakens the
+// revocation check: the CRL is not removed (adding one is fine), its
+// issuer does not change (the certificate of cas that signed it: a CA
+// re-keyed under the same name is another issuer, with or without an
+// authority key identifier), it does not go back (a lower cRLNumber or
+// an earlier thisUpdate than the CRL in force would make revoked
+// certificates good again; cRLNumbers are compared when both CRLs carry
+// one, and an equal one must be the same CRL: RFC 5280 §5.2.3, a CA
+// numbers each CRL anew),
 // and it is not out of date already (it would refuse every certificate).
 // Each of these needs a restart, which reads the file as it is.
-func Replaces(old, crl *x509.RevocationList, now time.Time) error {
+func Replaces(old, crl *x509.RevocationList, cas []*x509.Certificate, now time.Time) error {
 	if crl == nil {
 		if old != nil {
 			return errors.New("removing the CRL would turn the revocation check off; restart signd to run without one")
@@ -161,7 +170,8 @@ func Replaces(old, crl *x509.RevocationList, now time.Time) error {
 	if old == nil {
 		return nil
 	}
-	if !bytes.Equal(crl.RawIssuer, old.RawIssuer) ||
+	if by, was := Signer(crl, cas), Signer(old, cas); by == nil || was == nil || !by.Equal(was) ||
+		!bytes.Equal(crl.RawIssuer, old.RawIssuer) ||
 		len(crl.AuthorityKeyId) > 0 && len(old.AuthorityKeyId) > 0 && !bytes.Equal(crl.AuthorityKeyId, old.AuthorityKeyId) {
 		return fmt.Errorf("the CRL is issued by %s (key %x), the CRL in force by %s (key %x): a change of issuer needs a restart",
 			crl.Issuer, crl.AuthorityKeyId, old.Issuer, old.AuthorityKeyId)
@@ -169,6 +179,8 @@ func Replaces(old, crl *x509.RevocationList, now time.Time) error {
 	switch {
 	case old.Number != nil && crl.Number != nil && crl.Number.Cmp(old.Number) < 0:
 		return fmt.Errorf("the CRL's cRLNumber %s is lower than %s of the CRL in force: an older CRL would make revoked certificates good again", crl.Number, old.Number)
+	case old.Number != nil && crl.Number != nil && crl.Number.Cmp(old.Number) == 0 && !bytes.Equal(crl.Raw, old.Raw):
+		return fmt.Errorf("the CRL's cRLNumber %s is that of the CRL in force, with another content: a CA numbers each CRL it issues anew (RFC 5280 §5.2.3)", crl.Number)
 	case crl.ThisUpdate.Before(old.ThisUpdate):
 		return fmt.Errorf("the CRL's thisUpdate %s is before %s of the CRL in force: an older CRL would make revoked certificates good again",
 			crl.ThisUpdate.UTC().Format(time.RFC3339), old.ThisUpdate.UTC().Format(time.RFC3339))

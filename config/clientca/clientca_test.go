@@ -1,6 +1,9 @@
 package clientca_test
 
 import (
+	"crypto"
+	"crypto/ecdsa"
+	"crypto/elliptic"
 	"crypto/rand"
 	"crypto/x509"
 	"crypto/x509/pkix"
@@ -20,7 +23,14 @@ import (
 // writeCRL writes the CRL tmpl that ca signs (DER) and returns its path.
 func writeCRL(t *testing.T, ca *certstatustest.CA, tmpl *x509.RevocationList) string {
 	t.Helper()
-	der, err := x509.CreateRevocationList(rand.Reader, tmpl, ca.Cert, ca.Key)
+	return writeCRLBy(t, ca.Cert, ca.Key, tmpl)
+}
+
+// writeCRLBy writes the CRL tmpl that key signs as cert (DER) and
+// returns its path.
+func writeCRLBy(t *testing.T, cert *x509.Certificate, key crypto.Signer, tmpl *x509.RevocationList) string {
+	t.Helper()
+	der, err := x509.CreateRevocationList(rand.Reader, tmpl, cert, key)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -93,6 +103,62 @@ func TestReadCRLComplete(t *testing.T) {
 			}
 			if msg := clientca.CRLFile(path, caFile); !strings.Contains(msg, tt.err) || (msg == "") != (tt.err == "") {
 				t.Fatalf("CRLFile (the config check): %q, want …%s…", msg, tt.err)
+			}
+		})
+	}
+}
+
+// TestReplacesNumberAndSigner: a reload's CRL must come after the CRL in
+// force: an equal cRLNumber with another content is refused (RFC 5280
+// §5.2.3: a CA numbers each CRL anew), and so is a CRL the CA re-keyed
+// under the same name signed, even when its authority key identifier is
+// the old one's: the issuer compared is the certificate of
+// admin.api_client_ca that verified the CRL.
+func TestReplacesNumberAndSigner(t *testing.T) {
+	now := time.Now().Truncate(time.Second)
+	ca := certstatustest.New(t, "admin API CA", func() time.Time { return now })
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(2), Subject: ca.Cert.Subject, SubjectKeyId: ca.Cert.SubjectKeyId,
+		NotBefore: ca.Cert.NotBefore, NotAfter: ca.Cert.NotAfter,
+		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign | x509.KeyUsageCRLSign}
+	rekeyed := certstatustest.Create(t, tmpl, tmpl, key.Public(), key)
+	cas := []*x509.Certificate{ca.Cert, rekeyed}
+	crl := func(number int64, this time.Time) *x509.RevocationList {
+		t.Helper()
+		return &x509.RevocationList{Number: big.NewInt(number), ThisUpdate: this, NextUpdate: now.Add(time.Hour)}
+	}
+	inForce := writeCRL(t, ca, crl(5, now.Add(-time.Hour)))
+	tests := []struct {
+		name string
+		next string
+		err  string // "" = may replace
+	}{
+		{"the same CRL again", inForce, ""},
+		{"a newer CRL", writeCRL(t, ca, crl(6, now)), ""},
+		{"the same cRLNumber, another content", writeCRL(t, ca, crl(5, now)),
+			"the CRL's cRLNumber 5 is that of the CRL in force, with another content"},
+		{"the CA re-keyed under the same name and key identifier", writeCRLBy(t, rekeyed, key, crl(6, now)),
+			"a change of issuer needs a restart"},
+	}
+	old, err := clientca.ReadCRL(inForce, cas, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			next, err := clientca.ReadCRL(tt.next, cas, now)
+			if err != nil {
+				t.Fatalf("ReadCRL: %v", err)
+			}
+			err = clientca.Replaces(old, next, cas, now)
+			switch {
+			case tt.err == "" && err != nil:
+				t.Fatalf("refused: %v", err)
+			case tt.err != "" && (err == nil || !strings.Contains(err.Error(), tt.err)):
+				t.Fatalf("error %v, want …%s…", err, tt.err)
 			}
 		})
 	}
