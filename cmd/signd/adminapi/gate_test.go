@@ -229,12 +229,14 @@ func TestGateRevocationOnOpenConnection(t *testing.T) {
 // A certificate the root issues itself passes the same gate.
 func TestGateChainThroughIntermediate(t *testing.T) {
 	tests := []struct {
-		name   string
-		revoke bool // the root's CRL revokes the intermediate
-		reason string
+		name     string
+		revoke   bool // the root's CRL revokes the intermediate
+		onlyUser bool // the root's CRL is for end-entity certificates only
+		reason   string
 	}{
-		{"intermediate revoked", true, "the certificate CN=client issuing CA,O=Test CA (serial %s) of the client's chain is revoked (admin.api_client_crl, since "},
-		{"leaf of the intermediate", false, "the client certificate is issued by CN=client issuing CA,O=Test CA, not by CN=admin API CA,O=Test CA, the issuer of admin.api_client_crl: its revocation cannot be checked"},
+		{"intermediate revoked", true, false, "the certificate CN=client issuing CA,O=Test CA (serial %s) of the client's chain is revoked (admin.api_client_crl, since "},
+		{"leaf of the intermediate", false, false, "the client certificate is issued by CN=client issuing CA,O=Test CA, not by CN=admin API CA,O=Test CA, the issuer of admin.api_client_crl: its revocation cannot be checked"},
+		{"intermediate outside the CRL's scope", true, true, "the certificate CN=client issuing CA,O=Test CA of the client's chain cannot be checked against admin.api_client_crl: issuingDistributionPoint: the CRL covers only end-entity certificates"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -259,6 +261,9 @@ func TestGateChainThroughIntermediate(t *testing.T) {
 			}
 			if tt.revoke {
 				w.ca.Revoke(inter.Cert.SerialNumber, 1)
+			}
+			if tt.onlyUser {
+				w.ca.SetCRLExtensions(certstatustest.IDP{OnlyUser: true}.Extension())
 			}
 			w.gate.SetCRL(crlOf(t, w.ca))
 			reason := tt.reason
