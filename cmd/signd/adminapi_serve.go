@@ -118,12 +118,12 @@ func apiReload(gate *adminapi.Gate, cas []*x509.Certificate, cert *atomic.Pointe
 		}
 		var crl *x509.RevocationList
 		if a.APIClientCRL != "" {
-			if crl, err = clientca.ReadCRL(a.APIClientCRL, cas); err != nil {
+			if crl, err = clientca.ReadCRL(a.APIClientCRL, cas, now()); err != nil {
 				return nil, nil, fmt.Errorf("admin.api_client_crl: %w", err)
 			}
 		}
 		if started {
-			if err := clientca.Replaces(gate.CRLInForce(), crl, now()); err != nil {
+			if err := clientca.Replaces(gate.CRLInForce(), crl, cas, now()); err != nil {
 				return nil, nil, fmt.Errorf("admin.api_client_crl: %w", err)
 			}
 		}

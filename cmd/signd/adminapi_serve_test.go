@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/pem"
+	"log/slog"
 	"math/big"
 	"path/filepath"
 	"strings"
@@ -13,6 +14,8 @@ import (
 	"time"
 
 	"github.com/signd/signd/cmd/signd/adminapi"
+	"github.com/signd/signd/cmd/signd/httpserver"
+	"github.com/signd/signd/cmd/signd/reload"
 	"github.com/signd/signd/config"
 	"github.com/signd/signd/csc/certstatus/certstatustest"
 )
@@ -70,7 +73,7 @@ func TestAPIReloadCRL(t *testing.T) {
 			"admin.api_client_crl: the CRL is issued by CN=second admin API CA,O=Test CA (key "},
 		{"a lower cRLNumber", write(ca, current), write(ca, crlTemplate{9, now, now.Add(time.Hour)}),
 			"admin.api_client_crl: the CRL's cRLNumber 9 is lower than 10 of the CRL in force"},
-		{"an earlier thisUpdate", write(ca, current), write(ca, crlTemplate{10, now.Add(-2 * time.Hour), now.Add(time.Hour)}),
+		{"an earlier thisUpdate", write(ca, current), write(ca, crlTemplate{11, now.Add(-2 * time.Hour), now.Add(time.Hour)}),
 			"admin.api_client_crl: the CRL's thisUpdate " + now.Add(-2*time.Hour).UTC().Format(time.RFC3339) + " is before"},
 		{"out of date", write(ca, current), write(ca, crlTemplate{11, now.Add(-2 * time.Hour), now.Add(-time.Minute)}),
 			"admin.api_client_crl: the CRL is out of date since " + now.Add(-time.Minute).UTC().Format(time.RFC3339)},
@@ -97,7 +100,6 @@ func TestAPIReloadCRL(t *testing.T) {
 				t.Fatalf("at start: %v", err)
 			}
 			apply()
-			before := gate.CRLInForce()
 			apply, crl, err := reload(cfgOf(next))
 			switch {
 			case tt.err == "" && err != nil:
@@ -105,15 +107,73 @@ func TestAPIReloadCRL(t *testing.T) {
 			case tt.err != "" && (err == nil || !strings.HasPrefix(err.Error(), tt.err)):
 				t.Fatalf("error %v, want %s...", err, tt.err)
 			case err != nil:
-				if gate.CRLInForce() != before {
-					t.Error("a refused reload changed the CRL in force")
-				}
-				return
+				return // no apply: TestAPIReloadAllOrNothing shows nothing else puts it in force
 			}
 			apply()
 			if got := gate.CRLInForce(); got != crl || (next == "") != (got == nil) {
 				t.Errorf("in force %v, want the CRL of %q", got, filepath.Base(next))
 			}
 		})
+	}
+}
+
+// TestAPIReloadAllOrNothing: a SIGHUP reload puts the provisioning API's
+// new certificate and CRL in force only when the whole reload goes: the
+// API's part read well, then the server's TLS pair does not load, and
+// the CRL and certificate in force stay those before it (reload.Reloader
+// applies the API's part last). With the TLS pair fixed, the same reload
+// puts the new CRL in force.
+func TestAPIReloadAllOrNothing(t *testing.T) {
+	now := time.Now().Truncate(time.Second)
+	ca := certstatustest.New(t, "admin API CA", nil)
+	cas := []*x509.Certificate{ca.Cert}
+	dir := t.TempDir()
+	certFile, keyFile, _ := selfSigned(t, dir)
+	caFile := writePEM(t, dir, "cas.pem", &pem.Block{Type: "CERTIFICATE", Bytes: ca.Cert.Raw})
+	crlFile := func(name string, number int64) string {
+		tmpl := &x509.RevocationList{Number: big.NewInt(number), ThisUpdate: now.Add(-time.Minute * time.Duration(20-number)), NextUpdate: now.Add(time.Hour)}
+		der, err := x509.CreateRevocationList(rand.Reader, tmpl, ca.Cert, ca.Key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return writePEM(t, dir, name, &pem.Block{Type: "X509 CRL", Bytes: der})
+	}
+	cfg := &config.Config{}
+	cfg.Admin.APIListen, cfg.Admin.APICertFile, cfg.Admin.APIKeyFile = "127.0.0.1:0", certFile, keyFile
+	cfg.Admin.APIClientCA, cfg.Admin.APIClientCRL = caFile, crlFile("crl-10.pem", 10)
+	cfg.Server.TLS.CertFile, cfg.Server.TLS.KeyFile = certFile, keyFile
+
+	gate := &adminapi.Gate{ClientCAs: cas}
+	var cert atomic.Pointer[tls.Certificate]
+	api := apiReload(gate, cas, &cert, func() time.Time { return now })
+	apply, _, err := api(cfg)
+	if err != nil {
+		t.Fatalf("at start: %v", err)
+	}
+	apply()
+	crlBefore, certBefore := gate.CRLInForce(), cert.Load()
+
+	next := *cfg
+	next.Admin.APIClientCRL = crlFile("crl-11.pem", 11)
+	next.Server.TLS.KeyFile = filepath.Join(dir, "missing.key")
+	r := &reload.Reloader{Load: func() (*config.Config, error) { c := next; return &c, nil },
+		Level: new(slog.LevelVar), Certs: &httpserver.CertSource{}, API: api,
+		Logger: slog.New(slog.DiscardHandler), Notify: func(string) {}, Now: func() time.Time { return now }}
+	if err := r.Reload(); err == nil || !strings.Contains(err.Error(), "server.tls: ") {
+		t.Fatalf("reload with the server's key missing: %v, want it refused (server.tls)", err)
+	}
+	if got := gate.CRLInForce(); got != crlBefore || got.Number.Int64() != 10 {
+		t.Errorf("after the refused reload the CRL in force is number %v, want 10, the one before", got.Number)
+	}
+	if cert.Load() != certBefore {
+		t.Error("after the refused reload the API's certificate changed")
+	}
+
+	next.Server.TLS.KeyFile = keyFile
+	if err := r.Reload(); err != nil {
+		t.Fatalf("reload with the server's key back: %v", err)
+	}
+	if got := gate.CRLInForce(); got == nil || got.Number.Int64() != 11 {
+		t.Errorf("after the reload the CRL in force is %v, want number 11", got)
 	}
 }

@@ -4,15 +4,18 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"crypto/x509"
+	"encoding/asn1"
 	"encoding/hex"
 	"encoding/pem"
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/signd/signd/config/rules"
+	"github.com/signd/signd/internal/crlscope"
 )
 
 // MaxEntries caps the certificate entries of one role.
@@ -63,12 +66,22 @@ func CAFile(path string) string {
 	return ""
 }
 
-// ReadCRL reads admin.api_client_crl (PEM or DER) and checks its
+// skew is the clock difference tolerated on a CRL's thisUpdate, as on
+// the signing path (csc/certstatus).
+const skew = 5 * time.Minute
+
+// ReadCRL reads admin.api_client_crl (PEM or DER) at now and checks its
 // signature by one of cas whose subject is the CRL's issuer, byte for
 // byte (RFC 5280 §6.3.3 (b): x509.RevocationList.CheckSignatureFrom
 // checks the key alone, so a CRL signed with a CA's key under another
-// name would pass it).
-func ReadCRL(path string, cas []*x509.Certificate) (*x509.RevocationList, error) {
+// name would pass it). The CRL must be a complete CRL for the client
+// certificates (internal/crlscope, as on the signing path): a delta CRL,
+// a partition for some reasons, for attribute or CA certificates only,
+// an indirect CRL or one with an unknown critical extension would drop
+// the revocations only the full CRL lists. Its thisUpdate must not be
+// in the future (beyond a skew of 5 minutes): Replaces would then refuse
+// every correct CRL as older until a restart.
+func ReadCRL(path string, cas []*x509.Certificate, now time.Time) (*x509.RevocationList, error) {
 	raw, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
@@ -83,32 +96,68 @@ func ReadCRL(path string, cas []*x509.Certificate) (*x509.RevocationList, error)
 	if err != nil {
 		return nil, fmt.Errorf("%s is not a CRL: %v", path, err)
 	}
-	named := false
-	for _, ca := range cas {
-		if !bytes.Equal(crl.RawIssuer, ca.RawSubject) {
-			continue
-		}
-		named = true
-		if crl.CheckSignatureFrom(ca) == nil {
-			return crl, nil
-		}
+	if err := complete(crl); err != nil {
+		return nil, fmt.Errorf("%s is not the full CRL of the CA that issues the client certificates: %v", path, err)
 	}
-	if !named {
+	if crl.ThisUpdate.After(now.Add(skew)) {
+		return nil, fmt.Errorf("%s: its thisUpdate %s is in the future (now %s): a CRL from a wrong clock would make every later CRL look older",
+			path, crl.ThisUpdate.UTC().Format(time.RFC3339), now.UTC().Format(time.RFC3339))
+	}
+	if Signer(crl, cas) != nil {
+		return crl, nil
+	}
+	if !slices.ContainsFunc(cas, func(ca *x509.Certificate) bool { return bytes.Equal(crl.RawIssuer, ca.RawSubject) }) {
 		return nil, fmt.Errorf("%s (issuer %s) is not issued by a certificate of admin.api_client_ca: no CA there has that subject", path, crl.Issuer)
 	}
 	return nil, fmt.Errorf("%s (issuer %s) is not signed by a certificate of admin.api_client_ca", path, crl.Issuer)
 }
 
+// Signer is the certificate of cas that signed crl under its own
+// subject (ReadCRL's check), nil when none did.
+func Signer(crl *x509.RevocationList, cas []*x509.Certificate) *x509.Certificate {
+	for _, ca := range cas {
+		if bytes.Equal(crl.RawIssuer, ca.RawSubject) && crl.CheckSignatureFrom(ca) == nil {
+			return ca
+		}
+	}
+	return nil
+}
+
+// complete says why crl is not a complete CRL of every client
+// certificate its issuer issued.
+func complete(crl *x509.RevocationList) error {
+	for _, ext := range crl.Extensions {
+		if ext.Id.Equal(oidDeltaCRL) {
+			return errors.New("a delta CRL (deltaCRLIndicator) cannot stand alone; give the full CRL")
+		}
+	}
+	scope, err := crlscope.Read(crl)
+	if err != nil {
+		return err
+	}
+	if scope.OnlyCA() {
+		return errors.New("issuingDistributionPoint: the CRL covers only CA certificates (onlyContainsCACerts), not the client certificates; give the full CRL")
+	}
+	return nil
+}
+
+// oidDeltaCRL is the deltaCRLIndicator CRL extension (RFC 5280 §5.2.4).
+var oidDeltaCRL = asn1.ObjectIdentifier{2, 5, 29, 27}
+
 // Replaces says why crl (nil: admin.api_client_crl now empty) may not
 // replace old, the CRL in force (nil: none), on a reload at now; nil when
-// it may. A reload never weakens the revocation check: the CRL is not
-// removed (adding one is fine), its issuer does not change, it does not
-// go back (a lower cRLNumber or an earlier thisUpdate than the CRL in
-// force would make revoked certificates good again, RFC 5280 §5.2.3;
-// cRLNumbers are compared when both CRLs carry one),
+// it may. Both were read by ReadCRL with cas. A reload never weakens the
+// revocation check: the CRL is not removed (adding one is fine), its
+// issuer does not change (the certificate of cas that signed it: a CA
+// re-keyed under the same name is another issuer, with or without an
+// authority key identifier), it does not go back (a lower cRLNumber or
+// an earlier thisUpdate than the CRL in force would make revoked
+// certificates good again; cRLNumbers are compared when both CRLs carry
+// one, and an equal one must be the same CRL: RFC 5280 §5.2.3, a CA
+// numbers each CRL anew),
 // and it is not out of date already (it would refuse every certificate).
 // Each of these needs a restart, which reads the file as it is.
-func Replaces(old, crl *x509.RevocationList, now time.Time) error {
+func Replaces(old, crl *x509.RevocationList, cas []*x509.Certificate, now time.Time) error {
 	if crl == nil {
 		if old != nil {
 			return errors.New("removing the CRL would turn the revocation check off; restart signd to run without one")
@@ -121,7 +170,8 @@ func Replaces(old, crl *x509.RevocationList, now time.Time) error {
 	if old == nil {
 		return nil
 	}
-	if !bytes.Equal(crl.RawIssuer, old.RawIssuer) ||
+	if by, was := Signer(crl, cas), Signer(old, cas); by == nil || was == nil || !by.Equal(was) ||
+		!bytes.Equal(crl.RawIssuer, old.RawIssuer) ||
 		len(crl.AuthorityKeyId) > 0 && len(old.AuthorityKeyId) > 0 && !bytes.Equal(crl.AuthorityKeyId, old.AuthorityKeyId) {
 		return fmt.Errorf("the CRL is issued by %s (key %x), the CRL in force by %s (key %x): a change of issuer needs a restart",
 			crl.Issuer, crl.AuthorityKeyId, old.Issuer, old.AuthorityKeyId)
@@ -129,6 +179,8 @@ func Replaces(old, crl *x509.RevocationList, now time.Time) error {
 	switch {
 	case old.Number != nil && crl.Number != nil && crl.Number.Cmp(old.Number) < 0:
 		return fmt.Errorf("the CRL's cRLNumber %s is lower than %s of the CRL in force: an older CRL would make revoked certificates good again", crl.Number, old.Number)
+	case old.Number != nil && crl.Number != nil && crl.Number.Cmp(old.Number) == 0 && !bytes.Equal(crl.Raw, old.Raw):
+		return fmt.Errorf("the CRL's cRLNumber %s is that of the CRL in force, with another content: a CA numbers each CRL it issues anew (RFC 5280 §5.2.3)", crl.Number)
 	case crl.ThisUpdate.Before(old.ThisUpdate):
 		return fmt.Errorf("the CRL's thisUpdate %s is before %s of the CRL in force: an older CRL would make revoked certificates good again",
 			crl.ThisUpdate.UTC().Format(time.RFC3339), old.ThisUpdate.UTC().Format(time.RFC3339))
@@ -150,7 +202,7 @@ func CRLFile(path, caPath string) string {
 	if err != nil {
 		return "" // admin.api_client_ca says what is wrong
 	}
-	if _, err := ReadCRL(path, cas); err != nil {
+	if _, err := ReadCRL(path, cas, time.Now()); err != nil {
 		return err.Error()
 	}
 	return ""

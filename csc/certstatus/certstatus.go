@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"golang.org/x/crypto/ocsp"
+
+	"github.com/signd/signd/internal/crlscope"
 )
 
 // Status is a certificate chain's revocation status, as CSC v1 §11.5
@@ -695,7 +697,7 @@ func (c *Checker) fetchCRL(ctx context.Context, u string) (*x509.RevocationList,
 }
 
 // crlStatus reads cert's status from crl, which must be signed by issuer,
-// a complete CRL for cert (crlCovers), current, and say when it is
+// a complete CRL for cert (crlscope.Covers), current, and say when it is
 // superseded (nextUpdate).
 func (c *Checker) crlStatus(crl *x509.RevocationList, cert, issuer *x509.Certificate) (answer, error) {
 	if !bytes.Equal(crl.RawIssuer, issuer.RawSubject) {
@@ -704,7 +706,7 @@ func (c *Checker) crlStatus(crl *x509.RevocationList, cert, issuer *x509.Certifi
 	if err := crl.CheckSignatureFrom(issuer); err != nil {
 		return answer{}, fmt.Errorf("signature: %w", err)
 	}
-	if err := crlCovers(crl, cert); err != nil {
+	if err := crlscope.Covers(crl, cert); err != nil {
 		return answer{}, err
 	}
 	if crl.NextUpdate.IsZero() {

@@ -17,7 +17,7 @@
 // signed by the issuer, naming it), and must be current (thisUpdate not in
 // the future, nextUpdate not passed; an OCSP response without nextUpdate
 // only for Config.OCSPMaxAge after its thisUpdate). A CRL counts only when
-// it is a complete CRL for the certificate (crl.go: its
+// it is a complete CRL for the certificate (internal/crlscope: its
 // issuingDistributionPoint scope, no delta CRL, no critical extension
 // that is not processed). Per certificate, answers only move forward
 // (history.go): an older answer than the last taken is refused, a

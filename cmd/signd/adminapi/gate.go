@@ -1,6 +1,7 @@
 package adminapi
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"github.com/signd/signd/admin"
+	"github.com/signd/signd/internal/crlscope"
 )
 
 // Refuser records a refusal in the audit log: admin.Local.Refused.
@@ -115,9 +117,17 @@ func (g *Gate) verify(cs tls.ConnectionState) error {
 	return nil
 }
 
-// revoked says why the CRL in force refuses the client certificate of
-// the verified chain (its first certificate), "" when it does not: the
-// CRL is out of date, or it lists the certificate. The handshake asks
+// revoked says why the CRL in force refuses the verified chain, "" when
+// it does not: the CRL is out of date; it lists a certificate of the
+// chain its issuer issued (the client certificate, or an intermediate
+// when the CRL is a root's); or the client certificate cannot be
+// checked: its issuer is not the CRL's issuer (a certificate of another
+// CA of admin.api_client_ca, or one under an intermediate whose CRL is
+// not the one given), or the CRL's scope (issuingDistributionPoint,
+// RFC 5280 §6.3.3) does not include a certificate the CRL's issuer
+// issued. A CRL revokes a certificate of its issuer only: the issuer is
+// told by its subject and, when both are there, the CRL's authority key
+// identifier and the CA's subject key identifier. The handshake asks
 // (verify), and so does every request on the connection (Handler): a
 // certificate revoked, or a CRL gone out of date, while a kept-alive
 // connection is open is refused at its next request.
@@ -129,15 +139,45 @@ func (g *Gate) revoked(chain []*x509.Certificate) string {
 	if next := crl.NextUpdate; !next.IsZero() && g.now().After(next) {
 		return fmt.Sprintf("the CRL admin.api_client_crl is out of date since %s: revocations after it are unknown, so no certificate is accepted until it is replaced", next.UTC().Format(time.RFC3339))
 	}
-	cert := chain[0]
-	if len(chain) > 1 && string(chain[1].RawSubject) == string(crl.RawIssuer) {
+	unchecked := ""
+	for i := len(chain) - 2; i >= 0; i-- {
+		cert, issuer := chain[i], chain[i+1]
+		if !issued(crl, issuer) {
+			continue
+		}
+		if err := crlscope.Covers(crl, cert); err != nil {
+			if unchecked == "" {
+				unchecked = fmt.Sprintf("the certificate %s of the client's chain cannot be checked against admin.api_client_crl: %v", cert.Subject, err)
+			}
+			continue
+		}
 		for _, e := range crl.RevokedCertificateEntries {
-			if e.SerialNumber.Cmp(cert.SerialNumber) == 0 {
+			if e.SerialNumber.Cmp(cert.SerialNumber) != 0 {
+				continue
+			}
+			if i == 0 {
 				return fmt.Sprintf("the client certificate (serial %s) is revoked (admin.api_client_crl, since %s)", cert.SerialNumber, e.RevocationTime.UTC().Format(time.RFC3339))
 			}
+			return fmt.Sprintf("the certificate %s (serial %s) of the client's chain is revoked (admin.api_client_crl, since %s)", cert.Subject, cert.SerialNumber, e.RevocationTime.UTC().Format(time.RFC3339))
 		}
 	}
+	switch {
+	case unchecked != "":
+		return unchecked
+	case len(chain) < 2 || !issued(crl, chain[1]):
+		return fmt.Sprintf("the client certificate is issued by %s, not by %s, the issuer of admin.api_client_crl: its revocation cannot be checked (give the API the full CRL of the CA that issues the client certificates)", chain[0].Issuer, crl.Issuer)
+	}
 	return ""
+}
+
+// issued reports whether ca is the issuer of crl: the CRL's issuer is
+// its subject, byte for byte, and the CRL's authority key identifier,
+// when both are present, its subject key identifier (RFC 5280 §5.2.1).
+func issued(crl *x509.RevocationList, ca *x509.Certificate) bool {
+	if !bytes.Equal(crl.RawIssuer, ca.RawSubject) {
+		return false
+	}
+	return len(crl.AuthorityKeyId) == 0 || len(ca.SubjectKeyId) == 0 || bytes.Equal(crl.AuthorityKeyId, ca.SubjectKeyId)
 }
 
 // Admit names the caller of a request on a connection whose handshake

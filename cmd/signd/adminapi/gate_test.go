@@ -220,3 +220,77 @@ func TestGateRevocationOnOpenConnection(t *testing.T) {
 		})
 	}
 }
+
+// A client certificate under an intermediate CA, with admin.api_client_ca
+// the root and its CRL in force: the root's CRL revoking the intermediate
+// refuses the chain, and a client certificate the CRL's issuer did not
+// issue cannot be checked and is refused too, at the handshake (verify)
+// and at the next request of a connection opened before the CRL (Admit).
+// A certificate the root issues itself passes the same gate.
+func TestGateChainThroughIntermediate(t *testing.T) {
+	tests := []struct {
+		name     string
+		revoke   bool // the root's CRL revokes the intermediate
+		onlyUser bool // the root's CRL is for end-entity certificates only
+		reason   string
+	}{
+		{"intermediate revoked", true, false, "the certificate CN=client issuing CA,O=Test CA (serial %s) of the client's chain is revoked (admin.api_client_crl, since "},
+		{"leaf of the intermediate", false, false, "the client certificate is issued by CN=client issuing CA,O=Test CA, not by CN=admin API CA,O=Test CA, the issuer of admin.api_client_crl: its revocation cannot be checked"},
+		{"intermediate outside the CRL's scope", true, true, "the certificate CN=client issuing CA,O=Test CA of the client's chain cannot be checked against admin.api_client_crl: issuingDistributionPoint: the CRL covers only end-entity certificates"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			w := newWorld(t, map[string][]string{"administrator": {"CN=onboarding,O=Example"}}, nil, nil)
+			inter := w.ca.Intermediate(t, "client issuing CA")
+			c := issue(t, inter, "onboarding", time.Time{}, time.Time{})
+			c.tls.Certificate = append(c.tls.Certificate, inter.Cert.Raw)
+			// Before any CRL, one connection kept alive.
+			client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
+				TLSClientConfig: &tls.Config{RootCAs: w.roots, Certificates: []tls.Certificate{c.tls}}}}
+			get := func() (*http.Response, []byte, error) {
+				res, err := client.Get("https://" + w.addr + Prefix + "/users")
+				if err != nil {
+					return nil, nil, err
+				}
+				defer res.Body.Close()
+				raw, _ := io.ReadAll(res.Body)
+				return res, raw, nil
+			}
+			if res, raw, err := get(); err != nil || res.StatusCode != http.StatusOK {
+				t.Fatalf("without a CRL: %v %v %s", res, err, raw)
+			}
+			if tt.revoke {
+				w.ca.Revoke(inter.Cert.SerialNumber, 1)
+			}
+			if tt.onlyUser {
+				w.ca.SetCRLExtensions(certstatustest.IDP{OnlyUser: true}.Extension())
+			}
+			w.gate.SetCRL(crlOf(t, w.ca))
+			reason := tt.reason
+			if strings.Contains(reason, "%s") {
+				reason = fmt.Sprintf(reason, inter.Cert.SerialNumber)
+			}
+			res, raw, err := get()
+			if err != nil {
+				t.Fatalf("on the open connection: %v", err)
+			}
+			var ae admin.Error
+			if res.StatusCode != http.StatusForbidden || json.Unmarshal(raw, &ae) != nil || !strings.HasPrefix(ae.Message, "provisioning API: "+reason) {
+				t.Fatalf("on the open connection (Admit): %d %s, want 403 forbidden ...%s...", res.StatusCode, raw, reason)
+			}
+			w.awaitRefusal(t)
+			if res, _, err := get(); err == nil {
+				t.Fatalf("a new connection: %s, want the handshake refused", res.Status)
+			}
+			w.awaitRefusal(t)
+			if es := w.audit(); es[len(es)-1].Fields["op"] != handshakeOp || !strings.Contains(es[len(es)-1].Reason, reason) {
+				t.Errorf("the handshake (verify) audited as %+v, want ...%s...", es[len(es)-1], reason)
+			}
+			// The root's own client certificate is checked and passes.
+			direct := issue(t, w.ca, "onboarding", time.Time{}, time.Time{})
+			if st, out := w.call(&direct, "GET", "/users", nil); st != http.StatusOK {
+				t.Errorf("a client certificate of the root: %d %v", st, out)
+			}
+		})
+	}
+}

@@ -1,4 +1,4 @@
-package certstatus
+package crlscope
 
 import (
 	"crypto/x509"

@@ -1,4 +1,4 @@
-package certstatus
+package crlscope
 
 import (
 	"crypto/x509"
@@ -22,40 +22,42 @@ var (
 	oidInvalidityDate = asn1.ObjectIdentifier{2, 5, 29, 24}
 )
 
-// crlCovers decides whether crl, signed by cert's issuer, is a complete
-// CRL whose scope includes cert (RFC 5280 §6.3.3): a delta CRL
-// (deltaCRLIndicator, §5.2.4) is not usable alone and delta CRLs are not
-// merged with their base; an issuingDistributionPoint (§5.2.5) must name
-// one of cert's distribution points (or none) and not narrow the CRL to
-// CA, end-entity or attribute certificates cert is not, to some reasons,
-// or make it indirect; a critical extension of the CRL or of an entry
-// that is not processed here makes the CRL unusable (§5.2, §5.3). An
-// extension given twice is refused too.
-func crlCovers(crl *x509.RevocationList, cert *x509.Certificate) error {
+// Read checks what makes crl a complete CRL for any certificate, and
+// returns its scope: a delta CRL (deltaCRLIndicator, §5.2.4) is not
+// usable alone and delta CRLs are not merged with their base; an
+// issuingDistributionPoint (§5.2.5) must be well-formed and not narrow
+// the CRL to some reasons or attribute certificates, make it indirect or
+// name its distribution point relative to the CRL issuer; a critical
+// extension of the CRL or of an entry that is not processed here makes
+// the CRL unusable (§5.2, §5.3). An extension given twice is refused too.
+// Scope.Covers then says whether the CRL counts for one certificate.
+func Read(crl *x509.RevocationList) (Scope, error) {
+	var s Scope
 	if err := distinct(crl.Extensions); err != nil {
-		return err
+		return s, err
 	}
 	for _, ext := range crl.Extensions {
 		switch {
 		case ext.Id.Equal(oidDeltaCRL):
-			return errors.New("a delta CRL (deltaCRLIndicator) is not a complete CRL; delta CRLs are not merged with their base")
+			return s, errors.New("a delta CRL (deltaCRLIndicator) is not a complete CRL; delta CRLs are not merged with their base")
 		case ext.Id.Equal(oidIssuingDP):
 			p, err := parseIDP(ext.Value)
+			if err == nil {
+				err = p.complete()
+			}
 			if err != nil {
-				return fmt.Errorf("issuingDistributionPoint: %w", err)
+				return s, fmt.Errorf("issuingDistributionPoint: %w", err)
 			}
-			if err := p.covers(cert); err != nil {
-				return fmt.Errorf("issuingDistributionPoint: %w", err)
-			}
+			s.p = p
 		case ext.Id.Equal(oidAuthorityKeyID), ext.Id.Equal(oidCRLNumber):
 			// Read by x509.ParseRevocationList.
 		case ext.Critical:
-			return fmt.Errorf("unknown critical CRL extension %s", ext.Id)
+			return s, fmt.Errorf("unknown critical CRL extension %s", ext.Id)
 		}
 	}
 	for _, e := range crl.RevokedCertificateEntries {
 		if err := distinct(e.Extensions); err != nil {
-			return fmt.Errorf("entry %s: %w", e.SerialNumber, err)
+			return s, fmt.Errorf("entry %s: %w", e.SerialNumber, err)
 		}
 		for _, ext := range e.Extensions {
 			// reasonCode is read by x509.ParseRevocationList and
@@ -63,9 +65,37 @@ func crlCovers(crl *x509.RevocationList, cert *x509.Certificate) error {
 			// (always critical) belongs to indirect CRLs, which are
 			// not used.
 			if ext.Critical && !ext.Id.Equal(oidReasonCode) && !ext.Id.Equal(oidInvalidityDate) {
-				return fmt.Errorf("entry %s: unsupported critical extension %s", e.SerialNumber, ext.Id)
+				return s, fmt.Errorf("entry %s: unsupported critical extension %s", e.SerialNumber, ext.Id)
 			}
 		}
+	}
+	return s, nil
+}
+
+// Covers says why crl, signed by cert's issuer, is not a complete CRL
+// whose scope includes cert (RFC 5280 §6.3.3), or nil when it is: Read,
+// then Scope.Covers.
+func Covers(crl *x509.RevocationList, cert *x509.Certificate) error {
+	s, err := Read(crl)
+	if err != nil {
+		return err
+	}
+	return s.Covers(cert)
+}
+
+// Scope is the scope a complete CRL gives itself (its
+// issuingDistributionPoint; the zero Scope, every certificate of its
+// issuer).
+type Scope struct{ p idp }
+
+// OnlyCA reports whether the CRL covers only CA certificates (an ARL).
+func (s Scope) OnlyCA() bool { return s.p.onlyCA }
+
+// Covers says why a CRL of this scope is not a complete CRL for cert
+// (RFC 5280 §6.3.3 (b)(2)), or nil when it is.
+func (s Scope) Covers(cert *x509.Certificate) error {
+	if err := s.p.covers(cert); err != nil {
+		return fmt.Errorf("issuingDistributionPoint: %w", err)
 	}
 	return nil
 }
@@ -236,12 +266,9 @@ func btoi(b bool) int {
 	return 0
 }
 
-// covers says why a CRL with this issuingDistributionPoint is not a
-// complete CRL for cert (RFC 5280 §6.3.3 (b)(2)), or nil when it is.
-// Distribution point names are compared as bytes (a URI spelt otherwise
-// does not match: the CRL then does not count, which fails closed).
-func (p idp) covers(cert *x509.Certificate) error {
-	isCA := cert.BasicConstraintsValid && cert.IsCA
+// complete says why a CRL with this issuingDistributionPoint is complete
+// for no certificate this package checks, or nil.
+func (p idp) complete() error {
 	switch {
 	case p.indirect:
 		return errors.New("an indirect CRL (indirectCRL) is not used")
@@ -249,12 +276,26 @@ func (p idp) covers(cert *x509.Certificate) error {
 		return errors.New("the CRL covers only some reasons (onlySomeReasons)")
 	case p.onlyAttr:
 		return errors.New("the CRL covers only attribute certificates")
+	case p.relative:
+		return errors.New("a distribution point named relative to the CRL issuer is not matched")
+	}
+	return nil
+}
+
+// covers says why a CRL with this issuingDistributionPoint is not a
+// complete CRL for cert (RFC 5280 §6.3.3 (b)(2)), or nil when it is.
+// Distribution point names are compared as bytes (a URI spelt otherwise
+// does not match: the CRL then does not count, which fails closed).
+func (p idp) covers(cert *x509.Certificate) error {
+	isCA := cert.BasicConstraintsValid && cert.IsCA
+	if err := p.complete(); err != nil {
+		return err
+	}
+	switch {
 	case p.onlyUser && isCA:
 		return errors.New("the CRL covers only end-entity certificates")
 	case p.onlyCA && !isCA:
 		return errors.New("the CRL covers only CA certificates")
-	case p.relative:
-		return errors.New("a distribution point named relative to the CRL issuer is not matched")
 	case p.hasName && !slices.ContainsFunc(p.uris, func(u string) bool { return slices.Contains(cert.CRLDistributionPoints, u) }):
 		return fmt.Errorf("the CRL is scoped to another distribution point (%q)", p.uris)
 	}
