@@ -166,15 +166,7 @@ func TestGateRevocationOnOpenConnection(t *testing.T) {
 					dials.Add(1)
 					return dialer.DialContext(ctx, network, addr)
 				}}}
-			get := func() (*http.Response, []byte, error) {
-				res, err := c.Get("https://" + w.addr + Prefix + "/users")
-				if err != nil {
-					return nil, nil, err
-				}
-				defer res.Body.Close()
-				raw, _ := io.ReadAll(res.Body)
-				return res, raw, nil
-			}
+			get := func() (*http.Response, []byte, error) { return getUsers(c, w.addr) }
 			if res, raw, err := get(); err != nil || res.StatusCode != http.StatusOK {
 				t.Fatalf("before: %v %v %s", res, err, raw)
 			}
@@ -247,15 +239,7 @@ func TestGateChainThroughIntermediate(t *testing.T) {
 			// Before any CRL, one connection kept alive.
 			client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
 				TLSClientConfig: &tls.Config{RootCAs: w.roots, Certificates: []tls.Certificate{c.tls}}}}
-			get := func() (*http.Response, []byte, error) {
-				res, err := client.Get("https://" + w.addr + Prefix + "/users")
-				if err != nil {
-					return nil, nil, err
-				}
-				defer res.Body.Close()
-				raw, _ := io.ReadAll(res.Body)
-				return res, raw, nil
-			}
+			get := func() (*http.Response, []byte, error) { return getUsers(client, w.addr) }
 			if res, raw, err := get(); err != nil || res.StatusCode != http.StatusOK {
 				t.Fatalf("without a CRL: %v %v %s", res, err, raw)
 			}
@@ -293,4 +277,16 @@ func TestGateChainThroughIntermediate(t *testing.T) {
 			}
 		})
 	}
+}
+
+// getUsers asks GET /users of the API at addr through c, keeping c's
+// connection for the next request.
+func getUsers(c *http.Client, addr string) (*http.Response, []byte, error) {
+	res, err := c.Get("https://" + addr + Prefix + "/users")
+	if err != nil {
+		return nil, nil, err
+	}
+	defer res.Body.Close()
+	raw, _ := io.ReadAll(res.Body)
+	return res, raw, nil
 }
