@@ -27,8 +27,9 @@ var (
 	ErrClosed = errors.New("store: etcd store is closed")
 	// ErrTxDone is returned by a write on a Tx whose function has returned.
 	ErrTxDone = errors.New("store: transaction has ended")
-	// ErrConflict is returned (wrapped in store.ErrUnavailable) by an Update
-	// whose commit lost to other writers MaxAttempts times in a row.
+	// ErrConflict is returned (wrapped in plain store.ErrUnavailable:
+	// nothing committed) by an Update whose commit lost to other writers
+	// MaxAttempts times in a row.
 	ErrConflict = errors.New("store: etcd transaction conflicted too often")
 )
 
