@@ -1,6 +1,7 @@
 package admin
 
 import (
+	"cmp"
 	"context"
 	"crypto/elliptic"
 	"crypto/x509"
@@ -155,25 +156,28 @@ func TestCreateCredentialDescription(t *testing.T) {
 }
 
 // lostAnswer is a store whose next Update commits and then answers
-// store.ErrUnavailable, as store/etcd does for a commit whose answer was
-// lost; readFails makes every View fail after it (the cluster lost its
-// quorum). With applied false the Update fails as a full disk's does:
-// nothing is stored.
+// store.ErrOutcomeUnknown, as store/etcd does for a commit whose answer
+// was lost; readFails makes every View fail after it (the cluster lost
+// its quorum). With applied false the Update fails with fail, or as a
+// full disk's does: nothing is stored (readFails then too).
 type lostAnswer struct {
 	store.Store
 	applied, readFails bool
+	fail               error
 	failing            atomic.Bool
 }
 
 func (s *lostAnswer) Update(ctx context.Context, fn func(store.Tx) error) error {
 	if !s.applied {
-		return s.Store.Update(ctx, storetest.ThenFail(fn, storetest.ErrDiskFull))
+		err := s.Store.Update(ctx, storetest.ThenFail(fn, cmp.Or(s.fail, storetest.ErrDiskFull)))
+		s.failing.Store(err != nil && s.readFails)
+		return err
 	}
 	if err := s.Store.Update(ctx, fn); err != nil {
 		return err
 	}
 	s.failing.Store(s.readFails)
-	return fmt.Errorf("%w: etcd: context deadline exceeded", store.ErrUnavailable)
+	return fmt.Errorf("%w: etcd: context deadline exceeded", store.ErrOutcomeUnknown)
 }
 
 func (s *lostAnswer) View(ctx context.Context, fn func(store.Tx) error) error {
@@ -184,26 +188,33 @@ func (s *lostAnswer) View(ctx context.Context, fn func(store.Tx) error) error {
 }
 
 // TestCreateCredentialOutcomeUnknown: a credential whose commit applied
-// but answered store.ErrUnavailable keeps its key and is reported created,
-// with its one entry; when the store cannot be read either, the key is
-// kept and named to the operator. A commit that did not apply destroys
-// the key, as before.
+// but answered store.ErrOutcomeUnknown keeps its key and is reported
+// created, with its one entry; when the store cannot be read either, the
+// key is kept and named to the operator. A transaction that cannot have
+// committed (a full disk or a failed read in it: plain
+// store.ErrUnavailable) destroys the key, also when the store cannot be
+// read after it: an operator's retries leave no orphans in the token.
 func TestCreateCredentialOutcomeUnknown(t *testing.T) {
 	ctx := context.Background()
 	for _, tt := range []struct {
 		name               string
 		applied, readFails bool
+		fail               error
 		wantErr            Kind
 		wantKey            bool
 	}{
 		{name: "applied", applied: true, wantKey: true},
 		{name: "applied, the store cannot be read", applied: true, readFails: true, wantErr: KindUnavailable, wantKey: true},
 		{name: "not applied", wantErr: KindUnavailable},
+		{name: "not applied, the store cannot be read", readFails: true, wantErr: KindUnavailable},
+		{name: "not applied (no quorum), the store cannot be read", fail: fmt.Errorf("%w: etcd: etcdserver: request timed out", store.ErrUnavailable), readFails: true, wantErr: KindUnavailable},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			tok := softtoken.New(softtoken.Options{})
 			base, db := removalWorld(t, tokenLike{Token: tok})
-			l := base.reconfigured(func(c *Config) { c.Store = &lostAnswer{Store: db, applied: tt.applied, readFails: tt.readFails} })
+			l := base.reconfigured(func(c *Config) {
+				c.Store = &lostAnswer{Store: db, applied: tt.applied, readFails: tt.readFails, fail: tt.fail}
+			})
 			res, err := l.CreateCredential(ctx, operator, CreateCredentialRequest{User: "alice", Algo: store.AlgRSA2048, Subject: "CN=Alice"})
 			if (err == nil) != (tt.wantErr == "") || err != nil && KindOf(err) != tt.wantErr {
 				t.Fatalf("CreateCredential = %v (%s), want %q", err, KindOf(err), tt.wantErr)
@@ -212,7 +223,7 @@ func TestCreateCredentialOutcomeUnknown(t *testing.T) {
 			if kerr != nil || len(infos) != map[bool]int{true: 1}[tt.wantKey] {
 				t.Fatalf("keys in the token: %v, %v; want the new key kept: %v", infos, kerr, tt.wantKey)
 			}
-			if tt.readFails && !strings.Contains(err.Error(), fmt.Sprintf("%x with label %q is kept", infos[0].ID, infos[0].Label)) {
+			if tt.readFails && tt.wantKey && !strings.Contains(err.Error(), fmt.Sprintf("%x with label %q is kept", infos[0].ID, infos[0].Label)) {
 				t.Errorf("error %v does not name the kept key", err)
 			}
 			if err == nil {

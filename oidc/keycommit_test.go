@@ -2,6 +2,7 @@ package oidc_test
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -19,7 +20,11 @@ import (
 // errOutcomeUnknown is what store/etcd returns for a commit whose answer
 // was lost (the attempt timed out, the connection dropped): the
 // transaction may have applied.
-var errOutcomeUnknown = fmt.Errorf("%w: etcd: context deadline exceeded", store.ErrUnavailable)
+var errOutcomeUnknown = fmt.Errorf("%w: etcd: context deadline exceeded", store.ErrOutcomeUnknown)
+
+// errNoQuorum is what store/etcd returns for a transaction whose read
+// failed (the cluster lost its quorum): its commit was never sent.
+var errNoQuorum = fmt.Errorf("%w: etcd: etcdserver: request timed out", store.ErrUnavailable)
 
 // lostAnswers is a KeyRingStore whose Updates, while outcome is set,
 // commit and then return it (the answer of an applied etcd commit lost on
@@ -34,7 +39,11 @@ type lostAnswers struct {
 
 func (l *lostAnswers) Update(ctx context.Context, fn func(oidc.KeyRingTx) error) error {
 	if l.outcome == nil {
-		return l.KeyRingStore.Update(ctx, fn)
+		err := l.KeyRingStore.Update(ctx, fn)
+		if err != nil {
+			l.failing = l.readFails
+		}
+		return err
 	}
 	if err := l.KeyRingStore.Update(ctx, fn); err != nil {
 		return err
@@ -51,12 +60,13 @@ func (l *lostAnswers) View(ctx context.Context, fn func(oidc.KeyRingTx) error) e
 }
 
 // TestKeyCommitOutcomeUnknown: a key whose commit applied but answered
-// store.ErrUnavailable (an etcd commit whose outcome is unknown) keeps
+// store.ErrOutcomeUnknown (an etcd commit whose answer was lost) keeps
 // its HSM key, and the first key of a provider signs: Ensure and Create
 // read the key ring again and report the stored key. When that read fails
 // too, the HSM key is kept and logged as an orphan with its label and
-// KID. A commit that did not apply (a full disk, ErrUnavailable too)
-// still leaves no key in the HSM.
+// KID. A commit that cannot have applied (a full disk, a failed read in
+// the transaction: plain ErrUnavailable; a bare context end) leaves no
+// key in the HSM, even when the key ring cannot be read after it.
 func TestKeyCommitOutcomeUnknown(t *testing.T) {
 	ctx := context.Background()
 	tests := []struct {
@@ -65,9 +75,10 @@ func TestKeyCommitOutcomeUnknown(t *testing.T) {
 		// failing write is Ensure's first key).
 		create    bool
 		readFails bool
-		// applied: the commit applies (else it fails as a full disk
-		// does: nothing stored).
+		// applied: the commit applies (else it fails with fail, or as
+		// a full disk does: nothing stored).
 		applied bool
+		fail    error
 		// outcome: what the applied commit answers (nil:
 		// errOutcomeUnknown).
 		outcome error
@@ -75,13 +86,20 @@ func TestKeyCommitOutcomeUnknown(t *testing.T) {
 		// HSM; wantLog: the log names it as an orphan.
 		wantErr, wantHSM, wantLog bool
 	}{
-		{name: "Create: applied, answered with the context's end", create: true, applied: true, outcome: context.DeadlineExceeded, wantHSM: true},
+		{name: "Create: applied, answered with the context's end", create: true, applied: true, outcome: fmt.Errorf("%w: %w", store.ErrOutcomeUnknown, context.DeadlineExceeded), wantHSM: true},
 		{name: "Ensure: applied", applied: true, wantHSM: true},
 		{name: "Create: applied", create: true, applied: true, wantHSM: true},
 		{name: "Ensure: applied, the key ring cannot be read", applied: true, readFails: true, wantErr: true, wantHSM: true, wantLog: true},
 		{name: "Create: applied, the key ring cannot be read", create: true, applied: true, readFails: true, wantErr: true, wantHSM: true, wantLog: true},
 		{name: "Ensure: not applied", wantErr: true},
 		{name: "Create: not applied", create: true, wantErr: true},
+		// Failures that cannot have committed (plain ErrUnavailable:
+		// a failed read, a full disk; a bare context end) destroy the
+		// key even when the key ring cannot be read after them: no
+		// orphan is left for each retry.
+		{name: "Ensure: not applied, the key ring cannot be read", readFails: true, wantErr: true},
+		{name: "Create: not applied (no quorum), the key ring cannot be read", create: true, fail: errNoQuorum, readFails: true, wantErr: true},
+		{name: "Create: not applied (the context's end), the key ring cannot be read", create: true, fail: context.Canceled, readFails: true, wantErr: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -108,7 +126,7 @@ func TestKeyCommitOutcomeUnknown(t *testing.T) {
 			}
 			if !tt.applied {
 				ls.outcome = nil
-				ls.KeyRingStore = failingUpdates{keyRingStore(f.db)}
+				ls.KeyRingStore = failingUpdates{keyRingStore(f.db), cmp.Or(tt.fail, storetest.ErrDiskFull)}
 			}
 			var k *store.SigningKey
 			var err error
@@ -117,8 +135,8 @@ func TestKeyCommitOutcomeUnknown(t *testing.T) {
 			} else {
 				k, err = f.keys.Ensure(ctx, nil)
 			}
-			if tt.wantErr != (err != nil) || err != nil && !errors.Is(err, store.ErrUnavailable) {
-				t.Fatalf("err = %v, want an error: %v (store.ErrUnavailable)", err, tt.wantErr)
+			if tt.wantErr != (err != nil) || err != nil && !errors.Is(err, cmp.Or(tt.fail, store.ErrUnavailable)) {
+				t.Fatalf("err = %v, want an error: %v (%v)", err, tt.wantErr, cmp.Or(tt.fail, store.ErrUnavailable))
 			}
 			if len(hsmKeys.ids) != 1 {
 				t.Fatalf("%d keys generated, want 1", len(hsmKeys.ids))
@@ -152,10 +170,13 @@ func TestKeyCommitOutcomeUnknown(t *testing.T) {
 
 // failingUpdates is a KeyRingStore whose commits fail as a full disk's
 // do: the function runs, nothing is stored, store.ErrUnavailable.
-type failingUpdates struct{ oidc.KeyRingStore }
+type failingUpdates struct {
+	oidc.KeyRingStore
+	fail error
+}
 
 func (f failingUpdates) Update(ctx context.Context, fn func(oidc.KeyRingTx) error) error {
-	return f.KeyRingStore.Update(ctx, storetest.ThenFail(fn, storetest.ErrDiskFull))
+	return f.KeyRingStore.Update(ctx, storetest.ThenFail(fn, f.fail))
 }
 
 // errRunAgain rolls back the first run of a transaction that rerunning

@@ -484,8 +484,9 @@ func (r *KeyRing) create(ctx context.Context, alg string, first bool, rec Record
 // settle decides the fate of the HSM key info of the key kid, whose store
 // write failed with err: nothing was stored, and the HSM key is destroyed
 // again — unless the write may have committed all the same
-// (store.MayHaveCommitted: store/etcd answers store.ErrUnavailable, or the
-// context's end, for a commit whose answer was lost). Then settle reads the key ring again: a
+// (store.MayHaveCommitted: store/etcd answers store.ErrOutcomeUnknown for
+// a commit whose answer was lost; plain store.ErrUnavailable and a bare
+// context error are definite). Then settle reads the key ring again: a
 // record of kid means the write (and its audit entry) committed, and
 // settle returns that record and no error; no record, and the HSM key is
 // destroyed. When that read fails too, the HSM key is kept (a published

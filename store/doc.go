@@ -25,7 +25,13 @@
 //     Update is one atomic, serialized write transaction: either every write
 //     made by its function is committed, or (on error or panic) none is. That
 //     is what later consumers rely on to consume single-use values (auth
-//     codes, SAD) exactly once.
+//     codes, SAD) exactly once. An Update that fails has committed nothing,
+//     with one exception: [ErrOutcomeUnknown] (it wraps [ErrUnavailable]),
+//     which store/etcd returns for a commit it sent whose answer was lost;
+//     it may have applied. [MayHaveCommitted] reports it; a failed read, a
+//     commit never sent or refused before it was proposed, the conflict
+//     retry limit, a failed bbolt write or fsync and a bare context error
+//     are definite: nothing committed.
 //   - Records returned by a [Tx] are copies owned by the caller; they stay
 //     valid after the transaction ends and mutating them changes nothing
 //     stored.

@@ -161,8 +161,9 @@ func (l *HSM) generate(ctx context.Context, keys tokenkeys.KeyStore, id, label s
 // settle decides the fate of the key of credential id, whose transaction
 // failed with err: rolled back (rollback) — unless the transaction may
 // have committed all the same (store.MayHaveCommitted: store/etcd answers
-// store.ErrUnavailable, or the context's end, for a commit whose answer
-// was lost).
+// store.ErrOutcomeUnknown for a commit whose answer was lost; plain
+// store.ErrUnavailable — a failed read, a full disk — and a bare context
+// error are definite, so the key is rolled back without a read).
 // Then settle reads the credential: stored means the transaction and its
 // entry committed, and settle returns the credential (the act recorded);
 // not found, and the key is rolled back. When that read fails too, the key

@@ -21,8 +21,9 @@ import (
 // A function that fails (or panics) is rolled back to the savepoint taken
 // before it ran: its writes are dropped, its error (or panic) reaches its
 // caller alone, and the others commit. A commit whose outcome is unknown
-// (timeout, no quorum) or that conflicted Options.MaxAttempts times reaches
-// every caller of the shared transaction as store.ErrUnavailable. ctx is
+// (its answer lost) reaches every caller of the shared transaction as
+// store.ErrOutcomeUnknown; a failed read, and a commit that conflicted
+// Options.MaxAttempts times, as plain store.ErrUnavailable. ctx is
 // only checked before fn is queued.
 func (db *DB) Batch(ctx context.Context, fn func(store.Tx) error) error {
 	return db.gate.Run(ctx, ErrClosed, func() error { return db.batch.Run(ctx, fn, db.commitBatch) })
@@ -68,8 +69,8 @@ func (db *DB) commitBatch(calls []*groupcommit.BatchCall) []*groupcommit.BatchCa
 // outcome (nil, its error or a groupcommit.BatchPanic; the failed ones rolled back); n
 // is how many ran and commit: a function after the first whose writes
 // would make the Txn exceed the etcd limits is rolled back and ends the
-// batch there. ok is false when the guard failed; err is a failed read or
-// commit (store.ErrUnavailable).
+// batch there. ok is false when the guard failed; err is a failed read
+// (store.ErrUnavailable) or commit (store.ErrOutcomeUnknown once sent).
 func (db *DB) attemptBatch(calls []*groupcommit.BatchCall) (errs []error, n int, ok bool, err error) {
 	t := newTxn(context.Background(), db, true)
 	defer func() { t.done = true }()

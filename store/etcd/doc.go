@@ -157,7 +157,8 @@
 // caller — and the others commit. A conflict reruns every function of the
 // transaction on a fresh snapshot (with backoff, up to MaxAttempts, then
 // ErrConflict to every caller); a failed read or a commit whose outcome is
-// unknown reaches every caller as store.ErrUnavailable. A shared
+// unknown reaches every caller as store.ErrOutcomeUnknown (a failed
+// read, before anything was sent, as plain store.ErrUnavailable). A shared
 // transaction holds at most Options.MaxBatch calls and stays within
 // Options.MaxTxnOps operations and comparisons (etcd's default
 // --max-txn-ops, 128) and 1 MiB: a function that would exceed them is
@@ -170,8 +171,15 @@
 //
 // A read that fails (no quorum, timeout) poisons the transaction: it reads
 // as absent, and View or Update returns store.ErrUnavailable wrapping the
-// cause instead of the function's result; nothing commits. A commit that
-// fails the same way is store.ErrUnavailable too: the daemon answers 503.
+// cause instead of the function's result; no Txn is sent and nothing
+// commits, as with the conflict retry limit (ErrConflict) and a commit
+// refused for want of a leader. A commit that was sent and failed the
+// same way (its answer lost) is store.ErrOutcomeUnknown, which wraps
+// store.ErrUnavailable: the daemon answers 503 to both, and only a caller
+// that would undo an effect outside the store tells them apart
+// (store.MayHaveCommitted). The caller's context ending before the Txn is
+// sent is its ctx.Err() (nothing sent); ending after, ctx.Err() wrapped in
+// store.ErrOutcomeUnknown.
 //
 // # Timeouts and failover
 //
@@ -201,8 +209,8 @@
 //     read or a bucket it ranged, and a resend it catches is a conflict,
 //     whose rerun could not tell its own applied commit from another
 //     node's (a consumed SAD would read as spent by someone else). The
-//     commit fails with store.ErrUnavailable, as every unknown outcome
-//     did before: nothing is treated as committed — csc releases no
+//     commit fails with store.ErrOutcomeUnknown (store.ErrUnavailable
+//     too): nothing is treated as committed — csc releases no
 //     signature, and the SAD may be spent, never twice.
 //   - Health (the daemon's /readyz and its metrics) is one linearizable
 //     read, one attempt: it answers within the health timeout whatever

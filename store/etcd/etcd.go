@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"golang.org/x/sync/singleflight"
 
@@ -26,8 +27,9 @@ var (
 	ErrClosed = errors.New("store: etcd store is closed")
 	// ErrTxDone is returned by a write on a Tx whose function has returned.
 	ErrTxDone = errors.New("store: transaction has ended")
-	// ErrConflict is returned (wrapped in store.ErrUnavailable) by an Update
-	// whose commit lost to other writers MaxAttempts times in a row.
+	// ErrConflict is returned (wrapped in plain store.ErrUnavailable:
+	// nothing committed) by an Update whose commit lost to other writers
+	// MaxAttempts times in a row.
 	ErrConflict = errors.New("store: etcd transaction conflicted too often")
 )
 
@@ -278,6 +280,23 @@ func (db *DB) unavailable(ctx context.Context, err error) error {
 		return ctx.Err()
 	}
 	return fmt.Errorf("%w: etcd: %w", store.ErrUnavailable, err)
+}
+
+// lost maps a failed commit (attemptKV's Txn): refused with
+// rpctypes.ErrNoLeader, every attempt was refused before it was proposed
+// and nothing applied (db.unavailable); any other failure came after the
+// Txn was sent, and its outcome is unknown: store.ErrOutcomeUnknown
+// wrapping the cause, or the caller's ctx.Err() when its context ended
+// (errors.Is holds for both), so that store.MayHaveCommitted need not
+// guess from a context error.
+func (db *DB) lost(ctx context.Context, err error) error {
+	if errors.Is(err, rpctypes.ErrNoLeader) {
+		return db.unavailable(ctx, err)
+	}
+	if cerr := ctx.Err(); cerr != nil {
+		return fmt.Errorf("%w: %w", store.ErrOutcomeUnknown, cerr)
+	}
+	return fmt.Errorf("%w: etcd: %w", store.ErrOutcomeUnknown, err)
 }
 
 // Health reports whether the cluster serves a linearizable read (which

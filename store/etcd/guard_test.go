@@ -106,7 +106,8 @@ func TestGuardRange(t *testing.T) {
 
 // TestUnavailable: without the cluster, View and Update fail with
 // store.ErrUnavailable within the request timeout (the daemon answers
-// 503), Update commits nothing, and Open refuses to start.
+// 503), Update commits nothing (and says so: its read failed, its commit
+// was never sent), and Open refuses to start.
 func TestUnavailable(t *testing.T) {
 	dir := t.TempDir()
 	srv, err := etcdtest.Start(dir)
@@ -138,6 +139,10 @@ func TestUnavailable(t *testing.T) {
 	})
 	if !errors.Is(err, store.ErrUnavailable) || !called {
 		t.Errorf("Update without etcd = %v (fn called %v), want store.ErrUnavailable", err, called)
+	}
+	if store.MayHaveCommitted(err) {
+		// Its read failed: the commit was never sent.
+		t.Errorf("Update without etcd = %v: MayHaveCommitted, want a definite failure", err)
 	}
 	if err := db.View(ctx, func(tx store.Tx) error { _, err := tx.Users(); return err }); !errors.Is(err, store.ErrUnavailable) {
 		t.Errorf("View without etcd = %v, want store.ErrUnavailable", err)

@@ -609,12 +609,16 @@ func (t *txn) commit() (bool, error) {
 		})
 		ops = append(ops, clientv3.OpPut(t.db.versionKey(name), ""))
 	}
+	if err := t.ctx.Err(); err != nil {
+		// Not sent: nothing can have applied.
+		return false, err
+	}
 	ctx, cancel := t.db.requestContext(t.ctx)
 	defer cancel()
 	t.db.stats.commits.Add(1)
 	resp, err := t.db.kv.Txn(ctx).If(cmps...).Then(ops...).Commit()
 	if err != nil {
-		return false, t.db.unavailable(t.ctx, err)
+		return false, t.db.lost(t.ctx, err)
 	}
 	if !resp.Succeeded {
 		t.db.stats.conflicts.Add(1)

@@ -1,6 +1,9 @@
 package storeerr
 
-import "errors"
+import (
+	"errors"
+	"fmt"
+)
 
 // Sentinel errors of every store backend. Backends wrap them with detail
 // (fmt.Errorf("%w: ...", ErrX)); callers test with errors.Is.
@@ -29,16 +32,28 @@ var (
 	ErrSchemaTooNew = errors.New("store: schema version too new")
 
 	// ErrUnavailable is returned, wrapping the cause (ENOSPC, EDQUOT, EIO,
-	// EROFS from a write or fsync, a handle that must be reopened), when a
-	// backend could not commit a write transaction. Nothing of the
-	// transaction is committed, reads may still work, and the same write may
-	// succeed later (space freed, disk back): protocol layers answer it with
-	// 503 and Retry-After, never 500. One exception: store/etcd returns it
-	// too for a commit whose outcome is unknown (its answer was lost; it
-	// may have applied), so a caller that would undo an effect outside the
-	// store on this error (destroy a key it generated) reads the store
-	// first to learn whether the write is there.
+	// EROFS from a write or fsync, a handle that must be reopened, a read
+	// that failed, no quorum), when a backend could not commit a write
+	// transaction. Nothing of the transaction is committed, reads may still
+	// work, and the same write may succeed later (space freed, disk back):
+	// protocol layers answer it with 503 and Retry-After, never 500. The
+	// one exception is ErrOutcomeUnknown, which wraps it.
 	ErrUnavailable = errors.New("store: unavailable")
+
+	// ErrOutcomeUnknown is returned, wrapping the cause, for a write
+	// transaction that was sent to be committed and whose answer was lost
+	// (store/etcd: its Txn's attempt timed out, the connection dropped, the
+	// caller's context ended after the Txn was sent): it may have
+	// committed, or may still commit. It wraps ErrUnavailable, so
+	// errors.Is(err, ErrUnavailable) holds for it too and protocol layers
+	// answer it with 503 as any other; only a caller that would undo an
+	// effect outside the store on failure (destroy a key it generated)
+	// tells it apart (store.MayHaveCommitted) and reads the store first to
+	// learn whether the write is there. A backend never returns it for a
+	// write that cannot have committed: a failed read, a transaction
+	// whose commit was never sent, a commit refused before it was proposed,
+	// the conflict retry limit, a failed bbolt write or fsync.
+	ErrOutcomeUnknown = fmt.Errorf("%w, outcome unknown", ErrUnavailable)
 
 	// ErrCorrupt is returned when the database file is damaged or is not a
 	// store at all (empty, truncated, foreign, a broken page). The wrapping
