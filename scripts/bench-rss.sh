@@ -29,13 +29,9 @@ trap '[ -z "$daemon" ] || kill "$daemon" 2>/dev/null || true' EXIT
 
 echo
 echo "# signd resident memory: idle, under signHash load, after (scripts/bench-rss.sh)"
-CGO_ENABLED=1 go build -o bin/signd ./cmd/signd
-CGO_ENABLED=1 go build -o bin/signd-load ./cmd/signd-load
-
 # shellcheck source=scripts/lib-bench.sh
 . scripts/lib-bench.sh
-bench_config "$work" 127.0.0.1:0 http://127.0.0.1:8443 127.0.0.1:9464 info
-bench_signer "$work"
+bench_signhash_setup "$work"
 
 bins="bin/signd"
 [ -z "$base" ] || bins="$base bin/signd"

@@ -45,13 +45,9 @@ trap '[ -z "$daemon" ] || kill "$daemon" 2>/dev/null || true; [ -z "$base_daemon
 
 echo
 echo "# CSC signHash: raw HSM vs HTTP through signd serve, same token (scripts/bench-signhash.sh)"
-CGO_ENABLED=1 go build -o bin/signd ./cmd/signd
-CGO_ENABLED=1 go build -o bin/signd-load ./cmd/signd-load
-
 # shellcheck source=scripts/lib-bench.sh
 . scripts/lib-bench.sh
-bench_config "$work" 127.0.0.1:0 http://127.0.0.1:8443 127.0.0.1:9464 info
-bench_signer "$work"
+bench_signhash_setup "$work"
 
 # The two measurements alternate, ROUNDS times per concurrency, and the
 # medians are compared: the machine's other load drifts, so (a) and (b) are

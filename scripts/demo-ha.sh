@@ -135,7 +135,8 @@ for i in 1 2 3; do wait_http "etcd$i" "http://127.0.0.1:2379$i/health"; done
 
 # 4. The nodes' configs: one store (etcd), one token, one issuer (the front).
 for i in 1 2 3; do
-  cat >"$var/node$i.yaml" <<YAML
+  {
+    cat <<YAML
 # signd demo-ha node $i (made by make demo-ha). See docs/OPERATIONS.md, "Running several nodes".
 server:
   listen: 127.0.0.1:${node_port[$i]}
@@ -149,19 +150,11 @@ store:
     endpoints: [http://127.0.0.1:23791, http://127.0.0.1:23792, http://127.0.0.1:23793]
     prefix: /signd/
     node: node$i
-pkcs11:
-  module: /usr/lib/softhsm/libsofthsm2.so
-  token_label: signd
-  pin_file: $var/pkcs11.pin
 oidc:
   pairwise_salt_file: $var/pairwise.salt
-log:
-  format: text
-csc:
-  timestamp:
-    enabled: true
-    policy: 1.3.6.1.4.1.99999.1.1
 YAML
+    demo_yaml_token "$var"
+  } >"$var/node$i.yaml"
 done
 
 # 5. The demo user, client and keys, once, into etcd (the nodes are not

@@ -34,7 +34,8 @@ demo_token "$var"
 # 4. Config.
 cfg=$var/signd.yaml
 if [ ! -s "$cfg" ]; then
-  cat >"$cfg" <<YAML
+  {
+    cat <<YAML
 # signd demo configuration (made by make demo). See docs/CONFIG.md for every key.
 server:
   listen: 127.0.0.1:8443
@@ -43,17 +44,9 @@ server:
   metrics_listen: 127.0.0.1:9464
 store:
   path: $var/signd.db
-pkcs11:
-  module: /usr/lib/softhsm/libsofthsm2.so
-  token_label: signd
-  pin_file: $var/pkcs11.pin
-log:
-  format: text
-csc:
-  timestamp:
-    enabled: true
-    policy: 1.3.6.1.4.1.99999.1.1
 YAML
+    demo_yaml_token "$var"
+  } >"$cfg"
 fi
 # The config keeps the default ports; ports that moved are set through the
 # environment (SIGND_<KEY> overrides the file), for this run only.

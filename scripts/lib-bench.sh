@@ -71,6 +71,17 @@ ${extra}
 YAML
 }
 
+# bench_signhash_setup WORK: what a signHash benchmark on one daemon runs
+# on: bin/signd and bin/signd-load built, the token and configuration of
+# bench_config on 127.0.0.1 (any port, log level info) and bench_signer's
+# user, client and credential.
+bench_signhash_setup() {
+  CGO_ENABLED=1 go build -o bin/signd ./cmd/signd
+  CGO_ENABLED=1 go build -o bin/signd-load ./cmd/signd-load
+  bench_config "$1" 127.0.0.1:0 http://127.0.0.1:8443 127.0.0.1:9464 info
+  bench_signer "$1"
+}
+
 # bench_signer WORK [FLAG...]: the user bench (password in WORK/password;
 # FLAGs go to `signd user add`), the client bench-client and an RSA-2048
 # credential enrolled with a development CA in WORK/ca, on the

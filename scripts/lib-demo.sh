@@ -51,6 +51,24 @@ demo_token() {
   export "${conf_line?}"
 }
 
+# demo_yaml_token VAR: the configuration's part every demo node shares,
+# YAML on standard output: the token demo_token made, text logs, and the
+# time-stamping method (its key is demo_enroll's).
+demo_yaml_token() {
+  cat <<YAML
+pkcs11:
+  module: /usr/lib/softhsm/libsofthsm2.so
+  token_label: signd
+  pin_file: $1/pkcs11.pin
+log:
+  format: text
+csc:
+  timestamp:
+    enabled: true
+    policy: 1.3.6.1.4.1.99999.1.1
+YAML
+}
+
 # demo_enroll VAR CFG: once, with `bin/signd --config CFG`: the user demo,
 # the client demo-client, an enabled signing credential and the
 # time-stamping key, both certified by a development CA in VAR/dev-ca;

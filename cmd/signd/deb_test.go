@@ -278,6 +278,13 @@ func TestDebianPackageUpgrade(t *testing.T) {
 		}
 	}
 
+	// A mode loosened by hand is tightened again by the upgrade
+	// (tmpfiles.d, docs/OPERATIONS.md "Upgrades"): the store's directory
+	// is signd's alone; unchanged checks it is 0700 again.
+	if err := os.Chmod(state, 0o750); err != nil {
+		t.Fatal(err)
+	}
+
 	// The next version ships a different signd.yaml: dpkg asks, the
 	// operator answers N, the default, and keeps theirs; the package's
 	// is left next to it. The store is left as it is.

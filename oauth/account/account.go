@@ -159,19 +159,12 @@ func (h *Handler) Mount(g *echo.Group) error {
 	return nil
 }
 
-// accountSameOrigin is sameOriginOnly for the account forms: the same
-// rules (fetchmeta.go), the refusal in the page's language.
+// accountSameOrigin refuses a cross-site post as the authorize forms do
+// (oauth.RefuseCrossSite), the refusal in the page's language.
 func (h *Handler) accountSameOrigin(next echo.HandlerFunc) echo.HandlerFunc {
-	return func(c echo.Context) error {
-		r := c.Request()
-		reason := h.Sessions.CrossSite(r.Header)
-		if reason == "" {
-			return next(c)
-		}
-		h.log.WarnContext(c.Request().Context(), "account form refused: posted from another site", "path", r.URL.Path, "reason", reason,
-			"origin", oauth.Clip(r.Header.Get("Origin")), "sec_fetch_site", oauth.Clip(r.Header.Get("Sec-Fetch-Site")))
-		return oauth.NewPageError(http.StatusForbidden, h.accountLang(r), "errorpage.crosssite")
-	}
+	return oauth.RefuseCrossSite(h.log, "account", h.Sessions.CrossSite, func(r *http.Request) (string, []any) {
+		return h.accountLang(r), nil
+	})(next)
 }
 
 // accountLang is the page language, by the one rule of every page

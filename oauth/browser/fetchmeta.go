@@ -42,26 +42,17 @@ const (
 	headerOrigin       = "Origin"
 )
 
-// sameOriginOnly is the route middleware of the form endpoints: it refuses
-// a cross-site post with a 403 page in the request's language (Dutch when
-// the request is unknown) and a warning log, and changes nothing.
+// sameOriginOnly is the route middleware of the form endpoints
+// (oauth.RefuseCrossSite): the refusal page is in the pending request's
+// language, else the request's (Dutch when unknown), and the log names
+// its client.
 func (h *Handler) sameOriginOnly(next echo.HandlerFunc) echo.HandlerFunc {
-	return func(c echo.Context) error {
-		r := c.Request()
-		reason := h.CrossSite(r.Header)
-		if reason == "" {
-			return next(c)
+	return oauth.RefuseCrossSite(h.log, "oauth", h.CrossSite, func(r *http.Request) (string, []any) {
+		if req := h.postedRequest(r); req != nil {
+			return req.Lang, []any{"client_id", req.ClientID}
 		}
-		req := h.postedRequest(r)
-		lang, clientID := h.pages.RequestLang(r), ""
-		if req != nil {
-			lang, clientID = req.Lang, req.ClientID
-		}
-		h.log.WarnContext(c.Request().Context(), "oauth form refused: posted from another site", "path", r.URL.Path, "reason", reason,
-			"client_id", clientID, "origin", oauth.Clip(r.Header.Get(headerOrigin)),
-			"sec_fetch_site", oauth.Clip(r.Header.Get(headerSecFetchSite)))
-		return oauth.NewPageError(http.StatusForbidden, lang, "errorpage.crosssite")
-	}
+		return h.pages.RequestLang(r), []any{"client_id", ""}
+	})(next)
 }
 
 // CrossSite returns why a form post with header hdr must be refused as

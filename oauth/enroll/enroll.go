@@ -112,18 +112,12 @@ func (h *Handler) Mount(g *echo.Group) error {
 	return nil
 }
 
-// sameOrigin refuses a post from another site, as the account page does.
+// sameOrigin refuses a post from another site, as the account page does
+// (oauth.RefuseCrossSite).
 func (h *Handler) sameOrigin(next echo.HandlerFunc) echo.HandlerFunc {
-	return func(c echo.Context) error {
-		r := c.Request()
-		reason := h.Forms.CrossSite(r.Header)
-		if reason == "" {
-			return next(c)
-		}
-		h.log.WarnContext(r.Context(), "enrollment form refused: posted from another site", "reason", reason,
-			"origin", oauth.Clip(r.Header.Get("Origin")), "sec_fetch_site", oauth.Clip(r.Header.Get("Sec-Fetch-Site")))
-		return oauth.NewPageError(http.StatusForbidden, h.pages.RequestLang(r), "errorpage.crosssite")
-	}
+	return oauth.RefuseCrossSite(h.log, "enrollment", h.Forms.CrossSite, func(r *http.Request) (string, []any) {
+		return h.pages.RequestLang(r), nil
+	})(next)
 }
 
 // lang is the page language by the one rule of every page (pages.Lang);
