@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/signd/signd/admin"
+	"github.com/signd/signd/cmd/signd/textview"
 )
 
 // The audit key commands and `signd audit checkpoint` (package
@@ -17,24 +18,13 @@ import (
 func (a *app) auditKeyCmd() *cobra.Command {
 	cmd := &cobra.Command{Use: "key", Short: "The audit signing key in the token, which signs the audit checkpoints"}
 	var alg string
-	show := func(v *admin.AuditKeyView) error {
-		if a.jsonOut {
-			return a.printJSON(v)
-		}
-		fmt.Fprintf(a.Stdout, "label:        %s\nid:           %s\nalgorithm:    %s\norigin:       %s\nverifier key: %s\n", v.Label, v.ID, v.Algorithm, v.Origin, v.VerifierKey)
-		return nil
-	}
 	create := &cobra.Command{
 		Use:   "create [--algorithm ed25519|ecdsa-p256]",
 		Short: "Generate the audit key (audit.key_label): Ed25519 where the token has EdDSA, else ECDSA P-256",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return a.withAdmin(cmd, func(ctx context.Context, s admin.Service, by admin.Principal) error {
-				v, err := s.CreateAuditKey(ctx, by, admin.CreateAuditKeyRequest{Algorithm: alg})
-				if err != nil {
-					return err
-				}
-				return show(v)
+				return printer(a, textview.AuditKey)(s.CreateAuditKey(ctx, by, admin.CreateAuditKeyRequest{Algorithm: alg}))
 			})
 		},
 	}
@@ -45,11 +35,7 @@ func (a *app) auditKeyCmd() *cobra.Command {
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return a.withAdmin(cmd, func(ctx context.Context, s admin.Service, by admin.Principal) error {
-				v, err := s.ShowAuditKey(ctx, by)
-				if err != nil {
-					return err
-				}
-				return show(v)
+				return printer(a, textview.AuditKey)(s.ShowAuditKey(ctx, by))
 			})
 		},
 	}
@@ -65,20 +51,15 @@ func (a *app) auditCheckpointCmd() *cobra.Command {
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return a.withAdmin(cmd, func(ctx context.Context, s admin.Service, by admin.Principal) error {
-				v, err := s.AuditCheckpoint(ctx, by)
-				if err != nil {
+				return printer(a, func(w io.Writer, v *admin.CheckpointView) error {
+					if v.Unchanged {
+						fmt.Fprintf(w, "nothing added since the latest checkpoint (%s):\n", v.File)
+					} else {
+						fmt.Fprintf(w, "checkpoint of %d entries written to %s:\n", v.Size, v.File)
+					}
+					_, err := io.WriteString(w, v.Note)
 					return err
-				}
-				if a.jsonOut {
-					return a.printJSON(v)
-				}
-				if v.Unchanged {
-					fmt.Fprintf(a.Stdout, "nothing added since the latest checkpoint (%s):\n", v.File)
-				} else {
-					fmt.Fprintf(a.Stdout, "checkpoint of %d entries written to %s:\n", v.Size, v.File)
-				}
-				_, err = io.WriteString(a.Stdout, v.Note)
-				return err
+				})(s.AuditCheckpoint(ctx, by))
 			})
 		},
 	}

@@ -182,12 +182,20 @@ func LocalPrincipal(cfg *config.Config) (admin.Principal, error) {
 	return roles.PrincipalIDs(uint32(os.Geteuid()), uint32(os.Getegid())), nil
 }
 
-// show writes v as JSON with --json, else as text.
-func show[T any](a *app, v T, text func(io.Writer, T) error) error {
-	if a.jsonOut {
-		return a.printJSON(v)
+// printer returns the printer of an admin command's answer whose text
+// form text writes: printer(a, text)(s.Op(...)) gives the operation's
+// error back unchanged, else writes its answer as JSON with --json and as
+// text otherwise.
+func printer[T any](a *app, text func(io.Writer, T) error) func(T, error) error {
+	return func(v T, err error) error {
+		if err != nil {
+			return err
+		}
+		if a.jsonOut {
+			return a.printJSON(v)
+		}
+		return text(a.Stdout, v)
 	}
-	return text(a.Stdout, v)
 }
 
 // printJSON writes v as indented JSON.

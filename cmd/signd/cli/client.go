@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"io"
 	"strings"
 	"text/tabwriter"
 
@@ -41,21 +42,16 @@ func (a *app) clientCmd() *cobra.Command {
 				req.Secret = s
 			}
 			return a.withAdmin(cmd, func(ctx context.Context, s admin.Service, by admin.Principal) error {
-				res, err := s.AddClient(ctx, by, req)
-				if err != nil {
-					return err
-				}
-				if a.jsonOut {
-					return a.printJSON(res)
-				}
-				if err := textview.Client(a.Stdout, &res.Client); err != nil {
-					return err
-				}
-				if res.GeneratedSecret != "" {
-					fmt.Fprintf(a.Stdout, "client_secret:     %s\n", res.GeneratedSecret)
-					fmt.Fprintln(a.Stderr, "The client secret is shown once and stored only as a hash: keep it now.")
-				}
-				return nil
+				return printer(a, func(w io.Writer, res *admin.AddClientResult) error {
+					if err := textview.Client(w, &res.Client); err != nil {
+						return err
+					}
+					if res.GeneratedSecret != "" {
+						fmt.Fprintf(w, "client_secret:     %s\n", res.GeneratedSecret)
+						fmt.Fprintln(a.Stderr, "The client secret is shown once and stored only as a hash: keep it now.")
+					}
+					return nil
+				})(s.AddClient(ctx, by, req))
 			})
 		},
 	}
@@ -73,19 +69,14 @@ func (a *app) clientCmd() *cobra.Command {
 		Use: "list", Short: "List clients", Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return a.withAdmin(cmd, func(ctx context.Context, s admin.Service, by admin.Principal) error {
-				cs, err := s.ListClients(ctx, by)
-				if err != nil {
-					return err
-				}
-				if a.jsonOut {
-					return a.printJSON(cs)
-				}
-				tw := tabwriter.NewWriter(a.Stdout, 0, 4, 2, ' ', 0)
-				fmt.Fprintln(tw, "CLIENT_ID\tNAME\tSCOPES\tPKCE\tREDIRECT_URIS")
-				for _, c := range cs {
-					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", c.ID, c.Name, strings.Join(c.Scopes, ","), textview.YesNo(c.RequirePKCE), strings.Join(c.RedirectURIs, " "))
-				}
-				return tw.Flush()
+				return printer(a, func(w io.Writer, cs []admin.ClientView) error {
+					tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+					fmt.Fprintln(tw, "CLIENT_ID\tNAME\tSCOPES\tPKCE\tREDIRECT_URIS")
+					for _, c := range cs {
+						fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", c.ID, c.Name, strings.Join(c.Scopes, ","), textview.YesNo(c.RequirePKCE), strings.Join(c.RedirectURIs, " "))
+					}
+					return tw.Flush()
+				})(s.ListClients(ctx, by))
 			})
 		},
 	}
@@ -93,14 +84,7 @@ func (a *app) clientCmd() *cobra.Command {
 		Use: "show CLIENT_ID", Short: "Show a client", Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return a.withAdmin(cmd, func(ctx context.Context, s admin.Service, by admin.Principal) error {
-				c, err := s.ShowClient(ctx, by, args[0])
-				if err != nil {
-					return err
-				}
-				if a.jsonOut {
-					return a.printJSON(c)
-				}
-				return textview.Client(a.Stdout, c)
+				return printer(a, textview.Client)(s.ShowClient(ctx, by, args[0]))
 			})
 		},
 	}

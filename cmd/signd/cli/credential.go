@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"strings"
 	"text/tabwriter"
@@ -82,11 +83,7 @@ func (a *app) credentialCmd() *cobra.Command {
 				return err
 			}
 			return a.withAdmin(cmd, func(ctx context.Context, s admin.Service, by admin.Principal) error {
-				c, err := s.ImportCertificate(ctx, by, admin.ImportCertificateRequest{ID: args[0], ChainPEM: string(data)})
-				if err != nil {
-					return err
-				}
-				return show(a, c, textview.Credential)
+				return printer(a, textview.Credential)(s.ImportCertificate(ctx, by, admin.ImportCertificateRequest{ID: args[0], ChainPEM: string(data)}))
 			})
 		},
 	}
@@ -98,19 +95,14 @@ func (a *app) credentialCmd() *cobra.Command {
 		Use: "list [--user U]", Short: "List credentials", Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return a.withAdmin(cmd, func(ctx context.Context, s admin.Service, by admin.Principal) error {
-				cs, err := s.ListCredentials(ctx, by, listUser)
-				if err != nil {
-					return err
-				}
-				if a.jsonOut {
-					return a.printJSON(cs)
-				}
-				tw := tabwriter.NewWriter(a.Stdout, 0, 4, 2, ' ', 0)
-				fmt.Fprintln(tw, "ID\tOWNER\tSTATUS\tALGORITHM\tLABEL\tSUBJECT")
-				for _, c := range cs {
-					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", c.ID, c.Owner, c.Status, c.Algorithm, c.Label, textview.Dash(c.Subject))
-				}
-				return tw.Flush()
+				return printer(a, func(w io.Writer, cs []admin.CredentialView) error {
+					tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+					fmt.Fprintln(tw, "ID\tOWNER\tSTATUS\tALGORITHM\tLABEL\tSUBJECT")
+					for _, c := range cs {
+						fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", c.ID, c.Owner, c.Status, c.Algorithm, c.Label, textview.Dash(c.Subject))
+					}
+					return tw.Flush()
+				})(s.ListCredentials(ctx, by, listUser))
 			})
 		},
 	}
@@ -121,11 +113,7 @@ func (a *app) credentialCmd() *cobra.Command {
 			Use: use + " ID", Short: short, Args: cobra.ExactArgs(1),
 			RunE: func(cmd *cobra.Command, args []string) error {
 				return a.withAdmin(cmd, func(ctx context.Context, s admin.Service, by admin.Principal) error {
-					c, err := fn(ctx, s, by, args[0])
-					if err != nil {
-						return err
-					}
-					return show(a, c, textview.Credential)
+					return printer(a, textview.Credential)(fn(ctx, s, by, args[0]))
 				})
 			},
 		}
@@ -152,11 +140,7 @@ func (a *app) credentialCmd() *cobra.Command {
 				return fmt.Errorf("--multisign must be 1 to 1000")
 			}
 			return a.withAdmin(cmd, func(ctx context.Context, s admin.Service, by admin.Principal) error {
-				c, err := s.SetCredentialAuth(ctx, by, admin.SetCredentialAuthRequest{ID: args[0], Multisign: auth.multisign, AuthMode: auth.authMode})
-				if err != nil {
-					return err
-				}
-				return show(a, c, textview.Credential)
+				return printer(a, textview.Credential)(s.SetCredentialAuth(ctx, by, admin.SetCredentialAuthRequest{ID: args[0], Multisign: auth.multisign, AuthMode: auth.authMode}))
 			})
 		},
 	}
@@ -168,21 +152,16 @@ func (a *app) credentialCmd() *cobra.Command {
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return a.withAdmin(cmd, func(ctx context.Context, s admin.Service, by admin.Principal) error {
-				res, err := s.RemoveCredential(ctx, by, args[0])
-				if err != nil {
-					return err
-				}
-				if a.jsonOut {
-					return a.printJSON(res)
-				}
-				destroyed := "nothing (the key pair was already gone)"
-				if len(res.Destroyed) > 0 {
-					destroyed = strings.Join(res.Destroyed, ", ")
-				}
-				fmt.Fprintf(a.Stdout, "removed credential %s of %s\n", res.Removed, res.Owner)
-				fmt.Fprintf(a.Stdout, "destroyed in the HSM: %s (key id %s, label %q)\n", destroyed, res.KeyID, res.Label)
-				fmt.Fprintf(a.Stdout, "revoked: %s\n", &res.Revoked)
-				return nil
+				return printer(a, func(w io.Writer, res *admin.RemoveCredentialResult) error {
+					destroyed := "nothing (the key pair was already gone)"
+					if len(res.Destroyed) > 0 {
+						destroyed = strings.Join(res.Destroyed, ", ")
+					}
+					fmt.Fprintf(w, "removed credential %s of %s\n", res.Removed, res.Owner)
+					fmt.Fprintf(w, "destroyed in the HSM: %s (key id %s, label %q)\n", destroyed, res.KeyID, res.Label)
+					fmt.Fprintf(w, "revoked: %s\n", &res.Revoked)
+					return nil
+				})(s.RemoveCredential(ctx, by, args[0]))
 			})
 		},
 	}

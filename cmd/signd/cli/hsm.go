@@ -25,14 +25,7 @@ socket, else opens the token itself.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return a.withAdmin(cmd, func(ctx context.Context, s admin.Service, by admin.Principal) error {
-				info, err := s.HSMInfo(ctx, by)
-				if err != nil {
-					return err
-				}
-				if a.jsonOut {
-					return a.printJSON(info)
-				}
-				return textview.HSMInfo(a.Stdout, info)
+				return printer(a, textview.HSMInfo)(s.HSMInfo(ctx, by))
 			})
 		},
 	})

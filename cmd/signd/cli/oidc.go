@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"io"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
@@ -40,11 +41,7 @@ the old algorithm stay published.`,
 		Use: "create [--alg RS256|PS256|ES256]", Short: "Generate a key in the HSM and publish it as the next signing key", Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return a.withAdmin(cmd, func(ctx context.Context, s admin.Service, by admin.Principal) error {
-				k, err := s.CreateOIDCKey(ctx, by, admin.CreateOIDCKeyRequest{Alg: createAlg})
-				if err != nil {
-					return err
-				}
-				return show(a, k, textview.OIDCKey)
+				return printer(a, textview.OIDCKey)(s.CreateOIDCKey(ctx, by, admin.CreateOIDCKeyRequest{Alg: createAlg}))
 			})
 		},
 	}
@@ -52,20 +49,15 @@ the old algorithm stay published.`,
 		Use: "list", Short: "List the signing keys, oldest first", Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return a.withAdmin(cmd, func(ctx context.Context, s admin.Service, by admin.Principal) error {
-				ks, err := s.ListOIDCKeys(ctx, by)
-				if err != nil {
-					return err
-				}
-				if a.jsonOut {
-					return a.printJSON(ks)
-				}
-				tw := tabwriter.NewWriter(a.Stdout, 0, 4, 2, ' ', 0)
-				fmt.Fprintln(tw, "KID\tALG\tSTATE\tCREATED\tACTIVATED\tRETIRED\tPUBLISHED UNTIL\tLABEL")
-				for _, k := range ks {
-					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", k.KID, k.Algorithm, k.State, textview.Stamp(&k.CreatedAt),
-						textview.Stamp(k.ActivatedAt), textview.Stamp(k.RetiredAt), textview.Stamp(k.PublishedUntil), k.Label)
-				}
-				return tw.Flush()
+				return printer(a, func(w io.Writer, ks []admin.OIDCKeyView) error {
+					tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+					fmt.Fprintln(tw, "KID\tALG\tSTATE\tCREATED\tACTIVATED\tRETIRED\tPUBLISHED UNTIL\tLABEL")
+					for _, k := range ks {
+						fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", k.KID, k.Algorithm, k.State, textview.Stamp(&k.CreatedAt),
+							textview.Stamp(k.ActivatedAt), textview.Stamp(k.RetiredAt), textview.Stamp(k.PublishedUntil), k.Label)
+					}
+					return tw.Flush()
+				})(s.ListOIDCKeys(ctx, by))
 			})
 		},
 	}
@@ -75,22 +67,17 @@ the old algorithm stay published.`,
 		Use: "rotate [--alg RS256|PS256|ES256] [--force]", Short: "Let the next key sign and retire the active key of its algorithm", Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return a.withAdmin(cmd, func(ctx context.Context, s admin.Service, by admin.Principal) error {
-				r, err := s.RotateOIDCKeys(ctx, by, admin.RotateOIDCKeysRequest{Alg: rotateAlg, Force: force})
-				if err != nil {
-					return err
-				}
-				if a.jsonOut {
-					return a.printJSON(r)
-				}
-				fmt.Fprintf(a.Stdout, "active:   %s\n", r.Active.KID)
-				if r.Retired != nil {
-					fmt.Fprintf(a.Stdout, "retired:  %s (published until %s)\n", r.Retired.KID, textview.Stamp(r.Retired.PublishedUntil))
-				}
-				for _, kid := range r.Purged {
-					fmt.Fprintf(a.Stdout, "removed:  %s (its ID tokens have expired)\n", kid)
-				}
-				fmt.Fprintf(a.Stdout, "publish the next key with `signd oidc keys create --alg %s`\n", r.Active.Algorithm)
-				return nil
+				return printer(a, func(w io.Writer, r *admin.RotateOIDCKeysResult) error {
+					fmt.Fprintf(w, "active:   %s\n", r.Active.KID)
+					if r.Retired != nil {
+						fmt.Fprintf(w, "retired:  %s (published until %s)\n", r.Retired.KID, textview.Stamp(r.Retired.PublishedUntil))
+					}
+					for _, kid := range r.Purged {
+						fmt.Fprintf(w, "removed:  %s (its ID tokens have expired)\n", kid)
+					}
+					fmt.Fprintf(w, "publish the next key with `signd oidc keys create --alg %s`\n", r.Active.Algorithm)
+					return nil
+				})(s.RotateOIDCKeys(ctx, by, admin.RotateOIDCKeysRequest{Alg: rotateAlg, Force: force}))
 			})
 		},
 	}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
@@ -36,23 +37,18 @@ admin.pending_ttl.
 		Use: "list", Short: "List the pending requests, oldest first", Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return a.withAdmin(cmd, func(ctx context.Context, s admin.Service, by admin.Principal) error {
-				ps, err := s.ListPending(ctx, by)
-				if err != nil {
-					return err
-				}
-				if a.jsonOut {
-					return a.printJSON(ps)
-				}
-				tw := tabwriter.NewWriter(a.Stdout, 0, 4, 2, ' ', 0)
-				fmt.Fprintln(tw, "ID\tOP\tREQUESTED BY\tCREATED\tEXPIRES\tREQUEST")
-				for _, p := range ps {
-					expires := textview.Stamp(&p.ExpiresAt)
-					if p.Expired {
-						expires += " (expired)"
+				return printer(a, func(w io.Writer, ps []admin.PendingView) error {
+					tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+					fmt.Fprintln(tw, "ID\tOP\tREQUESTED BY\tCREATED\tEXPIRES\tREQUEST")
+					for _, p := range ps {
+						expires := textview.Stamp(&p.ExpiresAt)
+						if p.Expired {
+							expires += " (expired)"
+						}
+						fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", p.ID, p.Op, p.RequestedBy, textview.Stamp(&p.CreatedAt), expires, p.Request)
 					}
-					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", p.ID, p.Op, p.RequestedBy, textview.Stamp(&p.CreatedAt), expires, p.Request)
-				}
-				return tw.Flush()
+					return tw.Flush()
+				})(s.ListPending(ctx, by))
 			})
 		},
 	}
@@ -60,19 +56,14 @@ admin.pending_ttl.
 		Use: "approve ID", Short: "Approve a pending request: signd performs it now", Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return a.withAdmin(cmd, func(ctx context.Context, s admin.Service, by admin.Principal) error {
-				r, err := s.ApprovePending(ctx, by, args[0])
-				if err != nil {
-					return err
-				}
-				if a.jsonOut {
-					return a.printJSON(r)
-				}
-				fmt.Fprintf(a.Stdout, "approved pending request %s: %s %s as requested by %s\n", r.Pending.ID, r.Pending.Op, r.Pending.Request, r.Pending.RequestedBy)
-				var out bytes.Buffer
-				if json.Indent(&out, r.Result, "", "  ") == nil {
-					fmt.Fprintf(a.Stdout, "performed:\n%s\n", out.String())
-				}
-				return nil
+				return printer(a, func(w io.Writer, r *admin.ApprovalResult) error {
+					fmt.Fprintf(w, "approved pending request %s: %s %s as requested by %s\n", r.Pending.ID, r.Pending.Op, r.Pending.Request, r.Pending.RequestedBy)
+					var out bytes.Buffer
+					if json.Indent(&out, r.Result, "", "  ") == nil {
+						fmt.Fprintf(w, "performed:\n%s\n", out.String())
+					}
+					return nil
+				})(s.ApprovePending(ctx, by, args[0]))
 			})
 		},
 	}
@@ -80,15 +71,10 @@ admin.pending_ttl.
 		Use: "reject ID", Short: "Reject (or, as its requester, withdraw) a pending request", Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return a.withAdmin(cmd, func(ctx context.Context, s admin.Service, by admin.Principal) error {
-				p, err := s.RejectPending(ctx, by, args[0])
-				if err != nil {
-					return err
-				}
-				if a.jsonOut {
-					return a.printJSON(p)
-				}
-				fmt.Fprintf(a.Stdout, "rejected pending request %s: %s %s requested by %s\n", p.ID, p.Op, p.Request, p.RequestedBy)
-				return nil
+				return printer(a, func(w io.Writer, p *admin.PendingView) error {
+					fmt.Fprintf(w, "rejected pending request %s: %s %s requested by %s\n", p.ID, p.Op, p.Request, p.RequestedBy)
+					return nil
+				})(s.RejectPending(ctx, by, args[0]))
 			})
 		},
 	}

@@ -25,11 +25,7 @@ func (a *app) addProofCmd() *cobra.Command {
 			}
 			req := admin.AddProofRequest{Username: args[0], ID: id, ContentType: contentType, Content: content}
 			return a.withAdmin(cmd, func(ctx context.Context, s admin.Service, by admin.Principal) error {
-				u, err := s.AddProof(ctx, by, req)
-				if err != nil {
-					return err
-				}
-				return show(a, u, textview.User)
+				return printer(a, textview.User)(s.AddProof(ctx, by, req))
 			})
 		},
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"path/filepath"
 
 	"github.com/spf13/cobra"
@@ -58,16 +59,11 @@ func (a *app) storeCmd() *cobra.Command {
 				return err
 			}
 			return a.withStore(cmd, func(ctx context.Context, src storeadmin.Source) error {
-				res, err := src.SaveBackup(ctx, path)
-				if err != nil {
-					return err
-				}
-				if a.jsonOut {
-					return a.printJSON(res)
-				}
-				fmt.Fprintf(a.Stdout, "backup written: %s, %d bytes, txid %d, audit log %d entries, head digest %s\n",
-					res.File, res.Bytes, res.Check.TxID, res.Check.AuditEntries, res.Check.AuditHead)
-				return nil
+				return printer(a, func(w io.Writer, res *bolt.BackupResult) error {
+					fmt.Fprintf(w, "backup written: %s, %d bytes, txid %d, audit log %d entries, head digest %s\n",
+						res.File, res.Bytes, res.Check.TxID, res.Check.AuditEntries, res.Check.AuditHead)
+					return nil
+				})(src.SaveBackup(ctx, path))
 			})
 		},
 	}

@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"io"
 
 	"github.com/mdp/qrterminal/v3"
 	"github.com/spf13/cobra"
@@ -21,27 +22,21 @@ func (a *app) userTOTPCmd() *cobra.Command {
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return a.withAdmin(cmd, func(ctx context.Context, s admin.Service, by admin.Principal) error {
-				en, err := s.EnrollTOTP(ctx, by, admin.EnrollTOTPRequest{Username: args[0], Issuer: issuer})
-				if err != nil {
-					return err
-				}
-				if a.jsonOut {
-					return a.printJSON(en)
-				}
-				w := a.Stdout
-				fmt.Fprintf(w, "Scan this QR code with an authenticator app (shown once):\n\n")
-				qrterminal.GenerateWithConfig(en.URI, qrterminal.Config{
-					Level: qrterminal.M, Writer: w, HalfBlocks: true,
-					BlackChar: qrterminal.BLACK_BLACK, WhiteBlackChar: qrterminal.WHITE_BLACK,
-					WhiteChar: qrterminal.WHITE_WHITE, BlackWhiteChar: qrterminal.BLACK_WHITE, QuietZone: 2,
-				})
-				fmt.Fprintf(w, "\nuri:      %s\n", en.URI)
-				fmt.Fprintf(w, "secret:   %s\n", en.Secret)
-				fmt.Fprintf(w, "username: %s\n", en.Username)
-				if en.Revoked != nil {
-					fmt.Fprintf(w, "revoked:  %s\n", en.Revoked)
-				}
-				return nil
+				return printer(a, func(w io.Writer, en *admin.TOTPEnrollment) error {
+					fmt.Fprintf(w, "Scan this QR code with an authenticator app (shown once):\n\n")
+					qrterminal.GenerateWithConfig(en.URI, qrterminal.Config{
+						Level: qrterminal.M, Writer: w, HalfBlocks: true,
+						BlackChar: qrterminal.BLACK_BLACK, WhiteBlackChar: qrterminal.WHITE_BLACK,
+						WhiteChar: qrterminal.WHITE_WHITE, BlackWhiteChar: qrterminal.BLACK_WHITE, QuietZone: 2,
+					})
+					fmt.Fprintf(w, "\nuri:      %s\n", en.URI)
+					fmt.Fprintf(w, "secret:   %s\n", en.Secret)
+					fmt.Fprintf(w, "username: %s\n", en.Username)
+					if en.Revoked != nil {
+						fmt.Fprintf(w, "revoked:  %s\n", en.Revoked)
+					}
+					return nil
+				})(s.EnrollTOTP(ctx, by, admin.EnrollTOTPRequest{Username: args[0], Issuer: issuer}))
 			})
 		},
 	}
@@ -50,11 +45,7 @@ func (a *app) userTOTPCmd() *cobra.Command {
 		Use: "remove USERNAME", Short: "Remove a user's TOTP: the login asks for the password alone", Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return a.withAdmin(cmd, func(ctx context.Context, s admin.Service, by admin.Principal) error {
-				u, err := s.RemoveTOTP(ctx, by, args[0])
-				if err != nil {
-					return err
-				}
-				return show(a, u, textview.User)
+				return printer(a, textview.User)(s.RemoveTOTP(ctx, by, args[0]))
 			})
 		},
 	}

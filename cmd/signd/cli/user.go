@@ -49,11 +49,7 @@ func (a *app) userCmd() *cobra.Command {
 				}
 			}
 			return a.withAdmin(cmd, func(ctx context.Context, s admin.Service, by admin.Principal) error {
-				u, err := s.AddUser(ctx, by, req)
-				if err != nil {
-					return err
-				}
-				return show(a, u, textview.User)
+				return printer(a, textview.User)(s.AddUser(ctx, by, req))
 			})
 		},
 	}
@@ -94,11 +90,7 @@ func (a *app) userCmd() *cobra.Command {
 			Use: use + " USERNAME", Short: short, Args: cobra.ExactArgs(1),
 			RunE: func(cmd *cobra.Command, args []string) error {
 				return a.withAdmin(cmd, func(ctx context.Context, s admin.Service, by admin.Principal) error {
-					u, err := fn(ctx, s, by, args[0])
-					if err != nil {
-						return err
-					}
-					return show(a, u, textview.User)
+					return printer(a, textview.User)(fn(ctx, s, by, args[0]))
 				})
 			},
 		}
@@ -132,11 +124,7 @@ func (a *app) userCmd() *cobra.Command {
 					return err
 				}
 				return a.withAdmin(cmd, func(ctx context.Context, s admin.Service, by admin.Principal) error {
-					u, err := set(ctx, s, by, admin.SetSecretRequest{Username: args[0], Secret: secret})
-					if err != nil {
-						return err
-					}
-					return show(a, u, textview.User)
+					return printer(a, textview.User)(set(ctx, s, by, admin.SetSecretRequest{Username: args[0], Secret: secret}))
 				})
 			},
 		}

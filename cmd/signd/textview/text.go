@@ -227,3 +227,11 @@ func YesNo(b bool) string {
 	}
 	return "no"
 }
+
+// AuditKey writes the audit key: its label, HSM ID, algorithm, the
+// checkpoints' origin and the verifier key witnesses and `signd audit
+// verify --key` take.
+func AuditKey(w io.Writer, v *admin.AuditKeyView) error {
+	_, err := fmt.Fprintf(w, "label:        %s\nid:           %s\nalgorithm:    %s\norigin:       %s\nverifier key: %s\n", v.Label, v.ID, v.Algorithm, v.Origin, v.VerifierKey)
+	return err
+}
