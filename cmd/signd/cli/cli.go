@@ -198,6 +198,22 @@ func printer[T any](a *app, text func(io.Writer, T) error) func(T, error) error 
 	}
 }
 
+// oneArg is an admin command of one argument (use names it: "show ID"):
+// fn's answer for it, printed by printer with text. fn is often a method
+// expression: oneArg(a, "show ID", "Show a client", textview.Client,
+// admin.Service.ShowClient).
+func oneArg[T any](a *app, use, short string, text func(io.Writer, T) error,
+	fn func(s admin.Service, ctx context.Context, by admin.Principal, arg string) (T, error)) *cobra.Command {
+	return &cobra.Command{
+		Use: use, Short: short, Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return a.withAdmin(cmd, func(ctx context.Context, s admin.Service, by admin.Principal) error {
+				return printer(a, text)(fn(s, ctx, by, args[0]))
+			})
+		},
+	}
+}
+
 // printJSON writes v as indented JSON.
 func (a *app) printJSON(v any) error {
 	enc := json.NewEncoder(a.Stdout)

@@ -80,14 +80,7 @@ func (a *app) clientCmd() *cobra.Command {
 			})
 		},
 	}
-	showCmd := &cobra.Command{
-		Use: "show CLIENT_ID", Short: "Show a client", Args: cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			return a.withAdmin(cmd, func(ctx context.Context, s admin.Service, by admin.Principal) error {
-				return printer(a, textview.Client)(s.ShowClient(ctx, by, args[0]))
-			})
-		},
-	}
+	showCmd := oneArg(a, "show CLIENT_ID", "Show a client", textview.Client, admin.Service.ShowClient)
 	removeCmd := &cobra.Command{
 		Use: "remove CLIENT_ID", Short: "Remove a client and revoke its tokens, SADs, codes and pending requests", Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {

@@ -108,23 +108,14 @@ func (a *app) credentialCmd() *cobra.Command {
 	}
 	listCmd.Flags().StringVar(&listUser, "user", "", "only this user's credentials")
 
-	byID := func(use, short string, fn func(ctx context.Context, s admin.Service, by admin.Principal, id string) (*admin.CredentialView, error)) *cobra.Command {
-		return &cobra.Command{
-			Use: use + " ID", Short: short, Args: cobra.ExactArgs(1),
-			RunE: func(cmd *cobra.Command, args []string) error {
-				return a.withAdmin(cmd, func(ctx context.Context, s admin.Service, by admin.Principal) error {
-					return printer(a, textview.Credential)(fn(ctx, s, by, args[0]))
-				})
-			},
-		}
+	byID := func(use, short string, fn func(s admin.Service, ctx context.Context, by admin.Principal, id string) (*admin.CredentialView, error)) *cobra.Command {
+		return oneArg(a, use+" ID", short, textview.Credential, fn)
 	}
-	showCmd := byID("show", "Show a credential", func(ctx context.Context, s admin.Service, by admin.Principal, id string) (*admin.CredentialView, error) {
-		return s.ShowCredential(ctx, by, id)
-	})
-	disableCmd := byID("disable", "Disable a credential (signHash refuses it) and revoke its SADs, codes and pending requests", func(ctx context.Context, s admin.Service, by admin.Principal, id string) (*admin.CredentialView, error) {
+	showCmd := byID("show", "Show a credential", admin.Service.ShowCredential)
+	disableCmd := byID("disable", "Disable a credential (signHash refuses it) and revoke its SADs, codes and pending requests", func(s admin.Service, ctx context.Context, by admin.Principal, id string) (*admin.CredentialView, error) {
 		return s.SetCredentialStatus(ctx, by, id, false)
 	})
-	enableCmd := byID("enable", "Enable a credential that has a certificate", func(ctx context.Context, s admin.Service, by admin.Principal, id string) (*admin.CredentialView, error) {
+	enableCmd := byID("enable", "Enable a credential that has a certificate", func(s admin.Service, ctx context.Context, by admin.Principal, id string) (*admin.CredentialView, error) {
 		return s.SetCredentialStatus(ctx, by, id, true)
 	})
 	var auth struct {

@@ -41,14 +41,7 @@ func (a *app) userTOTPCmd() *cobra.Command {
 		},
 	}
 	enroll.Flags().StringVar(&issuer, "issuer", "signd", "service name the authenticator app shows")
-	remove := &cobra.Command{
-		Use: "remove USERNAME", Short: "Remove a user's TOTP: the login asks for the password alone", Args: cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			return a.withAdmin(cmd, func(ctx context.Context, s admin.Service, by admin.Principal) error {
-				return printer(a, textview.User)(s.RemoveTOTP(ctx, by, args[0]))
-			})
-		},
-	}
+	remove := oneArg(a, "remove USERNAME", "Remove a user's TOTP: the login asks for the password alone", textview.User, admin.Service.RemoveTOTP)
 	cmd.AddCommand(enroll, remove)
 	return cmd
 }

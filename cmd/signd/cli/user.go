@@ -85,34 +85,19 @@ func (a *app) userCmd() *cobra.Command {
 		},
 	}
 
-	simple := func(use, short string, fn func(ctx context.Context, s admin.Service, by admin.Principal, name string) (*admin.UserView, error)) *cobra.Command {
-		return &cobra.Command{
-			Use: use + " USERNAME", Short: short, Args: cobra.ExactArgs(1),
-			RunE: func(cmd *cobra.Command, args []string) error {
-				return a.withAdmin(cmd, func(ctx context.Context, s admin.Service, by admin.Principal) error {
-					return printer(a, textview.User)(fn(ctx, s, by, args[0]))
-				})
-			},
-		}
+	simple := func(use, short string, fn func(s admin.Service, ctx context.Context, by admin.Principal, name string) (*admin.UserView, error)) *cobra.Command {
+		return oneArg(a, use+" USERNAME", short, textview.User, fn)
 	}
-	showCmd := simple("show", "Show a user", func(ctx context.Context, s admin.Service, by admin.Principal, n string) (*admin.UserView, error) {
-		return s.ShowUser(ctx, by, n)
-	})
-	disableCmd := simple("disable", "Disable a user (no login, no signing) and revoke everything issued to them", func(ctx context.Context, s admin.Service, by admin.Principal, n string) (*admin.UserView, error) {
+	showCmd := simple("show", "Show a user", admin.Service.ShowUser)
+	disableCmd := simple("disable", "Disable a user (no login, no signing) and revoke everything issued to them", func(s admin.Service, ctx context.Context, by admin.Principal, n string) (*admin.UserView, error) {
 		return s.SetUserStatus(ctx, by, n, false)
 	})
-	enableCmd := simple("enable", "Enable a disabled user", func(ctx context.Context, s admin.Service, by admin.Principal, n string) (*admin.UserView, error) {
+	enableCmd := simple("enable", "Enable a disabled user", func(s admin.Service, ctx context.Context, by admin.Principal, n string) (*admin.UserView, error) {
 		return s.SetUserStatus(ctx, by, n, true)
 	})
-	unlockCmd := simple("unlock", "Clear the password lockout and failure counter (administrator)", func(ctx context.Context, s admin.Service, by admin.Principal, n string) (*admin.UserView, error) {
-		return s.UnlockUser(ctx, by, n)
-	})
-	enrollLinkCmd := simple("enroll-link", "A new one-time enrollment link for a user without password and PIN; it replaces the open one (administrator)", func(ctx context.Context, s admin.Service, by admin.Principal, n string) (*admin.UserView, error) {
-		return s.IssueEnrollment(ctx, by, n)
-	})
-	unlockPINCmd := simple("unlock-pin", "Clear the signing PIN lockout and failure counter (security officer)", func(ctx context.Context, s admin.Service, by admin.Principal, n string) (*admin.UserView, error) {
-		return s.UnlockPIN(ctx, by, n)
-	})
+	unlockCmd := simple("unlock", "Clear the password lockout and failure counter (administrator)", admin.Service.UnlockUser)
+	enrollLinkCmd := simple("enroll-link", "A new one-time enrollment link for a user without password and PIN; it replaces the open one (administrator)", admin.Service.IssueEnrollment)
+	unlockPINCmd := simple("unlock-pin", "Clear the signing PIN lockout and failure counter (security officer)", admin.Service.UnlockPIN)
 
 	secretCmd := func(use, what string, set func(ctx context.Context, s admin.Service, by admin.Principal, r admin.SetSecretRequest) (*admin.UserView, error)) *cobra.Command {
 		var file string
