@@ -3,6 +3,7 @@ package oauth_test
 import (
 	"context"
 	"errors"
+	"net/http"
 	"strings"
 	"sync"
 	"testing"
@@ -47,11 +48,11 @@ func (a *afterCheck) CheckPIN(ctx context.Context, username, pin string, otp *st
 	return a.Checker.CheckPIN(ctx, username, pin, otp)
 }
 
-// afterCheckEnv is an env whose login and consent pages check secrets
-// through an afterCheck.
+// afterCheckEnv is an env whose login, consent and account pages check
+// secrets through an afterCheck.
 func afterCheckEnv(t *testing.T) (*env, *afterCheck) {
 	ac := &afterCheck{}
-	ev := buildEnvWith(t, memoryStore(t), false, envOptions{browser: func(c *browser.Config) {
+	ev := buildEnvWith(t, memoryStore(t), false, envOptions{account: true, browser: func(c *browser.Config) {
 		ac.Checker = c.Passwords.(*passwords.Checker)
 		c.Passwords = ac
 	}})
@@ -102,8 +103,10 @@ func TestResetWhileChecked(t *testing.T) {
 	// noSession requires s to carry no session cookie and no code.
 	noSession := func(t *testing.T, s *oauthtest.Step) {
 		t.Helper()
-		if ck := s.Header.Values("Set-Cookie"); len(ck) != 0 {
-			t.Errorf("a session cookie was set: %v", ck)
+		for _, ck := range s.Header.Values("Set-Cookie") {
+			if strings.HasPrefix(ck, "signd_session=") {
+				t.Errorf("a session cookie was set: %q", ck)
+			}
 		}
 		if s.Redirected() && s.Query().Get("code") != "" {
 			t.Errorf("a code was issued: %v", s.Location)
@@ -135,6 +138,19 @@ func TestResetWhileChecked(t *testing.T) {
 		b := ev.browser()
 		got := ev.login(b, page(t, ev.must(b.Get(ev.authorizeURL(serviceParams())))), "dave", davePassword)
 		deniedWith(t, "old password settled before set-password", got, secretChangedDesc)
+		noSession(t, got)
+	})
+	t.Run("account_page_after", func(t *testing.T) {
+		ev, ac := afterCheckEnv(t)
+		ac.then = func() { ev.setPassword("alice", "alice-new-Password-1") }
+		b := ev.browser()
+		s := ev.must(b.Get(ev.ts.URL + "/oauth2/account?lang=en"))
+		v := s.Form.Values(map[string]string{"username": "alice", "password": alicePassword})
+		got := ev.accountPost(b, "/oauth2/account/login", v, chromiumSameOrigin())
+		if got.Status != http.StatusOK || !strings.Contains(oauthtest.Text(got.Body), "The sign-in details are wrong") {
+			t.Errorf("account login with the old password settled before set-password: %d %v %.300s, want the login error",
+				got.Status, got.Location, oauthtest.Text(got.Body))
+		}
 		noSession(t, got)
 	})
 	t.Run("consent_pin_during", func(t *testing.T) {
