@@ -1,9 +1,12 @@
 package csc_test
 
 import (
+	"context"
 	"net/http"
+	"runtime"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/signd/signd/store"
 	"github.com/signd/signd/store/storetest"
@@ -72,5 +75,55 @@ func TestAuthorizePINResetWhileChecked(t *testing.T) {
 			}
 			signatures(t, e.call("signatures/signHash", bearer, signHashBody(cred, r.str("SAD"), d)))
 		})
+	}
+}
+
+// TestAuthorizeRacesPINReset fires authorizations with the old PIN and
+// the admin's set-pin at once, the reset committing once k of the n
+// guesses are being hashed (k = 0 … n over the rounds): whatever the
+// interleaving, no SAD obtained with the old PIN signs afterwards (issued
+// before the reset, the reset revoked it; checked across it, none was
+// issued).
+func TestAuthorizeRacesPINReset(t *testing.T) {
+	const n = maxFailures // every guess is evaluated: none is refused as in flight
+	for round := range 2 * (n + 1) {
+		k := int64(round % (n + 1))
+		e := newExplicitEnv(t)
+		bearer := e.accessToken("alice", "rp1")
+		cred := e.explicitCredential("alice", 1, store.AuthExplicit)
+		h, err := e.checker.Hash([]byte("13579"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		d := digest("race")
+		sads := make([]string, n)
+		storetest.AtOnce(n+1, func(i int) {
+			if i == n {
+				for deadline := time.Now().Add(10 * time.Second); e.checker.checks.Load() < k && time.Now().Before(deadline); {
+					runtime.Gosched()
+				}
+				err := e.db.Update(context.Background(), func(tx store.Tx) error {
+					err := storetest.EditUser(tx, "alice", func(u *store.User) { u.PINHash, u.PINLocked, u.FailedPINs = h, false, 0 })
+					if err != nil {
+						return err
+					}
+					_, err = tx.RevokeUserSigning("alice")
+					return err
+				})
+				if err != nil {
+					t.Error(err)
+				}
+				return
+			}
+			sads[i] = e.call("credentials/authorize", bearer, authorizeBody(cred, 1, testPIN, d)).str("SAD")
+		})
+		for i, sad := range sads {
+			if sad == "" {
+				continue
+			}
+			if r := e.call("signatures/signHash", bearer, signHashBody(cred, sad, d)); r.status == http.StatusOK {
+				t.Errorf("round %d: SAD %d of the old PIN signed after the PIN reset", round, i)
+			}
+		}
 	}
 }
