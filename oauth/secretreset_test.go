@@ -113,17 +113,7 @@ func TestResetWhileChecked(t *testing.T) {
 		}
 	}
 	t.Run("login_page_during", func(t *testing.T) {
-		ev, ph := lockoutEnv(t)
-		b := ev.browser()
-		s := page(t, ev.must(b.Get(ev.authorizeURL(serviceParams()))))
-		g := ph.hold(davePassword)
-		wait := async(func() (*oauthtest.Step, error) {
-			return b.Submit(s.Form, map[string]string{"username": "dave", "password": davePassword}, "approve")
-		})
-		<-g.entered
-		ev.setPassword("dave", "dave-new-Password-1")
-		close(g.release)
-		got := ev.must(wait())
+		ev, _, _, got := daveWhileHashing(t, func(ev *env) { ev.setPassword("dave", "dave-new-Password-1") })
 		if got.Redirected() || !strings.Contains(got.Body, genericLoginError) {
 			t.Errorf("old password checked across set-password: want the generic login error, got %d %v", got.Status, got.Location)
 		}
@@ -154,16 +144,7 @@ func TestResetWhileChecked(t *testing.T) {
 		noSession(t, got)
 	})
 	t.Run("consent_pin_during", func(t *testing.T) {
-		ev, ph := lockoutEnv(t)
-		b, s := ev.consentPage()
-		g := ph.hold(alicePIN)
-		wait := async(func() (*oauthtest.Step, error) {
-			return b.Submit(s.Form, map[string]string{"pin": alicePIN}, "approve")
-		})
-		<-g.entered
-		ev.setPIN("alice", "135790")
-		close(g.release)
-		got := ev.must(wait())
+		ev, _, _, got := aliceWhileHashingPIN(t, func(ev *env) { ev.setPIN("alice", "135790") })
 		if got.Redirected() {
 			t.Errorf("old PIN checked across set-pin: want the consent page's wrong-PIN notice, got a redirect to %v", got.Location)
 		}
