@@ -36,10 +36,10 @@ func Keys() []Key {
 		{Name: "server.base_url", Default: "", Required: true, Flag: "base-url",
 			Usage: "public base URL of signd, the OAuth/OIDC issuer (https unless loopback)",
 			Doc:   "public base URL; the OAuth/OIDC issuer and `{base_url}` of the specs. https unless the host is loopback. Its origin must be the one users' browsers see: the login and consent forms refuse any other `Origin`"},
-		{Name: "server.tls.cert_file", Default: "",
+		{Name: "server.tls.cert_file", Default: "", Reload: true,
 			Usage: "PEM certificate chain; empty with key_file empty = plain HTTP",
 			Doc:   "PEM certificate; with `key_file` enables TLS 1.2+"},
-		{Name: "server.tls.key_file", Default: "",
+		{Name: "server.tls.key_file", Default: "", Reload: true,
 			Usage: "PEM private key for server.tls.cert_file",
 			Doc:   "PEM private key; both empty = plain HTTP"},
 		{Name: "server.admin_socket", Default: "./var/signd.sock", Flag: "admin-socket",
@@ -132,7 +132,7 @@ func Keys() []Key {
 			Doc:   "refuse to enroll a new key the token does not freeze (its label can be rewritten, it can be copied, it can decrypt, unwrap, derive or sign with recovery, or the freeze could not be tested) and destroy it; by default such a key is enrolled with a warning, and the defect is in its audit entry and in `signd hsm info`. Keys already on the token are only warned about, at every start"},
 
 		// log
-		{Name: "log.level", Default: "info", Flag: "log-level",
+		{Name: "log.level", Default: "info", Flag: "log-level", Reload: true,
 			Usage: "log level: debug, info, warn or error",
 			Doc:   "`debug`, `info`, `warn`, `error`"},
 		{Name: "log.format", Default: "json",

@@ -191,17 +191,26 @@ func New(cfg Config) *Checker {
 func (c *Checker) settings() Settings { return *c.set.Load() }
 
 // Reconfigure replaces the Settings (a SIGHUP reload of
-// csc.cert_status.*) and asks Run for a refresh at once, which fetches
+// csc.cert_status.*) and, when they differ from those in use (zero fields
+// taking the defaults), asks Run for a refresh at once, which fetches
 // every chain's answers again from its sources with them; a refresh under
 // way finishes with the old ones or the new, setting by setting. The
 // answers taken so far stay until the refresh replaces them, but no
 // longer current than the new settings allow (entry.capped): an answer
 // without nextUpdate kept because its responder no longer answers stops
 // being current OCSPMaxAge after its thisUpdate, as a fresh one would.
-func (c *Checker) Reconfigure(s Settings) {
+// Settings equal to those in use change nothing and fetch nothing, so
+// that a reload for another reason (a certificate rotated by a cron job)
+// does not send every credential's requests to the CAs' responders
+// again. It reports whether the Settings changed.
+func (c *Checker) Reconfigure(s Settings) bool {
 	s = s.withDefaults()
-	c.set.Store(&s)
 	c.mu.Lock()
+	if s == c.settings() {
+		c.mu.Unlock()
+		return false
+	}
+	c.set.Store(&s)
 	for k, e := range c.entries {
 		c.entries[k] = e.capped(s)
 	}
@@ -210,6 +219,7 @@ func (c *Checker) Reconfigure(s Settings) {
 	case c.again <- struct{}{}:
 	default:
 	}
+	return true
 }
 
 func key(chain [][]byte) [32]byte {
