@@ -59,7 +59,10 @@ func Keys() []Key {
 			Doc:   "host:port of the Prometheus listener (`GET /metrics` only, see [Monitoring](OPERATIONS.md#monitoring)); empty = none. Must not use the port of `server.listen`"},
 		{Name: "server.trusted_proxies", Default: []string(nil),
 			Usage: "CIDRs (or IPs) of reverse proxies whose X-Forwarded-For / X-Real-IP is believed; empty = none",
-			Doc:   "reverse proxies whose `X-Forwarded-For` / `X-Real-IP` name the client in the log and for the per-address rate limits: a list of CIDRs (`10.0.0.0/8`, `fd00::/8`); a bare IP means that address alone (/32, /128). In the environment: comma-separated. Empty = the socket peer is the client"},
+			Doc:   "reverse proxies whose `X-Forwarded-For` / `X-Real-IP` (`server.client_ip_header`) name the client in the log and for the per-address rate limits: a list of CIDRs (`10.0.0.0/8`, `fd00::/8`); a bare IP means that address alone (/32, /128). In the environment: comma-separated. Empty = the socket peer is the client"},
+		{Name: "server.client_ip_header", Default: HeaderXForwardedFor,
+			Usage: "the header the trusted proxies name the client in: X-Forwarded-For (they append to it) or X-Real-IP (they set it); the other is ignored",
+			Doc:   "the one header a request from `server.trusted_proxies` names its client in; the other is ignored. `X-Forwarded-For`: the proxy appends the address it saw (nginx `$proxy_add_x_forwarded_for`, HAProxy `option forwardfor`) and signd takes the first address, read from the right, that is not a trusted proxy. `X-Real-IP`: the proxy sets the header to the address it saw, replacing what the client sent (nginx `proxy_set_header X-Real-IP $remote_addr`). Name the header your proxy writes: a client can put any address in the one it does not (see [Behind a reverse proxy](OPERATIONS.md#running-the-daemon))"},
 
 		// store
 		{Name: "store.backend", Default: BackendBolt,
