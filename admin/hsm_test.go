@@ -187,54 +187,81 @@ func (s *lostAnswer) View(ctx context.Context, fn func(store.Tx) error) error {
 	return s.Store.View(ctx, fn)
 }
 
-// TestCreateCredentialOutcomeUnknown: a credential whose commit applied
-// but answered store.ErrOutcomeUnknown keeps its key and is reported
-// created, with its one entry; when the store cannot be read either, the
-// key is kept and named to the operator. A transaction that cannot have
-// committed (a full disk or a failed read in it: plain
+func (s *lostAnswer) Fence(ctx context.Context, fn func(store.Tx) error) error {
+	if s.failing.Load() {
+		return storetest.ErrDiskFailed
+	}
+	return s.Store.Fence(ctx, fn)
+}
+
+// TestNewKeyOutcomeUnknown: a key made in the token for a record
+// (a credential; the TSA key, whose record is its audit entry) whose
+// commit applied but answered store.ErrOutcomeUnknown keeps its key and is
+// reported done, with its one entry; when the store cannot be read
+// either, the key is kept and named to the operator. A transaction that
+// cannot have committed (a full disk or a failed read in it: plain
 // store.ErrUnavailable) destroys the key, also when the store cannot be
 // read after it: an operator's retries leave no orphans in the token.
-func TestCreateCredentialOutcomeUnknown(t *testing.T) {
+func TestNewKeyOutcomeUnknown(t *testing.T) {
 	ctx := context.Background()
-	for _, tt := range []struct {
-		name               string
-		applied, readFails bool
-		fail               error
-		wantErr            Kind
-		wantKey            bool
+	acts := []struct {
+		name string
+		kind store.AuditKind
+		do   func(l *Local) error
 	}{
-		{name: "applied", applied: true, wantKey: true},
-		{name: "applied, the store cannot be read", applied: true, readFails: true, wantErr: KindUnavailable, wantKey: true},
-		{name: "not applied", wantErr: KindUnavailable},
-		{name: "not applied, the store cannot be read", readFails: true, wantErr: KindUnavailable},
-		{name: "not applied (no quorum), the store cannot be read", fail: fmt.Errorf("%w: etcd: etcdserver: request timed out", store.ErrUnavailable), readFails: true, wantErr: KindUnavailable},
-	} {
-		t.Run(tt.name, func(t *testing.T) {
-			tok := softtoken.New(softtoken.Options{})
-			base, db := removalWorld(t, tokenLike{Token: tok})
-			l := base.reconfigured(func(c *Config) {
-				c.Store = &lostAnswer{Store: db, applied: tt.applied, readFails: tt.readFails, fail: tt.fail}
-			})
+		{name: "credential", kind: store.AuditCredentialEnrolled, do: func(l *Local) error {
 			res, err := l.CreateCredential(ctx, operator, CreateCredentialRequest{User: "alice", Algo: store.AlgRSA2048, Subject: "CN=Alice"})
-			if (err == nil) != (tt.wantErr == "") || err != nil && KindOf(err) != tt.wantErr {
-				t.Fatalf("CreateCredential = %v (%s), want %q", err, KindOf(err), tt.wantErr)
+			if err == nil && res.Credential.Status != string(store.CredentialPending) {
+				t.Errorf("credential %+v, want the stored pending one", res.Credential)
 			}
-			infos, kerr := tok.Keys(ctx)
-			if kerr != nil || len(infos) != map[bool]int{true: 1}[tt.wantKey] {
-				t.Fatalf("keys in the token: %v, %v; want the new key kept: %v", infos, kerr, tt.wantKey)
+			return err
+		}},
+		{name: "tsa", kind: store.AuditTSAEnrolled, do: func(l *Local) error {
+			res, err := l.EnrollTSA(ctx, operator, EnrollTSARequest{Algo: "rsa-2048"})
+			if err == nil && (res.KeyID == "" || res.CSRPEM == "") {
+				t.Errorf("EnrollTSA = %+v, want the key and its CSR", res)
 			}
-			if tt.readFails && tt.wantKey && !strings.Contains(err.Error(), fmt.Sprintf("%x with label %q is kept", infos[0].ID, infos[0].Label)) {
-				t.Errorf("error %v does not name the kept key", err)
-			}
-			if err == nil {
-				if res.Credential.Status != string(store.CredentialPending) {
-					t.Errorf("credential %+v, want the stored pending one", res.Credential)
+			return err
+		}},
+	}
+	for _, op := range acts {
+		for _, tt := range []struct {
+			name               string
+			applied, readFails bool
+			fail               error
+			wantErr            Kind
+			wantKey            bool
+		}{
+			{name: "applied", applied: true, wantKey: true},
+			{name: "applied, the store cannot be read", applied: true, readFails: true, wantErr: KindUnavailable, wantKey: true},
+			{name: "not applied", wantErr: KindUnavailable},
+			{name: "not applied, the store cannot be read", readFails: true, wantErr: KindUnavailable},
+			{name: "not applied (no quorum), the store cannot be read", fail: fmt.Errorf("%w: etcd: etcdserver: request timed out", store.ErrUnavailable), readFails: true, wantErr: KindUnavailable},
+		} {
+			t.Run(op.name+"/"+tt.name, func(t *testing.T) {
+				tok := softtoken.New(softtoken.Options{})
+				base, db := removalWorld(t, tokenLike{Token: tok})
+				l := base.reconfigured(func(c *Config) {
+					c.Store = &lostAnswer{Store: db, applied: tt.applied, readFails: tt.readFails, fail: tt.fail}
+				})
+				err := op.do(l)
+				if (err == nil) != (tt.wantErr == "") || err != nil && KindOf(err) != tt.wantErr {
+					t.Fatalf("%s = %v (%s), want %q", op.name, err, KindOf(err), tt.wantErr)
 				}
-				_, _, audit := present(t, db)
-				if n := strings.Count(strings.Join(audit, " "), string(store.AuditCredentialEnrolled)); n != 1 {
-					t.Errorf("audit %v: %d credential_enrolled entries, want 1", audit, n)
+				infos, kerr := tok.Keys(ctx)
+				if kerr != nil || len(infos) != map[bool]int{true: 1}[tt.wantKey] {
+					t.Fatalf("keys in the token: %v, %v; want the new key kept: %v", infos, kerr, tt.wantKey)
 				}
-			}
-		})
+				if tt.readFails && tt.wantKey && !strings.Contains(err.Error(), fmt.Sprintf("%x with label %q is kept", infos[0].ID, infos[0].Label)) {
+					t.Errorf("error %v does not name the kept key", err)
+				}
+				if err == nil {
+					_, _, audit := present(t, db)
+					if n := strings.Count(strings.Join(audit, " "), string(op.kind)+"/"); n != 1 {
+						t.Errorf("audit %v: %d %s entries, want 1", audit, n, op.kind)
+					}
+				}
+			})
+		}
 	}
 }

@@ -398,8 +398,8 @@ func (r *KeyRing) Algorithms(ctx context.Context) ([]string, error) {
 // refused (ErrNextKeyExists): rotate first. rec records the key in the
 // transaction that stores it. If the store write (or rec) fails the HSM
 // key is destroyed again; when the write's outcome is unknown
-// (store.ErrUnavailable) only once a read of the key ring shows it did not
-// apply (see settle).
+// (store.ErrOutcomeUnknown) only once a fenced read of the key ring shows
+// it did not apply (see settle).
 func (r *KeyRing) Create(ctx context.Context, alg string, rec Recorder) (*store.SigningKey, error) {
 	alg, err := r.alg(alg)
 	if err != nil {
@@ -482,34 +482,38 @@ func (r *KeyRing) create(ctx context.Context, alg string, first bool, rec Record
 }
 
 // settle decides the fate of the HSM key info of the key kid, whose store
-// write failed with err: nothing was stored, and the HSM key is destroyed
-// again — unless the write may have committed all the same
-// (store.MayHaveCommitted: store/etcd answers store.ErrOutcomeUnknown for
-// a commit whose answer was lost; plain store.ErrUnavailable and a bare
-// context error are definite). Then settle reads the key ring again: a
-// record of kid means the write (and its audit entry) committed, and
-// settle returns that record and no error; no record, and the HSM key is
-// destroyed. When that read fails too, the HSM key is kept (a published
-// key whose private key is gone could sign nothing, and the daemon's
-// start-up probe would refuse it) and logged as an orphan for the
-// operator to destroy if no key record names it.
+// write failed with err (store.Settle): nothing was stored, and the HSM key
+// is destroyed again — unless the write may have committed all the same
+// (store.ErrOutcomeUnknown) and a fenced read of the key ring finds a
+// record of kid: the write (and its audit entry) committed, and settle
+// returns that record and no error. When that read fails too, the HSM key
+// is kept (a published key whose private key is gone could sign nothing,
+// and the daemon's start-up probe would refuse it) and logged as an
+// orphan for the operator to destroy if no key record names it.
 func (r *KeyRing) settle(ctx context.Context, info *hsm.KeyInfo, kid string, err error) (*store.SigningKey, error) {
-	if !store.MayHaveCommitted(err) {
-		r.destroyUnused(ctx, info)
-		return nil, err
-	}
-	ks, rerr := r.Keys(context.WithoutCancel(ctx))
-	if rerr != nil {
+	var stored *store.SigningKey
+	fate, rerr := store.Settle(ctx, r.Store, err, func(tx KeyRingTx) error {
+		ks, err := tx.SigningKeys()
+		if err != nil {
+			return err
+		}
+		for i := range ks {
+			if ks[i].KID == kid {
+				stored = &ks[i]
+				return nil
+			}
+		}
+		return store.ErrNotFound
+	})
+	switch fate {
+	case store.Committed:
+		r.log().Warn("oidc: the signing key's commit reported an error but applied", "kid", kid, "label", info.Label, "err", err)
+		return stored, nil
+	case store.FateUnknown:
 		r.log().Error("oidc: the signing key's commit has an unknown outcome and the key ring cannot be read: "+
 			"its HSM key is kept; destroy it if no key record names its KID",
 			"kid", kid, "label", info.Label, "key_id", fmt.Sprintf("%x", info.ID), "err", err, "read_err", rerr)
 		return nil, err
-	}
-	for i := range ks {
-		if ks[i].KID == kid {
-			r.log().Warn("oidc: the signing key's commit reported an error but applied", "kid", kid, "label", info.Label, "err", err)
-			return &ks[i], nil
-		}
 	}
 	r.destroyUnused(ctx, info)
 	return nil, err
