@@ -149,14 +149,30 @@ func TestAddClientRefusedMakesNoKey(t *testing.T) {
 // once, each with an ID-token algorithm no key is active for yet: exactly
 // one client is added, the others are refused as existing (KindExists),
 // and no key is left for a client that was not added — no key record
-// published, no key pair in the token, no oidc_key_created entry.
+// published, no key pair in the token, no oidc_key_created entry. On
+// bbolt, and on etcd with each operator on a node of its own.
 func TestAddClientRace(t *testing.T) {
-	l, _, db, tok := oidcKeyWorld(t)
+	t.Run("bolt", func(t *testing.T) {
+		db := actsStore(t)
+		addClientRace(t, []store.Store{db, db, db})
+	})
+	t.Run("etcd", func(t *testing.T) { addClientRace(t, etcdNodes(t, etcdServer(t), 3)) })
+}
+
+// addClientRace races one `client add` per store in stores, over one
+// token.
+func addClientRace(t *testing.T, stores []store.Store) {
 	ctx := context.Background()
+	tok := softtoken.New(softtoken.Options{})
+	ls := make([]*Local, len(stores))
+	for i, s := range stores {
+		ls[i] = New(Config{Store: s, OIDCKeys: &oidc.KeyRing{
+			Store: store.Scope(s, func(tx store.Tx) oidc.KeyRingTx { return tx }), HSM: tok, IDTokenTTL: time.Hour}})
+	}
 	algs := []string{store.JWSRS256, store.JWSPS256, store.JWSES256}
 	errs := make([]error, len(algs))
 	storetest.AtOnce(len(algs), func(i int) {
-		_, errs[i] = l.AddClient(ctx, operator, AddClientRequest{ID: "rp", RedirectURIs: []string{"https://rp.example/cb"},
+		_, errs[i] = ls[i].AddClient(ctx, operator, AddClientRequest{ID: "rp", RedirectURIs: []string{"https://rp.example/cb"},
 			Scopes: []string{"openid"}, IDTokenAlg: algs[i]})
 	})
 	won := ""
@@ -173,6 +189,7 @@ func TestAddClientRace(t *testing.T) {
 	if won == "" {
 		t.Fatalf("no client added: %v", errs)
 	}
+	l := ls[0]
 	c, err := l.ShowClient(ctx, operator, "rp")
 	if err != nil || c.IDTokenAlg != won {
 		t.Fatalf("client rp %+v, %v; want the one with %s", c, err, won)
@@ -189,7 +206,7 @@ func TestAddClientRace(t *testing.T) {
 	if err != nil || len(infos) != 1 || !bytes.Equal(infos[0].ID, ks[0].KeyID) {
 		t.Fatalf("key pairs in the token %v, %v; want only that of %s", infos, err, ks[0].KID)
 	}
-	if kinds := strings.Join(auditKinds(t, db), " "); strings.Count(kinds, "oidc_key_created/ok") != 1 || strings.Count(kinds, "client_added/ok") != 1 {
+	if kinds := strings.Join(auditKinds(t, stores[0]), " "); strings.Count(kinds, "oidc_key_created/ok") != 1 || strings.Count(kinds, "client_added/ok") != 1 {
 		t.Errorf("audit %s: want one key created and one client added", kinds)
 	}
 }
