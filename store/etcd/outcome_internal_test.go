@@ -172,13 +172,16 @@ func TestFenceRefusesLateCommit(t *testing.T) {
 		// arrives: the late Txn arrives inside the fence, after its
 		// read (else after the fence committed).
 		arrives bool
+		noCache bool
 		want    store.Fate
 	}{
 		{name: "arrives after the fence", want: store.NotCommitted},
 		{name: "arrives during the fence, after its read", arrives: true, want: store.Committed},
+		{name: "no cache, arrives after the fence", noCache: true, want: store.NotCommitted},
+		{name: "no cache, arrives during the fence, after its read", noCache: true, arrives: true, want: store.Committed},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			db := openEmbedded(t, Options{NoCache: true, MaxAttempts: 3})
+			db := openEmbedded(t, Options{NoCache: tt.noCache, MaxAttempts: 3})
 			ctx := context.Background()
 			fault := &faultKV{KV: db.kv, txnErr: lost, hold: true}
 			db.kv = fault
@@ -193,8 +196,9 @@ func TestFenceRefusesLateCommit(t *testing.T) {
 			fate, err := store.Settle(ctx, db, err, func(tx store.Tx) error {
 				_, err := tx.User("alice")
 				if tt.arrives && arrived == nil {
-					if arrived, err = fault.late(); err != nil {
-						t.Fatalf("the late Txn: %v", err)
+					var lerr error
+					if arrived, lerr = fault.late(); lerr != nil {
+						t.Fatalf("the late Txn: %v", lerr)
 					}
 					if !arrived.Succeeded {
 						t.Fatal("the late Txn failed its guard before any fence committed")
