@@ -100,7 +100,11 @@ func (c *Core) Fail(op string, err error) error {
 // that have no ID yet, else the matching list or show command.
 func checkCommand(op string) string {
 	for _, subject := range []string{"user", "client", "credential"} {
-		if id, err := strconv.Unquote(strings.TrimPrefix(op, subject+" ")); err == nil && id != "" && strings.HasPrefix(op, subject+" ") {
+		quoted, ok := strings.CutPrefix(op, subject+" ")
+		if id, err := strconv.Unquote(quoted); ok && err == nil && id != "" {
+			if strings.ContainsFunc(id, notShellWord) {
+				id = quoted
+			}
 			return fmt.Sprintf("`signd %s show %s`", subject, id)
 		}
 	}
@@ -113,6 +117,11 @@ func checkCommand(op string) string {
 		return "`signd oidc keys list`"
 	}
 	return "the matching list or show command"
+}
+
+// notShellWord reports the runes that a shell word must quote.
+func notShellWord(r rune) bool {
+	return !('a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9' || strings.ContainsRune("._-@:/+=", r))
 }
 
 // Allow checks that by holds one of the roles of the operation named op

@@ -24,6 +24,7 @@ func TestFailStoreUnavailable(t *testing.T) {
 		{`credential "c1"`, lost, []string{"answer was lost", "may or may not have been applied", "check with `signd credential show c1` before trying again", "context deadline exceeded"}},
 		{`client "rp"`, lost, []string{"check with `signd client show rp`"}},
 		{`user "alice"`, lost, []string{"check with `signd user show alice`"}},
+		{`client "my rp"`, lost, []string{"check with `signd client show \"my rp\"`"}},
 		{"create credential", lost, []string{"check with `signd credential list`"}},
 		{"enroll TSA key", lost, []string{"check with `signd audit export --kind tsa_enrolled`"}},
 		{"create OIDC signing key", lost, []string{"check with `signd oidc keys list`"}},

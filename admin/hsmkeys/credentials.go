@@ -153,7 +153,7 @@ func (l *HSM) generate(ctx context.Context, keys tokenkeys.KeyStore, id, label s
 	}
 	k := &credentialKey{
 		newKey: newKey{l: l, keys: keys, id: key.ID, label: label, op: "create credential",
-			listed: fmt.Sprintf("no credential %s is listed (signd credential list)", id)},
+			listed: fmt.Sprintf("`signd credential list` lists no credential %s", id)},
 		key: key, csrDER: csrDER, note: ek.AuditNote(),
 	}
 	if err != nil {

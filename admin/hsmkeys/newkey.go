@@ -54,7 +54,7 @@ func (k *newKey) settle(ctx context.Context, a *act.Act, err error, found func(s
 func (k *newKey) rollback(ctx context.Context, cause error) error {
 	if derr := k.keys.DestroyKey(context.WithoutCancel(ctx), k.id); derr != nil {
 		k.l.Log().Error("rollback: destroying key failed", "key_id", hex.EncodeToString(k.id), "err", derr)
-		return act.Errorf(ops.KindInternal, "%s failed (%v) and key %x with label %q is left in the token: remove it with pkcs11-tool", k.op, k.l.Fail(k.op, cause), k.id, k.label)
+		return act.Errorf(ops.KindInternal, "%v; key %x with label %q is left in the token: remove it with pkcs11-tool", k.l.Fail(k.op, cause), k.id, k.label)
 	}
 	return k.l.Fail(k.op, cause)
 }

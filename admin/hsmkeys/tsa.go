@@ -74,7 +74,7 @@ func (l *HSM) EnrollTSA(ctx context.Context, by principal.Principal, req ops.Enr
 		return nil, l.Fail("generate key", err)
 	}
 	k := &newKey{l: l, keys: keys, id: key.ID, label: label, op: "enroll TSA key",
-		listed: fmt.Sprintf("no tsa_enrolled entry names tsa-key:%x (signd audit export --kind tsa_enrolled)", key.ID)}
+		listed: fmt.Sprintf("`signd audit export --kind tsa_enrolled` shows no entry for tsa-key:%x", key.ID)}
 	if err != nil {
 		return nil, k.rollback(ctx, err)
 	}
