@@ -5,11 +5,14 @@ import (
 	"context"
 	"crypto/elliptic"
 	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
 	"fmt"
 	"strings"
 	"sync/atomic"
 	"testing"
 
+	"github.com/signd/signd/csc/certstatus/certstatustest"
 	"github.com/signd/signd/hsm"
 	"github.com/signd/signd/hsm/hsmtest/softtoken"
 	"github.com/signd/signd/store"
@@ -263,5 +266,49 @@ func TestNewKeyOutcomeUnknown(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestImportCertificateOutcomeUnknown: a certificate import whose commit
+// answered store.ErrOutcomeUnknown is reported as a change that may or may
+// not have been applied, with the command that shows it, never as "try
+// again"; it undoes nothing (the certificate in the token is public and
+// is replaced by the next import), so the operator's retry enables the
+// credential whichever way the lost commit went.
+func TestImportCertificateOutcomeUnknown(t *testing.T) {
+	ctx := context.Background()
+	for _, applied := range []bool{true, false} {
+		t.Run(fmt.Sprintf("applied=%v", applied), func(t *testing.T) {
+			base, db := removalWorld(t, tokenLike{Token: softtoken.New(softtoken.Options{})})
+			res, err := base.CreateCredential(ctx, operator, CreateCredentialRequest{User: "alice", Algo: store.AlgRSA2048, Subject: "CN=Alice"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			block, _ := pem.Decode([]byte(res.CSRPEM))
+			csr, err := x509.ParseCertificateRequest(block.Bytes)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ca := certstatustest.New(t, "Test CA", nil)
+			leaf := ca.Issue(t, csr.PublicKey, certstatustest.Leaf{Subject: pkix.Name{CommonName: "Alice"}})
+			chain := string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: leaf.Raw})) +
+				string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: ca.Cert.Raw}))
+			id := res.Credential.ID
+			req := ImportCertificateRequest{ID: id, ChainPEM: chain}
+
+			l := base.reconfigured(func(c *Config) { c.Store = &lostAnswer{Store: db, applied: applied} })
+			_, err = l.ImportCertificate(ctx, operator, req)
+			want := fmt.Sprintf("the change may or may not have been applied; check with `signd credential show %s` before trying again", id)
+			if KindOf(err) != KindUnavailable || applied && !strings.Contains(err.Error(), want) {
+				t.Fatalf("ImportCertificate = %v (%s), want KindUnavailable saying %q", err, KindOf(err), want)
+			}
+			got, err := base.ShowCredential(ctx, operator, id)
+			if err != nil || (got.Status == string(store.CredentialEnabled)) != applied {
+				t.Fatalf("credential %s after the lost answer: %+v, %v; want enabled: %v", id, got, err, applied)
+			}
+			if v, err := base.ImportCertificate(ctx, operator, req); err != nil || v.Status != string(store.CredentialEnabled) {
+				t.Fatalf("the operator's retry: %+v, %v; want the credential enabled", v, err)
+			}
+		})
 	}
 }
