@@ -91,8 +91,11 @@
 // with each other (they queue, as with bbolt); the guard only has to
 // arbitrate between nodes. The version keys make range readers conflict
 // with any writer of the bucket — coarse, but bounded: a transaction's
-// guard has one comparison per key read plus one per bucket ranged, and
-// only transactions that scan a bucket pay for it. Update's function may
+// guard has one comparison per key read plus one per bucket ranged (and
+// one for the fence key), and only transactions that scan a bucket pay
+// for it. A fence makes every transaction in flight with an older
+// snapshot conflict once; fences are rare (only a commit whose answer
+// was lost is settled through one). Update's function may
 // run more than once, so it must not have effects outside the transaction.
 //
 // # The watch cache
