@@ -66,10 +66,6 @@ func CAFile(path string) string {
 	return ""
 }
 
-// skew is the clock difference tolerated on a CRL's thisUpdate, as on
-// the signing path (csc/certstatus).
-const skew = 5 * time.Minute
-
 // ReadCRL reads admin.api_client_crl (PEM or DER) at now and checks its
 // signature by one of cas whose subject is the CRL's issuer, byte for
 // byte (RFC 5280 §6.3.3 (b): x509.RevocationList.CheckSignatureFrom
@@ -79,7 +75,7 @@ const skew = 5 * time.Minute
 // a partition for some reasons, for attribute or CA certificates only,
 // an indirect CRL or one with an unknown critical extension would drop
 // the revocations only the full CRL lists. Its thisUpdate must not be
-// in the future (beyond a skew of 5 minutes): Replaces would then refuse
+// in the future (beyond crlscope.Skew): Replaces would then refuse
 // every correct CRL as older until a restart.
 func ReadCRL(path string, cas []*x509.Certificate, now time.Time) (*x509.RevocationList, error) {
 	raw, err := os.ReadFile(path)
@@ -99,7 +95,7 @@ func ReadCRL(path string, cas []*x509.Certificate, now time.Time) (*x509.Revocat
 	if err := complete(crl); err != nil {
 		return nil, fmt.Errorf("%s is not the full CRL of the CA that issues the client certificates: %v", path, err)
 	}
-	if crl.ThisUpdate.After(now.Add(skew)) {
+	if crlscope.Future(crl.ThisUpdate, now) {
 		return nil, fmt.Errorf("%s: its thisUpdate %s is in the future (now %s): a CRL from a wrong clock would make every later CRL look older",
 			path, crl.ThisUpdate.UTC().Format(time.RFC3339), now.UTC().Format(time.RFC3339))
 	}
