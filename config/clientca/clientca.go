@@ -193,8 +193,14 @@ type Record struct {
 
 // RecordOf is what the audit log records of crl.
 func RecordOf(crl *x509.RevocationList) Record {
-	return Record{Issuer: crl.Issuer.String(), Number: crl.Number, SHA256: sha256.Sum256(crl.Raw),
+	return Record{Issuer: issuerName(crl), Number: crl.Number, SHA256: sha256.Sum256(crl.Raw),
 		ThisUpdate: crl.ThisUpdate.Truncate(time.Second)}
+}
+
+// issuerName is the issuer name of crl a Record keeps (valid UTF-8, as
+// an audit entry holds it).
+func issuerName(crl *x509.RevocationList) string {
+	return strings.ToValidUTF8(crl.Issuer.String(), "\uFFFD")
 }
 
 // back says why crl goes back from the CRL r records, called what (in
@@ -223,7 +229,7 @@ func (r Record) back(crl *x509.RevocationList, what string) error {
 // its issuer (a CRL under another issuer name than the recorded one is
 // not compared; a record without a name is).
 func Rollback(last *Record, crl *x509.RevocationList) error {
-	if last == nil || crl == nil || last.Issuer != "" && last.Issuer != crl.Issuer.String() {
+	if last == nil || crl == nil || last.Issuer != "" && last.Issuer != issuerName(crl) {
 		return nil
 	}
 	return last.back(crl, "the CRL last in force")
