@@ -290,3 +290,96 @@ func getUsers(c *http.Client, addr string) (*http.Response, []byte, error) {
 	raw, _ := io.ReadAll(res.Body)
 	return res, raw, nil
 }
+
+// TestGateCrossSignedChains: with a cross-signed issuing CA (its
+// certificate from root A and from root B, both in admin.api_client_ca),
+// a client certificate verifies through two chains, which the TLS stack
+// hands over in an order of its own. The gate decides the same on either
+// order: the CRL listing the certificate refuses it whatever chain
+// another check would pick; otherwise one chain whose every check passes
+// admits it: the handshake and each request (Admit) alike.
+func TestGateCrossSignedChains(t *testing.T) {
+	now := time.Now().Truncate(time.Second)
+	rootA, rootB := certstatustest.New(t, "root A", nil), certstatustest.New(t, "root B", nil)
+	inter := rootA.Intermediate(t, "issuing CA")
+	inter.SetNextUpdate(72 * time.Hour)
+	leaf := issue(t, inter, "onboarding", time.Time{}, time.Time{})
+	revokedLeaf := issue(t, inter, "onboarding", time.Time{}, time.Time{})
+	inter.Revoke(revokedLeaf.cert.SerialNumber, 1)
+	crl := crlOf(t, inter)
+	// The cross-certificates: one under another subject key identifier
+	// (an issuer of another method, RFC 5280 §4.2.1.2), against which the
+	// CRL's authority key identifier does not check; one that expires an
+	// hour from now, before the rest.
+	otherKeyID := inter.CrossSign(t, rootB, time.Time{}, time.Time{}, []byte{1, 2, 3, 4})
+	expiring := inter.CrossSign(t, rootB, now.Add(-time.Hour), now.Add(time.Hour), nil)
+
+	// chains verifies cert through inter's own certificate (root A) and
+	// cross (root B): both chains, A's first.
+	chains := func(cert *x509.Certificate, cross *x509.Certificate) [][]*x509.Certificate {
+		t.Helper()
+		roots, inters := x509.NewCertPool(), x509.NewCertPool()
+		roots.AddCert(rootA.Cert)
+		roots.AddCert(rootB.Cert)
+		inters.AddCert(inter.Cert)
+		inters.AddCert(cross)
+		got, err := cert.Verify(x509.VerifyOptions{Roots: roots, Intermediates: inters, CurrentTime: now, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}})
+		if err != nil || len(got) != 2 {
+			t.Fatalf("verify: %d chains, %v; want 2", len(got), err)
+		}
+		if got[0][len(got[0])-1].Equal(rootB.Cert) {
+			got[0], got[1] = got[1], got[0]
+		}
+		return got
+	}
+	roles, err := admin.CertRoleMap(map[string][]string{"administrator": {"CN=onboarding,O=Example"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name   string
+		cert   clientCert
+		cross  *x509.Certificate
+		crl    *x509.RevocationList
+		at     time.Time // the gate's clock at the request
+		reason string    // "" = admitted; the handshake's at now
+	}{
+		{"one chain checks the certificate against the CRL, the other cannot", leaf, otherKeyID, crl, now, ""},
+		{"the certificate on the CRL, on the chain that checks it", revokedLeaf, otherKeyID, crl, now,
+			fmt.Sprintf("the client certificate (serial %s) is revoked (admin.api_client_crl", revokedLeaf.cert.SerialNumber)},
+		{"one chain's cross-certificate expired since the handshake", leaf, expiring, nil, now.Add(2 * time.Hour), ""},
+		{"every chain expired since the handshake", leaf, expiring, nil, now.Add(30 * time.Hour), "of the client's chain expired at"},
+	}
+	for _, tt := range tests {
+		both := chains(tt.cert.cert, tt.cross)
+		for _, order := range []string{"root A's first", "root B's first"} {
+			t.Run(tt.name+", "+order, func(t *testing.T) {
+				cs := tls.ConnectionState{PeerCertificates: []*x509.Certificate{tt.cert.cert}, VerifiedChains: both}
+				if order == "root B's first" {
+					cs.VerifiedChains = [][]*x509.Certificate{both[1], both[0]}
+				}
+				clock := now
+				g := &Gate{ClientCAs: []*x509.Certificate{rootA.Cert, rootB.Cert}, CRL: tt.crl, Roles: roles, Now: func() time.Time { return clock }}
+				err := g.verify(cs)
+				switch handshake := tt.at.Equal(now); {
+				case handshake && tt.reason == "" && err != nil:
+					t.Fatalf("handshake refused: %v", err)
+				case handshake && tt.reason != "" && (err == nil || !strings.Contains(err.Error(), tt.reason)):
+					t.Fatalf("handshake: %v, want …%s…", err, tt.reason)
+				case !handshake && err != nil:
+					t.Fatalf("handshake refused: %v", err)
+				}
+				clock = tt.at
+				_, ok, err := g.Admit(context.Background(), &cs, "127.0.0.1:1", "ListUsers")
+				switch {
+				case !ok:
+					t.Fatal("Admit: no verified certificate")
+				case tt.reason == "" && err != nil:
+					t.Fatalf("request refused: %v", err)
+				case tt.reason != "" && (err == nil || !strings.Contains(err.Error(), tt.reason)):
+					t.Fatalf("request: %v, want …%s…", err, tt.reason)
+				}
+			})
+		}
+	}
+}
