@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"cmp"
 	"context"
 	"crypto/rand"
@@ -188,21 +187,6 @@ func TestAPIReloadAllOrNothing(t *testing.T) {
 	}
 }
 
-// serveOnce runs `signd serve` with e's configuration and returns its
-// error and whether it started (it is then stopped at once).
-func (e *env) serveOnce() (started bool, err error) {
-	e.t.Helper()
-	a := newApp(strings.NewReader(""), &bytes.Buffer{}, &syncBuffer{})
-	a.argon2 = &testArgon2
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	a.ready = func(string, string) { started = true; cancel() }
-	cmd := a.root()
-	cmd.SetArgs([]string{"--config", e.cfgPath, "serve"})
-	err = cmd.ExecuteContext(ctx)
-	return started, err
-}
-
 // TestRestartRefusesOlderAPICRL: a restart does not go back to an older
 // provisioning API CRL than the one the audit log last recorded in force
 // (config_loaded's admin.api_client_crl.*), as a reload does not: CRL 1
@@ -227,7 +211,7 @@ func TestRestartRefusesOlderAPICRL(t *testing.T) {
 
 	ca.Revoke(onboarding.cert.SerialNumber, ocsp.KeyCompromise)
 	second := writeCACRL(t, ca, crlFile, 2)
-	if started, err := p.e.serveOnce(); !started || err != nil {
+	if started, err := serveOnce(t, p.e); !started || err != nil {
 		t.Fatalf("a restart with a newer CRL: started %v, %v", started, err)
 	}
 	rollback := func(step string) {
@@ -235,7 +219,7 @@ func TestRestartRefusesOlderAPICRL(t *testing.T) {
 		if err := os.WriteFile(crlFile, first, 0o600); err != nil {
 			t.Fatal(err)
 		}
-		started, err := p.e.serveOnce()
+		started, err := serveOnce(t, p.e)
 		want := fmt.Sprintf("admin.api_client_crl %s: the CRL's cRLNumber 1 is lower than 2 of the CRL last in force", crlFile)
 		if started || err == nil || !strings.HasPrefix(err.Error(), want) ||
 			!strings.Contains(err.Error(), fmt.Sprintf("cRLNumber 2, thisUpdate %s, SHA-256 %x; this CRL: cRLNumber 1,", crlOf(t, second).ThisUpdate.UTC().Format(time.RFC3339), sha256.Sum256(second))) ||
@@ -247,7 +231,7 @@ func TestRestartRefusesOlderAPICRL(t *testing.T) {
 	// Without a CRL: allowed, recorded as none; CRL 1 is still older
 	// than the last one in force.
 	t.Setenv("SIGND_ADMIN_API_CLIENT_CRL", "")
-	if started, err := p.e.serveOnce(); !started || err != nil {
+	if started, err := serveOnce(t, p.e); !started || err != nil {
 		t.Fatalf("a restart without a CRL: started %v, %v", started, err)
 	}
 	t.Setenv("SIGND_ADMIN_API_CLIENT_CRL", crlFile)
