@@ -227,7 +227,8 @@ func (r Record) back(crl *x509.RevocationList, what string) error {
 // that a restart does not put back a CRL a reload would refuse. A
 // restart may still remove the CRL (crl nil: recorded as such) or change
 // its issuer (a CRL under another issuer name than the recorded one is
-// not compared; a record without a name is).
+// not compared, a record without a name is: the caller looks up the last
+// record of crl's issuer, daemonaudit.LastCRL).
 func Rollback(last *Record, crl *x509.RevocationList) error {
 	if last == nil || crl == nil || last.Issuer != "" && last.Issuer != issuerName(crl) {
 		return nil

@@ -107,14 +107,18 @@ func RecordedCRL(e *store.AuditEntry) (*clientca.Record, error) {
 }
 
 // LastCRL is the last config_loaded entry of tx's audit log that put a
-// CRL in force (at a start or a reload that was not refused), and that
-// CRL: nil, nil, nil when the log records none. It reads the log
-// backwards from its end (store.LastAuditEntry). An entry that records
-// "none" (the CRL removed) is passed over: the CRL in force before it is
-// the one a CRL put back must not go back from.
-func LastCRL(tx store.AuditTx) (*store.AuditEntry, *clientca.Record, error) {
+// CRL of the issuer named issuer in force (at a start or a reload that was
+// not refused; an entry written before the issuer name was recorded
+// counts for every issuer), and that CRL: nil, nil, nil when the log
+// records none. It reads the log backwards from its end
+// (store.LastAuditEntry). An entry that records "none" (the CRL removed)
+// or another issuer's CRL is passed over: the CRL of this issuer in force
+// before it is the one a CRL put back must not go back from.
+func LastCRL(tx store.AuditTx, issuer string) (*store.AuditEntry, *clientca.Record, error) {
 	e, err := store.LastAuditEntry(tx, func(e *store.AuditEntry) bool {
-		return e.Kind == store.AuditConfigLoaded && e.Outcome == store.AuditOK && e.Fields[crlSHA256] != ""
+		named, ok := e.Fields[crlIssuer]
+		return e.Kind == store.AuditConfigLoaded && e.Outcome == store.AuditOK && e.Fields[crlSHA256] != "" &&
+			(!ok || named == issuer)
 	})
 	if err != nil || e == nil {
 		return nil, nil, err
@@ -155,8 +159,8 @@ func describe(r *clientca.Record) string {
 
 // AppendStart appends loaded, the config_loaded entry of a start whose
 // provisioning API puts crl in force (nil: none, or no API), unless crl
-// goes back from the CRL last in force as the audit log records it
-// (LastCRL, clientca.Rollback): a CRL file put back from a backup that
+// goes back from the CRL of its issuer last in force as the audit log
+// records it (LastCRL, clientca.Rollback): a CRL file put back from a backup that
 // does not list a later revocation. Then it appends, instead, a refused
 // config_loaded entry (event start) naming crl and why, and returns a
 // *RollbackError. The look-up and the append are one transaction. An
@@ -166,7 +170,7 @@ func AppendStart(ctx context.Context, db store.Store, loaded *store.AuditEntry, 
 	err := db.Update(context.WithoutCancel(ctx), func(tx store.Tx) error {
 		refused = nil
 		if crl != nil {
-			e, last, err := LastCRL(tx)
+			e, last, err := LastCRL(tx, clientca.RecordOf(crl).Issuer)
 			if err != nil {
 				return fmt.Errorf("reading the CRL last in force (admin.api_client_crl must not go back from it): %w", err)
 			}

@@ -101,17 +101,20 @@ func (brokenTx) AuditChains() ([]store.AuditChainInfo, error) {
 }
 
 // TestAppendStart: a start's config_loaded entry is appended unless its
-// CRL goes back from the last one a config_loaded entry recorded in force
-// (refused and failed entries, and those recording none, passed over);
+// CRL goes back from the last one of its issuer a config_loaded entry
+// recorded in force (refused entries, those recording none and those of
+// another issuer passed over: a CA's old CRL put back after a switch to
+// another CA and back is still refused);
 // then a refused config_loaded entry (event start) naming the CRL is
 // appended instead and a *RollbackError says why. An audit log that
 // cannot be read refuses the start; without a CRL it is not read.
 func TestAppendStart(t *testing.T) {
 	now := time.Date(2030, 5, 1, 12, 0, 0, 0, time.UTC)
-	crl := func(n int64) *x509.RevocationList {
-		return &x509.RevocationList{Raw: []byte(fmt.Sprint("crl ", n)), Number: big.NewInt(n), ThisUpdate: now.Add(time.Duration(n) * time.Hour),
-			Issuer: pkix.Name{CommonName: "API CA"}}
+	crlOf := func(ca string, n int64) *x509.RevocationList {
+		return &x509.RevocationList{Raw: []byte(fmt.Sprint(ca, " crl ", n)), Number: big.NewInt(n), ThisUpdate: now.Add(time.Duration(n) * time.Hour),
+			Issuer: pkix.Name{CommonName: ca}}
 	}
+	crl := func(n int64) *x509.RevocationList { return crlOf("API CA", n) }
 	start := func(c *x509.RevocationList) *store.AuditEntry {
 		e := &store.AuditEntry{Time: now, Kind: store.AuditConfigLoaded, Actor: "signd", Outcome: store.AuditOK, Fields: map[string]string{"event": ConfigStart}}
 		APIClientCRL(e, c)
@@ -131,6 +134,10 @@ func TestAppendStart(t *testing.T) {
 		{"no CRL", nil, ""},
 		{"an older CRL after none", crl(5), "the CRL's cRLNumber 5 is lower than 6 of the CRL last in force: an older CRL would make revoked certificates good again. The audit log's config_loaded entry 3 "},
 		{"a newer CRL after refusals", crl(7), ""},
+		{"another CA's CRL", crlOf("new API CA", 2), ""},
+		{"the first CA's older CRL, after the other's", crl(6), "the CRL's cRLNumber 6 is lower than 7 of the CRL last in force: an older CRL would make revoked certificates good again. The audit log's config_loaded entry 7 "},
+		{"the first CA's newest CRL again", crl(7), ""},
+		{"the other CA's older CRL, after the first's", crlOf("new API CA", 1), "the CRL's cRLNumber 1 is lower than 2 of the CRL last in force: an older CRL would make revoked certificates good again. The audit log's config_loaded entry 8 "},
 	}
 	for _, st := range steps {
 		err := AppendStart(ctx, db, start(st.crl), st.crl)
@@ -149,7 +156,8 @@ func TestAppendStart(t *testing.T) {
 			return nil
 		})
 	})
-	want := "start ok 5 ref 0,start ok 6 ref 0,start ok 6 ref 0,start refused 4 ref 3,start ok  ref 0,start refused 5 ref 3,start ok 7 ref 0"
+	want := "start ok 5 ref 0,start ok 6 ref 0,start ok 6 ref 0,start refused 4 ref 3,start ok  ref 0,start refused 5 ref 3,start ok 7 ref 0," +
+		"start ok 2 ref 0,start refused 6 ref 7,start ok 7 ref 0,start refused 1 ref 8"
 	if err != nil || strings.Join(got, ",") != want {
 		t.Fatalf("entries %q, %v; want %s", got, err, want)
 	}
