@@ -45,6 +45,7 @@ type provisioning struct {
 	router   routers.Router
 	logs     *syncBuffer   // the daemon's log
 	hup      chan struct{} // the daemon's SIGHUP
+	stop     func()        // stops the daemon (startDaemonWith's)
 }
 
 // apiCert is a client certificate with its key.
@@ -106,9 +107,9 @@ oidc:
 `, certFile, keyFile, caFile, admin.SPKIFingerprint(auditor.cert)))
 	apiAddr := make(chan string, 1)
 	logs, hup := &syncBuffer{}, make(chan struct{})
-	addr, _ := e.startDaemonWith(func(a *app) { a.apiReady = func(addr string) { apiAddr <- addr }; a.stderr = logs; a.hup = hup })
+	addr, stop := e.startDaemonWith(func(a *app) { a.apiReady = func(addr string) { apiAddr <- addr }; a.stderr = logs; a.hup = hup })
 	return &provisioning{t: t, e: e, base: "http://" + addr, api: "https://" + <-apiAddr, roots: roots, serverCA: certFile, ca: ca,
-		router: openAPIRouterOf(t, "../../docs/admin-openapi.yaml"), logs: logs, hup: hup}
+		router: openAPIRouterOf(t, "../../docs/admin-openapi.yaml"), logs: logs, hup: hup, stop: stop}
 }
 
 // client is an HTTPS client of the API presenting cert (nil: none).

@@ -264,26 +264,31 @@ func TestReloadCertificateStatus(t *testing.T) {
 // nothing, nor does one that changes who may administer (admin.api_roles),
 // a CRL that does not load, a key that is not the certificate's (the CRL
 // read with it stays out of force), or turning the API off.
+// writeCACRL writes ca's CRL, numbered number, to file (replacing it
+// whole) and returns its DER.
+func writeCACRL(t *testing.T, ca *certstatustest.CA, file string, number int64) []byte {
+	t.Helper()
+	ca.SetCRLNumber(number)
+	res, err := http.Get(ca.URL + "/crl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	der, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	if err := os.WriteFile(file+".new", der, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(file+".new", file); err != nil {
+		t.Fatal(err)
+	}
+	return der
+}
+
 func TestReloadProvisioningAPI(t *testing.T) {
 	ca := certstatustest.New(t, "admin API CA", nil)
 	onboarding, auditor := clientCertOf(t, ca, "onboarding"), clientCertOf(t, ca, "auditor")
 	spare := clientCertOf(t, ca, "onboarding")
-	writeCRL := func(file string, number int64) []byte {
-		ca.SetCRLNumber(number)
-		res, err := http.Get(ca.URL + "/crl")
-		if err != nil {
-			t.Fatal(err)
-		}
-		der, _ := io.ReadAll(res.Body)
-		res.Body.Close()
-		if err := os.WriteFile(file+".new", der, 0o600); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.Rename(file+".new", file); err != nil {
-			t.Fatal(err)
-		}
-		return der
-	}
+	writeCRL := func(file string, number int64) []byte { return writeCACRL(t, ca, file, number) }
 	var crlFile string
 	var first []byte
 	p := startProvisioningWith(t, auditor, ca, func(e *env) {

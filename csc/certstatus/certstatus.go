@@ -45,9 +45,6 @@ const (
 	maxEntries = 1 << 16
 	// kickGap spaces the refreshes Status asks for.
 	kickGap = 2 * time.Second
-	// skew is the clock difference tolerated on thisUpdate (an answer
-	// whose thisUpdate is further in the future is refused).
-	skew = 5 * time.Minute
 )
 
 // Config holds a Checker's dependencies and settings.
@@ -614,7 +611,7 @@ func (c *Checker) untilOf(now, next time.Time) time.Time {
 // fresh checks an answer's thisUpdate and nextUpdate against now.
 func fresh(now, this, next time.Time) error {
 	switch {
-	case this.After(now.Add(skew)):
+	case crlscope.Future(this, now): // beyond crlscope.Skew
 		return fmt.Errorf("thisUpdate %s is in the future", this.UTC().Format(time.RFC3339))
 	case !next.IsZero() && !now.Before(next):
 		return fmt.Errorf("stale: nextUpdate %s has passed", next.UTC().Format(time.RFC3339))

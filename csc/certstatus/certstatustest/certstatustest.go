@@ -101,6 +101,28 @@ func (ca *CA) Intermediate(t testing.TB, cn string) *CA {
 	return sub
 }
 
+// CrossSign is a cross-certificate of ca that by issues: ca's subject
+// and key, valid from notBefore to notAfter (zero: ca's validity), with
+// the subject key identifier ski (nil: ca's). A certificate ca issues
+// then verifies through ca's own certificate and through this one.
+func (ca *CA) CrossSign(t testing.TB, by *CA, notBefore, notAfter time.Time, ski []byte) *x509.Certificate {
+	t.Helper()
+	if notBefore.IsZero() {
+		notBefore, notAfter = ca.Cert.NotBefore, ca.Cert.NotAfter
+	}
+	if ski == nil {
+		ski = ca.Cert.SubjectKeyId
+	}
+	by.mu.Lock()
+	by.serial++
+	serial := by.serial
+	by.mu.Unlock()
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(serial), Subject: ca.Cert.Subject, SubjectKeyId: ski,
+		NotBefore: notBefore, NotAfter: notAfter, IsCA: true, BasicConstraintsValid: true,
+		KeyUsage: x509.KeyUsageCertSign | x509.KeyUsageCRLSign}
+	return Create(t, tmpl, by.Cert, ca.Key.Public(), by.Key)
+}
+
 // Leaf describes a certificate Issue makes.
 type Leaf struct {
 	Subject             pkix.Name
