@@ -3,13 +3,9 @@ package main
 import (
 	"bufio"
 	"bytes"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/sha256"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/json"
 	"encoding/pem"
 	"fmt"
@@ -64,13 +60,8 @@ func clientCertOf(t *testing.T, ca *certstatustest.CA, cn string) apiCert {
 // certstatustest's default validity).
 func clientCertWith(t *testing.T, ca *certstatustest.CA, cn string, notBefore, notAfter time.Time) apiCert {
 	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cert := ca.Issue(t, key.Public(), certstatustest.Leaf{Subject: pkix.Name{CommonName: cn, Organization: []string{"Example"}},
-		NotBefore: notBefore, NotAfter: notAfter, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}})
-	return apiCert{cert, tls.Certificate{Certificate: [][]byte{cert.Raw}, PrivateKey: key, Leaf: cert}}
+	c := ca.ClientCert(t, cn, notBefore, notAfter)
+	return apiCert{c.Leaf, c}
 }
 
 // startProvisioning starts a daemon whose provisioning API grants

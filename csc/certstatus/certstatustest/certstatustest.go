@@ -13,6 +13,7 @@ import (
 	"crypto/elliptic"
 	"crypto/rand"
 	"crypto/sha256"
+	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/asn1"
@@ -134,6 +135,20 @@ type Leaf struct {
 	ExtKeyUsage []x509.ExtKeyUsage
 	// CA asserts cA in basicConstraints.
 	CA bool
+}
+
+// ClientCert issues a TLS client certificate (clientAuth, a new ECDSA
+// P-256 key) for CN=cn,O=Example, valid from notBefore to notAfter (zero:
+// Leaf's defaults); Leaf is set.
+func (ca *CA) ClientCert(t testing.TB, cn string, notBefore, notAfter time.Time) tls.Certificate {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cert := ca.Issue(t, key.Public(), Leaf{Subject: pkix.Name{CommonName: cn, Organization: []string{"Example"}},
+		NotBefore: notBefore, NotAfter: notAfter, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}})
+	return tls.Certificate{Certificate: [][]byte{cert.Raw}, PrivateKey: key, Leaf: cert}
 }
 
 // Issue certifies pub.
