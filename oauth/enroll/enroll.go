@@ -187,11 +187,19 @@ func (h *Handler) totpKey(username, secret string) (*otp.Key, error) {
 	return totp.Generate(opts)
 }
 
-// cookie is the CSRF cookie, for the enrollment pages only; maxAge -1
-// expires it.
+// cookie is the CSRF cookie; maxAge -1 expires it. Over plain http it is
+// for the enrollment pages only; under https it is
+// __Host-signd_enroll_csrf with Path=/ (oauth.PageCookie), which no
+// sibling subdomain can plant.
 func (h *Handler) cookie(value string, maxAge int) *http.Cookie {
-	return &http.Cookie{Name: csrfCookie, Value: value, Path: h.Forms.CookiePath() + "enroll/", MaxAge: maxAge,
+	name, path := h.cookieScope()
+	return &http.Cookie{Name: name, Value: value, Path: path, MaxAge: maxAge,
 		HttpOnly: true, Secure: h.Forms.SecureCookies(), SameSite: http.SameSiteStrictMode}
+}
+
+// cookieScope is the CSRF cookie's name and path (oauth.PageCookie).
+func (h *Handler) cookieScope() (name, path string) {
+	return oauth.PageCookie(csrfCookie, h.Forms.CookiePath()+"enroll/", h.Forms.SecureCookies())
 }
 
 // submit is POST /oauth2/enroll/{token}.
@@ -207,8 +215,9 @@ func (h *Handler) submit(c echo.Context) error {
 		}
 	}
 	lang := h.lang(r)
-	ck, err := c.Cookie(csrfCookie)
-	if err != nil || ck.Value == "" || subtle.ConstantTimeCompare([]byte(ck.Value), []byte(r.PostForm.Get(fieldCSRF))) != 1 {
+	name, _ := h.cookieScope()
+	value, _ := oauth.OneCookie(r, name) // sent twice: ambiguous, none
+	if value == "" || subtle.ConstantTimeCompare([]byte(value), []byte(r.PostForm.Get(fieldCSRF))) != 1 {
 		h.log.WarnContext(r.Context(), "enrollment form with a wrong or missing CSRF token")
 		return oauth.NewPageError(http.StatusBadRequest, lang, "errorpage.csrf")
 	}
