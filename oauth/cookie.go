@@ -1,6 +1,9 @@
 package oauth
 
-import "net/http"
+import (
+	"crypto/subtle"
+	"net/http"
+)
 
 // HostPrefix is the cookie name prefix that browsers accept only on a
 // cookie that is Secure, has Path=/ and no Domain, set by a secure origin
@@ -35,4 +38,34 @@ func OneCookie(r *http.Request, name string) (value string, n int) {
 		return "", len(cks)
 	}
 	return cks[0].Value, 1
+}
+
+// CSRFCookie is the double-submit CSRF cookie of a page's form (the
+// account page's login form, the enrollment form): HttpOnly,
+// SameSite=Strict, named and scoped by PageCookie, for the browser
+// session.
+type CSRFCookie struct {
+	name, path string
+	secure     bool
+}
+
+// NewCSRFCookie names and scopes the CSRF cookie name of a form under
+// path (PageCookie).
+func NewCSRFCookie(name, path string, secure bool) CSRFCookie {
+	n, p := PageCookie(name, path, secure)
+	return CSRFCookie{name: n, path: p, secure: secure}
+}
+
+// Cookie returns the cookie that carries value; maxAge -1 expires it.
+func (c CSRFCookie) Cookie(value string, maxAge int) *http.Cookie {
+	return &http.Cookie{Name: c.name, Value: value, Path: c.path, MaxAge: maxAge,
+		HttpOnly: true, Secure: c.secure, SameSite: http.SameSiteStrictMode}
+}
+
+// Matches reports whether r carries the cookie exactly once (OneCookie)
+// with a value equal to the form's token, compared in constant time; an
+// empty value matches nothing.
+func (c CSRFCookie) Matches(r *http.Request, token string) bool {
+	value, _ := OneCookie(r, c.name)
+	return value != "" && subtle.ConstantTimeCompare([]byte(value), []byte(token)) == 1
 }

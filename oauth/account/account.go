@@ -205,19 +205,11 @@ func (h *Handler) accountPage(c echo.Context) error {
 	return h.renderAccount(c, lang, user, "")
 }
 
-// csrfCookie is the login form's double-submit CSRF cookie; maxAge -1
-// expires it. Over plain http it is for the account page only; under
-// https it is __Host-signd_account_csrf with Path=/ (oauth.PageCookie),
-// which no sibling subdomain can plant along with a form it posts.
-func (h *Handler) csrfCookie(value string, maxAge int) *http.Cookie {
-	name, path := h.csrfScope()
-	return &http.Cookie{Name: name, Value: value, Path: path, MaxAge: maxAge,
-		HttpOnly: true, Secure: h.Sessions.SecureCookies(), SameSite: http.SameSiteStrictMode}
-}
-
-// csrfScope is the CSRF cookie's name and path (oauth.PageCookie).
-func (h *Handler) csrfScope() (name, path string) {
-	return oauth.PageCookie(accountCSRFCookie, h.Sessions.CookiePath()+"account", h.Sessions.SecureCookies())
+// csrf is the login form's double-submit CSRF cookie: for the account
+// page only over plain http; under https __Host-signd_account_csrf with
+// Path=/, which no sibling subdomain can plant along with a form it posts.
+func (h *Handler) csrf() oauth.CSRFCookie {
+	return oauth.NewCSRFCookie(accountCSRFCookie, h.Sessions.CookiePath()+"account", h.Sessions.SecureCookies())
 }
 
 // renderAccountLogin shows the login form with a fresh double-submit
@@ -227,7 +219,7 @@ func (h *Handler) renderAccountLogin(c echo.Context, lang, errKey, username stri
 	if err != nil {
 		return err
 	}
-	c.SetCookie(h.csrfCookie(token, 0))
+	c.SetCookie(h.csrf().Cookie(token, 0))
 	return h.pages.Render(c, pages.Status, "account-login", &pages.Data{
 		Lang: lang, TitleKey: "account.title", Action: "account/login", CSRF: token, Error: errKey, Username: username,
 	}, "")
@@ -278,9 +270,7 @@ func (h *Handler) accountLogin(c echo.Context) error {
 		return err
 	}
 	lang := h.accountLang(r)
-	name, _ := h.csrfScope()
-	value, _ := oauth.OneCookie(r, name) // sent twice: ambiguous, none
-	if !sameToken(value, r.PostForm.Get(fieldCSRF)) {
+	if !h.csrf().Matches(r, r.PostForm.Get(fieldCSRF)) {
 		h.log.WarnContext(c.Request().Context(), "account login form with a wrong or missing CSRF token")
 		return oauth.NewPageError(http.StatusBadRequest, lang, "errorpage.csrf")
 	}
@@ -305,7 +295,7 @@ func (h *Handler) accountLogin(c echo.Context) error {
 		return err
 	}
 	h.log.InfoContext(c.Request().Context(), "account page login succeeded", "username", user.Username)
-	c.SetCookie(h.csrfCookie("", -1))
+	c.SetCookie(h.csrf().Cookie("", -1))
 	return c.Redirect(http.StatusSeeOther, h.accountURL(lang))
 }
 
