@@ -243,7 +243,8 @@ func TestEnrollmentRefusals(t *testing.T) {
 			{&onboarding, `{"username":"api1","enroll":true,"password":"correct horse battery"}`, 400, "give neither"},
 			{&onboarding, `{"username":"api1","enroll":true,"pin":"1234"}`, 400, "give neither"},
 			{&onboarding, `{"username":"api1","enroll":"yes"}`, 400, "malformed admin request"},
-			{&onboarding, `{"username":"api1","enroll":true,"enroll":false,"x":1}`, 400, "unknown field"},
+			{&onboarding, `{"username":"api1","enroll":true,"enroll":false,"x":1}`, 400, `field \"enroll\" given twice`},
+			{&onboarding, `{"username":"api1","enroll":true,"x":1}`, 400, `unknown field \"x\"`},
 			{&onboarding, `{"username":"api1~x","enroll":true}`, 400, "username"},
 			{&auditor, `{"username":"api1","enroll":true}`, 403, "AddUser requires the role administrator"},
 		} {
