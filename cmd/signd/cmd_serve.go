@@ -184,7 +184,7 @@ func (a *app) serve(ctx context.Context, cfg *config.Config, load func() (*confi
 		return err
 	}
 	srv := &httpserver.Server{Store: db, Token: token, Logger: logger, BodyLimit: cfg.Server.BodyLimitBytes, TLS: cfg.Server.TLS.CertFile != "",
-		TrustedProxies: cfg.Server.TrustedProxyNets(), ClientIPHeader: cfg.Server.ClientIPHeader, Pages: pg, OnReadiness: mx.ObserveReadiness}
+		HSTS: servedOverHTTPS(cfg), TrustedProxies: cfg.Server.TrustedProxyNets(), ClientIPHeader: cfg.Server.ClientIPHeader, Pages: pg, OnReadiness: mx.ObserveReadiness}
 	mx.WatchReadiness(func() bool {
 		status, _ := srv.Readiness(context.Background())
 		return status == http.StatusOK
