@@ -5,11 +5,14 @@ import (
 	"context"
 	"crypto/elliptic"
 	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
 	"fmt"
 	"strings"
 	"sync/atomic"
 	"testing"
 
+	"github.com/signd/signd/csc/certstatus/certstatustest"
 	"github.com/signd/signd/hsm"
 	"github.com/signd/signd/hsm/hsmtest/softtoken"
 	"github.com/signd/signd/store"
@@ -187,53 +190,124 @@ func (s *lostAnswer) View(ctx context.Context, fn func(store.Tx) error) error {
 	return s.Store.View(ctx, fn)
 }
 
-// TestCreateCredentialOutcomeUnknown: a credential whose commit applied
-// but answered store.ErrOutcomeUnknown keeps its key and is reported
-// created, with its one entry; when the store cannot be read either, the
-// key is kept and named to the operator. A transaction that cannot have
-// committed (a full disk or a failed read in it: plain
+func (s *lostAnswer) Fence(ctx context.Context, fn func(store.Tx) error) error {
+	if s.failing.Load() {
+		return storetest.ErrDiskFailed
+	}
+	return s.Store.Fence(ctx, fn)
+}
+
+// TestNewKeyOutcomeUnknown: a key made in the token for a record
+// (a credential; the TSA key, whose record is its audit entry) whose
+// commit applied but answered store.ErrOutcomeUnknown keeps its key and is
+// reported done, with its one entry; when the store cannot be read
+// either, the key is kept and named to the operator. A transaction that
+// cannot have committed (a full disk or a failed read in it: plain
 // store.ErrUnavailable) destroys the key, also when the store cannot be
 // read after it: an operator's retries leave no orphans in the token.
-func TestCreateCredentialOutcomeUnknown(t *testing.T) {
+func TestNewKeyOutcomeUnknown(t *testing.T) {
 	ctx := context.Background()
-	for _, tt := range []struct {
-		name               string
-		applied, readFails bool
-		fail               error
-		wantErr            Kind
-		wantKey            bool
+	acts := []struct {
+		name string
+		kind store.AuditKind
+		do   func(l *Local) error
 	}{
-		{name: "applied", applied: true, wantKey: true},
-		{name: "applied, the store cannot be read", applied: true, readFails: true, wantErr: KindUnavailable, wantKey: true},
-		{name: "not applied", wantErr: KindUnavailable},
-		{name: "not applied, the store cannot be read", readFails: true, wantErr: KindUnavailable},
-		{name: "not applied (no quorum), the store cannot be read", fail: fmt.Errorf("%w: etcd: etcdserver: request timed out", store.ErrUnavailable), readFails: true, wantErr: KindUnavailable},
-	} {
-		t.Run(tt.name, func(t *testing.T) {
-			tok := softtoken.New(softtoken.Options{})
-			base, db := removalWorld(t, tokenLike{Token: tok})
-			l := base.reconfigured(func(c *Config) {
-				c.Store = &lostAnswer{Store: db, applied: tt.applied, readFails: tt.readFails, fail: tt.fail}
-			})
+		{name: "credential", kind: store.AuditCredentialEnrolled, do: func(l *Local) error {
 			res, err := l.CreateCredential(ctx, operator, CreateCredentialRequest{User: "alice", Algo: store.AlgRSA2048, Subject: "CN=Alice"})
-			if (err == nil) != (tt.wantErr == "") || err != nil && KindOf(err) != tt.wantErr {
-				t.Fatalf("CreateCredential = %v (%s), want %q", err, KindOf(err), tt.wantErr)
+			if err == nil && res.Credential.Status != string(store.CredentialPending) {
+				t.Errorf("credential %+v, want the stored pending one", res.Credential)
 			}
-			infos, kerr := tok.Keys(ctx)
-			if kerr != nil || len(infos) != map[bool]int{true: 1}[tt.wantKey] {
-				t.Fatalf("keys in the token: %v, %v; want the new key kept: %v", infos, kerr, tt.wantKey)
+			return err
+		}},
+		{name: "tsa", kind: store.AuditTSAEnrolled, do: func(l *Local) error {
+			res, err := l.EnrollTSA(ctx, operator, EnrollTSARequest{Algo: "rsa-2048"})
+			if err == nil && (res.KeyID == "" || res.CSRPEM == "") {
+				t.Errorf("EnrollTSA = %+v, want the key and its CSR", res)
 			}
-			if tt.readFails && tt.wantKey && !strings.Contains(err.Error(), fmt.Sprintf("%x with label %q is kept", infos[0].ID, infos[0].Label)) {
-				t.Errorf("error %v does not name the kept key", err)
-			}
-			if err == nil {
-				if res.Credential.Status != string(store.CredentialPending) {
-					t.Errorf("credential %+v, want the stored pending one", res.Credential)
+			return err
+		}},
+	}
+	for _, op := range acts {
+		for _, tt := range []struct {
+			name               string
+			applied, readFails bool
+			fail               error
+			wantErr            Kind
+			wantKey            bool
+		}{
+			{name: "applied", applied: true, wantKey: true},
+			{name: "applied, the store cannot be read", applied: true, readFails: true, wantErr: KindUnavailable, wantKey: true},
+			{name: "not applied", wantErr: KindUnavailable},
+			{name: "not applied, the store cannot be read", readFails: true, wantErr: KindUnavailable},
+			{name: "not applied (no quorum), the store cannot be read", fail: fmt.Errorf("%w: etcd: etcdserver: request timed out", store.ErrUnavailable), readFails: true, wantErr: KindUnavailable},
+		} {
+			t.Run(op.name+"/"+tt.name, func(t *testing.T) {
+				tok := softtoken.New(softtoken.Options{})
+				base, db := removalWorld(t, tokenLike{Token: tok})
+				l := base.reconfigured(func(c *Config) {
+					c.Store = &lostAnswer{Store: db, applied: tt.applied, readFails: tt.readFails, fail: tt.fail}
+				})
+				err := op.do(l)
+				if (err == nil) != (tt.wantErr == "") || err != nil && KindOf(err) != tt.wantErr {
+					t.Fatalf("%s = %v (%s), want %q", op.name, err, KindOf(err), tt.wantErr)
 				}
-				_, _, audit := present(t, db)
-				if n := strings.Count(strings.Join(audit, " "), string(store.AuditCredentialEnrolled)); n != 1 {
-					t.Errorf("audit %v: %d credential_enrolled entries, want 1", audit, n)
+				infos, kerr := tok.Keys(ctx)
+				if kerr != nil || len(infos) != map[bool]int{true: 1}[tt.wantKey] {
+					t.Fatalf("keys in the token: %v, %v; want the new key kept: %v", infos, kerr, tt.wantKey)
 				}
+				if tt.readFails && tt.wantKey && !strings.Contains(err.Error(), fmt.Sprintf("%x with label %q is kept", infos[0].ID, infos[0].Label)) {
+					t.Errorf("error %v does not name the kept key", err)
+				}
+				if err == nil {
+					_, _, audit := present(t, db)
+					if n := strings.Count(strings.Join(audit, " "), string(op.kind)+"/"); n != 1 {
+						t.Errorf("audit %v: %d %s entries, want 1", audit, n, op.kind)
+					}
+				}
+			})
+		}
+	}
+}
+
+// TestImportCertificateOutcomeUnknown: a certificate import whose commit
+// answered store.ErrOutcomeUnknown is reported as a change that may or may
+// not have been applied, with the command that shows it, never as "try
+// again"; it undoes nothing (the certificate in the token is public and
+// is replaced by the next import), so the operator's retry enables the
+// credential whichever way the lost commit went.
+func TestImportCertificateOutcomeUnknown(t *testing.T) {
+	ctx := context.Background()
+	for _, applied := range []bool{true, false} {
+		t.Run(fmt.Sprintf("applied=%v", applied), func(t *testing.T) {
+			base, db := removalWorld(t, tokenLike{Token: softtoken.New(softtoken.Options{})})
+			res, err := base.CreateCredential(ctx, operator, CreateCredentialRequest{User: "alice", Algo: store.AlgRSA2048, Subject: "CN=Alice"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			block, _ := pem.Decode([]byte(res.CSRPEM))
+			csr, err := x509.ParseCertificateRequest(block.Bytes)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ca := certstatustest.New(t, "Test CA", nil)
+			leaf := ca.Issue(t, csr.PublicKey, certstatustest.Leaf{Subject: pkix.Name{CommonName: "Alice"}})
+			chain := string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: leaf.Raw})) +
+				string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: ca.Cert.Raw}))
+			id := res.Credential.ID
+			req := ImportCertificateRequest{ID: id, ChainPEM: chain}
+
+			l := base.reconfigured(func(c *Config) { c.Store = &lostAnswer{Store: db, applied: applied} })
+			_, err = l.ImportCertificate(ctx, operator, req)
+			want := fmt.Sprintf("the change may or may not have been applied; check with `signd credential show %s` before trying again", id)
+			if KindOf(err) != KindUnavailable || applied && !strings.Contains(err.Error(), want) {
+				t.Fatalf("ImportCertificate = %v (%s), want KindUnavailable saying %q", err, KindOf(err), want)
+			}
+			got, err := base.ShowCredential(ctx, operator, id)
+			if err != nil || (got.Status == string(store.CredentialEnabled)) != applied {
+				t.Fatalf("credential %s after the lost answer: %+v, %v; want enabled: %v", id, got, err, applied)
+			}
+			if v, err := base.ImportCertificate(ctx, operator, req); err != nil || v.Status != string(store.CredentialEnabled) {
+				t.Fatalf("the operator's retry: %+v, %v; want the credential enabled", v, err)
 			}
 		})
 	}

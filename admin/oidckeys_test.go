@@ -1,6 +1,7 @@
 package admin
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"strings"
@@ -14,6 +15,7 @@ import (
 	"github.com/signd/signd/oidc"
 	"github.com/signd/signd/store"
 	"github.com/signd/signd/store/bolt"
+	"github.com/signd/signd/store/storetest"
 )
 
 // oidcKeyWorld is a Local with an OIDC key ring on a bbolt store and a soft
@@ -143,6 +145,97 @@ func TestAddClientRefusedMakesNoKey(t *testing.T) {
 	}
 }
 
+// TestAddClientRace: `client add` of one ID sent by several operators at
+// once, each with an ID-token algorithm no key is active for yet: exactly
+// one client is added, the others are refused as existing (KindExists),
+// and no key is left for a client that was not added — no key record
+// published, no key pair in the token, no oidc_key_created entry. On
+// bbolt, and on etcd with each operator on a node of its own.
+func TestAddClientRace(t *testing.T) {
+	t.Run("bolt", func(t *testing.T) {
+		db := actsStore(t)
+		addClientRace(t, []store.Store{db, db, db})
+	})
+	t.Run("etcd", func(t *testing.T) { addClientRace(t, etcdNodes(t, etcdServer(t), 3)) })
+}
+
+// addClientRace races one `client add` per store in stores, over one
+// token.
+func addClientRace(t *testing.T, stores []store.Store) {
+	ctx := context.Background()
+	tok := softtoken.New(softtoken.Options{})
+	ls := make([]*Local, len(stores))
+	for i, s := range stores {
+		ls[i] = New(Config{Store: s, OIDCKeys: &oidc.KeyRing{
+			Store: store.Scope(s, func(tx store.Tx) oidc.KeyRingTx { return tx }), HSM: tok, IDTokenTTL: time.Hour}})
+	}
+	algs := []string{store.JWSRS256, store.JWSPS256, store.JWSES256}
+	errs := make([]error, len(algs))
+	storetest.AtOnce(len(algs), func(i int) {
+		_, errs[i] = ls[i].AddClient(ctx, operator, AddClientRequest{ID: "rp", RedirectURIs: []string{"https://rp.example/cb"},
+			Scopes: []string{"openid"}, IDTokenAlg: algs[i]})
+	})
+	won := ""
+	for i, err := range errs {
+		switch {
+		case err == nil && won != "":
+			t.Fatalf("two clients rp added: %s and %s", won, algs[i])
+		case err == nil:
+			won = algs[i]
+		case KindOf(err) != KindExists || !strings.Contains(err.Error(), `client "rp": already exists`):
+			t.Errorf("AddClient rp (%s) = %v (%s), want KindExists", algs[i], err, KindOf(err))
+		}
+	}
+	if won == "" {
+		t.Fatalf("no client added: %v", errs)
+	}
+	l := ls[0]
+	c, err := l.ShowClient(ctx, operator, "rp")
+	if err != nil || c.IDTokenAlg != won {
+		t.Fatalf("client rp %+v, %v; want the one with %s", c, err, won)
+	}
+	ks, err := l.OIDCKeys.Keys(ctx)
+	if err != nil || len(ks) != 1 || ks[0].Algorithm != won || ks[0].State != store.SigningKeyActive {
+		var recs []string
+		for _, k := range ks {
+			recs = append(recs, k.Algorithm+"="+string(k.State))
+		}
+		t.Fatalf("key records %v, %v; want one active %s key", recs, err, won)
+	}
+	infos, err := tok.Keys(ctx)
+	if err != nil || len(infos) != 1 || !bytes.Equal(infos[0].ID, ks[0].KeyID) {
+		t.Fatalf("key pairs in the token %v, %v; want only that of %s", infos, err, ks[0].KID)
+	}
+	if kinds := strings.Join(auditKinds(t, stores[0]), " "); strings.Count(kinds, "oidc_key_created/ok") != 1 || strings.Count(kinds, "client_added/ok") != 1 {
+		t.Errorf("audit %s: want one key created and one client added", kinds)
+	}
+}
+
+// TestAddClientOutcomeUnknown: a client and the first key of its
+// algorithm, written in one transaction whose answer was lost, are
+// settled together: applied, the client is added and its key kept; not
+// applied, neither is stored and the key pair is destroyed.
+func TestAddClientOutcomeUnknown(t *testing.T) {
+	ctx := context.Background()
+	for _, applied := range []bool{true, false} {
+		t.Run(fmt.Sprintf("applied=%v", applied), func(t *testing.T) {
+			base, _, db, tok := oidcKeyWorld(t)
+			l := base.reconfigured(func(c *Config) { c.Store = &lostAnswer{Store: db, applied: applied} })
+			_, err := l.AddClient(ctx, operator, AddClientRequest{ID: "rp", RedirectURIs: []string{"https://rp.example/cb"},
+				Scopes: []string{"openid"}, IDTokenAlg: store.JWSES256})
+			if (err == nil) != applied || !applied && KindOf(err) != KindUnavailable {
+				t.Fatalf("AddClient = %v (%s), want success: %v", err, KindOf(err), applied)
+			}
+			_, cerr := base.ShowClient(ctx, operator, "rp")
+			ks, kerr := base.OIDCKeys.Keys(ctx)
+			infos, ierr := tok.Keys(ctx)
+			if n := map[bool]int{true: 1}[applied]; (cerr == nil) != applied || kerr != nil || len(ks) != n || ierr != nil || len(infos) != n {
+				t.Errorf("client %v; key records %d, %v; key pairs %d, %v; want the client and its key stored: %v", cerr, len(ks), kerr, len(infos), ierr, applied)
+			}
+		})
+	}
+}
+
 // TestOIDCKeyEntryClipped: the entry of a key a client's ID-token
 // algorithm needs is an act's entry: every text clipped (act.Clip: the
 // reason names the client as the operator sent it, the actor may be a
@@ -150,13 +243,12 @@ func TestAddClientRefusedMakesNoKey(t *testing.T) {
 func TestOIDCKeyEntryClipped(t *testing.T) {
 	db := actsStore(t)
 	tok := softtoken.New(softtoken.Options{})
-	l := New(Config{Store: db, OIDCKeys: &oidc.KeyRing{
-		Store: store.Scope(db, func(tx store.Tx) oidc.KeyRingTx { return tx }), HSM: tok, IDTokenTTL: time.Hour,
-	}})
+	ring := &oidc.KeyRing{Store: store.Scope(db, func(tx store.Tx) oidc.KeyRingTx { return tx }), HSM: tok, IDTokenTTL: time.Hour}
+	l := New(Config{Store: db, OIDCKeys: ring})
 	ctx := context.Background()
 	by := principal.Principal{Actor: "cert:" + strings.Repeat("CN=x,", 1000), Roles: Roles()}.Approved(approval.New("uid:1001 (second)"))
 	c := &store.Client{ID: strings.Repeat("é", 100_000), Scopes: []string{"openid"}, IDTokenSignedResponseAlg: "ES256"}
-	if err := l.CheckIDTokenAlg(ctx, by, c); err != nil {
+	if err := l.CheckIDTokenAlg(ctx, by, c, ring.Store.Update); err != nil {
 		t.Fatal(err)
 	}
 	var got []*store.AuditEntry

@@ -49,7 +49,16 @@ type ServerConfig struct {
 	ShutdownTimeout time.Duration `mapstructure:"shutdown_timeout"`
 	MetricsListen   string        `mapstructure:"metrics_listen"`
 	TrustedProxies  []string      `mapstructure:"trusted_proxies"`
+	// ClientIPHeader is the one header the trusted proxies name the
+	// client in: HeaderXForwardedFor or HeaderXRealIP.
+	ClientIPHeader string `mapstructure:"client_ip_header"`
 }
+
+// The headers server.client_ip_header may name.
+const (
+	HeaderXForwardedFor = "X-Forwarded-For"
+	HeaderXRealIP       = "X-Real-IP"
+)
 
 // TLSConfig is server.tls.*. Both empty means plain HTTP.
 type TLSConfig struct {

@@ -111,6 +111,7 @@ func TestDefaults(t *testing.T) {
 			BodyLimitBytes:  1048576,
 			ShutdownTimeout: 30 * time.Second,
 			MetricsListen:   "127.0.0.1:9464",
+			ClientIPHeader:  HeaderXForwardedFor,
 		},
 		Store: StoreConfig{Backend: BackendBolt, Path: "./var/signd.db", OpenTimeout: 5 * time.Second, Etcd: defaultEtcd()},
 		PKCS11: PKCS11Config{
@@ -154,6 +155,7 @@ func TestEveryKeyFromFile(t *testing.T) {
 			ShutdownTimeout: time.Minute,
 			MetricsListen:   "[::1]:9465",
 			TrustedProxies:  []string{"10.0.0.0/8", "192.0.2.7", "2001:db8::/32"},
+			ClientIPHeader:  HeaderXRealIP,
 		},
 		Store: StoreConfig{Backend: BackendBolt, Path: "/var/lib/signd/signd.db", OpenTimeout: 250 * time.Millisecond, VerifyOnOpen: true, Etcd: defaultEtcd()},
 		PKCS11: PKCS11Config{

@@ -54,8 +54,10 @@
 // # Adding a section
 //
 // Add the section struct and its field in Config (mapstructure tags carry
-// the key names), its rows in Keys (default, flag, usage, and a Doc when
-// docs/CONFIG.md should say more than the usage line), and a checks
+// the key names), its rows in Keys (default, flag, usage, a Doc when
+// docs/CONFIG.md should say more than the usage line, and Reload only
+// when cmd/signd/reload puts a new value in force: a reload that changes
+// any other key is refused), and a checks
 // method returning its {key, msg} validation table, called from
 // Config.problems. Then run `go generate ./config`: it rewrites the key
 // table of docs/CONFIG.md (Reference, SpliceReference), and

@@ -36,10 +36,10 @@ func Keys() []Key {
 		{Name: "server.base_url", Default: "", Required: true, Flag: "base-url",
 			Usage: "public base URL of signd, the OAuth/OIDC issuer (https unless loopback)",
 			Doc:   "public base URL; the OAuth/OIDC issuer and `{base_url}` of the specs. https unless the host is loopback. Its origin must be the one users' browsers see: the login and consent forms refuse any other `Origin`"},
-		{Name: "server.tls.cert_file", Default: "",
+		{Name: "server.tls.cert_file", Default: "", Reload: true,
 			Usage: "PEM certificate chain; empty with key_file empty = plain HTTP",
 			Doc:   "PEM certificate; with `key_file` enables TLS 1.2+"},
-		{Name: "server.tls.key_file", Default: "",
+		{Name: "server.tls.key_file", Default: "", Reload: true,
 			Usage: "PEM private key for server.tls.cert_file",
 			Doc:   "PEM private key; both empty = plain HTTP"},
 		{Name: "server.admin_socket", Default: "./var/signd.sock", Flag: "admin-socket",
@@ -59,7 +59,10 @@ func Keys() []Key {
 			Doc:   "host:port of the Prometheus listener (`GET /metrics` only, see [Monitoring](OPERATIONS.md#monitoring)); empty = none. Must not use the port of `server.listen`"},
 		{Name: "server.trusted_proxies", Default: []string(nil),
 			Usage: "CIDRs (or IPs) of reverse proxies whose X-Forwarded-For / X-Real-IP is believed; empty = none",
-			Doc:   "reverse proxies whose `X-Forwarded-For` / `X-Real-IP` name the client in the log and for the per-address rate limits: a list of CIDRs (`10.0.0.0/8`, `fd00::/8`); a bare IP means that address alone (/32, /128). In the environment: comma-separated. Empty = the socket peer is the client"},
+			Doc:   "reverse proxies whose `X-Forwarded-For` / `X-Real-IP` (`server.client_ip_header`) name the client in the log and for the per-address rate limits: a list of CIDRs (`10.0.0.0/8`, `fd00::/8`); a bare IP means that address alone (/32, /128). In the environment: comma-separated. Empty = the socket peer is the client"},
+		{Name: "server.client_ip_header", Default: HeaderXForwardedFor,
+			Usage: "the header the trusted proxies name the client in: X-Forwarded-For (they append to it) or X-Real-IP (they set it); the other is ignored",
+			Doc:   "the one header a request from `server.trusted_proxies` names its client in; the other is ignored. `X-Forwarded-For`: the proxy appends the address it saw (nginx `$proxy_add_x_forwarded_for`, HAProxy `option forwardfor`) and signd takes the first address, read from the right, that is not a trusted proxy. `X-Real-IP`: the proxy sets the header to the address it saw, replacing what the client sent (nginx `proxy_set_header X-Real-IP $remote_addr`). Name the header your proxy writes: a client can put any address in the one it does not (see [Behind a reverse proxy](OPERATIONS.md#running-the-daemon))"},
 
 		// store
 		{Name: "store.backend", Default: BackendBolt,
@@ -132,7 +135,7 @@ func Keys() []Key {
 			Doc:   "refuse to enroll a new key the token does not freeze (its label can be rewritten, it can be copied, it can decrypt, unwrap, derive or sign with recovery, or the freeze could not be tested) and destroy it; by default such a key is enrolled with a warning, and the defect is in its audit entry and in `signd hsm info`. Keys already on the token are only warned about, at every start"},
 
 		// log
-		{Name: "log.level", Default: "info", Flag: "log-level",
+		{Name: "log.level", Default: "info", Flag: "log-level", Reload: true,
 			Usage: "log level: debug, info, warn or error",
 			Doc:   "`debug`, `info`, `warn`, `error`"},
 		{Name: "log.format", Default: "json",

@@ -93,3 +93,13 @@ func trustedProxies(entries []string) string {
 	}
 	return strings.Join(bad, "; ")
 }
+
+// clientIPHeader checks server.client_ip_header: one of the two headers,
+// written as here (empty, in a Config built without Load, is the
+// default).
+func clientIPHeader(h string) string {
+	if h == "" {
+		return ""
+	}
+	return rules.OneOf(h, HeaderXForwardedFor, HeaderXRealIP)
+}

@@ -41,7 +41,8 @@ func TestConfigDocUpToDate(t *testing.T) {
 }
 
 // TestReferenceRows: one row per key in the table's order, with the
-// default and flag of the table and the Doc (else the Usage).
+// default and flag of the table, whether a reload applies it, and the Doc
+// (else the Usage).
 func TestReferenceRows(t *testing.T) {
 	keys := []Key{
 		{Name: "a.required", Default: "", Required: true, Flag: "req", Usage: "usage only"},
@@ -55,23 +56,25 @@ func TestReferenceRows(t *testing.T) {
 		{Name: "a.int", Default: 0, Flag: "n", Usage: "u"},
 		{Name: "a.rate", Default: 0.5, Usage: "u"},
 		{Name: "a.bool", Default: false, Usage: "u"},
+		{Name: "a.reload", Default: "", Usage: "u", Reload: true},
 	}
 	got, err := schema.Reference(keys)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := "| Key | Default | Flag | Meaning |\n|---|---|---|---|\n" +
-		"| `a.required` | (required) | `--req` | usage only |\n" +
-		"| `a.empty` | empty |  | the `doc` wins |\n" +
-		"| `a.secret` | empty |  | u |\n" +
-		"| `a.list` | empty |  | u |\n" +
-		"| `a.hosts` | `[h1, h2]` |  | u |\n" +
-		"| `a.hour` | `1h` |  | u |\n" +
-		"| `a.minute` | `1m` |  | u |\n" +
-		"| `a.mixed` | `1m30s` |  | u |\n" +
-		"| `a.int` | `0` | `--n` | u |\n" +
-		"| `a.rate` | `0.5` |  | u |\n" +
-		"| `a.bool` | `false` |  | u |\n"
+	want := "| Key | Default | Flag | Reload | Meaning |\n|---|---|---|---|---|\n" +
+		"| `a.required` | (required) | `--req` | restart | usage only |\n" +
+		"| `a.empty` | empty |  | restart | the `doc` wins |\n" +
+		"| `a.secret` | empty |  | restart | u |\n" +
+		"| `a.list` | empty |  | restart | u |\n" +
+		"| `a.hosts` | `[h1, h2]` |  | restart | u |\n" +
+		"| `a.hour` | `1h` |  | restart | u |\n" +
+		"| `a.minute` | `1m` |  | restart | u |\n" +
+		"| `a.mixed` | `1m30s` |  | restart | u |\n" +
+		"| `a.int` | `0` | `--n` | restart | u |\n" +
+		"| `a.rate` | `0.5` |  | restart | u |\n" +
+		"| `a.bool` | `false` |  | restart | u |\n" +
+		"| `a.reload` | empty |  | applied | u |\n"
 	if string(got) != want {
 		t.Errorf("reference:\n%s\nwant:\n%s", got, want)
 	}

@@ -53,3 +53,9 @@ func Example(set map[string]string) ([]byte, error) { return schema.Example(Keys
 // Settings returns every key with its effective value, in the order of
 // Keys, e.g. for `signd config show`.
 func (c *Config) Settings() []Setting { return schema.Settings(c) }
+
+// Changed returns the keys whose effective values differ between c and
+// next, in the order of Keys, compared as loaded (schema.Changed): a
+// SIGHUP reload refuses a configuration that changes a key without
+// Reload.
+func (c *Config) Changed(next *Config) []Key { return schema.Changed(Keys(), c, next) }

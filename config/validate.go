@@ -74,6 +74,7 @@ func (s *ServerConfig) checks() []check {
 		{"server.shutdown_timeout", rules.Positive(s.ShutdownTimeout)},
 		{"server.metrics_listen", metricsListen(s.MetricsListen, s.Listen)},
 		{"server.trusted_proxies", trustedProxies(s.TrustedProxies)},
+		{"server.client_ip_header", clientIPHeader(s.ClientIPHeader)},
 	}
 }
 

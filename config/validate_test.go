@@ -163,6 +163,8 @@ func TestValidate(t *testing.T) {
 		{"proxies CIDRs and IPs", func(c *Config) {
 			c.Server.TrustedProxies = []string{"10.0.0.0/8", "192.0.2.7", "2001:db8::/32", "::1", "0.0.0.0/0"}
 		}, "", ""},
+		{"client IP header unknown", func(c *Config) { c.Server.ClientIPHeader = "Forwarded" }, "server.client_ip_header", `"Forwarded" is not one of X-Forwarded-For, X-Real-IP`},
+		{"client IP header in another spelling", func(c *Config) { c.Server.ClientIPHeader = "x-real-ip" }, "server.client_ip_header", `"x-real-ip" is not one of X-Forwarded-For, X-Real-IP`},
 		{"proxy prefix too long", func(c *Config) { c.Server.TrustedProxies = []string{"10.0.0.0/33"} }, "server.trusted_proxies", `entry 1: "10.0.0.0/33" is not a CIDR (such as 10.0.0.0/8) or an IP address`},
 		{"proxy host bits", func(c *Config) { c.Server.TrustedProxies = []string{"10.0.0.0/8", "192.168.1.10/24"} }, "server.trusted_proxies", `entry 2: "192.168.1.10/24" has bits set past the prefix length (did you mean 192.168.1.0/24?)`},
 		{"proxy host name", func(c *Config) { c.Server.TrustedProxies = []string{"proxy.example.org"} }, "server.trusted_proxies", `entry 1: "proxy.example.org" is not a CIDR`},

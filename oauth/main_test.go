@@ -154,6 +154,10 @@ type env struct {
 	flow *browser.Handler
 	// cfg is the server's Config as built.
 	cfg oauth.Config
+	// session and sessionPath name the login session cookie:
+	// __Host-signd_session on / with SecureCookies, else signd_session on
+	// /oauth2/.
+	session, sessionPath string
 
 	mu     sync.Mutex
 	strays []string      // errors of no OAuth route that reached the error handler
@@ -250,6 +254,10 @@ func buildEnvWith(t *testing.T, db store.Store, issuerIsServer bool, opts envOpt
 	bcfg := browser.Config{Passwords: ev.passwords, Logger: cfg.Logger, Now: cfg.Now}
 	if opts.browser != nil {
 		opts.browser(&bcfg)
+	}
+	ev.session, ev.sessionPath = "signd_session", "/oauth2/"
+	if bcfg.SecureCookies {
+		ev.session, ev.sessionPath = "__Host-signd_session", "/"
 	}
 	ev.ts = httptest.NewUnstartedServer(nil) // listens already: its address is known
 	if issuerIsServer {

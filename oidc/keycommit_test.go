@@ -59,6 +59,13 @@ func (l *lostAnswers) View(ctx context.Context, fn func(oidc.KeyRingTx) error) e
 	return l.KeyRingStore.View(ctx, fn)
 }
 
+func (l *lostAnswers) Fence(ctx context.Context, fn func(oidc.KeyRingTx) error) error {
+	if l.failing {
+		return storetest.ErrDiskFailed
+	}
+	return l.KeyRingStore.Fence(ctx, fn)
+}
+
 // TestKeyCommitOutcomeUnknown: a key whose commit applied but answered
 // store.ErrOutcomeUnknown (an etcd commit whose answer was lost) keeps
 // its HSM key, and the first key of a provider signs: Ensure and Create

@@ -325,12 +325,31 @@ func (r *KeyRing) Ensure(ctx context.Context, rec Recorder) (*store.SigningKey, 
 // *UnsupportedAlgorithmError. rec records the change, if any, in its
 // transaction.
 func (r *KeyRing) EnsureAlg(ctx context.Context, alg string, rec Recorder) (*store.SigningKey, error) {
+	return r.EnsureAlgWithin(ctx, alg, rec, r.Store.Update)
+}
+
+// Within runs fn, the key ring's write of a new key, in a write
+// transaction of the caller's that also makes the change the key is made
+// for (a client that signs its ID tokens with it): both or neither are
+// committed. It returns what the transaction returned; fn may run more
+// than once, as a transaction's function may.
+type Within func(ctx context.Context, fn func(KeyRingTx) error) error
+
+// EnsureAlgWithin is EnsureAlg whose write of a new first key of alg runs
+// within the caller's transaction: that key is published only if the
+// caller's change commits with it, and is destroyed in the HSM when it
+// does not (an error of the caller's transaction is returned as it is;
+// one that may have committed is settled as Create's). When a key of alg
+// is active already (or a next key is promoted, or another key appeared
+// first), within is not called, or its last call failed and rolled back:
+// the caller makes its change on its own.
+func (r *KeyRing) EnsureAlgWithin(ctx context.Context, alg string, rec Recorder, within Within) (*store.SigningKey, error) {
 	alg, err := r.alg(alg)
 	if err != nil {
 		return nil, err
 	}
 	for attempt := 1; ; attempt++ {
-		k, err := r.ensureOnce(ctx, alg, rec)
+		k, err := r.ensureOnce(ctx, alg, rec, within)
 		if attempt < ensureAttempts && (errors.Is(err, errKeyAppeared) || errors.Is(err, ErrNoNextKey)) {
 			continue
 		}
@@ -346,7 +365,7 @@ const ensureAttempts = 4
 // published meanwhile.
 var errKeyAppeared = errors.New("oidc: another daemon published a signing key first")
 
-func (r *KeyRing) ensureOnce(ctx context.Context, alg string, rec Recorder) (*store.SigningKey, error) {
+func (r *KeyRing) ensureOnce(ctx context.Context, alg string, rec Recorder, within Within) (*store.SigningKey, error) {
 	ks, err := r.Keys(ctx)
 	if err != nil {
 		return nil, err
@@ -361,7 +380,7 @@ func (r *KeyRing) ensureOnce(ctx context.Context, alg string, rec Recorder) (*st
 		}
 		return &rot.Active, nil
 	}
-	return r.create(ctx, alg, true, rec)
+	return r.create(ctx, alg, true, rec, within)
 }
 
 // find returns the newest key of alg in state, or nil.
@@ -398,14 +417,14 @@ func (r *KeyRing) Algorithms(ctx context.Context) ([]string, error) {
 // refused (ErrNextKeyExists): rotate first. rec records the key in the
 // transaction that stores it. If the store write (or rec) fails the HSM
 // key is destroyed again; when the write's outcome is unknown
-// (store.ErrUnavailable) only once a read of the key ring shows it did not
-// apply (see settle).
+// (store.ErrOutcomeUnknown) only once a fenced read of the key ring shows
+// it did not apply (see settle).
 func (r *KeyRing) Create(ctx context.Context, alg string, rec Recorder) (*store.SigningKey, error) {
 	alg, err := r.alg(alg)
 	if err != nil {
 		return nil, err
 	}
-	return r.create(ctx, alg, false, rec)
+	return r.create(ctx, alg, false, rec, r.Store.Update)
 }
 
 // generate makes a key pair for alg in the HSM: RSA 2048 for RS256 and
@@ -426,8 +445,8 @@ func (r *KeyRing) generate(ctx context.Context, alg, label string) (*hsm.KeyInfo
 
 // create is Create; first (EnsureAlg) publishes the key only while the
 // store holds no active and no next key of alg, and otherwise gives
-// errKeyAppeared.
-func (r *KeyRing) create(ctx context.Context, alg string, first bool, rec Recorder) (*store.SigningKey, error) {
+// errKeyAppeared. The key is written in a transaction update runs.
+func (r *KeyRing) create(ctx context.Context, alg string, first bool, rec Recorder, update Within) (*store.SigningKey, error) {
 	ks, err := r.Keys(ctx)
 	if err != nil {
 		return nil, err
@@ -445,7 +464,7 @@ func (r *KeyRing) create(ctx context.Context, alg string, first bool, rec Record
 	}
 	k, err := newSigningKey(info, alg, r.now())
 	if err == nil {
-		err = r.Store.Update(ctx, func(tx KeyRingTx) error {
+		err = update(ctx, func(tx KeyRingTx) error {
 			k.State, k.ActivatedAt = store.SigningKeyNext, time.Time{} // the transaction may run again
 			cur, err := tx.SigningKeys()
 			if err != nil {
@@ -482,34 +501,38 @@ func (r *KeyRing) create(ctx context.Context, alg string, first bool, rec Record
 }
 
 // settle decides the fate of the HSM key info of the key kid, whose store
-// write failed with err: nothing was stored, and the HSM key is destroyed
-// again — unless the write may have committed all the same
-// (store.MayHaveCommitted: store/etcd answers store.ErrOutcomeUnknown for
-// a commit whose answer was lost; plain store.ErrUnavailable and a bare
-// context error are definite). Then settle reads the key ring again: a
-// record of kid means the write (and its audit entry) committed, and
-// settle returns that record and no error; no record, and the HSM key is
-// destroyed. When that read fails too, the HSM key is kept (a published
-// key whose private key is gone could sign nothing, and the daemon's
-// start-up probe would refuse it) and logged as an orphan for the
-// operator to destroy if no key record names it.
+// write failed with err (store.Settle): nothing was stored, and the HSM key
+// is destroyed again — unless the write may have committed all the same
+// (store.ErrOutcomeUnknown) and a fenced read of the key ring finds a
+// record of kid: the write (and its audit entry) committed, and settle
+// returns that record and no error. When that read fails too, the HSM key
+// is kept (a published key whose private key is gone could sign nothing,
+// and the daemon's start-up probe would refuse it) and logged as an
+// orphan for the operator to destroy if no key record names it.
 func (r *KeyRing) settle(ctx context.Context, info *hsm.KeyInfo, kid string, err error) (*store.SigningKey, error) {
-	if !store.MayHaveCommitted(err) {
-		r.destroyUnused(ctx, info)
-		return nil, err
-	}
-	ks, rerr := r.Keys(context.WithoutCancel(ctx))
-	if rerr != nil {
+	var stored *store.SigningKey
+	fate, rerr := store.Settle(ctx, r.Store, err, func(tx KeyRingTx) error {
+		ks, err := tx.SigningKeys()
+		if err != nil {
+			return err
+		}
+		for i := range ks {
+			if ks[i].KID == kid {
+				stored = &ks[i]
+				return nil
+			}
+		}
+		return store.ErrNotFound
+	})
+	switch fate {
+	case store.Committed:
+		r.log().Warn("oidc: the signing key's commit reported an error but applied", "kid", kid, "label", info.Label, "err", err)
+		return stored, nil
+	case store.FateUnknown:
 		r.log().Error("oidc: the signing key's commit has an unknown outcome and the key ring cannot be read: "+
 			"its HSM key is kept; destroy it if no key record names its KID",
 			"kid", kid, "label", info.Label, "key_id", fmt.Sprintf("%x", info.ID), "err", err, "read_err", rerr)
 		return nil, err
-	}
-	for i := range ks {
-		if ks[i].KID == kid {
-			r.log().Warn("oidc: the signing key's commit reported an error but applied", "kid", kid, "label", info.Label, "err", err)
-			return &ks[i], nil
-		}
 	}
 	r.destroyUnused(ctx, info)
 	return nil, err

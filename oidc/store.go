@@ -36,6 +36,8 @@ type KeyRingTx interface {
 type KeyRingStore interface {
 	View(ctx context.Context, fn func(KeyRingTx) error) error
 	Update(ctx context.Context, fn func(KeyRingTx) error) error
+	// Fence is store.Store's: settle reads through it.
+	Fence(ctx context.Context, fn func(KeyRingTx) error) error
 }
 
 var (

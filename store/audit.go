@@ -210,3 +210,11 @@ func AuditChainBucket(chain string) string { return auditlog.ChainBucket(chain) 
 func AuditEntries(tx AuditTx, from uint64, fn func(*AuditEntry) error) error {
 	return auditlog.Entries(tx, from, fn)
 }
+
+// LastAuditEntry returns the last entry in cluster order for which match
+// is true, nil when none is, reading the chains backwards from their ends
+// (auditlog.Last): a start's look-up of its last configuration reads the
+// entries after it, not the whole log.
+func LastAuditEntry(tx AuditTx, match func(*AuditEntry) bool) (*AuditEntry, error) {
+	return auditlog.Last(tx, match)
+}

@@ -32,6 +32,17 @@
 //     commit never sent or refused before it was proposed, the conflict
 //     retry limit, a failed bbolt write or fsync and a bare context error
 //     are definite: nothing committed.
+//   - [Store.Fence] is an Update that commits even when it writes nothing,
+//     after which no write transaction that began before it can commit.
+//     An Update that failed with [ErrOutcomeUnknown] has therefore either
+//     committed before a later fence, and the fence's function reads its
+//     writes, or never commits: what the fence read is final, where a View
+//     could read before a commit still in flight applies (store/etcd: a
+//     Txn queued at a member, or in the log of a leader that died).
+//     [Settle] learns through a fence whether such a write committed; a
+//     caller that made something outside the store for the write (a key
+//     in the HSM) keeps it when it did, destroys it when it did not, and
+//     keeps and names it when the fence fails.
 //   - Records returned by a [Tx] are copies owned by the caller; they stay
 //     valid after the transaction ends and mutating them changes nothing
 //     stored.

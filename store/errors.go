@@ -31,8 +31,9 @@ var (
 // or fsync that failed) and a bare context error (bbolt checks the
 // context before it writes; store/etcd before it sends) means nothing
 // committed. A caller that would undo an effect outside the store on
-// such an error (a key it generated in the HSM) reads the store first
-// when this is true, to learn whether the write is there.
+// such an error (a key it generated in the HSM) learns first, when this
+// is true, whether the write is there: Settle, which reads through a
+// fence (Store.Fence) that a commit still in flight cannot pass.
 func MayHaveCommitted(err error) bool {
 	return errors.Is(err, ErrOutcomeUnknown)
 }

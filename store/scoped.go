@@ -35,6 +35,11 @@ func (s *Scoped[T]) Update(ctx context.Context, fn func(T) error) error {
 	return s.s.Update(ctx, func(tx Tx) error { return fn(s.narrow(tx)) })
 }
 
+// Fence runs fn in the backend's fencing write transaction (Store.Fence).
+func (s *Scoped[T]) Fence(ctx context.Context, fn func(T) error) error {
+	return s.s.Fence(ctx, func(tx Tx) error { return fn(s.narrow(tx)) })
+}
+
 // Batch runs fn in a write transaction that the backend may share with
 // concurrent Batch calls (Batcher), else in its own Update. fn may run more
 // than once: it must not have effects outside the transaction.

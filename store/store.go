@@ -114,6 +114,15 @@ type Store interface {
 	// (and so does a panic, which Update re-panics). Updates are serialized.
 	// It returns ctx.Err() without calling fn if ctx is already done.
 	Update(ctx context.Context, fn func(Tx) error) error
+	// Fence runs fn in a write transaction that commits even when fn
+	// writes nothing, and after which no write transaction that began
+	// before it can commit: a write whose commit failed with
+	// ErrOutcomeUnknown either committed before the fence, and fn reads
+	// what it wrote, or never commits. What fn reads is therefore final,
+	// where a View could read before such a commit, still in flight,
+	// applies. Settle reads through it. fn may run more than once, as
+	// Update's, and Fence fails as Update does.
+	Fence(ctx context.Context, fn func(Tx) error) error
 	// Close releases the store. Transactions in progress finish first;
 	// View and Update after Close fail without calling fn, and closing
 	// again does nothing.

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -78,6 +79,10 @@ func (c *Core) Fail(op string, err error) error {
 		return Errorf(ops.KindInvalid, "%s: %s", op, strings.TrimPrefix(err.Error(), "hsm: "))
 	case errors.Is(err, hsm.ErrKeyNotFrozen):
 		return Errorf(ops.KindConflict, "%s: %v", op, err)
+	case errors.Is(err, store.ErrOutcomeUnknown):
+		// Still store.ErrUnavailable (503), but a retry could do the
+		// change twice, or refuse it as done.
+		return Errorf(ops.KindUnavailable, "%s: the store's answer was lost: the change may or may not have been applied; check with %s before trying again: %v", op, checkCommand(op), err)
 	case errors.Is(err, store.ErrUnavailable):
 		return Errorf(ops.KindUnavailable, "%s: the store cannot write now (disk full or failing?), try again: %v", op, err)
 	case errors.Is(err, store.ErrCorrupt):
@@ -87,6 +92,36 @@ func (c *Core) Fail(op string, err error) error {
 	}
 	c.Log().Error("admin operation failed", "op", op, "err", err)
 	return Errorf(ops.KindInternal, "%s: internal error (see the signd log)", op)
+}
+
+// checkCommand names the command that shows whether a change Fail
+// reports under op was applied: `signd user show alice` for op
+// `user "alice"` (and client, credential), the listing for the creations
+// that have no ID yet, else the matching list or show command.
+func checkCommand(op string) string {
+	for _, subject := range []string{"user", "client", "credential"} {
+		quoted, ok := strings.CutPrefix(op, subject+" ")
+		if id, err := strconv.Unquote(quoted); ok && err == nil && id != "" {
+			if strings.ContainsFunc(id, notShellWord) {
+				id = quoted
+			}
+			return fmt.Sprintf("`signd %s show %s`", subject, id)
+		}
+	}
+	switch op {
+	case "create credential":
+		return "`signd credential list`"
+	case "enroll TSA key":
+		return "`signd audit export --kind tsa_enrolled`"
+	case "create OIDC signing key", "rotate OIDC signing keys":
+		return "`signd oidc keys list`"
+	}
+	return "the matching list or show command"
+}
+
+// notShellWord reports the runes that a shell word must quote.
+func notShellWord(r rune) bool {
+	return !('a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9' || strings.ContainsRune("._-@:/+=", r))
 }
 
 // Allow checks that by holds one of the roles of the operation named op

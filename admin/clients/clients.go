@@ -15,6 +15,7 @@ import (
 	"github.com/signd/signd/admin/input"
 	"github.com/signd/signd/admin/ops"
 	"github.com/signd/signd/admin/principal"
+	"github.com/signd/signd/oidc"
 	"github.com/signd/signd/store"
 )
 
@@ -49,23 +50,46 @@ func (l *Clients) AddClient(ctx context.Context, by principal.Principal, req ops
 		return nil, err
 	}
 	// The client is checked whole, and its ID found free, before
-	// CheckIDTokenAlg may make (and publish) the first key of its
-	// algorithm: a client refused must leave no key behind.
-	if err := l.checkNew(ctx, c); err != nil {
-		return nil, err
-	}
-	if err := l.HSM.CheckIDTokenAlg(ctx, by, c); err != nil {
-		return nil, err
-	}
-	err = a.Update(ctx, func(tx store.Tx) (err error) {
+	// CheckIDTokenAlg may make the first key of its algorithm: a client
+	// refused must cost no key. That key is published in the client's
+	// transaction (within), so a client refused there — another `client
+	// add` of its ID committed first — leaves no key behind either.
+	var joined bool // within ran the client's write
+	var tried error // what within's last transaction returned
+	create := func(tx store.Tx) (err error) {
 		if err := tx.CreateClient(c); err != nil {
 			return err
 		}
 		c, err = tx.Client(req.ID)
 		return err
-	})
-	if err != nil {
-		return nil, l.Fail(fmt.Sprintf("client %q", req.ID), err)
+	}
+	within := func(ctx context.Context, ring func(oidc.KeyRingTx) error) error {
+		joined = true
+		tried = a.Update(ctx, func(tx store.Tx) error {
+			if err := ring(tx); err != nil {
+				return err
+			}
+			return create(tx)
+		})
+		return tried
+	}
+	if err := l.checkNew(ctx, c); err != nil {
+		return nil, err
+	}
+	if err := l.HSM.CheckIDTokenAlg(ctx, by, c, within); err != nil {
+		return nil, err
+	}
+	switch {
+	case joined && tried == nil:
+	case joined && store.MayHaveCommitted(tried):
+		// The key ring found its key stored (oidc.KeyRing.settle): the
+		// client and the entry committed with it.
+		a.Recorded = true
+	default:
+		// No key was made, or its write rolled back: the client alone.
+		if err := a.Update(ctx, create); err != nil {
+			return nil, l.Fail(fmt.Sprintf("client %q", req.ID), err)
+		}
 	}
 	return &ops.AddClientResult{GeneratedSecret: generated, Client: *ops.ClientViewOf(c)}, nil
 }

@@ -29,8 +29,8 @@ func (l *HSM) KeyStore() (tokenkeys.KeyStore, error) {
 // Its phases: the request checked (checkCredential), the owner read, the
 // key pair and CSR made in the token (generate), the credential and its
 // entry written in one transaction; a failure after the key was made
-// destroys it (credentialKey.rollback), unless the transaction's outcome
-// is unknown and it may have applied (credentialKey.settle).
+// destroys it, unless the transaction's outcome is unknown and a fenced
+// read finds the credential stored (newKey.settle).
 func (l *HSM) CreateCredential(ctx context.Context, by principal.Principal, req ops.CreateCredentialRequest) (_ *ops.CreateCredentialResult, err error) {
 	// The target is the owner until the credential has an ID: a refusal
 	// before it names whom the credential was for.
@@ -81,11 +81,13 @@ func (l *HSM) CreateCredential(ctx context.Context, by principal.Principal, req 
 		return err
 	})
 	if err != nil {
-		stored, err := k.settle(ctx, a, id, err)
-		if stored == nil {
+		// The credential is stored if the write committed after all.
+		if ok, err := k.settle(ctx, a, err, func(tx store.Tx) (err error) {
+			c, err = tx.Credential(id)
+			return err
+		}); !ok {
 			return nil, err
 		}
-		c = stored
 	}
 	return &ops.CreateCredentialResult{
 		Credential: *ops.CredentialViewOf(c),
@@ -128,11 +130,9 @@ func checkCredential(a *act.Act, req ops.CreateCredentialRequest) (*enroll.Spec,
 // credentialKey is the key pair generate made in the token for a new
 // credential, and its CSR.
 type credentialKey struct {
-	l      *HSM
-	keys   tokenkeys.KeyStore
+	newKey
 	key    *enroll.Key
 	csrDER []byte
-	label  string
 	note   string // what the token does not freeze of the key (tokenkeys.Enroll.AuditNote)
 }
 
@@ -151,57 +151,15 @@ func (l *HSM) generate(ctx context.Context, keys tokenkeys.KeyStore, id, label s
 	if key == nil {
 		return nil, l.Fail("generate key", err)
 	}
-	k := &credentialKey{l: l, keys: keys, key: key, csrDER: csrDER, label: label, note: ek.AuditNote()}
+	k := &credentialKey{
+		newKey: newKey{l: l, keys: keys, id: key.ID, label: label, op: "create credential",
+			listed: fmt.Sprintf("`signd credential list` lists no credential %s", id)},
+		key: key, csrDER: csrDER, note: ek.AuditNote(),
+	}
 	if err != nil {
 		return nil, k.rollback(ctx, err)
 	}
 	return k, nil
-}
-
-// settle decides the fate of the key of credential id, whose transaction
-// failed with err: rolled back (rollback) — unless the transaction may
-// have committed all the same (store.MayHaveCommitted: store/etcd answers
-// store.ErrOutcomeUnknown for a commit whose answer was lost; plain
-// store.ErrUnavailable — a failed read, a full disk — and a bare context
-// error are definite, so the key is rolled back without a read).
-// Then settle reads the credential: stored means the transaction and its
-// entry committed, and settle returns the credential (the act recorded);
-// not found, and the key is rolled back. When that read fails too, the key
-// is kept (a stored credential without its key could never sign, and
-// destroying it cannot be undone) and named in the error and the log, for
-// the operator to remove if no credential id was stored.
-func (k *credentialKey) settle(ctx context.Context, a *act.Act, id string, err error) (*store.Credential, error) {
-	if !store.MayHaveCommitted(err) {
-		return nil, k.rollback(ctx, err)
-	}
-	var c *store.Credential
-	rerr := k.l.Store.View(context.WithoutCancel(ctx), func(tx store.Tx) (err error) {
-		c, err = tx.Credential(id)
-		return err
-	})
-	switch {
-	case rerr == nil:
-		k.l.Log().Warn("credential creation: the commit reported an error but applied", "credential", id, "err", err)
-		a.Recorded = true
-		return c, nil
-	case errors.Is(rerr, store.ErrNotFound):
-		return nil, k.rollback(ctx, err)
-	}
-	k.l.Log().Error("credential creation: the commit's outcome is unknown and the store cannot be read: the key is kept",
-		"credential", id, "label", k.label, "key_id", hex.EncodeToString(k.key.ID), "err", err, "read_err", rerr)
-	return nil, act.Errorf(ops.KindUnavailable, "%v; whether credential %s was stored is unknown: its key %x with label %q is kept in the token (remove it with pkcs11-tool if no credential %s is listed)",
-		k.l.Fail("create credential", err), id, k.key.ID, k.label, id)
-}
-
-// rollback destroys the key of a credential that was not created because
-// of cause, and returns the operator's error; a key left in the token is
-// named in it.
-func (k *credentialKey) rollback(ctx context.Context, cause error) error {
-	if derr := k.keys.DestroyKey(context.WithoutCancel(ctx), k.key.ID); derr != nil {
-		k.l.Log().Error("rollback: destroying key failed", "key_id", hex.EncodeToString(k.key.ID), "err", derr)
-		return act.Errorf(ops.KindInternal, "credential creation failed (%v) and key %x with label %q is left in the token: remove it with pkcs11-tool", k.l.Fail("create credential", cause), k.key.ID, k.label)
-	}
-	return k.l.Fail("create credential", cause)
 }
 
 // ImportCertificate performs Service.ImportCertificate.

@@ -272,11 +272,14 @@ func CheckIDTokenAlgName(c *store.Client) error {
 // algorithm), the client must have scope openid, and a key of it must be
 // active — the first key of an algorithm is generated now, active at once
 // (no relying party can hold an ID token of it yet), and audited as by's
-// in the key ring's transaction (KeyRecorder). A token that cannot make
-// the key refuses the client with the mechanism it lacks. The caller
-// validates the client first (and checks that its ID is free): a client
-// refused anyway must not leave a key behind.
-func (l *HSM) CheckIDTokenAlg(ctx context.Context, by principal.Principal, c *store.Client) error {
+// in the key ring's transaction (KeyRecorder), which within runs: the
+// caller's transaction that stores the client, so that a client refused
+// there (its ID taken meanwhile) leaves no key behind
+// (oidc.KeyRing.EnsureAlgWithin). A token that cannot make the key
+// refuses the client with the mechanism it lacks. The caller validates
+// the client first (and checks that its ID is free), so that a client
+// refused anyway costs no key generation.
+func (l *HSM) CheckIDTokenAlg(ctx context.Context, by principal.Principal, c *store.Client, within oidc.Within) error {
 	alg := c.IDTokenSignedResponseAlg
 	if alg == "" {
 		return nil
@@ -289,9 +292,12 @@ func (l *HSM) CheckIDTokenAlg(ctx context.Context, by principal.Principal, c *st
 		return err
 	}
 	rec := keyRecorder(by, fmt.Sprintf("for client %q", c.ID), l.Clock)
-	if _, err := r.EnsureAlg(ctx, alg, rec); err != nil {
+	if _, err := r.EnsureAlgWithin(ctx, alg, rec, within); err != nil {
 		if u := (*oidc.UnsupportedAlgorithmError)(nil); errors.As(err, &u) {
 			return act.Errorf(ops.KindInvalid, "client %q: id_token_signed_response_alg %v", c.ID, u)
+		}
+		if errors.Is(err, store.ErrAlreadyExists) {
+			return l.Fail(fmt.Sprintf("client %q", c.ID), err) // within's
 		}
 		return l.Fail(fmt.Sprintf("%s signing key for client %q", alg, c.ID), err)
 	}

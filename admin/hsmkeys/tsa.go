@@ -3,6 +3,7 @@ package hsmkeys
 import (
 	"context"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"time"
 
@@ -21,8 +22,12 @@ const defaultTSAAlgo = "rsa-3072"
 
 // EnrollTSA performs Service.EnrollTSA.
 //
-// The key is generated first; its audit entry is appended next and, when
-// the store cannot take it, the key is destroyed again: both or neither.
+// The key is generated first; its audit entry, the only record of it in
+// the store, is appended next and, when that write fails, the key is
+// destroyed again: both or neither. A write whose outcome is unknown
+// (store.ErrOutcomeUnknown) is settled as a credential's (newKey.settle):
+// the key stays if a fenced read finds its entry, and is kept and named
+// when the store cannot be read.
 func (l *HSM) EnrollTSA(ctx context.Context, by principal.Principal, req ops.EnrollTSARequest) (_ *ops.EnrollTSAResult, err error) {
 	a, err := l.Begin(ctx, by, "EnrollTSA", store.AuditTSAEnrolled, "tsa-keys")
 	if err != nil {
@@ -54,25 +59,31 @@ func (l *HSM) EnrollTSA(ctx context.Context, by principal.Principal, req ops.Enr
 	if err != nil {
 		return nil, l.Fail("tsa", err)
 	}
+	// Where the audit chains end now: the entry of this act, if its
+	// write committed unanswered, is after that (tsaEntry).
+	var ends map[string]uint64
+	if err := l.Store.View(ctx, func(tx store.Tx) (err error) {
+		ends, err = auditEnds(tx)
+		return err
+	}); err != nil {
+		return nil, l.Fail("tsa", err)
+	}
 	label := l.tsaLabel() + "-" + id
 	key, csrDER, err := enroll.Generate(ctx, &tokenkeys.Enroll{Keys: keys}, label, spec)
 	if key == nil {
 		return nil, l.Fail("generate key", err)
 	}
+	k := &newKey{l: l, keys: keys, id: key.ID, label: label, op: "enroll TSA key",
+		listed: fmt.Sprintf("`signd audit export --kind tsa_enrolled` shows no entry for tsa-key:%x", key.ID)}
 	if err != nil {
-		if derr := keys.DestroyKey(context.WithoutCancel(ctx), key.ID); derr != nil {
-			l.Log().Error("rollback: destroying key failed", "key_id", hex.EncodeToString(key.ID), "err", derr)
-		}
-		return nil, l.Fail("tsa certificate request", err)
+		return nil, k.rollback(ctx, err)
 	}
 	a.Target = "tsa-key:" + hex.EncodeToString(key.ID)
 	a.Set("label", label)
-	if err := a.Record(ctx); err != nil {
-		if derr := keys.DestroyKey(context.WithoutCancel(ctx), key.ID); derr != nil {
-			l.Log().Error("rollback: destroying key failed", "key_id", hex.EncodeToString(key.ID), "err", derr)
-			return nil, act.Errorf(ops.KindOf(err), "%v; key %x with label %q is left in the token unaudited: remove it with pkcs11-tool", err, key.ID, label)
+	if err := a.Update(ctx, func(store.Tx) error { return nil }); err != nil {
+		if ok, err := k.settle(ctx, a, err, tsaEntry(a.Target, ends)); !ok {
+			return nil, err
 		}
-		return nil, err
 	}
 	return &ops.EnrollTSAResult{KeyID: hex.EncodeToString(key.ID), Label: label, CSRPEM: enroll.CSRPEM(csrDER)}, nil
 }
@@ -128,6 +139,55 @@ func (l *HSM) ImportTSACertificate(ctx context.Context, by principal.Principal, 
 		KeyID: req.KeyID, Subject: chain[0].Subject.String(), Serial: chain[0].SerialNumber.Text(16),
 		NotAfter: chain[0].NotAfter.UTC().Format("2006-01-02T15:04:05Z"),
 	}, nil
+}
+
+// auditEnds returns the sequence number of the last entry of each chain
+// of the audit log.
+func auditEnds(tx store.Tx) (map[string]uint64, error) {
+	chains, err := tx.AuditChains()
+	if err != nil {
+		return nil, err
+	}
+	ends := make(map[string]uint64, len(chains))
+	for _, c := range chains {
+		if ends[c.Name], err = tx.AuditChainSize(c.Name); err != nil {
+			return nil, err
+		}
+	}
+	return ends, nil
+}
+
+// errFound stops tsaEntry's walk.
+var errFound = errors.New("found")
+
+// tsaEntry finds the tsa_enrolled entry of target appended after ends
+// (auditEnds): nil if one is stored, store.ErrNotFound if none.
+func tsaEntry(target string, ends map[string]uint64) func(store.Tx) error {
+	return func(tx store.Tx) error {
+		chains, err := tx.AuditChains()
+		if err != nil {
+			return err
+		}
+		for _, c := range chains {
+			err := tx.AuditChainRecords(c.Name, ends[c.Name]+1, func(_ uint64, raw []byte) error {
+				e, err := store.DecodeAuditEntry(raw)
+				if err != nil {
+					return err
+				}
+				if e.Kind == store.AuditTSAEnrolled && e.Target == target {
+					return errFound
+				}
+				return nil
+			})
+			switch {
+			case errors.Is(err, errFound):
+				return nil
+			case err != nil:
+				return err
+			}
+		}
+		return store.ErrNotFound
+	}
 }
 
 func (l *HSM) tsaLabel() string {

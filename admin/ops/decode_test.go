@@ -23,7 +23,7 @@ func TestCallRefusesMalformedRequests(t *testing.T) {
 		{"empty", add, ``, "malformed admin request: no JSON value; send {} when the operation takes no parameters"},
 		{"cut off", add, `{"id":`, "malformed admin request: the JSON value is cut off"},
 		{"not JSON", add, `{"id" "rp"}`, `malformed admin request: not valid JSON at byte 7`},
-		{"a bad escape in a secret", add, `{"id":"rp","secret":"hunter2\qrest"}`, "malformed admin request: not valid JSON at byte 30"},
+		{"a bad escape in a secret", add, `{"id":"rp","secret":"hunter2\qrest"}`, "malformed admin request: not valid JSON at byte 29"},
 		{"a time that is not RFC 3339", export, `{"since":"yesterday"}`, "malformed admin request: a value does not fit its field (times are RFC 3339 strings, e.g. 2026-11-28T12:00:00Z)"},
 		{"a time that is a number", export, `{"since":1}`, "malformed admin request: a value does not fit its field (times are RFC 3339 strings, e.g. 2026-11-28T12:00:00Z)"},
 		{"an array", add, `["rp"]`, "malformed admin request: the body must be a JSON object"},
@@ -34,6 +34,12 @@ func TestCallRefusesMalformedRequests(t *testing.T) {
 		{"number as a string", cred, `{"user":"alice","multisign":"5"}`, `malformed admin request: field "multisign" must be a number, not string`},
 		{"unknown field", add, `{"id":"rp","owner":"bob"}`, `malformed admin request: unknown field "owner"`},
 		{"parameters where none are taken", list, `{"name":"x"}`, `malformed admin request: unknown field "name"`},
+		{"a name in another case", add, `{"ID":"rp"}`, `malformed admin request: unknown field "ID"`},
+		{"a name that folds to a field's (ſ is s)", cred, `{"uſer":"alice"}`, `malformed admin request: unknown field "uſer"`},
+		{"a field twice", add, `{"id":"rp","id":"rq"}`, `malformed admin request: field "id" given twice`},
+		{"a field twice, nested", add, `{"id":"rp","scopes":["service"],"id":"rq"}`, `malformed admin request: field "id" given twice`},
+		{"not UTF-8", add, "{\"id\":\"r\xffp\"}", "malformed admin request: not valid JSON at byte 9"},
+		{"null body", add, `null`, "malformed admin request: the body must be a JSON object"},
 		{"two values", add, `{"id":"rp"} {"id":"rq"}`, "malformed admin request: data after the JSON value"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

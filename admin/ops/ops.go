@@ -1,13 +1,16 @@
 package ops
 
 import (
+	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"reflect"
-	"strings"
+	"time"
+
+	jsonv2 "github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/signd/signd/admin/principal"
 )
@@ -164,53 +167,88 @@ func (o Operation) Call(ctx context.Context, s Service, by Principal, raw []byte
 }
 
 // decodeStrict decodes exactly one JSON value naming only fields of v.
+// It decodes with JSON v2 (github.com/go-json-experiment/json) rather
+// than encoding/json: a member name must be a field's name exactly
+// (encoding/json matches names case-insensitively, with Unicode folding:
+// "uſername" would set Username) and may stand once (encoding/json lets
+// the last of two win), so what a proxy, a log or a path check reads in
+// the body is what the operation gets.
 func decodeStrict(raw []byte, v any) error {
-	dec := json.NewDecoder(strings.NewReader(string(raw)))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
+	if len(bytes.TrimSpace(raw)) == 0 {
+		return errorf(KindInvalid, "malformed admin request: no JSON value; send {} when the operation takes no parameters")
+	}
+	// The whole value first, so that a syntax error (a cut-off body, a
+	// name given twice) is said before what its first members mean.
+	dec := jsontext.NewDecoder(bytes.NewReader(raw))
+	val, err := dec.ReadValue()
+	if err != nil {
+		return errorf(KindInvalid, "malformed admin request: %s", decodeProblem(err))
+	}
+	if val.Kind() == 'n' {
+		// null would decode as {}: the operation with none of its fields.
+		return errorf(KindInvalid, "malformed admin request: the body must be a JSON object")
+	}
+	if err := jsonv2.Unmarshal(val, v, jsonv2.RejectUnknownMembers(true)); err != nil {
 		return errorf(KindInvalid, "malformed admin request: %s", decodeProblem(err))
 	}
 	// One JSON value, nothing after it: a second value would be silently
 	// ignored.
-	if _, err := dec.Token(); err != io.EOF {
+	if _, err := dec.ReadToken(); err != io.EOF {
 		return errorf(KindInvalid, "malformed admin request: data after the JSON value")
 	}
 	return nil
 }
 
 // decodeProblem says what is wrong with a request body in the operator's
-// words (JSON's, never Go's types).
+// words (JSON's, never Go's types), quoting no value (it may be a
+// password's).
 func decodeProblem(err error) string {
-	var typ *json.UnmarshalTypeError
-	var syn *json.SyntaxError
+	var sem *jsonv2.SemanticError
+	var syn *jsontext.SyntacticError
 	switch {
-	case errors.As(err, &typ) && typ.Field == "":
-		return "the body must be a JSON object"
-	case errors.As(err, &typ):
-		// Value is the JSON kind, for an overflowing number followed by
-		// the number itself: only the kind is said (it may be a PIN).
-		kind, _, _ := strings.Cut(typ.Value, " ")
-		if want := jsonKind(typ.Type); want != "a "+kind {
-			return fmt.Sprintf("field %q must be %s, not %s", typ.Field, want, kind)
-		}
-		return fmt.Sprintf("field %q is out of range", typ.Field)
-	case errors.As(err, &syn):
-		// Not the decoder's text: it quotes the offending character, which
-		// may be one of a password's.
-		return fmt.Sprintf("not valid JSON at byte %d", syn.Offset)
-	case errors.Is(err, io.EOF):
-		return "no JSON value; send {} when the operation takes no parameters"
 	case errors.Is(err, io.ErrUnexpectedEOF):
 		return "the JSON value is cut off"
+	case errors.As(err, &syn) && errors.Is(syn.Err, jsontext.ErrDuplicateName):
+		return fmt.Sprintf("field %q given twice", syn.JSONPointer.LastToken())
+	case errors.As(err, &syn):
+		// The position, counted from 1; not the decoder's text, which
+		// quotes the offending character.
+		return fmt.Sprintf("not valid JSON at byte %d", syn.ByteOffset+1)
+	case errors.As(err, &sem) && errors.Is(sem.Err, jsonv2.ErrUnknownName):
+		return fmt.Sprintf("unknown field %q", sem.JSONPointer.LastToken())
+	case errors.As(err, &sem) && sem.GoType == reflect.TypeFor[time.Time]():
+		// time.Time's own decoder failed, or the value is not a string.
+		return "a value does not fit its field (times are RFC 3339 strings, e.g. 2026-11-28T12:00:00Z)"
+	case errors.As(err, &sem) && sem.JSONPointer == "":
+		return "the body must be a JSON object"
+	case errors.As(err, &sem) && sem.GoType != nil:
+		field, got := sem.JSONPointer.LastToken(), kindName(sem.JSONKind)
+		if want := jsonKind(sem.GoType); want != "a "+got && want != "an "+got && !(got == "boolean" && want == "true or false") {
+			return fmt.Sprintf("field %q must be %s, not %s", field, want, got)
+		}
+		// The kind is right and the value is not: an overflowing number.
+		// Only the kind is said (it may be a PIN).
+		return fmt.Sprintf("field %q is out of range", field)
 	}
-	// DisallowUnknownFields' error has no type of its own.
-	if name, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
-		return "unknown field " + name
+	return "a value does not fit its field"
+}
+
+// kindName names a JSON kind as the messages do.
+func kindName(k jsontext.Kind) string {
+	switch k {
+	case '"':
+		return "string"
+	case '0':
+		return "number"
+	case 't', 'f':
+		return "boolean"
+	case 'n':
+		return "null"
+	case '[':
+		return "array"
+	default:
+		return "object"
 	}
-	// A field's own decoder (time.Time's) failed: its text names Go's
-	// layout and quotes the value, and the decoder does not say which
-	// field it was.
-	return "a value does not fit its field (times are RFC 3339 strings, e.g. 2026-11-28T12:00:00Z)"
 }
 
 // jsonKind names the JSON value a Go type is decoded from.

@@ -91,9 +91,10 @@ func (p *provisioningAPI) listen(local *admin.Local) (*http.Server, net.Listener
 // force (cert, gate.SetCRL), crl is the CRL it puts in force (nil: none).
 // The CRL is checked against cas, the CAs read at start (a change of
 // the file admin.api_client_ca names needs a restart and is refused; a
-// change of the key, the reload's RestartOnly check), and against the CRL in force
-// (clientca.Replaces at now): a reload never removes it, changes its
-// issuer, goes back to an older one or puts one out of date in force.
+// change of the key is refused as that of every key without Reload),
+// and against the CRL in force (clientca.Replaces at now): a reload
+// never removes it, changes its issuer, goes back to an older one or
+// puts one out of date in force.
 // The first call, at start, has no CRL in force: any CRL of cas goes.
 // now nil = time.Now.
 func apiReload(gate *adminapi.Gate, cas []*x509.Certificate, cert *atomic.Pointer[tls.Certificate], now func() time.Time) func(*config.Config) (func(), *x509.RevocationList, error) {

@@ -1,23 +1,32 @@
 package main
 
 import (
+	"cmp"
+	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/pem"
+	"fmt"
 	"log/slog"
 	"math/big"
+	"net/http"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"golang.org/x/crypto/ocsp"
+
 	"github.com/signd/signd/cmd/signd/adminapi"
 	"github.com/signd/signd/cmd/signd/httpserver"
 	"github.com/signd/signd/cmd/signd/reload"
 	"github.com/signd/signd/config"
 	"github.com/signd/signd/csc/certstatus/certstatustest"
+	"github.com/signd/signd/store"
 )
 
 // crlTemplate describes a CRL apiReload's test writes.
@@ -176,4 +185,96 @@ func TestAPIReloadAllOrNothing(t *testing.T) {
 	if got := gate.CRLInForce(); got == nil || got.Number.Int64() != 11 {
 		t.Errorf("after the reload the CRL in force is %v, want number 11", got)
 	}
+}
+
+// TestRestartRefusesOlderAPICRL: a restart does not go back to an older
+// provisioning API CRL than the one the audit log last recorded in force
+// (config_loaded's admin.api_client_crl.*), as a reload does not: CRL 1
+// put back after CRL 2 revoked onboarding's certificate is refused, the
+// daemon does not start and the refusal is audited. Removing the CRL is a
+// restart's choice (recorded as none); CRL 1 after that is still refused.
+// A newer CRL starts.
+func TestRestartRefusesOlderAPICRL(t *testing.T) {
+	ca := certstatustest.New(t, "admin API CA", nil)
+	onboarding, auditor := clientCertOf(t, ca, "onboarding"), clientCertOf(t, ca, "auditor")
+	var crlFile string
+	var first []byte
+	p := startProvisioningWith(t, auditor, ca, func(e *env) {
+		crlFile = filepath.Join(e.dir, "api-clients.crl")
+		first = writeCACRL(t, ca, crlFile, 1)
+		t.Setenv("SIGND_ADMIN_API_CLIENT_CRL", crlFile)
+	})
+	if st, _ := p.call(&onboarding, "GET", "/users", ""); st != http.StatusOK {
+		t.Fatalf("onboarding under CRL 1: %d", st)
+	}
+	p.stop()
+
+	ca.Revoke(onboarding.cert.SerialNumber, ocsp.KeyCompromise)
+	second := writeCACRL(t, ca, crlFile, 2)
+	if started, err := serveOnce(t, p.e); !started || err != nil {
+		t.Fatalf("a restart with a newer CRL: started %v, %v", started, err)
+	}
+	rollback := func(step string) {
+		t.Helper()
+		if err := os.WriteFile(crlFile, first, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		started, err := serveOnce(t, p.e)
+		want := fmt.Sprintf("admin.api_client_crl %s: the CRL's cRLNumber 1 is lower than 2 of the CRL last in force", crlFile)
+		if started || err == nil || !strings.HasPrefix(err.Error(), want) ||
+			!strings.Contains(err.Error(), fmt.Sprintf("cRLNumber 2, thisUpdate %s, SHA-256 %x; this CRL: cRLNumber 1,", crlOf(t, second).ThisUpdate.UTC().Format(time.RFC3339), sha256.Sum256(second))) ||
+			!strings.Contains(err.Error(), "have the CA issue a new one (a higher cRLNumber") {
+			t.Fatalf("%s: a restart with CRL 1 after CRL 2: started %v, %v; want %s…", step, started, err, want)
+		}
+	}
+	rollback("after CRL 2")
+	// Without a CRL: allowed, recorded as none; CRL 1 is still older
+	// than the last one in force.
+	t.Setenv("SIGND_ADMIN_API_CLIENT_CRL", "")
+	if started, err := serveOnce(t, p.e); !started || err != nil {
+		t.Fatalf("a restart without a CRL: started %v, %v", started, err)
+	}
+	t.Setenv("SIGND_ADMIN_API_CLIENT_CRL", crlFile)
+	rollback("after none")
+
+	db := p.e.openStore()
+	var got []string
+	err := db.View(context.Background(), func(tx store.Tx) error {
+		return store.AuditEntries(tx, 1, func(a *store.AuditEntry) error {
+			if a.Kind == store.AuditConfigLoaded {
+				got = append(got, fmt.Sprintf("%s %s %s", a.Fields["event"], a.Outcome, cmp.Or(a.Fields["admin.api_client_crl.number"], a.Fields["admin.api_client_crl"])))
+				if a.Outcome == store.AuditRefused && !strings.HasPrefix(a.Reason, "the CRL's cRLNumber 1 is lower than 2 of the CRL last in force") {
+					t.Errorf("the refused start's reason: %q", a.Reason)
+				}
+			}
+			return nil
+		})
+	})
+	db.Close()
+	if want := "start ok 1,start ok 2,start refused 1,start ok none,start refused 1"; err != nil || strings.Join(got, ",") != want {
+		t.Errorf("config_loaded entries: %q, %v; want %s", got, err, want)
+	}
+
+	writeCACRL(t, ca, crlFile, 3)
+	logs := &syncBuffer{}
+	apiAddr := make(chan string, 1)
+	p.e.startDaemonWith(func(a *app) { a.apiReady = func(addr string) { apiAddr <- addr }; a.stderr = logs })
+	p.api = "https://" + <-apiAddr
+	if st, err := p.client(&onboarding).Get(p.api + adminapi.Prefix + "/users"); err == nil {
+		st.Body.Close()
+		t.Fatalf("the revoked certificate under CRL 3: %d, want the handshake refused", st.StatusCode)
+	}
+	if st, _ := p.call(&auditor, "GET", "/users", ""); st != http.StatusOK {
+		t.Fatalf("auditor under CRL 3: %d", st)
+	}
+}
+
+// crlOf parses a CRL's DER.
+func crlOf(t *testing.T, der []byte) *x509.RevocationList {
+	t.Helper()
+	crl, err := x509.ParseRevocationList(der)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return crl
 }

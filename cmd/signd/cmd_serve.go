@@ -125,12 +125,19 @@ func (a *app) serve(ctx context.Context, cfg *config.Config, load func() (*confi
 	}
 	defer db.Close()
 	// The configuration this daemon runs with, in the audit log before
-	// anything else it does.
+	// anything else it does; a provisioning API's CRL older than the one
+	// the log last recorded in force is refused (a restart does not undo
+	// revocations, as a reload does not).
 	loaded := daemonaudit.ConfigLoaded(cfg, daemonaudit.ConfigStart, a.clock())
+	var crl *x509.RevocationList
 	if api != nil {
-		daemonaudit.APIClientCRL(loaded, api.gate.CRLInForce())
+		crl = api.gate.CRLInForce()
+		daemonaudit.APIClientCRL(loaded, crl)
 	}
-	if err := daemonaudit.Append(ctx, db, loaded); err != nil {
+	var rollback *daemonaudit.RollbackError
+	if err := daemonaudit.AppendStart(ctx, db, loaded, crl); errors.As(err, &rollback) {
+		return fmt.Errorf("admin.api_client_crl %s: %w", cfg.Admin.APIClientCRL, err)
+	} else if err != nil {
 		return fmt.Errorf("audit log: recording the configuration: %w", err)
 	}
 	mx := newMetrics()
@@ -177,7 +184,7 @@ func (a *app) serve(ctx context.Context, cfg *config.Config, load func() (*confi
 		return err
 	}
 	srv := &httpserver.Server{Store: db, Token: token, Logger: logger, BodyLimit: cfg.Server.BodyLimitBytes, TLS: cfg.Server.TLS.CertFile != "",
-		TrustedProxies: cfg.Server.TrustedProxyNets(), Pages: pg, OnReadiness: mx.ObserveReadiness}
+		HSTS: servedOverHTTPS(cfg), TrustedProxies: cfg.Server.TrustedProxyNets(), ClientIPHeader: cfg.Server.ClientIPHeader, Pages: pg, OnReadiness: mx.ObserveReadiness}
 	mx.WatchReadiness(func() bool {
 		status, _ := srv.Readiness(context.Background())
 		return status == http.StatusOK

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -184,14 +185,17 @@ func TestStoreBackupAudited(t *testing.T) {
 // applied, with the new file's digest and who may administer (the groups
 // of admin.roles, admin.dual_control); refused (a bad value), with the
 // reason and no digest; a change of dual control (read at start only),
-// refused naming the key; the daemon's start is the first.
+// refused naming the key; so is a change of any other key read at start
+// only, from the file or the environment (every such key named, in the
+// key table's order, and the log level changed with them not applied);
+// the daemon's start is the first.
 func TestConfigReloadAudited(t *testing.T) {
 	gid := strconv.Itoa(os.Getegid()) // the test's own group holds every role
 	e := newEnv(t, "log:\n  level: info\nadmin:\n  roles:\n    security_officer: [\""+gid+"\"]\n    administrator: [\""+gid+"\"]\n"+
 		"    auditor: [\""+gid+"\"]\n  dual_control: [credential_remove, tsa_enroll]\n")
 	hup := make(chan struct{})
 	logs := &syncBuffer{}
-	e.startDaemonWith(func(a *app) { a.hup = hup; a.stderr = logs })
+	addr, _ := e.startDaemonWith(func(a *app) { a.hup = hup; a.stderr = logs })
 	start := fileSHA256(t, e.cfgPath)
 	reload := func(wantLog string) {
 		t.Helper()
@@ -216,6 +220,25 @@ func TestConfigReloadAudited(t *testing.T) {
 	e.setConfig("dual_control: [credential_remove, tsa_enroll]", "dual_control: [tsa_enroll]")
 	reload("reload: admin.dual_control needs a restart; nothing changed")
 	e.setConfig("dual_control: [tsa_enroll]", "dual_control: [credential_remove, tsa_enroll]")
+	// Any key without Reload, from the file or the environment: refused,
+	// and the log level changed with it stays debug (health probes log
+	// at DEBUG).
+	e.setConfig("level: debug", "level: error\noauth:\n  max_failures: 3")
+	t.Setenv("SIGND_RATELIMIT_TOKEN_RATE", "5")
+	reload("reload: oauth.max_failures, ratelimit.token.rate need a restart; nothing changed")
+	probes := strings.Count(logs.String(), "/healthz")
+	res, err := http.Get("http://" + addr + "/healthz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	for deadline := time.Now().Add(10 * time.Second); strings.Count(logs.String(), "/healthz") == probes; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("a health probe after the refused reload not logged: log.level error applied:\n%s", logs.String())
+		}
+	}
+	e.setConfig("level: error\noauth:\n  max_failures: 3", "level: debug")
+	t.Setenv("SIGND_RATELIMIT_TOKEN_RATE", "")
 
 	got := ofKind(func() []*store.AuditEntry { es, _ := auditExport(t, e); return es }(), store.AuditConfigLoaded)
 	admin := func(fields map[string]string) map[string]string {
@@ -231,6 +254,7 @@ func TestConfigReloadAudited(t *testing.T) {
 		{store.AuditOK, "", admin(map[string]string{"event": "reload", "path": e.cfgPath, "sha256": applied})},
 		{store.AuditRefused, "configuration refused", map[string]string{"event": "reload"}},
 		{store.AuditRefused, "admin.dual_control needs a restart", map[string]string{"event": "reload"}},
+		{store.AuditRefused, "oauth.max_failures, ratelimit.token.rate need a restart", map[string]string{"event": "reload"}},
 	}
 	if len(got) != len(want) {
 		t.Fatalf("%d config_loaded entries, want %d: %+v", len(got), len(want), got)

@@ -3,13 +3,9 @@ package main
 import (
 	"bufio"
 	"bytes"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/sha256"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/json"
 	"encoding/pem"
 	"fmt"
@@ -45,6 +41,7 @@ type provisioning struct {
 	router   routers.Router
 	logs     *syncBuffer   // the daemon's log
 	hup      chan struct{} // the daemon's SIGHUP
+	stop     func()        // stops the daemon (startDaemonWith's)
 }
 
 // apiCert is a client certificate with its key.
@@ -63,13 +60,8 @@ func clientCertOf(t *testing.T, ca *certstatustest.CA, cn string) apiCert {
 // certstatustest's default validity).
 func clientCertWith(t *testing.T, ca *certstatustest.CA, cn string, notBefore, notAfter time.Time) apiCert {
 	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cert := ca.Issue(t, key.Public(), certstatustest.Leaf{Subject: pkix.Name{CommonName: cn, Organization: []string{"Example"}},
-		NotBefore: notBefore, NotAfter: notAfter, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}})
-	return apiCert{cert, tls.Certificate{Certificate: [][]byte{cert.Raw}, PrivateKey: key, Leaf: cert}}
+	c := ca.ClientCert(t, cn, notBefore, notAfter)
+	return apiCert{c.Leaf, c}
 }
 
 // startProvisioning starts a daemon whose provisioning API grants
@@ -106,9 +98,9 @@ oidc:
 `, certFile, keyFile, caFile, admin.SPKIFingerprint(auditor.cert)))
 	apiAddr := make(chan string, 1)
 	logs, hup := &syncBuffer{}, make(chan struct{})
-	addr, _ := e.startDaemonWith(func(a *app) { a.apiReady = func(addr string) { apiAddr <- addr }; a.stderr = logs; a.hup = hup })
+	addr, stop := e.startDaemonWith(func(a *app) { a.apiReady = func(addr string) { apiAddr <- addr }; a.stderr = logs; a.hup = hup })
 	return &provisioning{t: t, e: e, base: "http://" + addr, api: "https://" + <-apiAddr, roots: roots, serverCA: certFile, ca: ca,
-		router: openAPIRouterOf(t, "../../docs/admin-openapi.yaml"), logs: logs, hup: hup}
+		router: openAPIRouterOf(t, "../../docs/admin-openapi.yaml"), logs: logs, hup: hup, stop: stop}
 }
 
 // client is an HTTPS client of the API presenting cert (nil: none).

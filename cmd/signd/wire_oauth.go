@@ -66,7 +66,7 @@ func (s *services) browserFlow(authz *oauth.Server) (*browser.Handler, error) {
 		Core:           authz,
 		Store:          s.views.oauth,
 		Passwords:      s.passwords,
-		SecureCookies:  s.cfg.Server.TLS.CertFile != "" || isHTTPS(s.cfg.Server.BaseURL),
+		SecureCookies:  servedOverHTTPS(s.cfg),
 		CodeTTL:        o.CodeTTL,
 		LoginTimeout:   o.LoginTimeout,
 		ConsentTimeout: o.ConsentTimeout,
@@ -104,7 +104,7 @@ func newPages(cfg *config.Config) (*pages.Pages, error) {
 	return pages.New(pages.Options{
 		TemplatesDir: cfg.UI.TemplatesDir, ProductName: cfg.UI.ProductName,
 		LogoFile: cfg.UI.LogoFile, PrimaryColor: cfg.UI.PrimaryColor, BasePath: base,
-		SecureCookies: cfg.Server.TLS.CertFile != "" || isHTTPS(cfg.Server.BaseURL),
+		SecureCookies: servedOverHTTPS(cfg),
 	})
 }
 
@@ -143,7 +143,15 @@ func (h hookedHasher) Check(encoded string, secret []byte) (bool, error) {
 	return h.Hasher.Check(encoded, secret)
 }
 
-func isHTTPS(baseURL string) bool {
-	u, err := url.Parse(baseURL)
+// servedOverHTTPS reports whether browsers reach signd over https: signd
+// terminates TLS (server.tls) or server.base_url is https (a reverse proxy
+// terminates it). It decides the pages' Secure, __Host- cookies
+// (oauth.PageCookie) and Strict-Transport-Security; a plain-http loopback
+// base_url (development) gets neither.
+func servedOverHTTPS(cfg *config.Config) bool {
+	if cfg.Server.TLS.CertFile != "" {
+		return true
+	}
+	u, err := url.Parse(cfg.Server.BaseURL)
 	return err == nil && u.Scheme == "https"
 }

@@ -9,6 +9,7 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"math/big"
 	"os"
 	"slices"
 	"strings"
@@ -66,10 +67,6 @@ func CAFile(path string) string {
 	return ""
 }
 
-// skew is the clock difference tolerated on a CRL's thisUpdate, as on
-// the signing path (csc/certstatus).
-const skew = 5 * time.Minute
-
 // ReadCRL reads admin.api_client_crl (PEM or DER) at now and checks its
 // signature by one of cas whose subject is the CRL's issuer, byte for
 // byte (RFC 5280 §6.3.3 (b): x509.RevocationList.CheckSignatureFrom
@@ -79,7 +76,7 @@ const skew = 5 * time.Minute
 // a partition for some reasons, for attribute or CA certificates only,
 // an indirect CRL or one with an unknown critical extension would drop
 // the revocations only the full CRL lists. Its thisUpdate must not be
-// in the future (beyond a skew of 5 minutes): Replaces would then refuse
+// in the future (beyond crlscope.Skew): Replaces would then refuse
 // every correct CRL as older until a restart.
 func ReadCRL(path string, cas []*x509.Certificate, now time.Time) (*x509.RevocationList, error) {
 	raw, err := os.ReadFile(path)
@@ -99,7 +96,7 @@ func ReadCRL(path string, cas []*x509.Certificate, now time.Time) (*x509.Revocat
 	if err := complete(crl); err != nil {
 		return nil, fmt.Errorf("%s is not the full CRL of the CA that issues the client certificates: %v", path, err)
 	}
-	if crl.ThisUpdate.After(now.Add(skew)) {
+	if crlscope.Future(crl.ThisUpdate, now) {
 		return nil, fmt.Errorf("%s: its thisUpdate %s is in the future (now %s): a CRL from a wrong clock would make every later CRL look older",
 			path, crl.ThisUpdate.UTC().Format(time.RFC3339), now.UTC().Format(time.RFC3339))
 	}
@@ -176,16 +173,67 @@ func Replaces(old, crl *x509.RevocationList, cas []*x509.Certificate, now time.T
 		return fmt.Errorf("the CRL is issued by %s (key %x), the CRL in force by %s (key %x): a change of issuer needs a restart",
 			crl.Issuer, crl.AuthorityKeyId, old.Issuer, old.AuthorityKeyId)
 	}
+	return RecordOf(old).back(crl, "the CRL in force")
+}
+
+// Record is what the audit log keeps of a CRL put in force
+// (config_loaded's admin.api_client_crl.* fields): enough to tell
+// whether another CRL goes back from it (Rollback).
+type Record struct {
+	// Issuer is the CRL's issuer name as x509 spells it
+	// (pkix.Name.String); "" when the entry does not record it.
+	Issuer string
+	// Number is its cRLNumber; nil when it has none.
+	Number *big.Int
+	// SHA256 is the digest of its DER.
+	SHA256 [sha256.Size]byte
+	// ThisUpdate is its thisUpdate, to the second (as recorded).
+	ThisUpdate time.Time
+}
+
+// RecordOf is what the audit log records of crl.
+func RecordOf(crl *x509.RevocationList) Record {
+	return Record{Issuer: issuerName(crl), Number: crl.Number, SHA256: sha256.Sum256(crl.Raw),
+		ThisUpdate: crl.ThisUpdate.Truncate(time.Second)}
+}
+
+// issuerName is the issuer name of crl a Record keeps (valid UTF-8, as
+// an audit entry holds it).
+func issuerName(crl *x509.RevocationList) string {
+	return strings.ToValidUTF8(crl.Issuer.String(), "\uFFFD")
+}
+
+// back says why crl goes back from the CRL r records, called what (in
+// the message), nil when it does not: a lower cRLNumber, or an equal one
+// with other bytes, when both carry one; an earlier thisUpdate. Replaces
+// and Rollback both ask it.
+func (r Record) back(crl *x509.RevocationList, what string) error {
 	switch {
-	case old.Number != nil && crl.Number != nil && crl.Number.Cmp(old.Number) < 0:
-		return fmt.Errorf("the CRL's cRLNumber %s is lower than %s of the CRL in force: an older CRL would make revoked certificates good again", crl.Number, old.Number)
-	case old.Number != nil && crl.Number != nil && crl.Number.Cmp(old.Number) == 0 && !bytes.Equal(crl.Raw, old.Raw):
-		return fmt.Errorf("the CRL's cRLNumber %s is that of the CRL in force, with another content: a CA numbers each CRL it issues anew (RFC 5280 §5.2.3)", crl.Number)
-	case crl.ThisUpdate.Before(old.ThisUpdate):
-		return fmt.Errorf("the CRL's thisUpdate %s is before %s of the CRL in force: an older CRL would make revoked certificates good again",
-			crl.ThisUpdate.UTC().Format(time.RFC3339), old.ThisUpdate.UTC().Format(time.RFC3339))
+	case r.Number != nil && crl.Number != nil && crl.Number.Cmp(r.Number) < 0:
+		return fmt.Errorf("the CRL's cRLNumber %s is lower than %s of %s: an older CRL would make revoked certificates good again", crl.Number, r.Number, what)
+	case r.Number != nil && crl.Number != nil && crl.Number.Cmp(r.Number) == 0 && sha256.Sum256(crl.Raw) != r.SHA256:
+		return fmt.Errorf("the CRL's cRLNumber %s is that of %s, with another content: a CA numbers each CRL it issues anew (RFC 5280 §5.2.3)", crl.Number, what)
+	case crl.ThisUpdate.Truncate(time.Second).Before(r.ThisUpdate):
+		return fmt.Errorf("the CRL's thisUpdate %s is before %s of %s: an older CRL would make revoked certificates good again",
+			crl.ThisUpdate.UTC().Format(time.RFC3339), r.ThisUpdate.UTC().Format(time.RFC3339), what)
 	}
 	return nil
+}
+
+// Rollback says why crl, read at start (nil: admin.api_client_crl
+// empty), goes back from last, the CRL last in force as the audit log
+// records it (nil: the log records none), nil when it does not: Replaces'
+// rules on what a record keeps (the number, the digest, thisUpdate), so
+// that a restart does not put back a CRL a reload would refuse. A
+// restart may still remove the CRL (crl nil: recorded as such) or change
+// its issuer (a CRL under another issuer name than the recorded one is
+// not compared, a record without a name is: the caller looks up the last
+// record of crl's issuer, daemonaudit.LastCRL).
+func Rollback(last *Record, crl *x509.RevocationList) error {
+	if last == nil || crl == nil || last.Issuer != "" && last.Issuer != issuerName(crl) {
+		return nil
+	}
+	return last.back(crl, "the CRL last in force")
 }
 
 // CRLFile checks admin.api_client_crl: empty, or a CRL that ReadCRL reads

@@ -163,3 +163,63 @@ func TestReplacesNumberAndSigner(t *testing.T) {
 		})
 	}
 }
+
+// TestRollback: a start refuses a CRL that goes back from the CRL last
+// in force as the audit log records it (Record: number, digest,
+// thisUpdate, issuer name), by Replaces' rules; with no record, with the
+// CRL removed or under another issuer name, it is not compared.
+func TestRollback(t *testing.T) {
+	now := time.Date(2030, 5, 1, 12, 0, 0, 0, time.UTC)
+	issuer := pkix.Name{CommonName: "admin API CA", Organization: []string{"Example"}}
+	crl := func(number int64, this time.Time, raw string) *x509.RevocationList {
+		c := &x509.RevocationList{Issuer: issuer, ThisUpdate: this, Raw: []byte(raw)}
+		if number > 0 {
+			c.Number = big.NewInt(number)
+		}
+		return c
+	}
+	inForce := clientca.RecordOf(crl(7, now, "crl 7"))
+	unnumbered := clientca.RecordOf(crl(0, now, "crl of now"))
+	unnamed := inForce
+	unnamed.Issuer = ""
+	other := crl(3, now.Add(-time.Hour), "crl 3 of another CA")
+	other.Issuer = pkix.Name{CommonName: "new admin API CA"}
+	tests := []struct {
+		name string
+		last *clientca.Record
+		crl  *x509.RevocationList
+		err  string // "" = accepted
+	}{
+		{"no earlier entry (first start)", nil, crl(1, now, "crl 1"), ""},
+		{"the CRL removed", &inForce, nil, ""},
+		{"the same CRL", &inForce, crl(7, now, "crl 7"), ""},
+		{"a newer CRL", &inForce, crl(8, now.Add(time.Hour), "crl 8"), ""},
+		{"a lower cRLNumber", &inForce, crl(6, now.Add(time.Hour), "crl 6"),
+			"the CRL's cRLNumber 6 is lower than 7 of the CRL last in force"},
+		{"the same cRLNumber, other bytes", &inForce, crl(7, now, "crl 7, another"),
+			"the CRL's cRLNumber 7 is that of the CRL last in force, with another content"},
+		{"a higher cRLNumber, an earlier thisUpdate", &inForce, crl(8, now.Add(-time.Second), "crl 8"),
+			"the CRL's thisUpdate 2030-05-01T11:59:59Z is before 2030-05-01T12:00:00Z of the CRL last in force"},
+		{"no cRLNumber, an earlier thisUpdate", &unnumbered, crl(0, now.Add(-time.Hour), "older"),
+			"the CRL's thisUpdate 2030-05-01T11:00:00Z is before 2030-05-01T12:00:00Z"},
+		{"no cRLNumber, a later thisUpdate", &unnumbered, crl(0, now.Add(time.Hour), "newer"), ""},
+		{"a number now, none recorded, an earlier thisUpdate", &unnumbered, crl(9, now.Add(-time.Hour), "crl 9"),
+			"is before 2030-05-01T12:00:00Z of the CRL last in force"},
+		{"no number now, one recorded, the same thisUpdate", &inForce, crl(0, now, "unnumbered"), ""},
+		{"thisUpdate within the recorded second", &inForce, crl(8, now.Add(500*time.Millisecond), "crl 8"), ""},
+		{"another issuer name (a new CA)", &inForce, other, ""},
+		{"a record without the issuer name is compared", &unnamed, crl(6, now.Add(time.Hour), "crl 6"),
+			"the CRL's cRLNumber 6 is lower than 7"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := clientca.Rollback(tt.last, tt.crl)
+			switch {
+			case tt.err == "" && err != nil:
+				t.Fatalf("refused: %v", err)
+			case tt.err != "" && (err == nil || !strings.Contains(err.Error(), tt.err)):
+				t.Fatalf("error %v, want …%s…", err, tt.err)
+			}
+		})
+	}
+}

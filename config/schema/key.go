@@ -28,6 +28,11 @@ type Key struct {
 	// default and the flag are not repeated in it: the table takes them
 	// from Default and Flag. `go generate ./config` writes the table.
 	Doc string
+	// Reload is true for the few keys a SIGHUP reload puts in force in
+	// the running daemon (cmd/signd/reload). Every other key is read at
+	// start only: a reload that changes one is refused, naming it, and
+	// changes nothing. docs/CONFIG.md's table shows it.
+	Reload bool
 }
 
 // Env returns the environment variable that sets the key, e.g.

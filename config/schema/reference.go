@@ -17,11 +17,12 @@ const (
 
 // Reference returns the key table of docs/CONFIG.md as markdown: one row
 // per key of keys, in the table's order, with its default and flag (from
-// the table, so they cannot drift) and its Doc (or Usage). A Doc or Usage
-// that would break the row (a line break or a "|") is an error.
+// the table, so they cannot drift), what a SIGHUP reload does with a new
+// value (Reload: "applied", else "restart") and its Doc (or Usage). A Doc
+// or Usage that would break the row (a line break or a "|") is an error.
 func Reference(keys []Key) ([]byte, error) {
 	var b bytes.Buffer
-	b.WriteString("| Key | Default | Flag | Meaning |\n|---|---|---|---|\n")
+	b.WriteString("| Key | Default | Flag | Reload | Meaning |\n|---|---|---|---|---|\n")
 	for _, k := range keys {
 		doc := k.Doc
 		if doc == "" {
@@ -34,7 +35,11 @@ func Reference(keys []Key) ([]byte, error) {
 		if k.Flag != "" {
 			flag = "`--" + k.Flag + "`"
 		}
-		fmt.Fprintf(&b, "| `%s` | %s | %s | %s |\n", k.Name, referenceDefault(k), flag, doc)
+		reload := "restart"
+		if k.Reload {
+			reload = "applied"
+		}
+		fmt.Fprintf(&b, "| `%s` | %s | %s | %s | %s |\n", k.Name, referenceDefault(k), flag, reload, doc)
 	}
 	return b.Bytes(), nil
 }

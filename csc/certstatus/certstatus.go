@@ -45,9 +45,6 @@ const (
 	maxEntries = 1 << 16
 	// kickGap spaces the refreshes Status asks for.
 	kickGap = 2 * time.Second
-	// skew is the clock difference tolerated on thisUpdate (an answer
-	// whose thisUpdate is further in the future is refused).
-	skew = 5 * time.Minute
 )
 
 // Config holds a Checker's dependencies and settings.
@@ -191,17 +188,26 @@ func New(cfg Config) *Checker {
 func (c *Checker) settings() Settings { return *c.set.Load() }
 
 // Reconfigure replaces the Settings (a SIGHUP reload of
-// csc.cert_status.*) and asks Run for a refresh at once, which fetches
+// csc.cert_status.*) and, when they differ from those in use (zero fields
+// taking the defaults), asks Run for a refresh at once, which fetches
 // every chain's answers again from its sources with them; a refresh under
 // way finishes with the old ones or the new, setting by setting. The
 // answers taken so far stay until the refresh replaces them, but no
 // longer current than the new settings allow (entry.capped): an answer
 // without nextUpdate kept because its responder no longer answers stops
 // being current OCSPMaxAge after its thisUpdate, as a fresh one would.
-func (c *Checker) Reconfigure(s Settings) {
+// Settings equal to those in use change nothing and fetch nothing, so
+// that a reload for another reason (a certificate rotated by a cron job)
+// does not send every credential's requests to the CAs' responders
+// again. It reports whether the Settings changed.
+func (c *Checker) Reconfigure(s Settings) bool {
 	s = s.withDefaults()
-	c.set.Store(&s)
 	c.mu.Lock()
+	if s == c.settings() {
+		c.mu.Unlock()
+		return false
+	}
+	c.set.Store(&s)
 	for k, e := range c.entries {
 		c.entries[k] = e.capped(s)
 	}
@@ -210,6 +216,7 @@ func (c *Checker) Reconfigure(s Settings) {
 	case c.again <- struct{}{}:
 	default:
 	}
+	return true
 }
 
 func key(chain [][]byte) [32]byte {
@@ -604,7 +611,7 @@ func (c *Checker) untilOf(now, next time.Time) time.Time {
 // fresh checks an answer's thisUpdate and nextUpdate against now.
 func fresh(now, this, next time.Time) error {
 	switch {
-	case this.After(now.Add(skew)):
+	case crlscope.Future(this, now): // beyond crlscope.Skew
 		return fmt.Errorf("thisUpdate %s is in the future", this.UTC().Format(time.RFC3339))
 	case !next.IsZero() && !now.Before(next):
 		return fmt.Errorf("stale: nextUpdate %s has passed", next.UTC().Format(time.RFC3339))

@@ -47,9 +47,11 @@ func (d *deadlineTransport) last() time.Duration {
 }
 
 // TestReconfigure: Reconfigure (a SIGHUP reload of csc.cert_status.*)
-// fetches every chain again at once, and each setting it changes is the
-// one the next refresh uses: the interval of Run, the fetch time limit and
-// the max age of an OCSP response without nextUpdate.
+// with new settings fetches every chain again at once, and each setting
+// it changes is the one the next refresh uses: the interval of Run, the
+// fetch time limit and the max age of an OCSP response without
+// nextUpdate. With the settings in use (a reload for another reason) it
+// fetches nothing.
 func TestReconfigure(t *testing.T) {
 	runChecker := func(t *testing.T, f *fixture, chain [][]byte) {
 		ctx, cancel := context.WithCancel(context.Background())
@@ -70,8 +72,33 @@ func TestReconfigure(t *testing.T) {
 		runChecker(t, f, chain)
 		waitFor(t, func() bool { return f.ca.Fetches("/ocsp") == 2 }) // Run's first refresh
 		f.ca.Revoke(leaf.SerialNumber, ocsp.KeyCompromise)
-		f.checker.Reconfigure(certstatus.Settings{Refresh: 10 * time.Minute, Timeout: 2 * time.Second})
+		if !f.checker.Reconfigure(certstatus.Settings{Refresh: 10 * time.Minute, Timeout: 3 * time.Second}) {
+			t.Error("Reconfigure with a new timeout reports no change")
+		}
 		waitFor(t, func() bool { s, _ := f.checker.Status(chain); return s == certstatus.Revoked })
+	})
+	t.Run("the same settings fetch nothing", func(t *testing.T) {
+		f := newFixture(t) // refresh every 10 minutes, 2 s per fetch
+		_, chain := f.leaf(t, true, false)
+		runChecker(t, f, chain)
+		waitFor(t, func() bool { return f.ca.Fetches("/ocsp") == 1 }) // Run's first refresh
+		for _, set := range []certstatus.Settings{
+			{Refresh: 10 * time.Minute, Timeout: 2 * time.Second, OCSPMaxAge: certstatus.DefaultOCSPMaxAge},
+			{Refresh: 10 * time.Minute, Timeout: 2 * time.Second}, // zero: the default, as in use
+		} {
+			if f.checker.Reconfigure(set) {
+				t.Errorf("Reconfigure(%+v), the settings in use, reports a change", set)
+			}
+		}
+		// The refresh a change asks for comes at once (below): none
+		// within a second is none at all.
+		for deadline := time.Now().Add(time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+			if n := f.ca.Fetches("/ocsp"); n != 1 {
+				t.Fatalf("Reconfigure with the settings in use: %d OCSP requests, want 1 (no refresh)", n)
+			}
+		}
+		f.checker.Reconfigure(certstatus.Settings{Refresh: 10 * time.Minute, Timeout: 3 * time.Second})
+		waitFor(t, func() bool { return f.ca.Fetches("/ocsp") == 2 })
 	})
 	t.Run("refresh interval", func(t *testing.T) {
 		f := newFixture(t) // refresh every 10 minutes

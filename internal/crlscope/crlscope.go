@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"time"
 
 	"golang.org/x/crypto/cryptobyte"
 	cbasn1 "golang.org/x/crypto/cryptobyte/asn1"
@@ -21,6 +22,17 @@ var (
 	oidReasonCode     = asn1.ObjectIdentifier{2, 5, 29, 21}
 	oidInvalidityDate = asn1.ObjectIdentifier{2, 5, 29, 24}
 )
+
+// Skew is the clock difference tolerated between signd's clock and the
+// thisUpdate of a CRL or an OCSP response: one issued on a CA whose clock
+// runs up to Skew ahead is still taken. The signing path (csc/certstatus)
+// and the provisioning API's client CRL (config/clientca) use this one
+// value.
+const Skew = 5 * time.Minute
+
+// Future reports whether thisUpdate is in the future at now, beyond Skew:
+// an answer from a wrong clock, which is refused.
+func Future(thisUpdate, now time.Time) bool { return thisUpdate.After(now.Add(Skew)) }
 
 // Read checks what makes crl a complete CRL for any certificate, and
 // returns its scope: a delta CRL (deltaCRLIndicator, §5.2.4) is not

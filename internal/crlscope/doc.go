@@ -4,5 +4,6 @@
 // attribute certificates or with an unknown critical extension is no
 // answer on its own. The signing path (csc/certstatus) and the
 // provisioning API's client CRL (config/clientca) share it, so both
-// refuse the same CRLs.
+// refuse the same CRLs. It also owns the clock skew tolerated on a
+// thisUpdate (Skew, Future), which both and certstatus's OCSP answers use.
 package crlscope

@@ -186,13 +186,13 @@ func (h *Handler) consentStands(ctx context.Context, f *flow) error {
 // AuthTime): a session that was removed, expired, replaced by another
 // login or is missing cannot vouch for the consent.
 func (h *Handler) sameLogin(c echo.Context, f *flow, now time.Time) (bool, error) {
-	ck, err := c.Cookie(sessionCookie)
-	if err != nil || ck.Value == "" {
+	value := h.sessionValue(c.Request())
+	if value == "" {
 		return false, nil
 	}
 	var sess *store.Session
-	err = h.store.View(c.Request().Context(), func(tx oauth.Tx) (err error) {
-		sess, err = tx.Session(store.Fingerprint(ck.Value))
+	err := h.store.View(c.Request().Context(), func(tx oauth.Tx) (err error) {
+		sess, err = tx.Session(store.Fingerprint(value))
 		return err
 	})
 	switch {

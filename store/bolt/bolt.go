@@ -297,6 +297,13 @@ func (db *DB) Update(ctx context.Context, fn func(store.Tx) error) error {
 	})
 }
 
+// Fence is Update (see store.Store): bbolt commits in the caller's
+// goroutine, so a commit that failed has not applied and none is in
+// flight once Update returned.
+func (db *DB) Fence(ctx context.Context, fn func(store.Tx) error) error {
+	return db.Update(ctx, fn)
+}
+
 // Close closes the file, waiting for running transactions.
 func (db *DB) Close() error {
 	db.mu.Lock()

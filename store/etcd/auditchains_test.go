@@ -416,3 +416,41 @@ func verifyCheckpoint(t *testing.T, db *etcd.DB, cp *checkpoint.Checkpoint) *che
 	}
 	return r
 }
+
+// TestLastAuditEntryAcrossNodes: store.LastAuditEntry finds the last
+// match in cluster order over the nodes' chains, reading each backwards
+// from its end: the newest match of any node, not of the chain listed
+// first.
+func TestLastAuditEntryAcrossNodes(t *testing.T) {
+	dbs := chainNodes(t, "n1", "n2")
+	mark := func(db *etcd.DB, user string) {
+		t.Helper()
+		err := db.Update(context.Background(), func(tx store.Tx) error {
+			return tx.AppendAudit(&store.AuditEntry{Kind: store.AuditConfigLoaded, Actor: "signd", User: user, Outcome: store.AuditOK})
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	mark(dbs[1], "n2 first")
+	appendAudit(t, dbs[1], "n2", 100)
+	mark(dbs[0], "n1 then")
+	appendAudit(t, dbs[0], "n1", 100)
+	appendAudit(t, dbs[1], "n2", 100)
+	var got *store.AuditEntry
+	err := dbs[1].View(context.Background(), func(tx store.Tx) (err error) {
+		got, err = store.LastAuditEntry(tx, func(e *store.AuditEntry) bool { return e.Kind == store.AuditConfigLoaded })
+		return err
+	})
+	if err != nil || got == nil || got.User != "n1 then" || got.Chain != "n1" {
+		t.Fatalf("LastAuditEntry = %+v, %v; want n1's config_loaded", got, err)
+	}
+	mark(dbs[1], "n2 last")
+	err = dbs[0].View(context.Background(), func(tx store.Tx) (err error) {
+		got, err = store.LastAuditEntry(tx, func(e *store.AuditEntry) bool { return e.Kind == store.AuditConfigLoaded })
+		return err
+	})
+	if err != nil || got == nil || got.User != "n2 last" {
+		t.Fatalf("LastAuditEntry = %+v, %v; want n2's last config_loaded", got, err)
+	}
+}

@@ -146,7 +146,8 @@ const opBytes = 32
 // maxOps comparisons (etcd's --max-txn-ops bounds each list) and maxBytes.
 func (t *txn) fits(maxOps, maxBytes int) bool {
 	ops, size := t.size()
-	cmps := len(t.reads) + len(t.ranged)
+	cmps := len(t.reads) + len(t.ranged) + 1 // and the fence key's
+	size += len(t.db.versionKey(fenceBucket)) + opBytes
 	for k := range t.reads {
 		size += len(k) + opBytes
 	}

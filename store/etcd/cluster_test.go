@@ -32,6 +32,10 @@ func (n *nodes) Update(ctx context.Context, fn func(store.Tx) error) error {
 	return n.pick().Update(ctx, fn)
 }
 
+func (n *nodes) Fence(ctx context.Context, fn func(store.Tx) error) error {
+	return n.pick().Fence(ctx, fn)
+}
+
 func (n *nodes) Batch(ctx context.Context, fn func(store.Tx) error) error {
 	return n.pick().Batch(ctx, fn)
 }

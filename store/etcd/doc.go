@@ -20,6 +20,7 @@
 //
 //	prefix "r/" bucket "/" key   a record or an index entry
 //	prefix "v/" bucket           the bucket's version key (below)
+//	prefix "v/fence"             the fence key (DB.Fence, below)
 //	prefix "e/sweeper"           the sweeper election (cmd/signd)
 //
 // The buckets, their keys and the records are store/kv's (see its doc.go;
@@ -55,7 +56,16 @@
 //     ModRevision(prefix "v/" bucket) ≤ rev. Every commit that writes a
 //     bucket also puts its version key, so a range read is invalidated by
 //     any write to its bucket, including inserts and deletes of keys it did
-//     not return.
+//     not return;
+//   - ModRevision(prefix "v/fence") ≤ rev: no fence committed since the
+//     snapshot. A fence (DB.Fence, store.Store's) is a write transaction
+//     that puts that key whatever else it writes: once it committed, no
+//     Txn of a transaction that began before it can apply — one whose
+//     answer was lost (store.ErrOutcomeUnknown) and that is still in
+//     flight, queued at a member or in the log of a leader that died,
+//     fails its guard if it ever arrives. store.Settle reads through a
+//     fence to learn whether such a commit applied: a View could read
+//     before it applies.
 //
 // If the guard holds, every write and the version bumps apply atomically;
 // if not, the function runs again on a fresh snapshot (with a short random
@@ -81,8 +91,11 @@
 // with each other (they queue, as with bbolt); the guard only has to
 // arbitrate between nodes. The version keys make range readers conflict
 // with any writer of the bucket — coarse, but bounded: a transaction's
-// guard has one comparison per key read plus one per bucket ranged, and
-// only transactions that scan a bucket pay for it. Update's function may
+// guard has one comparison per key read plus one per bucket ranged (and
+// one for the fence key), and only transactions that scan a bucket pay
+// for it. A fence makes every transaction in flight with an older
+// snapshot conflict once; fences are rare (only a commit whose answer
+// was lost is settled through one). Update's function may
 // run more than once, so it must not have effects outside the transaction.
 //
 // # The watch cache

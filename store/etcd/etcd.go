@@ -339,6 +339,25 @@ func (db *DB) View(ctx context.Context, fn func(store.Tx) error) error {
 // what it read, up to Options.MaxAttempts times: like Batch, fn must have
 // no effects outside the transaction.
 func (db *DB) Update(ctx context.Context, fn func(store.Tx) error) error {
+	return db.update(ctx, false, fn)
+}
+
+// Fence runs fn in a write transaction that puts the fence key (prefix
+// "v/fence") whatever fn writes; see store.Store. Every commit's guard
+// holds only while the fence key is not newer than the transaction's
+// snapshot (txn.commit), so once the fence committed, a Txn that began
+// before it — one whose answer was lost and that is still in flight, on
+// its way to a member or in the log of a leader that died — fails its
+// guard if it ever arrives: either it applied before the fence, and fn,
+// whose reads the fence's own guard checks, saw it, or it never applies.
+func (db *DB) Fence(ctx context.Context, fn func(store.Tx) error) error {
+	return db.update(ctx, true, fn)
+}
+
+// fenceBucket names the fence key, a version key of no bucket's.
+const fenceBucket = "fence"
+
+func (db *DB) update(ctx context.Context, fence bool, fn func(store.Tx) error) error {
 	return db.gate.Run(ctx, ErrClosed, func() error {
 		db.writer.Lock()
 		defer db.writer.Unlock()
@@ -348,7 +367,7 @@ func (db *DB) Update(ctx context.Context, fn func(store.Tx) error) error {
 					return err
 				}
 			}
-			ok, err := db.attempt(ctx, fn)
+			ok, err := db.attempt(ctx, fence, fn)
 			if err != nil || ok {
 				return err
 			}
@@ -358,8 +377,9 @@ func (db *DB) Update(ctx context.Context, fn func(store.Tx) error) error {
 }
 
 // attempt runs fn once and commits; false means the guard failed.
-func (db *DB) attempt(ctx context.Context, fn func(store.Tx) error) (bool, error) {
+func (db *DB) attempt(ctx context.Context, fence bool, fn func(store.Tx) error) (bool, error) {
 	t := newTxn(ctx, db, true)
+	t.fence = fence
 	defer func() { t.done = true }() // also when fn panics: the overlay is dropped
 	err := fn(kv.NewTx(t, db.now))
 	if t.err != nil {

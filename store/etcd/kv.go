@@ -26,6 +26,9 @@ type txn struct {
 	db       *DB
 	writable bool
 	done     bool
+	// fence: commit puts the fence key, even with nothing else to write
+	// (DB.Fence).
+	fence bool
 
 	// rev is the snapshot revision; 0 until the first read.
 	rev int64
@@ -574,12 +577,13 @@ func (e *item) pair() ([]byte, []byte) {
 // commit sends the overlay as one etcd Txn: if every key read still has
 // the ModRevision it had at the snapshot (0 for a key read as absent, and
 // for a key deleted since: equality, not "≤ rev", sees deletions) and the
-// version key of every bucket read as a range is unchanged since the
-// snapshot, then every buffered write and a bump of the version key of
-// every bucket written. It reports
+// version key of every bucket read as a range and the fence key
+// (DB.Fence) are unchanged since the snapshot, then every buffered write,
+// a bump of the version key of every bucket written, and of the fence key
+// in a fence. It reports
 // false when the guard failed (another node or transaction wrote first).
 func (t *txn) commit() (bool, error) {
-	if ops, _ := t.size(); ops == 0 {
+	if ops, _ := t.size(); ops == 0 && !t.fence {
 		// Nothing to write (or every write rolled back): what was read is
 		// the snapshot's, a consistent state.
 		return true, nil
@@ -592,6 +596,8 @@ func (t *txn) commit() (bool, error) {
 		for b := range t.ranged {
 			cmps = append(cmps, clientv3.Compare(clientv3.ModRevision(t.db.versionKey(b)), "<", t.rev+1))
 		}
+		// No fence since the snapshot (DB.Fence).
+		cmps = append(cmps, clientv3.Compare(clientv3.ModRevision(t.db.versionKey(fenceBucket)), "<", t.rev+1))
 	}
 	var ops []clientv3.Op
 	for name, o := range t.writes {
@@ -608,6 +614,9 @@ func (t *txn) commit() (bool, error) {
 			return true
 		})
 		ops = append(ops, clientv3.OpPut(t.db.versionKey(name), ""))
+	}
+	if t.fence {
+		ops = append(ops, clientv3.OpPut(t.db.versionKey(fenceBucket), ""))
 	}
 	if err := t.ctx.Err(); err != nil {
 		// Not sent: nothing can have applied.

@@ -84,6 +84,12 @@ func (db *DB) Update(ctx context.Context, fn func(store.Tx) error) error {
 	})
 }
 
+// Fence is Update (see store.Store): a commit is a pointer swap that
+// either happened or did not before Update returned.
+func (db *DB) Fence(ctx context.Context, fn func(store.Tx) error) error {
+	return db.Update(ctx, fn)
+}
+
 // run runs fn in a store transaction over s; the transaction ends with fn.
 func (db *DB) run(s snapshot, writable bool, fn func(store.Tx) error) error {
 	t := &txn{s: s, writable: writable}

@@ -41,6 +41,7 @@ func Run(t *testing.T, open Opener) {
 		{"ReadOnly", testReadOnly},
 		{"RollbackOnError", testRollbackOnError},
 		{"RollbackOnPanic", testRollbackOnPanic},
+		{"Fence", testFence},
 		{"Copies", testCopies},
 		{"OwnerIndex", testOwnerIndex},
 		{"OwnerIndexPaging", testOwnerIndexPaging},

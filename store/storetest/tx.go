@@ -205,8 +205,58 @@ func testCanceledContext(t *testing.T, s store.Store) {
 	fn := func(store.Tx) error { called = true; return nil }
 	wantErr(t, "View with canceled ctx", s.View(ctx, fn), context.Canceled)
 	wantErr(t, "Update with canceled ctx", s.Update(ctx, fn), context.Canceled)
+	wantErr(t, "Fence with canceled ctx", s.Fence(ctx, fn), context.Canceled)
 	if called {
 		t.Error("fn was called with a canceled context")
+	}
+}
+
+// testFence: a fence reads and writes as an Update, commits what its
+// function writes and rolls back on its error; store.Settle reads
+// through it only for a failure that may have committed.
+func testFence(t *testing.T, s store.Store) {
+	ctx := context.Background()
+	createUsers(t, s, "alice")
+	err := s.Fence(ctx, func(tx store.Tx) error {
+		if _, err := tx.User("alice"); err != nil {
+			return err
+		}
+		return tx.CreateUser(newUser(t, "bob"))
+	})
+	if err != nil {
+		t.Fatalf("Fence: %v", err)
+	}
+	getUser(t, s, "bob")
+	boom := errors.New("boom")
+	err = s.Fence(ctx, func(tx store.Tx) error {
+		if err := tx.CreateUser(newUser(t, "carol")); err != nil {
+			return err
+		}
+		return boom
+	})
+	wantErr(t, "Fence whose function fails", err, boom)
+	err = s.View(ctx, func(tx store.Tx) error { _, err := tx.User("carol"); return err })
+	wantErr(t, "carol after a failed Fence", err, store.ErrNotFound)
+
+	user := func(name string) func(store.Tx) error {
+		return func(tx store.Tx) error { _, err := tx.User(name); return err }
+	}
+	lost := fmt.Errorf("%w: the answer was lost", store.ErrOutcomeUnknown)
+	for _, tt := range []struct {
+		name  string
+		err   error
+		found func(store.Tx) error
+		want  store.Fate
+	}{
+		{"definite failure: no read", store.ErrUnavailable, func(store.Tx) error { t.Error("Settle read after a definite failure"); return nil }, store.NotCommitted},
+		{"outcome unknown, stored", lost, user("alice"), store.Committed},
+		{"outcome unknown, absent", lost, user("dave"), store.NotCommitted},
+		{"outcome unknown, the read fails", lost, func(store.Tx) error { return boom }, store.FateUnknown},
+	} {
+		fate, err := store.Settle(ctx, s, tt.err, tt.found)
+		if fate != tt.want || (err != nil) != (tt.want == store.FateUnknown) {
+			t.Errorf("%s: Settle = %v, %v; want %v", tt.name, fate, err, tt.want)
+		}
 	}
 }
 

@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"time"
 
+	jsonv2 "github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
 	"github.com/labstack/echo/v4"
 
 	"github.com/signd/signd/admin"
@@ -140,19 +142,31 @@ func status(param string, enabled bool) func(echo.Context, []byte) ([]byte, erro
 }
 
 // inBody: the body, a JSON object, with the path parameter param as its
-// field field; the body must not name that field itself.
+// field field; the body must not name that field itself. The object is
+// read as the operation's decoder reads it (JSON v2: names exactly, each
+// once), so that no spelling of field in the body ("Username",
+// "uſername", a second "username") reaches the operation in place of
+// the path's.
 func inBody(param, field string) func(echo.Context, []byte) ([]byte, error) {
 	return func(c echo.Context, body []byte) ([]byte, error) {
-		var obj map[string]json.RawMessage
-		if err := json.Unmarshal(body, &obj); err != nil || obj == nil {
+		var obj map[string]jsontext.Value
+		var syn *jsontext.SyntacticError
+		err := jsonv2.Unmarshal(body, &obj)
+		switch {
+		case errors.As(err, &syn) && errors.Is(syn.Err, jsontext.ErrDuplicateName):
+			return nil, invalid("malformed admin request: field %q given twice", syn.JSONPointer.LastToken())
+		case err != nil || obj == nil:
 			return nil, invalid("malformed admin request: the body must be a JSON object")
 		}
 		if _, ok := obj[field]; ok {
 			return nil, invalid("malformed admin request: %q is taken from the path, not the body", field)
 		}
-		v, _ := json.Marshal(c.Param(param))
+		v, err := jsontext.AppendQuote(nil, c.Param(param))
+		if err != nil {
+			return nil, invalid("malformed admin request: the path's %s is not valid UTF-8", param)
+		}
 		obj[field] = v
-		return json.Marshal(obj)
+		return jsonv2.Marshal(obj, jsonv2.Deterministic(true))
 	}
 }
 

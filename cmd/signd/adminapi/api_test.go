@@ -49,6 +49,13 @@ func TestAPIRequests(t *testing.T) {
 		{"oversized", &onboarding, "POST", "/users", string(big), "", 400, admin.KindInvalid, "the request body is larger than 16777216 bytes"},
 		{"a body where none is taken", &onboarding, "GET", "/users/alice", `{}`, "", 400, admin.KindInvalid, "this request takes no body"},
 		{"the path's name in the body", &onboarding, "PUT", "/users/alice/password", `{"username":"bob","secret":"another horse battery"}`, "", 400, admin.KindInvalid, `"username" is taken from the path, not the body`},
+		{"a second user", &onboarding, "POST", "/users", `{"username":"bob","password":"correct horse battery"}`, "", 200, "", ""},
+		// encoding/json would match these to Username (case and Unicode
+		// folding: ſ is s) and set bob's password through alice's path.
+		{"the path's name in another case", &onboarding, "PUT", "/users/alice/password", `{"Username":"bob","secret":"another horse battery"}`, "", 400, admin.KindInvalid, `unknown field "Username"`},
+		{"the path's name folded", &onboarding, "PUT", "/users/alice/password", `{"uſername":"bob","secret":"another horse battery"}`, "", 400, admin.KindInvalid, `unknown field "uſername"`},
+		{"a field twice", &onboarding, "PUT", "/users/alice/password", `{"secret":"correct horse battery","secret":"another horse battery"}`, "", 400, admin.KindInvalid, `field "secret" given twice`},
+		{"the path not UTF-8", &onboarding, "PUT", "/users/al%FFice/password", `{"secret":"another horse battery"}`, "", 400, admin.KindInvalid, "not valid UTF-8"},
 		{"a body that is no object", &onboarding, "PUT", "/users/alice/password", `["x"]`, "", 400, admin.KindInvalid, "the body must be a JSON object"},
 		{"set the password", &onboarding, "PUT", "/users/alice/password", `{"secret":"another horse battery"}`, "", 200, "", ""},
 		{"show a user", &auditor, "GET", "/users/alice", "", "", 200, "", ""},

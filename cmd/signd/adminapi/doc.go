@@ -9,7 +9,10 @@
 // or later, a client certificate required and verified against
 // admin.api_client_ca (tls.RequireAndVerifyClientCert), not on
 // admin.api_client_crl, and granted a role by admin.api_roles (its
-// subject or its key's SHA-256 fingerprint, admin.CertRoleMap). The
+// subject or its key's SHA-256 fingerprint, admin.CertRoleMap). A
+// certificate that verifies through more than one chain (a cross-signed
+// CA) is checked on every one (Gate.check): listed by the CRL on any, it
+// is refused; otherwise one chain passing every check admits it. The
 // handshake runs in the listener (Gate.Listen), so that a refused
 // handshake is audited (admin_refused, op tls_handshake) naming the
 // certificate when the client sent one, and no HTTP is spoken with it.

@@ -102,13 +102,14 @@ type refusal struct {
 func (r *refusal) Error() string { return "provisioning API: " + r.reason }
 
 // verify runs after the standard library verified the chain: the
-// certificate must not be revoked (CRL) and must hold a role.
+// certificate must not be revoked (CRL, on any verified chain: check) and
+// must hold a role.
 func (g *Gate) verify(cs tls.ConnectionState) error {
 	if len(cs.PeerCertificates) == 0 || len(cs.VerifiedChains) == 0 {
 		return errors.New("provisioning API: no verified client certificate") // not reached with RequireAndVerifyClientCert
 	}
 	cert := cs.PeerCertificates[0]
-	if reason := g.revoked(cs.VerifiedChains[0]); reason != "" {
+	if reason := g.check(cs.VerifiedChains, false); reason != "" {
 		return &refusal{cert, reason}
 	}
 	if len(g.Roles.CertRoles(cert)) == 0 {
@@ -117,8 +118,52 @@ func (g *Gate) verify(cs tls.ConnectionState) error {
 	return nil
 }
 
+// check says why the gate refuses a client certificate with these
+// verified chains, "" when it does not. A certificate verifies through
+// more than one chain when admin.api_client_ca holds a cross-signed CA
+// (its certificate from two issuers): a certificate that the CRL lists
+// on any chain is refused, whatever chain another check would pick (its
+// issuer revoked it; a path around the revocation does not undo it);
+// otherwise one chain whose every check passes admits it (revoked: the
+// CRL covers it; expired, with expiry, each certificate of it is still
+// valid), and when none does the first chain's reason is given.
+func (g *Gate) check(chains [][]*x509.Certificate, expiry bool) string {
+	first, passed := "", false
+	for _, chain := range chains {
+		reason, listed := g.revoked(chain)
+		if listed {
+			return reason
+		}
+		if reason == "" && expiry {
+			reason = g.expired(chain)
+		}
+		switch {
+		case reason == "":
+			passed = true
+		case first == "":
+			first = reason
+		}
+	}
+	if passed {
+		return ""
+	}
+	return first
+}
+
+// expired says which certificate of chain expired by the gate's clock,
+// "" when none did. The handshake checked the chain's validity; a
+// connection kept alive past it is not.
+func (g *Gate) expired(chain []*x509.Certificate) string {
+	for _, c := range chain {
+		if g.now().After(c.NotAfter) {
+			return fmt.Sprintf("the certificate %s of the client's chain expired at %s", c.Subject, c.NotAfter.UTC().Format(time.RFC3339))
+		}
+	}
+	return ""
+}
+
 // revoked says why the CRL in force refuses the verified chain, "" when
-// it does not: the CRL is out of date; it lists a certificate of the
+// it does not, and whether the CRL lists a certificate of it: the CRL is out of date; it lists a certificate of the
 // chain its issuer issued (the client certificate, or an intermediate
 // when the CRL is a root's); or the client certificate cannot be
 // checked: its issuer is not the CRL's issuer (a certificate of another
@@ -131,13 +176,13 @@ func (g *Gate) verify(cs tls.ConnectionState) error {
 // (verify), and so does every request on the connection (Handler): a
 // certificate revoked, or a CRL gone out of date, while a kept-alive
 // connection is open is refused at its next request.
-func (g *Gate) revoked(chain []*x509.Certificate) string {
+func (g *Gate) revoked(chain []*x509.Certificate) (reason string, listed bool) {
 	crl := g.CRLInForce()
 	if crl == nil || len(chain) == 0 {
-		return ""
+		return "", false
 	}
 	if next := crl.NextUpdate; !next.IsZero() && g.now().After(next) {
-		return fmt.Sprintf("the CRL admin.api_client_crl is out of date since %s: revocations after it are unknown, so no certificate is accepted until it is replaced", next.UTC().Format(time.RFC3339))
+		return fmt.Sprintf("the CRL admin.api_client_crl is out of date since %s: revocations after it are unknown, so no certificate is accepted until it is replaced", next.UTC().Format(time.RFC3339)), false
 	}
 	unchecked := ""
 	for i := len(chain) - 2; i >= 0; i-- {
@@ -156,18 +201,18 @@ func (g *Gate) revoked(chain []*x509.Certificate) string {
 				continue
 			}
 			if i == 0 {
-				return fmt.Sprintf("the client certificate (serial %s) is revoked (admin.api_client_crl, since %s)", cert.SerialNumber, e.RevocationTime.UTC().Format(time.RFC3339))
+				return fmt.Sprintf("the client certificate (serial %s) is revoked (admin.api_client_crl, since %s)", cert.SerialNumber, e.RevocationTime.UTC().Format(time.RFC3339)), true
 			}
-			return fmt.Sprintf("the certificate %s (serial %s) of the client's chain is revoked (admin.api_client_crl, since %s)", cert.Subject, cert.SerialNumber, e.RevocationTime.UTC().Format(time.RFC3339))
+			return fmt.Sprintf("the certificate %s (serial %s) of the client's chain is revoked (admin.api_client_crl, since %s)", cert.Subject, cert.SerialNumber, e.RevocationTime.UTC().Format(time.RFC3339)), true
 		}
 	}
 	switch {
 	case unchecked != "":
-		return unchecked
+		return unchecked, false
 	case len(chain) < 2 || !issued(crl, chain[1]):
-		return fmt.Sprintf("the client certificate is issued by %s, not by %s, the issuer of admin.api_client_crl: its revocation cannot be checked (give the API the full CRL of the CA that issues the client certificates)", chain[0].Issuer, crl.Issuer)
+		return fmt.Sprintf("the client certificate is issued by %s, not by %s, the issuer of admin.api_client_crl: its revocation cannot be checked (give the API the full CRL of the CA that issues the client certificates)", chain[0].Issuer, crl.Issuer), false
 	}
-	return ""
+	return "", false
 }
 
 // issued reports whether ca is the issuer of crl: the CRL's issuer is
@@ -181,8 +226,8 @@ func issued(crl *x509.RevocationList, ca *x509.Certificate) bool {
 }
 
 // Admit names the caller of a request on a connection whose handshake
-// verify let through, checking the CRL in force again (revoked) and the
-// chain's expiry by the gate's clock: a refused caller is audited as admin_refused with op, and err says why
+// verify let through, checking the CRL in force again and the chains'
+// expiry by the gate's clock (check, on every verified chain): a refused caller is audited as admin_refused with op, and err says why
 // (KindForbidden). ok is false when the connection has no verified
 // client certificate (not through Listen).
 func (g *Gate) Admit(ctx context.Context, cs *tls.ConnectionState, remote, op string) (by admin.Principal, ok bool, err error) {
@@ -190,15 +235,7 @@ func (g *Gate) Admit(ctx context.Context, cs *tls.ConnectionState, remote, op st
 		return admin.Principal{}, false, nil
 	}
 	cert := cs.PeerCertificates[0]
-	reason := g.revoked(cs.VerifiedChains[0])
-	for _, c := range cs.VerifiedChains[0] {
-		if reason == "" && g.now().After(c.NotAfter) {
-			// The handshake checked the chain's validity; a
-			// connection kept alive past it is not.
-			reason = fmt.Sprintf("the certificate %s of the client's chain expired at %s", c.Subject, c.NotAfter.UTC().Format(time.RFC3339))
-		}
-	}
-	if reason != "" {
+	if reason := g.check(cs.VerifiedChains, true); reason != "" {
 		by = admin.Principal{Actor: admin.CertActor(cert)}
 		g.logger().Warn("provisioning API: request refused", "actor", by.Actor, "remote", remote, "op", op, "reason", reason)
 		if g.Refused != nil {

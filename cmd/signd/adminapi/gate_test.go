@@ -290,3 +290,119 @@ func getUsers(c *http.Client, addr string) (*http.Response, []byte, error) {
 	raw, _ := io.ReadAll(res.Body)
 	return res, raw, nil
 }
+
+// TestGateCrossSignedChains: with a cross-signed issuing CA (its
+// certificate from root A and from root B, both in admin.api_client_ca),
+// or one that rolled its key over (the new key certified by the old one,
+// RFC 4210 §4.4), a client certificate verifies through two chains, which
+// the TLS stack hands over in an order of its own. The gate decides the
+// same on either order: the CRL listing a certificate of any chain
+// refuses it, whatever chain another check would pick; otherwise one
+// chain whose every check passes admits it: the handshake and each
+// request (Admit) alike.
+func TestGateCrossSignedChains(t *testing.T) {
+	now := time.Now().Truncate(time.Second)
+	rootA, rootB := certstatustest.New(t, "root A", nil), certstatustest.New(t, "root B", nil)
+	inter := rootA.Intermediate(t, "issuing CA")
+	inter.SetNextUpdate(72 * time.Hour)
+	leaf := issue(t, inter, "onboarding", time.Time{}, time.Time{})
+	revokedLeaf := issue(t, inter, "onboarding", time.Time{}, time.Time{})
+	inter.Revoke(revokedLeaf.cert.SerialNumber, 1)
+	// The cross-certificates: one under another subject key identifier
+	// (an issuer of another method, RFC 5280 §4.2.1.2), against which the
+	// CRL's authority key identifier does not check; one that expires an
+	// hour from now, before the rest.
+	otherKeyID := inter.CrossSign(t, rootB, time.Time{}, time.Time{}, []byte{1, 2, 3, 4})
+	expiring := inter.CrossSign(t, rootB, now.Add(-time.Hour), now.Add(time.Hour), nil)
+	// The key rollover: the issuing CA's old key (its certificate from
+	// root A) certified the new one (newWithOld, a serial after two spare
+	// certificates of the old key's, so that no certificate of the new
+	// key's has it); the CA's CRL revokes that link, and carries no
+	// authority key identifier, so that it counts for what either key
+	// issued.
+	old := rootA.Intermediate(t, "issuing CA")
+	issue(t, old, "spare", time.Time{}, time.Time{})
+	issue(t, old, "spare", time.Time{}, time.Time{})
+	newWithOld := inter.CrossSign(t, old, time.Time{}, time.Time{}, nil)
+	if newWithOld.SerialNumber.Cmp(revokedLeaf.cert.SerialNumber) <= 0 {
+		t.Fatalf("newWithOld's serial %s is one of the new key's", newWithOld.SerialNumber)
+	}
+	crl := crlOf(t, inter)
+	inter.Revoke(newWithOld.SerialNumber, 1)
+	linkRevoked := crlOf(t, inter)
+	linkRevoked.AuthorityKeyId = nil
+
+	// chains verifies cert through inter's own certificate and the
+	// intermediates more: two chains, the shorter one, or root A's,
+	// first.
+	chains := func(cert *x509.Certificate, more ...*x509.Certificate) [][]*x509.Certificate {
+		t.Helper()
+		roots, inters := x509.NewCertPool(), x509.NewCertPool()
+		roots.AddCert(rootA.Cert)
+		roots.AddCert(rootB.Cert)
+		inters.AddCert(inter.Cert)
+		for _, c := range more {
+			inters.AddCert(c)
+		}
+		got, err := cert.Verify(x509.VerifyOptions{Roots: roots, Intermediates: inters, CurrentTime: now, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}})
+		if err != nil || len(got) != 2 {
+			t.Fatalf("verify: %d chains, %v; want 2", len(got), err)
+		}
+		if len(got[0]) > len(got[1]) || len(got[0]) == len(got[1]) && got[0][len(got[0])-1].Equal(rootB.Cert) {
+			got[0], got[1] = got[1], got[0]
+		}
+		return got
+	}
+	roles, err := admin.CertRoleMap(map[string][]string{"administrator": {"CN=onboarding,O=Example"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name   string
+		cert   clientCert
+		more   []*x509.Certificate // intermediates besides inter's certificate
+		crl    *x509.RevocationList
+		at     time.Time // the gate's clock at the request
+		reason string    // "" = admitted; the handshake's at now
+	}{
+		{"one chain checks the certificate against the CRL, the other cannot", leaf, []*x509.Certificate{otherKeyID}, crl, now, ""},
+		{"the certificate on the CRL, on the chain that checks it", revokedLeaf, []*x509.Certificate{otherKeyID}, crl, now,
+			fmt.Sprintf("the client certificate (serial %s) is revoked (admin.api_client_crl", revokedLeaf.cert.SerialNumber)},
+		{"one chain's link on the CRL, the other chain passes", leaf, []*x509.Certificate{old.Cert, newWithOld}, linkRevoked, now,
+			fmt.Sprintf("the certificate CN=issuing CA,O=Test CA (serial %s) of the client's chain is revoked", newWithOld.SerialNumber)},
+		{"one chain's cross-certificate expired since the handshake", leaf, []*x509.Certificate{expiring}, nil, now.Add(2 * time.Hour), ""},
+		{"every chain expired since the handshake", leaf, []*x509.Certificate{expiring}, nil, now.Add(30 * time.Hour), "of the client's chain expired at"},
+	}
+	for _, tt := range tests {
+		both := chains(tt.cert.cert, tt.more...)
+		for _, order := range []string{"first", "second"} {
+			t.Run(tt.name+", the other chain "+order, func(t *testing.T) {
+				cs := tls.ConnectionState{PeerCertificates: []*x509.Certificate{tt.cert.cert}, VerifiedChains: both}
+				if order == "first" {
+					cs.VerifiedChains = [][]*x509.Certificate{both[1], both[0]}
+				}
+				clock := now
+				g := &Gate{ClientCAs: []*x509.Certificate{rootA.Cert, rootB.Cert}, CRL: tt.crl, Roles: roles, Now: func() time.Time { return clock }}
+				err := g.verify(cs)
+				switch handshake := tt.at.Equal(now); {
+				case handshake && tt.reason == "" && err != nil:
+					t.Fatalf("handshake refused: %v", err)
+				case handshake && tt.reason != "" && (err == nil || !strings.Contains(err.Error(), tt.reason)):
+					t.Fatalf("handshake: %v, want …%s…", err, tt.reason)
+				case !handshake && err != nil:
+					t.Fatalf("handshake refused: %v", err)
+				}
+				clock = tt.at
+				_, ok, err := g.Admit(context.Background(), &cs, "127.0.0.1:1", "ListUsers")
+				switch {
+				case !ok:
+					t.Fatal("Admit: no verified certificate")
+				case tt.reason == "" && err != nil:
+					t.Fatalf("request refused: %v", err)
+				case tt.reason != "" && (err == nil || !strings.Contains(err.Error(), tt.reason)):
+					t.Fatalf("request: %v, want …%s…", err, tt.reason)
+				}
+			})
+		}
+	}
+}

@@ -47,17 +47,12 @@ type clientCert struct {
 	tls  tls.Certificate
 }
 
-// issue makes a client certificate for subject from ca, valid from
+// issue makes a client certificate for CN=cn,O=Example from ca, valid from
 // notBefore to notAfter (zero: Leaf's defaults).
 func issue(t *testing.T, ca *certstatustest.CA, cn string, notBefore, notAfter time.Time) clientCert {
 	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cert := ca.Issue(t, key.Public(), certstatustest.Leaf{Subject: pkix.Name{CommonName: cn, Organization: []string{"Example"}},
-		NotBefore: notBefore, NotAfter: notAfter, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}})
-	return clientCert{cert, tls.Certificate{Certificate: [][]byte{cert.Raw}, PrivateKey: key, Leaf: cert}}
+	c := ca.ClientCert(t, cn, notBefore, notAfter)
+	return clientCert{c.Leaf, c}
 }
 
 // serverCert is a certificate for 127.0.0.1 from ca.

@@ -40,11 +40,20 @@ type Server struct {
 	Token     Pinger
 	Logger    *slog.Logger
 	BodyLimit int64
-	TLS       bool
+	TLS       bool // signd terminates TLS (server.tls)
+	// HSTS sends Strict-Transport-Security (RFC 6797) on every answer: set
+	// it when browsers reach signd over https, whether signd terminates
+	// TLS or a reverse proxy in front of it does (server.base_url is
+	// https); never for a plain-http development base_url.
+	HSTS bool
 	// TrustedProxies are the reverse proxies (server.trusted_proxies)
 	// whose X-Forwarded-For and X-Real-IP are believed; none = the socket
 	// peer is the client.
 	TrustedProxies []*net.IPNet
+	// ClientIPHeader is the header TrustedProxies name the client in
+	// (server.client_ip_header): config.HeaderXRealIP, or else
+	// X-Forwarded-For.
+	ClientIPHeader string
 	// Pages renders the HTML pages (ui.*), the error pages among them, and
 	// serves the logo; nil = the built-in look.
 	Pages *pages.Pages
@@ -69,7 +78,7 @@ func (s *Server) Echo() *echo.Echo {
 		s.Pages = p
 	}
 	e.HTTPErrorHandler = oauth.NewRenderer(s.Logger).WithPages(s.Pages).Handle
-	e.IPExtractor = clientIP(s.TrustedProxies)
+	e.IPExtractor = clientIP(s.TrustedProxies, s.ClientIPHeader)
 	e.Use(
 		reqlog.RequestID,
 		remoteOrigin,
@@ -109,14 +118,15 @@ func remoteOrigin(next echo.HandlerFunc) echo.HandlerFunc {
 
 // clientIP is how c.RealIP (the logged remote_ip) finds the client. With
 // no trusted proxy it is the socket peer, whatever the headers say. With
-// trusted proxies, and only when the socket peer is one of them: the first
-// address of X-Forwarded-For, read from the right, that is not a trusted
-// proxy (a client can write the left part, never the right), or X-Real-IP
-// when the request has no X-Forwarded-For. Echo's own extractors do the
-// parsing; their default trust of loopback, link-local and private
-// addresses is turned off, so a sidecar or a neighbour on the LAN cannot
-// name itself someone else.
-func clientIP(trusted []*net.IPNet) echo.IPExtractor {
+// trusted proxies, and only when the socket peer is one of them, the one
+// header they write (server.client_ip_header; the other is ignored, since
+// a proxy that does not write it passes the client's through):
+// X-Forwarded-For's first address, read from the right, that is not a
+// trusted proxy (a client can write the left part, never the right), or
+// X-Real-IP. Echo's own extractors do the parsing; their default trust of
+// loopback, link-local and private addresses is turned off, so a sidecar
+// or a neighbour on the LAN cannot name itself someone else.
+func clientIP(trusted []*net.IPNet, header string) echo.IPExtractor {
 	if len(trusted) == 0 {
 		return echo.ExtractIPDirect()
 	}
@@ -124,13 +134,10 @@ func clientIP(trusted []*net.IPNet) echo.IPExtractor {
 	for _, n := range trusted {
 		opts = append(opts, echo.TrustIPRange(n))
 	}
-	xff, realIP := echo.ExtractIPFromXFFHeader(opts...), echo.ExtractIPFromRealIPHeader(opts...)
-	return func(r *http.Request) string {
-		if len(r.Header.Values(echo.HeaderXForwardedFor)) > 0 {
-			return xff(r)
-		}
-		return realIP(r)
+	if http.CanonicalHeaderKey(header) == echo.HeaderXRealIP {
+		return echo.ExtractIPFromRealIPHeader(opts...)
 	}
+	return echo.ExtractIPFromXFFHeader(opts...)
 }
 
 // storeHealth is what readiness asks of the store beyond answering a read;
@@ -250,7 +257,7 @@ func (s *Server) securityHeaders(next echo.HandlerFunc) echo.HandlerFunc {
 		h.Set("Referrer-Policy", "no-referrer")
 		h.Set("Content-Security-Policy", "default-src 'none'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'")
 		h.Set("Cache-Control", "no-store")
-		if s.TLS {
+		if s.HSTS {
 			h.Set("Strict-Transport-Security", "max-age=31536000")
 		}
 		return next(c)

@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
-	"reflect"
 	"strings"
 	"syscall"
 	"time"
@@ -21,21 +20,24 @@ import (
 	"github.com/signd/signd/store"
 )
 
-// Reloader applies what SIGHUP reloads without dropping a connection: the
-// TLS certificate and key (from server.tls.*, read again), log.level and
-// the certificate-status settings (csc.cert_status.refresh, timeout and
-// ocsp_max_age; every credential's OCSP responders and CRLs are fetched
-// again at once) and the provisioning API's certificate and key and CRL.
-// The configuration is loaded again as at start (file, environment,
-// flags); a configuration with problems, or a file that does not load,
-// changes nothing. Other keys need a restart; turning TLS,
-// csc.cert_status or the provisioning API on or off, or changing a key of
-// RestartOnly (who may administer signd), is refused.
+// Reloader applies what SIGHUP reloads without dropping a connection,
+// the keys of the key table marked Reload: the TLS certificate and key
+// (from server.tls.*, read again), log.level, the certificate-status
+// settings (csc.cert_status.refresh, timeout and ocsp_max_age; when one
+// changed, every credential's OCSP responders and CRLs are fetched again
+// at once) and the provisioning API's certificate and key and CRL. The
+// configuration is loaded again as at start (file, environment, flags);
+// a configuration with problems, or a file that does not load, changes
+// nothing. Every other key is read at start only: a reload that changes
+// one (turning csc.cert_status or the provisioning API on or off, who may
+// administer signd, a limit, the store...) is refused naming each such
+// key, as is turning TLS on or off, and changes nothing, so that the
+// reload's config_loaded entry records a configuration wholly in force.
 type Reloader struct {
 	// Load loads the configuration as at start.
 	Load func() (*config.Config, error)
 	// Start is the configuration the daemon started with: a reload that
-	// changes one of its RestartOnly keys is refused (nil = not checked).
+	// changes a key of it without Reload is refused (nil = not checked).
 	Start *config.Config
 	// Level is the loggers' level, set to log.level.
 	Level *slog.LevelVar
@@ -71,6 +73,18 @@ func (r *Reloader) Reload() error {
 		r.record(daemonaudit.ConfigRefused("turning TLS on or off needs a restart", r.Now()))
 		return fmt.Errorf("reload: turning TLS on or off needs a restart; nothing changed")
 	}
+	if keys := needRestart(r.Start, cfg); len(keys) > 0 {
+		verb := "needs"
+		if len(keys) > 1 {
+			verb = "need"
+		}
+		why := strings.Join(keys, ", ") + " " + verb + " a restart"
+		r.record(daemonaudit.ConfigRefused(why, r.Now()))
+		return fmt.Errorf("reload: %s; nothing changed", why)
+	}
+	// csc.cert_status.enabled and admin.api_listen are read at start
+	// only: needRestart refuses turning either on or off; these hold a
+	// Reloader without Start to what it was given.
 	cs := cfg.CSC.CertStatus
 	if (r.CertStatus != nil) != cs.Enabled {
 		r.record(daemonaudit.ConfigRefused("turning csc.cert_status on or off needs a restart", r.Now()))
@@ -79,15 +93,6 @@ func (r *Reloader) Reload() error {
 	if (r.API != nil) != (cfg.Admin.APIListen != "") {
 		r.record(daemonaudit.ConfigRefused("turning the provisioning API on or off needs a restart", r.Now()))
 		return fmt.Errorf("reload: turning the provisioning API (admin.api_listen) on or off needs a restart; nothing changed")
-	}
-	if keys := changedRestartOnly(r.Start, cfg); len(keys) > 0 {
-		verb := "needs"
-		if len(keys) > 1 {
-			verb = "need"
-		}
-		why := strings.Join(keys, ", ") + " " + verb + " a restart"
-		r.record(daemonaudit.ConfigRefused(why, r.Now()))
-		return fmt.Errorf("reload: %s; nothing changed", why)
 	}
 	applyAPI := func() {}
 	var crl *x509.RevocationList
@@ -107,67 +112,34 @@ func (r *Reloader) Reload() error {
 	}
 	applyAPI()
 	r.Level.Set(cfg.Log.SlogLevel())
+	refetch := false
 	if r.CertStatus != nil {
-		r.CertStatus.Reconfigure(certstatus.Settings{Refresh: cs.Refresh, Timeout: cs.Timeout, OCSPMaxAge: cs.OCSPMaxAge})
+		refetch = r.CertStatus.Reconfigure(certstatus.Settings{Refresh: cs.Refresh, Timeout: cs.Timeout, OCSPMaxAge: cs.OCSPMaxAge})
 	}
 	e := daemonaudit.ConfigLoaded(cfg, daemonaudit.ConfigReload, r.Now())
 	if r.API != nil {
 		daemonaudit.APIClientCRL(e, crl)
 	}
 	r.record(e)
-	r.Logger.Info("reloaded", "tls", r.Certs != nil, "log_level", cfg.Log.Level, "cert_status", r.CertStatus != nil, "api", r.API != nil)
+	r.Logger.Info("reloaded", "tls", r.Certs != nil, "log_level", cfg.Log.Level, "cert_status", r.CertStatus != nil,
+		"cert_status_refetch", refetch, "api", r.API != nil)
 	return nil
 }
 
-// RestartOnly are the keys (a name ending in "." stands for every key
-// under it) that decide who may administer signd and how, read once at
-// start and never reloaded: the admin socket's roles and group, dual
-// control and its pending requests, the enrollment links' lifetime, and
-// the provisioning API's address, client CAs and roles (its certificate
-// and key and its CRL are reloaded). A reload that changes one is
-// refused, so that what the reload's config_loaded entry records (the
-// roles, dual control) is what is in force.
-func RestartOnly() []string {
-	return []string{"server.admin_group", "admin.roles.", "admin.dual_control", "admin.pending_ttl", "admin.enrollment_ttl",
-		"admin.api_listen", "admin.api_client_ca", "admin.api_roles."}
-}
-
-// changedRestartOnly returns the RestartOnly keys whose value differs
+// needRestart returns the keys without Reload whose value differs
 // between start and cfg, in the order of the key table; none when start
 // is nil.
-func changedRestartOnly(start, cfg *config.Config) []string {
+func needRestart(start, cfg *config.Config) []string {
 	if start == nil {
 		return nil
 	}
-	was := map[string]any{}
-	for _, s := range start.Settings() {
-		was[s.Key] = s.Value
-	}
 	var out []string
-	for _, s := range cfg.Settings() {
-		if restartOnly(s.Key) && !sameValue(was[s.Key], s.Value) {
-			out = append(out, s.Key)
+	for _, k := range start.Changed(cfg) {
+		if !k.Reload {
+			out = append(out, k.Name)
 		}
 	}
 	return out
-}
-
-func restartOnly(key string) bool {
-	for _, k := range RestartOnly() {
-		if key == k || strings.HasSuffix(k, ".") && strings.HasPrefix(key, k) {
-			return true
-		}
-	}
-	return false
-}
-
-// sameValue: equal values, an empty list and none alike.
-func sameValue(a, b any) bool {
-	va, vb := reflect.ValueOf(a), reflect.ValueOf(b)
-	if va.Kind() == reflect.Slice && vb.Kind() == reflect.Slice && va.Len() == 0 && vb.Len() == 0 {
-		return true
-	}
-	return reflect.DeepEqual(a, b)
 }
 
 // record appends e to the audit log; a store that fails is logged (the

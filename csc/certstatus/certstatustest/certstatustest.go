@@ -13,6 +13,7 @@ import (
 	"crypto/elliptic"
 	"crypto/rand"
 	"crypto/sha256"
+	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/asn1"
@@ -101,6 +102,28 @@ func (ca *CA) Intermediate(t testing.TB, cn string) *CA {
 	return sub
 }
 
+// CrossSign is a cross-certificate of ca that by issues: ca's subject
+// and key, valid from notBefore to notAfter (zero: ca's validity), with
+// the subject key identifier ski (nil: ca's). A certificate ca issues
+// then verifies through ca's own certificate and through this one.
+func (ca *CA) CrossSign(t testing.TB, by *CA, notBefore, notAfter time.Time, ski []byte) *x509.Certificate {
+	t.Helper()
+	if notBefore.IsZero() {
+		notBefore, notAfter = ca.Cert.NotBefore, ca.Cert.NotAfter
+	}
+	if ski == nil {
+		ski = ca.Cert.SubjectKeyId
+	}
+	by.mu.Lock()
+	by.serial++
+	serial := by.serial
+	by.mu.Unlock()
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(serial), Subject: ca.Cert.Subject, SubjectKeyId: ski,
+		NotBefore: notBefore, NotAfter: notAfter, IsCA: true, BasicConstraintsValid: true,
+		KeyUsage: x509.KeyUsageCertSign | x509.KeyUsageCRLSign}
+	return Create(t, tmpl, by.Cert, ca.Key.Public(), by.Key)
+}
+
 // Leaf describes a certificate Issue makes.
 type Leaf struct {
 	Subject             pkix.Name
@@ -112,6 +135,20 @@ type Leaf struct {
 	ExtKeyUsage []x509.ExtKeyUsage
 	// CA asserts cA in basicConstraints.
 	CA bool
+}
+
+// ClientCert issues a TLS client certificate (clientAuth, a new ECDSA
+// P-256 key) for CN=cn,O=Example, valid from notBefore to notAfter (zero:
+// Leaf's defaults); Leaf is set.
+func (ca *CA) ClientCert(t testing.TB, cn string, notBefore, notAfter time.Time) tls.Certificate {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cert := ca.Issue(t, key.Public(), Leaf{Subject: pkix.Name{CommonName: cn, Organization: []string{"Example"}},
+		NotBefore: notBefore, NotAfter: notAfter, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}})
+	return tls.Certificate{Certificate: [][]byte{cert.Raw}, PrivateKey: key, Leaf: cert}
 }
 
 // Issue certifies pub.
