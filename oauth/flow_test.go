@@ -66,9 +66,11 @@ func TestServiceFlow(t *testing.T) {
 
 // TestCredentialFlow runs a whole credential-scope flow: the consent page
 // shows the credential, the certificate subject and the hash in hex, asks
-// the PIN, and the code turns into a SAD bound to credential and hash.
+// the PIN, and the code turns into a SAD bound to credential and hash and
+// to the user's secret generation.
 func TestCredentialFlow(t *testing.T) {
 	ev := newEnv(t)
+	ev.setPIN("alice", alicePIN) // as an admin's set-pin: a secret generation that is not 0
 	conf := ev.oauth2Config("credential")
 	b := ev.browser()
 	s := ev.must(b.Get(conf.AuthCodeURL("st-2",
@@ -106,6 +108,11 @@ func TestCredentialFlow(t *testing.T) {
 	if rec.Kind != store.TokenSAD || rec.CredentialID != credAlice || len(rec.Hashes) != 1 ||
 		!bytes.Equal(rec.Hashes[0], testHash) || rec.Username != "alice" || rec.ClientID != "rp" {
 		t.Errorf("stored SAD %+v", rec)
+	}
+	// The SAD carries the user's secret generation: signHash refuses one
+	// of another generation (a PIN or password reset since).
+	if gen := ev.user("alice").SecretGeneration; gen == 0 || rec.SecretGeneration != gen {
+		t.Errorf("SAD of secret generation %d, the user's is %d", rec.SecretGeneration, gen)
 	}
 	// A SAD is never a bearer token.
 	if st := bearerStatus(t, ev, "", tok.AccessToken); st != http.StatusUnauthorized {

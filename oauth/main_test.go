@@ -316,7 +316,7 @@ func buildEnvWith(t *testing.T, db store.Store, issuerIsServer bool, opts envOpt
 	if opts.account {
 		page := &account.Handler{
 			Backend:  &csc.Account{Store: store.Scope(db, func(tx store.Tx) csc.AccountTx { return tx }), Now: cfg.Now},
-			Sessions: ev.flow, Passwords: ev.passwords, Logger: cfg.Logger, Now: cfg.Now,
+			Sessions: ev.flow, Passwords: bcfg.Passwords, Logger: cfg.Logger, Now: cfg.Now,
 		}
 		if err := page.Mount(e.Group("")); err != nil {
 			t.Fatal(err)

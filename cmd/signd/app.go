@@ -42,6 +42,10 @@ type app struct {
 	// adminHook, when set, is called by serve with the admin router after
 	// its routes are mounted: fault injection for tests.
 	adminHook func(*echo.Echo)
+	// checkHook, when set, is called before each password or PIN
+	// evaluation of the password checker (tests: a check held in its hash
+	// while an admin command commits).
+	checkHook func()
 	// checkpointTicks, when set, replaces the ticker of
 	// audit.checkpoint_interval (tests); the interval must still be set.
 	checkpointTicks <-chan time.Time

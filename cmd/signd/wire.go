@@ -31,8 +31,11 @@ type services struct {
 	store  storeopen.Backend
 	token  *hsm.Token
 	hasher *store.Hasher
-	logger *slog.Logger
-	now    func() time.Time // never nil
+	// checkHook, when set, runs before each evaluation of the password
+	// checker (app.checkHook).
+	checkHook func()
+	logger    *slog.Logger
+	now       func() time.Time // never nil
 	// onShutdown collects what the services need to stop (background
 	// loops); serve runs them after the listeners drained.
 	onShutdown []func()

@@ -14,6 +14,7 @@ import (
 	"github.com/signd/signd/oauth/pages"
 	"github.com/signd/signd/oauth/passwords"
 	"github.com/signd/signd/oidc"
+	"github.com/signd/signd/store"
 )
 
 // oauthServer builds the authorization server (/oauth2/*) with the scope
@@ -124,7 +125,22 @@ func (s *services) passwordChecker() (*passwords.Checker, error) {
 	if s.metrics != nil {
 		cfg.Metrics = s.metrics
 	}
+	if s.checkHook != nil {
+		cfg.Hasher = hookedHasher{s.hasher, s.checkHook}
+	}
 	return passwords.New(cfg)
+}
+
+// hookedHasher is the password checker's hasher with a hook before each
+// evaluation (app.checkHook, tests).
+type hookedHasher struct {
+	*store.Hasher
+	before func()
+}
+
+func (h hookedHasher) Check(encoded string, secret []byte) (bool, error) {
+	h.before()
+	return h.Hasher.Check(encoded, secret)
 }
 
 // servedOverHTTPS reports whether browsers reach signd over https: signd

@@ -87,7 +87,7 @@ type Sessions interface {
 	SessionUser(c echo.Context) (*store.User, error)
 	// OpenSession opens a login session for username after re-checking
 	// the account, and sets its cookie.
-	OpenSession(c echo.Context, username string, now time.Time) error
+	OpenSession(c echo.Context, user *store.User, now time.Time) error
 	// EndSession removes the browser's login session and expires its
 	// cookie; it returns the session's user ("" when none).
 	EndSession(c echo.Context) (string, error)
@@ -286,9 +286,12 @@ func (h *Handler) accountLogin(c echo.Context) error {
 	case !ok:
 		return h.renderAccountLogin(c, lang, "error.credentials", username)
 	}
-	err = h.Sessions.OpenSession(c, user.Username, now)
+	err = h.Sessions.OpenSession(c, user, now)
+	// A lock, a disabling or a new password that committed while the
+	// password was checked: the login page's answer to a failed login.
 	var oe *oauth.Error
-	if errors.As(err, &oe) {
+	var lr *oauth.LockRefusal
+	if errors.As(err, &oe) || errors.As(err, &lr) {
 		return h.renderAccountLogin(c, lang, "error.credentials", username)
 	}
 	if err != nil {

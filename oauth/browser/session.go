@@ -109,18 +109,19 @@ func (h *Handler) SessionUser(c echo.Context) (*store.User, error) {
 	return u, err
 }
 
-// OpenSession opens a login session for username, who logged in at now, in
-// one write transaction that first re-checks the account (a lock or a
-// disabling since the password was checked refuses, and nothing is
-// written), and sets its cookie once committed. A browser's earlier session
-// is removed.
-func (h *Handler) OpenSession(c echo.Context, username string, now time.Time) error {
-	session, cookie, err := h.newSession(c, username, now)
+// OpenSession opens a login session for user, who logged in at now (the
+// user as the password check read it), in one write transaction that
+// first re-checks the account (a lock, a disabling or a new password since
+// the password was checked refuses, and nothing is written:
+// oauth.RecheckLogin), and sets its cookie once committed. A browser's
+// earlier session is removed.
+func (h *Handler) OpenSession(c echo.Context, user *store.User, now time.Time) error {
+	session, cookie, err := h.newSession(c, user.Username, now)
 	if err != nil {
 		return err
 	}
 	err = h.store.Update(c.Request().Context(), func(tx oauth.Tx) error {
-		if err := oauth.RecheckAccount(tx, username); err != nil {
+		if err := oauth.RecheckLogin(tx, user); err != nil {
 			return err
 		}
 		return session(tx)
