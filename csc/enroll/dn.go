@@ -155,7 +155,8 @@ func trimDNSpace(v string) string {
 // unescapeDNValue decodes an RFC 4514 §3 value: a backslash before one of
 // the characters `"+,;<>\ #=` stands for that character, and a backslash
 // before two hex digits for that byte (so a UTF-8 text may be written byte
-// by byte: Jos\C3\A9). Any other escape is refused, as is a value starting
+// by byte: Jos\C3\A9). Any other escape is refused, as are a bare one of
+// `";<>` (RFC 4514 §2.4 has them escaped), a value starting
 // with an unescaped # (the hex-encoded BER form, which subjects here do
 // not take), a control character however written, and bytes that are not
 // UTF-8.
@@ -168,6 +169,11 @@ func unescapeDNValue(v string) (string, error) {
 		c := v[i]
 		if c < 0x20 || c == 0x7f {
 			return "", errors.New("distinguished name contains a control character")
+		}
+		if strings.IndexByte(`";<>`, c) >= 0 {
+			// RFC 4514 §2.4: written back, it is escaped; taken bare, a
+			// subject could grow past maxDNLen on its way back.
+			return "", fmt.Errorf(`%q must be escaped with a backslash (RFC 4514 §2.4)`, c)
 		}
 		if c != '\\' {
 			b.WriteByte(c)

@@ -47,6 +47,8 @@ func TestParseDN(t *testing.T) {
 		{"escape_of_a_letter", `CN=a\qb`, "", `"\q" is not an escape of RFC 4514`},
 		{"escape_of_one_hex_digit", `CN=a\C`, "", `"\C" is not an escape of RFC 4514`},
 		{"escaped_specials", `CN=\#1 \"q\" a\+b\;c\<d\>e\=f`, `CN=\#1 \"q\" a\+b\;c\<d\>e=f`, ""},
+		{"bare_special", `CN=a>b`, "", `'>' must be escaped with a backslash`},
+		{"bare_quote", `CN="quoted"`, "", `'"' must be escaped with a backslash`},
 		{"hex_form_refused", "CN=#0c04416c6963", "", "#hex (BER) form is not supported"},
 		{"hex_form_after_spaces_refused", "CN= #0c04416c6963", "", "#hex (BER) form is not supported"},
 	}
