@@ -195,7 +195,8 @@ func (a *app) serve(ctx context.Context, cfg *config.Config, load func() (*confi
 	e := srv.Echo()
 	e.Pre(mx.Middleware)
 	keys := newKeyRing(cfg, db, token, a.clock, logger) // one ring: the provider's and the admin service's
-	svc := &services{cfg: cfg, store: db, token: token, hasher: hasher, logger: logger, now: a.clock, metrics: mx, keys: keys, pages: pg}
+	svc := &services{cfg: cfg, store: db, token: token, hasher: hasher, logger: logger, now: a.clock, metrics: mx, keys: keys, pages: pg,
+		certStatusLoopback: a.certStatusLoopback}
 	defer func() {
 		for _, stop := range svc.onShutdown {
 			stop()
