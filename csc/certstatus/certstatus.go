@@ -537,13 +537,16 @@ func (p *pass) skipped(host string) error {
 	return nil
 }
 
-// trip marks host as not answering for the rest of the pass.
-func (p *pass) trip(host string, err error) {
+// trip marks host as not answering for the rest of the pass; it reports
+// whether it was not so marked before.
+func (p *pass) trip(host string, err error) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if _, ok := p.down[host]; !ok {
-		p.down[host] = err
+	if _, ok := p.down[host]; ok {
+		return false
 	}
+	p.down[host] = err
+	return true
 }
 
 // countUnusable adds chain, whose answer is e, to counts when its
@@ -857,6 +860,7 @@ func (c *Checker) fetch(ctx context.Context, p *pass, method, rawURL string, bod
 	if err := p.skipped(u.Host); err != nil {
 		return nil, err
 	}
+	parent := ctx
 	ctx, cancel := context.WithTimeout(ctx, c.settings().Timeout)
 	defer cancel()
 	var rd io.Reader
@@ -872,8 +876,10 @@ func (c *Checker) fetch(ctx context.Context, p *pass, method, rawURL string, bod
 	}
 	unreachable := func(err error) error {
 		var refused *refusedAddress
-		if !errors.Is(err, errRedirect) && !errors.As(err, &refused) {
-			p.trip(u.Host, err)
+		// Not when the refresh itself is cancelled (a shutdown).
+		if parent.Err() == nil && !errors.Is(err, errRedirect) && !errors.As(err, &refused) && p.trip(u.Host, err) {
+			c.cfg.Logger.Warn("certificate status: a host did not answer, not asked again in this refresh",
+				"host", u.Host, "err", err)
 		}
 		return err
 	}
