@@ -401,12 +401,14 @@ func (c *Checker) wait() time.Duration {
 // holds.
 //
 // fetchWorkers chains are checked at once. Within one call each CRL is
-// fetched once (the chains that name it wait for that fetch), and a host
+// fetched once, and each certificate checked once against its issuer
+// (the chains that share it wait for that check), and a host
 // that did not answer (a connection refused, reset or timed out) is not
 // asked again: its later OCSP requests and CRLs fail at once, so that a
 // chain goes to its next source without waiting for the time limit again.
 func (c *Checker) Refresh(ctx context.Context, chains [][][]byte) {
-	p := &pass{crls: map[string]*crlFetch{}, down: map[string]error{}, seen: map[[32]byte]bool{}}
+	p := &pass{crls: map[string]*flight[*x509.RevocationList]{}, links: map[[32]byte]*flight[linkAnswer]{},
+		down: map[string]error{}, seen: map[[32]byte]bool{}}
 	keys := make([][32]byte, len(chains))
 	listed := make(map[[32]byte]bool, len(chains))
 	work := make(chan int)
@@ -489,7 +491,13 @@ type pass struct {
 	mu sync.Mutex
 	// crls holds each CRL fetched (or being fetched) in this pass, by
 	// URL.
-	crls map[string]*crlFetch
+	crls map[string]*flight[*x509.RevocationList]
+	// links holds each certificate's check against its issuer in this
+	// pass (linkKey): an intermediate many chains share is asked about
+	// once, and its history takes one answer, not several fetched
+	// concurrently, of which one a second older than another would be
+	// refused as a replay.
+	links map[[32]byte]*flight[linkAnswer]
 	// down holds the hosts that did not answer in this pass (breaker),
 	// with the failure.
 	down map[string]error
@@ -497,33 +505,50 @@ type pass struct {
 	seen map[[32]byte]bool
 }
 
-// crlFetch is one CRL's fetch; done is closed when crl or err is set.
-type crlFetch struct {
+// flight is one piece of work of a pass that the workers share; done is
+// closed when v or err is set.
+type flight[T any] struct {
 	done chan struct{}
-	crl  *x509.RevocationList
+	v    T
 	err  error
 }
 
-// crl returns the CRL at u: fetched by fetch once per pass, whoever asks
-// first; the others wait for that fetch.
-func (p *pass) crl(ctx context.Context, u string, fetch func() (*x509.RevocationList, error)) (*x509.RevocationList, error) {
+// once returns the result of do for k in m (guarded by p.mu): done by
+// whoever asks first, once per pass; the others wait for it. A CRL
+// flight waits on nothing; a link flight waits on CRL flights only, so
+// no wait is circular.
+func once[K comparable, T any](ctx context.Context, p *pass, m map[K]*flight[T], k K, do func() (T, error)) (T, error) {
 	p.mu.Lock()
-	f, ok := p.crls[u]
+	f, ok := m[k]
 	if !ok {
-		f = &crlFetch{done: make(chan struct{})}
-		p.crls[u] = f
+		f = &flight[T]{done: make(chan struct{})}
+		m[k] = f
 	}
 	p.mu.Unlock()
 	if !ok {
-		f.crl, f.err = fetch()
+		f.v, f.err = do()
 		close(f.done)
 	}
 	select {
 	case <-f.done:
-		return f.crl, f.err
+		return f.v, f.err
 	case <-ctx.Done():
-		return nil, ctx.Err()
+		var zero T
+		return zero, ctx.Err()
 	}
+}
+
+// linkAnswer is what checkOne returns.
+type linkAnswer struct {
+	status Status
+	answer answer
+}
+
+// linkKey identifies the check of cert against issuer: a cross-signed
+// issuer (the same name and key, another certificate) is the same
+// check, whose OCSP CertID and signatures are the same.
+func linkKey(cert, issuer *x509.Certificate) [32]byte {
+	return key([][]byte{cert.Raw, issuer.RawSubject, issuer.RawSubjectPublicKeyInfo})
 }
 
 // skipped is the error of a fetch from a host that did not answer
@@ -618,7 +643,12 @@ func (c *Checker) check(ctx context.Context, p *pass, chain [][]byte) (entry, er
 			errs = append(errs, fmt.Errorf("%s names a revocation source but its issuer is not in the chain", cert.Subject))
 			continue
 		}
-		s, a, err := c.checkOne(ctx, p, cert, certs[i+1])
+		issuer := certs[i+1]
+		l, err := once(ctx, p, p.links, linkKey(cert, issuer), func() (linkAnswer, error) {
+			s, a, err := c.checkOne(ctx, p, cert, issuer)
+			return linkAnswer{s, a}, err
+		})
+		s, a := l.status, l.answer
 		if err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", cert.Subject, err))
 			continue
@@ -679,7 +709,7 @@ func (c *Checker) checkOne(ctx context.Context, p *pass, cert, issuer *x509.Cert
 		errs = append(errs, fmt.Errorf("OCSP %s: %w", u, err))
 	}
 	for _, u := range cert.CRLDistributionPoints {
-		crl, err := p.crl(ctx, u, func() (*x509.RevocationList, error) { return c.fetchCRL(ctx, p, u) })
+		crl, err := once(ctx, p, p.crls, u, func() (*x509.RevocationList, error) { return c.fetchCRL(ctx, p, u) })
 		if err != nil {
 			c.observeCheck("crl", err)
 			errs = append(errs, fmt.Errorf("CRL %s: %w", u, err))

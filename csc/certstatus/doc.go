@@ -25,7 +25,7 @@
 //
 // Refresh checks fetchWorkers chains at once and publishes each chain's
 // answer as soon as it is decided. Within one refresh each CRL is fetched
-// once, and a host that did not answer (timed out, refused or reset the
+// once, each certificate is checked once against its issuer, and a host that did not answer (timed out, refused or reset the
 // connection) is not asked again: the certificates naming it go to their
 // next source at once. Fetches never follow a redirect, and the client
 // New makes never connects to a loopback, link-local, unspecified or

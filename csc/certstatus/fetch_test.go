@@ -240,3 +240,33 @@ func TestOCSPCertIDOfAnotherCA(t *testing.T) {
 		})
 	}
 }
+
+// A refresh checks an intermediate that many chains share once: its
+// issuer's responder is asked once, and every chain takes that one answer
+// (answers fetched concurrently, one a second older than another, would
+// otherwise refuse each other as replays).
+func TestRefreshChecksASharedIntermediateOnce(t *testing.T) {
+	f := newFixture(t)
+	sub := certstatustest.New(t, "Sub CA", f.clk.Now)
+	sub.Cert = f.ca.Issue(t, sub.Key.Public(), certstatustest.Leaf{Subject: sub.Cert.Subject, OCSP: true, CA: true,
+		KeyUsage: x509.KeyUsageCertSign | x509.KeyUsageCRLSign})
+	var chains [][][]byte
+	for range 3 * certstatus.FetchWorkers {
+		key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+		if err != nil {
+			t.Fatal(err)
+		}
+		leaf := sub.Issue(t, key.Public(), certstatustest.Leaf{Subject: pkix.Name{CommonName: "Signer"}, CRL: true})
+		chains = append(chains, [][]byte{leaf.Raw, sub.Cert.Raw, f.ca.Cert.Raw})
+	}
+	f.refresh(chains...)
+	for i, chain := range chains {
+		f.wantStatus(t, fmt.Sprintf("chain %d", i), chain, certstatus.Valid, true)
+	}
+	if n := f.ca.Fetches("/ocsp"); n != 1 {
+		t.Errorf("the intermediate's responder was asked %d times in one refresh, want 1", n)
+	}
+	if n := sub.Fetches("/crl"); n != 1 {
+		t.Errorf("the leaves' CRL was fetched %d times in one refresh, want 1", n)
+	}
+}
