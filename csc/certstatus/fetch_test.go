@@ -116,7 +116,7 @@ func TestRefreshBreaker(t *testing.T) {
 	f := newFixture(t)
 	silent := certstatustest.NewSilent(t)
 	logs := &logtest.Buffer{}
-	f.checker = certstatus.New(certstatus.Config{Now: f.clk.Now, Timeout: 200 * time.Millisecond, AllowLoopback: true,
+	f.checker = certstatus.New(certstatus.Config{Now: f.clk.Now, Timeout: 2 * time.Second, AllowLoopback: true,
 		Logger: slog.New(slog.NewTextHandler(logs, nil))})
 	var chains [][][]byte
 	for range 3 * certstatus.FetchWorkers {
