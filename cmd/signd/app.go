@@ -52,6 +52,10 @@ type app struct {
 	// stateTicks, when set, replaces the ticker of metrics.StateRefresh: each
 	// value refreshes the metrics read from the store (tests).
 	stateTicks <-chan time.Time
+	// certStatusLoopback lets the certificate status fetches reach
+	// loopback addresses, which they refuse otherwise (tests, whose
+	// certstatustest CAs serve on 127.0.0.1).
+	certStatusLoopback bool
 }
 
 func newApp(stdin io.Reader, stdout, stderr io.Writer) *app {

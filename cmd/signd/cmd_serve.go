@@ -196,7 +196,7 @@ func (a *app) serve(ctx context.Context, cfg *config.Config, load func() (*confi
 	e.Pre(mx.Middleware)
 	keys := newKeyRing(cfg, db, token, a.clock, logger) // one ring: the provider's and the admin service's
 	svc := &services{cfg: cfg, store: db, token: token, hasher: hasher, logger: logger, now: a.clock, metrics: mx, keys: keys, pages: pg,
-		checkHook: a.checkHook}
+		checkHook: a.checkHook, certStatusLoopback: a.certStatusLoopback}
 	defer func() {
 		for _, stop := range svc.onShutdown {
 			stop()

@@ -98,6 +98,7 @@ func (e *env) startDaemonWith(configure func(*app)) (addr string, stop func()) {
 	e.t.Helper()
 	a := newApp(strings.NewReader(""), &bytes.Buffer{}, &syncBuffer{})
 	a.argon2 = &testArgon2
+	a.certStatusLoopback = true // the certstatustest CAs serve on 127.0.0.1
 	if configure != nil {
 		configure(a)
 	}

@@ -59,6 +59,8 @@ type services struct {
 	// certStatusChecker is revocation's checker, which a SIGHUP reload
 	// reconfigures; nil when csc.cert_status is off.
 	certStatusChecker *certstatus.Checker
+	// certStatusLoopback is app.certStatusLoopback (tests).
+	certStatusLoopback bool
 
 	// passwords checks passwords, one-time codes and signing PINs with
 	// one lockout for the login, consent and account pages, auth/login
