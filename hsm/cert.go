@@ -2,6 +2,7 @@ package hsm
 
 import (
 	"context"
+	"crypto/sha256"
 	"crypto/x509"
 	"encoding/asn1"
 	"fmt"
@@ -78,20 +79,20 @@ type Certificate struct {
 	Cert *x509.Certificate
 }
 
-// maxLabelledCerts bounds how many certificates Certificates reads.
-const maxLabelledCerts = 16
-
-// Certificates returns the X.509 certificates stored under label (at most
-// 16), in token order. A stored value that does not parse is an error.
+// Certificates returns the X.509 certificates stored under label, every
+// one (the token is read in pages: keyobj.Objects.Find), in token order. A
+// stored value that does not parse is skipped, and logged once per value
+// for the life of the Token: one bad object under the label does not hide
+// the others.
 func (t *Token) Certificates(ctx context.Context, label string) ([]Certificate, error) {
 	var out []Certificate
 	err := t.run(ctx, "find certificates", func(s pkcs11.SessionHandle) error {
 		out = out[:0]
-		hs, err := t.obj.Find(s, []*pkcs11.Attribute{
+		hs, err := t.obj.FindAll(s, []*pkcs11.Attribute{
 			pkcs11.NewAttribute(pkcs11.CKA_CLASS, pkcs11.CKO_CERTIFICATE),
 			pkcs11.NewAttribute(pkcs11.CKA_CERTIFICATE_TYPE, pkcs11.CKC_X_509),
 			pkcs11.NewAttribute(pkcs11.CKA_LABEL, label),
-		}, maxLabelledCerts)
+		})
 		if err != nil {
 			return err
 		}
@@ -102,7 +103,8 @@ func (t *Token) Certificates(ctx context.Context, label string) ([]Certificate, 
 			}
 			c, err := x509.ParseCertificate(v[pkcs11.CKA_VALUE])
 			if err != nil {
-				return fmt.Errorf("hsm: certificate %q (id %x): %w", label, v[pkcs11.CKA_ID], err)
+				t.badCertificate(ctx, label, v[pkcs11.CKA_ID], v[pkcs11.CKA_VALUE], err)
+				continue
 			}
 			out = append(out, Certificate{ID: v[pkcs11.CKA_ID], Cert: c})
 		}
@@ -112,4 +114,14 @@ func (t *Token) Certificates(ctx context.Context, label string) ([]Certificate, 
 		return nil, err
 	}
 	return out, nil
+}
+
+// badCertificate logs, the first time Certificates meets it, a stored
+// certificate value that does not parse.
+func (t *Token) badCertificate(ctx context.Context, label string, id, value []byte, err error) {
+	if _, seen := t.badCerts.LoadOrStore(sha256.Sum256(value), true); seen {
+		return
+	}
+	t.log.WarnContext(ctx, "hsm: a certificate object does not parse: skipped (remove it with pkcs11-tool)",
+		"token", t.label, "label", label, "id", fmt.Sprintf("%x", id), "err", err)
 }
