@@ -104,7 +104,7 @@ func (s *services) timeStamper() (csc.TimeStamper, error) {
 		return nil, fmt.Errorf("csc.timestamp.policy: %w", err)
 	}
 	a := &tsa.Authority{
-		Source: &tsa.HSMSource{Token: s.token, Label: c.Label, Now: s.now}, Policy: policy,
+		Source: &tsa.HSMSource{Token: s.token, Records: s.views.tsaKeys, Label: c.Label, Now: s.now}, Policy: policy,
 		Accuracy: c.Accuracy, Now: s.now,
 	}
 	if _, _, err := a.Source.Current(context.Background()); err != nil {
