@@ -44,18 +44,7 @@ func (t *Token) ImportCertificate(ctx context.Context, id []byte, label string, 
 			return err
 		}
 		// Create first, then destroy: a failure leaves the old one.
-		if _, err := t.lib.CreateObject(s, []*pkcs11.Attribute{
-			pkcs11.NewAttribute(pkcs11.CKA_CLASS, pkcs11.CKO_CERTIFICATE),
-			pkcs11.NewAttribute(pkcs11.CKA_CERTIFICATE_TYPE, pkcs11.CKC_X_509),
-			pkcs11.NewAttribute(pkcs11.CKA_TOKEN, true),
-			pkcs11.NewAttribute(pkcs11.CKA_PRIVATE, false),
-			pkcs11.NewAttribute(pkcs11.CKA_SUBJECT, cert.RawSubject),
-			pkcs11.NewAttribute(pkcs11.CKA_ISSUER, cert.RawIssuer),
-			pkcs11.NewAttribute(pkcs11.CKA_SERIAL_NUMBER, serial),
-			pkcs11.NewAttribute(pkcs11.CKA_VALUE, cert.Raw),
-			pkcs11.NewAttribute(pkcs11.CKA_ID, id),
-			pkcs11.NewAttribute(pkcs11.CKA_LABEL, lbl),
-		}); err != nil {
+		if _, err := t.lib.CreateObject(s, certObject(cert, serial, id, lbl)); err != nil {
 			return ckr.Wrap("C_CreateObject", err)
 		}
 		for _, h := range old {
@@ -70,6 +59,62 @@ func (t *Token) ImportCertificate(ctx context.Context, id []byte, label string, 
 	}
 	t.log.InfoContext(ctx, "hsm: stored certificate", "token", t.label, "id", fmt.Sprintf("%x", id), "subject", cert.Subject.String(), "serial", cert.SerialNumber.String())
 	return nil
+}
+
+// StoreCertificates replaces the X.509 certificates stored under label
+// with CKA_ID id by certs: the issuers of the certificate of key id (its
+// chain, which a revocation check needs), public and not checked against
+// any key. The new objects are created first, then the old destroyed: a
+// failure leaves the old ones (and maybe some new). ImportCertificate of
+// key id destroys them too: store them after it.
+func (t *Token) StoreCertificates(ctx context.Context, id []byte, label string, certs []*x509.Certificate) error {
+	if len(id) == 0 || label == "" {
+		return fmt.Errorf("hsm: store certificates: an ID and a label are required")
+	}
+	objs := make([][]*pkcs11.Attribute, len(certs))
+	for i, cert := range certs {
+		serial, err := asn1.Marshal(cert.SerialNumber)
+		if err != nil {
+			return fmt.Errorf("hsm: store certificates: serial number: %w", err)
+		}
+		objs[i] = certObject(cert, serial, id, label)
+	}
+	t.genMu.Lock()
+	defer t.genMu.Unlock()
+	return t.run(ctx, "store certificates", func(s pkcs11.SessionHandle) error {
+		old, err := t.obj.FindAll(s, append(keyobj.CertTemplate(id), pkcs11.NewAttribute(pkcs11.CKA_LABEL, label)))
+		if err != nil {
+			return err
+		}
+		for _, o := range objs {
+			if _, err := t.lib.CreateObject(s, o); err != nil {
+				return ckr.Wrap("C_CreateObject", err)
+			}
+		}
+		for _, h := range old {
+			if err := t.lib.DestroyObject(s, h); err != nil {
+				return ckr.Wrap("C_DestroyObject", err)
+			}
+		}
+		return nil
+	})
+}
+
+// certObject is the template of a public CKO_CERTIFICATE object for cert
+// on the token.
+func certObject(cert *x509.Certificate, serial, id []byte, label string) []*pkcs11.Attribute {
+	return []*pkcs11.Attribute{
+		pkcs11.NewAttribute(pkcs11.CKA_CLASS, pkcs11.CKO_CERTIFICATE),
+		pkcs11.NewAttribute(pkcs11.CKA_CERTIFICATE_TYPE, pkcs11.CKC_X_509),
+		pkcs11.NewAttribute(pkcs11.CKA_TOKEN, true),
+		pkcs11.NewAttribute(pkcs11.CKA_PRIVATE, false),
+		pkcs11.NewAttribute(pkcs11.CKA_SUBJECT, cert.RawSubject),
+		pkcs11.NewAttribute(pkcs11.CKA_ISSUER, cert.RawIssuer),
+		pkcs11.NewAttribute(pkcs11.CKA_SERIAL_NUMBER, serial),
+		pkcs11.NewAttribute(pkcs11.CKA_VALUE, cert.Raw),
+		pkcs11.NewAttribute(pkcs11.CKA_ID, id),
+		pkcs11.NewAttribute(pkcs11.CKA_LABEL, label),
+	}
 }
 
 // Certificate is an X.509 certificate stored on the token and the CKA_ID

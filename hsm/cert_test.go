@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"context"
 	"crypto/elliptic"
+	"crypto/x509"
 	"crypto/x509/pkix"
 	"fmt"
+	"slices"
 	"testing"
 
 	"github.com/miekg/pkcs11"
@@ -98,5 +100,61 @@ func TestCertificatesAllAndUnparsable(t *testing.T) {
 	}
 	if c := logs.count("certificate object does not parse"); c != 1 {
 		t.Errorf("the unparsable certificate was logged %d times, want once:\n%s", c, logs.String())
+	}
+}
+
+// TestStoreCertificates: the issuers of a key's certificate are kept under
+// a label of their own with the key's CKA_ID, replaced as a set, and go
+// with a new import of the key's certificate.
+func TestStoreCertificates(t *testing.T) {
+	ctx := context.Background()
+	info, err := shared.GenerateEC(ctx, "issuers-key", elliptic.P256())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { shared.DestroyKey(context.Background(), info.ID) })
+	root := certstatustest.New(t, "Root CA", nil)
+	sub := root.Intermediate(t, "Sub CA")
+	leaf := sub.Issue(t, info.Public, certstatustest.Leaf{Subject: pkix.Name{CommonName: "TSA"}})
+	if err := shared.ImportCertificate(ctx, info.ID, "issuers-tsa", leaf); err != nil {
+		t.Fatal(err)
+	}
+	subjects := func() []string {
+		t.Helper()
+		got, err := shared.Certificates(ctx, "issuers-tsa/issuer")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, c := range got {
+			if !bytes.Equal(c.ID, info.ID) {
+				t.Errorf("issuer %q stored with id %x", c.Cert.Subject, c.ID)
+			}
+			out = append(out, c.Cert.Subject.CommonName)
+		}
+		slices.Sort(out)
+		return out
+	}
+	for _, set := range [][]*x509.Certificate{{sub.Cert, root.Cert}, {sub.Cert}} {
+		if err := shared.StoreCertificates(ctx, info.ID, "issuers-tsa/issuer", set); err != nil {
+			t.Fatal(err)
+		}
+		var want []string
+		for _, c := range set {
+			want = append(want, c.Subject.CommonName)
+		}
+		slices.Sort(want)
+		if got := subjects(); !slices.Equal(got, want) {
+			t.Errorf("issuers %q, want %q", got, want)
+		}
+	}
+	if err := shared.ImportCertificate(ctx, info.ID, "issuers-tsa", leaf); err != nil {
+		t.Fatal(err)
+	}
+	if got := subjects(); len(got) != 0 {
+		t.Errorf("issuers %q after a new import", got)
+	}
+	if err := shared.StoreCertificates(ctx, nil, "issuers-tsa/issuer", []*x509.Certificate{root.Cert}); err == nil {
+		t.Error("StoreCertificates without an ID")
 	}
 }

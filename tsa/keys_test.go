@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/elliptic"
+	"crypto/x509"
 	"crypto/x509/pkix"
 	"errors"
 	"fmt"
@@ -11,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/signd/signd/csc/certstatus"
 	"github.com/signd/signd/csc/certstatus/certstatustest"
 	"github.com/signd/signd/hsm"
 	"github.com/signd/signd/hsm/hsmtest/softtoken"
@@ -150,5 +152,94 @@ func TestHSMSourceTimeStampingKeysOnly(t *testing.T) {
 		t.Errorf("Current without a TSA key: %v, want ErrNotEnrolled", err)
 	} else if !strings.Contains(err.Error(), "is not a time-stamping key") {
 		t.Errorf("Current without a TSA key: %v, want why", err)
+	}
+}
+
+// revocation answers Status from a table by leaf; chains records what it
+// was asked.
+type revocation struct {
+	status map[string]certstatus.Status // by leaf DER; absent = Valid
+	stale  map[string]bool              // by leaf DER: not current
+	chains [][][]byte
+}
+
+func (r *revocation) Status(chain [][]byte) (certstatus.Status, bool) {
+	r.chains = append(r.chains, chain)
+	st, ok := r.status[string(chain[0])]
+	if !ok {
+		st = certstatus.Valid
+	}
+	return st, !r.stale[string(chain[0])]
+}
+
+// TestHSMSourceRevocation: with a Revocation, a TSA certificate signs
+// only while its chain — built from the issuers kept under IssuerLabel —
+// is answered Valid and current, checked on every call, cached or not;
+// another certificate takes over, and with none the source answers
+// ErrNotEnrolled saying why. Chains lists every chain to check.
+func TestHSMSourceRevocation(t *testing.T) {
+	ctx := context.Background()
+	now := time.Now()
+	tok := &certToken{Token: softtoken.New(softtoken.Options{}), certs: map[string][]hsm.Certificate{}}
+	root := certstatustest.New(t, "Root CA", nil)
+	sub := root.Intermediate(t, "Sub CA")
+	add := func(label string, age time.Duration) *x509.Certificate {
+		t.Helper()
+		info, err := tok.GenerateEC(ctx, label, elliptic.P256())
+		if err != nil {
+			t.Fatal(err)
+		}
+		cert := sub.Issue(t, info.Public, certstatustest.Leaf{Subject: pkix.Name{CommonName: label}, NotBefore: now.Add(-age),
+			NotAfter: now.Add(time.Hour), CRL: true, ExtraExtensions: eku(t, true, oidTimeStamping)})
+		tok.certs[tsa.DefaultLabel] = append(tok.certs[tsa.DefaultLabel], hsm.Certificate{ID: info.ID, Cert: cert})
+		// Stored root first: the chain is put in order all the same.
+		for _, is := range []*x509.Certificate{root.Cert, sub.Cert} {
+			tok.certs[tsa.IssuerLabel("")] = append(tok.certs[tsa.IssuerLabel("")], hsm.Certificate{ID: info.ID, Cert: is})
+		}
+		return cert
+	}
+	older, newer := add("signd-tsa-older", 2*time.Hour), add("signd-tsa-newer", time.Hour)
+	rev := &revocation{status: map[string]certstatus.Status{}, stale: map[string]bool{}}
+	src := &tsa.HSMSource{Token: tok, Records: &records{}, Now: func() time.Time { return now }, Revocation: rev}
+	current := func() *x509.Certificate {
+		t.Helper()
+		_, cert, err := src.Current(ctx)
+		if err != nil {
+			t.Fatalf("Current: %v", err)
+		}
+		return cert
+	}
+	if got := current(); !got.Equal(newer) {
+		t.Errorf("Current = %q, want the newer certificate", got.Subject)
+	}
+	if last := rev.chains[len(rev.chains)-1]; len(last) != 3 || !bytes.Equal(last[0], newer.Raw) ||
+		!bytes.Equal(last[1], sub.Cert.Raw) || !bytes.Equal(last[2], root.Cert.Raw) {
+		t.Errorf("the chain checked has %d certificates, want the leaf, Sub CA, Root CA", len(last))
+	}
+	// Revoked while cached: the next call takes the other.
+	rev.status[string(newer.Raw)] = certstatus.Revoked
+	if got := current(); !got.Equal(older) {
+		t.Errorf("Current with the newer revoked = %q, want the older", got.Subject)
+	}
+	chains, err := src.Chains(ctx)
+	if err != nil || len(chains) != 2 {
+		t.Errorf("Chains = %d chains, %v; want both", len(chains), err)
+	}
+	// Both refused: the answer names the newer's reason.
+	rev.status[string(older.Raw)] = certstatus.Revoked
+	for _, tc := range []struct {
+		name string
+		set  func()
+		want string
+	}{
+		{"the newer unknown", func() { rev.status[string(newer.Raw)], rev.stale[string(newer.Raw)] = certstatus.Valid, true },
+			"the certificate's revocation status is not known now"},
+		{"the newer suspended", func() { rev.status[string(newer.Raw)], rev.stale[string(newer.Raw)] = certstatus.Suspended, false },
+			"the certificate is suspended"},
+	} {
+		tc.set()
+		if _, _, err := src.Current(ctx); !errors.Is(err, tsa.ErrNotEnrolled) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: Current: %v, want ErrNotEnrolled: %q", tc.name, err, tc.want)
+		}
 	}
 }

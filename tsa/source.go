@@ -1,6 +1,7 @@
 package tsa
 
 import (
+	"bytes"
 	"context"
 	"crypto"
 	"crypto/x509"
@@ -10,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/signd/signd/csc/certstatus"
 	"github.com/signd/signd/hsm"
 	"github.com/signd/signd/store"
 )
@@ -23,6 +25,14 @@ const DefaultLabel = "signd-tsa"
 type Token interface {
 	Certificates(ctx context.Context, label string) ([]hsm.Certificate, error)
 	Key(ctx context.Context, id []byte) (*hsm.Key, error)
+}
+
+// Revocation answers for a certificate chain's revocation status;
+// *certstatus.Checker is one.
+type Revocation interface {
+	// Status returns the chain's last known status and whether it is
+	// current (certstatus.Checker.Status).
+	Status(chain [][]byte) (certstatus.Status, bool)
 }
 
 // cacheTTL is how long Source keeps what it found: a newly imported
@@ -40,10 +50,15 @@ type HSMSource struct {
 	Records store.Viewer[KeyRecords]
 	Label   string           // "" = DefaultLabel
 	Now     func() time.Time // nil = time.Now
+	// Revocation, when set (csc.cert_status.enabled), has the chain of a
+	// certificate that signs Valid and current, checked on every token
+	// (a cache read); list Chains to it.
+	Revocation Revocation
 
 	mu      sync.Mutex
 	key     *hsm.Key
 	cert    *x509.Certificate
+	chain   [][]byte // of cert
 	fetched time.Time
 	// free holds the key IDs KeyHolder found held by no record. A
 	// record's key ID is that of a key generated for it (a new random
@@ -61,9 +76,69 @@ func (s *HSMSource) Current(ctx context.Context) (crypto.Signer, *x509.Certifica
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.key != nil && now.Sub(s.fetched) < cacheTTL && now.Before(s.cert.NotAfter) {
+	if s.key != nil && now.Sub(s.fetched) < cacheTTL && now.Before(s.cert.NotAfter) && s.standing(s.chain) == nil {
 		return s.key, s.cert, nil
 	}
+	s.key, s.cert, s.chain = nil, nil, nil
+	cands, why, err := s.candidates(ctx, now)
+	if err != nil {
+		return nil, nil, err
+	}
+	var best *candidate
+	for i := range cands {
+		c := &cands[i]
+		if err := s.standing(c.chain); err != nil {
+			why = fmt.Errorf("certificate %q: %w", c.cert.Subject, err)
+			continue
+		}
+		if best == nil || c.cert.NotBefore.After(best.cert.NotBefore) {
+			best = c
+		}
+	}
+	if best == nil {
+		if why != nil {
+			return nil, nil, fmt.Errorf("%w: %w", ErrNotEnrolled, why)
+		}
+		return nil, nil, ErrNotEnrolled
+	}
+	s.key, s.cert, s.chain, s.fetched = best.key, best.cert, best.chain, now
+	return s.key, s.cert, nil
+}
+
+// Chains returns the chains (DER, leaf first) of the certificates that
+// could sign now but for their revocation status: what the certificate
+// status checker must keep answers for (Revocation).
+func (s *HSMSource) Chains(ctx context.Context) ([][][]byte, error) {
+	now := time.Now()
+	if s.Now != nil {
+		now = s.Now()
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	cands, _, err := s.candidates(ctx, now)
+	if err != nil {
+		return nil, err
+	}
+	chains := make([][][]byte, len(cands))
+	for i, c := range cands {
+		chains[i] = c.chain
+	}
+	return chains, nil
+}
+
+// candidate is a certificate under the label that may sign, with its key
+// and its chain.
+type candidate struct {
+	key   *hsm.Key
+	cert  *x509.Certificate
+	chain [][]byte // DER, leaf first
+}
+
+// candidates returns the certificates under the label whose key is a
+// time-stamping key and that pass CheckCertificate at now, and why the
+// last one refused was (nil if none was). An error means the token or the
+// store cannot answer now. The caller holds s.mu.
+func (s *HSMSource) candidates(ctx context.Context, now time.Time) (_ []candidate, why, _ error) {
 	label := s.Label
 	if label == "" {
 		label = DefaultLabel
@@ -72,9 +147,11 @@ func (s *HSMSource) Current(ctx context.Context) (crypto.Signer, *x509.Certifica
 	if err != nil {
 		return nil, nil, err
 	}
-	var best *hsm.Certificate
-	var bestKey *hsm.Key
-	var why error
+	issuers, err := s.Token.Certificates(ctx, IssuerLabel(label))
+	if err != nil {
+		return nil, nil, err
+	}
+	var out []candidate
 	for i := range certs {
 		c := &certs[i]
 		key, err := s.Token.Key(ctx, c.ID)
@@ -101,18 +178,61 @@ func (s *HSMSource) Current(ctx context.Context) (crypto.Signer, *x509.Certifica
 			why = fmt.Errorf("certificate %q: %w", c.Cert.Subject, err)
 			continue
 		}
-		if best == nil || c.Cert.NotBefore.After(best.Cert.NotBefore) {
-			best, bestKey = c, key
-		}
+		out = append(out, candidate{key: key, cert: c.Cert, chain: chainOf(c, issuers)})
 	}
-	if best == nil {
-		if why != nil {
-			return nil, nil, fmt.Errorf("%w: %w", ErrNotEnrolled, why)
-		}
-		return nil, nil, ErrNotEnrolled
+	return out, why, nil
+}
+
+// IssuerLabel is the label under which the issuers' certificates of the
+// TSA certificates are kept, with the CKA_ID of the key they certify
+// (hsm.Token.StoreCertificates): "<label>/issuer". No key is so labelled
+// (csc.timestamp.label has no '/').
+func IssuerLabel(label string) string {
+	if label == "" {
+		label = DefaultLabel
 	}
-	s.key, s.cert, s.fetched = bestKey, best.Cert, now
-	return s.key, s.cert, nil
+	return label + "/issuer"
+}
+
+// chainOf is c's certificate and, in order, those of issuers stored for
+// its key that certify it and each other: its chain as far as the token
+// holds it.
+func chainOf(c *hsm.Certificate, issuers []hsm.Certificate) [][]byte {
+	chain := [][]byte{c.Cert.Raw}
+	cur := c.Cert
+	for len(chain) <= len(issuers) {
+		var next *x509.Certificate
+		for _, is := range issuers {
+			if bytes.Equal(is.ID, c.ID) && !is.Cert.Equal(cur) && bytes.Equal(is.Cert.RawSubject, cur.RawIssuer) &&
+				cur.CheckSignatureFrom(is.Cert) == nil {
+				next = is.Cert
+				break
+			}
+		}
+		if next == nil {
+			break
+		}
+		chain = append(chain, next.Raw)
+		cur = next
+	}
+	return chain
+}
+
+// standing is nil when chain may sign as far as its revocation status
+// goes: Revocation is nil, or its answer is Valid and current — the rule
+// credentials' certificates sign under (csc.cert_status: a revoked,
+// suspended or unverifiable certificate does not sign).
+func (s *HSMSource) standing(chain [][]byte) error {
+	if s.Revocation == nil {
+		return nil
+	}
+	switch st, current := s.Revocation.Status(chain); {
+	case st != certstatus.Valid:
+		return fmt.Errorf("the certificate is %s (csc.cert_status)", st)
+	case !current:
+		return errors.New("the certificate's revocation status is not known now (csc.cert_status: no current OCSP or CRL answer)")
+	}
+	return nil
 }
 
 // heldError is checkFree's refusal of a key a record holds.

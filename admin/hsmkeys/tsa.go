@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/signd/signd/admin/act"
@@ -94,8 +95,9 @@ func (l *HSM) EnrollTSA(ctx context.Context, by principal.Principal, req ops.Enr
 // (tsa.CheckCertificate: only a critical id-kp-timeStamping, valid now,
 // the key's public key) and chain to its issuers when they are given.
 //
-// The certificate goes into the token first; the audit entry follows
-// (act.Act.End).
+// The certificate goes into the token first, its issuers next (under
+// tsa.IssuerLabel: the certificate status check reads the chain); the
+// audit entry follows (act.Act.End).
 func (l *HSM) ImportTSACertificate(ctx context.Context, by principal.Principal, req ops.ImportTSACertificateRequest) (_ *ops.TSACertificateView, err error) {
 	a, err := l.Begin(ctx, by, "ImportTSACertificate", store.AuditTSAImported, "tsa-key:"+req.KeyID)
 	if err != nil {
@@ -136,6 +138,14 @@ func (l *HSM) ImportTSACertificate(ctx context.Context, by principal.Principal, 
 	if err := keys.ImportCertificate(ctx, id, l.tsaLabel(), chain[0]); err != nil {
 		return nil, l.Fail("import certificate", err)
 	}
+	// The issuers, which the certificate status check needs (tsa.HSMSource
+	// reads them); importing the certificate destroyed any older ones.
+	if len(chain) > 1 {
+		if err := keys.StoreCertificates(ctx, id, tsa.IssuerLabel(l.tsaLabel()), chain[1:]); err != nil {
+			return nil, l.Fail("store the issuers' certificates (import the chain again)", err)
+		}
+	}
+	a.Set("chain_length", strconv.Itoa(len(chain)))
 	a.Set("subject", chain[0].Subject.String())
 	a.Set("serial", chain[0].SerialNumber.Text(16))
 	a.Set("not_after", chain[0].NotAfter.UTC().Format(time.RFC3339))
