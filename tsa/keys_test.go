@@ -212,6 +212,9 @@ func TestHSMSourceRevocation(t *testing.T) {
 	if got := current(); !got.Equal(newer) {
 		t.Errorf("Current = %q, want the newer certificate", got.Subject)
 	}
+	if len(rev.chains) == 0 {
+		t.Fatal("Current did not ask the certificate's status")
+	}
 	if last := rev.chains[len(rev.chains)-1]; len(last) != 3 || !bytes.Equal(last[0], newer.Raw) ||
 		!bytes.Equal(last[1], sub.Cert.Raw) || !bytes.Equal(last[2], root.Cert.Raw) {
 		t.Errorf("the chain checked has %d certificates, want the leaf, Sub CA, Root CA", len(last))
