@@ -3,7 +3,6 @@ package main
 import (
 	"crypto/sha256"
 	"crypto/sha512"
-	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/asn1"
 	"encoding/base64"
@@ -280,14 +279,7 @@ func TestTimestampCertRevoked(t *testing.T) {
 	out := e.must("", "tsa", "enroll", "--key-type", "rsa-2048", "--csr-out", "-")
 	lines := strings.Split(strings.TrimSpace(out), "\n")
 	keyID := lines[len(lines)-1]
-	b, _ := pem.Decode([]byte(out))
-	if b == nil {
-		t.Fatalf("no CSR in %q", out)
-	}
-	csr, err := x509.ParseCertificateRequest(b.Bytes)
-	if err != nil {
-		t.Fatal(err)
-	}
+	csr := parseCSR(t, out)
 	leaf := ca.Issue(t, csr.PublicKey, certstatustest.Leaf{Subject: csr.Subject, CRL: true,
 		ExtraExtensions: []pkix.Extension{ekuExt(t, true, oidTimeStamping)}})
 	certFile := filepath.Join(e.dir, "tsa-chain.pem")
