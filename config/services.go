@@ -200,7 +200,7 @@ func serviceKeys() []Key {
 			Doc:   "how often the OCSP and CRL answers are fetched again (at once for a newly imported chain, and a minute — or a tenth of this interval, if shorter — before an answer stops being current) (1s–24h)"},
 		{Name: "csc.cert_status.timeout", Default: 10 * time.Second, Reload: true,
 			Usage: "time limit of one OCSP or CRL fetch (1s to 1m)",
-			Doc:   "time limit of one OCSP or CRL fetch (1s–1m)"},
+			Doc:   "time limit of one OCSP or CRL fetch; a host that does not answer within it is not asked again in that refresh (1s–1m)"},
 		{Name: "csc.cert_status.ocsp_max_age", Default: time.Hour, Reload: true,
 			Usage: "how long after its thisUpdate an OCSP response without nextUpdate is current (1m to 24h)",
 			Doc:   "how long after its `thisUpdate` an OCSP response without `nextUpdate` is current (RFC 6960 §4.2.2.1); older ones are refused (1m–24h)"},

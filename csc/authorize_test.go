@@ -1,6 +1,7 @@
 package csc_test
 
 import (
+	"context"
 	"crypto"
 	"crypto/rsa"
 	"crypto/x509"
@@ -35,11 +36,28 @@ const (
 
 // countingChecker counts the PIN evaluations of the password checker;
 // during, when set, runs while a PIN is being hashed (the world changing
-// between the PIN check and the SAD's write).
+// between the PIN check and the SAD's write); settled, when set, runs
+// once a PIN check has settled, before the SAD's transaction (pinHook).
 type countingChecker struct {
 	*store.Hasher
-	checks atomic.Int64
-	during func()
+	checks  atomic.Int64
+	during  func()
+	settled func()
+}
+
+// pinHook is the explicit env's PIN checker: the password checker, then
+// the countingChecker's settled hook.
+type pinHook struct {
+	*passwords.Checker
+	c *countingChecker
+}
+
+func (p pinHook) CheckSigningPIN(ctx context.Context, username, pin, otp string) (passwords.PINResult, uint64, error) {
+	res, gen, err := p.Checker.CheckSigningPIN(ctx, username, pin, otp)
+	if p.c.settled != nil {
+		p.c.settled()
+	}
+	return res, gen, err
 }
 
 func (c *countingChecker) Check(encoded string, secret []byte) (bool, error) {
@@ -74,7 +92,7 @@ func newExplicitEnv(t testing.TB) *explicitEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := newEnvWith(t, db, "", func(h *csc.Handler) { h.PIN = pw; h.SADTTL = 5 * time.Minute })
+	e := newEnvWith(t, db, "", func(h *csc.Handler) { h.PIN = pinHook{pw, checker}; h.SADTTL = 5 * time.Minute })
 	pinHash, err := hasher.Hash([]byte(testPIN))
 	if err != nil {
 		t.Fatal(err)

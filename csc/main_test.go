@@ -293,15 +293,20 @@ func (e *env) alice() (bearer, cred string) {
 	return e.accessToken("alice", "rp1"), e.credential(valid("alice", keyA))
 }
 
-// sad mints a SAD for credential and digests, valid for ttl.
+// sad mints a SAD for credential and digests, valid for ttl, under the
+// user's secret generation (as the issuers do; none for an unknown user).
 func (e *env) sad(user, client, credential string, ttl time.Duration, digests ...[]byte) string {
 	e.t.Helper()
 	v := randomValue()
 	e.update(func(tx store.Tx) error {
+		var gen uint64
+		if u, err := tx.User(user); err == nil {
+			gen = u.SecretGeneration
+		}
 		return tx.CreateToken(&store.Token{
 			Hash: store.Fingerprint(v), Kind: store.TokenSAD, ClientID: client, Username: user,
 			Scopes: []string{"credential"}, CredentialID: credential, Hashes: digests,
-			ExpiresAt: e.clock.Now().Add(ttl),
+			ExpiresAt: e.clock.Now().Add(ttl), SecretGeneration: gen,
 		})
 	})
 	return v

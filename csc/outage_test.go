@@ -351,6 +351,17 @@ func TestSignHashRestoreRespectsRevocation(t *testing.T) {
 			c.Status = store.CredentialDisabled
 			return tx.PutCredential(c)
 		}, "not signed: device error; SAD not restored: credential disabled"},
+		// set-pin and set-password revoke the user's SADs: this one was
+		// consumed, so nothing was there to revoke, and its generation is
+		// what keeps it from coming back.
+		{"user's signing revoked (set-pin)", func(tx store.Tx, _ string) error {
+			_, err := tx.RevokeUserSigning("alice")
+			return err
+		}, "not signed: device error; SAD not restored: PIN or password changed since it was issued (burned)"},
+		{"user revoked (set-password)", func(tx store.Tx, _ string) error {
+			_, err := tx.RevokeUser("alice")
+			return err
+		}, "not signed: device error; SAD not restored: PIN or password changed since it was issued (burned)"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -372,9 +383,12 @@ func TestSignHashRestoreRespectsRevocation(t *testing.T) {
 				t.Fatalf("signHash with a device error: %d %s", r.status, r.raw)
 			}
 			if e.sadExists(sad) {
-				t.Fatal("the SAD was given back although its " + tc.name)
+				t.Error("the SAD was given back although its " + tc.name)
 			}
 			entries := e.auditEntries()
+			if r := e.call("signatures/signHash", bearer, signHashBody(cred, sad, d)); r.status == http.StatusOK {
+				t.Fatalf("the SAD signed after its %s: %s", tc.name, r.raw)
+			}
 			if len(entries) != 2 || entries[1].Outcome != store.AuditFailed || entries[1].Reason != tc.reason ||
 				entries[1].Ref != entries[0].Seq {
 				t.Fatalf("audit log %q, want granted then failed (%s)", auditSummary(entries), tc.reason)

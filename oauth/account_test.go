@@ -221,7 +221,7 @@ func TestAccountLoginRefusals(t *testing.T) {
 				t.Errorf("%d %.300s, want %d %q", s.Status, oauthtest.Text(s.Body), tt.wantStatus, tt.wantText)
 			}
 			for _, ck := range s.Header.Values("Set-Cookie") {
-				if strings.HasPrefix(ck, "signd_session=") {
+				if strings.HasPrefix(ck, ev.session+"=") {
 					t.Errorf("a refused login set a session: %q", ck)
 				}
 			}
@@ -241,7 +241,7 @@ func (ev *env) sessionValue(b *oauthtest.Browser) string {
 		ev.t.Fatal(err)
 	}
 	for _, ck := range b.HTTP.Jar.Cookies(u) {
-		if ck.Name == "signd_session" {
+		if ck.Name == ev.session {
 			return ck.Value
 		}
 	}
@@ -273,7 +273,7 @@ func (ev *env) replaySession(value string) *oauthtest.Browser {
 	if err != nil {
 		ev.t.Fatal(err)
 	}
-	b.HTTP.Jar.SetCookies(u, []*http.Cookie{{Name: "signd_session", Value: value, Path: "/oauth2/"}})
+	b.HTTP.Jar.SetCookies(u, []*http.Cookie{{Name: ev.session, Value: value, Path: ev.sessionPath, Secure: ev.sessionPath == "/"}})
 	return b
 }
 
@@ -303,7 +303,7 @@ func TestAccountLogout(t *testing.T) {
 			b := ev.browser()
 			s := ev.must(b.Get(ev.ts.URL + "/oauth2/account?lang=" + tt.lang))
 			s = ev.accountPost(b, "/oauth2/account/login", s.Form.Values(map[string]string{"username": "alice", "password": alicePassword}), chromiumSameOrigin())
-			set := sessionSetCookie(t, s)
+			set := ev.sessionSetCookie(s)
 			value := ev.sessionValue(b)
 			if s.Status != http.StatusSeeOther || set == nil || value == "" || set.Value != value {
 				t.Fatalf("login: %d, session cookie %v", s.Status, set)
@@ -323,7 +323,7 @@ func TestAccountLogout(t *testing.T) {
 			if s.Status != http.StatusSeeOther || s.Location.Path != "/oauth2/account" || s.Location.Query().Get("lang") != tt.lang {
 				t.Fatalf("logout: %d %v %.300s", s.Status, s.Location, oauthtest.Text(s.Body))
 			}
-			gone := sessionSetCookie(t, s)
+			gone := ev.sessionSetCookie(s)
 			if gone == nil || gone.MaxAge >= 0 || gone.Value != "" || gone.Path != set.Path || gone.Domain != set.Domain ||
 				gone.Secure != tt.secure || gone.Secure != set.Secure || !gone.HttpOnly || gone.SameSite != set.SameSite {
 				t.Errorf("logout's cookie %+v, want %+v expired (Max-Age=0)", gone, set)
@@ -351,15 +351,16 @@ func TestAccountLogout(t *testing.T) {
 	}
 }
 
-// sessionSetCookie is the signd_session cookie s sets (nil if none).
-func sessionSetCookie(t *testing.T, s *oauthtest.Step) *http.Cookie {
+// sessionSetCookie is the login session cookie s sets (nil if none).
+func (ev *env) sessionSetCookie(s *oauthtest.Step) *http.Cookie {
+	t := ev.t
 	t.Helper()
 	for _, line := range s.Header.Values("Set-Cookie") {
 		ck, err := http.ParseSetCookie(line)
 		if err != nil {
 			t.Fatalf("Set-Cookie %q: %v", line, err)
 		}
-		if ck.Name == "signd_session" {
+		if ck.Name == ev.session {
 			return ck
 		}
 	}
@@ -402,7 +403,7 @@ func TestAccountLogoutRefusals(t *testing.T) {
 				}
 				wantAccountLogin(t, ev.must(tt.browser.Get(s.Location.String())), "en")
 			}
-			if sessionSetCookie(t, s) != nil {
+			if ev.sessionSetCookie(s) != nil {
 				t.Errorf("a refused logout touched the session cookie: %q", s.Header.Values("Set-Cookie"))
 			}
 			if !ev.sessionStored(value) {

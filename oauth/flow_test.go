@@ -14,7 +14,6 @@ import (
 	"golang.org/x/oauth2"
 
 	"github.com/signd/signd/oauth"
-	"github.com/signd/signd/oauth/browser"
 	"github.com/signd/signd/store"
 )
 
@@ -67,9 +66,11 @@ func TestServiceFlow(t *testing.T) {
 
 // TestCredentialFlow runs a whole credential-scope flow: the consent page
 // shows the credential, the certificate subject and the hash in hex, asks
-// the PIN, and the code turns into a SAD bound to credential and hash.
+// the PIN, and the code turns into a SAD bound to credential and hash and
+// to the user's secret generation.
 func TestCredentialFlow(t *testing.T) {
 	ev := newEnv(t)
+	ev.setPIN("alice", alicePIN) // as an admin's set-pin: a secret generation that is not 0
 	conf := ev.oauth2Config("credential")
 	b := ev.browser()
 	s := ev.must(b.Get(conf.AuthCodeURL("st-2",
@@ -107,6 +108,11 @@ func TestCredentialFlow(t *testing.T) {
 	if rec.Kind != store.TokenSAD || rec.CredentialID != credAlice || len(rec.Hashes) != 1 ||
 		!bytes.Equal(rec.Hashes[0], testHash) || rec.Username != "alice" || rec.ClientID != "rp" {
 		t.Errorf("stored SAD %+v", rec)
+	}
+	// The SAD carries the user's secret generation: signHash refuses one
+	// of another generation (a PIN or password reset since).
+	if gen := ev.user("alice").SecretGeneration; gen == 0 || rec.SecretGeneration != gen {
+		t.Errorf("SAD of secret generation %d, the user's is %d", rec.SecretGeneration, gen)
 	}
 	// A SAD is never a bearer token.
 	if st := bearerStatus(t, ev, "", tok.AccessToken); st != http.StatusUnauthorized {
@@ -147,16 +153,6 @@ func TestSingleSignOn(t *testing.T) {
 	}
 	if strings.Contains(ck, "Secure") {
 		t.Errorf("Secure cookie without SecureCookies: %q", ck)
-	}
-}
-
-// TestSecureCookie: with SecureCookies the session cookie is Secure.
-func TestSecureCookie(t *testing.T) {
-	ev := newEnvWith(t, envOptions{browser: func(c *browser.Config) { c.SecureCookies = true }})
-	b := ev.browser()
-	s := ev.login(b, ev.must(b.Get(ev.authorizeURL(serviceParams()))), "alice", alicePassword)
-	if ck := s.Header.Get("Set-Cookie"); !strings.Contains(ck, "Secure") {
-		t.Errorf("Set-Cookie %q is not Secure", ck)
 	}
 }
 

@@ -455,23 +455,50 @@ func TestPINReservationInterleavings(t *testing.T) {
 	})
 }
 
+// daveWhileHashing submits dave's right password on the login page and,
+// while it is hashed, runs meanwhile (a lock, a reset); it returns the
+// env, the browser, the login page and the answer.
+func daveWhileHashing(t *testing.T, meanwhile func(ev *env)) (*env, *oauthtest.Browser, *oauthtest.Step, *oauthtest.Step) {
+	t.Helper()
+	ev, ph := lockoutEnv(t)
+	b := ev.browser()
+	s := page(t, ev.must(b.Get(ev.authorizeURL(serviceParams()))))
+	g := ph.hold(davePassword)
+	wait := async(func() (*oauthtest.Step, error) {
+		return b.Submit(s.Form, map[string]string{"username": "dave", "password": davePassword}, "approve")
+	})
+	<-g.entered
+	meanwhile(ev)
+	close(g.release)
+	return ev, b, s, ev.must(wait())
+}
+
+// aliceWhileHashingPIN approves alice's consent page with her right PIN
+// and, while it is hashed, runs meanwhile; it returns the env, the
+// browser, the consent page and the answer.
+func aliceWhileHashingPIN(t *testing.T, meanwhile func(ev *env)) (*env, *oauthtest.Browser, *oauthtest.Step, *oauthtest.Step) {
+	t.Helper()
+	ev, ph := lockoutEnv(t)
+	b, s := ev.consentPage()
+	g := ph.hold(alicePIN)
+	wait := async(func() (*oauthtest.Step, error) {
+		return b.Submit(s.Form, map[string]string{"pin": alicePIN}, "approve")
+	})
+	<-g.entered
+	meanwhile(ev)
+	close(g.release)
+	return ev, b, s, ev.must(wait())
+}
+
 // TestLockedWhileHashing locks the secret (as a concurrent request or an
 // admin would) while the right one is being hashed: the step's final
 // transaction re-checks and refuses.
 func TestLockedWhileHashing(t *testing.T) {
 	t.Run("pin", func(t *testing.T) {
-		ev, ph := lockoutEnv(t)
-		b, s := ev.consentPage()
-		g := ph.hold(alicePIN)
-		wait := async(func() (*oauthtest.Step, error) {
-			return b.Submit(s.Form, map[string]string{"pin": alicePIN}, "approve")
+		ev, b, s, got := aliceWhileHashingPIN(t, func(ev *env) {
+			ev.updateUser("alice", func(u *store.User) { u.PINLocked = true })
 		})
-		<-g.entered
-		ev.updateUser("alice", func(u *store.User) {
-			u.PINLocked = true
-		})
-		close(g.release)
-		deniedWith(t, "right PIN locked while hashing", ev.must(wait()), pinLockedDesc)
+		deniedWith(t, "right PIN locked while hashing", got, pinLockedDesc)
 		// The flow is over: the consent page cannot be answered again.
 		if s2 := ev.must(b.Submit(s.Form, map[string]string{"pin": alicePIN}, "approve")); s2.Redirected() || s2.Status != http.StatusBadRequest {
 			t.Errorf("answering the page again: %d %v", s2.Status, s2.Location)
@@ -480,22 +507,11 @@ func TestLockedWhileHashing(t *testing.T) {
 			t.Errorf("the refusal is not logged")
 		}
 	})
-	// daveLockedWhileHashing submits dave's right password on the login
-	// page and, while it is hashed, changes his record by lock; it returns
-	// the env, the browser, the login page and the answer.
+	// daveLockedWhileHashing is daveWhileHashing changing his record by
+	// lock.
 	daveLockedWhileHashing := func(t *testing.T, lock func(u *store.User, now time.Time)) (*env, *oauthtest.Browser, *oauthtest.Step, *oauthtest.Step) {
 		t.Helper()
-		ev, ph := lockoutEnv(t)
-		b := ev.browser()
-		s := page(t, ev.must(b.Get(ev.authorizeURL(serviceParams()))))
-		g := ph.hold(davePassword)
-		wait := async(func() (*oauthtest.Step, error) {
-			return b.Submit(s.Form, map[string]string{"username": "dave", "password": davePassword}, "approve")
-		})
-		<-g.entered
-		ev.updateUser("dave", func(u *store.User) { lock(u, ev.clock.Now()) })
-		close(g.release)
-		return ev, b, s, ev.must(wait())
+		return daveWhileHashing(t, func(ev *env) { ev.updateUser("dave", func(u *store.User) { lock(u, ev.clock.Now()) }) })
 	}
 	// A password locked while the right one is hashed: no success, and
 	// the answer of a wrong password (settleStep).

@@ -154,6 +154,10 @@ type env struct {
 	flow *browser.Handler
 	// cfg is the server's Config as built.
 	cfg oauth.Config
+	// session and sessionPath name the login session cookie:
+	// __Host-signd_session on / with SecureCookies, else signd_session on
+	// /oauth2/.
+	session, sessionPath string
 
 	mu     sync.Mutex
 	strays []string      // errors of no OAuth route that reached the error handler
@@ -251,6 +255,10 @@ func buildEnvWith(t *testing.T, db store.Store, issuerIsServer bool, opts envOpt
 	if opts.browser != nil {
 		opts.browser(&bcfg)
 	}
+	ev.session, ev.sessionPath = "signd_session", "/oauth2/"
+	if bcfg.SecureCookies {
+		ev.session, ev.sessionPath = "__Host-signd_session", "/"
+	}
 	ev.ts = httptest.NewUnstartedServer(nil) // listens already: its address is known
 	if issuerIsServer {
 		scheme := "http://"
@@ -308,7 +316,7 @@ func buildEnvWith(t *testing.T, db store.Store, issuerIsServer bool, opts envOpt
 	if opts.account {
 		page := &account.Handler{
 			Backend:  &csc.Account{Store: store.Scope(db, func(tx store.Tx) csc.AccountTx { return tx }), Now: cfg.Now},
-			Sessions: ev.flow, Passwords: ev.passwords, Logger: cfg.Logger, Now: cfg.Now,
+			Sessions: ev.flow, Passwords: bcfg.Passwords, Logger: cfg.Logger, Now: cfg.Now,
 		}
 		if err := page.Mount(e.Group("")); err != nil {
 			t.Fatal(err)

@@ -261,6 +261,11 @@ func (s *Server) redeemRun(ctx context.Context, tx Tx, r *redemption) error {
 	if err != nil {
 		return refuse(err)
 	}
+	if tok.Kind == store.TokenSAD {
+		// The code was issued under this generation: a PIN or password
+		// reset since revoked it (and raised the generation).
+		tok.SecretGeneration = user.SecretGeneration
+	}
 	if err := tx.CreateToken(tok); err != nil {
 		return err
 	}

@@ -56,6 +56,12 @@
 //     every token, SAD, unredeemed code, pending request and session that
 //     hangs on a user, client or credential, at a cost that follows what it
 //     removes; admin actions call it in the transaction of the action.
+//   - A user's secret generation ([User].SecretGeneration) is the store's:
+//     PutUser keeps the stored value and raises it by one when the password
+//     or PIN hash changes, and RevokeUser and RevokeUserSigning raise it for
+//     an existing user, in the caller's transaction. It never goes down. A
+//     SAD ([Token].SecretGeneration) keeps the value it was issued under.
+//     Records written before the field existed read as 0, on both sides.
 //   - Secrets are never stored in the clear: only argon2id PHC strings
 //     ([HashPassword], [Hasher]) and SHA-256 fingerprints ([HashSecret]).
 package store

@@ -55,7 +55,12 @@ type Token struct {
 	// it stays stored until it expires, and presenting it again revokes its
 	// family.
 	RotatedAt time.Time
-	CreatedAt time.Time // set by the store
+	// SecretGeneration (SAD only) is the user's User.SecretGeneration when
+	// the SAD was issued: a SAD whose user's generation moved since (a new
+	// PIN or password, a revocation) is refused and never given back. 0
+	// in records written before the field existed.
+	SecretGeneration uint64
+	CreatedAt        time.Time // set by the store
 }
 
 // Validate checks the fields every backend requires.

@@ -44,11 +44,13 @@ func (r Revoked) Plus(o Revoked) Revoked {
 type RevokeTx interface {
 	// RevokeUser removes everything issued to username: access tokens,
 	// SADs, unredeemed codes, pending requests past the login step and
-	// login sessions. For a disabled or removed user, or a new password.
+	// login sessions, and raises the user's SecretGeneration (when the
+	// user exists). For a disabled or removed user, or a new password.
 	RevokeUser(username string) (Revoked, error)
 	// RevokeUserSigning removes what a signing PIN of username approved or
 	// is about to approve: the user's SADs, and the user's unredeemed codes
-	// and pending requests that are bound to a credential. For a new PIN.
+	// and pending requests that are bound to a credential, and raises the
+	// user's SecretGeneration (when the user exists). For a new PIN.
 	RevokeUserSigning(username string) (Revoked, error)
 	// RevokeClient removes every access token, SAD, unredeemed code and
 	// pending request of the client. For a removed client.

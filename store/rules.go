@@ -20,13 +20,19 @@ func CheckNewUser(u *User) error {
 }
 
 // ReplaceUser is Tx.PutUser's rule for u replacing old: the user ID cannot
-// change; u keeps old's creation time and proofs and is updated at now.
+// change; u keeps old's creation time and proofs and is updated at now;
+// its SecretGeneration is old's, raised by one when the password or PIN
+// hash changes.
 func ReplaceUser(old, u *User, now time.Time) error {
 	if old.ID != u.ID {
 		return fmt.Errorf("%w: user %q: the user ID cannot change", ErrInvalid, u.Username)
 	}
 	u.CreatedAt, u.UpdatedAt = old.CreatedAt, now
 	u.Proofs = old.Proofs
+	u.SecretGeneration = old.SecretGeneration
+	if u.PasswordHash != old.PasswordHash || u.PINHash != old.PINHash {
+		u.SecretGeneration++
+	}
 	return nil
 }
 

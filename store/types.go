@@ -54,6 +54,17 @@ type User struct {
 	// smart card's rule: the lock holds until an admin lifts it).
 	FailedPINs int
 	PINLocked  bool
+	// SecretGeneration counts the changes of the user's secrets: the store
+	// raises it, in the same write transaction, whenever PutUser changes
+	// PasswordHash or PINHash and whenever Tx.RevokeUser or
+	// Tx.RevokeUserSigning runs for the user; PutUser keeps the stored
+	// value whatever the caller passes. A password or PIN check remembers
+	// the generation it checked against, and the transaction that acts on
+	// the check (a login session, a code, a SAD) refuses when it moved: a
+	// reset that committed while the old secret was being hashed wins.
+	// SADs carry the generation they were issued under (Token). 0 in
+	// records written before the field existed.
+	SecretGeneration uint64
 	// EnrollmentHash is the Fingerprint of the user's one-time enrollment
 	// link (admin: `POST /users` with enroll), nil when none is open: the
 	// link itself is never stored. EnrollmentExpires is when it ends. The

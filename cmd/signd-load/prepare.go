@@ -59,6 +59,7 @@ func prepare(ctx context.Context, p prepareOpts, out io.Writer) error {
 
 	f := loadFile{Bearer: base64.RawURLEncoding.EncodeToString(random32()), Credential: p.credential}
 	now := time.Now()
+	var gen uint64
 	err = db.Update(ctx, func(tx store.Tx) error {
 		cred, err := tx.Credential(p.credential)
 		if err != nil {
@@ -68,6 +69,11 @@ func prepare(ctx context.Context, p prepareOpts, out io.Writer) error {
 			return fmt.Errorf("credential %s is not an enabled credential of %s", p.credential, p.user)
 		}
 		f.KeyID = cred.KeyID
+		u, err := tx.User(p.user)
+		if err != nil {
+			return fmt.Errorf("user %s: %w", p.user, err)
+		}
+		gen = u.SecretGeneration // signHash refuses a SAD of another generation
 		if err := tx.CreateToken(&store.Token{
 			Hash: store.Fingerprint(f.Bearer), Kind: store.TokenAccess, ClientID: p.client, Username: p.user,
 			Scopes: []string{"service"}, AuthTime: now, RequestedAt: now, ExpiresAt: now.Add(tokenLife),
@@ -89,7 +95,7 @@ func prepare(ctx context.Context, p prepareOpts, out io.Writer) error {
 				if err := tx.CreateToken(&store.Token{
 					Hash: store.Fingerprint(it.SAD), Kind: store.TokenSAD, ClientID: p.client, Username: p.user,
 					Scopes: []string{"credential"}, CredentialID: p.credential, Hashes: [][]byte{it.Hash},
-					AuthTime: now, RequestedAt: now, ExpiresAt: now.Add(tokenLife),
+					AuthTime: now, RequestedAt: now, ExpiresAt: now.Add(tokenLife), SecretGeneration: gen,
 				}); err != nil {
 					return err
 				}

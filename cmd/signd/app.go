@@ -42,12 +42,20 @@ type app struct {
 	// adminHook, when set, is called by serve with the admin router after
 	// its routes are mounted: fault injection for tests.
 	adminHook func(*echo.Echo)
+	// checkHook, when set, is called before each password or PIN
+	// evaluation of the password checker (tests: a check held in its hash
+	// while an admin command commits).
+	checkHook func()
 	// checkpointTicks, when set, replaces the ticker of
 	// audit.checkpoint_interval (tests); the interval must still be set.
 	checkpointTicks <-chan time.Time
 	// stateTicks, when set, replaces the ticker of metrics.StateRefresh: each
 	// value refreshes the metrics read from the store (tests).
 	stateTicks <-chan time.Time
+	// certStatusLoopback lets the certificate status fetches reach
+	// loopback addresses, which they refuse otherwise (tests, whose
+	// certstatustest CAs serve on 127.0.0.1).
+	certStatusLoopback bool
 }
 
 func newApp(stdin io.Reader, stdout, stderr io.Writer) *app {

@@ -184,7 +184,7 @@ func (a *app) serve(ctx context.Context, cfg *config.Config, load func() (*confi
 		return err
 	}
 	srv := &httpserver.Server{Store: db, Token: token, Logger: logger, BodyLimit: cfg.Server.BodyLimitBytes, TLS: cfg.Server.TLS.CertFile != "",
-		TrustedProxies: cfg.Server.TrustedProxyNets(), ClientIPHeader: cfg.Server.ClientIPHeader, Pages: pg, OnReadiness: mx.ObserveReadiness}
+		HSTS: servedOverHTTPS(cfg), TrustedProxies: cfg.Server.TrustedProxyNets(), ClientIPHeader: cfg.Server.ClientIPHeader, Pages: pg, OnReadiness: mx.ObserveReadiness}
 	mx.WatchReadiness(func() bool {
 		status, _ := srv.Readiness(context.Background())
 		return status == http.StatusOK
@@ -195,7 +195,8 @@ func (a *app) serve(ctx context.Context, cfg *config.Config, load func() (*confi
 	e := srv.Echo()
 	e.Pre(mx.Middleware)
 	keys := newKeyRing(cfg, db, token, a.clock, logger) // one ring: the provider's and the admin service's
-	svc := &services{cfg: cfg, store: db, token: token, hasher: hasher, logger: logger, now: a.clock, metrics: mx, keys: keys, pages: pg}
+	svc := &services{cfg: cfg, store: db, token: token, hasher: hasher, logger: logger, now: a.clock, metrics: mx, keys: keys, pages: pg,
+		checkHook: a.checkHook, certStatusLoopback: a.certStatusLoopback}
 	defer func() {
 		for _, stop := range svc.onShutdown {
 			stop()

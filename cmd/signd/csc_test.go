@@ -98,6 +98,7 @@ func (e *env) startDaemonWith(configure func(*app)) (addr string, stop func()) {
 	e.t.Helper()
 	a := newApp(strings.NewReader(""), &bytes.Buffer{}, &syncBuffer{})
 	a.argon2 = &testArgon2
+	a.certStatusLoopback = true // the certstatustest CAs serve on 127.0.0.1
 	if configure != nil {
 		configure(a)
 	}
@@ -144,6 +145,16 @@ func (e *env) startDaemonWith(configure func(*app)) (addr string, stop func()) {
 
 func postJSON(t *testing.T, url, bearer, body string) (int, map[string]any) {
 	t.Helper()
+	status, m, err := postJSONErr(url, bearer, body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return status, m
+}
+
+// postJSONErr is postJSON for a goroutine of a test: it returns its
+// failure instead of ending the test.
+func postJSONErr(url, bearer, body string) (int, map[string]any, error) {
 	req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
 	req.Header.Set("Content-Type", "application/json")
 	if bearer != "" {
@@ -151,15 +162,15 @@ func postJSON(t *testing.T, url, bearer, body string) (int, map[string]any) {
 	}
 	res, err := http.DefaultClient.Do(req)
 	if err != nil {
-		t.Fatal(err)
+		return 0, nil, err
 	}
 	defer res.Body.Close()
 	var m map[string]any
 	data, _ := io.ReadAll(res.Body)
 	if err := json.Unmarshal(data, &m); err != nil {
-		t.Fatalf("POST %s: %d %q is not JSON", url, res.StatusCode, data)
+		return 0, nil, fmt.Errorf("POST %s: %d %q is not JSON", url, res.StatusCode, data)
 	}
-	return res.StatusCode, m
+	return res.StatusCode, m, nil
 }
 
 // TestCSCDaemonAuditAndMetrics runs the CSC API in the real daemon with an

@@ -196,6 +196,10 @@ func TestEnrollmentRefusals(t *testing.T) {
 		{"missing CSRF", url.Values{"csrf_token": nil}, nil, http.StatusBadRequest, "The form has expired or is invalid.", true},
 		{"wrong CSRF", url.Values{"csrf_token": {"AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"}}, nil, http.StatusBadRequest, "The form has expired or is invalid.", true},
 		{"CSRF twice", url.Values{"csrf_token": {"a", "b"}}, nil, http.StatusBadRequest, "The request is invalid.", true},
+		// A CSRF cookie planted for the enrollment path (a sibling
+		// subdomain over http), sent before the form's own: the name twice
+		// is refused, whichever value the field matches.
+		{"CSRF cookie twice", url.Values{"csrf_token": {strings.Repeat("P", 43)}}, http.Header{"Cookie": {"signd_enroll_csrf=" + strings.Repeat("P", 43)}}, http.StatusBadRequest, "The form has expired or is invalid.", true},
 		{"weak password", url.Values{"password": {"short"}, "password2": {"short"}}, nil, http.StatusOK, "The password must be 8 to 1024 characters long", true},
 		{"oversized password", url.Values{"password": {strings.Repeat("p", 1025)}, "password2": {strings.Repeat("p", 1025)}}, nil, http.StatusOK, "The password must be 8 to 1024 characters long", true},
 		{"short PIN", url.Values{"pin": {"12"}, "pin2": {"12"}}, nil, http.StatusOK, "The PIN must be 4 to 64 characters long", true},

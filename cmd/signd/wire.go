@@ -32,8 +32,11 @@ type services struct {
 	store  storeopen.Backend
 	token  *hsm.Token
 	hasher *store.Hasher
-	logger *slog.Logger
-	now    func() time.Time // never nil
+	// checkHook, when set, runs before each evaluation of the password
+	// checker (app.checkHook).
+	checkHook func()
+	logger    *slog.Logger
+	now       func() time.Time // never nil
 	// onShutdown collects what the services need to stop (background
 	// loops); serve runs them after the listeners drained.
 	onShutdown []func()
@@ -61,6 +64,8 @@ type services struct {
 	// mount sets it, before the certificate status checker that checks
 	// its chains too, nil when csc.timestamp is off.
 	tsa *tsa.HSMSource
+	// certStatusLoopback is app.certStatusLoopback (tests).
+	certStatusLoopback bool
 
 	// passwords checks passwords, one-time codes and signing PINs with
 	// one lockout for the login, consent and account pages, auth/login

@@ -27,8 +27,11 @@ func (s *services) certStatus() csc.Revocation {
 		Timeout:    c.Timeout,
 		Refresh:    c.Refresh,
 		OCSPMaxAge: c.OCSPMaxAge,
-		Now:        s.now,
-		Logger:     s.logger.With("service", "certstatus"),
+		// Loopback only in tests; link-local, unspecified and
+		// multicast addresses never, nor redirects.
+		AllowLoopback: s.certStatusLoopback,
+		Now:           s.now,
+		Logger:        s.logger.With("service", "certstatus"),
 	}
 	if s.metrics != nil {
 		cfg.Metrics = s.metrics

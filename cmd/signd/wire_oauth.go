@@ -14,6 +14,7 @@ import (
 	"github.com/signd/signd/oauth/pages"
 	"github.com/signd/signd/oauth/passwords"
 	"github.com/signd/signd/oidc"
+	"github.com/signd/signd/store"
 )
 
 // oauthServer builds the authorization server (/oauth2/*) with the scope
@@ -65,7 +66,7 @@ func (s *services) browserFlow(authz *oauth.Server) (*browser.Handler, error) {
 		Core:           authz,
 		Store:          s.views.oauth,
 		Passwords:      s.passwords,
-		SecureCookies:  s.cfg.Server.TLS.CertFile != "" || isHTTPS(s.cfg.Server.BaseURL),
+		SecureCookies:  servedOverHTTPS(s.cfg),
 		CodeTTL:        o.CodeTTL,
 		LoginTimeout:   o.LoginTimeout,
 		ConsentTimeout: o.ConsentTimeout,
@@ -103,7 +104,7 @@ func newPages(cfg *config.Config) (*pages.Pages, error) {
 	return pages.New(pages.Options{
 		TemplatesDir: cfg.UI.TemplatesDir, ProductName: cfg.UI.ProductName,
 		LogoFile: cfg.UI.LogoFile, PrimaryColor: cfg.UI.PrimaryColor, BasePath: base,
-		SecureCookies: cfg.Server.TLS.CertFile != "" || isHTTPS(cfg.Server.BaseURL),
+		SecureCookies: servedOverHTTPS(cfg),
 	})
 }
 
@@ -124,10 +125,33 @@ func (s *services) passwordChecker() (*passwords.Checker, error) {
 	if s.metrics != nil {
 		cfg.Metrics = s.metrics
 	}
+	if s.checkHook != nil {
+		cfg.Hasher = hookedHasher{s.hasher, s.checkHook}
+	}
 	return passwords.New(cfg)
 }
 
-func isHTTPS(baseURL string) bool {
-	u, err := url.Parse(baseURL)
+// hookedHasher is the password checker's hasher with a hook before each
+// evaluation (app.checkHook, tests).
+type hookedHasher struct {
+	*store.Hasher
+	before func()
+}
+
+func (h hookedHasher) Check(encoded string, secret []byte) (bool, error) {
+	h.before()
+	return h.Hasher.Check(encoded, secret)
+}
+
+// servedOverHTTPS reports whether browsers reach signd over https: signd
+// terminates TLS (server.tls) or server.base_url is https (a reverse proxy
+// terminates it). It decides the pages' Secure, __Host- cookies
+// (oauth.PageCookie) and Strict-Transport-Security; a plain-http loopback
+// base_url (development) gets neither.
+func servedOverHTTPS(cfg *config.Config) bool {
+	if cfg.Server.TLS.CertFile != "" {
+		return true
+	}
+	u, err := url.Parse(cfg.Server.BaseURL)
 	return err == nil && u.Scheme == "https"
 }

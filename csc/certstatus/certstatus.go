@@ -10,10 +10,13 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"golang.org/x/crypto/ocsp"
@@ -45,13 +48,24 @@ const (
 	maxEntries = 1 << 16
 	// kickGap spaces the refreshes Status asks for.
 	kickGap = 2 * time.Second
+	// fetchWorkers is how many chains a refresh checks at once: enough
+	// that a few silent responders do not hold up the others, few enough
+	// not to flood a CA's responder with one daemon's requests.
+	fetchWorkers = 8
 )
 
 // Config holds a Checker's dependencies and settings.
 type Config struct {
-	// Client fetches CRLs and OCSP responses; nil = a client without
-	// proxy settings beyond the environment's (http.DefaultTransport).
+	// Client fetches CRLs and OCSP responses; nil = a client like
+	// http.DefaultTransport's (the environment's proxy settings) whose
+	// dialer refuses loopback, link-local, unspecified and multicast
+	// addresses (see dialGuard). A Client given here dials as it likes
+	// (tests put a fault-injecting transport here). Redirects are never
+	// followed, by either.
 	Client *http.Client
+	// AllowLoopback lets the client New makes dial loopback addresses:
+	// for tests only, whose certstatustest CA serves on 127.0.0.1.
+	AllowLoopback bool
 	// Timeout bounds each fetch (csc.cert_status.timeout); 0 = DefaultTimeout.
 	Timeout time.Duration
 	// Refresh is the interval of Run (csc.cert_status.refresh); 0 =
@@ -166,8 +180,15 @@ func (e entry) capped(s Settings) entry {
 // New returns a Checker with cfg's defaults filled in.
 func New(cfg Config) *Checker {
 	if cfg.Client == nil {
-		cfg.Client = &http.Client{}
+		tr := http.DefaultTransport.(*http.Transport).Clone()
+		tr.DialContext = (&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second,
+			Control: dialGuard(cfg.AllowLoopback)}).DialContext
+		cfg.Client = &http.Client{Transport: tr}
+	} else {
+		cl := *cfg.Client
+		cfg.Client = &cl
 	}
+	cfg.Client.CheckRedirect = refuseRedirect
 	if cfg.MaxCRLSize <= 0 {
 		cfg.MaxCRLSize = DefaultMaxCRLSize
 	}
@@ -371,72 +392,186 @@ func (c *Checker) wait() time.Duration {
 	return max(d, floor)
 }
 
-// Refresh fetches fresh answers for chains and replaces the cache with
-// them: a chain whose fetch fails keeps its last good answer (but is
-// revoked, or suspended, when the history of one of its certificates
-// says so: see standing), chains not in the list are forgotten, and so
-// is the history of certificates no listed chain holds. Each CRL is
-// fetched once per call.
+// Refresh fetches fresh answers for chains and publishes each chain's as
+// soon as it is decided, so that a chain waits for its own sources only,
+// not for the whole list: a chain whose fetch fails keeps its last good
+// answer (but is revoked, or suspended, when the history of one of its
+// certificates says so: see standing). At the end, chains not in the list
+// are forgotten, and so is the history of certificates no listed chain
+// holds.
+//
+// fetchWorkers chains are checked at once. Within one call each CRL is
+// fetched once, and each certificate checked once against its issuer
+// (the chains that share it wait for that check), and a host
+// that did not answer (a connection refused, reset or timed out) is not
+// asked again: its later OCSP requests and CRLs fail at once, so that a
+// chain goes to its next source without waiting for the time limit again.
 func (c *Checker) Refresh(ctx context.Context, chains [][][]byte) {
-	crls := map[string]crlResult{}
-	seen := map[[32]byte]bool{}
-	next := make(map[[32]byte]entry, len(chains))
+	p := &pass{crls: map[string]*flight[*x509.RevocationList]{}, links: map[[32]byte]*flight[linkAnswer]{},
+		down: map[string]error{}, seen: map[[32]byte]bool{}}
+	keys := make([][32]byte, len(chains))
+	listed := make(map[[32]byte]bool, len(chains))
+	work := make(chan int)
+	var wg sync.WaitGroup
+	for range min(fetchWorkers, len(chains)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range work {
+				c.refreshChain(ctx, p, chains[i], keys[i])
+			}
+		}()
+	}
+	for i, chain := range chains {
+		keys[i] = key(chain)
+		if !listed[keys[i]] {
+			listed[keys[i]] = true
+			work <- i
+		}
+	}
+	close(work)
+	wg.Wait()
+
 	unusable := make(map[string]int, len(UnusableReasons))
 	for _, r := range UnusableReasons {
 		unusable[r] = 0
 	}
-	for _, chain := range chains {
-		k := key(chain)
-		if e, done := next[k]; done {
-			c.countUnusable(unusable, chain, e)
-			continue
-		}
-		got, err := c.check(ctx, chain, crls, seen)
-		c.mu.RLock()
-		old, had := c.entries[k]
-		c.mu.RUnlock()
-		switch {
-		case err == nil:
-			next[k] = got
-		case had:
-			// The last good answer, no longer current than the
-			// settings in use allow now (they may have been
-			// tightened since it was fetched).
-			next[k] = old.capped(c.settings())
-		default:
-			next[k] = entry{status: Valid, until: time.Unix(0, 0)}
-		}
-		if err != nil {
-			// A revocation or hold taken about a certificate of the
-			// chain (through another chain, or an earlier refresh)
-			// is not undone by the last good answer.
-			if s := c.standing(chain); worse(next[k].status, s) != next[k].status {
-				e := next[k]
-				e.status = s
-				next[k] = e
-			}
-		}
-		if err != nil {
-			c.cfg.Logger.Warn("certificate status: no fresh answer", "subject", subject(chain), "err", err,
-				"last_answer_until", next[k].until)
-		} else if got.status != Valid {
-			c.cfg.Logger.Warn("certificate status: signing certificate "+string(got.status), "subject", subject(chain))
-		}
-		c.countUnusable(unusable, chain, next[k])
-	}
 	c.mu.Lock()
-	// Settings read under the lock that Reconfigure caps the entries
-	// under: a Reconfigure during this refresh bounds what it keeps.
-	s := c.settings()
-	for k, e := range next {
-		next[k] = e.capped(s)
+	for k := range c.entries {
+		if !listed[k] {
+			delete(c.entries, k)
+		}
 	}
-	c.entries = next
+	for i, chain := range chains {
+		c.countUnusable(unusable, chain, c.entries[keys[i]])
+	}
 	c.mu.Unlock()
-	c.forget(seen)
+	c.forget(p.seen)
 	if c.cfg.Metrics != nil {
 		c.cfg.Metrics.SetUnusable(unusable)
 	}
+}
+
+// refreshChain checks chain, whose key is k, and publishes its entry.
+func (c *Checker) refreshChain(ctx context.Context, p *pass, chain [][]byte, k [32]byte) {
+	got, err := c.check(ctx, p, chain)
+	var standing Status
+	if err != nil {
+		standing = c.standing(chain)
+	}
+	c.mu.Lock()
+	e, had := c.entries[k]
+	switch {
+	case err == nil:
+		e = got
+	case !had:
+		e = entry{status: Valid, until: time.Unix(0, 0)}
+	}
+	// A revocation or hold taken about a certificate of the chain
+	// (through another chain, or an earlier refresh) is not undone by
+	// the last good answer.
+	e.status = worse(e.status, standing)
+	// The last good answer no longer current than the settings in use
+	// allow now (they may have been tightened since it was fetched),
+	// read under the lock that Reconfigure caps the entries under: a
+	// Reconfigure during this refresh bounds what it keeps.
+	e = e.capped(c.settings())
+	c.entries[k] = e
+	c.mu.Unlock()
+	if err != nil {
+		c.cfg.Logger.Warn("certificate status: no fresh answer", "subject", subject(chain), "err", err,
+			"last_answer_until", e.until)
+	} else if got.status != Valid {
+		c.cfg.Logger.Warn("certificate status: signing certificate "+string(got.status), "subject", subject(chain))
+	}
+}
+
+// pass is what the workers of one Refresh share.
+type pass struct {
+	mu sync.Mutex
+	// crls holds each CRL fetched (or being fetched) in this pass, by
+	// URL.
+	crls map[string]*flight[*x509.RevocationList]
+	// links holds each certificate's check against its issuer in this
+	// pass (linkKey): an intermediate many chains share is asked about
+	// once, and its history takes one answer, not several fetched
+	// concurrently, of which one a second older than another would be
+	// refused as a replay.
+	links map[[32]byte]*flight[linkAnswer]
+	// down holds the hosts that did not answer in this pass (breaker),
+	// with the failure.
+	down map[string]error
+	// seen collects the certificates of the chains checked (certKey).
+	seen map[[32]byte]bool
+}
+
+// flight is one piece of work of a pass that the workers share; done is
+// closed when v or err is set.
+type flight[T any] struct {
+	done chan struct{}
+	v    T
+	err  error
+}
+
+// once returns the result of do for k in m (guarded by p.mu): done by
+// whoever asks first, once per pass; the others wait for it. A CRL
+// flight waits on nothing; a link flight waits on CRL flights only, so
+// no wait is circular.
+func once[K comparable, T any](ctx context.Context, p *pass, m map[K]*flight[T], k K, do func() (T, error)) (T, error) {
+	p.mu.Lock()
+	f, ok := m[k]
+	if !ok {
+		f = &flight[T]{done: make(chan struct{})}
+		m[k] = f
+	}
+	p.mu.Unlock()
+	if !ok {
+		f.v, f.err = do()
+		close(f.done)
+	}
+	select {
+	case <-f.done:
+		return f.v, f.err
+	case <-ctx.Done():
+		var zero T
+		return zero, ctx.Err()
+	}
+}
+
+// linkAnswer is what checkOne returns.
+type linkAnswer struct {
+	status Status
+	answer answer
+}
+
+// linkKey identifies the check of cert against issuer: a cross-signed
+// issuer (the same name and key, another certificate) is the same
+// check, whose OCSP CertID and signatures are the same.
+func linkKey(cert, issuer *x509.Certificate) [32]byte {
+	return key([][]byte{cert.Raw, issuer.RawSubject, issuer.RawSubjectPublicKeyInfo})
+}
+
+// skipped is the error of a fetch from a host that did not answer
+// earlier in the pass (nil: go ahead).
+func (p *pass) skipped(host string) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if err, ok := p.down[host]; ok {
+		return fmt.Errorf("not asked: %s did not answer earlier in this refresh (%w)", host, err)
+	}
+	return nil
+}
+
+// trip marks host as not answering for the rest of the pass; it reports
+// whether it was not so marked before.
+func (p *pass) trip(host string, err error) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if _, ok := p.down[host]; ok {
+		return false
+	}
+	p.down[host] = err
+	return true
 }
 
 // countUnusable adds chain, whose answer is e, to counts when its
@@ -475,14 +610,14 @@ func subject(chain [][]byte) string {
 
 // check fetches the status of every link of chain, combined in an entry:
 // its until is when the combined answer stops being current (zero:
-// nothing to check). The certificates of chain are added to seen.
+// nothing to check). The certificates of chain are added to p.seen.
 //
 // Every link is asked, even after one failed: a link answered revoked
 // or suspended decides the chain whatever the others did, so that status
 // is returned (with until over the links that answered) and the failures
 // are only logged; otherwise a failure is the error, and the chain has no
 // fresh answer.
-func (c *Checker) check(ctx context.Context, chain [][]byte, crls map[string]crlResult, seen map[[32]byte]bool) (entry, error) {
+func (c *Checker) check(ctx context.Context, p *pass, chain [][]byte) (entry, error) {
 	certs := make([]*x509.Certificate, len(chain))
 	for i, der := range chain {
 		cert, err := x509.ParseCertificate(der)
@@ -490,10 +625,14 @@ func (c *Checker) check(ctx context.Context, chain [][]byte, crls map[string]crl
 			return entry{}, fmt.Errorf("certificate %d: %w", i, err)
 		}
 		certs[i] = cert
-		// Before any check, which may fail: the history of a link
-		// is kept while another link of its chain has no answer.
-		seen[certKey(cert)] = true
 	}
+	// Before any check, which may fail: the history of a link is kept
+	// while another link of its chain has no answer.
+	p.mu.Lock()
+	for _, cert := range certs {
+		p.seen[certKey(cert)] = true
+	}
+	p.mu.Unlock()
 	e := entry{status: Valid}
 	var errs []error
 	for i, cert := range certs {
@@ -504,7 +643,12 @@ func (c *Checker) check(ctx context.Context, chain [][]byte, crls map[string]crl
 			errs = append(errs, fmt.Errorf("%s names a revocation source but its issuer is not in the chain", cert.Subject))
 			continue
 		}
-		s, a, err := c.checkOne(ctx, cert, certs[i+1], crls)
+		issuer := certs[i+1]
+		l, err := once(ctx, p, p.links, linkKey(cert, issuer), func() (linkAnswer, error) {
+			s, a, err := c.checkOne(ctx, p, cert, issuer)
+			return linkAnswer{s, a}, err
+		})
+		s, a := l.status, l.answer
 		if err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", cert.Subject, err))
 			continue
@@ -549,11 +693,11 @@ func worse(a, b Status) Status {
 // checkOne asks cert's OCSP responders, then its CRL distribution points,
 // and returns the first usable answer that its history takes, with the
 // status the history leaves.
-func (c *Checker) checkOne(ctx context.Context, cert, issuer *x509.Certificate, crls map[string]crlResult) (Status, answer, error) {
+func (c *Checker) checkOne(ctx context.Context, p *pass, cert, issuer *x509.Certificate) (Status, answer, error) {
 	var errs []error
 	k := certKey(cert)
 	for _, u := range cert.OCSPServer {
-		a, err := c.ocsp(ctx, u, cert, issuer)
+		a, err := c.ocsp(ctx, p, u, cert, issuer)
 		var s Status
 		if err == nil {
 			s, err = c.take(k, "ocsp", a)
@@ -565,17 +709,13 @@ func (c *Checker) checkOne(ctx context.Context, cert, issuer *x509.Certificate, 
 		errs = append(errs, fmt.Errorf("OCSP %s: %w", u, err))
 	}
 	for _, u := range cert.CRLDistributionPoints {
-		r, ok := crls[u]
-		if !ok {
-			r.crl, r.err = c.fetchCRL(ctx, u)
-			crls[u] = r
-		}
-		if r.err != nil {
-			c.observeCheck("crl", r.err)
-			errs = append(errs, fmt.Errorf("CRL %s: %w", u, r.err))
+		crl, err := once(ctx, p, p.crls, u, func() (*x509.RevocationList, error) { return c.fetchCRL(ctx, p, u) })
+		if err != nil {
+			c.observeCheck("crl", err)
+			errs = append(errs, fmt.Errorf("CRL %s: %w", u, err))
 			continue
 		}
-		a, err := c.crlStatus(r.crl, cert, issuer)
+		a, err := c.crlStatus(crl, cert, issuer)
 		var s Status
 		if err == nil {
 			s, err = c.take(k, "crl", a)
@@ -622,17 +762,21 @@ func fresh(now, this, next time.Time) error {
 // ocsp asks the responder u about cert. A response without nextUpdate
 // ("newer information is available all the time", RFC 6960 §4.2.2.1) is
 // current for OCSPMaxAge after its thisUpdate.
-func (c *Checker) ocsp(ctx context.Context, u string, cert, issuer *x509.Certificate) (answer, error) {
+func (c *Checker) ocsp(ctx context.Context, p *pass, u string, cert, issuer *x509.Certificate) (answer, error) {
 	req, err := ocsp.CreateRequest(cert, issuer, nil)
 	if err != nil {
 		return answer{}, err
 	}
-	body, err := c.fetch(ctx, http.MethodPost, u, req, maxOCSPSize)
+	body, err := c.fetch(ctx, p, http.MethodPost, u, req, maxOCSPSize)
 	if err != nil {
 		return answer{}, err
 	}
 	resp, err := ocsp.ParseResponseForCert(body, cert, issuer)
 	if err != nil {
+		return answer{}, err
+	}
+	// The library picked the single response by serial number alone.
+	if err := matchCertID(body, req, cert.SerialNumber); err != nil {
 		return answer{}, err
 	}
 	// A delegated responder must be certified by the issuer for
@@ -687,13 +831,8 @@ func hasEKU(cert *x509.Certificate, want x509.ExtKeyUsage) bool {
 	return false
 }
 
-type crlResult struct {
-	crl *x509.RevocationList
-	err error
-}
-
-func (c *Checker) fetchCRL(ctx context.Context, u string) (*x509.RevocationList, error) {
-	body, err := c.fetch(ctx, http.MethodGet, u, nil, c.cfg.MaxCRLSize)
+func (c *Checker) fetchCRL(ctx context.Context, p *pass, u string) (*x509.RevocationList, error) {
+	body, err := c.fetch(ctx, p, http.MethodGet, u, nil, c.cfg.MaxCRLSize)
 	if err != nil {
 		return nil, err
 	}
@@ -739,12 +878,19 @@ func (c *Checker) crlStatus(crl *x509.RevocationList, cert, issuer *x509.Certifi
 }
 
 // fetch does one request of at most max response bytes, over http or
-// https only.
-func (c *Checker) fetch(ctx context.Context, method, rawURL string, body []byte, max int64) ([]byte, error) {
+// https only, unless u's host did not answer earlier in the pass p. A
+// request or a response body that fails (the host does not answer in
+// time, refuses the connection, resets it) marks the host as not
+// answering for the rest of p; a refused redirect or address does not.
+func (c *Checker) fetch(ctx context.Context, p *pass, method, rawURL string, body []byte, max int64) ([]byte, error) {
 	u, err := url.Parse(rawURL)
 	if err != nil || u.Scheme != "http" && u.Scheme != "https" || u.Host == "" {
 		return nil, errors.New("not an http(s) URL")
 	}
+	if err := p.skipped(u.Host); err != nil {
+		return nil, err
+	}
+	parent := ctx
 	ctx, cancel := context.WithTimeout(ctx, c.settings().Timeout)
 	defer cancel()
 	var rd io.Reader
@@ -758,9 +904,18 @@ func (c *Checker) fetch(ctx context.Context, method, rawURL string, body []byte,
 	if body != nil {
 		req.Header.Set("Content-Type", "application/ocsp-request")
 	}
+	unreachable := func(err error) error {
+		var refused *refusedAddress
+		// Not when the refresh itself is cancelled (a shutdown).
+		if parent.Err() == nil && !errors.Is(err, errRedirect) && !errors.As(err, &refused) && p.trip(u.Host, err) {
+			c.cfg.Logger.Warn("certificate status: a host did not answer, not asked again in this refresh",
+				"host", u.Host, "err", err)
+		}
+		return err
+	}
 	resp, err := c.cfg.Client.Do(req)
 	if err != nil {
-		return nil, err
+		return nil, unreachable(err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
@@ -768,10 +923,57 @@ func (c *Checker) fetch(ctx context.Context, method, rawURL string, body []byte,
 	}
 	data, err := io.ReadAll(io.LimitReader(resp.Body, max+1))
 	if err != nil {
-		return nil, err
+		return nil, unreachable(err)
 	}
 	if int64(len(data)) > max {
 		return nil, fmt.Errorf("response larger than %d bytes", max)
 	}
 	return data, nil
+}
+
+// errRedirect is the error of a fetch answered by a redirect: an OCSP
+// responder or CRL distribution point is asked at the URL the
+// certificate names, never sent on elsewhere (a redirect to
+// http://127.0.0.1/ or http://169.254.169.254/ would make signd a
+// proxy into its own network).
+var errRedirect = errors.New("redirect refused")
+
+func refuseRedirect(req *http.Request, _ []*http.Request) error {
+	return fmt.Errorf("%w (to %s)", errRedirect, req.URL.Redacted())
+}
+
+// refusedAddress is the error of a dial to an address dialGuard refuses.
+type refusedAddress struct{ addr netip.Addr }
+
+func (e *refusedAddress) Error() string {
+	return fmt.Sprintf("address %s refused: loopback, link-local, unspecified and multicast addresses are not fetched from", e.addr)
+}
+
+// thisNetwork is 0.0.0.0/8, "this network" (RFC 1122 §3.2.1.3), which
+// Linux connects to the host itself.
+var thisNetwork = netip.MustParsePrefix("0.0.0.0/8")
+
+// dialGuard is the dialer Control of the client New makes: it refuses to
+// connect to a loopback (unless allowLoopback), link-local (169.254/16,
+// fe80::/10: cloud metadata services), unspecified or multicast address,
+// after name resolution, so that neither a certificate's URL nor a name
+// that resolves there reaches the box itself or its metadata service.
+// Private addresses (10/8, 172.16/12, 192.168/16, fc00::/7) are allowed:
+// a trust service provider's internal CA often serves OCSP on its LAN.
+func dialGuard(allowLoopback bool) func(network, address string, _ syscall.RawConn) error {
+	return func(_, address string, _ syscall.RawConn) error {
+		ap, err := netip.ParseAddrPort(address)
+		if err != nil {
+			return fmt.Errorf("address %q refused: %w", address, err)
+		}
+		a := ap.Addr().Unmap()
+		switch {
+		case a.IsLoopback() && allowLoopback:
+			return nil
+		case a.IsLoopback(), a.IsLinkLocalUnicast(), a.IsLinkLocalMulticast(), a.IsInterfaceLocalMulticast(),
+			a.IsMulticast(), a.IsUnspecified(), thisNetwork.Contains(a):
+			return &refusedAddress{a}
+		}
+		return nil
+	}
 }

@@ -46,6 +46,7 @@ func newFixture(t *testing.T) *fixture {
 	ca := certstatustest.New(t, "Status CA", clk.Now)
 	return &fixture{clk: clk, ca: ca, checker: certstatus.New(certstatus.Config{
 		Now: clk.Now, Refresh: 10 * time.Minute, Timeout: 2 * time.Second,
+		AllowLoopback: true, // the test CA serves on 127.0.0.1
 	})}
 }
 
@@ -266,7 +267,7 @@ func TestRunKickedByNewChain(t *testing.T) {
 // that.
 func TestRunRefreshesBeforeAnswersEnd(t *testing.T) {
 	f := newFixture(t)
-	f.checker = certstatus.New(certstatus.Config{Now: f.clk.Now, Refresh: 20 * time.Second, Timeout: 2 * time.Second})
+	f.checker = certstatus.New(certstatus.Config{Now: f.clk.Now, AllowLoopback: true, Refresh: 20 * time.Second, Timeout: 2 * time.Second})
 	_, chain := f.leaf(t, true, false)
 	f.ca.SetNextUpdate(4 * time.Second) // the test clock stands still: always 4 s ahead
 	ctx, cancel := context.WithCancel(context.Background())
@@ -332,7 +333,7 @@ func TestRefusedSources(t *testing.T) {
 	})
 	t.Run("CRL over the size cap", func(t *testing.T) {
 		f := newFixture(t)
-		f.checker = certstatus.New(certstatus.Config{Now: f.clk.Now, MaxCRLSize: 64})
+		f.checker = certstatus.New(certstatus.Config{Now: f.clk.Now, AllowLoopback: true, MaxCRLSize: 64})
 		_, chain := f.leaf(t, false, true)
 		f.refresh(chain)
 		if s, cur := f.checker.Status(chain); cur {
@@ -392,7 +393,7 @@ func (m *recordingMetrics) SetUnusable(counts map[string]int) {
 func TestMetrics(t *testing.T) {
 	f := newFixture(t)
 	m := &recordingMetrics{checks: map[string]int{}}
-	f.checker = certstatus.New(certstatus.Config{Now: f.clk.Now, Refresh: 10 * time.Minute, Timeout: 2 * time.Second, Metrics: m})
+	f.checker = certstatus.New(certstatus.Config{Now: f.clk.Now, AllowLoopback: true, Refresh: 10 * time.Minute, Timeout: 2 * time.Second, Metrics: m})
 	good, goodChain := f.leaf(t, true, true)
 	revoked, revokedChain := f.leaf(t, false, true)
 	held, heldChain := f.leaf(t, true, false)

@@ -23,6 +23,16 @@
 // (history.go): an older answer than the last taken is refused, a
 // revocation is final, and only a newer answer lifts a hold.
 //
+// Refresh checks fetchWorkers chains at once and publishes each chain's
+// answer as soon as it is decided. Within one refresh each CRL is fetched
+// once, each certificate is checked once against its issuer, and a host that did not answer (timed out, refused or reset the
+// connection) is not asked again: the certificates naming it go to their
+// next source at once. Fetches never follow a redirect, and the client
+// New makes never connects to a loopback, link-local, unspecified or
+// multicast address (Config.AllowLoopback lets tests reach loopback). An
+// OCSP response must be about the certificate's issuer: its CertID's
+// issuer hashes are the request's (certid.go), not only its serial number.
+//
 // Failure policy (hard fail): a fetch that fails keeps the last good answer
 // until its nextUpdate (an OCSP response without nextUpdate is good for
 // two refresh intervals, and at most OCSPMaxAge after its thisUpdate; a

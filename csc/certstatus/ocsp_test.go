@@ -168,7 +168,7 @@ func TestOCSPOlderAnswerRefused(t *testing.T) {
 // for maxAge, holding one such answer, age old, for a leaf's chain.
 func oldAnswer(t *testing.T, maxAge, age time.Duration) (*fixture, [][]byte) {
 	f := newFixture(t)
-	f.checker = certstatus.New(certstatus.Config{Now: f.clk.Now, OCSPMaxAge: maxAge})
+	f.checker = certstatus.New(certstatus.Config{Now: f.clk.Now, AllowLoopback: true, OCSPMaxAge: maxAge})
 	_, chain := f.leaf(t, true, false)
 	f.ca.OmitNextUpdate(true)
 	f.ca.SetThisUpdate(age)

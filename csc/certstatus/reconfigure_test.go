@@ -162,7 +162,7 @@ func TestReconfigureTightensKeptAnswers(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			f := newFixture(t)
-			f.checker = certstatus.New(certstatus.Config{Now: f.clk.Now, Refresh: 10 * time.Hour, OCSPMaxAge: 24 * time.Hour})
+			f.checker = certstatus.New(certstatus.Config{Now: f.clk.Now, AllowLoopback: true, Refresh: 10 * time.Hour, OCSPMaxAge: 24 * time.Hour})
 			_, chain := f.leaf(t, true, false)
 			f.ca.OmitNextUpdate(tt.noNext)
 			f.ca.SetNextUpdate(4 * time.Hour)

@@ -5,6 +5,7 @@ import (
 	"encoding/asn1"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 )
@@ -151,27 +152,61 @@ func trimDNSpace(v string) string {
 	return v
 }
 
+// unescapeDNValue decodes an RFC 4514 §3 value: a backslash before one of
+// the characters `"+,;<>\ #=` stands for that character, and a backslash
+// before two hex digits for that byte (so a UTF-8 text may be written byte
+// by byte: Jos\C3\A9). Any other escape is refused, as are a bare one of
+// `";<>` (RFC 4514 §2.4 has them escaped), a value starting
+// with an unescaped # (the hex-encoded BER form, which subjects here do
+// not take), a control character however written, and bytes that are not
+// UTF-8.
 func unescapeDNValue(v string) (string, error) {
+	if strings.HasPrefix(v, "#") {
+		return "", errors.New(`a value in #hex (BER) form is not supported: write the text, with \# for a leading #`)
+	}
 	var b strings.Builder
 	for i := 0; i < len(v); i++ {
 		c := v[i]
 		if c < 0x20 || c == 0x7f {
 			return "", errors.New("distinguished name contains a control character")
 		}
+		if strings.IndexByte(`";<>`, c) >= 0 {
+			// RFC 4514 §2.4: written back, it is escaped; taken bare, a
+			// subject could grow past maxDNLen on its way back.
+			return "", fmt.Errorf(`%q must be escaped with a backslash (RFC 4514 §2.4)`, c)
+		}
 		if c != '\\' {
 			b.WriteByte(c)
 			continue
 		}
 		i++
-		if i >= len(v) {
+		switch {
+		case i >= len(v):
 			return "", errors.New("distinguished name ends in a lone backslash")
-		}
-		if v[i] < 0x20 || v[i] == 0x7f { // escaping does not make it printable
+		case v[i] < 0x20 || v[i] == 0x7f: // escaping does not make it printable
 			return "", errors.New("distinguished name contains a control character")
+		case strings.IndexByte(`"+,;<>\ #=`, v[i]) >= 0:
+			b.WriteByte(v[i])
+		case i+1 < len(v) && isHex(v[i]) && isHex(v[i+1]):
+			x, _ := strconv.ParseUint(v[i:i+2], 16, 8)
+			if x < 0x20 || x == 0x7f {
+				return "", errors.New("distinguished name contains a control character")
+			}
+			b.WriteByte(byte(x))
+			i++
+		default:
+			r, _ := utf8.DecodeRuneInString(v[i:])
+			return "", fmt.Errorf(`"\%c" is not an escape of RFC 4514: a backslash goes before one of "+,;<>\ #= or two hex digits`, r)
 		}
-		b.WriteByte(v[i])
+	}
+	if !utf8.ValidString(b.String()) {
+		return "", errors.New("distinguished name is not valid UTF-8 (a hex escape gave bytes that are not)")
 	}
 	return b.String(), nil
+}
+
+func isHex(c byte) bool {
+	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
 }
 
 // escapeDNValue escapes the RFC 4514 §2.4 special characters of a value:

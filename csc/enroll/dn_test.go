@@ -36,6 +36,21 @@ func TestParseDN(t *testing.T) {
 		{"escaped_leading_space", `CN=\ lead`, `CN=\ lead`, ""},
 		{"escaped_trailing_space", `CN=trail\ `, `CN=trail\ `, ""},
 		{"tab_is_not_a_space", "CN=\tAlice", "", "control character"},
+		// RFC 4514 §3 hex escapes: a byte each.
+		{"hex_escaped_utf8", `CN=Jos\C3\A9`, "CN=José", ""},
+		{"hex_escaped_comma", `CN=a\2Cb`, `CN=a\,b`, ""},
+		{"hex_escape_lower_case", `CN=Jos\c3\a9`, "CN=José", ""},
+		{"hex_escaped_control", `CN=a\0Ab`, "", "control character"},
+		{"hex_escaped_del", `CN=a\7Fb`, "", "control character"},
+		{"hex_escape_not_utf8", `CN=a\FFb`, "", "not valid UTF-8"},
+		{"hex_escape_half_a_character", `CN=Jos\C3`, "", "not valid UTF-8"},
+		{"escape_of_a_letter", `CN=a\qb`, "", `"\q" is not an escape of RFC 4514`},
+		{"escape_of_one_hex_digit", `CN=a\C`, "", `"\C" is not an escape of RFC 4514`},
+		{"escaped_specials", `CN=\#1 \"q\" a\+b\;c\<d\>e\=f`, `CN=\#1 \"q\" a\+b\;c\<d\>e=f`, ""},
+		{"bare_special", `CN=a>b`, "", `'>' must be escaped with a backslash`},
+		{"bare_quote", `CN="quoted"`, "", `'"' must be escaped with a backslash`},
+		{"hex_form_refused", "CN=#0c04416c6963", "", "#hex (BER) form is not supported"},
+		{"hex_form_after_spaces_refused", "CN= #0c04416c6963", "", "#hex (BER) form is not supported"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -9,6 +9,7 @@ import (
 	"crypto/rsa"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"encoding/asn1"
 	"encoding/pem"
 	"errors"
 	"io"
@@ -178,6 +179,14 @@ func TestCheckChain(t *testing.T) {
 	}
 	leaf, _ := x509.ParseCertificate(der)
 	other, _ := selfSigned(t, "other", now)
+	// leafWith is a leaf for leafKey from root with what change sets.
+	leafWith := func(change func(*x509.Certificate)) *x509.Certificate {
+		tmpl := &x509.Certificate{SerialNumber: big.NewInt(3), Subject: pkix.Name{CommonName: "leaf"},
+			NotBefore: now.Add(-time.Hour), NotAfter: now.Add(time.Hour)}
+		change(tmpl)
+		return certstatustest.Create(t, tmpl, root, leafKey.Public(), rootKey)
+	}
+	documentSigning := asn1.ObjectIdentifier{1, 3, 6, 1, 5, 5, 7, 3, 36}
 	cases := []struct {
 		name  string
 		chain []*x509.Certificate
@@ -185,6 +194,17 @@ func TestCheckChain(t *testing.T) {
 		err   string
 	}{
 		{"ok", []*x509.Certificate{leaf, root}, leafKey.Public(), ""},
+		{"nonRepudiation", []*x509.Certificate{leafWith(func(c *x509.Certificate) { c.KeyUsage = x509.KeyUsageContentCommitment }), root}, leafKey.Public(), ""},
+		{"digitalSignature, emailProtection", []*x509.Certificate{leafWith(func(c *x509.Certificate) {
+			c.KeyUsage, c.ExtKeyUsage = x509.KeyUsageDigitalSignature, []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth, x509.ExtKeyUsageEmailProtection}
+		}), root}, leafKey.Public(), ""},
+		{"documentSigning", []*x509.Certificate{leafWith(func(c *x509.Certificate) { c.UnknownExtKeyUsage = []asn1.ObjectIdentifier{documentSigning} }), root}, leafKey.Public(), ""},
+		{"keyAgreement only", []*x509.Certificate{leafWith(func(c *x509.Certificate) { c.KeyUsage = x509.KeyUsageKeyEncipherment }), root}, leafKey.Public(), "neither digitalSignature nor nonRepudiation"},
+		{"a CA certificate", []*x509.Certificate{leafWith(func(c *x509.Certificate) {
+			c.IsCA, c.BasicConstraintsValid, c.KeyUsage = true, true, x509.KeyUsageCertSign|x509.KeyUsageDigitalSignature
+		}), root}, leafKey.Public(), "is a CA certificate"},
+		{"serverAuth only", []*x509.Certificate{leafWith(func(c *x509.Certificate) { c.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth} }), root}, leafKey.Public(), "does not allow signing documents"},
+		{"clientAuth only", []*x509.Certificate{leafWith(func(c *x509.Certificate) { c.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth} }), root}, leafKey.Public(), "does not allow signing documents"},
 		{"other_key", []*x509.Certificate{leaf, root}, rootKey.Public(), ErrLeafKey.Error()},
 		{"no_root", []*x509.Certificate{leaf}, leafKey.Public(), "not a self-signed root"},
 		{"wrong_root", []*x509.Certificate{leaf, other}, leafKey.Public(), "chain does not verify"},

@@ -146,10 +146,14 @@ func RevocationRefusal(rev Revocation, chain [][]byte, leaf *x509.Certificate) (
 }
 
 // RevokedSAD says why a SAD that passed every binding check may no longer
-// be used: its client was removed, or its user removed or disabled, since
-// it was issued. Those admin actions revoke the SAD in their own
-// transaction; checking here, in the transaction that consumes it, holds
-// even when one landed after the bearer check or missed the SAD.
+// be used: its client was removed, its user removed or disabled, or the
+// user's secret generation moved (a new PIN or password, a revocation of
+// the user's grants: store.User.SecretGeneration) since it was issued.
+// Those admin actions revoke the SAD in their own transaction; checking
+// here, in the transaction that consumes it (or gives it back after a
+// failed signature), holds even when one landed after the bearer check or
+// missed the SAD (it was consumed, or not yet written, when the action
+// committed).
 func RevokedSAD(tx Tx, sad *store.Token) (string, error) {
 	if _, err := tx.Client(sad.ClientID); errors.Is(err, store.ErrNotFound) {
 		return "client removed (burned)", nil
@@ -162,6 +166,8 @@ func RevokedSAD(tx Tx, sad *store.Token) (string, error) {
 		return "user removed or disabled (burned)", nil
 	case err != nil:
 		return "", err
+	case u.SecretGeneration != sad.SecretGeneration:
+		return "PIN or password changed since it was issued (burned)", nil
 	}
 	return "", nil
 }

@@ -18,9 +18,12 @@ import (
 )
 
 // PINChecker checks a user's signing PIN (and second factor) with the
-// consent page's lockout; *passwords.Checker is one.
+// consent page's lockout; *passwords.Checker is one. Besides the outcome
+// it returns the user's secret generation the check read
+// (store.User.SecretGeneration): the SAD is written only while it is
+// still the stored one.
 type PINChecker interface {
-	CheckSigningPIN(ctx context.Context, username, pin, otp string) (passwords.PINResult, error)
+	CheckSigningPIN(ctx context.Context, username, pin, otp string) (passwords.PINResult, uint64, error)
 }
 
 // DefaultSADTTL is the lifetime of a SAD credentials/authorize issues when
@@ -164,54 +167,71 @@ func (h *Handler) authorizeSAD(ctx context.Context, g *oauth.Grant, req authoriz
 	if e != nil {
 		return sadResponse{}, h.refuseAuthorize(ctx, req.auditEntry(h.Now(), g, store.AuditRefused, why), e)
 	}
-	if err := h.checkPIN(ctx, g, req, user.TOTPSecret != ""); err != nil {
+	gen, err := h.checkPIN(ctx, g, req, user.TOTPSecret != "")
+	if err != nil {
 		return sadResponse{}, err
 	}
-	return h.issueSAD(ctx, g, req)
+	return h.issueSAD(ctx, g, req, gen)
 }
 
 // checkPIN checks the request's PIN, and its OTP when the user has a
-// second factor (withOTP), with the authorization server's lockout. A
-// wrong, locked or unusable PIN is audited.
-func (h *Handler) checkPIN(ctx context.Context, g *oauth.Grant, req authorizeRequest, withOTP bool) error {
+// second factor (withOTP), with the authorization server's lockout, and
+// returns the user's secret generation the check read. A wrong, locked or
+// unusable PIN, or one replaced while it was checked, is audited.
+func (h *Handler) checkPIN(ctx context.Context, g *oauth.Grant, req authorizeRequest, withOTP bool) (uint64, error) {
 	switch {
 	case req.pin == "":
-		return protocol.Missing("string", "PIN")
+		return 0, protocol.Missing("string", "PIN")
 	case withOTP && !req.hasOTP:
-		return protocol.Missing("string", "OTP")
+		return 0, protocol.Missing("string", "OTP")
 	}
 	ctx = passwords.WithOrigin(ctx, passwords.Origin{Client: g.ClientID, Door: passwords.DoorCredentialsPIN})
-	res, err := h.PIN.CheckSigningPIN(ctx, g.Username, req.pin, req.otp)
+	res, gen, err := h.PIN.CheckSigningPIN(ctx, g.Username, req.pin, req.otp)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	refuse := func(reason string, e *oauth.Error) error {
 		return h.refuseAuthorize(ctx, req.auditEntry(h.Now(), g, store.AuditRefused, reason), e)
 	}
 	switch res {
 	case passwords.PINValid:
-		return nil
+		return gen, nil
 	case passwords.PINInvalid:
-		desc := descPINInvalid
-		if withOTP {
-			desc = descPINOTPInvalid
-		}
-		return refuse("wrong PIN or OTP", &oauth.Error{Code: codeInvalidPIN, Description: desc, Status: http.StatusBadRequest})
+		return 0, refuse("wrong PIN or OTP", pinInvalid(withOTP))
+	case passwords.PINChanged:
+		return 0, refuse(whyPINChanged, pinInvalid(withOTP))
 	case passwords.PINLocked:
-		return refuse("PIN locked", protocol.BadRequest(descPINLocked))
+		return 0, refuse("PIN locked", protocol.BadRequest(descPINLocked))
 	case passwords.PINUnusable:
-		return refuse("no usable PIN", protocol.BadRequest(descPINUnusable))
+		return 0, refuse("no usable PIN", protocol.BadRequest(descPINUnusable))
 	default: // passwords.PINBusy: nothing was evaluated or counted
-		return protocol.Unavailable(protocol.RetryLater())
+		return 0, protocol.Unavailable(protocol.RetryLater())
 	}
 }
 
-// issueSAD writes the SAD of an authorize request whose PIN was right.
-// The world may have changed while the PIN was hashed: the credential,
-// the user and the PIN lock are checked again where the SAD is written.
-func (h *Handler) issueSAD(ctx context.Context, g *oauth.Grant, req authorizeRequest) (sadResponse, error) {
+// whyPINChanged is the audit reason of an authorization whose PIN was
+// replaced, or the user's grants revoked, while the PIN was checked: the
+// PIN sent is not the one stored now.
+const whyPINChanged = "PIN changed meanwhile"
+
+// pinInvalid is the answer to a wrong PIN (or PIN and OTP, withOTP), and
+// to a PIN that was replaced while it was checked.
+func pinInvalid(withOTP bool) *oauth.Error {
+	desc := descPINInvalid
+	if withOTP {
+		desc = descPINOTPInvalid
+	}
+	return &oauth.Error{Code: codeInvalidPIN, Description: desc, Status: http.StatusBadRequest}
+}
+
+// issueSAD writes the SAD of an authorize request whose PIN was right
+// against the user's secret generation gen. The world may have changed
+// while the PIN was hashed: the credential, the user, the PIN lock and
+// the generation (a PIN reset) are checked again where the SAD is
+// written, and the SAD carries the generation.
+func (h *Handler) issueSAD(ctx context.Context, g *oauth.Grant, req authorizeRequest, gen uint64) (sadResponse, error) {
 	res, e, _, err := h.writeSAD(ctx, func(tx protocol.Tx, value string, now time.Time) (time.Time, *oauth.Error, string, error) {
-		e, why, err := h.recheckAuthorize(tx, g, req)
+		e, why, err := h.recheckAuthorize(tx, g, req, gen)
 		if err != nil {
 			return time.Time{}, e, why, err
 		}
@@ -222,7 +242,7 @@ func (h *Handler) issueSAD(ctx context.Context, g *oauth.Grant, req authorizeReq
 		if err := tx.CreateToken(&store.Token{
 			Hash: store.Fingerprint(value), Kind: store.TokenSAD, ClientID: g.ClientID, Username: g.Username,
 			Scopes: []string{protocol.ScopeCredential}, CredentialID: req.credentialID, Hashes: req.hashes,
-			AuthTime: now, RequestedAt: now, ExpiresAt: expires,
+			AuthTime: now, RequestedAt: now, ExpiresAt: expires, SecretGeneration: gen,
 		}); err != nil {
 			return time.Time{}, nil, "", err
 		}
@@ -265,10 +285,11 @@ func (h *Handler) writeSAD(ctx context.Context, write func(tx protocol.Tx, value
 }
 
 // recheckAuthorize runs in issueSAD's transaction: the credential and the
-// user as explicitCredential checks them, the PIN not locked meanwhile,
-// the client still registered. It returns the refusal and its audit
-// reason, or an error of the store.
-func (h *Handler) recheckAuthorize(tx protocol.Tx, g *oauth.Grant, req authorizeRequest) (*oauth.Error, string, error) {
+// user as explicitCredential checks them, the PIN not locked meanwhile
+// nor replaced (the user's secret generation still gen, the one the PIN
+// was checked against), the client still registered. It returns the
+// refusal and its audit reason, or an error of the store.
+func (h *Handler) recheckAuthorize(tx protocol.Tx, g *oauth.Grant, req authorizeRequest, gen uint64) (*oauth.Error, string, error) {
 	u, e, why, err := h.explicitCredential(tx, g.Username, req.credentialID, len(req.hashes))
 	switch {
 	case err != nil:
@@ -277,6 +298,8 @@ func (h *Handler) recheckAuthorize(tx protocol.Tx, g *oauth.Grant, req authorize
 		return e, why, nil
 	case u.PINLocked:
 		return protocol.BadRequest(descPINLocked), "PIN locked meanwhile", nil
+	case u.SecretGeneration != gen:
+		return pinInvalid(u.TOTPSecret != ""), whyPINChanged, nil
 	}
 	if _, err := tx.Client(g.ClientID); errors.Is(err, store.ErrNotFound) {
 		return protocol.Invalid("credentialID"), "client removed", nil

@@ -13,7 +13,10 @@
 // (passwords.Checker.CheckSigningPIN), so a PIN guess costs the same
 // through either door. The SAD is the same record the
 // token endpoint writes: bound to the credential, the multiset of hashes,
-// the user and the client, single use, oauth.sad_ttl.
+// the user and the client, single use, oauth.sad_ttl, and to the user's
+// secret generation the PIN was checked against (store.User.
+// SecretGeneration): a PIN reset that commits while the PIN is checked
+// refuses the SAD, and one after it refuses its use.
 //
 // credentials/extendTransaction trades an unexpired SAD of a credential
 // with multisign > 1 for a new one with the same binding and a fresh

@@ -87,7 +87,7 @@ type Sessions interface {
 	SessionUser(c echo.Context) (*store.User, error)
 	// OpenSession opens a login session for username after re-checking
 	// the account, and sets its cookie.
-	OpenSession(c echo.Context, username string, now time.Time) error
+	OpenSession(c echo.Context, user *store.User, now time.Time) error
 	// EndSession removes the browser's login session and expires its
 	// cookie; it returns the session's user ("" when none).
 	EndSession(c echo.Context) (string, error)
@@ -205,6 +205,13 @@ func (h *Handler) accountPage(c echo.Context) error {
 	return h.renderAccount(c, lang, user, "")
 }
 
+// csrf is the login form's double-submit CSRF cookie: for the account
+// page only over plain http; under https __Host-signd_account_csrf with
+// Path=/, which no sibling subdomain can plant along with a form it posts.
+func (h *Handler) csrf() oauth.CSRFCookie {
+	return oauth.NewCSRFCookie(accountCSRFCookie, h.Sessions.CookiePath()+"account", h.Sessions.SecureCookies())
+}
+
 // renderAccountLogin shows the login form with a fresh double-submit
 // CSRF token.
 func (h *Handler) renderAccountLogin(c echo.Context, lang, errKey, username string) error {
@@ -212,10 +219,7 @@ func (h *Handler) renderAccountLogin(c echo.Context, lang, errKey, username stri
 	if err != nil {
 		return err
 	}
-	c.SetCookie(&http.Cookie{
-		Name: accountCSRFCookie, Value: token, Path: h.Sessions.CookiePath() + "account",
-		HttpOnly: true, Secure: h.Sessions.SecureCookies(), SameSite: http.SameSiteStrictMode,
-	})
+	c.SetCookie(h.csrf().Cookie(token, 0))
 	return h.pages.Render(c, pages.Status, "account-login", &pages.Data{
 		Lang: lang, TitleKey: "account.title", Action: "account/login", CSRF: token, Error: errKey, Username: username,
 	}, "")
@@ -266,8 +270,7 @@ func (h *Handler) accountLogin(c echo.Context) error {
 		return err
 	}
 	lang := h.accountLang(r)
-	ck, err := c.Cookie(accountCSRFCookie)
-	if err != nil || !sameToken(ck.Value, r.PostForm.Get(fieldCSRF)) {
+	if !h.csrf().Matches(r, r.PostForm.Get(fieldCSRF)) {
 		h.log.WarnContext(c.Request().Context(), "account login form with a wrong or missing CSRF token")
 		return oauth.NewPageError(http.StatusBadRequest, lang, "errorpage.csrf")
 	}
@@ -283,17 +286,19 @@ func (h *Handler) accountLogin(c echo.Context) error {
 	case !ok:
 		return h.renderAccountLogin(c, lang, "error.credentials", username)
 	}
-	err = h.Sessions.OpenSession(c, user.Username, now)
+	err = h.Sessions.OpenSession(c, user, now)
+	// A lock, a disabling or a new password that committed while the
+	// password was checked: the login page's answer to a failed login.
 	var oe *oauth.Error
-	if errors.As(err, &oe) {
+	var lr *oauth.LockRefusal
+	if errors.As(err, &oe) || errors.As(err, &lr) {
 		return h.renderAccountLogin(c, lang, "error.credentials", username)
 	}
 	if err != nil {
 		return err
 	}
 	h.log.InfoContext(c.Request().Context(), "account page login succeeded", "username", user.Username)
-	c.SetCookie(&http.Cookie{Name: accountCSRFCookie, Path: h.Sessions.CookiePath() + "account", MaxAge: -1,
-		HttpOnly: true, Secure: h.Sessions.SecureCookies(), SameSite: http.SameSiteStrictMode})
+	c.SetCookie(h.csrf().Cookie("", -1))
 	return c.Redirect(http.StatusSeeOther, h.accountURL(lang))
 }
 

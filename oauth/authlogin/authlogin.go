@@ -118,9 +118,9 @@ func (p *Login) Login(ctx context.Context, username, password string, rememberMe
 	var out *Tokens
 	err = p.cfg.Store.Update(ctx, func(tx oauth.Tx) error {
 		out = nil
-		// The account may have been locked or disabled since the password
-		// was checked.
-		if err := oauth.RecheckAccount(tx, user.Username); err != nil {
+		// The account may have been locked or disabled, or the password
+		// replaced, since the password was checked.
+		if err := oauth.RecheckLogin(tx, user); err != nil {
 			return ErrLoginFailed
 		}
 		if err := p.checkClient(tx); err != nil {

@@ -38,15 +38,6 @@ import (
 // (RFC 6265bis, cookie name prefixes); over plain http an attacker on the
 // network can set any cookie anyway.
 
-// Names of the binding cookie. Browsers accept a __Host- cookie only when
-// it is Secure, has Path=/ and no Domain, so the prefixed name is used only
-// with Config.SecureCookies; over plain http (development, loopback) the
-// unprefixed name with the session cookie's path is used.
-const (
-	bindingCookieSecure = "__Host-signd_flow"
-	bindingCookiePlain  = "signd_flow"
-)
-
 // noBindingCookie is bindingValue's problem when the request has none.
 const noBindingCookie = "no binding cookie"
 
@@ -60,16 +51,16 @@ const bindingCookieLen = 43
 // or a value that newSecret cannot have made (empty, oversized, wrong
 // alphabet).
 func (h *Handler) bindingValue(r *http.Request) (value, problem string) {
-	cks := r.CookiesNamed(h.bindingName)
+	value, n := oauth.OneCookie(r, h.bindingName)
 	switch {
-	case len(cks) == 0:
+	case n == 0:
 		return "", noBindingCookie
-	case len(cks) > 1:
+	case n > 1:
 		return "", "binding cookie sent more than once"
-	case !wellFormedSecret(cks[0].Value):
+	case !wellFormedSecret(value):
 		return "", "malformed binding cookie"
 	}
-	return cks[0].Value, ""
+	return value, ""
 }
 
 // wellFormedSecret reports whether v is what newSecret returns.

@@ -117,7 +117,7 @@ func (h *Handler) approvePIN(ctx context.Context, f *flow, user *store.User, pin
 		return "", err
 	}
 	ctx = passwords.WithOrigin(ctx, passwords.Origin{Client: f.req.ClientID, Door: passwords.DoorConsentPage})
-	ok, refusal, err := h.checkPIN(ctx, user.Username, pin)
+	checked, refusal, err := h.checkPIN(ctx, user.Username, pin)
 	switch {
 	case errors.Is(err, passwords.ErrBusy):
 		return "error.busy", nil
@@ -125,9 +125,10 @@ func (h *Handler) approvePIN(ctx context.Context, f *flow, user *store.User, pin
 		return "", err
 	case refusal != nil:
 		return "", refusal
-	case !ok:
+	case checked == nil:
 		return "error.pin", nil
 	}
+	f.checked = checked
 	return "", h.consentStands(ctx, f)
 }
 
@@ -185,13 +186,13 @@ func (h *Handler) consentStands(ctx context.Context, f *flow) error {
 // AuthTime): a session that was removed, expired, replaced by another
 // login or is missing cannot vouch for the consent.
 func (h *Handler) sameLogin(c echo.Context, f *flow, now time.Time) (bool, error) {
-	ck, err := c.Cookie(sessionCookie)
-	if err != nil || ck.Value == "" {
+	value := h.sessionValue(c.Request())
+	if value == "" {
 		return false, nil
 	}
 	var sess *store.Session
-	err = h.store.View(c.Request().Context(), func(tx oauth.Tx) (err error) {
-		sess, err = tx.Session(store.Fingerprint(ck.Value))
+	err := h.store.View(c.Request().Context(), func(tx oauth.Tx) (err error) {
+		sess, err = tx.Session(store.Fingerprint(value))
 		return err
 	})
 	switch {
@@ -238,20 +239,23 @@ func (h *Handler) reshowConsent(c echo.Context, f *flow, cons *oauth.Consent, re
 // MaxFailures wrong PINs in a row are ever evaluated, however many arrive
 // at once; reaching that locks the PIN. A locked PIN, or one whose
 // remaining guesses are all in flight, is refused without hashing). refusal ends the flow
-// (access_denied); ok false without a refusal is a wrong PIN.
-func (h *Handler) checkPIN(ctx context.Context, username, pin string) (ok bool, refusal *oauth.Error, err error) {
+// (access_denied). A right PIN returns the user as the check read it
+// (checked): the code is issued only while the user's secret generation
+// is still checked's. Neither a refusal nor checked is a wrong PIN, or one
+// replaced while it was checked (the user tries the PIN stored now).
+func (h *Handler) checkPIN(ctx context.Context, username, pin string) (checked *store.User, refusal *oauth.Error, err error) {
 	res, user, err := h.passwords.CheckPIN(ctx, username, pin, nil)
 	switch {
 	case err != nil:
-		return false, nil, err
+		return nil, nil, err
 	case res == passwords.PINValid:
-		return true, nil, nil
-	case res == passwords.PINInvalid:
-		return false, nil, nil
+		return user, nil, nil
+	case res == passwords.PINInvalid, res == passwords.PINChanged:
+		return nil, nil, nil
 	case res == passwords.PINLocked:
-		return false, pinLocked(), nil
+		return nil, pinLocked(), nil
 	case user != nil && user.Status == store.UserActive && !user.PasswordLocked:
-		return false, pinUsable(user), nil // no PIN set (any more)
+		return nil, pinUsable(user), nil // no PIN set (any more)
 	}
-	return false, oauth.Errorf(oauth.CodeAccessDenied, http.StatusForbidden, "The account is locked or disabled"), nil
+	return nil, oauth.Errorf(oauth.CodeAccessDenied, http.StatusForbidden, "The account is locked or disabled"), nil
 }

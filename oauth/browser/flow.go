@@ -29,6 +29,10 @@ type flow struct {
 	// cookie is the new login session's cookie: it goes out only once the
 	// step's final transaction (which stores the session) committed.
 	cookie *http.Cookie
+	// checked is the user as this step's password or PIN check read it
+	// (nil when the step checked none): the code is issued only while the
+	// user's secret generation is still checked's (recheck).
+	checked *store.User
 }
 
 // writes is extra work for the write transaction that ends a step (reset
@@ -158,8 +162,11 @@ func (h *Handler) finish(c echo.Context, f *flow, err error, w writes) error {
 
 // recheck is the lock check of the transaction that issues a code: the
 // account must still be usable and, when the consent checked the signing
-// PIN, the PIN must not have been locked since.
-func recheck(tx oauth.Tx, g *store.Grant) error {
+// PIN, the PIN must not have been locked since; when the step checked a
+// password or PIN (checked, the user as the check read it), the user's
+// secret generation must still be the one checked against (a reset that
+// committed while the secret was hashed wins).
+func recheck(tx oauth.Tx, g *store.Grant, checked *store.User) error {
 	u, err := tx.User(g.Username)
 	switch {
 	case errors.Is(err, store.ErrNotFound):
@@ -170,6 +177,8 @@ func recheck(tx oauth.Tx, g *store.Grant) error {
 		return oauth.AccountLocked("account locked or disabled: no code issued")
 	case g.PINVerified && u.PINLocked:
 		return &oauth.LockRefusal{Err: pinLocked(), Msg: "signing PIN locked: no code issued"}
+	case checked != nil && (u.ID != checked.ID || u.SecretGeneration != checked.SecretGeneration):
+		return oauth.SecretChanged("password or PIN changed meanwhile: no code issued")
 	}
 	return nil
 }
@@ -283,7 +292,7 @@ func (h *Handler) issueCode(c echo.Context, f *flow, w writes) error {
 	now := h.now()
 	ac := &store.AuthCode{Hash: store.Fingerprint(code), Grant: f.req.Grant, ExpiresAt: now.Add(h.cfg.CodeTTL)}
 	err = h.store.Update(c.Request().Context(), func(tx oauth.Tx) error {
-		if err := recheck(tx, &f.req.Grant); err != nil {
+		if err := recheck(tx, &f.req.Grant, f.checked); err != nil {
 			return err
 		}
 		if err := w.run(tx); err != nil {

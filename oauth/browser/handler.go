@@ -46,9 +46,11 @@ type Config struct {
 	Core      Core        // required: the authorization server
 	Store     oauth.Store // required: the authorization server's view of the store
 	Passwords Passwords   // required
-	// SecureCookies marks the session and browser binding cookies Secure
-	// and names the binding cookie __Host-signd_flow (Path=/) instead of
-	// signd_flow; set it when the issuer is https or TLS is configured.
+	// SecureCookies marks the login session and browser binding cookies
+	// Secure and gives them the __Host- prefix with Path=/
+	// (__Host-signd_session, __Host-signd_flow: oauth.PageCookie) instead
+	// of signd_session and signd_flow under the issuer's /oauth2/; set it
+	// when the issuer is https or TLS is configured.
 	SecureCookies bool
 
 	CodeTTL        time.Duration // default 60s
@@ -79,7 +81,10 @@ type Handler struct {
 	origin    string // serialized origin of the issuer: the only Origin the forms accept
 	// cookiePath is the issuer's path followed by /oauth2/.
 	cookiePath string
-	// bindingName and bindingPath name the browser binding cookie.
+	// sessionName and sessionPath name the login session cookie,
+	// bindingName and bindingPath the browser binding cookie
+	// (oauth.PageCookie).
+	sessionName, sessionPath string
 	bindingName, bindingPath string
 	log                      *slog.Logger
 	now                      func() time.Time
@@ -92,8 +97,13 @@ const (
 	pathConsent   = "/oauth2/consent"
 )
 
-// sessionCookie is the name of the login session cookie.
-const sessionCookie = "signd_session"
+// sessionCookie is the name of the login session cookie, bindingCookie
+// that of the browser binding cookie (binding.go), both without the
+// __Host- prefix that oauth.PageCookie adds under https.
+const (
+	sessionCookie = "signd_session"
+	bindingCookie = "signd_flow"
+)
 
 // New validates cfg and builds the browser flow.
 func New(cfg Config) (*Handler, error) {
@@ -137,10 +147,8 @@ func New(cfg Config) (*Handler, error) {
 		log:        cfg.Logger,
 		now:        cfg.Now,
 	}
-	h.bindingName, h.bindingPath = bindingCookiePlain, h.cookiePath
-	if cfg.SecureCookies {
-		h.bindingName, h.bindingPath = bindingCookieSecure, "/" // a __Host- cookie must have Path=/
-	}
+	h.sessionName, h.sessionPath = oauth.PageCookie(sessionCookie, h.cookiePath, cfg.SecureCookies)
+	h.bindingName, h.bindingPath = oauth.PageCookie(bindingCookie, h.cookiePath, cfg.SecureCookies)
 	if h.pages = cfg.Pages; h.pages == nil {
 		if h.pages, err = pages.New(pages.Options{}); err != nil {
 			return nil, err

@@ -54,14 +54,15 @@ func (h *Handler) login(c echo.Context) error {
 		return h.finish(c, f, err, nil)
 	}
 	w := func(tx oauth.Tx) error {
-		// The account may have been locked or disabled since the password
-		// was checked.
-		if err := oauth.RecheckAccount(tx, user.Username); err != nil {
+		// The account may have been locked or disabled, or the password
+		// replaced, since the password was checked.
+		if err := oauth.RecheckLogin(tx, user); err != nil {
 			return err
 		}
 		return session(tx)
 	}
 	f.req.Username, f.req.AuthTime = user.Username, now
+	f.checked = user
 	f.cookie = cookie // set once w committed, with whatever page or redirect follows
 	return h.proceed(c, f, user, w)
 }

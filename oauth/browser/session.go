@@ -17,19 +17,46 @@ import (
 // authorization flows skip the login page while it lasts, and the account
 // page (oauth/account, through the exported methods below, its Sessions)
 // shows the credentials of its user.
+//
+// The cookie is the key to an account, so a cookie the browser was made
+// to hold must not count (login CSRF, session fixation: a victim signed in
+// as the attacker, by a plain GET /oauth2/authorize). Under https it is
+// __Host-signd_session with Path=/ (oauth.PageCookie): neither a sibling
+// subdomain (Domain=) nor a response over plain http can set a cookie of
+// that name. A request that carries the name more than once is refused as
+// having no session (sessionValue): it is ambiguous, and browsers send the
+// longer path first, so a planted cookie would win over the browser's own.
+// The unprefixed signd_session of plain-http development is as exposed as
+// everything else on an unencrypted connection.
+
+// sessionValue returns the browser's one well-formed login session cookie
+// value, "" when it has none: no cookie, the name sent more than once
+// (logged as a warning, without the values) or a value NewSecret cannot
+// have made.
+func (h *Handler) sessionValue(r *http.Request) string {
+	value, n := oauth.OneCookie(r, h.sessionName)
+	if n > 1 {
+		h.log.WarnContext(r.Context(), "login session cookie refused: sent more than once", "path", r.URL.Path, "count", n)
+		return ""
+	}
+	if !wellFormedSecret(value) {
+		return ""
+	}
+	return value
+}
 
 // sessionUser returns the user of a valid login session cookie and the
 // time they logged in, or nil: the session must exist and be unexpired, the
 // user active and not locked.
 func (h *Handler) sessionUser(c echo.Context, now time.Time) (*store.User, time.Time, error) {
-	ck, err := c.Cookie(sessionCookie)
-	if err != nil || ck.Value == "" {
+	value := h.sessionValue(c.Request())
+	if value == "" {
 		return nil, time.Time{}, nil
 	}
 	var sess *store.Session
 	var user *store.User
-	err = h.store.View(c.Request().Context(), func(tx oauth.Tx) (err error) {
-		if sess, err = tx.Session(store.Fingerprint(ck.Value)); err != nil {
+	err := h.store.View(c.Request().Context(), func(tx oauth.Tx) (err error) {
+		if sess, err = tx.Session(store.Fingerprint(value)); err != nil {
 			return err
 		}
 		user, err = tx.User(sess.Username)
@@ -55,8 +82,8 @@ func (h *Handler) newSession(c echo.Context, username string, now time.Time) (wr
 		return nil, nil, err
 	}
 	var old []byte
-	if ck, err := c.Cookie(sessionCookie); err == nil && ck.Value != "" {
-		old = store.Fingerprint(ck.Value)
+	if v := h.sessionValue(c.Request()); v != "" {
+		old = store.Fingerprint(v)
 	}
 	sess := &store.Session{Hash: store.Fingerprint(value), Username: username, AuthTime: now, ExpiresAt: now.Add(h.cfg.SessionTTL)}
 	w := func(tx oauth.Tx) error {
@@ -68,7 +95,7 @@ func (h *Handler) newSession(c echo.Context, username string, now time.Time) (wr
 		return tx.CreateSession(sess)
 	}
 	cookie := &http.Cookie{
-		Name: sessionCookie, Value: value, Path: h.cookiePath,
+		Name: h.sessionName, Value: value, Path: h.sessionPath,
 		MaxAge: int(h.cfg.SessionTTL / time.Second), Expires: now.Add(h.cfg.SessionTTL),
 		HttpOnly: true, Secure: h.cfg.SecureCookies, SameSite: http.SameSiteLaxMode,
 	}
@@ -82,18 +109,19 @@ func (h *Handler) SessionUser(c echo.Context) (*store.User, error) {
 	return u, err
 }
 
-// OpenSession opens a login session for username, who logged in at now, in
-// one write transaction that first re-checks the account (a lock or a
-// disabling since the password was checked refuses, and nothing is
-// written), and sets its cookie once committed. A browser's earlier session
-// is removed.
-func (h *Handler) OpenSession(c echo.Context, username string, now time.Time) error {
-	session, cookie, err := h.newSession(c, username, now)
+// OpenSession opens a login session for user, who logged in at now (the
+// user as the password check read it), in one write transaction that
+// first re-checks the account (a lock, a disabling or a new password since
+// the password was checked refuses, and nothing is written:
+// oauth.RecheckLogin), and sets its cookie once committed. A browser's
+// earlier session is removed.
+func (h *Handler) OpenSession(c echo.Context, user *store.User, now time.Time) error {
+	session, cookie, err := h.newSession(c, user.Username, now)
 	if err != nil {
 		return err
 	}
 	err = h.store.Update(c.Request().Context(), func(tx oauth.Tx) error {
-		if err := oauth.RecheckAccount(tx, username); err != nil {
+		if err := oauth.RecheckLogin(tx, user); err != nil {
 			return err
 		}
 		return session(tx)
@@ -110,14 +138,14 @@ func (h *Handler) OpenSession(c echo.Context, username string, now time.Time) er
 // same transaction, and expires its cookie. It returns
 // the session's user, "" when there was none.
 func (h *Handler) EndSession(c echo.Context) (string, error) {
-	ck, err := c.Cookie(sessionCookie)
-	if err != nil || ck.Value == "" {
+	value := h.sessionValue(c.Request())
+	if value == "" {
 		return "", nil
 	}
-	hash := store.Fingerprint(ck.Value)
+	hash := store.Fingerprint(value)
 	username := ""
 	ip := passwords.AuditIP(c.RealIP())
-	err = h.store.Update(c.Request().Context(), func(tx oauth.Tx) error {
+	err := h.store.Update(c.Request().Context(), func(tx oauth.Tx) error {
 		sess, err := tx.Session(hash)
 		if err != nil {
 			return err
@@ -133,25 +161,21 @@ func (h *Handler) EndSession(c echo.Context) (string, error) {
 	if err != nil && !errors.Is(err, store.ErrNotFound) {
 		return "", err
 	}
-	c.SetCookie(&http.Cookie{Name: sessionCookie, Path: h.cookiePath, MaxAge: -1,
+	c.SetCookie(&http.Cookie{Name: h.sessionName, Path: h.sessionPath, MaxAge: -1,
 		HttpOnly: true, Secure: h.cfg.SecureCookies, SameSite: http.SameSiteLaxMode})
 	return username, nil
 }
 
 // SessionCookie returns the value of the browser's login session cookie,
-// "" when it has none.
+// "" when it has none (sessionValue: also when it sent the name twice).
 func (h *Handler) SessionCookie(c echo.Context) string {
-	ck, err := c.Cookie(sessionCookie)
-	if err != nil {
-		return ""
-	}
-	return ck.Value
+	return h.sessionValue(c.Request())
 }
 
-// CookiePath is the path of the flow's cookies: server.base_url's path
-// followed by /oauth2/.
+// CookiePath is the path of the flow's cookies without the __Host- prefix
+// (oauth.PageCookie): server.base_url's path followed by /oauth2/.
 func (h *Handler) CookiePath() string { return h.cookiePath }
 
-// SecureCookies reports whether the flow's cookies are Secure
-// (Config.SecureCookies).
+// SecureCookies reports whether the flow's cookies are Secure and carry
+// the __Host- prefix (Config.SecureCookies).
 func (h *Handler) SecureCookies() bool { return h.cfg.SecureCookies }

@@ -2,7 +2,6 @@ package enroll
 
 import (
 	"context"
-	"crypto/subtle"
 	"encoding/base32"
 	"errors"
 	"log/slog"
@@ -160,7 +159,7 @@ func (h *Handler) render(c echo.Context, lang, username, errKey, totpSecret stri
 	if err != nil {
 		return err
 	}
-	c.SetCookie(h.cookie(token, 0))
+	c.SetCookie(h.csrf().Cookie(token, 0))
 	return h.pages.Render(c, pages.Status, "enroll", &pages.Data{
 		Lang: lang, TitleKey: "enroll.title", Action: c.Param("token"), CSRF: token, Error: errKey, Username: username,
 		Account: View{TOTPSecret: key.Secret(), TOTPURI: key.URL()},
@@ -187,11 +186,11 @@ func (h *Handler) totpKey(username, secret string) (*otp.Key, error) {
 	return totp.Generate(opts)
 }
 
-// cookie is the CSRF cookie, for the enrollment pages only; maxAge -1
-// expires it.
-func (h *Handler) cookie(value string, maxAge int) *http.Cookie {
-	return &http.Cookie{Name: csrfCookie, Value: value, Path: h.Forms.CookiePath() + "enroll/", MaxAge: maxAge,
-		HttpOnly: true, Secure: h.Forms.SecureCookies(), SameSite: http.SameSiteStrictMode}
+// csrf is the form's double-submit CSRF cookie: for the enrollment pages
+// only over plain http; under https __Host-signd_enroll_csrf with Path=/,
+// which no sibling subdomain can plant.
+func (h *Handler) csrf() oauth.CSRFCookie {
+	return oauth.NewCSRFCookie(csrfCookie, h.Forms.CookiePath()+"enroll/", h.Forms.SecureCookies())
 }
 
 // submit is POST /oauth2/enroll/{token}.
@@ -207,8 +206,7 @@ func (h *Handler) submit(c echo.Context) error {
 		}
 	}
 	lang := h.lang(r)
-	ck, err := c.Cookie(csrfCookie)
-	if err != nil || ck.Value == "" || subtle.ConstantTimeCompare([]byte(ck.Value), []byte(r.PostForm.Get(fieldCSRF))) != 1 {
+	if !h.csrf().Matches(r, r.PostForm.Get(fieldCSRF)) {
 		h.log.WarnContext(r.Context(), "enrollment form with a wrong or missing CSRF token")
 		return oauth.NewPageError(http.StatusBadRequest, lang, "errorpage.csrf")
 	}
@@ -256,6 +254,6 @@ func (h *Handler) submit(c echo.Context) error {
 	case err != nil:
 		return err
 	}
-	c.SetCookie(h.cookie("", -1))
+	c.SetCookie(h.csrf().Cookie("", -1))
 	return h.pages.Render(c, pages.Status, "enroll-done", &pages.Data{Lang: lang, TitleKey: "enroll.title", Username: username}, "")
 }

@@ -38,6 +38,18 @@ import (
 //     redeemed. A timed lock set after a right password settled does not
 //     undo that login: the password was checked before the lock.
 //
+// A reset lands between the steps (an admin's set-pin or set-password,
+// or a revocation of the user's grants, while the old secret is hashed):
+// the store raises the user's secret generation in the reset's
+// transaction (store.User.SecretGeneration). Step 3 compares the
+// generation and the hash it reads with those reserve read, and settles
+// a guess checked against a secret that is no longer the one stored as
+// not accepted, counting nothing (whySecretChanged); step 4 compares the
+// generation the check read (the user CheckPIN and Login return) with
+// the stored one and refuses what would be issued on the old secret's
+// strength (a session, a code, a SAD). A new secret is tried again by the
+// user: the old one is no longer right.
+//
 // Because reserve is one serialized write transaction, of N concurrent
 // guesses for a user at most MaxFailures−counter pass step 1; the rest are
 // answered "locked" without an evaluation. Interleavings, with
@@ -194,6 +206,9 @@ type guess struct {
 	hash string      // the stored hash to check
 	// inFlight is true while the guess counts in c.inflight.
 	inFlight bool
+	// changed is set by settleStep when the secret was replaced or
+	// revoked after the guess was reserved (secretChanged).
+	changed bool
 	// audit, when set, appends the guess's audit entries in the write
 	// transaction that settles it (or returns its reservation, cancel), so
 	// that no guess is answered without its entry: u as that transaction
@@ -204,6 +219,30 @@ type guess struct {
 // whyLockedMeanwhile is the reason of a right password settled as wrong
 // because the account was locked after it was reserved.
 const whyLockedMeanwhile = "account locked meanwhile"
+
+// whySecretChanged is the reason of a guess settled as not accepted, and
+// not counted, because the user's password or PIN was replaced or their
+// grants revoked (the secret generation moved) after it was reserved.
+const whySecretChanged = "password or PIN changed meanwhile"
+
+// secretChanged reports whether u, as a settling transaction reads it, is
+// no longer the user a guess of kind k reserved against (was): another
+// user of the name, another hash of the secret, or a secret generation
+// that moved (store.User.SecretGeneration). counted reports whether u's
+// failure counter still holds the guess's reservation: it does unless the
+// secret itself was replaced (a new secret's counter is its own; set-pin
+// and set-password clear it).
+func (k secretKind) secretChanged(was, u *store.User) (changed, counted bool) {
+	_, wasHash := k.state(was)
+	_, hash := k.state(u)
+	switch {
+	case was.ID != u.ID || wasHash != hash:
+		return true, false
+	case was.SecretGeneration != u.SecretGeneration:
+		return true, true
+	}
+	return false, false
+}
 
 // settlement is the outcome of a settled guess, for its audit entries.
 type settlement struct {
@@ -317,6 +356,9 @@ func (g *guess) settle(ctx context.Context, ok bool, why string) (locked, locked
 // refused by the step's final transaction (recheck), whose answer names
 // the PIN lock: the user has logged in.
 //
+// A guess of a secret that was replaced or revoked after it was reserved
+// (secretChanged) is not accepted, right or wrong, and counts nothing.
+//
 // A success resets the counter and, for a password, forgets the timed
 // locks before it (the next lock lasts Lockout.Base again).
 func (g *guess) settleStep(ctx context.Context, ok bool, totpStep int64, why string) (accepted, locked, lockedNow bool, err error) {
@@ -324,7 +366,7 @@ func (g *guess) settleStep(ctx context.Context, ok bool, totpStep int64, why str
 	kind := g.key.kind
 	now := g.c.now()
 	err = g.c.store.Update(context.WithoutCancel(ctx), func(tx Tx) error {
-		accepted, locked, lockedNow = ok, false, false
+		accepted, locked, lockedNow, g.changed = ok, false, false, false
 		reason := ""
 		if !ok {
 			reason = why
@@ -346,6 +388,17 @@ func (g *guess) settleStep(ctx context.Context, ok bool, totpStep int64, why str
 			return g.record(tx, u, settlement{accepted, locked, lockedNow, reason})
 		}
 		failed, _ := kind.state(u)
+		if changed, counted := kind.secretChanged(g.user, u); changed {
+			// Checked against a secret that is no longer the stored one:
+			// neither a success nor a failure of the secret stored now.
+			// The reservation is given back where it still counts.
+			accepted, reason, g.changed = false, whySecretChanged, true
+			if !counted || *failed == 0 {
+				return g.record(tx, u, settlement{why: reason})
+			}
+			*failed--
+			return put()
+		}
 		if accepted && kind == secretPassword && kind.lockedAt(u, now) {
 			accepted, reason = false, whyLockedMeanwhile
 		}

@@ -19,8 +19,12 @@ import (
 // guesses are all in flight, costs the same (a write transaction, a dummy
 // hash, a write transaction) so that timing does not tell the cases apart,
 // and all get the same answer (ok false). The returned user is set only
-// when ok. A TOTP code is accepted once per user (settleStep): a replayed
-// code is a wrong code.
+// when ok; it is the user as the check read it, and the caller's write
+// transaction that acts on the login (a session, tokens) must refuse when
+// its SecretGeneration is no longer the stored one (oauth.RecheckLogin).
+// A password replaced while it was hashed is not accepted and not counted.
+// A TOTP code is accepted once per user (settleStep): a replayed code is
+// a wrong code.
 func (c *Checker) Login(ctx context.Context, username, password, code string, now time.Time) (*store.User, bool, error) {
 	return c.checkCredentials(ctx, username, password, code, now, false)
 }
@@ -66,7 +70,7 @@ func (c *Checker) loginAudit(ctx context.Context, pageless bool) func(tx Tx, u *
 		switch {
 		case s.accepted:
 			outcome = store.AuditOK
-		case s.why == whyLockedMeanwhile:
+		case s.why == whyLockedMeanwhile, s.why == whySecretChanged:
 			outcome = store.AuditRefused
 		}
 		if err := tx.AppendAudit(c.loginEntry(ctx, u, pageless, outcome, s.why)); err != nil {
@@ -126,6 +130,9 @@ func (c *Checker) checkCredentials(ctx context.Context, username, password, code
 		c.observeLogin(user, pageless, LoginLocked)
 		c.observeLockout(secretPassword)
 		c.log.WarnContext(ctx, "account locked after failed logins", "username", username, "failures", c.cfg.MaxFailures)
+	case g.changed:
+		c.observeLogin(user, pageless, LoginFailed)
+		c.log.InfoContext(ctx, "login refused: the password was changed while it was checked", "username", username)
 	case locked:
 		c.observeLogin(user, pageless, LoginLocked)
 		c.log.InfoContext(ctx, "login failed; the account is locked", "username", username)

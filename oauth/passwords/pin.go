@@ -25,6 +25,11 @@ const (
 	PINUnusable
 	// PINBusy: no hashing slot freed up in time; nothing was counted.
 	PINBusy
+	// PINChanged: the PIN was replaced, or the user's grants revoked (the
+	// secret generation moved), while it was checked; the guess was
+	// evaluated against the old PIN and counts nothing. Answered like a
+	// wrong PIN: the user tries again, with the PIN stored now.
+	PINChanged
 )
 
 // CheckSigningPIN checks the signing PIN of username for a signing API that
@@ -40,18 +45,28 @@ const (
 // accepted). It is ignored for a user without TOTP.
 //
 // The caller's final write (the SAD) must re-check store.User.PINLocked:
-// a lock set by a parallel guess after this one was reserved wins.
-func (c *Checker) CheckSigningPIN(ctx context.Context, username, pin, otp string) (PINResult, error) {
-	res, _, err := c.CheckPIN(ctx, username, pin, &otp)
+// a lock set by a parallel guess after this one was reserved wins; and it
+// must compare the returned generation, the user's SecretGeneration the
+// check read, with the stored one: a PIN reset (or a revocation) that
+// committed meanwhile wins too.
+func (c *Checker) CheckSigningPIN(ctx context.Context, username, pin, otp string) (PINResult, uint64, error) {
+	res, user, err := c.CheckPIN(ctx, username, pin, &otp)
 	if errors.Is(err, ErrBusy) {
-		return PINBusy, nil
+		return PINBusy, 0, nil
 	}
-	return res, err
+	var gen uint64
+	if user != nil {
+		gen = user.SecretGeneration
+	}
+	return res, gen, err
 }
 
 // CheckPIN checks the signing PIN of username, for the consent page and
 // CheckSigningPIN: the outcome and the user as the reservation read it (nil
-// when unknown). A failure is reserved before the PIN is hashed (see
+// when unknown); what the caller issues on a PINValid must be refused in
+// its write transaction when the user's SecretGeneration is no longer the
+// returned user's (a PIN reset committed meanwhile). A PIN replaced while
+// it was hashed is PINChanged (not counted). A failure is reserved before the PIN is hashed (see
 // reserve), so no more than MaxFailures wrong PINs in a row are ever
 // evaluated, however many arrive at once; reaching that locks the PIN. A
 // locked PIN, or one whose remaining guesses are all in flight, is
@@ -103,6 +118,9 @@ func (c *Checker) CheckPIN(ctx context.Context, username, pin string, otp *strin
 	switch {
 	case err != nil:
 		return 0, user, err
+	case g.changed:
+		c.log.InfoContext(ctx, "signing PIN refused: the PIN was changed while it was checked", "username", username)
+		return PINChanged, user, nil
 	case ok:
 		return PINValid, user, nil
 	case lockedNow:

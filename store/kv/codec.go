@@ -19,7 +19,10 @@ import (
 // Tokens (oauth.go). Format 1 holds, in order: kind, client ID, username,
 // scopes, code hash, credential ID, hashes, auth time, requested at,
 // expires at, created at, rotated at (uvarint 0 for absent, 1 followed by
-// the time), consented.
+// the time), consented, and, only when it is not 0, the secret generation
+// (a uvarint): a record without it, also one written before it existed,
+// reads as generation 0, and a SAD of generation 0 is written as before,
+// byte for byte.
 
 func encodeToken(r *tokenRecord) []byte {
 	e := binrec.NewEncoder(160 + 33*len(r.Hashes))
@@ -41,6 +44,9 @@ func encodeToken(r *tokenRecord) []byte {
 		e.Time(*r.RotatedAt)
 	}
 	e.BytesMap(r.Consented)
+	if r.SecretGen != 0 {
+		e.Uvarint(r.SecretGen)
+	}
 	return e.Record()
 }
 
@@ -72,5 +78,10 @@ func decodeToken(raw []byte) (*tokenRecord, error) {
 		d.Fail(errors.New("binary record: rotated at: bad presence flag"))
 	}
 	r.Consented = d.BytesMap()
+	if d.More() {
+		if r.SecretGen = d.Uvarint(); r.SecretGen == 0 {
+			d.Fail(errors.New("binary record: secret generation 0 written out"))
+		}
+	}
 	return r, d.End()
 }

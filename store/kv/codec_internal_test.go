@@ -3,6 +3,7 @@ package kv
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"math"
@@ -37,6 +38,8 @@ func TestTokenCodecRoundTrip(t *testing.T) {
 		{"times far apart", tokenRecord{AuthTime: time.Unix(math.MinInt64/4, 0).UTC(), RequestedAt: time.Date(1, 1, 1, 0, 0, 0, 1, time.UTC),
 			ExpiresAt: time.Date(9999, 12, 31, 23, 59, 59, 999999999, time.UTC), CreatedAt: time.Unix(1<<40, 999).UTC()}},
 		{"non-ASCII text", tokenRecord{Kind: "access", ClientID: "r\x00p", Username: "ålice"}},
+		{"SAD with its secret generation", tokenRecord{Kind: "sad", ClientID: "rp", Username: "alice", Hashes: [][]byte{fuzzHash},
+			ExpiresAt: t0, CreatedAt: t0, SecretGen: 1<<64 - 1}},
 		{"rotated refresh token", tokenRecord{Kind: "refresh", ClientID: "rp", Username: "alice", CodeHash: fuzzHash,
 			ExpiresAt: t0, CreatedAt: t0, RotatedAt: &t0}},
 	}
@@ -91,6 +94,8 @@ func TestTokenCodecSmaller(t *testing.T) {
 func TestTokenCodecRefuses(t *testing.T) {
 	valid := encodeToken(&tokenRecord{Kind: "sad", ClientID: "rp", Username: "alice", Hashes: [][]byte{fuzzHash},
 		Consented: map[string][]byte{"a": {1}}})
+	withGen := encodeToken(&tokenRecord{Kind: "sad", ClientID: "rp", Username: "alice", Hashes: [][]byte{fuzzHash},
+		Consented: map[string][]byte{"a": {1}}, SecretGen: 300})
 	tests := []struct {
 		name string
 		raw  []byte
@@ -98,6 +103,8 @@ func TestTokenCodecRefuses(t *testing.T) {
 		{"format byte only", []byte{binrec.Format1}},
 		{"truncated", valid[:len(valid)-1]},
 		{"trailing byte", append(bytes.Clone(valid), 0)},
+		{"trailing byte after the secret generation", append(bytes.Clone(withGen), 1)},
+		{"secret generation 0 written out", append(bytes.Clone(valid), 0)},
 		{"length past the end", []byte{binrec.Format1, 0x7f, 'a'}},
 		{"huge count", append([]byte{binrec.Format1, 0, 0, 0}, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01)},
 		{"overlong varint", append([]byte{binrec.Format1}, bytes.Repeat([]byte{0x80}, 11)...)},
@@ -209,6 +216,8 @@ func TestTokenCodecCarriesEveryField(t *testing.T) {
 		case *time.Time:
 			at := time.Unix(int64(1e9+i), int64(i)).UTC()
 			f.Set(reflect.ValueOf(&at))
+		case uint64:
+			f.SetUint(uint64(1e9 + i))
 		default:
 			t.Fatalf("tokenRecord.%s has type %s, which the binary form has no encoding for", v.Type().Field(i).Name, f.Type())
 		}
@@ -296,5 +305,23 @@ func TestTokenDecodedOnce(t *testing.T) {
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestTokenCodecGenerationZero: a SAD of secret generation 0 is written
+// as before the field existed (the generation, when set, is the only
+// thing after the fields of the earlier form, so a signd without it reads
+// such a record), and a record without it reads as generation 0.
+func TestTokenCodecGenerationZero(t *testing.T) {
+	rec := tokenRecord{Kind: "sad", ClientID: "rp", Username: "alice", Hashes: [][]byte{fuzzHash},
+		Consented: map[string][]byte{"a": {1}}}
+	zero := encodeToken(&rec)
+	rec.SecretGen = 300
+	if raw := encodeToken(&rec); !bytes.Equal(raw, binary.AppendUvarint(bytes.Clone(zero), 300)) {
+		t.Fatalf("generation 300 encodes as %x, want the generation-0 form %x and the varint 300", raw, zero)
+	}
+	got, err := decodeToken(zero)
+	if err != nil || got.SecretGen != 0 {
+		t.Fatalf("decodeToken = %+v, %v; want generation 0", got, err)
 	}
 }

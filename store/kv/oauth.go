@@ -36,6 +36,9 @@ type tokenRecord struct {
 	// RotatedAt (refresh tokens only) is absent in records written before
 	// it existed: not rotated.
 	RotatedAt *time.Time `json:"rotated_at,omitempty"`
+	// SecretGen (SADs) is absent in records written before it existed:
+	// generation 0.
+	SecretGen uint64 `json:"secret_generation,omitempty"`
 }
 
 func expiryKey(exp time.Time, hash []byte) string {
@@ -61,6 +64,7 @@ func (t *Tx) CreateToken(tok *store.Token) error {
 		Scopes: tok.Scopes, CodeHash: tok.CodeHash, CredentialID: tok.CredentialID,
 		Hashes: tok.Hashes, AuthTime: tok.AuthTime.UTC(), RequestedAt: tok.RequestedAt.UTC(),
 		ExpiresAt: tok.ExpiresAt.UTC(), CreatedAt: tok.CreatedAt, Consented: tok.Consented.Clone(),
+		SecretGen: tok.SecretGeneration,
 	}
 	if !tok.RotatedAt.IsZero() {
 		at := tok.RotatedAt.UTC()
@@ -134,7 +138,7 @@ func (t *Tx) Token(hash []byte) (*store.Token, error) {
 		Username: rec.Username, Scopes: slices.Clone(rec.Scopes), CodeHash: bytes.Clone(rec.CodeHash),
 		CredentialID: rec.CredentialID, Hashes: cloneChain(rec.Hashes), AuthTime: rec.AuthTime,
 		RequestedAt: rec.RequestedAt, ExpiresAt: rec.ExpiresAt, CreatedAt: rec.CreatedAt,
-		Consented: store.ConsentRecord(rec.Consented).Clone(),
+		Consented: store.ConsentRecord(rec.Consented).Clone(), SecretGeneration: rec.SecretGen,
 	}
 	if rec.RotatedAt != nil {
 		tok.RotatedAt = *rec.RotatedAt

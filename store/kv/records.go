@@ -12,7 +12,8 @@ import (
 // The on-disk JSON shape of each record kind. Field names are part of the
 // file format: renaming one needs a schema migration. A user record
 // written before timed locks existed has no password_locked_until and no
-// password_lockouts: no timed lock, none before.
+// password_lockouts: no timed lock, none before; one written before secret
+// generations existed has no secret_generation: generation 0.
 
 type userRecord struct {
 	ID              string            `json:"id"`
@@ -28,6 +29,7 @@ type userRecord struct {
 	Lockouts        int               `json:"password_lockouts,omitempty"`
 	FailedPINs      int               `json:"failed_pins,omitempty"`
 	PINLocked       bool              `json:"pin_locked,omitempty"`
+	SecretGen       uint64            `json:"secret_generation,omitempty"`
 	EnrollmentHash  []byte            `json:"enrollment_hash,omitempty"`
 	EnrollExpires   *time.Time        `json:"enrollment_expires,omitempty"`
 	Email           string            `json:"email,omitempty"`
@@ -87,7 +89,7 @@ func userToRecord(u *store.User) *userRecord {
 		ID: u.ID, Username: u.Username, Status: string(u.Status),
 		PasswordHash: u.PasswordHash, PINHash: u.PINHash, TOTPSecret: u.TOTPSecret, TOTPLastStep: u.TOTPLastStep,
 		FailedPasswords: u.FailedPasswords, PasswordLocked: u.PasswordLocked, Lockouts: u.PasswordLockouts,
-		FailedPINs: u.FailedPINs, PINLocked: u.PINLocked,
+		FailedPINs: u.FailedPINs, PINLocked: u.PINLocked, SecretGen: u.SecretGeneration,
 		Email: u.Email, EmailVerified: u.EmailVerified,
 		Claims:    maps.Clone(u.Claims),
 		CreatedAt: u.CreatedAt, UpdatedAt: u.UpdatedAt,
@@ -111,7 +113,7 @@ func (r *userRecord) user() *store.User {
 		ID: r.ID, Username: r.Username, Status: store.UserStatus(r.Status),
 		PasswordHash: r.PasswordHash, PINHash: r.PINHash, TOTPSecret: r.TOTPSecret, TOTPLastStep: r.TOTPLastStep,
 		FailedPasswords: r.FailedPasswords, PasswordLocked: r.PasswordLocked, PasswordLockouts: r.Lockouts,
-		FailedPINs: r.FailedPINs, PINLocked: r.PINLocked,
+		FailedPINs: r.FailedPINs, PINLocked: r.PINLocked, SecretGeneration: r.SecretGen,
 		Email: r.Email, EmailVerified: r.EmailVerified,
 		Claims:    maps.Clone(r.Claims),
 		CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt,

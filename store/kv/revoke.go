@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -94,14 +95,36 @@ func (t *Tx) indexed(bucket, p string) ([][]byte, error) {
 	return out, nil
 }
 
-// The RevokeTx methods: each revokes one party.
+// The RevokeTx methods: each revokes one party. The two of a user also
+// raise the user's secret generation (store.User.SecretGeneration), so
+// that what is issued after them on the strength of a check made before
+// them (a password or PIN hashed while they committed) is refused.
 
 func (t *Tx) RevokeUser(username string) (store.Revoked, error) {
-	return t.revoke(store.PartyUser, username)
+	return t.revokeUser(store.PartyUser, username)
 }
 
 func (t *Tx) RevokeUserSigning(username string) (store.Revoked, error) {
-	return t.revoke(store.PartySigning, username)
+	return t.revokeUser(store.PartySigning, username)
+}
+
+// revokeUser is revoke for a party of a user, whose secret generation it
+// raises when the user exists.
+func (t *Tx) revokeUser(kind store.PartyKind, username string) (store.Revoked, error) {
+	r, err := t.revoke(kind, username)
+	if err != nil {
+		return r, err
+	}
+	u, err := t.User(username)
+	if errors.Is(err, store.ErrNotFound) {
+		return r, nil
+	}
+	if err != nil {
+		return r, err
+	}
+	u.SecretGeneration++
+	u.UpdatedAt = t.stamp()
+	return r, t.put(bucketUsers, username, userToRecord(u))
 }
 
 func (t *Tx) RevokeClient(clientID string) (store.Revoked, error) {

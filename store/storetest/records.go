@@ -72,6 +72,7 @@ func testUsers(t *testing.T, s store.Store) {
 		alice.PasswordLockedUntil, alice.PasswordLockouts = time.Date(2026, 11, 27, 18, 30, 0, 5, time.UTC), 3
 		alice.FailedPINs = 2
 		alice.PINHash, alice.TOTPSecret = "", ""
+		alice.SecretGeneration = 1 // the PIN hash changed
 		alice.Email, alice.EmailVerified = "ann@example.org", false
 		alice.Claims["nationality"] = "NL"
 		alice.EnrollmentHash = store.Fingerprint("alice~link")

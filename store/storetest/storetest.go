@@ -58,6 +58,7 @@ func Run(t *testing.T, open Opener) {
 		{"TokensByCode", testTokensByCode},
 		{"RefreshTokens", testRefreshTokens},
 		{"TOTPLastStep", testTOTPLastStep},
+		{"SecretGeneration", testSecretGeneration},
 		{"ExpiredTokens", testExpiredTokens},
 		{"ConcurrentConsume", testConcurrentConsume},
 		{"AuditAppend", testAuditAppend},

@@ -40,7 +40,12 @@ type Server struct {
 	Token     Pinger
 	Logger    *slog.Logger
 	BodyLimit int64
-	TLS       bool
+	TLS       bool // signd terminates TLS (server.tls)
+	// HSTS sends Strict-Transport-Security (RFC 6797) on every answer: set
+	// it when browsers reach signd over https, whether signd terminates
+	// TLS or a reverse proxy in front of it does (server.base_url is
+	// https); never for a plain-http development base_url.
+	HSTS bool
 	// TrustedProxies are the reverse proxies (server.trusted_proxies)
 	// whose X-Forwarded-For and X-Real-IP are believed; none = the socket
 	// peer is the client.
@@ -252,7 +257,7 @@ func (s *Server) securityHeaders(next echo.HandlerFunc) echo.HandlerFunc {
 		h.Set("Referrer-Policy", "no-referrer")
 		h.Set("Content-Security-Policy", "default-src 'none'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'")
 		h.Set("Cache-Control", "no-store")
-		if s.TLS {
+		if s.HSTS {
 			h.Set("Strict-Transport-Security", "max-age=31536000")
 		}
 		return next(c)

@@ -20,6 +20,7 @@ import (
 	"errors"
 	"io"
 	"math/big"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"sync"
@@ -60,6 +61,9 @@ type CA struct {
 	fetches                   map[string]int
 	// responder, when set, signs the OCSP answers instead of the CA.
 	responder *responder
+	// certIDOf, when set, is the issuer the OCSP answers' CertID names
+	// instead of the CA (the CA still signs them).
+	certIDOf *x509.Certificate
 }
 
 type responder struct {
@@ -129,10 +133,11 @@ type Leaf struct {
 	Subject             pkix.Name
 	NotBefore, NotAfter time.Time // zero: an hour ago, a day from now
 	OCSP, CRL           bool      // name the CA's responder, its CRL
-	// CRLURLs, when set, are the CRL distribution points instead.
-	CRLURLs     []string
-	KeyUsage    x509.KeyUsage
-	ExtKeyUsage []x509.ExtKeyUsage
+	// CRLURLs, when set, are the CRL distribution points instead;
+	// OCSPURLs the OCSP responders.
+	CRLURLs, OCSPURLs []string
+	KeyUsage          x509.KeyUsage
+	ExtKeyUsage       []x509.ExtKeyUsage
 	// CA asserts cA in basicConstraints.
 	CA bool
 	// ExtraExtensions are added as they are (x509.Certificate's; one
@@ -185,6 +190,9 @@ func (ca *CA) Issue(t testing.TB, pub crypto.PublicKey, l Leaf) *x509.Certificat
 	}
 	if l.CRLURLs != nil {
 		tmpl.CRLDistributionPoints = l.CRLURLs
+	}
+	if l.OCSPURLs != nil {
+		tmpl.OCSPServer = l.OCSPURLs
 	}
 	return Create(t, tmpl, ca.Cert, pub, ca.Key)
 }
@@ -252,6 +260,17 @@ func (ca *CA) SetResponder(t testing.TB, eku bool) {
 	ca.mu.Lock()
 	defer ca.mu.Unlock()
 	ca.responder = &responder{cert: cert, key: key}
+}
+
+// SetCertIDOf makes the OCSP answers name other's certificate as the
+// issuer in their CertID (its name and key hashes; the serial number
+// asked about), still signed as before (nil: the CA's own, the default):
+// a responder key shared by two CAs answering about the other's
+// certificate of the same serial number.
+func (ca *CA) SetCertIDOf(other *x509.Certificate) {
+	ca.mu.Lock()
+	defer ca.mu.Unlock()
+	ca.certIDOf = other
 }
 
 // SetNextUpdate sets how far after now nextUpdate lies (default an hour).
@@ -367,7 +386,11 @@ func (ca *CA) serve(w http.ResponseWriter, r *http.Request) {
 			respCert, signer = ca.responder.cert, ca.responder.key
 			tmpl.Certificate = respCert
 		}
-		der, err := ocsp.CreateResponse(ca.Cert, respCert, tmpl, signer)
+		issuer := ca.Cert
+		if ca.certIDOf != nil {
+			issuer = ca.certIDOf
+		}
+		der, err := ocsp.CreateResponse(issuer, respCert, tmpl, signer)
 		if err != nil {
 			http.Error(w, err.Error(), http.StatusInternalServerError)
 			return
@@ -377,6 +400,72 @@ func (ca *CA) serve(w http.ResponseWriter, r *http.Request) {
 	default:
 		http.Error(w, "unavailable", http.StatusServiceUnavailable)
 	}
+}
+
+// Silent is a server on loopback that accepts TCP connections and never
+// answers: an OCSP responder or CRL host that hangs until the client's
+// time limit.
+type Silent struct {
+	// URL is its base URL (http://127.0.0.1:port).
+	URL string
+
+	mu       sync.Mutex
+	conns    []net.Conn
+	accepted int
+}
+
+// NewSilent starts a Silent server, which stops (closing every
+// connection) when the test ends.
+func NewSilent(t testing.TB) *Silent {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &Silent{URL: "http://" + l.Addr().String()}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			s.mu.Lock()
+			s.conns = append(s.conns, c)
+			s.accepted++
+			s.mu.Unlock()
+		}
+	}()
+	t.Cleanup(func() {
+		l.Close()
+		<-done
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		for _, c := range s.conns {
+			c.Close()
+		}
+	})
+	return s
+}
+
+// Accepted returns how many connections s accepted (each a request: none
+// is ever answered, so none is reused).
+func (s *Silent) Accepted() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.accepted
+}
+
+// Redirect starts a server, stopped when the test ends, that answers
+// every request with code (a 3xx) and Location to; it returns its URL.
+func Redirect(t testing.TB, code int, to string) string {
+	t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, to, code)
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL
 }
 
 // IDP is an issuingDistributionPoint CRL extension (RFC 5280 §5.2.5).

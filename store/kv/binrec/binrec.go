@@ -228,6 +228,11 @@ func (d *Decoder) Time() time.Time {
 	return time.Unix(sec, int64(nsec)).UTC()
 }
 
+// More reports whether bytes are left to read (and no error is set): an
+// optional field at the end of a record, absent in records written before
+// it existed.
+func (d *Decoder) More() bool { return d.err == nil && len(d.buf) != 0 }
+
 // End returns the first error, or errTrailing if bytes are left.
 func (d *Decoder) End() error {
 	if d.err == nil && len(d.buf) != 0 {
