@@ -189,21 +189,21 @@ func (l *Pending) ApprovePending(ctx context.Context, by principal.Principal, id
 	// The requester's roles now, looked up before the deciding
 	// transaction (a group database may take its time); the request is
 	// read again there, and a request gone by then is not found.
-	var now []principal.Role
-	var nowErr error
-	err := l.Store.View(ctx, func(tx store.Tx) error {
-		r, err := tx.AdminRequest(id)
-		switch {
-		case errors.Is(err, store.ErrNotFound):
+	var asked *store.AdminRequest
+	err := l.Store.View(ctx, func(tx store.Tx) (err error) {
+		asked, err = tx.AdminRequest(id)
+		if errors.Is(err, store.ErrNotFound) {
 			return nil // decide says so
-		case err != nil:
-			return err
 		}
-		now, nowErr = l.requesterRoles(ctx, r)
-		return nil
+		return err
 	})
 	if err != nil {
 		return nil, l.Fail("pending request "+id, err)
+	}
+	var now []principal.Role
+	var nowErr error
+	if asked != nil {
+		now, nowErr = l.requesterRoles(ctx, asked)
 	}
 	d, err := l.decide(ctx, by, "ApprovePending", id, store.AuditPendingApproved, func(r *store.AdminRequest, o ops.Operation) (string, bool) {
 		switch {
