@@ -112,7 +112,9 @@ var (
 // An existing file must be a regular file owned by the effective uid with
 // no permission bits for group or others, else Open fails with
 // ErrUnsafeFile and the command that fixes it. The parent directory must
-// exist. If another process (or another DB in this one) holds the file, Open
+// exist. The path must not be a symbolic link, and each directory on the
+// way to it must be owned by root or the effective uid (place.go): else
+// Open fails with ErrUnsafeFile, and a missing file is not created. If another process (or another DB in this one) holds the file, Open
 // fails after opts.Timeout with an error wrapping store.ErrLocked that names
 // the file; a file written by a newer signd fails with store.ErrSchemaTooNew.
 // A new or older file is brought to the current schema (a write only when
@@ -127,9 +129,6 @@ func Open(path string, opts Options) (*DB, error) {
 		return nil, fmt.Errorf("store: open %s: directory %s: %w", path, dir, err)
 	} else if !fi.IsDir() {
 		return nil, fmt.Errorf("store: open %s: %s is not a directory", path, dir)
-	}
-	if err := checkOwnership(path); err != nil {
-		return nil, err
 	}
 	if opts.Timeout <= 0 {
 		opts.Timeout = DefaultTimeout
@@ -160,9 +159,18 @@ func Open(path string, opts Options) (*DB, error) {
 	return db, nil
 }
 
-// openFile judges the file (checkFile) and opens it with bbolt, turning a
-// panic of bbolt on a file that passed into store.ErrCorrupt.
+// openFile judges the place (checkPlace), the file (checkOwnership,
+// checkFile) and opens it with bbolt through openHook, turning a panic of
+// bbolt on a file that passed into store.ErrCorrupt. Open and reopen both
+// come here.
 func openFile(path string, opts Options) (bdb *bbolt.DB, err error) {
+	exists, err := checkOwnership(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkPlace(path, exists); err != nil {
+		return nil, err
+	}
 	if err := checkFile(path, opts.ReadOnly, opts.Timeout); err != nil {
 		return nil, err
 	}
@@ -171,6 +179,7 @@ func openFile(path string, opts Options) (bdb *bbolt.DB, err error) {
 		if opts.tune != nil {
 			opts.tune(bo)
 		}
+		bo.OpenFile = openHook(!exists && !opts.ReadOnly)
 		bdb, err = bbolt.Open(path, fileMode, bo)
 		return err
 	})
@@ -323,15 +332,27 @@ func (db *DB) Close() error {
 
 // checkOwnership refuses an existing database file other local users could read
 // or write: it holds password, PIN and client secret hashes, MAC keys and
-// the audit chain. A missing file is fine (bbolt creates it with fileMode).
-// Stat follows a symlink: the file that counts is the one bbolt opens.
-func checkOwnership(path string) error {
-	fi, err := os.Stat(path)
+// the audit chain. It reports whether the file exists: a missing one is
+// created by bbolt (openHook: O_EXCL, mode fileMode) where checkPlace
+// allows it. A symbolic link is refused, dangling or not (place.go): the
+// file that counts is the one at the path.
+func checkOwnership(path string) (exists bool, err error) {
+	fi, err := os.Lstat(path)
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil
+		return false, nil
 	}
 	if err != nil {
-		return fmt.Errorf("store: open %s: %w", path, err)
+		return false, fmt.Errorf("store: open %s: %w", path, err)
+	}
+	return true, checkInfo(path, fi)
+}
+
+// checkInfo judges the file of fi (from Lstat, or fstat of an open file):
+// a regular file owned by the effective uid with no permission bits for
+// group or others.
+func checkInfo(path string, fi fs.FileInfo) error {
+	if fi.Mode().Type() == fs.ModeSymlink {
+		return symlinkError(path)
 	}
 	if !fi.Mode().IsRegular() {
 		return fmt.Errorf("%w: %s is not a regular file (%s)", ErrUnsafeFile, path, fi.Mode().Type())
