@@ -5,12 +5,12 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"os/user"
 	"path/filepath"
 	"strconv"
-	"syscall"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/signd/signd/internal/safedir"
 )
 
 // Where the store file is: signd opens it only where no other local user
@@ -29,82 +29,39 @@ import (
 //     through whatever is at the path;
 //   - every directory on the way to it, as written and as resolved, is
 //     owned by root or by the effective uid, and none is writable by
-//     others unless sticky (checkPlace): otherwise that directory's owner
-//     could rename a link or a hard link of another file into place, or
-//     swap a directory of the path for a link. This holds for reading
-//     too: signd, as root, reads only what root put there.
+//     others unless sticky (checkPlace, internal/safedir): otherwise
+//     that directory's owner could rename a link or a hard link of
+//     another file into place, or swap a directory of the path for a
+//     link. This holds for reading too: signd, as root, reads only what
+//     root put there.
 //
 // The operator runs a command against the store as the user who owns its
 // directory: `runuser -u signd -- signd ...`.
 
 // checkPlace refuses a store path whose directories another local user
-// could change (see above): a directory of the path, or of the path with
-// its links resolved, that is owned by a uid other than root and euid, or
-// that others can write without the sticky bit. exists says whether the
-// file is there, for the message.
+// could change (safedir.Check). exists says whether the file is there,
+// for the message: a missing store is named, with how to create it.
 func checkPlace(path string, exists bool) error {
-	abs, err := filepath.Abs(path)
-	if err != nil {
-		return fmt.Errorf("store: open %s: %w", path, err)
-	}
-	dir := filepath.Dir(abs)
-	resolved, err := filepath.EvalSymlinks(dir)
-	if err != nil {
-		return fmt.Errorf("store: open %s: directory %s: %w", path, dir, err)
-	}
-	euid := os.Geteuid()
-	for _, start := range []string{dir, resolved} {
-		for p := start; ; p = filepath.Dir(p) {
-			fi, err := os.Lstat(p)
-			if err != nil {
-				return fmt.Errorf("store: open %s: %w", path, err)
-			}
-			if err := trustedDir(path, p, fi, euid, exists); err != nil {
-				return err
-			}
-			if p == filepath.Dir(p) {
-				break
-			}
-		}
-	}
-	return nil
-}
-
-// trustedDir judges one directory (or link to one) of the store path.
-func trustedDir(path, dir string, fi fs.FileInfo, euid int, exists bool) error {
-	st, ok := fi.Sys().(*syscall.Stat_t)
-	if !ok {
+	err := safedir.Check(filepath.Dir(path))
+	var se *safedir.Error
+	switch {
+	case err == nil:
 		return nil
-	}
-	if st.Uid != 0 && int(st.Uid) != euid {
-		who, as := ownerOf(st.Uid)
-		if !exists {
-			return fmt.Errorf("%w: no store at %s, and signd does not create one as uid %d in %s, which %s owns: "+
-				"start `signd serve` once (it creates the store as its own user), or run this command %s",
-				ErrUnsafeFile, path, euid, dir, who, as)
-		}
-		return fmt.Errorf("%w: %s is in %s, which %s owns, not root or uid %d of this process: that user could put a link to another file in its place; "+
-			"run this command %s",
-			ErrUnsafeFile, path, dir, who, euid, as)
-	}
-	if fi.Mode().Type() == fs.ModeSymlink {
-		return nil // its owner is root or euid; the resolved walk judges the target
-	}
-	if perm := fi.Mode().Perm(); perm&0o002 != 0 && fi.Mode()&fs.ModeSticky == 0 {
+	case !errors.As(err, &se):
+		return fmt.Errorf("store: open %s: %w", path, err)
+	case se.Others:
 		return fmt.Errorf("%w: %s is in %s, which every local user can write (mode %#o): anyone could put a link to another file in its place (run: chmod o-w %s)",
-			ErrUnsafeFile, path, dir, perm, shellQuote(dir))
+			ErrUnsafeFile, path, se.Dir, se.Mode.Perm(), shellQuote(se.Dir))
 	}
-	return nil
-}
-
-// ownerOf names uid for a message ("uid 999 (signd)") and says how to
-// run a command as that user.
-func ownerOf(uid uint32) (who, as string) {
-	id := strconv.FormatUint(uint64(uid), 10)
-	if u, err := user.LookupId(id); err == nil && u.Username != "" {
-		return "uid " + id + " (" + u.Username + ")", "as that user (run: runuser -u " + u.Username + " -- signd ...)"
+	who, as := safedir.Owner(se.UID)
+	if !exists {
+		return fmt.Errorf("%w: no store at %s, and signd does not create one as uid %d in %s, which %s owns: "+
+			"start `signd serve` once (it creates the store as its own user), or run this command %s",
+			ErrUnsafeFile, path, se.Euid, se.Dir, who, as)
 	}
-	return "uid " + id, "as uid " + id
+	return fmt.Errorf("%w: %s is in %s, which %s owns, not root or uid %d of this process: that user could put a link to another file in its place; "+
+		"run this command %s",
+		ErrUnsafeFile, path, se.Dir, who, se.Euid, as)
 }
 
 // symlinkError is the refusal of a symbolic link at the store path.
