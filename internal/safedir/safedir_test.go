@@ -1,0 +1,71 @@
+package safedir_test
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/signd/signd/internal/safedir"
+)
+
+// Check judges each directory up to /, as written and resolved; a
+// directory not made yet is judged by the ones it would be made in.
+func TestCheck(t *testing.T) {
+	base := t.TempDir()
+	mk := func(p string, mode os.FileMode, uid int) string {
+		t.Helper()
+		p = filepath.Join(base, p)
+		if err := os.Mkdir(p, mode); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(p, mode); err != nil {
+			t.Fatal(err)
+		}
+		if uid >= 0 {
+			if err := os.Lchown(p, uid, uid); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return p
+	}
+	root := os.Geteuid() == 0
+	mine := mk("mine", 0o700, -1)
+	open := mk("open", 0o777, -1)
+	sticky := mk("sticky", 0o777|os.ModeSticky, -1)
+	if err := os.Symlink(open, filepath.Join(base, "toopen")); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		dir  string
+		bad  string // the directory named, "" = safe
+		root bool
+	}{
+		{mine, "", false},
+		{filepath.Join(mine, "not", "yet"), "", false},
+		{sticky, "", false},
+		{filepath.Join(sticky, "not-yet"), "", false},
+		{open, open, false},
+		{filepath.Join(open, "not-yet"), open, false},
+		{filepath.Join(base, "toopen", "not-yet"), open, false},
+	}
+	if root {
+		other := mk("other", 0o755, 65534)
+		tests = append(tests, struct {
+			dir, bad string
+			root     bool
+		}{filepath.Join(other, "not-yet"), other, true})
+	}
+	for _, tt := range tests {
+		err := safedir.Check(tt.dir)
+		var se *safedir.Error
+		switch {
+		case tt.bad == "" && err != nil:
+			t.Errorf("Check(%s) = %v, want safe", tt.dir, err)
+		case tt.bad != "" && !errors.As(err, &se):
+			t.Errorf("Check(%s) = %v, want an *Error naming %s", tt.dir, err, tt.bad)
+		case tt.bad != "" && se.Dir != tt.bad:
+			t.Errorf("Check(%s) names %s (%v), want %s", tt.dir, se.Dir, err, tt.bad)
+		}
+	}
+}
