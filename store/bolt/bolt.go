@@ -113,12 +113,14 @@ var (
 // no permission bits for group or others, else Open fails with
 // ErrUnsafeFile and the command that fixes it. The parent directory must
 // exist. The path must not be a symbolic link, and each directory on the
-// way to it must be owned by root or the effective uid (place.go): else
-// Open fails with ErrUnsafeFile, and a missing file is not created. If another process (or another DB in this one) holds the file, Open
-// fails after opts.Timeout with an error wrapping store.ErrLocked that names
-// the file; a file written by a newer signd fails with store.ErrSchemaTooNew.
-// A new or older file is brought to the current schema (a write only when
-// something changes).
+// way to it must be owned by root or the effective uid and not writable by
+// all without the sticky bit (place.go): else Open fails with
+// ErrUnsafeFile, and a missing file is not created. If another process (or
+// another DB in this one) holds the file, Open fails after opts.Timeout
+// with an error wrapping store.ErrLocked that names the file; a file
+// written by a newer signd fails with store.ErrSchemaTooNew. A new or older
+// file is brought to the current schema (a write only when something
+// changes).
 //
 // An existing file is never re-initialised: an empty, truncated, foreign or
 // damaged file fails with store.ErrCorrupt naming the file and the recovery
@@ -159,16 +161,12 @@ func Open(path string, opts Options) (*DB, error) {
 	return db, nil
 }
 
-// openFile judges the place (checkPlace), the file (checkOwnership,
-// checkFile) and opens it with bbolt through openHook, turning a panic of
+// openFile judges the path (checkPath), the file (checkFile) and opens it with bbolt through openHook, turning a panic of
 // bbolt on a file that passed into store.ErrCorrupt. Open and reopen both
 // come here.
 func openFile(path string, opts Options) (bdb *bbolt.DB, err error) {
-	exists, err := checkOwnership(path)
+	exists, err := checkPath(path)
 	if err != nil {
-		return nil, err
-	}
-	if err := checkPlace(path, exists); err != nil {
 		return nil, err
 	}
 	if err := checkFile(path, opts.ReadOnly, opts.Timeout); err != nil {
@@ -330,19 +328,29 @@ func (db *DB) Close() error {
 	return nil
 }
 
-// checkOwnership refuses an existing database file other local users could read
-// or write: it holds password, PIN and client secret hashes, MAC keys and
-// the audit chain. It reports whether the file exists: a missing one is
-// created by bbolt (openHook: O_EXCL, mode fileMode) where checkPlace
-// allows it. A symbolic link is refused, dangling or not (place.go): the
-// file that counts is the one at the path.
-func checkOwnership(path string) (exists bool, err error) {
+// checkPath judges the store path before anything opens it, and reports
+// whether the file exists: a symbolic link is refused, dangling or not
+// (place.go: the file that counts is the one at the path); then the
+// place (checkPlace), so that root, refused in signd's directory, is told
+// to run the command as signd rather than to chown signd's file; then an
+// existing file (checkInfo): it holds password, PIN and client secret
+// hashes, MAC keys and the audit chain, and no other local user may read
+// or write it. A missing file is created by bbolt (openHook: O_EXCL, mode
+// fileMode) where checkPlace allows it.
+func checkPath(path string) (exists bool, err error) {
 	fi, err := os.Lstat(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return false, nil
-	}
-	if err != nil {
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return false, fmt.Errorf("store: open %s: %w", path, err)
+	}
+	exists = err == nil
+	if exists && fi.Mode().Type() == fs.ModeSymlink {
+		return true, symlinkError(path)
+	}
+	if err := checkPlace(path, exists); err != nil {
+		return exists, err
+	}
+	if !exists {
+		return false, nil
 	}
 	return true, checkInfo(path, fi)
 }

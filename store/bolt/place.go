@@ -74,7 +74,7 @@ func symlinkError(path string) error {
 		ErrUnsafeFile, path, to)
 }
 
-// openHook is bbolt's Options.OpenFile for a file that checkOwnership
+// openHook is bbolt's Options.OpenFile for a file that checkPath
 // found (create false) or found missing (create true, read-write): it
 // never follows a link, creates only a new file (O_EXCL), never creates
 // one that was judged to exist, and judges the file it opened by its

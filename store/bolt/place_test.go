@@ -112,6 +112,19 @@ func TestOpenRefusesOtherUsersDirectory(t *testing.T) {
 			}
 			return filepath.Join(d, "signd.db")
 		}, true, []string{"BASE/d/signd.db is in BASE/d, which uid 65534", "not root or uid 0", "run this command as"}},
+		// The packaged layout seen from root: signd's file in signd's
+		// directory. Root is told to run the command as signd, not to take
+		// the file over (chown would lock the daemon out).
+		{"store of the directory's owner", func(t *testing.T, base string) string {
+			d := mkdirOwned(t, base, "d", 0)
+			putStore(t, filepath.Join(d, "signd.db"))
+			for _, p := range []string{filepath.Join(d, "signd.db"), d} {
+				if err := os.Chown(p, nobody, nobody); err != nil {
+					t.Fatal(err)
+				}
+			}
+			return filepath.Join(d, "signd.db")
+		}, true, []string{"BASE/d/signd.db is in BASE/d, which uid 65534", "run this command as"}},
 		{"link to a directory of root's, in another user's", func(t *testing.T, base string) string {
 			d := mkdirOwned(t, base, "d", nobody)
 			real := mkdirOwned(t, base, "real", 0)
@@ -148,10 +161,14 @@ func TestOpenRefusesOtherUsersDirectory(t *testing.T) {
 				for _, f := range tt.want {
 					frags = append(frags, strings.ReplaceAll(f, "BASE", base))
 				}
-				wantUnsafe(t, openErr(t, path, readOnly), frags...)
-				after, err := os.ReadFile(path)
-				if !tt.existing && !errors.Is(err, os.ErrNotExist) {
-					t.Errorf("%s: %v, want it not created", path, err)
+				err := openErr(t, path, readOnly)
+				wantUnsafe(t, err, frags...)
+				if err != nil && strings.Contains(err.Error(), "chown") {
+					t.Errorf("error %q tells root to take the file over", err)
+				}
+				after, rerr := os.ReadFile(path)
+				if !tt.existing && !errors.Is(rerr, os.ErrNotExist) {
+					t.Errorf("%s: %v, want it not created", path, rerr)
 				}
 				if tt.existing && !bytes.Equal(before, after) {
 					t.Error("the store changed")

@@ -37,9 +37,8 @@ var (
 
 // Open opens the configured backend: the etcd cluster
 // (store.backend etcd, see openEtcd), or the bbolt file, creating its
-// directory (0700) if needed and no other user controls where (safedir);
-// logger (nil for none) hears what the store
-// does on its own.
+// directory (0700) if needed where no other user controls it (safedir);
+// logger (nil for none) hears what the store does on its own.
 func Open(cfg *config.Config, logger *slog.Logger) (Backend, error) {
 	return open(cfg, logger, true)
 }
