@@ -83,7 +83,7 @@ func etcdPrefix(p string) string {
 // store.etcd.request_timeout (one attempt of a request cannot outlast the
 // request).
 func etcdHealthTimeout(d, request time.Duration) string {
-	return atMost(d, request, fmt.Sprintf("store.etcd.request_timeout (%s)", request))
+	return rules.AtMost(d, request, fmt.Sprintf("store.etcd.request_timeout (%s)", request))
 }
 
 // NodeFromHost is the default of store.etcd.node: the host name h lower-
@@ -126,16 +126,5 @@ func etcdNode(n string) string {
 
 // boundedDuration checks 0 < d ≤ maxD.
 func boundedDuration(d, maxD time.Duration) string {
-	return atMost(d, maxD, maxD.String())
-}
-
-// atMost checks 0 < d ≤ maxD; the message names the bound as bound.
-func atMost(d, maxD time.Duration, bound string) string {
-	if msg := rules.Positive(d); msg != "" {
-		return msg
-	}
-	if d > maxD {
-		return fmt.Sprintf("at most %s, got %s", bound, d)
-	}
-	return ""
+	return rules.AtMost(d, maxD, maxD.String())
 }

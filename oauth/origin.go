@@ -2,13 +2,9 @@ package oauth
 
 import (
 	"fmt"
-	"log/slog"
 	"net"
-	"net/http"
 	"net/url"
 	"strings"
-
-	"github.com/labstack/echo/v4"
 )
 
 // SerializeOrigin returns the ASCII serialization of the origin of the
@@ -51,28 +47,4 @@ func Clip(v string) string {
 		return v[:limit] + "…"
 	}
 	return v
-}
-
-// RefuseCrossSite is the route middleware of a page's form posts (the
-// login, consent, account and enrollment forms): a post that crossSite
-// finds a reason to refuse (browser.Handler.CrossSite: Fetch Metadata,
-// then Origin) gets the 403 page in the language lang gives, with a
-// warning log naming form, the reason and the headers, and its handler
-// does not run. lang also returns the log line's extra attributes.
-func RefuseCrossSite(log *slog.Logger, form string, crossSite func(http.Header) string,
-	lang func(*http.Request) (string, []any)) echo.MiddlewareFunc {
-	return func(next echo.HandlerFunc) echo.HandlerFunc {
-		return func(c echo.Context) error {
-			r := c.Request()
-			reason := crossSite(r.Header)
-			if reason == "" {
-				return next(c)
-			}
-			l, attrs := lang(r)
-			log.WarnContext(r.Context(), form+" form refused: posted from another site", append([]any{
-				"path", r.URL.Path, "reason", reason,
-				"origin", Clip(r.Header.Get("Origin")), "sec_fetch_site", Clip(r.Header.Get("Sec-Fetch-Site"))}, attrs...)...)
-			return NewPageError(http.StatusForbidden, l, "errorpage.crosssite")
-		}
-	}
 }

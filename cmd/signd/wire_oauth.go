@@ -146,7 +146,7 @@ func (h hookedHasher) Check(encoded string, secret []byte) (bool, error) {
 // servedOverHTTPS reports whether browsers reach signd over https: signd
 // terminates TLS (server.tls) or server.base_url is https (a reverse proxy
 // terminates it). It decides the pages' Secure, __Host- cookies
-// (oauth.PageCookie) and Strict-Transport-Security; a plain-http loopback
+// (forms.PageCookie) and Strict-Transport-Security; a plain-http loopback
 // base_url (development) gets neither.
 func servedOverHTTPS(cfg *config.Config) bool {
 	if cfg.Server.TLS.CertFile != "" {

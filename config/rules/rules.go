@@ -29,6 +29,18 @@ func Positive(d time.Duration) string {
 	return ""
 }
 
+// AtMost refuses a duration that is not positive or is over maxD; the
+// message names the bound as bound (a key's name and value, or maxD).
+func AtMost(d, maxD time.Duration, bound string) string {
+	if msg := Positive(d); msg != "" {
+		return msg
+	}
+	if d > maxD {
+		return fmt.Sprintf("at most %s, got %s", bound, d)
+	}
+	return ""
+}
+
 // Between refuses n outside lo..hi.
 func Between[T int | int64](n, lo, hi T) string {
 	if n < lo || n > hi {

@@ -13,6 +13,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/signd/signd/oauth"
+	"github.com/signd/signd/oauth/forms"
 	"github.com/signd/signd/oauth/pages"
 	"github.com/signd/signd/oauth/passwords"
 	"github.com/signd/signd/store"
@@ -160,9 +161,9 @@ func (h *Handler) Mount(g *echo.Group) error {
 }
 
 // accountSameOrigin refuses a cross-site post as the authorize forms do
-// (oauth.RefuseCrossSite), the refusal in the page's language.
+// (forms.RefuseCrossSite), the refusal in the page's language.
 func (h *Handler) accountSameOrigin(next echo.HandlerFunc) echo.HandlerFunc {
-	return oauth.RefuseCrossSite(h.log, "account", h.Sessions.CrossSite, func(r *http.Request) (string, []any) {
+	return forms.RefuseCrossSite(h.log, "account", h.Sessions.CrossSite, func(r *http.Request) (string, []any) {
 		return h.accountLang(r), nil
 	})(next)
 }
@@ -208,8 +209,8 @@ func (h *Handler) accountPage(c echo.Context) error {
 // csrf is the login form's double-submit CSRF cookie: for the account
 // page only over plain http; under https __Host-signd_account_csrf with
 // Path=/, which no sibling subdomain can plant along with a form it posts.
-func (h *Handler) csrf() oauth.CSRFCookie {
-	return oauth.NewCSRFCookie(accountCSRFCookie, h.Sessions.CookiePath()+"account", h.Sessions.SecureCookies())
+func (h *Handler) csrf() forms.CSRFCookie {
+	return forms.NewCSRFCookie(accountCSRFCookie, h.Sessions.CookiePath()+"account", h.Sessions.SecureCookies())
 }
 
 // renderAccountLogin shows the login form with a fresh double-submit

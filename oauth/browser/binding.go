@@ -8,6 +8,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/signd/signd/oauth"
+	"github.com/signd/signd/oauth/forms"
 	"github.com/signd/signd/store"
 )
 
@@ -51,7 +52,7 @@ const bindingCookieLen = 43
 // or a value that newSecret cannot have made (empty, oversized, wrong
 // alphabet).
 func (h *Handler) bindingValue(r *http.Request) (value, problem string) {
-	value, n := oauth.OneCookie(r, h.bindingName)
+	value, n := forms.OneCookie(r, h.bindingName)
 	switch {
 	case n == 0:
 		return "", noBindingCookie

@@ -6,6 +6,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/signd/signd/oauth"
+	"github.com/signd/signd/oauth/forms"
 	"github.com/signd/signd/store"
 )
 
@@ -43,11 +44,11 @@ const (
 )
 
 // sameOriginOnly is the route middleware of the form endpoints
-// (oauth.RefuseCrossSite): the refusal page is in the pending request's
+// (forms.RefuseCrossSite): the refusal page is in the pending request's
 // language, else the request's (Dutch when unknown), and the log names
 // its client.
 func (h *Handler) sameOriginOnly(next echo.HandlerFunc) echo.HandlerFunc {
-	return oauth.RefuseCrossSite(h.log, "oauth", h.CrossSite, func(r *http.Request) (string, []any) {
+	return forms.RefuseCrossSite(h.log, "oauth", h.CrossSite, func(r *http.Request) (string, []any) {
 		if req := h.postedRequest(r); req != nil {
 			return req.Lang, []any{"client_id", req.ClientID}
 		}

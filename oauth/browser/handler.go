@@ -12,6 +12,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/signd/signd/oauth"
+	"github.com/signd/signd/oauth/forms"
 	"github.com/signd/signd/oauth/pages"
 	"github.com/signd/signd/oauth/passwords"
 	"github.com/signd/signd/oauth/ratelimit"
@@ -48,7 +49,7 @@ type Config struct {
 	Passwords Passwords   // required
 	// SecureCookies marks the login session and browser binding cookies
 	// Secure and gives them the __Host- prefix with Path=/
-	// (__Host-signd_session, __Host-signd_flow: oauth.PageCookie) instead
+	// (__Host-signd_session, __Host-signd_flow: forms.PageCookie) instead
 	// of signd_session and signd_flow under the issuer's /oauth2/; set it
 	// when the issuer is https or TLS is configured.
 	SecureCookies bool
@@ -83,7 +84,7 @@ type Handler struct {
 	cookiePath string
 	// sessionName and sessionPath name the login session cookie,
 	// bindingName and bindingPath the browser binding cookie
-	// (oauth.PageCookie).
+	// (forms.PageCookie).
 	sessionName, sessionPath string
 	bindingName, bindingPath string
 	log                      *slog.Logger
@@ -99,7 +100,7 @@ const (
 
 // sessionCookie is the name of the login session cookie, bindingCookie
 // that of the browser binding cookie (binding.go), both without the
-// __Host- prefix that oauth.PageCookie adds under https.
+// __Host- prefix that forms.PageCookie adds under https.
 const (
 	sessionCookie = "signd_session"
 	bindingCookie = "signd_flow"
@@ -147,8 +148,8 @@ func New(cfg Config) (*Handler, error) {
 		log:        cfg.Logger,
 		now:        cfg.Now,
 	}
-	h.sessionName, h.sessionPath = oauth.PageCookie(sessionCookie, h.cookiePath, cfg.SecureCookies)
-	h.bindingName, h.bindingPath = oauth.PageCookie(bindingCookie, h.cookiePath, cfg.SecureCookies)
+	h.sessionName, h.sessionPath = forms.PageCookie(sessionCookie, h.cookiePath, cfg.SecureCookies)
+	h.bindingName, h.bindingPath = forms.PageCookie(bindingCookie, h.cookiePath, cfg.SecureCookies)
 	if h.pages = cfg.Pages; h.pages == nil {
 		if h.pages, err = pages.New(pages.Options{}); err != nil {
 			return nil, err

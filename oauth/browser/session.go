@@ -8,6 +8,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/signd/signd/oauth"
+	"github.com/signd/signd/oauth/forms"
 	"github.com/signd/signd/oauth/passwords"
 	"github.com/signd/signd/store"
 )
@@ -21,7 +22,7 @@ import (
 // The cookie is the key to an account, so a cookie the browser was made
 // to hold must not count (login CSRF, session fixation: a victim signed in
 // as the attacker, by a plain GET /oauth2/authorize). Under https it is
-// __Host-signd_session with Path=/ (oauth.PageCookie): neither a sibling
+// __Host-signd_session with Path=/ (forms.PageCookie): neither a sibling
 // subdomain (Domain=) nor a response over plain http can set a cookie of
 // that name. A request that carries the name more than once is refused as
 // having no session (sessionValue): it is ambiguous, and browsers send the
@@ -34,7 +35,7 @@ import (
 // (logged as a warning, without the values) or a value NewSecret cannot
 // have made.
 func (h *Handler) sessionValue(r *http.Request) string {
-	value, n := oauth.OneCookie(r, h.sessionName)
+	value, n := forms.OneCookie(r, h.sessionName)
 	if n > 1 {
 		h.log.WarnContext(r.Context(), "login session cookie refused: sent more than once", "path", r.URL.Path, "count", n)
 		return ""
@@ -173,7 +174,7 @@ func (h *Handler) SessionCookie(c echo.Context) string {
 }
 
 // CookiePath is the path of the flow's cookies without the __Host- prefix
-// (oauth.PageCookie): server.base_url's path followed by /oauth2/.
+// (forms.PageCookie): server.base_url's path followed by /oauth2/.
 func (h *Handler) CookiePath() string { return h.cookiePath }
 
 // SecureCookies reports whether the flow's cookies are Secure and carry

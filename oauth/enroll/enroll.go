@@ -15,6 +15,7 @@ import (
 
 	"github.com/signd/signd/admin"
 	"github.com/signd/signd/oauth"
+	"github.com/signd/signd/oauth/forms"
 	"github.com/signd/signd/oauth/pages"
 	"github.com/signd/signd/oauth/passwords"
 )
@@ -112,9 +113,9 @@ func (h *Handler) Mount(g *echo.Group) error {
 }
 
 // sameOrigin refuses a post from another site, as the account page does
-// (oauth.RefuseCrossSite).
+// (forms.RefuseCrossSite).
 func (h *Handler) sameOrigin(next echo.HandlerFunc) echo.HandlerFunc {
-	return oauth.RefuseCrossSite(h.log, "enrollment", h.Forms.CrossSite, func(r *http.Request) (string, []any) {
+	return forms.RefuseCrossSite(h.log, "enrollment", h.Forms.CrossSite, func(r *http.Request) (string, []any) {
 		return h.pages.RequestLang(r), nil
 	})(next)
 }
@@ -189,8 +190,8 @@ func (h *Handler) totpKey(username, secret string) (*otp.Key, error) {
 // csrf is the form's double-submit CSRF cookie: for the enrollment pages
 // only over plain http; under https __Host-signd_enroll_csrf with Path=/,
 // which no sibling subdomain can plant.
-func (h *Handler) csrf() oauth.CSRFCookie {
-	return oauth.NewCSRFCookie(csrfCookie, h.Forms.CookiePath()+"enroll/", h.Forms.SecureCookies())
+func (h *Handler) csrf() forms.CSRFCookie {
+	return forms.NewCSRFCookie(csrfCookie, h.Forms.CookiePath()+"enroll/", h.Forms.SecureCookies())
 }
 
 // submit is POST /oauth2/enroll/{token}.

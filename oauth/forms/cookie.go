@@ -1,4 +1,4 @@
-package oauth
+package forms
 
 import (
 	"crypto/subtle"
