@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -745,23 +746,54 @@ func TestEnvValues(t *testing.T) {
 	}
 }
 
-func TestDefaultSearchPaths(t *testing.T) {
+// The working directory is not searched: a signd.yaml planted where root
+// runs the CLI (/tmp, the store's directory) is never read; --config names
+// it.
+func TestDefaultSearchPathsSkipWorkingDir(t *testing.T) {
 	isolate(t)
+	t.Setenv("SIGND_SERVER_BASE_URL", "https://defaults.example.org")
+	t.Setenv("SIGND_PKCS11_PIN", "1")
 	dir := t.TempDir()
 	data, err := os.ReadFile("testdata/override.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(dir, "signd.yaml"), data, 0o600); err != nil {
+	planted := filepath.Join(dir, "signd.yaml")
+	if err := os.WriteFile(planted, data, 0o600); err != nil {
 		t.Fatal(err)
 	}
 	t.Chdir(dir)
-	c, err := Load(Options{})
-	if err != nil {
-		t.Fatal(err)
+	for _, p := range DefaultSearchPaths() {
+		if !filepath.IsAbs(p) {
+			t.Errorf("DefaultSearchPaths() holds the relative %q", p)
+		}
 	}
-	if want := filepath.Join(dir, "signd.yaml"); c.Source() != want {
-		t.Errorf("Source() = %q, want %q", c.Source(), want)
+	tests := []struct {
+		name   string
+		file   string
+		source string // "" = not the planted file
+	}{
+		{"signd.yaml in the working directory, no --config", "", ""},
+		{"--config signd.yaml", "signd.yaml", planted},
+		{"--config ./signd.yaml", "./signd.yaml", planted},
+		{"--config with the absolute path", planted, planted},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := Load(Options{File: tt.file})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tt.source == "" {
+				if c.Source() == planted || c.Server.Listen == "127.0.0.1:1111" {
+					t.Fatalf("read the working directory's %s (Source %q, listen %s)", planted, c.Source(), c.Server.Listen)
+				}
+				return
+			}
+			if c.Source() != tt.source || c.Server.Listen != "127.0.0.1:1111" {
+				t.Errorf("Source() = %q, listen %s; want %q, 127.0.0.1:1111", c.Source(), c.Server.Listen, tt.source)
+			}
+		})
 	}
 }
 
@@ -907,4 +939,137 @@ func fileSHA256(t *testing.T, path string) string {
 	}
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:])
+}
+
+// The configuration file, explicit or found, must be owned by root or the
+// user running signd and not writable by group or others, and so must
+// every directory above it: whoever can change it chooses the module signd
+// loads and the socket the CLI sends passwords to.
+func TestConfigFileOwnerAndMode(t *testing.T) {
+	data, err := os.ReadFile("testdata/override.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	root := os.Geteuid() == 0
+	tests := []struct {
+		name     string
+		needRoot bool
+		// setup makes the file under base and returns its path and the
+		// path the error must name.
+		setup func(t *testing.T, base string) (file, bad string)
+		want  string // "" = read
+	}{
+		{"0600", false, func(t *testing.T, b string) (string, string) {
+			return writeMode(t, b+"/signd.yaml", data, 0o600), ""
+		}, ""},
+		{"0644", false, func(t *testing.T, b string) (string, string) {
+			return writeMode(t, b+"/signd.yaml", data, 0o644), ""
+		}, ""},
+		{"group-writable file", false, func(t *testing.T, b string) (string, string) {
+			f := writeMode(t, b+"/signd.yaml", data, 0o620)
+			return f, f
+		}, "config: file %s is writable by group or others (mode 0620): another local user could rewrite the configuration, e.g. the pkcs11.module signd loads or the admin_socket it sends passwords to (run: chmod go-w %s)"},
+		{"world-writable file", false, func(t *testing.T, b string) (string, string) {
+			f := writeMode(t, b+"/signd.yaml", data, 0o606)
+			return f, f
+		}, "config: file %s is writable by group or others (mode 0606)"},
+		{"world-writable directory", false, func(t *testing.T, b string) (string, string) {
+			d := mkdirMode(t, b+"/d", 0o777)
+			return writeMode(t, d+"/signd.yaml", data, 0o600), d
+		}, "config: parent directory %s is writable by group or others (mode 0777)"},
+		{"sticky directory", false, func(t *testing.T, b string) (string, string) {
+			d := mkdirMode(t, b+"/d", 0o777|os.ModeSticky)
+			return writeMode(t, d+"/signd.yaml", data, 0o600), ""
+		}, ""},
+		{"world-writable directory above", false, func(t *testing.T, b string) (string, string) {
+			d := mkdirMode(t, b+"/d", 0o777)
+			mkdirMode(t, d+"/etc", 0o755)
+			return writeMode(t, d+"/etc/signd.yaml", data, 0o600), d
+		}, "config: parent directory %s is writable by group or others (mode 0777)"},
+		{"symbolic link to a group-writable file", false, func(t *testing.T, b string) (string, string) {
+			f := writeMode(t, b+"/real.yaml", data, 0o660)
+			if err := os.Symlink(f, b+"/signd.yaml"); err != nil {
+				t.Fatal(err)
+			}
+			return b + "/signd.yaml", f
+		}, "config: file %s is writable by group or others (mode 0660)"},
+		{"file of another user", true, func(t *testing.T, b string) (string, string) {
+			f := writeMode(t, b+"/signd.yaml", data, 0o600)
+			chown(t, f, 65534, 65534)
+			return f, f
+		}, "config: file %s is owned by uid 65534, not by root or uid 0 that runs signd: that user could rewrite the configuration, e.g. the pkcs11.module signd loads or the admin_socket it sends passwords to (run: chown 0 %s)"},
+		{"root:signd 0640 (the Debian package's)", true, func(t *testing.T, b string) (string, string) {
+			f := writeMode(t, b+"/signd.yaml", data, 0o640)
+			chown(t, f, 0, 65534)
+			return f, ""
+		}, ""},
+		{"directory of another user", true, func(t *testing.T, b string) (string, string) {
+			d := mkdirMode(t, b+"/d", 0o755)
+			f := writeMode(t, d+"/signd.yaml", data, 0o600)
+			chown(t, d, 65534, 65534)
+			return f, d
+		}, "config: parent directory %s is owned by uid 65534, not by root or uid 0 that runs signd"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if tt.needRoot && !root {
+				t.Skip("needs root to chown the file to another user")
+			}
+			isolate(t)
+			base := t.TempDir()
+			file, bad := tt.setup(t, base)
+			// The same judgement for --config and for a file found on the
+			// search path.
+			for _, opts := range []Options{{File: file}, {SearchPaths: []string{file}}} {
+				c, err := Load(opts)
+				if tt.want == "" {
+					if err != nil {
+						t.Fatalf("Load(%+v): %v", opts, err)
+					}
+					if c.Server.Listen != "127.0.0.1:1111" {
+						t.Errorf("Load(%+v) did not read the file", opts)
+					}
+					continue
+				}
+				want := tt.want
+				if strings.Count(want, "%s") == 2 {
+					want = fmt.Sprintf(want, bad, bad)
+				} else {
+					want = fmt.Sprintf(want, bad)
+				}
+				if err == nil || !strings.HasPrefix(err.Error(), want) {
+					t.Fatalf("Load(%+v) = %v,\nwant %q", opts, err, want)
+				}
+			}
+		})
+	}
+}
+
+func writeMode(t *testing.T, path string, data []byte, mode os.FileMode) string {
+	t.Helper()
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(path, mode); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func mkdirMode(t *testing.T, dir string, mode os.FileMode) string {
+	t.Helper()
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(dir, mode); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+func chown(t *testing.T, path string, uid, gid int) {
+	t.Helper()
+	if err := os.Chown(path, uid, gid); err != nil {
+		t.Fatal(err)
+	}
 }
