@@ -229,6 +229,10 @@ func Load(opts Options) (*Config, error) {
 		pol := filePolicy(os.Geteuid())
 		real, err := filepath.EvalSymlinks(path)
 		if err != nil {
+			var pe *fs.PathError
+			if errors.As(err, &pe) { // a missing file reads as the open that failed
+				err = &fs.PathError{Op: "open", Path: path, Err: pe.Err}
+			}
 			return nil, fmt.Errorf("config: %w", err)
 		}
 		if err := pol.Parents(filepath.Dir(real)); err != nil {

@@ -1073,3 +1073,59 @@ func chown(t *testing.T, path string, uid, gid int) {
 		t.Fatal(err)
 	}
 }
+
+// pkcs11.module is refused at load (and so by `signd config check`) when
+// anyone but root or the user running signd could change the library or a
+// directory above it: signd loads it into itself, and root's CLI too.
+func TestModuleOwnerAndMode(t *testing.T) {
+	root := os.Geteuid() == 0
+	tests := []struct {
+		name     string
+		needRoot bool
+		setup    func(t *testing.T, base string) (module, bad string)
+		want     string // "" = accepted
+	}{
+		{"root's or mine, 0755", false, func(t *testing.T, b string) (string, string) {
+			return writeMode(t, b+"/lib.so", []byte("not ELF"), 0o755), ""
+		}, ""},
+		{"missing (left to the loader)", false, func(t *testing.T, b string) (string, string) {
+			return b + "/none/lib.so", ""
+		}, ""},
+		{"group-writable", false, func(t *testing.T, b string) (string, string) {
+			p := writeMode(t, b+"/lib.so", []byte("not ELF"), 0o775)
+			return p, p
+		}, "pkcs11.module: file %s is writable by group or others (mode 0775): another local user could change the code signd loads and runs (as root in root's signd commands) (run: chmod go-w %s)"},
+		{"in a world-writable directory", false, func(t *testing.T, b string) (string, string) {
+			d := mkdirMode(t, b+"/d", 0o777)
+			return writeMode(t, d+"/lib.so", []byte("not ELF"), 0o755), d
+		}, "pkcs11.module: parent directory %s is writable by group or others (mode 0777)"},
+		{"owned by another user", true, func(t *testing.T, b string) (string, string) {
+			p := writeMode(t, b+"/lib.so", []byte("not ELF"), 0o755)
+			chown(t, p, 65534, 65534)
+			return p, p
+		}, "pkcs11.module: file %s is owned by uid 65534, not by root or uid 0 that runs signd: that user could change the code signd loads and runs (as root in root's signd commands) (run: chown 0 %s)"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if tt.needRoot && !root {
+				t.Skip("needs root to chown the library to another user")
+			}
+			isolate(t)
+			module, bad := tt.setup(t, t.TempDir())
+			t.Setenv("SIGND_SERVER_BASE_URL", "https://sign.example.org")
+			t.Setenv("SIGND_PKCS11_PIN", "1")
+			t.Setenv("SIGND_PKCS11_MODULE", module)
+			_, err := Load(Options{SearchPaths: []string{}})
+			if tt.want == "" {
+				if err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			want := strings.ReplaceAll(tt.want, "%s", bad)
+			if err == nil || !strings.Contains(err.Error(), want) {
+				t.Fatalf("Load = %v,\nwant %q", err, want)
+			}
+		})
+	}
+}

@@ -25,6 +25,14 @@ type Policy struct {
 	Harm string
 }
 
+// Module is the Policy of pkcs11.module: a library dlopen(3) runs inside
+// signd, and inside root's CLI when no daemon answers, whose constructors
+// run before any PKCS#11 call.
+func Module(euid int) Policy {
+	return Policy{EUID: euid, Key: "pkcs11.module",
+		Harm: "could change the code signd loads and runs (as root in root's signd commands)"}
+}
+
 // Entry checks the path itself, whose FileInfo fi comes from Lstat, Stat or
 // an open file's Stat: owned by root or EUID, not writable by group or
 // others. what names it in the error ("file", "directory", "" for
