@@ -1,0 +1,111 @@
+package safepath
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestPolicy(t *testing.T) {
+	euid := os.Geteuid()
+	pol := Policy{EUID: euid, Key: "k", Harm: "could do harm"}
+	tests := []struct {
+		name  string
+		setup func(t *testing.T, base string) string // the file to judge
+		want  string                                 // "" = accepted
+	}{
+		{"0644 in 0755", func(t *testing.T, b string) string {
+			return file(t, dir(t, b+"/d", 0o755)+"/f", 0o644)
+		}, ""},
+		{"group-writable file", func(t *testing.T, b string) string {
+			return file(t, b+"/f", 0o664)
+		}, "k: file " + "BASE/f is writable by group or others (mode 0664): another local user could do harm (run: chmod go-w BASE/f)"},
+		{"world-writable directory", func(t *testing.T, b string) string {
+			return file(t, dir(t, b+"/d", 0o777)+"/f", 0o600)
+		}, "k: parent directory BASE/d is writable by group or others (mode 0777)"},
+		{"sticky directory", func(t *testing.T, b string) string {
+			return file(t, dir(t, b+"/d", 0o777|os.ModeSticky)+"/f", 0o600)
+		}, ""},
+		{"link to a group-writable file", func(t *testing.T, b string) string {
+			file(t, b+"/real", 0o620)
+			if err := os.Symlink(b+"/real", b+"/f"); err != nil {
+				t.Fatal(err)
+			}
+			return b + "/f"
+		}, "k: file BASE/real is writable by group or others (mode 0620)"},
+		{"missing", func(t *testing.T, b string) string { return b + "/none" }, "k: lstat BASE/none: no such file or directory"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			base := t.TempDir()
+			p := tt.setup(t, base)
+			real, err := pol.File(p)
+			if tt.want == "" {
+				if err != nil {
+					t.Fatalf("File(%s): %v", p, err)
+				}
+				if want, _ := filepath.EvalSymlinks(p); real != want {
+					t.Errorf("File(%s) = %s, want %s", p, real, want)
+				}
+				return
+			}
+			want := strings.ReplaceAll(tt.want, "BASE", base)
+			if err == nil || !strings.HasPrefix(err.Error(), want) {
+				t.Fatalf("File(%s) = %v,\nwant %q", p, err, want)
+			}
+		})
+	}
+}
+
+func TestPolicyOwner(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to chown")
+	}
+	base := t.TempDir()
+	f := file(t, dir(t, base+"/d", 0o755)+"/f", 0o600)
+	if err := os.Chown(f, 65534, 65534); err != nil {
+		t.Fatal(err)
+	}
+	pol := Policy{EUID: 0, Harm: "could do harm"}
+	want := "file " + f + " is owned by uid 65534, not by root or uid 0 that runs signd: that user could do harm (run: chown 0 " + f + ")"
+	if _, err := pol.File(f); err == nil || err.Error() != want {
+		t.Fatalf("File = %v,\nwant %q", err, want)
+	}
+	// The owner itself may.
+	if _, err := (Policy{EUID: 65534}).File(f); err != nil {
+		t.Fatalf("File as its owner: %v", err)
+	}
+	// A directory above of another user.
+	if err := os.Chown(f, 0, 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(base+"/d", 65534, 65534); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pol.File(f); err == nil || !strings.HasPrefix(err.Error(), "parent directory "+base+"/d is owned by uid 65534") {
+		t.Fatalf("File under another user's directory = %v", err)
+	}
+}
+
+func file(t *testing.T, p string, mode os.FileMode) string {
+	t.Helper()
+	if err := os.WriteFile(p, []byte("x"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(p, mode); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func dir(t *testing.T, p string, mode os.FileMode) string {
+	t.Helper()
+	if err := os.Mkdir(p, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(p, mode); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
