@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/signd/signd/internal/safepath/safepathtest"
 	"github.com/spf13/pflag"
 )
 
@@ -960,53 +961,53 @@ func TestConfigFileOwnerAndMode(t *testing.T) {
 		want  string // "" = read
 	}{
 		{"0600", false, func(t *testing.T, b string) (string, string) {
-			return writeMode(t, b+"/signd.yaml", data, 0o600), ""
+			return safepathtest.WriteFile(t, b+"/signd.yaml", data, 0o600), ""
 		}, ""},
 		{"0644", false, func(t *testing.T, b string) (string, string) {
-			return writeMode(t, b+"/signd.yaml", data, 0o644), ""
+			return safepathtest.WriteFile(t, b+"/signd.yaml", data, 0o644), ""
 		}, ""},
 		{"group-writable file", false, func(t *testing.T, b string) (string, string) {
-			f := writeMode(t, b+"/signd.yaml", data, 0o620)
+			f := safepathtest.WriteFile(t, b+"/signd.yaml", data, 0o620)
 			return f, f
 		}, "config: file %s is writable by group or others (mode 0620): another local user could rewrite the configuration, e.g. the pkcs11.module signd loads or the admin_socket it sends passwords to (run: chmod go-w %s)"},
 		{"world-writable file", false, func(t *testing.T, b string) (string, string) {
-			f := writeMode(t, b+"/signd.yaml", data, 0o606)
+			f := safepathtest.WriteFile(t, b+"/signd.yaml", data, 0o606)
 			return f, f
 		}, "config: file %s is writable by group or others (mode 0606)"},
 		{"world-writable directory", false, func(t *testing.T, b string) (string, string) {
-			d := mkdirMode(t, b+"/d", 0o777)
-			return writeMode(t, d+"/signd.yaml", data, 0o600), d
+			d := safepathtest.Mkdir(t, b+"/d", 0o777)
+			return safepathtest.WriteFile(t, d+"/signd.yaml", data, 0o600), d
 		}, "config: parent directory %s is writable by group or others (mode 0777)"},
 		{"sticky directory", false, func(t *testing.T, b string) (string, string) {
-			d := mkdirMode(t, b+"/d", 0o777|os.ModeSticky)
-			return writeMode(t, d+"/signd.yaml", data, 0o600), ""
+			d := safepathtest.Mkdir(t, b+"/d", 0o777|os.ModeSticky)
+			return safepathtest.WriteFile(t, d+"/signd.yaml", data, 0o600), ""
 		}, ""},
 		{"world-writable directory above", false, func(t *testing.T, b string) (string, string) {
-			d := mkdirMode(t, b+"/d", 0o777)
-			mkdirMode(t, d+"/etc", 0o755)
-			return writeMode(t, d+"/etc/signd.yaml", data, 0o600), d
+			d := safepathtest.Mkdir(t, b+"/d", 0o777)
+			safepathtest.Mkdir(t, d+"/etc", 0o755)
+			return safepathtest.WriteFile(t, d+"/etc/signd.yaml", data, 0o600), d
 		}, "config: parent directory %s is writable by group or others (mode 0777)"},
 		{"symbolic link to a group-writable file", false, func(t *testing.T, b string) (string, string) {
-			f := writeMode(t, b+"/real.yaml", data, 0o660)
+			f := safepathtest.WriteFile(t, b+"/real.yaml", data, 0o660)
 			if err := os.Symlink(f, b+"/signd.yaml"); err != nil {
 				t.Fatal(err)
 			}
 			return b + "/signd.yaml", f
 		}, "config: file %s is writable by group or others (mode 0660)"},
 		{"file of another user", true, func(t *testing.T, b string) (string, string) {
-			f := writeMode(t, b+"/signd.yaml", data, 0o600)
-			chown(t, f, 65534, 65534)
+			f := safepathtest.WriteFile(t, b+"/signd.yaml", data, 0o600)
+			safepathtest.Chown(t, f, 65534, 65534)
 			return f, f
 		}, "config: file %s is owned by uid 65534, not by root or uid 0 that runs signd: that user could rewrite the configuration, e.g. the pkcs11.module signd loads or the admin_socket it sends passwords to (run: chown 0 %s)"},
 		{"root:signd 0640 (the Debian package's)", true, func(t *testing.T, b string) (string, string) {
-			f := writeMode(t, b+"/signd.yaml", data, 0o640)
-			chown(t, f, 0, 65534)
+			f := safepathtest.WriteFile(t, b+"/signd.yaml", data, 0o640)
+			safepathtest.Chown(t, f, 0, 65534)
 			return f, ""
 		}, ""},
 		{"directory of another user", true, func(t *testing.T, b string) (string, string) {
-			d := mkdirMode(t, b+"/d", 0o755)
-			f := writeMode(t, d+"/signd.yaml", data, 0o600)
-			chown(t, d, 65534, 65534)
+			d := safepathtest.Mkdir(t, b+"/d", 0o755)
+			f := safepathtest.WriteFile(t, d+"/signd.yaml", data, 0o600)
+			safepathtest.Chown(t, d, 65534, 65534)
 			return f, d
 		}, "config: parent directory %s is owned by uid 65534, not by root or uid 0 that runs signd"},
 	}
@@ -1045,35 +1046,6 @@ func TestConfigFileOwnerAndMode(t *testing.T) {
 	}
 }
 
-func writeMode(t *testing.T, path string, data []byte, mode os.FileMode) string {
-	t.Helper()
-	if err := os.WriteFile(path, data, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Chmod(path, mode); err != nil {
-		t.Fatal(err)
-	}
-	return path
-}
-
-func mkdirMode(t *testing.T, dir string, mode os.FileMode) string {
-	t.Helper()
-	if err := os.Mkdir(dir, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Chmod(dir, mode); err != nil {
-		t.Fatal(err)
-	}
-	return dir
-}
-
-func chown(t *testing.T, path string, uid, gid int) {
-	t.Helper()
-	if err := os.Chown(path, uid, gid); err != nil {
-		t.Fatal(err)
-	}
-}
-
 // pkcs11.module is refused at load (and so by `signd config check`) when
 // anyone but root or the user running signd could change the library or a
 // directory above it: signd loads it into itself, and root's CLI too.
@@ -1086,22 +1058,22 @@ func TestModuleOwnerAndMode(t *testing.T) {
 		want     string // "" = accepted
 	}{
 		{"root's or mine, 0755", false, func(t *testing.T, b string) (string, string) {
-			return writeMode(t, b+"/lib.so", []byte("not ELF"), 0o755), ""
+			return safepathtest.WriteFile(t, b+"/lib.so", []byte("not ELF"), 0o755), ""
 		}, ""},
 		{"missing (left to the loader)", false, func(t *testing.T, b string) (string, string) {
 			return b + "/none/lib.so", ""
 		}, ""},
 		{"group-writable", false, func(t *testing.T, b string) (string, string) {
-			p := writeMode(t, b+"/lib.so", []byte("not ELF"), 0o775)
+			p := safepathtest.WriteFile(t, b+"/lib.so", []byte("not ELF"), 0o775)
 			return p, p
 		}, "pkcs11.module: file %s is writable by group or others (mode 0775): another local user could change the code signd loads and runs (as root in root's signd commands) (run: chmod go-w %s)"},
 		{"in a world-writable directory", false, func(t *testing.T, b string) (string, string) {
-			d := mkdirMode(t, b+"/d", 0o777)
-			return writeMode(t, d+"/lib.so", []byte("not ELF"), 0o755), d
+			d := safepathtest.Mkdir(t, b+"/d", 0o777)
+			return safepathtest.WriteFile(t, d+"/lib.so", []byte("not ELF"), 0o755), d
 		}, "pkcs11.module: parent directory %s is writable by group or others (mode 0777)"},
 		{"owned by another user", true, func(t *testing.T, b string) (string, string) {
-			p := writeMode(t, b+"/lib.so", []byte("not ELF"), 0o755)
-			chown(t, p, 65534, 65534)
+			p := safepathtest.WriteFile(t, b+"/lib.so", []byte("not ELF"), 0o755)
+			safepathtest.Chown(t, p, 65534, 65534)
 			return p, p
 		}, "pkcs11.module: file %s is owned by uid 65534, not by root or uid 0 that runs signd: that user could change the code signd loads and runs (as root in root's signd commands) (run: chown 0 %s)"},
 	}

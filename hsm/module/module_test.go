@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/signd/signd/hsm/ckr"
+	"github.com/signd/signd/internal/safepath/safepathtest"
 )
 
 // constructorC is a shared library whose constructor, run by dlopen(3)
@@ -33,7 +34,6 @@ func TestOpenRefusesUntrustedModule(t *testing.T) {
 	if err != nil {
 		t.Skip("no gcc to build a library with a constructor")
 	}
-	root := os.Geteuid() == 0
 	base := t.TempDir()
 	marker := filepath.Join(base, "constructor-ran")
 	src := filepath.Join(base, "planted.c")
@@ -48,32 +48,15 @@ func TestOpenRefusesUntrustedModule(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// install copies the library to dir/name with mode, owned by uid.
+	// install copies the library to dir/name with mode, owned by uid (-1:
+	// by this user).
 	install := func(t *testing.T, dir, name string, mode os.FileMode, uid int) string {
 		t.Helper()
-		p := filepath.Join(dir, name)
-		if err := os.WriteFile(p, lib, 0o600); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.Chmod(p, mode); err != nil {
-			t.Fatal(err)
-		}
+		p := safepathtest.WriteFile(t, filepath.Join(dir, name), lib, mode)
 		if uid >= 0 {
-			if err := os.Chown(p, uid, -1); err != nil {
-				t.Fatal(err)
-			}
+			safepathtest.Chown(t, p, uid, -1)
 		}
 		return p
-	}
-	mkdir := func(t *testing.T, dir string, mode os.FileMode) string {
-		t.Helper()
-		if err := os.Mkdir(dir, 0o700); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.Chmod(dir, mode); err != nil {
-			t.Fatal(err)
-		}
-		return dir
 	}
 	tests := []struct {
 		name     string
@@ -91,15 +74,13 @@ func TestOpenRefusesUntrustedModule(t *testing.T) {
 			return p, p
 		}, "pkcs11.module: file %s is writable by group or others (mode 0775)"},
 		{"in a world-writable directory", false, func(t *testing.T, d string) (string, string) {
-			w := mkdir(t, filepath.Join(d, "w"), 0o777)
+			w := safepathtest.Mkdir(t, filepath.Join(d, "w"), 0o777)
 			return install(t, w, "libplanted.so", 0o755, -1), w
 		}, "pkcs11.module: parent directory %s is writable by group or others (mode 0777)"},
 		{"in a directory of another user", true, func(t *testing.T, d string) (string, string) {
-			o := mkdir(t, filepath.Join(d, "o"), 0o755)
+			o := safepathtest.Mkdir(t, filepath.Join(d, "o"), 0o755)
 			p := install(t, o, "libplanted.so", 0o755, -1)
-			if err := os.Chown(o, 65534, 65534); err != nil {
-				t.Fatal(err)
-			}
+			safepathtest.Chown(t, o, 65534, 65534)
 			return p, o
 		}, "pkcs11.module: parent directory %s is owned by uid 65534"},
 		{"a trusted link to another user's library", true, func(t *testing.T, d string) (string, string) {
@@ -113,8 +94,8 @@ func TestOpenRefusesUntrustedModule(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if tt.needRoot && !root {
-				t.Skip("needs root to give the library to another user")
+			if tt.needRoot {
+				safepathtest.NeedRoot(t)
 			}
 			module, bad := tt.setup(t, t.TempDir())
 			m, err := Open(module)

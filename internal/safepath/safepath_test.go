@@ -5,7 +5,12 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/signd/signd/internal/safepath/safepathtest"
 )
+
+// fileData is what the judged files hold; only their owner and mode count.
+var fileData = []byte("x")
 
 func TestPolicy(t *testing.T) {
 	euid := os.Geteuid()
@@ -16,19 +21,19 @@ func TestPolicy(t *testing.T) {
 		want  string                                 // "" = accepted
 	}{
 		{"0644 in 0755", func(t *testing.T, b string) string {
-			return file(t, dir(t, b+"/d", 0o755)+"/f", 0o644)
+			return safepathtest.WriteFile(t, safepathtest.Mkdir(t, b+"/d", 0o755)+"/f", fileData, 0o644)
 		}, ""},
 		{"group-writable file", func(t *testing.T, b string) string {
-			return file(t, b+"/f", 0o664)
+			return safepathtest.WriteFile(t, b+"/f", fileData, 0o664)
 		}, "k: file " + "BASE/f is writable by group or others (mode 0664): another local user could do harm (run: chmod go-w BASE/f)"},
 		{"world-writable directory", func(t *testing.T, b string) string {
-			return file(t, dir(t, b+"/d", 0o777)+"/f", 0o600)
+			return safepathtest.WriteFile(t, safepathtest.Mkdir(t, b+"/d", 0o777)+"/f", fileData, 0o600)
 		}, "k: parent directory BASE/d is writable by group or others (mode 0777)"},
 		{"sticky directory", func(t *testing.T, b string) string {
-			return file(t, dir(t, b+"/d", 0o777|os.ModeSticky)+"/f", 0o600)
+			return safepathtest.WriteFile(t, safepathtest.Mkdir(t, b+"/d", 0o777|os.ModeSticky)+"/f", fileData, 0o600)
 		}, ""},
 		{"link to a group-writable file", func(t *testing.T, b string) string {
-			file(t, b+"/real", 0o620)
+			safepathtest.WriteFile(t, b+"/real", fileData, 0o620)
 			if err := os.Symlink(b+"/real", b+"/f"); err != nil {
 				t.Fatal(err)
 			}
@@ -59,14 +64,10 @@ func TestPolicy(t *testing.T) {
 }
 
 func TestPolicyOwner(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root to chown")
-	}
+	safepathtest.NeedRoot(t)
 	base := t.TempDir()
-	f := file(t, dir(t, base+"/d", 0o755)+"/f", 0o600)
-	if err := os.Chown(f, 65534, 65534); err != nil {
-		t.Fatal(err)
-	}
+	f := safepathtest.WriteFile(t, safepathtest.Mkdir(t, base+"/d", 0o755)+"/f", fileData, 0o600)
+	safepathtest.Chown(t, f, 65534, 65534)
 	pol := Policy{EUID: 0, Harm: "could do harm"}
 	want := "file " + f + " is owned by uid 65534, not by root or uid 0 that runs signd: that user could do harm (run: chown 0 " + f + ")"
 	if _, err := pol.File(f); err == nil || err.Error() != want {
@@ -77,35 +78,9 @@ func TestPolicyOwner(t *testing.T) {
 		t.Fatalf("File as its owner: %v", err)
 	}
 	// A directory above of another user.
-	if err := os.Chown(f, 0, 0); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Chown(base+"/d", 65534, 65534); err != nil {
-		t.Fatal(err)
-	}
+	safepathtest.Chown(t, f, 0, 0)
+	safepathtest.Chown(t, base+"/d", 65534, 65534)
 	if _, err := pol.File(f); err == nil || !strings.HasPrefix(err.Error(), "parent directory "+base+"/d is owned by uid 65534") {
 		t.Fatalf("File under another user's directory = %v", err)
 	}
-}
-
-func file(t *testing.T, p string, mode os.FileMode) string {
-	t.Helper()
-	if err := os.WriteFile(p, []byte("x"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Chmod(p, mode); err != nil {
-		t.Fatal(err)
-	}
-	return p
-}
-
-func dir(t *testing.T, p string, mode os.FileMode) string {
-	t.Helper()
-	if err := os.Mkdir(p, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Chmod(p, mode); err != nil {
-		t.Fatal(err)
-	}
-	return p
 }

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/signd/signd/internal/safepath/safepathtest"
 	"golang.org/x/sys/unix"
 )
 
@@ -225,14 +226,14 @@ func TestCheckSocketDir(t *testing.T) {
 		setup func(t *testing.T, base string) string
 		want  string // "" = accepted
 	}{
-		{"0700", func(t *testing.T, b string) string { return mkdirMode(t, b+"/d", 0o700) }, ""},
-		{"0750", func(t *testing.T, b string) string { return mkdirMode(t, b+"/d", 0o750) }, ""},
-		{"0755", func(t *testing.T, b string) string { return mkdirMode(t, b+"/d", 0o755) }, ""},
-		{"0770", func(t *testing.T, b string) string { return mkdirMode(t, b+"/d", 0o770) }, "is writable by group or others (mode 0770)"},
-		{"0702", func(t *testing.T, b string) string { return mkdirMode(t, b+"/d", 0o702) }, "is writable by group or others (mode 0702)"},
-		{"sticky 1777 itself", func(t *testing.T, b string) string { return mkdirMode(t, b+"/d", 0o777|os.ModeSticky) }, "is writable by group or others (mode 0777)"},
+		{"0700", func(t *testing.T, b string) string { return safepathtest.Mkdir(t, b+"/d", 0o700) }, ""},
+		{"0750", func(t *testing.T, b string) string { return safepathtest.Mkdir(t, b+"/d", 0o750) }, ""},
+		{"0755", func(t *testing.T, b string) string { return safepathtest.Mkdir(t, b+"/d", 0o755) }, ""},
+		{"0770", func(t *testing.T, b string) string { return safepathtest.Mkdir(t, b+"/d", 0o770) }, "is writable by group or others (mode 0770)"},
+		{"0702", func(t *testing.T, b string) string { return safepathtest.Mkdir(t, b+"/d", 0o702) }, "is writable by group or others (mode 0702)"},
+		{"sticky 1777 itself", func(t *testing.T, b string) string { return safepathtest.Mkdir(t, b+"/d", 0o777|os.ModeSticky) }, "is writable by group or others (mode 0777)"},
 		{"symbolic link", func(t *testing.T, b string) string {
-			mkdirMode(t, b+"/real", 0o700)
+			safepathtest.Mkdir(t, b+"/real", 0o700)
 			if err := os.Symlink(b+"/real", b+"/d"); err != nil {
 				t.Fatal(err)
 			}
@@ -246,16 +247,16 @@ func TestCheckSocketDir(t *testing.T) {
 		}, "is a regular file, not a directory"},
 		{"missing", func(t *testing.T, b string) string { return b + "/d" }, "no such file or directory"},
 		{"writable parent", func(t *testing.T, b string) string {
-			mkdirMode(t, b+"/p", 0o777)
-			return mkdirMode(t, b+"/p/d", 0o700)
+			safepathtest.Mkdir(t, b+"/p", 0o777)
+			return safepathtest.Mkdir(t, b+"/p/d", 0o700)
 		}, "parent directory "},
 		{"sticky parent", func(t *testing.T, b string) string {
-			mkdirMode(t, b+"/p", 0o777|os.ModeSticky)
-			return mkdirMode(t, b+"/p/d", 0o700)
+			safepathtest.Mkdir(t, b+"/p", 0o777|os.ModeSticky)
+			return safepathtest.Mkdir(t, b+"/p/d", 0o700)
 		}, ""},
 		{"parent reached through a symbolic link", func(t *testing.T, b string) string {
-			mkdirMode(t, b+"/p", 0o755)
-			mkdirMode(t, b+"/p/d", 0o700)
+			safepathtest.Mkdir(t, b+"/p", 0o755)
+			safepathtest.Mkdir(t, b+"/p/d", 0o700)
 			if err := os.Symlink(b+"/p", b+"/alias"); err != nil {
 				t.Fatal(err)
 			}
@@ -288,7 +289,7 @@ func TestCheckSocketDirOwner(t *testing.T) {
 		t.Skip("needs root to chown")
 	}
 	base := t.TempDir()
-	dir := mkdirMode(t, base+"/d", 0o700)
+	dir := safepathtest.Mkdir(t, base+"/d", 0o700)
 	if err := os.Chown(dir, 65534, 65534); err != nil {
 		t.Fatal(err)
 	}
@@ -311,15 +312,4 @@ func TestCheckSocketDirOwner(t *testing.T) {
 	if err := CheckSocketDir(dir, 0); err == nil || !strings.Contains(err.Error(), "parent directory "+base+" is owned by uid 65534") {
 		t.Fatalf("CheckSocketDir under a foreign parent = %v", err)
 	}
-}
-
-func mkdirMode(t *testing.T, dir string, mode os.FileMode) string {
-	t.Helper()
-	if err := os.Mkdir(dir, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Chmod(dir, mode); err != nil {
-		t.Fatal(err)
-	}
-	return dir
 }
