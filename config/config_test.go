@@ -32,7 +32,7 @@ func load(t *testing.T, fixture string, flags *pflag.FlagSet) (*Config, error) {
 	t.Helper()
 	opts := Options{Flags: flags, SearchPaths: []string{}}
 	if fixture != "" {
-		opts.File = filepath.Join("testdata", fixture)
+		opts.File = copyFixture(t, fixture)
 	}
 	return Load(opts)
 }
@@ -53,6 +53,19 @@ func mustLoad(t *testing.T, fixture string, flags *pflag.FlagSet) *Config {
 		t.Fatalf("Load(%s): %v", fixture, err)
 	}
 	return c
+}
+
+// copyFixture copies testdata/name into a directory of the test's, mode
+// 0600, and returns its path. Load refuses a file that group or others
+// could write, or one in such a directory, and a checkout made under umask
+// 002 has testdata 0775 and its files 0664.
+func copyFixture(t *testing.T, name string) string {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join("testdata", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return safepathtest.WriteFile(t, filepath.Join(t.TempDir(), name), data, 0o600)
 }
 
 // problemsOf returns the *Error inside err, failing the test if there is none.
@@ -132,9 +145,8 @@ func TestDefaults(t *testing.T) {
 	if !reflect.DeepEqual(*c, want) {
 		t.Errorf("defaults:\n got %#v\nwant %#v", *c, want)
 	}
-	abs, _ := filepath.Abs("testdata/minimal.yaml")
-	if c.Source() != abs {
-		t.Errorf("Source() = %q, want %q", c.Source(), abs)
+	if !filepath.IsAbs(c.Source()) || filepath.Base(c.Source()) != "minimal.yaml" {
+		t.Errorf("Source() = %q, want the absolute path of the copy of minimal.yaml", c.Source())
 	}
 	if c.SHA256() != want.digest {
 		t.Errorf("SHA256() = %q, want the file's %q", c.SHA256(), want.digest)
@@ -497,7 +509,7 @@ func TestSearchPathOrder(t *testing.T) {
 	if err := os.WriteFile(second, data, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	c, err := Load(Options{SearchPaths: []string{filepath.Join(dir, "first.yaml"), second, "testdata/minimal.yaml"}})
+	c, err := Load(Options{SearchPaths: []string{filepath.Join(dir, "first.yaml"), second, copyFixture(t, "minimal.yaml")}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -514,9 +526,9 @@ func TestFileErrors(t *testing.T) {
 		notExist   bool
 	}{
 		{name: "explicit missing", file: "testdata/does-not-exist.yaml", want: []string{"does-not-exist.yaml"}, notExist: true},
-		{name: "malformed", file: "testdata/malformed.yaml", want: []string{"malformed.yaml", "line 3"}},
-		{name: "duplicate key", file: "testdata/duplicate.yaml", want: []string{"duplicate.yaml", `mapping key "listen" already defined at line 3`}},
-		{name: "directory", file: "testdata", want: []string{"testdata"}},
+		{name: "malformed", file: copyFixture(t, "malformed.yaml"), want: []string{"malformed.yaml", "line 3"}},
+		{name: "duplicate key", file: copyFixture(t, "duplicate.yaml"), want: []string{"duplicate.yaml", `mapping key "listen" already defined at line 3`}},
+		{name: "directory", file: safepathtest.Mkdir(t, filepath.Join(t.TempDir(), "testdata"), 0o700), want: []string{"testdata", "is not a regular file"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
