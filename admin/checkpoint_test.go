@@ -28,6 +28,9 @@ type noEdDSA struct {
 func (*noEdDSA) ImportCertificate(context.Context, []byte, string, *x509.Certificate) error {
 	return nil
 }
+func (*noEdDSA) StoreCertificates(context.Context, []byte, string, []*x509.Certificate) error {
+	return nil
+}
 
 func (*noEdDSA) CanEd25519(context.Context) (bool, error) { return false, nil }
 

@@ -42,6 +42,9 @@ func (k tokenLike) GenerateRSA(ctx context.Context, label string, bits int) (*hs
 func (tokenLike) ImportCertificate(context.Context, []byte, string, *x509.Certificate) error {
 	return nil
 }
+func (tokenLike) StoreCertificates(context.Context, []byte, string, []*x509.Certificate) error {
+	return nil
+}
 
 // TestCreateCredentialTokenRefusal: a key type the token cannot make is
 // the operator's error, naming the missing mechanism and what to use

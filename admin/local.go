@@ -38,6 +38,11 @@ type Config struct {
 	// PendingTTL is how long such a request waits for its approval
 	// (admin.pending_ttl); 0 = DefaultPendingTTL.
 	PendingTTL time.Duration
+	// RolesNow looks up the roles a pending request's requester holds
+	// when it is approved (the transports' resolvers: the admin socket's
+	// groups, the provisioning API's certificates); nil: no pending
+	// request can be approved.
+	RolesNow RolesNow
 	// AuditKeyLabel is the audit key's label (audit.key_label) and
 	// Checkpoints signs the audit checkpoints (admin/audit); nil: the
 	// audit key and checkpoint operations answer KindUnavailable.
@@ -82,7 +87,7 @@ func New(c Config) *Local {
 		core:    core,
 		cfg:     c,
 	}
-	l.Pending = &pending.Pending{Core: core, Service: l}
+	l.Pending = &pending.Pending{Core: core, Service: l, RolesNow: c.RolesNow}
 	return l
 }
 

@@ -40,8 +40,23 @@ func dualWorld(t *testing.T) (*Local, *countingKeys, *storetest.Clock) {
 	keys := &countingKeys{}
 	l, _ := removalWorld(t, keys)
 	clock := storetest.NewClock(time.Date(2030, 3, 4, 5, 6, 7, 0, time.UTC))
-	l = l.reconfigured(func(c *Config) { c.Now, c.DualControl = clock.Now, []string{"RemoveCredential"} })
+	l = l.reconfigured(func(c *Config) {
+		c.Now, c.DualControl, c.RolesNow = clock.Now, []string{"RemoveCredential"}, rolesNowOf(alice, bob, carol, dave)
+	})
 	return l, keys, clock
+}
+
+// rolesNowOf is a RolesNow that finds a requester among ps by Party and
+// gives their roles; a stranger holds none.
+func rolesNowOf(ps ...Principal) RolesNow {
+	return func(_ context.Context, party string, _ [][]byte) ([]Role, error) {
+		for _, p := range ps {
+			if p.Party == party {
+				return p.Roles, nil
+			}
+		}
+		return nil, nil
+	}
 }
 
 // auditOf returns the audit log as "kind actor k=v ..." lines, the fields
@@ -171,6 +186,81 @@ func TestDualControlApproval(t *testing.T) {
 	}
 	if got := auditOf(t, l, "id", "op", "requested_by", "approved_by"); strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("audit log:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// TestDualControlRequesterRolesNow: the approval looks up the
+// requester's roles again. A requester who left the operation's role
+// since asking (a group taken from them), whose roles cannot be
+// established (a certificate revoked since), or for whom signd has no
+// lookup at all, has the request rejected by the approval: nothing is
+// performed, the request is gone, and the audit log says why.
+func TestDualControlRequesterRolesNow(t *testing.T) {
+	ctx := context.Background()
+	tests := []struct {
+		name     string
+		rolesNow RolesNow
+		reason   string
+	}{
+		{"left the role", rolesNowOf(SocketPrincipal(1001, "alice", []Role{RoleAuditor})),
+			"its requester uid:1001 (alice) no longer holds a role of RemoveCredential (the role security_officer); they hold the role auditor now"},
+		{"no role left", rolesNowOf(), "its requester uid:1001 (alice) no longer holds a role of RemoveCredential (the role security_officer); they hold no role now"},
+		{"not admitted", func(context.Context, string, [][]byte) ([]Role, error) {
+			return nil, fmt.Errorf("the client certificate (serial 7) is revoked")
+		}, "the roles of its requester uid:1001 (alice) cannot be established now: the client certificate (serial 7) is revoked"},
+		{"no lookup", nil, "the roles of its requester uid:1001 (alice) cannot be established now: signd has no way to look up the roles of a requester"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			l, keys, _ := dualWorld(t)
+			id := request(t, l)
+			l = l.reconfigured(func(c *Config) { c.RolesNow = tt.rolesNow })
+			_, err := l.ApprovePending(ctx, bob, id)
+			if want := id + " is rejected: " + tt.reason; KindOf(err) != KindForbidden || err.Error() != want {
+				t.Fatalf("ApprovePending = %v (kind %s), want forbidden %q", err, KindOf(err), want)
+			}
+			if keys.destroyed.Load() != 0 || !credentialExists(t, l) {
+				t.Fatal("the request of a requester without the role was performed")
+			}
+			if list, _ := l.ListPending(ctx, dave); len(list) != 0 {
+				t.Errorf("the request still waits: %+v", list)
+			}
+			if _, err := l.ApprovePending(ctx, carol, id); KindOf(err) != KindNotFound {
+				t.Errorf("approval after the rejection = %v, want not found", err)
+			}
+			var rejected *store.AuditEntry
+			_ = l.core.Store.View(ctx, func(tx store.Tx) error {
+				return store.AuditEntries(tx, 1, func(e *store.AuditEntry) error {
+					if e.Kind == store.AuditPendingRejected {
+						rejected = e
+					}
+					return nil
+				})
+			})
+			if rejected == nil || rejected.Actor != "signd" || rejected.Reason != id+" is rejected: "+tt.reason ||
+				rejected.Fields["id"] != id || rejected.Fields["approval_by"] != bob.Actor || rejected.Fields["requested_by"] != alice.Actor {
+				t.Errorf("pending_rejected entry %+v", rejected)
+			}
+			want := []string{
+				"pending_requested ok uid:1001 (alice) id=" + id,
+				"pending_rejected ok signd id=" + id,
+				"admin_refused refused uid:1002 (bob) id=" + id,
+			}
+			if got := auditOf(t, l, "id"); strings.Join(got, "\n") != strings.Join(want, "\n") {
+				t.Errorf("audit log:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+			}
+		})
+	}
+	// A requester who holds the role still is not rejected, and an
+	// approver without the role rejects nothing.
+	l, keys, _ := dualWorld(t)
+	id := request(t, l)
+	l = l.reconfigured(func(c *Config) { c.RolesNow = rolesNowOf() })
+	if _, err := l.ApprovePending(ctx, carol, id); KindOf(err) != KindForbidden || !strings.Contains(err.Error(), "requires a role of the operation") {
+		t.Fatalf("ApprovePending by an administrator = %v", err)
+	}
+	if list, _ := l.ListPending(ctx, dave); len(list) != 1 || keys.destroyed.Load() != 0 {
+		t.Fatalf("an approver without the role decided the request: %+v", list)
 	}
 }
 

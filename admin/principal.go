@@ -17,6 +17,8 @@ type (
 	RoleMap = principal.RoleMap
 	// Identity is principal.Identity: `signd whoami`.
 	Identity = principal.Identity
+	// RolesNow is principal.RolesNow: a requester's roles at the approval.
+	RolesNow = principal.RolesNow
 )
 
 // The trusted roles (principal.RoleSecurityOfficer and its siblings).
@@ -63,3 +65,6 @@ func CertPrincipal(cert *x509.Certificate, roles []Role) Principal {
 
 // CertActor is principal.CertActor.
 func CertActor(cert *x509.Certificate) string { return principal.CertActor(cert) }
+
+// CertParty is principal.CertParty.
+func CertParty(cert *x509.Certificate) string { return principal.CertParty(cert) }

@@ -37,6 +37,9 @@ func (*destroyOnly) Key(context.Context, []byte) (*hsm.Key, error) {
 func (*destroyOnly) ImportCertificate(context.Context, []byte, string, *x509.Certificate) error {
 	return errors.New("not in this test")
 }
+func (*destroyOnly) StoreCertificates(context.Context, []byte, string, []*x509.Certificate) error {
+	return errors.New("not in this test")
+}
 
 // removalWorld is a store with alice, client rp, alice's credential c1
 // and a SAD bound to it.

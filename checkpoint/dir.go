@@ -8,6 +8,8 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+
+	"github.com/signd/signd/internal/safedir"
 )
 
 // LatestName is the file of the checkpoint directory that holds the
@@ -25,7 +27,11 @@ const KeyName = "key"
 
 // WriteKey stores the verifier key vkey, and a newline, as KeyName in dir,
 // replacing what was there, through a temporary file renamed into place.
+// dir must be one no other local user controls (safeDir).
 func WriteKey(dir, vkey string) error {
+	if err := safeDir(dir); err != nil {
+		return err
+	}
 	if err := os.MkdirAll(dir, 0o750); err != nil {
 		return fmt.Errorf("checkpoint directory: %w", err)
 	}
@@ -53,6 +59,30 @@ func WriteKey(dir, vkey string) error {
 	return nil
 }
 
+// ErrUnsafeDir: the checkpoint directory, or one above it, is one another
+// local user can change (internal/safedir). Its owner could swap it for a
+// link between signd's checks and its renames, and have signd (root, for
+// `signd audit checkpoint` with no daemon) replace a file named
+// checkpoint or key, or create checkpoint.N, in any directory.
+var ErrUnsafeDir = errors.New("unsafe checkpoint directory")
+
+// safeDir refuses a checkpoint directory another local user controls,
+// naming it and how to run the command instead.
+func safeDir(dir string) error {
+	err := safedir.Check(dir)
+	var se *safedir.Error
+	switch {
+	case err == nil:
+		return nil
+	case !errors.As(err, &se):
+		return fmt.Errorf("checkpoint directory: %w", err)
+	case se.Others:
+		return fmt.Errorf("%w: %s: %v: anyone could put a link in its place (run: chmod o-w %s)", ErrUnsafeDir, dir, se, se.Dir)
+	}
+	_, as := safedir.Owner(se.UID)
+	return fmt.Errorf("%w: %s: %v: that user could put a link in its place; nothing was written (run this command %s)", ErrUnsafeDir, dir, se, as)
+}
+
 // ErrConflict: the directory already holds another checkpoint of the
 // same size. Two different checkpoints of one size are a fork: the log
 // was rolled back (a restored backup) and grew again.
@@ -63,8 +93,12 @@ var ErrConflict = errors.New("another checkpoint of this size exists")
 // one (ErrConflict), then as LatestName. Each file is written to a
 // temporary file, synced, and linked or renamed into place, and the
 // directory synced, so a reader (GET /audit/checkpoint, a copy job) sees
-// a whole checkpoint or none. It returns the history file's path.
+// a whole checkpoint or none. It returns the history file's path. dir
+// must be one no other local user controls (safeDir).
 func Write(dir string, size uint64, note []byte) (string, error) {
+	if err := safeDir(dir); err != nil {
+		return "", err
+	}
 	if err := os.MkdirAll(dir, 0o750); err != nil {
 		return "", fmt.Errorf("checkpoint directory: %w", err)
 	}

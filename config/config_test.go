@@ -198,7 +198,7 @@ func TestEveryKeyFromFile(t *testing.T) {
 		source: c.source, digest: fileSHA256(t, "testdata/full.yaml"),
 	}
 	want.CSC.MaxHashesPerRequest = 250
-	want.CSC.Timestamp = TimestampConfig{Enabled: true, Policy: "1.3.6.1.4.1.99999.1.2", Accuracy: 500 * time.Millisecond, Label: "tsa-prod"}
+	want.CSC.Timestamp = TimestampConfig{Enabled: true, Policy: "1.3.6.1.4.1.99999.1.2", Accuracy: 2 * time.Second, Label: "tsa-prod"}
 	want.CSC.CertStatus = CertStatusConfig{Enabled: false, Refresh: 15 * time.Minute, Timeout: 5 * time.Second, OCSPMaxAge: 30 * time.Minute}
 	if !reflect.DeepEqual(*c, want) {
 		t.Errorf("full:\n got %#v\nwant %#v", *c, want)

@@ -187,11 +187,11 @@ func serviceKeys() []Key {
 			Usage: "TSA policy OID of the tokens, dotted (required when csc.timestamp.enabled)",
 			Doc:   "TSA policy OID of the tokens, dotted (`1.3.6.1.4.1.99999.1`); required when enabled"},
 		{Name: "csc.timestamp.accuracy", Default: time.Second,
-			Usage: "accuracy the tokens claim (0 to 1m; 0 omits it)",
-			Doc:   "accuracy the tokens claim; `0` omits the field (0–1m)"},
+			Usage: "accuracy the tokens claim (0, or 1s to 1m: genTime is in whole seconds; 0 omits it)",
+			Doc:   "accuracy the tokens claim: `0` omits the field, else 1s–1m (genTime is in whole seconds, so a finer accuracy would be false)"},
 		{Name: "csc.timestamp.label", Default: "signd-tsa",
-			Usage: "token label of the TSA certificate (signd tsa enroll labels its keys <label>-<id>)",
-			Doc:   "token label of the TSA certificate; `signd tsa enroll` labels its keys `<label>-<id>` (letters, digits, `.`, `_`, `-`; at most 64)"},
+			Usage: "token label of the TSA certificate (signd tsa enroll labels its keys <label>-<id>; reserved: no credential takes it)",
+			Doc:   "token label of the TSA certificate; `signd tsa enroll` labels its keys `<label>-<id>`, and only such keys sign tokens: the label and `<label>-…` are reserved (no credential takes them; neither `signd`, `signd-oidc` nor a prefix of `audit.key_label`) (letters, digits, `.`, `_`, `-`; at most 64)"},
 		{Name: "csc.cert_status.enabled", Default: true,
 			Usage: "check the credentials' certificates against their OCSP responders and CRLs; revoked, suspended or unverifiable ones cannot sign",
 			Doc:   "check every credential's chain against the OCSP responders and CRL distribution points its certificates name; a revoked, suspended or unverifiable certificate cannot sign (see [Certificate status](API.md#certificate-status))"},
@@ -297,7 +297,7 @@ func (c *CSCConfig) checks() []check {
 		{"csc.auth_login_client", c.authLoginClient()},
 		{"csc.refresh_token_ttl", within(c.RefreshTokenTTL, time.Minute, 90*24*time.Hour)},
 		{"csc.timestamp.policy", c.Timestamp.policyProblem()},
-		{"csc.timestamp.accuracy", within(c.Timestamp.Accuracy, 0, time.Minute)},
+		{"csc.timestamp.accuracy", c.Timestamp.accuracyProblem()},
 		{"csc.timestamp.label", matches(tsaLabelRE, c.Timestamp.Label, "1 to 64 letters, digits, '.', '_' or '-'")},
 		{"csc.cert_status.refresh", within(c.CertStatus.Refresh, time.Second, 24*time.Hour)},
 		{"csc.cert_status.timeout", within(c.CertStatus.Timeout, time.Second, time.Minute)},
@@ -317,6 +317,36 @@ func (c *CSCConfig) authLoginClient() string {
 		return fmt.Sprintf("%q is not a client ID (1 to 128 printable ASCII characters, no space)", c.AuthLoginClient)
 	}
 	return ""
+}
+
+// accuracyProblem checks csc.timestamp.accuracy: 0 (omitted) or 1s to
+// 1m. genTime is in whole seconds (tsa.Authority: GeneralizedTime without
+// fractions, RFC 3161 §2.4.2), so a token claiming less than a second
+// would claim what it cannot keep.
+func (t *TimestampConfig) accuracyProblem() string {
+	if msg := within(t.Accuracy, 0, time.Minute); msg != "" {
+		return msg
+	}
+	if t.Accuracy > 0 && t.Accuracy < time.Second {
+		return fmt.Sprintf("%v is finer than genTime, which is in whole seconds: use 0 (omitted) or 1s to 1m", t.Accuracy)
+	}
+	return ""
+}
+
+// tsaLabelChecks checks csc.timestamp.label against the labels signd
+// gives its other keys: a key labelled "<label>-…" is a time-stamping key
+// (package tsa), so neither a credential's default label (signd-<id>), an
+// OIDC key's (signd-oidc-<id>) nor audit.key_label may fall under it.
+func (c *Config) tsaLabelChecks() []check {
+	l := c.CSC.Timestamp.Label
+	msg := ""
+	switch audit := c.Audit.Label(); {
+	case l == "signd" || l == "signd-oidc":
+		msg = fmt.Sprintf("%q would make signd's credential or OIDC keys (signd-<id>, signd-oidc-<id>) time-stamping keys (%s-<id>)", l, l)
+	case audit == l || strings.HasPrefix(audit, l+"-"):
+		msg = fmt.Sprintf("%q would make the audit key (audit.key_label %q) a time-stamping key (%s-<id>)", l, audit, l)
+	}
+	return []check{{"csc.timestamp.label", msg}}
 }
 
 // tsaLabelRE is csc.timestamp.label: a PKCS#11 label signd can extend with

@@ -44,6 +44,7 @@ func (c *Config) problems() []Problem {
 	checks = append(checks, c.Log.checks()...)
 	checks = append(checks, c.OAuth.checks()...)
 	checks = append(checks, c.CSC.checks()...)
+	checks = append(checks, c.tsaLabelChecks()...)
 	checks = append(checks, c.OIDC.checks()...)
 	checks = append(checks, c.RateLimit.checks()...)
 	checks = append(checks, c.Admin.checks()...)

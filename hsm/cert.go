@@ -2,6 +2,7 @@ package hsm
 
 import (
 	"context"
+	"crypto/sha256"
 	"crypto/x509"
 	"encoding/asn1"
 	"fmt"
@@ -43,18 +44,7 @@ func (t *Token) ImportCertificate(ctx context.Context, id []byte, label string, 
 			return err
 		}
 		// Create first, then destroy: a failure leaves the old one.
-		if _, err := t.lib.CreateObject(s, []*pkcs11.Attribute{
-			pkcs11.NewAttribute(pkcs11.CKA_CLASS, pkcs11.CKO_CERTIFICATE),
-			pkcs11.NewAttribute(pkcs11.CKA_CERTIFICATE_TYPE, pkcs11.CKC_X_509),
-			pkcs11.NewAttribute(pkcs11.CKA_TOKEN, true),
-			pkcs11.NewAttribute(pkcs11.CKA_PRIVATE, false),
-			pkcs11.NewAttribute(pkcs11.CKA_SUBJECT, cert.RawSubject),
-			pkcs11.NewAttribute(pkcs11.CKA_ISSUER, cert.RawIssuer),
-			pkcs11.NewAttribute(pkcs11.CKA_SERIAL_NUMBER, serial),
-			pkcs11.NewAttribute(pkcs11.CKA_VALUE, cert.Raw),
-			pkcs11.NewAttribute(pkcs11.CKA_ID, id),
-			pkcs11.NewAttribute(pkcs11.CKA_LABEL, lbl),
-		}); err != nil {
+		if _, err := t.lib.CreateObject(s, certObject(cert, serial, id, lbl)); err != nil {
 			return ckr.Wrap("C_CreateObject", err)
 		}
 		for _, h := range old {
@@ -71,6 +61,62 @@ func (t *Token) ImportCertificate(ctx context.Context, id []byte, label string, 
 	return nil
 }
 
+// StoreCertificates replaces the X.509 certificates stored under label
+// with CKA_ID id by certs: the issuers of the certificate of key id (its
+// chain, which a revocation check needs), public and not checked against
+// any key. The new objects are created first, then the old destroyed: a
+// failure leaves the old ones (and maybe some new). ImportCertificate of
+// key id destroys them too: store them after it.
+func (t *Token) StoreCertificates(ctx context.Context, id []byte, label string, certs []*x509.Certificate) error {
+	if len(id) == 0 || label == "" {
+		return fmt.Errorf("hsm: store certificates: an ID and a label are required")
+	}
+	objs := make([][]*pkcs11.Attribute, len(certs))
+	for i, cert := range certs {
+		serial, err := asn1.Marshal(cert.SerialNumber)
+		if err != nil {
+			return fmt.Errorf("hsm: store certificates: serial number: %w", err)
+		}
+		objs[i] = certObject(cert, serial, id, label)
+	}
+	t.genMu.Lock()
+	defer t.genMu.Unlock()
+	return t.run(ctx, "store certificates", func(s pkcs11.SessionHandle) error {
+		old, err := t.obj.FindAll(s, append(keyobj.CertTemplate(id), pkcs11.NewAttribute(pkcs11.CKA_LABEL, label)))
+		if err != nil {
+			return err
+		}
+		for _, o := range objs {
+			if _, err := t.lib.CreateObject(s, o); err != nil {
+				return ckr.Wrap("C_CreateObject", err)
+			}
+		}
+		for _, h := range old {
+			if err := t.lib.DestroyObject(s, h); err != nil {
+				return ckr.Wrap("C_DestroyObject", err)
+			}
+		}
+		return nil
+	})
+}
+
+// certObject is the template of a public CKO_CERTIFICATE object for cert
+// on the token.
+func certObject(cert *x509.Certificate, serial, id []byte, label string) []*pkcs11.Attribute {
+	return []*pkcs11.Attribute{
+		pkcs11.NewAttribute(pkcs11.CKA_CLASS, pkcs11.CKO_CERTIFICATE),
+		pkcs11.NewAttribute(pkcs11.CKA_CERTIFICATE_TYPE, pkcs11.CKC_X_509),
+		pkcs11.NewAttribute(pkcs11.CKA_TOKEN, true),
+		pkcs11.NewAttribute(pkcs11.CKA_PRIVATE, false),
+		pkcs11.NewAttribute(pkcs11.CKA_SUBJECT, cert.RawSubject),
+		pkcs11.NewAttribute(pkcs11.CKA_ISSUER, cert.RawIssuer),
+		pkcs11.NewAttribute(pkcs11.CKA_SERIAL_NUMBER, serial),
+		pkcs11.NewAttribute(pkcs11.CKA_VALUE, cert.Raw),
+		pkcs11.NewAttribute(pkcs11.CKA_ID, id),
+		pkcs11.NewAttribute(pkcs11.CKA_LABEL, label),
+	}
+}
+
 // Certificate is an X.509 certificate stored on the token and the CKA_ID
 // it shares with its key pair.
 type Certificate struct {
@@ -78,20 +124,20 @@ type Certificate struct {
 	Cert *x509.Certificate
 }
 
-// maxLabelledCerts bounds how many certificates Certificates reads.
-const maxLabelledCerts = 16
-
-// Certificates returns the X.509 certificates stored under label (at most
-// 16), in token order. A stored value that does not parse is an error.
+// Certificates returns the X.509 certificates stored under label, every
+// one (the token is read in pages: keyobj.Objects.Find), in token order. A
+// stored value that does not parse is skipped, and logged once per value
+// for the life of the Token: one bad object under the label does not hide
+// the others.
 func (t *Token) Certificates(ctx context.Context, label string) ([]Certificate, error) {
 	var out []Certificate
 	err := t.run(ctx, "find certificates", func(s pkcs11.SessionHandle) error {
 		out = out[:0]
-		hs, err := t.obj.Find(s, []*pkcs11.Attribute{
+		hs, err := t.obj.FindAll(s, []*pkcs11.Attribute{
 			pkcs11.NewAttribute(pkcs11.CKA_CLASS, pkcs11.CKO_CERTIFICATE),
 			pkcs11.NewAttribute(pkcs11.CKA_CERTIFICATE_TYPE, pkcs11.CKC_X_509),
 			pkcs11.NewAttribute(pkcs11.CKA_LABEL, label),
-		}, maxLabelledCerts)
+		})
 		if err != nil {
 			return err
 		}
@@ -102,7 +148,8 @@ func (t *Token) Certificates(ctx context.Context, label string) ([]Certificate, 
 			}
 			c, err := x509.ParseCertificate(v[pkcs11.CKA_VALUE])
 			if err != nil {
-				return fmt.Errorf("hsm: certificate %q (id %x): %w", label, v[pkcs11.CKA_ID], err)
+				t.badCertificate(ctx, label, v[pkcs11.CKA_ID], v[pkcs11.CKA_VALUE], err)
+				continue
 			}
 			out = append(out, Certificate{ID: v[pkcs11.CKA_ID], Cert: c})
 		}
@@ -112,4 +159,14 @@ func (t *Token) Certificates(ctx context.Context, label string) ([]Certificate, 
 		return nil, err
 	}
 	return out, nil
+}
+
+// badCertificate logs, the first time Certificates meets it, a stored
+// certificate value that does not parse.
+func (t *Token) badCertificate(ctx context.Context, label string, id, value []byte, err error) {
+	if _, seen := t.badCerts.LoadOrStore(sha256.Sum256(value), true); seen {
+		return
+	}
+	t.log.WarnContext(ctx, "hsm: a certificate object does not parse: skipped (remove it with pkcs11-tool)",
+		"token", t.label, "label", label, "id", fmt.Sprintf("%x", id), "err", err)
 }

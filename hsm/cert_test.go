@@ -3,8 +3,14 @@ package hsm
 import (
 	"bytes"
 	"context"
+	"crypto/elliptic"
+	"crypto/x509"
 	"crypto/x509/pkix"
+	"fmt"
+	"slices"
 	"testing"
+
+	"github.com/miekg/pkcs11"
 
 	"github.com/signd/signd/csc/certstatus/certstatustest"
 )
@@ -33,5 +39,122 @@ func TestCertificatesByLabel(t *testing.T) {
 	}
 	if got, err := shared.Certificates(ctx, "by-label-key"); err != nil || len(got) != 0 {
 		t.Errorf("the key's own label: %v, %v", got, err)
+	}
+}
+
+// TestCertificatesAllAndUnparsable: Certificates returns every certificate
+// under a label, more than one page of the token's finds, and skips a
+// stored value that does not parse, logging it once.
+func TestCertificatesAllAndUnparsable(t *testing.T) {
+	ctx := context.Background()
+	cfg, logs := loggedConfig(mainTok)
+	tok := openTest(t, cfg, options{})
+	const label, n = "many-certs", 18
+	ca := certstatustest.New(t, "signd test CA", nil)
+	want := map[string]bool{}
+	for i := range n {
+		info, err := tok.GenerateEC(ctx, fmt.Sprintf("many-certs-key-%d", i), elliptic.P256())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { tok.DestroyKey(context.Background(), info.ID) })
+		if err := tok.ImportCertificate(ctx, info.ID, label, ca.Issue(t, info.Public, certstatustest.Leaf{Subject: pkix.Name{CommonName: "TSA"}})); err != nil {
+			t.Fatal(err)
+		}
+		want[string(info.ID)] = true
+	}
+	// A certificate object whose value is not DER, as a faulty tool
+	// leaves one.
+	var garbage pkcs11.ObjectHandle
+	if err := tok.run(ctx, "test", func(s pkcs11.SessionHandle) (err error) {
+		garbage, err = tok.lib.CreateObject(s, []*pkcs11.Attribute{
+			pkcs11.NewAttribute(pkcs11.CKA_CLASS, pkcs11.CKO_CERTIFICATE),
+			pkcs11.NewAttribute(pkcs11.CKA_CERTIFICATE_TYPE, pkcs11.CKC_X_509),
+			pkcs11.NewAttribute(pkcs11.CKA_TOKEN, true),
+			pkcs11.NewAttribute(pkcs11.CKA_PRIVATE, false),
+			pkcs11.NewAttribute(pkcs11.CKA_SUBJECT, []byte{0x30, 0}),
+			pkcs11.NewAttribute(pkcs11.CKA_VALUE, []byte("not a certificate")),
+			pkcs11.NewAttribute(pkcs11.CKA_ID, []byte("garbage")),
+			pkcs11.NewAttribute(pkcs11.CKA_LABEL, label),
+		})
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		tok.run(context.Background(), "test", func(s pkcs11.SessionHandle) error { return tok.lib.DestroyObject(s, garbage) })
+	})
+	for range 2 {
+		got, err := tok.Certificates(ctx, label)
+		if err != nil {
+			t.Fatalf("Certificates: %v", err)
+		}
+		if len(got) != n {
+			t.Fatalf("Certificates = %d certificates, want %d", len(got), n)
+		}
+		for _, c := range got {
+			if !want[string(c.ID)] {
+				t.Errorf("Certificates returned id %x", c.ID)
+			}
+		}
+	}
+	if c := logs.count("certificate object does not parse"); c != 1 {
+		t.Errorf("the unparsable certificate was logged %d times, want once:\n%s", c, logs.String())
+	}
+}
+
+// TestStoreCertificates: the issuers of a key's certificate are kept under
+// a label of their own with the key's CKA_ID, replaced as a set, and go
+// with a new import of the key's certificate.
+func TestStoreCertificates(t *testing.T) {
+	ctx := context.Background()
+	info, err := shared.GenerateEC(ctx, "issuers-key", elliptic.P256())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { shared.DestroyKey(context.Background(), info.ID) })
+	root := certstatustest.New(t, "Root CA", nil)
+	sub := root.Intermediate(t, "Sub CA")
+	leaf := sub.Issue(t, info.Public, certstatustest.Leaf{Subject: pkix.Name{CommonName: "TSA"}})
+	if err := shared.ImportCertificate(ctx, info.ID, "issuers-tsa", leaf); err != nil {
+		t.Fatal(err)
+	}
+	subjects := func() []string {
+		t.Helper()
+		got, err := shared.Certificates(ctx, "issuers-tsa/issuer")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, c := range got {
+			if !bytes.Equal(c.ID, info.ID) {
+				t.Errorf("issuer %q stored with id %x", c.Cert.Subject, c.ID)
+			}
+			out = append(out, c.Cert.Subject.CommonName)
+		}
+		slices.Sort(out)
+		return out
+	}
+	for _, set := range [][]*x509.Certificate{{sub.Cert, root.Cert}, {sub.Cert}} {
+		if err := shared.StoreCertificates(ctx, info.ID, "issuers-tsa/issuer", set); err != nil {
+			t.Fatal(err)
+		}
+		var want []string
+		for _, c := range set {
+			want = append(want, c.Subject.CommonName)
+		}
+		slices.Sort(want)
+		if got := subjects(); !slices.Equal(got, want) {
+			t.Errorf("issuers %q, want %q", got, want)
+		}
+	}
+	if err := shared.ImportCertificate(ctx, info.ID, "issuers-tsa", leaf); err != nil {
+		t.Fatal(err)
+	}
+	if got := subjects(); len(got) != 0 {
+		t.Errorf("issuers %q after a new import", got)
+	}
+	if err := shared.StoreCertificates(ctx, nil, "issuers-tsa/issuer", []*x509.Certificate{root.Cert}); err == nil {
+		t.Error("StoreCertificates without an ID")
 	}
 }

@@ -46,6 +46,9 @@ type Token struct {
 	// (an error) or acceptance, for CheckSign.
 	schemeRefusals sync.Map
 	schemeAccepted sync.Map
+	// badCerts holds the SHA-256 of each certificate value Certificates
+	// could not parse and logged (badCertificate).
+	badCerts sync.Map
 
 	mod *module.Module
 	lib p11            // mod.Lib, or a fault-injecting wrapper in tests

@@ -25,6 +25,10 @@ type AdminRequest struct {
 	Actor string
 	Party string
 	Roles []string
+	// Certs is the requester's client certificate chain (DER, their
+	// certificate first) when they asked through the provisioning API:
+	// the approval asks whether it is still admitted. Empty otherwise.
+	Certs [][]byte
 	// CreatedAt is when the request was made; ExpiresAt when it can no
 	// longer be approved (the sweeper removes it from then on).
 	CreatedAt time.Time
@@ -40,6 +44,9 @@ const (
 	// that listing and sweeping them stays cheap.
 	MaxAdminRequests = 1000
 	maxAdminRoles    = 16
+	// maxAdminCerts and maxAdminCertSize bound AdminRequest.Certs.
+	maxAdminCerts    = 8
+	maxAdminCertSize = 16 << 10
 )
 
 // Validate checks every field of r. Errors wrap ErrInvalid.
@@ -64,6 +71,14 @@ func (r *AdminRequest) Validate() error {
 	for _, role := range r.Roles {
 		if err := validateKey("admin request role", role); err != nil {
 			return err
+		}
+	}
+	if len(r.Certs) > maxAdminCerts {
+		return invalid("admin request %q has more than %d certificates", r.ID, maxAdminCerts)
+	}
+	for _, c := range r.Certs {
+		if len(c) == 0 || len(c) > maxAdminCertSize {
+			return invalid("admin request %q: a certificate must be 1 to %d bytes", r.ID, maxAdminCertSize)
 		}
 	}
 	return firstBroken(

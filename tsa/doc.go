@@ -5,8 +5,11 @@
 // signatures/timestamp serves them.
 //
 // The TSA's identity lives in the token only: a key pair generated there
-// (label "<label>-<id>") and its certificate stored next to it under the
-// label (csc.timestamp.label, DefaultLabel "signd-tsa"). Source finds the newest such certificate on each call
-// (cached briefly), so an operator enrols a new key and imports its
-// certificate while the daemon serves; the next token uses it.
+// (label "<label>-<id>"), its certificate stored next to it under the
+// label (csc.timestamp.label, DefaultLabel "signd-tsa") and the
+// certificate's issuers under IssuerLabel. HSMSource finds the newest such
+// certificate on each call (cached briefly), so an operator enrols a new
+// key and imports its certificate while the daemon serves; the next token
+// uses it. Only a key signd tsa enroll made signs (keys.go), and with a
+// Revocation only a certificate whose chain is answered valid and current.
 package tsa

@@ -41,7 +41,8 @@ type Authority struct {
 	Source Source                // required
 	Policy asn1.ObjectIdentifier // TSA policy (csc.timestamp.policy), required
 	// Accuracy is the accuracy the tokens claim (csc.timestamp.accuracy);
-	// 0 omits the field.
+	// 0 omits the field. genTime is in whole seconds, so a true claim is
+	// at least a second (the configuration refuses less).
 	Accuracy time.Duration
 	Now      func() time.Time // nil = time.Now
 }

@@ -228,7 +228,7 @@ func (c *Core) Hold(ctx context.Context, by principal.Principal, op string, req 
 		roles[i] = string(r)
 	}
 	r := &store.AdminRequest{ID: id, Op: op, Request: raw, Actor: by.Actor, Party: by.Party, Roles: roles,
-		CreatedAt: now, ExpiresAt: now.Add(c.pendingTTL())}
+		Certs: by.Certs, CreatedAt: now, ExpiresAt: now.Add(c.pendingTTL())}
 	err = c.Store.Update(ctx, func(tx store.Tx) error {
 		if err := tx.CreateAdminRequest(r); err != nil {
 			return err

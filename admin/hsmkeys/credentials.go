@@ -14,6 +14,7 @@ import (
 	"github.com/signd/signd/admin/tokenkeys"
 	"github.com/signd/signd/csc/enroll"
 	"github.com/signd/signd/store"
+	"github.com/signd/signd/tsa"
 )
 
 func (l *HSM) KeyStore() (tokenkeys.KeyStore, error) {
@@ -145,6 +146,9 @@ func (l *HSM) generate(ctx context.Context, keys tokenkeys.KeyStore, id, label s
 	}
 	if len(label) > 128 || !input.Printable(label) {
 		return nil, act.Errorf(ops.KindInvalid, "label must be 1 to 128 printable characters")
+	}
+	if tsa.ReservedLabel(l.tsaLabel(), label) {
+		return nil, act.Errorf(ops.KindInvalid, "label %q is reserved for the time-stamping keys (csc.timestamp.label %q)", label, l.tsaLabel())
 	}
 	ek := &tokenkeys.Enroll{Keys: keys}
 	key, csrDER, err := enroll.Generate(ctx, ek, label, spec)

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/signd/signd/admin/act"
@@ -88,13 +89,15 @@ func (l *HSM) EnrollTSA(ctx context.Context, by principal.Principal, req ops.Enr
 	return &ops.EnrollTSAResult{KeyID: hex.EncodeToString(key.ID), Label: label, CSRPEM: enroll.CSRPEM(csrDER)}, nil
 }
 
-// ImportTSACertificate performs Service.ImportTSACertificate. The certificate must be fit
-// for time-stamping (tsa.CheckCertificate: only a critical
-// id-kp-timeStamping, valid now, the key's public key) and chain to its
-// issuers when they are given.
+// ImportTSACertificate performs Service.ImportTSACertificate. The key must
+// be a time-stamping key EnrollTSA made (checkTSAKey: never a credential's
+// or another key of the token), the certificate fit for time-stamping
+// (tsa.CheckCertificate: only a critical id-kp-timeStamping, valid now,
+// the key's public key) and chain to its issuers when they are given.
 //
-// The certificate goes into the token first; the audit entry follows
-// (act.Act.End).
+// The certificate goes into the token first, its issuers next (under
+// tsa.IssuerLabel: the certificate status check reads the chain); the
+// audit entry follows (act.Act.End).
 func (l *HSM) ImportTSACertificate(ctx context.Context, by principal.Principal, req ops.ImportTSACertificateRequest) (_ *ops.TSACertificateView, err error) {
 	a, err := l.Begin(ctx, by, "ImportTSACertificate", store.AuditTSAImported, "tsa-key:"+req.KeyID)
 	if err != nil {
@@ -121,6 +124,9 @@ func (l *HSM) ImportTSACertificate(ctx context.Context, by principal.Principal, 
 	if err != nil {
 		return nil, l.Fail(fmt.Sprintf("tsa key %s", req.KeyID), err)
 	}
+	if err := l.checkTSAKey(ctx, req.KeyID, id, key.Label()); err != nil {
+		return nil, err
+	}
 	if err := tsa.CheckCertificate(chain[0], key.Public(), l.Clock()); err != nil {
 		return nil, act.Errorf(ops.KindInvalid, "not a TSA certificate for key %s: %v", req.KeyID, err)
 	}
@@ -132,6 +138,14 @@ func (l *HSM) ImportTSACertificate(ctx context.Context, by principal.Principal, 
 	if err := keys.ImportCertificate(ctx, id, l.tsaLabel(), chain[0]); err != nil {
 		return nil, l.Fail("import certificate", err)
 	}
+	// The issuers, which the certificate status check needs (tsa.HSMSource
+	// reads them); importing the certificate destroyed any older ones.
+	if len(chain) > 1 {
+		if err := keys.StoreCertificates(ctx, id, tsa.IssuerLabel(l.tsaLabel()), chain[1:]); err != nil {
+			return nil, l.Fail("store the issuers' certificates (import the chain again)", err)
+		}
+	}
+	a.Set("chain_length", strconv.Itoa(len(chain)))
 	a.Set("subject", chain[0].Subject.String())
 	a.Set("serial", chain[0].SerialNumber.Text(16))
 	a.Set("not_after", chain[0].NotAfter.UTC().Format(time.RFC3339))
@@ -139,6 +153,29 @@ func (l *HSM) ImportTSACertificate(ctx context.Context, by principal.Principal, 
 		KeyID: req.KeyID, Subject: chain[0].Subject.String(), Serial: chain[0].SerialNumber.Text(16),
 		NotAfter: chain[0].NotAfter.UTC().Format("2006-01-02T15:04:05Z"),
 	}, nil
+}
+
+// checkTSAKey refuses a key that is not a time-stamping key (package tsa,
+// keys.go): one a record of the store holds (KindConflict: a credential's
+// or an OIDC signing key — its certificate would have the TSA sign with
+// it, without its owner's authorization, and replace the certificate
+// object it has in the token), or one not labelled as EnrollTSA labels
+// its keys (KindInvalid: the audit key, a key made by hand).
+func (l *HSM) checkTSAKey(ctx context.Context, hexID string, id []byte, label string) error {
+	var holder string
+	if err := l.Store.View(ctx, func(tx store.Tx) (err error) {
+		holder, err = tsa.KeyHolder(tx, id)
+		return err
+	}); err != nil {
+		return l.Fail("tsa", err)
+	}
+	if holder != "" {
+		return act.Errorf(ops.KindConflict, "key %s is the key of %s: a TSA certificate needs a key of its own (signd tsa enroll)", hexID, holder)
+	}
+	if !tsa.IsKeyLabel(l.tsaLabel(), label) {
+		return act.Errorf(ops.KindInvalid, "key %s, labelled %q, is not a time-stamping key: signd tsa enroll makes one (labelled %s-<id>)", hexID, label, l.tsaLabel())
+	}
+	return nil
 }
 
 // auditEnds returns the sequence number of the last entry of each chain

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/signd/signd/admin/act"
@@ -22,6 +23,10 @@ type Pending struct {
 	// Service performs an approved request as its requester asked
 	// (admin.Local, through ops.Operation.Call).
 	Service ops.Service
+	// RolesNow looks up the roles the requester holds at the approval:
+	// the act is performed with those, not with the roles they held
+	// when they asked. nil: no request can be approved.
+	RolesNow principal.RolesNow
 }
 
 // Dual control (k-of-n with k = 2, as Vault's control groups): an
@@ -36,7 +41,12 @@ type Pending struct {
 // appends pending_approved, so of two approvals at once one wins; then the
 // stored request is performed again through Operations, as the requester,
 // with the approver in Principal.ApprovedBy, which the act's own audit
-// entry records (ApprovalFields). RejectPending withdraws or refuses it;
+// entry records (ApprovalFields). The requester acts with the roles they
+// hold at the approval (Pending.RolesNow: their groups now, or their
+// certificate if the provisioning API still admits it), not those they
+// held when they asked: a requester who no longer holds a role of the
+// operation, or whose roles cannot be established, has the request
+// rejected by the approval (pending_rejected by signd, with the reason). RejectPending withdraws or refuses it;
 // an expired one is removed by the sweeper (store.SweepTx) or by the
 // approval that came too late, with a pending_expired entry.
 
@@ -73,15 +83,18 @@ type decision struct {
 	op      ops.Operation
 	expired bool
 	refusal string // why by may not decide it
+	dropped bool   // the refusal rejected the request (pending_rejected)
 }
 
 // decide runs, in one write transaction, the decision of by on pending
 // request id: it finds the request, removes it with a pending_expired
 // entry when it has expired, and otherwise asks may for a refusal; none,
-// it removes the request and appends the entry kind by by. Of two
-// decisions at once, the second finds the request gone (KindNotFound).
+// it removes the request and appends the entry kind by by. A refusal
+// with drop removes the request too, with a pending_rejected entry by
+// signd giving the refusal as its reason. Of two decisions at once, the
+// second finds the request gone (KindNotFound).
 func (l *Pending) decide(ctx context.Context, by principal.Principal, what, id string, kind store.AuditKind,
-	may func(r *store.AdminRequest, o ops.Operation) string) (*decision, error) {
+	may func(r *store.AdminRequest, o ops.Operation) (refusal string, drop bool)) (*decision, error) {
 	now := l.Clock()
 	var d decision
 	err := l.Store.Update(ctx, func(tx store.Tx) error {
@@ -103,8 +116,17 @@ func (l *Pending) decide(ctx context.Context, by principal.Principal, what, id s
 			}
 			return tx.AppendAudit(store.AdminRequestExpired(r, now))
 		}
-		if d.refusal = may(r, o); d.refusal != "" {
-			return nil
+		if d.refusal, d.dropped = may(r, o); d.refusal != "" {
+			if !d.dropped {
+				return nil
+			}
+			if err := tx.DeleteAdminRequest(id); err != nil {
+				return err
+			}
+			fields := act.PendingFields(r)
+			fields["approval_by"] = by.Actor
+			return tx.AppendAudit(&store.AuditEntry{Time: now, Kind: store.AuditPendingRejected, Actor: principal.Daemon().Actor,
+				Outcome: store.AuditOK, Reason: act.Clip(d.refusal), Fields: fields})
 		}
 		if err := tx.DeleteAdminRequest(id); err != nil {
 			return err
@@ -127,6 +149,25 @@ func (l *Pending) decide(ctx context.Context, by principal.Principal, what, id s
 	return &d, nil
 }
 
+// requesterRoles are the roles the requester of r holds now (RolesNow).
+func (l *Pending) requesterRoles(ctx context.Context, r *store.AdminRequest) ([]principal.Role, error) {
+	if l.RolesNow == nil {
+		return nil, errors.New("signd has no way to look up the roles of a requester")
+	}
+	return l.RolesNow(ctx, r.Party, r.Certs)
+}
+
+// sameHolder explains a refusal of the requester's own Party when it is
+// a certificate's subject: another key of the same subject is the same
+// operator.
+func sameHolder(party string) string {
+	subj, ok := strings.CutPrefix(party, principal.CertSubjectParty)
+	if !ok {
+		return ""
+	}
+	return fmt.Sprintf(" (a certificate with the subject %s is the same operator, whatever its key)", subj)
+}
+
 // holdsOne reports whether by holds one of roles.
 func holdsOne(by principal.Principal, roles []principal.Role) bool {
 	return slices.ContainsFunc(roles, by.Has)
@@ -135,35 +176,58 @@ func holdsOne(by principal.Principal, roles []principal.Role) bool {
 // ApprovePending performs Service.ApprovePending: by, a second operator, approves the
 // pending request id, which is then performed as its requester asked.
 // Refused: an approver with no Party or the requester's Party (the same
-// person), an approver without a role of the held operation, an expired
-// request. The approval consumes the request even when the operation then
-// fails (its error is returned): the requester asks again.
+// person: the same uid, or a certificate with the same subject), an
+// approver without a role of the held operation, an expired request. A
+// requester who no longer holds a role of the operation (RolesNow), or
+// whose roles cannot be established, has the request rejected. The
+// approval consumes the request even when the operation then fails (its
+// error is returned): the requester asks again.
 func (l *Pending) ApprovePending(ctx context.Context, by principal.Principal, id string) (*ops.ApprovalResult, error) {
 	if err := l.Allow(ctx, by, "ApprovePending"); err != nil {
 		return nil, err
 	}
-	d, err := l.decide(ctx, by, "ApprovePending", id, store.AuditPendingApproved, func(r *store.AdminRequest, o ops.Operation) string {
+	// The requester's roles now, looked up before the deciding
+	// transaction (a group database may take its time); the request is
+	// read again there, and a request gone by then is not found.
+	var asked *store.AdminRequest
+	err := l.Store.View(ctx, func(tx store.Tx) (err error) {
+		asked, err = tx.AdminRequest(id)
+		if errors.Is(err, store.ErrNotFound) {
+			return nil // decide says so
+		}
+		return err
+	})
+	if err != nil {
+		return nil, l.Fail("pending request "+id, err)
+	}
+	var now []principal.Role
+	var nowErr error
+	if asked != nil {
+		now, nowErr = l.requesterRoles(ctx, asked)
+	}
+	d, err := l.decide(ctx, by, "ApprovePending", id, store.AuditPendingApproved, func(r *store.AdminRequest, o ops.Operation) (string, bool) {
 		switch {
 		case by.Party == "":
-			return fmt.Sprintf("%s cannot be told apart from the requester of %s and cannot approve it", by.Actor, r.ID)
+			return fmt.Sprintf("%s cannot be told apart from the requester of %s and cannot approve it", by.Actor, r.ID), false
 		case by.Party == r.Party:
-			return fmt.Sprintf("%s requested %s: a second operator must approve it", by.Actor, r.ID)
+			return fmt.Sprintf("%s requested %s: a second operator must approve it%s", by.Actor, r.ID, sameHolder(r.Party)), false
 		case !holdsOne(by, o.Roles):
 			return fmt.Sprintf("approving %s (%s) requires a role of the operation: %s; %s holds %s",
-				r.ID, r.Op, act.RolesText(o.Roles), by.Actor, act.RolesText(by.Roles))
+				r.ID, r.Op, act.RolesText(o.Roles), by.Actor, act.RolesText(by.Roles)), false
+		case nowErr != nil:
+			return fmt.Sprintf("%s is rejected: the roles of its requester %s cannot be established now: %v",
+				r.ID, r.Actor, nowErr), true
+		case !slices.ContainsFunc(o.Roles, func(role principal.Role) bool { return slices.Contains(now, role) }):
+			return fmt.Sprintf("%s is rejected: its requester %s no longer holds a role of %s (%s); they hold %s now",
+				r.ID, r.Actor, r.Op, act.RolesText(o.Roles), act.RolesText(now)), true
 		}
-		return ""
+		return "", false
 	})
 	if err != nil {
 		return nil, err
 	}
 	r := d.req
-	requester := principal.Principal{Actor: r.Actor, Party: r.Party}.Approved(approval.New(by.Actor))
-	for _, name := range r.Roles {
-		if role, err := principal.ParseRole(name); err == nil {
-			requester.Roles = append(requester.Roles, role)
-		}
-	}
+	requester := principal.Principal{Actor: r.Actor, Party: r.Party, Roles: now, Certs: r.Certs}.Approved(approval.New(by.Actor))
 	l.Log().Info("pending request approved", "pending_id", id, "op", r.Op, "requested_by", r.Actor, "approved_by", by.Actor)
 	res, err := d.op.Call(ctx, l.Service, requester, r.Request)
 	if err != nil {
@@ -183,12 +247,12 @@ func (l *Pending) RejectPending(ctx context.Context, by principal.Principal, id 
 	if err := l.Allow(ctx, by, "RejectPending"); err != nil {
 		return nil, err
 	}
-	d, err := l.decide(ctx, by, "RejectPending", id, store.AuditPendingRejected, func(r *store.AdminRequest, o ops.Operation) string {
+	d, err := l.decide(ctx, by, "RejectPending", id, store.AuditPendingRejected, func(r *store.AdminRequest, o ops.Operation) (string, bool) {
 		if (by.Party != "" && by.Party == r.Party) || holdsOne(by, o.Roles) {
-			return ""
+			return "", false
 		}
 		return fmt.Sprintf("rejecting %s (%s) requires a role of the operation: %s, or being its requester; %s holds %s",
-			r.ID, r.Op, act.RolesText(o.Roles), by.Actor, act.RolesText(by.Roles))
+			r.ID, r.Op, act.RolesText(o.Roles), by.Actor, act.RolesText(by.Roles)), false
 	})
 	if err != nil {
 		return nil, err

@@ -104,11 +104,30 @@ func (m RoleMap) CertRoles(cert *x509.Certificate) []Role {
 
 // CertPrincipal names the holder of the client certificate cert with
 // roles: Actor "cert:<subject> sha256:<first 16 hex digits of the key's
-// fingerprint>", Party "cert-sha256:<the whole fingerprint>".
+// fingerprint>", Party CertParty(cert).
 func CertPrincipal(cert *x509.Certificate, roles []Role) Principal {
-	fp := SPKIFingerprint(cert)
-	return Principal{Actor: CertActor(cert), Party: "cert-sha256:" + fp, Roles: roles}
+	return Principal{Actor: CertActor(cert), Party: CertParty(cert), Roles: roles}
 }
+
+// CertParty is the operator behind cert for dual control: the identity
+// the certificate names, its subject ("cert-subject:CN=officer,O=Example"),
+// not its key. Every certificate the client CA issues with a subject
+// holds what admin.api_roles grants that subject, so a holder who enrols
+// a second key (an EST or ACME renewal) is still one operator and cannot
+// approve their own request with it. A certificate with an empty subject
+// (its name only in subjectAltName) is named by its key
+// ("cert-sha256:<the whole fingerprint>"): admin.api_roles can grant it
+// roles only by that key.
+func CertParty(cert *x509.Certificate) string {
+	if subj := cert.Subject.String(); subj != "" {
+		return CertSubjectParty + subj
+	}
+	return "cert-sha256:" + SPKIFingerprint(cert)
+}
+
+// CertSubjectParty starts the Party of a certificate with a subject
+// (CertParty).
+const CertSubjectParty = "cert-subject:"
 
 // CertActor is how the audit log names the holder of cert (CertPrincipal),
 // also when the certificate is refused.

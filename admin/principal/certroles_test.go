@@ -62,8 +62,17 @@ func TestCertRoleMap(t *testing.T) {
 	if want := "cert:CN=officer,O=Example sha256:" + fp[:16]; p.Actor != want {
 		t.Errorf("Actor = %q, want %q", p.Actor, want)
 	}
-	if p.Party != "cert-sha256:"+fp || !p.Has(RoleSecurityOfficer) || p.Has(RoleAdministrator) {
+	if p.Party != "cert-subject:CN=officer,O=Example" || !p.Has(RoleSecurityOfficer) || p.Has(RoleAdministrator) {
 		t.Errorf("principal %+v", p)
+	}
+	// The party is the subject, not the key: another key of the subject
+	// is the same operator, another subject another one; a certificate
+	// without a subject is named by its key.
+	if again := selfSigned(t, officer.Subject); CertParty(again) != p.Party || CertParty(onboarding) == p.Party {
+		t.Errorf("parties %q, %q, %q", CertParty(again), CertParty(onboarding), p.Party)
+	}
+	if nameless := selfSigned(t, pkix.Name{}); CertParty(nameless) != "cert-sha256:"+SPKIFingerprint(nameless) {
+		t.Errorf("the party of a certificate without a subject: %q", CertParty(nameless))
 	}
 	// A group map grants no certificate anything, and the other way round.
 	g, _ := GroupRoleMap(map[string][]uint32{"auditor": {10}})

@@ -1,6 +1,7 @@
 package principal
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"strings"
@@ -49,10 +50,16 @@ type Principal struct {
 	Actor string
 	// Party is the person behind the principal for dual control: two
 	// principals with the same Party are the same operator ("uid:1001",
-	// "cert-sha256:3f1c…"). "" never counts as a second operator.
+	// "cert-subject:CN=officer,O=Example": CertParty). "" never counts as
+	// a second operator.
 	Party string
 	// Roles are the trusted roles the principal holds.
 	Roles []Role
+	// Certs is the chain of DER certificates a client of the provisioning
+	// API presented, its certificate first; nil for the other principals.
+	// A pending request keeps it, so that its approval can ask whether
+	// the certificate is still admitted and what it holds then (RolesNow).
+	Certs [][]byte
 	// approvedBy is the Actor of the second operator who approved the
 	// act this principal requested under dual control (admin/pending); set
 	// only while ApprovePending performs it (Approved takes an approval
@@ -87,6 +94,16 @@ func (p Principal) ApprovalFields(fields map[string]string) map[string]string {
 	out["approved_by"] = p.ApprovedBy()
 	return out
 }
+
+// RolesNow looks up the roles that the requester of a pending request
+// holds now, when a second operator approves it: by party ("uid:1001"),
+// the groups of that uid as the admin socket resolves them; by the
+// certificates certs (Principal.Certs), admin.api_roles for the
+// certificate if the provisioning API still admits it. The error says
+// why the requester's roles cannot be established (a certificate
+// expired or revoked since, a group database that does not answer): the
+// approval is then refused as for a requester who lost their role.
+type RolesNow func(ctx context.Context, party string, certs [][]byte) ([]Role, error)
 
 // Has reports whether p holds role r.
 func (p Principal) Has(r Role) bool { return slices.Contains(p.Roles, r) }

@@ -19,6 +19,9 @@ type KeyStore interface {
 	Key(ctx context.Context, id []byte) (*hsm.Key, error)
 	DestroyKey(ctx context.Context, id []byte) error
 	ImportCertificate(ctx context.Context, id []byte, label string, cert *x509.Certificate) error
+	// StoreCertificates keeps the issuers of key id's certificate under
+	// label (hsm.Token.StoreCertificates).
+	StoreCertificates(ctx context.Context, id []byte, label string, certs []*x509.Certificate) error
 }
 
 // Enroll gives enrollment (csc/enroll.Keys) the token's keys, and keeps what the token

@@ -133,8 +133,13 @@ func (a *app) localAdmin(cfg *config.Config) (*admin.Local, func(), error) {
 		return nil, nil, err
 	}
 	logger := a.commandLogger(cfg)
+	roles, err := cli.AdminRoles(cfg, logger)
+	if err != nil {
+		db.Close()
+		return nil, nil, err
+	}
 	keys := lazytoken.New(func() (*hsm.Token, error) { return openToken(cfg, logger, nil) }, cfg.PKCS11.TokenLabel)
-	local := admin.New(admin.Config{Store: db, Keys: keys, Hasher: h, Now: a.now, Logger: logger,
+	local := admin.New(admin.Config{Store: db, Keys: keys, Hasher: h, Now: a.now, Logger: logger, RolesNow: rolesNow(roles, nil),
 		OIDCKeys: newKeyRing(cfg, db, keys, a.now, logger), TSALabel: cfg.CSC.Timestamp.Label,
 		DualControl: cfg.Admin.DualControlOps(), PendingTTL: cfg.Admin.PendingTTL,
 		AuditKeyLabel: cfg.Audit.Label(), Checkpoints: newCheckpointMaker(cfg, db, keys, a.now, logger),

@@ -32,14 +32,7 @@ func enrollWithCA(t *testing.T, e *env, user string, ca *certstatustest.CA, ocsp
 	out := e.must("", "credential", "create", "--user", user, "--subject", "CN=Alice Jansen,O=Example BV,C=NL", "--csr-out", "-")
 	lines := strings.Split(strings.TrimSpace(out), "\n")
 	cred := lines[len(lines)-1]
-	b, _ := pem.Decode([]byte(out))
-	if b == nil {
-		t.Fatalf("no CSR in %q", out)
-	}
-	csr, err := x509.ParseCertificateRequest(b.Bytes)
-	if err != nil {
-		t.Fatal(err)
-	}
+	csr := parseCSR(t, out)
 	leaf := ca.Issue(t, csr.PublicKey, certstatustest.Leaf{Subject: csr.Subject, OCSP: ocspOn, CRL: crlOn})
 	chain := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: leaf.Raw})
 	chain = append(chain, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: ca.Cert.Raw})...)

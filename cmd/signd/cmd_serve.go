@@ -18,6 +18,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/signd/signd/admin"
+	"github.com/signd/signd/cmd/signd/adminapi"
 	"github.com/signd/signd/cmd/signd/adminrpc"
 	"github.com/signd/signd/cmd/signd/cli"
 	"github.com/signd/signd/cmd/signd/daemonaudit"
@@ -248,8 +249,13 @@ func (a *app) serve(ctx context.Context, cfg *config.Config, load func() (*confi
 	}
 	defer os.Remove(cfg.Server.AdminSocket)
 	ae := adminrpc.NewRouter(logger)
+	var apiGate *adminapi.Gate
+	if api != nil {
+		apiGate = api.gate
+	}
 	local := admin.New(admin.Config{Store: db, Keys: token, Hasher: hasher, Now: a.now, Logger: logger, OIDCKeys: keys,
 		TSALabel: cfg.CSC.Timestamp.Label, DualControl: cfg.Admin.DualControlOps(), PendingTTL: cfg.Admin.PendingTTL,
+		RolesNow:      rolesNow(roles, apiGate),
 		AuditKeyLabel: cfg.Audit.Label(), Checkpoints: checkpoints,
 		EnrollBaseURL: cfg.Server.BaseURL, EnrollmentTTL: cfg.Admin.EnrollmentTTL})
 	var apiSrv *http.Server

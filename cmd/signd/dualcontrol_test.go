@@ -272,3 +272,38 @@ func TestDualControlSweptByDaemon(t *testing.T) {
 		t.Errorf("alice after the expired removal: %s", out)
 	}
 }
+
+// TestDualControlRolesAtApproval: the daemon looks up a requester's roles
+// at the approval by their uid's groups in the database, not by the gid
+// of the process that asked. An operator who was an administrator by the
+// gid of their process (54402, unknown to the database) asks for a user
+// removal; when a second administrator approves it, the requester holds
+// no role: the request is rejected, nothing is removed, and the audit log
+// says why.
+func TestDualControlRolesAtApproval(t *testing.T) {
+	r := newRolesEnv(t, "  dual_control: [user_remove]\n")
+	admins := r.roleGID[admin.RoleAdministrator]
+	asked := callAs(t, r.socket, 54402, admins, []uint32{r.operators}, []rpcCall{{Method: "RemoveUser", Body: `{"Name":"alice"}`}})[0]
+	var held admin.Error
+	if err := json.Unmarshal([]byte(asked.Answer), &held); err != nil || asked.Status != 202 || held.Kind != admin.KindPending || held.ID == "" {
+		t.Fatalf("RemoveUser under dual control: %d %s", asked.Status, asked.Answer)
+	}
+	got := callAs(t, r.socket, 54412, admins, []uint32{r.operators}, []rpcCall{
+		{Method: "ApprovePending", Body: fmt.Sprintf(`{"Name":%q}`, held.ID)},
+		{Method: "ApprovePending", Body: fmt.Sprintf(`{"Name":%q}`, held.ID)},
+	})
+	want := held.ID + " is rejected: its requester uid:54402 no longer holds a role of RemoveUser (the role administrator); they hold no role now"
+	var refusal admin.Error
+	if err := json.Unmarshal([]byte(got[0].Answer), &refusal); err != nil || got[0].Status != 403 || refusal.Message != want {
+		t.Fatalf("approval: %d %s, want 403 %q", got[0].Status, got[0].Answer, want)
+	}
+	if got[1].Status != 404 {
+		t.Errorf("second approval: %d %s, want 404: the request was rejected", got[1].Status, got[1].Answer)
+	}
+	audit := r.exportAsAuditor(t)
+	for _, want := range []string{`"kind":"pending_rejected"`, `"actor":"signd"`, `"approval_by":"uid:54412"`, `"reason":"` + want + `"`} {
+		if !strings.Contains(audit, want) {
+			t.Errorf("the audit log lacks %s:\n%s", want, audit)
+		}
+	}
+}

@@ -204,19 +204,27 @@ func (ca *testCA) issue(t *testing.T, csrPEM string) string {
 	return ca.certify(t, csrPEM) + ca.pem()
 }
 
-// certify checks the CSR's signature and certifies its key for digital
-// signature and content commitment with the extensions exts; it returns
-// the certificate PEM.
-func (ca *testCA) certify(t *testing.T, csrPEM string, exts ...pkix.Extension) string {
+// parseCSR parses the first PEM block of out (a command's output) as a
+// CSR.
+func parseCSR(t *testing.T, out string) *x509.CertificateRequest {
 	t.Helper()
-	b, _ := pem.Decode([]byte(csrPEM))
+	b, _ := pem.Decode([]byte(out))
 	if b == nil {
-		t.Fatalf("no PEM CSR in %q", csrPEM)
+		t.Fatalf("no PEM CSR in %q", out)
 	}
 	csr, err := x509.ParseCertificateRequest(b.Bytes)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return csr
+}
+
+// certify checks the CSR's signature and certifies its key for digital
+// signature and content commitment with the extensions exts; it returns
+// the certificate PEM.
+func (ca *testCA) certify(t *testing.T, csrPEM string, exts ...pkix.Extension) string {
+	t.Helper()
+	csr := parseCSR(t, csrPEM)
 	if err := csr.CheckSignature(); err != nil {
 		t.Fatalf("CSR signature: %v", err)
 	}

@@ -127,7 +127,8 @@ func groupID(g *user.Group) uint32 {
 // server.admin_group (every operator's group) that lets them reach the
 // socket file, set up as README says. When the group database puts uid
 // 65534 in group 65534, that group holds the auditor role too
-// (dbAuditor).
+// (dbAuditor). adminKeys are more lines of the admin section
+// ("  dual_control: [user_remove]\n").
 type rolesEnv struct {
 	*env
 	socket    string
@@ -137,7 +138,7 @@ type rolesEnv struct {
 	dbAuditor bool
 }
 
-func newRolesEnv(t *testing.T) *rolesEnv {
+func newRolesEnv(t *testing.T, adminKeys ...string) *rolesEnv {
 	t.Helper()
 	needRoot(t)
 	gs := spareGroups(t, 4)
@@ -151,8 +152,8 @@ func newRolesEnv(t *testing.T) *rolesEnv {
 			auditors += ", " + g.Name
 		}
 	}
-	r.env = newEnv(t, fmt.Sprintf("admin:\n  roles:\n    security_officer: [%s]\n    administrator: [%s]\n    auditor: [%s]\n",
-		gs[0].Name, gs[1].Name, auditors))
+	r.env = newEnv(t, fmt.Sprintf("admin:\n  roles:\n    security_officer: [%s]\n    administrator: [%s]\n    auditor: [%s]\n%s",
+		gs[0].Name, gs[1].Name, auditors, strings.Join(adminKeys, "")))
 	r.setConfig("  admin_socket:", fmt.Sprintf("  admin_group: %s\n  admin_socket:", gs[3].Name))
 	_, r.logs = r.daemon()
 	r.socket = filepath.Join(r.dir, "s.sock")

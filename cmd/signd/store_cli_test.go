@@ -208,3 +208,58 @@ func TestDamagedStoreCLI(t *testing.T) {
 		})
 	}
 }
+
+// TestStoreLinkCLI: the store's directory belongs to signd's user (here
+// uid 65534), who can put a link at store.path. A command run as root
+// with no daemon answering opens the file itself; it must neither create
+// nor open the link's target, and a store missing from another user's
+// directory is not created by root but named, with how to run the
+// command as that user.
+func TestStoreLinkCLI(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: the defence is of a command run as root in a directory of another uid (CI runs as root)")
+	}
+	e := newEnv(t, "")
+	owned := func(name string) string { // a directory of uid 65534's
+		d := filepath.Join(e.dir, name)
+		mkdir(t, d, 0o700)
+		chown(t, d, nobody, nobody)
+		return d
+	}
+
+	// No store yet: root does not create one in uid 65534's directory.
+	e.withStorePath(filepath.Join(owned("empty"), "signd.db"))
+	_, _, err := e.run("", "user", "list")
+	if err == nil || !strings.Contains(err.Error(), "no store at "+e.store) || !strings.Contains(err.Error(), "start `signd serve` once") {
+		t.Errorf("user list with no store: %v", err)
+	}
+	if _, err := os.Lstat(e.store); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("store file: %v, want none created", err)
+	}
+
+	e.withStorePath(filepath.Join(owned("state"), "signd.db"))
+	victim := filepath.Join(e.dir, "etc", "nologin")
+	mkdir(t, filepath.Dir(victim), 0o755)
+	if err := os.Symlink(victim, e.store); err != nil {
+		t.Fatal(err)
+	}
+	chown(t, e.store, nobody, nobody)
+	backup := filepath.Join(e.dir, "backup.db")
+	for _, args := range [][]string{
+		{"user", "list"},
+		{"audit", "export"},
+		{"store", "backup", backup},
+		{"user", "add", "mallory", "--password-file", "-"},
+	} {
+		out, _, err := e.run("a long password\n", args...)
+		if err == nil || !strings.Contains(err.Error(), e.store+" is a symbolic link") {
+			t.Errorf("signd %s through a dangling link: %v (out %q)", strings.Join(args, " "), err, out)
+		}
+		if _, err := os.Lstat(victim); !errors.Is(err, os.ErrNotExist) {
+			t.Fatalf("signd %s created the link's target %s: %v", strings.Join(args, " "), victim, err)
+		}
+	}
+	if _, err := os.Lstat(backup); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("backup file: %v, want none", err)
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"encoding/asn1"
 	"encoding/base64"
 	"encoding/hex"
+	"encoding/pem"
 	"math/big"
 	"os"
 	"os/exec"
@@ -18,6 +19,7 @@ import (
 
 	"github.com/digitorus/timestamp"
 
+	"github.com/signd/signd/csc/certstatus/certstatustest"
 	"github.com/signd/signd/internal/logtest"
 	"github.com/signd/signd/store"
 )
@@ -108,7 +110,7 @@ func TestTSAImportRefusesWrongUsage(t *testing.T) {
 // `openssl ts -verify` against the test CA, the audit entry, and every
 // malformed request.
 func TestTimestamp(t *testing.T) {
-	e := newEnv(t, "csc:\n  timestamp:\n    enabled: true\n    policy: "+tsaPolicy+"\n    accuracy: 500ms\n    label: tsa-main\n")
+	e := newEnv(t, "csc:\n  timestamp:\n    enabled: true\n    policy: "+tsaPolicy+"\n    accuracy: 2s\n    label: tsa-main\n")
 	ca := newTestCA(t, "TSA CA")
 	enrollTSA(t, e, ca)
 	e.must("a long password\n", "user", "add", "alice", "--password-file", "-")
@@ -151,7 +153,7 @@ func TestTimestamp(t *testing.T) {
 		if err != nil {
 			t.Fatalf("token: %v", err)
 		}
-		if !slices.Equal(ts.HashedMessage, tc.digest) || ts.Policy.String() != tsaPolicy || ts.Accuracy != 500*time.Millisecond ||
+		if !slices.Equal(ts.HashedMessage, tc.digest) || ts.Policy.String() != tsaPolicy || ts.Accuracy != 2*time.Second ||
 			time.Since(ts.Time) > time.Minute || ts.SerialNumber.BitLen() < 64 {
 			t.Errorf("token: imprint %x policy %v accuracy %v time %v serial %v", ts.HashedMessage, ts.Policy, ts.Accuracy, ts.Time, ts.SerialNumber)
 		}
@@ -265,4 +267,53 @@ func TestTimestampNotEnrolledOrDisabled(t *testing.T) {
 			t.Errorf("info lists signatures/timestamp while disabled: %v", ms)
 		}
 	})
+}
+
+// TestTimestampCertRevoked: with csc.cert_status enabled the TSA
+// certificate's revocation is checked as a credential's is: a token is
+// served while its chain is answered valid, and refused with the error of
+// a TSA without a usable certificate once the CA revokes it.
+func TestTimestampCertRevoked(t *testing.T) {
+	e := newEnv(t, "csc:\n  cert_status:\n    refresh: 1s\n    timeout: 2s\n  timestamp:\n    enabled: true\n    policy: "+tsaPolicy+"\n    label: tsa-revoked\n")
+	ca := certstatustest.New(t, "TSA CA", nil)
+	out := e.must("", "tsa", "enroll", "--key-type", "rsa-2048", "--csr-out", "-")
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	keyID := lines[len(lines)-1]
+	csr := parseCSR(t, out)
+	leaf := ca.Issue(t, csr.PublicKey, certstatustest.Leaf{Subject: csr.Subject, CRL: true,
+		ExtraExtensions: []pkix.Extension{ekuExt(t, true, oidTimeStamping)}})
+	certFile := filepath.Join(e.dir, "tsa-chain.pem")
+	chain := append(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: leaf.Raw}), pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: ca.Cert.Raw})...)
+	if err := os.WriteFile(certFile, chain, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	e.must("", "tsa", "import-cert", "--key-id", keyID, "--cert", certFile)
+	e.must("a long password\n", "user", "add", "alice", "--password-file", "-")
+	e.must("", "client", "add", "rp", "--redirect-uri", "https://rp.example/cb")
+	bearer := e.mint(store.TokenAccess, "alice", "rp", "")
+	addr, _ := e.startDaemon()
+	body := `{"hash":"` + base64.StdEncoding.EncodeToString(make([]byte, 32)) + `","hashAlgo":"2.16.840.1.101.3.4.2.1"}`
+	// waitAnswer polls signatures/timestamp until it answers status (the
+	// status is refreshed every second).
+	waitAnswer := func(want int) map[string]any {
+		t.Helper()
+		for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+			status, res := postJSON(t, "http://"+addr+"/csc/v1/signatures/timestamp", bearer, body)
+			if status == want {
+				return res
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("signatures/timestamp: %d %v, want %d", status, res["error_description"], want)
+			}
+		}
+	}
+	waitAnswer(200)
+	if ca.Fetches("/crl") == 0 {
+		t.Error("the TSA certificate's CRL was never fetched")
+	}
+	ca.Revoke(leaf.SerialNumber, 1)
+	waitFetches(ca, "/crl", 2)
+	if res := waitAnswer(500); res["error"] != "server_error" || res["error_description"] != "The time-stamping authority has no usable key and certificate" {
+		t.Errorf("timestamp with a revoked TSA certificate: %v", res)
+	}
 }

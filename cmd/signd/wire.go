@@ -22,6 +22,7 @@ import (
 	"github.com/signd/signd/oauth/passwords"
 	"github.com/signd/signd/oidc"
 	"github.com/signd/signd/store"
+	"github.com/signd/signd/tsa"
 )
 
 // services is what the protocol services are built from. serve fills it once
@@ -59,6 +60,10 @@ type services struct {
 	// certStatusChecker is revocation's checker, which a SIGHUP reload
 	// reconfigures; nil when csc.cert_status is off.
 	certStatusChecker *certstatus.Checker
+	// tsa finds the time-stamping key and certificate (wire_csc.go);
+	// mount sets it, before the certificate status checker that checks
+	// its chains too, nil when csc.timestamp is off.
+	tsa *tsa.HSMSource
 	// certStatusLoopback is app.certStatusLoopback (tests).
 	certStatusLoopback bool
 
@@ -96,6 +101,9 @@ var (
 // profile.
 func (s *services) mount(e *echo.Echo) error {
 	s.views = newStoreViews(s.store)
+	if s.cfg.CSC.Timestamp.Enabled {
+		s.tsa = &tsa.HSMSource{Token: s.token, Records: s.views.tsaKeys, Label: s.cfg.CSC.Timestamp.Label, Now: s.now}
+	}
 	s.revocation = s.certStatus()
 	var err error
 	if s.limits, err = s.newRateLimits(); err != nil {

@@ -12,7 +12,8 @@ var _ csc.Revocation = (*certstatus.Checker)(nil)
 
 // certStatus builds the revocation checker of csc.cert_status and starts
 // its background job, which lists every credential with a certificate
-// (enabled and disabled: credentials/info reports cert.status for both);
+// (enabled and disabled: credentials/info reports cert.status for both)
+// and the chains of the TSA certificates (s.tsa, which it checks);
 // nil when csc.cert_status.enabled is false. The checker is kept in
 // s.certStatusChecker for a SIGHUP reload (reload.Reloader.CertStatus).
 func (s *services) certStatus() csc.Revocation {
@@ -37,6 +38,10 @@ func (s *services) certStatus() csc.Revocation {
 	}
 	checker := certstatus.New(cfg)
 	s.certStatusChecker = checker
+	if s.tsa != nil {
+		// The TSA's certificate signs under the credentials' rule.
+		s.tsa.Revocation = checker
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
@@ -52,7 +57,17 @@ func (s *services) certStatus() csc.Revocation {
 				}
 				return err
 			})
-			return chains, err
+			if err != nil || s.tsa == nil {
+				return chains, err
+			}
+			// The TSA's: a token read. Without them the credentials'
+			// are still refreshed; the TSA then refuses to stamp (its
+			// status not current) until the token answers.
+			tsaChains, terr := s.tsa.Chains(ctx)
+			if terr != nil {
+				s.logger.Warn("certificate status: the TSA certificates cannot be read from the token", "err", terr)
+			}
+			return append(chains, tsaChains...), nil
 		})
 	}()
 	s.onShutdown = append(s.onShutdown, func() { cancel(); <-done })

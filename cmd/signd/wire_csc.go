@@ -96,7 +96,8 @@ func (s *services) cscHandler(authz *oauth.Server) (*csc.Handler, error) {
 }
 
 // timeStamper builds the TSA of signatures/timestamp: tokens signed by the
-// newest key on the token whose certificate is labelled csc.timestamp.label.
+// newest key on the token whose certificate is labelled csc.timestamp.label
+// (s.tsa, which mount made).
 func (s *services) timeStamper() (csc.TimeStamper, error) {
 	c := s.cfg.CSC.Timestamp
 	policy, err := tsa.ParsePolicy(c.Policy)
@@ -104,7 +105,7 @@ func (s *services) timeStamper() (csc.TimeStamper, error) {
 		return nil, fmt.Errorf("csc.timestamp.policy: %w", err)
 	}
 	a := &tsa.Authority{
-		Source: &tsa.HSMSource{Token: s.token, Label: c.Label, Now: s.now}, Policy: policy,
+		Source: s.tsa, Policy: policy,
 		Accuracy: c.Accuracy, Now: s.now,
 	}
 	if _, _, err := a.Source.Current(context.Background()); err != nil {

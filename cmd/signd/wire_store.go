@@ -6,6 +6,7 @@ import (
 	"github.com/signd/signd/oauth/passwords"
 	"github.com/signd/signd/oidc"
 	"github.com/signd/signd/store"
+	"github.com/signd/signd/tsa"
 )
 
 // storeViews is the store as each service sees it: one view per consumer,
@@ -16,7 +17,8 @@ type storeViews struct {
 	credential *store.Scoped[store.CredentialReader] // csc.CredentialProfile
 	csc        *store.Scoped[csc.Tx]
 	oidc       *store.Scoped[oidc.Tx]
-	account    *store.Scoped[csc.AccountTx] // csc.Account (the account page)
+	account    *store.Scoped[csc.AccountTx]  // csc.Account (the account page)
+	tsaKeys    *store.Scoped[tsa.KeyRecords] // tsa.HSMSource: the records that hold keys
 }
 
 // newStoreViews types the backend once for every service.
@@ -28,6 +30,7 @@ func newStoreViews(b store.Store) *storeViews {
 		csc:        store.Scope(b, func(tx store.Tx) csc.Tx { return tx }),
 		oidc:       store.Scope(b, func(tx store.Tx) oidc.Tx { return tx }),
 		account:    store.Scope(b, func(tx store.Tx) csc.AccountTx { return tx }),
+		tsaKeys:    store.Scope(b, func(tx store.Tx) tsa.KeyRecords { return tx }),
 	}
 }
 

@@ -112,11 +112,15 @@ var (
 // An existing file must be a regular file owned by the effective uid with
 // no permission bits for group or others, else Open fails with
 // ErrUnsafeFile and the command that fixes it. The parent directory must
-// exist. If another process (or another DB in this one) holds the file, Open
-// fails after opts.Timeout with an error wrapping store.ErrLocked that names
-// the file; a file written by a newer signd fails with store.ErrSchemaTooNew.
-// A new or older file is brought to the current schema (a write only when
-// something changes).
+// exist. The path must not be a symbolic link, and each directory on the
+// way to it must be owned by root or the effective uid and not writable by
+// all without the sticky bit (place.go): else Open fails with
+// ErrUnsafeFile, and a missing file is not created. If another process (or
+// another DB in this one) holds the file, Open fails after opts.Timeout
+// with an error wrapping store.ErrLocked that names the file; a file
+// written by a newer signd fails with store.ErrSchemaTooNew. A new or older
+// file is brought to the current schema (a write only when something
+// changes).
 //
 // An existing file is never re-initialised: an empty, truncated, foreign or
 // damaged file fails with store.ErrCorrupt naming the file and the recovery
@@ -127,9 +131,6 @@ func Open(path string, opts Options) (*DB, error) {
 		return nil, fmt.Errorf("store: open %s: directory %s: %w", path, dir, err)
 	} else if !fi.IsDir() {
 		return nil, fmt.Errorf("store: open %s: %s is not a directory", path, dir)
-	}
-	if err := checkOwnership(path); err != nil {
-		return nil, err
 	}
 	if opts.Timeout <= 0 {
 		opts.Timeout = DefaultTimeout
@@ -160,9 +161,14 @@ func Open(path string, opts Options) (*DB, error) {
 	return db, nil
 }
 
-// openFile judges the file (checkFile) and opens it with bbolt, turning a
-// panic of bbolt on a file that passed into store.ErrCorrupt.
+// openFile judges the path (checkPath), the file (checkFile) and opens it with bbolt through openHook, turning a panic of
+// bbolt on a file that passed into store.ErrCorrupt. Open and reopen both
+// come here.
 func openFile(path string, opts Options) (bdb *bbolt.DB, err error) {
+	exists, err := checkPath(path)
+	if err != nil {
+		return nil, err
+	}
 	if err := checkFile(path, opts.ReadOnly, opts.Timeout); err != nil {
 		return nil, err
 	}
@@ -171,6 +177,7 @@ func openFile(path string, opts Options) (bdb *bbolt.DB, err error) {
 		if opts.tune != nil {
 			opts.tune(bo)
 		}
+		bo.OpenFile = openHook(!exists && !opts.ReadOnly)
 		bdb, err = bbolt.Open(path, fileMode, bo)
 		return err
 	})
@@ -321,17 +328,39 @@ func (db *DB) Close() error {
 	return nil
 }
 
-// checkOwnership refuses an existing database file other local users could read
-// or write: it holds password, PIN and client secret hashes, MAC keys and
-// the audit chain. A missing file is fine (bbolt creates it with fileMode).
-// Stat follows a symlink: the file that counts is the one bbolt opens.
-func checkOwnership(path string) error {
-	fi, err := os.Stat(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil
+// checkPath judges the store path before anything opens it, and reports
+// whether the file exists: a symbolic link is refused, dangling or not
+// (place.go: the file that counts is the one at the path); then the
+// place (checkPlace), so that root, refused in signd's directory, is told
+// to run the command as signd rather than to chown signd's file; then an
+// existing file (checkInfo): it holds password, PIN and client secret
+// hashes, MAC keys and the audit chain, and no other local user may read
+// or write it. A missing file is created by bbolt (openHook: O_EXCL, mode
+// fileMode) where checkPlace allows it.
+func checkPath(path string) (exists bool, err error) {
+	fi, err := os.Lstat(path)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return false, fmt.Errorf("store: open %s: %w", path, err)
 	}
-	if err != nil {
-		return fmt.Errorf("store: open %s: %w", path, err)
+	exists = err == nil
+	if exists && fi.Mode().Type() == fs.ModeSymlink {
+		return true, symlinkError(path)
+	}
+	if err := checkPlace(path, exists); err != nil {
+		return exists, err
+	}
+	if !exists {
+		return false, nil
+	}
+	return true, checkInfo(path, fi)
+}
+
+// checkInfo judges the file of fi (from Lstat, or fstat of an open file):
+// a regular file owned by the effective uid with no permission bits for
+// group or others.
+func checkInfo(path string, fi fs.FileInfo) error {
+	if fi.Mode().Type() == fs.ModeSymlink {
+		return symlinkError(path)
 	}
 	if !fi.Mode().IsRegular() {
 		return fmt.Errorf("%w: %s is not a regular file (%s)", ErrUnsafeFile, path, fi.Mode().Type())

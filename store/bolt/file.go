@@ -277,13 +277,14 @@ func corruptError(path, reason string) error {
 }
 
 // checkFile judges an existing store file before bbolt opens it: a file
-// that is not there is fine (Open creates it), anything else must be a
+// that is not there is fine for a read-write open (openFile creates it
+// where checkPlace allows), anything else must be a
 // regular, intact bbolt file. It takes the file lock (shared for a
 // read-only open) for as long as it reads, so it never judges a file that
 // another process is writing: that fails with store.ErrLocked after
 // timeout, as Open would.
 func checkFile(path string, readOnly bool, timeout time.Duration) error {
-	fi, err := os.Stat(path)
+	fi, err := os.Lstat(path)
 	if errors.Is(err, fs.ErrNotExist) && !readOnly {
 		return nil
 	}
@@ -296,7 +297,10 @@ func checkFile(path string, readOnly bool, timeout time.Duration) error {
 	if fi.Size() == 0 {
 		return corruptError(path, "the file is empty (0 bytes), not a store")
 	}
-	f, err := os.Open(path)
+	f, err := os.OpenFile(path, os.O_RDONLY|unix.O_NOFOLLOW, 0)
+	if errors.Is(err, unix.ELOOP) {
+		return symlinkError(path)
+	}
 	if err != nil {
 		return fmt.Errorf("store: open %s: %w", path, err)
 	}

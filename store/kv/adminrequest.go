@@ -22,20 +22,21 @@ type adminRequestRecord struct {
 	Actor     string          `json:"actor"`
 	Party     string          `json:"party"`
 	Roles     []string        `json:"roles,omitempty"`
+	Certs     [][]byte        `json:"certs,omitempty"`
 	CreatedAt time.Time       `json:"created_at"`
 	ExpiresAt time.Time       `json:"expires_at"`
 }
 
 func adminRequestToRecord(r *store.AdminRequest) *adminRequestRecord {
 	return &adminRequestRecord{
-		ID: r.ID, Op: r.Op, Request: r.Request, Actor: r.Actor, Party: r.Party, Roles: r.Roles,
+		ID: r.ID, Op: r.Op, Request: r.Request, Actor: r.Actor, Party: r.Party, Roles: r.Roles, Certs: r.Certs,
 		CreatedAt: r.CreatedAt.UTC().Round(0), ExpiresAt: r.ExpiresAt.UTC().Round(0),
 	}
 }
 
 func (r *adminRequestRecord) adminRequest() *store.AdminRequest {
 	return &store.AdminRequest{
-		ID: r.ID, Op: r.Op, Request: r.Request, Actor: r.Actor, Party: r.Party, Roles: r.Roles,
+		ID: r.ID, Op: r.Op, Request: r.Request, Actor: r.Actor, Party: r.Party, Roles: r.Roles, Certs: r.Certs,
 		CreatedAt: r.CreatedAt, ExpiresAt: r.ExpiresAt,
 	}
 }

@@ -247,7 +247,7 @@ func recordKinds() []recordKind {
 				return &store.Token{Hash: hash, Kind: store.TokenKind(r.Kind), ClientID: r.ClientID, Username: r.Username,
 					Scopes: r.Scopes, CodeHash: r.CodeHash, CredentialID: r.CredentialID, Hashes: r.Hashes,
 					AuthTime: r.AuthTime, RequestedAt: r.RequestedAt, ExpiresAt: r.ExpiresAt, CreatedAt: r.CreatedAt,
-					Consented: store.ConsentRecord(r.Consented).Clone(), RotatedAt: derefTime(r.RotatedAt)}, err
+					Consented: store.ConsentRecord(r.Consented).Clone(), RotatedAt: derefTime(r.RotatedAt), SecretGeneration: r.SecretGen}, err
 			},
 			read: func(t *Tx) (any, error) { return t.Token(hash) },
 			rewrite: func(t *Tx, v any) (bool, error) {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -54,6 +55,7 @@ func testAdminRequests(t *testing.T, s store.Store) {
 	}
 	// Created out of order: listed oldest first.
 	b := newAdminRequest("req-b", t0.Add(time.Minute))
+	b.Party, b.Certs = "cert-subject:CN=officer", [][]byte{{0x30, 1, 2}, {0x30, 3}} // kept as given
 	a := newAdminRequest("req-a", t0)
 	update(t, s, func(tx store.Tx) error {
 		if err := tx.CreateAdminRequest(b); err != nil {
@@ -131,6 +133,9 @@ func testInvalidAdminRequests(t *testing.T, s store.Store) {
 		"party invalid UTF8": func(r *store.AdminRequest) { r.Party = "uid:\xff" },
 		"role with a space":  func(r *store.AdminRequest) { r.Roles = []string{"security officer"} },
 		"too many roles":     func(r *store.AdminRequest) { r.Roles = make([]string, 17) },
+		"too many certs":     func(r *store.AdminRequest) { r.Certs = slices.Repeat([][]byte{{0x30}}, 9) },
+		"empty cert":         func(r *store.AdminRequest) { r.Certs = [][]byte{{0x30}, nil} },
+		"oversized cert":     func(r *store.AdminRequest) { r.Certs = [][]byte{make([]byte, 16<<10+1)} },
 		"no creation time":   func(r *store.AdminRequest) { r.CreatedAt = time.Time{} },
 		"expires at creation": func(r *store.AdminRequest) {
 			r.ExpiresAt = r.CreatedAt

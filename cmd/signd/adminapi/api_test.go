@@ -135,6 +135,17 @@ func TestAPIDualControl(t *testing.T) {
 		!strings.Contains(out["message"].(string), "a second operator must approve it") {
 		t.Errorf("self-approval: %d %v", st, out)
 	}
+	// A second certificate of the same subject, for a new key (a
+	// renewal), is the same operator.
+	again := issue(t, w.ca, "one", time.Time{}, time.Time{})
+	if admin.SPKIFingerprint(again.cert) == admin.SPKIFingerprint(one.cert) {
+		t.Fatal("the second certificate has the first one's key")
+	}
+	want := admin.CertActor(again.cert) + " requested " + id + ": a second operator must approve it" +
+		" (a certificate with the subject CN=one,O=Example is the same operator, whatever its key)"
+	if st, out := w.call(&again, "POST", "/pending/"+id+"/approve", nil); st != http.StatusForbidden || out["message"] != want {
+		t.Errorf("approval by the requester's subject with another key: %d %v, want 403 %q", st, out, want)
+	}
 	if st, out := w.call(&two, "POST", "/pending/"+id+"/approve", nil); st != 200 {
 		t.Fatalf("approval by a second certificate: %d %v", st, out)
 	}
@@ -149,5 +160,44 @@ func TestAPIDualControl(t *testing.T) {
 	}
 	if removed == nil || removed.Actor != admin.CertActor(one.cert) || removed.Fields["approved_by"] != admin.CertActor(two.cert) {
 		t.Errorf("the removal's entry %+v, want actor %s approved by %s", removed, admin.CertActor(one.cert), admin.CertActor(two.cert))
+	}
+}
+
+// TestAPIDualControlRequesterRevoked: a request whose requester's
+// certificate is revoked before the approval is rejected by it: the
+// approval asks whether the gate admits the certificate now, not when it
+// asked.
+func TestAPIDualControlRequesterRevoked(t *testing.T) {
+	w := newWorld(t, map[string][]string{"administrator": {"CN=one,O=Example", "CN=two,O=Example"}}, []string{"RemoveUser"}, nil)
+	w.gate.CRL = crlOf(t, w.ca)
+	one := issue(t, w.ca, "one", time.Time{}, time.Time{})
+	two := issue(t, w.ca, "two", time.Time{}, time.Time{})
+	if st, out := w.call(&one, "POST", "/users", []byte(`{"username":"carol","password":"correct horse battery"}`)); st != 200 {
+		t.Fatalf("POST /users: %d %v", st, out)
+	}
+	_, out := w.call(&one, "DELETE", "/users/carol", nil)
+	id, _ := out["id"].(string)
+	w.ca.Revoke(one.cert.SerialNumber, 1)
+	w.gate.SetCRL(crlOf(t, w.ca))
+	st, out := w.call(&two, "POST", "/pending/"+id+"/approve", nil)
+	want := id + " is rejected: the roles of its requester " + admin.CertActor(one.cert) + " cannot be established now: " +
+		"the requester's client certificate is no longer admitted: the client certificate (serial " + one.cert.SerialNumber.String() + ") is revoked"
+	if msg, _ := out["message"].(string); st != http.StatusForbidden || !strings.HasPrefix(msg, want) {
+		t.Fatalf("approval of a revoked requester's request: %d %v, want 403 %q", st, out, want)
+	}
+	if st, _ := w.call(&two, "GET", "/users/carol", nil); st != http.StatusOK {
+		t.Errorf("carol after the refused approval: %d", st)
+	}
+	if st, out := w.call(&two, "POST", "/pending/"+id+"/approve", nil); st != http.StatusNotFound {
+		t.Errorf("second approval: %d %v, want 404 (rejected)", st, out)
+	}
+	var rejected *store.AuditEntry
+	for _, e := range w.audit() {
+		if e.Kind == store.AuditPendingRejected {
+			rejected = e
+		}
+	}
+	if rejected == nil || rejected.Actor != "signd" || !strings.HasPrefix(rejected.Reason, want) || rejected.Fields["approval_by"] != admin.CertActor(two.cert) {
+		t.Errorf("pending_rejected entry %+v", rejected)
 	}
 }

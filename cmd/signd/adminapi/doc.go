@@ -23,7 +23,9 @@
 //
 // Each request then acts as admin.CertPrincipal of the certificate: every
 // route calls one admin.Operations entry, so the roles, dual control (a
-// second certificate approves: POST /pending/{id}/approve) and the one
+// certificate of another subject approves: POST /pending/{id}/approve,
+// and the approval asks the gate again what the requester's kept
+// certificate chain holds, Gate.RolesOf) and the one
 // audit entry per act hold as on the socket. Bodies are bounded, decoded
 // strictly (unknown fields refused), and every error is an admin.Error,
 // {"kind","message"}, with the status of adminrpc.KindStatus.

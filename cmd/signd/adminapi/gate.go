@@ -243,12 +243,54 @@ func (g *Gate) Admit(ctx context.Context, cs *tls.ConnectionState, remote, op st
 		}
 		return by, true, &admin.Error{Kind: admin.KindForbidden, Message: "provisioning API: " + reason}
 	}
-	return g.Principal(cert), true, nil
+	by = g.Principal(cert)
+	for _, c := range cs.PeerCertificates {
+		by.Certs = append(by.Certs, c.Raw)
+	}
+	return by, true, nil
 }
 
 // Principal names the caller with the verified client certificate cert.
 func (g *Gate) Principal(cert *x509.Certificate) admin.Principal {
 	return admin.CertPrincipal(cert, g.Roles.CertRoles(cert))
+}
+
+// RolesOf returns the roles that the client certificate chain certs
+// (admin.Principal.Certs: the certificate first, then what the client
+// sent with it) holds now, if the gate admits it now: it verifies
+// against admin.api_client_ca by the gate's clock, for client
+// authentication, as at a handshake, and passes the CRL in force and
+// the expiry checks of every request (check). What a pending request's
+// approval asks of its requester (admin.Config.RolesNow); the error says
+// why the certificate is no longer admitted.
+func (g *Gate) RolesOf(certs [][]byte) ([]admin.Role, error) {
+	if len(certs) == 0 {
+		return nil, errors.New("no client certificate was kept with the request")
+	}
+	parsed := make([]*x509.Certificate, len(certs))
+	for i, der := range certs {
+		c, err := x509.ParseCertificate(der)
+		if err != nil {
+			return nil, fmt.Errorf("the requester's client certificate cannot be read: %w", err)
+		}
+		parsed[i] = c
+	}
+	roots, inter := x509.NewCertPool(), x509.NewCertPool()
+	for _, c := range g.ClientCAs {
+		roots.AddCert(c)
+	}
+	for _, c := range parsed[1:] {
+		inter.AddCert(c)
+	}
+	chains, err := parsed[0].Verify(x509.VerifyOptions{Roots: roots, Intermediates: inter, CurrentTime: g.now(),
+		KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}})
+	if err != nil {
+		return nil, fmt.Errorf("the requester's client certificate no longer verifies against admin.api_client_ca: %w", err)
+	}
+	if reason := g.check(chains, true); reason != "" {
+		return nil, errors.New("the requester's client certificate is no longer admitted: " + reason)
+	}
+	return g.Roles.CertRoles(parsed[0]), nil
 }
 
 // refuse audits and logs a failed handshake of a client that sent a

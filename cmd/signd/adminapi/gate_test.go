@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -404,5 +405,55 @@ func TestGateCrossSignedChains(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestGateRolesOf: the roles a pending request's requester holds at its
+// approval are what the gate grants their kept certificate chain now: a
+// subject taken out of admin.api_roles since holds nothing, and a
+// certificate the gate no longer admits (expired, of another CA, not a
+// certificate) gets an error saying why.
+func TestGateRolesOf(t *testing.T) {
+	ca := certstatustest.New(t, "admin API CA", nil)
+	other := certstatustest.New(t, "another CA", nil)
+	one := ca.ClientCert(t, "one", time.Time{}, time.Time{})
+	stranger := other.ClientCert(t, "one", time.Time{}, time.Time{})
+	granted, err := admin.CertRoleMap(map[string][]string{"administrator": {"CN=one,O=Example"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	removed, err := admin.CertRoleMap(map[string][]string{"administrator": {"CN=two,O=Example"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	expired := func() time.Time { return one.Leaf.NotAfter.Add(time.Minute) }
+	tests := []struct {
+		name  string
+		roles admin.RoleMap
+		now   func() time.Time
+		certs [][]byte
+		want  []admin.Role
+		err   string
+	}{
+		{"admitted", granted, nil, one.Certificate, []admin.Role{admin.RoleAdministrator}, ""},
+		{"subject taken out of admin.api_roles", removed, nil, one.Certificate, nil, ""},
+		{"expired", granted, expired, one.Certificate, nil,
+			"the requester's client certificate no longer verifies against admin.api_client_ca: x509: certificate has expired or is not yet valid"},
+		{"another CA", granted, nil, stranger.Certificate, nil,
+			"the requester's client certificate no longer verifies against admin.api_client_ca: x509: certificate signed by unknown authority"},
+		{"not a certificate", granted, nil, [][]byte{[]byte("garbage")}, nil, "the requester's client certificate cannot be read: x509: malformed certificate"},
+		{"none kept", granted, nil, nil, nil, "no client certificate was kept with the request"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := &Gate{ClientCAs: []*x509.Certificate{ca.Cert}, Roles: tt.roles, Now: tt.now}
+			got, err := g.RolesOf(tt.certs)
+			if tt.err == "" && err != nil || tt.err != "" && (err == nil || !strings.HasPrefix(err.Error(), tt.err)) {
+				t.Fatalf("RolesOf = %v, want error %q", err, tt.err)
+			}
+			if !slices.Equal(got, tt.want) {
+				t.Errorf("RolesOf = %v, want %v", got, tt.want)
+			}
+		})
 	}
 }

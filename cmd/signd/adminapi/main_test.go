@@ -82,13 +82,17 @@ func newWorld(t *testing.T, roles map[string][]string, dual []string, crl *x509.
 	if err != nil {
 		t.Fatal(err)
 	}
-	local := admin.New(admin.Config{Store: db, Hasher: h, DualControl: dual})
+	w := &world{t: t, db: db, roots: x509.NewCertPool(), refused: make(chan struct{}, 16)}
+	// A requester's roles at an approval: their certificate as the gate
+	// admits it then (the daemon's rolesNow, for certificates).
+	local := admin.New(admin.Config{Store: db, Hasher: h, DualControl: dual,
+		RolesNow: func(_ context.Context, _ string, certs [][]byte) ([]admin.Role, error) { return w.gate.RolesOf(certs) }})
 	ca := certstatustest.New(t, "admin API CA", nil)
 	m, err := admin.CertRoleMap(roles)
 	if err != nil {
 		t.Fatal(err)
 	}
-	w := &world{t: t, db: db, ca: ca, roots: x509.NewCertPool(), refused: make(chan struct{}, 16)}
+	w.ca = ca
 	w.roots.AddCert(ca.Cert)
 	w.gate = &Gate{ClientCAs: []*x509.Certificate{ca.Cert}, CRL: crl, Roles: m,
 		Refused: func(ctx context.Context, by admin.Principal, op, reason string, fields map[string]string) {

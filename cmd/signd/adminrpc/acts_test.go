@@ -53,6 +53,7 @@ type actsWorld struct {
 	ca     *certstatustest.CA
 	db     store.Store
 	mk     *checkpoint.Maker
+	tok    *hsm.Token
 }
 
 func newActsWorld(t *testing.T) *actsWorld {
@@ -85,7 +86,7 @@ func newActsWorld(t *testing.T) *actsWorld {
 	}
 	return &actsWorld{
 		remote: serveAdminAs(t, local, named), logs: logs,
-		actor: named(self()).Actor, ca: certstatustest.New(t, "Acts CA", nil), db: db, mk: mk,
+		actor: named(self()).Actor, ca: certstatustest.New(t, "Acts CA", nil), db: db, mk: mk, tok: tok,
 	}
 }
 
@@ -417,6 +418,12 @@ func (w *actsWorld) checkpointNote(t *testing.T) string {
 // subject, and returns the certificate as PEM.
 func (w *actsWorld) issue(t *testing.T, csrPEM string, exts []pkix.Extension) string {
 	t.Helper()
+	return w.issueAt(t, csrPEM, exts, time.Now().Add(-time.Hour))
+}
+
+// issueAt is issue with the certificate valid from notBefore.
+func (w *actsWorld) issueAt(t *testing.T, csrPEM string, exts []pkix.Extension, notBefore time.Time) string {
+	t.Helper()
 	b, _ := pem.Decode([]byte(csrPEM))
 	if b == nil {
 		t.Fatalf("no PEM in %q", csrPEM)
@@ -427,7 +434,7 @@ func (w *actsWorld) issue(t *testing.T, csrPEM string, exts []pkix.Extension) st
 	}
 	serial, _ := rand.Int(rand.Reader, big.NewInt(1<<62))
 	tmpl := &x509.Certificate{SerialNumber: serial, Subject: csr.Subject,
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
+		NotBefore: notBefore, NotAfter: time.Now().Add(24 * time.Hour),
 		KeyUsage: x509.KeyUsageDigitalSignature | x509.KeyUsageContentCommitment, ExtraExtensions: exts}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, w.ca.Cert, csr.PublicKey, w.ca.Key)
 	if err != nil {

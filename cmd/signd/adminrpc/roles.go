@@ -98,3 +98,24 @@ func (r Roles) resolve(uid, gid uint32) (admin.Principal, []uint32) {
 	}
 	return admin.SocketPrincipal(uid, name, roles), gids
 }
+
+// RolesOf returns the roles the user uid holds now by the group database
+// alone: what a pending request's approval asks of its requester
+// (admin.Config.RolesNow). The gid of the process that asked is not
+// counted: it lived as long as that process. An error of the database is
+// returned: the requester's roles cannot be established.
+func (r Roles) RolesOf(uid uint32) ([]admin.Role, error) {
+	if !r.Map.Configured() {
+		return admin.Roles(), nil
+	}
+	lookup := r.GroupIDs
+	if lookup == nil {
+		lookup = UserGroupIDs
+	}
+	gids, err := lookup(uid)
+	var unknown user.UnknownUserIdError
+	if err != nil && !errors.As(err, &unknown) {
+		return nil, fmt.Errorf("the groups of uid %d cannot be looked up: %w", uid, err)
+	}
+	return r.Map.GroupRoles(gids), nil
+}

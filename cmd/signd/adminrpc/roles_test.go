@@ -96,6 +96,54 @@ func TestRolesPrincipal(t *testing.T) {
 	}
 }
 
+// RolesOf, a requester's roles at the approval of their pending request,
+// are those the database's groups of their uid give now: not the gid of
+// the process that asked; no role where the user has none (or is gone);
+// an error when the database does not answer; every role without
+// admin.roles.
+func TestRolesOf(t *testing.T) {
+	so, ad, au := admin.RoleSecurityOfficer, admin.RoleAdministrator, admin.RoleAuditor
+	tests := []struct {
+		name       string
+		configured bool
+		uid        uint32
+		want       []admin.Role
+		err        string
+	}{
+		{"database group", true, alice, []admin.Role{ad}, ""},
+		{"a group with two roles", true, bob, []admin.Role{so, au}, ""},
+		{"unknown to the database", true, carol, nil, ""},
+		{"database down", true, dave, nil, "the groups of uid 54314 cannot be looked up: nss: connection refused"},
+		{"no roles: every role", false, carol, admin.Roles(), ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := Roles{GroupIDs: testGroups}
+			if tt.configured {
+				r.Map = testRoles(t)
+			}
+			got, err := r.RolesOf(tt.uid)
+			if tt.err == "" && err != nil || tt.err != "" && (err == nil || err.Error() != tt.err) {
+				t.Fatalf("RolesOf(%d) = %v, want error %q", tt.uid, err, tt.err)
+			}
+			if !slices.Equal(got, tt.want) {
+				t.Errorf("RolesOf(%d) = %v, want %v", tt.uid, got, tt.want)
+			}
+		})
+	}
+	// carol asking from a process whose gid is officers is a security
+	// officer then; the approval counts her groups, not that process's.
+	r := Roles{Map: testRoles(t), GroupIDs: testGroups}
+	if p := r.Principal(&unix.Ucred{Uid: carol, Gid: officers}); !p.Has(so) {
+		t.Fatalf("carol with the gid officers: %v", p.Roles)
+	}
+	// bob leaves the keepers: a security officer no longer.
+	r.GroupIDs = func(uid uint32) ([]uint32, error) { return []uint32{bob, auditors}, nil }
+	if got, err := r.RolesOf(bob); err != nil || !slices.Equal(got, []admin.Role{au}) {
+		t.Errorf("RolesOf(bob) after leaving keepers = %v, %v", got, err)
+	}
+}
+
 // WhoAmI answers every peer, whatever its roles, with the actor, roles
 // and groups; it takes no parameters.
 func TestWhoAmI(t *testing.T) {

@@ -88,6 +88,14 @@ func (l *Keys) ImportCertificate(ctx context.Context, id []byte, label string, c
 	return t.ImportCertificate(ctx, id, label, cert)
 }
 
+func (l *Keys) StoreCertificates(ctx context.Context, id []byte, label string, certs []*x509.Certificate) error {
+	t, err := l.get()
+	if err != nil {
+		return err
+	}
+	return t.StoreCertificates(ctx, id, label, certs)
+}
+
 // CheckKeys implements admin.TokenReporter.
 func (l *Keys) CheckKeys(ctx context.Context) ([]hsm.KeyInfo, error) {
 	t, err := l.get()

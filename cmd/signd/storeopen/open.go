@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/signd/signd/config"
+	"github.com/signd/signd/internal/safedir"
 	"github.com/signd/signd/store"
 	"github.com/signd/signd/store/bolt"
 	"github.com/signd/signd/store/etcd"
@@ -36,8 +37,8 @@ var (
 
 // Open opens the configured backend: the etcd cluster
 // (store.backend etcd, see openEtcd), or the bbolt file, creating its
-// directory (0700) if needed; logger (nil for none) hears what the store
-// does on its own.
+// directory (0700) if needed where no other user controls it (safedir);
+// logger (nil for none) hears what the store does on its own.
 func Open(cfg *config.Config, logger *slog.Logger) (Backend, error) {
 	return open(cfg, logger, true)
 }
@@ -53,8 +54,12 @@ func open(cfg *config.Config, logger *slog.Logger, cache bool) (Backend, error) 
 	if cfg.Store.BackendName() == config.BackendEtcd {
 		return openEtcd(cfg, logger, cache)
 	}
-	if err := os.MkdirAll(filepath.Dir(cfg.Store.Path), 0o700); err != nil {
-		return nil, fmt.Errorf("store directory: %w", err)
+	// Only where no other user can redirect the mkdir; elsewhere bolt.Open
+	// refuses the place and says why.
+	if dir := filepath.Dir(cfg.Store.Path); safedir.Check(dir) == nil {
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return nil, fmt.Errorf("store directory: %w", err)
+		}
 	}
 	return bolt.Open(cfg.Store.Path, bolt.Options{
 		Timeout: cfg.Store.OpenTimeout, VerifyOnOpen: cfg.Store.VerifyOnOpen, Logger: logger,

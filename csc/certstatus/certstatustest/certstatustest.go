@@ -140,6 +140,10 @@ type Leaf struct {
 	ExtKeyUsage       []x509.ExtKeyUsage
 	// CA asserts cA in basicConstraints.
 	CA bool
+	// ExtraExtensions are added as they are (x509.Certificate's; one
+	// replaces the extension Issue would make with its OID: a critical
+	// extended key usage, say).
+	ExtraExtensions []pkix.Extension
 }
 
 // ClientCert issues a TLS client certificate (clientAuth, a new ECDSA
@@ -176,7 +180,7 @@ func (ca *CA) Issue(t testing.TB, pub crypto.PublicKey, l Leaf) *x509.Certificat
 	tmpl := &x509.Certificate{
 		SerialNumber: big.NewInt(serial), Subject: l.Subject,
 		NotBefore: l.NotBefore, NotAfter: l.NotAfter, KeyUsage: l.KeyUsage, ExtKeyUsage: l.ExtKeyUsage,
-		IsCA: l.CA, BasicConstraintsValid: l.CA,
+		IsCA: l.CA, BasicConstraintsValid: l.CA, ExtraExtensions: l.ExtraExtensions,
 	}
 	if l.OCSP {
 		tmpl.OCSPServer = []string{ca.URL + "/ocsp"}
