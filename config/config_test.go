@@ -794,14 +794,22 @@ func TestDefaultSearchPathsSkipWorkingDir(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			c, err := Load(Options{File: tt.file})
-			if err != nil {
-				t.Fatal(err)
-			}
 			if tt.source == "" {
+				// The real search: an /etc/signd/signd.yaml on this machine
+				// (a package test's) may be read, or refused; never ours.
+				if err != nil {
+					if strings.Contains(err.Error(), planted) {
+						t.Fatalf("judged the working directory's %s: %v", planted, err)
+					}
+					return
+				}
 				if c.Source() == planted || c.Server.Listen == "127.0.0.1:1111" {
 					t.Fatalf("read the working directory's %s (Source %q, listen %s)", planted, c.Source(), c.Server.Listen)
 				}
 				return
+			}
+			if err != nil {
+				t.Fatal(err)
 			}
 			if c.Source() != tt.source || c.Server.Listen != "127.0.0.1:1111" {
 				t.Errorf("Source() = %q, listen %s; want %q, 127.0.0.1:1111", c.Source(), c.Server.Listen, tt.source)
