@@ -6,11 +6,13 @@ import (
 	"io/fs"
 	"net/url"
 	"os"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
 
 	"github.com/signd/signd/config/schema"
+	"github.com/signd/signd/internal/safepath"
 	"github.com/spf13/pflag"
 	"github.com/spf13/viper"
 )
@@ -155,9 +157,20 @@ type Options struct {
 }
 
 // DefaultSearchPaths returns the files Load tries, in order, when
-// Options.File is empty.
+// Options.File is empty. The working directory is not among them: the
+// CLI runs as root from wherever its operator stands (/tmp, the store's
+// directory), and a signd.yaml planted there would choose the module root
+// loads and the socket root sends passwords to. Another file is named with
+// --config.
 func DefaultSearchPaths() []string {
-	return []string{"./signd.yaml", "/etc/signd/signd.yaml"}
+	return []string{"/etc/signd/signd.yaml"}
+}
+
+// filePolicy is who may change the configuration file and the directories
+// above it: root and the user running signd (FilePolicy).
+func filePolicy(euid int) safepath.Policy {
+	return safepath.Policy{EUID: euid, Key: "config",
+		Harm: "could rewrite the configuration, e.g. the pkcs11.module signd loads or the admin_socket it sends passwords to"}
 }
 
 // Source returns the absolute path of the file Load read, or "" when it ran
@@ -210,7 +223,24 @@ func Load(opts Options) (*Config, error) {
 	var problems []Problem
 	var digest string
 	if path != "" {
-		raw, sum, err := schema.ReadYAML(path)
+		// Judge the file before reading a byte of it, and read the file
+		// judged: its links resolved, its owner and mode taken from the
+		// open file.
+		pol := filePolicy(os.Geteuid())
+		real, err := filepath.EvalSymlinks(path)
+		if err != nil {
+			var pe *fs.PathError
+			if errors.As(err, &pe) { // a missing file reads as the open that failed
+				err = &fs.PathError{Op: "open", Path: path, Err: pe.Err}
+			}
+			return nil, fmt.Errorf("config: %w", err)
+		}
+		if err := pol.Parents(filepath.Dir(real)); err != nil {
+			return nil, err
+		}
+		raw, sum, err := schema.ReadYAML(real, func(fi fs.FileInfo) error {
+			return pol.Entry("file", real, fi, "")
+		})
 		if err != nil {
 			return nil, err
 		}

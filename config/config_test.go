@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -13,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/signd/signd/internal/safepath/safepathtest"
 	"github.com/spf13/pflag"
 )
 
@@ -30,7 +32,7 @@ func load(t *testing.T, fixture string, flags *pflag.FlagSet) (*Config, error) {
 	t.Helper()
 	opts := Options{Flags: flags, SearchPaths: []string{}}
 	if fixture != "" {
-		opts.File = filepath.Join("testdata", fixture)
+		opts.File = copyFixture(t, fixture)
 	}
 	return Load(opts)
 }
@@ -51,6 +53,19 @@ func mustLoad(t *testing.T, fixture string, flags *pflag.FlagSet) *Config {
 		t.Fatalf("Load(%s): %v", fixture, err)
 	}
 	return c
+}
+
+// copyFixture copies testdata/name into a directory of the test's, mode
+// 0600, and returns its path. Load refuses a file that group or others
+// could write, or one in such a directory, and a checkout made under umask
+// 002 has testdata 0775 and its files 0664.
+func copyFixture(t *testing.T, name string) string {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join("testdata", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return safepathtest.WriteFile(t, filepath.Join(t.TempDir(), name), data, 0o600)
 }
 
 // problemsOf returns the *Error inside err, failing the test if there is none.
@@ -130,9 +145,8 @@ func TestDefaults(t *testing.T) {
 	if !reflect.DeepEqual(*c, want) {
 		t.Errorf("defaults:\n got %#v\nwant %#v", *c, want)
 	}
-	abs, _ := filepath.Abs("testdata/minimal.yaml")
-	if c.Source() != abs {
-		t.Errorf("Source() = %q, want %q", c.Source(), abs)
+	if !filepath.IsAbs(c.Source()) || filepath.Base(c.Source()) != "minimal.yaml" {
+		t.Errorf("Source() = %q, want the absolute path of the copy of minimal.yaml", c.Source())
 	}
 	if c.SHA256() != want.digest {
 		t.Errorf("SHA256() = %q, want the file's %q", c.SHA256(), want.digest)
@@ -495,7 +509,7 @@ func TestSearchPathOrder(t *testing.T) {
 	if err := os.WriteFile(second, data, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	c, err := Load(Options{SearchPaths: []string{filepath.Join(dir, "first.yaml"), second, "testdata/minimal.yaml"}})
+	c, err := Load(Options{SearchPaths: []string{filepath.Join(dir, "first.yaml"), second, copyFixture(t, "minimal.yaml")}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -512,9 +526,9 @@ func TestFileErrors(t *testing.T) {
 		notExist   bool
 	}{
 		{name: "explicit missing", file: "testdata/does-not-exist.yaml", want: []string{"does-not-exist.yaml"}, notExist: true},
-		{name: "malformed", file: "testdata/malformed.yaml", want: []string{"malformed.yaml", "line 3"}},
-		{name: "duplicate key", file: "testdata/duplicate.yaml", want: []string{"duplicate.yaml", `mapping key "listen" already defined at line 3`}},
-		{name: "directory", file: "testdata", want: []string{"testdata"}},
+		{name: "malformed", file: copyFixture(t, "malformed.yaml"), want: []string{"malformed.yaml", "line 3"}},
+		{name: "duplicate key", file: copyFixture(t, "duplicate.yaml"), want: []string{"duplicate.yaml", `mapping key "listen" already defined at line 3`}},
+		{name: "directory", file: safepathtest.Mkdir(t, filepath.Join(t.TempDir(), "testdata"), 0o700), want: []string{"testdata", "is not a regular file"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -745,23 +759,62 @@ func TestEnvValues(t *testing.T) {
 	}
 }
 
-func TestDefaultSearchPaths(t *testing.T) {
+// The working directory is not searched: a signd.yaml planted where root
+// runs the CLI (/tmp, the store's directory) is never read; --config names
+// it.
+func TestDefaultSearchPathsSkipWorkingDir(t *testing.T) {
 	isolate(t)
+	t.Setenv("SIGND_SERVER_BASE_URL", "https://defaults.example.org")
+	t.Setenv("SIGND_PKCS11_PIN", "1")
 	dir := t.TempDir()
 	data, err := os.ReadFile("testdata/override.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(dir, "signd.yaml"), data, 0o600); err != nil {
+	planted := filepath.Join(dir, "signd.yaml")
+	if err := os.WriteFile(planted, data, 0o600); err != nil {
 		t.Fatal(err)
 	}
 	t.Chdir(dir)
-	c, err := Load(Options{})
-	if err != nil {
-		t.Fatal(err)
+	for _, p := range DefaultSearchPaths() {
+		if !filepath.IsAbs(p) {
+			t.Errorf("DefaultSearchPaths() holds the relative %q", p)
+		}
 	}
-	if want := filepath.Join(dir, "signd.yaml"); c.Source() != want {
-		t.Errorf("Source() = %q, want %q", c.Source(), want)
+	tests := []struct {
+		name   string
+		file   string
+		source string // "" = not the planted file
+	}{
+		{"signd.yaml in the working directory, no --config", "", ""},
+		{"--config signd.yaml", "signd.yaml", planted},
+		{"--config ./signd.yaml", "./signd.yaml", planted},
+		{"--config with the absolute path", planted, planted},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := Load(Options{File: tt.file})
+			if tt.source == "" {
+				// The real search: an /etc/signd/signd.yaml on this machine
+				// (a package test's) may be read, or refused; never ours.
+				if err != nil {
+					if strings.Contains(err.Error(), planted) {
+						t.Fatalf("judged the working directory's %s: %v", planted, err)
+					}
+					return
+				}
+				if c.Source() == planted || c.Server.Listen == "127.0.0.1:1111" {
+					t.Fatalf("read the working directory's %s (Source %q, listen %s)", planted, c.Source(), c.Server.Listen)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.Source() != tt.source || c.Server.Listen != "127.0.0.1:1111" {
+				t.Errorf("Source() = %q, listen %s; want %q, 127.0.0.1:1111", c.Source(), c.Server.Listen, tt.source)
+			}
+		})
 	}
 }
 
@@ -907,4 +960,164 @@ func fileSHA256(t *testing.T, path string) string {
 	}
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:])
+}
+
+// The configuration file, explicit or found, must be owned by root or the
+// user running signd and not writable by group or others, and so must
+// every directory above it: whoever can change it chooses the module signd
+// loads and the socket the CLI sends passwords to.
+func TestConfigFileOwnerAndMode(t *testing.T) {
+	data, err := os.ReadFile("testdata/override.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	root := os.Geteuid() == 0
+	tests := []struct {
+		name     string
+		needRoot bool
+		// setup makes the file under base and returns its path and the
+		// path the error must name.
+		setup func(t *testing.T, base string) (file, bad string)
+		want  string // "" = read
+	}{
+		{"0600", false, func(t *testing.T, b string) (string, string) {
+			return safepathtest.WriteFile(t, b+"/signd.yaml", data, 0o600), ""
+		}, ""},
+		{"0644", false, func(t *testing.T, b string) (string, string) {
+			return safepathtest.WriteFile(t, b+"/signd.yaml", data, 0o644), ""
+		}, ""},
+		{"group-writable file", false, func(t *testing.T, b string) (string, string) {
+			f := safepathtest.WriteFile(t, b+"/signd.yaml", data, 0o620)
+			return f, f
+		}, "config: file %s is writable by group or others (mode 0620): another local user could rewrite the configuration, e.g. the pkcs11.module signd loads or the admin_socket it sends passwords to (run: chmod go-w %s)"},
+		{"world-writable file", false, func(t *testing.T, b string) (string, string) {
+			f := safepathtest.WriteFile(t, b+"/signd.yaml", data, 0o606)
+			return f, f
+		}, "config: file %s is writable by group or others (mode 0606)"},
+		{"world-writable directory", false, func(t *testing.T, b string) (string, string) {
+			d := safepathtest.Mkdir(t, b+"/d", 0o777)
+			return safepathtest.WriteFile(t, d+"/signd.yaml", data, 0o600), d
+		}, "config: parent directory %s is writable by group or others (mode 0777)"},
+		{"sticky directory", false, func(t *testing.T, b string) (string, string) {
+			d := safepathtest.Mkdir(t, b+"/d", 0o777|os.ModeSticky)
+			return safepathtest.WriteFile(t, d+"/signd.yaml", data, 0o600), ""
+		}, ""},
+		{"world-writable directory above", false, func(t *testing.T, b string) (string, string) {
+			d := safepathtest.Mkdir(t, b+"/d", 0o777)
+			safepathtest.Mkdir(t, d+"/etc", 0o755)
+			return safepathtest.WriteFile(t, d+"/etc/signd.yaml", data, 0o600), d
+		}, "config: parent directory %s is writable by group or others (mode 0777)"},
+		{"symbolic link to a group-writable file", false, func(t *testing.T, b string) (string, string) {
+			f := safepathtest.WriteFile(t, b+"/real.yaml", data, 0o660)
+			if err := os.Symlink(f, b+"/signd.yaml"); err != nil {
+				t.Fatal(err)
+			}
+			return b + "/signd.yaml", f
+		}, "config: file %s is writable by group or others (mode 0660)"},
+		{"file of another user", true, func(t *testing.T, b string) (string, string) {
+			f := safepathtest.WriteFile(t, b+"/signd.yaml", data, 0o600)
+			safepathtest.Chown(t, f, 65534, 65534)
+			return f, f
+		}, "config: file %s is owned by uid 65534, not by root or uid 0 that runs signd: that user could rewrite the configuration, e.g. the pkcs11.module signd loads or the admin_socket it sends passwords to (run: chown 0 %s)"},
+		{"root:signd 0640 (the Debian package's)", true, func(t *testing.T, b string) (string, string) {
+			f := safepathtest.WriteFile(t, b+"/signd.yaml", data, 0o640)
+			safepathtest.Chown(t, f, 0, 65534)
+			return f, ""
+		}, ""},
+		{"directory of another user", true, func(t *testing.T, b string) (string, string) {
+			d := safepathtest.Mkdir(t, b+"/d", 0o755)
+			f := safepathtest.WriteFile(t, d+"/signd.yaml", data, 0o600)
+			safepathtest.Chown(t, d, 65534, 65534)
+			return f, d
+		}, "config: parent directory %s is owned by uid 65534, not by root or uid 0 that runs signd"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if tt.needRoot && !root {
+				t.Skip("needs root to chown the file to another user")
+			}
+			isolate(t)
+			base := t.TempDir()
+			file, bad := tt.setup(t, base)
+			// The same judgement for --config and for a file found on the
+			// search path.
+			for _, opts := range []Options{{File: file}, {SearchPaths: []string{file}}} {
+				c, err := Load(opts)
+				if tt.want == "" {
+					if err != nil {
+						t.Fatalf("Load(%+v): %v", opts, err)
+					}
+					if c.Server.Listen != "127.0.0.1:1111" {
+						t.Errorf("Load(%+v) did not read the file", opts)
+					}
+					continue
+				}
+				want := tt.want
+				if strings.Count(want, "%s") == 2 {
+					want = fmt.Sprintf(want, bad, bad)
+				} else {
+					want = fmt.Sprintf(want, bad)
+				}
+				if err == nil || !strings.HasPrefix(err.Error(), want) {
+					t.Fatalf("Load(%+v) = %v,\nwant %q", opts, err, want)
+				}
+			}
+		})
+	}
+}
+
+// pkcs11.module is refused at load (and so by `signd config check`) when
+// anyone but root or the user running signd could change the library or a
+// directory above it: signd loads it into itself, and root's CLI too.
+func TestModuleOwnerAndMode(t *testing.T) {
+	root := os.Geteuid() == 0
+	tests := []struct {
+		name     string
+		needRoot bool
+		setup    func(t *testing.T, base string) (module, bad string)
+		want     string // "" = accepted
+	}{
+		{"root's or mine, 0755", false, func(t *testing.T, b string) (string, string) {
+			return safepathtest.WriteFile(t, b+"/lib.so", []byte("not ELF"), 0o755), ""
+		}, ""},
+		{"missing (left to the loader)", false, func(t *testing.T, b string) (string, string) {
+			return b + "/none/lib.so", ""
+		}, ""},
+		{"group-writable", false, func(t *testing.T, b string) (string, string) {
+			p := safepathtest.WriteFile(t, b+"/lib.so", []byte("not ELF"), 0o775)
+			return p, p
+		}, "pkcs11.module: file %s is writable by group or others (mode 0775): another local user could change the code signd loads and runs (as root in root's signd commands) (run: chmod go-w %s)"},
+		{"in a world-writable directory", false, func(t *testing.T, b string) (string, string) {
+			d := safepathtest.Mkdir(t, b+"/d", 0o777)
+			return safepathtest.WriteFile(t, d+"/lib.so", []byte("not ELF"), 0o755), d
+		}, "pkcs11.module: parent directory %s is writable by group or others (mode 0777)"},
+		{"owned by another user", true, func(t *testing.T, b string) (string, string) {
+			p := safepathtest.WriteFile(t, b+"/lib.so", []byte("not ELF"), 0o755)
+			safepathtest.Chown(t, p, 65534, 65534)
+			return p, p
+		}, "pkcs11.module: file %s is owned by uid 65534, not by root or uid 0 that runs signd: that user could change the code signd loads and runs (as root in root's signd commands) (run: chown 0 %s)"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if tt.needRoot && !root {
+				t.Skip("needs root to chown the library to another user")
+			}
+			isolate(t)
+			module, bad := tt.setup(t, t.TempDir())
+			t.Setenv("SIGND_SERVER_BASE_URL", "https://sign.example.org")
+			t.Setenv("SIGND_PKCS11_PIN", "1")
+			t.Setenv("SIGND_PKCS11_MODULE", module)
+			_, err := Load(Options{SearchPaths: []string{}})
+			if tt.want == "" {
+				if err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			want := strings.ReplaceAll(tt.want, "%s", bad)
+			if err == nil || !strings.Contains(err.Error(), want) {
+				t.Fatalf("Load = %v,\nwant %q", err, want)
+			}
+		})
+	}
 }

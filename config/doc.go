@@ -18,8 +18,11 @@
 //
 //  1. the defaults in Keys;
 //  2. the YAML file: Options.File (--config) if given, which must then exist,
-//     otherwise the first of ./signd.yaml and /etc/signd/signd.yaml that
-//     exists, otherwise none;
+//     otherwise /etc/signd/signd.yaml if it exists (never a file of the
+//     working directory), otherwise none. The file must be owned by root or
+//     the effective uid and not writable by group or others, and so must
+//     every directory above it (internal/safepath), or Load refuses it
+//     before reading it;
 //  3. environment variables: SIGND_ plus the key in upper case with dots as
 //     underscores, e.g. SIGND_SERVER_BASE_URL, SIGND_PKCS11_PIN (an empty
 //     variable counts as unset);

@@ -111,7 +111,7 @@ func Keys() []Key {
 		// pkcs11
 		{Name: "pkcs11.module", Default: "/usr/lib/softhsm/libsofthsm2.so", Flag: "pkcs11-module",
 			Usage: "absolute path of the PKCS#11 module (shared library)",
-			Doc:   "absolute path of the PKCS#11 module"},
+			Doc:   "absolute path of the PKCS#11 module; signd loads it into itself (and root's CLI when no daemon answers), so it and every directory above it must be owned by root or the user running signd and not writable by group or others, else the configuration is refused with the `chown`/`chmod` to run"},
 		{Name: "pkcs11.token_label", Default: "signd", Flag: "token-label",
 			Usage: "label of the token holding the keys (at most 32 bytes)",
 			Doc:   "the token, found by label (never by slot number)"},

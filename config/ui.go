@@ -8,11 +8,11 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"syscall"
 	"unicode"
 	"unicode/utf8"
 
 	"github.com/signd/signd/config/rules"
+	"github.com/signd/signd/internal/safepath"
 )
 
 // UIConfig is the ui.* section: how the login, consent, account and error
@@ -188,11 +188,9 @@ func trustedDir(dir string, euid int) string {
 }
 
 func trusted(p string, fi os.FileInfo, euid int) string {
-	if st, ok := fi.Sys().(*syscall.Stat_t); ok && st.Uid != 0 && int(st.Uid) != euid {
-		return fmt.Sprintf("%s is owned by uid %d, not by root or uid %d that runs signd: that user could change the pages (run: chown %d %s)", p, st.Uid, euid, euid, p)
-	}
-	if perm := fi.Mode().Perm(); perm&0o022 != 0 {
-		return fmt.Sprintf("%s is writable by group or others (mode %#o): another local user could change the pages (run: chmod go-w %s)", p, perm, p)
+	pol := safepath.Policy{EUID: euid, Harm: "could change the pages"}
+	if err := pol.Entry("", p, fi, ""); err != nil {
+		return err.Error()
 	}
 	return ""
 }

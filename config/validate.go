@@ -4,15 +4,18 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"net/url"
 	"os"
 	"os/user"
+	"path/filepath"
 	"strconv"
 	"strings"
 
 	"github.com/signd/signd/config/rules"
 	"github.com/signd/signd/config/schema"
+	"github.com/signd/signd/internal/safepath"
 )
 
 // Validate checks every key and reports every bad one at once, as an *Error.
@@ -107,6 +110,7 @@ func (s *StoreConfig) checks() []check {
 func (p *PKCS11Config) checks() []check {
 	return []check{
 		{"pkcs11.module", rules.Absolute(p.Module)},
+		{"pkcs11.module", trustedModule(p.Module, os.Geteuid())},
 		{"pkcs11.token_label", tokenLabel(p.TokenLabel)},
 		{"pkcs11.pin", pinSource(p.PIN, p.PINFile)},
 		{"pkcs11.pin_file", rules.PrivateFile(p.PINFile)},
@@ -233,6 +237,25 @@ func groupProblem(name string) string {
 		return ""
 	}
 	if _, err := lookupGID(name); err != nil {
+		return err.Error()
+	}
+	return ""
+}
+
+// trustedModule refuses a pkcs11.module that anyone but root or euid
+// could change, or whose directories they could (safepath.Module): signd
+// loads it into itself, and root's CLI too when no daemon answers. A
+// module that does not exist (yet) is left to the loader, which names it.
+func trustedModule(p string, euid int) string {
+	if !filepath.IsAbs(p) {
+		return ""
+	}
+	if _, err := os.Stat(p); errors.Is(err, fs.ErrNotExist) {
+		return ""
+	}
+	pol := safepath.Module(euid)
+	pol.Key = "" // reported under pkcs11.module
+	if _, err := pol.File(p); err != nil {
 		return err.Error()
 	}
 	return ""

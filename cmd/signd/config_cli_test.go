@@ -131,3 +131,52 @@ func TestConfigExample(t *testing.T) {
 		}
 	}
 }
+
+// A signd.yaml in the working directory is not read: where root runs the
+// CLI (/tmp, the store's directory), whoever can write the directory could
+// plant one naming the module root loads and the socket it sends passwords
+// to. The error says so; --config names the file.
+func TestCLIIgnoresWorkingDirConfig(t *testing.T) {
+	for _, p := range config.DefaultSearchPaths() {
+		if _, err := os.Stat(p); err == nil {
+			t.Skipf("%s exists: commands without --config read it", p)
+		}
+	}
+	e := newEnv(t, "")
+	for _, k := range config.Keys() {
+		t.Setenv(k.Env(), "")
+	}
+	t.Chdir(e.dir)
+	tests := []struct {
+		name string
+		args []string
+		out  string
+		err  []string
+	}{
+		{"no --config", []string{"config", "check"}, "", []string{
+			"server.base_url: required",
+			"(./signd.yaml is not read: signd does not look for its configuration in the working directory; name it with --config ./signd.yaml)",
+		}},
+		{"--config signd.yaml", []string{"--config", "signd.yaml", "config", "check"}, "ok: " + e.cfgPath + "\n", nil},
+		{"--config ./signd.yaml", []string{"--config", "./signd.yaml", "config", "check"}, "ok: " + e.cfgPath + "\n", nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			out, err := signdCLI(t, tt.args...)
+			if tt.err == nil {
+				if err != nil || out != tt.out {
+					t.Fatalf("signd %s: %q, %v", strings.Join(tt.args, " "), out, err)
+				}
+				return
+			}
+			if err == nil {
+				t.Fatalf("signd %s read the working directory's signd.yaml: %q", strings.Join(tt.args, " "), out)
+			}
+			for _, w := range tt.err {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("signd %s: %v\nwant %q", strings.Join(tt.args, " "), err, w)
+				}
+			}
+		})
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"math"
 	"os"
 	"path/filepath"
@@ -94,8 +95,10 @@ const MaxFileBytes = 1 << 20
 // bytes (what the daemon records as the configuration it loaded). It uses the YAML library viper itself
 // uses, so values are typed exactly as viper would type them, but it keeps
 // what viper would lose: key case, and empty sections (so a misspelt empty
-// section is reported). The library refuses duplicate keys.
-func ReadYAML(path string) (map[string]any, string, error) {
+// section is reported). The library refuses duplicate keys. check (nil
+// for none) judges the open file before a byte is read: who owns it, who
+// may write it.
+func ReadYAML(path string, check func(fs.FileInfo) error) (map[string]any, string, error) {
 	// O_NONBLOCK: opening a FIFO must not wait for a writer.
 	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
@@ -111,6 +114,11 @@ func ReadYAML(path string) (map[string]any, string, error) {
 	}
 	if !fi.Mode().IsRegular() {
 		return nil, "", fmt.Errorf("config: %s is not a regular file", path)
+	}
+	if check != nil {
+		if err := check(fi); err != nil {
+			return nil, "", err
+		}
 	}
 	b, err := io.ReadAll(io.LimitReader(f, MaxFileBytes+1))
 	if err != nil {

@@ -10,6 +10,7 @@ import (
 	"github.com/miekg/pkcs11"
 	"github.com/signd/signd/hsm/ckr"
 	"github.com/signd/signd/hsm/cryptoki"
+	"github.com/signd/signd/internal/safepath"
 )
 
 // modules is the only package-level state of package hsm and its parts: the PKCS#11 modules
@@ -169,7 +170,10 @@ func Open(path string) (*Module, error) {
 	if fi.IsDir() {
 		return nil, fmt.Errorf("%w: module path %q is a directory", ckr.ErrModule, path)
 	}
-	resolved, err := filepath.EvalSymlinks(path)
+	// The library runs inside this process, which may be root's CLI: only
+	// one that root or this user alone can change is loaded, and it is
+	// loaded by the resolved path that was judged.
+	resolved, err := safepath.Module(os.Geteuid()).File(path)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ckr.ErrModule, err)
 	}

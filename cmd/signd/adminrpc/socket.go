@@ -15,6 +15,8 @@ import (
 	"syscall"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/signd/signd/internal/safepath"
 )
 
 // The admin socket carries passwords, PINs and client secrets in clear.
@@ -155,31 +157,55 @@ func (l *Listener) Accept() (net.Conn, error) {
 
 // Trust says which daemon the CLI talks to: the socket file (by lstat) and
 // the process listening on it (by SO_PEERCRED) must belong to root or to
-// the CLI's own uid. With server.admin_group set, the owner of the socket's
-// directory is trusted too when that directory belongs to the admin group
-// and only its owner can write it: that is how the daemon's directory is
-// set up for group admins, and nobody outside the group can make one.
+// the CLI's own uid. With server.admin_group set, the daemon's user
+// (DaemonUID) is trusted too when it owns the socket's directory, that
+// directory belongs to the admin group and only its owner can write it:
+// that is how the daemon's directory is set up for group admins. The
+// daemon's uid is not taken from the directory itself: any member of a
+// group can make a directory of that group, and the admin group comes from
+// a configuration file, so "whoever owns such a directory" could be anyone.
 type Trust struct {
 	UID      uint32 // the CLI's effective uid
 	AdminGID int    // gid of server.admin_group, or NoGroup
+	// DaemonUID is the uid of the daemon's system user (DaemonUser), or
+	// NoUser when there is none.
+	DaemonUID int
 }
 
-// TrustSelf is the Trust of the calling process.
+// DaemonUser is the system user the daemon runs as (the Debian package's,
+// made by its preinst; only root can make or change a user). With
+// server.admin_group, the CLI trusts a socket of this user's (Trust).
+const DaemonUser = "signd"
+
+// NoUser is the DaemonUID of Trust when there is no DaemonUser.
+const NoUser = -1
+
+// TrustSelf is the Trust of the calling process. With an admin group it
+// looks DaemonUser up in the user database.
 func TrustSelf(adminGID int) Trust {
-	return Trust{UID: uint32(os.Geteuid()), AdminGID: adminGID}
+	t := Trust{UID: uint32(os.Geteuid()), AdminGID: adminGID, DaemonUID: NoUser}
+	if adminGID == NoGroup {
+		return t
+	}
+	if u, err := user.Lookup(DaemonUser); err == nil {
+		if n, err := strconv.ParseUint(u.Uid, 10, 32); err == nil {
+			t.DaemonUID = int(n)
+		}
+	}
+	return t
 }
 
 // uids returns the owners Trust accepts for socket.
 func (t Trust) uids(socket string) []uint32 {
 	uids := []uint32{0, t.UID}
-	if t.AdminGID < 0 {
+	if t.AdminGID < 0 || t.DaemonUID < 0 {
 		return uids
 	}
 	fi, err := os.Lstat(filepath.Dir(socket))
 	if err != nil || !fi.IsDir() {
 		return uids
 	}
-	if st, ok := fi.Sys().(*syscall.Stat_t); ok && st.Gid == uint32(t.AdminGID) && fi.Mode().Perm()&0o022 == 0 {
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok && st.Uid == uint32(t.DaemonUID) && st.Gid == uint32(t.AdminGID) && fi.Mode().Perm()&0o022 == 0 {
 		uids = append(uids, st.Uid)
 	}
 	return uids
@@ -267,47 +293,16 @@ func CheckSocketDir(dir string, euid int) error {
 	if !fi.IsDir() {
 		return fmt.Errorf("server.admin_socket: %s is a %s, not a directory", abs, fileKind(fi.Mode()))
 	}
-	if err := safeDir(abs, fi, euid, false); err != nil {
+	pol := socketPolicy(euid)
+	if err := pol.Entry("directory", abs, fi, fmt.Sprintf("chmod 0700 %s, or 0750 with server.admin_group", abs)); err != nil {
 		return err
 	}
-	parent, err := filepath.EvalSymlinks(filepath.Dir(abs))
-	if err != nil {
-		return fmt.Errorf("server.admin_socket: %w", err)
-	}
-	for p := parent; ; p = filepath.Dir(p) {
-		fi, err := os.Stat(p)
-		if err != nil {
-			return fmt.Errorf("server.admin_socket: %w", err)
-		}
-		if err := safeDir(p, fi, euid, true); err != nil {
-			return err
-		}
-		if p == filepath.Dir(p) {
-			return nil
-		}
-	}
+	return pol.Parents(filepath.Dir(abs))
 }
 
-// safeDir checks one directory: owner root or euid, no write for group or
-// others (allowed on a sticky ancestor, where nobody can rename what is
-// not theirs).
-func safeDir(dir string, fi fs.FileInfo, euid int, ancestor bool) error {
-	what := "directory"
-	if ancestor {
-		what = "parent directory"
-	}
-	if st, ok := fi.Sys().(*syscall.Stat_t); ok && st.Uid != 0 && int(st.Uid) != euid {
-		return fmt.Errorf("server.admin_socket: %s %s is owned by uid %d, not by root or uid %d that runs signd: that user could replace the socket and read the passwords and PINs sent to it (run: chown %d %s)",
-			what, dir, st.Uid, euid, euid, dir)
-	}
-	perm := fi.Mode().Perm()
-	if perm&0o022 == 0 || (ancestor && fi.Mode()&fs.ModeSticky != 0) {
-		return nil
-	}
-	fix := fmt.Sprintf("chmod go-w %s", dir)
-	if !ancestor {
-		fix = fmt.Sprintf("chmod 0700 %s, or 0750 with server.admin_group", dir)
-	}
-	return fmt.Errorf("server.admin_socket: %s %s is writable by group or others (mode %#o): another local user could replace the socket and read the passwords and PINs sent to it (run: %s)",
-		what, dir, perm, fix)
+// socketPolicy is who may change the admin socket's directory and those
+// above it: root and euid, the daemon's user.
+func socketPolicy(euid int) safepath.Policy {
+	return safepath.Policy{EUID: euid, Key: "server.admin_socket",
+		Harm: "could replace the socket and read the passwords and PINs sent to it"}
 }

@@ -4,10 +4,14 @@ import (
 	"errors"
 	"net"
 	"os"
+	"os/user"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/signd/signd/internal/safepath/safepathtest"
 	"golang.org/x/sys/unix"
 )
 
@@ -67,27 +71,32 @@ func TestAccessAllows(t *testing.T) {
 	}
 }
 
-// The CLI trusts the owner of the socket's directory only with an admin
-// group, only when the directory belongs to that group and only its owner
-// can write it.
+// The CLI trusts the daemon's user (DaemonUID) only with an admin group,
+// only when that user owns the socket's directory, the directory belongs
+// to the admin group and only its owner can write it. Another member of
+// the admin group can make such a directory too: its owner is not trusted.
 func TestTrustUIDs(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root to chown the directories")
 	}
-	const daemon, admins = 990, 4242
+	const daemon, member, admins = 990, 65534, 4242
 	tests := []struct {
-		name     string
-		adminGID int
-		gid      int
-		mode     os.FileMode
-		want     bool // daemon's uid trusted
+		name      string
+		adminGID  int
+		daemonUID int
+		owner     int
+		gid       int
+		mode      os.FileMode
+		want      bool // the directory owner's uid trusted
 	}{
-		{"admin group directory 0750", admins, admins, 0o750, true},
-		{"admin group directory 0710", admins, admins, 0o710, true},
-		{"no admin group configured", NoGroup, admins, 0o750, false},
-		{"directory of another group", admins, 100, 0o750, false},
-		{"group-writable directory", admins, admins, 0o770, false},
-		{"world-writable directory", admins, admins, 0o757, false},
+		{"admin group directory 0750", admins, daemon, daemon, admins, 0o750, true},
+		{"admin group directory 0710", admins, daemon, daemon, admins, 0o710, true},
+		{"no admin group configured", NoGroup, daemon, daemon, admins, 0o750, false},
+		{"directory of another group", admins, daemon, daemon, 100, 0o750, false},
+		{"group-writable directory", admins, daemon, daemon, admins, 0o770, false},
+		{"world-writable directory", admins, daemon, daemon, admins, 0o757, false},
+		{"admin group directory of another member", admins, daemon, member, admins, 0o750, false},
+		{"no daemon user", admins, NoUser, daemon, admins, 0o750, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -95,23 +104,33 @@ func TestTrustUIDs(t *testing.T) {
 			if err := os.Mkdir(dir, 0o700); err != nil {
 				t.Fatal(err)
 			}
-			if err := os.Chown(dir, daemon, tt.gid); err != nil {
+			if err := os.Chown(dir, tt.owner, tt.gid); err != nil {
 				t.Fatal(err)
 			}
 			if err := os.Chmod(dir, tt.mode); err != nil {
 				t.Fatal(err)
 			}
-			uids := Trust{UID: 1001, AdminGID: tt.adminGID}.uids(filepath.Join(dir, "s.sock"))
-			got := false
-			for _, u := range uids {
-				if u == daemon {
-					got = true
-				}
-			}
+			uids := Trust{UID: 1001, AdminGID: tt.adminGID, DaemonUID: tt.daemonUID}.uids(filepath.Join(dir, "s.sock"))
+			got := slices.Contains(uids, uint32(tt.owner))
 			if got != tt.want || uids[0] != 0 || uids[1] != 1001 {
-				t.Errorf("trusted uids %v; daemon %d trusted: %v, want %v", uids, daemon, got, tt.want)
+				t.Errorf("trusted uids %v; owner %d trusted: %v, want %v", uids, tt.owner, got, tt.want)
 			}
 		})
+	}
+}
+
+// TrustSelf takes the daemon's uid from the user database (DaemonUser),
+// never from a directory, and only with an admin group.
+func TestTrustSelfDaemonUID(t *testing.T) {
+	if got := TrustSelf(NoGroup).DaemonUID; got != NoUser {
+		t.Errorf("TrustSelf(NoGroup).DaemonUID = %d, want NoUser", got)
+	}
+	want := NoUser
+	if u, err := user.Lookup(DaemonUser); err == nil {
+		want, _ = strconv.Atoi(u.Uid)
+	}
+	if got := TrustSelf(4242).DaemonUID; got != want {
+		t.Errorf("TrustSelf(4242).DaemonUID = %d, want %d (the %s user)", got, want, DaemonUser)
 	}
 }
 
@@ -207,14 +226,14 @@ func TestCheckSocketDir(t *testing.T) {
 		setup func(t *testing.T, base string) string
 		want  string // "" = accepted
 	}{
-		{"0700", func(t *testing.T, b string) string { return mkdirMode(t, b+"/d", 0o700) }, ""},
-		{"0750", func(t *testing.T, b string) string { return mkdirMode(t, b+"/d", 0o750) }, ""},
-		{"0755", func(t *testing.T, b string) string { return mkdirMode(t, b+"/d", 0o755) }, ""},
-		{"0770", func(t *testing.T, b string) string { return mkdirMode(t, b+"/d", 0o770) }, "is writable by group or others (mode 0770)"},
-		{"0702", func(t *testing.T, b string) string { return mkdirMode(t, b+"/d", 0o702) }, "is writable by group or others (mode 0702)"},
-		{"sticky 1777 itself", func(t *testing.T, b string) string { return mkdirMode(t, b+"/d", 0o777|os.ModeSticky) }, "is writable by group or others (mode 0777)"},
+		{"0700", func(t *testing.T, b string) string { return safepathtest.Mkdir(t, b+"/d", 0o700) }, ""},
+		{"0750", func(t *testing.T, b string) string { return safepathtest.Mkdir(t, b+"/d", 0o750) }, ""},
+		{"0755", func(t *testing.T, b string) string { return safepathtest.Mkdir(t, b+"/d", 0o755) }, ""},
+		{"0770", func(t *testing.T, b string) string { return safepathtest.Mkdir(t, b+"/d", 0o770) }, "is writable by group or others (mode 0770)"},
+		{"0702", func(t *testing.T, b string) string { return safepathtest.Mkdir(t, b+"/d", 0o702) }, "is writable by group or others (mode 0702)"},
+		{"sticky 1777 itself", func(t *testing.T, b string) string { return safepathtest.Mkdir(t, b+"/d", 0o777|os.ModeSticky) }, "is writable by group or others (mode 0777)"},
 		{"symbolic link", func(t *testing.T, b string) string {
-			mkdirMode(t, b+"/real", 0o700)
+			safepathtest.Mkdir(t, b+"/real", 0o700)
 			if err := os.Symlink(b+"/real", b+"/d"); err != nil {
 				t.Fatal(err)
 			}
@@ -228,16 +247,16 @@ func TestCheckSocketDir(t *testing.T) {
 		}, "is a regular file, not a directory"},
 		{"missing", func(t *testing.T, b string) string { return b + "/d" }, "no such file or directory"},
 		{"writable parent", func(t *testing.T, b string) string {
-			mkdirMode(t, b+"/p", 0o777)
-			return mkdirMode(t, b+"/p/d", 0o700)
+			safepathtest.Mkdir(t, b+"/p", 0o777)
+			return safepathtest.Mkdir(t, b+"/p/d", 0o700)
 		}, "parent directory "},
 		{"sticky parent", func(t *testing.T, b string) string {
-			mkdirMode(t, b+"/p", 0o777|os.ModeSticky)
-			return mkdirMode(t, b+"/p/d", 0o700)
+			safepathtest.Mkdir(t, b+"/p", 0o777|os.ModeSticky)
+			return safepathtest.Mkdir(t, b+"/p/d", 0o700)
 		}, ""},
 		{"parent reached through a symbolic link", func(t *testing.T, b string) string {
-			mkdirMode(t, b+"/p", 0o755)
-			mkdirMode(t, b+"/p/d", 0o700)
+			safepathtest.Mkdir(t, b+"/p", 0o755)
+			safepathtest.Mkdir(t, b+"/p/d", 0o700)
 			if err := os.Symlink(b+"/p", b+"/alias"); err != nil {
 				t.Fatal(err)
 			}
@@ -270,7 +289,7 @@ func TestCheckSocketDirOwner(t *testing.T) {
 		t.Skip("needs root to chown")
 	}
 	base := t.TempDir()
-	dir := mkdirMode(t, base+"/d", 0o700)
+	dir := safepathtest.Mkdir(t, base+"/d", 0o700)
 	if err := os.Chown(dir, 65534, 65534); err != nil {
 		t.Fatal(err)
 	}
@@ -293,15 +312,4 @@ func TestCheckSocketDirOwner(t *testing.T) {
 	if err := CheckSocketDir(dir, 0); err == nil || !strings.Contains(err.Error(), "parent directory "+base+" is owned by uid 65534") {
 		t.Fatalf("CheckSocketDir under a foreign parent = %v", err)
 	}
-}
-
-func mkdirMode(t *testing.T, dir string, mode os.FileMode) string {
-	t.Helper()
-	if err := os.Mkdir(dir, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Chmod(dir, mode); err != nil {
-		t.Fatal(err)
-	}
-	return dir
 }

@@ -68,7 +68,7 @@ func Root(d Deps) *cobra.Command {
 	root.SetOut(a.Stdout)
 	root.SetErr(a.Stderr)
 	pf := root.PersistentFlags()
-	pf.StringVar(&a.cfgFile, "config", "", "config file (default ./signd.yaml, then /etc/signd/signd.yaml)")
+	pf.StringVar(&a.cfgFile, "config", "", "config file (default /etc/signd/signd.yaml; never ./signd.yaml)")
 	pf.BoolVar(&a.jsonOut, "json", false, "machine-readable JSON output")
 	config.BindFlags(pf)
 	root.AddCommand(a.Serve(a.loadConfig), a.versionCmd(), a.whoamiCmd(), group(a.userCmd()), group(a.clientCmd()), group(a.credentialCmd()), group(a.oidcCmd()), group(a.tsaCmd()), group(a.hsmCmd()), group(a.auditCmd()), group(a.pendingCmd()), group(a.storeCmd()), group(a.configCmd()), a.manCmd())
@@ -95,9 +95,23 @@ func (a *app) clock() time.Time {
 	return time.Now()
 }
 
+// loadConfig reads the configuration as every command does: --config, else
+// config.DefaultSearchPaths, then SIGND_* and the flags. When that fails
+// without --config next to a ./signd.yaml, the error says that the working
+// directory is not searched: a file there is anyone's who can write the
+// directory root runs signd in.
 func (a *app) loadConfig(cmd *cobra.Command) (*config.Config, error) {
-	return config.Load(config.Options{File: a.cfgFile, Flags: cmd.Flags()})
+	cfg, err := config.Load(config.Options{File: a.cfgFile, Flags: cmd.Flags()})
+	if err != nil && a.cfgFile == "" {
+		if fi, serr := os.Stat(workDirConfig); serr == nil && fi.Mode().IsRegular() {
+			err = fmt.Errorf("%w\n(%s is not read: signd does not look for its configuration in the working directory; name it with --config %s)", err, workDirConfig, workDirConfig)
+		}
+	}
+	return cfg, err
 }
+
+// workDirConfig is the file signd once read from the working directory.
+const workDirConfig = "./signd.yaml"
 
 // adminService returns the daemon's admin API when it answers on the admin
 // socket, else a Local service over the store and (lazily) the token
