@@ -156,14 +156,17 @@ func (l *Listener) Accept() (net.Conn, error) {
 }
 
 // Trust says which daemon the CLI talks to: the socket file (by lstat) and
-// the process listening on it (by SO_PEERCRED) must belong to root or to
-// the CLI's own uid. With server.admin_group set, the daemon's user
-// (DaemonUID) is trusted too when it owns the socket's directory, that
-// directory belongs to the admin group and only its owner can write it:
-// that is how the daemon's directory is set up for group admins. The
-// daemon's uid is not taken from the directory itself: any member of a
-// group can make a directory of that group, and the admin group comes from
-// a configuration file, so "whoever owns such a directory" could be anyone.
+// the process listening on it (by SO_PEERCRED) must belong to root, to the
+// CLI's own uid, or to the daemon's system user (DaemonUID) when that user
+// owns the socket's directory and only it can write it: that is how the
+// package sets the daemon's directory up (/run/signd, signd:signd 0750),
+// and how a directory for group admins is set up (/run/signd-admin,
+// signd:signd-admin 0750), so root and the admin group's members reach the
+// packaged daemon. The daemon's uid is never taken from the directory
+// itself: any member of a group can make a directory of that group, and a
+// configuration file names the socket, so "whoever owns such a directory"
+// could be anyone; DaemonUser comes from the user database, which only
+// root changes.
 type Trust struct {
 	UID      uint32 // the CLI's effective uid
 	AdminGID int    // gid of server.admin_group, or NoGroup
@@ -173,20 +176,17 @@ type Trust struct {
 }
 
 // DaemonUser is the system user the daemon runs as (the Debian package's,
-// made by its preinst; only root can make or change a user). With
-// server.admin_group, the CLI trusts a socket of this user's (Trust).
+// made by its preinst; only root can make or change a user). The CLI
+// trusts a socket of this user's (Trust).
 const DaemonUser = "signd"
 
 // NoUser is the DaemonUID of Trust when there is no DaemonUser.
 const NoUser = -1
 
-// TrustSelf is the Trust of the calling process. With an admin group it
-// looks DaemonUser up in the user database.
+// TrustSelf is the Trust of the calling process; it looks DaemonUser up in
+// the user database.
 func TrustSelf(adminGID int) Trust {
 	t := Trust{UID: uint32(os.Geteuid()), AdminGID: adminGID, DaemonUID: NoUser}
-	if adminGID == NoGroup {
-		return t
-	}
 	if u, err := user.Lookup(DaemonUser); err == nil {
 		if n, err := strconv.ParseUint(u.Uid, 10, 32); err == nil {
 			t.DaemonUID = int(n)
@@ -198,14 +198,14 @@ func TrustSelf(adminGID int) Trust {
 // uids returns the owners Trust accepts for socket.
 func (t Trust) uids(socket string) []uint32 {
 	uids := []uint32{0, t.UID}
-	if t.AdminGID < 0 || t.DaemonUID < 0 {
+	if t.DaemonUID < 0 {
 		return uids
 	}
 	fi, err := os.Lstat(filepath.Dir(socket))
 	if err != nil || !fi.IsDir() {
 		return uids
 	}
-	if st, ok := fi.Sys().(*syscall.Stat_t); ok && st.Uid == uint32(t.DaemonUID) && st.Gid == uint32(t.AdminGID) && fi.Mode().Perm()&0o022 == 0 {
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok && st.Uid == uint32(t.DaemonUID) && fi.Mode().Perm()&0o022 == 0 {
 		uids = append(uids, st.Uid)
 	}
 	return uids

@@ -91,8 +91,12 @@ func TestTrustUIDs(t *testing.T) {
 	}{
 		{"admin group directory 0750", admins, daemon, daemon, admins, 0o750, true},
 		{"admin group directory 0710", admins, daemon, daemon, admins, 0o710, true},
-		{"no admin group configured", NoGroup, daemon, daemon, admins, 0o750, false},
-		{"directory of another group", admins, daemon, daemon, 100, 0o750, false},
+		// The packaged layout without group admins: /run/signd,
+		// signd:signd 0750; root's CLI reaches the daemon.
+		{"no admin group configured", NoGroup, daemon, daemon, daemon, 0o750, true},
+		{"the daemon's directory of another group", admins, daemon, daemon, 100, 0o750, true},
+		{"no admin group, group-writable", NoGroup, daemon, daemon, daemon, 0o770, false},
+		{"no admin group, another user's directory", NoGroup, daemon, member, member, 0o700, false},
 		{"group-writable directory", admins, daemon, daemon, admins, 0o770, false},
 		{"world-writable directory", admins, daemon, daemon, admins, 0o757, false},
 		{"admin group directory of another member", admins, daemon, member, admins, 0o750, false},
@@ -120,17 +124,16 @@ func TestTrustUIDs(t *testing.T) {
 }
 
 // TrustSelf takes the daemon's uid from the user database (DaemonUser),
-// never from a directory, and only with an admin group.
+// never from a directory, with or without an admin group.
 func TestTrustSelfDaemonUID(t *testing.T) {
-	if got := TrustSelf(NoGroup).DaemonUID; got != NoUser {
-		t.Errorf("TrustSelf(NoGroup).DaemonUID = %d, want NoUser", got)
-	}
 	want := NoUser
 	if u, err := user.Lookup(DaemonUser); err == nil {
 		want, _ = strconv.Atoi(u.Uid)
 	}
-	if got := TrustSelf(4242).DaemonUID; got != want {
-		t.Errorf("TrustSelf(4242).DaemonUID = %d, want %d (the %s user)", got, want, DaemonUser)
+	for _, gid := range []int{NoGroup, 4242} {
+		if got := TrustSelf(gid).DaemonUID; got != want {
+			t.Errorf("TrustSelf(%d).DaemonUID = %d, want %d (the %s user)", gid, got, want, DaemonUser)
+		}
 	}
 }
 
