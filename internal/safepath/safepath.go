@@ -49,7 +49,8 @@ func Module(euid int) Policy {
 // who could change one could put a link in a file's place, and turn
 // root's open or rename into one of a file of their choosing.
 func DataDir(euid int) Policy {
-	return Policy{EUID: euid, GroupWrite: true}
+	return Policy{EUID: euid, GroupWrite: true,
+		Harm: "could put a link in the place of a file signd opens or renames there"}
 }
 
 // Error is a path that someone other than root and EUID can change: owned
