@@ -9,7 +9,7 @@ import (
 	"path/filepath"
 	"strconv"
 
-	"github.com/signd/signd/internal/safedir"
+	"github.com/signd/signd/internal/safepath"
 )
 
 // LatestName is the file of the checkpoint directory that holds the
@@ -60,7 +60,7 @@ func WriteKey(dir, vkey string) error {
 }
 
 // ErrUnsafeDir: the checkpoint directory, or one above it, is one another
-// local user can change (internal/safedir). Its owner could swap it for a
+// local user can change (internal/safepath's DataDir). Its owner could swap it for a
 // link between signd's checks and its renames, and have signd (root, for
 // `signd audit checkpoint` with no daemon) replace a file named
 // checkpoint or key, or create checkpoint.N, in any directory.
@@ -69,18 +69,20 @@ var ErrUnsafeDir = errors.New("unsafe checkpoint directory")
 // safeDir refuses a checkpoint directory another local user controls,
 // naming it and how to run the command instead.
 func safeDir(dir string) error {
-	err := safedir.Check(dir)
-	var se *safedir.Error
+	err := safepath.DataDir(os.Geteuid()).Parents(dir)
+	var se *safepath.Error
 	switch {
 	case err == nil:
 		return nil
 	case !errors.As(err, &se):
 		return fmt.Errorf("checkpoint directory: %w", err)
-	case se.Others:
-		return fmt.Errorf("%w: %s: %v: anyone could put a link in its place (run: chmod o-w %s)", ErrUnsafeDir, dir, se, se.Dir)
+	case se.Writable:
+		return fmt.Errorf("%w: %s: directory %s is writable by every local user (mode %#o, not sticky): anyone could put a link in its place (run: chmod o-w %s)",
+			ErrUnsafeDir, dir, se.Path, se.Mode.Perm(), se.Path)
 	}
-	_, as := safedir.Owner(se.UID)
-	return fmt.Errorf("%w: %s: %v: that user could put a link in its place; nothing was written (run this command %s)", ErrUnsafeDir, dir, se, as)
+	who, as := safepath.Owner(se.UID)
+	return fmt.Errorf("%w: %s: directory %s is owned by %s, not by root or uid %d of this process: that user could put a link in its place; nothing was written (run this command %s)",
+		ErrUnsafeDir, dir, se.Path, who, se.EUID, as)
 }
 
 // ErrConflict: the directory already holds another checkpoint of the

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/signd/signd/checkpoint"
+	"github.com/signd/signd/internal/safepath/safepathtest"
 )
 
 // The checkpoint directory is written by name, by the daemon and by
@@ -24,21 +25,21 @@ func TestWriteRefusesUnsafeDir(t *testing.T) {
 		want   string                                       // BASE stands for base
 	}{
 		{"world-writable parent", false, func(t *testing.T, base string) string {
-			mkdirMode(t, base+"/w", 0o777)
+			safepathtest.Mkdir(t, base+"/w", 0o777)
 			return base + "/w/checkpoints"
 		}, "", "directory BASE/w is writable by every local user (mode 0777, not sticky)"},
 		{"other user's directory", true, func(t *testing.T, base string) string {
-			mkdirMode(t, base+"/d", 0o700)
-			chownNobody(t, base+"/d")
+			safepathtest.Mkdir(t, base+"/d", 0o700)
+			safepathtest.Chown(t, base+"/d", 65534, 65534)
 			return base + "/d"
 		}, "", "directory BASE/d is owned by uid 65534"},
 		{"link to a directory of root's, in another user's", true, func(t *testing.T, base string) string {
-			mkdirMode(t, base+"/d", 0o700)
-			mkdirMode(t, base+"/etc", 0o755)
+			safepathtest.Mkdir(t, base+"/d", 0o700)
+			safepathtest.Mkdir(t, base+"/etc", 0o755)
 			if err := os.Symlink(base+"/etc", base+"/d/checkpoints"); err != nil {
 				t.Fatal(err)
 			}
-			chownNobody(t, base+"/d")
+			safepathtest.Chown(t, base+"/d", 65534, 65534)
 			return base + "/d/checkpoints"
 		}, "etc", "directory BASE/d is owned by uid 65534"},
 	}
@@ -66,22 +67,5 @@ func TestWriteRefusesUnsafeDir(t *testing.T) {
 				t.Errorf("%s: %v, want nothing written", checkpoint.LatestName, err)
 			}
 		})
-	}
-}
-
-func mkdirMode(t *testing.T, p string, mode os.FileMode) {
-	t.Helper()
-	if err := os.Mkdir(p, mode); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Chmod(p, mode); err != nil { // past the umask
-		t.Fatal(err)
-	}
-}
-
-func chownNobody(t *testing.T, p string) {
-	t.Helper()
-	if err := os.Lchown(p, 65534, 65534); err != nil {
-		t.Fatal(err)
 	}
 }

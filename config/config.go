@@ -235,7 +235,7 @@ func Load(opts Options) (*Config, error) {
 			}
 			return nil, fmt.Errorf("config: %w", err)
 		}
-		if err := pol.Parents(filepath.Dir(real)); err != nil {
+		if err := pol.Route(path, real); err != nil {
 			return nil, err
 		}
 		raw, sum, err := schema.ReadYAML(real, func(fi fs.FileInfo) error {

@@ -1,6 +1,7 @@
 package safepath
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -39,6 +40,17 @@ func TestPolicy(t *testing.T) {
 			}
 			return b + "/f"
 		}, "k: file BASE/real is writable by group or others (mode 0620)"},
+		{"link in a world-writable directory to a file in a safe one", func(t *testing.T, b string) string {
+			f := safepathtest.WriteFile(t, safepathtest.Mkdir(t, b+"/d", 0o755)+"/f", fileData, 0o600)
+			w := safepathtest.Mkdir(t, b+"/w", 0o777)
+			if err := os.Symlink(f, w+"/f"); err != nil {
+				t.Fatal(err)
+			}
+			return w + "/f"
+		}, "k: parent directory BASE/w is writable by group or others (mode 0777): another local user could do harm (run: chmod go-w BASE/w)"},
+		{"group-writable directory", func(t *testing.T, b string) string {
+			return safepathtest.WriteFile(t, safepathtest.Mkdir(t, b+"/d", 0o770)+"/f", fileData, 0o600)
+		}, "k: parent directory BASE/d is writable by group or others (mode 0770)"},
 		{"missing", func(t *testing.T, b string) string { return b + "/none" }, "k: lstat BASE/none: no such file or directory"},
 	}
 	for _, tt := range tests {
@@ -82,5 +94,58 @@ func TestPolicyOwner(t *testing.T) {
 	safepathtest.Chown(t, base+"/d", 65534, 65534)
 	if _, err := pol.File(f); err == nil || !strings.HasPrefix(err.Error(), "parent directory "+base+"/d is owned by uid 65534") {
 		t.Fatalf("File under another user's directory = %v", err)
+	}
+}
+
+// DataDir's Parents judges each directory up to /, as written and
+// resolved; a directory not made yet is judged by the ones it would be
+// made in; one writable by its group passes.
+func TestCheck(t *testing.T) {
+	base := t.TempDir()
+	mine := safepathtest.Mkdir(t, base+"/mine", 0o700)
+	group := safepathtest.Mkdir(t, base+"/group", 0o770)
+	open := safepathtest.Mkdir(t, base+"/open", 0o777)
+	sticky := safepathtest.Mkdir(t, base+"/sticky", 0o777|os.ModeSticky)
+	if err := os.Symlink(open, filepath.Join(base, "toopen")); err != nil {
+		t.Fatal(err)
+	}
+	type test struct {
+		dir string
+		bad string // the directory named, "" = safe
+	}
+	tests := []test{
+		{mine, ""},
+		{filepath.Join(mine, "not", "yet"), ""},
+		{group, ""},
+		{sticky, ""},
+		{filepath.Join(sticky, "not-yet"), ""},
+		{open, open},
+		{filepath.Join(open, "not-yet"), open},
+		{filepath.Join(base, "toopen", "not-yet"), open},
+	}
+	if os.Geteuid() == 0 { // hand a directory, and a link to a safe one, to uid 65534
+		other := safepathtest.Mkdir(t, base+"/other", 0o755)
+		safepathtest.Chown(t, other, 65534, 65534)
+		link := filepath.Join(base, "tomine")
+		if err := os.Symlink(mine, link); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Lchown(link, 65534, 65534); err != nil {
+			t.Fatal(err)
+		}
+		tests = append(tests, test{filepath.Join(other, "not-yet"), other}, test{filepath.Join(link, "not-yet"), link})
+	}
+	pol := DataDir(os.Geteuid())
+	for _, tt := range tests {
+		err := pol.Parents(tt.dir)
+		var se *Error
+		switch {
+		case tt.bad == "" && err != nil:
+			t.Errorf("Parents(%s) = %v, want safe", tt.dir, err)
+		case tt.bad != "" && !errors.As(err, &se):
+			t.Errorf("Parents(%s) = %v, want an *Error naming %s", tt.dir, err, tt.bad)
+		case tt.bad != "" && se.Path != tt.bad:
+			t.Errorf("Parents(%s) names %s (%v), want %s", tt.dir, se.Path, err, tt.bad)
+		}
 	}
 }

@@ -10,7 +10,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/signd/signd/internal/safedir"
+	"github.com/signd/signd/internal/safepath"
 )
 
 // Where the store file is: signd opens it only where no other local user
@@ -29,7 +29,7 @@ import (
 //     through whatever is at the path;
 //   - every directory on the way to it, as written and as resolved, is
 //     owned by root or by the effective uid, and none is writable by
-//     others unless sticky (checkPlace, internal/safedir): otherwise
+//     others unless sticky (checkPlace, internal/safepath's DataDir): otherwise
 //     that directory's owner could rename a link or a hard link of
 //     another file into place, or swap a directory of the path for a
 //     link. This holds for reading too: signd, as root, reads only what
@@ -39,29 +39,29 @@ import (
 // directory: `runuser -u signd -- signd ...`.
 
 // checkPlace refuses a store path whose directories another local user
-// could change (safedir.Check). exists says whether the file is there,
+// could change (safepath.DataDir). exists says whether the file is there,
 // for the message: a missing store is named, with how to create it.
 func checkPlace(path string, exists bool) error {
-	err := safedir.Check(filepath.Dir(path))
-	var se *safedir.Error
+	err := safepath.DataDir(os.Geteuid()).Parents(filepath.Dir(path))
+	var se *safepath.Error
 	switch {
 	case err == nil:
 		return nil
 	case !errors.As(err, &se):
 		return fmt.Errorf("store: open %s: %w", path, err)
-	case se.Others:
+	case se.Writable:
 		return fmt.Errorf("%w: %s is in %s, which every local user can write (mode %#o): anyone could put a link to another file in its place (run: chmod o-w %s)",
-			ErrUnsafeFile, path, se.Dir, se.Mode.Perm(), shellQuote(se.Dir))
+			ErrUnsafeFile, path, se.Path, se.Mode.Perm(), shellQuote(se.Path))
 	}
-	who, as := safedir.Owner(se.UID)
+	who, as := safepath.Owner(se.UID)
 	if !exists {
 		return fmt.Errorf("%w: no store at %s, and signd does not create one as uid %d in %s, which %s owns: "+
 			"start `signd serve` once (it creates the store as its own user), or run this command %s",
-			ErrUnsafeFile, path, se.Euid, se.Dir, who, as)
+			ErrUnsafeFile, path, se.EUID, se.Path, who, as)
 	}
 	return fmt.Errorf("%w: %s is in %s, which %s owns, not root or uid %d of this process: that user could put a link to another file in its place; "+
 		"run this command %s",
-		ErrUnsafeFile, path, se.Dir, who, se.Euid, as)
+		ErrUnsafeFile, path, se.Path, who, se.EUID, as)
 }
 
 // symlinkError is the refusal of a symbolic link at the store path.

@@ -8,19 +8,13 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/signd/signd/internal/safepath/safepathtest"
 	"github.com/signd/signd/store/bolt"
 )
 
 // nobody is the uid (and gid) the tests hand directories to: another
 // local user, such as signd's own user seen from root.
 const nobody = 65534
-
-func needRoot(t *testing.T) {
-	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("needs root to hand a directory to uid 65534 (CI runs as root)")
-	}
-}
 
 // openErr opens path and returns the error, closing a DB that opened.
 func openErr(t *testing.T, path string, readOnly bool) error {
@@ -94,7 +88,7 @@ func TestOpenRefusesSymlink(t *testing.T) {
 // all refused; a missing store is not created, and the message says how
 // to run the command as the directory's owner.
 func TestOpenRefusesOtherUsersDirectory(t *testing.T) {
-	needRoot(t)
+	safepathtest.NeedRoot(t)
 	tests := []struct {
 		name     string
 		setup    func(t *testing.T, base string) (path string) // base is root's, 0700
@@ -212,14 +206,9 @@ func TestOpenPlaceAllowed(t *testing.T) {
 // mkdirOwned makes dir/name (0700) and hands it to uid.
 func mkdirOwned(t *testing.T, dir, name string, uid int) string {
 	t.Helper()
-	p := filepath.Join(dir, name)
-	if err := os.Mkdir(p, 0o700); err != nil {
-		t.Fatal(err)
-	}
+	p := safepathtest.Mkdir(t, filepath.Join(dir, name), 0o700)
 	if uid != os.Geteuid() {
-		if err := os.Chown(p, uid, uid); err != nil {
-			t.Fatal(err)
-		}
+		safepathtest.Chown(t, p, uid, uid)
 	}
 	return p
 }

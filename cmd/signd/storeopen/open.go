@@ -11,7 +11,7 @@ import (
 	"strings"
 
 	"github.com/signd/signd/config"
-	"github.com/signd/signd/internal/safedir"
+	"github.com/signd/signd/internal/safepath"
 	"github.com/signd/signd/store"
 	"github.com/signd/signd/store/bolt"
 	"github.com/signd/signd/store/etcd"
@@ -37,7 +37,7 @@ var (
 
 // Open opens the configured backend: the etcd cluster
 // (store.backend etcd, see openEtcd), or the bbolt file, creating its
-// directory (0700) if needed where no other user controls it (safedir);
+// directory (0700) if needed where no other user controls it (safepath.DataDir);
 // logger (nil for none) hears what the store does on its own.
 func Open(cfg *config.Config, logger *slog.Logger) (Backend, error) {
 	return open(cfg, logger, true)
@@ -56,7 +56,7 @@ func open(cfg *config.Config, logger *slog.Logger, cache bool) (Backend, error) 
 	}
 	// Only where no other user can redirect the mkdir; elsewhere bolt.Open
 	// refuses the place and says why.
-	if dir := filepath.Dir(cfg.Store.Path); safedir.Check(dir) == nil {
+	if dir := filepath.Dir(cfg.Store.Path); safepath.DataDir(os.Geteuid()).Parents(dir) == nil {
 		if err := os.MkdirAll(dir, 0o700); err != nil {
 			return nil, fmt.Errorf("store directory: %w", err)
 		}
