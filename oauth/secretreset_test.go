@@ -4,11 +4,14 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/signd/signd/oauth"
 	"github.com/signd/signd/oauth/authlogin"
 	"github.com/signd/signd/oauth/browser"
 	"github.com/signd/signd/oauth/oauthtest"
@@ -194,4 +197,68 @@ func TestResetWhileChecked(t *testing.T) {
 			t.Errorf("auth/login with the old password settled before set-password: %+v, %v; want ErrLoginFailed", tok, err)
 		}
 	})
+}
+
+// overtakingProfile is quietProfile (no consent page: single sign-on issues
+// the code at once) under the scope "overtaken", whose CheckUser — run
+// after the login session was read and before the code is written — lets
+// then commit first.
+type overtakingProfile struct {
+	quietProfile
+	then func()
+}
+
+func (*overtakingProfile) Info() oauth.ProfileInfo {
+	return oauth.ProfileInfo{Name: "overtaken", RedirectURIOptional: true, ErrorPage: true}
+}
+
+func (*overtakingProfile) Match(scopes []string) bool { return slices.Contains(scopes, "overtaken") }
+
+func (p *overtakingProfile) CheckUser(ctx context.Context, r *oauth.Request) error {
+	if p.then != nil {
+		p.then()
+		p.then = nil
+	}
+	return p.quietProfile.CheckUser(ctx, r)
+}
+
+// TestSSOOvertakenByReset: a set-password (the session revoked, the
+// generation raised) or a logout that commits between single sign-on's
+// read of the session and the write of the code wins: no code, so a
+// stolen session cookie gets nothing past the reset meant to shut it out.
+func TestSSOOvertakenByReset(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		then func(ev *env, session []byte)
+	}{
+		{"set-password", func(ev *env, _ []byte) { ev.setPassword("alice", "alice-new-Password-1") }},
+		{"set-pin", func(ev *env, _ []byte) { ev.setPIN("alice", "97531") }},
+		// A logout elsewhere: the session deleted, the account unchanged.
+		{"session ended", func(ev *env, session []byte) {
+			ev.update(func(tx store.Tx) error { return tx.DeleteSession(session) })
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := &overtakingProfile{}
+			ev := newEnv(t, func(c *oauth.Config) { c.Profiles = append(c.Profiles, p) })
+			ev.update(func(tx store.Tx) error {
+				return tx.CreateClient(&store.Client{ID: "ov", Name: "Overtaken", SecretHash: store.HashSecret(rpSecret),
+					RedirectURIs: []string{rpRedirect}, Scopes: []string{"overtaken"}})
+			})
+			_, b := ev.serviceCode(serviceParams()) // alice's login session
+			u, _ := url.Parse(ev.authorizeURL(serviceParams()))
+			var session []byte
+			for _, ck := range b.HTTP.Jar.Cookies(u) {
+				if ck.Name == "signd_session" {
+					session = store.Fingerprint(ck.Value)
+				}
+			}
+			if session == nil {
+				t.Fatal("no login session cookie")
+			}
+			p.then = func() { tc.then(ev, session) }
+			got := ev.must(b.Get(ev.authorizeURL(with(serviceParams(), "client_id", "ov", "scope", "overtaken"))))
+			deniedWith(t, "single sign-on overtaken by "+tc.name, got, secretChangedDesc)
+		})
+	}
 }

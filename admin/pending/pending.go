@@ -211,6 +211,8 @@ func (l *Pending) ApprovePending(ctx context.Context, by principal.Principal, id
 			return fmt.Sprintf("%s cannot be told apart from the requester of %s and cannot approve it", by.Actor, r.ID), false
 		case by.Party == r.Party:
 			return fmt.Sprintf("%s requested %s: a second operator must approve it%s", by.Actor, r.ID, sameHolder(r.Party)), false
+		case principal.SameKey(by.Certs, r.Certs):
+			return fmt.Sprintf("%s holds the key of the requester of %s (%s): a second operator must approve it", by.Actor, r.ID, r.Actor), false
 		case !holdsOne(by, o.Roles):
 			return fmt.Sprintf("approving %s (%s) requires a role of the operation: %s; %s holds %s",
 				r.ID, r.Op, act.RolesText(o.Roles), by.Actor, act.RolesText(by.Roles)), false

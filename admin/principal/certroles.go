@@ -1,6 +1,7 @@
 package principal
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"crypto/x509"
 	"encoding/hex"
@@ -27,11 +28,27 @@ const certPrefix = "sha256:"
 
 // SPKIFingerprint is the lowercase hex SHA-256 digest of cert's
 // SubjectPublicKeyInfo: what a "sha256:" entry of admin.api_roles names,
-// and the Party of the certificate's principal, so that a certificate
-// renewed for the same key is the same operator.
+// and the Party of a certificate with an empty subject (CertParty).
 func SPKIFingerprint(cert *x509.Certificate) string {
 	sum := sha256.Sum256(cert.RawSubjectPublicKeyInfo)
 	return hex.EncodeToString(sum[:])
+}
+
+// SameKey reports whether the leaves of two certificate chains (DER, leaf
+// first; Principal.Certs) certify one key: for dual control they are the
+// same operator whatever their subjects, since a "sha256:" entry of
+// admin.api_roles grants a role to the key under any subject. A chain
+// that is empty or does not parse shares no key.
+func SameKey(a, b [][]byte) bool {
+	if len(a) == 0 || len(b) == 0 {
+		return false
+	}
+	ca, err := x509.ParseCertificate(a[0])
+	if err != nil {
+		return false
+	}
+	cb, err := x509.ParseCertificate(b[0])
+	return err == nil && bytes.Equal(ca.RawSubjectPublicKeyInfo, cb.RawSubjectPublicKeyInfo)
 }
 
 // CertEntry checks one certificate entry of admin.api_roles and returns it

@@ -112,8 +112,10 @@ var opsExercised = map[string]struct {
 	"bin/signd-cluster front":                                    {refs: []string{"cmd/signd-cluster/main_test.go:TestFront"}},
 	"signd-cluster etcd":                                         {refs: []string{"cmd/signd-cluster/process_test.go:TestMembersAsProcesses"}},
 	"go test ./cmd/signd -run 'TestEtcd'":                        {refs: []string{"Makefile:test", "cmd/signd/etcd_test.go:TestEtcdCluster"}},
-	"etcdctl endpoint status":                                    {foreign: "etcd's"},
-	"etcdctl snapshot save":                                      {foreign: "etcd's"},
+	"install -m 600 -o signd -g signd BACKUP /var/lib/signd/signd.db": {refs: []string{"cmd/signd/store_cli_test.go:TestStoreBackupAndCheckCLI"}},
+	"systemctl show signd -p Environment":                             {foreign: "systemd's (what a unit's environment shows every local user)"},
+	"etcdctl endpoint status":                                         {foreign: "etcd's"},
+	"etcdctl snapshot save":                                           {foreign: "etcd's"},
 }
 
 // TestOperationsCommands: every command docs/OPERATIONS.md gives is

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -102,6 +103,24 @@ func TestStoreBackupAndCheckCLI(t *testing.T) {
 	}
 	if _, stop := e.startDaemon(); stop == nil {
 		t.Fatal("the daemon does not start on the restored store")
+	}
+
+	// Restore as docs/OPERATIONS.md gives it: the backup copied into place
+	// with install(1) as the store's owner, mode 0600 (the test runs as that
+	// owner, so without -o and -g).
+	restored := filepath.Join(e.dir, "restored", "signd.db")
+	if err := os.Mkdir(filepath.Dir(restored), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command("install", "-m", "600", online, restored).CombinedOutput(); err != nil {
+		t.Fatalf("install the backup: %v %s", err, out)
+	}
+	e.withStorePath(restored)
+	if out := e.must("", "store", "check"); !strings.HasPrefix(out, "store intact: ") {
+		t.Errorf("store check on the installed backup = %q", out)
+	}
+	if out := e.must("", "user", "list"); !strings.Contains(out, "alice") {
+		t.Errorf("user list on the installed backup: %q", out)
 	}
 }
 

@@ -112,7 +112,12 @@ func (h *Handler) authorize(c echo.Context) error {
 		if user != nil && !(policy.HasMaxAge && (policy.MaxAge == 0 || now.Sub(authTime) > policy.MaxAge)) {
 			f.req.Username, f.req.AuthTime = user.Username, authTime
 			h.log.InfoContext(ctx, "single sign-on", "client_id", req.client.ID, "username", user.Username)
-			return h.proceed(c, f, user, nil)
+			// The session and the account as read must still stand when the
+			// code (or the consent's request) is written: a logout, or a
+			// set-password that ends the session and raises the secret
+			// generation, committing in between wins.
+			f.checked = user
+			return h.proceed(c, f, user, h.sessionStands(c, user))
 		}
 	}
 	if policy.Prompt == oauth.PromptNone {

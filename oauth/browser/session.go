@@ -74,6 +74,24 @@ func (h *Handler) sessionUser(c echo.Context, now time.Time) (*store.User, time.
 	return user, sess.AuthTime, nil
 }
 
+// sessionStands returns the writes that refuse, in the transaction that
+// writes a step single sign-on took for user, a login session of the
+// request's that is gone or another user's, or an account a reset moved on
+// (oauth.RecheckLogin).
+func (h *Handler) sessionStands(c echo.Context, user *store.User) writes {
+	fp := store.Fingerprint(h.sessionValue(c.Request()))
+	return func(tx oauth.Tx) error {
+		s, err := tx.Session(fp)
+		switch {
+		case errors.Is(err, store.ErrNotFound) || err == nil && s.Username != user.Username:
+			return oauth.SecretChanged("login session ended meanwhile: step refused")
+		case err != nil:
+			return err
+		}
+		return oauth.RecheckLogin(tx, user)
+	}
+}
+
 // newSession returns the writes that store a new login session for
 // username and the cookie to set once they committed. A session the
 // browser already had is removed (no fixation).

@@ -2,6 +2,14 @@ package adminapi
 
 import (
 	"bytes"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/hex"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -10,6 +18,7 @@ import (
 	"time"
 
 	"github.com/signd/signd/admin"
+	"github.com/signd/signd/csc/certstatus/certstatustest"
 	"github.com/signd/signd/store"
 )
 
@@ -160,6 +169,45 @@ func TestAPIDualControl(t *testing.T) {
 	}
 	if removed == nil || removed.Actor != admin.CertActor(one.cert) || removed.Fields["approved_by"] != admin.CertActor(two.cert) {
 		t.Errorf("the removal's entry %+v, want actor %s approved by %s", removed, admin.CertActor(one.cert), admin.CertActor(two.cert))
+	}
+}
+
+// TestAPIDualControlKeyPinned: with a role granted to a key
+// ("sha256:…" in admin.api_roles), a certificate of that key under
+// another subject (a renewal whose CN changed) holds the role too, and is
+// still the requester: it cannot approve the request.
+func TestAPIDualControlKeyPinned(t *testing.T) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	spki, err := x509.MarshalPKIXPublicKey(key.Public())
+	if err != nil {
+		t.Fatal(err)
+	}
+	fp := sha256.Sum256(spki)
+	w := newWorld(t, map[string][]string{"administrator": {"sha256:" + hex.EncodeToString(fp[:]), "CN=two,O=Example"}}, []string{"RemoveUser"}, nil)
+	under := func(cn string) clientCert {
+		cert := w.ca.Issue(t, key.Public(), certstatustest.Leaf{Subject: pkix.Name{CommonName: cn, Organization: []string{"Example"}},
+			ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}})
+		return clientCert{cert, tls.Certificate{Certificate: [][]byte{cert.Raw}, PrivateKey: key, Leaf: cert}}
+	}
+	alice, renewed := under("alice"), under("alice.smith")
+	two := issue(t, w.ca, "two", time.Time{}, time.Time{})
+	if st, out := w.call(&alice, "POST", "/users", []byte(`{"username":"carol","password":"correct horse battery"}`)); st != 200 {
+		t.Fatalf("POST /users: %d %v", st, out)
+	}
+	st, out := w.call(&alice, "DELETE", "/users/carol", nil)
+	id, _ := out["id"].(string)
+	if st != http.StatusAccepted || id == "" {
+		t.Fatalf("DELETE /users/carol: %d %v, want 202 pending", st, out)
+	}
+	want := admin.CertActor(renewed.cert) + " holds the key of the requester of " + id + " (" + admin.CertActor(alice.cert) + "): a second operator must approve it"
+	if st, out := w.call(&renewed, "POST", "/pending/"+id+"/approve", nil); st != http.StatusForbidden || out["message"] != want {
+		t.Errorf("approval by the requester's key under another subject: %d %v, want 403 %q", st, out, want)
+	}
+	if st, out := w.call(&two, "POST", "/pending/"+id+"/approve", nil); st != 200 {
+		t.Fatalf("approval by a second operator: %d %v", st, out)
 	}
 }
 
