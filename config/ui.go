@@ -2,14 +2,9 @@ package config
 
 import (
 	"fmt"
-	"math"
 	"os"
 	"path/filepath"
-	"regexp"
-	"strconv"
 	"strings"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/signd/signd/config/rules"
 	"github.com/signd/signd/internal/safepath"
@@ -59,72 +54,18 @@ func uiKeys() []Key {
 	}
 }
 
-var colorRE = regexp.MustCompile(`^#[0-9a-fA-F]{6}$`)
-
 func (u *UIConfig) checks() []check {
 	return []check{
 		{"ui.templates_dir", trustedDir(u.TemplatesDir, os.Geteuid())},
-		{"ui.product_name", productName(u.ProductName)},
+		{"ui.product_name", rules.PrintableText(u.ProductName, MaxProductNameLen)},
 		{"ui.logo_file", logoFile(u.LogoFile)},
-		{"ui.primary_color", color(u.PrimaryColor)},
+		{"ui.primary_color", rules.Colour(u.PrimaryColor, MinContrast)},
 	}
-}
-
-func productName(s string) string {
-	switch {
-	case s == "":
-		return "" // the built-in name
-	case !utf8.ValidString(s):
-		return "is not UTF-8"
-	case utf8.RuneCountInString(s) > MaxProductNameLen:
-		return fmt.Sprintf("is longer than %d characters", MaxProductNameLen)
-	case strings.TrimSpace(s) != s:
-		return fmt.Sprintf("%.70q begins or ends with white space", s)
-	}
-	for _, r := range s {
-		if !unicode.IsPrint(r) {
-			return fmt.Sprintf("%.70q has a character that is not printable (%U)", s, r)
-		}
-	}
-	return ""
-}
-
-func color(s string) string {
-	if s == "" {
-		return ""
-	}
-	if !colorRE.MatchString(s) {
-		return fmt.Sprintf("%.20q is not a colour #rrggbb (six hex digits, e.g. #005a9c)", s)
-	}
-	// The buttons' text is white and the links are on white: WCAG 2.2
-	// §1.4.3 asks a contrast of at least 4.5:1 for text.
-	if c := contrastWithWhite(s); c < MinContrast {
-		return fmt.Sprintf("%s has a contrast of %.2f:1 with white, below the %.1f:1 that WCAG 2.2 asks for the buttons' white text and the links; choose a darker colour", s, c, MinContrast)
-	}
-	return ""
 }
 
 // MinContrast is the least contrast ui.primary_color must have with white
 // (WCAG 2.2 §1.4.3, text of normal size).
 const MinContrast = 4.5
-
-// contrastWithWhite is the WCAG 2.2 contrast ratio of #rrggbb with white:
-// (1 + 0.05) / (L + 0.05), L the colour's relative luminance.
-func contrastWithWhite(s string) float64 {
-	var rgb [3]float64
-	for i := range rgb {
-		v, _ := strconv.ParseUint(s[1+2*i:3+2*i], 16, 8)
-		c := float64(v) / 255
-		if c <= 0.04045 {
-			c /= 12.92
-		} else {
-			c = math.Pow((c+0.055)/1.055, 2.4)
-		}
-		rgb[i] = c
-	}
-	l := 0.2126*rgb[0] + 0.7152*rgb[1] + 0.0722*rgb[2]
-	return 1.05 / (l + 0.05)
-}
 
 func logoFile(p string) string {
 	if msg := rules.ReadableFile(p); msg != "" || p == "" {

@@ -4,13 +4,17 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"math"
 	"net"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 )
 
 // NonEmpty refuses the empty string.
@@ -147,4 +151,62 @@ func RequiredWith(v string, on bool, key string) string {
 		return "required when " + key + " is set"
 	}
 	return ""
+}
+
+// PrintableText refuses text that is not UTF-8, longer than max
+// characters, begins or ends with white space or holds a character that
+// is not printable; "" passes (the default).
+func PrintableText(s string, max int) string {
+	switch {
+	case s == "":
+		return ""
+	case !utf8.ValidString(s):
+		return "is not UTF-8"
+	case utf8.RuneCountInString(s) > max:
+		return fmt.Sprintf("is longer than %d characters", max)
+	case strings.TrimSpace(s) != s:
+		return fmt.Sprintf("%.70q begins or ends with white space", s)
+	}
+	for _, r := range s {
+		if !unicode.IsPrint(r) {
+			return fmt.Sprintf("%.70q has a character that is not printable (%U)", s, r)
+		}
+	}
+	return ""
+}
+
+var colourRE = regexp.MustCompile(`^#[0-9a-fA-F]{6}$`)
+
+// Colour refuses what is not a colour #rrggbb with a contrast of at least
+// minContrast with white (WCAG 2.2 §1.4.3: white text on it, and it as
+// text on white); "" passes (the default).
+func Colour(s string, minContrast float64) string {
+	if s == "" {
+		return ""
+	}
+	if !colourRE.MatchString(s) {
+		return fmt.Sprintf("%.20q is not a colour #rrggbb (six hex digits, e.g. #005a9c)", s)
+	}
+	if c := ContrastWithWhite(s); c < minContrast {
+		return fmt.Sprintf("%s has a contrast of %.2f:1 with white, below the %.1f:1 that WCAG 2.2 asks for the buttons' white text and the links; choose a darker colour", s, c, minContrast)
+	}
+	return ""
+}
+
+// ContrastWithWhite is the WCAG 2.2 contrast ratio of #rrggbb with white:
+// (1 + 0.05) / (L + 0.05), L the colour's relative luminance.
+func ContrastWithWhite(s string) float64 {
+	var rgb [3]float64
+	for i := range rgb {
+		v, _ := strconv.ParseUint(s[1+2*i:3+2*i], 16, 8)
+		c := float64(v) / 255
+		if c <= 0.04045 {
+			c /= 12.92
+		} else {
+			c = math.Pow((c+0.055)/1.055, 2.4)
+		}
+		rgb[i] = c
+	}
+	l := 0.2126*rgb[0] + 0.7152*rgb[1] + 0.0722*rgb[2]
+	return 1.05 / (l + 0.05)
 }
