@@ -41,7 +41,7 @@ func uiKeys() []Key {
 	return []Key{
 		{Name: "ui.templates_dir", Default: "",
 			Usage: "directory of templates replacing built-in ones by file name (pages.html, account.html, enroll.html); empty = built-in",
-			Doc:   "directory whose `pages.html`, `account.html` and `enroll.html`, when present, replace the built-in page templates (a missing one stays built-in); parsed at start, a template error stops signd naming the file and line. It and its files must be owned by root or signd's user and not writable by group or others. See [Branding the pages](OPERATIONS.md#branding-the-pages)"},
+			Doc:   "directory whose `pages.html`, `account.html` and `enroll.html`, when present, replace the built-in page templates (a missing one stays built-in); parsed at start, a template error stops signd naming the file and line. It, its files and every directory above it must be owned by root or signd's user and not writable by group or others (a sticky directory like /tmp may be). See [Branding the pages](OPERATIONS.md#branding-the-pages)"},
 		{Name: "ui.product_name", Default: "",
 			Usage: "product name in the pages' titles and footer; empty = signd",
 			Doc:   "the name in the pages' titles and footer instead of signd: at most 64 printable characters; empty = signd"},
@@ -111,6 +111,11 @@ func trustedDir(dir string, euid int) string {
 	if msg := trusted(dir, fi, euid); msg != "" {
 		return msg
 	}
+	// And the directories above it: whoever may write one could put
+	// another directory in its place between this check and the parse.
+	if err := uiPolicy(euid).Parents(filepath.Dir(dir)); err != nil {
+		return err.Error()
+	}
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return rules.FileError(dir, err)
@@ -128,9 +133,14 @@ func trustedDir(dir string, euid int) string {
 	return ""
 }
 
+// uiPolicy is who may change the templates: root and the user running
+// signd.
+func uiPolicy(euid int) safepath.Policy {
+	return safepath.Policy{EUID: euid, Harm: "could change the pages"}
+}
+
 func trusted(p string, fi os.FileInfo, euid int) string {
-	pol := safepath.Policy{EUID: euid, Harm: "could change the pages"}
-	if err := pol.Entry("", p, fi, ""); err != nil {
+	if err := uiPolicy(euid).Entry("", p, fi, ""); err != nil {
 		return err.Error()
 	}
 	return ""

@@ -140,6 +140,27 @@ func TestUITemplatesDirOwner(t *testing.T) {
 	}
 }
 
+// TestUITemplatesDirParents refuses a templates directory of root's inside
+// a directory another user owns: that user could swap it for theirs
+// between the check and the parse.
+func TestUITemplatesDirParents(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to hand a directory to another uid")
+	}
+	theirs := filepath.Join(t.TempDir(), "theirs")
+	tmpl := filepath.Join(theirs, "templates")
+	if err := os.MkdirAll(tmpl, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(theirs, 65534, 65534); err != nil {
+		t.Fatal(err)
+	}
+	msg := trustedDir(tmpl, 0)
+	if !strings.Contains(msg, theirs+" is owned by uid 65534") {
+		t.Errorf("trustedDir(%s) under a directory of uid 65534 = %q", tmpl, msg)
+	}
+}
+
 // TestUIBadTypes: a ui.* value of the wrong YAML type is its key's
 // problem; an unquoted #rrggbb is a YAML comment, so the key is empty.
 func TestUIBadTypes(t *testing.T) {
